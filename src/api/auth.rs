@@ -1,0 +1,85 @@
+//! Handlers of the auth area.
+
+use dropshot::{HttpResponseOk, HttpResponseUpdatedNoContent, RequestContext};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::ApiContext;
+use super::guard::{caller, client_address};
+use crate::auth::User;
+use crate::error::ApiError;
+
+/// Credentials of a user.
+#[derive(Deserialize, JsonSchema)]
+#[schemars(example = "LoginRequest::example")]
+pub struct LoginRequest {
+    /// The user's email address.
+    pub email: String,
+    /// The user's password.
+    pub password: String,
+}
+
+impl LoginRequest {
+    fn example() -> serde_json::Value {
+        serde_json::json!({"email": "ops@example.com", "password": "correct horse battery staple"})
+    }
+}
+
+/// A new personal access token.
+#[derive(Serialize, JsonSchema)]
+#[schemars(example = "LoginResponse::example")]
+pub struct LoginResponse {
+    /// The token, `<id>|<40 characters>`; send it as `Authorization: Bearer <access_token>`.
+    pub access_token: String,
+    /// Always `Bearer`.
+    pub token_type: String,
+}
+
+impl LoginResponse {
+    fn example() -> serde_json::Value {
+        serde_json::json!({"access_token": "7|Xq3b9ZkP0aLm2Vt8Rr1Yc6Wn4Ue5Oi7Hs0Jd2Fg", "token_type": "Bearer"})
+    }
+}
+
+/// The user who owns the presented token.
+#[derive(Serialize, JsonSchema)]
+#[schemars(example = "CurrentUser::example")]
+pub struct CurrentUser {
+    pub id: i64,
+    pub name: String,
+    pub email: String,
+    /// When the user was created (RFC 3339, UTC).
+    pub created_at: String,
+}
+
+impl CurrentUser {
+    fn example() -> serde_json::Value {
+        serde_json::json!({"id": 1, "name": "Ops", "email": "ops@example.com", "created_at": "2026-11-21T09:30:00.000Z"})
+    }
+}
+
+impl From<User> for CurrentUser {
+    fn from(user: User) -> Self {
+        let created_at = chrono::DateTime::from_timestamp_millis(user.created_at)
+            .unwrap_or_default()
+            .to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+        CurrentUser { id: user.id, name: user.name, email: user.email, created_at }
+    }
+}
+
+pub async fn login(rqctx: &RequestContext<ApiContext>, body: LoginRequest) -> Result<HttpResponseOk<LoginResponse>, ApiError> {
+    let address = client_address(rqctx).to_string();
+    let token = rqctx.context().auth.login(&body.email, &body.password, &address).await?;
+    Ok(HttpResponseOk(LoginResponse { access_token: token, token_type: "Bearer".into() }))
+}
+
+pub async fn logout(rqctx: &RequestContext<ApiContext>) -> Result<HttpResponseUpdatedNoContent, ApiError> {
+    let caller = caller(rqctx).await?;
+    rqctx.context().auth.revoke(caller.token_id).await?;
+    Ok(HttpResponseUpdatedNoContent())
+}
+
+pub async fn current_user(rqctx: &RequestContext<ApiContext>) -> Result<HttpResponseOk<CurrentUser>, ApiError> {
+    let caller = caller(rqctx).await?;
+    Ok(HttpResponseOk(caller.user.into()))
+}

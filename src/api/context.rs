@@ -1,0 +1,13 @@
+//! State shared by every handler.
+
+use std::sync::Arc;
+
+use crate::auth::Authenticator;
+use crate::store::Store;
+
+pub struct ApiContext {
+    pub store: Store,
+    pub auth: Authenticator,
+    /// The OpenAPI document as served, built once at start-up.
+    pub openapi: Arc<String>,
+}

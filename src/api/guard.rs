@@ -1,0 +1,34 @@
+//! What guarded handlers need from a request: the caller behind the bearer token, and the
+//! client's address as the front determined it.
+
+use std::net::IpAddr;
+
+use dropshot::RequestContext;
+
+use super::ApiContext;
+use crate::auth::Caller;
+use crate::error::ApiError;
+use crate::front::CLIENT_ADDRESS_HEADER;
+
+/// The caller of a guarded route, or 401 `Unauthenticated.`.
+pub async fn caller(rqctx: &RequestContext<ApiContext>) -> Result<Caller, ApiError> {
+    let header = rqctx.request.headers().get(http::header::AUTHORIZATION).ok_or_else(ApiError::unauthenticated)?;
+    let value = header.to_str().map_err(|_| ApiError::unauthenticated())?;
+    let (scheme, token) = value.split_once(' ').ok_or_else(ApiError::unauthenticated)?;
+    if !scheme.eq_ignore_ascii_case("bearer") {
+        return Err(ApiError::unauthenticated());
+    }
+    Ok(rqctx.context().auth.authenticate(token.trim()).await?)
+}
+
+/// The client's address: set by the front (which alone decides whether `X-Forwarded-For` is
+/// believed), else the direct peer.
+pub fn client_address(rqctx: &RequestContext<ApiContext>) -> IpAddr {
+    rqctx
+        .request
+        .headers()
+        .get(CLIENT_ADDRESS_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| rqctx.request.remote_addr().ip())
+}

@@ -1,0 +1,219 @@
+//! Authentication: users, passwords, personal access tokens and login throttling.
+//! Free of HTTP types; `crate::api::auth` maps it to the wire.
+
+pub mod password;
+pub mod token;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::error::FieldErrors;
+use crate::store::{Store, StoreError, now_ms};
+
+/// Failed logins for one email from one address that are tolerated within [`THROTTLE_WINDOW`].
+pub const MAX_FAILED_LOGINS: usize = 5;
+pub const THROTTLE_WINDOW: Duration = Duration::from_secs(60);
+/// `last_used_at` is written at most this often per token, so reads stay reads.
+const TOUCH_INTERVAL_MS: i64 = 60_000;
+
+#[derive(Debug, thiserror::Error)]
+pub enum AuthError {
+    #[error("invalid credentials")]
+    InvalidCredentials,
+    #[error("too many failed logins; retry after {retry_after:?}")]
+    Throttled { retry_after: Duration },
+    #[error("unauthenticated")]
+    Unauthenticated,
+    #[error("invalid input")]
+    Invalid(FieldErrors),
+    #[error("no user with email {0}")]
+    UnknownUser(String),
+    #[error("a user with email {0} exists")]
+    DuplicateEmail(String),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("{0}")]
+    Hashing(String),
+}
+
+/// A user as shown to clients.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct User {
+    pub id: i64,
+    pub name: String,
+    pub email: String,
+    /// Epoch milliseconds.
+    pub created_at: i64,
+}
+
+/// The caller of a guarded route: the user and the token presented.
+#[derive(Debug, Clone)]
+pub struct Caller {
+    pub user: User,
+    pub token_id: i64,
+}
+
+/// Users, tokens and throttling over the store.
+#[derive(Clone)]
+pub struct Authenticator {
+    store: Store,
+    token_ttl: Option<Duration>,
+    /// Verified when the email is unknown, so that both failures take the same time.
+    dummy_hash: Arc<str>,
+}
+
+fn normalize_email(email: &str) -> String {
+    email.trim().to_lowercase()
+}
+
+fn validate_email(email: &str, errors: &mut FieldErrors) {
+    let valid = email.len() <= 254
+        && email.split_once('@').is_some_and(|(local, domain)| !local.is_empty() && domain.contains('.') && !domain.starts_with('.') && !domain.ends_with('.'))
+        && !email.chars().any(char::is_whitespace);
+    if !valid {
+        errors.entry("email".into()).or_default().push("The email must be a valid email address.".into());
+    }
+}
+
+async fn hash_blocking(password: String) -> Result<String, AuthError> {
+    tokio::task::spawn_blocking(move || password::hash(&password))
+        .await
+        .map_err(|e| AuthError::Hashing(e.to_string()))?
+        .map_err(AuthError::Hashing)
+}
+
+async fn verify_blocking(password: String, hash: Arc<str>) -> Result<bool, AuthError> {
+    tokio::task::spawn_blocking(move || password::verify(&password, &hash))
+        .await
+        .map_err(|e| AuthError::Hashing(e.to_string()))
+}
+
+impl Authenticator {
+    pub fn new(store: Store, token_ttl: Option<Duration>) -> Result<Self, AuthError> {
+        let dummy_hash = password::hash("not a real password").map_err(AuthError::Hashing)?;
+        Ok(Self { store, token_ttl, dummy_hash: dummy_hash.into() })
+    }
+
+    /// Checks email and password and issues a new token `<id>|<secret>`.
+    ///
+    /// Unknown email and wrong password fail alike, in the same time. After
+    /// [`MAX_FAILED_LOGINS`] failures for one email from one address within
+    /// [`THROTTLE_WINDOW`], every attempt (even with the right password) is refused until the
+    /// oldest of them leaves the window.
+    pub async fn login(&self, email: &str, password: &str, address: &str) -> Result<String, AuthError> {
+        let mut errors = FieldErrors::new();
+        if email.trim().is_empty() {
+            errors.entry("email".into()).or_default().push("The email field is required.".into());
+        }
+        if password.is_empty() {
+            errors.entry("password".into()).or_default().push("The password field is required.".into());
+        }
+        if !errors.is_empty() {
+            return Err(AuthError::Invalid(errors));
+        }
+        let email = normalize_email(email);
+        let now = now_ms();
+        let window_ms = THROTTLE_WINDOW.as_millis() as i64;
+        let failures = self
+            .store
+            .recent_login_failures(&email, address, now - window_ms, MAX_FAILED_LOGINS as i64)
+            .await?;
+        if failures.len() >= MAX_FAILED_LOGINS {
+            let oldest_counted = failures[MAX_FAILED_LOGINS - 1];
+            let wait_ms = (oldest_counted + window_ms - now).max(1000);
+            return Err(AuthError::Throttled { retry_after: Duration::from_millis(wait_ms.unsigned_abs()).max(Duration::from_secs(1)) });
+        }
+
+        let user = self.store.user_by_email(&email).await?;
+        let hash: Arc<str> = match &user {
+            Some(user) => user.password_hash.as_str().into(),
+            None => self.dummy_hash.clone(),
+        };
+        let verified = verify_blocking(password.to_string(), hash).await?;
+        let user = match user {
+            Some(user) if verified => user,
+            _ => {
+                self.store.record_login_failure(&email, address, now, now - window_ms).await?;
+                return Err(AuthError::InvalidCredentials);
+            }
+        };
+        self.store.clear_login_failures(&email, address).await?;
+        self.issue_token(user.id).await
+    }
+
+    async fn issue_token(&self, user_id: i64) -> Result<String, AuthError> {
+        let secret = token::new_secret();
+        let expires_at = self.token_ttl.map(|ttl| now_ms() + ttl.as_millis() as i64);
+        let id = self.store.insert_token(user_id, &token::digest(&secret), expires_at).await?;
+        Ok(format!("{id}|{secret}"))
+    }
+
+    /// Resolves a bearer token to its caller. Missing, malformed, unknown, revoked and expired
+    /// tokens all give [`AuthError::Unauthenticated`].
+    pub async fn authenticate(&self, bearer: &str) -> Result<Caller, AuthError> {
+        let presented = token::parse(bearer).ok_or(AuthError::Unauthenticated)?;
+        let owner = self.store.token_owner(presented.id).await?.ok_or(AuthError::Unauthenticated)?;
+        if !token::matches(presented.secret, &owner.token_hash) {
+            return Err(AuthError::Unauthenticated);
+        }
+        let now = now_ms();
+        if owner.expires_at.is_some_and(|at| at <= now) {
+            return Err(AuthError::Unauthenticated);
+        }
+        if owner.last_used_at.is_none_or(|at| now - at >= TOUCH_INTERVAL_MS) {
+            self.store.touch_token(owner.token_id, now).await?;
+        }
+        Ok(Caller {
+            user: User { id: owner.user_id, name: owner.name, email: owner.email, created_at: owner.created_at },
+            token_id: owner.token_id,
+        })
+    }
+
+    /// Revokes one token (logout).
+    pub async fn revoke(&self, token_id: i64) -> Result<(), AuthError> {
+        Ok(self.store.delete_token(token_id).await?)
+    }
+
+    /// Revokes every token of a user; returns how many were revoked.
+    pub async fn revoke_all(&self, email: &str) -> Result<u64, AuthError> {
+        let email = normalize_email(email);
+        if self.store.user_by_email(&email).await?.is_none() {
+            return Err(AuthError::UnknownUser(email));
+        }
+        Ok(self.store.delete_tokens_of(&email).await?)
+    }
+
+    pub async fn create_user(&self, email: &str, name: Option<&str>, password: &str) -> Result<User, AuthError> {
+        let email = normalize_email(email);
+        let mut errors = FieldErrors::new();
+        validate_email(&email, &mut errors);
+        if password.chars().count() < 8 {
+            errors.entry("password".into()).or_default().push("The password must be at least 8 characters.".into());
+        }
+        if !errors.is_empty() {
+            return Err(AuthError::Invalid(errors));
+        }
+        let name = name.map(str::trim).filter(|n| !n.is_empty()).map(str::to_string).unwrap_or_else(|| email.split('@').next().unwrap_or_default().to_string());
+        let hash = hash_blocking(password.to_string()).await?;
+        let row = self.store.insert_user(&name, &email, &hash).await.map_err(|e| match e {
+            StoreError::Duplicate(_) => AuthError::DuplicateEmail(email.clone()),
+            other => other.into(),
+        })?;
+        Ok(User { id: row.id, name: row.name, email: row.email, created_at: row.created_at })
+    }
+
+    pub async fn list_users(&self) -> Result<Vec<User>, AuthError> {
+        Ok(self
+            .store
+            .list_users()
+            .await?
+            .into_iter()
+            .map(|r| User { id: r.id, name: r.name, email: r.email, created_at: r.created_at })
+            .collect())
+    }
+
+    pub async fn delete_user(&self, email: &str) -> Result<(), AuthError> {
+        let email = normalize_email(email);
+        if self.store.delete_user(&email).await? { Ok(()) } else { Err(AuthError::UnknownUser(email)) }
+    }
+}

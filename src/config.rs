@@ -1,0 +1,471 @@
+//! Service configuration: a TOML file overlaid by environment variables (environment wins).
+//!
+//! Every setting has one name, used upper-case in the environment (`DATABASE_URL`) and
+//! lower-case in the TOML file (`database_url = "..."`). Values are read as plain scalars and
+//! validated here, so that a bad value stops start-up with one line naming the setting.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use figment::Figment;
+use figment::providers::{Env, Format, Toml};
+use ipnet::IpNet;
+use secrecy::SecretString;
+use serde::Deserialize;
+use url::Url;
+
+/// Every setting name the service reads, as written in the environment.
+pub const SETTING_NAMES: &[&str] = &[
+    "DATABASE_URL",
+    "BIND_ADDRESS",
+    "DOCS_PATH",
+    "TOKEN_TTL_MINUTES",
+    "STORAGE_URL",
+    "MAIL_URL",
+    "LEASING_BASE_URL",
+    "LEASING_CLIENT_CERT",
+    "LEASING_CLIENT_KEY",
+    "LEASING_CA_CERT",
+    "LEASING_HTTP1_ONLY",
+    "FIELDREPORT_BASE_URL",
+    "FIELDREPORT_USERNAME",
+    "FIELDREPORT_PASSWORD",
+    "ERP_BASE_URL",
+    "ERP_API_KEY",
+    "ERP_WEBHOOK_SECRET",
+    "ERP_WEBHOOK_ALLOWLIST",
+    "ERP_TIMEOUT_SECONDS",
+    "ERP_CONNECT_TIMEOUT_SECONDS",
+    "TRUSTED_PROXIES",
+    "MISSING_INFO_TEMPLATE",
+    "LOG_FORMAT",
+    "TLS_CERT",
+    "TLS_KEY",
+    "METRICS_TOKEN",
+    "MAX_BODY_BYTES",
+];
+
+/// A bad or unreadable setting; its `Display` is the one line printed before exiting.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("configuration error: {setting}: {reason}")]
+    Invalid { setting: &'static str, reason: String },
+    #[error("configuration error: {0}")]
+    Source(String),
+}
+
+fn invalid(setting: &'static str, reason: impl Into<String>) -> ConfigError {
+    ConfigError::Invalid { setting, reason: reason.into() }
+}
+
+/// Output format of the log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+/// The database the store connects to.
+#[derive(Clone)]
+pub struct DatabaseUrl(SecretString);
+
+impl DatabaseUrl {
+    pub fn new(url: impl Into<String>) -> Self {
+        Self(SecretString::from(url.into()))
+    }
+    pub fn expose(&self) -> &str {
+        secrecy::ExposeSecret::expose_secret(&self.0)
+    }
+    pub fn is_postgres(&self) -> bool {
+        let url = self.expose();
+        url.starts_with("postgres://") || url.starts_with("postgresql://")
+    }
+    /// The URL with any password replaced, for logs.
+    pub fn redacted(&self) -> String {
+        match Url::parse(self.expose()) {
+            Ok(mut url) if url.password().is_some() => {
+                let _ = url.set_password(Some("********"));
+                url.to_string()
+            }
+            _ => self.expose().to_string(),
+        }
+    }
+}
+
+impl std::fmt::Debug for DatabaseUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:?}", self.redacted())
+    }
+}
+
+/// Settings of the leasing provider client.
+#[derive(Debug, Clone)]
+pub struct LeasingConfig {
+    pub base_url: Option<Url>,
+    pub client_cert: Option<PathBuf>,
+    pub client_key: Option<PathBuf>,
+    pub ca_cert: Option<PathBuf>,
+    pub http1_only: bool,
+}
+
+/// Settings of the field-report upstream client.
+#[derive(Debug, Clone)]
+pub struct FieldReportConfig {
+    pub base_url: Option<Url>,
+    pub username: Option<String>,
+    pub password: Option<SecretString>,
+}
+
+/// Settings of the ERP client and webhook receiver.
+#[derive(Debug, Clone)]
+pub struct ErpConfig {
+    pub base_url: Option<Url>,
+    pub api_key: Option<SecretString>,
+    pub webhook_secret: Option<SecretString>,
+    pub webhook_allowlist: Vec<IpNet>,
+    pub timeout: Duration,
+    pub connect_timeout: Duration,
+    pub missing_info_template: String,
+}
+
+/// The validated configuration of one service process.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub database_url: DatabaseUrl,
+    pub bind_address: SocketAddr,
+    pub docs_path: String,
+    pub token_ttl: Option<Duration>,
+    pub storage_url: String,
+    pub mail_url: Option<SecretString>,
+    pub leasing: LeasingConfig,
+    pub fieldreport: FieldReportConfig,
+    pub erp: ErpConfig,
+    pub trusted_proxies: Vec<IpNet>,
+    pub log_format: LogFormat,
+    pub tls_cert: Option<PathBuf>,
+    pub tls_key: Option<PathBuf>,
+    pub metrics_token: Option<SecretString>,
+    pub max_body_bytes: usize,
+}
+
+/// A setting read from TOML or the environment as a plain string, whatever scalar it was
+/// written as (`port = 8080` and `PORT=8080` both arrive as "8080").
+#[derive(Debug, Clone)]
+struct Scalar(String);
+
+impl<'de> Deserialize<'de> for Scalar {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = Scalar;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a string, number or boolean")
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Scalar, E> {
+                Ok(Scalar(v.to_string()))
+            }
+            fn visit_bool<E>(self, v: bool) -> Result<Scalar, E> {
+                Ok(Scalar(v.to_string()))
+            }
+            fn visit_i64<E>(self, v: i64) -> Result<Scalar, E> {
+                Ok(Scalar(v.to_string()))
+            }
+            fn visit_u64<E>(self, v: u64) -> Result<Scalar, E> {
+                Ok(Scalar(v.to_string()))
+            }
+            fn visit_f64<E>(self, v: f64) -> Result<Scalar, E> {
+                Ok(Scalar(v.to_string()))
+            }
+            fn visit_char<E>(self, v: char) -> Result<Scalar, E> {
+                Ok(Scalar(v.to_string()))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// The raw settings, keyed by their upper-case name, before validation.
+struct RawSettings(BTreeMap<String, String>);
+
+impl RawSettings {
+    fn get(&self, name: &'static str) -> Option<&str> {
+        self.0.get(name).map(|v| v.trim()).filter(|v| !v.is_empty())
+    }
+
+    fn string_or(&self, name: &'static str, default: &str) -> String {
+        self.get(name).unwrap_or(default).to_string()
+    }
+
+    fn secret(&self, name: &'static str) -> Option<SecretString> {
+        self.get(name).map(|v| SecretString::from(v.to_string()))
+    }
+
+    fn path(&self, name: &'static str) -> Option<PathBuf> {
+        self.get(name).map(PathBuf::from)
+    }
+
+    fn url(&self, name: &'static str) -> Result<Option<Url>, ConfigError> {
+        let Some(raw) = self.get(name) else { return Ok(None) };
+        let url = Url::parse(raw).map_err(|e| invalid(name, format!("not a URL: {e}")))?;
+        if !matches!(url.scheme(), "http" | "https") {
+            return Err(invalid(name, "must be an http:// or https:// URL"));
+        }
+        Ok(Some(url))
+    }
+
+    fn bool_or(&self, name: &'static str, default: bool) -> Result<bool, ConfigError> {
+        match self.get(name).map(str::to_ascii_lowercase).as_deref() {
+            None => Ok(default),
+            Some("true" | "1" | "yes" | "on") => Ok(true),
+            Some("false" | "0" | "no" | "off") => Ok(false),
+            Some(other) => Err(invalid(name, format!("expected true or false, got {other:?}"))),
+        }
+    }
+
+    fn positive_u64(&self, name: &'static str) -> Result<Option<u64>, ConfigError> {
+        let Some(raw) = self.get(name) else { return Ok(None) };
+        match raw.parse::<u64>() {
+            Ok(0) | Err(_) => Err(invalid(name, format!("expected a positive whole number, got {raw:?}"))),
+            Ok(n) => Ok(Some(n)),
+        }
+    }
+
+    fn networks(&self, name: &'static str) -> Result<Vec<IpNet>, ConfigError> {
+        let Some(raw) = self.get(name) else { return Ok(Vec::new()) };
+        raw.split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(|item| {
+                item.parse::<IpNet>()
+                    .or_else(|_| item.parse::<std::net::IpAddr>().map(IpNet::from))
+                    .map_err(|_| invalid(name, format!("{item:?} is not an IP address or CIDR network")))
+            })
+            .collect()
+    }
+}
+
+impl Config {
+    /// Loads the configuration from an optional TOML file and the process environment.
+    pub fn load(file: Option<&Path>) -> Result<Self, ConfigError> {
+        let figment = Self::file_figment(file)?.merge(Env::raw().only(SETTING_NAMES));
+        Self::validate(RawSettings(Self::settings_of(figment)?))
+    }
+
+    /// Loads the configuration from an optional TOML file and explicit variables in place of
+    /// the process environment (used by tests, which must not touch the shared environment).
+    pub fn load_with(file: Option<&Path>, env: &[(&str, &str)]) -> Result<Self, ConfigError> {
+        let mut settings = Self::settings_of(Self::file_figment(file)?)?;
+        for (name, value) in env {
+            settings.insert(name.to_ascii_uppercase(), value.to_string());
+        }
+        Self::validate(RawSettings(settings))
+    }
+
+    fn file_figment(file: Option<&Path>) -> Result<Figment, ConfigError> {
+        let figment = Figment::new();
+        let Some(path) = file else { return Ok(figment) };
+        if !path.is_file() {
+            return Err(ConfigError::Source(format!("config file {} does not exist", path.display())));
+        }
+        Ok(figment.merge(Toml::file_exact(path)))
+    }
+
+    fn settings_of(figment: Figment) -> Result<BTreeMap<String, String>, ConfigError> {
+        let raw: BTreeMap<String, Scalar> =
+            figment.extract().map_err(|e| ConfigError::Source(e.to_string().replace('\n', " ")))?;
+        let mut settings = BTreeMap::new();
+        for (key, Scalar(value)) in raw {
+            let name = key.to_ascii_uppercase();
+            if !SETTING_NAMES.contains(&name.as_str()) {
+                return Err(ConfigError::Source(format!("unknown setting {key:?}")));
+            }
+            settings.insert(name, value);
+        }
+        Ok(settings)
+    }
+
+    fn validate(raw: RawSettings) -> Result<Self, ConfigError> {
+        let database_url = DatabaseUrl::new(raw.string_or("DATABASE_URL", "sqlite://./var/integration-service.db"));
+        let db = database_url.expose();
+        if !(database_url.is_postgres() || db.starts_with("sqlite:")) {
+            return Err(invalid("DATABASE_URL", "must start with sqlite: or postgres://"));
+        }
+
+        let bind_raw = raw.string_or("BIND_ADDRESS", "127.0.0.1:8080");
+        let bind_address = bind_raw
+            .parse::<SocketAddr>()
+            .map_err(|_| invalid("BIND_ADDRESS", format!("{bind_raw:?} is not an address like 127.0.0.1:8080")))?;
+
+        let docs_path = raw.string_or("DOCS_PATH", "docs").trim_matches('/').to_string();
+        let docs_ok = !docs_path.is_empty()
+            && docs_path
+                .split('/')
+                .all(|seg| !seg.is_empty() && seg.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)) && seg != "." && seg != "..")
+            && docs_path != "api"
+            && !docs_path.starts_with("api/");
+        if !docs_ok {
+            return Err(invalid("DOCS_PATH", "must be a URL path of letters, digits, - _ . (not under /api)"));
+        }
+
+        let token_ttl = raw.positive_u64("TOKEN_TTL_MINUTES")?.map(|m| Duration::from_secs(m * 60));
+        let max_body_bytes = raw.positive_u64("MAX_BODY_BYTES")?.unwrap_or(1024 * 1024);
+        let max_body_bytes = usize::try_from(max_body_bytes).map_err(|_| invalid("MAX_BODY_BYTES", "too large"))?;
+
+        let storage_url = raw.string_or("STORAGE_URL", "file://./var/storage");
+        if !(storage_url.starts_with("file://") || storage_url.starts_with("s3://")) {
+            return Err(invalid("STORAGE_URL", "must start with file:// or s3://"));
+        }
+        let mail_url = raw.secret("MAIL_URL");
+        if let Some(url) = raw.get("MAIL_URL") {
+            if !(url.starts_with("smtp://") || url.starts_with("smtps://") || url.starts_with("file://")) {
+                return Err(invalid("MAIL_URL", "must start with smtp://, smtps:// or file://"));
+            }
+        }
+
+        let log_format = match raw.string_or("LOG_FORMAT", "text").to_ascii_lowercase().as_str() {
+            "text" => LogFormat::Text,
+            "json" => LogFormat::Json,
+            other => return Err(invalid("LOG_FORMAT", format!("expected text or json, got {other:?}"))),
+        };
+
+        let tls_cert = raw.path("TLS_CERT");
+        let tls_key = raw.path("TLS_KEY");
+        if tls_cert.is_some() != tls_key.is_some() {
+            let missing = if tls_cert.is_some() { "TLS_KEY" } else { "TLS_CERT" };
+            return Err(invalid(missing, "TLS_CERT and TLS_KEY must be set together"));
+        }
+        for (name, path) in [("TLS_CERT", &tls_cert), ("TLS_KEY", &tls_key)] {
+            if let Some(path) = path {
+                if !path.is_file() {
+                    return Err(invalid(name, format!("file {} does not exist", path.display())));
+                }
+            }
+        }
+
+        let leasing = LeasingConfig {
+            base_url: raw.url("LEASING_BASE_URL")?,
+            client_cert: raw.path("LEASING_CLIENT_CERT"),
+            client_key: raw.path("LEASING_CLIENT_KEY"),
+            ca_cert: raw.path("LEASING_CA_CERT"),
+            http1_only: raw.bool_or("LEASING_HTTP1_ONLY", true)?,
+        };
+        if leasing.client_cert.is_some() != leasing.client_key.is_some() {
+            let missing = if leasing.client_cert.is_some() { "LEASING_CLIENT_KEY" } else { "LEASING_CLIENT_CERT" };
+            return Err(invalid(missing, "LEASING_CLIENT_CERT and LEASING_CLIENT_KEY must be set together"));
+        }
+
+        let fieldreport = FieldReportConfig {
+            base_url: raw.url("FIELDREPORT_BASE_URL")?,
+            username: raw.get("FIELDREPORT_USERNAME").map(str::to_string),
+            password: raw.secret("FIELDREPORT_PASSWORD"),
+        };
+
+        let erp = ErpConfig {
+            base_url: raw.url("ERP_BASE_URL")?,
+            api_key: raw.secret("ERP_API_KEY"),
+            webhook_secret: raw.secret("ERP_WEBHOOK_SECRET"),
+            webhook_allowlist: raw.networks("ERP_WEBHOOK_ALLOWLIST")?,
+            timeout: Duration::from_secs(raw.positive_u64("ERP_TIMEOUT_SECONDS")?.unwrap_or(30)),
+            connect_timeout: Duration::from_secs(raw.positive_u64("ERP_CONNECT_TIMEOUT_SECONDS")?.unwrap_or(10)),
+            missing_info_template: raw.string_or("MISSING_INFO_TEMPLATE", "leasing-missing-info"),
+        };
+
+        Ok(Config {
+            database_url,
+            bind_address,
+            docs_path,
+            token_ttl,
+            storage_url,
+            mail_url,
+            leasing,
+            fieldreport,
+            erp,
+            trusted_proxies: raw.networks("TRUSTED_PROXIES")?,
+            log_format,
+            tls_cert,
+            tls_key,
+            metrics_token: raw.secret("METRICS_TOKEN"),
+            max_body_bytes,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_need_no_settings() {
+        let config = Config::load_with(None, &[]).unwrap();
+        assert_eq!(config.bind_address.to_string(), "127.0.0.1:8080");
+        assert_eq!(config.docs_path, "docs");
+        assert_eq!(config.max_body_bytes, 1024 * 1024);
+        assert!(config.token_ttl.is_none());
+        assert_eq!(config.erp.timeout, Duration::from_secs(30));
+        assert!(!config.database_url.is_postgres());
+    }
+
+    #[test]
+    fn environment_wins_over_file() {
+        let dir = std::env::temp_dir().join(format!("cfg-{}", uuid::Uuid::new_v4()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("config.toml");
+        std::fs::write(&file, "bind_address = \"127.0.0.1:9000\"\ntoken_ttl_minutes = 5\nmax_body_bytes = 2048\n").unwrap();
+        let config = Config::load_with(Some(&file), &[("BIND_ADDRESS", "127.0.0.1:9001")]).unwrap();
+        assert_eq!(config.bind_address.to_string(), "127.0.0.1:9001");
+        assert_eq!(config.token_ttl, Some(Duration::from_secs(300)));
+        assert_eq!(config.max_body_bytes, 2048);
+    }
+
+    #[test]
+    fn bad_values_name_the_setting() {
+        let cases: &[(&str, &str)] = &[
+            ("BIND_ADDRESS", "nowhere"),
+            ("TOKEN_TTL_MINUTES", "-3"),
+            ("MAX_BODY_BYTES", "lots"),
+            ("LOG_FORMAT", "xml"),
+            ("ERP_WEBHOOK_ALLOWLIST", "10.0.0.0/8,not-an-ip"),
+            ("LEASING_BASE_URL", "ftp://x"),
+            ("DATABASE_URL", "mysql://x"),
+            ("DOCS_PATH", "../etc"),
+            ("LEASING_HTTP1_ONLY", "maybe"),
+        ];
+        for (name, value) in cases {
+            let err = Config::load_with(None, &[(name, value)]).unwrap_err().to_string();
+            assert!(err.starts_with(&format!("configuration error: {name}:")), "{err}");
+            assert!(!err.contains('\n'));
+        }
+    }
+
+    #[test]
+    fn secrets_do_not_show_in_debug() {
+        let config = Config::load_with(
+            None,
+            &[
+                ("DATABASE_URL", "postgres://app:hunter2@db/app"),
+                ("ERP_API_KEY", "erp-key-123"),
+                ("FIELDREPORT_PASSWORD", "fr-pass-456"),
+                ("ERP_WEBHOOK_SECRET", "hook-789"),
+                ("METRICS_TOKEN", "metrics-000"),
+            ],
+        )
+        .unwrap();
+        let debug = format!("{config:?}");
+        for secret in ["hunter2", "erp-key-123", "fr-pass-456", "hook-789", "metrics-000"] {
+            assert!(!debug.contains(secret), "{secret} leaked in {debug}");
+        }
+        assert!(config.database_url.is_postgres());
+    }
+
+    #[test]
+    fn unknown_file_setting_is_refused() {
+        let dir = std::env::temp_dir().join(format!("cfg-{}", uuid::Uuid::new_v4()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("config.toml");
+        std::fs::write(&file, "bind_adress = \"127.0.0.1:9000\"\n").unwrap();
+        let err = Config::load_with(Some(&file), &[]).unwrap_err().to_string();
+        assert!(err.contains("bind_adress"), "{err}");
+    }
+}

@@ -1,0 +1,173 @@
+//! The one place where domain errors become HTTP answers.
+//!
+//! Every error body is JSON with `message`, `error_code` and `request_id`. Handlers leave
+//! `request_id` empty; the front (`crate::front`) stamps the id of the request into every error
+//! body, including the ones dropshot writes itself (unknown route, bad JSON), so that the body
+//! and the `x-request-id` header always agree.
+
+use std::collections::BTreeMap;
+
+use dropshot::{ErrorStatusCode, HttpError, HttpResponseError};
+use schemars::JsonSchema;
+use serde::Serialize;
+
+use crate::auth::AuthError;
+use crate::store::StoreError;
+use crate::telemetry;
+
+/// Validation messages per field name.
+pub type FieldErrors = BTreeMap<String, Vec<String>>;
+
+/// Error information from a response.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ApiError {
+    #[serde(skip)]
+    status: ErrorStatusCode,
+    /// What went wrong, for humans.
+    pub message: String,
+    /// A stable, machine-readable code (snake_case), e.g. `unauthenticated`, `validation_failed`.
+    pub error_code: String,
+    /// The id of the request, as in the `x-request-id` header; quote it when reporting a problem.
+    pub request_id: String,
+    /// Present (and `false`) on leasing routes, which keep the `{success, message}` shape.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub success: Option<bool>,
+    /// Validation failures: messages per field.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub errors: Option<FieldErrors>,
+    /// On 429: seconds until a new attempt may succeed (also sent as `Retry-After`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retry_after_seconds: Option<u64>,
+}
+
+impl ApiError {
+    pub fn new(status: ErrorStatusCode, error_code: &str, message: impl Into<String>) -> Self {
+        Self {
+            status,
+            message: message.into(),
+            error_code: error_code.to_string(),
+            request_id: String::new(),
+            success: None,
+            errors: None,
+            retry_after_seconds: None,
+        }
+    }
+
+    pub fn unauthenticated() -> Self {
+        Self::new(ErrorStatusCode::UNAUTHORIZED, "unauthenticated", "Unauthenticated.")
+    }
+
+    pub fn not_found(message: impl Into<String>) -> Self {
+        Self::new(ErrorStatusCode::NOT_FOUND, "not_found", message)
+    }
+
+    /// 422 with messages per field; `message` summarises the first one.
+    pub fn validation(errors: FieldErrors) -> Self {
+        let message = errors
+            .iter()
+            .next()
+            .and_then(|(field, messages)| messages.first().map(|m| format!("{field}: {m}")))
+            .unwrap_or_else(|| "The given data was invalid.".to_string());
+        let mut error = Self::new(ErrorStatusCode::UNPROCESSABLE_ENTITY, "validation_failed", message);
+        error.errors = Some(errors);
+        error
+    }
+
+    pub fn too_many_attempts(retry_after_seconds: u64) -> Self {
+        let mut error = Self::new(
+            ErrorStatusCode::TOO_MANY_REQUESTS,
+            "too_many_attempts",
+            format!("Too many failed login attempts. Try again in {retry_after_seconds} seconds."),
+        );
+        error.retry_after_seconds = Some(retry_after_seconds);
+        error
+    }
+
+    /// A failure whose detail is for the log only; the client sees a generic message.
+    pub fn internal(detail: impl std::fmt::Display) -> Self {
+        telemetry::report_internal_error(&detail.to_string());
+        Self::new(ErrorStatusCode::INTERNAL_SERVER_ERROR, "internal_error", "Internal server error.")
+    }
+
+    pub fn unavailable(detail: impl std::fmt::Display) -> Self {
+        telemetry::report_internal_error(&detail.to_string());
+        Self::new(ErrorStatusCode::SERVICE_UNAVAILABLE, "service_unavailable", "The service is temporarily unavailable.")
+    }
+
+    pub fn status(&self) -> ErrorStatusCode {
+        self.status
+    }
+}
+
+impl std::fmt::Display for ApiError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} ({}): {}", self.status.as_u16(), self.error_code, self.message)
+    }
+}
+
+impl HttpResponseError for ApiError {
+    fn status_code(&self) -> ErrorStatusCode {
+        self.status
+    }
+}
+
+/// Errors raised by dropshot itself (a body that is not valid JSON, a bad path parameter).
+impl From<HttpError> for ApiError {
+    fn from(error: HttpError) -> Self {
+        let code = error.error_code.clone().unwrap_or_else(|| default_error_code(error.status_code.as_u16()).to_string());
+        if error.status_code.is_server_error() {
+            return Self::internal(error.internal_message);
+        }
+        Self::new(error.status_code, &code, error.external_message)
+    }
+}
+
+/// The `error_code` of an error that did not name one, by status.
+pub fn default_error_code(status: u16) -> &'static str {
+    match status {
+        400 => "bad_request",
+        401 => "unauthenticated",
+        403 => "forbidden",
+        404 => "not_found",
+        405 => "method_not_allowed",
+        406 => "not_acceptable",
+        409 => "conflict",
+        413 => "payload_too_large",
+        415 => "unsupported_media_type",
+        422 => "validation_failed",
+        429 => "too_many_requests",
+        502 => "upstream_error",
+        503 => "service_unavailable",
+        504 => "upstream_timeout",
+        s if s >= 500 => "internal_error",
+        _ => "client_error",
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(error: StoreError) -> Self {
+        match error {
+            StoreError::Unavailable(_) => Self::unavailable(error),
+            _ => Self::internal(error),
+        }
+    }
+}
+
+impl From<AuthError> for ApiError {
+    fn from(error: AuthError) -> Self {
+        match error {
+            AuthError::InvalidCredentials => {
+                Self::new(ErrorStatusCode::UNAUTHORIZED, "invalid_credentials", "These credentials do not match our records.")
+            }
+            AuthError::Throttled { retry_after } => Self::too_many_attempts(retry_after.as_secs().max(1)),
+            AuthError::Unauthenticated => Self::unauthenticated(),
+            AuthError::Invalid(errors) => Self::validation(errors),
+            AuthError::UnknownUser(email) => Self::not_found(format!("no user with email {email}")),
+            AuthError::DuplicateEmail(email) => {
+                Self::new(ErrorStatusCode::CONFLICT, "duplicate_email", format!("a user with email {email} exists"))
+            }
+            AuthError::Store(e) => e.into(),
+            AuthError::Hashing(e) => Self::internal(e),
+        }
+    }
+}

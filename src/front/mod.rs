@@ -1,0 +1,267 @@
+//! The front: a lean HTTP/1.1 server on the public address, in front of dropshot.
+//!
+//! It does what dropshot lacks, in one place: maps public paths onto internal ones
+//! ([`rewrite`]), decides the client address ([`client_address`]), enforces the body limit
+//! with 413, refuses internal paths from outside, stamps the request id into every error body,
+//! turns `retry_after_seconds` into `Retry-After`, cuts off clients that send headers too
+//! slowly, and writes one log line per request. Each client connection is paired with its own
+//! HTTP/1.1 connection to dropshot on loopback, opened on first use.
+
+pub mod client_address;
+pub mod rewrite;
+
+use std::convert::Infallible;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http::{HeaderValue, Request, Response, StatusCode, header};
+use http_body_util::combinators::BoxBody;
+use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
+use hyper::body::Incoming;
+use hyper::client::conn::http1::SendRequest;
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::server::graceful::GracefulShutdown;
+use ipnet::IpNet;
+use slog::Logger;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{Mutex, oneshot};
+
+use crate::error::default_error_code;
+use rewrite::{INTERNAL_PREFIX, RewriteTable};
+
+/// Header carrying the client address from the front to dropshot (never taken from clients).
+pub const CLIENT_ADDRESS_HEADER: &str = "x-client-address";
+const REQUEST_ID_HEADER: &str = "x-request-id";
+/// Error bodies larger than this are passed through untouched.
+const MAX_ERROR_BODY: usize = 64 * 1024;
+/// A client must finish sending its request headers within this time.
+const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long shutdown waits for in-flight requests.
+const DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+pub type FrontBody = BoxBody<Bytes, BoxError>;
+type Backend = Mutex<Option<SendRequest<FrontBody>>>;
+
+pub struct Front {
+    pub backend: SocketAddr,
+    pub rewrites: RewriteTable,
+    pub trusted_proxies: Vec<IpNet>,
+    pub max_body_bytes: usize,
+    pub log: Logger,
+}
+
+/// Accepts connections until `shutdown` fires, then lets in-flight requests finish.
+pub async fn serve(front: Arc<Front>, listener: TcpListener, shutdown: oneshot::Receiver<()>) {
+    let graceful = GracefulShutdown::new();
+    let mut shutdown = std::pin::pin!(shutdown);
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => {
+                let (stream, peer) = match accepted {
+                    Ok(pair) => pair,
+                    Err(error) => {
+                        slog::warn!(front.log, "accept failed"; "error" => %error);
+                        tokio::time::sleep(Duration::from_millis(20)).await;
+                        continue;
+                    }
+                };
+                let _ = stream.set_nodelay(true);
+                let front = front.clone();
+                let backend: Arc<Backend> = Arc::new(Mutex::new(None));
+                let service = service_fn(move |req| {
+                    let front = front.clone();
+                    let backend = backend.clone();
+                    async move { Ok::<_, Infallible>(front.handle(req, peer, &backend).await) }
+                });
+                let connection = hyper::server::conn::http1::Builder::new()
+                    .timer(TokioTimer::new())
+                    .header_read_timeout(HEADER_READ_TIMEOUT)
+                    .serve_connection(TokioIo::new(stream), service);
+                let connection = graceful.watch(connection);
+                tokio::spawn(async move {
+                    let _ = connection.await;
+                });
+            }
+            _ = &mut shutdown => break,
+        }
+    }
+    drop(listener);
+    if tokio::time::timeout(DRAIN_TIMEOUT, graceful.shutdown()).await.is_err() {
+        slog::warn!(front.log, "shutdown: in-flight requests did not finish in time");
+    }
+}
+
+fn full(bytes: impl Into<Bytes>) -> FrontBody {
+    Full::new(bytes.into()).map_err(|never| match never {}).boxed()
+}
+
+/// An answer the front gives itself, shaped like every other error.
+fn own_error(status: StatusCode, message: &str, request_id: &str) -> Response<FrontBody> {
+    let body = serde_json::json!({
+        "message": message,
+        "error_code": default_error_code(status.as_u16()),
+        "request_id": request_id,
+    });
+    let mut response = Response::new(full(body.to_string()));
+    *response.status_mut() = status;
+    response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response
+}
+
+fn has_length_limit_error(error: &(dyn std::error::Error + 'static)) -> bool {
+    let mut current = Some(error);
+    while let Some(e) = current {
+        if e.is::<LengthLimitError>() {
+            return true;
+        }
+        current = e.source();
+    }
+    false
+}
+
+impl Front {
+    async fn handle(&self, req: Request<Incoming>, peer: SocketAddr, backend: &Backend) -> Response<FrontBody> {
+        let started = Instant::now();
+        let method = req.method().clone();
+        let path = req.uri().path().to_string();
+        let client = client_address::resolve(peer.ip(), req.headers(), &self.trusted_proxies);
+
+        let mut response = match self.forward(req, &path, client, backend).await {
+            Ok(response) => self.finish(response).await,
+            Err(response) => response,
+        };
+        let request_id = match response.headers().get(REQUEST_ID_HEADER).and_then(|v| v.to_str().ok()) {
+            Some(id) => id.to_string(),
+            None => {
+                let id = uuid::Uuid::new_v4().to_string();
+                response.headers_mut().insert(REQUEST_ID_HEADER, HeaderValue::from_str(&id).expect("a uuid is a header value"));
+                id
+            }
+        };
+        let status = response.status().as_u16();
+        let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
+        slog::info!(self.log, "request";
+            "method" => %method, "path" => path, "status" => status,
+            "latency_ms" => format!("{latency_ms:.3}"), "request_id" => request_id, "client" => %client);
+        response
+    }
+
+    /// Sends the request on to dropshot; `Err` is an answer of the front's own.
+    async fn forward(
+        &self,
+        req: Request<Incoming>,
+        path: &str,
+        client: IpAddr,
+        backend: &Backend,
+    ) -> Result<Response<Incoming>, Response<FrontBody>> {
+        let fresh_id = || uuid::Uuid::new_v4().to_string();
+        if path.starts_with(INTERNAL_PREFIX) {
+            return Err(own_error(StatusCode::NOT_FOUND, "Not Found", &fresh_id()));
+        }
+        let declared_length = req
+            .headers()
+            .get(header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<u64>().ok());
+        if declared_length.is_some_and(|len| len > self.max_body_bytes as u64) {
+            return Err(self.too_large(&fresh_id()));
+        }
+
+        let (mut parts, body) = req.into_parts();
+        if let Some(internal) = self.rewrites.to_internal(path) {
+            let target = match parts.uri.query() {
+                Some(query) => format!("{internal}?{query}"),
+                None => internal,
+            };
+            parts.uri = target.parse().map_err(|_| own_error(StatusCode::BAD_REQUEST, "Malformed path", &fresh_id()))?;
+        }
+        parts.headers.remove(header::CONNECTION);
+        parts.headers.insert(
+            CLIENT_ADDRESS_HEADER,
+            HeaderValue::from_str(&client.to_string()).expect("an IP address is a header value"),
+        );
+        let body = Limited::new(body, self.max_body_bytes).boxed();
+        let request = Request::from_parts(parts, body);
+
+        let mut slot = backend.lock().await;
+        let ready = match slot.as_mut() {
+            Some(sender) => sender.ready().await.is_ok(),
+            None => false,
+        };
+        if !ready {
+            *slot = Some(self.connect().await.map_err(|e| {
+                slog::error!(self.log, "backend unreachable"; "error" => %e);
+                own_error(StatusCode::BAD_GATEWAY, "The service is not ready.", &fresh_id())
+            })?);
+        }
+        let sender = slot.as_mut().expect("a backend connection was just set");
+        match sender.send_request(request).await {
+            Ok(response) => Ok(response),
+            Err(error) => {
+                *slot = None;
+                if has_length_limit_error(&error) {
+                    Err(self.too_large(&fresh_id()))
+                } else {
+                    slog::error!(self.log, "backend request failed"; "error" => %error);
+                    Err(own_error(StatusCode::BAD_GATEWAY, "The request could not be processed.", &fresh_id()))
+                }
+            }
+        }
+    }
+
+    fn too_large(&self, request_id: &str) -> Response<FrontBody> {
+        let message = format!("The request body is larger than {} bytes.", self.max_body_bytes);
+        let mut response = own_error(StatusCode::PAYLOAD_TOO_LARGE, &message, request_id);
+        response.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
+        response
+    }
+
+    async fn connect(&self) -> Result<SendRequest<FrontBody>, BoxError> {
+        let stream = TcpStream::connect(self.backend).await?;
+        stream.set_nodelay(true)?;
+        let (sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
+        tokio::spawn(async move {
+            let _ = connection.await;
+        });
+        Ok(sender)
+    }
+
+    /// Passes successful answers through as they stream; completes error bodies.
+    async fn finish(&self, response: Response<Incoming>) -> Response<FrontBody> {
+        let (mut parts, body) = response.into_parts();
+        let is_json = parts
+            .headers
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("application/json"));
+        if parts.status.as_u16() < 400 || !is_json {
+            return Response::from_parts(parts, body.map_err(BoxError::from).boxed());
+        }
+        let bytes = match Limited::new(body, MAX_ERROR_BODY).collect().await {
+            Ok(collected) => collected.to_bytes(),
+            Err(error) => {
+                slog::error!(self.log, "error body unreadable"; "error" => %error);
+                Bytes::new()
+            }
+        };
+        let request_id = parts.headers.get(REQUEST_ID_HEADER).and_then(|v| v.to_str().ok()).unwrap_or_default().to_string();
+        let completed = match serde_json::from_slice::<serde_json::Value>(&bytes) {
+            Ok(serde_json::Value::Object(mut body)) => {
+                body.insert("request_id".into(), request_id.into());
+                body.entry("error_code").or_insert_with(|| default_error_code(parts.status.as_u16()).into());
+                if let Some(seconds) = body.get("retry_after_seconds").and_then(|v| v.as_u64()) {
+                    parts.headers.insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+                }
+                Bytes::from(serde_json::to_vec(&body).expect("a JSON map serialises"))
+            }
+            _ => bytes,
+        };
+        parts.headers.remove(header::CONTENT_LENGTH);
+        parts.headers.insert(header::CONTENT_LENGTH, HeaderValue::from(completed.len()));
+        Response::from_parts(parts, full(completed))
+    }
+}

@@ -1,0 +1,15 @@
+//! integration-service: one authenticated, documented HTTP API in front of a leasing
+//! provider, a field-report system and a cloud ERP.
+//!
+//! Layout (see DESIGN.md): `api` holds the dropshot API and its handlers, `auth` and the other
+//! areas hold domain logic free of HTTP types, `store` holds every SQL statement, `front` is
+//! the thin HTTP layer before dropshot, `server` assembles them.
+
+pub mod api;
+pub mod auth;
+pub mod config;
+pub mod error;
+pub mod front;
+pub mod server;
+pub mod store;
+pub mod telemetry;

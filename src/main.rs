@@ -1,0 +1,185 @@
+//! The `integration-service` command line.
+
+use std::io::BufRead;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use integration_service::auth::Authenticator;
+use integration_service::config::Config;
+use integration_service::store::Store;
+use integration_service::{api, server, telemetry};
+
+#[derive(Parser)]
+#[command(name = "integration-service", version, about = "One authenticated, documented HTTP API in front of a leasing provider, a field-report system and a cloud ERP")]
+struct Cli {
+    /// TOML configuration file; environment variables override its settings.
+    #[arg(long, global = true, value_name = "FILE")]
+    config: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the HTTP service (migrates the database first).
+    Serve {
+        /// Address to listen on (overrides BIND_ADDRESS).
+        #[arg(long, value_name = "ADDR")]
+        bind: Option<SocketAddr>,
+        /// Start in-process simulators of the upstream systems and use them.
+        #[arg(long)]
+        sandbox: bool,
+    },
+    /// Apply database migrations and exit.
+    Migrate,
+    /// Manage users.
+    #[command(subcommand)]
+    User(UserCommand),
+    /// Manage personal access tokens.
+    #[command(subcommand)]
+    Token(TokenCommand),
+    /// Print the service's OpenAPI document.
+    Openapi,
+}
+
+#[derive(Subcommand)]
+enum UserCommand {
+    /// Create a user; the password is read from the first line of standard input.
+    Create {
+        #[arg(long)]
+        email: String,
+        #[arg(long)]
+        name: Option<String>,
+        /// Read the password from standard input (required: passwords never go on the command line).
+        #[arg(long, required = true)]
+        password_stdin: bool,
+    },
+    /// List users.
+    List,
+    /// Delete a user and every token of theirs.
+    Delete {
+        #[arg(long)]
+        email: String,
+    },
+}
+
+#[derive(Subcommand)]
+enum TokenCommand {
+    /// Revoke every token of a user.
+    Revoke {
+        #[arg(long)]
+        email: String,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    if let Command::Openapi = cli.command {
+        print!("{}", api::openapi::document());
+        return ExitCode::SUCCESS;
+    }
+    let config = match Config::load(cli.config.as_deref()) {
+        Ok(config) => config,
+        Err(error) => {
+            eprintln!("{error}");
+            return ExitCode::from(2);
+        }
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime");
+    match runtime.block_on(run(cli.command, config)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(command: Command, mut config: Config) -> anyhow::Result<()> {
+    match command {
+        Command::Serve { bind, sandbox } => {
+            if let Some(bind) = bind {
+                config.bind_address = bind;
+            }
+            serve(config, sandbox).await
+        }
+        Command::Migrate => {
+            let store = Store::open(&config.database_url).await?;
+            store.close().await;
+            println!("migrations applied to {}", config.database_url.redacted());
+            Ok(())
+        }
+        Command::User(command) => {
+            let auth = authenticator(&config).await?;
+            match command {
+                UserCommand::Create { email, name, password_stdin: _ } => {
+                    let mut password = String::new();
+                    std::io::stdin().lock().read_line(&mut password)?;
+                    let password = password.trim_end_matches(['\r', '\n']);
+                    let user = auth.create_user(&email, name.as_deref(), password).await.map_err(describe)?;
+                    println!("created user {} <{}> (id {})", user.name, user.email, user.id);
+                }
+                UserCommand::List => {
+                    for user in auth.list_users().await.map_err(describe)? {
+                        println!("{}\t{}\t{}", user.id, user.email, user.name);
+                    }
+                }
+                UserCommand::Delete { email } => {
+                    auth.delete_user(&email).await.map_err(describe)?;
+                    println!("deleted user {email} and their tokens");
+                }
+            }
+            Ok(())
+        }
+        Command::Token(TokenCommand::Revoke { email }) => {
+            let auth = authenticator(&config).await?;
+            let count = auth.revoke_all(&email).await.map_err(describe)?;
+            println!("revoked {count} token(s) of {email}");
+            Ok(())
+        }
+        Command::Openapi => unreachable!("handled before configuration is loaded"),
+    }
+}
+
+/// Turns validation errors into readable lines for the terminal.
+fn describe(error: integration_service::auth::AuthError) -> anyhow::Error {
+    match error {
+        integration_service::auth::AuthError::Invalid(fields) => {
+            let lines: Vec<String> = fields.iter().flat_map(|(f, ms)| ms.iter().map(move |m| format!("{f}: {m}"))).collect();
+            anyhow::anyhow!(lines.join("; "))
+        }
+        other => anyhow::anyhow!(other),
+    }
+}
+
+async fn authenticator(config: &Config) -> anyhow::Result<Authenticator> {
+    let store = Store::open(&config.database_url).await?;
+    Ok(Authenticator::new(store, config.token_ttl)?)
+}
+
+async fn serve(config: Config, sandbox: bool) -> anyhow::Result<()> {
+    let log = telemetry::init(config.log_format);
+    slog::info!(log, "starting"; "database" => config.database_url.redacted(), "bind" => %config.bind_address);
+    if sandbox {
+        slog::warn!(log, "--sandbox: no upstream simulators are built into this version yet; upstream routes are not available");
+    }
+    let service = server::start(&config, &log).await?;
+    slog::info!(log, "listening"; "address" => format!("http://{}", service.address), "docs" => format!("http://{}/{}/openapi.json", service.address, config.docs_path));
+    println!("integration-service listening on http://{}", service.address);
+    shutdown_signal().await;
+    slog::info!(log, "shutting down: finishing in-flight requests");
+    service.shutdown().await;
+    slog::info!(log, "stopped");
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).expect("SIGTERM handler");
+    tokio::select! {
+        _ = ctrl_c => {}
+        _ = term.recv() => {}
+    }
+}

@@ -1,0 +1,94 @@
+//! Assembles a running service: store, dropshot on a loopback port, the front on the public
+//! address. `main` and the tests both start it through [`start`].
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use dropshot::{ConfigDropshot, HttpServer, ServerBuilder};
+use slog::{Drain, Logger, o};
+use tokio::net::TcpListener;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+use crate::api::{self, ApiContext};
+use crate::auth::{AuthError, Authenticator};
+use crate::config::Config;
+use crate::front::rewrite::RewriteTable;
+use crate::front::{self, Front};
+use crate::store::{Store, StoreError};
+
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("database: {0}")]
+    Store(#[from] StoreError),
+    #[error("authentication: {0}")]
+    Auth(#[from] AuthError),
+    #[error("cannot listen on {address}: {source}")]
+    Bind { address: SocketAddr, source: std::io::Error },
+    #[error("internal server: {0}")]
+    Dropshot(String),
+    #[error("{0}")]
+    Unsupported(String),
+}
+
+/// A started service; [`RunningService::shutdown`] stops it gracefully.
+pub struct RunningService {
+    /// The public address (the front).
+    pub address: SocketAddr,
+    /// dropshot's own loopback address, behind the front.
+    pub backend_address: SocketAddr,
+    pub store: Store,
+    stop_front: Option<oneshot::Sender<()>>,
+    front_task: JoinHandle<()>,
+    dropshot: HttpServer<ApiContext>,
+}
+
+impl RunningService {
+    /// Stops accepting connections, lets in-flight requests finish, then closes the database.
+    pub async fn shutdown(mut self) {
+        if let Some(stop) = self.stop_front.take() {
+            let _ = stop.send(());
+        }
+        let _ = (&mut self.front_task).await;
+        let _ = self.dropshot.close().await;
+        self.store.close().await;
+    }
+}
+
+pub async fn start(config: &Config, log: &Logger) -> Result<RunningService, StartError> {
+    if config.tls_cert.is_some() {
+        return Err(StartError::Unsupported("TLS_CERT: terminating TLS in the service is not available yet; run behind a TLS proxy".into()));
+    }
+    let store = Store::open(&config.database_url).await?;
+    let auth = Authenticator::new(store.clone(), config.token_ttl)?;
+    let context = ApiContext { store: store.clone(), auth, openapi: Arc::new(api::openapi::document()) };
+
+    let dropshot_config = ConfigDropshot {
+        bind_address: "127.0.0.1:0".parse().expect("a valid address"),
+        default_request_body_max_bytes: config.max_body_bytes,
+        ..Default::default()
+    };
+    // dropshot's own per-request lines would repeat the front's and carry query strings;
+    // only its errors are kept.
+    let dropshot_log = Logger::root(slog::LevelFilter::new(log.clone(), slog::Level::Error).fuse(), o!("component" => "dropshot"));
+    let dropshot = ServerBuilder::new(api::description(), context, dropshot_log)
+        .config(dropshot_config)
+        .start()
+        .map_err(|e| StartError::Dropshot(e.to_string()))?;
+    let backend_address = dropshot.local_addr();
+
+    let listener = TcpListener::bind(config.bind_address)
+        .await
+        .map_err(|source| StartError::Bind { address: config.bind_address, source })?;
+    let address = listener.local_addr().map_err(|source| StartError::Bind { address: config.bind_address, source })?;
+    let front = Arc::new(Front {
+        backend: backend_address,
+        rewrites: RewriteTable::with_docs_path(&config.docs_path),
+        trusted_proxies: config.trusted_proxies.clone(),
+        max_body_bytes: config.max_body_bytes,
+        log: log.new(o!("component" => "front")),
+    });
+    let (stop_front, stopped) = oneshot::channel();
+    let front_task = tokio::spawn(front::serve(front, listener, stopped));
+    Ok(RunningService { address, backend_address, store, stop_front: Some(stop_front), front_task, dropshot })
+}

@@ -1,0 +1,154 @@
+//! The database: one sqlx pool over SQLite (the embedded default) or Postgres.
+//!
+//! Queries are written once with `$n` placeholders, which both databases accept through
+//! sqlx's `Any` driver; where the two dialects differ, [`Dialect`] picks the text. Times are
+//! stored as epoch milliseconds (BIGINT) so both databases sort and compare them alike.
+
+pub mod login_failures;
+pub mod tokens;
+pub mod users;
+
+use std::path::Path;
+use std::str::FromStr;
+use std::time::Duration;
+
+use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
+use sqlx::{AnyPool, Executor};
+
+use crate::config::DatabaseUrl;
+
+/// The database family behind the pool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dialect {
+    Sqlite,
+    Postgres,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("database unavailable: {0}")]
+    Unavailable(String),
+    #[error("unique constraint violated: {0}")]
+    Duplicate(String),
+    #[error("migration failed: {0}")]
+    Migration(String),
+    #[error("database error: {0}")]
+    Query(String),
+}
+
+impl From<sqlx::Error> for StoreError {
+    fn from(error: sqlx::Error) -> Self {
+        match &error {
+            sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::Io(_) | sqlx::Error::Tls(_) => {
+                StoreError::Unavailable(error.to_string())
+            }
+            sqlx::Error::Database(db) if db.is_unique_violation() => StoreError::Duplicate(db.message().to_string()),
+            _ => StoreError::Query(error.to_string()),
+        }
+    }
+}
+
+/// Handle to the database, cheap to clone.
+#[derive(Clone, Debug)]
+pub struct Store {
+    pool: AnyPool,
+    dialect: Dialect,
+}
+
+/// Milliseconds since the Unix epoch, the unit of every stored time.
+pub fn now_ms() -> i64 {
+    chrono::Utc::now().timestamp_millis()
+}
+
+impl Store {
+    /// Connects (creating the SQLite file and its folder on first start) without migrating.
+    pub async fn connect(url: &DatabaseUrl) -> Result<Store, StoreError> {
+        sqlx::any::install_default_drivers();
+        let dialect = if url.is_postgres() { Dialect::Postgres } else { Dialect::Sqlite };
+        let raw = url.expose();
+        let (raw, max_connections) = match dialect {
+            Dialect::Sqlite => (sqlite_url_creating_file(raw)?, 8),
+            Dialect::Postgres => (raw.to_string(), 16),
+        };
+        let options = AnyConnectOptions::from_str(&raw).map_err(|e| StoreError::Unavailable(e.to_string()))?;
+        let pool = AnyPoolOptions::new()
+            .max_connections(max_connections)
+            .acquire_timeout(Duration::from_secs(5))
+            .after_connect(move |conn, _meta| {
+                Box::pin(async move {
+                    if dialect == Dialect::Sqlite {
+                        conn.execute("PRAGMA journal_mode = WAL; PRAGMA busy_timeout = 5000; PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL;")
+                            .await?;
+                    }
+                    Ok(())
+                })
+            })
+            .connect_with(options)
+            .await?;
+        Ok(Store { pool, dialect })
+    }
+
+    /// Connects and applies every pending migration.
+    pub async fn open(url: &DatabaseUrl) -> Result<Store, StoreError> {
+        let store = Self::connect(url).await?;
+        store.migrate().await?;
+        Ok(store)
+    }
+
+    pub async fn migrate(&self) -> Result<(), StoreError> {
+        let migrator = match self.dialect {
+            Dialect::Sqlite => sqlx::migrate!("migrations/sqlite"),
+            Dialect::Postgres => sqlx::migrate!("migrations/postgres"),
+        };
+        migrator.run(&self.pool).await.map_err(|e| StoreError::Migration(e.to_string()))
+    }
+
+    /// Succeeds when the database answers a trivial query.
+    pub async fn ping(&self) -> Result<(), StoreError> {
+        sqlx::query("SELECT 1").execute(&self.pool).await?;
+        Ok(())
+    }
+
+    pub fn dialect(&self) -> Dialect {
+        self.dialect
+    }
+
+    pub fn pool(&self) -> &AnyPool {
+        &self.pool
+    }
+
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+}
+
+/// Adds `mode=rwc` (create if missing) and creates the parent folder of a file database.
+fn sqlite_url_creating_file(url: &str) -> Result<String, StoreError> {
+    let rest = url.trim_start_matches("sqlite://").trim_start_matches("sqlite:");
+    let (path, query) = rest.split_once('?').unwrap_or((rest, ""));
+    if path != ":memory:" && !path.is_empty() {
+        if let Some(parent) = Path::new(path).parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent)
+                .map_err(|e| StoreError::Unavailable(format!("cannot create {}: {e}", parent.display())))?;
+        }
+    }
+    if query.split('&').any(|kv| kv.starts_with("mode=")) {
+        return Ok(url.to_string());
+    }
+    let sep = if query.is_empty() { "?" } else { "&" };
+    Ok(format!("{url}{sep}mode=rwc"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::sqlite_url_creating_file;
+
+    #[test]
+    fn sqlite_urls_get_create_mode_once() {
+        let dir = std::env::temp_dir().join(format!("store-{}", uuid::Uuid::new_v4()));
+        let url = format!("sqlite://{}/db.sqlite", dir.display());
+        assert_eq!(sqlite_url_creating_file(&url).unwrap(), format!("{url}?mode=rwc"));
+        assert!(dir.is_dir());
+        assert_eq!(sqlite_url_creating_file("sqlite::memory:?mode=ro").unwrap(), "sqlite::memory:?mode=ro");
+    }
+}

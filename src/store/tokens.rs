@@ -1,0 +1,90 @@
+//! The `personal_access_tokens` table. Only a SHA-256 of each token's secret is stored.
+
+use sqlx::Row;
+
+use super::{Store, StoreError, now_ms};
+
+/// A token joined with its user, as needed to authenticate a request.
+#[derive(Debug, Clone)]
+pub struct TokenOwner {
+    pub token_id: i64,
+    pub token_hash: String,
+    pub expires_at: Option<i64>,
+    pub last_used_at: Option<i64>,
+    pub user_id: i64,
+    pub name: String,
+    pub email: String,
+    pub created_at: i64,
+}
+
+impl Store {
+    pub async fn insert_token(&self, user_id: i64, token_hash: &str, expires_at: Option<i64>) -> Result<i64, StoreError> {
+        let row = sqlx::query(
+            "INSERT INTO personal_access_tokens (user_id, token_hash, created_at, expires_at) \
+             VALUES ($1, $2, $3, $4) RETURNING id",
+        )
+        .bind(user_id)
+        .bind(token_hash)
+        .bind(now_ms())
+        .bind(expires_at)
+        .fetch_one(self.pool())
+        .await?;
+        Ok(row.try_get("id")?)
+    }
+
+    pub async fn token_owner(&self, token_id: i64) -> Result<Option<TokenOwner>, StoreError> {
+        let row = sqlx::query(
+            "SELECT t.id AS token_id, t.token_hash, t.expires_at, t.last_used_at, \
+                    u.id AS user_id, u.name, u.email, u.created_at \
+             FROM personal_access_tokens t JOIN users u ON u.id = t.user_id WHERE t.id = $1",
+        )
+        .bind(token_id)
+        .fetch_optional(self.pool())
+        .await?;
+        let Some(row) = row else { return Ok(None) };
+        Ok(Some(TokenOwner {
+            token_id: row.try_get("token_id")?,
+            token_hash: row.try_get("token_hash")?,
+            expires_at: row.try_get("expires_at")?,
+            last_used_at: row.try_get("last_used_at")?,
+            user_id: row.try_get("user_id")?,
+            name: row.try_get("name")?,
+            email: row.try_get("email")?,
+            created_at: row.try_get("created_at")?,
+        }))
+    }
+
+    pub async fn touch_token(&self, token_id: i64, at: i64) -> Result<(), StoreError> {
+        sqlx::query("UPDATE personal_access_tokens SET last_used_at = $1 WHERE id = $2")
+            .bind(at)
+            .bind(token_id)
+            .execute(self.pool())
+            .await?;
+        Ok(())
+    }
+
+    pub async fn delete_token(&self, token_id: i64) -> Result<(), StoreError> {
+        sqlx::query("DELETE FROM personal_access_tokens WHERE id = $1").bind(token_id).execute(self.pool()).await?;
+        Ok(())
+    }
+
+    /// Revokes every token of the user with this email; returns how many there were.
+    pub async fn delete_tokens_of(&self, email: &str) -> Result<u64, StoreError> {
+        let done = sqlx::query(
+            "DELETE FROM personal_access_tokens WHERE user_id IN (SELECT id FROM users WHERE email = $1)",
+        )
+        .bind(email)
+        .execute(self.pool())
+        .await?;
+        Ok(done.rows_affected())
+    }
+
+    /// Drops tokens that expired before `now`.
+    pub async fn delete_expired_tokens(&self) -> Result<u64, StoreError> {
+        let done = sqlx::query("DELETE FROM personal_access_tokens WHERE expires_at IS NOT NULL AND expires_at < $1")
+            .bind(now_ms())
+            .execute(self.pool())
+            .await?;
+        Ok(done.rows_affected())
+    }
+}
