@@ -160,7 +160,7 @@ async fn authenticator(config: &Config) -> anyhow::Result<Authenticator> {
 }
 
 async fn serve(config: Config, sandbox: bool) -> anyhow::Result<()> {
-    let log = telemetry::init(config.log_format);
+    let (log, _log_guard) = telemetry::init(config.log_format);
     slog::info!(log, "starting"; "database" => config.database_url.redacted(), "bind" => %config.bind_address);
     if sandbox {
         slog::warn!(log, "--sandbox: no upstream simulators are built into this version yet; upstream routes are not available");

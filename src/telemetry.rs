@@ -12,27 +12,37 @@ use crate::config::LogFormat;
 
 static GLOBAL: OnceLock<Logger> = OnceLock::new();
 
-/// Builds the process logger writing to stderr and remembers it for [`report_internal_error`].
-pub fn init(format: LogFormat) -> Logger {
-    let logger = build(format, std::io::stderr());
+/// Keeps the process logger's background writer alive; dropping it flushes the log.
+pub struct LogGuard(#[allow(dead_code)] slog_async::AsyncGuard);
+
+/// Builds the process logger writing to stderr through a background thread, and remembers it
+/// for [`report_internal_error`]. Keep the guard until the process ends.
+pub fn init(format: LogFormat) -> (Logger, LogGuard) {
+    let (drain, guard) = slog_async::Async::new(format_drain(format, std::io::stderr()))
+        .chan_size(4096)
+        .build_with_guard();
+    let logger = Logger::root(drain.fuse(), o!("service" => "integration-service"));
     let _ = GLOBAL.set(logger.clone());
-    GLOBAL.get().cloned().unwrap_or(logger)
+    (logger, LogGuard(guard))
 }
 
-/// A logger writing to any sink (tests capture the log this way).
+/// A logger writing synchronously to any sink (tests capture the log this way).
 pub fn build<W: std::io::Write + Send + 'static>(format: LogFormat, sink: W) -> Logger {
-    let drain = match format {
-        LogFormat::Json => {
-            let json = slog_json::Json::new(sink).add_default_keys().build().fuse();
-            slog_async::Async::new(json).chan_size(4096).build().fuse()
-        }
+    let drain = std::sync::Mutex::new(format_drain(format, sink)).fuse();
+    Logger::root(drain, o!("service" => "integration-service"))
+}
+
+fn format_drain<W: std::io::Write + Send + 'static>(
+    format: LogFormat,
+    sink: W,
+) -> Box<dyn Drain<Ok = (), Err = slog::Never> + Send> {
+    match format {
+        LogFormat::Json => Box::new(slog_json::Json::new(sink).add_default_keys().build().fuse()),
         LogFormat::Text => {
             let decorator = slog_term::PlainDecorator::new(sink);
-            let term = slog_term::FullFormat::new(decorator).build().fuse();
-            slog_async::Async::new(term).chan_size(4096).build().fuse()
+            Box::new(slog_term::FullFormat::new(decorator).build().fuse())
         }
-    };
-    Logger::root(drain, o!("service" => "integration-service"))
+    }
 }
 
 /// A logger that drops everything.

@@ -143,8 +143,9 @@ impl Authenticator {
 
     async fn issue_token(&self, user_id: i64) -> Result<String, AuthError> {
         let secret = token::new_secret();
-        let expires_at = self.token_ttl.map(|ttl| now_ms() + ttl.as_millis() as i64);
-        let id = self.store.insert_token(user_id, &token::digest(&secret), expires_at).await?;
+        let now = now_ms();
+        let expires_at = self.token_ttl.map(|ttl| now + ttl.as_millis() as i64);
+        let id = self.store.insert_token(user_id, &token::digest(&secret), now, expires_at).await?;
         Ok(format!("{id}|{secret}"))
     }
 

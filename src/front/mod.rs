@@ -109,6 +109,9 @@ fn own_error(status: StatusCode, message: &str, request_id: &str) -> Response<Fr
     let mut response = Response::new(full(body.to_string()));
     *response.status_mut() = status;
     response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    if let Ok(id) = HeaderValue::from_str(request_id) {
+        response.headers_mut().insert(REQUEST_ID_HEADER, id);
+    }
     response
 }
 

@@ -18,14 +18,14 @@ pub struct TokenOwner {
 }
 
 impl Store {
-    pub async fn insert_token(&self, user_id: i64, token_hash: &str, expires_at: Option<i64>) -> Result<i64, StoreError> {
+    pub async fn insert_token(&self, user_id: i64, token_hash: &str, created_at: i64, expires_at: Option<i64>) -> Result<i64, StoreError> {
         let row = sqlx::query(
             "INSERT INTO personal_access_tokens (user_id, token_hash, created_at, expires_at) \
              VALUES ($1, $2, $3, $4) RETURNING id",
         )
         .bind(user_id)
         .bind(token_hash)
-        .bind(now_ms())
+        .bind(created_at)
         .bind(expires_at)
         .fetch_one(self.pool())
         .await?;

@@ -1,1 +1,97 @@
-fn main() {}
+//! Developer tasks for the integration service (`cargo xtask ...`).
+//!
+//! - `codegen`: turn the upstream descriptions under `spec/upstream/` into the `generated/` crate.
+//! - `openapi`: write the service's own OpenAPI document to `spec/openapi.json`.
+//! - `check`: regenerate everything in memory and fail with a diff when a committed file is stale.
+
+mod check;
+mod codegen;
+mod erp;
+mod fieldreport;
+mod jsonschema;
+mod leasing;
+mod openapi;
+mod render;
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(name = "cargo xtask", about = "Developer tasks for integration-service")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Generate the `generated/` crate from the upstream descriptions in `spec/upstream/`.
+    Codegen {
+        /// ERP description to generate the ERP models from (OpenAPI 3.0.x or 3.1.x, JSON).
+        #[arg(long, value_name = "FILE", default_value = codegen::ERP_SPEC)]
+        erp_spec: PathBuf,
+        /// Write a complete standalone crate (Cargo.toml + src/) to DIR instead of `generated/src`.
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
+    },
+    /// Write the service's OpenAPI document to `spec/openapi.json`.
+    Openapi,
+    /// Regenerate `generated/src` and `spec/openapi.json` in memory; fail with a diff when stale.
+    Check,
+}
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("error: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run() -> Result<ExitCode> {
+    let cli = Cli::parse();
+    let root = workspace_root()?;
+    match cli.command {
+        Command::Codegen { erp_spec, out } => {
+            let sources = codegen::Sources::new(&root, &erp_spec);
+            let crate_ = codegen::generate(&sources)?;
+            match out {
+                None => {
+                    let dir = root.join(codegen::GENERATED_SRC);
+                    let written = codegen::write_src(&crate_, &dir)?;
+                    println!("wrote {written} files to {}", codegen::GENERATED_SRC);
+                }
+                Some(dir) => {
+                    codegen::write_standalone(&crate_, &dir)?;
+                    println!("wrote a standalone crate to {}", dir.display());
+                }
+            }
+            for (module, count) in &crate_.type_counts {
+                println!("{module}: {count} types");
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Openapi => {
+            let doc = openapi::document(&root)?;
+            let path = root.join(openapi::DOCUMENT);
+            std::fs::write(&path, doc).with_context(|| format!("writing {}", path.display()))?;
+            println!("wrote {}", openapi::DOCUMENT);
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Check => check::run(&root),
+    }
+}
+
+/// The workspace root: the parent of this crate's manifest directory.
+fn workspace_root() -> Result<PathBuf> {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let root = manifest
+        .parent()
+        .context("xtask's manifest directory has no parent")?;
+    Ok(root.to_path_buf())
+}

@@ -1,0 +1,189 @@
+//! Login, logout, current user, token expiry and login throttling over real HTTP.
+
+mod common;
+
+use common::{Db, TestService, error_body};
+
+const EMAIL: &str = "ada@example.com";
+const PASSWORD: &str = "analytical-engine";
+
+async fn login_issues_a_working_bearer_token(db: Db) {
+    let svc = TestService::start(db, &[]).await;
+    svc.create_user(EMAIL, PASSWORD).await;
+    let response = svc.login("  ADA@example.com ", PASSWORD).await;
+    assert_eq!(response.status(), 200);
+    assert!(response.headers().contains_key("x-request-id"));
+    let body: serde_json::Value = response.json().await.unwrap();
+    assert_eq!(body["token_type"], "Bearer");
+    let token = body["access_token"].as_str().unwrap();
+    let (id, secret) = token.split_once('|').unwrap();
+    assert!(id.parse::<i64>().is_ok());
+    assert_eq!(secret.len(), 40);
+    assert!(secret.chars().all(|c| c.is_ascii_alphanumeric()));
+
+    let user: serde_json::Value =
+        svc.client.get(svc.url("/api/v1/user")).bearer_auth(token).send().await.unwrap().json().await.unwrap();
+    assert_eq!(user["email"], EMAIL);
+    assert_eq!(user["name"], "Test User");
+    assert!(user["id"].as_i64().is_some());
+    assert!(chrono::DateTime::parse_from_rfc3339(user["created_at"].as_str().unwrap()).is_ok());
+
+    // Only a SHA-256 of the secret is stored, never the secret itself; last_used_at is kept.
+    let row: (String, Option<i64>) =
+        sqlx::query_as("SELECT token_hash, last_used_at FROM personal_access_tokens WHERE id = $1")
+            .bind(id.parse::<i64>().unwrap())
+            .fetch_one(svc.store().pool())
+            .await
+            .unwrap();
+    assert_eq!(row.0, integration_service::auth::token::digest(secret));
+    assert!(!row.0.contains(secret));
+    assert!(row.1.is_some(), "last_used_at is recorded on use");
+    let logs = svc.log.text();
+    assert!(!logs.contains(secret), "the token leaked into the log");
+    assert!(!logs.contains(PASSWORD), "the password leaked into the log");
+    svc.stop().await;
+}
+
+async fn wrong_email_and_wrong_password_fail_alike(db: Db) {
+    let svc = TestService::start(db, &[]).await;
+    svc.create_user(EMAIL, PASSWORD).await;
+    let wrong_password = error_body(svc.login(EMAIL, "not-the-password").await, 401).await;
+    let unknown_email = error_body(svc.login("nobody@example.com", PASSWORD).await, 401).await;
+    assert_eq!(wrong_password["message"], unknown_email["message"]);
+    assert_eq!(wrong_password["error_code"], unknown_email["error_code"]);
+    assert_eq!(wrong_password["error_code"], "invalid_credentials");
+
+    let missing = svc.client.post(svc.url("/api/v1/login")).json(&serde_json::json!({"email": "", "password": ""})).send().await.unwrap();
+    let body = error_body(missing, 422).await;
+    assert!(body["errors"]["email"].is_array() && body["errors"]["password"].is_array(), "{body}");
+    svc.stop().await;
+}
+
+async fn failed_logins_are_throttled_per_email_and_address(db: Db) {
+    // The test client connects from 127.0.0.1, trusted as a proxy here so that
+    // X-Forwarded-For can play a second address.
+    let svc = TestService::start(db, &[("TRUSTED_PROXIES", "127.0.0.1/32")]).await;
+    svc.create_user(EMAIL, PASSWORD).await;
+    for _ in 0..5 {
+        error_body(svc.login(EMAIL, "wrong-password").await, 401).await;
+    }
+    // The sixth attempt is refused even with the right password.
+    let refused = svc.login(EMAIL, PASSWORD).await;
+    let retry_after: u64 = refused.headers().get("retry-after").expect("Retry-After").to_str().unwrap().parse().unwrap();
+    assert!((1..=60).contains(&retry_after), "{retry_after}");
+    let body = error_body(refused, 429).await;
+    assert_eq!(body["error_code"], "too_many_attempts");
+
+    // Another address is not affected, nor is another email from the same address.
+    let elsewhere = svc
+        .client
+        .post(svc.url("/api/v1/login"))
+        .header("x-forwarded-for", "198.51.100.23")
+        .json(&serde_json::json!({"email": EMAIL, "password": PASSWORD}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(elsewhere.status(), 200);
+    svc.create_user("grace@example.com", "compiler-pioneer").await;
+    assert_eq!(svc.login("grace@example.com", "compiler-pioneer").await.status(), 200);
+
+    // Once the failures leave the one-minute window, the right password works again.
+    sqlx::query("UPDATE login_failures SET at = at - 61000").execute(svc.store().pool()).await.unwrap();
+    assert_eq!(svc.login(EMAIL, PASSWORD).await.status(), 200);
+    svc.stop().await;
+}
+
+async fn logout_revokes_the_presented_token_only(db: Db) {
+    let svc = TestService::start(db, &[]).await;
+    svc.create_user(EMAIL, PASSWORD).await;
+    let first = svc.token(EMAIL, PASSWORD).await;
+    let second = svc.token(EMAIL, PASSWORD).await;
+    let logout = svc.client.post(svc.url("/api/v1/logout")).bearer_auth(&first).send().await.unwrap();
+    assert_eq!(logout.status(), 204);
+    let reuse = svc.client.get(svc.url("/api/v1/user")).bearer_auth(&first).send().await.unwrap();
+    let body = error_body(reuse, 401).await;
+    assert_eq!(body["message"], "Unauthenticated.");
+    let again = svc.client.post(svc.url("/api/v1/logout")).bearer_auth(&first).send().await.unwrap();
+    error_body(again, 401).await;
+    let other = svc.client.get(svc.url("/api/v1/user")).bearer_auth(&second).send().await.unwrap();
+    assert_eq!(other.status(), 200);
+    svc.stop().await;
+}
+
+async fn bad_tokens_are_unauthenticated(db: Db) {
+    let svc = TestService::start(db, &[]).await;
+    let token = svc.user_token().await;
+    let (id, secret) = token.split_once('|').unwrap();
+    let wrong_secret = format!("{id}|{}", "A".repeat(40));
+    let unknown_id = format!("999999|{secret}");
+    let cases: Vec<Option<String>> = vec![
+        None,
+        Some("Bearer".into()),
+        Some("Bearer ".into()),
+        Some(format!("Basic {token}")),
+        Some("Bearer not-a-token".into()),
+        Some(format!("Bearer {wrong_secret}")),
+        Some(format!("Bearer {unknown_id}")),
+        Some(format!("Bearer {id}|{}", &secret[..39])),
+    ];
+    for header in cases {
+        let mut request = svc.client.get(svc.url("/api/v1/user"));
+        if let Some(value) = &header {
+            request = request.header("authorization", value);
+        }
+        let body = error_body(request.send().await.unwrap(), 401).await;
+        assert_eq!(body["message"], "Unauthenticated.", "{header:?}");
+        assert_eq!(body["error_code"], "unauthenticated", "{header:?}");
+    }
+    let ok = svc.client.get(svc.url("/api/v1/user")).header("authorization", format!("bearer {token}")).send().await.unwrap();
+    assert_eq!(ok.status(), 200, "the scheme is case-insensitive");
+    svc.stop().await;
+}
+
+async fn tokens_expire_when_a_lifetime_is_configured(db: Db) {
+    let svc = TestService::start(db, &[("TOKEN_TTL_MINUTES", "30")]).await;
+    let token = svc.user_token().await;
+    let id: i64 = token.split_once('|').unwrap().0.parse().unwrap();
+    let (created, expires): (i64, Option<i64>) =
+        sqlx::query_as("SELECT created_at, expires_at FROM personal_access_tokens WHERE id = $1")
+            .bind(id)
+            .fetch_one(svc.store().pool())
+            .await
+            .unwrap();
+    assert_eq!(expires, Some(created + 30 * 60 * 1000));
+    assert_eq!(svc.client.get(svc.url("/api/v1/user")).bearer_auth(&token).send().await.unwrap().status(), 200);
+
+    // Let the lifetime pass (by moving the token's expiry into the past).
+    sqlx::query("UPDATE personal_access_tokens SET expires_at = $1 WHERE id = $2")
+        .bind(created - 1)
+        .bind(id)
+        .execute(svc.store().pool())
+        .await
+        .unwrap();
+    let expired = svc.client.get(svc.url("/api/v1/user")).bearer_auth(&token).send().await.unwrap();
+    assert_eq!(error_body(expired, 401).await["message"], "Unauthenticated.");
+    svc.stop().await;
+}
+
+async fn tokens_without_lifetime_never_expire(db: Db) {
+    let svc = TestService::start(db, &[]).await;
+    let token = svc.user_token().await;
+    let id: i64 = token.split_once('|').unwrap().0.parse().unwrap();
+    let (expires,): (Option<i64>,) = sqlx::query_as("SELECT expires_at FROM personal_access_tokens WHERE id = $1")
+        .bind(id)
+        .fetch_one(svc.store().pool())
+        .await
+        .unwrap();
+    assert_eq!(expires, None);
+    svc.stop().await;
+}
+
+on_both_databases!(
+    login_issues_a_working_bearer_token,
+    wrong_email_and_wrong_password_fail_alike,
+    failed_logins_are_throttled_per_email_and_address,
+    logout_revokes_the_presented_token_only,
+    bad_tokens_are_unauthenticated,
+    tokens_expire_when_a_lifetime_is_configured,
+    tokens_without_lifetime_never_expire,
+);

@@ -1,0 +1,141 @@
+//! The command line: configuration errors, migrations, user and token management.
+
+mod common;
+
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+
+use common::{Db, TestService, error_body};
+
+const BINARY: &str = env!("CARGO_BIN_EXE_integration-service");
+
+fn cli(database_url: &str, args: &[&str], stdin: Option<&str>) -> Output {
+    let mut child = Command::new(BINARY)
+        .args(args)
+        .env_clear()
+        .env("DATABASE_URL", database_url)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the binary runs");
+    if let Some(input) = stdin {
+        child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+    }
+    drop(child.stdin.take());
+    child.wait_with_output().unwrap()
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+async fn users_and_token_revocation_from_the_command_line(db: Db) {
+    let svc = TestService::start(db, &[]).await;
+    let url = svc.database_url.clone();
+
+    let created = cli(&url, &["user", "create", "--email", "Lin@Example.com", "--name", "Lin", "--password-stdin"], Some("a long passphrase\n"));
+    assert!(created.status.success(), "{}", text(&created.stderr));
+    assert!(text(&created.stdout).contains("lin@example.com"));
+    assert!(!text(&created.stdout).contains("a long passphrase"));
+
+    let duplicate = cli(&url, &["user", "create", "--email", "lin@example.com", "--password-stdin"], Some("another passphrase\n"));
+    assert!(!duplicate.status.success());
+    assert!(text(&duplicate.stderr).contains("exists"), "{}", text(&duplicate.stderr));
+
+    let short = cli(&url, &["user", "create", "--email", "x@example.com", "--password-stdin"], Some("short\n"));
+    assert!(!short.status.success());
+    assert!(text(&short.stderr).contains("password"), "{}", text(&short.stderr));
+
+    let listed = cli(&url, &["user", "list"], None);
+    assert!(text(&listed.stdout).contains("lin@example.com\tLin"), "{}", text(&listed.stdout));
+
+    let first = svc.token("lin@example.com", "a long passphrase").await;
+    let second = svc.token("lin@example.com", "a long passphrase").await;
+    let revoked = cli(&url, &["token", "revoke", "--email", "lin@example.com"], None);
+    assert!(revoked.status.success(), "{}", text(&revoked.stderr));
+    assert!(text(&revoked.stdout).contains("revoked 2 token(s)"), "{}", text(&revoked.stdout));
+    for token in [&first, &second] {
+        let response = svc.client.get(svc.url("/api/v1/user")).bearer_auth(token).send().await.unwrap();
+        error_body(response, 401).await;
+    }
+
+    let unknown = cli(&url, &["token", "revoke", "--email", "ghost@example.com"], None);
+    assert!(!unknown.status.success());
+
+    // Deleting a user ends their tokens at once.
+    let third = svc.token("lin@example.com", "a long passphrase").await;
+    let deleted = cli(&url, &["user", "delete", "--email", "lin@example.com"], None);
+    assert!(deleted.status.success(), "{}", text(&deleted.stderr));
+    let response = svc.client.get(svc.url("/api/v1/user")).bearer_auth(&third).send().await.unwrap();
+    error_body(response, 401).await;
+    svc.stop().await;
+}
+
+async fn migrate_creates_the_schema(db: Db) {
+    let (url, _schema) = common::fresh_database(db).await;
+    let migrated = cli(&url, &["migrate"], None);
+    assert!(migrated.status.success(), "{}", text(&migrated.stderr));
+    let again = cli(&url, &["migrate"], None);
+    assert!(again.status.success(), "migrations are idempotent: {}", text(&again.stderr));
+    let listed = cli(&url, &["user", "list"], None);
+    assert!(listed.status.success());
+}
+
+on_both_databases!(users_and_token_revocation_from_the_command_line, migrate_creates_the_schema);
+
+#[test]
+fn a_bad_setting_stops_with_one_line_naming_it() {
+    let output = Command::new(BINARY)
+        .args(["serve"])
+        .env_clear()
+        .env("BIND_ADDRESS", "somewhere")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = text(&output.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.starts_with("configuration error: BIND_ADDRESS:"), "{stderr}");
+}
+
+#[test]
+fn openapi_prints_the_committed_document() {
+    let output = Command::new(BINARY).arg("openapi").env_clear().output().unwrap();
+    assert!(output.status.success());
+    assert_eq!(text(&output.stdout), include_str!("../spec/openapi.json"));
+}
+
+#[test]
+fn serve_starts_with_no_configuration_and_stops_on_sigterm() {
+    let dir = std::env::temp_dir().join(format!("integration-service-serve-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let mut child = Command::new(BINARY)
+        .args(["serve", "--bind", &format!("127.0.0.1:{port}")])
+        .current_dir(&dir)
+        .env_clear()
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut stdout, &mut line).unwrap();
+    assert!(line.contains(&format!("listening on http://127.0.0.1:{port}")), "{line}");
+    assert!(dir.join("var/integration-service.db").is_file(), "the SQLite file is created under ./var/");
+
+    let health = std::net::TcpStream::connect(("127.0.0.1", port)).and_then(|mut s| {
+        use std::io::Read;
+        s.write_all(b"GET /healthz HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n")?;
+        let mut out = String::new();
+        s.read_to_string(&mut out)?;
+        Ok(out)
+    });
+    assert!(health.unwrap().starts_with("HTTP/1.1 200"));
+
+    let pid = child.id().to_string();
+    assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+    let output = child.wait_with_output().unwrap();
+    assert!(output.status.success(), "exit after SIGTERM: {:?}", output.status);
+    assert!(text(&output.stderr).contains("stopped"), "{}", text(&output.stderr));
+}

@@ -1,0 +1,182 @@
+//! Test harness: starts the real service on loopback against SQLite or Postgres and talks to
+//! it over HTTP. Every Postgres test gets its own schema, so tests run in parallel.
+#![allow(dead_code)]
+
+use std::io::Write;
+use std::str::FromStr;
+use std::sync::{Arc, Mutex};
+
+use integration_service::config::{Config, LogFormat};
+use integration_service::server::{self, RunningService};
+use integration_service::telemetry;
+use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
+use sqlx::AssertSqlSafe;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Db {
+    Sqlite,
+    Postgres,
+}
+
+/// Runs each named scenario `async fn(Db)` once on SQLite and once on Postgres
+/// (the Postgres run needs `TEST_POSTGRES_URL`; without it those tests say so and pass).
+#[macro_export]
+macro_rules! on_both_databases {
+    ($($scenario:ident),* $(,)?) => {
+        mod sqlite {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $scenario() {
+                    super::$scenario($crate::common::Db::Sqlite).await
+                }
+            )*
+        }
+        mod postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $scenario() {
+                    if std::env::var("TEST_POSTGRES_URL").is_err() {
+                        eprintln!("skipped: TEST_POSTGRES_URL is not set");
+                        return;
+                    }
+                    super::$scenario($crate::common::Db::Postgres).await
+                }
+            )*
+        }
+    };
+}
+
+/// A log sink the test can read afterwards.
+#[derive(Clone, Default)]
+pub struct CapturedLog(Arc<Mutex<Vec<u8>>>);
+
+impl Write for CapturedLog {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl CapturedLog {
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
+    }
+}
+
+pub struct TestService {
+    pub base: String,
+    pub client: reqwest::Client,
+    pub database_url: String,
+    pub log: CapturedLog,
+    pub service: Option<RunningService>,
+    schema: Option<String>,
+}
+
+/// A database URL of its own for one test: a fresh SQLite file or a fresh Postgres schema.
+pub async fn fresh_database(db: Db) -> (String, Option<String>) {
+    match db {
+        Db::Sqlite => {
+            let dir = std::env::temp_dir().join(format!("integration-service-test-{}", uuid::Uuid::new_v4()));
+            (format!("sqlite://{}/test.db", dir.display()), None)
+        }
+        Db::Postgres => {
+            let admin_url = std::env::var("TEST_POSTGRES_URL").expect("TEST_POSTGRES_URL");
+            let schema = format!("t_{}", uuid::Uuid::new_v4().simple());
+            let admin = admin_pool(&admin_url).await;
+            sqlx::query(AssertSqlSafe(format!("CREATE SCHEMA {schema}"))).execute(&admin).await.expect("create schema");
+            admin.close().await;
+            let sep = if admin_url.contains('?') { '&' } else { '?' };
+            (format!("{admin_url}{sep}options=-c%20search_path%3D{schema}"), Some(schema))
+        }
+    }
+}
+
+async fn admin_pool(url: &str) -> sqlx::AnyPool {
+    sqlx::any::install_default_drivers();
+    let options = AnyConnectOptions::from_str(url).expect("TEST_POSTGRES_URL parses");
+    AnyPoolOptions::new().max_connections(1).connect_with(options).await.expect("connect to TEST_POSTGRES_URL")
+}
+
+impl TestService {
+    /// Starts the service on a free loopback port with these settings (on top of defaults).
+    pub async fn start(db: Db, settings: &[(&str, &str)]) -> TestService {
+        let (database_url, schema) = fresh_database(db).await;
+        let mut env: Vec<(&str, &str)> = vec![("DATABASE_URL", &database_url), ("BIND_ADDRESS", "127.0.0.1:0")];
+        env.extend_from_slice(settings);
+        let config = Config::load_with(None, &env).expect("test configuration is valid");
+        let log = CapturedLog::default();
+        let logger = telemetry::build(LogFormat::Json, log.clone());
+        let service = server::start(&config, &logger).await.expect("service starts");
+        TestService {
+            base: format!("http://{}", service.address),
+            client: reqwest::Client::builder().build().unwrap(),
+            database_url,
+            log,
+            service: Some(service),
+            schema,
+        }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{}", self.base, path)
+    }
+
+    pub fn store(&self) -> &integration_service::store::Store {
+        &self.service.as_ref().expect("running").store
+    }
+
+    /// Creates a user directly through the domain (as the CLI does).
+    pub async fn create_user(&self, email: &str, password: &str) {
+        let auth = integration_service::auth::Authenticator::new(self.store().clone(), None).unwrap();
+        auth.create_user(email, Some("Test User"), password).await.expect("user created");
+    }
+
+    pub async fn login(&self, email: &str, password: &str) -> reqwest::Response {
+        self.client
+            .post(self.url("/api/v1/login"))
+            .json(&serde_json::json!({"email": email, "password": password}))
+            .send()
+            .await
+            .expect("login request")
+    }
+
+    /// Logs in and returns the access token.
+    pub async fn token(&self, email: &str, password: &str) -> String {
+        let response = self.login(email, password).await;
+        assert_eq!(response.status(), 200);
+        let body: serde_json::Value = response.json().await.unwrap();
+        body["access_token"].as_str().unwrap().to_string()
+    }
+
+    /// A user and a token in one step.
+    pub async fn user_token(&self) -> String {
+        self.create_user("ada@example.com", "analytical-engine").await;
+        self.token("ada@example.com", "analytical-engine").await
+    }
+
+    /// Stops the service and drops the test's Postgres schema.
+    pub async fn stop(mut self) {
+        if let Some(service) = self.service.take() {
+            service.shutdown().await;
+        }
+        if let Some(schema) = self.schema.take() {
+            let admin = admin_pool(&std::env::var("TEST_POSTGRES_URL").unwrap()).await;
+            let _ = sqlx::query(AssertSqlSafe(format!("DROP SCHEMA {schema} CASCADE"))).execute(&admin).await;
+            admin.close().await;
+        }
+    }
+}
+
+/// Asserts the common error shape and returns the body.
+pub async fn error_body(response: reqwest::Response, status: u16) -> serde_json::Value {
+    assert_eq!(response.status().as_u16(), status, "unexpected status");
+    let header_id = response.headers().get("x-request-id").expect("x-request-id header").to_str().unwrap().to_string();
+    let body: serde_json::Value = response.json().await.expect("error body is JSON");
+    assert!(body["message"].as_str().is_some_and(|m| !m.is_empty()), "message in {body}");
+    assert!(body["error_code"].as_str().is_some_and(|c| !c.is_empty()), "error_code in {body}");
+    assert_eq!(body["request_id"].as_str(), Some(header_id.as_str()), "request_id in {body}");
+    body
+}

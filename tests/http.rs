@@ -1,0 +1,147 @@
+//! The HTTP surface common to every route: the served document, request ids, error shape,
+//! body limits, probes and graceful shutdown.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{Db, TestService, error_body};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+const COMMITTED_DOCUMENT: &str = include_str!("../spec/openapi.json");
+
+async fn served_document_equals_the_committed_file(db: Db) {
+    let svc = TestService::start(db, &[]).await;
+    let response = svc.client.get(svc.url("/docs/openapi.json")).send().await.unwrap();
+    assert_eq!(response.status(), 200);
+    assert!(response.headers()["content-type"].to_str().unwrap().starts_with("application/json"));
+    let served = response.text().await.unwrap();
+    assert!(served == COMMITTED_DOCUMENT, "served document differs from spec/openapi.json");
+    // The internal path behind it is not reachable from outside.
+    let internal = svc.client.get(svc.url("/__internal/docs/openapi.json")).send().await.unwrap();
+    error_body(internal, 404).await;
+    svc.stop().await;
+}
+
+async fn docs_path_is_configurable(db: Db) {
+    let svc = TestService::start(db, &[("DOCS_PATH", "/reference/")]).await;
+    let moved = svc.client.get(svc.url("/reference/openapi.json")).send().await.unwrap();
+    assert_eq!(moved.status(), 200);
+    assert_eq!(moved.text().await.unwrap(), COMMITTED_DOCUMENT);
+    error_body(svc.client.get(svc.url("/docs/openapi.json")).send().await.unwrap(), 404).await;
+    svc.stop().await;
+}
+
+async fn malformed_json_is_a_400_naming_the_problem(db: Db) {
+    let svc = TestService::start(db, &[]).await;
+    let response = svc
+        .client
+        .post(svc.url("/api/v1/login"))
+        .header("content-type", "application/json")
+        .body("{\"email\": \"a@example.com\", \"password\": ")
+        .send()
+        .await
+        .unwrap();
+    let body = error_body(response, 400).await;
+    let message = body["message"].as_str().unwrap();
+    assert!(message.contains("EOF") || message.contains("line 1"), "{message}");
+
+    let missing_field = svc
+        .client
+        .post(svc.url("/api/v1/login"))
+        .json(&serde_json::json!({"email": "a@example.com"}))
+        .send()
+        .await
+        .unwrap();
+    let body = error_body(missing_field, 400).await;
+    assert!(body["message"].as_str().unwrap().contains("password"), "{body}");
+    svc.stop().await;
+}
+
+async fn oversize_bodies_get_413(db: Db) {
+    let svc = TestService::start(db, &[("MAX_BODY_BYTES", "2048")]).await;
+    let big = format!("{{\"email\": \"{}\", \"password\": \"x\"}}", "a".repeat(4096));
+    let declared = svc.client.post(svc.url("/api/v1/login")).header("content-type", "application/json").body(big.clone()).send().await.unwrap();
+    let body = error_body(declared, 413).await;
+    assert_eq!(body["error_code"], "payload_too_large");
+
+    // Without a Content-Length (chunked), the limit applies while the body streams.
+    let chunks = futures::stream::iter(big.into_bytes().chunks(512).map(|c| Ok::<_, std::io::Error>(c.to_vec())).collect::<Vec<_>>());
+    let streamed = svc
+        .client
+        .post(svc.url("/api/v1/login"))
+        .header("content-type", "application/json")
+        .body(reqwest::Body::wrap_stream(chunks))
+        .send()
+        .await
+        .unwrap();
+    error_body(streamed, 413).await;
+
+    // A body under the limit still works on a fresh connection.
+    let small = svc.login("nobody@example.com", "whatever").await;
+    error_body(small, 401).await;
+    svc.stop().await;
+}
+
+async fn unknown_routes_and_methods_have_the_error_shape(db: Db) {
+    let svc = TestService::start(db, &[]).await;
+    let body = error_body(svc.client.get(svc.url("/api/v1/nothing-here")).send().await.unwrap(), 404).await;
+    assert_eq!(body["error_code"], "not_found");
+    let body = error_body(svc.client.delete(svc.url("/api/v1/login")).send().await.unwrap(), 405).await;
+    assert_eq!(body["error_code"], "method_not_allowed");
+    let health = svc.client.get(svc.url("/healthz")).send().await.unwrap();
+    assert_eq!(health.status(), 200);
+    assert!(health.headers().contains_key("x-request-id"));
+    svc.stop().await;
+}
+
+async fn readiness_follows_the_database(db: Db) {
+    let svc = TestService::start(db, &[]).await;
+    let ready: serde_json::Value = svc.client.get(svc.url("/readyz")).send().await.unwrap().json().await.unwrap();
+    assert_eq!(ready["database"], "ok");
+    svc.store().close().await;
+    let body = error_body(svc.client.get(svc.url("/readyz")).send().await.unwrap(), 503).await;
+    assert_eq!(body["error_code"], "service_unavailable");
+    // Liveness does not depend on the database.
+    assert_eq!(svc.client.get(svc.url("/healthz")).send().await.unwrap().status(), 200);
+    svc.stop().await;
+}
+
+async fn shutdown_lets_an_in_flight_request_finish(db: Db) {
+    let mut svc = TestService::start(db, &[]).await;
+    svc.create_user("ada@example.com", "analytical-engine").await;
+    let address = svc.service.as_ref().unwrap().address;
+    let body = br#"{"email": "ada@example.com", "password": "analytical-engine"}"#;
+    let mut stream = tokio::net::TcpStream::connect(address).await.unwrap();
+    let head = format!("POST /api/v1/login HTTP/1.1\r\nhost: test\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n", body.len());
+    stream.write_all(head.as_bytes()).await.unwrap();
+    stream.write_all(&body[..10]).await.unwrap();
+    // Wait until the front has forwarded the request (the backend sees a connection).
+    tokio::time::sleep(Duration::from_millis(300)).await;
+
+    let service = svc.service.take().unwrap();
+    let shutdown = tokio::spawn(service.shutdown());
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(!shutdown.is_finished(), "shutdown must wait for the request in flight");
+    // New connections are refused once shutdown has begun.
+    assert!(tokio::net::TcpStream::connect(address).await.is_err());
+
+    stream.write_all(&body[10..]).await.unwrap();
+    let mut answer = Vec::new();
+    stream.read_to_end(&mut answer).await.unwrap();
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert!(answer.contains("access_token"), "{answer}");
+    shutdown.await.unwrap();
+    svc.stop().await;
+}
+
+on_both_databases!(
+    served_document_equals_the_committed_file,
+    docs_path_is_configurable,
+    malformed_json_is_a_400_naming_the_problem,
+    oversize_bodies_get_413,
+    unknown_routes_and_methods_have_the_error_shape,
+    readiness_follows_the_database,
+    shutdown_lets_an_in_flight_request_finish,
+);
