@@ -300,9 +300,12 @@ impl Config {
 
         let docs_path = raw.string_or("DOCS_PATH", "docs").trim_matches('/').to_string();
         let docs_ok = !docs_path.is_empty()
-            && docs_path
-                .split('/')
-                .all(|seg| !seg.is_empty() && seg.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)) && seg != "." && seg != "..")
+            && docs_path.split('/').all(|seg| {
+                !seg.is_empty()
+                    && seg.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+                    && seg != "."
+                    && seg != ".."
+            })
             && docs_path != "api"
             && !docs_path.starts_with("api/");
         if !docs_ok {
@@ -318,10 +321,10 @@ impl Config {
             return Err(invalid("STORAGE_URL", "must start with file:// or s3://"));
         }
         let mail_url = raw.secret("MAIL_URL");
-        if let Some(url) = raw.get("MAIL_URL") {
-            if !(url.starts_with("smtp://") || url.starts_with("smtps://") || url.starts_with("file://")) {
-                return Err(invalid("MAIL_URL", "must start with smtp://, smtps:// or file://"));
-            }
+        if let Some(url) = raw.get("MAIL_URL")
+            && !(url.starts_with("smtp://") || url.starts_with("smtps://") || url.starts_with("file://"))
+        {
+            return Err(invalid("MAIL_URL", "must start with smtp://, smtps:// or file://"));
         }
 
         let log_format = match raw.string_or("LOG_FORMAT", "text").to_ascii_lowercase().as_str() {
@@ -337,10 +340,10 @@ impl Config {
             return Err(invalid(missing, "TLS_CERT and TLS_KEY must be set together"));
         }
         for (name, path) in [("TLS_CERT", &tls_cert), ("TLS_KEY", &tls_key)] {
-            if let Some(path) = path {
-                if !path.is_file() {
-                    return Err(invalid(name, format!("file {} does not exist", path.display())));
-                }
+            if let Some(path) = path
+                && !path.is_file()
+            {
+                return Err(invalid(name, format!("file {} does not exist", path.display())));
             }
         }
 
@@ -412,7 +415,8 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("cfg-{}", uuid::Uuid::new_v4()));
         std::fs::create_dir_all(&dir).unwrap();
         let file = dir.join("config.toml");
-        std::fs::write(&file, "bind_address = \"127.0.0.1:9000\"\ntoken_ttl_minutes = 5\nmax_body_bytes = 2048\n").unwrap();
+        std::fs::write(&file, "bind_address = \"127.0.0.1:9000\"\ntoken_ttl_minutes = 5\nmax_body_bytes = 2048\n")
+            .unwrap();
         let config = Config::load_with(Some(&file), &[("BIND_ADDRESS", "127.0.0.1:9001")]).unwrap();
         assert_eq!(config.bind_address.to_string(), "127.0.0.1:9001");
         assert_eq!(config.token_ttl, Some(Duration::from_secs(300)));

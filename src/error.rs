@@ -91,7 +91,11 @@ impl ApiError {
 
     pub fn unavailable(detail: impl std::fmt::Display) -> Self {
         telemetry::report_internal_error(&detail.to_string());
-        Self::new(ErrorStatusCode::SERVICE_UNAVAILABLE, "service_unavailable", "The service is temporarily unavailable.")
+        Self::new(
+            ErrorStatusCode::SERVICE_UNAVAILABLE,
+            "service_unavailable",
+            "The service is temporarily unavailable.",
+        )
     }
 
     pub fn status(&self) -> ErrorStatusCode {
@@ -114,7 +118,8 @@ impl HttpResponseError for ApiError {
 /// Errors raised by dropshot itself (a body that is not valid JSON, a bad path parameter).
 impl From<HttpError> for ApiError {
     fn from(error: HttpError) -> Self {
-        let code = error.error_code.clone().unwrap_or_else(|| default_error_code(error.status_code.as_u16()).to_string());
+        let code =
+            error.error_code.clone().unwrap_or_else(|| default_error_code(error.status_code.as_u16()).to_string());
         if error.status_code.is_server_error() {
             return Self::internal(error.internal_message);
         }
@@ -156,9 +161,11 @@ impl From<StoreError> for ApiError {
 impl From<AuthError> for ApiError {
     fn from(error: AuthError) -> Self {
         match error {
-            AuthError::InvalidCredentials => {
-                Self::new(ErrorStatusCode::UNAUTHORIZED, "invalid_credentials", "These credentials do not match our records.")
-            }
+            AuthError::InvalidCredentials => Self::new(
+                ErrorStatusCode::UNAUTHORIZED,
+                "invalid_credentials",
+                "These credentials do not match our records.",
+            ),
             AuthError::Throttled { retry_after } => Self::too_many_attempts(retry_after.as_secs().max(1)),
             AuthError::Unauthenticated => Self::unauthenticated(),
             AuthError::Invalid(errors) => Self::validation(errors),

@@ -12,7 +12,11 @@ use integration_service::store::Store;
 use integration_service::{api, server, telemetry};
 
 #[derive(Parser)]
-#[command(name = "integration-service", version, about = "One authenticated, documented HTTP API in front of a leasing provider, a field-report system and a cloud ERP")]
+#[command(
+    name = "integration-service",
+    version,
+    about = "One authenticated, documented HTTP API in front of a leasing provider, a field-report system and a cloud ERP"
+)]
 struct Cli {
     /// TOML configuration file; environment variables override its settings.
     #[arg(long, global = true, value_name = "FILE")]
@@ -147,7 +151,8 @@ async fn run(command: Command, mut config: Config) -> anyhow::Result<()> {
 fn describe(error: integration_service::auth::AuthError) -> anyhow::Error {
     match error {
         integration_service::auth::AuthError::Invalid(fields) => {
-            let lines: Vec<String> = fields.iter().flat_map(|(f, ms)| ms.iter().map(move |m| format!("{f}: {m}"))).collect();
+            let lines: Vec<String> =
+                fields.iter().flat_map(|(f, ms)| ms.iter().map(move |m| format!("{f}: {m}"))).collect();
             anyhow::anyhow!(lines.join("; "))
         }
         other => anyhow::anyhow!(other),
@@ -163,7 +168,10 @@ async fn serve(config: Config, sandbox: bool) -> anyhow::Result<()> {
     let (log, _log_guard) = telemetry::init(config.log_format);
     slog::info!(log, "starting"; "database" => config.database_url.redacted(), "bind" => %config.bind_address);
     if sandbox {
-        slog::warn!(log, "--sandbox: no upstream simulators are built into this version yet; upstream routes are not available");
+        slog::warn!(
+            log,
+            "--sandbox: no upstream simulators are built into this version yet; upstream routes are not available"
+        );
     }
     let service = server::start(&config, &log).await?;
     slog::info!(log, "listening"; "address" => format!("http://{}", service.address), "docs" => format!("http://{}/{}/openapi.json", service.address, config.docs_path));

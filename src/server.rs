@@ -57,7 +57,9 @@ impl RunningService {
 
 pub async fn start(config: &Config, log: &Logger) -> Result<RunningService, StartError> {
     if config.tls_cert.is_some() {
-        return Err(StartError::Unsupported("TLS_CERT: terminating TLS in the service is not available yet; run behind a TLS proxy".into()));
+        return Err(StartError::Unsupported(
+            "TLS_CERT: terminating TLS in the service is not available yet; run behind a TLS proxy".into(),
+        ));
     }
     let store = Store::open(&config.database_url).await?;
     let auth = Authenticator::new(store.clone(), config.token_ttl)?;
@@ -70,7 +72,8 @@ pub async fn start(config: &Config, log: &Logger) -> Result<RunningService, Star
     };
     // dropshot's own per-request lines would repeat the front's and carry query strings;
     // only its errors are kept.
-    let dropshot_log = Logger::root(slog::LevelFilter::new(log.clone(), slog::Level::Error).fuse(), o!("component" => "dropshot"));
+    let dropshot_log =
+        Logger::root(slog::LevelFilter::new(log.clone(), slog::Level::Error).fuse(), o!("component" => "dropshot"));
     let dropshot = ServerBuilder::new(api::description(), context, dropshot_log)
         .config(dropshot_config)
         .start()

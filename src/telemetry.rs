@@ -18,9 +18,8 @@ pub struct LogGuard(#[allow(dead_code)] slog_async::AsyncGuard);
 /// Builds the process logger writing to stderr through a background thread, and remembers it
 /// for [`report_internal_error`]. Keep the guard until the process ends.
 pub fn init(format: LogFormat) -> (Logger, LogGuard) {
-    let (drain, guard) = slog_async::Async::new(format_drain(format, std::io::stderr()))
-        .chan_size(4096)
-        .build_with_guard();
+    let (drain, guard) =
+        slog_async::Async::new(format_drain(format, std::io::stderr())).chan_size(4096).build_with_guard();
     let logger = Logger::root(drain.fuse(), o!("service" => "integration-service"));
     let _ = GLOBAL.set(logger.clone());
     (logger, LogGuard(guard))

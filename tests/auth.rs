@@ -53,7 +53,13 @@ async fn wrong_email_and_wrong_password_fail_alike(db: Db) {
     assert_eq!(wrong_password["error_code"], unknown_email["error_code"]);
     assert_eq!(wrong_password["error_code"], "invalid_credentials");
 
-    let missing = svc.client.post(svc.url("/api/v1/login")).json(&serde_json::json!({"email": "", "password": ""})).send().await.unwrap();
+    let missing = svc
+        .client
+        .post(svc.url("/api/v1/login"))
+        .json(&serde_json::json!({"email": "", "password": ""}))
+        .send()
+        .await
+        .unwrap();
     let body = error_body(missing, 422).await;
     assert!(body["errors"]["email"].is_array() && body["errors"]["password"].is_array(), "{body}");
     svc.stop().await;
@@ -69,7 +75,8 @@ async fn failed_logins_are_throttled_per_email_and_address(db: Db) {
     }
     // The sixth attempt is refused even with the right password.
     let refused = svc.login(EMAIL, PASSWORD).await;
-    let retry_after: u64 = refused.headers().get("retry-after").expect("Retry-After").to_str().unwrap().parse().unwrap();
+    let retry_after: u64 =
+        refused.headers().get("retry-after").expect("Retry-After").to_str().unwrap().parse().unwrap();
     assert!((1..=60).contains(&retry_after), "{retry_after}");
     let body = error_body(refused, 429).await;
     assert_eq!(body["error_code"], "too_many_attempts");
@@ -135,7 +142,13 @@ async fn bad_tokens_are_unauthenticated(db: Db) {
         assert_eq!(body["message"], "Unauthenticated.", "{header:?}");
         assert_eq!(body["error_code"], "unauthenticated", "{header:?}");
     }
-    let ok = svc.client.get(svc.url("/api/v1/user")).header("authorization", format!("bearer {token}")).send().await.unwrap();
+    let ok = svc
+        .client
+        .get(svc.url("/api/v1/user"))
+        .header("authorization", format!("bearer {token}"))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(ok.status(), 200, "the scheme is case-insensitive");
     svc.stop().await;
 }

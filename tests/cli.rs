@@ -34,12 +34,17 @@ async fn users_and_token_revocation_from_the_command_line(db: Db) {
     let svc = TestService::start(db, &[]).await;
     let url = svc.database_url.clone();
 
-    let created = cli(&url, &["user", "create", "--email", "Lin@Example.com", "--name", "Lin", "--password-stdin"], Some("a long passphrase\n"));
+    let created = cli(
+        &url,
+        &["user", "create", "--email", "Lin@Example.com", "--name", "Lin", "--password-stdin"],
+        Some("a long passphrase\n"),
+    );
     assert!(created.status.success(), "{}", text(&created.stderr));
     assert!(text(&created.stdout).contains("lin@example.com"));
     assert!(!text(&created.stdout).contains("a long passphrase"));
 
-    let duplicate = cli(&url, &["user", "create", "--email", "lin@example.com", "--password-stdin"], Some("another passphrase\n"));
+    let duplicate =
+        cli(&url, &["user", "create", "--email", "lin@example.com", "--password-stdin"], Some("another passphrase\n"));
     assert!(!duplicate.status.success());
     assert!(text(&duplicate.stderr).contains("exists"), "{}", text(&duplicate.stderr));
 
@@ -86,12 +91,7 @@ on_both_databases!(users_and_token_revocation_from_the_command_line, migrate_cre
 
 #[test]
 fn a_bad_setting_stops_with_one_line_naming_it() {
-    let output = Command::new(BINARY)
-        .args(["serve"])
-        .env_clear()
-        .env("BIND_ADDRESS", "somewhere")
-        .output()
-        .unwrap();
+    let output = Command::new(BINARY).args(["serve"]).env_clear().env("BIND_ADDRESS", "somewhere").output().unwrap();
     assert_eq!(output.status.code(), Some(2));
     let stderr = text(&output.stderr);
     assert_eq!(stderr.lines().count(), 1, "{stderr}");

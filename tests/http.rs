@@ -61,12 +61,21 @@ async fn malformed_json_is_a_400_naming_the_problem(db: Db) {
 async fn oversize_bodies_get_413(db: Db) {
     let svc = TestService::start(db, &[("MAX_BODY_BYTES", "2048")]).await;
     let big = format!("{{\"email\": \"{}\", \"password\": \"x\"}}", "a".repeat(4096));
-    let declared = svc.client.post(svc.url("/api/v1/login")).header("content-type", "application/json").body(big.clone()).send().await.unwrap();
+    let declared = svc
+        .client
+        .post(svc.url("/api/v1/login"))
+        .header("content-type", "application/json")
+        .body(big.clone())
+        .send()
+        .await
+        .unwrap();
     let body = error_body(declared, 413).await;
     assert_eq!(body["error_code"], "payload_too_large");
 
     // Without a Content-Length (chunked), the limit applies while the body streams.
-    let chunks = futures::stream::iter(big.into_bytes().chunks(512).map(|c| Ok::<_, std::io::Error>(c.to_vec())).collect::<Vec<_>>());
+    let chunks = futures::stream::iter(
+        big.into_bytes().chunks(512).map(|c| Ok::<_, std::io::Error>(c.to_vec())).collect::<Vec<_>>(),
+    );
     let streamed = svc
         .client
         .post(svc.url("/api/v1/login"))
@@ -113,7 +122,10 @@ async fn shutdown_lets_an_in_flight_request_finish(db: Db) {
     let address = svc.service.as_ref().unwrap().address;
     let body = br#"{"email": "ada@example.com", "password": "analytical-engine"}"#;
     let mut stream = tokio::net::TcpStream::connect(address).await.unwrap();
-    let head = format!("POST /api/v1/login HTTP/1.1\r\nhost: test\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n", body.len());
+    let head = format!(
+        "POST /api/v1/login HTTP/1.1\r\nhost: test\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
+        body.len()
+    );
     stream.write_all(head.as_bytes()).await.unwrap();
     stream.write_all(&body[..10]).await.unwrap();
     // Wait until the front has forwarded the request (the backend sees a connection).

@@ -67,7 +67,10 @@ impl From<User> for CurrentUser {
     }
 }
 
-pub async fn login(rqctx: &RequestContext<ApiContext>, body: LoginRequest) -> Result<HttpResponseOk<LoginResponse>, ApiError> {
+pub async fn login(
+    rqctx: &RequestContext<ApiContext>,
+    body: LoginRequest,
+) -> Result<HttpResponseOk<LoginResponse>, ApiError> {
     let address = client_address(rqctx).to_string();
     let token = rqctx.context().auth.login(&body.email, &body.password, &address).await?;
     Ok(HttpResponseOk(LoginResponse { access_token: token, token_type: "Bearer".into() }))

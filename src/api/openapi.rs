@@ -21,10 +21,7 @@ pub fn document() -> String {
     let stub = super::integration_api_mod::stub_api_description().expect("the stub API description is valid");
     let version = semver::Version::parse(env!("CARGO_PKG_VERSION")).expect("the package version is semver");
     let mut definition = stub.openapi("integration-service", version);
-    definition
-        .description(DESCRIPTION)
-        .contact_name("integration-service maintainers")
-        .license_name("MIT");
+    definition.description(DESCRIPTION).contact_name("integration-service maintainers").license_name("MIT");
     let mut doc = definition.json().expect("the document serialises");
     complete(&mut doc, &RewriteTable::static_rules());
     let mut text = serde_json::to_string_pretty(&doc).expect("the document serialises");
@@ -33,7 +30,7 @@ pub fn document() -> String {
 }
 
 fn complete(doc: &mut Value, rewrites: &RewriteTable) {
-        let components = doc["components"].as_object_mut().expect("the document has components");
+    let components = doc["components"].as_object_mut().expect("the document has components");
     components.insert(
         "securitySchemes".into(),
         json!({"bearerAuth": {
@@ -106,10 +103,7 @@ mod tests {
         let committed = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/spec/openapi.json"))
             .expect("spec/openapi.json exists");
         let generated = super::document();
-        assert!(
-            committed == generated,
-            "spec/openapi.json is stale: run `cargo xtask openapi` and commit the result"
-        );
+        assert!(committed == generated, "spec/openapi.json is stale: run `cargo xtask openapi` and commit the result");
     }
 
     #[test]

@@ -68,7 +68,9 @@ fn normalize_email(email: &str) -> String {
 
 fn validate_email(email: &str, errors: &mut FieldErrors) {
     let valid = email.len() <= 254
-        && email.split_once('@').is_some_and(|(local, domain)| !local.is_empty() && domain.contains('.') && !domain.starts_with('.') && !domain.ends_with('.'))
+        && email.split_once('@').is_some_and(|(local, domain)| {
+            !local.is_empty() && domain.contains('.') && !domain.starts_with('.') && !domain.ends_with('.')
+        })
         && !email.chars().any(char::is_whitespace);
     if !valid {
         errors.entry("email".into()).or_default().push("The email must be a valid email address.".into());
@@ -114,14 +116,14 @@ impl Authenticator {
         let email = normalize_email(email);
         let now = now_ms();
         let window_ms = THROTTLE_WINDOW.as_millis() as i64;
-        let failures = self
-            .store
-            .recent_login_failures(&email, address, now - window_ms, MAX_FAILED_LOGINS as i64)
-            .await?;
+        let failures =
+            self.store.recent_login_failures(&email, address, now - window_ms, MAX_FAILED_LOGINS as i64).await?;
         if failures.len() >= MAX_FAILED_LOGINS {
             let oldest_counted = failures[MAX_FAILED_LOGINS - 1];
             let wait_ms = (oldest_counted + window_ms - now).max(1000);
-            return Err(AuthError::Throttled { retry_after: Duration::from_millis(wait_ms.unsigned_abs()).max(Duration::from_secs(1)) });
+            return Err(AuthError::Throttled {
+                retry_after: Duration::from_millis(wait_ms.unsigned_abs()).max(Duration::from_secs(1)),
+            });
         }
 
         let user = self.store.user_by_email(&email).await?;
@@ -194,7 +196,11 @@ impl Authenticator {
         if !errors.is_empty() {
             return Err(AuthError::Invalid(errors));
         }
-        let name = name.map(str::trim).filter(|n| !n.is_empty()).map(str::to_string).unwrap_or_else(|| email.split('@').next().unwrap_or_default().to_string());
+        let name = name
+            .map(str::trim)
+            .filter(|n| !n.is_empty())
+            .map(str::to_string)
+            .unwrap_or_else(|| email.split('@').next().unwrap_or_default().to_string());
         let hash = hash_blocking(password.to_string()).await?;
         let row = self.store.insert_user(&name, &email, &hash).await.map_err(|e| match e {
             StoreError::Duplicate(_) => AuthError::DuplicateEmail(email.clone()),

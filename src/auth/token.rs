@@ -53,7 +53,15 @@ mod tests {
         assert_eq!(secret.len(), SECRET_LEN);
         let token = format!("12|{secret}");
         assert_eq!(parse(&token), Some(PresentedToken { id: 12, secret: &secret }));
-        for bad in ["", "12", "|x", "x|".to_string().as_str(), "12|short", "-1|aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "99999999999999999999999|aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"] {
+        for bad in [
+            "",
+            "12",
+            "|x",
+            "x|".to_string().as_str(),
+            "12|short",
+            "-1|aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+            "99999999999999999999999|aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+        ] {
             assert_eq!(parse(bad), None, "{bad}");
         }
         assert_eq!(parse("1|aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa!"), None);

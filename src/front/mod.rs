@@ -141,7 +141,9 @@ impl Front {
             Some(id) => id.to_string(),
             None => {
                 let id = uuid::Uuid::new_v4().to_string();
-                response.headers_mut().insert(REQUEST_ID_HEADER, HeaderValue::from_str(&id).expect("a uuid is a header value"));
+                response
+                    .headers_mut()
+                    .insert(REQUEST_ID_HEADER, HeaderValue::from_str(&id).expect("a uuid is a header value"));
                 id
             }
         };
@@ -165,11 +167,8 @@ impl Front {
         if path.starts_with(INTERNAL_PREFIX) {
             return Err(own_error(StatusCode::NOT_FOUND, "Not Found", &fresh_id()));
         }
-        let declared_length = req
-            .headers()
-            .get(header::CONTENT_LENGTH)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.parse::<u64>().ok());
+        let declared_length =
+            req.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok());
         if declared_length.is_some_and(|len| len > self.max_body_bytes as u64) {
             return Err(self.too_large(&fresh_id()));
         }
@@ -180,7 +179,8 @@ impl Front {
                 Some(query) => format!("{internal}?{query}"),
                 None => internal,
             };
-            parts.uri = target.parse().map_err(|_| own_error(StatusCode::BAD_REQUEST, "Malformed path", &fresh_id()))?;
+            parts.uri =
+                target.parse().map_err(|_| own_error(StatusCode::BAD_REQUEST, "Malformed path", &fresh_id()))?;
         }
         parts.headers.remove(header::CONNECTION);
         parts.headers.insert(
@@ -251,7 +251,8 @@ impl Front {
                 Bytes::new()
             }
         };
-        let request_id = parts.headers.get(REQUEST_ID_HEADER).and_then(|v| v.to_str().ok()).unwrap_or_default().to_string();
+        let request_id =
+            parts.headers.get(REQUEST_ID_HEADER).and_then(|v| v.to_str().ok()).unwrap_or_default().to_string();
         let completed = match serde_json::from_slice::<serde_json::Value>(&bytes) {
             Ok(serde_json::Value::Object(mut body)) => {
                 body.insert("request_id".into(), request_id.into());

@@ -39,7 +39,10 @@ impl RewriteTable {
     /// The static rows plus the served document at `/{docs_path}/openapi.json`.
     pub fn with_docs_path(docs_path: &str) -> Self {
         let mut table = Self::static_rules();
-        table.rows.push(Rewrite { public: format!("/{docs_path}/openapi.json"), internal: OPENAPI_INTERNAL_PATH.to_string() });
+        table.rows.push(Rewrite {
+            public: format!("/{docs_path}/openapi.json"),
+            internal: OPENAPI_INTERNAL_PATH.to_string(),
+        });
         table
     }
 
@@ -62,12 +65,18 @@ impl RewriteTable {
                     return None;
                 }
             }
-            let internal = row
-                .internal
-                .split('/')
-                .map(|seg| if is_var(seg) { vars.iter().find(|(name, _)| *name == seg).map_or(seg, |(_, v)| v) } else { seg })
-                .collect::<Vec<_>>()
-                .join("/");
+            let internal =
+                row.internal
+                    .split('/')
+                    .map(|seg| {
+                        if is_var(seg) {
+                            vars.iter().find(|(name, _)| *name == seg).map_or(seg, |(_, v)| v)
+                        } else {
+                            seg
+                        }
+                    })
+                    .collect::<Vec<_>>()
+                    .join("/");
             Some(internal)
         })
     }

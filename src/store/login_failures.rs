@@ -7,7 +7,13 @@ use super::{Store, StoreError};
 
 impl Store {
     /// Records a failure and forgets every failure older than `forget_before`.
-    pub async fn record_login_failure(&self, email: &str, address: &str, at: i64, forget_before: i64) -> Result<(), StoreError> {
+    pub async fn record_login_failure(
+        &self,
+        email: &str,
+        address: &str,
+        at: i64,
+        forget_before: i64,
+    ) -> Result<(), StoreError> {
         sqlx::query("INSERT INTO login_failures (email, address, at) VALUES ($1, $2, $3)")
             .bind(email)
             .bind(address)
@@ -19,7 +25,13 @@ impl Store {
     }
 
     /// Times of the failures since `since`, newest first, at most `limit` of them.
-    pub async fn recent_login_failures(&self, email: &str, address: &str, since: i64, limit: i64) -> Result<Vec<i64>, StoreError> {
+    pub async fn recent_login_failures(
+        &self,
+        email: &str,
+        address: &str,
+        since: i64,
+        limit: i64,
+    ) -> Result<Vec<i64>, StoreError> {
         let rows = sqlx::query(
             "SELECT at FROM login_failures WHERE email = $1 AND address = $2 AND at > $3 ORDER BY at DESC LIMIT $4",
         )

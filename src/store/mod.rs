@@ -126,11 +126,12 @@ impl Store {
 fn sqlite_url_creating_file(url: &str) -> Result<String, StoreError> {
     let rest = url.trim_start_matches("sqlite://").trim_start_matches("sqlite:");
     let (path, query) = rest.split_once('?').unwrap_or((rest, ""));
-    if path != ":memory:" && !path.is_empty() {
-        if let Some(parent) = Path::new(path).parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(parent)
-                .map_err(|e| StoreError::Unavailable(format!("cannot create {}: {e}", parent.display())))?;
-        }
+    if path != ":memory:"
+        && !path.is_empty()
+        && let Some(parent) = Path::new(path).parent().filter(|p| !p.as_os_str().is_empty())
+    {
+        std::fs::create_dir_all(parent)
+            .map_err(|e| StoreError::Unavailable(format!("cannot create {}: {e}", parent.display())))?;
     }
     if query.split('&').any(|kv| kv.starts_with("mode=")) {
         return Ok(url.to_string());

@@ -18,7 +18,13 @@ pub struct TokenOwner {
 }
 
 impl Store {
-    pub async fn insert_token(&self, user_id: i64, token_hash: &str, created_at: i64, expires_at: Option<i64>) -> Result<i64, StoreError> {
+    pub async fn insert_token(
+        &self,
+        user_id: i64,
+        token_hash: &str,
+        created_at: i64,
+        expires_at: Option<i64>,
+    ) -> Result<i64, StoreError> {
         let row = sqlx::query(
             "INSERT INTO personal_access_tokens (user_id, token_hash, created_at, expires_at) \
              VALUES ($1, $2, $3, $4) RETURNING id",
@@ -70,12 +76,11 @@ impl Store {
 
     /// Revokes every token of the user with this email; returns how many there were.
     pub async fn delete_tokens_of(&self, email: &str) -> Result<u64, StoreError> {
-        let done = sqlx::query(
-            "DELETE FROM personal_access_tokens WHERE user_id IN (SELECT id FROM users WHERE email = $1)",
-        )
-        .bind(email)
-        .execute(self.pool())
-        .await?;
+        let done =
+            sqlx::query("DELETE FROM personal_access_tokens WHERE user_id IN (SELECT id FROM users WHERE email = $1)")
+                .bind(email)
+                .execute(self.pool())
+                .await?;
         Ok(done.rows_affected())
     }
 

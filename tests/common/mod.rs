@@ -9,8 +9,8 @@ use std::sync::{Arc, Mutex};
 use integration_service::config::{Config, LogFormat};
 use integration_service::server::{self, RunningService};
 use integration_service::telemetry;
-use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
 use sqlx::AssertSqlSafe;
+use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Db {
