@@ -148,6 +148,28 @@ async fn shutdown_lets_an_in_flight_request_finish(db: Db) {
     svc.stop().await;
 }
 
+async fn one_json_log_line_per_request_without_query_or_secrets(db: Db) {
+    let svc = TestService::start(db, &[]).await;
+    let response = svc.client.get(svc.url("/healthz?secret=do-not-log-me")).send().await.unwrap();
+    let request_id = response.headers()["x-request-id"].to_str().unwrap().to_string();
+    assert_eq!(response.status(), 200);
+    let lines: Vec<serde_json::Value> = svc
+        .log
+        .text()
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("every log line is JSON"))
+        .filter(|line: &serde_json::Value| line["request_id"] == request_id.as_str())
+        .collect();
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    let line = &lines[0];
+    assert_eq!(line["method"], "GET");
+    assert_eq!(line["path"], "/healthz");
+    assert_eq!(line["status"], 200);
+    assert!(line["latency_ms"].as_str().unwrap().parse::<f64>().is_ok());
+    assert!(!svc.log.text().contains("do-not-log-me"));
+    svc.stop().await;
+}
+
 on_both_databases!(
     served_document_equals_the_committed_file,
     docs_path_is_configurable,
@@ -156,4 +178,5 @@ on_both_databases!(
     unknown_routes_and_methods_have_the_error_shape,
     readiness_follows_the_database,
     shutdown_lets_an_in_flight_request_finish,
+    one_json_log_line_per_request_without_query_or_secrets,
 );

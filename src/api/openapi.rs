@@ -41,6 +41,13 @@ fn complete(doc: &mut Value, rewrites: &RewriteTable) {
     );
     let error_content = json!({"application/json": {"schema": {"$ref": "#/components/schemas/ApiError"}}});
     let responses = components.entry("responses").or_insert_with(|| json!({}));
+    responses["ApiError"]["description"] = json!(
+        "An error. The body says what went wrong (`message`), how to react (`error_code`) and which request it was (`request_id`)."
+    );
+    responses["ServiceUnavailable"] = json!({
+        "description": "The database does not answer; retry later.",
+        "content": error_content.clone()
+    });
     responses["Unauthenticated"] = json!({
         "description": "The bearer token is missing, malformed, unknown, revoked or expired.",
         "content": {"application/json": {
@@ -81,6 +88,9 @@ fn complete(doc: &mut Value, rewrites: &RewriteTable) {
             if has_body {
                 op["responses"]["413"] = json!({"$ref": "#/components/responses/PayloadTooLarge"});
                 op["responses"]["422"] = json!({"$ref": "#/components/responses/ValidationFailed"});
+            }
+            if op_id == "readyz" {
+                op["responses"]["503"] = json!({"$ref": "#/components/responses/ServiceUnavailable"});
             }
             if op_id == "login" {
                 op["responses"]["401"] = json!({
