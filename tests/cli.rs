@@ -139,3 +139,29 @@ fn serve_starts_with_no_configuration_and_stops_on_sigterm() {
     assert!(output.status.success(), "exit after SIGTERM: {:?}", output.status);
     assert!(text(&output.stderr).contains("stopped"), "{}", text(&output.stderr));
 }
+
+#[test]
+fn config_file_is_read_and_the_environment_wins() {
+    let dir = std::env::temp_dir().join(format!("integration-service-config-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("service.toml");
+    std::fs::write(&file, "database_url = \"sqlite::memory:\"\nlog_format = \"yaml\"\n").unwrap();
+    // The file's bad value is reported with the setting's name ...
+    let from_file =
+        Command::new(BINARY).args(["--config", file.to_str().unwrap(), "migrate"]).env_clear().output().unwrap();
+    assert_eq!(from_file.status.code(), Some(2));
+    assert!(text(&from_file.stderr).starts_with("configuration error: LOG_FORMAT:"), "{}", text(&from_file.stderr));
+    // ... and the environment overrides it.
+    let overridden = Command::new(BINARY)
+        .args(["--config", file.to_str().unwrap(), "migrate"])
+        .env_clear()
+        .env("LOG_FORMAT", "json")
+        .output()
+        .unwrap();
+    assert!(overridden.status.success(), "{}", text(&overridden.stderr));
+    assert!(text(&overridden.stdout).contains("sqlite::memory:"), "{}", text(&overridden.stdout));
+    let missing =
+        Command::new(BINARY).args(["--config", "/nonexistent/x.toml", "migrate"]).env_clear().output().unwrap();
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(text(&missing.stderr).contains("/nonexistent/x.toml"));
+}

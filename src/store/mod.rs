@@ -66,13 +66,20 @@ impl Store {
         sqlx::any::install_default_drivers();
         let dialect = if url.is_postgres() { Dialect::Postgres } else { Dialect::Sqlite };
         let raw = url.expose();
+        // An in-memory SQLite database lives and dies with its one connection.
+        let in_memory = raw.contains(":memory:");
         let (raw, max_connections) = match dialect {
+            Dialect::Sqlite if in_memory => (raw.to_string(), 1),
             Dialect::Sqlite => (sqlite_url_creating_file(raw)?, 8),
             Dialect::Postgres => (raw.to_string(), 16),
         };
         let options = AnyConnectOptions::from_str(&raw).map_err(|e| StoreError::Unavailable(e.to_string()))?;
+        let (idle_timeout, max_lifetime) =
+            if in_memory { (None, None) } else { (Some(Duration::from_secs(600)), Some(Duration::from_secs(1800))) };
         let pool = AnyPoolOptions::new()
             .max_connections(max_connections)
+            .idle_timeout(idle_timeout)
+            .max_lifetime(max_lifetime)
             .acquire_timeout(Duration::from_secs(5))
             .after_connect(move |conn, _meta| {
                 Box::pin(async move {
