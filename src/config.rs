@@ -29,6 +29,7 @@ pub const SETTING_NAMES: &[&str] = &[
     "LEASING_CLIENT_KEY",
     "LEASING_CA_CERT",
     "LEASING_HTTP1_ONLY",
+    "LEASING_FACTORS",
     "FIELDREPORT_BASE_URL",
     "FIELDREPORT_USERNAME",
     "FIELDREPORT_PASSWORD",
@@ -108,6 +109,8 @@ pub struct LeasingConfig {
     pub client_key: Option<PathBuf>,
     pub ca_cert: Option<PathBuf>,
     pub http1_only: bool,
+    /// Inverse-calculation factor per period in months (`LEASING_FACTORS`).
+    pub factors: BTreeMap<u32, rust_decimal::Decimal>,
 }
 
 /// Settings of the field-report upstream client.
@@ -246,6 +249,31 @@ impl RawSettings {
     }
 }
 
+/// Factors of the inverse lease calculation: 84 months → 1.47 from the specification; 48, 60
+/// and 72 months are our defaults. `LEASING_FACTORS` replaces the whole table.
+pub const DEFAULT_LEASING_FACTORS: &str = "48=2.31,60=1.91,72=1.64,84=1.47";
+
+impl RawSettings {
+    fn factors(&self, name: &'static str) -> Result<BTreeMap<u32, rust_decimal::Decimal>, ConfigError> {
+        let raw = self.get(name).unwrap_or(DEFAULT_LEASING_FACTORS);
+        let mut factors = BTreeMap::new();
+        for item in raw.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+            let bad = || invalid(name, format!("{item:?} is not <months>=<factor>, e.g. 84=1.47"));
+            let (period, factor) = item.split_once('=').ok_or_else(bad)?;
+            let period: u32 = period.trim().parse().map_err(|_| bad())?;
+            let factor: rust_decimal::Decimal = factor.trim().parse().map_err(|_| bad())?;
+            if period == 0 || factor <= rust_decimal::Decimal::ZERO {
+                return Err(bad());
+            }
+            factors.insert(period, factor);
+        }
+        if factors.is_empty() {
+            return Err(invalid(name, "names no period"));
+        }
+        Ok(factors)
+    }
+}
+
 impl Config {
     /// Loads the configuration from an optional TOML file and the process environment.
     pub fn load(file: Option<&Path>) -> Result<Self, ConfigError> {
@@ -353,6 +381,7 @@ impl Config {
             client_key: raw.path("LEASING_CLIENT_KEY"),
             ca_cert: raw.path("LEASING_CA_CERT"),
             http1_only: raw.bool_or("LEASING_HTTP1_ONLY", true)?,
+            factors: raw.factors("LEASING_FACTORS")?,
         };
         if leasing.client_cert.is_some() != leasing.client_key.is_some() {
             let missing = if leasing.client_cert.is_some() { "LEASING_CLIENT_KEY" } else { "LEASING_CLIENT_CERT" };
@@ -435,6 +464,8 @@ mod tests {
             ("DATABASE_URL", "mysql://x"),
             ("DOCS_PATH", "../etc"),
             ("LEASING_HTTP1_ONLY", "maybe"),
+            ("LEASING_FACTORS", "84=abc"),
+            ("LEASING_FACTORS", "0=1.2"),
         ];
         for (name, value) in cases {
             let err = Config::load_with(None, &[(name, value)]).unwrap_err().to_string();

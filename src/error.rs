@@ -98,6 +98,12 @@ impl ApiError {
         )
     }
 
+    /// Marks an error of a leasing route, which keeps the seed's `{success: false, message}`.
+    pub fn leasing(mut self) -> Self {
+        self.success = Some(false);
+        self
+    }
+
     pub fn status(&self) -> ErrorStatusCode {
         self.status
     }

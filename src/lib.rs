@@ -14,6 +14,7 @@ pub mod auth;
 pub mod config;
 pub mod error;
 pub mod front;
+pub mod leasing;
 pub mod server;
 pub mod store;
 pub mod telemetry;

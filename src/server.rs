@@ -15,6 +15,7 @@ use crate::auth::{AuthError, Authenticator};
 use crate::config::Config;
 use crate::front::rewrite::RewriteTable;
 use crate::front::{self, Front};
+use crate::leasing::calculation::Factors;
 use crate::store::{Store, StoreError};
 
 #[derive(Debug, thiserror::Error)]
@@ -63,7 +64,12 @@ pub async fn start(config: &Config, log: &Logger) -> Result<RunningService, Star
     }
     let store = Store::open(&config.database_url).await?;
     let auth = Authenticator::new(store.clone(), config.token_ttl)?;
-    let context = ApiContext { store: store.clone(), auth, openapi: Arc::new(api::openapi::document()) };
+    let context = ApiContext {
+        store: store.clone(),
+        auth,
+        openapi: Arc::new(api::openapi::document()),
+        leasing_factors: Factors::new(config.leasing.factors.clone()),
+    };
 
     let dropshot_config = ConfigDropshot {
         bind_address: "127.0.0.1:0".parse().expect("a valid address"),

@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use crate::auth::Authenticator;
+use crate::leasing::calculation::Factors;
 use crate::store::Store;
 
 pub struct ApiContext {
@@ -10,4 +11,6 @@ pub struct ApiContext {
     pub auth: Authenticator,
     /// The OpenAPI document as served, built once at start-up.
     pub openapi: Arc<String>,
+    /// Factors of the inverse lease calculation.
+    pub leasing_factors: Factors,
 }

@@ -6,16 +6,20 @@
 pub mod auth;
 pub mod context;
 pub mod guard;
+pub mod leasing;
 pub mod openapi;
 pub mod operations;
 
-use dropshot::{Body, EndpointTagPolicy, HttpResponseOk, HttpResponseUpdatedNoContent, RequestContext, TypedBody};
+use dropshot::{
+    Body, EndpointTagPolicy, HttpResponseOk, HttpResponseUpdatedNoContent, Path, RequestContext, TypedBody,
+};
 use http::Response;
 
 pub use context::ApiContext;
 
 use crate::error::ApiError;
 use auth::{CurrentUser, LoginRequest, LoginResponse};
+use leasing::{CalculateInstalment, CalculateInstalmentAndPeriod, InverseCalculationResult};
 use operations::{Health, Readiness};
 
 /// Internal path of the document; the front maps `/{DOCS_PATH}/openapi.json` onto it.
@@ -27,6 +31,7 @@ pub const OPENAPI_INTERNAL_PATH: &str = "/__internal/docs/openapi.json";
         policy = EndpointTagPolicy::ExactlyOne,
         tags = {
             "auth" = { description = "Login, logout and the current user (personal access tokens)." },
+            "leasing" = { description = "Financing requests at the leasing provider, the one-shot request flow, and lease calculations." },
             "operations" = { description = "Liveness and readiness probes for operators and orchestrators." },
         },
     },
@@ -58,6 +63,36 @@ pub trait IntegrationApi {
     /// The user who owns the presented token.
     #[endpoint { method = GET, path = "/api/v1/user", tags = ["auth"] }]
     async fn current_user(rqctx: RequestContext<Self::Context>) -> Result<HttpResponseOk<CurrentUser>, ApiError>;
+
+    /// Inverse lease calculation (defaults)
+    ///
+    /// The amount that can be financed for a monthly instalment of 299 over 84 months:
+    /// `financingAmount = monthlyInstalment × 100 / factor(period)`, rounded half away from
+    /// zero to cents. Same as `/api/v1/leasing/calculate/299/84`.
+    #[endpoint { method = GET, path = "/__internal/leasing/calculate", tags = ["leasing"] }]
+    async fn leasing_calculate_default(
+        rqctx: RequestContext<Self::Context>,
+    ) -> Result<HttpResponseOk<InverseCalculationResult>, ApiError>;
+
+    /// Inverse lease calculation (instalment)
+    ///
+    /// The amount that can be financed for this monthly instalment over 84 months.
+    #[endpoint { method = GET, path = "/__internal/leasing/calculate/{monthlyInstalment}", tags = ["leasing"] }]
+    async fn leasing_calculate_instalment(
+        rqctx: RequestContext<Self::Context>,
+        path: Path<CalculateInstalment>,
+    ) -> Result<HttpResponseOk<InverseCalculationResult>, ApiError>;
+
+    /// Inverse lease calculation
+    ///
+    /// The amount that can be financed for this monthly instalment over this period. The
+    /// periods supported by default are 48, 60, 72 and 84 months (factors 2.31, 1.91, 1.64,
+    /// 1.47; configurable with `LEASING_FACTORS`); others answer 422.
+    #[endpoint { method = GET, path = "/__internal/leasing/calculate/{monthlyInstalment}/{period}", tags = ["leasing"] }]
+    async fn leasing_calculate(
+        rqctx: RequestContext<Self::Context>,
+        path: Path<CalculateInstalmentAndPeriod>,
+    ) -> Result<HttpResponseOk<InverseCalculationResult>, ApiError>;
 
     /// Liveness
     ///
@@ -95,6 +130,28 @@ impl IntegrationApi for Service {
 
     async fn current_user(rqctx: RequestContext<ApiContext>) -> Result<HttpResponseOk<CurrentUser>, ApiError> {
         auth::current_user(&rqctx).await
+    }
+
+    async fn leasing_calculate_default(
+        rqctx: RequestContext<ApiContext>,
+    ) -> Result<HttpResponseOk<InverseCalculationResult>, ApiError> {
+        leasing::calculate(&rqctx, None, None).await
+    }
+
+    async fn leasing_calculate_instalment(
+        rqctx: RequestContext<ApiContext>,
+        path: Path<CalculateInstalment>,
+    ) -> Result<HttpResponseOk<InverseCalculationResult>, ApiError> {
+        let path = path.into_inner();
+        leasing::calculate(&rqctx, Some(&path.monthly_instalment), None).await
+    }
+
+    async fn leasing_calculate(
+        rqctx: RequestContext<ApiContext>,
+        path: Path<CalculateInstalmentAndPeriod>,
+    ) -> Result<HttpResponseOk<InverseCalculationResult>, ApiError> {
+        let path = path.into_inner();
+        leasing::calculate(&rqctx, Some(&path.monthly_instalment), Some(&path.period)).await
     }
 
     async fn healthz(_rqctx: RequestContext<ApiContext>) -> Result<HttpResponseOk<Health>, ApiError> {

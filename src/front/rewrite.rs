@@ -33,7 +33,11 @@ impl RewriteTable {
     /// The rows that do not depend on configuration (the areas' colliding routes). Rows are
     /// tried in order; put literal rows before variable rows that could match the same path.
     pub fn static_rules() -> Self {
-        RewriteTable { rows: Vec::new() }
+        let rows = crate::api::leasing::PATH_REWRITES
+            .iter()
+            .map(|(public, internal)| Rewrite { public: public.to_string(), internal: internal.to_string() })
+            .collect();
+        RewriteTable { rows }
     }
 
     /// The static rows plus the served document at `/{docs_path}/openapi.json`.
