@@ -15,6 +15,7 @@ pub mod config;
 pub mod error;
 pub mod front;
 pub mod leasing;
+pub mod sandbox;
 pub mod server;
 pub mod store;
 pub mod telemetry;

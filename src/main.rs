@@ -9,7 +9,7 @@ use clap::{Parser, Subcommand};
 use integration_service::auth::Authenticator;
 use integration_service::config::Config;
 use integration_service::store::Store;
-use integration_service::{api, server, telemetry};
+use integration_service::{api, sandbox, server, telemetry};
 
 #[derive(Parser)]
 #[command(
@@ -46,6 +46,12 @@ enum Command {
     Token(TokenCommand),
     /// Print the service's OpenAPI document.
     Openapi,
+    /// Run only the upstream simulators (for trying clients against them).
+    Sandbox {
+        /// Address of the leasing simulator (default: a free loopback port).
+        #[arg(long, value_name = "ADDR")]
+        bind: Option<SocketAddr>,
+    },
 }
 
 #[derive(Subcommand)]
@@ -143,6 +149,13 @@ async fn run(command: Command, mut config: Config) -> anyhow::Result<()> {
             println!("revoked {count} token(s) of {email}");
             Ok(())
         }
+        Command::Sandbox { bind } => {
+            let (log, _log_guard) = telemetry::init(config.log_format);
+            let sandboxes = sandbox::start(bind, &log).await?;
+            println!("leasing provider simulator: {}", sandboxes.leasing_base_url());
+            shutdown_signal().await;
+            Ok(())
+        }
         Command::Openapi => unreachable!("handled before configuration is loaded"),
     }
 }
@@ -164,14 +177,13 @@ async fn authenticator(config: &Config) -> anyhow::Result<Authenticator> {
     Ok(Authenticator::new(store, config.token_ttl)?)
 }
 
-async fn serve(config: Config, sandbox: bool) -> anyhow::Result<()> {
+async fn serve(mut config: Config, sandbox: bool) -> anyhow::Result<()> {
     let (log, _log_guard) = telemetry::init(config.log_format);
     slog::info!(log, "starting"; "database" => config.database_url.redacted(), "bind" => %config.bind_address);
     if sandbox {
-        slog::warn!(
-            log,
-            "--sandbox: no upstream simulators are built into this version yet; upstream routes are not available"
-        );
+        let sandboxes = sandbox::start(None, &log).await?;
+        config.leasing.base_url = Some(sandboxes.leasing_base_url().parse()?);
+        println!("sandbox: leasing provider simulator at {}", sandboxes.leasing_base_url());
     }
     let service = server::start(&config, &log).await?;
     slog::info!(log, "listening"; "address" => format!("http://{}", service.address), "docs" => format!("http://{}/{}/openapi.json", service.address, config.docs_path));

@@ -1,0 +1,153 @@
+//! The tiny HTTP server every simulator runs on, with the fault switch in front.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::{Method, Request, Response, StatusCode, header};
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper::service::service_fn;
+use hyper_util::rt::TokioIo;
+use serde_json::Value;
+use slog::Logger;
+use tokio::net::TcpListener;
+
+use super::faults::{Fault, FaultRule, Faults};
+
+pub type SimResponse = Response<Full<Bytes>>;
+
+/// A request as a simulator sees it: method, path split into segments, query, JSON body.
+pub struct SimRequest {
+    pub method: Method,
+    pub path: String,
+    pub query: Option<String>,
+    pub headers: http::HeaderMap,
+    pub body: Bytes,
+}
+
+impl SimRequest {
+    pub fn segments(&self) -> Vec<&str> {
+        self.path.trim_matches('/').split('/').collect()
+    }
+
+    /// The body as JSON; `Err` is a ready 400 answer.
+    pub fn json(&self) -> Result<Value, SimResponse> {
+        if self.body.is_empty() {
+            return Ok(Value::Object(Default::default()));
+        }
+        serde_json::from_slice(&self.body)
+            .map_err(|e| json(StatusCode::BAD_REQUEST, &serde_json::json!({"Message": format!("invalid JSON: {e}")})))
+    }
+}
+
+pub fn json(status: StatusCode, body: &Value) -> SimResponse {
+    Response::builder()
+        .status(status)
+        .header(header::CONTENT_TYPE, "application/json; charset=utf-8")
+        .body(Full::new(Bytes::from(body.to_string())))
+        .expect("a valid response")
+}
+
+pub fn empty(status: StatusCode) -> SimResponse {
+    Response::builder().status(status).body(Full::new(Bytes::new())).expect("a valid response")
+}
+
+/// Serves `handler` on `bind` until the process ends; returns the bound address.
+pub async fn serve<H, F>(bind: SocketAddr, faults: Arc<Faults>, log: Logger, handler: H) -> std::io::Result<SocketAddr>
+where
+    H: Fn(SimRequest) -> F + Send + Sync + 'static,
+    F: Future<Output = SimResponse> + Send + 'static,
+{
+    let listener = TcpListener::bind(bind).await?;
+    let address = listener.local_addr()?;
+    let handler = Arc::new(handler);
+    tokio::spawn(async move {
+        loop {
+            let Ok((stream, _)) = listener.accept().await else { continue };
+            let handler = handler.clone();
+            let faults = faults.clone();
+            let log = log.clone();
+            let service = service_fn(move |req: Request<Incoming>| {
+                let handler = handler.clone();
+                let faults = faults.clone();
+                let log = log.clone();
+                async move { dispatch(req, &faults, &log, handler.as_ref()).await }
+            });
+            tokio::spawn(async move {
+                let _ =
+                    hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(stream), service).await;
+            });
+        }
+    });
+    Ok(address)
+}
+
+/// Dropping the connection is an error of the service, which makes hyper close it unanswered.
+#[derive(Debug)]
+struct DroppedByFault;
+
+impl std::fmt::Display for DroppedByFault {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("connection dropped by an injected fault")
+    }
+}
+
+impl std::error::Error for DroppedByFault {}
+
+async fn dispatch<H, F>(
+    req: Request<Incoming>,
+    faults: &Faults,
+    log: &Logger,
+    handler: &H,
+) -> Result<SimResponse, DroppedByFault>
+where
+    H: Fn(SimRequest) -> F,
+    F: Future<Output = SimResponse>,
+{
+    let (parts, body) = req.into_parts();
+    let path = parts.uri.path().to_string();
+    let body = match body.collect().await {
+        Ok(collected) => collected.to_bytes(),
+        Err(_) => return Err(DroppedByFault),
+    };
+    if path == "/__sandbox/faults" {
+        return Ok(match parts.method {
+            Method::POST => match serde_json::from_slice::<FaultRule>(&body) {
+                Ok(rule) => {
+                    faults.add(rule);
+                    empty(StatusCode::NO_CONTENT)
+                }
+                Err(e) => json(StatusCode::BAD_REQUEST, &serde_json::json!({"message": e.to_string()})),
+            },
+            Method::DELETE => {
+                faults.clear();
+                empty(StatusCode::NO_CONTENT)
+            }
+            _ => empty(StatusCode::METHOD_NOT_ALLOWED),
+        });
+    }
+    match faults.take(&path) {
+        Some(Fault::Drop { delay }) => {
+            tokio::time::sleep(delay).await;
+            return Err(DroppedByFault);
+        }
+        Some(Fault::Fail { delay, status }) => {
+            tokio::time::sleep(delay).await;
+            let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+            return Ok(json(status, &serde_json::json!({"Message": "injected fault", "StatusCode": status.as_u16()})));
+        }
+        Some(Fault::Delay(delay)) => tokio::time::sleep(delay).await,
+        None => {}
+    }
+    slog::debug!(log, "call"; "method" => %parts.method, "path" => &path);
+    let request = SimRequest {
+        method: parts.method,
+        path,
+        query: parts.uri.query().map(str::to_string),
+        headers: parts.headers,
+        body,
+    };
+    Ok(handler(request).await)
+}

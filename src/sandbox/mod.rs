@@ -1,0 +1,35 @@
+//! In-process simulators of the upstream systems, for `serve --sandbox`, `sandbox` and tests.
+//!
+//! Each simulator is a small HTTP/1.1 server on loopback with the same fault switch:
+//! `POST /__sandbox/faults {path_prefix, status, delay_ms, times}` makes the next `times`
+//! matching calls wait `delay_ms` and then fail with `status` (0 drops the connection; a
+//! status of 200 only delays); `DELETE /__sandbox/faults` clears them.
+
+pub mod faults;
+pub mod http;
+pub mod leasing;
+pub mod pdf;
+
+use std::net::SocketAddr;
+
+use slog::Logger;
+
+/// The addresses of the running simulators.
+#[derive(Debug, Clone)]
+pub struct Sandboxes {
+    pub leasing: SocketAddr,
+}
+
+impl Sandboxes {
+    /// The host root of the leasing simulator, as `LEASING_BASE_URL` expects it.
+    pub fn leasing_base_url(&self) -> String {
+        format!("http://{}", self.leasing)
+    }
+}
+
+/// Starts every simulator on loopback; `leasing_bind` fixes the leasing simulator's address.
+pub async fn start(leasing_bind: Option<SocketAddr>, log: &Logger) -> std::io::Result<Sandboxes> {
+    let bind = leasing_bind.unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 0)));
+    let leasing = leasing::start(bind, log.new(slog::o!("sandbox" => "leasing"))).await?;
+    Ok(Sandboxes { leasing })
+}

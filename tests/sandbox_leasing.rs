@@ -1,0 +1,108 @@
+//! The leasing-provider simulator over real HTTP: provider rules, scripted states, faults.
+
+use integration_service::sandbox;
+use integration_service::telemetry;
+use serde_json::{Value, json};
+
+fn request_body(company: &str) -> Value {
+    json!({
+        "ProductType": "ClassicLease", "FinancingAmount": 2598.0, "Period": 48, "Currency": "EUR",
+        "PaymentFrequency": "Monthly", "PaymentMethod": "DirectDebit",
+        "Lessee": {"CompanyName": company, "LegalFormId": 1, "Email": "lessee@example.com",
+                   "Addresses": [{"Line1": "Hauptstr. 1", "PostCode": "10115", "City": "Berlin", "Country": "DE", "Type": "Main"}]},
+        "FinancingObjects": [{"Quantity": 2, "ObjectTypeId": 1, "Name": "Laptop", "NetPricePerObject": 1299.0}]
+    })
+}
+
+async fn start() -> (String, reqwest::Client) {
+    let sandboxes = sandbox::start(None, &telemetry::discard()).await.unwrap();
+    (sandboxes.leasing_base_url(), reqwest::Client::new())
+}
+
+#[tokio::test]
+async fn requests_follow_their_scenario() {
+    let (base, client) = start().await;
+    let created: Value = client
+        .post(format!("{base}/basic/v1/requests"))
+        .json(&request_body("ACME GmbH"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(created["State"], "RequestToGrenke");
+    assert!(created.get("RequestId").is_none(), "RequestId appears only on GET");
+    let id = created["FinancingId"].as_str().unwrap();
+    let read = || async {
+        let body: Value =
+            client.get(format!("{base}/basic/v1/requests/{id}")).send().await.unwrap().json().await.unwrap();
+        body
+    };
+    let first = read().await;
+    assert_eq!(first["State"], "RequestToGrenke");
+    assert!(first["RequestId"].as_str().unwrap().starts_with("180-"));
+    assert_eq!(first["Lessee"]["CompanyName"], "ACME GmbH");
+    let second = read().await;
+    assert_eq!(second["State"], "ReadyToSign");
+
+    let declined: Value = client
+        .post(format!("{base}/basic/v1/requests"))
+        .json(&request_body("Risky [declined]"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let state: Value = client
+        .get(format!("{base}/basic/v1/requests/{}", declined["FinancingId"].as_str().unwrap()))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(state["State"], "Declined");
+
+    let document: Value = client
+        .get(format!("{base}/basic/v1/requests/{id}/contractdocument"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    use base64::Engine;
+    let pdf = base64::engine::general_purpose::STANDARD.decode(document["Content"].as_str().unwrap()).unwrap();
+    assert!(pdf.starts_with(b"%PDF-"));
+}
+
+#[tokio::test]
+async fn provider_rules_answer_400_with_errors_per_field() {
+    let (base, client) = start().await;
+    let mut body = request_body("ACME GmbH");
+    body["FinancingAmount"] = json!(2000.0);
+    let response = client.post(format!("{base}/basic/v1/requests")).json(&body).send().await.unwrap();
+    assert_eq!(response.status(), 400);
+    let errors: Value = response.json().await.unwrap();
+    assert!(errors["Errors"]["FinancingAmount"].is_array(), "{errors}");
+    let missing = client.get(format!("{base}/basic/v1/requests/nope")).send().await.unwrap();
+    assert_eq!(missing.status(), 404);
+}
+
+#[tokio::test]
+async fn the_fault_switch_fails_drops_and_clears() {
+    let (base, client) = start().await;
+    let fault = json!({"path_prefix": "/basic/v1/legalforms", "status": 503, "times": 1});
+    assert_eq!(client.post(format!("{base}/__sandbox/faults")).json(&fault).send().await.unwrap().status(), 204);
+    assert_eq!(client.get(format!("{base}/basic/v1/legalforms")).send().await.unwrap().status(), 503);
+    assert_eq!(client.get(format!("{base}/basic/v1/legalforms")).send().await.unwrap().status(), 200);
+
+    let drop = json!({"path_prefix": "/basic/v1/objecttypes", "status": 0, "times": 5});
+    client.post(format!("{base}/__sandbox/faults")).json(&drop).send().await.unwrap();
+    assert!(client.get(format!("{base}/basic/v1/objecttypes")).send().await.is_err(), "the connection is dropped");
+    assert_eq!(client.delete(format!("{base}/__sandbox/faults")).send().await.unwrap().status(), 204);
+    let types: Value = client.get(format!("{base}/basic/v1/objecttypes")).send().await.unwrap().json().await.unwrap();
+    assert!(!types["Items"].as_array().unwrap().is_empty());
+}
