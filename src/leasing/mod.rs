@@ -1,3 +1,5 @@
 //! The leasing area: financing requests at the leasing provider, free of HTTP types.
 
 pub mod calculation;
+pub mod payload;
+pub mod state;

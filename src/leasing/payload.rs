@@ -1,0 +1,230 @@
+//! Financing request payloads as JSON documents: validation before the provider is called,
+//! and defaults for fields the provider leaves out. Unknown fields pass through untouched.
+
+use rust_decimal::Decimal;
+use rust_decimal::prelude::FromPrimitive;
+use serde_json::{Map, Value, json};
+
+use crate::error::FieldErrors;
+
+fn add(errors: &mut FieldErrors, field: &str, message: &str) {
+    errors.entry(field.to_string()).or_default().push(message.to_string());
+}
+
+fn decimal(value: &Value) -> Option<Decimal> {
+    match value {
+        Value::Number(n) => n.as_i64().map(Decimal::from).or_else(|| n.as_f64().and_then(Decimal::from_f64)),
+        _ => None,
+    }
+}
+
+fn non_empty_str<'a>(object: &'a Map<String, Value>, key: &str) -> Option<&'a str> {
+    object.get(key).and_then(Value::as_str).map(str::trim).filter(|s| !s.is_empty())
+}
+
+/// Checks a create payload: FinancingAmount > 0, Period, ProductType, Lessee.CompanyName,
+/// exactly one Main address, at least one FinancingObject, and the amount equal to the sum of
+/// Quantity × NetPricePerObject to the cent. Names every bad field.
+pub fn validate_create(payload: &Value) -> Result<(), FieldErrors> {
+    let mut errors = FieldErrors::new();
+    let Some(request) = payload.as_object() else {
+        add(&mut errors, "body", "The request payload must be a JSON object.");
+        return Err(errors);
+    };
+    let amount = request.get("FinancingAmount").and_then(decimal);
+    match amount {
+        Some(a) if a > Decimal::ZERO => {}
+        _ => add(&mut errors, "FinancingAmount", "The financing amount must be a number greater than 0."),
+    }
+    if !request.get("Period").and_then(Value::as_u64).is_some_and(|p| p > 0) {
+        add(&mut errors, "Period", "The period must be a whole number of months greater than 0.");
+    }
+    if non_empty_str(request, "ProductType").is_none() {
+        add(&mut errors, "ProductType", "The product type is required, e.g. ClassicLease.");
+    }
+    match request.get("Lessee").and_then(Value::as_object) {
+        None => add(&mut errors, "Lessee", "The lessee is required."),
+        Some(lessee) => {
+            if non_empty_str(lessee, "CompanyName").is_none() {
+                add(&mut errors, "Lessee.CompanyName", "The lessee's company name is required.");
+            }
+            let mains = lessee
+                .get("Addresses")
+                .and_then(Value::as_array)
+                .map(|addresses| {
+                    addresses
+                        .iter()
+                        .filter(|a| {
+                            a.get("Type").and_then(Value::as_str).is_some_and(|t| t.eq_ignore_ascii_case("main"))
+                        })
+                        .count()
+                })
+                .unwrap_or(0);
+            if mains != 1 {
+                add(&mut errors, "Lessee.Addresses", "Exactly one address of type Main is required.");
+            }
+        }
+    }
+    let objects = request.get("FinancingObjects").and_then(Value::as_array);
+    let mut sum = Some(Decimal::ZERO);
+    match objects {
+        None => add(&mut errors, "FinancingObjects", "At least one financing object is required."),
+        Some(list) if list.is_empty() => {
+            add(&mut errors, "FinancingObjects", "At least one financing object is required.")
+        }
+        Some(list) => {
+            for (i, object) in list.iter().enumerate() {
+                let quantity = object.get("Quantity").and_then(Value::as_u64).filter(|q| *q > 0);
+                if quantity.is_none() {
+                    add(
+                        &mut errors,
+                        &format!("FinancingObjects.{i}.Quantity"),
+                        "The quantity must be a whole number greater than 0.",
+                    );
+                }
+                let price = object.get("NetPricePerObject").and_then(decimal).filter(|p| *p >= Decimal::ZERO);
+                if price.is_none() {
+                    add(
+                        &mut errors,
+                        &format!("FinancingObjects.{i}.NetPricePerObject"),
+                        "The net price must be a number of at least 0.",
+                    );
+                }
+                sum = match (sum, quantity, price) {
+                    (Some(s), Some(q), Some(p)) => Some(s + Decimal::from(q) * p),
+                    _ => None,
+                };
+            }
+        }
+    }
+    if let (Some(amount), Some(sum)) = (amount, sum)
+        && amount > Decimal::ZERO
+        && objects.is_some_and(|o| !o.is_empty())
+        && amount.round_dp(2) != sum.round_dp(2)
+    {
+        add(
+            &mut errors,
+            "FinancingAmount",
+            &format!(
+                "The financing amount {:.2} must equal the sum of quantity × net price of the objects, {:.2}.",
+                amount.round_dp(2),
+                sum.round_dp(2)
+            ),
+        );
+    }
+    if errors.is_empty() { Ok(()) } else { Err(errors) }
+}
+
+/// Fills the fields of a request response that the provider left out (strings "", numbers 0,
+/// objects {}, lists []), keeping every field it sent.
+pub fn with_defaults(response: Value) -> Value {
+    const REQUEST: &[(&str, fn() -> Value)] = &[
+        ("FinancingId", || json!("")),
+        ("RequestId", || json!("")),
+        ("State", || json!("")),
+        ("ProductType", || json!("")),
+        ("FinancingAmount", || json!(0)),
+        ("Period", || json!(0)),
+        ("PaymentFrequency", || json!("")),
+        ("PaymentMethod", || json!("")),
+        ("Currency", || json!("")),
+        ("ResidualValue", || json!(0)),
+        ("HasRepurchase", || json!(false)),
+        ("Lessee", || json!({})),
+        ("FinancingObjects", || json!([])),
+    ];
+    const LESSEE: &[(&str, fn() -> Value)] = &[
+        ("CompanyName", || json!("")),
+        ("ExternalId", || json!("")),
+        ("Email", || json!("")),
+        ("LegalFormId", || json!(0)),
+        ("Addresses", || json!([])),
+        ("Telephones", || json!([])),
+    ];
+    let mut response = match response {
+        Value::Object(map) => map,
+        _ => Map::new(),
+    };
+    fill(&mut response, REQUEST);
+    if let Some(Value::Object(lessee)) = response.get_mut("Lessee") {
+        fill(lessee, LESSEE);
+    }
+    Value::Object(response)
+}
+
+fn fill(object: &mut Map<String, Value>, defaults: &[(&str, fn() -> Value)]) {
+    for (key, default) in defaults {
+        match object.get(*key) {
+            None | Some(Value::Null) => {
+                object.insert(key.to_string(), default());
+            }
+            Some(_) => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn valid() -> Value {
+        json!({
+            "ProductType": "ClassicLease", "FinancingAmount": 2598.0, "Period": 48,
+            "Lessee": {"CompanyName": "ACME GmbH", "Addresses": [{"Type": "main"}]},
+            "FinancingObjects": [{"Quantity": 2, "NetPricePerObject": 1299.0}],
+            "SomethingNew": {"kept": true}
+        })
+    }
+
+    #[test]
+    fn a_valid_payload_passes() {
+        assert_eq!(validate_create(&valid()), Ok(()));
+    }
+
+    #[test]
+    fn every_bad_field_is_named() {
+        let payload = json!({
+            "FinancingAmount": 0, "Lessee": {"Addresses": [{"Type": "Main"}, {"Type": "main"}]},
+            "FinancingObjects": [{"Quantity": 0, "NetPricePerObject": -1}]
+        });
+        let errors = validate_create(&payload).unwrap_err();
+        for field in [
+            "FinancingAmount",
+            "Period",
+            "ProductType",
+            "Lessee.CompanyName",
+            "Lessee.Addresses",
+            "FinancingObjects.0.Quantity",
+            "FinancingObjects.0.NetPricePerObject",
+        ] {
+            assert!(errors.contains_key(field), "{field}: {errors:?}");
+        }
+    }
+
+    #[test]
+    fn amount_must_equal_the_objects_to_the_cent() {
+        let mut payload = valid();
+        payload["FinancingAmount"] = json!(2598.01);
+        let errors = validate_create(&payload).unwrap_err();
+        assert!(errors["FinancingAmount"][0].contains("2598.00"), "{errors:?}");
+        // 3 × 0.1 is 0.3 exactly in decimal (f64 would say 0.30000000000000004).
+        let mut payload = valid();
+        payload["FinancingAmount"] = json!(0.3);
+        payload["FinancingObjects"] = json!([{"Quantity": 3, "NetPricePerObject": 0.1}]);
+        assert_eq!(validate_create(&payload), Ok(()));
+    }
+
+    #[test]
+    fn missing_response_fields_get_defaults_and_unknown_ones_stay() {
+        let filled =
+            with_defaults(json!({"FinancingId": "f-1", "Lessee": {"CompanyName": "ACME"}, "Extra": 7, "State": null}));
+        assert_eq!(filled["FinancingId"], "f-1");
+        assert_eq!(filled["FinancingObjects"], json!([]));
+        assert_eq!(filled["FinancingAmount"], 0);
+        assert_eq!(filled["State"], "");
+        assert_eq!(filled["Extra"], 7);
+        assert_eq!(filled["Lessee"]["CompanyName"], "ACME");
+        assert_eq!(filled["Lessee"]["Addresses"], json!([]));
+        assert_eq!(with_defaults(Value::Null)["FinancingId"], "");
+    }
+}
