@@ -36,7 +36,7 @@ pub fn validate_create(payload: &Value) -> Result<(), FieldErrors> {
         Some(a) if a > Decimal::ZERO => {}
         _ => add(&mut errors, "FinancingAmount", "The financing amount must be a number greater than 0."),
     }
-    if !request.get("Period").and_then(Value::as_u64).is_some_and(|p| p > 0) {
+    if request.get("Period").and_then(Value::as_u64).is_none_or(|p| p == 0) {
         add(&mut errors, "Period", "The period must be a whole number of months greater than 0.");
     }
     if non_empty_str(request, "ProductType").is_none() {
@@ -118,28 +118,29 @@ pub fn validate_create(payload: &Value) -> Result<(), FieldErrors> {
 /// Fills the fields of a request response that the provider left out (strings "", numbers 0,
 /// objects {}, lists []), keeping every field it sent.
 pub fn with_defaults(response: Value) -> Value {
-    const REQUEST: &[(&str, fn() -> Value)] = &[
-        ("FinancingId", || json!("")),
-        ("RequestId", || json!("")),
-        ("State", || json!("")),
-        ("ProductType", || json!("")),
-        ("FinancingAmount", || json!(0)),
-        ("Period", || json!(0)),
-        ("PaymentFrequency", || json!("")),
-        ("PaymentMethod", || json!("")),
-        ("Currency", || json!("")),
-        ("ResidualValue", || json!(0)),
-        ("HasRepurchase", || json!(false)),
-        ("Lessee", || json!({})),
-        ("FinancingObjects", || json!([])),
+    use Empty::{Bool, List, Number, Object, Text};
+    const REQUEST: &[(&str, Empty)] = &[
+        ("FinancingId", Text),
+        ("RequestId", Text),
+        ("State", Text),
+        ("ProductType", Text),
+        ("FinancingAmount", Number),
+        ("Period", Number),
+        ("PaymentFrequency", Text),
+        ("PaymentMethod", Text),
+        ("Currency", Text),
+        ("ResidualValue", Number),
+        ("HasRepurchase", Bool),
+        ("Lessee", Object),
+        ("FinancingObjects", List),
     ];
-    const LESSEE: &[(&str, fn() -> Value)] = &[
-        ("CompanyName", || json!("")),
-        ("ExternalId", || json!("")),
-        ("Email", || json!("")),
-        ("LegalFormId", || json!(0)),
-        ("Addresses", || json!([])),
-        ("Telephones", || json!([])),
+    const LESSEE: &[(&str, Empty)] = &[
+        ("CompanyName", Text),
+        ("ExternalId", Text),
+        ("Email", Text),
+        ("LegalFormId", Number),
+        ("Addresses", List),
+        ("Telephones", List),
     ];
     let mut response = match response {
         Value::Object(map) => map,
@@ -152,13 +153,32 @@ pub fn with_defaults(response: Value) -> Value {
     Value::Object(response)
 }
 
-fn fill(object: &mut Map<String, Value>, defaults: &[(&str, fn() -> Value)]) {
-    for (key, default) in defaults {
-        match object.get(*key) {
-            None | Some(Value::Null) => {
-                object.insert(key.to_string(), default());
-            }
-            Some(_) => {}
+/// The empty value of a field's type.
+#[derive(Clone, Copy)]
+enum Empty {
+    Text,
+    Number,
+    Bool,
+    Object,
+    List,
+}
+
+impl Empty {
+    fn value(self) -> Value {
+        match self {
+            Empty::Text => json!(""),
+            Empty::Number => json!(0),
+            Empty::Bool => json!(false),
+            Empty::Object => json!({}),
+            Empty::List => json!([]),
+        }
+    }
+}
+
+fn fill(object: &mut Map<String, Value>, defaults: &[(&str, Empty)]) {
+    for (key, empty) in defaults {
+        if object.get(*key).is_none_or(Value::is_null) {
+            object.insert(key.to_string(), empty.value());
         }
     }
 }
