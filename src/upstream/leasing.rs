@@ -1,0 +1,172 @@
+//! The leasing provider, through the client generated from `spec/upstream/leasing/openapi.json`.
+//!
+//! Bodies travel as JSON documents so that fields the service does not know pass through in
+//! both directions (the generated models keep unknown fields). The provider authenticates by
+//! client certificate (mutual TLS) and speaks only HTTP/1.1, though it offers h2 in ALPN.
+
+use std::time::Duration;
+
+use generated::leasing::{Client, Error, ResponseValue, types};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use super::{System, UpstreamError, retry_read, summarise};
+use crate::config::LeasingConfig;
+
+const SYSTEM: System = System::Leasing;
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A configured client of the leasing provider.
+#[derive(Clone)]
+pub struct LeasingClient {
+    api: Client,
+}
+
+/// A body that does not fit the provider's schema (wrong type of a known field).
+#[derive(Debug, thiserror::Error)]
+#[error("{field}: {message}")]
+pub struct BodyError {
+    pub field: String,
+    pub message: String,
+}
+
+fn typed<T: DeserializeOwned>(body: &Value) -> Result<T, BodyError> {
+    serde_json::from_value(body.clone()).map_err(|e| {
+        let message = e.to_string();
+        let field = message.split('`').nth(1).unwrap_or("body").to_string();
+        BodyError { field, message }
+    })
+}
+
+fn read_pem(setting: &'static str, path: &std::path::Path) -> Result<Vec<u8>, UpstreamError> {
+    std::fs::read(path).map_err(|e| UpstreamError::Client { system: SYSTEM, detail: format!("{setting}: cannot read {}: {e}", path.display()) })
+}
+
+impl LeasingClient {
+    /// Builds the client, or explains which setting is missing or wrong.
+    pub fn from_config(config: &LeasingConfig) -> Result<LeasingClient, UpstreamError> {
+        let base_url =
+            config.base_url.as_ref().ok_or(UpstreamError::NotConfigured { system: SYSTEM, setting: "LEASING_BASE_URL" })?;
+        let mut builder = reqwest::Client::builder().timeout(REQUEST_TIMEOUT).connect_timeout(CONNECT_TIMEOUT);
+        if config.http1_only {
+            builder = builder.http1_only();
+        }
+        if let (Some(cert), Some(key)) = (&config.client_cert, &config.client_key) {
+            let mut pem = read_pem("LEASING_CLIENT_CERT", cert)?;
+            pem.push(b'\n');
+            pem.extend(read_pem("LEASING_CLIENT_KEY", key)?);
+            let identity = reqwest::Identity::from_pem(&pem).map_err(|e| UpstreamError::Client {
+                system: SYSTEM,
+                detail: format!("LEASING_CLIENT_CERT/LEASING_CLIENT_KEY: not a PEM certificate and key: {e}"),
+            })?;
+            builder = builder.identity(identity);
+        }
+        if let Some(ca) = &config.ca_cert {
+            let pem = read_pem("LEASING_CA_CERT", ca)?;
+            let certificates = reqwest::Certificate::from_pem_bundle(&pem)
+                .map_err(|e| UpstreamError::Client { system: SYSTEM, detail: format!("LEASING_CA_CERT: not PEM certificates: {e}") })?;
+            for certificate in certificates {
+                builder = builder.add_root_certificate(certificate);
+            }
+        }
+        let http = builder.build().map_err(|e| UpstreamError::Client { system: SYSTEM, detail: super::error_chain(&e) })?;
+        let root = base_url.as_str().trim_end_matches('/');
+        Ok(LeasingClient { api: Client::new_with_client(root, http) })
+    }
+
+    /// Creates a financing request; the answer carries `FinancingId` and `State`.
+    pub async fn create(&self, request: &types::FinancingRequest) -> Result<Value, UpstreamError> {
+        finish(self.api.create_request().body(request.clone()).send().await)
+    }
+
+    pub async fn get(&self, financing_id: &str) -> Result<Value, UpstreamError> {
+        retry_read(|| async { finish(self.api.get_request().financing_id(financing_id).send().await) }).await
+    }
+
+    pub async fn patch_request(&self, financing_id: &str, patch: &types::PatchRequestPayload) -> Result<Value, UpstreamError> {
+        finish(self.api.patch_request().financing_id(financing_id).body(patch.clone()).send().await)
+    }
+
+    pub async fn patch_lessee(&self, financing_id: &str, patch: &types::PatchLesseePayload) -> Result<Value, UpstreamError> {
+        finish(self.api.patch_lessee().financing_id(financing_id).body(patch.clone()).send().await)
+    }
+
+    pub async fn e_signature_configuration(&self, financing_id: &str) -> Result<Value, UpstreamError> {
+        retry_read(|| async { finish(self.api.get_e_signature_configuration().financing_id(financing_id).send().await) }).await
+    }
+
+    pub async fn start_e_signature(&self, financing_id: &str, payload: &types::ESignaturePayload) -> Result<Value, UpstreamError> {
+        finish(self.api.start_e_signature().financing_id(financing_id).body(payload.clone()).send().await)
+    }
+
+    pub async fn cancel_e_signature(&self, financing_id: &str) -> Result<Value, UpstreamError> {
+        finish(self.api.cancel_e_signature().financing_id(financing_id).body(types::EmptyBody(Default::default())).send().await)
+    }
+
+    pub async fn switch_to_paper_contract(&self, financing_id: &str) -> Result<Value, UpstreamError> {
+        finish(self.api.switch_to_paper_contract().financing_id(financing_id).body(types::EmptyBody(Default::default())).send().await)
+    }
+
+    /// The contract PDF as `{Content: <base64>}`.
+    pub async fn contract_document(&self, financing_id: &str) -> Result<Value, UpstreamError> {
+        retry_read(|| async { finish(self.api.get_contract_document_base64().financing_id(financing_id).send().await) }).await
+    }
+
+    pub async fn contract_document_link(&self, financing_id: &str) -> Result<Value, UpstreamError> {
+        finish(self.api.get_contract_document_link().financing_id(financing_id).send().await)
+    }
+
+    pub async fn calculate(&self, request: &types::CalculationRequest) -> Result<Value, UpstreamError> {
+        finish(self.api.calculate().body(request.clone()).send().await)
+    }
+}
+
+/// Converts a JSON body into the provider's model, naming the field that does not fit.
+pub fn body<T: DeserializeOwned>(value: &Value) -> Result<T, BodyError> {
+    typed(value)
+}
+
+fn finish<T: Serialize>(result: Result<ResponseValue<T>, Error<types::ProviderError>>) -> Result<Value, UpstreamError> {
+    match result {
+        Ok(response) => serde_json::to_value(response.into_inner())
+            .map_err(|e| UpstreamError::Malformed { system: SYSTEM, detail: e.to_string() }),
+        Err(error) => Err(provider_error(error)),
+    }
+}
+
+/// The provider's error body in one line: field errors first, else its message and details.
+fn describe(error: &types::ProviderError) -> String {
+    let mut parts = Vec::new();
+    if let Some(errors) = &error.errors {
+        for (field, messages) in errors.iter() {
+            parts.push(format!("{field}: {}", messages.join(", ")));
+        }
+    }
+    if parts.is_empty() {
+        parts.extend(error.message.clone());
+        parts.extend(error.details.clone());
+    }
+    if let Some(id) = &error.correlation_id {
+        parts.push(format!("correlation id {id}"));
+    }
+    if parts.is_empty() { "no details".into() } else { summarise(&parts.join("; ")) }
+}
+
+fn provider_error(error: Error<types::ProviderError>) -> UpstreamError {
+    match error {
+        Error::ErrorResponse(response) => {
+            UpstreamError::Refused { system: SYSTEM, status: response.status().as_u16(), message: describe(&response.into_inner()) }
+        }
+        Error::CommunicationError(e) | Error::ResponseBodyError(e) | Error::InvalidUpgrade(e) => UpstreamError::from_reqwest(SYSTEM, e),
+        Error::InvalidResponsePayload(bytes, e) => UpstreamError::Malformed {
+            system: SYSTEM,
+            detail: format!("{e} in {}", summarise(&String::from_utf8_lossy(&bytes))),
+        },
+        Error::UnexpectedResponse(response) => {
+            UpstreamError::Refused { system: SYSTEM, status: response.status().as_u16(), message: "an answer the description does not list".into() }
+        }
+        Error::InvalidRequest(detail) | Error::Custom(detail) => UpstreamError::Client { system: SYSTEM, detail },
+    }
+}
