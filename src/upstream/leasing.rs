@@ -41,14 +41,19 @@ fn typed<T: DeserializeOwned>(body: &Value) -> Result<T, BodyError> {
 }
 
 fn read_pem(setting: &'static str, path: &std::path::Path) -> Result<Vec<u8>, UpstreamError> {
-    std::fs::read(path).map_err(|e| UpstreamError::Client { system: SYSTEM, detail: format!("{setting}: cannot read {}: {e}", path.display()) })
+    std::fs::read(path).map_err(|e| UpstreamError::Client {
+        system: SYSTEM,
+        detail: format!("{setting}: cannot read {}: {e}", path.display()),
+    })
 }
 
 impl LeasingClient {
     /// Builds the client, or explains which setting is missing or wrong.
     pub fn from_config(config: &LeasingConfig) -> Result<LeasingClient, UpstreamError> {
-        let base_url =
-            config.base_url.as_ref().ok_or(UpstreamError::NotConfigured { system: SYSTEM, setting: "LEASING_BASE_URL" })?;
+        let base_url = config
+            .base_url
+            .as_ref()
+            .ok_or(UpstreamError::NotConfigured { system: SYSTEM, setting: "LEASING_BASE_URL" })?;
         let mut builder = reqwest::Client::builder().timeout(REQUEST_TIMEOUT).connect_timeout(CONNECT_TIMEOUT);
         if config.http1_only {
             builder = builder.http1_only();
@@ -65,13 +70,16 @@ impl LeasingClient {
         }
         if let Some(ca) = &config.ca_cert {
             let pem = read_pem("LEASING_CA_CERT", ca)?;
-            let certificates = reqwest::Certificate::from_pem_bundle(&pem)
-                .map_err(|e| UpstreamError::Client { system: SYSTEM, detail: format!("LEASING_CA_CERT: not PEM certificates: {e}") })?;
+            let certificates = reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| UpstreamError::Client {
+                system: SYSTEM,
+                detail: format!("LEASING_CA_CERT: not PEM certificates: {e}"),
+            })?;
             for certificate in certificates {
                 builder = builder.add_root_certificate(certificate);
             }
         }
-        let http = builder.build().map_err(|e| UpstreamError::Client { system: SYSTEM, detail: super::error_chain(&e) })?;
+        let http =
+            builder.build().map_err(|e| UpstreamError::Client { system: SYSTEM, detail: super::error_chain(&e) })?;
         let root = base_url.as_str().trim_end_matches('/');
         Ok(LeasingClient { api: Client::new_with_client(root, http) })
     }
@@ -85,33 +93,63 @@ impl LeasingClient {
         retry_read(|| async { finish(self.api.get_request().financing_id(financing_id).send().await) }).await
     }
 
-    pub async fn patch_request(&self, financing_id: &str, patch: &types::PatchRequestPayload) -> Result<Value, UpstreamError> {
+    pub async fn patch_request(
+        &self,
+        financing_id: &str,
+        patch: &types::PatchRequestPayload,
+    ) -> Result<Value, UpstreamError> {
         finish(self.api.patch_request().financing_id(financing_id).body(patch.clone()).send().await)
     }
 
-    pub async fn patch_lessee(&self, financing_id: &str, patch: &types::PatchLesseePayload) -> Result<Value, UpstreamError> {
+    pub async fn patch_lessee(
+        &self,
+        financing_id: &str,
+        patch: &types::PatchLesseePayload,
+    ) -> Result<Value, UpstreamError> {
         finish(self.api.patch_lessee().financing_id(financing_id).body(patch.clone()).send().await)
     }
 
     pub async fn e_signature_configuration(&self, financing_id: &str) -> Result<Value, UpstreamError> {
-        retry_read(|| async { finish(self.api.get_e_signature_configuration().financing_id(financing_id).send().await) }).await
+        retry_read(|| async {
+            finish(self.api.get_e_signature_configuration().financing_id(financing_id).send().await)
+        })
+        .await
     }
 
-    pub async fn start_e_signature(&self, financing_id: &str, payload: &types::ESignaturePayload) -> Result<Value, UpstreamError> {
+    pub async fn start_e_signature(
+        &self,
+        financing_id: &str,
+        payload: &types::ESignaturePayload,
+    ) -> Result<Value, UpstreamError> {
         finish(self.api.start_e_signature().financing_id(financing_id).body(payload.clone()).send().await)
     }
 
     pub async fn cancel_e_signature(&self, financing_id: &str) -> Result<Value, UpstreamError> {
-        finish(self.api.cancel_e_signature().financing_id(financing_id).body(types::EmptyBody(Default::default())).send().await)
+        finish(
+            self.api
+                .cancel_e_signature()
+                .financing_id(financing_id)
+                .body(types::EmptyBody(Default::default()))
+                .send()
+                .await,
+        )
     }
 
     pub async fn switch_to_paper_contract(&self, financing_id: &str) -> Result<Value, UpstreamError> {
-        finish(self.api.switch_to_paper_contract().financing_id(financing_id).body(types::EmptyBody(Default::default())).send().await)
+        finish(
+            self.api
+                .switch_to_paper_contract()
+                .financing_id(financing_id)
+                .body(types::EmptyBody(Default::default()))
+                .send()
+                .await,
+        )
     }
 
     /// The contract PDF as `{Content: <base64>}`.
     pub async fn contract_document(&self, financing_id: &str) -> Result<Value, UpstreamError> {
-        retry_read(|| async { finish(self.api.get_contract_document_base64().financing_id(financing_id).send().await) }).await
+        retry_read(|| async { finish(self.api.get_contract_document_base64().financing_id(financing_id).send().await) })
+            .await
     }
 
     pub async fn contract_document_link(&self, financing_id: &str) -> Result<Value, UpstreamError> {
@@ -156,17 +194,23 @@ fn describe(error: &types::ProviderError) -> String {
 
 fn provider_error(error: Error<types::ProviderError>) -> UpstreamError {
     match error {
-        Error::ErrorResponse(response) => {
-            UpstreamError::Refused { system: SYSTEM, status: response.status().as_u16(), message: describe(&response.into_inner()) }
+        Error::ErrorResponse(response) => UpstreamError::Refused {
+            system: SYSTEM,
+            status: response.status().as_u16(),
+            message: describe(&response.into_inner()),
+        },
+        Error::CommunicationError(e) | Error::ResponseBodyError(e) | Error::InvalidUpgrade(e) => {
+            UpstreamError::from_reqwest(SYSTEM, e)
         }
-        Error::CommunicationError(e) | Error::ResponseBodyError(e) | Error::InvalidUpgrade(e) => UpstreamError::from_reqwest(SYSTEM, e),
         Error::InvalidResponsePayload(bytes, e) => UpstreamError::Malformed {
             system: SYSTEM,
             detail: format!("{e} in {}", summarise(&String::from_utf8_lossy(&bytes))),
         },
-        Error::UnexpectedResponse(response) => {
-            UpstreamError::Refused { system: SYSTEM, status: response.status().as_u16(), message: "an answer the description does not list".into() }
-        }
+        Error::UnexpectedResponse(response) => UpstreamError::Refused {
+            system: SYSTEM,
+            status: response.status().as_u16(),
+            message: "an answer the description does not list".into(),
+        },
         Error::InvalidRequest(detail) | Error::Custom(detail) => UpstreamError::Client { system: SYSTEM, detail },
     }
 }

@@ -82,7 +82,11 @@ pub fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
 /// Shortens an upstream's error text for a `message`.
 pub fn summarise(text: &str) -> String {
     let text = text.trim();
-    if text.chars().count() <= 300 { text.to_string() } else { format!("{}…", text.chars().take(300).collect::<String>()) }
+    if text.chars().count() <= 300 {
+        text.to_string()
+    } else {
+        format!("{}…", text.chars().take(300).collect::<String>())
+    }
 }
 
 /// Runs a read up to three times, backing off 100 ms then 400 ms, while it fails transiently.
@@ -116,7 +120,11 @@ mod tests {
             calls += 1;
             let n = calls;
             async move {
-                if n < 3 { Err(UpstreamError::Refused { system: System::Leasing, status: 503, message: "busy".into() }) } else { Ok(7) }
+                if n < 3 {
+                    Err(UpstreamError::Refused { system: System::Leasing, status: 503, message: "busy".into() })
+                } else {
+                    Ok(7)
+                }
             }
         })
         .await;
