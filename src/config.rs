@@ -30,6 +30,7 @@ pub const SETTING_NAMES: &[&str] = &[
     "LEASING_CA_CERT",
     "LEASING_HTTP1_ONLY",
     "LEASING_FACTORS",
+    "LEASING_TIMEOUT_SECONDS",
     "FIELDREPORT_BASE_URL",
     "FIELDREPORT_USERNAME",
     "FIELDREPORT_PASSWORD",
@@ -109,6 +110,8 @@ pub struct LeasingConfig {
     pub client_key: Option<PathBuf>,
     pub ca_cert: Option<PathBuf>,
     pub http1_only: bool,
+    /// Time-out of one provider call (`LEASING_TIMEOUT_SECONDS`, default 30).
+    pub timeout: Duration,
     /// Inverse-calculation factor per period in months (`LEASING_FACTORS`).
     pub factors: BTreeMap<u32, rust_decimal::Decimal>,
 }
@@ -381,6 +384,7 @@ impl Config {
             client_key: raw.path("LEASING_CLIENT_KEY"),
             ca_cert: raw.path("LEASING_CA_CERT"),
             http1_only: raw.bool_or("LEASING_HTTP1_ONLY", true)?,
+            timeout: Duration::from_secs(raw.positive_u64("LEASING_TIMEOUT_SECONDS")?.unwrap_or(30)),
             factors: raw.factors("LEASING_FACTORS")?,
         };
         if leasing.client_cert.is_some() != leasing.client_key.is_some() {

@@ -12,6 +12,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use crate::auth::AuthError;
+use crate::leasing::service::LeasingError;
 use crate::store::StoreError;
 use crate::telemetry;
 
@@ -181,6 +182,21 @@ impl From<AuthError> for ApiError {
             }
             AuthError::Store(e) => e.into(),
             AuthError::Hashing(e) => Self::internal(e),
+        }
+    }
+}
+
+/// Every failure of a leasing route is logged and answered 500 `{success: false, message,
+/// error_code}` (the seed's rule), except invalid input, which is 422 with `errors`.
+impl From<LeasingError> for ApiError {
+    fn from(error: LeasingError) -> Self {
+        let code = error.code();
+        match error {
+            LeasingError::Invalid(errors) => Self::validation(errors).leasing(),
+            other => {
+                telemetry::report_leasing_failure(code, &other.to_string());
+                Self::new(ErrorStatusCode::INTERNAL_SERVER_ERROR, code, other.to_string()).leasing()
+            }
         }
     }
 }

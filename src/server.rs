@@ -16,7 +16,13 @@ use crate::config::Config;
 use crate::front::rewrite::RewriteTable;
 use crate::front::{self, Front};
 use crate::leasing::calculation::Factors;
+use crate::leasing::service::LeasingService;
+use crate::mail::{BuiltInTemplates, Mailer};
+use crate::storage::Storage;
 use crate::store::{Store, StoreError};
+use crate::upstream::UpstreamError;
+use crate::upstream::leasing::LeasingClient;
+use secrecy::ExposeSecret;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
@@ -56,6 +62,20 @@ impl RunningService {
     }
 }
 
+/// The leasing area's service. A provider that is not configured is no reason not to start
+/// (its routes answer naming the missing setting); an unreadable certificate is.
+fn leasing_service(config: &Config) -> Result<LeasingService, StartError> {
+    let client = match LeasingClient::from_config(&config.leasing) {
+        Err(error @ UpstreamError::Client { .. }) => return Err(StartError::Unsupported(error.to_string())),
+        other => other,
+    };
+    let storage = Storage::from_url(&config.storage_url).map_err(|e| StartError::Unsupported(e.to_string()))?;
+    let mailer =
+        Mailer::new(config.mail_url.as_ref().map(|u| u.expose_secret()), storage.clone(), Arc::new(BuiltInTemplates))
+            .map_err(|e| StartError::Unsupported(e.to_string()))?;
+    Ok(LeasingService::new(client, storage, mailer, config.erp.missing_info_template.clone()))
+}
+
 pub async fn start(config: &Config, log: &Logger) -> Result<RunningService, StartError> {
     if config.tls_cert.is_some() {
         return Err(StartError::Unsupported(
@@ -69,6 +89,7 @@ pub async fn start(config: &Config, log: &Logger) -> Result<RunningService, Star
         auth,
         openapi: Arc::new(api::openapi::document()),
         leasing_factors: Factors::new(config.leasing.factors.clone()),
+        leasing: leasing_service(config)?,
     };
 
     let dropshot_config = ConfigDropshot {

@@ -55,3 +55,10 @@ pub fn report_internal_error(detail: &str) {
         slog::error!(log, "internal error"; "detail" => detail);
     }
 }
+
+/// Logs a failed leasing operation (the seed logs every one).
+pub fn report_leasing_failure(error_code: &str, message: &str) {
+    if let Some(log) = GLOBAL.get() {
+        slog::warn!(log, "leasing operation failed"; "error_code" => error_code, "message" => message);
+    }
+}

@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use crate::auth::Authenticator;
 use crate::leasing::calculation::Factors;
+use crate::leasing::service::LeasingService;
 use crate::store::Store;
 
 pub struct ApiContext {
@@ -13,4 +14,5 @@ pub struct ApiContext {
     pub openapi: Arc<String>,
     /// Factors of the inverse lease calculation.
     pub leasing_factors: Factors,
+    pub leasing: LeasingService,
 }

@@ -1,14 +1,19 @@
 //! Handlers of the leasing area. Every leasing route requires a bearer token and answers
 //! errors with `success: false` beside the common error fields.
 
-use dropshot::{HttpResponseOk, RequestContext};
+use dropshot::{HttpResponseCreated, HttpResponseOk, RequestContext};
 use rust_decimal::prelude::ToPrimitive;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use super::ApiContext;
+use super::documented::Documented;
 use super::guard::caller;
+use super::leasing_schema as schema;
 use crate::error::ApiError;
+use crate::leasing::service::WaitParams;
+use crate::leasing::state::StateMeta;
 
 /// Public leasing paths that collide with `/api/v1/leasing/{financingId}` in dropshot's router,
 /// and the internal paths they are served under (see `crate::front::rewrite`). Literal rows
@@ -21,6 +26,82 @@ pub const PATH_REWRITES: &[(&str, &str)] = &[
         "/__internal/leasing/calculate/{monthlyInstalment}/{period}",
     ),
 ];
+
+#[derive(Deserialize, JsonSchema)]
+pub struct FinancingIdPath {
+    /// The provider's identifier of the financing request (letters, digits and `-`, at most 64).
+    #[serde(rename = "financingId")]
+    pub financing_id: String,
+}
+
+#[derive(Deserialize, JsonSchema)]
+pub struct WaitQuery {
+    /// How many times to read the state again after the first read (1 to 100; default 10).
+    pub max_attempts: Option<i64>,
+    /// Pause before each new read, in milliseconds (0 to 60000; default 1000).
+    pub sleep_milliseconds: Option<i64>,
+    /// Date of the technician appointment, for the missing-info mail.
+    pub technician_appointment_date: Option<String>,
+    /// Time of the technician appointment, for the missing-info mail.
+    pub technician_appointment_time: Option<String>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+pub struct ContractDocumentQuery {
+    /// Also save the PDF to storage as `contracts/<financingId>.pdf` (default false).
+    #[serde(default)]
+    pub store_pdf: bool,
+}
+
+/// A request-returning answer.
+#[derive(Serialize, JsonSchema)]
+pub struct RequestEnvelope {
+    /// Always `true`.
+    pub success: bool,
+    pub data: Documented<schema::FinancingRequestResponse>,
+    pub meta: StateMeta,
+}
+
+impl RequestEnvelope {
+    fn of(request: Value) -> RequestEnvelope {
+        let state = request.get("State").and_then(Value::as_str).unwrap_or_default().to_string();
+        RequestEnvelope { success: true, data: Documented::new(request), meta: StateMeta::of(&state) }
+    }
+}
+
+/// The e-signature configuration of a request.
+#[derive(Serialize, JsonSchema)]
+pub struct ConfigurationEnvelope {
+    pub success: bool,
+    pub data: Documented<schema::ESignatureConfiguration>,
+}
+
+/// The provider's answer to an action.
+#[derive(Serialize, JsonSchema)]
+pub struct ActionEnvelope {
+    pub success: bool,
+    pub data: Documented<schema::ProviderAnswer>,
+}
+
+/// Where the contract PDF was saved.
+#[derive(Serialize, JsonSchema)]
+pub struct StoredPdf {
+    /// Storage key, `contracts/<financingId>.pdf`.
+    pub path: String,
+    pub bytes: u64,
+    /// SHA-256 of the PDF, hex.
+    pub sha256: String,
+}
+
+/// The contract document.
+#[derive(Serialize, JsonSchema)]
+pub struct ContractDocumentEnvelope {
+    pub success: bool,
+    pub data: Documented<schema::ContractDocument>,
+    /// Present when `store_pdf=true`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stored: Option<StoredPdf>,
+}
 
 #[derive(Deserialize, JsonSchema)]
 pub struct CalculateInstalment {
@@ -57,9 +138,117 @@ impl InverseCalculationResult {
     }
 }
 
-/// Maps any error of a leasing route to the leasing error shape.
-fn leasing_error(error: impl Into<ApiError>) -> ApiError {
-    error.into().leasing()
+/// The caller, or the leasing-shaped 401.
+async fn authorize(rqctx: &RequestContext<ApiContext>) -> Result<(), ApiError> {
+    caller(rqctx).await.map(|_| ()).map_err(ApiError::leasing)
+}
+
+pub async fn create(
+    rqctx: &RequestContext<ApiContext>,
+    body: Value,
+) -> Result<HttpResponseCreated<RequestEnvelope>, ApiError> {
+    authorize(rqctx).await?;
+    let request = rqctx.context().leasing.create(&body).await?;
+    Ok(HttpResponseCreated(RequestEnvelope::of(request)))
+}
+
+pub async fn show(rqctx: &RequestContext<ApiContext>, id: &str) -> Result<HttpResponseOk<RequestEnvelope>, ApiError> {
+    authorize(rqctx).await?;
+    Ok(HttpResponseOk(RequestEnvelope::of(rqctx.context().leasing.show(id).await?)))
+}
+
+pub async fn patch_request(
+    rqctx: &RequestContext<ApiContext>,
+    id: &str,
+    body: Value,
+) -> Result<HttpResponseOk<RequestEnvelope>, ApiError> {
+    authorize(rqctx).await?;
+    Ok(HttpResponseOk(RequestEnvelope::of(rqctx.context().leasing.patch_request(id, &body).await?)))
+}
+
+pub async fn patch_lessee(
+    rqctx: &RequestContext<ApiContext>,
+    id: &str,
+    body: Value,
+) -> Result<HttpResponseOk<RequestEnvelope>, ApiError> {
+    authorize(rqctx).await?;
+    Ok(HttpResponseOk(RequestEnvelope::of(rqctx.context().leasing.patch_lessee(id, &body).await?)))
+}
+
+pub async fn wait_ready_to_sign(
+    rqctx: &RequestContext<ApiContext>,
+    id: &str,
+    query: WaitQuery,
+) -> Result<HttpResponseOk<RequestEnvelope>, ApiError> {
+    authorize(rqctx).await?;
+    let params = WaitParams::new(
+        query.max_attempts,
+        query.sleep_milliseconds,
+        query.technician_appointment_date,
+        query.technician_appointment_time,
+    )
+    .map_err(|errors| ApiError::validation(errors).leasing())?;
+    Ok(HttpResponseOk(RequestEnvelope::of(rqctx.context().leasing.wait_ready_to_sign(id, &params, None).await?)))
+}
+
+pub async fn e_signature_configuration(
+    rqctx: &RequestContext<ApiContext>,
+    id: &str,
+) -> Result<HttpResponseOk<ConfigurationEnvelope>, ApiError> {
+    authorize(rqctx).await?;
+    let data = rqctx.context().leasing.e_signature_configuration(id).await?;
+    Ok(HttpResponseOk(ConfigurationEnvelope { success: true, data: Documented::new(data) }))
+}
+
+fn action(data: Value) -> HttpResponseOk<ActionEnvelope> {
+    HttpResponseOk(ActionEnvelope { success: true, data: Documented::new(data) })
+}
+
+pub async fn start_e_signature(
+    rqctx: &RequestContext<ApiContext>,
+    id: &str,
+    body: Value,
+) -> Result<HttpResponseOk<ActionEnvelope>, ApiError> {
+    authorize(rqctx).await?;
+    Ok(action(rqctx.context().leasing.start_e_signature(id, &body).await?))
+}
+
+pub async fn cancel_e_signature(
+    rqctx: &RequestContext<ApiContext>,
+    id: &str,
+) -> Result<HttpResponseOk<ActionEnvelope>, ApiError> {
+    authorize(rqctx).await?;
+    Ok(action(rqctx.context().leasing.cancel_e_signature(id).await?))
+}
+
+pub async fn switch_to_paper_contract(
+    rqctx: &RequestContext<ApiContext>,
+    id: &str,
+) -> Result<HttpResponseOk<ActionEnvelope>, ApiError> {
+    authorize(rqctx).await?;
+    Ok(action(rqctx.context().leasing.switch_to_paper_contract(id).await?))
+}
+
+pub async fn contract_document(
+    rqctx: &RequestContext<ApiContext>,
+    id: &str,
+    store_pdf: bool,
+) -> Result<HttpResponseOk<ContractDocumentEnvelope>, ApiError> {
+    authorize(rqctx).await?;
+    let (document, stored) = rqctx.context().leasing.contract_document(id, store_pdf).await?;
+    Ok(HttpResponseOk(ContractDocumentEnvelope {
+        success: true,
+        data: Documented::new(document),
+        stored: stored.map(|s| StoredPdf { path: s.path, bytes: s.bytes, sha256: s.sha256 }),
+    }))
+}
+
+pub async fn contract_document_link(
+    rqctx: &RequestContext<ApiContext>,
+    id: &str,
+) -> Result<HttpResponseOk<ActionEnvelope>, ApiError> {
+    authorize(rqctx).await?;
+    Ok(action(rqctx.context().leasing.contract_document_link(id).await?))
 }
 
 pub async fn calculate(
@@ -67,7 +256,7 @@ pub async fn calculate(
     monthly_instalment: Option<&str>,
     period: Option<&str>,
 ) -> Result<HttpResponseOk<InverseCalculationResult>, ApiError> {
-    caller(rqctx).await.map_err(leasing_error)?;
+    authorize(rqctx).await?;
     let result = rqctx
         .context()
         .leasing_factors
@@ -78,4 +267,12 @@ pub async fn calculate(
         monthly_instalment: result.monthly_instalment.to_f64().unwrap_or_default(),
         period: result.period,
     }))
+}
+
+pub async fn provider_calculation(
+    rqctx: &RequestContext<ApiContext>,
+    body: Value,
+) -> Result<HttpResponseOk<ActionEnvelope>, ApiError> {
+    authorize(rqctx).await?;
+    Ok(action(rqctx.context().leasing.calculate(&body).await?))
 }

@@ -5,13 +5,16 @@
 
 pub mod auth;
 pub mod context;
+pub mod documented;
 pub mod guard;
 pub mod leasing;
+pub mod leasing_schema;
 pub mod openapi;
 pub mod operations;
 
 use dropshot::{
-    Body, EndpointTagPolicy, HttpResponseOk, HttpResponseUpdatedNoContent, Path, RequestContext, TypedBody,
+    Body, EndpointTagPolicy, HttpResponseCreated, HttpResponseOk, HttpResponseUpdatedNoContent, Path, Query,
+    RequestContext, TypedBody,
 };
 use http::Response;
 
@@ -19,7 +22,12 @@ pub use context::ApiContext;
 
 use crate::error::ApiError;
 use auth::{CurrentUser, LoginRequest, LoginResponse};
-use leasing::{CalculateInstalment, CalculateInstalmentAndPeriod, InverseCalculationResult};
+use documented::Documented;
+use leasing::{
+    ActionEnvelope, CalculateInstalment, CalculateInstalmentAndPeriod, ConfigurationEnvelope, ContractDocumentEnvelope,
+    ContractDocumentQuery, FinancingIdPath, InverseCalculationResult, RequestEnvelope, WaitQuery,
+};
+use leasing_schema as schema;
 use operations::{Health, Readiness};
 
 /// Internal path of the document; the front maps `/{DOCS_PATH}/openapi.json` onto it.
@@ -63,6 +71,120 @@ pub trait IntegrationApi {
     /// The user who owns the presented token.
     #[endpoint { method = GET, path = "/api/v1/user", tags = ["auth"] }]
     async fn current_user(rqctx: RequestContext<Self::Context>) -> Result<HttpResponseOk<CurrentUser>, ApiError>;
+
+    /// Create a financing request
+    ///
+    /// Validates the request (every bad field is named in one 422) and creates it at the
+    /// provider. The answer is the submitted request completed with the provider's
+    /// `FinancingId` and `State`. Unknown fields are passed to the provider untouched.
+    #[endpoint { method = POST, path = "/api/v1/leasing", tags = ["leasing"] }]
+    async fn leasing_create(
+        rqctx: RequestContext<Self::Context>,
+        body: TypedBody<Documented<schema::FinancingRequestPayload>>,
+    ) -> Result<HttpResponseCreated<RequestEnvelope>, ApiError>;
+
+    /// Read a financing request
+    ///
+    /// The request as the provider reports it now, with its state in `meta`.
+    #[endpoint { method = GET, path = "/api/v1/leasing/{financingId}", tags = ["leasing"] }]
+    async fn leasing_show(
+        rqctx: RequestContext<Self::Context>,
+        path: Path<FinancingIdPath>,
+    ) -> Result<HttpResponseOk<RequestEnvelope>, ApiError>;
+
+    /// Change a financing request
+    ///
+    /// Changes calculation fields (not the lessee). The provider refuses changes in the states
+    /// Contracted, Declined and Cancelled, and a change invalidates a running e-signature.
+    #[endpoint { method = PATCH, path = "/api/v1/leasing/{financingId}", tags = ["leasing"] }]
+    async fn leasing_patch(
+        rqctx: RequestContext<Self::Context>,
+        path: Path<FinancingIdPath>,
+        body: TypedBody<Documented<schema::PatchRequestPayload>>,
+    ) -> Result<HttpResponseOk<RequestEnvelope>, ApiError>;
+
+    /// Change the lessee
+    #[endpoint { method = PATCH, path = "/api/v1/leasing/{financingId}/lessee", tags = ["leasing"] }]
+    async fn leasing_patch_lessee(
+        rqctx: RequestContext<Self::Context>,
+        path: Path<FinancingIdPath>,
+        body: TypedBody<Documented<schema::PatchLesseePayload>>,
+    ) -> Result<HttpResponseOk<RequestEnvelope>, ApiError>;
+
+    /// Wait until ready to sign
+    ///
+    /// Reads the state; while it is not `ReadyToSign`, reads it again up to `max_attempts`
+    /// times, `sleep_milliseconds` apart. `MissingInfo` sends the missing-info mail and fails
+    /// (`missing_info`); `Declined`, `Cancelled` fail and abort (`declined`, `cancelled`);
+    /// `RunningContract`, `ContractPrinted` fail as past signing (`already_past_signing`);
+    /// attempts used up fail naming the last state (`not_ready_to_sign`). The call blocks for
+    /// up to `max_attempts × sleep_milliseconds`: allow a client time-out at least that long.
+    #[endpoint { method = GET, path = "/api/v1/leasing/{financingId}/wait-ready-to-sign", tags = ["leasing"] }]
+    async fn leasing_wait_ready_to_sign(
+        rqctx: RequestContext<Self::Context>,
+        path: Path<FinancingIdPath>,
+        query: Query<WaitQuery>,
+    ) -> Result<HttpResponseOk<RequestEnvelope>, ApiError>;
+
+    /// E-signature configuration
+    ///
+    /// How many customer and partner signees the provider accepts.
+    #[endpoint { method = GET, path = "/api/v1/leasing/{financingId}/e-signature/configuration", tags = ["leasing"] }]
+    async fn leasing_e_signature_configuration(
+        rqctx: RequestContext<Self::Context>,
+        path: Path<FinancingIdPath>,
+    ) -> Result<HttpResponseOk<ConfigurationEnvelope>, ApiError>;
+
+    /// Start the e-signature
+    #[endpoint { method = POST, path = "/api/v1/leasing/{financingId}/e-signature", tags = ["leasing"] }]
+    async fn leasing_start_e_signature(
+        rqctx: RequestContext<Self::Context>,
+        path: Path<FinancingIdPath>,
+        body: TypedBody<Documented<schema::ESignaturePayload>>,
+    ) -> Result<HttpResponseOk<ActionEnvelope>, ApiError>;
+
+    /// Cancel the e-signature
+    #[endpoint { method = PUT, path = "/api/v1/leasing/{financingId}/cancel-e-signature", tags = ["leasing"] }]
+    async fn leasing_cancel_e_signature(
+        rqctx: RequestContext<Self::Context>,
+        path: Path<FinancingIdPath>,
+    ) -> Result<HttpResponseOk<ActionEnvelope>, ApiError>;
+
+    /// Switch to a paper contract
+    #[endpoint { method = PUT, path = "/api/v1/leasing/{financingId}/switch-to-paper-contract", tags = ["leasing"] }]
+    async fn leasing_switch_to_paper_contract(
+        rqctx: RequestContext<Self::Context>,
+        path: Path<FinancingIdPath>,
+    ) -> Result<HttpResponseOk<ActionEnvelope>, ApiError>;
+
+    /// Contract document (base64)
+    ///
+    /// The contract PDF as base64 in `data.Content`. With `store_pdf=true` the PDF is also
+    /// saved to storage as `contracts/<financingId>.pdf` and `stored` says where, how large
+    /// and with which SHA-256.
+    #[endpoint { method = GET, path = "/api/v1/leasing/{financingId}/contractdocument/base64", tags = ["leasing"] }]
+    async fn leasing_contract_document(
+        rqctx: RequestContext<Self::Context>,
+        path: Path<FinancingIdPath>,
+        query: Query<ContractDocumentQuery>,
+    ) -> Result<HttpResponseOk<ContractDocumentEnvelope>, ApiError>;
+
+    /// Contract document download link
+    #[endpoint { method = POST, path = "/api/v1/leasing/{financingId}/contractdocument/link", tags = ["leasing"] }]
+    async fn leasing_contract_document_link(
+        rqctx: RequestContext<Self::Context>,
+        path: Path<FinancingIdPath>,
+    ) -> Result<HttpResponseOk<ActionEnvelope>, ApiError>;
+
+    /// Lease calculation at the provider
+    ///
+    /// Calls the provider's calculation with the validated body (`FinancingAmount` > 0;
+    /// without `Period` the provider answers every period it offers).
+    #[endpoint { method = POST, path = "/__internal/leasing/calculate", tags = ["leasing"] }]
+    async fn leasing_provider_calculation(
+        rqctx: RequestContext<Self::Context>,
+        body: TypedBody<Documented<schema::ProviderAnswer>>,
+    ) -> Result<HttpResponseOk<ActionEnvelope>, ApiError>;
 
     /// Inverse lease calculation (defaults)
     ///
@@ -130,6 +252,95 @@ impl IntegrationApi for Service {
 
     async fn current_user(rqctx: RequestContext<ApiContext>) -> Result<HttpResponseOk<CurrentUser>, ApiError> {
         auth::current_user(&rqctx).await
+    }
+
+    async fn leasing_create(
+        rqctx: RequestContext<ApiContext>,
+        body: TypedBody<Documented<schema::FinancingRequestPayload>>,
+    ) -> Result<HttpResponseCreated<RequestEnvelope>, ApiError> {
+        leasing::create(&rqctx, body.into_inner().into_inner()).await
+    }
+
+    async fn leasing_show(
+        rqctx: RequestContext<ApiContext>,
+        path: Path<FinancingIdPath>,
+    ) -> Result<HttpResponseOk<RequestEnvelope>, ApiError> {
+        leasing::show(&rqctx, &path.into_inner().financing_id).await
+    }
+
+    async fn leasing_patch(
+        rqctx: RequestContext<ApiContext>,
+        path: Path<FinancingIdPath>,
+        body: TypedBody<Documented<schema::PatchRequestPayload>>,
+    ) -> Result<HttpResponseOk<RequestEnvelope>, ApiError> {
+        leasing::patch_request(&rqctx, &path.into_inner().financing_id, body.into_inner().into_inner()).await
+    }
+
+    async fn leasing_patch_lessee(
+        rqctx: RequestContext<ApiContext>,
+        path: Path<FinancingIdPath>,
+        body: TypedBody<Documented<schema::PatchLesseePayload>>,
+    ) -> Result<HttpResponseOk<RequestEnvelope>, ApiError> {
+        leasing::patch_lessee(&rqctx, &path.into_inner().financing_id, body.into_inner().into_inner()).await
+    }
+
+    async fn leasing_wait_ready_to_sign(
+        rqctx: RequestContext<ApiContext>,
+        path: Path<FinancingIdPath>,
+        query: Query<WaitQuery>,
+    ) -> Result<HttpResponseOk<RequestEnvelope>, ApiError> {
+        leasing::wait_ready_to_sign(&rqctx, &path.into_inner().financing_id, query.into_inner()).await
+    }
+
+    async fn leasing_e_signature_configuration(
+        rqctx: RequestContext<ApiContext>,
+        path: Path<FinancingIdPath>,
+    ) -> Result<HttpResponseOk<ConfigurationEnvelope>, ApiError> {
+        leasing::e_signature_configuration(&rqctx, &path.into_inner().financing_id).await
+    }
+
+    async fn leasing_start_e_signature(
+        rqctx: RequestContext<ApiContext>,
+        path: Path<FinancingIdPath>,
+        body: TypedBody<Documented<schema::ESignaturePayload>>,
+    ) -> Result<HttpResponseOk<ActionEnvelope>, ApiError> {
+        leasing::start_e_signature(&rqctx, &path.into_inner().financing_id, body.into_inner().into_inner()).await
+    }
+
+    async fn leasing_cancel_e_signature(
+        rqctx: RequestContext<ApiContext>,
+        path: Path<FinancingIdPath>,
+    ) -> Result<HttpResponseOk<ActionEnvelope>, ApiError> {
+        leasing::cancel_e_signature(&rqctx, &path.into_inner().financing_id).await
+    }
+
+    async fn leasing_switch_to_paper_contract(
+        rqctx: RequestContext<ApiContext>,
+        path: Path<FinancingIdPath>,
+    ) -> Result<HttpResponseOk<ActionEnvelope>, ApiError> {
+        leasing::switch_to_paper_contract(&rqctx, &path.into_inner().financing_id).await
+    }
+
+    async fn leasing_contract_document(
+        rqctx: RequestContext<ApiContext>,
+        path: Path<FinancingIdPath>,
+        query: Query<ContractDocumentQuery>,
+    ) -> Result<HttpResponseOk<ContractDocumentEnvelope>, ApiError> {
+        leasing::contract_document(&rqctx, &path.into_inner().financing_id, query.into_inner().store_pdf).await
+    }
+
+    async fn leasing_contract_document_link(
+        rqctx: RequestContext<ApiContext>,
+        path: Path<FinancingIdPath>,
+    ) -> Result<HttpResponseOk<ActionEnvelope>, ApiError> {
+        leasing::contract_document_link(&rqctx, &path.into_inner().financing_id).await
+    }
+
+    async fn leasing_provider_calculation(
+        rqctx: RequestContext<ApiContext>,
+        body: TypedBody<Documented<schema::ProviderAnswer>>,
+    ) -> Result<HttpResponseOk<ActionEnvelope>, ApiError> {
+        leasing::provider_calculation(&rqctx, body.into_inner().into_inner()).await
     }
 
     async fn leasing_calculate_default(

@@ -2,4 +2,5 @@
 
 pub mod calculation;
 pub mod payload;
+pub mod service;
 pub mod state;

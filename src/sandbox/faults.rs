@@ -19,6 +19,9 @@ pub struct FaultRule {
     /// How many calls are affected (default 1).
     #[serde(default = "one")]
     pub times: u32,
+    /// A raw body to answer with instead of the usual one (e.g. malformed JSON).
+    #[serde(default)]
+    pub body: Option<String>,
 }
 
 fn one() -> u32 {
@@ -29,7 +32,7 @@ fn one() -> u32 {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Fault {
     Delay(Duration),
-    Fail { delay: Duration, status: u16 },
+    Fail { delay: Duration, status: u16, body: Option<String> },
     Drop { delay: Duration },
 }
 
@@ -54,10 +57,10 @@ impl Faults {
         let rule = &mut rules[index];
         rule.times -= 1;
         let delay = Duration::from_millis(rule.delay_ms);
-        let fault = match rule.status {
-            0 => Fault::Drop { delay },
-            200..=299 => Fault::Delay(delay),
-            status => Fault::Fail { delay, status },
+        let fault = match (rule.status, &rule.body) {
+            (0, _) => Fault::Drop { delay },
+            (200..=299, None) => Fault::Delay(delay),
+            (status, body) => Fault::Fail { delay, status, body: body.clone() },
         };
         if rule.times == 0 {
             rules.remove(index);
@@ -73,12 +76,21 @@ mod tests {
     #[test]
     fn rules_apply_the_given_number_of_times() {
         let faults = Faults::default();
-        faults.add(FaultRule { path_prefix: "/basic/v1/requests".into(), status: 503, delay_ms: 0, times: 2 });
+        faults.add(FaultRule {
+            path_prefix: "/basic/v1/requests".into(),
+            status: 503,
+            delay_ms: 0,
+            times: 2,
+            body: None,
+        });
         assert_eq!(faults.take("/basic/v1/calculate"), None);
-        assert_eq!(faults.take("/basic/v1/requests/x"), Some(Fault::Fail { delay: Duration::ZERO, status: 503 }));
+        assert_eq!(
+            faults.take("/basic/v1/requests/x"),
+            Some(Fault::Fail { delay: Duration::ZERO, status: 503, body: None })
+        );
         assert!(faults.take("/basic/v1/requests").is_some());
         assert_eq!(faults.take("/basic/v1/requests"), None);
-        faults.add(FaultRule { path_prefix: "/".into(), status: 0, delay_ms: 5, times: 1 });
+        faults.add(FaultRule { path_prefix: "/".into(), status: 0, delay_ms: 5, times: 1, body: None });
         assert_eq!(faults.take("/x"), Some(Fault::Drop { delay: Duration::from_millis(5) }));
     }
 }

@@ -133,10 +133,17 @@ where
             tokio::time::sleep(delay).await;
             return Err(DroppedByFault);
         }
-        Some(Fault::Fail { delay, status }) => {
+        Some(Fault::Fail { delay, status, body }) => {
             tokio::time::sleep(delay).await;
             let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-            return Ok(json(status, &serde_json::json!({"Message": "injected fault", "StatusCode": status.as_u16()})));
+            return Ok(match body {
+                Some(raw) => Response::builder()
+                    .status(status)
+                    .header(header::CONTENT_TYPE, "application/json")
+                    .body(Full::new(Bytes::from(raw)))
+                    .expect("a valid response"),
+                None => json(status, &serde_json::json!({"Message": "injected fault", "StatusCode": status.as_u16()})),
+            });
         }
         Some(Fault::Delay(delay)) => tokio::time::sleep(delay).await,
         None => {}

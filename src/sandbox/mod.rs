@@ -3,7 +3,8 @@
 //! Each simulator is a small HTTP/1.1 server on loopback with the same fault switch:
 //! `POST /__sandbox/faults {path_prefix, status, delay_ms, times}` makes the next `times`
 //! matching calls wait `delay_ms` and then fail with `status` (0 drops the connection; a
-//! status of 200 only delays); `DELETE /__sandbox/faults` clears them.
+//! 2xx status only delays, unless `body` is given); with `body`, that raw text is the answer
+//! (e.g. malformed JSON). `DELETE /__sandbox/faults` clears them.
 
 pub mod faults;
 pub mod http;

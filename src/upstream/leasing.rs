@@ -15,7 +15,6 @@ use super::{System, UpstreamError, retry_read, summarise};
 use crate::config::LeasingConfig;
 
 const SYSTEM: System = System::Leasing;
-const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// A configured client of the leasing provider.
@@ -54,7 +53,7 @@ impl LeasingClient {
             .base_url
             .as_ref()
             .ok_or(UpstreamError::NotConfigured { system: SYSTEM, setting: "LEASING_BASE_URL" })?;
-        let mut builder = reqwest::Client::builder().timeout(REQUEST_TIMEOUT).connect_timeout(CONNECT_TIMEOUT);
+        let mut builder = reqwest::Client::builder().timeout(config.timeout).connect_timeout(CONNECT_TIMEOUT);
         if config.http1_only {
             builder = builder.http1_only();
         }

@@ -68,6 +68,10 @@ impl CapturedLog {
 
 pub struct TestService {
     pub base: String,
+    /// Host root of this test's leasing-provider simulator.
+    pub leasing: String,
+    /// The folder behind `STORAGE_URL`.
+    pub storage_dir: std::path::PathBuf,
     pub client: reqwest::Client,
     pub database_url: String,
     pub log: CapturedLog,
@@ -104,7 +108,17 @@ impl TestService {
     /// Starts the service on a free loopback port with these settings (on top of defaults).
     pub async fn start(db: Db, settings: &[(&str, &str)]) -> TestService {
         let (database_url, schema) = fresh_database(db).await;
-        let mut env: Vec<(&str, &str)> = vec![("DATABASE_URL", &database_url), ("BIND_ADDRESS", "127.0.0.1:0")];
+        let sandboxes =
+            integration_service::sandbox::start(None, &telemetry::discard()).await.expect("simulators start");
+        let leasing = sandboxes.leasing_base_url();
+        let storage_dir = std::env::temp_dir().join(format!("integration-service-storage-{}", uuid::Uuid::new_v4()));
+        let storage_url = format!("file://{}", storage_dir.display());
+        let mut env: Vec<(&str, &str)> = vec![
+            ("DATABASE_URL", &database_url),
+            ("BIND_ADDRESS", "127.0.0.1:0"),
+            ("LEASING_BASE_URL", &leasing),
+            ("STORAGE_URL", &storage_url),
+        ];
         env.extend_from_slice(settings);
         let config = Config::load_with(None, &env).expect("test configuration is valid");
         let log = CapturedLog::default();
@@ -112,12 +126,21 @@ impl TestService {
         let service = server::start(&config, &logger).await.expect("service starts");
         TestService {
             base: format!("http://{}", service.address),
+            leasing,
+            storage_dir,
             client: reqwest::Client::builder().build().unwrap(),
             database_url,
             log,
             service: Some(service),
             schema,
         }
+    }
+
+    /// Injects a fault into this test's leasing simulator.
+    pub async fn leasing_fault(&self, fault: serde_json::Value) {
+        let response =
+            self.client.post(format!("{}/__sandbox/faults", self.leasing)).json(&fault).send().await.unwrap();
+        assert_eq!(response.status(), 204);
     }
 
     pub fn url(&self, path: &str) -> String {

@@ -8,8 +8,9 @@ mod check;
 mod codegen;
 mod erp;
 mod fieldreport;
-mod jsonschema;
 mod leasing;
+mod models;
+mod normalize;
 mod openapi;
 mod render;
 
@@ -64,15 +65,21 @@ fn run() -> Result<ExitCode> {
                 None => {
                     let dir = root.join(codegen::GENERATED_SRC);
                     let written = codegen::write_src(&crate_, &dir)?;
-                    println!("wrote {written} files to {}", codegen::GENERATED_SRC);
+                    codegen::write_manifest(&root)?;
+                    println!("wrote {written} files to {} and {}", codegen::GENERATED_SRC, codegen::GENERATED_MANIFEST);
                 }
                 Some(dir) => {
                     codegen::write_standalone(&crate_, &dir)?;
                     println!("wrote a standalone crate to {}", dir.display());
                 }
             }
-            for (module, count) in &crate_.type_counts {
-                println!("{module}: {count} types");
+            for (module, types, entries) in &crate_.type_counts {
+                let what = match *module {
+                    "leasing" => "operations",
+                    "fieldreport" => "mirrored entities",
+                    _ => "entity models",
+                };
+                println!("{module}: {types} types, {entries} {what}");
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -90,8 +97,6 @@ fn run() -> Result<ExitCode> {
 /// The workspace root: the parent of this crate's manifest directory.
 fn workspace_root() -> Result<PathBuf> {
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let root = manifest
-        .parent()
-        .context("xtask's manifest directory has no parent")?;
+    let root = manifest.parent().context("xtask's manifest directory has no parent")?;
     Ok(root.to_path_buf())
 }

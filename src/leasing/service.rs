@@ -1,0 +1,339 @@
+//! The leasing operations the routes offer, over the provider client.
+
+use std::time::Duration;
+
+use base64::Engine;
+use bytes::Bytes;
+use serde_json::{Map, Value, json};
+
+use super::payload::{validate_create, with_defaults};
+use super::state::{Observation, observe};
+use crate::error::FieldErrors;
+use crate::mail::Mailer;
+use crate::storage::{Storage, StorageKey};
+use crate::upstream::UpstreamError;
+use crate::upstream::leasing::{LeasingClient, body};
+
+/// Why a leasing operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum LeasingError {
+    #[error("The given data was invalid.")]
+    Invalid(FieldErrors),
+    #[error("{0}")]
+    Upstream(#[from] UpstreamError),
+    #[error("The financing request was declined by the leasing provider; the process is aborted.")]
+    Declined,
+    #[error("The financing request was cancelled; the process is aborted.")]
+    Cancelled,
+    #[error("The leasing provider needs more information (state MissingInfo); {mail}.")]
+    MissingInfo { mail: String },
+    #[error("The financing request is already past signing (state {0}).")]
+    PastSigning(String),
+    #[error("The financing request is not ready to sign after {attempts} attempt(s); the last state was {state:?}.")]
+    NotReadyToSign { state: String, attempts: u32 },
+    #[error("The contract document could not be stored: {0}")]
+    Storage(String),
+}
+
+impl LeasingError {
+    /// The `error_code` of the answer: one per cause.
+    pub fn code(&self) -> &'static str {
+        match self {
+            LeasingError::Invalid(_) => "validation_failed",
+            LeasingError::Declined => "declined",
+            LeasingError::Cancelled => "cancelled",
+            LeasingError::MissingInfo { .. } => "missing_info",
+            LeasingError::PastSigning(_) => "already_past_signing",
+            LeasingError::NotReadyToSign { .. } => "not_ready_to_sign",
+            LeasingError::Storage(_) => "storage_error",
+            LeasingError::Upstream(e) => match e {
+                UpstreamError::NotConfigured { .. } => "upstream_not_configured",
+                UpstreamError::Timeout { .. } => "upstream_timeout",
+                UpstreamError::Unreachable { .. } => "upstream_unavailable",
+                UpstreamError::Refused { status, .. } if *status < 500 => "upstream_rejected",
+                UpstreamError::Refused { .. } => "upstream_error",
+                UpstreamError::Malformed { .. } => "upstream_invalid_response",
+                UpstreamError::Client { .. } => "upstream_client_error",
+            },
+        }
+    }
+
+    fn invalid(field: &str, message: impl Into<String>) -> LeasingError {
+        LeasingError::Invalid(FieldErrors::from([(field.to_string(), vec![message.into()])]))
+    }
+}
+
+/// How long and how often to wait for `ReadyToSign`, and the mail context.
+#[derive(Debug, Clone)]
+pub struct WaitParams {
+    pub max_attempts: u32,
+    pub sleep: Duration,
+    pub technician_appointment_date: Option<String>,
+    pub technician_appointment_time: Option<String>,
+}
+
+pub const MAX_SLEEP_MILLISECONDS: u64 = 60_000;
+
+impl WaitParams {
+    /// Checks the bounds: `max_attempts` 1..=100, `sleep_milliseconds` 0..=60000.
+    pub fn new(
+        max_attempts: Option<i64>,
+        sleep_milliseconds: Option<i64>,
+        technician_appointment_date: Option<String>,
+        technician_appointment_time: Option<String>,
+    ) -> Result<WaitParams, FieldErrors> {
+        let mut errors = FieldErrors::new();
+        let attempts = max_attempts.unwrap_or(10);
+        if !(1..=100).contains(&attempts) {
+            errors.insert("max_attempts".into(), vec!["max_attempts must be between 1 and 100.".into()]);
+        }
+        let sleep = sleep_milliseconds.unwrap_or(1000);
+        if !(0..=MAX_SLEEP_MILLISECONDS as i64).contains(&sleep) {
+            errors.insert("sleep_milliseconds".into(), vec!["sleep_milliseconds must be between 0 and 60000.".into()]);
+        }
+        if !errors.is_empty() {
+            return Err(errors);
+        }
+        Ok(WaitParams {
+            max_attempts: attempts as u32,
+            sleep: Duration::from_millis(sleep as u64),
+            technician_appointment_date,
+            technician_appointment_time,
+        })
+    }
+}
+
+/// A contract PDF saved to storage.
+#[derive(Debug, Clone)]
+pub struct StoredContract {
+    pub path: String,
+    pub bytes: u64,
+    pub sha256: String,
+}
+
+/// Checks a financing id from a URL: letters, digits and `-`, at most 64 characters. Nothing
+/// else reaches the provider or a storage key.
+pub fn financing_id(raw: &str) -> Result<&str, LeasingError> {
+    let valid = !raw.is_empty() && raw.len() <= 64 && raw.chars().all(|c| c.is_ascii_alphanumeric() || c == '-');
+    if valid {
+        Ok(raw)
+    } else {
+        Err(LeasingError::invalid(
+            "financingId",
+            "The financing id may hold only letters, digits and -, at most 64 characters.",
+        ))
+    }
+}
+
+fn state_of(request: &Value) -> String {
+    request.get("State").and_then(Value::as_str).unwrap_or_default().to_string()
+}
+
+fn bad_body(e: crate::upstream::leasing::BodyError) -> LeasingError {
+    LeasingError::invalid(&e.field, e.message)
+}
+
+pub struct LeasingService {
+    client: Result<LeasingClient, UpstreamError>,
+    storage: Storage,
+    mailer: Mailer,
+    missing_info_template: String,
+}
+
+impl LeasingService {
+    pub fn new(
+        client: Result<LeasingClient, UpstreamError>,
+        storage: Storage,
+        mailer: Mailer,
+        missing_info_template: String,
+    ) -> Self {
+        LeasingService { client, storage, mailer, missing_info_template }
+    }
+
+    fn client(&self) -> Result<&LeasingClient, LeasingError> {
+        self.client.as_ref().map_err(|e| LeasingError::Upstream(e.clone()))
+    }
+
+    /// Validates and creates a request. The answer is the submitted request completed with
+    /// what the provider returned (`FinancingId`, `State`, ...), missing fields defaulted.
+    pub async fn create(&self, payload: &Value) -> Result<Value, LeasingError> {
+        validate_create(payload).map_err(LeasingError::Invalid)?;
+        let request = body(payload).map_err(bad_body)?;
+        let created = self.client()?.create(&request).await?;
+        let mut data = payload.as_object().cloned().unwrap_or_default();
+        if let Value::Object(answer) = created {
+            data.extend(answer.into_iter().filter(|(_, v)| !v.is_null()));
+        }
+        Ok(with_defaults(Value::Object(data)))
+    }
+
+    pub async fn show(&self, id: &str) -> Result<Value, LeasingError> {
+        let id = financing_id(id)?;
+        Ok(with_defaults(self.client()?.get(id).await?))
+    }
+
+    pub async fn patch_request(&self, id: &str, patch: &Value) -> Result<Value, LeasingError> {
+        let id = financing_id(id)?;
+        let patch = body(patch).map_err(bad_body)?;
+        Ok(with_defaults(self.client()?.patch_request(id, &patch).await?))
+    }
+
+    pub async fn patch_lessee(&self, id: &str, patch: &Value) -> Result<Value, LeasingError> {
+        let id = financing_id(id)?;
+        let patch = body(patch).map_err(bad_body)?;
+        Ok(with_defaults(self.client()?.patch_lessee(id, &patch).await?))
+    }
+
+    /// Waits until the request is `ReadyToSign`, following the seed's table. `known` is a
+    /// state already observed (e.g. from create); without it the first read counts as one
+    /// observation. Then up to `max_attempts` further reads, `sleep` apart.
+    pub async fn wait_ready_to_sign(
+        &self,
+        id: &str,
+        params: &WaitParams,
+        known: Option<Value>,
+    ) -> Result<Value, LeasingError> {
+        let id = financing_id(id)?;
+        let client = self.client()?;
+        let mut request = match known {
+            Some(request) => request,
+            None => with_defaults(client.get(id).await?),
+        };
+        let mut attempts = 0;
+        loop {
+            match observe(&state_of(&request)) {
+                Observation::Ready => return Ok(request),
+                Observation::MissingInfo => return Err(self.missing_info(id, &request, params).await),
+                Observation::Declined => return Err(LeasingError::Declined),
+                Observation::Cancelled => return Err(LeasingError::Cancelled),
+                Observation::PastSigning(state) => return Err(LeasingError::PastSigning(state)),
+                Observation::Pending(state) if attempts >= params.max_attempts => {
+                    return Err(LeasingError::NotReadyToSign { state, attempts });
+                }
+                Observation::Pending(_) => {
+                    tokio::time::sleep(params.sleep).await;
+                    attempts += 1;
+                    request = with_defaults(client.get(id).await?);
+                }
+            }
+        }
+    }
+
+    /// Sends the missing-info mail and turns the outcome into the error to answer with; a
+    /// mail failure is reported, never hiding the MissingInfo outcome.
+    async fn missing_info(&self, id: &str, request: &Value, params: &WaitParams) -> LeasingError {
+        let lessee = request.get("Lessee").cloned().unwrap_or_else(|| json!({}));
+        let context = json!({
+            "financing_id": id,
+            "request": request,
+            "lessee": lessee,
+            "technician_appointment_date": params.technician_appointment_date,
+            "technician_appointment_time": params.technician_appointment_time,
+        });
+        let to: Vec<String> = lessee.get("Email").and_then(Value::as_str).map(str::to_string).into_iter().collect();
+        let mail = match self.mailer.send_template(&self.missing_info_template, &context, &to).await {
+            Ok(location) => format!("the missing-info mail was sent ({location})"),
+            Err(error) => {
+                crate::telemetry::report_internal_error(&format!("missing-info mail for {id}: {error}"));
+                format!("the missing-info mail could not be sent: {error}")
+            }
+        };
+        LeasingError::MissingInfo { mail }
+    }
+
+    pub async fn e_signature_configuration(&self, id: &str) -> Result<Value, LeasingError> {
+        let id = financing_id(id)?;
+        Ok(self.client()?.e_signature_configuration(id).await?)
+    }
+
+    pub async fn start_e_signature(&self, id: &str, payload: &Value) -> Result<Value, LeasingError> {
+        let id = financing_id(id)?;
+        let payload = body(payload).map_err(bad_body)?;
+        Ok(self.client()?.start_e_signature(id, &payload).await?)
+    }
+
+    pub async fn cancel_e_signature(&self, id: &str) -> Result<Value, LeasingError> {
+        let id = financing_id(id)?;
+        Ok(self.client()?.cancel_e_signature(id).await?)
+    }
+
+    pub async fn switch_to_paper_contract(&self, id: &str) -> Result<Value, LeasingError> {
+        let id = financing_id(id)?;
+        Ok(self.client()?.switch_to_paper_contract(id).await?)
+    }
+
+    /// The contract as `{Content: <base64 PDF>, ...}`; with `store`, also saved at
+    /// `contracts/<financingId>.pdf`.
+    pub async fn contract_document(
+        &self,
+        id: &str,
+        store: bool,
+    ) -> Result<(Value, Option<StoredContract>), LeasingError> {
+        let id = financing_id(id)?;
+        let document = self.client()?.contract_document(id).await?;
+        if !store {
+            return Ok((document, None));
+        }
+        let content = document.get("Content").and_then(Value::as_str).unwrap_or_default();
+        let pdf = base64::engine::general_purpose::STANDARD.decode(content.trim()).map_err(|e| {
+            LeasingError::Upstream(UpstreamError::Malformed {
+                system: crate::upstream::System::Leasing,
+                detail: format!("contract Content is not base64: {e}"),
+            })
+        })?;
+        let key = StorageKey::new(&format!("contracts/{id}.pdf")).map_err(|e| LeasingError::Storage(e.to_string()))?;
+        let stored =
+            self.storage.put(&key, Bytes::from(pdf)).await.map_err(|e| LeasingError::Storage(e.to_string()))?;
+        Ok((document, Some(StoredContract { path: stored.path, bytes: stored.bytes, sha256: stored.sha256 })))
+    }
+
+    pub async fn contract_document_link(&self, id: &str) -> Result<Value, LeasingError> {
+        let id = financing_id(id)?;
+        Ok(self.client()?.contract_document_link(id).await?)
+    }
+
+    /// The provider's calculation for a validated body.
+    pub async fn calculate(&self, payload: &Value) -> Result<Value, LeasingError> {
+        let mut errors = FieldErrors::new();
+        let object = payload.as_object().cloned().unwrap_or_else(Map::new);
+        if !object.get("FinancingAmount").and_then(Value::as_f64).is_some_and(|a| a > 0.0) {
+            errors
+                .insert("FinancingAmount".into(), vec!["The financing amount must be a number greater than 0.".into()]);
+        }
+        if let Some(period) = object.get("Period")
+            && period.as_u64().is_none_or(|p| p == 0)
+        {
+            errors.insert("Period".into(), vec!["The period must be a whole number of months greater than 0.".into()]);
+        }
+        if !errors.is_empty() {
+            return Err(LeasingError::Invalid(errors));
+        }
+        let request = body(payload).map_err(bad_body)?;
+        Ok(self.client()?.calculate(&request).await?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn financing_ids_are_checked_before_use() {
+        assert!(financing_id("0b5e8a4c-1d2f-4a7b-9c3e-5f6a7b8c9d0e").is_ok());
+        for bad in ["", "../x", "a/b", "a b", "x.pdf", &"a".repeat(65)] {
+            assert!(matches!(financing_id(bad), Err(LeasingError::Invalid(_))), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn wait_bounds() {
+        assert!(WaitParams::new(None, None, None, None).is_ok());
+        let defaults = WaitParams::new(None, None, None, None).unwrap();
+        assert_eq!((defaults.max_attempts, defaults.sleep), (10, Duration::from_secs(1)));
+        assert!(WaitParams::new(Some(0), None, None, None).unwrap_err().contains_key("max_attempts"));
+        assert!(WaitParams::new(Some(101), None, None, None).unwrap_err().contains_key("max_attempts"));
+        assert!(WaitParams::new(None, Some(-1), None, None).unwrap_err().contains_key("sleep_milliseconds"));
+        assert!(WaitParams::new(None, Some(60_001), None, None).unwrap_err().contains_key("sleep_milliseconds"));
+        assert!(WaitParams::new(Some(100), Some(60_000), None, None).is_ok());
+    }
+}

@@ -1,0 +1,76 @@
+//! `cargo xtask check`: regenerate in memory and compare with the files in the tree.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use anyhow::Result;
+use similar::TextDiff;
+
+use crate::{codegen, openapi};
+
+/// How many diff lines to show per stale file.
+const DIFF_LINES: usize = 60;
+
+pub fn run(root: &Path) -> Result<ExitCode> {
+    let sources = codegen::Sources::new(root, Path::new(codegen::ERP_SPEC));
+    let generated = codegen::generate(&sources)?;
+    let mut expected: Vec<(String, String, &str)> = generated
+        .files
+        .into_iter()
+        .map(|(name, contents)| (format!("{}/{name}", codegen::GENERATED_SRC), contents, "cargo xtask codegen"))
+        .collect();
+    expected.push((codegen::GENERATED_MANIFEST.to_string(), codegen::workspace_manifest(), "cargo xtask codegen"));
+    // The generated files are compared even when the service does not build.
+    let mut stale = 0;
+    match openapi::document(root) {
+        Ok(doc) => expected.push((openapi::DOCUMENT.to_string(), doc, "cargo xtask openapi")),
+        Err(err) => {
+            stale += 1;
+            eprintln!("cannot check {}: {err:#}\n", openapi::DOCUMENT);
+        }
+    }
+
+    for (name, want, fix) in &expected {
+        let have = std::fs::read_to_string(root.join(name)).unwrap_or_default();
+        if &have == want {
+            continue;
+        }
+        stale += 1;
+        eprintln!("stale: {name} (run `{fix}` to update it)");
+        let diff = TextDiff::from_lines(have.as_str(), want.as_str());
+        let text = diff
+            .unified_diff()
+            .context_radius(3)
+            .header(&format!("a/{name} (in the tree)"), &format!("b/{name} (generated)"))
+            .to_string();
+        let total = text.lines().count();
+        for line in text.lines().take(DIFF_LINES) {
+            eprintln!("{line}");
+        }
+        if total > DIFF_LINES {
+            eprintln!("... ({} more diff lines)", total - DIFF_LINES);
+        }
+        eprintln!();
+    }
+    // Files in generated/src that codegen no longer writes are stale too.
+    let src = root.join(codegen::GENERATED_SRC);
+    if let Ok(entries) = std::fs::read_dir(&src) {
+        let mut extra: Vec<String> = entries
+            .filter_map(|e| e.ok())
+            .map(|e| format!("{}/{}", codegen::GENERATED_SRC, e.file_name().to_string_lossy()))
+            .filter(|name| !expected.iter().any(|(n, _, _)| n == name))
+            .collect();
+        extra.sort();
+        for name in extra {
+            stale += 1;
+            eprintln!("stale: {name} is not written by codegen (delete it, then run `cargo xtask codegen`)");
+        }
+    }
+    if stale == 0 {
+        println!("up to date: {} files", expected.len());
+        Ok(ExitCode::SUCCESS)
+    } else {
+        eprintln!("{stale} stale or unchecked file(s)");
+        Ok(ExitCode::FAILURE)
+    }
+}
