@@ -10,8 +10,10 @@ use serde_json::Value;
 use super::ApiContext;
 use super::documented::Documented;
 use super::guard::caller;
+use super::idempotency;
 use super::leasing_schema as schema;
 use crate::error::ApiError;
+use crate::leasing::flow::{self, FlowInput, FlowRecorder};
 use crate::leasing::service::WaitParams;
 use crate::leasing::state::StateMeta;
 
@@ -24,6 +26,11 @@ pub const PATH_REWRITES: &[(&str, &str)] = &[
     (
         "/api/v1/leasing/calculate/{monthlyInstalment}/{period}",
         "/__internal/leasing/calculate/{monthlyInstalment}/{period}",
+    ),
+    ("/api/v1/leasing/leasing/request-flow", "/__internal/leasing/request-flow"),
+    (
+        "/api/v1/leasing/leasing/request-flow/test-flow/{financingId}",
+        "/__internal/leasing/request-flow/test-flow/{financingId}",
     ),
 ];
 
@@ -54,7 +61,7 @@ pub struct ContractDocumentQuery {
 }
 
 /// A request-returning answer.
-#[derive(Serialize, JsonSchema)]
+#[derive(Serialize, Deserialize, JsonSchema)]
 pub struct RequestEnvelope {
     /// Always `true`.
     pub success: bool,
@@ -145,11 +152,179 @@ async fn authorize(rqctx: &RequestContext<ApiContext>) -> Result<(), ApiError> {
 
 pub async fn create(
     rqctx: &RequestContext<ApiContext>,
+    key: Option<String>,
     body: Value,
 ) -> Result<HttpResponseCreated<RequestEnvelope>, ApiError> {
+    let caller = caller(rqctx).await.map_err(ApiError::leasing)?;
+    let context = rqctx.context();
+    let envelope = idempotency::once(&context.store, caller.user.id, "leasing.create", key, &body, || async {
+        Ok(RequestEnvelope::of(context.leasing.create(&body).await?))
+    })
+    .await?;
+    Ok(HttpResponseCreated(envelope))
+}
+
+/// Body of the one-shot request flow.
+#[derive(Deserialize, JsonSchema)]
+pub struct FlowRequest {
+    /// The financing request to create (validated as on `POST /api/v1/leasing`).
+    pub request_payload: Documented<schema::FinancingRequestPayload>,
+    /// Required unless `cancel_e_signature` is true.
+    pub e_signature_payload: Option<Documented<schema::ESignaturePayload>>,
+    /// Applied after create.
+    pub patch_request_payload: Option<Documented<schema::PatchRequestPayload>>,
+    /// Applied after create.
+    pub patch_lessee_payload: Option<Documented<schema::PatchLesseePayload>>,
+    /// Selects the mode: false → `e_signature` (default), true → `cancel_e_signature`.
+    #[serde(default)]
+    pub cancel_e_signature: bool,
+    /// Fetch the contract as base64 at the end.
+    #[serde(default)]
+    pub fetch_contract_document_base64: bool,
+    /// Fetch a download link at the end.
+    #[serde(default)]
+    pub fetch_contract_document_download_link: bool,
+    /// Reads of the state after create (1 to 100; default 10).
+    pub max_attempts: Option<i64>,
+    /// Pause between reads in milliseconds (0 to 60000; default 1000).
+    pub sleep_milliseconds: Option<i64>,
+    /// For the missing-info mail.
+    pub technician_appointment_date: Option<String>,
+    /// For the missing-info mail.
+    pub technician_appointment_time: Option<String>,
+}
+
+/// The flow's result: `success`, `mode`, `financingId`, `request`, `patchedRequest`,
+/// `patchedLessee`, `readyRequest`, then `configuration` and `eSignature` (mode
+/// `e_signature`) or `cancelESignature` and `paperContract` (mode `cancel_e_signature`), then
+/// `contractDocumentBase64` and `contractDocumentDownloadLink` (null unless asked for), and
+/// `flowId`, the record of this run.
+#[derive(JsonSchema)]
+#[allow(dead_code)]
+pub struct FlowResult {
+    pub success: bool,
+    pub mode: String,
+    #[serde(rename = "financingId")]
+    pub financing_id: String,
+    #[serde(rename = "flowId")]
+    pub flow_id: i64,
+    pub request: schema::FinancingRequestResponse,
+    #[serde(rename = "patchedRequest")]
+    pub patched_request: Option<schema::FinancingRequestResponse>,
+    #[serde(rename = "patchedLessee")]
+    pub patched_lessee: Option<schema::FinancingRequestResponse>,
+    #[serde(rename = "readyRequest")]
+    pub ready_request: schema::FinancingRequestResponse,
+    pub configuration: Option<schema::ESignatureConfiguration>,
+    #[serde(rename = "eSignature")]
+    pub e_signature: Option<schema::ProviderAnswer>,
+    #[serde(rename = "cancelESignature")]
+    pub cancel_e_signature: Option<schema::ProviderAnswer>,
+    #[serde(rename = "paperContract")]
+    pub paper_contract: Option<schema::ProviderAnswer>,
+    #[serde(rename = "contractDocumentBase64")]
+    pub contract_document_base64: Option<schema::ContractDocument>,
+    #[serde(rename = "contractDocumentDownloadLink")]
+    pub contract_document_download_link: Option<schema::ProviderAnswer>,
+}
+
+/// The answer of the one-shot flow.
+#[derive(Serialize, Deserialize, JsonSchema)]
+pub struct FlowEnvelope {
+    pub success: bool,
+    pub data: Documented<FlowResult>,
+}
+
+pub async fn run_flow(
+    rqctx: &RequestContext<ApiContext>,
+    key: Option<String>,
+    request: FlowRequest,
+) -> Result<HttpResponseOk<FlowEnvelope>, ApiError> {
+    let caller = caller(rqctx).await.map_err(ApiError::leasing)?;
+    let context = rqctx.context();
+    let wait = WaitParams::new(
+        request.max_attempts,
+        request.sleep_milliseconds,
+        request.technician_appointment_date.clone(),
+        request.technician_appointment_time.clone(),
+    )
+    .map_err(|errors| ApiError::validation(errors).leasing())?;
+    let input = FlowInput {
+        request_payload: request.request_payload.into_inner(),
+        e_signature_payload: request.e_signature_payload.map(Documented::into_inner),
+        patch_request_payload: request.patch_request_payload.map(Documented::into_inner),
+        patch_lessee_payload: request.patch_lessee_payload.map(Documented::into_inner),
+        cancel_e_signature: request.cancel_e_signature,
+        fetch_contract_document_base64: request.fetch_contract_document_base64,
+        fetch_contract_document_download_link: request.fetch_contract_document_download_link,
+        wait,
+    };
+    input.validate().map_err(|errors| ApiError::validation(errors).leasing())?;
+    let fingerprint = serde_json::json!({
+        "request_payload": input.request_payload, "e_signature_payload": input.e_signature_payload,
+        "patch_request_payload": input.patch_request_payload, "patch_lessee_payload": input.patch_lessee_payload,
+        "cancel_e_signature": input.cancel_e_signature, "fetch_contract_document_base64": input.fetch_contract_document_base64,
+        "fetch_contract_document_download_link": input.fetch_contract_document_download_link,
+        "max_attempts": input.wait.max_attempts, "sleep_milliseconds": input.wait.sleep.as_millis() as u64,
+    });
+    let envelope =
+        idempotency::once(&context.store, caller.user.id, "leasing.request-flow", key, &fingerprint, || async {
+            let mut recorder = FlowRecorder::start(&context.store, caller.user.id, input.mode()).await?;
+            let mut result = flow::run(&context.leasing, &input, &mut recorder).await?;
+            result["flowId"] = serde_json::json!(recorder.flow_id);
+            Ok(FlowEnvelope { success: true, data: Documented::new(result) })
+        })
+        .await?;
+    Ok(HttpResponseOk(envelope))
+}
+
+/// The flow's health check.
+#[derive(Serialize, JsonSchema)]
+pub struct FlowHealth {
+    pub success: bool,
+    pub message: String,
+    /// Whether the leasing provider is configured (`LEASING_BASE_URL`).
+    pub provider_configured: bool,
+}
+
+pub async fn flow_health(rqctx: &RequestContext<ApiContext>) -> Result<HttpResponseOk<FlowHealth>, ApiError> {
     authorize(rqctx).await?;
-    let request = rqctx.context().leasing.create(&body).await?;
-    Ok(HttpResponseCreated(RequestEnvelope::of(request)))
+    let configured = rqctx.context().leasing.is_configured();
+    let message = if configured {
+        "The leasing request flow is available."
+    } else {
+        "The leasing provider is not configured (LEASING_BASE_URL)."
+    };
+    Ok(HttpResponseOk(FlowHealth { success: true, message: message.into(), provider_configured: configured }))
+}
+
+/// The contract PDF saved by the test flow.
+#[derive(Serialize, JsonSchema)]
+pub struct TestFlowResult {
+    #[serde(rename = "financingId")]
+    pub financing_id: String,
+    pub stored: StoredPdf,
+}
+
+/// The answer of the test flow.
+#[derive(Serialize, JsonSchema)]
+pub struct TestFlowEnvelope {
+    pub success: bool,
+    pub data: TestFlowResult,
+}
+
+pub async fn test_flow(
+    rqctx: &RequestContext<ApiContext>,
+    id: &str,
+) -> Result<HttpResponseOk<TestFlowEnvelope>, ApiError> {
+    authorize(rqctx).await?;
+    let (_, stored) = rqctx.context().leasing.contract_document(id, true).await?;
+    let stored = stored.ok_or_else(|| ApiError::internal("the contract was not stored").leasing())?;
+    let stored = StoredPdf { path: stored.path, bytes: stored.bytes, sha256: stored.sha256 };
+    Ok(HttpResponseOk(TestFlowEnvelope {
+        success: true,
+        data: TestFlowResult { financing_id: id.to_string(), stored },
+    }))
 }
 
 pub async fn show(rqctx: &RequestContext<ApiContext>, id: &str) -> Result<HttpResponseOk<RequestEnvelope>, ApiError> {

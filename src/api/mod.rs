@@ -7,13 +7,14 @@ pub mod auth;
 pub mod context;
 pub mod documented;
 pub mod guard;
+pub mod idempotency;
 pub mod leasing;
 pub mod leasing_schema;
 pub mod openapi;
 pub mod operations;
 
 use dropshot::{
-    Body, EndpointTagPolicy, HttpResponseCreated, HttpResponseOk, HttpResponseUpdatedNoContent, Path, Query,
+    Body, EndpointTagPolicy, Header, HttpResponseCreated, HttpResponseOk, HttpResponseUpdatedNoContent, Path, Query,
     RequestContext, TypedBody,
 };
 use http::Response;
@@ -23,9 +24,11 @@ pub use context::ApiContext;
 use crate::error::ApiError;
 use auth::{CurrentUser, LoginRequest, LoginResponse};
 use documented::Documented;
+use idempotency::IdempotencyHeader;
 use leasing::{
     ActionEnvelope, CalculateInstalment, CalculateInstalmentAndPeriod, ConfigurationEnvelope, ContractDocumentEnvelope,
-    ContractDocumentQuery, FinancingIdPath, InverseCalculationResult, RequestEnvelope, WaitQuery,
+    ContractDocumentQuery, FinancingIdPath, FlowEnvelope, FlowHealth, FlowRequest, InverseCalculationResult,
+    RequestEnvelope, TestFlowEnvelope, WaitQuery,
 };
 use leasing_schema as schema;
 use operations::{Health, Readiness};
@@ -77,11 +80,46 @@ pub trait IntegrationApi {
     /// Validates the request (every bad field is named in one 422) and creates it at the
     /// provider. The answer is the submitted request completed with the provider's
     /// `FinancingId` and `State`. Unknown fields are passed to the provider untouched.
+    ///
+    /// With an `Idempotency-Key` header, a retry with the same key and body returns the first
+    /// answer and creates nothing new; the same key with another body is refused (422).
     #[endpoint { method = POST, path = "/api/v1/leasing", tags = ["leasing"] }]
     async fn leasing_create(
         rqctx: RequestContext<Self::Context>,
+        headers: Header<IdempotencyHeader>,
         body: TypedBody<Documented<schema::FinancingRequestPayload>>,
     ) -> Result<HttpResponseCreated<RequestEnvelope>, ApiError>;
+
+    /// Run the one-shot request flow
+    ///
+    /// Up to eight actions in order: create; optionally patch the request and the lessee;
+    /// wait until ReadyToSign (as `wait-ready-to-sign`); then e-signature configuration and
+    /// start (mode `e_signature`) or cancel e-signature and switch to a paper contract (mode
+    /// `cancel_e_signature`); optionally fetch the contract as base64 and a download link.
+    /// Each run is recorded with its steps (`flowId`). Blocks for up to `max_attempts ×
+    /// sleep_milliseconds`. Honours `Idempotency-Key` like create.
+    #[endpoint { method = POST, path = "/__internal/leasing/request-flow", tags = ["leasing"] }]
+    async fn leasing_request_flow(
+        rqctx: RequestContext<Self::Context>,
+        headers: Header<IdempotencyHeader>,
+        body: TypedBody<FlowRequest>,
+    ) -> Result<HttpResponseOk<FlowEnvelope>, ApiError>;
+
+    /// Request flow health check
+    #[endpoint { method = GET, path = "/__internal/leasing/request-flow", tags = ["leasing"] }]
+    async fn leasing_request_flow_health(
+        rqctx: RequestContext<Self::Context>,
+    ) -> Result<HttpResponseOk<FlowHealth>, ApiError>;
+
+    /// Store a contract PDF (test flow)
+    ///
+    /// Only fetches the contract of the financing request and saves it to storage as
+    /// `contracts/<financingId>.pdf`.
+    #[endpoint { method = GET, path = "/__internal/leasing/request-flow/test-flow/{financingId}", tags = ["leasing"] }]
+    async fn leasing_test_flow(
+        rqctx: RequestContext<Self::Context>,
+        path: Path<FinancingIdPath>,
+    ) -> Result<HttpResponseOk<TestFlowEnvelope>, ApiError>;
 
     /// Read a financing request
     ///
@@ -256,9 +294,31 @@ impl IntegrationApi for Service {
 
     async fn leasing_create(
         rqctx: RequestContext<ApiContext>,
+        headers: Header<IdempotencyHeader>,
         body: TypedBody<Documented<schema::FinancingRequestPayload>>,
     ) -> Result<HttpResponseCreated<RequestEnvelope>, ApiError> {
-        leasing::create(&rqctx, body.into_inner().into_inner()).await
+        leasing::create(&rqctx, headers.into_inner().idempotency_key, body.into_inner().into_inner()).await
+    }
+
+    async fn leasing_request_flow(
+        rqctx: RequestContext<ApiContext>,
+        headers: Header<IdempotencyHeader>,
+        body: TypedBody<FlowRequest>,
+    ) -> Result<HttpResponseOk<FlowEnvelope>, ApiError> {
+        leasing::run_flow(&rqctx, headers.into_inner().idempotency_key, body.into_inner()).await
+    }
+
+    async fn leasing_request_flow_health(
+        rqctx: RequestContext<ApiContext>,
+    ) -> Result<HttpResponseOk<FlowHealth>, ApiError> {
+        leasing::flow_health(&rqctx).await
+    }
+
+    async fn leasing_test_flow(
+        rqctx: RequestContext<ApiContext>,
+        path: Path<FinancingIdPath>,
+    ) -> Result<HttpResponseOk<TestFlowEnvelope>, ApiError> {
+        leasing::test_flow(&rqctx, &path.into_inner().financing_id).await
     }
 
     async fn leasing_show(

@@ -1,6 +1,7 @@
 //! The leasing area: financing requests at the leasing provider, free of HTTP types.
 
 pub mod calculation;
+pub mod flow;
 pub mod payload;
 pub mod service;
 pub mod state;

@@ -150,6 +150,10 @@ impl LeasingService {
         LeasingService { client, storage, mailer, missing_info_template }
     }
 
+    pub fn is_configured(&self) -> bool {
+        !matches!(self.client, Err(UpstreamError::NotConfigured { .. }))
+    }
+
     fn client(&self) -> Result<&LeasingClient, LeasingError> {
         self.client.as_ref().map_err(|e| LeasingError::Upstream(e.clone()))
     }

@@ -1,13 +1,13 @@
 //! States of a financing request and what waiting makes of each.
 
 use schemars::JsonSchema;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// States after which the request cannot progress any more.
 const TERMINAL: &[&str] = &["Declined", "Cancelled", "Contracted", "RunningContract"];
 
 /// The `meta` of every request-returning leasing answer.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct StateMeta {
     /// The provider's state of the request, e.g. `ReadyToSign` ("" when the provider sent none).
     pub state: String,

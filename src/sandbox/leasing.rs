@@ -8,7 +8,8 @@
 //! | `[slow:N]` | `RequestToGrenke` until the N-th read, `ReadyToSign` from then on |
 //! | `[never-ready]` | `ApplicationReceived` always |
 //!
-//! It enforces the provider's 400 rules (amount equals the sum of the objects to the cent,
+//! `GET /__sandbox/stats` says how many requests it holds (tests use it to prove that a
+//! retried create created nothing new). It enforces the provider's 400 rules (amount equals the sum of the objects to the cent,
 //! exactly one Main address, legal form and object type from the reference lists) and
 //! answers with the provider's error shapes.
 
@@ -189,6 +190,9 @@ impl Provider {
         let segments = req.segments();
         match (&req.method, segments.as_slice()) {
             (&Method::GET, ["echo"]) => json(StatusCode::OK, &json!("echo")),
+            (&Method::GET, ["__sandbox", "stats"]) => {
+                json(StatusCode::OK, &json!({"requests": self.requests.lock().expect("lock").len()}))
+            }
             (&Method::POST, ["basic", "v1", "calculate"]) => self.calculate(&req),
             (&Method::GET, ["basic", "v1", "legalforms"]) => json(
                 StatusCode::OK,

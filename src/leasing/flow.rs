@@ -1,0 +1,195 @@
+//! The one-shot request flow: up to eight actions in the seed's order, each recorded in the
+//! database with its outcome and timing, so an operator can see where a flow stopped.
+//!
+//! create → [patch request] → [patch lessee] → wait until ReadyToSign →
+//! e-signature configuration + start (mode `e_signature`) or cancel e-signature + switch to
+//! paper (mode `cancel_e_signature`) → [contract as base64] → [download link].
+
+use std::future::Future;
+use std::time::Instant;
+
+use serde_json::{Value, json};
+
+use super::service::{LeasingError, LeasingService, WaitParams};
+use crate::error::FieldErrors;
+use crate::store::{Store, now_ms};
+
+/// What the caller asked the flow to do.
+#[derive(Debug, Clone)]
+pub struct FlowInput {
+    pub request_payload: Value,
+    pub e_signature_payload: Option<Value>,
+    pub patch_request_payload: Option<Value>,
+    pub patch_lessee_payload: Option<Value>,
+    pub cancel_e_signature: bool,
+    pub fetch_contract_document_base64: bool,
+    pub fetch_contract_document_download_link: bool,
+    pub wait: WaitParams,
+}
+
+impl FlowInput {
+    pub fn mode(&self) -> &'static str {
+        if self.cancel_e_signature { "cancel_e_signature" } else { "e_signature" }
+    }
+
+    /// What can be checked before the first call: the payloads' presence and shape.
+    pub fn validate(&self) -> Result<(), FieldErrors> {
+        let mut errors = FieldErrors::new();
+        if let Err(request_errors) = super::payload::validate_create(&self.request_payload) {
+            for (field, messages) in request_errors {
+                errors.insert(format!("request_payload.{field}"), messages);
+            }
+        }
+        if !self.cancel_e_signature && !self.e_signature_payload.as_ref().is_some_and(Value::is_object) {
+            errors.insert(
+                "e_signature_payload".into(),
+                vec!["The e-signature payload is required unless cancel_e_signature is true.".into()],
+            );
+        }
+        for (field, payload) in [
+            ("patch_request_payload", &self.patch_request_payload),
+            ("patch_lessee_payload", &self.patch_lessee_payload),
+        ] {
+            if payload.as_ref().is_some_and(|p| !p.is_object() && !p.is_null()) {
+                errors.insert(field.into(), vec!["Must be a JSON object.".into()]);
+            }
+        }
+        if errors.is_empty() { Ok(()) } else { Err(errors) }
+    }
+}
+
+/// Records the steps of one flow.
+pub struct FlowRecorder<'a> {
+    store: &'a Store,
+    pub flow_id: i64,
+    position: i32,
+}
+
+impl<'a> FlowRecorder<'a> {
+    pub async fn start(
+        store: &'a Store,
+        user_id: i64,
+        mode: &str,
+    ) -> Result<FlowRecorder<'a>, crate::store::StoreError> {
+        let flow_id = store.start_flow(user_id, mode).await?;
+        Ok(FlowRecorder { store, flow_id, position: 0 })
+    }
+
+    /// Runs one action and records its outcome and duration.
+    async fn step<F, Fut>(&mut self, action: &str, run: F) -> Result<Value, LeasingError>
+    where
+        F: FnOnce() -> Fut,
+        Fut: Future<Output = Result<Value, LeasingError>>,
+    {
+        self.position += 1;
+        let started_at = now_ms();
+        let clock = Instant::now();
+        let result = run().await;
+        let duration_ms = clock.elapsed().as_millis() as i64;
+        let (outcome, detail) = match &result {
+            Ok(_) => ("succeeded", None),
+            Err(error) => ("failed", Some(format!("{}: {error}", error.code()))),
+        };
+        if let Err(store_error) = self
+            .store
+            .record_flow_step(self.flow_id, self.position, action, outcome, started_at, duration_ms, detail.as_deref())
+            .await
+        {
+            crate::telemetry::report_internal_error(&format!(
+                "flow {} step {action} not recorded: {store_error}",
+                self.flow_id
+            ));
+        }
+        result
+    }
+
+    pub async fn finish(&self, result: &Result<Value, LeasingError>, financing_id: Option<&str>) {
+        let outcome = match result {
+            Ok(_) => self.store.finish_flow(self.flow_id, "succeeded", financing_id, None, None).await,
+            Err(error) => {
+                self.store
+                    .finish_flow(self.flow_id, "failed", financing_id, Some(error.code()), Some(&error.to_string()))
+                    .await
+            }
+        };
+        if let Err(store_error) = outcome {
+            crate::telemetry::report_internal_error(&format!(
+                "flow {} not finished in the record: {store_error}",
+                self.flow_id
+            ));
+        }
+    }
+}
+
+/// Runs the flow (its input already validated with [`FlowInput::validate`]); the answer is
+/// the seed's result object.
+pub async fn run(
+    service: &LeasingService,
+    input: &FlowInput,
+    recorder: &mut FlowRecorder<'_>,
+) -> Result<Value, LeasingError> {
+    let mut financing_id = None;
+    let result = run_steps(service, input, recorder, &mut financing_id).await;
+    recorder.finish(&result, financing_id.as_deref()).await;
+    result
+}
+
+fn non_empty(payload: &Option<Value>) -> Option<&Value> {
+    payload.as_ref().filter(|p| p.as_object().is_some_and(|o| !o.is_empty()))
+}
+
+async fn run_steps(
+    service: &LeasingService,
+    input: &FlowInput,
+    recorder: &mut FlowRecorder<'_>,
+    financing_id: &mut Option<String>,
+) -> Result<Value, LeasingError> {
+    let request = recorder.step("create", || service.create(&input.request_payload)).await?;
+    let id = request.get("FinancingId").and_then(Value::as_str).unwrap_or_default().to_string();
+    *financing_id = Some(id.clone());
+
+    let patched_request = match non_empty(&input.patch_request_payload) {
+        Some(patch) => Some(recorder.step("patch_request", || service.patch_request(&id, patch)).await?),
+        None => None,
+    };
+    let patched_lessee = match non_empty(&input.patch_lessee_payload) {
+        Some(patch) => Some(recorder.step("patch_lessee", || service.patch_lessee(&id, patch)).await?),
+        None => None,
+    };
+    let latest = patched_lessee.clone().or_else(|| patched_request.clone()).unwrap_or_else(|| request.clone());
+    let ready =
+        recorder.step("wait_ready_to_sign", || service.wait_ready_to_sign(&id, &input.wait, Some(latest))).await?;
+
+    let mut result = json!({
+        "success": true,
+        "mode": input.mode(),
+        "financingId": id,
+        "request": request,
+        "patchedRequest": patched_request,
+        "patchedLessee": patched_lessee,
+        "readyRequest": ready,
+    });
+    if input.cancel_e_signature {
+        result["cancelESignature"] = recorder.step("cancel_e_signature", || service.cancel_e_signature(&id)).await?;
+        result["paperContract"] =
+            recorder.step("switch_to_paper_contract", || service.switch_to_paper_contract(&id)).await?;
+    } else {
+        result["configuration"] =
+            recorder.step("e_signature_configuration", || service.e_signature_configuration(&id)).await?;
+        let payload = input.e_signature_payload.clone().unwrap_or_else(|| json!({}));
+        result["eSignature"] = recorder.step("start_e_signature", || service.start_e_signature(&id, &payload)).await?;
+    }
+    result["contractDocumentBase64"] = if input.fetch_contract_document_base64 {
+        recorder
+            .step("contract_document_base64", || async { Ok(service.contract_document(&id, false).await?.0) })
+            .await?
+    } else {
+        Value::Null
+    };
+    result["contractDocumentDownloadLink"] = if input.fetch_contract_document_download_link {
+        recorder.step("contract_document_link", || service.contract_document_link(&id)).await?
+    } else {
+        Value::Null
+    };
+    Ok(result)
+}

@@ -1,0 +1,127 @@
+//! The `leasing_flows` and `leasing_flow_steps` tables: where each one-shot flow got to.
+
+use sqlx::Row;
+
+use super::{Store, StoreError, now_ms};
+
+/// One recorded step.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FlowStepRow {
+    pub position: i32,
+    pub action: String,
+    pub outcome: String,
+    pub duration_ms: i64,
+    pub detail: Option<String>,
+}
+
+/// A recorded flow.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FlowRow {
+    pub id: i64,
+    pub mode: String,
+    pub status: String,
+    pub financing_id: Option<String>,
+    pub error_code: Option<String>,
+    pub message: Option<String>,
+    pub steps: Vec<FlowStepRow>,
+}
+
+impl Store {
+    pub async fn start_flow(&self, user_id: i64, mode: &str) -> Result<i64, StoreError> {
+        let row = sqlx::query(
+            "INSERT INTO leasing_flows (user_id, mode, status, started_at) VALUES ($1, $2, 'running', $3) RETURNING id",
+        )
+        .bind(user_id)
+        .bind(mode)
+        .bind(now_ms())
+        .fetch_one(self.pool())
+        .await?;
+        Ok(row.try_get("id")?)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub async fn record_flow_step(
+        &self,
+        flow_id: i64,
+        position: i32,
+        action: &str,
+        outcome: &str,
+        started_at: i64,
+        duration_ms: i64,
+        detail: Option<&str>,
+    ) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO leasing_flow_steps (flow_id, position, action, outcome, started_at, duration_ms, detail) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7)",
+        )
+        .bind(flow_id)
+        .bind(position)
+        .bind(action)
+        .bind(outcome)
+        .bind(started_at)
+        .bind(duration_ms)
+        .bind(detail)
+        .execute(self.pool())
+        .await?;
+        Ok(())
+    }
+
+    pub async fn finish_flow(
+        &self,
+        flow_id: i64,
+        status: &str,
+        financing_id: Option<&str>,
+        error_code: Option<&str>,
+        message: Option<&str>,
+    ) -> Result<(), StoreError> {
+        sqlx::query(
+            "UPDATE leasing_flows SET status = $1, financing_id = $2, error_code = $3, message = $4, finished_at = $5 WHERE id = $6",
+        )
+        .bind(status)
+        .bind(financing_id)
+        .bind(error_code)
+        .bind(message)
+        .bind(now_ms())
+        .bind(flow_id)
+        .execute(self.pool())
+        .await?;
+        Ok(())
+    }
+
+    pub async fn flow(&self, flow_id: i64) -> Result<Option<FlowRow>, StoreError> {
+        let Some(row) =
+            sqlx::query("SELECT id, mode, status, financing_id, error_code, message FROM leasing_flows WHERE id = $1")
+                .bind(flow_id)
+                .fetch_optional(self.pool())
+                .await?
+        else {
+            return Ok(None);
+        };
+        let steps = sqlx::query(
+            "SELECT position, action, outcome, duration_ms, detail FROM leasing_flow_steps WHERE flow_id = $1 ORDER BY position",
+        )
+        .bind(flow_id)
+        .fetch_all(self.pool())
+        .await?
+        .iter()
+        .map(|s| {
+            Ok(FlowStepRow {
+                position: s.try_get("position")?,
+                action: s.try_get("action")?,
+                outcome: s.try_get("outcome")?,
+                duration_ms: s.try_get("duration_ms")?,
+                detail: s.try_get("detail")?,
+            })
+        })
+        .collect::<Result<Vec<_>, sqlx::Error>>()?;
+        Ok(Some(FlowRow {
+            id: row.try_get("id")?,
+            mode: row.try_get("mode")?,
+            status: row.try_get("status")?,
+            financing_id: row.try_get("financing_id")?,
+            error_code: row.try_get("error_code")?,
+            message: row.try_get("message")?,
+            steps,
+        }))
+    }
+}

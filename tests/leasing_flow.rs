@@ -1,0 +1,266 @@
+//! The one-shot request flow and idempotent retries over real HTTP.
+
+mod common;
+
+use common::{Db, TestService, error_body};
+use serde_json::{Value, json};
+
+fn request_payload(company: &str) -> Value {
+    json!({
+        "ProductType": "ClassicLease", "FinancingAmount": 2598.0, "Period": 48, "Currency": "EUR",
+        "PaymentFrequency": "Monthly", "PaymentMethod": "DirectDebit",
+        "Lessee": {"CompanyName": company, "LegalFormId": 1, "Email": "lessee@example.com",
+                   "Addresses": [{"Line1": "Hauptstr. 1", "PostCode": "10115", "City": "Berlin", "Country": "DE", "Type": "Main"}]},
+        "FinancingObjects": [{"Quantity": 2, "ObjectTypeId": 1, "Name": "Laptop", "NetPricePerObject": 1299.0}]
+    })
+}
+
+fn flow_body(company: &str) -> Value {
+    json!({
+        "request_payload": request_payload(company),
+        "e_signature_payload": {"SignerName": "Max Mustermann", "SignerEmail": "max@acme.example",
+                                "signees": [{"FirstName": "Max", "LastName": "Mustermann", "Email": "max@acme.example"}]},
+        "sleep_milliseconds": 0
+    })
+}
+
+const FLOW: &str = "/api/v1/leasing/leasing/request-flow";
+
+async fn post(svc: &TestService, token: &str, path: &str, body: &Value, key: Option<&str>) -> reqwest::Response {
+    let mut request = svc.client.post(svc.url(path)).bearer_auth(token).json(body);
+    if let Some(key) = key {
+        request = request.header("idempotency-key", key);
+    }
+    request.send().await.unwrap()
+}
+
+async fn provider_request_count(svc: &TestService) -> u64 {
+    let stats: Value =
+        svc.client.get(format!("{}/__sandbox/stats", svc.leasing)).send().await.unwrap().json().await.unwrap();
+    stats["requests"].as_u64().unwrap()
+}
+
+async fn flow_steps(svc: &TestService, flow_id: i64) -> (String, Option<String>, Vec<(String, String)>) {
+    let (status, code): (String, Option<String>) =
+        sqlx::query_as("SELECT status, error_code FROM leasing_flows WHERE id = $1")
+            .bind(flow_id)
+            .fetch_one(svc.store().pool())
+            .await
+            .unwrap();
+    let steps: Vec<(String, String)> =
+        sqlx::query_as("SELECT action, outcome FROM leasing_flow_steps WHERE flow_id = $1 ORDER BY position")
+            .bind(flow_id)
+            .fetch_all(svc.store().pool())
+            .await
+            .unwrap();
+    (status, code, steps)
+}
+
+async fn latest_flow_id(svc: &TestService) -> i64 {
+    let (id,): (i64,) =
+        sqlx::query_as("SELECT MAX(id) FROM leasing_flows").fetch_one(svc.store().pool()).await.unwrap();
+    id
+}
+
+async fn e_signature_mode_runs_every_step_in_order(db: Db) {
+    let svc = TestService::start(db, &[]).await;
+    let token = svc.user_token().await;
+    let response = post(&svc, &token, FLOW, &flow_body("ACME GmbH"), None).await;
+    assert_eq!(response.status(), 200);
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["success"], true);
+    let data = &body["data"];
+    assert_eq!(data["success"], true);
+    assert_eq!(data["mode"], "e_signature");
+    let id = data["financingId"].as_str().unwrap();
+    assert_eq!(data["request"]["FinancingId"], id);
+    assert_eq!(data["patchedRequest"], Value::Null);
+    assert_eq!(data["patchedLessee"], Value::Null);
+    assert_eq!(data["readyRequest"]["State"], "ReadyToSign");
+    assert_eq!(data["configuration"]["DocuSign"]["MaxNumberOfCustomerSignees"], 2);
+    assert_eq!(data["eSignature"]["State"], "AwaitingCustomerSignature");
+    assert_eq!(data["contractDocumentBase64"], Value::Null);
+    assert_eq!(data["contractDocumentDownloadLink"], Value::Null);
+    assert!(data.get("cancelESignature").is_none());
+
+    let (status, code, steps) = flow_steps(&svc, data["flowId"].as_i64().unwrap()).await;
+    assert_eq!(status, "succeeded");
+    assert_eq!(code, None);
+    let actions: Vec<&str> = steps.iter().map(|(a, _)| a.as_str()).collect();
+    assert_eq!(actions, ["create", "wait_ready_to_sign", "e_signature_configuration", "start_e_signature"]);
+    assert!(steps.iter().all(|(_, outcome)| outcome == "succeeded"));
+    svc.stop().await;
+}
+
+async fn patches_and_contract_fetches_in_both_modes(db: Db) {
+    let svc = TestService::start(db, &[]).await;
+    let token = svc.user_token().await;
+    for cancel in [false, true] {
+        let mut body = flow_body("ACME GmbH");
+        body["patch_request_payload"] = json!({"PaymentMethod": "Invoice"});
+        body["patch_lessee_payload"] = json!({"CompanyName": "ACME Holding GmbH"});
+        body["fetch_contract_document_base64"] = json!(true);
+        body["fetch_contract_document_download_link"] = json!(true);
+        body["cancel_e_signature"] = json!(cancel);
+        if cancel {
+            body.as_object_mut().unwrap().remove("e_signature_payload");
+        }
+        let response = post(&svc, &token, FLOW, &body, None).await;
+        assert_eq!(response.status(), 200);
+        let data = response.json::<Value>().await.unwrap()["data"].clone();
+        assert_eq!(data["patchedRequest"]["PaymentMethod"], "Invoice");
+        assert_eq!(data["patchedLessee"]["Lessee"]["CompanyName"], "ACME Holding GmbH");
+        assert!(data["contractDocumentBase64"]["Content"].as_str().unwrap().len() > 100);
+        assert!(data["contractDocumentDownloadLink"]["Url"].as_str().is_some());
+        let (_, _, steps) = flow_steps(&svc, data["flowId"].as_i64().unwrap()).await;
+        let actions: Vec<&str> = steps.iter().map(|(a, _)| a.as_str()).collect();
+        if cancel {
+            assert_eq!(data["mode"], "cancel_e_signature");
+            assert_eq!(data["cancelESignature"]["State"], "ReadyToSign");
+            assert_eq!(data["paperContract"]["State"], "ContractPrinted");
+            assert!(data.get("configuration").is_none() && data.get("eSignature").is_none());
+            assert_eq!(
+                actions,
+                [
+                    "create",
+                    "patch_request",
+                    "patch_lessee",
+                    "wait_ready_to_sign",
+                    "cancel_e_signature",
+                    "switch_to_paper_contract",
+                    "contract_document_base64",
+                    "contract_document_link"
+                ]
+            );
+        } else {
+            assert_eq!(data["mode"], "e_signature");
+            assert_eq!(actions.len(), 8, "{actions:?}");
+        }
+    }
+    svc.stop().await;
+}
+
+async fn a_failed_flow_is_recorded_where_it_stopped(db: Db) {
+    let svc = TestService::start(db, &[]).await;
+    let token = svc.user_token().await;
+    let body = error_body(post(&svc, &token, FLOW, &flow_body("Risky [declined]"), None).await, 500).await;
+    assert_eq!(body["success"], false);
+    assert_eq!(body["error_code"], "declined");
+    let (status, code, steps) = flow_steps(&svc, latest_flow_id(&svc).await).await;
+    assert_eq!((status.as_str(), code.as_deref()), ("failed", Some("declined")));
+    assert_eq!(
+        steps,
+        [("create".to_string(), "succeeded".to_string()), ("wait_ready_to_sign".to_string(), "failed".to_string())]
+    );
+
+    // A provider failure in the middle.
+    svc.leasing_fault(json!({"path_prefix": "/basic/v1/requests/", "status": 503, "times": 1})).await;
+    let mut failing = flow_body("ACME GmbH");
+    failing["patch_request_payload"] = json!({"PaymentMethod": "Invoice"});
+    let body = error_body(post(&svc, &token, FLOW, &failing, None).await, 500).await;
+    assert_eq!(body["error_code"], "upstream_error");
+    let (status, code, steps) = flow_steps(&svc, latest_flow_id(&svc).await).await;
+    assert_eq!((status.as_str(), code.as_deref()), ("failed", Some("upstream_error")));
+    assert_eq!(steps.last().unwrap(), &("patch_request".to_string(), "failed".to_string()));
+    svc.stop().await;
+}
+
+async fn invalid_flow_input_is_refused_before_any_call(db: Db) {
+    let svc = TestService::start(db, &[]).await;
+    let token = svc.user_token().await;
+    let mut body = flow_body("ACME GmbH");
+    body.as_object_mut().unwrap().remove("e_signature_payload");
+    body["request_payload"]["FinancingAmount"] = json!(-1);
+    body["max_attempts"] = json!(500);
+    let errors = error_body(post(&svc, &token, FLOW, &body, None).await, 422).await;
+    assert_eq!(errors["success"], false);
+    assert!(errors["errors"]["max_attempts"].is_array(), "{errors}");
+    body["max_attempts"] = json!(3);
+    let errors = error_body(post(&svc, &token, FLOW, &body, None).await, 422).await;
+    assert!(errors["errors"]["e_signature_payload"].is_array(), "{errors}");
+    assert!(errors["errors"]["request_payload.FinancingAmount"].is_array(), "{errors}");
+    let (flows,): (i64,) =
+        sqlx::query_as("SELECT COUNT(*) FROM leasing_flows").fetch_one(svc.store().pool()).await.unwrap();
+    assert_eq!(flows, 0, "nothing is recorded for refused input");
+    assert_eq!(provider_request_count(&svc).await, 0);
+    svc.stop().await;
+}
+
+async fn retried_creates_and_flows_run_once(db: Db) {
+    let svc = TestService::start(db, &[]).await;
+    let token = svc.user_token().await;
+    let first = post(&svc, &token, "/api/v1/leasing", &request_payload("ACME GmbH"), Some("create-1")).await;
+    assert_eq!(first.status(), 201);
+    let first: Value = first.json().await.unwrap();
+    let again = post(&svc, &token, "/api/v1/leasing", &request_payload("ACME GmbH"), Some("create-1")).await;
+    assert_eq!(again.status(), 201);
+    let again: Value = again.json().await.unwrap();
+    assert_eq!(first, again);
+    assert_eq!(provider_request_count(&svc).await, 1, "the retry created nothing new");
+
+    let other =
+        error_body(post(&svc, &token, "/api/v1/leasing", &request_payload("Other GmbH"), Some("create-1")).await, 422)
+            .await;
+    assert_eq!(other["error_code"], "idempotency_key_reused");
+
+    // A failed attempt frees its key: the retry runs.
+    svc.leasing_fault(json!({"path_prefix": "/basic/v1/requests", "status": 503, "times": 1})).await;
+    error_body(post(&svc, &token, "/api/v1/leasing", &request_payload("ACME GmbH"), Some("create-2")).await, 500).await;
+    assert_eq!(
+        post(&svc, &token, "/api/v1/leasing", &request_payload("ACME GmbH"), Some("create-2")).await.status(),
+        201
+    );
+    assert_eq!(provider_request_count(&svc).await, 2);
+
+    let flow_first: Value =
+        post(&svc, &token, FLOW, &flow_body("ACME GmbH"), Some("flow-1")).await.json().await.unwrap();
+    let flow_again: Value =
+        post(&svc, &token, FLOW, &flow_body("ACME GmbH"), Some("flow-1")).await.json().await.unwrap();
+    assert_eq!(flow_first["data"]["financingId"], flow_again["data"]["financingId"]);
+    assert_eq!(provider_request_count(&svc).await, 3);
+    let (flows,): (i64,) =
+        sqlx::query_as("SELECT COUNT(*) FROM leasing_flows").fetch_one(svc.store().pool()).await.unwrap();
+    assert_eq!(flows, 1);
+
+    // Without the header every call creates.
+    post(&svc, &token, "/api/v1/leasing", &request_payload("ACME GmbH"), None).await;
+    post(&svc, &token, "/api/v1/leasing", &request_payload("ACME GmbH"), None).await;
+    assert_eq!(provider_request_count(&svc).await, 5);
+    svc.stop().await;
+}
+
+async fn health_and_test_flow(db: Db) {
+    let svc = TestService::start(db, &[]).await;
+    let token = svc.user_token().await;
+    let health: Value = svc.client.get(svc.url(FLOW)).bearer_auth(&token).send().await.unwrap().json().await.unwrap();
+    assert_eq!(health["success"], true);
+    assert_eq!(health["provider_configured"], true);
+    let created: Value =
+        post(&svc, &token, "/api/v1/leasing", &request_payload("ACME GmbH"), None).await.json().await.unwrap();
+    let id = created["data"]["FinancingId"].as_str().unwrap();
+    let stored: Value = svc
+        .client
+        .get(svc.url(&format!("{FLOW}/test-flow/{id}")))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(stored["data"]["stored"]["path"], format!("contracts/{id}.pdf"));
+    assert!(svc.storage_dir.join(format!("contracts/{id}.pdf")).is_file());
+    let refused =
+        svc.client.get(svc.url(&format!("{FLOW}/test-flow/..%2Fescape"))).bearer_auth(&token).send().await.unwrap();
+    error_body(refused, 422).await;
+    svc.stop().await;
+}
+
+on_both_databases!(
+    e_signature_mode_runs_every_step_in_order,
+    patches_and_contract_fetches_in_both_modes,
+    a_failed_flow_is_recorded_where_it_stopped,
+    invalid_flow_input_is_refused_before_any_call,
+    retried_creates_and_flows_run_once,
+    health_and_test_flow,
+);
