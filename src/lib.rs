@@ -12,6 +12,7 @@
 pub mod api;
 pub mod auth;
 pub mod config;
+pub mod digest;
 pub mod error;
 pub mod front;
 pub mod leasing;

@@ -8,7 +8,6 @@ use bytes::Bytes;
 use object_store::local::LocalFileSystem;
 use object_store::path::Path as ObjectPath;
 use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
-use sha2::{Digest, Sha256};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StorageError {
@@ -67,7 +66,7 @@ impl Storage {
     }
 
     pub async fn put(&self, key: &StorageKey, content: Bytes) -> Result<StoredFile, StorageError> {
-        let sha256: String = Sha256::digest(&content).iter().map(|b| format!("{b:02x}")).collect();
+        let sha256 = crate::digest::sha256_hex(&content);
         let bytes = content.len() as u64;
         self.store
             .put(&ObjectPath::from(key.as_str()), PutPayload::from_bytes(content))

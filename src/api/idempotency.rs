@@ -9,7 +9,6 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 
 use crate::error::ApiError;
 use crate::store::Store;
@@ -26,8 +25,7 @@ pub struct IdempotencyHeader {
 
 fn hash(body: &Value) -> String {
     // serde_json's maps are ordered by key, so equal documents hash alike.
-    let bytes = serde_json::to_vec(body).unwrap_or_default();
-    Sha256::digest(&bytes).iter().map(|b| format!("{b:02x}")).collect()
+    crate::digest::sha256_hex(&serde_json::to_vec(body).expect("a JSON value serialises"))
 }
 
 /// Runs `work` once per key; repeats replay the stored answer.

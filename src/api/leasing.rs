@@ -14,7 +14,7 @@ use super::idempotency;
 use super::leasing_schema as schema;
 use crate::error::ApiError;
 use crate::leasing::flow::{self, FlowInput, FlowRecorder};
-use crate::leasing::service::WaitParams;
+use crate::leasing::service::{StoredContract, WaitParams};
 use crate::leasing::state::StateMeta;
 
 /// Public leasing paths that collide with `/api/v1/leasing/{financingId}` in dropshot's router,
@@ -98,6 +98,12 @@ pub struct StoredPdf {
     pub bytes: u64,
     /// SHA-256 of the PDF, hex.
     pub sha256: String,
+}
+
+impl From<StoredContract> for StoredPdf {
+    fn from(stored: StoredContract) -> Self {
+        StoredPdf { path: stored.path, bytes: stored.bytes, sha256: stored.sha256 }
+    }
 }
 
 /// The contract document.
@@ -320,7 +326,7 @@ pub async fn test_flow(
     authorize(rqctx).await?;
     let (_, stored) = rqctx.context().leasing.contract_document(id, true).await?;
     let stored = stored.ok_or_else(|| ApiError::internal("the contract was not stored").leasing())?;
-    let stored = StoredPdf { path: stored.path, bytes: stored.bytes, sha256: stored.sha256 };
+    let stored = StoredPdf::from(stored);
     Ok(HttpResponseOk(TestFlowEnvelope {
         success: true,
         data: TestFlowResult { financing_id: id.to_string(), stored },
@@ -414,7 +420,7 @@ pub async fn contract_document(
     Ok(HttpResponseOk(ContractDocumentEnvelope {
         success: true,
         data: Documented::new(document),
-        stored: stored.map(|s| StoredPdf { path: s.path, bytes: s.bytes, sha256: s.sha256 }),
+        stored: stored.map(StoredPdf::from),
     }))
 }
 

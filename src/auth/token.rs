@@ -4,7 +4,6 @@
 
 use rand::Rng;
 use rand::distr::Alphanumeric;
-use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 pub const SECRET_LEN: usize = 40;
@@ -34,8 +33,7 @@ pub fn new_secret() -> String {
 
 /// Hex SHA-256 of a secret, as stored.
 pub fn digest(secret: &str) -> String {
-    let hash = Sha256::digest(secret.as_bytes());
-    hash.iter().map(|b| format!("{b:02x}")).collect()
+    crate::digest::sha256_hex(secret.as_bytes())
 }
 
 /// Compares a presented secret with a stored digest without leaking where they differ.
