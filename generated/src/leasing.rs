@@ -225,12 +225,12 @@ pub mod types {
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub request_id: ::std::option::Option<::std::string::String>,
-        ///State of the request after creation.
+        ///State of the request after creation. One of the values of RequestState; a state the provider adds later is passed through as it is.
         #[serde(
             rename = "State",
             skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub state: ::std::option::Option<RequestState>,
+        pub state: ::std::option::Option<::std::string::String>,
         #[serde(flatten)]
         pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     }
@@ -376,12 +376,12 @@ pub mod types {
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub request_id: ::std::option::Option<::std::string::String>,
-        ///State of the request after starting the e-signature (typically StartingESignature).
+        ///State of the request after starting the e-signature (typically StartingESignature). One of the values of RequestState; a state the provider adds later is passed through as it is.
         #[serde(
             rename = "State",
             skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub state: ::std::option::Option<RequestState>,
+        pub state: ::std::option::Option<::std::string::String>,
         #[serde(flatten)]
         pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     }
@@ -841,12 +841,12 @@ pub mod types {
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub signing_type: ::std::option::Option<::std::string::String>,
-        ///Current state of the request.
+        ///Current state of the request. One of the values of RequestState; a state the provider adds later is passed through as it is.
         #[serde(
             rename = "State",
             skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub state: ::std::option::Option<RequestState>,
+        pub state: ::std::option::Option<::std::string::String>,
         ///E-mail address of the partner's contact person for this request.
         #[serde(
             rename = "SupplierContactEmail",
@@ -1354,12 +1354,12 @@ pub mod types {
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub request_id: ::std::option::Option<::std::string::String>,
-        ///State of the request after the action.
+        ///State of the request after the action. One of the values of RequestState; a state the provider adds later is passed through as it is.
         #[serde(
             rename = "State",
             skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub state: ::std::option::Option<RequestState>,
+        pub state: ::std::option::Option<::std::string::String>,
         #[serde(flatten)]
         pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     }
@@ -2287,7 +2287,7 @@ pub mod types {
                 ::std::string::String,
             >,
             state: ::std::result::Result<
-                ::std::option::Option<super::RequestState>,
+                ::std::option::Option<::std::string::String>,
                 ::std::string::String,
             >,
             extra: ::std::result::Result<
@@ -2332,7 +2332,7 @@ pub mod types {
             }
             pub fn state<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<super::RequestState>>,
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.state = value
@@ -2834,7 +2834,7 @@ pub mod types {
                 ::std::string::String,
             >,
             state: ::std::result::Result<
-                ::std::option::Option<super::RequestState>,
+                ::std::option::Option<::std::string::String>,
                 ::std::string::String,
             >,
             extra: ::std::result::Result<
@@ -2907,7 +2907,7 @@ pub mod types {
             }
             pub fn state<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<super::RequestState>>,
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.state = value
@@ -3911,7 +3911,7 @@ pub mod types {
                 ::std::string::String,
             >,
             state: ::std::result::Result<
-                ::std::option::Option<super::RequestState>,
+                ::std::option::Option<::std::string::String>,
                 ::std::string::String,
             >,
             supplier_contact_email: ::std::result::Result<
@@ -4349,7 +4349,7 @@ pub mod types {
             }
             pub fn state<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<super::RequestState>>,
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.state = value
@@ -5772,7 +5772,7 @@ pub mod types {
                 ::std::string::String,
             >,
             state: ::std::result::Result<
-                ::std::option::Option<super::RequestState>,
+                ::std::option::Option<::std::string::String>,
                 ::std::string::String,
             >,
             extra: ::std::result::Result<
@@ -5830,7 +5830,7 @@ pub mod types {
             }
             pub fn state<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<super::RequestState>>,
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.state = value
