@@ -34,6 +34,7 @@ pub const SETTING_NAMES: &[&str] = &[
     "FIELDREPORT_BASE_URL",
     "FIELDREPORT_USERNAME",
     "FIELDREPORT_PASSWORD",
+    "FIELDREPORT_TIMEOUT_SECONDS",
     "ERP_BASE_URL",
     "ERP_API_KEY",
     "ERP_WEBHOOK_SECRET",
@@ -122,6 +123,8 @@ pub struct FieldReportConfig {
     pub base_url: Option<Url>,
     pub username: Option<String>,
     pub password: Option<SecretString>,
+    /// Time-out of one call (`FIELDREPORT_TIMEOUT_SECONDS`, default 30).
+    pub timeout: Duration,
 }
 
 /// Settings of the ERP client and webhook receiver.
@@ -396,6 +399,7 @@ impl Config {
             base_url: raw.url("FIELDREPORT_BASE_URL")?,
             username: raw.get("FIELDREPORT_USERNAME").map(str::to_string),
             password: raw.secret("FIELDREPORT_PASSWORD"),
+            timeout: Duration::from_secs(raw.positive_u64("FIELDREPORT_TIMEOUT_SECONDS")?.unwrap_or(30)),
         };
 
         let erp = ErpConfig {

@@ -12,9 +12,11 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use crate::auth::AuthError;
+use crate::fieldreport::service::FieldReportError;
 use crate::leasing::service::LeasingError;
 use crate::store::StoreError;
 use crate::telemetry;
+use crate::upstream::UpstreamError;
 
 /// Validation messages per field name.
 pub type FieldErrors = BTreeMap<String, Vec<String>>;
@@ -197,6 +199,43 @@ impl From<LeasingError> for ApiError {
                 telemetry::report_leasing_failure(code, &other.to_string());
                 Self::new(ErrorStatusCode::INTERNAL_SERVER_ERROR, code, other.to_string()).leasing()
             }
+        }
+    }
+}
+
+/// An upstream failure outside the leasing routes: 502 when it refused or failed (409 when it
+/// reports a version conflict), 504 on a time-out, 503 when it is not configured.
+impl From<UpstreamError> for ApiError {
+    fn from(error: UpstreamError) -> Self {
+        let message = error.to_string();
+        match error {
+            UpstreamError::NotConfigured { .. } => {
+                Self::new(ErrorStatusCode::SERVICE_UNAVAILABLE, "upstream_not_configured", message)
+            }
+            UpstreamError::Timeout { .. } => Self::new(ErrorStatusCode::GATEWAY_TIMEOUT, "upstream_timeout", message),
+            UpstreamError::Refused { status: 409, .. } => {
+                Self::new(ErrorStatusCode::CONFLICT, "upstream_conflict", message)
+            }
+            UpstreamError::Refused { .. } => Self::new(ErrorStatusCode::BAD_GATEWAY, "upstream_error", message),
+            UpstreamError::Unreachable { .. } => {
+                Self::new(ErrorStatusCode::BAD_GATEWAY, "upstream_unavailable", message)
+            }
+            UpstreamError::Malformed { .. } => {
+                Self::new(ErrorStatusCode::BAD_GATEWAY, "upstream_invalid_response", message)
+            }
+            UpstreamError::Client { .. } => Self::internal(message),
+        }
+    }
+}
+
+impl From<FieldReportError> for ApiError {
+    fn from(error: FieldReportError) -> Self {
+        match error {
+            FieldReportError::Invalid(errors) => Self::validation(errors),
+            FieldReportError::NotFound { .. } => Self::not_found(error.to_string()),
+            FieldReportError::Conflict(message) => Self::new(ErrorStatusCode::CONFLICT, "conflict", message),
+            FieldReportError::Upstream(e) => e.into(),
+            FieldReportError::Store(e) => e.into(),
         }
     }
 }

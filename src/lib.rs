@@ -14,6 +14,7 @@ pub mod auth;
 pub mod config;
 pub mod digest;
 pub mod error;
+pub mod fieldreport;
 pub mod front;
 pub mod leasing;
 pub mod mail;

@@ -153,6 +153,12 @@ async fn run(command: Command, mut config: Config) -> anyhow::Result<()> {
             let (log, _log_guard) = telemetry::init(config.log_format);
             let sandboxes = sandbox::start(bind, &log).await?;
             println!("leasing provider simulator: {}", sandboxes.leasing_base_url());
+            println!(
+                "field-report simulator: {} (Basic {}:{})",
+                sandboxes.fieldreport_base_url(),
+                sandbox::fieldreport::USERNAME,
+                sandbox::fieldreport::PASSWORD
+            );
             shutdown_signal().await;
             Ok(())
         }
@@ -183,7 +189,11 @@ async fn serve(mut config: Config, sandbox: bool) -> anyhow::Result<()> {
     if sandbox {
         let sandboxes = sandbox::start(None, &log).await?;
         config.leasing.base_url = Some(sandboxes.leasing_base_url().parse()?);
+        config.fieldreport.base_url = Some(sandboxes.fieldreport_base_url().parse()?);
+        config.fieldreport.username = Some(sandbox::fieldreport::USERNAME.to_string());
+        config.fieldreport.password = Some(sandbox::fieldreport::PASSWORD.to_string().into());
         println!("sandbox: leasing provider simulator at {}", sandboxes.leasing_base_url());
+        println!("sandbox: field-report simulator at {}", sandboxes.fieldreport_base_url());
     }
     let service = server::start(&config, &log).await?;
     slog::info!(log, "listening"; "address" => format!("http://{}", service.address), "docs" => format!("http://{}/{}/openapi.json", service.address, config.docs_path));

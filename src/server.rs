@@ -13,6 +13,7 @@ use tokio::task::JoinHandle;
 use crate::api::{self, ApiContext};
 use crate::auth::{AuthError, Authenticator};
 use crate::config::Config;
+use crate::fieldreport::service::FieldReportService;
 use crate::front::rewrite::RewriteTable;
 use crate::front::{self, Front};
 use crate::leasing::calculation::Factors;
@@ -21,6 +22,7 @@ use crate::mail::{BuiltInTemplates, Mailer};
 use crate::storage::Storage;
 use crate::store::{Store, StoreError};
 use crate::upstream::UpstreamError;
+use crate::upstream::fieldreport::FieldReportClient;
 use crate::upstream::leasing::LeasingClient;
 use secrecy::ExposeSecret;
 
@@ -76,6 +78,14 @@ fn leasing_service(config: &Config) -> Result<LeasingService, StartError> {
     Ok(LeasingService::new(client, storage, mailer, config.erp.missing_info_template.clone()))
 }
 
+/// The field-report client; not configured is fine, misconfigured is not.
+fn fieldreport_client(config: &Config) -> Result<Result<FieldReportClient, UpstreamError>, StartError> {
+    match FieldReportClient::from_config(&config.fieldreport) {
+        Err(error @ UpstreamError::Client { .. }) => Err(StartError::Unsupported(error.to_string())),
+        other => Ok(other),
+    }
+}
+
 pub async fn start(config: &Config, log: &Logger) -> Result<RunningService, StartError> {
     if config.tls_cert.is_some() {
         return Err(StartError::Unsupported(
@@ -90,6 +100,7 @@ pub async fn start(config: &Config, log: &Logger) -> Result<RunningService, Star
         openapi: Arc::new(api::openapi::document()),
         leasing_factors: Factors::new(config.leasing.factors.clone()),
         leasing: leasing_service(config)?,
+        fieldreport: FieldReportService::new(store.clone(), fieldreport_client(config)?),
     };
 
     let dropshot_config = ConfigDropshot {

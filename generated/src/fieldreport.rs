@@ -137,6 +137,135 @@ pub fn by_set(set: &str) -> Option<&'static EntityInfo> {
 pub fn entity_names() -> impl Iterator<Item = &'static str> {
     ENTITIES.iter().map(|e| e.route)
 }
+/// A mirrored entity set as a type, for code that is generic over the sets (the
+/// per-entity HTTP endpoints are registered once per set, each typed with its model).
+pub trait MirroredEntity: Send + Sync + 'static {
+    /// The set's row in [`ENTITIES`].
+    const INFO: EntityInfo;
+    /// The set's model.
+    type Model: ::serde::Serialize
+        + ::serde::de::DeserializeOwned
+        + ::schemars::JsonSchema
+        + Clone
+        + Send
+        + Sync
+        + 'static;
+}
+/// Something done once per mirrored entity set.
+pub trait EntityVisitor {
+    fn visit<E: MirroredEntity>(&mut self);
+}
+/// Calls the visitor once per mirrored entity set, in seed order.
+pub fn visit_entities<V: EntityVisitor>(visitor: &mut V) {
+    visitor.visit::<sets::Companies>();
+    visitor.visit::<sets::Contacts>();
+    visitor.visit::<sets::Products>();
+    visitor.visit::<sets::Documents>();
+    visitor.visit::<sets::TimeEvents>();
+    visitor.visit::<sets::StepListTemplates>();
+    visitor.visit::<sets::ItemTypes>();
+    visitor.visit::<sets::ItemUnits>();
+    visitor.visit::<sets::Users>();
+    visitor.visit::<sets::CostCenters>();
+    visitor.visit::<sets::Tags>();
+    visitor.visit::<sets::Qualifications>();
+    visitor.visit::<sets::ServiceObjects>();
+    visitor.visit::<sets::ServiceRequests>();
+    visitor.visit::<sets::Items>();
+}
+/// One type per mirrored entity set, named as the set.
+pub mod sets {
+    ///The entity set `Companies` (route `companies`).
+    pub struct Companies;
+    impl super::MirroredEntity for Companies {
+        const INFO: super::EntityInfo = super::ENTITIES[0usize];
+        type Model = super::types::Company;
+    }
+    ///The entity set `Contacts` (route `contacts`).
+    pub struct Contacts;
+    impl super::MirroredEntity for Contacts {
+        const INFO: super::EntityInfo = super::ENTITIES[1usize];
+        type Model = super::types::Contact;
+    }
+    ///The entity set `Products` (route `products`).
+    pub struct Products;
+    impl super::MirroredEntity for Products {
+        const INFO: super::EntityInfo = super::ENTITIES[2usize];
+        type Model = super::types::Product;
+    }
+    ///The entity set `Documents` (route `documents`).
+    pub struct Documents;
+    impl super::MirroredEntity for Documents {
+        const INFO: super::EntityInfo = super::ENTITIES[3usize];
+        type Model = super::types::Document;
+    }
+    ///The entity set `TimeEvents` (route `timeEvents`).
+    pub struct TimeEvents;
+    impl super::MirroredEntity for TimeEvents {
+        const INFO: super::EntityInfo = super::ENTITIES[4usize];
+        type Model = super::types::TimeEvent;
+    }
+    ///The entity set `StepListTemplates` (route `stepListTemplates`).
+    pub struct StepListTemplates;
+    impl super::MirroredEntity for StepListTemplates {
+        const INFO: super::EntityInfo = super::ENTITIES[5usize];
+        type Model = super::types::StepListTemplate;
+    }
+    ///The entity set `ItemTypes` (route `itemTypes`).
+    pub struct ItemTypes;
+    impl super::MirroredEntity for ItemTypes {
+        const INFO: super::EntityInfo = super::ENTITIES[6usize];
+        type Model = super::types::ItemType;
+    }
+    ///The entity set `ItemUnits` (route `itemUnits`).
+    pub struct ItemUnits;
+    impl super::MirroredEntity for ItemUnits {
+        const INFO: super::EntityInfo = super::ENTITIES[7usize];
+        type Model = super::types::ItemUnit;
+    }
+    ///The entity set `Users` (route `users`).
+    pub struct Users;
+    impl super::MirroredEntity for Users {
+        const INFO: super::EntityInfo = super::ENTITIES[8usize];
+        type Model = super::types::User;
+    }
+    ///The entity set `CostCenters` (route `costCenters`).
+    pub struct CostCenters;
+    impl super::MirroredEntity for CostCenters {
+        const INFO: super::EntityInfo = super::ENTITIES[9usize];
+        type Model = super::types::CostCenter;
+    }
+    ///The entity set `Tags` (route `tags`).
+    pub struct Tags;
+    impl super::MirroredEntity for Tags {
+        const INFO: super::EntityInfo = super::ENTITIES[10usize];
+        type Model = super::types::Tag;
+    }
+    ///The entity set `Qualifications` (route `qualifications`).
+    pub struct Qualifications;
+    impl super::MirroredEntity for Qualifications {
+        const INFO: super::EntityInfo = super::ENTITIES[11usize];
+        type Model = super::types::Qualification;
+    }
+    ///The entity set `ServiceObjects` (route `serviceObjects`).
+    pub struct ServiceObjects;
+    impl super::MirroredEntity for ServiceObjects {
+        const INFO: super::EntityInfo = super::ENTITIES[12usize];
+        type Model = super::types::ServiceObject;
+    }
+    ///The entity set `ServiceRequests` (route `serviceRequests`).
+    pub struct ServiceRequests;
+    impl super::MirroredEntity for ServiceRequests {
+        const INFO: super::EntityInfo = super::ENTITIES[13usize];
+        type Model = super::types::ServiceRequest;
+    }
+    ///The entity set `Items` (route `items`).
+    pub struct Items;
+    impl super::MirroredEntity for Items {
+        const INFO: super::EntityInfo = super::ENTITIES[14usize];
+        type Model = super::types::Item;
+    }
+}
 /// The model types.
 pub mod types {
     ///An appointment of technicians for a service request. Navigation-only: not mirrored by the integration service.

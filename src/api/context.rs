@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use crate::auth::Authenticator;
+use crate::fieldreport::service::FieldReportService;
 use crate::leasing::calculation::Factors;
 use crate::leasing::service::LeasingService;
 use crate::store::Store;
@@ -15,4 +16,5 @@ pub struct ApiContext {
     /// Factors of the inverse lease calculation.
     pub leasing_factors: Factors,
     pub leasing: LeasingService,
+    pub fieldreport: FieldReportService,
 }

@@ -6,6 +6,7 @@
 pub mod auth;
 pub mod context;
 pub mod documented;
+pub mod fieldreport;
 pub mod guard;
 pub mod idempotency;
 pub mod leasing;
@@ -42,6 +43,7 @@ pub const OPENAPI_INTERNAL_PATH: &str = "/__internal/docs/openapi.json";
         policy = EndpointTagPolicy::ExactlyOne,
         tags = {
             "auth" = { description = "Login, logout and the current user (personal access tokens)." },
+            "fieldreport" = { description = "The local mirror of the field-report system's 15 entity types; writes are forwarded to the upstream." },
             "leasing" = { description = "Financing requests at the leasing provider, the one-shot request flow, and lease calculations." },
             "operations" = { description = "Liveness and readiness probes for operators and orchestrators." },
         },
@@ -438,7 +440,10 @@ impl IntegrationApi for Service {
     }
 }
 
-/// The API wired to its implementation, for the server.
+/// The API wired to its implementation: the trait's endpoints plus the per-entity
+/// field-report endpoints. The document is generated from this same description.
 pub fn description() -> dropshot::ApiDescription<ApiContext> {
-    integration_api_mod::api_description::<Service>().expect("the API description is valid")
+    let mut api = integration_api_mod::api_description::<Service>().expect("the API description is valid");
+    fieldreport::register(&mut api).expect("the field-report endpoints register");
+    api
 }

@@ -1,4 +1,5 @@
-//! The service's OpenAPI document: generated from the API trait's stub description, then
+//! The service's OpenAPI document: generated from the API description (the trait's endpoints
+//! and the per-entity field-report endpoints; building it needs no running service), then
 //! completed with what dropshot does not emit (security scheme, specific error responses) and
 //! with the public paths of the front's rewrite table.
 
@@ -18,9 +19,9 @@ an `x-request-id` header with the same id.";
 
 /// The document as committed at `spec/openapi.json` and served at `/{DOCS_PATH}/openapi.json`.
 pub fn document() -> String {
-    let stub = super::integration_api_mod::stub_api_description().expect("the stub API description is valid");
+    let api = super::description();
     let version = semver::Version::parse(env!("CARGO_PKG_VERSION")).expect("the package version is semver");
-    let mut definition = stub.openapi("integration-service", version);
+    let mut definition = api.openapi("integration-service", version);
     definition.description(DESCRIPTION).contact_name("integration-service maintainers").license_name("MIT");
     let mut doc = definition.json().expect("the document serialises");
     complete(&mut doc, &RewriteTable::static_rules());
@@ -72,6 +73,27 @@ fn complete(doc: &mut Value, rewrites: &RewriteTable) {
         "content": error_content.clone()
     });
 
+    for (name, description) in [
+        ("NotFound", "No such record."),
+        (
+            "Conflict",
+            "The record exists already, was changed by a concurrent request, or the upstream reports a version conflict (`upstream_conflict`).",
+        ),
+        (
+            "BadGateway",
+            "The upstream system refused or failed (`upstream_error`, `upstream_unavailable`, `upstream_invalid_response`); nothing was changed locally.",
+        ),
+        (
+            "UpstreamNotConfigured",
+            "The upstream system is not configured (`upstream_not_configured`; the message names the setting).",
+        ),
+        (
+            "GatewayTimeout",
+            "The upstream system did not answer in time (`upstream_timeout`); nothing was changed locally.",
+        ),
+    ] {
+        responses[name] = json!({"description": description, "content": error_content.clone()});
+    }
     let paths = std::mem::take(doc["paths"].as_object_mut().expect("the document has paths"));
     let mut public_paths = serde_json::Map::new();
     for (path, mut item) in paths {
@@ -89,6 +111,11 @@ fn complete(doc: &mut Value, rewrites: &RewriteTable) {
                 op["responses"]["413"] = json!({"$ref": "#/components/responses/PayloadTooLarge"});
                 op["responses"]["422"] = json!({"$ref": "#/components/responses/ValidationFailed"});
             }
+            let tags: Vec<String> =
+                op["tags"].as_array().into_iter().flatten().filter_map(|t| t.as_str().map(str::to_string)).collect();
+            if tags.iter().any(|t| t == "fieldreport") {
+                complete_fieldreport_operation(op, &op_id);
+            }
             if op_id == "readyz" {
                 op["responses"]["503"] = json!({"$ref": "#/components/responses/ServiceUnavailable"});
             }
@@ -103,6 +130,40 @@ fn complete(doc: &mut Value, rewrites: &RewriteTable) {
         public_paths.insert(rewrites.public_path_of(&path).unwrap_or(path), item);
     }
     doc["paths"] = Value::Object(public_paths);
+}
+
+/// Error answers of the field-report routes, and the two answers of a delete.
+fn complete_fieldreport_operation(op: &mut Value, op_id: &str) {
+    let reference = |name: &str| json!({"$ref": format!("#/components/responses/{name}")});
+    let writes = !op_id.ends_with("_list") && !op_id.ends_with("_show");
+    if !op_id.ends_with("_list") {
+        op["responses"]["404"] = reference("NotFound");
+    }
+    if writes {
+        op["responses"]["409"] = reference("Conflict");
+        op["responses"]["502"] = reference("BadGateway");
+        op["responses"]["503"] = reference("UpstreamNotConfigured");
+        op["responses"]["504"] = reference("GatewayTimeout");
+    }
+    if op_id.ends_with("_delete") {
+        let responses = op["responses"].as_object_mut().expect("every operation has responses");
+        responses.remove("default");
+        responses.insert("204".into(), json!({"description": "Deleted locally and at the field-report system."}));
+        responses.insert(
+            "200".into(),
+            json!({
+                "description": "Deleted; sent with `Prefer: return=representation`.",
+                "content": {"application/json": {"schema": {
+                    "type": "object",
+                    "required": ["data", "fieldReportResponse"],
+                    "properties": {
+                        "data": {"type": "boolean", "description": "The result of the local delete."},
+                        "fieldReportResponse": {"nullable": true, "description": "The field-report system's answer."}
+                    }
+                }}}
+            }),
+        );
+    }
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@
 //! (e.g. malformed JSON). `DELETE /__sandbox/faults` clears them.
 
 pub mod faults;
+pub mod fieldreport;
 pub mod http;
 pub mod leasing;
 pub mod pdf;
@@ -19,6 +20,7 @@ use slog::Logger;
 #[derive(Debug, Clone)]
 pub struct Sandboxes {
     pub leasing: SocketAddr,
+    pub fieldreport: SocketAddr,
 }
 
 impl Sandboxes {
@@ -26,11 +28,28 @@ impl Sandboxes {
     pub fn leasing_base_url(&self) -> String {
         format!("http://{}", self.leasing)
     }
+
+    /// The root of the field-report simulator, as `FIELDREPORT_BASE_URL` expects it.
+    pub fn fieldreport_base_url(&self) -> String {
+        format!("http://{}", self.fieldreport)
+    }
+
+    /// The settings that point the service at the simulators.
+    pub fn settings(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("LEASING_BASE_URL", self.leasing_base_url()),
+            ("FIELDREPORT_BASE_URL", self.fieldreport_base_url()),
+            ("FIELDREPORT_USERNAME", fieldreport::USERNAME.to_string()),
+            ("FIELDREPORT_PASSWORD", fieldreport::PASSWORD.to_string()),
+        ]
+    }
 }
 
 /// Starts every simulator on loopback; `leasing_bind` fixes the leasing simulator's address.
 pub async fn start(leasing_bind: Option<SocketAddr>, log: &Logger) -> std::io::Result<Sandboxes> {
     let bind = leasing_bind.unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 0)));
     let leasing = leasing::start(bind, log.new(slog::o!("sandbox" => "leasing"))).await?;
-    Ok(Sandboxes { leasing })
+    let loopback = SocketAddr::from(([127, 0, 0, 1], 0));
+    let fieldreport = fieldreport::start(loopback, log.new(slog::o!("sandbox" => "fieldreport"))).await?;
+    Ok(Sandboxes { leasing, fieldreport })
 }

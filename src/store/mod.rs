@@ -4,6 +4,7 @@
 //! sqlx's `Any` driver; where the two dialects differ, [`Dialect`] picks the text. Times are
 //! stored as epoch milliseconds (BIGINT) so both databases sort and compare them alike.
 
+pub mod fieldreport;
 pub mod flows;
 pub mod idempotency;
 pub mod login_failures;

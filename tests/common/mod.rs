@@ -70,6 +70,8 @@ pub struct TestService {
     pub base: String,
     /// Host root of this test's leasing-provider simulator.
     pub leasing: String,
+    /// Root of this test's field-report simulator.
+    pub fieldreport: String,
     /// The folder behind `STORAGE_URL`.
     pub storage_dir: std::path::PathBuf,
     pub client: reqwest::Client,
@@ -111,14 +113,13 @@ impl TestService {
         let sandboxes =
             integration_service::sandbox::start(None, &telemetry::discard()).await.expect("simulators start");
         let leasing = sandboxes.leasing_base_url();
+        let fieldreport = sandboxes.fieldreport_base_url();
+        let upstream_settings = sandboxes.settings();
         let storage_dir = std::env::temp_dir().join(format!("integration-service-storage-{}", uuid::Uuid::new_v4()));
         let storage_url = format!("file://{}", storage_dir.display());
-        let mut env: Vec<(&str, &str)> = vec![
-            ("DATABASE_URL", &database_url),
-            ("BIND_ADDRESS", "127.0.0.1:0"),
-            ("LEASING_BASE_URL", &leasing),
-            ("STORAGE_URL", &storage_url),
-        ];
+        let mut env: Vec<(&str, &str)> =
+            vec![("DATABASE_URL", &database_url), ("BIND_ADDRESS", "127.0.0.1:0"), ("STORAGE_URL", &storage_url)];
+        env.extend(upstream_settings.iter().map(|(name, value)| (*name, value.as_str())));
         env.extend_from_slice(settings);
         let config = Config::load_with(None, &env).expect("test configuration is valid");
         let log = CapturedLog::default();
@@ -127,6 +128,7 @@ impl TestService {
         TestService {
             base: format!("http://{}", service.address),
             leasing,
+            fieldreport,
             storage_dir,
             client: reqwest::Client::builder().build().unwrap(),
             database_url,

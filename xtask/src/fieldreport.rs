@@ -13,10 +13,11 @@
 //! write back the form they read. So keys (`Id`) keep their JSON spelling exactly.
 //! Timestamps are strings: the system writes them with and without a zone.
 //!
-//! HOOK (not generated yet): the per-entity field-report HTTP endpoints of DESIGN.md's routing
-//! note (15 entities × list / create / show / update (PUT, PATCH) / delete, each typed with its
-//! model) are to be generated from [`Registry`] by the field-report area's issue, as a further
-//! output of `codegen::generate`. They are deliberately not generated here.
+//! The per-entity HTTP endpoints of DESIGN.md's routing note are typed through this registry:
+//! one marker type per set (`sets::Companies`) implementing `MirroredEntity` (its `EntityInfo`
+//! and its model type) and `visit_entities`, which calls a visitor once per set. The service
+//! registers list / create / show / update (PUT, PATCH) / delete for each set with dropshot's
+//! `ApiEndpoint`, typed with the set's model.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -86,6 +87,23 @@ pub fn generate(xml: &str, file: &str) -> Result<(TokenStream, usize, usize)> {
         let expand = &e.expand;
         quote! { EntityInfo { route: #route, set: #set, type_name: #type_name, expand: &[#(#expand),*] } }
     });
+    let markers = registry.entities.iter().enumerate().map(|(index, e)| {
+        let marker = quote::format_ident!("{}", e.set);
+        let model = quote::format_ident!("{}", models.names[&e.type_key]);
+        let doc = format!("The entity set `{}` (route `{}`).", e.set, e.route);
+        quote! {
+            #[doc = #doc]
+            pub struct #marker;
+            impl super::MirroredEntity for #marker {
+                const INFO: super::EntityInfo = super::ENTITIES[#index];
+                type Model = super::types::#model;
+            }
+        }
+    });
+    let visits = registry.entities.iter().map(|e| {
+        let marker = quote::format_ident!("{}", e.set);
+        quote! { visitor.visit::<sets::#marker>(); }
+    });
     let types = models.tokens;
     let tokens = quote! {
         //! Field-report models (from the OData CSDL) and the registry of mirrored entity sets.
@@ -129,6 +147,30 @@ pub fn generate(xml: &str, file: &str) -> Result<(TokenStream, usize, usize)> {
         /// Route names of every mirrored set, in seed order.
         pub fn entity_names() -> impl Iterator<Item = &'static str> {
             ENTITIES.iter().map(|e| e.route)
+        }
+
+        /// A mirrored entity set as a type, for code that is generic over the sets (the
+        /// per-entity HTTP endpoints are registered once per set, each typed with its model).
+        pub trait MirroredEntity: Send + Sync + 'static {
+            /// The set's row in [`ENTITIES`].
+            const INFO: EntityInfo;
+            /// The set's model.
+            type Model: ::serde::Serialize + ::serde::de::DeserializeOwned + ::schemars::JsonSchema + Clone + Send + Sync + 'static;
+        }
+
+        /// Something done once per mirrored entity set.
+        pub trait EntityVisitor {
+            fn visit<E: MirroredEntity>(&mut self);
+        }
+
+        /// Calls the visitor once per mirrored entity set, in seed order.
+        pub fn visit_entities<V: EntityVisitor>(visitor: &mut V) {
+            #(#visits)*
+        }
+
+        /// One type per mirrored entity set, named as the set.
+        pub mod sets {
+            #(#markers)*
         }
 
         /// The model types.

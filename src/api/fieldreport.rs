@@ -1,0 +1,300 @@
+//! The per-entity field-report endpoints: for every mirrored entity set of the generated
+//! registry (`generated::fieldreport::sets`), list / create / show / update (PUT and PATCH) /
+//! delete under `/api/v1/fieldreport/<route>`, each typed with the set's model, so the
+//! document shows `Companies` bodies on `/api/v1/fieldreport/companies`. They are registered
+//! through dropshot's `ApiEndpoint` rather than the API trait because they are one generic
+//! handler set instantiated per entity (DESIGN.md, routing note: no `{entity}` variable).
+
+use std::marker::PhantomData;
+
+use dropshot::{
+    ApiDescription, ApiEndpoint, ApiEndpointVersions, Body, Header, HttpResponseCreated, HttpResponseOk, Path, Query,
+    RequestContext, TypedBody,
+};
+use generated::fieldreport::{EntityVisitor, MirroredEntity, visit_entities};
+use http::{Method, Response, StatusCode};
+use schemars::JsonSchema;
+use schemars::r#gen::SchemaGenerator;
+use schemars::schema::{InstanceType, Metadata, ObjectValidation, Schema, SchemaObject};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::{Value, json};
+
+use super::ApiContext;
+use super::guard::caller;
+use crate::error::ApiError;
+
+/// A record of entity set `E`: passed through whole, documented with the set's model under the
+/// set's name (e.g. `Companies`).
+pub struct Record<E>(pub Value, PhantomData<fn() -> E>);
+
+impl<E> Record<E> {
+    fn new(value: Value) -> Self {
+        Record(value, PhantomData)
+    }
+}
+
+impl<'de, E> Deserialize<'de> for Record<E> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Value::deserialize(d).map(Record::new)
+    }
+}
+
+impl<E> Serialize for Record<E> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.0.serialize(s)
+    }
+}
+
+impl<E: MirroredEntity> JsonSchema for Record<E> {
+    fn schema_name() -> String {
+        E::INFO.set.to_string()
+    }
+    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
+        <E::Model as JsonSchema>::json_schema(generator)
+    }
+}
+
+fn object_schema(description: &str, properties: Vec<(&str, Schema)>, required: &[&str]) -> Schema {
+    Schema::Object(SchemaObject {
+        metadata: Some(Box::new(Metadata { description: Some(description.to_string()), ..Default::default() })),
+        instance_type: Some(InstanceType::Object.into()),
+        object: Some(Box::new(ObjectValidation {
+            properties: properties.into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
+            required: required.iter().map(|r| r.to_string()).collect(),
+            ..Default::default()
+        })),
+        ..Default::default()
+    })
+}
+
+/// The answer of a write: the local record and what the upstream answered (null for internal
+/// writes that are not forwarded).
+pub struct RecordWrite<E> {
+    pub data: Record<E>,
+    pub field_report_response: Option<Value>,
+}
+
+impl<E> Serialize for RecordWrite<E> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        json!({"data": self.data.0, "fieldReportResponse": self.field_report_response}).serialize(s)
+    }
+}
+
+impl<E: MirroredEntity> JsonSchema for RecordWrite<E> {
+    fn schema_name() -> String {
+        format!("{}Write", E::INFO.set)
+    }
+    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
+        let data = generator.subschema_for::<Record<E>>();
+        let upstream = generator.subschema_for::<Option<serde_json::Map<String, Value>>>();
+        object_schema(
+            "The record as stored locally, and the field-report system's answer (null when the write was not forwarded).",
+            vec![("data", data), ("fieldReportResponse", upstream)],
+            &["data", "fieldReportResponse"],
+        )
+    }
+}
+
+/// Paging of a list.
+#[derive(Serialize, JsonSchema)]
+pub struct PageMeta {
+    pub current_page: u32,
+    pub per_page: u32,
+    pub total: i64,
+    pub last_page: u32,
+}
+
+/// One page of records, ordered by Id.
+pub struct RecordPage<E> {
+    pub data: Vec<Record<E>>,
+    pub meta: PageMeta,
+}
+
+impl<E> Serialize for RecordPage<E> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let data: Vec<&Value> = self.data.iter().map(|r| &r.0).collect();
+        json!({"data": data, "meta": self.meta}).serialize(s)
+    }
+}
+
+impl<E: MirroredEntity> JsonSchema for RecordPage<E> {
+    fn schema_name() -> String {
+        format!("{}Page", E::INFO.set)
+    }
+    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
+        let data = generator.subschema_for::<Vec<Record<E>>>();
+        let meta = generator.subschema_for::<PageMeta>();
+        object_schema("One page of records, ordered by Id.", vec![("data", data), ("meta", meta)], &["data", "meta"])
+    }
+}
+
+#[derive(Deserialize, JsonSchema)]
+pub struct PageQuery {
+    /// Page number, from 1 (default 1).
+    pub page: Option<u32>,
+    /// Records per page, 1 to 500 (default 50).
+    pub per_page: Option<u32>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+pub struct RecordPath {
+    /// The record's Id.
+    pub record: String,
+}
+
+#[derive(Deserialize, JsonSchema)]
+pub struct PreferHeader {
+    /// `return=representation` answers a delete with 200 and a body instead of 204.
+    pub prefer: Option<String>,
+}
+
+/// Checks that the body fits the set's model (fields of the wrong type are named); the
+/// document itself is kept whole.
+fn typed<E: MirroredEntity>(body: &Value) -> Result<(), ApiError> {
+    serde_json::from_value::<E::Model>(body.clone()).map(|_| ()).map_err(|e| {
+        let message = e.to_string();
+        let field = message.split('`').nth(1).unwrap_or("body").to_string();
+        ApiError::validation([(field, vec![message])].into())
+    })
+}
+
+async fn list<E: MirroredEntity>(
+    rqctx: RequestContext<ApiContext>,
+    query: Query<PageQuery>,
+) -> Result<HttpResponseOk<RecordPage<E>>, ApiError> {
+    caller(&rqctx).await?;
+    let query = query.into_inner();
+    let page = rqctx.context().fieldreport.list(&E::INFO, query.page, query.per_page).await?;
+    let last_page = ((page.total.max(1) - 1) / i64::from(page.per_page) + 1) as u32;
+    Ok(HttpResponseOk(RecordPage {
+        data: page.records.into_iter().map(Record::new).collect(),
+        meta: PageMeta { current_page: page.page, per_page: page.per_page, total: page.total, last_page },
+    }))
+}
+
+async fn create<E: MirroredEntity>(
+    rqctx: RequestContext<ApiContext>,
+    body: TypedBody<Record<E>>,
+) -> Result<HttpResponseCreated<RecordWrite<E>>, ApiError> {
+    caller(&rqctx).await?;
+    let body = body.into_inner().0;
+    typed::<E>(&body)?;
+    let outcome = rqctx.context().fieldreport.create(&E::INFO, body, true).await?;
+    Ok(HttpResponseCreated(RecordWrite { data: Record::new(outcome.data), field_report_response: outcome.upstream }))
+}
+
+async fn show<E: MirroredEntity>(
+    rqctx: RequestContext<ApiContext>,
+    path: Path<RecordPath>,
+) -> Result<HttpResponseOk<Record<E>>, ApiError> {
+    caller(&rqctx).await?;
+    let document = rqctx.context().fieldreport.show(&E::INFO, &path.into_inner().record).await?;
+    Ok(HttpResponseOk(Record::new(document)))
+}
+
+async fn update<E: MirroredEntity>(
+    rqctx: RequestContext<ApiContext>,
+    path: Path<RecordPath>,
+    body: TypedBody<Record<E>>,
+) -> Result<HttpResponseOk<RecordWrite<E>>, ApiError> {
+    caller(&rqctx).await?;
+    let body = body.into_inner().0;
+    typed::<E>(&body)?;
+    let outcome = rqctx.context().fieldreport.update(&E::INFO, &path.into_inner().record, body, true).await?;
+    Ok(HttpResponseOk(RecordWrite { data: Record::new(outcome.data), field_report_response: outcome.upstream }))
+}
+
+async fn delete<E: MirroredEntity>(
+    rqctx: RequestContext<ApiContext>,
+    path: Path<RecordPath>,
+    headers: Header<PreferHeader>,
+) -> Result<Response<Body>, ApiError> {
+    caller(&rqctx).await?;
+    let outcome = rqctx.context().fieldreport.delete(&E::INFO, &path.into_inner().record, true).await?;
+    let representation =
+        headers.into_inner().prefer.is_some_and(|p| p.split(',').any(|v| v.trim() == "return=representation"));
+    let response = if representation {
+        let body = json!({"data": outcome.data, "fieldReportResponse": outcome.upstream});
+        Response::builder()
+            .status(StatusCode::OK)
+            .header(http::header::CONTENT_TYPE, "application/json")
+            .body(Body::from(body.to_string()))
+    } else {
+        Response::builder().status(StatusCode::NO_CONTENT).body(Body::empty())
+    };
+    response.map_err(ApiError::internal)
+}
+
+/// Registers the five endpoint kinds (six operations) of every mirrored set.
+struct Registrar<'a> {
+    api: &'a mut ApiDescription<ApiContext>,
+    errors: Vec<String>,
+}
+
+impl Registrar<'_> {
+    fn add(&mut self, endpoint: ApiEndpoint<ApiContext>) {
+        if let Err(e) = self.api.register(endpoint) {
+            self.errors.push(e.to_string());
+        }
+    }
+}
+
+/// An endpoint of one entity set, named `fieldreport_<route>_<action>`. (A macro, because
+/// dropshot does not export the traits a generic function would need as bounds.)
+macro_rules! endpoint {
+    ($info:expr, $action:expr, $handler:expr, $method:expr, $path:expr, $summary:expr, $description:expr) => {
+        ApiEndpoint::new(
+            format!("fieldreport_{}_{}", $info.route, $action),
+            $handler,
+            $method,
+            "application/json",
+            $path,
+            ApiEndpointVersions::All,
+        )
+        .summary($summary)
+        .description($description)
+        .tag("fieldreport")
+    };
+}
+
+impl EntityVisitor for Registrar<'_> {
+    fn visit<E: MirroredEntity>(&mut self) {
+        let info = E::INFO;
+        let collection = format!("/api/v1/fieldreport/{}", info.route);
+        let item = format!("{collection}/{{record}}");
+        let set = info.set;
+        self.add(endpoint!(
+            info,
+            "list",
+            list::<E>,
+            Method::GET,
+            &collection,
+            format!("List {set}"),
+            format!("{set} records of the local mirror, ordered by Id, `per_page` (1 to 500, default 50) per page.")
+        ));
+        self.add(endpoint!(info, "create", create::<E>, Method::POST, &collection, format!("Create a {set} record"),
+            format!("`Id` (string, at most 255 characters) and `Version` (integer) are required; every other field is kept. The record is sent to the field-report system first; the local record takes the Id the upstream assigned. Nothing is stored when the upstream refuses.")));
+        self.add(endpoint!(
+            info,
+            "show",
+            show::<E>,
+            Method::GET,
+            &item,
+            format!("Show a {set} record"),
+            format!("The {set} record as stored in the local mirror.")
+        ));
+        for (method, action) in [(Method::PUT, "replace"), (Method::PATCH, "update")] {
+            self.add(endpoint!(info, action, update::<E>, method, &item, format!("Update a {set} record"),
+                format!("The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT {set}(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.")));
+        }
+        self.add(endpoint!(info, "delete", delete::<E>, Method::DELETE, &item, format!("Delete a {set} record"),
+            format!("Deletes the local record, then `{set}(<Id>L)` at the field-report system (the local record is restored if the upstream refuses). Answers 204, or 200 with `{{data, fieldReportResponse}}` with `Prefer: return=representation`.")));
+    }
+}
+
+/// Adds the per-entity endpoints to the API.
+pub fn register(api: &mut ApiDescription<ApiContext>) -> Result<(), String> {
+    let mut registrar = Registrar { api, errors: Vec::new() };
+    visit_entities(&mut registrar);
+    if registrar.errors.is_empty() { Ok(()) } else { Err(registrar.errors.join("; ")) }
+}

@@ -1,0 +1,4 @@
+//! The field-report area: a local mirror of 15 entity types, written through to the upstream.
+
+pub mod merge;
+pub mod service;

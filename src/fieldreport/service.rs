@@ -1,0 +1,282 @@
+//! Create, update, delete, list and show on the local mirror, forwarding writes to the
+//! field-report system.
+//!
+//! Nothing diverges on failure: a create calls the upstream first and writes locally only
+//! after it succeeded; an update sends the merged record first and replaces the local one
+//! only if it is still at the version it was read at (so two concurrent updates never lose a
+//! change: the second gets 409); a delete removes the local record, calls the upstream, and
+//! puts the record back if the upstream refused. No database lock is held while the upstream
+//! is called.
+
+use generated::fieldreport::EntityInfo;
+use serde_json::{Map, Value};
+
+use super::merge::deep_merge;
+use crate::error::FieldErrors;
+use crate::store::fieldreport::MirrorRecord;
+use crate::store::{Store, StoreError};
+use crate::upstream::UpstreamError;
+use crate::upstream::fieldreport::FieldReportClient;
+
+/// Fields the upstream sets itself; never sent back on update.
+const SYSTEM_FIELDS: &[&str] = &["created_at", "updated_at", "DateModified", "DateOfCreation"];
+pub const MAX_ID_LEN: usize = 255;
+pub const MAX_PER_PAGE: u32 = 500;
+
+#[derive(Debug, thiserror::Error)]
+pub enum FieldReportError {
+    #[error("The given data was invalid.")]
+    Invalid(FieldErrors),
+    #[error("{entity} record {id} not found")]
+    NotFound { entity: String, id: String },
+    #[error("{0}")]
+    Conflict(String),
+    #[error("{0}")]
+    Upstream(#[from] UpstreamError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// What a write did: the local record and the upstream's answer (null without forwarding).
+#[derive(Debug, Clone)]
+pub struct WriteOutcome {
+    pub data: Value,
+    pub upstream: Option<Value>,
+}
+
+/// One page of records.
+#[derive(Debug, Clone)]
+pub struct Page {
+    pub records: Vec<Value>,
+    pub page: u32,
+    pub per_page: u32,
+    pub total: i64,
+}
+
+pub struct FieldReportService {
+    store: Store,
+    client: Result<FieldReportClient, UpstreamError>,
+}
+
+fn invalid(field: &str, message: &str) -> FieldReportError {
+    FieldReportError::Invalid(FieldErrors::from([(field.to_string(), vec![message.to_string()])]))
+}
+
+fn id_of(value: &Value) -> Option<String> {
+    match value {
+        Value::String(s) if !s.is_empty() => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
+fn version_of(document: &Value) -> i64 {
+    document.get("Version").and_then(Value::as_i64).unwrap_or(0)
+}
+
+impl FieldReportService {
+    pub fn new(store: Store, client: Result<FieldReportClient, UpstreamError>) -> Self {
+        FieldReportService { store, client }
+    }
+
+    fn client(&self) -> Result<&FieldReportClient, FieldReportError> {
+        self.client.as_ref().map_err(|e| FieldReportError::Upstream(e.clone()))
+    }
+
+    fn object(body: &Value) -> Result<&Map<String, Value>, FieldReportError> {
+        body.as_object().ok_or_else(|| invalid("body", "The record must be a JSON object."))
+    }
+
+    /// Checks `Id` (string, 1 to 255 characters) and `Version` (integer).
+    pub fn validate_new(body: &Value) -> Result<(String, i64), FieldReportError> {
+        let object = Self::object(body)?;
+        let mut errors = FieldErrors::new();
+        let id = match object.get("Id") {
+            Some(Value::String(id)) if !id.is_empty() && id.chars().count() <= MAX_ID_LEN => Some(id.clone()),
+            Some(Value::String(id)) if !id.is_empty() => {
+                errors.insert("Id".into(), vec![format!("The Id may not be longer than {MAX_ID_LEN} characters.")]);
+                None
+            }
+            Some(Value::String(_)) | None | Some(Value::Null) => {
+                errors.insert("Id".into(), vec!["The Id field is required.".into()]);
+                None
+            }
+            Some(_) => {
+                errors.insert("Id".into(), vec!["The Id must be a string.".into()]);
+                None
+            }
+        };
+        let version = match object.get("Version") {
+            Some(Value::Number(n)) if n.is_i64() => n.as_i64(),
+            None | Some(Value::Null) => {
+                errors.insert("Version".into(), vec!["The Version field is required.".into()]);
+                None
+            }
+            Some(_) => {
+                errors.insert("Version".into(), vec!["The Version must be an integer.".into()]);
+                None
+            }
+        };
+        match (id, version) {
+            (Some(id), Some(version)) if errors.is_empty() => Ok((id, version)),
+            _ => Err(FieldReportError::Invalid(errors)),
+        }
+    }
+
+    pub async fn create(
+        &self,
+        entity: &EntityInfo,
+        body: Value,
+        forward: bool,
+    ) -> Result<WriteOutcome, FieldReportError> {
+        let (requested_id, version) = Self::validate_new(&body)?;
+        if self.store.mirror_get(entity.route, &requested_id).await?.is_some() {
+            return Err(FieldReportError::Conflict(format!("{} record {requested_id} exists already", entity.route)));
+        }
+        let upstream = if forward { Some(self.client()?.create(entity.set, &body).await?) } else { None };
+        let id = upstream.as_ref().and_then(|answer| answer.get("Id")).and_then(id_of).unwrap_or(requested_id);
+        let mut document = body;
+        document["Id"] = Value::String(id.clone());
+        let record = MirrorRecord { id, version, document };
+        let pending = (!forward).then_some("create");
+        self.store.mirror_insert(entity.route, &record, pending).await.map_err(|e| match e {
+            StoreError::Duplicate(_) => {
+                FieldReportError::Conflict(format!("{} record {} exists already", entity.route, record.id))
+            }
+            other => other.into(),
+        })?;
+        Ok(WriteOutcome { data: record.document, upstream })
+    }
+
+    pub async fn update(
+        &self,
+        entity: &EntityInfo,
+        id: &str,
+        body: Value,
+        forward: bool,
+    ) -> Result<WriteOutcome, FieldReportError> {
+        Self::object(&body)?;
+        let stored = self.load(entity, id).await?;
+        let mut document = stored.document.clone();
+        if !forward {
+            // Internal writes apply the body as it is: its fields replace the stored ones.
+            if let (Value::Object(target), Value::Object(fields)) = (&mut document, &body) {
+                target.extend(fields.clone());
+            }
+            let record = MirrorRecord { id: stored.id.clone(), version: version_of(&document), document };
+            return self.replace(entity, record, stored.version, Some("update"), None).await;
+        }
+        deep_merge(&mut document, &body);
+        let version = version_of(&stored.document) + 1;
+        document["Id"] = Value::String(stored.id.clone());
+        document["Version"] = Value::from(version);
+        let mut outgoing = document.clone();
+        if let Value::Object(fields) = &mut outgoing {
+            for field in SYSTEM_FIELDS {
+                fields.remove(*field);
+            }
+        }
+        let upstream = self.client()?.update(entity.set, &stored.id, &outgoing).await?;
+        let record = MirrorRecord { id: stored.id.clone(), version, document };
+        self.replace(entity, record, stored.version, None, Some(upstream)).await
+    }
+
+    async fn replace(
+        &self,
+        entity: &EntityInfo,
+        record: MirrorRecord,
+        expected_version: i64,
+        pending: Option<&str>,
+        upstream: Option<Value>,
+    ) -> Result<WriteOutcome, FieldReportError> {
+        if !self.store.mirror_replace(entity.route, &record, expected_version, pending).await? {
+            return Err(FieldReportError::Conflict(format!(
+                "{} record {} was changed by another request; read it again and retry",
+                entity.route, record.id
+            )));
+        }
+        Ok(WriteOutcome { data: record.document, upstream })
+    }
+
+    pub async fn delete(&self, entity: &EntityInfo, id: &str, forward: bool) -> Result<WriteOutcome, FieldReportError> {
+        let stored = self.load(entity, id).await?;
+        let client = if forward { Some(self.client()?) } else { None };
+        if !self.store.mirror_delete(entity.route, id).await? {
+            return Err(FieldReportError::NotFound { entity: entity.route.into(), id: id.into() });
+        }
+        let upstream = match client {
+            Some(client) => match client.delete(entity.set, id).await {
+                Ok(answer) => Some(answer),
+                Err(error) => {
+                    // Put the record back as it was: the upstream still has it.
+                    self.store.mirror_insert(entity.route, &stored, None).await?;
+                    return Err(error.into());
+                }
+            },
+            None => None,
+        };
+        Ok(WriteOutcome { data: Value::Bool(true), upstream })
+    }
+
+    async fn load(&self, entity: &EntityInfo, id: &str) -> Result<MirrorRecord, FieldReportError> {
+        self.store
+            .mirror_get(entity.route, id)
+            .await?
+            .ok_or_else(|| FieldReportError::NotFound { entity: entity.route.into(), id: id.into() })
+    }
+
+    pub async fn show(&self, entity: &EntityInfo, id: &str) -> Result<Value, FieldReportError> {
+        Ok(self.load(entity, id).await?.document)
+    }
+
+    pub async fn list(
+        &self,
+        entity: &EntityInfo,
+        page: Option<u32>,
+        per_page: Option<u32>,
+    ) -> Result<Page, FieldReportError> {
+        let page = page.unwrap_or(1);
+        let per_page = per_page.unwrap_or(50);
+        let mut errors = FieldErrors::new();
+        if page == 0 {
+            errors.insert("page".into(), vec!["page starts at 1.".into()]);
+        }
+        if per_page == 0 || per_page > MAX_PER_PAGE {
+            errors.insert("per_page".into(), vec![format!("per_page must be between 1 and {MAX_PER_PAGE}.")]);
+        }
+        if !errors.is_empty() {
+            return Err(FieldReportError::Invalid(errors));
+        }
+        let offset = i64::from(page - 1) * i64::from(per_page);
+        let (records, total) = self.store.mirror_page(entity.route, offset, i64::from(per_page)).await?;
+        Ok(Page { records: records.into_iter().map(|r| r.document).collect(), page, per_page, total })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn new_records_need_a_string_id_and_an_integer_version() {
+        assert_eq!(
+            FieldReportService::validate_new(&json!({"Id": "12", "Version": 1})).unwrap(),
+            ("12".to_string(), 1)
+        );
+        for (body, field) in [
+            (json!({"Version": 1}), "Id"),
+            (json!({"Id": "", "Version": 1}), "Id"),
+            (json!({"Id": 12, "Version": 1}), "Id"),
+            (json!({"Id": "x".repeat(256), "Version": 1}), "Id"),
+            (json!({"Id": "1"}), "Version"),
+            (json!({"Id": "1", "Version": "2"}), "Version"),
+            (json!({"Id": "1", "Version": 1.5}), "Version"),
+        ] {
+            match FieldReportService::validate_new(&body) {
+                Err(FieldReportError::Invalid(errors)) => assert!(errors.contains_key(field), "{body}: {errors:?}"),
+                other => panic!("{body}: {other:?}"),
+            }
+        }
+    }
+}

@@ -1,0 +1,247 @@
+//! The field-report simulator: OData at `/odata/<Set>` with HTTP Basic, `<Set>(<Id>L)` keys,
+//! ids assigned on create, 409 on a stale `Version` (an update must carry the stored version
+//! plus one), `DateModified` set on every write, paging with `$top`/`$skip` and
+//! `@odata.nextLink` (server page size 100), `$filter=Id eq <n>L`, and `$metadata` served from
+//! `spec/upstream/fieldreport/metadata.xml`.
+//!
+//! For tests: `GET /__sandbox/received` lists every write it received (method, path, body);
+//! `POST /__sandbox/seed {set, count}` creates generated records.
+
+use std::collections::{BTreeMap, HashMap};
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+
+use base64::Engine;
+use http::{Method, StatusCode, header};
+use serde_json::{Map, Value, json};
+use slog::Logger;
+
+use super::faults::Faults;
+use super::http::{SimRequest, SimResponse, empty, json, serve};
+
+pub const USERNAME: &str = "sandbox";
+pub const PASSWORD: &str = "sandbox-password";
+const PAGE_SIZE: usize = 100;
+const METADATA: &str = include_str!("../../spec/upstream/fieldreport/metadata.xml");
+
+/// The records of one entity set, by id.
+type Records = BTreeMap<i64, Map<String, Value>>;
+
+#[derive(Default)]
+struct FieldReport {
+    sets: Mutex<HashMap<String, Records>>,
+    next_id: Mutex<i64>,
+    received: Mutex<Vec<Value>>,
+}
+
+pub async fn start(bind: SocketAddr, log: Logger) -> std::io::Result<SocketAddr> {
+    let system = Arc::new(FieldReport::default());
+    serve(bind, Arc::new(Faults::default()), log, move |req| {
+        let system = system.clone();
+        async move { system.handle(req) }
+    })
+    .await
+}
+
+fn odata_error(status: StatusCode, code: &str, message: &str) -> SimResponse {
+    json(status, &json!({"error": {"code": code, "message": message}}))
+}
+
+fn authorized(req: &SimRequest) -> bool {
+    let expected =
+        format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(format!("{USERNAME}:{PASSWORD}")));
+    req.headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()) == Some(expected.as_str())
+}
+
+/// Splits `Companies(12L)` into the set and the key.
+fn addressed(segment: &str) -> (String, Option<i64>) {
+    match segment.split_once('(') {
+        Some((set, rest)) => {
+            let key = rest.trim_end_matches(')').trim_end_matches('L').trim_matches('\'');
+            (set.to_string(), key.parse().ok())
+        }
+        None => (segment.to_string(), None),
+    }
+}
+
+fn query_params(query: Option<&str>) -> HashMap<String, String> {
+    query
+        .map(|q| url::form_urlencoded::parse(q.as_bytes()).map(|(k, v)| (k.into_owned(), v.into_owned())).collect())
+        .unwrap_or_default()
+}
+
+fn now() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}
+
+impl FieldReport {
+    fn handle(&self, req: SimRequest) -> SimResponse {
+        let segments = req.segments();
+        match (&req.method, segments.as_slice()) {
+            (&Method::GET, ["__sandbox", "received"]) => {
+                json(StatusCode::OK, &Value::Array(self.received.lock().expect("lock").clone()))
+            }
+            (&Method::POST, ["__sandbox", "seed"]) => self.seed(&req),
+            _ if !authorized(&req) => {
+                odata_error(StatusCode::UNAUTHORIZED, "Unauthorized", "Basic authentication required.")
+            }
+            (&Method::GET, ["odata", "$metadata"]) => http::Response::builder()
+                .status(StatusCode::OK)
+                .header(header::CONTENT_TYPE, "application/xml")
+                .body(http_body_util::Full::new(bytes::Bytes::from_static(METADATA.as_bytes())))
+                .expect("a valid response"),
+            (method, ["odata", target]) => {
+                let (set, key) = addressed(target);
+                if !METADATA.contains(&format!("EntitySet Name=\"{set}\"")) {
+                    return odata_error(StatusCode::NOT_FOUND, "NotFound", &format!("No entity set {set}."));
+                }
+                match (method, key) {
+                    (&Method::GET, None) => self.list(&set, &req),
+                    (&Method::GET, Some(id)) => self.get(&set, id),
+                    (&Method::POST, None) => self.create(&set, &req),
+                    (&Method::PUT, Some(id)) => self.update(&set, id, &req),
+                    (&Method::DELETE, Some(id)) => self.delete(&set, id, &req),
+                    _ => odata_error(StatusCode::METHOD_NOT_ALLOWED, "MethodNotAllowed", "Not supported."),
+                }
+            }
+            _ => odata_error(StatusCode::NOT_FOUND, "NotFound", "No such resource."),
+        }
+    }
+
+    fn record_write(&self, req: &SimRequest, body: Value) {
+        self.received
+            .lock()
+            .expect("lock")
+            .push(json!({"method": req.method.as_str(), "path": req.path, "body": body}));
+    }
+
+    fn list(&self, set: &str, req: &SimRequest) -> SimResponse {
+        let params = query_params(req.query.as_deref());
+        let sets = self.sets.lock().expect("lock");
+        let records: Vec<&Map<String, Value>> = sets.get(set).map(|r| r.values().collect()).unwrap_or_default();
+        let filter_id = params
+            .get("$filter")
+            .and_then(|f| f.strip_prefix("Id eq "))
+            .and_then(|v| v.trim_end_matches('L').parse::<i64>().ok());
+        let records: Vec<&Map<String, Value>> = records
+            .into_iter()
+            .filter(|r| {
+                filter_id.is_none_or(|id| r.get("Id").and_then(Value::as_str).and_then(|s| s.parse().ok()) == Some(id))
+            })
+            .collect();
+        let skip: usize = params.get("$skip").and_then(|v| v.parse().ok()).unwrap_or(0);
+        let top: usize = params.get("$top").and_then(|v| v.parse().ok()).unwrap_or(usize::MAX);
+        let page_end = skip.saturating_add(top.min(PAGE_SIZE)).min(records.len());
+        let page: Vec<Value> =
+            records.get(skip..page_end).unwrap_or_default().iter().map(|r| Value::Object((*r).clone())).collect();
+        let mut body = json!({"@odata.context": format!("$metadata#{set}"), "value": page});
+        let remaining_wanted = top.saturating_sub(page_end - skip.min(page_end));
+        if page_end < records.len() && remaining_wanted > 0 {
+            let mut next = format!("/odata/{set}?$skip={page_end}");
+            if top != usize::MAX {
+                next.push_str(&format!("&$top={remaining_wanted}"));
+            }
+            body["@odata.nextLink"] = json!(next);
+        }
+        json(StatusCode::OK, &body)
+    }
+
+    fn get(&self, set: &str, id: i64) -> SimResponse {
+        let sets = self.sets.lock().expect("lock");
+        match sets.get(set).and_then(|records| records.get(&id)) {
+            Some(record) => json(StatusCode::OK, &Value::Object(record.clone())),
+            None => odata_error(StatusCode::NOT_FOUND, "NotFound", &format!("{set}({id}L) does not exist.")),
+        }
+    }
+
+    fn create(&self, set: &str, req: &SimRequest) -> SimResponse {
+        let Ok(Value::Object(mut record)) = req.json() else {
+            return odata_error(StatusCode::BAD_REQUEST, "BadRequest", "A JSON object is required.");
+        };
+        self.record_write(req, Value::Object(record.clone()));
+        let id = {
+            let mut next = self.next_id.lock().expect("lock");
+            *next += 1;
+            1000 + *next
+        };
+        record.insert("Id".into(), json!(id.to_string()));
+        record.entry("Version").or_insert(json!(1));
+        record.insert("DateOfCreation".into(), json!(now()));
+        record.insert("DateModified".into(), json!(now()));
+        self.sets.lock().expect("lock").entry(set.to_string()).or_default().insert(id, record.clone());
+        json(StatusCode::CREATED, &Value::Object(record))
+    }
+
+    fn update(&self, set: &str, id: i64, req: &SimRequest) -> SimResponse {
+        let Ok(Value::Object(mut record)) = req.json() else {
+            return odata_error(StatusCode::BAD_REQUEST, "BadRequest", "A JSON object is required.");
+        };
+        self.record_write(req, Value::Object(record.clone()));
+        let mut sets = self.sets.lock().expect("lock");
+        let Some(stored) = sets.get_mut(set).and_then(|records| records.get_mut(&id)) else {
+            return odata_error(StatusCode::NOT_FOUND, "NotFound", &format!("{set}({id}L) does not exist."));
+        };
+        let stored_version = stored.get("Version").and_then(Value::as_i64).unwrap_or(0);
+        let sent_version = record.get("Version").and_then(Value::as_i64);
+        if sent_version != Some(stored_version + 1) {
+            return odata_error(
+                StatusCode::CONFLICT,
+                "Conflict",
+                &format!(
+                    "Version {} is stale; the record is at version {stored_version}.",
+                    sent_version.map(|v| v.to_string()).unwrap_or("none".into())
+                ),
+            );
+        }
+        record.insert("Id".into(), json!(id.to_string()));
+        record.insert("DateModified".into(), json!(now()));
+        if let Some(created) = stored.get("DateOfCreation").cloned() {
+            record.insert("DateOfCreation".into(), created);
+        }
+        *stored = record.clone();
+        json(StatusCode::OK, &Value::Object(record))
+    }
+
+    fn delete(&self, set: &str, id: i64, req: &SimRequest) -> SimResponse {
+        self.record_write(req, Value::Null);
+        let mut sets = self.sets.lock().expect("lock");
+        match sets.get_mut(set).and_then(|records| records.remove(&id)) {
+            Some(_) => empty(StatusCode::NO_CONTENT),
+            None => odata_error(StatusCode::NOT_FOUND, "NotFound", &format!("{set}({id}L) does not exist.")),
+        }
+    }
+
+    fn seed(&self, req: &SimRequest) -> SimResponse {
+        let body = match req.json() {
+            Ok(body) => body,
+            Err(response) => return response,
+        };
+        let set = body.get("set").and_then(Value::as_str).unwrap_or_default().to_string();
+        let count = body.get("count").and_then(Value::as_u64).unwrap_or(0);
+        let mut sets = self.sets.lock().expect("lock");
+        let records = sets.entry(set.clone()).or_default();
+        let mut next = self.next_id.lock().expect("lock");
+        for n in 0..count {
+            *next += 1;
+            let id = 1000 + *next;
+            let record = json!({"Id": id.to_string(), "Version": 1, "Name": format!("{set} {n}"), "ExternalId": format!("seed-{id}"),
+                                "DateOfCreation": now(), "DateModified": now()});
+            if let Value::Object(record) = record {
+                records.insert(id, record);
+            }
+        }
+        json(StatusCode::OK, &json!({"set": set, "seeded": count}))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::addressed;
+
+    #[test]
+    fn keys_are_read_from_the_segment() {
+        assert_eq!(addressed("Companies(12L)"), ("Companies".to_string(), Some(12)));
+        assert_eq!(addressed("Companies"), ("Companies".to_string(), None));
+        assert_eq!(addressed("Companies('7')"), ("Companies".to_string(), Some(7)));
+    }
+}

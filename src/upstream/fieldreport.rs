@@ -1,0 +1,146 @@
+//! The field-report system's OData interface: `<root>/odata/<Set>` with HTTP Basic.
+//!
+//! Records travel as JSON documents (the mirror keeps them whole). Keys are Int64 and
+//! addressed as `<Set>(<Id>L)`; OData errors (v4 `error`, v3 `odata.error`) are summarised.
+
+use reqwest::{Method, StatusCode};
+use secrecy::{ExposeSecret, SecretString};
+use serde_json::Value;
+use url::Url;
+
+use super::{System, UpstreamError, error_chain, retry_read, summarise};
+use crate::config::FieldReportConfig;
+
+const SYSTEM: System = System::FieldReport;
+
+#[derive(Clone)]
+pub struct FieldReportClient {
+    http: reqwest::Client,
+    root: Url,
+    username: String,
+    password: SecretString,
+}
+
+/// How a record is addressed: `Companies(123L)` for numeric ids, `Companies('x')` otherwise.
+pub fn key_segment(set: &str, id: &str) -> String {
+    if !id.is_empty() && id.bytes().all(|b| b.is_ascii_digit()) {
+        format!("{set}({id}L)")
+    } else {
+        let quoted = id.replace('\'', "''");
+        let encoded: String = url::form_urlencoded::byte_serialize(quoted.as_bytes()).collect();
+        format!("{set}('{encoded}')")
+    }
+}
+
+/// The message of an OData error body (v4 or v3), or the body itself, shortened.
+pub fn odata_message(body: &str) -> String {
+    let parsed: Option<Value> = serde_json::from_str(body).ok();
+    let from_error = parsed.as_ref().and_then(|v| {
+        let error = v.get("error").or_else(|| v.get("odata.error"))?;
+        let message = error.get("message")?;
+        let text = message
+            .as_str()
+            .map(str::to_string)
+            .or_else(|| message.get("value").and_then(Value::as_str).map(str::to_string))?;
+        let code = error.get("code").and_then(Value::as_str).unwrap_or_default();
+        Some(if code.is_empty() { text } else { format!("{code}: {text}") })
+    });
+    summarise(&from_error.unwrap_or_else(|| body.to_string()))
+}
+
+impl FieldReportClient {
+    pub fn from_config(config: &FieldReportConfig) -> Result<FieldReportClient, UpstreamError> {
+        let root = config
+            .base_url
+            .clone()
+            .ok_or(UpstreamError::NotConfigured { system: SYSTEM, setting: "FIELDREPORT_BASE_URL" })?;
+        let username = config
+            .username
+            .clone()
+            .ok_or(UpstreamError::NotConfigured { system: SYSTEM, setting: "FIELDREPORT_USERNAME" })?;
+        let password = config
+            .password
+            .clone()
+            .ok_or(UpstreamError::NotConfigured { system: SYSTEM, setting: "FIELDREPORT_PASSWORD" })?;
+        let http = reqwest::Client::builder()
+            .timeout(config.timeout)
+            .connect_timeout(std::time::Duration::from_secs(10))
+            .build()
+            .map_err(|e| UpstreamError::Client { system: SYSTEM, detail: error_chain(&e) })?;
+        Ok(FieldReportClient { http, root, username, password })
+    }
+
+    fn url(&self, path: &str) -> Result<Url, UpstreamError> {
+        let base = self.root.as_str().trim_end_matches('/');
+        Url::parse(&format!("{base}/odata/{path}"))
+            .map_err(|e| UpstreamError::Client { system: SYSTEM, detail: e.to_string() })
+    }
+
+    async fn call(&self, method: Method, path: &str, body: Option<&Value>) -> Result<Value, UpstreamError> {
+        let mut request = self
+            .http
+            .request(method, self.url(path)?)
+            .basic_auth(&self.username, Some(self.password.expose_secret()))
+            .header(reqwest::header::ACCEPT, "application/json");
+        if let Some(body) = body {
+            request = request.json(body);
+        }
+        let response = request.send().await.map_err(|e| UpstreamError::from_reqwest(SYSTEM, e))?;
+        let status = response.status();
+        let text = response.text().await.map_err(|e| UpstreamError::from_reqwest(SYSTEM, e))?;
+        if !status.is_success() {
+            return Err(UpstreamError::Refused {
+                system: SYSTEM,
+                status: status.as_u16(),
+                message: odata_message(&text),
+            });
+        }
+        if status == StatusCode::NO_CONTENT || text.trim().is_empty() {
+            return Ok(Value::Null);
+        }
+        serde_json::from_str(&text)
+            .map_err(|e| UpstreamError::Malformed { system: SYSTEM, detail: format!("{e} in {}", summarise(&text)) })
+    }
+
+    /// `POST <Set>`: the upstream's answer (with the id it assigned).
+    pub async fn create(&self, set: &str, record: &Value) -> Result<Value, UpstreamError> {
+        self.call(Method::POST, set, Some(record)).await
+    }
+
+    /// `PUT <Set>(<Id>L)` with the whole record.
+    pub async fn update(&self, set: &str, id: &str, record: &Value) -> Result<Value, UpstreamError> {
+        self.call(Method::PUT, &key_segment(set, id), Some(record)).await
+    }
+
+    /// `DELETE <Set>(<Id>L)`.
+    pub async fn delete(&self, set: &str, id: &str) -> Result<Value, UpstreamError> {
+        self.call(Method::DELETE, &key_segment(set, id), None).await
+    }
+
+    /// `GET <Set>(<Id>L)`, retried while the upstream fails transiently.
+    pub async fn get(&self, set: &str, id: &str) -> Result<Value, UpstreamError> {
+        let segment = key_segment(set, id);
+        retry_read(|| self.call(Method::GET, &segment, None)).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_use_the_int64_suffix() {
+        assert_eq!(key_segment("Companies", "123"), "Companies(123L)");
+        assert_eq!(key_segment("Companies", "a'b c"), "Companies('a%27%27b+c')");
+    }
+
+    #[test]
+    fn odata_errors_of_both_versions_are_summarised() {
+        assert_eq!(odata_message(r#"{"error": {"code": "Conflict", "message": "stale"}}"#), "Conflict: stale");
+        assert_eq!(
+            odata_message(r#"{"odata.error": {"code": "", "message": {"lang": "en", "value": "gone"}}}"#),
+            "gone"
+        );
+        assert_eq!(odata_message("plain text"), "plain text");
+    }
+}

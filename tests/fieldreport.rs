@@ -1,0 +1,361 @@
+//! The per-entity field-report routes over real HTTP, against the field-report simulator:
+//! the local mirror, forwarded writes, and no divergence when the upstream fails.
+
+mod common;
+
+use common::{Db, TestService, error_body};
+use serde_json::{Value, json};
+
+const ENTITIES: [(&str, &str); 15] = [
+    ("companies", "Companies"),
+    ("contacts", "Contacts"),
+    ("products", "Products"),
+    ("documents", "Documents"),
+    ("timeEvents", "TimeEvents"),
+    ("stepListTemplates", "StepListTemplates"),
+    ("itemTypes", "ItemTypes"),
+    ("itemUnits", "ItemUnits"),
+    ("users", "Users"),
+    ("costCenters", "CostCenters"),
+    ("tags", "Tags"),
+    ("qualifications", "Qualifications"),
+    ("serviceObjects", "ServiceObjects"),
+    ("serviceRequests", "ServiceRequests"),
+    ("items", "Items"),
+];
+
+struct Api<'a> {
+    svc: &'a TestService,
+    token: String,
+}
+
+impl Api<'_> {
+    async fn send(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> reqwest::Response {
+        let mut request = self.svc.client.request(method, self.svc.url(path)).bearer_auth(&self.token);
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        request.send().await.unwrap()
+    }
+
+    async fn json(&self, method: reqwest::Method, path: &str, body: Option<Value>, status: u16) -> Value {
+        let response = self.send(method, path, body).await;
+        let actual = response.status().as_u16();
+        let text = response.text().await.unwrap();
+        assert_eq!(actual, status, "{path}: {text}");
+        serde_json::from_str(&text).unwrap()
+    }
+
+    async fn received(&self) -> Vec<Value> {
+        let url = format!("{}/__sandbox/received", self.svc.fieldreport);
+        self.svc.client.get(url).send().await.unwrap().json().await.unwrap()
+    }
+
+    async fn fault(&self, fault: Value) {
+        let url = format!("{}/__sandbox/faults", self.svc.fieldreport);
+        assert_eq!(self.svc.client.post(url).json(&fault).send().await.unwrap().status(), 204);
+    }
+}
+
+async fn api(svc: &TestService) -> Api<'_> {
+    Api { svc, token: svc.user_token().await }
+}
+
+async fn every_entity_supports_every_operation(db: Db) {
+    let svc = TestService::start(db, &[]).await;
+    let api = api(&svc).await;
+    for (route, set) in ENTITIES {
+        let base = format!("/api/v1/fieldreport/{route}");
+        let created = api
+            .json(
+                reqwest::Method::POST,
+                &base,
+                Some(json!({"Id": "local-1", "Version": 1, "Name": format!("{set} one"), "Unknown": {"kept": [1, 2]}})),
+                201,
+            )
+            .await;
+        // The upstream assigned the Id; the local record took it, and the request's Version.
+        let id = created["data"]["Id"].as_str().unwrap().to_string();
+        assert!(id.parse::<i64>().is_ok(), "{route}: {created}");
+        assert_eq!(created["data"]["Version"], 1);
+        assert_eq!(created["data"]["Unknown"], json!({"kept": [1, 2]}));
+        assert_eq!(created["fieldReportResponse"]["Id"], id.as_str());
+
+        let list = api.json(reqwest::Method::GET, &base, None, 200).await;
+        assert_eq!(list["data"].as_array().unwrap().len(), 1, "{route}");
+        assert_eq!(list["meta"], json!({"current_page": 1, "per_page": 50, "total": 1, "last_page": 1}));
+        let shown = api.json(reqwest::Method::GET, &format!("{base}/{id}"), None, 200).await;
+        assert_eq!(shown, created["data"]);
+
+        let patched =
+            api.json(reqwest::Method::PATCH, &format!("{base}/{id}"), Some(json!({"Name": "patched"})), 200).await;
+        assert_eq!(patched["data"]["Name"], "patched");
+        assert_eq!(patched["data"]["Version"], 2);
+        assert_eq!(patched["data"]["Unknown"], json!({"kept": [1, 2]}));
+        let put = api.json(reqwest::Method::PUT, &format!("{base}/{id}"), Some(json!({"Name": "put"})), 200).await;
+        assert_eq!(put["data"]["Version"], 3);
+
+        let deleted = api.send(reqwest::Method::DELETE, &format!("{base}/{id}"), None).await;
+        assert_eq!(deleted.status(), 204, "{route}");
+        error_body(api.send(reqwest::Method::GET, &format!("{base}/{id}"), None).await, 404).await;
+
+        let writes: Vec<Value> = api
+            .received()
+            .await
+            .into_iter()
+            .filter(|w| w["path"].as_str().unwrap().starts_with(&format!("/odata/{set}")))
+            .collect();
+        let shape: Vec<(String, String)> = writes
+            .iter()
+            .map(|w| (w["method"].as_str().unwrap().to_string(), w["path"].as_str().unwrap().to_string()))
+            .collect();
+        let item = format!("/odata/{set}({id}L)");
+        assert_eq!(
+            shape,
+            [
+                ("POST".to_string(), format!("/odata/{set}")),
+                ("PUT".to_string(), item.clone()),
+                ("PUT".to_string(), item.clone()),
+                ("DELETE".to_string(), item)
+            ],
+            "{route}"
+        );
+    }
+    svc.stop().await;
+}
+
+async fn forwarded_updates_merge_bump_the_version_and_strip_system_fields(db: Db) {
+    let svc = TestService::start(db, &[]).await;
+    let api = api(&svc).await;
+    let created = api
+        .json(
+            reqwest::Method::POST,
+            "/api/v1/fieldreport/companies",
+            Some(json!({"Id": "1", "Version": 4, "Name": "ACME", "Location": {"City": "Berlin", "Postal": "10115"}, "Tags": [{"Id": "1"}]})),
+            201,
+        )
+        .await;
+    let id = created["data"]["Id"].as_str().unwrap().to_string();
+    // The simulator stored Version 4 as sent; the next forwarded version is 5.
+    let body =
+        json!({"Location": {"City": "Hamburg"}, "Tags": [], "DateModified": "2020-01-01T00:00:00Z", "created_at": "x"});
+    let updated =
+        api.json(reqwest::Method::PATCH, &format!("/api/v1/fieldreport/companies/{id}"), Some(body), 200).await;
+    assert_eq!(updated["data"]["Location"], json!({"City": "Hamburg", "Postal": "10115"}));
+    assert_eq!(updated["data"]["Tags"], json!([]));
+    assert_eq!(updated["data"]["Version"], 5);
+    let sent = api.received().await.last().unwrap()["body"].clone();
+    assert_eq!(sent["Version"], 5);
+    assert_eq!(sent["Location"], json!({"City": "Hamburg", "Postal": "10115"}));
+    for field in ["DateModified", "DateOfCreation", "created_at", "updated_at"] {
+        assert!(sent.get(field).is_none(), "{field} was sent: {sent}");
+    }
+    svc.stop().await;
+}
+
+async fn create_validates_id_and_version(db: Db) {
+    let svc = TestService::start(db, &[]).await;
+    let api = api(&svc).await;
+    for (body, field) in [
+        (json!({"Version": 1}), "Id"),
+        (json!({"Id": "x".repeat(256), "Version": 1}), "Id"),
+        (json!({"Id": 5, "Version": 1}), "Id"),
+        (json!({"Id": "5"}), "Version"),
+        (json!({"Id": "5", "Version": "one"}), "Version"),
+    ] {
+        let errors =
+            error_body(api.send(reqwest::Method::POST, "/api/v1/fieldreport/tags", Some(body.clone())).await, 422)
+                .await;
+        assert!(errors["errors"][field].is_array(), "{body}: {errors}");
+    }
+    assert!(api.received().await.is_empty(), "nothing reaches the upstream");
+    // A field of the wrong type for the model is named too.
+    let errors = error_body(
+        api.send(
+            reqwest::Method::POST,
+            "/api/v1/fieldreport/companies",
+            Some(json!({"Id": "1", "Version": 1, "IsPhysicalPerson": "yes"})),
+        )
+        .await,
+        422,
+    )
+    .await;
+    assert!(errors["message"].as_str().unwrap().contains("bool"), "{errors}");
+    svc.stop().await;
+}
+
+async fn nothing_diverges_when_the_upstream_fails(db: Db) {
+    let svc = TestService::start(db, &[("FIELDREPORT_TIMEOUT_SECONDS", "1")]).await;
+    let api = api(&svc).await;
+    let created = api
+        .json(
+            reqwest::Method::POST,
+            "/api/v1/fieldreport/products",
+            Some(json!({"Id": "1", "Version": 1, "Name": "Pump"})),
+            201,
+        )
+        .await;
+    let id = created["data"]["Id"].as_str().unwrap().to_string();
+    let item = format!("/api/v1/fieldreport/products/{id}");
+
+    for (fault, status, code) in [
+        (json!({"path_prefix": "/odata/Products", "status": 500, "times": 1}), 502, "upstream_error"),
+        (json!({"path_prefix": "/odata/Products", "status": 0, "times": 1}), 502, "upstream_unavailable"),
+        (
+            json!({"path_prefix": "/odata/Products", "status": 200, "delay_ms": 2500, "times": 1}),
+            504,
+            "upstream_timeout",
+        ),
+        (
+            json!({"path_prefix": "/odata/Products", "status": 200, "body": "{oops", "times": 1}),
+            502,
+            "upstream_invalid_response",
+        ),
+    ] {
+        // create: no local record
+        api.fault(fault.clone()).await;
+        let body = error_body(
+            api.send(reqwest::Method::POST, "/api/v1/fieldreport/products", Some(json!({"Id": "2", "Version": 1})))
+                .await,
+            status,
+        )
+        .await;
+        assert_eq!(body["error_code"], code, "{fault}");
+        let list = api.json(reqwest::Method::GET, "/api/v1/fieldreport/products", None, 200).await;
+        assert_eq!(list["meta"]["total"], 1, "{fault}");
+        // update: the old record and version stay
+        api.fault(fault.clone()).await;
+        error_body(api.send(reqwest::Method::PATCH, &item, Some(json!({"Name": "changed"}))).await, status).await;
+        let shown = api.json(reqwest::Method::GET, &item, None, 200).await;
+        assert_eq!((shown["Name"].clone(), shown["Version"].clone()), (json!("Pump"), json!(1)), "{fault}");
+        // delete: the record stays
+        api.fault(fault.clone()).await;
+        error_body(api.send(reqwest::Method::DELETE, &item, None).await, status).await;
+        assert_eq!(api.json(reqwest::Method::GET, &item, None, 200).await, created["data"], "{fault}");
+    }
+    // The upstream's own version conflict answers 409.
+    let upstream_item = format!("{}/odata/Products({id}L)", svc.fieldreport);
+    let sneaky = json!({"Id": id, "Version": 2, "Name": "changed upstream"});
+    let response = svc
+        .client
+        .put(upstream_item)
+        .basic_auth("sandbox", Some("sandbox-password"))
+        .json(&sneaky)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let body = error_body(api.send(reqwest::Method::PATCH, &item, Some(json!({"Name": "mine"}))).await, 409).await;
+    assert_eq!(body["error_code"], "upstream_conflict");
+    assert_eq!(api.json(reqwest::Method::GET, &item, None, 200).await["Name"], "Pump");
+    svc.stop().await;
+}
+
+async fn concurrent_updates_never_lose_a_change(db: Db) {
+    let svc = TestService::start(db, &[]).await;
+    let api = api(&svc).await;
+    let created = api
+        .json(
+            reqwest::Method::POST,
+            "/api/v1/fieldreport/tags",
+            Some(json!({"Id": "1", "Version": 1, "Name": "t"})),
+            201,
+        )
+        .await;
+    let item = format!("/api/v1/fieldreport/tags/{}", created["data"]["Id"].as_str().unwrap());
+    let (a, b) = tokio::join!(
+        api.send(reqwest::Method::PATCH, &item, Some(json!({"A": 1}))),
+        api.send(reqwest::Method::PATCH, &item, Some(json!({"B": 2})))
+    );
+    let statuses = [a.status().as_u16(), b.status().as_u16()];
+    assert!(statuses.contains(&200), "{statuses:?}");
+    assert!(statuses.iter().all(|s| *s == 200 || *s == 409), "{statuses:?}");
+    let shown = api.json(reqwest::Method::GET, &item, None, 200).await;
+    let successes = statuses.iter().filter(|s| **s == 200).count() as i64;
+    assert_eq!(shown["Version"], 1 + successes);
+    if statuses[0] == 200 {
+        assert_eq!(shown["A"], 1, "{shown}");
+    }
+    if statuses[1] == 200 {
+        assert_eq!(shown["B"], 2, "{shown}");
+    }
+    svc.stop().await;
+}
+
+async fn delete_with_a_representation_and_errors(db: Db) {
+    let svc = TestService::start(db, &[]).await;
+    let api = api(&svc).await;
+    let created =
+        api.json(reqwest::Method::POST, "/api/v1/fieldreport/items", Some(json!({"Id": "1", "Version": 1})), 201).await;
+    let id = created["data"]["Id"].as_str().unwrap().to_string();
+    let response = svc
+        .client
+        .delete(svc.url(&format!("/api/v1/fieldreport/items/{id}")))
+        .bearer_auth(&api.token)
+        .header("prefer", "return=representation")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body, json!({"data": true, "fieldReportResponse": null}));
+    error_body(api.send(reqwest::Method::DELETE, &format!("/api/v1/fieldreport/items/{id}"), None).await, 404).await;
+    error_body(api.send(reqwest::Method::PATCH, "/api/v1/fieldreport/items/404", Some(json!({}))).await, 404).await;
+    let unauthenticated = svc.client.get(svc.url("/api/v1/fieldreport/items")).send().await.unwrap();
+    assert_eq!(error_body(unauthenticated, 401).await["message"], "Unauthenticated.");
+    for query in ["page=0", "per_page=0", "per_page=501"] {
+        error_body(api.send(reqwest::Method::GET, &format!("/api/v1/fieldreport/items?{query}"), None).await, 422)
+            .await;
+    }
+    svc.stop().await;
+}
+
+async fn lists_page_in_id_order(db: Db) {
+    let svc = TestService::start(db, &[]).await;
+    let api = api(&svc).await;
+    for n in 0..5 {
+        api.json(
+            reqwest::Method::POST,
+            "/api/v1/fieldreport/itemUnits",
+            Some(json!({"Id": format!("{n}"), "Version": 1})),
+            201,
+        )
+        .await;
+    }
+    let page = api.json(reqwest::Method::GET, "/api/v1/fieldreport/itemUnits?page=2&per_page=2", None, 200).await;
+    assert_eq!(page["meta"], json!({"current_page": 2, "per_page": 2, "total": 5, "last_page": 3}));
+    let ids: Vec<i64> =
+        page["data"].as_array().unwrap().iter().map(|r| r["Id"].as_str().unwrap().parse().unwrap()).collect();
+    let all = api.json(reqwest::Method::GET, "/api/v1/fieldreport/itemUnits?per_page=500", None, 200).await;
+    let every: Vec<i64> =
+        all["data"].as_array().unwrap().iter().map(|r| r["Id"].as_str().unwrap().parse().unwrap()).collect();
+    let mut sorted = every.clone();
+    sorted.sort();
+    assert_eq!(every, sorted);
+    assert_eq!(ids, every[2..4]);
+    svc.stop().await;
+}
+
+async fn an_unconfigured_upstream_is_named(db: Db) {
+    let svc = TestService::start(db, &[("FIELDREPORT_BASE_URL", "")]).await;
+    let api = api(&svc).await;
+    let body = error_body(
+        api.send(reqwest::Method::POST, "/api/v1/fieldreport/tags", Some(json!({"Id": "1", "Version": 1}))).await,
+        503,
+    )
+    .await;
+    assert_eq!(body["error_code"], "upstream_not_configured");
+    assert!(body["message"].as_str().unwrap().contains("FIELDREPORT_BASE_URL"));
+    svc.stop().await;
+}
+
+on_both_databases!(
+    every_entity_supports_every_operation,
+    forwarded_updates_merge_bump_the_version_and_strip_system_fields,
+    create_validates_id_and_version,
+    nothing_diverges_when_the_upstream_fails,
+    concurrent_updates_never_lose_a_change,
+    delete_with_a_representation_and_errors,
+    lists_page_in_id_order,
+    an_unconfigured_upstream_is_named,
+);
