@@ -46,6 +46,9 @@ enum Command {
     Token(TokenCommand),
     /// Print the service's OpenAPI document.
     Openapi,
+    /// Field-report tooling.
+    #[command(subcommand)]
+    Fieldreport(FieldreportCommand),
     /// Run only the upstream simulators (for trying clients against them).
     Sandbox {
         /// Address of the leasing simulator (default: a free loopback port).
@@ -73,6 +76,12 @@ enum UserCommand {
         #[arg(long)]
         email: String,
     },
+}
+
+#[derive(Subcommand)]
+enum FieldreportCommand {
+    /// Pull one entity set (route or set name) or all of them from the field-report system.
+    Sync { entity: Option<String> },
 }
 
 #[derive(Subcommand)]
@@ -162,6 +171,7 @@ async fn run(command: Command, mut config: Config) -> anyhow::Result<()> {
             shutdown_signal().await;
             Ok(())
         }
+        Command::Fieldreport(FieldreportCommand::Sync { entity }) => fieldreport_sync(&config, entity.as_deref()).await,
         Command::Openapi => unreachable!("handled before configuration is loaded"),
     }
 }
@@ -176,6 +186,63 @@ fn describe(error: integration_service::auth::AuthError) -> anyhow::Error {
         }
         other => anyhow::anyhow!(other),
     }
+}
+
+/// `fieldreport sync`: a progress bar on a terminal, a line per page otherwise.
+async fn fieldreport_sync(config: &Config, entity: Option<&str>) -> anyhow::Result<()> {
+    use integration_service::fieldreport::service::FieldReportService;
+    use integration_service::upstream::fieldreport::FieldReportClient;
+    use std::io::IsTerminal;
+
+    let entities: Vec<&generated::fieldreport::EntityInfo> = match entity {
+        Some(name) => vec![generated::fieldreport::entity(name).ok_or_else(|| {
+            anyhow::anyhow!(
+                "unknown entity {name:?}; known: {}",
+                generated::fieldreport::entity_names().collect::<Vec<_>>().join(", ")
+            )
+        })?],
+        None => generated::fieldreport::ENTITIES.iter().collect(),
+    };
+    let store = Store::open(&config.database_url).await?;
+    let service = FieldReportService::new(store.clone(), FieldReportClient::from_config(&config.fieldreport));
+    let terminal = std::io::stderr().is_terminal();
+    for info in entities {
+        let bar = indicatif::ProgressBar::new_spinner();
+        if terminal {
+            bar.set_style(
+                indicatif::ProgressStyle::with_template("{spinner} {prefix}: {msg} [{elapsed}]")
+                    .expect("a valid template"),
+            );
+            bar.set_prefix(info.route);
+        } else {
+            bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
+        }
+        let progress = |report: &integration_service::fieldreport::sync::SyncReport| {
+            let rate = report.fetched as f64 / report.seconds.max(0.001);
+            let line = format!("{} fetched, {} pages, {rate:.0} records/s", report.fetched, report.pages);
+            if terminal {
+                bar.set_message(line);
+                bar.tick();
+            } else {
+                eprintln!("{}: {line}", report.entity);
+            }
+        };
+        let report = service.sync(info, &progress).await.map_err(|e| anyhow::anyhow!("{}: {e}", info.route))?;
+        bar.finish_and_clear();
+        println!(
+            "{}: fetched {}, inserted {}, updated {}, unchanged {}, skipped {}, pages {}, {:.1} s",
+            report.entity,
+            report.fetched,
+            report.inserted,
+            report.updated,
+            report.unchanged,
+            report.skipped,
+            report.pages,
+            report.seconds
+        );
+    }
+    store.close().await;
+    Ok(())
 }
 
 async fn authenticator(config: &Config) -> anyhow::Result<Authenticator> {

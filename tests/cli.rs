@@ -87,7 +87,40 @@ async fn migrate_creates_the_schema(db: Db) {
     assert!(listed.status.success());
 }
 
-on_both_databases!(users_and_token_revocation_from_the_command_line, migrate_creates_the_schema);
+async fn fieldreport_sync_from_the_command_line(db: Db) {
+    let svc = TestService::start(db, &[]).await;
+    let seeded = svc
+        .client
+        .post(format!("{}/__sandbox/seed", svc.fieldreport))
+        .json(&serde_json::json!({"set": "Tags", "count": 150}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(seeded.status(), 200);
+    let output = Command::new(BINARY)
+        .args(["fieldreport", "sync", "tags"])
+        .env_clear()
+        .env("DATABASE_URL", &svc.database_url)
+        .env("FIELDREPORT_BASE_URL", &svc.fieldreport)
+        .env("FIELDREPORT_USERNAME", "sandbox")
+        .env("FIELDREPORT_PASSWORD", "sandbox-password")
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert!(text(&output.stdout).contains("tags: fetched 150, inserted 150"), "{}", text(&output.stdout));
+    // Not a terminal: plain progress lines.
+    assert!(text(&output.stderr).contains("tags: 100 fetched, 1 pages"), "{}", text(&output.stderr));
+    let unknown = cli(&svc.database_url, &["fieldreport", "sync", "widgets"], None);
+    assert!(!unknown.status.success());
+    assert!(text(&unknown.stderr).contains("costCenters"), "{}", text(&unknown.stderr));
+    svc.stop().await;
+}
+
+on_both_databases!(
+    users_and_token_revocation_from_the_command_line,
+    migrate_creates_the_schema,
+    fieldreport_sync_from_the_command_line
+);
 
 #[test]
 fn a_bad_setting_stops_with_one_line_naming_it() {

@@ -10,3 +10,13 @@ CREATE TABLE fieldreport_records (
     updated_at BIGINT NOT NULL,
     PRIMARY KEY (entity, record_id)
 );
+
+-- Per entity: the newest DateModified synced, and the lease that lets one sync run at a time
+-- across instances.
+CREATE TABLE fieldreport_sync_state (
+    entity TEXT PRIMARY KEY,
+    cursor_value TEXT,
+    last_sync_at BIGINT,
+    lease_owner TEXT,
+    lease_until BIGINT
+);

@@ -298,3 +298,134 @@ pub fn register(api: &mut ApiDescription<ApiContext>) -> Result<(), String> {
     visit_entities(&mut registrar);
     if registrar.errors.is_empty() { Ok(()) } else { Err(registrar.errors.join("; ")) }
 }
+
+// ---- Tool routes (internal sync tooling) ----
+
+/// An entity set of the mirror.
+#[derive(Serialize, JsonSchema)]
+pub struct EntityOverview {
+    /// Route name, e.g. `costCenters`.
+    pub entity: String,
+    /// OData set name, e.g. `CostCenters`.
+    pub set: String,
+    /// Records in the local mirror.
+    pub records: i64,
+    /// When the last sync completed (RFC 3339), if ever.
+    pub last_sync_at: Option<String>,
+    /// The newest `DateModified` synced.
+    pub cursor: Option<String>,
+    /// Relations pulled with each record.
+    pub expand: Vec<String>,
+}
+
+#[derive(Serialize, JsonSchema)]
+pub struct EntitiesAnswer {
+    pub data: Vec<EntityOverview>,
+}
+
+#[derive(Serialize, JsonSchema)]
+pub struct EntityAnswer {
+    pub data: EntityOverview,
+}
+
+/// Records found by a top-level field.
+#[derive(Serialize, JsonSchema)]
+pub struct FoundRecords {
+    pub data: Vec<serde_json::Map<String, Value>>,
+}
+
+/// What each sync did.
+#[derive(Serialize, JsonSchema)]
+pub struct SyncAnswer {
+    pub data: Vec<crate::fieldreport::sync::SyncReport>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+pub struct EntityPath {
+    /// Route name (`costCenters`) or OData set name (`CostCenters`).
+    pub entity: String,
+}
+
+#[derive(Deserialize, JsonSchema)]
+pub struct AttributePath {
+    /// Route name (`costCenters`) or OData set name (`CostCenters`).
+    pub entity: String,
+    /// A top-level field of the record, e.g. `ExternalId`.
+    pub attribute: String,
+    /// The value to look for (compared as text).
+    pub value: String,
+}
+
+/// The entity set named in a tool route, or 404 listing the known names.
+pub fn entity_named(name: &str) -> Result<&'static generated::fieldreport::EntityInfo, ApiError> {
+    generated::fieldreport::entity(name).ok_or_else(|| {
+        let known: Vec<&str> = generated::fieldreport::entity_names().collect();
+        ApiError::not_found(format!("unknown entity {name:?}; known: {}", known.join(", ")))
+    })
+}
+
+async fn overview(
+    rqctx: &RequestContext<ApiContext>,
+    info: &generated::fieldreport::EntityInfo,
+    counts: &[(String, i64)],
+) -> Result<EntityOverview, ApiError> {
+    let state = rqctx.context().store.sync_state(info.route).await?;
+    Ok(EntityOverview {
+        entity: info.route.to_string(),
+        set: info.set.to_string(),
+        records: counts.iter().find(|(e, _)| e == info.route).map(|(_, n)| *n).unwrap_or(0),
+        last_sync_at: state
+            .last_sync_at
+            .and_then(chrono::DateTime::from_timestamp_millis)
+            .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)),
+        cursor: state.cursor,
+        expand: info.expand.iter().map(|e| e.to_string()).collect(),
+    })
+}
+
+pub async fn show_entities(rqctx: &RequestContext<ApiContext>) -> Result<HttpResponseOk<EntitiesAnswer>, ApiError> {
+    caller(rqctx).await?;
+    let counts = rqctx.context().store.mirror_counts().await?;
+    let mut data = Vec::new();
+    for info in generated::fieldreport::ENTITIES {
+        data.push(overview(rqctx, info, &counts).await?);
+    }
+    Ok(HttpResponseOk(EntitiesAnswer { data }))
+}
+
+pub async fn show_entity(
+    rqctx: &RequestContext<ApiContext>,
+    entity: &str,
+) -> Result<HttpResponseOk<EntityAnswer>, ApiError> {
+    caller(rqctx).await?;
+    let info = entity_named(entity)?;
+    let counts = rqctx.context().store.mirror_counts().await?;
+    Ok(HttpResponseOk(EntityAnswer { data: overview(rqctx, info, &counts).await? }))
+}
+
+pub async fn show_records(
+    rqctx: &RequestContext<ApiContext>,
+    path: AttributePath,
+) -> Result<HttpResponseOk<FoundRecords>, ApiError> {
+    caller(rqctx).await?;
+    let info = entity_named(&path.entity)?;
+    let found = rqctx.context().fieldreport.find(info, &path.attribute, &path.value).await?;
+    Ok(HttpResponseOk(FoundRecords { data: found.into_iter().filter_map(|r| r.as_object().cloned()).collect() }))
+}
+
+/// Syncs one set or, without a name, all of them in seed order.
+pub async fn sync(
+    rqctx: &RequestContext<ApiContext>,
+    entity: Option<&str>,
+) -> Result<HttpResponseOk<SyncAnswer>, ApiError> {
+    caller(rqctx).await?;
+    let entities: Vec<&generated::fieldreport::EntityInfo> = match entity {
+        Some(name) => vec![entity_named(name)?],
+        None => generated::fieldreport::ENTITIES.iter().collect(),
+    };
+    let mut data = Vec::new();
+    for info in entities {
+        data.push(rqctx.context().fieldreport.sync(info, &|_| {}).await?);
+    }
+    Ok(HttpResponseOk(SyncAnswer { data }))
+}

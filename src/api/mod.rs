@@ -256,6 +256,51 @@ pub trait IntegrationApi {
         path: Path<CalculateInstalmentAndPeriod>,
     ) -> Result<HttpResponseOk<InverseCalculationResult>, ApiError>;
 
+    /// Field-report entities
+    ///
+    /// The mirrored entity sets with their local record counts, last sync and cursor.
+    #[endpoint { method = GET, path = "/api/v1/fieldreport/show", tags = ["fieldreport"] }]
+    async fn fieldreport_show(
+        rqctx: RequestContext<Self::Context>,
+    ) -> Result<HttpResponseOk<fieldreport::EntitiesAnswer>, ApiError>;
+
+    /// One field-report entity
+    #[endpoint { method = GET, path = "/api/v1/fieldreport/show/{entity}", tags = ["fieldreport"] }]
+    async fn fieldreport_show_entity(
+        rqctx: RequestContext<Self::Context>,
+        path: Path<fieldreport::EntityPath>,
+    ) -> Result<HttpResponseOk<fieldreport::EntityAnswer>, ApiError>;
+
+    /// Find field-report records by a field
+    ///
+    /// Records of the local mirror whose top-level field equals the value (as text), at most 500.
+    #[endpoint { method = GET, path = "/api/v1/fieldreport/show/{entity}/{attribute}/{value}", tags = ["fieldreport"] }]
+    async fn fieldreport_show_records(
+        rqctx: RequestContext<Self::Context>,
+        path: Path<fieldreport::AttributePath>,
+    ) -> Result<HttpResponseOk<fieldreport::FoundRecords>, ApiError>;
+
+    /// Sync every field-report entity
+    ///
+    /// Pulls every entity set from the field-report system by OData into the mirror (records
+    /// newer than each set's cursor, with the set's expand relations), one set after the
+    /// other, without forwarding. Answers what each sync did. Intended for internal tooling;
+    /// `integration-service fieldreport sync` does the same with a progress display.
+    #[endpoint { method = GET, path = "/api/v1/fieldreport/sync", tags = ["fieldreport"] }]
+    async fn fieldreport_sync_all(
+        rqctx: RequestContext<Self::Context>,
+    ) -> Result<HttpResponseOk<fieldreport::SyncAnswer>, ApiError>;
+
+    /// Sync one field-report entity
+    ///
+    /// As `/api/v1/fieldreport/sync` for one set. 409 while another sync of it runs (on any
+    /// instance sharing the database).
+    #[endpoint { method = GET, path = "/api/v1/fieldreport/sync/{entity}", tags = ["fieldreport"] }]
+    async fn fieldreport_sync(
+        rqctx: RequestContext<Self::Context>,
+        path: Path<fieldreport::EntityPath>,
+    ) -> Result<HttpResponseOk<fieldreport::SyncAnswer>, ApiError>;
+
     /// Liveness
     ///
     /// Answers 200 while the process is up; it does not touch the database.
@@ -425,6 +470,39 @@ impl IntegrationApi for Service {
     ) -> Result<HttpResponseOk<InverseCalculationResult>, ApiError> {
         let path = path.into_inner();
         leasing::calculate(&rqctx, Some(&path.monthly_instalment), Some(&path.period)).await
+    }
+
+    async fn fieldreport_show(
+        rqctx: RequestContext<ApiContext>,
+    ) -> Result<HttpResponseOk<fieldreport::EntitiesAnswer>, ApiError> {
+        fieldreport::show_entities(&rqctx).await
+    }
+
+    async fn fieldreport_show_entity(
+        rqctx: RequestContext<ApiContext>,
+        path: Path<fieldreport::EntityPath>,
+    ) -> Result<HttpResponseOk<fieldreport::EntityAnswer>, ApiError> {
+        fieldreport::show_entity(&rqctx, &path.into_inner().entity).await
+    }
+
+    async fn fieldreport_show_records(
+        rqctx: RequestContext<ApiContext>,
+        path: Path<fieldreport::AttributePath>,
+    ) -> Result<HttpResponseOk<fieldreport::FoundRecords>, ApiError> {
+        fieldreport::show_records(&rqctx, path.into_inner()).await
+    }
+
+    async fn fieldreport_sync_all(
+        rqctx: RequestContext<ApiContext>,
+    ) -> Result<HttpResponseOk<fieldreport::SyncAnswer>, ApiError> {
+        fieldreport::sync(&rqctx, None).await
+    }
+
+    async fn fieldreport_sync(
+        rqctx: RequestContext<ApiContext>,
+        path: Path<fieldreport::EntityPath>,
+    ) -> Result<HttpResponseOk<fieldreport::SyncAnswer>, ApiError> {
+        fieldreport::sync(&rqctx, Some(&path.into_inner().entity)).await
     }
 
     async fn healthz(_rqctx: RequestContext<ApiContext>) -> Result<HttpResponseOk<Health>, ApiError> {

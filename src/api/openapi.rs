@@ -135,11 +135,12 @@ fn complete(doc: &mut Value, rewrites: &RewriteTable) {
 /// Error answers of the field-report routes, and the two answers of a delete.
 fn complete_fieldreport_operation(op: &mut Value, op_id: &str) {
     let reference = |name: &str| json!({"$ref": format!("#/components/responses/{name}")});
-    let writes = !op_id.ends_with("_list") && !op_id.ends_with("_show");
-    if !op_id.ends_with("_list") {
+    let has_path_parameters = op["parameters"].as_array().is_some_and(|ps| ps.iter().any(|p| p["in"] == "path"));
+    let reads = op_id.ends_with("_list") || op_id.ends_with("_show") || op_id.starts_with("fieldreport_show");
+    if has_path_parameters {
         op["responses"]["404"] = reference("NotFound");
     }
-    if writes {
+    if !reads {
         op["responses"]["409"] = reference("Conflict");
         op["responses"]["502"] = reference("BadGateway");
         op["responses"]["503"] = reference("UpstreamNotConfigured");

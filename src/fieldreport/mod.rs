@@ -2,3 +2,4 @@
 
 pub mod merge;
 pub mod service;
+pub mod sync;

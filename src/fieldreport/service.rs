@@ -79,8 +79,12 @@ impl FieldReportService {
         FieldReportService { store, client }
     }
 
-    fn client(&self) -> Result<&FieldReportClient, FieldReportError> {
+    pub(super) fn client(&self) -> Result<&FieldReportClient, FieldReportError> {
         self.client.as_ref().map_err(|e| FieldReportError::Upstream(e.clone()))
+    }
+
+    pub(super) fn store(&self) -> &Store {
+        &self.store
     }
 
     fn object(body: &Value) -> Result<&Map<String, Value>, FieldReportError> {
@@ -227,6 +231,22 @@ impl FieldReportService {
 
     pub async fn show(&self, entity: &EntityInfo, id: &str) -> Result<Value, FieldReportError> {
         Ok(self.load(entity, id).await?.document)
+    }
+
+    /// Records whose top-level field `attribute` equals `value` (compared as text), by Id.
+    pub async fn find(
+        &self,
+        entity: &EntityInfo,
+        attribute: &str,
+        value: &str,
+    ) -> Result<Vec<Value>, FieldReportError> {
+        let valid = !attribute.is_empty()
+            && attribute.len() <= 64
+            && attribute.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if !valid {
+            return Err(invalid("attribute", "A field name: letters, digits and _, at most 64 characters."));
+        }
+        Ok(self.store.mirror_find(entity.route, attribute, value).await?.into_iter().map(|r| r.document).collect())
     }
 
     pub async fn list(

@@ -22,6 +22,10 @@ pub struct FaultRule {
     /// A raw body to answer with instead of the usual one (e.g. malformed JSON).
     #[serde(default)]
     pub body: Option<String>,
+    /// Matching calls to let through untouched before the fault starts (e.g. to fail the
+    /// fourth page of a sync).
+    #[serde(default)]
+    pub after: u32,
 }
 
 fn one() -> u32 {
@@ -55,6 +59,10 @@ impl Faults {
         let mut rules = self.rules.lock().expect("faults lock");
         let index = rules.iter().position(|r| r.times > 0 && path.starts_with(&r.path_prefix))?;
         let rule = &mut rules[index];
+        if rule.after > 0 {
+            rule.after -= 1;
+            return None;
+        }
         rule.times -= 1;
         let delay = Duration::from_millis(rule.delay_ms);
         let fault = match (rule.status, &rule.body) {
@@ -82,6 +90,7 @@ mod tests {
             delay_ms: 0,
             times: 2,
             body: None,
+            after: 0,
         });
         assert_eq!(faults.take("/basic/v1/calculate"), None);
         assert_eq!(
@@ -90,7 +99,8 @@ mod tests {
         );
         assert!(faults.take("/basic/v1/requests").is_some());
         assert_eq!(faults.take("/basic/v1/requests"), None);
-        faults.add(FaultRule { path_prefix: "/".into(), status: 0, delay_ms: 5, times: 1, body: None });
+        faults.add(FaultRule { path_prefix: "/".into(), status: 0, delay_ms: 5, times: 1, body: None, after: 1 });
+        assert_eq!(faults.take("/x"), None, "the first matching call passes");
         assert_eq!(faults.take("/x"), Some(Fault::Drop { delay: Duration::from_millis(5) }));
     }
 }

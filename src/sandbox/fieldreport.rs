@@ -1,7 +1,9 @@
 //! The field-report simulator: OData at `/odata/<Set>` with HTTP Basic, `<Set>(<Id>L)` keys,
 //! ids assigned on create, 409 on a stale `Version` (an update must carry the stored version
 //! plus one), `DateModified` set on every write, paging with `$top`/`$skip` and
-//! `@odata.nextLink` (server page size 100), `$filter=Id eq <n>L`, and `$metadata` served from
+//! `@odata.nextLink` (server page size 100), `$filter` (`Id eq <n>L`, `<Field> eq 'x'`,
+//! `DateModified gt <time>`), `$orderby=DateModified`, `$expand` (navigation properties are
+//! served only when expanded), and `$metadata` served from
 //! `spec/upstream/fieldreport/metadata.xml`.
 //!
 //! For tests: `GET /__sandbox/received` lists every write it received (method, path, body);
@@ -70,8 +72,49 @@ fn query_params(query: Option<&str>) -> HashMap<String, String> {
         .unwrap_or_default()
 }
 
+/// The `$filter` forms clients use: `Id eq 12L`, `<Field> eq 'text'`, `DateModified gt <time>`.
+enum Filter {
+    Eq(String, Value),
+    After(String),
+}
+
+impl Filter {
+    fn parse(text: &str) -> Option<Filter> {
+        let (field, rest) = text.trim().split_once(' ')?;
+        let (op, value) = rest.trim().split_once(' ')?;
+        let value = value.trim();
+        match (op, field) {
+            ("gt", "DateModified") => Some(Filter::After(value.trim_matches('\'').to_string())),
+            ("eq", _) => {
+                let value = if let Some(text) = value.strip_prefix('\'').and_then(|v| v.strip_suffix('\'')) {
+                    json!(text)
+                } else {
+                    json!(value.trim_end_matches('L'))
+                };
+                Some(Filter::Eq(field.to_string(), value))
+            }
+            _ => None,
+        }
+    }
+
+    fn matches(&self, record: &Map<String, Value>) -> bool {
+        match self {
+            Filter::Eq(field, expected) => match (record.get(field), expected) {
+                (Some(Value::String(actual)), Value::String(expected)) => actual == expected,
+                (Some(actual), expected) => {
+                    actual.to_string().trim_matches('"') == expected.as_str().unwrap_or_default()
+                }
+                (None, _) => false,
+            },
+            Filter::After(time) => {
+                record.get("DateModified").and_then(Value::as_str).is_some_and(|modified| modified > time.as_str())
+            }
+        }
+    }
+}
+
 fn now() -> String {
-    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true)
 }
 
 impl FieldReport {
@@ -118,30 +161,62 @@ impl FieldReport {
     fn list(&self, set: &str, req: &SimRequest) -> SimResponse {
         let params = query_params(req.query.as_deref());
         let sets = self.sets.lock().expect("lock");
-        let records: Vec<&Map<String, Value>> = sets.get(set).map(|r| r.values().collect()).unwrap_or_default();
-        let filter_id = params
-            .get("$filter")
-            .and_then(|f| f.strip_prefix("Id eq "))
-            .and_then(|v| v.trim_end_matches('L').parse::<i64>().ok());
-        let records: Vec<&Map<String, Value>> = records
-            .into_iter()
-            .filter(|r| {
-                filter_id.is_none_or(|id| r.get("Id").and_then(Value::as_str).and_then(|s| s.parse().ok()) == Some(id))
-            })
-            .collect();
+        let mut records: Vec<&Map<String, Value>> = sets.get(set).map(|r| r.values().collect()).unwrap_or_default();
+        if let Some(filter) = params.get("$filter") {
+            match Filter::parse(filter) {
+                Some(filter) => records.retain(|r| filter.matches(r)),
+                None => {
+                    return odata_error(
+                        StatusCode::BAD_REQUEST,
+                        "BadRequest",
+                        &format!("unsupported $filter {filter:?}"),
+                    );
+                }
+            }
+        }
+        if params.get("$orderby").is_some_and(|o| o.starts_with("DateModified")) {
+            records.sort_by(|a, b| {
+                let key = |r: &Map<String, Value>| {
+                    r.get("DateModified").and_then(Value::as_str).unwrap_or_default().to_string()
+                };
+                key(a).cmp(&key(b))
+            });
+        }
         let skip: usize = params.get("$skip").and_then(|v| v.parse().ok()).unwrap_or(0);
         let top: usize = params.get("$top").and_then(|v| v.parse().ok()).unwrap_or(usize::MAX);
         let page_end = skip.saturating_add(top.min(PAGE_SIZE)).min(records.len());
-        let page: Vec<Value> =
-            records.get(skip..page_end).unwrap_or_default().iter().map(|r| Value::Object((*r).clone())).collect();
+        let expanded = params.get("$expand").map(|e| {
+            e.split(',').map(|p| p.split('/').next().unwrap_or_default().trim().to_string()).collect::<Vec<_>>()
+        });
+        let navigation = generated::fieldreport::by_set(set).map(|e| e.expand).unwrap_or_default();
+        let page: Vec<Value> = records
+            .get(skip.min(page_end)..page_end)
+            .unwrap_or_default()
+            .iter()
+            .map(|r| {
+                let mut record = (*r).clone();
+                // Navigation properties appear only when expanded, as at the real system.
+                for property in navigation.iter().map(|p| p.split('/').next().unwrap_or_default()) {
+                    if !expanded.as_ref().is_some_and(|e| e.iter().any(|x| x == property)) {
+                        record.remove(property);
+                    }
+                }
+                Value::Object(record)
+            })
+            .collect();
         let mut body = json!({"@odata.context": format!("$metadata#{set}"), "value": page});
-        let remaining_wanted = top.saturating_sub(page_end - skip.min(page_end));
+        let served = page_end.saturating_sub(skip);
+        let remaining_wanted = top.saturating_sub(served);
         if page_end < records.len() && remaining_wanted > 0 {
-            let mut next = format!("/odata/{set}?$skip={page_end}");
+            let mut next: Vec<(String, String)> =
+                params.into_iter().filter(|(k, _)| k != "$skip" && k != "$top").collect();
+            next.sort();
+            next.push(("$skip".into(), page_end.to_string()));
             if top != usize::MAX {
-                next.push_str(&format!("&$top={remaining_wanted}"));
+                next.push(("$top".into(), remaining_wanted.to_string()));
             }
-            body["@odata.nextLink"] = json!(next);
+            let query = url::form_urlencoded::Serializer::new(String::new()).extend_pairs(next).finish();
+            body["@odata.nextLink"] = json!(format!("/odata/{set}?{query}"));
         }
         json(StatusCode::OK, &body)
     }
@@ -218,14 +293,19 @@ impl FieldReport {
         };
         let set = body.get("set").and_then(Value::as_str).unwrap_or_default().to_string();
         let count = body.get("count").and_then(Value::as_u64).unwrap_or(0);
+        let navigation = generated::fieldreport::by_set(&set).map(|e| e.expand).unwrap_or_default();
         let mut sets = self.sets.lock().expect("lock");
         let records = sets.entry(set.clone()).or_default();
         let mut next = self.next_id.lock().expect("lock");
         for n in 0..count {
             *next += 1;
             let id = 1000 + *next;
-            let record = json!({"Id": id.to_string(), "Version": 1, "Name": format!("{set} {n}"), "ExternalId": format!("seed-{id}"),
-                                "DateOfCreation": now(), "DateModified": now()});
+            let mut record = json!({"Id": id.to_string(), "Version": 1, "Name": format!("{set} {n}"), "ExternalId": format!("seed-{id}"),
+                                    "DateOfCreation": now(), "DateModified": now()});
+            // Related records, served only when expanded.
+            for property in navigation.iter().map(|p| p.split('/').next().unwrap_or_default()) {
+                record[property] = json!([{"Id": format!("{}", id * 10), "Name": format!("{property} of {id}")}]);
+            }
             if let Value::Object(record) = record {
                 records.insert(id, record);
             }

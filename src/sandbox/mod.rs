@@ -4,7 +4,8 @@
 //! `POST /__sandbox/faults {path_prefix, status, delay_ms, times}` makes the next `times`
 //! matching calls wait `delay_ms` and then fail with `status` (0 drops the connection; a
 //! 2xx status only delays, unless `body` is given); with `body`, that raw text is the answer
-//! (e.g. malformed JSON). `DELETE /__sandbox/faults` clears them.
+//! (e.g. malformed JSON); `after` lets that many matching calls through first.
+//! `DELETE /__sandbox/faults` clears them.
 
 pub mod faults;
 pub mod fieldreport;

@@ -115,3 +115,170 @@ impl Store {
         Ok((rows.iter().map(record).collect::<Result<_, _>>()?, total))
     }
 }
+
+/// How a synced record compared with the mirror.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Upserted {
+    Inserted,
+    Updated,
+    Unchanged,
+}
+
+/// The sync state of one entity.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SyncState {
+    pub cursor: Option<String>,
+    pub last_sync_at: Option<i64>,
+}
+
+impl Store {
+    /// Takes the sync lease of `entity` for `owner` until `until` (epoch ms) if nobody else
+    /// holds an unexpired one; renews it when `owner` already holds it.
+    pub async fn take_sync_lease(&self, entity: &str, owner: &str, until: i64) -> Result<bool, StoreError> {
+        sqlx::query("INSERT INTO fieldreport_sync_state (entity) VALUES ($1) ON CONFLICT (entity) DO NOTHING")
+            .bind(entity)
+            .execute(self.pool())
+            .await?;
+        let taken = sqlx::query(
+            "UPDATE fieldreport_sync_state SET lease_owner = $1, lease_until = $2 \
+             WHERE entity = $3 AND (lease_owner IS NULL OR lease_owner = $1 OR lease_until < $4)",
+        )
+        .bind(owner)
+        .bind(until)
+        .bind(entity)
+        .bind(now_ms())
+        .execute(self.pool())
+        .await?;
+        Ok(taken.rows_affected() == 1)
+    }
+
+    /// Ends a sync: releases the lease and, when the sync completed, records its cursor.
+    pub async fn finish_sync(&self, entity: &str, owner: &str, cursor: Option<&str>) -> Result<(), StoreError> {
+        sqlx::query(
+            "UPDATE fieldreport_sync_state SET lease_owner = NULL, lease_until = NULL, \
+                    cursor_value = COALESCE($1, cursor_value), last_sync_at = $2 \
+             WHERE entity = $3 AND lease_owner = $4",
+        )
+        .bind(cursor)
+        .bind(now_ms())
+        .bind(entity)
+        .bind(owner)
+        .execute(self.pool())
+        .await?;
+        Ok(())
+    }
+
+    /// Releases a lease without recording anything (the sync failed).
+    pub async fn release_sync_lease(&self, entity: &str, owner: &str) -> Result<(), StoreError> {
+        sqlx::query("UPDATE fieldreport_sync_state SET lease_owner = NULL, lease_until = NULL WHERE entity = $1 AND lease_owner = $2")
+            .bind(entity)
+            .bind(owner)
+            .execute(self.pool())
+            .await?;
+        Ok(())
+    }
+
+    pub async fn sync_state(&self, entity: &str) -> Result<SyncState, StoreError> {
+        let row = sqlx::query("SELECT cursor_value, last_sync_at FROM fieldreport_sync_state WHERE entity = $1")
+            .bind(entity)
+            .fetch_optional(self.pool())
+            .await?;
+        Ok(match row {
+            Some(row) => SyncState { cursor: row.try_get("cursor_value")?, last_sync_at: row.try_get("last_sync_at")? },
+            None => SyncState { cursor: None, last_sync_at: None },
+        })
+    }
+
+    /// Stores one page of synced records in one transaction, without marking them for push.
+    pub async fn mirror_upsert_page(
+        &self,
+        entity: &str,
+        records: &[MirrorRecord],
+    ) -> Result<Vec<Upserted>, StoreError> {
+        let mut tx = self.pool().begin().await?;
+        let mut outcomes = Vec::with_capacity(records.len());
+        let now = now_ms();
+        for record in records {
+            let existing: Option<String> =
+                sqlx::query("SELECT document FROM fieldreport_records WHERE entity = $1 AND record_id = $2")
+                    .bind(entity)
+                    .bind(&record.id)
+                    .fetch_optional(&mut *tx)
+                    .await?
+                    .map(|row| row.try_get("document"))
+                    .transpose()?;
+            let outcome = match existing {
+                None => Upserted::Inserted,
+                Some(text) if serde_json::from_str::<Value>(&text).ok().as_ref() == Some(&record.document) => {
+                    Upserted::Unchanged
+                }
+                Some(_) => Upserted::Updated,
+            };
+            match outcome {
+                Upserted::Inserted => {
+                    sqlx::query(
+                        "INSERT INTO fieldreport_records (entity, record_id, version, document, created_at, updated_at) \
+                         VALUES ($1, $2, $3, $4, $5, $5)",
+                    )
+                    .bind(entity)
+                    .bind(&record.id)
+                    .bind(record.version)
+                    .bind(record.document.to_string())
+                    .bind(now)
+                    .execute(&mut *tx)
+                    .await?;
+                }
+                Upserted::Updated => {
+                    sqlx::query(
+                        "UPDATE fieldreport_records SET version = $1, document = $2, updated_at = $3 WHERE entity = $4 AND record_id = $5",
+                    )
+                    .bind(record.version)
+                    .bind(record.document.to_string())
+                    .bind(now)
+                    .bind(entity)
+                    .bind(&record.id)
+                    .execute(&mut *tx)
+                    .await?;
+                }
+                Upserted::Unchanged => {}
+            }
+            outcomes.push(outcome);
+        }
+        tx.commit().await?;
+        Ok(outcomes)
+    }
+
+    /// Records per entity in the mirror.
+    pub async fn mirror_counts(&self) -> Result<Vec<(String, i64)>, StoreError> {
+        let rows = sqlx::query("SELECT entity, COUNT(*) AS records FROM fieldreport_records GROUP BY entity")
+            .fetch_all(self.pool())
+            .await?;
+        rows.iter().map(|r| Ok((r.try_get("entity")?, r.try_get("records")?))).collect()
+    }
+}
+
+impl Store {
+    /// Records whose top-level field `attribute` equals `value` as text. `attribute` is bound
+    /// as a parameter (as the JSON path on SQLite), never spliced into the SQL.
+    pub async fn mirror_find(
+        &self,
+        entity: &str,
+        attribute: &str,
+        value: &str,
+    ) -> Result<Vec<MirrorRecord>, StoreError> {
+        let (sql, key) = match self.dialect() {
+            super::Dialect::Sqlite => (
+                "SELECT record_id, version, document FROM fieldreport_records \
+                 WHERE entity = $1 AND CAST(json_extract(document, $2) AS TEXT) = $3 ORDER BY LENGTH(record_id), record_id LIMIT 500",
+                format!("$.\"{attribute}\""),
+            ),
+            super::Dialect::Postgres => (
+                "SELECT record_id, version, document FROM fieldreport_records \
+                 WHERE entity = $1 AND (document::jsonb ->> $2) = $3 ORDER BY LENGTH(record_id), record_id LIMIT 500",
+                attribute.to_string(),
+            ),
+        };
+        let rows = sqlx::query(sql).bind(entity).bind(key).bind(value).fetch_all(self.pool()).await?;
+        rows.iter().map(record).collect()
+    }
+}

@@ -117,6 +117,29 @@ impl FieldReportClient {
         self.call(Method::DELETE, &key_segment(set, id), None).await
     }
 
+    /// One page of a set. `next` is the upstream's next link (v4 `@odata.nextLink`, v3
+    /// `odata.nextLink` or `__next`, relative or absolute) or, from the second page on, the
+    /// query with `$skip` advanced. Retried while the upstream fails transiently.
+    pub async fn page(&self, set: &str, query: &str, next: Option<&str>) -> Result<ODataPage, UpstreamError> {
+        let target = match next {
+            Some(link) => link.to_string(),
+            None if query.is_empty() => set.to_string(),
+            None => format!("{set}?{query}"),
+        };
+        let body = retry_read(|| self.call_target(&target)).await?;
+        ODataPage::from_body(body)
+    }
+
+    async fn call_target(&self, target: &str) -> Result<Value, UpstreamError> {
+        // A next link may be absolute, root-relative (`/odata/...`) or relative to `/odata/`.
+        let path = if let Some(rest) = target.split_once("/odata/").map(|(_, rest)| rest) {
+            rest.to_string()
+        } else {
+            target.to_string()
+        };
+        self.call(Method::GET, &path, None).await
+    }
+
     /// `GET <Set>(<Id>L)`, retried while the upstream fails transiently.
     pub async fn get(&self, set: &str, id: &str) -> Result<Value, UpstreamError> {
         let segment = key_segment(set, id);
@@ -124,9 +147,56 @@ impl FieldReportClient {
     }
 }
 
+/// One page of records from an OData list.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ODataPage {
+    pub records: Vec<Value>,
+    /// The next link, whichever OData version spelled it.
+    pub next_link: Option<String>,
+}
+
+impl ODataPage {
+    pub fn from_body(body: Value) -> Result<ODataPage, UpstreamError> {
+        let verbose = body.get("d");
+        let next_link = ["@odata.nextLink", "odata.nextLink", "__next"]
+            .iter()
+            .find_map(|key| body.get(*key).or_else(|| verbose.and_then(|d| d.get(*key))).and_then(Value::as_str))
+            .map(str::to_string);
+        let records = match body.get("value").or_else(|| body.get("d").and_then(|d| d.get("results"))) {
+            Some(Value::Array(records)) => records.clone(),
+            _ => {
+                return Err(UpstreamError::Malformed {
+                    system: SYSTEM,
+                    detail: format!("a list without `value`: {}", summarise(&body.to_string())),
+                });
+            }
+        };
+        Ok(ODataPage { records, next_link })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn next_links_of_both_versions_are_found() {
+        use serde_json::json;
+        let v4 = ODataPage::from_body(json!({"value": [1], "@odata.nextLink": "/odata/Companies?$skip=1"})).unwrap();
+        assert_eq!(v4.next_link.as_deref(), Some("/odata/Companies?$skip=1"));
+        let v3 = ODataPage::from_body(
+            json!({"odata.metadata": "x", "value": [1, 2], "odata.nextLink": "Companies?$skip=2"}),
+        )
+        .unwrap();
+        assert_eq!((v3.records.len(), v3.next_link.as_deref()), (2, Some("Companies?$skip=2")));
+        let verbose =
+            ODataPage::from_body(json!({"d": {"results": [1], "__next": "https://x/odata/Companies?$skiptoken=9"}}))
+                .unwrap();
+        assert_eq!(verbose.next_link.as_deref(), Some("https://x/odata/Companies?$skiptoken=9"));
+        let last = ODataPage::from_body(json!({"value": []})).unwrap();
+        assert_eq!(last.next_link, None);
+        assert!(ODataPage::from_body(json!({"error": "x"})).is_err());
+    }
 
     #[test]
     fn keys_use_the_int64_suffix() {
