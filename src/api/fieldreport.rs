@@ -429,3 +429,75 @@ pub async fn sync(
     }
     Ok(HttpResponseOk(SyncAnswer { data }))
 }
+
+#[derive(Deserialize, JsonSchema)]
+pub struct StagePath {
+    /// 1 (reference data), 2 (companies, contacts, products, service objects) or 3 (service
+    /// requests, items, documents, time events, step-list templates).
+    pub stage: String,
+}
+
+#[derive(Deserialize, JsonSchema)]
+pub struct StageTypePath {
+    /// 1, 2 or 3.
+    pub stage: String,
+    /// `create` or `update`.
+    pub r#type: String,
+}
+
+#[derive(Deserialize, JsonSchema)]
+pub struct StageTypeEntityPath {
+    /// 1, 2 or 3.
+    pub stage: String,
+    /// `create` or `update`.
+    pub r#type: String,
+    /// Route name (`costCenters`) or OData set name (`CostCenters`).
+    pub entity: String,
+}
+
+/// What each push did.
+#[derive(Serialize, JsonSchema)]
+pub struct PushAnswer {
+    pub data: Vec<crate::fieldreport::push::PushReport>,
+}
+
+pub async fn setup(
+    rqctx: &RequestContext<ApiContext>,
+    stage: Option<&str>,
+) -> Result<HttpResponseOk<SyncAnswer>, ApiError> {
+    caller(rqctx).await?;
+    Ok(HttpResponseOk(SyncAnswer { data: rqctx.context().fieldreport.setup(stage).await? }))
+}
+
+/// Pushes internal writes: of a stage (or all), of a type (or both), of one entity (or all of
+/// the stage).
+pub async fn post(
+    rqctx: &RequestContext<ApiContext>,
+    stage: Option<&str>,
+    kind: Option<&str>,
+    entity: Option<&str>,
+) -> Result<HttpResponseOk<PushAnswer>, ApiError> {
+    caller(rqctx).await?;
+    let kinds = crate::fieldreport::push::push_kinds(kind)?;
+    let mut entities = crate::fieldreport::push::stage_entities(stage)?;
+    if let Some(name) = entity {
+        let wanted = entity_named(name)?;
+        entities.retain(|e| e.route == wanted.route);
+        if entities.is_empty() {
+            return Err(ApiError::validation(
+                [(
+                    "entity".to_string(),
+                    vec![format!("{} is not part of stage {}", wanted.route, stage.unwrap_or("-"))],
+                )]
+                .into(),
+            ));
+        }
+    }
+    let mut data = Vec::new();
+    for info in entities {
+        for kind in &kinds {
+            data.push(rqctx.context().fieldreport.push(info, kind).await?);
+        }
+    }
+    Ok(HttpResponseOk(PushAnswer { data }))
+}

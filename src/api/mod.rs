@@ -301,6 +301,55 @@ pub trait IntegrationApi {
         path: Path<fieldreport::EntityPath>,
     ) -> Result<HttpResponseOk<fieldreport::SyncAnswer>, ApiError>;
 
+    /// Initial setup (all stages)
+    ///
+    /// Syncs every entity set, stage by stage: 1 reference data (itemTypes, itemUnits,
+    /// costCenters, tags, qualifications, users), 2 companies, contacts, products,
+    /// serviceObjects, 3 serviceRequests, items, documents, timeEvents, stepListTemplates.
+    #[endpoint { method = GET, path = "/api/v1/fieldreport/setup", tags = ["fieldreport"] }]
+    async fn fieldreport_setup_all(
+        rqctx: RequestContext<Self::Context>,
+    ) -> Result<HttpResponseOk<fieldreport::SyncAnswer>, ApiError>;
+
+    /// Initial setup of one stage
+    #[endpoint { method = GET, path = "/api/v1/fieldreport/setup/{stage}", tags = ["fieldreport"] }]
+    async fn fieldreport_setup(
+        rqctx: RequestContext<Self::Context>,
+        path: Path<fieldreport::StagePath>,
+    ) -> Result<HttpResponseOk<fieldreport::SyncAnswer>, ApiError>;
+
+    /// Push internal writes (all)
+    ///
+    /// Sends the records written without forwarding (e.g. by ERP webhooks) to the field-report
+    /// system: `create` ones by POST, `update` ones by PUT. Each is marked as soon as the
+    /// upstream accepted it, so a rerun sends nothing twice; refusals are reported per record
+    /// and the batch goes on.
+    #[endpoint { method = GET, path = "/api/v1/fieldreport/post", tags = ["fieldreport"] }]
+    async fn fieldreport_post_all(
+        rqctx: RequestContext<Self::Context>,
+    ) -> Result<HttpResponseOk<fieldreport::PushAnswer>, ApiError>;
+
+    /// Push internal writes of a stage
+    #[endpoint { method = GET, path = "/api/v1/fieldreport/post/{stage}", tags = ["fieldreport"] }]
+    async fn fieldreport_post_stage(
+        rqctx: RequestContext<Self::Context>,
+        path: Path<fieldreport::StagePath>,
+    ) -> Result<HttpResponseOk<fieldreport::PushAnswer>, ApiError>;
+
+    /// Push internal writes of a stage and type
+    #[endpoint { method = GET, path = "/api/v1/fieldreport/post/{stage}/{type}", tags = ["fieldreport"] }]
+    async fn fieldreport_post_type(
+        rqctx: RequestContext<Self::Context>,
+        path: Path<fieldreport::StageTypePath>,
+    ) -> Result<HttpResponseOk<fieldreport::PushAnswer>, ApiError>;
+
+    /// Push internal writes of one entity
+    #[endpoint { method = GET, path = "/api/v1/fieldreport/post/{stage}/{type}/{entity}", tags = ["fieldreport"] }]
+    async fn fieldreport_post(
+        rqctx: RequestContext<Self::Context>,
+        path: Path<fieldreport::StageTypeEntityPath>,
+    ) -> Result<HttpResponseOk<fieldreport::PushAnswer>, ApiError>;
+
     /// Liveness
     ///
     /// Answers 200 while the process is up; it does not touch the database.
@@ -503,6 +552,48 @@ impl IntegrationApi for Service {
         path: Path<fieldreport::EntityPath>,
     ) -> Result<HttpResponseOk<fieldreport::SyncAnswer>, ApiError> {
         fieldreport::sync(&rqctx, Some(&path.into_inner().entity)).await
+    }
+
+    async fn fieldreport_setup_all(
+        rqctx: RequestContext<ApiContext>,
+    ) -> Result<HttpResponseOk<fieldreport::SyncAnswer>, ApiError> {
+        fieldreport::setup(&rqctx, None).await
+    }
+
+    async fn fieldreport_setup(
+        rqctx: RequestContext<ApiContext>,
+        path: Path<fieldreport::StagePath>,
+    ) -> Result<HttpResponseOk<fieldreport::SyncAnswer>, ApiError> {
+        fieldreport::setup(&rqctx, Some(&path.into_inner().stage)).await
+    }
+
+    async fn fieldreport_post_all(
+        rqctx: RequestContext<ApiContext>,
+    ) -> Result<HttpResponseOk<fieldreport::PushAnswer>, ApiError> {
+        fieldreport::post(&rqctx, None, None, None).await
+    }
+
+    async fn fieldreport_post_stage(
+        rqctx: RequestContext<ApiContext>,
+        path: Path<fieldreport::StagePath>,
+    ) -> Result<HttpResponseOk<fieldreport::PushAnswer>, ApiError> {
+        fieldreport::post(&rqctx, Some(&path.into_inner().stage), None, None).await
+    }
+
+    async fn fieldreport_post_type(
+        rqctx: RequestContext<ApiContext>,
+        path: Path<fieldreport::StageTypePath>,
+    ) -> Result<HttpResponseOk<fieldreport::PushAnswer>, ApiError> {
+        let path = path.into_inner();
+        fieldreport::post(&rqctx, Some(&path.stage), Some(&path.r#type), None).await
+    }
+
+    async fn fieldreport_post(
+        rqctx: RequestContext<ApiContext>,
+        path: Path<fieldreport::StageTypeEntityPath>,
+    ) -> Result<HttpResponseOk<fieldreport::PushAnswer>, ApiError> {
+        let path = path.into_inner();
+        fieldreport::post(&rqctx, Some(&path.stage), Some(&path.r#type), Some(&path.entity)).await
     }
 
     async fn healthz(_rqctx: RequestContext<ApiContext>) -> Result<HttpResponseOk<Health>, ApiError> {

@@ -282,3 +282,40 @@ impl Store {
         rows.iter().map(record).collect()
     }
 }
+
+impl Store {
+    /// Records written without forwarding and not pushed yet (`kind`: `create` or `update`).
+    pub async fn mirror_pending(&self, entity: &str, kind: &str) -> Result<Vec<MirrorRecord>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT record_id, version, document FROM fieldreport_records WHERE entity = $1 AND pending_push = $2 \
+             ORDER BY LENGTH(record_id), record_id",
+        )
+        .bind(entity)
+        .bind(kind)
+        .fetch_all(self.pool())
+        .await?;
+        rows.iter().map(record).collect()
+    }
+
+    /// Marks a record as pushed; after a create push it takes the upstream's Id and document.
+    pub async fn mirror_mark_pushed(
+        &self,
+        entity: &str,
+        old_id: &str,
+        record: &MirrorRecord,
+    ) -> Result<(), StoreError> {
+        sqlx::query(
+            "UPDATE fieldreport_records SET record_id = $1, version = $2, document = $3, pending_push = NULL, updated_at = $4 \
+             WHERE entity = $5 AND record_id = $6",
+        )
+        .bind(&record.id)
+        .bind(record.version)
+        .bind(record.document.to_string())
+        .bind(now_ms())
+        .bind(entity)
+        .bind(old_id)
+        .execute(self.pool())
+        .await?;
+        Ok(())
+    }
+}

@@ -1,0 +1,134 @@
+//! Setup (a staged initial pull) and post (a bulk push of internal writes).
+//!
+//! Setup stages: 1 reference data, 2 companies and what hangs on them, 3 service requests and
+//! the rest. Post sends records that were written without forwarding (e.g. by an ERP webhook)
+//! to the upstream, `create` ones with POST and `update` ones with PUT, and marks each one
+//! pushed as soon as the upstream accepted it, so a rerun sends nothing twice; a record the
+//! upstream refuses is reported and stays pending, the batch goes on.
+
+use generated::fieldreport::EntityInfo;
+use serde::Serialize;
+use serde_json::Value;
+
+use super::service::{FieldReportError, FieldReportService};
+use super::sync::SyncReport;
+use crate::error::FieldErrors;
+use crate::store::fieldreport::MirrorRecord;
+
+pub const STAGES: [&[&str]; 3] = [
+    &["itemTypes", "itemUnits", "costCenters", "tags", "qualifications", "users"],
+    &["companies", "contacts", "products", "serviceObjects"],
+    &["serviceRequests", "items", "documents", "timeEvents", "stepListTemplates"],
+];
+
+/// The entity sets of a stage (1 to 3), or of every stage in order.
+pub fn stage_entities(stage: Option<&str>) -> Result<Vec<&'static EntityInfo>, FieldReportError> {
+    let routes: Vec<&str> = match stage {
+        None => STAGES.iter().flat_map(|s| s.iter().copied()).collect(),
+        Some(raw) => match raw.parse::<usize>() {
+            Ok(n @ 1..=3) => STAGES[n - 1].to_vec(),
+            _ => {
+                return Err(FieldReportError::Invalid(FieldErrors::from([(
+                    "stage".to_string(),
+                    vec!["The stage is 1 (reference data), 2 (companies, contacts, products, service objects) or 3 (service requests and the rest).".to_string()],
+                )])));
+            }
+        },
+    };
+    Ok(routes.into_iter().filter_map(generated::fieldreport::by_route).collect())
+}
+
+/// One record the upstream refused.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct PushFailure {
+    pub id: String,
+    pub message: String,
+}
+
+/// What a push of one entity set did.
+#[derive(Debug, Clone, Default, Serialize, schemars::JsonSchema)]
+pub struct PushReport {
+    pub entity: String,
+    /// `create` or `update`.
+    pub kind: String,
+    pub pushed: u64,
+    pub failed: u64,
+    pub failures: Vec<PushFailure>,
+}
+
+impl FieldReportService {
+    /// Runs the syncs of a stage (or all stages) in order.
+    pub async fn setup(&self, stage: Option<&str>) -> Result<Vec<SyncReport>, FieldReportError> {
+        let mut reports = Vec::new();
+        for info in stage_entities(stage)? {
+            reports.push(self.sync(info, &|_| {}).await?);
+        }
+        Ok(reports)
+    }
+
+    /// Pushes the pending writes of `kind` (`create`, `update`, or both when `None`) of one
+    /// entity set.
+    pub async fn push(&self, info: &EntityInfo, kind: &str) -> Result<PushReport, FieldReportError> {
+        let client = self.client()?;
+        let mut report = PushReport { entity: info.route.to_string(), kind: kind.to_string(), ..Default::default() };
+        for record in self.store().mirror_pending(info.route, kind).await? {
+            let sent = match kind {
+                "create" => client.create(info.set, &record.document).await,
+                _ => client.update(info.set, &record.id, &record.document).await,
+            };
+            match sent {
+                Ok(answer) => {
+                    let mut pushed = record.clone();
+                    if kind == "create"
+                        && let Some(id) = answer.get("Id").and_then(|v| match v {
+                            Value::String(s) if !s.is_empty() => Some(s.clone()),
+                            Value::Number(n) => Some(n.to_string()),
+                            _ => None,
+                        })
+                    {
+                        pushed.document["Id"] = Value::String(id.clone());
+                        pushed = MirrorRecord { id, ..pushed };
+                    }
+                    self.store().mirror_mark_pushed(info.route, &record.id, &pushed).await?;
+                    report.pushed += 1;
+                }
+                Err(error) => {
+                    report.failed += 1;
+                    report.failures.push(PushFailure { id: record.id.clone(), message: error.to_string() });
+                }
+            }
+        }
+        Ok(report)
+    }
+}
+
+/// Checks the `type` of a post: `create` or `update`.
+pub fn push_kinds(kind: Option<&str>) -> Result<Vec<&'static str>, FieldReportError> {
+    match kind {
+        None => Ok(vec!["create", "update"]),
+        Some("create") => Ok(vec!["create"]),
+        Some("update") => Ok(vec!["update"]),
+        Some(_) => Err(FieldReportError::Invalid(FieldErrors::from([(
+            "type".to_string(),
+            vec!["The type is create or update.".to_string()],
+        )]))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stages_cover_every_entity_once() {
+        let all: Vec<&str> = stage_entities(None).unwrap().iter().map(|e| e.route).collect();
+        assert_eq!(all.len(), 15);
+        let mut unique = all.clone();
+        unique.sort();
+        unique.dedup();
+        assert_eq!(unique.len(), 15);
+        assert_eq!(stage_entities(Some("1")).unwrap().len(), 6);
+        assert!(stage_entities(Some("4")).is_err());
+        assert!(push_kinds(Some("delete")).is_err());
+    }
+}

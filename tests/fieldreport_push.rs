@@ -1,0 +1,103 @@
+//! Setup stages and the bulk push of internal (not forwarded) writes.
+
+mod common;
+
+use common::{Db, TestService, error_body};
+use integration_service::config::Config;
+use integration_service::fieldreport::service::FieldReportService;
+use integration_service::upstream::fieldreport::FieldReportClient;
+use serde_json::{Value, json};
+
+async fn get(svc: &TestService, token: &str, path: &str) -> reqwest::Response {
+    svc.client.get(svc.url(path)).bearer_auth(token).send().await.unwrap()
+}
+
+async fn seed(svc: &TestService, set: &str, count: u64) {
+    let response = svc
+        .client
+        .post(format!("{}/__sandbox/seed", svc.fieldreport))
+        .json(&json!({"set": set, "count": count}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+}
+
+/// The domain service as internal writers (ERP webhooks) use it: writes without forwarding.
+fn internal_writer(svc: &TestService) -> FieldReportService {
+    let config = Config::load_with(
+        None,
+        &[
+            ("FIELDREPORT_BASE_URL", &svc.fieldreport),
+            ("FIELDREPORT_USERNAME", "sandbox"),
+            ("FIELDREPORT_PASSWORD", "sandbox-password"),
+        ],
+    )
+    .unwrap();
+    FieldReportService::new(svc.store().clone(), FieldReportClient::from_config(&config.fieldreport))
+}
+
+async fn setup_runs_the_stages_in_order(db: Db) {
+    let svc = TestService::start(db, &[]).await;
+    let token = svc.user_token().await;
+    seed(&svc, "ItemTypes", 5).await;
+    seed(&svc, "Users", 3).await;
+    let response = get(&svc, &token, "/api/v1/fieldreport/setup/1").await;
+    assert_eq!(response.status(), 200);
+    let reports: Value = response.json().await.unwrap();
+    let entities: Vec<&str> =
+        reports["data"].as_array().unwrap().iter().map(|r| r["entity"].as_str().unwrap()).collect();
+    assert_eq!(entities, ["itemTypes", "itemUnits", "costCenters", "tags", "qualifications", "users"]);
+    assert_eq!(reports["data"][0]["inserted"], 5);
+    assert_eq!(reports["data"][5]["inserted"], 3);
+    let all: Value = get(&svc, &token, "/api/v1/fieldreport/setup").await.json().await.unwrap();
+    assert_eq!(all["data"].as_array().unwrap().len(), 15);
+    error_body(get(&svc, &token, "/api/v1/fieldreport/setup/9").await, 422).await;
+    svc.stop().await;
+}
+
+async fn internal_writes_are_pushed_once_and_failures_reported(db: Db) {
+    let svc = TestService::start(db, &[]).await;
+    let token = svc.user_token().await;
+    seed(&svc, "Tags", 2).await;
+    get(&svc, &token, "/api/v1/fieldreport/sync/tags").await;
+    let writer = internal_writer(&svc);
+    let tags = generated::fieldreport::by_route("tags").unwrap();
+    for id in ["int-1", "int-2"] {
+        let outcome = writer.create(tags, json!({"Id": id, "Version": 1, "Name": id}), false).await.unwrap();
+        assert_eq!(outcome.upstream, None, "internal writes are not forwarded");
+    }
+    // An internal update with the next version, and one with a stale version.
+    writer.update(tags, "1001", json!({"Name": "from the ERP", "Version": 2}), false).await.unwrap();
+    writer.update(tags, "1002", json!({"Name": "stale", "Version": 7}), false).await.unwrap();
+    let received_before: Vec<Value> =
+        svc.client.get(format!("{}/__sandbox/received", svc.fieldreport)).send().await.unwrap().json().await.unwrap();
+    assert!(received_before.is_empty(), "nothing was sent yet");
+
+    let pushed: Value = get(&svc, &token, "/api/v1/fieldreport/post/1/create/tags").await.json().await.unwrap();
+    assert_eq!(pushed["data"][0]["pushed"], 2, "{pushed}");
+    let updates: Value = get(&svc, &token, "/api/v1/fieldreport/post/1/update/tags").await.json().await.unwrap();
+    assert_eq!(updates["data"][0]["pushed"], 1, "{updates}");
+    assert_eq!(updates["data"][0]["failed"], 1, "{updates}");
+    assert_eq!(updates["data"][0]["failures"][0]["id"], "1002");
+
+    // A rerun sends nothing twice (the refused update is tried again, as it is still pending).
+    let again: Value = get(&svc, &token, "/api/v1/fieldreport/post").await.json().await.unwrap();
+    let pushed_again: u64 = again["data"].as_array().unwrap().iter().map(|r| r["pushed"].as_u64().unwrap()).sum();
+    assert_eq!(pushed_again, 0, "{again}");
+    let received: Vec<Value> =
+        svc.client.get(format!("{}/__sandbox/received", svc.fieldreport)).send().await.unwrap().json().await.unwrap();
+    let posts = received.iter().filter(|w| w["method"] == "POST").count();
+    assert_eq!(posts, 2);
+
+    // Pushed creates took the upstream's Id.
+    let found: Value = get(&svc, &token, "/api/v1/fieldreport/show/tags/Name/int-1").await.json().await.unwrap();
+    let id = found["data"][0]["Id"].as_str().unwrap();
+    assert!(id.parse::<i64>().is_ok(), "{found}");
+
+    error_body(get(&svc, &token, "/api/v1/fieldreport/post/1/delete/tags").await, 422).await;
+    error_body(get(&svc, &token, "/api/v1/fieldreport/post/2/create/tags").await, 422).await;
+    svc.stop().await;
+}
+
+on_both_databases!(setup_runs_the_stages_in_order, internal_writes_are_pushed_once_and_failures_reported);
