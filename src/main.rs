@@ -82,6 +82,10 @@ enum UserCommand {
 enum FieldreportCommand {
     /// Pull one entity set (route or set name) or all of them from the field-report system.
     Sync { entity: Option<String> },
+    /// Initial pull of a stage (1, 2 or 3) or of every stage in order.
+    Setup { stage: Option<String> },
+    /// Push records written without forwarding: of a stage, a type (create|update), an entity.
+    Post { stage: Option<String>, r#type: Option<String>, entity: Option<String> },
 }
 
 #[derive(Subcommand)]
@@ -171,7 +175,25 @@ async fn run(command: Command, mut config: Config) -> anyhow::Result<()> {
             shutdown_signal().await;
             Ok(())
         }
-        Command::Fieldreport(FieldreportCommand::Sync { entity }) => fieldreport_sync(&config, entity.as_deref()).await,
+        Command::Fieldreport(FieldreportCommand::Sync { entity }) => {
+            let entities = match entity.as_deref() {
+                Some(name) => vec![generated::fieldreport::entity(name).ok_or_else(|| {
+                    anyhow::anyhow!(
+                        "unknown entity {name:?}; known: {}",
+                        generated::fieldreport::entity_names().collect::<Vec<_>>().join(", ")
+                    )
+                })?],
+                None => generated::fieldreport::ENTITIES.iter().collect(),
+            };
+            fieldreport_sync(&config, entities).await
+        }
+        Command::Fieldreport(FieldreportCommand::Setup { stage }) => {
+            let entities = integration_service::fieldreport::push::stage_entities(stage.as_deref())?;
+            fieldreport_sync(&config, entities).await
+        }
+        Command::Fieldreport(FieldreportCommand::Post { stage, r#type, entity }) => {
+            fieldreport_post(&config, stage.as_deref(), r#type.as_deref(), entity.as_deref()).await
+        }
         Command::Openapi => unreachable!("handled before configuration is loaded"),
     }
 }
@@ -188,21 +210,12 @@ fn describe(error: integration_service::auth::AuthError) -> anyhow::Error {
     }
 }
 
-/// `fieldreport sync`: a progress bar on a terminal, a line per page otherwise.
-async fn fieldreport_sync(config: &Config, entity: Option<&str>) -> anyhow::Result<()> {
+/// `fieldreport sync` and `setup`: a progress bar on a terminal, a line per page otherwise.
+async fn fieldreport_sync(config: &Config, entities: Vec<&generated::fieldreport::EntityInfo>) -> anyhow::Result<()> {
     use integration_service::fieldreport::service::FieldReportService;
     use integration_service::upstream::fieldreport::FieldReportClient;
     use std::io::IsTerminal;
 
-    let entities: Vec<&generated::fieldreport::EntityInfo> = match entity {
-        Some(name) => vec![generated::fieldreport::entity(name).ok_or_else(|| {
-            anyhow::anyhow!(
-                "unknown entity {name:?}; known: {}",
-                generated::fieldreport::entity_names().collect::<Vec<_>>().join(", ")
-            )
-        })?],
-        None => generated::fieldreport::ENTITIES.iter().collect(),
-    };
     let store = Store::open(&config.database_url).await?;
     let service = FieldReportService::new(store.clone(), FieldReportClient::from_config(&config.fieldreport));
     let terminal = std::io::stderr().is_terminal();
@@ -242,6 +255,41 @@ async fn fieldreport_sync(config: &Config, entity: Option<&str>) -> anyhow::Resu
         );
     }
     store.close().await;
+    Ok(())
+}
+
+/// `fieldreport post`: pushes internal writes and prints one line per entity and type.
+async fn fieldreport_post(
+    config: &Config,
+    stage: Option<&str>,
+    kind: Option<&str>,
+    entity: Option<&str>,
+) -> anyhow::Result<()> {
+    use integration_service::fieldreport::push::{push_kinds, stage_entities};
+    use integration_service::fieldreport::service::FieldReportService;
+    use integration_service::upstream::fieldreport::FieldReportClient;
+
+    let kinds = push_kinds(kind)?;
+    let mut entities = stage_entities(stage)?;
+    if let Some(name) = entity {
+        entities.retain(|e| e.route == name || e.set == name);
+        anyhow::ensure!(!entities.is_empty(), "{name} is not an entity of this stage");
+    }
+    let store = Store::open(&config.database_url).await?;
+    let service = FieldReportService::new(store.clone(), FieldReportClient::from_config(&config.fieldreport));
+    let mut failed = 0;
+    for info in entities {
+        for kind in &kinds {
+            let report = service.push(info, kind).await?;
+            println!("{} {}: pushed {}, failed {}", report.entity, report.kind, report.pushed, report.failed);
+            for failure in &report.failures {
+                println!("  {}: {}", failure.id, failure.message);
+            }
+            failed += report.failed;
+        }
+    }
+    store.close().await;
+    anyhow::ensure!(failed == 0, "{failed} record(s) were refused and stay pending");
     Ok(())
 }
 

@@ -110,6 +110,28 @@ async fn fieldreport_sync_from_the_command_line(db: Db) {
     assert!(text(&output.stdout).contains("tags: fetched 150, inserted 150"), "{}", text(&output.stdout));
     // Not a terminal: plain progress lines.
     assert!(text(&output.stderr).contains("tags: 100 fetched, 1 pages"), "{}", text(&output.stderr));
+    let setup = Command::new(BINARY)
+        .args(["fieldreport", "setup", "1"])
+        .env_clear()
+        .env("DATABASE_URL", &svc.database_url)
+        .env("FIELDREPORT_BASE_URL", &svc.fieldreport)
+        .env("FIELDREPORT_USERNAME", "sandbox")
+        .env("FIELDREPORT_PASSWORD", "sandbox-password")
+        .output()
+        .unwrap();
+    assert!(setup.status.success(), "{}", text(&setup.stderr));
+    assert_eq!(text(&setup.stdout).lines().count(), 6, "{}", text(&setup.stdout));
+    let post = Command::new(BINARY)
+        .args(["fieldreport", "post", "1", "create", "tags"])
+        .env_clear()
+        .env("DATABASE_URL", &svc.database_url)
+        .env("FIELDREPORT_BASE_URL", &svc.fieldreport)
+        .env("FIELDREPORT_USERNAME", "sandbox")
+        .env("FIELDREPORT_PASSWORD", "sandbox-password")
+        .output()
+        .unwrap();
+    assert!(post.status.success(), "{}", text(&post.stderr));
+    assert_eq!(text(&post.stdout).trim(), "tags create: pushed 0, failed 0");
     let unknown = cli(&svc.database_url, &["fieldreport", "sync", "widgets"], None);
     assert!(!unknown.status.success());
     assert!(text(&unknown.stderr).contains("costCenters"), "{}", text(&unknown.stderr));
