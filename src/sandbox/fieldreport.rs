@@ -3,7 +3,7 @@
 //! plus one), `DateModified` set on every write, paging with `$top`/`$skip` and
 //! `@odata.nextLink` (server page size 100), `$filter` (`Id eq <n>L`, `<Field> eq 'x'`,
 //! `DateModified gt <time>`), `$orderby=DateModified`, `$expand` (navigation properties are
-//! served only when expanded), and `$metadata` served from
+//! served only when expanded), `$select`, and `$metadata` served from
 //! `spec/upstream/fieldreport/metadata.xml`.
 //!
 //! For tests: `GET /__sandbox/received` lists every write it received (method, path, body);
@@ -189,6 +189,8 @@ impl FieldReport {
             e.split(',').map(|p| p.split('/').next().unwrap_or_default().trim().to_string()).collect::<Vec<_>>()
         });
         let navigation = generated::fieldreport::by_set(set).map(|e| e.expand).unwrap_or_default();
+        let selected: Option<Vec<String>> =
+            params.get("$select").map(|s| s.split(',').map(|f| f.trim().to_string()).collect());
         let page: Vec<Value> = records
             .get(skip.min(page_end)..page_end)
             .unwrap_or_default()
@@ -200,6 +202,10 @@ impl FieldReport {
                     if !expanded.as_ref().is_some_and(|e| e.iter().any(|x| x == property)) {
                         record.remove(property);
                     }
+                }
+                if let Some(fields) = &selected {
+                    let expanded_fields = expanded.clone().unwrap_or_default();
+                    record.retain(|key, _| fields.iter().any(|f| f == key) || expanded_fields.iter().any(|e| e == key));
                 }
                 Value::Object(record)
             })

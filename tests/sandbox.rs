@@ -1,4 +1,4 @@
-//! The leasing-provider simulator over real HTTP: provider rules, scripted states, faults.
+//! The upstream simulators over real HTTP: provider rules, scripted states, OData paging, faults.
 
 use integration_service::sandbox;
 use integration_service::telemetry;
@@ -105,4 +105,55 @@ async fn the_fault_switch_fails_drops_and_clears() {
     assert_eq!(client.delete(format!("{base}/__sandbox/faults")).send().await.unwrap().status(), 204);
     let types: Value = client.get(format!("{base}/basic/v1/objecttypes")).send().await.unwrap().json().await.unwrap();
     assert!(!types["Items"].as_array().unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn the_field_report_simulator_pages_filters_selects_and_expands() {
+    let sandboxes = sandbox::start(None, &telemetry::discard()).await.unwrap();
+    let base = sandboxes.fieldreport_base_url();
+    let client = reqwest::Client::new();
+    let seeded = client
+        .post(format!("{base}/__sandbox/seed"))
+        .json(&json!({"set": "Companies", "count": 150}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(seeded.status(), 200);
+    let unauthorized = client.get(format!("{base}/odata/Companies")).send().await.unwrap();
+    assert_eq!(unauthorized.status(), 401);
+    let get = |query: &str| {
+        let url = format!("{base}/odata/Companies?{query}");
+        let client = client.clone();
+        async move {
+            let body: Value = client
+                .get(url)
+                .basic_auth("sandbox", Some("sandbox-password"))
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            body
+        }
+    };
+    let first = get("").await;
+    assert_eq!(first["value"].as_array().unwrap().len(), 100);
+    assert!(first["@odata.nextLink"].as_str().unwrap().contains("%24skip=100"));
+    assert!(first["value"][0].get("Contacts").is_none(), "navigation only when expanded");
+    let expanded = get("$expand=Contacts&$top=1").await;
+    assert!(expanded["value"][0]["Contacts"].is_array());
+    assert!(expanded.get("@odata.nextLink").is_none(), "$top=1 is one record");
+    let selected = get("$select=Id,Name&$top=1").await;
+    let keys: Vec<&String> = selected["value"][0].as_object().unwrap().keys().collect();
+    assert_eq!(keys, ["Id", "Name"]);
+    let filtered = get("$filter=Id eq 1005L").await;
+    assert_eq!(filtered["value"].as_array().unwrap().len(), 1);
+    let metadata = client
+        .get(format!("{base}/odata/$metadata"))
+        .basic_auth("sandbox", Some("sandbox-password"))
+        .send()
+        .await
+        .unwrap();
+    assert!(metadata.text().await.unwrap().contains("EntitySet Name=\"Companies\""));
 }
