@@ -111,6 +111,12 @@ async fn show_lists_entities_and_finds_records(db: Db) {
         get(&svc, &token, "/api/v1/fieldreport/show/costCenters/ExternalId/seed-1002").await.json().await.unwrap();
     assert_eq!(found["data"].as_array().unwrap().len(), 1, "{found}");
     assert_eq!(found["data"][0]["Id"], "1002");
+    let having: Value =
+        get(&svc, &token, "/api/v1/fieldreport/show/costCenters/ExternalId").await.json().await.unwrap();
+    assert_eq!(having["data"].as_array().unwrap().len(), 3, "{having}");
+    let lacking: Value =
+        get(&svc, &token, "/api/v1/fieldreport/show/costCenters/NoSuchField").await.json().await.unwrap();
+    assert_eq!(lacking["data"], json!([]));
     let none: Value =
         get(&svc, &token, "/api/v1/fieldreport/show/costCenters/ExternalId/nothing").await.json().await.unwrap();
     assert_eq!(none["data"], json!([]));

@@ -403,13 +403,23 @@ pub async fn show_entity(
     Ok(HttpResponseOk(EntityAnswer { data: overview(rqctx, info, &counts).await? }))
 }
 
+#[derive(Deserialize, JsonSchema)]
+pub struct EntityAttributePath {
+    /// Route name (`costCenters`) or OData set name (`CostCenters`).
+    pub entity: String,
+    /// A top-level field of the record, e.g. `ExternalId`.
+    pub attribute: String,
+}
+
 pub async fn show_records(
     rqctx: &RequestContext<ApiContext>,
-    path: AttributePath,
+    entity: &str,
+    attribute: &str,
+    value: Option<&str>,
 ) -> Result<HttpResponseOk<FoundRecords>, ApiError> {
     caller(rqctx).await?;
-    let info = entity_named(&path.entity)?;
-    let found = rqctx.context().fieldreport.find(info, &path.attribute, &path.value).await?;
+    let info = entity_named(entity)?;
+    let found = rqctx.context().fieldreport.find(info, attribute, value).await?;
     Ok(HttpResponseOk(FoundRecords { data: found.into_iter().filter_map(|r| r.as_object().cloned()).collect() }))
 }
 

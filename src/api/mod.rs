@@ -271,6 +271,15 @@ pub trait IntegrationApi {
         path: Path<fieldreport::EntityPath>,
     ) -> Result<HttpResponseOk<fieldreport::EntityAnswer>, ApiError>;
 
+    /// Field-report records having a field
+    ///
+    /// Records of the local mirror whose top-level field is set (not null), at most 500.
+    #[endpoint { method = GET, path = "/api/v1/fieldreport/show/{entity}/{attribute}", tags = ["fieldreport"] }]
+    async fn fieldreport_show_having(
+        rqctx: RequestContext<Self::Context>,
+        path: Path<fieldreport::EntityAttributePath>,
+    ) -> Result<HttpResponseOk<fieldreport::FoundRecords>, ApiError>;
+
     /// Find field-report records by a field
     ///
     /// Records of the local mirror whose top-level field equals the value (as text), at most 500.
@@ -538,7 +547,16 @@ impl IntegrationApi for Service {
         rqctx: RequestContext<ApiContext>,
         path: Path<fieldreport::AttributePath>,
     ) -> Result<HttpResponseOk<fieldreport::FoundRecords>, ApiError> {
-        fieldreport::show_records(&rqctx, path.into_inner()).await
+        let path = path.into_inner();
+        fieldreport::show_records(&rqctx, &path.entity, &path.attribute, Some(&path.value)).await
+    }
+
+    async fn fieldreport_show_having(
+        rqctx: RequestContext<ApiContext>,
+        path: Path<fieldreport::EntityAttributePath>,
+    ) -> Result<HttpResponseOk<fieldreport::FoundRecords>, ApiError> {
+        let path = path.into_inner();
+        fieldreport::show_records(&rqctx, &path.entity, &path.attribute, None).await
     }
 
     async fn fieldreport_sync_all(

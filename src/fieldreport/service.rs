@@ -233,12 +233,13 @@ impl FieldReportService {
         Ok(self.load(entity, id).await?.document)
     }
 
-    /// Records whose top-level field `attribute` equals `value` (compared as text), by Id.
+    /// Records whose top-level field `attribute` equals `value` (compared as text) or, without
+    /// a value, has any non-null value; by Id, at most 500.
     pub async fn find(
         &self,
         entity: &EntityInfo,
         attribute: &str,
-        value: &str,
+        value: Option<&str>,
     ) -> Result<Vec<Value>, FieldReportError> {
         let valid = !attribute.is_empty()
             && attribute.len() <= 64
@@ -246,7 +247,11 @@ impl FieldReportService {
         if !valid {
             return Err(invalid("attribute", "A field name: letters, digits and _, at most 64 characters."));
         }
-        Ok(self.store.mirror_find(entity.route, attribute, value).await?.into_iter().map(|r| r.document).collect())
+        let records = match value {
+            Some(value) => self.store.mirror_find(entity.route, attribute, value).await?,
+            None => self.store.mirror_having(entity.route, attribute).await?,
+        };
+        Ok(records.into_iter().map(|r| r.document).collect())
     }
 
     pub async fn list(

@@ -319,3 +319,24 @@ impl Store {
         Ok(())
     }
 }
+
+impl Store {
+    /// Records that have the top-level field `attribute` (with any value but null), at most 500.
+    pub async fn mirror_having(&self, entity: &str, attribute: &str) -> Result<Vec<MirrorRecord>, StoreError> {
+        let (sql, key) = match self.dialect() {
+            super::Dialect::Sqlite => (
+                "SELECT record_id, version, document FROM fieldreport_records \
+                 WHERE entity = $1 AND json_extract(document, $2) IS NOT NULL ORDER BY LENGTH(record_id), record_id LIMIT 500",
+                format!("$.\"{attribute}\""),
+            ),
+            super::Dialect::Postgres => (
+                "SELECT record_id, version, document FROM fieldreport_records \
+                 WHERE entity = $1 AND jsonb_typeof(document::jsonb -> $2) IS DISTINCT FROM 'null' \
+                 AND (document::jsonb -> $2) IS NOT NULL ORDER BY LENGTH(record_id), record_id LIMIT 500",
+                attribute.to_string(),
+            ),
+        };
+        let rows = sqlx::query(sql).bind(entity).bind(key).fetch_all(self.pool()).await?;
+        rows.iter().map(record).collect()
+    }
+}
