@@ -232,7 +232,9 @@ impl From<FieldReportError> for ApiError {
     fn from(error: FieldReportError) -> Self {
         match error {
             FieldReportError::Invalid(errors) => Self::validation(errors),
-            FieldReportError::NotFound { .. } => Self::not_found(error.to_string()),
+            FieldReportError::NotFound { .. } | FieldReportError::UnknownEntity(_) => {
+                Self::not_found(error.to_string())
+            }
             FieldReportError::Conflict(message) => Self::new(ErrorStatusCode::CONFLICT, "conflict", message),
             FieldReportError::Upstream(e) => e.into(),
             FieldReportError::Store(e) => e.into(),

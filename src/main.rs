@@ -177,12 +177,7 @@ async fn run(command: Command, mut config: Config) -> anyhow::Result<()> {
         }
         Command::Fieldreport(FieldreportCommand::Sync { entity }) => {
             let entities = match entity.as_deref() {
-                Some(name) => vec![generated::fieldreport::entity(name).ok_or_else(|| {
-                    anyhow::anyhow!(
-                        "unknown entity {name:?}; known: {}",
-                        generated::fieldreport::entity_names().collect::<Vec<_>>().join(", ")
-                    )
-                })?],
+                Some(name) => vec![integration_service::fieldreport::service::entity_named(name)?],
                 None => generated::fieldreport::ENTITIES.iter().collect(),
             };
             fieldreport_sync(&config, entities).await

@@ -358,10 +358,7 @@ pub struct AttributePath {
 
 /// The entity set named in a tool route, or 404 listing the known names.
 pub fn entity_named(name: &str) -> Result<&'static generated::fieldreport::EntityInfo, ApiError> {
-    generated::fieldreport::entity(name).ok_or_else(|| {
-        let known: Vec<&str> = generated::fieldreport::entity_names().collect();
-        ApiError::not_found(format!("unknown entity {name:?}; known: {}", known.join(", ")))
-    })
+    Ok(crate::fieldreport::service::entity_named(name)?)
 }
 
 async fn overview(

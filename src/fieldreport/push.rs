@@ -10,7 +10,7 @@ use generated::fieldreport::EntityInfo;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::service::{FieldReportError, FieldReportService};
+use super::service::{FieldReportError, FieldReportService, record_id};
 use super::sync::SyncReport;
 use crate::error::FieldErrors;
 use crate::store::fieldreport::MirrorRecord;
@@ -80,11 +80,7 @@ impl FieldReportService {
                 Ok(answer) => {
                     let mut pushed = record.clone();
                     if kind == "create"
-                        && let Some(id) = answer.get("Id").and_then(|v| match v {
-                            Value::String(s) if !s.is_empty() => Some(s.clone()),
-                            Value::Number(n) => Some(n.to_string()),
-                            _ => None,
-                        })
+                        && let Some(id) = answer.get("Id").and_then(record_id)
                     {
                         pushed.document["Id"] = Value::String(id.clone());
                         pushed = MirrorRecord { id, ..pushed };

@@ -27,6 +27,8 @@ pub const MAX_PER_PAGE: u32 = 500;
 pub enum FieldReportError {
     #[error("The given data was invalid.")]
     Invalid(FieldErrors),
+    #[error("unknown entity {0:?}; known: {known}", known = generated::fieldreport::entity_names().collect::<Vec<_>>().join(", "))]
+    UnknownEntity(String),
     #[error("{entity} record {id} not found")]
     NotFound { entity: String, id: String },
     #[error("{0}")]
@@ -62,7 +64,8 @@ fn invalid(field: &str, message: &str) -> FieldReportError {
     FieldReportError::Invalid(FieldErrors::from([(field.to_string(), vec![message.to_string()])]))
 }
 
-fn id_of(value: &Value) -> Option<String> {
+/// A record's `Id` as the mirror keys it: a non-empty string, or a number written out.
+pub fn record_id(value: &Value) -> Option<String> {
     match value {
         Value::String(s) if !s.is_empty() => Some(s.clone()),
         Value::Number(n) => Some(n.to_string()),
@@ -72,6 +75,11 @@ fn id_of(value: &Value) -> Option<String> {
 
 fn version_of(document: &Value) -> i64 {
     document.get("Version").and_then(Value::as_i64).unwrap_or(0)
+}
+
+/// The entity set named by its route (`costCenters`) or set name (`CostCenters`).
+pub fn entity_named(name: &str) -> Result<&'static EntityInfo, FieldReportError> {
+    generated::fieldreport::entity(name).ok_or_else(|| FieldReportError::UnknownEntity(name.to_string()))
 }
 
 impl FieldReportService {
@@ -138,7 +146,7 @@ impl FieldReportService {
             return Err(FieldReportError::Conflict(format!("{} record {requested_id} exists already", entity.route)));
         }
         let upstream = if forward { Some(self.client()?.create(entity.set, &body).await?) } else { None };
-        let id = upstream.as_ref().and_then(|answer| answer.get("Id")).and_then(id_of).unwrap_or(requested_id);
+        let id = upstream.as_ref().and_then(|answer| answer.get("Id")).and_then(record_id).unwrap_or(requested_id);
         let mut document = body;
         document["Id"] = Value::String(id.clone());
         let record = MirrorRecord { id, version, document };

@@ -15,7 +15,7 @@ use generated::fieldreport::EntityInfo;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::service::{FieldReportError, FieldReportService};
+use super::service::{FieldReportError, FieldReportService, record_id};
 use crate::store::fieldreport::{MirrorRecord, Upserted};
 use crate::store::now_ms;
 
@@ -58,11 +58,7 @@ fn query(info: &EntityInfo, cursor: Option<&str>, skip: usize) -> String {
 }
 
 fn mirror_record(record: Value) -> Option<MirrorRecord> {
-    let id = match record.get("Id")? {
-        Value::String(s) if !s.is_empty() => s.clone(),
-        Value::Number(n) => n.to_string(),
-        _ => return None,
-    };
+    let id = record_id(record.get("Id")?)?;
     let version = record.get("Version").and_then(Value::as_i64).unwrap_or(0);
     Some(MirrorRecord { id, version, document: record })
 }
