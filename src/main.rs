@@ -172,6 +172,7 @@ async fn run(command: Command, mut config: Config) -> anyhow::Result<()> {
                 sandbox::fieldreport::USERNAME,
                 sandbox::fieldreport::PASSWORD
             );
+            println!("ERP simulator: {} (AuthenticationToken {})", sandboxes.erp_base_url(), sandbox::erp::API_KEY);
             shutdown_signal().await;
             Ok(())
         }
@@ -302,8 +303,11 @@ async fn serve(mut config: Config, sandbox: bool) -> anyhow::Result<()> {
         config.fieldreport.base_url = Some(sandboxes.fieldreport_base_url().parse()?);
         config.fieldreport.username = Some(sandbox::fieldreport::USERNAME.to_string());
         config.fieldreport.password = Some(sandbox::fieldreport::PASSWORD.to_string().into());
+        config.erp.base_url = Some(sandboxes.erp_base_url().parse()?);
+        config.erp.api_key = Some(sandbox::erp::API_KEY.to_string().into());
         println!("sandbox: leasing provider simulator at {}", sandboxes.leasing_base_url());
         println!("sandbox: field-report simulator at {}", sandboxes.fieldreport_base_url());
+        println!("sandbox: ERP simulator at {}", sandboxes.erp_base_url());
     }
     let service = server::start(&config, &log).await?;
     slog::info!(log, "listening"; "address" => format!("http://{}", service.address), "docs" => format!("http://{}/{}/openapi.json", service.address, config.docs_path));

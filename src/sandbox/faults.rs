@@ -4,6 +4,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use serde::Deserialize;
+use serde_json::{Value, json};
 
 /// One injected fault, as posted to `/__sandbox/faults`.
 #[derive(Debug, Clone, Deserialize)]
@@ -26,6 +27,10 @@ pub struct FaultRule {
     /// fourth page of a sync).
     #[serde(default)]
     pub after: u32,
+    /// With a failing status, the answer carries `Retry-After: <n>` (e.g. a 429 that asks the
+    /// client to wait).
+    #[serde(default)]
+    pub retry_after_seconds: Option<u64>,
 }
 
 fn one() -> u32 {
@@ -36,16 +41,32 @@ fn one() -> u32 {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Fault {
     Delay(Duration),
-    Fail { delay: Duration, status: u16, body: Option<String> },
+    Fail { delay: Duration, status: u16, body: Option<String>, retry_after: Option<u64> },
     Drop { delay: Duration },
 }
 
 #[derive(Default)]
 pub struct Faults {
     rules: Mutex<Vec<FaultRule>>,
+    /// The JSON body of a failure without a `body` of its own, by status.
+    default_body: Option<fn(u16) -> Value>,
 }
 
 impl Faults {
+    /// A fault switch whose failures without a `body` answer with `default_body(status)`,
+    /// in the simulated system's own error format.
+    pub fn with_default_body(default_body: fn(u16) -> Value) -> Faults {
+        Faults { rules: Mutex::default(), default_body: Some(default_body) }
+    }
+
+    /// The JSON body of a failure with `status` that carries no `body` of its own.
+    pub fn default_body(&self, status: u16) -> Value {
+        match self.default_body {
+            Some(body) => body(status),
+            None => json!({"Message": "injected fault", "StatusCode": status}),
+        }
+    }
+
     pub fn add(&self, rule: FaultRule) {
         self.rules.lock().expect("faults lock").push(rule);
     }
@@ -68,7 +89,7 @@ impl Faults {
         let fault = match (rule.status, &rule.body) {
             (0, _) => Fault::Drop { delay },
             (200..=299, None) => Fault::Delay(delay),
-            (status, body) => Fault::Fail { delay, status, body: body.clone() },
+            (status, body) => Fault::Fail { delay, status, body: body.clone(), retry_after: rule.retry_after_seconds },
         };
         if rule.times == 0 {
             rules.remove(index);
@@ -91,16 +112,40 @@ mod tests {
             times: 2,
             body: None,
             after: 0,
+            retry_after_seconds: None,
         });
         assert_eq!(faults.take("/basic/v1/calculate"), None);
         assert_eq!(
             faults.take("/basic/v1/requests/x"),
-            Some(Fault::Fail { delay: Duration::ZERO, status: 503, body: None })
+            Some(Fault::Fail { delay: Duration::ZERO, status: 503, body: None, retry_after: None })
         );
         assert!(faults.take("/basic/v1/requests").is_some());
         assert_eq!(faults.take("/basic/v1/requests"), None);
-        faults.add(FaultRule { path_prefix: "/".into(), status: 0, delay_ms: 5, times: 1, body: None, after: 1 });
+        faults.add(FaultRule {
+            path_prefix: "/".into(),
+            status: 0,
+            delay_ms: 5,
+            times: 1,
+            body: None,
+            after: 1,
+            retry_after_seconds: None,
+        });
         assert_eq!(faults.take("/x"), None, "the first matching call passes");
         assert_eq!(faults.take("/x"), Some(Fault::Drop { delay: Duration::from_millis(5) }));
+    }
+
+    #[test]
+    fn a_failure_can_ask_the_client_to_wait() {
+        let faults = Faults::default();
+        let rule: FaultRule =
+            serde_json::from_value(json!({"path_prefix": "/", "status": 429, "retry_after_seconds": 7})).unwrap();
+        faults.add(rule);
+        assert_eq!(
+            faults.take("/x"),
+            Some(Fault::Fail { delay: Duration::ZERO, status: 429, body: None, retry_after: Some(7) })
+        );
+        assert_eq!(faults.default_body(429)["StatusCode"], 429);
+        let custom = Faults::with_default_body(|status| json!({"status": status}));
+        assert_eq!(custom.default_body(503), json!({"status": 503}));
     }
 }

@@ -133,17 +133,21 @@ where
             tokio::time::sleep(delay).await;
             return Err(DroppedByFault);
         }
-        Some(Fault::Fail { delay, status, body }) => {
+        Some(Fault::Fail { delay, status, body, retry_after }) => {
             tokio::time::sleep(delay).await;
             let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-            return Ok(match body {
+            let mut response = match body {
                 Some(raw) => Response::builder()
                     .status(status)
                     .header(header::CONTENT_TYPE, "application/json")
                     .body(Full::new(Bytes::from(raw)))
                     .expect("a valid response"),
-                None => json(status, &serde_json::json!({"Message": "injected fault", "StatusCode": status.as_u16()})),
-            });
+                None => json(status, &faults.default_body(status.as_u16())),
+            };
+            if let Some(seconds) = retry_after {
+                response.headers_mut().insert(header::RETRY_AFTER, seconds.into());
+            }
+            return Ok(response);
         }
         Some(Fault::Delay(delay)) => tokio::time::sleep(delay).await,
         None => {}

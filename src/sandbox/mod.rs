@@ -4,9 +4,12 @@
 //! `POST /__sandbox/faults {path_prefix, status, delay_ms, times}` makes the next `times`
 //! matching calls wait `delay_ms` and then fail with `status` (0 drops the connection; a
 //! 2xx status only delays, unless `body` is given); with `body`, that raw text is the answer
-//! (e.g. malformed JSON); `after` lets that many matching calls through first.
-//! `DELETE /__sandbox/faults` clears them.
+//! (e.g. malformed JSON); `after` lets that many matching calls through first;
+//! `retry_after_seconds` adds `Retry-After: <n>` to a failure (e.g. a 429). Without `body`, a
+//! failure answers in the simulated system's error format where it sets one (the ERP's
+//! problem JSON), else `{Message, StatusCode}`. `DELETE /__sandbox/faults` clears them.
 
+pub mod erp;
 pub mod faults;
 pub mod fieldreport;
 pub mod http;
@@ -22,6 +25,7 @@ use slog::Logger;
 pub struct Sandboxes {
     pub leasing: SocketAddr,
     pub fieldreport: SocketAddr,
+    pub erp: SocketAddr,
 }
 
 impl Sandboxes {
@@ -35,6 +39,11 @@ impl Sandboxes {
         format!("http://{}", self.fieldreport)
     }
 
+    /// The API root of the ERP simulator, as `ERP_BASE_URL` expects it.
+    pub fn erp_base_url(&self) -> String {
+        format!("http://{}{}", self.erp, erp::API_ROOT)
+    }
+
     /// The settings that point the service at the simulators.
     pub fn settings(&self) -> Vec<(&'static str, String)> {
         vec![
@@ -42,6 +51,8 @@ impl Sandboxes {
             ("FIELDREPORT_BASE_URL", self.fieldreport_base_url()),
             ("FIELDREPORT_USERNAME", fieldreport::USERNAME.to_string()),
             ("FIELDREPORT_PASSWORD", fieldreport::PASSWORD.to_string()),
+            ("ERP_BASE_URL", self.erp_base_url()),
+            ("ERP_API_KEY", erp::API_KEY.to_string()),
         ]
     }
 }
@@ -52,5 +63,6 @@ pub async fn start(leasing_bind: Option<SocketAddr>, log: &Logger) -> std::io::R
     let leasing = leasing::start(bind, log.new(slog::o!("sandbox" => "leasing"))).await?;
     let loopback = SocketAddr::from(([127, 0, 0, 1], 0));
     let fieldreport = fieldreport::start(loopback, log.new(slog::o!("sandbox" => "fieldreport"))).await?;
-    Ok(Sandboxes { leasing, fieldreport })
+    let erp = erp::start(loopback, log.new(slog::o!("sandbox" => "erp"))).await?;
+    Ok(Sandboxes { leasing, fieldreport, erp })
 }
