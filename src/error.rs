@@ -12,6 +12,8 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use crate::auth::AuthError;
+use crate::erp::ErpError;
+use crate::erp::webhook::WebhookRefusal;
 use crate::fieldreport::service::FieldReportError;
 use crate::leasing::service::LeasingError;
 use crate::store::StoreError;
@@ -38,7 +40,7 @@ pub struct ApiError {
     /// Validation failures: messages per field.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub errors: Option<FieldErrors>,
-    /// On 429: seconds until a new attempt may succeed (also sent as `Retry-After`).
+    /// On 429 and 503: seconds until a new attempt may succeed (also sent as `Retry-After`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub retry_after_seconds: Option<u64>,
 }
@@ -217,6 +219,11 @@ impl From<UpstreamError> for ApiError {
                 Self::new(ErrorStatusCode::CONFLICT, "upstream_conflict", message)
             }
             UpstreamError::Refused { .. } => Self::new(ErrorStatusCode::BAD_GATEWAY, "upstream_error", message),
+            UpstreamError::Throttled { retry_after, .. } => {
+                let mut error = Self::new(ErrorStatusCode::SERVICE_UNAVAILABLE, "upstream_busy", message);
+                error.retry_after_seconds = Some(retry_after.map_or(1, |d| d.as_secs().max(1)));
+                error
+            }
             UpstreamError::Unreachable { .. } => {
                 Self::new(ErrorStatusCode::BAD_GATEWAY, "upstream_unavailable", message)
             }
@@ -224,6 +231,30 @@ impl From<UpstreamError> for ApiError {
                 Self::new(ErrorStatusCode::BAD_GATEWAY, "upstream_invalid_response", message)
             }
             UpstreamError::Client { .. } => Self::internal(message),
+        }
+    }
+}
+
+impl From<ErpError> for ApiError {
+    fn from(error: ErpError) -> Self {
+        match error {
+            ErpError::UnknownModel(_) | ErpError::NotFound { .. } => Self::not_found(error.to_string()),
+            ErpError::Invalid { field, message } => Self::validation(FieldErrors::from([(field, vec![message])])),
+            ErpError::Busy(message) => Self::new(ErrorStatusCode::CONFLICT, "conflict", message),
+            ErpError::Webhook(refusal) => match refusal {
+                WebhookRefusal::Forbidden => {
+                    Self::new(ErrorStatusCode::FORBIDDEN, "forbidden_source", refusal.to_string())
+                }
+                WebhookRefusal::BadSecret => {
+                    Self::new(ErrorStatusCode::UNAUTHORIZED, "invalid_webhook_secret", refusal.to_string())
+                }
+                WebhookRefusal::Invalid(message) => {
+                    Self::validation(FieldErrors::from([("body".to_string(), vec![message])]))
+                }
+            },
+            ErpError::Upstream(e) => e.into(),
+            ErpError::FieldReport(e) => e.into(),
+            ErpError::Store(e) => e.into(),
         }
     }
 }

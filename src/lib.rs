@@ -13,6 +13,7 @@ pub mod api;
 pub mod auth;
 pub mod config;
 pub mod digest;
+pub mod erp;
 pub mod error;
 pub mod fieldreport;
 pub mod front;

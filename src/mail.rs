@@ -20,6 +20,9 @@ pub enum MailError {
     TemplateMissing(String),
     #[error("mail template {name:?} does not render: {detail}")]
     Template { name: String, detail: String },
+    /// The template could not be loaded (e.g. the ERP is unreachable).
+    #[error("{0}")]
+    Source(String),
     #[error("no recipient for the mail")]
     NoRecipient,
     #[error("bad address {0:?}")]

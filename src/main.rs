@@ -49,6 +49,9 @@ enum Command {
     /// Field-report tooling.
     #[command(subcommand)]
     Fieldreport(FieldreportCommand),
+    /// ERP mirror tooling.
+    #[command(subcommand)]
+    Erp(ErpCommand),
     /// Run only the upstream simulators (for trying clients against them).
     Sandbox {
         /// Address of the leasing simulator (default: a free loopback port).
@@ -86,6 +89,14 @@ enum FieldreportCommand {
     Setup { stage: Option<String> },
     /// Push records written without forwarding: of a stage, a type (create|update), an entity.
     Post { stage: Option<String>, r#type: Option<String>, entity: Option<String> },
+}
+
+#[derive(Subcommand)]
+enum ErpCommand {
+    /// Full pull of one model (the ERP's name, e.g. customer) or of every model.
+    Setup { model: Option<String> },
+    /// Incremental pull of every model since its cursor.
+    Pull,
 }
 
 #[derive(Subcommand)]
@@ -187,6 +198,17 @@ async fn run(command: Command, mut config: Config) -> anyhow::Result<()> {
             let entities = integration_service::fieldreport::push::stage_entities(stage.as_deref())?;
             fieldreport_sync(&config, entities).await
         }
+        Command::Erp(ErpCommand::Setup { model }) => {
+            let models = match model {
+                Some(name) => vec![integration_service::erp::model_named(&name)?],
+                None => integration_service::erp::ErpService::all_models(),
+            };
+            erp_pull(&config, models, integration_service::erp::pull::PullKind::Full).await
+        }
+        Command::Erp(ErpCommand::Pull) => {
+            let models = integration_service::erp::ErpService::all_models();
+            erp_pull(&config, models, integration_service::erp::pull::PullKind::Incremental).await
+        }
         Command::Fieldreport(FieldreportCommand::Post { stage, r#type, entity }) => {
             fieldreport_post(&config, stage.as_deref(), r#type.as_deref(), entity.as_deref()).await
         }
@@ -254,6 +276,77 @@ async fn fieldreport_sync(config: &Config, entities: Vec<&generated::fieldreport
     Ok(())
 }
 
+/// `erp setup` and `erp pull`: a progress bar over the models on a terminal (records fetched
+/// and rate of the current one), plain lines otherwise; one summary line per model.
+async fn erp_pull(
+    config: &Config,
+    models: Vec<&'static generated::erp::ModelInfo>,
+    kind: integration_service::erp::pull::PullKind,
+) -> anyhow::Result<()> {
+    use integration_service::erp::ErpService;
+    use integration_service::erp::webhook::WebhookGuard;
+    use integration_service::fieldreport::service::FieldReportService;
+    use integration_service::upstream::erp::ErpClient;
+    use integration_service::upstream::fieldreport::FieldReportClient;
+    use std::io::IsTerminal;
+
+    let store = Store::open(&config.database_url).await?;
+    let client = ErpClient::from_config(&config.erp).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let fieldreport = FieldReportService::new(store.clone(), FieldReportClient::from_config(&config.fieldreport));
+    let guard = WebhookGuard { allowlist: Vec::new(), secret: None };
+    let service = ErpService::new(store.clone(), Ok(client), fieldreport, guard);
+    let terminal = std::io::stderr().is_terminal();
+    let bar = indicatif::ProgressBar::new(models.len() as u64);
+    if terminal {
+        bar.set_style(
+            indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} models [{elapsed}] {prefix}: {msg}")
+                .expect("a valid template"),
+        );
+    } else {
+        bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
+    }
+    let say = |line: String| if terminal { bar.println(line) } else { println!("{line}") };
+    let (mut failed, mut fetched) = (0, 0);
+    for info in models {
+        bar.set_prefix(info.name);
+        let started = std::time::Instant::now();
+        let progress = |n: u64| {
+            let line = format!("{n} fetched, {:.0} records/s", n as f64 / started.elapsed().as_secs_f64().max(0.001));
+            if terminal {
+                bar.set_message(line);
+            } else {
+                eprintln!("{}: {line}", info.name);
+            }
+        };
+        match service.pull(info, &kind, &progress).await {
+            Ok(report) => {
+                fetched += report.fetched;
+                say(format!(
+                    "{}: fetched {}, inserted {}, updated {}, unchanged {}, removed {}, pages {}, {:.1} s",
+                    report.model,
+                    report.fetched,
+                    report.inserted,
+                    report.updated,
+                    report.unchanged,
+                    report.removed,
+                    report.pages,
+                    started.elapsed().as_secs_f64()
+                ));
+            }
+            Err(error) => {
+                failed += 1;
+                say(format!("{}: failed: {error}", info.name));
+            }
+        }
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    println!("{fetched} records fetched; {failed} models failed");
+    store.close().await;
+    anyhow::ensure!(failed == 0, "{failed} models failed");
+    Ok(())
+}
+
 /// `fieldreport post`: pushes internal writes and prints one line per entity and type.
 async fn fieldreport_post(
     config: &Config,
@@ -308,14 +401,46 @@ async fn serve(mut config: Config, sandbox: bool) -> anyhow::Result<()> {
         println!("sandbox: leasing provider simulator at {}", sandboxes.leasing_base_url());
         println!("sandbox: field-report simulator at {}", sandboxes.fieldreport_base_url());
         println!("sandbox: ERP simulator at {}", sandboxes.erp_base_url());
+        // The simulator calls the webhook from loopback; a secret is made up unless configured.
+        if config.erp.webhook_allowlist.is_empty() {
+            config.erp.webhook_allowlist = vec!["127.0.0.0/8".parse()?, "::1/128".parse()?];
+        }
+        if config.erp.webhook_secret.is_none() {
+            config.erp.webhook_secret = Some(uuid::Uuid::new_v4().simple().to_string().into());
+        }
     }
     let service = server::start(&config, &log).await?;
+    if sandbox {
+        register_sandbox_webhooks(&config, service.address).await?;
+    }
     slog::info!(log, "listening"; "address" => format!("http://{}", service.address), "docs" => format!("http://{}/{}/openapi.json", service.address, config.docs_path));
     println!("integration-service listening on http://{}", service.address);
     shutdown_signal().await;
     slog::info!(log, "shutting down: finishing in-flight requests");
     service.shutdown().await;
     slog::info!(log, "stopped");
+    Ok(())
+}
+
+/// Registers the service's webhook URL at the ERP simulator for the mapped models, so a change
+/// made through the simulator reaches the service as it would from the real ERP.
+async fn register_sandbox_webhooks(config: &Config, address: std::net::SocketAddr) -> anyhow::Result<()> {
+    use integration_service::upstream::erp::ErpClient;
+    use secrecy::ExposeSecret;
+    let client = ErpClient::from_config(&config.erp).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let secret = config.erp.webhook_secret.as_ref().map(|s| s.expose_secret().to_string()).unwrap_or_default();
+    let url = format!("http://{address}/api/v1/erp/webhooks?secret={secret}");
+    for mapping in integration_service::erp::mapping::MAPPINGS {
+        let webhook = serde_json::json!({
+            "entityName": mapping.model, "atCreate": true, "atUpdate": true, "atDelete": true,
+            "requestMethod": "POST", "url": url,
+        });
+        client
+            .create("webhook", &webhook)
+            .await
+            .map_err(|e| anyhow::anyhow!("registering the sandbox webhook: {e}"))?;
+    }
+    println!("sandbox: ERP webhooks for customer, contact and article registered");
     Ok(())
 }
 

@@ -13,15 +13,20 @@ use tokio::task::JoinHandle;
 use crate::api::{self, ApiContext};
 use crate::auth::{AuthError, Authenticator};
 use crate::config::Config;
+use crate::erp::ErpService;
+use crate::erp::inbox::InboxWorker;
+use crate::erp::templates::ErpTemplates;
+use crate::erp::webhook::WebhookGuard;
 use crate::fieldreport::service::FieldReportService;
 use crate::front::rewrite::RewriteTable;
 use crate::front::{self, Front};
 use crate::leasing::calculation::Factors;
 use crate::leasing::service::LeasingService;
-use crate::mail::{BuiltInTemplates, Mailer};
+use crate::mail::Mailer;
 use crate::storage::Storage;
 use crate::store::{Store, StoreError};
 use crate::upstream::UpstreamError;
+use crate::upstream::erp::ErpClient;
 use crate::upstream::fieldreport::FieldReportClient;
 use crate::upstream::leasing::LeasingClient;
 use secrecy::ExposeSecret;
@@ -50,6 +55,7 @@ pub struct RunningService {
     stop_front: Option<oneshot::Sender<()>>,
     front_task: JoinHandle<()>,
     dropshot: HttpServer<ApiContext>,
+    inbox_worker: Option<InboxWorker>,
 }
 
 impl RunningService {
@@ -59,6 +65,9 @@ impl RunningService {
             let _ = stop.send(());
         }
         let _ = (&mut self.front_task).await;
+        if let Some(worker) = self.inbox_worker.take() {
+            worker.stop().await;
+        }
         let _ = self.dropshot.close().await;
         self.store.close().await;
     }
@@ -66,16 +75,27 @@ impl RunningService {
 
 /// The leasing area's service. A provider that is not configured is no reason not to start
 /// (its routes answer naming the missing setting); an unreadable certificate is.
-fn leasing_service(config: &Config) -> Result<LeasingService, StartError> {
+fn leasing_service(config: &Config, erp: Result<ErpClient, UpstreamError>) -> Result<LeasingService, StartError> {
     let client = match LeasingClient::from_config(&config.leasing) {
         Err(error @ UpstreamError::Client { .. }) => return Err(StartError::Unsupported(error.to_string())),
         other => other,
     };
     let storage = Storage::from_url(&config.storage_url).map_err(|e| StartError::Unsupported(e.to_string()))?;
-    let mailer =
-        Mailer::new(config.mail_url.as_ref().map(|u| u.expose_secret()), storage.clone(), Arc::new(BuiltInTemplates))
-            .map_err(|e| StartError::Unsupported(e.to_string()))?;
+    let mailer = Mailer::new(
+        config.mail_url.as_ref().map(|u| u.expose_secret()),
+        storage.clone(),
+        Arc::new(ErpTemplates::new(erp)),
+    )
+    .map_err(|e| StartError::Unsupported(e.to_string()))?;
     Ok(LeasingService::new(client, storage, mailer, config.erp.missing_info_template.clone()))
+}
+
+/// The ERP client; not configured is fine, misconfigured is not.
+fn erp_client(config: &Config) -> Result<Result<ErpClient, UpstreamError>, StartError> {
+    match ErpClient::from_config(&config.erp) {
+        Err(error @ UpstreamError::Client { .. }) => Err(StartError::Unsupported(error.to_string())),
+        other => Ok(other),
+    }
 }
 
 /// The field-report client; not configured is fine, misconfigured is not.
@@ -94,13 +114,23 @@ pub async fn start(config: &Config, log: &Logger) -> Result<RunningService, Star
     }
     let store = Store::open(&config.database_url).await?;
     let auth = Authenticator::new(store.clone(), config.token_ttl)?;
+    let fieldreport = FieldReportService::new(store.clone(), fieldreport_client(config)?);
+    let erp_client = erp_client(config)?;
+    let erp = ErpService::new(
+        store.clone(),
+        erp_client.clone(),
+        fieldreport.clone(),
+        WebhookGuard { allowlist: config.erp.webhook_allowlist.clone(), secret: config.erp.webhook_secret.clone() },
+    );
+    let inbox_worker = erp.start_worker(log.new(o!("component" => "erp-inbox")));
     let context = ApiContext {
         store: store.clone(),
         auth,
         openapi: Arc::new(api::openapi::document()),
         leasing_factors: Factors::new(config.leasing.factors.clone()),
-        leasing: leasing_service(config)?,
-        fieldreport: FieldReportService::new(store.clone(), fieldreport_client(config)?),
+        leasing: leasing_service(config, erp_client)?,
+        fieldreport,
+        erp,
     };
 
     let dropshot_config = ConfigDropshot {
@@ -131,5 +161,13 @@ pub async fn start(config: &Config, log: &Logger) -> Result<RunningService, Star
     });
     let (stop_front, stopped) = oneshot::channel();
     let front_task = tokio::spawn(front::serve(front, listener, stopped));
-    Ok(RunningService { address, backend_address, store, stop_front: Some(stop_front), front_task, dropshot })
+    Ok(RunningService {
+        address,
+        backend_address,
+        store,
+        stop_front: Some(stop_front),
+        front_task,
+        dropshot,
+        inbox_worker: Some(inbox_worker),
+    })
 }

@@ -775,6 +775,461 @@ pub fn model(name: &str) -> Option<&'static ModelInfo> {
 pub fn model_names() -> impl Iterator<Item = &'static str> {
     MODELS.iter().map(|m| m.name)
 }
+/// Typed access to a mirrored record: the model type of one entity and its registry row,
+/// e.g. `<types::Customer as ErpModel>::INFO.name == "customer"`.
+pub trait ErpModel: ::serde::Serialize + ::serde::de::DeserializeOwned {
+    const INFO: &'static ModelInfo;
+}
+impl ErpModel for types::AccountingTransaction {
+    const INFO: &'static ModelInfo = &MODELS[0usize];
+}
+impl ErpModel for types::ArchivedEmail {
+    const INFO: &'static ModelInfo = &MODELS[1usize];
+}
+impl ErpModel for types::Article {
+    const INFO: &'static ModelInfo = &MODELS[2usize];
+}
+impl ErpModel for types::ArticleAccountingCode {
+    const INFO: &'static ModelInfo = &MODELS[3usize];
+}
+impl ErpModel for types::ArticleCategory {
+    const INFO: &'static ModelInfo = &MODELS[4usize];
+}
+impl ErpModel for types::ArticleCategoryClassification {
+    const INFO: &'static ModelInfo = &MODELS[5usize];
+}
+impl ErpModel for types::ArticleItemGroup {
+    const INFO: &'static ModelInfo = &MODELS[6usize];
+}
+impl ErpModel for types::ArticlePrice {
+    const INFO: &'static ModelInfo = &MODELS[7usize];
+}
+impl ErpModel for types::ArticleRating {
+    const INFO: &'static ModelInfo = &MODELS[8usize];
+}
+impl ErpModel for types::ArticleStatus {
+    const INFO: &'static ModelInfo = &MODELS[9usize];
+}
+impl ErpModel for types::ArticleSupplySource {
+    const INFO: &'static ModelInfo = &MODELS[10usize];
+}
+impl ErpModel for types::Attendance {
+    const INFO: &'static ModelInfo = &MODELS[11usize];
+}
+impl ErpModel for types::BankAccount {
+    const INFO: &'static ModelInfo = &MODELS[12usize];
+}
+impl ErpModel for types::BankTransaction {
+    const INFO: &'static ModelInfo = &MODELS[13usize];
+}
+impl ErpModel for types::BatchNumber {
+    const INFO: &'static ModelInfo = &MODELS[14usize];
+}
+impl ErpModel for types::BlanketPurchaseOrder {
+    const INFO: &'static ModelInfo = &MODELS[15usize];
+}
+impl ErpModel for types::BlanketSalesOrder {
+    const INFO: &'static ModelInfo = &MODELS[16usize];
+}
+impl ErpModel for types::Calendar {
+    const INFO: &'static ModelInfo = &MODELS[17usize];
+}
+impl ErpModel for types::CalendarEvent {
+    const INFO: &'static ModelInfo = &MODELS[18usize];
+}
+impl ErpModel for types::Campaign {
+    const INFO: &'static ModelInfo = &MODELS[19usize];
+}
+impl ErpModel for types::CampaignParticipant {
+    const INFO: &'static ModelInfo = &MODELS[20usize];
+}
+impl ErpModel for types::CashAccount {
+    const INFO: &'static ModelInfo = &MODELS[21usize];
+}
+impl ErpModel for types::CashAccountSheet {
+    const INFO: &'static ModelInfo = &MODELS[22usize];
+}
+impl ErpModel for types::CashAccountTransaction {
+    const INFO: &'static ModelInfo = &MODELS[23usize];
+}
+impl ErpModel for types::Comment {
+    const INFO: &'static ModelInfo = &MODELS[24usize];
+}
+impl ErpModel for types::CommercialLanguage {
+    const INFO: &'static ModelInfo = &MODELS[25usize];
+}
+impl ErpModel for types::CompanySize {
+    const INFO: &'static ModelInfo = &MODELS[26usize];
+}
+impl ErpModel for types::Contact {
+    const INFO: &'static ModelInfo = &MODELS[27usize];
+}
+impl ErpModel for types::Contract {
+    const INFO: &'static ModelInfo = &MODELS[28usize];
+}
+impl ErpModel for types::ContractAuthorizationUnit {
+    const INFO: &'static ModelInfo = &MODELS[29usize];
+}
+impl ErpModel for types::ContractBillingGroup {
+    const INFO: &'static ModelInfo = &MODELS[30usize];
+}
+impl ErpModel for types::ContractTerminationReason {
+    const INFO: &'static ModelInfo = &MODELS[31usize];
+}
+impl ErpModel for types::ContractType {
+    const INFO: &'static ModelInfo = &MODELS[32usize];
+}
+impl ErpModel for types::CostCenter {
+    const INFO: &'static ModelInfo = &MODELS[33usize];
+}
+impl ErpModel for types::CostCenterGroup {
+    const INFO: &'static ModelInfo = &MODELS[34usize];
+}
+impl ErpModel for types::CostType {
+    const INFO: &'static ModelInfo = &MODELS[35usize];
+}
+impl ErpModel for types::CrmCallCategory {
+    const INFO: &'static ModelInfo = &MODELS[36usize];
+}
+impl ErpModel for types::CrmEvent {
+    const INFO: &'static ModelInfo = &MODELS[37usize];
+}
+impl ErpModel for types::CrmEventCategory {
+    const INFO: &'static ModelInfo = &MODELS[38usize];
+}
+impl ErpModel for types::Currency {
+    const INFO: &'static ModelInfo = &MODELS[39usize];
+}
+impl ErpModel for types::CustomAttributeDefinition {
+    const INFO: &'static ModelInfo = &MODELS[40usize];
+}
+impl ErpModel for types::Customer {
+    const INFO: &'static ModelInfo = &MODELS[41usize];
+}
+impl ErpModel for types::CustomerCategory {
+    const INFO: &'static ModelInfo = &MODELS[42usize];
+}
+impl ErpModel for types::CustomerLeadLossReason {
+    const INFO: &'static ModelInfo = &MODELS[43usize];
+}
+impl ErpModel for types::CustomerTopic {
+    const INFO: &'static ModelInfo = &MODELS[44usize];
+}
+impl ErpModel for types::CustomsTariffNumber {
+    const INFO: &'static ModelInfo = &MODELS[45usize];
+}
+impl ErpModel for types::Document {
+    const INFO: &'static ModelInfo = &MODELS[46usize];
+}
+impl ErpModel for types::ExternalConnection {
+    const INFO: &'static ModelInfo = &MODELS[47usize];
+}
+impl ErpModel for types::FinancialYear {
+    const INFO: &'static ModelInfo = &MODELS[48usize];
+}
+impl ErpModel for types::FulfillmentProvider {
+    const INFO: &'static ModelInfo = &MODELS[49usize];
+}
+impl ErpModel for types::IncomingGoods {
+    const INFO: &'static ModelInfo = &MODELS[50usize];
+}
+impl ErpModel for types::InternalTransportReference {
+    const INFO: &'static ModelInfo = &MODELS[51usize];
+}
+impl ErpModel for types::Inventory {
+    const INFO: &'static ModelInfo = &MODELS[52usize];
+}
+impl ErpModel for types::InventoryGroup {
+    const INFO: &'static ModelInfo = &MODELS[53usize];
+}
+impl ErpModel for types::InventoryItem {
+    const INFO: &'static ModelInfo = &MODELS[54usize];
+}
+impl ErpModel for types::InventoryTransportReference {
+    const INFO: &'static ModelInfo = &MODELS[55usize];
+}
+impl ErpModel for types::Lead {
+    const INFO: &'static ModelInfo = &MODELS[56usize];
+}
+impl ErpModel for types::LeadRating {
+    const INFO: &'static ModelInfo = &MODELS[57usize];
+}
+impl ErpModel for types::LeadSource {
+    const INFO: &'static ModelInfo = &MODELS[58usize];
+}
+impl ErpModel for types::LedgerAccount {
+    const INFO: &'static ModelInfo = &MODELS[59usize];
+}
+impl ErpModel for types::LegalForm {
+    const INFO: &'static ModelInfo = &MODELS[60usize];
+}
+impl ErpModel for types::LoadingEquipmentIdentifier {
+    const INFO: &'static ModelInfo = &MODELS[61usize];
+}
+impl ErpModel for types::MailTemplate {
+    const INFO: &'static ModelInfo = &MODELS[62usize];
+}
+impl ErpModel for types::Manufacturer {
+    const INFO: &'static ModelInfo = &MODELS[63usize];
+}
+impl ErpModel for types::Notification {
+    const INFO: &'static ModelInfo = &MODELS[64usize];
+}
+impl ErpModel for types::NumberRange {
+    const INFO: &'static ModelInfo = &MODELS[65usize];
+}
+impl ErpModel for types::NumberRangeValue {
+    const INFO: &'static ModelInfo = &MODELS[66usize];
+}
+impl ErpModel for types::Opportunity {
+    const INFO: &'static ModelInfo = &MODELS[67usize];
+}
+impl ErpModel for types::OpportunityTopic {
+    const INFO: &'static ModelInfo = &MODELS[68usize];
+}
+impl ErpModel for types::OpportunityWinLossReason {
+    const INFO: &'static ModelInfo = &MODELS[69usize];
+}
+impl ErpModel for types::Party {
+    const INFO: &'static ModelInfo = &MODELS[70usize];
+}
+impl ErpModel for types::PartyRating {
+    const INFO: &'static ModelInfo = &MODELS[71usize];
+}
+impl ErpModel for types::PaymentMethod {
+    const INFO: &'static ModelInfo = &MODELS[72usize];
+}
+impl ErpModel for types::PaymentRun {
+    const INFO: &'static ModelInfo = &MODELS[73usize];
+}
+impl ErpModel for types::PaymentRunItem {
+    const INFO: &'static ModelInfo = &MODELS[74usize];
+}
+impl ErpModel for types::PerformanceRecord {
+    const INFO: &'static ModelInfo = &MODELS[75usize];
+}
+impl ErpModel for types::PersonDepartment {
+    const INFO: &'static ModelInfo = &MODELS[76usize];
+}
+impl ErpModel for types::PersonRole {
+    const INFO: &'static ModelInfo = &MODELS[77usize];
+}
+impl ErpModel for types::PersonalAccountingCode {
+    const INFO: &'static ModelInfo = &MODELS[78usize];
+}
+impl ErpModel for types::Pick {
+    const INFO: &'static ModelInfo = &MODELS[79usize];
+}
+impl ErpModel for types::PickCheckReason {
+    const INFO: &'static ModelInfo = &MODELS[80usize];
+}
+impl ErpModel for types::PlaceOfService {
+    const INFO: &'static ModelInfo = &MODELS[81usize];
+}
+impl ErpModel for types::PriceCalculationParameter {
+    const INFO: &'static ModelInfo = &MODELS[82usize];
+}
+impl ErpModel for types::ProductionOrder {
+    const INFO: &'static ModelInfo = &MODELS[83usize];
+}
+impl ErpModel for types::ProductionWorkSchedule {
+    const INFO: &'static ModelInfo = &MODELS[84usize];
+}
+impl ErpModel for types::ProductionWorkScheduleAssignment {
+    const INFO: &'static ModelInfo = &MODELS[85usize];
+}
+impl ErpModel for types::ProjectOrderStatusPage {
+    const INFO: &'static ModelInfo = &MODELS[86usize];
+}
+impl ErpModel for types::PurchaseInvoice {
+    const INFO: &'static ModelInfo = &MODELS[87usize];
+}
+impl ErpModel for types::PurchaseOpenItem {
+    const INFO: &'static ModelInfo = &MODELS[88usize];
+}
+impl ErpModel for types::PurchaseOrder {
+    const INFO: &'static ModelInfo = &MODELS[89usize];
+}
+impl ErpModel for types::PurchaseOrderRequest {
+    const INFO: &'static ModelInfo = &MODELS[90usize];
+}
+impl ErpModel for types::PurchaseRequisition {
+    const INFO: &'static ModelInfo = &MODELS[91usize];
+}
+impl ErpModel for types::Quotation {
+    const INFO: &'static ModelInfo = &MODELS[92usize];
+}
+impl ErpModel for types::Rebate {
+    const INFO: &'static ModelInfo = &MODELS[93usize];
+}
+impl ErpModel for types::RecordEmailingRule {
+    const INFO: &'static ModelInfo = &MODELS[94usize];
+}
+impl ErpModel for types::Region {
+    const INFO: &'static ModelInfo = &MODELS[95usize];
+}
+impl ErpModel for types::Reminder {
+    const INFO: &'static ModelInfo = &MODELS[96usize];
+}
+impl ErpModel for types::RemotePrintJob {
+    const INFO: &'static ModelInfo = &MODELS[97usize];
+}
+impl ErpModel for types::SalesInvoice {
+    const INFO: &'static ModelInfo = &MODELS[98usize];
+}
+impl ErpModel for types::SalesOpenItem {
+    const INFO: &'static ModelInfo = &MODELS[99usize];
+}
+impl ErpModel for types::SalesOrder {
+    const INFO: &'static ModelInfo = &MODELS[100usize];
+}
+impl ErpModel for types::SalesStage {
+    const INFO: &'static ModelInfo = &MODELS[101usize];
+}
+impl ErpModel for types::Sector {
+    const INFO: &'static ModelInfo = &MODELS[102usize];
+}
+impl ErpModel for types::SepaDirectDebitMandate {
+    const INFO: &'static ModelInfo = &MODELS[103usize];
+}
+impl ErpModel for types::SerialNumber {
+    const INFO: &'static ModelInfo = &MODELS[104usize];
+}
+impl ErpModel for types::ServiceQuota {
+    const INFO: &'static ModelInfo = &MODELS[105usize];
+}
+impl ErpModel for types::Shelf {
+    const INFO: &'static ModelInfo = &MODELS[106usize];
+}
+impl ErpModel for types::Shipment {
+    const INFO: &'static ModelInfo = &MODELS[107usize];
+}
+impl ErpModel for types::ShipmentMethod {
+    const INFO: &'static ModelInfo = &MODELS[108usize];
+}
+impl ErpModel for types::ShipmentReturnAssessment {
+    const INFO: &'static ModelInfo = &MODELS[109usize];
+}
+impl ErpModel for types::ShipmentReturnError {
+    const INFO: &'static ModelInfo = &MODELS[110usize];
+}
+impl ErpModel for types::ShipmentReturnReason {
+    const INFO: &'static ModelInfo = &MODELS[111usize];
+}
+impl ErpModel for types::ShipmentReturnRectification {
+    const INFO: &'static ModelInfo = &MODELS[112usize];
+}
+impl ErpModel for types::ShippingCarrier {
+    const INFO: &'static ModelInfo = &MODELS[113usize];
+}
+impl ErpModel for types::StorageLocation {
+    const INFO: &'static ModelInfo = &MODELS[114usize];
+}
+impl ErpModel for types::StoragePlace {
+    const INFO: &'static ModelInfo = &MODELS[115usize];
+}
+impl ErpModel for types::StoragePlaceBlockingReason {
+    const INFO: &'static ModelInfo = &MODELS[116usize];
+}
+impl ErpModel for types::StoragePlaceSize {
+    const INFO: &'static ModelInfo = &MODELS[117usize];
+}
+impl ErpModel for types::Supplier {
+    const INFO: &'static ModelInfo = &MODELS[118usize];
+}
+impl ErpModel for types::Tag {
+    const INFO: &'static ModelInfo = &MODELS[119usize];
+}
+impl ErpModel for types::Task {
+    const INFO: &'static ModelInfo = &MODELS[120usize];
+}
+impl ErpModel for types::TaskList {
+    const INFO: &'static ModelInfo = &MODELS[121usize];
+}
+impl ErpModel for types::TaskTemplate {
+    const INFO: &'static ModelInfo = &MODELS[122usize];
+}
+impl ErpModel for types::Tax {
+    const INFO: &'static ModelInfo = &MODELS[123usize];
+}
+impl ErpModel for types::TaxDeterminationRule {
+    const INFO: &'static ModelInfo = &MODELS[124usize];
+}
+impl ErpModel for types::TermOfPayment {
+    const INFO: &'static ModelInfo = &MODELS[125usize];
+}
+impl ErpModel for types::Ticket {
+    const INFO: &'static ModelInfo = &MODELS[126usize];
+}
+impl ErpModel for types::TicketAssignmentRule {
+    const INFO: &'static ModelInfo = &MODELS[127usize];
+}
+impl ErpModel for types::TicketCategory {
+    const INFO: &'static ModelInfo = &MODELS[128usize];
+}
+impl ErpModel for types::TicketChannel {
+    const INFO: &'static ModelInfo = &MODELS[129usize];
+}
+impl ErpModel for types::TicketFaq {
+    const INFO: &'static ModelInfo = &MODELS[130usize];
+}
+impl ErpModel for types::TicketPoolingGroup {
+    const INFO: &'static ModelInfo = &MODELS[131usize];
+}
+impl ErpModel for types::TicketServiceLevelAgreement {
+    const INFO: &'static ModelInfo = &MODELS[132usize];
+}
+impl ErpModel for types::TicketStatus {
+    const INFO: &'static ModelInfo = &MODELS[133usize];
+}
+impl ErpModel for types::TicketType {
+    const INFO: &'static ModelInfo = &MODELS[134usize];
+}
+impl ErpModel for types::TimeRecord {
+    const INFO: &'static ModelInfo = &MODELS[135usize];
+}
+impl ErpModel for types::Title {
+    const INFO: &'static ModelInfo = &MODELS[136usize];
+}
+impl ErpModel for types::Translation {
+    const INFO: &'static ModelInfo = &MODELS[137usize];
+}
+impl ErpModel for types::TransportationOrder {
+    const INFO: &'static ModelInfo = &MODELS[138usize];
+}
+impl ErpModel for types::Unit {
+    const INFO: &'static ModelInfo = &MODELS[139usize];
+}
+impl ErpModel for types::User {
+    const INFO: &'static ModelInfo = &MODELS[140usize];
+}
+impl ErpModel for types::UserRole {
+    const INFO: &'static ModelInfo = &MODELS[141usize];
+}
+impl ErpModel for types::VariantArticle {
+    const INFO: &'static ModelInfo = &MODELS[142usize];
+}
+impl ErpModel for types::VariantArticleAttribute {
+    const INFO: &'static ModelInfo = &MODELS[143usize];
+}
+impl ErpModel for types::VariantArticleVariant {
+    const INFO: &'static ModelInfo = &MODELS[144usize];
+}
+impl ErpModel for types::Warehouse {
+    const INFO: &'static ModelInfo = &MODELS[145usize];
+}
+impl ErpModel for types::WarehouseStock {
+    const INFO: &'static ModelInfo = &MODELS[146usize];
+}
+impl ErpModel for types::WarehouseStockMovement {
+    const INFO: &'static ModelInfo = &MODELS[147usize];
+}
+impl ErpModel for types::Webhook {
+    const INFO: &'static ModelInfo = &MODELS[148usize];
+}
+impl ErpModel for types::WeclappOs {
+    const INFO: &'static ModelInfo = &MODELS[149usize];
+}
 /// The model types.
 pub mod types {
     ///A posting in the financial accounting, linking ledger accounts with amounts. Only the fields common to every entity are described; the entity's other fields are allowed as additional properties and pass through unchanged.

@@ -17,4 +17,5 @@ pub struct ApiContext {
     pub leasing_factors: Factors,
     pub leasing: LeasingService,
     pub fieldreport: FieldReportService,
+    pub erp: crate::erp::ErpService,
 }

@@ -6,6 +6,7 @@
 pub mod auth;
 pub mod context;
 pub mod documented;
+pub mod erp;
 pub mod fieldreport;
 pub mod guard;
 pub mod idempotency;
@@ -15,13 +16,14 @@ pub mod openapi;
 pub mod operations;
 
 use dropshot::{
-    Body, EndpointTagPolicy, Header, HttpResponseCreated, HttpResponseOk, HttpResponseUpdatedNoContent, Path, Query,
-    RequestContext, TypedBody,
+    Body, EndpointTagPolicy, Header, HttpResponseAccepted, HttpResponseCreated, HttpResponseOk,
+    HttpResponseUpdatedNoContent, Path, Query, RequestContext, TypedBody,
 };
 use http::Response;
 
 pub use context::ApiContext;
 
+use crate::erp::pull::PullKind;
 use crate::error::ApiError;
 use auth::{CurrentUser, LoginRequest, LoginResponse};
 use documented::Documented;
@@ -43,6 +45,7 @@ pub const OPENAPI_INTERNAL_PATH: &str = "/__internal/docs/openapi.json";
         policy = EndpointTagPolicy::ExactlyOne,
         tags = {
             "auth" = { description = "Login, logout and the current user (personal access tokens)." },
+            "erp" = { description = "The ERP's webhooks, the local mirror of its models, helper routes for sync tooling, and the ERP → field-report mapping." },
             "fieldreport" = { description = "The local mirror of the field-report system's 15 entity types; writes are forwarded to the upstream." },
             "leasing" = { description = "Financing requests at the leasing provider, the one-shot request flow, and lease calculations." },
             "operations" = { description = "Liveness and readiness probes for operators and orchestrators." },
@@ -359,6 +362,196 @@ pub trait IntegrationApi {
         path: Path<fieldreport::StageTypeEntityPath>,
     ) -> Result<HttpResponseOk<fieldreport::PushAnswer>, ApiError>;
 
+    /// Receive an ERP webhook (GET)
+    ///
+    /// The ERP calls this when a watched record is created, changed or deleted, with the entity
+    /// name, the record id and the event in the query. Not token-guarded: only calls from an
+    /// address in `ERP_WEBHOOK_ALLOWLIST` are admitted (403 otherwise; behind a proxy listed in
+    /// `TRUSTED_PROXIES` the address comes from `X-Forwarded-For`), and with
+    /// `ERP_WEBHOOK_SECRET` set the call must carry it as `?secret=` or `X-Webhook-Secret`
+    /// (401 otherwise). The call is stored before the 202 answer and processed afterwards:
+    /// the record is fetched from the ERP by id, the mirror updated (or the record removed),
+    /// and mapped records (customer → companies, contact → contacts, article → products) are
+    /// written to the field-report mirror without forwarding. Repeated deliveries change
+    /// nothing; failed processing is retried with back-off (see `GET /api/v1/erp/show`).
+    #[endpoint { method = GET, path = "/api/v1/erp/webhooks", tags = ["erp"] }]
+    async fn erp_webhook_get(
+        rqctx: RequestContext<Self::Context>,
+        query: Query<erp::WebhookQuery>,
+    ) -> Result<HttpResponseAccepted<erp::WebhookAccepted>, ApiError>;
+
+    /// Receive an ERP webhook (POST)
+    ///
+    /// As the GET form, with the entity name, id and event in a JSON body
+    /// (`{"entityName", "entityId", "type"}`; the variants `entity_name`, `id`, `entity.id`,
+    /// `event`, `action` are accepted too).
+    #[endpoint { method = POST, path = "/api/v1/erp/webhooks", tags = ["erp"] }]
+    async fn erp_webhook_post(
+        rqctx: RequestContext<Self::Context>,
+        query: Query<erp::WebhookQuery>,
+        body: TypedBody<Documented<erp::WebhookPayload>>,
+    ) -> Result<HttpResponseAccepted<erp::WebhookAccepted>, ApiError>;
+
+    /// ERP mirror overview
+    ///
+    /// Every ERP model with its local record count, pull cursor and last complete pull, and
+    /// the webhook inbox: counts by state and the calls not done yet (with their attempts and
+    /// last error), then the newest processed ones.
+    #[endpoint { method = GET, path = "/api/v1/erp/show", tags = ["erp"] }]
+    async fn erp_show(rqctx: RequestContext<Self::Context>) -> Result<HttpResponseOk<erp::ErpOverview>, ApiError>;
+
+    /// Mirrored records of an ERP model
+    ///
+    /// The model's records as stored locally, ordered by id, `per_page` (1 to 500, default
+    /// 50) per page.
+    #[endpoint { method = GET, path = "/api/v1/erp/show/{model}", tags = ["erp"] }]
+    async fn erp_show_model(
+        rqctx: RequestContext<Self::Context>,
+        path: Path<erp::ModelPath>,
+        query: Query<fieldreport::PageQuery>,
+    ) -> Result<HttpResponseOk<erp::ErpRecordPage>, ApiError>;
+
+    /// One mirrored ERP record
+    #[endpoint { method = GET, path = "/api/v1/erp/show/{model}/{entity}", tags = ["erp"] }]
+    async fn erp_show_record(
+        rqctx: RequestContext<Self::Context>,
+        path: Path<erp::ModelRecordPath>,
+    ) -> Result<HttpResponseOk<serde_json::Map<String, serde_json::Value>>, ApiError>;
+
+    /// Find mirrored ERP records by a field
+    ///
+    /// Records whose top-level field `entity` equals `value` (compared as text), at most 500.
+    #[endpoint { method = GET, path = "/api/v1/erp/show/{model}/{entity}/{value}", tags = ["erp"] }]
+    async fn erp_show_matching(
+        rqctx: RequestContext<Self::Context>,
+        path: Path<erp::ModelFieldValuePath>,
+    ) -> Result<HttpResponseOk<erp::ErpRecords>, ApiError>;
+
+    /// Full pull of every ERP model
+    ///
+    /// Pulls every record of every model of the registry (pages of 1000) into the mirror and
+    /// removes local records the ERP no longer has. A model that fails is reported in its own
+    /// entry and the others go on. `integration-service erp setup` does the same with a
+    /// progress display.
+    #[endpoint { method = GET, path = "/api/v1/erp/setup", tags = ["erp"] }]
+    async fn erp_setup_all(rqctx: RequestContext<Self::Context>) -> Result<HttpResponseOk<erp::PullAnswer>, ApiError>;
+
+    /// Full pull of one ERP model
+    ///
+    /// As `/api/v1/erp/setup` for one model. 409 while another pull of it runs.
+    #[endpoint { method = GET, path = "/api/v1/erp/setup/{model}", tags = ["erp"] }]
+    async fn erp_setup(
+        rqctx: RequestContext<Self::Context>,
+        path: Path<erp::ModelPath>,
+    ) -> Result<HttpResponseOk<erp::PullAnswer>, ApiError>;
+
+    /// Incremental pull of every ERP model
+    ///
+    /// Pulls the records of each model changed since its cursor (`lastModifiedDate-gt=`;
+    /// everything on a model's first pull) and moves the cursor when the pull completes.
+    /// `integration-service erp pull` does the same with a progress display.
+    #[endpoint { method = GET, path = "/api/v1/erp/get", tags = ["erp"] }]
+    async fn erp_get(rqctx: RequestContext<Self::Context>) -> Result<HttpResponseOk<erp::PullAnswer>, ApiError>;
+
+    /// Refresh every mirrored ERP model
+    ///
+    /// Pulls every model that has local records completely again (removing records the ERP
+    /// no longer has).
+    #[endpoint { method = GET, path = "/api/v1/erp/update", tags = ["erp"] }]
+    async fn erp_update_all(rqctx: RequestContext<Self::Context>) -> Result<HttpResponseOk<erp::PullAnswer>, ApiError>;
+
+    /// Refresh one ERP model
+    #[endpoint { method = GET, path = "/api/v1/erp/update/{model}", tags = ["erp"] }]
+    async fn erp_update_model(
+        rqctx: RequestContext<Self::Context>,
+        path: Path<erp::ModelPath>,
+    ) -> Result<HttpResponseOk<erp::PullAnswer>, ApiError>;
+
+    /// Refresh one ERP record
+    ///
+    /// Fetches the record by id and stores it; removes it locally when the ERP no longer has
+    /// it (404 when neither has it).
+    #[endpoint { method = GET, path = "/api/v1/erp/update/{model}/{entity}", tags = ["erp"] }]
+    async fn erp_update_record(
+        rqctx: RequestContext<Self::Context>,
+        path: Path<erp::ModelRecordPath>,
+    ) -> Result<HttpResponseOk<erp::PullAnswer>, ApiError>;
+
+    /// Refresh ERP records matching a field
+    ///
+    /// Fetches the model's records whose field `entity` equals `value` (`<entity>-eq=<value>`)
+    /// and stores them.
+    #[endpoint { method = GET, path = "/api/v1/erp/update/{model}/{entity}/{value}", tags = ["erp"] }]
+    async fn erp_update_matching(
+        rqctx: RequestContext<Self::Context>,
+        path: Path<erp::ModelFieldValuePath>,
+    ) -> Result<HttpResponseOk<erp::PullAnswer>, ApiError>;
+
+    /// Pull custom attributes of an ERP model
+    ///
+    /// Pulls every `customAttributeDefinition` and the model's records (with their
+    /// `customAttributes` values) into the mirror. Values changed locally and not pushed yet
+    /// are kept.
+    #[endpoint { method = GET, path = "/api/v1/erp/entityPullAttr/{model}", tags = ["erp"] }]
+    async fn erp_pull_attributes(
+        rqctx: RequestContext<Self::Context>,
+        path: Path<erp::ModelPath>,
+    ) -> Result<HttpResponseOk<erp::AttributePullAnswer>, ApiError>;
+
+    /// Pull one custom attribute of an ERP model
+    ///
+    /// As `entityPullAttr/{model}`, counting the values of one definition (its
+    /// `attributeKey` or id; 404 listing the model's keys when unknown).
+    #[endpoint { method = GET, path = "/api/v1/erp/entityPullAttr/{model}/{attribute}", tags = ["erp"] }]
+    async fn erp_pull_attribute(
+        rqctx: RequestContext<Self::Context>,
+        path: Path<erp::ModelAttributePath>,
+    ) -> Result<HttpResponseOk<erp::AttributePullAnswer>, ApiError>;
+
+    /// Push custom attributes of an ERP model
+    ///
+    /// Sends the locally changed custom attribute values of the model's records back to the
+    /// ERP (`PUT /<model>/id/{id}?ignoreMissingProperties=true` with the mirrored `version`).
+    /// A record changed in the ERP since it was pulled is refused by the ERP and reported as a
+    /// conflict; its values stay pending.
+    #[endpoint { method = GET, path = "/api/v1/erp/entityPushAttr/{model}", tags = ["erp"] }]
+    async fn erp_push_attributes(
+        rqctx: RequestContext<Self::Context>,
+        path: Path<erp::ModelPath>,
+    ) -> Result<HttpResponseOk<erp::AttributePushAnswer>, ApiError>;
+
+    /// Push one custom attribute of an ERP model
+    ///
+    /// As `entityPushAttr/{model}`, for the records with a pending value of one definition.
+    #[endpoint { method = GET, path = "/api/v1/erp/entityPushAttr/{model}/{attribute}", tags = ["erp"] }]
+    async fn erp_push_attribute(
+        rqctx: RequestContext<Self::Context>,
+        path: Path<erp::ModelAttributePath>,
+    ) -> Result<HttpResponseOk<erp::AttributePushAnswer>, ApiError>;
+
+    /// Post mapped ERP records to the field-report system
+    ///
+    /// Runs the ERP → field-report mapping (customer → companies, contact → contacts,
+    /// article → products) over the mirror and writes the records with forwarding: created
+    /// upstream when new, updated when the mapping changes something. After a create the
+    /// field-report Id is set on the ERP record's `fieldReportId` custom attribute (when the
+    /// ERP defines it), pending `entityPushAttr`. Failures are reported per record.
+    #[endpoint { method = GET, path = "/api/v1/erp/fieldReportPost", tags = ["erp"] }]
+    async fn erp_field_report_post_all(
+        rqctx: RequestContext<Self::Context>,
+    ) -> Result<HttpResponseOk<erp::PostAnswer>, ApiError>;
+
+    /// Post one model's mapped records to the field-report system
+    ///
+    /// As `fieldReportPost` for one mapped model (`customer`, `contact`, `article`); with
+    /// `?id=` for one record.
+    #[endpoint { method = GET, path = "/api/v1/erp/fieldReportPost/{request}", tags = ["erp"] }]
+    async fn erp_field_report_post(
+        rqctx: RequestContext<Self::Context>,
+        path: Path<erp::PostPath>,
+        query: Query<erp::PostQuery>,
+    ) -> Result<HttpResponseOk<erp::PostAnswer>, ApiError>;
+
     /// Liveness
     ///
     /// Answers 200 while the process is up; it does not touch the database.
@@ -380,6 +573,134 @@ pub trait IntegrationApi {
 pub enum Service {}
 
 impl IntegrationApi for Service {
+    async fn erp_webhook_get(
+        rqctx: RequestContext<ApiContext>,
+        query: Query<erp::WebhookQuery>,
+    ) -> Result<HttpResponseAccepted<erp::WebhookAccepted>, ApiError> {
+        erp::webhook_get(&rqctx, query.into_inner()).await
+    }
+
+    async fn erp_webhook_post(
+        rqctx: RequestContext<ApiContext>,
+        query: Query<erp::WebhookQuery>,
+        body: TypedBody<Documented<erp::WebhookPayload>>,
+    ) -> Result<HttpResponseAccepted<erp::WebhookAccepted>, ApiError> {
+        erp::webhook_post(&rqctx, query.into_inner().secret, body.into_inner().into_inner()).await
+    }
+
+    async fn erp_show(rqctx: RequestContext<ApiContext>) -> Result<HttpResponseOk<erp::ErpOverview>, ApiError> {
+        erp::show(&rqctx).await
+    }
+
+    async fn erp_show_model(
+        rqctx: RequestContext<ApiContext>,
+        path: Path<erp::ModelPath>,
+        query: Query<fieldreport::PageQuery>,
+    ) -> Result<HttpResponseOk<erp::ErpRecordPage>, ApiError> {
+        erp::show_model(&rqctx, &path.into_inner().model, query.into_inner()).await
+    }
+
+    async fn erp_show_record(
+        rqctx: RequestContext<ApiContext>,
+        path: Path<erp::ModelRecordPath>,
+    ) -> Result<HttpResponseOk<serde_json::Map<String, serde_json::Value>>, ApiError> {
+        let path = path.into_inner();
+        erp::show_record(&rqctx, &path.model, &path.entity).await
+    }
+
+    async fn erp_show_matching(
+        rqctx: RequestContext<ApiContext>,
+        path: Path<erp::ModelFieldValuePath>,
+    ) -> Result<HttpResponseOk<erp::ErpRecords>, ApiError> {
+        let path = path.into_inner();
+        erp::show_matching(&rqctx, &path.model, &path.entity, &path.value).await
+    }
+
+    async fn erp_setup_all(rqctx: RequestContext<ApiContext>) -> Result<HttpResponseOk<erp::PullAnswer>, ApiError> {
+        erp::pull(&rqctx, None, PullKind::Full).await
+    }
+
+    async fn erp_setup(
+        rqctx: RequestContext<ApiContext>,
+        path: Path<erp::ModelPath>,
+    ) -> Result<HttpResponseOk<erp::PullAnswer>, ApiError> {
+        erp::pull(&rqctx, Some(&path.into_inner().model), PullKind::Full).await
+    }
+
+    async fn erp_get(rqctx: RequestContext<ApiContext>) -> Result<HttpResponseOk<erp::PullAnswer>, ApiError> {
+        erp::pull(&rqctx, None, PullKind::Incremental).await
+    }
+
+    async fn erp_update_all(rqctx: RequestContext<ApiContext>) -> Result<HttpResponseOk<erp::PullAnswer>, ApiError> {
+        erp::update_mirrored(&rqctx).await
+    }
+
+    async fn erp_update_model(
+        rqctx: RequestContext<ApiContext>,
+        path: Path<erp::ModelPath>,
+    ) -> Result<HttpResponseOk<erp::PullAnswer>, ApiError> {
+        erp::pull(&rqctx, Some(&path.into_inner().model), PullKind::Full).await
+    }
+
+    async fn erp_update_record(
+        rqctx: RequestContext<ApiContext>,
+        path: Path<erp::ModelRecordPath>,
+    ) -> Result<HttpResponseOk<erp::PullAnswer>, ApiError> {
+        let path = path.into_inner();
+        erp::update_record(&rqctx, &path.model, &path.entity).await
+    }
+
+    async fn erp_update_matching(
+        rqctx: RequestContext<ApiContext>,
+        path: Path<erp::ModelFieldValuePath>,
+    ) -> Result<HttpResponseOk<erp::PullAnswer>, ApiError> {
+        let path = path.into_inner();
+        erp::pull(&rqctx, Some(&path.model), PullKind::Matching { field: path.entity, value: path.value }).await
+    }
+
+    async fn erp_pull_attributes(
+        rqctx: RequestContext<ApiContext>,
+        path: Path<erp::ModelPath>,
+    ) -> Result<HttpResponseOk<erp::AttributePullAnswer>, ApiError> {
+        erp::pull_attributes(&rqctx, &path.into_inner().model, None).await
+    }
+
+    async fn erp_pull_attribute(
+        rqctx: RequestContext<ApiContext>,
+        path: Path<erp::ModelAttributePath>,
+    ) -> Result<HttpResponseOk<erp::AttributePullAnswer>, ApiError> {
+        let path = path.into_inner();
+        erp::pull_attributes(&rqctx, &path.model, Some(&path.attribute)).await
+    }
+
+    async fn erp_push_attributes(
+        rqctx: RequestContext<ApiContext>,
+        path: Path<erp::ModelPath>,
+    ) -> Result<HttpResponseOk<erp::AttributePushAnswer>, ApiError> {
+        erp::push_attributes(&rqctx, &path.into_inner().model, None).await
+    }
+
+    async fn erp_push_attribute(
+        rqctx: RequestContext<ApiContext>,
+        path: Path<erp::ModelAttributePath>,
+    ) -> Result<HttpResponseOk<erp::AttributePushAnswer>, ApiError> {
+        let path = path.into_inner();
+        erp::push_attributes(&rqctx, &path.model, Some(&path.attribute)).await
+    }
+
+    async fn erp_field_report_post_all(
+        rqctx: RequestContext<ApiContext>,
+    ) -> Result<HttpResponseOk<erp::PostAnswer>, ApiError> {
+        erp::field_report_post(&rqctx, None, erp::PostQuery { id: None }).await
+    }
+
+    async fn erp_field_report_post(
+        rqctx: RequestContext<ApiContext>,
+        path: Path<erp::PostPath>,
+        query: Query<erp::PostQuery>,
+    ) -> Result<HttpResponseOk<erp::PostAnswer>, ApiError> {
+        erp::field_report_post(&rqctx, Some(&path.into_inner().request), query.into_inner()).await
+    }
     type Context = ApiContext;
 
     async fn login(

@@ -55,6 +55,7 @@ pub struct Page {
     pub total: i64,
 }
 
+#[derive(Clone)]
 pub struct FieldReportService {
     store: Store,
     client: Result<FieldReportClient, UpstreamError>,
@@ -89,6 +90,11 @@ impl FieldReportService {
 
     pub(super) fn client(&self) -> Result<&FieldReportClient, FieldReportError> {
         self.client.as_ref().map_err(|e| FieldReportError::Upstream(e.clone()))
+    }
+
+    /// Whether the upstream is configured (forwarded writes need it).
+    pub fn client_ready(&self) -> Result<(), FieldReportError> {
+        self.client().map(|_| ())
     }
 
     pub(super) fn store(&self) -> &Store {

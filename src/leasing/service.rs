@@ -50,6 +50,7 @@ impl LeasingError {
                 UpstreamError::NotConfigured { .. } => "upstream_not_configured",
                 UpstreamError::Timeout { .. } => "upstream_timeout",
                 UpstreamError::Unreachable { .. } => "upstream_unavailable",
+                UpstreamError::Throttled { .. } => "upstream_busy",
                 UpstreamError::Refused { status, .. } if *status < 500 => "upstream_rejected",
                 UpstreamError::Refused { .. } => "upstream_error",
                 UpstreamError::Malformed { .. } => "upstream_invalid_response",

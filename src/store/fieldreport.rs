@@ -132,24 +132,9 @@ pub struct SyncState {
 }
 
 impl Store {
-    /// Takes the sync lease of `entity` for `owner` until `until` (epoch ms) if nobody else
-    /// holds an unexpired one; renews it when `owner` already holds it.
+    /// Takes the sync lease of `entity` (see [`Store::take_lease`]).
     pub async fn take_sync_lease(&self, entity: &str, owner: &str, until: i64) -> Result<bool, StoreError> {
-        sqlx::query("INSERT INTO fieldreport_sync_state (entity) VALUES ($1) ON CONFLICT (entity) DO NOTHING")
-            .bind(entity)
-            .execute(self.pool())
-            .await?;
-        let taken = sqlx::query(
-            "UPDATE fieldreport_sync_state SET lease_owner = $1, lease_until = $2 \
-             WHERE entity = $3 AND (lease_owner IS NULL OR lease_owner = $1 OR lease_until < $4)",
-        )
-        .bind(owner)
-        .bind(until)
-        .bind(entity)
-        .bind(now_ms())
-        .execute(self.pool())
-        .await?;
-        Ok(taken.rows_affected() == 1)
+        self.take_lease(super::lease::FIELDREPORT_SYNC, entity, owner, until).await
     }
 
     /// Ends a sync: releases the lease and, when the sync completed, records its cursor.
@@ -170,12 +155,7 @@ impl Store {
 
     /// Releases a lease without recording anything (the sync failed).
     pub async fn release_sync_lease(&self, entity: &str, owner: &str) -> Result<(), StoreError> {
-        sqlx::query("UPDATE fieldreport_sync_state SET lease_owner = NULL, lease_until = NULL WHERE entity = $1 AND lease_owner = $2")
-            .bind(entity)
-            .bind(owner)
-            .execute(self.pool())
-            .await?;
-        Ok(())
+        self.release_lease(super::lease::FIELDREPORT_SYNC, entity, owner).await
     }
 
     pub async fn sync_state(&self, entity: &str) -> Result<SyncState, StoreError> {

@@ -4,9 +4,19 @@
 //! sqlx's `Any` driver; where the two dialects differ, [`Dialect`] picks the text. Times are
 //! stored as epoch milliseconds (BIGINT) so both databases sort and compare them alike.
 
+/// A statement assembled from fixed fragments (column lists, table names, dialect variants),
+/// never from input: every value is bound as a parameter.
+macro_rules! sql {
+    ($($text:tt)*) => {
+        sqlx::AssertSqlSafe(format!($($text)*))
+    };
+}
+
+pub mod erp;
 pub mod fieldreport;
 pub mod flows;
 pub mod idempotency;
+pub mod lease;
 pub mod login_failures;
 pub mod tokens;
 pub mod users;

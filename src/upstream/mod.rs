@@ -1,6 +1,7 @@
 //! Thin wrappers over the generated upstream clients: configuration, time-outs, retries and
 //! the mapping of every failure to one [`UpstreamError`].
 
+pub mod erp;
 pub mod fieldreport;
 pub mod leasing;
 
@@ -37,6 +38,9 @@ pub enum UpstreamError {
     /// The upstream answered with an error status; `message` summarises its error body.
     #[error("the {system} answered {status}: {message}")]
     Refused { system: System, status: u16, message: String },
+    /// 429: the upstream is over its limit; `retry_after` is its own estimate of the wait.
+    #[error("the {system} is busy (429, too many requests){}", retry_after.map(|d| format!("; retry in {} s", d.as_secs().max(1))).unwrap_or_default())]
+    Throttled { system: System, retry_after: Option<Duration> },
     #[error("the {system} sent an answer that could not be read: {detail}")]
     Malformed { system: System, detail: String },
     #[error("the {system} client is misconfigured: {detail}")]
@@ -47,7 +51,7 @@ impl UpstreamError {
     /// Worth another try for a read: the upstream may answer next time.
     pub fn is_transient(&self) -> bool {
         match self {
-            UpstreamError::Unreachable { .. } => true,
+            UpstreamError::Unreachable { .. } | UpstreamError::Throttled { .. } => true,
             UpstreamError::Refused { status, .. } => *status >= 500 || *status == 429,
             _ => false,
         }
@@ -90,8 +94,29 @@ pub fn summarise(text: &str) -> String {
     }
 }
 
-/// Runs a read up to three times, backing off 100 ms then 400 ms, while it fails transiently.
-pub async fn retry_read<T, F, Fut>(mut call: F) -> Result<T, UpstreamError>
+/// The longest wait a `Retry-After` may impose on one retry.
+pub const MAX_RETRY_WAIT: Duration = Duration::from_secs(30);
+
+/// Runs a read up to three times, backing off 100 ms then 400 ms, while it fails transiently;
+/// after a 429 it waits as long as the upstream asked (at most [`MAX_RETRY_WAIT`]).
+pub async fn retry_read<T, F, Fut>(call: F) -> Result<T, UpstreamError>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, UpstreamError>>,
+{
+    retry_while(call, UpstreamError::is_transient).await
+}
+
+/// Runs a write again only when the upstream refused it unprocessed with 429.
+pub async fn retry_throttled<T, F, Fut>(call: F) -> Result<T, UpstreamError>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, UpstreamError>>,
+{
+    retry_while(call, |e| matches!(e, UpstreamError::Throttled { .. })).await
+}
+
+async fn retry_while<T, F, Fut>(mut call: F, retry: impl Fn(&UpstreamError) -> bool) -> Result<T, UpstreamError>
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = Result<T, UpstreamError>>,
@@ -100,14 +125,34 @@ where
     let mut attempt = 1;
     loop {
         match call().await {
-            Err(error) if error.is_transient() && attempt < 3 => {
-                tokio::time::sleep(delay).await;
+            Err(error) if retry(&error) && attempt < 3 => {
+                let wait = match &error {
+                    UpstreamError::Throttled { retry_after: Some(wait), .. } => (*wait).min(MAX_RETRY_WAIT),
+                    _ => delay,
+                };
+                tokio::time::sleep(wait).await;
                 delay *= 4;
                 attempt += 1;
             }
             result => return result,
         }
     }
+}
+
+/// The wait a 429 or 503 answer asks for: `Retry-After` in seconds or as an HTTP date, else
+/// `X-RateLimit-Reset` (seconds).
+pub fn requested_wait(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
+    let text = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).map(str::trim);
+    if let Some(value) = text("retry-after") {
+        if let Ok(seconds) = value.parse::<u64>() {
+            return Some(Duration::from_secs(seconds));
+        }
+        if let Ok(when) = chrono::DateTime::parse_from_rfc2822(value) {
+            let seconds = (when.timestamp() - chrono::Utc::now().timestamp()).max(0);
+            return Some(Duration::from_secs(seconds as u64));
+        }
+    }
+    text("x-ratelimit-reset").and_then(|v| v.parse::<u64>().ok()).map(Duration::from_secs)
 }
 
 #[cfg(test)]
@@ -140,6 +185,38 @@ mod tests {
         .await;
         assert!(result.is_err());
         assert_eq!(calls, 1, "a 404 is not retried");
+    }
+
+    #[test]
+    fn waits_are_read_from_retry_after_or_the_rate_limit_reset() {
+        use reqwest::header::{HeaderMap, HeaderValue};
+        let mut headers = HeaderMap::new();
+        assert_eq!(requested_wait(&headers), None);
+        headers.insert("x-ratelimit-reset", HeaderValue::from_static("7"));
+        assert_eq!(requested_wait(&headers), Some(Duration::from_secs(7)));
+        headers.insert("retry-after", HeaderValue::from_static("2"));
+        assert_eq!(requested_wait(&headers), Some(Duration::from_secs(2)));
+        headers.insert("retry-after", HeaderValue::from_static("Wed, 21 Oct 2015 07:28:00 GMT"));
+        assert_eq!(requested_wait(&headers), Some(Duration::ZERO), "a date in the past means now");
+    }
+
+    #[tokio::test]
+    async fn writes_are_retried_only_when_throttled() {
+        let mut calls = 0;
+        let result: Result<u8, _> = retry_throttled(|| {
+            calls += 1;
+            let n = calls;
+            async move {
+                if n == 1 {
+                    Err(UpstreamError::Throttled { system: System::Erp, retry_after: Some(Duration::ZERO) })
+                } else {
+                    Err(UpstreamError::Refused { system: System::Erp, status: 503, message: "busy".into() })
+                }
+            }
+        })
+        .await;
+        assert!(matches!(result, Err(UpstreamError::Refused { status: 503, .. })));
+        assert_eq!(calls, 2, "a 503 on a write is not retried");
     }
 
     #[test]

@@ -64,6 +64,16 @@ pub fn generate(doc: &Value, file: &str) -> Result<(TokenStream, usize, usize)> 
         let type_name = &models.names[&e.key];
         quote! { ModelInfo { name: #name, path: #path, type_name: #type_name } }
     });
+    // A type that serves one entity only gets the typed-access trait; shared ones would be
+    // ambiguous.
+    let mut uses: std::collections::BTreeMap<&str, usize> = Default::default();
+    for e in &entities {
+        *uses.entry(models.names[&e.key].as_str()).or_default() += 1;
+    }
+    let typed = entities.iter().enumerate().filter(|(_, e)| uses[models.names[&e.key].as_str()] == 1).map(|(i, e)| {
+        let ident = proc_macro2::Ident::new(&models.names[&e.key], proc_macro2::Span::call_site());
+        quote! { impl ErpModel for types::#ident { const INFO: &'static ModelInfo = &MODELS[#i]; } }
+    });
     let types = models.tokens;
     let tokens = quote! {
         //! ERP models, one per entity resource of the ERP description, and their registry.
@@ -98,6 +108,14 @@ pub fn generate(doc: &Value, file: &str) -> Result<(TokenStream, usize, usize)> 
         pub fn model_names() -> impl Iterator<Item = &'static str> {
             MODELS.iter().map(|m| m.name)
         }
+
+        /// Typed access to a mirrored record: the model type of one entity and its registry row,
+        /// e.g. `<types::Customer as ErpModel>::INFO.name == "customer"`.
+        pub trait ErpModel: ::serde::Serialize + ::serde::de::DeserializeOwned {
+            const INFO: &'static ModelInfo;
+        }
+
+        #(#typed)*
 
         /// The model types.
         pub mod types {

@@ -1,0 +1,204 @@
+//! The webhook inbox: calls are stored before they are acknowledged, then a worker processes
+//! them: fetch the entity from the ERP by id, upsert the mirror (or remove the record when the
+//! ERP no longer has it), and apply the mapped field-report write without forwarding.
+//!
+//! Processing is idempotent: a repeated or late call fetches the same (or a newer) record, the
+//! mirror keeps the highest version, and a field-report write that would change nothing is
+//! skipped. A failed attempt is retried with exponential back-off (1 s, 2 s, 4 s … at most
+//! 5 min) up to [`MAX_ATTEMPTS`] times, then the call is marked `failed` and stays visible in
+//! `show`. Claims are leases in the database, so a call taken by a process that died is taken
+//! again when its lease expires, by any instance.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use super::mapping::{self, Mapping};
+use super::pull::erp_record;
+use super::webhook::WebhookCall;
+use super::{ErpError, ErpService, model_named};
+use crate::fieldreport::service::{FieldReportError, entity_named};
+use crate::store::StoreError;
+use crate::store::erp::InboxItem;
+use crate::store::fieldreport::Upserted;
+use crate::store::now_ms;
+
+pub const MAX_ATTEMPTS: i64 = 12;
+const CLAIM_LEASE_MS: i64 = 60_000;
+const BATCH: i64 = 16;
+/// How often the worker looks for due calls when nobody wakes it (retries, other instances).
+const POLL: Duration = Duration::from_millis(500);
+
+/// When to try again after `attempts` failed attempts, or `None` to give up.
+pub fn next_attempt_after(attempts: i64) -> Option<Duration> {
+    (attempts < MAX_ATTEMPTS).then(|| Duration::from_secs((1u64 << (attempts - 1).clamp(0, 9)).min(300)))
+}
+
+/// The worker's handle: [`InboxWorker::stop`] lets the current call finish.
+pub struct InboxWorker {
+    stop: Arc<AtomicBool>,
+    service: ErpService,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl InboxWorker {
+    pub async fn stop(self) {
+        self.stop.store(true, Ordering::SeqCst);
+        self.service.inner.wake.notify_one();
+        let _ = self.task.await;
+    }
+}
+
+impl ErpService {
+    /// Stores a webhook call durably; the worker is woken to process it.
+    pub async fn accept(&self, call: &WebhookCall, payload: &Value) -> Result<i64, ErpError> {
+        let id = self.store().inbox_store(&call.entity_name, &call.entity_id, call.event.as_str(), payload).await?;
+        self.inner.wake.notify_one();
+        Ok(id)
+    }
+
+    /// Starts the worker that processes the inbox.
+    pub fn start_worker(&self, log: slog::Logger) -> InboxWorker {
+        let stop = Arc::new(AtomicBool::new(false));
+        let service = self.clone();
+        let flag = stop.clone();
+        let task = tokio::spawn(async move {
+            while !flag.load(Ordering::SeqCst) {
+                match service.process_due(&flag).await {
+                    Ok(0) => {
+                        let _ = tokio::time::timeout(POLL, service.inner.wake.notified()).await;
+                    }
+                    Ok(_) => {}
+                    Err(error) => {
+                        slog::warn!(log, "webhook inbox unavailable"; "error" => %error);
+                        tokio::time::sleep(POLL * 4).await;
+                    }
+                }
+            }
+        });
+        InboxWorker { stop, service: self.clone(), task }
+    }
+
+    /// Processes the calls that are due; returns how many it took. Calls claimed but not
+    /// started when `stop` is set are released for the next run.
+    pub async fn process_due(&self, stop: &AtomicBool) -> Result<usize, StoreError> {
+        let items = self.store().inbox_claim(BATCH, CLAIM_LEASE_MS).await?;
+        let count = items.len();
+        for item in items {
+            if stop.load(Ordering::SeqCst) {
+                self.store().inbox_release(item.id).await?;
+                continue;
+            }
+            match self.process(&item).await {
+                Ok(outcome) => self.store().inbox_done(item.id, &outcome.to_string()).await?,
+                Err(error) => {
+                    let permanent = matches!(error, ErpError::UnknownModel(_));
+                    let attempts = item.attempts + 1;
+                    let next = if permanent { None } else { next_attempt_after(attempts) };
+                    let next_at = next.map(|d| now_ms() + d.as_millis() as i64);
+                    self.store().inbox_attempt_failed(item.id, &error.to_string(), next_at).await?;
+                }
+            }
+        }
+        Ok(count)
+    }
+
+    /// One call: fetch, mirror, map. Answers a description of what it did.
+    async fn process(&self, item: &InboxItem) -> Result<Value, ErpError> {
+        let info = model_named(&item.entity_name)?;
+        let id = item.entity_id.as_str();
+        let fetched = self.client()?.get(info.name, id).await?;
+        let mapping = mapping::mapping_for(info.name);
+        let (mirror, field_report) = match fetched.and_then(erp_record) {
+            Some(record) => {
+                let outcome = self.store().erp_upsert(info.name, &[record]).await?;
+                let mirror = match outcome.first() {
+                    Some(Upserted::Inserted) => "inserted",
+                    Some(Upserted::Updated) => "updated",
+                    _ => "unchanged",
+                };
+                // The mapping reads the mirror: it holds the highest version seen.
+                let stored = self.store().erp_get(info.name, id).await?;
+                let field_report = match (mapping, stored) {
+                    (Some(mapping), Some(stored)) => Some(self.apply_internal(mapping, id, &stored.document).await?),
+                    _ => None,
+                };
+                (mirror, field_report)
+            }
+            None => {
+                let removed = self.store().erp_delete(info.name, id).await?;
+                let field_report = match mapping {
+                    Some(mapping) => Some(self.remove_internal(mapping, id).await?),
+                    None => None,
+                };
+                (if removed { "deleted" } else { "absent" }, field_report)
+            }
+        };
+        Ok(json!({"mirror": mirror, "fieldReport": field_report}))
+    }
+
+    /// The field-report record mapped from an ERP record, if there is one locally.
+    pub(crate) async fn mapped_record(&self, mapping: &Mapping, erp_id: &str) -> Result<Option<Value>, ErpError> {
+        let info = entity_named(mapping.entity)?;
+        Ok(self.fieldreport().find(info, "ExternalId", Some(erp_id)).await?.into_iter().next())
+    }
+
+    /// Writes the mapped field-report record locally, without forwarding.
+    async fn apply_internal(&self, mapping: &Mapping, erp_id: &str, document: &Value) -> Result<Value, ErpError> {
+        let info = entity_named(mapping.entity)?;
+        let fields =
+            (mapping.map)(document).map_err(|message| ErpError::Invalid { field: mapping.model.into(), message })?;
+        let (action, id) = match self.mapped_record(mapping, erp_id).await? {
+            Some(existing) if mapping::already_applied(&existing, &fields) => ("unchanged", existing["Id"].clone()),
+            Some(existing) => {
+                let id = crate::fieldreport::service::record_id(&existing["Id"]).unwrap_or_default();
+                self.fieldreport().update(info, &id, Value::Object(fields), false).await?;
+                ("updated", Value::String(id))
+            }
+            None => {
+                let id = mapping::placeholder_id(mapping.model, erp_id);
+                let mut body = fields;
+                body.insert("Id".into(), Value::String(id.clone()));
+                body.insert("Version".into(), Value::from(1));
+                match self.fieldreport().create(info, Value::Object(body), false).await {
+                    Ok(_) => ("created", Value::String(id)),
+                    Err(FieldReportError::Conflict(message)) => return Err(ErpError::Busy(message)),
+                    Err(error) => return Err(error.into()),
+                }
+            }
+        };
+        Ok(json!({"entity": mapping.entity, "id": id, "action": action, "fieldReportResponse": null}))
+    }
+
+    /// Removes the mapped field-report record locally, without forwarding.
+    async fn remove_internal(&self, mapping: &Mapping, erp_id: &str) -> Result<Value, ErpError> {
+        let info = entity_named(mapping.entity)?;
+        let (action, id) = match self.mapped_record(mapping, erp_id).await? {
+            Some(existing) => {
+                let id = crate::fieldreport::service::record_id(&existing["Id"]).unwrap_or_default();
+                match self.fieldreport().delete(info, &id, false).await {
+                    Ok(_) | Err(FieldReportError::NotFound { .. }) => ("deleted", Value::String(id)),
+                    Err(error) => return Err(error.into()),
+                }
+            }
+            None => ("none", Value::Null),
+        };
+        Ok(json!({"entity": mapping.entity, "id": id, "action": action, "fieldReportResponse": null}))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn back_off_doubles_up_to_five_minutes_then_gives_up() {
+        assert_eq!(next_attempt_after(1), Some(Duration::from_secs(1)));
+        assert_eq!(next_attempt_after(2), Some(Duration::from_secs(2)));
+        assert_eq!(next_attempt_after(5), Some(Duration::from_secs(16)));
+        assert_eq!(next_attempt_after(11), Some(Duration::from_secs(300)));
+        assert_eq!(next_attempt_after(MAX_ATTEMPTS), None);
+    }
+}

@@ -1,0 +1,181 @@
+//! Webhook calls from the ERP: who may call (source-address allowlist and a shared secret),
+//! and what a call says (entity name, entity id, event).
+//!
+//! The ERP's calls are unsigned and minimal; their exact keys are not documented, so the
+//! parser accepts `entityName`/`entityId`/`type` and the fallbacks seen in practice: `entity`,
+//! `entity_name`, `id`, `entity_id`, `entity.id`, `event`, `action`. The record itself is never
+//! taken from the call: it is fetched from the ERP by id.
+
+use std::net::IpAddr;
+
+use ipnet::IpNet;
+use secrecy::{ExposeSecret, SecretString};
+use serde_json::{Map, Value};
+use subtle::ConstantTimeEq;
+
+/// What a webhook call announces.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WebhookCall {
+    pub entity_name: String,
+    pub entity_id: String,
+    pub event: Event,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Event {
+    Created,
+    Updated,
+    Deleted,
+}
+
+impl Event {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Event::Created => "created",
+            Event::Updated => "updated",
+            Event::Deleted => "deleted",
+        }
+    }
+
+    /// `created`, `create`, `atCreate`, `CREATED`, … ; unknown or absent → `updated` (the
+    /// record is fetched again either way).
+    pub fn parse(text: Option<&str>) -> Event {
+        let text = text.unwrap_or_default().to_ascii_lowercase();
+        if text.contains("delet") {
+            Event::Deleted
+        } else if text.contains("creat") || text.contains("insert") {
+            Event::Created
+        } else {
+            Event::Updated
+        }
+    }
+}
+
+/// Why a call was not accepted.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum WebhookRefusal {
+    #[error("webhook calls are only accepted from the ERP's addresses")]
+    Forbidden,
+    #[error("the webhook secret is missing or wrong")]
+    BadSecret,
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// The guard of the webhook route.
+#[derive(Debug, Clone)]
+pub struct WebhookGuard {
+    pub allowlist: Vec<IpNet>,
+    pub secret: Option<SecretString>,
+}
+
+impl WebhookGuard {
+    /// The source address must be in the allowlist (an empty allowlist admits nobody); with a
+    /// secret configured, the call must carry it (compared in constant time).
+    pub fn admit(&self, source: IpAddr, presented: Option<&str>) -> Result<(), WebhookRefusal> {
+        let source = canonical(source);
+        if !self.allowlist.iter().any(|net| net.contains(&source)) {
+            return Err(WebhookRefusal::Forbidden);
+        }
+        if let Some(secret) = &self.secret {
+            let expected = secret.expose_secret().as_bytes();
+            let matches = presented.is_some_and(|p| bool::from(p.as_bytes().ct_eq(expected)));
+            if !matches {
+                return Err(WebhookRefusal::BadSecret);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// IPv4-mapped IPv6 addresses (`::ffff:10.0.0.1`) are matched as IPv4.
+fn canonical(address: IpAddr) -> IpAddr {
+    match address {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map(IpAddr::V4).unwrap_or(address),
+        other => other,
+    }
+}
+
+fn first_text(fields: &Map<String, Value>, keys: &[&str]) -> Option<String> {
+    keys.iter().find_map(|key| {
+        let value = match key.split_once('.') {
+            Some((outer, inner)) => fields.get(outer)?.get(inner)?,
+            None => fields.get(*key)?,
+        };
+        match value {
+            Value::String(s) if !s.trim().is_empty() => Some(s.trim().to_string()),
+            Value::Number(n) => Some(n.to_string()),
+            _ => None,
+        }
+    })
+}
+
+/// Reads a call from its fields (the GET query or the POST JSON object).
+pub fn parse(fields: &Map<String, Value>) -> Result<WebhookCall, WebhookRefusal> {
+    let entity_name = first_text(fields, &["entityName", "entity_name", "entityType", "entity"]);
+    let entity_id = first_text(fields, &["entityId", "entity_id", "id", "entity.id"]);
+    let event = first_text(fields, &["type", "event", "action", "eventType"]);
+    match (entity_name, entity_id) {
+        (Some(entity_name), Some(entity_id)) => {
+            let valid_id = entity_id.len() <= 64 && entity_id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-');
+            if !valid_id {
+                return Err(WebhookRefusal::Invalid("entityId: letters, digits and -, at most 64".into()));
+            }
+            Ok(WebhookCall { entity_name, entity_id, event: Event::parse(event.as_deref()) })
+        }
+        (None, _) => Err(WebhookRefusal::Invalid("entityName is missing".into())),
+        (_, None) => Err(WebhookRefusal::Invalid("entityId (or id) is missing".into())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn object(v: Value) -> Map<String, Value> {
+        v.as_object().unwrap().clone()
+    }
+
+    #[test]
+    fn every_key_variant_is_read() {
+        let expected = WebhookCall { entity_name: "customer".into(), entity_id: "12".into(), event: Event::Created };
+        for body in [
+            json!({"entityName": "customer", "entityId": "12", "type": "created"}),
+            json!({"entityName": "customer", "id": 12, "event": "CREATE"}),
+            json!({"entity": {"id": "12"}, "entityName": "customer", "action": "atCreate"}),
+            json!({"entity_name": "customer", "entity_id": "12", "type": "insert"}),
+        ] {
+            assert_eq!(parse(&object(body.clone())).unwrap(), expected, "{body}");
+        }
+        let deleted = parse(&object(json!({"entityName": "contact", "entityId": "3", "type": "deleted"}))).unwrap();
+        assert_eq!(deleted.event, Event::Deleted);
+        let no_event = parse(&object(json!({"entityName": "contact", "entityId": "3"}))).unwrap();
+        assert_eq!(no_event.event, Event::Updated);
+    }
+
+    #[test]
+    fn calls_without_name_or_id_or_with_odd_ids_are_refused() {
+        assert!(parse(&object(json!({"entityId": "1"}))).is_err());
+        assert!(parse(&object(json!({"entityName": "customer"}))).is_err());
+        assert!(parse(&object(json!({"entityName": "customer", "entityId": "../../etc"}))).is_err());
+    }
+
+    #[test]
+    fn the_guard_checks_address_then_secret() {
+        let guard = WebhookGuard {
+            allowlist: vec!["10.0.0.0/8".parse().unwrap(), "192.0.2.7/32".parse().unwrap()],
+            secret: Some(SecretString::from("s3cret")),
+        };
+        let inside: IpAddr = "10.1.2.3".parse().unwrap();
+        assert_eq!(guard.admit(inside, Some("s3cret")), Ok(()));
+        assert_eq!(guard.admit("::ffff:192.0.2.7".parse().unwrap(), Some("s3cret")), Ok(()));
+        assert_eq!(guard.admit("192.0.2.8".parse().unwrap(), Some("s3cret")), Err(WebhookRefusal::Forbidden));
+        assert_eq!(guard.admit(inside, None), Err(WebhookRefusal::BadSecret));
+        assert_eq!(guard.admit(inside, Some("s3cre")), Err(WebhookRefusal::BadSecret));
+        let open = WebhookGuard { secret: None, ..guard };
+        assert_eq!(open.admit(inside, None), Ok(()));
+        let nobody = WebhookGuard { allowlist: vec![], secret: None };
+        assert_eq!(nobody.admit(inside, None), Err(WebhookRefusal::Forbidden));
+    }
+}

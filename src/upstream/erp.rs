@@ -1,0 +1,224 @@
+//! The ERP's REST API (weclapp style): `<root>/<model>`, `<root>/<model>/id/{id}`, the API key
+//! in the `AuthenticationToken` header, lists as `{result: [...]}`.
+//!
+//! Reads are retried while the ERP fails transiently; a 429 (the ERP queues requests over its
+//! concurrency limit for about 30 s, then refuses) is retried after the wait it asks for, for
+//! writes too, since a refused write was not processed. Problem-style error bodies
+//! (`{title, detail, validationErrors}`) are summarised into the error's message; the key never
+//! appears in an error (it travels in a header, and URLs are left out of transport errors).
+
+use reqwest::{Method, StatusCode};
+use secrecy::{ExposeSecret, SecretString};
+use serde_json::Value;
+use url::Url;
+
+use super::{System, UpstreamError, error_chain, requested_wait, retry_read, retry_throttled, summarise};
+use crate::config::ErpConfig;
+
+const SYSTEM: System = System::Erp;
+
+/// The largest page the ERP serves.
+pub const MAX_PAGE_SIZE: usize = 1000;
+
+#[derive(Clone)]
+pub struct ErpClient {
+    http: reqwest::Client,
+    root: Url,
+    api_key: SecretString,
+}
+
+/// The message of a problem-style error body (`title: detail; validation messages`), or the
+/// body itself, shortened.
+pub fn problem_message(body: &str) -> String {
+    let Ok(Value::Object(problem)) = serde_json::from_str::<Value>(body) else {
+        return summarise(body);
+    };
+    let text = |key: &str| problem.get(key).and_then(Value::as_str).filter(|s| !s.is_empty());
+    let mut parts: Vec<String> = Vec::new();
+    match (text("title"), text("detail").or_else(|| text("error"))) {
+        (Some(title), Some(detail)) if title != detail => parts.push(format!("{title}: {detail}")),
+        (Some(one), _) | (None, Some(one)) => parts.push(one.to_string()),
+        (None, None) => {}
+    }
+    if let Some(Value::Array(errors)) = problem.get("validationErrors") {
+        for error in errors {
+            let message = ["message", "detail", "title"].iter().find_map(|k| error.get(*k).and_then(Value::as_str));
+            let location = error.get("location").and_then(Value::as_str);
+            match (location, message) {
+                (Some(location), Some(message)) => parts.push(format!("{location}: {message}")),
+                (None, Some(message)) => parts.push(message.to_string()),
+                _ => {}
+            }
+        }
+    }
+    if parts.is_empty() { summarise(body) } else { summarise(&parts.join("; ")) }
+}
+
+/// The ERP's `version` (a number sent as a string) as a number; 0 when absent.
+pub fn version_of(record: &Value) -> i64 {
+    match record.get("version") {
+        Some(Value::String(text)) => text.parse().unwrap_or(0),
+        Some(Value::Number(n)) => n.as_i64().unwrap_or(0),
+        _ => 0,
+    }
+}
+
+/// A record's `lastModifiedDate` (epoch ms); 0 when absent.
+pub fn last_modified_of(record: &Value) -> i64 {
+    match record.get("lastModifiedDate") {
+        Some(Value::Number(n)) => n.as_i64().unwrap_or(0),
+        Some(Value::String(text)) => text.parse().unwrap_or(0),
+        _ => 0,
+    }
+}
+
+/// A record's `id` as text.
+pub fn id_of(record: &Value) -> Option<String> {
+    match record.get("id") {
+        Some(Value::String(id)) if !id.is_empty() => Some(id.clone()),
+        Some(Value::Number(n)) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
+impl ErpClient {
+    pub fn from_config(config: &ErpConfig) -> Result<ErpClient, UpstreamError> {
+        let root =
+            config.base_url.clone().ok_or(UpstreamError::NotConfigured { system: SYSTEM, setting: "ERP_BASE_URL" })?;
+        let api_key =
+            config.api_key.clone().ok_or(UpstreamError::NotConfigured { system: SYSTEM, setting: "ERP_API_KEY" })?;
+        let http = reqwest::Client::builder()
+            .timeout(config.timeout)
+            .connect_timeout(config.connect_timeout)
+            .build()
+            .map_err(|e| UpstreamError::Client { system: SYSTEM, detail: error_chain(&e) })?;
+        Ok(ErpClient { http, root, api_key })
+    }
+
+    fn url(&self, path: &str, query: &[(String, String)]) -> Result<Url, UpstreamError> {
+        let base = self.root.as_str().trim_end_matches('/');
+        let mut url = Url::parse(&format!("{base}/{}", path.trim_start_matches('/')))
+            .map_err(|e| UpstreamError::Client { system: SYSTEM, detail: e.to_string() })?;
+        if !query.is_empty() {
+            url.query_pairs_mut().extend_pairs(query);
+        }
+        Ok(url)
+    }
+
+    /// One call; `Ok(None)` for a 404.
+    async fn call(
+        &self,
+        method: Method,
+        path: &str,
+        query: &[(String, String)],
+        body: Option<&Value>,
+    ) -> Result<Option<Value>, UpstreamError> {
+        let mut request = self
+            .http
+            .request(method, self.url(path, query)?)
+            .header("AuthenticationToken", self.api_key.expose_secret())
+            .header(reqwest::header::ACCEPT, "application/json");
+        if let Some(body) = body {
+            request = request.json(body);
+        }
+        let response = request.send().await.map_err(|e| UpstreamError::from_reqwest(SYSTEM, e))?;
+        let status = response.status();
+        if status == StatusCode::TOO_MANY_REQUESTS {
+            return Err(UpstreamError::Throttled { system: SYSTEM, retry_after: requested_wait(response.headers()) });
+        }
+        let text = response.text().await.map_err(|e| UpstreamError::from_reqwest(SYSTEM, e))?;
+        if status == StatusCode::NOT_FOUND {
+            return Ok(None);
+        }
+        if !status.is_success() {
+            return Err(UpstreamError::Refused {
+                system: SYSTEM,
+                status: status.as_u16(),
+                message: problem_message(&text),
+            });
+        }
+        if status == StatusCode::NO_CONTENT || text.trim().is_empty() {
+            return Ok(Some(Value::Null));
+        }
+        serde_json::from_str(&text)
+            .map(Some)
+            .map_err(|e| UpstreamError::Malformed { system: SYSTEM, detail: format!("{e} in {}", summarise(&text)) })
+    }
+
+    fn not_found(path: &str) -> UpstreamError {
+        UpstreamError::Refused { system: SYSTEM, status: 404, message: format!("{path} not found") }
+    }
+
+    /// `GET /<model>?page&pageSize&<filters>`: one page of records.
+    pub async fn list(&self, model: &str, query: &[(String, String)]) -> Result<Vec<Value>, UpstreamError> {
+        let body =
+            retry_read(|| self.call(Method::GET, model, query, None)).await?.ok_or_else(|| Self::not_found(model))?;
+        match body.get("result") {
+            Some(Value::Array(records)) => Ok(records.clone()),
+            _ => Err(UpstreamError::Malformed {
+                system: SYSTEM,
+                detail: format!("a list without `result`: {}", summarise(&body.to_string())),
+            }),
+        }
+    }
+
+    /// `GET /<model>/id/{id}`: the record, or `None` when the ERP has no such record.
+    pub async fn get(&self, model: &str, id: &str) -> Result<Option<Value>, UpstreamError> {
+        let path = format!("{model}/id/{}", encode(id));
+        retry_read(|| self.call(Method::GET, &path, &[], None)).await
+    }
+
+    /// `POST /<model>`: the created record.
+    pub async fn create(&self, model: &str, record: &Value) -> Result<Value, UpstreamError> {
+        retry_throttled(|| self.call(Method::POST, model, &[], Some(record)))
+            .await?
+            .ok_or_else(|| Self::not_found(model))
+    }
+
+    /// `PUT /<model>/id/{id}?ignoreMissingProperties=true`: a partial update; with `version`
+    /// in `fields` the ERP refuses a stale one with 409.
+    pub async fn update_partial(&self, model: &str, id: &str, fields: &Value) -> Result<Value, UpstreamError> {
+        let path = format!("{model}/id/{}", encode(id));
+        let query = [("ignoreMissingProperties".to_string(), "true".to_string())];
+        retry_throttled(|| self.call(Method::PUT, &path, &query, Some(fields)))
+            .await?
+            .ok_or_else(|| Self::not_found(&path))
+    }
+}
+
+/// An id as one path segment.
+fn encode(id: &str) -> String {
+    url::form_urlencoded::byte_serialize(id.as_bytes()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn problems_are_summarised_with_their_validation_errors() {
+        let body = json!({
+            "type": "/webapp/view/api/errors.html#optimistic_lock", "title": "optimistic_lock",
+            "status": 409, "detail": "the record was changed",
+            "validationErrors": [{"location": "email", "message": "invalid address"}]
+        });
+        assert_eq!(
+            problem_message(&body.to_string()),
+            "optimistic_lock: the record was changed; email: invalid address"
+        );
+        assert_eq!(problem_message(r#"{"error": "not allowed"}"#), "not allowed");
+        assert_eq!(problem_message("gateway down"), "gateway down");
+    }
+
+    #[test]
+    fn versions_and_times_are_read_from_strings_or_numbers() {
+        assert_eq!(version_of(&json!({"version": "12"})), 12);
+        assert_eq!(version_of(&json!({"version": 3})), 3);
+        assert_eq!(version_of(&json!({})), 0);
+        assert_eq!(last_modified_of(&json!({"lastModifiedDate": 1700000000000_i64})), 1700000000000);
+        assert_eq!(id_of(&json!({"id": "42"})).as_deref(), Some("42"));
+        assert_eq!(id_of(&json!({"id": 42})).as_deref(), Some("42"));
+        assert_eq!(id_of(&json!({"id": ""})), None);
+    }
+}
