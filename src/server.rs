@@ -72,9 +72,13 @@ fn leasing_service(config: &Config) -> Result<LeasingService, StartError> {
         other => other,
     };
     let storage = Storage::from_url(&config.storage_url).map_err(|e| StartError::Unsupported(e.to_string()))?;
-    let mailer =
-        Mailer::new(config.mail_url.as_ref().map(|u| u.expose_secret()), storage.clone(), Arc::new(BuiltInTemplates))
-            .map_err(|e| StartError::Unsupported(e.to_string()))?;
+    let mailer = Mailer::new(
+        config.mail_url.as_ref().map(|u| u.expose_secret()),
+        config.mail_from.clone(),
+        storage.clone(),
+        Arc::new(BuiltInTemplates),
+    )
+    .map_err(|e| StartError::Unsupported(e.to_string()))?;
     Ok(LeasingService::new(client, storage, mailer, config.erp.missing_info_template.clone()))
 }
 
