@@ -24,6 +24,7 @@ pub const SETTING_NAMES: &[&str] = &[
     "TOKEN_TTL_MINUTES",
     "STORAGE_URL",
     "MAIL_URL",
+    "MAIL_FROM",
     "LEASING_BASE_URL",
     "LEASING_CLIENT_CERT",
     "LEASING_CLIENT_KEY",
@@ -147,7 +148,11 @@ pub struct Config {
     pub docs_path: String,
     pub token_ttl: Option<Duration>,
     pub storage_url: String,
+    /// Where mail goes (`MAIL_URL`, checked with [`crate::mail::MailTarget::parse`]); secret,
+    /// as it may hold the SMTP password.
     pub mail_url: Option<SecretString>,
+    /// The sender of outgoing mail (`MAIL_FROM`, default [`crate::mail::DEFAULT_MAIL_FROM`]).
+    pub mail_from: lettre::message::Mailbox,
     pub leasing: LeasingConfig,
     pub fieldreport: FieldReportConfig,
     pub erp: ErpConfig,
@@ -355,11 +360,15 @@ impl Config {
             return Err(invalid("STORAGE_URL", "must start with file:// or s3://"));
         }
         let mail_url = raw.secret("MAIL_URL");
-        if let Some(url) = raw.get("MAIL_URL")
-            && !(url.starts_with("smtp://") || url.starts_with("smtps://") || url.starts_with("file://"))
-        {
-            return Err(invalid("MAIL_URL", "must start with smtp://, smtps:// or file://"));
+        match crate::mail::MailTarget::parse(raw.get("MAIL_URL")) {
+            Ok(_) => {}
+            Err(crate::mail::MailError::Config(reason)) => return Err(invalid("MAIL_URL", reason)),
+            Err(other) => return Err(invalid("MAIL_URL", other.to_string())),
         }
+        let from_raw = raw.string_or("MAIL_FROM", crate::mail::DEFAULT_MAIL_FROM);
+        let mail_from = crate::mail::parse_mailbox(&from_raw).map_err(|_| {
+            invalid("MAIL_FROM", format!("{from_raw:?} is not a mailbox like `Name <user@example.com>`"))
+        })?;
 
         let log_format = match raw.string_or("LOG_FORMAT", "text").to_ascii_lowercase().as_str() {
             "text" => LogFormat::Text,
@@ -419,6 +428,7 @@ impl Config {
             token_ttl,
             storage_url,
             mail_url,
+            mail_from,
             leasing,
             fieldreport,
             erp,
@@ -474,6 +484,16 @@ mod tests {
             ("LEASING_HTTP1_ONLY", "maybe"),
             ("LEASING_FACTORS", "84=abc"),
             ("LEASING_FACTORS", "0=1.2"),
+            ("MAIL_URL", "sendmail://localhost"),
+            ("MAIL_URL", "localhost:25"),
+            ("MAIL_URL", "smtp://"),
+            ("MAIL_URL", "smtp://host?tls=maybe"),
+            ("MAIL_URL", "smtps://host?tls=required"),
+            ("MAIL_URL", "smtp://host/path"),
+            ("MAIL_URL", "smtp://host?port=2"),
+            ("MAIL_URL", "smtp://host:99999"),
+            ("MAIL_FROM", "not a mailbox"),
+            ("MAIL_FROM", "Name <no-at-sign>"),
         ];
         for (name, value) in cases {
             let err = Config::load_with(None, &[(name, value)]).unwrap_err().to_string();
@@ -492,14 +512,37 @@ mod tests {
                 ("FIELDREPORT_PASSWORD", "fr-pass-456"),
                 ("ERP_WEBHOOK_SECRET", "hook-789"),
                 ("METRICS_TOKEN", "metrics-000"),
+                ("MAIL_URL", "smtps://mailer:smtp-pw-321@mail.example.com"),
             ],
         )
         .unwrap();
         let debug = format!("{config:?}");
-        for secret in ["hunter2", "erp-key-123", "fr-pass-456", "hook-789", "metrics-000"] {
+        for secret in ["hunter2", "erp-key-123", "fr-pass-456", "hook-789", "metrics-000", "smtp-pw-321"] {
             assert!(!debug.contains(secret), "{secret} leaked in {debug}");
         }
         assert!(config.database_url.is_postgres());
+    }
+
+    #[test]
+    fn mail_settings() {
+        let config = Config::load_with(None, &[]).unwrap();
+        assert_eq!(config.mail_from.to_string(), crate::mail::DEFAULT_MAIL_FROM);
+        assert!(config.mail_url.is_none());
+        for url in [
+            "file://./var/mail",
+            "smtp://127.0.0.1:2525",
+            "smtp://user:p%40ss@relay.example.com?tls=required",
+            "smtp://relay.example.com?tls=opportunistic",
+            "smtps://user:pw@mail.example.com",
+        ] {
+            Config::load_with(None, &[("MAIL_URL", url)]).unwrap_or_else(|e| panic!("{url}: {e}"));
+        }
+        let config = Config::load_with(None, &[("MAIL_FROM", "Ops <ops@example.com>")]).unwrap();
+        assert_eq!(config.mail_from.email.to_string(), "ops@example.com");
+        let err = Config::load_with(None, &[("MAIL_URL", "smtp://u:secret-pw@host?tls=bad")]).unwrap_err().to_string();
+        assert!(!err.contains("secret-pw"), "{err}");
+        let err = Config::load_with(None, &[("MAIL_URL", "ftp://host")]).unwrap_err().to_string();
+        assert_eq!(err, "configuration error: MAIL_URL: unknown scheme \"ftp\": use smtp://, smtps:// or file://");
     }
 
     #[test]

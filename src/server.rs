@@ -83,6 +83,7 @@ fn leasing_service(config: &Config, erp: Result<ErpClient, UpstreamError>) -> Re
     let storage = Storage::from_url(&config.storage_url).map_err(|e| StartError::Unsupported(e.to_string()))?;
     let mailer = Mailer::new(
         config.mail_url.as_ref().map(|u| u.expose_secret()),
+        config.mail_from.clone(),
         storage.clone(),
         Arc::new(ErpTemplates::new(erp)),
     )

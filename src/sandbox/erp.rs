@@ -553,8 +553,8 @@ fn mail_template() -> Map<String, Value> {
     let text = "<p>Hello {{ lessee.CompanyName }},</p>\
         <p>to go on with your leasing request {{ request.RequestId or financing_id }} we need some more \
         information from you. Please answer this email or call us.</p>\
-        {% if technician_appointment_date %}<p>Technician appointment: {{ technician_appointment_date }} \
-        {{ technician_appointment_time }}</p>{% endif %}\
+        {% if technician_appointment_date %}<p>Technician appointment: {{ technician_appointment_date }}\
+        {% if technician_appointment_time %} at {{ technician_appointment_time }}{% endif %}.</p>{% endif %}\
         <p>Kind regards<br>Your leasing team</p>";
     let template = json!({
         "name": MAIL_TEMPLATE,
@@ -684,7 +684,7 @@ mod tests {
         let subject = env.render_str(template["subject"].as_str().unwrap(), &context).unwrap();
         assert_eq!(subject, "Leasing request 180-42: information missing");
         let text = env.render_str(template["text"].as_str().unwrap(), &context).unwrap();
-        assert!(text.starts_with("<p>Hello ACME GmbH,</p>") && text.contains("2025-03-01 09:00"), "{text}");
+        assert!(text.starts_with("<p>Hello ACME GmbH,</p>") && text.contains("Technician appointment: 2025-03-01 at 09:00."), "{text}");
         let without = minijinja::context! { financing_id => "F-1", request => json!({}), lessee => json!({}) };
         let text = env.render_str(template["text"].as_str().unwrap(), &without).unwrap();
         assert!(text.contains("request F-1 ") && !text.contains("Technician"), "{text}");

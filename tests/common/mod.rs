@@ -2,6 +2,8 @@
 //! it over HTTP. Every Postgres test gets its own schema, so tests run in parallel.
 #![allow(dead_code)]
 
+pub mod smtp;
+
 use std::io::Write;
 use std::str::FromStr;
 use std::sync::{Arc, Mutex};
