@@ -201,8 +201,10 @@ async fn the_missing_info_mail_goes_out_by_smtp(db: Db) {
     assert_eq!(messages.len(), 1);
     let mail = &messages[0];
     assert_eq!(mail.mail_from, "leasing@example.com");
-    assert_eq!(mail.rcpt_tos, ["lessee@example.com"]);
+    // The lessee, plus the blind copy the ERP's template names (the sandbox ERP's seed).
+    assert_eq!(mail.rcpt_tos, ["lessee@example.com", "leasing-archive@sandbox.example"]);
     assert_eq!(mail.header("To").as_deref(), Some("lessee@example.com"));
+    assert_eq!(mail.header("Bcc"), None);
     assert!(mail.header("Subject").is_some_and(|s| s.contains("information missing")), "{}", mail.data);
     assert!(mail.body().contains("Technician appointment: 2026-12-01 at 09:30."), "{}", mail.data);
     assert!(mail.body().contains(&id), "{}", mail.data);

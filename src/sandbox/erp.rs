@@ -551,7 +551,8 @@ impl ListQuery {
 /// The mail template the service sends when the leasing provider needs more information.
 fn mail_template() -> Map<String, Value> {
     let text = "<p>Hello {{ lessee.CompanyName }},</p>\
-        <p>to go on with your leasing request {{ request.RequestId or financing_id }} we need some more \
+        <p>to go on with your leasing request {{ request.RequestId or financing_id }} \
+        (financing id {{ financing_id }}) we need some more \
         information from you. Please answer this email or call us.</p>\
         {% if technician_appointment_date %}<p>Technician appointment: {{ technician_appointment_date }}\
         {% if technician_appointment_time %} at {{ technician_appointment_time }}{% endif %}.</p>{% endif %}\
@@ -687,6 +688,6 @@ mod tests {
         assert!(text.starts_with("<p>Hello ACME GmbH,</p>") && text.contains("Technician appointment: 2025-03-01 at 09:00."), "{text}");
         let without = minijinja::context! { financing_id => "F-1", request => json!({}), lessee => json!({}) };
         let text = env.render_str(template["text"].as_str().unwrap(), &without).unwrap();
-        assert!(text.contains("request F-1 ") && !text.contains("Technician"), "{text}");
+        assert!(text.contains("request F-1 (financing id F-1)") && !text.contains("Technician"), "{text}");
     }
 }

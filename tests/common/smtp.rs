@@ -105,8 +105,13 @@ impl ReceivedMail {
     }
 
     /// The body after the header block.
-    pub fn body(&self) -> &str {
-        self.data.split_once("\r\n\r\n").map(|(_, body)| body).unwrap_or_default()
+    /// The body, decoded when it was sent quoted-printable (HTML mails are).
+    pub fn body(&self) -> String {
+        let raw = self.data.split_once("\r\n\r\n").map(|(_, body)| body).unwrap_or_default();
+        let quoted = self
+            .header("Content-Transfer-Encoding")
+            .is_some_and(|e| e.eq_ignore_ascii_case("quoted-printable"));
+        if quoted { decode_quoted_printable(raw) } else { raw.to_string() }
     }
 }
 
@@ -227,4 +232,29 @@ impl Drop for SmtpServer {
         let _ = self.child.start_kill();
         let _ = std::fs::remove_dir_all(&self.dir);
     }
+}
+
+/// Undoes quoted-printable: soft line breaks (`=` at a line end) and `=XX` escapes.
+fn decode_quoted_printable(text: &str) -> String {
+    let joined = text.replace("=\r\n", "").replace("=\n", "");
+    let bytes = joined.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let escaped = (bytes[i] == b'=' && i + 2 < bytes.len())
+            .then(|| std::str::from_utf8(&bytes[i + 1..i + 3]).ok())
+            .flatten()
+            .and_then(|hex| u8::from_str_radix(hex, 16).ok());
+        match escaped {
+            Some(byte) => {
+                out.push(byte);
+                i += 3;
+            }
+            None => {
+                out.push(bytes[i]);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
