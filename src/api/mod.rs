@@ -539,6 +539,7 @@ pub trait IntegrationApi {
     #[endpoint { method = GET, path = "/api/v1/erp/fieldReportPost", tags = ["erp"] }]
     async fn erp_field_report_post_all(
         rqctx: RequestContext<Self::Context>,
+        query: Query<erp::PostQuery>,
     ) -> Result<HttpResponseOk<erp::PostAnswer>, ApiError>;
 
     /// Post one model's mapped records to the field-report system
@@ -690,8 +691,9 @@ impl IntegrationApi for Service {
 
     async fn erp_field_report_post_all(
         rqctx: RequestContext<ApiContext>,
+        query: Query<erp::PostQuery>,
     ) -> Result<HttpResponseOk<erp::PostAnswer>, ApiError> {
-        erp::field_report_post(&rqctx, None, erp::PostQuery { id: None }).await
+        erp::field_report_post(&rqctx, None, query.into_inner()).await
     }
 
     async fn erp_field_report_post(

@@ -595,7 +595,7 @@ fn sample(state: &State, model: &str, n: usize) -> Map<String, Value> {
                 };
             let mut attributes = Vec::new();
             if let Some(id) = attribute("fieldReportId").filter(|_| n % 3 != 2) {
-                attributes.push(json!({"attributeDefinitionId": id, "stringValue": (1001 + n).to_string()}));
+                attributes.push(json!({"attributeDefinitionId": id, "stringValue": format!("legacy-{}", 1001 + n)}));
             }
             if let Some(id) = attribute("serviceLevel") {
                 attributes
@@ -685,7 +685,11 @@ mod tests {
         let subject = env.render_str(template["subject"].as_str().unwrap(), &context).unwrap();
         assert_eq!(subject, "Leasing request 180-42: information missing");
         let text = env.render_str(template["text"].as_str().unwrap(), &context).unwrap();
-        assert!(text.starts_with("<p>Hello ACME GmbH,</p>") && text.contains("Technician appointment: 2025-03-01 at 09:00."), "{text}");
+        assert!(
+            text.starts_with("<p>Hello ACME GmbH,</p>")
+                && text.contains("Technician appointment: 2025-03-01 at 09:00."),
+            "{text}"
+        );
         let without = minijinja::context! { financing_id => "F-1", request => json!({}), lessee => json!({}) };
         let text = env.render_str(template["text"].as_str().unwrap(), &without).unwrap();
         assert!(text.contains("request F-1 (financing id F-1)") && !text.contains("Technician"), "{text}");

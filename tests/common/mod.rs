@@ -74,6 +74,10 @@ pub struct TestService {
     pub leasing: String,
     /// Root of this test's field-report simulator.
     pub fieldreport: String,
+    /// The ERP simulator's API root (`…/webapp/api/v1`).
+    pub erp: String,
+    /// The configuration the service runs with (for [`TestService::restart`]).
+    pub config: Config,
     /// The folder behind `STORAGE_URL`.
     pub storage_dir: std::path::PathBuf,
     pub client: reqwest::Client,
@@ -116,6 +120,7 @@ impl TestService {
             integration_service::sandbox::start(None, &telemetry::discard()).await.expect("simulators start");
         let leasing = sandboxes.leasing_base_url();
         let fieldreport = sandboxes.fieldreport_base_url();
+        let erp = sandboxes.erp_base_url();
         let upstream_settings = sandboxes.settings();
         let storage_dir = std::env::temp_dir().join(format!("integration-service-storage-{}", uuid::Uuid::new_v4()));
         let storage_url = format!("file://{}", storage_dir.display());
@@ -131,6 +136,8 @@ impl TestService {
             base: format!("http://{}", service.address),
             leasing,
             fieldreport,
+            erp,
+            config,
             storage_dir,
             client: reqwest::Client::builder().build().unwrap(),
             database_url,
@@ -182,6 +189,18 @@ impl TestService {
     pub async fn user_token(&self) -> String {
         self.create_user("ada@example.com", "analytical-engine").await;
         self.token("ada@example.com", "analytical-engine").await
+    }
+
+    /// Stops the service and starts it again on the same database, storage and simulators, as
+    /// an operator restarting the process would.
+    pub async fn restart(&mut self) {
+        if let Some(service) = self.service.take() {
+            service.shutdown().await;
+        }
+        let logger = telemetry::build(LogFormat::Json, self.log.clone());
+        let service = server::start(&self.config, &logger).await.expect("service restarts");
+        self.base = format!("http://{}", service.address);
+        self.service = Some(service);
     }
 
     /// Stops the service and drops the test's Postgres schema.

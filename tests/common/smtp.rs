@@ -108,9 +108,8 @@ impl ReceivedMail {
     /// The body, decoded when it was sent quoted-printable (HTML mails are).
     pub fn body(&self) -> String {
         let raw = self.data.split_once("\r\n\r\n").map(|(_, body)| body).unwrap_or_default();
-        let quoted = self
-            .header("Content-Transfer-Encoding")
-            .is_some_and(|e| e.eq_ignore_ascii_case("quoted-printable"));
+        let quoted =
+            self.header("Content-Transfer-Encoding").is_some_and(|e| e.eq_ignore_ascii_case("quoted-printable"));
         if quoted { decode_quoted_printable(raw) } else { raw.to_string() }
     }
 }

@@ -1,0 +1,502 @@
+//! The ERP area against the ERP simulator: webhooks (allowlist, secret, inbox, processing,
+//! retries, restarts), the helper routes, custom attributes, the field-report mapping, ERP mail
+//! templates, and the ERP client's handling of 429 and time-outs. Both databases.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{Db, TestService, error_body};
+use integration_service::store::erp::ErpRecord;
+use integration_service::store::fieldreport::Upserted;
+use serde_json::{Value, json};
+
+const SECRET: &str = "hook-secret-123";
+/// The sandbox ERP's seeded customers, contacts and articles.
+const CUSTOMERS: [&str; 3] = ["5", "6", "7"];
+
+async fn start(db: Db, extra: &[(&str, &str)]) -> (TestService, String) {
+    let mut settings = vec![("ERP_WEBHOOK_ALLOWLIST", "127.0.0.1/32"), ("ERP_WEBHOOK_SECRET", SECRET)];
+    settings.extend_from_slice(extra);
+    let svc = TestService::start(db, &settings).await;
+    let token = svc.user_token().await;
+    (svc, token)
+}
+
+async fn get(svc: &TestService, token: &str, path: &str) -> reqwest::Response {
+    svc.client.get(svc.url(path)).bearer_auth(token).send().await.unwrap()
+}
+
+async fn ok(svc: &TestService, token: &str, path: &str) -> Value {
+    let response = get(svc, token, path).await;
+    let status = response.status();
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(status, 200, "{path}: {body}");
+    body
+}
+
+/// A call to the ERP simulator's API.
+async fn erp(svc: &TestService, method: reqwest::Method, path: &str, body: Option<Value>) -> Value {
+    let mut request =
+        svc.client.request(method, format!("{}{path}", svc.erp)).header("AuthenticationToken", "sandbox-erp-key");
+    if let Some(body) = body {
+        request = request.json(&body);
+    }
+    let response = request.send().await.unwrap();
+    let status = response.status();
+    let text = response.text().await.unwrap();
+    assert!(status.is_success(), "{path}: {status} {text}");
+    serde_json::from_str(&text).unwrap_or(Value::Null)
+}
+
+async fn erp_fault(svc: &TestService, fault: Value) {
+    let root = svc.erp.trim_end_matches("/webapp/api/v1");
+    let response = svc.client.post(format!("{root}/__sandbox/faults")).json(&fault).send().await.unwrap();
+    assert_eq!(response.status(), 204);
+}
+
+async fn erp_clear_faults(svc: &TestService) {
+    let root = svc.erp.trim_end_matches("/webapp/api/v1");
+    svc.client.delete(format!("{root}/__sandbox/faults")).send().await.unwrap();
+}
+
+/// Writes the field-report simulator received.
+async fn field_report_writes(svc: &TestService) -> Vec<Value> {
+    let body: Value =
+        svc.client.get(format!("{}/__sandbox/received", svc.fieldreport)).send().await.unwrap().json().await.unwrap();
+    body.as_array().unwrap().clone()
+}
+
+fn webhook(svc: &TestService) -> reqwest::RequestBuilder {
+    svc.client.post(svc.url("/api/v1/erp/webhooks")).header("X-Webhook-Secret", SECRET)
+}
+
+/// Polls the inbox until the call is in `state`; the whole overview when it is.
+async fn inbox_call(svc: &TestService, token: &str, inbox_id: i64, state: &str) -> Value {
+    for _ in 0..100 {
+        let show = ok(svc, token, "/api/v1/erp/show").await;
+        let call = show["inbox"]["calls"].as_array().unwrap().iter().find(|c| c["id"] == inbox_id).cloned();
+        if let Some(call) = call
+            && call["state"] == state
+        {
+            return call;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("inbox call {inbox_id} never reached {state}: {}", ok(svc, token, "/api/v1/erp/show").await["inbox"]);
+}
+
+async fn accepted(response: reqwest::Response) -> i64 {
+    let status = response.status();
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(status, 202, "{body}");
+    assert_eq!(body["accepted"], true);
+    body["inbox_id"].as_i64().unwrap()
+}
+
+async fn webhooks_admit_only_allowlisted_sources(db: Db) {
+    // Direct peer (127.0.0.1) in the allowlist.
+    let (svc, _) = start(db, &[]).await;
+    let call = json!({"entityName": "customer", "entityId": "5", "type": "updated"});
+    accepted(webhook(&svc).json(&call).send().await.unwrap()).await;
+    svc.stop().await;
+
+    // Direct peer outside the allowlist; a forged X-Forwarded-For from an untrusted peer does
+    // not help.
+    let (svc, _) = start(db, &[("ERP_WEBHOOK_ALLOWLIST", "203.0.113.7/32")]).await;
+    let body = error_body(webhook(&svc).json(&call).send().await.unwrap(), 403).await;
+    assert_eq!(body["error_code"], "forbidden_source");
+    let spoofed = webhook(&svc).header("X-Forwarded-For", "203.0.113.7").json(&call).send().await.unwrap();
+    error_body(spoofed, 403).await;
+    svc.stop().await;
+
+    // Behind a trusted proxy the forwarded address counts.
+    let (svc, _) = start(db, &[("ERP_WEBHOOK_ALLOWLIST", "203.0.113.0/24"), ("TRUSTED_PROXIES", "127.0.0.1/32")]).await;
+    let via_proxy = webhook(&svc).header("X-Forwarded-For", "203.0.113.7").json(&call).send().await.unwrap();
+    accepted(via_proxy).await;
+    let outsider = webhook(&svc).header("X-Forwarded-For", "198.51.100.1").json(&call).send().await.unwrap();
+    error_body(outsider, 403).await;
+    svc.stop().await;
+}
+
+async fn webhooks_need_the_secret(db: Db) {
+    let (svc, _) = start(db, &[]).await;
+    let call = json!({"entityName": "customer", "entityId": "5", "type": "updated"});
+    let url = svc.url("/api/v1/erp/webhooks");
+    let missing = svc.client.post(&url).json(&call).send().await.unwrap();
+    assert_eq!(error_body(missing, 401).await["error_code"], "invalid_webhook_secret");
+    let wrong = svc.client.post(&url).header("X-Webhook-Secret", "hook-secret-12").json(&call).send().await.unwrap();
+    error_body(wrong, 401).await;
+    let wrong_query = svc.client.get(format!("{url}?secret=nope&entityName=customer&entityId=5")).send().await.unwrap();
+    error_body(wrong_query, 401).await;
+    accepted(
+        svc.client
+            .get(format!("{url}?secret={SECRET}&entityName=customer&entityId=5&type=updated"))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    accepted(webhook(&svc).json(&call).send().await.unwrap()).await;
+    let invalid = webhook(&svc).json(&json!({"entityName": "customer"})).send().await.unwrap();
+    error_body(invalid, 422).await;
+    assert!(!svc.log.text().contains(SECRET), "the secret never reaches the log");
+    svc.stop().await;
+}
+
+/// The simulator fires a registered webhook when a customer changes through its API; the
+/// service mirrors the record and writes the mapped company locally, without forwarding.
+async fn a_webhook_mirrors_the_record_and_writes_the_company_locally(db: Db) {
+    let (svc, token) = start(db, &[]).await;
+    let url = svc.url(&format!("/api/v1/erp/webhooks?secret={SECRET}"));
+    erp(
+        &svc,
+        reqwest::Method::POST,
+        "/webhook",
+        Some(json!({"entityName": "customer", "atCreate": true, "atUpdate": true, "atDelete": true, "requestMethod": "POST", "url": url})),
+    )
+    .await;
+    erp(
+        &svc,
+        reqwest::Method::PUT,
+        "/customer/id/5?ignoreMissingProperties=true",
+        Some(json!({"company": "Müller Bürotechnik AG"})),
+    )
+    .await;
+
+    let mut company = Value::Null;
+    for _ in 0..100 {
+        let found = ok(&svc, &token, "/api/v1/fieldreport/show/companies/ExternalId/5").await;
+        if let Some(first) = found["data"].get(0) {
+            company = first.clone();
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(company["Name"], "Müller Bürotechnik AG", "{company}");
+    assert_eq!(company["Id"], "erp-customer-5");
+    assert_eq!(company["Location"]["City"], "Berlin");
+    let mirrored = ok(&svc, &token, "/api/v1/erp/show/customer/5").await;
+    assert_eq!(mirrored["company"], "Müller Bürotechnik AG");
+    assert_eq!(mirrored["version"], "1");
+
+    let show = ok(&svc, &token, "/api/v1/erp/show").await;
+    let call = &show["inbox"]["calls"][0];
+    assert_eq!(call["state"], "done", "{show}");
+    assert_eq!(call["outcome"]["mirror"], "inserted");
+    assert_eq!(call["outcome"]["fieldReport"]["action"], "created");
+    assert_eq!(call["outcome"]["fieldReport"]["fieldReportResponse"], Value::Null);
+    assert!(field_report_writes(&svc).await.is_empty(), "nothing is sent to the field-report system");
+
+    // The company is pending for the field-report post tooling, like every internal write.
+    let pending = svc.store().mirror_pending("companies", "create").await.unwrap();
+    assert_eq!(pending.len(), 1);
+    svc.stop().await;
+}
+
+async fn repeated_and_late_deliveries_change_nothing(db: Db) {
+    let (svc, token) = start(db, &[]).await;
+    let call = json!({"entityName": "contact", "entityId": "8", "type": "created"});
+    let first = accepted(webhook(&svc).json(&call).send().await.unwrap()).await;
+    let done = inbox_call(&svc, &token, first, "done").await;
+    assert_eq!(done["outcome"]["mirror"], "inserted");
+    assert_eq!(done["outcome"]["fieldReport"]["action"], "created");
+    let contact = ok(&svc, &token, "/api/v1/fieldreport/contacts/erp-contact-8").await;
+
+    let again = accepted(webhook(&svc).json(&call).send().await.unwrap()).await;
+    let repeated = inbox_call(&svc, &token, again, "done").await;
+    assert_eq!(repeated["outcome"]["mirror"], "unchanged");
+    assert_eq!(repeated["outcome"]["fieldReport"]["action"], "unchanged");
+    assert_eq!(ok(&svc, &token, "/api/v1/fieldreport/contacts/erp-contact-8").await, contact);
+
+    // A late "deleted" for a record the ERP still has: it is fetched again and kept.
+    let late = json!({"entityName": "contact", "entityId": "8", "type": "deleted"});
+    let late_id = accepted(webhook(&svc).json(&late).send().await.unwrap()).await;
+    assert_eq!(inbox_call(&svc, &token, late_id, "done").await["outcome"]["mirror"], "unchanged");
+    assert_eq!(ok(&svc, &token, "/api/v1/erp/show/contact/8").await["id"], "8");
+
+    // An older version arriving after a newer one is ignored by the mirror.
+    let stored = svc.store().erp_get("contact", "8").await.unwrap().unwrap();
+    let older =
+        ErpRecord { version: stored.version - 1, document: json!({"id": "8", "firstName": "Old"}), ..stored.clone() };
+    assert_eq!(svc.store().erp_upsert("contact", &[older]).await.unwrap(), vec![Upserted::Unchanged]);
+    assert_eq!(svc.store().erp_get("contact", "8").await.unwrap().unwrap().document, stored.document);
+
+    // Deleted at the ERP: an "updated" delivered afterwards removes it here too.
+    erp(&svc, reqwest::Method::DELETE, "/contact/id/8", None).await;
+    let after = accepted(webhook(&svc).json(&json!({"entityName": "contact", "id": "8"})).send().await.unwrap()).await;
+    let removed = inbox_call(&svc, &token, after, "done").await;
+    assert_eq!(removed["outcome"]["mirror"], "deleted");
+    assert_eq!(removed["outcome"]["fieldReport"]["action"], "deleted");
+    error_body(get(&svc, &token, "/api/v1/erp/show/contact/8").await, 404).await;
+    error_body(get(&svc, &token, "/api/v1/fieldreport/contacts/erp-contact-8").await, 404).await;
+    svc.stop().await;
+}
+
+async fn failed_processing_is_retried_and_survives_a_restart(db: Db) {
+    let (mut svc, token) = start(db, &[]).await;
+    erp_fault(&svc, json!({"path_prefix": "/webapp/api/v1/article/id/11", "status": 503, "times": 1000})).await;
+    let call = json!({"entityName": "article", "entityId": "11", "type": "updated"});
+    let id = accepted(webhook(&svc).json(&call).send().await.unwrap()).await;
+    let mut pending = Value::Null;
+    for _ in 0..100 {
+        let show = ok(&svc, &token, "/api/v1/erp/show").await;
+        pending = show["inbox"]["calls"].as_array().unwrap().iter().find(|c| c["id"] == id).cloned().unwrap();
+        if pending["attempts"].as_i64() >= Some(1) {
+            assert_eq!(show["inbox"]["pending"], 1);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(pending["state"], "pending", "{pending}");
+    assert!(pending["last_error"].as_str().unwrap().contains("503"), "{pending}");
+
+    svc.restart().await;
+    erp_clear_faults(&svc).await;
+    let done = inbox_call(&svc, &token, id, "done").await;
+    assert_eq!(done["outcome"]["fieldReport"]["entity"], "products");
+    let product = ok(&svc, &token, "/api/v1/fieldreport/products/erp-article-11").await;
+    assert_eq!(product["ExternalId"], "11");
+
+    // An unknown entity type is given up at once and stays visible.
+    let unknown =
+        accepted(webhook(&svc).json(&json!({"entityName": "noSuchThing", "entityId": "1"})).send().await.unwrap())
+            .await;
+    let failed = inbox_call(&svc, &token, unknown, "failed").await;
+    assert!(failed["last_error"].as_str().unwrap().contains("unknown ERP model"), "{failed}");
+    svc.stop().await;
+}
+
+async fn setup_get_update_and_show(db: Db) {
+    let (svc, token) = start(db, &[]).await;
+    let setup = ok(&svc, &token, "/api/v1/erp/setup/customer").await;
+    let report = &setup["data"][0];
+    assert_eq!(
+        (report["fetched"].as_u64(), report["inserted"].as_u64(), report["pages"].as_u64()),
+        (Some(3), Some(3), Some(1)),
+        "{report}"
+    );
+    assert_eq!(ok(&svc, &token, "/api/v1/erp/setup/customer").await["data"][0]["unchanged"], 3);
+
+    let page = ok(&svc, &token, "/api/v1/erp/show/customer?per_page=2&page=2").await;
+    assert_eq!(page["meta"]["total"], 3);
+    assert_eq!(page["data"].as_array().unwrap().len(), 1);
+    assert_eq!(page["data"][0]["id"], CUSTOMERS[2]);
+    let found = ok(&svc, &token, "/api/v1/erp/show/customer/customerNumber/10002").await;
+    assert_eq!(found["data"].as_array().unwrap().len(), 1);
+    assert_eq!(found["data"][0]["id"], "6");
+    let injection = ok(&svc, &token, "/api/v1/erp/show/customer/customerNumber/'%20OR%20'1'='1").await;
+    assert!(injection["data"].as_array().unwrap().is_empty());
+    let overview = ok(&svc, &token, "/api/v1/erp/show").await;
+    let customer = overview["models"].as_array().unwrap().iter().find(|m| m["model"] == "customer").unwrap().clone();
+    assert_eq!(customer["records"], 3);
+    assert!(customer["last_pull_at"].as_i64().is_some());
+    assert_eq!(overview["models"].as_array().unwrap().len(), generated::erp::MODELS.len());
+
+    let unknown = error_body(get(&svc, &token, "/api/v1/erp/show/noSuchModel").await, 404).await;
+    assert!(unknown["message"].as_str().unwrap().contains("salesOrder"), "{unknown}");
+    error_body(get(&svc, &token, "/api/v1/erp/show/customer/99").await, 404).await;
+    error_body(svc.client.get(svc.url("/api/v1/erp/show")).send().await.unwrap(), 401).await;
+
+    // Incremental: every model once, then only what changed.
+    let first = ok(&svc, &token, "/api/v1/erp/get").await;
+    assert_eq!(first["data"].as_array().unwrap().len(), generated::erp::MODELS.len());
+    let articles = first["data"].as_array().unwrap().iter().find(|r| r["model"] == "article").unwrap().clone();
+    assert_eq!(articles["inserted"], 3, "{articles}");
+    erp(
+        &svc,
+        reqwest::Method::PUT,
+        "/customer/id/6?ignoreMissingProperties=true",
+        Some(json!({"email": "new@example.com"})),
+    )
+    .await;
+    let second = ok(&svc, &token, "/api/v1/erp/get").await;
+    let changed: Vec<(String, u64)> = second["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["fetched"].as_u64() != Some(0))
+        .map(|r| (r["model"].as_str().unwrap().to_string(), r["updated"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(changed, vec![("customer".to_string(), 1)]);
+    assert_eq!(ok(&svc, &token, "/api/v1/erp/show/customer/6").await["email"], "new@example.com");
+
+    // update: by field, by id (and removal when the ERP no longer has it).
+    erp(
+        &svc,
+        reqwest::Method::PUT,
+        "/customer/id/7?ignoreMissingProperties=true",
+        Some(json!({"phone": "+49 40 999"})),
+    )
+    .await;
+    let matching = ok(&svc, &token, "/api/v1/erp/update/customer/customerNumber/10003").await;
+    assert_eq!((matching["data"][0]["fetched"].as_u64(), matching["data"][0]["updated"].as_u64()), (Some(1), Some(1)));
+    assert_eq!(ok(&svc, &token, "/api/v1/erp/show/customer/7").await["phone"], "+49 40 999");
+    error_body(get(&svc, &token, "/api/v1/erp/update/customer/customer-Number/1").await, 422).await;
+    erp(&svc, reqwest::Method::DELETE, "/customer/id/7", None).await;
+    assert_eq!(ok(&svc, &token, "/api/v1/erp/update/customer/7").await["data"][0]["removed"], 1);
+    error_body(get(&svc, &token, "/api/v1/erp/update/customer/7").await, 404).await;
+    let one = ok(&svc, &token, "/api/v1/erp/update/customer/5").await;
+    assert_eq!(one["data"][0]["unchanged"], 1);
+    let refresh = ok(&svc, &token, "/api/v1/erp/update").await;
+    assert!(refresh["data"].as_array().unwrap().iter().any(|r| r["model"] == "customer"), "{refresh}");
+    svc.stop().await;
+}
+
+async fn custom_attributes_are_pulled_posted_and_pushed_with_version_checks(db: Db) {
+    let (svc, token) = start(db, &[]).await;
+    let pulled = ok(&svc, &token, "/api/v1/erp/entityPullAttr/customer").await["data"].clone();
+    assert_eq!(pulled["definitions"], 2, "{pulled}");
+    assert_eq!(pulled["applicable"], json!(["fieldReportId", "serviceLevel"]));
+    assert_eq!(pulled["records"], 3);
+    let one = ok(&svc, &token, "/api/v1/erp/entityPullAttr/customer/serviceLevel").await["data"].clone();
+    assert_eq!(one["values"], 3, "{one}");
+    error_body(get(&svc, &token, "/api/v1/erp/entityPullAttr/customer/nope").await, 404).await;
+
+    // Post the customers to the field-report system; each new company's Id is kept on the
+    // customer's fieldReportId attribute, pending a push.
+    let posted = ok(&svc, &token, "/api/v1/erp/fieldReportPost/customer").await["data"][0].clone();
+    assert_eq!(
+        (posted["created"].as_u64(), posted["attributes_marked"].as_u64(), posted["failed"].as_u64()),
+        (Some(3), Some(3), Some(0)),
+        "{posted}"
+    );
+    let writes = field_report_writes(&svc).await;
+    assert_eq!(writes.iter().filter(|w| w["method"] == "POST").count(), 3, "{writes:?}");
+    let company = ok(&svc, &token, "/api/v1/fieldreport/show/companies/ExternalId/6").await["data"][0].clone();
+    let company_id = company["Id"].as_str().unwrap().to_string();
+    assert!(company_id.chars().all(|c| c.is_ascii_digit()), "the upstream's Id: {company}");
+    assert_eq!(ok(&svc, &token, "/api/v1/erp/fieldReportPost/customer").await["data"][0]["unchanged"], 3);
+
+    // The ERP changes customer 6 meanwhile: its push is refused (409) and reported.
+    erp(&svc, reqwest::Method::PUT, "/customer/id/6?ignoreMissingProperties=true", Some(json!({"phone": "+49 1"})))
+        .await;
+    let pushed = ok(&svc, &token, "/api/v1/erp/entityPushAttr/customer").await["data"].clone();
+    assert_eq!((pushed["pushed"].as_u64(), pushed["conflicts"].as_u64()), (Some(2), Some(1)), "{pushed}");
+    assert_eq!(pushed["errors"][0]["id"], "6");
+    assert!(pushed["errors"][0]["message"].as_str().unwrap().contains("version conflict"), "{pushed}");
+    let at_erp = erp(&svc, reqwest::Method::GET, "/customer/id/5", None).await;
+    let definition = pulled_definition_id(&svc, &token).await;
+    let value = at_erp["customAttributes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["attributeDefinitionId"] == definition)
+        .unwrap()
+        .clone();
+    let company5 = ok(&svc, &token, "/api/v1/fieldreport/show/companies/ExternalId/5").await["data"][0]["Id"].clone();
+    assert_eq!(value["stringValue"], company5, "the ERP has the field-report Id");
+
+    // Pull again: the local value survives, the version is current, and the push goes through.
+    ok(&svc, &token, "/api/v1/erp/entityPullAttr/customer").await;
+    let retried = ok(&svc, &token, "/api/v1/erp/entityPushAttr/customer/fieldReportId").await["data"].clone();
+    assert_eq!((retried["pushed"].as_u64(), retried["conflicts"].as_u64()), (Some(1), Some(0)), "{retried}");
+    let at_erp = erp(&svc, reqwest::Method::GET, "/customer/id/6", None).await;
+    assert_eq!(at_erp["phone"], "+49 1", "the ERP's own change is kept");
+    assert!(
+        at_erp["customAttributes"].as_array().unwrap().iter().any(|v| v["stringValue"] == company_id.as_str()),
+        "{at_erp}"
+    );
+    assert_eq!(ok(&svc, &token, "/api/v1/erp/entityPushAttr/customer").await["data"]["pushed"], 0);
+
+    error_body(get(&svc, &token, "/api/v1/erp/fieldReportPost/salesOrder").await, 422).await;
+    error_body(get(&svc, &token, "/api/v1/erp/fieldReportPost?id=5").await, 422).await;
+    svc.stop().await;
+}
+
+async fn pulled_definition_id(svc: &TestService, token: &str) -> String {
+    let found = ok(svc, token, "/api/v1/erp/show/customAttributeDefinition/attributeKey/fieldReportId").await;
+    found["data"][0]["id"].as_str().unwrap().to_string()
+}
+
+async fn field_report_post_of_one_record_replaces_the_local_placeholder(db: Db) {
+    let (svc, token) = start(db, &[]).await;
+    let id =
+        accepted(webhook(&svc).json(&json!({"entityName": "article", "entityId": "12"})).send().await.unwrap()).await;
+    inbox_call(&svc, &token, id, "done").await;
+    ok(&svc, &token, "/api/v1/fieldreport/products/erp-article-12").await;
+    let posted = ok(&svc, &token, "/api/v1/erp/fieldReportPost/article?id=12").await["data"][0].clone();
+    assert_eq!(posted["created"], 1, "{posted}");
+    error_body(get(&svc, &token, "/api/v1/fieldreport/products/erp-article-12").await, 404).await;
+    let found = ok(&svc, &token, "/api/v1/fieldreport/show/products/ExternalId/12").await;
+    assert_eq!(found["data"].as_array().unwrap().len(), 1, "one product, with the upstream's Id: {found}");
+    error_body(get(&svc, &token, "/api/v1/erp/fieldReportPost/article?id=999").await, 404).await;
+    svc.stop().await;
+}
+
+async fn erp_throttling_and_time_outs_are_handled(db: Db) {
+    let (svc, token) = start(db, &[("ERP_TIMEOUT_SECONDS", "1")]).await;
+    // One 429 with a wait: retried after it, the pull succeeds.
+    erp_fault(
+        &svc,
+        json!({"path_prefix": "/webapp/api/v1/article", "status": 429, "retry_after_seconds": 1, "times": 1}),
+    )
+    .await;
+    assert_eq!(ok(&svc, &token, "/api/v1/erp/setup/article").await["data"][0]["fetched"], 3);
+    // Throttled on every attempt: 503 with the ERP's wait.
+    erp_fault(
+        &svc,
+        json!({"path_prefix": "/webapp/api/v1/article", "status": 429, "retry_after_seconds": 1, "times": 10}),
+    )
+    .await;
+    let response = get(&svc, &token, "/api/v1/erp/setup/article").await;
+    assert_eq!(response.headers().get("retry-after").and_then(|v| v.to_str().ok()), Some("1"));
+    let body = error_body(response, 503).await;
+    assert_eq!(body["error_code"], "upstream_busy");
+    erp_clear_faults(&svc).await;
+    // Slower than ERP_TIMEOUT_SECONDS: 504, the mirror as before.
+    erp_fault(&svc, json!({"path_prefix": "/webapp/api/v1/article", "status": 200, "delay_ms": 3000, "times": 3}))
+        .await;
+    let body = error_body(get(&svc, &token, "/api/v1/erp/setup/article").await, 504).await;
+    assert_eq!(body["error_code"], "upstream_timeout");
+    assert!(!body["message"].as_str().unwrap().contains("sandbox-erp-key"));
+    assert_eq!(ok(&svc, &token, "/api/v1/erp/show/article").await["meta"]["total"], 3);
+    // A problem-style refusal is summarised.
+    erp_clear_faults(&svc).await;
+    erp_fault(
+        &svc,
+        json!({"path_prefix": "/webapp/api/v1/article", "status": 400, "times": 1,
+               "body": "{\"type\": \"x\", \"title\": \"invalid_query\", \"status\": 400, \"detail\": \"bad filter\"}"}),
+    )
+    .await;
+    let body = error_body(get(&svc, &token, "/api/v1/erp/setup/article").await, 502).await;
+    assert!(body["message"].as_str().unwrap().contains("invalid_query: bad filter"), "{body}");
+    assert!(!svc.log.text().contains("sandbox-erp-key"), "the API key never reaches the log");
+    svc.stop().await;
+}
+
+async fn a_missing_template_is_reported_without_hiding_missing_info(db: Db) {
+    let (svc, token) = start(db, &[("MISSING_INFO_TEMPLATE", "no-such-template")]).await;
+    let request = json!({
+        "ProductType": "ClassicLease", "FinancingAmount": 1000.0, "Period": 48, "Currency": "EUR",
+        "PaymentFrequency": "Monthly", "PaymentMethod": "Invoice",
+        "Lessee": {"CompanyName": "Needs More [missing-info]", "LegalFormId": 1, "Email": "lessee@example.com",
+                   "Addresses": [{"Line1": "A 1", "PostCode": "10115", "City": "Berlin", "Country": "DE", "Type": "main"}]},
+        "FinancingObjects": [{"Quantity": 1, "ObjectTypeId": 1, "Name": "Copier", "NetPricePerObject": 1000.0}]
+    });
+    let created = svc.client.post(svc.url("/api/v1/leasing")).bearer_auth(&token).json(&request).send().await.unwrap();
+    let created: Value = created.json().await.unwrap();
+    let id = created["data"]["FinancingId"].as_str().unwrap_or_else(|| panic!("{created}")).to_string();
+    let body = error_body(
+        get(&svc, &token, &format!("/api/v1/leasing/{id}/wait-ready-to-sign?max_attempts=1&sleep_milliseconds=1"))
+            .await,
+        500,
+    )
+    .await;
+    assert_eq!(body["error_code"], "missing_info");
+    assert!(body["message"].as_str().unwrap().contains("mail template \"no-such-template\" not found"), "{body}");
+    svc.stop().await;
+}
+
+on_both_databases!(
+    webhooks_admit_only_allowlisted_sources,
+    webhooks_need_the_secret,
+    a_webhook_mirrors_the_record_and_writes_the_company_locally,
+    repeated_and_late_deliveries_change_nothing,
+    failed_processing_is_retried_and_survives_a_restart,
+    setup_get_update_and_show,
+    custom_attributes_are_pulled_posted_and_pushed_with_version_checks,
+    field_report_post_of_one_record_replaces_the_local_placeholder,
+    erp_throttling_and_time_outs_are_handled,
+    a_missing_template_is_reported_without_hiding_missing_info
+);
