@@ -138,11 +138,123 @@ async fn fieldreport_sync_from_the_command_line(db: Db) {
     svc.stop().await;
 }
 
+async fn erp_setup_and_pull_from_the_command_line(db: Db) {
+    let svc = TestService::start(db, &[]).await;
+    let erp = |args: &[&str]| {
+        Command::new(BINARY)
+            .args(args)
+            .env_clear()
+            .env("DATABASE_URL", &svc.database_url)
+            .env("ERP_BASE_URL", &svc.erp)
+            .env("ERP_API_KEY", "sandbox-erp-key")
+            .output()
+            .unwrap()
+    };
+    let setup = erp(&["erp", "setup", "customer"]);
+    assert!(setup.status.success(), "{}", text(&setup.stderr));
+    assert!(text(&setup.stdout).contains("customer: fetched 3, inserted 3"), "{}", text(&setup.stdout));
+    // Not a terminal: plain progress lines.
+    assert!(text(&setup.stderr).contains("customer: 3 fetched"), "{}", text(&setup.stderr));
+    let pull = erp(&["erp", "pull"]);
+    assert!(pull.status.success(), "{}", text(&pull.stderr));
+    let stdout = text(&pull.stdout);
+    assert!(stdout.contains("customer: fetched 0, inserted 0"), "the cursor holds: {stdout}");
+    assert!(stdout.contains("article: fetched 3, inserted 3"), "{stdout}");
+    assert_eq!(stdout.lines().count(), generated::erp::MODELS.len() + 1, "{stdout}");
+    let unknown = erp(&["erp", "setup", "widgets"]);
+    assert!(!unknown.status.success());
+    assert!(text(&unknown.stderr).contains("salesOrder"), "{}", text(&unknown.stderr));
+    let unconfigured = cli(&svc.database_url, &["erp", "pull"], None);
+    assert!(!unconfigured.status.success());
+    assert!(text(&unconfigured.stderr).contains("ERP_BASE_URL"), "{}", text(&unconfigured.stderr));
+    svc.stop().await;
+}
+
 on_both_databases!(
     users_and_token_revocation_from_the_command_line,
     migrate_creates_the_schema,
-    fieldreport_sync_from_the_command_line
+    fieldreport_sync_from_the_command_line,
+    erp_setup_and_pull_from_the_command_line
 );
+
+/// `serve --sandbox` wires the ERP simulator to the service: a change made at the simulator
+/// arrives by webhook and becomes a local field-report company.
+#[tokio::test]
+async fn serve_sandbox_receives_the_erp_simulators_webhooks() {
+    let dir = std::env::temp_dir().join(format!("integration-service-sandbox-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let mut child = Command::new(BINARY)
+        .args(["serve", "--sandbox", "--bind", &format!("127.0.0.1:{port}")])
+        .current_dir(&dir)
+        .env_clear()
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut erp_root = None;
+    let mut registered = false;
+    loop {
+        let mut line = String::new();
+        assert!(std::io::BufRead::read_line(&mut stdout, &mut line).unwrap() > 0, "serve --sandbox ended early");
+        if let Some(url) = line.trim().strip_prefix("sandbox: ERP simulator at ") {
+            erp_root = Some(url.to_string());
+        }
+        registered |= line.contains("ERP webhooks for customer, contact and article registered");
+        if line.contains("listening on") {
+            break;
+        }
+    }
+    assert!(registered, "the webhook registration is announced before the service listens");
+    let erp_root = erp_root.expect("the ERP simulator's address is printed");
+
+    let database_url = format!("sqlite://{}/var/integration-service.db", dir.display());
+    let created =
+        cli(&database_url, &["user", "create", "--email", "ops@example.com", "--password-stdin"], Some("sandbox-pass"));
+    assert!(created.status.success(), "{}", text(&created.stderr));
+    let client = reqwest::Client::new();
+    let base = format!("http://127.0.0.1:{port}");
+    let login: serde_json::Value = client
+        .post(format!("{base}/api/v1/login"))
+        .json(&serde_json::json!({"email": "ops@example.com", "password": "sandbox-pass"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let token = login["access_token"].as_str().unwrap().to_string();
+    let changed = client
+        .put(format!("{erp_root}/customer/id/6?ignoreMissingProperties=true"))
+        .header("AuthenticationToken", "sandbox-erp-key")
+        .json(&serde_json::json!({"company": "Schmidt & Partner mbB"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(changed.status(), 200);
+    let mut found = serde_json::Value::Null;
+    for _ in 0..100 {
+        let answer: serde_json::Value = client
+            .get(format!("{base}/api/v1/fieldreport/show/companies/ExternalId/6"))
+            .bearer_auth(&token)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        if answer["data"].get(0).is_some() {
+            found = answer["data"][0].clone();
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(found["Name"], "Schmidt & Partner mbB", "{found}");
+    let pid = child.id().to_string();
+    assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+    assert!(child.wait().unwrap().success());
+}
 
 #[test]
 fn a_bad_setting_stops_with_one_line_naming_it() {

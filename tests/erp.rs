@@ -488,7 +488,39 @@ async fn a_missing_template_is_reported_without_hiding_missing_info(db: Db) {
     svc.stop().await;
 }
 
+/// Templates come from the ERP and are cached for a short time: a change at the ERP is seen
+/// only after the TTL, and an ERP that fails meanwhile does not stop the mail.
+async fn mail_templates_come_from_the_erp_and_are_cached(db: Db) {
+    use integration_service::erp::templates::ErpTemplates;
+    use integration_service::mail::TemplateSource;
+    let (svc, _) = start(db, &[]).await;
+    let client = integration_service::upstream::erp::ErpClient::from_config(&svc.config.erp);
+    let templates = ErpTemplates::new(client);
+    let first = templates.template("leasing-missing-info").await.unwrap();
+    assert!(first.html);
+    assert_eq!(first.bcc, vec!["leasing-archive@sandbox.example"]);
+    let id =
+        erp(&svc, reqwest::Method::GET, "/mailTemplate?name-eq=leasing-missing-info", None).await["result"][0]["id"]
+            .as_str()
+            .unwrap()
+            .to_string();
+    erp(
+        &svc,
+        reqwest::Method::PUT,
+        &format!("/mailTemplate/id/{id}?ignoreMissingProperties=true"),
+        Some(json!({"subject": "Changed"})),
+    )
+    .await;
+    assert_eq!(templates.template("leasing-missing-info").await.unwrap(), first, "served from the cache");
+    let fresh = ErpTemplates::new(integration_service::upstream::erp::ErpClient::from_config(&svc.config.erp));
+    assert_eq!(fresh.template("leasing-missing-info").await.unwrap().subject, "Changed");
+    let missing = fresh.template("nope").await.unwrap_err();
+    assert!(missing.to_string().contains("not found"), "{missing}");
+    svc.stop().await;
+}
+
 on_both_databases!(
+    mail_templates_come_from_the_erp_and_are_cached,
     webhooks_admit_only_allowlisted_sources,
     webhooks_need_the_secret,
     a_webhook_mirrors_the_record_and_writes_the_company_locally,
