@@ -264,6 +264,12 @@ async fn failed_processing_is_retried_and_survives_a_restart(db: Db) {
             .await;
     let failed = inbox_call(&svc, &token, unknown, "failed").await;
     assert!(failed["last_error"].as_str().unwrap().contains("unknown ERP model"), "{failed}");
+
+    // Pruning forgets processed calls only.
+    let pruned = svc.store().inbox_prune(integration_service::store::now_ms() + 1).await.unwrap();
+    assert_eq!(pruned, 1);
+    let inbox = ok(&svc, &token, "/api/v1/erp/show").await["inbox"].clone();
+    assert_eq!((inbox["done"].as_i64(), inbox["failed"].as_i64()), (Some(0), Some(1)), "{inbox}");
     svc.stop().await;
 }
 

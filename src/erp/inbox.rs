@@ -7,7 +7,8 @@
 //! skipped. A failed attempt is retried with exponential back-off (1 s, 2 s, 4 s … at most
 //! 5 min) up to [`MAX_ATTEMPTS`] times, then the call is marked `failed` and stays visible in
 //! `show`. Claims are leases in the database, so a call taken by a process that died is taken
-//! again when its lease expires, by any instance.
+//! again when its lease expires, by any instance. Processed calls are forgotten after a week
+//! ([`KEEP_DONE`]); failed ones stay until an operator looks at them.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -30,6 +31,9 @@ const CLAIM_LEASE_MS: i64 = 60_000;
 const BATCH: i64 = 16;
 /// How often the worker looks for due calls when nobody wakes it (retries, other instances).
 const POLL: Duration = Duration::from_millis(500);
+/// Processed calls are kept this long (for `show`), then forgotten; failed ones stay.
+pub const KEEP_DONE: Duration = Duration::from_secs(7 * 24 * 3600);
+const PRUNE_EVERY: Duration = Duration::from_secs(3600);
 
 /// When to try again after `attempts` failed attempts, or `None` to give up.
 pub fn next_attempt_after(attempts: i64) -> Option<Duration> {
@@ -65,7 +69,15 @@ impl ErpService {
         let service = self.clone();
         let flag = stop.clone();
         let task = tokio::spawn(async move {
+            let mut pruned_at: Option<std::time::Instant> = None;
             while !flag.load(Ordering::SeqCst) {
+                if pruned_at.is_none_or(|at| at.elapsed() >= PRUNE_EVERY) {
+                    pruned_at = Some(std::time::Instant::now());
+                    let before = now_ms() - KEEP_DONE.as_millis() as i64;
+                    if let Err(error) = service.store().inbox_prune(before).await {
+                        slog::warn!(log, "pruning the webhook inbox failed"; "error" => %error);
+                    }
+                }
                 match service.process_due(&flag).await {
                     Ok(0) => {
                         let _ = tokio::time::timeout(POLL, service.inner.wake.notified()).await;

@@ -467,6 +467,15 @@ impl Store {
         Ok(())
     }
 
+    /// Forgets processed calls received before `before` (epoch ms); returns how many.
+    pub async fn inbox_prune(&self, before: i64) -> Result<u64, StoreError> {
+        let done = sqlx::query("DELETE FROM erp_webhook_inbox WHERE state = 'done' AND received_at < $1")
+            .bind(before)
+            .execute(self.pool())
+            .await?;
+        Ok(done.rows_affected())
+    }
+
     pub async fn inbox_counts(&self) -> Result<InboxCounts, StoreError> {
         let rows = sqlx::query("SELECT state, COUNT(*) AS n FROM erp_webhook_inbox GROUP BY state")
             .fetch_all(self.pool())
