@@ -1,5 +1,8 @@
 //! The `integration-service` command line.
 
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::io::BufRead;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -52,6 +55,10 @@ enum Command {
     /// ERP mirror tooling.
     #[command(subcommand)]
     Erp(ErpCommand),
+    /// For `cargo xtask bench`: insert the mirrored documents of a field-report entity into a
+    /// scratch table with a plain batched loop and print the rate.
+    #[command(hide = true)]
+    BenchInsertBaseline { entity: String },
     /// Run only the upstream simulators (for trying clients against them).
     Sandbox {
         /// Address of the leasing simulator (default: a free loopback port).
@@ -204,6 +211,13 @@ async fn run(command: Command, mut config: Config) -> anyhow::Result<()> {
                 None => integration_service::erp::ErpService::all_models(),
             };
             erp_pull(&config, models, integration_service::erp::pull::PullKind::Full).await
+        }
+        Command::BenchInsertBaseline { entity } => {
+            let store = Store::open(&config.database_url).await?;
+            let (count, elapsed) = store.bench_insert_baseline(&entity).await?;
+            store.close().await;
+            println!("inserted {count} documents in {:.3} s", elapsed.as_secs_f64());
+            Ok(())
         }
         Command::Erp(ErpCommand::Pull) => {
             let models = integration_service::erp::ErpService::all_models();
@@ -415,6 +429,8 @@ async fn serve(mut config: Config, sandbox: bool) -> anyhow::Result<()> {
     }
     slog::info!(log, "listening"; "address" => format!("http://{}", service.address), "docs" => format!("http://{}/{}/openapi.json", service.address, config.docs_path));
     println!("integration-service listening on http://{}", service.address);
+    // For diagnosis and `cargo xtask bench` (front vs. direct); reachable from this host only.
+    println!("internal backend (dropshot, loopback) on http://{}", service.backend_address);
     shutdown_signal().await;
     slog::info!(log, "shutting down: finishing in-flight requests");
     service.shutdown().await;

@@ -76,7 +76,13 @@ pub struct RecordWrite<E> {
 
 impl<E> Serialize for RecordWrite<E> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        json!({"data": self.data.0, "fieldReportResponse": self.field_report_response}).serialize(s)
+        #[derive(Serialize)]
+        struct Wire<'a> {
+            data: &'a Value,
+            #[serde(rename = "fieldReportResponse")]
+            field_report_response: &'a Option<Value>,
+        }
+        Wire { data: &self.data.0, field_report_response: &self.field_report_response }.serialize(s)
     }
 }
 
@@ -112,8 +118,13 @@ pub struct RecordPage<E> {
 
 impl<E> Serialize for RecordPage<E> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let data: Vec<&Value> = self.data.iter().map(|r| &r.0).collect();
-        json!({"data": data, "meta": self.meta}).serialize(s)
+        // Straight to the writer: no intermediate JSON tree of the page.
+        #[derive(Serialize)]
+        struct Wire<'a> {
+            data: Vec<&'a Value>,
+            meta: &'a PageMeta,
+        }
+        Wire { data: self.data.iter().map(|r| &r.0).collect(), meta: &self.meta }.serialize(s)
     }
 }
 

@@ -553,6 +553,11 @@ pub trait IntegrationApi {
         query: Query<erp::PostQuery>,
     ) -> Result<HttpResponseOk<erp::PostAnswer>, ApiError>;
 
+    /// A constant answer, for `cargo xtask bench`'s baseline: the cost of the HTTP stack
+    /// alone (front and dropshot), with no authentication and no database.
+    #[endpoint { method = GET, path = "/bench/constant", tags = ["operations"], unpublished = true }]
+    async fn bench_constant(rqctx: RequestContext<Self::Context>) -> Result<HttpResponseOk<Health>, ApiError>;
+
     /// Liveness
     ///
     /// Answers 200 while the process is up; it does not touch the database.
@@ -935,6 +940,10 @@ impl IntegrationApi for Service {
     ) -> Result<HttpResponseOk<fieldreport::PushAnswer>, ApiError> {
         let path = path.into_inner();
         fieldreport::post(&rqctx, Some(&path.stage), Some(&path.r#type), Some(&path.entity)).await
+    }
+
+    async fn bench_constant(_rqctx: RequestContext<ApiContext>) -> Result<HttpResponseOk<Health>, ApiError> {
+        Ok(HttpResponseOk(Health { status: "ok".into() }))
     }
 
     async fn healthz(_rqctx: RequestContext<ApiContext>) -> Result<HttpResponseOk<Health>, ApiError> {

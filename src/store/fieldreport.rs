@@ -98,20 +98,25 @@ impl Store {
         offset: i64,
         limit: i64,
     ) -> Result<(Vec<MirrorRecord>, i64), StoreError> {
+        // The total rides along with the page (one query instead of two); a page past the end
+        // has no row to carry it, so only then it is counted on its own.
         let rows = sqlx::query(
-            "SELECT record_id, version, document FROM fieldreport_records WHERE entity = $1 \
-             ORDER BY LENGTH(record_id), record_id LIMIT $2 OFFSET $3",
+            "SELECT record_id, version, document, COUNT(*) OVER () AS total FROM fieldreport_records \
+             WHERE entity = $1 ORDER BY LENGTH(record_id), record_id LIMIT $2 OFFSET $3",
         )
         .bind(entity)
         .bind(limit)
         .bind(offset)
         .fetch_all(self.pool())
         .await?;
-        let total: i64 = sqlx::query("SELECT COUNT(*) AS total FROM fieldreport_records WHERE entity = $1")
-            .bind(entity)
-            .fetch_one(self.pool())
-            .await?
-            .try_get("total")?;
+        let total: i64 = match rows.first() {
+            Some(row) => row.try_get("total")?,
+            None => sqlx::query("SELECT COUNT(*) AS total FROM fieldreport_records WHERE entity = $1")
+                .bind(entity)
+                .fetch_one(self.pool())
+                .await?
+                .try_get("total")?,
+        };
         Ok((rows.iter().map(record).collect::<Result<_, _>>()?, total))
     }
 }
@@ -169,60 +174,74 @@ impl Store {
         })
     }
 
-    /// Stores one page of synced records in one transaction, without marking them for push.
+    /// Stores one page of synced records in one transaction, without marking them for push:
+    /// one query reads what is stored, one multi-row INSERT adds the new records, and only
+    /// records whose document changed are updated. Documents are compared as stored text
+    /// (both sides are serde_json's canonical rendering).
     pub async fn mirror_upsert_page(
         &self,
         entity: &str,
         records: &[MirrorRecord],
     ) -> Result<Vec<Upserted>, StoreError> {
+        if records.is_empty() {
+            return Ok(Vec::new());
+        }
+        let texts: Vec<String> = records.iter().map(|r| r.document.to_string()).collect();
         let mut tx = self.pool().begin().await?;
-        let mut outcomes = Vec::with_capacity(records.len());
-        let now = now_ms();
+        let placeholders: Vec<String> = (0..records.len()).map(|i| format!("${}", i + 2)).collect();
+        let mut select = sqlx::query(sql!(
+            "SELECT record_id, document FROM fieldreport_records WHERE entity = $1 AND record_id IN ({})",
+            placeholders.join(", ")
+        ))
+        .bind(entity);
         for record in records {
-            let existing: Option<String> =
-                sqlx::query("SELECT document FROM fieldreport_records WHERE entity = $1 AND record_id = $2")
-                    .bind(entity)
-                    .bind(&record.id)
-                    .fetch_optional(&mut *tx)
-                    .await?
-                    .map(|row| row.try_get("document"))
-                    .transpose()?;
-            let outcome = match existing {
-                None => Upserted::Inserted,
-                Some(text) if serde_json::from_str::<Value>(&text).ok().as_ref() == Some(&record.document) => {
-                    Upserted::Unchanged
+            select = select.bind(&record.id);
+        }
+        let mut stored: std::collections::HashMap<String, String> = std::collections::HashMap::new();
+        for row in select.fetch_all(&mut *tx).await? {
+            stored.insert(row.try_get("record_id")?, row.try_get("document")?);
+        }
+        let now = now_ms();
+        let mut outcomes = Vec::with_capacity(records.len());
+        let mut fresh: Vec<usize> = Vec::new();
+        for (i, record) in records.iter().enumerate() {
+            let outcome = match stored.get(&record.id) {
+                None if fresh.iter().any(|&j| records[j].id == record.id) => Upserted::Unchanged,
+                None => {
+                    fresh.push(i);
+                    Upserted::Inserted
                 }
-                Some(_) => Upserted::Updated,
-            };
-            match outcome {
-                Upserted::Inserted => {
-                    sqlx::query(
-                        "INSERT INTO fieldreport_records (entity, record_id, version, document, created_at, updated_at) \
-                         VALUES ($1, $2, $3, $4, $5, $5)",
-                    )
-                    .bind(entity)
-                    .bind(&record.id)
-                    .bind(record.version)
-                    .bind(record.document.to_string())
-                    .bind(now)
-                    .execute(&mut *tx)
-                    .await?;
-                }
-                Upserted::Updated => {
+                Some(text) if *text == texts[i] => Upserted::Unchanged,
+                Some(_) => {
                     sqlx::query(
                         "UPDATE fieldreport_records SET version = $1, document = $2, updated_at = $3 WHERE entity = $4 AND record_id = $5",
                     )
                     .bind(record.version)
-                    .bind(record.document.to_string())
+                    .bind(&texts[i])
                     .bind(now)
                     .bind(entity)
                     .bind(&record.id)
                     .execute(&mut *tx)
                     .await?;
+                    Upserted::Updated
                 }
-                Upserted::Unchanged => {}
-            }
+            };
             outcomes.push(outcome);
+        }
+        if !fresh.is_empty() {
+            let rows: Vec<String> = (0..fresh.len())
+                .map(|k| format!("($1, $2, ${}, ${}, ${}, $2)", 3 * k + 3, 3 * k + 4, 3 * k + 5))
+                .collect();
+            let mut insert = sqlx::query(sql!(
+                "INSERT INTO fieldreport_records (entity, created_at, record_id, version, document, updated_at) VALUES {}",
+                rows.join(", ")
+            ))
+            .bind(entity)
+            .bind(now);
+            for &i in &fresh {
+                insert = insert.bind(&records[i].id).bind(records[i].version).bind(&texts[i]);
+            }
+            insert.execute(&mut *tx).await?;
         }
         tx.commit().await?;
         Ok(outcomes)

@@ -12,6 +12,7 @@ macro_rules! sql {
     };
 }
 
+pub mod bench;
 pub mod erp;
 pub mod fieldreport;
 pub mod flows;

@@ -3,7 +3,9 @@
 //! - `codegen`: turn the upstream descriptions under `spec/upstream/` into the `generated/` crate.
 //! - `openapi`: write the service's own OpenAPI document to `spec/openapi.json`.
 //! - `check`: regenerate everything in memory and fail with a diff when a committed file is stale.
+//! - `bench`: measure the release build against baselines taken in the same run.
 
+mod bench;
 mod check;
 mod codegen;
 mod erp;
@@ -42,6 +44,20 @@ enum Command {
     Openapi,
     /// Regenerate `generated/src` and `spec/openapi.json` in memory; fail with a diff when stale.
     Check,
+    /// Build the release binary, run it with `--sandbox`, measure each scenario against a
+    /// baseline of the same run; print a table and write it to `target/bench/`.
+    Bench {
+        /// The database the service uses: sqlite or postgres (`BENCH_POSTGRES_URL`, else
+        /// `TEST_POSTGRES_URL`, else the local server; a database is created for the run).
+        #[arg(long, default_value = "sqlite")]
+        db: String,
+        /// Every scenario briefly; fails when a scenario saw an error (for CI).
+        #[arg(long)]
+        quick: bool,
+        /// Only this scenario (the baseline is always measured).
+        #[arg(long)]
+        scenario: Option<String>,
+    },
 }
 
 fn main() -> ExitCode {
@@ -91,6 +107,7 @@ fn run() -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Check => check::run(&root),
+        Command::Bench { db, quick, scenario } => bench::run(&root, &db, quick, scenario.as_deref()),
     }
 }
 

@@ -1,0 +1,321 @@
+//! The scenarios of `cargo xtask bench`. Each returns one or more rows; a row's baseline is a
+//! figure measured in the same run, and its ratio is what the targets are stated in.
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use hyper::Method;
+use serde_json::{Value, json};
+
+use super::load::{self, Call, Measured};
+use super::service::{PeakRss, Service, Usage, WEBHOOK_SECRET};
+use super::{Row, Settings};
+
+const CONNECTIONS: usize = 64;
+const BASIC_SANDBOX: &str = "Basic c2FuZGJveDpzYW5kYm94LXBhc3N3b3Jk"; // sandbox:sandbox-password
+
+fn factory(f: impl Fn(usize, u64) -> Call + Send + Sync + 'static) -> load::CallFactory {
+    Arc::new(f)
+}
+
+/// Runs `calls` over `concurrency` connections and collects the JSON answers in order.
+async fn collect(address: SocketAddr, calls: Vec<Call>, concurrency: usize) -> Result<Vec<Value>> {
+    let total = calls.len();
+    let queue = Arc::new(Mutex::new(calls.into_iter().enumerate().collect::<Vec<_>>()));
+    let answers = Arc::new(Mutex::new(vec![Value::Null; total]));
+    let mut tasks = Vec::new();
+    for _ in 0..concurrency.min(total.max(1)) {
+        let (queue, answers) = (queue.clone(), answers.clone());
+        tasks.push(tokio::spawn(async move {
+            loop {
+                let next = queue.lock().expect("queue").pop();
+                let Some((i, call)) = next else { return Ok::<(), String>(()) };
+                let (status, body) = load::once(address, &call).await?;
+                if !(200..300).contains(&status) {
+                    return Err(format!("{} {}: {status} {body}", call.method, call.path));
+                }
+                answers.lock().expect("answers")[i] = body;
+            }
+        }));
+    }
+    for task in tasks {
+        task.await?.map_err(anyhow::Error::msg)?;
+    }
+    Ok(Arc::try_unwrap(answers).map_err(|_| anyhow::anyhow!("answers still shared"))?.into_inner()?)
+}
+
+fn row(scenario: &str, mode: String, measured: &Measured, peak_rss: u64) -> Row {
+    Row {
+        scenario: scenario.into(),
+        mode,
+        requests: measured.requests,
+        throughput: measured.throughput(),
+        unit: "req/s".into(),
+        p50_ms: measured.quantile_ms(0.5),
+        p99_ms: measured.quantile_ms(0.99),
+        peak_rss_mb: peak_rss as f64 / 1_048_576.0,
+        errors: measured.errors,
+        first_error: measured.first_error.clone(),
+        ..Row::default()
+    }
+}
+
+fn closed(connections: usize) -> String {
+    format!("closed loop, {connections} connections")
+}
+
+async fn measured_closed_loop(
+    service: &Service,
+    address: SocketAddr,
+    connections: usize,
+    duration: Duration,
+    calls: load::CallFactory,
+) -> (Measured, u64) {
+    let peak = PeakRss::start(service.pid());
+    let measured = load::closed_loop(address, connections, duration, calls).await;
+    (measured, peak.finish())
+}
+
+/// `baseline`: a constant answer through the front and straight from dropshot.
+pub async fn baseline(service: &Service, settings: &Settings) -> Result<Vec<Row>> {
+    let calls = factory(|_, _| Call::get("/bench/constant"));
+    let (direct, direct_peak) =
+        measured_closed_loop(service, service.backend, CONNECTIONS, settings.duration, calls.clone()).await;
+    let (front, front_peak) = measured_closed_loop(service, service.front, CONNECTIONS, settings.duration, calls).await;
+    let mut direct_row = row("baseline-direct", closed(CONNECTIONS), &direct, direct_peak);
+    direct_row.note = "GET /bench/constant straight to dropshot: the ceiling of server and load generator".into();
+    let mut front_row = row("baseline", closed(CONNECTIONS), &front, front_peak);
+    front_row.baseline = Some(("baseline-direct".into(), direct.throughput()));
+    front_row.note = "the same through the front; ratio = front / direct".into();
+    Ok(vec![direct_row, front_row])
+}
+
+/// A company created through the service (forwarded to the simulator); its Id.
+async fn create_company(service: &Service, name: &str) -> Result<String> {
+    let body = json!({"Id": "new", "Version": 1, "Name": name, "IsPhysicalPerson": false});
+    let answer = service
+        .call(service.front, service.authorized(Call::json(Method::POST, "/api/v1/fieldreport/companies", &body)))
+        .await?;
+    Ok(answer["data"]["Id"].as_str().context("no Id in the answer")?.to_string())
+}
+
+/// `auth-read`: one company by id, with a bearer token.
+pub async fn auth_read(service: &Service, settings: &Settings, baseline: f64) -> Result<Vec<Row>> {
+    let id = create_company(service, "Bench Read GmbH").await?;
+    let token = service.token.clone();
+    let calls = factory(move |_, _| {
+        Call::get(format!("/api/v1/fieldreport/companies/{id}")).header("authorization", format!("Bearer {token}"))
+    });
+    let (measured, peak) = measured_closed_loop(service, service.front, CONNECTIONS, settings.duration, calls).await;
+    let mut r = row("auth-read", closed(CONNECTIONS), &measured, peak);
+    r.baseline = Some(("baseline".into(), baseline));
+    r.target = Some("ratio ≥ 0.50, p99 ≤ 10 ms".into());
+    r.met = Some(r.ratio().unwrap_or(0.0) >= 0.5 && r.p99_ms <= 10.0);
+    Ok(vec![r])
+}
+
+/// `list`: a page of 50 records.
+pub async fn list(service: &Service, settings: &Settings, baseline: f64) -> Result<Vec<Row>> {
+    seed(service, "Companies", 60).await?;
+    service.call(service.front, service.authorized(Call::get("/api/v1/fieldreport/sync/companies"))).await?;
+    let token = service.token.clone();
+    let calls = factory(move |_, _| {
+        Call::get("/api/v1/fieldreport/companies?per_page=50").header("authorization", format!("Bearer {token}"))
+    });
+    let (measured, peak) = measured_closed_loop(service, service.front, CONNECTIONS, settings.duration, calls).await;
+    let mut r = row("list", closed(CONNECTIONS), &measured, peak);
+    r.baseline = Some(("baseline".into(), baseline));
+    r.target = Some("ratio ≥ 0.25".into());
+    r.met = Some(r.ratio().unwrap_or(0.0) >= 0.25);
+    Ok(vec![r])
+}
+
+async fn seed(service: &Service, set: &str, count: u64) -> Result<()> {
+    let body = json!({"set": set, "count": count});
+    service.call(service.fieldreport, Call::json(Method::POST, "/__sandbox/seed", &body)).await?;
+    Ok(())
+}
+
+/// `forwarded-write`: PUT on a company, forwarded to the simulator, against the same PUT sent
+/// to the simulator alone. Each connection writes its own record (no version conflicts).
+pub async fn forwarded_write(service: &Service, settings: &Settings) -> Result<Vec<Row>> {
+    const WRITERS: usize = 8;
+    let mut ids = Vec::new();
+    for n in 0..2 * WRITERS {
+        ids.push(create_company(service, &format!("Bench Write {n}")).await?);
+    }
+    let (service_ids, upstream_ids) = ids.split_at(WRITERS);
+    // Upstream alone: the simulator wants the stored Version + 1 on every PUT.
+    let mut versions = Vec::new();
+    for id in upstream_ids {
+        let record = service
+            .call(
+                service.fieldreport,
+                Call::get(format!("/odata/Companies({id}L)")).header("authorization", BASIC_SANDBOX),
+            )
+            .await?;
+        versions.push(record["Version"].as_u64().unwrap_or(1));
+    }
+    let upstream_ids = upstream_ids.to_vec();
+    let upstream_calls = factory(move |client, n| {
+        let id = &upstream_ids[client];
+        let body = json!({"Id": id, "Version": versions[client] + n + 1, "Name": format!("Upstream {n}")});
+        Call::json(Method::PUT, format!("/odata/Companies({id}L)"), &body).header("authorization", BASIC_SANDBOX)
+    });
+    let (upstream, upstream_peak) =
+        measured_closed_loop(service, service.fieldreport, WRITERS, settings.duration, upstream_calls).await;
+    let token = service.token.clone();
+    let service_ids = service_ids.to_vec();
+    let service_calls = factory(move |client, n| {
+        let body = json!({"Name": format!("Service {n}")});
+        Call::json(Method::PUT, format!("/api/v1/fieldreport/companies/{}", service_ids[client]), &body)
+            .header("authorization", format!("Bearer {token}"))
+    });
+    let (through, peak) = measured_closed_loop(service, service.front, WRITERS, settings.duration, service_calls).await;
+    let mut alone = row("forwarded-write-upstream", closed(WRITERS), &upstream, upstream_peak);
+    alone.note = "PUT Companies(<Id>L) straight to the simulator".into();
+    let mut r = row("forwarded-write", closed(WRITERS), &through, peak);
+    let added = r.p50_ms - alone.p50_ms;
+    r.baseline = Some(("forwarded-write-upstream".into(), upstream.throughput()));
+    r.target = Some("added latency at p50 ≤ 2 ms".into());
+    r.met = Some(added <= 2.0);
+    r.note = format!("added latency over the upstream call: {added:.2} ms at p50");
+    Ok(vec![alone, r])
+}
+
+fn leasing_request(n: usize) -> Value {
+    json!({
+        "ProductType": "ClassicLease", "FinancingAmount": 2598.0, "Period": 48, "Currency": "EUR",
+        "PaymentFrequency": "Monthly", "PaymentMethod": "DirectDebit",
+        "Lessee": {"CompanyName": format!("[slow:5] Bench {n}"), "LegalFormId": 1, "Email": "bench@example.com",
+                   "Addresses": [{"Line1": "Hauptstr. 1", "PostCode": "10115", "City": "Berlin", "Country": "DE", "Type": "main"}]},
+        "FinancingObjects": [{"Quantity": 2, "ObjectTypeId": 1, "Name": "Laptop", "NetPricePerObject": 1299.0}]
+    })
+}
+
+/// The open-files limit of a process, from `/proc`.
+fn open_files_limit(pid: u32) -> Option<usize> {
+    let limits = std::fs::read_to_string(format!("/proc/{pid}/limits")).ok()?;
+    let line = limits.lines().find(|l| l.starts_with("Max open files"))?;
+    line.split_whitespace().nth(3)?.parse().ok()
+}
+
+/// `waiting-flows`: many `wait-ready-to-sign` calls held at once (the simulator answers
+/// `ReadyToSign` from the 5th read; one read per `sleep_milliseconds`).
+pub async fn waiting_flows(service: &Service, settings: &Settings) -> Result<Vec<Row>> {
+    let wanted = if settings.quick { 100 } else { 10_000 };
+    // Each held call costs the service two sockets (client side and the front's backend
+    // connection); stay under the process's open-files limit.
+    let limit = open_files_limit(service.pid()).unwrap_or(usize::MAX);
+    let flows = wanted.min(limit.saturating_sub(1_000) / 2);
+    let sleep = if settings.quick { 50 } else { 1000 };
+    let creates: Vec<Call> = (0..flows)
+        .map(|n| service.authorized(Call::json(Method::POST, "/api/v1/leasing", &leasing_request(n))))
+        .collect();
+    let created = collect(service.front, creates, 32).await?;
+    let ids: Vec<String> =
+        created.iter().map(|c| c["data"]["FinancingId"].as_str().unwrap_or_default().to_string()).collect();
+    let token = service.token.clone();
+    let ids = Arc::new(ids);
+    let calls = factory(move |client, _| {
+        Call::get(format!(
+            "/api/v1/leasing/{}/wait-ready-to-sign?max_attempts=10&sleep_milliseconds={sleep}",
+            ids[client]
+        ))
+        .header("authorization", format!("Bearer {token}"))
+    });
+    let cpu_before = Usage::cpu(service.pid());
+    let peak = PeakRss::start(service.pid());
+    let measured = load::fixed(service.front, flows, 1, calls).await;
+    let peak = peak.finish();
+    let cpu = Usage::cpu(service.pid()).saturating_sub(cpu_before);
+    let mut r = row("waiting-flows", format!("{flows} calls held at once, one each"), &measured, peak);
+    r.throughput = flows as f64;
+    r.unit = "calls held".into();
+    r.target = Some(format!("all {wanted} succeed, peak RSS ≤ 300 MB"));
+    r.met = Some(flows == wanted && measured.errors == 0 && r.peak_rss_mb <= 300.0);
+    let per_call = cpu.as_secs_f64() * 1000.0 / flows.max(1) as f64;
+    r.note = format!("service CPU {per_call:.2} ms per waiting call (sleep_milliseconds={sleep}, 5 reads each)");
+    if flows < wanted {
+        r.note
+            .push_str(&format!("; only {flows}: the service's open-files limit is {limit} and each held call needs 2"));
+    }
+    Ok(vec![r])
+}
+
+/// `sync`: companies with their expand relations from the simulator, against a plain batched
+/// insert of the same documents into the same database.
+pub async fn sync(service: &Service, settings: &Settings) -> Result<Vec<Row>> {
+    let count = if settings.quick { 2_000 } else { 100_000 };
+    seed(service, "Companies", count).await?;
+    let peak = PeakRss::start(service.pid());
+    let started = Instant::now();
+    let answer =
+        service.call(service.front, service.authorized(Call::get("/api/v1/fieldreport/sync/companies"))).await?;
+    let seconds = started.elapsed().as_secs_f64();
+    let peak = peak.finish();
+    let fetched = answer["data"][0]["fetched"].as_u64().unwrap_or(0);
+    let output = std::process::Command::new(&service.binary)
+        .args(["bench-insert-baseline", "companies"])
+        .env("DATABASE_URL", &service.database_url)
+        .output()?;
+    anyhow::ensure!(output.status.success(), "bench-insert-baseline: {}", String::from_utf8_lossy(&output.stderr));
+    let text = String::from_utf8_lossy(&output.stdout).to_string();
+    // "inserted N documents in S s"
+    let words: Vec<&str> = text.split_whitespace().collect();
+    let inserted: f64 = words.get(1).and_then(|w| w.parse().ok()).unwrap_or(0.0);
+    let insert_seconds: f64 = words.get(4).and_then(|w| w.parse().ok()).unwrap_or(f64::INFINITY);
+    let mut base = Row {
+        scenario: "sync-insert-baseline".into(),
+        mode: "batched INSERT, 500 rows per statement and transaction".into(),
+        requests: inserted as u64,
+        throughput: inserted / insert_seconds,
+        unit: "records/s".into(),
+        ..Row::default()
+    };
+    base.note = "the mirrored documents inserted again into a scratch table of the same database".into();
+    let mut r = Row {
+        scenario: "sync".into(),
+        mode: "one sync of companies (OData pages of 500 with $expand)".into(),
+        requests: fetched,
+        throughput: fetched as f64 / seconds,
+        unit: "records/s".into(),
+        peak_rss_mb: peak as f64 / 1_048_576.0,
+        errors: u64::from(fetched < count),
+        first_error: (fetched < count).then(|| format!("fetched {fetched} of {count}: {answer}")),
+        ..Row::default()
+    };
+    r.baseline = Some(("sync-insert-baseline".into(), base.throughput));
+    r.target = Some("ratio ≥ 0.50".into());
+    r.met = Some(r.ratio().unwrap_or(0.0) >= 0.5);
+    r.note = format!("{fetched} records in {seconds:.1} s; peak RSS includes the in-process simulator's data");
+    Ok(vec![base, r])
+}
+
+/// `webhook-ingest`: ERP webhook calls stored durably before the 202.
+pub async fn webhook_ingest(service: &Service, settings: &Settings, baseline: f64) -> Result<Vec<Row>> {
+    let body = json!({"entityName": "customer", "entityId": "5", "type": "updated"});
+    let calls = factory(move |_, _| {
+        Call::json(Method::POST, "/api/v1/erp/webhooks", &body).header("x-webhook-secret", WEBHOOK_SECRET)
+    });
+    let (measured, peak) = measured_closed_loop(service, service.front, CONNECTIONS, settings.duration, calls).await;
+    let mut r = row("webhook-ingest", closed(CONNECTIONS), &measured, peak);
+    r.baseline = Some(("baseline".into(), baseline));
+    r.target = Some("ratio ≥ 0.25".into());
+    r.met = Some(r.ratio().unwrap_or(0.0) >= 0.25);
+    r.note = "each call committed to the inbox before its 202; the worker processes them meanwhile".into();
+    Ok(vec![r])
+}
+
+/// `login`: password logins (informative).
+pub async fn login(service: &Service, settings: &Settings) -> Result<Vec<Row>> {
+    const CLIENTS: usize = 4;
+    let body = json!({"email": super::service::EMAIL, "password": super::service::PASSWORD});
+    let calls = factory(move |_, _| Call::json(Method::POST, "/api/v1/login", &body));
+    let (measured, peak) = measured_closed_loop(service, service.front, CLIENTS, settings.duration, calls).await;
+    let mut r = row("login", closed(CLIENTS), &measured, peak);
+    r.note = "argon2id m=19456 KiB, t=2, p=1 (the argon2 crate's defaults); one token written per login".into();
+    Ok(vec![r])
+}

@@ -1,0 +1,223 @@
+//! The service under test: the release binary started with `serve --sandbox` on loopback, its
+//! addresses read from what it prints, its memory and CPU read from `/proc`.
+
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+
+use super::load::{Call, once};
+
+pub const PASSWORD: &str = "bench-password-1";
+pub const EMAIL: &str = "bench@example.com";
+pub const WEBHOOK_SECRET: &str = "bench-webhook-secret";
+
+/// The database a run uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Database {
+    Sqlite,
+    Postgres,
+}
+
+/// A running service and its simulators.
+pub struct Service {
+    child: Child,
+    pub binary: PathBuf,
+    pub database_url: String,
+    pub dir: PathBuf,
+    /// The public address (the front).
+    pub front: SocketAddr,
+    /// dropshot itself, behind the front.
+    pub backend: SocketAddr,
+    pub fieldreport: SocketAddr,
+    pub token: String,
+    postgres_database: Option<(String, String)>,
+}
+
+fn address_in(line: &str) -> Option<SocketAddr> {
+    let start = line.find("http://")? + "http://".len();
+    let rest = &line[start..];
+    let end = rest.find(['/', ' ']).unwrap_or(rest.len());
+    rest[..end].trim().parse().ok()
+}
+
+/// A fresh database for the run: a SQLite file in `dir`, or a new Postgres database.
+fn database(db: Database, dir: &Path) -> Result<(String, Option<(String, String)>)> {
+    match db {
+        Database::Sqlite => Ok((format!("sqlite://{}/bench.db", dir.display()), None)),
+        Database::Postgres => {
+            let admin = std::env::var("BENCH_POSTGRES_URL")
+                .or_else(|_| std::env::var("TEST_POSTGRES_URL"))
+                .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into());
+            let name = format!("bench_{}", std::process::id());
+            psql(&admin, &format!("DROP DATABASE IF EXISTS {name}"))?;
+            psql(&admin, &format!("CREATE DATABASE {name}"))?;
+            let (base, _) = admin.rsplit_once('/').context("BENCH_POSTGRES_URL has no database part")?;
+            Ok((format!("{base}/{name}"), Some((admin, name))))
+        }
+    }
+}
+
+fn psql(url: &str, statement: &str) -> Result<()> {
+    let output = Command::new("psql").args([url, "-q", "-c", statement]).output().context("running psql")?;
+    if !output.status.success() {
+        bail!("psql {statement}: {}", String::from_utf8_lossy(&output.stderr));
+    }
+    Ok(())
+}
+
+impl Service {
+    pub async fn start(binary: &Path, db: Database) -> Result<Service> {
+        let dir = std::env::temp_dir().join(format!("integration-service-bench-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir)?;
+        let (database_url, postgres_database) = database(db, &dir)?;
+        let log = std::fs::File::create(dir.join("service.log"))?;
+        let mut child = Command::new(binary)
+            .args(["serve", "--sandbox", "--bind", "127.0.0.1:0"])
+            .current_dir(&dir)
+            .env("DATABASE_URL", &database_url)
+            .env("STORAGE_URL", format!("file://{}/storage", dir.display()))
+            .env("ERP_WEBHOOK_SECRET", WEBHOOK_SECRET)
+            .env("LOG_FORMAT", "json")
+            .stdout(Stdio::piped())
+            .stderr(log)
+            .spawn()
+            .context("starting the service")?;
+        let stdout = child.stdout.take().context("service stdout")?;
+        let mut lines = BufReader::new(stdout).lines();
+        let (mut front, mut backend, mut fieldreport) = (None, None, None);
+        while backend.is_none() {
+            let Some(line) = lines.next() else {
+                bail!("the service stopped while starting; see {}/service.log", dir.display());
+            };
+            let line = line?;
+            if line.contains("field-report simulator") {
+                fieldreport = address_in(&line);
+            } else if line.contains("listening on") {
+                front = address_in(&line);
+            } else if line.contains("internal backend") {
+                backend = address_in(&line);
+            }
+        }
+        // Keep draining stdout so the service never blocks on it.
+        std::thread::spawn(move || for _ in lines {});
+        let missing = || anyhow::anyhow!("the service did not print every address");
+        let mut service = Service {
+            child,
+            binary: binary.to_path_buf(),
+            database_url,
+            dir,
+            front: front.ok_or_else(missing)?,
+            backend: backend.ok_or_else(missing)?,
+            fieldreport: fieldreport.ok_or_else(missing)?,
+            token: String::new(),
+            postgres_database,
+        };
+        service.token = service.login().await?;
+        Ok(service)
+    }
+
+    async fn login(&self) -> Result<String> {
+        let mut create = Command::new(&self.binary)
+            .args(["user", "create", "--email", EMAIL, "--password-stdin"])
+            .env("DATABASE_URL", &self.database_url)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .spawn()?;
+        std::io::Write::write_all(&mut create.stdin.take().context("stdin")?, PASSWORD.as_bytes())?;
+        anyhow::ensure!(create.wait()?.success(), "user create failed");
+        let body = serde_json::json!({"email": EMAIL, "password": PASSWORD});
+        let (status, answer) = once(self.front, &Call::json(hyper::Method::POST, "/api/v1/login", &body))
+            .await
+            .map_err(anyhow::Error::msg)?;
+        anyhow::ensure!(status == 200, "login: {status} {answer}");
+        Ok(answer["access_token"].as_str().context("no access_token")?.to_string())
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// A set-up call that must succeed; its JSON answer.
+    pub async fn call(&self, address: SocketAddr, call: Call) -> Result<serde_json::Value> {
+        let (status, body) = once(address, &call).await.map_err(anyhow::Error::msg)?;
+        anyhow::ensure!((200..300).contains(&status), "{} {}: {status} {body}", call.method, call.path);
+        Ok(body)
+    }
+
+    /// A guarded call to the service.
+    pub fn authorized(&self, call: Call) -> Call {
+        call.header("authorization", format!("Bearer {}", self.token))
+    }
+
+    pub fn stop(mut self) {
+        let _ = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status();
+        let _ = self.child.wait();
+        if let Some((admin, name)) = &self.postgres_database {
+            let _ = psql(admin, &format!("DROP DATABASE IF EXISTS {name}"));
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Resident memory and CPU time of a process, from `/proc`.
+pub struct Usage;
+
+impl Usage {
+    /// Resident set size in bytes.
+    pub fn rss(pid: u32) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+            .map_or(0, |kb| kb * 1024)
+    }
+
+    /// User plus system CPU time (the kernel's USER_HZ is 100 on Linux).
+    pub fn cpu(pid: u32) -> Duration {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let after_name = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+        let fields: Vec<&str> = after_name.split_whitespace().collect();
+        let ticks = |i: usize| fields.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+        // After the name: state is field 0, utime field 11, stime field 12.
+        Duration::from_millis((ticks(11) + ticks(12)) * 10)
+    }
+}
+
+/// Samples the peak RSS of a process while a scenario runs.
+pub struct PeakRss {
+    peak: Arc<AtomicU64>,
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl PeakRss {
+    pub fn start(pid: u32) -> PeakRss {
+        let peak = Arc::new(AtomicU64::new(Usage::rss(pid)));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (p, s) = (peak.clone(), stop.clone());
+        let thread = std::thread::spawn(move || {
+            while !s.load(Ordering::Relaxed) {
+                p.fetch_max(Usage::rss(pid), Ordering::Relaxed);
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        });
+        PeakRss { peak, stop, thread: Some(thread) }
+    }
+
+    /// The peak in bytes.
+    pub fn finish(mut self) -> u64 {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+        self.peak.load(Ordering::Relaxed)
+    }
+}

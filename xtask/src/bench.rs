@@ -1,0 +1,45 @@
+//! `cargo xtask bench`: builds the service and the bench (`bench/`, our load generator and
+//! scenarios) in release, in one cargo invocation so they share their dependencies' builds,
+//! and runs the bench against the service. A load generator built without optimisation would
+//! measure itself, which is why it is not part of this (debug-built) xtask.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+
+use anyhow::{Context, Result, bail};
+
+pub fn run(root: &Path, db: &str, quick: bool, scenario: Option<&str>) -> Result<ExitCode> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
+    let status = Command::new(&cargo)
+        .args([
+            "build",
+            "--release",
+            "--quiet",
+            "--package",
+            "integration-service",
+            "--package",
+            "integration-service-bench",
+        ])
+        .current_dir(root)
+        .status()
+        .context("running cargo build --release")?;
+    if !status.success() {
+        bail!("cargo build --release failed");
+    }
+    let target = std::env::var("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|_| root.join("target"));
+    let mut bench = Command::new(target.join("release/integration-service-bench"));
+    bench
+        .arg("--service-binary")
+        .arg(target.join("release/integration-service"))
+        .arg("--out")
+        .arg(target.join("bench"))
+        .args(["--db", db]);
+    if quick {
+        bench.arg("--quick");
+    }
+    if let Some(scenario) = scenario {
+        bench.args(["--scenario", scenario]);
+    }
+    let status = bench.current_dir(root).status().context("running the bench")?;
+    Ok(if status.success() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
