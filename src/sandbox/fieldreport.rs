@@ -34,6 +34,9 @@ struct FieldReport {
     sets: Mutex<HashMap<String, Records>>,
     next_id: Mutex<i64>,
     received: Mutex<Vec<Value>>,
+    /// Per set, the ids in `DateModified` order; dropped on every write to the set, so paging
+    /// through a large set does not sort it once per page.
+    by_modified: Mutex<HashMap<String, Arc<Vec<i64>>>>,
 }
 
 pub async fn start(bind: SocketAddr, log: Logger) -> std::io::Result<SocketAddr> {
@@ -118,6 +121,24 @@ fn now() -> String {
 }
 
 impl FieldReport {
+    fn in_modified_order(&self, set: &str, records: &Records) -> Arc<Vec<i64>> {
+        let mut cache = self.by_modified.lock().expect("lock");
+        cache
+            .entry(set.to_string())
+            .or_insert_with(|| {
+                let modified = |id: &i64| records[id].get("DateModified").and_then(Value::as_str).unwrap_or_default();
+                let mut ids: Vec<i64> = records.keys().copied().collect();
+                ids.sort_by(|a, b| modified(a).cmp(modified(b)).then(a.cmp(b)));
+                Arc::new(ids)
+            })
+            .clone()
+    }
+
+    /// Forgets the cached order of a set after a write to it.
+    fn changed(&self, set: &str) {
+        self.by_modified.lock().expect("lock").remove(set);
+    }
+
     fn handle(&self, req: SimRequest) -> SimResponse {
         let segments = req.segments();
         match (&req.method, segments.as_slice()) {
@@ -161,7 +182,12 @@ impl FieldReport {
     fn list(&self, set: &str, req: &SimRequest) -> SimResponse {
         let params = query_params(req.query.as_deref());
         let sets = self.sets.lock().expect("lock");
-        let mut records: Vec<&Map<String, Value>> = sets.get(set).map(|r| r.values().collect()).unwrap_or_default();
+        let ordered = params.get("$orderby").is_some_and(|o| o.starts_with("DateModified"));
+        let mut records: Vec<&Map<String, Value>> = match sets.get(set) {
+            Some(all) if ordered => self.in_modified_order(set, all).iter().filter_map(|id| all.get(id)).collect(),
+            Some(all) => all.values().collect(),
+            None => Vec::new(),
+        };
         if let Some(filter) = params.get("$filter") {
             match Filter::parse(filter) {
                 Some(filter) => records.retain(|r| filter.matches(r)),
@@ -173,14 +199,6 @@ impl FieldReport {
                     );
                 }
             }
-        }
-        if params.get("$orderby").is_some_and(|o| o.starts_with("DateModified")) {
-            records.sort_by(|a, b| {
-                let key = |r: &Map<String, Value>| {
-                    r.get("DateModified").and_then(Value::as_str).unwrap_or_default().to_string()
-                };
-                key(a).cmp(&key(b))
-            });
         }
         let skip: usize = params.get("$skip").and_then(|v| v.parse().ok()).unwrap_or(0);
         let top: usize = params.get("$top").and_then(|v| v.parse().ok()).unwrap_or(usize::MAX);
@@ -250,6 +268,7 @@ impl FieldReport {
         record.insert("DateOfCreation".into(), json!(now()));
         record.insert("DateModified".into(), json!(now()));
         self.sets.lock().expect("lock").entry(set.to_string()).or_default().insert(id, record.clone());
+        self.changed(set);
         json(StatusCode::CREATED, &Value::Object(record))
     }
 
@@ -259,6 +278,7 @@ impl FieldReport {
         };
         self.record_write(req, Value::Object(record.clone()));
         let mut sets = self.sets.lock().expect("lock");
+        self.changed(set);
         let Some(stored) = sets.get_mut(set).and_then(|records| records.get_mut(&id)) else {
             return odata_error(StatusCode::NOT_FOUND, "NotFound", &format!("{set}({id}L) does not exist."));
         };
@@ -286,6 +306,7 @@ impl FieldReport {
     fn delete(&self, set: &str, id: i64, req: &SimRequest) -> SimResponse {
         self.record_write(req, Value::Null);
         let mut sets = self.sets.lock().expect("lock");
+        self.changed(set);
         match sets.get_mut(set).and_then(|records| records.remove(&id)) {
             Some(_) => empty(StatusCode::NO_CONTENT),
             None => odata_error(StatusCode::NOT_FOUND, "NotFound", &format!("{set}({id}L) does not exist.")),
@@ -301,6 +322,7 @@ impl FieldReport {
         let count = body.get("count").and_then(Value::as_u64).unwrap_or(0);
         let navigation = generated::fieldreport::by_set(&set).map(|e| e.expand).unwrap_or_default();
         let mut sets = self.sets.lock().expect("lock");
+        self.changed(&set);
         let records = sets.entry(set.clone()).or_default();
         let mut next = self.next_id.lock().expect("lock");
         for n in 0..count {
