@@ -206,11 +206,11 @@ fn open_files_limit(pid: u32) -> Option<usize> {
 /// `ReadyToSign` from the 5th read; one read per `sleep_milliseconds`).
 pub async fn waiting_flows(service: &Service, settings: &Settings) -> Result<Vec<Row>> {
     let wanted = if settings.quick { 100 } else { 10_000 };
-    // Each held call costs the service two sockets (client side and the front's backend
-    // connection), and the polls to the in-process simulator need some more; stay under the
-    // process's open-files limit.
+    // Each held call costs the service up to four sockets: the client's, the front's backend
+    // connection, and the pooled connection of its polls to the simulator, which runs in the
+    // same process (both ends count). Stay under the process's open-files limit.
     let limit = open_files_limit(service.pid()).unwrap_or(usize::MAX);
-    let flows = wanted.min(limit.saturating_sub(4_000) / 2);
+    let flows = wanted.min(limit.saturating_sub(2_000) / 4);
     let sleep = if settings.quick { 50 } else { 1000 };
     let creates: Vec<Call> = (0..flows)
         .map(|n| service.authorized(Call::json(Method::POST, "/api/v1/leasing", &leasing_request(n))))

@@ -6,7 +6,8 @@
 //! served only when expanded), `$select`, and `$metadata` served from
 //! `spec/upstream/fieldreport/metadata.xml`.
 //!
-//! For tests: `GET /__sandbox/received` lists every write it received (method, path, body);
+//! For tests: `GET /__sandbox/received` lists the writes it received (method, path, body; the
+//! newest 10,000);
 //! `POST /__sandbox/seed {set, count}` creates generated records.
 
 use std::collections::{BTreeMap, HashMap};
@@ -24,6 +25,8 @@ use super::http::{SimRequest, SimResponse, empty, json, serve};
 pub const USERNAME: &str = "sandbox";
 pub const PASSWORD: &str = "sandbox-password";
 const PAGE_SIZE: usize = 100;
+/// How many writes `/__sandbox/received` remembers.
+const RECEIVED_KEPT: usize = 10_000;
 const METADATA: &str = include_str!("../../spec/upstream/fieldreport/metadata.xml");
 
 /// The records of one entity set, by id.
@@ -172,11 +175,13 @@ impl FieldReport {
         }
     }
 
+    /// Keeps the newest [`RECEIVED_KEPT`] writes: enough for tests, bounded under load.
     fn record_write(&self, req: &SimRequest, body: Value) {
-        self.received
-            .lock()
-            .expect("lock")
-            .push(json!({"method": req.method.as_str(), "path": req.path, "body": body}));
+        let mut received = self.received.lock().expect("lock");
+        if received.len() >= RECEIVED_KEPT {
+            received.drain(..RECEIVED_KEPT / 2);
+        }
+        received.push(json!({"method": req.method.as_str(), "path": req.path, "body": body}));
     }
 
     fn list(&self, set: &str, req: &SimRequest) -> SimResponse {
