@@ -240,8 +240,9 @@ pub async fn waiting_flows(service: &Service, settings: &Settings) -> Result<Vec
     let per_call = cpu.as_secs_f64() * 1000.0 / flows.max(1) as f64;
     r.note = format!("service CPU {per_call:.2} ms per waiting call (sleep_milliseconds={sleep}, 5 reads each)");
     if flows < wanted {
-        r.note
-            .push_str(&format!("; only {flows}: the service's open-files limit is {limit} and each held call needs 2"));
+        r.note.push_str(&format!(
+            "; only {flows}: the service's open-files limit is {limit} and each held call needs up to 4"
+        ));
     }
     Ok(vec![r])
 }
