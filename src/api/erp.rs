@@ -241,11 +241,7 @@ pub async fn show_model(
     }
     let offset = i64::from(page - 1) * i64::from(per_page);
     let (records, total) = rqctx.context().erp.store().erp_page(info.name, offset, i64::from(per_page)).await?;
-    let last_page = ((total.max(1) - 1) / i64::from(per_page) + 1) as u32;
-    Ok(HttpResponseOk(ErpRecordPage {
-        data: objects(records),
-        meta: PageMeta { current_page: page, per_page, total, last_page },
-    }))
+    Ok(HttpResponseOk(ErpRecordPage { data: objects(records), meta: PageMeta::new(page, per_page, total) }))
 }
 
 pub async fn show_record(
@@ -284,7 +280,7 @@ pub struct PullAnswer {
     pub data: Vec<PullReport>,
 }
 
-/// Pulls one model or, without a name, `models`.
+/// Pulls one model or, without a name, every model of the registry.
 pub async fn pull(
     rqctx: &RequestContext<ApiContext>,
     model: Option<&str>,
@@ -294,14 +290,7 @@ pub async fn pull(
     let erp = &rqctx.context().erp;
     let data = match model {
         Some(name) => vec![erp.pull(model_named(name)?, &kind, &|_| {}).await?],
-        None => {
-            let models = match kind {
-                PullKind::Full | PullKind::Incremental => ErpService::all_models(),
-                PullKind::Matching { .. } => erp.mirrored_models().await?,
-            };
-            let kind = if matches!(kind, PullKind::Matching { .. }) { PullKind::Full } else { kind };
-            erp.pull_models(&models, &kind, &|_, _| {}).await?
-        }
+        None => erp.pull_models(&ErpService::all_models(), &kind, &|_, _| {}).await?,
     };
     Ok(HttpResponseOk(PullAnswer { data }))
 }

@@ -110,6 +110,14 @@ pub struct PageMeta {
     pub last_page: u32,
 }
 
+impl PageMeta {
+    /// The paging of page `current_page` of `per_page` records out of `total`.
+    pub fn new(current_page: u32, per_page: u32, total: i64) -> PageMeta {
+        let last_page = ((total.max(1) - 1) / i64::from(per_page) + 1) as u32;
+        PageMeta { current_page, per_page, total, last_page }
+    }
+}
+
 /// One page of records, ordered by Id.
 pub struct RecordPage<E> {
     pub data: Vec<Record<E>>,
@@ -176,10 +184,9 @@ async fn list<E: MirroredEntity>(
     caller(&rqctx).await?;
     let query = query.into_inner();
     let page = rqctx.context().fieldreport.list(&E::INFO, query.page, query.per_page).await?;
-    let last_page = ((page.total.max(1) - 1) / i64::from(page.per_page) + 1) as u32;
     Ok(HttpResponseOk(RecordPage {
         data: page.records.into_iter().map(Record::new).collect(),
-        meta: PageMeta { current_page: page.page, per_page: page.per_page, total: page.total, last_page },
+        meta: PageMeta::new(page.page, page.per_page, page.total),
     }))
 }
 

@@ -197,10 +197,7 @@ impl Store {
     /// Records whose top-level field `attribute` equals `value` as text, by id, at most 500.
     /// `attribute` is bound as a parameter (as the JSON path on SQLite), never spliced in.
     pub async fn erp_find(&self, model: &str, attribute: &str, value: &str) -> Result<Vec<ErpRecord>, StoreError> {
-        let (test, key) = match self.dialect() {
-            Dialect::Sqlite => ("CAST(json_extract(document, $2) AS TEXT) = $3", format!("$.\"{attribute}\"")),
-            Dialect::Postgres => ("(document::jsonb ->> $2) = $3", attribute.to_string()),
-        };
+        let (test, key) = self.document_field_equals(attribute);
         let rows = sqlx::query(sql!(
             "SELECT {COLUMNS} FROM erp_records WHERE model = $1 AND {test} \
              ORDER BY LENGTH(record_id), record_id LIMIT 500"

@@ -265,18 +265,11 @@ impl Store {
         attribute: &str,
         value: &str,
     ) -> Result<Vec<MirrorRecord>, StoreError> {
-        let (sql, key) = match self.dialect() {
-            super::Dialect::Sqlite => (
-                "SELECT record_id, version, document FROM fieldreport_records \
-                 WHERE entity = $1 AND CAST(json_extract(document, $2) AS TEXT) = $3 ORDER BY LENGTH(record_id), record_id LIMIT 500",
-                format!("$.\"{attribute}\""),
-            ),
-            super::Dialect::Postgres => (
-                "SELECT record_id, version, document FROM fieldreport_records \
-                 WHERE entity = $1 AND (document::jsonb ->> $2) = $3 ORDER BY LENGTH(record_id), record_id LIMIT 500",
-                attribute.to_string(),
-            ),
-        };
+        let (test, key) = self.document_field_equals(attribute);
+        let sql = sql!(
+            "SELECT record_id, version, document FROM fieldreport_records \
+             WHERE entity = $1 AND {test} ORDER BY LENGTH(record_id), record_id LIMIT 500"
+        );
         let rows = sqlx::query(sql).bind(entity).bind(key).bind(value).fetch_all(self.pool()).await?;
         rows.iter().map(record).collect()
     }

@@ -135,6 +135,16 @@ impl Store {
         Ok(())
     }
 
+    /// The condition "the document's top-level field equals `$3` as text" and the value to
+    /// bind as `$2`: a JSON path on SQLite, the field name on Postgres. The field name is
+    /// always bound, never spliced into the statement.
+    pub(crate) fn document_field_equals(&self, attribute: &str) -> (&'static str, String) {
+        match self.dialect {
+            Dialect::Sqlite => ("CAST(json_extract(document, $2) AS TEXT) = $3", format!("$.\"{attribute}\"")),
+            Dialect::Postgres => ("(document::jsonb ->> $2) = $3", attribute.to_string()),
+        }
+    }
+
     pub fn dialect(&self) -> Dialect {
         self.dialect
     }

@@ -12,7 +12,7 @@ use secrecy::{ExposeSecret, SecretString};
 use serde_json::Value;
 use url::Url;
 
-use super::{System, UpstreamError, error_chain, requested_wait, retry_read, retry_throttled, summarise};
+use super::{System, UpstreamError, error_chain, json_answer, requested_wait, retry_read, retry_throttled, summarise};
 use crate::config::ErpConfig;
 
 const SYSTEM: System = System::Erp;
@@ -126,23 +126,10 @@ impl ErpClient {
         if status == StatusCode::TOO_MANY_REQUESTS {
             return Err(UpstreamError::Throttled { system: SYSTEM, retry_after: requested_wait(response.headers()) });
         }
-        let text = response.text().await.map_err(|e| UpstreamError::from_reqwest(SYSTEM, e))?;
         if status == StatusCode::NOT_FOUND {
             return Ok(None);
         }
-        if !status.is_success() {
-            return Err(UpstreamError::Refused {
-                system: SYSTEM,
-                status: status.as_u16(),
-                message: problem_message(&text),
-            });
-        }
-        if status == StatusCode::NO_CONTENT || text.trim().is_empty() {
-            return Ok(Some(Value::Null));
-        }
-        serde_json::from_str(&text)
-            .map(Some)
-            .map_err(|e| UpstreamError::Malformed { system: SYSTEM, detail: format!("{e} in {}", summarise(&text)) })
+        json_answer(SYSTEM, response, problem_message).await.map(Some)
     }
 
     fn not_found(path: &str) -> UpstreamError {

@@ -3,12 +3,12 @@
 //! Records travel as JSON documents (the mirror keeps them whole). Keys are Int64 and
 //! addressed as `<Set>(<Id>L)`; OData errors (v4 `error`, v3 `odata.error`) are summarised.
 
-use reqwest::{Method, StatusCode};
+use reqwest::Method;
 use secrecy::{ExposeSecret, SecretString};
 use serde_json::Value;
 use url::Url;
 
-use super::{System, UpstreamError, error_chain, retry_read, summarise};
+use super::{System, UpstreamError, error_chain, json_answer, retry_read, summarise};
 use crate::config::FieldReportConfig;
 
 const SYSTEM: System = System::FieldReport;
@@ -86,20 +86,7 @@ impl FieldReportClient {
             request = request.json(body);
         }
         let response = request.send().await.map_err(|e| UpstreamError::from_reqwest(SYSTEM, e))?;
-        let status = response.status();
-        let text = response.text().await.map_err(|e| UpstreamError::from_reqwest(SYSTEM, e))?;
-        if !status.is_success() {
-            return Err(UpstreamError::Refused {
-                system: SYSTEM,
-                status: status.as_u16(),
-                message: odata_message(&text),
-            });
-        }
-        if status == StatusCode::NO_CONTENT || text.trim().is_empty() {
-            return Ok(Value::Null);
-        }
-        serde_json::from_str(&text)
-            .map_err(|e| UpstreamError::Malformed { system: SYSTEM, detail: format!("{e} in {}", summarise(&text)) })
+        json_answer(SYSTEM, response, odata_message).await
     }
 
     /// `POST <Set>`: the upstream's answer (with the id it assigned).

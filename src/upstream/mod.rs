@@ -84,6 +84,25 @@ pub fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
     parts.join(": ")
 }
 
+/// Reads an upstream's answer: an error status becomes [`UpstreamError::Refused`] with
+/// `describe(body)` as its message, an empty answer is `null`, anything else must be JSON.
+pub async fn json_answer(
+    system: System,
+    response: reqwest::Response,
+    describe: fn(&str) -> String,
+) -> Result<serde_json::Value, UpstreamError> {
+    let status = response.status();
+    let text = response.text().await.map_err(|e| UpstreamError::from_reqwest(system, e))?;
+    if !status.is_success() {
+        return Err(UpstreamError::Refused { system, status: status.as_u16(), message: describe(&text) });
+    }
+    if status == reqwest::StatusCode::NO_CONTENT || text.trim().is_empty() {
+        return Ok(serde_json::Value::Null);
+    }
+    serde_json::from_str(&text)
+        .map_err(|e| UpstreamError::Malformed { system, detail: format!("{e} in {}", summarise(&text)) })
+}
+
 /// Shortens an upstream's error text for a `message`.
 pub fn summarise(text: &str) -> String {
     let text = text.trim();
