@@ -49,6 +49,7 @@ pub const SETTING_NAMES: &[&str] = &[
     "TLS_KEY",
     "METRICS_TOKEN",
     "MAX_BODY_BYTES",
+    "WORK_LEASE_SECONDS",
 ];
 
 /// A bad or unreadable setting; its `Display` is the one line printed before exiting.
@@ -162,6 +163,9 @@ pub struct Config {
     pub tls_key: Option<PathBuf>,
     pub metrics_token: Option<SecretString>,
     pub max_body_bytes: usize,
+    /// How long a crashed instance's claimed work (sync, pull, webhook calls) waits before
+    /// another run takes it over (`WORK_LEASE_SECONDS`, default 60).
+    pub work_lease: Duration,
 }
 
 /// A setting read from TOML or the environment as a plain string, whatever scalar it was
@@ -354,6 +358,10 @@ impl Config {
         let token_ttl = raw.positive_u64("TOKEN_TTL_MINUTES")?.map(|m| Duration::from_secs(m * 60));
         let max_body_bytes = raw.positive_u64("MAX_BODY_BYTES")?.unwrap_or(1024 * 1024);
         let max_body_bytes = usize::try_from(max_body_bytes).map_err(|_| invalid("MAX_BODY_BYTES", "too large"))?;
+        let work_lease = raw
+            .positive_u64("WORK_LEASE_SECONDS")?
+            .map(Duration::from_secs)
+            .unwrap_or(crate::store::DEFAULT_WORK_LEASE);
 
         let storage_url = raw.string_or("STORAGE_URL", "file://./var/storage");
         if !(storage_url.starts_with("file://") || storage_url.starts_with("s3://")) {
@@ -438,6 +446,7 @@ impl Config {
             tls_key,
             metrics_token: raw.secret("METRICS_TOKEN"),
             max_body_bytes,
+            work_lease,
         })
     }
 }

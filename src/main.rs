@@ -147,7 +147,7 @@ async fn run(command: Command, mut config: Config) -> anyhow::Result<()> {
             serve(config, sandbox).await
         }
         Command::Migrate => {
-            let store = Store::open(&config.database_url).await?;
+            let store = Store::open(&config.database_url).await?.with_work_lease(config.work_lease);
             store.close().await;
             println!("migrations applied to {}", config.database_url.redacted());
             Ok(())
@@ -213,7 +213,7 @@ async fn run(command: Command, mut config: Config) -> anyhow::Result<()> {
             erp_pull(&config, models, integration_service::erp::pull::PullKind::Full).await
         }
         Command::BenchInsertBaseline { entity } => {
-            let store = Store::open(&config.database_url).await?;
+            let store = Store::open(&config.database_url).await?.with_work_lease(config.work_lease);
             let (count, elapsed) = store.bench_insert_baseline(&entity).await?;
             store.close().await;
             println!("inserted {count} documents in {:.3} s", elapsed.as_secs_f64());
@@ -248,7 +248,7 @@ async fn fieldreport_sync(config: &Config, entities: Vec<&generated::fieldreport
     use integration_service::upstream::fieldreport::FieldReportClient;
     use std::io::IsTerminal;
 
-    let store = Store::open(&config.database_url).await?;
+    let store = Store::open(&config.database_url).await?.with_work_lease(config.work_lease);
     let service = FieldReportService::new(store.clone(), FieldReportClient::from_config(&config.fieldreport));
     let terminal = std::io::stderr().is_terminal();
     for info in entities {
@@ -304,7 +304,7 @@ async fn erp_pull(
     use integration_service::upstream::fieldreport::FieldReportClient;
     use std::io::IsTerminal;
 
-    let store = Store::open(&config.database_url).await?;
+    let store = Store::open(&config.database_url).await?.with_work_lease(config.work_lease);
     let client = ErpClient::from_config(&config.erp).map_err(|e| anyhow::anyhow!("{e}"))?;
     let fieldreport = FieldReportService::new(store.clone(), FieldReportClient::from_config(&config.fieldreport));
     let guard = WebhookGuard { allowlist: Vec::new(), secret: None };
@@ -378,7 +378,7 @@ async fn fieldreport_post(
         entities.retain(|e| e.route == name || e.set == name);
         anyhow::ensure!(!entities.is_empty(), "{name} is not an entity of this stage");
     }
-    let store = Store::open(&config.database_url).await?;
+    let store = Store::open(&config.database_url).await?.with_work_lease(config.work_lease);
     let service = FieldReportService::new(store.clone(), FieldReportClient::from_config(&config.fieldreport));
     let mut failed = 0;
     for info in entities {
@@ -397,7 +397,7 @@ async fn fieldreport_post(
 }
 
 async fn authenticator(config: &Config) -> anyhow::Result<Authenticator> {
-    let store = Store::open(&config.database_url).await?;
+    let store = Store::open(&config.database_url).await?.with_work_lease(config.work_lease);
     Ok(Authenticator::new(store, config.token_ttl)?)
 }
 

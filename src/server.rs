@@ -56,6 +56,7 @@ pub struct RunningService {
     front_task: JoinHandle<()>,
     dropshot: HttpServer<ApiContext>,
     inbox_worker: Option<InboxWorker>,
+    janitor: JoinHandle<()>,
 }
 
 impl RunningService {
@@ -68,6 +69,7 @@ impl RunningService {
         if let Some(worker) = self.inbox_worker.take() {
             worker.stop().await;
         }
+        self.janitor.abort();
         let _ = self.dropshot.close().await;
         self.store.close().await;
     }
@@ -107,13 +109,27 @@ fn fieldreport_client(config: &Config) -> Result<Result<FieldReportClient, Upstr
     }
 }
 
+/// Marks what crashed instances left running as interrupted: at start, then once per work
+/// lease (a running flow renews its lease more often than that).
+async fn janitor(store: Store, log: Logger) {
+    let mut every = tokio::time::interval(std::time::Duration::from_millis(store.work_lease_ms() as u64));
+    loop {
+        every.tick().await;
+        match store.interrupt_abandoned_flows().await {
+            Ok(0) => {}
+            Ok(count) => slog::warn!(log, "flows of a stopped instance marked interrupted"; "count" => count),
+            Err(error) => slog::warn!(log, "looking for abandoned flows failed"; "error" => %error),
+        }
+    }
+}
+
 pub async fn start(config: &Config, log: &Logger) -> Result<RunningService, StartError> {
     if config.tls_cert.is_some() {
         return Err(StartError::Unsupported(
             "TLS_CERT: terminating TLS in the service is not available yet; run behind a TLS proxy".into(),
         ));
     }
-    let store = Store::open(&config.database_url).await?;
+    let store = Store::open(&config.database_url).await?.with_work_lease(config.work_lease);
     let auth = Authenticator::new(store.clone(), config.token_ttl)?;
     let fieldreport = FieldReportService::new(store.clone(), fieldreport_client(config)?);
     let erp_client = erp_client(config)?;
@@ -124,6 +140,7 @@ pub async fn start(config: &Config, log: &Logger) -> Result<RunningService, Star
         WebhookGuard { allowlist: config.erp.webhook_allowlist.clone(), secret: config.erp.webhook_secret.clone() },
     );
     let inbox_worker = erp.start_worker(log.new(o!("component" => "erp-inbox")));
+    let janitor = tokio::spawn(janitor(store.clone(), log.new(o!("component" => "janitor"))));
     let context = ApiContext {
         store: store.clone(),
         auth,
@@ -170,5 +187,6 @@ pub async fn start(config: &Config, log: &Logger) -> Result<RunningService, Star
         front_task,
         dropshot,
         inbox_worker: Some(inbox_worker),
+        janitor,
     })
 }

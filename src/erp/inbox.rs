@@ -27,7 +27,6 @@ use crate::store::fieldreport::Upserted;
 use crate::store::now_ms;
 
 pub const MAX_ATTEMPTS: i64 = 12;
-const CLAIM_LEASE_MS: i64 = 60_000;
 const BATCH: i64 = 16;
 /// How often the worker looks for due calls when nobody wakes it (retries, other instances).
 const POLL: Duration = Duration::from_millis(500);
@@ -96,7 +95,7 @@ impl ErpService {
     /// Processes the calls that are due; returns how many it took. Calls claimed but not
     /// started when `stop` is set are released for the next run.
     pub async fn process_due(&self, stop: &AtomicBool) -> Result<usize, StoreError> {
-        let items = self.store().inbox_claim(BATCH, CLAIM_LEASE_MS).await?;
+        let items = self.store().inbox_claim(BATCH, self.store().work_lease_ms()).await?;
         let count = items.len();
         for item in items {
             if stop.load(Ordering::SeqCst) {

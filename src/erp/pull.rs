@@ -15,10 +15,8 @@ use serde_json::Value;
 use super::{ErpError, ErpService, RecordError};
 use crate::store::erp::ErpRecord;
 use crate::store::fieldreport::Upserted;
-use crate::store::now_ms;
 use crate::upstream::erp::{MAX_PAGE_SIZE, id_of, last_modified_of, version_of};
 
-const LEASE_MS: i64 = 120_000;
 
 /// What to fetch.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -98,7 +96,7 @@ impl ErpService {
         let client = self.client()?;
         let store = self.store();
         let owner = self.instance();
-        if !store.take_pull_lease(info.name, owner, now_ms() + LEASE_MS).await? {
+        if !store.take_pull_lease(info.name, owner, store.lease_deadline()).await? {
             return Err(ErpError::Busy(format!("a pull of {} is running; try again when it has finished", info.name)));
         }
         let cursor = match kind {
@@ -146,7 +144,7 @@ impl ErpService {
                 if !full_page {
                     break;
                 }
-                if !store.take_pull_lease(info.name, owner, now_ms() + LEASE_MS).await? {
+                if !store.take_pull_lease(info.name, owner, store.lease_deadline()).await? {
                     return Err(ErpError::Busy(format!("the pull of {} lost its lease", info.name)));
                 }
             }

@@ -52,6 +52,11 @@ pub struct PushReport {
     /// `create` or `update`.
     pub kind: String,
     pub pushed: u64,
+    /// Records an earlier, interrupted run had already delivered: found at the upstream and
+    /// marked pushed without sending them again.
+    pub recovered: u64,
+    /// Records another run was pushing at the same time, left to it.
+    pub skipped: u64,
     pub failed: u64,
     pub failures: Vec<PushFailure>,
 }
@@ -72,29 +77,93 @@ impl FieldReportService {
         let client = self.client()?;
         let mut report = PushReport { entity: info.route.to_string(), kind: kind.to_string(), ..Default::default() };
         for record in self.store().mirror_pending(info.route, kind).await? {
+            let Some(attempts) = self.store().mirror_claim_push(info.route, &record.id, kind).await? else {
+                report.skipped += 1;
+                continue;
+            };
+            if attempts > 1 {
+                match self.delivered_earlier(info, kind, &record).await {
+                    Ok(Some(upstream)) => {
+                        self.mark_pushed(info, kind, &record, &upstream).await?;
+                        report.recovered += 1;
+                        continue;
+                    }
+                    Ok(None) => {}
+                    Err(error) => {
+                        self.store().mirror_release_push(info.route, &record.id).await?;
+                        report.failed += 1;
+                        report.failures.push(PushFailure { id: record.id.clone(), message: error.to_string() });
+                        continue;
+                    }
+                }
+            }
             let sent = match kind {
                 "create" => client.create(info.set, &record.document).await,
                 _ => client.update(info.set, &record.id, &record.document).await,
             };
             match sent {
                 Ok(answer) => {
-                    let mut pushed = record.clone();
-                    if kind == "create"
-                        && let Some(id) = answer.get("Id").and_then(record_id)
-                    {
-                        pushed.document["Id"] = Value::String(id.clone());
-                        pushed = MirrorRecord { id, ..pushed };
-                    }
-                    self.store().mirror_mark_pushed(info.route, &record.id, &pushed).await?;
+                    self.mark_pushed(info, kind, &record, &answer).await?;
                     report.pushed += 1;
                 }
                 Err(error) => {
+                    self.store().mirror_release_push(info.route, &record.id).await?;
                     report.failed += 1;
                     report.failures.push(PushFailure { id: record.id.clone(), message: error.to_string() });
                 }
             }
         }
         Ok(report)
+    }
+}
+
+impl FieldReportService {
+    /// Marks a record pushed; a created record takes the Id the upstream gave it.
+    async fn mark_pushed(
+        &self,
+        info: &EntityInfo,
+        kind: &str,
+        record: &MirrorRecord,
+        upstream: &Value,
+    ) -> Result<(), FieldReportError> {
+        let mut pushed = record.clone();
+        if kind == "create"
+            && let Some(id) = upstream.get("Id").and_then(record_id)
+        {
+            pushed.document["Id"] = Value::String(id.clone());
+            pushed = MirrorRecord { id, ..pushed };
+        }
+        Ok(self.store().mirror_mark_pushed(info.route, &record.id, &pushed).await?)
+    }
+
+    /// After an interrupted attempt: the upstream's copy when that attempt arrived. A create
+    /// arrived when the upstream has a record with the same `ExternalId` (a record without
+    /// one cannot be checked and is sent again); an update arrived when the upstream's record
+    /// is at the version the update carried.
+    async fn delivered_earlier(
+        &self,
+        info: &EntityInfo,
+        kind: &str,
+        record: &MirrorRecord,
+    ) -> Result<Option<Value>, FieldReportError> {
+        let client = self.client()?;
+        if kind == "create" {
+            let Some(external_id) = record.document.get("ExternalId").and_then(Value::as_str) else {
+                return Ok(None);
+            };
+            let filter = format!("ExternalId eq '{}'", external_id.replace('\'', "''"));
+            let query = url::form_urlencoded::Serializer::new(String::new()).append_pair("$filter", &filter).finish();
+            let page = client.page(info.set, &query, None).await?;
+            return Ok(page.records.into_iter().next());
+        }
+        match client.get(info.set, &record.id).await {
+            Ok(upstream) => {
+                let version = upstream.get("Version").and_then(Value::as_i64);
+                Ok((version == Some(record.version)).then_some(upstream))
+            }
+            Err(crate::upstream::UpstreamError::Refused { status: 404, .. }) => Ok(None),
+            Err(error) => Err(error.into()),
+        }
     }
 }
 

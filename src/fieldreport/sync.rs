@@ -17,12 +17,9 @@ use serde_json::Value;
 
 use super::service::{FieldReportError, FieldReportService, record_id};
 use crate::store::fieldreport::{MirrorRecord, Upserted};
-use crate::store::now_ms;
 
 /// Records asked for per `$top` window.
 const WINDOW: usize = 500;
-/// A lease not renewed for this long is free again (its holder died).
-const LEASE_MS: i64 = 120_000;
 
 /// What one sync did.
 #[derive(Debug, Clone, Default, Serialize, schemars::JsonSchema)]
@@ -72,7 +69,7 @@ impl FieldReportService {
     ) -> Result<SyncReport, FieldReportError> {
         let store = self.store();
         let owner = uuid::Uuid::new_v4().to_string();
-        if !store.take_sync_lease(info.route, &owner, now_ms() + LEASE_MS).await? {
+        if !store.take_sync_lease(info.route, &owner, store.lease_deadline()).await? {
             return Err(FieldReportError::Conflict(format!("a sync of {} is already running", info.route)));
         }
         let result = self.sync_pages(info, &owner, progress).await;
@@ -123,7 +120,7 @@ impl FieldReportService {
                         Upserted::Unchanged => report.unchanged += 1,
                     }
                 }
-                if !store.take_sync_lease(info.route, owner, now_ms() + LEASE_MS).await? {
+                if !store.take_sync_lease(info.route, owner, store.lease_deadline()).await? {
                     return Err(FieldReportError::Conflict(format!("the sync lease of {} was lost", info.route)));
                 }
                 report.seconds = started.elapsed().as_secs_f64();

@@ -129,9 +129,26 @@ pub async fn run(
     recorder: &mut FlowRecorder<'_>,
 ) -> Result<Value, LeasingError> {
     let mut financing_id = None;
-    let result = run_steps(service, input, recorder, &mut financing_id).await;
+    let store = recorder.store;
+    let flow_id = recorder.flow_id;
+    let result = tokio::select! {
+        result = run_steps(service, input, recorder, &mut financing_id) => result,
+        never = keep_lease(store, flow_id) => match never {},
+    };
     recorder.finish(&result, financing_id.as_deref()).await;
     result
+}
+
+/// Renews a running flow's lease three times per lease period, so that the janitor of any
+/// instance can tell a flow whose process died from a slow one.
+async fn keep_lease(store: &Store, flow_id: i64) -> std::convert::Infallible {
+    let period = std::time::Duration::from_millis((store.work_lease_ms() / 3).max(1) as u64);
+    loop {
+        tokio::time::sleep(period).await;
+        if let Err(error) = store.renew_flow_lease(flow_id).await {
+            crate::telemetry::report_internal_error(&format!("flow {flow_id}: lease not renewed: {error}"));
+        }
+    }
 }
 
 fn non_empty(payload: &Option<Value>) -> Option<&Value> {

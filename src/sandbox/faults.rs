@@ -31,6 +31,14 @@ pub struct FaultRule {
     /// client to wait).
     #[serde(default)]
     pub retry_after_seconds: Option<u64>,
+    /// The content type of an answer with `body` (default `application/json`), e.g.
+    /// `text/html` for a proxy's error page.
+    #[serde(default)]
+    pub content_type: Option<String>,
+    /// With a 2xx status and no `body`: the call is carried out, then the answer waits this
+    /// long (the upstream did the work; its answer is late or never arrives).
+    #[serde(default)]
+    pub answer_delay_ms: u64,
 }
 
 fn one() -> u32 {
@@ -41,7 +49,9 @@ fn one() -> u32 {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Fault {
     Delay(Duration),
-    Fail { delay: Duration, status: u16, body: Option<String>, retry_after: Option<u64> },
+    Fail { delay: Duration, status: u16, body: Option<String>, retry_after: Option<u64>, content_type: Option<String> },
+    /// Carry the call out, then wait this long before answering.
+    Late(Duration),
     Drop { delay: Duration },
 }
 
@@ -88,8 +98,15 @@ impl Faults {
         let delay = Duration::from_millis(rule.delay_ms);
         let fault = match (rule.status, &rule.body) {
             (0, _) => Fault::Drop { delay },
+            (200..=299, None) if rule.answer_delay_ms > 0 => Fault::Late(Duration::from_millis(rule.answer_delay_ms)),
             (200..=299, None) => Fault::Delay(delay),
-            (status, body) => Fault::Fail { delay, status, body: body.clone(), retry_after: rule.retry_after_seconds },
+            (status, body) => Fault::Fail {
+                delay,
+                status,
+                body: body.clone(),
+                retry_after: rule.retry_after_seconds,
+                content_type: rule.content_type.clone(),
+            },
         };
         if rule.times == 0 {
             rules.remove(index);
@@ -113,11 +130,13 @@ mod tests {
             body: None,
             after: 0,
             retry_after_seconds: None,
+            content_type: None,
+            answer_delay_ms: 0,
         });
         assert_eq!(faults.take("/basic/v1/calculate"), None);
         assert_eq!(
             faults.take("/basic/v1/requests/x"),
-            Some(Fault::Fail { delay: Duration::ZERO, status: 503, body: None, retry_after: None })
+            Some(Fault::Fail { delay: Duration::ZERO, status: 503, body: None, retry_after: None, content_type: None })
         );
         assert!(faults.take("/basic/v1/requests").is_some());
         assert_eq!(faults.take("/basic/v1/requests"), None);
@@ -129,6 +148,8 @@ mod tests {
             body: None,
             after: 1,
             retry_after_seconds: None,
+            content_type: None,
+            answer_delay_ms: 0,
         });
         assert_eq!(faults.take("/x"), None, "the first matching call passes");
         assert_eq!(faults.take("/x"), Some(Fault::Drop { delay: Duration::from_millis(5) }));

@@ -133,13 +133,13 @@ where
             tokio::time::sleep(delay).await;
             return Err(DroppedByFault);
         }
-        Some(Fault::Fail { delay, status, body, retry_after }) => {
+        Some(Fault::Fail { delay, status, body, retry_after, content_type }) => {
             tokio::time::sleep(delay).await;
             let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
             let mut response = match body {
                 Some(raw) => Response::builder()
                     .status(status)
-                    .header(header::CONTENT_TYPE, "application/json")
+                    .header(header::CONTENT_TYPE, content_type.as_deref().unwrap_or("application/json"))
                     .body(Full::new(Bytes::from(raw)))
                     .expect("a valid response"),
                 None => json(status, &faults.default_body(status.as_u16())),
@@ -150,15 +150,17 @@ where
             return Ok(response);
         }
         Some(Fault::Delay(delay)) => tokio::time::sleep(delay).await,
+        Some(Fault::Late(delay)) => {
+            let answer = handler(sim_request(parts, path, body)).await;
+            tokio::time::sleep(delay).await;
+            return Ok(answer);
+        }
         None => {}
     }
     slog::debug!(log, "call"; "method" => %parts.method, "path" => &path);
-    let request = SimRequest {
-        method: parts.method,
-        path,
-        query: parts.uri.query().map(str::to_string),
-        headers: parts.headers,
-        body,
-    };
-    Ok(handler(request).await)
+    Ok(handler(sim_request(parts, path, body)).await)
+}
+
+fn sim_request(parts: http::request::Parts, path: String, body: Bytes) -> SimRequest {
+    SimRequest { method: parts.method, path, query: parts.uri.query().map(str::to_string), headers: parts.headers, body }
 }

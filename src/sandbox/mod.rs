@@ -5,7 +5,8 @@
 //! matching calls wait `delay_ms` and then fail with `status` (0 drops the connection; a
 //! 2xx status only delays, unless `body` is given); with `body`, that raw text is the answer
 //! (e.g. malformed JSON); `after` lets that many matching calls through first;
-//! `retry_after_seconds` adds `Retry-After: <n>` to a failure (e.g. a 429). Without `body`, a
+//! `retry_after_seconds` adds `Retry-After: <n>` to a failure (e.g. a 429); `content_type` sets the
+//! type of a `body` answer; `answer_delay_ms` carries a call out and answers late. Without `body`, a
 //! failure answers in the simulated system's error format where it sets one (the ERP's
 //! problem JSON), else `{Message, StatusCode}`. `DELETE /__sandbox/faults` clears them.
 

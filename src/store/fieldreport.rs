@@ -289,6 +289,42 @@ impl Store {
         rows.iter().map(record).collect()
     }
 
+    /// Claims a pending record for one push attempt; `None` when it is no longer pending or
+    /// another run holds it. The answer counts the attempts, this one included: above 1, an
+    /// earlier attempt may have reached the upstream before its process stopped.
+    pub async fn mirror_claim_push(&self, entity: &str, id: &str, kind: &str) -> Result<Option<i64>, StoreError> {
+        let now = now_ms();
+        let row = sqlx::query(
+            "UPDATE fieldreport_records SET push_claimed_until = $1, push_attempts = push_attempts + 1 \
+             WHERE entity = $2 AND record_id = $3 AND pending_push = $4 \
+             AND (push_claimed_until IS NULL OR push_claimed_until < $5) RETURNING push_attempts",
+        )
+        .bind(self.lease_deadline())
+        .bind(entity)
+        .bind(id)
+        .bind(kind)
+        .bind(now)
+        .fetch_optional(self.pool())
+        .await?;
+        Ok(match row {
+            Some(row) => Some(i64::from(row.try_get::<i32, _>("push_attempts")?)),
+            None => None,
+        })
+    }
+
+    /// Gives a claimed record back after a failed attempt. Its attempts stay counted: a time-out
+    /// or a dropped connection may still have reached the upstream, so the next run checks.
+    pub async fn mirror_release_push(&self, entity: &str, id: &str) -> Result<(), StoreError> {
+        sqlx::query(
+            "UPDATE fieldreport_records SET push_claimed_until = NULL WHERE entity = $1 AND record_id = $2",
+        )
+        .bind(entity)
+        .bind(id)
+        .execute(self.pool())
+        .await?;
+        Ok(())
+    }
+
     /// Marks a record as pushed; after a create push it takes the upstream's Id and document.
     pub async fn mirror_mark_pushed(
         &self,
@@ -297,8 +333,8 @@ impl Store {
         record: &MirrorRecord,
     ) -> Result<(), StoreError> {
         sqlx::query(
-            "UPDATE fieldreport_records SET record_id = $1, version = $2, document = $3, pending_push = NULL, updated_at = $4 \
-             WHERE entity = $5 AND record_id = $6",
+            "UPDATE fieldreport_records SET record_id = $1, version = $2, document = $3, pending_push = NULL, updated_at = $4, \
+             push_claimed_until = NULL, push_attempts = 0 WHERE entity = $5 AND record_id = $6",
         )
         .bind(&record.id)
         .bind(record.version)

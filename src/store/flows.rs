@@ -29,11 +29,13 @@ pub struct FlowRow {
 impl Store {
     pub async fn start_flow(&self, user_id: i64, mode: &str) -> Result<i64, StoreError> {
         let row = sqlx::query(
-            "INSERT INTO leasing_flows (user_id, mode, status, started_at) VALUES ($1, $2, 'running', $3) RETURNING id",
+            "INSERT INTO leasing_flows (user_id, mode, status, started_at, lease_until) \
+             VALUES ($1, $2, 'running', $3, $4) RETURNING id",
         )
         .bind(user_id)
         .bind(mode)
         .bind(now_ms())
+        .bind(self.lease_deadline())
         .fetch_one(self.pool())
         .await?;
         Ok(row.try_get("id")?)
@@ -86,6 +88,31 @@ impl Store {
         .execute(self.pool())
         .await?;
         Ok(())
+    }
+
+    /// Renews the lease of a running flow (its process is alive).
+    pub async fn renew_flow_lease(&self, flow_id: i64) -> Result<(), StoreError> {
+        sqlx::query("UPDATE leasing_flows SET lease_until = $1 WHERE id = $2 AND status = 'running'")
+            .bind(self.lease_deadline())
+            .bind(flow_id)
+            .execute(self.pool())
+            .await?;
+        Ok(())
+    }
+
+    /// Marks running flows whose process stopped renewing their lease (it crashed or was
+    /// killed) as `interrupted`; their steps show where they stopped. Returns how many.
+    pub async fn interrupt_abandoned_flows(&self) -> Result<u64, StoreError> {
+        let now = now_ms();
+        let done = sqlx::query(
+            "UPDATE leasing_flows SET status = 'interrupted', error_code = 'interrupted', \
+             message = 'The service stopped while this flow ran; its steps show where it stopped.', finished_at = $1 \
+             WHERE status = 'running' AND (lease_until IS NULL OR lease_until < $1)",
+        )
+        .bind(now)
+        .execute(self.pool())
+        .await?;
+        Ok(done.rows_affected())
     }
 
     pub async fn flow(&self, flow_id: i64) -> Result<Option<FlowRow>, StoreError> {

@@ -67,7 +67,13 @@ impl From<sqlx::Error> for StoreError {
 pub struct Store {
     pool: AnyPool,
     dialect: Dialect,
+    /// How long claimed work (a sync, a pull, webhook calls) stays with an instance that
+    /// stopped renewing its claim: after a crash, another run takes it over this much later.
+    work_lease_ms: i64,
 }
+
+/// The default of `WORK_LEASE_SECONDS`.
+pub const DEFAULT_WORK_LEASE: Duration = Duration::from_secs(60);
 
 /// Milliseconds since the Unix epoch, the unit of every stored time.
 pub fn now_ms() -> i64 {
@@ -111,7 +117,7 @@ impl Store {
             })
             .connect_with(options)
             .await?;
-        Ok(Store { pool, dialect })
+        Ok(Store { pool, dialect, work_lease_ms: DEFAULT_WORK_LEASE.as_millis() as i64 })
     }
 
     /// Connects and applies every pending migration.
@@ -119,6 +125,21 @@ impl Store {
         let store = Self::connect(url).await?;
         store.migrate().await?;
         Ok(store)
+    }
+
+    /// The same store with another lease for claimed work (`WORK_LEASE_SECONDS`).
+    pub fn with_work_lease(mut self, lease: Duration) -> Store {
+        self.work_lease_ms = i64::try_from(lease.as_millis()).unwrap_or(i64::MAX).max(1);
+        self
+    }
+
+    /// Until when a claim taken or renewed now holds.
+    pub fn lease_deadline(&self) -> i64 {
+        now_ms().saturating_add(self.work_lease_ms)
+    }
+
+    pub fn work_lease_ms(&self) -> i64 {
+        self.work_lease_ms
     }
 
     pub async fn migrate(&self) -> Result<(), StoreError> {
