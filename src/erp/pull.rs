@@ -17,7 +17,6 @@ use crate::store::erp::ErpRecord;
 use crate::store::fieldreport::Upserted;
 use crate::upstream::erp::{MAX_PAGE_SIZE, id_of, last_modified_of, version_of};
 
-
 /// What to fetch.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PullKind {

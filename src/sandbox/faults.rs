@@ -49,10 +49,18 @@ fn one() -> u32 {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Fault {
     Delay(Duration),
-    Fail { delay: Duration, status: u16, body: Option<String>, retry_after: Option<u64>, content_type: Option<String> },
+    Fail {
+        delay: Duration,
+        status: u16,
+        body: Option<String>,
+        retry_after: Option<u64>,
+        content_type: Option<String>,
+    },
     /// Carry the call out, then wait this long before answering.
     Late(Duration),
-    Drop { delay: Duration },
+    Drop {
+        delay: Duration,
+    },
 }
 
 #[derive(Default)]

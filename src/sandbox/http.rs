@@ -162,5 +162,11 @@ where
 }
 
 fn sim_request(parts: http::request::Parts, path: String, body: Bytes) -> SimRequest {
-    SimRequest { method: parts.method, path, query: parts.uri.query().map(str::to_string), headers: parts.headers, body }
+    SimRequest {
+        method: parts.method,
+        path,
+        query: parts.uri.query().map(str::to_string),
+        headers: parts.headers,
+        body,
+    }
 }

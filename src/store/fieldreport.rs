@@ -315,13 +315,11 @@ impl Store {
     /// Gives a claimed record back after a failed attempt. Its attempts stay counted: a time-out
     /// or a dropped connection may still have reached the upstream, so the next run checks.
     pub async fn mirror_release_push(&self, entity: &str, id: &str) -> Result<(), StoreError> {
-        sqlx::query(
-            "UPDATE fieldreport_records SET push_claimed_until = NULL WHERE entity = $1 AND record_id = $2",
-        )
-        .bind(entity)
-        .bind(id)
-        .execute(self.pool())
-        .await?;
+        sqlx::query("UPDATE fieldreport_records SET push_claimed_until = NULL WHERE entity = $1 AND record_id = $2")
+            .bind(entity)
+            .bind(id)
+            .execute(self.pool())
+            .await?;
         Ok(())
     }
 

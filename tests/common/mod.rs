@@ -106,6 +106,13 @@ pub async fn fresh_database(db: Db) -> (String, Option<String>) {
     }
 }
 
+/// Drops a schema made by [`fresh_database`].
+pub async fn drop_schema(schema: &str) {
+    let admin = admin_pool(&std::env::var("TEST_POSTGRES_URL").unwrap()).await;
+    let _ = sqlx::query(AssertSqlSafe(format!("DROP SCHEMA {schema} CASCADE"))).execute(&admin).await;
+    admin.close().await;
+}
+
 async fn admin_pool(url: &str) -> sqlx::AnyPool {
     sqlx::any::install_default_drivers();
     let options = AnyConnectOptions::from_str(url).expect("TEST_POSTGRES_URL parses");
