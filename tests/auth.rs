@@ -191,7 +191,22 @@ async fn tokens_without_lifetime_never_expire(db: Db) {
     svc.stop().await;
 }
 
+async fn tokens_of_a_deleted_user_stop_working_at_once(db: Db) {
+    let svc = TestService::start(db, &[]).await;
+    let token = svc.user_token().await;
+    let me = svc.client.get(svc.url("/api/v1/user")).bearer_auth(&token).send().await.unwrap();
+    assert_eq!(me.status(), 200);
+    let auth = integration_service::auth::Authenticator::new(svc.store().clone(), None).unwrap();
+    auth.delete_user(EMAIL).await.unwrap();
+    let after = svc.client.get(svc.url("/api/v1/user")).bearer_auth(&token).send().await.unwrap();
+    assert_eq!(error_body(after, 401).await["error_code"], "unauthenticated");
+    let login = svc.login(EMAIL, PASSWORD).await;
+    assert_eq!(error_body(login, 401).await["error_code"], "invalid_credentials");
+    svc.stop().await;
+}
+
 on_both_databases!(
+    tokens_of_a_deleted_user_stop_working_at_once,
     login_issues_a_working_bearer_token,
     wrong_email_and_wrong_password_fail_alike,
     failed_logins_are_throttled_per_email_and_address,

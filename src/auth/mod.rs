@@ -224,3 +224,26 @@ impl Authenticator {
         if self.store.delete_user(&email).await? { Ok(()) } else { Err(AuthError::UnknownUser(email)) }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::DatabaseUrl;
+
+    /// The parameters of a PHC string (`$argon2id$v=19$m=…,t=…,p=…`), without salt and hash.
+    fn parameters(phc: &str) -> String {
+        phc.split('$').take(4).collect::<Vec<_>>().join("$")
+    }
+
+    /// An unknown email is checked against a dummy hash as costly as a real one, so that it
+    /// fails in the same time as a wrong password.
+    #[tokio::test]
+    async fn the_dummy_hash_costs_what_a_real_hash_costs() {
+        let store = Store::connect(&DatabaseUrl::new("sqlite::memory:")).await.unwrap();
+        let auth = Authenticator::new(store, None).unwrap();
+        let real = password::hash("a real password").unwrap();
+        assert!(auth.dummy_hash.starts_with("$argon2id$"), "{}", auth.dummy_hash);
+        assert_eq!(parameters(&auth.dummy_hash), parameters(&real));
+        assert!(!password::verify("not the dummy's password", &auth.dummy_hash));
+    }
+}

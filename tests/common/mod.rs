@@ -83,6 +83,8 @@ pub struct TestService {
     pub client: reqwest::Client,
     pub database_url: String,
     pub log: CapturedLog,
+    /// Every secret this test handed to the service or got from it; none may reach the log.
+    secrets: Arc<Mutex<Vec<String>>>,
     pub service: Option<RunningService>,
     schema: Option<String>,
 }
@@ -123,6 +125,11 @@ impl TestService {
     /// Starts the service on a free loopback port with these settings (on top of defaults).
     pub async fn start(db: Db, settings: &[(&str, &str)]) -> TestService {
         let (database_url, schema) = fresh_database(db).await;
+        Self::start_on(database_url, schema, settings).await
+    }
+
+    /// Starts the service on a database of the test's own (from [`fresh_database`]).
+    pub async fn start_on(database_url: String, schema: Option<String>, settings: &[(&str, &str)]) -> TestService {
         let sandboxes =
             integration_service::sandbox::start(None, &telemetry::discard()).await.expect("simulators start");
         let leasing = sandboxes.leasing_base_url();
@@ -136,6 +143,12 @@ impl TestService {
         env.extend(upstream_settings.iter().map(|(name, value)| (*name, value.as_str())));
         env.extend_from_slice(settings);
         let config = Config::load_with(None, &env).expect("test configuration is valid");
+        let secret_settings = ["PASSWORD", "SECRET", "API_KEY", "TOKEN"];
+        let secrets: Vec<String> = env
+            .iter()
+            .filter(|(name, value)| secret_settings.iter().any(|s| name.contains(s)) && value.len() >= 6)
+            .map(|(_, value)| value.to_string())
+            .collect();
         let log = CapturedLog::default();
         let logger = telemetry::build(LogFormat::Json, log.clone());
         let service = server::start(&config, &logger).await.expect("service starts");
@@ -149,6 +162,7 @@ impl TestService {
             client: reqwest::Client::builder().build().unwrap(),
             database_url,
             log,
+            secrets: Arc::new(Mutex::new(secrets)),
             service: Some(service),
             schema,
         }
@@ -173,6 +187,7 @@ impl TestService {
     pub async fn create_user(&self, email: &str, password: &str) {
         let auth = integration_service::auth::Authenticator::new(self.store().clone(), None).unwrap();
         auth.create_user(email, Some("Test User"), password).await.expect("user created");
+        self.remember_secret(password);
     }
 
     pub async fn login(&self, email: &str, password: &str) -> reqwest::Response {
@@ -189,7 +204,22 @@ impl TestService {
         let response = self.login(email, password).await;
         assert_eq!(response.status(), 200);
         let body: serde_json::Value = response.json().await.unwrap();
-        body["access_token"].as_str().unwrap().to_string()
+        let token = body["access_token"].as_str().unwrap().to_string();
+        self.remember_secret(&token);
+        token
+    }
+
+    /// A secret the log must never show (checked by [`TestService::stop`]).
+    pub fn remember_secret(&self, secret: &str) {
+        self.secrets.lock().unwrap().push(secret.to_string());
+    }
+
+    /// Fails when any secret of this test appears in the service's log.
+    pub fn assert_log_free_of_secrets(&self) {
+        let log = self.log.text();
+        for secret in self.secrets.lock().unwrap().iter() {
+            assert!(!log.contains(secret.as_str()), "a secret of this test reached the service's log");
+        }
     }
 
     /// A user and a token in one step.
@@ -210,11 +240,13 @@ impl TestService {
         self.service = Some(service);
     }
 
-    /// Stops the service and drops the test's Postgres schema.
+    /// Stops the service, checks that no secret reached its log, and drops the test's
+    /// Postgres schema.
     pub async fn stop(mut self) {
         if let Some(service) = self.service.take() {
             service.shutdown().await;
         }
+        self.assert_log_free_of_secrets();
         if let Some(schema) = self.schema.take() {
             let admin = admin_pool(&std::env::var("TEST_POSTGRES_URL").unwrap()).await;
             let _ = sqlx::query(AssertSqlSafe(format!("DROP SCHEMA {schema} CASCADE"))).execute(&admin).await;

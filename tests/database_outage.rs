@@ -1,0 +1,101 @@
+//! The database unavailable for a moment: requests fail with 503 in the common error shape,
+//! and the service recovers by itself once the database is back, with no restart.
+//!
+//! The service reaches Postgres through a TCP relay in the test; closing the relay cuts every
+//! connection and refuses new ones, as a database restart or a network partition would.
+
+mod common;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use common::{Db, TestService, error_body, fresh_database};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
+
+/// A TCP relay to Postgres that can be cut and restored.
+struct Relay {
+    address: std::net::SocketAddr,
+    open: Arc<AtomicBool>,
+    /// Bumped on every cut; relayed connections end when it changes.
+    cuts: watch::Sender<u64>,
+}
+
+impl Relay {
+    async fn start(target: std::net::SocketAddr) -> Relay {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        let open = Arc::new(AtomicBool::new(true));
+        let (cuts, _) = watch::channel(0u64);
+        let (accept_open, accept_cuts) = (open.clone(), cuts.clone());
+        tokio::spawn(async move {
+            while let Ok((mut client, _)) = listener.accept().await {
+                if !accept_open.load(Ordering::SeqCst) {
+                    continue; // dropped: the connection is refused at once
+                }
+                let mut cut = accept_cuts.subscribe();
+                tokio::spawn(async move {
+                    let Ok(mut server) = TcpStream::connect(target).await else { return };
+                    tokio::select! {
+                        _ = tokio::io::copy_bidirectional(&mut client, &mut server) => {}
+                        _ = cut.changed() => {}
+                    }
+                });
+            }
+        });
+        Relay { address, open, cuts }
+    }
+
+    fn cut(&self) {
+        self.open.store(false, Ordering::SeqCst);
+        self.cuts.send_modify(|n| *n += 1);
+    }
+
+    fn restore(&self) {
+        self.open.store(true, Ordering::SeqCst);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_database_outage_answers_503_and_the_service_recovers_by_itself() {
+    if std::env::var("TEST_POSTGRES_URL").is_err() {
+        eprintln!("skipped: TEST_POSTGRES_URL is not set");
+        return;
+    }
+    let (database_url, schema) = fresh_database(Db::Postgres).await;
+    let mut url = url::Url::parse(&database_url).unwrap();
+    let target = format!("{}:{}", url.host_str().unwrap(), url.port().unwrap_or(5432));
+    let target = tokio::net::lookup_host(target).await.unwrap().next().unwrap();
+    let relay = Relay::start(target).await;
+    url.set_host(Some("127.0.0.1")).unwrap();
+    url.set_port(Some(relay.address.port())).unwrap();
+    let svc = TestService::start_on(url.to_string(), schema, &[]).await;
+    let token = svc.user_token().await;
+    let me = || svc.client.get(svc.url("/api/v1/user")).bearer_auth(&token).send();
+    assert_eq!(me().await.unwrap().status(), 200);
+
+    relay.cut();
+    let body = error_body(me().await.unwrap(), 503).await;
+    assert_eq!(body["error_code"], "service_unavailable", "{body}");
+    let ready = svc.client.get(svc.url("/readyz")).send().await.unwrap();
+    assert_eq!(ready.status(), 503, "readiness reports the outage");
+    let login = svc.login("ada@example.com", "analytical-engine").await;
+    assert_eq!(error_body(login, 503).await["error_code"], "service_unavailable");
+
+    relay.restore();
+    let mut recovered = false;
+    for _ in 0..50 {
+        let status = me().await.unwrap().status();
+        if status == 200 {
+            recovered = true;
+            break;
+        }
+        assert_eq!(status, 503, "while recovering, only 503");
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    assert!(recovered, "the service answers again once the database is back");
+    assert_eq!(svc.client.get(svc.url("/readyz")).send().await.unwrap().status(), 200);
+    let token_again = svc.token("ada@example.com", "analytical-engine").await;
+    assert!(!token_again.is_empty());
+    svc.stop().await;
+}
