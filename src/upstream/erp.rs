@@ -12,7 +12,7 @@ use secrecy::{ExposeSecret, SecretString};
 use serde_json::Value;
 use url::Url;
 
-use super::{System, UpstreamError, error_chain, json_answer, requested_wait, retry_read, retry_throttled, summarise};
+use super::{System, UpstreamError, error_chain, json_answer, retry_read, retry_throttled, summarise};
 use crate::config::ErpConfig;
 
 const SYSTEM: System = System::Erp;
@@ -122,11 +122,7 @@ impl ErpClient {
             request = request.json(body);
         }
         let response = request.send().await.map_err(|e| UpstreamError::from_reqwest(SYSTEM, e))?;
-        let status = response.status();
-        if status == StatusCode::TOO_MANY_REQUESTS {
-            return Err(UpstreamError::Throttled { system: SYSTEM, retry_after: requested_wait(response.headers()) });
-        }
-        if status == StatusCode::NOT_FOUND {
+        if response.status() == StatusCode::NOT_FOUND {
             return Ok(None);
         }
         json_answer(SYSTEM, response, problem_message).await.map(Some)

@@ -193,11 +193,10 @@ fn describe(error: &types::ProviderError) -> String {
 
 fn provider_error(error: Error<types::ProviderError>) -> UpstreamError {
     match error {
-        Error::ErrorResponse(response) => UpstreamError::Refused {
-            system: SYSTEM,
-            status: response.status().as_u16(),
-            message: describe(&response.into_inner()),
-        },
+        Error::ErrorResponse(response) => {
+            let (status, headers) = (response.status().as_u16(), response.headers().clone());
+            UpstreamError::from_status(SYSTEM, status, &headers, || describe(&response.into_inner()))
+        }
         Error::CommunicationError(e) | Error::ResponseBodyError(e) | Error::InvalidUpgrade(e) => {
             UpstreamError::from_reqwest(SYSTEM, e)
         }
@@ -205,11 +204,11 @@ fn provider_error(error: Error<types::ProviderError>) -> UpstreamError {
             system: SYSTEM,
             detail: format!("{e} in {}", summarise(&String::from_utf8_lossy(&bytes))),
         },
-        Error::UnexpectedResponse(response) => UpstreamError::Refused {
-            system: SYSTEM,
-            status: response.status().as_u16(),
-            message: "an answer the description does not list".into(),
-        },
+        Error::UnexpectedResponse(response) => {
+            UpstreamError::from_status(SYSTEM, response.status().as_u16(), response.headers(), || {
+                "an answer the description does not list".into()
+            })
+        }
         Error::InvalidRequest(detail) | Error::Custom(detail) => UpstreamError::Client { system: SYSTEM, detail },
     }
 }

@@ -48,6 +48,21 @@ pub enum UpstreamError {
 }
 
 impl UpstreamError {
+    /// An error status: 429 is [`UpstreamError::Throttled`] with the wait the upstream asked
+    /// for, anything else [`UpstreamError::Refused`].
+    pub fn from_status(
+        system: System,
+        status: u16,
+        headers: &reqwest::header::HeaderMap,
+        message: impl FnOnce() -> String,
+    ) -> UpstreamError {
+        if status == 429 {
+            UpstreamError::Throttled { system, retry_after: requested_wait(headers) }
+        } else {
+            UpstreamError::Refused { system, status, message: message() }
+        }
+    }
+
     /// Worth another try for a read: the upstream may answer next time.
     pub fn is_transient(&self) -> bool {
         match self {
@@ -84,7 +99,7 @@ pub fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
     parts.join(": ")
 }
 
-/// Reads an upstream's answer: an error status becomes [`UpstreamError::Refused`] with
+/// Reads an upstream's answer: an error status becomes [`UpstreamError::from_status`] with
 /// `describe(body)` as its message, an empty answer is `null`, anything else must be JSON.
 pub async fn json_answer(
     system: System,
@@ -92,9 +107,10 @@ pub async fn json_answer(
     describe: fn(&str) -> String,
 ) -> Result<serde_json::Value, UpstreamError> {
     let status = response.status();
+    let headers = response.headers().clone();
     let text = response.text().await.map_err(|e| UpstreamError::from_reqwest(system, e))?;
     if !status.is_success() {
-        return Err(UpstreamError::Refused { system, status: status.as_u16(), message: describe(&text) });
+        return Err(UpstreamError::from_status(system, status.as_u16(), &headers, || describe(&text)));
     }
     if status == reqwest::StatusCode::NO_CONTENT || text.trim().is_empty() {
         return Ok(serde_json::Value::Null);
