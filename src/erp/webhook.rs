@@ -154,6 +154,70 @@ mod tests {
         assert_eq!(no_event.event, Event::Updated);
     }
 
+    mod properties {
+        use super::*;
+        use proptest::prelude::*;
+
+        fn text(chars: &'static str, len: std::ops::Range<usize>) -> impl Strategy<Value = String> {
+            let chars: Vec<char> = chars.chars().collect();
+            prop::collection::vec(prop::sample::select(chars), len).prop_map(|c| c.into_iter().collect())
+        }
+
+        proptest! {
+            /// Whichever key spelling carries them, the entity's name and id are read as sent.
+            #[test]
+            fn every_spelling_reads_the_same_call(
+                name in text("abcdefghijklmnopqrstuvwxyz", 1..20),
+                id in text("0123456789abcdefABCDEF-", 1..64),
+                name_key in prop::sample::select(vec!["entityName", "entity_name", "entityType", "entity"]),
+                id_key in prop::sample::select(vec!["entityId", "entity_id", "id", "entity.id"]),
+                numeric in any::<bool>(),
+            ) {
+                prop_assume!(!(name_key == "entity" && id_key == "entity.id"));
+                let id_value = match id.parse::<u64>() {
+                    Ok(n) if numeric => json!(n),
+                    _ => json!(id),
+                };
+                let mut fields = Map::new();
+                fields.insert(name_key.to_string(), json!(name));
+                match id_key.split_once('.') {
+                    Some((outer, inner)) => { fields.insert(outer.to_string(), json!({inner: id_value})); }
+                    None => { fields.insert(id_key.to_string(), id_value.clone()); }
+                }
+                let call = parse(&fields).unwrap();
+                prop_assert_eq!(call.entity_name, name);
+                prop_assert_eq!(call.entity_id, id_value.as_str().map(str::to_string).unwrap_or_else(|| id_value.to_string()));
+            }
+
+            /// An id with anything but letters, digits and `-` is refused (it ends up in an
+            /// upstream URL), as is one over 64 characters.
+            #[test]
+            fn odd_ids_are_refused(
+                prefix in text("abc123", 0..10),
+                odd in prop::sample::select(vec!['/', '.', '%', '?', '#', ' ', '\\', '\'', 'ä']),
+                long in text("a1-", 65..90),
+            ) {
+                let with_odd = format!("a{prefix}{odd}x"); // (surrounding spaces are trimmed, inner ones are not)
+                let refused = |id: &str| parse(&object(json!({"entityName": "customer", "entityId": id}))).is_err();
+                prop_assert!(refused(&with_odd));
+                prop_assert!(refused(&long));
+            }
+
+            /// Any object at all is read or refused, never a panic.
+            #[test]
+            fn arbitrary_objects_never_panic(
+                entries in prop::collection::btree_map(
+                    prop::sample::select(vec!["entityName", "entityId", "id", "entity", "type", "event", "x"]),
+                    prop_oneof![Just(json!(null)), any::<i64>().prop_map(|n| json!(n)), text("ab./ -", 0..8).prop_map(|s| json!(s)), Just(json!({"id": "7"}))],
+                    0..6,
+                ),
+            ) {
+                let fields: Map<String, Value> = entries.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+                let _ = parse(&fields);
+            }
+        }
+    }
+
     #[test]
     fn calls_without_name_or_id_or_with_odd_ids_are_refused() {
         assert!(parse(&object(json!({"entityId": "1"}))).is_err());

@@ -171,7 +171,13 @@ mod tests {
         faults.add(rule);
         assert_eq!(
             faults.take("/x"),
-            Some(Fault::Fail { delay: Duration::ZERO, status: 429, body: None, retry_after: Some(7) })
+            Some(Fault::Fail {
+                delay: Duration::ZERO,
+                status: 429,
+                body: None,
+                retry_after: Some(7),
+                content_type: None
+            })
         );
         assert_eq!(faults.default_body(429)["StatusCode"], 429);
         let custom = Faults::with_default_body(|status| json!({"status": status}));

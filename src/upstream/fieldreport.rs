@@ -118,13 +118,7 @@ impl FieldReportClient {
     }
 
     async fn call_target(&self, target: &str) -> Result<Value, UpstreamError> {
-        // A next link may be absolute, root-relative (`/odata/...`) or relative to `/odata/`.
-        let path = if let Some(rest) = target.split_once("/odata/").map(|(_, rest)| rest) {
-            rest.to_string()
-        } else {
-            target.to_string()
-        };
-        self.call(Method::GET, &path, None).await
+        self.call(Method::GET, link_path(target), None).await
     }
 
     /// `GET <Set>(<Id>L)`, retried while the upstream fails transiently.
@@ -132,6 +126,12 @@ impl FieldReportClient {
         let segment = key_segment(set, id);
         retry_read(|| self.call(Method::GET, &segment, None)).await
     }
+}
+
+/// The part of a next link after the service root: a link may be absolute
+/// (`https://host/odata/Set?…`), root-relative (`/odata/Set?…`) or relative (`Set?…`).
+pub fn link_path(target: &str) -> &str {
+    target.split_once("/odata/").map_or(target, |(_, rest)| rest)
 }
 
 /// One page of records from an OData list.
@@ -183,6 +183,62 @@ mod tests {
         let last = ODataPage::from_body(json!({"value": []})).unwrap();
         assert_eq!(last.next_link, None);
         assert!(ODataPage::from_body(json!({"error": "x"})).is_err());
+    }
+
+    mod properties {
+        use super::super::*;
+        use proptest::prelude::*;
+        use serde_json::json;
+
+        /// A set name or query text: letters, digits and the characters OData queries use.
+        fn text(chars: &'static str, len: std::ops::Range<usize>) -> impl Strategy<Value = String> {
+            let chars: Vec<char> = chars.chars().collect();
+            prop::collection::vec(prop::sample::select(chars), len).prop_map(|c| c.into_iter().collect())
+        }
+
+        proptest! {
+            /// Whatever spelling the upstream uses (v4, v3, verbose), the page has exactly the
+            /// records and the next link it sent.
+            #[test]
+            fn pages_keep_their_records_and_next_link(
+                ids in prop::collection::vec(0u32..100_000, 0..40),
+                link in prop::option::of(text("abcXYZ09?$=&/:.-", 1..40)),
+                spelling in 0usize..3,
+            ) {
+                let records: Vec<Value> = ids.iter().map(|id| json!({"Id": id.to_string()})).collect();
+                let body = match spelling {
+                    0 => json!({"value": records, "@odata.nextLink": link}),
+                    1 => json!({"odata.metadata": "m", "value": records, "odata.nextLink": link}),
+                    _ => json!({"d": {"results": records, "__next": link}}),
+                };
+                let page = ODataPage::from_body(body).unwrap();
+                prop_assert_eq!(page.records, records);
+                prop_assert_eq!(page.next_link, link);
+            }
+
+            /// An absolute, a root-relative and a relative next link lead to the same request.
+            #[test]
+            fn next_links_of_every_form_lead_to_the_same_path(
+                set in text("ABCDEFGHabcdefgh", 1..12),
+                query in text("abc019$=&' ", 0..30),
+                host in text("abcdef0123.", 1..20),
+            ) {
+                let relative = format!("{set}?{query}");
+                let (absolute, rooted) = (format!("https://{host}/odata/{relative}"), format!("/odata/{relative}"));
+                prop_assert_eq!(link_path(&absolute), relative.as_str());
+                prop_assert_eq!(link_path(&rooted), relative.as_str());
+                prop_assert_eq!(link_path(&relative), relative.as_str());
+            }
+
+            /// Anything that is not a list is refused, never taken as an empty page.
+            #[test]
+            fn bodies_without_a_list_are_refused(key in text("abcdefgh.@", 1..12), n in any::<i64>()) {
+                prop_assume!(key != "value" && key != "d");
+                let (other_key, scalar_value) = (json!({key: n}), json!({"value": n}));
+                prop_assert!(ODataPage::from_body(other_key).is_err());
+                prop_assert!(ODataPage::from_body(scalar_value).is_err());
+            }
+        }
     }
 
     #[test]

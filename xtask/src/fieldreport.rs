@@ -526,3 +526,96 @@ fn annotation_bool(a: Node) -> bool {
         None => true,
     }
 }
+
+#[cfg(test)]
+mod properties {
+    use super::registry;
+    use proptest::prelude::*;
+
+    /// An identifier as CSDL names are written: a capital, then letters and digits.
+    fn name() -> impl Strategy<Value = String> {
+        let rest: Vec<char> = "abcdefghijklmnopqrstuvwxyz0123456789".chars().collect();
+        (
+            prop::sample::select(('A'..='Z').collect::<Vec<_>>()),
+            prop::collection::vec(prop::sample::select(rest), 1..10),
+        )
+            .prop_map(|(first, rest)| std::iter::once(first).chain(rest).collect())
+    }
+
+    const EDM: &[&str] =
+        &["Edm.String", "Edm.Int32", "Edm.Int64", "Edm.Boolean", "Edm.DateTimeOffset", "Edm.Decimal", "Edm.Double"];
+
+    /// Entity types, each with distinct property names and an Edm type per property.
+    fn model() -> impl Strategy<Value = Vec<(String, Vec<(String, &'static str)>, bool)>> {
+        prop::collection::btree_map(
+            name(),
+            (prop::collection::btree_map(name(), prop::sample::select(EDM), 1..8), any::<bool>()),
+            1..6,
+        )
+        .prop_map(|types| {
+            types.into_iter().map(|(name, (props, mirrored))| (name, props.into_iter().collect(), mirrored)).collect()
+        })
+    }
+
+    fn csdl(types: &[(String, Vec<(String, &'static str)>, bool)], alias: bool) -> String {
+        let prefix = if alias { "Self" } else { "Test.Model" };
+        let mut xml = String::from(
+            r#"<?xml version="1.0" encoding="utf-8"?><edmx:Edmx Version="4.0" xmlns:edmx="http://docs.oasis-open.org/odata/ns/edmx"><edmx:DataServices>"#,
+        );
+        xml.push_str(&format!(
+            r#"<Schema Namespace="Test.Model" {} xmlns="http://docs.oasis-open.org/odata/ns/edm">"#,
+            if alias { r#"Alias="Self""# } else { "" }
+        ));
+        for (name, props, _) in types {
+            xml.push_str(&format!(r#"<EntityType Name="{name}"><Key><PropertyRef Name="Id"/></Key><Property Name="Id" Type="Edm.Int64" Nullable="false"/>"#));
+            for (prop, ty) in props {
+                if prop != "Id" {
+                    xml.push_str(&format!(r#"<Property Name="{prop}" Type="{ty}"/>"#));
+                }
+            }
+            xml.push_str("</EntityType>");
+        }
+        xml.push_str(r#"<EntityContainer Name="Container">"#);
+        for (name, _, mirrored) in types {
+            xml.push_str(&format!(
+                r#"<EntitySet Name="{name}Set" EntityType="{prefix}.{name}"><Annotation Term="Test.Model.Mirrored" Bool="{mirrored}"/></EntitySet>"#
+            ));
+        }
+        xml.push_str("</EntityContainer></Schema></edmx:DataServices></edmx:Edmx>");
+        xml
+    }
+
+    proptest! {
+        /// Every mirrored set of any such document is in the registry, with its type's every
+        /// property (keys and all), and only the mirrored ones; aliases resolve like full names.
+        #[test]
+        fn the_registry_holds_every_mirrored_set_and_property(types in model(), alias in any::<bool>()) {
+            let xml = csdl(&types, alias);
+            let result = registry(&xml, "generated.xml");
+            let mirrored: Vec<_> = types.iter().filter(|(_, _, m)| *m).collect();
+            if mirrored.is_empty() {
+                prop_assert!(result.is_err(), "a document without a mirrored set is refused");
+                return Ok(());
+            }
+            let registry = result.unwrap();
+            let sets: Vec<&str> = registry.entities.iter().map(|e| e.set.as_str()).collect();
+            let expected: Vec<String> = mirrored.iter().map(|(name, _, _)| format!("{name}Set")).collect();
+            prop_assert_eq!(sets, expected.iter().map(String::as_str).collect::<Vec<_>>());
+            for ((_, props, _), entity) in mirrored.iter().zip(&registry.entities) {
+                let schema = &registry.defs[&entity.type_key];
+                let properties = schema["properties"].as_object().unwrap();
+                prop_assert!(properties.contains_key("Id"));
+                for (prop, _) in props {
+                    prop_assert!(properties.contains_key(prop), "{} lacks {}", entity.type_key, prop);
+                }
+            }
+        }
+
+        /// Text that is not CSDL is refused with an error, never a panic.
+        #[test]
+        fn anything_else_is_refused_not_a_panic(chars in prop::collection::vec(any::<char>(), 0..200)) {
+            let text: String = chars.into_iter().collect();
+            prop_assert!(registry(&text, "noise.xml").is_err());
+        }
+    }
+}
