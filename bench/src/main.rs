@@ -51,7 +51,7 @@ fn main() -> ExitCode {
 }
 
 pub const SCENARIOS: &[&str] =
-    &["baseline", "auth-read", "list", "forwarded-write", "waiting-flows", "sync", "webhook-ingest", "login"];
+    &["baseline", "auth-read", "list", "forwarded-write", "waiting-flows", "sync", "webhook-ingest", "login", "mixed"];
 
 /// How long and how much.
 #[derive(Debug, Clone)]
@@ -173,6 +173,9 @@ async fn scenarios(service: &Service, settings: &Settings, only: Option<&str>) -
     }
     if wanted("login") {
         rows.extend(scenarios::login(service, settings).await?);
+    }
+    if wanted("mixed") {
+        rows.extend(scenarios::mixed(service, settings).await?);
     }
     Ok(rows)
 }

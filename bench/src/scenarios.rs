@@ -321,3 +321,64 @@ pub async fn login(service: &Service, settings: &Settings) -> Result<Vec<Row>> {
     r.note = "argon2id m=19456 KiB, t=2, p=1 (the argon2 crate's defaults); one token written per login".into();
     Ok(vec![r])
 }
+
+/// `mixed`: 200 clients for 60 s, each cycling through reads, a page, forwarded writes to its
+/// own company, webhook calls and one-shot leasing flows; zero errors, and the service's
+/// memory after warm-up compared with its memory at the end.
+pub async fn mixed(service: &Service, settings: &Settings) -> Result<Vec<Row>> {
+    const CLIENTS: usize = 200;
+    let duration = if settings.quick { Duration::from_secs(3) } else { Duration::from_secs(60) };
+    let mut ids = Vec::with_capacity(CLIENTS);
+    for n in 0..CLIENTS {
+        ids.push(create_company(service, &format!("Bench Mixed {n}")).await?);
+    }
+    let token = service.token.clone();
+    let webhook = json!({"entityName": "customer", "entityId": "6", "type": "updated"});
+    let calls = factory(move |client, n| {
+        let bearer = format!("Bearer {token}");
+        let id = &ids[client];
+        match n % 10 {
+            0..=3 => Call::get(format!("/api/v1/fieldreport/companies/{id}")).header("authorization", bearer),
+            4 => Call::get("/api/v1/fieldreport/companies?per_page=50").header("authorization", bearer),
+            5 | 6 => {
+                let body = json!({"Name": format!("Mixed {client} write {n}")});
+                Call::json(Method::PATCH, format!("/api/v1/fieldreport/companies/{id}"), &body)
+                    .header("authorization", bearer)
+            }
+            7 | 8 => {
+                Call::json(Method::POST, "/api/v1/erp/webhooks", &webhook).header("x-webhook-secret", WEBHOOK_SECRET)
+            }
+            _ => {
+                let mut request = leasing_request(client);
+                request["Lessee"]["CompanyName"] = json!(format!("Mixed {client}"));
+                let body = json!({
+                    "request_payload": request,
+                    "e_signature_payload": {"SignerName": "Max Mustermann", "SignerEmail": "max@example.com"},
+                    "sleep_milliseconds": 0
+                });
+                Call::json(Method::POST, "/api/v1/leasing/leasing/request-flow", &body).header("authorization", bearer)
+            }
+        }
+    });
+    let pid = service.pid();
+    let warm_up = duration / 6;
+    let sampler = tokio::spawn(async move {
+        tokio::time::sleep(warm_up).await;
+        Usage::rss(pid)
+    });
+    let (measured, peak) = measured_closed_loop(service, service.front, CLIENTS, duration, calls).await;
+    let end_rss = Usage::rss(pid);
+    let warm_rss = sampler.await?;
+    let mut r = row("mixed", closed(CLIENTS), &measured, peak);
+    let mb = |bytes: u64| bytes as f64 / 1_048_576.0;
+    r.target = Some("zero errors; RSS at the end ≤ 1.2 × after warm-up".into());
+    r.met = Some(measured.errors == 0 && end_rss as f64 <= 1.2 * warm_rss as f64);
+    r.note = format!(
+        "{} s: reads 40%, page 10%, forwarded PATCH 20%, webhooks 20%, one-shot flows 10%; RSS after {} s warm-up {:.1} MB, at the end {:.1} MB",
+        duration.as_secs(),
+        warm_up.as_secs(),
+        mb(warm_rss),
+        mb(end_rss)
+    );
+    Ok(vec![r])
+}
