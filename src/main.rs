@@ -131,11 +131,34 @@ fn main() -> ExitCode {
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime");
     match runtime.block_on(run(cli.command, config)) {
         Ok(()) => ExitCode::SUCCESS,
+        Err(error) if is_interrupted(&error) => {
+            eprintln!("{error:#}");
+            eprintln!("interrupted: what was done is kept; run the same command again to resume");
+            ExitCode::from(130)
+        }
         Err(error) => {
             eprintln!("error: {error:#}");
             ExitCode::FAILURE
         }
     }
+}
+
+fn is_interrupted(error: &anyhow::Error) -> bool {
+    use integration_service::erp::ErpError;
+    use integration_service::fieldreport::service::FieldReportError;
+    matches!(error.downcast_ref::<FieldReportError>(), Some(FieldReportError::Interrupted))
+        || matches!(error.downcast_ref::<ErpError>(), Some(ErpError::FieldReport(FieldReportError::Interrupted)))
+}
+
+/// Long command-line work stops after its current page or record on Ctrl-C or SIGTERM,
+/// releasing what it holds, so that running the command again resumes it.
+fn stop_on_signal(service: &integration_service::fieldreport::service::FieldReportService) {
+    let service = service.clone();
+    tokio::spawn(async move {
+        shutdown_signal().await;
+        eprintln!("stopping after the current page…");
+        service.request_stop();
+    });
 }
 
 async fn run(command: Command, mut config: Config) -> anyhow::Result<()> {
@@ -250,6 +273,7 @@ async fn fieldreport_sync(config: &Config, entities: Vec<&generated::fieldreport
 
     let store = Store::open(&config.database_url).await?.with_work_lease(config.work_lease);
     let service = FieldReportService::new(store.clone(), FieldReportClient::from_config(&config.fieldreport));
+    stop_on_signal(&service);
     let terminal = std::io::stderr().is_terminal();
     for info in entities {
         let bar = indicatif::ProgressBar::new_spinner();
@@ -272,7 +296,7 @@ async fn fieldreport_sync(config: &Config, entities: Vec<&generated::fieldreport
                 eprintln!("{}: {line}", report.entity);
             }
         };
-        let report = service.sync(info, &progress).await.map_err(|e| anyhow::anyhow!("{}: {e}", info.route))?;
+        let report = service.sync(info, &progress).await.map_err(|e| anyhow::Error::new(e).context(info.route))?;
         bar.finish_and_clear();
         println!(
             "{}: fetched {}, inserted {}, updated {}, unchanged {}, skipped {}, pages {}, {:.1} s",
@@ -307,6 +331,7 @@ async fn erp_pull(
     let store = Store::open(&config.database_url).await?.with_work_lease(config.work_lease);
     let client = ErpClient::from_config(&config.erp).map_err(|e| anyhow::anyhow!("{e}"))?;
     let fieldreport = FieldReportService::new(store.clone(), FieldReportClient::from_config(&config.fieldreport));
+    stop_on_signal(&fieldreport);
     let guard = WebhookGuard { allowlist: Vec::new(), secret: None };
     let service = ErpService::new(store.clone(), Ok(client), fieldreport, guard);
     let terminal = std::io::stderr().is_terminal();
@@ -347,6 +372,15 @@ async fn erp_pull(
                     started.elapsed().as_secs_f64()
                 ));
             }
+            Err(
+                error @ integration_service::erp::ErpError::FieldReport(
+                    integration_service::fieldreport::service::FieldReportError::Interrupted,
+                ),
+            ) => {
+                bar.finish_and_clear();
+                store.close().await;
+                return Err(anyhow::Error::new(error).context(info.name));
+            }
             Err(error) => {
                 failed += 1;
                 say(format!("{}: failed: {error}", info.name));
@@ -371,6 +405,7 @@ async fn fieldreport_post(
     use integration_service::fieldreport::push::{push_kinds, stage_entities};
     use integration_service::fieldreport::service::FieldReportService;
     use integration_service::upstream::fieldreport::FieldReportClient;
+    use std::io::IsTerminal;
 
     let kinds = push_kinds(kind)?;
     let mut entities = stage_entities(stage)?;
@@ -380,11 +415,48 @@ async fn fieldreport_post(
     }
     let store = Store::open(&config.database_url).await?.with_work_lease(config.work_lease);
     let service = FieldReportService::new(store.clone(), FieldReportClient::from_config(&config.fieldreport));
+    stop_on_signal(&service);
+    let terminal = std::io::stderr().is_terminal();
     let mut failed = 0;
     for info in entities {
         for kind in &kinds {
-            let report = service.push(info, kind).await?;
-            println!("{} {}: pushed {}, failed {}", report.entity, report.kind, report.pushed, report.failed);
+            let bar = indicatif::ProgressBar::new(0);
+            if terminal {
+                bar.set_style(
+                    indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} {prefix} [{elapsed}] {msg}")
+                        .expect("a valid template"),
+                );
+                bar.set_prefix(format!("{} {kind}", info.route));
+            } else {
+                bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
+            }
+            let started = std::time::Instant::now();
+            let last_line = std::sync::Mutex::new(std::time::Instant::now());
+            let progress = |report: &integration_service::fieldreport::push::PushReport, total: usize| {
+                let done = report.pushed + report.recovered + report.skipped + report.failed;
+                let rate = done as f64 / started.elapsed().as_secs_f64().max(0.001);
+                let line = format!("{done}/{total} records, {} failed, {rate:.0} records/s", report.failed);
+                if terminal {
+                    bar.set_length(total as u64);
+                    bar.set_position(done);
+                    bar.set_message(format!("{rate:.0} records/s"));
+                } else {
+                    let mut last = last_line.lock().expect("progress lock");
+                    if last.elapsed() >= std::time::Duration::from_secs(2) || done as usize == total {
+                        *last = std::time::Instant::now();
+                        eprintln!("{} {kind}: {line}", info.route);
+                    }
+                }
+            };
+            let report = service
+                .push_with_progress(info, kind, &progress)
+                .await
+                .map_err(|e| anyhow::Error::new(e).context(format!("{} {kind}", info.route)))?;
+            bar.finish_and_clear();
+            println!(
+                "{} {}: pushed {}, recovered {}, skipped {}, failed {}",
+                report.entity, report.kind, report.pushed, report.recovered, report.skipped, report.failed
+            );
             for failure in &report.failures {
                 println!("  {}: {}", failure.id, failure.message);
             }

@@ -57,11 +57,14 @@ pub struct RunningService {
     dropshot: HttpServer<ApiContext>,
     inbox_worker: Option<InboxWorker>,
     janitor: JoinHandle<()>,
+    fieldreport: FieldReportService,
 }
 
 impl RunningService {
     /// Stops accepting connections, lets in-flight requests finish, then closes the database.
     pub async fn shutdown(mut self) {
+        // Syncs, pulls and pushes in flight end after their current page or record.
+        self.fieldreport.request_stop();
         if let Some(stop) = self.stop_front.take() {
             let _ = stop.send(());
         }
@@ -141,6 +144,7 @@ pub async fn start(config: &Config, log: &Logger) -> Result<RunningService, Star
     );
     let inbox_worker = erp.start_worker(log.new(o!("component" => "erp-inbox")));
     let janitor = tokio::spawn(janitor(store.clone(), log.new(o!("component" => "janitor"))));
+    let context_fieldreport = fieldreport.clone();
     let context = ApiContext {
         store: store.clone(),
         auth,
@@ -188,5 +192,6 @@ pub async fn start(config: &Config, log: &Logger) -> Result<RunningService, Star
         dropshot,
         inbox_worker: Some(inbox_worker),
         janitor,
+        fieldreport: context_fieldreport,
     })
 }

@@ -131,7 +131,8 @@ async fn fieldreport_sync_from_the_command_line(db: Db) {
         .output()
         .unwrap();
     assert!(post.status.success(), "{}", text(&post.stderr));
-    assert_eq!(text(&post.stdout).trim(), "tags create: pushed 0, failed 0");
+    assert_eq!(text(&post.stdout).trim(), "tags create: pushed 0, recovered 0, skipped 0, failed 0");
+    assert!(text(&post.stderr).contains("tags create: 0/0 records, 0 failed"), "{}", text(&post.stderr));
     let unknown = cli(&svc.database_url, &["fieldreport", "sync", "widgets"], None);
     assert!(!unknown.status.success());
     assert!(text(&unknown.stderr).contains("costCenters"), "{}", text(&unknown.stderr));
@@ -170,7 +171,78 @@ async fn erp_setup_and_pull_from_the_command_line(db: Db) {
     svc.stop().await;
 }
 
+/// Ctrl-C during a long sync: the command stops after its current page with exit code 130,
+/// keeps what it stored, releases its lease, and the next run completes the sync at once.
+async fn ctrl_c_stops_a_sync_cleanly_and_the_next_run_resumes(db: Db) {
+    let svc = TestService::start(db, &[]).await;
+    let seeded = svc
+        .client
+        .post(format!("{}/__sandbox/seed", svc.fieldreport))
+        .json(&serde_json::json!({"set": "Companies", "count": 3000}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(seeded.status(), 200);
+    let slow_pages =
+        serde_json::json!({"path_prefix": "/odata/Companies", "status": 200, "delay_ms": 100, "times": 1000});
+    let added =
+        svc.client.post(format!("{}/__sandbox/faults", svc.fieldreport)).json(&slow_pages).send().await.unwrap();
+    assert_eq!(added.status(), 204);
+    let sync = || {
+        Command::new(BINARY)
+            .args(["fieldreport", "sync", "companies"])
+            .env_clear()
+            .env("DATABASE_URL", &svc.database_url)
+            .env("FIELDREPORT_BASE_URL", &svc.fieldreport)
+            .env("FIELDREPORT_USERNAME", "sandbox")
+            .env("FIELDREPORT_PASSWORD", "sandbox-password")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let child = sync();
+    let mut stored = 0;
+    for _ in 0..400 {
+        let (n,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM fieldreport_records WHERE entity = 'companies'")
+            .fetch_one(svc.store().pool())
+            .await
+            .unwrap();
+        stored = n;
+        if stored >= 300 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert!(stored >= 300, "the sync got going");
+    assert!(Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap().success());
+    let interrupted = child.wait_with_output().unwrap();
+    assert_eq!(interrupted.status.code(), Some(130), "{}", text(&interrupted.stderr));
+    assert!(
+        text(&interrupted.stderr).contains("run the same command again to resume"),
+        "{}",
+        text(&interrupted.stderr)
+    );
+    let (kept,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM fieldreport_records WHERE entity = 'companies'")
+        .fetch_one(svc.store().pool())
+        .await
+        .unwrap();
+    assert!(kept >= stored && kept < 3000, "what was stored is kept: {kept}");
+
+    svc.client.delete(format!("{}/__sandbox/faults", svc.fieldreport)).send().await.unwrap();
+    let resumed = sync().wait_with_output().unwrap();
+    assert!(resumed.status.success(), "the lease was released: {}", text(&resumed.stderr));
+    let (total,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM fieldreport_records WHERE entity = 'companies'")
+        .fetch_one(svc.store().pool())
+        .await
+        .unwrap();
+    assert!(total >= 3000, "the sync completed: {total}");
+    assert!(text(&resumed.stdout).contains(&format!("companies: fetched {total}")), "{}", text(&resumed.stdout));
+    svc.stop().await;
+}
+
 on_both_databases!(
+    ctrl_c_stops_a_sync_cleanly_and_the_next_run_resumes,
     users_and_token_revocation_from_the_command_line,
     migrate_creates_the_schema,
     fieldreport_sync_from_the_command_line,

@@ -140,6 +140,7 @@ impl ErpService {
                     report.count(outcome);
                 }
                 progress(report.fetched);
+                self.fieldreport().check_stop()?;
                 if !full_page {
                     break;
                 }

@@ -74,9 +74,24 @@ impl FieldReportService {
     /// Pushes the pending writes of `kind` (`create`, `update`, or both when `None`) of one
     /// entity set.
     pub async fn push(&self, info: &EntityInfo, kind: &str) -> Result<PushReport, FieldReportError> {
+        self.push_with_progress(info, kind, &|_, _| {}).await
+    }
+
+    /// [`FieldReportService::push`], telling `progress` the report and the number of pending
+    /// records after every record.
+    pub async fn push_with_progress(
+        &self,
+        info: &EntityInfo,
+        kind: &str,
+        progress: &(dyn Fn(&PushReport, usize) + Sync),
+    ) -> Result<PushReport, FieldReportError> {
         let client = self.client()?;
         let mut report = PushReport { entity: info.route.to_string(), kind: kind.to_string(), ..Default::default() };
-        for record in self.store().mirror_pending(info.route, kind).await? {
+        let pending = self.store().mirror_pending(info.route, kind).await?;
+        let total = pending.len();
+        for record in pending {
+            progress(&report, total);
+            self.check_stop()?;
             let Some(attempts) = self.store().mirror_claim_push(info.route, &record.id, kind).await? else {
                 report.skipped += 1;
                 continue;
@@ -113,6 +128,7 @@ impl FieldReportService {
                 }
             }
         }
+        progress(&report, total);
         Ok(report)
     }
 }

@@ -9,6 +9,9 @@
 //! is called.
 
 use generated::fieldreport::EntityInfo;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use serde_json::{Map, Value};
 
 use super::merge::deep_merge;
@@ -33,6 +36,9 @@ pub enum FieldReportError {
     NotFound { entity: String, id: String },
     #[error("{0}")]
     Conflict(String),
+    /// The process is stopping; the work ended early and can simply run again.
+    #[error("interrupted: the service is stopping; run it again to resume")]
+    Interrupted,
     #[error("{0}")]
     Upstream(#[from] UpstreamError),
     #[error(transparent)]
@@ -59,6 +65,9 @@ pub struct Page {
 pub struct FieldReportService {
     store: Store,
     client: Result<FieldReportClient, UpstreamError>,
+    /// Set when the process stops (Ctrl-C, SIGTERM): long work (syncs, pulls, pushes) ends
+    /// after its current page or record, releasing its claims, so the next run resumes.
+    stop: Arc<AtomicBool>,
 }
 
 fn invalid(field: &str, message: &str) -> FieldReportError {
@@ -85,7 +94,17 @@ pub fn entity_named(name: &str) -> Result<&'static EntityInfo, FieldReportError>
 
 impl FieldReportService {
     pub fn new(store: Store, client: Result<FieldReportClient, UpstreamError>) -> Self {
-        FieldReportService { store, client }
+        FieldReportService { store, client, stop: Arc::new(AtomicBool::new(false)) }
+    }
+
+    /// Asks long work in progress to end after its current page or record.
+    pub fn request_stop(&self) {
+        self.stop.store(true, Ordering::SeqCst);
+    }
+
+    /// `Err(Interrupted)` once a stop was requested.
+    pub fn check_stop(&self) -> Result<(), FieldReportError> {
+        if self.stop.load(Ordering::SeqCst) { Err(FieldReportError::Interrupted) } else { Ok(()) }
     }
 
     pub(super) fn client(&self) -> Result<&FieldReportClient, FieldReportError> {

@@ -125,6 +125,7 @@ impl FieldReportService {
                 }
                 report.seconds = started.elapsed().as_secs_f64();
                 progress(&report);
+                self.check_stop()?;
                 match page.next_link {
                     Some(link) => next = Some(link),
                     None => break,
