@@ -8,6 +8,8 @@
 //! `retry_after_seconds` adds `Retry-After: <n>` to a failure (e.g. a 429). Without `body`, a
 //! failure answers in the simulated system's error format where it sets one (the ERP's
 //! problem JSON), else `{Message, StatusCode}`. `DELETE /__sandbox/faults` clears them.
+//! `GET /__sandbox/calls` answers `{calls: n}`: the requests received outside `/__sandbox/`,
+//! failed and dropped ones included (tests compare it with the service's metrics).
 
 pub mod erp;
 pub mod faults;
