@@ -2,8 +2,10 @@
 //!
 //! One [`Metrics`] per running service (tests start several in one process), shared by the
 //! front (requests), the upstream clients (calls) and the leasing routes (flow outcomes).
-//! Counters and histogram buckets are plain atomics updated with relaxed adds; a series is a
-//! fixed slot found without locks, so recording costs a few atomic adds. Queue depths and pool
+//! Counters and histogram buckets are plain atomics updated with relaxed adds. A request's
+//! series is found by walking the operation matcher and scanning the operation's status slots
+//! (each claimed once, through a `OnceLock`), so once a series exists, recording it takes no
+//! lock and no allocation: a few map lookups and three atomic adds. Queue depths and pool
 //! usage are read when scraped: the database is the truth across instances and restarts,
 //! which gauges kept in memory would not be.
 //!
