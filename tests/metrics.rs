@@ -250,6 +250,18 @@ async fn counts_requests_upstream_calls_flows_and_queues(db: Db) {
         .unwrap();
     assert_eq!(created.status(), 201);
 
+    // A body over the limit, refused by the front itself, still under the route's operation.
+    let too_large = svc
+        .client
+        .post(svc.url("/api/v1/fieldreport/companies"))
+        .bearer_auth(&token)
+        .header("content-type", "application/json")
+        .body(vec![b' '; 1024 * 1024 + 1])
+        .send()
+        .await
+        .unwrap();
+    error_body(too_large, 413).await;
+
     // A financing request, and a wait whose first read the provider refuses with 503 (the
     // read is retried): one http_5xx call among the ok ones.
     let created = svc.client.post(svc.url("/api/v1/leasing")).bearer_auth(&token).json(&leasing_payload("ACME GmbH"));
@@ -285,7 +297,7 @@ async fn counts_requests_upstream_calls_flows_and_queues(db: Db) {
 
     let metrics = scrape(&svc).await;
 
-    // Requests: every one of the ten above, once, under its operation; nothing else.
+    // Requests: every one of the eleven above, once, under its operation; nothing else.
     let requests = metrics.counter("integration_service_http_requests_total", &["operation", "status"]);
     let expected: BTreeMap<Vec<String>, f64> = [
         (["login", "200"], 1.0),
@@ -293,6 +305,7 @@ async fn counts_requests_upstream_calls_flows_and_queues(db: Db) {
         (["unmatched", "404"], 2.0),
         (["fieldreport_companies_show", "404"], 1.0),
         (["fieldreport_companies_create", "201"], 1.0),
+        (["fieldreport_companies_create", "413"], 1.0),
         (["leasing_create", "201"], 1.0),
         (["leasing_wait_ready_to_sign", "200"], 1.0),
         (["leasing_request_flow", "500"], 1.0),

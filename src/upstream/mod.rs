@@ -320,6 +320,24 @@ mod tests {
     }
 
     #[test]
+    fn call_outcomes_follow_the_error() {
+        let system = System::Erp;
+        let outcome = |error: UpstreamError| CallOutcome::of::<()>(&Err(error)).label();
+        assert_eq!(CallOutcome::of(&Ok::<_, UpstreamError>(())).label(), "ok");
+        assert_eq!(outcome(UpstreamError::Refused { system, status: 302, message: String::new() }), "http_3xx");
+        assert_eq!(outcome(UpstreamError::Refused { system, status: 409, message: String::new() }), "http_4xx");
+        assert_eq!(outcome(UpstreamError::Throttled { system, retry_after: None }), "http_4xx");
+        assert_eq!(outcome(UpstreamError::Refused { system, status: 503, message: String::new() }), "http_5xx");
+        assert_eq!(outcome(UpstreamError::Refused { system, status: 999, message: String::new() }), "invalid_response");
+        assert_eq!(outcome(UpstreamError::Timeout { system }), "timeout");
+        assert_eq!(outcome(UpstreamError::Unreachable { system, detail: String::new() }), "connection_error");
+        assert_eq!(outcome(UpstreamError::Malformed { system, detail: String::new() }), "invalid_response");
+        assert_eq!(outcome(UpstreamError::Client { system, detail: String::new() }), "client_error");
+        let labels: std::collections::BTreeSet<&str> = CallOutcome::ALL.iter().map(|o| o.label()).collect();
+        assert_eq!(labels.len(), CallOutcome::ALL.len(), "labels are distinct");
+    }
+
+    #[test]
     fn summaries_are_bounded() {
         assert_eq!(summarise("  short "), "short");
         assert_eq!(summarise(&"x".repeat(500)).chars().count(), 301);
