@@ -19,6 +19,7 @@ pub mod fieldreport;
 pub mod front;
 pub mod leasing;
 pub mod mail;
+pub mod metrics;
 pub mod sandbox;
 pub mod server;
 pub mod storage;

@@ -23,6 +23,8 @@ use crate::front::{self, Front};
 use crate::leasing::calculation::Factors;
 use crate::leasing::service::LeasingService;
 use crate::mail::Mailer;
+use crate::metrics::Metrics;
+use crate::metrics::operations::OperationMatcher;
 use crate::storage::Storage;
 use crate::store::{Store, StoreError};
 use crate::upstream::UpstreamError;
@@ -80,10 +82,14 @@ impl RunningService {
 
 /// The leasing area's service. A provider that is not configured is no reason not to start
 /// (its routes answer naming the missing setting); an unreadable certificate is.
-fn leasing_service(config: &Config, erp: Result<ErpClient, UpstreamError>) -> Result<LeasingService, StartError> {
+fn leasing_service(
+    config: &Config,
+    erp: Result<ErpClient, UpstreamError>,
+    metrics: &Arc<Metrics>,
+) -> Result<LeasingService, StartError> {
     let client = match LeasingClient::from_config(&config.leasing) {
         Err(error @ UpstreamError::Client { .. }) => return Err(StartError::Unsupported(error.to_string())),
-        other => other,
+        other => other.map(|client| client.with_metrics(metrics.clone())),
     };
     let storage = Storage::from_url(&config.storage_url).map_err(|e| StartError::Unsupported(e.to_string()))?;
     let mailer = Mailer::new(
@@ -97,18 +103,21 @@ fn leasing_service(config: &Config, erp: Result<ErpClient, UpstreamError>) -> Re
 }
 
 /// The ERP client; not configured is fine, misconfigured is not.
-fn erp_client(config: &Config) -> Result<Result<ErpClient, UpstreamError>, StartError> {
+fn erp_client(config: &Config, metrics: &Arc<Metrics>) -> Result<Result<ErpClient, UpstreamError>, StartError> {
     match ErpClient::from_config(&config.erp) {
         Err(error @ UpstreamError::Client { .. }) => Err(StartError::Unsupported(error.to_string())),
-        other => Ok(other),
+        other => Ok(other.map(|client| client.with_metrics(metrics.clone()))),
     }
 }
 
 /// The field-report client; not configured is fine, misconfigured is not.
-fn fieldreport_client(config: &Config) -> Result<Result<FieldReportClient, UpstreamError>, StartError> {
+fn fieldreport_client(
+    config: &Config,
+    metrics: &Arc<Metrics>,
+) -> Result<Result<FieldReportClient, UpstreamError>, StartError> {
     match FieldReportClient::from_config(&config.fieldreport) {
         Err(error @ UpstreamError::Client { .. }) => Err(StartError::Unsupported(error.to_string())),
-        other => Ok(other),
+        other => Ok(other.map(|client| client.with_metrics(metrics.clone()))),
     }
 }
 
@@ -126,6 +135,14 @@ async fn janitor(store: Store, log: Logger) {
     }
 }
 
+/// The metrics of this service; requests are named by the operations of the served document.
+fn metrics(openapi: &str, docs_path: &str) -> Arc<Metrics> {
+    let document: serde_json::Value = serde_json::from_str(openapi).expect("the served document is JSON");
+    let docs_route = format!("/{docs_path}/openapi.json");
+    let matcher = OperationMatcher::new(&document, &[("get", &docs_route, "openapi_document")]);
+    Arc::new(Metrics::new(matcher))
+}
+
 pub async fn start(config: &Config, log: &Logger) -> Result<RunningService, StartError> {
     if config.tls_cert.is_some() {
         return Err(StartError::Unsupported(
@@ -134,8 +151,10 @@ pub async fn start(config: &Config, log: &Logger) -> Result<RunningService, Star
     }
     let store = Store::open(&config.database_url).await?.with_work_lease(config.work_lease);
     let auth = Authenticator::new(store.clone(), config.token_ttl)?;
-    let fieldreport = FieldReportService::new(store.clone(), fieldreport_client(config)?);
-    let erp_client = erp_client(config)?;
+    let openapi = api::openapi::document();
+    let metrics = metrics(&openapi, &config.docs_path);
+    let fieldreport = FieldReportService::new(store.clone(), fieldreport_client(config, &metrics)?);
+    let erp_client = erp_client(config, &metrics)?;
     let erp = ErpService::new(
         store.clone(),
         erp_client.clone(),
@@ -148,11 +167,13 @@ pub async fn start(config: &Config, log: &Logger) -> Result<RunningService, Star
     let context = ApiContext {
         store: store.clone(),
         auth,
-        openapi: Arc::new(api::openapi::document()),
+        openapi: Arc::new(openapi),
         leasing_factors: Factors::new(config.leasing.factors.clone()),
-        leasing: leasing_service(config, erp_client)?,
+        leasing: leasing_service(config, erp_client, &metrics)?,
         fieldreport,
         erp,
+        metrics: metrics.clone(),
+        metrics_token: config.metrics_token.clone(),
     };
 
     let dropshot_config = ConfigDropshot {
@@ -180,6 +201,7 @@ pub async fn start(config: &Config, log: &Logger) -> Result<RunningService, Star
         trusted_proxies: config.trusted_proxies.clone(),
         max_body_bytes: config.max_body_bytes,
         log: log.new(o!("component" => "front")),
+        metrics,
     });
     let (stop_front, stopped) = oneshot::channel();
     let front_task = tokio::spawn(front::serve(front, listener, stopped));

@@ -6,6 +6,7 @@ use crate::auth::Authenticator;
 use crate::fieldreport::service::FieldReportService;
 use crate::leasing::calculation::Factors;
 use crate::leasing::service::LeasingService;
+use crate::metrics::Metrics;
 use crate::store::Store;
 
 pub struct ApiContext {
@@ -18,4 +19,7 @@ pub struct ApiContext {
     pub leasing: LeasingService,
     pub fieldreport: FieldReportService,
     pub erp: crate::erp::ErpService,
+    pub metrics: Arc<Metrics>,
+    /// When set, `GET /metrics` needs `Authorization: Bearer <METRICS_TOKEN>`.
+    pub metrics_token: Option<secrecy::SecretString>,
 }

@@ -10,15 +10,17 @@ use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::front::CLIENT_ADDRESS_HEADER;
 
+/// The token of an `Authorization: Bearer <token>` header.
+pub fn bearer_token(headers: &http::HeaderMap) -> Option<&str> {
+    let value = headers.get(http::header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = value.split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
+}
+
 /// The caller of a guarded route, or 401 `Unauthenticated.`.
 pub async fn caller(rqctx: &RequestContext<ApiContext>) -> Result<Caller, ApiError> {
-    let header = rqctx.request.headers().get(http::header::AUTHORIZATION).ok_or_else(ApiError::unauthenticated)?;
-    let value = header.to_str().map_err(|_| ApiError::unauthenticated())?;
-    let (scheme, token) = value.split_once(' ').ok_or_else(ApiError::unauthenticated)?;
-    if !scheme.eq_ignore_ascii_case("bearer") {
-        return Err(ApiError::unauthenticated());
-    }
-    Ok(rqctx.context().auth.authenticate(token.trim()).await?)
+    let token = bearer_token(rqctx.request.headers()).ok_or_else(ApiError::unauthenticated)?;
+    Ok(rqctx.context().auth.authenticate(token).await?)
 }
 
 /// The client's address: set by the front (which alone decides whether `X-Forwarded-For` is

@@ -14,8 +14,9 @@ use super::idempotency;
 use super::leasing_schema as schema;
 use crate::error::ApiError;
 use crate::leasing::flow::{self, FlowInput, FlowRecorder};
-use crate::leasing::service::{StoredContract, WaitParams};
+use crate::leasing::service::{LeasingError, StoredContract, WaitParams};
 use crate::leasing::state::StateMeta;
+use crate::metrics::LeasingFlow;
 
 /// Public leasing paths that collide with `/api/v1/leasing/{financingId}` in dropshot's router,
 /// and the internal paths they are served under (see `crate::front::rewrite`). Literal rows
@@ -151,6 +152,12 @@ impl InverseCalculationResult {
     }
 }
 
+/// Counts how a flow that ran ended (its `error_code`), and passes the result on.
+fn counted<T>(context: &ApiContext, flow: LeasingFlow, result: Result<T, LeasingError>) -> Result<T, LeasingError> {
+    context.metrics.leasing_flow_ended(flow, result.as_ref().err().map(LeasingError::code));
+    result
+}
+
 /// The caller, or the leasing-shaped 401.
 async fn authorize(rqctx: &RequestContext<ApiContext>) -> Result<(), ApiError> {
     caller(rqctx).await.map(|_| ()).map_err(ApiError::leasing)
@@ -276,7 +283,8 @@ pub async fn run_flow(
     let envelope =
         idempotency::once(&context.store, caller.user.id, "leasing.request-flow", key, &fingerprint, || async {
             let mut recorder = FlowRecorder::start(&context.store, caller.user.id, input.mode()).await?;
-            let mut result = flow::run(&context.leasing, &input, &mut recorder).await?;
+            let result = flow::run(&context.leasing, &input, &mut recorder).await;
+            let mut result = counted(context, LeasingFlow::RequestFlow, result)?;
             result["flowId"] = serde_json::json!(recorder.flow_id);
             Ok(FlowEnvelope { success: true, data: Documented::new(result) })
         })
@@ -369,7 +377,9 @@ pub async fn wait_ready_to_sign(
         query.technician_appointment_time,
     )
     .map_err(|errors| ApiError::validation(errors).leasing())?;
-    Ok(HttpResponseOk(RequestEnvelope::of(rqctx.context().leasing.wait_ready_to_sign(id, &params, None).await?)))
+    let context = rqctx.context();
+    let result = context.leasing.wait_ready_to_sign(id, &params, None).await;
+    Ok(HttpResponseOk(RequestEnvelope::of(counted(context, LeasingFlow::WaitReadyToSign, result)?)))
 }
 
 pub async fn e_signature_configuration(

@@ -48,7 +48,7 @@ pub const OPENAPI_INTERNAL_PATH: &str = "/__internal/docs/openapi.json";
             "erp" = { description = "The ERP's webhooks, the local mirror of its models, helper routes for sync tooling, and the ERP → field-report mapping." },
             "fieldreport" = { description = "The local mirror of the field-report system's 15 entity types; writes are forwarded to the upstream." },
             "leasing" = { description = "Financing requests at the leasing provider, the one-shot request flow, and lease calculations." },
-            "operations" = { description = "Liveness and readiness probes for operators and orchestrators." },
+            "operations" = { description = "Liveness and readiness probes and metrics for operators and orchestrators." },
         },
     },
 }]
@@ -573,6 +573,17 @@ pub trait IntegrationApi {
     /// The OpenAPI document of this service (served at `/{DOCS_PATH}/openapi.json`).
     #[endpoint { method = GET, path = "/__internal/docs/openapi.json", tags = ["operations"], unpublished = true }]
     async fn openapi_document(rqctx: RequestContext<Self::Context>) -> Result<Response<Body>, ApiError>;
+
+    /// Metrics
+    ///
+    /// The service's metrics in the Prometheus text exposition format (version 0.0.4):
+    /// requests per operation and status, upstream calls per system and outcome (both with
+    /// latency histograms), leasing flow outcomes by `error_code`, the ERP webhook inbox and
+    /// the field-report push queue, database pool usage, start time and version. When the
+    /// service sets `METRICS_TOKEN`, send it as `Authorization: Bearer <METRICS_TOKEN>`;
+    /// otherwise the route is open.
+    #[endpoint { method = GET, path = "/metrics", tags = ["operations"] }]
+    async fn metrics(rqctx: RequestContext<Self::Context>) -> Result<Response<Body>, ApiError>;
 }
 
 /// The implementation of [`IntegrationApi`]: each method delegates to its area's handler.
@@ -956,6 +967,10 @@ impl IntegrationApi for Service {
 
     async fn openapi_document(rqctx: RequestContext<ApiContext>) -> Result<Response<Body>, ApiError> {
         operations::openapi_document(&rqctx)
+    }
+
+    async fn metrics(rqctx: RequestContext<ApiContext>) -> Result<Response<Body>, ApiError> {
+        operations::metrics(&rqctx).await
     }
 }
 

@@ -7,8 +7,8 @@ use serde_json::{Value, json};
 
 use crate::front::rewrite::RewriteTable;
 
-/// Operations that need no bearer token.
-const PUBLIC_OPERATIONS: &[&str] = &["login", "healthz", "readyz"];
+/// Operations that need no bearer token (`metrics` has a token of its own).
+const PUBLIC_OPERATIONS: &[&str] = &["login", "healthz", "readyz", "metrics"];
 
 const DESCRIPTION: &str = "One authenticated, documented HTTP API in front of three upstream systems: \
 a leasing provider (financing requests, e-signature, contract documents), a field-report system \
@@ -34,11 +34,18 @@ fn complete(doc: &mut Value, rewrites: &RewriteTable) {
     let components = doc["components"].as_object_mut().expect("the document has components");
     components.insert(
         "securitySchemes".into(),
-        json!({"bearerAuth": {
-            "type": "http",
-            "scheme": "bearer",
-            "description": "A personal access token from `POST /api/v1/login`: `<id>|<40 characters>`."
-        }}),
+        json!({
+            "bearerAuth": {
+                "type": "http",
+                "scheme": "bearer",
+                "description": "A personal access token from `POST /api/v1/login`: `<id>|<40 characters>`."
+            },
+            "metricsToken": {
+                "type": "http",
+                "scheme": "bearer",
+                "description": "The service's `METRICS_TOKEN` setting; `GET /metrics` is open when it is unset."
+            }
+        }),
     );
     let error_content = json!({"application/json": {"schema": {"$ref": "#/components/schemas/ApiError"}}});
     let responses = components.entry("responses").or_insert_with(|| json!({}));
@@ -116,6 +123,9 @@ fn complete(doc: &mut Value, rewrites: &RewriteTable) {
             if tags.iter().any(|t| t == "fieldreport") {
                 complete_fieldreport_operation(op, &op_id);
             }
+            if op_id == "metrics" {
+                complete_metrics_operation(op, &error_content);
+            }
             if op_id == "readyz" {
                 op["responses"]["503"] = json!({"$ref": "#/components/responses/ServiceUnavailable"});
             }
@@ -130,6 +140,28 @@ fn complete(doc: &mut Value, rewrites: &RewriteTable) {
         public_paths.insert(rewrites.public_path_of(&path).unwrap_or(path), item);
     }
     doc["paths"] = Value::Object(public_paths);
+}
+
+/// The exposition's media type and the optional metrics token.
+fn complete_metrics_operation(op: &mut Value, error_content: &Value) {
+    op["security"] = json!([{"metricsToken": []}, {}]);
+    op["responses"] = json!({
+        "200": {
+            "description": "The metrics in the Prometheus text exposition format, version 0.0.4.",
+            "content": {"text/plain; version=0.0.4; charset=utf-8": {
+                "schema": {"type": "string"},
+                "example": "# HELP integration_service_http_requests_total HTTP requests answered, by operation (OpenAPI operationId; `unmatched` for any other path) and status.\n# TYPE integration_service_http_requests_total counter\nintegration_service_http_requests_total{operation=\"login\",status=\"200\"} 3\n"
+            }}
+        },
+        "401": {
+            "description": "`METRICS_TOKEN` is set and the request did not present it as `Authorization: Bearer <METRICS_TOKEN>`.",
+            "content": {"application/json": {
+                "schema": {"$ref": "#/components/schemas/ApiError"},
+                "example": {"message": "Unauthenticated.", "error_code": "unauthenticated", "request_id": "0d5c1e3e-8b7f-4f4e-9c57-2f1f0c9e1a11"}
+            }}
+        },
+        "5XX": {"description": "An internal error.", "content": error_content.clone()}
+    });
 }
 
 /// Error answers of the field-report routes, and the two answers of a delete.
@@ -186,6 +218,9 @@ mod tests {
         assert!(user["responses"]["401"].is_object());
         let login = &doc["paths"]["/api/v1/login"]["post"];
         assert!(login.get("security").is_none());
+        let metrics = &doc["paths"]["/metrics"]["get"];
+        assert_eq!(metrics["security"], serde_json::json!([{"metricsToken": []}, {}]));
+        assert!(metrics["responses"]["200"]["content"]["text/plain; version=0.0.4; charset=utf-8"].is_object());
         assert!(login["responses"]["429"].is_object());
         for (_, item) in doc["paths"].as_object().unwrap() {
             for (_, op) in item.as_object().unwrap() {

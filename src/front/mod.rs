@@ -30,6 +30,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Mutex, oneshot};
 
 use crate::error::default_error_code;
+use crate::metrics::Metrics;
 use rewrite::{INTERNAL_PREFIX, RewriteTable};
 
 /// Header carrying the client address from the front to dropshot (never taken from clients).
@@ -52,6 +53,7 @@ pub struct Front {
     pub trusted_proxies: Vec<IpNet>,
     pub max_body_bytes: usize,
     pub log: Logger,
+    pub metrics: Arc<Metrics>,
 }
 
 /// Accepts connections until `shutdown` fires, then lets in-flight requests finish.
@@ -148,7 +150,9 @@ impl Front {
             }
         };
         let status = response.status().as_u16();
-        let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
+        let elapsed = started.elapsed();
+        self.metrics.observe_request(method.as_str(), &path, status, elapsed);
+        let latency_ms = elapsed.as_secs_f64() * 1000.0;
         slog::info!(self.log, "request";
             "method" => %method, "path" => path, "status" => status,
             "latency_ms" => format!("{latency_ms:.3}"), "request_id" => request_id, "client" => %client);

@@ -36,6 +36,25 @@ pub enum LeasingError {
 }
 
 impl LeasingError {
+    /// Every code [`LeasingError::code`] answers (metrics count flow outcomes by them).
+    pub const CODES: [&'static str; 15] = [
+        "validation_failed",
+        "declined",
+        "cancelled",
+        "missing_info",
+        "already_past_signing",
+        "not_ready_to_sign",
+        "storage_error",
+        "upstream_not_configured",
+        "upstream_timeout",
+        "upstream_unavailable",
+        "upstream_busy",
+        "upstream_rejected",
+        "upstream_error",
+        "upstream_invalid_response",
+        "upstream_client_error",
+    ];
+
     /// The `error_code` of the answer: one per cause.
     pub fn code(&self) -> &'static str {
         match self {
@@ -328,6 +347,31 @@ mod tests {
         for bad in ["", "../x", "a/b", "a b", "x.pdf", &"a".repeat(65)] {
             assert!(matches!(financing_id(bad), Err(LeasingError::Invalid(_))), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn every_code_is_listed() {
+        use crate::upstream::System;
+        let system = System::Leasing;
+        let errors = [
+            LeasingError::Invalid(FieldErrors::new()),
+            LeasingError::Declined,
+            LeasingError::Cancelled,
+            LeasingError::MissingInfo { mail: String::new() },
+            LeasingError::PastSigning(String::new()),
+            LeasingError::NotReadyToSign { state: String::new(), attempts: 1 },
+            LeasingError::Storage(String::new()),
+            UpstreamError::NotConfigured { system, setting: "X" }.into(),
+            UpstreamError::Timeout { system }.into(),
+            UpstreamError::Unreachable { system, detail: String::new() }.into(),
+            UpstreamError::Throttled { system, retry_after: None }.into(),
+            UpstreamError::Refused { system, status: 404, message: String::new() }.into(),
+            UpstreamError::Refused { system, status: 503, message: String::new() }.into(),
+            UpstreamError::Malformed { system, detail: String::new() }.into(),
+            UpstreamError::Client { system, detail: String::new() }.into(),
+        ];
+        let codes: Vec<&str> = errors.iter().map(LeasingError::code).collect();
+        assert_eq!(codes, LeasingError::CODES, "CODES lists each code once, in this order");
     }
 
     #[test]

@@ -3,6 +3,7 @@
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use bytes::Bytes;
 use http::{Method, Request, Response, StatusCode, header};
@@ -63,17 +64,20 @@ where
     let listener = TcpListener::bind(bind).await?;
     let address = listener.local_addr()?;
     let handler = Arc::new(handler);
+    let calls = Arc::new(AtomicU64::new(0));
     tokio::spawn(async move {
         loop {
             let Ok((stream, _)) = listener.accept().await else { continue };
             let handler = handler.clone();
             let faults = faults.clone();
+            let calls = calls.clone();
             let log = log.clone();
             let service = service_fn(move |req: Request<Incoming>| {
                 let handler = handler.clone();
                 let faults = faults.clone();
+                let calls = calls.clone();
                 let log = log.clone();
-                async move { dispatch(req, &faults, &log, handler.as_ref()).await }
+                async move { dispatch(req, &faults, &calls, &log, handler.as_ref()).await }
             });
             tokio::spawn(async move {
                 let _ =
@@ -99,6 +103,7 @@ impl std::error::Error for DroppedByFault {}
 async fn dispatch<H, F>(
     req: Request<Incoming>,
     faults: &Faults,
+    calls: &AtomicU64,
     log: &Logger,
     handler: &H,
 ) -> Result<SimResponse, DroppedByFault>
@@ -108,6 +113,12 @@ where
 {
     let (parts, body) = req.into_parts();
     let path = parts.uri.path().to_string();
+    if path == "/__sandbox/calls" {
+        return Ok(json(StatusCode::OK, &serde_json::json!({"calls": calls.load(Ordering::SeqCst)})));
+    }
+    if !path.starts_with("/__sandbox/") {
+        calls.fetch_add(1, Ordering::SeqCst);
+    }
     let body = match body.collect().await {
         Ok(collected) => collected.to_bytes(),
         Err(_) => return Err(DroppedByFault),

@@ -9,6 +9,8 @@
 //! type of a `body` answer; `answer_delay_ms` carries a call out and answers late. Without `body`, a
 //! failure answers in the simulated system's error format where it sets one (the ERP's
 //! problem JSON), else `{Message, StatusCode}`. `DELETE /__sandbox/faults` clears them.
+//! `GET /__sandbox/calls` answers `{calls: n}`: the requests received outside `/__sandbox/`,
+//! failed and dropped ones included (tests compare it with the service's metrics).
 
 pub mod erp;
 pub mod faults;

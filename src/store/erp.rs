@@ -490,6 +490,26 @@ impl Store {
         Ok(counts)
     }
 
+    /// The calls waiting (`pending`) and given up (`failed`), without the done ones: both
+    /// counts are ranges of the `(state, next_attempt_at)` index.
+    pub async fn inbox_depths(&self) -> Result<InboxCounts, StoreError> {
+        let rows = sqlx::query(
+            "SELECT state, COUNT(*) AS n FROM erp_webhook_inbox WHERE state IN ('pending', 'failed') GROUP BY state",
+        )
+        .fetch_all(self.pool())
+        .await?;
+        let mut counts = InboxCounts::default();
+        for row in &rows {
+            let state: String = row.try_get("state")?;
+            let n: i64 = row.try_get("n")?;
+            match state.as_str() {
+                "pending" => counts.pending = n,
+                _ => counts.failed = n,
+            }
+        }
+        Ok(counts)
+    }
+
     /// The calls not done yet (pending and failed), oldest first, and the newest done ones.
     pub async fn inbox_recent(&self, limit: i64) -> Result<Vec<InboxItem>, StoreError> {
         let rows = sqlx::query(sql!(

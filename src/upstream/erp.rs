@@ -7,13 +7,17 @@
 //! (`{title, detail, validationErrors}`) are summarised into the error's message; the key never
 //! appears in an error (it travels in a header, and URLs are left out of transport errors).
 
+use std::sync::Arc;
+use std::time::Instant;
+
 use reqwest::{Method, StatusCode};
 use secrecy::{ExposeSecret, SecretString};
 use serde_json::Value;
 use url::Url;
 
-use super::{System, UpstreamError, error_chain, json_answer, retry_read, retry_throttled, summarise};
+use super::{CallOutcome, System, UpstreamError, error_chain, json_answer, retry_read, retry_throttled, summarise};
 use crate::config::ErpConfig;
+use crate::metrics::{CallRecorder, Metrics};
 
 const SYSTEM: System = System::Erp;
 
@@ -25,6 +29,7 @@ pub struct ErpClient {
     http: reqwest::Client,
     root: Url,
     api_key: SecretString,
+    metrics: CallRecorder,
 }
 
 /// The message of a problem-style error body (`title: detail; validation messages`), or the
@@ -92,7 +97,13 @@ impl ErpClient {
             .connect_timeout(config.connect_timeout)
             .build()
             .map_err(|e| UpstreamError::Client { system: SYSTEM, detail: error_chain(&e) })?;
-        Ok(ErpClient { http, root, api_key })
+        Ok(ErpClient { http, root, api_key, metrics: CallRecorder::default() })
+    }
+
+    /// Counts every call in `metrics`.
+    pub fn with_metrics(mut self, metrics: Arc<Metrics>) -> Self {
+        self.metrics = CallRecorder::new(metrics);
+        self
     }
 
     fn url(&self, path: &str, query: &[(String, String)]) -> Result<Url, UpstreamError> {
@@ -105,8 +116,25 @@ impl ErpClient {
         Ok(url)
     }
 
-    /// One call; `Ok(None)` for a 404.
+    /// One call, counted (every call to the ERP passes here); `Ok(None)` for a 404.
     async fn call(
+        &self,
+        method: Method,
+        path: &str,
+        query: &[(String, String)],
+        body: Option<&Value>,
+    ) -> Result<Option<Value>, UpstreamError> {
+        let started = Instant::now();
+        let result = self.exchange(method, path, query, body).await;
+        let outcome = match &result {
+            Ok(None) => CallOutcome::of_status(StatusCode::NOT_FOUND.as_u16()),
+            other => CallOutcome::of(other),
+        };
+        self.metrics.record(SYSTEM, outcome, started);
+        result
+    }
+
+    async fn exchange(
         &self,
         method: Method,
         path: &str,

@@ -3,13 +3,17 @@
 //! Records travel as JSON documents (the mirror keeps them whole). Keys are Int64 and
 //! addressed as `<Set>(<Id>L)`; OData errors (v4 `error`, v3 `odata.error`) are summarised.
 
+use std::sync::Arc;
+use std::time::Instant;
+
 use reqwest::Method;
 use secrecy::{ExposeSecret, SecretString};
 use serde_json::Value;
 use url::Url;
 
-use super::{System, UpstreamError, error_chain, json_answer, retry_read, summarise};
+use super::{CallOutcome, System, UpstreamError, error_chain, json_answer, retry_read, summarise};
 use crate::config::FieldReportConfig;
+use crate::metrics::{CallRecorder, Metrics};
 
 const SYSTEM: System = System::FieldReport;
 
@@ -19,6 +23,7 @@ pub struct FieldReportClient {
     root: Url,
     username: String,
     password: SecretString,
+    metrics: CallRecorder,
 }
 
 /// How a record is addressed: `Companies(123L)` for numeric ids, `Companies('x')` otherwise.
@@ -67,7 +72,13 @@ impl FieldReportClient {
             .connect_timeout(std::time::Duration::from_secs(10))
             .build()
             .map_err(|e| UpstreamError::Client { system: SYSTEM, detail: error_chain(&e) })?;
-        Ok(FieldReportClient { http, root, username, password })
+        Ok(FieldReportClient { http, root, username, password, metrics: CallRecorder::default() })
+    }
+
+    /// Counts every call in `metrics`.
+    pub fn with_metrics(mut self, metrics: Arc<Metrics>) -> Self {
+        self.metrics = CallRecorder::new(metrics);
+        self
     }
 
     fn url(&self, path: &str) -> Result<Url, UpstreamError> {
@@ -76,7 +87,15 @@ impl FieldReportClient {
             .map_err(|e| UpstreamError::Client { system: SYSTEM, detail: e.to_string() })
     }
 
+    /// One call, counted: every call to the field-report system passes here.
     async fn call(&self, method: Method, path: &str, body: Option<&Value>) -> Result<Value, UpstreamError> {
+        let started = Instant::now();
+        let result = self.exchange(method, path, body).await;
+        self.metrics.record(SYSTEM, CallOutcome::of(&result), started);
+        result
+    }
+
+    async fn exchange(&self, method: Method, path: &str, body: Option<&Value>) -> Result<Value, UpstreamError> {
         let mut request = self
             .http
             .request(method, self.url(path)?)

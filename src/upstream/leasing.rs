@@ -4,15 +4,18 @@
 //! both directions (the generated models keep unknown fields). The provider authenticates by
 //! client certificate (mutual TLS) and speaks only HTTP/1.1, though it offers h2 in ALPN.
 
-use std::time::Duration;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use generated::leasing::{Client, Error, ResponseValue, types};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use super::{System, UpstreamError, retry_read, summarise};
+use super::{CallOutcome, System, UpstreamError, retry_read, summarise};
 use crate::config::LeasingConfig;
+use crate::metrics::{CallRecorder, Metrics};
 
 const SYSTEM: System = System::Leasing;
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -21,6 +24,7 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 #[derive(Clone)]
 pub struct LeasingClient {
     api: Client,
+    metrics: CallRecorder,
 }
 
 /// A body that does not fit the provider's schema (wrong type of a known field).
@@ -80,16 +84,34 @@ impl LeasingClient {
         let http =
             builder.build().map_err(|e| UpstreamError::Client { system: SYSTEM, detail: super::error_chain(&e) })?;
         let root = base_url.as_str().trim_end_matches('/');
-        Ok(LeasingClient { api: Client::new_with_client(root, http) })
+        Ok(LeasingClient { api: Client::new_with_client(root, http), metrics: CallRecorder::default() })
+    }
+
+    /// Counts every call in `metrics`.
+    pub fn with_metrics(mut self, metrics: Arc<Metrics>) -> Self {
+        self.metrics = CallRecorder::new(metrics);
+        self
+    }
+
+    /// Sends one request of the generated client, maps its answer and counts the call: the one
+    /// place every call to the provider passes.
+    async fn call<T: Serialize>(
+        &self,
+        request: impl Future<Output = Result<ResponseValue<T>, Error<types::ProviderError>>>,
+    ) -> Result<Value, UpstreamError> {
+        let started = Instant::now();
+        let result = finish(request.await);
+        self.metrics.record(SYSTEM, CallOutcome::of(&result), started);
+        result
     }
 
     /// Creates a financing request; the answer carries `FinancingId` and `State`.
     pub async fn create(&self, request: &types::FinancingRequest) -> Result<Value, UpstreamError> {
-        finish(self.api.create_request().body(request.clone()).send().await)
+        self.call(self.api.create_request().body(request.clone()).send()).await
     }
 
     pub async fn get(&self, financing_id: &str) -> Result<Value, UpstreamError> {
-        retry_read(|| async { finish(self.api.get_request().financing_id(financing_id).send().await) }).await
+        retry_read(|| async { self.call(self.api.get_request().financing_id(financing_id).send()).await }).await
     }
 
     pub async fn patch_request(
@@ -97,7 +119,7 @@ impl LeasingClient {
         financing_id: &str,
         patch: &types::PatchRequestPayload,
     ) -> Result<Value, UpstreamError> {
-        finish(self.api.patch_request().financing_id(financing_id).body(patch.clone()).send().await)
+        self.call(self.api.patch_request().financing_id(financing_id).body(patch.clone()).send()).await
     }
 
     pub async fn patch_lessee(
@@ -105,12 +127,12 @@ impl LeasingClient {
         financing_id: &str,
         patch: &types::PatchLesseePayload,
     ) -> Result<Value, UpstreamError> {
-        finish(self.api.patch_lessee().financing_id(financing_id).body(patch.clone()).send().await)
+        self.call(self.api.patch_lessee().financing_id(financing_id).body(patch.clone()).send()).await
     }
 
     pub async fn e_signature_configuration(&self, financing_id: &str) -> Result<Value, UpstreamError> {
         retry_read(|| async {
-            finish(self.api.get_e_signature_configuration().financing_id(financing_id).send().await)
+            self.call(self.api.get_e_signature_configuration().financing_id(financing_id).send()).await
         })
         .await
     }
@@ -120,43 +142,41 @@ impl LeasingClient {
         financing_id: &str,
         payload: &types::ESignaturePayload,
     ) -> Result<Value, UpstreamError> {
-        finish(self.api.start_e_signature().financing_id(financing_id).body(payload.clone()).send().await)
+        self.call(self.api.start_e_signature().financing_id(financing_id).body(payload.clone()).send()).await
     }
 
     pub async fn cancel_e_signature(&self, financing_id: &str) -> Result<Value, UpstreamError> {
-        finish(
-            self.api
-                .cancel_e_signature()
-                .financing_id(financing_id)
-                .body(types::EmptyBody(Default::default()))
-                .send()
-                .await,
+        self.call(
+            self.api.cancel_e_signature().financing_id(financing_id).body(types::EmptyBody(Default::default())).send(),
         )
+        .await
     }
 
     pub async fn switch_to_paper_contract(&self, financing_id: &str) -> Result<Value, UpstreamError> {
-        finish(
+        self.call(
             self.api
                 .switch_to_paper_contract()
                 .financing_id(financing_id)
                 .body(types::EmptyBody(Default::default()))
-                .send()
-                .await,
+                .send(),
         )
+        .await
     }
 
     /// The contract PDF as `{Content: <base64>}`.
     pub async fn contract_document(&self, financing_id: &str) -> Result<Value, UpstreamError> {
-        retry_read(|| async { finish(self.api.get_contract_document_base64().financing_id(financing_id).send().await) })
-            .await
+        retry_read(|| async {
+            self.call(self.api.get_contract_document_base64().financing_id(financing_id).send()).await
+        })
+        .await
     }
 
     pub async fn contract_document_link(&self, financing_id: &str) -> Result<Value, UpstreamError> {
-        finish(self.api.get_contract_document_link().financing_id(financing_id).send().await)
+        self.call(self.api.get_contract_document_link().financing_id(financing_id).send()).await
     }
 
     pub async fn calculate(&self, request: &types::CalculationRequest) -> Result<Value, UpstreamError> {
-        finish(self.api.calculate().body(request.clone()).send().await)
+        self.call(self.api.calculate().body(request.clone()).send()).await
     }
 }
 

@@ -16,6 +16,19 @@ pub enum System {
     Erp,
 }
 
+impl System {
+    pub const ALL: [System; 3] = [System::Leasing, System::FieldReport, System::Erp];
+
+    /// The name in metrics labels.
+    pub fn label(self) -> &'static str {
+        match self {
+            System::Leasing => "leasing",
+            System::FieldReport => "fieldreport",
+            System::Erp => "erp",
+        }
+    }
+}
+
 impl std::fmt::Display for System {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
@@ -82,6 +95,74 @@ impl UpstreamError {
             return UpstreamError::Malformed { system, detail: error_chain(&error) };
         }
         UpstreamError::Unreachable { system, detail: error_chain(&error) }
+    }
+}
+
+/// How one call to an upstream system ended, as counted in metrics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CallOutcome {
+    Ok,
+    /// The upstream answered with a status of this class.
+    Http3xx,
+    /// 4xx, 429 included.
+    Http4xx,
+    Http5xx,
+    Timeout,
+    ConnectionError,
+    /// An answer that could not be read (not the expected JSON, an impossible status).
+    InvalidResponse,
+    /// The request could not be built or sent for a reason on our side.
+    ClientError,
+}
+
+impl CallOutcome {
+    pub const ALL: [CallOutcome; 8] = [
+        CallOutcome::Ok,
+        CallOutcome::Http3xx,
+        CallOutcome::Http4xx,
+        CallOutcome::Http5xx,
+        CallOutcome::Timeout,
+        CallOutcome::ConnectionError,
+        CallOutcome::InvalidResponse,
+        CallOutcome::ClientError,
+    ];
+
+    /// The outcome of an answer with this HTTP status.
+    pub fn of_status(status: u16) -> CallOutcome {
+        match status {
+            200..=299 => CallOutcome::Ok,
+            300..=399 => CallOutcome::Http3xx,
+            400..=499 => CallOutcome::Http4xx,
+            500..=599 => CallOutcome::Http5xx,
+            _ => CallOutcome::InvalidResponse,
+        }
+    }
+
+    /// The outcome of a call that ended with `result`.
+    pub fn of<T>(result: &Result<T, UpstreamError>) -> CallOutcome {
+        match result {
+            Ok(_) => CallOutcome::Ok,
+            Err(UpstreamError::Refused { status, .. }) => CallOutcome::of_status(*status),
+            Err(UpstreamError::Throttled { .. }) => CallOutcome::Http4xx,
+            Err(UpstreamError::Timeout { .. }) => CallOutcome::Timeout,
+            Err(UpstreamError::Unreachable { .. }) => CallOutcome::ConnectionError,
+            Err(UpstreamError::Malformed { .. }) => CallOutcome::InvalidResponse,
+            Err(UpstreamError::Client { .. } | UpstreamError::NotConfigured { .. }) => CallOutcome::ClientError,
+        }
+    }
+
+    /// The name in metrics labels.
+    pub fn label(self) -> &'static str {
+        match self {
+            CallOutcome::Ok => "ok",
+            CallOutcome::Http3xx => "http_3xx",
+            CallOutcome::Http4xx => "http_4xx",
+            CallOutcome::Http5xx => "http_5xx",
+            CallOutcome::Timeout => "timeout",
+            CallOutcome::ConnectionError => "connection_error",
+            CallOutcome::InvalidResponse => "invalid_response",
+            CallOutcome::ClientError => "client_error",
+        }
     }
 }
 
@@ -252,6 +333,24 @@ mod tests {
         .await;
         assert!(matches!(result, Err(UpstreamError::Refused { status: 503, .. })));
         assert_eq!(calls, 2, "a 503 on a write is not retried");
+    }
+
+    #[test]
+    fn call_outcomes_follow_the_error() {
+        let system = System::Erp;
+        let outcome = |error: UpstreamError| CallOutcome::of::<()>(&Err(error)).label();
+        assert_eq!(CallOutcome::of(&Ok::<_, UpstreamError>(())).label(), "ok");
+        assert_eq!(outcome(UpstreamError::Refused { system, status: 302, message: String::new() }), "http_3xx");
+        assert_eq!(outcome(UpstreamError::Refused { system, status: 409, message: String::new() }), "http_4xx");
+        assert_eq!(outcome(UpstreamError::Throttled { system, retry_after: None }), "http_4xx");
+        assert_eq!(outcome(UpstreamError::Refused { system, status: 503, message: String::new() }), "http_5xx");
+        assert_eq!(outcome(UpstreamError::Refused { system, status: 999, message: String::new() }), "invalid_response");
+        assert_eq!(outcome(UpstreamError::Timeout { system }), "timeout");
+        assert_eq!(outcome(UpstreamError::Unreachable { system, detail: String::new() }), "connection_error");
+        assert_eq!(outcome(UpstreamError::Malformed { system, detail: String::new() }), "invalid_response");
+        assert_eq!(outcome(UpstreamError::Client { system, detail: String::new() }), "client_error");
+        let labels: std::collections::BTreeSet<&str> = CallOutcome::ALL.iter().map(|o| o.label()).collect();
+        assert_eq!(labels.len(), CallOutcome::ALL.len(), "labels are distinct");
     }
 
     #[test]

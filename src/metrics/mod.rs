@@ -1,0 +1,376 @@
+//! The service's metrics, served at `GET /metrics` in the Prometheus text format.
+//!
+//! One [`Metrics`] per running service (tests start several in one process), shared by the
+//! front (requests), the upstream clients (calls) and the leasing routes (flow outcomes).
+//! Counters and histogram buckets are plain atomics updated with relaxed adds. A request's
+//! series is found by walking the operation matcher and scanning the operation's status slots
+//! (each claimed once, through a `OnceLock`), so once a series exists, recording it takes no
+//! lock and no allocation: a few map lookups and three atomic adds. Queue depths and pool
+//! usage are read when scraped: the database is the truth across instances and restarts,
+//! which gauges kept in memory would not be.
+//!
+//! Label values are bounded by construction: operations come from the OpenAPI document
+//! (`unmatched` for any other path), statuses are the service's own answers (at most
+//! [`STATUS_SLOTS`] per operation, the rest as `other`), systems, outcomes and error codes are
+//! fixed sets.
+
+pub mod exposition;
+pub mod operations;
+pub mod timing;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use exposition::Exposition;
+use operations::OperationMatcher;
+use timing::Timing;
+
+use crate::leasing::service::LeasingError;
+use crate::store::Store;
+use crate::upstream::{CallOutcome, System};
+
+/// Distinct statuses kept per operation; further ones are counted as status `other`.
+pub const STATUS_SLOTS: usize = 16;
+
+/// The flows whose outcomes are counted by `error_code`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LeasingFlow {
+    /// `POST /api/v1/leasing/leasing/request-flow`.
+    RequestFlow,
+    /// `GET /api/v1/leasing/{financingId}/wait-ready-to-sign`.
+    WaitReadyToSign,
+}
+
+impl LeasingFlow {
+    const ALL: [LeasingFlow; 2] = [LeasingFlow::RequestFlow, LeasingFlow::WaitReadyToSign];
+
+    fn label(self) -> &'static str {
+        match self {
+            LeasingFlow::RequestFlow => "request_flow",
+            LeasingFlow::WaitReadyToSign => "wait_ready_to_sign",
+        }
+    }
+}
+
+/// Outcome labels of a leasing flow: `ok`, then every `error_code`.
+fn flow_outcomes() -> impl Iterator<Item = &'static str> {
+    std::iter::once("ok").chain(LeasingError::CODES.iter().copied())
+}
+
+const FLOW_OUTCOMES: usize = 1 + LeasingError::CODES.len();
+
+/// The requests of one operation, by status.
+#[derive(Default)]
+struct StatusTable {
+    /// Claimed in order by the first request with a new status (a slot is never released).
+    slots: [OnceLock<Box<(u16, Timing)>>; STATUS_SLOTS],
+    other: Timing,
+}
+
+impl StatusTable {
+    fn timing(&self, status: u16) -> &Timing {
+        for slot in &self.slots {
+            let (claimed, timing) = &**slot.get_or_init(|| Box::new((status, Timing::default())));
+            if *claimed == status {
+                return timing;
+            }
+        }
+        &self.other
+    }
+
+    /// The statuses seen, ascending, then `other` if it was used.
+    fn series(&self) -> Vec<(String, &Timing)> {
+        let mut series: Vec<(u16, &Timing)> =
+            self.slots.iter().filter_map(|slot| slot.get()).map(|entry| (entry.0, &entry.1)).collect();
+        series.sort_by_key(|(status, _)| *status);
+        let mut named: Vec<(String, &Timing)> = series.into_iter().map(|(s, t)| (s.to_string(), t)).collect();
+        if self.other.count() > 0 {
+            named.push(("other".to_string(), &self.other));
+        }
+        named
+    }
+}
+
+/// What the scrape reads from the database and the pool.
+#[derive(Debug, Clone, Default)]
+pub struct DatabaseGauges {
+    /// Webhook calls `pending` and `failed`; `None` when the query failed.
+    pub inbox: Option<(i64, i64)>,
+    /// Field-report records waiting to be pushed, per entity; `None` when the query failed.
+    pub pending_push: Option<Vec<(String, i64)>>,
+    pub pool_connections: u32,
+    pub pool_idle: usize,
+    pub pool_max: u32,
+}
+
+impl DatabaseGauges {
+    /// Reads the pool first (the scrape's own queries would show as a busy connection), then
+    /// the queue depths. A failed query is logged and its family left out, so the in-memory
+    /// metrics are served even while the database is down.
+    pub async fn read(store: &Store) -> DatabaseGauges {
+        let pool = store.pool();
+        let mut gauges = DatabaseGauges {
+            pool_connections: pool.size(),
+            pool_idle: pool.num_idle(),
+            pool_max: pool.options().get_max_connections(),
+            ..Default::default()
+        };
+        match store.inbox_depths().await {
+            Ok(counts) => gauges.inbox = Some((counts.pending, counts.failed)),
+            Err(error) => crate::telemetry::report_internal_error(&format!("metrics: webhook inbox depth: {error}")),
+        }
+        match store.mirror_pending_push_counts().await {
+            Ok(counts) => gauges.pending_push = Some(counts),
+            Err(error) => {
+                crate::telemetry::report_internal_error(&format!("metrics: field-report push queue: {error}"))
+            }
+        }
+        gauges
+    }
+}
+
+/// Every counter and histogram of one running service.
+pub struct Metrics {
+    matcher: OperationMatcher,
+    /// Indexed like `matcher.names()`.
+    requests: Vec<StatusTable>,
+    upstream: [[Timing; CallOutcome::ALL.len()]; System::ALL.len()],
+    leasing: [[AtomicU64; FLOW_OUTCOMES]; LeasingFlow::ALL.len()],
+    /// A flow ended with a code missing from `LeasingError::CODES` (a unit test prevents it).
+    leasing_other: [AtomicU64; LeasingFlow::ALL.len()],
+    started_at: SystemTime,
+}
+
+impl Metrics {
+    pub fn new(matcher: OperationMatcher) -> Metrics {
+        let requests = matcher.names().iter().map(|_| StatusTable::default()).collect();
+        Metrics {
+            matcher,
+            requests,
+            upstream: Default::default(),
+            leasing: Default::default(),
+            leasing_other: Default::default(),
+            started_at: SystemTime::now(),
+        }
+    }
+
+    /// One answered request (the front calls this once per request, its own answers included).
+    pub fn observe_request(&self, method: &str, path: &str, status: u16, elapsed: Duration) {
+        let operation = self.matcher.operation(method, path);
+        self.requests[operation].timing(status).observe(elapsed);
+    }
+
+    /// One call to an upstream system (each attempt of a retried call counts).
+    pub fn observe_upstream(&self, system: System, outcome: CallOutcome, elapsed: Duration) {
+        let s = System::ALL.iter().position(|s| *s == system).expect("every system is listed");
+        let o = CallOutcome::ALL.iter().position(|o| *o == outcome).expect("every outcome is listed");
+        self.upstream[s][o].observe(elapsed);
+    }
+
+    /// A leasing flow ended: `None` for success, else its `error_code`.
+    pub fn leasing_flow_ended(&self, flow: LeasingFlow, error_code: Option<&str>) {
+        let f = LeasingFlow::ALL.iter().position(|f| *f == flow).expect("every flow is listed");
+        let outcome = error_code.unwrap_or("ok");
+        match flow_outcomes().position(|o| o == outcome) {
+            Some(o) => self.leasing[f][o].fetch_add(1, Ordering::Relaxed),
+            None => self.leasing_other[f].fetch_add(1, Ordering::Relaxed),
+        };
+    }
+
+    /// The exposition: in-memory metrics and the gauges read for this scrape.
+    pub fn render(&self, database: &DatabaseGauges) -> String {
+        let mut out = Exposition::default();
+        self.render_requests(&mut out);
+        self.render_upstream(&mut out);
+        self.render_leasing(&mut out);
+        render_database(&mut out, database);
+        self.render_process(&mut out);
+        out.into_text()
+    }
+
+    fn render_requests(&self, out: &mut Exposition) {
+        let series: Vec<(&str, String, &Timing)> = self
+            .matcher
+            .names()
+            .iter()
+            .zip(&self.requests)
+            .flat_map(|(operation, table)| {
+                table.series().into_iter().map(move |(status, timing)| (operation.as_str(), status, timing))
+            })
+            .collect();
+        let name = "integration_service_http_requests_total";
+        out.family(
+            name,
+            "counter",
+            "HTTP requests answered, by operation (OpenAPI operationId; `unmatched` for any other path) and status.",
+        );
+        for (operation, status, timing) in &series {
+            out.sample(name, &[("operation", operation), ("status", status)], timing.count());
+        }
+        let name = "integration_service_http_request_duration_seconds";
+        out.family(name, "histogram", "Time to answer a request (until the response head), by operation and status.");
+        for (operation, status, timing) in &series {
+            out.histogram(name, &[("operation", operation), ("status", status)], &timing.snapshot());
+        }
+    }
+
+    fn render_upstream(&self, out: &mut Exposition) {
+        let mut series = Vec::new();
+        for (system, row) in System::ALL.iter().zip(&self.upstream) {
+            for (outcome, timing) in CallOutcome::ALL.iter().zip(row) {
+                if timing.count() > 0 {
+                    series.push((system.label(), outcome.label(), timing));
+                }
+            }
+        }
+        let name = "integration_service_upstream_requests_total";
+        out.family(
+            name,
+            "counter",
+            "Calls to the upstream systems (each attempt of a retried call), by system and outcome \
+             (ok, http_3xx, http_4xx, http_5xx, timeout, connection_error, invalid_response, client_error).",
+        );
+        for (system, outcome, timing) in &series {
+            out.sample(name, &[("system", system), ("outcome", outcome)], timing.count());
+        }
+        let name = "integration_service_upstream_request_duration_seconds";
+        out.family(name, "histogram", "Time of one call to an upstream system, by system and outcome.");
+        for (system, outcome, timing) in &series {
+            out.histogram(name, &[("system", system), ("outcome", outcome)], &timing.snapshot());
+        }
+    }
+
+    fn render_leasing(&self, out: &mut Exposition) {
+        let name = "integration_service_leasing_flow_outcomes_total";
+        out.family(
+            name,
+            "counter",
+            "Leasing flows that ended (the one-shot request flow and wait-ready-to-sign), by outcome: ok or the error_code.",
+        );
+        for ((flow, counts), other) in LeasingFlow::ALL.iter().zip(&self.leasing).zip(&self.leasing_other) {
+            for (outcome, count) in flow_outcomes().zip(counts) {
+                out.sample(name, &[("flow", flow.label()), ("outcome", outcome)], count.load(Ordering::Relaxed));
+            }
+            let other = other.load(Ordering::Relaxed);
+            if other > 0 {
+                out.sample(name, &[("flow", flow.label()), ("outcome", "other")], other);
+            }
+        }
+    }
+
+    fn render_process(&self, out: &mut Exposition) {
+        let started = self.started_at.duration_since(UNIX_EPOCH).unwrap_or_default();
+        let name = "process_start_time_seconds";
+        out.family(name, "gauge", "Start time of the service since the Unix epoch, in seconds.");
+        out.sample(name, &[], started.as_millis() as f64 / 1000.0);
+        let name = "integration_service_build_info";
+        out.family(name, "gauge", "Always 1; the labels name the running build.");
+        out.sample(name, &[("version", env!("CARGO_PKG_VERSION"))], 1);
+    }
+}
+
+fn render_database(out: &mut Exposition, database: &DatabaseGauges) {
+    if let Some((pending, failed)) = database.inbox {
+        let name = "integration_service_erp_webhook_inbox_calls";
+        out.family(
+            name,
+            "gauge",
+            "ERP webhook calls in the inbox: pending (to be processed or retried) and failed (given up).",
+        );
+        out.sample(name, &[("state", "pending")], pending);
+        out.sample(name, &[("state", "failed")], failed);
+    }
+    if let Some(counts) = &database.pending_push {
+        let name = "integration_service_fieldreport_pending_push_records";
+        out.family(
+            name,
+            "gauge",
+            "Field-report records written locally without forwarding and not yet pushed, by entity.",
+        );
+        let count_of = |entity: &str| counts.iter().find(|(e, _)| e == entity).map_or(0, |(_, n)| *n);
+        for entity in generated::fieldreport::entity_names() {
+            out.sample(name, &[("entity", entity)], count_of(entity));
+        }
+        // Rows of entities the registry no longer lists still wait in the queue.
+        for (entity, count) in counts.iter().filter(|(e, _)| generated::fieldreport::by_route(e).is_none()) {
+            out.sample(name, &[("entity", entity)], count);
+        }
+    }
+    let gauges = [
+        (
+            "integration_service_db_pool_connections",
+            "Open database connections (idle and in use).",
+            database.pool_connections as u64,
+        ),
+        ("integration_service_db_pool_idle_connections", "Idle database connections.", database.pool_idle as u64),
+        ("integration_service_db_pool_max_connections", "The pool's connection limit.", database.pool_max as u64),
+    ];
+    for (name, help, value) in gauges {
+        out.family(name, "gauge", help);
+        out.sample(name, &[], value);
+    }
+}
+
+/// Records upstream calls into a service's metrics; a client built without one (CLI, tests)
+/// records nothing.
+#[derive(Clone, Default)]
+pub struct CallRecorder(Option<Arc<Metrics>>);
+
+impl CallRecorder {
+    pub fn new(metrics: Arc<Metrics>) -> CallRecorder {
+        CallRecorder(Some(metrics))
+    }
+
+    /// Records one call that started at `started` and ended with `outcome`.
+    pub fn record(&self, system: System, outcome: CallOutcome, started: Instant) {
+        if let Some(metrics) = &self.0 {
+            metrics.observe_upstream(system, outcome, started.elapsed());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn metrics() -> Metrics {
+        let document = json!({"paths": {"/api/v1/user": {"get": {"operationId": "current_user"}}}});
+        Metrics::new(OperationMatcher::new(&document, &[]))
+    }
+
+    #[test]
+    fn statuses_beyond_the_slots_are_counted_as_other() {
+        let metrics = metrics();
+        for status in 200..(200 + STATUS_SLOTS as u16 + 2) {
+            metrics.observe_request("GET", "/api/v1/user", status, Duration::from_millis(1));
+        }
+        metrics.observe_request("GET", "/api/v1/user", 200, Duration::from_millis(1));
+        let text = metrics.render(&DatabaseGauges::default());
+        assert!(
+            text.contains("integration_service_http_requests_total{operation=\"current_user\",status=\"200\"} 2\n")
+        );
+        assert!(
+            text.contains("integration_service_http_requests_total{operation=\"current_user\",status=\"other\"} 2\n")
+        );
+        assert_eq!(text.matches("integration_service_http_requests_total{").count(), STATUS_SLOTS + 1);
+    }
+
+    #[test]
+    fn every_leasing_error_code_has_a_series() {
+        let metrics = metrics();
+        metrics.leasing_flow_ended(LeasingFlow::RequestFlow, Some("declined"));
+        metrics.leasing_flow_ended(LeasingFlow::RequestFlow, Some("no_such_code"));
+        let text = metrics.render(&DatabaseGauges::default());
+        let line = |flow: &str, outcome: &str, n: u64| {
+            format!("integration_service_leasing_flow_outcomes_total{{flow=\"{flow}\",outcome=\"{outcome}\"}} {n}\n")
+        };
+        assert!(text.contains(&line("request_flow", "declined", 1)));
+        assert!(text.contains(&line("request_flow", "other", 1)));
+        assert!(text.contains(&line("wait_ready_to_sign", "ok", 0)));
+        for code in LeasingError::CODES {
+            assert!(text.contains(&line("wait_ready_to_sign", code, 0)), "{code}");
+        }
+    }
+}
