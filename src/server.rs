@@ -128,6 +128,7 @@ pub async fn start(config: &Config, log: &Logger) -> Result<RunningService, Star
         store: store.clone(),
         auth,
         openapi: Arc::new(api::openapi::document()),
+        docs_page: api::docs_page::DocsPage::new(&config.docs_path),
         leasing_factors: Factors::new(config.leasing.factors.clone()),
         leasing: leasing_service(config, erp_client)?,
         fieldreport,

@@ -72,7 +72,7 @@ pub fn update(root: &Path, version: &str) -> Result<ExitCode> {
     let mut text = serde_json::to_string_pretty(&manifest)?;
     text.push('\n');
     std::fs::write(root.join(MANIFEST), text)?;
-    println!("vendored {PACKAGE}@{version} ({integrity}) into {DIR}; update SWAGGER_UI_VERSION in src/api/docs_page.rs");
+    println!("vendored {PACKAGE}@{version} ({integrity}) into {DIR}");
     Ok(ExitCode::SUCCESS)
 }
 
