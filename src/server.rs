@@ -19,6 +19,7 @@ use crate::erp::templates::ErpTemplates;
 use crate::erp::webhook::WebhookGuard;
 use crate::fieldreport::service::FieldReportService;
 use crate::front::rewrite::RewriteTable;
+use crate::front::tls::{TlsSetupError, TlsTerminator};
 use crate::front::{self, Front};
 use crate::leasing::calculation::Factors;
 use crate::leasing::service::LeasingService;
@@ -42,6 +43,8 @@ pub enum StartError {
     #[error("internal server: {0}")]
     Dropshot(String),
     #[error("{0}")]
+    Tls(#[from] TlsSetupError),
+    #[error("{0}")]
     Unsupported(String),
 }
 
@@ -49,6 +52,8 @@ pub enum StartError {
 pub struct RunningService {
     /// The public address (the front).
     pub address: SocketAddr,
+    /// Whether the front terminates TLS at `address`.
+    pub tls: bool,
     /// dropshot's own loopback address, behind the front.
     pub backend_address: SocketAddr,
     pub store: Store,
@@ -59,6 +64,12 @@ pub struct RunningService {
 }
 
 impl RunningService {
+    /// The service's root URL, `http://` or `https://` as it listens.
+    pub fn url(&self) -> String {
+        let scheme = if self.tls { "https" } else { "http" };
+        format!("{scheme}://{}", self.address)
+    }
+
     /// Stops accepting connections, lets in-flight requests finish, then closes the database.
     pub async fn shutdown(mut self) {
         if let Some(stop) = self.stop_front.take() {
@@ -108,11 +119,11 @@ fn fieldreport_client(config: &Config) -> Result<Result<FieldReportClient, Upstr
 }
 
 pub async fn start(config: &Config, log: &Logger) -> Result<RunningService, StartError> {
-    if config.tls_cert.is_some() {
-        return Err(StartError::Unsupported(
-            "TLS_CERT: terminating TLS in the service is not available yet; run behind a TLS proxy".into(),
-        ));
-    }
+    // Unusable certificate files stop the start before anything else happens.
+    let tls = match (&config.tls_cert, &config.tls_key) {
+        (Some(cert), Some(key)) => Some(Arc::new(TlsTerminator::from_pem_files(cert, key)?)),
+        _ => None,
+    };
     let store = Store::open(&config.database_url).await?;
     let auth = Authenticator::new(store.clone(), config.token_ttl)?;
     let fieldreport = FieldReportService::new(store.clone(), fieldreport_client(config)?);
@@ -162,9 +173,11 @@ pub async fn start(config: &Config, log: &Logger) -> Result<RunningService, Star
         log: log.new(o!("component" => "front")),
     });
     let (stop_front, stopped) = oneshot::channel();
-    let front_task = tokio::spawn(front::serve(front, listener, stopped));
+    let tls_enabled = tls.is_some();
+    let front_task = tokio::spawn(front::serve(front, listener, tls, stopped));
     Ok(RunningService {
         address,
+        tls: tls_enabled,
         backend_address,
         store,
         stop_front: Some(stop_front),

@@ -155,11 +155,9 @@ mod tests {
     /// The vendored files are the ones `cargo xtask swagger-ui` verified against the registry.
     #[test]
     fn vendored_files_match_their_manifest() {
-        let manifest: serde_json::Value = serde_json::from_str(include_str!(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/assets/swagger-ui/vendored.json"
-        )))
-        .unwrap();
+        let manifest: serde_json::Value =
+            serde_json::from_str(include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/assets/swagger-ui/vendored.json")))
+                .unwrap();
         assert_eq!(manifest["package"], "swagger-ui-dist");
         let files = manifest["files"].as_object().unwrap();
         let vendored: Vec<&Asset> = ASSETS.iter().filter(|a| files.contains_key(a.name)).collect();

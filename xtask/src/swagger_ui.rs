@@ -20,8 +20,14 @@ pub const DIR: &str = "assets/swagger-ui";
 pub const MANIFEST: &str = "assets/swagger-ui/vendored.json";
 const PACKAGE: &str = "swagger-ui-dist";
 /// The files the service serves or must carry (the licence), as named in the package.
-const FILES: &[&str] =
-    &["swagger-ui-bundle.js", "swagger-ui.css", "favicon-32x32.png", "LICENSE", "NOTICE", "swagger-ui-bundle.js.LICENSE.txt"];
+const FILES: &[&str] = &[
+    "swagger-ui-bundle.js",
+    "swagger-ui.css",
+    "favicon-32x32.png",
+    "LICENSE",
+    "NOTICE",
+    "swagger-ui-bundle.js.LICENSE.txt",
+];
 
 pub fn check(root: &Path) -> Result<ExitCode> {
     let manifest = read_manifest(root)?;
@@ -30,7 +36,8 @@ pub fn check(root: &Path) -> Result<ExitCode> {
     let unpacked = fetch(version, integrity)?;
     let mut differ = 0;
     for name in FILES {
-        let theirs = std::fs::read(unpacked.join(name)).with_context(|| format!("{PACKAGE}@{version} has no {name}"))?;
+        let theirs =
+            std::fs::read(unpacked.join(name)).with_context(|| format!("{PACKAGE}@{version} has no {name}"))?;
         let ours_path = root.join(DIR).join(name);
         let ours = std::fs::read(&ours_path).with_context(|| format!("reading {}", ours_path.display()))?;
         let pinned = manifest["files"][*name].as_str().unwrap_or_default();
