@@ -119,6 +119,7 @@ fn fetch(version: &str, integrity: &str) -> Result<PathBuf> {
     let bytes = std::fs::read(&tarball).with_context(|| format!("npm pack wrote no {}", tarball.display()))?;
     let actual = format!("sha512-{}", base64::engine::general_purpose::STANDARD.encode(Sha512::digest(&bytes)));
     if actual != integrity {
+        let _ = std::fs::remove_dir_all(&work);
         bail!("{PACKAGE}@{version}: the tarball's integrity is {actual}, the pinned one {integrity}");
     }
     let status = Command::new("tar").arg("-xzf").arg(&tarball).arg("-C").arg(&work).status().context("running tar")?;
