@@ -487,6 +487,7 @@ mod tests {
             ("MAX_BODY_BYTES", "lots"),
             ("LOG_FORMAT", "xml"),
             ("ERP_WEBHOOK_ALLOWLIST", "10.0.0.0/8,not-an-ip"),
+            ("TRUSTED_PROXIES", "10.0.0.0/33"),
             ("LEASING_BASE_URL", "ftp://x"),
             ("DATABASE_URL", "mysql://x"),
             ("DOCS_PATH", "../etc"),

@@ -497,10 +497,11 @@ async fn serve(mut config: Config, sandbox: bool) -> anyhow::Result<()> {
     }
     let service = server::start(&config, &log).await?;
     if sandbox {
-        register_sandbox_webhooks(&config, service.address).await?;
+        register_sandbox_webhooks(&config, &service.url()).await?;
     }
-    slog::info!(log, "listening"; "address" => format!("http://{}", service.address), "docs" => format!("http://{}/{}/openapi.json", service.address, config.docs_path));
-    println!("integration-service listening on http://{}", service.address);
+    slog::info!(log, "listening"; "address" => service.url(), "docs" => format!("{}/{}", service.url(), config.docs_path));
+    println!("integration-service listening on {}", service.url());
+    println!("API reference: {}/{}", service.url(), config.docs_path);
     // For diagnosis and `cargo xtask bench` (front vs. direct); reachable from this host only.
     println!("internal backend (dropshot, loopback) on http://{}", service.backend_address);
     shutdown_signal().await;
@@ -512,12 +513,12 @@ async fn serve(mut config: Config, sandbox: bool) -> anyhow::Result<()> {
 
 /// Registers the service's webhook URL at the ERP simulator for the mapped models, so a change
 /// made through the simulator reaches the service as it would from the real ERP.
-async fn register_sandbox_webhooks(config: &Config, address: std::net::SocketAddr) -> anyhow::Result<()> {
+async fn register_sandbox_webhooks(config: &Config, service_url: &str) -> anyhow::Result<()> {
     use integration_service::upstream::erp::ErpClient;
     use secrecy::ExposeSecret;
     let client = ErpClient::from_config(&config.erp).map_err(|e| anyhow::anyhow!("{e}"))?;
     let secret = config.erp.webhook_secret.as_ref().map(|s| s.expose_secret().to_string()).unwrap_or_default();
-    let url = format!("http://{address}/api/v1/erp/webhooks?secret={secret}");
+    let url = format!("{service_url}/api/v1/erp/webhooks?secret={secret}");
     for mapping in integration_service::erp::mapping::MAPPINGS {
         let webhook = serde_json::json!({
             "entityName": mapping.model, "atCreate": true, "atUpdate": true, "atDelete": true,

@@ -19,6 +19,7 @@ use crate::erp::templates::ErpTemplates;
 use crate::erp::webhook::WebhookGuard;
 use crate::fieldreport::service::FieldReportService;
 use crate::front::rewrite::RewriteTable;
+use crate::front::tls::{TlsSetupError, TlsTerminator};
 use crate::front::{self, Front};
 use crate::leasing::calculation::Factors;
 use crate::leasing::service::LeasingService;
@@ -44,6 +45,8 @@ pub enum StartError {
     #[error("internal server: {0}")]
     Dropshot(String),
     #[error("{0}")]
+    Tls(#[from] TlsSetupError),
+    #[error("{0}")]
     Unsupported(String),
 }
 
@@ -51,6 +54,8 @@ pub enum StartError {
 pub struct RunningService {
     /// The public address (the front).
     pub address: SocketAddr,
+    /// Whether the front terminates TLS at `address`.
+    pub tls: bool,
     /// dropshot's own loopback address, behind the front.
     pub backend_address: SocketAddr,
     pub store: Store,
@@ -63,6 +68,12 @@ pub struct RunningService {
 }
 
 impl RunningService {
+    /// The service's root URL, `http://` or `https://` as it listens.
+    pub fn url(&self) -> String {
+        let scheme = if self.tls { "https" } else { "http" };
+        format!("{scheme}://{}", self.address)
+    }
+
     /// Stops accepting connections, lets in-flight requests finish, then closes the database.
     pub async fn shutdown(mut self) {
         // Syncs, pulls and pushes in flight end after their current page or record.
@@ -144,11 +155,11 @@ fn metrics(openapi: &str, docs_path: &str) -> Arc<Metrics> {
 }
 
 pub async fn start(config: &Config, log: &Logger) -> Result<RunningService, StartError> {
-    if config.tls_cert.is_some() {
-        return Err(StartError::Unsupported(
-            "TLS_CERT: terminating TLS in the service is not available yet; run behind a TLS proxy".into(),
-        ));
-    }
+    // Unusable certificate files stop the start before anything else happens.
+    let tls = match (&config.tls_cert, &config.tls_key) {
+        (Some(cert), Some(key)) => Some(Arc::new(TlsTerminator::from_pem_files(cert, key)?)),
+        _ => None,
+    };
     let store = Store::open(&config.database_url).await?.with_work_lease(config.work_lease);
     let auth = Authenticator::new(store.clone(), config.token_ttl)?;
     let openapi = api::openapi::document();
@@ -168,6 +179,7 @@ pub async fn start(config: &Config, log: &Logger) -> Result<RunningService, Star
         store: store.clone(),
         auth,
         openapi: Arc::new(openapi),
+        docs_page: api::docs_page::DocsPage::new(&config.docs_path),
         leasing_factors: Factors::new(config.leasing.factors.clone()),
         leasing: leasing_service(config, erp_client, &metrics)?,
         fieldreport,
@@ -204,9 +216,11 @@ pub async fn start(config: &Config, log: &Logger) -> Result<RunningService, Star
         metrics,
     });
     let (stop_front, stopped) = oneshot::channel();
-    let front_task = tokio::spawn(front::serve(front, listener, stopped));
+    let tls_enabled = tls.is_some();
+    let front_task = tokio::spawn(front::serve(front, listener, tls, stopped));
     Ok(RunningService {
         address,
+        tls: tls_enabled,
         backend_address,
         store,
         stop_front: Some(stop_front),

@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use super::docs_page::DocsPage;
 use crate::auth::Authenticator;
 use crate::fieldreport::service::FieldReportService;
 use crate::leasing::calculation::Factors;
@@ -14,6 +15,8 @@ pub struct ApiContext {
     pub auth: Authenticator,
     /// The OpenAPI document as served, built once at start-up.
     pub openapi: Arc<String>,
+    /// The API reference page over that document.
+    pub docs_page: DocsPage,
     /// Factors of the inverse lease calculation.
     pub leasing_factors: Factors,
     pub leasing: LeasingService,

@@ -5,6 +5,7 @@
 
 pub mod auth;
 pub mod context;
+pub mod docs_page;
 pub mod documented;
 pub mod erp;
 pub mod fieldreport;
@@ -584,6 +585,22 @@ pub trait IntegrationApi {
     /// otherwise the route is open.
     #[endpoint { method = GET, path = "/metrics", tags = ["operations"] }]
     async fn metrics(rqctx: RequestContext<Self::Context>) -> Result<Response<Body>, ApiError>;
+
+    /// The API reference page (served at `/{DOCS_PATH}/`). Not an API operation: HTML for
+    /// people, at a configurable path.
+    #[endpoint { method = GET, path = "/__internal/docs/page/folder", tags = ["operations"], unpublished = true }]
+    async fn docs_page(rqctx: RequestContext<Self::Context>) -> Result<Response<Body>, ApiError>;
+
+    /// The API reference page (served at `/{DOCS_PATH}`).
+    #[endpoint { method = GET, path = "/__internal/docs/page/bare", tags = ["operations"], unpublished = true }]
+    async fn docs_page_bare(rqctx: RequestContext<Self::Context>) -> Result<Response<Body>, ApiError>;
+
+    /// The reference page's scripts, styles and icon (served at `/{DOCS_PATH}/assets/{file}`).
+    #[endpoint { method = GET, path = "/__internal/docs/assets/{file}", tags = ["operations"], unpublished = true }]
+    async fn docs_asset(
+        rqctx: RequestContext<Self::Context>,
+        path: Path<docs_page::AssetPath>,
+    ) -> Result<Response<Body>, ApiError>;
 }
 
 /// The implementation of [`IntegrationApi`]: each method delegates to its area's handler.
@@ -971,6 +988,21 @@ impl IntegrationApi for Service {
 
     async fn metrics(rqctx: RequestContext<ApiContext>) -> Result<Response<Body>, ApiError> {
         operations::metrics(&rqctx).await
+    }
+
+    async fn docs_page(rqctx: RequestContext<ApiContext>) -> Result<Response<Body>, ApiError> {
+        docs_page::page(&rqctx, docs_page::PageForm::InFolder)
+    }
+
+    async fn docs_page_bare(rqctx: RequestContext<ApiContext>) -> Result<Response<Body>, ApiError> {
+        docs_page::page(&rqctx, docs_page::PageForm::Bare)
+    }
+
+    async fn docs_asset(
+        rqctx: RequestContext<ApiContext>,
+        path: Path<docs_page::AssetPath>,
+    ) -> Result<Response<Body>, ApiError> {
+        docs_page::asset(&rqctx, &path.into_inner().file)
     }
 }
 

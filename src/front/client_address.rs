@@ -60,4 +60,22 @@ mod tests {
         assert_eq!(resolve(proxy, &h, &trusted), "198.51.100.7".parse::<IpAddr>().unwrap());
         assert_eq!(resolve(proxy, &HeaderMap::new(), &trusted), proxy);
     }
+
+    #[test]
+    fn several_headers_ipv6_and_mapped_addresses() {
+        let trusted: Vec<IpNet> = vec!["127.0.0.1/32".parse().unwrap(), "fd00::/8".parse().unwrap()];
+        // A dual-stack socket reports an IPv4 peer as ::ffff:127.0.0.1; it is still trusted.
+        let mapped: IpAddr = "::ffff:127.0.0.1".parse().unwrap();
+        let mut h = headers("2001:db8::1, fd00::2");
+        h.append("x-forwarded-for", "fd00::3".parse().unwrap());
+        assert_eq!(resolve(mapped, &h, &trusted), "2001:db8::1".parse::<IpAddr>().unwrap());
+    }
+
+    #[test]
+    fn an_unreadable_hop_ends_the_walk_at_the_last_trusted_address() {
+        let trusted: Vec<IpNet> = vec!["10.0.0.0/8".parse().unwrap()];
+        let proxy: IpAddr = "10.1.1.1".parse().unwrap();
+        assert_eq!(resolve(proxy, &headers("198.51.100.7, unknown"), &trusted), proxy);
+        assert_eq!(resolve(proxy, &headers("198.51.100.7:4711"), &trusted), proxy);
+    }
 }

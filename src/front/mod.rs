@@ -5,10 +5,12 @@
 //! with 413, refuses internal paths from outside, stamps the request id into every error body,
 //! turns `retry_after_seconds` into `Retry-After`, cuts off clients that send headers too
 //! slowly, and writes one log line per request. Each client connection is paired with its own
-//! HTTP/1.1 connection to dropshot on loopback, opened on first use.
+//! HTTP/1.1 connection to dropshot on loopback, opened on first use. With `TLS_CERT`/`TLS_KEY`
+//! it terminates TLS first ([`tls`]).
 
 pub mod client_address;
 pub mod rewrite;
+pub mod tls;
 
 use std::convert::Infallible;
 use std::net::{IpAddr, SocketAddr};
@@ -23,15 +25,17 @@ use hyper::body::Incoming;
 use hyper::client::conn::http1::SendRequest;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
-use hyper_util::server::graceful::GracefulShutdown;
+use hyper_util::server::graceful::{GracefulShutdown, Watcher};
 use ipnet::IpNet;
 use slog::Logger;
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Mutex, oneshot};
 
 use crate::error::default_error_code;
 use crate::metrics::Metrics;
 use rewrite::{INTERNAL_PREFIX, RewriteTable};
+use tls::TlsTerminator;
 
 /// Header carrying the client address from the front to dropshot (never taken from clients).
 pub const CLIENT_ADDRESS_HEADER: &str = "x-client-address";
@@ -56,8 +60,15 @@ pub struct Front {
     pub metrics: Arc<Metrics>,
 }
 
-/// Accepts connections until `shutdown` fires, then lets in-flight requests finish.
-pub async fn serve(front: Arc<Front>, listener: TcpListener, shutdown: oneshot::Receiver<()>) {
+/// Accepts connections until `shutdown` fires, then lets in-flight requests finish. With
+/// `tls`, each connection is served after its TLS handshake; a failed handshake ends only that
+/// connection.
+pub async fn serve(
+    front: Arc<Front>,
+    listener: TcpListener,
+    tls: Option<Arc<TlsTerminator>>,
+    shutdown: oneshot::Receiver<()>,
+) {
     let graceful = GracefulShutdown::new();
     let mut shutdown = std::pin::pin!(shutdown);
     loop {
@@ -73,20 +84,23 @@ pub async fn serve(front: Arc<Front>, listener: TcpListener, shutdown: oneshot::
                 };
                 let _ = stream.set_nodelay(true);
                 let front = front.clone();
-                let backend: Arc<Backend> = Arc::new(Mutex::new(None));
-                let service = service_fn(move |req| {
-                    let front = front.clone();
-                    let backend = backend.clone();
-                    async move { Ok::<_, Infallible>(front.handle(req, peer, &backend).await) }
-                });
-                let connection = hyper::server::conn::http1::Builder::new()
-                    .timer(TokioTimer::new())
-                    .header_read_timeout(HEADER_READ_TIMEOUT)
-                    .serve_connection(TokioIo::new(stream), service);
-                let connection = graceful.watch(connection);
-                tokio::spawn(async move {
-                    let _ = connection.await;
-                });
+                let watcher = graceful.watcher();
+                match &tls {
+                    None => {
+                        tokio::spawn(front.serve_connection(stream, peer, watcher));
+                    }
+                    Some(tls) => {
+                        let tls = tls.clone();
+                        tokio::spawn(async move {
+                            match tls.handshake(stream, HEADER_READ_TIMEOUT).await {
+                                Ok(stream) => front.serve_connection(stream, peer, watcher).await,
+                                Err(error) => {
+                                    slog::info!(front.log, "TLS handshake failed"; "client" => %peer.ip(), "error" => %error);
+                                }
+                            }
+                        });
+                    }
+                }
             }
             _ = &mut shutdown => break,
         }
@@ -129,6 +143,24 @@ fn has_length_limit_error(error: &(dyn std::error::Error + 'static)) -> bool {
 }
 
 impl Front {
+    /// Serves HTTP/1.1 requests on one client connection (plain TCP or TLS) until it closes.
+    async fn serve_connection<S>(self: Arc<Self>, stream: S, peer: SocketAddr, watcher: Watcher)
+    where
+        S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    {
+        let backend: Arc<Backend> = Arc::new(Mutex::new(None));
+        let service = service_fn(move |req| {
+            let front = self.clone();
+            let backend = backend.clone();
+            async move { Ok::<_, Infallible>(front.handle(req, peer, &backend).await) }
+        });
+        let connection = hyper::server::conn::http1::Builder::new()
+            .timer(TokioTimer::new())
+            .header_read_timeout(HEADER_READ_TIMEOUT)
+            .serve_connection(TokioIo::new(stream), service);
+        let _ = watcher.watch(connection).await;
+    }
+
     async fn handle(&self, req: Request<Incoming>, peer: SocketAddr, backend: &Backend) -> Response<FrontBody> {
         let started = Instant::now();
         let method = req.method().clone();

@@ -8,6 +8,7 @@
 //! rewritten with the same rows, so both always agree.
 
 use crate::api::OPENAPI_INTERNAL_PATH;
+use crate::api::docs_page::{ASSETS_INTERNAL_PATH, BARE_PAGE_INTERNAL_PATH, PAGE_INTERNAL_PATH};
 
 /// One row: a public path pattern and the internal pattern it is served by. `{name}` matches
 /// one path segment and carries over by name.
@@ -40,13 +41,18 @@ impl RewriteTable {
         RewriteTable { rows }
     }
 
-    /// The static rows plus the served document at `/{docs_path}/openapi.json`.
+    /// The static rows plus the served document at `/{docs_path}/openapi.json` and the API
+    /// reference page at `/{docs_path}` and `/{docs_path}/` with its assets.
     pub fn with_docs_path(docs_path: &str) -> Self {
         let mut table = Self::static_rules();
-        table.rows.push(Rewrite {
-            public: format!("/{docs_path}/openapi.json"),
-            internal: OPENAPI_INTERNAL_PATH.to_string(),
-        });
+        for (public, internal) in [
+            (format!("/{docs_path}/openapi.json"), OPENAPI_INTERNAL_PATH),
+            (format!("/{docs_path}"), BARE_PAGE_INTERNAL_PATH),
+            (format!("/{docs_path}/"), PAGE_INTERNAL_PATH),
+            (format!("/{docs_path}/assets/{{file}}"), ASSETS_INTERNAL_PATH),
+        ] {
+            table.rows.push(Rewrite { public, internal: internal.to_string() });
+        }
         table
     }
 
@@ -120,5 +126,13 @@ mod tests {
         let t = RewriteTable::with_docs_path("reference/v1");
         assert_eq!(t.to_internal("/reference/v1/openapi.json").as_deref(), Some(OPENAPI_INTERNAL_PATH));
         assert_eq!(t.to_internal("/docs/openapi.json"), None);
+        assert_eq!(t.to_internal("/reference/v1").as_deref(), Some(BARE_PAGE_INTERNAL_PATH));
+        assert_eq!(t.to_internal("/reference/v1/").as_deref(), Some(PAGE_INTERNAL_PATH));
+        assert_eq!(
+            t.to_internal("/reference/v1/assets/swagger-ui.css").as_deref(),
+            Some("/__internal/docs/assets/swagger-ui.css")
+        );
+        assert_eq!(t.to_internal("/reference/v1/assets/"), None);
+        assert_eq!(t.to_internal("/reference"), None);
     }
 }

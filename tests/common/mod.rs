@@ -153,7 +153,7 @@ impl TestService {
         let logger = telemetry::build(LogFormat::Json, log.clone());
         let service = server::start(&config, &logger).await.expect("service starts");
         TestService {
-            base: format!("http://{}", service.address),
+            base: service.url(),
             leasing,
             fieldreport,
             erp,
@@ -236,7 +236,7 @@ impl TestService {
         }
         let logger = telemetry::build(LogFormat::Json, self.log.clone());
         let service = server::start(&self.config, &logger).await.expect("service restarts");
-        self.base = format!("http://{}", service.address);
+        self.base = service.url();
         self.service = Some(service);
     }
 

@@ -4,6 +4,7 @@
 //! - `openapi`: write the service's own OpenAPI document to `spec/openapi.json`.
 //! - `check`: regenerate everything in memory and fail with a diff when a committed file is stale.
 //! - `bench`: measure the release build against baselines taken in the same run.
+//! - `swagger-ui`: check (or `--update`) the vendored Swagger UI against the npm registry's package.
 
 mod bench;
 mod check;
@@ -15,6 +16,7 @@ mod models;
 mod normalize;
 mod openapi;
 mod render;
+mod swagger_ui;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -57,6 +59,13 @@ enum Command {
         /// Only this scenario (the baseline is always measured).
         #[arg(long)]
         scenario: Option<String>,
+    },
+    /// Check that `assets/swagger-ui/` holds the npm registry's `swagger-ui-dist` files
+    /// (fetched with `npm pack`, verified against the pinned integrity); `--update VERSION`
+    /// vendors that version instead.
+    SwaggerUi {
+        #[arg(long, value_name = "VERSION")]
+        update: Option<String>,
     },
 }
 
@@ -108,6 +117,8 @@ fn run() -> Result<ExitCode> {
         }
         Command::Check => check::run(&root),
         Command::Bench { db, quick, scenario } => bench::run(&root, &db, quick, scenario.as_deref()),
+        Command::SwaggerUi { update: None } => swagger_ui::check(&root),
+        Command::SwaggerUi { update: Some(version) } => swagger_ui::update(&root, &version),
     }
 }
 
