@@ -173,3 +173,56 @@ pub fn write(root: &Path, files: &[(String, String)]) -> Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::one_success_kind;
+
+    #[test]
+    fn a_body_less_answer_beside_a_typed_one_keeps_the_body_less_one() {
+        let mut doc = json!({
+            "paths": {"/things/{id}": {"delete": {
+                "description": "Deletes.",
+                "responses": {
+                    "204": {"description": "Deleted."},
+                    "200": {"$ref": "#/components/responses/Deleted"},
+                    "404": {"$ref": "#/components/responses/Deleted"}
+                }
+            }}},
+            "components": {"responses": {"Deleted": {
+                "description": "Deleted, with a body.",
+                "content": {"application/json": {"schema": {"type": "object"}}}
+            }}}
+        });
+        one_success_kind(&mut doc).unwrap();
+        let operation = &doc["paths"]["/things/{id}"]["delete"];
+        let codes: Vec<&String> = operation["responses"].as_object().unwrap().keys().collect();
+        assert_eq!(codes, ["204", "404"], "error answers stay");
+        let description = operation["description"].as_str().unwrap();
+        assert!(
+            description
+                .starts_with("Deletes.\n\nGenerated client: the 200 answer arrives as `Error::UnexpectedResponse`"),
+            "{description}"
+        );
+    }
+
+    #[test]
+    fn operations_with_one_success_kind_are_left_alone_and_two_bodies_are_refused() {
+        let untouched = json!({"paths": {"/a": {"get": {"responses": {
+            "200": {"description": "ok", "content": {"application/json": {"schema": {"type": "string"}}}},
+            "201": {"description": "ok", "content": {"application/json": {"schema": {"type": "string"}}}}
+        }}}}});
+        let mut doc = untouched.clone();
+        one_success_kind(&mut doc).unwrap();
+        assert_eq!(doc, untouched);
+
+        let mut doc = json!({"paths": {"/a": {"get": {"responses": {
+            "200": {"description": "ok", "content": {"application/json": {"schema": {"type": "string"}}}},
+            "201": {"description": "ok", "content": {"application/json": {"schema": {"type": "integer"}}}}
+        }}}}});
+        let error = one_success_kind(&mut doc).unwrap_err().to_string();
+        assert!(error.contains("GET /a") && error.contains("different bodies"), "{error}");
+    }
+}
