@@ -39,6 +39,12 @@ impl<T: JsonSchema> JsonSchema for Documented<T> {
         T::schema_name()
     }
 
+    /// The same id as `T`, so that `Documented<T>` and `T` share one schema in the document
+    /// (otherwise schemars sees two types of one name and calls the second `<Name>2`).
+    fn schema_id() -> std::borrow::Cow<'static, str> {
+        T::schema_id()
+    }
+
     fn json_schema(generator: &mut schemars::r#gen::SchemaGenerator) -> schemars::schema::Schema {
         T::json_schema(generator)
     }

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use anyhow::Result;
 use similar::TextDiff;
 
-use crate::{codegen, openapi};
+use crate::{client, codegen, openapi};
 
 /// How many diff lines to show per stale file.
 const DIFF_LINES: usize = 60;
@@ -20,6 +20,9 @@ pub fn run(root: &Path) -> Result<ExitCode> {
         .map(|(name, contents)| (format!("{}/{name}", codegen::GENERATED_SRC), contents, "cargo xtask codegen"))
         .collect();
     expected.push((codegen::GENERATED_MANIFEST.to_string(), codegen::workspace_manifest(), "cargo xtask codegen"));
+    // The service's own client, from the committed document.
+    expected
+        .extend(client::generate(root)?.into_iter().map(|(name, contents)| (name, contents, "cargo xtask codegen")));
     // The generated files are compared even when the service does not build.
     let mut stale = 0;
     match openapi::document(root) {
@@ -52,12 +55,12 @@ pub fn run(root: &Path) -> Result<ExitCode> {
         }
         eprintln!();
     }
-    // Files in generated/src that codegen no longer writes are stale too.
-    let src = root.join(codegen::GENERATED_SRC);
-    if let Ok(entries) = std::fs::read_dir(&src) {
+    // Files in generated/src or client/src that codegen no longer writes are stale too.
+    for dir in [codegen::GENERATED_SRC, client::CLIENT_SRC] {
+        let Ok(entries) = std::fs::read_dir(root.join(dir)) else { continue };
         let mut extra: Vec<String> = entries
             .filter_map(|e| e.ok())
-            .map(|e| format!("{}/{}", codegen::GENERATED_SRC, e.file_name().to_string_lossy()))
+            .map(|e| format!("{dir}/{}", e.file_name().to_string_lossy()))
             .filter(|name| !expected.iter().any(|(n, _, _)| n == name))
             .collect();
         extra.sort();

@@ -1,6 +1,7 @@
 //! Developer tasks for the integration service (`cargo xtask ...`).
 //!
-//! - `codegen`: turn the upstream descriptions under `spec/upstream/` into the `generated/` crate.
+//! - `codegen`: turn the upstream descriptions under `spec/upstream/` into the `generated/` crate,
+//!   and the service's own `spec/openapi.json` into the `client/` crate.
 //! - `openapi`: write the service's own OpenAPI document to `spec/openapi.json`.
 //! - `check`: regenerate everything in memory and fail with a diff when a committed file is stale.
 //! - `bench`: measure the release build against baselines taken in the same run.
@@ -8,6 +9,7 @@
 
 mod bench;
 mod check;
+mod client;
 mod codegen;
 mod erp;
 mod fieldreport;
@@ -33,7 +35,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Generate the `generated/` crate from the upstream descriptions in `spec/upstream/`.
+    /// Generate the `generated/` crate from the upstream descriptions in `spec/upstream/`, and the
+    /// `client/` crate (the service's Rust client) from `spec/openapi.json`.
     Codegen {
         /// ERP description to generate the ERP models from (OpenAPI 3.0.x or 3.1.x, JSON).
         #[arg(long, value_name = "FILE", default_value = codegen::ERP_SPEC)]
@@ -44,7 +47,8 @@ enum Command {
     },
     /// Write the service's OpenAPI document to `spec/openapi.json`.
     Openapi,
-    /// Regenerate `generated/src` and `spec/openapi.json` in memory; fail with a diff when stale.
+    /// Regenerate `generated/`, `client/` and `spec/openapi.json` in memory; fail with a diff
+    /// when stale.
     Check,
     /// Build the release binary, run it with `--sandbox`, measure each scenario against a
     /// baseline of the same run; print a table and write it to `target/bench/`.
@@ -92,6 +96,9 @@ fn run() -> Result<ExitCode> {
                     let written = codegen::write_src(&crate_, &dir)?;
                     codegen::write_manifest(&root)?;
                     println!("wrote {written} files to {} and {}", codegen::GENERATED_SRC, codegen::GENERATED_MANIFEST);
+                    let client = client::generate(&root)?;
+                    client::write(&root, &client)?;
+                    println!("wrote {} and {} from {}", client::CLIENT_SRC, client::CLIENT_MANIFEST, openapi::DOCUMENT);
                 }
                 Some(dir) => {
                     codegen::write_standalone(&crate_, &dir)?;

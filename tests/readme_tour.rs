@@ -1,0 +1,197 @@
+//! The README's "Five-minute tour", executed verbatim: its `sh` blocks are read from README.md,
+//! run by bash in an empty folder with `SERVICE` set to the debug binary and `BASE` to a free
+//! loopback port, and every answer they print is checked.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+const BINARY: &str = env!("CARGO_BIN_EXE_integration-service");
+const README: &str = include_str!("../README.md");
+const SECTION: &str = "## Five-minute tour";
+/// Generous for a debug build on a busy machine; the tour itself waits a few seconds at most.
+const DEADLINE: Duration = Duration::from_secs(240);
+
+/// The `sh` code blocks of the tour section, in order, joined into one script.
+fn tour_script() -> String {
+    let start = README.find(SECTION).expect("README.md has a \"## Five-minute tour\" section");
+    let section = &README[start + SECTION.len()..];
+    let section = &section[..section.find("\n## ").unwrap_or(section.len())];
+    let mut script = String::new();
+    let mut in_block = false;
+    for line in section.lines() {
+        match (in_block, line.trim_end()) {
+            (false, "```sh") => in_block = true,
+            (true, "```") => {
+                in_block = false;
+                script.push('\n');
+            }
+            (true, _) => {
+                script.push_str(line);
+                script.push('\n');
+            }
+            _ => {}
+        }
+    }
+    assert!(!in_block, "an unclosed code block in the tour");
+    script
+}
+
+/// Kills the tour's process group (bash and the service it started) however the test ends.
+struct Group(u32);
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        let _ = Command::new("kill").args(["-KILL", "--", &format!("-{}", self.0)]).stderr(Stdio::null()).status();
+    }
+}
+
+/// Runs the tour in `dir`; returns bash's exit status, its standard output and its standard error.
+fn run_tour(dir: &Path, script: &str) -> (std::process::ExitStatus, String, String) {
+    use std::os::unix::process::CommandExt;
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let script_path = dir.join("tour.sh");
+    std::fs::write(&script_path, script).unwrap();
+    let stdout_path = dir.join("tour.out");
+    let stderr_path = dir.join("tour.err");
+    let mut child = Command::new("bash")
+        .args(["-eu", "-o", "pipefail"])
+        .arg(&script_path)
+        .current_dir(dir)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("SERVICE", BINARY)
+        .env("BIND_ADDRESS", format!("127.0.0.1:{port}"))
+        .env("BASE", format!("http://127.0.0.1:{port}"))
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(&stdout_path).unwrap())
+        .stderr(std::fs::File::create(&stderr_path).unwrap())
+        .process_group(0)
+        .spawn()
+        .expect("bash runs");
+    let _group = Group(child.id());
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if started.elapsed() > DEADLINE {
+            let _ = child.kill();
+            panic!(
+                "the tour did not finish within {DEADLINE:?}\nstdout:\n{}\nstderr:\n{}\nservice log:\n{}",
+                read(&stdout_path),
+                read(&stderr_path),
+                read(&dir.join("var/serve.log"))
+            );
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    (status, read(&stdout_path), read(&stderr_path))
+}
+
+fn read(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_default()
+}
+
+/// The printed answers, one per line, read in order: each step takes the next line.
+struct Answers<'a> {
+    lines: std::str::Lines<'a>,
+}
+
+impl Answers<'_> {
+    fn text(&mut self) -> &str {
+        self.lines.next().expect("the tour printed fewer answers than it has steps")
+    }
+
+    fn json(&mut self) -> Value {
+        let line = self.text();
+        serde_json::from_str(line).unwrap_or_else(|e| panic!("not a JSON answer ({e}): {line}"))
+    }
+}
+
+#[test]
+fn the_readme_tour_runs_as_written() {
+    let script = tour_script();
+    assert!(script.contains("$SERVICE serve --sandbox"), "the tour starts the service through $SERVICE");
+    let dir: PathBuf = std::env::temp_dir().join(format!("integration-service-tour-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (status, stdout, stderr) = run_tour(&dir, &script);
+    let log = read(&dir.join("var/serve.log"));
+    assert!(status.success(), "the tour failed ({status})\nstdout:\n{stdout}\nstderr:\n{stderr}\nservice log:\n{log}");
+    let context = format!("\nstdout:\n{stdout}\nstderr:\n{stderr}");
+    let mut answers = Answers { lines: stdout.lines() };
+
+    // Log in.
+    assert_eq!(answers.text(), "created user Ops <ops@example.com> (id 1)", "{context}");
+    let login = answers.json();
+    assert_eq!(login["token_type"], "Bearer", "{context}");
+    let token = login["access_token"].as_str().unwrap();
+    let (id, secret) = token.split_once('|').unwrap();
+    assert!(id.parse::<u64>().is_ok() && secret.len() == 40, "{token}");
+    let user = answers.json();
+    assert_eq!((user["email"].as_str(), user["name"].as_str()), (Some("ops@example.com"), Some("Ops")), "{context}");
+
+    // A leasing flow.
+    let created = answers.json();
+    assert_eq!(created["success"], true, "{context}");
+    assert_eq!(created["meta"]["state"], "RequestToGrenke", "{context}");
+    assert_eq!(created["data"]["Lessee"]["CompanyName"], "ACME GmbH", "{context}");
+    let financing_id = created["data"]["FinancingId"].as_str().unwrap().to_string();
+    let ready = answers.json();
+    assert_eq!(ready["data"]["FinancingId"], financing_id.as_str(), "{context}");
+    assert_eq!(
+        (ready["meta"]["state"].as_str(), ready["meta"]["ready_to_sign"].as_bool()),
+        (Some("ReadyToSign"), Some(true))
+    );
+    let flow = answers.json();
+    assert_eq!(flow["success"], true, "{context}");
+    assert_eq!(flow["data"]["mode"], "e_signature", "{context}");
+    assert_eq!(flow["data"]["readyRequest"]["State"], "ReadyToSign", "{context}");
+    assert_eq!(flow["data"]["eSignature"]["State"], "AwaitingCustomerSignature", "{context}");
+    assert_ne!(flow["data"]["financingId"], financing_id.as_str(), "the flow creates a request of its own");
+    let declined = answers.json();
+    assert_eq!((declined["success"].as_bool(), declined["error_code"].as_str()), (Some(false), Some("declined")));
+
+    // A field-report write.
+    let company = answers.json();
+    let company_id = company["data"]["Id"].as_str().unwrap().to_string();
+    assert!(company_id.parse::<u64>().is_ok(), "the field-report system assigned the Id: {company}");
+    assert_eq!(company["fieldReportResponse"]["Id"], company_id.as_str(), "{context}");
+    assert_eq!((company["data"]["Name"].as_str(), company["data"]["Version"].as_u64()), (Some("ACME GmbH"), Some(1)));
+    let updated = answers.json();
+    assert_eq!(updated["data"]["Name"], "ACME Holding GmbH", "{context}");
+    assert_eq!(updated["data"]["Version"], 2, "{context}");
+    assert_eq!(updated["fieldReportResponse"]["Version"], 2, "the update was forwarded: {updated}");
+    let shown = answers.json();
+    assert_eq!(shown["Id"], company_id.as_str(), "{context}");
+    assert_eq!((shown["Name"].as_str(), shown["Version"].as_u64()), (Some("ACME Holding GmbH"), Some(2)));
+    assert_eq!(shown["Location"]["City"], "Berlin", "{context}");
+
+    // A webhook.
+    let customer = answers.json();
+    assert_eq!(customer["company"], "Tour Bikes GmbH", "{context}");
+    let customer_id = customer["id"].as_str().unwrap().to_string();
+    let arrived = answers.json();
+    let local = &arrived["data"][0];
+    assert_eq!(local["ExternalId"], customer_id.as_str(), "{context}");
+    assert_eq!(local["Name"], "Tour Bikes GmbH", "{context}");
+    assert_eq!(local["SupportMail"], "hello@tour-bikes.example", "{context}");
+    assert!(answers.lines.next().is_none(), "more output than steps: {context}");
+
+    // The service ran on the tour's database under ./var, had the webhook registered, and was
+    // stopped by the tour's last command.
+    assert!(dir.join("var/integration-service.db").is_file());
+    assert!(log.contains("sandbox: ERP webhooks for customer, contact and article registered"), "{log}");
+    let started = Instant::now();
+    while !read(&dir.join("var/serve.log")).contains("stopped") {
+        assert!(
+            started.elapsed() < DEADLINE,
+            "the service did not stop after `kill $!`:\n{}",
+            read(&dir.join("var/serve.log"))
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
