@@ -2582,6 +2582,10 @@ pub mod types {
         ///`create` or `update`.
         pub kind: ::std::string::String,
         pub pushed: u64,
+        ///Records an earlier, interrupted run had already delivered: found at the upstream and marked pushed without sending them again.
+        pub recovered: u64,
+        ///Records another run was pushing at the same time, left to it.
+        pub skipped: u64,
     }
     impl PushReport {
         pub fn builder() -> builder::PushReport {
@@ -14512,6 +14516,8 @@ pub mod types {
             >,
             kind: ::std::result::Result<::std::string::String, ::std::string::String>,
             pushed: ::std::result::Result<u64, ::std::string::String>,
+            recovered: ::std::result::Result<u64, ::std::string::String>,
+            skipped: ::std::result::Result<u64, ::std::string::String>,
         }
         impl ::std::default::Default for PushReport {
             fn default() -> Self {
@@ -14521,6 +14527,8 @@ pub mod types {
                     failures: Err("no value supplied for failures".to_string()),
                     kind: Err("no value supplied for kind".to_string()),
                     pushed: Err("no value supplied for pushed".to_string()),
+                    recovered: Err("no value supplied for recovered".to_string()),
+                    skipped: Err("no value supplied for skipped".to_string()),
                 }
             }
         }
@@ -14585,6 +14593,30 @@ pub mod types {
                     });
                 self
             }
+            pub fn recovered<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<u64>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.recovered = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for recovered: {e}")
+                    });
+                self
+            }
+            pub fn skipped<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<u64>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.skipped = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for skipped: {e}")
+                    });
+                self
+            }
         }
         impl ::std::convert::TryFrom<PushReport> for super::PushReport {
             type Error = super::error::ConversionError;
@@ -14597,6 +14629,8 @@ pub mod types {
                     failures: value.failures?,
                     kind: value.kind?,
                     pushed: value.pushed?,
+                    recovered: value.recovered?,
+                    skipped: value.skipped?,
                 })
             }
         }
@@ -14608,6 +14642,8 @@ pub mod types {
                     failures: Ok(value.failures),
                     kind: Ok(value.kind),
                     pushed: Ok(value.pushed),
+                    recovered: Ok(value.recovered),
+                    skipped: Ok(value.skipped),
                 }
             }
         }
@@ -23269,6 +23305,20 @@ let response = client.healthz()
 ```*/
     pub fn healthz(&self) -> builder::Healthz<'_> {
         builder::Healthz::new(self)
+    }
+    /**Metrics
+
+The service's metrics in the Prometheus text exposition format (version 0.0.4): requests per operation and status, upstream calls per system and outcome (both with latency histograms), leasing flow outcomes by `error_code`, the ERP webhook inbox and the field-report push queue, database pool usage, start time and version. When the service sets `METRICS_TOKEN`, send it as `Authorization: Bearer <METRICS_TOKEN>`; otherwise the route is open.
+
+Sends a `GET` request to `/metrics`
+
+```ignore
+let response = client.metrics()
+    .send()
+    .await;
+```*/
+    pub fn metrics(&self) -> builder::Metrics<'_> {
+        builder::Metrics::new(self)
     }
     /**Readiness
 
@@ -40764,6 +40814,60 @@ pub mod builder {
             match response.status().as_u16() {
                 200u16 => ResponseValue::from_response(response).await,
                 400u16..=499u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16..=599u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                _ => Err(Error::UnexpectedResponse(response)),
+            }
+        }
+    }
+    /**Builder for [`Client::metrics`]
+
+[`Client::metrics`]: super::Client::metrics*/
+    #[derive(Debug, Clone)]
+    pub struct Metrics<'a> {
+        client: &'a super::Client,
+    }
+    impl<'a> Metrics<'a> {
+        pub fn new(client: &'a super::Client) -> Self {
+            Self { client: client }
+        }
+        ///Sends a `GET` request to `/metrics`
+        pub async fn send(
+            self,
+        ) -> Result<ResponseValue<ByteStream>, Error<types::ApiError>> {
+            let Self { client } = self;
+            let url = format!("{}/metrics", client.baseurl,);
+            let mut header_map = ::reqwest::header::HeaderMap::with_capacity(1usize);
+            header_map
+                .append(
+                    ::reqwest::header::HeaderName::from_static("api-version"),
+                    ::reqwest::header::HeaderValue::from_static(
+                        super::Client::api_version(),
+                    ),
+                );
+            #[allow(unused_mut)]
+            let mut request = client.client.get(url).headers(header_map).build()?;
+            let info = OperationInfo {
+                operation_id: "metrics",
+            };
+            client.pre(&mut request, &info).await?;
+            let result = client.exec(request, &info).await;
+            client.post(&result, &info).await?;
+            let response = result?;
+            match response.status().as_u16() {
+                200u16 => Ok(ResponseValue::stream(response)),
+                401u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
