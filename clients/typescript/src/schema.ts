@@ -1803,6 +1803,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/metrics": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Metrics
+         * @description The service's metrics in the Prometheus text exposition format (version 0.0.4): requests per operation and status, upstream calls per system and outcome (both with latency histograms), leasing flow outcomes by `error_code`, the ERP webhook inbox and the field-report push queue, database pool usage, start time and version. When the service sets `METRICS_TOKEN`, send it as `Authorization: Bearer <METRICS_TOKEN>`; otherwise the route is open.
+         */
+        get: operations["metrics"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/readyz": {
         parameters: {
             query?: never;
@@ -3053,6 +3073,16 @@ export interface components {
             kind: string;
             /** Format: uint64 */
             pushed: number;
+            /**
+             * Format: uint64
+             * @description Records an earlier, interrupted run had already delivered: found at the upstream and marked pushed without sending them again.
+             */
+            recovered: number;
+            /**
+             * Format: uint64
+             * @description Records another run was pushing at the same time, left to it.
+             */
+            skipped: number;
         };
         /** @description A skill or certificate required for a service request and held by technicians. */
         Qualification: {
@@ -8409,6 +8439,56 @@ export interface operations {
             };
             "4XX": components["responses"]["ApiError"];
             "5XX": components["responses"]["ApiError"];
+        };
+    };
+    metrics: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The metrics in the Prometheus text exposition format, version 0.0.4. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example # HELP integration_service_http_requests_total HTTP requests answered, by operation (OpenAPI operationId; `unmatched` for any other path) and status.
+                     *     # TYPE integration_service_http_requests_total counter
+                     *     integration_service_http_requests_total{operation="login",status="200"} 3
+                     */
+                    "text/plain; version=0.0.4; charset=utf-8": string;
+                };
+            };
+            /** @description `METRICS_TOKEN` is set and the request did not present it as `Authorization: Bearer <METRICS_TOKEN>`. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error_code": "unauthenticated",
+                     *       "message": "Unauthenticated.",
+                     *       "request_id": "0d5c1e3e-8b7f-4f4e-9c57-2f1f0c9e1a11"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description An internal error. */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
         };
     };
     readyz: {
