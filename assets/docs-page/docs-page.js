@@ -9,6 +9,9 @@
     url: root.getAttribute("data-openapi-url"),
     domNode: root,
     deepLinking: true,
+    // Tags start collapsed: the list of every operation is long; a deep link (#/leasing)
+    // opens its tag.
+    docExpansion: "none",
     displayOperationId: true,
     displayRequestDuration: true,
     defaultModelsExpandDepth: 0,
