@@ -367,13 +367,7 @@ async fn a_flow_killed_midway_is_recorded_as_interrupted(db: Db) {
     let (mut instance, _sandboxes, store) = Instance::start(db).await;
     let token = instance.token().await;
     let body = json!({
-        "request_payload": {
-            "ProductType": "ClassicLease", "FinancingAmount": 2598.0, "Period": 48, "Currency": "EUR",
-            "PaymentFrequency": "Monthly", "PaymentMethod": "DirectDebit",
-            "Lessee": {"CompanyName": "ACME [slow:1000]", "LegalFormId": 1, "Email": "lessee@example.com",
-                       "Addresses": [{"Line1": "Hauptstr. 1", "PostCode": "10115", "City": "Berlin", "Country": "DE", "Type": "Main"}]},
-            "FinancingObjects": [{"Quantity": 2, "ObjectTypeId": 1, "Name": "Laptop", "NetPricePerObject": 1299.0}]
-        },
+        "request_payload": common::leasing_request("ACME [slow:1000]"),
         "e_signature_payload": {"SignerName": "Max Mustermann", "SignerEmail": "max@acme.example"},
         "sleep_milliseconds": 500,
         "max_attempts": 100

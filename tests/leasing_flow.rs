@@ -5,19 +5,9 @@ mod common;
 use common::{Db, TestService, error_body};
 use serde_json::{Value, json};
 
-fn request_payload(company: &str) -> Value {
-    json!({
-        "ProductType": "ClassicLease", "FinancingAmount": 2598.0, "Period": 48, "Currency": "EUR",
-        "PaymentFrequency": "Monthly", "PaymentMethod": "DirectDebit",
-        "Lessee": {"CompanyName": company, "LegalFormId": 1, "Email": "lessee@example.com",
-                   "Addresses": [{"Line1": "Hauptstr. 1", "PostCode": "10115", "City": "Berlin", "Country": "DE", "Type": "Main"}]},
-        "FinancingObjects": [{"Quantity": 2, "ObjectTypeId": 1, "Name": "Laptop", "NetPricePerObject": 1299.0}]
-    })
-}
-
 fn flow_body(company: &str) -> Value {
     json!({
-        "request_payload": request_payload(company),
+        "request_payload": common::leasing_request(company),
         "e_signature_payload": {"SignerName": "Max Mustermann", "SignerEmail": "max@acme.example",
                                 "signees": [{"FirstName": "Max", "LastName": "Mustermann", "Email": "max@acme.example"}]},
         "sleep_milliseconds": 0
@@ -189,25 +179,31 @@ async fn invalid_flow_input_is_refused_before_any_call(db: Db) {
 async fn retried_creates_and_flows_run_once(db: Db) {
     let svc = TestService::start(db, &[]).await;
     let token = svc.user_token().await;
-    let first = post(&svc, &token, "/api/v1/leasing", &request_payload("ACME GmbH"), Some("create-1")).await;
+    let first = post(&svc, &token, "/api/v1/leasing", &common::leasing_request("ACME GmbH"), Some("create-1")).await;
     assert_eq!(first.status(), 201);
     let first: Value = first.json().await.unwrap();
-    let again = post(&svc, &token, "/api/v1/leasing", &request_payload("ACME GmbH"), Some("create-1")).await;
+    let again = post(&svc, &token, "/api/v1/leasing", &common::leasing_request("ACME GmbH"), Some("create-1")).await;
     assert_eq!(again.status(), 201);
     let again: Value = again.json().await.unwrap();
     assert_eq!(first, again);
     assert_eq!(provider_request_count(&svc).await, 1, "the retry created nothing new");
 
-    let other =
-        error_body(post(&svc, &token, "/api/v1/leasing", &request_payload("Other GmbH"), Some("create-1")).await, 422)
-            .await;
+    let other = error_body(
+        post(&svc, &token, "/api/v1/leasing", &common::leasing_request("Other GmbH"), Some("create-1")).await,
+        422,
+    )
+    .await;
     assert_eq!(other["error_code"], "idempotency_key_reused");
 
     // A failed attempt frees its key: the retry runs.
     svc.leasing_fault(json!({"path_prefix": "/basic/v1/requests", "status": 503, "times": 1})).await;
-    error_body(post(&svc, &token, "/api/v1/leasing", &request_payload("ACME GmbH"), Some("create-2")).await, 500).await;
+    error_body(
+        post(&svc, &token, "/api/v1/leasing", &common::leasing_request("ACME GmbH"), Some("create-2")).await,
+        500,
+    )
+    .await;
     assert_eq!(
-        post(&svc, &token, "/api/v1/leasing", &request_payload("ACME GmbH"), Some("create-2")).await.status(),
+        post(&svc, &token, "/api/v1/leasing", &common::leasing_request("ACME GmbH"), Some("create-2")).await.status(),
         201
     );
     assert_eq!(provider_request_count(&svc).await, 2);
@@ -223,8 +219,8 @@ async fn retried_creates_and_flows_run_once(db: Db) {
     assert_eq!(flows, 1);
 
     // Without the header every call creates.
-    post(&svc, &token, "/api/v1/leasing", &request_payload("ACME GmbH"), None).await;
-    post(&svc, &token, "/api/v1/leasing", &request_payload("ACME GmbH"), None).await;
+    post(&svc, &token, "/api/v1/leasing", &common::leasing_request("ACME GmbH"), None).await;
+    post(&svc, &token, "/api/v1/leasing", &common::leasing_request("ACME GmbH"), None).await;
     assert_eq!(provider_request_count(&svc).await, 5);
     svc.stop().await;
 }
@@ -236,7 +232,7 @@ async fn health_and_test_flow(db: Db) {
     assert_eq!(health["success"], true);
     assert_eq!(health["provider_configured"], true);
     let created: Value =
-        post(&svc, &token, "/api/v1/leasing", &request_payload("ACME GmbH"), None).await.json().await.unwrap();
+        post(&svc, &token, "/api/v1/leasing", &common::leasing_request("ACME GmbH"), None).await.json().await.unwrap();
     let id = created["data"]["FinancingId"].as_str().unwrap();
     let stored: Value = svc
         .client

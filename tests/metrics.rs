@@ -192,16 +192,6 @@ async fn simulator_calls(svc: &TestService, root: &str) -> f64 {
     body["calls"].as_f64().unwrap()
 }
 
-fn leasing_payload(company: &str) -> Value {
-    json!({
-        "ProductType": "ClassicLease", "FinancingAmount": 2598.0, "Period": 48, "Currency": "EUR",
-        "PaymentFrequency": "Monthly", "PaymentMethod": "DirectDebit",
-        "Lessee": {"CompanyName": company, "LegalFormId": 1, "Email": "lessee@example.com",
-                   "Addresses": [{"Line1": "Hauptstr. 1", "PostCode": "10115", "City": "Berlin", "Country": "DE", "Type": "Main"}]},
-        "FinancingObjects": [{"Quantity": 2, "ObjectTypeId": 1, "Name": "Laptop", "NetPricePerObject": 1299.0}]
-    })
-}
-
 /// Waits until the webhook inbox has processed `done` calls (read from the database, so the
 /// wait itself sends no request to the service).
 async fn wait_for_processed_webhooks(svc: &TestService, done: i64) {
@@ -264,7 +254,8 @@ async fn counts_requests_upstream_calls_flows_and_queues(db: Db) {
 
     // A financing request, and a wait whose first read the provider refuses with 503 (the
     // read is retried): one http_5xx call among the ok ones.
-    let created = svc.client.post(svc.url("/api/v1/leasing")).bearer_auth(&token).json(&leasing_payload("ACME GmbH"));
+    let created =
+        svc.client.post(svc.url("/api/v1/leasing")).bearer_auth(&token).json(&common::leasing_request("ACME GmbH"));
     let created = created.send().await.unwrap();
     assert_eq!(created.status(), 201);
     let created: Value = created.json().await.unwrap();
@@ -275,7 +266,7 @@ async fn counts_requests_upstream_calls_flows_and_queues(db: Db) {
 
     // A one-shot flow that ends in an error code.
     let flow = json!({
-        "request_payload": leasing_payload("Declined AG [declined]"),
+        "request_payload": common::leasing_request("Declined AG [declined]"),
         "e_signature_payload": {"SignerName": "Max Mustermann", "SignerEmail": "max@acme.example", "signees": []},
         "sleep_milliseconds": 0
     });

@@ -98,16 +98,6 @@ async fn show_company(svc: &TestService, token: &str, id: &str) -> (u16, Value) 
     (status, answer.json().await.unwrap())
 }
 
-fn lease_request() -> Value {
-    json!({
-        "ProductType": "ClassicLease", "FinancingAmount": 2598.0, "Period": 48, "Currency": "EUR",
-        "PaymentFrequency": "Monthly", "PaymentMethod": "DirectDebit",
-        "Lessee": {"CompanyName": "ACME GmbH", "LegalFormId": 1, "Email": "lessee@example.com",
-                   "Addresses": [{"Line1": "Hauptstr. 1", "PostCode": "10115", "City": "Berlin", "Country": "DE", "Type": "Main"}]},
-        "FinancingObjects": [{"Quantity": 2, "ObjectTypeId": 1, "Name": "Laptop", "NetPricePerObject": 1299.0}]
-    })
-}
-
 /// Leasing: create (with an idempotency key, which a failure must leave free) and read.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn leasing_calls_fail_clearly_and_change_nothing() {
@@ -116,7 +106,7 @@ async fn leasing_calls_fail_clearly_and_change_nothing() {
         .client
         .post(svc.url("/api/v1/leasing"))
         .bearer_auth(&token)
-        .json(&lease_request())
+        .json(&common::leasing_request("ACME GmbH"))
         .send()
         .await
         .unwrap()
@@ -132,7 +122,7 @@ async fn leasing_calls_fail_clearly_and_change_nothing() {
                 .post(svc.url("/api/v1/leasing"))
                 .bearer_auth(&token)
                 .header("idempotency-key", &key)
-                .json(&lease_request())
+                .json(&common::leasing_request("ACME GmbH"))
                 .send()
         };
         assert_clear_error(create().await.unwrap(), &fault, "leasing provider", "create").await;

@@ -255,6 +255,18 @@ impl TestService {
     }
 }
 
+/// A valid financing request for the leasing simulator; the company name picks its scenario
+/// (e.g. `ACME [slow:5]`, `[declined]`).
+pub fn leasing_request(company: &str) -> serde_json::Value {
+    serde_json::json!({
+        "ProductType": "ClassicLease", "FinancingAmount": 2598.0, "Period": 48, "Currency": "EUR",
+        "PaymentFrequency": "Monthly", "PaymentMethod": "DirectDebit",
+        "Lessee": {"CompanyName": company, "LegalFormId": 1, "Email": "lessee@example.com",
+                   "Addresses": [{"Line1": "Hauptstr. 1", "PostCode": "10115", "City": "Berlin", "Country": "DE", "Type": "Main"}]},
+        "FinancingObjects": [{"Quantity": 2, "ObjectTypeId": 1, "Name": "Laptop", "NetPricePerObject": 1299.0}]
+    })
+}
+
 /// Asserts the common error shape and returns the body.
 pub async fn error_body(response: reqwest::Response, status: u16) -> serde_json::Value {
     assert_eq!(response.status().as_u16(), status, "unexpected status");
