@@ -49,6 +49,7 @@ pub const SETTING_NAMES: &[&str] = &[
     "TLS_KEY",
     "METRICS_TOKEN",
     "MAX_BODY_BYTES",
+    "HEADER_READ_TIMEOUT_SECONDS",
 ];
 
 /// A bad or unreadable setting; its `Display` is the one line printed before exiting.
@@ -162,6 +163,9 @@ pub struct Config {
     pub tls_key: Option<PathBuf>,
     pub metrics_token: Option<SecretString>,
     pub max_body_bytes: usize,
+    /// How long a client may take to send its request headers (`HEADER_READ_TIMEOUT_SECONDS`,
+    /// default 10 s); a slower one is disconnected.
+    pub header_read_timeout: Duration,
 }
 
 /// A setting read from TOML or the environment as a plain string, whatever scalar it was
@@ -354,6 +358,7 @@ impl Config {
         let token_ttl = raw.positive_u64("TOKEN_TTL_MINUTES")?.map(|m| Duration::from_secs(m * 60));
         let max_body_bytes = raw.positive_u64("MAX_BODY_BYTES")?.unwrap_or(1024 * 1024);
         let max_body_bytes = usize::try_from(max_body_bytes).map_err(|_| invalid("MAX_BODY_BYTES", "too large"))?;
+        let header_read_timeout = Duration::from_secs(raw.positive_u64("HEADER_READ_TIMEOUT_SECONDS")?.unwrap_or(10));
 
         let storage_url = raw.string_or("STORAGE_URL", "file://./var/storage");
         if !(storage_url.starts_with("file://") || storage_url.starts_with("s3://")) {
@@ -438,6 +443,7 @@ impl Config {
             tls_key,
             metrics_token: raw.secret("METRICS_TOKEN"),
             max_body_bytes,
+            header_read_timeout,
         })
     }
 }
@@ -452,6 +458,7 @@ mod tests {
         assert_eq!(config.bind_address.to_string(), "127.0.0.1:8080");
         assert_eq!(config.docs_path, "docs");
         assert_eq!(config.max_body_bytes, 1024 * 1024);
+        assert_eq!(config.header_read_timeout, Duration::from_secs(10));
         assert!(config.token_ttl.is_none());
         assert_eq!(config.erp.timeout, Duration::from_secs(30));
         assert!(!config.database_url.is_postgres());

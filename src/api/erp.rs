@@ -24,13 +24,17 @@ pub const SECRET_HEADER: &str = "x-webhook-secret";
 pub struct WebhookQuery {
     /// The webhook secret, when it is part of the URL registered at the ERP.
     pub secret: Option<String>,
-    /// Entity type, e.g. `customer` (GET calls).
+    /// Entity type, e.g. `customer` (GET calls: required).
     #[serde(rename = "entityName")]
+    #[schemars(regex(pattern = r"\S"))]
     pub entity_name: Option<String>,
-    /// Id of the record (GET calls).
+    /// Id of the record: letters, digits and `-`, at most 64 (GET calls: this or `id` is
+    /// required).
     #[serde(rename = "entityId")]
+    #[schemars(regex(pattern = r"^\s*[A-Za-z0-9-]{1,64}\s*$"))]
     pub entity_id: Option<String>,
     /// Fallback for `entityId`.
+    #[schemars(regex(pattern = r"^\s*[A-Za-z0-9-]{1,64}\s*$"))]
     pub id: Option<String>,
     /// `created`, `updated` or `deleted` (GET calls).
     #[serde(rename = "type")]
@@ -44,9 +48,12 @@ pub struct WebhookQuery {
 pub struct WebhookPayload {
     /// Entity type, e.g. `customer` (also accepted: `entity_name`, `entity`).
     #[serde(rename = "entityName")]
+    #[schemars(regex(pattern = r"\S"))]
     pub entity_name: String,
-    /// Id of the record (also accepted: `entity_id`, `id`, `entity.id`).
+    /// Id of the record: letters, digits and `-`, at most 64 (also accepted: `entity_id`, `id`,
+    /// `entity.id`).
     #[serde(rename = "entityId")]
+    #[schemars(regex(pattern = r"^\s*[A-Za-z0-9-]{1,64}\s*$"))]
     pub entity_id: String,
     /// `created`, `updated` or `deleted` (also accepted: `event`, `action`); absent means a
     /// change.
@@ -251,6 +258,7 @@ pub async fn show_record(
 ) -> Result<HttpResponseOk<Map<String, Value>>, ApiError> {
     caller(rqctx).await?;
     let info = model_named(model)?;
+    crate::erp::pull::check_id(id)?;
     let record = rqctx
         .context()
         .erp
@@ -384,7 +392,8 @@ pub struct ModelPath {
 pub struct ModelRecordPath {
     /// The ERP's name of the model, e.g. `customer`.
     pub model: String,
-    /// The id of one record.
+    /// The id of one record (letters, digits and `-`, at most 64).
+    #[schemars(regex(pattern = "^[A-Za-z0-9-]{1,64}$"))]
     pub entity: String,
 }
 
@@ -392,7 +401,8 @@ pub struct ModelRecordPath {
 pub struct ModelFieldValuePath {
     /// The ERP's name of the model, e.g. `customer`.
     pub model: String,
-    /// A top-level field of the model, e.g. `customerNumber`.
+    /// A top-level field of the model, e.g. `customerNumber` (letters and digits, at most 64).
+    #[schemars(regex(pattern = "^[A-Za-z0-9]{1,64}$"))]
     pub entity: String,
     /// The value the field must equal.
     pub value: String,

@@ -5,7 +5,30 @@
 #![allow(dead_code)]
 
 use schemars::JsonSchema;
+use schemars::r#gen::SchemaGenerator;
+use schemars::schema::{InstanceType, NumberValidation, Schema, SchemaObject};
 use serde_json::{Map, Value};
+
+/// A number greater than 0 (`exclusiveMinimum`, which schemars' attributes cannot state).
+fn positive_number(_: &mut SchemaGenerator) -> Schema {
+    Schema::Object(positive())
+}
+
+/// As [`positive_number`], or null (absent).
+fn positive_number_or_null(_: &mut SchemaGenerator) -> Schema {
+    let mut schema = positive();
+    schema.extensions.insert("nullable".into(), Value::Bool(true));
+    Schema::Object(schema)
+}
+
+fn positive() -> SchemaObject {
+    SchemaObject {
+        instance_type: Some(InstanceType::Number.into()),
+        format: Some("double".into()),
+        number: Some(Box::new(NumberValidation { exclusive_minimum: Some(0.0), ..Default::default() })),
+        ..Default::default()
+    }
+}
 
 /// A postal address of the lessee.
 #[derive(JsonSchema)]
@@ -50,7 +73,7 @@ pub struct Lessee {
     /// Also the recipient of the missing-info mail.
     pub email: Option<String>,
     /// From the provider's legal forms.
-    pub legal_form_id: Option<i64>,
+    pub legal_form_id: Option<i32>,
     pub addresses: Option<Vec<Address>>,
     pub telephones: Option<Vec<Telephone>>,
     pub third_party_identifiers: Option<Vec<ThirdPartyIdentifier>>,
@@ -62,13 +85,16 @@ pub struct Lessee {
 #[derive(JsonSchema)]
 #[serde(rename_all = "PascalCase")]
 pub struct FinancingObject {
-    pub quantity: Option<u32>,
+    /// A whole number greater than 0.
+    #[schemars(range(min = 1))]
+    pub quantity: Option<i32>,
     /// From the provider's object types.
-    pub object_type_id: Option<i64>,
+    pub object_type_id: Option<i32>,
     pub name: Option<String>,
     pub manufacturer: Option<String>,
     pub details: Option<String>,
-    /// Net price of one object.
+    /// Net price of one object, at least 0.
+    #[schemars(range(min = 0))]
     pub net_price_per_object: Option<f64>,
 }
 
@@ -82,9 +108,13 @@ pub struct FinancingObject {
 pub struct FinancingRequestPayload {
     /// `ClassicLease`, `PartialAmortisation`, `Rent`, `AllIn`, ...
     pub product_type: Option<String>,
+    /// Net amount to be financed, greater than 0.
+    #[serde(default)]
+    #[schemars(schema_with = "positive_number_or_null")]
     pub financing_amount: Option<f64>,
     /// Months: 48, 60, 72 or 84.
-    pub period: Option<u32>,
+    #[schemars(range(min = 1))]
+    pub period: Option<i32>,
     /// `Monthly` or `Quarterly`.
     pub payment_frequency: Option<String>,
     /// `DirectDebit` or `Invoice`.
@@ -127,7 +157,8 @@ pub struct FinancingRequestResponse {
     pub state: String,
     pub product_type: String,
     pub financing_amount: f64,
-    pub period: u32,
+    #[schemars(range(min = 0))]
+    pub period: i32,
     pub payment_frequency: String,
     pub payment_method: String,
     pub currency: String,
@@ -145,7 +176,11 @@ pub struct FinancingRequestResponse {
 pub struct PatchRequestPayload {
     pub payment_method: Option<String>,
     pub payment_frequency: Option<String>,
-    pub period: Option<u32>,
+    #[schemars(range(min = 1))]
+    pub period: Option<i32>,
+    /// Greater than 0.
+    #[serde(default)]
+    #[schemars(schema_with = "positive_number_or_null")]
     pub financing_amount: Option<f64>,
     pub financing_objects: Option<Vec<FinancingObject>>,
     #[serde(flatten)]
@@ -175,7 +210,7 @@ pub struct Signee {
     /// e.g. `de-DE`.
     pub culture: Option<String>,
     pub mobile_number: Option<String>,
-    pub signing_order: Option<u32>,
+    pub signing_order: Option<i32>,
 }
 
 /// Start of an electronic signature.
@@ -204,6 +239,21 @@ pub struct ESignaturePayload {
 pub struct ESignatureConfiguration {
     #[serde(rename = "DocuSign")]
     pub docu_sign: Option<Map<String, Value>>,
+    #[serde(flatten)]
+    pub other: Map<String, Value>,
+}
+
+/// Input of a lease calculation at the provider; further fields (`ProductType`, `Currency`,
+/// `PaymentFrequency`, ...) are passed to the provider untouched.
+#[derive(JsonSchema)]
+#[serde(rename_all = "PascalCase")]
+pub struct CalculationPayload {
+    /// Net amount to be financed, greater than 0.
+    #[schemars(schema_with = "positive_number")]
+    pub financing_amount: f64,
+    /// Contract term in months; without it the provider calculates every period it offers.
+    #[schemars(range(min = 1))]
+    pub period: Option<i32>,
     #[serde(flatten)]
     pub other: Map<String, Value>,
 }

@@ -226,7 +226,7 @@ pub trait IntegrationApi {
     #[endpoint { method = POST, path = "/__internal/leasing/calculate", tags = ["leasing"] }]
     async fn leasing_provider_calculation(
         rqctx: RequestContext<Self::Context>,
-        body: TypedBody<Documented<schema::ProviderAnswer>>,
+        body: TypedBody<Documented<schema::CalculationPayload>>,
     ) -> Result<HttpResponseOk<ActionEnvelope>, ApiError>;
 
     /// Inverse lease calculation (defaults)
@@ -831,7 +831,7 @@ impl IntegrationApi for Service {
 
     async fn leasing_provider_calculation(
         rqctx: RequestContext<ApiContext>,
-        body: TypedBody<Documented<schema::ProviderAnswer>>,
+        body: TypedBody<Documented<schema::CalculationPayload>>,
     ) -> Result<HttpResponseOk<ActionEnvelope>, ApiError> {
         leasing::provider_calculation(&rqctx, body.into_inner().into_inner()).await
     }

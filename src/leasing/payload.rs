@@ -36,7 +36,7 @@ pub fn validate_create(payload: &Value) -> Result<(), FieldErrors> {
         Some(a) if a > Decimal::ZERO => {}
         _ => add(&mut errors, "FinancingAmount", "The financing amount must be a number greater than 0."),
     }
-    if request.get("Period").and_then(Value::as_u64).is_none_or(|p| p == 0) {
+    if request.get("Period").and_then(Value::as_u64).is_none_or(|p| p == 0 || p > i32::MAX as u64) {
         add(&mut errors, "Period", "The period must be a whole number of months greater than 0.");
     }
     if non_empty_str(request, "ProductType").is_none() {
@@ -74,7 +74,8 @@ pub fn validate_create(payload: &Value) -> Result<(), FieldErrors> {
         }
         Some(list) => {
             for (i, object) in list.iter().enumerate() {
-                let quantity = object.get("Quantity").and_then(Value::as_u64).filter(|q| *q > 0);
+                let quantity =
+                    object.get("Quantity").and_then(Value::as_u64).filter(|q| *q > 0 && *q <= i32::MAX as u64);
                 if quantity.is_none() {
                     add(
                         &mut errors,
@@ -111,6 +112,43 @@ pub fn validate_create(payload: &Value) -> Result<(), FieldErrors> {
                 sum.round_dp(2)
             ),
         );
+    }
+    if errors.is_empty() { Ok(()) } else { Err(errors) }
+}
+
+/// Checks the fields of a request patch that are present: `Period` a whole number of months
+/// greater than 0, `FinancingAmount` greater than 0, each financing object's `Quantity` a
+/// whole number greater than 0 and `NetPricePerObject` at least 0. The provider would store
+/// anything; the service's document promises these bounds in its answers.
+pub fn validate_patch(payload: &Value) -> Result<(), FieldErrors> {
+    let mut errors = FieldErrors::new();
+    let Some(patch) = payload.as_object() else {
+        add(&mut errors, "body", "The patch must be a JSON object.");
+        return Err(errors);
+    };
+    let present = |key: &str| patch.get(key).filter(|v| !v.is_null());
+    if present("Period").is_some_and(|p| p.as_u64().is_none_or(|p| p == 0 || p > i32::MAX as u64)) {
+        add(&mut errors, "Period", "The period must be a whole number of months greater than 0.");
+    }
+    if present("FinancingAmount").is_some_and(|a| decimal(a).is_none_or(|a| a <= Decimal::ZERO)) {
+        add(&mut errors, "FinancingAmount", "The financing amount must be a number greater than 0.");
+    }
+    for (i, object) in present("FinancingObjects").and_then(Value::as_array).into_iter().flatten().enumerate() {
+        let field = |key: &str| object.get(key).filter(|v| !v.is_null());
+        if field("Quantity").is_some_and(|q| q.as_u64().is_none_or(|q| q == 0 || q > i32::MAX as u64)) {
+            add(
+                &mut errors,
+                &format!("FinancingObjects.{i}.Quantity"),
+                "The quantity must be a whole number greater than 0.",
+            );
+        }
+        if field("NetPricePerObject").is_some_and(|p| decimal(p).is_none_or(|p| p < Decimal::ZERO)) {
+            add(
+                &mut errors,
+                &format!("FinancingObjects.{i}.NetPricePerObject"),
+                "The net price must be a number of at least 0.",
+            );
+        }
     }
     if errors.is_empty() { Ok(()) } else { Err(errors) }
 }
