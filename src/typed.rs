@@ -45,6 +45,6 @@ mod tests {
             super::from_json::<Order>(&json!({"Items": [{"Quantity": 1}, {"Quantity": 4294967294u64}]})).unwrap_err();
         assert_eq!(error.field, "Items[1].Quantity");
         assert!(error.message.contains("4294967294"), "{}", error.message);
-        assert_eq!(super::from_json::<Order>(&json!([1])).unwrap_err().field, "body");
+        assert_eq!(super::from_json::<Order>(&json!("an order")).unwrap_err().field, "body");
     }
 }

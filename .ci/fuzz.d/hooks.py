@@ -1,5 +1,5 @@
-"""Schemathesis hooks of `.ci/fuzz`: authentication, bounds for the operations that block by
-design, the server-error check, and the request count.
+"""Schemathesis hooks of `.ci/fuzz`: authentication, records to find, bounds for the operations
+that block by design, the server-error check, and the request count.
 
 Loaded by schemathesis from `.ci/fuzz.d/schemathesis.toml` (`hooks = ...`). Reads
 FUZZ_BASE_URL, FUZZ_EMAIL, FUZZ_PASSWORD (the user `.ci/fuzz` created) and FUZZ_COUNT_FILE
@@ -9,11 +9,13 @@ FUZZ_BASE_URL, FUZZ_EMAIL, FUZZ_PASSWORD (the user `.ci/fuzz` created) and FUZZ_
 import atexit
 import json
 import os
+import random
 import threading
 from collections import Counter
 
 import requests
 import schemathesis
+from schemathesis.core.parameters import ParameterLocation
 
 BASE_URL = os.environ["FUZZ_BASE_URL"]
 EMAIL = os.environ["FUZZ_EMAIL"]
@@ -36,6 +38,66 @@ def _login() -> str:
     answer = requests.post(f"{BASE_URL}/api/v1/login", json={"email": EMAIL, "password": PASSWORD}, timeout=30)
     answer.raise_for_status()
     return answer.json()["access_token"]
+
+
+def _seed() -> dict:
+    """Records for the generated requests to find: random ids mostly answer 404, which checks
+    only the error shape. Three financing requests at the leasing simulator, the field-report
+    mirror (three records of every entity set, created through the service), ERP customers,
+    contacts and articles. Returns known ids by path parameter (`record` by entity route)."""
+    headers = {"Authorization": f"Bearer {_login()}"}
+
+    def call(method, path, **kwargs):
+        answer = requests.request(method, f"{BASE_URL}{path}", headers=headers, timeout=120, **kwargs)
+        answer.raise_for_status()
+        return answer.json()
+
+    doc = requests.get(f"{BASE_URL}/docs/openapi.json", timeout=30).json()
+    example = doc["components"]["schemas"]["FinancingRequestPayload"]["example"]
+    financing_ids = [call("POST", "/api/v1/leasing", json=example)["data"]["FinancingId"] for _ in range(3)]
+    records = {}
+    for entity in call("GET", "/api/v1/fieldreport/show")["data"]:
+        route = entity["entity"]
+        records[route] = [
+            call("POST", f"/api/v1/fieldreport/{route}", json={"Id": f"fuzz-{n}", "Version": 1})["data"]["Id"]
+            for n in range(3)
+        ]
+    erp = {}
+    for model in ("customer", "contact", "article"):
+        call("GET", f"/api/v1/erp/setup/{model}")
+        erp[model] = [record["id"] for record in call("GET", f"/api/v1/erp/show/{model}")["data"]]
+    return {"financingId": financing_ids, "record": records, "erp": erp}
+
+
+KNOWN = _seed()
+_choice = random.Random(int(os.environ.get("FUZZ_SEED", "0")))
+
+
+def _use_known_ids(case) -> None:
+    """In the coverage and fuzzing phases, half of the valid path parameters that name a record
+    are replaced by a known one (schemathesis re-validates an edited case, so the checks judge
+    what was sent). Invalid (negative) ones stay as generated, and the stateful phase keeps
+    the ids it took from the records it created."""
+    parameters = case.path_parameters
+    meta = getattr(case, "_meta", None)
+    if not parameters or meta is None or meta.phase.name not in ("coverage", "fuzzing"):
+        return
+    if meta.is_negative_at(ParameterLocation.PATH):
+        return
+    if _choice.random() < 0.5:
+        return
+    path = case.operation.path
+    if "financingId" in parameters:
+        parameters["financingId"] = _choice.choice(KNOWN["financingId"])
+    if "record" in parameters:
+        route = path.split("/")[4]
+        if KNOWN["record"].get(route):
+            parameters["record"] = _choice.choice(KNOWN["record"][route])
+    if path in ("/api/v1/erp/show/{model}/{entity}", "/api/v1/erp/update/{model}/{entity}"):
+        model = _choice.choice(sorted(KNOWN["erp"]))
+        if KNOWN["erp"][model]:
+            parameters["model"] = model
+            parameters["entity"] = _choice.choice(KNOWN["erp"][model])
 
 
 @schemathesis.auth()
@@ -69,6 +131,7 @@ def _bound_wait(holder: dict) -> dict:
 
 @schemathesis.hook
 def before_call(context, case, kwargs):
+    _use_known_ids(case)
     operation = context.operation.definition.raw.get("operationId")
     if operation == "leasing_wait_ready_to_sign" and isinstance(case.query or {}, dict):
         case.query = _bound_wait(dict(case.query or {}))

@@ -19,7 +19,14 @@ use crate::fieldreport::service::MAX_PER_PAGE;
 /// The header that may carry the webhook secret (else `?secret=`).
 pub const SECRET_HEADER: &str = "x-webhook-secret";
 
-/// A webhook call as the ERP sends it with GET (and the secret, for either method).
+/// The query of a POST webhook call: only the secret (the call itself is in the body).
+#[derive(Deserialize, JsonSchema)]
+pub struct WebhookSecretQuery {
+    /// The webhook secret, when it is part of the URL registered at the ERP.
+    pub secret: Option<String>,
+}
+
+/// A webhook call as the ERP sends it with GET, and the secret.
 #[derive(Deserialize, JsonSchema)]
 pub struct WebhookQuery {
     /// The webhook secret, when it is part of the URL registered at the ERP.
@@ -29,12 +36,12 @@ pub struct WebhookQuery {
     #[schemars(regex(pattern = r"\S"))]
     pub entity_name: Option<String>,
     /// Id of the record: letters, digits and `-`, at most 64 (GET calls: this or `id` is
-    /// required).
+    /// required; blank counts as absent).
     #[serde(rename = "entityId")]
-    #[schemars(regex(pattern = r"^\s*[A-Za-z0-9-]{1,64}\s*$"))]
+    #[schemars(regex(pattern = r"^\s*([A-Za-z0-9-]{1,64}\s*)?$"))]
     pub entity_id: Option<String>,
-    /// Fallback for `entityId`.
-    #[schemars(regex(pattern = r"^\s*[A-Za-z0-9-]{1,64}\s*$"))]
+    /// Fallback for `entityId` (blank counts as absent).
+    #[schemars(regex(pattern = r"^\s*([A-Za-z0-9-]{1,64}\s*)?$"))]
     pub id: Option<String>,
     /// `created`, `updated` or `deleted` (GET calls).
     #[serde(rename = "type")]
@@ -50,15 +57,26 @@ pub struct WebhookPayload {
     #[serde(rename = "entityName")]
     #[schemars(regex(pattern = r"\S"))]
     pub entity_name: String,
-    /// Id of the record: letters, digits and `-`, at most 64 (also accepted: `entity_id`, `id`,
-    /// `entity.id`).
+    /// Id of the record: letters, digits and `-`, at most 64, or an integer (also accepted:
+    /// `entity_id`, `id`, `entity.id`).
     #[serde(rename = "entityId")]
-    #[schemars(regex(pattern = r"^\s*[A-Za-z0-9-]{1,64}\s*$"))]
+    #[schemars(schema_with = "record_id_schema")]
     pub entity_id: String,
     /// `created`, `updated` or `deleted` (also accepted: `event`, `action`); absent means a
     /// change.
     #[serde(rename = "type")]
     pub event: Option<String>,
+}
+
+/// A record id in a webhook body: text of letters, digits and `-`, or an integer.
+fn record_id_schema(_: &mut schemars::r#gen::SchemaGenerator) -> schemars::schema::Schema {
+    serde_json::from_value(serde_json::json!({
+        "anyOf": [
+            {"type": "string", "pattern": r"^\s*[A-Za-z0-9-]{1,64}\s*$"},
+            {"type": "integer", "format": "int64"}
+        ]
+    }))
+    .expect("a valid schema")
 }
 
 /// A stored webhook call.

@@ -5,30 +5,7 @@
 #![allow(dead_code)]
 
 use schemars::JsonSchema;
-use schemars::r#gen::SchemaGenerator;
-use schemars::schema::{InstanceType, NumberValidation, Schema, SchemaObject};
 use serde_json::{Map, Value};
-
-/// A number greater than 0 (`exclusiveMinimum`, which schemars' attributes cannot state).
-fn positive_number(_: &mut SchemaGenerator) -> Schema {
-    Schema::Object(positive())
-}
-
-/// As [`positive_number`], or null (absent).
-fn positive_number_or_null(_: &mut SchemaGenerator) -> Schema {
-    let mut schema = positive();
-    schema.extensions.insert("nullable".into(), Value::Bool(true));
-    Schema::Object(schema)
-}
-
-fn positive() -> SchemaObject {
-    SchemaObject {
-        instance_type: Some(InstanceType::Number.into()),
-        format: Some("double".into()),
-        number: Some(Box::new(NumberValidation { exclusive_minimum: Some(0.0), ..Default::default() })),
-        ..Default::default()
-    }
-}
 
 /// A postal address of the lessee.
 #[derive(JsonSchema)]
@@ -93,8 +70,8 @@ pub struct FinancingObject {
     pub name: Option<String>,
     pub manufacturer: Option<String>,
     pub details: Option<String>,
-    /// Net price of one object, at least 0.
-    #[schemars(range(min = 0))]
+    /// Net price of one object, from 0 to a trillion.
+    #[schemars(range(min = 0.0, max = 1_000_000_000_000.0))]
     pub net_price_per_object: Option<f64>,
 }
 
@@ -108,9 +85,8 @@ pub struct FinancingObject {
 pub struct FinancingRequestPayload {
     /// `ClassicLease`, `PartialAmortisation`, `Rent`, `AllIn`, ...
     pub product_type: Option<String>,
-    /// Net amount to be financed, greater than 0.
-    #[serde(default)]
-    #[schemars(schema_with = "positive_number_or_null")]
+    /// Net amount to be financed, from a cent to a trillion.
+    #[schemars(range(min = 0.01, max = 1_000_000_000_000.0))]
     pub financing_amount: Option<f64>,
     /// Months: 48, 60, 72 or 84.
     #[schemars(range(min = 1))]
@@ -178,9 +154,8 @@ pub struct PatchRequestPayload {
     pub payment_frequency: Option<String>,
     #[schemars(range(min = 1))]
     pub period: Option<i32>,
-    /// Greater than 0.
-    #[serde(default)]
-    #[schemars(schema_with = "positive_number_or_null")]
+    /// From a cent to a trillion.
+    #[schemars(range(min = 0.01, max = 1_000_000_000_000.0))]
     pub financing_amount: Option<f64>,
     pub financing_objects: Option<Vec<FinancingObject>>,
     #[serde(flatten)]
@@ -248,8 +223,8 @@ pub struct ESignatureConfiguration {
 #[derive(JsonSchema)]
 #[serde(rename_all = "PascalCase")]
 pub struct CalculationPayload {
-    /// Net amount to be financed, greater than 0.
-    #[schemars(schema_with = "positive_number")]
+    /// Net amount to be financed, from a cent to a trillion.
+    #[schemars(range(min = 0.01, max = 1_000_000_000_000.0))]
     pub financing_amount: f64,
     /// Contract term in months; without it the provider calculates every period it offers.
     #[schemars(range(min = 1))]

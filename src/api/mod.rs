@@ -388,7 +388,7 @@ pub trait IntegrationApi {
     #[endpoint { method = POST, path = "/api/v1/erp/webhooks", tags = ["erp"] }]
     async fn erp_webhook_post(
         rqctx: RequestContext<Self::Context>,
-        query: Query<erp::WebhookQuery>,
+        query: Query<erp::WebhookSecretQuery>,
         body: TypedBody<Documented<erp::WebhookPayload>>,
     ) -> Result<HttpResponseAccepted<erp::WebhookAccepted>, ApiError>;
 
@@ -588,7 +588,7 @@ impl IntegrationApi for Service {
 
     async fn erp_webhook_post(
         rqctx: RequestContext<ApiContext>,
-        query: Query<erp::WebhookQuery>,
+        query: Query<erp::WebhookSecretQuery>,
         body: TypedBody<Documented<erp::WebhookPayload>>,
     ) -> Result<HttpResponseAccepted<erp::WebhookAccepted>, ApiError> {
         erp::webhook_post(&rqctx, query.into_inner().secret, body.into_inner().into_inner()).await

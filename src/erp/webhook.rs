@@ -96,7 +96,8 @@ fn canonical(address: IpAddr) -> IpAddr {
     }
 }
 
-fn first_text(fields: &Map<String, Value>, keys: &[&str]) -> Option<String> {
+/// The first of `keys` holding text (or, for ids, a number).
+fn first_text(fields: &Map<String, Value>, keys: &[&str], numbers: bool) -> Option<String> {
     keys.iter().find_map(|key| {
         let value = match key.split_once('.') {
             Some((outer, inner)) => fields.get(outer)?.get(inner)?,
@@ -104,7 +105,7 @@ fn first_text(fields: &Map<String, Value>, keys: &[&str]) -> Option<String> {
         };
         match value {
             Value::String(s) if !s.trim().is_empty() => Some(s.trim().to_string()),
-            Value::Number(n) => Some(n.to_string()),
+            Value::Number(n) if numbers => Some(n.to_string()),
             _ => None,
         }
     })
@@ -112,9 +113,9 @@ fn first_text(fields: &Map<String, Value>, keys: &[&str]) -> Option<String> {
 
 /// Reads a call from its fields (the GET query or the POST JSON object).
 pub fn parse(fields: &Map<String, Value>) -> Result<WebhookCall, WebhookRefusal> {
-    let entity_name = first_text(fields, &["entityName", "entity_name", "entityType", "entity"]);
-    let entity_id = first_text(fields, &["entityId", "entity_id", "id", "entity.id"]);
-    let event = first_text(fields, &["type", "event", "action", "eventType"]);
+    let entity_name = first_text(fields, &["entityName", "entity_name", "entityType", "entity"], false);
+    let entity_id = first_text(fields, &["entityId", "entity_id", "id", "entity.id"], true);
+    let event = first_text(fields, &["type", "event", "action", "eventType"], false);
     match (entity_name, entity_id) {
         (Some(entity_name), Some(entity_id)) => {
             let valid_id = entity_id.len() <= 64 && entity_id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-');

@@ -6,7 +6,7 @@ use base64::Engine;
 use bytes::Bytes;
 use serde_json::{Map, Value, json};
 
-use super::payload::{validate_create, validate_patch, with_defaults};
+use super::payload::{MAX_AMOUNT, MIN_AMOUNT, validate_create, validate_patch, with_defaults};
 use super::state::{Observation, observe};
 use crate::error::FieldErrors;
 use crate::mail::Mailer;
@@ -302,9 +302,15 @@ impl LeasingService {
     pub async fn calculate(&self, payload: &Value) -> Result<Value, LeasingError> {
         let mut errors = FieldErrors::new();
         let object = payload.as_object().cloned().unwrap_or_else(Map::new);
-        if !object.get("FinancingAmount").and_then(Value::as_f64).is_some_and(|a| a > 0.0) {
-            errors
-                .insert("FinancingAmount".into(), vec!["The financing amount must be a number greater than 0.".into()]);
+        if !object
+            .get("FinancingAmount")
+            .and_then(Value::as_f64)
+            .is_some_and(|a| (MIN_AMOUNT..=MAX_AMOUNT).contains(&a))
+        {
+            errors.insert(
+                "FinancingAmount".into(),
+                vec!["The financing amount must be a number from 0.01 to 1000000000000.".into()],
+            );
         }
         if let Some(period) = object.get("Period").filter(|p| !p.is_null())
             && period.as_u64().is_none_or(|p| p == 0 || p > i32::MAX as u64)
