@@ -115,7 +115,11 @@ fn first_text(fields: &Map<String, Value>, keys: &[&str], numbers: bool) -> Opti
 pub fn parse(fields: &Map<String, Value>) -> Result<WebhookCall, WebhookRefusal> {
     let entity_name = first_text(fields, &["entityName", "entity_name", "entityType", "entity"], false);
     let entity_id = first_text(fields, &["entityId", "entity_id", "id", "entity.id"], true);
-    let event = first_text(fields, &["type", "event", "action", "eventType"], false);
+    const EVENT_KEYS: [&str; 4] = ["type", "event", "action", "eventType"];
+    if EVENT_KEYS.iter().any(|key| fields.get(*key).is_some_and(|v| !v.is_string() && !v.is_null())) {
+        return Err(WebhookRefusal::Invalid("type: created, updated or deleted, as text".into()));
+    }
+    let event = first_text(fields, &EVENT_KEYS, false);
     match (entity_name, entity_id) {
         (Some(entity_name), Some(entity_id)) => {
             let valid_id = entity_id.len() <= 64 && entity_id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-');
@@ -160,6 +164,11 @@ mod tests {
         assert!(parse(&object(json!({"entityId": "1"}))).is_err());
         assert!(parse(&object(json!({"entityName": "customer"}))).is_err());
         assert!(parse(&object(json!({"entityName": "customer", "entityId": "../../etc"}))).is_err());
+        // Ids may be numbers; names and events are text.
+        assert_eq!(parse(&object(json!({"entityName": "customer", "entityId": 7}))).unwrap().entity_id, "7");
+        assert!(parse(&object(json!({"entityName": 7, "entityId": "1"}))).is_err());
+        assert!(parse(&object(json!({"entityName": "customer", "entityId": "1", "type": -5}))).is_err());
+        assert!(parse(&object(json!({"entityName": "customer", "entityId": "1", "type": null}))).is_ok());
     }
 
     #[test]
