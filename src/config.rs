@@ -50,6 +50,7 @@ pub const SETTING_NAMES: &[&str] = &[
     "METRICS_TOKEN",
     "MAX_BODY_BYTES",
     "WORK_LEASE_SECONDS",
+    "HEADER_READ_TIMEOUT_SECONDS",
 ];
 
 /// A bad or unreadable setting; its `Display` is the one line printed before exiting.
@@ -166,6 +167,9 @@ pub struct Config {
     /// How long a crashed instance's claimed work (sync, pull, webhook calls) waits before
     /// another run takes it over (`WORK_LEASE_SECONDS`, default 60).
     pub work_lease: Duration,
+    /// How long a client may take to send its request headers (`HEADER_READ_TIMEOUT_SECONDS`,
+    /// default 10 s); a slower one is disconnected.
+    pub header_read_timeout: Duration,
 }
 
 /// A setting read from TOML or the environment as a plain string, whatever scalar it was
@@ -362,6 +366,7 @@ impl Config {
             .positive_u64("WORK_LEASE_SECONDS")?
             .map(Duration::from_secs)
             .unwrap_or(crate::store::DEFAULT_WORK_LEASE);
+        let header_read_timeout = Duration::from_secs(raw.positive_u64("HEADER_READ_TIMEOUT_SECONDS")?.unwrap_or(10));
 
         let storage_url = raw.string_or("STORAGE_URL", "file://./var/storage");
         if !(storage_url.starts_with("file://") || storage_url.starts_with("s3://")) {
@@ -447,6 +452,7 @@ impl Config {
             metrics_token: raw.secret("METRICS_TOKEN"),
             max_body_bytes,
             work_lease,
+            header_read_timeout,
         })
     }
 }
@@ -461,6 +467,7 @@ mod tests {
         assert_eq!(config.bind_address.to_string(), "127.0.0.1:8080");
         assert_eq!(config.docs_path, "docs");
         assert_eq!(config.max_body_bytes, 1024 * 1024);
+        assert_eq!(config.header_read_timeout, Duration::from_secs(10));
         assert!(config.token_ttl.is_none());
         assert_eq!(config.erp.timeout, Duration::from_secs(30));
         assert!(!config.database_url.is_postgres());

@@ -25,4 +25,5 @@ pub mod server;
 pub mod storage;
 pub mod store;
 pub mod telemetry;
+pub mod typed;
 pub mod upstream;

@@ -212,6 +212,7 @@ pub async fn start(config: &Config, log: &Logger) -> Result<RunningService, Star
         rewrites: RewriteTable::with_docs_path(&config.docs_path),
         trusted_proxies: config.trusted_proxies.clone(),
         max_body_bytes: config.max_body_bytes,
+        header_read_timeout: config.header_read_timeout,
         log: log.new(o!("component" => "front")),
         metrics,
     });

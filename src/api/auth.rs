@@ -14,8 +14,10 @@ use crate::error::ApiError;
 #[schemars(example = "LoginRequest::example")]
 pub struct LoginRequest {
     /// The user's email address.
+    #[schemars(regex(pattern = r"\S"))]
     pub email: String,
     /// The user's password.
+    #[schemars(length(min = 1))]
     pub password: String,
 }
 

@@ -19,18 +19,29 @@ use crate::fieldreport::service::MAX_PER_PAGE;
 /// The header that may carry the webhook secret (else `?secret=`).
 pub const SECRET_HEADER: &str = "x-webhook-secret";
 
-/// A webhook call as the ERP sends it with GET (and the secret, for either method).
+/// The query of a POST webhook call: only the secret (the call itself is in the body).
+#[derive(Deserialize, JsonSchema)]
+pub struct WebhookSecretQuery {
+    /// The webhook secret, when it is part of the URL registered at the ERP.
+    pub secret: Option<String>,
+}
+
+/// A webhook call as the ERP sends it with GET, and the secret.
 #[derive(Deserialize, JsonSchema)]
 pub struct WebhookQuery {
     /// The webhook secret, when it is part of the URL registered at the ERP.
     pub secret: Option<String>,
-    /// Entity type, e.g. `customer` (GET calls).
+    /// Entity type, e.g. `customer` (GET calls: required).
     #[serde(rename = "entityName")]
+    #[schemars(regex(pattern = r"\S"))]
     pub entity_name: Option<String>,
-    /// Id of the record (GET calls).
+    /// Id of the record: letters, digits and `-`, at most 64 (GET calls: this or `id` is
+    /// required; blank counts as absent).
     #[serde(rename = "entityId")]
+    #[schemars(regex(pattern = r"^\s*([A-Za-z0-9-]{1,64}\s*)?$"))]
     pub entity_id: Option<String>,
-    /// Fallback for `entityId`.
+    /// Fallback for `entityId` (blank counts as absent).
+    #[schemars(regex(pattern = r"^\s*([A-Za-z0-9-]{1,64}\s*)?$"))]
     pub id: Option<String>,
     /// `created`, `updated` or `deleted` (GET calls).
     #[serde(rename = "type")]
@@ -44,14 +55,28 @@ pub struct WebhookQuery {
 pub struct WebhookPayload {
     /// Entity type, e.g. `customer` (also accepted: `entity_name`, `entity`).
     #[serde(rename = "entityName")]
+    #[schemars(regex(pattern = r"\S"))]
     pub entity_name: String,
-    /// Id of the record (also accepted: `entity_id`, `id`, `entity.id`).
+    /// Id of the record: letters, digits and `-`, at most 64, or an integer (also accepted:
+    /// `entity_id`, `id`, `entity.id`).
     #[serde(rename = "entityId")]
+    #[schemars(schema_with = "record_id_schema")]
     pub entity_id: String,
     /// `created`, `updated` or `deleted` (also accepted: `event`, `action`); absent means a
     /// change.
     #[serde(rename = "type")]
     pub event: Option<String>,
+}
+
+/// A record id in a webhook body: text of letters, digits and `-`, or an integer.
+fn record_id_schema(_: &mut schemars::r#gen::SchemaGenerator) -> schemars::schema::Schema {
+    serde_json::from_value(serde_json::json!({
+        "anyOf": [
+            {"type": "string", "pattern": r"^\s*[A-Za-z0-9-]{1,64}\s*$"},
+            {"type": "integer", "format": "int64"}
+        ]
+    }))
+    .expect("a valid schema")
 }
 
 /// A stored webhook call.
@@ -251,6 +276,7 @@ pub async fn show_record(
 ) -> Result<HttpResponseOk<Map<String, Value>>, ApiError> {
     caller(rqctx).await?;
     let info = model_named(model)?;
+    crate::erp::pull::check_id(id)?;
     let record = rqctx
         .context()
         .erp
@@ -384,7 +410,8 @@ pub struct ModelPath {
 pub struct ModelRecordPath {
     /// The ERP's name of the model, e.g. `customer`.
     pub model: String,
-    /// The id of one record.
+    /// The id of one record (letters, digits and `-`, at most 64).
+    #[schemars(regex(pattern = "^[A-Za-z0-9-]{1,64}$"))]
     pub entity: String,
 }
 
@@ -392,7 +419,8 @@ pub struct ModelRecordPath {
 pub struct ModelFieldValuePath {
     /// The ERP's name of the model, e.g. `customer`.
     pub model: String,
-    /// A top-level field of the model, e.g. `customerNumber`.
+    /// A top-level field of the model, e.g. `customerNumber` (letters and digits, at most 64).
+    #[schemars(regex(pattern = "^[A-Za-z0-9]{1,64}$"))]
     pub entity: String,
     /// The value the field must equal.
     pub value: String,

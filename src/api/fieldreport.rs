@@ -54,6 +54,48 @@ impl<E: MirroredEntity> JsonSchema for Record<E> {
     }
 }
 
+/// The body of a create: a record of set `E` with the `Id` and `Version` a new record needs.
+pub struct NewRecord<E>(pub Value, PhantomData<fn() -> E>);
+
+impl<'de, E> Deserialize<'de> for NewRecord<E> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Value::deserialize(d).map(|value| NewRecord(value, PhantomData))
+    }
+}
+
+impl<E: MirroredEntity> JsonSchema for NewRecord<E> {
+    fn schema_name() -> String {
+        format!("New{}", E::INFO.set)
+    }
+    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
+        let record = generator.subschema_for::<Record<E>>();
+        let identity: Schema = serde_json::from_value(json!({
+            "type": "object",
+            "required": ["Id", "Version"],
+            "properties": {
+                "Id": {"type": "string", "minLength": 1, "maxLength": crate::fieldreport::service::MAX_ID_LEN},
+                "Version": {"type": "integer", "format": "int64"}
+            }
+        }))
+        .expect("a valid schema");
+        Schema::Object(SchemaObject {
+            metadata: Some(Box::new(Metadata {
+                description: Some(format!(
+                    "A new {} record: `Id` (1 to {} characters) and `Version` are required.",
+                    E::INFO.set,
+                    crate::fieldreport::service::MAX_ID_LEN
+                )),
+                ..Default::default()
+            })),
+            subschemas: Some(Box::new(schemars::schema::SubschemaValidation {
+                all_of: Some(vec![record, identity]),
+                ..Default::default()
+            })),
+            ..Default::default()
+        })
+    }
+}
+
 fn object_schema(description: &str, properties: Vec<(&str, Schema)>, required: &[&str]) -> Schema {
     Schema::Object(SchemaObject {
         metadata: Some(Box::new(Metadata { description: Some(description.to_string()), ..Default::default() })),
@@ -150,8 +192,10 @@ impl<E: MirroredEntity> JsonSchema for RecordPage<E> {
 #[derive(Deserialize, JsonSchema)]
 pub struct PageQuery {
     /// Page number, from 1 (default 1).
+    #[schemars(range(min = 1))]
     pub page: Option<u32>,
     /// Records per page, 1 to 500 (default 50).
+    #[schemars(range(min = 1, max = 500))]
     pub per_page: Option<u32>,
 }
 
@@ -170,11 +214,9 @@ pub struct PreferHeader {
 /// Checks that the body fits the set's model (fields of the wrong type are named); the
 /// document itself is kept whole.
 fn typed<E: MirroredEntity>(body: &Value) -> Result<(), ApiError> {
-    serde_json::from_value::<E::Model>(body.clone()).map(|_| ()).map_err(|e| {
-        let message = e.to_string();
-        let field = message.split('`').nth(1).unwrap_or("body").to_string();
-        ApiError::validation([(field, vec![message])].into())
-    })
+    crate::typed::from_json::<E::Model>(body)
+        .map(|_| ())
+        .map_err(|e| ApiError::validation([(e.field, vec![e.message])].into()))
 }
 
 async fn list<E: MirroredEntity>(
@@ -192,7 +234,7 @@ async fn list<E: MirroredEntity>(
 
 async fn create<E: MirroredEntity>(
     rqctx: RequestContext<ApiContext>,
-    body: TypedBody<Record<E>>,
+    body: TypedBody<NewRecord<E>>,
 ) -> Result<HttpResponseCreated<RecordWrite<E>>, ApiError> {
     caller(&rqctx).await?;
     let body = body.into_inner().0;
@@ -368,7 +410,8 @@ pub struct EntityPath {
 pub struct AttributePath {
     /// Route name (`costCenters`) or OData set name (`CostCenters`).
     pub entity: String,
-    /// A top-level field of the record, e.g. `ExternalId`.
+    /// A top-level field of the record, e.g. `ExternalId` (letters, digits and `_`, at most 64).
+    #[schemars(regex(pattern = r"^[A-Za-z0-9_]{1,64}$"))]
     pub attribute: String,
     /// The value to look for (compared as text).
     pub value: String,
@@ -422,7 +465,8 @@ pub async fn show_entity(
 pub struct EntityAttributePath {
     /// Route name (`costCenters`) or OData set name (`CostCenters`).
     pub entity: String,
-    /// A top-level field of the record, e.g. `ExternalId`.
+    /// A top-level field of the record, e.g. `ExternalId` (letters, digits and `_`, at most 64).
+    #[schemars(regex(pattern = r"^[A-Za-z0-9_]{1,64}$"))]
     pub attribute: String,
 }
 
@@ -459,22 +503,27 @@ pub async fn sync(
 pub struct StagePath {
     /// 1 (reference data), 2 (companies, contacts, products, service objects) or 3 (service
     /// requests, items, documents, time events, step-list templates).
+    #[schemars(regex(pattern = "^[123]$"))]
     pub stage: String,
 }
 
 #[derive(Deserialize, JsonSchema)]
 pub struct StageTypePath {
     /// 1, 2 or 3.
+    #[schemars(regex(pattern = "^[123]$"))]
     pub stage: String,
     /// `create` or `update`.
+    #[schemars(regex(pattern = "^(create|update)$"))]
     pub r#type: String,
 }
 
 #[derive(Deserialize, JsonSchema)]
 pub struct StageTypeEntityPath {
     /// 1, 2 or 3.
+    #[schemars(regex(pattern = "^[123]$"))]
     pub stage: String,
     /// `create` or `update`.
+    #[schemars(regex(pattern = "^(create|update)$"))]
     pub r#type: String,
     /// Route name (`costCenters`) or OData set name (`CostCenters`).
     pub entity: String,

@@ -20,6 +20,7 @@ pub struct IdempotencyHeader {
     /// Any string up to 255 characters that identifies this request among the caller's
     /// retries; a repeat with the same key and body returns the first answer.
     #[serde(rename = "idempotency-key")]
+    #[schemars(regex(pattern = "^[ -~]{1,255}$"))]
     pub idempotency_key: Option<String>,
 }
 
@@ -43,7 +44,7 @@ where
     Fut: Future<Output = Result<T, ApiError>>,
 {
     let Some(key) = key else { return work().await };
-    if key.is_empty() || key.len() > 255 || key.chars().any(char::is_control) {
+    if key.is_empty() || key.len() > 255 || !key.bytes().all(|b| (b' '..=b'~').contains(&b)) {
         let errors = [("Idempotency-Key".to_string(), vec!["Up to 255 printable characters.".to_string()])].into();
         return Err(ApiError::validation(errors).leasing());
     }

@@ -39,14 +39,17 @@ pub const PATH_REWRITES: &[(&str, &str)] = &[
 pub struct FinancingIdPath {
     /// The provider's identifier of the financing request (letters, digits and `-`, at most 64).
     #[serde(rename = "financingId")]
+    #[schemars(regex(pattern = r"^[A-Za-z0-9-]{1,64}$"))]
     pub financing_id: String,
 }
 
 #[derive(Deserialize, JsonSchema)]
 pub struct WaitQuery {
     /// How many times to read the state again after the first read (1 to 100; default 10).
+    #[schemars(range(min = 1, max = 100))]
     pub max_attempts: Option<i64>,
     /// Pause before each new read, in milliseconds (0 to 60000; default 1000).
+    #[schemars(range(min = 0, max = 60000))]
     pub sleep_milliseconds: Option<i64>,
     /// Date of the technician appointment, for the missing-info mail.
     pub technician_appointment_date: Option<String>,
@@ -121,6 +124,7 @@ pub struct ContractDocumentEnvelope {
 pub struct CalculateInstalment {
     /// Monthly instalment (net, up to two decimals, greater than 0), e.g. `299`.
     #[serde(rename = "monthlyInstalment")]
+    #[schemars(regex(pattern = r"^([1-9][0-9]{0,11}(\.[0-9]{1,2})?|0\.(0[1-9]|[1-9][0-9]?))$"))]
     pub monthly_instalment: String,
 }
 
@@ -128,8 +132,10 @@ pub struct CalculateInstalment {
 pub struct CalculateInstalmentAndPeriod {
     /// Monthly instalment (net, up to two decimals, greater than 0), e.g. `299`.
     #[serde(rename = "monthlyInstalment")]
+    #[schemars(regex(pattern = r"^([1-9][0-9]{0,11}(\.[0-9]{1,2})?|0\.(0[1-9]|[1-9][0-9]?))$"))]
     pub monthly_instalment: String,
-    /// Contract period in months: 48, 60, 72 or 84 by default.
+    /// Contract period in months: 48, 60, 72 or 84 by default (`LEASING_FACTORS`).
+    #[schemars(regex(pattern = r"^[1-9][0-9]{0,3}$"))]
     pub period: String,
 }
 
@@ -198,8 +204,10 @@ pub struct FlowRequest {
     #[serde(default)]
     pub fetch_contract_document_download_link: bool,
     /// Reads of the state after create (1 to 100; default 10).
+    #[schemars(range(min = 1, max = 100))]
     pub max_attempts: Option<i64>,
     /// Pause between reads in milliseconds (0 to 60000; default 1000).
+    #[schemars(range(min = 0, max = 60000))]
     pub sleep_milliseconds: Option<i64>,
     /// For the missing-info mail.
     pub technician_appointment_date: Option<String>,

@@ -50,7 +50,7 @@ pub struct Lessee {
     /// Also the recipient of the missing-info mail.
     pub email: Option<String>,
     /// From the provider's legal forms.
-    pub legal_form_id: Option<i64>,
+    pub legal_form_id: Option<i32>,
     pub addresses: Option<Vec<Address>>,
     pub telephones: Option<Vec<Telephone>>,
     pub third_party_identifiers: Option<Vec<ThirdPartyIdentifier>>,
@@ -62,13 +62,16 @@ pub struct Lessee {
 #[derive(JsonSchema)]
 #[serde(rename_all = "PascalCase")]
 pub struct FinancingObject {
-    pub quantity: Option<u32>,
+    /// A whole number greater than 0.
+    #[schemars(range(min = 1))]
+    pub quantity: Option<i32>,
     /// From the provider's object types.
-    pub object_type_id: Option<i64>,
+    pub object_type_id: Option<i32>,
     pub name: Option<String>,
     pub manufacturer: Option<String>,
     pub details: Option<String>,
-    /// Net price of one object.
+    /// Net price of one object, from 0 to a trillion.
+    #[schemars(range(min = 0.0, max = 1_000_000_000_000.0))]
     pub net_price_per_object: Option<f64>,
 }
 
@@ -82,9 +85,12 @@ pub struct FinancingObject {
 pub struct FinancingRequestPayload {
     /// `ClassicLease`, `PartialAmortisation`, `Rent`, `AllIn`, ...
     pub product_type: Option<String>,
+    /// Net amount to be financed, from a cent to a trillion.
+    #[schemars(range(min = 0.01, max = 1_000_000_000_000.0))]
     pub financing_amount: Option<f64>,
     /// Months: 48, 60, 72 or 84.
-    pub period: Option<u32>,
+    #[schemars(range(min = 1))]
+    pub period: Option<i32>,
     /// `Monthly` or `Quarterly`.
     pub payment_frequency: Option<String>,
     /// `DirectDebit` or `Invoice`.
@@ -127,7 +133,8 @@ pub struct FinancingRequestResponse {
     pub state: String,
     pub product_type: String,
     pub financing_amount: f64,
-    pub period: u32,
+    #[schemars(range(min = 0))]
+    pub period: i32,
     pub payment_frequency: String,
     pub payment_method: String,
     pub currency: String,
@@ -145,7 +152,10 @@ pub struct FinancingRequestResponse {
 pub struct PatchRequestPayload {
     pub payment_method: Option<String>,
     pub payment_frequency: Option<String>,
-    pub period: Option<u32>,
+    #[schemars(range(min = 1))]
+    pub period: Option<i32>,
+    /// From a cent to a trillion.
+    #[schemars(range(min = 0.01, max = 1_000_000_000_000.0))]
     pub financing_amount: Option<f64>,
     pub financing_objects: Option<Vec<FinancingObject>>,
     #[serde(flatten)]
@@ -175,7 +185,7 @@ pub struct Signee {
     /// e.g. `de-DE`.
     pub culture: Option<String>,
     pub mobile_number: Option<String>,
-    pub signing_order: Option<u32>,
+    pub signing_order: Option<i32>,
 }
 
 /// Start of an electronic signature.
@@ -204,6 +214,21 @@ pub struct ESignaturePayload {
 pub struct ESignatureConfiguration {
     #[serde(rename = "DocuSign")]
     pub docu_sign: Option<Map<String, Value>>,
+    #[serde(flatten)]
+    pub other: Map<String, Value>,
+}
+
+/// Input of a lease calculation at the provider; further fields (`ProductType`, `Currency`,
+/// `PaymentFrequency`, ...) are passed to the provider untouched.
+#[derive(JsonSchema)]
+#[serde(rename_all = "PascalCase")]
+pub struct CalculationPayload {
+    /// Net amount to be financed, from a cent to a trillion.
+    #[schemars(range(min = 0.01, max = 1_000_000_000_000.0))]
+    pub financing_amount: f64,
+    /// Contract term in months; without it the provider calculates every period it offers.
+    #[schemars(range(min = 1))]
+    pub period: Option<i32>,
     #[serde(flatten)]
     pub other: Map<String, Value>,
 }

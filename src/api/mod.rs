@@ -227,7 +227,7 @@ pub trait IntegrationApi {
     #[endpoint { method = POST, path = "/__internal/leasing/calculate", tags = ["leasing"] }]
     async fn leasing_provider_calculation(
         rqctx: RequestContext<Self::Context>,
-        body: TypedBody<Documented<schema::ProviderAnswer>>,
+        body: TypedBody<Documented<schema::CalculationPayload>>,
     ) -> Result<HttpResponseOk<ActionEnvelope>, ApiError>;
 
     /// Inverse lease calculation (defaults)
@@ -389,7 +389,7 @@ pub trait IntegrationApi {
     #[endpoint { method = POST, path = "/api/v1/erp/webhooks", tags = ["erp"] }]
     async fn erp_webhook_post(
         rqctx: RequestContext<Self::Context>,
-        query: Query<erp::WebhookQuery>,
+        query: Query<erp::WebhookSecretQuery>,
         body: TypedBody<Documented<erp::WebhookPayload>>,
     ) -> Result<HttpResponseAccepted<erp::WebhookAccepted>, ApiError>;
 
@@ -616,7 +616,7 @@ impl IntegrationApi for Service {
 
     async fn erp_webhook_post(
         rqctx: RequestContext<ApiContext>,
-        query: Query<erp::WebhookQuery>,
+        query: Query<erp::WebhookSecretQuery>,
         body: TypedBody<Documented<erp::WebhookPayload>>,
     ) -> Result<HttpResponseAccepted<erp::WebhookAccepted>, ApiError> {
         erp::webhook_post(&rqctx, query.into_inner().secret, body.into_inner().into_inner()).await
@@ -859,7 +859,7 @@ impl IntegrationApi for Service {
 
     async fn leasing_provider_calculation(
         rqctx: RequestContext<ApiContext>,
-        body: TypedBody<Documented<schema::ProviderAnswer>>,
+        body: TypedBody<Documented<schema::CalculationPayload>>,
     ) -> Result<HttpResponseOk<ActionEnvelope>, ApiError> {
         leasing::provider_calculation(&rqctx, body.into_inner().into_inner()).await
     }

@@ -7,8 +7,60 @@ use serde_json::{Value, json};
 
 use crate::front::rewrite::RewriteTable;
 
-/// Operations that need no bearer token (`metrics` has a token of its own).
-const PUBLIC_OPERATIONS: &[&str] = &["login", "healthz", "readyz", "metrics"];
+/// Operations that need no bearer token (`metrics` and the webhooks have guards of their own).
+const PUBLIC_OPERATIONS: &[&str] = &["login", "healthz", "readyz", "metrics", "erp_webhook_get", "erp_webhook_post"];
+
+/// Leasing operations that never call the provider (so never answer its 500s).
+const LOCAL_LEASING_OPERATIONS: &[&str] =
+    &["leasing_calculate_default", "leasing_calculate_instalment", "leasing_calculate", "leasing_request_flow_health"];
+
+/// ERP operations that call the ERP (or, `fieldReportPost`, the field-report system).
+const ERP_UPSTREAM_OPERATION_PREFIXES: &[&str] =
+    &["erp_setup", "erp_get", "erp_update", "erp_pull_attribute", "erp_push_attribute", "erp_field_report_post"];
+
+/// The server errors the document admits, as responses and schemas of the same name: name,
+/// description, the `error_code`s the body may carry. `internal_error` is in none of them.
+const SERVER_ERRORS: &[(&str, &str, &[&str])] = &[
+    (
+        "LeasingFailure",
+        "A leasing failure (the seed's rule: every failure of a leasing route is answered 500 `{success: false, message}`), named by `error_code`: the request was `declined` or `cancelled`, is `missing_info` (the missing-info mail was sent or its failure is named in `message`), is `already_past_signing`, or was `not_ready_to_sign` when the attempts were used up; the provider refused (`upstream_rejected`), failed (`upstream_error`), did not answer in time (`upstream_timeout`), was unreachable (`upstream_unavailable`), busy (`upstream_busy`), answered something unreadable (`upstream_invalid_response`) or is not configured (`upstream_not_configured`); or the contract could not be stored (`storage_error`).",
+        &[
+            "declined",
+            "cancelled",
+            "missing_info",
+            "already_past_signing",
+            "not_ready_to_sign",
+            "upstream_rejected",
+            "upstream_error",
+            "upstream_timeout",
+            "upstream_unavailable",
+            "upstream_busy",
+            "upstream_invalid_response",
+            "upstream_not_configured",
+            "storage_error",
+        ],
+    ),
+    (
+        "BadGateway",
+        "The upstream system refused or failed (`upstream_error`), was unreachable (`upstream_unavailable`) or answered something unreadable (`upstream_invalid_response`); nothing was changed locally.",
+        &["upstream_error", "upstream_unavailable", "upstream_invalid_response"],
+    ),
+    (
+        "ServiceUnavailable",
+        "The database does not answer (`service_unavailable`); retry later.",
+        &["service_unavailable"],
+    ),
+    (
+        "UpstreamUnavailable",
+        "The database does not answer (`service_unavailable`), the upstream system is not configured (`upstream_not_configured`; the message names the setting), or it stays busy (`upstream_busy`; retry after `Retry-After`).",
+        &["service_unavailable", "upstream_not_configured", "upstream_busy"],
+    ),
+    (
+        "GatewayTimeout",
+        "The upstream system did not answer in time (`upstream_timeout`); nothing was changed locally.",
+        &["upstream_timeout"],
+    ),
+];
 
 const DESCRIPTION: &str = "One authenticated, documented HTTP API in front of three upstream systems: \
 a leasing provider (financing requests, e-signature, contract documents), a field-report system \
@@ -52,10 +104,6 @@ fn complete(doc: &mut Value, rewrites: &RewriteTable) {
     responses["ApiError"]["description"] = json!(
         "An error. The body says what went wrong (`message`), how to react (`error_code`) and which request it was (`request_id`)."
     );
-    responses["ServiceUnavailable"] = json!({
-        "description": "The database does not answer; retry later.",
-        "content": error_content.clone()
-    });
     responses["Unauthenticated"] = json!({
         "description": "The bearer token is missing, malformed, unknown, revoked or expired.",
         "content": {"application/json": {
@@ -80,26 +128,36 @@ fn complete(doc: &mut Value, rewrites: &RewriteTable) {
         "content": error_content.clone()
     });
 
-    for (name, description) in [
-        ("NotFound", "No such record."),
-        (
-            "Conflict",
-            "The record exists already, was changed by a concurrent request, or the upstream reports a version conflict (`upstream_conflict`).",
-        ),
-        (
-            "BadGateway",
-            "The upstream system refused or failed (`upstream_error`, `upstream_unavailable`, `upstream_invalid_response`); nothing was changed locally.",
-        ),
-        (
-            "UpstreamNotConfigured",
-            "The upstream system is not configured (`upstream_not_configured`; the message names the setting).",
-        ),
-        (
-            "GatewayTimeout",
-            "The upstream system did not answer in time (`upstream_timeout`); nothing was changed locally.",
-        ),
-    ] {
-        responses[name] = json!({"description": description, "content": error_content.clone()});
+    responses["NotFound"] = json!({"description": "No such record.", "content": error_content.clone()});
+    responses["Conflict"] = json!({
+        "description": "The record exists already, was changed by a concurrent request, or the upstream reports a version conflict (`upstream_conflict`).",
+        "content": error_content.clone()
+    });
+    // The server errors: each operation lists the ones it can give (dropshot's catch-all `5XX`
+    // is removed), each with the error codes it may carry, so that an `internal_error` or an
+    // unlisted status is a contract violation a client generator and the fuzzer (.ci/fuzz) see.
+    let schemas = components.get_mut("schemas").and_then(Value::as_object_mut).expect("the document has schemas");
+    for (name, description, codes) in SERVER_ERRORS {
+        schemas.insert(
+            (*name).into(),
+            json!({
+                "description": description,
+                "allOf": [
+                    {"$ref": "#/components/schemas/ApiError"},
+                    {"type": "object", "properties": {"error_code": {"type": "string", "enum": codes}}}
+                ]
+            }),
+        );
+    }
+    let responses = components.get_mut("responses").and_then(Value::as_object_mut).expect("responses were added");
+    for (name, description, _) in SERVER_ERRORS {
+        responses.insert(
+            (*name).into(),
+            json!({
+                "description": description,
+                "content": {"application/json": {"schema": {"$ref": format!("#/components/schemas/{name}")}}}
+            }),
+        );
     }
     let paths = std::mem::take(doc["paths"].as_object_mut().expect("the document has paths"));
     let mut public_paths = serde_json::Map::new();
@@ -120,14 +178,33 @@ fn complete(doc: &mut Value, rewrites: &RewriteTable) {
             }
             let tags: Vec<String> =
                 op["tags"].as_array().into_iter().flatten().filter_map(|t| t.as_str().map(str::to_string)).collect();
+            let responses = op["responses"].as_object_mut().expect("every operation has responses");
+            responses.remove("5XX");
+            let reference = |name: &str| json!({"$ref": format!("#/components/responses/{name}")});
+            if op_id != "healthz" {
+                responses.insert("503".into(), reference("ServiceUnavailable"));
+            }
+            if tags.iter().any(|t| t == "leasing") && !LOCAL_LEASING_OPERATIONS.contains(&op_id.as_str()) {
+                responses.insert("500".into(), reference("LeasingFailure"));
+            }
+            if ERP_UPSTREAM_OPERATION_PREFIXES.iter().any(|prefix| op_id.starts_with(prefix)) {
+                upstream_errors(op);
+            }
             if tags.iter().any(|t| t == "fieldreport") {
                 complete_fieldreport_operation(op, &op_id);
             }
             if op_id == "metrics" {
                 complete_metrics_operation(op, &error_content);
             }
-            if op_id == "readyz" {
-                op["responses"]["503"] = json!({"$ref": "#/components/responses/ServiceUnavailable"});
+            if op_id.starts_with("erp_webhook") {
+                op["responses"]["401"] = json!({
+                    "description": "`ERP_WEBHOOK_SECRET` is set and the call did not carry it as `?secret=` or `X-Webhook-Secret` (`invalid_webhook_secret`).",
+                    "content": error_content.clone()
+                });
+                op["responses"]["403"] = json!({
+                    "description": "The source address is not in `ERP_WEBHOOK_ALLOWLIST` (`forbidden_source`).",
+                    "content": error_content.clone()
+                });
             }
             if op_id == "login" {
                 op["responses"]["401"] = json!({
@@ -140,6 +217,44 @@ fn complete(doc: &mut Value, rewrites: &RewriteTable) {
         public_paths.insert(rewrites.public_path_of(&path).unwrap_or(path), item);
     }
     doc["paths"] = Value::Object(public_paths);
+    bound_integers(doc);
+}
+
+/// Gives every integer the bounds of its Rust type (schemars states only `minimum: 0` of
+/// unsigned ones), so the document says which numbers the service can read: a larger one is
+/// refused (400 or 422), never taken modulo.
+fn bound_integers(value: &mut Value) {
+    match value {
+        Value::Object(object) => {
+            let bounds: Option<(Value, Value)> = match object.get("format").and_then(Value::as_str) {
+                Some("int32") => Some((i32::MIN.into(), i32::MAX.into())),
+                Some("uint32") => Some((0.into(), u32::MAX.into())),
+                Some("int64") => Some((i64::MIN.into(), i64::MAX.into())),
+                Some("uint64") => Some((0.into(), u64::MAX.into())),
+                Some("uint") => Some((0.into(), u64::MAX.into())),
+                Some("int") => Some((i64::MIN.into(), i64::MAX.into())),
+                _ => None,
+            };
+            if let Some((min, max)) = bounds
+                && object.get("type").and_then(Value::as_str) == Some("integer")
+            {
+                object.entry("minimum").or_insert(min);
+                object.entry("maximum").or_insert(max);
+            }
+            object.values_mut().for_each(bound_integers);
+        }
+        Value::Array(items) => items.iter_mut().for_each(bound_integers),
+        _ => {}
+    }
+}
+
+/// The answers of an operation that calls an upstream system when it fails.
+fn upstream_errors(op: &mut Value) {
+    let reference = |name: &str| json!({"$ref": format!("#/components/responses/{name}")});
+    op["responses"]["409"] = reference("Conflict");
+    op["responses"]["502"] = reference("BadGateway");
+    op["responses"]["503"] = reference("UpstreamUnavailable");
+    op["responses"]["504"] = reference("GatewayTimeout");
 }
 
 /// The exposition's media type and the optional metrics token.
@@ -173,10 +288,7 @@ fn complete_fieldreport_operation(op: &mut Value, op_id: &str) {
         op["responses"]["404"] = reference("NotFound");
     }
     if !reads {
-        op["responses"]["409"] = reference("Conflict");
-        op["responses"]["502"] = reference("BadGateway");
-        op["responses"]["503"] = reference("UpstreamNotConfigured");
-        op["responses"]["504"] = reference("GatewayTimeout");
+        upstream_errors(op);
     }
     if op_id.ends_with("_delete") {
         let responses = op["responses"].as_object_mut().expect("every operation has responses");

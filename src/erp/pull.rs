@@ -81,6 +81,18 @@ pub fn check_field(field: &str) -> Result<(), ErpError> {
     Ok(())
 }
 
+/// A record id from a URL: letters, digits and `-`, at most 64. It becomes a segment of the
+/// ERP's URL (`<model>/id/<id>`), where `.` or `..` would name another resource.
+pub fn check_id(id: &str) -> Result<(), ErpError> {
+    if id.is_empty() || id.len() > 64 || !id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') {
+        return Err(ErpError::Invalid {
+            field: "entity".into(),
+            message: "a record id: letters, digits and -, at most 64".into(),
+        });
+    }
+    Ok(())
+}
+
 impl ErpService {
     /// Pulls one model; `progress` is told the running count of fetched records.
     pub async fn pull(
@@ -216,6 +228,7 @@ impl ErpService {
 
     /// Re-fetches one record by id: stored when the ERP has it, removed locally when not.
     pub async fn refresh_one(&self, info: &ModelInfo, id: &str) -> Result<PullReport, ErpError> {
+        check_id(id)?;
         let mut report = PullReport::new(info.name);
         match self.client()?.get(info.name, id).await? {
             Some(document) => {

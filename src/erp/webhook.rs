@@ -96,7 +96,8 @@ fn canonical(address: IpAddr) -> IpAddr {
     }
 }
 
-fn first_text(fields: &Map<String, Value>, keys: &[&str]) -> Option<String> {
+/// The first of `keys` holding text (or, for ids, a number).
+fn first_text(fields: &Map<String, Value>, keys: &[&str], numbers: bool) -> Option<String> {
     keys.iter().find_map(|key| {
         let value = match key.split_once('.') {
             Some((outer, inner)) => fields.get(outer)?.get(inner)?,
@@ -104,7 +105,7 @@ fn first_text(fields: &Map<String, Value>, keys: &[&str]) -> Option<String> {
         };
         match value {
             Value::String(s) if !s.trim().is_empty() => Some(s.trim().to_string()),
-            Value::Number(n) => Some(n.to_string()),
+            Value::Number(n) if numbers => Some(n.to_string()),
             _ => None,
         }
     })
@@ -112,9 +113,13 @@ fn first_text(fields: &Map<String, Value>, keys: &[&str]) -> Option<String> {
 
 /// Reads a call from its fields (the GET query or the POST JSON object).
 pub fn parse(fields: &Map<String, Value>) -> Result<WebhookCall, WebhookRefusal> {
-    let entity_name = first_text(fields, &["entityName", "entity_name", "entityType", "entity"]);
-    let entity_id = first_text(fields, &["entityId", "entity_id", "id", "entity.id"]);
-    let event = first_text(fields, &["type", "event", "action", "eventType"]);
+    let entity_name = first_text(fields, &["entityName", "entity_name", "entityType", "entity"], false);
+    let entity_id = first_text(fields, &["entityId", "entity_id", "id", "entity.id"], true);
+    const EVENT_KEYS: [&str; 4] = ["type", "event", "action", "eventType"];
+    if EVENT_KEYS.iter().any(|key| fields.get(*key).is_some_and(|v| !v.is_string() && !v.is_null())) {
+        return Err(WebhookRefusal::Invalid("type: created, updated or deleted, as text".into()));
+    }
+    let event = first_text(fields, &EVENT_KEYS, false);
     match (entity_name, entity_id) {
         (Some(entity_name), Some(entity_id)) => {
             let valid_id = entity_id.len() <= 64 && entity_id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-');
@@ -223,6 +228,11 @@ mod tests {
         assert!(parse(&object(json!({"entityId": "1"}))).is_err());
         assert!(parse(&object(json!({"entityName": "customer"}))).is_err());
         assert!(parse(&object(json!({"entityName": "customer", "entityId": "../../etc"}))).is_err());
+        // Ids may be numbers; names and events are text.
+        assert_eq!(parse(&object(json!({"entityName": "customer", "entityId": 7}))).unwrap().entity_id, "7");
+        assert!(parse(&object(json!({"entityName": 7, "entityId": "1"}))).is_err());
+        assert!(parse(&object(json!({"entityName": "customer", "entityId": "1", "type": -5}))).is_err());
+        assert!(parse(&object(json!({"entityName": "customer", "entityId": "1", "type": null}))).is_ok());
     }
 
     #[test]

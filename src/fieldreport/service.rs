@@ -204,7 +204,14 @@ impl FieldReportService {
             return self.replace(entity, record, stored.version, Some("update"), None).await;
         }
         deep_merge(&mut document, &body);
-        let version = version_of(&stored.document) + 1;
+        let version = version_of(&stored.document).checked_add(1).ok_or_else(|| {
+            FieldReportError::Conflict(format!(
+                "{} record {} has the highest Version there is ({}); it cannot be updated",
+                entity.route,
+                stored.id,
+                i64::MAX
+            ))
+        })?;
         document["Id"] = Value::String(stored.id.clone());
         document["Version"] = Value::from(version);
         let mut outgoing = document.clone();

@@ -42,8 +42,6 @@ pub const CLIENT_ADDRESS_HEADER: &str = "x-client-address";
 const REQUEST_ID_HEADER: &str = "x-request-id";
 /// Error bodies larger than this are passed through untouched.
 const MAX_ERROR_BODY: usize = 64 * 1024;
-/// A client must finish sending its request headers within this time.
-const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long shutdown waits for in-flight requests.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -56,6 +54,8 @@ pub struct Front {
     pub rewrites: RewriteTable,
     pub trusted_proxies: Vec<IpNet>,
     pub max_body_bytes: usize,
+    /// A client must finish sending its request headers within this time.
+    pub header_read_timeout: Duration,
     pub log: Logger,
     pub metrics: Arc<Metrics>,
 }
@@ -92,7 +92,7 @@ pub async fn serve(
                     Some(tls) => {
                         let tls = tls.clone();
                         tokio::spawn(async move {
-                            match tls.handshake(stream, HEADER_READ_TIMEOUT).await {
+                            match tls.handshake(stream, front.header_read_timeout).await {
                                 Ok(stream) => front.serve_connection(stream, peer, watcher).await,
                                 Err(error) => {
                                     slog::info!(front.log, "TLS handshake failed"; "client" => %peer.ip(), "error" => %error);
@@ -117,9 +117,19 @@ fn full(bytes: impl Into<Bytes>) -> FrontBody {
 
 /// An answer the front gives itself, shaped like every other error.
 fn own_error(status: StatusCode, message: &str, request_id: &str) -> Response<FrontBody> {
+    coded_error(status, default_error_code(status.as_u16()), message, request_id)
+}
+
+/// The front's answer when dropshot behind it failed: a fault of the service itself, not of
+/// an upstream system, whatever the gateway status says.
+fn backend_failure(message: &str, request_id: &str) -> Response<FrontBody> {
+    coded_error(StatusCode::BAD_GATEWAY, "internal_error", message, request_id)
+}
+
+fn coded_error(status: StatusCode, error_code: &str, message: &str, request_id: &str) -> Response<FrontBody> {
     let body = serde_json::json!({
         "message": message,
-        "error_code": default_error_code(status.as_u16()),
+        "error_code": error_code,
         "request_id": request_id,
     });
     let mut response = Response::new(full(body.to_string()));
@@ -149,6 +159,7 @@ impl Front {
         S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
     {
         let backend: Arc<Backend> = Arc::new(Mutex::new(None));
+        let header_read_timeout = self.header_read_timeout;
         let service = service_fn(move |req| {
             let front = self.clone();
             let backend = backend.clone();
@@ -156,7 +167,7 @@ impl Front {
         });
         let connection = hyper::server::conn::http1::Builder::new()
             .timer(TokioTimer::new())
-            .header_read_timeout(HEADER_READ_TIMEOUT)
+            .header_read_timeout(header_read_timeout)
             .serve_connection(TokioIo::new(stream), service);
         let _ = watcher.watch(connection).await;
     }
@@ -234,7 +245,7 @@ impl Front {
         if !ready {
             *slot = Some(self.connect().await.map_err(|e| {
                 slog::error!(self.log, "backend unreachable"; "error" => %e);
-                own_error(StatusCode::BAD_GATEWAY, "The service is not ready.", &fresh_id())
+                backend_failure("The service is not ready.", &fresh_id())
             })?);
         }
         let sender = slot.as_mut().expect("a backend connection was just set");
@@ -246,7 +257,7 @@ impl Front {
                     Err(self.too_large(&fresh_id()))
                 } else {
                     slog::error!(self.log, "backend request failed"; "error" => %error);
-                    Err(own_error(StatusCode::BAD_GATEWAY, "The request could not be processed.", &fresh_id()))
+                    Err(backend_failure("The request could not be processed.", &fresh_id()))
                 }
             }
         }

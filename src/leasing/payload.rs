@@ -11,18 +11,31 @@ fn add(errors: &mut FieldErrors, field: &str, message: &str) {
     errors.entry(field.to_string()).or_default().push(message.to_string());
 }
 
+/// The smallest financing amount: a cent.
+pub const MIN_AMOUNT: f64 = 0.01;
+/// The largest amount or price the service takes (a trillion): well inside `Decimal`, whose
+/// sums must not overflow.
+pub const MAX_AMOUNT: f64 = 1_000_000_000_000.0;
+const AMOUNT_RULE: &str = "The financing amount must be a number from 0.01 to 1000000000000.";
+
+fn min_amount() -> Decimal {
+    Decimal::new(1, 2)
+}
+
+/// A number as a decimal, if it is within ±[`MAX_AMOUNT`].
 fn decimal(value: &Value) -> Option<Decimal> {
-    match value {
+    let number = match value {
         Value::Number(n) => n.as_i64().map(Decimal::from).or_else(|| n.as_f64().and_then(Decimal::from_f64)),
         _ => None,
-    }
+    }?;
+    (number.abs() <= Decimal::from_f64(MAX_AMOUNT).expect("a trillion is a decimal")).then_some(number)
 }
 
 fn non_empty_str<'a>(object: &'a Map<String, Value>, key: &str) -> Option<&'a str> {
     object.get(key).and_then(Value::as_str).map(str::trim).filter(|s| !s.is_empty())
 }
 
-/// Checks a create payload: FinancingAmount > 0, Period, ProductType, Lessee.CompanyName,
+/// Checks a create payload: FinancingAmount from a cent to a trillion, Period, ProductType, Lessee.CompanyName,
 /// exactly one Main address, at least one FinancingObject, and the amount equal to the sum of
 /// Quantity × NetPricePerObject to the cent. Names every bad field.
 pub fn validate_create(payload: &Value) -> Result<(), FieldErrors> {
@@ -33,10 +46,10 @@ pub fn validate_create(payload: &Value) -> Result<(), FieldErrors> {
     };
     let amount = request.get("FinancingAmount").and_then(decimal);
     match amount {
-        Some(a) if a > Decimal::ZERO => {}
-        _ => add(&mut errors, "FinancingAmount", "The financing amount must be a number greater than 0."),
+        Some(a) if a >= min_amount() => {}
+        _ => add(&mut errors, "FinancingAmount", AMOUNT_RULE),
     }
-    if request.get("Period").and_then(Value::as_u64).is_none_or(|p| p == 0) {
+    if request.get("Period").and_then(Value::as_u64).is_none_or(|p| p == 0 || p > i32::MAX as u64) {
         add(&mut errors, "Period", "The period must be a whole number of months greater than 0.");
     }
     if non_empty_str(request, "ProductType").is_none() {
@@ -74,7 +87,8 @@ pub fn validate_create(payload: &Value) -> Result<(), FieldErrors> {
         }
         Some(list) => {
             for (i, object) in list.iter().enumerate() {
-                let quantity = object.get("Quantity").and_then(Value::as_u64).filter(|q| *q > 0);
+                let quantity =
+                    object.get("Quantity").and_then(Value::as_u64).filter(|q| *q > 0 && *q <= i32::MAX as u64);
                 if quantity.is_none() {
                     add(
                         &mut errors,
@@ -87,7 +101,7 @@ pub fn validate_create(payload: &Value) -> Result<(), FieldErrors> {
                     add(
                         &mut errors,
                         &format!("FinancingObjects.{i}.NetPricePerObject"),
-                        "The net price must be a number of at least 0.",
+                        "The net price must be a number from 0 to 1000000000000.",
                     );
                 }
                 sum = match (sum, quantity, price) {
@@ -111,6 +125,43 @@ pub fn validate_create(payload: &Value) -> Result<(), FieldErrors> {
                 sum.round_dp(2)
             ),
         );
+    }
+    if errors.is_empty() { Ok(()) } else { Err(errors) }
+}
+
+/// Checks the fields of a request patch that are present: `Period` a whole number of months
+/// greater than 0, `FinancingAmount` from a cent to a trillion, each financing object's
+/// `Quantity` a whole number greater than 0 and `NetPricePerObject` from 0 to a trillion. The provider would store
+/// anything; the service's document promises these bounds in its answers.
+pub fn validate_patch(payload: &Value) -> Result<(), FieldErrors> {
+    let mut errors = FieldErrors::new();
+    let Some(patch) = payload.as_object() else {
+        add(&mut errors, "body", "The patch must be a JSON object.");
+        return Err(errors);
+    };
+    let present = |key: &str| patch.get(key).filter(|v| !v.is_null());
+    if present("Period").is_some_and(|p| p.as_u64().is_none_or(|p| p == 0 || p > i32::MAX as u64)) {
+        add(&mut errors, "Period", "The period must be a whole number of months greater than 0.");
+    }
+    if present("FinancingAmount").is_some_and(|a| decimal(a).is_none_or(|a| a < min_amount())) {
+        add(&mut errors, "FinancingAmount", AMOUNT_RULE);
+    }
+    for (i, object) in present("FinancingObjects").and_then(Value::as_array).into_iter().flatten().enumerate() {
+        let field = |key: &str| object.get(key).filter(|v| !v.is_null());
+        if field("Quantity").is_some_and(|q| q.as_u64().is_none_or(|q| q == 0 || q > i32::MAX as u64)) {
+            add(
+                &mut errors,
+                &format!("FinancingObjects.{i}.Quantity"),
+                "The quantity must be a whole number greater than 0.",
+            );
+        }
+        if field("NetPricePerObject").is_some_and(|p| decimal(p).is_none_or(|p| p < Decimal::ZERO)) {
+            add(
+                &mut errors,
+                &format!("FinancingObjects.{i}.NetPricePerObject"),
+                "The net price must be a number from 0 to 1000000000000.",
+            );
+        }
     }
     if errors.is_empty() { Ok(()) } else { Err(errors) }
 }
@@ -232,6 +283,36 @@ mod tests {
         payload["FinancingAmount"] = json!(0.3);
         payload["FinancingObjects"] = json!([{"Quantity": 3, "NetPricePerObject": 0.1}]);
         assert_eq!(validate_create(&payload), Ok(()));
+    }
+
+    #[test]
+    fn amounts_beyond_a_trillion_are_refused_not_overflowed() {
+        // 2 × 7e28 overflowed `Decimal` (a panic) before amounts were bounded.
+        let mut payload = valid();
+        payload["FinancingAmount"] = json!(1.4e29);
+        payload["FinancingObjects"] = json!([{"Quantity": 2, "NetPricePerObject": 7e28}]);
+        let errors = validate_create(&payload).unwrap_err();
+        assert!(errors.contains_key("FinancingAmount") && errors.contains_key("FinancingObjects.0.NetPricePerObject"));
+        let mut payload = valid();
+        payload["FinancingAmount"] = json!(0.001);
+        assert!(validate_create(&payload).unwrap_err().contains_key("FinancingAmount"));
+    }
+
+    #[test]
+    fn a_patch_is_checked_field_by_field() {
+        assert_eq!(validate_patch(&json!({"PaymentMethod": "Invoice", "Period": null})), Ok(()));
+        assert_eq!(validate_patch(&json!({"Period": 60, "FinancingAmount": 0.01})), Ok(()));
+        let errors = validate_patch(&json!({
+            "Period": -1, "FinancingAmount": 0,
+            "FinancingObjects": [{"Quantity": 4294967294u64, "NetPricePerObject": -0.5}]
+        }))
+        .unwrap_err();
+        for field in
+            ["Period", "FinancingAmount", "FinancingObjects.0.Quantity", "FinancingObjects.0.NetPricePerObject"]
+        {
+            assert!(errors.contains_key(field), "{field}: {errors:?}");
+        }
+        assert!(validate_patch(&json!([1])).unwrap_err().contains_key("body"));
     }
 
     #[test]

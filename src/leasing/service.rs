@@ -6,7 +6,7 @@ use base64::Engine;
 use bytes::Bytes;
 use serde_json::{Map, Value, json};
 
-use super::payload::{validate_create, with_defaults};
+use super::payload::{MAX_AMOUNT, MIN_AMOUNT, validate_create, validate_patch, with_defaults};
 use super::state::{Observation, observe};
 use crate::error::FieldErrors;
 use crate::mail::Mailer;
@@ -198,6 +198,7 @@ impl LeasingService {
 
     pub async fn patch_request(&self, id: &str, patch: &Value) -> Result<Value, LeasingError> {
         let id = financing_id(id)?;
+        validate_patch(patch).map_err(LeasingError::Invalid)?;
         let patch = body(patch).map_err(bad_body)?;
         Ok(with_defaults(self.client()?.patch_request(id, &patch).await?))
     }
@@ -320,12 +321,18 @@ impl LeasingService {
     pub async fn calculate(&self, payload: &Value) -> Result<Value, LeasingError> {
         let mut errors = FieldErrors::new();
         let object = payload.as_object().cloned().unwrap_or_else(Map::new);
-        if !object.get("FinancingAmount").and_then(Value::as_f64).is_some_and(|a| a > 0.0) {
-            errors
-                .insert("FinancingAmount".into(), vec!["The financing amount must be a number greater than 0.".into()]);
+        if !object
+            .get("FinancingAmount")
+            .and_then(Value::as_f64)
+            .is_some_and(|a| (MIN_AMOUNT..=MAX_AMOUNT).contains(&a))
+        {
+            errors.insert(
+                "FinancingAmount".into(),
+                vec!["The financing amount must be a number from 0.01 to 1000000000000.".into()],
+            );
         }
-        if let Some(period) = object.get("Period")
-            && period.as_u64().is_none_or(|p| p == 0)
+        if let Some(period) = object.get("Period").filter(|p| !p.is_null())
+            && period.as_u64().is_none_or(|p| p == 0 || p > i32::MAX as u64)
         {
             errors.insert("Period".into(), vec!["The period must be a whole number of months greater than 0.".into()]);
         }

@@ -95,7 +95,7 @@ impl Store {
     /// one (lower `version`) changes nothing: the mirror keeps the highest version. Locally
     /// changed custom attribute values are kept until pushed.
     pub async fn erp_upsert(&self, model: &str, records: &[ErpRecord]) -> Result<Vec<Upserted>, StoreError> {
-        let mut tx = self.pool().begin().await?;
+        let mut tx = self.write_transaction().await?;
         let lock = if self.dialect() == Dialect::Postgres { " FOR UPDATE" } else { "" };
         let now = now_ms();
         let mut outcomes = Vec::with_capacity(records.len());

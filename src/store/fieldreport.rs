@@ -187,7 +187,7 @@ impl Store {
             return Ok(Vec::new());
         }
         let texts: Vec<String> = records.iter().map(|r| r.document.to_string()).collect();
-        let mut tx = self.pool().begin().await?;
+        let mut tx = self.write_transaction().await?;
         let placeholders: Vec<String> = (0..records.len()).map(|i| format!("${}", i + 2)).collect();
         let mut select = sqlx::query(sql!(
             "SELECT record_id, document FROM fieldreport_records WHERE entity = $1 AND record_id IN ({})",

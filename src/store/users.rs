@@ -56,7 +56,7 @@ impl Store {
 
     /// Deletes a user and, with them, every token; returns whether the user existed.
     pub async fn delete_user(&self, email: &str) -> Result<bool, StoreError> {
-        let mut tx = self.pool().begin().await?;
+        let mut tx = self.write_transaction().await?;
         sqlx::query("DELETE FROM personal_access_tokens WHERE user_id IN (SELECT id FROM users WHERE email = $1)")
             .bind(email)
             .execute(&mut *tx)

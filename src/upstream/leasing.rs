@@ -36,11 +36,7 @@ pub struct BodyError {
 }
 
 fn typed<T: DeserializeOwned>(body: &Value) -> Result<T, BodyError> {
-    serde_json::from_value(body.clone()).map_err(|e| {
-        let message = e.to_string();
-        let field = message.split('`').nth(1).unwrap_or("body").to_string();
-        BodyError { field, message }
-    })
+    crate::typed::from_json(body).map_err(|e| BodyError { field: e.field, message: e.message })
 }
 
 fn read_pem(setting: &'static str, path: &std::path::Path) -> Result<Vec<u8>, UpstreamError> {
