@@ -213,6 +213,111 @@ pub mod types {
             Default::default()
         }
     }
+    ///The upstream system refused or failed (`upstream_error`), was unreachable (`upstream_unavailable`) or answered something unreadable (`upstream_invalid_response`); nothing was changed locally.
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    pub struct BadGateway {
+        pub error_code: BadGatewayErrorCode,
+        ///Validation failures: messages per field.
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub errors: ::std::option::Option<
+            ::std::collections::HashMap<
+                ::std::string::String,
+                ::std::vec::Vec<::std::string::String>,
+            >,
+        >,
+        ///What went wrong, for humans.
+        pub message: ::std::string::String,
+        ///The id of the request, as in the `x-request-id` header; quote it when reporting a problem.
+        pub request_id: ::std::string::String,
+        ///On 429 and 503: seconds until a new attempt may succeed (also sent as `Retry-After`).
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub retry_after_seconds: ::std::option::Option<u64>,
+        ///Present (and `false`) on leasing routes, which keep the `{success, message}` shape.
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub success: ::std::option::Option<bool>,
+    }
+    impl BadGateway {
+        pub fn builder() -> builder::BadGateway {
+            Default::default()
+        }
+    }
+    ///`BadGatewayErrorCode`
+    #[derive(
+        ::serde::Deserialize,
+        ::serde::Serialize,
+        Clone,
+        Copy,
+        Debug,
+        Eq,
+        Hash,
+        Ord,
+        PartialEq,
+        PartialOrd
+    )]
+    pub enum BadGatewayErrorCode {
+        #[serde(rename = "upstream_error")]
+        UpstreamError,
+        #[serde(rename = "upstream_unavailable")]
+        UpstreamUnavailable,
+        #[serde(rename = "upstream_invalid_response")]
+        UpstreamInvalidResponse,
+    }
+    impl ::std::fmt::Display for BadGatewayErrorCode {
+        fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+            match *self {
+                Self::UpstreamError => f.write_str("upstream_error"),
+                Self::UpstreamUnavailable => f.write_str("upstream_unavailable"),
+                Self::UpstreamInvalidResponse => f.write_str("upstream_invalid_response"),
+            }
+        }
+    }
+    impl ::std::str::FromStr for BadGatewayErrorCode {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            match value {
+                "upstream_error" => Ok(Self::UpstreamError),
+                "upstream_unavailable" => Ok(Self::UpstreamUnavailable),
+                "upstream_invalid_response" => Ok(Self::UpstreamInvalidResponse),
+                _ => Err("invalid value".into()),
+            }
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for BadGatewayErrorCode {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for BadGatewayErrorCode {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    ///Input of a lease calculation at the provider; further fields (`ProductType`, `Currency`, `PaymentFrequency`, ...) are passed to the provider untouched.
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    pub struct CalculationPayload {
+        ///Net amount to be financed, from a cent to a trillion.
+        #[serde(rename = "FinancingAmount")]
+        pub financing_amount: f64,
+        ///Contract term in months; without it the provider calculates every period it offers.
+        #[serde(
+            rename = "Period",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub period: ::std::option::Option<::std::num::NonZeroU32>,
+    }
+    impl CalculationPayload {
+        pub fn builder() -> builder::CalculationPayload {
+            Default::default()
+        }
+    }
     ///A comment on a service request. Navigation-only: not mirrored by the integration service.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct Comment {
@@ -1332,6 +1437,853 @@ pub mod types {
             Default::default()
         }
     }
+    ///`ErpShowMatchingEntity`
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct ErpShowMatchingEntity(::std::string::String);
+    impl ::std::ops::Deref for ErpShowMatchingEntity {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<ErpShowMatchingEntity> for ::std::string::String {
+        fn from(value: ErpShowMatchingEntity) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for ErpShowMatchingEntity {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
+            { ::regress::Regex::new("^[A-Za-z0-9]{1,64}$").unwrap() });
+            if PATTERN.find(value).is_none() {
+                return Err("doesn't match pattern \"^[A-Za-z0-9]{1,64}$\"".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for ErpShowMatchingEntity {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for ErpShowMatchingEntity {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for ErpShowMatchingEntity {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
+        }
+    }
+    ///`ErpShowRecordEntity`
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct ErpShowRecordEntity(::std::string::String);
+    impl ::std::ops::Deref for ErpShowRecordEntity {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<ErpShowRecordEntity> for ::std::string::String {
+        fn from(value: ErpShowRecordEntity) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for ErpShowRecordEntity {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
+            { ::regress::Regex::new("^[A-Za-z0-9-]{1,64}$").unwrap() });
+            if PATTERN.find(value).is_none() {
+                return Err("doesn't match pattern \"^[A-Za-z0-9-]{1,64}$\"".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for ErpShowRecordEntity {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for ErpShowRecordEntity {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for ErpShowRecordEntity {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
+        }
+    }
+    ///`ErpUpdateMatchingEntity`
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct ErpUpdateMatchingEntity(::std::string::String);
+    impl ::std::ops::Deref for ErpUpdateMatchingEntity {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<ErpUpdateMatchingEntity> for ::std::string::String {
+        fn from(value: ErpUpdateMatchingEntity) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for ErpUpdateMatchingEntity {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
+            { ::regress::Regex::new("^[A-Za-z0-9]{1,64}$").unwrap() });
+            if PATTERN.find(value).is_none() {
+                return Err("doesn't match pattern \"^[A-Za-z0-9]{1,64}$\"".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for ErpUpdateMatchingEntity {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for ErpUpdateMatchingEntity {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for ErpUpdateMatchingEntity {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
+        }
+    }
+    ///`ErpUpdateRecordEntity`
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct ErpUpdateRecordEntity(::std::string::String);
+    impl ::std::ops::Deref for ErpUpdateRecordEntity {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<ErpUpdateRecordEntity> for ::std::string::String {
+        fn from(value: ErpUpdateRecordEntity) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for ErpUpdateRecordEntity {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
+            { ::regress::Regex::new("^[A-Za-z0-9-]{1,64}$").unwrap() });
+            if PATTERN.find(value).is_none() {
+                return Err("doesn't match pattern \"^[A-Za-z0-9-]{1,64}$\"".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for ErpUpdateRecordEntity {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for ErpUpdateRecordEntity {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for ErpUpdateRecordEntity {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
+        }
+    }
+    ///`ErpWebhookGetEntityId`
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct ErpWebhookGetEntityId(::std::string::String);
+    impl ::std::ops::Deref for ErpWebhookGetEntityId {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<ErpWebhookGetEntityId> for ::std::string::String {
+        fn from(value: ErpWebhookGetEntityId) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for ErpWebhookGetEntityId {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
+            { ::regress::Regex::new("^\\s*([A-Za-z0-9-]{1,64}\\s*)?$").unwrap() });
+            if PATTERN.find(value).is_none() {
+                return Err(
+                    "doesn't match pattern \"^\\s*([A-Za-z0-9-]{1,64}\\s*)?$\"".into(),
+                );
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for ErpWebhookGetEntityId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for ErpWebhookGetEntityId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for ErpWebhookGetEntityId {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
+        }
+    }
+    ///`ErpWebhookGetEntityName`
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct ErpWebhookGetEntityName(::std::string::String);
+    impl ::std::ops::Deref for ErpWebhookGetEntityName {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<ErpWebhookGetEntityName> for ::std::string::String {
+        fn from(value: ErpWebhookGetEntityName) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for ErpWebhookGetEntityName {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
+            { ::regress::Regex::new("\\S").unwrap() });
+            if PATTERN.find(value).is_none() {
+                return Err("doesn't match pattern \"\\S\"".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for ErpWebhookGetEntityName {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for ErpWebhookGetEntityName {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for ErpWebhookGetEntityName {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
+        }
+    }
+    ///`ErpWebhookGetId`
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct ErpWebhookGetId(::std::string::String);
+    impl ::std::ops::Deref for ErpWebhookGetId {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<ErpWebhookGetId> for ::std::string::String {
+        fn from(value: ErpWebhookGetId) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for ErpWebhookGetId {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
+            { ::regress::Regex::new("^\\s*([A-Za-z0-9-]{1,64}\\s*)?$").unwrap() });
+            if PATTERN.find(value).is_none() {
+                return Err(
+                    "doesn't match pattern \"^\\s*([A-Za-z0-9-]{1,64}\\s*)?$\"".into(),
+                );
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for ErpWebhookGetId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for ErpWebhookGetId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for ErpWebhookGetId {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
+        }
+    }
+    ///`FieldreportPostStage`
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct FieldreportPostStage(::std::string::String);
+    impl ::std::ops::Deref for FieldreportPostStage {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<FieldreportPostStage> for ::std::string::String {
+        fn from(value: FieldreportPostStage) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for FieldreportPostStage {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
+            { ::regress::Regex::new("^[123]$").unwrap() });
+            if PATTERN.find(value).is_none() {
+                return Err("doesn't match pattern \"^[123]$\"".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for FieldreportPostStage {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for FieldreportPostStage {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for FieldreportPostStage {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
+        }
+    }
+    ///`FieldreportPostStageStage`
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct FieldreportPostStageStage(::std::string::String);
+    impl ::std::ops::Deref for FieldreportPostStageStage {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<FieldreportPostStageStage> for ::std::string::String {
+        fn from(value: FieldreportPostStageStage) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for FieldreportPostStageStage {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
+            { ::regress::Regex::new("^[123]$").unwrap() });
+            if PATTERN.find(value).is_none() {
+                return Err("doesn't match pattern \"^[123]$\"".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for FieldreportPostStageStage {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for FieldreportPostStageStage {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for FieldreportPostStageStage {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
+        }
+    }
+    ///`FieldreportPostType`
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct FieldreportPostType(::std::string::String);
+    impl ::std::ops::Deref for FieldreportPostType {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<FieldreportPostType> for ::std::string::String {
+        fn from(value: FieldreportPostType) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for FieldreportPostType {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
+            { ::regress::Regex::new("^(create|update)$").unwrap() });
+            if PATTERN.find(value).is_none() {
+                return Err("doesn't match pattern \"^(create|update)$\"".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for FieldreportPostType {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for FieldreportPostType {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for FieldreportPostType {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
+        }
+    }
+    ///`FieldreportPostTypeStage`
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct FieldreportPostTypeStage(::std::string::String);
+    impl ::std::ops::Deref for FieldreportPostTypeStage {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<FieldreportPostTypeStage> for ::std::string::String {
+        fn from(value: FieldreportPostTypeStage) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for FieldreportPostTypeStage {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
+            { ::regress::Regex::new("^[123]$").unwrap() });
+            if PATTERN.find(value).is_none() {
+                return Err("doesn't match pattern \"^[123]$\"".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for FieldreportPostTypeStage {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for FieldreportPostTypeStage {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for FieldreportPostTypeStage {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
+        }
+    }
+    ///`FieldreportPostTypeType`
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct FieldreportPostTypeType(::std::string::String);
+    impl ::std::ops::Deref for FieldreportPostTypeType {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<FieldreportPostTypeType> for ::std::string::String {
+        fn from(value: FieldreportPostTypeType) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for FieldreportPostTypeType {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
+            { ::regress::Regex::new("^(create|update)$").unwrap() });
+            if PATTERN.find(value).is_none() {
+                return Err("doesn't match pattern \"^(create|update)$\"".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for FieldreportPostTypeType {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for FieldreportPostTypeType {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for FieldreportPostTypeType {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
+        }
+    }
+    ///`FieldreportSetupStage`
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct FieldreportSetupStage(::std::string::String);
+    impl ::std::ops::Deref for FieldreportSetupStage {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<FieldreportSetupStage> for ::std::string::String {
+        fn from(value: FieldreportSetupStage) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for FieldreportSetupStage {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
+            { ::regress::Regex::new("^[123]$").unwrap() });
+            if PATTERN.find(value).is_none() {
+                return Err("doesn't match pattern \"^[123]$\"".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for FieldreportSetupStage {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for FieldreportSetupStage {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for FieldreportSetupStage {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
+        }
+    }
+    ///`FieldreportShowHavingAttribute`
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct FieldreportShowHavingAttribute(::std::string::String);
+    impl ::std::ops::Deref for FieldreportShowHavingAttribute {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<FieldreportShowHavingAttribute> for ::std::string::String {
+        fn from(value: FieldreportShowHavingAttribute) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for FieldreportShowHavingAttribute {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
+            { ::regress::Regex::new("^[A-Za-z0-9_]{1,64}$").unwrap() });
+            if PATTERN.find(value).is_none() {
+                return Err("doesn't match pattern \"^[A-Za-z0-9_]{1,64}$\"".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for FieldreportShowHavingAttribute {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String>
+    for FieldreportShowHavingAttribute {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for FieldreportShowHavingAttribute {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
+        }
+    }
+    ///`FieldreportShowRecordsAttribute`
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct FieldreportShowRecordsAttribute(::std::string::String);
+    impl ::std::ops::Deref for FieldreportShowRecordsAttribute {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<FieldreportShowRecordsAttribute>
+    for ::std::string::String {
+        fn from(value: FieldreportShowRecordsAttribute) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for FieldreportShowRecordsAttribute {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
+            { ::regress::Regex::new("^[A-Za-z0-9_]{1,64}$").unwrap() });
+            if PATTERN.find(value).is_none() {
+                return Err("doesn't match pattern \"^[A-Za-z0-9_]{1,64}$\"".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for FieldreportShowRecordsAttribute {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String>
+    for FieldreportShowRecordsAttribute {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for FieldreportShowRecordsAttribute {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
+        }
+    }
     ///An object to be financed.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct FinancingObject {
@@ -1347,7 +2299,7 @@ pub mod types {
         pub manufacturer: ::std::option::Option<::std::string::String>,
         #[serde(rename = "Name", skip_serializing_if = "::std::option::Option::is_none")]
         pub name: ::std::option::Option<::std::string::String>,
-        ///Net price of one object.
+        ///Net price of one object, from 0 to a trillion.
         #[serde(
             rename = "NetPricePerObject",
             skip_serializing_if = "::std::option::Option::is_none"
@@ -1358,12 +2310,13 @@ pub mod types {
             rename = "ObjectTypeId",
             skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub object_type_id: ::std::option::Option<i64>,
+        pub object_type_id: ::std::option::Option<i32>,
+        ///A whole number greater than 0.
         #[serde(
             rename = "Quantity",
             skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub quantity: ::std::option::Option<u32>,
+        pub quantity: ::std::option::Option<::std::num::NonZeroU32>,
     }
     impl FinancingObject {
         pub fn builder() -> builder::FinancingObject {
@@ -1379,6 +2332,7 @@ pub mod types {
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub currency: ::std::option::Option<::std::string::String>,
+        ///Net amount to be financed, from a cent to a trillion.
         #[serde(
             rename = "FinancingAmount",
             skip_serializing_if = "::std::option::Option::is_none"
@@ -1416,7 +2370,7 @@ pub mod types {
             rename = "Period",
             skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub period: ::std::option::Option<u32>,
+        pub period: ::std::option::Option<::std::num::NonZeroU32>,
         ///`ClassicLease`, `PartialAmortisation`, `Rent`, `AllIn`, ...
         #[serde(
             rename = "ProductType",
@@ -1455,7 +2409,7 @@ pub mod types {
         #[serde(rename = "PaymentMethod")]
         pub payment_method: ::std::string::String,
         #[serde(rename = "Period")]
-        pub period: u32,
+        pub period: i32,
         #[serde(rename = "ProductType")]
         pub product_type: ::std::string::String,
         ///The provider's request number, e.g. `180-33037`.
@@ -1513,7 +2467,7 @@ pub mod types {
         pub fetch_contract_document_download_link: bool,
         ///Reads of the state after create (1 to 100; default 10).
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub max_attempts: ::std::option::Option<i64>,
+        pub max_attempts: ::std::option::Option<::std::num::NonZeroU64>,
         ///Applied after create.
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub patch_lessee_payload: ::std::option::Option<PatchLesseePayload>,
@@ -1602,6 +2556,85 @@ pub mod types {
     impl FoundRecords {
         pub fn builder() -> builder::FoundRecords {
             Default::default()
+        }
+    }
+    ///The upstream system did not answer in time (`upstream_timeout`); nothing was changed locally.
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    pub struct GatewayTimeout {
+        pub error_code: GatewayTimeoutErrorCode,
+        ///Validation failures: messages per field.
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub errors: ::std::option::Option<
+            ::std::collections::HashMap<
+                ::std::string::String,
+                ::std::vec::Vec<::std::string::String>,
+            >,
+        >,
+        ///What went wrong, for humans.
+        pub message: ::std::string::String,
+        ///The id of the request, as in the `x-request-id` header; quote it when reporting a problem.
+        pub request_id: ::std::string::String,
+        ///On 429 and 503: seconds until a new attempt may succeed (also sent as `Retry-After`).
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub retry_after_seconds: ::std::option::Option<u64>,
+        ///Present (and `false`) on leasing routes, which keep the `{success, message}` shape.
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub success: ::std::option::Option<bool>,
+    }
+    impl GatewayTimeout {
+        pub fn builder() -> builder::GatewayTimeout {
+            Default::default()
+        }
+    }
+    ///`GatewayTimeoutErrorCode`
+    #[derive(
+        ::serde::Deserialize,
+        ::serde::Serialize,
+        Clone,
+        Copy,
+        Debug,
+        Eq,
+        Hash,
+        Ord,
+        PartialEq,
+        PartialOrd
+    )]
+    pub enum GatewayTimeoutErrorCode {
+        #[serde(rename = "upstream_timeout")]
+        UpstreamTimeout,
+    }
+    impl ::std::fmt::Display for GatewayTimeoutErrorCode {
+        fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+            match *self {
+                Self::UpstreamTimeout => f.write_str("upstream_timeout"),
+            }
+        }
+    }
+    impl ::std::str::FromStr for GatewayTimeoutErrorCode {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            match value {
+                "upstream_timeout" => Ok(Self::UpstreamTimeout),
+                _ => Err("invalid value".into()),
+            }
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for GatewayTimeoutErrorCode {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for GatewayTimeoutErrorCode {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
         }
     }
     ///The process is up.
@@ -2073,6 +3106,1066 @@ pub mod types {
             Default::default()
         }
     }
+    ///`LeasingCalculateInstalmentMonthlyInstalment`
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct LeasingCalculateInstalmentMonthlyInstalment(::std::string::String);
+    impl ::std::ops::Deref for LeasingCalculateInstalmentMonthlyInstalment {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<LeasingCalculateInstalmentMonthlyInstalment>
+    for ::std::string::String {
+        fn from(value: LeasingCalculateInstalmentMonthlyInstalment) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for LeasingCalculateInstalmentMonthlyInstalment {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
+            {
+                ::regress::Regex::new(
+                        "^([1-9][0-9]{0,11}(\\.[0-9]{1,2})?|0\\.(0[1-9]|[1-9][0-9]?))$",
+                    )
+                    .unwrap()
+            });
+            if PATTERN.find(value).is_none() {
+                return Err(
+                    "doesn't match pattern \"^([1-9][0-9]{0,11}(\\.[0-9]{1,2})?|0\\.(0[1-9]|[1-9][0-9]?))$\""
+                        .into(),
+                );
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for LeasingCalculateInstalmentMonthlyInstalment {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String>
+    for LeasingCalculateInstalmentMonthlyInstalment {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for LeasingCalculateInstalmentMonthlyInstalment {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
+        }
+    }
+    ///`LeasingCalculateMonthlyInstalment`
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct LeasingCalculateMonthlyInstalment(::std::string::String);
+    impl ::std::ops::Deref for LeasingCalculateMonthlyInstalment {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<LeasingCalculateMonthlyInstalment>
+    for ::std::string::String {
+        fn from(value: LeasingCalculateMonthlyInstalment) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for LeasingCalculateMonthlyInstalment {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
+            {
+                ::regress::Regex::new(
+                        "^([1-9][0-9]{0,11}(\\.[0-9]{1,2})?|0\\.(0[1-9]|[1-9][0-9]?))$",
+                    )
+                    .unwrap()
+            });
+            if PATTERN.find(value).is_none() {
+                return Err(
+                    "doesn't match pattern \"^([1-9][0-9]{0,11}(\\.[0-9]{1,2})?|0\\.(0[1-9]|[1-9][0-9]?))$\""
+                        .into(),
+                );
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for LeasingCalculateMonthlyInstalment {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String>
+    for LeasingCalculateMonthlyInstalment {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for LeasingCalculateMonthlyInstalment {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
+        }
+    }
+    ///`LeasingCalculatePeriod`
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct LeasingCalculatePeriod(::std::string::String);
+    impl ::std::ops::Deref for LeasingCalculatePeriod {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<LeasingCalculatePeriod> for ::std::string::String {
+        fn from(value: LeasingCalculatePeriod) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for LeasingCalculatePeriod {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
+            { ::regress::Regex::new("^[1-9][0-9]{0,3}$").unwrap() });
+            if PATTERN.find(value).is_none() {
+                return Err("doesn't match pattern \"^[1-9][0-9]{0,3}$\"".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for LeasingCalculatePeriod {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for LeasingCalculatePeriod {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for LeasingCalculatePeriod {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
+        }
+    }
+    ///`LeasingCancelESignatureFinancingId`
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct LeasingCancelESignatureFinancingId(::std::string::String);
+    impl ::std::ops::Deref for LeasingCancelESignatureFinancingId {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<LeasingCancelESignatureFinancingId>
+    for ::std::string::String {
+        fn from(value: LeasingCancelESignatureFinancingId) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for LeasingCancelESignatureFinancingId {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
+            { ::regress::Regex::new("^[A-Za-z0-9-]{1,64}$").unwrap() });
+            if PATTERN.find(value).is_none() {
+                return Err("doesn't match pattern \"^[A-Za-z0-9-]{1,64}$\"".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for LeasingCancelESignatureFinancingId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String>
+    for LeasingCancelESignatureFinancingId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for LeasingCancelESignatureFinancingId {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
+        }
+    }
+    ///`LeasingContractDocumentFinancingId`
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct LeasingContractDocumentFinancingId(::std::string::String);
+    impl ::std::ops::Deref for LeasingContractDocumentFinancingId {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<LeasingContractDocumentFinancingId>
+    for ::std::string::String {
+        fn from(value: LeasingContractDocumentFinancingId) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for LeasingContractDocumentFinancingId {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
+            { ::regress::Regex::new("^[A-Za-z0-9-]{1,64}$").unwrap() });
+            if PATTERN.find(value).is_none() {
+                return Err("doesn't match pattern \"^[A-Za-z0-9-]{1,64}$\"".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for LeasingContractDocumentFinancingId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String>
+    for LeasingContractDocumentFinancingId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for LeasingContractDocumentFinancingId {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
+        }
+    }
+    ///`LeasingContractDocumentLinkFinancingId`
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct LeasingContractDocumentLinkFinancingId(::std::string::String);
+    impl ::std::ops::Deref for LeasingContractDocumentLinkFinancingId {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<LeasingContractDocumentLinkFinancingId>
+    for ::std::string::String {
+        fn from(value: LeasingContractDocumentLinkFinancingId) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for LeasingContractDocumentLinkFinancingId {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
+            { ::regress::Regex::new("^[A-Za-z0-9-]{1,64}$").unwrap() });
+            if PATTERN.find(value).is_none() {
+                return Err("doesn't match pattern \"^[A-Za-z0-9-]{1,64}$\"".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for LeasingContractDocumentLinkFinancingId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String>
+    for LeasingContractDocumentLinkFinancingId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for LeasingContractDocumentLinkFinancingId {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
+        }
+    }
+    ///`LeasingCreateIdempotencyKey`
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct LeasingCreateIdempotencyKey(::std::string::String);
+    impl ::std::ops::Deref for LeasingCreateIdempotencyKey {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<LeasingCreateIdempotencyKey> for ::std::string::String {
+        fn from(value: LeasingCreateIdempotencyKey) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for LeasingCreateIdempotencyKey {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
+            { ::regress::Regex::new("^[ -~]{1,255}$").unwrap() });
+            if PATTERN.find(value).is_none() {
+                return Err("doesn't match pattern \"^[ -~]{1,255}$\"".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for LeasingCreateIdempotencyKey {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for LeasingCreateIdempotencyKey {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for LeasingCreateIdempotencyKey {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
+        }
+    }
+    ///`LeasingESignatureConfigurationFinancingId`
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct LeasingESignatureConfigurationFinancingId(::std::string::String);
+    impl ::std::ops::Deref for LeasingESignatureConfigurationFinancingId {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<LeasingESignatureConfigurationFinancingId>
+    for ::std::string::String {
+        fn from(value: LeasingESignatureConfigurationFinancingId) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for LeasingESignatureConfigurationFinancingId {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
+            { ::regress::Regex::new("^[A-Za-z0-9-]{1,64}$").unwrap() });
+            if PATTERN.find(value).is_none() {
+                return Err("doesn't match pattern \"^[A-Za-z0-9-]{1,64}$\"".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for LeasingESignatureConfigurationFinancingId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String>
+    for LeasingESignatureConfigurationFinancingId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for LeasingESignatureConfigurationFinancingId {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
+        }
+    }
+    ///A leasing failure (the seed's rule: every failure of a leasing route is answered 500 `{success: false, message}`), named by `error_code`: the request was `declined` or `cancelled`, is `missing_info` (the missing-info mail was sent or its failure is named in `message`), is `already_past_signing`, or was `not_ready_to_sign` when the attempts were used up; the provider refused (`upstream_rejected`), failed (`upstream_error`), did not answer in time (`upstream_timeout`), was unreachable (`upstream_unavailable`), busy (`upstream_busy`), answered something unreadable (`upstream_invalid_response`) or is not configured (`upstream_not_configured`); or the contract could not be stored (`storage_error`).
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    pub struct LeasingFailure {
+        pub error_code: LeasingFailureErrorCode,
+        ///Validation failures: messages per field.
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub errors: ::std::option::Option<
+            ::std::collections::HashMap<
+                ::std::string::String,
+                ::std::vec::Vec<::std::string::String>,
+            >,
+        >,
+        ///What went wrong, for humans.
+        pub message: ::std::string::String,
+        ///The id of the request, as in the `x-request-id` header; quote it when reporting a problem.
+        pub request_id: ::std::string::String,
+        ///On 429 and 503: seconds until a new attempt may succeed (also sent as `Retry-After`).
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub retry_after_seconds: ::std::option::Option<u64>,
+        ///Present (and `false`) on leasing routes, which keep the `{success, message}` shape.
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub success: ::std::option::Option<bool>,
+    }
+    impl LeasingFailure {
+        pub fn builder() -> builder::LeasingFailure {
+            Default::default()
+        }
+    }
+    ///`LeasingFailureErrorCode`
+    #[derive(
+        ::serde::Deserialize,
+        ::serde::Serialize,
+        Clone,
+        Copy,
+        Debug,
+        Eq,
+        Hash,
+        Ord,
+        PartialEq,
+        PartialOrd
+    )]
+    pub enum LeasingFailureErrorCode {
+        #[serde(rename = "declined")]
+        Declined,
+        #[serde(rename = "cancelled")]
+        Cancelled,
+        #[serde(rename = "missing_info")]
+        MissingInfo,
+        #[serde(rename = "already_past_signing")]
+        AlreadyPastSigning,
+        #[serde(rename = "not_ready_to_sign")]
+        NotReadyToSign,
+        #[serde(rename = "upstream_rejected")]
+        UpstreamRejected,
+        #[serde(rename = "upstream_error")]
+        UpstreamError,
+        #[serde(rename = "upstream_timeout")]
+        UpstreamTimeout,
+        #[serde(rename = "upstream_unavailable")]
+        UpstreamUnavailable,
+        #[serde(rename = "upstream_busy")]
+        UpstreamBusy,
+        #[serde(rename = "upstream_invalid_response")]
+        UpstreamInvalidResponse,
+        #[serde(rename = "upstream_not_configured")]
+        UpstreamNotConfigured,
+        #[serde(rename = "storage_error")]
+        StorageError,
+    }
+    impl ::std::fmt::Display for LeasingFailureErrorCode {
+        fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+            match *self {
+                Self::Declined => f.write_str("declined"),
+                Self::Cancelled => f.write_str("cancelled"),
+                Self::MissingInfo => f.write_str("missing_info"),
+                Self::AlreadyPastSigning => f.write_str("already_past_signing"),
+                Self::NotReadyToSign => f.write_str("not_ready_to_sign"),
+                Self::UpstreamRejected => f.write_str("upstream_rejected"),
+                Self::UpstreamError => f.write_str("upstream_error"),
+                Self::UpstreamTimeout => f.write_str("upstream_timeout"),
+                Self::UpstreamUnavailable => f.write_str("upstream_unavailable"),
+                Self::UpstreamBusy => f.write_str("upstream_busy"),
+                Self::UpstreamInvalidResponse => f.write_str("upstream_invalid_response"),
+                Self::UpstreamNotConfigured => f.write_str("upstream_not_configured"),
+                Self::StorageError => f.write_str("storage_error"),
+            }
+        }
+    }
+    impl ::std::str::FromStr for LeasingFailureErrorCode {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            match value {
+                "declined" => Ok(Self::Declined),
+                "cancelled" => Ok(Self::Cancelled),
+                "missing_info" => Ok(Self::MissingInfo),
+                "already_past_signing" => Ok(Self::AlreadyPastSigning),
+                "not_ready_to_sign" => Ok(Self::NotReadyToSign),
+                "upstream_rejected" => Ok(Self::UpstreamRejected),
+                "upstream_error" => Ok(Self::UpstreamError),
+                "upstream_timeout" => Ok(Self::UpstreamTimeout),
+                "upstream_unavailable" => Ok(Self::UpstreamUnavailable),
+                "upstream_busy" => Ok(Self::UpstreamBusy),
+                "upstream_invalid_response" => Ok(Self::UpstreamInvalidResponse),
+                "upstream_not_configured" => Ok(Self::UpstreamNotConfigured),
+                "storage_error" => Ok(Self::StorageError),
+                _ => Err("invalid value".into()),
+            }
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for LeasingFailureErrorCode {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for LeasingFailureErrorCode {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    ///`LeasingPatchFinancingId`
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct LeasingPatchFinancingId(::std::string::String);
+    impl ::std::ops::Deref for LeasingPatchFinancingId {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<LeasingPatchFinancingId> for ::std::string::String {
+        fn from(value: LeasingPatchFinancingId) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for LeasingPatchFinancingId {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
+            { ::regress::Regex::new("^[A-Za-z0-9-]{1,64}$").unwrap() });
+            if PATTERN.find(value).is_none() {
+                return Err("doesn't match pattern \"^[A-Za-z0-9-]{1,64}$\"".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for LeasingPatchFinancingId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for LeasingPatchFinancingId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for LeasingPatchFinancingId {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
+        }
+    }
+    ///`LeasingPatchLesseeFinancingId`
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct LeasingPatchLesseeFinancingId(::std::string::String);
+    impl ::std::ops::Deref for LeasingPatchLesseeFinancingId {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<LeasingPatchLesseeFinancingId> for ::std::string::String {
+        fn from(value: LeasingPatchLesseeFinancingId) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for LeasingPatchLesseeFinancingId {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
+            { ::regress::Regex::new("^[A-Za-z0-9-]{1,64}$").unwrap() });
+            if PATTERN.find(value).is_none() {
+                return Err("doesn't match pattern \"^[A-Za-z0-9-]{1,64}$\"".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for LeasingPatchLesseeFinancingId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String>
+    for LeasingPatchLesseeFinancingId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for LeasingPatchLesseeFinancingId {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
+        }
+    }
+    ///`LeasingRequestFlowIdempotencyKey`
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct LeasingRequestFlowIdempotencyKey(::std::string::String);
+    impl ::std::ops::Deref for LeasingRequestFlowIdempotencyKey {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<LeasingRequestFlowIdempotencyKey>
+    for ::std::string::String {
+        fn from(value: LeasingRequestFlowIdempotencyKey) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for LeasingRequestFlowIdempotencyKey {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
+            { ::regress::Regex::new("^[ -~]{1,255}$").unwrap() });
+            if PATTERN.find(value).is_none() {
+                return Err("doesn't match pattern \"^[ -~]{1,255}$\"".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for LeasingRequestFlowIdempotencyKey {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String>
+    for LeasingRequestFlowIdempotencyKey {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for LeasingRequestFlowIdempotencyKey {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
+        }
+    }
+    ///`LeasingShowFinancingId`
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct LeasingShowFinancingId(::std::string::String);
+    impl ::std::ops::Deref for LeasingShowFinancingId {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<LeasingShowFinancingId> for ::std::string::String {
+        fn from(value: LeasingShowFinancingId) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for LeasingShowFinancingId {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
+            { ::regress::Regex::new("^[A-Za-z0-9-]{1,64}$").unwrap() });
+            if PATTERN.find(value).is_none() {
+                return Err("doesn't match pattern \"^[A-Za-z0-9-]{1,64}$\"".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for LeasingShowFinancingId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for LeasingShowFinancingId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for LeasingShowFinancingId {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
+        }
+    }
+    ///`LeasingStartESignatureFinancingId`
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct LeasingStartESignatureFinancingId(::std::string::String);
+    impl ::std::ops::Deref for LeasingStartESignatureFinancingId {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<LeasingStartESignatureFinancingId>
+    for ::std::string::String {
+        fn from(value: LeasingStartESignatureFinancingId) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for LeasingStartESignatureFinancingId {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
+            { ::regress::Regex::new("^[A-Za-z0-9-]{1,64}$").unwrap() });
+            if PATTERN.find(value).is_none() {
+                return Err("doesn't match pattern \"^[A-Za-z0-9-]{1,64}$\"".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for LeasingStartESignatureFinancingId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String>
+    for LeasingStartESignatureFinancingId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for LeasingStartESignatureFinancingId {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
+        }
+    }
+    ///`LeasingSwitchToPaperContractFinancingId`
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct LeasingSwitchToPaperContractFinancingId(::std::string::String);
+    impl ::std::ops::Deref for LeasingSwitchToPaperContractFinancingId {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<LeasingSwitchToPaperContractFinancingId>
+    for ::std::string::String {
+        fn from(value: LeasingSwitchToPaperContractFinancingId) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for LeasingSwitchToPaperContractFinancingId {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
+            { ::regress::Regex::new("^[A-Za-z0-9-]{1,64}$").unwrap() });
+            if PATTERN.find(value).is_none() {
+                return Err("doesn't match pattern \"^[A-Za-z0-9-]{1,64}$\"".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for LeasingSwitchToPaperContractFinancingId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String>
+    for LeasingSwitchToPaperContractFinancingId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for LeasingSwitchToPaperContractFinancingId {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
+        }
+    }
+    ///`LeasingTestFlowFinancingId`
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct LeasingTestFlowFinancingId(::std::string::String);
+    impl ::std::ops::Deref for LeasingTestFlowFinancingId {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<LeasingTestFlowFinancingId> for ::std::string::String {
+        fn from(value: LeasingTestFlowFinancingId) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for LeasingTestFlowFinancingId {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
+            { ::regress::Regex::new("^[A-Za-z0-9-]{1,64}$").unwrap() });
+            if PATTERN.find(value).is_none() {
+                return Err("doesn't match pattern \"^[A-Za-z0-9-]{1,64}$\"".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for LeasingTestFlowFinancingId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for LeasingTestFlowFinancingId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for LeasingTestFlowFinancingId {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
+        }
+    }
+    ///`LeasingWaitReadyToSignFinancingId`
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct LeasingWaitReadyToSignFinancingId(::std::string::String);
+    impl ::std::ops::Deref for LeasingWaitReadyToSignFinancingId {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<LeasingWaitReadyToSignFinancingId>
+    for ::std::string::String {
+        fn from(value: LeasingWaitReadyToSignFinancingId) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for LeasingWaitReadyToSignFinancingId {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
+            { ::regress::Regex::new("^[A-Za-z0-9-]{1,64}$").unwrap() });
+            if PATTERN.find(value).is_none() {
+                return Err("doesn't match pattern \"^[A-Za-z0-9-]{1,64}$\"".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for LeasingWaitReadyToSignFinancingId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String>
+    for LeasingWaitReadyToSignFinancingId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for LeasingWaitReadyToSignFinancingId {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
+        }
+    }
     ///The lessee: the company that leases the objects.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct Lessee {
@@ -2104,7 +4197,7 @@ pub mod types {
             rename = "LegalFormId",
             skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub legal_form_id: ::std::option::Option<i64>,
+        pub legal_form_id: ::std::option::Option<i32>,
         #[serde(
             rename = "Telephones",
             skip_serializing_if = "::std::option::Option::is_none"
@@ -2175,13 +4268,123 @@ pub mod types {
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct LoginRequest {
         ///The user's email address.
-        pub email: ::std::string::String,
+        pub email: LoginRequestEmail,
         ///The user's password.
-        pub password: ::std::string::String,
+        pub password: LoginRequestPassword,
     }
     impl LoginRequest {
         pub fn builder() -> builder::LoginRequest {
             Default::default()
+        }
+    }
+    ///The user's email address.
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct LoginRequestEmail(::std::string::String);
+    impl ::std::ops::Deref for LoginRequestEmail {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<LoginRequestEmail> for ::std::string::String {
+        fn from(value: LoginRequestEmail) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for LoginRequestEmail {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
+            { ::regress::Regex::new("\\S").unwrap() });
+            if PATTERN.find(value).is_none() {
+                return Err("doesn't match pattern \"\\S\"".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for LoginRequestEmail {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for LoginRequestEmail {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for LoginRequestEmail {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
+        }
+    }
+    ///The user's password.
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct LoginRequestPassword(::std::string::String);
+    impl ::std::ops::Deref for LoginRequestPassword {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<LoginRequestPassword> for ::std::string::String {
+        fn from(value: LoginRequestPassword) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for LoginRequestPassword {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() < 1usize {
+                return Err("shorter than 1 characters".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for LoginRequestPassword {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for LoginRequestPassword {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for LoginRequestPassword {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
         }
     }
     ///A new personal access token.
@@ -2214,6 +4417,2172 @@ pub mod types {
     impl ModelSummary {
         pub fn builder() -> builder::ModelSummary {
             Default::default()
+        }
+    }
+    ///A new Companies record: `Id` (1 to 255 characters) and `Version` are required.
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    pub struct NewCompanies {
+        ///Billing address, when it differs from the main address.
+        #[serde(
+            rename = "BillingAddress",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub billing_address: ::std::option::Option<Location>,
+        ///Contact persons of the company.
+        #[serde(
+            rename = "Contacts",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub contacts: ::std::option::Option<::std::vec::Vec<Contact>>,
+        ///Id of the default cost center.
+        #[serde(
+            rename = "CostCenterId",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub cost_center_id: ::std::option::Option<EdmInt64>,
+        ///Customer number.
+        #[serde(
+            rename = "CustomerNumber",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub customer_number: ::std::option::Option<::std::string::String>,
+        ///When the record was last changed (set by the system).
+        #[serde(
+            rename = "DateModified",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub date_modified: ::std::option::Option<::std::string::String>,
+        ///When the record was created (set by the system).
+        #[serde(
+            rename = "DateOfCreation",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub date_of_creation: ::std::option::Option<::std::string::String>,
+        ///General e-mail address.
+        #[serde(
+            rename = "Email",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub email: ::std::option::Option<::std::string::String>,
+        ///Identifier of the record in a connected system (e.g. the ERP).
+        #[serde(
+            rename = "ExternalId",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub external_id: ::std::option::Option<::std::string::String>,
+        ///Fax number.
+        #[serde(rename = "Fax", skip_serializing_if = "::std::option::Option::is_none")]
+        pub fax: ::std::option::Option<::std::string::String>,
+        #[serde(rename = "Id")]
+        pub id: NewCompaniesId,
+        ///Whether the company is archived.
+        #[serde(
+            rename = "IsArchived",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub is_archived: ::std::option::Option<bool>,
+        ///True for a private person, false for a company.
+        #[serde(
+            rename = "IsPhysicalPerson",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub is_physical_person: ::std::option::Option<bool>,
+        ///Preferred language, e.g. de.
+        #[serde(
+            rename = "Language",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub language: ::std::option::Option<::std::string::String>,
+        ///Main address.
+        #[serde(
+            rename = "Location",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub location: ::std::option::Option<Location>,
+        ///The main contact person.
+        #[serde(
+            rename = "MainContact",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub main_contact: ::std::option::Option<Contact>,
+        ///Id of the main contact person.
+        #[serde(
+            rename = "MainContactId",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub main_contact_id: ::std::option::Option<EdmInt64>,
+        ///Mobile phone number.
+        #[serde(
+            rename = "MobilePhone",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub mobile_phone: ::std::option::Option<::std::string::String>,
+        ///Name of the company or person.
+        #[serde(rename = "Name", skip_serializing_if = "::std::option::Option::is_none")]
+        pub name: ::std::option::Option<::std::string::String>,
+        ///Additional name line.
+        #[serde(
+            rename = "Name2",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub name2: ::std::option::Option<::std::string::String>,
+        ///Internal note.
+        #[serde(rename = "Note", skip_serializing_if = "::std::option::Option::is_none")]
+        pub note: ::std::option::Option<::std::string::String>,
+        ///Service objects (installed equipment) of the company.
+        #[serde(
+            rename = "ServiceObjects",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub service_objects: ::std::option::Option<::std::vec::Vec<ServiceObject>>,
+        ///E-mail address for service matters.
+        #[serde(
+            rename = "SupportMail",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub support_mail: ::std::option::Option<::std::string::String>,
+        ///Phone number for service matters.
+        #[serde(
+            rename = "SupportTelephone",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub support_telephone: ::std::option::Option<::std::string::String>,
+        ///Tags attached to the company.
+        #[serde(rename = "Tags", skip_serializing_if = "::std::option::Option::is_none")]
+        pub tags: ::std::option::Option<::std::vec::Vec<Tag>>,
+        ///General phone number.
+        #[serde(
+            rename = "Telephone",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub telephone: ::std::option::Option<::std::string::String>,
+        ///VAT identification number.
+        #[serde(
+            rename = "VatId",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub vat_id: ::std::option::Option<::std::string::String>,
+        #[serde(rename = "Version")]
+        pub version: i64,
+        ///Web site address.
+        #[serde(
+            rename = "Website",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub website: ::std::option::Option<::std::string::String>,
+    }
+    impl NewCompanies {
+        pub fn builder() -> builder::NewCompanies {
+            Default::default()
+        }
+    }
+    ///`NewCompaniesId`
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct NewCompaniesId(::std::string::String);
+    impl ::std::ops::Deref for NewCompaniesId {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<NewCompaniesId> for ::std::string::String {
+        fn from(value: NewCompaniesId) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for NewCompaniesId {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 255usize {
+                return Err("longer than 255 characters".into());
+            }
+            if value.chars().count() < 1usize {
+                return Err("shorter than 1 characters".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for NewCompaniesId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for NewCompaniesId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for NewCompaniesId {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
+        }
+    }
+    ///A new Contacts record: `Id` (1 to 255 characters) and `Version` are required.
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    pub struct NewContacts {
+        ///Id of the company the contact belongs to.
+        #[serde(
+            rename = "CompanyId",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub company_id: ::std::option::Option<EdmInt64>,
+        ///When the record was last changed (set by the system).
+        #[serde(
+            rename = "DateModified",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub date_modified: ::std::option::Option<::std::string::String>,
+        ///When the record was created (set by the system).
+        #[serde(
+            rename = "DateOfCreation",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub date_of_creation: ::std::option::Option<::std::string::String>,
+        ///Department.
+        #[serde(
+            rename = "Department",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub department: ::std::option::Option<::std::string::String>,
+        ///E-mail address.
+        #[serde(
+            rename = "Email",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub email: ::std::option::Option<::std::string::String>,
+        ///Identifier of the record in a connected system (e.g. the ERP).
+        #[serde(
+            rename = "ExternalId",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub external_id: ::std::option::Option<::std::string::String>,
+        ///Fax number.
+        #[serde(rename = "Fax", skip_serializing_if = "::std::option::Option::is_none")]
+        pub fax: ::std::option::Option<::std::string::String>,
+        ///First name.
+        #[serde(
+            rename = "FirstName",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub first_name: ::std::option::Option<::std::string::String>,
+        #[serde(rename = "Id")]
+        pub id: NewContactsId,
+        ///Whether the contact is active.
+        #[serde(
+            rename = "IsActive",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub is_active: ::std::option::Option<bool>,
+        ///Preferred language, e.g. de.
+        #[serde(
+            rename = "Language",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub language: ::std::option::Option<::std::string::String>,
+        ///Last name.
+        #[serde(
+            rename = "LastName",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub last_name: ::std::option::Option<::std::string::String>,
+        ///Address of the contact, if it differs from the company's.
+        #[serde(
+            rename = "Location",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub location: ::std::option::Option<Location>,
+        ///Mobile phone number.
+        #[serde(
+            rename = "MobilePhone",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub mobile_phone: ::std::option::Option<::std::string::String>,
+        ///Internal note.
+        #[serde(rename = "Note", skip_serializing_if = "::std::option::Option::is_none")]
+        pub note: ::std::option::Option<::std::string::String>,
+        ///Job title.
+        #[serde(
+            rename = "Position",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub position: ::std::option::Option<::std::string::String>,
+        ///Form of address, e.g. Mr, Ms.
+        #[serde(
+            rename = "Salutation",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub salutation: ::std::option::Option<::std::string::String>,
+        ///Phone number.
+        #[serde(
+            rename = "Telephone",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub telephone: ::std::option::Option<::std::string::String>,
+        ///Academic or honorific title.
+        #[serde(
+            rename = "Title",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub title: ::std::option::Option<::std::string::String>,
+        #[serde(rename = "Version")]
+        pub version: i64,
+    }
+    impl NewContacts {
+        pub fn builder() -> builder::NewContacts {
+            Default::default()
+        }
+    }
+    ///`NewContactsId`
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct NewContactsId(::std::string::String);
+    impl ::std::ops::Deref for NewContactsId {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<NewContactsId> for ::std::string::String {
+        fn from(value: NewContactsId) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for NewContactsId {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 255usize {
+                return Err("longer than 255 characters".into());
+            }
+            if value.chars().count() < 1usize {
+                return Err("shorter than 1 characters".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for NewContactsId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for NewContactsId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for NewContactsId {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
+        }
+    }
+    ///A new CostCenters record: `Id` (1 to 255 characters) and `Version` are required.
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    pub struct NewCostCenters {
+        ///When the record was last changed (set by the system).
+        #[serde(
+            rename = "DateModified",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub date_modified: ::std::option::Option<::std::string::String>,
+        ///When the record was created (set by the system).
+        #[serde(
+            rename = "DateOfCreation",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub date_of_creation: ::std::option::Option<::std::string::String>,
+        ///Description.
+        #[serde(
+            rename = "Description",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub description: ::std::option::Option<::std::string::String>,
+        ///Identifier of the record in a connected system (e.g. the ERP).
+        #[serde(
+            rename = "ExternalId",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub external_id: ::std::option::Option<::std::string::String>,
+        #[serde(rename = "Id")]
+        pub id: NewCostCentersId,
+        ///Whether the cost center can be used.
+        #[serde(
+            rename = "IsActive",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub is_active: ::std::option::Option<bool>,
+        ///Name of the cost center.
+        #[serde(rename = "Name", skip_serializing_if = "::std::option::Option::is_none")]
+        pub name: ::std::option::Option<::std::string::String>,
+        ///Cost-center number.
+        #[serde(
+            rename = "Number",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub number: ::std::option::Option<::std::string::String>,
+        #[serde(rename = "Version")]
+        pub version: i64,
+    }
+    impl NewCostCenters {
+        pub fn builder() -> builder::NewCostCenters {
+            Default::default()
+        }
+    }
+    ///`NewCostCentersId`
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct NewCostCentersId(::std::string::String);
+    impl ::std::ops::Deref for NewCostCentersId {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<NewCostCentersId> for ::std::string::String {
+        fn from(value: NewCostCentersId) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for NewCostCentersId {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 255usize {
+                return Err("longer than 255 characters".into());
+            }
+            if value.chars().count() < 1usize {
+                return Err("shorter than 1 characters".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for NewCostCentersId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for NewCostCentersId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for NewCostCentersId {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
+        }
+    }
+    ///A new Documents record: `Id` (1 to 255 characters) and `Version` are required.
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    pub struct NewDocuments {
+        ///Id of the company the document belongs to.
+        #[serde(
+            rename = "CompanyId",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub company_id: ::std::option::Option<EdmInt64>,
+        ///MIME type of the file.
+        #[serde(
+            rename = "ContentType",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub content_type: ::std::option::Option<::std::string::String>,
+        ///When the record was last changed (set by the system).
+        #[serde(
+            rename = "DateModified",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub date_modified: ::std::option::Option<::std::string::String>,
+        ///When the record was created (set by the system).
+        #[serde(
+            rename = "DateOfCreation",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub date_of_creation: ::std::option::Option<::std::string::String>,
+        ///Description.
+        #[serde(
+            rename = "Description",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub description: ::std::option::Option<::std::string::String>,
+        ///Kind of document, e.g. Report, Photo, Contract.
+        #[serde(
+            rename = "DocumentType",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub document_type: ::std::option::Option<::std::string::String>,
+        ///Identifier of the record in a connected system (e.g. the ERP).
+        #[serde(
+            rename = "ExternalId",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub external_id: ::std::option::Option<::std::string::String>,
+        ///File name including extension.
+        #[serde(
+            rename = "FileName",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub file_name: ::std::option::Option<::std::string::String>,
+        #[serde(rename = "Id")]
+        pub id: NewDocumentsId,
+        ///Whether the customer can see the document.
+        #[serde(
+            rename = "IsPublic",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub is_public: ::std::option::Option<bool>,
+        ///Display name.
+        #[serde(rename = "Name", skip_serializing_if = "::std::option::Option::is_none")]
+        pub name: ::std::option::Option<::std::string::String>,
+        ///Id of the service object the document belongs to.
+        #[serde(
+            rename = "ServiceObjectId",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub service_object_id: ::std::option::Option<EdmInt64>,
+        ///Id of the service request the document belongs to.
+        #[serde(
+            rename = "ServiceRequestId",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub service_request_id: ::std::option::Option<EdmInt64>,
+        ///Size in bytes.
+        #[serde(rename = "Size", skip_serializing_if = "::std::option::Option::is_none")]
+        pub size: ::std::option::Option<EdmInt64>,
+        ///Address the file can be downloaded from.
+        #[serde(rename = "Uri", skip_serializing_if = "::std::option::Option::is_none")]
+        pub uri: ::std::option::Option<::std::string::String>,
+        #[serde(rename = "Version")]
+        pub version: i64,
+    }
+    impl NewDocuments {
+        pub fn builder() -> builder::NewDocuments {
+            Default::default()
+        }
+    }
+    ///`NewDocumentsId`
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct NewDocumentsId(::std::string::String);
+    impl ::std::ops::Deref for NewDocumentsId {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<NewDocumentsId> for ::std::string::String {
+        fn from(value: NewDocumentsId) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for NewDocumentsId {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 255usize {
+                return Err("longer than 255 characters".into());
+            }
+            if value.chars().count() < 1usize {
+                return Err("shorter than 1 characters".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for NewDocumentsId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for NewDocumentsId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for NewDocumentsId {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
+        }
+    }
+    ///A new ItemTypes record: `Id` (1 to 255 characters) and `Version` are required.
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    pub struct NewItemTypes {
+        ///Cost per unit.
+        #[serde(
+            rename = "Costs",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub costs: ::std::option::Option<EdmNumber>,
+        ///When the record was last changed (set by the system).
+        #[serde(
+            rename = "DateModified",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub date_modified: ::std::option::Option<::std::string::String>,
+        ///When the record was created (set by the system).
+        #[serde(
+            rename = "DateOfCreation",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub date_of_creation: ::std::option::Option<::std::string::String>,
+        ///Description.
+        #[serde(
+            rename = "Description",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub description: ::std::option::Option<::std::string::String>,
+        ///EAN / GTIN barcode.
+        #[serde(rename = "Ean", skip_serializing_if = "::std::option::Option::is_none")]
+        pub ean: ::std::option::Option<::std::string::String>,
+        ///Identifier of the record in a connected system (e.g. the ERP).
+        #[serde(
+            rename = "ExternalId",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub external_id: ::std::option::Option<::std::string::String>,
+        #[serde(rename = "Id")]
+        pub id: NewItemTypesId,
+        ///Whether the item type can be used.
+        #[serde(
+            rename = "IsActive",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub is_active: ::std::option::Option<bool>,
+        ///Manufacturer.
+        #[serde(
+            rename = "Manufacturer",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub manufacturer: ::std::option::Option<::std::string::String>,
+        ///Name or article number.
+        #[serde(
+            rename = "NameOrNumber",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub name_or_number: ::std::option::Option<::std::string::String>,
+        ///Sales price per unit.
+        #[serde(
+            rename = "Price",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub price: ::std::option::Option<EdmNumber>,
+        ///Kind of item. Known values: Material, Service, Equipment, Text, ExchangePart.
+        #[serde(rename = "Type", skip_serializing_if = "::std::option::Option::is_none")]
+        pub type_: ::std::option::Option<::std::string::String>,
+        ///Id of the unit of measure (ItemUnit).
+        #[serde(
+            rename = "UnitId",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub unit_id: ::std::option::Option<EdmInt64>,
+        ///VAT rate in percent.
+        #[serde(rename = "VAT", skip_serializing_if = "::std::option::Option::is_none")]
+        pub vat: ::std::option::Option<EdmNumber>,
+        #[serde(rename = "Version")]
+        pub version: i64,
+    }
+    impl NewItemTypes {
+        pub fn builder() -> builder::NewItemTypes {
+            Default::default()
+        }
+    }
+    ///`NewItemTypesId`
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct NewItemTypesId(::std::string::String);
+    impl ::std::ops::Deref for NewItemTypesId {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<NewItemTypesId> for ::std::string::String {
+        fn from(value: NewItemTypesId) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for NewItemTypesId {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 255usize {
+                return Err("longer than 255 characters".into());
+            }
+            if value.chars().count() < 1usize {
+                return Err("shorter than 1 characters".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for NewItemTypesId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for NewItemTypesId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for NewItemTypesId {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
+        }
+    }
+    ///A new ItemUnits record: `Id` (1 to 255 characters) and `Version` are required.
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    pub struct NewItemUnits {
+        ///When the record was last changed (set by the system).
+        #[serde(
+            rename = "DateModified",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub date_modified: ::std::option::Option<::std::string::String>,
+        ///When the record was created (set by the system).
+        #[serde(
+            rename = "DateOfCreation",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub date_of_creation: ::std::option::Option<::std::string::String>,
+        ///Number of decimal places allowed for quantities.
+        #[serde(
+            rename = "DecimalPlaces",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub decimal_places: ::std::option::Option<i32>,
+        ///Description.
+        #[serde(
+            rename = "Description",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub description: ::std::option::Option<::std::string::String>,
+        ///Identifier of the record in a connected system (e.g. the ERP).
+        #[serde(
+            rename = "ExternalId",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub external_id: ::std::option::Option<::std::string::String>,
+        #[serde(rename = "Id")]
+        pub id: NewItemUnitsId,
+        ///Name of the unit, e.g. Piece.
+        #[serde(rename = "Name", skip_serializing_if = "::std::option::Option::is_none")]
+        pub name: ::std::option::Option<::std::string::String>,
+        ///Abbreviation, e.g. pc.
+        #[serde(
+            rename = "ShortName",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub short_name: ::std::option::Option<::std::string::String>,
+        #[serde(rename = "Version")]
+        pub version: i64,
+    }
+    impl NewItemUnits {
+        pub fn builder() -> builder::NewItemUnits {
+            Default::default()
+        }
+    }
+    ///`NewItemUnitsId`
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct NewItemUnitsId(::std::string::String);
+    impl ::std::ops::Deref for NewItemUnitsId {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<NewItemUnitsId> for ::std::string::String {
+        fn from(value: NewItemUnitsId) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for NewItemUnitsId {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 255usize {
+                return Err("longer than 255 characters".into());
+            }
+            if value.chars().count() < 1usize {
+                return Err("shorter than 1 characters".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for NewItemUnitsId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for NewItemUnitsId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for NewItemUnitsId {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
+        }
+    }
+    ///A new Items record: `Id` (1 to 255 characters) and `Version` are required.
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    pub struct NewItems {
+        ///When the record was last changed (set by the system).
+        #[serde(
+            rename = "DateModified",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub date_modified: ::std::option::Option<::std::string::String>,
+        ///When the record was created (set by the system).
+        #[serde(
+            rename = "DateOfCreation",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub date_of_creation: ::std::option::Option<::std::string::String>,
+        ///Description.
+        #[serde(
+            rename = "Description",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub description: ::std::option::Option<::std::string::String>,
+        ///Identifier of the record in a connected system (e.g. the ERP).
+        #[serde(
+            rename = "ExternalId",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub external_id: ::std::option::Option<::std::string::String>,
+        #[serde(rename = "Id")]
+        pub id: NewItemsId,
+        ///Whether the item is billed to the customer.
+        #[serde(
+            rename = "IsBillable",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub is_billable: ::std::option::Option<bool>,
+        ///Id of the item type.
+        #[serde(
+            rename = "ItemTypeId",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub item_type_id: ::std::option::Option<EdmInt64>,
+        ///Name of the item.
+        #[serde(rename = "Name", skip_serializing_if = "::std::option::Option::is_none")]
+        pub name: ::std::option::Option<::std::string::String>,
+        ///Sales price per unit.
+        #[serde(
+            rename = "Price",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub price: ::std::option::Option<EdmNumber>,
+        ///Quantity used.
+        #[serde(
+            rename = "Quantity",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub quantity: ::std::option::Option<EdmNumber>,
+        ///Serial number of the used part, if any.
+        #[serde(
+            rename = "SerialNumber",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub serial_number: ::std::option::Option<::std::string::String>,
+        ///Id of the service request.
+        #[serde(
+            rename = "ServiceRequestId",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub service_request_id: ::std::option::Option<EdmInt64>,
+        ///Id of the unit of measure.
+        #[serde(
+            rename = "UnitId",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub unit_id: ::std::option::Option<EdmInt64>,
+        #[serde(rename = "Version")]
+        pub version: i64,
+    }
+    impl NewItems {
+        pub fn builder() -> builder::NewItems {
+            Default::default()
+        }
+    }
+    ///`NewItemsId`
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct NewItemsId(::std::string::String);
+    impl ::std::ops::Deref for NewItemsId {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<NewItemsId> for ::std::string::String {
+        fn from(value: NewItemsId) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for NewItemsId {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 255usize {
+                return Err("longer than 255 characters".into());
+            }
+            if value.chars().count() < 1usize {
+                return Err("shorter than 1 characters".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for NewItemsId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for NewItemsId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for NewItemsId {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
+        }
+    }
+    ///A new Products record: `Id` (1 to 255 characters) and `Version` are required.
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    pub struct NewProducts {
+        ///Product category.
+        #[serde(
+            rename = "Category",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub category: ::std::option::Option<::std::string::String>,
+        ///When the record was last changed (set by the system).
+        #[serde(
+            rename = "DateModified",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub date_modified: ::std::option::Option<::std::string::String>,
+        ///When the record was created (set by the system).
+        #[serde(
+            rename = "DateOfCreation",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub date_of_creation: ::std::option::Option<::std::string::String>,
+        ///Description.
+        #[serde(
+            rename = "Description",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub description: ::std::option::Option<::std::string::String>,
+        ///Identifier of the record in a connected system (e.g. the ERP).
+        #[serde(
+            rename = "ExternalId",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub external_id: ::std::option::Option<::std::string::String>,
+        #[serde(rename = "Id")]
+        pub id: NewProductsId,
+        ///Whether the product is active.
+        #[serde(
+            rename = "IsActive",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub is_active: ::std::option::Option<bool>,
+        ///Manufacturer.
+        #[serde(
+            rename = "Manufacturer",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub manufacturer: ::std::option::Option<::std::string::String>,
+        ///Model or type number.
+        #[serde(
+            rename = "ModelNumber",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub model_number: ::std::option::Option<::std::string::String>,
+        ///Name of the product.
+        #[serde(rename = "Name", skip_serializing_if = "::std::option::Option::is_none")]
+        pub name: ::std::option::Option<::std::string::String>,
+        ///Internal note.
+        #[serde(rename = "Note", skip_serializing_if = "::std::option::Option::is_none")]
+        pub note: ::std::option::Option<::std::string::String>,
+        #[serde(rename = "Version")]
+        pub version: i64,
+    }
+    impl NewProducts {
+        pub fn builder() -> builder::NewProducts {
+            Default::default()
+        }
+    }
+    ///`NewProductsId`
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct NewProductsId(::std::string::String);
+    impl ::std::ops::Deref for NewProductsId {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<NewProductsId> for ::std::string::String {
+        fn from(value: NewProductsId) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for NewProductsId {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 255usize {
+                return Err("longer than 255 characters".into());
+            }
+            if value.chars().count() < 1usize {
+                return Err("shorter than 1 characters".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for NewProductsId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for NewProductsId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for NewProductsId {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
+        }
+    }
+    ///A new Qualifications record: `Id` (1 to 255 characters) and `Version` are required.
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    pub struct NewQualifications {
+        ///Category used to group qualifications.
+        #[serde(
+            rename = "Category",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub category: ::std::option::Option<::std::string::String>,
+        ///When the record was last changed (set by the system).
+        #[serde(
+            rename = "DateModified",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub date_modified: ::std::option::Option<::std::string::String>,
+        ///When the record was created (set by the system).
+        #[serde(
+            rename = "DateOfCreation",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub date_of_creation: ::std::option::Option<::std::string::String>,
+        ///Description.
+        #[serde(
+            rename = "Description",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub description: ::std::option::Option<::std::string::String>,
+        ///Identifier of the record in a connected system (e.g. the ERP).
+        #[serde(
+            rename = "ExternalId",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub external_id: ::std::option::Option<::std::string::String>,
+        #[serde(rename = "Id")]
+        pub id: NewQualificationsId,
+        ///Name of the qualification.
+        #[serde(rename = "Name", skip_serializing_if = "::std::option::Option::is_none")]
+        pub name: ::std::option::Option<::std::string::String>,
+        ///How long a certificate stays valid, in months.
+        #[serde(
+            rename = "ValidityMonths",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub validity_months: ::std::option::Option<i32>,
+        #[serde(rename = "Version")]
+        pub version: i64,
+    }
+    impl NewQualifications {
+        pub fn builder() -> builder::NewQualifications {
+            Default::default()
+        }
+    }
+    ///`NewQualificationsId`
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct NewQualificationsId(::std::string::String);
+    impl ::std::ops::Deref for NewQualificationsId {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<NewQualificationsId> for ::std::string::String {
+        fn from(value: NewQualificationsId) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for NewQualificationsId {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 255usize {
+                return Err("longer than 255 characters".into());
+            }
+            if value.chars().count() < 1usize {
+                return Err("shorter than 1 characters".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for NewQualificationsId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for NewQualificationsId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for NewQualificationsId {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
+        }
+    }
+    ///A new ServiceObjects record: `Id` (1 to 255 characters) and `Version` are required.
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    pub struct NewServiceObjects {
+        ///The owning company.
+        #[serde(
+            rename = "Company",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub company: ::std::option::Option<Company>,
+        ///Id of the owning company.
+        #[serde(
+            rename = "CompanyId",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub company_id: ::std::option::Option<EdmInt64>,
+        ///Contact persons responsible for the object.
+        #[serde(
+            rename = "Contacts",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub contacts: ::std::option::Option<::std::vec::Vec<Contact>>,
+        ///When the record was last changed (set by the system).
+        #[serde(
+            rename = "DateModified",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub date_modified: ::std::option::Option<::std::string::String>,
+        ///When the record was created (set by the system).
+        #[serde(
+            rename = "DateOfCreation",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub date_of_creation: ::std::option::Option<::std::string::String>,
+        ///Description.
+        #[serde(
+            rename = "Description",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub description: ::std::option::Option<::std::string::String>,
+        ///Identifier of the record in a connected system (e.g. the ERP).
+        #[serde(
+            rename = "ExternalId",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub external_id: ::std::option::Option<::std::string::String>,
+        #[serde(rename = "Id")]
+        pub id: NewServiceObjectsId,
+        ///When the object was installed.
+        #[serde(
+            rename = "InstallationDate",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub installation_date: ::std::option::Option<::std::string::String>,
+        ///Inventory number.
+        #[serde(
+            rename = "InventoryNumber",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub inventory_number: ::std::option::Option<::std::string::String>,
+        ///Whether the object is in service.
+        #[serde(
+            rename = "IsActive",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub is_active: ::std::option::Option<bool>,
+        ///Where the object is installed.
+        #[serde(
+            rename = "Location",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub location: ::std::option::Option<Location>,
+        ///Name of the object.
+        #[serde(rename = "Name", skip_serializing_if = "::std::option::Option::is_none")]
+        pub name: ::std::option::Option<::std::string::String>,
+        ///Internal note.
+        #[serde(rename = "Note", skip_serializing_if = "::std::option::Option::is_none")]
+        pub note: ::std::option::Option<::std::string::String>,
+        ///Id of the object this one is part of.
+        #[serde(
+            rename = "ParentServiceObjectId",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub parent_service_object_id: ::std::option::Option<EdmInt64>,
+        ///The product the object is an instance of.
+        #[serde(
+            rename = "Product",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub product: ::std::option::Option<Product>,
+        ///Id of the product the object is an instance of.
+        #[serde(
+            rename = "ProductId",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub product_id: ::std::option::Option<EdmInt64>,
+        ///Serial number.
+        #[serde(
+            rename = "SerialNumber",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub serial_number: ::std::option::Option<::std::string::String>,
+        ///Tags attached to the object.
+        #[serde(rename = "Tags", skip_serializing_if = "::std::option::Option::is_none")]
+        pub tags: ::std::option::Option<::std::vec::Vec<Tag>>,
+        #[serde(rename = "Version")]
+        pub version: i64,
+        ///When the warranty ends.
+        #[serde(
+            rename = "WarrantyEndDate",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub warranty_end_date: ::std::option::Option<::std::string::String>,
+    }
+    impl NewServiceObjects {
+        pub fn builder() -> builder::NewServiceObjects {
+            Default::default()
+        }
+    }
+    ///`NewServiceObjectsId`
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct NewServiceObjectsId(::std::string::String);
+    impl ::std::ops::Deref for NewServiceObjectsId {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<NewServiceObjectsId> for ::std::string::String {
+        fn from(value: NewServiceObjectsId) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for NewServiceObjectsId {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 255usize {
+                return Err("longer than 255 characters".into());
+            }
+            if value.chars().count() < 1usize {
+                return Err("shorter than 1 characters".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for NewServiceObjectsId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for NewServiceObjectsId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for NewServiceObjectsId {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
+        }
+    }
+    ///A new ServiceRequests record: `Id` (1 to 255 characters) and `Version` are required.
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    pub struct NewServiceRequests {
+        ///Planned appointments.
+        #[serde(
+            rename = "Appointments",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub appointments: ::std::option::Option<::std::vec::Vec<Appointment>>,
+        ///Comments.
+        #[serde(
+            rename = "Comments",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub comments: ::std::option::Option<::std::vec::Vec<Comment>>,
+        ///When the work was completed.
+        #[serde(
+            rename = "CompletionDate",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub completion_date: ::std::option::Option<::std::string::String>,
+        ///Id of the customer's contact person for this request.
+        #[serde(
+            rename = "ContactId",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub contact_id: ::std::option::Option<EdmInt64>,
+        ///Id of the cost center.
+        #[serde(
+            rename = "CostCenterId",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub cost_center_id: ::std::option::Option<EdmInt64>,
+        ///The customer company.
+        #[serde(
+            rename = "Customer",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub customer: ::std::option::Option<Company>,
+        ///Id of the customer company.
+        #[serde(
+            rename = "CustomerId",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub customer_id: ::std::option::Option<EdmInt64>,
+        ///When the record was last changed (set by the system).
+        #[serde(
+            rename = "DateModified",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub date_modified: ::std::option::Option<::std::string::String>,
+        ///When the record was created (set by the system).
+        #[serde(
+            rename = "DateOfCreation",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub date_of_creation: ::std::option::Option<::std::string::String>,
+        ///Description of the work to do.
+        #[serde(
+            rename = "Description",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub description: ::std::option::Option<::std::string::String>,
+        ///End of the period the work is due in.
+        #[serde(
+            rename = "DueDateRangeEnd",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub due_date_range_end: ::std::option::Option<::std::string::String>,
+        ///Start of the period the work is due in.
+        #[serde(
+            rename = "DueDateRangeStart",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub due_date_range_start: ::std::option::Option<::std::string::String>,
+        ///Identifier of the record in a connected system (e.g. the ERP).
+        #[serde(
+            rename = "ExternalId",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub external_id: ::std::option::Option<::std::string::String>,
+        ///Reference of the customer or a connected system, e.g. an order number.
+        #[serde(
+            rename = "ExternalReference",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub external_reference: ::std::option::Option<::std::string::String>,
+        #[serde(rename = "Id")]
+        pub id: NewServiceRequestsId,
+        ///Whether the record is a template for new requests.
+        #[serde(
+            rename = "IsTemplate",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub is_template: ::std::option::Option<bool>,
+        ///Items (material, services) used.
+        #[serde(
+            rename = "Items",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub items: ::std::option::Option<::std::vec::Vec<Item>>,
+        ///Where the work is performed.
+        #[serde(
+            rename = "Location",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub location: ::std::option::Option<Location>,
+        ///Title of the request.
+        #[serde(rename = "Name", skip_serializing_if = "::std::option::Option::is_none")]
+        pub name: ::std::option::Option<::std::string::String>,
+        ///Priority, e.g. Low, Normal, High.
+        #[serde(
+            rename = "Priority",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub priority: ::std::option::Option<::std::string::String>,
+        ///Qualifications required for the work.
+        #[serde(
+            rename = "Qualifications",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub qualifications: ::std::option::Option<::std::vec::Vec<Qualification>>,
+        ///Service reports produced for the request.
+        #[serde(
+            rename = "Reports",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub reports: ::std::option::Option<::std::vec::Vec<Report>>,
+        ///Objects the work is performed on.
+        #[serde(
+            rename = "ServiceObjects",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub service_objects: ::std::option::Option<::std::vec::Vec<ServiceObject>>,
+        ///Processing state, e.g. New, Planned, InProgress, Done, Closed.
+        #[serde(
+            rename = "State",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub state: ::std::option::Option<::std::string::String>,
+        ///Checklist steps.
+        #[serde(
+            rename = "Steps",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub steps: ::std::option::Option<::std::vec::Vec<Step>>,
+        ///Stock movements caused by the request.
+        #[serde(
+            rename = "StockMovements",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub stock_movements: ::std::option::Option<::std::vec::Vec<StockMovement>>,
+        ///Tags attached to the request.
+        #[serde(rename = "Tags", skip_serializing_if = "::std::option::Option::is_none")]
+        pub tags: ::std::option::Option<::std::vec::Vec<Tag>>,
+        ///Kind of request, e.g. Maintenance, Repair, Installation.
+        #[serde(rename = "Type", skip_serializing_if = "::std::option::Option::is_none")]
+        pub type_: ::std::option::Option<::std::string::String>,
+        #[serde(rename = "Version")]
+        pub version: i64,
+    }
+    impl NewServiceRequests {
+        pub fn builder() -> builder::NewServiceRequests {
+            Default::default()
+        }
+    }
+    ///`NewServiceRequestsId`
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct NewServiceRequestsId(::std::string::String);
+    impl ::std::ops::Deref for NewServiceRequestsId {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<NewServiceRequestsId> for ::std::string::String {
+        fn from(value: NewServiceRequestsId) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for NewServiceRequestsId {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 255usize {
+                return Err("longer than 255 characters".into());
+            }
+            if value.chars().count() < 1usize {
+                return Err("shorter than 1 characters".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for NewServiceRequestsId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for NewServiceRequestsId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for NewServiceRequestsId {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
+        }
+    }
+    ///A new StepListTemplates record: `Id` (1 to 255 characters) and `Version` are required.
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    pub struct NewStepListTemplates {
+        ///Category used to group templates.
+        #[serde(
+            rename = "Category",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub category: ::std::option::Option<::std::string::String>,
+        ///When the record was last changed (set by the system).
+        #[serde(
+            rename = "DateModified",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub date_modified: ::std::option::Option<::std::string::String>,
+        ///When the record was created (set by the system).
+        #[serde(
+            rename = "DateOfCreation",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub date_of_creation: ::std::option::Option<::std::string::String>,
+        ///Description.
+        #[serde(
+            rename = "Description",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub description: ::std::option::Option<::std::string::String>,
+        ///Identifier of the record in a connected system (e.g. the ERP).
+        #[serde(
+            rename = "ExternalId",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub external_id: ::std::option::Option<::std::string::String>,
+        #[serde(rename = "Id")]
+        pub id: NewStepListTemplatesId,
+        ///Whether the template can be used.
+        #[serde(
+            rename = "IsActive",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub is_active: ::std::option::Option<bool>,
+        ///Name of the checklist.
+        #[serde(rename = "Name", skip_serializing_if = "::std::option::Option::is_none")]
+        pub name: ::std::option::Option<::std::string::String>,
+        ///Position in lists.
+        #[serde(
+            rename = "SortOrder",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub sort_order: ::std::option::Option<i32>,
+        #[serde(rename = "Version")]
+        pub version: i64,
+    }
+    impl NewStepListTemplates {
+        pub fn builder() -> builder::NewStepListTemplates {
+            Default::default()
+        }
+    }
+    ///`NewStepListTemplatesId`
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct NewStepListTemplatesId(::std::string::String);
+    impl ::std::ops::Deref for NewStepListTemplatesId {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<NewStepListTemplatesId> for ::std::string::String {
+        fn from(value: NewStepListTemplatesId) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for NewStepListTemplatesId {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 255usize {
+                return Err("longer than 255 characters".into());
+            }
+            if value.chars().count() < 1usize {
+                return Err("shorter than 1 characters".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for NewStepListTemplatesId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for NewStepListTemplatesId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for NewStepListTemplatesId {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
+        }
+    }
+    ///A new Tags record: `Id` (1 to 255 characters) and `Version` are required.
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    pub struct NewTags {
+        ///Display colour.
+        #[serde(
+            rename = "Color",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub color: ::std::option::Option<::std::string::String>,
+        ///When the record was last changed (set by the system).
+        #[serde(
+            rename = "DateModified",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub date_modified: ::std::option::Option<::std::string::String>,
+        ///When the record was created (set by the system).
+        #[serde(
+            rename = "DateOfCreation",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub date_of_creation: ::std::option::Option<::std::string::String>,
+        ///Description.
+        #[serde(
+            rename = "Description",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub description: ::std::option::Option<::std::string::String>,
+        ///Identifier of the record in a connected system (e.g. the ERP).
+        #[serde(
+            rename = "ExternalId",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub external_id: ::std::option::Option<::std::string::String>,
+        #[serde(rename = "Id")]
+        pub id: NewTagsId,
+        ///Name of the tag.
+        #[serde(rename = "Name", skip_serializing_if = "::std::option::Option::is_none")]
+        pub name: ::std::option::Option<::std::string::String>,
+        #[serde(rename = "Version")]
+        pub version: i64,
+    }
+    impl NewTags {
+        pub fn builder() -> builder::NewTags {
+            Default::default()
+        }
+    }
+    ///`NewTagsId`
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct NewTagsId(::std::string::String);
+    impl ::std::ops::Deref for NewTagsId {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<NewTagsId> for ::std::string::String {
+        fn from(value: NewTagsId) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for NewTagsId {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 255usize {
+                return Err("longer than 255 characters".into());
+            }
+            if value.chars().count() < 1usize {
+                return Err("shorter than 1 characters".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for NewTagsId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for NewTagsId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for NewTagsId {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
+        }
+    }
+    ///A new TimeEvents record: `Id` (1 to 255 characters) and `Version` are required.
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    pub struct NewTimeEvents {
+        ///Id of the cost center.
+        #[serde(
+            rename = "CostCenterId",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub cost_center_id: ::std::option::Option<EdmInt64>,
+        ///When the record was last changed (set by the system).
+        #[serde(
+            rename = "DateModified",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub date_modified: ::std::option::Option<::std::string::String>,
+        ///When the record was created (set by the system).
+        #[serde(
+            rename = "DateOfCreation",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub date_of_creation: ::std::option::Option<::std::string::String>,
+        ///Description of the work.
+        #[serde(
+            rename = "Description",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub description: ::std::option::Option<::std::string::String>,
+        ///Duration in minutes.
+        #[serde(
+            rename = "DurationMinutes",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub duration_minutes: ::std::option::Option<i32>,
+        ///End of the booked period.
+        #[serde(
+            rename = "EndDateTime",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub end_date_time: ::std::option::Option<::std::string::String>,
+        ///Identifier of the record in a connected system (e.g. the ERP).
+        #[serde(
+            rename = "ExternalId",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub external_id: ::std::option::Option<::std::string::String>,
+        #[serde(rename = "Id")]
+        pub id: NewTimeEventsId,
+        ///Whether the time is billed to the customer.
+        #[serde(
+            rename = "IsBillable",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub is_billable: ::std::option::Option<bool>,
+        ///Id of the service request the time was spent on.
+        #[serde(
+            rename = "ServiceRequestId",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub service_request_id: ::std::option::Option<EdmInt64>,
+        ///Start of the booked period.
+        #[serde(
+            rename = "StartDateTime",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub start_date_time: ::std::option::Option<::std::string::String>,
+        ///Kind of time, e.g. Work, Travel, Break.
+        #[serde(rename = "Type", skip_serializing_if = "::std::option::Option::is_none")]
+        pub type_: ::std::option::Option<::std::string::String>,
+        ///Id of the user who booked the time.
+        #[serde(
+            rename = "UserId",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub user_id: ::std::option::Option<EdmInt64>,
+        #[serde(rename = "Version")]
+        pub version: i64,
+    }
+    impl NewTimeEvents {
+        pub fn builder() -> builder::NewTimeEvents {
+            Default::default()
+        }
+    }
+    ///`NewTimeEventsId`
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct NewTimeEventsId(::std::string::String);
+    impl ::std::ops::Deref for NewTimeEventsId {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<NewTimeEventsId> for ::std::string::String {
+        fn from(value: NewTimeEventsId) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for NewTimeEventsId {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 255usize {
+                return Err("longer than 255 characters".into());
+            }
+            if value.chars().count() < 1usize {
+                return Err("shorter than 1 characters".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for NewTimeEventsId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for NewTimeEventsId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for NewTimeEventsId {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
+        }
+    }
+    ///A new Users record: `Id` (1 to 255 characters) and `Version` are required.
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    pub struct NewUsers {
+        ///Colour used in the planning board.
+        #[serde(
+            rename = "Color",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub color: ::std::option::Option<::std::string::String>,
+        ///Id of the default cost center.
+        #[serde(
+            rename = "CostCenterId",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub cost_center_id: ::std::option::Option<EdmInt64>,
+        ///When the record was last changed (set by the system).
+        #[serde(
+            rename = "DateModified",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub date_modified: ::std::option::Option<::std::string::String>,
+        ///When the record was created (set by the system).
+        #[serde(
+            rename = "DateOfCreation",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub date_of_creation: ::std::option::Option<::std::string::String>,
+        ///E-mail address.
+        #[serde(
+            rename = "Email",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub email: ::std::option::Option<::std::string::String>,
+        ///Identifier of the record in a connected system (e.g. the ERP).
+        #[serde(
+            rename = "ExternalId",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub external_id: ::std::option::Option<::std::string::String>,
+        ///First name.
+        #[serde(
+            rename = "FirstName",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub first_name: ::std::option::Option<::std::string::String>,
+        #[serde(rename = "Id")]
+        pub id: NewUsersId,
+        ///Whether the user can log in.
+        #[serde(
+            rename = "IsActive",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub is_active: ::std::option::Option<bool>,
+        ///Preferred language, e.g. de.
+        #[serde(
+            rename = "Language",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub language: ::std::option::Option<::std::string::String>,
+        ///Last name.
+        #[serde(
+            rename = "LastName",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub last_name: ::std::option::Option<::std::string::String>,
+        ///Mobile phone number.
+        #[serde(
+            rename = "MobilePhone",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub mobile_phone: ::std::option::Option<::std::string::String>,
+        ///Role, e.g. Technician, Dispatcher, Administrator.
+        #[serde(rename = "Role", skip_serializing_if = "::std::option::Option::is_none")]
+        pub role: ::std::option::Option<::std::string::String>,
+        ///Phone number.
+        #[serde(
+            rename = "Telephone",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub telephone: ::std::option::Option<::std::string::String>,
+        ///Login name.
+        #[serde(
+            rename = "UserName",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub user_name: ::std::option::Option<::std::string::String>,
+        #[serde(rename = "Version")]
+        pub version: i64,
+    }
+    impl NewUsers {
+        pub fn builder() -> builder::NewUsers {
+            Default::default()
+        }
+    }
+    ///`NewUsersId`
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct NewUsersId(::std::string::String);
+    impl ::std::ops::Deref for NewUsersId {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<NewUsersId> for ::std::string::String {
+        fn from(value: NewUsersId) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for NewUsersId {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 255usize {
+                return Err("longer than 255 characters".into());
+            }
+            if value.chars().count() < 1usize {
+                return Err("shorter than 1 characters".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for NewUsersId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for NewUsersId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for NewUsersId {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
         }
     }
     ///Paging of a list.
@@ -2261,6 +6630,7 @@ pub mod types {
     ///Fields of the request to change (not the lessee); e.g. `{"PaymentMethod": "Invoice"}`.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct PatchRequestPayload {
+        ///From a cent to a trillion.
         #[serde(
             rename = "FinancingAmount",
             skip_serializing_if = "::std::option::Option::is_none"
@@ -2285,7 +6655,7 @@ pub mod types {
             rename = "Period",
             skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub period: ::std::option::Option<u32>,
+        pub period: ::std::option::Option<::std::num::NonZeroU32>,
     }
     impl PatchRequestPayload {
         pub fn builder() -> builder::PatchRequestPayload {
@@ -3307,6 +7677,85 @@ pub mod types {
             Default::default()
         }
     }
+    ///The database does not answer (`service_unavailable`); retry later.
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    pub struct ServiceUnavailable {
+        pub error_code: ServiceUnavailableErrorCode,
+        ///Validation failures: messages per field.
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub errors: ::std::option::Option<
+            ::std::collections::HashMap<
+                ::std::string::String,
+                ::std::vec::Vec<::std::string::String>,
+            >,
+        >,
+        ///What went wrong, for humans.
+        pub message: ::std::string::String,
+        ///The id of the request, as in the `x-request-id` header; quote it when reporting a problem.
+        pub request_id: ::std::string::String,
+        ///On 429 and 503: seconds until a new attempt may succeed (also sent as `Retry-After`).
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub retry_after_seconds: ::std::option::Option<u64>,
+        ///Present (and `false`) on leasing routes, which keep the `{success, message}` shape.
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub success: ::std::option::Option<bool>,
+    }
+    impl ServiceUnavailable {
+        pub fn builder() -> builder::ServiceUnavailable {
+            Default::default()
+        }
+    }
+    ///`ServiceUnavailableErrorCode`
+    #[derive(
+        ::serde::Deserialize,
+        ::serde::Serialize,
+        Clone,
+        Copy,
+        Debug,
+        Eq,
+        Hash,
+        Ord,
+        PartialEq,
+        PartialOrd
+    )]
+    pub enum ServiceUnavailableErrorCode {
+        #[serde(rename = "service_unavailable")]
+        ServiceUnavailable,
+    }
+    impl ::std::fmt::Display for ServiceUnavailableErrorCode {
+        fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+            match *self {
+                Self::ServiceUnavailable => f.write_str("service_unavailable"),
+            }
+        }
+    }
+    impl ::std::str::FromStr for ServiceUnavailableErrorCode {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            match value {
+                "service_unavailable" => Ok(Self::ServiceUnavailable),
+                _ => Err("invalid value".into()),
+            }
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for ServiceUnavailableErrorCode {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for ServiceUnavailableErrorCode {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
     ///One person who signs.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct Signee {
@@ -3340,7 +7789,7 @@ pub mod types {
             rename = "SigningOrder",
             skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub signing_order: ::std::option::Option<u32>,
+        pub signing_order: ::std::option::Option<i32>,
         #[serde(
             rename = "Title",
             skip_serializing_if = "::std::option::Option::is_none"
@@ -3944,6 +8393,94 @@ pub mod types {
             Default::default()
         }
     }
+    ///The database does not answer (`service_unavailable`), the upstream system is not configured (`upstream_not_configured`; the message names the setting), or it stays busy (`upstream_busy`; retry after `Retry-After`).
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    pub struct UpstreamUnavailable {
+        pub error_code: UpstreamUnavailableErrorCode,
+        ///Validation failures: messages per field.
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub errors: ::std::option::Option<
+            ::std::collections::HashMap<
+                ::std::string::String,
+                ::std::vec::Vec<::std::string::String>,
+            >,
+        >,
+        ///What went wrong, for humans.
+        pub message: ::std::string::String,
+        ///The id of the request, as in the `x-request-id` header; quote it when reporting a problem.
+        pub request_id: ::std::string::String,
+        ///On 429 and 503: seconds until a new attempt may succeed (also sent as `Retry-After`).
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub retry_after_seconds: ::std::option::Option<u64>,
+        ///Present (and `false`) on leasing routes, which keep the `{success, message}` shape.
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub success: ::std::option::Option<bool>,
+    }
+    impl UpstreamUnavailable {
+        pub fn builder() -> builder::UpstreamUnavailable {
+            Default::default()
+        }
+    }
+    ///`UpstreamUnavailableErrorCode`
+    #[derive(
+        ::serde::Deserialize,
+        ::serde::Serialize,
+        Clone,
+        Copy,
+        Debug,
+        Eq,
+        Hash,
+        Ord,
+        PartialEq,
+        PartialOrd
+    )]
+    pub enum UpstreamUnavailableErrorCode {
+        #[serde(rename = "service_unavailable")]
+        ServiceUnavailable,
+        #[serde(rename = "upstream_not_configured")]
+        UpstreamNotConfigured,
+        #[serde(rename = "upstream_busy")]
+        UpstreamBusy,
+    }
+    impl ::std::fmt::Display for UpstreamUnavailableErrorCode {
+        fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+            match *self {
+                Self::ServiceUnavailable => f.write_str("service_unavailable"),
+                Self::UpstreamNotConfigured => f.write_str("upstream_not_configured"),
+                Self::UpstreamBusy => f.write_str("upstream_busy"),
+            }
+        }
+    }
+    impl ::std::str::FromStr for UpstreamUnavailableErrorCode {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            match value {
+                "service_unavailable" => Ok(Self::ServiceUnavailable),
+                "upstream_not_configured" => Ok(Self::UpstreamNotConfigured),
+                "upstream_busy" => Ok(Self::UpstreamBusy),
+                _ => Err("invalid value".into()),
+            }
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for UpstreamUnavailableErrorCode {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String>
+    for UpstreamUnavailableErrorCode {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
     ///A user of the field-report system, e.g. a technician or dispatcher.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct Users {
@@ -4093,12 +8630,12 @@ pub mod types {
     ///The body of a POST webhook call: entity name, entity id and event. Further fields are accepted and ignored; the record is fetched from the ERP by id.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct WebhookPayload {
-        ///Id of the record (also accepted: `entity_id`, `id`, `entity.id`).
+        ///Id of the record: letters, digits and `-`, at most 64, or an integer (also accepted: `entity_id`, `id`, `entity.id`).
         #[serde(rename = "entityId")]
-        pub entity_id: ::std::string::String,
+        pub entity_id: WebhookPayloadEntityId,
         ///Entity type, e.g. `customer` (also accepted: `entity_name`, `entity`).
         #[serde(rename = "entityName")]
-        pub entity_name: ::std::string::String,
+        pub entity_name: WebhookPayloadEntityName,
         ///`created`, `updated` or `deleted` (also accepted: `event`, `action`); absent means a change.
         #[serde(rename = "type", skip_serializing_if = "::std::option::Option::is_none")]
         pub type_: ::std::option::Option<::std::string::String>,
@@ -4106,6 +8643,176 @@ pub mod types {
     impl WebhookPayload {
         pub fn builder() -> builder::WebhookPayload {
             Default::default()
+        }
+    }
+    ///Id of the record: letters, digits and `-`, at most 64, or an integer (also accepted: `entity_id`, `id`, `entity.id`).
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    #[serde(untagged)]
+    pub enum WebhookPayloadEntityId {
+        String(WebhookPayloadEntityIdString),
+        Int64(i64),
+    }
+    impl ::std::fmt::Display for WebhookPayloadEntityId {
+        fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+            match self {
+                Self::String(x) => x.fmt(f),
+                Self::Int64(x) => x.fmt(f),
+            }
+        }
+    }
+    impl ::std::str::FromStr for WebhookPayloadEntityId {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if let Ok(v) = value.parse() {
+                Ok(Self::String(v))
+            } else if let Ok(v) = value.parse() {
+                Ok(Self::Int64(v))
+            } else {
+                Err("string conversion failed for all variants".into())
+            }
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for WebhookPayloadEntityId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for WebhookPayloadEntityId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::From<WebhookPayloadEntityIdString> for WebhookPayloadEntityId {
+        fn from(value: WebhookPayloadEntityIdString) -> Self {
+            Self::String(value)
+        }
+    }
+    impl ::std::convert::From<i64> for WebhookPayloadEntityId {
+        fn from(value: i64) -> Self {
+            Self::Int64(value)
+        }
+    }
+    ///`WebhookPayloadEntityIdString`
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct WebhookPayloadEntityIdString(::std::string::String);
+    impl ::std::ops::Deref for WebhookPayloadEntityIdString {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<WebhookPayloadEntityIdString> for ::std::string::String {
+        fn from(value: WebhookPayloadEntityIdString) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for WebhookPayloadEntityIdString {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
+            { ::regress::Regex::new("^\\s*[A-Za-z0-9-]{1,64}\\s*$").unwrap() });
+            if PATTERN.find(value).is_none() {
+                return Err(
+                    "doesn't match pattern \"^\\s*[A-Za-z0-9-]{1,64}\\s*$\"".into(),
+                );
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for WebhookPayloadEntityIdString {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String>
+    for WebhookPayloadEntityIdString {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for WebhookPayloadEntityIdString {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
+        }
+    }
+    ///Entity type, e.g. `customer` (also accepted: `entity_name`, `entity`).
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct WebhookPayloadEntityName(::std::string::String);
+    impl ::std::ops::Deref for WebhookPayloadEntityName {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<WebhookPayloadEntityName> for ::std::string::String {
+        fn from(value: WebhookPayloadEntityName) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for WebhookPayloadEntityName {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
+            { ::regress::Regex::new("\\S").unwrap() });
+            if PATTERN.find(value).is_none() {
+                return Err("doesn't match pattern \"\\S\"".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for WebhookPayloadEntityName {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for WebhookPayloadEntityName {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for WebhookPayloadEntityName {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
         }
     }
     /// Types for composing complex structures.
@@ -5041,6 +9748,224 @@ pub mod types {
                     failed: Ok(value.failed),
                     model: Ok(value.model),
                     pushed: Ok(value.pushed),
+                }
+            }
+        }
+        #[derive(Clone, Debug)]
+        pub struct BadGateway {
+            error_code: ::std::result::Result<
+                super::BadGatewayErrorCode,
+                ::std::string::String,
+            >,
+            errors: ::std::result::Result<
+                ::std::option::Option<
+                    ::std::collections::HashMap<
+                        ::std::string::String,
+                        ::std::vec::Vec<::std::string::String>,
+                    >,
+                >,
+                ::std::string::String,
+            >,
+            message: ::std::result::Result<::std::string::String, ::std::string::String>,
+            request_id: ::std::result::Result<
+                ::std::string::String,
+                ::std::string::String,
+            >,
+            retry_after_seconds: ::std::result::Result<
+                ::std::option::Option<u64>,
+                ::std::string::String,
+            >,
+            success: ::std::result::Result<
+                ::std::option::Option<bool>,
+                ::std::string::String,
+            >,
+        }
+        impl ::std::default::Default for BadGateway {
+            fn default() -> Self {
+                Self {
+                    error_code: Err("no value supplied for error_code".to_string()),
+                    errors: Ok(Default::default()),
+                    message: Err("no value supplied for message".to_string()),
+                    request_id: Err("no value supplied for request_id".to_string()),
+                    retry_after_seconds: Ok(Default::default()),
+                    success: Ok(Default::default()),
+                }
+            }
+        }
+        impl BadGateway {
+            pub fn error_code<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<super::BadGatewayErrorCode>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.error_code = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for error_code: {e}")
+                    });
+                self
+            }
+            pub fn errors<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<
+                        ::std::collections::HashMap<
+                            ::std::string::String,
+                            ::std::vec::Vec<::std::string::String>,
+                        >,
+                    >,
+                >,
+                T::Error: ::std::fmt::Display,
+            {
+                self.errors = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for errors: {e}")
+                    });
+                self
+            }
+            pub fn message<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::string::String>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.message = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for message: {e}")
+                    });
+                self
+            }
+            pub fn request_id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::string::String>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.request_id = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for request_id: {e}")
+                    });
+                self
+            }
+            pub fn retry_after_seconds<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<u64>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.retry_after_seconds = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!(
+                            "error converting supplied value for retry_after_seconds: {e}"
+                        )
+                    });
+                self
+            }
+            pub fn success<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<bool>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.success = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for success: {e}")
+                    });
+                self
+            }
+        }
+        impl ::std::convert::TryFrom<BadGateway> for super::BadGateway {
+            type Error = super::error::ConversionError;
+            fn try_from(
+                value: BadGateway,
+            ) -> ::std::result::Result<Self, super::error::ConversionError> {
+                Ok(Self {
+                    error_code: value.error_code?,
+                    errors: value.errors?,
+                    message: value.message?,
+                    request_id: value.request_id?,
+                    retry_after_seconds: value.retry_after_seconds?,
+                    success: value.success?,
+                })
+            }
+        }
+        impl ::std::convert::From<super::BadGateway> for BadGateway {
+            fn from(value: super::BadGateway) -> Self {
+                Self {
+                    error_code: Ok(value.error_code),
+                    errors: Ok(value.errors),
+                    message: Ok(value.message),
+                    request_id: Ok(value.request_id),
+                    retry_after_seconds: Ok(value.retry_after_seconds),
+                    success: Ok(value.success),
+                }
+            }
+        }
+        #[derive(Clone, Debug)]
+        pub struct CalculationPayload {
+            financing_amount: ::std::result::Result<f64, ::std::string::String>,
+            period: ::std::result::Result<
+                ::std::option::Option<::std::num::NonZeroU32>,
+                ::std::string::String,
+            >,
+        }
+        impl ::std::default::Default for CalculationPayload {
+            fn default() -> Self {
+                Self {
+                    financing_amount: Err(
+                        "no value supplied for financing_amount".to_string(),
+                    ),
+                    period: Ok(Default::default()),
+                }
+            }
+        }
+        impl CalculationPayload {
+            pub fn financing_amount<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<f64>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.financing_amount = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!(
+                            "error converting supplied value for financing_amount: {e}"
+                        )
+                    });
+                self
+            }
+            pub fn period<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<::std::num::NonZeroU32>,
+                >,
+                T::Error: ::std::fmt::Display,
+            {
+                self.period = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for period: {e}")
+                    });
+                self
+            }
+        }
+        impl ::std::convert::TryFrom<CalculationPayload> for super::CalculationPayload {
+            type Error = super::error::ConversionError;
+            fn try_from(
+                value: CalculationPayload,
+            ) -> ::std::result::Result<Self, super::error::ConversionError> {
+                Ok(Self {
+                    financing_amount: value.financing_amount?,
+                    period: value.period?,
+                })
+            }
+        }
+        impl ::std::convert::From<super::CalculationPayload> for CalculationPayload {
+            fn from(value: super::CalculationPayload) -> Self {
+                Self {
+                    financing_amount: Ok(value.financing_amount),
+                    period: Ok(value.period),
                 }
             }
         }
@@ -9171,11 +14096,11 @@ pub mod types {
                 ::std::string::String,
             >,
             object_type_id: ::std::result::Result<
-                ::std::option::Option<i64>,
+                ::std::option::Option<i32>,
                 ::std::string::String,
             >,
             quantity: ::std::result::Result<
-                ::std::option::Option<u32>,
+                ::std::option::Option<::std::num::NonZeroU32>,
                 ::std::string::String,
             >,
         }
@@ -9244,7 +14169,7 @@ pub mod types {
             }
             pub fn object_type_id<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<i64>>,
+                T: ::std::convert::TryInto<::std::option::Option<i32>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.object_type_id = value
@@ -9258,7 +14183,9 @@ pub mod types {
             }
             pub fn quantity<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<u32>>,
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<::std::num::NonZeroU32>,
+                >,
                 T::Error: ::std::fmt::Display,
             {
                 self.quantity = value
@@ -9327,7 +14254,7 @@ pub mod types {
                 ::std::string::String,
             >,
             period: ::std::result::Result<
-                ::std::option::Option<u32>,
+                ::std::option::Option<::std::num::NonZeroU32>,
                 ::std::string::String,
             >,
             product_type: ::std::result::Result<
@@ -9454,7 +14381,9 @@ pub mod types {
             }
             pub fn period<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<u32>>,
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<::std::num::NonZeroU32>,
+                >,
                 T::Error: ::std::fmt::Display,
             {
                 self.period = value
@@ -9553,7 +14482,7 @@ pub mod types {
                 ::std::string::String,
                 ::std::string::String,
             >,
-            period: ::std::result::Result<u32, ::std::string::String>,
+            period: ::std::result::Result<i32, ::std::string::String>,
             product_type: ::std::result::Result<
                 ::std::string::String,
                 ::std::string::String,
@@ -9705,7 +14634,7 @@ pub mod types {
             }
             pub fn period<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<u32>,
+                T: ::std::convert::TryInto<i32>,
                 T::Error: ::std::fmt::Display,
             {
                 self.period = value
@@ -9961,7 +14890,7 @@ pub mod types {
                 ::std::string::String,
             >,
             max_attempts: ::std::result::Result<
-                ::std::option::Option<i64>,
+                ::std::option::Option<::std::num::NonZeroU64>,
                 ::std::string::String,
             >,
             patch_lessee_payload: ::std::result::Result<
@@ -10069,7 +14998,9 @@ pub mod types {
             }
             pub fn max_attempts<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<i64>>,
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<::std::num::NonZeroU64>,
+                >,
                 T::Error: ::std::fmt::Display,
             {
                 self.max_attempts = value
@@ -10564,6 +15495,157 @@ pub mod types {
         impl ::std::convert::From<super::FoundRecords> for FoundRecords {
             fn from(value: super::FoundRecords) -> Self {
                 Self { data: Ok(value.data) }
+            }
+        }
+        #[derive(Clone, Debug)]
+        pub struct GatewayTimeout {
+            error_code: ::std::result::Result<
+                super::GatewayTimeoutErrorCode,
+                ::std::string::String,
+            >,
+            errors: ::std::result::Result<
+                ::std::option::Option<
+                    ::std::collections::HashMap<
+                        ::std::string::String,
+                        ::std::vec::Vec<::std::string::String>,
+                    >,
+                >,
+                ::std::string::String,
+            >,
+            message: ::std::result::Result<::std::string::String, ::std::string::String>,
+            request_id: ::std::result::Result<
+                ::std::string::String,
+                ::std::string::String,
+            >,
+            retry_after_seconds: ::std::result::Result<
+                ::std::option::Option<u64>,
+                ::std::string::String,
+            >,
+            success: ::std::result::Result<
+                ::std::option::Option<bool>,
+                ::std::string::String,
+            >,
+        }
+        impl ::std::default::Default for GatewayTimeout {
+            fn default() -> Self {
+                Self {
+                    error_code: Err("no value supplied for error_code".to_string()),
+                    errors: Ok(Default::default()),
+                    message: Err("no value supplied for message".to_string()),
+                    request_id: Err("no value supplied for request_id".to_string()),
+                    retry_after_seconds: Ok(Default::default()),
+                    success: Ok(Default::default()),
+                }
+            }
+        }
+        impl GatewayTimeout {
+            pub fn error_code<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<super::GatewayTimeoutErrorCode>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.error_code = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for error_code: {e}")
+                    });
+                self
+            }
+            pub fn errors<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<
+                        ::std::collections::HashMap<
+                            ::std::string::String,
+                            ::std::vec::Vec<::std::string::String>,
+                        >,
+                    >,
+                >,
+                T::Error: ::std::fmt::Display,
+            {
+                self.errors = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for errors: {e}")
+                    });
+                self
+            }
+            pub fn message<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::string::String>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.message = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for message: {e}")
+                    });
+                self
+            }
+            pub fn request_id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::string::String>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.request_id = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for request_id: {e}")
+                    });
+                self
+            }
+            pub fn retry_after_seconds<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<u64>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.retry_after_seconds = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!(
+                            "error converting supplied value for retry_after_seconds: {e}"
+                        )
+                    });
+                self
+            }
+            pub fn success<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<bool>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.success = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for success: {e}")
+                    });
+                self
+            }
+        }
+        impl ::std::convert::TryFrom<GatewayTimeout> for super::GatewayTimeout {
+            type Error = super::error::ConversionError;
+            fn try_from(
+                value: GatewayTimeout,
+            ) -> ::std::result::Result<Self, super::error::ConversionError> {
+                Ok(Self {
+                    error_code: value.error_code?,
+                    errors: value.errors?,
+                    message: value.message?,
+                    request_id: value.request_id?,
+                    retry_after_seconds: value.retry_after_seconds?,
+                    success: value.success?,
+                })
+            }
+        }
+        impl ::std::convert::From<super::GatewayTimeout> for GatewayTimeout {
+            fn from(value: super::GatewayTimeout) -> Self {
+                Self {
+                    error_code: Ok(value.error_code),
+                    errors: Ok(value.errors),
+                    message: Ok(value.message),
+                    request_id: Ok(value.request_id),
+                    retry_after_seconds: Ok(value.retry_after_seconds),
+                    success: Ok(value.success),
+                }
             }
         }
         #[derive(Clone, Debug)]
@@ -12474,6 +17556,157 @@ pub mod types {
             }
         }
         #[derive(Clone, Debug)]
+        pub struct LeasingFailure {
+            error_code: ::std::result::Result<
+                super::LeasingFailureErrorCode,
+                ::std::string::String,
+            >,
+            errors: ::std::result::Result<
+                ::std::option::Option<
+                    ::std::collections::HashMap<
+                        ::std::string::String,
+                        ::std::vec::Vec<::std::string::String>,
+                    >,
+                >,
+                ::std::string::String,
+            >,
+            message: ::std::result::Result<::std::string::String, ::std::string::String>,
+            request_id: ::std::result::Result<
+                ::std::string::String,
+                ::std::string::String,
+            >,
+            retry_after_seconds: ::std::result::Result<
+                ::std::option::Option<u64>,
+                ::std::string::String,
+            >,
+            success: ::std::result::Result<
+                ::std::option::Option<bool>,
+                ::std::string::String,
+            >,
+        }
+        impl ::std::default::Default for LeasingFailure {
+            fn default() -> Self {
+                Self {
+                    error_code: Err("no value supplied for error_code".to_string()),
+                    errors: Ok(Default::default()),
+                    message: Err("no value supplied for message".to_string()),
+                    request_id: Err("no value supplied for request_id".to_string()),
+                    retry_after_seconds: Ok(Default::default()),
+                    success: Ok(Default::default()),
+                }
+            }
+        }
+        impl LeasingFailure {
+            pub fn error_code<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<super::LeasingFailureErrorCode>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.error_code = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for error_code: {e}")
+                    });
+                self
+            }
+            pub fn errors<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<
+                        ::std::collections::HashMap<
+                            ::std::string::String,
+                            ::std::vec::Vec<::std::string::String>,
+                        >,
+                    >,
+                >,
+                T::Error: ::std::fmt::Display,
+            {
+                self.errors = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for errors: {e}")
+                    });
+                self
+            }
+            pub fn message<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::string::String>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.message = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for message: {e}")
+                    });
+                self
+            }
+            pub fn request_id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::string::String>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.request_id = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for request_id: {e}")
+                    });
+                self
+            }
+            pub fn retry_after_seconds<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<u64>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.retry_after_seconds = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!(
+                            "error converting supplied value for retry_after_seconds: {e}"
+                        )
+                    });
+                self
+            }
+            pub fn success<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<bool>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.success = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for success: {e}")
+                    });
+                self
+            }
+        }
+        impl ::std::convert::TryFrom<LeasingFailure> for super::LeasingFailure {
+            type Error = super::error::ConversionError;
+            fn try_from(
+                value: LeasingFailure,
+            ) -> ::std::result::Result<Self, super::error::ConversionError> {
+                Ok(Self {
+                    error_code: value.error_code?,
+                    errors: value.errors?,
+                    message: value.message?,
+                    request_id: value.request_id?,
+                    retry_after_seconds: value.retry_after_seconds?,
+                    success: value.success?,
+                })
+            }
+        }
+        impl ::std::convert::From<super::LeasingFailure> for LeasingFailure {
+            fn from(value: super::LeasingFailure) -> Self {
+                Self {
+                    error_code: Ok(value.error_code),
+                    errors: Ok(value.errors),
+                    message: Ok(value.message),
+                    request_id: Ok(value.request_id),
+                    retry_after_seconds: Ok(value.retry_after_seconds),
+                    success: Ok(value.success),
+                }
+            }
+        }
+        #[derive(Clone, Debug)]
         pub struct Lessee {
             addresses: ::std::result::Result<
                 ::std::option::Option<::std::vec::Vec<super::Address>>,
@@ -12492,7 +17725,7 @@ pub mod types {
                 ::std::string::String,
             >,
             legal_form_id: ::std::result::Result<
-                ::std::option::Option<i64>,
+                ::std::option::Option<i32>,
                 ::std::string::String,
             >,
             telephones: ::std::result::Result<
@@ -12570,7 +17803,7 @@ pub mod types {
             }
             pub fn legal_form_id<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<i64>>,
+                T: ::std::convert::TryInto<::std::option::Option<i32>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.legal_form_id = value
@@ -12803,9 +18036,12 @@ pub mod types {
         }
         #[derive(Clone, Debug)]
         pub struct LoginRequest {
-            email: ::std::result::Result<::std::string::String, ::std::string::String>,
-            password: ::std::result::Result<
+            email: ::std::result::Result<
+                super::LoginRequestEmail,
                 ::std::string::String,
+            >,
+            password: ::std::result::Result<
+                super::LoginRequestPassword,
                 ::std::string::String,
             >,
         }
@@ -12820,7 +18056,7 @@ pub mod types {
         impl LoginRequest {
             pub fn email<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::string::String>,
+                T: ::std::convert::TryInto<super::LoginRequestEmail>,
                 T::Error: ::std::fmt::Display,
             {
                 self.email = value
@@ -12832,7 +18068,7 @@ pub mod types {
             }
             pub fn password<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::string::String>,
+                T: ::std::convert::TryInto<super::LoginRequestPassword>,
                 T::Error: ::std::fmt::Display,
             {
                 self.password = value
@@ -13019,6 +18255,4771 @@ pub mod types {
                     last_pull_at: Ok(value.last_pull_at),
                     model: Ok(value.model),
                     records: Ok(value.records),
+                }
+            }
+        }
+        #[derive(Clone, Debug)]
+        pub struct NewCompanies {
+            billing_address: ::std::result::Result<
+                ::std::option::Option<super::Location>,
+                ::std::string::String,
+            >,
+            contacts: ::std::result::Result<
+                ::std::option::Option<::std::vec::Vec<super::Contact>>,
+                ::std::string::String,
+            >,
+            cost_center_id: ::std::result::Result<
+                ::std::option::Option<super::EdmInt64>,
+                ::std::string::String,
+            >,
+            customer_number: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            date_modified: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            date_of_creation: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            email: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            external_id: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            fax: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            id: ::std::result::Result<super::NewCompaniesId, ::std::string::String>,
+            is_archived: ::std::result::Result<
+                ::std::option::Option<bool>,
+                ::std::string::String,
+            >,
+            is_physical_person: ::std::result::Result<
+                ::std::option::Option<bool>,
+                ::std::string::String,
+            >,
+            language: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            location: ::std::result::Result<
+                ::std::option::Option<super::Location>,
+                ::std::string::String,
+            >,
+            main_contact: ::std::result::Result<
+                ::std::option::Option<super::Contact>,
+                ::std::string::String,
+            >,
+            main_contact_id: ::std::result::Result<
+                ::std::option::Option<super::EdmInt64>,
+                ::std::string::String,
+            >,
+            mobile_phone: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            name: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            name2: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            note: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            service_objects: ::std::result::Result<
+                ::std::option::Option<::std::vec::Vec<super::ServiceObject>>,
+                ::std::string::String,
+            >,
+            support_mail: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            support_telephone: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            tags: ::std::result::Result<
+                ::std::option::Option<::std::vec::Vec<super::Tag>>,
+                ::std::string::String,
+            >,
+            telephone: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            vat_id: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            version: ::std::result::Result<i64, ::std::string::String>,
+            website: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+        }
+        impl ::std::default::Default for NewCompanies {
+            fn default() -> Self {
+                Self {
+                    billing_address: Ok(Default::default()),
+                    contacts: Ok(Default::default()),
+                    cost_center_id: Ok(Default::default()),
+                    customer_number: Ok(Default::default()),
+                    date_modified: Ok(Default::default()),
+                    date_of_creation: Ok(Default::default()),
+                    email: Ok(Default::default()),
+                    external_id: Ok(Default::default()),
+                    fax: Ok(Default::default()),
+                    id: Err("no value supplied for id".to_string()),
+                    is_archived: Ok(Default::default()),
+                    is_physical_person: Ok(Default::default()),
+                    language: Ok(Default::default()),
+                    location: Ok(Default::default()),
+                    main_contact: Ok(Default::default()),
+                    main_contact_id: Ok(Default::default()),
+                    mobile_phone: Ok(Default::default()),
+                    name: Ok(Default::default()),
+                    name2: Ok(Default::default()),
+                    note: Ok(Default::default()),
+                    service_objects: Ok(Default::default()),
+                    support_mail: Ok(Default::default()),
+                    support_telephone: Ok(Default::default()),
+                    tags: Ok(Default::default()),
+                    telephone: Ok(Default::default()),
+                    vat_id: Ok(Default::default()),
+                    version: Err("no value supplied for version".to_string()),
+                    website: Ok(Default::default()),
+                }
+            }
+        }
+        impl NewCompanies {
+            pub fn billing_address<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::Location>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.billing_address = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!(
+                            "error converting supplied value for billing_address: {e}"
+                        )
+                    });
+                self
+            }
+            pub fn contacts<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<::std::vec::Vec<super::Contact>>,
+                >,
+                T::Error: ::std::fmt::Display,
+            {
+                self.contacts = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for contacts: {e}")
+                    });
+                self
+            }
+            pub fn cost_center_id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.cost_center_id = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!(
+                            "error converting supplied value for cost_center_id: {e}"
+                        )
+                    });
+                self
+            }
+            pub fn customer_number<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.customer_number = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!(
+                            "error converting supplied value for customer_number: {e}"
+                        )
+                    });
+                self
+            }
+            pub fn date_modified<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.date_modified = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for date_modified: {e}")
+                    });
+                self
+            }
+            pub fn date_of_creation<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.date_of_creation = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!(
+                            "error converting supplied value for date_of_creation: {e}"
+                        )
+                    });
+                self
+            }
+            pub fn email<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.email = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for email: {e}")
+                    });
+                self
+            }
+            pub fn external_id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.external_id = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for external_id: {e}")
+                    });
+                self
+            }
+            pub fn fax<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.fax = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for fax: {e}")
+                    });
+                self
+            }
+            pub fn id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<super::NewCompaniesId>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.id = value
+                    .try_into()
+                    .map_err(|e| format!("error converting supplied value for id: {e}"));
+                self
+            }
+            pub fn is_archived<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<bool>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.is_archived = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for is_archived: {e}")
+                    });
+                self
+            }
+            pub fn is_physical_person<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<bool>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.is_physical_person = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!(
+                            "error converting supplied value for is_physical_person: {e}"
+                        )
+                    });
+                self
+            }
+            pub fn language<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.language = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for language: {e}")
+                    });
+                self
+            }
+            pub fn location<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::Location>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.location = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for location: {e}")
+                    });
+                self
+            }
+            pub fn main_contact<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::Contact>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.main_contact = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for main_contact: {e}")
+                    });
+                self
+            }
+            pub fn main_contact_id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.main_contact_id = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!(
+                            "error converting supplied value for main_contact_id: {e}"
+                        )
+                    });
+                self
+            }
+            pub fn mobile_phone<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.mobile_phone = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for mobile_phone: {e}")
+                    });
+                self
+            }
+            pub fn name<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.name = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for name: {e}")
+                    });
+                self
+            }
+            pub fn name2<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.name2 = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for name2: {e}")
+                    });
+                self
+            }
+            pub fn note<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.note = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for note: {e}")
+                    });
+                self
+            }
+            pub fn service_objects<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<::std::vec::Vec<super::ServiceObject>>,
+                >,
+                T::Error: ::std::fmt::Display,
+            {
+                self.service_objects = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!(
+                            "error converting supplied value for service_objects: {e}"
+                        )
+                    });
+                self
+            }
+            pub fn support_mail<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.support_mail = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for support_mail: {e}")
+                    });
+                self
+            }
+            pub fn support_telephone<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.support_telephone = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!(
+                            "error converting supplied value for support_telephone: {e}"
+                        )
+                    });
+                self
+            }
+            pub fn tags<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<::std::vec::Vec<super::Tag>>,
+                >,
+                T::Error: ::std::fmt::Display,
+            {
+                self.tags = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for tags: {e}")
+                    });
+                self
+            }
+            pub fn telephone<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.telephone = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for telephone: {e}")
+                    });
+                self
+            }
+            pub fn vat_id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.vat_id = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for vat_id: {e}")
+                    });
+                self
+            }
+            pub fn version<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<i64>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.version = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for version: {e}")
+                    });
+                self
+            }
+            pub fn website<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.website = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for website: {e}")
+                    });
+                self
+            }
+        }
+        impl ::std::convert::TryFrom<NewCompanies> for super::NewCompanies {
+            type Error = super::error::ConversionError;
+            fn try_from(
+                value: NewCompanies,
+            ) -> ::std::result::Result<Self, super::error::ConversionError> {
+                Ok(Self {
+                    billing_address: value.billing_address?,
+                    contacts: value.contacts?,
+                    cost_center_id: value.cost_center_id?,
+                    customer_number: value.customer_number?,
+                    date_modified: value.date_modified?,
+                    date_of_creation: value.date_of_creation?,
+                    email: value.email?,
+                    external_id: value.external_id?,
+                    fax: value.fax?,
+                    id: value.id?,
+                    is_archived: value.is_archived?,
+                    is_physical_person: value.is_physical_person?,
+                    language: value.language?,
+                    location: value.location?,
+                    main_contact: value.main_contact?,
+                    main_contact_id: value.main_contact_id?,
+                    mobile_phone: value.mobile_phone?,
+                    name: value.name?,
+                    name2: value.name2?,
+                    note: value.note?,
+                    service_objects: value.service_objects?,
+                    support_mail: value.support_mail?,
+                    support_telephone: value.support_telephone?,
+                    tags: value.tags?,
+                    telephone: value.telephone?,
+                    vat_id: value.vat_id?,
+                    version: value.version?,
+                    website: value.website?,
+                })
+            }
+        }
+        impl ::std::convert::From<super::NewCompanies> for NewCompanies {
+            fn from(value: super::NewCompanies) -> Self {
+                Self {
+                    billing_address: Ok(value.billing_address),
+                    contacts: Ok(value.contacts),
+                    cost_center_id: Ok(value.cost_center_id),
+                    customer_number: Ok(value.customer_number),
+                    date_modified: Ok(value.date_modified),
+                    date_of_creation: Ok(value.date_of_creation),
+                    email: Ok(value.email),
+                    external_id: Ok(value.external_id),
+                    fax: Ok(value.fax),
+                    id: Ok(value.id),
+                    is_archived: Ok(value.is_archived),
+                    is_physical_person: Ok(value.is_physical_person),
+                    language: Ok(value.language),
+                    location: Ok(value.location),
+                    main_contact: Ok(value.main_contact),
+                    main_contact_id: Ok(value.main_contact_id),
+                    mobile_phone: Ok(value.mobile_phone),
+                    name: Ok(value.name),
+                    name2: Ok(value.name2),
+                    note: Ok(value.note),
+                    service_objects: Ok(value.service_objects),
+                    support_mail: Ok(value.support_mail),
+                    support_telephone: Ok(value.support_telephone),
+                    tags: Ok(value.tags),
+                    telephone: Ok(value.telephone),
+                    vat_id: Ok(value.vat_id),
+                    version: Ok(value.version),
+                    website: Ok(value.website),
+                }
+            }
+        }
+        #[derive(Clone, Debug)]
+        pub struct NewContacts {
+            company_id: ::std::result::Result<
+                ::std::option::Option<super::EdmInt64>,
+                ::std::string::String,
+            >,
+            date_modified: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            date_of_creation: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            department: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            email: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            external_id: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            fax: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            first_name: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            id: ::std::result::Result<super::NewContactsId, ::std::string::String>,
+            is_active: ::std::result::Result<
+                ::std::option::Option<bool>,
+                ::std::string::String,
+            >,
+            language: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            last_name: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            location: ::std::result::Result<
+                ::std::option::Option<super::Location>,
+                ::std::string::String,
+            >,
+            mobile_phone: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            note: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            position: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            salutation: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            telephone: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            title: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            version: ::std::result::Result<i64, ::std::string::String>,
+        }
+        impl ::std::default::Default for NewContacts {
+            fn default() -> Self {
+                Self {
+                    company_id: Ok(Default::default()),
+                    date_modified: Ok(Default::default()),
+                    date_of_creation: Ok(Default::default()),
+                    department: Ok(Default::default()),
+                    email: Ok(Default::default()),
+                    external_id: Ok(Default::default()),
+                    fax: Ok(Default::default()),
+                    first_name: Ok(Default::default()),
+                    id: Err("no value supplied for id".to_string()),
+                    is_active: Ok(Default::default()),
+                    language: Ok(Default::default()),
+                    last_name: Ok(Default::default()),
+                    location: Ok(Default::default()),
+                    mobile_phone: Ok(Default::default()),
+                    note: Ok(Default::default()),
+                    position: Ok(Default::default()),
+                    salutation: Ok(Default::default()),
+                    telephone: Ok(Default::default()),
+                    title: Ok(Default::default()),
+                    version: Err("no value supplied for version".to_string()),
+                }
+            }
+        }
+        impl NewContacts {
+            pub fn company_id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.company_id = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for company_id: {e}")
+                    });
+                self
+            }
+            pub fn date_modified<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.date_modified = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for date_modified: {e}")
+                    });
+                self
+            }
+            pub fn date_of_creation<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.date_of_creation = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!(
+                            "error converting supplied value for date_of_creation: {e}"
+                        )
+                    });
+                self
+            }
+            pub fn department<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.department = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for department: {e}")
+                    });
+                self
+            }
+            pub fn email<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.email = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for email: {e}")
+                    });
+                self
+            }
+            pub fn external_id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.external_id = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for external_id: {e}")
+                    });
+                self
+            }
+            pub fn fax<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.fax = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for fax: {e}")
+                    });
+                self
+            }
+            pub fn first_name<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.first_name = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for first_name: {e}")
+                    });
+                self
+            }
+            pub fn id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<super::NewContactsId>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.id = value
+                    .try_into()
+                    .map_err(|e| format!("error converting supplied value for id: {e}"));
+                self
+            }
+            pub fn is_active<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<bool>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.is_active = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for is_active: {e}")
+                    });
+                self
+            }
+            pub fn language<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.language = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for language: {e}")
+                    });
+                self
+            }
+            pub fn last_name<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.last_name = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for last_name: {e}")
+                    });
+                self
+            }
+            pub fn location<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::Location>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.location = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for location: {e}")
+                    });
+                self
+            }
+            pub fn mobile_phone<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.mobile_phone = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for mobile_phone: {e}")
+                    });
+                self
+            }
+            pub fn note<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.note = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for note: {e}")
+                    });
+                self
+            }
+            pub fn position<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.position = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for position: {e}")
+                    });
+                self
+            }
+            pub fn salutation<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.salutation = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for salutation: {e}")
+                    });
+                self
+            }
+            pub fn telephone<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.telephone = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for telephone: {e}")
+                    });
+                self
+            }
+            pub fn title<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.title = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for title: {e}")
+                    });
+                self
+            }
+            pub fn version<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<i64>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.version = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for version: {e}")
+                    });
+                self
+            }
+        }
+        impl ::std::convert::TryFrom<NewContacts> for super::NewContacts {
+            type Error = super::error::ConversionError;
+            fn try_from(
+                value: NewContacts,
+            ) -> ::std::result::Result<Self, super::error::ConversionError> {
+                Ok(Self {
+                    company_id: value.company_id?,
+                    date_modified: value.date_modified?,
+                    date_of_creation: value.date_of_creation?,
+                    department: value.department?,
+                    email: value.email?,
+                    external_id: value.external_id?,
+                    fax: value.fax?,
+                    first_name: value.first_name?,
+                    id: value.id?,
+                    is_active: value.is_active?,
+                    language: value.language?,
+                    last_name: value.last_name?,
+                    location: value.location?,
+                    mobile_phone: value.mobile_phone?,
+                    note: value.note?,
+                    position: value.position?,
+                    salutation: value.salutation?,
+                    telephone: value.telephone?,
+                    title: value.title?,
+                    version: value.version?,
+                })
+            }
+        }
+        impl ::std::convert::From<super::NewContacts> for NewContacts {
+            fn from(value: super::NewContacts) -> Self {
+                Self {
+                    company_id: Ok(value.company_id),
+                    date_modified: Ok(value.date_modified),
+                    date_of_creation: Ok(value.date_of_creation),
+                    department: Ok(value.department),
+                    email: Ok(value.email),
+                    external_id: Ok(value.external_id),
+                    fax: Ok(value.fax),
+                    first_name: Ok(value.first_name),
+                    id: Ok(value.id),
+                    is_active: Ok(value.is_active),
+                    language: Ok(value.language),
+                    last_name: Ok(value.last_name),
+                    location: Ok(value.location),
+                    mobile_phone: Ok(value.mobile_phone),
+                    note: Ok(value.note),
+                    position: Ok(value.position),
+                    salutation: Ok(value.salutation),
+                    telephone: Ok(value.telephone),
+                    title: Ok(value.title),
+                    version: Ok(value.version),
+                }
+            }
+        }
+        #[derive(Clone, Debug)]
+        pub struct NewCostCenters {
+            date_modified: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            date_of_creation: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            description: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            external_id: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            id: ::std::result::Result<super::NewCostCentersId, ::std::string::String>,
+            is_active: ::std::result::Result<
+                ::std::option::Option<bool>,
+                ::std::string::String,
+            >,
+            name: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            number: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            version: ::std::result::Result<i64, ::std::string::String>,
+        }
+        impl ::std::default::Default for NewCostCenters {
+            fn default() -> Self {
+                Self {
+                    date_modified: Ok(Default::default()),
+                    date_of_creation: Ok(Default::default()),
+                    description: Ok(Default::default()),
+                    external_id: Ok(Default::default()),
+                    id: Err("no value supplied for id".to_string()),
+                    is_active: Ok(Default::default()),
+                    name: Ok(Default::default()),
+                    number: Ok(Default::default()),
+                    version: Err("no value supplied for version".to_string()),
+                }
+            }
+        }
+        impl NewCostCenters {
+            pub fn date_modified<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.date_modified = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for date_modified: {e}")
+                    });
+                self
+            }
+            pub fn date_of_creation<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.date_of_creation = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!(
+                            "error converting supplied value for date_of_creation: {e}"
+                        )
+                    });
+                self
+            }
+            pub fn description<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.description = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for description: {e}")
+                    });
+                self
+            }
+            pub fn external_id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.external_id = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for external_id: {e}")
+                    });
+                self
+            }
+            pub fn id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<super::NewCostCentersId>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.id = value
+                    .try_into()
+                    .map_err(|e| format!("error converting supplied value for id: {e}"));
+                self
+            }
+            pub fn is_active<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<bool>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.is_active = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for is_active: {e}")
+                    });
+                self
+            }
+            pub fn name<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.name = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for name: {e}")
+                    });
+                self
+            }
+            pub fn number<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.number = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for number: {e}")
+                    });
+                self
+            }
+            pub fn version<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<i64>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.version = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for version: {e}")
+                    });
+                self
+            }
+        }
+        impl ::std::convert::TryFrom<NewCostCenters> for super::NewCostCenters {
+            type Error = super::error::ConversionError;
+            fn try_from(
+                value: NewCostCenters,
+            ) -> ::std::result::Result<Self, super::error::ConversionError> {
+                Ok(Self {
+                    date_modified: value.date_modified?,
+                    date_of_creation: value.date_of_creation?,
+                    description: value.description?,
+                    external_id: value.external_id?,
+                    id: value.id?,
+                    is_active: value.is_active?,
+                    name: value.name?,
+                    number: value.number?,
+                    version: value.version?,
+                })
+            }
+        }
+        impl ::std::convert::From<super::NewCostCenters> for NewCostCenters {
+            fn from(value: super::NewCostCenters) -> Self {
+                Self {
+                    date_modified: Ok(value.date_modified),
+                    date_of_creation: Ok(value.date_of_creation),
+                    description: Ok(value.description),
+                    external_id: Ok(value.external_id),
+                    id: Ok(value.id),
+                    is_active: Ok(value.is_active),
+                    name: Ok(value.name),
+                    number: Ok(value.number),
+                    version: Ok(value.version),
+                }
+            }
+        }
+        #[derive(Clone, Debug)]
+        pub struct NewDocuments {
+            company_id: ::std::result::Result<
+                ::std::option::Option<super::EdmInt64>,
+                ::std::string::String,
+            >,
+            content_type: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            date_modified: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            date_of_creation: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            description: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            document_type: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            external_id: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            file_name: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            id: ::std::result::Result<super::NewDocumentsId, ::std::string::String>,
+            is_public: ::std::result::Result<
+                ::std::option::Option<bool>,
+                ::std::string::String,
+            >,
+            name: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            service_object_id: ::std::result::Result<
+                ::std::option::Option<super::EdmInt64>,
+                ::std::string::String,
+            >,
+            service_request_id: ::std::result::Result<
+                ::std::option::Option<super::EdmInt64>,
+                ::std::string::String,
+            >,
+            size: ::std::result::Result<
+                ::std::option::Option<super::EdmInt64>,
+                ::std::string::String,
+            >,
+            uri: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            version: ::std::result::Result<i64, ::std::string::String>,
+        }
+        impl ::std::default::Default for NewDocuments {
+            fn default() -> Self {
+                Self {
+                    company_id: Ok(Default::default()),
+                    content_type: Ok(Default::default()),
+                    date_modified: Ok(Default::default()),
+                    date_of_creation: Ok(Default::default()),
+                    description: Ok(Default::default()),
+                    document_type: Ok(Default::default()),
+                    external_id: Ok(Default::default()),
+                    file_name: Ok(Default::default()),
+                    id: Err("no value supplied for id".to_string()),
+                    is_public: Ok(Default::default()),
+                    name: Ok(Default::default()),
+                    service_object_id: Ok(Default::default()),
+                    service_request_id: Ok(Default::default()),
+                    size: Ok(Default::default()),
+                    uri: Ok(Default::default()),
+                    version: Err("no value supplied for version".to_string()),
+                }
+            }
+        }
+        impl NewDocuments {
+            pub fn company_id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.company_id = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for company_id: {e}")
+                    });
+                self
+            }
+            pub fn content_type<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.content_type = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for content_type: {e}")
+                    });
+                self
+            }
+            pub fn date_modified<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.date_modified = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for date_modified: {e}")
+                    });
+                self
+            }
+            pub fn date_of_creation<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.date_of_creation = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!(
+                            "error converting supplied value for date_of_creation: {e}"
+                        )
+                    });
+                self
+            }
+            pub fn description<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.description = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for description: {e}")
+                    });
+                self
+            }
+            pub fn document_type<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.document_type = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for document_type: {e}")
+                    });
+                self
+            }
+            pub fn external_id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.external_id = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for external_id: {e}")
+                    });
+                self
+            }
+            pub fn file_name<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.file_name = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for file_name: {e}")
+                    });
+                self
+            }
+            pub fn id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<super::NewDocumentsId>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.id = value
+                    .try_into()
+                    .map_err(|e| format!("error converting supplied value for id: {e}"));
+                self
+            }
+            pub fn is_public<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<bool>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.is_public = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for is_public: {e}")
+                    });
+                self
+            }
+            pub fn name<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.name = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for name: {e}")
+                    });
+                self
+            }
+            pub fn service_object_id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.service_object_id = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!(
+                            "error converting supplied value for service_object_id: {e}"
+                        )
+                    });
+                self
+            }
+            pub fn service_request_id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.service_request_id = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!(
+                            "error converting supplied value for service_request_id: {e}"
+                        )
+                    });
+                self
+            }
+            pub fn size<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.size = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for size: {e}")
+                    });
+                self
+            }
+            pub fn uri<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.uri = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for uri: {e}")
+                    });
+                self
+            }
+            pub fn version<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<i64>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.version = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for version: {e}")
+                    });
+                self
+            }
+        }
+        impl ::std::convert::TryFrom<NewDocuments> for super::NewDocuments {
+            type Error = super::error::ConversionError;
+            fn try_from(
+                value: NewDocuments,
+            ) -> ::std::result::Result<Self, super::error::ConversionError> {
+                Ok(Self {
+                    company_id: value.company_id?,
+                    content_type: value.content_type?,
+                    date_modified: value.date_modified?,
+                    date_of_creation: value.date_of_creation?,
+                    description: value.description?,
+                    document_type: value.document_type?,
+                    external_id: value.external_id?,
+                    file_name: value.file_name?,
+                    id: value.id?,
+                    is_public: value.is_public?,
+                    name: value.name?,
+                    service_object_id: value.service_object_id?,
+                    service_request_id: value.service_request_id?,
+                    size: value.size?,
+                    uri: value.uri?,
+                    version: value.version?,
+                })
+            }
+        }
+        impl ::std::convert::From<super::NewDocuments> for NewDocuments {
+            fn from(value: super::NewDocuments) -> Self {
+                Self {
+                    company_id: Ok(value.company_id),
+                    content_type: Ok(value.content_type),
+                    date_modified: Ok(value.date_modified),
+                    date_of_creation: Ok(value.date_of_creation),
+                    description: Ok(value.description),
+                    document_type: Ok(value.document_type),
+                    external_id: Ok(value.external_id),
+                    file_name: Ok(value.file_name),
+                    id: Ok(value.id),
+                    is_public: Ok(value.is_public),
+                    name: Ok(value.name),
+                    service_object_id: Ok(value.service_object_id),
+                    service_request_id: Ok(value.service_request_id),
+                    size: Ok(value.size),
+                    uri: Ok(value.uri),
+                    version: Ok(value.version),
+                }
+            }
+        }
+        #[derive(Clone, Debug)]
+        pub struct NewItemTypes {
+            costs: ::std::result::Result<
+                ::std::option::Option<super::EdmNumber>,
+                ::std::string::String,
+            >,
+            date_modified: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            date_of_creation: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            description: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            ean: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            external_id: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            id: ::std::result::Result<super::NewItemTypesId, ::std::string::String>,
+            is_active: ::std::result::Result<
+                ::std::option::Option<bool>,
+                ::std::string::String,
+            >,
+            manufacturer: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            name_or_number: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            price: ::std::result::Result<
+                ::std::option::Option<super::EdmNumber>,
+                ::std::string::String,
+            >,
+            type_: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            unit_id: ::std::result::Result<
+                ::std::option::Option<super::EdmInt64>,
+                ::std::string::String,
+            >,
+            vat: ::std::result::Result<
+                ::std::option::Option<super::EdmNumber>,
+                ::std::string::String,
+            >,
+            version: ::std::result::Result<i64, ::std::string::String>,
+        }
+        impl ::std::default::Default for NewItemTypes {
+            fn default() -> Self {
+                Self {
+                    costs: Ok(Default::default()),
+                    date_modified: Ok(Default::default()),
+                    date_of_creation: Ok(Default::default()),
+                    description: Ok(Default::default()),
+                    ean: Ok(Default::default()),
+                    external_id: Ok(Default::default()),
+                    id: Err("no value supplied for id".to_string()),
+                    is_active: Ok(Default::default()),
+                    manufacturer: Ok(Default::default()),
+                    name_or_number: Ok(Default::default()),
+                    price: Ok(Default::default()),
+                    type_: Ok(Default::default()),
+                    unit_id: Ok(Default::default()),
+                    vat: Ok(Default::default()),
+                    version: Err("no value supplied for version".to_string()),
+                }
+            }
+        }
+        impl NewItemTypes {
+            pub fn costs<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::EdmNumber>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.costs = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for costs: {e}")
+                    });
+                self
+            }
+            pub fn date_modified<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.date_modified = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for date_modified: {e}")
+                    });
+                self
+            }
+            pub fn date_of_creation<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.date_of_creation = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!(
+                            "error converting supplied value for date_of_creation: {e}"
+                        )
+                    });
+                self
+            }
+            pub fn description<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.description = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for description: {e}")
+                    });
+                self
+            }
+            pub fn ean<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.ean = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for ean: {e}")
+                    });
+                self
+            }
+            pub fn external_id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.external_id = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for external_id: {e}")
+                    });
+                self
+            }
+            pub fn id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<super::NewItemTypesId>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.id = value
+                    .try_into()
+                    .map_err(|e| format!("error converting supplied value for id: {e}"));
+                self
+            }
+            pub fn is_active<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<bool>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.is_active = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for is_active: {e}")
+                    });
+                self
+            }
+            pub fn manufacturer<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.manufacturer = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for manufacturer: {e}")
+                    });
+                self
+            }
+            pub fn name_or_number<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.name_or_number = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!(
+                            "error converting supplied value for name_or_number: {e}"
+                        )
+                    });
+                self
+            }
+            pub fn price<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::EdmNumber>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.price = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for price: {e}")
+                    });
+                self
+            }
+            pub fn type_<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.type_ = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for type_: {e}")
+                    });
+                self
+            }
+            pub fn unit_id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.unit_id = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for unit_id: {e}")
+                    });
+                self
+            }
+            pub fn vat<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::EdmNumber>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.vat = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for vat: {e}")
+                    });
+                self
+            }
+            pub fn version<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<i64>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.version = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for version: {e}")
+                    });
+                self
+            }
+        }
+        impl ::std::convert::TryFrom<NewItemTypes> for super::NewItemTypes {
+            type Error = super::error::ConversionError;
+            fn try_from(
+                value: NewItemTypes,
+            ) -> ::std::result::Result<Self, super::error::ConversionError> {
+                Ok(Self {
+                    costs: value.costs?,
+                    date_modified: value.date_modified?,
+                    date_of_creation: value.date_of_creation?,
+                    description: value.description?,
+                    ean: value.ean?,
+                    external_id: value.external_id?,
+                    id: value.id?,
+                    is_active: value.is_active?,
+                    manufacturer: value.manufacturer?,
+                    name_or_number: value.name_or_number?,
+                    price: value.price?,
+                    type_: value.type_?,
+                    unit_id: value.unit_id?,
+                    vat: value.vat?,
+                    version: value.version?,
+                })
+            }
+        }
+        impl ::std::convert::From<super::NewItemTypes> for NewItemTypes {
+            fn from(value: super::NewItemTypes) -> Self {
+                Self {
+                    costs: Ok(value.costs),
+                    date_modified: Ok(value.date_modified),
+                    date_of_creation: Ok(value.date_of_creation),
+                    description: Ok(value.description),
+                    ean: Ok(value.ean),
+                    external_id: Ok(value.external_id),
+                    id: Ok(value.id),
+                    is_active: Ok(value.is_active),
+                    manufacturer: Ok(value.manufacturer),
+                    name_or_number: Ok(value.name_or_number),
+                    price: Ok(value.price),
+                    type_: Ok(value.type_),
+                    unit_id: Ok(value.unit_id),
+                    vat: Ok(value.vat),
+                    version: Ok(value.version),
+                }
+            }
+        }
+        #[derive(Clone, Debug)]
+        pub struct NewItemUnits {
+            date_modified: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            date_of_creation: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            decimal_places: ::std::result::Result<
+                ::std::option::Option<i32>,
+                ::std::string::String,
+            >,
+            description: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            external_id: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            id: ::std::result::Result<super::NewItemUnitsId, ::std::string::String>,
+            name: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            short_name: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            version: ::std::result::Result<i64, ::std::string::String>,
+        }
+        impl ::std::default::Default for NewItemUnits {
+            fn default() -> Self {
+                Self {
+                    date_modified: Ok(Default::default()),
+                    date_of_creation: Ok(Default::default()),
+                    decimal_places: Ok(Default::default()),
+                    description: Ok(Default::default()),
+                    external_id: Ok(Default::default()),
+                    id: Err("no value supplied for id".to_string()),
+                    name: Ok(Default::default()),
+                    short_name: Ok(Default::default()),
+                    version: Err("no value supplied for version".to_string()),
+                }
+            }
+        }
+        impl NewItemUnits {
+            pub fn date_modified<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.date_modified = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for date_modified: {e}")
+                    });
+                self
+            }
+            pub fn date_of_creation<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.date_of_creation = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!(
+                            "error converting supplied value for date_of_creation: {e}"
+                        )
+                    });
+                self
+            }
+            pub fn decimal_places<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<i32>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.decimal_places = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!(
+                            "error converting supplied value for decimal_places: {e}"
+                        )
+                    });
+                self
+            }
+            pub fn description<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.description = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for description: {e}")
+                    });
+                self
+            }
+            pub fn external_id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.external_id = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for external_id: {e}")
+                    });
+                self
+            }
+            pub fn id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<super::NewItemUnitsId>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.id = value
+                    .try_into()
+                    .map_err(|e| format!("error converting supplied value for id: {e}"));
+                self
+            }
+            pub fn name<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.name = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for name: {e}")
+                    });
+                self
+            }
+            pub fn short_name<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.short_name = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for short_name: {e}")
+                    });
+                self
+            }
+            pub fn version<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<i64>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.version = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for version: {e}")
+                    });
+                self
+            }
+        }
+        impl ::std::convert::TryFrom<NewItemUnits> for super::NewItemUnits {
+            type Error = super::error::ConversionError;
+            fn try_from(
+                value: NewItemUnits,
+            ) -> ::std::result::Result<Self, super::error::ConversionError> {
+                Ok(Self {
+                    date_modified: value.date_modified?,
+                    date_of_creation: value.date_of_creation?,
+                    decimal_places: value.decimal_places?,
+                    description: value.description?,
+                    external_id: value.external_id?,
+                    id: value.id?,
+                    name: value.name?,
+                    short_name: value.short_name?,
+                    version: value.version?,
+                })
+            }
+        }
+        impl ::std::convert::From<super::NewItemUnits> for NewItemUnits {
+            fn from(value: super::NewItemUnits) -> Self {
+                Self {
+                    date_modified: Ok(value.date_modified),
+                    date_of_creation: Ok(value.date_of_creation),
+                    decimal_places: Ok(value.decimal_places),
+                    description: Ok(value.description),
+                    external_id: Ok(value.external_id),
+                    id: Ok(value.id),
+                    name: Ok(value.name),
+                    short_name: Ok(value.short_name),
+                    version: Ok(value.version),
+                }
+            }
+        }
+        #[derive(Clone, Debug)]
+        pub struct NewItems {
+            date_modified: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            date_of_creation: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            description: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            external_id: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            id: ::std::result::Result<super::NewItemsId, ::std::string::String>,
+            is_billable: ::std::result::Result<
+                ::std::option::Option<bool>,
+                ::std::string::String,
+            >,
+            item_type_id: ::std::result::Result<
+                ::std::option::Option<super::EdmInt64>,
+                ::std::string::String,
+            >,
+            name: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            price: ::std::result::Result<
+                ::std::option::Option<super::EdmNumber>,
+                ::std::string::String,
+            >,
+            quantity: ::std::result::Result<
+                ::std::option::Option<super::EdmNumber>,
+                ::std::string::String,
+            >,
+            serial_number: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            service_request_id: ::std::result::Result<
+                ::std::option::Option<super::EdmInt64>,
+                ::std::string::String,
+            >,
+            unit_id: ::std::result::Result<
+                ::std::option::Option<super::EdmInt64>,
+                ::std::string::String,
+            >,
+            version: ::std::result::Result<i64, ::std::string::String>,
+        }
+        impl ::std::default::Default for NewItems {
+            fn default() -> Self {
+                Self {
+                    date_modified: Ok(Default::default()),
+                    date_of_creation: Ok(Default::default()),
+                    description: Ok(Default::default()),
+                    external_id: Ok(Default::default()),
+                    id: Err("no value supplied for id".to_string()),
+                    is_billable: Ok(Default::default()),
+                    item_type_id: Ok(Default::default()),
+                    name: Ok(Default::default()),
+                    price: Ok(Default::default()),
+                    quantity: Ok(Default::default()),
+                    serial_number: Ok(Default::default()),
+                    service_request_id: Ok(Default::default()),
+                    unit_id: Ok(Default::default()),
+                    version: Err("no value supplied for version".to_string()),
+                }
+            }
+        }
+        impl NewItems {
+            pub fn date_modified<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.date_modified = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for date_modified: {e}")
+                    });
+                self
+            }
+            pub fn date_of_creation<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.date_of_creation = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!(
+                            "error converting supplied value for date_of_creation: {e}"
+                        )
+                    });
+                self
+            }
+            pub fn description<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.description = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for description: {e}")
+                    });
+                self
+            }
+            pub fn external_id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.external_id = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for external_id: {e}")
+                    });
+                self
+            }
+            pub fn id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<super::NewItemsId>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.id = value
+                    .try_into()
+                    .map_err(|e| format!("error converting supplied value for id: {e}"));
+                self
+            }
+            pub fn is_billable<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<bool>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.is_billable = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for is_billable: {e}")
+                    });
+                self
+            }
+            pub fn item_type_id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.item_type_id = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for item_type_id: {e}")
+                    });
+                self
+            }
+            pub fn name<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.name = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for name: {e}")
+                    });
+                self
+            }
+            pub fn price<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::EdmNumber>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.price = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for price: {e}")
+                    });
+                self
+            }
+            pub fn quantity<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::EdmNumber>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.quantity = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for quantity: {e}")
+                    });
+                self
+            }
+            pub fn serial_number<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.serial_number = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for serial_number: {e}")
+                    });
+                self
+            }
+            pub fn service_request_id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.service_request_id = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!(
+                            "error converting supplied value for service_request_id: {e}"
+                        )
+                    });
+                self
+            }
+            pub fn unit_id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.unit_id = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for unit_id: {e}")
+                    });
+                self
+            }
+            pub fn version<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<i64>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.version = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for version: {e}")
+                    });
+                self
+            }
+        }
+        impl ::std::convert::TryFrom<NewItems> for super::NewItems {
+            type Error = super::error::ConversionError;
+            fn try_from(
+                value: NewItems,
+            ) -> ::std::result::Result<Self, super::error::ConversionError> {
+                Ok(Self {
+                    date_modified: value.date_modified?,
+                    date_of_creation: value.date_of_creation?,
+                    description: value.description?,
+                    external_id: value.external_id?,
+                    id: value.id?,
+                    is_billable: value.is_billable?,
+                    item_type_id: value.item_type_id?,
+                    name: value.name?,
+                    price: value.price?,
+                    quantity: value.quantity?,
+                    serial_number: value.serial_number?,
+                    service_request_id: value.service_request_id?,
+                    unit_id: value.unit_id?,
+                    version: value.version?,
+                })
+            }
+        }
+        impl ::std::convert::From<super::NewItems> for NewItems {
+            fn from(value: super::NewItems) -> Self {
+                Self {
+                    date_modified: Ok(value.date_modified),
+                    date_of_creation: Ok(value.date_of_creation),
+                    description: Ok(value.description),
+                    external_id: Ok(value.external_id),
+                    id: Ok(value.id),
+                    is_billable: Ok(value.is_billable),
+                    item_type_id: Ok(value.item_type_id),
+                    name: Ok(value.name),
+                    price: Ok(value.price),
+                    quantity: Ok(value.quantity),
+                    serial_number: Ok(value.serial_number),
+                    service_request_id: Ok(value.service_request_id),
+                    unit_id: Ok(value.unit_id),
+                    version: Ok(value.version),
+                }
+            }
+        }
+        #[derive(Clone, Debug)]
+        pub struct NewProducts {
+            category: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            date_modified: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            date_of_creation: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            description: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            external_id: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            id: ::std::result::Result<super::NewProductsId, ::std::string::String>,
+            is_active: ::std::result::Result<
+                ::std::option::Option<bool>,
+                ::std::string::String,
+            >,
+            manufacturer: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            model_number: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            name: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            note: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            version: ::std::result::Result<i64, ::std::string::String>,
+        }
+        impl ::std::default::Default for NewProducts {
+            fn default() -> Self {
+                Self {
+                    category: Ok(Default::default()),
+                    date_modified: Ok(Default::default()),
+                    date_of_creation: Ok(Default::default()),
+                    description: Ok(Default::default()),
+                    external_id: Ok(Default::default()),
+                    id: Err("no value supplied for id".to_string()),
+                    is_active: Ok(Default::default()),
+                    manufacturer: Ok(Default::default()),
+                    model_number: Ok(Default::default()),
+                    name: Ok(Default::default()),
+                    note: Ok(Default::default()),
+                    version: Err("no value supplied for version".to_string()),
+                }
+            }
+        }
+        impl NewProducts {
+            pub fn category<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.category = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for category: {e}")
+                    });
+                self
+            }
+            pub fn date_modified<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.date_modified = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for date_modified: {e}")
+                    });
+                self
+            }
+            pub fn date_of_creation<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.date_of_creation = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!(
+                            "error converting supplied value for date_of_creation: {e}"
+                        )
+                    });
+                self
+            }
+            pub fn description<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.description = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for description: {e}")
+                    });
+                self
+            }
+            pub fn external_id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.external_id = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for external_id: {e}")
+                    });
+                self
+            }
+            pub fn id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<super::NewProductsId>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.id = value
+                    .try_into()
+                    .map_err(|e| format!("error converting supplied value for id: {e}"));
+                self
+            }
+            pub fn is_active<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<bool>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.is_active = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for is_active: {e}")
+                    });
+                self
+            }
+            pub fn manufacturer<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.manufacturer = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for manufacturer: {e}")
+                    });
+                self
+            }
+            pub fn model_number<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.model_number = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for model_number: {e}")
+                    });
+                self
+            }
+            pub fn name<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.name = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for name: {e}")
+                    });
+                self
+            }
+            pub fn note<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.note = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for note: {e}")
+                    });
+                self
+            }
+            pub fn version<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<i64>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.version = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for version: {e}")
+                    });
+                self
+            }
+        }
+        impl ::std::convert::TryFrom<NewProducts> for super::NewProducts {
+            type Error = super::error::ConversionError;
+            fn try_from(
+                value: NewProducts,
+            ) -> ::std::result::Result<Self, super::error::ConversionError> {
+                Ok(Self {
+                    category: value.category?,
+                    date_modified: value.date_modified?,
+                    date_of_creation: value.date_of_creation?,
+                    description: value.description?,
+                    external_id: value.external_id?,
+                    id: value.id?,
+                    is_active: value.is_active?,
+                    manufacturer: value.manufacturer?,
+                    model_number: value.model_number?,
+                    name: value.name?,
+                    note: value.note?,
+                    version: value.version?,
+                })
+            }
+        }
+        impl ::std::convert::From<super::NewProducts> for NewProducts {
+            fn from(value: super::NewProducts) -> Self {
+                Self {
+                    category: Ok(value.category),
+                    date_modified: Ok(value.date_modified),
+                    date_of_creation: Ok(value.date_of_creation),
+                    description: Ok(value.description),
+                    external_id: Ok(value.external_id),
+                    id: Ok(value.id),
+                    is_active: Ok(value.is_active),
+                    manufacturer: Ok(value.manufacturer),
+                    model_number: Ok(value.model_number),
+                    name: Ok(value.name),
+                    note: Ok(value.note),
+                    version: Ok(value.version),
+                }
+            }
+        }
+        #[derive(Clone, Debug)]
+        pub struct NewQualifications {
+            category: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            date_modified: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            date_of_creation: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            description: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            external_id: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            id: ::std::result::Result<super::NewQualificationsId, ::std::string::String>,
+            name: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            validity_months: ::std::result::Result<
+                ::std::option::Option<i32>,
+                ::std::string::String,
+            >,
+            version: ::std::result::Result<i64, ::std::string::String>,
+        }
+        impl ::std::default::Default for NewQualifications {
+            fn default() -> Self {
+                Self {
+                    category: Ok(Default::default()),
+                    date_modified: Ok(Default::default()),
+                    date_of_creation: Ok(Default::default()),
+                    description: Ok(Default::default()),
+                    external_id: Ok(Default::default()),
+                    id: Err("no value supplied for id".to_string()),
+                    name: Ok(Default::default()),
+                    validity_months: Ok(Default::default()),
+                    version: Err("no value supplied for version".to_string()),
+                }
+            }
+        }
+        impl NewQualifications {
+            pub fn category<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.category = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for category: {e}")
+                    });
+                self
+            }
+            pub fn date_modified<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.date_modified = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for date_modified: {e}")
+                    });
+                self
+            }
+            pub fn date_of_creation<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.date_of_creation = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!(
+                            "error converting supplied value for date_of_creation: {e}"
+                        )
+                    });
+                self
+            }
+            pub fn description<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.description = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for description: {e}")
+                    });
+                self
+            }
+            pub fn external_id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.external_id = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for external_id: {e}")
+                    });
+                self
+            }
+            pub fn id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<super::NewQualificationsId>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.id = value
+                    .try_into()
+                    .map_err(|e| format!("error converting supplied value for id: {e}"));
+                self
+            }
+            pub fn name<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.name = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for name: {e}")
+                    });
+                self
+            }
+            pub fn validity_months<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<i32>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.validity_months = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!(
+                            "error converting supplied value for validity_months: {e}"
+                        )
+                    });
+                self
+            }
+            pub fn version<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<i64>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.version = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for version: {e}")
+                    });
+                self
+            }
+        }
+        impl ::std::convert::TryFrom<NewQualifications> for super::NewQualifications {
+            type Error = super::error::ConversionError;
+            fn try_from(
+                value: NewQualifications,
+            ) -> ::std::result::Result<Self, super::error::ConversionError> {
+                Ok(Self {
+                    category: value.category?,
+                    date_modified: value.date_modified?,
+                    date_of_creation: value.date_of_creation?,
+                    description: value.description?,
+                    external_id: value.external_id?,
+                    id: value.id?,
+                    name: value.name?,
+                    validity_months: value.validity_months?,
+                    version: value.version?,
+                })
+            }
+        }
+        impl ::std::convert::From<super::NewQualifications> for NewQualifications {
+            fn from(value: super::NewQualifications) -> Self {
+                Self {
+                    category: Ok(value.category),
+                    date_modified: Ok(value.date_modified),
+                    date_of_creation: Ok(value.date_of_creation),
+                    description: Ok(value.description),
+                    external_id: Ok(value.external_id),
+                    id: Ok(value.id),
+                    name: Ok(value.name),
+                    validity_months: Ok(value.validity_months),
+                    version: Ok(value.version),
+                }
+            }
+        }
+        #[derive(Clone, Debug)]
+        pub struct NewServiceObjects {
+            company: ::std::result::Result<
+                ::std::option::Option<super::Company>,
+                ::std::string::String,
+            >,
+            company_id: ::std::result::Result<
+                ::std::option::Option<super::EdmInt64>,
+                ::std::string::String,
+            >,
+            contacts: ::std::result::Result<
+                ::std::option::Option<::std::vec::Vec<super::Contact>>,
+                ::std::string::String,
+            >,
+            date_modified: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            date_of_creation: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            description: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            external_id: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            id: ::std::result::Result<super::NewServiceObjectsId, ::std::string::String>,
+            installation_date: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            inventory_number: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            is_active: ::std::result::Result<
+                ::std::option::Option<bool>,
+                ::std::string::String,
+            >,
+            location: ::std::result::Result<
+                ::std::option::Option<super::Location>,
+                ::std::string::String,
+            >,
+            name: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            note: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            parent_service_object_id: ::std::result::Result<
+                ::std::option::Option<super::EdmInt64>,
+                ::std::string::String,
+            >,
+            product: ::std::result::Result<
+                ::std::option::Option<super::Product>,
+                ::std::string::String,
+            >,
+            product_id: ::std::result::Result<
+                ::std::option::Option<super::EdmInt64>,
+                ::std::string::String,
+            >,
+            serial_number: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            tags: ::std::result::Result<
+                ::std::option::Option<::std::vec::Vec<super::Tag>>,
+                ::std::string::String,
+            >,
+            version: ::std::result::Result<i64, ::std::string::String>,
+            warranty_end_date: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+        }
+        impl ::std::default::Default for NewServiceObjects {
+            fn default() -> Self {
+                Self {
+                    company: Ok(Default::default()),
+                    company_id: Ok(Default::default()),
+                    contacts: Ok(Default::default()),
+                    date_modified: Ok(Default::default()),
+                    date_of_creation: Ok(Default::default()),
+                    description: Ok(Default::default()),
+                    external_id: Ok(Default::default()),
+                    id: Err("no value supplied for id".to_string()),
+                    installation_date: Ok(Default::default()),
+                    inventory_number: Ok(Default::default()),
+                    is_active: Ok(Default::default()),
+                    location: Ok(Default::default()),
+                    name: Ok(Default::default()),
+                    note: Ok(Default::default()),
+                    parent_service_object_id: Ok(Default::default()),
+                    product: Ok(Default::default()),
+                    product_id: Ok(Default::default()),
+                    serial_number: Ok(Default::default()),
+                    tags: Ok(Default::default()),
+                    version: Err("no value supplied for version".to_string()),
+                    warranty_end_date: Ok(Default::default()),
+                }
+            }
+        }
+        impl NewServiceObjects {
+            pub fn company<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::Company>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.company = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for company: {e}")
+                    });
+                self
+            }
+            pub fn company_id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.company_id = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for company_id: {e}")
+                    });
+                self
+            }
+            pub fn contacts<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<::std::vec::Vec<super::Contact>>,
+                >,
+                T::Error: ::std::fmt::Display,
+            {
+                self.contacts = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for contacts: {e}")
+                    });
+                self
+            }
+            pub fn date_modified<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.date_modified = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for date_modified: {e}")
+                    });
+                self
+            }
+            pub fn date_of_creation<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.date_of_creation = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!(
+                            "error converting supplied value for date_of_creation: {e}"
+                        )
+                    });
+                self
+            }
+            pub fn description<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.description = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for description: {e}")
+                    });
+                self
+            }
+            pub fn external_id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.external_id = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for external_id: {e}")
+                    });
+                self
+            }
+            pub fn id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<super::NewServiceObjectsId>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.id = value
+                    .try_into()
+                    .map_err(|e| format!("error converting supplied value for id: {e}"));
+                self
+            }
+            pub fn installation_date<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.installation_date = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!(
+                            "error converting supplied value for installation_date: {e}"
+                        )
+                    });
+                self
+            }
+            pub fn inventory_number<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.inventory_number = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!(
+                            "error converting supplied value for inventory_number: {e}"
+                        )
+                    });
+                self
+            }
+            pub fn is_active<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<bool>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.is_active = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for is_active: {e}")
+                    });
+                self
+            }
+            pub fn location<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::Location>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.location = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for location: {e}")
+                    });
+                self
+            }
+            pub fn name<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.name = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for name: {e}")
+                    });
+                self
+            }
+            pub fn note<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.note = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for note: {e}")
+                    });
+                self
+            }
+            pub fn parent_service_object_id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.parent_service_object_id = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!(
+                            "error converting supplied value for parent_service_object_id: {e}"
+                        )
+                    });
+                self
+            }
+            pub fn product<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::Product>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.product = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for product: {e}")
+                    });
+                self
+            }
+            pub fn product_id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.product_id = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for product_id: {e}")
+                    });
+                self
+            }
+            pub fn serial_number<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.serial_number = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for serial_number: {e}")
+                    });
+                self
+            }
+            pub fn tags<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<::std::vec::Vec<super::Tag>>,
+                >,
+                T::Error: ::std::fmt::Display,
+            {
+                self.tags = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for tags: {e}")
+                    });
+                self
+            }
+            pub fn version<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<i64>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.version = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for version: {e}")
+                    });
+                self
+            }
+            pub fn warranty_end_date<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.warranty_end_date = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!(
+                            "error converting supplied value for warranty_end_date: {e}"
+                        )
+                    });
+                self
+            }
+        }
+        impl ::std::convert::TryFrom<NewServiceObjects> for super::NewServiceObjects {
+            type Error = super::error::ConversionError;
+            fn try_from(
+                value: NewServiceObjects,
+            ) -> ::std::result::Result<Self, super::error::ConversionError> {
+                Ok(Self {
+                    company: value.company?,
+                    company_id: value.company_id?,
+                    contacts: value.contacts?,
+                    date_modified: value.date_modified?,
+                    date_of_creation: value.date_of_creation?,
+                    description: value.description?,
+                    external_id: value.external_id?,
+                    id: value.id?,
+                    installation_date: value.installation_date?,
+                    inventory_number: value.inventory_number?,
+                    is_active: value.is_active?,
+                    location: value.location?,
+                    name: value.name?,
+                    note: value.note?,
+                    parent_service_object_id: value.parent_service_object_id?,
+                    product: value.product?,
+                    product_id: value.product_id?,
+                    serial_number: value.serial_number?,
+                    tags: value.tags?,
+                    version: value.version?,
+                    warranty_end_date: value.warranty_end_date?,
+                })
+            }
+        }
+        impl ::std::convert::From<super::NewServiceObjects> for NewServiceObjects {
+            fn from(value: super::NewServiceObjects) -> Self {
+                Self {
+                    company: Ok(value.company),
+                    company_id: Ok(value.company_id),
+                    contacts: Ok(value.contacts),
+                    date_modified: Ok(value.date_modified),
+                    date_of_creation: Ok(value.date_of_creation),
+                    description: Ok(value.description),
+                    external_id: Ok(value.external_id),
+                    id: Ok(value.id),
+                    installation_date: Ok(value.installation_date),
+                    inventory_number: Ok(value.inventory_number),
+                    is_active: Ok(value.is_active),
+                    location: Ok(value.location),
+                    name: Ok(value.name),
+                    note: Ok(value.note),
+                    parent_service_object_id: Ok(value.parent_service_object_id),
+                    product: Ok(value.product),
+                    product_id: Ok(value.product_id),
+                    serial_number: Ok(value.serial_number),
+                    tags: Ok(value.tags),
+                    version: Ok(value.version),
+                    warranty_end_date: Ok(value.warranty_end_date),
+                }
+            }
+        }
+        #[derive(Clone, Debug)]
+        pub struct NewServiceRequests {
+            appointments: ::std::result::Result<
+                ::std::option::Option<::std::vec::Vec<super::Appointment>>,
+                ::std::string::String,
+            >,
+            comments: ::std::result::Result<
+                ::std::option::Option<::std::vec::Vec<super::Comment>>,
+                ::std::string::String,
+            >,
+            completion_date: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            contact_id: ::std::result::Result<
+                ::std::option::Option<super::EdmInt64>,
+                ::std::string::String,
+            >,
+            cost_center_id: ::std::result::Result<
+                ::std::option::Option<super::EdmInt64>,
+                ::std::string::String,
+            >,
+            customer: ::std::result::Result<
+                ::std::option::Option<super::Company>,
+                ::std::string::String,
+            >,
+            customer_id: ::std::result::Result<
+                ::std::option::Option<super::EdmInt64>,
+                ::std::string::String,
+            >,
+            date_modified: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            date_of_creation: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            description: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            due_date_range_end: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            due_date_range_start: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            external_id: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            external_reference: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            id: ::std::result::Result<
+                super::NewServiceRequestsId,
+                ::std::string::String,
+            >,
+            is_template: ::std::result::Result<
+                ::std::option::Option<bool>,
+                ::std::string::String,
+            >,
+            items: ::std::result::Result<
+                ::std::option::Option<::std::vec::Vec<super::Item>>,
+                ::std::string::String,
+            >,
+            location: ::std::result::Result<
+                ::std::option::Option<super::Location>,
+                ::std::string::String,
+            >,
+            name: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            priority: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            qualifications: ::std::result::Result<
+                ::std::option::Option<::std::vec::Vec<super::Qualification>>,
+                ::std::string::String,
+            >,
+            reports: ::std::result::Result<
+                ::std::option::Option<::std::vec::Vec<super::Report>>,
+                ::std::string::String,
+            >,
+            service_objects: ::std::result::Result<
+                ::std::option::Option<::std::vec::Vec<super::ServiceObject>>,
+                ::std::string::String,
+            >,
+            state: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            steps: ::std::result::Result<
+                ::std::option::Option<::std::vec::Vec<super::Step>>,
+                ::std::string::String,
+            >,
+            stock_movements: ::std::result::Result<
+                ::std::option::Option<::std::vec::Vec<super::StockMovement>>,
+                ::std::string::String,
+            >,
+            tags: ::std::result::Result<
+                ::std::option::Option<::std::vec::Vec<super::Tag>>,
+                ::std::string::String,
+            >,
+            type_: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            version: ::std::result::Result<i64, ::std::string::String>,
+        }
+        impl ::std::default::Default for NewServiceRequests {
+            fn default() -> Self {
+                Self {
+                    appointments: Ok(Default::default()),
+                    comments: Ok(Default::default()),
+                    completion_date: Ok(Default::default()),
+                    contact_id: Ok(Default::default()),
+                    cost_center_id: Ok(Default::default()),
+                    customer: Ok(Default::default()),
+                    customer_id: Ok(Default::default()),
+                    date_modified: Ok(Default::default()),
+                    date_of_creation: Ok(Default::default()),
+                    description: Ok(Default::default()),
+                    due_date_range_end: Ok(Default::default()),
+                    due_date_range_start: Ok(Default::default()),
+                    external_id: Ok(Default::default()),
+                    external_reference: Ok(Default::default()),
+                    id: Err("no value supplied for id".to_string()),
+                    is_template: Ok(Default::default()),
+                    items: Ok(Default::default()),
+                    location: Ok(Default::default()),
+                    name: Ok(Default::default()),
+                    priority: Ok(Default::default()),
+                    qualifications: Ok(Default::default()),
+                    reports: Ok(Default::default()),
+                    service_objects: Ok(Default::default()),
+                    state: Ok(Default::default()),
+                    steps: Ok(Default::default()),
+                    stock_movements: Ok(Default::default()),
+                    tags: Ok(Default::default()),
+                    type_: Ok(Default::default()),
+                    version: Err("no value supplied for version".to_string()),
+                }
+            }
+        }
+        impl NewServiceRequests {
+            pub fn appointments<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<::std::vec::Vec<super::Appointment>>,
+                >,
+                T::Error: ::std::fmt::Display,
+            {
+                self.appointments = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for appointments: {e}")
+                    });
+                self
+            }
+            pub fn comments<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<::std::vec::Vec<super::Comment>>,
+                >,
+                T::Error: ::std::fmt::Display,
+            {
+                self.comments = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for comments: {e}")
+                    });
+                self
+            }
+            pub fn completion_date<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.completion_date = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!(
+                            "error converting supplied value for completion_date: {e}"
+                        )
+                    });
+                self
+            }
+            pub fn contact_id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.contact_id = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for contact_id: {e}")
+                    });
+                self
+            }
+            pub fn cost_center_id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.cost_center_id = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!(
+                            "error converting supplied value for cost_center_id: {e}"
+                        )
+                    });
+                self
+            }
+            pub fn customer<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::Company>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.customer = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for customer: {e}")
+                    });
+                self
+            }
+            pub fn customer_id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.customer_id = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for customer_id: {e}")
+                    });
+                self
+            }
+            pub fn date_modified<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.date_modified = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for date_modified: {e}")
+                    });
+                self
+            }
+            pub fn date_of_creation<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.date_of_creation = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!(
+                            "error converting supplied value for date_of_creation: {e}"
+                        )
+                    });
+                self
+            }
+            pub fn description<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.description = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for description: {e}")
+                    });
+                self
+            }
+            pub fn due_date_range_end<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.due_date_range_end = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!(
+                            "error converting supplied value for due_date_range_end: {e}"
+                        )
+                    });
+                self
+            }
+            pub fn due_date_range_start<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.due_date_range_start = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!(
+                            "error converting supplied value for due_date_range_start: {e}"
+                        )
+                    });
+                self
+            }
+            pub fn external_id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.external_id = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for external_id: {e}")
+                    });
+                self
+            }
+            pub fn external_reference<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.external_reference = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!(
+                            "error converting supplied value for external_reference: {e}"
+                        )
+                    });
+                self
+            }
+            pub fn id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<super::NewServiceRequestsId>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.id = value
+                    .try_into()
+                    .map_err(|e| format!("error converting supplied value for id: {e}"));
+                self
+            }
+            pub fn is_template<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<bool>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.is_template = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for is_template: {e}")
+                    });
+                self
+            }
+            pub fn items<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<::std::vec::Vec<super::Item>>,
+                >,
+                T::Error: ::std::fmt::Display,
+            {
+                self.items = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for items: {e}")
+                    });
+                self
+            }
+            pub fn location<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::Location>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.location = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for location: {e}")
+                    });
+                self
+            }
+            pub fn name<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.name = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for name: {e}")
+                    });
+                self
+            }
+            pub fn priority<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.priority = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for priority: {e}")
+                    });
+                self
+            }
+            pub fn qualifications<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<::std::vec::Vec<super::Qualification>>,
+                >,
+                T::Error: ::std::fmt::Display,
+            {
+                self.qualifications = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!(
+                            "error converting supplied value for qualifications: {e}"
+                        )
+                    });
+                self
+            }
+            pub fn reports<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<::std::vec::Vec<super::Report>>,
+                >,
+                T::Error: ::std::fmt::Display,
+            {
+                self.reports = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for reports: {e}")
+                    });
+                self
+            }
+            pub fn service_objects<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<::std::vec::Vec<super::ServiceObject>>,
+                >,
+                T::Error: ::std::fmt::Display,
+            {
+                self.service_objects = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!(
+                            "error converting supplied value for service_objects: {e}"
+                        )
+                    });
+                self
+            }
+            pub fn state<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.state = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for state: {e}")
+                    });
+                self
+            }
+            pub fn steps<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<::std::vec::Vec<super::Step>>,
+                >,
+                T::Error: ::std::fmt::Display,
+            {
+                self.steps = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for steps: {e}")
+                    });
+                self
+            }
+            pub fn stock_movements<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<::std::vec::Vec<super::StockMovement>>,
+                >,
+                T::Error: ::std::fmt::Display,
+            {
+                self.stock_movements = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!(
+                            "error converting supplied value for stock_movements: {e}"
+                        )
+                    });
+                self
+            }
+            pub fn tags<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<::std::vec::Vec<super::Tag>>,
+                >,
+                T::Error: ::std::fmt::Display,
+            {
+                self.tags = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for tags: {e}")
+                    });
+                self
+            }
+            pub fn type_<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.type_ = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for type_: {e}")
+                    });
+                self
+            }
+            pub fn version<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<i64>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.version = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for version: {e}")
+                    });
+                self
+            }
+        }
+        impl ::std::convert::TryFrom<NewServiceRequests> for super::NewServiceRequests {
+            type Error = super::error::ConversionError;
+            fn try_from(
+                value: NewServiceRequests,
+            ) -> ::std::result::Result<Self, super::error::ConversionError> {
+                Ok(Self {
+                    appointments: value.appointments?,
+                    comments: value.comments?,
+                    completion_date: value.completion_date?,
+                    contact_id: value.contact_id?,
+                    cost_center_id: value.cost_center_id?,
+                    customer: value.customer?,
+                    customer_id: value.customer_id?,
+                    date_modified: value.date_modified?,
+                    date_of_creation: value.date_of_creation?,
+                    description: value.description?,
+                    due_date_range_end: value.due_date_range_end?,
+                    due_date_range_start: value.due_date_range_start?,
+                    external_id: value.external_id?,
+                    external_reference: value.external_reference?,
+                    id: value.id?,
+                    is_template: value.is_template?,
+                    items: value.items?,
+                    location: value.location?,
+                    name: value.name?,
+                    priority: value.priority?,
+                    qualifications: value.qualifications?,
+                    reports: value.reports?,
+                    service_objects: value.service_objects?,
+                    state: value.state?,
+                    steps: value.steps?,
+                    stock_movements: value.stock_movements?,
+                    tags: value.tags?,
+                    type_: value.type_?,
+                    version: value.version?,
+                })
+            }
+        }
+        impl ::std::convert::From<super::NewServiceRequests> for NewServiceRequests {
+            fn from(value: super::NewServiceRequests) -> Self {
+                Self {
+                    appointments: Ok(value.appointments),
+                    comments: Ok(value.comments),
+                    completion_date: Ok(value.completion_date),
+                    contact_id: Ok(value.contact_id),
+                    cost_center_id: Ok(value.cost_center_id),
+                    customer: Ok(value.customer),
+                    customer_id: Ok(value.customer_id),
+                    date_modified: Ok(value.date_modified),
+                    date_of_creation: Ok(value.date_of_creation),
+                    description: Ok(value.description),
+                    due_date_range_end: Ok(value.due_date_range_end),
+                    due_date_range_start: Ok(value.due_date_range_start),
+                    external_id: Ok(value.external_id),
+                    external_reference: Ok(value.external_reference),
+                    id: Ok(value.id),
+                    is_template: Ok(value.is_template),
+                    items: Ok(value.items),
+                    location: Ok(value.location),
+                    name: Ok(value.name),
+                    priority: Ok(value.priority),
+                    qualifications: Ok(value.qualifications),
+                    reports: Ok(value.reports),
+                    service_objects: Ok(value.service_objects),
+                    state: Ok(value.state),
+                    steps: Ok(value.steps),
+                    stock_movements: Ok(value.stock_movements),
+                    tags: Ok(value.tags),
+                    type_: Ok(value.type_),
+                    version: Ok(value.version),
+                }
+            }
+        }
+        #[derive(Clone, Debug)]
+        pub struct NewStepListTemplates {
+            category: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            date_modified: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            date_of_creation: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            description: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            external_id: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            id: ::std::result::Result<
+                super::NewStepListTemplatesId,
+                ::std::string::String,
+            >,
+            is_active: ::std::result::Result<
+                ::std::option::Option<bool>,
+                ::std::string::String,
+            >,
+            name: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            sort_order: ::std::result::Result<
+                ::std::option::Option<i32>,
+                ::std::string::String,
+            >,
+            version: ::std::result::Result<i64, ::std::string::String>,
+        }
+        impl ::std::default::Default for NewStepListTemplates {
+            fn default() -> Self {
+                Self {
+                    category: Ok(Default::default()),
+                    date_modified: Ok(Default::default()),
+                    date_of_creation: Ok(Default::default()),
+                    description: Ok(Default::default()),
+                    external_id: Ok(Default::default()),
+                    id: Err("no value supplied for id".to_string()),
+                    is_active: Ok(Default::default()),
+                    name: Ok(Default::default()),
+                    sort_order: Ok(Default::default()),
+                    version: Err("no value supplied for version".to_string()),
+                }
+            }
+        }
+        impl NewStepListTemplates {
+            pub fn category<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.category = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for category: {e}")
+                    });
+                self
+            }
+            pub fn date_modified<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.date_modified = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for date_modified: {e}")
+                    });
+                self
+            }
+            pub fn date_of_creation<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.date_of_creation = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!(
+                            "error converting supplied value for date_of_creation: {e}"
+                        )
+                    });
+                self
+            }
+            pub fn description<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.description = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for description: {e}")
+                    });
+                self
+            }
+            pub fn external_id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.external_id = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for external_id: {e}")
+                    });
+                self
+            }
+            pub fn id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<super::NewStepListTemplatesId>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.id = value
+                    .try_into()
+                    .map_err(|e| format!("error converting supplied value for id: {e}"));
+                self
+            }
+            pub fn is_active<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<bool>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.is_active = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for is_active: {e}")
+                    });
+                self
+            }
+            pub fn name<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.name = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for name: {e}")
+                    });
+                self
+            }
+            pub fn sort_order<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<i32>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.sort_order = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for sort_order: {e}")
+                    });
+                self
+            }
+            pub fn version<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<i64>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.version = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for version: {e}")
+                    });
+                self
+            }
+        }
+        impl ::std::convert::TryFrom<NewStepListTemplates>
+        for super::NewStepListTemplates {
+            type Error = super::error::ConversionError;
+            fn try_from(
+                value: NewStepListTemplates,
+            ) -> ::std::result::Result<Self, super::error::ConversionError> {
+                Ok(Self {
+                    category: value.category?,
+                    date_modified: value.date_modified?,
+                    date_of_creation: value.date_of_creation?,
+                    description: value.description?,
+                    external_id: value.external_id?,
+                    id: value.id?,
+                    is_active: value.is_active?,
+                    name: value.name?,
+                    sort_order: value.sort_order?,
+                    version: value.version?,
+                })
+            }
+        }
+        impl ::std::convert::From<super::NewStepListTemplates> for NewStepListTemplates {
+            fn from(value: super::NewStepListTemplates) -> Self {
+                Self {
+                    category: Ok(value.category),
+                    date_modified: Ok(value.date_modified),
+                    date_of_creation: Ok(value.date_of_creation),
+                    description: Ok(value.description),
+                    external_id: Ok(value.external_id),
+                    id: Ok(value.id),
+                    is_active: Ok(value.is_active),
+                    name: Ok(value.name),
+                    sort_order: Ok(value.sort_order),
+                    version: Ok(value.version),
+                }
+            }
+        }
+        #[derive(Clone, Debug)]
+        pub struct NewTags {
+            color: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            date_modified: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            date_of_creation: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            description: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            external_id: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            id: ::std::result::Result<super::NewTagsId, ::std::string::String>,
+            name: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            version: ::std::result::Result<i64, ::std::string::String>,
+        }
+        impl ::std::default::Default for NewTags {
+            fn default() -> Self {
+                Self {
+                    color: Ok(Default::default()),
+                    date_modified: Ok(Default::default()),
+                    date_of_creation: Ok(Default::default()),
+                    description: Ok(Default::default()),
+                    external_id: Ok(Default::default()),
+                    id: Err("no value supplied for id".to_string()),
+                    name: Ok(Default::default()),
+                    version: Err("no value supplied for version".to_string()),
+                }
+            }
+        }
+        impl NewTags {
+            pub fn color<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.color = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for color: {e}")
+                    });
+                self
+            }
+            pub fn date_modified<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.date_modified = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for date_modified: {e}")
+                    });
+                self
+            }
+            pub fn date_of_creation<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.date_of_creation = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!(
+                            "error converting supplied value for date_of_creation: {e}"
+                        )
+                    });
+                self
+            }
+            pub fn description<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.description = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for description: {e}")
+                    });
+                self
+            }
+            pub fn external_id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.external_id = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for external_id: {e}")
+                    });
+                self
+            }
+            pub fn id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<super::NewTagsId>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.id = value
+                    .try_into()
+                    .map_err(|e| format!("error converting supplied value for id: {e}"));
+                self
+            }
+            pub fn name<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.name = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for name: {e}")
+                    });
+                self
+            }
+            pub fn version<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<i64>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.version = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for version: {e}")
+                    });
+                self
+            }
+        }
+        impl ::std::convert::TryFrom<NewTags> for super::NewTags {
+            type Error = super::error::ConversionError;
+            fn try_from(
+                value: NewTags,
+            ) -> ::std::result::Result<Self, super::error::ConversionError> {
+                Ok(Self {
+                    color: value.color?,
+                    date_modified: value.date_modified?,
+                    date_of_creation: value.date_of_creation?,
+                    description: value.description?,
+                    external_id: value.external_id?,
+                    id: value.id?,
+                    name: value.name?,
+                    version: value.version?,
+                })
+            }
+        }
+        impl ::std::convert::From<super::NewTags> for NewTags {
+            fn from(value: super::NewTags) -> Self {
+                Self {
+                    color: Ok(value.color),
+                    date_modified: Ok(value.date_modified),
+                    date_of_creation: Ok(value.date_of_creation),
+                    description: Ok(value.description),
+                    external_id: Ok(value.external_id),
+                    id: Ok(value.id),
+                    name: Ok(value.name),
+                    version: Ok(value.version),
+                }
+            }
+        }
+        #[derive(Clone, Debug)]
+        pub struct NewTimeEvents {
+            cost_center_id: ::std::result::Result<
+                ::std::option::Option<super::EdmInt64>,
+                ::std::string::String,
+            >,
+            date_modified: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            date_of_creation: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            description: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            duration_minutes: ::std::result::Result<
+                ::std::option::Option<i32>,
+                ::std::string::String,
+            >,
+            end_date_time: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            external_id: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            id: ::std::result::Result<super::NewTimeEventsId, ::std::string::String>,
+            is_billable: ::std::result::Result<
+                ::std::option::Option<bool>,
+                ::std::string::String,
+            >,
+            service_request_id: ::std::result::Result<
+                ::std::option::Option<super::EdmInt64>,
+                ::std::string::String,
+            >,
+            start_date_time: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            type_: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            user_id: ::std::result::Result<
+                ::std::option::Option<super::EdmInt64>,
+                ::std::string::String,
+            >,
+            version: ::std::result::Result<i64, ::std::string::String>,
+        }
+        impl ::std::default::Default for NewTimeEvents {
+            fn default() -> Self {
+                Self {
+                    cost_center_id: Ok(Default::default()),
+                    date_modified: Ok(Default::default()),
+                    date_of_creation: Ok(Default::default()),
+                    description: Ok(Default::default()),
+                    duration_minutes: Ok(Default::default()),
+                    end_date_time: Ok(Default::default()),
+                    external_id: Ok(Default::default()),
+                    id: Err("no value supplied for id".to_string()),
+                    is_billable: Ok(Default::default()),
+                    service_request_id: Ok(Default::default()),
+                    start_date_time: Ok(Default::default()),
+                    type_: Ok(Default::default()),
+                    user_id: Ok(Default::default()),
+                    version: Err("no value supplied for version".to_string()),
+                }
+            }
+        }
+        impl NewTimeEvents {
+            pub fn cost_center_id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.cost_center_id = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!(
+                            "error converting supplied value for cost_center_id: {e}"
+                        )
+                    });
+                self
+            }
+            pub fn date_modified<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.date_modified = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for date_modified: {e}")
+                    });
+                self
+            }
+            pub fn date_of_creation<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.date_of_creation = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!(
+                            "error converting supplied value for date_of_creation: {e}"
+                        )
+                    });
+                self
+            }
+            pub fn description<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.description = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for description: {e}")
+                    });
+                self
+            }
+            pub fn duration_minutes<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<i32>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.duration_minutes = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!(
+                            "error converting supplied value for duration_minutes: {e}"
+                        )
+                    });
+                self
+            }
+            pub fn end_date_time<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.end_date_time = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for end_date_time: {e}")
+                    });
+                self
+            }
+            pub fn external_id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.external_id = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for external_id: {e}")
+                    });
+                self
+            }
+            pub fn id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<super::NewTimeEventsId>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.id = value
+                    .try_into()
+                    .map_err(|e| format!("error converting supplied value for id: {e}"));
+                self
+            }
+            pub fn is_billable<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<bool>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.is_billable = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for is_billable: {e}")
+                    });
+                self
+            }
+            pub fn service_request_id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.service_request_id = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!(
+                            "error converting supplied value for service_request_id: {e}"
+                        )
+                    });
+                self
+            }
+            pub fn start_date_time<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.start_date_time = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!(
+                            "error converting supplied value for start_date_time: {e}"
+                        )
+                    });
+                self
+            }
+            pub fn type_<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.type_ = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for type_: {e}")
+                    });
+                self
+            }
+            pub fn user_id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.user_id = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for user_id: {e}")
+                    });
+                self
+            }
+            pub fn version<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<i64>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.version = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for version: {e}")
+                    });
+                self
+            }
+        }
+        impl ::std::convert::TryFrom<NewTimeEvents> for super::NewTimeEvents {
+            type Error = super::error::ConversionError;
+            fn try_from(
+                value: NewTimeEvents,
+            ) -> ::std::result::Result<Self, super::error::ConversionError> {
+                Ok(Self {
+                    cost_center_id: value.cost_center_id?,
+                    date_modified: value.date_modified?,
+                    date_of_creation: value.date_of_creation?,
+                    description: value.description?,
+                    duration_minutes: value.duration_minutes?,
+                    end_date_time: value.end_date_time?,
+                    external_id: value.external_id?,
+                    id: value.id?,
+                    is_billable: value.is_billable?,
+                    service_request_id: value.service_request_id?,
+                    start_date_time: value.start_date_time?,
+                    type_: value.type_?,
+                    user_id: value.user_id?,
+                    version: value.version?,
+                })
+            }
+        }
+        impl ::std::convert::From<super::NewTimeEvents> for NewTimeEvents {
+            fn from(value: super::NewTimeEvents) -> Self {
+                Self {
+                    cost_center_id: Ok(value.cost_center_id),
+                    date_modified: Ok(value.date_modified),
+                    date_of_creation: Ok(value.date_of_creation),
+                    description: Ok(value.description),
+                    duration_minutes: Ok(value.duration_minutes),
+                    end_date_time: Ok(value.end_date_time),
+                    external_id: Ok(value.external_id),
+                    id: Ok(value.id),
+                    is_billable: Ok(value.is_billable),
+                    service_request_id: Ok(value.service_request_id),
+                    start_date_time: Ok(value.start_date_time),
+                    type_: Ok(value.type_),
+                    user_id: Ok(value.user_id),
+                    version: Ok(value.version),
+                }
+            }
+        }
+        #[derive(Clone, Debug)]
+        pub struct NewUsers {
+            color: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            cost_center_id: ::std::result::Result<
+                ::std::option::Option<super::EdmInt64>,
+                ::std::string::String,
+            >,
+            date_modified: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            date_of_creation: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            email: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            external_id: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            first_name: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            id: ::std::result::Result<super::NewUsersId, ::std::string::String>,
+            is_active: ::std::result::Result<
+                ::std::option::Option<bool>,
+                ::std::string::String,
+            >,
+            language: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            last_name: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            mobile_phone: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            role: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            telephone: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            user_name: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            version: ::std::result::Result<i64, ::std::string::String>,
+        }
+        impl ::std::default::Default for NewUsers {
+            fn default() -> Self {
+                Self {
+                    color: Ok(Default::default()),
+                    cost_center_id: Ok(Default::default()),
+                    date_modified: Ok(Default::default()),
+                    date_of_creation: Ok(Default::default()),
+                    email: Ok(Default::default()),
+                    external_id: Ok(Default::default()),
+                    first_name: Ok(Default::default()),
+                    id: Err("no value supplied for id".to_string()),
+                    is_active: Ok(Default::default()),
+                    language: Ok(Default::default()),
+                    last_name: Ok(Default::default()),
+                    mobile_phone: Ok(Default::default()),
+                    role: Ok(Default::default()),
+                    telephone: Ok(Default::default()),
+                    user_name: Ok(Default::default()),
+                    version: Err("no value supplied for version".to_string()),
+                }
+            }
+        }
+        impl NewUsers {
+            pub fn color<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.color = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for color: {e}")
+                    });
+                self
+            }
+            pub fn cost_center_id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.cost_center_id = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!(
+                            "error converting supplied value for cost_center_id: {e}"
+                        )
+                    });
+                self
+            }
+            pub fn date_modified<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.date_modified = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for date_modified: {e}")
+                    });
+                self
+            }
+            pub fn date_of_creation<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.date_of_creation = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!(
+                            "error converting supplied value for date_of_creation: {e}"
+                        )
+                    });
+                self
+            }
+            pub fn email<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.email = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for email: {e}")
+                    });
+                self
+            }
+            pub fn external_id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.external_id = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for external_id: {e}")
+                    });
+                self
+            }
+            pub fn first_name<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.first_name = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for first_name: {e}")
+                    });
+                self
+            }
+            pub fn id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<super::NewUsersId>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.id = value
+                    .try_into()
+                    .map_err(|e| format!("error converting supplied value for id: {e}"));
+                self
+            }
+            pub fn is_active<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<bool>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.is_active = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for is_active: {e}")
+                    });
+                self
+            }
+            pub fn language<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.language = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for language: {e}")
+                    });
+                self
+            }
+            pub fn last_name<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.last_name = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for last_name: {e}")
+                    });
+                self
+            }
+            pub fn mobile_phone<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.mobile_phone = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for mobile_phone: {e}")
+                    });
+                self
+            }
+            pub fn role<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.role = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for role: {e}")
+                    });
+                self
+            }
+            pub fn telephone<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.telephone = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for telephone: {e}")
+                    });
+                self
+            }
+            pub fn user_name<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.user_name = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for user_name: {e}")
+                    });
+                self
+            }
+            pub fn version<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<i64>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.version = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for version: {e}")
+                    });
+                self
+            }
+        }
+        impl ::std::convert::TryFrom<NewUsers> for super::NewUsers {
+            type Error = super::error::ConversionError;
+            fn try_from(
+                value: NewUsers,
+            ) -> ::std::result::Result<Self, super::error::ConversionError> {
+                Ok(Self {
+                    color: value.color?,
+                    cost_center_id: value.cost_center_id?,
+                    date_modified: value.date_modified?,
+                    date_of_creation: value.date_of_creation?,
+                    email: value.email?,
+                    external_id: value.external_id?,
+                    first_name: value.first_name?,
+                    id: value.id?,
+                    is_active: value.is_active?,
+                    language: value.language?,
+                    last_name: value.last_name?,
+                    mobile_phone: value.mobile_phone?,
+                    role: value.role?,
+                    telephone: value.telephone?,
+                    user_name: value.user_name?,
+                    version: value.version?,
+                })
+            }
+        }
+        impl ::std::convert::From<super::NewUsers> for NewUsers {
+            fn from(value: super::NewUsers) -> Self {
+                Self {
+                    color: Ok(value.color),
+                    cost_center_id: Ok(value.cost_center_id),
+                    date_modified: Ok(value.date_modified),
+                    date_of_creation: Ok(value.date_of_creation),
+                    email: Ok(value.email),
+                    external_id: Ok(value.external_id),
+                    first_name: Ok(value.first_name),
+                    id: Ok(value.id),
+                    is_active: Ok(value.is_active),
+                    language: Ok(value.language),
+                    last_name: Ok(value.last_name),
+                    mobile_phone: Ok(value.mobile_phone),
+                    role: Ok(value.role),
+                    telephone: Ok(value.telephone),
+                    user_name: Ok(value.user_name),
+                    version: Ok(value.version),
                 }
             }
         }
@@ -13237,7 +23238,7 @@ pub mod types {
                 ::std::string::String,
             >,
             period: ::std::result::Result<
-                ::std::option::Option<u32>,
+                ::std::option::Option<::std::num::NonZeroU32>,
                 ::std::string::String,
             >,
         }
@@ -13313,7 +23314,9 @@ pub mod types {
             }
             pub fn period<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<u32>>,
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<::std::num::NonZeroU32>,
+                >,
                 T::Error: ::std::fmt::Display,
             {
                 self.period = value
@@ -17362,6 +27365,157 @@ pub mod types {
             }
         }
         #[derive(Clone, Debug)]
+        pub struct ServiceUnavailable {
+            error_code: ::std::result::Result<
+                super::ServiceUnavailableErrorCode,
+                ::std::string::String,
+            >,
+            errors: ::std::result::Result<
+                ::std::option::Option<
+                    ::std::collections::HashMap<
+                        ::std::string::String,
+                        ::std::vec::Vec<::std::string::String>,
+                    >,
+                >,
+                ::std::string::String,
+            >,
+            message: ::std::result::Result<::std::string::String, ::std::string::String>,
+            request_id: ::std::result::Result<
+                ::std::string::String,
+                ::std::string::String,
+            >,
+            retry_after_seconds: ::std::result::Result<
+                ::std::option::Option<u64>,
+                ::std::string::String,
+            >,
+            success: ::std::result::Result<
+                ::std::option::Option<bool>,
+                ::std::string::String,
+            >,
+        }
+        impl ::std::default::Default for ServiceUnavailable {
+            fn default() -> Self {
+                Self {
+                    error_code: Err("no value supplied for error_code".to_string()),
+                    errors: Ok(Default::default()),
+                    message: Err("no value supplied for message".to_string()),
+                    request_id: Err("no value supplied for request_id".to_string()),
+                    retry_after_seconds: Ok(Default::default()),
+                    success: Ok(Default::default()),
+                }
+            }
+        }
+        impl ServiceUnavailable {
+            pub fn error_code<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<super::ServiceUnavailableErrorCode>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.error_code = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for error_code: {e}")
+                    });
+                self
+            }
+            pub fn errors<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<
+                        ::std::collections::HashMap<
+                            ::std::string::String,
+                            ::std::vec::Vec<::std::string::String>,
+                        >,
+                    >,
+                >,
+                T::Error: ::std::fmt::Display,
+            {
+                self.errors = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for errors: {e}")
+                    });
+                self
+            }
+            pub fn message<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::string::String>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.message = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for message: {e}")
+                    });
+                self
+            }
+            pub fn request_id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::string::String>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.request_id = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for request_id: {e}")
+                    });
+                self
+            }
+            pub fn retry_after_seconds<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<u64>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.retry_after_seconds = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!(
+                            "error converting supplied value for retry_after_seconds: {e}"
+                        )
+                    });
+                self
+            }
+            pub fn success<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<bool>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.success = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for success: {e}")
+                    });
+                self
+            }
+        }
+        impl ::std::convert::TryFrom<ServiceUnavailable> for super::ServiceUnavailable {
+            type Error = super::error::ConversionError;
+            fn try_from(
+                value: ServiceUnavailable,
+            ) -> ::std::result::Result<Self, super::error::ConversionError> {
+                Ok(Self {
+                    error_code: value.error_code?,
+                    errors: value.errors?,
+                    message: value.message?,
+                    request_id: value.request_id?,
+                    retry_after_seconds: value.retry_after_seconds?,
+                    success: value.success?,
+                })
+            }
+        }
+        impl ::std::convert::From<super::ServiceUnavailable> for ServiceUnavailable {
+            fn from(value: super::ServiceUnavailable) -> Self {
+                Self {
+                    error_code: Ok(value.error_code),
+                    errors: Ok(value.errors),
+                    message: Ok(value.message),
+                    request_id: Ok(value.request_id),
+                    retry_after_seconds: Ok(value.retry_after_seconds),
+                    success: Ok(value.success),
+                }
+            }
+        }
+        #[derive(Clone, Debug)]
         pub struct Signee {
             culture: ::std::result::Result<
                 ::std::option::Option<::std::string::String>,
@@ -17384,7 +27538,7 @@ pub mod types {
                 ::std::string::String,
             >,
             signing_order: ::std::result::Result<
-                ::std::option::Option<u32>,
+                ::std::option::Option<i32>,
                 ::std::string::String,
             >,
             title: ::std::result::Result<
@@ -17468,7 +27622,7 @@ pub mod types {
             }
             pub fn signing_order<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<u32>>,
+                T: ::std::convert::TryInto<::std::option::Option<i32>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.signing_order = value
@@ -19881,6 +30035,158 @@ pub mod types {
             }
         }
         #[derive(Clone, Debug)]
+        pub struct UpstreamUnavailable {
+            error_code: ::std::result::Result<
+                super::UpstreamUnavailableErrorCode,
+                ::std::string::String,
+            >,
+            errors: ::std::result::Result<
+                ::std::option::Option<
+                    ::std::collections::HashMap<
+                        ::std::string::String,
+                        ::std::vec::Vec<::std::string::String>,
+                    >,
+                >,
+                ::std::string::String,
+            >,
+            message: ::std::result::Result<::std::string::String, ::std::string::String>,
+            request_id: ::std::result::Result<
+                ::std::string::String,
+                ::std::string::String,
+            >,
+            retry_after_seconds: ::std::result::Result<
+                ::std::option::Option<u64>,
+                ::std::string::String,
+            >,
+            success: ::std::result::Result<
+                ::std::option::Option<bool>,
+                ::std::string::String,
+            >,
+        }
+        impl ::std::default::Default for UpstreamUnavailable {
+            fn default() -> Self {
+                Self {
+                    error_code: Err("no value supplied for error_code".to_string()),
+                    errors: Ok(Default::default()),
+                    message: Err("no value supplied for message".to_string()),
+                    request_id: Err("no value supplied for request_id".to_string()),
+                    retry_after_seconds: Ok(Default::default()),
+                    success: Ok(Default::default()),
+                }
+            }
+        }
+        impl UpstreamUnavailable {
+            pub fn error_code<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<super::UpstreamUnavailableErrorCode>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.error_code = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for error_code: {e}")
+                    });
+                self
+            }
+            pub fn errors<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<
+                        ::std::collections::HashMap<
+                            ::std::string::String,
+                            ::std::vec::Vec<::std::string::String>,
+                        >,
+                    >,
+                >,
+                T::Error: ::std::fmt::Display,
+            {
+                self.errors = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for errors: {e}")
+                    });
+                self
+            }
+            pub fn message<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::string::String>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.message = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for message: {e}")
+                    });
+                self
+            }
+            pub fn request_id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::string::String>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.request_id = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for request_id: {e}")
+                    });
+                self
+            }
+            pub fn retry_after_seconds<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<u64>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.retry_after_seconds = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!(
+                            "error converting supplied value for retry_after_seconds: {e}"
+                        )
+                    });
+                self
+            }
+            pub fn success<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<bool>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.success = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for success: {e}")
+                    });
+                self
+            }
+        }
+        impl ::std::convert::TryFrom<UpstreamUnavailable>
+        for super::UpstreamUnavailable {
+            type Error = super::error::ConversionError;
+            fn try_from(
+                value: UpstreamUnavailable,
+            ) -> ::std::result::Result<Self, super::error::ConversionError> {
+                Ok(Self {
+                    error_code: value.error_code?,
+                    errors: value.errors?,
+                    message: value.message?,
+                    request_id: value.request_id?,
+                    retry_after_seconds: value.retry_after_seconds?,
+                    success: value.success?,
+                })
+            }
+        }
+        impl ::std::convert::From<super::UpstreamUnavailable> for UpstreamUnavailable {
+            fn from(value: super::UpstreamUnavailable) -> Self {
+                Self {
+                    error_code: Ok(value.error_code),
+                    errors: Ok(value.errors),
+                    message: Ok(value.message),
+                    request_id: Ok(value.request_id),
+                    retry_after_seconds: Ok(value.retry_after_seconds),
+                    success: Ok(value.success),
+                }
+            }
+        }
+        #[derive(Clone, Debug)]
         pub struct Users {
             color: ::std::result::Result<
                 ::std::option::Option<::std::string::String>,
@@ -20459,11 +30765,11 @@ pub mod types {
         #[derive(Clone, Debug)]
         pub struct WebhookPayload {
             entity_id: ::std::result::Result<
-                ::std::string::String,
+                super::WebhookPayloadEntityId,
                 ::std::string::String,
             >,
             entity_name: ::std::result::Result<
-                ::std::string::String,
+                super::WebhookPayloadEntityName,
                 ::std::string::String,
             >,
             type_: ::std::result::Result<
@@ -20483,7 +30789,7 @@ pub mod types {
         impl WebhookPayload {
             pub fn entity_id<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::string::String>,
+                T: ::std::convert::TryInto<super::WebhookPayloadEntityId>,
                 T::Error: ::std::fmt::Display,
             {
                 self.entity_id = value
@@ -20495,7 +30801,7 @@ pub mod types {
             }
             pub fn entity_name<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::string::String>,
+                T: ::std::convert::TryInto<super::WebhookPayloadEntityName>,
                 T::Error: ::std::fmt::Display,
             {
                 self.entity_name = value
@@ -20824,7 +31130,7 @@ Sends a `GET` request to `/api/v1/erp/show/{model}/{entity}`
 
 Arguments:
 - `model`: The ERP's name of the model, e.g. `customer`.
-- `entity`: The id of one record.
+- `entity`: The id of one record (letters, digits and `-`, at most 64).
 ```ignore
 let response = client.erp_show_record()
     .model(model)
@@ -20843,7 +31149,7 @@ Sends a `GET` request to `/api/v1/erp/show/{model}/{entity}/{value}`
 
 Arguments:
 - `model`: The ERP's name of the model, e.g. `customer`.
-- `entity`: A top-level field of the model, e.g. `customerNumber`.
+- `entity`: A top-level field of the model, e.g. `customerNumber` (letters and digits, at most 64).
 - `value`: The value the field must equal.
 ```ignore
 let response = client.erp_show_matching()
@@ -20893,7 +31199,7 @@ Sends a `GET` request to `/api/v1/erp/update/{model}/{entity}`
 
 Arguments:
 - `model`: The ERP's name of the model, e.g. `customer`.
-- `entity`: The id of one record.
+- `entity`: The id of one record (letters, digits and `-`, at most 64).
 ```ignore
 let response = client.erp_update_record()
     .model(model)
@@ -20912,7 +31218,7 @@ Sends a `GET` request to `/api/v1/erp/update/{model}/{entity}/{value}`
 
 Arguments:
 - `model`: The ERP's name of the model, e.g. `customer`.
-- `entity`: A top-level field of the model, e.g. `customerNumber`.
+- `entity`: A top-level field of the model, e.g. `customerNumber` (letters and digits, at most 64).
 - `value`: The value the field must equal.
 ```ignore
 let response = client.erp_update_matching()
@@ -20932,9 +31238,9 @@ The ERP calls this when a watched record is created, changed or deleted, with th
 Sends a `GET` request to `/api/v1/erp/webhooks`
 
 Arguments:
-- `entity_id`: Id of the record (GET calls).
-- `entity_name`: Entity type, e.g. `customer` (GET calls).
-- `id`: Fallback for `entityId`.
+- `entity_id`: Id of the record: letters, digits and `-`, at most 64 (GET calls: this or `id` is required; blank counts as absent).
+- `entity_name`: Entity type, e.g. `customer` (GET calls: required).
+- `id`: Fallback for `entityId` (blank counts as absent).
 - `secret`: The webhook secret, when it is part of the URL registered at the ERP.
 - `type_`: `created`, `updated` or `deleted` (GET calls).
 ```ignore
@@ -20957,19 +31263,11 @@ As the GET form, with the entity name, id and event in a JSON body (`{"entityNam
 Sends a `POST` request to `/api/v1/erp/webhooks`
 
 Arguments:
-- `entity_id`: Id of the record (GET calls).
-- `entity_name`: Entity type, e.g. `customer` (GET calls).
-- `id`: Fallback for `entityId`.
 - `secret`: The webhook secret, when it is part of the URL registered at the ERP.
-- `type_`: `created`, `updated` or `deleted` (GET calls).
 - `body`
 ```ignore
 let response = client.erp_webhook_post()
-    .entity_id(entity_id)
-    .entity_name(entity_name)
-    .id(id)
     .secret(secret)
-    .type_(type_)
     .body(body)
     .send()
     .await;
@@ -22402,7 +32700,7 @@ Sends a `GET` request to `/api/v1/fieldreport/show/{entity}/{attribute}`
 
 Arguments:
 - `entity`: Route name (`costCenters`) or OData set name (`CostCenters`).
-- `attribute`: A top-level field of the record, e.g. `ExternalId`.
+- `attribute`: A top-level field of the record, e.g. `ExternalId` (letters, digits and `_`, at most 64).
 ```ignore
 let response = client.fieldreport_show_having()
     .entity(entity)
@@ -22421,7 +32719,7 @@ Sends a `GET` request to `/api/v1/fieldreport/show/{entity}/{attribute}/{value}`
 
 Arguments:
 - `entity`: Route name (`costCenters`) or OData set name (`CostCenters`).
-- `attribute`: A top-level field of the record, e.g. `ExternalId`.
+- `attribute`: A top-level field of the record, e.g. `ExternalId` (letters, digits and `_`, at most 64).
 - `value`: The value to look for (compared as text).
 ```ignore
 let response = client.fieldreport_show_records()
@@ -23008,7 +33306,7 @@ Sends a `GET` request to `/api/v1/leasing/calculate/{monthlyInstalment}/{period}
 
 Arguments:
 - `monthly_instalment`: Monthly instalment (net, up to two decimals, greater than 0), e.g. `299`.
-- `period`: Contract period in months: 48, 60, 72 or 84 by default.
+- `period`: Contract period in months: 48, 60, 72 or 84 by default (`LEASING_FACTORS`).
 ```ignore
 let response = client.leasing_calculate()
     .monthly_instalment(monthly_instalment)
@@ -23422,7 +33720,28 @@ pub mod builder {
                         ),
                     )
                 }
-                500u16..=599u16 => {
+                409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                502u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                503u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                504u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -23526,7 +33845,28 @@ pub mod builder {
                         ),
                     )
                 }
-                500u16..=599u16 => {
+                409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                502u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                503u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                504u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -23615,7 +33955,28 @@ pub mod builder {
                         ),
                     )
                 }
-                500u16..=599u16 => {
+                409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                502u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                503u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                504u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -23719,7 +34080,28 @@ pub mod builder {
                         ),
                     )
                 }
-                500u16..=599u16 => {
+                409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                502u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                503u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                504u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -23807,7 +34189,28 @@ pub mod builder {
                         ),
                     )
                 }
-                500u16..=599u16 => {
+                409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                502u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                503u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                504u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -23913,7 +34316,28 @@ pub mod builder {
                         ),
                     )
                 }
-                500u16..=599u16 => {
+                409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                502u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                503u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                504u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -23982,7 +34406,28 @@ pub mod builder {
                         ),
                     )
                 }
-                500u16..=599u16 => {
+                409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                502u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                503u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                504u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -24051,7 +34496,28 @@ pub mod builder {
                         ),
                     )
                 }
-                500u16..=599u16 => {
+                409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                502u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                503u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                504u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -24140,7 +34606,28 @@ pub mod builder {
                         ),
                     )
                 }
-                500u16..=599u16 => {
+                409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                502u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                503u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                504u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -24209,7 +34696,7 @@ pub mod builder {
                         ),
                     )
                 }
-                500u16..=599u16 => {
+                503u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -24227,8 +34714,8 @@ pub mod builder {
     pub struct ErpShowModel<'a> {
         client: &'a super::Client,
         model: Result<::std::string::String, String>,
-        page: Result<Option<u32>, String>,
-        per_page: Result<Option<u32>, String>,
+        page: Result<Option<::std::num::NonZeroU32>, String>,
+        per_page: Result<Option<::std::num::NonZeroU32>, String>,
     }
     impl<'a> ErpShowModel<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -24253,22 +34740,28 @@ pub mod builder {
         }
         pub fn page<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<u32>,
+            V: std::convert::TryInto<::std::num::NonZeroU32>,
         {
             self.page = value
                 .try_into()
                 .map(Some)
-                .map_err(|_| "conversion to `u32` for page failed".to_string());
+                .map_err(|_| {
+                    "conversion to `:: std :: num :: NonZeroU32` for page failed"
+                        .to_string()
+                });
             self
         }
         pub fn per_page<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<u32>,
+            V: std::convert::TryInto<::std::num::NonZeroU32>,
         {
             self.per_page = value
                 .try_into()
                 .map(Some)
-                .map_err(|_| "conversion to `u32` for per_page failed".to_string());
+                .map_err(|_| {
+                    "conversion to `:: std :: num :: NonZeroU32` for per_page failed"
+                        .to_string()
+                });
             self
         }
         ///Sends a `GET` request to `/api/v1/erp/show/{model}`
@@ -24326,7 +34819,7 @@ pub mod builder {
                         ),
                     )
                 }
-                500u16..=599u16 => {
+                503u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -24344,7 +34837,7 @@ pub mod builder {
     pub struct ErpShowRecord<'a> {
         client: &'a super::Client,
         model: Result<::std::string::String, String>,
-        entity: Result<::std::string::String, String>,
+        entity: Result<types::ErpShowRecordEntity, String>,
     }
     impl<'a> ErpShowRecord<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -24368,13 +34861,12 @@ pub mod builder {
         }
         pub fn entity<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::string::String>,
+            V: std::convert::TryInto<types::ErpShowRecordEntity>,
         {
             self.entity = value
                 .try_into()
                 .map_err(|_| {
-                    "conversion to `:: std :: string :: String` for entity failed"
-                        .to_string()
+                    "conversion to `ErpShowRecordEntity` for entity failed".to_string()
                 });
             self
         }
@@ -24433,7 +34925,7 @@ pub mod builder {
                         ),
                     )
                 }
-                500u16..=599u16 => {
+                503u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -24451,7 +34943,7 @@ pub mod builder {
     pub struct ErpShowMatching<'a> {
         client: &'a super::Client,
         model: Result<::std::string::String, String>,
-        entity: Result<::std::string::String, String>,
+        entity: Result<types::ErpShowMatchingEntity, String>,
         value: Result<::std::string::String, String>,
     }
     impl<'a> ErpShowMatching<'a> {
@@ -24477,13 +34969,12 @@ pub mod builder {
         }
         pub fn entity<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::string::String>,
+            V: std::convert::TryInto<types::ErpShowMatchingEntity>,
         {
             self.entity = value
                 .try_into()
                 .map_err(|_| {
-                    "conversion to `:: std :: string :: String` for entity failed"
-                        .to_string()
+                    "conversion to `ErpShowMatchingEntity` for entity failed".to_string()
                 });
             self
         }
@@ -24553,7 +35044,7 @@ pub mod builder {
                         ),
                     )
                 }
-                500u16..=599u16 => {
+                503u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -24622,7 +35113,28 @@ pub mod builder {
                         ),
                     )
                 }
-                500u16..=599u16 => {
+                409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                502u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                503u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                504u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -24711,7 +35223,28 @@ pub mod builder {
                         ),
                     )
                 }
-                500u16..=599u16 => {
+                409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                502u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                503u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                504u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -24729,7 +35262,7 @@ pub mod builder {
     pub struct ErpUpdateRecord<'a> {
         client: &'a super::Client,
         model: Result<::std::string::String, String>,
-        entity: Result<::std::string::String, String>,
+        entity: Result<types::ErpUpdateRecordEntity, String>,
     }
     impl<'a> ErpUpdateRecord<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -24753,13 +35286,12 @@ pub mod builder {
         }
         pub fn entity<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::string::String>,
+            V: std::convert::TryInto<types::ErpUpdateRecordEntity>,
         {
             self.entity = value
                 .try_into()
                 .map_err(|_| {
-                    "conversion to `:: std :: string :: String` for entity failed"
-                        .to_string()
+                    "conversion to `ErpUpdateRecordEntity` for entity failed".to_string()
                 });
             self
         }
@@ -24815,7 +35347,28 @@ pub mod builder {
                         ),
                     )
                 }
-                500u16..=599u16 => {
+                409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                502u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                503u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                504u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -24833,7 +35386,7 @@ pub mod builder {
     pub struct ErpUpdateMatching<'a> {
         client: &'a super::Client,
         model: Result<::std::string::String, String>,
-        entity: Result<::std::string::String, String>,
+        entity: Result<types::ErpUpdateMatchingEntity, String>,
         value: Result<::std::string::String, String>,
     }
     impl<'a> ErpUpdateMatching<'a> {
@@ -24859,12 +35412,12 @@ pub mod builder {
         }
         pub fn entity<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::string::String>,
+            V: std::convert::TryInto<types::ErpUpdateMatchingEntity>,
         {
             self.entity = value
                 .try_into()
                 .map_err(|_| {
-                    "conversion to `:: std :: string :: String` for entity failed"
+                    "conversion to `ErpUpdateMatchingEntity` for entity failed"
                         .to_string()
                 });
             self
@@ -24935,7 +35488,28 @@ pub mod builder {
                         ),
                     )
                 }
-                500u16..=599u16 => {
+                409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                502u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                503u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                504u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -24952,9 +35526,9 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct ErpWebhookGet<'a> {
         client: &'a super::Client,
-        entity_id: Result<Option<::std::string::String>, String>,
-        entity_name: Result<Option<::std::string::String>, String>,
-        id: Result<Option<::std::string::String>, String>,
+        entity_id: Result<Option<types::ErpWebhookGetEntityId>, String>,
+        entity_name: Result<Option<types::ErpWebhookGetEntityName>, String>,
+        id: Result<Option<types::ErpWebhookGetId>, String>,
         secret: Result<Option<::std::string::String>, String>,
         type_: Result<Option<::std::string::String>, String>,
     }
@@ -24971,40 +35545,39 @@ pub mod builder {
         }
         pub fn entity_id<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::string::String>,
+            V: std::convert::TryInto<types::ErpWebhookGetEntityId>,
         {
             self.entity_id = value
                 .try_into()
                 .map(Some)
                 .map_err(|_| {
-                    "conversion to `:: std :: string :: String` for entity_id failed"
+                    "conversion to `ErpWebhookGetEntityId` for entity_id failed"
                         .to_string()
                 });
             self
         }
         pub fn entity_name<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::string::String>,
+            V: std::convert::TryInto<types::ErpWebhookGetEntityName>,
         {
             self.entity_name = value
                 .try_into()
                 .map(Some)
                 .map_err(|_| {
-                    "conversion to `:: std :: string :: String` for entity_name failed"
+                    "conversion to `ErpWebhookGetEntityName` for entity_name failed"
                         .to_string()
                 });
             self
         }
         pub fn id<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::string::String>,
+            V: std::convert::TryInto<types::ErpWebhookGetId>,
         {
             self.id = value
                 .try_into()
                 .map(Some)
                 .map_err(|_| {
-                    "conversion to `:: std :: string :: String` for id failed"
-                        .to_string()
+                    "conversion to `ErpWebhookGetId` for id failed".to_string()
                 });
             self
         }
@@ -25091,7 +35664,14 @@ pub mod builder {
                         ),
                     )
                 }
-                500u16..=599u16 => {
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                503u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -25108,63 +35688,16 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct ErpWebhookPost<'a> {
         client: &'a super::Client,
-        entity_id: Result<Option<::std::string::String>, String>,
-        entity_name: Result<Option<::std::string::String>, String>,
-        id: Result<Option<::std::string::String>, String>,
         secret: Result<Option<::std::string::String>, String>,
-        type_: Result<Option<::std::string::String>, String>,
         body: Result<types::builder::WebhookPayload, String>,
     }
     impl<'a> ErpWebhookPost<'a> {
         pub fn new(client: &'a super::Client) -> Self {
             Self {
                 client: client,
-                entity_id: Ok(None),
-                entity_name: Ok(None),
-                id: Ok(None),
                 secret: Ok(None),
-                type_: Ok(None),
                 body: Ok(::std::default::Default::default()),
             }
-        }
-        pub fn entity_id<V>(mut self, value: V) -> Self
-        where
-            V: std::convert::TryInto<::std::string::String>,
-        {
-            self.entity_id = value
-                .try_into()
-                .map(Some)
-                .map_err(|_| {
-                    "conversion to `:: std :: string :: String` for entity_id failed"
-                        .to_string()
-                });
-            self
-        }
-        pub fn entity_name<V>(mut self, value: V) -> Self
-        where
-            V: std::convert::TryInto<::std::string::String>,
-        {
-            self.entity_name = value
-                .try_into()
-                .map(Some)
-                .map_err(|_| {
-                    "conversion to `:: std :: string :: String` for entity_name failed"
-                        .to_string()
-                });
-            self
-        }
-        pub fn id<V>(mut self, value: V) -> Self
-        where
-            V: std::convert::TryInto<::std::string::String>,
-        {
-            self.id = value
-                .try_into()
-                .map(Some)
-                .map_err(|_| {
-                    "conversion to `:: std :: string :: String` for id failed"
-                        .to_string()
-                });
-            self
         }
         pub fn secret<V>(mut self, value: V) -> Self
         where
@@ -25175,19 +35708,6 @@ pub mod builder {
                 .map(Some)
                 .map_err(|_| {
                     "conversion to `:: std :: string :: String` for secret failed"
-                        .to_string()
-                });
-            self
-        }
-        pub fn type_<V>(mut self, value: V) -> Self
-        where
-            V: std::convert::TryInto<::std::string::String>,
-        {
-            self.type_ = value
-                .try_into()
-                .map(Some)
-                .map_err(|_| {
-                    "conversion to `:: std :: string :: String` for type_ failed"
                         .to_string()
                 });
             self
@@ -25220,12 +35740,8 @@ pub mod builder {
         pub async fn send(
             self,
         ) -> Result<ResponseValue<types::WebhookAccepted>, Error<types::ApiError>> {
-            let Self { client, entity_id, entity_name, id, secret, type_, body } = self;
-            let entity_id = entity_id.map_err(Error::InvalidRequest)?;
-            let entity_name = entity_name.map_err(Error::InvalidRequest)?;
-            let id = id.map_err(Error::InvalidRequest)?;
+            let Self { client, secret, body } = self;
             let secret = secret.map_err(Error::InvalidRequest)?;
-            let type_ = type_.map_err(Error::InvalidRequest)?;
             let body = body
                 .and_then(|v| {
                     types::WebhookPayload::try_from(v).map_err(|e| e.to_string())
@@ -25249,11 +35765,7 @@ pub mod builder {
                     ::reqwest::header::HeaderValue::from_static("application/json"),
                 )
                 .json(&body)
-                .query(&progenitor_client::QueryParam::new("entityId", &entity_id))
-                .query(&progenitor_client::QueryParam::new("entityName", &entity_name))
-                .query(&progenitor_client::QueryParam::new("id", &id))
                 .query(&progenitor_client::QueryParam::new("secret", &secret))
-                .query(&progenitor_client::QueryParam::new("type", &type_))
                 .headers(header_map)
                 .build()?;
             let info = OperationInfo {
@@ -25279,6 +35791,13 @@ pub mod builder {
                         ),
                     )
                 }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 413u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -25293,7 +35812,7 @@ pub mod builder {
                         ),
                     )
                 }
-                500u16..=599u16 => {
+                503u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -25310,8 +35829,8 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct FieldreportCompaniesList<'a> {
         client: &'a super::Client,
-        page: Result<Option<u32>, String>,
-        per_page: Result<Option<u32>, String>,
+        page: Result<Option<::std::num::NonZeroU32>, String>,
+        per_page: Result<Option<::std::num::NonZeroU32>, String>,
     }
     impl<'a> FieldreportCompaniesList<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -25323,22 +35842,28 @@ pub mod builder {
         }
         pub fn page<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<u32>,
+            V: std::convert::TryInto<::std::num::NonZeroU32>,
         {
             self.page = value
                 .try_into()
                 .map(Some)
-                .map_err(|_| "conversion to `u32` for page failed".to_string());
+                .map_err(|_| {
+                    "conversion to `:: std :: num :: NonZeroU32` for page failed"
+                        .to_string()
+                });
             self
         }
         pub fn per_page<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<u32>,
+            V: std::convert::TryInto<::std::num::NonZeroU32>,
         {
             self.per_page = value
                 .try_into()
                 .map(Some)
-                .map_err(|_| "conversion to `u32` for per_page failed".to_string());
+                .map_err(|_| {
+                    "conversion to `:: std :: num :: NonZeroU32` for per_page failed"
+                        .to_string()
+                });
             self
         }
         ///Sends a `GET` request to `/api/v1/fieldreport/companies`
@@ -25392,7 +35917,7 @@ pub mod builder {
                         ),
                     )
                 }
-                500u16..=599u16 => {
+                503u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -25409,7 +35934,7 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct FieldreportCompaniesCreate<'a> {
         client: &'a super::Client,
-        body: Result<types::builder::Companies, String>,
+        body: Result<types::builder::NewCompanies, String>,
     }
     impl<'a> FieldreportCompaniesCreate<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -25420,20 +35945,22 @@ pub mod builder {
         }
         pub fn body<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<types::Companies>,
-            <V as std::convert::TryInto<types::Companies>>::Error: std::fmt::Display,
+            V: std::convert::TryInto<types::NewCompanies>,
+            <V as std::convert::TryInto<types::NewCompanies>>::Error: std::fmt::Display,
         {
             self.body = value
                 .try_into()
                 .map(From::from)
                 .map_err(|s| {
-                    format!("conversion to `Companies` for body failed: {}", s)
+                    format!("conversion to `NewCompanies` for body failed: {}", s)
                 });
             self
         }
         pub fn body_map<F>(mut self, f: F) -> Self
         where
-            F: std::ops::FnOnce(types::builder::Companies) -> types::builder::Companies,
+            F: std::ops::FnOnce(
+                types::builder::NewCompanies,
+            ) -> types::builder::NewCompanies,
         {
             self.body = self.body.map(f);
             self
@@ -25444,7 +35971,9 @@ pub mod builder {
         ) -> Result<ResponseValue<types::CompaniesWrite>, Error<types::ApiError>> {
             let Self { client, body } = self;
             let body = body
-                .and_then(|v| types::Companies::try_from(v).map_err(|e| e.to_string()))
+                .and_then(|v| {
+                    types::NewCompanies::try_from(v).map_err(|e| e.to_string())
+                })
                 .map_err(Error::InvalidRequest)?;
             let url = format!("{}/api/v1/fieldreport/companies", client.baseurl,);
             let mut header_map = ::reqwest::header::HeaderMap::with_capacity(1usize);
@@ -25504,13 +36033,6 @@ pub mod builder {
                     )
                 }
                 422u16 => {
-                    Err(
-                        Error::ErrorResponse(
-                            ResponseValue::from_response(response).await?,
-                        ),
-                    )
-                }
-                500u16..=599u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -25627,7 +36149,7 @@ pub mod builder {
                         ),
                     )
                 }
-                500u16..=599u16 => {
+                503u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -25764,13 +36286,6 @@ pub mod builder {
                     )
                 }
                 422u16 => {
-                    Err(
-                        Error::ErrorResponse(
-                            ResponseValue::from_response(response).await?,
-                        ),
-                    )
-                }
-                500u16..=599u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -26061,13 +36576,6 @@ pub mod builder {
                         ),
                     )
                 }
-                500u16..=599u16 => {
-                    Err(
-                        Error::ErrorResponse(
-                            ResponseValue::from_response(response).await?,
-                        ),
-                    )
-                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -26099,8 +36607,8 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct FieldreportContactsList<'a> {
         client: &'a super::Client,
-        page: Result<Option<u32>, String>,
-        per_page: Result<Option<u32>, String>,
+        page: Result<Option<::std::num::NonZeroU32>, String>,
+        per_page: Result<Option<::std::num::NonZeroU32>, String>,
     }
     impl<'a> FieldreportContactsList<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -26112,22 +36620,28 @@ pub mod builder {
         }
         pub fn page<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<u32>,
+            V: std::convert::TryInto<::std::num::NonZeroU32>,
         {
             self.page = value
                 .try_into()
                 .map(Some)
-                .map_err(|_| "conversion to `u32` for page failed".to_string());
+                .map_err(|_| {
+                    "conversion to `:: std :: num :: NonZeroU32` for page failed"
+                        .to_string()
+                });
             self
         }
         pub fn per_page<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<u32>,
+            V: std::convert::TryInto<::std::num::NonZeroU32>,
         {
             self.per_page = value
                 .try_into()
                 .map(Some)
-                .map_err(|_| "conversion to `u32` for per_page failed".to_string());
+                .map_err(|_| {
+                    "conversion to `:: std :: num :: NonZeroU32` for per_page failed"
+                        .to_string()
+                });
             self
         }
         ///Sends a `GET` request to `/api/v1/fieldreport/contacts`
@@ -26181,7 +36695,7 @@ pub mod builder {
                         ),
                     )
                 }
-                500u16..=599u16 => {
+                503u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -26198,7 +36712,7 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct FieldreportContactsCreate<'a> {
         client: &'a super::Client,
-        body: Result<types::builder::Contacts, String>,
+        body: Result<types::builder::NewContacts, String>,
     }
     impl<'a> FieldreportContactsCreate<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -26209,18 +36723,22 @@ pub mod builder {
         }
         pub fn body<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<types::Contacts>,
-            <V as std::convert::TryInto<types::Contacts>>::Error: std::fmt::Display,
+            V: std::convert::TryInto<types::NewContacts>,
+            <V as std::convert::TryInto<types::NewContacts>>::Error: std::fmt::Display,
         {
             self.body = value
                 .try_into()
                 .map(From::from)
-                .map_err(|s| format!("conversion to `Contacts` for body failed: {}", s));
+                .map_err(|s| {
+                    format!("conversion to `NewContacts` for body failed: {}", s)
+                });
             self
         }
         pub fn body_map<F>(mut self, f: F) -> Self
         where
-            F: std::ops::FnOnce(types::builder::Contacts) -> types::builder::Contacts,
+            F: std::ops::FnOnce(
+                types::builder::NewContacts,
+            ) -> types::builder::NewContacts,
         {
             self.body = self.body.map(f);
             self
@@ -26231,7 +36749,7 @@ pub mod builder {
         ) -> Result<ResponseValue<types::ContactsWrite>, Error<types::ApiError>> {
             let Self { client, body } = self;
             let body = body
-                .and_then(|v| types::Contacts::try_from(v).map_err(|e| e.to_string()))
+                .and_then(|v| types::NewContacts::try_from(v).map_err(|e| e.to_string()))
                 .map_err(Error::InvalidRequest)?;
             let url = format!("{}/api/v1/fieldreport/contacts", client.baseurl,);
             let mut header_map = ::reqwest::header::HeaderMap::with_capacity(1usize);
@@ -26291,13 +36809,6 @@ pub mod builder {
                     )
                 }
                 422u16 => {
-                    Err(
-                        Error::ErrorResponse(
-                            ResponseValue::from_response(response).await?,
-                        ),
-                    )
-                }
-                500u16..=599u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -26414,7 +36925,7 @@ pub mod builder {
                         ),
                     )
                 }
-                500u16..=599u16 => {
+                503u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -26549,13 +37060,6 @@ pub mod builder {
                     )
                 }
                 422u16 => {
-                    Err(
-                        Error::ErrorResponse(
-                            ResponseValue::from_response(response).await?,
-                        ),
-                    )
-                }
-                500u16..=599u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -26844,13 +37348,6 @@ pub mod builder {
                         ),
                     )
                 }
-                500u16..=599u16 => {
-                    Err(
-                        Error::ErrorResponse(
-                            ResponseValue::from_response(response).await?,
-                        ),
-                    )
-                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -26882,8 +37379,8 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct FieldreportCostCentersList<'a> {
         client: &'a super::Client,
-        page: Result<Option<u32>, String>,
-        per_page: Result<Option<u32>, String>,
+        page: Result<Option<::std::num::NonZeroU32>, String>,
+        per_page: Result<Option<::std::num::NonZeroU32>, String>,
     }
     impl<'a> FieldreportCostCentersList<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -26895,22 +37392,28 @@ pub mod builder {
         }
         pub fn page<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<u32>,
+            V: std::convert::TryInto<::std::num::NonZeroU32>,
         {
             self.page = value
                 .try_into()
                 .map(Some)
-                .map_err(|_| "conversion to `u32` for page failed".to_string());
+                .map_err(|_| {
+                    "conversion to `:: std :: num :: NonZeroU32` for page failed"
+                        .to_string()
+                });
             self
         }
         pub fn per_page<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<u32>,
+            V: std::convert::TryInto<::std::num::NonZeroU32>,
         {
             self.per_page = value
                 .try_into()
                 .map(Some)
-                .map_err(|_| "conversion to `u32` for per_page failed".to_string());
+                .map_err(|_| {
+                    "conversion to `:: std :: num :: NonZeroU32` for per_page failed"
+                        .to_string()
+                });
             self
         }
         ///Sends a `GET` request to `/api/v1/fieldreport/costCenters`
@@ -26964,7 +37467,7 @@ pub mod builder {
                         ),
                     )
                 }
-                500u16..=599u16 => {
+                503u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -26981,7 +37484,7 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct FieldreportCostCentersCreate<'a> {
         client: &'a super::Client,
-        body: Result<types::builder::CostCenters, String>,
+        body: Result<types::builder::NewCostCenters, String>,
     }
     impl<'a> FieldreportCostCentersCreate<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -26992,22 +37495,24 @@ pub mod builder {
         }
         pub fn body<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<types::CostCenters>,
-            <V as std::convert::TryInto<types::CostCenters>>::Error: std::fmt::Display,
+            V: std::convert::TryInto<types::NewCostCenters>,
+            <V as std::convert::TryInto<
+                types::NewCostCenters,
+            >>::Error: std::fmt::Display,
         {
             self.body = value
                 .try_into()
                 .map(From::from)
                 .map_err(|s| {
-                    format!("conversion to `CostCenters` for body failed: {}", s)
+                    format!("conversion to `NewCostCenters` for body failed: {}", s)
                 });
             self
         }
         pub fn body_map<F>(mut self, f: F) -> Self
         where
             F: std::ops::FnOnce(
-                types::builder::CostCenters,
-            ) -> types::builder::CostCenters,
+                types::builder::NewCostCenters,
+            ) -> types::builder::NewCostCenters,
         {
             self.body = self.body.map(f);
             self
@@ -27018,7 +37523,9 @@ pub mod builder {
         ) -> Result<ResponseValue<types::CostCentersWrite>, Error<types::ApiError>> {
             let Self { client, body } = self;
             let body = body
-                .and_then(|v| types::CostCenters::try_from(v).map_err(|e| e.to_string()))
+                .and_then(|v| {
+                    types::NewCostCenters::try_from(v).map_err(|e| e.to_string())
+                })
                 .map_err(Error::InvalidRequest)?;
             let url = format!("{}/api/v1/fieldreport/costCenters", client.baseurl,);
             let mut header_map = ::reqwest::header::HeaderMap::with_capacity(1usize);
@@ -27078,13 +37585,6 @@ pub mod builder {
                     )
                 }
                 422u16 => {
-                    Err(
-                        Error::ErrorResponse(
-                            ResponseValue::from_response(response).await?,
-                        ),
-                    )
-                }
-                500u16..=599u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -27201,7 +37701,7 @@ pub mod builder {
                         ),
                     )
                 }
-                500u16..=599u16 => {
+                503u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -27340,13 +37840,6 @@ pub mod builder {
                     )
                 }
                 422u16 => {
-                    Err(
-                        Error::ErrorResponse(
-                            ResponseValue::from_response(response).await?,
-                        ),
-                    )
-                }
-                500u16..=599u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -27639,13 +38132,6 @@ pub mod builder {
                         ),
                     )
                 }
-                500u16..=599u16 => {
-                    Err(
-                        Error::ErrorResponse(
-                            ResponseValue::from_response(response).await?,
-                        ),
-                    )
-                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -27677,8 +38163,8 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct FieldreportDocumentsList<'a> {
         client: &'a super::Client,
-        page: Result<Option<u32>, String>,
-        per_page: Result<Option<u32>, String>,
+        page: Result<Option<::std::num::NonZeroU32>, String>,
+        per_page: Result<Option<::std::num::NonZeroU32>, String>,
     }
     impl<'a> FieldreportDocumentsList<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -27690,22 +38176,28 @@ pub mod builder {
         }
         pub fn page<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<u32>,
+            V: std::convert::TryInto<::std::num::NonZeroU32>,
         {
             self.page = value
                 .try_into()
                 .map(Some)
-                .map_err(|_| "conversion to `u32` for page failed".to_string());
+                .map_err(|_| {
+                    "conversion to `:: std :: num :: NonZeroU32` for page failed"
+                        .to_string()
+                });
             self
         }
         pub fn per_page<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<u32>,
+            V: std::convert::TryInto<::std::num::NonZeroU32>,
         {
             self.per_page = value
                 .try_into()
                 .map(Some)
-                .map_err(|_| "conversion to `u32` for per_page failed".to_string());
+                .map_err(|_| {
+                    "conversion to `:: std :: num :: NonZeroU32` for per_page failed"
+                        .to_string()
+                });
             self
         }
         ///Sends a `GET` request to `/api/v1/fieldreport/documents`
@@ -27759,7 +38251,7 @@ pub mod builder {
                         ),
                     )
                 }
-                500u16..=599u16 => {
+                503u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -27776,7 +38268,7 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct FieldreportDocumentsCreate<'a> {
         client: &'a super::Client,
-        body: Result<types::builder::Documents, String>,
+        body: Result<types::builder::NewDocuments, String>,
     }
     impl<'a> FieldreportDocumentsCreate<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -27787,20 +38279,22 @@ pub mod builder {
         }
         pub fn body<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<types::Documents>,
-            <V as std::convert::TryInto<types::Documents>>::Error: std::fmt::Display,
+            V: std::convert::TryInto<types::NewDocuments>,
+            <V as std::convert::TryInto<types::NewDocuments>>::Error: std::fmt::Display,
         {
             self.body = value
                 .try_into()
                 .map(From::from)
                 .map_err(|s| {
-                    format!("conversion to `Documents` for body failed: {}", s)
+                    format!("conversion to `NewDocuments` for body failed: {}", s)
                 });
             self
         }
         pub fn body_map<F>(mut self, f: F) -> Self
         where
-            F: std::ops::FnOnce(types::builder::Documents) -> types::builder::Documents,
+            F: std::ops::FnOnce(
+                types::builder::NewDocuments,
+            ) -> types::builder::NewDocuments,
         {
             self.body = self.body.map(f);
             self
@@ -27811,7 +38305,9 @@ pub mod builder {
         ) -> Result<ResponseValue<types::DocumentsWrite>, Error<types::ApiError>> {
             let Self { client, body } = self;
             let body = body
-                .and_then(|v| types::Documents::try_from(v).map_err(|e| e.to_string()))
+                .and_then(|v| {
+                    types::NewDocuments::try_from(v).map_err(|e| e.to_string())
+                })
                 .map_err(Error::InvalidRequest)?;
             let url = format!("{}/api/v1/fieldreport/documents", client.baseurl,);
             let mut header_map = ::reqwest::header::HeaderMap::with_capacity(1usize);
@@ -27871,13 +38367,6 @@ pub mod builder {
                     )
                 }
                 422u16 => {
-                    Err(
-                        Error::ErrorResponse(
-                            ResponseValue::from_response(response).await?,
-                        ),
-                    )
-                }
-                500u16..=599u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -27994,7 +38483,7 @@ pub mod builder {
                         ),
                     )
                 }
-                500u16..=599u16 => {
+                503u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -28131,13 +38620,6 @@ pub mod builder {
                     )
                 }
                 422u16 => {
-                    Err(
-                        Error::ErrorResponse(
-                            ResponseValue::from_response(response).await?,
-                        ),
-                    )
-                }
-                500u16..=599u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -28428,13 +38910,6 @@ pub mod builder {
                         ),
                     )
                 }
-                500u16..=599u16 => {
-                    Err(
-                        Error::ErrorResponse(
-                            ResponseValue::from_response(response).await?,
-                        ),
-                    )
-                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -28466,8 +38941,8 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct FieldreportItemTypesList<'a> {
         client: &'a super::Client,
-        page: Result<Option<u32>, String>,
-        per_page: Result<Option<u32>, String>,
+        page: Result<Option<::std::num::NonZeroU32>, String>,
+        per_page: Result<Option<::std::num::NonZeroU32>, String>,
     }
     impl<'a> FieldreportItemTypesList<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -28479,22 +38954,28 @@ pub mod builder {
         }
         pub fn page<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<u32>,
+            V: std::convert::TryInto<::std::num::NonZeroU32>,
         {
             self.page = value
                 .try_into()
                 .map(Some)
-                .map_err(|_| "conversion to `u32` for page failed".to_string());
+                .map_err(|_| {
+                    "conversion to `:: std :: num :: NonZeroU32` for page failed"
+                        .to_string()
+                });
             self
         }
         pub fn per_page<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<u32>,
+            V: std::convert::TryInto<::std::num::NonZeroU32>,
         {
             self.per_page = value
                 .try_into()
                 .map(Some)
-                .map_err(|_| "conversion to `u32` for per_page failed".to_string());
+                .map_err(|_| {
+                    "conversion to `:: std :: num :: NonZeroU32` for per_page failed"
+                        .to_string()
+                });
             self
         }
         ///Sends a `GET` request to `/api/v1/fieldreport/itemTypes`
@@ -28548,7 +39029,7 @@ pub mod builder {
                         ),
                     )
                 }
-                500u16..=599u16 => {
+                503u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -28565,7 +39046,7 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct FieldreportItemTypesCreate<'a> {
         client: &'a super::Client,
-        body: Result<types::builder::ItemTypes, String>,
+        body: Result<types::builder::NewItemTypes, String>,
     }
     impl<'a> FieldreportItemTypesCreate<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -28576,20 +39057,22 @@ pub mod builder {
         }
         pub fn body<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<types::ItemTypes>,
-            <V as std::convert::TryInto<types::ItemTypes>>::Error: std::fmt::Display,
+            V: std::convert::TryInto<types::NewItemTypes>,
+            <V as std::convert::TryInto<types::NewItemTypes>>::Error: std::fmt::Display,
         {
             self.body = value
                 .try_into()
                 .map(From::from)
                 .map_err(|s| {
-                    format!("conversion to `ItemTypes` for body failed: {}", s)
+                    format!("conversion to `NewItemTypes` for body failed: {}", s)
                 });
             self
         }
         pub fn body_map<F>(mut self, f: F) -> Self
         where
-            F: std::ops::FnOnce(types::builder::ItemTypes) -> types::builder::ItemTypes,
+            F: std::ops::FnOnce(
+                types::builder::NewItemTypes,
+            ) -> types::builder::NewItemTypes,
         {
             self.body = self.body.map(f);
             self
@@ -28600,7 +39083,9 @@ pub mod builder {
         ) -> Result<ResponseValue<types::ItemTypesWrite>, Error<types::ApiError>> {
             let Self { client, body } = self;
             let body = body
-                .and_then(|v| types::ItemTypes::try_from(v).map_err(|e| e.to_string()))
+                .and_then(|v| {
+                    types::NewItemTypes::try_from(v).map_err(|e| e.to_string())
+                })
                 .map_err(Error::InvalidRequest)?;
             let url = format!("{}/api/v1/fieldreport/itemTypes", client.baseurl,);
             let mut header_map = ::reqwest::header::HeaderMap::with_capacity(1usize);
@@ -28660,13 +39145,6 @@ pub mod builder {
                     )
                 }
                 422u16 => {
-                    Err(
-                        Error::ErrorResponse(
-                            ResponseValue::from_response(response).await?,
-                        ),
-                    )
-                }
-                500u16..=599u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -28783,7 +39261,7 @@ pub mod builder {
                         ),
                     )
                 }
-                500u16..=599u16 => {
+                503u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -28920,13 +39398,6 @@ pub mod builder {
                     )
                 }
                 422u16 => {
-                    Err(
-                        Error::ErrorResponse(
-                            ResponseValue::from_response(response).await?,
-                        ),
-                    )
-                }
-                500u16..=599u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -29217,13 +39688,6 @@ pub mod builder {
                         ),
                     )
                 }
-                500u16..=599u16 => {
-                    Err(
-                        Error::ErrorResponse(
-                            ResponseValue::from_response(response).await?,
-                        ),
-                    )
-                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -29255,8 +39719,8 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct FieldreportItemUnitsList<'a> {
         client: &'a super::Client,
-        page: Result<Option<u32>, String>,
-        per_page: Result<Option<u32>, String>,
+        page: Result<Option<::std::num::NonZeroU32>, String>,
+        per_page: Result<Option<::std::num::NonZeroU32>, String>,
     }
     impl<'a> FieldreportItemUnitsList<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -29268,22 +39732,28 @@ pub mod builder {
         }
         pub fn page<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<u32>,
+            V: std::convert::TryInto<::std::num::NonZeroU32>,
         {
             self.page = value
                 .try_into()
                 .map(Some)
-                .map_err(|_| "conversion to `u32` for page failed".to_string());
+                .map_err(|_| {
+                    "conversion to `:: std :: num :: NonZeroU32` for page failed"
+                        .to_string()
+                });
             self
         }
         pub fn per_page<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<u32>,
+            V: std::convert::TryInto<::std::num::NonZeroU32>,
         {
             self.per_page = value
                 .try_into()
                 .map(Some)
-                .map_err(|_| "conversion to `u32` for per_page failed".to_string());
+                .map_err(|_| {
+                    "conversion to `:: std :: num :: NonZeroU32` for per_page failed"
+                        .to_string()
+                });
             self
         }
         ///Sends a `GET` request to `/api/v1/fieldreport/itemUnits`
@@ -29337,7 +39807,7 @@ pub mod builder {
                         ),
                     )
                 }
-                500u16..=599u16 => {
+                503u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -29354,7 +39824,7 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct FieldreportItemUnitsCreate<'a> {
         client: &'a super::Client,
-        body: Result<types::builder::ItemUnits, String>,
+        body: Result<types::builder::NewItemUnits, String>,
     }
     impl<'a> FieldreportItemUnitsCreate<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -29365,20 +39835,22 @@ pub mod builder {
         }
         pub fn body<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<types::ItemUnits>,
-            <V as std::convert::TryInto<types::ItemUnits>>::Error: std::fmt::Display,
+            V: std::convert::TryInto<types::NewItemUnits>,
+            <V as std::convert::TryInto<types::NewItemUnits>>::Error: std::fmt::Display,
         {
             self.body = value
                 .try_into()
                 .map(From::from)
                 .map_err(|s| {
-                    format!("conversion to `ItemUnits` for body failed: {}", s)
+                    format!("conversion to `NewItemUnits` for body failed: {}", s)
                 });
             self
         }
         pub fn body_map<F>(mut self, f: F) -> Self
         where
-            F: std::ops::FnOnce(types::builder::ItemUnits) -> types::builder::ItemUnits,
+            F: std::ops::FnOnce(
+                types::builder::NewItemUnits,
+            ) -> types::builder::NewItemUnits,
         {
             self.body = self.body.map(f);
             self
@@ -29389,7 +39861,9 @@ pub mod builder {
         ) -> Result<ResponseValue<types::ItemUnitsWrite>, Error<types::ApiError>> {
             let Self { client, body } = self;
             let body = body
-                .and_then(|v| types::ItemUnits::try_from(v).map_err(|e| e.to_string()))
+                .and_then(|v| {
+                    types::NewItemUnits::try_from(v).map_err(|e| e.to_string())
+                })
                 .map_err(Error::InvalidRequest)?;
             let url = format!("{}/api/v1/fieldreport/itemUnits", client.baseurl,);
             let mut header_map = ::reqwest::header::HeaderMap::with_capacity(1usize);
@@ -29449,13 +39923,6 @@ pub mod builder {
                     )
                 }
                 422u16 => {
-                    Err(
-                        Error::ErrorResponse(
-                            ResponseValue::from_response(response).await?,
-                        ),
-                    )
-                }
-                500u16..=599u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -29572,7 +40039,7 @@ pub mod builder {
                         ),
                     )
                 }
-                500u16..=599u16 => {
+                503u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -29709,13 +40176,6 @@ pub mod builder {
                     )
                 }
                 422u16 => {
-                    Err(
-                        Error::ErrorResponse(
-                            ResponseValue::from_response(response).await?,
-                        ),
-                    )
-                }
-                500u16..=599u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -30006,13 +40466,6 @@ pub mod builder {
                         ),
                     )
                 }
-                500u16..=599u16 => {
-                    Err(
-                        Error::ErrorResponse(
-                            ResponseValue::from_response(response).await?,
-                        ),
-                    )
-                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -30044,8 +40497,8 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct FieldreportItemsList<'a> {
         client: &'a super::Client,
-        page: Result<Option<u32>, String>,
-        per_page: Result<Option<u32>, String>,
+        page: Result<Option<::std::num::NonZeroU32>, String>,
+        per_page: Result<Option<::std::num::NonZeroU32>, String>,
     }
     impl<'a> FieldreportItemsList<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -30057,22 +40510,28 @@ pub mod builder {
         }
         pub fn page<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<u32>,
+            V: std::convert::TryInto<::std::num::NonZeroU32>,
         {
             self.page = value
                 .try_into()
                 .map(Some)
-                .map_err(|_| "conversion to `u32` for page failed".to_string());
+                .map_err(|_| {
+                    "conversion to `:: std :: num :: NonZeroU32` for page failed"
+                        .to_string()
+                });
             self
         }
         pub fn per_page<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<u32>,
+            V: std::convert::TryInto<::std::num::NonZeroU32>,
         {
             self.per_page = value
                 .try_into()
                 .map(Some)
-                .map_err(|_| "conversion to `u32` for per_page failed".to_string());
+                .map_err(|_| {
+                    "conversion to `:: std :: num :: NonZeroU32` for per_page failed"
+                        .to_string()
+                });
             self
         }
         ///Sends a `GET` request to `/api/v1/fieldreport/items`
@@ -30126,7 +40585,7 @@ pub mod builder {
                         ),
                     )
                 }
-                500u16..=599u16 => {
+                503u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -30143,7 +40602,7 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct FieldreportItemsCreate<'a> {
         client: &'a super::Client,
-        body: Result<types::builder::Items, String>,
+        body: Result<types::builder::NewItems, String>,
     }
     impl<'a> FieldreportItemsCreate<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -30154,18 +40613,18 @@ pub mod builder {
         }
         pub fn body<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<types::Items>,
-            <V as std::convert::TryInto<types::Items>>::Error: std::fmt::Display,
+            V: std::convert::TryInto<types::NewItems>,
+            <V as std::convert::TryInto<types::NewItems>>::Error: std::fmt::Display,
         {
             self.body = value
                 .try_into()
                 .map(From::from)
-                .map_err(|s| format!("conversion to `Items` for body failed: {}", s));
+                .map_err(|s| format!("conversion to `NewItems` for body failed: {}", s));
             self
         }
         pub fn body_map<F>(mut self, f: F) -> Self
         where
-            F: std::ops::FnOnce(types::builder::Items) -> types::builder::Items,
+            F: std::ops::FnOnce(types::builder::NewItems) -> types::builder::NewItems,
         {
             self.body = self.body.map(f);
             self
@@ -30176,7 +40635,7 @@ pub mod builder {
         ) -> Result<ResponseValue<types::ItemsWrite>, Error<types::ApiError>> {
             let Self { client, body } = self;
             let body = body
-                .and_then(|v| types::Items::try_from(v).map_err(|e| e.to_string()))
+                .and_then(|v| types::NewItems::try_from(v).map_err(|e| e.to_string()))
                 .map_err(Error::InvalidRequest)?;
             let url = format!("{}/api/v1/fieldreport/items", client.baseurl,);
             let mut header_map = ::reqwest::header::HeaderMap::with_capacity(1usize);
@@ -30236,13 +40695,6 @@ pub mod builder {
                     )
                 }
                 422u16 => {
-                    Err(
-                        Error::ErrorResponse(
-                            ResponseValue::from_response(response).await?,
-                        ),
-                    )
-                }
-                500u16..=599u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -30359,7 +40811,7 @@ pub mod builder {
                         ),
                     )
                 }
-                500u16..=599u16 => {
+                503u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -30494,13 +40946,6 @@ pub mod builder {
                     )
                 }
                 422u16 => {
-                    Err(
-                        Error::ErrorResponse(
-                            ResponseValue::from_response(response).await?,
-                        ),
-                    )
-                }
-                500u16..=599u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -30789,13 +41234,6 @@ pub mod builder {
                         ),
                     )
                 }
-                500u16..=599u16 => {
-                    Err(
-                        Error::ErrorResponse(
-                            ResponseValue::from_response(response).await?,
-                        ),
-                    )
-                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -30886,13 +41324,6 @@ pub mod builder {
                         ),
                     )
                 }
-                500u16..=599u16 => {
-                    Err(
-                        Error::ErrorResponse(
-                            ResponseValue::from_response(response).await?,
-                        ),
-                    )
-                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -30924,7 +41355,7 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct FieldreportPostStage<'a> {
         client: &'a super::Client,
-        stage: Result<::std::string::String, String>,
+        stage: Result<types::FieldreportPostStageStage, String>,
     }
     impl<'a> FieldreportPostStage<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -30935,12 +41366,12 @@ pub mod builder {
         }
         pub fn stage<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::string::String>,
+            V: std::convert::TryInto<types::FieldreportPostStageStage>,
         {
             self.stage = value
                 .try_into()
                 .map_err(|_| {
-                    "conversion to `:: std :: string :: String` for stage failed"
+                    "conversion to `FieldreportPostStageStage` for stage failed"
                         .to_string()
                 });
             self
@@ -31010,13 +41441,6 @@ pub mod builder {
                         ),
                     )
                 }
-                500u16..=599u16 => {
-                    Err(
-                        Error::ErrorResponse(
-                            ResponseValue::from_response(response).await?,
-                        ),
-                    )
-                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -31048,8 +41472,8 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct FieldreportPostType<'a> {
         client: &'a super::Client,
-        stage: Result<::std::string::String, String>,
-        type_: Result<::std::string::String, String>,
+        stage: Result<types::FieldreportPostTypeStage, String>,
+        type_: Result<types::FieldreportPostTypeType, String>,
     }
     impl<'a> FieldreportPostType<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -31061,24 +41485,24 @@ pub mod builder {
         }
         pub fn stage<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::string::String>,
+            V: std::convert::TryInto<types::FieldreportPostTypeStage>,
         {
             self.stage = value
                 .try_into()
                 .map_err(|_| {
-                    "conversion to `:: std :: string :: String` for stage failed"
+                    "conversion to `FieldreportPostTypeStage` for stage failed"
                         .to_string()
                 });
             self
         }
         pub fn type_<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::string::String>,
+            V: std::convert::TryInto<types::FieldreportPostTypeType>,
         {
             self.type_ = value
                 .try_into()
                 .map_err(|_| {
-                    "conversion to `:: std :: string :: String` for type_ failed"
+                    "conversion to `FieldreportPostTypeType` for type_ failed"
                         .to_string()
                 });
             self
@@ -31149,13 +41573,6 @@ pub mod builder {
                         ),
                     )
                 }
-                500u16..=599u16 => {
-                    Err(
-                        Error::ErrorResponse(
-                            ResponseValue::from_response(response).await?,
-                        ),
-                    )
-                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -31187,8 +41604,8 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct FieldreportPost<'a> {
         client: &'a super::Client,
-        stage: Result<::std::string::String, String>,
-        type_: Result<::std::string::String, String>,
+        stage: Result<types::FieldreportPostStage, String>,
+        type_: Result<types::FieldreportPostType, String>,
         entity: Result<::std::string::String, String>,
     }
     impl<'a> FieldreportPost<'a> {
@@ -31202,25 +41619,23 @@ pub mod builder {
         }
         pub fn stage<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::string::String>,
+            V: std::convert::TryInto<types::FieldreportPostStage>,
         {
             self.stage = value
                 .try_into()
                 .map_err(|_| {
-                    "conversion to `:: std :: string :: String` for stage failed"
-                        .to_string()
+                    "conversion to `FieldreportPostStage` for stage failed".to_string()
                 });
             self
         }
         pub fn type_<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::string::String>,
+            V: std::convert::TryInto<types::FieldreportPostType>,
         {
             self.type_ = value
                 .try_into()
                 .map_err(|_| {
-                    "conversion to `:: std :: string :: String` for type_ failed"
-                        .to_string()
+                    "conversion to `FieldreportPostType` for type_ failed".to_string()
                 });
             self
         }
@@ -31304,13 +41719,6 @@ pub mod builder {
                         ),
                     )
                 }
-                500u16..=599u16 => {
-                    Err(
-                        Error::ErrorResponse(
-                            ResponseValue::from_response(response).await?,
-                        ),
-                    )
-                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -31342,8 +41750,8 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct FieldreportProductsList<'a> {
         client: &'a super::Client,
-        page: Result<Option<u32>, String>,
-        per_page: Result<Option<u32>, String>,
+        page: Result<Option<::std::num::NonZeroU32>, String>,
+        per_page: Result<Option<::std::num::NonZeroU32>, String>,
     }
     impl<'a> FieldreportProductsList<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -31355,22 +41763,28 @@ pub mod builder {
         }
         pub fn page<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<u32>,
+            V: std::convert::TryInto<::std::num::NonZeroU32>,
         {
             self.page = value
                 .try_into()
                 .map(Some)
-                .map_err(|_| "conversion to `u32` for page failed".to_string());
+                .map_err(|_| {
+                    "conversion to `:: std :: num :: NonZeroU32` for page failed"
+                        .to_string()
+                });
             self
         }
         pub fn per_page<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<u32>,
+            V: std::convert::TryInto<::std::num::NonZeroU32>,
         {
             self.per_page = value
                 .try_into()
                 .map(Some)
-                .map_err(|_| "conversion to `u32` for per_page failed".to_string());
+                .map_err(|_| {
+                    "conversion to `:: std :: num :: NonZeroU32` for per_page failed"
+                        .to_string()
+                });
             self
         }
         ///Sends a `GET` request to `/api/v1/fieldreport/products`
@@ -31424,7 +41838,7 @@ pub mod builder {
                         ),
                     )
                 }
-                500u16..=599u16 => {
+                503u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -31441,7 +41855,7 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct FieldreportProductsCreate<'a> {
         client: &'a super::Client,
-        body: Result<types::builder::Products, String>,
+        body: Result<types::builder::NewProducts, String>,
     }
     impl<'a> FieldreportProductsCreate<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -31452,18 +41866,22 @@ pub mod builder {
         }
         pub fn body<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<types::Products>,
-            <V as std::convert::TryInto<types::Products>>::Error: std::fmt::Display,
+            V: std::convert::TryInto<types::NewProducts>,
+            <V as std::convert::TryInto<types::NewProducts>>::Error: std::fmt::Display,
         {
             self.body = value
                 .try_into()
                 .map(From::from)
-                .map_err(|s| format!("conversion to `Products` for body failed: {}", s));
+                .map_err(|s| {
+                    format!("conversion to `NewProducts` for body failed: {}", s)
+                });
             self
         }
         pub fn body_map<F>(mut self, f: F) -> Self
         where
-            F: std::ops::FnOnce(types::builder::Products) -> types::builder::Products,
+            F: std::ops::FnOnce(
+                types::builder::NewProducts,
+            ) -> types::builder::NewProducts,
         {
             self.body = self.body.map(f);
             self
@@ -31474,7 +41892,7 @@ pub mod builder {
         ) -> Result<ResponseValue<types::ProductsWrite>, Error<types::ApiError>> {
             let Self { client, body } = self;
             let body = body
-                .and_then(|v| types::Products::try_from(v).map_err(|e| e.to_string()))
+                .and_then(|v| types::NewProducts::try_from(v).map_err(|e| e.to_string()))
                 .map_err(Error::InvalidRequest)?;
             let url = format!("{}/api/v1/fieldreport/products", client.baseurl,);
             let mut header_map = ::reqwest::header::HeaderMap::with_capacity(1usize);
@@ -31534,13 +41952,6 @@ pub mod builder {
                     )
                 }
                 422u16 => {
-                    Err(
-                        Error::ErrorResponse(
-                            ResponseValue::from_response(response).await?,
-                        ),
-                    )
-                }
-                500u16..=599u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -31657,7 +42068,7 @@ pub mod builder {
                         ),
                     )
                 }
-                500u16..=599u16 => {
+                503u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -31792,13 +42203,6 @@ pub mod builder {
                     )
                 }
                 422u16 => {
-                    Err(
-                        Error::ErrorResponse(
-                            ResponseValue::from_response(response).await?,
-                        ),
-                    )
-                }
-                500u16..=599u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -32087,13 +42491,6 @@ pub mod builder {
                         ),
                     )
                 }
-                500u16..=599u16 => {
-                    Err(
-                        Error::ErrorResponse(
-                            ResponseValue::from_response(response).await?,
-                        ),
-                    )
-                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -32125,8 +42522,8 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct FieldreportQualificationsList<'a> {
         client: &'a super::Client,
-        page: Result<Option<u32>, String>,
-        per_page: Result<Option<u32>, String>,
+        page: Result<Option<::std::num::NonZeroU32>, String>,
+        per_page: Result<Option<::std::num::NonZeroU32>, String>,
     }
     impl<'a> FieldreportQualificationsList<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -32138,22 +42535,28 @@ pub mod builder {
         }
         pub fn page<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<u32>,
+            V: std::convert::TryInto<::std::num::NonZeroU32>,
         {
             self.page = value
                 .try_into()
                 .map(Some)
-                .map_err(|_| "conversion to `u32` for page failed".to_string());
+                .map_err(|_| {
+                    "conversion to `:: std :: num :: NonZeroU32` for page failed"
+                        .to_string()
+                });
             self
         }
         pub fn per_page<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<u32>,
+            V: std::convert::TryInto<::std::num::NonZeroU32>,
         {
             self.per_page = value
                 .try_into()
                 .map(Some)
-                .map_err(|_| "conversion to `u32` for per_page failed".to_string());
+                .map_err(|_| {
+                    "conversion to `:: std :: num :: NonZeroU32` for per_page failed"
+                        .to_string()
+                });
             self
         }
         ///Sends a `GET` request to `/api/v1/fieldreport/qualifications`
@@ -32207,7 +42610,7 @@ pub mod builder {
                         ),
                     )
                 }
-                500u16..=599u16 => {
+                503u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -32224,7 +42627,7 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct FieldreportQualificationsCreate<'a> {
         client: &'a super::Client,
-        body: Result<types::builder::Qualifications, String>,
+        body: Result<types::builder::NewQualifications, String>,
     }
     impl<'a> FieldreportQualificationsCreate<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -32235,24 +42638,24 @@ pub mod builder {
         }
         pub fn body<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<types::Qualifications>,
+            V: std::convert::TryInto<types::NewQualifications>,
             <V as std::convert::TryInto<
-                types::Qualifications,
+                types::NewQualifications,
             >>::Error: std::fmt::Display,
         {
             self.body = value
                 .try_into()
                 .map(From::from)
                 .map_err(|s| {
-                    format!("conversion to `Qualifications` for body failed: {}", s)
+                    format!("conversion to `NewQualifications` for body failed: {}", s)
                 });
             self
         }
         pub fn body_map<F>(mut self, f: F) -> Self
         where
             F: std::ops::FnOnce(
-                types::builder::Qualifications,
-            ) -> types::builder::Qualifications,
+                types::builder::NewQualifications,
+            ) -> types::builder::NewQualifications,
         {
             self.body = self.body.map(f);
             self
@@ -32264,7 +42667,7 @@ pub mod builder {
             let Self { client, body } = self;
             let body = body
                 .and_then(|v| {
-                    types::Qualifications::try_from(v).map_err(|e| e.to_string())
+                    types::NewQualifications::try_from(v).map_err(|e| e.to_string())
                 })
                 .map_err(Error::InvalidRequest)?;
             let url = format!("{}/api/v1/fieldreport/qualifications", client.baseurl,);
@@ -32325,13 +42728,6 @@ pub mod builder {
                     )
                 }
                 422u16 => {
-                    Err(
-                        Error::ErrorResponse(
-                            ResponseValue::from_response(response).await?,
-                        ),
-                    )
-                }
-                500u16..=599u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -32448,7 +42844,7 @@ pub mod builder {
                         ),
                     )
                 }
-                500u16..=599u16 => {
+                503u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -32591,13 +42987,6 @@ pub mod builder {
                     )
                 }
                 422u16 => {
-                    Err(
-                        Error::ErrorResponse(
-                            ResponseValue::from_response(response).await?,
-                        ),
-                    )
-                }
-                500u16..=599u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -32894,13 +43283,6 @@ pub mod builder {
                         ),
                     )
                 }
-                500u16..=599u16 => {
-                    Err(
-                        Error::ErrorResponse(
-                            ResponseValue::from_response(response).await?,
-                        ),
-                    )
-                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -32932,8 +43314,8 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct FieldreportServiceObjectsList<'a> {
         client: &'a super::Client,
-        page: Result<Option<u32>, String>,
-        per_page: Result<Option<u32>, String>,
+        page: Result<Option<::std::num::NonZeroU32>, String>,
+        per_page: Result<Option<::std::num::NonZeroU32>, String>,
     }
     impl<'a> FieldreportServiceObjectsList<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -32945,22 +43327,28 @@ pub mod builder {
         }
         pub fn page<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<u32>,
+            V: std::convert::TryInto<::std::num::NonZeroU32>,
         {
             self.page = value
                 .try_into()
                 .map(Some)
-                .map_err(|_| "conversion to `u32` for page failed".to_string());
+                .map_err(|_| {
+                    "conversion to `:: std :: num :: NonZeroU32` for page failed"
+                        .to_string()
+                });
             self
         }
         pub fn per_page<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<u32>,
+            V: std::convert::TryInto<::std::num::NonZeroU32>,
         {
             self.per_page = value
                 .try_into()
                 .map(Some)
-                .map_err(|_| "conversion to `u32` for per_page failed".to_string());
+                .map_err(|_| {
+                    "conversion to `:: std :: num :: NonZeroU32` for per_page failed"
+                        .to_string()
+                });
             self
         }
         ///Sends a `GET` request to `/api/v1/fieldreport/serviceObjects`
@@ -33014,7 +43402,7 @@ pub mod builder {
                         ),
                     )
                 }
-                500u16..=599u16 => {
+                503u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -33031,7 +43419,7 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct FieldreportServiceObjectsCreate<'a> {
         client: &'a super::Client,
-        body: Result<types::builder::ServiceObjects, String>,
+        body: Result<types::builder::NewServiceObjects, String>,
     }
     impl<'a> FieldreportServiceObjectsCreate<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -33042,24 +43430,24 @@ pub mod builder {
         }
         pub fn body<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<types::ServiceObjects>,
+            V: std::convert::TryInto<types::NewServiceObjects>,
             <V as std::convert::TryInto<
-                types::ServiceObjects,
+                types::NewServiceObjects,
             >>::Error: std::fmt::Display,
         {
             self.body = value
                 .try_into()
                 .map(From::from)
                 .map_err(|s| {
-                    format!("conversion to `ServiceObjects` for body failed: {}", s)
+                    format!("conversion to `NewServiceObjects` for body failed: {}", s)
                 });
             self
         }
         pub fn body_map<F>(mut self, f: F) -> Self
         where
             F: std::ops::FnOnce(
-                types::builder::ServiceObjects,
-            ) -> types::builder::ServiceObjects,
+                types::builder::NewServiceObjects,
+            ) -> types::builder::NewServiceObjects,
         {
             self.body = self.body.map(f);
             self
@@ -33071,7 +43459,7 @@ pub mod builder {
             let Self { client, body } = self;
             let body = body
                 .and_then(|v| {
-                    types::ServiceObjects::try_from(v).map_err(|e| e.to_string())
+                    types::NewServiceObjects::try_from(v).map_err(|e| e.to_string())
                 })
                 .map_err(Error::InvalidRequest)?;
             let url = format!("{}/api/v1/fieldreport/serviceObjects", client.baseurl,);
@@ -33132,13 +43520,6 @@ pub mod builder {
                     )
                 }
                 422u16 => {
-                    Err(
-                        Error::ErrorResponse(
-                            ResponseValue::from_response(response).await?,
-                        ),
-                    )
-                }
-                500u16..=599u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -33255,7 +43636,7 @@ pub mod builder {
                         ),
                     )
                 }
-                500u16..=599u16 => {
+                503u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -33398,13 +43779,6 @@ pub mod builder {
                     )
                 }
                 422u16 => {
-                    Err(
-                        Error::ErrorResponse(
-                            ResponseValue::from_response(response).await?,
-                        ),
-                    )
-                }
-                500u16..=599u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -33701,13 +44075,6 @@ pub mod builder {
                         ),
                     )
                 }
-                500u16..=599u16 => {
-                    Err(
-                        Error::ErrorResponse(
-                            ResponseValue::from_response(response).await?,
-                        ),
-                    )
-                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -33739,8 +44106,8 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct FieldreportServiceRequestsList<'a> {
         client: &'a super::Client,
-        page: Result<Option<u32>, String>,
-        per_page: Result<Option<u32>, String>,
+        page: Result<Option<::std::num::NonZeroU32>, String>,
+        per_page: Result<Option<::std::num::NonZeroU32>, String>,
     }
     impl<'a> FieldreportServiceRequestsList<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -33752,22 +44119,28 @@ pub mod builder {
         }
         pub fn page<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<u32>,
+            V: std::convert::TryInto<::std::num::NonZeroU32>,
         {
             self.page = value
                 .try_into()
                 .map(Some)
-                .map_err(|_| "conversion to `u32` for page failed".to_string());
+                .map_err(|_| {
+                    "conversion to `:: std :: num :: NonZeroU32` for page failed"
+                        .to_string()
+                });
             self
         }
         pub fn per_page<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<u32>,
+            V: std::convert::TryInto<::std::num::NonZeroU32>,
         {
             self.per_page = value
                 .try_into()
                 .map(Some)
-                .map_err(|_| "conversion to `u32` for per_page failed".to_string());
+                .map_err(|_| {
+                    "conversion to `:: std :: num :: NonZeroU32` for per_page failed"
+                        .to_string()
+                });
             self
         }
         ///Sends a `GET` request to `/api/v1/fieldreport/serviceRequests`
@@ -33821,7 +44194,7 @@ pub mod builder {
                         ),
                     )
                 }
-                500u16..=599u16 => {
+                503u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -33838,7 +44211,7 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct FieldreportServiceRequestsCreate<'a> {
         client: &'a super::Client,
-        body: Result<types::builder::ServiceRequests, String>,
+        body: Result<types::builder::NewServiceRequests, String>,
     }
     impl<'a> FieldreportServiceRequestsCreate<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -33849,24 +44222,24 @@ pub mod builder {
         }
         pub fn body<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<types::ServiceRequests>,
+            V: std::convert::TryInto<types::NewServiceRequests>,
             <V as std::convert::TryInto<
-                types::ServiceRequests,
+                types::NewServiceRequests,
             >>::Error: std::fmt::Display,
         {
             self.body = value
                 .try_into()
                 .map(From::from)
                 .map_err(|s| {
-                    format!("conversion to `ServiceRequests` for body failed: {}", s)
+                    format!("conversion to `NewServiceRequests` for body failed: {}", s)
                 });
             self
         }
         pub fn body_map<F>(mut self, f: F) -> Self
         where
             F: std::ops::FnOnce(
-                types::builder::ServiceRequests,
-            ) -> types::builder::ServiceRequests,
+                types::builder::NewServiceRequests,
+            ) -> types::builder::NewServiceRequests,
         {
             self.body = self.body.map(f);
             self
@@ -33878,7 +44251,7 @@ pub mod builder {
             let Self { client, body } = self;
             let body = body
                 .and_then(|v| {
-                    types::ServiceRequests::try_from(v).map_err(|e| e.to_string())
+                    types::NewServiceRequests::try_from(v).map_err(|e| e.to_string())
                 })
                 .map_err(Error::InvalidRequest)?;
             let url = format!("{}/api/v1/fieldreport/serviceRequests", client.baseurl,);
@@ -33939,13 +44312,6 @@ pub mod builder {
                     )
                 }
                 422u16 => {
-                    Err(
-                        Error::ErrorResponse(
-                            ResponseValue::from_response(response).await?,
-                        ),
-                    )
-                }
-                500u16..=599u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -34062,7 +44428,7 @@ pub mod builder {
                         ),
                     )
                 }
-                500u16..=599u16 => {
+                503u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -34205,13 +44571,6 @@ pub mod builder {
                     )
                 }
                 422u16 => {
-                    Err(
-                        Error::ErrorResponse(
-                            ResponseValue::from_response(response).await?,
-                        ),
-                    )
-                }
-                500u16..=599u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -34508,13 +44867,6 @@ pub mod builder {
                         ),
                     )
                 }
-                500u16..=599u16 => {
-                    Err(
-                        Error::ErrorResponse(
-                            ResponseValue::from_response(response).await?,
-                        ),
-                    )
-                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -34605,13 +44957,6 @@ pub mod builder {
                         ),
                     )
                 }
-                500u16..=599u16 => {
-                    Err(
-                        Error::ErrorResponse(
-                            ResponseValue::from_response(response).await?,
-                        ),
-                    )
-                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -34643,7 +44988,7 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct FieldreportSetup<'a> {
         client: &'a super::Client,
-        stage: Result<::std::string::String, String>,
+        stage: Result<types::FieldreportSetupStage, String>,
     }
     impl<'a> FieldreportSetup<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -34654,13 +44999,12 @@ pub mod builder {
         }
         pub fn stage<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::string::String>,
+            V: std::convert::TryInto<types::FieldreportSetupStage>,
         {
             self.stage = value
                 .try_into()
                 .map_err(|_| {
-                    "conversion to `:: std :: string :: String` for stage failed"
-                        .to_string()
+                    "conversion to `FieldreportSetupStage` for stage failed".to_string()
                 });
             self
         }
@@ -34723,13 +45067,6 @@ pub mod builder {
                     )
                 }
                 409u16 => {
-                    Err(
-                        Error::ErrorResponse(
-                            ResponseValue::from_response(response).await?,
-                        ),
-                    )
-                }
-                500u16..=599u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -34819,7 +45156,7 @@ pub mod builder {
                         ),
                     )
                 }
-                500u16..=599u16 => {
+                503u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -34915,7 +45252,7 @@ pub mod builder {
                         ),
                     )
                 }
-                500u16..=599u16 => {
+                503u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -34933,7 +45270,7 @@ pub mod builder {
     pub struct FieldreportShowHaving<'a> {
         client: &'a super::Client,
         entity: Result<::std::string::String, String>,
-        attribute: Result<::std::string::String, String>,
+        attribute: Result<types::FieldreportShowHavingAttribute, String>,
     }
     impl<'a> FieldreportShowHaving<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -34957,12 +45294,12 @@ pub mod builder {
         }
         pub fn attribute<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::string::String>,
+            V: std::convert::TryInto<types::FieldreportShowHavingAttribute>,
         {
             self.attribute = value
                 .try_into()
                 .map_err(|_| {
-                    "conversion to `:: std :: string :: String` for attribute failed"
+                    "conversion to `FieldreportShowHavingAttribute` for attribute failed"
                         .to_string()
                 });
             self
@@ -35026,7 +45363,7 @@ pub mod builder {
                         ),
                     )
                 }
-                500u16..=599u16 => {
+                503u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -35044,7 +45381,7 @@ pub mod builder {
     pub struct FieldreportShowRecords<'a> {
         client: &'a super::Client,
         entity: Result<::std::string::String, String>,
-        attribute: Result<::std::string::String, String>,
+        attribute: Result<types::FieldreportShowRecordsAttribute, String>,
         value: Result<::std::string::String, String>,
     }
     impl<'a> FieldreportShowRecords<'a> {
@@ -35070,12 +45407,12 @@ pub mod builder {
         }
         pub fn attribute<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::string::String>,
+            V: std::convert::TryInto<types::FieldreportShowRecordsAttribute>,
         {
             self.attribute = value
                 .try_into()
                 .map_err(|_| {
-                    "conversion to `:: std :: string :: String` for attribute failed"
+                    "conversion to `FieldreportShowRecordsAttribute` for attribute failed"
                         .to_string()
                 });
             self
@@ -35153,7 +45490,7 @@ pub mod builder {
                         ),
                     )
                 }
-                500u16..=599u16 => {
+                503u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -35170,8 +45507,8 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct FieldreportStepListTemplatesList<'a> {
         client: &'a super::Client,
-        page: Result<Option<u32>, String>,
-        per_page: Result<Option<u32>, String>,
+        page: Result<Option<::std::num::NonZeroU32>, String>,
+        per_page: Result<Option<::std::num::NonZeroU32>, String>,
     }
     impl<'a> FieldreportStepListTemplatesList<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -35183,22 +45520,28 @@ pub mod builder {
         }
         pub fn page<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<u32>,
+            V: std::convert::TryInto<::std::num::NonZeroU32>,
         {
             self.page = value
                 .try_into()
                 .map(Some)
-                .map_err(|_| "conversion to `u32` for page failed".to_string());
+                .map_err(|_| {
+                    "conversion to `:: std :: num :: NonZeroU32` for page failed"
+                        .to_string()
+                });
             self
         }
         pub fn per_page<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<u32>,
+            V: std::convert::TryInto<::std::num::NonZeroU32>,
         {
             self.per_page = value
                 .try_into()
                 .map(Some)
-                .map_err(|_| "conversion to `u32` for per_page failed".to_string());
+                .map_err(|_| {
+                    "conversion to `:: std :: num :: NonZeroU32` for per_page failed"
+                        .to_string()
+                });
             self
         }
         ///Sends a `GET` request to `/api/v1/fieldreport/stepListTemplates`
@@ -35257,7 +45600,7 @@ pub mod builder {
                         ),
                     )
                 }
-                500u16..=599u16 => {
+                503u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -35274,7 +45617,7 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct FieldreportStepListTemplatesCreate<'a> {
         client: &'a super::Client,
-        body: Result<types::builder::StepListTemplates, String>,
+        body: Result<types::builder::NewStepListTemplates, String>,
     }
     impl<'a> FieldreportStepListTemplatesCreate<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -35285,24 +45628,26 @@ pub mod builder {
         }
         pub fn body<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<types::StepListTemplates>,
+            V: std::convert::TryInto<types::NewStepListTemplates>,
             <V as std::convert::TryInto<
-                types::StepListTemplates,
+                types::NewStepListTemplates,
             >>::Error: std::fmt::Display,
         {
             self.body = value
                 .try_into()
                 .map(From::from)
                 .map_err(|s| {
-                    format!("conversion to `StepListTemplates` for body failed: {}", s)
+                    format!(
+                        "conversion to `NewStepListTemplates` for body failed: {}", s
+                    )
                 });
             self
         }
         pub fn body_map<F>(mut self, f: F) -> Self
         where
             F: std::ops::FnOnce(
-                types::builder::StepListTemplates,
-            ) -> types::builder::StepListTemplates,
+                types::builder::NewStepListTemplates,
+            ) -> types::builder::NewStepListTemplates,
         {
             self.body = self.body.map(f);
             self
@@ -35317,7 +45662,7 @@ pub mod builder {
             let Self { client, body } = self;
             let body = body
                 .and_then(|v| {
-                    types::StepListTemplates::try_from(v).map_err(|e| e.to_string())
+                    types::NewStepListTemplates::try_from(v).map_err(|e| e.to_string())
                 })
                 .map_err(Error::InvalidRequest)?;
             let url = format!(
@@ -35380,13 +45725,6 @@ pub mod builder {
                     )
                 }
                 422u16 => {
-                    Err(
-                        Error::ErrorResponse(
-                            ResponseValue::from_response(response).await?,
-                        ),
-                    )
-                }
-                500u16..=599u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -35503,7 +45841,7 @@ pub mod builder {
                         ),
                     )
                 }
-                500u16..=599u16 => {
+                503u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -35649,13 +45987,6 @@ pub mod builder {
                     )
                 }
                 422u16 => {
-                    Err(
-                        Error::ErrorResponse(
-                            ResponseValue::from_response(response).await?,
-                        ),
-                    )
-                }
-                500u16..=599u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -35955,13 +46286,6 @@ pub mod builder {
                         ),
                     )
                 }
-                500u16..=599u16 => {
-                    Err(
-                        Error::ErrorResponse(
-                            ResponseValue::from_response(response).await?,
-                        ),
-                    )
-                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -36046,13 +46370,6 @@ pub mod builder {
                     )
                 }
                 409u16 => {
-                    Err(
-                        Error::ErrorResponse(
-                            ResponseValue::from_response(response).await?,
-                        ),
-                    )
-                }
-                500u16..=599u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -36176,13 +46493,6 @@ pub mod builder {
                         ),
                     )
                 }
-                500u16..=599u16 => {
-                    Err(
-                        Error::ErrorResponse(
-                            ResponseValue::from_response(response).await?,
-                        ),
-                    )
-                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -36214,8 +46524,8 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct FieldreportTagsList<'a> {
         client: &'a super::Client,
-        page: Result<Option<u32>, String>,
-        per_page: Result<Option<u32>, String>,
+        page: Result<Option<::std::num::NonZeroU32>, String>,
+        per_page: Result<Option<::std::num::NonZeroU32>, String>,
     }
     impl<'a> FieldreportTagsList<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -36227,22 +46537,28 @@ pub mod builder {
         }
         pub fn page<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<u32>,
+            V: std::convert::TryInto<::std::num::NonZeroU32>,
         {
             self.page = value
                 .try_into()
                 .map(Some)
-                .map_err(|_| "conversion to `u32` for page failed".to_string());
+                .map_err(|_| {
+                    "conversion to `:: std :: num :: NonZeroU32` for page failed"
+                        .to_string()
+                });
             self
         }
         pub fn per_page<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<u32>,
+            V: std::convert::TryInto<::std::num::NonZeroU32>,
         {
             self.per_page = value
                 .try_into()
                 .map(Some)
-                .map_err(|_| "conversion to `u32` for per_page failed".to_string());
+                .map_err(|_| {
+                    "conversion to `:: std :: num :: NonZeroU32` for per_page failed"
+                        .to_string()
+                });
             self
         }
         ///Sends a `GET` request to `/api/v1/fieldreport/tags`
@@ -36296,7 +46612,7 @@ pub mod builder {
                         ),
                     )
                 }
-                500u16..=599u16 => {
+                503u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -36313,7 +46629,7 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct FieldreportTagsCreate<'a> {
         client: &'a super::Client,
-        body: Result<types::builder::Tags, String>,
+        body: Result<types::builder::NewTags, String>,
     }
     impl<'a> FieldreportTagsCreate<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -36324,18 +46640,18 @@ pub mod builder {
         }
         pub fn body<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<types::Tags>,
-            <V as std::convert::TryInto<types::Tags>>::Error: std::fmt::Display,
+            V: std::convert::TryInto<types::NewTags>,
+            <V as std::convert::TryInto<types::NewTags>>::Error: std::fmt::Display,
         {
             self.body = value
                 .try_into()
                 .map(From::from)
-                .map_err(|s| format!("conversion to `Tags` for body failed: {}", s));
+                .map_err(|s| format!("conversion to `NewTags` for body failed: {}", s));
             self
         }
         pub fn body_map<F>(mut self, f: F) -> Self
         where
-            F: std::ops::FnOnce(types::builder::Tags) -> types::builder::Tags,
+            F: std::ops::FnOnce(types::builder::NewTags) -> types::builder::NewTags,
         {
             self.body = self.body.map(f);
             self
@@ -36346,7 +46662,7 @@ pub mod builder {
         ) -> Result<ResponseValue<types::TagsWrite>, Error<types::ApiError>> {
             let Self { client, body } = self;
             let body = body
-                .and_then(|v| types::Tags::try_from(v).map_err(|e| e.to_string()))
+                .and_then(|v| types::NewTags::try_from(v).map_err(|e| e.to_string()))
                 .map_err(Error::InvalidRequest)?;
             let url = format!("{}/api/v1/fieldreport/tags", client.baseurl,);
             let mut header_map = ::reqwest::header::HeaderMap::with_capacity(1usize);
@@ -36406,13 +46722,6 @@ pub mod builder {
                     )
                 }
                 422u16 => {
-                    Err(
-                        Error::ErrorResponse(
-                            ResponseValue::from_response(response).await?,
-                        ),
-                    )
-                }
-                500u16..=599u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -36529,7 +46838,7 @@ pub mod builder {
                         ),
                     )
                 }
-                500u16..=599u16 => {
+                503u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -36664,13 +46973,6 @@ pub mod builder {
                     )
                 }
                 422u16 => {
-                    Err(
-                        Error::ErrorResponse(
-                            ResponseValue::from_response(response).await?,
-                        ),
-                    )
-                }
-                500u16..=599u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -36959,13 +47261,6 @@ pub mod builder {
                         ),
                     )
                 }
-                500u16..=599u16 => {
-                    Err(
-                        Error::ErrorResponse(
-                            ResponseValue::from_response(response).await?,
-                        ),
-                    )
-                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -36997,8 +47292,8 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct FieldreportTimeEventsList<'a> {
         client: &'a super::Client,
-        page: Result<Option<u32>, String>,
-        per_page: Result<Option<u32>, String>,
+        page: Result<Option<::std::num::NonZeroU32>, String>,
+        per_page: Result<Option<::std::num::NonZeroU32>, String>,
     }
     impl<'a> FieldreportTimeEventsList<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -37010,22 +47305,28 @@ pub mod builder {
         }
         pub fn page<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<u32>,
+            V: std::convert::TryInto<::std::num::NonZeroU32>,
         {
             self.page = value
                 .try_into()
                 .map(Some)
-                .map_err(|_| "conversion to `u32` for page failed".to_string());
+                .map_err(|_| {
+                    "conversion to `:: std :: num :: NonZeroU32` for page failed"
+                        .to_string()
+                });
             self
         }
         pub fn per_page<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<u32>,
+            V: std::convert::TryInto<::std::num::NonZeroU32>,
         {
             self.per_page = value
                 .try_into()
                 .map(Some)
-                .map_err(|_| "conversion to `u32` for per_page failed".to_string());
+                .map_err(|_| {
+                    "conversion to `:: std :: num :: NonZeroU32` for per_page failed"
+                        .to_string()
+                });
             self
         }
         ///Sends a `GET` request to `/api/v1/fieldreport/timeEvents`
@@ -37079,7 +47380,7 @@ pub mod builder {
                         ),
                     )
                 }
-                500u16..=599u16 => {
+                503u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -37096,7 +47397,7 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct FieldreportTimeEventsCreate<'a> {
         client: &'a super::Client,
-        body: Result<types::builder::TimeEvents, String>,
+        body: Result<types::builder::NewTimeEvents, String>,
     }
     impl<'a> FieldreportTimeEventsCreate<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -37107,22 +47408,22 @@ pub mod builder {
         }
         pub fn body<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<types::TimeEvents>,
-            <V as std::convert::TryInto<types::TimeEvents>>::Error: std::fmt::Display,
+            V: std::convert::TryInto<types::NewTimeEvents>,
+            <V as std::convert::TryInto<types::NewTimeEvents>>::Error: std::fmt::Display,
         {
             self.body = value
                 .try_into()
                 .map(From::from)
                 .map_err(|s| {
-                    format!("conversion to `TimeEvents` for body failed: {}", s)
+                    format!("conversion to `NewTimeEvents` for body failed: {}", s)
                 });
             self
         }
         pub fn body_map<F>(mut self, f: F) -> Self
         where
             F: std::ops::FnOnce(
-                types::builder::TimeEvents,
-            ) -> types::builder::TimeEvents,
+                types::builder::NewTimeEvents,
+            ) -> types::builder::NewTimeEvents,
         {
             self.body = self.body.map(f);
             self
@@ -37133,7 +47434,9 @@ pub mod builder {
         ) -> Result<ResponseValue<types::TimeEventsWrite>, Error<types::ApiError>> {
             let Self { client, body } = self;
             let body = body
-                .and_then(|v| types::TimeEvents::try_from(v).map_err(|e| e.to_string()))
+                .and_then(|v| {
+                    types::NewTimeEvents::try_from(v).map_err(|e| e.to_string())
+                })
                 .map_err(Error::InvalidRequest)?;
             let url = format!("{}/api/v1/fieldreport/timeEvents", client.baseurl,);
             let mut header_map = ::reqwest::header::HeaderMap::with_capacity(1usize);
@@ -37193,13 +47496,6 @@ pub mod builder {
                     )
                 }
                 422u16 => {
-                    Err(
-                        Error::ErrorResponse(
-                            ResponseValue::from_response(response).await?,
-                        ),
-                    )
-                }
-                500u16..=599u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -37316,7 +47612,7 @@ pub mod builder {
                         ),
                     )
                 }
-                500u16..=599u16 => {
+                503u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -37455,13 +47751,6 @@ pub mod builder {
                     )
                 }
                 422u16 => {
-                    Err(
-                        Error::ErrorResponse(
-                            ResponseValue::from_response(response).await?,
-                        ),
-                    )
-                }
-                500u16..=599u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -37754,13 +48043,6 @@ pub mod builder {
                         ),
                     )
                 }
-                500u16..=599u16 => {
-                    Err(
-                        Error::ErrorResponse(
-                            ResponseValue::from_response(response).await?,
-                        ),
-                    )
-                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -37792,8 +48074,8 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct FieldreportUsersList<'a> {
         client: &'a super::Client,
-        page: Result<Option<u32>, String>,
-        per_page: Result<Option<u32>, String>,
+        page: Result<Option<::std::num::NonZeroU32>, String>,
+        per_page: Result<Option<::std::num::NonZeroU32>, String>,
     }
     impl<'a> FieldreportUsersList<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -37805,22 +48087,28 @@ pub mod builder {
         }
         pub fn page<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<u32>,
+            V: std::convert::TryInto<::std::num::NonZeroU32>,
         {
             self.page = value
                 .try_into()
                 .map(Some)
-                .map_err(|_| "conversion to `u32` for page failed".to_string());
+                .map_err(|_| {
+                    "conversion to `:: std :: num :: NonZeroU32` for page failed"
+                        .to_string()
+                });
             self
         }
         pub fn per_page<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<u32>,
+            V: std::convert::TryInto<::std::num::NonZeroU32>,
         {
             self.per_page = value
                 .try_into()
                 .map(Some)
-                .map_err(|_| "conversion to `u32` for per_page failed".to_string());
+                .map_err(|_| {
+                    "conversion to `:: std :: num :: NonZeroU32` for per_page failed"
+                        .to_string()
+                });
             self
         }
         ///Sends a `GET` request to `/api/v1/fieldreport/users`
@@ -37874,7 +48162,7 @@ pub mod builder {
                         ),
                     )
                 }
-                500u16..=599u16 => {
+                503u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -37891,7 +48179,7 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct FieldreportUsersCreate<'a> {
         client: &'a super::Client,
-        body: Result<types::builder::Users, String>,
+        body: Result<types::builder::NewUsers, String>,
     }
     impl<'a> FieldreportUsersCreate<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -37902,18 +48190,18 @@ pub mod builder {
         }
         pub fn body<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<types::Users>,
-            <V as std::convert::TryInto<types::Users>>::Error: std::fmt::Display,
+            V: std::convert::TryInto<types::NewUsers>,
+            <V as std::convert::TryInto<types::NewUsers>>::Error: std::fmt::Display,
         {
             self.body = value
                 .try_into()
                 .map(From::from)
-                .map_err(|s| format!("conversion to `Users` for body failed: {}", s));
+                .map_err(|s| format!("conversion to `NewUsers` for body failed: {}", s));
             self
         }
         pub fn body_map<F>(mut self, f: F) -> Self
         where
-            F: std::ops::FnOnce(types::builder::Users) -> types::builder::Users,
+            F: std::ops::FnOnce(types::builder::NewUsers) -> types::builder::NewUsers,
         {
             self.body = self.body.map(f);
             self
@@ -37924,7 +48212,7 @@ pub mod builder {
         ) -> Result<ResponseValue<types::UsersWrite>, Error<types::ApiError>> {
             let Self { client, body } = self;
             let body = body
-                .and_then(|v| types::Users::try_from(v).map_err(|e| e.to_string()))
+                .and_then(|v| types::NewUsers::try_from(v).map_err(|e| e.to_string()))
                 .map_err(Error::InvalidRequest)?;
             let url = format!("{}/api/v1/fieldreport/users", client.baseurl,);
             let mut header_map = ::reqwest::header::HeaderMap::with_capacity(1usize);
@@ -37984,13 +48272,6 @@ pub mod builder {
                     )
                 }
                 422u16 => {
-                    Err(
-                        Error::ErrorResponse(
-                            ResponseValue::from_response(response).await?,
-                        ),
-                    )
-                }
-                500u16..=599u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -38107,7 +48388,7 @@ pub mod builder {
                         ),
                     )
                 }
-                500u16..=599u16 => {
+                503u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -38242,13 +48523,6 @@ pub mod builder {
                     )
                 }
                 422u16 => {
-                    Err(
-                        Error::ErrorResponse(
-                            ResponseValue::from_response(response).await?,
-                        ),
-                    )
-                }
-                500u16..=599u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -38537,13 +48811,6 @@ pub mod builder {
                         ),
                     )
                 }
-                500u16..=599u16 => {
-                    Err(
-                        Error::ErrorResponse(
-                            ResponseValue::from_response(response).await?,
-                        ),
-                    )
-                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -38575,7 +48842,7 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct LeasingCreate<'a> {
         client: &'a super::Client,
-        idempotency_key: Result<Option<::std::string::String>, String>,
+        idempotency_key: Result<Option<types::LeasingCreateIdempotencyKey>, String>,
         body: Result<types::builder::FinancingRequestPayload, String>,
     }
     impl<'a> LeasingCreate<'a> {
@@ -38588,13 +48855,13 @@ pub mod builder {
         }
         pub fn idempotency_key<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::string::String>,
+            V: std::convert::TryInto<types::LeasingCreateIdempotencyKey>,
         {
             self.idempotency_key = value
                 .try_into()
                 .map(Some)
                 .map_err(|_| {
-                    "conversion to `:: std :: string :: String` for idempotency_key failed"
+                    "conversion to `LeasingCreateIdempotencyKey` for idempotency_key failed"
                         .to_string()
                 });
             self
@@ -38697,7 +48964,14 @@ pub mod builder {
                         ),
                     )
                 }
-                500u16..=599u16 => {
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                503u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -38769,7 +49043,7 @@ pub mod builder {
                         ),
                     )
                 }
-                500u16..=599u16 => {
+                503u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -38786,24 +49060,37 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct LeasingProviderCalculation<'a> {
         client: &'a super::Client,
-        body: Result<types::ProviderAnswer, String>,
+        body: Result<types::builder::CalculationPayload, String>,
     }
     impl<'a> LeasingProviderCalculation<'a> {
         pub fn new(client: &'a super::Client) -> Self {
             Self {
                 client: client,
-                body: Err("body was not initialized".to_string()),
+                body: Ok(::std::default::Default::default()),
             }
         }
         pub fn body<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<types::ProviderAnswer>,
+            V: std::convert::TryInto<types::CalculationPayload>,
+            <V as std::convert::TryInto<
+                types::CalculationPayload,
+            >>::Error: std::fmt::Display,
         {
             self.body = value
                 .try_into()
-                .map_err(|_| {
-                    "conversion to `ProviderAnswer` for body failed".to_string()
+                .map(From::from)
+                .map_err(|s| {
+                    format!("conversion to `CalculationPayload` for body failed: {}", s)
                 });
+            self
+        }
+        pub fn body_map<F>(mut self, f: F) -> Self
+        where
+            F: std::ops::FnOnce(
+                types::builder::CalculationPayload,
+            ) -> types::builder::CalculationPayload,
+        {
+            self.body = self.body.map(f);
             self
         }
         ///Sends a `POST` request to `/api/v1/leasing/calculate`
@@ -38811,7 +49098,11 @@ pub mod builder {
             self,
         ) -> Result<ResponseValue<types::ActionEnvelope>, Error<types::ApiError>> {
             let Self { client, body } = self;
-            let body = body.map_err(Error::InvalidRequest)?;
+            let body = body
+                .and_then(|v| {
+                    types::CalculationPayload::try_from(v).map_err(|e| e.to_string())
+                })
+                .map_err(Error::InvalidRequest)?;
             let url = format!("{}/api/v1/leasing/calculate", client.baseurl,);
             let mut header_map = ::reqwest::header::HeaderMap::with_capacity(1usize);
             header_map
@@ -38869,7 +49160,14 @@ pub mod builder {
                         ),
                     )
                 }
-                500u16..=599u16 => {
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                503u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -38886,7 +49184,10 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct LeasingCalculateInstalment<'a> {
         client: &'a super::Client,
-        monthly_instalment: Result<::std::string::String, String>,
+        monthly_instalment: Result<
+            types::LeasingCalculateInstalmentMonthlyInstalment,
+            String,
+        >,
     }
     impl<'a> LeasingCalculateInstalment<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -38899,12 +49200,12 @@ pub mod builder {
         }
         pub fn monthly_instalment<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::string::String>,
+            V: std::convert::TryInto<types::LeasingCalculateInstalmentMonthlyInstalment>,
         {
             self.monthly_instalment = value
                 .try_into()
                 .map_err(|_| {
-                    "conversion to `:: std :: string :: String` for monthly_instalment failed"
+                    "conversion to `LeasingCalculateInstalmentMonthlyInstalment` for monthly_instalment failed"
                         .to_string()
                 });
             self
@@ -38963,7 +49264,7 @@ pub mod builder {
                         ),
                     )
                 }
-                500u16..=599u16 => {
+                503u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -38980,8 +49281,8 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct LeasingCalculate<'a> {
         client: &'a super::Client,
-        monthly_instalment: Result<::std::string::String, String>,
-        period: Result<::std::string::String, String>,
+        monthly_instalment: Result<types::LeasingCalculateMonthlyInstalment, String>,
+        period: Result<types::LeasingCalculatePeriod, String>,
     }
     impl<'a> LeasingCalculate<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -38995,24 +49296,24 @@ pub mod builder {
         }
         pub fn monthly_instalment<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::string::String>,
+            V: std::convert::TryInto<types::LeasingCalculateMonthlyInstalment>,
         {
             self.monthly_instalment = value
                 .try_into()
                 .map_err(|_| {
-                    "conversion to `:: std :: string :: String` for monthly_instalment failed"
+                    "conversion to `LeasingCalculateMonthlyInstalment` for monthly_instalment failed"
                         .to_string()
                 });
             self
         }
         pub fn period<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::string::String>,
+            V: std::convert::TryInto<types::LeasingCalculatePeriod>,
         {
             self.period = value
                 .try_into()
                 .map_err(|_| {
-                    "conversion to `:: std :: string :: String` for period failed"
+                    "conversion to `LeasingCalculatePeriod` for period failed"
                         .to_string()
                 });
             self
@@ -39072,7 +49373,7 @@ pub mod builder {
                         ),
                     )
                 }
-                500u16..=599u16 => {
+                503u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -39141,7 +49442,7 @@ pub mod builder {
                         ),
                     )
                 }
-                500u16..=599u16 => {
+                503u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -39158,7 +49459,7 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct LeasingRequestFlow<'a> {
         client: &'a super::Client,
-        idempotency_key: Result<Option<::std::string::String>, String>,
+        idempotency_key: Result<Option<types::LeasingRequestFlowIdempotencyKey>, String>,
         body: Result<types::builder::FlowRequest, String>,
     }
     impl<'a> LeasingRequestFlow<'a> {
@@ -39171,13 +49472,13 @@ pub mod builder {
         }
         pub fn idempotency_key<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::string::String>,
+            V: std::convert::TryInto<types::LeasingRequestFlowIdempotencyKey>,
         {
             self.idempotency_key = value
                 .try_into()
                 .map(Some)
                 .map_err(|_| {
-                    "conversion to `:: std :: string :: String` for idempotency_key failed"
+                    "conversion to `LeasingRequestFlowIdempotencyKey` for idempotency_key failed"
                         .to_string()
                 });
             self
@@ -39273,7 +49574,14 @@ pub mod builder {
                         ),
                     )
                 }
-                500u16..=599u16 => {
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                503u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -39290,7 +49598,7 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct LeasingTestFlow<'a> {
         client: &'a super::Client,
-        financing_id: Result<::std::string::String, String>,
+        financing_id: Result<types::LeasingTestFlowFinancingId, String>,
     }
     impl<'a> LeasingTestFlow<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -39301,12 +49609,12 @@ pub mod builder {
         }
         pub fn financing_id<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::string::String>,
+            V: std::convert::TryInto<types::LeasingTestFlowFinancingId>,
         {
             self.financing_id = value
                 .try_into()
                 .map_err(|_| {
-                    "conversion to `:: std :: string :: String` for financing_id failed"
+                    "conversion to `LeasingTestFlowFinancingId` for financing_id failed"
                         .to_string()
                 });
             self
@@ -39362,7 +49670,14 @@ pub mod builder {
                         ),
                     )
                 }
-                500u16..=599u16 => {
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                503u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -39379,7 +49694,7 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct LeasingShow<'a> {
         client: &'a super::Client,
-        financing_id: Result<::std::string::String, String>,
+        financing_id: Result<types::LeasingShowFinancingId, String>,
     }
     impl<'a> LeasingShow<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -39390,12 +49705,12 @@ pub mod builder {
         }
         pub fn financing_id<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::string::String>,
+            V: std::convert::TryInto<types::LeasingShowFinancingId>,
         {
             self.financing_id = value
                 .try_into()
                 .map_err(|_| {
-                    "conversion to `:: std :: string :: String` for financing_id failed"
+                    "conversion to `LeasingShowFinancingId` for financing_id failed"
                         .to_string()
                 });
             self
@@ -39451,7 +49766,14 @@ pub mod builder {
                         ),
                     )
                 }
-                500u16..=599u16 => {
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                503u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -39468,7 +49790,7 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct LeasingPatch<'a> {
         client: &'a super::Client,
-        financing_id: Result<::std::string::String, String>,
+        financing_id: Result<types::LeasingPatchFinancingId, String>,
         body: Result<types::builder::PatchRequestPayload, String>,
     }
     impl<'a> LeasingPatch<'a> {
@@ -39481,12 +49803,12 @@ pub mod builder {
         }
         pub fn financing_id<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::string::String>,
+            V: std::convert::TryInto<types::LeasingPatchFinancingId>,
         {
             self.financing_id = value
                 .try_into()
                 .map_err(|_| {
-                    "conversion to `:: std :: string :: String` for financing_id failed"
+                    "conversion to `LeasingPatchFinancingId` for financing_id failed"
                         .to_string()
                 });
             self
@@ -39586,7 +49908,14 @@ pub mod builder {
                         ),
                     )
                 }
-                500u16..=599u16 => {
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                503u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -39603,7 +49932,7 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct LeasingCancelESignature<'a> {
         client: &'a super::Client,
-        financing_id: Result<::std::string::String, String>,
+        financing_id: Result<types::LeasingCancelESignatureFinancingId, String>,
     }
     impl<'a> LeasingCancelESignature<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -39614,12 +49943,12 @@ pub mod builder {
         }
         pub fn financing_id<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::string::String>,
+            V: std::convert::TryInto<types::LeasingCancelESignatureFinancingId>,
         {
             self.financing_id = value
                 .try_into()
                 .map_err(|_| {
-                    "conversion to `:: std :: string :: String` for financing_id failed"
+                    "conversion to `LeasingCancelESignatureFinancingId` for financing_id failed"
                         .to_string()
                 });
             self
@@ -39675,7 +50004,14 @@ pub mod builder {
                         ),
                     )
                 }
-                500u16..=599u16 => {
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                503u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -39692,7 +50028,7 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct LeasingContractDocument<'a> {
         client: &'a super::Client,
-        financing_id: Result<::std::string::String, String>,
+        financing_id: Result<types::LeasingContractDocumentFinancingId, String>,
         store_pdf: Result<Option<bool>, String>,
     }
     impl<'a> LeasingContractDocument<'a> {
@@ -39705,12 +50041,12 @@ pub mod builder {
         }
         pub fn financing_id<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::string::String>,
+            V: std::convert::TryInto<types::LeasingContractDocumentFinancingId>,
         {
             self.financing_id = value
                 .try_into()
                 .map_err(|_| {
-                    "conversion to `:: std :: string :: String` for financing_id failed"
+                    "conversion to `LeasingContractDocumentFinancingId` for financing_id failed"
                         .to_string()
                 });
             self
@@ -39781,7 +50117,14 @@ pub mod builder {
                         ),
                     )
                 }
-                500u16..=599u16 => {
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                503u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -39798,7 +50141,7 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct LeasingContractDocumentLink<'a> {
         client: &'a super::Client,
-        financing_id: Result<::std::string::String, String>,
+        financing_id: Result<types::LeasingContractDocumentLinkFinancingId, String>,
     }
     impl<'a> LeasingContractDocumentLink<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -39809,12 +50152,12 @@ pub mod builder {
         }
         pub fn financing_id<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::string::String>,
+            V: std::convert::TryInto<types::LeasingContractDocumentLinkFinancingId>,
         {
             self.financing_id = value
                 .try_into()
                 .map_err(|_| {
-                    "conversion to `:: std :: string :: String` for financing_id failed"
+                    "conversion to `LeasingContractDocumentLinkFinancingId` for financing_id failed"
                         .to_string()
                 });
             self
@@ -39870,7 +50213,14 @@ pub mod builder {
                         ),
                     )
                 }
-                500u16..=599u16 => {
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                503u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -39887,7 +50237,7 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct LeasingStartESignature<'a> {
         client: &'a super::Client,
-        financing_id: Result<::std::string::String, String>,
+        financing_id: Result<types::LeasingStartESignatureFinancingId, String>,
         body: Result<types::builder::ESignaturePayload, String>,
     }
     impl<'a> LeasingStartESignature<'a> {
@@ -39900,12 +50250,12 @@ pub mod builder {
         }
         pub fn financing_id<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::string::String>,
+            V: std::convert::TryInto<types::LeasingStartESignatureFinancingId>,
         {
             self.financing_id = value
                 .try_into()
                 .map_err(|_| {
-                    "conversion to `:: std :: string :: String` for financing_id failed"
+                    "conversion to `LeasingStartESignatureFinancingId` for financing_id failed"
                         .to_string()
                 });
             self
@@ -40005,7 +50355,14 @@ pub mod builder {
                         ),
                     )
                 }
-                500u16..=599u16 => {
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                503u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -40022,7 +50379,7 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct LeasingESignatureConfiguration<'a> {
         client: &'a super::Client,
-        financing_id: Result<::std::string::String, String>,
+        financing_id: Result<types::LeasingESignatureConfigurationFinancingId, String>,
     }
     impl<'a> LeasingESignatureConfiguration<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -40033,12 +50390,12 @@ pub mod builder {
         }
         pub fn financing_id<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::string::String>,
+            V: std::convert::TryInto<types::LeasingESignatureConfigurationFinancingId>,
         {
             self.financing_id = value
                 .try_into()
                 .map_err(|_| {
-                    "conversion to `:: std :: string :: String` for financing_id failed"
+                    "conversion to `LeasingESignatureConfigurationFinancingId` for financing_id failed"
                         .to_string()
                 });
             self
@@ -40097,7 +50454,14 @@ pub mod builder {
                         ),
                     )
                 }
-                500u16..=599u16 => {
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                503u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -40114,7 +50478,7 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct LeasingPatchLessee<'a> {
         client: &'a super::Client,
-        financing_id: Result<::std::string::String, String>,
+        financing_id: Result<types::LeasingPatchLesseeFinancingId, String>,
         body: Result<types::builder::PatchLesseePayload, String>,
     }
     impl<'a> LeasingPatchLessee<'a> {
@@ -40127,12 +50491,12 @@ pub mod builder {
         }
         pub fn financing_id<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::string::String>,
+            V: std::convert::TryInto<types::LeasingPatchLesseeFinancingId>,
         {
             self.financing_id = value
                 .try_into()
                 .map_err(|_| {
-                    "conversion to `:: std :: string :: String` for financing_id failed"
+                    "conversion to `LeasingPatchLesseeFinancingId` for financing_id failed"
                         .to_string()
                 });
             self
@@ -40232,7 +50596,14 @@ pub mod builder {
                         ),
                     )
                 }
-                500u16..=599u16 => {
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                503u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -40249,7 +50620,7 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct LeasingSwitchToPaperContract<'a> {
         client: &'a super::Client,
-        financing_id: Result<::std::string::String, String>,
+        financing_id: Result<types::LeasingSwitchToPaperContractFinancingId, String>,
     }
     impl<'a> LeasingSwitchToPaperContract<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -40260,12 +50631,12 @@ pub mod builder {
         }
         pub fn financing_id<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::string::String>,
+            V: std::convert::TryInto<types::LeasingSwitchToPaperContractFinancingId>,
         {
             self.financing_id = value
                 .try_into()
                 .map_err(|_| {
-                    "conversion to `:: std :: string :: String` for financing_id failed"
+                    "conversion to `LeasingSwitchToPaperContractFinancingId` for financing_id failed"
                         .to_string()
                 });
             self
@@ -40321,7 +50692,14 @@ pub mod builder {
                         ),
                     )
                 }
-                500u16..=599u16 => {
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                503u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -40338,8 +50716,8 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct LeasingWaitReadyToSign<'a> {
         client: &'a super::Client,
-        financing_id: Result<::std::string::String, String>,
-        max_attempts: Result<Option<i64>, String>,
+        financing_id: Result<types::LeasingWaitReadyToSignFinancingId, String>,
+        max_attempts: Result<Option<::std::num::NonZeroU64>, String>,
         sleep_milliseconds: Result<Option<i64>, String>,
         technician_appointment_date: Result<Option<::std::string::String>, String>,
         technician_appointment_time: Result<Option<::std::string::String>, String>,
@@ -40357,24 +50735,27 @@ pub mod builder {
         }
         pub fn financing_id<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::string::String>,
+            V: std::convert::TryInto<types::LeasingWaitReadyToSignFinancingId>,
         {
             self.financing_id = value
                 .try_into()
                 .map_err(|_| {
-                    "conversion to `:: std :: string :: String` for financing_id failed"
+                    "conversion to `LeasingWaitReadyToSignFinancingId` for financing_id failed"
                         .to_string()
                 });
             self
         }
         pub fn max_attempts<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<i64>,
+            V: std::convert::TryInto<::std::num::NonZeroU64>,
         {
             self.max_attempts = value
                 .try_into()
                 .map(Some)
-                .map_err(|_| "conversion to `i64` for max_attempts failed".to_string());
+                .map_err(|_| {
+                    "conversion to `:: std :: num :: NonZeroU64` for max_attempts failed"
+                        .to_string()
+                });
             self
         }
         pub fn sleep_milliseconds<V>(mut self, value: V) -> Self
@@ -40500,7 +50881,14 @@ pub mod builder {
                         ),
                     )
                 }
-                500u16..=599u16 => {
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                503u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -40622,7 +51010,7 @@ pub mod builder {
                         ),
                     )
                 }
-                500u16..=599u16 => {
+                503u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -40689,7 +51077,7 @@ pub mod builder {
                         ),
                     )
                 }
-                500u16..=599u16 => {
+                503u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -40758,7 +51146,7 @@ pub mod builder {
                         ),
                     )
                 }
-                500u16..=599u16 => {
+                503u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -40814,13 +51202,6 @@ pub mod builder {
             match response.status().as_u16() {
                 200u16 => ResponseValue::from_response(response).await,
                 400u16..=499u16 => {
-                    Err(
-                        Error::ErrorResponse(
-                            ResponseValue::from_response(response).await?,
-                        ),
-                    )
-                }
-                500u16..=599u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -40930,13 +51311,6 @@ pub mod builder {
             match response.status().as_u16() {
                 200u16 => ResponseValue::from_response(response).await,
                 400u16..=499u16 => {
-                    Err(
-                        Error::ErrorResponse(
-                            ResponseValue::from_response(response).await?,
-                        ),
-                    )
-                }
-                500u16..=599u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,

@@ -34,6 +34,8 @@ path = "src/lib.rs"
 
 [dependencies]
 progenitor-client = "0.15"
+# The document's string patterns (ids, field names) are checked with regress, as typify writes them.
+regress = "0.12"
 reqwest = { version = "0.13", default-features = false, features = ["json", "query", "rustls"] }
 schemars = "0.8"
 serde = { version = "1", features = ["derive"] }
@@ -48,6 +50,7 @@ pub fn generate(root: &Path) -> Result<Vec<(String, String)>> {
     let text = std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
     let mut doc: Value = serde_json::from_str(&text).with_context(|| format!("{}: not JSON", openapi::DOCUMENT))?;
     one_success_kind(&mut doc)?;
+    one_error_type(&mut doc);
     let spec: openapiv3::OpenAPI =
         serde_json::from_value(doc).with_context(|| format!("{}: not an OpenAPI 3.0 document", openapi::DOCUMENT))?;
     let mut settings = GenerationSettings::default();
@@ -149,6 +152,40 @@ fn one_success_kind(doc: &mut Value) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// progenitor 0.15 also takes one error type per operation (the same assertion). Our document
+/// names each operation's server errors by status with narrowed schemas (`LeasingFailure`,
+/// `BadGateway`, …: `allOf` [`ApiError`, an `error_code` enum]). For the client every error
+/// body whose schema is such a narrowing of `ApiError` is read as `ApiError` itself: the same
+/// fields, the `error_code` as a string.
+fn one_error_type(doc: &mut Value) {
+    const API_ERROR: &str = "#/components/schemas/ApiError";
+    let narrowings: std::collections::BTreeSet<String> = doc
+        .pointer("/components/schemas")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+        .filter(|(_, schema)| schema.pointer("/allOf/0/$ref").and_then(Value::as_str) == Some(API_ERROR))
+        .map(|(name, _)| format!("#/components/schemas/{name}"))
+        .collect();
+    let widen = |response: &mut Value| {
+        if let Some(schema) = response.pointer_mut("/content/application~1json/schema")
+            && schema.get("$ref").and_then(Value::as_str).is_some_and(|r| narrowings.contains(r))
+        {
+            *schema = serde_json::json!({ "$ref": API_ERROR });
+        }
+    };
+    if let Some(responses) = doc.pointer_mut("/components/responses").and_then(Value::as_object_mut) {
+        responses.values_mut().for_each(widen);
+    }
+    if let Some(paths) = doc.get_mut("paths").and_then(Value::as_object_mut) {
+        for operation in paths.values_mut().filter_map(Value::as_object_mut).flat_map(|item| item.values_mut()) {
+            if let Some(answers) = operation.get_mut("responses").and_then(Value::as_object_mut) {
+                answers.iter_mut().filter(|(code, _)| code.starts_with(['4', '5'])).for_each(|(_, r)| widen(r));
+            }
+        }
+    }
 }
 
 /// The JSON body schema of a response (resolved through `components/responses`), as text.

@@ -1953,6 +1953,26 @@ export interface components {
             /** Format: uint64 */
             pushed: number;
         };
+        /** @description The upstream system refused or failed (`upstream_error`), was unreachable (`upstream_unavailable`) or answered something unreadable (`upstream_invalid_response`); nothing was changed locally. */
+        BadGateway: components["schemas"]["ApiError"] & {
+            /** @enum {string} */
+            error_code?: "upstream_error" | "upstream_unavailable" | "upstream_invalid_response";
+        };
+        /** @description Input of a lease calculation at the provider; further fields (`ProductType`, `Currency`, `PaymentFrequency`, ...) are passed to the provider untouched. */
+        CalculationPayload: {
+            /**
+             * Format: double
+             * @description Net amount to be financed, from a cent to a trillion.
+             */
+            FinancingAmount: number;
+            /**
+             * Format: int32
+             * @description Contract term in months; without it the provider calculates every period it offers.
+             */
+            Period?: number | null;
+        } & {
+            [key: string]: unknown;
+        };
         /** @description A comment on a service request. Navigation-only: not mirrored by the integration service. */
         Comment: {
             /** @description Id of the user who wrote it. */
@@ -2407,15 +2427,18 @@ export interface components {
             Name?: string | null;
             /**
              * Format: double
-             * @description Net price of one object.
+             * @description Net price of one object, from 0 to a trillion.
              */
             NetPricePerObject?: number | null;
             /**
-             * Format: int64
+             * Format: int32
              * @description From the provider's object types.
              */
             ObjectTypeId?: number | null;
-            /** Format: uint32 */
+            /**
+             * Format: int32
+             * @description A whole number greater than 0.
+             */
             Quantity?: number | null;
         };
         /**
@@ -2465,7 +2488,10 @@ export interface components {
         FinancingRequestPayload: {
             /** @description `EUR`. */
             Currency?: string | null;
-            /** Format: double */
+            /**
+             * Format: double
+             * @description Net amount to be financed, from a cent to a trillion.
+             */
             FinancingAmount?: number | null;
             FinancingObjects?: components["schemas"]["FinancingObject"][] | null;
             HasRepurchase?: boolean | null;
@@ -2475,7 +2501,7 @@ export interface components {
             /** @description `DirectDebit` or `Invoice`. */
             PaymentMethod?: string | null;
             /**
-             * Format: uint32
+             * Format: int32
              * @description Months: 48, 60, 72 or 84.
              */
             Period?: number | null;
@@ -2498,7 +2524,7 @@ export interface components {
             Lessee: components["schemas"]["Lessee"];
             PaymentFrequency: string;
             PaymentMethod: string;
-            /** Format: uint32 */
+            /** Format: int32 */
             Period: number;
             ProductType: string;
             /** @description The provider's request number, e.g. `180-33037`. */
@@ -2585,6 +2611,11 @@ export interface components {
             data: {
                 [key: string]: unknown;
             }[];
+        };
+        /** @description The upstream system did not answer in time (`upstream_timeout`); nothing was changed locally. */
+        GatewayTimeout: components["schemas"]["ApiError"] & {
+            /** @enum {string} */
+            error_code?: "upstream_timeout";
         };
         /** @description The process is up. */
         Health: {
@@ -2812,6 +2843,11 @@ export interface components {
                 [key: string]: unknown;
             } | null;
         };
+        /** @description A leasing failure (the seed's rule: every failure of a leasing route is answered 500 `{success: false, message}`), named by `error_code`: the request was `declined` or `cancelled`, is `missing_info` (the missing-info mail was sent or its failure is named in `message`), is `already_past_signing`, or was `not_ready_to_sign` when the attempts were used up; the provider refused (`upstream_rejected`), failed (`upstream_error`), did not answer in time (`upstream_timeout`), was unreachable (`upstream_unavailable`), busy (`upstream_busy`), answered something unreadable (`upstream_invalid_response`) or is not configured (`upstream_not_configured`); or the contract could not be stored (`storage_error`). */
+        LeasingFailure: components["schemas"]["ApiError"] & {
+            /** @enum {string} */
+            error_code?: "declined" | "cancelled" | "missing_info" | "already_past_signing" | "not_ready_to_sign" | "upstream_rejected" | "upstream_error" | "upstream_timeout" | "upstream_unavailable" | "upstream_busy" | "upstream_invalid_response" | "upstream_not_configured" | "storage_error";
+        };
         /** @description The lessee: the company that leases the objects. */
         Lessee: {
             Addresses?: components["schemas"]["Address"][] | null;
@@ -2822,7 +2858,7 @@ export interface components {
             /** @description The lessee's identifier in the caller's system. */
             ExternalId?: string | null;
             /**
-             * Format: int64
+             * Format: int32
              * @description From the provider's legal forms.
              */
             LegalFormId?: number | null;
@@ -2896,6 +2932,96 @@ export interface components {
              */
             records: number;
         };
+        /** @description A new Companies record: `Id` (1 to 255 characters) and `Version` are required. */
+        NewCompanies: components["schemas"]["Companies"] & {
+            Id: string;
+            /** Format: int64 */
+            Version: number;
+        };
+        /** @description A new Contacts record: `Id` (1 to 255 characters) and `Version` are required. */
+        NewContacts: components["schemas"]["Contacts"] & {
+            Id: string;
+            /** Format: int64 */
+            Version: number;
+        };
+        /** @description A new CostCenters record: `Id` (1 to 255 characters) and `Version` are required. */
+        NewCostCenters: components["schemas"]["CostCenters"] & {
+            Id: string;
+            /** Format: int64 */
+            Version: number;
+        };
+        /** @description A new Documents record: `Id` (1 to 255 characters) and `Version` are required. */
+        NewDocuments: components["schemas"]["Documents"] & {
+            Id: string;
+            /** Format: int64 */
+            Version: number;
+        };
+        /** @description A new ItemTypes record: `Id` (1 to 255 characters) and `Version` are required. */
+        NewItemTypes: components["schemas"]["ItemTypes"] & {
+            Id: string;
+            /** Format: int64 */
+            Version: number;
+        };
+        /** @description A new ItemUnits record: `Id` (1 to 255 characters) and `Version` are required. */
+        NewItemUnits: components["schemas"]["ItemUnits"] & {
+            Id: string;
+            /** Format: int64 */
+            Version: number;
+        };
+        /** @description A new Items record: `Id` (1 to 255 characters) and `Version` are required. */
+        NewItems: components["schemas"]["Items"] & {
+            Id: string;
+            /** Format: int64 */
+            Version: number;
+        };
+        /** @description A new Products record: `Id` (1 to 255 characters) and `Version` are required. */
+        NewProducts: components["schemas"]["Products"] & {
+            Id: string;
+            /** Format: int64 */
+            Version: number;
+        };
+        /** @description A new Qualifications record: `Id` (1 to 255 characters) and `Version` are required. */
+        NewQualifications: components["schemas"]["Qualifications"] & {
+            Id: string;
+            /** Format: int64 */
+            Version: number;
+        };
+        /** @description A new ServiceObjects record: `Id` (1 to 255 characters) and `Version` are required. */
+        NewServiceObjects: components["schemas"]["ServiceObjects"] & {
+            Id: string;
+            /** Format: int64 */
+            Version: number;
+        };
+        /** @description A new ServiceRequests record: `Id` (1 to 255 characters) and `Version` are required. */
+        NewServiceRequests: components["schemas"]["ServiceRequests"] & {
+            Id: string;
+            /** Format: int64 */
+            Version: number;
+        };
+        /** @description A new StepListTemplates record: `Id` (1 to 255 characters) and `Version` are required. */
+        NewStepListTemplates: components["schemas"]["StepListTemplates"] & {
+            Id: string;
+            /** Format: int64 */
+            Version: number;
+        };
+        /** @description A new Tags record: `Id` (1 to 255 characters) and `Version` are required. */
+        NewTags: components["schemas"]["Tags"] & {
+            Id: string;
+            /** Format: int64 */
+            Version: number;
+        };
+        /** @description A new TimeEvents record: `Id` (1 to 255 characters) and `Version` are required. */
+        NewTimeEvents: components["schemas"]["TimeEvents"] & {
+            Id: string;
+            /** Format: int64 */
+            Version: number;
+        };
+        /** @description A new Users record: `Id` (1 to 255 characters) and `Version` are required. */
+        NewUsers: components["schemas"]["Users"] & {
+            Id: string;
+            /** Format: int64 */
+            Version: number;
+        };
         /** @description Paging of a list. */
         PageMeta: {
             /** Format: uint32 */
@@ -2918,12 +3044,15 @@ export interface components {
         };
         /** @description Fields of the request to change (not the lessee); e.g. `{"PaymentMethod": "Invoice"}`. */
         PatchRequestPayload: {
-            /** Format: double */
+            /**
+             * Format: double
+             * @description From a cent to a trillion.
+             */
             FinancingAmount?: number | null;
             FinancingObjects?: components["schemas"]["FinancingObject"][] | null;
             PaymentFrequency?: string | null;
             PaymentMethod?: string | null;
-            /** Format: uint32 */
+            /** Format: int32 */
             Period?: number | null;
         } & {
             [key: string]: unknown;
@@ -3375,6 +3504,11 @@ export interface components {
                 [key: string]: unknown;
             } | null;
         };
+        /** @description The database does not answer (`service_unavailable`); retry later. */
+        ServiceUnavailable: components["schemas"]["ApiError"] & {
+            /** @enum {string} */
+            error_code?: "service_unavailable";
+        };
         /** @description One person who signs. */
         Signee: {
             /** @description e.g. `de-DE`. */
@@ -3383,7 +3517,7 @@ export interface components {
             FirstName?: string | null;
             LastName?: string | null;
             MobileNumber?: string | null;
-            /** Format: uint32 */
+            /** Format: int32 */
             SigningOrder?: number | null;
             Title?: string | null;
         };
@@ -3654,6 +3788,11 @@ export interface components {
                 [key: string]: unknown;
             } | null;
         };
+        /** @description The database does not answer (`service_unavailable`), the upstream system is not configured (`upstream_not_configured`; the message names the setting), or it stays busy (`upstream_busy`; retry after `Retry-After`). */
+        UpstreamUnavailable: components["schemas"]["ApiError"] & {
+            /** @enum {string} */
+            error_code?: "service_unavailable" | "upstream_not_configured" | "upstream_busy";
+        };
         /** @description A user of the field-report system, e.g. a technician or dispatcher. */
         Users: {
             /** @description Colour used in the planning board. */
@@ -3719,8 +3858,8 @@ export interface components {
         };
         /** @description The body of a POST webhook call: entity name, entity id and event. Further fields are accepted and ignored; the record is fetched from the ERP by id. */
         WebhookPayload: {
-            /** @description Id of the record (also accepted: `entity_id`, `id`, `entity.id`). */
-            entityId: string;
+            /** @description Id of the record: letters, digits and `-`, at most 64, or an integer (also accepted: `entity_id`, `id`, `entity.id`). */
+            entityId: string | number;
             /** @description Entity type, e.g. `customer` (also accepted: `entity_name`, `entity`). */
             entityName: string;
             /** @description `created`, `updated` or `deleted` (also accepted: `event`, `action`); absent means a change. */
@@ -3737,13 +3876,13 @@ export interface components {
                 "application/json": components["schemas"]["ApiError"];
             };
         };
-        /** @description The upstream system refused or failed (`upstream_error`, `upstream_unavailable`, `upstream_invalid_response`); nothing was changed locally. */
+        /** @description The upstream system refused or failed (`upstream_error`), was unreachable (`upstream_unavailable`) or answered something unreadable (`upstream_invalid_response`); nothing was changed locally. */
         BadGateway: {
             headers: {
                 [name: string]: unknown;
             };
             content: {
-                "application/json": components["schemas"]["ApiError"];
+                "application/json": components["schemas"]["BadGateway"];
             };
         };
         /** @description The record exists already, was changed by a concurrent request, or the upstream reports a version conflict (`upstream_conflict`). */
@@ -3761,7 +3900,16 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                "application/json": components["schemas"]["ApiError"];
+                "application/json": components["schemas"]["GatewayTimeout"];
+            };
+        };
+        /** @description A leasing failure (the seed's rule: every failure of a leasing route is answered 500 `{success: false, message}`), named by `error_code`: the request was `declined` or `cancelled`, is `missing_info` (the missing-info mail was sent or its failure is named in `message`), is `already_past_signing`, or was `not_ready_to_sign` when the attempts were used up; the provider refused (`upstream_rejected`), failed (`upstream_error`), did not answer in time (`upstream_timeout`), was unreachable (`upstream_unavailable`), busy (`upstream_busy`), answered something unreadable (`upstream_invalid_response`) or is not configured (`upstream_not_configured`); or the contract could not be stored (`storage_error`). */
+        LeasingFailure: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["LeasingFailure"];
             };
         };
         /** @description No such record. */
@@ -3782,13 +3930,13 @@ export interface components {
                 "application/json": components["schemas"]["ApiError"];
             };
         };
-        /** @description The database does not answer; retry later. */
+        /** @description The database does not answer (`service_unavailable`); retry later. */
         ServiceUnavailable: {
             headers: {
                 [name: string]: unknown;
             };
             content: {
-                "application/json": components["schemas"]["ApiError"];
+                "application/json": components["schemas"]["ServiceUnavailable"];
             };
         };
         /** @description Too many attempts; retry after the number of seconds in `Retry-After`. */
@@ -3818,13 +3966,13 @@ export interface components {
                 "application/json": components["schemas"]["ApiError"];
             };
         };
-        /** @description The upstream system is not configured (`upstream_not_configured`; the message names the setting). */
-        UpstreamNotConfigured: {
+        /** @description The database does not answer (`service_unavailable`), the upstream system is not configured (`upstream_not_configured`; the message names the setting), or it stays busy (`upstream_busy`; retry after `Retry-After`). */
+        UpstreamUnavailable: {
             headers: {
                 [name: string]: unknown;
             };
             content: {
-                "application/json": components["schemas"]["ApiError"];
+                "application/json": components["schemas"]["UpstreamUnavailable"];
             };
         };
         /** @description The body is well-formed JSON but a field is missing or invalid; `errors` lists messages per field. */
@@ -3878,8 +4026,11 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            409: components["responses"]["Conflict"];
+            502: components["responses"]["BadGateway"];
+            503: components["responses"]["UpstreamUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     erp_pull_attribute: {
@@ -3906,8 +4057,11 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            409: components["responses"]["Conflict"];
+            502: components["responses"]["BadGateway"];
+            503: components["responses"]["UpstreamUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     erp_push_attributes: {
@@ -3932,8 +4086,11 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            409: components["responses"]["Conflict"];
+            502: components["responses"]["BadGateway"];
+            503: components["responses"]["UpstreamUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     erp_push_attribute: {
@@ -3960,8 +4117,11 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            409: components["responses"]["Conflict"];
+            502: components["responses"]["BadGateway"];
+            503: components["responses"]["UpstreamUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     erp_field_report_post_all: {
@@ -3986,8 +4146,11 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            409: components["responses"]["Conflict"];
+            502: components["responses"]["BadGateway"];
+            503: components["responses"]["UpstreamUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     erp_field_report_post: {
@@ -4015,8 +4178,11 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            409: components["responses"]["Conflict"];
+            502: components["responses"]["BadGateway"];
+            503: components["responses"]["UpstreamUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     erp_get: {
@@ -4038,8 +4204,11 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            409: components["responses"]["Conflict"];
+            502: components["responses"]["BadGateway"];
+            503: components["responses"]["UpstreamUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     erp_setup_all: {
@@ -4061,8 +4230,11 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            409: components["responses"]["Conflict"];
+            502: components["responses"]["BadGateway"];
+            503: components["responses"]["UpstreamUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     erp_setup: {
@@ -4087,8 +4259,11 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            409: components["responses"]["Conflict"];
+            502: components["responses"]["BadGateway"];
+            503: components["responses"]["UpstreamUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     erp_show: {
@@ -4110,8 +4285,8 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     erp_show_model: {
@@ -4141,8 +4316,8 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     erp_show_record: {
@@ -4150,7 +4325,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The id of one record. */
+                /** @description The id of one record (letters, digits and `-`, at most 64). */
                 entity: string;
                 /** @description The ERP's name of the model, e.g. `customer`. */
                 model: string;
@@ -4171,8 +4346,8 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     erp_show_matching: {
@@ -4180,7 +4355,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description A top-level field of the model, e.g. `customerNumber`. */
+                /** @description A top-level field of the model, e.g. `customerNumber` (letters and digits, at most 64). */
                 entity: string;
                 /** @description The ERP's name of the model, e.g. `customer`. */
                 model: string;
@@ -4201,8 +4376,8 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     erp_update_all: {
@@ -4224,8 +4399,11 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            409: components["responses"]["Conflict"];
+            502: components["responses"]["BadGateway"];
+            503: components["responses"]["UpstreamUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     erp_update_model: {
@@ -4250,8 +4428,11 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            409: components["responses"]["Conflict"];
+            502: components["responses"]["BadGateway"];
+            503: components["responses"]["UpstreamUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     erp_update_record: {
@@ -4259,7 +4440,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The id of one record. */
+                /** @description The id of one record (letters, digits and `-`, at most 64). */
                 entity: string;
                 /** @description The ERP's name of the model, e.g. `customer`. */
                 model: string;
@@ -4278,8 +4459,11 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            409: components["responses"]["Conflict"];
+            502: components["responses"]["BadGateway"];
+            503: components["responses"]["UpstreamUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     erp_update_matching: {
@@ -4287,7 +4471,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description A top-level field of the model, e.g. `customerNumber`. */
+                /** @description A top-level field of the model, e.g. `customerNumber` (letters and digits, at most 64). */
                 entity: string;
                 /** @description The ERP's name of the model, e.g. `customer`. */
                 model: string;
@@ -4308,18 +4492,21 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            409: components["responses"]["Conflict"];
+            502: components["responses"]["BadGateway"];
+            503: components["responses"]["UpstreamUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     erp_webhook_get: {
         parameters: {
             query?: {
-                /** @description Id of the record (GET calls). */
+                /** @description Id of the record: letters, digits and `-`, at most 64 (GET calls: this or `id` is required; blank counts as absent). */
                 entityId?: string | null;
-                /** @description Entity type, e.g. `customer` (GET calls). */
+                /** @description Entity type, e.g. `customer` (GET calls: required). */
                 entityName?: string | null;
-                /** @description Fallback for `entityId`. */
+                /** @description Fallback for `entityId` (blank counts as absent). */
                 id?: string | null;
                 /** @description The webhook secret, when it is part of the URL registered at the ERP. */
                 secret?: string | null;
@@ -4341,24 +4528,33 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookAccepted"];
                 };
             };
-            401: components["responses"]["Unauthenticated"];
+            /** @description `ERP_WEBHOOK_SECRET` is set and the call did not carry it as `?secret=` or `X-Webhook-Secret` (`invalid_webhook_secret`). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The source address is not in `ERP_WEBHOOK_ALLOWLIST` (`forbidden_source`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     erp_webhook_post: {
         parameters: {
             query?: {
-                /** @description Id of the record (GET calls). */
-                entityId?: string | null;
-                /** @description Entity type, e.g. `customer` (GET calls). */
-                entityName?: string | null;
-                /** @description Fallback for `entityId`. */
-                id?: string | null;
                 /** @description The webhook secret, when it is part of the URL registered at the ERP. */
                 secret?: string | null;
-                /** @description `created`, `updated` or `deleted` (GET calls). */
-                type?: string | null;
             };
             header?: never;
             path?: never;
@@ -4379,11 +4575,28 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookAccepted"];
                 };
             };
-            401: components["responses"]["Unauthenticated"];
+            /** @description `ERP_WEBHOOK_SECRET` is set and the call did not carry it as `?secret=` or `X-Webhook-Secret` (`invalid_webhook_secret`). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The source address is not in `ERP_WEBHOOK_ALLOWLIST` (`forbidden_source`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
+            503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     fieldreport_companies_list: {
@@ -4410,8 +4623,8 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     fieldreport_companies_create: {
@@ -4423,7 +4636,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["Companies"];
+                "application/json": components["schemas"]["NewCompanies"];
             };
         };
         responses: {
@@ -4441,10 +4654,9 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
             502: components["responses"]["BadGateway"];
-            503: components["responses"]["UpstreamNotConfigured"];
+            503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     fieldreport_companies_show: {
@@ -4470,8 +4682,8 @@ export interface operations {
             };
             401: components["responses"]["Unauthenticated"];
             404: components["responses"]["NotFound"];
+            503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     fieldreport_companies_replace: {
@@ -4505,10 +4717,9 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
             502: components["responses"]["BadGateway"];
-            503: components["responses"]["UpstreamNotConfigured"];
+            503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     fieldreport_companies_delete: {
@@ -4551,7 +4762,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             502: components["responses"]["BadGateway"];
-            503: components["responses"]["UpstreamNotConfigured"];
+            503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
         };
     };
@@ -4586,10 +4797,9 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
             502: components["responses"]["BadGateway"];
-            503: components["responses"]["UpstreamNotConfigured"];
+            503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     fieldreport_contacts_list: {
@@ -4616,8 +4826,8 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     fieldreport_contacts_create: {
@@ -4629,7 +4839,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["Contacts"];
+                "application/json": components["schemas"]["NewContacts"];
             };
         };
         responses: {
@@ -4647,10 +4857,9 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
             502: components["responses"]["BadGateway"];
-            503: components["responses"]["UpstreamNotConfigured"];
+            503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     fieldreport_contacts_show: {
@@ -4676,8 +4885,8 @@ export interface operations {
             };
             401: components["responses"]["Unauthenticated"];
             404: components["responses"]["NotFound"];
+            503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     fieldreport_contacts_replace: {
@@ -4711,10 +4920,9 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
             502: components["responses"]["BadGateway"];
-            503: components["responses"]["UpstreamNotConfigured"];
+            503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     fieldreport_contacts_delete: {
@@ -4757,7 +4965,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             502: components["responses"]["BadGateway"];
-            503: components["responses"]["UpstreamNotConfigured"];
+            503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
         };
     };
@@ -4792,10 +5000,9 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
             502: components["responses"]["BadGateway"];
-            503: components["responses"]["UpstreamNotConfigured"];
+            503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     fieldreport_costCenters_list: {
@@ -4822,8 +5029,8 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     fieldreport_costCenters_create: {
@@ -4835,7 +5042,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["CostCenters"];
+                "application/json": components["schemas"]["NewCostCenters"];
             };
         };
         responses: {
@@ -4853,10 +5060,9 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
             502: components["responses"]["BadGateway"];
-            503: components["responses"]["UpstreamNotConfigured"];
+            503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     fieldreport_costCenters_show: {
@@ -4882,8 +5088,8 @@ export interface operations {
             };
             401: components["responses"]["Unauthenticated"];
             404: components["responses"]["NotFound"];
+            503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     fieldreport_costCenters_replace: {
@@ -4917,10 +5123,9 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
             502: components["responses"]["BadGateway"];
-            503: components["responses"]["UpstreamNotConfigured"];
+            503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     fieldreport_costCenters_delete: {
@@ -4963,7 +5168,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             502: components["responses"]["BadGateway"];
-            503: components["responses"]["UpstreamNotConfigured"];
+            503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
         };
     };
@@ -4998,10 +5203,9 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
             502: components["responses"]["BadGateway"];
-            503: components["responses"]["UpstreamNotConfigured"];
+            503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     fieldreport_documents_list: {
@@ -5028,8 +5232,8 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     fieldreport_documents_create: {
@@ -5041,7 +5245,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["Documents"];
+                "application/json": components["schemas"]["NewDocuments"];
             };
         };
         responses: {
@@ -5059,10 +5263,9 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
             502: components["responses"]["BadGateway"];
-            503: components["responses"]["UpstreamNotConfigured"];
+            503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     fieldreport_documents_show: {
@@ -5088,8 +5291,8 @@ export interface operations {
             };
             401: components["responses"]["Unauthenticated"];
             404: components["responses"]["NotFound"];
+            503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     fieldreport_documents_replace: {
@@ -5123,10 +5326,9 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
             502: components["responses"]["BadGateway"];
-            503: components["responses"]["UpstreamNotConfigured"];
+            503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     fieldreport_documents_delete: {
@@ -5169,7 +5371,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             502: components["responses"]["BadGateway"];
-            503: components["responses"]["UpstreamNotConfigured"];
+            503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
         };
     };
@@ -5204,10 +5406,9 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
             502: components["responses"]["BadGateway"];
-            503: components["responses"]["UpstreamNotConfigured"];
+            503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     fieldreport_itemTypes_list: {
@@ -5234,8 +5435,8 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     fieldreport_itemTypes_create: {
@@ -5247,7 +5448,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["ItemTypes"];
+                "application/json": components["schemas"]["NewItemTypes"];
             };
         };
         responses: {
@@ -5265,10 +5466,9 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
             502: components["responses"]["BadGateway"];
-            503: components["responses"]["UpstreamNotConfigured"];
+            503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     fieldreport_itemTypes_show: {
@@ -5294,8 +5494,8 @@ export interface operations {
             };
             401: components["responses"]["Unauthenticated"];
             404: components["responses"]["NotFound"];
+            503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     fieldreport_itemTypes_replace: {
@@ -5329,10 +5529,9 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
             502: components["responses"]["BadGateway"];
-            503: components["responses"]["UpstreamNotConfigured"];
+            503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     fieldreport_itemTypes_delete: {
@@ -5375,7 +5574,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             502: components["responses"]["BadGateway"];
-            503: components["responses"]["UpstreamNotConfigured"];
+            503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
         };
     };
@@ -5410,10 +5609,9 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
             502: components["responses"]["BadGateway"];
-            503: components["responses"]["UpstreamNotConfigured"];
+            503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     fieldreport_itemUnits_list: {
@@ -5440,8 +5638,8 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     fieldreport_itemUnits_create: {
@@ -5453,7 +5651,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["ItemUnits"];
+                "application/json": components["schemas"]["NewItemUnits"];
             };
         };
         responses: {
@@ -5471,10 +5669,9 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
             502: components["responses"]["BadGateway"];
-            503: components["responses"]["UpstreamNotConfigured"];
+            503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     fieldreport_itemUnits_show: {
@@ -5500,8 +5697,8 @@ export interface operations {
             };
             401: components["responses"]["Unauthenticated"];
             404: components["responses"]["NotFound"];
+            503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     fieldreport_itemUnits_replace: {
@@ -5535,10 +5732,9 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
             502: components["responses"]["BadGateway"];
-            503: components["responses"]["UpstreamNotConfigured"];
+            503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     fieldreport_itemUnits_delete: {
@@ -5581,7 +5777,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             502: components["responses"]["BadGateway"];
-            503: components["responses"]["UpstreamNotConfigured"];
+            503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
         };
     };
@@ -5616,10 +5812,9 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
             502: components["responses"]["BadGateway"];
-            503: components["responses"]["UpstreamNotConfigured"];
+            503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     fieldreport_items_list: {
@@ -5646,8 +5841,8 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     fieldreport_items_create: {
@@ -5659,7 +5854,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["Items"];
+                "application/json": components["schemas"]["NewItems"];
             };
         };
         responses: {
@@ -5677,10 +5872,9 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
             502: components["responses"]["BadGateway"];
-            503: components["responses"]["UpstreamNotConfigured"];
+            503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     fieldreport_items_show: {
@@ -5706,8 +5900,8 @@ export interface operations {
             };
             401: components["responses"]["Unauthenticated"];
             404: components["responses"]["NotFound"];
+            503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     fieldreport_items_replace: {
@@ -5741,10 +5935,9 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
             502: components["responses"]["BadGateway"];
-            503: components["responses"]["UpstreamNotConfigured"];
+            503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     fieldreport_items_delete: {
@@ -5787,7 +5980,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             502: components["responses"]["BadGateway"];
-            503: components["responses"]["UpstreamNotConfigured"];
+            503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
         };
     };
@@ -5822,10 +6015,9 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
             502: components["responses"]["BadGateway"];
-            503: components["responses"]["UpstreamNotConfigured"];
+            503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     fieldreport_post_all: {
@@ -5849,10 +6041,9 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             409: components["responses"]["Conflict"];
             502: components["responses"]["BadGateway"];
-            503: components["responses"]["UpstreamNotConfigured"];
+            503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     fieldreport_post_stage: {
@@ -5880,10 +6071,9 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             502: components["responses"]["BadGateway"];
-            503: components["responses"]["UpstreamNotConfigured"];
+            503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     fieldreport_post_type: {
@@ -5913,10 +6103,9 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             502: components["responses"]["BadGateway"];
-            503: components["responses"]["UpstreamNotConfigured"];
+            503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     fieldreport_post: {
@@ -5948,10 +6137,9 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             502: components["responses"]["BadGateway"];
-            503: components["responses"]["UpstreamNotConfigured"];
+            503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     fieldreport_products_list: {
@@ -5978,8 +6166,8 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     fieldreport_products_create: {
@@ -5991,7 +6179,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["Products"];
+                "application/json": components["schemas"]["NewProducts"];
             };
         };
         responses: {
@@ -6009,10 +6197,9 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
             502: components["responses"]["BadGateway"];
-            503: components["responses"]["UpstreamNotConfigured"];
+            503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     fieldreport_products_show: {
@@ -6038,8 +6225,8 @@ export interface operations {
             };
             401: components["responses"]["Unauthenticated"];
             404: components["responses"]["NotFound"];
+            503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     fieldreport_products_replace: {
@@ -6073,10 +6260,9 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
             502: components["responses"]["BadGateway"];
-            503: components["responses"]["UpstreamNotConfigured"];
+            503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     fieldreport_products_delete: {
@@ -6119,7 +6305,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             502: components["responses"]["BadGateway"];
-            503: components["responses"]["UpstreamNotConfigured"];
+            503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
         };
     };
@@ -6154,10 +6340,9 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
             502: components["responses"]["BadGateway"];
-            503: components["responses"]["UpstreamNotConfigured"];
+            503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     fieldreport_qualifications_list: {
@@ -6184,8 +6369,8 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     fieldreport_qualifications_create: {
@@ -6197,7 +6382,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["Qualifications"];
+                "application/json": components["schemas"]["NewQualifications"];
             };
         };
         responses: {
@@ -6215,10 +6400,9 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
             502: components["responses"]["BadGateway"];
-            503: components["responses"]["UpstreamNotConfigured"];
+            503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     fieldreport_qualifications_show: {
@@ -6244,8 +6428,8 @@ export interface operations {
             };
             401: components["responses"]["Unauthenticated"];
             404: components["responses"]["NotFound"];
+            503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     fieldreport_qualifications_replace: {
@@ -6279,10 +6463,9 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
             502: components["responses"]["BadGateway"];
-            503: components["responses"]["UpstreamNotConfigured"];
+            503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     fieldreport_qualifications_delete: {
@@ -6325,7 +6508,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             502: components["responses"]["BadGateway"];
-            503: components["responses"]["UpstreamNotConfigured"];
+            503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
         };
     };
@@ -6360,10 +6543,9 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
             502: components["responses"]["BadGateway"];
-            503: components["responses"]["UpstreamNotConfigured"];
+            503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     fieldreport_serviceObjects_list: {
@@ -6390,8 +6572,8 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     fieldreport_serviceObjects_create: {
@@ -6403,7 +6585,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["ServiceObjects"];
+                "application/json": components["schemas"]["NewServiceObjects"];
             };
         };
         responses: {
@@ -6421,10 +6603,9 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
             502: components["responses"]["BadGateway"];
-            503: components["responses"]["UpstreamNotConfigured"];
+            503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     fieldreport_serviceObjects_show: {
@@ -6450,8 +6631,8 @@ export interface operations {
             };
             401: components["responses"]["Unauthenticated"];
             404: components["responses"]["NotFound"];
+            503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     fieldreport_serviceObjects_replace: {
@@ -6485,10 +6666,9 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
             502: components["responses"]["BadGateway"];
-            503: components["responses"]["UpstreamNotConfigured"];
+            503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     fieldreport_serviceObjects_delete: {
@@ -6531,7 +6711,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             502: components["responses"]["BadGateway"];
-            503: components["responses"]["UpstreamNotConfigured"];
+            503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
         };
     };
@@ -6566,10 +6746,9 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
             502: components["responses"]["BadGateway"];
-            503: components["responses"]["UpstreamNotConfigured"];
+            503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     fieldreport_serviceRequests_list: {
@@ -6596,8 +6775,8 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     fieldreport_serviceRequests_create: {
@@ -6609,7 +6788,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["ServiceRequests"];
+                "application/json": components["schemas"]["NewServiceRequests"];
             };
         };
         responses: {
@@ -6627,10 +6806,9 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
             502: components["responses"]["BadGateway"];
-            503: components["responses"]["UpstreamNotConfigured"];
+            503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     fieldreport_serviceRequests_show: {
@@ -6656,8 +6834,8 @@ export interface operations {
             };
             401: components["responses"]["Unauthenticated"];
             404: components["responses"]["NotFound"];
+            503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     fieldreport_serviceRequests_replace: {
@@ -6691,10 +6869,9 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
             502: components["responses"]["BadGateway"];
-            503: components["responses"]["UpstreamNotConfigured"];
+            503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     fieldreport_serviceRequests_delete: {
@@ -6737,7 +6914,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             502: components["responses"]["BadGateway"];
-            503: components["responses"]["UpstreamNotConfigured"];
+            503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
         };
     };
@@ -6772,10 +6949,9 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
             502: components["responses"]["BadGateway"];
-            503: components["responses"]["UpstreamNotConfigured"];
+            503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     fieldreport_setup_all: {
@@ -6799,10 +6975,9 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             409: components["responses"]["Conflict"];
             502: components["responses"]["BadGateway"];
-            503: components["responses"]["UpstreamNotConfigured"];
+            503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     fieldreport_setup: {
@@ -6830,10 +7005,9 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             502: components["responses"]["BadGateway"];
-            503: components["responses"]["UpstreamNotConfigured"];
+            503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     fieldreport_show: {
@@ -6855,8 +7029,8 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     fieldreport_show_entity: {
@@ -6882,8 +7056,8 @@ export interface operations {
             };
             401: components["responses"]["Unauthenticated"];
             404: components["responses"]["NotFound"];
+            503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     fieldreport_show_having: {
@@ -6891,7 +7065,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description A top-level field of the record, e.g. `ExternalId`. */
+                /** @description A top-level field of the record, e.g. `ExternalId` (letters, digits and `_`, at most 64). */
                 attribute: string;
                 /** @description Route name (`costCenters`) or OData set name (`CostCenters`). */
                 entity: string;
@@ -6911,8 +7085,8 @@ export interface operations {
             };
             401: components["responses"]["Unauthenticated"];
             404: components["responses"]["NotFound"];
+            503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     fieldreport_show_records: {
@@ -6920,7 +7094,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description A top-level field of the record, e.g. `ExternalId`. */
+                /** @description A top-level field of the record, e.g. `ExternalId` (letters, digits and `_`, at most 64). */
                 attribute: string;
                 /** @description Route name (`costCenters`) or OData set name (`CostCenters`). */
                 entity: string;
@@ -6942,8 +7116,8 @@ export interface operations {
             };
             401: components["responses"]["Unauthenticated"];
             404: components["responses"]["NotFound"];
+            503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     fieldreport_stepListTemplates_list: {
@@ -6970,8 +7144,8 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     fieldreport_stepListTemplates_create: {
@@ -6983,7 +7157,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["StepListTemplates"];
+                "application/json": components["schemas"]["NewStepListTemplates"];
             };
         };
         responses: {
@@ -7001,10 +7175,9 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
             502: components["responses"]["BadGateway"];
-            503: components["responses"]["UpstreamNotConfigured"];
+            503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     fieldreport_stepListTemplates_show: {
@@ -7030,8 +7203,8 @@ export interface operations {
             };
             401: components["responses"]["Unauthenticated"];
             404: components["responses"]["NotFound"];
+            503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     fieldreport_stepListTemplates_replace: {
@@ -7065,10 +7238,9 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
             502: components["responses"]["BadGateway"];
-            503: components["responses"]["UpstreamNotConfigured"];
+            503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     fieldreport_stepListTemplates_delete: {
@@ -7111,7 +7283,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             502: components["responses"]["BadGateway"];
-            503: components["responses"]["UpstreamNotConfigured"];
+            503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
         };
     };
@@ -7146,10 +7318,9 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
             502: components["responses"]["BadGateway"];
-            503: components["responses"]["UpstreamNotConfigured"];
+            503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     fieldreport_sync_all: {
@@ -7173,10 +7344,9 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             409: components["responses"]["Conflict"];
             502: components["responses"]["BadGateway"];
-            503: components["responses"]["UpstreamNotConfigured"];
+            503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     fieldreport_sync: {
@@ -7204,10 +7374,9 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             502: components["responses"]["BadGateway"];
-            503: components["responses"]["UpstreamNotConfigured"];
+            503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     fieldreport_tags_list: {
@@ -7234,8 +7403,8 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     fieldreport_tags_create: {
@@ -7247,7 +7416,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["Tags"];
+                "application/json": components["schemas"]["NewTags"];
             };
         };
         responses: {
@@ -7265,10 +7434,9 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
             502: components["responses"]["BadGateway"];
-            503: components["responses"]["UpstreamNotConfigured"];
+            503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     fieldreport_tags_show: {
@@ -7294,8 +7462,8 @@ export interface operations {
             };
             401: components["responses"]["Unauthenticated"];
             404: components["responses"]["NotFound"];
+            503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     fieldreport_tags_replace: {
@@ -7329,10 +7497,9 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
             502: components["responses"]["BadGateway"];
-            503: components["responses"]["UpstreamNotConfigured"];
+            503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     fieldreport_tags_delete: {
@@ -7375,7 +7542,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             502: components["responses"]["BadGateway"];
-            503: components["responses"]["UpstreamNotConfigured"];
+            503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
         };
     };
@@ -7410,10 +7577,9 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
             502: components["responses"]["BadGateway"];
-            503: components["responses"]["UpstreamNotConfigured"];
+            503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     fieldreport_timeEvents_list: {
@@ -7440,8 +7606,8 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     fieldreport_timeEvents_create: {
@@ -7453,7 +7619,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["TimeEvents"];
+                "application/json": components["schemas"]["NewTimeEvents"];
             };
         };
         responses: {
@@ -7471,10 +7637,9 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
             502: components["responses"]["BadGateway"];
-            503: components["responses"]["UpstreamNotConfigured"];
+            503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     fieldreport_timeEvents_show: {
@@ -7500,8 +7665,8 @@ export interface operations {
             };
             401: components["responses"]["Unauthenticated"];
             404: components["responses"]["NotFound"];
+            503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     fieldreport_timeEvents_replace: {
@@ -7535,10 +7700,9 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
             502: components["responses"]["BadGateway"];
-            503: components["responses"]["UpstreamNotConfigured"];
+            503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     fieldreport_timeEvents_delete: {
@@ -7581,7 +7745,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             502: components["responses"]["BadGateway"];
-            503: components["responses"]["UpstreamNotConfigured"];
+            503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
         };
     };
@@ -7616,10 +7780,9 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
             502: components["responses"]["BadGateway"];
-            503: components["responses"]["UpstreamNotConfigured"];
+            503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     fieldreport_users_list: {
@@ -7646,8 +7809,8 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     fieldreport_users_create: {
@@ -7659,7 +7822,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["Users"];
+                "application/json": components["schemas"]["NewUsers"];
             };
         };
         responses: {
@@ -7677,10 +7840,9 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
             502: components["responses"]["BadGateway"];
-            503: components["responses"]["UpstreamNotConfigured"];
+            503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     fieldreport_users_show: {
@@ -7706,8 +7868,8 @@ export interface operations {
             };
             401: components["responses"]["Unauthenticated"];
             404: components["responses"]["NotFound"];
+            503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     fieldreport_users_replace: {
@@ -7741,10 +7903,9 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
             502: components["responses"]["BadGateway"];
-            503: components["responses"]["UpstreamNotConfigured"];
+            503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     fieldreport_users_delete: {
@@ -7787,7 +7948,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             502: components["responses"]["BadGateway"];
-            503: components["responses"]["UpstreamNotConfigured"];
+            503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
         };
     };
@@ -7822,10 +7983,9 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
             502: components["responses"]["BadGateway"];
-            503: components["responses"]["UpstreamNotConfigured"];
+            503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     leasing_create: {
@@ -7856,8 +8016,9 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["LeasingFailure"];
+            503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     leasing_calculate_default: {
@@ -7879,8 +8040,8 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     leasing_provider_calculation: {
@@ -7892,7 +8053,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["ProviderAnswer"];
+                "application/json": components["schemas"]["CalculationPayload"];
             };
         };
         responses: {
@@ -7908,8 +8069,9 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["LeasingFailure"];
+            503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     leasing_calculate_instalment: {
@@ -7934,8 +8096,8 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     leasing_calculate: {
@@ -7945,7 +8107,7 @@ export interface operations {
             path: {
                 /** @description Monthly instalment (net, up to two decimals, greater than 0), e.g. `299`. */
                 monthlyInstalment: string;
-                /** @description Contract period in months: 48, 60, 72 or 84 by default. */
+                /** @description Contract period in months: 48, 60, 72 or 84 by default (`LEASING_FACTORS`). */
                 period: string;
             };
             cookie?: never;
@@ -7962,8 +8124,8 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     leasing_request_flow_health: {
@@ -7985,8 +8147,8 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     leasing_request_flow: {
@@ -8017,8 +8179,9 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["LeasingFailure"];
+            503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     leasing_test_flow: {
@@ -8043,8 +8206,9 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            500: components["responses"]["LeasingFailure"];
+            503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     leasing_show: {
@@ -8069,8 +8233,9 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            500: components["responses"]["LeasingFailure"];
+            503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     leasing_patch: {
@@ -8101,8 +8266,9 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["LeasingFailure"];
+            503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     leasing_cancel_e_signature: {
@@ -8127,8 +8293,9 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            500: components["responses"]["LeasingFailure"];
+            503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     leasing_contract_document: {
@@ -8156,8 +8323,9 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            500: components["responses"]["LeasingFailure"];
+            503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     leasing_contract_document_link: {
@@ -8182,8 +8350,9 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            500: components["responses"]["LeasingFailure"];
+            503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     leasing_start_e_signature: {
@@ -8214,8 +8383,9 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["LeasingFailure"];
+            503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     leasing_e_signature_configuration: {
@@ -8240,8 +8410,9 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            500: components["responses"]["LeasingFailure"];
+            503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     leasing_patch_lessee: {
@@ -8272,8 +8443,9 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["LeasingFailure"];
+            503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     leasing_switch_to_paper_contract: {
@@ -8298,8 +8470,9 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            500: components["responses"]["LeasingFailure"];
+            503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     leasing_wait_ready_to_sign: {
@@ -8333,8 +8506,9 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            500: components["responses"]["LeasingFailure"];
+            503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     login: {
@@ -8371,8 +8545,8 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     logout: {
@@ -8392,8 +8566,8 @@ export interface operations {
                 content?: never;
             };
             401: components["responses"]["Unauthenticated"];
+            503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     current_user: {
@@ -8415,8 +8589,8 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     healthz: {
@@ -8438,7 +8612,6 @@ export interface operations {
                 };
             };
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
     metrics: {
@@ -8511,7 +8684,6 @@ export interface operations {
             };
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
-            "5XX": components["responses"]["ApiError"];
         };
     };
 }
