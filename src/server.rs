@@ -102,7 +102,7 @@ fn leasing_service(
         Err(error @ UpstreamError::Client { .. }) => return Err(StartError::Unsupported(error.to_string())),
         other => other.map(|client| client.with_metrics(metrics.clone())),
     };
-    let storage = Storage::from_url(&config.storage_url).map_err(|e| StartError::Unsupported(e.to_string()))?;
+    let storage = Storage::open(&config.storage, &config.s3).map_err(|e| StartError::Unsupported(e.to_string()))?;
     let mailer = Mailer::new(
         config.mail_url.as_ref().map(|u| u.expose_secret()),
         config.mail_from.clone(),
