@@ -171,15 +171,37 @@ impl Storage {
         self.store
             .put(&ObjectPath::from(key.as_str()), PutPayload::from_bytes(content))
             .await
-            .map_err(|e| StorageError::Io(e.to_string()))?;
+            .map_err(|e| failure(Action::Write, key, e))?;
         Ok(StoredFile { path: key.as_str().to_string(), bytes, sha256 })
     }
 
     pub async fn get(&self, key: &StorageKey) -> Result<Bytes, StorageError> {
         let result =
-            self.store.get(&ObjectPath::from(key.as_str())).await.map_err(|e| StorageError::Io(e.to_string()))?;
-        result.bytes().await.map_err(|e| StorageError::Io(e.to_string()))
+            self.store.get(&ObjectPath::from(key.as_str())).await.map_err(|e| failure(Action::Read, key, e))?;
+        result.bytes().await.map_err(|e| failure(Action::Read, key, e))
     }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Action {
+    Read,
+    Write,
+}
+
+/// A failed call. The log gets object_store's whole account (for S3 the request URL and the
+/// store's answer, never a credential); the caller, who may be an API client, a short cause.
+fn failure(action: Action, key: &StorageKey, error: object_store::Error) -> StorageError {
+    let verb = if action == Action::Write { "writing" } else { "reading" };
+    crate::telemetry::report_storage_failure(verb, key.as_str(), &error.to_string());
+    let cause = match error {
+        object_store::Error::NotFound { .. } if action == Action::Write => "the bucket does not exist",
+        object_store::Error::NotFound { .. } => "not found",
+        object_store::Error::PermissionDenied { .. } | object_store::Error::Unauthenticated { .. } => {
+            "access denied by the store"
+        }
+        _ => "the store failed or could not be reached (the log has the detail)",
+    };
+    StorageError::Io(format!("{verb} {}: {cause}", key.as_str()))
 }
 
 /// The bucket's client. It starts from the standard `AWS_*` environment variables (what a
