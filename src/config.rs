@@ -630,6 +630,30 @@ mod tests {
         assert!(!err.contains("wJalrXUtnFEMI"), "{err}");
     }
 
+    /// The README's sample environment file (Deployment) loads, and its configuration table
+    /// names every setting.
+    #[test]
+    fn the_readme_documents_valid_settings() {
+        const README: &str = include_str!("../README.md");
+        let start = README.find("# /etc/integration-service/env\n").expect("README has the sample environment file");
+        let block = &README[start..];
+        let block = &block[..block.find("```").expect("the block ends")];
+        let settings: Vec<(&str, &str)> = block
+            .lines()
+            .filter(|line| !line.starts_with('#') && !line.trim().is_empty())
+            .map(|line| line.split_once('=').unwrap_or_else(|| panic!("not NAME=value: {line}")))
+            .collect();
+        assert!(settings.len() > 10);
+        let config = Config::load_with(None, &settings).unwrap_or_else(|e| panic!("{e}"));
+        assert!(config.database_url.is_postgres());
+        assert!(matches!(config.storage, crate::storage::StorageLocation::S3 { .. }));
+        let table = &README[README.find("\n## Configuration\n").expect("a Configuration section")..];
+        let table = &table[..table[1..].find("\n## ").map_or(table.len(), |end| end + 1)];
+        for name in SETTING_NAMES {
+            assert!(table.contains(&format!("`{name}`")), "{name} is missing in README's configuration table");
+        }
+    }
+
     #[test]
     fn mail_settings() {
         let config = Config::load_with(None, &[]).unwrap();
