@@ -51,6 +51,11 @@ pub const SETTING_NAMES: &[&str] = &[
     "MAX_BODY_BYTES",
     "WORK_LEASE_SECONDS",
     "HEADER_READ_TIMEOUT_SECONDS",
+    "S3_ENDPOINT",
+    "S3_REGION",
+    "S3_ACCESS_KEY_ID",
+    "S3_SECRET_ACCESS_KEY",
+    "S3_ALLOW_HTTP",
 ];
 
 /// A bad or unreadable setting; its `Display` is the one line printed before exiting.
@@ -142,6 +147,22 @@ pub struct ErpConfig {
     pub missing_info_template: String,
 }
 
+/// Settings of an S3-compatible store (`STORAGE_URL=s3://…`). Each one left unset is taken
+/// from the standard `AWS_*` environment variables by the S3 client (see
+/// [`crate::storage::Storage::open`]).
+#[derive(Debug, Clone, Default)]
+pub struct S3Config {
+    /// The store's root URL (`S3_ENDPOINT`), for MinIO, Ceph, R2 and the like; unset: AWS.
+    pub endpoint: Option<Url>,
+    /// `S3_REGION`; AWS needs the bucket's, most other stores take any.
+    pub region: Option<String>,
+    /// `S3_ACCESS_KEY_ID` and `S3_SECRET_ACCESS_KEY`, set together.
+    pub access_key_id: Option<String>,
+    pub secret_access_key: Option<SecretString>,
+    /// `S3_ALLOW_HTTP`: whether a plain `http://` endpoint may be used.
+    pub allow_http: Option<bool>,
+}
+
 /// The validated configuration of one service process.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -149,7 +170,9 @@ pub struct Config {
     pub bind_address: SocketAddr,
     pub docs_path: String,
     pub token_ttl: Option<Duration>,
-    pub storage_url: String,
+    /// Where files go (`STORAGE_URL`).
+    pub storage: crate::storage::StorageLocation,
+    pub s3: S3Config,
     /// Where mail goes (`MAIL_URL`, checked with [`crate::mail::MailTarget::parse`]); secret,
     /// as it may hold the SMTP password.
     pub mail_url: Option<SecretString>,
@@ -238,10 +261,14 @@ impl RawSettings {
     }
 
     fn bool_or(&self, name: &'static str, default: bool) -> Result<bool, ConfigError> {
+        Ok(self.bool(name)?.unwrap_or(default))
+    }
+
+    fn bool(&self, name: &'static str) -> Result<Option<bool>, ConfigError> {
         match self.get(name).map(str::to_ascii_lowercase).as_deref() {
-            None => Ok(default),
-            Some("true" | "1" | "yes" | "on") => Ok(true),
-            Some("false" | "0" | "no" | "off") => Ok(false),
+            None => Ok(None),
+            Some("true" | "1" | "yes" | "on") => Ok(Some(true)),
+            Some("false" | "0" | "no" | "off") => Ok(Some(false)),
             Some(other) => Err(invalid(name, format!("expected true or false, got {other:?}"))),
         }
     }
@@ -291,6 +318,29 @@ impl RawSettings {
         }
         Ok(factors)
     }
+}
+
+/// The `S3_*` settings; checked whatever `STORAGE_URL` says, so that a typo shows at once.
+fn s3_config(raw: &RawSettings) -> Result<S3Config, ConfigError> {
+    let region = raw.get("S3_REGION").map(str::to_string);
+    if let Some(region) = &region
+        && !region.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+    {
+        return Err(invalid("S3_REGION", format!("{region:?} is not a region name like eu-central-1")));
+    }
+    let access_key_id = raw.get("S3_ACCESS_KEY_ID").map(str::to_string);
+    let secret_access_key = raw.secret("S3_SECRET_ACCESS_KEY");
+    if access_key_id.is_some() != secret_access_key.is_some() {
+        let missing = if access_key_id.is_some() { "S3_SECRET_ACCESS_KEY" } else { "S3_ACCESS_KEY_ID" };
+        return Err(invalid(missing, "S3_ACCESS_KEY_ID and S3_SECRET_ACCESS_KEY must be set together"));
+    }
+    Ok(S3Config {
+        endpoint: raw.url("S3_ENDPOINT")?,
+        region,
+        access_key_id,
+        secret_access_key,
+        allow_http: raw.bool("S3_ALLOW_HTTP")?,
+    })
 }
 
 impl Config {
@@ -368,10 +418,12 @@ impl Config {
             .unwrap_or(crate::store::DEFAULT_WORK_LEASE);
         let header_read_timeout = Duration::from_secs(raw.positive_u64("HEADER_READ_TIMEOUT_SECONDS")?.unwrap_or(10));
 
-        let storage_url = raw.string_or("STORAGE_URL", "file://./var/storage");
-        if !(storage_url.starts_with("file://") || storage_url.starts_with("s3://")) {
-            return Err(invalid("STORAGE_URL", "must start with file:// or s3://"));
-        }
+        let storage = crate::storage::StorageLocation::parse(&raw.string_or("STORAGE_URL", "file://./var/storage"))
+            .map_err(|e| match e {
+                crate::storage::StorageError::Config(reason) => invalid("STORAGE_URL", reason),
+                other => invalid("STORAGE_URL", other.to_string()),
+            })?;
+        let s3 = s3_config(&raw)?;
         let mail_url = raw.secret("MAIL_URL");
         match crate::mail::MailTarget::parse(raw.get("MAIL_URL")) {
             Ok(_) => {}
@@ -439,7 +491,8 @@ impl Config {
             bind_address,
             docs_path,
             token_ttl,
-            storage_url,
+            storage,
+            s3,
             mail_url,
             mail_from,
             leasing,
@@ -511,6 +564,15 @@ mod tests {
             ("MAIL_URL", "smtp://host:99999"),
             ("MAIL_FROM", "not a mailbox"),
             ("MAIL_FROM", "Name <no-at-sign>"),
+            ("STORAGE_URL", "ftp://host/x"),
+            ("STORAGE_URL", "s3://"),
+            ("STORAGE_URL", "s3://Bucket/x"),
+            ("STORAGE_URL", "s3://bucket/../x"),
+            ("STORAGE_URL", "s3://key:secret@bucket"),
+            ("STORAGE_URL", "s3://bucket?endpoint=http://x"),
+            ("S3_ENDPOINT", "minio:9000"),
+            ("S3_REGION", "eu central"),
+            ("S3_ALLOW_HTTP", "perhaps"),
         ];
         for (name, value) in cases {
             let err = Config::load_with(None, &[(name, value)]).unwrap_err().to_string();
@@ -530,14 +592,73 @@ mod tests {
                 ("ERP_WEBHOOK_SECRET", "hook-789"),
                 ("METRICS_TOKEN", "metrics-000"),
                 ("MAIL_URL", "smtps://mailer:smtp-pw-321@mail.example.com"),
+                ("S3_ACCESS_KEY_ID", "AKIDEXAMPLE"),
+                ("S3_SECRET_ACCESS_KEY", "s3-secret-654"),
             ],
         )
         .unwrap();
         let debug = format!("{config:?}");
-        for secret in ["hunter2", "erp-key-123", "fr-pass-456", "hook-789", "metrics-000", "smtp-pw-321"] {
+        for secret in
+            ["hunter2", "erp-key-123", "fr-pass-456", "hook-789", "metrics-000", "smtp-pw-321", "s3-secret-654"]
+        {
             assert!(!debug.contains(secret), "{secret} leaked in {debug}");
         }
         assert!(config.database_url.is_postgres());
+    }
+
+    #[test]
+    fn storage_settings() {
+        let config = Config::load_with(None, &[]).unwrap();
+        assert_eq!(config.storage, crate::storage::StorageLocation::Folder("./var/storage".into()));
+        let config = Config::load_with(
+            None,
+            &[
+                ("STORAGE_URL", "s3://contracts-eu/integration/prod"),
+                ("S3_ENDPOINT", "http://127.0.0.1:9000"),
+                ("S3_REGION", "eu-central-1"),
+                ("S3_ACCESS_KEY_ID", "AKIDEXAMPLE"),
+                ("S3_SECRET_ACCESS_KEY", "wJalrXUtnFEMI"),
+                ("S3_ALLOW_HTTP", "true"),
+            ],
+        )
+        .unwrap();
+        let crate::storage::StorageLocation::S3 { bucket, prefix } = &config.storage else { panic!("s3") };
+        assert_eq!(bucket, "contracts-eu");
+        assert_eq!(prefix.as_ref().map(|p| p.as_str()), Some("integration/prod"));
+        assert_eq!(config.s3.endpoint.as_ref().map(Url::as_str), Some("http://127.0.0.1:9000/"));
+        assert_eq!(config.s3.region.as_deref(), Some("eu-central-1"));
+        assert_eq!(config.s3.allow_http, Some(true));
+        assert!(!format!("{config:?}").contains("wJalrXUtnFEMI"));
+        // The key pair goes together; the error names the half that is missing.
+        let err = Config::load_with(None, &[("S3_ACCESS_KEY_ID", "AKIDEXAMPLE")]).unwrap_err().to_string();
+        assert!(err.starts_with("configuration error: S3_SECRET_ACCESS_KEY:"), "{err}");
+        let err = Config::load_with(None, &[("S3_SECRET_ACCESS_KEY", "wJalrXUtnFEMI")]).unwrap_err().to_string();
+        assert!(err.starts_with("configuration error: S3_ACCESS_KEY_ID:"), "{err}");
+        assert!(!err.contains("wJalrXUtnFEMI"), "{err}");
+    }
+
+    /// The README's sample environment file (Deployment) loads, and its configuration table
+    /// names every setting.
+    #[test]
+    fn the_readme_documents_valid_settings() {
+        const README: &str = include_str!("../README.md");
+        let start = README.find("# /etc/integration-service/env\n").expect("README has the sample environment file");
+        let block = &README[start..];
+        let block = &block[..block.find("```").expect("the block ends")];
+        let settings: Vec<(&str, &str)> = block
+            .lines()
+            .filter(|line| !line.starts_with('#') && !line.trim().is_empty())
+            .map(|line| line.split_once('=').unwrap_or_else(|| panic!("not NAME=value: {line}")))
+            .collect();
+        assert!(settings.len() > 10);
+        let config = Config::load_with(None, &settings).unwrap_or_else(|e| panic!("{e}"));
+        assert!(config.database_url.is_postgres());
+        assert!(matches!(config.storage, crate::storage::StorageLocation::S3 { .. }));
+        let table = &README[README.find("\n## Configuration\n").expect("a Configuration section")..];
+        let table = &table[..table[1..].find("\n## ").map_or(table.len(), |end| end + 1)];
+        for name in SETTING_NAMES {
+            assert!(table.contains(&format!("`{name}`")), "{name} is missing in README's configuration table");
+        }
     }
 
     #[test]

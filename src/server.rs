@@ -95,6 +95,7 @@ impl RunningService {
 /// (its routes answer naming the missing setting); an unreadable certificate is.
 fn leasing_service(
     config: &Config,
+    storage: Storage,
     erp: Result<ErpClient, UpstreamError>,
     metrics: &Arc<Metrics>,
 ) -> Result<LeasingService, StartError> {
@@ -102,7 +103,6 @@ fn leasing_service(
         Err(error @ UpstreamError::Client { .. }) => return Err(StartError::Unsupported(error.to_string())),
         other => other.map(|client| client.with_metrics(metrics.clone())),
     };
-    let storage = Storage::from_url(&config.storage_url).map_err(|e| StartError::Unsupported(e.to_string()))?;
     let mailer = Mailer::new(
         config.mail_url.as_ref().map(|u| u.expose_secret()),
         config.mail_from.clone(),
@@ -160,6 +160,8 @@ pub async fn start(config: &Config, log: &Logger) -> Result<RunningService, Star
         (Some(cert), Some(key)) => Some(Arc::new(TlsTerminator::from_pem_files(cert, key)?)),
         _ => None,
     };
+    // So does storage that cannot be used (building the S3 client sends no request).
+    let storage = Storage::open(&config.storage, &config.s3).map_err(|e| StartError::Unsupported(e.to_string()))?;
     let store = Store::open(&config.database_url).await?.with_work_lease(config.work_lease);
     let auth = Authenticator::new(store.clone(), config.token_ttl)?;
     let openapi = api::openapi::document();
@@ -181,7 +183,7 @@ pub async fn start(config: &Config, log: &Logger) -> Result<RunningService, Star
         openapi: Arc::new(openapi),
         docs_page: api::docs_page::DocsPage::new(&config.docs_path),
         leasing_factors: Factors::new(config.leasing.factors.clone()),
-        leasing: leasing_service(config, erp_client, &metrics)?,
+        leasing: leasing_service(config, storage, erp_client, &metrics)?,
         fieldreport,
         erp,
         metrics: metrics.clone(),

@@ -62,3 +62,10 @@ pub fn report_leasing_failure(error_code: &str, message: &str) {
         slog::warn!(log, "leasing operation failed"; "error_code" => error_code, "message" => message);
     }
 }
+
+/// Logs the detail of a failed storage call (its caller is told a short cause).
+pub fn report_storage_failure(action: &str, key: &str, detail: &str) {
+    if let Some(log) = GLOBAL.get() {
+        slog::error!(log, "storage failed"; "action" => action, "key" => key, "detail" => detail.replace('\n', " "));
+    }
+}
