@@ -276,14 +276,14 @@ mod tests {
             StorageLocation::parse("s3://contracts-eu").unwrap(),
             StorageLocation::S3 { bucket: "contracts-eu".into(), prefix: None }
         );
-        for url in ["s3://contracts-eu/", "s3://contracts-eu/integration/prod", "s3://contracts-eu/integration/prod/"] {
+        for (url, expected) in [
+            ("s3://contracts-eu/", None),
+            ("s3://contracts-eu/integration/prod", Some("integration/prod")),
+            ("s3://contracts-eu/integration/prod/", Some("integration/prod")),
+        ] {
             let StorageLocation::S3 { bucket, prefix } = StorageLocation::parse(url).unwrap() else { panic!("{url}") };
             assert_eq!(bucket, "contracts-eu");
-            assert_eq!(
-                prefix.as_ref().map(StorageKey::as_str),
-                (url.len() > 19).then_some("integration/prod"),
-                "{url}"
-            );
+            assert_eq!(prefix.as_ref().map(StorageKey::as_str), expected, "{url}");
         }
         for bad in [
             "s3://",
