@@ -545,8 +545,11 @@ mod properties {
     const EDM: &[&str] =
         &["Edm.String", "Edm.Int32", "Edm.Int64", "Edm.Boolean", "Edm.DateTimeOffset", "Edm.Decimal", "Edm.Double"];
 
+    /// An entity type: its name, its properties (name and Edm type), whether its set is mirrored.
+    type EntityType = (String, Vec<(String, &'static str)>, bool);
+
     /// Entity types, each with distinct property names and an Edm type per property.
-    fn model() -> impl Strategy<Value = Vec<(String, Vec<(String, &'static str)>, bool)>> {
+    fn model() -> impl Strategy<Value = Vec<EntityType>> {
         prop::collection::btree_map(
             name(),
             (prop::collection::btree_map(name(), prop::sample::select(EDM), 1..8), any::<bool>()),
@@ -557,7 +560,7 @@ mod properties {
         })
     }
 
-    fn csdl(types: &[(String, Vec<(String, &'static str)>, bool)], alias: bool) -> String {
+    fn csdl(types: &[EntityType], alias: bool) -> String {
         let prefix = if alias { "Self" } else { "Test.Model" };
         let mut xml = String::from(
             r#"<?xml version="1.0" encoding="utf-8"?><edmx:Edmx Version="4.0" xmlns:edmx="http://docs.oasis-open.org/odata/ns/edmx"><edmx:DataServices>"#,
