@@ -1,5 +1,8 @@
-//! The service under test: the release binary started with `serve --sandbox` on loopback, its
-//! addresses read from what it prints, its memory and CPU read from `/proc`.
+//! The service under test: the release binary's upstream simulators started in a process of
+//! their own (`sandbox`), then the service (`serve`) pointed at them, both on loopback. Their
+//! addresses are read from what they print, the service's memory and CPU from `/proc`: with the
+//! simulators out of the service's process, its figures are its own (the simulators hold the
+//! seeded records and every leasing request, and their sockets).
 
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
@@ -26,7 +29,9 @@ pub enum Database {
 
 /// A running service and its simulators.
 pub struct Service {
-    child: Child,
+    child: Process,
+    // Held for its `Drop`: the simulators stop with the service.
+    _simulators: Process,
     pub binary: PathBuf,
     pub database_url: String,
     pub dir: PathBuf,
@@ -39,11 +44,68 @@ pub struct Service {
     postgres_database: Option<(String, String)>,
 }
 
-fn address_in(line: &str) -> Option<SocketAddr> {
-    let start = line.find("http://")? + "http://".len();
+/// A child process that is killed when dropped (a run that fails half-way leaves none behind).
+struct Process(Child);
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The URL a line prints (up to the next space).
+fn url_in(line: &str) -> Option<&str> {
+    let start = line.find("http://")?;
     let rest = &line[start..];
-    let end = rest.find(['/', ' ']).unwrap_or(rest.len());
-    rest[..end].trim().parse().ok()
+    Some(&rest[..rest.find(' ').unwrap_or(rest.len())])
+}
+
+fn address_in(line: &str) -> Option<SocketAddr> {
+    let rest = &url_in(line)?["http://".len()..];
+    rest[..rest.find('/').unwrap_or(rest.len())].parse().ok()
+}
+
+/// The upstream simulators' base URLs, as `integration-service sandbox` prints them.
+#[derive(Default)]
+struct SimulatorUrls {
+    leasing: Option<String>,
+    fieldreport: Option<String>,
+    erp: Option<String>,
+}
+
+/// Starts `integration-service sandbox` and reads the three base URLs it prints.
+fn start_simulators(binary: &Path, dir: &Path) -> Result<(Process, SimulatorUrls)> {
+    let log = std::fs::File::create(dir.join("simulators.log"))?;
+    let mut child = Process(
+        Command::new(binary)
+            .args(["sandbox"])
+            .current_dir(dir)
+            .env("LOG_FORMAT", "json")
+            .stdout(Stdio::piped())
+            .stderr(log)
+            .spawn()
+            .context("starting the simulators")?,
+    );
+    let stdout = child.0.stdout.take().context("simulators' stdout")?;
+    let mut lines = BufReader::new(stdout).lines();
+    let mut urls = SimulatorUrls::default();
+    while urls.leasing.is_none() || urls.fieldreport.is_none() || urls.erp.is_none() {
+        let Some(line) = lines.next() else {
+            bail!("the simulators stopped while starting; see {}/simulators.log", dir.display());
+        };
+        let line = line?;
+        let url = url_in(&line).map(str::to_string);
+        if line.starts_with("leasing provider simulator") {
+            urls.leasing = url;
+        } else if line.starts_with("field-report simulator") {
+            urls.fieldreport = url;
+        } else if line.starts_with("ERP simulator") {
+            urls.erp = url;
+        }
+    }
+    std::thread::spawn(move || for _ in lines {});
+    Ok((child, urls))
 }
 
 /// A fresh database for the run: a SQLite file in `dir`, or a new Postgres database.
@@ -77,29 +139,38 @@ impl Service {
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir)?;
         let (database_url, postgres_database) = database(db, &dir)?;
+        let (simulators, urls) = start_simulators(binary, &dir)?;
+        let fieldreport = urls.fieldreport.as_deref().and_then(address_in);
         let log = std::fs::File::create(dir.join("service.log"))?;
-        let mut child = Command::new(binary)
-            .args(["serve", "--sandbox", "--bind", "127.0.0.1:0"])
-            .current_dir(&dir)
-            .env("DATABASE_URL", &database_url)
-            .env("STORAGE_URL", format!("file://{}/storage", dir.display()))
-            .env("ERP_WEBHOOK_SECRET", WEBHOOK_SECRET)
-            .env("LOG_FORMAT", "json")
-            .stdout(Stdio::piped())
-            .stderr(log)
-            .spawn()
-            .context("starting the service")?;
-        let stdout = child.stdout.take().context("service stdout")?;
+        let mut child = Process(
+            Command::new(binary)
+                .args(["serve", "--bind", "127.0.0.1:0"])
+                .current_dir(&dir)
+                .env("DATABASE_URL", &database_url)
+                .env("STORAGE_URL", format!("file://{}/storage", dir.display()))
+                .env("LEASING_BASE_URL", urls.leasing.unwrap_or_default())
+                .env("FIELDREPORT_BASE_URL", urls.fieldreport.unwrap_or_default())
+                .env("FIELDREPORT_USERNAME", "sandbox")
+                .env("FIELDREPORT_PASSWORD", "sandbox-password")
+                .env("ERP_BASE_URL", urls.erp.unwrap_or_default())
+                .env("ERP_API_KEY", "sandbox-erp-key")
+                .env("ERP_WEBHOOK_SECRET", WEBHOOK_SECRET)
+                .env("ERP_WEBHOOK_ALLOWLIST", "127.0.0.0/8")
+                .env("LOG_FORMAT", "json")
+                .stdout(Stdio::piped())
+                .stderr(log)
+                .spawn()
+                .context("starting the service")?,
+        );
+        let stdout = child.0.stdout.take().context("service stdout")?;
         let mut lines = BufReader::new(stdout).lines();
-        let (mut front, mut backend, mut fieldreport) = (None, None, None);
+        let (mut front, mut backend) = (None, None);
         while backend.is_none() {
             let Some(line) = lines.next() else {
                 bail!("the service stopped while starting; see {}/service.log", dir.display());
             };
             let line = line?;
-            if line.contains("field-report simulator") {
-                fieldreport = address_in(&line);
-            } else if line.contains("listening on") {
+            if line.contains("listening on") {
                 front = address_in(&line);
             } else if line.contains("internal backend") {
                 backend = address_in(&line);
@@ -110,6 +181,7 @@ impl Service {
         let missing = || anyhow::anyhow!("the service did not print every address");
         let mut service = Service {
             child,
+            _simulators: simulators,
             binary: binary.to_path_buf(),
             database_url,
             dir,
@@ -141,7 +213,7 @@ impl Service {
     }
 
     pub fn pid(&self) -> u32 {
-        self.child.id()
+        self.child.0.id()
     }
 
     /// A set-up call that must succeed; its JSON answer.
@@ -156,9 +228,11 @@ impl Service {
         call.header("authorization", format!("Bearer {}", self.token))
     }
 
+    /// Stops the service gracefully (the simulators go when dropped), and removes the run's
+    /// database and files.
     pub fn stop(mut self) {
-        let _ = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status();
-        let _ = self.child.wait();
+        let _ = Command::new("kill").args(["-TERM", &self.child.0.id().to_string()]).status();
+        let _ = self.child.0.wait();
         if let Some((admin, name)) = &self.postgres_database {
             let _ = psql(admin, &format!("DROP DATABASE IF EXISTS {name}"));
         }
