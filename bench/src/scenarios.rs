@@ -330,7 +330,9 @@ pub async fn login(service: &Service, settings: &Settings) -> Result<Vec<Row>> {
 /// memory after warm-up compared with its memory at the end.
 pub async fn mixed(service: &Service, settings: &Settings) -> Result<Vec<Row>> {
     const CLIENTS: usize = 200;
-    let duration = if settings.quick { Duration::from_secs(3) } else { Duration::from_secs(60) };
+    // `BENCH_MIXED_SECONDS` makes it a longer soak run.
+    let seconds = std::env::var("BENCH_MIXED_SECONDS").ok().and_then(|s| s.parse::<u64>().ok());
+    let duration = Duration::from_secs(seconds.unwrap_or(if settings.quick { 3 } else { 60 }));
     let mut ids = Vec::with_capacity(CLIENTS);
     for n in 0..CLIENTS {
         ids.push(create_company(service, &format!("Bench Mixed {n}")).await?);
@@ -365,23 +367,32 @@ pub async fn mixed(service: &Service, settings: &Settings) -> Result<Vec<Row>> {
     });
     let pid = service.pid();
     let warm_up = duration / 6;
+    // The service's RSS at the end of each sixth of the run: warm-up, then five more.
     let sampler = tokio::spawn(async move {
-        tokio::time::sleep(warm_up).await;
-        Usage::rss(pid)
+        let mut samples = Vec::new();
+        for _ in 0..6 {
+            tokio::time::sleep(warm_up).await;
+            samples.push(Usage::rss(pid));
+        }
+        samples
     });
     let (measured, peak) = measured_closed_loop(service, service.front, CLIENTS, duration, calls).await;
     let end_rss = Usage::rss(pid);
-    let warm_rss = sampler.await?;
+    let samples = sampler.await?;
+    let warm_rss = samples.first().copied().unwrap_or(end_rss);
     let mut r = row("mixed", closed(CLIENTS), &measured, peak);
     let mb = |bytes: u64| bytes as f64 / 1_048_576.0;
     r.target = Some("zero errors; RSS at the end ≤ 1.2 × after warm-up".into());
     r.met = Some(measured.errors == 0 && end_rss as f64 <= 1.2 * warm_rss as f64);
+    let series: Vec<String> = samples.iter().map(|&b| format!("{:.0}", mb(b))).collect();
     r.note = format!(
-        "{} s: reads 40%, page 10%, forwarded PATCH 20%, webhooks 20%, one-shot flows 10%; RSS after {} s warm-up {:.1} MB, at the end {:.1} MB",
+        "{} s: reads 40%, page 10%, forwarded PATCH 20%, webhooks 20%, one-shot flows 10%; RSS after {} s warm-up {:.1} MB, at the end {:.1} MB; every {} s: {} MB",
         duration.as_secs(),
         warm_up.as_secs(),
         mb(warm_rss),
-        mb(end_rss)
+        mb(end_rss),
+        warm_up.as_secs_f64(),
+        series.join(", ")
     );
     Ok(vec![r])
 }

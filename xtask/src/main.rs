@@ -50,7 +50,7 @@ enum Command {
     /// Regenerate `generated/`, `client/` and `spec/openapi.json` in memory; fail with a diff
     /// when stale.
     Check,
-    /// Build the release binary, run it with `--sandbox`, measure each scenario against a
+    /// Build the release binary, run it against its simulators (`sandbox`), measure each scenario against a
     /// baseline of the same run; print a table and write it to `target/bench/`.
     Bench {
         /// The database the service uses: sqlite or postgres (`BENCH_POSTGRES_URL`, else
