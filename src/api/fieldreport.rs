@@ -17,6 +17,7 @@ use schemars::JsonSchema;
 use schemars::r#gen::SchemaGenerator;
 use schemars::schema::{InstanceType, Metadata, ObjectValidation, Schema, SchemaObject};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
 use super::ApiContext;
@@ -160,21 +161,21 @@ impl PageMeta {
     }
 }
 
-/// One page of records, ordered by Id.
+/// One page of records, ordered by Id; the documents go out as they are stored.
 pub struct RecordPage<E> {
-    pub data: Vec<Record<E>>,
+    pub data: Vec<Box<RawValue>>,
     pub meta: PageMeta,
+    set: PhantomData<fn() -> E>,
 }
 
 impl<E> Serialize for RecordPage<E> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        // Straight to the writer: no intermediate JSON tree of the page.
         #[derive(Serialize)]
         struct Wire<'a> {
-            data: Vec<&'a Value>,
+            data: &'a [Box<RawValue>],
             meta: &'a PageMeta,
         }
-        Wire { data: self.data.iter().map(|r| &r.0).collect(), meta: &self.meta }.serialize(s)
+        Wire { data: &self.data, meta: &self.meta }.serialize(s)
     }
 }
 
@@ -227,8 +228,9 @@ async fn list<E: MirroredEntity>(
     let query = query.into_inner();
     let page = rqctx.context().fieldreport.list(&E::INFO, query.page, query.per_page).await?;
     Ok(HttpResponseOk(RecordPage {
-        data: page.records.into_iter().map(Record::new).collect(),
+        data: page.records,
         meta: PageMeta::new(page.page, page.per_page, page.total),
+        set: PhantomData,
     }))
 }
 

@@ -52,10 +52,10 @@ pub struct WriteOutcome {
     pub upstream: Option<Value>,
 }
 
-/// One page of records.
+/// One page of records, each document as stored.
 #[derive(Debug, Clone)]
 pub struct Page {
-    pub records: Vec<Value>,
+    pub records: Vec<Box<serde_json::value::RawValue>>,
     pub page: u32,
     pub per_page: u32,
     pub total: i64,
@@ -314,7 +314,7 @@ impl FieldReportService {
         }
         let offset = i64::from(page - 1) * i64::from(per_page);
         let (records, total) = self.store.mirror_page(entity.route, offset, i64::from(per_page)).await?;
-        Ok(Page { records: records.into_iter().map(|r| r.document).collect(), page, per_page, total })
+        Ok(Page { records, page, per_page, total })
     }
 }
 
