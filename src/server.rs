@@ -210,7 +210,7 @@ pub async fn start(config: &Config, log: &Logger) -> Result<RunningService, Star
         .map_err(|source| StartError::Bind { address: config.bind_address, source })?;
     let address = listener.local_addr().map_err(|source| StartError::Bind { address: config.bind_address, source })?;
     let front = Arc::new(Front {
-        backend: backend_address,
+        backend: front::backend::Backend::new(backend_address),
         rewrites: RewriteTable::with_docs_path(&config.docs_path),
         trusted_proxies: config.trusted_proxies.clone(),
         max_body_bytes: config.max_body_bytes,

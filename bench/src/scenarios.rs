@@ -203,7 +203,7 @@ fn open_files_limit(pid: u32) -> Option<usize> {
 }
 
 /// Descriptors of the service per held call: see [`waiting_flows`].
-const SOCKETS_PER_HELD_CALL: usize = 3;
+const SOCKETS_PER_HELD_CALL: usize = 1;
 
 /// `waiting-flows`: many `wait-ready-to-sign` calls held at once (the simulator answers
 /// `ReadyToSign` from the 5th read; one read per `sleep_milliseconds`).

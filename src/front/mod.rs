@@ -4,10 +4,11 @@
 //! ([`rewrite`]), decides the client address ([`client_address`]), enforces the body limit
 //! with 413, refuses internal paths from outside, stamps the request id into every error body,
 //! turns `retry_after_seconds` into `Retry-After`, cuts off clients that send headers too
-//! slowly, and writes one log line per request. Each client connection is paired with its own
-//! HTTP/1.1 connection to dropshot on loopback, opened on first use. With `TLS_CERT`/`TLS_KEY`
-//! it terminates TLS first ([`tls`]).
+//! slowly, and writes one log line per request. Requests reach dropshot on loopback as streams
+//! of shared HTTP/2 connections ([`backend`]). With `TLS_CERT`/`TLS_KEY` it terminates TLS
+//! first ([`tls`]).
 
+pub mod backend;
 pub mod client_address;
 pub mod rewrite;
 pub mod tls;
@@ -15,6 +16,7 @@ pub mod tls;
 use std::convert::Infallible;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -22,18 +24,18 @@ use http::{HeaderValue, Request, Response, StatusCode, header};
 use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
 use hyper::body::Incoming;
-use hyper::client::conn::http1::SendRequest;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::{GracefulShutdown, Watcher};
 use ipnet::IpNet;
 use slog::Logger;
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{Mutex, oneshot};
+use tokio::net::TcpListener;
+use tokio::sync::oneshot;
 
 use crate::error::default_error_code;
 use crate::metrics::Metrics;
+use backend::{Backend, BackendBody, BackendError};
 use rewrite::{INTERNAL_PREFIX, RewriteTable};
 use tls::TlsTerminator;
 
@@ -47,10 +49,9 @@ const DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 pub type FrontBody = BoxBody<Bytes, BoxError>;
-type Backend = Mutex<Option<SendRequest<FrontBody>>>;
 
 pub struct Front {
-    pub backend: SocketAddr,
+    pub backend: Backend,
     pub rewrites: RewriteTable,
     pub trusted_proxies: Vec<IpNet>,
     pub max_body_bytes: usize,
@@ -141,29 +142,16 @@ fn coded_error(status: StatusCode, error_code: &str, message: &str, request_id: 
     response
 }
 
-fn has_length_limit_error(error: &(dyn std::error::Error + 'static)) -> bool {
-    let mut current = Some(error);
-    while let Some(e) = current {
-        if e.is::<LengthLimitError>() {
-            return true;
-        }
-        current = e.source();
-    }
-    false
-}
-
 impl Front {
     /// Serves HTTP/1.1 requests on one client connection (plain TCP or TLS) until it closes.
     async fn serve_connection<S>(self: Arc<Self>, stream: S, peer: SocketAddr, watcher: Watcher)
     where
         S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
     {
-        let backend: Arc<Backend> = Arc::new(Mutex::new(None));
         let header_read_timeout = self.header_read_timeout;
         let service = service_fn(move |req| {
             let front = self.clone();
-            let backend = backend.clone();
-            async move { Ok::<_, Infallible>(front.handle(req, peer, &backend).await) }
+            async move { Ok::<_, Infallible>(front.handle(req, peer).await) }
         });
         let connection = hyper::server::conn::http1::Builder::new()
             .timer(TokioTimer::new())
@@ -172,13 +160,13 @@ impl Front {
         let _ = watcher.watch(connection).await;
     }
 
-    async fn handle(&self, req: Request<Incoming>, peer: SocketAddr, backend: &Backend) -> Response<FrontBody> {
+    async fn handle(&self, req: Request<Incoming>, peer: SocketAddr) -> Response<FrontBody> {
         let started = Instant::now();
         let method = req.method().clone();
         let path = req.uri().path().to_string();
         let client = client_address::resolve(peer.ip(), req.headers(), &self.trusted_proxies);
 
-        let mut response = match self.forward(req, &path, client, backend).await {
+        let mut response = match self.forward(req, &path, client).await {
             Ok(response) => self.finish(response).await,
             Err(response) => response,
         };
@@ -208,8 +196,7 @@ impl Front {
         req: Request<Incoming>,
         path: &str,
         client: IpAddr,
-        backend: &Backend,
-    ) -> Result<Response<Incoming>, Response<FrontBody>> {
+    ) -> Result<Response<BackendBody>, Response<FrontBody>> {
         let fresh_id = || uuid::Uuid::new_v4().to_string();
         if path.starts_with(INTERNAL_PREFIX) {
             return Err(own_error(StatusCode::NOT_FOUND, "Not Found", &fresh_id()));
@@ -234,31 +221,30 @@ impl Front {
             CLIENT_ADDRESS_HEADER,
             HeaderValue::from_str(&client.to_string()).expect("an IP address is a header value"),
         );
-        let body = Limited::new(body, self.max_body_bytes).boxed();
+        // Set when the body outgrows the limit on its way: the request then fails on its
+        // stream, and the answer is 413 whatever error the backend connection reports.
+        let too_large = Arc::new(AtomicBool::new(false));
+        let flag = too_large.clone();
+        let body = Limited::new(body, self.max_body_bytes)
+            .map_err(move |error| {
+                if error.is::<LengthLimitError>() {
+                    flag.store(true, Ordering::Relaxed);
+                }
+                error
+            })
+            .boxed();
         let request = Request::from_parts(parts, body);
 
-        let mut slot = backend.lock().await;
-        let ready = match slot.as_mut() {
-            Some(sender) => sender.ready().await.is_ok(),
-            None => false,
-        };
-        if !ready {
-            *slot = Some(self.connect().await.map_err(|e| {
-                slog::error!(self.log, "backend unreachable"; "error" => %e);
-                backend_failure("The service is not ready.", &fresh_id())
-            })?);
-        }
-        let sender = slot.as_mut().expect("a backend connection was just set");
-        match sender.send_request(request).await {
+        match self.backend.send(request).await {
             Ok(response) => Ok(response),
-            Err(error) => {
-                *slot = None;
-                if has_length_limit_error(&error) {
-                    Err(self.too_large(&fresh_id()))
-                } else {
-                    slog::error!(self.log, "backend request failed"; "error" => %error);
-                    Err(backend_failure("The request could not be processed.", &fresh_id()))
-                }
+            Err(BackendError::Unreachable(error)) => {
+                slog::error!(self.log, "backend unreachable"; "error" => %error);
+                Err(backend_failure("The service is not ready.", &fresh_id()))
+            }
+            Err(BackendError::Request(_)) if too_large.load(Ordering::Relaxed) => Err(self.too_large(&fresh_id())),
+            Err(BackendError::Request(error)) => {
+                slog::error!(self.log, "backend request failed"; "error" => %error);
+                Err(backend_failure("The request could not be processed.", &fresh_id()))
             }
         }
     }
@@ -270,18 +256,8 @@ impl Front {
         response
     }
 
-    async fn connect(&self) -> Result<SendRequest<FrontBody>, BoxError> {
-        let stream = TcpStream::connect(self.backend).await?;
-        stream.set_nodelay(true)?;
-        let (sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
-        tokio::spawn(async move {
-            let _ = connection.await;
-        });
-        Ok(sender)
-    }
-
     /// Passes successful answers through as they stream; completes error bodies.
-    async fn finish(&self, response: Response<Incoming>) -> Response<FrontBody> {
+    async fn finish(&self, response: Response<BackendBody>) -> Response<FrontBody> {
         let (mut parts, body) = response.into_parts();
         let is_json = parts
             .headers

@@ -12,6 +12,7 @@ use generated::leasing::{Client, Error, ResponseValue, types};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
+use tokio::sync::Semaphore;
 
 use super::{CallOutcome, System, UpstreamError, retry_read, summarise};
 use crate::config::LeasingConfig;
@@ -19,12 +20,18 @@ use crate::metrics::{CallRecorder, Metrics};
 
 const SYSTEM: System = System::Leasing;
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// Calls to the provider at once from this instance; more wait their turn. Thousands of
+/// waiting flows poll the provider, which speaks HTTP/1.1 only: without a cap every poll in
+/// flight opens a connection of its own and the idle pool keeps them all (`cargo xtask bench`,
+/// 10,000 waiting flows: the service's memory was mostly those connections).
+const MAX_CALLS_IN_FLIGHT: usize = 64;
 
 /// A configured client of the leasing provider.
 #[derive(Clone)]
 pub struct LeasingClient {
     api: Client,
     metrics: CallRecorder,
+    in_flight: Arc<Semaphore>,
 }
 
 /// A body that does not fit the provider's schema (wrong type of a known field).
@@ -53,7 +60,10 @@ impl LeasingClient {
             .base_url
             .as_ref()
             .ok_or(UpstreamError::NotConfigured { system: SYSTEM, setting: "LEASING_BASE_URL" })?;
-        let mut builder = reqwest::Client::builder().timeout(config.timeout).connect_timeout(CONNECT_TIMEOUT);
+        let mut builder = reqwest::Client::builder()
+            .timeout(config.timeout)
+            .connect_timeout(CONNECT_TIMEOUT)
+            .pool_max_idle_per_host(MAX_CALLS_IN_FLIGHT);
         if config.http1_only {
             builder = builder.http1_only();
         }
@@ -80,7 +90,11 @@ impl LeasingClient {
         let http =
             builder.build().map_err(|e| UpstreamError::Client { system: SYSTEM, detail: super::error_chain(&e) })?;
         let root = base_url.as_str().trim_end_matches('/');
-        Ok(LeasingClient { api: Client::new_with_client(root, http), metrics: CallRecorder::default() })
+        Ok(LeasingClient {
+            api: Client::new_with_client(root, http),
+            metrics: CallRecorder::default(),
+            in_flight: Arc::new(Semaphore::new(MAX_CALLS_IN_FLIGHT)),
+        })
     }
 
     /// Counts every call in `metrics`.
@@ -95,6 +109,7 @@ impl LeasingClient {
         &self,
         request: impl Future<Output = Result<ResponseValue<T>, Error<types::ProviderError>>>,
     ) -> Result<Value, UpstreamError> {
+        let _turn = self.in_flight.acquire().await.expect("the semaphore is never closed");
         let started = Instant::now();
         let result = finish(request.await);
         self.metrics.record(SYSTEM, CallOutcome::of(&result), started);

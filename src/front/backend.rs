@@ -1,0 +1,126 @@
+//! The front's connections to dropshot: HTTP/2 with prior knowledge (dropshot's server speaks
+//! both versions on one port), shared by every client connection.
+//!
+//! Each request is one stream, so a request held open for minutes (a `wait-ready-to-sign`)
+//! costs the process one socket, its client's, instead of three (the client's and both ends
+//! of a backend HTTP/1.1 connection of its own), and no connection buffers of its own. A
+//! connection carries up to [`STREAMS_PER_CONNECTION`] requests at once; the next one opens
+//! another, and a closed one is replaced on the next request.
+
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use http::{Request, Response};
+use hyper::body::{Body, Frame, Incoming, SizeHint};
+use hyper::client::conn::http2::SendRequest;
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use tokio::net::TcpStream;
+use tokio::sync::Mutex;
+
+use super::{BoxError, FrontBody};
+
+/// Requests one connection carries at once (dropshot's HTTP/2 server allows 200 streams).
+pub const STREAMS_PER_CONNECTION: usize = 16;
+
+/// The shared connections to dropshot.
+pub struct Backend {
+    address: SocketAddr,
+    connections: Mutex<Vec<Connection>>,
+}
+
+struct Connection {
+    sender: SendRequest<FrontBody>,
+    streams: Arc<AtomicUsize>,
+}
+
+/// Why a request did not reach dropshot or got no answer.
+#[derive(Debug)]
+pub enum BackendError {
+    /// No connection could be opened.
+    Unreachable(BoxError),
+    /// The request failed on its connection (its body too: over the size limit, say).
+    Request(hyper::Error),
+}
+
+/// One stream's place on its connection, given back when the answer's body is done.
+struct Stream(Arc<AtomicUsize>);
+
+impl Drop for Stream {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// An answer's body from dropshot; holds its stream's place until dropped.
+pub struct BackendBody {
+    inner: Incoming,
+    _stream: Stream,
+}
+
+impl Body for BackendBody {
+    type Data = Bytes;
+    type Error = hyper::Error;
+
+    fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, hyper::Error>>> {
+        Pin::new(&mut self.inner).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+impl Backend {
+    pub fn new(address: SocketAddr) -> Backend {
+        Backend { address, connections: Mutex::new(Vec::new()) }
+    }
+
+    /// Sends one request to dropshot.
+    pub async fn send(&self, request: Request<FrontBody>) -> Result<Response<BackendBody>, BackendError> {
+        let (mut sender, stream) = self.stream().await.map_err(BackendError::Unreachable)?;
+        let response = sender.send_request(request).await.map_err(BackendError::Request)?;
+        Ok(response.map(|inner| BackendBody { inner, _stream: stream }))
+    }
+
+    /// A connection with room for one more stream, opened if none has.
+    async fn stream(&self) -> Result<(SendRequest<FrontBody>, Stream), BoxError> {
+        let mut connections = self.connections.lock().await;
+        connections.retain(|c| !c.sender.is_closed());
+        let free = connections
+            .iter()
+            .map(|c| (c.streams.load(Ordering::Relaxed), c))
+            .filter(|(streams, _)| *streams < STREAMS_PER_CONNECTION)
+            .min_by_key(|(streams, _)| *streams)
+            .map(|(_, c)| c);
+        let connection = match free {
+            Some(connection) => connection,
+            None => {
+                connections.push(self.connect().await?);
+                connections.last().expect("a connection was just added")
+            }
+        };
+        connection.streams.fetch_add(1, Ordering::Relaxed);
+        Ok((connection.sender.clone(), Stream(connection.streams.clone())))
+    }
+
+    async fn connect(&self) -> Result<Connection, BoxError> {
+        let stream = TcpStream::connect(self.address).await?;
+        stream.set_nodelay(true)?;
+        let (sender, connection) = hyper::client::conn::http2::Builder::new(TokioExecutor::new())
+            .timer(TokioTimer::new())
+            .handshake(TokioIo::new(stream))
+            .await?;
+        tokio::spawn(async move {
+            let _ = connection.await;
+        });
+        Ok(Connection { sender, streams: Arc::new(AtomicUsize::new(0)) })
+    }
+}
