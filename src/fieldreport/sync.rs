@@ -94,10 +94,9 @@ impl FieldReportService {
         let mut skip = 0;
         loop {
             let window_query = query(info, previous.as_deref(), skip);
-            let mut next: Option<String> = None;
             let mut in_window = 0;
+            let mut page = client.page(info.set, &window_query, None).await?;
             loop {
-                let page = client.page(info.set, &window_query, next.as_deref()).await?;
                 report.pages += 1;
                 report.fetched += page.records.len() as u64;
                 in_window += page.records.len();
@@ -113,7 +112,17 @@ impl FieldReportService {
                         None => report.skipped += 1,
                     }
                 }
-                for outcome in store.mirror_upsert_page(info.route, &records).await? {
+                // The next page is fetched while this one is stored: the upstream's work and
+                // ours overlap (a failed store leaves only a page read for nothing).
+                let next_link = page.next_link;
+                let fetch_next = async {
+                    match &next_link {
+                        Some(link) => client.page(info.set, &window_query, Some(link)).await.map(Some),
+                        None => Ok(None),
+                    }
+                };
+                let (stored, next_page) = tokio::join!(store.mirror_upsert_page(info.route, &records), fetch_next);
+                for outcome in stored? {
                     match outcome {
                         Upserted::Inserted => report.inserted += 1,
                         Upserted::Updated => report.updated += 1,
@@ -126,8 +135,8 @@ impl FieldReportService {
                 report.seconds = started.elapsed().as_secs_f64();
                 progress(&report);
                 self.check_stop()?;
-                match page.next_link {
-                    Some(link) => next = Some(link),
+                match next_page? {
+                    Some(next) => page = next,
                     None => break,
                 }
             }

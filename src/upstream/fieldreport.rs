@@ -162,21 +162,24 @@ pub struct ODataPage {
 }
 
 impl ODataPage {
-    pub fn from_body(body: Value) -> Result<ODataPage, UpstreamError> {
+    pub fn from_body(mut body: Value) -> Result<ODataPage, UpstreamError> {
         let verbose = body.get("d");
         let next_link = ["@odata.nextLink", "odata.nextLink", "__next"]
             .iter()
             .find_map(|key| body.get(*key).or_else(|| verbose.and_then(|d| d.get(*key))).and_then(Value::as_str))
             .map(str::to_string);
-        let records = match body.get("value").or_else(|| body.get("d").and_then(|d| d.get("results"))) {
-            Some(Value::Array(records)) => records.clone(),
-            _ => {
-                return Err(UpstreamError::Malformed {
-                    system: SYSTEM,
-                    detail: format!("a list without `value`: {}", summarise(&body.to_string())),
-                });
-            }
+        // The records are moved out of the answer, not copied.
+        let records = if body.get("value").is_some_and(Value::is_array) {
+            body["value"].take()
+        } else if body.get("d").and_then(|d| d.get("results")).is_some_and(Value::is_array) {
+            body["d"]["results"].take()
+        } else {
+            return Err(UpstreamError::Malformed {
+                system: SYSTEM,
+                detail: format!("a list without `value`: {}", summarise(&body.to_string())),
+            });
         };
+        let Value::Array(records) = records else { unreachable!("checked to be an array") };
         Ok(ODataPage { records, next_link })
     }
 }
