@@ -5,7 +5,8 @@
 //! costs the process one socket, its client's, instead of three (the client's and both ends
 //! of a backend HTTP/1.1 connection of its own), and no connection buffers of its own. A
 //! connection carries up to [`STREAMS_PER_CONNECTION`] requests at once; the next one opens
-//! another, and a closed one is replaced on the next request.
+//! another, a closed one is replaced on the next request, and idle ones beyond
+//! [`IDLE_CONNECTIONS_KEPT`] are closed.
 
 use std::net::SocketAddr;
 use std::pin::Pin;
@@ -25,6 +26,9 @@ use super::{BoxError, FrontBody};
 
 /// Requests one connection carries at once (dropshot's HTTP/2 server allows 200 streams).
 pub const STREAMS_PER_CONNECTION: usize = 16;
+
+/// Connections without a request kept open for the next ones.
+pub const IDLE_CONNECTIONS_KEPT: usize = 16;
 
 /// The shared connections to dropshot.
 pub struct Backend {
@@ -90,10 +94,26 @@ impl Backend {
         Ok(response.map(|inner| BackendBody { inner, _stream: stream }))
     }
 
+    /// Closes every connection (their last handles go, and each ends once its streams are
+    /// done): dropshot's graceful shutdown waits for its connections to close.
+    pub async fn close(&self) {
+        self.connections.lock().await.clear();
+    }
+
     /// A connection with room for one more stream, opened if none has.
     async fn stream(&self) -> Result<(SendRequest<FrontBody>, Stream), BoxError> {
         let mut connections = self.connections.lock().await;
-        connections.retain(|c| !c.sender.is_closed());
+        // Closed connections go; so do idle ones past the first few, which a burst of held
+        // requests left behind (each request would otherwise pass them all, and spread over
+        // them the work of a few connections).
+        let mut idle = 0;
+        connections.retain(|c| {
+            let keep_idle = c.streams.load(Ordering::Relaxed) > 0 || {
+                idle += 1;
+                idle <= IDLE_CONNECTIONS_KEPT
+            };
+            !c.sender.is_closed() && keep_idle
+        });
         let free = connections
             .iter()
             .map(|c| (c.streams.load(Ordering::Relaxed), c))

@@ -110,6 +110,7 @@ pub async fn serve(
     if tokio::time::timeout(DRAIN_TIMEOUT, graceful.shutdown()).await.is_err() {
         slog::warn!(front.log, "shutdown: in-flight requests did not finish in time");
     }
+    front.backend.close().await;
 }
 
 fn full(bytes: impl Into<Bytes>) -> FrontBody {

@@ -124,22 +124,34 @@ fn now() -> String {
 }
 
 impl FieldReport {
-    fn in_modified_order(&self, set: &str, records: &Records) -> Arc<Vec<i64>> {
+    /// The Ids of a set in `DateModified` order, only those matching `filter` (given with its
+    /// text) when there is one. Cached per set and filter until the set changes: a sync reads
+    /// every page of the same ordered, filtered list.
+    fn in_modified_order(&self, set: &str, records: &Records, filter: Option<(&str, &Filter)>) -> Arc<Vec<i64>> {
+        let key = match filter {
+            Some((text, _)) => format!("{set}\0{text}"),
+            None => set.to_string(),
+        };
         let mut cache = self.by_modified.lock().expect("lock");
         cache
-            .entry(set.to_string())
+            .entry(key)
             .or_insert_with(|| {
                 let modified = |id: &i64| records[id].get("DateModified").and_then(Value::as_str).unwrap_or_default();
-                let mut ids: Vec<i64> = records.keys().copied().collect();
+                let mut ids: Vec<i64> = records
+                    .iter()
+                    .filter(|(_, record)| filter.is_none_or(|(_, f)| f.matches(record)))
+                    .map(|(id, _)| *id)
+                    .collect();
                 ids.sort_by(|a, b| modified(a).cmp(modified(b)).then(a.cmp(b)));
                 Arc::new(ids)
             })
             .clone()
     }
 
-    /// Forgets the cached order of a set after a write to it.
+    /// Forgets the cached orders of a set after a write to it.
     fn changed(&self, set: &str) {
-        self.by_modified.lock().expect("lock").remove(set);
+        let filtered = format!("{set}\0");
+        self.by_modified.lock().expect("lock").retain(|key, _| key != set && !key.starts_with(&filtered));
     }
 
     fn handle(&self, req: SimRequest) -> SimResponse {
@@ -209,18 +221,13 @@ impl FieldReport {
         // for each made the simulator the bench's bottleneck.
         let empty = Records::new();
         let all = sets.get(set).unwrap_or(&empty);
-        let order = ordered.then(|| self.in_modified_order(set, all));
-        let candidates: Box<dyn Iterator<Item = &Map<String, Value>>> = match (&order, &filter) {
-            (Some(ids), None) => Box::new(ids.get(skip..).unwrap_or_default().iter().filter_map(|id| all.get(id))),
-            (Some(ids), Some(_)) => Box::new(ids.iter().filter_map(|id| all.get(id))),
-            (None, _) => Box::new(all.values()),
+        let filter_text = params.get("$filter").map(String::as_str).unwrap_or_default();
+        let order = ordered.then(|| self.in_modified_order(set, all, filter.as_ref().map(|f| (filter_text, f))));
+        let candidates: Box<dyn Iterator<Item = &Map<String, Value>>> = match &order {
+            Some(ids) => Box::new(ids.get(skip..).unwrap_or_default().iter().filter_map(|id| all.get(id))),
+            None => Box::new(all.values().filter(|r| filter.as_ref().is_none_or(|f| f.matches(r))).skip(skip)),
         };
-        let skipped = if filter.is_none() && order.is_some() { 0 } else { skip };
-        let window: Vec<&Map<String, Value>> = candidates
-            .filter(|r| filter.as_ref().is_none_or(|f| f.matches(r)))
-            .skip(skipped)
-            .take(limit.saturating_add(1))
-            .collect();
+        let window: Vec<&Map<String, Value>> = candidates.take(limit.saturating_add(1)).collect();
         let more = window.len() > limit;
         let records = &window[..window.len().min(limit)];
         let expanded = params.get("$expand").map(|e| {
