@@ -1,8 +1,8 @@
 //! The bench behind `cargo xtask bench` (which builds this and the service in release and runs
 //! this): starts the upstream simulators (`sandbox`) and the service on loopback, runs each
-//! scenario with our own closed-loop load generator, and prints every figure beside a baseline measured in the same
-//! run (shared machines drift; ratios travel better than absolute numbers). The table is also
-//! written as JSON.
+//! scenario with our own closed-loop load generator, and prints every figure beside a baseline
+//! measured in the same run (shared machines drift; ratios travel better than absolute
+//! numbers). The table is also written as JSON.
 //!
 //! `--quick` runs every scenario briefly and fails when one of them saw an error: CI runs it so
 //! the bench cannot rot; it does not judge the numbers.

@@ -209,9 +209,9 @@ const SOCKETS_PER_HELD_CALL: usize = 1;
 /// `ReadyToSign` from the 5th read; one read per `sleep_milliseconds`).
 pub async fn waiting_flows(service: &Service, settings: &Settings) -> Result<Vec<Row>> {
     let wanted = if settings.quick { 100 } else { 10_000 };
-    // Each held call costs the service three sockets: the client's and both ends of the
-    // front's connection to dropshot; its polls share pooled connections to the simulator.
-    // Stay under the process's open-files limit.
+    // Each held call costs the service one socket, its client's: the front's streams to
+    // dropshot and the polls to the simulator share pooled connections. Stay under the
+    // process's open-files limit.
     let limit = open_files_limit(service.pid()).unwrap_or(usize::MAX);
     let flows = wanted.min(limit.saturating_sub(2_000) / SOCKETS_PER_HELD_CALL);
     let sleep = if settings.quick { 50 } else { 1000 };

@@ -7,7 +7,7 @@
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, ChildStdout, Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
@@ -54,6 +54,38 @@ impl Drop for Process {
     }
 }
 
+/// What a started child prints on stdout, line by line.
+type Printed = std::io::Lines<BufReader<ChildStdout>>;
+
+/// Starts `command` in `dir` with JSON logs to `<name>.log` there; its stdout is read.
+fn spawn(mut command: Command, dir: &Path, name: &str) -> Result<(Process, Printed)> {
+    let log = std::fs::File::create(dir.join(format!("{name}.log")))?;
+    let mut child = Process(
+        command
+            .current_dir(dir)
+            .env("LOG_FORMAT", "json")
+            .stdout(Stdio::piped())
+            .stderr(log)
+            .spawn()
+            .with_context(|| format!("starting the {name}"))?,
+    );
+    let stdout = child.0.stdout.take().with_context(|| format!("{name}'s stdout"))?;
+    Ok((child, BufReader::new(stdout).lines()))
+}
+
+/// The next line a starting child prints; an error once it has stopped.
+fn next_line(printed: &mut Printed, dir: &Path, name: &str) -> Result<String> {
+    match printed.next() {
+        Some(line) => Ok(line?),
+        None => bail!("the {name} stopped while starting; see {}/{name}.log", dir.display()),
+    }
+}
+
+/// Keeps reading what a started child prints, so that it never blocks on a full pipe.
+fn drain(printed: Printed) {
+    std::thread::spawn(move || for _ in printed {});
+}
+
 /// The URL a line prints (up to the next space).
 fn url_in(line: &str) -> Option<&str> {
     let start = line.find("http://")?;
@@ -76,25 +108,12 @@ struct SimulatorUrls {
 
 /// Starts `integration-service sandbox` and reads the three base URLs it prints.
 fn start_simulators(binary: &Path, dir: &Path) -> Result<(Process, SimulatorUrls)> {
-    let log = std::fs::File::create(dir.join("simulators.log"))?;
-    let mut child = Process(
-        Command::new(binary)
-            .args(["sandbox"])
-            .current_dir(dir)
-            .env("LOG_FORMAT", "json")
-            .stdout(Stdio::piped())
-            .stderr(log)
-            .spawn()
-            .context("starting the simulators")?,
-    );
-    let stdout = child.0.stdout.take().context("simulators' stdout")?;
-    let mut lines = BufReader::new(stdout).lines();
+    let mut command = Command::new(binary);
+    command.arg("sandbox");
+    let (child, mut printed) = spawn(command, dir, "simulators")?;
     let mut urls = SimulatorUrls::default();
     while urls.leasing.is_none() || urls.fieldreport.is_none() || urls.erp.is_none() {
-        let Some(line) = lines.next() else {
-            bail!("the simulators stopped while starting; see {}/simulators.log", dir.display());
-        };
-        let line = line?;
+        let line = next_line(&mut printed, dir, "simulators")?;
         let url = url_in(&line).map(str::to_string);
         if line.starts_with("leasing provider simulator") {
             urls.leasing = url;
@@ -104,7 +123,7 @@ fn start_simulators(binary: &Path, dir: &Path) -> Result<(Process, SimulatorUrls
             urls.erp = url;
         }
     }
-    std::thread::spawn(move || for _ in lines {});
+    drain(printed);
     Ok((child, urls))
 }
 
@@ -141,43 +160,30 @@ impl Service {
         let (database_url, postgres_database) = database(db, &dir)?;
         let (simulators, urls) = start_simulators(binary, &dir)?;
         let fieldreport = urls.fieldreport.as_deref().and_then(address_in);
-        let log = std::fs::File::create(dir.join("service.log"))?;
-        let mut child = Process(
-            Command::new(binary)
-                .args(["serve", "--bind", "127.0.0.1:0"])
-                .current_dir(&dir)
-                .env("DATABASE_URL", &database_url)
-                .env("STORAGE_URL", format!("file://{}/storage", dir.display()))
-                .env("LEASING_BASE_URL", urls.leasing.unwrap_or_default())
-                .env("FIELDREPORT_BASE_URL", urls.fieldreport.unwrap_or_default())
-                .env("FIELDREPORT_USERNAME", "sandbox")
-                .env("FIELDREPORT_PASSWORD", "sandbox-password")
-                .env("ERP_BASE_URL", urls.erp.unwrap_or_default())
-                .env("ERP_API_KEY", "sandbox-erp-key")
-                .env("ERP_WEBHOOK_SECRET", WEBHOOK_SECRET)
-                .env("ERP_WEBHOOK_ALLOWLIST", "127.0.0.0/8")
-                .env("LOG_FORMAT", "json")
-                .stdout(Stdio::piped())
-                .stderr(log)
-                .spawn()
-                .context("starting the service")?,
-        );
-        let stdout = child.0.stdout.take().context("service stdout")?;
-        let mut lines = BufReader::new(stdout).lines();
+        let mut command = Command::new(binary);
+        command
+            .args(["serve", "--bind", "127.0.0.1:0"])
+            .env("DATABASE_URL", &database_url)
+            .env("STORAGE_URL", format!("file://{}/storage", dir.display()))
+            .env("LEASING_BASE_URL", urls.leasing.unwrap_or_default())
+            .env("FIELDREPORT_BASE_URL", urls.fieldreport.unwrap_or_default())
+            .env("FIELDREPORT_USERNAME", "sandbox")
+            .env("FIELDREPORT_PASSWORD", "sandbox-password")
+            .env("ERP_BASE_URL", urls.erp.unwrap_or_default())
+            .env("ERP_API_KEY", "sandbox-erp-key")
+            .env("ERP_WEBHOOK_SECRET", WEBHOOK_SECRET)
+            .env("ERP_WEBHOOK_ALLOWLIST", "127.0.0.0/8");
+        let (child, mut printed) = spawn(command, &dir, "service")?;
         let (mut front, mut backend) = (None, None);
         while backend.is_none() {
-            let Some(line) = lines.next() else {
-                bail!("the service stopped while starting; see {}/service.log", dir.display());
-            };
-            let line = line?;
+            let line = next_line(&mut printed, &dir, "service")?;
             if line.contains("listening on") {
                 front = address_in(&line);
             } else if line.contains("internal backend") {
                 backend = address_in(&line);
             }
         }
-        // Keep draining stdout so the service never blocks on it.
-        std::thread::spawn(move || for _ in lines {});
+        drain(printed);
         let missing = || anyhow::anyhow!("the service did not print every address");
         let mut service = Service {
             child,

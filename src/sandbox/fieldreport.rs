@@ -31,15 +31,17 @@ const METADATA: &str = include_str!("../../spec/upstream/fieldreport/metadata.xm
 
 /// The records of one entity set, by id.
 type Records = BTreeMap<i64, Map<String, Value>>;
+/// A set and the text of a `$filter`, if any.
+type OrderKey = (String, Option<String>);
 
 #[derive(Default)]
 struct FieldReport {
     sets: Mutex<HashMap<String, Records>>,
     next_id: Mutex<i64>,
     received: Mutex<Vec<Value>>,
-    /// Per set, the ids in `DateModified` order; dropped on every write to the set, so paging
-    /// through a large set does not sort it once per page.
-    by_modified: Mutex<HashMap<String, Arc<Vec<i64>>>>,
+    /// Per set and `$filter` text, the matching ids in `DateModified` order; dropped on every
+    /// write to the set, so paging through a large set neither sorts nor filters it per page.
+    by_modified: Mutex<HashMap<OrderKey, Arc<Vec<i64>>>>,
 }
 
 pub async fn start(bind: SocketAddr, log: Logger) -> std::io::Result<SocketAddr> {
@@ -128,10 +130,7 @@ impl FieldReport {
     /// text) when there is one. Cached per set and filter until the set changes: a sync reads
     /// every page of the same ordered, filtered list.
     fn in_modified_order(&self, set: &str, records: &Records, filter: Option<(&str, &Filter)>) -> Arc<Vec<i64>> {
-        let key = match filter {
-            Some((text, _)) => format!("{set}\0{text}"),
-            None => set.to_string(),
-        };
+        let key = (set.to_string(), filter.map(|(text, _)| text.to_string()));
         let mut cache = self.by_modified.lock().expect("lock");
         cache
             .entry(key)
@@ -150,8 +149,7 @@ impl FieldReport {
 
     /// Forgets the cached orders of a set after a write to it.
     fn changed(&self, set: &str) {
-        let filtered = format!("{set}\0");
-        self.by_modified.lock().expect("lock").retain(|key, _| key != set && !key.starts_with(&filtered));
+        self.by_modified.lock().expect("lock").retain(|(cached, _), _| cached != set);
     }
 
     fn handle(&self, req: SimRequest) -> SimResponse {
@@ -201,13 +199,13 @@ impl FieldReport {
         let sets = self.sets.lock().expect("lock");
         let ordered = params.get("$orderby").is_some_and(|o| o.starts_with("DateModified"));
         let filter = match params.get("$filter") {
-            Some(filter) => match Filter::parse(filter) {
-                Some(filter) => Some(filter),
+            Some(text) => match Filter::parse(text) {
+                Some(filter) => Some((text.as_str(), filter)),
                 None => {
                     return odata_error(
                         StatusCode::BAD_REQUEST,
                         "BadRequest",
-                        &format!("unsupported $filter {filter:?}"),
+                        &format!("unsupported $filter {text:?}"),
                     );
                 }
             },
@@ -221,11 +219,10 @@ impl FieldReport {
         // for each made the simulator the bench's bottleneck.
         let empty = Records::new();
         let all = sets.get(set).unwrap_or(&empty);
-        let filter_text = params.get("$filter").map(String::as_str).unwrap_or_default();
-        let order = ordered.then(|| self.in_modified_order(set, all, filter.as_ref().map(|f| (filter_text, f))));
+        let order = ordered.then(|| self.in_modified_order(set, all, filter.as_ref().map(|(text, f)| (*text, f))));
         let candidates: Box<dyn Iterator<Item = &Map<String, Value>>> = match &order {
             Some(ids) => Box::new(ids.get(skip..).unwrap_or_default().iter().filter_map(|id| all.get(id))),
-            None => Box::new(all.values().filter(|r| filter.as_ref().is_none_or(|f| f.matches(r))).skip(skip)),
+            None => Box::new(all.values().filter(|r| filter.as_ref().is_none_or(|(_, f)| f.matches(r))).skip(skip)),
         };
         let window: Vec<&Map<String, Value>> = candidates.take(limit.saturating_add(1)).collect();
         let more = window.len() > limit;
