@@ -55,6 +55,25 @@ impl<E: MirroredEntity> JsonSchema for Record<E> {
     }
 }
 
+/// A record of entity set `E` answered as stored, without parsing it; documented as
+/// [`Record`].
+pub struct StoredRecord<E>(Box<RawValue>, PhantomData<fn() -> E>);
+
+impl<E> Serialize for StoredRecord<E> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.0.serialize(s)
+    }
+}
+
+impl<E: MirroredEntity> JsonSchema for StoredRecord<E> {
+    fn schema_name() -> String {
+        Record::<E>::schema_name()
+    }
+    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
+        Record::<E>::json_schema(generator)
+    }
+}
+
 /// The body of a create: a record of set `E` with the `Id` and `Version` a new record needs.
 pub struct NewRecord<E>(pub Value, PhantomData<fn() -> E>);
 
@@ -248,10 +267,10 @@ async fn create<E: MirroredEntity>(
 async fn show<E: MirroredEntity>(
     rqctx: RequestContext<ApiContext>,
     path: Path<RecordPath>,
-) -> Result<HttpResponseOk<Record<E>>, ApiError> {
+) -> Result<HttpResponseOk<StoredRecord<E>>, ApiError> {
     caller(&rqctx).await?;
     let document = rqctx.context().fieldreport.show(&E::INFO, &path.into_inner().record).await?;
-    Ok(HttpResponseOk(Record::new(document)))
+    Ok(HttpResponseOk(StoredRecord(document, PhantomData)))
 }
 
 async fn update<E: MirroredEntity>(

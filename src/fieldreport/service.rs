@@ -12,6 +12,7 @@ use generated::fieldreport::EntityInfo;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use super::merge::deep_merge;
@@ -269,8 +270,12 @@ impl FieldReportService {
             .ok_or_else(|| FieldReportError::NotFound { entity: entity.route.into(), id: id.into() })
     }
 
-    pub async fn show(&self, entity: &EntityInfo, id: &str) -> Result<Value, FieldReportError> {
-        Ok(self.load(entity, id).await?.document)
+    /// A record as stored (never parsed: it is answered as it is).
+    pub async fn show(&self, entity: &EntityInfo, id: &str) -> Result<Box<RawValue>, FieldReportError> {
+        self.store
+            .mirror_document(entity.route, id)
+            .await?
+            .ok_or_else(|| FieldReportError::NotFound { entity: entity.route.into(), id: id.into() })
     }
 
     /// Records whose top-level field `attribute` equals `value` (compared as text) or, without

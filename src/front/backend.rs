@@ -24,8 +24,18 @@ use tokio::sync::Mutex;
 
 use super::{BoxError, FrontBody};
 
-/// Requests one connection carries at once (dropshot's HTTP/2 server allows 200 streams).
+/// Requests one connection carries at once while there are fewer than
+/// [`SPREAD_OVER_CONNECTIONS`] connections: spreading the load keeps both cores busy (100
+/// streams per connection halved the throughput of `cargo xtask bench`).
 pub const STREAMS_PER_CONNECTION: usize = 16;
+
+/// Connections the load is spread over before they fill up to [`MAX_STREAMS_PER_CONNECTION`].
+pub const SPREAD_OVER_CONNECTIONS: usize = 16;
+
+/// Requests one connection carries at once once [`SPREAD_OVER_CONNECTIONS`] are open
+/// (dropshot's HTTP/2 server allows 200 streams): thousands of held requests then share a
+/// few dozen connections and their buffers instead of hundreds.
+pub const MAX_STREAMS_PER_CONNECTION: usize = 160;
 
 /// Connections without a request kept open for the next ones.
 pub const IDLE_CONNECTIONS_KEPT: usize = 16;
@@ -114,10 +124,15 @@ impl Backend {
             };
             !c.sender.is_closed() && keep_idle
         });
+        let room = if connections.len() < SPREAD_OVER_CONNECTIONS {
+            STREAMS_PER_CONNECTION
+        } else {
+            MAX_STREAMS_PER_CONNECTION
+        };
         let free = connections
             .iter()
             .map(|c| (c.streams.load(Ordering::Relaxed), c))
-            .filter(|(streams, _)| *streams < STREAMS_PER_CONNECTION)
+            .filter(|(streams, _)| *streams < room)
             .min_by_key(|(streams, _)| *streams)
             .map(|(_, c)| c);
         let connection = match free {

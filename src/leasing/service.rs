@@ -220,15 +220,18 @@ impl LeasingService {
     ) -> Result<Value, LeasingError> {
         let id = financing_id(id)?;
         let client = self.client()?;
+        // Thousands of these calls may wait at once: the reads are boxed and the last read
+        // is let go during the sleep, so that a waiting call holds little more than its timer
+        // (`cargo xtask bench --scenario waiting-flows` measures the service's memory).
         let mut request = match known {
             Some(request) => request,
-            None => with_defaults(client.get(id).await?),
+            None => with_defaults(Box::pin(client.get(id)).await?),
         };
         let mut attempts = 0;
         loop {
             match observe(&state_of(&request)) {
                 Observation::Ready => return Ok(request),
-                Observation::MissingInfo => return Err(self.missing_info(id, &request, params).await),
+                Observation::MissingInfo => return Err(Box::pin(self.missing_info(id, &request, params)).await),
                 Observation::Declined => return Err(LeasingError::Declined),
                 Observation::Cancelled => return Err(LeasingError::Cancelled),
                 Observation::PastSigning(state) => return Err(LeasingError::PastSigning(state)),
@@ -236,9 +239,10 @@ impl LeasingService {
                     return Err(LeasingError::NotReadyToSign { state, attempts });
                 }
                 Observation::Pending(_) => {
+                    drop(std::mem::take(&mut request));
                     tokio::time::sleep(params.sleep).await;
                     attempts += 1;
-                    request = with_defaults(client.get(id).await?);
+                    request = with_defaults(Box::pin(client.get(id)).await?);
                 }
             }
         }

@@ -384,6 +384,7 @@ impl Store {
         payload: &Value,
     ) -> Result<i64, StoreError> {
         let now = now_ms();
+        let mut lease = self.lease().await?;
         let row = sqlx::query(
             "INSERT INTO erp_webhook_inbox (received_at, entity_name, entity_id, event, payload, state, attempts, next_attempt_at) \
              VALUES ($1, $2, $3, $4, $5, 'pending', 0, $1) RETURNING id",
@@ -393,9 +394,9 @@ impl Store {
         .bind(entity_id)
         .bind(event)
         .bind(payload.to_string())
-        .fetch_one(self.pool())
-        .await?;
-        Ok(row.try_get("id")?)
+        .fetch_one(lease.connection())
+        .await;
+        Ok(lease.settle(row)?.try_get("id")?)
     }
 
     /// Claims up to `limit` due calls for `lease_ms`: a call claimed by a worker that dies is

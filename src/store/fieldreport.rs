@@ -14,23 +14,42 @@ pub struct MirrorRecord {
     pub document: Value,
 }
 
+fn not_json(error: serde_json::Error) -> StoreError {
+    StoreError::Query(format!("stored document is not JSON: {error}"))
+}
+
 fn record(row: &sqlx::any::AnyRow) -> Result<MirrorRecord, StoreError> {
     let text: String = row.try_get("document")?;
-    let document =
-        serde_json::from_str(&text).map_err(|e| StoreError::Query(format!("stored document is not JSON: {e}")))?;
+    let document = serde_json::from_str(&text).map_err(not_json)?;
     Ok(MirrorRecord { id: row.try_get("record_id")?, version: row.try_get("version")?, document })
 }
 
 impl Store {
     pub async fn mirror_get(&self, entity: &str, id: &str) -> Result<Option<MirrorRecord>, StoreError> {
+        let Some((record_id, version, text)) = self.mirror_row(entity, id).await? else { return Ok(None) };
+        let document = serde_json::from_str(&text).map_err(not_json)?;
+        Ok(Some(MirrorRecord { id: record_id, version, document }))
+    }
+
+    /// A record's document as stored, checked to be JSON but not parsed into a tree: what a
+    /// read answers with.
+    pub async fn mirror_document(&self, entity: &str, id: &str) -> Result<Option<Box<RawValue>>, StoreError> {
+        let Some((_, _, text)) = self.mirror_row(entity, id).await? else { return Ok(None) };
+        Ok(Some(RawValue::from_string(text).map_err(not_json)?))
+    }
+
+    /// Id, version and document text of one record, on a request connection.
+    async fn mirror_row(&self, entity: &str, id: &str) -> Result<Option<(String, i64, String)>, StoreError> {
+        let mut lease = self.lease().await?;
         let row = sqlx::query(
             "SELECT record_id, version, document FROM fieldreport_records WHERE entity = $1 AND record_id = $2",
         )
         .bind(entity)
         .bind(id)
-        .fetch_optional(self.pool())
-        .await?;
-        row.as_ref().map(record).transpose()
+        .fetch_optional(lease.connection())
+        .await;
+        let Some(row) = lease.settle(row)? else { return Ok(None) };
+        Ok(Some((row.try_get("record_id")?, row.try_get("version")?, row.try_get("document")?)))
     }
 
     /// Inserts a new record; [`StoreError::Duplicate`] when the id exists.
@@ -103,7 +122,7 @@ impl Store {
         offset: i64,
         limit: i64,
     ) -> Result<(Vec<Box<RawValue>>, i64), StoreError> {
-        let mut connection = self.pool().acquire().await?;
+        let mut lease = self.lease().await?;
         let rows = sqlx::query(
             "SELECT document FROM fieldreport_records \
              WHERE entity = $1 ORDER BY LENGTH(record_id), record_id LIMIT $2 OFFSET $3",
@@ -111,18 +130,19 @@ impl Store {
         .bind(entity)
         .bind(limit)
         .bind(offset)
-        .fetch_all(&mut *connection)
-        .await?;
-        let total: i64 = sqlx::query("SELECT COUNT(*) AS total FROM fieldreport_records WHERE entity = $1")
+        .fetch_all(lease.connection())
+        .await;
+        let rows = lease.settle(rows)?;
+        let total = sqlx::query("SELECT COUNT(*) AS total FROM fieldreport_records WHERE entity = $1")
             .bind(entity)
-            .fetch_one(&mut *connection)
-            .await?
-            .try_get("total")?;
+            .fetch_one(lease.connection())
+            .await;
+        let total: i64 = lease.settle(total)?.try_get("total")?;
         let documents = rows
             .iter()
             .map(|row| {
                 let text: String = row.try_get("document")?;
-                RawValue::from_string(text).map_err(|e| StoreError::Query(format!("stored document is not JSON: {e}")))
+                RawValue::from_string(text).map_err(not_json)
             })
             .collect::<Result<_, _>>()?;
         Ok((documents, total))

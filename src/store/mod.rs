@@ -19,6 +19,7 @@ pub mod flows;
 pub mod idempotency;
 pub mod lease;
 pub mod login_failures;
+pub mod request_connections;
 pub mod tokens;
 pub mod users;
 
@@ -26,8 +27,12 @@ use std::path::Path;
 use std::str::FromStr;
 use std::time::Duration;
 
+use std::sync::Arc;
+
 use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
-use sqlx::{AnyPool, Executor};
+use sqlx::{AnyConnection, AnyPool, Connection, Executor};
+
+use request_connections::{Lease, RequestConnections};
 
 use crate::config::DatabaseUrl;
 
@@ -53,8 +58,14 @@ pub enum StoreError {
 impl From<sqlx::Error> for StoreError {
     fn from(error: sqlx::Error) -> Self {
         match &error {
-            sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::Io(_) | sqlx::Error::Tls(_) => {
+            sqlx::Error::Io(_) | sqlx::Error::Tls(_) => {
+                request_connections::connection_failed();
                 StoreError::Unavailable(error.to_string())
+            }
+            sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed => StoreError::Unavailable(error.to_string()),
+            sqlx::Error::Protocol(_) => {
+                request_connections::connection_failed();
+                StoreError::Query(error.to_string())
             }
             sqlx::Error::Database(db) if db.is_unique_violation() => StoreError::Duplicate(db.message().to_string()),
             _ => StoreError::Query(error.to_string()),
@@ -66,6 +77,8 @@ impl From<sqlx::Error> for StoreError {
 #[derive(Clone, Debug)]
 pub struct Store {
     pool: AnyPool,
+    /// For the hot path's statements; `None` for an in-memory database (see [`Store::lease`]).
+    request_connections: Option<Arc<RequestConnections>>,
     dialect: Dialect,
     /// How long claimed work (a sync, a pull, webhook calls) stays with an instance that
     /// stopped renewing its claim: after a crash, another run takes it over this much later.
@@ -88,10 +101,11 @@ impl Store {
         let raw = url.expose();
         // An in-memory SQLite database lives and dies with its one connection.
         let in_memory = raw.contains(":memory:");
-        let (raw, max_connections) = match dialect {
-            Dialect::Sqlite if in_memory => (raw.to_string(), 1),
-            Dialect::Sqlite => (sqlite_url_creating_file(raw)?, 8),
-            Dialect::Postgres => (raw.to_string(), 16),
+        // (pool, request connections)
+        let (raw, max_connections, request_connections) = match dialect {
+            Dialect::Sqlite if in_memory => (raw.to_string(), 1, 0),
+            Dialect::Sqlite => (sqlite_url_creating_file(raw)?, 8, 4),
+            Dialect::Postgres => (raw.to_string(), 16, 8),
         };
         let options = AnyConnectOptions::from_str(&raw).map_err(|e| StoreError::Unavailable(e.to_string()))?;
         let (idle_timeout, max_lifetime) =
@@ -101,23 +115,25 @@ impl Store {
             .idle_timeout(idle_timeout)
             .max_lifetime(max_lifetime)
             .acquire_timeout(Duration::from_secs(5))
-            .after_connect(move |conn, _meta| {
+            // sqlx tests every connection when it comes back; testing it again on the way out
+            // doubled the round trips of every statement. Only a connection that sat idle long
+            // enough for the server to have dropped it, or that was open when a connection
+            // last failed, is tested first.
+            .test_before_acquire(false)
+            .before_acquire(|conn, meta| {
                 Box::pin(async move {
-                    if dialect == Dialect::Sqlite {
-                        conn.execute("PRAGMA journal_mode = WAL; PRAGMA busy_timeout = 5000; PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL;")
-                            .await?;
-                    } else {
-                        // Prepared statements are planned for their actual values: a generic
-                        // plan of the sync's `record_id IN (…500 values…)` scanned the whole
-                        // table on every page (found with `cargo xtask bench --db postgres`).
-                        conn.execute("SET plan_cache_mode = force_custom_plan").await?;
+                    if request_connections::needs_test(meta.idle_for, meta.age) {
+                        conn.ping().await?;
                     }
-                    Ok(())
+                    Ok(true)
                 })
             })
-            .connect_with(options)
+            .after_connect(move |conn, _meta| Box::pin(prepare_connection(conn, dialect)))
+            .connect_with(options.clone())
             .await?;
-        Ok(Store { pool, dialect, work_lease_ms: DEFAULT_WORK_LEASE.as_millis() as i64 })
+        let request_connections =
+            (request_connections > 0).then(|| Arc::new(RequestConnections::new(options, dialect, request_connections)));
+        Ok(Store { pool, request_connections, dialect, work_lease_ms: DEFAULT_WORK_LEASE.as_millis() as i64 })
     }
 
     /// Connects and applies every pending migration.
@@ -186,9 +202,35 @@ impl Store {
         })
     }
 
+    /// A connection for a few statements on a request's hot path, reused without sqlx's
+    /// per-release test (see [`request_connections`]).
+    pub(crate) async fn lease(&self) -> Result<Lease<'_>, StoreError> {
+        match &self.request_connections {
+            Some(connections) => connections.lease().await,
+            None => Lease::pooled(&self.pool).await,
+        }
+    }
+
     pub async fn close(&self) {
+        if let Some(connections) = &self.request_connections {
+            connections.close().await;
+        }
         self.pool.close().await;
     }
+}
+
+/// The session settings of every new connection.
+async fn prepare_connection(conn: &mut AnyConnection, dialect: Dialect) -> Result<(), sqlx::Error> {
+    if dialect == Dialect::Sqlite {
+        conn.execute("PRAGMA journal_mode = WAL; PRAGMA busy_timeout = 5000; PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL;")
+            .await?;
+    } else {
+        // Prepared statements are planned for their actual values: a generic plan of the
+        // sync's `record_id IN (…500 values…)` scanned the whole table on every page (found
+        // with `cargo xtask bench --db postgres`).
+        conn.execute("SET plan_cache_mode = force_custom_plan").await?;
+    }
+    Ok(())
 }
 
 /// Adds `mode=rwc` (create if missing) and creates the parent folder of a file database.

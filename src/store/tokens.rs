@@ -38,16 +38,18 @@ impl Store {
         Ok(row.try_get("id")?)
     }
 
+    /// Read on every authenticated request, on a request connection.
     pub async fn token_owner(&self, token_id: i64) -> Result<Option<TokenOwner>, StoreError> {
+        let mut lease = self.lease().await?;
         let row = sqlx::query(
             "SELECT t.id AS token_id, t.token_hash, t.expires_at, t.last_used_at, \
                     u.id AS user_id, u.name, u.email, u.created_at \
              FROM personal_access_tokens t JOIN users u ON u.id = t.user_id WHERE t.id = $1",
         )
         .bind(token_id)
-        .fetch_optional(self.pool())
-        .await?;
-        let Some(row) = row else { return Ok(None) };
+        .fetch_optional(lease.connection())
+        .await;
+        let Some(row) = lease.settle(row)? else { return Ok(None) };
         Ok(Some(TokenOwner {
             token_id: row.try_get("token_id")?,
             token_hash: row.try_get("token_hash")?,
@@ -61,11 +63,13 @@ impl Store {
     }
 
     pub async fn touch_token(&self, token_id: i64, at: i64) -> Result<(), StoreError> {
-        sqlx::query("UPDATE personal_access_tokens SET last_used_at = $1 WHERE id = $2")
+        let mut lease = self.lease().await?;
+        let done = sqlx::query("UPDATE personal_access_tokens SET last_used_at = $1 WHERE id = $2")
             .bind(at)
             .bind(token_id)
-            .execute(self.pool())
-            .await?;
+            .execute(lease.connection())
+            .await;
+        lease.settle(done)?;
         Ok(())
     }
 
