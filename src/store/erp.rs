@@ -384,6 +384,7 @@ impl Store {
         payload: &Value,
     ) -> Result<i64, StoreError> {
         let now = now_ms();
+        let _turn = self.write_turn().await;
         let mut lease = self.lease().await?;
         let row = sqlx::query(
             "INSERT INTO erp_webhook_inbox (received_at, entity_name, entity_id, event, payload, state, attempts, next_attempt_at) \
@@ -403,6 +404,7 @@ impl Store {
     /// taken again once its lease expires. Safe with several instances: the state is checked
     /// again by the UPDATE itself.
     pub async fn inbox_claim(&self, limit: i64, lease_ms: i64) -> Result<Vec<InboxItem>, StoreError> {
+        let _turn = self.write_turn().await;
         let now = now_ms();
         let due = "state = 'pending' AND next_attempt_at <= $2 AND (lease_until IS NULL OR lease_until < $2)";
         let skip_locked = if self.dialect() == Dialect::Postgres { " FOR UPDATE SKIP LOCKED" } else { "" };
@@ -423,6 +425,7 @@ impl Store {
 
     /// Marks a call processed with a description of what it did.
     pub async fn inbox_done(&self, id: i64, outcome: &str) -> Result<(), StoreError> {
+        let _turn = self.write_turn().await;
         sqlx::query(
             "UPDATE erp_webhook_inbox SET state = 'done', outcome = $1, processed_at = $2, lease_until = NULL, \
                     attempts = attempts + 1, last_error = NULL WHERE id = $3",
@@ -442,6 +445,7 @@ impl Store {
         error: &str,
         next_attempt_at: Option<i64>,
     ) -> Result<(), StoreError> {
+        let _turn = self.write_turn().await;
         let state = if next_attempt_at.is_some() { "pending" } else { "failed" };
         sqlx::query(
             "UPDATE erp_webhook_inbox SET state = $1, last_error = $2, next_attempt_at = $3, lease_until = NULL, \
@@ -458,6 +462,7 @@ impl Store {
 
     /// Gives a claimed call back without counting an attempt (the worker is stopping).
     pub async fn inbox_release(&self, id: i64) -> Result<(), StoreError> {
+        let _turn = self.write_turn().await;
         sqlx::query("UPDATE erp_webhook_inbox SET lease_until = NULL WHERE id = $1 AND state = 'pending'")
             .bind(id)
             .execute(self.pool())

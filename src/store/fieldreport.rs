@@ -60,6 +60,7 @@ impl Store {
         pending_push: Option<&str>,
     ) -> Result<(), StoreError> {
         let now = now_ms();
+        let _turn = self.write_turn().await;
         sqlx::query(
             "INSERT INTO fieldreport_records (entity, record_id, version, document, pending_push, created_at, updated_at) \
              VALUES ($1, $2, $3, $4, $5, $6, $6)",
@@ -84,6 +85,7 @@ impl Store {
         expected_version: i64,
         pending_push: Option<&str>,
     ) -> Result<bool, StoreError> {
+        let _turn = self.write_turn().await;
         let done = sqlx::query(
             "UPDATE fieldreport_records SET version = $1, document = $2, updated_at = $3, \
                     pending_push = COALESCE(pending_push, $4) \
@@ -103,6 +105,7 @@ impl Store {
 
     /// Deletes a record; false when it was not there.
     pub async fn mirror_delete(&self, entity: &str, id: &str) -> Result<bool, StoreError> {
+        let _turn = self.write_turn().await;
         let done = sqlx::query("DELETE FROM fieldreport_records WHERE entity = $1 AND record_id = $2")
             .bind(entity)
             .bind(id)

@@ -79,6 +79,8 @@ pub struct Store {
     pool: AnyPool,
     /// For the hot path's statements; `None` for an in-memory database (see [`Store::lease`]).
     request_connections: Option<Arc<RequestConnections>>,
+    /// SQLite only: see [`Store::write_turn`].
+    write_turns: Option<Arc<tokio::sync::Mutex<()>>>,
     dialect: Dialect,
     /// How long claimed work (a sync, a pull, webhook calls) stays with an instance that
     /// stopped renewing its claim: after a crash, another run takes it over this much later.
@@ -133,7 +135,14 @@ impl Store {
             .await?;
         let request_connections =
             (request_connections > 0).then(|| Arc::new(RequestConnections::new(options, dialect, request_connections)));
-        Ok(Store { pool, request_connections, dialect, work_lease_ms: DEFAULT_WORK_LEASE.as_millis() as i64 })
+        let write_turns = (dialect == Dialect::Sqlite).then(|| Arc::new(tokio::sync::Mutex::new(())));
+        Ok(Store {
+            pool,
+            request_connections,
+            write_turns,
+            dialect,
+            work_lease_ms: DEFAULT_WORK_LEASE.as_millis() as i64,
+        })
     }
 
     /// Connects and applies every pending migration.
@@ -195,11 +204,30 @@ impl Store {
     /// another connection has committed (SQLITE_BUSY_SNAPSHOT, "database is locked", which
     /// `busy_timeout` does not wait out); an immediate one waits its turn. Found by `.ci/fuzz`
     /// (concurrent ERP pulls answered 500).
-    pub async fn write_transaction(&self) -> Result<sqlx::Transaction<'static, sqlx::Any>, StoreError> {
-        Ok(match self.dialect {
-            Dialect::Sqlite => self.pool.begin_with("BEGIN IMMEDIATE").await?,
-            Dialect::Postgres => self.pool.begin().await?,
+    ///
+    /// On SQLite the transaction holds this process's write turn ([`Store::write_turn`]).
+    pub async fn write_transaction(&self) -> Result<WriteTransaction, StoreError> {
+        Ok(match &self.write_turns {
+            Some(turns) => {
+                let turn = turns.clone().lock_owned().await;
+                WriteTransaction { tx: self.pool.begin_with("BEGIN IMMEDIATE").await?, _turn: Some(turn) }
+            }
+            None => WriteTransaction { tx: self.pool.begin().await?, _turn: None },
         })
+    }
+
+    /// Taken before a write on SQLite, which lets one writer in at a time and puts the others
+    /// to sleep in its busy handler (1, 2, 5, 10 … ms at a time): the writers of this process
+    /// queue here instead, and SQLite's handler is left for other processes. `cargo xtask
+    /// bench --scenario webhook-ingest` (calls stored while the worker processes them) showed
+    /// a thousand such sleeps a second. Taken before the connection, never while holding one,
+    /// so that it cannot wait on a connection held by a task that waits for it. `None` on
+    /// Postgres, which locks rows, not the database.
+    pub(crate) async fn write_turn(&self) -> Option<tokio::sync::MutexGuard<'_, ()>> {
+        match &self.write_turns {
+            Some(turns) => Some(turns.lock().await),
+            None => None,
+        }
     }
 
     /// A connection for a few statements on a request's hot path, reused without sqlx's
@@ -216,6 +244,31 @@ impl Store {
             connections.close().await;
         }
         self.pool.close().await;
+    }
+}
+
+/// A transaction from [`Store::write_transaction`]; statements run on `&mut *tx`.
+pub struct WriteTransaction {
+    tx: sqlx::Transaction<'static, sqlx::Any>,
+    _turn: Option<tokio::sync::OwnedMutexGuard<()>>,
+}
+
+impl WriteTransaction {
+    pub async fn commit(self) -> Result<(), StoreError> {
+        Ok(self.tx.commit().await?)
+    }
+}
+
+impl std::ops::Deref for WriteTransaction {
+    type Target = AnyConnection;
+    fn deref(&self) -> &AnyConnection {
+        &self.tx
+    }
+}
+
+impl std::ops::DerefMut for WriteTransaction {
+    fn deref_mut(&mut self) -> &mut AnyConnection {
+        &mut self.tx
     }
 }
 

@@ -63,6 +63,7 @@ impl Store {
     }
 
     pub async fn touch_token(&self, token_id: i64, at: i64) -> Result<(), StoreError> {
+        let _turn = self.write_turn().await;
         let mut lease = self.lease().await?;
         let done = sqlx::query("UPDATE personal_access_tokens SET last_used_at = $1 WHERE id = $2")
             .bind(at)
