@@ -61,7 +61,8 @@ impl Store {
     ) -> Result<(), StoreError> {
         let now = now_ms();
         let _turn = self.write_turn().await;
-        sqlx::query(
+        let mut lease = self.lease().await?;
+        let done = sqlx::query(
             "INSERT INTO fieldreport_records (entity, record_id, version, document, pending_push, created_at, updated_at) \
              VALUES ($1, $2, $3, $4, $5, $6, $6)",
         )
@@ -71,8 +72,9 @@ impl Store {
         .bind(record.document.to_string())
         .bind(pending_push)
         .bind(now)
-        .execute(self.pool())
-        .await?;
+        .execute(lease.connection())
+        .await;
+        lease.settle(done)?;
         Ok(())
     }
 
@@ -86,6 +88,7 @@ impl Store {
         pending_push: Option<&str>,
     ) -> Result<bool, StoreError> {
         let _turn = self.write_turn().await;
+        let mut lease = self.lease().await?;
         let done = sqlx::query(
             "UPDATE fieldreport_records SET version = $1, document = $2, updated_at = $3, \
                     pending_push = COALESCE(pending_push, $4) \
@@ -98,20 +101,21 @@ impl Store {
         .bind(entity)
         .bind(&record.id)
         .bind(expected_version)
-        .execute(self.pool())
-        .await?;
-        Ok(done.rows_affected() == 1)
+        .execute(lease.connection())
+        .await;
+        Ok(lease.settle(done)?.rows_affected() == 1)
     }
 
     /// Deletes a record; false when it was not there.
     pub async fn mirror_delete(&self, entity: &str, id: &str) -> Result<bool, StoreError> {
         let _turn = self.write_turn().await;
+        let mut lease = self.lease().await?;
         let done = sqlx::query("DELETE FROM fieldreport_records WHERE entity = $1 AND record_id = $2")
             .bind(entity)
             .bind(id)
-            .execute(self.pool())
-            .await?;
-        Ok(done.rows_affected() == 1)
+            .execute(lease.connection())
+            .await;
+        Ok(lease.settle(done)?.rows_affected() == 1)
     }
 
     /// One page of records ordered by id (numeric ids in numeric order), and the total.

@@ -306,7 +306,28 @@ fn sqlite_url_creating_file(url: &str) -> Result<String, StoreError> {
 
 #[cfg(test)]
 mod tests {
-    use super::sqlite_url_creating_file;
+    use super::{Store, sqlite_url_creating_file};
+    use crate::config::DatabaseUrl;
+
+    /// Queued in SQLite's busy handler, the write would fail with "database is locked" after
+    /// `busy_timeout` (5 s); queued for its turn, it waits as long as the transaction runs.
+    #[tokio::test]
+    async fn a_sqlite_write_waits_for_the_open_write_transaction_without_timing_out() {
+        let dir = std::env::temp_dir().join(format!("turns-{}", uuid::Uuid::new_v4()));
+        let store = Store::open(&DatabaseUrl::new(format!("sqlite://{}/db.sqlite", dir.display()))).await.unwrap();
+        let tx = store.write_transaction().await.unwrap();
+        let writer = {
+            let store = store.clone();
+            tokio::spawn(async move { store.inbox_store("customer", "7", "update", &serde_json::json!({})).await })
+        };
+        tokio::time::sleep(std::time::Duration::from_millis(5_500)).await;
+        assert!(!writer.is_finished(), "the write waits for its turn, past SQLite's busy timeout");
+        tx.commit().await.unwrap();
+        writer.await.unwrap().unwrap();
+        assert_eq!(store.inbox_counts().await.unwrap().pending, 1);
+        store.close().await;
+        let _ = std::fs::remove_dir_all(dir);
+    }
 
     #[test]
     fn sqlite_urls_get_create_mode_once() {

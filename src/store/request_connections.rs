@@ -1,5 +1,6 @@
-//! Connections for the statements on a request's hot path (the token check, a record by id, a
-//! page of records, a webhook call stored), handed out and taken back without a round trip.
+//! Connections for the statements on a request's hot path (the token check, a record read,
+//! written or deleted, a page of records, a webhook call stored), handed out and taken back
+//! without a round trip.
 //!
 //! sqlx's pool tests every connection with a ping when it is released, from a spawned task:
 //! one more database round trip per statement (on SQLite, two more hand-offs to the
