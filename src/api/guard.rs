@@ -18,9 +18,13 @@ pub fn bearer_token(headers: &http::HeaderMap) -> Option<&str> {
 }
 
 /// The caller of a guarded route, or 401 `Unauthenticated.`.
+///
+/// The check is boxed: it runs before the handler's own work, and inline it would enlarge
+/// every handler's future for the whole request (a held `wait-ready-to-sign` keeps its
+/// future for minutes, thousands at once).
 pub async fn caller(rqctx: &RequestContext<ApiContext>) -> Result<Caller, ApiError> {
     let token = bearer_token(rqctx.request.headers()).ok_or_else(ApiError::unauthenticated)?;
-    Ok(rqctx.context().auth.authenticate(token).await?)
+    Ok(Box::pin(rqctx.context().auth.authenticate(token)).await?)
 }
 
 /// The client's address: set by the front (which alone decides whether `X-Forwarded-For` is

@@ -138,7 +138,9 @@ impl Backend {
         let connection = match free {
             Some(connection) => connection,
             None => {
-                connections.push(self.connect().await?);
+                // Boxed: connecting is rare, and every request's future would otherwise
+                // carry the handshake's state machine while it waits for its answer.
+                connections.push(Box::pin(self.connect()).await?);
                 connections.last().expect("a connection was just added")
             }
         };

@@ -268,7 +268,9 @@ impl Front {
         if parts.status.as_u16() < 400 || !is_json {
             return Response::from_parts(parts, body.map_err(BoxError::from).boxed());
         }
-        let bytes = match Limited::new(body, MAX_ERROR_BODY).collect().await {
+        // Boxed: only error answers get here, and the future of every held request would
+        // otherwise have room for this one.
+        let bytes = match Box::pin(Limited::new(body, MAX_ERROR_BODY).collect()).await {
             Ok(collected) => collected.to_bytes(),
             Err(error) => {
                 slog::error!(self.log, "error body unreadable"; "error" => %error);

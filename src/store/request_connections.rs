@@ -121,7 +121,9 @@ impl RequestConnections {
             .map_err(|_| StoreError::Unavailable("the store is closed".into()))?;
         let (connection, opened) = match self.reusable().await {
             Some(idle) => (idle.connection, idle.opened),
-            None => (self.open().await?, Instant::now()),
+            // Boxed: opening is rare, and every future that leases would otherwise carry
+            // the connect's state machine (thousands of held requests each hold one).
+            None => (Box::pin(self.open()).await?, Instant::now()),
         };
         Ok(Lease { held: Some(Held::Own { connection, opened }), home: Some(self), _turn: Some(turn), settled: true })
     }
