@@ -153,7 +153,7 @@ impl ErpService {
     /// The field-report record mapped from an ERP record, if there is one locally.
     pub(crate) async fn mapped_record(&self, mapping: &Mapping, erp_id: &str) -> Result<Option<Value>, ErpError> {
         let info = entity_named(mapping.entity)?;
-        Ok(self.fieldreport().find(info, "ExternalId", Some(erp_id)).await?.into_iter().next())
+        Ok(self.fieldreport().find_by_external_id(info, erp_id).await?)
     }
 
     /// Writes the mapped field-report record locally, without forwarding.

@@ -299,6 +299,15 @@ impl FieldReportService {
         Ok(records.into_iter().map(|r| r.document).collect())
     }
 
+    /// The record mapped from another system's record by its `ExternalId`, if there is one.
+    pub async fn find_by_external_id(
+        &self,
+        entity: &EntityInfo,
+        external_id: &str,
+    ) -> Result<Option<Value>, FieldReportError> {
+        Ok(self.store.mirror_by_external_id(entity.route, external_id).await?.map(|r| r.document))
+    }
+
     pub async fn list(
         &self,
         entity: &EntityInfo,

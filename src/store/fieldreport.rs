@@ -322,6 +322,36 @@ impl Store {
     }
 }
 
+/// The condition of [`Store::mirror_by_external_id`]: the expression of the
+/// `fieldreport_records_external_id` index (migration 0008), repeated exactly so that the
+/// database uses it.
+fn external_id_equals(dialect: super::Dialect) -> &'static str {
+    match dialect {
+        super::Dialect::Sqlite => "CAST(json_extract(document, '$.ExternalId') AS TEXT) = $2",
+        super::Dialect::Postgres => "(document::jsonb ->> 'ExternalId') = $2",
+    }
+}
+
+impl Store {
+    /// The first record, in Id order, whose `ExternalId` is `value` (compared as text): the
+    /// record mapped from an ERP record. An index lookup, not a scan of the set.
+    pub async fn mirror_by_external_id(&self, entity: &str, value: &str) -> Result<Option<MirrorRecord>, StoreError> {
+        // No ORDER BY: SQLite would then walk the page index in Id order (a scan of the set
+        // when nothing matches) instead of this lookup; the few matches are ordered here.
+        let test = external_id_equals(self.dialect());
+        let rows = sqlx::query(sql!(
+            "SELECT record_id, version, document FROM fieldreport_records WHERE entity = $1 AND {test}"
+        ))
+        .bind(entity)
+        .bind(value)
+        .fetch_all(self.pool())
+        .await?;
+        let mut records = rows.iter().map(record).collect::<Result<Vec<_>, _>>()?;
+        records.sort_by(|a, b| (a.id.len(), &a.id).cmp(&(b.id.len(), &b.id)));
+        Ok(records.into_iter().next())
+    }
+}
+
 impl Store {
     /// Records written without forwarding and not pushed yet (`kind`: `create` or `update`).
     pub async fn mirror_pending(&self, entity: &str, kind: &str) -> Result<Vec<MirrorRecord>, StoreError> {
@@ -411,5 +441,45 @@ impl Store {
         };
         let rows = sqlx::query(sql).bind(entity).bind(key).fetch_all(self.pool()).await?;
         rows.iter().map(record).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::config::DatabaseUrl;
+
+    #[tokio::test]
+    async fn the_external_id_lookup_uses_its_index_and_finds_the_first_record() {
+        let dir = std::env::temp_dir().join(format!("external-id-{}", uuid::Uuid::new_v4()));
+        let store = Store::open(&DatabaseUrl::new(format!("sqlite://{}/db.sqlite", dir.display()))).await.unwrap();
+        let plan: Vec<String> = sqlx::query(sql!(
+            "EXPLAIN QUERY PLAN SELECT record_id, version, document FROM fieldreport_records WHERE entity = $1 AND {}",
+            external_id_equals(super::super::Dialect::Sqlite)
+        ))
+        .bind("companies")
+        .bind("9")
+        .fetch_all(store.pool())
+        .await
+        .unwrap()
+        .iter()
+        .map(|row| row.try_get::<String, _>("detail").unwrap())
+        .collect();
+        assert!(plan.iter().any(|step| step.contains("fieldreport_records_external_id")), "{plan:?}");
+
+        for (id, external) in [("12", json!(9)), ("3", json!("9")), ("4", json!("10"))] {
+            let document = json!({"Id": id, "Version": 1, "ExternalId": external});
+            store
+                .mirror_insert("companies", &MirrorRecord { id: id.into(), version: 1, document }, None)
+                .await
+                .unwrap();
+        }
+        let found = store.mirror_by_external_id("companies", "9").await.unwrap().unwrap();
+        assert_eq!(found.id, "3", "Id order: 3 before 12, a number and a string alike");
+        assert!(store.mirror_by_external_id("contacts", "9").await.unwrap().is_none());
+        store.close().await;
+        let _ = std::fs::remove_dir_all(dir);
     }
 }
