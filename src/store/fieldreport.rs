@@ -1,5 +1,6 @@
 //! The `fieldreport_records` table: the local mirror, one whole JSON document per record.
 
+use rusqlite::OptionalExtension;
 use serde_json::Value;
 use serde_json::value::RawValue;
 use sqlx::Row;
@@ -13,6 +14,17 @@ pub struct MirrorRecord {
     pub version: i64,
     pub document: Value,
 }
+
+/// Id, version and document of one record.
+const MIRROR_ROW: &str =
+    "SELECT record_id, version, document FROM fieldreport_records WHERE entity = $1 AND record_id = $2";
+/// One page of documents in Id order (numeric Ids in numeric order).
+const MIRROR_PAGE: &str = "SELECT document FROM fieldreport_records \
+     WHERE entity = $1 ORDER BY LENGTH(record_id), record_id LIMIT $2 OFFSET $3";
+/// The number of records of an entity.
+const MIRROR_COUNT: &str = "SELECT COUNT(*) AS total FROM fieldreport_records WHERE entity = $1";
+/// Pages starting further in than this are read on a blocking thread on SQLite.
+const MAX_OFFSET_IN_PLACE: i64 = 10_000;
 
 fn not_json(error: serde_json::Error) -> StoreError {
     StoreError::Query(format!("stored document is not JSON: {error}"))
@@ -38,16 +50,23 @@ impl Store {
         Ok(Some(RawValue::from_string(text).map_err(not_json)?))
     }
 
-    /// Id, version and document text of one record, on a request connection.
+    /// Id, version and document text of one record: in place on SQLite, else on a request
+    /// connection.
     async fn mirror_row(&self, entity: &str, id: &str) -> Result<Option<(String, i64, String)>, StoreError> {
+        if let Some(reads) = &self.sqlite_reads {
+            let (entity, id) = (entity.to_string(), id.to_string());
+            return reads
+                .run(move |c| {
+                    c.prepare_cached(MIRROR_ROW)?
+                        .query_row(rusqlite::named_params! {"$1": entity, "$2": id}, |row| {
+                            Ok((row.get(0)?, row.get(1)?, row.get(2)?))
+                        })
+                        .optional()
+                })
+                .await;
+        }
         let mut lease = self.lease().await?;
-        let row = sqlx::query(
-            "SELECT record_id, version, document FROM fieldreport_records WHERE entity = $1 AND record_id = $2",
-        )
-        .bind(entity)
-        .bind(id)
-        .fetch_optional(lease.connection())
-        .await;
+        let row = sqlx::query(MIRROR_ROW).bind(entity).bind(id).fetch_optional(lease.connection()).await;
         let Some(row) = lease.settle(row)? else { return Ok(None) };
         Ok(Some((row.try_get("record_id")?, row.try_get("version")?, row.try_get("document")?)))
     }
@@ -118,7 +137,6 @@ impl Store {
         Ok(lease.settle(done)?.rows_affected() == 1)
     }
 
-    /// One page of records ordered by id (numeric ids in numeric order), and the total.
     /// One page of an entity's documents in Id order, as stored (checked to be JSON, never
     /// parsed into a tree), and the entity's record count. Both queries run on one connection;
     /// the page walks the `fieldreport_records_page` index, so no query sorts. (One query
@@ -129,21 +147,32 @@ impl Store {
         offset: i64,
         limit: i64,
     ) -> Result<(Vec<Box<RawValue>>, i64), StoreError> {
+        if let Some(reads) = &self.sqlite_reads {
+            let entity = entity.to_string();
+            let read = move |c: &rusqlite::Connection| {
+                let texts = c
+                    .prepare_cached(MIRROR_PAGE)?
+                    .query_map(rusqlite::named_params! {"$1": entity, "$2": limit, "$3": offset}, |row| row.get(0))?
+                    .collect::<rusqlite::Result<Vec<String>>>()?;
+                let total: i64 = c
+                    .prepare_cached(MIRROR_COUNT)?
+                    .query_row(rusqlite::named_params! {"$1": entity}, |row| row.get(0))?;
+                Ok((texts, total))
+            };
+            // Far into a large set, the page and the count walk many index entries: that is
+            // left to a blocking thread rather than a request's.
+            let (texts, total) =
+                if offset > MAX_OFFSET_IN_PLACE { reads.run_aside(read).await? } else { reads.run(read).await? };
+            let documents = texts
+                .into_iter()
+                .map(|text| RawValue::from_string(text).map_err(not_json))
+                .collect::<Result<_, _>>()?;
+            return Ok((documents, total));
+        }
         let mut lease = self.lease().await?;
-        let rows = sqlx::query(
-            "SELECT document FROM fieldreport_records \
-             WHERE entity = $1 ORDER BY LENGTH(record_id), record_id LIMIT $2 OFFSET $3",
-        )
-        .bind(entity)
-        .bind(limit)
-        .bind(offset)
-        .fetch_all(lease.connection())
-        .await;
+        let rows = sqlx::query(MIRROR_PAGE).bind(entity).bind(limit).bind(offset).fetch_all(lease.connection()).await;
         let rows = lease.settle(rows)?;
-        let total = sqlx::query("SELECT COUNT(*) AS total FROM fieldreport_records WHERE entity = $1")
-            .bind(entity)
-            .fetch_one(lease.connection())
-            .await;
+        let total = sqlx::query(MIRROR_COUNT).bind(entity).fetch_one(lease.connection()).await;
         let total: i64 = lease.settle(total)?.try_get("total")?;
         let documents = rows
             .iter()

@@ -20,6 +20,7 @@ pub mod idempotency;
 pub mod lease;
 pub mod login_failures;
 pub mod request_connections;
+mod sqlite_reads;
 pub mod tokens;
 pub mod users;
 
@@ -33,6 +34,7 @@ use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
 use sqlx::{AnyConnection, AnyPool, Connection, Executor};
 
 use request_connections::{Lease, RequestConnections};
+use sqlite_reads::SqliteReads;
 
 use crate::config::DatabaseUrl;
 
@@ -79,6 +81,8 @@ pub struct Store {
     pool: AnyPool,
     /// For the hot path's statements; `None` for an in-memory database (see [`Store::lease`]).
     request_connections: Option<Arc<RequestConnections>>,
+    /// SQLite files only: the hot path's reads, run in place (see [`sqlite_reads`]).
+    sqlite_reads: Option<Arc<SqliteReads>>,
     /// SQLite only: see [`Store::write_turn`].
     write_turns: Option<Arc<tokio::sync::Mutex<()>>>,
     dialect: Dialect,
@@ -136,9 +140,14 @@ impl Store {
         let request_connections =
             (request_connections > 0).then(|| Arc::new(RequestConnections::new(options, dialect, request_connections)));
         let write_turns = (dialect == Dialect::Sqlite).then(|| Arc::new(tokio::sync::Mutex::new(())));
+        let sqlite_reads = match dialect {
+            Dialect::Sqlite if !in_memory => Some(Arc::new(SqliteReads::open(sqlite_file(&raw))?)),
+            _ => None,
+        };
         Ok(Store {
             pool,
             request_connections,
+            sqlite_reads,
             write_turns,
             dialect,
             work_lease_ms: DEFAULT_WORK_LEASE.as_millis() as i64,
@@ -286,10 +295,21 @@ async fn prepare_connection(conn: &mut AnyConnection, dialect: Dialect) -> Resul
     Ok(())
 }
 
+/// The file path and the query of a SQLite URL.
+fn sqlite_url_parts(url: &str) -> (&str, &str) {
+    let rest = url.trim_start_matches("sqlite://").trim_start_matches("sqlite:");
+    rest.split_once('?').unwrap_or((rest, ""))
+}
+
+/// The database file of a SQLite URL (percent-decoded, as sqlx reads it).
+fn sqlite_file(url: &str) -> std::path::PathBuf {
+    let path = sqlite_url_parts(url).0;
+    std::path::PathBuf::from(percent_encoding::percent_decode_str(path).decode_utf8_lossy().as_ref())
+}
+
 /// Adds `mode=rwc` (create if missing) and creates the parent folder of a file database.
 fn sqlite_url_creating_file(url: &str) -> Result<String, StoreError> {
-    let rest = url.trim_start_matches("sqlite://").trim_start_matches("sqlite:");
-    let (path, query) = rest.split_once('?').unwrap_or((rest, ""));
+    let (path, query) = sqlite_url_parts(url);
     if path != ":memory:"
         && !path.is_empty()
         && let Some(parent) = Path::new(path).parent().filter(|p| !p.as_os_str().is_empty())
@@ -306,7 +326,7 @@ fn sqlite_url_creating_file(url: &str) -> Result<String, StoreError> {
 
 #[cfg(test)]
 mod tests {
-    use super::{Store, sqlite_url_creating_file};
+    use super::{Store, sqlite_file, sqlite_url_creating_file};
     use crate::config::DatabaseUrl;
 
     /// Queued in SQLite's busy handler, the write would fail with "database is locked" after
@@ -336,5 +356,7 @@ mod tests {
         assert_eq!(sqlite_url_creating_file(&url).unwrap(), format!("{url}?mode=rwc"));
         assert!(dir.is_dir());
         assert_eq!(sqlite_url_creating_file("sqlite::memory:?mode=ro").unwrap(), "sqlite::memory:?mode=ro");
+        assert_eq!(sqlite_file(&format!("{url}?mode=rwc")), dir.join("db.sqlite"));
+        assert_eq!(sqlite_file("sqlite:data/service.db"), std::path::Path::new("data/service.db"));
     }
 }

@@ -1,8 +1,14 @@
 //! The `personal_access_tokens` table. Only a SHA-256 of each token's secret is stored.
 
+use rusqlite::OptionalExtension;
 use sqlx::Row;
 
 use super::{Store, StoreError, now_ms};
+
+/// A token and its user, by token id.
+const TOKEN_OWNER: &str = "SELECT t.id AS token_id, t.token_hash, t.expires_at, t.last_used_at, \
+            u.id AS user_id, u.name, u.email, u.created_at \
+     FROM personal_access_tokens t JOIN users u ON u.id = t.user_id WHERE t.id = $1";
 
 /// A token joined with its user, as needed to authenticate a request.
 #[derive(Debug, Clone)]
@@ -38,17 +44,30 @@ impl Store {
         Ok(row.try_get("id")?)
     }
 
-    /// Read on every authenticated request, on a request connection.
+    /// Read on every authenticated request: in place on SQLite, else on a request connection.
     pub async fn token_owner(&self, token_id: i64) -> Result<Option<TokenOwner>, StoreError> {
+        if let Some(reads) = &self.sqlite_reads {
+            return reads
+                .run(move |c| {
+                    c.prepare_cached(TOKEN_OWNER)?
+                        .query_row(rusqlite::named_params! {"$1": token_id}, |row| {
+                            Ok(TokenOwner {
+                                token_id: row.get("token_id")?,
+                                token_hash: row.get("token_hash")?,
+                                expires_at: row.get("expires_at")?,
+                                last_used_at: row.get("last_used_at")?,
+                                user_id: row.get("user_id")?,
+                                name: row.get("name")?,
+                                email: row.get("email")?,
+                                created_at: row.get("created_at")?,
+                            })
+                        })
+                        .optional()
+                })
+                .await;
+        }
         let mut lease = self.lease().await?;
-        let row = sqlx::query(
-            "SELECT t.id AS token_id, t.token_hash, t.expires_at, t.last_used_at, \
-                    u.id AS user_id, u.name, u.email, u.created_at \
-             FROM personal_access_tokens t JOIN users u ON u.id = t.user_id WHERE t.id = $1",
-        )
-        .bind(token_id)
-        .fetch_optional(lease.connection())
-        .await;
+        let row = sqlx::query(TOKEN_OWNER).bind(token_id).fetch_optional(lease.connection()).await;
         let Some(row) = lease.settle(row)? else { return Ok(None) };
         Ok(Some(TokenOwner {
             token_id: row.try_get("token_id")?,

@@ -1,0 +1,190 @@
+//! SQLite reads on a request's hot path (the token check, a record, a page of records), run
+//! on the thread of the request that needs them.
+//!
+//! sqlx runs every SQLite connection on a thread of its own: each statement is sent to that
+//! thread and its rows are sent back, two thread wake-ups per statement. `cargo xtask bench
+//! --scenario auth-read` showed those hand-offs (the scheduler's task switches and wake-ups)
+//! taking about a quarter of the service's CPU, more than SQLite itself. These reads take
+//! microseconds, so they run in place, on connections of their own kept here.
+//!
+//! A read never sleeps on a request's thread. In WAL mode a writer does not block readers. In
+//! the rare cases where SQLite still answers "busy" (another process holds the database in
+//! exclusive mode, or a WAL is being recovered), the read runs again on a blocking thread that
+//! waits out the lock for as long as sqlx's connections would ([`BUSY_TIMEOUT`]). Reads that
+//! may walk far (a deep page) go to a blocking thread from the start ([`SqliteReads::run_aside`]).
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rusqlite::{Connection, ErrorCode, OpenFlags};
+
+use super::StoreError;
+
+/// How long a read retried on a blocking thread waits for a lock; sqlx's connections use the
+/// same (`PRAGMA busy_timeout = 5000`).
+pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+/// Idle connections kept; more are opened when more reads run at once (they only can on
+/// blocking threads) and closed when they come back.
+const MAX_IDLE: usize = 8;
+
+/// The read connections of one SQLite database file.
+pub(super) struct SqliteReads {
+    path: PathBuf,
+    idle: Mutex<Vec<Connection>>,
+}
+
+impl std::fmt::Debug for SqliteReads {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqliteReads").field("path", &self.path).finish_non_exhaustive()
+    }
+}
+
+impl SqliteReads {
+    /// Read connections to the database file at `path`, which must exist (the pool creates
+    /// and migrates it first). The first connection is opened here, so that a path SQLite
+    /// cannot open fails at start.
+    pub(super) fn open(path: PathBuf) -> Result<SqliteReads, StoreError> {
+        let reads = SqliteReads { path, idle: Mutex::new(Vec::new()) };
+        let first = reads.connect()?;
+        reads.give_back(first);
+        Ok(reads)
+    }
+
+    /// Runs `read` on this thread; when SQLite answers "busy", again on a blocking thread that
+    /// waits for the lock.
+    pub(super) async fn run<T, F>(self: &Arc<Self>, read: F) -> Result<T, StoreError>
+    where
+        F: Fn(&Connection) -> rusqlite::Result<T> + Send + 'static,
+        T: Send + 'static,
+    {
+        let connection = self.take()?;
+        match read(&connection) {
+            Err(error) if is_busy(&error) => self.run_waiting(connection, read).await,
+            result => {
+                self.give_back(connection);
+                result.map_err(store_error)
+            }
+        }
+    }
+
+    /// Runs `read` on a blocking thread: for reads that may take long.
+    pub(super) async fn run_aside<T, F>(self: &Arc<Self>, read: F) -> Result<T, StoreError>
+    where
+        F: Fn(&Connection) -> rusqlite::Result<T> + Send + 'static,
+        T: Send + 'static,
+    {
+        let connection = self.take()?;
+        self.run_waiting(connection, read).await
+    }
+
+    /// Runs `read` on a blocking thread with the busy timeout set.
+    async fn run_waiting<T, F>(self: &Arc<Self>, connection: Connection, read: F) -> Result<T, StoreError>
+    where
+        F: Fn(&Connection) -> rusqlite::Result<T> + Send + 'static,
+        T: Send + 'static,
+    {
+        let reads = self.clone();
+        let waited = tokio::task::spawn_blocking(move || {
+            connection.busy_timeout(BUSY_TIMEOUT)?;
+            let result = read(&connection);
+            connection.busy_timeout(Duration::ZERO)?;
+            reads.give_back(connection);
+            result
+        })
+        .await
+        .map_err(|e| StoreError::Query(format!("a database read ended abnormally: {e}")))?;
+        waited.map_err(store_error)
+    }
+
+    fn take(&self) -> Result<Connection, StoreError> {
+        match self.idle.lock().expect("idle read connections lock").pop() {
+            Some(connection) => Ok(connection),
+            None => self.connect(),
+        }
+    }
+
+    fn give_back(&self, connection: Connection) {
+        let mut idle = self.idle.lock().expect("idle read connections lock");
+        if idle.len() < MAX_IDLE {
+            idle.push(connection);
+        }
+    }
+
+    /// A connection that never writes and never waits for a lock (busy timeout 0).
+    fn connect(&self) -> Result<Connection, StoreError> {
+        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let connection = Connection::open_with_flags(&self.path, flags)
+            .map_err(|e| StoreError::Unavailable(format!("cannot open {}: {e}", self.path.display())))?;
+        connection.busy_timeout(Duration::ZERO).map_err(store_error)?;
+        connection.execute_batch("PRAGMA query_only = ON;").map_err(store_error)?;
+        Ok(connection)
+    }
+}
+
+fn is_busy(error: &rusqlite::Error) -> bool {
+    matches!(error.sqlite_error_code(), Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked))
+}
+
+/// The store's error for a failed read.
+fn store_error(error: rusqlite::Error) -> StoreError {
+    match error.sqlite_error_code() {
+        Some(
+            ErrorCode::DatabaseBusy
+            | ErrorCode::DatabaseLocked
+            | ErrorCode::CannotOpen
+            | ErrorCode::NotADatabase
+            | ErrorCode::SystemIoFailure
+            | ErrorCode::DatabaseCorrupt,
+        ) => StoreError::Unavailable(error.to_string()),
+        _ => StoreError::Query(error.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::DatabaseUrl;
+    use crate::store::Store;
+
+    /// A database locked by another connection answers "busy" at once; the read then waits on
+    /// a blocking thread and gets its answer once the lock is gone. (A rollback-journal file:
+    /// in WAL mode, which the store uses, a writer never locks readers out.)
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_read_refused_as_busy_waits_for_the_lock_aside() {
+        let dir = std::env::temp_dir().join(format!("reads-{}", uuid::Uuid::new_v4()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("db.sqlite");
+        let holder = Connection::open(&path).unwrap();
+        holder.execute_batch("CREATE TABLE t (n INTEGER); INSERT INTO t VALUES (7);").unwrap();
+        let reads = Arc::new(SqliteReads::open(path).unwrap());
+
+        holder.execute_batch("BEGIN EXCLUSIVE; INSERT INTO t VALUES (8);").unwrap();
+        let direct = reads.connect().unwrap();
+        let refused = direct.query_row("SELECT SUM(n) FROM t", [], |row| row.get::<_, i64>(0)).unwrap_err();
+        assert!(is_busy(&refused), "{refused}");
+
+        let releaser = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(300));
+            holder.execute_batch("COMMIT;").unwrap();
+        });
+        let sum = reads.run(|c| c.query_row("SELECT SUM(n) FROM t", [], |row| row.get::<_, i64>(0))).await;
+        assert_eq!(sum.unwrap(), 15, "the read waited for the commit");
+        releaser.join().unwrap();
+
+        let again = reads.run(|c| c.query_row("SELECT 41 + 1", [], |row| row.get::<_, i64>(0))).await;
+        assert_eq!(again.unwrap(), 42, "the connection that waited is fit for the next read");
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[tokio::test]
+    async fn read_connections_refuse_to_write() {
+        let dir = std::env::temp_dir().join(format!("reads-{}", uuid::Uuid::new_v4()));
+        let store = Store::open(&DatabaseUrl::new(format!("sqlite://{}/db.sqlite", dir.display()))).await.unwrap();
+        let reads = store.sqlite_reads.clone().expect("a file database reads in place");
+        let written = reads.run(|c| c.execute("DELETE FROM users", [])).await;
+        assert!(matches!(written, Err(StoreError::Query(ref m)) if m.contains("readonly")), "{written:?}");
+        store.close().await;
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}
