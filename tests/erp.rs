@@ -7,6 +7,7 @@ mod common;
 use std::time::Duration;
 
 use common::{Db, TestService, error_body};
+use integration_service::store::Dialect;
 use integration_service::store::erp::ErpRecord;
 use integration_service::store::fieldreport::Upserted;
 use serde_json::{Value, json};
@@ -230,6 +231,36 @@ async fn repeated_and_late_deliveries_change_nothing(db: Db) {
     assert_eq!(removed["outcome"]["fieldReport"]["action"], "deleted");
     error_body(get(&svc, &token, "/api/v1/erp/show/contact/8").await, 404).await;
     error_body(get(&svc, &token, "/api/v1/fieldreport/contacts/erp-contact-8").await, 404).await;
+    svc.stop().await;
+}
+
+/// Calls that arrive together are stored together (one transaction per batch): each must still
+/// get an id of its own, and the row behind that id must be its call. The inbox is held locked
+/// while the calls arrive, so that they queue and go in as one batch.
+async fn calls_stored_together_each_keep_their_own_id(db: Db) {
+    let (svc, _) = start(db, &[]).await;
+    let store = svc.store();
+    let mut lock = store.write_transaction().await.unwrap();
+    if store.dialect() == Dialect::Postgres {
+        sqlx::query("LOCK TABLE erp_webhook_inbox IN EXCLUSIVE MODE").execute(&mut *lock).await.unwrap();
+    }
+    let calls: Vec<_> = (0..120)
+        .map(|n| {
+            let call = json!({"entityName": "customer", "entityId": format!("9{n:03}"), "type": "updated"});
+            let request = webhook(&svc).json(&call);
+            tokio::spawn(async move { (n, accepted(request.send().await.unwrap()).await) })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    lock.commit().await.unwrap();
+    let mut ids = std::collections::HashSet::new();
+    for call in calls {
+        let (n, id) = call.await.unwrap();
+        assert!(ids.insert(id), "inbox id {id} was answered twice");
+        let item = svc.store().inbox_item(id).await.unwrap().expect("the answered id is stored");
+        assert_eq!(item.entity_id, format!("9{n:03}"), "inbox id {id}");
+        assert_eq!((item.entity_name.as_str(), item.event.as_str()), ("customer", "updated"));
+    }
     svc.stop().await;
 }
 
@@ -531,6 +562,7 @@ on_both_databases!(
     webhooks_need_the_secret,
     a_webhook_mirrors_the_record_and_writes_the_company_locally,
     repeated_and_late_deliveries_change_nothing,
+    calls_stored_together_each_keep_their_own_id,
     failed_processing_is_retried_and_survives_a_restart,
     setup_get_update_and_show,
     custom_attributes_are_pulled_posted_and_pushed_with_version_checks,

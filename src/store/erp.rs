@@ -375,7 +375,8 @@ pub struct InboxCounts {
 }
 
 impl Store {
-    /// Stores a webhook call (committed before the caller answers); returns its id.
+    /// Stores a webhook call (committed before the caller answers, in a batch with the calls
+    /// that arrive meanwhile); returns its id.
     pub async fn inbox_store(
         &self,
         entity_name: &str,
@@ -383,21 +384,28 @@ impl Store {
         event: &str,
         payload: &Value,
     ) -> Result<i64, StoreError> {
-        let now = now_ms();
-        let _turn = self.write_turn().await;
-        let mut lease = self.lease().await?;
-        let row = sqlx::query(
-            "INSERT INTO erp_webhook_inbox (received_at, entity_name, entity_id, event, payload, state, attempts, next_attempt_at) \
-             VALUES ($1, $2, $3, $4, $5, 'pending', 0, $1) RETURNING id",
-        )
-        .bind(now)
-        .bind(entity_name)
-        .bind(entity_id)
-        .bind(event)
-        .bind(payload.to_string())
-        .fetch_one(lease.connection())
-        .await;
-        Ok(lease.settle(row)?.try_get("id")?)
+        let call = super::inbox_intake::NewCall {
+            received_at: now_ms(),
+            entity_name: entity_name.to_string(),
+            entity_id: entity_id.to_string(),
+            event: event.to_string(),
+            payload: payload.to_string(),
+        };
+        match &self.inbox_intake {
+            Some(intake) => intake.store(call).await,
+            None => {
+                // An in-memory database: one connection, no batches.
+                let row = sqlx::query(super::inbox_intake::INSERT)
+                    .bind(call.received_at)
+                    .bind(call.entity_name)
+                    .bind(call.entity_id)
+                    .bind(call.event)
+                    .bind(call.payload)
+                    .fetch_one(self.pool())
+                    .await?;
+                Ok(row.try_get("id")?)
+            }
+        }
     }
 
     /// Claims up to `limit` due calls for `lease_ms`: a call claimed by a worker that dies is

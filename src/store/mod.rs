@@ -17,6 +17,7 @@ pub mod erp;
 pub mod fieldreport;
 pub mod flows;
 pub mod idempotency;
+mod inbox_intake;
 pub mod lease;
 pub mod login_failures;
 pub mod request_connections;
@@ -33,6 +34,7 @@ use std::sync::Arc;
 use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
 use sqlx::{AnyConnection, AnyPool, Connection, Executor};
 
+use inbox_intake::InboxIntake;
 use request_connections::{Lease, RequestConnections};
 use sqlite_reads::SqliteReads;
 
@@ -45,7 +47,7 @@ pub enum Dialect {
     Postgres,
 }
 
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum StoreError {
     #[error("database unavailable: {0}")]
     Unavailable(String),
@@ -83,6 +85,8 @@ pub struct Store {
     request_connections: Option<Arc<RequestConnections>>,
     /// SQLite files only: the hot path's reads, run in place (see [`sqlite_reads`]).
     sqlite_reads: Option<Arc<SqliteReads>>,
+    /// Webhook calls stored in batches (see [`inbox_intake`]); `None` for an in-memory database.
+    inbox_intake: Option<Arc<InboxIntake>>,
     /// SQLite only: see [`Store::write_turn`].
     write_turns: Option<Arc<tokio::sync::Mutex<()>>>,
     dialect: Dialect,
@@ -140,14 +144,20 @@ impl Store {
         let request_connections =
             (request_connections > 0).then(|| Arc::new(RequestConnections::new(options, dialect, request_connections)));
         let write_turns = (dialect == Dialect::Sqlite).then(|| Arc::new(tokio::sync::Mutex::new(())));
-        let sqlite_reads = match dialect {
-            Dialect::Sqlite if !in_memory => Some(Arc::new(SqliteReads::open(sqlite_file(&raw))?)),
-            _ => None,
+        let (sqlite_reads, inbox_intake) = match (dialect, &write_turns) {
+            (Dialect::Sqlite, Some(turns)) if !in_memory => {
+                let file = sqlite_file(&raw);
+                let intake = InboxIntake::sqlite(&file, turns.clone())?;
+                (Some(Arc::new(SqliteReads::open(file)?)), Some(Arc::new(intake)))
+            }
+            (Dialect::Postgres, _) => (None, Some(Arc::new(InboxIntake::postgres(pool.clone())))),
+            _ => (None, None),
         };
         Ok(Store {
             pool,
             request_connections,
             sqlite_reads,
+            inbox_intake,
             write_turns,
             dialect,
             work_lease_ms: DEFAULT_WORK_LEASE.as_millis() as i64,

@@ -126,8 +126,8 @@ fn is_busy(error: &rusqlite::Error) -> bool {
     matches!(error.sqlite_error_code(), Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked))
 }
 
-/// The store's error for a failed read.
-fn store_error(error: rusqlite::Error) -> StoreError {
+/// The store's error for a failed SQLite statement.
+pub(super) fn store_error(error: rusqlite::Error) -> StoreError {
     match error.sqlite_error_code() {
         Some(
             ErrorCode::DatabaseBusy
