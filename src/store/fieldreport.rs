@@ -257,6 +257,10 @@ impl Store {
             "SELECT record_id, document FROM fieldreport_records WHERE entity = $1 AND record_id IN ({})",
             placeholders.join(", ")
         ))
+        // Unnamed on Postgres, so planned for its values: a cached generic plan of the
+        // `IN (…500 values…)` scanned the whole table on every page (`cargo xtask bench --db
+        // postgres`). The text changes with the page's size anyway.
+        .persistent(false)
         .bind(entity);
         for record in records {
             select = select.bind(&record.id);

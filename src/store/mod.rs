@@ -296,11 +296,6 @@ async fn prepare_connection(conn: &mut AnyConnection, dialect: Dialect) -> Resul
     if dialect == Dialect::Sqlite {
         conn.execute("PRAGMA journal_mode = WAL; PRAGMA busy_timeout = 5000; PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL;")
             .await?;
-    } else {
-        // Prepared statements are planned for their actual values: a generic plan of the
-        // sync's `record_id IN (…500 values…)` scanned the whole table on every page (found
-        // with `cargo xtask bench --db postgres`).
-        conn.execute("SET plan_cache_mode = force_custom_plan").await?;
     }
     Ok(())
 }
