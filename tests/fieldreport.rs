@@ -333,6 +333,10 @@ async fn lists_page_in_id_order(db: Db) {
     sorted.sort();
     assert_eq!(every, sorted);
     assert_eq!(ids, every[2..4]);
+    // Past the last page: no records, and still the total (counted on its own then).
+    let beyond = api.json(reqwest::Method::GET, "/api/v1/fieldreport/itemUnits?page=4&per_page=2", None, 200).await;
+    assert_eq!(beyond["data"], json!([]));
+    assert_eq!(beyond["meta"]["total"], 5, "{beyond}");
     svc.stop().await;
 }
 

@@ -374,6 +374,36 @@ pub struct InboxCounts {
     pub failed: i64,
 }
 
+/// Leases up to `$3` due calls, oldest first, until `$1` (`$2`: now), walking the pending
+/// calls in id order (`erp_webhook_inbox_state_id`, migration 0009) instead of fetching and
+/// sorting every due call.
+///
+/// On Postgres the outer UPDATE checks the state again, and `SKIP LOCKED` keeps instances
+/// apart. On SQLite the statement runs whole under the database's write lock, so the outer
+/// UPDATE goes by id alone, and `+next_attempt_at` keeps SQLite's planner off the
+/// (state, next_attempt_at) index, which would need a sort.
+fn claim_statement(dialect: Dialect) -> sqlx::AssertSqlSafe<String> {
+    match dialect {
+        Dialect::Postgres => {
+            let due = "state = 'pending' AND next_attempt_at <= $2 AND (lease_until IS NULL OR lease_until < $2)";
+            sql!(
+                "UPDATE erp_webhook_inbox SET lease_until = $1 \
+                 WHERE {due} AND id IN \
+                     (SELECT id FROM erp_webhook_inbox WHERE {due} ORDER BY id LIMIT $3 FOR UPDATE SKIP LOCKED) \
+                 RETURNING {INBOX_COLUMNS}"
+            )
+        }
+        Dialect::Sqlite => {
+            let due = "state = 'pending' AND +next_attempt_at <= $2 AND (lease_until IS NULL OR lease_until < $2)";
+            sql!(
+                "UPDATE erp_webhook_inbox SET lease_until = $1 \
+                 WHERE id IN (SELECT id FROM erp_webhook_inbox WHERE {due} ORDER BY id LIMIT $3) \
+                 RETURNING {INBOX_COLUMNS}"
+            )
+        }
+    }
+}
+
 impl Store {
     /// Stores a webhook call (committed before the caller answers, in a batch with the calls
     /// that arrive meanwhile); returns its id.
@@ -414,18 +444,12 @@ impl Store {
     pub async fn inbox_claim(&self, limit: i64, lease_ms: i64) -> Result<Vec<InboxItem>, StoreError> {
         let _turn = self.write_turn().await;
         let now = now_ms();
-        let due = "state = 'pending' AND next_attempt_at <= $2 AND (lease_until IS NULL OR lease_until < $2)";
-        let skip_locked = if self.dialect() == Dialect::Postgres { " FOR UPDATE SKIP LOCKED" } else { "" };
-        let rows = sqlx::query(sql!(
-            "UPDATE erp_webhook_inbox SET lease_until = $1 \
-             WHERE {due} AND id IN (SELECT id FROM erp_webhook_inbox WHERE {due} ORDER BY id LIMIT $3{skip_locked}) \
-             RETURNING {INBOX_COLUMNS}"
-        ))
-        .bind(now + lease_ms)
-        .bind(now)
-        .bind(limit)
-        .fetch_all(self.pool())
-        .await?;
+        let rows = sqlx::query(claim_statement(self.dialect()))
+            .bind(now + lease_ms)
+            .bind(now)
+            .bind(limit)
+            .fetch_all(self.pool())
+            .await?;
         let mut items: Vec<InboxItem> = rows.iter().map(inbox_row).collect::<Result<_, _>>()?;
         items.sort_by_key(|i| i.id);
         Ok(items)
@@ -578,5 +602,37 @@ mod tests {
                 {"attributeDefinitionId": "1", "stringValue": "local"}
             ]})
         );
+    }
+
+    /// The claim walks the pending calls' index in id order rather than fetching every due
+    /// call and sorting them (a backlog made each claim take seconds).
+    #[tokio::test]
+    async fn the_claim_takes_the_oldest_pending_calls_from_their_index() {
+        use crate::config::DatabaseUrl;
+        let dir = std::env::temp_dir().join(format!("claim-{}", uuid::Uuid::new_v4()));
+        let store = Store::open(&DatabaseUrl::new(format!("sqlite://{}/db.sqlite", dir.display()))).await.unwrap();
+        let statement = claim_statement(Dialect::Sqlite).0;
+        let plan: Vec<String> = sqlx::query(sql!("EXPLAIN QUERY PLAN {statement}"))
+            .bind(2_i64)
+            .bind(1_i64)
+            .bind(16_i64)
+            .fetch_all(store.pool())
+            .await
+            .unwrap()
+            .iter()
+            .map(|row| row.try_get::<String, _>("detail").unwrap())
+            .collect();
+        assert!(plan.iter().any(|step| step.contains("erp_webhook_inbox_state_id")), "{plan:?}");
+        assert!(!plan.iter().any(|step| step.contains("TEMP B-TREE")), "no sort: {plan:?}");
+
+        let mut ids = Vec::new();
+        for n in 0..5 {
+            ids.push(store.inbox_store("customer", &n.to_string(), "updated", &json!({})).await.unwrap());
+        }
+        store.inbox_done(ids[0], "{}").await.unwrap();
+        let claimed: Vec<i64> = store.inbox_claim(2, 60_000).await.unwrap().iter().map(|item| item.id).collect();
+        assert_eq!(claimed, ids[1..3], "the oldest pending calls, in order");
+        store.close().await;
+        let _ = std::fs::remove_dir_all(dir);
     }
 }

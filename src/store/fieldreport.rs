@@ -18,8 +18,12 @@ pub struct MirrorRecord {
 /// Id, version and document of one record.
 const MIRROR_ROW: &str =
     "SELECT record_id, version, document FROM fieldreport_records WHERE entity = $1 AND record_id = $2";
-/// One page of documents in Id order (numeric Ids in numeric order).
-const MIRROR_PAGE: &str = "SELECT document FROM fieldreport_records \
+/// One page of documents in Id order (numeric Ids in numeric order), each row with the
+/// entity's record count (an uncorrelated subquery: counted once per statement), so that a
+/// page that is not empty needs no second round trip.
+const MIRROR_PAGE: &str = "SELECT document, \
+            (SELECT COUNT(*) FROM fieldreport_records WHERE entity = $1) AS total \
+     FROM fieldreport_records \
      WHERE entity = $1 ORDER BY LENGTH(record_id), record_id LIMIT $2 OFFSET $3";
 /// The number of records of an entity.
 const MIRROR_COUNT: &str = "SELECT COUNT(*) AS total FROM fieldreport_records WHERE entity = $1";
@@ -138,49 +142,58 @@ impl Store {
     }
 
     /// One page of an entity's documents in Id order, as stored (checked to be JSON, never
-    /// parsed into a tree), and the entity's record count. Both queries run on one connection;
-    /// the page walks the `fieldreport_records_page` index, so no query sorts. (One query
-    /// aggregating the page into a JSON array text measured slower on SQLite.)
+    /// parsed into a tree), and the entity's record count, which comes with the page's rows
+    /// (only an empty page asks for it on its own). The page walks the
+    /// `fieldreport_records_page` index, so no query sorts. (One query aggregating the page
+    /// into a JSON array text measured slower on SQLite.)
     pub async fn mirror_page(
         &self,
         entity: &str,
         offset: i64,
         limit: i64,
     ) -> Result<(Vec<Box<RawValue>>, i64), StoreError> {
-        if let Some(reads) = &self.sqlite_reads {
-            let entity = entity.to_string();
-            let read = move |c: &rusqlite::Connection| {
-                let texts = c
-                    .prepare_cached(MIRROR_PAGE)?
-                    .query_map(rusqlite::named_params! {"$1": entity, "$2": limit, "$3": offset}, |row| row.get(0))?
-                    .collect::<rusqlite::Result<Vec<String>>>()?;
-                let total: i64 = c
-                    .prepare_cached(MIRROR_COUNT)?
-                    .query_row(rusqlite::named_params! {"$1": entity}, |row| row.get(0))?;
-                Ok((texts, total))
-            };
-            // Far into a large set, the page and the count walk many index entries: that is
-            // left to a blocking thread rather than a request's.
-            let (texts, total) =
-                if offset > MAX_OFFSET_IN_PLACE { reads.run_aside(read).await? } else { reads.run(read).await? };
-            let documents = texts
-                .into_iter()
-                .map(|text| RawValue::from_string(text).map_err(not_json))
-                .collect::<Result<_, _>>()?;
-            return Ok((documents, total));
-        }
-        let mut lease = self.lease().await?;
-        let rows = sqlx::query(MIRROR_PAGE).bind(entity).bind(limit).bind(offset).fetch_all(lease.connection()).await;
-        let rows = lease.settle(rows)?;
-        let total = sqlx::query(MIRROR_COUNT).bind(entity).fetch_one(lease.connection()).await;
-        let total: i64 = lease.settle(total)?.try_get("total")?;
-        let documents = rows
-            .iter()
-            .map(|row| {
-                let text: String = row.try_get("document")?;
-                RawValue::from_string(text).map_err(not_json)
-            })
-            .collect::<Result<_, _>>()?;
+        let (texts, total) = match &self.sqlite_reads {
+            Some(reads) => {
+                let entity = entity.to_string();
+                let read = move |c: &rusqlite::Connection| {
+                    let mut total = None;
+                    let texts = c
+                        .prepare_cached(MIRROR_PAGE)?
+                        .query_map(rusqlite::named_params! {"$1": entity, "$2": limit, "$3": offset}, |row| {
+                            total = Some(row.get(1)?);
+                            row.get(0)
+                        })?
+                        .collect::<rusqlite::Result<Vec<String>>>()?;
+                    let total = match total {
+                        Some(total) => total,
+                        None => c
+                            .prepare_cached(MIRROR_COUNT)?
+                            .query_row(rusqlite::named_params! {"$1": entity}, |row| row.get(0))?,
+                    };
+                    Ok((texts, total))
+                };
+                // Far into a large set, the page and the count walk many index entries: that
+                // is left to a blocking thread rather than a request's.
+                if offset > MAX_OFFSET_IN_PLACE { reads.run_aside(read).await? } else { reads.run(read).await? }
+            }
+            None => {
+                let mut lease = self.lease().await?;
+                let rows =
+                    sqlx::query(MIRROR_PAGE).bind(entity).bind(limit).bind(offset).fetch_all(lease.connection()).await;
+                let rows = lease.settle(rows)?;
+                let total: i64 = match rows.first() {
+                    Some(row) => row.try_get("total")?,
+                    None => {
+                        let count = sqlx::query(MIRROR_COUNT).bind(entity).fetch_one(lease.connection()).await;
+                        lease.settle(count)?.try_get("total")?
+                    }
+                };
+                let texts = rows.iter().map(|row| row.try_get("document")).collect::<Result<Vec<String>, _>>()?;
+                (texts, total)
+            }
+        };
+        let documents =
+            texts.into_iter().map(|text| RawValue::from_string(text).map_err(not_json)).collect::<Result<_, _>>()?;
         Ok((documents, total))
     }
 }
