@@ -619,16 +619,9 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("claim-{}", uuid::Uuid::new_v4()));
         let store = Store::open(&DatabaseUrl::new(format!("sqlite://{}/db.sqlite", dir.display()))).await.unwrap();
         let statement = claim_statement(Dialect::Sqlite).0;
-        let plan: Vec<String> = sqlx::query(sql!("EXPLAIN QUERY PLAN {statement}"))
-            .bind(2_i64)
-            .bind(1_i64)
-            .bind(16_i64)
-            .fetch_all(store.pool())
-            .await
-            .unwrap()
-            .iter()
-            .map(|row| row.try_get::<String, _>("detail").unwrap())
-            .collect();
+        let plan = store
+            .query_plan(sqlx::query(sql!("EXPLAIN QUERY PLAN {statement}")).bind(2_i64).bind(1_i64).bind(16_i64))
+            .await;
         assert!(plan.iter().any(|step| step.contains("erp_webhook_inbox_state_id")), "{plan:?}");
         assert!(!plan.iter().any(|step| step.contains("TEMP B-TREE")), "no sort: {plan:?}");
 

@@ -501,18 +501,16 @@ mod tests {
     async fn the_external_id_lookup_uses_its_index_and_finds_the_first_record() {
         let dir = std::env::temp_dir().join(format!("external-id-{}", uuid::Uuid::new_v4()));
         let store = Store::open(&DatabaseUrl::new(format!("sqlite://{}/db.sqlite", dir.display()))).await.unwrap();
-        let plan: Vec<String> = sqlx::query(sql!(
-            "EXPLAIN QUERY PLAN SELECT record_id, version, document FROM fieldreport_records WHERE entity = $1 AND {}",
-            external_id_equals(super::super::Dialect::Sqlite)
-        ))
-        .bind("companies")
-        .bind("9")
-        .fetch_all(store.pool())
-        .await
-        .unwrap()
-        .iter()
-        .map(|row| row.try_get::<String, _>("detail").unwrap())
-        .collect();
+        let plan = store
+            .query_plan(
+                sqlx::query(sql!(
+                    "EXPLAIN QUERY PLAN SELECT record_id, version, document FROM fieldreport_records WHERE entity = $1 AND {}",
+                    external_id_equals(super::super::Dialect::Sqlite)
+                ))
+                .bind("companies")
+                .bind("9"),
+            )
+            .await;
         assert!(plan.iter().any(|step| step.contains("fieldreport_records_external_id")), "{plan:?}");
 
         for (id, external) in [("12", json!(9)), ("3", json!("9")), ("4", json!("10"))] {

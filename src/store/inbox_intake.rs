@@ -12,12 +12,12 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use rusqlite::{Connection, OpenFlags, TransactionBehavior};
+use rusqlite::{Connection, TransactionBehavior};
 use sqlx::AnyPool;
 use tokio::sync::{mpsc, oneshot};
 
 use super::StoreError;
-use super::sqlite_reads::{BUSY_TIMEOUT, store_error};
+use super::sqlite_reads::{BUSY_TIMEOUT, open_file, store_error};
 
 /// The most calls written in one transaction.
 const MAX_BATCH: usize = 256;
@@ -62,14 +62,7 @@ pub(super) struct InboxIntake {
 impl InboxIntake {
     /// Batches for the SQLite file at `path`.
     pub(super) fn sqlite(path: &Path, write_turns: Arc<tokio::sync::Mutex<()>>) -> Result<InboxIntake, StoreError> {
-        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-        let open = || {
-            let connection = Connection::open_with_flags(path, flags)?;
-            connection.busy_timeout(BUSY_TIMEOUT)?;
-            connection.execute_batch("PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;")?;
-            Ok::<_, rusqlite::Error>(connection)
-        };
-        let connection = open().map_err(|e| StoreError::Unavailable(format!("cannot open {}: {e}", path.display())))?;
+        let connection = open_file(path, BUSY_TIMEOUT, "PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;")?;
         Ok(Self::start(Target::Sqlite { connection, write_turns }))
     }
 

@@ -258,6 +258,17 @@ impl Store {
         }
     }
 
+    /// The steps of SQLite's plan for `explained` (an `EXPLAIN QUERY PLAN …` with its values).
+    #[cfg(test)]
+    pub(crate) async fn query_plan(
+        &self,
+        explained: sqlx::query::Query<'_, sqlx::Any, sqlx::any::AnyArguments>,
+    ) -> Vec<String> {
+        use sqlx::Row;
+        let rows = explained.fetch_all(&self.pool).await.expect("EXPLAIN QUERY PLAN runs");
+        rows.iter().map(|row| row.try_get::<String, _>("detail").expect("a plan step's detail")).collect()
+    }
+
     pub async fn close(&self) {
         if let Some(connections) = &self.request_connections {
             connections.close().await;

@@ -13,7 +13,7 @@
 //! waits out the lock for as long as sqlx's connections would ([`BUSY_TIMEOUT`]). Reads that
 //! may walk far (a deep page) go to a blocking thread from the start ([`SqliteReads::run_aside`]).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -113,13 +113,21 @@ impl SqliteReads {
 
     /// A connection that never writes and never waits for a lock (busy timeout 0).
     fn connect(&self) -> Result<Connection, StoreError> {
-        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-        let connection = Connection::open_with_flags(&self.path, flags)
-            .map_err(|e| StoreError::Unavailable(format!("cannot open {}: {e}", self.path.display())))?;
-        connection.busy_timeout(Duration::ZERO).map_err(store_error)?;
-        connection.execute_batch("PRAGMA query_only = ON;").map_err(store_error)?;
-        Ok(connection)
+        open_file(&self.path, Duration::ZERO, "PRAGMA query_only = ON;")
     }
+}
+
+/// A connection of our own to the SQLite file at `path`, with this busy timeout and these
+/// session settings.
+pub(super) fn open_file(path: &Path, busy_timeout: Duration, settings: &str) -> Result<Connection, StoreError> {
+    let open = || {
+        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let connection = Connection::open_with_flags(path, flags)?;
+        connection.busy_timeout(busy_timeout)?;
+        connection.execute_batch(settings)?;
+        Ok::<_, rusqlite::Error>(connection)
+    };
+    open().map_err(|e| StoreError::Unavailable(format!("cannot open {}: {e}", path.display())))
 }
 
 fn is_busy(error: &rusqlite::Error) -> bool {
