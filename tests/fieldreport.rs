@@ -337,6 +337,13 @@ async fn lists_page_in_id_order(db: Db) {
     let beyond = api.json(reqwest::Method::GET, "/api/v1/fieldreport/itemUnits?page=4&per_page=2", None, 200).await;
     assert_eq!(beyond["data"], json!([]));
     assert_eq!(beyond["meta"]["total"], 5, "{beyond}");
+    // The count is kept with the records: a delete takes one off, in pages and in the overview.
+    let deleted = api.send(reqwest::Method::DELETE, &format!("/api/v1/fieldreport/itemUnits/{}", every[2]), None).await;
+    assert_eq!(deleted.status(), 204);
+    let after = api.json(reqwest::Method::GET, "/api/v1/fieldreport/itemUnits?per_page=2", None, 200).await;
+    assert_eq!(after["meta"]["total"], 4, "{after}");
+    let shown = api.json(reqwest::Method::GET, "/api/v1/fieldreport/show/itemUnits", None, 200).await;
+    assert_eq!(shown["data"]["records"], 4, "{shown}");
     svc.stop().await;
 }
 

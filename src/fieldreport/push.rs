@@ -170,7 +170,8 @@ impl FieldReportService {
             let filter = format!("ExternalId eq '{}'", external_id.replace('\'', "''"));
             let query = url::form_urlencoded::Serializer::new(String::new()).append_pair("$filter", &filter).finish();
             let page = client.page(info.set, &query, None).await?;
-            return Ok(page.records.into_iter().next());
+            let Some(first) = page.records.first() else { return Ok(None) };
+            return Ok(Some(crate::upstream::parse_json(crate::upstream::System::FieldReport, first.get())?));
         }
         match client.get(info.set, &record.id).await {
             Ok(upstream) => {

@@ -3,23 +3,30 @@
 //! A sync of one entity set asks for every record newer than the set's cursor (the newest
 //! `DateModified` of the last completed sync) with the set's expand relations, ordered by
 //! `DateModified`. It follows the upstream's next links (v4 and v3 spellings) and, where the
-//! upstream gives none, pages with `$top`/`$skip` until a short window. Each page is upserted
-//! in one transaction without forwarding; the cursor is recorded only when the whole sync
-//! completed, so an interrupted sync simply runs again (unchanged records count as such,
-//! nothing is duplicated or lost). One sync per set runs at a time across instances: the run
-//! holds a lease in the database, renewed with every page.
+//! upstream gives none, pages with `$top`/`$skip` until a short window. Pages are fetched a
+//! few ahead of the one being stored. Each page is upserted in one transaction without
+//! forwarding, its records as the upstream sent them (only `Id`, `Version` and `DateModified`
+//! are read); the cursor is recorded only when the whole sync completed, so an interrupted
+//! sync simply runs again (unchanged records count as such, nothing is duplicated or lost).
+//! One sync per set runs at a time across instances: the run holds a lease in the database,
+//! renewed while it runs.
 
 use std::time::Instant;
 
 use generated::fieldreport::EntityInfo;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use tokio::sync::mpsc;
 
 use super::service::{FieldReportError, FieldReportService, record_id};
-use crate::store::fieldreport::{MirrorRecord, Upserted};
+use crate::store::fieldreport::{SyncedRecord, Upserted};
+use crate::upstream::UpstreamError;
+use crate::upstream::fieldreport::{FieldReportClient, ODataPage};
 
 /// Records asked for per `$top` window.
 const WINDOW: usize = 500;
+/// Pages fetched ahead of the one being stored.
+const PAGES_AHEAD: usize = 2;
 
 /// What one sync did.
 #[derive(Debug, Clone, Default, Serialize, schemars::JsonSchema)]
@@ -54,10 +61,66 @@ fn query(info: &EntityInfo, cursor: Option<&str>, skip: usize) -> String {
     url::form_urlencoded::Serializer::new(String::new()).extend_pairs(parts).finish()
 }
 
-fn mirror_record(record: Value) -> Option<MirrorRecord> {
-    let id = record_id(record.get("Id")?)?;
-    let version = record.get("Version").and_then(Value::as_i64).unwrap_or(0);
-    Some(MirrorRecord { id, version, document: record })
+/// The fields of a record that a sync reads; the rest of the document is skipped, not parsed.
+#[derive(Deserialize)]
+struct RecordHead {
+    #[serde(rename = "Id")]
+    id: Option<Value>,
+    #[serde(rename = "Version")]
+    version: Option<Value>,
+    #[serde(rename = "DateModified")]
+    modified: Option<Value>,
+}
+
+impl RecordHead {
+    /// The head of a record's text; `None` for a record that is not an object. A document that
+    /// the skimming read refuses (a repeated key, say) is read whole, as a tree, where the last
+    /// of repeated keys counts.
+    fn of(text: &str) -> Option<RecordHead> {
+        serde_json::from_str(text).ok().or_else(|| {
+            let Value::Object(mut fields) = serde_json::from_str(text).ok()? else { return None };
+            Some(RecordHead {
+                id: fields.remove("Id"),
+                version: fields.remove("Version"),
+                modified: fields.remove("DateModified"),
+            })
+        })
+    }
+}
+
+/// Every page of a sync's query, in order, sent to `pages`: the next link when the upstream
+/// gives one, else `$top`/`$skip` windows until a short one. Stops at the first failure (sent
+/// as the last item) or when nobody takes pages any more.
+async fn fetch_pages(
+    client: &FieldReportClient,
+    info: &EntityInfo,
+    cursor: Option<&str>,
+    pages: mpsc::Sender<Result<ODataPage, UpstreamError>>,
+) {
+    let mut skip = 0;
+    loop {
+        let window_query = query(info, cursor, skip);
+        let mut in_window = 0;
+        let mut next = None;
+        loop {
+            let page = client.page(info.set, &window_query, next.as_deref()).await;
+            let failed = page.is_err();
+            if let Ok(page) = &page {
+                in_window += page.records.len();
+                next.clone_from(&page.next_link);
+            }
+            if pages.send(page).await.is_err() || failed {
+                return;
+            }
+            if next.is_none() {
+                break;
+            }
+        }
+        if in_window < WINDOW {
+            return;
+        }
+        skip += WINDOW;
+    }
 }
 
 impl FieldReportService {
@@ -80,6 +143,8 @@ impl FieldReportService {
         result
     }
 
+    /// Fetches pages ahead (up to [`PAGES_AHEAD`]) while storing the ones fetched: the
+    /// upstream's work, reading the answers and the database's work overlap.
     async fn sync_pages(
         &self,
         info: &EntityInfo,
@@ -90,63 +155,61 @@ impl FieldReportService {
         let store = self.store();
         let client = self.client()?;
         let previous = store.sync_state(info.route).await?.cursor;
+        let (sender, mut pages) = mpsc::channel(PAGES_AHEAD);
+        let fetch = fetch_pages(client, info, previous.as_deref(), sender);
         let mut report = SyncReport { entity: info.route.to_string(), cursor: previous.clone(), ..Default::default() };
-        let mut skip = 0;
-        loop {
-            let window_query = query(info, previous.as_deref(), skip);
-            let mut in_window = 0;
-            let mut page = client.page(info.set, &window_query, None).await?;
-            loop {
+        let store_pages = async move {
+            let mut lease_renewed = Instant::now();
+            while let Some(page) = pages.recv().await {
+                let page = page?;
                 report.pages += 1;
                 report.fetched += page.records.len() as u64;
-                in_window += page.records.len();
                 let mut records = Vec::with_capacity(page.records.len());
-                for record in page.records {
-                    if let Some(modified) = record.get("DateModified").and_then(Value::as_str)
+                for document in page.records {
+                    let head = RecordHead::of(document.get());
+                    let modified = head.as_ref().and_then(|h| h.modified.as_ref()).and_then(Value::as_str);
+                    if let Some(modified) = modified
                         && report.cursor.as_deref().is_none_or(|c| modified > c)
                     {
                         report.cursor = Some(modified.to_string());
                     }
-                    match mirror_record(record) {
-                        Some(record) => records.push(record),
+                    match head.and_then(|h| Some((record_id(h.id.as_ref()?)?, h.version))) {
+                        Some((id, version)) => {
+                            let version = version.as_ref().and_then(Value::as_i64).unwrap_or(0);
+                            records.push(SyncedRecord { id, version, document });
+                        }
                         None => report.skipped += 1,
                     }
                 }
-                // The next page is fetched while this one is stored: the upstream's work and
-                // ours overlap (a failed store leaves only a page read for nothing).
-                let next_link = page.next_link;
-                let fetch_next = async {
-                    match &next_link {
-                        Some(link) => client.page(info.set, &window_query, Some(link)).await.map(Some),
-                        None => Ok(None),
-                    }
-                };
-                let (stored, next_page) = tokio::join!(store.mirror_upsert_page(info.route, &records), fetch_next);
-                for outcome in stored? {
+                for outcome in store.mirror_upsert_page(info.route, &records).await? {
                     match outcome {
                         Upserted::Inserted => report.inserted += 1,
                         Upserted::Updated => report.updated += 1,
                         Upserted::Unchanged => report.unchanged += 1,
                     }
                 }
-                if !store.take_sync_lease(info.route, owner, store.lease_deadline()).await? {
-                    return Err(FieldReportError::Conflict(format!("the sync lease of {} was lost", info.route)));
+                // The lease is renewed once a third of it has passed (not after every page: a
+                // write of its own each time).
+                if lease_renewed.elapsed().as_millis() as i64 >= store.work_lease_ms() / 3 {
+                    lease_renewed = Instant::now();
+                    if !store.take_sync_lease(info.route, owner, store.lease_deadline()).await? {
+                        return Err(FieldReportError::Conflict(format!("the sync lease of {} was lost", info.route)));
+                    }
                 }
                 report.seconds = started.elapsed().as_secs_f64();
                 progress(&report);
                 self.check_stop()?;
-                match next_page? {
-                    Some(next) => page = next,
-                    None => break,
-                }
             }
-            if in_window < WINDOW {
-                break;
-            }
-            skip += WINDOW;
+            report.seconds = started.elapsed().as_secs_f64();
+            Ok(report)
+        };
+        // Storing ends the sync: on its own failure at once (the fetching is dropped), else
+        // once the fetching has sent its last page or its failure.
+        tokio::pin!(fetch, store_pages);
+        tokio::select! {
+            report = &mut store_pages => report,
+            () = &mut fetch => store_pages.await,
         }
-        report.seconds = started.elapsed().as_secs_f64();
-        Ok(report)
     }
 }
 

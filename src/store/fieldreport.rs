@@ -15,18 +15,27 @@ pub struct MirrorRecord {
     pub document: Value,
 }
 
+/// A record as a sync stores it: its document as the upstream sent it, never parsed into a
+/// tree.
+#[derive(Debug)]
+pub struct SyncedRecord {
+    pub id: String,
+    pub version: i64,
+    pub document: Box<RawValue>,
+}
+
 /// Id, version and document of one record.
 const MIRROR_ROW: &str =
     "SELECT record_id, version, document FROM fieldreport_records WHERE entity = $1 AND record_id = $2";
 /// One page of documents in Id order (numeric Ids in numeric order), each row with the
-/// entity's record count (an uncorrelated subquery: counted once per statement), so that a
-/// page that is not empty needs no second round trip.
+/// entity's record count (kept by triggers in `fieldreport_record_counts`, migration 0010), so
+/// that a page that is not empty needs no second round trip.
 const MIRROR_PAGE: &str = "SELECT document, \
-            (SELECT COUNT(*) FROM fieldreport_records WHERE entity = $1) AS total \
+            (SELECT records FROM fieldreport_record_counts WHERE entity = $1) AS total \
      FROM fieldreport_records \
      WHERE entity = $1 ORDER BY LENGTH(record_id), record_id LIMIT $2 OFFSET $3";
-/// The number of records of an entity.
-const MIRROR_COUNT: &str = "SELECT COUNT(*) AS total FROM fieldreport_records WHERE entity = $1";
+/// The number of records of an entity (0 for a set that never had one).
+const MIRROR_COUNT: &str = "SELECT COALESCE(MAX(records), 0) AS total FROM fieldreport_record_counts WHERE entity = $1";
 /// Pages starting further in than this are read on a blocking thread on SQLite.
 const MAX_OFFSET_IN_PLACE: i64 = 10_000;
 
@@ -172,7 +181,7 @@ impl Store {
                     };
                     Ok((texts, total))
                 };
-                // Far into a large set, the page and the count walk many index entries: that
+                // Far into a large set, the page walks many index entries: that
                 // is left to a blocking thread rather than a request's.
                 if offset > MAX_OFFSET_IN_PLACE { reads.run_aside(read).await? } else { reads.run(read).await? }
             }
@@ -253,17 +262,17 @@ impl Store {
 
     /// Stores one page of synced records in one transaction, without marking them for push:
     /// one query reads what is stored, one multi-row INSERT adds the new records, and only
-    /// records whose document changed are updated. Documents are compared as stored text
-    /// (both sides are serde_json's canonical rendering).
+    /// records whose document changed are updated. Documents are stored as the upstream sent
+    /// them and compared as text with what the last sync stored.
     pub async fn mirror_upsert_page(
         &self,
         entity: &str,
-        records: &[MirrorRecord],
+        records: &[SyncedRecord],
     ) -> Result<Vec<Upserted>, StoreError> {
         if records.is_empty() {
             return Ok(Vec::new());
         }
-        let texts: Vec<String> = records.iter().map(|r| r.document.to_string()).collect();
+        let texts: Vec<&str> = records.iter().map(|r| r.document.get()).collect();
         let mut tx = self.write_transaction().await?;
         let placeholders: Vec<String> = (0..records.len()).map(|i| format!("${}", i + 2)).collect();
         let mut select = sqlx::query(sql!(
@@ -292,13 +301,13 @@ impl Store {
                     fresh.push(i);
                     Upserted::Inserted
                 }
-                Some(text) if *text == texts[i] => Upserted::Unchanged,
+                Some(text) if text == texts[i] => Upserted::Unchanged,
                 Some(_) => {
                     sqlx::query(
                         "UPDATE fieldreport_records SET version = $1, document = $2, updated_at = $3 WHERE entity = $4 AND record_id = $5",
                     )
                     .bind(record.version)
-                    .bind(&texts[i])
+                    .bind(texts[i])
                     .bind(now)
                     .bind(entity)
                     .bind(&record.id)
@@ -320,7 +329,7 @@ impl Store {
             .bind(entity)
             .bind(now);
             for &i in &fresh {
-                insert = insert.bind(&records[i].id).bind(records[i].version).bind(&texts[i]);
+                insert = insert.bind(&records[i].id).bind(records[i].version).bind(texts[i]);
             }
             insert.execute(&mut *tx).await?;
         }
@@ -328,9 +337,9 @@ impl Store {
         Ok(outcomes)
     }
 
-    /// Records per entity in the mirror.
+    /// Records per entity in the mirror (entities with none are left out).
     pub async fn mirror_counts(&self) -> Result<Vec<(String, i64)>, StoreError> {
-        let rows = sqlx::query("SELECT entity, COUNT(*) AS records FROM fieldreport_records GROUP BY entity")
+        let rows = sqlx::query("SELECT entity, records FROM fieldreport_record_counts WHERE records > 0")
             .fetch_all(self.pool())
             .await?;
         rows.iter().map(|r| Ok((r.try_get("entity")?, r.try_get("records")?))).collect()
@@ -523,6 +532,50 @@ mod tests {
         let found = store.mirror_by_external_id("companies", "9").await.unwrap().unwrap();
         assert_eq!(found.id, "3", "Id order: 3 before 12, a number and a string alike");
         assert!(store.mirror_by_external_id("contacts", "9").await.unwrap().is_none());
+        store.close().await;
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[tokio::test]
+    async fn record_counts_follow_inserts_syncs_and_deletes() {
+        let dir = std::env::temp_dir().join(format!("record-counts-{}", uuid::Uuid::new_v4()));
+        let store = Store::open(&DatabaseUrl::new(format!("sqlite://{}/db.sqlite", dir.display()))).await.unwrap();
+        let record = |id: &str, name: &str| MirrorRecord {
+            id: id.into(),
+            version: 1,
+            document: json!({"Id": id, "Version": 1, "Name": name}),
+        };
+        let total = |store: &Store, entity: &'static str| {
+            let store = store.clone();
+            async move { store.mirror_page(entity, 0, 1).await.unwrap().1 }
+        };
+        assert_eq!(total(&store, "tags").await, 0, "a set that never had a record");
+        store.mirror_insert("tags", &record("1", "a"), None).await.unwrap();
+        // A page of a sync: one record stored already (changed), two new, one repeated.
+        let synced = |id: &str, name: &str| {
+            let MirrorRecord { id, version, document } = record(id, name);
+            SyncedRecord { id, version, document: RawValue::from_string(document.to_string()).unwrap() }
+        };
+        let page = [synced("1", "b"), synced("2", "a"), synced("3", "a"), synced("3", "a")];
+        let outcomes = store.mirror_upsert_page("tags", &page).await.unwrap();
+        assert_eq!(outcomes, [Upserted::Updated, Upserted::Inserted, Upserted::Inserted, Upserted::Unchanged]);
+        store.mirror_insert("companies", &record("1", "a"), None).await.unwrap();
+        assert_eq!(total(&store, "tags").await, 3);
+        assert!(store.mirror_delete("tags", "2").await.unwrap());
+        assert!(!store.mirror_delete("tags", "2").await.unwrap());
+        assert_eq!(total(&store, "tags").await, 2);
+        // The second page starts past the end: the count comes on its own.
+        let (beyond, total_beyond) = store.mirror_page("tags", 5, 1).await.unwrap();
+        assert!(beyond.is_empty());
+        assert_eq!(total_beyond, 2);
+        let mut counts = store.mirror_counts().await.unwrap();
+        counts.sort();
+        assert_eq!(counts, [("companies".to_string(), 1), ("tags".to_string(), 2)]);
+        // A record cannot move to another set behind the counts' back.
+        let moved = sqlx::query("UPDATE fieldreport_records SET entity = 'users' WHERE entity = 'tags'")
+            .execute(store.pool())
+            .await;
+        assert!(moved.unwrap_err().to_string().contains("cannot move"));
         store.close().await;
         let _ = std::fs::remove_dir_all(dir);
     }

@@ -8,10 +8,12 @@ use std::time::Instant;
 
 use reqwest::Method;
 use secrecy::{ExposeSecret, SecretString};
+use serde::Deserialize;
 use serde_json::Value;
+use serde_json::value::RawValue;
 use url::Url;
 
-use super::{CallOutcome, System, UpstreamError, error_chain, json_answer, retry_read, summarise};
+use super::{CallOutcome, System, UpstreamError, error_chain, parse_json, retry_read, summarise, text_answer};
 use crate::config::FieldReportConfig;
 use crate::metrics::{CallRecorder, Metrics};
 
@@ -87,15 +89,30 @@ impl FieldReportClient {
             .map_err(|e| UpstreamError::Client { system: SYSTEM, detail: e.to_string() })
     }
 
-    /// One call, counted: every call to the field-report system passes here.
+    /// One call whose answer is JSON (`null` when empty).
     async fn call(&self, method: Method, path: &str, body: Option<&Value>) -> Result<Value, UpstreamError> {
+        self.call_read(method, path, body, |text| {
+            if text.trim().is_empty() { Ok(Value::Null) } else { parse_json(SYSTEM, &text) }
+        })
+        .await
+    }
+
+    /// One call, counted (its answer read by `read` included): every call to the field-report
+    /// system passes here.
+    async fn call_read<T>(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<&Value>,
+        read: impl FnOnce(String) -> Result<T, UpstreamError>,
+    ) -> Result<T, UpstreamError> {
         let started = Instant::now();
-        let result = self.exchange(method, path, body).await;
+        let result = self.exchange(method, path, body).await.and_then(read);
         self.metrics.record(SYSTEM, CallOutcome::of(&result), started);
         result
     }
 
-    async fn exchange(&self, method: Method, path: &str, body: Option<&Value>) -> Result<Value, UpstreamError> {
+    async fn exchange(&self, method: Method, path: &str, body: Option<&Value>) -> Result<String, UpstreamError> {
         let mut request = self
             .http
             .request(method, self.url(path)?)
@@ -105,7 +122,7 @@ impl FieldReportClient {
             request = request.json(body);
         }
         let response = request.send().await.map_err(|e| UpstreamError::from_reqwest(SYSTEM, e))?;
-        json_answer(SYSTEM, response, odata_message).await
+        text_answer(SYSTEM, response, odata_message).await
     }
 
     /// `POST <Set>`: the upstream's answer (with the id it assigned).
@@ -132,12 +149,7 @@ impl FieldReportClient {
             None if query.is_empty() => set.to_string(),
             None => format!("{set}?{query}"),
         };
-        let body = retry_read(|| self.call_target(&target)).await?;
-        ODataPage::from_body(body)
-    }
-
-    async fn call_target(&self, target: &str) -> Result<Value, UpstreamError> {
-        self.call(Method::GET, link_path(target), None).await
+        retry_read(|| self.call_read(Method::GET, link_path(&target), None, |text| ODataPage::from_text(&text))).await
     }
 
     /// `GET <Set>(<Id>L)`, retried while the upstream fails transiently.
@@ -154,32 +166,49 @@ pub fn link_path(target: &str) -> &str {
 }
 
 /// One page of records from an OData list.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug)]
 pub struct ODataPage {
-    pub records: Vec<Value>,
+    /// The records as the upstream sent them: checked to be JSON, not parsed into trees (a
+    /// sync stores them as they are).
+    pub records: Vec<Box<RawValue>>,
     /// The next link, whichever OData version spelled it.
     pub next_link: Option<String>,
 }
 
+/// An OData list answer: v4/v3 (`value`) or verbose (`d.results`), with its next link in any
+/// of the three spellings (looked for in this order, at the top and then in `d`).
+#[derive(Deserialize)]
+struct ListBody {
+    value: Option<Vec<Box<RawValue>>>,
+    d: Option<Box<ListBody>>,
+    results: Option<Vec<Box<RawValue>>>,
+    #[serde(rename = "@odata.nextLink")]
+    next_v4: Option<Value>,
+    #[serde(rename = "odata.nextLink")]
+    next_v3: Option<Value>,
+    #[serde(rename = "__next")]
+    next_verbose: Option<Value>,
+}
+
+impl ListBody {
+    fn next_link(&self) -> Option<&str> {
+        [&self.next_v4, &self.next_v3, &self.next_verbose]
+            .into_iter()
+            .find_map(|link| link.as_ref().and_then(Value::as_str))
+    }
+}
+
 impl ODataPage {
-    pub fn from_body(mut body: Value) -> Result<ODataPage, UpstreamError> {
-        let verbose = body.get("d");
-        let next_link = ["@odata.nextLink", "odata.nextLink", "__next"]
-            .iter()
-            .find_map(|key| body.get(*key).or_else(|| verbose.and_then(|d| d.get(*key))).and_then(Value::as_str))
-            .map(str::to_string);
-        // The records are moved out of the answer, not copied.
-        let records = if body.get("value").is_some_and(Value::is_array) {
-            body["value"].take()
-        } else if body.get("d").and_then(|d| d.get("results")).is_some_and(Value::is_array) {
-            body["d"]["results"].take()
-        } else {
-            return Err(UpstreamError::Malformed {
-                system: SYSTEM,
-                detail: format!("a list without `value`: {}", summarise(&body.to_string())),
-            });
+    pub fn from_text(text: &str) -> Result<ODataPage, UpstreamError> {
+        let malformed = |detail: String| UpstreamError::Malformed { system: SYSTEM, detail };
+        if text.trim().is_empty() {
+            return Err(malformed("an empty answer to a list".into()));
+        }
+        let body: ListBody = parse_json(SYSTEM, text)?;
+        let next_link = body.next_link().or_else(|| body.d.as_ref().and_then(|d| d.next_link())).map(str::to_string);
+        let Some(records) = body.value.or_else(|| body.d.and_then(|d| d.results)) else {
+            return Err(malformed(format!("a list without `value`: {}", summarise(text))));
         };
-        let Value::Array(records) = records else { unreachable!("checked to be an array") };
         Ok(ODataPage { records, next_link })
     }
 }
@@ -188,27 +217,31 @@ impl ODataPage {
 mod tests {
     use super::*;
 
+    fn page(body: Value) -> Result<ODataPage, UpstreamError> {
+        ODataPage::from_text(&body.to_string())
+    }
+
+    fn parsed(page: &ODataPage) -> Vec<Value> {
+        page.records.iter().map(|r| serde_json::from_str(r.get()).unwrap()).collect()
+    }
+
     #[test]
     fn next_links_of_both_versions_are_found() {
         use serde_json::json;
-        let v4 = ODataPage::from_body(json!({"value": [1], "@odata.nextLink": "/odata/Companies?$skip=1"})).unwrap();
+        let v4 = page(json!({"value": [1], "@odata.nextLink": "/odata/Companies?$skip=1"})).unwrap();
         assert_eq!(v4.next_link.as_deref(), Some("/odata/Companies?$skip=1"));
-        let v3 = ODataPage::from_body(
-            json!({"odata.metadata": "x", "value": [1, 2], "odata.nextLink": "Companies?$skip=2"}),
-        )
-        .unwrap();
+        let v3 = page(json!({"odata.metadata": "x", "value": [1, 2], "odata.nextLink": "Companies?$skip=2"})).unwrap();
         assert_eq!((v3.records.len(), v3.next_link.as_deref()), (2, Some("Companies?$skip=2")));
-        let verbose =
-            ODataPage::from_body(json!({"d": {"results": [1], "__next": "https://x/odata/Companies?$skiptoken=9"}}))
-                .unwrap();
+        let verbose = page(json!({"d": {"results": [1], "__next": "https://x/odata/Companies?$skiptoken=9"}})).unwrap();
         assert_eq!(verbose.next_link.as_deref(), Some("https://x/odata/Companies?$skiptoken=9"));
-        let last = ODataPage::from_body(json!({"value": []})).unwrap();
+        let last = page(json!({"value": []})).unwrap();
         assert_eq!(last.next_link, None);
-        assert!(ODataPage::from_body(json!({"error": "x"})).is_err());
+        assert!(page(json!({"error": "x"})).is_err());
     }
 
     mod properties {
         use super::super::*;
+        use super::{page, parsed};
         use proptest::prelude::*;
         use serde_json::json;
 
@@ -233,8 +266,8 @@ mod tests {
                     1 => json!({"odata.metadata": "m", "value": records, "odata.nextLink": link}),
                     _ => json!({"d": {"results": records, "__next": link}}),
                 };
-                let page = ODataPage::from_body(body).unwrap();
-                prop_assert_eq!(page.records, records);
+                let page = page(body).unwrap();
+                prop_assert_eq!(parsed(&page), records);
                 prop_assert_eq!(page.next_link, link);
             }
 
@@ -257,8 +290,8 @@ mod tests {
             fn bodies_without_a_list_are_refused(key in text("abcdefgh.@", 1..12), n in any::<i64>()) {
                 prop_assume!(key != "value" && key != "d");
                 let (other_key, scalar_value) = (json!({key: n}), json!({"value": n}));
-                prop_assert!(ODataPage::from_body(other_key).is_err());
-                prop_assert!(ODataPage::from_body(scalar_value).is_err());
+                prop_assert!(page(other_key).is_err());
+                prop_assert!(page(scalar_value).is_err());
             }
         }
     }

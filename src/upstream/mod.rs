@@ -187,17 +187,33 @@ pub async fn json_answer(
     response: reqwest::Response,
     describe: fn(&str) -> String,
 ) -> Result<serde_json::Value, UpstreamError> {
+    let text = text_answer(system, response, describe).await?;
+    if text.trim().is_empty() {
+        return Ok(serde_json::Value::Null);
+    }
+    parse_json(system, &text)
+}
+
+/// The body of a successful answer as text (empty for 204); an error status becomes its
+/// [`UpstreamError`], `describe` summarising the body.
+pub async fn text_answer(
+    system: System,
+    response: reqwest::Response,
+    describe: fn(&str) -> String,
+) -> Result<String, UpstreamError> {
     let status = response.status();
     let headers = response.headers().clone();
     let text = response.text().await.map_err(|e| UpstreamError::from_reqwest(system, e))?;
     if !status.is_success() {
         return Err(UpstreamError::from_status(system, status.as_u16(), &headers, || describe(&text)));
     }
-    if status == reqwest::StatusCode::NO_CONTENT || text.trim().is_empty() {
-        return Ok(serde_json::Value::Null);
-    }
-    serde_json::from_str(&text)
-        .map_err(|e| UpstreamError::Malformed { system, detail: format!("{e} in {}", summarise(&text)) })
+    Ok(text)
+}
+
+/// An upstream's JSON text read into `T`; [`UpstreamError::Malformed`] when it does not fit.
+pub fn parse_json<'a, T: serde::Deserialize<'a>>(system: System, text: &'a str) -> Result<T, UpstreamError> {
+    serde_json::from_str(text)
+        .map_err(|e| UpstreamError::Malformed { system, detail: format!("{e} in {}", summarise(text)) })
 }
 
 /// Shortens an upstream's error text for a `message`.
