@@ -205,6 +205,84 @@ async fn tokens_of_a_deleted_user_stop_working_at_once(db: Db) {
     svc.stop().await;
 }
 
+/// Postgres: each instance keeps the owners of checked tokens in memory, and forgets one when
+/// any instance (or anyone with SQL) revokes it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_revoked_on_one_instance_stops_working_on_the_others() {
+    if std::env::var("TEST_POSTGRES_URL").is_err() {
+        eprintln!("skipped: TEST_POSTGRES_URL is not set");
+        return;
+    }
+    let (url, schema) = common::fresh_database(Db::Postgres).await;
+    let first = TestService::start_on(url.clone(), schema, &[]).await;
+    let second = TestService::start_on(url.clone(), None, &[]).await;
+    first.create_user(EMAIL, PASSWORD).await;
+    sqlx::any::install_default_drivers();
+    let sql = sqlx::AnyPool::connect(&url).await.unwrap();
+    let user_on = |svc: &TestService, token: &str| svc.client.get(svc.url("/api/v1/user")).bearer_auth(token).send();
+    // Without the notification (its trigger off), a token deleted behind the second
+    // instance's back still works there once checked: the second instance caches owners.
+    sqlx::query("ALTER TABLE personal_access_tokens DISABLE TRIGGER personal_access_tokens_deleted")
+        .execute(&sql)
+        .await
+        .unwrap();
+    let mut cached = false;
+    for _ in 0..50 {
+        let token = first.token(EMAIL, PASSWORD).await;
+        assert_eq!(user_on(&second, &token).await.unwrap().status(), 200);
+        let id: i64 = token.split('|').next().unwrap().parse().unwrap();
+        sqlx::query("DELETE FROM personal_access_tokens WHERE id = $1").bind(id).execute(&sql).await.unwrap();
+        if user_on(&second, &token).await.unwrap().status() == 200 {
+            cached = true;
+            break;
+        }
+        // The second instance was not listening yet, so it cached nothing.
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert!(cached, "the second instance caches token owners");
+    sqlx::query("ALTER TABLE personal_access_tokens ENABLE TRIGGER personal_access_tokens_deleted")
+        .execute(&sql)
+        .await
+        .unwrap();
+
+    // With it: a logout on the first instance, a deletion by SQL, a user deleted.
+    let logged_out = first.token(EMAIL, PASSWORD).await;
+    let deleted = first.token(EMAIL, PASSWORD).await;
+    for token in [&logged_out, &deleted] {
+        assert_eq!(user_on(&second, token).await.unwrap().status(), 200);
+    }
+    let logout = first.client.post(first.url("/api/v1/logout")).bearer_auth(&logged_out).send().await.unwrap();
+    assert_eq!(logout.status(), 204);
+    let id: i64 = deleted.split('|').next().unwrap().parse().unwrap();
+    sqlx::query("DELETE FROM personal_access_tokens WHERE id = $1").bind(id).execute(&sql).await.unwrap();
+    let kept = first.token(EMAIL, PASSWORD).await;
+    assert_eq!(user_on(&second, &kept).await.unwrap().status(), 200);
+    for token in [&logged_out, &deleted] {
+        assert!(refused_soon(&second, token).await, "a revoked token still works on the other instance");
+    }
+    assert_eq!(user_on(&second, &kept).await.unwrap().status(), 200, "other tokens keep working");
+    let auth = integration_service::auth::Authenticator::new(first.store().clone(), None).unwrap();
+    auth.delete_user(EMAIL).await.unwrap();
+    assert!(refused_soon(&second, &kept).await, "a deleted user's token still works on the other instance");
+    sql.close().await;
+    second.stop().await;
+    first.stop().await;
+}
+
+/// Whether `token` is refused within a few seconds: a notification reaches other instances
+/// once the revoking transaction commits.
+async fn refused_soon(svc: &TestService, token: &str) -> bool {
+    for _ in 0..50 {
+        let status = svc.client.get(svc.url("/api/v1/user")).bearer_auth(token).send().await.unwrap().status();
+        if status == 401 {
+            return true;
+        }
+        assert_eq!(status, 200);
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    false
+}
+
 on_both_databases!(
     tokens_of_a_deleted_user_stop_working_at_once,
     login_issues_a_working_bearer_token,

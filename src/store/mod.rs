@@ -22,6 +22,7 @@ pub mod lease;
 pub mod login_failures;
 pub mod request_connections;
 mod sqlite_reads;
+mod token_cache;
 pub mod tokens;
 pub mod users;
 
@@ -89,6 +90,9 @@ pub struct Store {
     inbox_intake: Option<Arc<InboxIntake>>,
     /// SQLite only: see [`Store::write_turn`].
     write_turns: Option<Arc<tokio::sync::Mutex<()>>>,
+    /// Postgres only: token owners kept in memory while a listener hears of their changes
+    /// (see [`token_cache`] and [`Store::cache_token_owners`]).
+    token_cache: Option<Arc<token_cache::TokenCache>>,
     dialect: Dialect,
     /// How long claimed work (a sync, a pull, webhook calls) stays with an instance that
     /// stopped renewing its claim: after a crash, another run takes it over this much later.
@@ -159,6 +163,7 @@ impl Store {
             sqlite_reads,
             inbox_intake,
             write_turns,
+            token_cache: (dialect == Dialect::Postgres).then(|| Arc::new(token_cache::TokenCache::default())),
             dialect,
             work_lease_ms: DEFAULT_WORK_LEASE.as_millis() as i64,
         })
@@ -169,6 +174,14 @@ impl Store {
         let store = Self::connect(url).await?;
         store.migrate().await?;
         Ok(store)
+    }
+
+    /// Postgres: starts listening for changes of tokens and users, and keeps the owners of
+    /// checked tokens in memory while it listens (see [`token_cache`]); the task runs until it
+    /// is aborted. `None` on SQLite, where token checks are local reads.
+    pub fn cache_token_owners(&self, url: &DatabaseUrl) -> Option<tokio::task::JoinHandle<()>> {
+        let cache = self.token_cache.clone()?;
+        Some(tokio::spawn(cache.listen(url.expose().to_string())))
     }
 
     /// The same store with another lease for claimed work (`WORK_LEASE_SECONDS`).

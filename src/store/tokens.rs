@@ -3,6 +3,7 @@
 use rusqlite::OptionalExtension;
 use sqlx::Row;
 
+use super::token_cache::Lookup;
 use super::{Store, StoreError, now_ms};
 
 /// A token and its user, by token id.
@@ -66,10 +67,15 @@ impl Store {
                 })
                 .await;
         }
+        let generation = match self.token_cache.as_deref().map(|cache| cache.lookup(token_id)) {
+            Some(Lookup::Hit(owner)) => return Ok(Some(owner)),
+            Some(Lookup::Miss(generation)) => generation,
+            None => None,
+        };
         let mut lease = self.lease().await?;
         let row = sqlx::query(TOKEN_OWNER).bind(token_id).fetch_optional(lease.connection()).await;
         let Some(row) = lease.settle(row)? else { return Ok(None) };
-        Ok(Some(TokenOwner {
+        let owner = TokenOwner {
             token_id: row.try_get("token_id")?,
             token_hash: row.try_get("token_hash")?,
             expires_at: row.try_get("expires_at")?,
@@ -78,7 +84,11 @@ impl Store {
             name: row.try_get("name")?,
             email: row.try_get("email")?,
             created_at: row.try_get("created_at")?,
-        }))
+        };
+        if let Some(cache) = &self.token_cache {
+            cache.put(generation, &owner);
+        }
+        Ok(Some(owner))
     }
 
     pub async fn touch_token(&self, token_id: i64, at: i64) -> Result<(), StoreError> {
@@ -90,11 +100,17 @@ impl Store {
             .execute(lease.connection())
             .await;
         lease.settle(done)?;
+        if let Some(cache) = &self.token_cache {
+            cache.touched(token_id, at);
+        }
         Ok(())
     }
 
     pub async fn delete_token(&self, token_id: i64) -> Result<(), StoreError> {
         sqlx::query("DELETE FROM personal_access_tokens WHERE id = $1").bind(token_id).execute(self.pool()).await?;
+        if let Some(cache) = &self.token_cache {
+            cache.forget(token_id);
+        }
         Ok(())
     }
 
@@ -105,7 +121,15 @@ impl Store {
                 .bind(email)
                 .execute(self.pool())
                 .await?;
+        self.forget_token_owners();
         Ok(done.rows_affected())
+    }
+
+    /// Empties the token cache (this instance's own revocations of many tokens, users deleted).
+    pub(super) fn forget_token_owners(&self) {
+        if let Some(cache) = &self.token_cache {
+            cache.forget_all();
+        }
     }
 
     /// Drops tokens that expired before `now`.

@@ -63,6 +63,7 @@ impl Store {
             .await?;
         let deleted = sqlx::query("DELETE FROM users WHERE email = $1").bind(email).execute(&mut *tx).await?;
         tx.commit().await?;
+        self.forget_token_owners();
         Ok(deleted.rows_affected() > 0)
     }
 }
