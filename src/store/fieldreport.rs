@@ -187,8 +187,18 @@ impl Store {
             }
             None => {
                 let mut lease = self.lease().await?;
-                let rows =
-                    sqlx::query(MIRROR_PAGE).bind(entity).bind(limit).bind(offset).fetch_all(lease.connection()).await;
+                // Unnamed on Postgres, so planned on every call for the set's present size: a
+                // connection that listed a set of 60 records kept the plan that suited them (a
+                // scan of the table and a sort) and, after a sync brought 100,000, read the whole
+                // table on every page (`mixed` in a full `cargo xtask bench --db postgres`: 235
+                // req/s, p99 4.2 s, the page statement in every sample of pg_stat_activity).
+                let rows = sqlx::query(MIRROR_PAGE)
+                    .persistent(false)
+                    .bind(entity)
+                    .bind(limit)
+                    .bind(offset)
+                    .fetch_all(lease.connection())
+                    .await;
                 let rows = lease.settle(rows)?;
                 let total: i64 = match rows.first() {
                     Some(row) => row.try_get("total")?,
@@ -397,6 +407,9 @@ impl Store {
         let rows = sqlx::query(sql!(
             "SELECT record_id, version, document FROM fieldreport_records WHERE entity = $1 AND {test}"
         ))
+        // Unnamed, so planned for the set's present size (see `mirror_page`): a plan made while
+        // the set was small scans it.
+        .persistent(false)
         .bind(entity)
         .bind(value)
         .fetch_all(self.pool())

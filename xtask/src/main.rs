@@ -60,7 +60,8 @@ enum Command {
         /// Every scenario briefly; fails when a scenario saw an error (for CI).
         #[arg(long)]
         quick: bool,
-        /// Only this scenario (the baseline is always measured).
+        /// Only these scenarios, comma-separated, run in the bench's order (the baseline is always
+        /// measured).
         #[arg(long)]
         scenario: Option<String>,
     },
