@@ -4,6 +4,10 @@
 -- statement-level triggers that add up each statement's inserted and deleted rows (one update
 -- of the count per statement, not per row). A record never moves to another set (`entity` is
 -- not updated), so updates leave the counts alone.
+-- No instance may add or remove records between the count below and the triggers' creation
+-- (a rolling deploy): they would be missed by both for good.
+LOCK TABLE fieldreport_records IN SHARE ROW EXCLUSIVE MODE;
+
 CREATE TABLE fieldreport_record_counts (
     entity TEXT PRIMARY KEY,
     records BIGINT NOT NULL

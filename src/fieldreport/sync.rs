@@ -77,6 +77,10 @@ impl RecordHead {
     /// the skimming read refuses (a repeated key, say) is read whole, as a tree, where the last
     /// of repeated keys counts.
     fn of(text: &str) -> Option<RecordHead> {
+        // Only an object is a record (the skimming read would also take an array, by position).
+        if !text.trim_start().starts_with('{') {
+            return None;
+        }
         serde_json::from_str(text).ok().or_else(|| {
             let Value::Object(mut fields) = serde_json::from_str(text).ok()? else { return None };
             Some(RecordHead {
@@ -159,7 +163,6 @@ impl FieldReportService {
         let fetch = fetch_pages(client, info, previous.as_deref(), sender);
         let mut report = SyncReport { entity: info.route.to_string(), cursor: previous.clone(), ..Default::default() };
         let store_pages = async move {
-            let mut lease_renewed = Instant::now();
             while let Some(page) = pages.recv().await {
                 let page = page?;
                 report.pages += 1;
@@ -188,14 +191,6 @@ impl FieldReportService {
                         Upserted::Unchanged => report.unchanged += 1,
                     }
                 }
-                // The lease is renewed once a third of it has passed (not after every page: a
-                // write of its own each time).
-                if lease_renewed.elapsed().as_millis() as i64 >= store.work_lease_ms() / 3 {
-                    lease_renewed = Instant::now();
-                    if !store.take_sync_lease(info.route, owner, store.lease_deadline()).await? {
-                        return Err(FieldReportError::Conflict(format!("the sync lease of {} was lost", info.route)));
-                    }
-                }
                 report.seconds = started.elapsed().as_secs_f64();
                 progress(&report);
                 self.check_stop()?;
@@ -203,8 +198,29 @@ impl FieldReportService {
             report.seconds = started.elapsed().as_secs_f64();
             Ok(report)
         };
-        // Storing ends the sync: on its own failure at once (the fetching is dropped), else
-        // once the fetching has sent its last page or its failure.
+        // The lease is renewed every third of it, whatever the pages do (a slow page fetched
+        // with retries must not let it lapse), and not after every page (a write each time).
+        let renew_lease = async {
+            let period = std::time::Duration::from_millis((store.work_lease_ms() / 3).max(1) as u64);
+            loop {
+                tokio::time::sleep(period).await;
+                match store.take_sync_lease(info.route, owner, store.lease_deadline()).await {
+                    Ok(true) => {}
+                    Ok(false) => {
+                        return FieldReportError::Conflict(format!("the sync lease of {} was lost", info.route));
+                    }
+                    Err(error) => return error.into(),
+                }
+            }
+        };
+        // Storing ends the sync: on its own failure or a lost lease at once (the fetching is
+        // dropped), else once the fetching has sent its last page or its failure.
+        let store_pages = async {
+            tokio::select! {
+                report = store_pages => report,
+                lost = renew_lease => Err(lost),
+            }
+        };
         tokio::pin!(fetch, store_pages);
         tokio::select! {
             report = &mut store_pages => report,

@@ -31,7 +31,7 @@ const MIRROR_ROW: &str =
 /// entity's record count (kept by triggers in `fieldreport_record_counts`, migration 0010), so
 /// that a page that is not empty needs no second round trip.
 const MIRROR_PAGE: &str = "SELECT document, \
-            (SELECT records FROM fieldreport_record_counts WHERE entity = $1) AS total \
+            COALESCE((SELECT records FROM fieldreport_record_counts WHERE entity = $1), 0) AS total \
      FROM fieldreport_records \
      WHERE entity = $1 ORDER BY LENGTH(record_id), record_id LIMIT $2 OFFSET $3";
 /// The number of records of an entity (0 for a set that never had one).

@@ -181,7 +181,7 @@ impl Store {
     /// is aborted. `None` on SQLite, where token checks are local reads.
     pub fn cache_token_owners(&self, url: &DatabaseUrl) -> Option<tokio::task::JoinHandle<()>> {
         let cache = self.token_cache.clone()?;
-        Some(tokio::spawn(cache.listen(url.expose().to_string())))
+        Some(tokio::spawn(cache.listen(url.expose().to_string(), self.pool.clone())))
     }
 
     /// The same store with another lease for claimed work (`WORK_LEASE_SECONDS`).

@@ -12,12 +12,16 @@
 //! - A check that read the database puts its owner in only if nothing was forgotten since it
 //!   began to read (a generation count), so a notification that overtakes a read wins.
 //! - This instance's own revocations forget at once, without waiting for the notification.
+//! - A listening connection that hears nothing for [`SILENCE`] is given up as lost (every
+//!   instance sends a heartbeat notification every [`HEARTBEAT`]): a connection cut without a
+//!   word never reports an error.
 //! - Entries are read again after [`MAX_AGE`] whatever happens, and the cache holds at most
 //!   [`MAX_ENTRIES`].
 //!
 //! What remains is the notification's own delay to other instances: a revocation on one
 //! instance reaches the others once its transaction commits and the notification is
-//! delivered (milliseconds on a working connection).
+//! delivered (milliseconds on a working connection; a connection lost without a word, at most
+//! [`SILENCE`]).
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -30,11 +34,19 @@ use super::tokens::TokenOwner;
 /// The notification channel of migration 0011.
 pub const CHANNEL: &str = "token_owners_changed";
 /// An entry is read again from the database after this long.
-pub const MAX_AGE: Duration = Duration::from_secs(60);
+pub const MAX_AGE: Duration = Duration::from_secs(30);
 /// More entries than this empty the cache.
 pub const MAX_ENTRIES: usize = 10_000;
 /// How long the listener waits before connecting again after a failure.
 const RECONNECT_AFTER: Duration = Duration::from_secs(1);
+/// Every instance sends [`HEARTBEAT_PAYLOAD`] on [`CHANNEL`] this often, through its pool.
+const HEARTBEAT: Duration = Duration::from_secs(5);
+/// A listening connection that hears nothing (not even its own heartbeat) for this long is
+/// taken as lost: a connection cut without a word (a network partition, a dropped NAT entry)
+/// never reports an error.
+const SILENCE: Duration = Duration::from_secs(15);
+/// The payload of heartbeats, which change nothing.
+const HEARTBEAT_PAYLOAD: &str = "heartbeat";
 
 #[derive(Default)]
 struct State {
@@ -116,6 +128,9 @@ impl TokenCache {
 
     /// What a notification's payload asks: a token id, or `*` (anything else) for everything.
     fn notified(&self, payload: &str) {
+        if payload == HEARTBEAT_PAYLOAD {
+            return;
+        }
         match payload.parse() {
             Ok(token_id) => self.forget(token_id),
             Err(_) => self.forget_all(),
@@ -129,23 +144,33 @@ impl TokenCache {
         state.entries.clear();
     }
 
-    /// Listens for changes until the process ends (spawned by [`super::Store::cache_token_owners`]);
-    /// the cache is in use only while a listening connection is up.
-    pub async fn listen(self: std::sync::Arc<Self>, url: String) {
-        loop {
-            match Self::connect(&url).await {
-                Ok(mut listener) => {
+    /// Listens for changes until the task is aborted (spawned by
+    /// [`super::Store::cache_token_owners`]); the cache is in use only while a listening
+    /// connection is up and hears at least the heartbeats that `pool` sends.
+    pub async fn listen(self: std::sync::Arc<Self>, url: String, pool: sqlx::AnyPool) {
+        let heartbeat = async {
+            loop {
+                tokio::time::sleep(HEARTBEAT).await;
+                // A failed heartbeat is not an error of its own: the silence it leaves is.
+                let _ =
+                    sqlx::query("SELECT pg_notify($1, $2)").bind(CHANNEL).bind(HEARTBEAT_PAYLOAD).execute(&pool).await;
+            }
+        };
+        let listening = async {
+            loop {
+                if let Ok(mut listener) = Self::connect(&url).await {
                     self.set_listening(true);
-                    // `try_recv` answers `None` when the connection was lost.
-                    while let Ok(Some(notification)) = listener.try_recv().await {
+                    // `try_recv` answers `None` when the connection was lost. The listener is
+                    // dropped, never used again, after a wait for it was cut short.
+                    while let Ok(Ok(Some(notification))) = tokio::time::timeout(SILENCE, listener.try_recv()).await {
                         self.notified(notification.payload());
                     }
-                    self.set_listening(false);
                 }
-                Err(_) => self.set_listening(false),
+                self.set_listening(false);
+                tokio::time::sleep(RECONNECT_AFTER).await;
             }
-            tokio::time::sleep(RECONNECT_AFTER).await;
-        }
+        };
+        tokio::join!(heartbeat, listening);
     }
 
     async fn connect(url: &str) -> Result<PgListener, sqlx::Error> {
@@ -211,6 +236,14 @@ mod tests {
 
     #[test]
     fn notifications_forget_one_token_or_all() {
+        let cache = TokenCache::default();
+        cache.set_listening(true);
+        let g = generation(cache.lookup(9));
+        cache.put(g, &owner(9));
+        cache.notified(HEARTBEAT_PAYLOAD);
+        assert!(matches!(cache.lookup(9), Lookup::Hit(_)), "a heartbeat changes nothing");
+        drop(cache);
+
         let cache = TokenCache::default();
         cache.set_listening(true);
         for id in [1, 2, 3] {
