@@ -63,7 +63,8 @@ fn row(scenario: &str, mode: String, measured: &Measured, peak_rss: u64) -> Row 
 }
 
 fn closed(connections: usize) -> String {
-    format!("closed loop, {connections} connections")
+    let plural = if connections == 1 { "" } else { "s" };
+    format!("closed loop, {connections} connection{plural}")
 }
 
 async fn measured_closed_loop(
@@ -138,15 +139,30 @@ async fn seed(service: &Service, set: &str, count: u64) -> Result<()> {
     Ok(())
 }
 
-/// `forwarded-write`: PUT on a company, forwarded to the simulator, against the same PUT sent
-/// to the simulator alone. Each connection writes its own record (no version conflicts).
+/// `forwarded-write`: `PUT` on a company through the service, which forwards it to the
+/// simulator, against the same `PUT` straight to the simulator at the same concurrency. The
+/// target row sends one call at a time, so that its p50 is what a call adds. With 8 writers at
+/// once (informative) the two cores, shared by the service, the simulator, the database and
+/// this load generator, are the limit: each p50 is then about 8 / throughput, a measure of
+/// throughput rather than of latency. Each connection writes its own record (no version
+/// conflicts).
 pub async fn forwarded_write(service: &Service, settings: &Settings) -> Result<Vec<Row>> {
-    const WRITERS: usize = 8;
+    let mut rows = forwarded_write_with(service, settings, 1, "forwarded-write").await?;
+    rows.extend(forwarded_write_with(service, settings, 8, "forwarded-write-8").await?);
+    Ok(rows)
+}
+
+async fn forwarded_write_with(
+    service: &Service,
+    settings: &Settings,
+    writers: usize,
+    scenario: &str,
+) -> Result<Vec<Row>> {
     let mut ids = Vec::new();
-    for n in 0..2 * WRITERS {
-        ids.push(create_company(service, &format!("Bench Write {n}")).await?);
+    for n in 0..2 * writers {
+        ids.push(create_company(service, &format!("Bench Write {writers}/{n}")).await?);
     }
-    let (service_ids, upstream_ids) = ids.split_at(WRITERS);
+    let (service_ids, upstream_ids) = ids.split_at(writers);
     // Upstream alone: the simulator wants the stored Version + 1 on every PUT.
     let mut versions = Vec::new();
     for id in upstream_ids {
@@ -165,7 +181,7 @@ pub async fn forwarded_write(service: &Service, settings: &Settings) -> Result<V
         Call::json(Method::PUT, format!("/odata/Companies({id}L)"), &body).header("authorization", BASIC_SANDBOX)
     });
     let (upstream, upstream_peak) =
-        measured_closed_loop(service, service.fieldreport, WRITERS, settings.duration, upstream_calls).await;
+        measured_closed_loop(service, service.fieldreport, writers, settings.duration, upstream_calls).await;
     let token = service.token.clone();
     let service_ids = service_ids.to_vec();
     let service_calls = factory(move |client, n| {
@@ -173,15 +189,20 @@ pub async fn forwarded_write(service: &Service, settings: &Settings) -> Result<V
         Call::json(Method::PUT, format!("/api/v1/fieldreport/companies/{}", service_ids[client]), &body)
             .header("authorization", format!("Bearer {token}"))
     });
-    let (through, peak) = measured_closed_loop(service, service.front, WRITERS, settings.duration, service_calls).await;
-    let mut alone = row("forwarded-write-upstream", closed(WRITERS), &upstream, upstream_peak);
+    let (through, peak) = measured_closed_loop(service, service.front, writers, settings.duration, service_calls).await;
+    let upstream_scenario = format!("{scenario}-upstream");
+    let mut alone = row(&upstream_scenario, closed(writers), &upstream, upstream_peak);
     alone.note = "PUT Companies(<Id>L) straight to the simulator".into();
-    let mut r = row("forwarded-write", closed(WRITERS), &through, peak);
+    let mut r = row(scenario, closed(writers), &through, peak);
     let added = r.p50_ms - alone.p50_ms;
-    r.baseline = Some(("forwarded-write-upstream".into(), upstream.throughput()));
-    r.target = Some("added latency at p50 ≤ 2 ms".into());
-    r.met = Some(added <= 2.0);
+    r.baseline = Some((upstream_scenario, upstream.throughput()));
     r.note = format!("added latency over the upstream call: {added:.2} ms at p50");
+    if writers == 1 {
+        r.target = Some("added latency at p50 ≤ 2 ms".into());
+        r.met = Some(added <= 2.0);
+    } else {
+        r.note.push_str(" (informative: the cores are the limit, p50 ≈ writers / throughput)");
+    }
     Ok(vec![alone, r])
 }
 

@@ -92,6 +92,11 @@ impl RecordHead {
     }
 }
 
+/// A sync that inserted or changed at least this many records brings the database's
+/// statistics of the mirror up to date before it ends (see
+/// [`crate::store::Store::refresh_mirror_statistics`]).
+const STATISTICS_AFTER_CHANGES: u64 = 1_000;
+
 /// Every page of a sync's query, in order, sent to `pages`: the next link when the upstream
 /// gives one, else `$top`/`$skip` windows until a short one. Stops at the first failure (sent
 /// as the last item) or when nobody takes pages any more.
@@ -139,7 +144,13 @@ impl FieldReportService {
         if !store.take_sync_lease(info.route, &owner, store.lease_deadline()).await? {
             return Err(FieldReportError::Conflict(format!("a sync of {} is already running", info.route)));
         }
-        let result = self.sync_pages(info, &owner, progress).await;
+        let mut result = self.sync_pages(info, &owner, progress).await;
+        if let Ok(report) = &result
+            && report.inserted + report.updated >= STATISTICS_AFTER_CHANGES
+            && let Err(error) = store.refresh_mirror_statistics().await
+        {
+            result = Err(error.into());
+        }
         match &result {
             Ok(report) => store.finish_sync(info.route, &owner, report.cursor.as_deref()).await?,
             Err(_) => store.release_sync_lease(info.route, &owner).await?,
