@@ -148,6 +148,30 @@ async fn shutdown_lets_an_in_flight_request_finish(db: Db) {
     svc.stop().await;
 }
 
+/// A client may shut down its sending side once its request is out (half-close): the front
+/// still answers it rather than taking the end of its input for the client leaving.
+async fn a_client_that_half_closes_gets_its_answer(db: Db) {
+    let svc = TestService::start(db, &[]).await;
+    svc.create_user("ada@example.com", "analytical-engine").await;
+    let address = svc.service.as_ref().unwrap().address;
+    let body = br#"{"email": "ada@example.com", "password": "analytical-engine"}"#;
+    let mut stream = tokio::net::TcpStream::connect(address).await.unwrap();
+    let head = format!(
+        "POST /api/v1/login HTTP/1.1\r\nhost: test\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).await.unwrap();
+    stream.write_all(body).await.unwrap();
+    // The login hashes the password (argon2id): the answer is still to come.
+    stream.shutdown().await.unwrap();
+    let mut answer = Vec::new();
+    stream.read_to_end(&mut answer).await.unwrap();
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert!(answer.contains("access_token"), "{answer}");
+    svc.stop().await;
+}
+
 async fn one_json_log_line_per_request_without_query_or_secrets(db: Db) {
     let svc = TestService::start(db, &[]).await;
     let response = svc.client.get(svc.url("/healthz?secret=do-not-log-me")).send().await.unwrap();
@@ -178,5 +202,6 @@ on_both_databases!(
     unknown_routes_and_methods_have_the_error_shape,
     readiness_follows_the_database,
     shutdown_lets_an_in_flight_request_finish,
+    a_client_that_half_closes_gets_its_answer,
     one_json_log_line_per_request_without_query_or_secrets,
 );
