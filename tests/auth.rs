@@ -173,6 +173,9 @@ async fn tokens_expire_when_a_lifetime_is_configured(db: Db) {
         .execute(svc.store().pool())
         .await
         .unwrap();
+    // Written behind the service's back: on Postgres the cached owner goes when the change's
+    // notification arrives, a moment after the commit.
+    assert!(refused_soon(&svc, &token).await, "an expired token must be refused");
     let expired = svc.client.get(svc.url("/api/v1/user")).bearer_auth(&token).send().await.unwrap();
     assert_eq!(error_body(expired, 401).await["message"], "Unauthenticated.");
     svc.stop().await;
