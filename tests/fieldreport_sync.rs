@@ -24,19 +24,16 @@ async fn sync(svc: &TestService, token: &str, entity: &str) -> Value {
 /// Whether the mirror's table was analyzed by a statement (not by autovacuum); always false
 /// on SQLite.
 async fn analyzed_by_the_service(svc: &TestService) -> bool {
-    if !svc.database_url.starts_with("postgres") {
+    if svc.store().dialect() != integration_service::store::Dialect::Postgres {
         return false;
     }
-    let pool = sqlx::any::AnyPoolOptions::new().max_connections(1).connect(&svc.database_url).await.unwrap();
-    let analyzed: bool = sqlx::query_scalar(
+    sqlx::query_scalar(
         "SELECT last_analyze IS NOT NULL FROM pg_stat_user_tables \
          WHERE relname = 'fieldreport_records' AND schemaname = current_schema()",
     )
-    .fetch_one(&pool)
+    .fetch_one(svc.store().pool())
     .await
-    .unwrap();
-    pool.close().await;
-    analyzed
+    .unwrap()
 }
 
 async fn ten_thousand_records_across_pages_then_only_newer_ones(db: Db) {

@@ -116,8 +116,9 @@ async fn readiness_follows_the_database(db: Db) {
     svc.stop().await;
 }
 
-async fn shutdown_lets_an_in_flight_request_finish(db: Db) {
-    let mut svc = TestService::start(db, &[]).await;
+/// Creates a user and opens a raw connection to the service with the head of a login request
+/// written: the caller sends the body returned, as it likes.
+async fn login_by_hand(svc: &TestService) -> (tokio::net::TcpStream, &'static [u8]) {
     svc.create_user("ada@example.com", "analytical-engine").await;
     let address = svc.service.as_ref().unwrap().address;
     let body = br#"{"email": "ada@example.com", "password": "analytical-engine"}"#;
@@ -127,6 +128,13 @@ async fn shutdown_lets_an_in_flight_request_finish(db: Db) {
         body.len()
     );
     stream.write_all(head.as_bytes()).await.unwrap();
+    (stream, body)
+}
+
+async fn shutdown_lets_an_in_flight_request_finish(db: Db) {
+    let mut svc = TestService::start(db, &[]).await;
+    let (mut stream, body) = login_by_hand(&svc).await;
+    let address = svc.service.as_ref().unwrap().address;
     stream.write_all(&body[..10]).await.unwrap();
     // Wait until the front has forwarded the request (the backend sees a connection).
     tokio::time::sleep(Duration::from_millis(300)).await;
@@ -152,15 +160,7 @@ async fn shutdown_lets_an_in_flight_request_finish(db: Db) {
 /// still answers it rather than taking the end of its input for the client leaving.
 async fn a_client_that_half_closes_gets_its_answer(db: Db) {
     let svc = TestService::start(db, &[]).await;
-    svc.create_user("ada@example.com", "analytical-engine").await;
-    let address = svc.service.as_ref().unwrap().address;
-    let body = br#"{"email": "ada@example.com", "password": "analytical-engine"}"#;
-    let mut stream = tokio::net::TcpStream::connect(address).await.unwrap();
-    let head = format!(
-        "POST /api/v1/login HTTP/1.1\r\nhost: test\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
-        body.len()
-    );
-    stream.write_all(head.as_bytes()).await.unwrap();
+    let (mut stream, body) = login_by_hand(&svc).await;
     stream.write_all(body).await.unwrap();
     // The login hashes the password (argon2id): the answer is still to come.
     stream.shutdown().await.unwrap();
