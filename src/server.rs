@@ -65,7 +65,7 @@ pub struct RunningService {
     inbox_worker: Option<InboxWorker>,
     janitor: JoinHandle<()>,
     /// Postgres: hears of token and user changes for the token cache.
-    token_listener: Option<JoinHandle<()>>,
+    change_listener: Option<JoinHandle<()>>,
     fieldreport: FieldReportService,
 }
 
@@ -88,7 +88,7 @@ impl RunningService {
             worker.stop().await;
         }
         self.janitor.abort();
-        if let Some(listener) = &self.token_listener {
+        if let Some(listener) = &self.change_listener {
             listener.abort();
         }
         let _ = self.dropshot.close().await;
@@ -181,7 +181,7 @@ pub async fn start(config: &Config, log: &Logger) -> Result<RunningService, Star
     );
     let inbox_worker = erp.start_worker(log.new(o!("component" => "erp-inbox")));
     let janitor = tokio::spawn(janitor(store.clone(), log.new(o!("component" => "janitor"))));
-    let token_listener = store.cache_token_owners(&config.database_url);
+    let change_listener = store.listen_for_changes(&config.database_url);
     let context_fieldreport = fieldreport.clone();
     let context = ApiContext {
         store: store.clone(),
@@ -237,7 +237,7 @@ pub async fn start(config: &Config, log: &Logger) -> Result<RunningService, Star
         dropshot,
         inbox_worker: Some(inbox_worker),
         janitor,
-        token_listener,
+        change_listener,
         fieldreport: context_fieldreport,
     })
 }

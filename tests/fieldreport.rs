@@ -370,3 +370,134 @@ on_both_databases!(
     lists_page_in_id_order,
     an_unconfigured_upstream_is_named,
 );
+
+/// Postgres: each instance keeps records and pages it read in memory, and forgets them when
+/// any instance (or anyone with SQL) changes the mirror.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn records_changed_anywhere_are_answered_changed_on_every_instance() {
+    if std::env::var("TEST_POSTGRES_URL").is_err() {
+        eprintln!("skipped: TEST_POSTGRES_URL is not set");
+        return;
+    }
+    let (url, schema) = common::fresh_database(Db::Postgres).await;
+    let first = TestService::start_on(url.clone(), schema, &[]).await;
+    let second = TestService::start_on(url.clone(), None, &[]).await;
+    let on_first = api(&first).await;
+    let on_second = Api { svc: &second, token: on_first.token.clone() };
+    sqlx::any::install_default_drivers();
+    let sql = sqlx::AnyPool::connect(&url).await.unwrap();
+    let set_name = |id: String, name: String| {
+        let sql = sql.clone();
+        async move {
+            sqlx::query(
+                "UPDATE fieldreport_records SET document = jsonb_set(document::jsonb, '{Name}', to_jsonb($1::text))::text \
+                 WHERE entity = 'companies' AND record_id = $2",
+            )
+            .bind(name)
+            .bind(id)
+            .execute(&sql)
+            .await
+            .unwrap();
+        }
+    };
+    let created = on_first
+        .json(reqwest::Method::POST, "/api/v1/fieldreport/companies", Some(json!({"Id": "a", "Version": 1})), 201)
+        .await;
+    let id = created["data"]["Id"].as_str().unwrap().to_string();
+    let path = format!("/api/v1/fieldreport/companies/{id}");
+
+    // Without the notification (its trigger off), a change by SQL is not seen by an instance
+    // that read the record while listening: it answers from memory.
+    sqlx::query("ALTER TABLE fieldreport_records DISABLE TRIGGER fieldreport_records_notify_updated")
+        .execute(&sql)
+        .await
+        .unwrap();
+    let mut cached = false;
+    for round in 0..50 {
+        on_second.json(reqwest::Method::GET, &path, None, 200).await;
+        let name = format!("unseen {round}");
+        set_name(id.clone(), name.clone()).await;
+        if on_second.json(reqwest::Method::GET, &path, None, 200).await["Name"] != name.as_str() {
+            cached = true;
+            break;
+        }
+        // The second instance was not listening yet, so it cached nothing.
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert!(cached, "the second instance caches records");
+    assert!(lookups(&second, "hit").await >= 1.0, "the cache's hits are counted");
+    sqlx::query("ALTER TABLE fieldreport_records ENABLE TRIGGER fieldreport_records_notify_updated")
+        .execute(&sql)
+        .await
+        .unwrap();
+
+    // With it: a change by SQL, then a write through the first instance.
+    set_name(id.clone(), "by hand".into()).await;
+    answered_soon(&on_second, &path, |record| record["Name"] == "by hand").await;
+    on_first.json(reqwest::Method::PATCH, &path, Some(json!({"Name": "on the first"})), 200).await;
+    answered_soon(&on_second, &path, |record| record["Name"] == "on the first").await;
+
+    // Pages: a page read on the second instance, then 20 records inserted by one statement
+    // (a notification for the whole set), then every record changed by one statement.
+    let list = "/api/v1/fieldreport/companies?per_page=100";
+    assert_eq!(on_second.json(reqwest::Method::GET, list, None, 200).await["meta"]["total"], 1);
+    assert_eq!(on_second.json(reqwest::Method::GET, list, None, 200).await["meta"]["total"], 1);
+    sqlx::query(
+        "INSERT INTO fieldreport_records (entity, record_id, version, document, created_at, updated_at) \
+         SELECT 'companies', 'bulk-' || n, 1, json_build_object('Id', 'bulk-' || n, 'Version', 1)::text, 0, 0 \
+         FROM generate_series(1, 20) AS n",
+    )
+    .execute(&sql)
+    .await
+    .unwrap();
+    answered_soon(&on_second, list, |page| page["meta"]["total"] == 21 && page["data"].as_array().unwrap().len() == 21)
+        .await;
+    on_second.json(reqwest::Method::GET, &path, None, 200).await;
+    sqlx::query(
+        "UPDATE fieldreport_records SET document = jsonb_set(document::jsonb, '{Name}', to_jsonb('all'::text))::text \
+         WHERE entity = 'companies'",
+    )
+    .execute(&sql)
+    .await
+    .unwrap();
+    answered_soon(&on_second, &path, |record| record["Name"] == "all").await;
+    answered_soon(&on_second, list, |page| page["data"][20]["Name"] == "all").await;
+
+    // An instance's own write is answered at once by that instance (each instance has an upstream
+    // simulator of its own: the record is the first's).
+    for n in 0..5 {
+        let name = format!("own write {n}");
+        on_first.json(reqwest::Method::GET, &path, None, 200).await;
+        on_first.json(reqwest::Method::PATCH, &path, Some(json!({"Name": name})), 200).await;
+        assert_eq!(on_first.json(reqwest::Method::GET, &path, None, 200).await["Name"], name.as_str());
+    }
+    let deleted = on_first.send(reqwest::Method::DELETE, &path, None).await;
+    assert_eq!(deleted.status(), 204);
+    error_body(on_first.send(reqwest::Method::GET, &path, None).await, 404).await;
+    assert_eq!(on_first.json(reqwest::Method::GET, list, None, 200).await["meta"]["total"], 20);
+    sql.close().await;
+    second.stop().await;
+    first.stop().await;
+}
+
+/// Asks for `path` until `answered` holds of its JSON (a notification reaches other instances
+/// once the changing transaction commits), at most about five seconds.
+async fn answered_soon(api: &Api<'_>, path: &str, answered: impl Fn(&Value) -> bool) {
+    let mut last = Value::Null;
+    for _ in 0..50 {
+        last = api.json(reqwest::Method::GET, path, None, 200).await;
+        if answered(&last) {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    panic!("{path} still answers {last}");
+}
+
+/// The record cache's lookups with this result (`hit`, `miss`), from the metrics.
+async fn lookups(svc: &TestService, result: &str) -> f64 {
+    let text = svc.client.get(svc.url("/metrics")).send().await.unwrap().text().await.unwrap();
+    let series = format!("integration_service_fieldreport_record_cache_lookups_total{{result=\"{result}\"}} ");
+    let line = text.lines().find_map(|line| line.strip_prefix(series.as_str()));
+    line.unwrap_or_else(|| panic!("no {series} in {text}")).parse().unwrap()
+}

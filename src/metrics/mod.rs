@@ -102,6 +102,9 @@ pub struct DatabaseGauges {
     pub pool_connections: u32,
     pub pool_idle: usize,
     pub pool_max: u32,
+    /// Field-report record and page lookups answered from memory and from the database;
+    /// `None` where nothing is cached (SQLite).
+    pub record_cache_lookups: Option<(u64, u64)>,
 }
 
 impl DatabaseGauges {
@@ -114,6 +117,7 @@ impl DatabaseGauges {
             pool_connections: pool.size(),
             pool_idle: pool.num_idle(),
             pool_max: pool.options().get_max_connections(),
+            record_cache_lookups: store.record_cache_lookups(),
             ..Default::default()
         };
         match store.inbox_depths().await {
@@ -296,6 +300,16 @@ fn render_database(out: &mut Exposition, database: &DatabaseGauges) {
         for (entity, count) in counts.iter().filter(|(e, _)| generated::fieldreport::by_route(e).is_none()) {
             out.sample(name, &[("entity", entity)], count);
         }
+    }
+    if let Some((hits, misses)) = database.record_cache_lookups {
+        let name = "integration_service_fieldreport_record_cache_lookups_total";
+        out.family(
+            name,
+            "counter",
+            "Reads of a field-report record or page answered from memory (hit) or from the database (miss), since start; Postgres only.",
+        );
+        out.sample(name, &[("result", "hit")], hits);
+        out.sample(name, &[("result", "miss")], misses);
     }
     let gauges = [
         (

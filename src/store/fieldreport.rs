@@ -5,6 +5,8 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 use sqlx::Row;
 
+use super::change_notifications::Lookup;
+use super::record_cache::CachedPage;
 use super::{Store, StoreError, now_ms};
 
 /// A mirrored record.
@@ -91,9 +93,27 @@ impl Store {
 
     /// A record's document as stored, checked to be JSON but not parsed into a tree: what a
     /// read answers with.
+    /// On Postgres, from memory when it was read lately (see [`super::record_cache`]).
     pub async fn mirror_document(&self, entity: &str, id: &str) -> Result<Option<Box<RawValue>>, StoreError> {
+        let generation = match self.record_cache.as_deref().map(|cache| cache.document(entity, id)) {
+            Some(Lookup::Hit(document)) => return Ok(Some(document)),
+            Some(Lookup::Miss(generation)) => generation,
+            None => None,
+        };
         let Some((_, _, text)) = self.mirror_row(entity, id).await? else { return Ok(None) };
-        Ok(Some(RawValue::from_string(text).map_err(not_json)?))
+        let document = RawValue::from_string(text).map_err(not_json)?;
+        if let Some(cache) = &self.record_cache {
+            cache.put_document(generation, entity, id, &document);
+        }
+        Ok(Some(document))
+    }
+
+    /// Forgets cached copies of these records and of their set's pages, after a write of
+    /// this instance's (the notification that tells every instance comes later).
+    fn forget_records<'a>(&self, entity: &str, ids: impl IntoIterator<Item = &'a str>) {
+        if let Some(cache) = &self.record_cache {
+            cache.forget_records(entity, ids);
+        }
     }
 
     /// Id, version and document text of one record: in place on SQLite, else on a request
@@ -137,6 +157,7 @@ impl Store {
             .bind(now)
             .execute(lease.connection())
             .await;
+        self.forget_records(entity, [record.id.as_str()]);
         lease.settle(done)?;
         Ok(())
     }
@@ -163,6 +184,7 @@ impl Store {
             .bind(expected_version)
             .execute(lease.connection())
             .await;
+        self.forget_records(entity, [record.id.as_str()]);
         Ok(lease.settle(done)?.rows_affected() == 1)
     }
 
@@ -175,6 +197,7 @@ impl Store {
             .bind(id)
             .execute(lease.connection())
             .await;
+        self.forget_records(entity, [id]);
         Ok(lease.settle(done)?.rows_affected() == 1)
     }
 
@@ -189,6 +212,12 @@ impl Store {
         offset: i64,
         limit: i64,
     ) -> Result<(Vec<Box<RawValue>>, i64), StoreError> {
+        // On Postgres, from memory when it was read lately (see [`super::record_cache`]).
+        let generation = match self.record_cache.as_deref().map(|cache| cache.page(entity, offset, limit)) {
+            Some(Lookup::Hit(page)) => return Ok((page.documents, page.total)),
+            Some(Lookup::Miss(generation)) => generation,
+            None => None,
+        };
         let (texts, total) = match &self.sqlite_reads {
             Some(reads) => {
                 let entity = entity.to_string();
@@ -231,8 +260,13 @@ impl Store {
                 (texts, total)
             }
         };
-        let documents =
+        let documents: Vec<Box<RawValue>> =
             texts.into_iter().map(|text| RawValue::from_string(text).map_err(not_json)).collect::<Result<_, _>>()?;
+        if let Some(cache) = &self.record_cache {
+            let page = CachedPage { documents, total };
+            cache.put_page(generation, entity, offset, limit, &page);
+            return Ok((page.documents, page.total));
+        }
         Ok((documents, total))
     }
 }
@@ -376,7 +410,12 @@ impl Store {
             }
             insert.execute(&mut *tx).await?;
         }
-        tx.commit().await?;
+        let committed = tx.commit().await;
+        let changed = records.iter().zip(&outcomes).filter(|(_, outcome)| **outcome != Upserted::Unchanged);
+        if changed.clone().next().is_some() {
+            self.forget_records(entity, changed.map(|(record, _)| record.id.as_str()));
+        }
+        committed?;
         Ok(outcomes)
     }
 
@@ -508,7 +547,7 @@ impl Store {
         old_id: &str,
         record: &MirrorRecord,
     ) -> Result<(), StoreError> {
-        sqlx::query(
+        let done = sqlx::query(
             "UPDATE fieldreport_records SET record_id = $1, version = $2, document = $3, pending_push = NULL, updated_at = $4, \
              push_claimed_until = NULL, push_attempts = 0 WHERE entity = $5 AND record_id = $6",
         )
@@ -519,7 +558,9 @@ impl Store {
         .bind(entity)
         .bind(old_id)
         .execute(self.pool())
-        .await?;
+        .await;
+        self.forget_records(entity, [old_id, record.id.as_str()]);
+        done?;
         Ok(())
     }
 }

@@ -13,6 +13,7 @@ macro_rules! sql {
 }
 
 pub mod bench;
+mod change_notifications;
 pub mod erp;
 pub mod fieldreport;
 pub mod flows;
@@ -20,6 +21,7 @@ pub mod idempotency;
 mod inbox_intake;
 pub mod lease;
 pub mod login_failures;
+mod record_cache;
 pub mod request_connections;
 mod sqlite_reads;
 mod token_cache;
@@ -93,6 +95,9 @@ pub struct Store {
     /// Postgres only: token owners kept in memory while a listener hears of their changes
     /// (see [`token_cache`] and [`Store::cache_token_owners`]).
     token_cache: Option<Arc<token_cache::TokenCache>>,
+    /// Postgres only: field-report records and pages kept in memory while a listener hears of
+    /// their changes (see [`record_cache`]).
+    record_cache: Option<Arc<record_cache::RecordCache>>,
     dialect: Dialect,
     /// How long claimed work (a sync, a pull, webhook calls) stays with an instance that
     /// stopped renewing its claim: after a crash, another run takes it over this much later.
@@ -164,6 +169,7 @@ impl Store {
             inbox_intake,
             write_turns,
             token_cache: (dialect == Dialect::Postgres).then(|| Arc::new(token_cache::TokenCache::default())),
+            record_cache: (dialect == Dialect::Postgres).then(|| Arc::new(record_cache::RecordCache::default())),
             dialect,
             work_lease_ms: DEFAULT_WORK_LEASE.as_millis() as i64,
         })
@@ -176,12 +182,20 @@ impl Store {
         Ok(store)
     }
 
-    /// Postgres: starts listening for changes of tokens and users, and keeps the owners of
-    /// checked tokens in memory while it listens (see [`token_cache`]); the task runs until it
-    /// is aborted. `None` on SQLite, where token checks are local reads.
-    pub fn cache_token_owners(&self, url: &DatabaseUrl) -> Option<tokio::task::JoinHandle<()>> {
-        let cache = self.token_cache.clone()?;
-        Some(tokio::spawn(cache.listen(url.expose().to_string(), self.pool.clone())))
+    /// Postgres: starts listening for changes of tokens, users and field-report records, and
+    /// keeps token owners and records in memory while it listens (see [`change_notifications`],
+    /// [`token_cache`] and [`record_cache`]); the task runs until it is aborted. `None` on
+    /// SQLite, where these are local reads.
+    pub fn listen_for_changes(&self, url: &DatabaseUrl) -> Option<tokio::task::JoinHandle<()>> {
+        let listeners =
+            change_notifications::Listeners { tokens: self.token_cache.clone()?, records: self.record_cache.clone()? };
+        Some(tokio::spawn(listeners.listen(url.expose().to_string(), self.pool.clone())))
+    }
+
+    /// Field-report record lookups answered from memory and lookups that went to the
+    /// database, since start; `None` where records are not cached (SQLite).
+    pub fn record_cache_lookups(&self) -> Option<(u64, u64)> {
+        self.record_cache.as_deref().map(|cache| cache.lookups())
     }
 
     /// The same store with another lease for claimed work (`WORK_LEASE_SECONDS`).

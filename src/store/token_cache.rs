@@ -6,29 +6,24 @@
 //!   on [`CHANNEL`] when a token is deleted or its secret, expiry or user changes (the token's
 //!   id), and when any user changes or goes (`*`: everything). Each instance listens on a
 //!   connection of its own and forgets what it is told.
-//! - The cache is used only while that connection is listening: before it first listens, and
-//!   from the moment it fails until it listens again, nothing is cached and every check reads
-//!   the database (notifications sent in between are lost, so the cache is emptied).
+//! - The cache is used only while that connection is listening, and is emptied when it stops
+//!   (see [`super::change_notifications`], which also gives up a silent connection).
 //! - A check that read the database puts its owner in only if nothing was forgotten since it
 //!   began to read (a generation count), so a notification that overtakes a read wins.
 //! - This instance's own revocations forget at once, without waiting for the notification.
-//! - A listening connection that hears nothing for [`SILENCE`] is given up as lost (every
-//!   instance sends a heartbeat notification every [`HEARTBEAT`]): a connection cut without a
-//!   word never reports an error.
 //! - Entries are read again after [`MAX_AGE`] whatever happens, and the cache holds at most
 //!   [`MAX_ENTRIES`].
 //!
 //! What remains is the notification's own delay to other instances: a revocation on one
 //! instance reaches the others once its transaction commits and the notification is
 //! delivered (milliseconds on a working connection; a connection lost without a word, at most
-//! [`SILENCE`]).
+//! [`super::change_notifications::SILENCE`]).
 
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use sqlx::postgres::PgListener;
-
+use super::change_notifications::Lookup;
 use super::tokens::TokenOwner;
 
 /// The notification channel of migration 0011.
@@ -37,16 +32,6 @@ pub const CHANNEL: &str = "token_owners_changed";
 pub const MAX_AGE: Duration = Duration::from_secs(30);
 /// More entries than this empty the cache.
 pub const MAX_ENTRIES: usize = 10_000;
-/// How long the listener waits before connecting again after a failure.
-const RECONNECT_AFTER: Duration = Duration::from_secs(1);
-/// Every instance sends [`HEARTBEAT_PAYLOAD`] on [`CHANNEL`] this often, through its pool.
-const HEARTBEAT: Duration = Duration::from_secs(5);
-/// A listening connection that hears nothing (not even its own heartbeat) for this long is
-/// taken as lost: a connection cut without a word (a network partition, a dropped NAT entry)
-/// never reports an error.
-const SILENCE: Duration = Duration::from_secs(15);
-/// The payload of heartbeats, which change nothing.
-const HEARTBEAT_PAYLOAD: &str = "heartbeat";
 
 #[derive(Default)]
 struct State {
@@ -55,14 +40,6 @@ struct State {
     /// Counts everything forgotten: an owner read before a change is not put in after it.
     generation: u64,
     entries: HashMap<i64, (TokenOwner, Instant)>,
-}
-
-/// What a lookup found.
-pub enum Lookup {
-    Hit(TokenOwner),
-    /// Not cached: read the database, then [`TokenCache::put`] with this generation (`None`
-    /// when the cache is not in use).
-    Miss(Option<u64>),
 }
 
 #[derive(Default)]
@@ -83,7 +60,7 @@ impl TokenCache {
         self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    pub fn lookup(&self, token_id: i64) -> Lookup {
+    pub fn lookup(&self, token_id: i64) -> Lookup<TokenOwner> {
         let state = self.state();
         if !state.listening {
             return Lookup::Miss(None);
@@ -127,56 +104,18 @@ impl TokenCache {
     }
 
     /// What a notification's payload asks: a token id, or `*` (anything else) for everything.
-    fn notified(&self, payload: &str) {
-        if payload == HEARTBEAT_PAYLOAD {
-            return;
-        }
+    pub(super) fn notified(&self, payload: &str) {
         match payload.parse() {
             Ok(token_id) => self.forget(token_id),
             Err(_) => self.forget_all(),
         }
     }
 
-    fn set_listening(&self, listening: bool) {
+    pub(super) fn set_listening(&self, listening: bool) {
         let mut state = self.state();
         state.listening = listening;
         state.generation += 1;
         state.entries.clear();
-    }
-
-    /// Listens for changes until the task is aborted (spawned by
-    /// [`super::Store::cache_token_owners`]); the cache is in use only while a listening
-    /// connection is up and hears at least the heartbeats that `pool` sends.
-    pub async fn listen(self: std::sync::Arc<Self>, url: String, pool: sqlx::AnyPool) {
-        let heartbeat = async {
-            loop {
-                tokio::time::sleep(HEARTBEAT).await;
-                // A failed heartbeat is not an error of its own: the silence it leaves is.
-                let _ =
-                    sqlx::query("SELECT pg_notify($1, $2)").bind(CHANNEL).bind(HEARTBEAT_PAYLOAD).execute(&pool).await;
-            }
-        };
-        let listening = async {
-            loop {
-                if let Ok(mut listener) = Self::connect(&url).await {
-                    self.set_listening(true);
-                    // `try_recv` answers `None` when the connection was lost. The listener is
-                    // dropped, never used again, after a wait for it was cut short.
-                    while let Ok(Ok(Some(notification))) = tokio::time::timeout(SILENCE, listener.try_recv()).await {
-                        self.notified(notification.payload());
-                    }
-                }
-                self.set_listening(false);
-                tokio::time::sleep(RECONNECT_AFTER).await;
-            }
-        };
-        tokio::join!(heartbeat, listening);
-    }
-
-    async fn connect(url: &str) -> Result<PgListener, sqlx::Error> {
-        let mut listener = PgListener::connect(url).await?;
-        listener.listen(CHANNEL).await?;
-        Ok(listener)
     }
 }
 
@@ -197,7 +136,7 @@ mod tests {
         }
     }
 
-    fn generation(lookup: Lookup) -> Option<u64> {
+    fn generation(lookup: Lookup<TokenOwner>) -> Option<u64> {
         match lookup {
             Lookup::Hit(_) => panic!("expected a miss"),
             Lookup::Miss(generation) => generation,
@@ -240,12 +179,7 @@ mod tests {
         cache.set_listening(true);
         let g = generation(cache.lookup(9));
         cache.put(g, &owner(9));
-        cache.notified(HEARTBEAT_PAYLOAD);
-        assert!(matches!(cache.lookup(9), Lookup::Hit(_)), "a heartbeat changes nothing");
-        drop(cache);
-
-        let cache = TokenCache::default();
-        cache.set_listening(true);
+        assert!(matches!(cache.lookup(9), Lookup::Hit(_)));
         for id in [1, 2, 3] {
             let g = generation(cache.lookup(id));
             cache.put(g, &owner(id));

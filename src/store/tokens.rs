@@ -3,7 +3,7 @@
 use rusqlite::OptionalExtension;
 use sqlx::Row;
 
-use super::token_cache::Lookup;
+use super::change_notifications::Lookup;
 use super::{Store, StoreError, now_ms};
 
 /// A token and its user, by token id.
