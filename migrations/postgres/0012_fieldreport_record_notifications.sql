@@ -5,8 +5,17 @@
 -- it touched (forget that record and its set's pages), or, past 16 records, `<entity>` for
 -- each set it touched (forget the set); a TRUNCATE sends `*` (forget everything). An update
 -- sends the record's id from before (a push may give a record the upstream's id).
+--
+-- The service's own connections (`integration_service.notifies_changes` set on each) are
+-- skipped: the service notifies in a statement of its own after each commit. A transaction
+-- that notifies holds a cluster-wide lock from its commit until its commit record is flushed
+-- (that keeps notifications in commit order), so mirror writes that notified from here were
+-- committed one at a time: the webhook worker's rate halved in `cargo xtask bench`.
 CREATE FUNCTION fieldreport_notify_changed() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
+    IF current_setting('integration_service.notifies_changes', true) = 'on' THEN
+        RETURN NULL;
+    END IF;
     IF (SELECT COUNT(*) FROM (SELECT 1 FROM changed_records LIMIT 17) AS touched) <= 16 THEN
         -- A notification's payload must stay under 8000 bytes: a record with a longer id
         -- than this makes its whole set forgotten.
@@ -23,6 +32,7 @@ $$;
 
 CREATE FUNCTION fieldreport_notify_truncated() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
+    -- The service never truncates the mirror: this is someone's statement, from any session.
     PERFORM pg_notify('fieldreport_records_changed', '*');
     RETURN NULL;
 END

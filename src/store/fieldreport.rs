@@ -109,10 +109,38 @@ impl Store {
     }
 
     /// Forgets cached copies of these records and of their set's pages, after a write of
-    /// this instance's (the notification that tells every instance comes later).
+    /// this instance's, whether it succeeded or not ([`Store::notify_mirror_changed`] tells
+    /// the other instances of a write that did).
     fn forget_records<'a>(&self, entity: &str, ids: impl IntoIterator<Item = &'a str>) {
         if let Some(cache) = &self.record_cache {
             cache.forget_records(entity, ids);
+        }
+    }
+
+    /// Postgres: tells every instance that these records of `entity` changed, once the write
+    /// committed (one record by its id, more as their whole set). The triggers of migration
+    /// 0012 do it for other sessions only: a transaction that notifies holds a cluster-wide
+    /// lock until its commit is flushed, which made every mirror write wait for the one before
+    /// it. This statement writes nothing, so it never waits for a flush. A failure is
+    /// reported, not returned: the write is done, and other instances read their copies again
+    /// within [`super::record_cache::MAX_AGE`].
+    async fn notify_mirror_changed(&self, entity: &str, ids: &[&str]) {
+        if self.record_cache.is_none() || ids.is_empty() {
+            return;
+        }
+        let payload = match ids {
+            [id] if id.len() <= 1000 => format!("{entity} {id}"),
+            _ => entity.to_string(),
+        };
+        let notified = sqlx::query("SELECT pg_notify($1, $2)")
+            .bind(super::record_cache::CHANNEL)
+            .bind(payload)
+            .execute(self.pool())
+            .await;
+        if let Err(error) = notified {
+            crate::telemetry::report_internal_error(&format!(
+                "other instances were not told of a change of field-report {entity}: {error}"
+            ));
         }
     }
 
@@ -159,6 +187,8 @@ impl Store {
             .await;
         self.forget_records(entity, [record.id.as_str()]);
         lease.settle(done)?;
+        drop(lease);
+        self.notify_mirror_changed(entity, &[&record.id]).await;
         Ok(())
     }
 
@@ -185,7 +215,12 @@ impl Store {
             .execute(lease.connection())
             .await;
         self.forget_records(entity, [record.id.as_str()]);
-        Ok(lease.settle(done)?.rows_affected() == 1)
+        let replaced = lease.settle(done)?.rows_affected() == 1;
+        drop(lease);
+        if replaced {
+            self.notify_mirror_changed(entity, &[&record.id]).await;
+        }
+        Ok(replaced)
     }
 
     /// Deletes a record; false when it was not there.
@@ -198,7 +233,12 @@ impl Store {
             .execute(lease.connection())
             .await;
         self.forget_records(entity, [id]);
-        Ok(lease.settle(done)?.rows_affected() == 1)
+        let deleted = lease.settle(done)?.rows_affected() == 1;
+        drop(lease);
+        if deleted {
+            self.notify_mirror_changed(entity, &[id]).await;
+        }
+        Ok(deleted)
     }
 
     /// One page of an entity's documents in Id order, as stored (checked to be JSON, never
@@ -411,11 +451,17 @@ impl Store {
             insert.execute(&mut *tx).await?;
         }
         let committed = tx.commit().await;
-        let changed = records.iter().zip(&outcomes).filter(|(_, outcome)| **outcome != Upserted::Unchanged);
-        if changed.clone().next().is_some() {
-            self.forget_records(entity, changed.map(|(record, _)| record.id.as_str()));
+        let changed: Vec<&str> = records
+            .iter()
+            .zip(&outcomes)
+            .filter(|(_, outcome)| **outcome != Upserted::Unchanged)
+            .map(|(record, _)| record.id.as_str())
+            .collect();
+        if !changed.is_empty() {
+            self.forget_records(entity, changed.iter().copied());
         }
         committed?;
+        self.notify_mirror_changed(entity, &changed).await;
         Ok(outcomes)
     }
 
@@ -561,6 +607,7 @@ impl Store {
         .await;
         self.forget_records(entity, [old_id, record.id.as_str()]);
         done?;
+        self.notify_mirror_changed(entity, &[old_id]).await;
         Ok(())
     }
 }

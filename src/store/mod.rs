@@ -331,9 +331,18 @@ impl std::ops::DerefMut for WriteTransaction {
 
 /// The session settings of every new connection.
 async fn prepare_connection(conn: &mut AnyConnection, dialect: Dialect) -> Result<(), sqlx::Error> {
-    if dialect == Dialect::Sqlite {
-        conn.execute("PRAGMA journal_mode = WAL; PRAGMA busy_timeout = 5000; PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL;")
+    match dialect {
+        Dialect::Sqlite => {
+            conn.execute(
+                "PRAGMA journal_mode = WAL; PRAGMA busy_timeout = 5000; PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL;",
+            )
             .await?;
+        }
+        // The service tells other instances of its mirror writes itself, after each commit;
+        // the triggers that do it for other sessions skip this one (see migration 0012).
+        Dialect::Postgres => {
+            conn.execute("SET integration_service.notifies_changes = 'on'").await?;
+        }
     }
     Ok(())
 }

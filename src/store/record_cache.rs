@@ -5,10 +5,11 @@
 //!
 //! The mirror is read far more often than it changes, and a cached document must never be
 //! answered after the mirror changed, on any instance:
-//! - Postgres tells every instance of a change: the triggers of migration 0012 send, on
-//!   [`CHANNEL`], `<entity> <record id>` for each record a statement inserted, updated or
-//!   deleted (the record and every page of its set are forgotten), `<entity>` when a statement
-//!   touched many (the set is forgotten), `*` on a TRUNCATE (everything). The listener is
+//! - Every instance is told of a change, on [`CHANNEL`]: `<entity> <record id>` for a
+//!   changed record (the record and every page of its set are forgotten), `<entity>` for many
+//!   (the set is forgotten), `*` (everything). The service sends it after each write commits
+//!   (`Store::notify_mirror_changed`); for any other session (a statement run by hand), the
+//!   triggers of migration 0012 send it, per statement. The listener is
 //!   [`super::change_notifications`], which keeps the cache in use only while it listens.
 //! - A read that went to the database puts what it read in only if nothing was forgotten
 //!   since it began (a generation count), so a notification that overtakes a read wins.
