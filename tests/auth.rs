@@ -212,16 +212,8 @@ async fn tokens_of_a_deleted_user_stop_working_at_once(db: Db) {
 /// any instance (or anyone with SQL) revokes it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_token_revoked_on_one_instance_stops_working_on_the_others() {
-    if std::env::var("TEST_POSTGRES_URL").is_err() {
-        eprintln!("skipped: TEST_POSTGRES_URL is not set");
-        return;
-    }
-    let (url, schema) = common::fresh_database(Db::Postgres).await;
-    let first = TestService::start_on(url.clone(), schema, &[]).await;
-    let second = TestService::start_on(url.clone(), None, &[]).await;
+    let Some((first, second, sql)) = common::two_instances_on_postgres().await else { return };
     first.create_user(EMAIL, PASSWORD).await;
-    sqlx::any::install_default_drivers();
-    let sql = sqlx::AnyPool::connect(&url).await.unwrap();
     let user_on = |svc: &TestService, token: &str| svc.client.get(svc.url("/api/v1/user")).bearer_auth(token).send();
     // Without the notification (its trigger off), a token deleted behind the second
     // instance's back still works there once checked: the second instance caches owners.

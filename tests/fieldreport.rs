@@ -375,17 +375,9 @@ on_both_databases!(
 /// any instance (or anyone with SQL) changes the mirror.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn records_changed_anywhere_are_answered_changed_on_every_instance() {
-    if std::env::var("TEST_POSTGRES_URL").is_err() {
-        eprintln!("skipped: TEST_POSTGRES_URL is not set");
-        return;
-    }
-    let (url, schema) = common::fresh_database(Db::Postgres).await;
-    let first = TestService::start_on(url.clone(), schema, &[]).await;
-    let second = TestService::start_on(url.clone(), None, &[]).await;
+    let Some((first, second, sql)) = common::two_instances_on_postgres().await else { return };
     let on_first = api(&first).await;
     let on_second = Api { svc: &second, token: on_first.token.clone() };
-    sqlx::any::install_default_drivers();
-    let sql = sqlx::AnyPool::connect(&url).await.unwrap();
     let set_name = |id: String, name: String| {
         let sql = sql.clone();
         async move {

@@ -108,6 +108,22 @@ pub async fn fresh_database(db: Db) -> (String, Option<String>) {
     }
 }
 
+/// Two instances on one fresh Postgres database, and a pool of the test's own on it for
+/// statements run behind the instances' backs; `None` (said on stderr) without
+/// `TEST_POSTGRES_URL`.
+pub async fn two_instances_on_postgres() -> Option<(TestService, TestService, sqlx::AnyPool)> {
+    if std::env::var("TEST_POSTGRES_URL").is_err() {
+        eprintln!("skipped: TEST_POSTGRES_URL is not set");
+        return None;
+    }
+    let (url, schema) = fresh_database(Db::Postgres).await;
+    let first = TestService::start_on(url.clone(), schema, &[]).await;
+    let second = TestService::start_on(url.clone(), None, &[]).await;
+    sqlx::any::install_default_drivers();
+    let sql = sqlx::AnyPool::connect(&url).await.expect("connect to the test's database");
+    Some((first, second, sql))
+}
+
 /// Drops a schema made by [`fresh_database`].
 pub async fn drop_schema(schema: &str) {
     let admin = admin_pool(&std::env::var("TEST_POSTGRES_URL").unwrap()).await;
