@@ -93,7 +93,7 @@ pub struct Store {
     /// SQLite only: see [`Store::write_turn`].
     write_turns: Option<Arc<tokio::sync::Mutex<()>>>,
     /// Postgres only: token owners kept in memory while a listener hears of their changes
-    /// (see [`token_cache`] and [`Store::cache_token_owners`]).
+    /// (see [`token_cache`] and [`Store::listen_for_changes`]).
     token_cache: Option<Arc<token_cache::TokenCache>>,
     /// Postgres only: field-report records and pages kept in memory while a listener hears of
     /// their changes (see [`record_cache`]).
