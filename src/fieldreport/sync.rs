@@ -25,8 +25,8 @@ use crate::upstream::fieldreport::{FieldReportClient, ODataPage};
 
 /// Records asked for per `$top` window.
 const WINDOW: usize = 500;
-/// Pages fetched ahead of the one being stored.
-const PAGES_AHEAD: usize = 2;
+/// Pages fetched ahead of the ones being stored.
+const PAGES_AHEAD: usize = 8;
 
 /// What one sync did.
 #[derive(Debug, Clone, Default, Serialize, schemars::JsonSchema)]
@@ -175,24 +175,44 @@ impl FieldReportService {
         let mut report = SyncReport { entity: info.route.to_string(), cursor: previous.clone(), ..Default::default() };
         let store_pages = async move {
             while let Some(page) = pages.recv().await {
-                let page = page?;
-                report.pages += 1;
-                report.fetched += page.records.len() as u64;
-                let mut records = Vec::with_capacity(page.records.len());
-                for document in page.records {
-                    let head = RecordHead::of(document.get());
-                    let modified = head.as_ref().and_then(|h| h.modified.as_ref()).and_then(Value::as_str);
-                    if let Some(modified) = modified
-                        && report.cursor.as_deref().is_none_or(|c| modified > c)
-                    {
-                        report.cursor = Some(modified.to_string());
-                    }
-                    match head.and_then(|h| Some((record_id(h.id.as_ref()?)?, h.version))) {
-                        Some((id, version)) => {
-                            let version = version.as_ref().and_then(Value::as_i64).unwrap_or(0);
-                            records.push(SyncedRecord { id, version, document });
+                // The pages fetched meanwhile are stored together, up to a window's worth:
+                // a statement and a commit for several pages when storing is the slower side.
+                // A failure after some of them is returned once those are stored.
+                let mut batch = vec![page?];
+                let mut batched = batch[0].records.len();
+                let mut failure = None;
+                while batched < WINDOW {
+                    match pages.try_recv() {
+                        Ok(Ok(page)) => {
+                            batched += page.records.len();
+                            batch.push(page);
                         }
-                        None => report.skipped += 1,
+                        Ok(Err(error)) => {
+                            failure = Some(error);
+                            break;
+                        }
+                        Err(_) => break,
+                    }
+                }
+                let mut records = Vec::with_capacity(batched);
+                for page in batch {
+                    report.pages += 1;
+                    report.fetched += page.records.len() as u64;
+                    for document in page.records {
+                        let head = RecordHead::of(document.get());
+                        let modified = head.as_ref().and_then(|h| h.modified.as_ref()).and_then(Value::as_str);
+                        if let Some(modified) = modified
+                            && report.cursor.as_deref().is_none_or(|c| modified > c)
+                        {
+                            report.cursor = Some(modified.to_string());
+                        }
+                        match head.and_then(|h| Some((record_id(h.id.as_ref()?)?, h.version))) {
+                            Some((id, version)) => {
+                                let version = version.as_ref().and_then(Value::as_i64).unwrap_or(0);
+                                records.push(SyncedRecord { id, version, document });
+                            }
+                            None => report.skipped += 1,
+                        }
                     }
                 }
                 for outcome in store.mirror_upsert_page(info.route, &records).await? {
@@ -204,6 +224,9 @@ impl FieldReportService {
                 }
                 report.seconds = started.elapsed().as_secs_f64();
                 progress(&report);
+                if let Some(error) = failure {
+                    return Err(error.into());
+                }
                 self.check_stop()?;
             }
             report.seconds = started.elapsed().as_secs_f64();

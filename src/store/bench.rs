@@ -30,7 +30,14 @@ impl Store {
             .await?;
         let started = Instant::now();
         for chunk in documents.chunks(BATCH) {
-            let values: Vec<String> = (0..chunk.len()).map(|i| format!("(${}, ${})", 2 * i + 1, 2 * i + 2)).collect();
+            // Parameters by position on SQLite, as the sync's statements take them there (sqlx
+            // looks up each parameter's name, and SQLite finds a name by walking the list).
+            let values: Vec<String> = match self.dialect() {
+                super::Dialect::Sqlite => vec!["(?, ?)".to_string(); chunk.len()],
+                super::Dialect::Postgres => {
+                    (0..chunk.len()).map(|i| format!("(${}, ${})", 2 * i + 1, 2 * i + 2)).collect()
+                }
+            };
             let statement = format!("INSERT INTO {SCRATCH} (record_id, document) VALUES {}", values.join(", "));
             let mut query = sqlx::query(sqlx::AssertSqlSafe(statement));
             for (id, document) in chunk {

@@ -376,6 +376,59 @@ fn sqlite_url_creating_file(url: &str) -> Result<String, StoreError> {
     Ok(format!("{url}{sep}mode=rwc"))
 }
 
+/// Stores for unit tests of the store's statements on both databases.
+#[cfg(test)]
+pub(crate) mod testing {
+    use super::Store;
+    use crate::config::DatabaseUrl;
+
+    /// A store on a database of its own, removed by [`TestStore::finish`].
+    pub(crate) struct TestStore {
+        pub store: Store,
+        dir: Option<std::path::PathBuf>,
+        schema: Option<String>,
+    }
+
+    /// A store on a fresh SQLite file, and one on a fresh schema of `TEST_POSTGRES_URL`'s
+    /// database when that is set (said on stderr when not).
+    pub(crate) async fn stores_on_both_databases() -> Vec<TestStore> {
+        let dir = std::env::temp_dir().join(format!("store-test-{}", uuid::Uuid::new_v4()));
+        let sqlite = Store::open(&DatabaseUrl::new(format!("sqlite://{}/db.sqlite", dir.display()))).await.unwrap();
+        let mut stores = vec![TestStore { store: sqlite, dir: Some(dir), schema: None }];
+        let Ok(admin_url) = std::env::var("TEST_POSTGRES_URL") else {
+            eprintln!("Postgres half skipped: TEST_POSTGRES_URL is not set");
+            return stores;
+        };
+        let schema = format!("u_{}", uuid::Uuid::new_v4().simple());
+        admin(&format!("CREATE SCHEMA {schema}")).await;
+        let sep = if admin_url.contains('?') { '&' } else { '?' };
+        let url = format!("{admin_url}{sep}options=-c%20search_path%3D{schema}");
+        let postgres = Store::open(&DatabaseUrl::new(url)).await.unwrap();
+        stores.push(TestStore { store: postgres, dir: None, schema: Some(schema) });
+        stores
+    }
+
+    async fn admin(statement: &str) {
+        sqlx::any::install_default_drivers();
+        let url = std::env::var("TEST_POSTGRES_URL").unwrap();
+        let pool = sqlx::AnyPool::connect(&url).await.unwrap();
+        sqlx::query(sqlx::AssertSqlSafe(statement.to_string())).execute(&pool).await.unwrap();
+        pool.close().await;
+    }
+
+    impl TestStore {
+        pub(crate) async fn finish(self) {
+            self.store.close().await;
+            if let Some(dir) = self.dir {
+                let _ = std::fs::remove_dir_all(dir);
+            }
+            if let Some(schema) = self.schema {
+                admin(&format!("DROP SCHEMA {schema} CASCADE")).await;
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::{Store, sqlite_file, sqlite_url_creating_file};
