@@ -304,7 +304,7 @@ pub async fn sync(service: &Service, settings: &Settings) -> Result<Vec<Row>> {
     base.note = "the mirrored documents inserted again into a scratch table of the same database".into();
     let mut r = Row {
         scenario: "sync".into(),
-        mode: "one sync of companies (OData pages of 500 with $expand)".into(),
+        mode: "one sync of companies ($top windows of 500, served in pages of 100, with $expand)".into(),
         requests: fetched,
         throughput: fetched as f64 / seconds,
         unit: "records/s".into(),
