@@ -56,9 +56,14 @@ enum Command {
     #[command(subcommand)]
     Erp(ErpCommand),
     /// For `cargo xtask bench`: insert the mirrored documents of a field-report entity into a
-    /// scratch table with a plain batched loop and print the rate.
+    /// scratch table (or, with `--into-mirror`, into the mirror as a set of their own) with a
+    /// plain batched loop and print the rate.
     #[command(hide = true)]
-    BenchInsertBaseline { entity: String },
+    BenchInsertBaseline {
+        entity: String,
+        #[arg(long)]
+        into_mirror: bool,
+    },
     /// Run only the upstream simulators (for trying clients against them).
     Sandbox {
         /// Address of the leasing simulator (default: a free loopback port).
@@ -269,9 +274,11 @@ async fn run(command: Command, mut config: Config) -> anyhow::Result<()> {
             };
             erp_pull(&config, models, integration_service::erp::pull::PullKind::Full).await
         }
-        Command::BenchInsertBaseline { entity } => {
+        Command::BenchInsertBaseline { entity, into_mirror } => {
+            use integration_service::store::bench::BaselineTable;
             let store = Store::open(&config.database_url).await?.with_work_lease(config.work_lease);
-            let (count, elapsed) = store.bench_insert_baseline(&entity).await?;
+            let table = if into_mirror { BaselineTable::Mirror } else { BaselineTable::Scratch };
+            let (count, elapsed) = store.bench_insert_baseline(&entity, table).await?;
             store.close().await;
             println!("inserted {count} documents in {:.3} s", elapsed.as_secs_f64());
             Ok(())

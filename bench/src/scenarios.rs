@@ -283,25 +283,13 @@ pub async fn sync(service: &Service, settings: &Settings) -> Result<Vec<Row>> {
     let seconds = started.elapsed().as_secs_f64();
     let peak = peak.finish();
     let fetched = answer["data"][0]["fetched"].as_u64().unwrap_or(0);
-    let output = std::process::Command::new(&service.binary)
-        .args(["bench-insert-baseline", "companies"])
-        .env("DATABASE_URL", &service.database_url)
-        .output()?;
-    anyhow::ensure!(output.status.success(), "bench-insert-baseline: {}", String::from_utf8_lossy(&output.stderr));
-    let text = String::from_utf8_lossy(&output.stdout).to_string();
-    // "inserted N documents in S s"
-    let words: Vec<&str> = text.split_whitespace().collect();
-    let inserted: f64 = words.get(1).and_then(|w| w.parse().ok()).unwrap_or(0.0);
-    let insert_seconds: f64 = words.get(4).and_then(|w| w.parse().ok()).unwrap_or(f64::INFINITY);
-    let mut base = Row {
-        scenario: "sync-insert-baseline".into(),
-        mode: "batched INSERT, 500 rows per statement and transaction".into(),
-        requests: inserted as u64,
-        throughput: inserted / insert_seconds,
-        unit: "records/s".into(),
-        ..Row::default()
-    };
-    base.note = "the mirrored documents inserted again into a scratch table of the same database".into();
+    let mut base = insert_baseline(service, false)?;
+    base.scenario = "sync-insert-baseline".into();
+    base.note = "the mirrored documents inserted again into a scratch table (id, document) of the same database".into();
+    let mut mirror_base = insert_baseline(service, true)?;
+    mirror_base.scenario = "sync-insert-mirror".into();
+    mirror_base.note =
+        "the same, into the mirror itself as a set of their own (its indexes and triggers; informative)".into();
     let mut r = Row {
         scenario: "sync".into(),
         mode: "one sync of companies ($top windows of 500, served in pages of 100, with $expand)".into(),
@@ -317,7 +305,41 @@ pub async fn sync(service: &Service, settings: &Settings) -> Result<Vec<Row>> {
     r.target = Some("ratio ≥ 0.50".into());
     r.met = Some(r.ratio().unwrap_or(0.0) >= 0.5);
     r.note = format!("{fetched} records in {seconds:.1} s");
-    Ok(vec![base, r])
+    let mut against_mirror = Row {
+        scenario: "sync-vs-mirror-insert".into(),
+        mode: "the sync's rate against sync-insert-mirror".into(),
+        requests: r.requests,
+        throughput: r.throughput,
+        unit: r.unit.clone(),
+        baseline: Some(("sync-insert-mirror".into(), mirror_base.throughput)),
+        ..Row::default()
+    };
+    against_mirror.note = "informative: what the service and its upstream add to storing the documents".into();
+    Ok(vec![base, mirror_base, r, against_mirror])
+}
+
+/// The sync's baseline: `integration-service bench-insert-baseline` run on the service's
+/// database, into a scratch table or into the mirror.
+fn insert_baseline(service: &Service, into_mirror: bool) -> Result<Row> {
+    let mut command = std::process::Command::new(&service.binary);
+    command.args(["bench-insert-baseline", "companies"]).env("DATABASE_URL", &service.database_url);
+    if into_mirror {
+        command.arg("--into-mirror");
+    }
+    let output = command.output()?;
+    anyhow::ensure!(output.status.success(), "bench-insert-baseline: {}", String::from_utf8_lossy(&output.stderr));
+    let text = String::from_utf8_lossy(&output.stdout).to_string();
+    // "inserted N documents in S s"
+    let words: Vec<&str> = text.split_whitespace().collect();
+    let inserted: f64 = words.get(1).and_then(|w| w.parse().ok()).unwrap_or(0.0);
+    let insert_seconds: f64 = words.get(4).and_then(|w| w.parse().ok()).unwrap_or(f64::INFINITY);
+    Ok(Row {
+        mode: "batched INSERT, 500 rows per statement and transaction".into(),
+        requests: inserted as u64,
+        throughput: inserted / insert_seconds,
+        unit: "records/s".into(),
+        ..Row::default()
+    })
 }
 
 /// `webhook-ingest`: ERP webhook calls stored durably before the 202.

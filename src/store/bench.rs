@@ -1,54 +1,151 @@
-//! The baseline of `cargo xtask bench`'s sync scenario: the documents of the mirror inserted
-//! by a plain batched loop (500 rows per statement, one transaction each) into a scratch
-//! table of the same database, so the sync's rate can be read against what the database alone
-//! does.
+//! The baselines of `cargo xtask bench`'s sync scenario: the documents of the mirror inserted
+//! again by a plain batched loop (500 rows per statement, one transaction each, committed as
+//! any write is), so the sync's rate can be read against what the database alone does:
+//! - into a scratch table of two columns (id and document), the baseline;
+//! - into the mirror itself, as a set of their own ([`MIRROR_BASELINE_SET`], removed after),
+//!   with the mirror's indexes and triggers: what storing them costs in the mirror's shape,
+//!   so that the rest of the sync's time is what the service and its upstream add.
 
 use std::time::{Duration, Instant};
 
 use sqlx::Row;
 
-use super::{Store, StoreError};
+use super::{Dialect, Store, StoreError};
 
 const BATCH: usize = 500;
 const SCRATCH: &str = "bench_insert_baseline";
+/// The set the mirror-shaped baseline inserts into (no entity of the field-report system).
+pub const MIRROR_BASELINE_SET: &str = "benchInsertBaseline";
+
+/// Where the baseline inserts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BaselineTable {
+    /// A scratch table `(record_id TEXT PRIMARY KEY, document TEXT)`.
+    Scratch,
+    /// The mirror, as the set [`MIRROR_BASELINE_SET`].
+    Mirror,
+}
+
+/// `count` groups of `width` placeholders: by position on SQLite (sqlx looks up each
+/// parameter's name, and SQLite finds a name by walking the statement's list of names), by
+/// number on Postgres.
+fn placeholders(dialect: Dialect, count: usize, width: usize) -> String {
+    let group = |i: usize| -> String {
+        let marks: Vec<String> = (1..=width)
+            .map(|k| match dialect {
+                Dialect::Sqlite => "?".to_string(),
+                Dialect::Postgres => format!("${}", width * i + k),
+            })
+            .collect();
+        format!("({})", marks.join(", "))
+    };
+    (0..count).map(group).collect::<Vec<_>>().join(", ")
+}
 
 impl Store {
-    /// Inserts every mirrored document of `entity` into the scratch table; returns how many
-    /// and how long the inserts took (reading them is not timed). The table is dropped after.
-    pub async fn bench_insert_baseline(&self, entity: &str) -> Result<(u64, Duration), StoreError> {
-        let rows = sqlx::query("SELECT record_id, document FROM fieldreport_records WHERE entity = $1")
+    /// Inserts every mirrored document of `entity` again, into `table`; returns how many rows
+    /// went in and how long the inserts took (reading them is not timed). What was inserted is removed
+    /// after.
+    pub async fn bench_insert_baseline(
+        &self,
+        entity: &str,
+        table: BaselineTable,
+    ) -> Result<(u64, Duration), StoreError> {
+        let rows = sqlx::query("SELECT record_id, version, document FROM fieldreport_records WHERE entity = $1")
             .bind(entity)
             .fetch_all(self.pool())
             .await?;
-        let documents: Vec<(String, String)> = rows
+        let documents: Vec<(String, i64, String)> = rows
             .iter()
-            .map(|r| Ok((r.try_get("record_id")?, r.try_get("document")?)))
+            .map(|r| Ok((r.try_get("record_id")?, r.try_get("version")?, r.try_get("document")?)))
             .collect::<Result<_, StoreError>>()?;
-        sqlx::query(sql!("DROP TABLE IF EXISTS {SCRATCH}")).execute(self.pool()).await?;
-        sqlx::query(sql!("CREATE TABLE {SCRATCH} (record_id TEXT PRIMARY KEY, document TEXT NOT NULL)"))
-            .execute(self.pool())
-            .await?;
+        let dialect = self.dialect();
+        match table {
+            BaselineTable::Scratch => {
+                sqlx::query(sql!("DROP TABLE IF EXISTS {SCRATCH}")).execute(self.pool()).await?;
+                sqlx::query(sql!("CREATE TABLE {SCRATCH} (record_id TEXT PRIMARY KEY, document TEXT NOT NULL)"))
+                    .execute(self.pool())
+                    .await?;
+            }
+            BaselineTable::Mirror => self.remove_mirror_baseline().await?,
+        }
         let started = Instant::now();
+        let mut inserted = 0;
         for chunk in documents.chunks(BATCH) {
-            // Parameters by position on SQLite, as the sync's statements take them there (sqlx
-            // looks up each parameter's name, and SQLite finds a name by walking the list).
-            let values: Vec<String> = match self.dialect() {
-                super::Dialect::Sqlite => vec!["(?, ?)".to_string(); chunk.len()],
-                super::Dialect::Postgres => {
-                    (0..chunk.len()).map(|i| format!("(${}, ${})", 2 * i + 1, 2 * i + 2)).collect()
+            let query = match table {
+                BaselineTable::Scratch => {
+                    let statement = format!(
+                        "INSERT INTO {SCRATCH} (record_id, document) VALUES {}",
+                        placeholders(dialect, chunk.len(), 2)
+                    );
+                    chunk.iter().fold(sqlx::query(sqlx::AssertSqlSafe(statement)), |query, (id, _, document)| {
+                        query.bind(id).bind(document)
+                    })
+                }
+                BaselineTable::Mirror => {
+                    let statement = format!(
+                        "INSERT INTO fieldreport_records (entity, record_id, version, document, created_at, updated_at) VALUES {}",
+                        placeholders(dialect, chunk.len(), 6)
+                    );
+                    let now = super::now_ms();
+                    chunk.iter().fold(sqlx::query(sqlx::AssertSqlSafe(statement)), |query, (id, version, document)| {
+                        query.bind(MIRROR_BASELINE_SET).bind(id).bind(*version).bind(document).bind(now).bind(now)
+                    })
                 }
             };
-            let statement = format!("INSERT INTO {SCRATCH} (record_id, document) VALUES {}", values.join(", "));
-            let mut query = sqlx::query(sqlx::AssertSqlSafe(statement));
-            for (id, document) in chunk {
-                query = query.bind(id).bind(document);
-            }
-            let mut tx = self.pool().begin().await?;
-            query.execute(&mut *tx).await?;
+            let mut tx = self.write_transaction().await?;
+            inserted += query.execute(&mut *tx).await?.rows_affected();
             tx.commit().await?;
         }
         let elapsed = started.elapsed();
-        sqlx::query(sql!("DROP TABLE {SCRATCH}")).execute(self.pool()).await?;
-        Ok((documents.len() as u64, elapsed))
+        match table {
+            BaselineTable::Scratch => {
+                sqlx::query(sql!("DROP TABLE {SCRATCH}")).execute(self.pool()).await?;
+            }
+            BaselineTable::Mirror => self.remove_mirror_baseline().await?,
+        }
+        Ok((inserted, elapsed))
+    }
+
+    async fn remove_mirror_baseline(&self) -> Result<(), StoreError> {
+        sqlx::query("DELETE FROM fieldreport_records WHERE entity = $1")
+            .bind(MIRROR_BASELINE_SET)
+            .execute(self.pool())
+            .await?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn placeholders_are_positional_on_sqlite_and_numbered_on_postgres() {
+        assert_eq!(placeholders(Dialect::Sqlite, 2, 2), "(?, ?), (?, ?)");
+        assert_eq!(placeholders(Dialect::Postgres, 2, 3), "($1, $2, $3), ($4, $5, $6)");
+    }
+
+    #[tokio::test]
+    async fn both_baselines_insert_every_document_and_leave_nothing_behind() {
+        for test in crate::store::testing::stores_on_both_databases().await {
+            let store = &test.store;
+            for id in ["1", "2", "3"] {
+                let record = super::super::fieldreport::MirrorRecord {
+                    id: id.into(),
+                    version: 1,
+                    document: serde_json::json!({"Id": id}),
+                };
+                store.mirror_insert("tags", &record, None).await.unwrap();
+            }
+            for table in [BaselineTable::Scratch, BaselineTable::Mirror] {
+                let (count, _) = store.bench_insert_baseline("tags", table).await.unwrap();
+                assert_eq!(count, 3, "{table:?} on {:?}", store.dialect());
+            }
+            let mut counts = store.mirror_counts().await.unwrap();
+            counts.sort();
+            assert_eq!(counts, [("tags".to_string(), 3)], "the baseline's set is removed, with its count");
+            test.finish().await;
+        }
     }
 }
