@@ -468,6 +468,8 @@ impl Store {
             for &i in chunk {
                 upsert = upsert.bind(&records[i].id).bind(records[i].version).bind(records[i].document.get());
             }
+            // Only rows inserted or changed come back; `xmax` is 0 for an inserted row, and holds
+            // the updating transaction (its lock) for an updated one.
             for row in upsert.fetch_all(&mut *tx).await? {
                 written.insert(row.try_get("record_id")?, row.try_get("inserted")?);
             }
