@@ -182,13 +182,19 @@ impl<'a> Writes<'a> {
         written
     }
 
-    /// Every write in flight, once all have ended.
-    async fn all(&mut self) -> Vec<Written> {
-        let mut all = Vec::new();
+    /// Waits for every write in flight and counts what they did into `report`; whether there
+    /// was any. The first failure is returned once all have ended.
+    async fn finish_into(&mut self, report: &mut SyncReport) -> Result<bool, crate::store::StoreError> {
+        let mut any = false;
+        let mut failure = None;
         while !self.is_empty() {
-            all.push(self.next().await);
+            any = true;
+            match self.next().await {
+                Ok(outcomes) => report.tally(outcomes),
+                Err(error) => failure = failure.or(Some(error)),
+            }
         }
-        all
+        failure.map_or(Ok(any), Err)
     }
 }
 
@@ -314,27 +320,18 @@ impl FieldReportService {
                 // A record written again waits for its earlier write, so that the newer copy
                 // is stored last.
                 if writes.have_any_of(&records) {
-                    for written in writes.all().await {
-                        report.tally(written?);
-                    }
+                    writes.finish_into(&mut report).await?;
                 }
                 writes.start(store, info.route, records);
                 // A failed page or a stop ends the sync once the pages before are stored.
                 let stop = failure.map(FieldReportError::from).map(Err).unwrap_or_else(|| self.check_stop());
                 if stop.is_err() {
-                    for written in writes.all().await {
-                        report.tally(written?);
-                    }
+                    writes.finish_into(&mut report).await?;
                     report_progress(&mut report);
                     stop?;
                 }
             }
-            let last = writes.all().await;
-            let stored_more = !last.is_empty();
-            for written in last {
-                report.tally(written?);
-            }
-            if stored_more {
+            if writes.finish_into(&mut report).await? {
                 report_progress(&mut report);
             }
             report.seconds = started.elapsed().as_secs_f64();
@@ -393,9 +390,11 @@ mod tests {
             assert!(!writes.have_any_of(&[synced("3", "new")]));
             writes.start(store, "tags", vec![synced("3", "new")]);
             assert!(writes.full(), "{} at once", WRITES_AT_ONCE);
-            let written = writes.all().await;
-            assert_eq!(written.len(), 2);
+            let mut report = SyncReport::default();
+            assert!(writes.finish_into(&mut report).await.unwrap());
+            assert_eq!((report.inserted, report.updated, report.unchanged), (3, 0, 0));
             assert!(writes.is_empty());
+            assert!(!writes.finish_into(&mut report).await.unwrap(), "nothing left to wait for");
             assert!(!writes.have_any_of(&[synced("1", "new"), synced("3", "new")]), "ended writes are forgotten");
             writes.start(store, "tags", vec![synced("2", "new")]);
             assert_eq!(writes.next().await.unwrap(), [Upserted::Updated]);

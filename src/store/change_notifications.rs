@@ -25,6 +25,9 @@ const HEARTBEAT: Duration = Duration::from_secs(5);
 /// taken as lost: a connection cut without a word (a network partition, a dropped NAT entry)
 /// never reports an error.
 pub const SILENCE: Duration = Duration::from_secs(15);
+/// An entry of a cache kept by these notifications is read again from the database after
+/// this long, whatever was heard (the token owners and the field-report records alike).
+pub const MAX_AGE: Duration = Duration::from_secs(30);
 /// The payload of heartbeats, which change nothing.
 const HEARTBEAT_PAYLOAD: &str = "heartbeat";
 

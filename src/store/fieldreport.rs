@@ -117,13 +117,29 @@ impl Store {
         }
     }
 
+    /// After a write of these records of `entity`: cached copies are forgotten whatever the
+    /// outcome (a failed commit may still have been made), and the other instances are told
+    /// when the write changed something (`Ok(true)`). Returns the outcome.
+    async fn mirror_written(
+        &self,
+        entity: &str,
+        ids: &[&str],
+        outcome: Result<bool, StoreError>,
+    ) -> Result<bool, StoreError> {
+        self.forget_records(entity, ids.iter().copied());
+        if matches!(outcome, Ok(true)) {
+            self.notify_mirror_changed(entity, ids).await;
+        }
+        outcome
+    }
+
     /// Postgres: tells every instance that these records of `entity` changed, once the write
     /// committed (one record by its id, more as their whole set). The triggers of migration
     /// 0012 do it for other sessions only: a transaction that notifies holds a cluster-wide
     /// lock until its commit is flushed, which made every mirror write wait for the one before
     /// it. This statement writes nothing, so it never waits for a flush. A failure is
     /// reported, not returned: the write is done, and other instances read their copies again
-    /// within [`super::record_cache::MAX_AGE`].
+    /// within [`super::change_notifications::MAX_AGE`].
     async fn notify_mirror_changed(&self, entity: &str, ids: &[&str]) {
         if self.record_cache.is_none() || ids.is_empty() {
             return;
@@ -185,10 +201,9 @@ impl Store {
             .bind(now)
             .execute(lease.connection())
             .await;
-        self.forget_records(entity, [record.id.as_str()]);
-        lease.settle(done)?;
+        let inserted = lease.settle(done).map(|_| true);
         drop(lease);
-        self.notify_mirror_changed(entity, &[&record.id]).await;
+        self.mirror_written(entity, &[&record.id], inserted).await?;
         Ok(())
     }
 
@@ -214,13 +229,9 @@ impl Store {
             .bind(expected_version)
             .execute(lease.connection())
             .await;
-        self.forget_records(entity, [record.id.as_str()]);
-        let replaced = lease.settle(done)?.rows_affected() == 1;
+        let replaced = lease.settle(done).map(|done| done.rows_affected() == 1);
         drop(lease);
-        if replaced {
-            self.notify_mirror_changed(entity, &[&record.id]).await;
-        }
-        Ok(replaced)
+        self.mirror_written(entity, &[&record.id], replaced).await
     }
 
     /// Deletes a record; false when it was not there.
@@ -232,13 +243,9 @@ impl Store {
             .bind(id)
             .execute(lease.connection())
             .await;
-        self.forget_records(entity, [id]);
-        let deleted = lease.settle(done)?.rows_affected() == 1;
+        let deleted = lease.settle(done).map(|done| done.rows_affected() == 1);
         drop(lease);
-        if deleted {
-            self.notify_mirror_changed(entity, &[id]).await;
-        }
-        Ok(deleted)
+        self.mirror_written(entity, &[id], deleted).await
     }
 
     /// One page of an entity's documents in Id order, as stored (checked to be JSON, never
@@ -414,22 +421,21 @@ impl Store {
             super::Dialect::Postgres => self.upsert_page_postgres(entity, records, &last_copies).await,
             super::Dialect::Sqlite => self.upsert_page_sqlite(entity, records, &last_copies).await,
         };
-        let changed: Vec<&str> = match &outcomes {
-            Ok(outcomes) => records
-                .iter()
-                .zip(outcomes)
-                .filter(|(_, outcome)| **outcome != Upserted::Unchanged)
-                .map(|(record, _)| record.id.as_str())
-                .collect(),
-            // A failed commit may still have been made.
-            Err(_) => records.iter().map(|record| record.id.as_str()).collect(),
+        let (changed, written): (Vec<&str>, _) = match outcomes {
+            Ok(outcomes) => {
+                let changed = records
+                    .iter()
+                    .zip(&outcomes)
+                    .filter(|(_, outcome)| **outcome != Upserted::Unchanged)
+                    .map(|(record, _)| record.id.as_str())
+                    .collect();
+                (changed, Ok(outcomes))
+            }
+            Err(error) => (records.iter().map(|record| record.id.as_str()).collect(), Err(error)),
         };
-        if !changed.is_empty() {
-            self.forget_records(entity, changed.iter().copied());
-        }
-        let outcomes = outcomes?;
-        self.notify_mirror_changed(entity, &changed).await;
-        Ok(outcomes)
+        let any = written.as_ref().map(|_| !changed.is_empty()).map_err(Clone::clone);
+        self.mirror_written(entity, &changed, any).await?;
+        written
     }
 
     /// Postgres: each record is inserted, or updated where its document changed, by one
@@ -697,9 +703,9 @@ impl Store {
         .bind(old_id)
         .execute(self.pool())
         .await;
-        self.forget_records(entity, [old_id, record.id.as_str()]);
-        done?;
-        self.notify_mirror_changed(entity, &[old_id]).await;
+        // A create's push gives the record the upstream's Id: both ids changed.
+        let ids: &[&str] = if old_id == record.id { &[old_id] } else { &[old_id, &record.id] };
+        self.mirror_written(entity, ids, done.map(|_| true).map_err(StoreError::from)).await?;
         Ok(())
     }
 }

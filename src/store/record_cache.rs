@@ -29,16 +29,14 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use serde_json::value::RawValue;
 
-use super::change_notifications::Lookup;
+use super::change_notifications::{Lookup, MAX_AGE};
 
 /// The notification channel of migration 0012.
 pub const CHANNEL: &str = "fieldreport_records_changed";
-/// An entry is read again from the database after this long.
-pub const MAX_AGE: Duration = Duration::from_secs(30);
 /// Document bytes held at most (single records and pages together).
 pub const MAX_BYTES: usize = 32 << 20;
 

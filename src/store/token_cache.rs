@@ -21,15 +21,13 @@
 
 use std::collections::HashMap;
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use super::change_notifications::Lookup;
+use super::change_notifications::{Lookup, MAX_AGE};
 use super::tokens::TokenOwner;
 
 /// The notification channel of migration 0011.
 pub const CHANNEL: &str = "token_owners_changed";
-/// An entry is read again from the database after this long.
-pub const MAX_AGE: Duration = Duration::from_secs(30);
 /// More entries than this empty the cache.
 pub const MAX_ENTRIES: usize = 10_000;
 
