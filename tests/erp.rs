@@ -264,37 +264,6 @@ async fn calls_stored_together_each_keep_their_own_id(db: Db) {
     svc.stop().await;
 }
 
-/// Calls about one record that the worker claims together are processed once, as the last of
-/// them (a call says only that the record changed; processing fetches it as it is now); the
-/// earlier ones are done, naming that call. The calls go into the inbox by one statement, so
-/// that the worker claims them together.
-async fn calls_about_one_record_claimed_together_are_processed_once(db: Db) {
-    let (svc, token) = start(db, &[]).await;
-    let now = integration_service::store::now_ms();
-    let stored: Vec<i64> = sqlx::query_scalar(
-        "INSERT INTO erp_webhook_inbox (received_at, entity_name, entity_id, event, payload, state, attempts, next_attempt_at) \
-         VALUES ($1, 'contact', '8', 'created', '{}', 'pending', 0, $1), ($1, 'contact', '8', 'updated', '{}', 'pending', 0, $1), \
-                ($1, 'customer', '5', 'updated', '{}', 'pending', 0, $1), ($1, 'contact', '8', 'updated', '{}', 'pending', 0, $1) \
-         RETURNING id",
-    )
-    .bind(now)
-    .fetch_all(svc.store().pool())
-    .await
-    .unwrap();
-    let mut ids = stored.clone();
-    ids.sort();
-    let (contact, other) = ([ids[0], ids[1], ids[3]], ids[2]);
-    let done = inbox_call(&svc, &token, contact[2], "done").await;
-    assert_eq!(done["outcome"]["mirror"], "inserted", "{done}");
-    for earlier in &contact[..2] {
-        let call = inbox_call(&svc, &token, *earlier, "done").await;
-        assert_eq!(call["outcome"], json!({"coalescedInto": contact[2]}), "{call}");
-    }
-    let other = inbox_call(&svc, &token, other, "done").await;
-    assert_eq!(other["outcome"]["mirror"], "inserted", "another record's call is its own: {other}");
-    svc.stop().await;
-}
-
 async fn failed_processing_is_retried_and_survives_a_restart(db: Db) {
     let (mut svc, token) = start(db, &[]).await;
     erp_fault(&svc, json!({"path_prefix": "/webapp/api/v1/article/id/11", "status": 503, "times": 1000})).await;
@@ -594,7 +563,6 @@ on_both_databases!(
     a_webhook_mirrors_the_record_and_writes_the_company_locally,
     repeated_and_late_deliveries_change_nothing,
     calls_stored_together_each_keep_their_own_id,
-    calls_about_one_record_claimed_together_are_processed_once,
     failed_processing_is_retried_and_survives_a_restart,
     setup_get_update_and_show,
     custom_attributes_are_pulled_posted_and_pushed_with_version_checks,

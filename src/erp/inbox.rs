@@ -58,30 +58,6 @@ fn by_record(items: Vec<InboxItem>) -> Vec<Vec<InboxItem>> {
     groups
 }
 
-/// The calls of one record's group (see [`by_record`]) to process, each with the ids of the
-/// earlier calls about the same record of the same model that it stands for. A call carries no
-/// data, only that the record changed, and processing fetches the record as it is now: the
-/// last call received covers the earlier ones (a burst of changes to one record is fetched
-/// and applied once).
-fn coalesced(calls: Vec<InboxItem>) -> Vec<(InboxItem, Vec<i64>)> {
-    let mut last: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
-    for (i, call) in calls.iter().enumerate() {
-        last.insert(call.entity_name.as_str(), i);
-    }
-    let last: std::collections::HashSet<usize> = last.into_values().collect();
-    let mut earlier: std::collections::HashMap<String, Vec<i64>> = std::collections::HashMap::new();
-    let mut processed = Vec::new();
-    for (i, call) in calls.into_iter().enumerate() {
-        if last.contains(&i) {
-            let standing_for = earlier.remove(&call.entity_name).unwrap_or_default();
-            processed.push((call, standing_for));
-        } else {
-            earlier.entry(call.entity_name.clone()).or_default().push(call.id);
-        }
-    }
-    processed
-}
-
 /// The worker's handle: [`InboxWorker::stop`] lets the calls in progress finish.
 pub struct InboxWorker {
     stop: Arc<AtomicBool>,
@@ -138,17 +114,15 @@ impl ErpService {
     /// Processes the calls that are due; returns how many it took. Calls claimed but not
     /// started when `stop` is set are released for the next run. Up to [`CALLS_AT_ONCE`]
     /// calls run at once, those of one ERP record one after the other, in the order received
-    /// (each call waited on its upstream fetch and its commits, one call at a time). Calls
-    /// about the same record of the same model are processed once, as the last of them
-    /// (see [`coalesced`]).
+    /// (each call waited on its upstream fetch and its commits, one call at a time).
     pub async fn process_due(&self, stop: &AtomicBool) -> Result<usize, StoreError> {
         use futures::{StreamExt, TryStreamExt};
         let items = self.store().inbox_claim(BATCH, self.store().work_lease_ms()).await?;
         let count = items.len();
         futures::stream::iter(by_record(items))
             .map(|calls| async move {
-                for (item, earlier) in coalesced(calls) {
-                    self.process_claimed(&item, &earlier, stop).await?;
+                for item in calls {
+                    self.process_claimed(&item, stop).await?;
                 }
                 Ok::<(), StoreError>(())
             })
@@ -158,21 +132,14 @@ impl ErpService {
         Ok(count)
     }
 
-    /// One claimed call, standing also for `earlier` calls about the same record: released
-    /// when the worker stops, else processed and marked done or failed (with its next
-    /// attempt). The earlier calls are done either way, their outcome naming the call that
-    /// stands for them (which is tried again if it failed).
-    async fn process_claimed(&self, item: &InboxItem, earlier: &[i64], stop: &AtomicBool) -> Result<(), StoreError> {
+    /// One claimed call: released when the worker stops, else processed and marked done or
+    /// failed (with its next attempt).
+    async fn process_claimed(&self, item: &InboxItem, stop: &AtomicBool) -> Result<(), StoreError> {
         if stop.load(Ordering::SeqCst) {
-            for id in earlier.iter().chain([&item.id]) {
-                self.store().inbox_release(*id).await?;
-            }
-            return Ok(());
+            return self.store().inbox_release(item.id).await;
         }
-        let processed = self.process(item).await;
-        self.store().inbox_done(earlier, &json!({"coalescedInto": item.id}).to_string()).await?;
-        match processed {
-            Ok(outcome) => self.store().inbox_done(&[item.id], &outcome.to_string()).await,
+        match self.process(item).await {
+            Ok(outcome) => self.store().inbox_done(item.id, &outcome.to_string()).await,
             Err(error) => {
                 let permanent = matches!(error, ErpError::UnknownModel(_));
                 let attempts = item.attempts + 1;
@@ -287,16 +254,8 @@ mod tests {
         };
         let items =
             vec![call(1, "customer", "5"), call(2, "customer", "6"), call(3, "party", "5"), call(4, "customer", "5")];
-        let groups = by_record(items);
-        let ids: Vec<Vec<i64>> = groups.iter().map(|g| g.iter().map(|c| c.id).collect()).collect();
-        assert_eq!(ids, [vec![1, 3, 4], vec![2]]);
-        // Calls 1 and 4 are about customer 5: 4 stands for 1, after party 5's call 3.
-        let processed: Vec<(i64, Vec<i64>)> =
-            coalesced(groups[0].clone()).into_iter().map(|(call, earlier)| (call.id, earlier)).collect();
-        assert_eq!(processed, [(3, vec![]), (4, vec![1])]);
-        let single: Vec<(i64, Vec<i64>)> =
-            coalesced(groups[1].clone()).into_iter().map(|(call, earlier)| (call.id, earlier)).collect();
-        assert_eq!(single, [(2, vec![])]);
+        let groups: Vec<Vec<i64>> = by_record(items).iter().map(|g| g.iter().map(|c| c.id).collect()).collect();
+        assert_eq!(groups, [vec![1, 3, 4], vec![2]]);
     }
 
     #[test]

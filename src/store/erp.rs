@@ -462,21 +462,18 @@ impl Store {
         Ok(items)
     }
 
-    /// Marks calls processed with a description of what was done.
-    pub async fn inbox_done(&self, ids: &[i64], outcome: &str) -> Result<(), StoreError> {
-        if ids.is_empty() {
-            return Ok(());
-        }
-        let placeholders: Vec<String> = (0..ids.len()).map(|i| format!("${}", i + 3)).collect();
+    /// Marks a call processed with a description of what it did.
+    pub async fn inbox_done(&self, id: i64, outcome: &str) -> Result<(), StoreError> {
         let _turn = self.write_turn().await;
-        let done = sqlx::query(sql!(
+        sqlx::query(
             "UPDATE erp_webhook_inbox SET state = 'done', outcome = $1, processed_at = $2, lease_until = NULL, \
-                    attempts = attempts + 1, last_error = NULL WHERE id IN ({})",
-            placeholders.join(", ")
-        ))
+                    attempts = attempts + 1, last_error = NULL WHERE id = $3",
+        )
         .bind(outcome)
-        .bind(now_ms());
-        ids.iter().fold(done, |done, id| done.bind(*id)).execute(self.pool()).await?;
+        .bind(now_ms())
+        .bind(id)
+        .execute(self.pool())
+        .await?;
         Ok(())
     }
 
@@ -632,7 +629,7 @@ mod tests {
         for n in 0..5 {
             ids.push(store.inbox_store("customer", &n.to_string(), "updated", &json!({})).await.unwrap());
         }
-        store.inbox_done(&ids[..1], "{}").await.unwrap();
+        store.inbox_done(ids[0], "{}").await.unwrap();
         let claimed: Vec<i64> = store.inbox_claim(2, 60_000).await.unwrap().iter().map(|item| item.id).collect();
         assert_eq!(claimed, ids[1..3], "the oldest pending calls, in order");
         store.close().await;
