@@ -28,8 +28,6 @@ use crate::store::now_ms;
 
 pub const MAX_ATTEMPTS: i64 = 12;
 const BATCH: i64 = 16;
-/// Claimed calls processed at once by one worker.
-const CALLS_AT_ONCE: usize = 4;
 /// How often the worker looks for due calls when nobody wakes it (retries, other instances).
 const POLL: Duration = Duration::from_millis(500);
 /// Processed calls are kept this long (for `show`), then forgotten; failed ones stay.
@@ -41,24 +39,7 @@ pub fn next_attempt_after(attempts: i64) -> Option<Duration> {
     (attempts < MAX_ATTEMPTS).then(|| Duration::from_secs((1u64 << (attempts - 1).clamp(0, 9)).min(300)))
 }
 
-/// Calls grouped by the ERP record they are about, each group in the order given. The id
-/// alone decides, whatever the model: the mapping finds field-report records by that id.
-fn by_record(items: Vec<InboxItem>) -> Vec<Vec<InboxItem>> {
-    let mut groups: Vec<Vec<InboxItem>> = Vec::new();
-    let mut index: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
-    for item in items {
-        match index.get(&item.entity_id) {
-            Some(&group) => groups[group].push(item),
-            None => {
-                index.insert(item.entity_id.clone(), groups.len());
-                groups.push(vec![item]);
-            }
-        }
-    }
-    groups
-}
-
-/// The worker's handle: [`InboxWorker::stop`] lets the calls in progress finish.
+/// The worker's handle: [`InboxWorker::stop`] lets the current call finish.
 pub struct InboxWorker {
     stop: Arc<AtomicBool>,
     service: ErpService,
@@ -112,42 +93,27 @@ impl ErpService {
     }
 
     /// Processes the calls that are due; returns how many it took. Calls claimed but not
-    /// started when `stop` is set are released for the next run. Up to [`CALLS_AT_ONCE`]
-    /// calls run at once, those of one ERP record one after the other, in the order received
-    /// (each call waited on its upstream fetch and its commits, one call at a time).
+    /// started when `stop` is set are released for the next run.
     pub async fn process_due(&self, stop: &AtomicBool) -> Result<usize, StoreError> {
-        use futures::{StreamExt, TryStreamExt};
         let items = self.store().inbox_claim(BATCH, self.store().work_lease_ms()).await?;
         let count = items.len();
-        futures::stream::iter(by_record(items))
-            .map(|calls| async move {
-                for item in calls {
-                    self.process_claimed(&item, stop).await?;
+        for item in items {
+            if stop.load(Ordering::SeqCst) {
+                self.store().inbox_release(item.id).await?;
+                continue;
+            }
+            match self.process(&item).await {
+                Ok(outcome) => self.store().inbox_done(item.id, &outcome.to_string()).await?,
+                Err(error) => {
+                    let permanent = matches!(error, ErpError::UnknownModel(_));
+                    let attempts = item.attempts + 1;
+                    let next = if permanent { None } else { next_attempt_after(attempts) };
+                    let next_at = next.map(|d| now_ms() + d.as_millis() as i64);
+                    self.store().inbox_attempt_failed(item.id, &error.to_string(), next_at).await?;
                 }
-                Ok::<(), StoreError>(())
-            })
-            .buffer_unordered(CALLS_AT_ONCE)
-            .try_collect::<()>()
-            .await?;
-        Ok(count)
-    }
-
-    /// One claimed call: released when the worker stops, else processed and marked done or
-    /// failed (with its next attempt).
-    async fn process_claimed(&self, item: &InboxItem, stop: &AtomicBool) -> Result<(), StoreError> {
-        if stop.load(Ordering::SeqCst) {
-            return self.store().inbox_release(item.id).await;
-        }
-        match self.process(item).await {
-            Ok(outcome) => self.store().inbox_done(item.id, &outcome.to_string()).await,
-            Err(error) => {
-                let permanent = matches!(error, ErpError::UnknownModel(_));
-                let attempts = item.attempts + 1;
-                let next = if permanent { None } else { next_attempt_after(attempts) };
-                let next_at = next.map(|d| now_ms() + d.as_millis() as i64);
-                self.store().inbox_attempt_failed(item.id, &error.to_string(), next_at).await
             }
         }
+        Ok(count)
     }
 
     /// One call: fetch, mirror, map. Answers a description of what it did.
@@ -237,26 +203,6 @@ impl ErpService {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn calls_of_one_record_stay_together_in_their_order() {
-        let call = |id: i64, entity_name: &str, entity_id: &str| InboxItem {
-            id,
-            received_at: 0,
-            entity_name: entity_name.into(),
-            entity_id: entity_id.into(),
-            event: "updated".into(),
-            state: "processing".into(),
-            attempts: 0,
-            next_attempt_at: 0,
-            last_error: None,
-            outcome: None,
-        };
-        let items =
-            vec![call(1, "customer", "5"), call(2, "customer", "6"), call(3, "party", "5"), call(4, "customer", "5")];
-        let groups: Vec<Vec<i64>> = by_record(items).iter().map(|g| g.iter().map(|c| c.id).collect()).collect();
-        assert_eq!(groups, [vec![1, 3, 4], vec![2]]);
-    }
 
     #[test]
     fn back_off_doubles_up_to_five_minutes_then_gives_up() {
