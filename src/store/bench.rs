@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use sqlx::Row;
 
-use super::{Dialect, Store, StoreError};
+use super::{Store, StoreError, parameter_rows};
 
 const BATCH: usize = 500;
 const SCRATCH: &str = "bench_insert_baseline";
@@ -24,22 +24,6 @@ pub enum BaselineTable {
     Scratch,
     /// The mirror, as the set [`MIRROR_BASELINE_SET`].
     Mirror,
-}
-
-/// `count` groups of `width` placeholders: by position on SQLite (sqlx looks up each
-/// parameter's name, and SQLite finds a name by walking the statement's list of names), by
-/// number on Postgres.
-fn placeholders(dialect: Dialect, count: usize, width: usize) -> String {
-    let group = |i: usize| -> String {
-        let marks: Vec<String> = (1..=width)
-            .map(|k| match dialect {
-                Dialect::Sqlite => "?".to_string(),
-                Dialect::Postgres => format!("${}", width * i + k),
-            })
-            .collect();
-        format!("({})", marks.join(", "))
-    };
-    (0..count).map(group).collect::<Vec<_>>().join(", ")
 }
 
 impl Store {
@@ -76,7 +60,7 @@ impl Store {
                 BaselineTable::Scratch => {
                     let statement = format!(
                         "INSERT INTO {SCRATCH} (record_id, document) VALUES {}",
-                        placeholders(dialect, chunk.len(), 2)
+                        parameter_rows(dialect, chunk.len(), 2, 1)
                     );
                     chunk.iter().fold(sqlx::query(sqlx::AssertSqlSafe(statement)), |query, (id, _, document)| {
                         query.bind(id).bind(document)
@@ -85,7 +69,7 @@ impl Store {
                 BaselineTable::Mirror => {
                     let statement = format!(
                         "INSERT INTO fieldreport_records (entity, record_id, version, document, created_at, updated_at) VALUES {}",
-                        placeholders(dialect, chunk.len(), 6)
+                        parameter_rows(dialect, chunk.len(), 6, 1)
                     );
                     let now = super::now_ms();
                     chunk.iter().fold(sqlx::query(sqlx::AssertSqlSafe(statement)), |query, (id, version, document)| {
@@ -119,12 +103,6 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn placeholders_are_positional_on_sqlite_and_numbered_on_postgres() {
-        assert_eq!(placeholders(Dialect::Sqlite, 2, 2), "(?, ?), (?, ?)");
-        assert_eq!(placeholders(Dialect::Postgres, 2, 3), "($1, $2, $3), ($4, $5, $6)");
-    }
 
     #[tokio::test]
     async fn both_baselines_insert_every_document_and_leave_nothing_behind() {

@@ -7,7 +7,7 @@ use sqlx::Row;
 
 use super::change_notifications::Lookup;
 use super::record_cache::CachedPage;
-use super::{Store, StoreError, now_ms};
+use super::{Store, StoreError, now_ms, parameter_marks, parameter_rows};
 
 /// A mirrored record.
 #[derive(Debug, Clone, PartialEq)]
@@ -330,11 +330,6 @@ pub enum Upserted {
 /// the protocol's 65,535).
 const UPSERT_ROWS: usize = 1_000;
 
-/// `count` copies of a positional placeholder group, separated by commas.
-fn positional(count: usize, group: &str) -> String {
-    vec![group; count].join(", ")
-}
-
 /// For each record of a page, whether it is the last copy of its id in the page.
 fn last_copies(records: &[SyncedRecord]) -> Vec<bool> {
     let mut seen = std::collections::HashSet::new();
@@ -458,8 +453,6 @@ impl Store {
         let mut tx = self.pool().begin().await?;
         sqlx::query("SELECT set_config('synchronous_commit', 'off', true)").execute(&mut *tx).await?;
         for chunk in stored.chunks(UPSERT_ROWS) {
-            let rows: Vec<String> =
-                (0..chunk.len()).map(|k| format!("(${}, ${}, ${})", 3 * k + 3, 3 * k + 4, 3 * k + 5)).collect();
             let mut upsert = sqlx::query(sql!(
                 "INSERT INTO fieldreport_records AS stored (entity, record_id, version, document, created_at, updated_at) \
                  SELECT $1, record_id, version, document, $2, $2 FROM (VALUES {}) AS page (record_id, version, document) \
@@ -467,7 +460,7 @@ impl Store {
                  SET version = EXCLUDED.version, document = EXCLUDED.document, updated_at = EXCLUDED.updated_at \
                  WHERE stored.document <> EXCLUDED.document \
                  RETURNING stored.record_id, stored.xmax = 0 AS inserted",
-                rows.join(", ")
+                parameter_rows(super::Dialect::Postgres, chunk.len(), 3, 3)
             ))
             .bind(entity)
             .bind(now);
@@ -494,10 +487,7 @@ impl Store {
 
     /// SQLite: one query reads what is stored, one multi-row INSERT adds the new records, and
     /// only records whose document changed are updated, in one write transaction. The page's
-    /// statements take their parameters by position (`?`): sqlx looks up the name of every
-    /// parameter it binds, and SQLite finds a name (`$7`) by walking the statement's list of
-    /// names, so binding a page's 1,500 named parameters took a million steps (`perf` of
-    /// `cargo xtask bench --scenario sync`: 15% of the machine's time).
+    /// statements take their parameters by position (see [`parameter_marks`]).
     async fn upsert_page_sqlite(
         &self,
         entity: &str,
@@ -507,7 +497,7 @@ impl Store {
         let mut tx = self.write_transaction().await?;
         let mut select = sqlx::query(sql!(
             "SELECT record_id, document FROM fieldreport_records WHERE entity = ? AND record_id IN ({})",
-            positional(records.len(), "?")
+            parameter_marks(super::Dialect::Sqlite, records.len(), 2).join(", ")
         ))
         .bind(entity);
         for record in records {
@@ -549,7 +539,7 @@ impl Store {
             let mut insert = sqlx::query(sql!(
                 "INSERT INTO fieldreport_records (entity, created_at, record_id, version, document, updated_at) \
                  SELECT ?, ?, column1, column2, column3, ? FROM (VALUES {})",
-                positional(fresh.len(), "(?, ?, ?)")
+                parameter_rows(super::Dialect::Sqlite, fresh.len(), 3, 4)
             ))
             .bind(entity)
             .bind(now)
