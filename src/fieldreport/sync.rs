@@ -258,23 +258,15 @@ impl FieldReportService {
         let store_pages = async move {
             let mut writes = Writes::default();
             loop {
-                // While the writes in flight run, the next pages are received and read.
-                let next = if writes.full() {
-                    let written = writes.next().await;
-                    report.tally(written?);
-                    report_progress(&mut report);
-                    continue;
-                } else if writes.is_empty() {
-                    pages.recv().await
-                } else {
-                    tokio::select! {
-                        written = writes.next() => {
-                            report.tally(written?);
-                            report_progress(&mut report);
-                            continue;
-                        }
-                        next = pages.recv() => next,
+                // While the writes in flight run, the next pages are received and read (no
+                // write ends while none runs; no page is taken while the writes are full).
+                let next = tokio::select! {
+                    written = writes.next() => {
+                        report.tally(written?);
+                        report_progress(&mut report);
+                        continue;
                     }
+                    next = pages.recv(), if !writes.full() => next,
                 };
                 let Some(page) = next else { break };
                 // The pages fetched meanwhile are stored together, up to a window's worth:
