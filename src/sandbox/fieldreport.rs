@@ -263,14 +263,7 @@ impl FieldReport {
             let query = url::form_urlencoded::Serializer::new(String::new()).extend_pairs(next).finish();
             next_link = Some(format!("/odata/{set}?{query}"));
         }
-        let body = ListAnswer { context: format!("$metadata#{set}"), value: page, next_link };
-        http::Response::builder()
-            .status(StatusCode::OK)
-            .header(header::CONTENT_TYPE, "application/json; charset=utf-8")
-            .body(http_body_util::Full::new(bytes::Bytes::from(
-                serde_json::to_vec(&body).expect("JSON of JSON values"),
-            )))
-            .expect("a valid response")
+        json(StatusCode::OK, &ListAnswer { context: format!("$metadata#{set}"), value: page, next_link })
     }
 
     fn get(&self, set: &str, id: i64) -> SimResponse {

@@ -43,11 +43,11 @@ impl SimRequest {
     }
 }
 
-pub fn json(status: StatusCode, body: &Value) -> SimResponse {
+pub fn json(status: StatusCode, body: &impl serde::Serialize) -> SimResponse {
     Response::builder()
         .status(status)
         .header(header::CONTENT_TYPE, "application/json; charset=utf-8")
-        .body(Full::new(Bytes::from(body.to_string())))
+        .body(Full::new(Bytes::from(serde_json::to_vec(body).expect("an answer serializes as JSON"))))
         .expect("a valid response")
 }
 
