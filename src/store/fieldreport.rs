@@ -416,21 +416,19 @@ impl Store {
             super::Dialect::Postgres => self.upsert_page_postgres(entity, records, &last_copies).await,
             super::Dialect::Sqlite => self.upsert_page_sqlite(entity, records, &last_copies).await,
         };
-        let (changed, written): (Vec<&str>, _) = match outcomes {
-            Ok(outcomes) => {
-                let changed = records
-                    .iter()
-                    .zip(&outcomes)
-                    .filter(|(_, outcome)| **outcome != Upserted::Unchanged)
-                    .map(|(record, _)| record.id.as_str())
-                    .collect();
-                (changed, Ok(outcomes))
-            }
-            Err(error) => (records.iter().map(|record| record.id.as_str()).collect(), Err(error)),
+        // After a failure every record of the page may have changed (the commit may be made).
+        let changed: Vec<&str> = match &outcomes {
+            Ok(outcomes) => records
+                .iter()
+                .zip(outcomes)
+                .filter(|(_, outcome)| **outcome != Upserted::Unchanged)
+                .map(|(record, _)| record.id.as_str())
+                .collect(),
+            Err(_) => records.iter().map(|record| record.id.as_str()).collect(),
         };
-        let any = written.as_ref().map(|_| !changed.is_empty()).map_err(Clone::clone);
-        self.mirror_written(entity, &changed, any).await?;
-        written
+        let wrote = outcomes.as_ref().map(|_| !changed.is_empty()).map_err(Clone::clone);
+        self.mirror_written(entity, &changed, wrote).await?;
+        outcomes
     }
 
     /// Postgres: each record is inserted, or updated where its document changed, by one
