@@ -6,8 +6,8 @@
 //! upstream gives none, pages with `$top`/`$skip` until a short window. Pages are fetched a
 //! few ahead of the ones being stored; the pages that arrived meanwhile are upserted together
 //! in one transaction without forwarding (two such batches at once, a record never in two),
-//! their records as the upstream sent them (only `Id`, `Version` and `DateModified` are
-//! read); the cursor is recorded only when the whole sync completed, so an interrupted sync
+//! their records as the upstream sent them (only `Id`, `Version`, `DateModified` and
+//! `ExternalId` are read); the cursor is recorded only when the whole sync completed, so an interrupted sync
 //! simply runs again (unchanged records count as such, nothing is duplicated or lost).
 //! One sync per set runs at a time across instances: the run holds a lease in the database,
 //! renewed while it runs.
@@ -20,7 +20,7 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 
 use super::service::{FieldReportError, FieldReportService, record_id};
-use crate::store::fieldreport::{SyncedRecord, Upserted};
+use crate::store::fieldreport::{SyncedRecord, Upserted, external_id};
 use crate::upstream::UpstreamError;
 use crate::upstream::fieldreport::{FieldReportClient, ODataPage};
 
@@ -71,6 +71,8 @@ struct RecordHead {
     version: Option<Value>,
     #[serde(rename = "DateModified")]
     modified: Option<Value>,
+    #[serde(rename = "ExternalId")]
+    external_id: Option<Value>,
 }
 
 impl RecordHead {
@@ -88,6 +90,7 @@ impl RecordHead {
                 id: fields.remove("Id"),
                 version: fields.remove("Version"),
                 modified: fields.remove("DateModified"),
+                external_id: fields.remove("ExternalId"),
             })
         })
     }
@@ -300,10 +303,11 @@ impl FieldReportService {
                         {
                             report.cursor = Some(modified.to_string());
                         }
-                        match head.and_then(|h| Some((record_id(h.id.as_ref()?)?, h.version))) {
-                            Some((id, version)) => {
-                                let version = version.as_ref().and_then(Value::as_i64).unwrap_or(0);
-                                records.push(SyncedRecord { id, version, document });
+                        match head.and_then(|h| Some((record_id(h.id.as_ref()?)?, h))) {
+                            Some((id, head)) => {
+                                let version = head.version.as_ref().and_then(Value::as_i64).unwrap_or(0);
+                                let external_id = external_id(head.external_id.as_ref());
+                                records.push(SyncedRecord { id, version, external_id, document });
                             }
                             None => report.skipped += 1,
                         }
@@ -371,6 +375,7 @@ mod tests {
         let synced = |id: &str, name: &str| SyncedRecord {
             id: id.into(),
             version: 1,
+            external_id: None,
             document: serde_json::value::RawValue::from_string(format!(r#"{{"Id":"{id}","Name":"{name}"}}"#)).unwrap(),
         };
         for test in crate::store::testing::stores_on_both_databases().await {

@@ -35,13 +35,16 @@ impl Store {
         entity: &str,
         table: BaselineTable,
     ) -> Result<(u64, Duration), StoreError> {
-        let rows = sqlx::query("SELECT record_id, version, document FROM fieldreport_records WHERE entity = $1")
-            .bind(entity)
-            .fetch_all(self.pool())
-            .await?;
-        let documents: Vec<(String, i64, String)> = rows
+        let rows =
+            sqlx::query("SELECT record_id, version, external_id, document FROM fieldreport_records WHERE entity = $1")
+                .bind(entity)
+                .fetch_all(self.pool())
+                .await?;
+        let documents: Vec<(String, i64, Option<String>, String)> = rows
             .iter()
-            .map(|r| Ok((r.try_get("record_id")?, r.try_get("version")?, r.try_get("document")?)))
+            .map(|r| {
+                Ok((r.try_get("record_id")?, r.try_get("version")?, r.try_get("external_id")?, r.try_get("document")?))
+            })
             .collect::<Result<_, StoreError>>()?;
         let dialect = self.dialect();
         match table {
@@ -62,19 +65,30 @@ impl Store {
                         "INSERT INTO {SCRATCH} (record_id, document) VALUES {}",
                         parameter_rows(dialect, chunk.len(), 2, 1)
                     );
-                    chunk.iter().fold(sqlx::query(sqlx::AssertSqlSafe(statement)), |query, (id, _, document)| {
+                    chunk.iter().fold(sqlx::query(sqlx::AssertSqlSafe(statement)), |query, (id, _, _, document)| {
                         query.bind(id).bind(document)
                     })
                 }
                 BaselineTable::Mirror => {
                     let statement = format!(
-                        "INSERT INTO fieldreport_records (entity, record_id, version, document, created_at, updated_at) VALUES {}",
-                        parameter_rows(dialect, chunk.len(), 6, 1)
+                        "INSERT INTO fieldreport_records (entity, record_id, version, external_id, document, created_at, updated_at) \
+                         VALUES {}",
+                        parameter_rows(dialect, chunk.len(), 7, 1)
                     );
                     let now = super::now_ms();
-                    chunk.iter().fold(sqlx::query(sqlx::AssertSqlSafe(statement)), |query, (id, version, document)| {
-                        query.bind(MIRROR_BASELINE_SET).bind(id).bind(*version).bind(document).bind(now).bind(now)
-                    })
+                    chunk.iter().fold(
+                        sqlx::query(sqlx::AssertSqlSafe(statement)),
+                        |query, (id, version, external_id, document)| {
+                            query
+                                .bind(MIRROR_BASELINE_SET)
+                                .bind(id)
+                                .bind(*version)
+                                .bind(external_id)
+                                .bind(document)
+                                .bind(now)
+                                .bind(now)
+                        },
+                    )
                 }
             };
             let mut tx = self.write_transaction().await?;

@@ -23,7 +23,27 @@ pub struct MirrorRecord {
 pub struct SyncedRecord {
     pub id: String,
     pub version: i64,
+    /// The document's `ExternalId` (see [`external_id`]).
+    pub external_id: Option<String>,
     pub document: Box<RawValue>,
+}
+
+/// A record's `ExternalId` as the mirror keeps it beside the document, for the lookup of the
+/// record mapped from an ERP record: a text as it is, a number as its text; anything else
+/// (absent, null, a flag, an object) is none. Every write of the service stores it with the
+/// document; the triggers of migration 0014 fill it in for other writers.
+pub fn external_id(value: Option<&Value>) -> Option<String> {
+    match value? {
+        Value::String(text) => Some(text.clone()),
+        Value::Number(number) => Some(number.to_string()),
+        _ => None,
+    }
+}
+
+impl MirrorRecord {
+    fn external_id(&self) -> Option<String> {
+        external_id(self.document.get("ExternalId"))
+    }
 }
 
 /// Id, version and document of one record.
@@ -39,22 +59,22 @@ const MIRROR_PAGE: &str = "SELECT document, \
 /// The number of records of an entity (0 for a set that never had one).
 const MIRROR_COUNT: &str = "SELECT COALESCE(MAX(records), 0) AS total FROM fieldreport_record_counts WHERE entity = $1";
 /// A new record.
-const MIRROR_INSERT: &str = "INSERT INTO fieldreport_records (entity, record_id, version, document, pending_push, created_at, updated_at) \
-     VALUES ($1, $2, $3, $4, $5, $6, $6)";
+const MIRROR_INSERT: &str = "INSERT INTO fieldreport_records (entity, record_id, version, document, pending_push, created_at, updated_at, external_id) \
+     VALUES ($1, $2, $3, $4, $5, $6, $6, $7)";
 /// [`MIRROR_INSERT`] committing without waiting for the WAL flush (Postgres; see
 /// [`Store::unflushed`]).
 const MIRROR_INSERT_UNFLUSHED: &str = "WITH unflushed AS (SELECT set_config('synchronous_commit', 'off', true)) \
-     INSERT INTO fieldreport_records (entity, record_id, version, document, pending_push, created_at, updated_at) \
-     SELECT $1, $2, $3, $4, $5, $6, $6 FROM unflushed";
+     INSERT INTO fieldreport_records (entity, record_id, version, document, pending_push, created_at, updated_at, external_id) \
+     SELECT $1, $2, $3, $4, $5, $6, $6, $7 FROM unflushed";
 /// A record replaced if it is still at the expected version.
 const MIRROR_REPLACE: &str = "UPDATE fieldreport_records SET version = $1, document = $2, updated_at = $3, \
-            pending_push = COALESCE(pending_push, $4) \
+            pending_push = COALESCE(pending_push, $4), external_id = $8 \
      WHERE entity = $5 AND record_id = $6 AND version = $7";
 /// [`MIRROR_REPLACE`] committing without waiting for the WAL flush (Postgres; see
 /// [`Store::unflushed`]).
 const MIRROR_REPLACE_UNFLUSHED: &str = "WITH unflushed AS (SELECT set_config('synchronous_commit', 'off', true)) \
      UPDATE fieldreport_records SET version = $1, document = $2, updated_at = $3, \
-            pending_push = COALESCE(pending_push, $4) \
+            pending_push = COALESCE(pending_push, $4), external_id = $8 \
      FROM unflushed \
      WHERE entity = $5 AND record_id = $6 AND version = $7";
 /// Pages starting further in than this are read on a blocking thread on SQLite.
@@ -199,6 +219,7 @@ impl Store {
             .bind(record.document.to_string())
             .bind(pending_push)
             .bind(now)
+            .bind(record.external_id())
             .execute(lease.connection())
             .await;
         let inserted = lease.settle(done).map(|_| true);
@@ -227,6 +248,7 @@ impl Store {
             .bind(entity)
             .bind(&record.id)
             .bind(expected_version)
+            .bind(record.external_id())
             .execute(lease.connection())
             .await;
         let replaced = lease.settle(done).map(|done| done.rows_affected() == 1);
@@ -326,7 +348,7 @@ pub enum Upserted {
     Unchanged,
 }
 
-/// Records per `INSERT … ON CONFLICT` of a sync page on Postgres (3 parameters each, within
+/// Records per `INSERT … ON CONFLICT` of a sync page on Postgres (4 parameters each, within
 /// the protocol's 65,535).
 const UPSERT_ROWS: usize = 1_000;
 
@@ -452,18 +474,22 @@ impl Store {
         sqlx::query("SELECT set_config('synchronous_commit', 'off', true)").execute(&mut *tx).await?;
         for chunk in stored.chunks(UPSERT_ROWS) {
             let mut upsert = sqlx::query(sql!(
-                "INSERT INTO fieldreport_records AS stored (entity, record_id, version, document, created_at, updated_at) \
-                 SELECT $1, record_id, version, document, $2, $2 FROM (VALUES {}) AS page (record_id, version, document) \
+                "INSERT INTO fieldreport_records AS stored (entity, record_id, version, external_id, document, created_at, updated_at) \
+                 SELECT $1, record_id, version, external_id, document, $2, $2 \
+                 FROM (VALUES {}) AS page (record_id, version, external_id, document) \
                  ON CONFLICT (entity, record_id) DO UPDATE \
-                 SET version = EXCLUDED.version, document = EXCLUDED.document, updated_at = EXCLUDED.updated_at \
+                 SET version = EXCLUDED.version, external_id = EXCLUDED.external_id, document = EXCLUDED.document, \
+                     updated_at = EXCLUDED.updated_at \
                  WHERE stored.document <> EXCLUDED.document \
                  RETURNING stored.record_id, stored.xmax = 0 AS inserted",
-                parameter_rows(super::Dialect::Postgres, chunk.len(), 3, 3)
+                parameter_rows(super::Dialect::Postgres, chunk.len(), 4, 3)
             ))
             .bind(entity)
             .bind(now);
             for &i in chunk {
-                upsert = upsert.bind(&records[i].id).bind(records[i].version).bind(records[i].document.get());
+                let record = &records[i];
+                upsert =
+                    upsert.bind(&record.id).bind(record.version).bind(&record.external_id).bind(record.document.get());
             }
             // Only rows inserted or changed come back; `xmax` is 0 for an inserted row, and holds
             // the updating transaction (its lock) for an updated one.
@@ -519,9 +545,11 @@ impl Store {
                 Some(stored) if stored == text => Upserted::Unchanged,
                 Some(_) => {
                     sqlx::query(
-                        "UPDATE fieldreport_records SET version = $1, document = $2, updated_at = $3 WHERE entity = $4 AND record_id = $5",
+                        "UPDATE fieldreport_records SET version = ?, external_id = ?, document = ?, updated_at = ? \
+                         WHERE entity = ? AND record_id = ?",
                     )
                     .bind(record.version)
+                    .bind(&record.external_id)
                     .bind(text)
                     .bind(now)
                     .bind(entity)
@@ -535,15 +563,17 @@ impl Store {
         }
         if !fresh.is_empty() {
             let mut insert = sqlx::query(sql!(
-                "INSERT INTO fieldreport_records (entity, created_at, record_id, version, document, updated_at) \
-                 SELECT ?, ?, column1, column2, column3, ? FROM (VALUES {})",
-                parameter_rows(super::Dialect::Sqlite, fresh.len(), 3, 4)
+                "INSERT INTO fieldreport_records (entity, created_at, record_id, version, external_id, document, updated_at) \
+                 SELECT ?, ?, column1, column2, column3, column4, ? FROM (VALUES {})",
+                parameter_rows(super::Dialect::Sqlite, fresh.len(), 4, 4)
             ))
             .bind(entity)
             .bind(now)
             .bind(now);
             for &i in &fresh {
-                insert = insert.bind(&records[i].id).bind(records[i].version).bind(records[i].document.get());
+                let record = &records[i];
+                insert =
+                    insert.bind(&record.id).bind(record.version).bind(&record.external_id).bind(record.document.get());
             }
             insert.execute(&mut *tx).await?;
         }
@@ -591,15 +621,10 @@ impl Store {
     }
 }
 
-/// The condition of [`Store::mirror_by_external_id`]: the expression of the
-/// `fieldreport_records_external_id` index (migration 0008), repeated exactly so that the
-/// database uses it.
-fn external_id_equals(dialect: super::Dialect) -> &'static str {
-    match dialect {
-        super::Dialect::Sqlite => "CAST(json_extract(document, '$.ExternalId') AS TEXT) = $2",
-        super::Dialect::Postgres => "(document::jsonb ->> 'ExternalId') = $2",
-    }
-}
+/// The records of a set whose `ExternalId` is `$2`, by the `fieldreport_records_external_id`
+/// index (migration 0014).
+const MIRROR_BY_EXTERNAL_ID: &str =
+    "SELECT record_id, version, document FROM fieldreport_records WHERE entity = $1 AND external_id = $2";
 
 impl Store {
     /// The first record, in Id order, whose `ExternalId` is `value` (compared as text): the
@@ -607,17 +632,14 @@ impl Store {
     pub async fn mirror_by_external_id(&self, entity: &str, value: &str) -> Result<Option<MirrorRecord>, StoreError> {
         // No ORDER BY: SQLite would then walk the page index in Id order (a scan of the set
         // when nothing matches) instead of this lookup; the few matches are ordered here.
-        let test = external_id_equals(self.dialect());
-        let rows = sqlx::query(sql!(
-            "SELECT record_id, version, document FROM fieldreport_records WHERE entity = $1 AND {test}"
-        ))
-        // Unnamed, so planned for its values and the set's present size: a plan made while the
-        // set was small scans it.
-        .persistent(false)
-        .bind(entity)
-        .bind(value)
-        .fetch_all(self.pool())
-        .await?;
+        let rows = sqlx::query(MIRROR_BY_EXTERNAL_ID)
+            // Unnamed, so planned for its values and the set's present size: a plan made while the
+            // set was small scans it.
+            .persistent(false)
+            .bind(entity)
+            .bind(value)
+            .fetch_all(self.pool())
+            .await?;
         let mut records = rows.iter().map(record).collect::<Result<Vec<_>, _>>()?;
         records.sort_by(|a, b| (a.id.len(), &a.id).cmp(&(b.id.len(), &b.id)));
         Ok(records.into_iter().next())
@@ -681,7 +703,7 @@ impl Store {
     ) -> Result<(), StoreError> {
         let done = sqlx::query(
             "UPDATE fieldreport_records SET record_id = $1, version = $2, document = $3, pending_push = NULL, updated_at = $4, \
-             push_claimed_until = NULL, push_attempts = 0 WHERE entity = $5 AND record_id = $6",
+             push_claimed_until = NULL, push_attempts = 0, external_id = $7 WHERE entity = $5 AND record_id = $6",
         )
         .bind(&record.id)
         .bind(record.version)
@@ -689,6 +711,7 @@ impl Store {
         .bind(now_ms())
         .bind(entity)
         .bind(old_id)
+        .bind(record.external_id())
         .execute(self.pool())
         .await;
         // A create's push gives the record the upstream's Id: both ids changed.
@@ -725,7 +748,6 @@ mod tests {
     use sqlx::{AnyConnection, Connection, Executor};
 
     use super::*;
-    use crate::config::DatabaseUrl;
 
     /// The unflushed statements turn `synchronous_commit` off for their own transaction only:
     /// a request connection runs other statements next (a webhook's, whose 202 promises a
@@ -742,7 +764,7 @@ mod tests {
         connection
             .execute(
                 "CREATE TEMP TABLE fieldreport_records (entity TEXT, record_id TEXT, version BIGINT, \
-                 document TEXT, pending_push TEXT, created_at BIGINT, updated_at BIGINT)",
+                 document TEXT, pending_push TEXT, created_at BIGINT, updated_at BIGINT, external_id TEXT)",
             )
             .await
             .unwrap();
@@ -757,6 +779,7 @@ mod tests {
                 .bind(r#"{"Id":"1"}"#)
                 .bind(None::<String>)
                 .bind(5_i64)
+                .bind(None::<String>)
         };
 
         let mut transaction = connection.begin().await.unwrap();
@@ -777,6 +800,7 @@ mod tests {
             .bind("tags")
             .bind("1")
             .bind(1_i64)
+            .bind(None::<String>)
             .execute(&mut connection)
             .await
             .unwrap();
@@ -791,32 +815,73 @@ mod tests {
 
     #[tokio::test]
     async fn the_external_id_lookup_uses_its_index_and_finds_the_first_record() {
-        let dir = std::env::temp_dir().join(format!("external-id-{}", uuid::Uuid::new_v4()));
-        let store = Store::open(&DatabaseUrl::new(format!("sqlite://{}/db.sqlite", dir.display()))).await.unwrap();
-        let plan = store
-            .query_plan(
-                sqlx::query(sql!(
-                    "EXPLAIN QUERY PLAN SELECT record_id, version, document FROM fieldreport_records WHERE entity = $1 AND {}",
-                    external_id_equals(super::super::Dialect::Sqlite)
-                ))
-                .bind("companies")
-                .bind("9"),
-            )
-            .await;
-        assert!(plan.iter().any(|step| step.contains("fieldreport_records_external_id")), "{plan:?}");
+        for test in crate::store::testing::stores_on_both_databases().await {
+            external_id_lookup_on(&test.store).await;
+            test.finish().await;
+        }
+    }
 
-        for (id, external) in [("12", json!(9)), ("3", json!("9")), ("4", json!("10"))] {
+    async fn external_id_lookup_on(store: &Store) {
+        if store.dialect() == super::super::Dialect::Sqlite {
+            let plan = store
+                .query_plan(sqlx::query(sql!("EXPLAIN QUERY PLAN {MIRROR_BY_EXTERNAL_ID}")).bind("companies").bind("9"))
+                .await;
+            assert!(plan.iter().any(|step| step.contains("fieldreport_records_external_id")), "{plan:?}");
+        }
+        for (id, external) in [("12", json!(9)), ("3", json!("9")), ("4", json!("10")), ("5", json!({"id": "9"}))] {
             let document = json!({"Id": id, "Version": 1, "ExternalId": external});
             store
                 .mirror_insert("companies", &MirrorRecord { id: id.into(), version: 1, document }, None)
                 .await
                 .unwrap();
         }
-        let found = store.mirror_by_external_id("companies", "9").await.unwrap().unwrap();
-        assert_eq!(found.id, "3", "Id order: 3 before 12, a number and a string alike");
+        let found = |value: &'static str| async move {
+            store.mirror_by_external_id("companies", value).await.unwrap().map(|record| record.id)
+        };
+        assert_eq!(found("9").await.as_deref(), Some("3"), "Id order: 3 before 12, a number and a string alike");
         assert!(store.mirror_by_external_id("contacts", "9").await.unwrap().is_none());
-        store.close().await;
-        let _ = std::fs::remove_dir_all(dir);
+
+        // The service's replace, push and sync write the column with the document.
+        let moved = MirrorRecord { id: "4".into(), version: 2, document: json!({"Id": "4", "ExternalId": "11"}) };
+        assert!(store.mirror_replace("companies", &moved, 1, None).await.unwrap());
+        let pushed = MirrorRecord { id: "40".into(), version: 3, document: json!({"Id": "40", "ExternalId": "12"}) };
+        store.mirror_mark_pushed("companies", "4", &pushed).await.unwrap();
+        let synced = SyncedRecord {
+            id: "6".into(),
+            version: 1,
+            external_id: Some("13".into()),
+            document: RawValue::from_string(r#"{"Id":"6","ExternalId":"13"}"#.into()).unwrap(),
+        };
+        store.mirror_upsert_page("companies", &[synced]).await.unwrap();
+        assert_eq!((found("10").await, found("11").await), (None, None));
+        assert_eq!((found("12").await.as_deref(), found("13").await.as_deref()), (Some("40"), Some("6")));
+
+        // Another writer's statements have the column filled in from the document. On
+        // Postgres the service's connections say that they write it themselves: this one
+        // stops saying so for its transaction.
+        let mut tx = store.pool().begin().await.unwrap();
+        if store.dialect() == super::super::Dialect::Postgres {
+            tx.execute("SET LOCAL integration_service.writes_external_id = 'off'").await.unwrap();
+        }
+        tx.execute(
+            r#"INSERT INTO fieldreport_records (entity, record_id, version, document, created_at, updated_at)
+               VALUES ('companies', '77', 1, '{"Id":"77","ExternalId":"erp-77"}', 0, 0),
+                      ('companies', '78', 1, '{"Id":"78","ExternalId":78}', 0, 0),
+                      ('companies', '79', 1, '{"Id":"79"}', 0, 0)"#,
+        )
+        .await
+        .unwrap();
+        tx.execute(
+            r#"UPDATE fieldreport_records SET document = '{"Id":"6","ExternalId":"erp-6"}' WHERE record_id = '6'"#,
+        )
+        .await
+        .unwrap();
+        tx.execute(r#"UPDATE fieldreport_records SET document = '{"Id":"3"}' WHERE record_id = '3'"#).await.unwrap();
+        tx.commit().await.unwrap();
+        assert_eq!(found("erp-77").await.as_deref(), Some("77"));
+        assert_eq!(found("78").await.as_deref(), Some("78"));
+        assert_eq!((found("13").await, found("erp-6").await.as_deref()), (None, Some("6")));
+        assert_eq!(found("9").await.as_deref(), Some("12"), "3 has no ExternalId any more");
     }
 
     #[tokio::test]
@@ -844,7 +909,12 @@ mod tests {
         // (its last copy counts).
         let synced = |id: &str, name: &str| {
             let MirrorRecord { id, version, document } = record(id, name);
-            SyncedRecord { id, version, document: RawValue::from_string(document.to_string()).unwrap() }
+            SyncedRecord {
+                id,
+                version,
+                external_id: None,
+                document: RawValue::from_string(document.to_string()).unwrap(),
+            }
         };
         let page = [synced("1", "b"), synced("2", "a"), synced("3", "a"), synced("3", "c")];
         let outcomes = store.mirror_upsert_page("tags", &page).await.unwrap();

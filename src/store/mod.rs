@@ -358,10 +358,15 @@ async fn prepare_connection(conn: &mut AnyConnection, dialect: Dialect) -> Resul
             )
             .await?;
         }
-        // The service tells other instances of its mirror writes itself, after each commit;
-        // the triggers that do it for other sessions skip this one (see migration 0012).
+        // The service tells other instances of its mirror writes itself, after each commit,
+        // and writes each record's `ExternalId` column with its document: the triggers that do
+        // these for other sessions skip this one (see migrations 0012 and 0014).
         Dialect::Postgres => {
-            conn.execute("SET integration_service.notifies_changes = 'on'").await?;
+            conn.execute(
+                "SELECT set_config('integration_service.notifies_changes', 'on', false), \
+                        set_config('integration_service.writes_external_id', 'on', false)",
+            )
+            .await?;
         }
     }
     Ok(())
