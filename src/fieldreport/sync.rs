@@ -7,8 +7,9 @@
 //! few ahead of the ones being stored; the pages that arrived meanwhile are upserted together
 //! in one transaction without forwarding (two such batches at once, a record never in two),
 //! their records as the upstream sent them (only `Id`, `Version`, `DateModified` and
-//! `ExternalId` are read); the cursor is recorded only when the whole sync completed, so an interrupted sync
-//! simply runs again (unchanged records count as such, nothing is duplicated or lost).
+//! `ExternalId` are read); the cursor is recorded only when the whole sync completed, so an
+//! interrupted sync simply runs again (unchanged records count as such, nothing is duplicated
+//! or lost).
 //! One sync per set runs at a time across instances: the run holds a lease in the database,
 //! renewed while it runs.
 
