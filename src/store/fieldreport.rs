@@ -351,6 +351,9 @@ pub enum Upserted {
 /// Records per `INSERT … ON CONFLICT` of a sync page on Postgres (4 parameters each, within
 /// the protocol's 65,535).
 const UPSERT_ROWS: usize = 1_000;
+/// Records per lookup and `INSERT` of a sync page on SQLite: 4 parameters each (and 3 more),
+/// within SQLite's 32,766 whatever the size of the upstream's pages.
+const SQLITE_UPSERT_ROWS: usize = 8_000;
 
 /// For each record of a page, whether it is the last copy of its id in the page.
 fn last_copies(records: &[SyncedRecord]) -> Vec<bool> {
@@ -510,9 +513,10 @@ impl Store {
             .collect())
     }
 
-    /// SQLite: one query reads what is stored, one multi-row INSERT adds the new records, and
-    /// only records whose document changed are updated, in one write transaction. The page's
-    /// statements take their parameters by position (see [`parameter_marks`]).
+    /// SQLite: per [`SQLITE_UPSERT_ROWS`] records, one query reads what is stored, one
+    /// multi-row INSERT adds the new records, and only records whose document changed are
+    /// updated, all in one write transaction. The page's statements take their parameters by
+    /// position (see [`parameter_marks`]).
     async fn upsert_page_sqlite(
         &self,
         entity: &str,
@@ -520,63 +524,67 @@ impl Store {
         last_copies: &[bool],
     ) -> Result<Vec<Upserted>, StoreError> {
         let mut tx = self.write_transaction().await?;
-        let mut select = sqlx::query(sql!(
-            "SELECT record_id, document FROM fieldreport_records WHERE entity = ? AND record_id IN ({})",
-            parameter_marks(super::Dialect::Sqlite, records.len(), 2).join(", ")
-        ))
-        .bind(entity);
-        for record in records {
-            select = select.bind(&record.id);
-        }
-        let mut stored: std::collections::HashMap<String, String> = std::collections::HashMap::new();
-        for row in select.fetch_all(&mut *tx).await? {
-            stored.insert(row.try_get("record_id")?, row.try_get("document")?);
-        }
         let now = now_ms();
         let mut outcomes = Vec::with_capacity(records.len());
-        let mut fresh: Vec<usize> = Vec::new();
-        for (i, record) in records.iter().enumerate() {
-            let text = record.document.get();
-            let outcome = match stored.get(&record.id) {
-                _ if !last_copies[i] => Upserted::Unchanged,
-                None => {
-                    fresh.push(i);
-                    Upserted::Inserted
-                }
-                Some(stored) if stored == text => Upserted::Unchanged,
-                Some(_) => {
-                    sqlx::query(
-                        "UPDATE fieldreport_records SET version = ?, external_id = ?, document = ?, updated_at = ? \
-                         WHERE entity = ? AND record_id = ?",
-                    )
-                    .bind(record.version)
-                    .bind(&record.external_id)
-                    .bind(text)
-                    .bind(now)
-                    .bind(entity)
-                    .bind(&record.id)
-                    .execute(&mut *tx)
-                    .await?;
-                    Upserted::Updated
-                }
-            };
-            outcomes.push(outcome);
-        }
-        if !fresh.is_empty() {
-            let mut insert = sqlx::query(sql!(
-                "INSERT INTO fieldreport_records (entity, created_at, record_id, version, external_id, document, updated_at) \
-                 SELECT ?, ?, column1, column2, column3, column4, ? FROM (VALUES {})",
-                parameter_rows(super::Dialect::Sqlite, fresh.len(), 4, 4)
+        for (chunk, last_copies) in records.chunks(SQLITE_UPSERT_ROWS).zip(last_copies.chunks(SQLITE_UPSERT_ROWS)) {
+            let mut select = sqlx::query(sql!(
+                "SELECT record_id, document FROM fieldreport_records WHERE entity = ? AND record_id IN ({})",
+                parameter_marks(super::Dialect::Sqlite, chunk.len(), 2).join(", ")
             ))
-            .bind(entity)
-            .bind(now)
-            .bind(now);
-            for &i in &fresh {
-                let record = &records[i];
-                insert =
-                    insert.bind(&record.id).bind(record.version).bind(&record.external_id).bind(record.document.get());
+            .bind(entity);
+            for record in chunk {
+                select = select.bind(&record.id);
             }
-            insert.execute(&mut *tx).await?;
+            let mut stored: std::collections::HashMap<String, String> = std::collections::HashMap::new();
+            for row in select.fetch_all(&mut *tx).await? {
+                stored.insert(row.try_get("record_id")?, row.try_get("document")?);
+            }
+            let mut fresh: Vec<&SyncedRecord> = Vec::new();
+            for (record, &last) in chunk.iter().zip(last_copies) {
+                let text = record.document.get();
+                let outcome = match stored.get(&record.id) {
+                    _ if !last => Upserted::Unchanged,
+                    None => {
+                        fresh.push(record);
+                        Upserted::Inserted
+                    }
+                    Some(stored) if stored == text => Upserted::Unchanged,
+                    Some(_) => {
+                        sqlx::query(
+                            "UPDATE fieldreport_records SET version = ?, external_id = ?, document = ?, updated_at = ? \
+                             WHERE entity = ? AND record_id = ?",
+                        )
+                        .bind(record.version)
+                        .bind(&record.external_id)
+                        .bind(text)
+                        .bind(now)
+                        .bind(entity)
+                        .bind(&record.id)
+                        .execute(&mut *tx)
+                        .await?;
+                        Upserted::Updated
+                    }
+                };
+                outcomes.push(outcome);
+            }
+            if !fresh.is_empty() {
+                let mut insert = sqlx::query(sql!(
+                    "INSERT INTO fieldreport_records (entity, created_at, record_id, version, external_id, document, updated_at) \
+                     SELECT ?, ?, column1, column2, column3, column4, ? FROM (VALUES {})",
+                    parameter_rows(super::Dialect::Sqlite, fresh.len(), 4, 4)
+                ))
+                .bind(entity)
+                .bind(now)
+                .bind(now);
+                for record in fresh {
+                    insert = insert
+                        .bind(&record.id)
+                        .bind(record.version)
+                        .bind(&record.external_id)
+                        .bind(record.document.get());
+                }
+                insert.execute(&mut *tx).await?;
+            }
         }
         tx.commit().await?;
         Ok(outcomes)
@@ -889,6 +897,43 @@ mod tests {
     async fn record_counts_follow_inserts_syncs_and_deletes() {
         for test in crate::store::testing::stores_on_both_databases().await {
             record_counts_follow_inserts_syncs_and_deletes_on(&test.store).await;
+            test.finish().await;
+        }
+    }
+
+    /// A page larger than a statement's share on either database ([`UPSERT_ROWS`],
+    /// [`SQLITE_UPSERT_ROWS`]) is stored whole, in chunks: each record's outcome in order, a
+    /// record repeated across a chunk's edge stored as its last copy, the count right.
+    #[tokio::test]
+    async fn a_page_larger_than_a_statement_is_stored_in_chunks() {
+        for test in crate::store::testing::stores_on_both_databases().await {
+            let store = &test.store;
+            let dialect = store.dialect();
+            let synced = |id: usize, name: &str| SyncedRecord {
+                id: id.to_string(),
+                version: 1,
+                external_id: Some(format!("x-{id}")),
+                document: RawValue::from_string(format!(r#"{{"Id":"{id}","Name":"{name}"}}"#)).unwrap(),
+            };
+            let size = SQLITE_UPSERT_ROWS + UPSERT_ROWS + 5;
+            store.mirror_upsert_page("tags", &[synced(7, "before")]).await.unwrap();
+            let mut page: Vec<SyncedRecord> = (0..size).map(|id| synced(id, "first")).collect();
+            // Record 3 again past both chunks' edges; record 7 is stored already.
+            page.push(synced(3, "last"));
+            let outcomes = store.mirror_upsert_page("tags", &page).await.unwrap();
+            assert_eq!(outcomes.len(), size + 1, "{dialect:?}");
+            for (i, outcome) in outcomes.iter().enumerate() {
+                let expected = match i {
+                    3 => Upserted::Unchanged,
+                    7 => Upserted::Updated,
+                    _ => Upserted::Inserted,
+                };
+                assert_eq!(*outcome, expected, "record {i} on {dialect:?}");
+            }
+            assert_eq!(store.mirror_get("tags", "3").await.unwrap().unwrap().document["Name"], "last", "{dialect:?}");
+            let last = (size - 1).to_string();
+            assert_eq!(store.mirror_get("tags", &last).await.unwrap().unwrap().document["Name"], "first");
+            assert_eq!(store.mirror_page("tags", 0, 1).await.unwrap().1, size as i64, "{dialect:?}");
             test.finish().await;
         }
     }
