@@ -62,7 +62,11 @@ pub(super) struct InboxIntake {
 impl InboxIntake {
     /// Batches for the SQLite file at `path`.
     pub(super) fn sqlite(path: &Path, write_turns: Arc<tokio::sync::Mutex<()>>) -> Result<InboxIntake, StoreError> {
-        let connection = open_file(path, BUSY_TIMEOUT, "PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;")?;
+        let settings = format!(
+            "PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; {}",
+            super::checkpoints::CONNECTION_SETTINGS
+        );
+        let connection = open_file(path, BUSY_TIMEOUT, &settings)?;
         Ok(Self::start(Target::Sqlite { connection, write_turns }))
     }
 

@@ -14,6 +14,7 @@ macro_rules! sql {
 
 pub mod bench;
 mod change_notifications;
+mod checkpoints;
 pub mod erp;
 pub mod fieldreport;
 pub mod flows;
@@ -90,6 +91,10 @@ pub struct Store {
     sqlite_reads: Option<Arc<SqliteReads>>,
     /// Webhook calls stored in batches (see [`inbox_intake`]); `None` for an in-memory database.
     inbox_intake: Option<Arc<InboxIntake>>,
+    /// SQLite files only: the thread that checkpoints the write-ahead log (see [`checkpoints`]),
+    /// which stops with the last clone of the store.
+    #[cfg_attr(not(test), expect(dead_code, reason = "held for its Drop"))]
+    checkpoints: Option<Arc<checkpoints::Checkpoints>>,
     /// SQLite only: see [`Store::write_turn`].
     write_turns: Option<Arc<tokio::sync::Mutex<()>>>,
     /// Postgres only: token owners kept in memory while a listener hears of their changes
@@ -173,20 +178,22 @@ impl Store {
         let request_connections =
             (request_connections > 0).then(|| Arc::new(RequestConnections::new(options, dialect, request_connections)));
         let write_turns = (dialect == Dialect::Sqlite).then(|| Arc::new(tokio::sync::Mutex::new(())));
-        let (sqlite_reads, inbox_intake) = match (dialect, &write_turns) {
+        let (sqlite_reads, inbox_intake, checkpoints) = match (dialect, &write_turns) {
             (Dialect::Sqlite, Some(turns)) if !in_memory => {
                 let file = sqlite_file(&raw);
                 let intake = InboxIntake::sqlite(&file, turns.clone())?;
-                (Some(Arc::new(SqliteReads::open(file)?)), Some(Arc::new(intake)))
+                let checkpoints = checkpoints::Checkpoints::start(&file)?;
+                (Some(Arc::new(SqliteReads::open(file)?)), Some(Arc::new(intake)), Some(Arc::new(checkpoints)))
             }
-            (Dialect::Postgres, _) => (None, Some(Arc::new(InboxIntake::postgres(pool.clone())))),
-            _ => (None, None),
+            (Dialect::Postgres, _) => (None, Some(Arc::new(InboxIntake::postgres(pool.clone()))), None),
+            _ => (None, None, None),
         };
         Ok(Store {
             pool,
             request_connections,
             sqlite_reads,
             inbox_intake,
+            checkpoints,
             write_turns,
             token_cache: (dialect == Dialect::Postgres).then(|| Arc::new(token_cache::TokenCache::default())),
             record_cache: (dialect == Dialect::Postgres).then(|| Arc::new(record_cache::RecordCache::default())),
@@ -352,11 +359,13 @@ impl std::ops::DerefMut for WriteTransaction {
 /// The session settings of every new connection.
 async fn prepare_connection(conn: &mut AnyConnection, dialect: Dialect) -> Result<(), sqlx::Error> {
     match dialect {
+        // Commits leave the log's checkpoints to the store's thread (see [`checkpoints`]).
         Dialect::Sqlite => {
-            conn.execute(
-                "PRAGMA journal_mode = WAL; PRAGMA busy_timeout = 5000; PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL;",
-            )
-            .await?;
+            let settings = format!(
+                "PRAGMA journal_mode = WAL; PRAGMA busy_timeout = 5000; PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL; {}",
+                checkpoints::CONNECTION_SETTINGS
+            );
+            conn.execute(sqlx::AssertSqlSafe(settings)).await?;
         }
         // The service tells other instances of its mirror writes itself, after each commit,
         // and writes each record's `ExternalId` column with its document: the triggers that do
