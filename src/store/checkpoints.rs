@@ -25,9 +25,11 @@ const INTERVAL: Duration = Duration::from_millis(100);
 /// thread cannot keep up, or is gone.
 pub(super) const BACKSTOP_PAGES: u32 = 16_384;
 
-/// The session setting that leaves checkpoints to the thread ([`BACKSTOP_PAGES`]), for every
-/// connection of the store that writes.
-pub(super) const CONNECTION_SETTINGS: &str = "PRAGMA wal_autocheckpoint = 16384;";
+/// The session setting that leaves checkpoints to the thread (commits only past
+/// [`BACKSTOP_PAGES`]), for every connection of the store that writes.
+pub(super) fn connection_setting() -> String {
+    format!("PRAGMA wal_autocheckpoint = {BACKSTOP_PAGES};")
+}
 
 /// The checkpointing thread of one SQLite file; it stops once this is dropped (with the last
 /// clone of its store).

@@ -64,7 +64,7 @@ impl InboxIntake {
     pub(super) fn sqlite(path: &Path, write_turns: Arc<tokio::sync::Mutex<()>>) -> Result<InboxIntake, StoreError> {
         let settings = format!(
             "PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; {}",
-            super::checkpoints::CONNECTION_SETTINGS
+            super::checkpoints::connection_setting()
         );
         let connection = open_file(path, BUSY_TIMEOUT, &settings)?;
         Ok(Self::start(Target::Sqlite { connection, write_turns }))

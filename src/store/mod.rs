@@ -363,7 +363,7 @@ async fn prepare_connection(conn: &mut AnyConnection, dialect: Dialect) -> Resul
         Dialect::Sqlite => {
             let settings = format!(
                 "PRAGMA journal_mode = WAL; PRAGMA busy_timeout = 5000; PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL; {}",
-                checkpoints::CONNECTION_SETTINGS
+                checkpoints::connection_setting()
             );
             conn.execute(sqlx::AssertSqlSafe(settings)).await?;
         }
