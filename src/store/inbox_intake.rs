@@ -161,46 +161,81 @@ fn write_sqlite(connection: &mut Connection, calls: &[NewCall]) -> rusqlite::Res
     Ok(ids)
 }
 
-/// Takes the batch's ids from the table's sequence, then inserts every call in one statement
-/// (one round trip and one commit for the batch; the ids are known before the insert, so
-/// which id is whose does not depend on the order of `RETURNING`).
+/// One statement for the whole batch, whatever its size: the calls go as one JSON array,
+/// each row takes its id from the table's sequence, and the ids come back with each call's
+/// position (which id is whose does not depend on the order rows are returned in). One round
+/// trip and one commit per batch, and one prepared statement: a `VALUES` list per batch size
+/// was a statement of its own for every size (256 of them, more than sqlx's cache of prepared
+/// statements keeps), parsed and planned again for most batches, and it took its ids in a
+/// round trip before.
+const INSERT_BATCH_POSTGRES: &str = "WITH batch AS MATERIALIZED ( \
+         SELECT nextval(pg_get_serial_sequence('erp_webhook_inbox', 'id')) AS id, calls.* \
+         FROM json_to_recordset($1::json) \
+              AS calls (position BIGINT, received_at BIGINT, entity_name TEXT, entity_id TEXT, event TEXT, payload TEXT) \
+     ), stored AS ( \
+         INSERT INTO erp_webhook_inbox \
+             (id, received_at, entity_name, entity_id, event, payload, state, attempts, next_attempt_at) \
+         SELECT id, received_at, entity_name, entity_id, event, payload, 'pending', 0, received_at FROM batch \
+     ) \
+     SELECT position, id FROM batch";
+
 async fn write_postgres(pool: &AnyPool, calls: &[NewCall]) -> Result<Vec<i64>, StoreError> {
-    let mut connection = pool.acquire().await?;
-    let ids: Vec<i64> = sqlx::query_scalar(
-        "SELECT nextval(pg_get_serial_sequence('erp_webhook_inbox', 'id')) FROM generate_series(1, $1)",
-    )
-    .bind(calls.len() as i64)
-    .fetch_all(&mut *connection)
-    .await?;
-    let rows = (0..calls.len())
-        .map(|n| {
-            let p = n * 6;
-            format!(
-                "(${}, ${}, ${}, ${}, ${}, ${}, 'pending', 0, ${})",
-                p + 1,
-                p + 2,
-                p + 3,
-                p + 4,
-                p + 5,
-                p + 6,
-                p + 2
-            )
+    let batch: Vec<serde_json::Value> = calls
+        .iter()
+        .enumerate()
+        .map(|(position, call)| {
+            serde_json::json!({
+                "position": position,
+                "received_at": call.received_at,
+                "entity_name": call.entity_name,
+                "entity_id": call.entity_id,
+                "event": call.event,
+                "payload": call.payload,
+            })
         })
-        .collect::<Vec<_>>()
-        .join(", ");
-    let mut insert = sqlx::query(sql!(
-        "INSERT INTO erp_webhook_inbox \
-         (id, received_at, entity_name, entity_id, event, payload, state, attempts, next_attempt_at) VALUES {rows}"
-    ));
-    for (id, call) in ids.iter().zip(calls) {
-        insert = insert
-            .bind(*id)
-            .bind(call.received_at)
-            .bind(call.entity_name.as_str())
-            .bind(call.entity_id.as_str())
-            .bind(call.event.as_str())
-            .bind(call.payload.as_str());
+        .collect();
+    let rows: Vec<(i64, i64)> =
+        sqlx::query_as(INSERT_BATCH_POSTGRES).bind(serde_json::Value::Array(batch).to_string()).fetch_all(pool).await?;
+    let mut ids = vec![None; calls.len()];
+    for (position, id) in rows {
+        if let Some(slot) = usize::try_from(position).ok().and_then(|p| ids.get_mut(p)) {
+            *slot = Some(id);
+        }
     }
-    insert.execute(&mut *connection).await?;
-    Ok(ids)
+    ids.into_iter()
+        .map(|id| id.ok_or_else(|| StoreError::Query("the webhook inbox did not return an id for every call".into())))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use sqlx::Row;
+
+    /// Calls stored at once share batches; each caller gets the id of its own call, with its
+    /// fields as sent (text that needs escaping included).
+    #[tokio::test]
+    async fn concurrent_calls_each_get_the_id_of_their_own_row() {
+        for test in super::super::testing::stores_on_both_databases().await {
+            let store = &test.store;
+            let stored = futures::future::join_all((0..300).map(|n| async move {
+                let entity_id = format!("{n}-\"quoted\" \\ ü");
+                let payload = serde_json::json!({"n": n, "text": "line\nbreak"});
+                let id = store.inbox_store("customer", &entity_id, "updated", &payload).await.unwrap();
+                (id, entity_id, payload.to_string())
+            }))
+            .await;
+            let ids: std::collections::HashSet<i64> = stored.iter().map(|(id, _, _)| *id).collect();
+            assert_eq!(ids.len(), stored.len(), "an id per call on {:?}", store.dialect());
+            for (id, entity_id, payload) in &stored {
+                let row = sqlx::query("SELECT entity_id, payload, state FROM erp_webhook_inbox WHERE id = $1")
+                    .bind(id)
+                    .fetch_one(store.pool())
+                    .await
+                    .unwrap();
+                let found: (String, String, String) = (row.get("entity_id"), row.get("payload"), row.get("state"));
+                assert_eq!(found, (entity_id.clone(), payload.clone(), "pending".to_string()), "{:?}", store.dialect());
+            }
+            test.finish().await;
+        }
+    }
 }
