@@ -21,16 +21,19 @@ const INJECTIONS: &[&str] =
 
 const PASSWORD: &str = "analytical-engine";
 
-/// The status and body of one raw HTTP/1.1 exchange (`connection: close` is added).
+/// The status and body of one raw HTTP/1.1 exchange (`connection: close` is added). The
+/// request goes out in one write: the server may answer a bad request line and close before
+/// the rest arrives, and a later write would then fail (seen once, writing the blank line).
 async fn raw(address: SocketAddr, head: &[u8], body: &[u8]) -> (u16, String) {
-    let mut stream = TcpStream::connect(address).await.unwrap();
-    stream.write_all(head).await.unwrap();
-    stream.write_all(b"connection: close\r\n").await.unwrap();
+    let mut request = head.to_vec();
+    request.extend_from_slice(b"connection: close\r\n");
     if !body.is_empty() {
-        stream.write_all(format!("content-length: {}\r\n", body.len()).as_bytes()).await.unwrap();
+        request.extend_from_slice(format!("content-length: {}\r\n", body.len()).as_bytes());
     }
-    stream.write_all(b"\r\n").await.unwrap();
-    stream.write_all(body).await.unwrap();
+    request.extend_from_slice(b"\r\n");
+    request.extend_from_slice(body);
+    let mut stream = TcpStream::connect(address).await.unwrap();
+    stream.write_all(&request).await.unwrap();
     let mut answer = Vec::new();
     stream.read_to_end(&mut answer).await.unwrap();
     let answer = String::from_utf8_lossy(&answer).into_owned();

@@ -1740,9 +1740,11 @@ pub mod types {
             value: &str,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
-            { ::regress::Regex::new("\\S").unwrap() });
+            { ::regress::Regex::new("^\\s*([A-Za-z0-9_.-]{1,64}\\s*)?$").unwrap() });
             if PATTERN.find(value).is_none() {
-                return Err("doesn't match pattern \"\\S\"".into());
+                return Err(
+                    "doesn't match pattern \"^\\s*([A-Za-z0-9_.-]{1,64}\\s*)?$\"".into(),
+                );
             }
             Ok(Self(value.to_string()))
         }
@@ -8633,7 +8635,7 @@ pub mod types {
         ///Id of the record: letters, digits and `-`, at most 64, or an integer (also accepted: `entity_id`, `id`, `entity.id`).
         #[serde(rename = "entityId")]
         pub entity_id: WebhookPayloadEntityId,
-        ///Entity type, e.g. `customer` (also accepted: `entity_name`, `entity`).
+        ///Entity type, e.g. `customer`: letters, digits, `_`, `-` and `.`, at most 64 (also accepted: `entity_name`, `entity`).
         #[serde(rename = "entityName")]
         pub entity_name: WebhookPayloadEntityName,
         ///`created`, `updated` or `deleted` (also accepted: `event`, `action`); absent means a change.
@@ -8759,7 +8761,7 @@ pub mod types {
                 })
         }
     }
-    ///Entity type, e.g. `customer` (also accepted: `entity_name`, `entity`).
+    ///Entity type, e.g. `customer`: letters, digits, `_`, `-` and `.`, at most 64 (also accepted: `entity_name`, `entity`).
     #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
     #[serde(transparent)]
     pub struct WebhookPayloadEntityName(::std::string::String);
@@ -8780,9 +8782,11 @@ pub mod types {
             value: &str,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
-            { ::regress::Regex::new("\\S").unwrap() });
+            { ::regress::Regex::new("^\\s*[A-Za-z0-9_.-]{1,64}\\s*$").unwrap() });
             if PATTERN.find(value).is_none() {
-                return Err("doesn't match pattern \"\\S\"".into());
+                return Err(
+                    "doesn't match pattern \"^\\s*[A-Za-z0-9_.-]{1,64}\\s*$\"".into(),
+                );
             }
             Ok(Self(value.to_string()))
         }
@@ -31239,7 +31243,7 @@ Sends a `GET` request to `/api/v1/erp/webhooks`
 
 Arguments:
 - `entity_id`: Id of the record: letters, digits and `-`, at most 64 (GET calls: this or `id` is required; blank counts as absent).
-- `entity_name`: Entity type, e.g. `customer` (GET calls: required).
+- `entity_name`: Entity type, e.g. `customer`: letters, digits, `_`, `-` and `.`, at most 64 (GET calls: required).
 - `id`: Fallback for `entityId` (blank counts as absent).
 - `secret`: The webhook secret, when it is part of the URL registered at the ERP.
 - `type_`: `created`, `updated` or `deleted` (GET calls).

@@ -31,9 +31,10 @@ pub struct WebhookSecretQuery {
 pub struct WebhookQuery {
     /// The webhook secret, when it is part of the URL registered at the ERP.
     pub secret: Option<String>,
-    /// Entity type, e.g. `customer` (GET calls: required).
+    /// Entity type, e.g. `customer`: letters, digits, `_`, `-` and `.`, at most 64 (GET calls:
+    /// required).
     #[serde(rename = "entityName")]
-    #[schemars(regex(pattern = r"\S"))]
+    #[schemars(regex(pattern = r"^\s*([A-Za-z0-9_.-]{1,64}\s*)?$"))]
     pub entity_name: Option<String>,
     /// Id of the record: letters, digits and `-`, at most 64 (GET calls: this or `id` is
     /// required; blank counts as absent).
@@ -53,9 +54,10 @@ pub struct WebhookQuery {
 #[derive(Deserialize, JsonSchema)]
 #[allow(dead_code)]
 pub struct WebhookPayload {
-    /// Entity type, e.g. `customer` (also accepted: `entity_name`, `entity`).
+    /// Entity type, e.g. `customer`: letters, digits, `_`, `-` and `.`, at most 64 (also
+    /// accepted: `entity_name`, `entity`).
     #[serde(rename = "entityName")]
-    #[schemars(regex(pattern = r"\S"))]
+    #[schemars(regex(pattern = r"^\s*[A-Za-z0-9_.-]{1,64}\s*$"))]
     pub entity_name: String,
     /// Id of the record: letters, digits and `-`, at most 64, or an integer (also accepted:
     /// `entity_id`, `id`, `entity.id`).

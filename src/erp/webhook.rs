@@ -126,6 +126,14 @@ pub fn parse(fields: &Map<String, Value>) -> Result<WebhookCall, WebhookRefusal>
             if !valid_id {
                 return Err(WebhookRefusal::Invalid("entityId: letters, digits and -, at most 64".into()));
             }
+            // Names are the ERP's entity names (`customer`, `salesOrder`). Anything else is
+            // refused here: calls are stored in batches, and a text the database refuses (a NUL
+            // character, on Postgres) would fail the batch of every call stored with it.
+            let valid_name = entity_name.len() <= 64
+                && entity_name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
+            if !valid_name {
+                return Err(WebhookRefusal::Invalid("entityName: letters, digits, _, - and ., at most 64".into()));
+            }
             Ok(WebhookCall { entity_name, entity_id, event: Event::parse(event.as_deref()) })
         }
         (None, _) => Err(WebhookRefusal::Invalid("entityName is missing".into())),
@@ -231,6 +239,13 @@ mod tests {
         // Ids may be numbers; names and events are text.
         assert_eq!(parse(&object(json!({"entityName": "customer", "entityId": 7}))).unwrap().entity_id, "7");
         assert!(parse(&object(json!({"entityName": 7, "entityId": "1"}))).is_err());
+        for name in ["cus\u{0}tomer", "customer order", "kunde/ä", &"n".repeat(65)] {
+            assert!(parse(&object(json!({"entityName": name, "entityId": "1"}))).is_err(), "{name:?}");
+        }
+        assert_eq!(
+            parse(&object(json!({"entityName": "sales_order-2.x", "entityId": "1"}))).unwrap().entity_name,
+            "sales_order-2.x"
+        );
         assert!(parse(&object(json!({"entityName": "customer", "entityId": "1", "type": -5}))).is_err());
         assert!(parse(&object(json!({"entityName": "customer", "entityId": "1", "type": null}))).is_ok());
     }

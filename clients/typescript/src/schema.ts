@@ -3860,7 +3860,7 @@ export interface components {
         WebhookPayload: {
             /** @description Id of the record: letters, digits and `-`, at most 64, or an integer (also accepted: `entity_id`, `id`, `entity.id`). */
             entityId: string | number;
-            /** @description Entity type, e.g. `customer` (also accepted: `entity_name`, `entity`). */
+            /** @description Entity type, e.g. `customer`: letters, digits, `_`, `-` and `.`, at most 64 (also accepted: `entity_name`, `entity`). */
             entityName: string;
             /** @description `created`, `updated` or `deleted` (also accepted: `event`, `action`); absent means a change. */
             type?: string | null;
@@ -4504,7 +4504,7 @@ export interface operations {
             query?: {
                 /** @description Id of the record: letters, digits and `-`, at most 64 (GET calls: this or `id` is required; blank counts as absent). */
                 entityId?: string | null;
-                /** @description Entity type, e.g. `customer` (GET calls: required). */
+                /** @description Entity type, e.g. `customer`: letters, digits, `_`, `-` and `.`, at most 64 (GET calls: required). */
                 entityName?: string | null;
                 /** @description Fallback for `entityId` (blank counts as absent). */
                 id?: string | null;
