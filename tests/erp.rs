@@ -141,6 +141,13 @@ async fn webhooks_need_the_secret(db: Db) {
     accepted(webhook(&svc).json(&call).send().await.unwrap()).await;
     let invalid = webhook(&svc).json(&json!({"entityName": "customer"})).send().await.unwrap();
     error_body(invalid, 422).await;
+    // Entity names are refused before they are stored: on Postgres a NUL character would have
+    // failed the batch of every call stored with it.
+    for name in ["cus\u{0}tomer", "customer/../x", "kunde ä"] {
+        let odd = webhook(&svc).json(&json!({"entityName": name, "entityId": "5"})).send().await.unwrap();
+        let body = error_body(odd, 422).await;
+        assert!(body.to_string().contains("entityName: letters, digits"), "{name:?}: {body}");
+    }
     assert!(!svc.log.text().contains(SECRET), "the secret never reaches the log");
     svc.stop().await;
 }

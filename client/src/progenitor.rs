@@ -1740,10 +1740,10 @@ pub mod types {
             value: &str,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
-            { ::regress::Regex::new("^\\s*([A-Za-z0-9_.-]{1,64}\\s*)?$").unwrap() });
+            { ::regress::Regex::new("^\\s*[A-Za-z0-9_.-]{1,64}\\s*$").unwrap() });
             if PATTERN.find(value).is_none() {
                 return Err(
-                    "doesn't match pattern \"^\\s*([A-Za-z0-9_.-]{1,64}\\s*)?$\"".into(),
+                    "doesn't match pattern \"^\\s*[A-Za-z0-9_.-]{1,64}\\s*$\"".into(),
                 );
             }
             Ok(Self(value.to_string()))

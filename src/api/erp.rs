@@ -34,7 +34,7 @@ pub struct WebhookQuery {
     /// Entity type, e.g. `customer`: letters, digits, `_`, `-` and `.`, at most 64 (GET calls:
     /// required).
     #[serde(rename = "entityName")]
-    #[schemars(regex(pattern = r"^\s*([A-Za-z0-9_.-]{1,64}\s*)?$"))]
+    #[schemars(regex(pattern = r"^\s*[A-Za-z0-9_.-]{1,64}\s*$"))]
     pub entity_name: Option<String>,
     /// Id of the record: letters, digits and `-`, at most 64 (GET calls: this or `id` is
     /// required; blank counts as absent).

@@ -169,7 +169,7 @@ fn write_sqlite(connection: &mut Connection, calls: &[NewCall]) -> rusqlite::Res
 /// statements keeps), parsed and planned again for most batches, and it took its ids in a
 /// round trip before.
 const INSERT_BATCH_POSTGRES: &str = "WITH batch AS MATERIALIZED ( \
-         SELECT nextval(pg_get_serial_sequence('erp_webhook_inbox', 'id')) AS id, calls.* \
+         SELECT nextval((SELECT pg_get_serial_sequence('erp_webhook_inbox', 'id'))::regclass) AS id, calls.* \
          FROM json_to_recordset($1::json) \
               AS calls (position BIGINT, received_at BIGINT, entity_name TEXT, entity_id TEXT, event TEXT, payload TEXT) \
      ), stored AS ( \
@@ -211,29 +211,41 @@ async fn write_postgres(pool: &AnyPool, calls: &[NewCall]) -> Result<Vec<i64>, S
 mod tests {
     use sqlx::Row;
 
-    /// Calls stored at once share batches; each caller gets the id of its own call, with its
-    /// fields as sent (text that needs escaping included).
+    /// Calls stored at once share batches; each caller gets the id of its own call, with every
+    /// field as sent (text that needs escaping included).
     #[tokio::test]
     async fn concurrent_calls_each_get_the_id_of_their_own_row() {
         for test in super::super::testing::stores_on_both_databases().await {
             let store = &test.store;
             let stored = futures::future::join_all((0..300).map(|n| async move {
+                let entity_name = format!("entity{n}");
                 let entity_id = format!("{n}-\"quoted\" \\ ü");
+                let event = ["created", "updated", "deleted"][n % 3];
                 let payload = serde_json::json!({"n": n, "text": "line\nbreak"});
-                let id = store.inbox_store("customer", &entity_id, "updated", &payload).await.unwrap();
-                (id, entity_id, payload.to_string())
+                let before = crate::store::now_ms();
+                let id = store.inbox_store(&entity_name, &entity_id, event, &payload).await.unwrap();
+                (id, before, (entity_name, entity_id, event.to_string(), payload.to_string()))
             }))
             .await;
             let ids: std::collections::HashSet<i64> = stored.iter().map(|(id, _, _)| *id).collect();
             assert_eq!(ids.len(), stored.len(), "an id per call on {:?}", store.dialect());
-            for (id, entity_id, payload) in &stored {
-                let row = sqlx::query("SELECT entity_id, payload, state FROM erp_webhook_inbox WHERE id = $1")
-                    .bind(id)
-                    .fetch_one(store.pool())
-                    .await
-                    .unwrap();
-                let found: (String, String, String) = (row.get("entity_id"), row.get("payload"), row.get("state"));
-                assert_eq!(found, (entity_id.clone(), payload.clone(), "pending".to_string()), "{:?}", store.dialect());
+            for (id, before, sent) in &stored {
+                let row = sqlx::query(
+                    "SELECT entity_name, entity_id, event, payload, state, attempts, received_at, next_attempt_at \
+                     FROM erp_webhook_inbox WHERE id = $1",
+                )
+                .bind(id)
+                .fetch_one(store.pool())
+                .await
+                .unwrap();
+                let found: (String, String, String, String) =
+                    (row.get("entity_name"), row.get("entity_id"), row.get("event"), row.get("payload"));
+                assert_eq!(&found, sent, "{:?}", store.dialect());
+                let (state, attempts): (String, i64) = (row.get("state"), row.get("attempts"));
+                assert_eq!((state.as_str(), attempts), ("pending", 0));
+                let (received_at, next_attempt_at): (i64, i64) = (row.get("received_at"), row.get("next_attempt_at"));
+                assert!(received_at >= *before && received_at <= crate::store::now_ms(), "{received_at}");
+                assert_eq!(next_attempt_at, received_at, "due at once");
             }
             test.finish().await;
         }
