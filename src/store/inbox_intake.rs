@@ -179,23 +179,33 @@ const INSERT_BATCH_POSTGRES: &str = "WITH batch AS MATERIALIZED ( \
      ) \
      SELECT position, id FROM batch";
 
+/// One call as an element of [`INSERT_BATCH_POSTGRES`]'s JSON array.
+#[derive(serde::Serialize)]
+struct BatchRow<'a> {
+    position: usize,
+    received_at: i64,
+    entity_name: &'a str,
+    entity_id: &'a str,
+    event: &'a str,
+    payload: &'a str,
+}
+
 async fn write_postgres(pool: &AnyPool, calls: &[NewCall]) -> Result<Vec<i64>, StoreError> {
-    let batch: Vec<serde_json::Value> = calls
+    let batch: Vec<BatchRow> = calls
         .iter()
         .enumerate()
-        .map(|(position, call)| {
-            serde_json::json!({
-                "position": position,
-                "received_at": call.received_at,
-                "entity_name": call.entity_name,
-                "entity_id": call.entity_id,
-                "event": call.event,
-                "payload": call.payload,
-            })
+        .map(|(position, call)| BatchRow {
+            position,
+            received_at: call.received_at,
+            entity_name: &call.entity_name,
+            entity_id: &call.entity_id,
+            event: &call.event,
+            payload: &call.payload,
         })
         .collect();
-    let rows: Vec<(i64, i64)> =
-        sqlx::query_as(INSERT_BATCH_POSTGRES).bind(serde_json::Value::Array(batch).to_string()).fetch_all(pool).await?;
+    let batch = serde_json::to_string(&batch)
+        .map_err(|error| StoreError::Query(format!("writing the webhook batch as JSON: {error}")))?;
+    let rows: Vec<(i64, i64)> = sqlx::query_as(INSERT_BATCH_POSTGRES).bind(batch).fetch_all(pool).await?;
     let mut ids = vec![None; calls.len()];
     for (position, id) in rows {
         if let Some(slot) = usize::try_from(position).ok().and_then(|p| ids.get_mut(p)) {
