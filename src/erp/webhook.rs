@@ -111,6 +111,11 @@ fn first_text(fields: &Map<String, Value>, keys: &[&str], numbers: bool) -> Opti
     })
 }
 
+/// Whether `text` is at most 64 ASCII letters, digits and characters of `also`.
+fn plain_name(text: &str, also: &[char]) -> bool {
+    text.len() <= 64 && text.chars().all(|c| c.is_ascii_alphanumeric() || also.contains(&c))
+}
+
 /// Reads a call from its fields (the GET query or the POST JSON object).
 pub fn parse(fields: &Map<String, Value>) -> Result<WebhookCall, WebhookRefusal> {
     let entity_name = first_text(fields, &["entityName", "entity_name", "entityType", "entity"], false);
@@ -122,16 +127,13 @@ pub fn parse(fields: &Map<String, Value>) -> Result<WebhookCall, WebhookRefusal>
     let event = first_text(fields, &EVENT_KEYS, false);
     match (entity_name, entity_id) {
         (Some(entity_name), Some(entity_id)) => {
-            let valid_id = entity_id.len() <= 64 && entity_id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-');
-            if !valid_id {
+            if !plain_name(&entity_id, &['-']) {
                 return Err(WebhookRefusal::Invalid("entityId: letters, digits and -, at most 64".into()));
             }
             // Names are the ERP's entity names (`customer`, `salesOrder`). Anything else is
             // refused here: calls are stored in batches, and a text the database refuses (a NUL
             // character, on Postgres) would fail the batch of every call stored with it.
-            let valid_name = entity_name.len() <= 64
-                && entity_name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
-            if !valid_name {
+            if !plain_name(&entity_name, &['_', '-', '.']) {
                 return Err(WebhookRefusal::Invalid("entityName: letters, digits, _, - and ., at most 64".into()));
             }
             Ok(WebhookCall { entity_name, entity_id, event: Event::parse(event.as_deref()) })
