@@ -48,8 +48,19 @@ impl Drop for Group {
     }
 }
 
-/// Runs the tour in `dir`; returns bash's exit status, its standard output and its standard error.
-fn run_tour(dir: &Path, script: &str) -> (std::process::ExitStatus, String, String) {
+/// What [`run_tour`] saw: bash's exit status, its standard output and its standard error, and
+/// the guard of the tour's process group. The service the tour stopped with `kill $!` may
+/// still be shutting down when bash exits: the caller keeps the guard until it has seen the
+/// service stop (dropping it kills the group).
+struct Tour {
+    status: std::process::ExitStatus,
+    stdout: String,
+    stderr: String,
+    _group: Group,
+}
+
+/// Runs the tour in `dir`.
+fn run_tour(dir: &Path, script: &str) -> Tour {
     use std::os::unix::process::CommandExt;
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let script_path = dir.join("tour.sh");
@@ -71,7 +82,7 @@ fn run_tour(dir: &Path, script: &str) -> (std::process::ExitStatus, String, Stri
         .process_group(0)
         .spawn()
         .expect("bash runs");
-    let _group = Group(child.id());
+    let group = Group(child.id());
     let started = Instant::now();
     let status = loop {
         if let Some(status) = child.try_wait().unwrap() {
@@ -88,7 +99,7 @@ fn run_tour(dir: &Path, script: &str) -> (std::process::ExitStatus, String, Stri
         }
         std::thread::sleep(Duration::from_millis(100));
     };
-    (status, read(&stdout_path), read(&stderr_path))
+    Tour { status, stdout: read(&stdout_path), stderr: read(&stderr_path), _group: group }
 }
 
 fn read(path: &Path) -> String {
@@ -117,7 +128,8 @@ fn the_readme_tour_runs_as_written() {
     assert!(script.contains("$SERVICE serve --sandbox"), "the tour starts the service through $SERVICE");
     let dir: PathBuf = std::env::temp_dir().join(format!("integration-service-tour-{}", uuid::Uuid::new_v4()));
     std::fs::create_dir_all(&dir).unwrap();
-    let (status, stdout, stderr) = run_tour(&dir, &script);
+    let tour = run_tour(&dir, &script);
+    let (status, stdout, stderr) = (tour.status, &tour.stdout, &tour.stderr);
     let log = read(&dir.join("var/serve.log"));
     assert!(status.success(), "the tour failed ({status})\nstdout:\n{stdout}\nstderr:\n{stderr}\nservice log:\n{log}");
     let context = format!("\nstdout:\n{stdout}\nstderr:\n{stderr}");
