@@ -271,6 +271,55 @@ async fn calls_stored_together_each_keep_their_own_id(db: Db) {
     svc.stop().await;
 }
 
+/// The requests the ERP simulator has received.
+async fn erp_calls(svc: &TestService) -> u64 {
+    let root = svc.erp.trim_end_matches("/webapp/api/v1");
+    let body: Value = svc.client.get(format!("{root}/__sandbox/calls")).send().await.unwrap().json().await.unwrap();
+    body["calls"].as_u64().unwrap()
+}
+
+/// Calls for one record that wait together are processed together: one fetch from the ERP,
+/// made after all of them arrived, answers for all, and each shows the outcome. The worker's
+/// fetch for a first call is held at the simulator while the others arrive.
+async fn waiting_calls_of_one_record_are_processed_with_one_fetch(db: Db) {
+    let (svc, token) = start(db, &[]).await;
+    let customer = |id: &str, event: &str| json!({"entityName": "customer", "entityId": id, "type": event});
+    erp_fault(&svc, json!({"path_prefix": "/webapp/api/v1/customer/id/6", "status": 200, "delay_ms": 3000})).await;
+    let before = erp_calls(&svc).await;
+    let first = accepted(webhook(&svc).json(&customer("6", "updated")).send().await.unwrap()).await;
+    for _ in 0..500 {
+        if erp_calls(&svc).await > before {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(erp_calls(&svc).await, before + 1, "the worker is fetching the first call's record");
+
+    let mut waiting = Vec::new();
+    for event in ["updated", "updated", "deleted"] {
+        waiting.push(accepted(webhook(&svc).json(&customer("6", event)).send().await.unwrap()).await);
+    }
+    let other = accepted(webhook(&svc).json(&customer("7", "created")).send().await.unwrap()).await;
+
+    let done = inbox_call(&svc, &token, first, "done").await;
+    assert_eq!(done["outcome"]["mirror"], "inserted", "{done}");
+    for id in &waiting {
+        let call = inbox_call(&svc, &token, *id, "done").await;
+        assert_eq!(call["outcome"]["mirror"], "unchanged", "{call}");
+        assert_eq!(call["outcome"]["fieldReport"]["action"], "unchanged", "{call}");
+    }
+    let seven = inbox_call(&svc, &token, other, "done").await;
+    assert_eq!(seven["outcome"]["mirror"], "inserted", "{seven}");
+    assert_eq!(seven["outcome"]["fieldReport"]["id"], "erp-customer-7", "{seven}");
+    assert_eq!(
+        erp_calls(&svc).await,
+        before + 3,
+        "one fetch for the first call, one for the three calls of customer 6 that waited, one for customer 7"
+    );
+    assert_eq!(ok(&svc, &token, "/api/v1/erp/show/customer/6").await["id"], "6");
+    svc.stop().await;
+}
+
 async fn failed_processing_is_retried_and_survives_a_restart(db: Db) {
     let (mut svc, token) = start(db, &[]).await;
     erp_fault(&svc, json!({"path_prefix": "/webapp/api/v1/article/id/11", "status": 503, "times": 1000})).await;
@@ -570,6 +619,7 @@ on_both_databases!(
     a_webhook_mirrors_the_record_and_writes_the_company_locally,
     repeated_and_late_deliveries_change_nothing,
     calls_stored_together_each_keep_their_own_id,
+    waiting_calls_of_one_record_are_processed_with_one_fetch,
     failed_processing_is_retried_and_survives_a_restart,
     setup_get_update_and_show,
     custom_attributes_are_pulled_posted_and_pushed_with_version_checks,

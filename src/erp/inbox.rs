@@ -4,7 +4,8 @@
 //!
 //! Processing is idempotent: a repeated or late call fetches the same (or a newer) record, the
 //! mirror keeps the highest version, and a field-report write that would change nothing is
-//! skipped. A failed attempt is retried with exponential back-off (1 s, 2 s, 4 s … at most
+//! skipped. The calls of one record claimed together are processed together: one fetch,
+//! made after every one of them arrived, answers for all. A failed attempt is retried with exponential back-off (1 s, 2 s, 4 s … at most
 //! 5 min) up to [`MAX_ATTEMPTS`] times, then the call is marked `failed` and stays visible in
 //! `show`. Claims are leases in the database, so a call taken by a process that died is taken
 //! again when its lease expires, by any instance. Processed calls are forgotten after a week
@@ -92,24 +93,33 @@ impl ErpService {
         InboxWorker { stop, service: self.clone(), task }
     }
 
-    /// Processes the calls that are due; returns how many it took. Calls claimed but not
-    /// started when `stop` is set are released for the next run.
+    /// Processes the calls that are due; returns how many it took. The calls of one record
+    /// among them are processed together: one fetch from the ERP answers for all of them,
+    /// since each was received before it. Calls claimed but not started when `stop` is set
+    /// are released for the next run.
     pub async fn process_due(&self, stop: &AtomicBool) -> Result<usize, StoreError> {
         let items = self.store().inbox_claim(BATCH, self.store().work_lease_ms()).await?;
         let count = items.len();
-        for item in items {
+        for calls in calls_by_record(items) {
             if stop.load(Ordering::SeqCst) {
-                self.store().inbox_release(item.id).await?;
+                for call in &calls {
+                    self.store().inbox_release(call.id).await?;
+                }
                 continue;
             }
-            match self.process(&item).await {
-                Ok(outcome) => self.store().inbox_done(item.id, &outcome.to_string()).await?,
+            match self.process(&calls[0]).await {
+                Ok(outcome) => {
+                    let ids: Vec<i64> = calls.iter().map(|call| call.id).collect();
+                    self.store().inbox_done(&ids, &outcome.to_string()).await?
+                }
                 Err(error) => {
                     let permanent = matches!(error, ErpError::UnknownModel(_));
-                    let attempts = item.attempts + 1;
-                    let next = if permanent { None } else { next_attempt_after(attempts) };
-                    let next_at = next.map(|d| now_ms() + d.as_millis() as i64);
-                    self.store().inbox_attempt_failed(item.id, &error.to_string(), next_at).await?;
+                    for call in &calls {
+                        let attempts = call.attempts + 1;
+                        let next = if permanent { None } else { next_attempt_after(attempts) };
+                        let next_at = next.map(|d| now_ms() + d.as_millis() as i64);
+                        self.store().inbox_attempt_failed(call.id, &error.to_string(), next_at).await?;
+                    }
                 }
             }
         }
@@ -200,9 +210,54 @@ impl ErpService {
     }
 }
 
+/// The claimed calls grouped by the record they name, each group in the order of its first
+/// call.
+fn calls_by_record(items: Vec<InboxItem>) -> Vec<Vec<InboxItem>> {
+    let mut groups: Vec<Vec<InboxItem>> = Vec::new();
+    for item in items {
+        let same = groups
+            .iter_mut()
+            .find(|group| group[0].entity_name == item.entity_name && group[0].entity_id == item.entity_id);
+        match same {
+            Some(group) => group.push(item),
+            None => groups.push(vec![item]),
+        }
+    }
+    groups
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn call(id: i64, entity_name: &str, entity_id: &str) -> InboxItem {
+        InboxItem {
+            id,
+            received_at: 0,
+            entity_name: entity_name.into(),
+            entity_id: entity_id.into(),
+            event: "updated".into(),
+            state: "pending".into(),
+            attempts: 0,
+            next_attempt_at: 0,
+            last_error: None,
+            outcome: None,
+        }
+    }
+
+    #[test]
+    fn the_calls_of_one_record_go_together_in_the_order_of_their_first_call() {
+        let items = vec![
+            call(1, "customer", "5"),
+            call(2, "contact", "5"),
+            call(3, "customer", "5"),
+            call(4, "customer", "6"),
+            call(5, "contact", "5"),
+        ];
+        let groups: Vec<Vec<i64>> =
+            calls_by_record(items).iter().map(|group| group.iter().map(|c| c.id).collect()).collect();
+        assert_eq!(groups, vec![vec![1, 3], vec![2, 5], vec![4]]);
+    }
 
     #[test]
     fn back_off_doubles_up_to_five_minutes_then_gives_up() {

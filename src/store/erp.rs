@@ -462,18 +462,24 @@ impl Store {
         Ok(items)
     }
 
-    /// Marks a call processed with a description of what it did.
-    pub async fn inbox_done(&self, id: i64, outcome: &str) -> Result<(), StoreError> {
+    /// Marks calls processed with a description of what was done for them (the calls of one
+    /// record, processed together).
+    pub async fn inbox_done(&self, ids: &[i64], outcome: &str) -> Result<(), StoreError> {
+        if ids.is_empty() {
+            return Ok(());
+        }
         let _turn = self.write_turn().await;
-        sqlx::query(
+        let mut update = sqlx::query(sql!(
             "UPDATE erp_webhook_inbox SET state = 'done', outcome = $1, processed_at = $2, lease_until = NULL, \
-                    attempts = attempts + 1, last_error = NULL WHERE id = $3",
-        )
+                    attempts = attempts + 1, last_error = NULL WHERE id IN ({})",
+            (3..3 + ids.len()).map(|n| format!("${n}")).collect::<Vec<_>>().join(", ")
+        ))
         .bind(outcome)
-        .bind(now_ms())
-        .bind(id)
-        .execute(self.pool())
-        .await?;
+        .bind(now_ms());
+        for id in ids {
+            update = update.bind(id);
+        }
+        update.execute(self.pool()).await?;
         Ok(())
     }
 
@@ -629,7 +635,7 @@ mod tests {
         for n in 0..5 {
             ids.push(store.inbox_store("customer", &n.to_string(), "updated", &json!({})).await.unwrap());
         }
-        store.inbox_done(ids[0], "{}").await.unwrap();
+        store.inbox_done(&ids[..1], "{}").await.unwrap();
         let claimed: Vec<i64> = store.inbox_claim(2, 60_000).await.unwrap().iter().map(|item| item.id).collect();
         assert_eq!(claimed, ids[1..3], "the oldest pending calls, in order");
         store.close().await;
