@@ -34,6 +34,9 @@ const POLL: Duration = Duration::from_millis(500);
 /// Processed calls are kept this long (for `show`), then forgotten; failed ones stay.
 pub const KEEP_DONE: Duration = Duration::from_secs(7 * 24 * 3600);
 const PRUNE_EVERY: Duration = Duration::from_secs(3600);
+/// At most this often, a worker behind a backlog has the database refresh the inbox's
+/// statistics (see [`crate::store::Store::inbox_refresh_statistics`]).
+const STATISTICS_EVERY: Duration = Duration::from_secs(60);
 
 /// When to try again after `attempts` failed attempts, or `None` to give up.
 pub fn next_attempt_after(attempts: i64) -> Option<Duration> {
@@ -70,6 +73,7 @@ impl ErpService {
         let flag = stop.clone();
         let task = tokio::spawn(async move {
             let mut pruned_at: Option<std::time::Instant> = None;
+            let mut statistics_at: Option<std::time::Instant> = None;
             while !flag.load(Ordering::SeqCst) {
                 if pruned_at.is_none_or(|at| at.elapsed() >= PRUNE_EVERY) {
                     pruned_at = Some(std::time::Instant::now());
@@ -82,7 +86,15 @@ impl ErpService {
                     Ok(0) => {
                         let _ = tokio::time::timeout(POLL, service.inner.wake.notified()).await;
                     }
-                    Ok(_) => {}
+                    Ok(claimed) => {
+                        // A full claim means a backlog, which the statistics may not know of.
+                        if claimed as i64 == BATCH && statistics_at.is_none_or(|at| at.elapsed() >= STATISTICS_EVERY) {
+                            statistics_at = Some(std::time::Instant::now());
+                            if let Err(error) = service.store().inbox_refresh_statistics().await {
+                                slog::warn!(log, "refreshing the webhook inbox's statistics failed"; "error" => %error);
+                            }
+                        }
+                    }
                     Err(error) => {
                         slog::warn!(log, "webhook inbox unavailable"; "error" => %error);
                         tokio::time::sleep(POLL * 4).await;
