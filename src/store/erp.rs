@@ -450,7 +450,11 @@ impl Store {
     pub async fn inbox_claim(&self, limit: i64, lease_ms: i64) -> Result<Vec<InboxItem>, StoreError> {
         let _turn = self.write_turn().await;
         let now = now_ms();
+        // Planned afresh each time, not prepared once: a plan made while the inbox was small
+        // (joining the picked calls to a sequential scan of the table) was kept for the
+        // connection's life and cost 12-18 ms a claim once a burst had filled the table.
         let rows = sqlx::query(claim_statement(self.dialect()))
+            .persistent(false)
             .bind(now + lease_ms)
             .bind(now)
             .bind(limit)
