@@ -284,7 +284,7 @@ async fn erp_calls(svc: &TestService) -> u64 {
 async fn waiting_calls_of_one_record_are_processed_with_one_fetch(db: Db) {
     let (svc, token) = start(db, &[]).await;
     let customer = |id: &str, event: &str| json!({"entityName": "customer", "entityId": id, "type": event});
-    erp_fault(&svc, json!({"path_prefix": "/webapp/api/v1/customer/id/6", "status": 200, "delay_ms": 3000})).await;
+    erp_fault(&svc, json!({"path_prefix": "/webapp/api/v1/customer/id/6", "status": 200, "delay_ms": 5000})).await;
     let before = erp_calls(&svc).await;
     let first = accepted(webhook(&svc).json(&customer("6", "updated")).send().await.unwrap()).await;
     for _ in 0..500 {
