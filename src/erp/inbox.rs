@@ -5,8 +5,8 @@
 //! Processing is idempotent: a repeated or late call fetches the same (or a newer) record, the
 //! mirror keeps the highest version, and a field-report write that would change nothing is
 //! skipped. The calls of one record claimed together are processed together: one fetch,
-//! made after every one of them arrived, answers for all. A failed attempt is retried with exponential back-off (1 s, 2 s, 4 s … at most
-//! 5 min) up to [`MAX_ATTEMPTS`] times, then the call is marked `failed` and stays visible in
+//! made after every one of them arrived, answers for all. A failed attempt is retried with
+//! exponential back-off (1 s, 2 s, 4 s … at most 5 min) up to [`MAX_ATTEMPTS`] times, then the call is marked `failed` and stays visible in
 //! `show`. Claims are leases in the database, so a call taken by a process that died is taken
 //! again when its lease expires, by any instance. Processed calls are forgotten after a week
 //! ([`KEEP_DONE`]); failed ones stay until an operator looks at them.

@@ -576,30 +576,24 @@ impl Store {
     /// past it: this is the overview, not a hot path).
     pub async fn inbox_recent(&self, limit: i64) -> Result<Vec<InboxItem>, StoreError> {
         // Pending and failed calls each from their own index, in its order; merged here.
-        let mut items = Vec::new();
-        for (state, order) in [("pending", "next_attempt_at, id"), ("failed", "id")] {
-            let rows = sqlx::query(sql!(
-                "SELECT {INBOX_COLUMNS} FROM erp_webhook_inbox WHERE state = '{state}' ORDER BY {order} LIMIT $1"
-            ))
-            .bind(limit)
-            .fetch_all(self.pool())
-            .await?;
-            for row in &rows {
-                items.push(inbox_row(row)?);
-            }
-        }
+        let mut items = self.inbox_calls_in("pending", "next_attempt_at, id", limit).await?;
+        items.extend(self.inbox_calls_in("failed", "id", limit).await?);
         items.sort_by_key(|item| item.id);
         items.truncate(limit.max(0) as usize);
-        let done = sqlx::query(sql!(
-            "SELECT {INBOX_COLUMNS} FROM erp_webhook_inbox WHERE state = 'done' ORDER BY id DESC LIMIT $1"
+        items.extend(self.inbox_calls_in("done", "id DESC", limit).await?);
+        Ok(items)
+    }
+
+    /// Up to `limit` calls in `state`, in `order` (both fixed texts of [`Self::inbox_recent`];
+    /// the state is written out so that SQLite can use the partial index of it).
+    async fn inbox_calls_in(&self, state: &str, order: &str, limit: i64) -> Result<Vec<InboxItem>, StoreError> {
+        let rows = sqlx::query(sql!(
+            "SELECT {INBOX_COLUMNS} FROM erp_webhook_inbox WHERE state = '{state}' ORDER BY {order} LIMIT $1"
         ))
         .bind(limit)
         .fetch_all(self.pool())
         .await?;
-        for row in &done {
-            items.push(inbox_row(row)?);
-        }
-        Ok(items)
+        rows.iter().map(inbox_row).collect()
     }
 
     /// Whether a call is still waiting; for tests and the `show` route.
@@ -668,28 +662,24 @@ mod tests {
 
             store.inbox_refresh_statistics().await.unwrap();
             let statement = claim_statement(store.dialect()).0;
-            let now = now_ms();
-            let plan = match store.dialect() {
-                Dialect::Sqlite => store
-                    .query_plan(
-                        sqlx::query(sql!("EXPLAIN QUERY PLAN {statement}")).bind(2_i64).bind(1_i64).bind(16_i64),
-                    )
-                    .await
-                    .join("\n"),
-                Dialect::Postgres => {
-                    use sqlx::Row;
-                    let mut tx = store.pool().begin().await.unwrap();
-                    let rows = sqlx::query(sql!("EXPLAIN {statement}"))
-                        .bind(now + 60_000)
-                        .bind(now)
-                        .bind(16_i64)
-                        .fetch_all(&mut *tx)
-                        .await
-                        .unwrap();
-                    let steps: Vec<String> = rows.iter().map(|row| row.get::<String, _>(0)).collect();
-                    steps.join("\n")
-                }
+            let explain = match store.dialect() {
+                Dialect::Sqlite => "EXPLAIN QUERY PLAN",
+                Dialect::Postgres => "EXPLAIN",
             };
+            let now = now_ms();
+            let rows = sqlx::query(sql!("{explain} {statement}"))
+                .bind(now + 60_000)
+                .bind(now)
+                .bind(16_i64)
+                .fetch_all(store.pool())
+                .await
+                .unwrap();
+            // SQLite's steps are in its `detail` column, Postgres's plan lines in its only one.
+            let step = |row: &sqlx::any::AnyRow| match store.dialect() {
+                Dialect::Sqlite => row.get::<String, _>("detail"),
+                Dialect::Postgres => row.get::<String, _>(0),
+            };
+            let plan = rows.iter().map(step).collect::<Vec<_>>().join("\n");
             assert!(plan.contains("erp_webhook_inbox_pending"), "{:?}: {plan}", store.dialect());
             // The due time bounds the walk: the calls waiting for a retry are not read.
             let bounded = match store.dialect() {
