@@ -46,9 +46,15 @@ impl MirrorRecord {
     }
 }
 
+// Every statement that reads or writes one record by its id names the id's length too
+// (`LENGTH(record_id) = LENGTH($n)`): on Postgres the one index by record is
+// `fieldreport_records_key` on (entity, LENGTH(record_id), record_id) (migration 0016), which
+// without the length finds the record by walking its whole set. On SQLite the primary key
+// (entity, record_id) still serves, and the length is one more check.
+
 /// Id, version and document of one record.
-const MIRROR_ROW: &str =
-    "SELECT record_id, version, document FROM fieldreport_records WHERE entity = $1 AND record_id = $2";
+const MIRROR_ROW: &str = "SELECT record_id, version, document FROM fieldreport_records \
+     WHERE entity = $1 AND LENGTH(record_id) = LENGTH($2) AND record_id = $2";
 /// One page of documents in Id order (numeric Ids in numeric order), each row with the
 /// entity's record count (kept by triggers in `fieldreport_record_counts`, migration 0010), so
 /// that a page that is not empty needs no second round trip.
@@ -69,14 +75,28 @@ const MIRROR_INSERT_UNFLUSHED: &str = "WITH unflushed AS (SELECT set_config('syn
 /// A record replaced if it is still at the expected version.
 const MIRROR_REPLACE: &str = "UPDATE fieldreport_records SET version = $1, document = $2, updated_at = $3, \
             pending_push = COALESCE(pending_push, $4), external_id = $8 \
-     WHERE entity = $5 AND record_id = $6 AND version = $7";
+     WHERE entity = $5 AND LENGTH(record_id) = LENGTH($6) AND record_id = $6 AND version = $7";
 /// [`MIRROR_REPLACE`] committing without waiting for the WAL flush (Postgres; see
 /// [`Store::unflushed`]).
 const MIRROR_REPLACE_UNFLUSHED: &str = "WITH unflushed AS (SELECT set_config('synchronous_commit', 'off', true)) \
      UPDATE fieldreport_records SET version = $1, document = $2, updated_at = $3, \
             pending_push = COALESCE(pending_push, $4), external_id = $8 \
      FROM unflushed \
-     WHERE entity = $5 AND record_id = $6 AND version = $7";
+     WHERE entity = $5 AND LENGTH(record_id) = LENGTH($6) AND record_id = $6 AND version = $7";
+/// A record deleted.
+const MIRROR_DELETE: &str =
+    "DELETE FROM fieldreport_records WHERE entity = $1 AND LENGTH(record_id) = LENGTH($2) AND record_id = $2";
+/// A pending record claimed for one push attempt.
+const MIRROR_CLAIM_PUSH: &str = "UPDATE fieldreport_records SET push_claimed_until = $1, push_attempts = push_attempts + 1 \
+     WHERE entity = $2 AND LENGTH(record_id) = LENGTH($3) AND record_id = $3 AND pending_push = $4 \
+     AND (push_claimed_until IS NULL OR push_claimed_until < $5) RETURNING push_attempts";
+/// A claimed record given back.
+const MIRROR_RELEASE_PUSH: &str = "UPDATE fieldreport_records SET push_claimed_until = NULL \
+     WHERE entity = $1 AND LENGTH(record_id) = LENGTH($2) AND record_id = $2";
+/// A record pushed: it takes the upstream's Id and document.
+const MIRROR_MARK_PUSHED: &str = "UPDATE fieldreport_records SET record_id = $1, version = $2, document = $3, \
+            pending_push = NULL, updated_at = $4, push_claimed_until = NULL, push_attempts = 0, external_id = $7 \
+     WHERE entity = $5 AND LENGTH(record_id) = LENGTH($6) AND record_id = $6";
 /// Pages starting further in than this are read on a blocking thread on SQLite.
 const MAX_OFFSET_IN_PLACE: i64 = 10_000;
 
@@ -260,11 +280,7 @@ impl Store {
     pub async fn mirror_delete(&self, entity: &str, id: &str) -> Result<bool, StoreError> {
         let _turn = self.write_turn().await;
         let mut lease = self.lease().await?;
-        let done = sqlx::query("DELETE FROM fieldreport_records WHERE entity = $1 AND record_id = $2")
-            .bind(entity)
-            .bind(id)
-            .execute(lease.connection())
-            .await;
+        let done = sqlx::query(MIRROR_DELETE).bind(entity).bind(id).execute(lease.connection()).await;
         let deleted = lease.settle(done).map(|done| done.rows_affected() == 1);
         drop(lease);
         self.mirror_written(entity, &[id], deleted).await
@@ -273,7 +289,8 @@ impl Store {
     /// One page of an entity's documents in Id order, as stored (checked to be JSON, never
     /// parsed into a tree), and the entity's record count, which comes with the page's rows
     /// (only an empty page asks for it on its own). The page walks the
-    /// `fieldreport_records_page` index, so no query sorts. (One query aggregating the page
+    /// index in that order (`fieldreport_records_page` on SQLite, `fieldreport_records_key` on
+    /// Postgres), so no query sorts. (One query aggregating the page
     /// into a JSON array text measured slower on SQLite.)
     pub async fn mirror_page(
         &self,
@@ -459,7 +476,7 @@ impl Store {
 
     /// Postgres: each record is inserted, or updated where its document changed, by one
     /// `INSERT … ON CONFLICT` per [`UPSERT_ROWS`] records, in one transaction that commits
-    /// without waiting for the WAL flush. The conflict is found through the primary key,
+    /// without waiting for the WAL flush. The conflict is found through the record index,
     /// whatever the statistics say: a lookup of the page's ids first (`IN (…)`) was planned on
     /// the statistics of the empty table as a scan of the whole set, for every page of a first
     /// sync (3 ms a page at 16,000 records and growing). A crash before the flush may lose
@@ -481,7 +498,7 @@ impl Store {
                 "INSERT INTO fieldreport_records AS stored (entity, record_id, version, external_id, document, created_at, updated_at) \
                  SELECT $1, record_id, version, external_id, document, $2, $2 \
                  FROM (VALUES {}) AS page (record_id, version, external_id, document) \
-                 ON CONFLICT (entity, record_id) DO UPDATE \
+                 ON CONFLICT (entity, LENGTH(record_id), record_id) DO UPDATE \
                  SET version = EXCLUDED.version, external_id = EXCLUDED.external_id, document = EXCLUDED.document, \
                      updated_at = EXCLUDED.updated_at \
                  WHERE stored.document <> EXCLUDED.document \
@@ -674,18 +691,14 @@ impl Store {
     /// earlier attempt may have reached the upstream before its process stopped.
     pub async fn mirror_claim_push(&self, entity: &str, id: &str, kind: &str) -> Result<Option<i64>, StoreError> {
         let now = now_ms();
-        let row = sqlx::query(
-            "UPDATE fieldreport_records SET push_claimed_until = $1, push_attempts = push_attempts + 1 \
-             WHERE entity = $2 AND record_id = $3 AND pending_push = $4 \
-             AND (push_claimed_until IS NULL OR push_claimed_until < $5) RETURNING push_attempts",
-        )
-        .bind(self.lease_deadline())
-        .bind(entity)
-        .bind(id)
-        .bind(kind)
-        .bind(now)
-        .fetch_optional(self.pool())
-        .await?;
+        let row = sqlx::query(MIRROR_CLAIM_PUSH)
+            .bind(self.lease_deadline())
+            .bind(entity)
+            .bind(id)
+            .bind(kind)
+            .bind(now)
+            .fetch_optional(self.pool())
+            .await?;
         Ok(match row {
             Some(row) => Some(i64::from(row.try_get::<i32, _>("push_attempts")?)),
             None => None,
@@ -695,11 +708,7 @@ impl Store {
     /// Gives a claimed record back after a failed attempt. Its attempts stay counted: a time-out
     /// or a dropped connection may still have reached the upstream, so the next run checks.
     pub async fn mirror_release_push(&self, entity: &str, id: &str) -> Result<(), StoreError> {
-        sqlx::query("UPDATE fieldreport_records SET push_claimed_until = NULL WHERE entity = $1 AND record_id = $2")
-            .bind(entity)
-            .bind(id)
-            .execute(self.pool())
-            .await?;
+        sqlx::query(MIRROR_RELEASE_PUSH).bind(entity).bind(id).execute(self.pool()).await?;
         Ok(())
     }
 
@@ -710,19 +719,16 @@ impl Store {
         old_id: &str,
         record: &MirrorRecord,
     ) -> Result<(), StoreError> {
-        let done = sqlx::query(
-            "UPDATE fieldreport_records SET record_id = $1, version = $2, document = $3, pending_push = NULL, updated_at = $4, \
-             push_claimed_until = NULL, push_attempts = 0, external_id = $7 WHERE entity = $5 AND record_id = $6",
-        )
-        .bind(&record.id)
-        .bind(record.version)
-        .bind(record.document.to_string())
-        .bind(now_ms())
-        .bind(entity)
-        .bind(old_id)
-        .bind(record.external_id())
-        .execute(self.pool())
-        .await;
+        let done = sqlx::query(MIRROR_MARK_PUSHED)
+            .bind(&record.id)
+            .bind(record.version)
+            .bind(record.document.to_string())
+            .bind(now_ms())
+            .bind(entity)
+            .bind(old_id)
+            .bind(record.external_id())
+            .execute(self.pool())
+            .await;
         // A create's push gives the record the upstream's Id: both ids changed.
         let ids: &[&str] = if old_id == record.id { &[old_id] } else { &[old_id, &record.id] };
         self.mirror_written(entity, ids, done.map(|_| true).map_err(StoreError::from)).await?;
@@ -820,6 +826,74 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(stored, [(2, r#"{"Id":"1","Version":2}"#.to_string())]);
+    }
+
+    type AnyQuery = sqlx::query::Query<'static, sqlx::Any, sqlx::any::AnyArguments>;
+    /// Binds values to a statement's parameters.
+    type Values = fn(AnyQuery) -> AnyQuery;
+
+    /// Each statement on one record, with a function that binds values to its parameters.
+    fn statements_by_record() -> Vec<(&'static str, Values)> {
+        vec![
+            (MIRROR_ROW, |query| query.bind("companies").bind("12")),
+            (MIRROR_DELETE, |query| query.bind("companies").bind("12")),
+            (MIRROR_RELEASE_PUSH, |query| query.bind("companies").bind("12")),
+            (MIRROR_CLAIM_PUSH, |query| query.bind(1_i64).bind("companies").bind("12").bind("create").bind(1_i64)),
+            (MIRROR_REPLACE, replace_values),
+            (MIRROR_REPLACE_UNFLUSHED, replace_values),
+            (MIRROR_MARK_PUSHED, |query| {
+                query.bind("40").bind(2_i64).bind("{}").bind(1_i64).bind("companies").bind("12").bind("e")
+            }),
+        ]
+    }
+
+    fn replace_values(query: AnyQuery) -> AnyQuery {
+        query.bind(2_i64).bind("{}").bind(1_i64).bind("update").bind("companies").bind("12").bind(1_i64).bind("e")
+    }
+
+    #[tokio::test]
+    async fn statements_on_one_record_find_it_through_an_index_by_its_id() {
+        for test in crate::store::testing::stores_on_both_databases().await {
+            let store = &test.store;
+            for (statement, values) in statements_by_record() {
+                if statement == MIRROR_REPLACE_UNFLUSHED && store.dialect() == super::super::Dialect::Sqlite {
+                    continue; // Postgres's only (`set_config`)
+                }
+                let plan = plan_of(store, statement, values).await;
+                match store.dialect() {
+                    // Only the length and the id tell the record apart within its set: without
+                    // both in the index's condition, the record is looked for through its set.
+                    super::super::Dialect::Postgres => assert!(
+                        plan.contains("fieldreport_records_key")
+                            && plan.lines().any(|line| line.contains("Index Cond")
+                                && line.contains("length(record_id)")
+                                && line.contains("(record_id =")),
+                        "{statement}\n{plan}"
+                    ),
+                    super::super::Dialect::Sqlite => assert!(plan.contains("record_id=?"), "{statement}\n{plan}"),
+                }
+            }
+            test.finish().await;
+        }
+    }
+
+    /// The plan of `statement` with `values`; on Postgres with sequential scans ruled out (in a
+    /// transaction rolled back), so that the plan shows the index condition the statement gives.
+    async fn plan_of(store: &Store, statement: &str, values: Values) -> String {
+        match store.dialect() {
+            super::super::Dialect::Sqlite => {
+                store.query_plan(values(sqlx::query(sql!("EXPLAIN QUERY PLAN {statement}")))).await.join("\n")
+            }
+            super::super::Dialect::Postgres => {
+                let mut tx = store.pool().begin().await.unwrap();
+                tx.execute("SET LOCAL enable_seqscan = off").await.unwrap();
+                // The claim of a push may also go through the pending records' index (a small
+                // one); without it, the plan shows what the record's index is given.
+                tx.execute("DROP INDEX fieldreport_records_pending_push").await.unwrap();
+                let rows = values(sqlx::query(sql!("EXPLAIN {statement}"))).fetch_all(&mut *tx).await.unwrap();
+                rows.iter().map(|row| row.try_get::<String, _>(0).unwrap()).collect::<Vec<_>>().join("\n")
+            }
+        }
     }
 
     #[tokio::test]
