@@ -662,24 +662,11 @@ mod tests {
 
             store.inbox_refresh_statistics().await.unwrap();
             let statement = claim_statement(store.dialect()).0;
-            let explain = match store.dialect() {
-                Dialect::Sqlite => "EXPLAIN QUERY PLAN",
-                Dialect::Postgres => "EXPLAIN",
-            };
             let now = now_ms();
-            let rows = sqlx::query(sql!("{explain} {statement}"))
-                .bind(now + 60_000)
-                .bind(now)
-                .bind(16_i64)
-                .fetch_all(store.pool())
-                .await
-                .unwrap();
-            // SQLite's steps are in its `detail` column, Postgres's plan lines in its only one.
-            let step = |row: &sqlx::any::AnyRow| match store.dialect() {
-                Dialect::Sqlite => row.get::<String, _>("detail"),
-                Dialect::Postgres => row.get::<String, _>(0),
-            };
-            let plan = rows.iter().map(step).collect::<Vec<_>>().join("\n");
+            let plan = crate::store::plan_of(store.dialect(), store.pool(), &statement, |query| {
+                query.bind(now + 60_000).bind(now).bind(16_i64)
+            })
+            .await;
             assert!(plan.contains("erp_webhook_inbox_pending"), "{:?}: {plan}", store.dialect());
             // The due time bounds the walk: the calls waiting for a retry are not read.
             let bounded = match store.dialect() {

@@ -46,11 +46,12 @@ impl MirrorRecord {
     }
 }
 
-// Every statement that reads or writes one record by its id names the id's length too
-// (`LENGTH(record_id) = LENGTH($n)`): on Postgres the one index by record is
+// Every statement of both databases that reads or writes one record by its id names the id's
+// length too (`LENGTH(record_id) = LENGTH($n)`): on Postgres the one index by record is
 // `fieldreport_records_key` on (entity, LENGTH(record_id), record_id) (migration 0016), which
 // without the length finds the record by walking its whole set. On SQLite the primary key
-// (entity, record_id) still serves, and the length is one more check.
+// (entity, record_id) still serves, and the length is one more check; the statements that
+// run on SQLite alone (the sync's lookup and update) go without it.
 
 /// Id, version and document of one record.
 const MIRROR_ROW: &str = "SELECT record_id, version, document FROM fieldreport_records \
@@ -828,9 +829,10 @@ mod tests {
         assert_eq!(stored, [(2, r#"{"Id":"1","Version":2}"#.to_string())]);
     }
 
-    type AnyQuery = sqlx::query::Query<'static, sqlx::Any, sqlx::any::AnyArguments>;
+    use crate::store::{TestQuery, plan_of};
+
     /// Binds values to a statement's parameters.
-    type Values = fn(AnyQuery) -> AnyQuery;
+    type Values = fn(TestQuery) -> TestQuery;
 
     /// Each statement on one record, with a function that binds values to its parameters.
     fn statements_by_record() -> Vec<(&'static str, Values)> {
@@ -847,7 +849,7 @@ mod tests {
         ]
     }
 
-    fn replace_values(query: AnyQuery) -> AnyQuery {
+    fn replace_values(query: TestQuery) -> TestQuery {
         query.bind(2_i64).bind("{}").bind(1_i64).bind("update").bind("companies").bind("12").bind(1_i64).bind("e")
     }
 
@@ -859,7 +861,7 @@ mod tests {
                 if statement == MIRROR_REPLACE_UNFLUSHED && store.dialect() == super::super::Dialect::Sqlite {
                     continue; // Postgres's only (`set_config`)
                 }
-                let plan = plan_of(store, statement, values).await;
+                let plan = plan_by_record(store, statement, values).await;
                 match store.dialect() {
                     // Only the length and the id tell the record apart within its set: without
                     // both in the index's condition, the record is looked for through its set.
@@ -879,19 +881,16 @@ mod tests {
 
     /// The plan of `statement` with `values`; on Postgres with sequential scans ruled out (in a
     /// transaction rolled back), so that the plan shows the index condition the statement gives.
-    async fn plan_of(store: &Store, statement: &str, values: Values) -> String {
+    async fn plan_by_record(store: &Store, statement: &str, values: Values) -> String {
         match store.dialect() {
-            super::super::Dialect::Sqlite => {
-                store.query_plan(values(sqlx::query(sql!("EXPLAIN QUERY PLAN {statement}")))).await.join("\n")
-            }
+            super::super::Dialect::Sqlite => plan_of(store.dialect(), store.pool(), statement, values).await,
             super::super::Dialect::Postgres => {
                 let mut tx = store.pool().begin().await.unwrap();
                 tx.execute("SET LOCAL enable_seqscan = off").await.unwrap();
                 // The claim of a push may also go through the pending records' index (a small
                 // one); without it, the plan shows what the record's index is given.
                 tx.execute("DROP INDEX fieldreport_records_pending_push").await.unwrap();
-                let rows = values(sqlx::query(sql!("EXPLAIN {statement}"))).fetch_all(&mut *tx).await.unwrap();
-                rows.iter().map(|row| row.try_get::<String, _>(0).unwrap()).collect::<Vec<_>>().join("\n")
+                plan_of(store.dialect(), &mut *tx, statement, values).await
             }
         }
     }
@@ -906,10 +905,11 @@ mod tests {
 
     async fn external_id_lookup_on(store: &Store) {
         if store.dialect() == super::super::Dialect::Sqlite {
-            let plan = store
-                .query_plan(sqlx::query(sql!("EXPLAIN QUERY PLAN {MIRROR_BY_EXTERNAL_ID}")).bind("companies").bind("9"))
-                .await;
-            assert!(plan.iter().any(|step| step.contains("fieldreport_records_external_id")), "{plan:?}");
+            let plan = plan_of(store.dialect(), store.pool(), MIRROR_BY_EXTERNAL_ID, |query| {
+                query.bind("companies").bind("9")
+            })
+            .await;
+            assert!(plan.contains("fieldreport_records_external_id"), "{plan}");
         }
         for (id, external) in [("12", json!(9)), ("3", json!("9")), ("4", json!("10")), ("5", json!({"id": "9"}))] {
             let document = json!({"Id": id, "Version": 1, "ExternalId": external});

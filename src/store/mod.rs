@@ -312,23 +312,42 @@ impl Store {
         }
     }
 
-    /// The steps of SQLite's plan for `explained` (an `EXPLAIN QUERY PLAN …` with its values).
-    #[cfg(test)]
-    pub(crate) async fn query_plan(
-        &self,
-        explained: sqlx::query::Query<'_, sqlx::Any, sqlx::any::AnyArguments>,
-    ) -> Vec<String> {
-        use sqlx::Row;
-        let rows = explained.fetch_all(&self.pool).await.expect("EXPLAIN QUERY PLAN runs");
-        rows.iter().map(|row| row.try_get::<String, _>("detail").expect("a plan step's detail")).collect()
-    }
-
     pub async fn close(&self) {
         if let Some(connections) = &self.request_connections {
             connections.close().await;
         }
         self.pool.close().await;
     }
+}
+
+/// A statement of the store's tests, with values bound to its parameters.
+#[cfg(test)]
+pub(crate) type TestQuery = sqlx::query::Query<'static, sqlx::Any, sqlx::any::AnyArguments>;
+
+/// The plan of `statement`, with the values `bind` gives its parameters, as text run on
+/// `executor`: SQLite's steps (`EXPLAIN QUERY PLAN`, its `detail` column) or Postgres's plan
+/// lines (`EXPLAIN`), one a line.
+#[cfg(test)]
+pub(crate) async fn plan_of<'c, E>(
+    dialect: Dialect,
+    executor: E,
+    statement: &str,
+    bind: impl FnOnce(TestQuery) -> TestQuery,
+) -> String
+where
+    E: Executor<'c, Database = sqlx::Any>,
+{
+    use sqlx::Row;
+    let explain = match dialect {
+        Dialect::Sqlite => "EXPLAIN QUERY PLAN",
+        Dialect::Postgres => "EXPLAIN",
+    };
+    let rows = bind(sqlx::query(sql!("{explain} {statement}"))).fetch_all(executor).await.expect("EXPLAIN runs");
+    let step = |row: &sqlx::any::AnyRow| match dialect {
+        Dialect::Sqlite => row.get::<String, _>("detail"),
+        Dialect::Postgres => row.get::<String, _>(0),
+    };
+    rows.iter().map(step).collect::<Vec<_>>().join("\n")
 }
 
 /// A transaction from [`Store::write_transaction`]; statements run on `&mut *tx`.
