@@ -764,6 +764,7 @@ mod tests {
     use sqlx::{AnyConnection, Connection, Executor};
 
     use super::*;
+    use crate::store::{Dialect, TestQuery, plan_of};
 
     /// The unflushed statements turn `synchronous_commit` off for their own transaction only:
     /// a request connection runs other statements next (a webhook's, whose 202 promises a
@@ -829,8 +830,6 @@ mod tests {
         assert_eq!(stored, [(2, r#"{"Id":"1","Version":2}"#.to_string())]);
     }
 
-    use crate::store::{TestQuery, plan_of};
-
     /// Binds values to a statement's parameters.
     type Values = fn(TestQuery) -> TestQuery;
 
@@ -858,21 +857,21 @@ mod tests {
         for test in crate::store::testing::stores_on_both_databases().await {
             let store = &test.store;
             for (statement, values) in statements_by_record() {
-                if statement == MIRROR_REPLACE_UNFLUSHED && store.dialect() == super::super::Dialect::Sqlite {
+                if statement == MIRROR_REPLACE_UNFLUSHED && store.dialect() == Dialect::Sqlite {
                     continue; // Postgres's only (`set_config`)
                 }
                 let plan = plan_by_record(store, statement, values).await;
                 match store.dialect() {
                     // Only the length and the id tell the record apart within its set: without
                     // both in the index's condition, the record is looked for through its set.
-                    super::super::Dialect::Postgres => assert!(
+                    Dialect::Postgres => assert!(
                         plan.contains("fieldreport_records_key")
                             && plan.lines().any(|line| line.contains("Index Cond")
                                 && line.contains("length(record_id)")
                                 && line.contains("(record_id =")),
                         "{statement}\n{plan}"
                     ),
-                    super::super::Dialect::Sqlite => assert!(plan.contains("record_id=?"), "{statement}\n{plan}"),
+                    Dialect::Sqlite => assert!(plan.contains("record_id=?"), "{statement}\n{plan}"),
                 }
             }
             test.finish().await;
@@ -883,8 +882,8 @@ mod tests {
     /// transaction rolled back), so that the plan shows the index condition the statement gives.
     async fn plan_by_record(store: &Store, statement: &str, values: Values) -> String {
         match store.dialect() {
-            super::super::Dialect::Sqlite => plan_of(store.dialect(), store.pool(), statement, values).await,
-            super::super::Dialect::Postgres => {
+            Dialect::Sqlite => plan_of(store.dialect(), store.pool(), statement, values).await,
+            Dialect::Postgres => {
                 let mut tx = store.pool().begin().await.unwrap();
                 tx.execute("SET LOCAL enable_seqscan = off").await.unwrap();
                 // The claim of a push may also go through the pending records' index (a small
@@ -904,7 +903,7 @@ mod tests {
     }
 
     async fn external_id_lookup_on(store: &Store) {
-        if store.dialect() == super::super::Dialect::Sqlite {
+        if store.dialect() == Dialect::Sqlite {
             let plan = plan_of(store.dialect(), store.pool(), MIRROR_BY_EXTERNAL_ID, |query| {
                 query.bind("companies").bind("9")
             })
@@ -943,7 +942,7 @@ mod tests {
         // Postgres the service's connections say that they write it themselves: this one
         // stops saying so for its transaction.
         let mut tx = store.pool().begin().await.unwrap();
-        if store.dialect() == super::super::Dialect::Postgres {
+        if store.dialect() == Dialect::Postgres {
             tx.execute("SET LOCAL integration_service.writes_external_id = 'off'").await.unwrap();
         }
         tx.execute(
