@@ -391,6 +391,33 @@ fn last_copies(records: &[SyncedRecord]) -> Vec<bool> {
     last
 }
 
+/// The records that are the last copy of their id in the page (see [`last_copies`]).
+fn last_copies_of<'r>(records: &'r [SyncedRecord], last_copies: &[bool]) -> Vec<&'r SyncedRecord> {
+    records.iter().zip(last_copies).filter(|(_, last)| **last).map(|(record, _)| record).collect()
+}
+
+/// Postgres: one `INSERT` of synced records (at most [`UPSERT_ROWS`]) into the mirror, which
+/// it names `stored`, followed by the statement's own `conflict` clause (empty for a plain
+/// `INSERT`; a constant, never a value).
+fn insert_postgres<'q>(
+    entity: &'q str,
+    now: i64,
+    records: &[&'q SyncedRecord],
+    conflict: &'static str,
+) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments> {
+    let insert = sqlx::query(sql!(
+        "INSERT INTO fieldreport_records AS stored (entity, record_id, version, external_id, document, created_at, updated_at) \
+         SELECT $1, record_id, version, external_id, document, $2, $2 \
+         FROM (VALUES {}) AS page (record_id, version, external_id, document) {conflict}",
+        parameter_rows(super::Dialect::Postgres, records.len(), 4, 3)
+    ))
+    .bind(entity)
+    .bind(now);
+    records.iter().fold(insert, |insert, record| {
+        insert.bind(&record.id).bind(record.version).bind(&record.external_id).bind(record.document.get())
+    })
+}
+
 /// SQLite: one `INSERT` of synced records (at most [`SQLITE_UPSERT_ROWS`]), taking its
 /// parameters by position (see [`parameter_marks`]).
 fn insert_sqlite<'q>(
@@ -486,8 +513,7 @@ impl Store {
         records: &[SyncedRecord],
     ) -> Result<Option<Vec<Upserted>>, StoreError> {
         let last_copies = last_copies(records);
-        let stored: Vec<&SyncedRecord> =
-            records.iter().zip(&last_copies).filter(|(_, last)| **last).map(|(record, _)| record).collect();
+        let stored = last_copies_of(records, &last_copies);
         if stored.is_empty() {
             return Ok(Some(Vec::new()));
         }
@@ -512,21 +538,7 @@ impl Store {
         let mut tx = self.pool().begin().await?;
         sqlx::query("SELECT set_config('synchronous_commit', 'off', true)").execute(&mut *tx).await?;
         for chunk in records.chunks(UPSERT_ROWS) {
-            let insert = sqlx::query(sql!(
-                "INSERT INTO fieldreport_records (entity, record_id, version, external_id, document, created_at, updated_at) \
-                 SELECT $1, record_id, version, external_id, document, $2, $2 \
-                 FROM (VALUES {}) AS page (record_id, version, external_id, document)",
-                parameter_rows(super::Dialect::Postgres, chunk.len(), 4, 3)
-            ))
-            .bind(entity)
-            .bind(now);
-            chunk
-                .iter()
-                .fold(insert, |insert, record| {
-                    insert.bind(&record.id).bind(record.version).bind(&record.external_id).bind(record.document.get())
-                })
-                .execute(&mut *tx)
-                .await?;
+            insert_postgres(entity, now, chunk, "").execute(&mut *tx).await?;
         }
         tx.commit().await?;
         Ok(())
@@ -591,29 +603,21 @@ impl Store {
         last_copies: &[bool],
     ) -> Result<Vec<Upserted>, StoreError> {
         let now = now_ms();
-        let stored: Vec<usize> = (0..records.len()).filter(|&i| last_copies[i]).collect();
+        let stored = last_copies_of(records, last_copies);
         let mut written: std::collections::HashMap<String, bool> = std::collections::HashMap::new();
         let mut tx = self.pool().begin().await?;
         sqlx::query("SELECT set_config('synchronous_commit', 'off', true)").execute(&mut *tx).await?;
         for chunk in stored.chunks(UPSERT_ROWS) {
-            let mut upsert = sqlx::query(sql!(
-                "INSERT INTO fieldreport_records AS stored (entity, record_id, version, external_id, document, created_at, updated_at) \
-                 SELECT $1, record_id, version, external_id, document, $2, $2 \
-                 FROM (VALUES {}) AS page (record_id, version, external_id, document) \
-                 ON CONFLICT (entity, LENGTH(record_id), record_id) DO UPDATE \
+            let upsert = insert_postgres(
+                entity,
+                now,
+                chunk,
+                "ON CONFLICT (entity, LENGTH(record_id), record_id) DO UPDATE \
                  SET version = EXCLUDED.version, external_id = EXCLUDED.external_id, document = EXCLUDED.document, \
                      updated_at = EXCLUDED.updated_at \
                  WHERE stored.document <> EXCLUDED.document \
                  RETURNING stored.record_id, stored.xmax = 0 AS inserted",
-                parameter_rows(super::Dialect::Postgres, chunk.len(), 4, 3)
-            ))
-            .bind(entity)
-            .bind(now);
-            for &i in chunk {
-                let record = &records[i];
-                upsert =
-                    upsert.bind(&record.id).bind(record.version).bind(&record.external_id).bind(record.document.get());
-            }
+            );
             // Only rows inserted or changed come back; `xmax` is 0 for an inserted row, and holds
             // the updating transaction (its lock) for an updated one.
             for row in upsert.fetch_all(&mut *tx).await? {
