@@ -6,16 +6,13 @@
 //! upstream gives none, pages with `$top`/`$skip` until a short window. Pages are fetched a
 //! few ahead of the ones being stored; the pages that arrived meanwhile are stored together
 //! in one transaction without forwarding (two such batches at once, a record never in two;
-//! inserted while the sync is the set's first load, else upserted: see [`write_batch`]),
-//! their records as the upstream sent them (only `Id`, `Version`, `DateModified` and
-//! `ExternalId` are read); the cursor is recorded only when the whole sync completed, so an
-//! interrupted sync simply runs again (unchanged records count as such, nothing is duplicated
-//! or lost).
+//! see [`crate::store::Store::mirror_upsert_page`]), their records as the upstream sent
+//! them (only `Id`, `Version`, `DateModified` and `ExternalId` are read); the cursor is
+//! recorded only when the whole sync completed, so an interrupted sync simply runs again
+//! (unchanged records count as such, nothing is duplicated or lost).
 //! One sync per set runs at a time across instances: the run holds a lease in the database,
 //! renewed while it runs.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use generated::fieldreport::EntityInfo;
@@ -163,39 +160,11 @@ type Written = Result<Vec<Upserted>, crate::store::StoreError>;
 struct Writes<'a> {
     running: futures::stream::FuturesUnordered<futures::future::BoxFuture<'a, (Vec<String>, Written)>>,
     ids: std::collections::HashSet<String>,
-    /// Whether batches are still written as new records (see [`write_batch`]).
-    first_load: Arc<AtomicBool>,
-}
-
-/// Writes one batch. During a set's first load (the set held no record when the sync began)
-/// its records are inserted without looking for stored copies; once a batch meets a record
-/// stored after all (written meanwhile through the API, or sent again by the upstream's
-/// paging), that batch and every later one are upserted. A sync of 100,000 companies into an
-/// empty set, alternated with the build before (fresh database each): on Postgres 1.06-1.60 s
-/// (median 1.38) against 1.42-1.59 s (1.53), seven each; on SQLite 0.75-0.99 s against
-/// 0.85-1.20 s, four each.
-async fn write_batch(
-    store: &crate::store::Store,
-    entity: &str,
-    records: &[SyncedRecord],
-    first_load: &AtomicBool,
-) -> Written {
-    if first_load.load(Ordering::Relaxed) {
-        if let Some(outcomes) = store.mirror_insert_new_page(entity, records).await? {
-            return Ok(outcomes);
-        }
-        first_load.store(false, Ordering::Relaxed);
-    }
-    store.mirror_upsert_page(entity, records).await
 }
 
 impl<'a> Writes<'a> {
-    fn new(first_load: bool) -> Writes<'a> {
-        Writes {
-            running: futures::stream::FuturesUnordered::new(),
-            ids: std::collections::HashSet::new(),
-            first_load: Arc::new(AtomicBool::new(first_load)),
-        }
+    fn new() -> Writes<'a> {
+        Writes { running: futures::stream::FuturesUnordered::new(), ids: std::collections::HashSet::new() }
     }
 
     fn full(&self) -> bool {
@@ -212,9 +181,8 @@ impl<'a> Writes<'a> {
 
     fn start(&mut self, store: &'a crate::store::Store, entity: &'static str, records: Vec<SyncedRecord>) {
         self.ids.extend(records.iter().map(|record| record.id.clone()));
-        let first_load = self.first_load.clone();
         self.running.push(Box::pin(async move {
-            let written = write_batch(store, entity, &records, &first_load).await;
+            let written = store.mirror_upsert_page(entity, &records).await;
             (records.into_iter().map(|record| record.id).collect(), written)
         }));
     }
@@ -296,7 +264,6 @@ impl FieldReportService {
         let store = self.store();
         let client = self.client()?;
         let previous = store.sync_state(info.route).await?.cursor;
-        let first_load = !store.mirror_counts().await?.iter().any(|(entity, _)| entity == info.route);
         let (sender, mut pages) = mpsc::channel(PAGES_AHEAD);
         let fetch = fetch_pages(client, info, previous.as_deref(), sender);
         let mut report = SyncReport { entity: info.route.to_string(), cursor: previous.clone(), ..Default::default() };
@@ -305,7 +272,7 @@ impl FieldReportService {
             progress(report);
         };
         let store_pages = async move {
-            let mut writes = Writes::new(first_load);
+            let mut writes = Writes::new();
             loop {
                 // While the writes in flight run, the next pages are received and read (no
                 // write ends while none runs; no page is taken while the writes are full).
@@ -420,7 +387,7 @@ mod tests {
     async fn writes_in_flight_know_their_records() {
         for test in crate::store::testing::stores_on_both_databases().await {
             let store = &test.store;
-            let mut writes = Writes::new(false);
+            let mut writes = Writes::new();
             assert!(writes.is_empty() && !writes.full());
             writes.start(store, "tags", vec![SyncedRecord::named("1", "old"), SyncedRecord::named("2", "old")]);
             assert!(writes.have_any_of(&[SyncedRecord::named("3", "new"), SyncedRecord::named("2", "new")]));
@@ -439,30 +406,6 @@ mod tests {
             writes.start(store, "tags", vec![SyncedRecord::named("2", "new")]);
             assert_eq!(writes.next().await.unwrap(), [Upserted::Updated]);
             assert_eq!(store.mirror_get("tags", "2").await.unwrap().unwrap().document["Name"], "new");
-            drop(writes);
-            test.finish().await;
-        }
-    }
-
-    /// During a first load a batch that meets a stored record is upserted, and so is every
-    /// batch after it.
-    #[tokio::test]
-    async fn a_first_load_meeting_a_stored_record_upserts_from_then_on() {
-        for test in crate::store::testing::stores_on_both_databases().await {
-            let store = &test.store;
-            let mut writes = Writes::new(true);
-            writes.start(store, "tags", vec![SyncedRecord::named("1", "first"), SyncedRecord::named("2", "first")]);
-            assert_eq!(writes.next().await.unwrap(), [Upserted::Inserted, Upserted::Inserted]);
-            assert!(writes.first_load.load(Ordering::Relaxed), "no stored record met yet");
-            // Written meanwhile by someone else.
-            store.mirror_upsert_page("tags", &[SyncedRecord::named("4", "meanwhile")]).await.unwrap();
-            writes.start(store, "tags", vec![SyncedRecord::named("3", "first"), SyncedRecord::named("4", "sync")]);
-            assert_eq!(writes.next().await.unwrap(), [Upserted::Inserted, Upserted::Updated]);
-            assert!(!writes.first_load.load(Ordering::Relaxed), "upserts from then on");
-            writes.start(store, "tags", vec![SyncedRecord::named("1", "first"), SyncedRecord::named("5", "first")]);
-            assert_eq!(writes.next().await.unwrap(), [Upserted::Unchanged, Upserted::Inserted]);
-            assert_eq!(store.mirror_get("tags", "4").await.unwrap().unwrap().document["Name"], "sync");
-            assert_eq!(store.mirror_page("tags", 0, 10).await.unwrap().1, 5);
             drop(writes);
             test.finish().await;
         }

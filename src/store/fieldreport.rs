@@ -108,6 +108,25 @@ const MIRROR_RELEASE_PUSH: &str = "UPDATE fieldreport_records SET push_claimed_u
 const MIRROR_MARK_PUSHED: &str = "UPDATE fieldreport_records SET record_id = $1, version = $2, document = $3, \
             pending_push = NULL, updated_at = $4, push_claimed_until = NULL, push_attempts = 0, external_id = $7 \
      WHERE entity = $5 AND LENGTH(record_id) = LENGTH($6) AND record_id = $6";
+/// Whether a record of the set has an id between two ids of one length (see
+/// [`may_hold_any_of`]): one range of the record index (Postgres) or of the page index
+/// (SQLite), read in its order, so that the first record found ends it. SQLite is told the
+/// index: it took the range from the primary key (entity, record_id), where ids of every
+/// length lie between two of one length (`10` < `10000` < `20`).
+fn mirror_any_in_range(dialect: super::Dialect) -> &'static str {
+    match dialect {
+        super::Dialect::Postgres => {
+            "SELECT 1 FROM fieldreport_records \
+             WHERE entity = $1 AND LENGTH(record_id) = $2 AND record_id >= $3 AND record_id <= $4 \
+             ORDER BY record_id LIMIT 1"
+        }
+        super::Dialect::Sqlite => {
+            "SELECT 1 FROM fieldreport_records INDEXED BY fieldreport_records_page \
+             WHERE entity = $1 AND LENGTH(record_id) = $2 AND record_id >= $3 AND record_id <= $4 \
+             ORDER BY record_id LIMIT 1"
+        }
+    }
+}
 /// Pages starting further in than this are read on a blocking thread on SQLite.
 const MAX_OFFSET_IN_PLACE: i64 = 10_000;
 
@@ -376,9 +395,6 @@ pub enum Upserted {
     Unchanged,
 }
 
-/// Records per `INSERT … ON CONFLICT` of a sync page on Postgres (4 parameters each, within
-/// the protocol's 65,535).
-const UPSERT_ROWS: usize = 1_000;
 /// Records per lookup and `INSERT` of a sync page on SQLite: 4 parameters each (and 3 more),
 /// within SQLite's 32,766 whatever the size of the upstream's pages.
 const SQLITE_UPSERT_ROWS: usize = 8_000;
@@ -391,31 +407,70 @@ fn last_copies(records: &[SyncedRecord]) -> Vec<bool> {
     last
 }
 
+/// Lengths of id in a batch past which [`may_hold_any_of`] does not look (and answers yes).
+const ID_LENGTHS_LOOKED_AT: usize = 4;
+
+/// Whether the mirror may hold one of `records` of `entity`. `false` when it holds no record
+/// with an id between the least and the greatest of theirs of each length (in the mirror's
+/// order: by length, then byte by byte): then none of them is stored, and they can be
+/// inserted without looking for stored copies. One range of the index per length of id,
+/// whatever the number of records: a sync's new records come in runs of ids that the set does
+/// not hold yet. Also `true` when the ids have more than [`ID_LENGTHS_LOOKED_AT`] lengths.
+async fn may_hold_any_of(
+    dialect: super::Dialect,
+    connection: &mut sqlx::AnyConnection,
+    entity: &str,
+    records: &[&SyncedRecord],
+) -> Result<bool, StoreError> {
+    let mut ranges: std::collections::BTreeMap<usize, (&str, &str)> = std::collections::BTreeMap::new();
+    for record in records {
+        let id = record.id.as_str();
+        let (least, greatest) = ranges.entry(id.chars().count()).or_insert((id, id));
+        *least = (*least).min(id);
+        *greatest = (*greatest).max(id);
+        if ranges.len() > ID_LENGTHS_LOOKED_AT {
+            return Ok(true);
+        }
+    }
+    for (length, (least, greatest)) in ranges {
+        let found = sqlx::query(mirror_any_in_range(dialect))
+            .bind(entity)
+            .bind(length as i64)
+            .bind(least)
+            .bind(greatest)
+            .fetch_optional(&mut *connection)
+            .await?;
+        if found.is_some() {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+/// The outcomes of a page of new records: each last copy of an id inserted.
+fn outcomes_of_new(last_copies: &[bool]) -> Vec<Upserted> {
+    last_copies.iter().map(|&last| if last { Upserted::Inserted } else { Upserted::Unchanged }).collect()
+}
+
 /// The records that are the last copy of their id in the page (see [`last_copies`]).
 fn last_copies_of<'r>(records: &'r [SyncedRecord], last_copies: &[bool]) -> Vec<&'r SyncedRecord> {
     records.iter().zip(last_copies).filter(|(_, last)| **last).map(|(record, _)| record).collect()
 }
 
-/// Postgres: one `INSERT` of synced records (at most [`UPSERT_ROWS`]) into the mirror, which
-/// it names `stored`, followed by the statement's own `conflict` clause (empty for a plain
-/// `INSERT`; a constant, never a value).
-fn insert_postgres<'q>(
+/// Postgres: one `INSERT` of the records staged in `sync_page` (see [`super::sync_writers`])
+/// into the mirror, which it names `stored`, followed by the statement's own `conflict` clause
+/// (empty for a plain `INSERT`; a constant, never a value).
+fn insert_staged<'q>(
     entity: &'q str,
     now: i64,
-    records: &[&'q SyncedRecord],
     conflict: &'static str,
-) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments> {
-    let insert = sqlx::query(sql!(
+) -> sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments> {
+    sqlx::query(sql!(
         "INSERT INTO fieldreport_records AS stored (entity, record_id, version, external_id, document, created_at, updated_at) \
-         SELECT $1, record_id, version, external_id, document, $2, $2 \
-         FROM (VALUES {}) AS page (record_id, version, external_id, document) {conflict}",
-        parameter_rows(super::Dialect::Postgres, records.len(), 4, 3)
+         SELECT $1, record_id, version, external_id, document, $2, $2 FROM sync_page {conflict}"
     ))
     .bind(entity)
-    .bind(now);
-    records.iter().fold(insert, |insert, record| {
-        insert.bind(&record.id).bind(record.version).bind(&record.external_id).bind(record.document.get())
-    })
+    .bind(now)
 }
 
 /// SQLite: one `INSERT` of synced records (at most [`SQLITE_UPSERT_ROWS`]), taking its
@@ -446,6 +501,11 @@ pub struct SyncState {
 }
 
 impl Store {
+    /// The connections that write sync batches: Postgres's only.
+    fn sync_writers(&self) -> Result<&super::sync_writers::SyncWriters, StoreError> {
+        self.sync_writers.as_deref().ok_or_else(|| StoreError::Query("sync writers are Postgres's only".into()))
+    }
+
     /// Takes the sync lease of `entity` (see [`Store::take_lease`]).
     pub async fn take_sync_lease(&self, entity: &str, owner: &str, until: i64) -> Result<bool, StoreError> {
         self.take_lease(super::lease::FIELDREPORT_SYNC, entity, owner, until).await
@@ -499,62 +559,6 @@ impl Store {
         })
     }
 
-    /// Inserts one page of synced records into a set that held none of them, in one
-    /// transaction, without marking them for push: plain `INSERT`s, which neither look for
-    /// stored copies first nor arbitrate conflicts, for a set's first load (on Postgres the
-    /// upsert's conflict handling was a quarter of the database's time in storing 100,000
-    /// companies). A record repeated within the page is stored once, as its last copy, as
-    /// [`Store::mirror_upsert_page`] does. `Ok(None)` when a record of the page turned out to
-    /// be stored already (written meanwhile through the API, or sent twice by the upstream's
-    /// paging): nothing of the page was stored, and it is for [`Store::mirror_upsert_page`].
-    pub async fn mirror_insert_new_page(
-        &self,
-        entity: &str,
-        records: &[SyncedRecord],
-    ) -> Result<Option<Vec<Upserted>>, StoreError> {
-        let last_copies = last_copies(records);
-        let stored = last_copies_of(records, &last_copies);
-        if stored.is_empty() {
-            return Ok(Some(Vec::new()));
-        }
-        let inserted = match self.dialect() {
-            super::Dialect::Postgres => self.insert_new_postgres(entity, &stored).await,
-            super::Dialect::Sqlite => self.insert_new_sqlite(entity, &stored).await,
-        };
-        if let Err(StoreError::Duplicate(_)) = inserted {
-            return Ok(None);
-        }
-        let ids: Vec<&str> = stored.iter().map(|record| record.id.as_str()).collect();
-        self.mirror_written(entity, &ids, inserted.map(|()| true)).await?;
-        Ok(Some(
-            last_copies.into_iter().map(|last| if last { Upserted::Inserted } else { Upserted::Unchanged }).collect(),
-        ))
-    }
-
-    /// Postgres: [`Store::mirror_insert_new_page`]'s `INSERT`s, [`UPSERT_ROWS`] records each,
-    /// committed without waiting for the WAL flush (see [`Store::upsert_page_postgres`]).
-    async fn insert_new_postgres(&self, entity: &str, records: &[&SyncedRecord]) -> Result<(), StoreError> {
-        let now = now_ms();
-        let mut tx = self.pool().begin().await?;
-        sqlx::query("SELECT set_config('synchronous_commit', 'off', true)").execute(&mut *tx).await?;
-        for chunk in records.chunks(UPSERT_ROWS) {
-            insert_postgres(entity, now, chunk, "").execute(&mut *tx).await?;
-        }
-        tx.commit().await?;
-        Ok(())
-    }
-
-    /// SQLite: [`Store::mirror_insert_new_page`]'s `INSERT`s, in one write transaction.
-    async fn insert_new_sqlite(&self, entity: &str, records: &[&SyncedRecord]) -> Result<(), StoreError> {
-        let mut tx = self.write_transaction().await?;
-        let now = now_ms();
-        for chunk in records.chunks(SQLITE_UPSERT_ROWS) {
-            insert_sqlite(entity, now, chunk).execute(&mut *tx).await?;
-        }
-        tx.commit().await?;
-        Ok(())
-    }
-
     /// Stores one page of synced records in one transaction, without marking them for push.
     /// Documents are stored as the upstream sent them; a stored record is updated only when
     /// its document's text changed. A record repeated within the page counts once, as its
@@ -588,41 +592,48 @@ impl Store {
         outcomes
     }
 
-    /// Postgres: each record is inserted, or updated where its document changed, by one
-    /// `INSERT … ON CONFLICT` per [`UPSERT_ROWS`] records, in one transaction that commits
-    /// without waiting for the WAL flush. The conflict is found through the record index,
-    /// whatever the statistics say: a lookup of the page's ids first (`IN (…)`) was planned on
-    /// the statistics of the empty table as a scan of the whole set, for every page of a first
-    /// sync (3 ms a page at 16,000 records and growing). A crash before the flush may lose
-    /// the pages since the last flushed commit: the sync's cursor is recorded only at its end,
-    /// in a flushed commit (which flushes the pages' too), so the next sync fetches them again.
+    /// Postgres: a page whose ids the set may hold (see [`may_hold_any_of`]) is upserted: each
+    /// record inserted, or updated where its document changed, by one `INSERT … ON CONFLICT`
+    /// of the records staged by `COPY` (see [`super::sync_writers`]). The conflict is found
+    /// through the record index, whatever the statistics say: a lookup of the page's ids first
+    /// (`IN (…)`) was planned on the statistics of the empty table as a scan of the whole set,
+    /// for every page of a first sync (3 ms a page at 16,000 records and growing). A page of
+    /// new records is `COPY`'d into the mirror as it is, without the conflict handling (a
+    /// quarter of the database's work in storing 100,000 new companies by upserts); when
+    /// another transaction has written one of its records meanwhile, that fails on the record
+    /// key, and the page is upserted. Both commit without waiting for the WAL flush: a crash
+    /// before the flush may lose the pages since the last flushed commit, which the next sync
+    /// fetches again (its cursor is recorded at its end, in a flushed commit).
     async fn upsert_page_postgres(
         &self,
         entity: &str,
         records: &[SyncedRecord],
         last_copies: &[bool],
     ) -> Result<Vec<Upserted>, StoreError> {
-        let now = now_ms();
         let stored = last_copies_of(records, last_copies);
-        let mut written: std::collections::HashMap<String, bool> = std::collections::HashMap::new();
-        let mut tx = self.pool().begin().await?;
-        sqlx::query("SELECT set_config('synchronous_commit', 'off', true)").execute(&mut *tx).await?;
-        for chunk in stored.chunks(UPSERT_ROWS) {
-            let upsert = insert_postgres(
-                entity,
-                now,
-                chunk,
-                "ON CONFLICT (entity, LENGTH(record_id), record_id) DO UPDATE \
-                 SET version = EXCLUDED.version, external_id = EXCLUDED.external_id, document = EXCLUDED.document, \
-                     updated_at = EXCLUDED.updated_at \
-                 WHERE stored.document <> EXCLUDED.document \
-                 RETURNING stored.record_id, stored.xmax = 0 AS inserted",
-            );
-            // Only rows inserted or changed come back; `xmax` is 0 for an inserted row, and holds
-            // the updating transaction (its lock) for an updated one.
-            for row in upsert.fetch_all(&mut *tx).await? {
-                written.insert(row.try_get("record_id")?, row.try_get("inserted")?);
+        if !may_hold_any_of(self.dialect(), &mut *self.pool().acquire().await?, entity, &stored).await? {
+            match self.insert_new_postgres(entity, &stored).await {
+                Ok(()) => return Ok(outcomes_of_new(last_copies)),
+                Err(StoreError::Duplicate(_)) => {}
+                Err(error) => return Err(error),
             }
+        }
+        let mut tx = self.sync_writers()?.begin().await?;
+        super::sync_writers::stage(&mut tx, &stored).await?;
+        let upsert = insert_staged(
+            entity,
+            now_ms(),
+            "ON CONFLICT (entity, LENGTH(record_id), record_id) DO UPDATE \
+             SET version = EXCLUDED.version, external_id = EXCLUDED.external_id, document = EXCLUDED.document, \
+                 updated_at = EXCLUDED.updated_at \
+             WHERE stored.document <> EXCLUDED.document \
+             RETURNING stored.record_id, stored.xmax = 0 AS inserted",
+        );
+        // Only rows inserted or changed come back; `xmax` is 0 for an inserted row, and holds
+        // the updating transaction (its lock) for an updated one.
+        let mut written: std::collections::HashMap<String, bool> = std::collections::HashMap::new();
+        for row in upsert.fetch_all(&mut *tx).await? {
+            written.insert(row.try_get("record_id")?, row.try_get("inserted")?);
         }
         tx.commit().await?;
         Ok(records
@@ -636,10 +647,20 @@ impl Store {
             .collect())
     }
 
-    /// SQLite: per [`SQLITE_UPSERT_ROWS`] records, one query reads what is stored, one
-    /// multi-row INSERT adds the new records, and only records whose document changed are
-    /// updated, all in one write transaction. The page's statements take their parameters by
-    /// position (see [`parameter_marks`]).
+    /// Postgres: `records`, none of which the set holds, `COPY`'d into the mirror in one
+    /// transaction; [`StoreError::Duplicate`] (and nothing stored) when it holds one after all.
+    async fn insert_new_postgres(&self, entity: &str, records: &[&SyncedRecord]) -> Result<(), StoreError> {
+        let mut tx = self.sync_writers()?.begin().await?;
+        super::sync_writers::insert(&mut tx, entity, now_ms(), records).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// SQLite: per [`SQLITE_UPSERT_ROWS`] records, one query reads what is stored (unless the
+    /// set cannot hold any of them, see [`may_hold_any_of`]), one multi-row INSERT adds the new
+    /// records, and only records whose document changed are updated, all in one write
+    /// transaction, which no other writer can enter meanwhile. The page's statements take
+    /// their parameters by position (see [`parameter_marks`]).
     async fn upsert_page_sqlite(
         &self,
         entity: &str,
@@ -650,17 +671,19 @@ impl Store {
         let now = now_ms();
         let mut outcomes = Vec::with_capacity(records.len());
         for (chunk, last_copies) in records.chunks(SQLITE_UPSERT_ROWS).zip(last_copies.chunks(SQLITE_UPSERT_ROWS)) {
-            let mut select = sqlx::query(sql!(
-                "SELECT record_id, document FROM fieldreport_records WHERE entity = ? AND record_id IN ({})",
-                parameter_marks(super::Dialect::Sqlite, chunk.len(), 2).join(", ")
-            ))
-            .bind(entity);
-            for record in chunk {
-                select = select.bind(&record.id);
-            }
             let mut stored: std::collections::HashMap<String, String> = std::collections::HashMap::new();
-            for row in select.fetch_all(&mut *tx).await? {
-                stored.insert(row.try_get("record_id")?, row.try_get("document")?);
+            if may_hold_any_of(self.dialect(), &mut tx, entity, &chunk.iter().collect::<Vec<_>>()).await? {
+                let mut select = sqlx::query(sql!(
+                    "SELECT record_id, document FROM fieldreport_records WHERE entity = ? AND record_id IN ({})",
+                    parameter_marks(super::Dialect::Sqlite, chunk.len(), 2).join(", ")
+                ))
+                .bind(entity);
+                for record in chunk {
+                    select = select.bind(&record.id);
+                }
+                for row in select.fetch_all(&mut *tx).await? {
+                    stored.insert(row.try_get("record_id")?, row.try_get("document")?);
+                }
             }
             let mut fresh: Vec<&SyncedRecord> = Vec::new();
             for (record, &last) in chunk.iter().zip(last_copies) {
@@ -1069,17 +1092,18 @@ mod tests {
         SyncedRecord { external_id: Some(format!("x-{id}")), ..SyncedRecord::named(id, name) }
     }
 
-    /// `size` records named "first", larger than a statement's share on either database, and
-    /// record 3 again, named "last", past both chunks' edges.
-    fn page_past_both_statement_sizes() -> (usize, Vec<SyncedRecord>) {
-        let size = SQLITE_UPSERT_ROWS + UPSERT_ROWS + 5;
+    /// `size` records named "first", larger than a statement's share on SQLite
+    /// ([`SQLITE_UPSERT_ROWS`]; Postgres takes a page by one `COPY`), and record 3 again,
+    /// named "last", past the chunk's edge.
+    fn page_past_a_statements_share() -> (usize, Vec<SyncedRecord>) {
+        let size = SQLITE_UPSERT_ROWS + 1_005;
         let mut page: Vec<SyncedRecord> = (0..size).map(|id| synced(id, "first")).collect();
         page.push(synced(3, "last"));
         (size, page)
     }
 
-    /// A page larger than a statement's share on either database ([`UPSERT_ROWS`],
-    /// [`SQLITE_UPSERT_ROWS`]) is stored whole, in chunks: each record's outcome in order, a
+    /// A page larger than a statement's share on SQLite ([`SQLITE_UPSERT_ROWS`]) is stored
+    /// whole, in chunks there and by one `COPY` on Postgres: each record's outcome in order, a
     /// record repeated across a chunk's edge stored as its last copy, the count right.
     #[tokio::test]
     async fn a_page_larger_than_a_statement_is_stored_in_chunks() {
@@ -1088,7 +1112,7 @@ mod tests {
             let dialect = store.dialect();
             store.mirror_upsert_page("tags", &[synced(7, "before")]).await.unwrap();
             // Record 7 is stored already.
-            let (size, page) = page_past_both_statement_sizes();
+            let (size, page) = page_past_a_statements_share();
             let outcomes = store.mirror_upsert_page("tags", &page).await.unwrap();
             assert_eq!(outcomes.len(), size + 1, "{dialect:?}");
             for (i, outcome) in outcomes.iter().enumerate() {
@@ -1107,16 +1131,18 @@ mod tests {
         }
     }
 
-    /// A first load's pages go in by plain inserts, chunked past both databases' statement
-    /// sizes, each record once as its last copy; a page meeting a stored record stores
-    /// nothing and is left for the upsert.
+    /// A page of new records (past a SQLite statement's share) goes in whole by the plain
+    /// `INSERT` (`COPY` on Postgres), each record once as its last copy, found by its id and
+    /// its `ExternalId`, counted; a page with a stored record among new ones is upserted. On
+    /// Postgres, a page of which another transaction wrote a record after the look (see
+    /// [`may_hold_any_of`]) stores nothing by the plain path, and is left to the upsert.
     #[tokio::test]
-    async fn new_pages_are_inserted_and_a_stored_record_leaves_the_page_to_the_upsert() {
+    async fn a_page_of_new_records_is_inserted_and_one_with_a_stored_record_upserted() {
         for test in crate::store::testing::stores_on_both_databases().await {
             let store = &test.store;
             let dialect = store.dialect();
-            let (size, page) = page_past_both_statement_sizes();
-            let outcomes = store.mirror_insert_new_page("tags", &page).await.unwrap().expect("all new");
+            let (size, page) = page_past_a_statements_share();
+            let outcomes = store.mirror_upsert_page("tags", &page).await.unwrap();
             assert_eq!(outcomes.len(), size + 1, "{dialect:?}");
             for (i, outcome) in outcomes.iter().enumerate() {
                 let expected = if i == 3 { Upserted::Unchanged } else { Upserted::Inserted };
@@ -1127,18 +1153,111 @@ mod tests {
             assert_eq!((stored.id.as_str(), &stored.document["Name"]), ("9", &json!("first")), "{dialect:?}");
             assert_eq!(store.mirror_page("tags", 0, 1).await.unwrap().1, size as i64, "{dialect:?}");
 
-            // Record 5 is stored: nothing of this page goes in, record 5 keeps its document.
             let again = [synced(size + 1, "new"), synced(5, "changed")];
-            assert_eq!(store.mirror_insert_new_page("tags", &again).await.unwrap(), None, "{dialect:?}");
-            assert!(store.mirror_get("tags", &(size + 1).to_string()).await.unwrap().is_none(), "{dialect:?}");
-            assert_eq!(store.mirror_get("tags", "5").await.unwrap().unwrap().document["Name"], "first");
-            assert_eq!(store.mirror_page("tags", 0, 1).await.unwrap().1, size as i64, "{dialect:?}");
             assert_eq!(
                 store.mirror_upsert_page("tags", &again).await.unwrap(),
                 [Upserted::Inserted, Upserted::Updated],
                 "{dialect:?}"
             );
-            assert_eq!(store.mirror_insert_new_page("tags", &[]).await.unwrap(), Some(Vec::new()));
+            assert_eq!(store.mirror_get("tags", "5").await.unwrap().unwrap().document["Name"], "changed");
+
+            if dialect == Dialect::Postgres {
+                let late = [synced(size + 2, "late"), synced(6, "late")];
+                let inserted = store.insert_new_postgres("tags", &late.iter().collect::<Vec<_>>()).await;
+                assert!(matches!(inserted, Err(StoreError::Duplicate(_))), "{inserted:?}");
+                assert!(store.mirror_get("tags", &(size + 2).to_string()).await.unwrap().is_none());
+                assert_eq!(store.mirror_get("tags", "6").await.unwrap().unwrap().document["Name"], "first");
+            }
+            assert_eq!(store.mirror_page("tags", 0, 1).await.unwrap().1, size as i64 + 1, "{dialect:?}");
+            assert_eq!(store.mirror_upsert_page("tags", &[]).await.unwrap(), []);
+            test.finish().await;
+        }
+    }
+
+    /// The look for stored ids answers no only when no record of the set lies within the
+    /// range of the ids of any one length (ordered by length first), and yes past
+    /// [`ID_LENGTHS_LOOKED_AT`] lengths.
+    #[tokio::test]
+    async fn the_look_for_stored_ids_covers_the_range_of_each_length() {
+        for test in crate::store::testing::stores_on_both_databases().await {
+            let store = &test.store;
+            let dialect = store.dialect();
+            store.mirror_upsert_page("tags", &[synced(50, "x"), synced(5000, "x")]).await.unwrap();
+            let mut connection = store.pool().acquire().await.unwrap();
+            for (entity, ids, expected) in [
+                ("tags", &["1", "49"][..], false),
+                ("tags", &["40", "60"], true),
+                ("tags", &["51", "99", "100", "4999"], false),
+                ("tags", &["4000", "6000"], true),
+                ("tags", &["5", "500", "50000"], false),
+                ("tags", &["50"], true),
+                ("other", &["50", "5000"], false),
+                ("tags", &["1", "22", "333", "4444", "55555"], true),
+            ] {
+                let records: Vec<SyncedRecord> = ids.iter().map(|id| SyncedRecord::named(id, "p")).collect();
+                let records: Vec<&SyncedRecord> = records.iter().collect();
+                let found = may_hold_any_of(dialect, &mut connection, entity, &records).await.unwrap();
+                assert_eq!(found, expected, "{entity} {ids:?} on {dialect:?}");
+            }
+            let statement = mirror_any_in_range(dialect);
+            let plan =
+                plan_by_record(store, statement, |query| query.bind("tags").bind(2_i64).bind("10").bind("20")).await;
+            match dialect {
+                Dialect::Postgres => assert!(
+                    plan.lines().any(|line| line.contains("Index Cond")
+                        && line.contains("length(record_id)")
+                        && line.contains("record_id >=")),
+                    "{plan}"
+                ),
+                Dialect::Sqlite => {
+                    assert!(plan.contains("fieldreport_records_page") && plan.contains("record_id>?"), "{plan}")
+                }
+            }
+            drop(connection);
+            test.finish().await;
+        }
+    }
+
+    /// A sync stores the upstream's text as it came, whatever it holds (whitespace between
+    /// tokens, escapes, backslashes, text past ASCII), and each record's id and `ExternalId`
+    /// as they were read: by the insert of new records and by the upsert alike.
+    #[tokio::test]
+    async fn synced_records_are_stored_as_sent() {
+        let record = |id: &str, external_id: Option<&str>, text: String| SyncedRecord {
+            id: id.into(),
+            version: 3,
+            external_id: external_id.map(Into::into),
+            document: RawValue::from_string(text).expect("JSON"),
+        };
+        let page = |name: &str| {
+            vec![
+                record(r"a\b", None, format!("{{\"Id\":\"a\\\\b\",\t\"Name\":\"{name}\\t\\\"q\\\"\"}}")),
+                record(
+                    "ü-€-😀",
+                    Some("x\ty\\z"),
+                    format!(
+                        "{{\r\n  \"Id\": \"ü-€-😀\",\n  \"ExternalId\": \"x\\ty\\\\z\",\n  \"Name\": \"{name} \\u0000\"\n}}"
+                    ),
+                ),
+                record("3", None, format!("{{\"Id\":\"3\",\"Name\":\"{name}\",\"Nested\":[{{\"Id\":\"30\"}}]}}")),
+            ]
+        };
+        for test in crate::store::testing::stores_on_both_databases().await {
+            let store = &test.store;
+            let dialect = store.dialect();
+            for (records, inserted) in [(page("first"), true), (page("second"), false)] {
+                let outcomes = store.mirror_upsert_page("tags", &records).await.unwrap();
+                let expected = if inserted { Upserted::Inserted } else { Upserted::Updated };
+                assert_eq!(outcomes, [expected; 3], "{dialect:?}");
+                for record in &records {
+                    let stored = store.mirror_document("tags", &record.id).await.unwrap().expect("stored");
+                    assert_eq!(stored.get(), record.document.get(), "{} on {dialect:?}", record.id);
+                    assert_eq!(store.mirror_get("tags", &record.id).await.unwrap().unwrap().version, 3);
+                }
+                let by_external_id = store.mirror_by_external_id("tags", "x\ty\\z").await.unwrap().expect("found");
+                assert_eq!(by_external_id.id, "ü-€-😀", "{dialect:?}");
+            }
+            assert_eq!(store.mirror_page("tags", 0, 1).await.unwrap().1, 3, "{dialect:?}");
             test.finish().await;
         }
     }

@@ -25,6 +25,7 @@ pub mod login_failures;
 mod record_cache;
 pub mod request_connections;
 mod sqlite_reads;
+mod sync_writers;
 mod token_cache;
 pub mod tokens;
 pub mod users;
@@ -103,11 +104,17 @@ pub struct Store {
     /// Postgres only: field-report records and pages kept in memory while a listener hears of
     /// their changes (see [`record_cache`]).
     record_cache: Option<Arc<record_cache::RecordCache>>,
+    /// Postgres only: the connections that write a sync's batches (see [`sync_writers`]).
+    sync_writers: Option<Arc<sync_writers::SyncWriters>>,
     dialect: Dialect,
     /// How long claimed work (a sync, a pull, webhook calls) stays with an instance that
     /// stopped renewing its claim: after a crash, another run takes it over this much later.
     work_lease_ms: i64,
 }
+
+/// Postgres: connections that write sync batches at most (see [`sync_writers`]): two
+/// writes of one sync in flight, for two syncs at once; more wait their turn.
+const SYNC_WRITERS: u32 = 4;
 
 /// The default of `WORK_LEASE_SECONDS`.
 pub const DEFAULT_WORK_LEASE: Duration = Duration::from_secs(60);
@@ -177,6 +184,10 @@ impl Store {
             .await?;
         let request_connections =
             (request_connections > 0).then(|| Arc::new(RequestConnections::new(options, dialect, request_connections)));
+        let sync_writers = match dialect {
+            Dialect::Postgres => Some(Arc::new(sync_writers::SyncWriters::new(&raw, SYNC_WRITERS)?)),
+            Dialect::Sqlite => None,
+        };
         let write_turns = (dialect == Dialect::Sqlite).then(|| Arc::new(tokio::sync::Mutex::new(())));
         let (sqlite_reads, inbox_intake, checkpoints) = match (dialect, &write_turns) {
             (Dialect::Sqlite, Some(turns)) if !in_memory => {
@@ -197,6 +208,7 @@ impl Store {
             write_turns,
             token_cache: (dialect == Dialect::Postgres).then(|| Arc::new(token_cache::TokenCache::default())),
             record_cache: (dialect == Dialect::Postgres).then(|| Arc::new(record_cache::RecordCache::default())),
+            sync_writers,
             dialect,
             work_lease_ms: DEFAULT_WORK_LEASE.as_millis() as i64,
         })
@@ -316,6 +328,9 @@ impl Store {
         if let Some(connections) = &self.request_connections {
             connections.close().await;
         }
+        if let Some(writers) = &self.sync_writers {
+            writers.close().await;
+        }
         self.pool.close().await;
     }
 }
@@ -375,6 +390,13 @@ impl std::ops::DerefMut for WriteTransaction {
     }
 }
 
+/// The session settings of every Postgres connection of the service's (this pool's and
+/// [`sync_writers`]'): it tells other instances of its mirror writes itself, after each
+/// commit, and writes each record's `ExternalId` column with its document; the triggers that
+/// do these for other sessions skip its own (see migrations 0012 and 0014).
+const POSTGRES_SESSION_SETTINGS: &str = "SELECT set_config('integration_service.notifies_changes', 'on', false), \
+            set_config('integration_service.writes_external_id', 'on', false)";
+
 /// The session settings of every new connection.
 async fn prepare_connection(conn: &mut AnyConnection, dialect: Dialect) -> Result<(), sqlx::Error> {
     match dialect {
@@ -386,15 +408,8 @@ async fn prepare_connection(conn: &mut AnyConnection, dialect: Dialect) -> Resul
             );
             conn.execute(sqlx::AssertSqlSafe(settings)).await?;
         }
-        // The service tells other instances of its mirror writes itself, after each commit,
-        // and writes each record's `ExternalId` column with its document: the triggers that do
-        // these for other sessions skip this one (see migrations 0012 and 0014).
         Dialect::Postgres => {
-            conn.execute(
-                "SELECT set_config('integration_service.notifies_changes', 'on', false), \
-                        set_config('integration_service.writes_external_id', 'on', false)",
-            )
-            .await?;
+            conn.execute(POSTGRES_SESSION_SETTINGS).await?;
         }
     }
     Ok(())
