@@ -178,7 +178,8 @@ mod tests {
         let rows = binary_rows(&[&plain], Some(("tags", 258))).unwrap();
         let fields = &rows[19..rows.len() - 2];
         assert_eq!(&fields[..2], &[0, 7]);
-        let tail = [&[0, 0, 0, 4][..], b"tags", &[0, 0, 0, 8, 0, 0, 0, 0, 0, 0, 1, 2], &[0, 0, 0, 8, 0, 0, 0, 0, 0, 0, 1, 2]];
+        let tail =
+            [&[0, 0, 0, 4][..], b"tags", &[0, 0, 0, 8, 0, 0, 0, 0, 0, 0, 1, 2], &[0, 0, 0, 8, 0, 0, 0, 0, 0, 0, 1, 2]];
         assert!(fields.ends_with(&tail.concat()), "{fields:?}");
         // The field count, an empty id, the version, no ExternalId, the document, then the tail.
         assert_eq!(fields.len(), 2 + 4 + 12 + 4 + 4 + empty.len() + tail.concat().len());
