@@ -457,21 +457,18 @@ fn last_copies_of<'r>(records: &'r [SyncedRecord], last_copies: &[bool]) -> Vec<
     records.iter().zip(last_copies).filter(|(_, last)| **last).map(|(record, _)| record).collect()
 }
 
-/// Postgres: one `INSERT` of the records staged in `sync_page` (see [`super::sync_writers`])
-/// into the mirror, which it names `stored`, followed by the statement's own `conflict` clause
-/// (empty for a plain `INSERT`; a constant, never a value).
-fn insert_staged<'q>(
-    entity: &'q str,
-    now: i64,
-    conflict: &'static str,
-) -> sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments> {
-    sqlx::query(sql!(
-        "INSERT INTO fieldreport_records AS stored (entity, record_id, version, external_id, document, created_at, updated_at) \
-         SELECT $1, record_id, version, external_id, document, $2, $2 FROM sync_page {conflict}"
-    ))
-    .bind(entity)
-    .bind(now)
-}
+/// Postgres: the records staged in `sync_page` (see [`super::sync_writers`]) upserted into the
+/// mirror (`$1` the set, `$2` the time): each inserted, or updated where its document changed.
+/// Only rows inserted or changed come back; `xmax` is 0 for an inserted row, and holds the
+/// updating transaction (its lock) for an updated one.
+const MIRROR_UPSERT_STAGED: &str = "INSERT INTO fieldreport_records AS stored \
+            (entity, record_id, version, external_id, document, created_at, updated_at) \
+     SELECT $1, record_id, version, external_id, document, $2, $2 FROM sync_page \
+     ON CONFLICT (entity, LENGTH(record_id), record_id) DO UPDATE \
+     SET version = EXCLUDED.version, external_id = EXCLUDED.external_id, document = EXCLUDED.document, \
+         updated_at = EXCLUDED.updated_at \
+     WHERE stored.document <> EXCLUDED.document \
+     RETURNING stored.record_id, stored.xmax = 0 AS inserted";
 
 /// SQLite: one `INSERT` of synced records (at most [`SQLITE_UPSERT_ROWS`]), taking its
 /// parameters by position (see [`parameter_marks`]).
@@ -620,17 +617,7 @@ impl Store {
         }
         let mut tx = self.sync_writers()?.begin().await?;
         super::sync_writers::stage(&mut tx, &stored).await?;
-        let upsert = insert_staged(
-            entity,
-            now_ms(),
-            "ON CONFLICT (entity, LENGTH(record_id), record_id) DO UPDATE \
-             SET version = EXCLUDED.version, external_id = EXCLUDED.external_id, document = EXCLUDED.document, \
-                 updated_at = EXCLUDED.updated_at \
-             WHERE stored.document <> EXCLUDED.document \
-             RETURNING stored.record_id, stored.xmax = 0 AS inserted",
-        );
-        // Only rows inserted or changed come back; `xmax` is 0 for an inserted row, and holds
-        // the updating transaction (its lock) for an updated one.
+        let upsert = sqlx::query(MIRROR_UPSERT_STAGED).bind(entity).bind(now_ms());
         let mut written: std::collections::HashMap<String, bool> = std::collections::HashMap::new();
         for row in upsert.fetch_all(&mut *tx).await? {
             written.insert(row.try_get("record_id")?, row.try_get("inserted")?);
