@@ -157,16 +157,13 @@ type Written = Result<Vec<Upserted>, crate::store::StoreError>;
 
 /// The batch writes of a sync in flight, each with the ids it writes. They run inside the
 /// sync's own future: when the sync stops, writes not yet committed are dropped (rolled back).
+#[derive(Default)]
 struct Writes<'a> {
     running: futures::stream::FuturesUnordered<futures::future::BoxFuture<'a, (Vec<String>, Written)>>,
     ids: std::collections::HashSet<String>,
 }
 
 impl<'a> Writes<'a> {
-    fn new() -> Writes<'a> {
-        Writes { running: futures::stream::FuturesUnordered::new(), ids: std::collections::HashSet::new() }
-    }
-
     fn full(&self) -> bool {
         self.running.len() >= WRITES_AT_ONCE
     }
@@ -272,7 +269,7 @@ impl FieldReportService {
             progress(report);
         };
         let store_pages = async move {
-            let mut writes = Writes::new();
+            let mut writes = Writes::default();
             loop {
                 // While the writes in flight run, the next pages are received and read (no
                 // write ends while none runs; no page is taken while the writes are full).
@@ -387,7 +384,7 @@ mod tests {
     async fn writes_in_flight_know_their_records() {
         for test in crate::store::testing::stores_on_both_databases().await {
             let store = &test.store;
-            let mut writes = Writes::new();
+            let mut writes = Writes::default();
             assert!(writes.is_empty() && !writes.full());
             writes.start(store, "tags", vec![SyncedRecord::named("1", "old"), SyncedRecord::named("2", "old")]);
             assert!(writes.have_any_of(&[SyncedRecord::named("3", "new"), SyncedRecord::named("2", "new")]));
