@@ -36,7 +36,8 @@ const PAGES_AHEAD: usize = 24;
 /// touched, which a set's ids and `ExternalId`s spread over the whole index: 2,000 records a
 /// transaction instead of 500 (a `$top` window) took a sync of 100,000 companies from
 /// 0.81-0.90 to 0.74-0.81 s on SQLite and from 1.35-1.48 to 1.17 s on Postgres. 5,000 were
-/// slower again on SQLite (0.82 s). A batch holds SQLite's write lock for about 10 ms.
+/// slower again on SQLite (0.82 s). A batch of 2,000 companies holds SQLite's write lock for
+/// about 6 ms.
 const BATCH_RECORDS: usize = 2_000;
 
 /// What one sync did.
@@ -156,7 +157,9 @@ const WRITES_AT_ONCE: usize = 2;
 type Written = Result<Vec<Upserted>, crate::store::StoreError>;
 
 /// The batch writes of a sync in flight, each with the ids it writes. They run inside the
-/// sync's own future: when the sync stops, writes not yet committed are dropped (rolled back).
+/// sync's own future: when the sync stops, writes not yet committed are dropped (rolled back),
+/// but for a SQLite write already on its thread, which ends there (committed or not; see
+/// [`crate::store::Store::mirror_upsert_page`]).
 #[derive(Default)]
 struct Writes<'a> {
     running: futures::stream::FuturesUnordered<futures::future::BoxFuture<'a, (Vec<String>, Written)>>,
@@ -179,8 +182,13 @@ impl<'a> Writes<'a> {
     fn start(&mut self, store: &'a crate::store::Store, entity: &'static str, records: Vec<SyncedRecord>) {
         self.ids.extend(records.iter().map(|record| record.id.clone()));
         self.running.push(Box::pin(async move {
-            let written = store.mirror_upsert_page(entity, &records).await;
-            (records.into_iter().map(|record| record.id).collect(), written)
+            let records = std::sync::Arc::new(records);
+            let written = store.mirror_upsert_page(entity, records.clone()).await;
+            let ids = match std::sync::Arc::try_unwrap(records) {
+                Ok(records) => records.into_iter().map(|record| record.id).collect(),
+                Err(records) => records.iter().map(|record| record.id.clone()).collect(),
+            };
+            (ids, written)
         }));
     }
 

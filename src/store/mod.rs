@@ -25,6 +25,7 @@ pub mod login_failures;
 mod record_cache;
 pub mod request_connections;
 mod sqlite_reads;
+mod sqlite_sync_writes;
 mod sync_writers;
 mod token_cache;
 pub mod tokens;
@@ -106,6 +107,9 @@ pub struct Store {
     record_cache: Option<Arc<record_cache::RecordCache>>,
     /// Postgres only: the connections that write a sync's batches (see [`sync_writers`]).
     sync_writers: Option<Arc<sync_writers::SyncWriters>>,
+    /// SQLite files only: the connection that writes a sync's batches (see
+    /// [`sqlite_sync_writes`]).
+    sqlite_sync_writes: Option<Arc<sqlite_sync_writes::SqliteSyncWrites>>,
     dialect: Dialect,
     /// How long claimed work (a sync, a pull, webhook calls) stays with an instance that
     /// stopped renewing its claim: after a crash, another run takes it over this much later.
@@ -189,15 +193,21 @@ impl Store {
             Dialect::Sqlite => None,
         };
         let write_turns = (dialect == Dialect::Sqlite).then(|| Arc::new(tokio::sync::Mutex::new(())));
-        let (sqlite_reads, inbox_intake, checkpoints) = match (dialect, &write_turns) {
+        let (sqlite_reads, inbox_intake, checkpoints, sqlite_sync_writes) = match (dialect, &write_turns) {
             (Dialect::Sqlite, Some(turns)) if !in_memory => {
                 let file = sqlite_file(&raw);
                 let intake = InboxIntake::sqlite(&file, turns.clone())?;
                 let checkpoints = checkpoints::Checkpoints::start(&file)?;
-                (Some(Arc::new(SqliteReads::open(file)?)), Some(Arc::new(intake)), Some(Arc::new(checkpoints)))
+                let sync_writes = sqlite_sync_writes::SqliteSyncWrites::new(&file, turns.clone());
+                (
+                    Some(Arc::new(SqliteReads::open(file)?)),
+                    Some(Arc::new(intake)),
+                    Some(Arc::new(checkpoints)),
+                    Some(Arc::new(sync_writes)),
+                )
             }
-            (Dialect::Postgres, _) => (None, Some(Arc::new(InboxIntake::postgres(pool.clone()))), None),
-            _ => (None, None, None),
+            (Dialect::Postgres, _) => (None, Some(Arc::new(InboxIntake::postgres(pool.clone()))), None, None),
+            _ => (None, None, None, None),
         };
         Ok(Store {
             pool,
@@ -209,6 +219,7 @@ impl Store {
             token_cache: (dialect == Dialect::Postgres).then(|| Arc::new(token_cache::TokenCache::default())),
             record_cache: (dialect == Dialect::Postgres).then(|| Arc::new(record_cache::RecordCache::default())),
             sync_writers,
+            sqlite_sync_writes,
             dialect,
             work_lease_ms: DEFAULT_WORK_LEASE.as_millis() as i64,
         })
