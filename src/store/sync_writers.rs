@@ -157,6 +157,64 @@ fn field(rows: &mut Vec<u8>, value: Option<&[u8]>) -> Result<(), StoreError> {
 mod tests {
     use super::*;
 
+    /// The local port of this process's TCP socket `fd`; `None` for any other descriptor.
+    fn local_tcp_port(fd: i32) -> Option<u16> {
+        let mut address: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+        let mut length = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+        // SAFETY: `address` is a writable sockaddr_storage of `length` bytes.
+        let named = unsafe { libc::getsockname(fd, (&raw mut address).cast(), &mut length) };
+        if named != 0 {
+            return None;
+        }
+        // SAFETY: the family says which of the address types was written.
+        match i32::from(address.ss_family) {
+            libc::AF_INET => Some(u16::from_be(unsafe { *(&raw const address).cast::<libc::sockaddr_in>() }.sin_port)),
+            libc::AF_INET6 => {
+                Some(u16::from_be(unsafe { *(&raw const address).cast::<libc::sockaddr_in6>() }.sin6_port))
+            }
+            _ => None,
+        }
+    }
+
+    /// Whether Nagle's algorithm is off (`TCP_NODELAY`) on TCP socket `fd`.
+    fn sends_without_delay(fd: i32) -> bool {
+        let mut value: libc::c_int = 0;
+        let mut length = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+        // SAFETY: `value` is a writable c_int of `length` bytes.
+        let read =
+            unsafe { libc::getsockopt(fd, libc::IPPROTO_TCP, libc::TCP_NODELAY, (&raw mut value).cast(), &mut length) };
+        assert_eq!(read, 0, "getsockopt(TCP_NODELAY): {}", std::io::Error::last_os_error());
+        value != 0
+    }
+
+    /// sqlx's Postgres connections send each write at once (`TCP_NODELAY`, the patch of
+    /// vendor/sqlx-core; see Cargo.toml): without it, the `CopyDone` that follows a `COPY`'s
+    /// data waited for the server's delayed ACK, 40 ms for about a third of a sync's batches.
+    /// The connection's socket is found by the port the server sees it from.
+    #[tokio::test]
+    async fn postgres_connections_send_each_write_at_once() {
+        let Ok(url) = std::env::var("TEST_POSTGRES_URL") else {
+            eprintln!("skipped: TEST_POSTGRES_URL is not set");
+            return;
+        };
+        let writers = SyncWriters::new(&url, 1).unwrap();
+        let mut tx = writers.begin().await.unwrap();
+        let port: Option<i32> = sqlx::query_scalar("SELECT inet_client_port()").fetch_one(&mut *tx).await.unwrap();
+        let Some(port) = port.and_then(|port| u16::try_from(port).ok()) else {
+            eprintln!("skipped: TEST_POSTGRES_URL connects by a Unix socket");
+            return;
+        };
+        let sockets: Vec<i32> = std::fs::read_dir("/proc/self/fd")
+            .unwrap()
+            .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse().ok())
+            .filter(|&fd| local_tcp_port(fd) == Some(port))
+            .collect();
+        assert_eq!(sockets.len(), 1, "the connection's socket, from port {port}");
+        assert!(sends_without_delay(sockets[0]), "TCP_NODELAY is off on the connection's socket");
+        drop(tx);
+        writers.close().await;
+    }
+
     #[test]
     fn binary_rows_frame_each_field_by_its_length() {
         let mut record = SyncedRecord::named(7, r"A\tB");
