@@ -342,6 +342,9 @@ impl Store {
         if let Some(writers) = &self.sync_writers {
             writers.close().await;
         }
+        if let Some(writes) = &self.sqlite_sync_writes {
+            writes.close();
+        }
         self.pool.close().await;
     }
 }

@@ -94,6 +94,11 @@ impl SqliteSyncWrites {
         outcomes.map_err(store_error)
     }
 
+    /// Closes the connection kept for the next write (a write in flight keeps its own).
+    pub(super) fn close(&self) {
+        drop(self.idle.lock().expect("sync writer lock").take());
+    }
+
     /// The writer's connection: the store's session settings, and no triggers.
     fn connect(&self) -> Result<Connection, StoreError> {
         let settings = format!(
