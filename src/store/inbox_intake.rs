@@ -62,11 +62,7 @@ pub(super) struct InboxIntake {
 impl InboxIntake {
     /// Batches for the SQLite file at `path`.
     pub(super) fn sqlite(path: &Path, write_turns: Arc<tokio::sync::Mutex<()>>) -> Result<InboxIntake, StoreError> {
-        let settings = format!(
-            "PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; {}",
-            super::checkpoints::connection_setting()
-        );
-        let connection = open_file(path, BUSY_TIMEOUT, &settings)?;
+        let connection = open_file(path, BUSY_TIMEOUT, &super::sqlite_write_settings())?;
         Ok(Self::start(Target::Sqlite { connection, write_turns }))
     }
 

@@ -411,15 +411,19 @@ impl std::ops::DerefMut for WriteTransaction {
 const POSTGRES_SESSION_SETTINGS: &str = "SELECT set_config('integration_service.notifies_changes', 'on', false), \
             set_config('integration_service.writes_external_id', 'on', false)";
 
+/// The session settings of every SQLite connection of the store's that writes (the pool's, the
+/// webhook intake's, the sync's writer): commits leave the log's checkpoints to the store's
+/// thread (see [`checkpoints`]).
+fn sqlite_write_settings() -> String {
+    format!("PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL; {}", checkpoints::connection_setting())
+}
+
 /// The session settings of every new connection.
 async fn prepare_connection(conn: &mut AnyConnection, dialect: Dialect) -> Result<(), sqlx::Error> {
     match dialect {
-        // Commits leave the log's checkpoints to the store's thread (see [`checkpoints`]).
         Dialect::Sqlite => {
-            let settings = format!(
-                "PRAGMA journal_mode = WAL; PRAGMA busy_timeout = 5000; PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL; {}",
-                checkpoints::connection_setting()
-            );
+            let settings =
+                format!("PRAGMA journal_mode = WAL; PRAGMA busy_timeout = 5000; {}", sqlite_write_settings());
             conn.execute(sqlx::AssertSqlSafe(settings)).await?;
         }
         Dialect::Postgres => {

@@ -101,11 +101,7 @@ impl SqliteSyncWrites {
 
     /// The writer's connection: the store's session settings, and no triggers.
     fn connect(&self) -> Result<Connection, StoreError> {
-        let settings = format!(
-            "PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; {}",
-            super::checkpoints::connection_setting()
-        );
-        let connection = open_file(&self.path, BUSY_TIMEOUT, &settings)?;
+        let connection = open_file(&self.path, BUSY_TIMEOUT, &super::sqlite_write_settings())?;
         connection.set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_TRIGGER, false).map_err(store_error)?;
         Ok(connection)
     }
