@@ -149,6 +149,26 @@ async fn the_field_report_simulator_pages_filters_selects_and_expands() {
     assert_eq!(keys, ["Id", "Name"]);
     let filtered = get("$filter=Id eq 1005L").await;
     assert_eq!(filtered["value"].as_array().unwrap().len(), 1);
+    // Every navigation property expanded: each record whole, as last written.
+    let everything = "$expand=Contacts,Tags,ServiceObjects,MainContact";
+    let whole = get(&format!("{everything}&$filter=Id eq 1005L")).await;
+    let record = &whole["value"][0];
+    for property in ["Contacts", "Tags", "ServiceObjects", "MainContact"] {
+        assert!(record[property].is_array(), "{property} in {record}");
+    }
+    assert_eq!(record["Id"], "1005");
+    let updated = client
+        .put(format!("{base}/odata/Companies(1005L)"))
+        .basic_auth("sandbox", Some("sandbox-password"))
+        .json(&json!({"Version": 2, "Name": "Renamed"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(updated.status(), 200);
+    let whole = get(&format!("{everything}&$filter=Id eq 1005L")).await;
+    assert_eq!(whole["value"][0]["Name"], "Renamed", "{whole}");
+    assert_eq!(whole["value"][0]["Version"], 2);
+    assert!(whole["value"][0].get("Contacts").is_none(), "the update sent no contacts: {whole}");
     let metadata = client
         .get(format!("{base}/odata/$metadata"))
         .basic_auth("sandbox", Some("sandbox-password"))

@@ -16,6 +16,7 @@ use std::sync::{Arc, Mutex};
 
 use base64::Engine;
 use http::{Method, StatusCode, header};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 use slog::Logger;
 
@@ -30,7 +31,25 @@ const RECEIVED_KEPT: usize = 10_000;
 const METADATA: &str = include_str!("../../spec/upstream/fieldreport/metadata.xml");
 
 /// The records of one entity set, by id.
-type Records = BTreeMap<i64, Map<String, Value>>;
+type Records = BTreeMap<i64, Stored>;
+
+/// A stored record: its fields, and their JSON text, written once when the record is stored.
+/// A list page that shows every field (a sync's, with every navigation property expanded)
+/// copies the texts: serializing each record again for every page was 60% of the simulator's
+/// CPU time in the bench's sync (0.33 s for 100,000 companies), on the two cores the service
+/// under test has too.
+struct Stored {
+    fields: Map<String, Value>,
+    text: Box<RawValue>,
+}
+
+impl Stored {
+    fn new(fields: Map<String, Value>) -> Stored {
+        let text = serde_json::value::to_raw_value(&fields).expect("a JSON object serializes");
+        Stored { fields, text }
+    }
+}
+
 /// A set and the text of a `$filter`, if any.
 type OrderKey = (String, Option<String>);
 
@@ -139,8 +158,10 @@ impl FieldReport {
                 // each: the first page of a sync of 100,000 records took 37 ms).
                 let mut ordered: Vec<(&str, i64)> = records
                     .iter()
-                    .filter(|(_, record)| filter.is_none_or(|(_, f)| f.matches(record)))
-                    .map(|(id, record)| (record.get("DateModified").and_then(Value::as_str).unwrap_or_default(), *id))
+                    .filter(|(_, record)| filter.is_none_or(|(_, f)| f.matches(&record.fields)))
+                    .map(|(id, record)| {
+                        (record.fields.get("DateModified").and_then(Value::as_str).unwrap_or_default(), *id)
+                    })
                     .collect();
                 ordered.sort();
                 Arc::new(ordered.into_iter().map(|(_, id)| id).collect())
@@ -221,11 +242,13 @@ impl FieldReport {
         let empty = Records::new();
         let all = sets.get(set).unwrap_or(&empty);
         let order = ordered.then(|| self.in_modified_order(set, all, filter.as_ref().map(|(text, f)| (*text, f))));
-        let candidates: Box<dyn Iterator<Item = &Map<String, Value>>> = match &order {
+        let candidates: Box<dyn Iterator<Item = &Stored>> = match &order {
             Some(ids) => Box::new(ids.get(skip..).unwrap_or_default().iter().filter_map(|id| all.get(id))),
-            None => Box::new(all.values().filter(|r| filter.as_ref().is_none_or(|(_, f)| f.matches(r))).skip(skip)),
+            None => {
+                Box::new(all.values().filter(|r| filter.as_ref().is_none_or(|(_, f)| f.matches(&r.fields))).skip(skip))
+            }
         };
-        let window: Vec<&Map<String, Value>> = candidates.take(limit.saturating_add(1)).collect();
+        let window: Vec<&Stored> = candidates.take(limit.saturating_add(1)).collect();
         let more = window.len() > limit;
         let records = &window[..window.len().min(limit)];
         let expanded = params.get("$expand").map(|e| {
@@ -248,7 +271,9 @@ impl FieldReport {
                     fields.iter().any(|f| f == key) || expanded.as_ref().is_some_and(|e| e.iter().any(|x| x == key))
                 })
         };
-        let page: Vec<ServedRecord> = records.iter().map(|record| ServedRecord { record, shown: &shown }).collect();
+        let every_field = hidden.is_empty() && selected.is_none();
+        let shown: Option<&dyn Fn(&str) -> bool> = (!every_field).then_some(&shown);
+        let page: Vec<ServedRecord> = records.iter().map(|record| ServedRecord { record, shown }).collect();
         let mut next_link = None;
         let served = records.len();
         let page_end = skip + served;
@@ -270,7 +295,7 @@ impl FieldReport {
     fn get(&self, set: &str, id: i64) -> SimResponse {
         let sets = self.sets.lock().expect("lock");
         match sets.get(set).and_then(|records| records.get(&id)) {
-            Some(record) => json(StatusCode::OK, &Value::Object(record.clone())),
+            Some(record) => json(StatusCode::OK, &record.text),
             None => odata_error(StatusCode::NOT_FOUND, "NotFound", &format!("{set}({id}L) does not exist.")),
         }
     }
@@ -289,7 +314,7 @@ impl FieldReport {
         record.entry("Version").or_insert(json!(1));
         record.insert("DateOfCreation".into(), json!(now()));
         record.insert("DateModified".into(), json!(now()));
-        self.sets.lock().expect("lock").entry(set.to_string()).or_default().insert(id, record.clone());
+        self.sets.lock().expect("lock").entry(set.to_string()).or_default().insert(id, Stored::new(record.clone()));
         self.changed(set);
         json(StatusCode::CREATED, &Value::Object(record))
     }
@@ -304,7 +329,7 @@ impl FieldReport {
         let Some(stored) = sets.get_mut(set).and_then(|records| records.get_mut(&id)) else {
             return odata_error(StatusCode::NOT_FOUND, "NotFound", &format!("{set}({id}L) does not exist."));
         };
-        let stored_version = stored.get("Version").and_then(Value::as_i64).unwrap_or(0);
+        let stored_version = stored.fields.get("Version").and_then(Value::as_i64).unwrap_or(0);
         let sent_version = record.get("Version").and_then(Value::as_i64);
         if sent_version != Some(stored_version + 1) {
             return odata_error(
@@ -318,10 +343,10 @@ impl FieldReport {
         }
         record.insert("Id".into(), json!(id.to_string()));
         record.insert("DateModified".into(), json!(now()));
-        if let Some(created) = stored.get("DateOfCreation").cloned() {
+        if let Some(created) = stored.fields.get("DateOfCreation").cloned() {
             record.insert("DateOfCreation".into(), created);
         }
-        *stored = record.clone();
+        *stored = Stored::new(record.clone());
         json(StatusCode::OK, &Value::Object(record))
     }
 
@@ -357,7 +382,7 @@ impl FieldReport {
                 record[property] = json!([{"Id": format!("{}", id * 10), "Name": format!("{property} of {id}")}]);
             }
             if let Value::Object(record) = record {
-                records.insert(id, record);
+                records.insert(id, Stored::new(record));
             }
         }
         json(StatusCode::OK, &json!({"set": set, "seeded": count}))
@@ -374,15 +399,19 @@ struct ListAnswer<'a> {
     next_link: Option<String>,
 }
 
-/// A stored record written out with the fields that `shown` lets through.
+/// A stored record written out with the fields that `shown` lets through: its stored text
+/// when that is every field.
 struct ServedRecord<'a> {
-    record: &'a Map<String, Value>,
-    shown: &'a dyn Fn(&str) -> bool,
+    record: &'a Stored,
+    shown: Option<&'a dyn Fn(&str) -> bool>,
 }
 
 impl serde::Serialize for ServedRecord<'_> {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_map(self.record.iter().filter(|(key, _)| (self.shown)(key)))
+        match self.shown {
+            None => self.record.text.serialize(serializer),
+            Some(shown) => serializer.collect_map(self.record.fields.iter().filter(|(key, _)| shown(key))),
+        }
     }
 }
 
