@@ -59,11 +59,10 @@ impl MirrorRecord {
 }
 
 // Every statement of both databases that reads or writes one record by its id names the id's
-// length too (`LENGTH(record_id) = LENGTH($n)`): on Postgres the one index by record is
-// `fieldreport_records_key` on (entity, LENGTH(record_id), record_id) (migration 0016), which
-// without the length finds the record by walking its whole set. On SQLite the primary key
-// (entity, record_id) still serves, and the length is one more check; the statements that
-// run on SQLite alone (the sync's lookup and update) go without it.
+// length too (`LENGTH(record_id) = LENGTH($n)`): the one index by record is
+// `fieldreport_records_key` on (entity, LENGTH(record_id), record_id) (migration 0016 on
+// Postgres, 0017 on SQLite), which without the length finds the record by walking its whole
+// set.
 
 /// Id, version and document of one record.
 const MIRROR_ROW: &str = "SELECT record_id, version, document FROM fieldreport_records \
@@ -111,10 +110,10 @@ const MIRROR_MARK_PUSHED: &str = "UPDATE fieldreport_records SET record_id = $1,
             pending_push = NULL, updated_at = $4, push_claimed_until = NULL, push_attempts = 0, external_id = $7 \
      WHERE entity = $5 AND LENGTH(record_id) = LENGTH($6) AND record_id = $6";
 /// Whether a record of the set has an id between two ids of one length (see
-/// [`may_hold_any_of`]): one range of the record index (Postgres) or of the page index
-/// (SQLite), read in its order, so that the first record found ends it. SQLite is told the
-/// index: it took the range from the primary key (entity, record_id), where ids of every
-/// length lie between two of one length (`10` < `10000` < `20`).
+/// [`may_hold_any_of`]): one range of the record index, read in its order, so that the first
+/// record found ends it. SQLite is told the index: before migration 0017 it took the range
+/// from the primary key (entity, record_id), where ids of every length lie between two of one
+/// length (`10` < `10000` < `20`), and the `ExternalId` index is another it could choose.
 pub(super) fn mirror_any_in_range(dialect: super::Dialect) -> &'static str {
     match dialect {
         super::Dialect::Postgres => {
@@ -123,7 +122,7 @@ pub(super) fn mirror_any_in_range(dialect: super::Dialect) -> &'static str {
              ORDER BY record_id LIMIT 1"
         }
         super::Dialect::Sqlite => {
-            "SELECT 1 FROM fieldreport_records INDEXED BY fieldreport_records_page \
+            "SELECT 1 FROM fieldreport_records INDEXED BY fieldreport_records_key \
              WHERE entity = $1 AND LENGTH(record_id) = $2 AND record_id >= $3 AND record_id <= $4 \
              ORDER BY record_id LIMIT 1"
         }
@@ -321,8 +320,7 @@ impl Store {
     /// One page of an entity's documents in Id order, as stored (checked to be JSON, never
     /// parsed into a tree), and the entity's record count, which comes with the page's rows
     /// (only an empty page asks for it on its own). The page walks the
-    /// index in that order (`fieldreport_records_page` on SQLite, `fieldreport_records_key` on
-    /// Postgres), so no query sorts. (One query aggregating the page
+    /// index in that order (`fieldreport_records_key`), so no query sorts. (One query aggregating the page
     /// into a JSON array text measured slower on SQLite.)
     pub async fn mirror_page(
         &self,
@@ -870,8 +868,7 @@ mod tests {
         assert_eq!(stored, [(2, r#"{"Id":"1","Version":2}"#.to_string())]);
     }
 
-    /// Binds values to a statement's parameters.
-    type Values = fn(TestQuery) -> TestQuery;
+    use crate::store::TestValues as Values;
 
     /// Each statement on one record, with a function that binds values to its parameters.
     fn statements_by_record() -> Vec<(&'static str, Values)> {
@@ -911,11 +908,25 @@ mod tests {
                                 && line.contains("(record_id =")),
                         "{statement}\n{plan}"
                     ),
-                    Dialect::Sqlite => assert!(plan.contains("record_id=?"), "{statement}\n{plan}"),
+                    Dialect::Sqlite => assert_finds_one_record(&plan, statement),
+                }
+            }
+            if store.dialect() == Dialect::Sqlite {
+                for (statement, values) in super::super::sqlite_sync_writes::statements_by_record() {
+                    assert_finds_one_record(&plan_by_record(store, statement, values).await, statement);
                 }
             }
             test.finish().await;
         }
+    }
+
+    /// SQLite: `plan` looks the record up in the record index by its set, its id's length and
+    /// its id.
+    fn assert_finds_one_record(plan: &str, statement: &str) {
+        assert!(
+            plan.contains("USING INDEX fieldreport_records_key (entity=? AND <expr>=? AND record_id=?)"),
+            "{statement}\n{plan}"
+        );
     }
 
     /// The plan of `statement` with `values`; on Postgres with sequential scans ruled out (in a
@@ -1136,7 +1147,7 @@ mod tests {
                     "{plan}"
                 ),
                 Dialect::Sqlite => {
-                    assert!(plan.contains("fieldreport_records_page") && plan.contains("record_id>?"), "{plan}")
+                    assert!(plan.contains("fieldreport_records_key") && plan.contains("record_id>?"), "{plan}")
                 }
             }
             drop(connection);
@@ -1243,5 +1254,114 @@ mod tests {
             .execute(store.pool())
             .await;
         assert!(moved.unwrap_err().to_string().contains("cannot move"), "{dialect:?}");
+    }
+}
+
+#[cfg(test)]
+mod sqlite_key_migration {
+    use sqlx::Row;
+
+    use crate::config::DatabaseUrl;
+    use crate::store::Store;
+
+    const RECORDS: &str = "SELECT rowid, entity, record_id, version, document, pending_push, external_id \
+         FROM fieldreport_records ORDER BY rowid";
+
+    /// Migration 0017 copies the SQLite mirror into a table without a primary key: every row
+    /// (rowid included), the counts, the triggers and the indexes come through, and the new
+    /// index keeps an id unique within its set.
+    #[tokio::test]
+    async fn rebuilding_the_sqlite_mirror_keeps_its_records_counts_and_triggers() {
+        let dir = std::env::temp_dir().join(format!("mirror-key-{}", uuid::Uuid::new_v4()));
+        let store = Store::connect(&DatabaseUrl::new(format!("sqlite://{}/db.sqlite", dir.display()))).await.unwrap();
+        let mut before = sqlx::migrate!("migrations/sqlite");
+        before.migrations = before.migrations.iter().filter(|m| m.version < 17).cloned().collect::<Vec<_>>().into();
+        before.run(store.pool()).await.unwrap();
+        for (entity, id, pending, external) in [
+            ("companies", "7", None, Some("erp-7")),
+            ("companies", "12", Some("update"), None),
+            ("contacts", "7", Some("create"), Some("x")),
+        ] {
+            sqlx::query(
+                "INSERT INTO fieldreport_records (entity, record_id, version, document, pending_push, created_at, updated_at, external_id) \
+                 VALUES ($1, $2, 1, $3, $4, 1, 1, $5)",
+            )
+            .bind(entity)
+            .bind(id)
+            .bind(format!(r#"{{"Id":"{id}"}}"#))
+            .bind(pending)
+            .bind(external)
+            .execute(store.pool())
+            .await
+            .unwrap();
+        }
+        let rows = |store: Store| async move {
+            let rows = sqlx::query(RECORDS).fetch_all(store.pool()).await.unwrap();
+            rows.iter()
+                .map(|r| {
+                    let text = |column: &str| r.try_get::<Option<String>, _>(column).unwrap();
+                    (
+                        r.get::<i64, _>("rowid"),
+                        text("entity"),
+                        text("record_id"),
+                        r.get::<i64, _>("version"),
+                        text("document"),
+                        text("pending_push"),
+                        text("external_id"),
+                    )
+                })
+                .collect::<Vec<_>>()
+        };
+        let old = rows(store.clone()).await;
+        let counts = |store: Store| async move { store.mirror_counts().await.unwrap() };
+        let old_counts = counts(store.clone()).await;
+        assert!(old_counts.contains(&("companies".to_string(), 2)), "{old_counts:?}");
+        store.migrate().await.unwrap();
+        assert_eq!(rows(store.clone()).await, old);
+        assert_eq!(counts(store.clone()).await, old_counts);
+        let objects: Vec<String> = sqlx::query_scalar(
+            "SELECT type || ' ' || name FROM sqlite_master WHERE tbl_name = 'fieldreport_records' ORDER BY type, name",
+        )
+        .fetch_all(store.pool())
+        .await
+        .unwrap();
+        assert_eq!(
+            objects,
+            [
+                "index fieldreport_records_external_id",
+                "index fieldreport_records_key",
+                "index fieldreport_records_pending_push",
+                "table fieldreport_records",
+                "trigger fieldreport_records_count_deleted",
+                "trigger fieldreport_records_count_inserted",
+                "trigger fieldreport_records_fill_external_id_inserted",
+                "trigger fieldreport_records_fill_external_id_updated",
+                "trigger fieldreport_records_keep_entity",
+            ]
+        );
+        let again = sqlx::query(
+            "INSERT INTO fieldreport_records (entity, record_id, version, document, created_at, updated_at) \
+             VALUES ('companies', '12', 1, '{}', 1, 1)",
+        )
+        .execute(store.pool())
+        .await;
+        assert!(again.unwrap_err().to_string().contains("UNIQUE"), "one record per id and set");
+        // The triggers run on the new table: counting, and filling in `ExternalId`.
+        sqlx::query(
+            r#"INSERT INTO fieldreport_records (entity, record_id, version, document, created_at, updated_at)
+               VALUES ('companies', '13', 1, '{"ExternalId":"erp-13"}', 1, 1)"#,
+        )
+        .execute(store.pool())
+        .await
+        .unwrap();
+        assert!(counts(store.clone()).await.contains(&("companies".to_string(), 3)));
+        let filled: Option<String> =
+            sqlx::query_scalar("SELECT external_id FROM fieldreport_records WHERE record_id = '13'")
+                .fetch_one(store.pool())
+                .await
+                .unwrap();
+        assert_eq!(filled.as_deref(), Some("erp-13"));
+        store.close().await;
+        let _ = std::fs::remove_dir_all(dir);
     }
 }

@@ -353,6 +353,10 @@ impl Store {
 #[cfg(test)]
 pub(crate) type TestQuery = sqlx::query::Query<'static, sqlx::Any, sqlx::any::AnyArguments>;
 
+/// Binds values to the parameters of a statement of the store's tests.
+#[cfg(test)]
+pub(crate) type TestValues = fn(TestQuery) -> TestQuery;
+
 /// The plan of `statement`, with the values `bind` gives its parameters, as text run on
 /// `executor`: SQLite's steps (`EXPLAIN QUERY PLAN`, its `detail` column) or Postgres's plan
 /// lines (`EXPLAIN`), one a line.

@@ -43,6 +43,16 @@ const INSERT: &str = "INSERT INTO fieldreport_records \
 const UPDATE: &str = "UPDATE fieldreport_records SET version = ?3, external_id = ?4, document = ?5, updated_at = ?6 \
      WHERE entity = ?1 AND LENGTH(record_id) = LENGTH(?2) AND record_id = ?2";
 
+/// The statements above on one record, with values for their parameters (for the test that
+/// checks each finds its record through the record index).
+#[cfg(test)]
+pub(super) fn statements_by_record() -> Vec<(&'static str, super::TestValues)> {
+    vec![
+        (STORED_DOCUMENT, |query| query.bind("companies").bind("12")),
+        (UPDATE, |query| query.bind("companies").bind("12").bind(2_i64).bind("e").bind("{}").bind(1_i64)),
+    ]
+}
+
 /// What the trigger `fieldreport_records_count_inserted` (migration 0010) does per record.
 const COUNT_INSERTED: &str = "INSERT INTO fieldreport_record_counts (entity, records) VALUES (?1, ?2) \
      ON CONFLICT (entity) DO UPDATE SET records = records + excluded.records";
