@@ -695,7 +695,7 @@ impl Store {
     /// The first record, in Id order, whose `ExternalId` is `value` (compared as text): the
     /// record mapped from an ERP record. An index lookup, not a scan of the set.
     pub async fn mirror_by_external_id(&self, entity: &str, value: &str) -> Result<Option<MirrorRecord>, StoreError> {
-        // No ORDER BY: SQLite would then walk the page index in Id order (a scan of the set
+        // No ORDER BY: SQLite would then walk the record index in Id order (a scan of the set
         // when nothing matches) instead of this lookup; the few matches are ordered here.
         let rows = sqlx::query(MIRROR_BY_EXTERNAL_ID)
             // Unnamed, so planned for its values and the set's present size: a plan made while the
