@@ -319,8 +319,8 @@ impl Store {
 
     /// One page of an entity's documents in Id order, as stored (checked to be JSON, never
     /// parsed into a tree), and the entity's record count, which comes with the page's rows
-    /// (only an empty page asks for it on its own). The page walks the
-    /// index in that order (`fieldreport_records_key`), so no query sorts. (One query aggregating the page
+    /// (only an empty page asks for it on its own). The page walks the record index in that
+    /// order (`fieldreport_records_key`), so no query sorts. (One query aggregating the page
     /// into a JSON array text measured slower on SQLite.)
     pub async fn mirror_page(
         &self,
