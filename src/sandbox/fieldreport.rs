@@ -314,9 +314,11 @@ impl FieldReport {
         record.entry("Version").or_insert(json!(1));
         record.insert("DateOfCreation".into(), json!(now()));
         record.insert("DateModified".into(), json!(now()));
-        self.sets.lock().expect("lock").entry(set.to_string()).or_default().insert(id, Stored::new(record.clone()));
+        let record = Stored::new(record);
+        let answer = json(StatusCode::CREATED, &record.text);
+        self.sets.lock().expect("lock").entry(set.to_string()).or_default().insert(id, record);
         self.changed(set);
-        json(StatusCode::CREATED, &Value::Object(record))
+        answer
     }
 
     fn update(&self, set: &str, id: i64, req: &SimRequest) -> SimResponse {
@@ -346,8 +348,8 @@ impl FieldReport {
         if let Some(created) = stored.fields.get("DateOfCreation").cloned() {
             record.insert("DateOfCreation".into(), created);
         }
-        *stored = Stored::new(record.clone());
-        json(StatusCode::OK, &Value::Object(record))
+        *stored = Stored::new(record);
+        json(StatusCode::OK, &stored.text)
     }
 
     fn delete(&self, set: &str, id: i64, req: &SimRequest) -> SimResponse {

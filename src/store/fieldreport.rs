@@ -111,9 +111,9 @@ const MIRROR_MARK_PUSHED: &str = "UPDATE fieldreport_records SET record_id = $1,
      WHERE entity = $5 AND LENGTH(record_id) = LENGTH($6) AND record_id = $6";
 /// Whether a record of the set has an id between two ids of one length (see
 /// [`may_hold_any_of`]): one range of the record index, read in its order, so that the first
-/// record found ends it. SQLite is told the index: before migration 0017 it took the range
-/// from the primary key (entity, record_id), where ids of every length lie between two of one
-/// length (`10` < `10000` < `20`), and the `ExternalId` index is another it could choose.
+/// record found ends it. SQLite is told the index, so that it takes the range from no other:
+/// before migration 0017 it took it from the primary key (entity, record_id), where ids of
+/// every length lie between two of one length (`10` < `10000` < `20`).
 pub(super) fn mirror_any_in_range(dialect: super::Dialect) -> &'static str {
     match dialect {
         super::Dialect::Postgres => {
