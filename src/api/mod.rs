@@ -805,12 +805,14 @@ impl IntegrationApi for Service {
         leasing::patch_lessee(&rqctx, &path.into_inner().financing_id, body.into_inner().into_inner()).await
     }
 
-    async fn leasing_wait_ready_to_sign(
+    // Not an `async fn`: the future of a held call is `leasing::wait_ready_to_sign`'s own,
+    // without a wrapper around it holding the request context a second time.
+    fn leasing_wait_ready_to_sign(
         rqctx: RequestContext<ApiContext>,
         path: Path<FinancingIdPath>,
         query: Query<WaitQuery>,
-    ) -> Result<HttpResponseOk<RequestEnvelope>, ApiError> {
-        leasing::wait_ready_to_sign(&rqctx, &path.into_inner().financing_id, query.into_inner()).await
+    ) -> impl Future<Output = Result<HttpResponseOk<RequestEnvelope>, ApiError>> + Send + 'static {
+        leasing::wait_ready_to_sign(rqctx, path.into_inner().financing_id, query.into_inner())
     }
 
     async fn leasing_e_signature_configuration(
