@@ -64,6 +64,10 @@ enum Command {
         #[arg(long)]
         into_mirror: bool,
     },
+    /// For `cargo xtask bench`: forget a mirrored field-report set (its records and its sync
+    /// cursor), so that the next sync inserts every record again.
+    #[command(hide = true)]
+    BenchForgetSet { entity: String },
     /// Run only the upstream simulators (for trying clients against them).
     Sandbox {
         /// Address of the leasing simulator (default: a free loopback port).
@@ -281,6 +285,13 @@ async fn run(command: Command, mut config: Config) -> anyhow::Result<()> {
             let (count, elapsed) = store.bench_insert_baseline(&entity, table).await?;
             store.close().await;
             println!("inserted {count} documents in {:.3} s", elapsed.as_secs_f64());
+            Ok(())
+        }
+        Command::BenchForgetSet { entity } => {
+            let store = Store::open(&config.database_url).await?.with_work_lease(config.work_lease);
+            let removed = store.bench_forget_set(&entity).await;
+            store.close().await;
+            println!("removed {} records", removed?);
             Ok(())
         }
         Command::Erp(ErpCommand::Pull) => {

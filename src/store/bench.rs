@@ -105,6 +105,21 @@ impl Store {
         Ok((inserted, elapsed))
     }
 
+    /// Forgets a mirrored set, for the sync scenario's next run: removes its records and its
+    /// sync cursor, so that the next sync fetches and inserts every record again. Returns how
+    /// many records were removed.
+    pub async fn bench_forget_set(&self, entity: &str) -> Result<u64, StoreError> {
+        let mut tx = self.write_transaction().await?;
+        let removed =
+            sqlx::query("DELETE FROM fieldreport_records WHERE entity = $1").bind(entity).execute(&mut *tx).await?;
+        sqlx::query("UPDATE fieldreport_sync_state SET cursor_value = NULL, last_sync_at = NULL WHERE entity = $1")
+            .bind(entity)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(removed.rows_affected())
+    }
+
     async fn remove_mirror_baseline(&self) -> Result<(), StoreError> {
         sqlx::query("DELETE FROM fieldreport_records WHERE entity = $1")
             .bind(MIRROR_BASELINE_SET)
@@ -137,6 +152,32 @@ mod tests {
             let mut counts = store.mirror_counts().await.unwrap();
             counts.sort();
             assert_eq!(counts, [("tags".to_string(), 3)], "the baseline's set is removed, with its count");
+            test.finish().await;
+        }
+    }
+
+    #[tokio::test]
+    async fn a_forgotten_set_loses_its_records_count_and_cursor_and_no_other_set_changes() {
+        for test in crate::store::testing::stores_on_both_databases().await {
+            let store = &test.store;
+            for (entity, id) in [("tags", "1"), ("tags", "2"), ("contacts", "7")] {
+                let record = super::super::fieldreport::MirrorRecord {
+                    id: id.into(),
+                    version: 1,
+                    document: serde_json::json!({"Id": id}),
+                };
+                store.mirror_insert(entity, &record, None).await.unwrap();
+            }
+            for entity in ["tags", "contacts"] {
+                assert!(store.take_sync_lease(entity, "bench", store.lease_deadline()).await.unwrap());
+                store.finish_sync(entity, "bench", Some("2026-11-27T05:00:00Z")).await.unwrap();
+            }
+            assert_eq!(store.bench_forget_set("tags").await.unwrap(), 2, "{:?}", store.dialect());
+            let mut counts = store.mirror_counts().await.unwrap();
+            counts.sort();
+            assert_eq!(counts, [("contacts".to_string(), 1)], "{:?}: the set's count is 0", store.dialect());
+            assert_eq!(store.sync_state("tags").await.unwrap().cursor, None);
+            assert_eq!(store.sync_state("contacts").await.unwrap().cursor.as_deref(), Some("2026-11-27T05:00:00Z"));
             test.finish().await;
         }
     }
