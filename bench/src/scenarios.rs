@@ -375,7 +375,7 @@ fn forget_set(service: &Service, entity: &str) -> Result<()> {
 /// on these shared machines one run of the same inserts varied by a factor of up to two
 /// between runs (HISTORY.md, 2026-11-25), which alone moved the sync's ratio from 0.30 to
 /// 0.56: the median of three is the baseline. The sync varied as much (six runs of the same
-/// code in one hour of 2026-11-27: 0.31-0.43 s), so its figure is the median of three too.
+/// code in one hour of 2026-11-27: 0.30-0.43 s), so its figure is the median of three too.
 const BASELINE_RUNS: usize = 3;
 
 /// The median of `runs` runs of [`insert_baseline`]; its note gives every run's rate.
