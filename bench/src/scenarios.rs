@@ -287,12 +287,10 @@ pub async fn sync(service: &Service, settings: &Settings) -> Result<Vec<Row>> {
         }
         syncs.push(one_sync(service).await?);
     }
-    let rates: Vec<String> = syncs.iter().map(|s| format!("{:.0}", s.fetched as f64 / s.seconds)).collect();
     let peak = syncs.iter().map(|s| s.peak).max().unwrap_or(0);
     let failed =
         syncs.iter().find(|s| s.fetched < count).map(|s| format!("fetched {} of {count}: {}", s.fetched, s.answer));
-    syncs.sort_by(|a, b| (a.fetched as f64 / a.seconds).total_cmp(&(b.fetched as f64 / b.seconds)));
-    let median = &syncs[syncs.len() / 2];
+    let (median, rates) = median_by_rate(syncs, |s| s.fetched as f64 / s.seconds);
     let (fetched, seconds) = (median.fetched, median.seconds);
     let mut base = median_insert_baseline(service, false, runs)?;
     base.scenario = "sync-insert-baseline".into();
@@ -363,12 +361,23 @@ async fn one_sync(service: &Service) -> Result<OneSync> {
 
 /// `integration-service bench-forget-set`: the set's records and sync cursor removed.
 fn forget_set(service: &Service, entity: &str) -> Result<()> {
-    let output = std::process::Command::new(&service.binary)
-        .args(["bench-forget-set", entity])
-        .env("DATABASE_URL", &service.database_url)
-        .output()?;
-    anyhow::ensure!(output.status.success(), "bench-forget-set: {}", String::from_utf8_lossy(&output.stderr));
+    service_command(service, &["bench-forget-set", entity])?;
     Ok(())
+}
+
+/// Runs the service's binary with `args` on the service's database; what it printed.
+fn service_command(service: &Service, args: &[&str]) -> Result<String> {
+    let output =
+        std::process::Command::new(&service.binary).args(args).env("DATABASE_URL", &service.database_url).output()?;
+    anyhow::ensure!(output.status.success(), "{}: {}", args.join(" "), String::from_utf8_lossy(&output.stderr));
+    Ok(String::from_utf8_lossy(&output.stdout).to_string())
+}
+
+/// The run of median rate, and every run's rate in the order run.
+fn median_by_rate<T>(mut runs: Vec<T>, rate: impl Fn(&T) -> f64) -> (T, Vec<String>) {
+    let rates = runs.iter().map(|run| format!("{:.0}", rate(run))).collect();
+    runs.sort_by(|a, b| rate(a).total_cmp(&rate(b)));
+    (runs.swap_remove(runs.len() / 2), rates)
 }
 
 /// Runs of the sync and of each of its baselines in a full bench. One run takes 0.2-1.5 s, and
@@ -380,10 +389,8 @@ const BASELINE_RUNS: usize = 3;
 
 /// The median of `runs` runs of [`insert_baseline`]; its note gives every run's rate.
 fn median_insert_baseline(service: &Service, into_mirror: bool, runs: usize) -> Result<Row> {
-    let mut measured = (0..runs.max(1)).map(|_| insert_baseline(service, into_mirror)).collect::<Result<Vec<_>>>()?;
-    let rates: Vec<String> = measured.iter().map(|row| format!("{:.0}", row.throughput)).collect();
-    measured.sort_by(|a, b| a.throughput.total_cmp(&b.throughput));
-    let mut median = measured.swap_remove(measured.len() / 2);
+    let measured = (0..runs.max(1)).map(|_| insert_baseline(service, into_mirror)).collect::<Result<Vec<_>>>()?;
+    let (mut median, rates) = median_by_rate(measured, |row| row.throughput);
     median.note = if rates.len() == 1 {
         "one run".to_string()
     } else {
@@ -395,14 +402,11 @@ fn median_insert_baseline(service: &Service, into_mirror: bool, runs: usize) -> 
 /// The sync's baseline: `integration-service bench-insert-baseline` run on the service's
 /// database, into a scratch table or into the mirror.
 fn insert_baseline(service: &Service, into_mirror: bool) -> Result<Row> {
-    let mut command = std::process::Command::new(&service.binary);
-    command.args(["bench-insert-baseline", "companies"]).env("DATABASE_URL", &service.database_url);
+    let mut args = vec!["bench-insert-baseline", "companies"];
     if into_mirror {
-        command.arg("--into-mirror");
+        args.push("--into-mirror");
     }
-    let output = command.output()?;
-    anyhow::ensure!(output.status.success(), "bench-insert-baseline: {}", String::from_utf8_lossy(&output.stderr));
-    let text = String::from_utf8_lossy(&output.stdout).to_string();
+    let text = service_command(service, &args)?;
     // "inserted N documents in S s"
     let words: Vec<&str> = text.split_whitespace().collect();
     let inserted: f64 = words.get(1).and_then(|w| w.parse().ok()).unwrap_or(0.0);

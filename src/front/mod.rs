@@ -120,6 +120,11 @@ pub async fn serve(
     front.backend.close().await;
 }
 
+/// The id of a request that dropshot gave none (the front answered, or dropshot's answer lacks one).
+fn fresh_request_id() -> String {
+    uuid::Uuid::new_v4().to_string()
+}
+
 /// Every request gets an answer: hyper's service result never fails.
 fn answered(response: Response<FrontBody>) -> Result<Response<FrontBody>, Infallible> {
     Ok(response)
@@ -206,7 +211,7 @@ impl Front {
             let request_id = match response.headers().get(REQUEST_ID_HEADER).and_then(|v| v.to_str().ok()) {
                 Some(id) => id.to_string(),
                 None => {
-                    let id = uuid::Uuid::new_v4().to_string();
+                    let id = fresh_request_id();
                     response
                         .headers_mut()
                         .insert(REQUEST_ID_HEADER, HeaderValue::from_str(&id).expect("a uuid is a header value"));
@@ -226,14 +231,13 @@ impl Front {
 
     /// The request as it goes on to dropshot; `Err` is an answer of the front's own.
     fn prepare(&self, req: Request<Incoming>, path: &str, client: IpAddr) -> Result<Outgoing, Response<FrontBody>> {
-        let fresh_id = || uuid::Uuid::new_v4().to_string();
         if path.starts_with(INTERNAL_PREFIX) {
-            return Err(own_error(StatusCode::NOT_FOUND, "Not Found", &fresh_id()));
+            return Err(own_error(StatusCode::NOT_FOUND, "Not Found", &fresh_request_id()));
         }
         let declared_length =
             req.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok());
         if declared_length.is_some_and(|len| len > self.max_body_bytes as u64) {
-            return Err(self.too_large(&fresh_id()));
+            return Err(self.too_large(&fresh_request_id()));
         }
 
         let (mut parts, body) = req.into_parts();
@@ -242,8 +246,9 @@ impl Front {
                 Some(query) => format!("{internal}?{query}"),
                 None => internal,
             };
-            parts.uri =
-                target.parse().map_err(|_| own_error(StatusCode::BAD_REQUEST, "Malformed path", &fresh_id()))?;
+            parts.uri = target
+                .parse()
+                .map_err(|_| own_error(StatusCode::BAD_REQUEST, "Malformed path", &fresh_request_id()))?;
         }
         parts.headers.remove(header::CONNECTION);
         parts.headers.insert(
@@ -267,16 +272,15 @@ impl Front {
 
     /// The answer when dropshot got the request but gave no answer, or could not be reached.
     fn failed(&self, error: BackendError, too_large: &AtomicBool) -> Response<FrontBody> {
-        let fresh_id = || uuid::Uuid::new_v4().to_string();
         match error {
             BackendError::Unreachable(error) => {
                 slog::error!(self.log, "backend unreachable"; "error" => %error);
-                backend_failure("The service is not ready.", &fresh_id())
+                backend_failure("The service is not ready.", &fresh_request_id())
             }
-            BackendError::Request(_) if too_large.load(Ordering::Relaxed) => self.too_large(&fresh_id()),
+            BackendError::Request(_) if too_large.load(Ordering::Relaxed) => self.too_large(&fresh_request_id()),
             BackendError::Request(error) => {
                 slog::error!(self.log, "backend request failed"; "error" => %error);
-                backend_failure("The request could not be processed.", &fresh_id())
+                backend_failure("The request could not be processed.", &fresh_request_id())
             }
         }
     }
