@@ -272,6 +272,7 @@ impl From<FieldReportError> for ApiError {
             }
             FieldReportError::Upstream(e) => e.into(),
             FieldReportError::Store(e) => e.into(),
+            FieldReportError::Internal(detail) => Self::internal(detail),
         }
     }
 }

@@ -318,7 +318,10 @@ fn describe(error: integration_service::auth::AuthError) -> anyhow::Error {
 }
 
 /// `fieldreport sync` and `setup`: a progress bar on a terminal, a line per page otherwise.
-async fn fieldreport_sync(config: &Config, entities: Vec<&generated::fieldreport::EntityInfo>) -> anyhow::Result<()> {
+async fn fieldreport_sync(
+    config: &Config,
+    entities: Vec<&'static generated::fieldreport::EntityInfo>,
+) -> anyhow::Result<()> {
     use integration_service::fieldreport::service::FieldReportService;
     use integration_service::upstream::fieldreport::FieldReportClient;
     use std::io::IsTerminal;

@@ -44,6 +44,10 @@ pub enum FieldReportError {
     Upstream(#[from] UpstreamError),
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// A fault of the service itself (a task of it that panicked); the detail is logged, not
+    /// shown to the caller.
+    #[error("{0}")]
+    Internal(String),
 }
 
 /// What a write did: the local record and the upstream's answer (null without forwarding).

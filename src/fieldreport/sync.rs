@@ -112,27 +112,64 @@ impl RecordHead {
 /// [`crate::store::Store::refresh_mirror_statistics`]).
 const STATISTICS_AFTER_CHANGES: u64 = 1_000;
 
-/// Every page of a sync's query, in order, sent to `pages`: the next link when the upstream
-/// gives one, else `$top`/`$skip` windows until a short one. Stops at the first failure (sent
-/// as the last item) or when nobody takes pages any more.
+/// A page as a sync stores it: its records with what the sync reads of each (see
+/// [`read_page`]).
+struct ReadPage {
+    records: Vec<SyncedRecord>,
+    /// Records the upstream sent, with those skipped.
+    fetched: u64,
+    /// Records without an `Id`, skipped.
+    skipped: u64,
+    /// The page's newest `DateModified`.
+    newest: Option<String>,
+}
+
+/// Reads the head of each of a page's records (see [`RecordHead`]).
+fn read_page(page: ODataPage) -> ReadPage {
+    let mut read = ReadPage { records: Vec::with_capacity(page.records.len()), fetched: 0, skipped: 0, newest: None };
+    for document in page.records {
+        read.fetched += 1;
+        let head = RecordHead::of(document.get());
+        let modified = head.as_ref().and_then(|h| h.modified.as_ref()).and_then(Value::as_str);
+        if let Some(modified) = modified
+            && read.newest.as_deref().is_none_or(|newest| modified > newest)
+        {
+            read.newest = Some(modified.to_string());
+        }
+        match head.and_then(|h| Some((record_id(h.id.as_ref()?)?, h))) {
+            Some((id, head)) => {
+                let version = head.version.as_ref().and_then(Value::as_i64).unwrap_or(0);
+                let external_id = external_id(head.external_id.as_ref());
+                read.records.push(SyncedRecord { id, version, external_id, document });
+            }
+            None => read.skipped += 1,
+        }
+    }
+    read
+}
+
+/// Every page of a sync's query, in order, read (see [`read_page`]) and sent to `pages`: the
+/// next link when the upstream gives one, else `$top`/`$skip` windows until a short one.
+/// Stops at the first failure (sent as the last item) or when nobody takes pages any more.
 async fn fetch_pages(
-    client: &FieldReportClient,
-    info: &EntityInfo,
-    cursor: Option<&str>,
-    pages: mpsc::Sender<Result<ODataPage, UpstreamError>>,
+    client: FieldReportClient,
+    info: &'static EntityInfo,
+    cursor: Option<String>,
+    pages: mpsc::Sender<Result<ReadPage, UpstreamError>>,
 ) {
     let mut skip = 0;
     loop {
-        let window_query = query(info, cursor, skip);
+        let window_query = query(info, cursor.as_deref(), skip);
         let mut in_window = 0;
         let mut next = None;
         loop {
             let page = client.page(info.set, &window_query, next.as_deref()).await;
             let failed = page.is_err();
-            if let Ok(page) = &page {
+            let page = page.map(|page| {
                 in_window += page.records.len();
                 next.clone_from(&page.next_link);
-            }
+                read_page(page)
+            });
             if pages.send(page).await.is_err() || failed {
                 return;
             }
@@ -235,7 +272,7 @@ impl FieldReportService {
     /// Syncs one entity set; `progress` sees the report after every page.
     pub async fn sync(
         &self,
-        info: &EntityInfo,
+        info: &'static EntityInfo,
         progress: &(dyn Fn(&SyncReport) + Sync),
     ) -> Result<SyncReport, FieldReportError> {
         let store = self.store();
@@ -258,10 +295,12 @@ impl FieldReportService {
     }
 
     /// Fetches pages ahead (up to [`PAGES_AHEAD`]) while storing the ones fetched: the
-    /// upstream's work, reading the answers and the database's work overlap.
+    /// upstream's work, reading the answers and the database's work overlap. The pages are
+    /// fetched and read by a task of their own, on another worker thread than the one that
+    /// batches them and waits for their writes.
     async fn sync_pages(
         &self,
-        info: &EntityInfo,
+        info: &'static EntityInfo,
         owner: &str,
         progress: &(dyn Fn(&SyncReport) + Sync),
     ) -> Result<SyncReport, FieldReportError> {
@@ -270,7 +309,7 @@ impl FieldReportService {
         let client = self.client()?;
         let previous = store.sync_state(info.route).await?.cursor;
         let (sender, mut pages) = mpsc::channel(PAGES_AHEAD);
-        let fetch = fetch_pages(client, info, previous.as_deref(), sender);
+        let fetch = Fetching(tokio::spawn(fetch_pages(client.clone(), info, previous.clone(), sender)));
         let mut report = SyncReport { entity: info.route.to_string(), cursor: previous.clone(), ..Default::default() };
         let report_progress = |report: &mut SyncReport| {
             report.seconds = started.elapsed().as_secs_f64();
@@ -312,24 +351,14 @@ impl FieldReportService {
                 let mut records = Vec::with_capacity(batched);
                 for page in batch {
                     report.pages += 1;
-                    report.fetched += page.records.len() as u64;
-                    for document in page.records {
-                        let head = RecordHead::of(document.get());
-                        let modified = head.as_ref().and_then(|h| h.modified.as_ref()).and_then(Value::as_str);
-                        if let Some(modified) = modified
-                            && report.cursor.as_deref().is_none_or(|c| modified > c)
-                        {
-                            report.cursor = Some(modified.to_string());
-                        }
-                        match head.and_then(|h| Some((record_id(h.id.as_ref()?)?, h))) {
-                            Some((id, head)) => {
-                                let version = head.version.as_ref().and_then(Value::as_i64).unwrap_or(0);
-                                let external_id = external_id(head.external_id.as_ref());
-                                records.push(SyncedRecord { id, version, external_id, document });
-                            }
-                            None => report.skipped += 1,
-                        }
+                    report.fetched += page.fetched;
+                    report.skipped += page.skipped;
+                    if let Some(newest) = page.newest
+                        && report.cursor.as_deref().is_none_or(|cursor| newest.as_str() > cursor)
+                    {
+                        report.cursor = Some(newest);
                     }
+                    records.extend(page.records);
                 }
                 // A record written again waits for its earlier write, so that the newer copy
                 // is stored last.
@@ -349,7 +378,7 @@ impl FieldReportService {
                 report_progress(&mut report);
             }
             report.seconds = started.elapsed().as_secs_f64();
-            Ok(report)
+            Ok::<_, FieldReportError>(report)
         };
         // The lease is renewed every third of it, whatever the pages do (a slow page fetched
         // with retries must not let it lapse), and not after every page (a write each time).
@@ -367,18 +396,32 @@ impl FieldReportService {
             }
         };
         // Storing ends the sync: on its own failure or a lost lease at once (the fetching is
-        // dropped), else once the fetching has sent its last page or its failure.
-        let store_pages = async {
-            tokio::select! {
-                report = store_pages => report,
-                lost = renew_lease => Err(lost),
-            }
+        // stopped), else once the fetching has sent its last page or its failure.
+        let report = tokio::select! {
+            report = store_pages => report?,
+            lost = renew_lease => return Err(lost),
         };
-        tokio::pin!(fetch, store_pages);
-        tokio::select! {
-            report = &mut store_pages => report,
-            () = &mut fetch => store_pages.await,
-        }
+        fetch.ended().await?;
+        Ok(report)
+    }
+}
+
+/// The task that fetches a sync's pages; stopped when dropped (with the sync).
+struct Fetching(tokio::task::JoinHandle<()>);
+
+impl Fetching {
+    /// Whether the task ended as it should, after its last page or failure: a task that
+    /// panicked sent neither, and its pages would look like the whole of them.
+    async fn ended(mut self) -> Result<(), FieldReportError> {
+        (&mut self.0)
+            .await
+            .map_err(|e| FieldReportError::Internal(format!("fetching the pages of a sync ended abnormally: {e}")))
+    }
+}
+
+impl Drop for Fetching {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
 
@@ -414,6 +457,28 @@ mod tests {
             drop(writes);
             test.finish().await;
         }
+    }
+
+    /// The fetching task's pages end when it ends: one that panicked must not pass for one
+    /// that sent its last page.
+    #[tokio::test]
+    async fn a_fetching_that_panicked_is_an_error_of_the_sync() {
+        let panicked = Fetching(tokio::spawn(async { panic!("a fault of the fetching") }));
+        let ended = panicked.ended().await;
+        assert!(matches!(ended, Err(FieldReportError::Internal(ref m)) if m.contains("abnormally")), "{ended:?}");
+        assert!(Fetching(tokio::spawn(async {})).ended().await.is_ok());
+    }
+
+    /// Dropped with its sync, the fetching stops: it no longer holds the pages' sender.
+    #[tokio::test]
+    async fn a_dropped_fetching_stops() {
+        let (sender, mut pages) = mpsc::channel::<()>(1);
+        let fetching = Fetching(tokio::spawn(async move {
+            let _sender = sender;
+            std::future::pending::<()>().await;
+        }));
+        drop(fetching);
+        assert!(pages.recv().await.is_none(), "the task was stopped and its sender dropped");
     }
 
     #[test]

@@ -545,9 +545,10 @@ impl Store {
     /// Documents are stored as the upstream sent them; a stored record is updated only when
     /// its document's text changed. A record repeated within the page counts once, as its
     /// last copy (the newest, pages being in `DateModified` order); the earlier copies are
-    /// [`Upserted::Unchanged`]. On SQLite the page is written on a blocking thread (see
-    /// [`super::sqlite_sync_writes`]), which ends the write even when this future is dropped;
-    /// an in-memory SQLite database cannot take a sync's writes ([`StoreError::Unavailable`]).
+    /// [`Upserted::Unchanged`]. On SQLite the page is written by the sync's writing thread
+    /// (see [`super::sqlite_sync_writes`]): a write it has started ends even when this future
+    /// is dropped, one still queued is then not done; an in-memory SQLite database cannot take
+    /// a sync's writes ([`StoreError::Unavailable`]).
     pub async fn mirror_upsert_page(
         &self,
         entity: &str,
