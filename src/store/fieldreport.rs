@@ -688,7 +688,7 @@ impl Store {
 }
 
 /// The records of a set whose `ExternalId` is `$2`, by the `fieldreport_records_external_id`
-/// index (migration 0014).
+/// index (migration 0018: the ExternalId alone; the set is checked on the few records found).
 const MIRROR_BY_EXTERNAL_ID: &str =
     "SELECT record_id, version, document FROM fieldreport_records WHERE entity = $1 AND external_id = $2";
 
