@@ -283,8 +283,8 @@ mod tests {
         let _ = std::fs::remove_dir_all(dir);
     }
 
-    /// Writes are done in the order they were asked for, each in the write turn; one whose
-    /// caller stopped waiting before it started is not done.
+    /// Writes wait for the write turn; one whose caller stopped waiting before it started is
+    /// not done, and the write queued after it is.
     #[tokio::test]
     async fn a_write_nobody_waits_for_any_more_is_not_done() {
         let dir = std::env::temp_dir().join(format!("sync-writes-{}", uuid::Uuid::new_v4()));
