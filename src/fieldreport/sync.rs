@@ -126,9 +126,9 @@ struct ReadPage {
 
 /// Reads the head of each of a page's records (see [`RecordHead`]).
 fn read_page(page: ODataPage) -> ReadPage {
-    let mut read = ReadPage { records: Vec::with_capacity(page.records.len()), fetched: 0, skipped: 0, newest: None };
+    let fetched = page.records.len();
+    let mut read = ReadPage { records: Vec::with_capacity(fetched), fetched: fetched as u64, skipped: 0, newest: None };
     for document in page.records {
-        read.fetched += 1;
         let head = RecordHead::of(document.get());
         let modified = head.as_ref().and_then(|h| h.modified.as_ref()).and_then(Value::as_str);
         if let Some(modified) = modified

@@ -121,10 +121,7 @@ impl Store {
     }
 
     async fn remove_mirror_baseline(&self) -> Result<(), StoreError> {
-        sqlx::query("DELETE FROM fieldreport_records WHERE entity = $1")
-            .bind(MIRROR_BASELINE_SET)
-            .execute(self.pool())
-            .await?;
+        self.bench_forget_set(MIRROR_BASELINE_SET).await?;
         Ok(())
     }
 }
