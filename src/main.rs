@@ -248,6 +248,7 @@ async fn run(command: Command, mut config: Config) -> anyhow::Result<()> {
         }
         Command::Sandbox { bind } => {
             let (log, _log_guard) = telemetry::init(config.log_format);
+            let stop = shutdown_signal();
             let sandboxes = sandbox::start(bind, &log).await?;
             println!("leasing provider simulator: {}", sandboxes.leasing_base_url());
             println!(
@@ -257,7 +258,7 @@ async fn run(command: Command, mut config: Config) -> anyhow::Result<()> {
                 sandbox::fieldreport::PASSWORD
             );
             println!("ERP simulator: {} (AuthenticationToken {})", sandboxes.erp_base_url(), sandbox::erp::API_KEY);
-            shutdown_signal().await;
+            stop.await;
             Ok(())
         }
         Command::Fieldreport(FieldreportCommand::Sync { entity }) => {
@@ -550,6 +551,7 @@ async fn serve(mut config: Config, sandbox: bool) -> anyhow::Result<()> {
             config.erp.webhook_secret = Some(uuid::Uuid::new_v4().simple().to_string().into());
         }
     }
+    let stop = shutdown_signal();
     let service = server::start(&config, &log).await?;
     if sandbox {
         register_sandbox_webhooks(&config, &service.url()).await?;
@@ -559,7 +561,7 @@ async fn serve(mut config: Config, sandbox: bool) -> anyhow::Result<()> {
     println!("API reference: {}/{}", service.url(), config.docs_path);
     // For diagnosis and `cargo xtask bench` (front vs. direct); reachable from this host only.
     println!("internal backend (dropshot, loopback) on http://{}", service.backend_address);
-    shutdown_signal().await;
+    stop.await;
     slog::info!(log, "shutting down: finishing in-flight requests");
     service.shutdown().await;
     slog::info!(log, "stopped");
@@ -588,11 +590,17 @@ async fn register_sandbox_webhooks(config: &Config, service_url: &str) -> anyhow
     Ok(())
 }
 
-async fn shutdown_signal() {
-    let ctrl_c = tokio::signal::ctrl_c();
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).expect("SIGTERM handler");
-    tokio::select! {
-        _ = ctrl_c => {}
-        _ = term.recv() => {}
+/// Resolves on Ctrl-C or SIGTERM. The handlers are installed when this is called, not when
+/// the future is first polled: a signal sent right after the service said it listens must not
+/// find the default action (the process killed without a clean stop).
+fn shutdown_signal() -> impl std::future::Future<Output = ()> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut interrupt = signal(SignalKind::interrupt()).expect("SIGINT handler");
+    let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler");
+    async move {
+        tokio::select! {
+            _ = interrupt.recv() => {}
+            _ = term.recv() => {}
+        }
     }
 }
