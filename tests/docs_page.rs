@@ -41,8 +41,8 @@ fn target_dir() -> PathBuf {
 async fn chromium(url: &str, extra: &[String]) -> (String, String) {
     assert!(
         std::path::Path::new(CHROMIUM).exists(),
-        "{CHROMIUM} is missing: these tests drive Debian's Chromium; install it with \
-         `apt-get install -y chromium` (.ci/run does)"
+        "{CHROMIUM} is missing: these tests drive Debian's Chromium; `cargo xtask test` installs it \
+         (or: `apt-get install -y chromium`)"
     );
     let profile = std::env::temp_dir().join(format!("integration-service-chromium-{}", uuid::Uuid::new_v4()));
     let mut command = tokio::process::Command::new(CHROMIUM);

@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use sha2::Digest;
 use tokio::process::{Child, Command};
 
-/// The moto release the tests are run with (`.ci/run` installs the same).
+/// The moto release the tests are run with (`cargo xtask test` installs the same).
 const MOTO_VERSION: &str = "5.2.1";
 
 const ACCESS_KEY_ID: &str = "AKIDSTORAGETEST";
@@ -106,7 +106,9 @@ impl Moto {
 }
 
 fn install_hint() -> String {
-    format!("install it with `python3 -m pip install 'moto[server]=={MOTO_VERSION}'`")
+    format!(
+        "run the suite with `cargo xtask test`, which installs it (xtask/python/requirements-test.txt: moto[server]=={MOTO_VERSION})"
+    )
 }
 
 fn log_file(path: &PathBuf) -> String {

@@ -156,7 +156,7 @@ impl SmtpServer {
             command.env("SMTP_TEST_USER", user).env("SMTP_TEST_PASSWORD", password);
         }
         let mut child = command.spawn().unwrap_or_else(|e| {
-            panic!("cannot run python3 for the test SMTP server ({e}); install Python 3 and `python3 -m pip install aiosmtpd=={AIOSMTPD_VERSION}`")
+            panic!("cannot run python3 for the test SMTP server ({e}); run the suite with `cargo xtask test`, which sets up Python and aiosmtpd=={AIOSMTPD_VERSION}")
         });
         let mut stdout = BufReader::new(child.stdout.take().expect("piped stdout")).lines();
         let first = tokio::time::timeout(Duration::from_secs(60), stdout.next_line()).await;
@@ -172,7 +172,7 @@ impl SmtpServer {
             }
             if stderr.contains("AIOSMTPD-MISSING") {
                 panic!(
-                    "the SMTP tests need the Python package aiosmtpd: run `python3 -m pip install aiosmtpd=={AIOSMTPD_VERSION}` ({})",
+                    "the SMTP tests need the Python package aiosmtpd=={AIOSMTPD_VERSION}: run the suite with `cargo xtask test`, which installs it ({})",
                     stderr.trim()
                 );
             }

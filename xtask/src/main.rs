@@ -6,6 +6,7 @@
 //! - `check`: regenerate everything in memory and fail with a diff when a committed file is stale.
 //! - `bench`: measure the release build against baselines taken in the same run.
 //! - `swagger-ui`: check (or `--update`) the vendored Swagger UI against the npm registry's package.
+//! - `test`: set up what the test suite needs (Python tools, Chromium, PostgreSQL) and run it.
 
 mod bench;
 mod check;
@@ -19,6 +20,7 @@ mod normalize;
 mod openapi;
 mod render;
 mod swagger_ui;
+mod test;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -71,6 +73,17 @@ enum Command {
     SwaggerUi {
         #[arg(long, value_name = "VERSION")]
         update: Option<String>,
+    },
+    /// The one test command: set up the Python test tools (in `target/test-tools/venv`),
+    /// Chromium and PostgreSQL as needed, say what was set up, and run `cargo test --workspace`
+    /// on SQLite and Postgres (`TEST_POSTGRES_URL`, else the local server).
+    Test {
+        /// Then fuzz the service against its own document (`.ci/fuzz`, schemathesis).
+        #[arg(long)]
+        fuzz: bool,
+        /// Passed on to `cargo test` (after `--workspace`), e.g. `-- --test-threads 1`.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, value_name = "CARGO_TEST_ARGS")]
+        cargo_args: Vec<String>,
     },
 }
 
@@ -127,6 +140,7 @@ fn run() -> Result<ExitCode> {
         Command::Bench { db, quick, scenario } => bench::run(&root, &db, quick, scenario.as_deref()),
         Command::SwaggerUi { update: None } => swagger_ui::check(&root),
         Command::SwaggerUi { update: Some(version) } => swagger_ui::update(&root, &version),
+        Command::Test { fuzz, cargo_args } => test::run(&root, fuzz, &cargo_args),
     }
 }
 
