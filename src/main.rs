@@ -8,17 +8,36 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use integration_service::auth::Authenticator;
 use integration_service::config::Config;
 use integration_service::store::Store;
 use integration_service::{api, sandbox, server, telemetry};
 
+/// The settings each kind of command reads (from the environment, or in lower case from the
+/// `--config` file), named at the end of its help; `serve` reads every one of
+/// `config::SETTING_NAMES`. Their meaning and defaults: docs/configuration.md.
+const DATABASE_SETTINGS: &str = "DATABASE_URL, WORK_LEASE_SECONDS";
+const AUTH_SETTINGS: &str = "DATABASE_URL, WORK_LEASE_SECONDS, TOKEN_TTL_MINUTES";
+const FIELDREPORT_SETTINGS: &str = "DATABASE_URL, WORK_LEASE_SECONDS, FIELDREPORT_BASE_URL, FIELDREPORT_USERNAME, \
+     FIELDREPORT_PASSWORD, FIELDREPORT_TIMEOUT_SECONDS";
+const ERP_SETTINGS: &str = "DATABASE_URL, WORK_LEASE_SECONDS, ERP_BASE_URL, ERP_API_KEY, ERP_TIMEOUT_SECONDS, \
+     ERP_CONNECT_TIMEOUT_SECONDS, FIELDREPORT_BASE_URL, FIELDREPORT_USERNAME, FIELDREPORT_PASSWORD, \
+     FIELDREPORT_TIMEOUT_SECONDS";
+const SANDBOX_SETTINGS: &str = "LOG_FORMAT";
+
+/// The help footer naming the environment variables a command reads.
+fn reads(settings: &str) -> String {
+    format!("Environment (or the --config file; see docs/configuration.md): {settings}")
+}
+
 #[derive(Parser)]
 #[command(
     name = "integration-service",
     version,
-    about = "One authenticated, documented HTTP API in front of a leasing provider, a field-report system and a cloud ERP"
+    about = "One authenticated, documented HTTP API in front of a leasing provider, a field-report system and a cloud ERP",
+    after_help = "Settings come from environment variables (or, in lower case, from the --config file); each \
+                  command's --help names those it reads. All of them, with defaults: docs/configuration.md."
 )]
 struct Cli {
     /// TOML configuration file; environment variables override its settings.
@@ -32,9 +51,11 @@ struct Cli {
 enum Command {
     /// Run the HTTP service (migrates the database first).
     Serve {
-        /// Address to listen on (overrides BIND_ADDRESS).
-        #[arg(long, value_name = "ADDR")]
-        bind: Option<SocketAddr>,
+        // Read as text: the configuration checks BIND_ADDRESS first, so that a bad value stops
+        // start-up with its one line naming the setting.
+        /// Address to listen on.
+        #[arg(long, value_name = "ADDR", env = "BIND_ADDRESS")]
+        bind: Option<String>,
         /// Start in-process simulators of the upstream systems and use them.
         #[arg(long)]
         sandbox: bool,
@@ -157,9 +178,33 @@ fn tune_allocator() {
     unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, ALLOCATOR_PURGE_DELAY_MS) };
 }
 
+/// Parses the command line with each command's help naming the settings it reads.
+fn parse_command_line() -> Cli {
+    let every_setting = integration_service::config::SETTING_NAMES.join(", ");
+    let command = Cli::command()
+        .mut_subcommand("serve", |c| c.after_help(reads(&every_setting)))
+        .mut_subcommand("migrate", |c| c.after_help(reads(DATABASE_SETTINGS)))
+        .mut_subcommand("user", |c| with_footer(c, AUTH_SETTINGS))
+        .mut_subcommand("token", |c| with_footer(c, AUTH_SETTINGS))
+        .mut_subcommand("fieldreport", |c| with_footer(c, FIELDREPORT_SETTINGS))
+        .mut_subcommand("erp", |c| with_footer(c, ERP_SETTINGS))
+        .mut_subcommand("sandbox", |c| c.after_help(reads(SANDBOX_SETTINGS)))
+        .mut_subcommand("openapi", |c| c.after_help("Reads no settings."));
+    Cli::from_arg_matches(&command.get_matches()).unwrap_or_else(|error| error.exit())
+}
+
+/// A command group and each of its subcommands get the same footer.
+fn with_footer(group: clap::Command, settings: &str) -> clap::Command {
+    let names: Vec<String> = group.get_subcommands().map(|c| c.get_name().to_string()).collect();
+    let footer = reads(settings);
+    names.iter().fold(group.after_help(footer.clone()), |group, name| {
+        group.mut_subcommand(name, |c| c.after_help(footer.clone()))
+    })
+}
+
 fn main() -> ExitCode {
     tune_allocator();
-    let cli = Cli::parse();
+    let cli = parse_command_line();
     if let Command::Openapi = cli.command {
         print!("{}", api::openapi::document());
         return ExitCode::SUCCESS;
@@ -208,7 +253,7 @@ async fn run(command: Command, mut config: Config) -> anyhow::Result<()> {
     match command {
         Command::Serve { bind, sandbox } => {
             if let Some(bind) = bind {
-                config.bind_address = bind;
+                config.bind_address = bind.parse().map_err(|e| anyhow::anyhow!("--bind {bind:?}: {e}"))?;
             }
             serve(config, sandbox).await
         }

@@ -409,3 +409,30 @@ fn config_file_is_read_and_the_environment_wins() {
     assert_eq!(missing.status.code(), Some(2));
     assert!(text(&missing.stderr).contains("/nonexistent/x.toml"));
 }
+
+/// Every command's help names the environment variables it reads: `serve` all of them, the
+/// database commands `DATABASE_URL`, the field-report and ERP tools their upstream's settings.
+#[test]
+fn each_command_names_the_environment_variables_it_reads() {
+    let help = |args: &[&str]| {
+        let output = Command::new(BINARY).args(args).arg("--help").output().unwrap();
+        assert!(output.status.success(), "{args:?} --help: {}", text(&output.stderr));
+        text(&output.stdout)
+    };
+    assert!(help(&[]).contains("docs/configuration.md"));
+    let serve = help(&["serve"]);
+    for name in integration_service::config::SETTING_NAMES {
+        assert!(serve.contains(name), "serve --help does not name {name}:\n{serve}");
+    }
+    assert!(serve.contains("[env: BIND_ADDRESS"), "{serve}");
+    for command in
+        [&["migrate"][..], &["user", "create"], &["user", "list"], &["token", "revoke"], &["fieldreport", "sync"]]
+    {
+        assert!(help(command).contains("DATABASE_URL"), "{command:?} --help does not name DATABASE_URL");
+    }
+    for command in [&["fieldreport"][..], &["fieldreport", "post"], &["erp", "pull"]] {
+        assert!(help(command).contains("FIELDREPORT_BASE_URL"), "{command:?}");
+    }
+    assert!(help(&["erp", "setup"]).contains("ERP_API_KEY"));
+    assert!(help(&["sandbox"]).contains("LOG_FORMAT"));
+}
