@@ -637,13 +637,17 @@ mod tests {
         assert!(!err.contains("wJalrXUtnFEMI"), "{err}");
     }
 
-    /// The README's sample environment file (Deployment) loads, and its configuration table
-    /// names every setting.
+    /// docs/deployment.md's sample environment file loads, and docs/configuration.md documents
+    /// exactly the settings the service reads: one table row per name of [`SETTING_NAMES`], no
+    /// row for a name it does not read. No other page has a row for a setting (one place each).
     #[test]
-    fn the_readme_documents_valid_settings() {
-        const README: &str = include_str!("../README.md");
-        let start = README.find("# /etc/integration-service/env\n").expect("README has the sample environment file");
-        let block = &README[start..];
+    fn the_documentation_describes_exactly_the_settings_read() {
+        const DEPLOYMENT: &str = include_str!("../docs/deployment.md");
+        const CONFIGURATION: &str = include_str!("../docs/configuration.md");
+        let start = DEPLOYMENT
+            .find("# /etc/integration-service/env\n")
+            .expect("docs/deployment.md has the sample environment file");
+        let block = &DEPLOYMENT[start..];
         let block = &block[..block.find("```").expect("the block ends")];
         let settings: Vec<(&str, &str)> = block
             .lines()
@@ -654,10 +658,35 @@ mod tests {
         let config = Config::load_with(None, &settings).unwrap_or_else(|e| panic!("{e}"));
         assert!(config.database_url.is_postgres());
         assert!(matches!(config.storage, crate::storage::StorageLocation::S3 { .. }));
-        let table = &README[README.find("\n## Configuration\n").expect("a Configuration section")..];
-        let table = &table[..table[1..].find("\n## ").map_or(table.len(), |end| end + 1)];
-        for name in SETTING_NAMES {
-            assert!(table.contains(&format!("`{name}`")), "{name} is missing in README's configuration table");
+
+        /// The names in backticks that open a table row: `| `NAME` | …`.
+        fn rows(page: &str) -> Vec<&str> {
+            page.lines()
+                .filter_map(|line| line.trim_start().strip_prefix("| `"))
+                .filter_map(|rest| rest.split_once('`').map(|(name, _)| name))
+                .filter(|name| {
+                    !name.is_empty() && name.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+                })
+                .collect()
+        }
+        let mut documented = rows(CONFIGURATION);
+        documented.sort_unstable();
+        let mut read: Vec<&str> = SETTING_NAMES.to_vec();
+        read.sort_unstable();
+        assert_eq!(documented, read, "docs/configuration.md's rows against SETTING_NAMES");
+        let docs = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs");
+        for entry in std::fs::read_dir(&docs).unwrap() {
+            let path = entry.unwrap().path();
+            if path.file_name().is_some_and(|name| name == "configuration.md") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).unwrap();
+            let elsewhere: Vec<&str> = rows(&text).into_iter().filter(|name| SETTING_NAMES.contains(name)).collect();
+            assert!(
+                elsewhere.is_empty(),
+                "{} documents {elsewhere:?} again; they belong to docs/configuration.md",
+                path.display()
+            );
         }
     }
 

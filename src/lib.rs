@@ -1,9 +1,9 @@
 //! integration-service: one authenticated, documented HTTP API in front of a leasing
 //! provider, a field-report system and a cloud ERP.
 //!
-//! Layout (see DESIGN.md): `api` holds the dropshot API and its handlers, `auth` and the other
-//! areas hold domain logic free of HTTP types, `store` holds every SQL statement, `front` is
-//! the thin HTTP layer before dropshot, `server` assembles them.
+//! Layout (see docs/architecture.md, "Layers"): `api` holds the dropshot API and its handlers,
+//! `auth` and the other areas hold domain logic free of HTTP types, `store` holds every SQL
+//! statement, `front` is the thin HTTP layer before dropshot, `server` assembles them.
 
 // dropshot takes handler errors by value, and `ApiError` carries its whole body; errors are
 // the cold path, so their size is not worth boxing every handler's result for.

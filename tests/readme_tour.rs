@@ -1,6 +1,7 @@
 //! The README's "Five-minute tour", executed verbatim: its `sh` blocks are read from README.md,
 //! run by bash in an empty folder with `SERVICE` set to the debug binary and `BASE` to a free
-//! loopback port, and every answer they print is checked.
+//! loopback port, and every answer they print is checked. Beside it, every relative link of
+//! README.md, CHANGELOG.md and docs/ resolves: a newcomer follows them from the front door.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -206,4 +207,105 @@ fn the_readme_tour_runs_as_written() {
         std::thread::sleep(Duration::from_millis(100));
     }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The Markdown files a reader reaches from the front door: README.md, CHANGELOG.md, docs/*.md.
+fn documentation_files() -> Vec<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = vec![root.join("README.md"), root.join("CHANGELOG.md")];
+    let mut docs: Vec<PathBuf> = std::fs::read_dir(root.join("docs"))
+        .expect("a docs/ folder")
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "md"))
+        .collect();
+    docs.sort();
+    files.extend(docs);
+    files
+}
+
+/// The targets of the inline links `[text](target)` of a Markdown text, outside code blocks
+/// and code spans.
+fn link_targets(markdown: &str) -> Vec<String> {
+    let mut targets = Vec::new();
+    let mut in_block = false;
+    for line in markdown.lines() {
+        if line.trim_start().starts_with("```") {
+            in_block = !in_block;
+            continue;
+        }
+        if in_block {
+            continue;
+        }
+        // Code spans hold examples, not links.
+        let prose: String = line.split('`').step_by(2).collect::<Vec<_>>().join(" ");
+        let mut rest = prose.as_str();
+        while let Some(at) = rest.find("](") {
+            let after = &rest[at + 2..];
+            let end = after.find(')').unwrap_or(after.len());
+            let target = after[..end].split_whitespace().next().unwrap_or("");
+            targets.push(target.to_string());
+            rest = &after[end..];
+        }
+    }
+    targets
+}
+
+/// GitHub's anchor of a heading: lower case, punctuation dropped, spaces as hyphens.
+fn anchor(heading: &str) -> String {
+    heading
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter(|c| c.is_alphanumeric() || *c == ' ' || *c == '-' || *c == '_')
+        .map(|c| if c == ' ' { '-' } else { c })
+        .collect()
+}
+
+fn anchors(markdown: &str) -> Vec<String> {
+    let mut in_block = false;
+    let mut found = Vec::new();
+    for line in markdown.lines() {
+        if line.trim_start().starts_with("```") {
+            in_block = !in_block;
+        } else if !in_block && line.starts_with('#') {
+            found.push(anchor(line.trim_start_matches('#')));
+        }
+    }
+    found
+}
+
+#[test]
+fn every_relative_link_in_the_documentation_resolves() {
+    let mut checked = 0;
+    let mut broken = Vec::new();
+    for file in documentation_files() {
+        let text = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+        for target in link_targets(&text) {
+            if target.contains("://") || target.starts_with("mailto:") {
+                continue;
+            }
+            checked += 1;
+            let (path, fragment) = target.split_once('#').unwrap_or((&target, ""));
+            let linked = if path.is_empty() { file.clone() } else { file.parent().unwrap().join(path) };
+            if !linked.exists() {
+                broken.push(format!("{}: {target} (no such file)", file.display()));
+                continue;
+            }
+            if !fragment.is_empty() && linked.extension().is_some_and(|ext| ext == "md") {
+                let headings = anchors(&std::fs::read_to_string(&linked).unwrap());
+                if !headings.iter().any(|h| h == fragment) {
+                    broken.push(format!("{}: {target} (no such heading)", file.display()));
+                }
+            }
+        }
+    }
+    assert!(checked > 10, "only {checked} relative links found: is the link reader right?");
+    assert!(broken.is_empty(), "broken links:\n{}", broken.join("\n"));
+}
+
+#[test]
+fn the_link_reader_sees_links_and_skips_code() {
+    let text = "See [a](docs/a.md) and [b](b.md#part \"title\").\n`[c](c.md)`\n```\n[d](d.md)\n```\n";
+    assert_eq!(link_targets(text), ["docs/a.md", "b.md#part"]);
+    assert_eq!(anchor(" Run it: the service (SQLite)"), "run-it-the-service-sqlite");
 }

@@ -3,7 +3,7 @@
 //! delete under `/api/v1/fieldreport/<route>`, each typed with the set's model, so the
 //! document shows `Companies` bodies on `/api/v1/fieldreport/companies`. They are registered
 //! through dropshot's `ApiEndpoint` rather than the API trait because they are one generic
-//! handler set instantiated per entity (DESIGN.md, routing note: no `{entity}` variable).
+//! handler set instantiated per entity (docs/architecture.md, "Routing": no `{entity}` variable).
 
 use std::marker::PhantomData;
 

@@ -13,7 +13,7 @@
 //! write back the form they read. So keys (`Id`) keep their JSON spelling exactly.
 //! Timestamps are strings: the system writes them with and without a zone.
 //!
-//! The per-entity HTTP endpoints of DESIGN.md's routing note are typed through this registry:
+//! The per-entity HTTP endpoints (docs/architecture.md, "Routing") are typed through this registry:
 //! one marker type per set (`sets::Companies`) implementing `MirroredEntity` (its `EntityInfo`
 //! and its model type) and `visit_entities`, which calls a visitor once per set. The service
 //! registers list / create / show / update (PUT, PATCH) / delete for each set with dropshot's
