@@ -267,6 +267,9 @@ impl From<FieldReportError> for ApiError {
                 Self::not_found(error.to_string())
             }
             FieldReportError::Conflict(message) => Self::new(ErrorStatusCode::CONFLICT, "conflict", message),
+            FieldReportError::OutcomeUnknown(message) => {
+                Self::new(ErrorStatusCode::GATEWAY_TIMEOUT, "upstream_outcome_unknown", message)
+            }
             FieldReportError::Interrupted => {
                 Self::new(ErrorStatusCode::SERVICE_UNAVAILABLE, "interrupted", error.to_string())
             }

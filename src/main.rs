@@ -124,7 +124,7 @@ enum FieldreportCommand {
     Sync { entity: Option<String> },
     /// Initial pull of a stage (1, 2 or 3) or of every stage in order.
     Setup { stage: Option<String> },
-    /// Push records written without forwarding: of a stage, a type (create|update), an entity.
+    /// Push records written without forwarding: of a stage, a type (create|update|delete), an entity.
     Post { stage: Option<String>, r#type: Option<String>, entity: Option<String> },
 }
 

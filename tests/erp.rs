@@ -241,6 +241,42 @@ async fn repeated_and_late_deliveries_change_nothing(db: Db) {
     svc.stop().await;
 }
 
+/// A customer deleted at the ERP after its company reached the field-report system: the
+/// webhook removes the company here without forwarding, `post` deletes it upstream once, and
+/// the next sync does not bring it back.
+async fn an_erp_delete_reaches_the_field_report_system_and_stays(db: Db) {
+    let (svc, token) = start(db, &[]).await;
+    let created = json!({"entityName": "customer", "entityId": "5", "type": "updated"});
+    let call = accepted(webhook(&svc).json(&created).send().await.unwrap()).await;
+    assert_eq!(inbox_call(&svc, &token, call, "done").await["outcome"]["fieldReport"]["action"], "created");
+    let pushed = ok(&svc, &token, "/api/v1/fieldreport/post/2/create/companies").await;
+    assert_eq!(pushed["data"][0]["pushed"], 1, "{pushed}");
+    let company = ok(&svc, &token, "/api/v1/fieldreport/show/companies/ExternalId/5").await;
+    let id = company["data"][0]["Id"].as_str().unwrap().to_string();
+    assert!(id.parse::<u64>().is_ok(), "the company has the upstream's Id: {company}");
+
+    erp(&svc, reqwest::Method::DELETE, "/customer/id/5", None).await;
+    let deleted = json!({"entityName": "customer", "entityId": "5", "type": "deleted"});
+    let call = accepted(webhook(&svc).json(&deleted).send().await.unwrap()).await;
+    let removed = inbox_call(&svc, &token, call, "done").await;
+    assert_eq!(removed["outcome"]["fieldReport"]["action"], "deleted", "{removed}");
+    assert!(!field_report_writes(&svc).await.iter().any(|w| w["method"] == "DELETE"), "the webhook does not forward");
+
+    let posted = ok(&svc, &token, "/api/v1/fieldreport/post").await;
+    let deletes: Vec<&Value> = posted["data"].as_array().unwrap().iter().filter(|r| r["kind"] == "delete").collect();
+    let sent: u64 = deletes.iter().map(|r| r["pushed"].as_u64().unwrap()).sum();
+    assert_eq!(sent, 1, "{posted}");
+    let writes = field_report_writes(&svc).await;
+    let upstream_deletes: Vec<&Value> = writes.iter().filter(|w| w["method"] == "DELETE").collect();
+    assert_eq!(upstream_deletes.len(), 1, "{writes:?}");
+    assert!(upstream_deletes[0]["path"].as_str().unwrap().contains(&format!("Companies({id}L)")), "{writes:?}");
+
+    let synced = ok(&svc, &token, "/api/v1/fieldreport/sync/companies").await;
+    assert_eq!(synced["data"][0]["inserted"], 0, "{synced}");
+    error_body(get(&svc, &token, &format!("/api/v1/fieldreport/companies/{id}")).await, 404).await;
+    svc.stop().await;
+}
+
 /// Calls that arrive together are stored together (one transaction per batch): each must still
 /// get an id of its own, and the row behind that id must be its call. The inbox is held locked
 /// while the calls arrive, so that they queue and go in as one batch.
@@ -618,6 +654,7 @@ on_both_databases!(
     webhooks_need_the_secret,
     a_webhook_mirrors_the_record_and_writes_the_company_locally,
     repeated_and_late_deliveries_change_nothing,
+    an_erp_delete_reaches_the_field_report_system_and_stays,
     calls_stored_together_each_keep_their_own_id,
     waiting_calls_of_one_record_are_processed_with_one_fetch,
     failed_processing_is_retried_and_survives_a_restart,

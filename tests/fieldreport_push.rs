@@ -23,8 +23,8 @@ async fn seed(svc: &TestService, set: &str, count: u64) {
     assert_eq!(response.status(), 200);
 }
 
-/// The domain service as internal writers (ERP webhooks) use it: writes without forwarding.
-fn internal_writer(svc: &TestService) -> FieldReportService {
+/// A client of the test's field-report simulator, as the service has it.
+fn upstream_client(svc: &TestService) -> Result<FieldReportClient, integration_service::upstream::UpstreamError> {
     let config = Config::load_with(
         None,
         &[
@@ -34,7 +34,12 @@ fn internal_writer(svc: &TestService) -> FieldReportService {
         ],
     )
     .unwrap();
-    FieldReportService::new(svc.store().clone(), FieldReportClient::from_config(&config.fieldreport))
+    FieldReportClient::from_config(&config.fieldreport)
+}
+
+/// The domain service as internal writers (ERP webhooks) use it: writes without forwarding.
+fn internal_writer(svc: &TestService) -> FieldReportService {
+    FieldReportService::new(svc.store().clone(), upstream_client(svc))
 }
 
 async fn setup_runs_the_stages_in_order(db: Db) {
@@ -95,9 +100,80 @@ async fn internal_writes_are_pushed_once_and_failures_reported(db: Db) {
     let id = found["data"][0]["Id"].as_str().unwrap();
     assert!(id.parse::<i64>().is_ok(), "{found}");
 
-    error_body(get(&svc, &token, "/api/v1/fieldreport/post/1/delete/tags").await, 422).await;
+    error_body(get(&svc, &token, "/api/v1/fieldreport/post/1/remove/tags").await, 422).await;
     error_body(get(&svc, &token, "/api/v1/fieldreport/post/2/create/tags").await, 422).await;
     svc.stop().await;
 }
 
-on_both_databases!(setup_runs_the_stages_in_order, internal_writes_are_pushed_once_and_failures_reported);
+/// The upstream's own copy of a record: its JSON, or the status it answered.
+async fn upstream_record(svc: &TestService, set: &str, id: &str) -> Result<Value, u16> {
+    let answer = svc
+        .client
+        .get(format!("{}/odata/{set}({id}L)", svc.fieldreport))
+        .basic_auth("sandbox", Some("sandbox-password"))
+        .send()
+        .await
+        .unwrap();
+    match answer.status().as_u16() {
+        200 => Ok(answer.json().await.unwrap()),
+        status => Err(status),
+    }
+}
+
+/// A delete made without forwarding (as an ERP webhook makes it) is pending like a create or
+/// an update: a sync meanwhile does not bring the record back, even when another client
+/// changed it at the upstream; `post` deletes it there once; a placeholder that never reached
+/// the upstream is dropped with nothing to send.
+async fn local_deletes_are_pushed_and_never_undone_by_a_sync(db: Db) {
+    let svc = TestService::start(db, &[]).await;
+    let token = svc.user_token().await;
+    seed(&svc, "Tags", 3).await;
+    get(&svc, &token, "/api/v1/fieldreport/sync/tags").await;
+    let writer = internal_writer(&svc);
+    let tags = generated::fieldreport::by_route("tags").unwrap();
+    writer.delete(tags, "1001", false).await.unwrap();
+    writer.create(tags, json!({"Id": "int-9", "Version": 1, "Name": "never pushed"}), false).await.unwrap();
+    writer.delete(tags, "int-9", false).await.unwrap();
+    assert_eq!(get(&svc, &token, "/api/v1/fieldreport/tags/1001").await.status(), 404);
+
+    // Another client changes the record at the upstream: the next sync fetches it again.
+    let mut changed = upstream_record(&svc, "Tags", "1001").await.unwrap();
+    changed["Name"] = json!("changed elsewhere");
+    changed["Version"] = json!(changed["Version"].as_i64().unwrap() + 1);
+    let client = upstream_client(&svc).unwrap();
+    client.update("Tags", "1001", &changed).await.unwrap();
+    let synced: Value = get(&svc, &token, "/api/v1/fieldreport/sync/tags").await.json().await.unwrap();
+    assert_eq!(synced["data"][0]["fetched"], 1, "{synced}");
+    assert_eq!(synced["data"][0]["deleted_here"], 1, "{synced}");
+    assert_eq!(synced["data"][0]["inserted"], 0, "{synced}");
+    assert_eq!(get(&svc, &token, "/api/v1/fieldreport/tags/1001").await.status(), 404, "the sync undid no delete");
+
+    let posted: Value = get(&svc, &token, "/api/v1/fieldreport/post/1/delete/tags").await.json().await.unwrap();
+    assert_eq!(posted["data"][0]["kind"], "delete", "{posted}");
+    assert_eq!(posted["data"][0]["pushed"], 1, "one delete sent, none for the placeholder: {posted}");
+    assert_eq!(upstream_record(&svc, "Tags", "1001").await, Err(404));
+    let again: Value = get(&svc, &token, "/api/v1/fieldreport/post").await.json().await.unwrap();
+    let sent_again: u64 = again["data"].as_array().unwrap().iter().map(|r| r["pushed"].as_u64().unwrap()).sum();
+    assert_eq!(sent_again, 0, "{again}");
+    let received: Vec<Value> =
+        svc.client.get(format!("{}/__sandbox/received", svc.fieldreport)).send().await.unwrap().json().await.unwrap();
+    let deletes: Vec<&Value> = received.iter().filter(|w| w["method"] == "DELETE").collect();
+    assert_eq!(deletes.len(), 1, "{received:?}");
+    assert!(deletes[0]["path"].as_str().unwrap().contains("Tags(1001L)"), "{received:?}");
+
+    // A delete the upstream has already made counts as done.
+    writer.delete(tags, "1002", false).await.unwrap();
+    client.delete("Tags", "1002").await.unwrap();
+    let posted: Value = get(&svc, &token, "/api/v1/fieldreport/post/1/delete/tags").await.json().await.unwrap();
+    assert_eq!((posted["data"][0]["pushed"].as_u64(), posted["data"][0]["recovered"].as_u64()), (Some(0), Some(1)));
+    let left: (i64,) =
+        sqlx::query_as("SELECT COUNT(*) FROM fieldreport_deletes").fetch_one(svc.store().pool()).await.unwrap();
+    assert_eq!(left.0, 0, "confirmed deletes leave no tombstone");
+    svc.stop().await;
+}
+
+on_both_databases!(
+    setup_runs_the_stages_in_order,
+    internal_writes_are_pushed_once_and_failures_reported,
+    local_deletes_are_pushed_and_never_undone_by_a_sync
+);

@@ -98,6 +98,21 @@ async fn show_company(svc: &TestService, token: &str, id: &str) -> (u16, Value) 
     (status, answer.json().await.unwrap())
 }
 
+/// Creates a company through the service (forwarded); its Id.
+async fn create_company(svc: &TestService, token: &str, company: &Value) -> String {
+    let created = svc
+        .client
+        .post(svc.url("/api/v1/fieldreport/companies"))
+        .bearer_auth(token)
+        .json(company)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(created.status(), 201);
+    let created: Value = created.json().await.unwrap();
+    created["data"]["Id"].as_str().unwrap().to_string()
+}
+
 /// Leasing: create (with an idempotency key, which a failure must leave free) and read.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn leasing_calls_fail_clearly_and_change_nothing() {
@@ -141,24 +156,14 @@ async fn leasing_calls_fail_clearly_and_change_nothing() {
 async fn fieldreport_calls_fail_clearly_and_change_nothing() {
     let (svc, token) = start().await;
     let company = json!({"Id": "0", "Version": 1, "Name": "Before GmbH", "ExternalId": "F-1"});
-    let created = svc
-        .client
-        .post(svc.url("/api/v1/fieldreport/companies"))
-        .bearer_auth(&token)
-        .json(&company)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(created.status(), 201);
-    let created: Value = created.json().await.unwrap();
-    let id = created["data"]["Id"].as_str().unwrap().to_string();
-    let (_, before) = show_company(&svc, &token, &id).await;
+    let mut id = create_company(&svc, &token, &company).await;
+    let (_, mut before) = show_company(&svc, &token, &id).await;
     let count = || async {
         let (n,): (i64,) =
             sqlx::query_as("SELECT COUNT(*) FROM fieldreport_records").fetch_one(svc.store().pool()).await.unwrap();
         n
     };
-    let records_before = count().await;
+    let mut records_before = count().await;
 
     for fault in faults("/odata/Companies") {
         inject(&svc, &svc.fieldreport, &fault.rule).await;
@@ -188,10 +193,36 @@ async fn fieldreport_calls_fail_clearly_and_change_nothing() {
             .send()
             .await
             .unwrap();
-        assert_clear_error(delete, &fault, "field-report", "delete").await;
+        // A delete without a definite answer may have arrived; reading the record back fails
+        // under the same fault, so its outcome is unknown: it stays deleted here and pending.
+        let delete_status = delete.status().as_u16();
+        let delete_error = error_body(delete, delete_status).await;
+        let unknown = delete_error["error_code"] == "upstream_outcome_unknown";
+        if unknown {
+            assert_eq!(delete_status, 504, "{delete_error}");
+            assert!(delete_error["message"].as_str().unwrap().contains("field-report"), "{delete_error}");
+        } else {
+            assert_eq!(delete_error["error_code"], fault.error_code, "delete under {}: {delete_error}", fault.name);
+        }
         let sync = get(&svc, &token, "/api/v1/fieldreport/sync/companies").await;
         assert_clear_error(sync, &fault, "field-report", "sync").await;
         clear(&svc, &svc.fieldreport).await;
+        if unknown {
+            assert_eq!(show_company(&svc, &token, &id).await.0, 404, "after {}", fault.name);
+            let posted: Value =
+                get(&svc, &token, "/api/v1/fieldreport/post/2/delete/companies").await.json().await.unwrap();
+            let report = &posted["data"][0];
+            assert_eq!(
+                report["pushed"].as_u64().unwrap() + report["recovered"].as_u64().unwrap(),
+                1,
+                "post settles the delete after {}: {posted}",
+                fault.name
+            );
+            id = create_company(&svc, &token, &company).await;
+            before = show_company(&svc, &token, &id).await.1;
+            records_before = count().await;
+            continue;
+        }
 
         assert_eq!(show_company(&svc, &token, &id).await, (200, before.clone()), "after {}", fault.name);
         assert_eq!(count().await, records_before, "nothing created or removed after {}", fault.name);
@@ -202,6 +233,42 @@ async fn fieldreport_calls_fail_clearly_and_change_nothing() {
                 .unwrap();
         assert!(cursor.and_then(|(c,)| c).is_none(), "a failed sync records no cursor");
     }
+    svc.stop().await;
+}
+
+/// A forwarded delete whose answer is lost is settled by reading the record back: the
+/// upstream applied it and answered too late → success; the upstream failed before applying it
+/// (500, the record still there) → the upstream's error, and the record back in the mirror.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_forwarded_delete_without_an_answer_is_settled_by_reading_the_record() {
+    let (svc, token) = start().await;
+    let create = |name: &str| json!({"Id": "0", "Version": 1, "Name": name});
+    let delete = |id: String| {
+        svc.client.delete(svc.url(&format!("/api/v1/fieldreport/companies/{id}"))).bearer_auth(&token).send()
+    };
+    let first = create_company(&svc, &token, &create("Applied GmbH")).await;
+    // Carried out, then answered after the service's 1 s time-out.
+    let late = json!({"path_prefix": format!("/odata/Companies({first}L)"), "status": 200, "answer_delay_ms": 3000});
+    inject(&svc, &svc.fieldreport, &late).await;
+    let answer = delete(first.clone()).await.unwrap();
+    assert_eq!(answer.status(), 204, "the delete applied: {}", answer.text().await.unwrap());
+    clear(&svc, &svc.fieldreport).await;
+    assert_eq!(show_company(&svc, &token, &first).await.0, 404);
+    let posted: Value = get(&svc, &token, "/api/v1/fieldreport/post/2/delete/companies").await.json().await.unwrap();
+    assert_eq!(posted["data"][0]["pushed"], 0, "nothing left to send: {posted}");
+
+    let second = create_company(&svc, &token, &create("Kept GmbH")).await;
+    let (_, before) = show_company(&svc, &token, &second).await;
+    let failing = json!({"path_prefix": format!("/odata/Companies({second}L)"), "status": 500, "times": 1});
+    inject(&svc, &svc.fieldreport, &failing).await;
+    let answer = delete(second.clone()).await.unwrap();
+    let body = error_body(answer, 502).await;
+    assert_eq!(body["error_code"], "upstream_error", "{body}");
+    clear(&svc, &svc.fieldreport).await;
+    assert_eq!(show_company(&svc, &token, &second).await, (200, before), "the record is back as it was");
+    let left: (i64,) =
+        sqlx::query_as("SELECT COUNT(*) FROM fieldreport_deletes").fetch_one(svc.store().pool()).await.unwrap();
+    assert_eq!(left.0, 0, "no delete left pending");
     svc.stop().await;
 }
 

@@ -1968,9 +1968,9 @@ pub mod types {
             value: &str,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
-            { ::regress::Regex::new("^(create|update)$").unwrap() });
+            { ::regress::Regex::new("^(create|update|delete)$").unwrap() });
             if PATTERN.find(value).is_none() {
-                return Err("doesn't match pattern \"^(create|update)$\"".into());
+                return Err("doesn't match pattern \"^(create|update|delete)$\"".into());
             }
             Ok(Self(value.to_string()))
         }
@@ -2080,9 +2080,9 @@ pub mod types {
             value: &str,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
-            { ::regress::Regex::new("^(create|update)$").unwrap() });
+            { ::regress::Regex::new("^(create|update|delete)$").unwrap() });
             if PATTERN.find(value).is_none() {
-                return Err("doesn't match pattern \"^(create|update)$\"".into());
+                return Err("doesn't match pattern \"^(create|update|delete)$\"".into());
             }
             Ok(Self(value.to_string()))
         }
@@ -2560,7 +2560,7 @@ pub mod types {
             Default::default()
         }
     }
-    ///The upstream system did not answer in time (`upstream_timeout`); nothing was changed locally.
+    ///The upstream system did not answer in time (`upstream_timeout`); nothing was changed locally. A forwarded field-report delete whose outcome could not be learned (no answer, and reading the record back failed too) is `upstream_outcome_unknown`: the record stays deleted here and its delete pending, sent again by `post`.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct GatewayTimeout {
         pub error_code: GatewayTimeoutErrorCode,
@@ -2604,11 +2604,14 @@ pub mod types {
     pub enum GatewayTimeoutErrorCode {
         #[serde(rename = "upstream_timeout")]
         UpstreamTimeout,
+        #[serde(rename = "upstream_outcome_unknown")]
+        UpstreamOutcomeUnknown,
     }
     impl ::std::fmt::Display for GatewayTimeoutErrorCode {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::UpstreamTimeout => f.write_str("upstream_timeout"),
+                Self::UpstreamOutcomeUnknown => f.write_str("upstream_outcome_unknown"),
             }
         }
     }
@@ -2619,6 +2622,7 @@ pub mod types {
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             match value {
                 "upstream_timeout" => Ok(Self::UpstreamTimeout),
+                "upstream_outcome_unknown" => Ok(Self::UpstreamOutcomeUnknown),
                 _ => Err("invalid value".into()),
             }
         }
@@ -6951,10 +6955,10 @@ pub mod types {
         pub entity: ::std::string::String,
         pub failed: u64,
         pub failures: ::std::vec::Vec<PushFailure>,
-        ///`create` or `update`.
+        ///`create`, `update` or `delete`.
         pub kind: ::std::string::String,
         pub pushed: u64,
-        ///Records an earlier, interrupted run had already delivered: found at the upstream and marked pushed without sending them again.
+        ///Records an earlier, interrupted run had already delivered: found at the upstream and marked pushed without sending them again (for deletes: records the upstream no longer had).
         pub recovered: u64,
         ///Records another run was pushing at the same time, left to it.
         pub skipped: u64,
@@ -8077,6 +8081,9 @@ pub mod types {
         ///The newest `DateModified` now synced.
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub cursor: ::std::option::Option<::std::string::String>,
+        ///Records deleted here whose delete the upstream has not confirmed yet (pending for `post`, or in flight): not stored again.
+        #[serde(default)]
+        pub deleted_here: u64,
         ///Route name of the entity set.
         pub entity: ::std::string::String,
         pub fetched: u64,
@@ -28703,6 +28710,7 @@ pub mod types {
                 ::std::option::Option<::std::string::String>,
                 ::std::string::String,
             >,
+            deleted_here: ::std::result::Result<u64, ::std::string::String>,
             entity: ::std::result::Result<::std::string::String, ::std::string::String>,
             fetched: ::std::result::Result<u64, ::std::string::String>,
             inserted: ::std::result::Result<u64, ::std::string::String>,
@@ -28716,6 +28724,7 @@ pub mod types {
             fn default() -> Self {
                 Self {
                     cursor: Ok(Default::default()),
+                    deleted_here: Ok(Default::default()),
                     entity: Err("no value supplied for entity".to_string()),
                     fetched: Err("no value supplied for fetched".to_string()),
                     inserted: Err("no value supplied for inserted".to_string()),
@@ -28737,6 +28746,18 @@ pub mod types {
                     .try_into()
                     .map_err(|e| {
                         format!("error converting supplied value for cursor: {e}")
+                    });
+                self
+            }
+            pub fn deleted_here<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<u64>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.deleted_here = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for deleted_here: {e}")
                     });
                 self
             }
@@ -28844,6 +28865,7 @@ pub mod types {
             ) -> ::std::result::Result<Self, super::error::ConversionError> {
                 Ok(Self {
                     cursor: value.cursor?,
+                    deleted_here: value.deleted_here?,
                     entity: value.entity?,
                     fetched: value.fetched?,
                     inserted: value.inserted?,
@@ -28859,6 +28881,7 @@ pub mod types {
             fn from(value: super::SyncReport) -> Self {
                 Self {
                     cursor: Ok(value.cursor),
+                    deleted_here: Ok(value.deleted_here),
                     entity: Ok(value.entity),
                     fetched: Ok(value.fetched),
                     inserted: Ok(value.inserted),
@@ -32097,7 +32120,7 @@ let response = client.fieldreport_items_update()
     }
     /**Push internal writes (all)
 
-Sends the records written without forwarding (e.g. by ERP webhooks) to the field-report system: `create` ones by POST, `update` ones by PUT. Each is marked as soon as the upstream accepted it, so a rerun sends nothing twice; refusals are reported per record and the batch goes on.
+Sends the records written without forwarding (e.g. by ERP webhooks) to the field-report system: `create` ones by POST, `update` ones by PUT, local deletes by DELETE (a record the upstream no longer has counts as done). Each is marked as soon as the upstream accepted it, so a rerun sends nothing twice; refusals are reported per record and the batch goes on.
 
 Sends a `GET` request to `/api/v1/fieldreport/post`
 
@@ -32130,7 +32153,7 @@ Sends a `GET` request to `/api/v1/fieldreport/post/{stage}/{type}`
 
 Arguments:
 - `stage`: 1, 2 or 3.
-- `type_`: `create` or `update`.
+- `type_`: `create`, `update` or `delete`.
 ```ignore
 let response = client.fieldreport_post_type()
     .stage(stage)
@@ -32147,7 +32170,7 @@ Sends a `GET` request to `/api/v1/fieldreport/post/{stage}/{type}/{entity}`
 
 Arguments:
 - `stage`: 1, 2 or 3.
-- `type_`: `create` or `update`.
+- `type_`: `create`, `update` or `delete`.
 - `entity`: Route name (`costCenters`) or OData set name (`CostCenters`).
 ```ignore
 let response = client.fieldreport_post()

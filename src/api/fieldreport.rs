@@ -533,8 +533,8 @@ pub struct StageTypePath {
     /// 1, 2 or 3.
     #[schemars(regex(pattern = "^[123]$"))]
     pub stage: String,
-    /// `create` or `update`.
-    #[schemars(regex(pattern = "^(create|update)$"))]
+    /// `create`, `update` or `delete`.
+    #[schemars(regex(pattern = "^(create|update|delete)$"))]
     pub r#type: String,
 }
 
@@ -543,8 +543,8 @@ pub struct StageTypeEntityPath {
     /// 1, 2 or 3.
     #[schemars(regex(pattern = "^[123]$"))]
     pub stage: String,
-    /// `create` or `update`.
-    #[schemars(regex(pattern = "^(create|update)$"))]
+    /// `create`, `update` or `delete`.
+    #[schemars(regex(pattern = "^(create|update|delete)$"))]
     pub r#type: String,
     /// Route name (`costCenters`) or OData set name (`CostCenters`).
     pub entity: String,

@@ -334,9 +334,10 @@ pub trait IntegrationApi {
     /// Push internal writes (all)
     ///
     /// Sends the records written without forwarding (e.g. by ERP webhooks) to the field-report
-    /// system: `create` ones by POST, `update` ones by PUT. Each is marked as soon as the
-    /// upstream accepted it, so a rerun sends nothing twice; refusals are reported per record
-    /// and the batch goes on.
+    /// system: `create` ones by POST, `update` ones by PUT, local deletes by DELETE (a record
+    /// the upstream no longer has counts as done). Each is marked as soon as the upstream
+    /// accepted it, so a rerun sends nothing twice; refusals are reported per record and the
+    /// batch goes on.
     #[endpoint { method = GET, path = "/api/v1/fieldreport/post", tags = ["fieldreport"] }]
     async fn fieldreport_post_all(
         rqctx: RequestContext<Self::Context>,

@@ -57,8 +57,8 @@ const SERVER_ERRORS: &[(&str, &str, &[&str])] = &[
     ),
     (
         "GatewayTimeout",
-        "The upstream system did not answer in time (`upstream_timeout`); nothing was changed locally.",
-        &["upstream_timeout"],
+        "The upstream system did not answer in time (`upstream_timeout`); nothing was changed locally. A forwarded field-report delete whose outcome could not be learned (no answer, and reading the record back failed too) is `upstream_outcome_unknown`: the record stays deleted here and its delete pending, sent again by `post`.",
+        &["upstream_timeout", "upstream_outcome_unknown"],
     ),
 ];
 

@@ -2,9 +2,10 @@
 //!
 //! Setup stages: 1 reference data, 2 companies and what hangs on them, 3 service requests and
 //! the rest. Post sends records that were written without forwarding (e.g. by an ERP webhook)
-//! to the upstream, `create` ones with POST and `update` ones with PUT, and marks each one
-//! pushed as soon as the upstream accepted it, so a rerun sends nothing twice; a record the
-//! upstream refuses is reported and stays pending, the batch goes on.
+//! to the upstream, `create` ones with POST, `update` ones with PUT and local deletes (their
+//! tombstones) with DELETE, and marks each one pushed as soon as the upstream accepted it, so
+//! a rerun sends nothing twice; a record the upstream refuses is reported and stays pending,
+//! the batch goes on.
 
 use generated::fieldreport::EntityInfo;
 use serde::Serialize;
@@ -49,11 +50,12 @@ pub struct PushFailure {
 #[derive(Debug, Clone, Default, Serialize, schemars::JsonSchema)]
 pub struct PushReport {
     pub entity: String,
-    /// `create` or `update`.
+    /// `create`, `update` or `delete`.
     pub kind: String,
     pub pushed: u64,
     /// Records an earlier, interrupted run had already delivered: found at the upstream and
-    /// marked pushed without sending them again.
+    /// marked pushed without sending them again (for deletes: records the upstream no longer
+    /// had).
     pub recovered: u64,
     /// Records another run was pushing at the same time, left to it.
     pub skipped: u64,
@@ -85,6 +87,9 @@ impl FieldReportService {
         kind: &str,
         progress: &(dyn Fn(&PushReport, usize) + Sync),
     ) -> Result<PushReport, FieldReportError> {
+        if kind == "delete" {
+            return self.push_deletes(info, progress).await;
+        }
         let client = self.client()?;
         let mut report = PushReport { entity: info.route.to_string(), kind: kind.to_string(), ..Default::default() };
         let pending = self.store().mirror_pending(info.route, kind).await?;
@@ -134,6 +139,47 @@ impl FieldReportService {
 }
 
 impl FieldReportService {
+    /// Sends the pending deletes of one entity set (its tombstones), each claimed for one
+    /// attempt. A record the upstream no longer has counts as done (`recovered`: an earlier
+    /// attempt arrived, or someone deleted it there); the tombstone goes once the upstream
+    /// confirmed. A refused delete is reported and stays pending.
+    async fn push_deletes(
+        &self,
+        info: &EntityInfo,
+        progress: &(dyn Fn(&PushReport, usize) + Sync),
+    ) -> Result<PushReport, FieldReportError> {
+        let client = self.client()?;
+        let mut report =
+            PushReport { entity: info.route.to_string(), kind: "delete".to_string(), ..Default::default() };
+        let pending = self.store().mirror_tombstones(info.route).await?;
+        let total = pending.len();
+        for id in pending {
+            progress(&report, total);
+            self.check_stop()?;
+            if self.store().mirror_claim_delete(info.route, &id).await?.is_none() {
+                report.skipped += 1;
+                continue;
+            }
+            match client.delete(info.set, &id).await {
+                Ok(_) => {
+                    self.store().mirror_forget_tombstone(info.route, &id).await?;
+                    report.pushed += 1;
+                }
+                Err(crate::upstream::UpstreamError::Refused { status: 404, .. }) => {
+                    self.store().mirror_forget_tombstone(info.route, &id).await?;
+                    report.recovered += 1;
+                }
+                Err(error) => {
+                    self.store().mirror_release_delete(info.route, &id).await?;
+                    report.failed += 1;
+                    report.failures.push(PushFailure { id, message: error.to_string() });
+                }
+            }
+        }
+        progress(&report, total);
+        Ok(report)
+    }
+
     /// Marks a record pushed; a created record takes the Id the upstream gave it.
     async fn mark_pushed(
         &self,
@@ -184,15 +230,17 @@ impl FieldReportService {
     }
 }
 
-/// Checks the `type` of a post: `create` or `update`.
+/// Checks the `type` of a post: `create`, `update` or `delete` (all three, in that order,
+/// when none is given).
 pub fn push_kinds(kind: Option<&str>) -> Result<Vec<&'static str>, FieldReportError> {
     match kind {
-        None => Ok(vec!["create", "update"]),
+        None => Ok(vec!["create", "update", "delete"]),
         Some("create") => Ok(vec!["create"]),
         Some("update") => Ok(vec!["update"]),
+        Some("delete") => Ok(vec!["delete"]),
         Some(_) => Err(FieldReportError::Invalid(FieldErrors::from([(
             "type".to_string(),
-            vec!["The type is create or update.".to_string()],
+            vec!["The type is create, update or delete.".to_string()],
         )]))),
     }
 }
@@ -211,6 +259,8 @@ mod tests {
         assert_eq!(unique.len(), 15);
         assert_eq!(stage_entities(Some("1")).unwrap().len(), 6);
         assert!(stage_entities(Some("4")).is_err());
-        assert!(push_kinds(Some("delete")).is_err());
+        assert_eq!(push_kinds(None).unwrap(), ["create", "update", "delete"]);
+        assert_eq!(push_kinds(Some("delete")).unwrap(), ["delete"]);
+        assert!(push_kinds(Some("remove")).is_err());
     }
 }

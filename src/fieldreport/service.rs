@@ -4,9 +4,9 @@
 //! Nothing diverges on failure: a create calls the upstream first and writes locally only
 //! after it succeeded; an update sends the merged record first and replaces the local one
 //! only if it is still at the version it was read at (so two concurrent updates never lose a
-//! change: the second gets 409); a delete removes the local record, calls the upstream, and
-//! puts the record back if the upstream refused. No database lock is held while the upstream
-//! is called.
+//! change: the second gets 409); a delete removes the local record leaving a tombstone, calls
+//! the upstream, and puts the record back if the upstream refused. No database lock is held
+//! while the upstream is called.
 
 use generated::fieldreport::EntityInfo;
 use std::sync::Arc;
@@ -18,6 +18,7 @@ use serde_json::{Map, Value};
 use super::merge::deep_merge;
 use crate::error::FieldErrors;
 use crate::store::fieldreport::MirrorRecord;
+use crate::store::fieldreport_deletes::LocalDelete;
 use crate::store::{Store, StoreError};
 use crate::upstream::UpstreamError;
 use crate::upstream::fieldreport::FieldReportClient;
@@ -44,6 +45,11 @@ pub enum FieldReportError {
     Upstream(#[from] UpstreamError),
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// A forwarded write ended without a definite answer and the upstream could not be asked
+    /// whether it applied it: the record is left to be settled (a delete stays pending and
+    /// `post` sends it again; the next write or sync reads the upstream first).
+    #[error("{0}")]
+    OutcomeUnknown(String),
     /// A fault of the service itself (a task of it that panicked); the detail is logged, not
     /// shown to the caller.
     #[error("{0}")]
@@ -247,24 +253,74 @@ impl FieldReportService {
         Ok(WriteOutcome { data: record.document, upstream })
     }
 
+    /// Deletes a record locally, leaving a tombstone (see [`crate::store::fieldreport_deletes`])
+    /// that keeps syncs from bringing it back until the upstream confirmed the delete. Without
+    /// forwarding the delete stays pending for `post`; a placeholder that never reached the
+    /// upstream is simply dropped. Forwarded, the upstream is called at once: done (or already
+    /// gone there) → the tombstone goes; refused → the record is put back; no definite answer →
+    /// see [`FieldReportService::settle_delete`].
     pub async fn delete(&self, entity: &EntityInfo, id: &str, forward: bool) -> Result<WriteOutcome, FieldReportError> {
-        let stored = self.load(entity, id).await?;
         let client = if forward { Some(self.client()?) } else { None };
-        if !self.store.mirror_delete(entity.route, id).await? {
-            return Err(FieldReportError::NotFound { entity: entity.route.into(), id: id.into() });
+        let stored = self.load(entity, id).await?;
+        let done = Ok(WriteOutcome { data: Value::Bool(true), upstream: None });
+        match self.store.mirror_delete_tombstoned(entity.route, id).await? {
+            LocalDelete::Missing => {
+                return Err(FieldReportError::NotFound { entity: entity.route.into(), id: id.into() });
+            }
+            LocalDelete::Dropped => return done,
+            LocalDelete::Tombstoned => {}
         }
-        let upstream = match client {
-            Some(client) => match client.delete(entity.set, id).await {
-                Ok(answer) => Some(answer),
-                Err(error) => {
-                    // Put the record back as it was: the upstream still has it.
-                    self.store.mirror_insert(entity.route, &stored, None).await?;
-                    return Err(error.into());
-                }
-            },
-            None => None,
-        };
-        Ok(WriteOutcome { data: Value::Bool(true), upstream })
+        let Some(client) = client else { return done };
+        match client.delete(entity.set, id).await {
+            Ok(answer) => {
+                self.store.mirror_forget_tombstone(entity.route, id).await?;
+                Ok(WriteOutcome { data: Value::Bool(true), upstream: Some(answer) })
+            }
+            Err(UpstreamError::Refused { status: 404, .. }) => {
+                self.store.mirror_forget_tombstone(entity.route, id).await?;
+                done
+            }
+            Err(error) if error.may_have_applied() => self.settle_delete(entity, stored, error).await,
+            Err(error) => {
+                self.restore(entity, &stored).await?;
+                Err(error.into())
+            }
+        }
+    }
+
+    /// A forwarded delete without a definite answer: the upstream is asked for the record.
+    /// Gone → the delete applied (success); still there → it did not, the record is put back
+    /// and the call's error answered; the read fails too → the delete stays pending (its
+    /// tombstone kept, `post` sends it again) and the caller is told the outcome is unknown.
+    async fn settle_delete(
+        &self,
+        entity: &EntityInfo,
+        stored: MirrorRecord,
+        error: UpstreamError,
+    ) -> Result<WriteOutcome, FieldReportError> {
+        match self.client()?.get(entity.set, &stored.id).await {
+            Err(UpstreamError::Refused { status: 404, .. }) => {
+                self.store.mirror_forget_tombstone(entity.route, &stored.id).await?;
+                Ok(WriteOutcome { data: Value::Bool(true), upstream: None })
+            }
+            Ok(_) => {
+                self.restore(entity, &stored).await?;
+                Err(error.into())
+            }
+            Err(read) => Err(FieldReportError::OutcomeUnknown(format!(
+                "the delete of {} record {} may or may not have reached the field-report system ({error}; \
+                 reading the record back failed too: {read}); it stays deleted here and pending: \
+                 `post` sends it again",
+                entity.route, stored.id
+            ))),
+        }
+    }
+
+    /// Puts a record back as it was after the upstream refused its delete.
+    async fn restore(&self, entity: &EntityInfo, stored: &MirrorRecord) -> Result<(), FieldReportError> {
+        self.store.mirror_forget_tombstone(entity.route, &stored.id).await?;
+        self.store.mirror_insert(entity.route, stored, None).await?;
+        Ok(())
     }
 
     async fn load(&self, entity: &EntityInfo, id: &str) -> Result<MirrorRecord, FieldReportError> {

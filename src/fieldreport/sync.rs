@@ -51,6 +51,10 @@ pub struct SyncReport {
     pub unchanged: u64,
     /// Records without an `Id`, skipped.
     pub skipped: u64,
+    /// Records deleted here whose delete the upstream has not confirmed yet (pending for
+    /// `post`, or in flight): not stored again.
+    #[serde(default)]
+    pub deleted_here: u64,
     pub pages: u64,
     pub seconds: f64,
     /// The newest `DateModified` now synced.
@@ -281,6 +285,19 @@ impl FieldReportService {
             return Err(FieldReportError::Conflict(format!("a sync of {} is already running", info.route)));
         }
         let mut result = self.sync_pages(info, &owner, progress).await;
+        // A record deleted here while the sync ran may have been stored again by it: whatever
+        // the sync's outcome, records with a tombstone leave before the lease does.
+        match (store.mirror_purge_tombstoned(info.route).await, &mut result) {
+            (Ok(purged), Ok(report)) => report.deleted_here += purged.len() as u64,
+            (Err(error), Ok(_)) => result = Err(error.into()),
+            (Ok(_), Err(_)) => {}
+            (Err(error), Err(first)) => {
+                crate::telemetry::report_internal_error(&format!(
+                    "a sync of {} failed ({first}) and its records deleted meanwhile could not be removed: {error}",
+                    info.route
+                ));
+            }
+        }
         if let Ok(report) = &result
             && report.inserted + report.updated >= STATISTICS_AFTER_CHANGES
             && let Err(error) = store.refresh_mirror_statistics().await
@@ -308,6 +325,7 @@ impl FieldReportService {
         let store = self.store();
         let client = self.client()?;
         let previous = store.sync_state(info.route).await?.cursor;
+        let deleted_here = store.mirror_tombstone_set(info.route).await?;
         let (sender, mut pages) = mpsc::channel(PAGES_AHEAD);
         let fetch = Fetching(tokio::spawn(fetch_pages(client.clone(), info, previous.clone(), sender)));
         let mut report = SyncReport { entity: info.route.to_string(), cursor: previous.clone(), ..Default::default() };
@@ -358,7 +376,9 @@ impl FieldReportService {
                     {
                         report.cursor = Some(newest);
                     }
-                    records.extend(page.records);
+                    let before = records.len() + page.records.len();
+                    records.extend(page.records.into_iter().filter(|record| !deleted_here.contains(&record.id)));
+                    report.deleted_here += (before - records.len()) as u64;
                 }
                 // A record written again waits for its earlier write, so that the newer copy
                 // is stored last.

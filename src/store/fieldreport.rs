@@ -191,7 +191,7 @@ impl Store {
     /// After a write of these records of `entity`: cached copies are forgotten whatever the
     /// outcome (a failed commit may still have been made), and the other instances are told
     /// when the write changed something (`Ok(true)`). Returns the outcome.
-    async fn mirror_written(
+    pub(super) async fn mirror_written(
         &self,
         entity: &str,
         ids: &[&str],

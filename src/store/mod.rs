@@ -17,6 +17,7 @@ mod change_notifications;
 mod checkpoints;
 pub mod erp;
 pub mod fieldreport;
+pub mod fieldreport_deletes;
 pub mod flows;
 pub mod idempotency;
 mod inbox_intake;

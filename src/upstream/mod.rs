@@ -85,6 +85,17 @@ impl UpstreamError {
         }
     }
 
+    /// A write that ended this way may have been applied all the same: the request may have
+    /// arrived and the answer been lost (a time-out, a connection cut, a server error after
+    /// the upstream had begun). Only a definite answer (4xx, 429) or a client fault says not.
+    pub fn may_have_applied(&self) -> bool {
+        match self {
+            UpstreamError::Timeout { .. } | UpstreamError::Unreachable { .. } | UpstreamError::Malformed { .. } => true,
+            UpstreamError::Refused { status, .. } => *status >= 500,
+            _ => false,
+        }
+    }
+
     /// Maps a transport error; the URL is left out (its query may carry secrets).
     pub fn from_reqwest(system: System, error: reqwest::Error) -> UpstreamError {
         let error = error.without_url();

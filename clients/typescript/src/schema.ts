@@ -763,7 +763,7 @@ export interface paths {
         };
         /**
          * Push internal writes (all)
-         * @description Sends the records written without forwarding (e.g. by ERP webhooks) to the field-report system: `create` ones by POST, `update` ones by PUT. Each is marked as soon as the upstream accepted it, so a rerun sends nothing twice; refusals are reported per record and the batch goes on.
+         * @description Sends the records written without forwarding (e.g. by ERP webhooks) to the field-report system: `create` ones by POST, `update` ones by PUT, local deletes by DELETE (a record the upstream no longer has counts as done). Each is marked as soon as the upstream accepted it, so a rerun sends nothing twice; refusals are reported per record and the batch goes on.
          */
         get: operations["fieldreport_post_all"];
         put?: never;
@@ -2612,10 +2612,10 @@ export interface components {
                 [key: string]: unknown;
             }[];
         };
-        /** @description The upstream system did not answer in time (`upstream_timeout`); nothing was changed locally. */
+        /** @description The upstream system did not answer in time (`upstream_timeout`); nothing was changed locally. A forwarded field-report delete whose outcome could not be learned (no answer, and reading the record back failed too) is `upstream_outcome_unknown`: the record stays deleted here and its delete pending, sent again by `post`. */
         GatewayTimeout: components["schemas"]["ApiError"] & {
             /** @enum {string} */
-            error_code?: "upstream_timeout";
+            error_code?: "upstream_timeout" | "upstream_outcome_unknown";
         };
         /** @description The process is up. */
         Health: {
@@ -3198,13 +3198,13 @@ export interface components {
             /** Format: uint64 */
             failed: number;
             failures: components["schemas"]["PushFailure"][];
-            /** @description `create` or `update`. */
+            /** @description `create`, `update` or `delete`. */
             kind: string;
             /** Format: uint64 */
             pushed: number;
             /**
              * Format: uint64
-             * @description Records an earlier, interrupted run had already delivered: found at the upstream and marked pushed without sending them again.
+             * @description Records an earlier, interrupted run had already delivered: found at the upstream and marked pushed without sending them again (for deletes: records the upstream no longer had).
              */
             recovered: number;
             /**
@@ -3644,6 +3644,12 @@ export interface components {
         SyncReport: {
             /** @description The newest `DateModified` now synced. */
             cursor?: string | null;
+            /**
+             * Format: uint64
+             * @description Records deleted here whose delete the upstream has not confirmed yet (pending for `post`, or in flight): not stored again.
+             * @default 0
+             */
+            deleted_here?: number;
             /** @description Route name of the entity set. */
             entity: string;
             /** Format: uint64 */
@@ -3894,7 +3900,7 @@ export interface components {
                 "application/json": components["schemas"]["ApiError"];
             };
         };
-        /** @description The upstream system did not answer in time (`upstream_timeout`); nothing was changed locally. */
+        /** @description The upstream system did not answer in time (`upstream_timeout`); nothing was changed locally. A forwarded field-report delete whose outcome could not be learned (no answer, and reading the record back failed too) is `upstream_outcome_unknown`: the record stays deleted here and its delete pending, sent again by `post`. */
         GatewayTimeout: {
             headers: {
                 [name: string]: unknown;
@@ -6083,7 +6089,7 @@ export interface operations {
             path: {
                 /** @description 1, 2 or 3. */
                 stage: string;
-                /** @description `create` or `update`. */
+                /** @description `create`, `update` or `delete`. */
                 type: string;
             };
             cookie?: never;
@@ -6117,7 +6123,7 @@ export interface operations {
                 entity: string;
                 /** @description 1, 2 or 3. */
                 stage: string;
-                /** @description `create` or `update`. */
+                /** @description `create`, `update` or `delete`. */
                 type: string;
             };
             cookie?: never;
