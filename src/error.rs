@@ -267,6 +267,13 @@ impl From<FieldReportError> for ApiError {
                 Self::not_found(error.to_string())
             }
             FieldReportError::Conflict(message) => Self::new(ErrorStatusCode::CONFLICT, "conflict", message),
+            FieldReportError::NotApplied { message, timed_out } => {
+                let status = if timed_out { ErrorStatusCode::GATEWAY_TIMEOUT } else { ErrorStatusCode::BAD_GATEWAY };
+                Self::new(status, "upstream_unavailable", message)
+            }
+            FieldReportError::UpstreamConflict(message) => {
+                Self::new(ErrorStatusCode::CONFLICT, "upstream_conflict", message)
+            }
             FieldReportError::OutcomeUnknown(message) => {
                 Self::new(ErrorStatusCode::GATEWAY_TIMEOUT, "upstream_outcome_unknown", message)
             }

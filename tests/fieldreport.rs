@@ -184,6 +184,8 @@ async fn create_validates_id_and_version(db: Db) {
     svc.stop().await;
 }
 
+/// Every failure of a forwarded write leaves the mirror equal to the upstream, and tells the
+/// caller what happened: not applied, unknown, applied late, or changed upstream meanwhile.
 async fn nothing_diverges_when_the_upstream_fails(db: Db) {
     let svc = TestService::start(db, &[("FIELDREPORT_TIMEOUT_SECONDS", "1")]).await;
     let api = api(&svc).await;
@@ -198,42 +200,39 @@ async fn nothing_diverges_when_the_upstream_fails(db: Db) {
     let id = created["data"]["Id"].as_str().unwrap().to_string();
     let item = format!("/api/v1/fieldreport/products/{id}");
 
-    for (fault, status, code) in [
-        (json!({"path_prefix": "/odata/Products", "status": 500, "times": 1}), 502, "upstream_error"),
-        (json!({"path_prefix": "/odata/Products", "status": 0, "times": 1}), 502, "upstream_unavailable"),
-        (
-            json!({"path_prefix": "/odata/Products", "status": 200, "delay_ms": 2500, "times": 1}),
-            504,
-            "upstream_timeout",
-        ),
-        (
-            json!({"path_prefix": "/odata/Products", "status": 200, "body": "{oops", "times": 1}),
-            502,
-            "upstream_invalid_response",
-        ),
+    // Faults after which the upstream, read back, shows the write was not applied. A create
+    // without an `ExternalId` cannot be looked up: its outcome is unknown, nothing is stored.
+    for (fault, status) in [
+        (json!({"path_prefix": "/odata/Products", "status": 500, "times": 1}), 502),
+        (json!({"path_prefix": "/odata/Products", "status": 0, "times": 1}), 502),
+        (json!({"path_prefix": "/odata/Products", "status": 200, "body": "{oops", "times": 1}), 502),
     ] {
-        // create: no local record
         api.fault(fault.clone()).await;
-        let body = error_body(
-            api.send(reqwest::Method::POST, "/api/v1/fieldreport/products", Some(json!({"Id": "2", "Version": 1})))
-                .await,
-            status,
-        )
-        .await;
-        assert_eq!(body["error_code"], code, "{fault}");
+        let new = Some(json!({"Id": "2", "Version": 1}));
+        let body = error_body(api.send(reqwest::Method::POST, "/api/v1/fieldreport/products", new).await, 504).await;
+        assert_eq!(body["error_code"], "upstream_outcome_unknown", "{fault}");
         let list = api.json(reqwest::Method::GET, "/api/v1/fieldreport/products", None, 200).await;
         assert_eq!(list["meta"]["total"], 1, "{fault}");
         // update: the old record and version stay
         api.fault(fault.clone()).await;
-        error_body(api.send(reqwest::Method::PATCH, &item, Some(json!({"Name": "changed"}))).await, status).await;
+        let body =
+            error_body(api.send(reqwest::Method::PATCH, &item, Some(json!({"Name": "changed"}))).await, status).await;
+        assert_eq!(body["error_code"], "upstream_unavailable", "{fault}");
         let shown = api.json(reqwest::Method::GET, &item, None, 200).await;
         assert_eq!((shown["Name"].clone(), shown["Version"].clone()), (json!("Pump"), json!(1)), "{fault}");
         // delete: the record stays
         api.fault(fault.clone()).await;
-        error_body(api.send(reqwest::Method::DELETE, &item, None).await, status).await;
+        let body = error_body(api.send(reqwest::Method::DELETE, &item, None).await, status).await;
+        assert_eq!(body["error_code"], "upstream_unavailable", "{fault}");
         assert_eq!(api.json(reqwest::Method::GET, &item, None, 200).await, created["data"], "{fault}");
     }
-    // The upstream's own version conflict answers 409.
+    // A time-out before the upstream acts: nothing happened, the time-out is the answer.
+    api.fault(json!({"path_prefix": "/odata/Products", "status": 200, "delay_ms": 2500, "times": 1})).await;
+    let body = error_body(api.send(reqwest::Method::GET, "/api/v1/fieldreport/sync/products", None).await, 504).await;
+    assert_eq!(body["error_code"], "upstream_timeout");
+
+    // The upstream's own version conflict answers 409, and the mirror takes the upstream's
+    // record: the caller reads it again and retries, without a sync.
     let upstream_item = format!("{}/odata/Products({id}L)", svc.fieldreport);
     let sneaky = json!({"Id": id, "Version": 2, "Name": "changed upstream"});
     let response = svc
@@ -247,7 +246,19 @@ async fn nothing_diverges_when_the_upstream_fails(db: Db) {
     assert_eq!(response.status(), 200);
     let body = error_body(api.send(reqwest::Method::PATCH, &item, Some(json!({"Name": "mine"}))).await, 409).await;
     assert_eq!(body["error_code"], "upstream_conflict");
-    assert_eq!(api.json(reqwest::Method::GET, &item, None, 200).await["Name"], "Pump");
+    let shown = api.json(reqwest::Method::GET, &item, None, 200).await;
+    assert_eq!((shown["Name"].clone(), shown["Version"].clone()), (json!("changed upstream"), json!(2)));
+    let retried = api.json(reqwest::Method::PATCH, &item, Some(json!({"Name": "mine"})), 200).await;
+    assert_eq!(retried["data"]["Version"], 3);
+
+    // Applied, but answered after the time-out: the write is read back and is a success.
+    let late = json!({"path_prefix": format!("/odata/Products({id}L)"), "status": 200, "answer_delay_ms": 2500});
+    api.fault(late.clone()).await;
+    let updated = api.json(reqwest::Method::PATCH, &item, Some(json!({"Name": "late"})), 200).await;
+    assert_eq!((updated["data"]["Name"].clone(), updated["data"]["Version"].clone()), (json!("late"), json!(4)));
+    api.fault(late).await;
+    assert_eq!(api.send(reqwest::Method::DELETE, &item, None).await.status(), 204);
+    error_body(api.send(reqwest::Method::GET, &item, None).await, 404).await;
     svc.stop().await;
 }
 

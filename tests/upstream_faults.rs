@@ -151,105 +151,171 @@ async fn leasing_calls_fail_clearly_and_change_nothing() {
     svc.stop().await;
 }
 
-/// Field-report: create, update, delete (forwarded writes) and a sync (reads).
+/// Field-report: create, update, delete (forwarded writes) and a sync (reads). Each fails
+/// clearly: a refusal (429) with its own code and nothing changed; a fault after which the
+/// write may have been applied (the upstream cannot be read back under the same fault) with
+/// `upstream_outcome_unknown`. Once the fault is gone, sending the same write again succeeds
+/// without a sync and creates nothing twice; a delete left pending is sent by `post`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn fieldreport_calls_fail_clearly_and_change_nothing() {
+async fn fieldreport_calls_fail_clearly_and_converge_when_sent_again() {
     let (svc, token) = start().await;
-    let company = json!({"Id": "0", "Version": 1, "Name": "Before GmbH", "ExternalId": "F-1"});
-    let mut id = create_company(&svc, &token, &company).await;
-    let (_, mut before) = show_company(&svc, &token, &id).await;
-    let count = || async {
-        let (n,): (i64,) =
-            sqlx::query_as("SELECT COUNT(*) FROM fieldreport_records").fetch_one(svc.store().pool()).await.unwrap();
-        n
+    let write = |method: reqwest::Method, path: String, body: Option<Value>| {
+        let request = svc.client.request(method, svc.url(&path)).bearer_auth(&token);
+        match body {
+            Some(body) => request.json(&body).send(),
+            None => request.send(),
+        }
     };
-    let mut records_before = count().await;
-
-    for fault in faults("/odata/Companies") {
-        inject(&svc, &svc.fieldreport, &fault.rule).await;
-        let new = json!({"Id": "0", "Version": 1, "Name": "Never GmbH", "ExternalId": "F-2"});
-        let create = svc
-            .client
-            .post(svc.url("/api/v1/fieldreport/companies"))
-            .bearer_auth(&token)
-            .json(&new)
-            .send()
-            .await
-            .unwrap();
-        assert_clear_error(create, &fault, "field-report", "create").await;
-        let update = svc
-            .client
-            .patch(svc.url(&format!("/api/v1/fieldreport/companies/{id}")))
-            .bearer_auth(&token)
-            .json(&json!({"Name": "Changed GmbH"}))
-            .send()
-            .await
-            .unwrap();
-        assert_clear_error(update, &fault, "field-report", "update").await;
-        let delete = svc
-            .client
-            .delete(svc.url(&format!("/api/v1/fieldreport/companies/{id}")))
-            .bearer_auth(&token)
-            .send()
-            .await
-            .unwrap();
-        // A delete without a definite answer may have arrived; reading the record back fails
-        // under the same fault, so its outcome is unknown: it stays deleted here and pending.
-        let delete_status = delete.status().as_u16();
-        let delete_error = error_body(delete, delete_status).await;
-        let unknown = delete_error["error_code"] == "upstream_outcome_unknown";
-        if unknown {
-            assert_eq!(delete_status, 504, "{delete_error}");
-            assert!(delete_error["message"].as_str().unwrap().contains("field-report"), "{delete_error}");
-        } else {
-            assert_eq!(delete_error["error_code"], fault.error_code, "delete under {}: {delete_error}", fault.name);
-        }
-        let sync = get(&svc, &token, "/api/v1/fieldreport/sync/companies").await;
-        assert_clear_error(sync, &fault, "field-report", "sync").await;
-        clear(&svc, &svc.fieldreport).await;
-        if unknown {
-            assert_eq!(show_company(&svc, &token, &id).await.0, 404, "after {}", fault.name);
-            let posted: Value =
-                get(&svc, &token, "/api/v1/fieldreport/post/2/delete/companies").await.json().await.unwrap();
-            let report = &posted["data"][0];
-            assert_eq!(
-                report["pushed"].as_u64().unwrap() + report["recovered"].as_u64().unwrap(),
-                1,
-                "post settles the delete after {}: {posted}",
-                fault.name
-            );
-            id = create_company(&svc, &token, &company).await;
-            before = show_company(&svc, &token, &id).await.1;
-            records_before = count().await;
-            continue;
-        }
-
-        assert_eq!(show_company(&svc, &token, &id).await, (200, before.clone()), "after {}", fault.name);
-        assert_eq!(count().await, records_before, "nothing created or removed after {}", fault.name);
-        let cursor: Option<(Option<String>,)> =
+    let cursor = || async {
+        let row: Option<(Option<String>,)> =
             sqlx::query_as("SELECT cursor_value FROM fieldreport_sync_state WHERE entity = 'companies'")
                 .fetch_optional(svc.store().pool())
                 .await
                 .unwrap();
-        assert!(cursor.and_then(|(c,)| c).is_none(), "a failed sync records no cursor");
+        row.and_then(|(c,)| c)
+    };
+    for (n, mut fault) in faults("/odata/Companies").into_iter().enumerate() {
+        // Every call of the round fails, the reads back and their retries included.
+        fault.rule["times"] = json!(1000);
+        let existing = json!({"Id": "0", "Version": 1, "Name": "Before GmbH", "ExternalId": format!("F-{n}-a")});
+        let id = create_company(&svc, &token, &existing).await;
+        let (_, before) = show_company(&svc, &token, &id).await;
+        let cursor_before = cursor().await;
+        let new = json!({"Id": "0", "Version": 1, "Name": "New GmbH", "ExternalId": format!("F-{n}-b")});
+        let change = json!({"Name": "Changed GmbH"});
+        let company_path = format!("/api/v1/fieldreport/companies/{id}");
+
+        inject(&svc, &svc.fieldreport, &fault.rule).await;
+        let create =
+            write(reqwest::Method::POST, "/api/v1/fieldreport/companies".into(), Some(new.clone())).await.unwrap();
+        assert_clear_write_error(create, &fault, "create").await;
+        let update = write(reqwest::Method::PATCH, company_path.clone(), Some(change.clone())).await.unwrap();
+        let update_unknown = assert_clear_write_error(update, &fault, "update").await;
+        let sync = get(&svc, &token, "/api/v1/fieldreport/sync/companies").await;
+        assert_clear_error(sync, &fault, "field-report", "sync").await;
+        clear(&svc, &svc.fieldreport).await;
+        assert_eq!(cursor().await, cursor_before, "a failed sync records no cursor ({})", fault.name);
+        if !update_unknown {
+            assert_eq!(show_company(&svc, &token, &id).await, (200, before.clone()), "after {}", fault.name);
+        }
+
+        // Sent again: each write succeeds, and the create exists once upstream.
+        let create =
+            write(reqwest::Method::POST, "/api/v1/fieldreport/companies".into(), Some(new.clone())).await.unwrap();
+        assert_eq!(create.status(), 201, "create again after {}: {}", fault.name, create.text().await.unwrap());
+        let copies = upstream_companies(&svc, &format!("F-{n}-b")).await;
+        assert_eq!(copies, 1, "the create exists once upstream after {}", fault.name);
+        let update = write(reqwest::Method::PATCH, company_path.clone(), Some(change.clone())).await.unwrap();
+        assert_eq!(update.status(), 200, "update again after {}: {}", fault.name, update.text().await.unwrap());
+        let (_, shown) = show_company(&svc, &token, &id).await;
+        assert_eq!(shown["Name"], "Changed GmbH", "after {}", fault.name);
+
+        // A delete under the fault, then settled: sent again (refused before) or by post.
+        inject(&svc, &svc.fieldreport, &fault.rule).await;
+        let delete = write(reqwest::Method::DELETE, company_path.clone(), None).await.unwrap();
+        let delete_unknown = assert_clear_write_error(delete, &fault, "delete").await;
+        clear(&svc, &svc.fieldreport).await;
+        if delete_unknown {
+            assert_eq!(show_company(&svc, &token, &id).await.0, 404, "pending deletes stay deleted ({})", fault.name);
+            let posted: Value =
+                get(&svc, &token, "/api/v1/fieldreport/post/2/delete/companies").await.json().await.unwrap();
+            let report = &posted["data"][0];
+            let settled = report["pushed"].as_u64().unwrap() + report["recovered"].as_u64().unwrap();
+            assert_eq!(settled, 1, "post settles the delete after {}: {posted}", fault.name);
+        } else {
+            let delete = write(reqwest::Method::DELETE, company_path.clone(), None).await.unwrap();
+            assert_eq!(delete.status(), 204, "delete again after {}", fault.name);
+        }
+        assert_eq!(show_company(&svc, &token, &id).await.0, 404, "after {}", fault.name);
+        assert_eq!(upstream_companies(&svc, &format!("F-{n}-a")).await, 0, "deleted upstream after {}", fault.name);
     }
     svc.stop().await;
 }
 
-/// A forwarded delete whose answer is lost is settled by reading the record back: the
-/// upstream applied it and answered too late → success; the upstream failed before applying it
-/// (500, the record still there) → the upstream's error, and the record back in the mirror.
+/// A forwarded write under `fault` fails clearly: a refusal with the fault's own code, else
+/// (the write may have been applied, and the upstream cannot be read back under the same
+/// fault) 504 `upstream_outcome_unknown`. Whether the outcome is unknown.
+async fn assert_clear_write_error(response: reqwest::Response, fault: &Fault, call: &str) -> bool {
+    let status = response.status().as_u16();
+    let body = error_body(response, status).await;
+    let message = body["message"].as_str().unwrap();
+    assert!(message.contains("field-report"), "{call} under {}: the message names the system: {body}", fault.name);
+    if body["error_code"] == "upstream_outcome_unknown" {
+        assert_eq!(status, 504, "{call} under {}: {body}", fault.name);
+        assert_ne!(fault.name, "status 429", "a 429 is a refusal: nothing was applied");
+        return true;
+    }
+    assert!(status >= 500, "{call} under {}: status {status}", fault.name);
+    assert_eq!(body["error_code"], fault.error_code, "{call} under {}: {body}", fault.name);
+    false
+}
+
+/// How many companies with this `ExternalId` the field-report simulator holds.
+async fn upstream_companies(svc: &TestService, external_id: &str) -> usize {
+    let answer: Value = svc
+        .client
+        .get(format!("{}/odata/Companies", svc.fieldreport))
+        .query(&[("$filter", format!("ExternalId eq '{external_id}'"))])
+        .basic_auth("sandbox", Some("sandbox-password"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    answer["value"].as_array().unwrap().len()
+}
+
+/// A forwarded write whose answer is lost is settled by reading the upstream before answering:
+/// a create (found by its `ExternalId`), an update (at the version it carried) and a delete
+/// (gone) that the upstream applied but answered after the service's time-out are successes,
+/// and the next write needs no sync; a delete the upstream failed before applying (500, the
+/// record still there) is `upstream_unavailable`, with the record back in the mirror.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_forwarded_delete_without_an_answer_is_settled_by_reading_the_record() {
+async fn a_forwarded_write_without_an_answer_is_settled_by_reading_the_upstream() {
     let (svc, token) = start().await;
     let create = |name: &str| json!({"Id": "0", "Version": 1, "Name": name});
     let delete = |id: String| {
         svc.client.delete(svc.url(&format!("/api/v1/fieldreport/companies/{id}"))).bearer_auth(&token).send()
     };
-    let first = create_company(&svc, &token, &create("Applied GmbH")).await;
+    let patch = |id: &str, name: &str| {
+        svc.client
+            .patch(svc.url(&format!("/api/v1/fieldreport/companies/{id}")))
+            .bearer_auth(&token)
+            .json(&json!({"Name": name}))
+            .send()
+    };
     // Carried out, then answered after the service's 1 s time-out.
-    let late = json!({"path_prefix": format!("/odata/Companies({first}L)"), "status": 200, "answer_delay_ms": 3000});
-    inject(&svc, &svc.fieldreport, &late).await;
+    let late = |path: String| json!({"path_prefix": path, "status": 200, "answer_delay_ms": 3000});
+
+    inject(&svc, &svc.fieldreport, &late("/odata/Companies".into())).await;
+    let created = svc
+        .client
+        .post(svc.url("/api/v1/fieldreport/companies"))
+        .bearer_auth(&token)
+        .json(&json!({"Id": "0", "Version": 1, "Name": "Late GmbH", "ExternalId": "LATE-1"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(created.status(), 201, "the create applied: {}", created.text().await.unwrap());
+    clear(&svc, &svc.fieldreport).await;
+    assert_eq!(upstream_companies(&svc, "LATE-1").await, 1);
+    let found: Value =
+        get(&svc, &token, "/api/v1/fieldreport/show/companies/ExternalId/LATE-1").await.json().await.unwrap();
+    let late_id = found["data"][0]["Id"].as_str().unwrap().to_string();
+
+    inject(&svc, &svc.fieldreport, &late(format!("/odata/Companies({late_id}L)"))).await;
+    let updated = patch(&late_id, "Later GmbH").await.unwrap();
+    assert_eq!(updated.status(), 200, "the update applied: {}", updated.text().await.unwrap());
+    clear(&svc, &svc.fieldreport).await;
+    let (_, shown) = show_company(&svc, &token, &late_id).await;
+    assert_eq!((shown["Name"].as_str(), shown["Version"].as_i64()), (Some("Later GmbH"), Some(2)));
+    let again = patch(&late_id, "Latest GmbH").await.unwrap();
+    assert_eq!(again.status(), 200, "the next update needs no sync: {}", again.text().await.unwrap());
+    assert_eq!(show_company(&svc, &token, &late_id).await.1["Version"], 3);
+
+    let first = create_company(&svc, &token, &create("Applied GmbH")).await;
+    inject(&svc, &svc.fieldreport, &late(format!("/odata/Companies({first}L)"))).await;
     let answer = delete(first.clone()).await.unwrap();
     assert_eq!(answer.status(), 204, "the delete applied: {}", answer.text().await.unwrap());
     clear(&svc, &svc.fieldreport).await;
@@ -263,7 +329,7 @@ async fn a_forwarded_delete_without_an_answer_is_settled_by_reading_the_record()
     inject(&svc, &svc.fieldreport, &failing).await;
     let answer = delete(second.clone()).await.unwrap();
     let body = error_body(answer, 502).await;
-    assert_eq!(body["error_code"], "upstream_error", "{body}");
+    assert_eq!(body["error_code"], "upstream_unavailable", "{body}");
     clear(&svc, &svc.fieldreport).await;
     assert_eq!(show_company(&svc, &token, &second).await, (200, before), "the record is back as it was");
     let left: (i64,) =

@@ -2560,7 +2560,7 @@ pub mod types {
             Default::default()
         }
     }
-    ///The upstream system did not answer in time (`upstream_timeout`); nothing was changed locally. A forwarded field-report delete whose outcome could not be learned (no answer, and reading the record back failed too) is `upstream_outcome_unknown`: the record stays deleted here and its delete pending, sent again by `post`.
+    ///The upstream system did not answer in time (`upstream_timeout`); nothing was changed locally. A forwarded field-report write that timed out is settled by reading the upstream back: not applied → `upstream_unavailable` (nothing changed; send it again); unknown, because the read failed too → `upstream_outcome_unknown`: sending the same write again is safe (a create is looked up by its `ExternalId` first, an update reads the record first), and a delete stays deleted here and pending, sent again by `post`.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct GatewayTimeout {
         pub error_code: GatewayTimeoutErrorCode,
@@ -2604,6 +2604,8 @@ pub mod types {
     pub enum GatewayTimeoutErrorCode {
         #[serde(rename = "upstream_timeout")]
         UpstreamTimeout,
+        #[serde(rename = "upstream_unavailable")]
+        UpstreamUnavailable,
         #[serde(rename = "upstream_outcome_unknown")]
         UpstreamOutcomeUnknown,
     }
@@ -2611,6 +2613,7 @@ pub mod types {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::UpstreamTimeout => f.write_str("upstream_timeout"),
+                Self::UpstreamUnavailable => f.write_str("upstream_unavailable"),
                 Self::UpstreamOutcomeUnknown => f.write_str("upstream_outcome_unknown"),
             }
         }
@@ -2622,6 +2625,7 @@ pub mod types {
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             match value {
                 "upstream_timeout" => Ok(Self::UpstreamTimeout),
+                "upstream_unavailable" => Ok(Self::UpstreamUnavailable),
                 "upstream_outcome_unknown" => Ok(Self::UpstreamOutcomeUnknown),
                 _ => Err("invalid value".into()),
             }

@@ -208,18 +208,13 @@ impl FieldReportService {
         kind: &str,
         record: &MirrorRecord,
     ) -> Result<Option<Value>, FieldReportError> {
-        let client = self.client()?;
         if kind == "create" {
             let Some(external_id) = record.document.get("ExternalId").and_then(Value::as_str) else {
                 return Ok(None);
             };
-            let filter = format!("ExternalId eq '{}'", external_id.replace('\'', "''"));
-            let query = url::form_urlencoded::Serializer::new(String::new()).append_pair("$filter", &filter).finish();
-            let page = client.page(info.set, &query, None).await?;
-            let Some(first) = page.records.first() else { return Ok(None) };
-            return Ok(Some(crate::upstream::parse_json(crate::upstream::System::FieldReport, first.get())?));
+            return self.upstream_by_external_id(info, external_id).await;
         }
-        match client.get(info.set, &record.id).await {
+        match self.client()?.get(info.set, &record.id).await {
             Ok(upstream) => {
                 let version = upstream.get("Version").and_then(Value::as_i64);
                 Ok((version == Some(record.version)).then_some(upstream))

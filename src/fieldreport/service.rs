@@ -50,6 +50,14 @@ pub enum FieldReportError {
     /// `post` sends it again; the next write or sync reads the upstream first).
     #[error("{0}")]
     OutcomeUnknown(String),
+    /// The upstream refused an update as stale: the record changed there. The mirror has
+    /// taken the upstream's record, so reading it again and retrying works without a sync.
+    #[error("{0}")]
+    UpstreamConflict(String),
+    /// A forwarded write ended without a definite answer, and reading the upstream back showed
+    /// that it was not applied: nothing changed; the write can simply be sent again.
+    #[error("{message}")]
+    NotApplied { message: String, timed_out: bool },
     /// A fault of the service itself (a task of it that panicked); the detail is logged, not
     /// shown to the caller.
     #[error("{0}")]
@@ -91,6 +99,17 @@ pub fn record_id(value: &Value) -> Option<String> {
         Value::String(s) if !s.is_empty() => Some(s.clone()),
         Value::Number(n) => Some(n.to_string()),
         _ => None,
+    }
+}
+
+/// A forwarded write that the upstream, read back, shows it did not apply.
+fn not_applied(write: &str, entity: &EntityInfo, key: &str, error: &UpstreamError) -> FieldReportError {
+    FieldReportError::NotApplied {
+        message: format!(
+            "the field-report system did not apply the {write} of {} {key} ({error}); nothing changed: send it again",
+            entity.route
+        ),
+        timed_out: matches!(error, UpstreamError::Timeout { .. }),
     }
 }
 
@@ -181,7 +200,7 @@ impl FieldReportService {
         if self.store.mirror_get(entity.route, &requested_id).await?.is_some() {
             return Err(FieldReportError::Conflict(format!("{} record {requested_id} exists already", entity.route)));
         }
-        let upstream = if forward { Some(self.client()?.create(entity.set, &body).await?) } else { None };
+        let upstream = if forward { Some(self.create_upstream(entity, &body).await?) } else { None };
         let id = upstream.as_ref().and_then(|answer| answer.get("Id")).and_then(record_id).unwrap_or(requested_id);
         let mut document = body;
         document["Id"] = Value::String(id.clone());
@@ -204,7 +223,10 @@ impl FieldReportService {
         forward: bool,
     ) -> Result<WriteOutcome, FieldReportError> {
         Self::object(&body)?;
-        let stored = self.load(entity, id).await?;
+        let mut stored = self.load(entity, id).await?;
+        if forward && self.store.update_unsettled(entity.route, &stored.id).await? {
+            stored = self.settle_before_update(entity, stored).await?;
+        }
         let mut document = stored.document.clone();
         if !forward {
             // Internal writes apply the body as it is: its fields replace the stored ones.
@@ -231,8 +253,15 @@ impl FieldReportService {
                 fields.remove(*field);
             }
         }
-        let upstream = self.client()?.update(entity.set, &stored.id, &outgoing).await?;
         let record = MirrorRecord { id: stored.id.clone(), version, document };
+        let upstream = match self.client()?.update(entity.set, &stored.id, &outgoing).await {
+            Ok(upstream) => upstream,
+            Err(error) if error.may_have_applied() => self.settle_update(entity, &stored, &record, error).await?,
+            Err(error @ UpstreamError::Refused { status: 409, .. }) => {
+                return Err(self.catch_up_after_conflict(entity, &stored, error).await);
+            }
+            Err(error) => return Err(error.into()),
+        };
         self.replace(entity, record, stored.version, None, Some(upstream)).await
     }
 
@@ -305,7 +334,7 @@ impl FieldReportService {
             }
             Ok(_) => {
                 self.restore(entity, &stored).await?;
-                Err(error.into())
+                Err(not_applied("delete", entity, &stored.id, &error))
             }
             Err(read) => Err(FieldReportError::OutcomeUnknown(format!(
                 "the delete of {} record {} may or may not have reached the field-report system ({error}; \
@@ -314,6 +343,192 @@ impl FieldReportService {
                 entity.route, stored.id
             ))),
         }
+    }
+
+    /// The upstream's create: sent, or found after a lost answer. A create with an
+    /// `ExternalId` whose earlier attempt has an unknown outcome looks for that attempt first
+    /// (the upstream finds records by `ExternalId`; it has no other key a client chooses).
+    async fn create_upstream(&self, entity: &EntityInfo, body: &Value) -> Result<Value, FieldReportError> {
+        let client = self.client()?;
+        let external = body.get("ExternalId").and_then(Value::as_str).filter(|e| !e.is_empty());
+        if let Some(external) = external
+            && self.store.create_unsettled(entity.route, external).await?
+        {
+            let earlier = self.upstream_by_external_id(entity, external).await.map_err(|read| {
+                FieldReportError::OutcomeUnknown(format!(
+                    "an earlier create of {} {external:?} may have reached the field-report system, and it cannot be \
+                     asked now ({read}); nothing was sent",
+                    entity.route
+                ))
+            })?;
+            self.store.settle_create(entity.route, external).await?;
+            if let Some(earlier) = earlier {
+                return Ok(earlier);
+            }
+        }
+        let error = match client.create(entity.set, body).await {
+            Ok(answer) => return Ok(answer),
+            Err(error) if error.may_have_applied() => error,
+            Err(error) => return Err(error.into()),
+        };
+        let Some(external) = external else {
+            return Err(FieldReportError::OutcomeUnknown(format!(
+                "the create of a {} record may or may not have reached the field-report system ({error}); without an \
+                 ExternalId it cannot be looked up: a sync shows whether it arrived",
+                entity.route
+            )));
+        };
+        match self.upstream_by_external_id(entity, external).await {
+            Ok(Some(found)) => Ok(found),
+            Ok(None) => Err(not_applied("create", entity, external, &error)),
+            Err(read) => {
+                self.store.mark_create_unsettled(entity.route, external).await?;
+                Err(FieldReportError::OutcomeUnknown(format!(
+                    "the create of {} {external:?} may or may not have reached the field-report system ({error}; \
+                     looking it up failed too: {read}); sending the same create again is safe: it looks for this \
+                     one first",
+                    entity.route
+                )))
+            }
+        }
+    }
+
+    /// The upstream's record with this `ExternalId`, if it has one.
+    pub(super) async fn upstream_by_external_id(
+        &self,
+        entity: &EntityInfo,
+        external_id: &str,
+    ) -> Result<Option<Value>, FieldReportError> {
+        let filter = format!("ExternalId eq '{}'", external_id.replace('\'', "''"));
+        let query = url::form_urlencoded::Serializer::new(String::new()).append_pair("$filter", &filter).finish();
+        let page = self.client()?.page(entity.set, &query, None).await?;
+        let Some(first) = page.records.first() else { return Ok(None) };
+        Ok(Some(crate::upstream::parse_json(crate::upstream::System::FieldReport, first.get())?))
+    }
+
+    /// A forwarded update without a definite answer: the upstream's record is read. At the
+    /// version the update carried → it applied (the upstream's record is the answer); at the
+    /// stored version → it did not (nothing changed); at another (someone else wrote it) → the
+    /// mirror takes the upstream's record and the update is answered as not applied; gone → the
+    /// mirror lets it go. The read failing too → the record is marked, and its next update reads
+    /// the upstream first.
+    async fn settle_update(
+        &self,
+        entity: &EntityInfo,
+        stored: &MirrorRecord,
+        sent: &MirrorRecord,
+        error: UpstreamError,
+    ) -> Result<Value, FieldReportError> {
+        match self.client()?.get(entity.set, &stored.id).await {
+            Ok(upstream) if version_of(&upstream) == sent.version => Ok(upstream),
+            Ok(upstream) => {
+                if version_of(&upstream) != stored.version {
+                    self.take_upstream(entity, stored, &upstream).await?;
+                }
+                Err(not_applied("update", entity, &stored.id, &error))
+            }
+            Err(UpstreamError::Refused { status: 404, .. }) => {
+                self.store.mirror_delete(entity.route, &stored.id).await?;
+                Err(FieldReportError::NotFound { entity: entity.route.into(), id: stored.id.clone() })
+            }
+            Err(read) => {
+                self.store.mark_update_unsettled(entity.route, &stored.id).await?;
+                Err(FieldReportError::OutcomeUnknown(format!(
+                    "the update of {} record {} may or may not have reached the field-report system ({error}; reading \
+                     it back failed too: {read}); its next update reads the field-report system first, so sending it \
+                     again is safe",
+                    entity.route, stored.id
+                )))
+            }
+        }
+    }
+
+    /// The upstream refused an update as stale: the mirror takes the upstream's record, so
+    /// that the caller can read it again and retry. When the upstream cannot be read, the
+    /// record is marked unsettled instead (its next update reads the upstream first).
+    async fn catch_up_after_conflict(
+        &self,
+        entity: &EntityInfo,
+        stored: &MirrorRecord,
+        error: UpstreamError,
+    ) -> FieldReportError {
+        let caught_up = match self.client().map(|client| client.get(entity.set, &stored.id)) {
+            Ok(read) => match read.await {
+                Ok(upstream) => self.take_upstream(entity, stored, &upstream).await.map(|record| Some(record.version)),
+                Err(_) => {
+                    self.store.mark_update_unsettled(entity.route, &stored.id).await.map(|_| None).map_err(Into::into)
+                }
+            },
+            Err(unconfigured) => Err(unconfigured),
+        };
+        match caught_up {
+            Ok(Some(version)) => FieldReportError::UpstreamConflict(format!(
+                "{error}; the record changed at the field-report system, and the local copy now has its version \
+                 {version}: read it again and retry"
+            )),
+            Ok(None) => FieldReportError::UpstreamConflict(format!(
+                "{error}; the record changed at the field-report system: retry, the next update reads it first"
+            )),
+            Err(failure) => failure,
+        }
+    }
+
+    /// Before an update of a record marked unsettled: the mirror takes the upstream's record
+    /// (gone there → gone here, 404), then the mark goes.
+    async fn settle_before_update(
+        &self,
+        entity: &EntityInfo,
+        stored: MirrorRecord,
+    ) -> Result<MirrorRecord, FieldReportError> {
+        let upstream = match self.client()?.get(entity.set, &stored.id).await {
+            Ok(upstream) => upstream,
+            Err(UpstreamError::Refused { status: 404, .. }) => {
+                self.store.mirror_delete(entity.route, &stored.id).await?;
+                self.store.settle_update(entity.route, &stored.id).await?;
+                return Err(FieldReportError::NotFound { entity: entity.route.into(), id: stored.id });
+            }
+            Err(read) => {
+                return Err(FieldReportError::OutcomeUnknown(format!(
+                    "{} record {} has an earlier update of unknown outcome, and the field-report system cannot be \
+                     asked now ({read}); nothing was sent",
+                    entity.route, stored.id
+                )));
+            }
+        };
+        let record = if version_of(&upstream) == stored.version {
+            stored
+        } else {
+            self.take_upstream(entity, &stored, &upstream).await?
+        };
+        self.store.settle_update(entity.route, &record.id).await?;
+        Ok(record)
+    }
+
+    /// The mirror takes the upstream's copy of a record: its fields over the stored document
+    /// (a record read by key carries no expanded relations; the stored ones are kept).
+    async fn take_upstream(
+        &self,
+        entity: &EntityInfo,
+        stored: &MirrorRecord,
+        upstream: &Value,
+    ) -> Result<MirrorRecord, FieldReportError> {
+        let mut document = stored.document.clone();
+        if let (Value::Object(target), Value::Object(fields)) = (&mut document, upstream) {
+            target.extend(
+                fields
+                    .iter()
+                    .filter(|(key, _)| !key.starts_with('@') && !key.starts_with("odata."))
+                    .map(|(k, v)| (k.clone(), v.clone())),
+            );
+        }
+        let record = MirrorRecord { id: stored.id.clone(), version: version_of(upstream), document };
+        if !self.store.mirror_replace(entity.route, &record, stored.version, None).await? {
+            return Err(FieldReportError::Conflict(format!(
+                "{} record {} was changed by another request; read it again and retry",
+                entity.route, record.id
+            )));
+        }
+        Ok(record)
     }
 
     /// Puts a record back as it was after the upstream refused its delete.

@@ -284,6 +284,7 @@ impl FieldReportService {
         if !store.take_sync_lease(info.route, &owner, store.lease_deadline()).await? {
             return Err(FieldReportError::Conflict(format!("a sync of {} is already running", info.route)));
         }
+        let started_ms = crate::store::now_ms();
         let mut result = self.sync_pages(info, &owner, progress).await;
         // A record deleted here while the sync ran may have been stored again by it: whatever
         // the sync's outcome, records with a tombstone leave before the lease does.
@@ -301,6 +302,13 @@ impl FieldReportService {
         if let Ok(report) = &result
             && report.inserted + report.updated >= STATISTICS_AFTER_CHANGES
             && let Err(error) = store.refresh_mirror_statistics().await
+        {
+            result = Err(error.into());
+        }
+        // Updates of unknown outcome marked before the sync began are settled: it stored what
+        // the upstream has of them (an update that arrived changed the record's DateModified).
+        if result.is_ok()
+            && let Err(error) = store.settle_updates_before(info.route, started_ms).await
         {
             result = Err(error.into());
         }

@@ -2612,10 +2612,10 @@ export interface components {
                 [key: string]: unknown;
             }[];
         };
-        /** @description The upstream system did not answer in time (`upstream_timeout`); nothing was changed locally. A forwarded field-report delete whose outcome could not be learned (no answer, and reading the record back failed too) is `upstream_outcome_unknown`: the record stays deleted here and its delete pending, sent again by `post`. */
+        /** @description The upstream system did not answer in time (`upstream_timeout`); nothing was changed locally. A forwarded field-report write that timed out is settled by reading the upstream back: not applied → `upstream_unavailable` (nothing changed; send it again); unknown, because the read failed too → `upstream_outcome_unknown`: sending the same write again is safe (a create is looked up by its `ExternalId` first, an update reads the record first), and a delete stays deleted here and pending, sent again by `post`. */
         GatewayTimeout: components["schemas"]["ApiError"] & {
             /** @enum {string} */
-            error_code?: "upstream_timeout" | "upstream_outcome_unknown";
+            error_code?: "upstream_timeout" | "upstream_unavailable" | "upstream_outcome_unknown";
         };
         /** @description The process is up. */
         Health: {
@@ -3900,7 +3900,7 @@ export interface components {
                 "application/json": components["schemas"]["ApiError"];
             };
         };
-        /** @description The upstream system did not answer in time (`upstream_timeout`); nothing was changed locally. A forwarded field-report delete whose outcome could not be learned (no answer, and reading the record back failed too) is `upstream_outcome_unknown`: the record stays deleted here and its delete pending, sent again by `post`. */
+        /** @description The upstream system did not answer in time (`upstream_timeout`); nothing was changed locally. A forwarded field-report write that timed out is settled by reading the upstream back: not applied → `upstream_unavailable` (nothing changed; send it again); unknown, because the read failed too → `upstream_outcome_unknown`: sending the same write again is safe (a create is looked up by its `ExternalId` first, an update reads the record first), and a delete stays deleted here and pending, sent again by `post`. */
         GatewayTimeout: {
             headers: {
                 [name: string]: unknown;
