@@ -277,6 +277,28 @@ async fn an_erp_delete_reaches_the_field_report_system_and_stays(db: Db) {
     svc.stop().await;
 }
 
+/// A full pull (`erp setup`) removes what the ERP no longer has, and the mapped field-report
+/// record with it: deleted locally, pending for `post`.
+async fn a_full_pull_removes_what_the_erp_lost_and_its_mapped_record(db: Db) {
+    let (svc, token) = start(db, &[]).await;
+    let call = json!({"entityName": "customer", "entityId": "5", "type": "updated"});
+    let call = accepted(webhook(&svc).json(&call).send().await.unwrap()).await;
+    inbox_call(&svc, &token, call, "done").await;
+    ok(&svc, &token, "/api/v1/fieldreport/post/2/create/companies").await;
+    let company = ok(&svc, &token, "/api/v1/fieldreport/show/companies/ExternalId/5").await;
+    let id = company["data"][0]["Id"].as_str().unwrap().to_string();
+
+    erp(&svc, reqwest::Method::DELETE, "/customer/id/5", None).await;
+    let pulled = ok(&svc, &token, "/api/v1/erp/setup/customer").await;
+    let removed: u64 = pulled["data"].as_array().unwrap().iter().map(|r| r["removed"].as_u64().unwrap()).sum();
+    assert_eq!(removed, 1, "{pulled}");
+    error_body(get(&svc, &token, "/api/v1/erp/show/customer/5").await, 404).await;
+    error_body(get(&svc, &token, &format!("/api/v1/fieldreport/companies/{id}")).await, 404).await;
+    let posted = ok(&svc, &token, "/api/v1/fieldreport/post/2/delete/companies").await;
+    assert_eq!(posted["data"][0]["pushed"], 1, "{posted}");
+    svc.stop().await;
+}
+
 /// Calls that arrive together are stored together (one transaction per batch): each must still
 /// get an id of its own, and the row behind that id must be its call. The inbox is held locked
 /// while the calls arrive, so that they queue and go in as one batch.
@@ -655,6 +677,7 @@ on_both_databases!(
     a_webhook_mirrors_the_record_and_writes_the_company_locally,
     repeated_and_late_deliveries_change_nothing,
     an_erp_delete_reaches_the_field_report_system_and_stays,
+    a_full_pull_removes_what_the_erp_lost_and_its_mapped_record,
     calls_stored_together_each_keep_their_own_id,
     waiting_calls_of_one_record_are_processed_with_one_fetch,
     failed_processing_is_retried_and_survives_a_restart,

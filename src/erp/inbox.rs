@@ -161,15 +161,27 @@ impl ErpService {
                 (mirror, field_report)
             }
             None => {
-                let removed = self.store().erp_delete(info.name, id).await?;
-                let field_report = match mapping {
-                    Some(mapping) => Some(self.remove_internal(mapping, id).await?),
-                    None => None,
-                };
+                let (removed, field_report) = self.remove_gone(info, id).await?;
                 (if removed { "deleted" } else { "absent" }, field_report)
             }
         };
         Ok(json!({"mirror": mirror, "fieldReport": field_report}))
+    }
+
+    /// A record the ERP no longer has: it leaves the mirror, and its mapped field-report record
+    /// is deleted locally without forwarding (pending for `post`, never brought back by a
+    /// sync meanwhile). Whether the mirror had it, and what was done to the mapped record.
+    pub(crate) async fn remove_gone(
+        &self,
+        info: &generated::erp::ModelInfo,
+        id: &str,
+    ) -> Result<(bool, Option<Value>), ErpError> {
+        let removed = self.store().erp_delete(info.name, id).await?;
+        let field_report = match mapping::mapping_for(info.name) {
+            Some(mapping) => Some(self.remove_internal(mapping, id).await?),
+            None => None,
+        };
+        Ok((removed, field_report))
     }
 
     /// The field-report record mapped from an ERP record, if there is one locally.

@@ -161,9 +161,23 @@ impl ErpService {
                 }
             }
             if *kind == PullKind::Full {
+                // Paged by offset, a pull misses a record when one before it is deleted
+                // meanwhile: the ERP confirms each absence before the record leaves.
                 for local in store.erp_all(info.name).await? {
-                    if !seen.contains(&local.id) && store.erp_delete(info.name, &local.id).await? {
-                        report.removed += 1;
+                    if seen.contains(&local.id) {
+                        continue;
+                    }
+                    match client.get(info.name, &local.id).await?.and_then(erp_record) {
+                        Some(record) => {
+                            for outcome in store.erp_upsert(info.name, &[record]).await? {
+                                report.count(outcome);
+                            }
+                        }
+                        None => {
+                            if self.remove_gone(info, &local.id).await?.0 {
+                                report.removed += 1;
+                            }
+                        }
                     }
                 }
             }
