@@ -121,7 +121,13 @@ enum UserCommand {
 #[derive(Subcommand)]
 enum FieldreportCommand {
     /// Pull one entity set (route or set name) or all of them from the field-report system.
-    Sync { entity: Option<String> },
+    Sync {
+        entity: Option<String>,
+        /// Then remove the local records the field-report system no longer has (reads every Id
+        /// of the set; records with a local change waiting are kept and reported).
+        #[arg(long)]
+        reconcile: bool,
+    },
     /// Initial pull of a stage (1, 2 or 3) or of every stage in order.
     Setup { stage: Option<String> },
     /// Push records written without forwarding: of a stage, a type (create|update|delete), an entity.
@@ -306,16 +312,16 @@ async fn run(command: Command, mut config: Config) -> anyhow::Result<()> {
             stop.await;
             Ok(())
         }
-        Command::Fieldreport(FieldreportCommand::Sync { entity }) => {
+        Command::Fieldreport(FieldreportCommand::Sync { entity, reconcile }) => {
             let entities = match entity.as_deref() {
                 Some(name) => vec![integration_service::fieldreport::service::entity_named(name)?],
                 None => generated::fieldreport::ENTITIES.iter().collect(),
             };
-            fieldreport_sync(&config, entities).await
+            fieldreport_sync(&config, entities, reconcile).await
         }
         Command::Fieldreport(FieldreportCommand::Setup { stage }) => {
             let entities = integration_service::fieldreport::push::stage_entities(stage.as_deref())?;
-            fieldreport_sync(&config, entities).await
+            fieldreport_sync(&config, entities, false).await
         }
         Command::Erp(ErpCommand::Setup { model }) => {
             let models = match model {
@@ -367,6 +373,7 @@ fn describe(error: integration_service::auth::AuthError) -> anyhow::Error {
 async fn fieldreport_sync(
     config: &Config,
     entities: Vec<&'static generated::fieldreport::EntityInfo>,
+    reconcile: bool,
 ) -> anyhow::Result<()> {
     use integration_service::fieldreport::service::FieldReportService;
     use integration_service::upstream::fieldreport::FieldReportClient;
@@ -410,6 +417,22 @@ async fn fieldreport_sync(
             report.pages,
             report.seconds
         );
+        if reconcile {
+            let reconciled = service.reconcile(info).await.map_err(|e| anyhow::Error::new(e).context(info.route))?;
+            println!(
+                "{}: reconciled: {} upstream, {} checked, {} removed, {} kept with local changes waiting{}",
+                reconciled.entity,
+                reconciled.upstream,
+                reconciled.checked,
+                reconciled.removed,
+                reconciled.kept_pending,
+                if reconciled.kept_pending_ids.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", reconciled.kept_pending_ids.join(", "))
+                }
+            );
+        }
     }
     store.close().await;
     Ok(())

@@ -149,7 +149,61 @@ async fn show_lists_entities_and_finds_records(db: Db) {
     svc.stop().await;
 }
 
+/// Records deleted at the upstream by someone else: an incremental sync cannot see them, a
+/// reconciling one removes them, except a record with a local change waiting (kept and named).
+/// The upstream's Ids are read in several windows (1,200 records, 500 Ids a request).
+async fn a_reconciling_sync_removes_what_the_upstream_deleted(db: Db) {
+    let svc = TestService::start(db, &[]).await;
+    let token = svc.user_token().await;
+    seed(&svc, "Tags", 1200).await;
+    assert_eq!(sync(&svc, &token, "tags").await["inserted"], 1200);
+    let upstream = |id: &str| {
+        svc.client
+            .delete(format!("{}/odata/Tags({id}L)", svc.fieldreport))
+            .basic_auth("sandbox", Some("sandbox-password"))
+            .send()
+    };
+    for id in ["1001", "1002", "1700"] {
+        assert_eq!(upstream(id).await.unwrap().status(), 204);
+    }
+    // A local change of 1002, made without forwarding (as an ERP webhook makes it), waits for
+    // a push.
+    let writer = integration_service::fieldreport::service::FieldReportService::new(
+        svc.store().clone(),
+        Err(integration_service::upstream::UpstreamError::NotConfigured {
+            system: integration_service::upstream::System::FieldReport,
+            setting: "FIELDREPORT_BASE_URL",
+        }),
+    );
+    let tags = generated::fieldreport::by_route("tags").unwrap();
+    writer.update(tags, "1002", json!({"Name": "changed here"}), false).await.unwrap();
+
+    let incremental = sync(&svc, &token, "tags").await;
+    assert_eq!(incremental["fetched"], 0, "{incremental}");
+    assert_eq!(
+        get(&svc, &token, "/api/v1/fieldreport/tags/1001").await.status(),
+        200,
+        "an incremental sync sees no delete"
+    );
+
+    let answer = get(&svc, &token, "/api/v1/fieldreport/sync/tags?reconcile=true").await;
+    assert_eq!(answer.status(), 200);
+    let report = answer.json::<Value>().await.unwrap()["data"][0]["reconcile"].clone();
+    assert_eq!(report["upstream"], 1197, "{report}");
+    assert_eq!(report["checked"], 1200, "{report}");
+    assert_eq!(report["removed"], 2, "{report}");
+    assert_eq!(report["kept_pending"], 1, "{report}");
+    assert_eq!(report["kept_pending_ids"], json!(["1002"]), "{report}");
+    for (id, status) in [("1001", 404), ("1700", 404), ("1002", 200), ("1003", 200)] {
+        assert_eq!(get(&svc, &token, &format!("/api/v1/fieldreport/tags/{id}")).await.status(), status, "{id}");
+    }
+    let again = get(&svc, &token, "/api/v1/fieldreport/sync/tags?reconcile=true").await.json::<Value>().await.unwrap();
+    assert_eq!(again["data"][0]["reconcile"]["removed"], 0, "{again}");
+    svc.stop().await;
+}
+
 on_both_databases!(
+    a_reconciling_sync_removes_what_the_upstream_deleted,
     ten_thousand_records_across_pages_then_only_newer_ones,
     an_interrupted_sync_resumes_without_duplicates,
     one_sync_per_entity_at_a_time,

@@ -7127,6 +7127,28 @@ pub mod types {
             Default::default()
         }
     }
+    ///What a reconciling sync of one set did.
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    pub struct ReconcileReport {
+        ///Local records compared (those written before the reconciling began).
+        pub checked: u64,
+        ///Route name of the entity set.
+        pub entity: ::std::string::String,
+        ///Local records the field-report system no longer has, kept because a local change of theirs waits for it (a pending push, or an update of unknown outcome).
+        pub kept_pending: u64,
+        ///The Ids of those records (the first 100).
+        pub kept_pending_ids: ::std::vec::Vec<::std::string::String>,
+        ///Local records removed: the field-report system no longer has them.
+        pub removed: u64,
+        pub seconds: f64,
+        ///Records the field-report system has.
+        pub upstream: u64,
+    }
+    impl ReconcileReport {
+        pub fn builder() -> builder::ReconcileReport {
+            Default::default()
+        }
+    }
     ///One record a bulk operation could not handle; the operation goes on without it.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct RecordError {
@@ -8093,6 +8115,9 @@ pub mod types {
         pub fetched: u64,
         pub inserted: u64,
         pub pages: u64,
+        ///With `reconcile`: what the reconciling that followed the sync removed and kept.
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub reconcile: ::std::option::Option<ReconcileReport>,
         pub seconds: f64,
         ///Records without an `Id`, skipped.
         pub skipped: u64,
@@ -25258,6 +25283,151 @@ pub mod types {
             }
         }
         #[derive(Clone, Debug)]
+        pub struct ReconcileReport {
+            checked: ::std::result::Result<u64, ::std::string::String>,
+            entity: ::std::result::Result<::std::string::String, ::std::string::String>,
+            kept_pending: ::std::result::Result<u64, ::std::string::String>,
+            kept_pending_ids: ::std::result::Result<
+                ::std::vec::Vec<::std::string::String>,
+                ::std::string::String,
+            >,
+            removed: ::std::result::Result<u64, ::std::string::String>,
+            seconds: ::std::result::Result<f64, ::std::string::String>,
+            upstream: ::std::result::Result<u64, ::std::string::String>,
+        }
+        impl ::std::default::Default for ReconcileReport {
+            fn default() -> Self {
+                Self {
+                    checked: Err("no value supplied for checked".to_string()),
+                    entity: Err("no value supplied for entity".to_string()),
+                    kept_pending: Err("no value supplied for kept_pending".to_string()),
+                    kept_pending_ids: Err(
+                        "no value supplied for kept_pending_ids".to_string(),
+                    ),
+                    removed: Err("no value supplied for removed".to_string()),
+                    seconds: Err("no value supplied for seconds".to_string()),
+                    upstream: Err("no value supplied for upstream".to_string()),
+                }
+            }
+        }
+        impl ReconcileReport {
+            pub fn checked<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<u64>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.checked = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for checked: {e}")
+                    });
+                self
+            }
+            pub fn entity<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::string::String>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.entity = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for entity: {e}")
+                    });
+                self
+            }
+            pub fn kept_pending<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<u64>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.kept_pending = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for kept_pending: {e}")
+                    });
+                self
+            }
+            pub fn kept_pending_ids<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::vec::Vec<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.kept_pending_ids = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!(
+                            "error converting supplied value for kept_pending_ids: {e}"
+                        )
+                    });
+                self
+            }
+            pub fn removed<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<u64>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.removed = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for removed: {e}")
+                    });
+                self
+            }
+            pub fn seconds<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<f64>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.seconds = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for seconds: {e}")
+                    });
+                self
+            }
+            pub fn upstream<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<u64>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.upstream = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for upstream: {e}")
+                    });
+                self
+            }
+        }
+        impl ::std::convert::TryFrom<ReconcileReport> for super::ReconcileReport {
+            type Error = super::error::ConversionError;
+            fn try_from(
+                value: ReconcileReport,
+            ) -> ::std::result::Result<Self, super::error::ConversionError> {
+                Ok(Self {
+                    checked: value.checked?,
+                    entity: value.entity?,
+                    kept_pending: value.kept_pending?,
+                    kept_pending_ids: value.kept_pending_ids?,
+                    removed: value.removed?,
+                    seconds: value.seconds?,
+                    upstream: value.upstream?,
+                })
+            }
+        }
+        impl ::std::convert::From<super::ReconcileReport> for ReconcileReport {
+            fn from(value: super::ReconcileReport) -> Self {
+                Self {
+                    checked: Ok(value.checked),
+                    entity: Ok(value.entity),
+                    kept_pending: Ok(value.kept_pending),
+                    kept_pending_ids: Ok(value.kept_pending_ids),
+                    removed: Ok(value.removed),
+                    seconds: Ok(value.seconds),
+                    upstream: Ok(value.upstream),
+                }
+            }
+        }
+        #[derive(Clone, Debug)]
         pub struct RecordError {
             id: ::std::result::Result<
                 ::std::option::Option<::std::string::String>,
@@ -28719,6 +28889,10 @@ pub mod types {
             fetched: ::std::result::Result<u64, ::std::string::String>,
             inserted: ::std::result::Result<u64, ::std::string::String>,
             pages: ::std::result::Result<u64, ::std::string::String>,
+            reconcile: ::std::result::Result<
+                ::std::option::Option<super::ReconcileReport>,
+                ::std::string::String,
+            >,
             seconds: ::std::result::Result<f64, ::std::string::String>,
             skipped: ::std::result::Result<u64, ::std::string::String>,
             unchanged: ::std::result::Result<u64, ::std::string::String>,
@@ -28733,6 +28907,7 @@ pub mod types {
                     fetched: Err("no value supplied for fetched".to_string()),
                     inserted: Err("no value supplied for inserted".to_string()),
                     pages: Err("no value supplied for pages".to_string()),
+                    reconcile: Ok(Default::default()),
                     seconds: Err("no value supplied for seconds".to_string()),
                     skipped: Err("no value supplied for skipped".to_string()),
                     unchanged: Err("no value supplied for unchanged".to_string()),
@@ -28813,6 +28988,20 @@ pub mod types {
                     });
                 self
             }
+            pub fn reconcile<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<super::ReconcileReport>,
+                >,
+                T::Error: ::std::fmt::Display,
+            {
+                self.reconcile = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for reconcile: {e}")
+                    });
+                self
+            }
             pub fn seconds<T>(mut self, value: T) -> Self
             where
                 T: ::std::convert::TryInto<f64>,
@@ -28874,6 +29063,7 @@ pub mod types {
                     fetched: value.fetched?,
                     inserted: value.inserted?,
                     pages: value.pages?,
+                    reconcile: value.reconcile?,
                     seconds: value.seconds?,
                     skipped: value.skipped?,
                     unchanged: value.unchanged?,
@@ -28890,6 +29080,7 @@ pub mod types {
                     fetched: Ok(value.fetched),
                     inserted: Ok(value.inserted),
                     pages: Ok(value.pages),
+                    reconcile: Ok(value.reconcile),
                     seconds: Ok(value.seconds),
                     skipped: Ok(value.skipped),
                     unchanged: Ok(value.unchanged),
@@ -32887,12 +33078,15 @@ let response = client.fieldreport_step_list_templates_update()
     }
     /**Sync every field-report entity
 
-Pulls every entity set from the field-report system by OData into the mirror (records newer than each set's cursor, with the set's expand relations), one set after the other, without forwarding. Answers what each sync did. Intended for internal tooling; `integration-service fieldreport sync` does the same with a progress display.
+Pulls every entity set from the field-report system by OData into the mirror (records newer than each set's cursor, with the set's expand relations), one set after the other, without forwarding. Answers what each sync did. With `reconcile=true` each sync is followed by a reconciling: the set's Ids are read from the field-report system and local records it no longer has are removed (those with a local change waiting for it are kept and reported). Intended for internal tooling; `integration-service fieldreport sync [--reconcile]` does the same with a progress display.
 
 Sends a `GET` request to `/api/v1/fieldreport/sync`
 
+Arguments:
+- `reconcile`: After the sync, remove the local records the field-report system no longer has (an incremental sync cannot see deletes). It reads every Id of the set; records with a local change waiting for the upstream are kept and reported. Default `false`.
 ```ignore
 let response = client.fieldreport_sync_all()
+    .reconcile(reconcile)
     .send()
     .await;
 ```*/
@@ -32907,9 +33101,11 @@ Sends a `GET` request to `/api/v1/fieldreport/sync/{entity}`
 
 Arguments:
 - `entity`: Route name (`costCenters`) or OData set name (`CostCenters`).
+- `reconcile`: After the sync, remove the local records the field-report system no longer has (an incremental sync cannot see deletes). It reads every Id of the set; records with a local change waiting for the upstream are kept and reported. Default `false`.
 ```ignore
 let response = client.fieldreport_sync()
     .entity(entity)
+    .reconcile(reconcile)
     .send()
     .await;
 ```*/
@@ -46348,16 +46544,31 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct FieldreportSyncAll<'a> {
         client: &'a super::Client,
+        reconcile: Result<Option<bool>, String>,
     }
     impl<'a> FieldreportSyncAll<'a> {
         pub fn new(client: &'a super::Client) -> Self {
-            Self { client: client }
+            Self {
+                client: client,
+                reconcile: Ok(None),
+            }
+        }
+        pub fn reconcile<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<bool>,
+        {
+            self.reconcile = value
+                .try_into()
+                .map(Some)
+                .map_err(|_| "conversion to `bool` for reconcile failed".to_string());
+            self
         }
         ///Sends a `GET` request to `/api/v1/fieldreport/sync`
         pub async fn send(
             self,
         ) -> Result<ResponseValue<types::SyncAnswer>, Error<types::ApiError>> {
-            let Self { client } = self;
+            let Self { client, reconcile } = self;
+            let reconcile = reconcile.map_err(Error::InvalidRequest)?;
             let url = format!("{}/api/v1/fieldreport/sync", client.baseurl,);
             let mut header_map = ::reqwest::header::HeaderMap::with_capacity(1usize);
             header_map
@@ -46375,6 +46586,7 @@ pub mod builder {
                     ::reqwest::header::ACCEPT,
                     ::reqwest::header::HeaderValue::from_static("application/json"),
                 )
+                .query(&progenitor_client::QueryParam::new("reconcile", &reconcile))
                 .headers(header_map)
                 .build()?;
             let info = OperationInfo {
@@ -46439,12 +46651,14 @@ pub mod builder {
     pub struct FieldreportSync<'a> {
         client: &'a super::Client,
         entity: Result<::std::string::String, String>,
+        reconcile: Result<Option<bool>, String>,
     }
     impl<'a> FieldreportSync<'a> {
         pub fn new(client: &'a super::Client) -> Self {
             Self {
                 client: client,
                 entity: Err("entity was not initialized".to_string()),
+                reconcile: Ok(None),
             }
         }
         pub fn entity<V>(mut self, value: V) -> Self
@@ -46459,12 +46673,23 @@ pub mod builder {
                 });
             self
         }
+        pub fn reconcile<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<bool>,
+        {
+            self.reconcile = value
+                .try_into()
+                .map(Some)
+                .map_err(|_| "conversion to `bool` for reconcile failed".to_string());
+            self
+        }
         ///Sends a `GET` request to `/api/v1/fieldreport/sync/{entity}`
         pub async fn send(
             self,
         ) -> Result<ResponseValue<types::SyncAnswer>, Error<types::ApiError>> {
-            let Self { client, entity } = self;
+            let Self { client, entity, reconcile } = self;
             let entity = entity.map_err(Error::InvalidRequest)?;
+            let reconcile = reconcile.map_err(Error::InvalidRequest)?;
             let url = format!(
                 "{}/api/v1/fieldreport/sync/{}", client.baseurl, encode_path(& entity
                 .to_string()),
@@ -46485,6 +46710,7 @@ pub mod builder {
                     ::reqwest::header::ACCEPT,
                     ::reqwest::header::HeaderValue::from_static("application/json"),
                 )
+                .query(&progenitor_client::QueryParam::new("reconcile", &reconcile))
                 .headers(header_map)
                 .build()?;
             let info = OperationInfo {

@@ -504,18 +504,31 @@ pub async fn show_records(
 }
 
 /// Syncs one set or, without a name, all of them in seed order.
+#[derive(Deserialize, JsonSchema)]
+pub struct SyncQuery {
+    /// After the sync, remove the local records the field-report system no longer has (an
+    /// incremental sync cannot see deletes). It reads every Id of the set; records with a
+    /// local change waiting for the upstream are kept and reported. Default `false`.
+    pub reconcile: Option<bool>,
+}
+
 pub async fn sync(
     rqctx: &RequestContext<ApiContext>,
     entity: Option<&str>,
+    query: SyncQuery,
 ) -> Result<HttpResponseOk<SyncAnswer>, ApiError> {
     caller(rqctx).await?;
     let entities: Vec<&generated::fieldreport::EntityInfo> = match entity {
         Some(name) => vec![entity_named(name)?],
         None => generated::fieldreport::ENTITIES.iter().collect(),
     };
+    let service = &rqctx.context().fieldreport;
     let mut data = Vec::new();
     for info in entities {
-        data.push(rqctx.context().fieldreport.sync(info, &|_| {}).await?);
+        data.push(match query.reconcile {
+            Some(true) => service.sync_and_reconcile(info, &|_| {}).await?,
+            _ => service.sync(info, &|_| {}).await?,
+        });
     }
     Ok(HttpResponseOk(SyncAnswer { data }))
 }

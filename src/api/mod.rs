@@ -297,11 +297,15 @@ pub trait IntegrationApi {
     ///
     /// Pulls every entity set from the field-report system by OData into the mirror (records
     /// newer than each set's cursor, with the set's expand relations), one set after the
-    /// other, without forwarding. Answers what each sync did. Intended for internal tooling;
-    /// `integration-service fieldreport sync` does the same with a progress display.
+    /// other, without forwarding. Answers what each sync did. With `reconcile=true` each sync
+    /// is followed by a reconciling: the set's Ids are read from the field-report system and
+    /// local records it no longer has are removed (those with a local change waiting for it
+    /// are kept and reported). Intended for internal tooling; `integration-service fieldreport
+    /// sync [--reconcile]` does the same with a progress display.
     #[endpoint { method = GET, path = "/api/v1/fieldreport/sync", tags = ["fieldreport"] }]
     async fn fieldreport_sync_all(
         rqctx: RequestContext<Self::Context>,
+        query: Query<fieldreport::SyncQuery>,
     ) -> Result<HttpResponseOk<fieldreport::SyncAnswer>, ApiError>;
 
     /// Sync one field-report entity
@@ -312,6 +316,7 @@ pub trait IntegrationApi {
     async fn fieldreport_sync(
         rqctx: RequestContext<Self::Context>,
         path: Path<fieldreport::EntityPath>,
+        query: Query<fieldreport::SyncQuery>,
     ) -> Result<HttpResponseOk<fieldreport::SyncAnswer>, ApiError>;
 
     /// Initial setup (all stages)
@@ -920,15 +925,17 @@ impl IntegrationApi for Service {
 
     async fn fieldreport_sync_all(
         rqctx: RequestContext<ApiContext>,
+        query: Query<fieldreport::SyncQuery>,
     ) -> Result<HttpResponseOk<fieldreport::SyncAnswer>, ApiError> {
-        fieldreport::sync(&rqctx, None).await
+        fieldreport::sync(&rqctx, None, query.into_inner()).await
     }
 
     async fn fieldreport_sync(
         rqctx: RequestContext<ApiContext>,
         path: Path<fieldreport::EntityPath>,
+        query: Query<fieldreport::SyncQuery>,
     ) -> Result<HttpResponseOk<fieldreport::SyncAnswer>, ApiError> {
-        fieldreport::sync(&rqctx, Some(&path.into_inner().entity)).await
+        fieldreport::sync(&rqctx, Some(&path.into_inner().entity), query.into_inner()).await
     }
 
     async fn fieldreport_setup_all(

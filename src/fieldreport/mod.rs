@@ -2,5 +2,6 @@
 
 pub mod merge;
 pub mod push;
+pub mod reconcile;
 pub mod service;
 pub mod sync;

@@ -59,6 +59,9 @@ pub struct SyncReport {
     pub seconds: f64,
     /// The newest `DateModified` now synced.
     pub cursor: Option<String>,
+    /// With `reconcile`: what the reconciling that followed the sync removed and kept.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reconcile: Option<super::reconcile::ReconcileReport>,
 }
 
 fn query(info: &EntityInfo, cursor: Option<&str>, skip: usize) -> String {

@@ -1,8 +1,8 @@
 //! The field-report simulator: OData at `/odata/<Set>` with HTTP Basic, `<Set>(<Id>L)` keys,
 //! ids assigned on create, 409 on a stale `Version` (an update must carry the stored version
 //! plus one), `DateModified` set on every write, paging with `$top`/`$skip` and
-//! `@odata.nextLink` (server page size 100), `$filter` (`Id eq <n>L`, `<Field> eq 'x'`,
-//! `DateModified gt <time>`), `$orderby=DateModified`, `$expand` (navigation properties are
+//! `@odata.nextLink` (server page size 100), `$filter` (`Id eq <n>L`, `Id gt <n>L`,
+//! `<Field> eq 'x'`, `DateModified gt <time>`), `$orderby=DateModified` (else Id order), `$expand` (navigation properties are
 //! served only when expanded), `$select`, and `$metadata` served from
 //! `spec/upstream/fieldreport/metadata.xml`.
 //!
@@ -99,10 +99,12 @@ fn query_params(query: Option<&str>) -> HashMap<String, String> {
         .unwrap_or_default()
 }
 
-/// The `$filter` forms clients use: `Id eq 12L`, `<Field> eq 'text'`, `DateModified gt <time>`.
+/// The `$filter` forms clients use: `Id eq 12L`, `Id gt 12L`, `<Field> eq 'text'`,
+/// `DateModified gt <time>`.
 enum Filter {
     Eq(String, Value),
     After(String),
+    IdAbove(i64),
 }
 
 impl Filter {
@@ -112,6 +114,7 @@ impl Filter {
         let value = value.trim();
         match (op, field) {
             ("gt", "DateModified") => Some(Filter::After(value.trim_matches('\'').to_string())),
+            ("gt", "Id") => value.trim_end_matches('L').parse().ok().map(Filter::IdAbove),
             ("eq", _) => {
                 let value = if let Some(text) = value.strip_prefix('\'').and_then(|v| v.strip_suffix('\'')) {
                     json!(text)
@@ -136,6 +139,11 @@ impl Filter {
             Filter::After(time) => {
                 record.get("DateModified").and_then(Value::as_str).is_some_and(|modified| modified > time.as_str())
             }
+            Filter::IdAbove(above) => record
+                .get("Id")
+                .and_then(|id| id.as_str().map(str::to_string).or_else(|| id.as_i64().map(|n| n.to_string())))
+                .and_then(|id| id.parse::<i64>().ok())
+                .is_some_and(|id| id > *above),
         }
     }
 }
@@ -244,6 +252,10 @@ impl FieldReport {
         let order = ordered.then(|| self.in_modified_order(set, all, filter.as_ref().map(|(text, f)| (*text, f))));
         let candidates: Box<dyn Iterator<Item = &Stored>> = match &order {
             Some(ids) => Box::new(ids.get(skip..).unwrap_or_default().iter().filter_map(|id| all.get(id))),
+            // In Id order from a key on: found in the map, not by a scan.
+            None if let Some((_, Filter::IdAbove(above))) = &filter => {
+                Box::new(all.range(above.saturating_add(1)..).map(|(_, record)| record).skip(skip))
+            }
             None => {
                 Box::new(all.values().filter(|r| filter.as_ref().is_none_or(|(_, f)| f.matches(&r.fields))).skip(skip))
             }

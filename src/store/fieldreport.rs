@@ -655,12 +655,16 @@ impl Store {
         rows.iter().map(|r| Ok((r.try_get("entity")?, r.try_get("records")?))).collect()
     }
 
-    /// Records per entity written without forwarding and not pushed yet (the push queue).
-    /// Served by the partial index `fieldreport_records_pending_push`: its cost follows the
+    /// Records per entity written without forwarding and not pushed yet (the push queue),
+    /// pending deletes included. Served by the partial index `fieldreport_records_pending_push`: its cost follows the
     /// queue's length, not the mirror's size.
     pub async fn mirror_pending_push_counts(&self) -> Result<Vec<(String, i64)>, StoreError> {
+        // Pending deletes (tombstones) wait for a push too.
         let rows = sqlx::query(
-            "SELECT entity, COUNT(*) AS records FROM fieldreport_records WHERE pending_push IS NOT NULL GROUP BY entity",
+            "SELECT entity, CAST(SUM(records) AS BIGINT) AS records FROM ( \
+               SELECT entity, COUNT(*) AS records FROM fieldreport_records WHERE pending_push IS NOT NULL GROUP BY entity \
+               UNION ALL SELECT entity, COUNT(*) AS records FROM fieldreport_deletes GROUP BY entity \
+             ) AS waiting GROUP BY entity",
         )
         .fetch_all(self.pool())
         .await?;

@@ -18,6 +18,7 @@ mod checkpoints;
 pub mod erp;
 pub mod fieldreport;
 pub mod fieldreport_deletes;
+pub mod fieldreport_reconcile;
 pub mod fieldreport_unsettled;
 pub mod flows;
 pub mod idempotency;

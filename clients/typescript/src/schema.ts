@@ -1228,7 +1228,7 @@ export interface paths {
         };
         /**
          * Sync every field-report entity
-         * @description Pulls every entity set from the field-report system by OData into the mirror (records newer than each set's cursor, with the set's expand relations), one set after the other, without forwarding. Answers what each sync did. Intended for internal tooling; `integration-service fieldreport sync` does the same with a progress display.
+         * @description Pulls every entity set from the field-report system by OData into the mirror (records newer than each set's cursor, with the set's expand relations), one set after the other, without forwarding. Answers what each sync did. With `reconcile=true` each sync is followed by a reconciling: the set's Ids are read from the field-report system and local records it no longer has are removed (those with a local change waiting for it are kept and reported). Intended for internal tooling; `integration-service fieldreport sync [--reconcile]` does the same with a progress display.
          */
         get: operations["fieldreport_sync_all"];
         put?: never;
@@ -3284,6 +3284,35 @@ export interface components {
             /** @description `ready`. */
             status: string;
         };
+        /** @description What a reconciling sync of one set did. */
+        ReconcileReport: {
+            /**
+             * Format: uint64
+             * @description Local records compared (those written before the reconciling began).
+             */
+            checked: number;
+            /** @description Route name of the entity set. */
+            entity: string;
+            /**
+             * Format: uint64
+             * @description Local records the field-report system no longer has, kept because a local change of theirs waits for it (a pending push, or an update of unknown outcome).
+             */
+            kept_pending: number;
+            /** @description The Ids of those records (the first 100). */
+            kept_pending_ids: string[];
+            /**
+             * Format: uint64
+             * @description Local records removed: the field-report system no longer has them.
+             */
+            removed: number;
+            /** Format: double */
+            seconds: number;
+            /**
+             * Format: uint64
+             * @description Records the field-report system has.
+             */
+            upstream: number;
+        };
         /** @description One record a bulk operation could not handle; the operation goes on without it. */
         RecordError: {
             /** @description The record's id, when the failure concerns one record. */
@@ -3658,6 +3687,8 @@ export interface components {
             inserted: number;
             /** Format: uint64 */
             pages: number;
+            /** @description With `reconcile`: what the reconciling that followed the sync removed and kept. */
+            reconcile?: components["schemas"]["ReconcileReport"] | null;
             /** Format: double */
             seconds: number;
             /**
@@ -7331,7 +7362,10 @@ export interface operations {
     };
     fieldreport_sync_all: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description After the sync, remove the local records the field-report system no longer has (an incremental sync cannot see deletes). It reads every Id of the set; records with a local change waiting for the upstream are kept and reported. Default `false`. */
+                reconcile?: boolean | null;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -7357,7 +7391,10 @@ export interface operations {
     };
     fieldreport_sync: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description After the sync, remove the local records the field-report system no longer has (an incremental sync cannot see deletes). It reads every Id of the set; records with a local change waiting for the upstream are kept and reported. Default `false`. */
+                reconcile?: boolean | null;
+            };
             header?: never;
             path: {
                 /** @description Route name (`costCenters`) or OData set name (`CostCenters`). */

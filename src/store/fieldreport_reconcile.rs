@@ -1,0 +1,75 @@
+//! What a reconciling sync reads and removes: the mirror's records against the ids the
+//! field-report system still has (see [`crate::fieldreport::reconcile`]).
+
+use sqlx::Row;
+
+use super::{Store, StoreError};
+
+/// The records of a set last written before a time, each with whether a local change of it
+/// waits for the upstream (a push, or an update of unknown outcome).
+const CANDIDATES: &str = "SELECT r.record_id, CASE WHEN r.pending_push IS NOT NULL OR EXISTS ( \
+         SELECT 1 FROM fieldreport_unsettled u WHERE u.entity = r.entity AND u.record_id = r.record_id) \
+       THEN 1 ELSE 0 END AS waiting \
+     FROM fieldreport_records r WHERE r.entity = $1 AND r.updated_at < $2";
+/// A record the upstream no longer has, removed only if nothing wrote it since the upstream's
+/// ids were read and no local change of it waits.
+const REMOVE_GONE: &str = "DELETE FROM fieldreport_records \
+     WHERE entity = $1 AND LENGTH(record_id) = LENGTH($2) AND record_id = $2 \
+       AND pending_push IS NULL AND updated_at < $3";
+
+/// A record of the mirror, as a reconciling sync compares it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReconcileCandidate {
+    pub id: String,
+    /// A local change of it waits for the upstream: it is kept and reported.
+    pub waiting: bool,
+}
+
+impl Store {
+    /// The records of `entity` last written before `before_ms` (records written later may be
+    /// missing from an id list read before them).
+    pub async fn mirror_reconcile_candidates(
+        &self,
+        entity: &str,
+        before_ms: i64,
+    ) -> Result<Vec<ReconcileCandidate>, StoreError> {
+        let rows = sqlx::query(CANDIDATES).bind(entity).bind(before_ms).fetch_all(self.pool()).await?;
+        rows.iter()
+            .map(|row| {
+                Ok(ReconcileCandidate {
+                    id: row.try_get("record_id")?,
+                    waiting: row.try_get::<i32, _>("waiting")? != 0,
+                })
+            })
+            .collect()
+    }
+
+    /// Removes these records of `entity`, which the upstream no longer has, in one transaction;
+    /// a record written since `before_ms` or with a pending push stays. The ids removed.
+    pub async fn mirror_remove_gone(
+        &self,
+        entity: &str,
+        ids: &[String],
+        before_ms: i64,
+    ) -> Result<Vec<String>, StoreError> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut removed = Vec::new();
+        let outcome = async {
+            let mut tx = self.write_transaction().await?;
+            for id in ids {
+                let done = sqlx::query(REMOVE_GONE).bind(entity).bind(id).bind(before_ms).execute(&mut *tx).await?;
+                if done.rows_affected() == 1 {
+                    removed.push(id.clone());
+                }
+            }
+            tx.commit().await?;
+            Ok::<_, StoreError>(!removed.is_empty())
+        }
+        .await;
+        let touched: Vec<&str> = ids.iter().map(String::as_str).collect();
+        self.mirror_written(entity, &touched, outcome).await?;
+        Ok(removed)
+    }
+}
