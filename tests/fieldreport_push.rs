@@ -61,7 +61,7 @@ async fn setup_runs_the_stages_in_order(db: Db) {
     svc.stop().await;
 }
 
-async fn internal_writes_are_pushed_once_and_failures_reported(db: Db) {
+async fn internal_writes_are_pushed_once(db: Db) {
     let svc = TestService::start(db, &[]).await;
     let token = svc.user_token().await;
     seed(&svc, "Tags", 2).await;
@@ -72,7 +72,8 @@ async fn internal_writes_are_pushed_once_and_failures_reported(db: Db) {
         let outcome = writer.create(tags, json!({"Id": id, "Version": 1, "Name": id}), false).await.unwrap();
         assert_eq!(outcome.upstream, None, "internal writes are not forwarded");
     }
-    // An internal update with the next version, and one with a stale version.
+    // Internal updates: one with the next version, one with a wrong one (the push sends each
+    // on top of the upstream's current version, whatever the writer put).
     writer.update(tags, "1001", json!({"Name": "from the ERP", "Version": 2}), false).await.unwrap();
     writer.update(tags, "1002", json!({"Name": "stale", "Version": 7}), false).await.unwrap();
     let received_before: Vec<Value> =
@@ -82,11 +83,11 @@ async fn internal_writes_are_pushed_once_and_failures_reported(db: Db) {
     let pushed: Value = get(&svc, &token, "/api/v1/fieldreport/post/1/create/tags").await.json().await.unwrap();
     assert_eq!(pushed["data"][0]["pushed"], 2, "{pushed}");
     let updates: Value = get(&svc, &token, "/api/v1/fieldreport/post/1/update/tags").await.json().await.unwrap();
-    assert_eq!(updates["data"][0]["pushed"], 1, "{updates}");
-    assert_eq!(updates["data"][0]["failed"], 1, "{updates}");
-    assert_eq!(updates["data"][0]["failures"][0]["id"], "1002");
+    assert_eq!(updates["data"][0]["pushed"], 2, "{updates}");
+    assert_eq!(updates["data"][0]["failed"], 0, "{updates}");
+    assert_eq!(upstream_record(&svc, "Tags", "1002").await.unwrap()["Version"], 2, "sent as the next version");
 
-    // A rerun sends nothing twice (the refused update is tried again, as it is still pending).
+    // A rerun sends nothing twice.
     let again: Value = get(&svc, &token, "/api/v1/fieldreport/post").await.json().await.unwrap();
     let pushed_again: u64 = again["data"].as_array().unwrap().iter().map(|r| r["pushed"].as_u64().unwrap()).sum();
     assert_eq!(pushed_again, 0, "{again}");
@@ -172,8 +173,47 @@ async fn local_deletes_are_pushed_and_never_undone_by_a_sync(db: Db) {
     svc.stop().await;
 }
 
+/// An internal update (as an ERP webhook makes it, without a Version) waits for its push: a
+/// sync meanwhile does not overwrite it, even after another client changed the record
+/// upstream, and the push sends it on top of that change; a record deleted upstream meanwhile
+/// leaves the mirror with its local change, reported.
+async fn internal_updates_survive_syncs_and_upstream_changes(db: Db) {
+    let svc = TestService::start(db, &[]).await;
+    let token = svc.user_token().await;
+    seed(&svc, "Tags", 2).await;
+    get(&svc, &token, "/api/v1/fieldreport/sync/tags").await;
+    let writer = internal_writer(&svc);
+    let client = upstream_client(&svc).unwrap();
+    let tags = generated::fieldreport::by_route("tags").unwrap();
+    writer.update(tags, "1001", json!({"Name": "from the ERP"}), false).await.unwrap();
+    writer.update(tags, "1002", json!({"Name": "from the ERP too"}), false).await.unwrap();
+    let mut elsewhere = upstream_record(&svc, "Tags", "1001").await.unwrap();
+    elsewhere["Name"] = json!("changed elsewhere");
+    elsewhere["Description"] = json!("only upstream");
+    elsewhere["Version"] = json!(2);
+    client.update("Tags", "1001", &elsewhere).await.unwrap();
+    client.delete("Tags", "1002").await.unwrap();
+
+    let synced: Value = get(&svc, &token, "/api/v1/fieldreport/sync/tags").await.json().await.unwrap();
+    assert_eq!(synced["data"][0]["updated"], 0, "{synced}");
+    let local: Value = get(&svc, &token, "/api/v1/fieldreport/tags/1001").await.json().await.unwrap();
+    assert_eq!(local["Name"], "from the ERP", "the sync kept the local change");
+
+    let pushed: Value = get(&svc, &token, "/api/v1/fieldreport/post/1/update/tags").await.json().await.unwrap();
+    assert_eq!((pushed["data"][0]["pushed"].as_u64(), pushed["data"][0]["failed"].as_u64()), (Some(1), Some(1)));
+    assert_eq!(pushed["data"][0]["failures"][0]["id"], "1002", "{pushed}");
+    let upstream = upstream_record(&svc, "Tags", "1001").await.unwrap();
+    assert_eq!((upstream["Name"].as_str(), upstream["Version"].as_i64()), (Some("from the ERP"), Some(3)));
+    assert_eq!(upstream["Description"], "only upstream", "a field only the upstream had stays");
+    let local: Value = get(&svc, &token, "/api/v1/fieldreport/tags/1001").await.json().await.unwrap();
+    assert_eq!(local["Version"], 3, "{local}");
+    assert_eq!(get(&svc, &token, "/api/v1/fieldreport/tags/1002").await.status(), 404);
+    svc.stop().await;
+}
+
 on_both_databases!(
+    internal_updates_survive_syncs_and_upstream_changes,
     setup_runs_the_stages_in_order,
-    internal_writes_are_pushed_once_and_failures_reported,
+    internal_writes_are_pushed_once,
     local_deletes_are_pushed_and_never_undone_by_a_sync
 );

@@ -15,6 +15,7 @@ use super::service::{FieldReportError, FieldReportService, record_id};
 use super::sync::SyncReport;
 use crate::error::FieldErrors;
 use crate::store::fieldreport::MirrorRecord;
+use crate::upstream::UpstreamError;
 
 pub const STAGES: [&[&str]; 3] = [
     &["itemTypes", "itemUnits", "costCenters", "tags", "qualifications", "users"],
@@ -101,10 +102,10 @@ impl FieldReportService {
                 report.skipped += 1;
                 continue;
             };
-            if attempts > 1 {
-                match self.delivered_earlier(info, kind, &record).await {
+            if attempts > 1 && kind == "create" {
+                match self.created_earlier(info, &record).await {
                     Ok(Some(upstream)) => {
-                        self.mark_pushed(info, kind, &record, &upstream).await?;
+                        self.mark_pushed(info, kind, &record.id, &record, &upstream).await?;
                         report.recovered += 1;
                         continue;
                     }
@@ -118,13 +119,27 @@ impl FieldReportService {
                 }
             }
             let sent = match kind {
-                "create" => client.create(info.set, &record.document).await,
-                _ => client.update(info.set, &record.id, &record.document).await,
+                "create" => client
+                    .create(info.set, &record.document)
+                    .await
+                    .map(|answer| (answer, record.clone()))
+                    .map_err(FieldReportError::from),
+                _ => self.send_update(info, &record).await,
             };
             match sent {
-                Ok(answer) => {
-                    self.mark_pushed(info, kind, &record, &answer).await?;
+                Ok((answer, sent)) => {
+                    self.mark_pushed(info, kind, &record.id, &sent, &answer).await?;
                     report.pushed += 1;
+                }
+                Err(FieldReportError::Upstream(UpstreamError::Refused { status: 404, .. })) if kind == "update" => {
+                    // Deleted at the field-report system meanwhile: the mirror follows it.
+                    self.store().mirror_delete(info.route, &record.id).await?;
+                    report.failed += 1;
+                    report.failures.push(PushFailure {
+                        id: record.id.clone(),
+                        message: "deleted at the field-report system meanwhile; removed here, the local change with it"
+                            .to_string(),
+                    });
                 }
                 Err(error) => {
                     self.store().mirror_release_push(info.route, &record.id).await?;
@@ -180,48 +195,61 @@ impl FieldReportService {
         Ok(report)
     }
 
-    /// Marks a record pushed; a created record takes the Id the upstream gave it.
+    /// Marks a record pushed as `sent` (a created record takes the Id the upstream gave it).
     async fn mark_pushed(
         &self,
         info: &EntityInfo,
         kind: &str,
-        record: &MirrorRecord,
+        old_id: &str,
+        sent: &MirrorRecord,
         upstream: &Value,
     ) -> Result<(), FieldReportError> {
-        let mut pushed = record.clone();
+        let mut pushed = sent.clone();
         if kind == "create"
             && let Some(id) = upstream.get("Id").and_then(record_id)
         {
             pushed.document["Id"] = Value::String(id.clone());
             pushed = MirrorRecord { id, ..pushed };
         }
-        Ok(self.store().mirror_mark_pushed(info.route, &record.id, &pushed).await?)
+        Ok(self.store().mirror_mark_pushed(info.route, old_id, &pushed).await?)
     }
 
-    /// After an interrupted attempt: the upstream's copy when that attempt arrived. A create
-    /// arrived when the upstream has a record with the same `ExternalId` (a record without
-    /// one cannot be checked and is sent again); an update arrived when the upstream's record
-    /// is at the version the update carried.
-    async fn delivered_earlier(
+    /// A pending update, sent on top of the upstream's current record: the local document
+    /// deep-merged over it, with the upstream's `Version` + 1. The internal writers (ERP
+    /// webhooks) are the authority on the fields they write, so a change made upstream
+    /// meanwhile does not refuse the update for ever; fields only the upstream has stay. The
+    /// answer and the record as sent.
+    async fn send_update(
         &self,
         info: &EntityInfo,
-        kind: &str,
+        record: &MirrorRecord,
+    ) -> Result<(Value, MirrorRecord), FieldReportError> {
+        let client = self.client()?;
+        let current = client.get(info.set, &record.id).await?;
+        let version = current.get("Version").and_then(Value::as_i64).unwrap_or(0) + 1;
+        let mut document = current;
+        if let Value::Object(fields) = &mut document {
+            fields.retain(|key, _| !key.starts_with('@') && !key.starts_with("odata."));
+        }
+        super::merge::deep_merge(&mut document, &record.document);
+        document["Id"] = Value::String(record.id.clone());
+        document["Version"] = Value::from(version);
+        let answer = client.update(info.set, &record.id, &super::service::without_system_fields(&document)).await?;
+        Ok((answer, MirrorRecord { id: record.id.clone(), version, document }))
+    }
+
+    /// After an interrupted attempt of a create: the upstream's copy when that attempt
+    /// arrived, found by the record's `ExternalId` (a record without one cannot be checked and
+    /// is sent again).
+    async fn created_earlier(
+        &self,
+        info: &EntityInfo,
         record: &MirrorRecord,
     ) -> Result<Option<Value>, FieldReportError> {
-        if kind == "create" {
-            let Some(external_id) = record.document.get("ExternalId").and_then(Value::as_str) else {
-                return Ok(None);
-            };
-            return self.upstream_by_external_id(info, external_id).await;
-        }
-        match self.client()?.get(info.set, &record.id).await {
-            Ok(upstream) => {
-                let version = upstream.get("Version").and_then(Value::as_i64);
-                Ok((version == Some(record.version)).then_some(upstream))
-            }
-            Err(crate::upstream::UpstreamError::Refused { status: 404, .. }) => Ok(None),
-            Err(error) => Err(error.into()),
-        }
+        let Some(external_id) = record.document.get("ExternalId").and_then(Value::as_str) else {
+            return Ok(None);
+        };
+        self.upstream_by_external_id(info, external_id).await
     }
 }
 

@@ -113,6 +113,17 @@ fn not_applied(write: &str, entity: &EntityInfo, key: &str, error: &UpstreamErro
     }
 }
 
+/// A record as sent upstream: without the fields the upstream sets itself.
+pub(super) fn without_system_fields(document: &Value) -> Value {
+    let mut outgoing = document.clone();
+    if let Value::Object(fields) = &mut outgoing {
+        for field in SYSTEM_FIELDS {
+            fields.remove(*field);
+        }
+    }
+    outgoing
+}
+
 fn version_of(document: &Value) -> i64 {
     document.get("Version").and_then(Value::as_i64).unwrap_or(0)
 }
@@ -247,12 +258,7 @@ impl FieldReportService {
         })?;
         document["Id"] = Value::String(stored.id.clone());
         document["Version"] = Value::from(version);
-        let mut outgoing = document.clone();
-        if let Value::Object(fields) = &mut outgoing {
-            for field in SYSTEM_FIELDS {
-                fields.remove(*field);
-            }
-        }
+        let outgoing = without_system_fields(&document);
         let record = MirrorRecord { id: stored.id.clone(), version, document };
         let upstream = match self.client()?.update(entity.set, &stored.id, &outgoing).await {
             Ok(upstream) => upstream,

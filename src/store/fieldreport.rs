@@ -472,7 +472,7 @@ const MIRROR_UPSERT_STAGED: &str = "INSERT INTO fieldreport_records AS stored \
      ON CONFLICT (entity, LENGTH(record_id), record_id) DO UPDATE \
      SET version = EXCLUDED.version, external_id = EXCLUDED.external_id, document = EXCLUDED.document, \
          updated_at = EXCLUDED.updated_at \
-     WHERE stored.document <> EXCLUDED.document \
+     WHERE stored.document <> EXCLUDED.document AND stored.pending_push IS NULL \
      RETURNING stored.record_id, stored.xmax = 0 AS inserted";
 
 /// The sync state of one entity.
@@ -543,7 +543,8 @@ impl Store {
 
     /// Stores one page of synced records in one transaction, without marking them for push.
     /// Documents are stored as the upstream sent them; a stored record is updated only when
-    /// its document's text changed. A record repeated within the page counts once, as its
+    /// its document's text changed and no local change of it waits for a push (the push
+    /// settles that one against the upstream's version). A record repeated within the page counts once, as its
     /// last copy (the newest, pages being in `DateModified` order); the earlier copies are
     /// [`Upserted::Unchanged`]. On SQLite the page is written by the sync's writing thread
     /// (see [`super::sqlite_sync_writes`]): a write it has started ends even when this future

@@ -48,8 +48,10 @@ const INSERT: &str = "INSERT INTO fieldreport_records \
      (entity, record_id, version, external_id, document, created_at, updated_at) \
      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6)";
 
+/// A record with a local change waiting for a push keeps it: the push settles it against the
+/// upstream's version.
 const UPDATE: &str = "UPDATE fieldreport_records SET version = ?3, external_id = ?4, document = ?5, updated_at = ?6 \
-     WHERE entity = ?1 AND LENGTH(record_id) = LENGTH(?2) AND record_id = ?2";
+     WHERE entity = ?1 AND LENGTH(record_id) = LENGTH(?2) AND record_id = ?2 AND pending_push IS NULL";
 
 /// The statements above on one record, with values for their parameters (for the test that
 /// checks each finds its record through the record index).
@@ -215,10 +217,8 @@ fn write_page(
                     Upserted::Inserted
                 }
                 Some(true) => Upserted::Unchanged,
-                Some(false) => {
-                    update.execute(values)?;
-                    Upserted::Updated
-                }
+                Some(false) if update.execute(values)? == 1 => Upserted::Updated,
+                Some(false) => Upserted::Unchanged,
             });
         }
     }
