@@ -2,6 +2,7 @@
 //! it over HTTP. Every Postgres test gets its own schema, so tests run in parallel.
 #![allow(dead_code)]
 
+pub mod process;
 pub mod smtp;
 
 use std::io::Write;

@@ -1,0 +1,194 @@
+//! The real service binary as a process of its own, for tests that kill it (SIGKILL) and start
+//! it again on the same database; the simulators run in the test, so they outlive the kill
+//! and can tell what reached them.
+
+use std::collections::BTreeMap;
+use std::io::BufRead;
+use std::process::{Child, Command, Stdio};
+
+use integration_service::config::DatabaseUrl;
+use integration_service::store::Store;
+use serde_json::{Value, json};
+
+use super::{Db, fresh_database};
+
+pub const BINARY: &str = env!("CARGO_BIN_EXE_integration-service");
+pub const WEBHOOK_SECRET: &str = "crash-test-webhook-secret";
+pub const EMAIL: &str = "ops@example.com";
+pub const PASSWORD: &str = "a long passphrase";
+
+/// One service process and what it needs to be started again.
+pub struct Instance {
+    env: Vec<(String, String)>,
+    child: Option<Child>,
+    log_file: std::path::PathBuf,
+    pub base: String,
+    pub client: reqwest::Client,
+    schema: Option<String>,
+}
+
+impl Instance {
+    /// A fresh database and simulators, the service started on them with `settings` besides
+    /// its own; the user [`EMAIL`] exists.
+    pub async fn start(
+        db: Db,
+        settings: &[(&str, &str)],
+    ) -> (Instance, integration_service::sandbox::Sandboxes, Store) {
+        let (database_url, schema) = fresh_database(db).await;
+        let sandboxes = integration_service::sandbox::start(None, &integration_service::telemetry::discard())
+            .await
+            .expect("simulators start");
+        let storage = std::env::temp_dir().join(format!("integration-service-crash-{}", uuid::Uuid::new_v4()));
+        std::fs::create_dir_all(&storage).unwrap();
+        let mut env: Vec<(String, String)> = vec![
+            ("DATABASE_URL".into(), database_url.clone()),
+            ("STORAGE_URL".into(), format!("file://{}", storage.display())),
+            ("WORK_LEASE_SECONDS".into(), "1".into()),
+            ("ERP_WEBHOOK_SECRET".into(), WEBHOOK_SECRET.into()),
+            ("ERP_WEBHOOK_ALLOWLIST".into(), "127.0.0.1/32".into()),
+            ("LOG_FORMAT".into(), "json".into()),
+        ];
+        env.extend(sandboxes.settings().into_iter().map(|(name, value)| (name.to_string(), value)));
+        env.extend(settings.iter().map(|(name, value)| (name.to_string(), value.to_string())));
+        let mut instance = Instance {
+            env,
+            child: None,
+            log_file: storage.join("service.log"),
+            base: String::new(),
+            client: reqwest::Client::new(),
+            schema,
+        };
+        instance.spawn();
+        let url = DatabaseUrl::new(database_url.clone());
+        let store = Store::connect(&url).await.expect("the test reaches the database");
+        let auth = integration_service::auth::Authenticator::new(store.clone(), None).unwrap();
+        auth.create_user(EMAIL, Some("Ops"), PASSWORD).await.unwrap();
+        (instance, sandboxes, store)
+    }
+
+    /// Starts the process and waits until it listens.
+    pub fn spawn(&mut self) {
+        let log = std::fs::OpenOptions::new().create(true).append(true).open(&self.log_file).unwrap();
+        let mut child = Command::new(BINARY)
+            .args(["serve", "--bind", "127.0.0.1:0"])
+            .env_clear()
+            .envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .stdout(Stdio::piped())
+            .stderr(log)
+            .spawn()
+            .expect("the binary runs");
+        let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+        loop {
+            let mut line = String::new();
+            assert!(stdout.read_line(&mut line).unwrap() > 0, "the service ended before it listened");
+            if let Some(address) = line.trim().strip_prefix("integration-service listening on ") {
+                self.base = address.to_string();
+                break;
+            }
+        }
+        // Keep reading stdout so the process never blocks on a full pipe.
+        std::thread::spawn(move || for _ in stdout.lines() {});
+        self.child = Some(child);
+    }
+
+    /// SIGKILL: no shutdown, no flushing, no releasing of claims.
+    pub fn kill(&mut self) {
+        let mut child = self.child.take().expect("running");
+        let status = Command::new("kill").args(["-KILL", &child.id().to_string()]).status().unwrap();
+        assert!(status.success());
+        child.wait().unwrap();
+    }
+
+    pub fn restart(&mut self) {
+        self.spawn();
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{}", self.base, path)
+    }
+
+    pub async fn token(&self) -> String {
+        let answer: Value = self
+            .client
+            .post(self.url("/api/v1/login"))
+            .json(&json!({"email": EMAIL, "password": PASSWORD}))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        answer["access_token"].as_str().expect("a token").to_string()
+    }
+
+    /// Stops the process, checks that no secret reached its log, drops the test's schema.
+    pub async fn stop(mut self, secrets: &[&str]) {
+        if let Some(mut child) = self.child.take() {
+            let _ = Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
+            child.wait().unwrap();
+        }
+        let log = std::fs::read_to_string(&self.log_file).unwrap_or_default();
+        for secret in secrets.iter().chain([&PASSWORD, &WEBHOOK_SECRET]) {
+            assert!(!log.contains(secret), "a secret reached the service's log");
+        }
+        if let Some(schema) = self.schema.take() {
+            super::drop_schema(&schema).await;
+        }
+    }
+}
+
+impl Drop for Instance {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+pub async fn fault(client: &reqwest::Client, root: &str, rule: Value) {
+    let answer = client.post(format!("{root}/__sandbox/faults")).json(&rule).send().await.unwrap();
+    assert_eq!(answer.status(), 204);
+}
+
+pub async fn clear_faults(client: &reqwest::Client, root: &str) {
+    client.delete(format!("{root}/__sandbox/faults")).send().await.unwrap();
+}
+
+/// The field-report simulator's host root (its sets live under `/odata/`).
+pub fn odata_root(sandboxes: &integration_service::sandbox::Sandboxes) -> String {
+    sandboxes.fieldreport_base_url().trim_end_matches('/').to_string()
+}
+
+/// Every record of a set at the simulator, by Id (following its next links).
+pub async fn upstream_records(client: &reqwest::Client, root: &str, set: &str) -> BTreeMap<String, Value> {
+    let mut records = BTreeMap::new();
+    let mut next = Some(format!("{root}/odata/{set}"));
+    while let Some(url) = next {
+        let page: Value = client
+            .get(&url)
+            .basic_auth(
+                integration_service::sandbox::fieldreport::USERNAME,
+                Some(integration_service::sandbox::fieldreport::PASSWORD),
+            )
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        for record in page["value"].as_array().unwrap() {
+            records.insert(record["Id"].as_str().unwrap().to_string(), record.clone());
+        }
+        next = page["@odata.nextLink"].as_str().map(|link| {
+            if link.starts_with("http") {
+                link.to_string()
+            } else if link.starts_with('/') {
+                format!("{root}{link}")
+            } else {
+                format!("{root}/odata/{link}")
+            }
+        });
+    }
+    records
+}
