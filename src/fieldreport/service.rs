@@ -102,6 +102,11 @@ pub fn record_id(value: &Value) -> Option<String> {
     }
 }
 
+/// Whether the upstream's record holds what an update sent for each field its body named.
+fn carries(upstream: &Value, sent: &Value, body: &Value) -> bool {
+    body.as_object().is_some_and(|fields| fields.keys().all(|field| upstream.get(field) == sent.get(field)))
+}
+
 /// A forwarded write that the upstream, read back, shows it did not apply.
 fn not_applied(write: &str, entity: &EntityInfo, key: &str, error: &UpstreamError) -> FieldReportError {
     FieldReportError::NotApplied {
@@ -262,9 +267,16 @@ impl FieldReportService {
         let record = MirrorRecord { id: stored.id.clone(), version, document };
         let upstream = match self.client()?.update(entity.set, &stored.id, &outgoing).await {
             Ok(upstream) => upstream,
-            Err(error) if error.may_have_applied() => self.settle_update(entity, &stored, &record, error).await?,
+            Err(error) if error.may_have_applied() => {
+                self.settle_update(entity, &stored, &record, &body, error).await?
+            }
             Err(error @ UpstreamError::Refused { status: 409, .. }) => {
                 return Err(self.catch_up_after_conflict(entity, &stored, error).await);
+            }
+            Err(UpstreamError::Refused { status: 404, .. }) => {
+                // Deleted at the field-report system by someone else: the mirror follows.
+                self.store.mirror_delete(entity.route, &stored.id).await?;
+                return Err(FieldReportError::NotFound { entity: entity.route.into(), id: stored.id });
             }
             Err(error) => return Err(error.into()),
         };
@@ -413,20 +425,24 @@ impl FieldReportService {
     }
 
     /// A forwarded update without a definite answer: the upstream's record is read. At the
-    /// version the update carried → it applied (the upstream's record is the answer); at the
-    /// stored version → it did not (nothing changed); at another (someone else wrote it) → the
-    /// mirror takes the upstream's record and the update is answered as not applied; gone → the
-    /// mirror lets it go. The read failing too → the record is marked, and its next update reads
+    /// version the update carried, with the fields it changed as sent → it applied (the
+    /// upstream's record is the answer; the version alone could be another client's write of
+    /// the same number); at the stored version → it did not (nothing changed); at another, or
+    /// with other values (someone else wrote it) → the mirror takes the upstream's record and
+    /// the update is answered as not applied; gone → the mirror lets it go. The read failing too → the record is marked, and its next update reads
     /// the upstream first.
     async fn settle_update(
         &self,
         entity: &EntityInfo,
         stored: &MirrorRecord,
         sent: &MirrorRecord,
+        body: &Value,
         error: UpstreamError,
     ) -> Result<Value, FieldReportError> {
         match self.client()?.get(entity.set, &stored.id).await {
-            Ok(upstream) if version_of(&upstream) == sent.version => Ok(upstream),
+            Ok(upstream) if version_of(&upstream) == sent.version && carries(&upstream, &sent.document, body) => {
+                Ok(upstream)
+            }
             Ok(upstream) => {
                 if version_of(&upstream) != stored.version {
                     self.take_upstream(entity, stored, &upstream).await?;

@@ -764,19 +764,34 @@ impl Store {
         old_id: &str,
         record: &MirrorRecord,
     ) -> Result<(), StoreError> {
-        let done = sqlx::query(MIRROR_MARK_PUSHED)
-            .bind(&record.id)
-            .bind(record.version)
-            .bind(record.document.to_string())
-            .bind(now_ms())
-            .bind(entity)
-            .bind(old_id)
-            .bind(record.external_id())
-            .execute(self.pool())
-            .await;
+        let done = async {
+            let mut tx = self.write_transaction().await?;
+            // A create whose answer was lost may be in the mirror already under the upstream's
+            // Id (a sync brought it): that copy is the upstream's own and stays; the local
+            // one, which was sent, goes.
+            let synced = old_id != record.id
+                && sqlx::query(MIRROR_ROW).bind(entity).bind(&record.id).fetch_optional(&mut *tx).await?.is_some();
+            if synced {
+                sqlx::query(MIRROR_DELETE).bind(entity).bind(old_id).execute(&mut *tx).await?;
+            } else {
+                sqlx::query(MIRROR_MARK_PUSHED)
+                    .bind(&record.id)
+                    .bind(record.version)
+                    .bind(record.document.to_string())
+                    .bind(now_ms())
+                    .bind(entity)
+                    .bind(old_id)
+                    .bind(record.external_id())
+                    .execute(&mut *tx)
+                    .await?;
+            }
+            tx.commit().await?;
+            Ok::<_, StoreError>(true)
+        }
+        .await;
         // A create's push gives the record the upstream's Id: both ids changed.
         let ids: &[&str] = if old_id == record.id { &[old_id] } else { &[old_id, &record.id] };
-        self.mirror_written(entity, ids, done.map(|_| true).map_err(StoreError::from)).await?;
+        self.mirror_written(entity, ids, done).await?;
         Ok(())
     }
 }
