@@ -1,0 +1,576 @@
+//! Convergence under any history: long random histories of everything that happens to the
+//! field-report mirror and the ERP mirror, with faults and a killed process, then the documented
+//! convergence steps (drain the webhook inbox, `post`, `sync --reconcile`), then the invariants,
+//! each checked on its own:
+//!
+//! - the mirror equals the upstream, record for record (Id, Version, the fields we write);
+//! - no acknowledged write is lost (the upstream holds the acknowledged value or a later one);
+//! - no acknowledged delete is undone (absent upstream and locally);
+//! - nothing is stuck (every record accepts a write);
+//! - the ERP mirror equals the ERP simulator.
+//!
+//! A history mixes API creates, updates and deletes (a failed one is sent again at once, and
+//! that retry must succeed without a sync), edits and deletes made at the field-report
+//! simulator by another client, ERP changes with their webhooks (create, update, delete), syncs
+//! (incremental and reconciling), posts, injected faults on the next field-report call (an
+//! error before applying, an answer lost after applying, a cut connection) and SIGKILLs of the
+//! service (between steps, or while a write waits for the upstream), each followed by a restart.
+//!
+//! The histories come from proptest with a fixed seed (`HISTORY_SEED` picks another), 2 of
+//! `HISTORY_STEPS` (default 500) steps per database; a failing history is shrunk to a short
+//! one, printed with the seed.
+
+mod common;
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::time::Duration;
+
+use common::Db;
+use common::process::{Instance, WEBHOOK_SECRET, clear_faults, fault, odata_root, upstream_records};
+use integration_service::store::Store;
+use proptest::prelude::*;
+use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner};
+use serde_json::{Value, json};
+
+const DEFAULT_SEED: u64 = 20_261_127;
+const DEFAULT_STEPS: usize = 500;
+const CASES: u32 = 2;
+const ERP_KEY: &str = "sandbox-erp-key";
+
+/// A fault on the next call to the field-report system's companies.
+#[derive(Debug, Clone, Copy)]
+enum FaultKind {
+    /// 500, the call not carried out.
+    BeforeApplying,
+    /// Carried out, answered after the service's 1 s time-out.
+    LostAnswer,
+    /// The connection dropped, the call not carried out.
+    Cut,
+}
+
+#[derive(Debug, Clone)]
+enum Step {
+    Create,
+    Update { pick: u16 },
+    Delete { pick: u16 },
+    OtherEdit { pick: u16 },
+    OtherDelete { pick: u16 },
+    ErpCreate,
+    ErpUpdate { pick: u16 },
+    ErpDelete { pick: u16 },
+    Sync { reconcile: bool },
+    Post,
+    Fault(FaultKind),
+    Kill { during_write: bool, pick: u16 },
+}
+
+fn step() -> impl Strategy<Value = Step> {
+    prop_oneof![
+        10 => Just(Step::Create),
+        14 => any::<u16>().prop_map(|pick| Step::Update { pick }),
+        5 => any::<u16>().prop_map(|pick| Step::Delete { pick }),
+        7 => any::<u16>().prop_map(|pick| Step::OtherEdit { pick }),
+        2 => any::<u16>().prop_map(|pick| Step::OtherDelete { pick }),
+        4 => Just(Step::ErpCreate),
+        6 => any::<u16>().prop_map(|pick| Step::ErpUpdate { pick }),
+        2 => any::<u16>().prop_map(|pick| Step::ErpDelete { pick }),
+        5 => any::<bool>().prop_map(|reconcile| Step::Sync { reconcile }),
+        4 => Just(Step::Post),
+        3 => prop_oneof![Just(FaultKind::BeforeApplying), Just(FaultKind::LostAnswer), Just(FaultKind::Cut)]
+            .prop_map(Step::Fault),
+        1 => (any::<bool>(), any::<u16>()).prop_map(|(during_write, pick)| Step::Kill { during_write, pick }),
+    ]
+}
+
+/// What the history's callers were told, and what they may rely on.
+#[derive(Default)]
+struct Model {
+    /// Companies that may exist: seeded and created through the API.
+    companies: Vec<String>,
+    /// The last acknowledged write of each company: its Name and Version.
+    acknowledged: HashMap<String, (String, i64)>,
+    /// Companies whose delete through the API was acknowledged.
+    deleted: HashSet<String>,
+    /// Companies another client deleted at the upstream.
+    deleted_elsewhere: HashSet<String>,
+    /// ERP customers that exist.
+    customers: Vec<String>,
+}
+
+fn pick(list: &[String], pick: u16) -> Option<String> {
+    (!list.is_empty()).then(|| list[usize::from(pick) % list.len()].clone())
+}
+
+/// The service, its simulators and the test's own view of the database.
+struct World {
+    instance: Instance,
+    /// The simulators run as long as the world does.
+    _sandboxes: integration_service::sandbox::Sandboxes,
+    store: Store,
+    token: String,
+    odata: String,
+    erp: String,
+}
+
+impl World {
+    async fn start(db: Db) -> World {
+        let settings = [("FIELDREPORT_TIMEOUT_SECONDS", "1"), ("ERP_WEBHOOK_ALLOWLIST", "127.0.0.1/32")];
+        let (instance, sandboxes, store) = Instance::start(db, &settings).await;
+        let token = instance.token().await;
+        let odata = odata_root(&sandboxes);
+        let erp = sandboxes.erp_base_url();
+        World { instance, _sandboxes: sandboxes, store, token, odata, erp }
+    }
+
+    fn client(&self) -> &reqwest::Client {
+        &self.instance.client
+    }
+
+    async fn api(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> (u16, Value) {
+        let mut request = self.client().request(method, self.instance.url(path)).bearer_auth(&self.token);
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        match request.send().await {
+            Ok(answer) => {
+                let status = answer.status().as_u16();
+                (status, answer.json().await.unwrap_or(Value::Null))
+            }
+            Err(error) => panic!("{path}: the service did not answer: {error}"),
+        }
+    }
+
+    async fn upstream(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> (u16, Value) {
+        let mut request = self
+            .client()
+            .request(method, format!("{}/odata/{path}", self.odata))
+            .basic_auth("sandbox", Some("sandbox-password"));
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        // Another client meets the injected faults too: a dropped connection is status 0.
+        match request.send().await {
+            Ok(answer) => {
+                let status = answer.status().as_u16();
+                (status, answer.json().await.unwrap_or(Value::Null))
+            }
+            Err(_) => (0, Value::Null),
+        }
+    }
+
+    async fn erp(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> (u16, Value) {
+        let mut request =
+            self.client().request(method, format!("{}{path}", self.erp)).header("AuthenticationToken", ERP_KEY);
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        let answer = request.send().await.unwrap();
+        let status = answer.status().as_u16();
+        (status, answer.json().await.unwrap_or(Value::Null))
+    }
+
+    /// A webhook call as the ERP sends it.
+    async fn webhook(&self, customer: &str, kind: &str) {
+        let call = json!({"entityName": "customer", "entityId": customer, "type": kind});
+        let answer = self
+            .client()
+            .post(self.instance.url("/api/v1/erp/webhooks"))
+            .header("X-Webhook-Secret", WEBHOOK_SECRET)
+            .json(&call)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answer.status(), 202, "the webhook call is stored");
+    }
+
+    async fn fault(&self, kind: FaultKind) {
+        let rule = match kind {
+            FaultKind::BeforeApplying => json!({"path_prefix": "/odata/Companies", "status": 500}),
+            FaultKind::LostAnswer => json!({"path_prefix": "/odata/Companies", "status": 200, "answer_delay_ms": 1500}),
+            FaultKind::Cut => json!({"path_prefix": "/odata/Companies", "status": 0}),
+        };
+        fault(self.client(), &self.odata, rule).await;
+    }
+
+    fn restart(&mut self) {
+        self.instance.kill();
+        self.instance.restart();
+    }
+}
+
+/// Runs one step; `n` names the values it writes. A broken promise of an answer is an `Err`.
+async fn run_step(world: &mut World, model: &mut Model, n: usize, step: &Step) -> Result<(), String> {
+    use reqwest::Method;
+    let name = format!("v{n}");
+    match step {
+        Step::Create => {
+            let body = json!({"Id": "0", "Version": 1, "Name": name, "ExternalId": format!("H-{n}")});
+            let (mut status, mut answer) =
+                world.api(Method::POST, "/api/v1/fieldreport/companies", Some(body.clone())).await;
+            if status >= 500 {
+                (status, answer) = world.api(Method::POST, "/api/v1/fieldreport/companies", Some(body)).await;
+                if status != 201 {
+                    return Err(format!("step {n}: a create sent again after a failure answered {status}: {answer}"));
+                }
+            }
+            if status == 201 {
+                let id = answer["data"]["Id"].as_str().unwrap_or_default().to_string();
+                model.acknowledged.insert(id.clone(), (name, 1));
+                model.companies.push(id);
+            }
+        }
+        Step::Update { pick: p } => {
+            let Some(id) = pick(&model.companies, *p) else { return Ok(()) };
+            let path = format!("/api/v1/fieldreport/companies/{id}");
+            let body = json!({"Name": name});
+            let (mut status, mut answer) = world.api(Method::PATCH, &path, Some(body.clone())).await;
+            if status >= 500 || status == 409 {
+                let first = (status, answer.clone());
+                (status, answer) = world.api(Method::PATCH, &path, Some(body)).await;
+                if status != 200 && status != 404 {
+                    return Err(format!(
+                        "step {n}: an update of {id} sent again after {first:?} answered {status}: {answer}"
+                    ));
+                }
+            }
+            if status == 200 {
+                let version = answer["data"]["Version"].as_i64().unwrap_or_default();
+                model.acknowledged.insert(id, (name, version));
+            }
+        }
+        Step::Delete { pick: p } => {
+            let Some(id) = pick(&model.companies, *p) else { return Ok(()) };
+            let path = format!("/api/v1/fieldreport/companies/{id}");
+            let (mut status, _) = world.api(Method::DELETE, &path, None).await;
+            if status >= 500 {
+                let (again, answer) = world.api(Method::DELETE, &path, None).await;
+                // After an unknown outcome the record is deleted here already (pending): 404.
+                if again != 204 && again != 404 {
+                    return Err(format!("step {n}: a delete of {id} sent again answered {again}: {answer}"));
+                }
+                status = again;
+            }
+            if status == 204 {
+                model.acknowledged.remove(&id);
+                model.deleted.insert(id);
+            }
+        }
+        Step::OtherEdit { pick: p } => {
+            let Some(id) = pick(&model.companies, *p) else { return Ok(()) };
+            let (status, mut record) = world.upstream(Method::GET, &format!("Companies({id}L)"), None).await;
+            if status == 200 {
+                record["Name"] = json!(format!("other-{n}"));
+                record["Version"] = json!(record["Version"].as_i64().unwrap_or_default() + 1);
+                world.upstream(Method::PUT, &format!("Companies({id}L)"), Some(record)).await;
+            }
+        }
+        Step::OtherDelete { pick: p } => {
+            let Some(id) = pick(&model.companies, *p) else { return Ok(()) };
+            if world.upstream(Method::DELETE, &format!("Companies({id}L)"), None).await.0 == 204 {
+                model.deleted_elsewhere.insert(id);
+            }
+        }
+        Step::ErpCreate => {
+            let body = json!({"customerNumber": format!("3{n:05}"), "company": name, "partyType": "ORGANIZATION"});
+            let (status, answer) = world.erp(Method::POST, "/customer", Some(body)).await;
+            assert_eq!(status, 201, "the ERP simulator creates: {answer}");
+            let id = answer["id"].as_str().unwrap().to_string();
+            world.webhook(&id, "created").await;
+            model.customers.push(id);
+        }
+        Step::ErpUpdate { pick: p } => {
+            let Some(id) = pick(&model.customers, *p) else { return Ok(()) };
+            let path = format!("/customer/id/{id}?ignoreMissingProperties=true");
+            world.erp(Method::PUT, &path, Some(json!({"company": name}))).await;
+            world.webhook(&id, "updated").await;
+        }
+        Step::ErpDelete { pick: p } => {
+            let Some(id) = pick(&model.customers, *p) else { return Ok(()) };
+            world.erp(Method::DELETE, &format!("/customer/id/{id}"), None).await;
+            world.webhook(&id, "deleted").await;
+            model.customers.retain(|c| *c != id);
+        }
+        Step::Sync { reconcile } => {
+            let query = if *reconcile { "?reconcile=true" } else { "" };
+            world.api(Method::GET, &format!("/api/v1/fieldreport/sync/companies{query}"), None).await;
+        }
+        Step::Post => {
+            world.api(Method::GET, "/api/v1/fieldreport/post/2", None).await;
+        }
+        Step::Fault(kind) => world.fault(*kind).await,
+        Step::Kill { during_write, pick: p } => {
+            let id = pick(&model.companies, *p);
+            match (during_write, id) {
+                (true, Some(id)) => {
+                    // The write reaches the upstream, which holds its answer; the process dies.
+                    world.fault(FaultKind::LostAnswer).await;
+                    let request = world
+                        .client()
+                        .patch(world.instance.url(&format!("/api/v1/fieldreport/companies/{id}")))
+                        .bearer_auth(&world.token)
+                        .json(&json!({"Name": name}))
+                        .send();
+                    let in_flight = tokio::spawn(request);
+                    tokio::time::sleep(Duration::from_millis(300)).await;
+                    world.restart();
+                    let _ = in_flight.await;
+                }
+                _ => world.restart(),
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The documented convergence steps: the webhook inbox drained, `post`, `sync --reconcile`.
+async fn converge(world: &World) -> Result<(), String> {
+    clear_faults(world.client(), &world.odata).await;
+    for _ in 0..600 {
+        let (waiting,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM erp_webhook_inbox WHERE state = 'pending'")
+            .fetch_one(world.store.pool())
+            .await
+            .unwrap();
+        if waiting == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let (failed,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM erp_webhook_inbox WHERE state <> 'done'")
+        .fetch_one(world.store.pool())
+        .await
+        .unwrap();
+    if failed > 0 {
+        return Err(format!("{failed} webhook calls were not processed"));
+    }
+    let (status, posted) = world.api(reqwest::Method::GET, "/api/v1/fieldreport/post/2", None).await;
+    if status != 200 {
+        return Err(format!("post answered {status}: {posted}"));
+    }
+    let failures: Vec<&Value> =
+        posted["data"].as_array().into_iter().flatten().filter(|r| r["failed"].as_u64() != Some(0)).collect();
+    if !failures.is_empty() {
+        return Err(format!("post reported failures: {failures:?}"));
+    }
+    let (status, synced) =
+        world.api(reqwest::Method::GET, "/api/v1/fieldreport/sync/companies?reconcile=true", None).await;
+    if status != 200 {
+        return Err(format!("the reconciling sync answered {status}: {synced}"));
+    }
+    let kept = &synced["data"][0]["reconcile"]["kept_pending"];
+    if kept != 0 {
+        return Err(format!("the reconciling sync kept records with local changes waiting: {synced}"));
+    }
+    Ok(())
+}
+
+/// Every invariant; each failure says which.
+async fn check(world: &World, model: &Model) -> Result<(), String> {
+    let upstream = upstream_records(world.client(), &world.odata, "Companies").await;
+    let (status, local) = world.api(reqwest::Method::GET, "/api/v1/fieldreport/companies?per_page=500", None).await;
+    assert_eq!(status, 200, "{local}");
+    let local: BTreeMap<String, Value> = local["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|record| (record["Id"].as_str().unwrap().to_string(), record.clone()))
+        .collect();
+    let mut failures = Vec::new();
+
+    // The mirror equals the upstream.
+    for (id, up) in &upstream {
+        match local.get(id) {
+            None => failures.push(format!("mirror: {id} is upstream ({}) but not here", up["Name"])),
+            Some(here) => {
+                for field in ["Version", "Name", "ExternalId"] {
+                    if here[field] != up[field] {
+                        failures.push(format!("mirror: {id}.{field} is {} here, {} upstream", here[field], up[field]));
+                    }
+                }
+            }
+        }
+    }
+    for id in local.keys().filter(|id| !upstream.contains_key(*id)) {
+        failures.push(format!("mirror: {id} is here but not upstream"));
+    }
+    // No acknowledged write is lost.
+    for (id, (name, version)) in &model.acknowledged {
+        match upstream.get(id) {
+            None if model.deleted_elsewhere.contains(id) => {}
+            None => failures.push(format!("lost: {id} (acknowledged {name} at version {version}) is gone upstream")),
+            Some(up) => {
+                let up_version = up["Version"].as_i64().unwrap_or_default();
+                if up_version < *version || (up_version == *version && up["Name"] != json!(name)) {
+                    failures.push(format!(
+                        "lost: {id} was acknowledged as {name} at version {version}; upstream has {} at {up_version}",
+                        up["Name"]
+                    ));
+                }
+            }
+        }
+    }
+    // No acknowledged delete is undone.
+    for id in &model.deleted {
+        if upstream.contains_key(id) || local.contains_key(id) {
+            failures.push(format!(
+                "undone: {id} was acknowledged deleted but exists (upstream {}, here {})",
+                upstream.contains_key(id),
+                local.contains_key(id)
+            ));
+        }
+    }
+    // The ERP mirror equals the ERP simulator.
+    let (_, customers) = world.erp(reqwest::Method::GET, "/customer?pageSize=1000", None).await;
+    let at_erp: BTreeMap<String, Value> = customers["result"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["id"].as_str().unwrap().to_string(), c["version"].clone()))
+        .collect();
+    let mirrored: BTreeMap<String, Value> = world
+        .store
+        .erp_all("customer")
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|record| (record.id.clone(), json!(record.version.to_string())))
+        .collect();
+    if at_erp != mirrored {
+        failures.push(format!("erp: the ERP has {at_erp:?}, the mirror {mirrored:?}"));
+    }
+    // Nothing is stuck: every record accepts a write.
+    if failures.is_empty() {
+        for id in local.keys() {
+            let path = format!("/api/v1/fieldreport/companies/{id}");
+            let (status, answer) = world.api(reqwest::Method::PATCH, &path, Some(json!({"Name": "final"}))).await;
+            if status != 200 {
+                failures.push(format!("stuck: {id} refuses a write: {status} {answer}"));
+            }
+        }
+    }
+    if failures.is_empty() { Ok(()) } else { Err(failures.join("\n")) }
+}
+
+async fn history(db: Db, steps: &[Step]) -> Result<(), String> {
+    let mut world = World::start(db).await;
+    let seeded = world
+        .client()
+        .post(format!("{}/__sandbox/seed", world.odata))
+        .json(&json!({"set": "Companies", "count": 5}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(seeded.status(), 200);
+    let (status, _) = world.api(reqwest::Method::GET, "/api/v1/fieldreport/sync/companies", None).await;
+    assert_eq!(status, 200);
+    let (status, _) = world.api(reqwest::Method::GET, "/api/v1/erp/setup/customer", None).await;
+    assert_eq!(status, 200);
+    let mut model = Model {
+        companies: upstream_records(world.client(), &world.odata, "Companies").await.into_keys().collect(),
+        customers: world.store.erp_all("customer").await.unwrap().into_iter().map(|c| c.id).collect(),
+        ..Model::default()
+    };
+    let mut outcome = Ok(());
+    for (n, step) in steps.iter().enumerate() {
+        if let Err(failure) = run_step(&mut world, &mut model, n, step).await {
+            outcome = Err(failure);
+            break;
+        }
+    }
+    if outcome.is_ok() {
+        outcome = converge(&world).await;
+    }
+    if outcome.is_ok() {
+        outcome = check(&world, &model).await;
+    }
+    world.instance.stop(&[]).await;
+    outcome
+}
+
+fn setting<T: std::str::FromStr>(name: &str, default: T) -> T {
+    std::env::var(name).ok().and_then(|value| value.parse().ok()).unwrap_or(default)
+}
+
+/// One history; a panic in it (a broken expectation of the harness) is its failure too.
+fn run_one(runtime: &tokio::runtime::Runtime, db: Db, steps: &[Step]) -> Result<(), String> {
+    let run = std::panic::AssertUnwindSafe(|| runtime.block_on(history(db, steps)));
+    std::panic::catch_unwind(run).unwrap_or_else(|panic| {
+        let message = panic
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_default();
+        Err(format!("panicked: {message}"))
+    })
+}
+
+/// Most attempts at shortening a failing history (each runs a history).
+const SHRINK_ATTEMPTS: usize = 40;
+
+/// A failing history shortened: runs of steps are removed (halves, then quarters, …) as long as
+/// the history still fails; the shortest found and its failure.
+fn without_needless_steps(
+    runtime: &tokio::runtime::Runtime,
+    db: Db,
+    mut steps: Vec<Step>,
+    mut reason: String,
+) -> (Vec<Step>, String) {
+    let mut attempts = 0;
+    let mut run = steps.len() / 2;
+    while run >= 1 && attempts < SHRINK_ATTEMPTS {
+        let mut start = 0;
+        while start < steps.len() && attempts < SHRINK_ATTEMPTS {
+            let mut shorter = steps.clone();
+            shorter.drain(start..(start + run).min(steps.len()));
+            attempts += 1;
+            match run_one(runtime, db, &shorter) {
+                Err(failure) => {
+                    steps = shorter;
+                    reason = failure;
+                }
+                Ok(()) => start += run,
+            }
+        }
+        run /= 2;
+    }
+    (steps, reason)
+}
+
+fn run_histories(db: Db) {
+    let seed: u64 = setting("HISTORY_SEED", DEFAULT_SEED);
+    let steps: usize = setting("HISTORY_STEPS", DEFAULT_STEPS);
+    let mut seed_bytes = [0u8; 32];
+    seed_bytes[..8].copy_from_slice(&seed.to_le_bytes());
+    // proptest draws the histories; they are shrunk below by removing steps, which its own
+    // shrinking of a vector of fixed length cannot do.
+    let config = Config { cases: CASES, max_shrink_iters: 0, failure_persistence: None, ..Config::default() };
+    let mut runner = TestRunner::new_with_rng(config, TestRng::from_seed(RngAlgorithm::ChaCha, &seed_bytes));
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let strategy = proptest::collection::vec(step(), steps);
+    let result = runner.run(&strategy, |steps| run_one(&runtime, db, &steps).map_err(TestCaseError::fail));
+    match result {
+        Ok(()) => {}
+        Err(TestError::Fail(reason, failing)) => {
+            let (shrunk, reason) = without_needless_steps(&runtime, db, failing, reason.to_string());
+            panic!(
+                "a history of {db:?} broke an invariant (seed {seed}; HISTORY_SEED={seed} HISTORY_STEPS={steps} \
+             repeats it):\n{reason}\nshrunk to {} steps: {shrunk:#?}",
+                shrunk.len()
+            )
+        }
+        Err(TestError::Abort(reason)) => panic!("histories of {db:?} aborted (seed {seed}): {reason}"),
+    }
+}
+
+#[test]
+fn histories_converge_on_sqlite() {
+    run_histories(Db::Sqlite);
+}
+
+#[test]
+fn histories_converge_on_postgres() {
+    if std::env::var("TEST_POSTGRES_URL").is_err() {
+        eprintln!("skipped: TEST_POSTGRES_URL is not set");
+        return;
+    }
+    run_histories(Db::Postgres);
+}
