@@ -705,3 +705,39 @@ async fn headers_sent_a_byte_a_second_are_cut_off() {
     assert_eq!(other.get(svc.url("/healthz")).send().await.unwrap().status(), 200);
     svc.stop().await;
 }
+
+// ---- What anonymous callers can make the service store ----
+
+/// A login's email and password are bounded before anything is stored, a failed login is
+/// recorded by a fixed-size digest of the email (never the email), and one address trying many
+/// emails (password spraying) is throttled like one email tried many times.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failed_logins_store_bounded_digests_and_spraying_is_throttled() {
+    let svc = TestService::start(Db::Sqlite, &[]).await;
+    let pool = database(&svc).await;
+    let login = |email: String, password: String| {
+        svc.client.post(svc.url("/api/v1/login")).json(&json!({"email": email, "password": password})).send()
+    };
+    let huge = format!("{}@example.com", "x".repeat(1_000_000));
+    let body = error_body(login(huge, "whatever".into()).await.unwrap(), 422).await;
+    assert!(body["errors"]["email"].is_array(), "{body}");
+    let just_over = format!("{}@example.com", "x".repeat(255 - "@example.com".len()));
+    error_body(login(just_over, "whatever".into()).await.unwrap(), 422).await;
+    let body = error_body(login("a@example.com".into(), "p".repeat(4097)).await.unwrap(), 422).await;
+    assert!(body["errors"]["password"].is_array(), "{body}");
+    assert_eq!(count(&pool, "login_failures").await, 0, "refused input is not stored");
+
+    error_body(login("Someone@Example.com".into(), "wrong password".into()).await.unwrap(), 401).await;
+    let (stored,): (String,) = sqlx::query_as("SELECT email FROM login_failures").fetch_one(&pool).await.unwrap();
+    assert_eq!(stored.len(), 64, "a digest: {stored}");
+    assert!(!stored.contains('@') && stored.chars().all(|c| c.is_ascii_hexdigit()), "{stored}");
+
+    // Spraying: one address, a new email each time.
+    for n in 1..20 {
+        error_body(login(format!("user{n}@example.com"), "Winter2026!".into()).await.unwrap(), 401).await;
+    }
+    let throttled = login("user20@example.com".into(), "Winter2026!".into()).await.unwrap();
+    assert_eq!(throttled.status(), 429, "the 21st failure from one address within a minute");
+    assert!(throttled.headers().contains_key("retry-after"));
+    svc.stop().await;
+}

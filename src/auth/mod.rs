@@ -14,6 +14,13 @@ use crate::store::{Store, StoreError, now_ms};
 
 /// Failed logins for one email from one address that are tolerated within [`THROTTLE_WINDOW`].
 pub const MAX_FAILED_LOGINS: usize = 5;
+/// Failed logins from one address within [`THROTTLE_WINDOW`], whatever the emails (password
+/// spraying), before that address is refused.
+pub const MAX_FAILED_LOGINS_PER_ADDRESS: usize = 20;
+/// The longest email accepted (RFC 5321's path limit).
+pub const MAX_EMAIL_LEN: usize = 254;
+/// The longest password accepted, in bytes: argon2 hashes all of it.
+pub const MAX_PASSWORD_BYTES: usize = 4096;
 pub const THROTTLE_WINDOW: Duration = Duration::from_secs(60);
 /// `last_used_at` is written at most this often per token, so reads stay reads.
 const TOUCH_INTERVAL_MS: i64 = 60_000;
@@ -68,8 +75,24 @@ fn normalize_email(email: &str) -> String {
     email.trim().to_lowercase()
 }
 
+/// Email and password within their limits, checked before either is used or stored.
+fn check_lengths(email: &str, password: &str, errors: &mut FieldErrors) {
+    if email.len() > MAX_EMAIL_LEN {
+        errors
+            .entry("email".into())
+            .or_default()
+            .push(format!("The email may not be longer than {MAX_EMAIL_LEN} characters."));
+    }
+    if password.len() > MAX_PASSWORD_BYTES {
+        errors
+            .entry("password".into())
+            .or_default()
+            .push(format!("The password may not be longer than {MAX_PASSWORD_BYTES} bytes."));
+    }
+}
+
 fn validate_email(email: &str, errors: &mut FieldErrors) {
-    let valid = email.len() <= 254
+    let valid = email.len() <= MAX_EMAIL_LEN
         && email.split_once('@').is_some_and(|(local, domain)| {
             !local.is_empty() && domain.contains('.') && !domain.starts_with('.') && !domain.ends_with('.')
         })
@@ -111,8 +134,9 @@ impl Authenticator {
     ///
     /// Unknown email and wrong password fail alike, in the same time. After
     /// [`MAX_FAILED_LOGINS`] failures for one email from one address within
-    /// [`THROTTLE_WINDOW`], every attempt (even with the right password) is refused until the
-    /// oldest of them leaves the window.
+    /// [`THROTTLE_WINDOW`], or [`MAX_FAILED_LOGINS_PER_ADDRESS`] from one address whatever the
+    /// emails, every attempt (even with the right password) is refused until the oldest of
+    /// them leaves the window.
     pub async fn login(&self, email: &str, password: &str, address: &str) -> Result<String, AuthError> {
         let mut errors = FieldErrors::new();
         if email.trim().is_empty() {
@@ -121,20 +145,27 @@ impl Authenticator {
         if password.is_empty() {
             errors.entry("password".into()).or_default().push("The password field is required.".into());
         }
+        check_lengths(email, password, &mut errors);
         if !errors.is_empty() {
             return Err(AuthError::Invalid(errors));
         }
         let email = normalize_email(email);
+        // Failures are kept by a digest of the email: a fixed size, whatever was sent.
+        let email_key = crate::digest::sha256_hex(email.as_bytes());
         let now = now_ms();
         let window_ms = THROTTLE_WINDOW.as_millis() as i64;
-        let failures =
-            self.store.recent_login_failures(&email, address, now - window_ms, MAX_FAILED_LOGINS as i64).await?;
-        if failures.len() >= MAX_FAILED_LOGINS {
-            let oldest_counted = failures[MAX_FAILED_LOGINS - 1];
-            let wait_ms = (oldest_counted + window_ms - now).max(1000);
-            return Err(AuthError::Throttled {
-                retry_after: Duration::from_millis(wait_ms.unsigned_abs()).max(Duration::from_secs(1)),
-            });
+        let since = now - window_ms;
+        let failures = self.store.recent_login_failures(&email_key, address, since, MAX_FAILED_LOGINS as i64).await?;
+        let from_address =
+            self.store.recent_login_failures_from(address, since, MAX_FAILED_LOGINS_PER_ADDRESS as i64).await?;
+        for (failures, most) in [(&failures, MAX_FAILED_LOGINS), (&from_address, MAX_FAILED_LOGINS_PER_ADDRESS)] {
+            if failures.len() >= most {
+                let oldest_counted = failures[most - 1];
+                let wait_ms = (oldest_counted + window_ms - now).max(1000);
+                return Err(AuthError::Throttled {
+                    retry_after: Duration::from_millis(wait_ms.unsigned_abs()).max(Duration::from_secs(1)),
+                });
+            }
         }
 
         let user = self.store.user_by_email(&email).await?;
@@ -146,11 +177,11 @@ impl Authenticator {
         let user = match user {
             Some(user) if verified => user,
             _ => {
-                self.store.record_login_failure(&email, address, now, now - window_ms).await?;
+                self.store.record_login_failure(&email_key, address, now, since).await?;
                 return Err(AuthError::InvalidCredentials);
             }
         };
-        self.store.clear_login_failures(&email, address).await?;
+        self.store.clear_login_failures(&email_key, address).await?;
         self.issue_token(user.id).await
     }
 
@@ -204,6 +235,7 @@ impl Authenticator {
         if password.chars().count() < 8 {
             errors.entry("password".into()).or_default().push("The password must be at least 8 characters.".into());
         }
+        check_lengths(&email, password, &mut errors);
         if !errors.is_empty() {
             return Err(AuthError::Invalid(errors));
         }

@@ -1,4 +1,5 @@
-//! The `login_failures` table: failed logins per email and source address, for throttling.
+//! The `login_failures` table: failed logins per email (a digest of it) and source address,
+//! for throttling.
 //! Kept in the database so that several instances sharing it throttle together.
 
 use sqlx::Row;
@@ -41,6 +42,24 @@ impl Store {
         .bind(limit)
         .fetch_all(self.pool())
         .await?;
+        Ok(rows.iter().map(|r| r.try_get("at")).collect::<Result<_, _>>()?)
+    }
+
+    /// Times of the failures from `address` since `since`, whatever the email, newest first, at
+    /// most `limit` of them.
+    pub async fn recent_login_failures_from(
+        &self,
+        address: &str,
+        since: i64,
+        limit: i64,
+    ) -> Result<Vec<i64>, StoreError> {
+        let rows =
+            sqlx::query("SELECT at FROM login_failures WHERE address = $1 AND at > $2 ORDER BY at DESC LIMIT $3")
+                .bind(address)
+                .bind(since)
+                .bind(limit)
+                .fetch_all(self.pool())
+                .await?;
         Ok(rows.iter().map(|r| r.try_get("at")).collect::<Result<_, _>>()?)
     }
 
