@@ -741,3 +741,40 @@ async fn failed_logins_store_bounded_digests_and_spraying_is_throttled() {
     assert!(throttled.headers().contains_key("retry-after"));
     svc.stop().await;
 }
+
+/// The ERP's webhook registrations carry the service's webhook secret in their URL: mirrored
+/// and shown to any user, the secret is masked, in lists and single records alike, and never
+/// reaches the log.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mirrored_erp_records_never_show_a_secret() {
+    const SECRET: &str = "s3cret-in-a-url";
+    let svc = TestService::start(Db::Sqlite, &[]).await;
+    let token = svc.user_token().await;
+    let registration = json!({"entityName": "customer", "atCreate": true, "atUpdate": true, "atDelete": true,
+        "requestMethod": "POST", "url": format!("https://svc.example/api/v1/erp/webhooks?secret={SECRET}")});
+    let created = svc
+        .client
+        .post(format!("{}/webhook", svc.erp))
+        .header("AuthenticationToken", "sandbox-erp-key")
+        .json(&registration)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(created.status(), 201);
+    let id = created.json::<Value>().await.unwrap()["id"].as_str().unwrap().to_string();
+    let get = |path: String| svc.client.get(svc.url(&path)).bearer_auth(&token).send();
+    assert_eq!(get("/api/v1/erp/setup/webhook".into()).await.unwrap().status(), 200);
+    for path in [
+        "/api/v1/erp/show/webhook".to_string(),
+        format!("/api/v1/erp/show/webhook/{id}"),
+        "/api/v1/erp/show/webhook/entityName/customer".to_string(),
+    ] {
+        let answer = get(path.clone()).await.unwrap();
+        assert_eq!(answer.status(), 200, "{path}");
+        let text = answer.text().await.unwrap();
+        assert!(!text.contains(SECRET), "{path} shows the secret: {text}");
+        assert!(text.contains("secret=***"), "{path}: {text}");
+    }
+    assert!(!svc.log.text().contains(SECRET), "the secret reached the log");
+    svc.stop().await;
+}

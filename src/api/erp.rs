@@ -246,8 +246,13 @@ pub struct ErpRecords {
     pub data: Vec<Map<String, Value>>,
 }
 
+/// Records as shown: secrets masked (see [`crate::erp::secrets`]).
 fn objects(records: Vec<crate::store::erp::ErpRecord>) -> Vec<Map<String, Value>> {
-    records.into_iter().filter_map(|r| r.document.as_object().cloned()).collect()
+    records
+        .into_iter()
+        .filter(|r| r.document.is_object())
+        .map(|r| crate::erp::secrets::masked_object(r.document))
+        .collect()
 }
 
 pub async fn show_model(
@@ -286,7 +291,7 @@ pub async fn show_record(
         .erp_get(info.name, id)
         .await?
         .ok_or_else(|| ErpError::NotFound { model: info.name.into(), id: id.into() })?;
-    Ok(HttpResponseOk(record.document.as_object().cloned().unwrap_or_default()))
+    Ok(HttpResponseOk(crate::erp::secrets::masked_object(record.document)))
 }
 
 pub async fn show_matching(
