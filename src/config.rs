@@ -51,6 +51,7 @@ pub const SETTING_NAMES: &[&str] = &[
     "MAX_BODY_BYTES",
     "WORK_LEASE_SECONDS",
     "HEADER_READ_TIMEOUT_SECONDS",
+    "MAX_HEADER_BYTES",
     "S3_ENDPOINT",
     "S3_REGION",
     "S3_ACCESS_KEY_ID",
@@ -193,6 +194,9 @@ pub struct Config {
     /// How long a client may take to send its request headers (`HEADER_READ_TIMEOUT_SECONDS`,
     /// default 10 s); a slower one is disconnected.
     pub header_read_timeout: Duration,
+    /// The largest request head, the request line and every header together
+    /// (`MAX_HEADER_BYTES`, default 16 KiB); a larger one is answered 431.
+    pub max_header_bytes: usize,
 }
 
 /// A setting read from TOML or the environment as a plain string, whatever scalar it was
@@ -417,6 +421,11 @@ impl Config {
             .map(Duration::from_secs)
             .unwrap_or(crate::store::DEFAULT_WORK_LEASE);
         let header_read_timeout = Duration::from_secs(raw.positive_u64("HEADER_READ_TIMEOUT_SECONDS")?.unwrap_or(10));
+        let max_header_bytes = raw.positive_u64("MAX_HEADER_BYTES")?.unwrap_or(16 * 1024);
+        let max_header_bytes = usize::try_from(max_header_bytes)
+            .ok()
+            .filter(|bytes| (1024..=1024 * 1024).contains(bytes))
+            .ok_or_else(|| invalid("MAX_HEADER_BYTES", "must be between 1024 and 1048576"))?;
 
         let storage = crate::storage::StorageLocation::parse(&raw.string_or("STORAGE_URL", "file://./var/storage"))
             .map_err(|e| match e {
@@ -506,6 +515,7 @@ impl Config {
             max_body_bytes,
             work_lease,
             header_read_timeout,
+            max_header_bytes,
         })
     }
 }

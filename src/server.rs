@@ -221,6 +221,7 @@ pub async fn start(config: &Config, log: &Logger) -> Result<RunningService, Star
         trusted_proxies: config.trusted_proxies.clone(),
         max_body_bytes: config.max_body_bytes,
         header_read_timeout: config.header_read_timeout,
+        max_header_bytes: config.max_header_bytes,
         log: log.new(o!("component" => "front")),
         metrics,
     });

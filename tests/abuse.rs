@@ -778,3 +778,68 @@ async fn mirrored_erp_records_never_show_a_secret() {
     assert!(!svc.log.text().contains(SECRET), "the secret reached the log");
     svc.stop().await;
 }
+
+// ---- Requests that must not disturb others ----
+
+/// Header blocks over the limit, small and huge, answer 431 without disturbing the requests in
+/// flight beside them: long waits running while oversized requests arrive all get their normal
+/// answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn oversized_headers_are_431_and_disturb_no_request_in_flight() {
+    let svc = TestService::start(Db::Sqlite, &[]).await;
+    let token = svc.user_token().await;
+    let created: Value = svc
+        .client
+        .post(svc.url("/api/v1/leasing"))
+        .bearer_auth(&token)
+        .json(&common::leasing_request("Waiting GmbH [slow:60]"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let id = created["data"]["FinancingId"].as_str().unwrap().to_string();
+    let waits: Vec<_> = (0..6)
+        .map(|_| {
+            let request = svc
+                .client
+                .get(svc.url(&format!("/api/v1/leasing/{id}/wait-ready-to-sign?max_attempts=30&sleep_milliseconds=300")))
+                .bearer_auth(&token)
+                .send();
+            tokio::spawn(request)
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let address = address(&svc);
+    for size in [17_000, 70_000, 300_000, 2_000_000] {
+        for _ in 0..4 {
+            let head = format!("GET /healthz HTTP/1.1\r\nhost: x\r\nx-junk: {}\r\n", "x".repeat(size));
+            let (status, answer) = raw_tolerant(address, head.as_bytes()).await;
+            assert!(status == Some(431) || (status.is_none() && size > 1_000_000), "{size} bytes: {answer:.200}");
+        }
+    }
+    assert!(waits.iter().all(|wait| !wait.is_finished()), "the waits were still in flight");
+    for wait in waits {
+        let answer = wait.await.unwrap().unwrap();
+        assert_eq!(answer.status(), 200, "a wait in flight was disturbed");
+        let body: Value = answer.json().await.unwrap();
+        assert_eq!(body["meta"]["ready_to_sign"], true, "{body}");
+    }
+    let (status, _) = raw(address, b"GET /healthz HTTP/1.1\r\nhost: x\r\n", b"").await;
+    assert_eq!(status, 200);
+    svc.stop().await;
+}
+
+/// A raw request whose server may close before reading all of it: the status, if an answer
+/// came, and what came.
+async fn raw_tolerant(address: SocketAddr, head: &[u8]) -> (Option<u16>, String) {
+    let mut request = head.to_vec();
+    request.extend_from_slice(b"connection: close\r\n\r\n");
+    let mut stream = TcpStream::connect(address).await.unwrap();
+    let _ = stream.write_all(&request).await;
+    let mut answer = Vec::new();
+    let _ = stream.read_to_end(&mut answer).await;
+    let answer = String::from_utf8_lossy(&answer).into_owned();
+    (answer.split(' ').nth(1).and_then(|s| s.parse().ok()), answer)
+}

@@ -64,6 +64,8 @@ pub struct Front {
     pub max_body_bytes: usize,
     /// A client must finish sending its request headers within this time.
     pub header_read_timeout: Duration,
+    /// The largest request head (request line and headers) accepted; larger is 431.
+    pub max_header_bytes: usize,
     pub log: Logger,
     pub metrics: Arc<Metrics>,
 }
@@ -167,10 +169,14 @@ impl Front {
         S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
     {
         let header_read_timeout = self.header_read_timeout;
+        // hyper itself answers 431 to a head that outgrows its read buffer (it needs at least
+        // 8 KiB); a smaller head over the limit is answered by `prepare`.
+        let read_buffer = (self.max_header_bytes + 1024).max(8192);
         let service = service_fn(move |req| self.clone().handle(req, peer).map(answered));
         let connection = hyper::server::conn::http1::Builder::new()
             .timer(TokioTimer::new())
             .header_read_timeout(header_read_timeout)
+            .max_buf_size(read_buffer)
             // While a request is in flight hyper would otherwise read on to notice the
             // client leaving, into a second 8 KB buffer per connection (heaptrack, 10,000
             // held `wait-ready-to-sign` calls: 77 MB). Nothing would come of noticing:
@@ -231,6 +237,20 @@ impl Front {
 
     /// The request as it goes on to dropshot; `Err` is an answer of the front's own.
     fn prepare(&self, req: Request<Incoming>, path: &str, client: IpAddr) -> Result<Outgoing, Response<FrontBody>> {
+        // Checked before anything else: a head over the limit goes no further (dropshot's
+        // connection is shared by every request in flight).
+        let head_bytes = req.method().as_str().len()
+            + req.uri().to_string().len()
+            + req.headers().iter().map(|(name, value)| name.as_str().len() + value.len() + 4).sum::<usize>();
+        if head_bytes > self.max_header_bytes {
+            let message = format!("The request's headers are larger than {} bytes.", self.max_header_bytes);
+            return Err(coded_error(
+                StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+                "headers_too_large",
+                &message,
+                &fresh_request_id(),
+            ));
+        }
         if path.starts_with(INTERNAL_PREFIX) {
             return Err(own_error(StatusCode::NOT_FOUND, "Not Found", &fresh_request_id()));
         }
