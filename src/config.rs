@@ -52,6 +52,9 @@ pub const SETTING_NAMES: &[&str] = &[
     "WORK_LEASE_SECONDS",
     "HEADER_READ_TIMEOUT_SECONDS",
     "MAX_HEADER_BYTES",
+    "BODY_READ_TIMEOUT_SECONDS",
+    "MAX_CONNECTIONS",
+    "MAX_CONNECTIONS_PER_ADDRESS",
     "S3_ENDPOINT",
     "S3_REGION",
     "S3_ACCESS_KEY_ID",
@@ -197,6 +200,13 @@ pub struct Config {
     /// The largest request head, the request line and every header together
     /// (`MAX_HEADER_BYTES`, default 16 KiB); a larger one is answered 431.
     pub max_header_bytes: usize,
+    /// How long a client may take to send a whole request body, from the request's start
+    /// (`BODY_READ_TIMEOUT_SECONDS`, default 30 s); a slower one is answered 408.
+    pub body_read_timeout: Duration,
+    /// Open client connections at most, in total (`MAX_CONNECTIONS`, default 10,000) and from
+    /// one address (`MAX_CONNECTIONS_PER_ADDRESS`, default 500); more are refused at once.
+    pub max_connections: usize,
+    pub max_connections_per_address: usize,
 }
 
 /// A setting read from TOML or the environment as a plain string, whatever scalar it was
@@ -426,6 +436,12 @@ impl Config {
             .ok()
             .filter(|bytes| (1024..=1024 * 1024).contains(bytes))
             .ok_or_else(|| invalid("MAX_HEADER_BYTES", "must be between 1024 and 1048576"))?;
+        let body_read_timeout = Duration::from_secs(raw.positive_u64("BODY_READ_TIMEOUT_SECONDS")?.unwrap_or(30));
+        let count = |name: &'static str, default: u64| -> Result<usize, ConfigError> {
+            usize::try_from(raw.positive_u64(name)?.unwrap_or(default)).map_err(|_| invalid(name, "too large"))
+        };
+        let max_connections = count("MAX_CONNECTIONS", 10_000)?;
+        let max_connections_per_address = count("MAX_CONNECTIONS_PER_ADDRESS", 500)?;
 
         let storage = crate::storage::StorageLocation::parse(&raw.string_or("STORAGE_URL", "file://./var/storage"))
             .map_err(|e| match e {
@@ -516,6 +532,9 @@ impl Config {
             work_lease,
             header_read_timeout,
             max_header_bytes,
+            body_read_timeout,
+            max_connections,
+            max_connections_per_address,
         })
     }
 }

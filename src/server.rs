@@ -222,6 +222,12 @@ pub async fn start(config: &Config, log: &Logger) -> Result<RunningService, Star
         max_body_bytes: config.max_body_bytes,
         header_read_timeout: config.header_read_timeout,
         max_header_bytes: config.max_header_bytes,
+        body_read_timeout: config.body_read_timeout,
+        connections: front::connections::ConnectionLimits::new(
+            config.max_connections,
+            config.max_connections_per_address,
+            metrics.clone(),
+        ),
         log: log.new(o!("component" => "front")),
         metrics,
     });

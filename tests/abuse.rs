@@ -804,7 +804,9 @@ async fn oversized_headers_are_431_and_disturb_no_request_in_flight() {
         .map(|_| {
             let request = svc
                 .client
-                .get(svc.url(&format!("/api/v1/leasing/{id}/wait-ready-to-sign?max_attempts=30&sleep_milliseconds=300")))
+                .get(
+                    svc.url(&format!("/api/v1/leasing/{id}/wait-ready-to-sign?max_attempts=30&sleep_milliseconds=300")),
+                )
                 .bearer_auth(&token)
                 .send();
             tokio::spawn(request)
@@ -842,4 +844,70 @@ async fn raw_tolerant(address: SocketAddr, head: &[u8]) -> (Option<u16>, String)
     let _ = stream.read_to_end(&mut answer).await;
     let answer = String::from_utf8_lossy(&answer).into_owned();
     (answer.split(' ').nth(1).and_then(|s| s.parse().ok()), answer)
+}
+
+/// A body sent a byte at a time is cut off with 408 once its time is up, and the connection
+/// closes; other clients are served meanwhile.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bodies_sent_too_slowly_are_408_and_the_connection_closes() {
+    let svc = TestService::start(Db::Sqlite, &[("BODY_READ_TIMEOUT_SECONDS", "1")]).await;
+    let mut slow = TcpStream::connect(address(&svc)).await.unwrap();
+    slow.write_all(b"POST /api/v1/login HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 1000\r\n\r\n{")
+        .await
+        .unwrap();
+    let mut sent = 1;
+    let mut answer = Vec::new();
+    let started = std::time::Instant::now();
+    while started.elapsed() < Duration::from_secs(20) {
+        let mut buf = [0u8; 4096];
+        match tokio::time::timeout(Duration::from_millis(300), slow.read(&mut buf)).await {
+            Ok(Ok(0)) | Ok(Err(_)) => break,
+            Ok(Ok(n)) => answer.extend_from_slice(&buf[..n]),
+            Err(_) => {
+                if slow.write_all(b" ").await.is_err() {
+                    break;
+                }
+                sent += 1;
+            }
+        }
+        assert_eq!(svc.client.get(svc.url("/healthz")).send().await.unwrap().status(), 200);
+    }
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(answer.starts_with("HTTP/1.1 408"), "after {sent} bytes: {answer}");
+    assert!(answer.contains("request_timeout"), "{answer}");
+    assert!(sent < 1000, "cut off before the body was complete");
+    svc.stop().await;
+}
+
+/// Connections beyond the per-address cap are closed at once and counted; once the held ones
+/// close, the address is served again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_beyond_the_cap_are_refused_at_once() {
+    let svc =
+        TestService::start(Db::Sqlite, &[("MAX_CONNECTIONS_PER_ADDRESS", "5"), ("HEADER_READ_TIMEOUT_SECONDS", "60")])
+            .await;
+    let address = address(&svc);
+    let mut held = Vec::new();
+    for _ in 0..5 {
+        let mut stream = TcpStream::connect(address).await.unwrap();
+        stream.write_all(b"GET /healthz HTTP/1.1\r\n").await.unwrap(); // and then nothing
+        held.push(stream);
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let mut refused = TcpStream::connect(address).await.unwrap();
+    let _ = refused.write_all(b"GET /healthz HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n").await;
+    let mut buf = Vec::new();
+    let read = tokio::time::timeout(Duration::from_secs(5), refused.read_to_end(&mut buf)).await;
+    assert!(matches!(read, Ok(Ok(0)) | Ok(Err(_))), "the sixth connection was served: {}", String::from_utf8_lossy(&buf));
+    drop(held);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let (status, _) = raw(address, b"GET /healthz HTTP/1.1\r\nhost: x\r\n", b"").await;
+    assert_eq!(status, 200, "served again once the held connections closed");
+    let metrics = svc.client.get(svc.url("/metrics")).send().await.unwrap().text().await.unwrap();
+    let refused_line = metrics
+        .lines()
+        .find(|line| line.starts_with("integration_service_client_connections_refused_total{reason=\"per_address\"}"))
+        .unwrap_or_else(|| panic!("{metrics}"));
+    assert!(!refused_line.ends_with(" 0"), "{refused_line}");
+    svc.stop().await;
 }

@@ -10,7 +10,9 @@
 
 pub mod backend;
 pub mod client_address;
+pub mod connections;
 pub mod rewrite;
+mod slow_body;
 pub mod tls;
 
 use std::convert::Infallible;
@@ -51,10 +53,17 @@ const DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 pub type FrontBody = BoxBody<Bytes, BoxError>;
 
-/// A request prepared for dropshot, with the flag its body sets when it outgrows the limit.
+/// A request prepared for dropshot, with the flags its body sets when it outgrows the limit
+/// or takes too long to arrive.
 struct Outgoing {
     request: Request<FrontBody>,
+    faults: BodyFaults,
+}
+
+#[derive(Clone, Default)]
+struct BodyFaults {
     too_large: Arc<AtomicBool>,
+    too_slow: Arc<AtomicBool>,
 }
 
 pub struct Front {
@@ -66,6 +75,9 @@ pub struct Front {
     pub header_read_timeout: Duration,
     /// The largest request head (request line and headers) accepted; larger is 431.
     pub max_header_bytes: usize,
+    /// A request's whole body must arrive within this time of its start; later is 408.
+    pub body_read_timeout: Duration,
+    pub connections: Arc<connections::ConnectionLimits>,
     pub log: Logger,
     pub metrics: Arc<Metrics>,
 }
@@ -92,16 +104,25 @@ pub async fn serve(
                         continue;
                     }
                 };
+                // Refused early: closed before anything is read or spawned.
+                let Ok(admitted) = front.connections.admit(peer.ip()) else {
+                    drop(stream);
+                    continue;
+                };
                 let _ = stream.set_nodelay(true);
                 let front = front.clone();
                 let watcher = graceful.watcher();
                 match &tls {
                     None => {
-                        tokio::spawn(front.serve_connection(stream, peer, watcher));
+                        tokio::spawn(async move {
+                            front.serve_connection(stream, peer, watcher).await;
+                            drop(admitted);
+                        });
                     }
                     Some(tls) => {
                         let tls = tls.clone();
                         tokio::spawn(async move {
+                            let _admitted = admitted;
                             match tls.handshake(stream, front.header_read_timeout).await {
                                 Ok(stream) => front.serve_connection(stream, peer, watcher).await,
                                 Err(error) => {
@@ -208,9 +229,11 @@ impl Front {
         let prepared = self.prepare(req, &path, client);
         async move {
             let mut response = match prepared {
-                Ok(Outgoing { request, too_large }) => match self.backend.send(request).await {
+                Ok(Outgoing { request, faults }) => match self.backend.send(request).await {
+                    // Dropshot answers a body that ended in an error as a bad request.
+                    Ok(_) if faults.too_slow.load(Ordering::Relaxed) => self.too_slow(),
                     Ok(response) => self.finish(response).await,
-                    Err(error) => self.failed(error, &too_large),
+                    Err(error) => self.failed(error, &faults),
                 },
                 Err(response) => response,
             };
@@ -277,8 +300,8 @@ impl Front {
         );
         // Set when the body outgrows the limit on its way: the request then fails on its
         // stream, and the answer is 413 whatever error the backend connection reports.
-        let too_large = Arc::new(AtomicBool::new(false));
-        let flag = too_large.clone();
+        let faults = BodyFaults::default();
+        let flag = faults.too_large.clone();
         let body = Limited::new(body, self.max_body_bytes)
             .map_err(move |error| {
                 if error.is::<LengthLimitError>() {
@@ -287,22 +310,31 @@ impl Front {
                 error
             })
             .boxed();
-        Ok(Outgoing { request: Request::from_parts(parts, body), too_large })
+        let body = slow_body::Deadline::new(body, self.body_read_timeout, faults.too_slow.clone()).boxed();
+        Ok(Outgoing { request: Request::from_parts(parts, body), faults })
     }
 
     /// The answer when dropshot got the request but gave no answer, or could not be reached.
-    fn failed(&self, error: BackendError, too_large: &AtomicBool) -> Response<FrontBody> {
+    fn failed(&self, error: BackendError, faults: &BodyFaults) -> Response<FrontBody> {
         match error {
             BackendError::Unreachable(error) => {
                 slog::error!(self.log, "backend unreachable"; "error" => %error);
                 backend_failure("The service is not ready.", &fresh_request_id())
             }
-            BackendError::Request(_) if too_large.load(Ordering::Relaxed) => self.too_large(&fresh_request_id()),
+            BackendError::Request(_) if faults.too_large.load(Ordering::Relaxed) => self.too_large(&fresh_request_id()),
+            BackendError::Request(_) if faults.too_slow.load(Ordering::Relaxed) => self.too_slow(),
             BackendError::Request(error) => {
                 slog::error!(self.log, "backend request failed"; "error" => %error);
                 backend_failure("The request could not be processed.", &fresh_request_id())
             }
         }
+    }
+
+    fn too_slow(&self) -> Response<FrontBody> {
+        let message = format!("The request body did not arrive within {} s.", self.body_read_timeout.as_secs());
+        let mut response = coded_error(StatusCode::REQUEST_TIMEOUT, "request_timeout", &message, &fresh_request_id());
+        response.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
+        response
     }
 
     fn too_large(&self, request_id: &str) -> Response<FrontBody> {

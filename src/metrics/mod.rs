@@ -134,6 +134,26 @@ impl DatabaseGauges {
     }
 }
 
+/// Why the front refused a client connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConnectionRefusal {
+    /// `MAX_CONNECTIONS` connections were open.
+    Total,
+    /// `MAX_CONNECTIONS_PER_ADDRESS` connections were open from the client's address.
+    PerAddress,
+}
+
+impl ConnectionRefusal {
+    const ALL: [ConnectionRefusal; 2] = [ConnectionRefusal::Total, ConnectionRefusal::PerAddress];
+
+    fn label(self) -> &'static str {
+        match self {
+            ConnectionRefusal::Total => "total",
+            ConnectionRefusal::PerAddress => "per_address",
+        }
+    }
+}
+
 /// Every counter and histogram of one running service.
 pub struct Metrics {
     matcher: OperationMatcher,
@@ -143,6 +163,8 @@ pub struct Metrics {
     leasing: [[AtomicU64; FLOW_OUTCOMES]; LeasingFlow::ALL.len()],
     /// A flow ended with a code missing from `LeasingError::CODES` (a unit test prevents it).
     leasing_other: [AtomicU64; LeasingFlow::ALL.len()],
+    connections_open: AtomicU64,
+    connections_refused: [AtomicU64; ConnectionRefusal::ALL.len()],
     started_at: SystemTime,
 }
 
@@ -155,6 +177,8 @@ impl Metrics {
             upstream: Default::default(),
             leasing: Default::default(),
             leasing_other: Default::default(),
+            connections_open: AtomicU64::new(0),
+            connections_refused: Default::default(),
             started_at: SystemTime::now(),
         }
     }
@@ -180,6 +204,19 @@ impl Metrics {
             Some(o) => self.leasing[f][o].fetch_add(1, Ordering::Relaxed),
             None => self.leasing_other[f].fetch_add(1, Ordering::Relaxed),
         };
+    }
+
+    pub fn connection_opened(&self) {
+        self.connections_open.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn connection_closed(&self) {
+        self.connections_open.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    pub fn connection_refused(&self, refusal: ConnectionRefusal) {
+        let r = ConnectionRefusal::ALL.iter().position(|r| *r == refusal).expect("every refusal is listed");
+        self.connections_refused[r].fetch_add(1, Ordering::Relaxed);
     }
 
     /// The exposition: in-memory metrics and the gauges read for this scrape.
@@ -268,6 +305,18 @@ impl Metrics {
         let name = "process_start_time_seconds";
         out.family(name, "gauge", "Start time of the service since the Unix epoch, in seconds.");
         out.sample(name, &[], started.as_millis() as f64 / 1000.0);
+        let name = "integration_service_client_connections";
+        out.family(name, "gauge", "Client connections open at the front.");
+        out.sample(name, &[], self.connections_open.load(Ordering::Relaxed));
+        let name = "integration_service_client_connections_refused_total";
+        out.family(
+            name,
+            "counter",
+            "Client connections refused at once because a cap was reached: total (MAX_CONNECTIONS) or per_address (MAX_CONNECTIONS_PER_ADDRESS).",
+        );
+        for (refusal, count) in ConnectionRefusal::ALL.iter().zip(&self.connections_refused) {
+            out.sample(name, &[("reason", refusal.label())], count.load(Ordering::Relaxed));
+        }
         let name = "integration_service_build_info";
         out.family(name, "gauge", "Always 1; the labels name the running build.");
         out.sample(name, &[("version", env!("CARGO_PKG_VERSION"))], 1);
