@@ -852,9 +852,11 @@ async fn raw_tolerant(address: SocketAddr, head: &[u8]) -> (Option<u16>, String)
 async fn bodies_sent_too_slowly_are_408_and_the_connection_closes() {
     let svc = TestService::start(Db::Sqlite, &[("BODY_READ_TIMEOUT_SECONDS", "1")]).await;
     let mut slow = TcpStream::connect(address(&svc)).await.unwrap();
-    slow.write_all(b"POST /api/v1/login HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 1000\r\n\r\n{")
-        .await
-        .unwrap();
+    slow.write_all(
+        b"POST /api/v1/login HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 1000\r\n\r\n{",
+    )
+    .await
+    .unwrap();
     let mut sent = 1;
     let mut answer = Vec::new();
     let started = std::time::Instant::now();
@@ -898,7 +900,11 @@ async fn connections_beyond_the_cap_are_refused_at_once() {
     let _ = refused.write_all(b"GET /healthz HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n").await;
     let mut buf = Vec::new();
     let read = tokio::time::timeout(Duration::from_secs(5), refused.read_to_end(&mut buf)).await;
-    assert!(matches!(read, Ok(Ok(0)) | Ok(Err(_))), "the sixth connection was served: {}", String::from_utf8_lossy(&buf));
+    assert!(
+        matches!(read, Ok(Ok(0)) | Ok(Err(_))),
+        "the sixth connection was served: {}",
+        String::from_utf8_lossy(&buf)
+    );
     drop(held);
     tokio::time::sleep(Duration::from_millis(200)).await;
     let (status, _) = raw(address, b"GET /healthz HTTP/1.1\r\nhost: x\r\n", b"").await;
@@ -909,5 +915,38 @@ async fn connections_beyond_the_cap_are_refused_at_once() {
         .find(|line| line.starts_with("integration_service_client_connections_refused_total{reason=\"per_address\"}"))
         .unwrap_or_else(|| panic!("{metrics}"));
     assert!(!refused_line.ends_with(" 0"), "{refused_line}");
+    svc.stop().await;
+}
+
+/// A guarded route without a well-formed token is 401 before its body is read (a bad body
+/// would otherwise be 400 first); token ids are taken exactly as issued (`01|…` is no token),
+/// and the scheme without regard to case, as RFC 7235 says.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_token_is_checked_before_the_body_and_parsed_strictly() {
+    let svc = TestService::start(Db::Sqlite, &[]).await;
+    let token = svc.user_token().await;
+    let post = |authorization: Option<String>, body: &'static str| {
+        let mut request =
+            svc.client.post(svc.url("/api/v1/leasing")).header("content-type", "application/json").body(body);
+        if let Some(value) = authorization {
+            request = request.header("authorization", value);
+        }
+        request.send()
+    };
+    for authorization in [None, Some("Bearer nonsense".to_string()), Some(format!("Bearer 0{token}"))] {
+        let body = error_body(post(authorization.clone(), "{").await.unwrap(), 401).await;
+        assert_eq!(body["error_code"], "unauthenticated", "{authorization:?}: {body}");
+    }
+    let shown = svc.client.get(svc.url("/api/v1/user")).header("authorization", format!("bearer {token}")).send().await;
+    assert_eq!(shown.unwrap().status(), 200, "the scheme is case-insensitive");
+    let (id, secret) = token.split_once('|').unwrap();
+    let padded = svc.client.get(svc.url("/api/v1/user")).bearer_auth(format!("0{id}|{secret}")).send().await;
+    assert_eq!(padded.unwrap().status(), 401, "an id with a leading zero names no token");
+    let mut payload = common::leasing_request("ACME GmbH");
+    payload["Period"] = json!(2_147_483_647);
+    payload["Lessee"]["Email"] = json!("not an email");
+    let answer = svc.client.post(svc.url("/api/v1/leasing")).bearer_auth(&token).json(&payload).send().await.unwrap();
+    let body = error_body(answer, 422).await;
+    assert!(body["errors"]["Period"].is_array() && body["errors"]["Lessee.Email"].is_array(), "{body}");
     svc.stop().await;
 }

@@ -94,8 +94,13 @@ async fn oversize_bodies_get_413(db: Db) {
 
 async fn unknown_routes_and_methods_have_the_error_shape(db: Db) {
     let svc = TestService::start(db, &[]).await;
-    let body = error_body(svc.client.get(svc.url("/api/v1/nothing-here")).send().await.unwrap(), 404).await;
+    let token = svc.user_token().await;
+    let unknown = svc.client.get(svc.url("/api/v1/nothing-here"));
+    let body = error_body(unknown.bearer_auth(&token).send().await.unwrap(), 404).await;
     assert_eq!(body["error_code"], "not_found");
+    // Without a token, nothing under /api/v1 but the public routes says whether it exists.
+    let body = error_body(svc.client.get(svc.url("/api/v1/nothing-here")).send().await.unwrap(), 401).await;
+    assert_eq!(body["error_code"], "unauthenticated");
     let body = error_body(svc.client.delete(svc.url("/api/v1/login")).send().await.unwrap(), 405).await;
     assert_eq!(body["error_code"], "method_not_allowed");
     let health = svc.client.get(svc.url("/healthz")).send().await.unwrap();

@@ -2367,7 +2367,7 @@ pub mod types {
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub payment_method: ::std::option::Option<::std::string::String>,
-        ///Months: 48, 60, 72 or 84.
+        ///Months, from 1 to 240; the provider offers 48, 60, 72 or 84.
         #[serde(
             rename = "Period",
             skip_serializing_if = "::std::option::Option::is_none"
@@ -4190,7 +4190,7 @@ pub mod types {
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub company_name: ::std::option::Option<::std::string::String>,
-        ///Also the recipient of the missing-info mail.
+        ///Also the recipient of the missing-info mail; checked to be an email address.
         #[serde(
             rename = "Email",
             skip_serializing_if = "::std::option::Option::is_none"
@@ -6661,6 +6661,7 @@ pub mod types {
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub payment_method: ::std::option::Option<::std::string::String>,
+        ///Months, from 1 to 240.
         #[serde(
             rename = "Period",
             skip_serializing_if = "::std::option::Option::is_none"

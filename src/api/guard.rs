@@ -10,11 +10,10 @@ use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::front::CLIENT_ADDRESS_HEADER;
 
-/// The token of an `Authorization: Bearer <token>` header.
+/// The token of an `Authorization: Bearer <token>` header (see
+/// [`crate::auth::token::from_authorization`]).
 pub fn bearer_token(headers: &http::HeaderMap) -> Option<&str> {
-    let value = headers.get(http::header::AUTHORIZATION)?.to_str().ok()?;
-    let (scheme, token) = value.split_once(' ')?;
-    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
+    crate::auth::token::from_authorization(headers.get(http::header::AUTHORIZATION)?.to_str().ok()?)
 }
 
 /// The caller of a guarded route, or 401 `Unauthenticated.`.

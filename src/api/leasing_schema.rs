@@ -47,7 +47,8 @@ pub struct Lessee {
     pub company_name: Option<String>,
     /// The lessee's identifier in the caller's system.
     pub external_id: Option<String>,
-    /// Also the recipient of the missing-info mail.
+    /// Also the recipient of the missing-info mail; checked to be an email address.
+    #[schemars(email)]
     pub email: Option<String>,
     /// From the provider's legal forms.
     pub legal_form_id: Option<i32>,
@@ -88,8 +89,8 @@ pub struct FinancingRequestPayload {
     /// Net amount to be financed, from a cent to a trillion.
     #[schemars(range(min = 0.01, max = 1_000_000_000_000.0))]
     pub financing_amount: Option<f64>,
-    /// Months: 48, 60, 72 or 84.
-    #[schemars(range(min = 1))]
+    /// Months, from 1 to 240; the provider offers 48, 60, 72 or 84.
+    #[schemars(range(min = 1, max = 240))]
     pub period: Option<i32>,
     /// `Monthly` or `Quarterly`.
     pub payment_frequency: Option<String>,
@@ -152,7 +153,8 @@ pub struct FinancingRequestResponse {
 pub struct PatchRequestPayload {
     pub payment_method: Option<String>,
     pub payment_frequency: Option<String>,
-    #[schemars(range(min = 1))]
+    /// Months, from 1 to 240.
+    #[schemars(range(min = 1, max = 240))]
     pub period: Option<i32>,
     /// From a cent to a trillion.
     #[schemars(range(min = 0.01, max = 1_000_000_000_000.0))]

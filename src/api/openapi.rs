@@ -322,6 +322,21 @@ mod tests {
         assert!(committed == generated, "spec/openapi.json is stale: run `cargo xtask openapi` and commit the result");
     }
 
+    /// The front answers 401 to requests without a well-formed token on exactly the paths whose
+    /// operations the document guards.
+    #[test]
+    fn the_front_guards_the_paths_the_document_guards() {
+        let doc: serde_json::Value = serde_json::from_str(&super::document()).unwrap();
+        for (path, item) in doc["paths"].as_object().unwrap() {
+            for (method, op) in item.as_object().unwrap() {
+                let guarded = op.get("security").is_some_and(|s| s[0].get("bearerAuth").is_some());
+                if path.starts_with("/api/v1/") {
+                    assert_eq!(crate::front::needs_bearer_token(path), guarded, "{method} {path}");
+                }
+            }
+        }
+    }
+
     #[test]
     fn guarded_operations_declare_bearer_and_401() {
         let doc: serde_json::Value = serde_json::from_str(&super::document()).unwrap();

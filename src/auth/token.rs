@@ -16,9 +16,17 @@ pub struct PresentedToken<'a> {
 }
 
 /// Parses `<id>|<secret>`; anything else is `None`.
+/// The token of an `Authorization` value `Bearer <token>`. The scheme is matched without regard
+/// to case (`bearer` too), as RFC 7235 says of authentication schemes.
+pub fn from_authorization(value: &str) -> Option<&str> {
+    let (scheme, token) = value.split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
+}
+
 pub fn parse(token: &str) -> Option<PresentedToken<'_>> {
     let (id, secret) = token.split_once('|')?;
-    if id.is_empty() || !id.bytes().all(|b| b.is_ascii_digit()) {
+    // The id exactly as issued: digits without a leading zero (`01|…` names no token).
+    if id.is_empty() || !id.bytes().all(|b| b.is_ascii_digit()) || (id.len() > 1 && id.starts_with('0')) {
         return None;
     }
     if secret.len() != SECRET_LEN || !secret.bytes().all(|b| b.is_ascii_alphanumeric()) {
@@ -58,6 +66,7 @@ mod tests {
             "x|".to_string().as_str(),
             "12|short",
             "-1|aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+            "012|aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
             "99999999999999999999999|aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
         ] {
             assert_eq!(parse(bad), None, "{bad}");

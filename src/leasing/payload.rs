@@ -35,6 +35,19 @@ fn non_empty_str<'a>(object: &'a Map<String, Value>, key: &str) -> Option<&'a st
     object.get(key).and_then(Value::as_str).map(str::trim).filter(|s| !s.is_empty())
 }
 
+/// The longest lease accepted, in months (20 years).
+pub const MAX_PERIOD_MONTHS: u64 = 240;
+const PERIOD_RULE: &str = "The period must be a whole number of months from 1 to 240.";
+
+/// An address of the form `local@domain.tld`, at most 254 characters, without spaces.
+fn is_email(email: &str) -> bool {
+    email.len() <= 254
+        && !email.chars().any(char::is_whitespace)
+        && email.split_once('@').is_some_and(|(local, domain)| {
+            !local.is_empty() && domain.contains('.') && !domain.starts_with('.') && !domain.ends_with('.')
+        })
+}
+
 /// Checks a create payload: FinancingAmount from a cent to a trillion, Period, ProductType, Lessee.CompanyName,
 /// exactly one Main address, at least one FinancingObject, and the amount equal to the sum of
 /// Quantity × NetPricePerObject to the cent. Names every bad field.
@@ -49,8 +62,8 @@ pub fn validate_create(payload: &Value) -> Result<(), FieldErrors> {
         Some(a) if a >= min_amount() => {}
         _ => add(&mut errors, "FinancingAmount", AMOUNT_RULE),
     }
-    if request.get("Period").and_then(Value::as_u64).is_none_or(|p| p == 0 || p > i32::MAX as u64) {
-        add(&mut errors, "Period", "The period must be a whole number of months greater than 0.");
+    if request.get("Period").and_then(Value::as_u64).is_none_or(|p| !(1..=MAX_PERIOD_MONTHS).contains(&p)) {
+        add(&mut errors, "Period", PERIOD_RULE);
     }
     if non_empty_str(request, "ProductType").is_none() {
         add(&mut errors, "ProductType", "The product type is required, e.g. ClassicLease.");
@@ -60,6 +73,9 @@ pub fn validate_create(payload: &Value) -> Result<(), FieldErrors> {
         Some(lessee) => {
             if non_empty_str(lessee, "CompanyName").is_none() {
                 add(&mut errors, "Lessee.CompanyName", "The lessee's company name is required.");
+            }
+            if lessee.get("Email").is_some_and(|email| !email.is_null() && !email.as_str().is_some_and(is_email)) {
+                add(&mut errors, "Lessee.Email", "The lessee's email must be a valid email address.");
             }
             let mains = lessee
                 .get("Addresses")
@@ -140,8 +156,8 @@ pub fn validate_patch(payload: &Value) -> Result<(), FieldErrors> {
         return Err(errors);
     };
     let present = |key: &str| patch.get(key).filter(|v| !v.is_null());
-    if present("Period").is_some_and(|p| p.as_u64().is_none_or(|p| p == 0 || p > i32::MAX as u64)) {
-        add(&mut errors, "Period", "The period must be a whole number of months greater than 0.");
+    if present("Period").is_some_and(|p| p.as_u64().is_none_or(|p| !(1..=MAX_PERIOD_MONTHS).contains(&p))) {
+        add(&mut errors, "Period", PERIOD_RULE);
     }
     if present("FinancingAmount").is_some_and(|a| decimal(a).is_none_or(|a| a < min_amount())) {
         add(&mut errors, "FinancingAmount", AMOUNT_RULE);
@@ -273,6 +289,23 @@ mod tests {
     }
 
     #[test]
+    fn the_period_is_bounded_and_the_lessees_email_checked() {
+        for (period, valid_period) in [(1, true), (240, true), (241, false), (2_147_483_647, false)] {
+            let mut payload = valid();
+            payload["Period"] = json!(period);
+            assert_eq!(validate_create(&payload).is_ok(), valid_period, "Period {period}");
+        }
+        for (email, valid_email) in
+            [(json!("a@b.example"), true), (json!(null), true), (json!("not an email"), false), (json!(42), false)]
+        {
+            let mut payload = valid();
+            payload["Lessee"]["Email"] = email.clone();
+            let errors = validate_create(&payload).err().unwrap_or_default();
+            assert_eq!(!errors.contains_key("Lessee.Email"), valid_email, "{email}: {errors:?}");
+        }
+    }
+
+    #[test]
     fn amount_must_equal_the_objects_to_the_cent() {
         let mut payload = valid();
         payload["FinancingAmount"] = json!(2598.01);
@@ -302,6 +335,8 @@ mod tests {
     fn a_patch_is_checked_field_by_field() {
         assert_eq!(validate_patch(&json!({"PaymentMethod": "Invoice", "Period": null})), Ok(()));
         assert_eq!(validate_patch(&json!({"Period": 60, "FinancingAmount": 0.01})), Ok(()));
+        assert!(validate_patch(&json!({"Period": 241})).unwrap_err().contains_key("Period"));
+        assert!(validate_patch(&json!({"Period": 2147483647})).unwrap_err().contains_key("Period"));
         let errors = validate_patch(&json!({
             "Period": -1, "FinancingAmount": 0,
             "FinancingObjects": [{"Quantity": 4294967294u64, "NetPricePerObject": -0.5}]

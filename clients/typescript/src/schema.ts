@@ -2502,7 +2502,7 @@ export interface components {
             PaymentMethod?: string | null;
             /**
              * Format: int32
-             * @description Months: 48, 60, 72 or 84.
+             * @description Months, from 1 to 240; the provider offers 48, 60, 72 or 84.
              */
             Period?: number | null;
             /** @description `ClassicLease`, `PartialAmortisation`, `Rent`, `AllIn`, ... */
@@ -2853,7 +2853,10 @@ export interface components {
             Addresses?: components["schemas"]["Address"][] | null;
             /** @description Required on create. */
             CompanyName?: string | null;
-            /** @description Also the recipient of the missing-info mail. */
+            /**
+             * Format: email
+             * @description Also the recipient of the missing-info mail; checked to be an email address.
+             */
             Email?: string | null;
             /** @description The lessee's identifier in the caller's system. */
             ExternalId?: string | null;
@@ -3052,7 +3055,10 @@ export interface components {
             FinancingObjects?: components["schemas"]["FinancingObject"][] | null;
             PaymentFrequency?: string | null;
             PaymentMethod?: string | null;
-            /** Format: int32 */
+            /**
+             * Format: int32
+             * @description Months, from 1 to 240.
+             */
             Period?: number | null;
         } & {
             [key: string]: unknown;
