@@ -55,6 +55,7 @@ pub const SETTING_NAMES: &[&str] = &[
     "BODY_READ_TIMEOUT_SECONDS",
     "MAX_CONNECTIONS",
     "MAX_CONNECTIONS_PER_ADDRESS",
+    "MAX_HELD_CALLS_PER_TOKEN",
     "S3_ENDPOINT",
     "S3_REGION",
     "S3_ACCESS_KEY_ID",
@@ -207,6 +208,9 @@ pub struct Config {
     /// one address (`MAX_CONNECTIONS_PER_ADDRESS`, default 500); more are refused at once.
     pub max_connections: usize,
     pub max_connections_per_address: usize,
+    /// Waits and flows held at once per token on one instance (`MAX_HELD_CALLS_PER_TOKEN`,
+    /// default 200); more are answered 429.
+    pub max_held_calls_per_token: usize,
 }
 
 /// A setting read from TOML or the environment as a plain string, whatever scalar it was
@@ -442,6 +446,7 @@ impl Config {
         };
         let max_connections = count("MAX_CONNECTIONS", 10_000)?;
         let max_connections_per_address = count("MAX_CONNECTIONS_PER_ADDRESS", 500)?;
+        let max_held_calls_per_token = count("MAX_HELD_CALLS_PER_TOKEN", 200)?;
 
         let storage = crate::storage::StorageLocation::parse(&raw.string_or("STORAGE_URL", "file://./var/storage"))
             .map_err(|e| match e {
@@ -535,6 +540,7 @@ impl Config {
             body_read_timeout,
             max_connections,
             max_connections_per_address,
+            max_held_calls_per_token,
         })
     }
 }

@@ -78,6 +78,17 @@ impl ApiError {
         error
     }
 
+    /// 429: the token holds as many held calls (waits, flows) as it may.
+    pub fn too_many_held_calls(most: usize) -> Self {
+        let mut error = Self::new(
+            ErrorStatusCode::TOO_MANY_REQUESTS,
+            "too_many_held_calls",
+            format!("This token already has {most} waits or flows running here; wait for one to end."),
+        );
+        error.retry_after_seconds = Some(1);
+        error
+    }
+
     pub fn too_many_attempts(retry_after_seconds: u64) -> Self {
         let mut error = Self::new(
             ErrorStatusCode::TOO_MANY_REQUESTS,
@@ -197,6 +208,14 @@ impl From<LeasingError> for ApiError {
         let code = error.code();
         match error {
             LeasingError::Invalid(errors) => Self::validation(errors).leasing(),
+            LeasingError::Stopped(stop) => {
+                let status = match stop {
+                    crate::stop::Stop::ShuttingDown => ErrorStatusCode::SERVICE_UNAVAILABLE,
+                    // Nobody reads it: nginx's "client closed request", for the log line.
+                    crate::stop::Stop::ClientGone => ErrorStatusCode::from_u16(499).expect("499 is a client error"),
+                };
+                Self::new(status, code, error.to_string()).leasing()
+            }
             other => {
                 telemetry::report_leasing_failure(code, &other.to_string());
                 Self::new(ErrorStatusCode::INTERNAL_SERVER_ERROR, code, other.to_string()).leasing()

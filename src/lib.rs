@@ -22,6 +22,7 @@ pub mod mail;
 pub mod metrics;
 pub mod sandbox;
 pub mod server;
+pub mod stop;
 pub mod storage;
 pub mod store;
 pub mod telemetry;

@@ -67,6 +67,8 @@ pub struct RunningService {
     /// Postgres: hears of token and user changes for the token cache.
     change_listener: Option<JoinHandle<()>>,
     fieldreport: FieldReportService,
+    /// Tells held calls (waits, flows) that the service is shutting down.
+    shutting_down: tokio::sync::watch::Sender<bool>,
 }
 
 impl RunningService {
@@ -80,6 +82,9 @@ impl RunningService {
     pub async fn shutdown(mut self) {
         // Syncs, pulls and pushes in flight end after their current page or record.
         self.fieldreport.request_stop();
+        // Waits answer 503 `shutting_down` and flows are recorded as interrupted at once, so
+        // that the drain below ends within its time whatever is held.
+        self.shutting_down.send_replace(true);
         if let Some(stop) = self.stop_front.take() {
             let _ = stop.send(());
         }
@@ -183,6 +188,10 @@ pub async fn start(config: &Config, log: &Logger) -> Result<RunningService, Star
     let janitor = tokio::spawn(janitor(store.clone(), log.new(o!("component" => "janitor"))));
     let change_listener = store.listen_for_changes(&config.database_url);
     let context_fieldreport = fieldreport.clone();
+    let (shutting_down, shutdown_signal) = tokio::sync::watch::channel(false);
+    let departures = Arc::new(crate::stop::Departures::default());
+    let held_calls =
+        api::held_calls::HeldCalls::new(config.max_held_calls_per_token, departures.clone(), shutdown_signal);
     let context = ApiContext {
         store: store.clone(),
         auth,
@@ -194,6 +203,7 @@ pub async fn start(config: &Config, log: &Logger) -> Result<RunningService, Star
         erp,
         metrics: metrics.clone(),
         metrics_token: config.metrics_token.clone(),
+        held_calls,
     };
 
     let dropshot_config = ConfigDropshot {
@@ -223,6 +233,7 @@ pub async fn start(config: &Config, log: &Logger) -> Result<RunningService, Star
         header_read_timeout: config.header_read_timeout,
         max_header_bytes: config.max_header_bytes,
         body_read_timeout: config.body_read_timeout,
+        departures,
         connections: front::connections::ConnectionLimits::new(
             config.max_connections,
             config.max_connections_per_address,
@@ -246,5 +257,6 @@ pub async fn start(config: &Config, log: &Logger) -> Result<RunningService, Star
         janitor,
         change_listener,
         fieldreport: context_fieldreport,
+        shutting_down,
     })
 }

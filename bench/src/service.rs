@@ -172,7 +172,12 @@ impl Service {
             .env("ERP_BASE_URL", urls.erp.unwrap_or_default())
             .env("ERP_API_KEY", "sandbox-erp-key")
             .env("ERP_WEBHOOK_SECRET", WEBHOOK_SECRET)
-            .env("ERP_WEBHOOK_ALLOWLIST", "127.0.0.0/8");
+            .env("ERP_WEBHOOK_ALLOWLIST", "127.0.0.0/8")
+            // Every load comes from this host and one token: the caps meant for clients out
+            // there would refuse the 10,000 held calls of `waiting-flows`.
+            .env("MAX_CONNECTIONS", "30000")
+            .env("MAX_CONNECTIONS_PER_ADDRESS", "30000")
+            .env("MAX_HELD_CALLS_PER_TOKEN", "30000");
         let (child, mut printed) = spawn(command, &dir, "service")?;
         let (mut front, mut backend) = (None, None);
         while backend.is_none() {

@@ -6621,6 +6621,7 @@ pub mod types {
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub company_name: ::std::option::Option<::std::string::String>,
+        ///Checked to be an email address.
         #[serde(
             rename = "Email",
             skip_serializing_if = "::std::option::Option::is_none"

@@ -25,4 +25,6 @@ pub struct ApiContext {
     pub metrics: Arc<Metrics>,
     /// When set, `GET /metrics` needs `Authorization: Bearer <METRICS_TOKEN>`.
     pub metrics_token: Option<secrecy::SecretString>,
+    /// Waits and flows held open: their cap per token, and what stops them early.
+    pub held_calls: std::sync::Arc<super::held_calls::HeldCalls>,
 }

@@ -169,6 +169,23 @@ async fn authorize(rqctx: &RequestContext<ApiContext>) -> Result<(), ApiError> {
     caller(rqctx).await.map(|_| ()).map_err(ApiError::leasing)
 }
 
+/// A held call's place under its token's cap, and what it stops on (see
+/// [`super::held_calls`]).
+fn hold(
+    rqctx: &RequestContext<ApiContext>,
+    token_id: i64,
+) -> Result<(super::held_calls::HeldCall, crate::stop::StopSignal), ApiError> {
+    let calls = &rqctx.context().held_calls;
+    let place = calls.take(token_id).ok_or_else(|| ApiError::too_many_held_calls(calls.per_token()).leasing())?;
+    let key = rqctx
+        .request
+        .headers()
+        .get(crate::stop::HELD_CALL_HEADER)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.parse().ok());
+    Ok((place, calls.stop_signal(key)))
+}
+
 pub async fn create(
     rqctx: &RequestContext<ApiContext>,
     key: Option<String>,
@@ -262,6 +279,7 @@ pub async fn run_flow(
     request: FlowRequest,
 ) -> Result<HttpResponseOk<FlowEnvelope>, ApiError> {
     let caller = caller(rqctx).await.map_err(ApiError::leasing)?;
+    let (_place, stop) = hold(rqctx, caller.token_id)?;
     let context = rqctx.context();
     let wait = WaitParams::new(
         request.max_attempts,
@@ -291,7 +309,7 @@ pub async fn run_flow(
     let envelope =
         idempotency::once(&context.store, caller.user.id, "leasing.request-flow", key, &fingerprint, || async {
             let mut recorder = FlowRecorder::start(&context.store, caller.user.id, input.mode()).await?;
-            let result = flow::run(&context.leasing, &input, &mut recorder).await;
+            let result = flow::run(&context.leasing, &input, &mut recorder, stop.clone()).await;
             let mut result = counted(context, LeasingFlow::RequestFlow, result)?;
             result["flowId"] = serde_json::json!(recorder.flow_id);
             Ok(FlowEnvelope { success: true, data: Documented::new(result) })
@@ -390,7 +408,7 @@ pub fn wait_ready_to_sign(
 ) -> impl Future<Output = Result<HttpResponseOk<RequestEnvelope>, ApiError>> + Send + 'static {
     let server = rqctx.server.clone();
     let checked = async move {
-        authorize(&rqctx).await?;
+        let caller = caller(&rqctx).await.map_err(ApiError::leasing)?;
         let params = WaitParams::new(
             query.max_attempts,
             query.sleep_milliseconds,
@@ -398,11 +416,14 @@ pub fn wait_ready_to_sign(
             query.technician_appointment_time,
         )
         .map_err(|errors| ApiError::validation(errors).leasing())?;
-        Ok((id, params))
+        let (place, stop) = hold(&rqctx, caller.token_id)?;
+        Ok((id, params, place, stop))
     };
-    futures::TryFutureExt::and_then(checked, move |(id, params)| async move {
+    futures::TryFutureExt::and_then(checked, move |(id, params, place, mut stop)| async move {
+        // Held for as long as the wait runs (an unused binding would be dropped at once).
+        let _place = place;
         let context = &server.private;
-        let result = context.leasing.wait_ready_to_sign(&id, &params, None).await;
+        let result = context.leasing.wait_ready_to_sign(&id, &params, None, &mut stop).await;
         Ok(HttpResponseOk(RequestEnvelope::of(counted(context, LeasingFlow::WaitReadyToSign, result)?)))
     })
 }

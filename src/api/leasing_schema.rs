@@ -169,6 +169,8 @@ pub struct PatchRequestPayload {
 #[serde(rename_all = "PascalCase")]
 pub struct PatchLesseePayload {
     pub company_name: Option<String>,
+    /// Checked to be an email address.
+    #[schemars(email)]
     pub email: Option<String>,
     pub addresses: Option<Vec<Address>>,
     pub telephones: Option<Vec<Telephone>>,

@@ -10,6 +10,7 @@ pub mod documented;
 pub mod erp;
 pub mod fieldreport;
 pub mod guard;
+pub mod held_calls;
 pub mod idempotency;
 pub mod leasing;
 pub mod leasing_schema;

@@ -11,12 +11,14 @@
 pub mod backend;
 pub mod client_address;
 pub mod connections;
+mod departure;
 pub mod rewrite;
 mod slow_body;
 pub mod tls;
 
 use std::convert::Infallible;
 use std::net::{IpAddr, SocketAddr};
+use std::os::fd::RawFd;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -67,6 +69,8 @@ pub type FrontBody = BoxBody<Bytes, BoxError>;
 struct Outgoing {
     request: Request<FrontBody>,
     faults: BodyFaults,
+    /// A held call's client, watched while the call runs.
+    watched: Option<crate::stop::Watched>,
 }
 
 #[derive(Clone, Default)]
@@ -87,6 +91,8 @@ pub struct Front {
     /// A request's whole body must arrive within this time of its start; later is 408.
     pub body_read_timeout: Duration,
     pub connections: Arc<connections::ConnectionLimits>,
+    /// Held calls whose client the front watches (see [`crate::stop`]).
+    pub departures: Arc<crate::stop::Departures>,
     pub log: Logger,
     pub metrics: Arc<Metrics>,
 }
@@ -119,12 +125,13 @@ pub async fn serve(
                     continue;
                 };
                 let _ = stream.set_nodelay(true);
+                let socket = std::os::fd::AsRawFd::as_raw_fd(&stream);
                 let front = front.clone();
                 let watcher = graceful.watcher();
                 match &tls {
                     None => {
                         tokio::spawn(async move {
-                            front.serve_connection(stream, peer, watcher).await;
+                            front.serve_connection(stream, peer, socket, watcher).await;
                             drop(admitted);
                         });
                     }
@@ -133,7 +140,7 @@ pub async fn serve(
                         tokio::spawn(async move {
                             let _admitted = admitted;
                             match tls.handshake(stream, front.header_read_timeout).await {
-                                Ok(stream) => front.serve_connection(stream, peer, watcher).await,
+                                Ok(stream) => front.serve_connection(stream, peer, socket, watcher).await,
                                 Err(error) => {
                                     slog::info!(front.log, "TLS handshake failed"; "client" => %peer.ip(), "error" => %error);
                                 }
@@ -177,6 +184,19 @@ fn backend_failure(message: &str, request_id: &str) -> Response<FrontBody> {
     coded_error(StatusCode::BAD_GATEWAY, "internal_error", message, request_id)
 }
 
+/// 401 as the routes answer it: the leasing routes' envelope also says `success: false`.
+fn unauthenticated(path: &str) -> Response<FrontBody> {
+    let request_id = fresh_request_id();
+    let mut response = coded_error(StatusCode::UNAUTHORIZED, "unauthenticated", "Unauthenticated.", &request_id);
+    if path.starts_with("/api/v1/leasing") {
+        let body = serde_json::json!({
+            "message": "Unauthenticated.", "error_code": "unauthenticated", "request_id": request_id, "success": false,
+        });
+        *response.body_mut() = full(body.to_string());
+    }
+    response
+}
+
 fn coded_error(status: StatusCode, error_code: &str, message: &str, request_id: &str) -> Response<FrontBody> {
     let body = serde_json::json!({
         "message": message,
@@ -194,7 +214,9 @@ fn coded_error(status: StatusCode, error_code: &str, message: &str, request_id: 
 
 impl Front {
     /// Serves HTTP/1.1 requests on one client connection (plain TCP or TLS) until it closes.
-    async fn serve_connection<S>(self: Arc<Self>, stream: S, peer: SocketAddr, watcher: Watcher)
+    /// `socket` is the connection's descriptor, valid while it is served, for watching held
+    /// calls' clients (see the `departure` module).
+    async fn serve_connection<S>(self: Arc<Self>, stream: S, peer: SocketAddr, socket: RawFd, watcher: Watcher)
     where
         S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
     {
@@ -202,17 +224,17 @@ impl Front {
         // hyper itself answers 431 to a head that outgrows its read buffer (it needs at least
         // 8 KiB); a smaller head over the limit is answered by `prepare`.
         let read_buffer = (self.max_header_bytes + 1024).max(8192);
-        let service = service_fn(move |req| self.clone().handle(req, peer).map(answered));
+        let service = service_fn(move |req| self.clone().handle(req, peer, socket).map(answered));
         let connection = hyper::server::conn::http1::Builder::new()
             .timer(TokioTimer::new())
             .header_read_timeout(header_read_timeout)
             .max_buf_size(read_buffer)
             // While a request is in flight hyper would otherwise read on to notice the
             // client leaving, into a second 8 KB buffer per connection (heaptrack, 10,000
-            // held `wait-ready-to-sign` calls: 77 MB). Nothing would come of noticing:
-            // dropshot runs handlers to completion whatever the client does, and the answer
-            // then finds the connection gone. A client that shuts down only its sending side
-            // still gets its answer.
+            // held `wait-ready-to-sign` calls: 77 MB). The calls that are held long have their
+            // clients watched without reading instead (the `departure` module); any other
+            // request runs to its end. A client that shuts down only its sending side still
+            // gets its answer, but from a held call.
             .half_close(true)
             .serve_connection(TokioIo::new(stream), service);
         let _ = watcher.watch(connection).await;
@@ -230,6 +252,7 @@ impl Front {
         self: Arc<Self>,
         req: Request<Incoming>,
         peer: SocketAddr,
+        socket: RawFd,
     ) -> impl Future<Output = Response<FrontBody>> + Send + 'static {
         let started = Instant::now();
         let method = req.method().clone();
@@ -238,12 +261,14 @@ impl Front {
         let prepared = self.prepare(req, &path, client);
         async move {
             let mut response = match prepared {
-                Ok(Outgoing { request, faults }) => match self.backend.send(request).await {
-                    // Dropshot answers a body that ended in an error as a bad request.
-                    Ok(_) if faults.too_slow.load(Ordering::Relaxed) => self.too_slow(),
-                    Ok(response) => self.finish(response).await,
-                    Err(error) => self.failed(error, &faults),
-                },
+                Ok(Outgoing { request, faults, watched }) => {
+                    match departure::watching(self.backend.send(request), watched, socket).await {
+                        // Dropshot answers a body that ended in an error as a bad request.
+                        Ok(_) if faults.too_slow.load(Ordering::Relaxed) => self.too_slow(),
+                        Ok(response) => self.finish(response).await,
+                        Err(error) => self.failed(error, &faults),
+                    }
+                }
                 Err(response) => response,
             };
             let request_id = match response.headers().get(REQUEST_ID_HEADER).and_then(|v| v.to_str().ok()) {
@@ -293,12 +318,7 @@ impl Front {
         let well_formed =
             presented.and_then(crate::auth::token::from_authorization).and_then(crate::auth::token::parse).is_some();
         if needs_bearer_token(path) && !well_formed {
-            return Err(coded_error(
-                StatusCode::UNAUTHORIZED,
-                "unauthenticated",
-                "Unauthenticated.",
-                &fresh_request_id(),
-            ));
+            return Err(unauthenticated(path));
         }
         let declared_length =
             req.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok());
@@ -334,7 +354,14 @@ impl Front {
             })
             .boxed();
         let body = slow_body::Deadline::new(body, self.body_read_timeout, faults.too_slow.clone()).boxed();
-        Ok(Outgoing { request: Request::from_parts(parts, body), faults })
+        // A held call (a wait, a flow) learns of its client leaving by the key it is given
+        // here; a client's own header of that name is never passed on.
+        parts.headers.remove(crate::stop::HELD_CALL_HEADER);
+        let watched = departure::holds(path).then(|| self.departures.watch());
+        if let Some(watched) = &watched {
+            parts.headers.insert(crate::stop::HELD_CALL_HEADER, HeaderValue::from(watched.key));
+        }
+        Ok(Outgoing { request: Request::from_parts(parts, body), faults, watched })
     }
 
     /// The answer when dropshot got the request but gave no answer, or could not be reached.

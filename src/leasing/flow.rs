@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 
 use super::service::{LeasingError, LeasingService, WaitParams};
 use crate::error::FieldErrors;
+use crate::stop::{Stop, StopSignal};
 use crate::store::{Store, now_ms};
 
 /// What the caller asked the flow to do.
@@ -52,6 +53,21 @@ impl FlowInput {
         ] {
             if payload.as_ref().is_some_and(|p| !p.is_object() && !p.is_null()) {
                 errors.insert(field.into(), vec!["Must be a JSON object.".into()]);
+            }
+        }
+        // The patches are checked before the flow creates anything, as the request is.
+        type Check = fn(&Value) -> Result<(), FieldErrors>;
+        let patches: [(&str, &Option<Value>, Check); 2] = [
+            ("patch_request_payload", &self.patch_request_payload, super::payload::validate_patch),
+            ("patch_lessee_payload", &self.patch_lessee_payload, super::payload::validate_lessee_patch),
+        ];
+        for (field, payload, check) in patches {
+            if let Some(payload) = payload.as_ref().filter(|p| p.is_object())
+                && let Err(patch_errors) = check(payload)
+            {
+                for (name, messages) in patch_errors {
+                    errors.insert(format!("{field}.{name}"), messages);
+                }
             }
         }
         if errors.is_empty() { Ok(()) } else { Err(errors) }
@@ -106,6 +122,17 @@ impl<'a> FlowRecorder<'a> {
     pub async fn finish(&self, result: &Result<Value, LeasingError>, financing_id: Option<&str>) {
         let outcome = match result {
             Ok(_) => self.store.finish_flow(self.flow_id, "succeeded", financing_id, None, None).await,
+            // Stopped early: `abandoned` (the client went away) or `interrupted` (shutdown), at
+            // the step it reached, with the financing request it created kept.
+            Err(error @ LeasingError::Stopped(stop)) => {
+                let status = match stop {
+                    Stop::ClientGone => "abandoned",
+                    Stop::ShuttingDown => "interrupted",
+                };
+                self.store
+                    .finish_flow(self.flow_id, status, financing_id, Some(error.code()), Some(&error.to_string()))
+                    .await
+            }
             Err(error) => {
                 self.store
                     .finish_flow(self.flow_id, "failed", financing_id, Some(error.code()), Some(&error.to_string()))
@@ -127,12 +154,15 @@ pub async fn run(
     service: &LeasingService,
     input: &FlowInput,
     recorder: &mut FlowRecorder<'_>,
+    stop: StopSignal,
 ) -> Result<Value, LeasingError> {
     let mut financing_id = None;
     let store = recorder.store;
     let flow_id = recorder.flow_id;
+    let mut stopping = stop.clone();
     let result = tokio::select! {
-        result = run_steps(service, input, recorder, &mut financing_id) => result,
+        result = run_steps(service, input, recorder, &mut financing_id, stop) => result,
+        stopped = stopping.stopped() => Err(LeasingError::Stopped(stopped)),
         never = keep_lease(store, flow_id) => match never {},
     };
     recorder.finish(&result, financing_id.as_deref()).await;
@@ -160,6 +190,7 @@ async fn run_steps(
     input: &FlowInput,
     recorder: &mut FlowRecorder<'_>,
     financing_id: &mut Option<String>,
+    mut stop: StopSignal,
 ) -> Result<Value, LeasingError> {
     let request = recorder.step("create", || service.create(&input.request_payload)).await?;
     let id = request.get("FinancingId").and_then(Value::as_str).unwrap_or_default().to_string();
@@ -174,8 +205,9 @@ async fn run_steps(
         None => None,
     };
     let latest = patched_lessee.clone().or_else(|| patched_request.clone()).unwrap_or_else(|| request.clone());
-    let ready =
-        recorder.step("wait_ready_to_sign", || service.wait_ready_to_sign(&id, &input.wait, Some(latest))).await?;
+    let ready = recorder
+        .step("wait_ready_to_sign", || service.wait_ready_to_sign(&id, &input.wait, Some(latest), &mut stop))
+        .await?;
 
     let mut result = json!({
         "success": true,

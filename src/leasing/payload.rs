@@ -145,6 +145,20 @@ pub fn validate_create(payload: &Value) -> Result<(), FieldErrors> {
     if errors.is_empty() { Ok(()) } else { Err(errors) }
 }
 
+/// Checks a lessee patch: its `Email`, when given, is an email address (it is answered back as
+/// the lessee's, which the document says is one).
+pub fn validate_lessee_patch(payload: &Value) -> Result<(), FieldErrors> {
+    let mut errors = FieldErrors::new();
+    let Some(patch) = payload.as_object() else {
+        add(&mut errors, "body", "The patch must be a JSON object.");
+        return Err(errors);
+    };
+    if patch.get("Email").is_some_and(|email| !email.is_null() && !email.as_str().is_some_and(is_email)) {
+        add(&mut errors, "Email", "The email must be a valid email address.");
+    }
+    if errors.is_empty() { Ok(()) } else { Err(errors) }
+}
+
 /// Checks the fields of a request patch that are present: `Period` a whole number of months
 /// greater than 0, `FinancingAmount` from a cent to a trillion, each financing object's
 /// `Quantity` a whole number greater than 0 and `NetPricePerObject` from 0 to a trillion. The provider would store

@@ -6,10 +6,11 @@ use base64::Engine;
 use bytes::Bytes;
 use serde_json::{Map, Value, json};
 
-use super::payload::{MAX_AMOUNT, MIN_AMOUNT, validate_create, validate_patch, with_defaults};
+use super::payload::{MAX_AMOUNT, MIN_AMOUNT, validate_create, validate_lessee_patch, validate_patch, with_defaults};
 use super::state::{Observation, observe};
 use crate::error::FieldErrors;
 use crate::mail::Mailer;
+use crate::stop::{Stop, StopSignal};
 use crate::storage::{Storage, StorageKey};
 use crate::upstream::UpstreamError;
 use crate::upstream::leasing::{LeasingClient, body};
@@ -33,11 +34,17 @@ pub enum LeasingError {
     NotReadyToSign { state: String, attempts: u32 },
     #[error("The contract document could not be stored: {0}")]
     Storage(String),
+    /// Held work stopped early: its client went away, or the service is shutting down.
+    #[error("{}", match .0 {
+        Stop::ClientGone => "The client went away; the work stopped.",
+        Stop::ShuttingDown => "The service is shutting down; the work stopped. Send it again.",
+    })]
+    Stopped(Stop),
 }
 
 impl LeasingError {
     /// Every code [`LeasingError::code`] answers (metrics count flow outcomes by them).
-    pub const CODES: [&'static str; 15] = [
+    pub const CODES: [&'static str; 17] = [
         "validation_failed",
         "declined",
         "cancelled",
@@ -53,6 +60,8 @@ impl LeasingError {
         "upstream_error",
         "upstream_invalid_response",
         "upstream_client_error",
+        "client_gone",
+        "shutting_down",
     ];
 
     /// The `error_code` of the answer: one per cause.
@@ -65,6 +74,8 @@ impl LeasingError {
             LeasingError::PastSigning(_) => "already_past_signing",
             LeasingError::NotReadyToSign { .. } => "not_ready_to_sign",
             LeasingError::Storage(_) => "storage_error",
+            LeasingError::Stopped(Stop::ClientGone) => "client_gone",
+            LeasingError::Stopped(Stop::ShuttingDown) => "shutting_down",
             LeasingError::Upstream(e) => match e {
                 UpstreamError::NotConfigured { .. } => "upstream_not_configured",
                 UpstreamError::Timeout { .. } => "upstream_timeout",
@@ -205,18 +216,21 @@ impl LeasingService {
 
     pub async fn patch_lessee(&self, id: &str, patch: &Value) -> Result<Value, LeasingError> {
         let id = financing_id(id)?;
+        validate_lessee_patch(patch).map_err(LeasingError::Invalid)?;
         let patch = body(patch).map_err(bad_body)?;
         Ok(with_defaults(self.client()?.patch_lessee(id, &patch).await?))
     }
 
     /// Waits until the request is `ReadyToSign`, following the seed's table. `known` is a
     /// state already observed (e.g. from create); without it the first read counts as one
-    /// observation. Then up to `max_attempts` further reads, `sleep` apart.
+    /// observation. Then up to `max_attempts` further reads, `sleep` apart; a sleep ends the
+    /// wait early when `stop` fires (the client went away, the service is stopping).
     pub async fn wait_ready_to_sign(
         &self,
         id: &str,
         params: &WaitParams,
         known: Option<Value>,
+        stop: &mut StopSignal,
     ) -> Result<Value, LeasingError> {
         let id = financing_id(id)?;
         let client = self.client()?;
@@ -240,7 +254,10 @@ impl LeasingService {
                 }
                 Observation::Pending(_) => {
                     drop(std::mem::take(&mut request));
-                    tokio::time::sleep(params.sleep).await;
+                    tokio::select! {
+                        _ = tokio::time::sleep(params.sleep) => {}
+                        stopped = stop.stopped() => return Err(LeasingError::Stopped(stopped)),
+                    }
                     attempts += 1;
                     request = with_defaults(Box::pin(client.get(id)).await?);
                 }
@@ -380,6 +397,8 @@ mod tests {
             UpstreamError::Refused { system, status: 503, message: String::new() }.into(),
             UpstreamError::Malformed { system, detail: String::new() }.into(),
             UpstreamError::Client { system, detail: String::new() }.into(),
+            LeasingError::Stopped(Stop::ClientGone),
+            LeasingError::Stopped(Stop::ShuttingDown),
         ];
         let codes: Vec<&str> = errors.iter().map(LeasingError::code).collect();
         assert_eq!(codes, LeasingError::CODES, "CODES lists each code once, in this order");

@@ -3040,6 +3040,10 @@ export interface components {
         PatchLesseePayload: {
             Addresses?: components["schemas"]["Address"][] | null;
             CompanyName?: string | null;
+            /**
+             * Format: email
+             * @description Checked to be an email address.
+             */
             Email?: string | null;
             Telephones?: components["schemas"]["Telephone"][] | null;
         } & {
