@@ -788,18 +788,7 @@ async fn mirrored_erp_records_never_show_a_secret() {
 async fn oversized_headers_are_431_and_disturb_no_request_in_flight() {
     let svc = TestService::start(Db::Sqlite, &[]).await;
     let token = svc.user_token().await;
-    let created: Value = svc
-        .client
-        .post(svc.url("/api/v1/leasing"))
-        .bearer_auth(&token)
-        .json(&common::leasing_request("Waiting GmbH [slow:60]"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let id = created["data"]["FinancingId"].as_str().unwrap().to_string();
+    let id = financing_request(&svc, &token, "Waiting GmbH [slow:60]").await;
     let waits: Vec<_> = (0..6)
         .map(|_| {
             let request = svc
@@ -977,12 +966,14 @@ async fn metric(svc: &TestService, line_start: &str) -> f64 {
         .unwrap_or(0.0)
 }
 
-async fn never_ready_request(svc: &TestService, token: &str) -> String {
+/// Creates a financing request for `company` (a simulator marker in it picks its behaviour);
+/// its id.
+async fn financing_request(svc: &TestService, token: &str, company: &str) -> String {
     let created: Value = svc
         .client
         .post(svc.url("/api/v1/leasing"))
         .bearer_auth(token)
-        .json(&common::leasing_request("Patient GmbH [never-ready]"))
+        .json(&common::leasing_request(company))
         .send()
         .await
         .unwrap()
@@ -998,7 +989,7 @@ async fn never_ready_request(svc: &TestService, token: &str) -> String {
 async fn abandoned_waits_and_flows_stop() {
     let svc = TestService::start(Db::Sqlite, &[]).await;
     let token = svc.user_token().await;
-    let id = never_ready_request(&svc, &token).await;
+    let id = financing_request(&svc, &token, "Patient GmbH [never-ready]").await;
     let calls = "integration_service_upstream_requests_total{system=\"leasing\",outcome=\"ok\"}";
     let wait = held(
         &svc,
@@ -1049,7 +1040,7 @@ async fn abandoned_waits_and_flows_stop() {
 async fn held_calls_are_capped_per_token_and_end_on_shutdown() {
     let svc = TestService::start(Db::Sqlite, &[("MAX_HELD_CALLS_PER_TOKEN", "2")]).await;
     let token = svc.user_token().await;
-    let id = never_ready_request(&svc, &token).await;
+    let id = financing_request(&svc, &token, "Patient GmbH [never-ready]").await;
     let path = format!("/api/v1/leasing/{id}/wait-ready-to-sign?max_attempts=100&sleep_milliseconds=200");
     let waits: Vec<_> =
         (0..2).map(|_| tokio::spawn(svc.client.get(svc.url(&path)).bearer_auth(&token).send())).collect();
