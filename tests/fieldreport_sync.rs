@@ -197,7 +197,7 @@ async fn a_reconciling_sync_removes_what_the_upstream_deleted(db: Db) {
     for (id, status) in [("1001", 404), ("1700", 404), ("1002", 200), ("1003", 200)] {
         assert_eq!(get(&svc, &token, &format!("/api/v1/fieldreport/tags/{id}")).await.status(), status, "{id}");
     }
-    let again = get(&svc, &token, "/api/v1/fieldreport/sync/tags?reconcile=true").await.json::<Value>().await.unwrap();
+    let again = get(&svc, &token, "/api/v1/fieldreport/sync/tags?reconcile=1").await.json::<Value>().await.unwrap();
     assert_eq!(again["data"][0]["reconcile"]["removed"], 0, "{again}");
     svc.stop().await;
 }

@@ -204,6 +204,15 @@ async fn e_signature_paper_contract_and_documents(db: Db) {
         .ok(reqwest::Method::GET, &format!("/api/v1/leasing/{id}/contractdocument/base64?store_pdf=true"), None)
         .await;
     assert_eq!(stored["stored"]["path"], format!("contracts/{id}.pdf"));
+    // Booleans as PHP and forms send them.
+    let stored_too =
+        api.ok(reqwest::Method::GET, &format!("/api/v1/leasing/{id}/contractdocument/base64?store_pdf=1"), None).await;
+    assert_eq!(stored_too["stored"]["path"], format!("contracts/{id}.pdf"));
+    let refused = api
+        .call(reqwest::Method::GET, &format!("/api/v1/leasing/{id}/contractdocument/base64?store_pdf=yes"), None)
+        .await;
+    let body = error_body(refused, 422).await;
+    assert!(body["errors"]["store_pdf"].is_array() && body["success"] == false, "{body}");
     let pdf = std::fs::read(svc.storage_dir.join(format!("contracts/{id}.pdf"))).unwrap();
     assert!(pdf.starts_with(b"%PDF-"));
     assert_eq!(stored["stored"]["bytes"], pdf.len());
@@ -293,6 +302,34 @@ async fn provider_failures_map_to_500_with_a_code(db: Db) {
     svc.stop().await;
 }
 
+/// Errors dropshot raises itself (an unreadable query or body) carry the leasing envelope too.
+async fn dropshots_own_errors_carry_the_leasing_envelope(db: Db) {
+    let svc = TestService::start(db, &[]).await;
+    let api = client(&svc).await;
+    let id = api.create("ACME GmbH").await;
+    let bad_query = api
+        .call(reqwest::Method::GET, &format!("/api/v1/leasing/{id}/wait-ready-to-sign?max_attempts=abc"), None)
+        .await;
+    let bad_body = api
+        .svc
+        .client
+        .post(api.svc.url("/api/v1/leasing"))
+        .bearer_auth(&api.token)
+        .header("content-type", "application/json")
+        .body("{not json")
+        .send()
+        .await
+        .unwrap();
+    for answer in [bad_query, bad_body] {
+        let status = answer.status().as_u16();
+        assert!((400..500).contains(&status), "{status}");
+        let body = error_body(answer, status).await;
+        assert_eq!(body["success"], false, "{body}");
+        assert!(body["message"].is_string() && body["error_code"].is_string() && body["request_id"].is_string());
+    }
+    svc.stop().await;
+}
+
 async fn leasing_routes_need_a_token_and_a_configured_provider(db: Db) {
     let svc = TestService::start(db, &[("LEASING_BASE_URL", "")]).await;
     let body = error_body(svc.client.get(svc.url("/api/v1/leasing/abc")).send().await.unwrap(), 401).await;
@@ -341,5 +378,6 @@ on_both_databases!(
     identifiers_that_could_escape_storage_are_refused,
     provider_failures_map_to_500_with_a_code,
     leasing_routes_need_a_token_and_a_configured_provider,
+    dropshots_own_errors_carry_the_leasing_envelope,
     provider_calculation_validates_its_body,
 );

@@ -33085,7 +33085,7 @@ Pulls every entity set from the field-report system by OData into the mirror (re
 Sends a `GET` request to `/api/v1/fieldreport/sync`
 
 Arguments:
-- `reconcile`: After the sync, remove the local records the field-report system no longer has (an incremental sync cannot see deletes). It reads every Id of the set; records with a local change waiting for the upstream are kept and reported. Default `false`.
+- `reconcile`: After the sync, remove the local records the field-report system no longer has (an incremental sync cannot see deletes). It reads every Id of the set; records with a local change waiting for the upstream are kept and reported: `true`/`false` or `1`/`0` (default false).
 ```ignore
 let response = client.fieldreport_sync_all()
     .reconcile(reconcile)
@@ -33103,7 +33103,7 @@ Sends a `GET` request to `/api/v1/fieldreport/sync/{entity}`
 
 Arguments:
 - `entity`: Route name (`costCenters`) or OData set name (`CostCenters`).
-- `reconcile`: After the sync, remove the local records the field-report system no longer has (an incremental sync cannot see deletes). It reads every Id of the set; records with a local change waiting for the upstream are kept and reported. Default `false`.
+- `reconcile`: After the sync, remove the local records the field-report system no longer has (an incremental sync cannot see deletes). It reads every Id of the set; records with a local change waiting for the upstream are kept and reported: `true`/`false` or `1`/`0` (default false).
 ```ignore
 let response = client.fieldreport_sync()
     .entity(entity)
@@ -33653,7 +33653,7 @@ Sends a `GET` request to `/api/v1/leasing/{financingId}/contractdocument/base64`
 
 Arguments:
 - `financing_id`: The provider's identifier of the financing request (letters, digits and `-`, at most 64).
-- `store_pdf`: Also save the PDF to storage as `contracts/<financingId>.pdf` (default false).
+- `store_pdf`: Also save the PDF to storage as `contracts/<financingId>.pdf`: `true`/`false` or `1`/`0` (default false).
 ```ignore
 let response = client.leasing_contract_document()
     .financing_id(financing_id)

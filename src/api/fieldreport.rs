@@ -508,8 +508,10 @@ pub async fn show_records(
 pub struct SyncQuery {
     /// After the sync, remove the local records the field-report system no longer has (an
     /// incremental sync cannot see deletes). It reads every Id of the set; records with a
-    /// local change waiting for the upstream are kept and reported. Default `false`.
-    pub reconcile: Option<bool>,
+    /// local change waiting for the upstream are kept and reported: `true`/`false` or `1`/`0`
+    /// (default false).
+    #[serde(default)]
+    pub reconcile: super::query_flag::QueryFlag,
 }
 
 pub async fn sync(
@@ -518,6 +520,7 @@ pub async fn sync(
     query: SyncQuery,
 ) -> Result<HttpResponseOk<SyncAnswer>, ApiError> {
     caller(rqctx).await?;
+    let reconcile = query.reconcile.value("reconcile")?;
     let entities: Vec<&generated::fieldreport::EntityInfo> = match entity {
         Some(name) => vec![entity_named(name)?],
         None => generated::fieldreport::ENTITIES.iter().collect(),
@@ -525,9 +528,9 @@ pub async fn sync(
     let service = &rqctx.context().fieldreport;
     let mut data = Vec::new();
     for info in entities {
-        data.push(match query.reconcile {
-            Some(true) => service.sync_and_reconcile(info, &|_| {}).await?,
-            _ => service.sync(info, &|_| {}).await?,
+        data.push(match reconcile {
+            true => service.sync_and_reconcile(info, &|_| {}).await?,
+            false => service.sync(info, &|_| {}).await?,
         });
     }
     Ok(HttpResponseOk(SyncAnswer { data }))

@@ -59,9 +59,10 @@ pub struct WaitQuery {
 
 #[derive(Deserialize, JsonSchema)]
 pub struct ContractDocumentQuery {
-    /// Also save the PDF to storage as `contracts/<financingId>.pdf` (default false).
+    /// Also save the PDF to storage as `contracts/<financingId>.pdf`: `true`/`false` or
+    /// `1`/`0` (default false).
     #[serde(default)]
-    pub store_pdf: bool,
+    pub store_pdf: super::query_flag::QueryFlag,
 }
 
 /// A request-returning answer.

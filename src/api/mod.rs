@@ -16,6 +16,7 @@ pub mod leasing;
 pub mod leasing_schema;
 pub mod openapi;
 pub mod operations;
+pub mod query_flag;
 
 use dropshot::{
     Body, EndpointTagPolicy, Header, HttpResponseAccepted, HttpResponseCreated, HttpResponseOk,
@@ -856,7 +857,8 @@ impl IntegrationApi for Service {
         path: Path<FinancingIdPath>,
         query: Query<ContractDocumentQuery>,
     ) -> Result<HttpResponseOk<ContractDocumentEnvelope>, ApiError> {
-        leasing::contract_document(&rqctx, &path.into_inner().financing_id, query.into_inner().store_pdf).await
+        let store_pdf = query.into_inner().store_pdf.value("store_pdf").map_err(ApiError::leasing)?;
+        leasing::contract_document(&rqctx, &path.into_inner().financing_id, store_pdf).await
     }
 
     async fn leasing_contract_document_link(

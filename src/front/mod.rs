@@ -265,7 +265,7 @@ impl Front {
                     match departure::watching(self.backend.send(request), watched, socket).await {
                         // Dropshot answers a body that ended in an error as a bad request.
                         Ok(_) if faults.too_slow.load(Ordering::Relaxed) => self.too_slow(),
-                        Ok(response) => self.finish(response).await,
+                        Ok(response) => self.finish(response, &path).await,
                         Err(error) => self.failed(error, &faults),
                     }
                 }
@@ -395,7 +395,7 @@ impl Front {
     }
 
     /// Passes successful answers through as they stream; completes error bodies.
-    async fn finish(&self, response: Response<BackendBody>) -> Response<FrontBody> {
+    async fn finish(&self, response: Response<BackendBody>, path: &str) -> Response<FrontBody> {
         let (mut parts, body) = response.into_parts();
         let is_json = parts
             .headers
@@ -420,6 +420,11 @@ impl Front {
             Ok(serde_json::Value::Object(mut body)) => {
                 body.insert("request_id".into(), request_id.into());
                 body.entry("error_code").or_insert_with(|| default_error_code(parts.status.as_u16()).into());
+                // The leasing envelope on every error there, dropshot's own (a bad query or
+                // body) included.
+                if path.starts_with("/api/v1/leasing") {
+                    body.entry("success").or_insert(serde_json::Value::Bool(false));
+                }
                 if let Some(seconds) = body.get("retry_after_seconds").and_then(|v| v.as_u64()) {
                     parts.headers.insert(header::RETRY_AFTER, HeaderValue::from(seconds));
                 }

@@ -7373,8 +7373,8 @@ export interface operations {
     fieldreport_sync_all: {
         parameters: {
             query?: {
-                /** @description After the sync, remove the local records the field-report system no longer has (an incremental sync cannot see deletes). It reads every Id of the set; records with a local change waiting for the upstream are kept and reported. Default `false`. */
-                reconcile?: boolean | null;
+                /** @description After the sync, remove the local records the field-report system no longer has (an incremental sync cannot see deletes). It reads every Id of the set; records with a local change waiting for the upstream are kept and reported: `true`/`false` or `1`/`0` (default false). */
+                reconcile?: boolean;
             };
             header?: never;
             path?: never;
@@ -7402,8 +7402,8 @@ export interface operations {
     fieldreport_sync: {
         parameters: {
             query?: {
-                /** @description After the sync, remove the local records the field-report system no longer has (an incremental sync cannot see deletes). It reads every Id of the set; records with a local change waiting for the upstream are kept and reported. Default `false`. */
-                reconcile?: boolean | null;
+                /** @description After the sync, remove the local records the field-report system no longer has (an incremental sync cannot see deletes). It reads every Id of the set; records with a local change waiting for the upstream are kept and reported: `true`/`false` or `1`/`0` (default false). */
+                reconcile?: boolean;
             };
             header?: never;
             path: {
@@ -8354,7 +8354,7 @@ export interface operations {
     leasing_contract_document: {
         parameters: {
             query?: {
-                /** @description Also save the PDF to storage as `contracts/<financingId>.pdf` (default false). */
+                /** @description Also save the PDF to storage as `contracts/<financingId>.pdf`: `true`/`false` or `1`/`0` (default false). */
                 store_pdf?: boolean;
             };
             header?: never;
