@@ -280,7 +280,21 @@ impl FieldReportService {
             }
             Err(error) => return Err(error.into()),
         };
-        self.replace(entity, record, stored.version, None, Some(upstream)).await
+        if self.store.mirror_replace(entity.route, &record, stored.version, None).await? {
+            return Ok(WriteOutcome { data: record.document, upstream: Some(upstream) });
+        }
+        // The upstream took this write at its version, so a mirror already at that version
+        // holds this very write: a concurrent update, refused upstream as stale, caught the
+        // mirror up with the upstream's copy of it. It takes the document as sent.
+        let caught_up =
+            self.store.mirror_get(entity.route, &record.id).await?.is_some_and(|now| now.version == version);
+        if caught_up && self.store.mirror_replace(entity.route, &record, version, None).await? {
+            return Ok(WriteOutcome { data: record.document, upstream: Some(upstream) });
+        }
+        Err(FieldReportError::Conflict(format!(
+            "{} record {} was changed by another request; read it again and retry",
+            entity.route, record.id
+        )))
     }
 
     async fn replace(
