@@ -25,6 +25,28 @@ pub fn run(root: &Path) -> Result<ExitCode> {
         .extend(client::generate(root)?.into_iter().map(|(name, contents)| (name, contents, "cargo xtask codegen")));
     // The generated files are compared even when the service does not build.
     let mut stale = 0;
+    // Each vendored crate: the published one plus its committed patch, small, and used.
+    for vendored in crate::vendored::entries(root)? {
+        let (patch, changed) = crate::vendored::diff(root, &vendored)?;
+        expected.push((vendored.patch_file(), patch, "cargo xtask vendor-patch"));
+        if changed > crate::vendored::MOST_CHANGED_LINES {
+            stale += 1;
+            eprintln!(
+                "{}: {changed} changed lines in files of {} {} (at most {})\n",
+                vendored.dir,
+                vendored.name,
+                vendored.version,
+                crate::vendored::MOST_CHANGED_LINES
+            );
+        }
+        if !crate::vendored::is_used(root, &vendored)? {
+            stale += 1;
+            eprintln!(
+                "unused: Cargo.lock no longer takes {} {} from {} ([patch.crates-io]); drop the patch or vendor the new version\n",
+                vendored.name, vendored.version, vendored.dir
+            );
+        }
+    }
     match openapi::document(root) {
         Ok(doc) => expected.push((openapi::DOCUMENT.to_string(), doc, "cargo xtask openapi")),
         Err(err) => {

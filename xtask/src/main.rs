@@ -7,6 +7,7 @@
 //! - `bench`: measure the release build against baselines taken in the same run.
 //! - `swagger-ui`: check (or `--update`) the vendored Swagger UI against the npm registry's package.
 //! - `test`: set up what the test suite needs (Python tools, Chromium, PostgreSQL) and run it.
+//! - `vendor-patch`: write `vendor/<name>.patch`, each vendored crate against its published one.
 
 mod bench;
 mod check;
@@ -21,6 +22,7 @@ mod openapi;
 mod render;
 mod swagger_ui;
 mod test;
+mod vendored;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -74,6 +76,9 @@ enum Command {
         #[arg(long, value_name = "VERSION")]
         update: Option<String>,
     },
+    /// Write `vendor/<name>.patch` for each vendored crate: its changes against the registry's
+    /// published crate of the same version (`cargo xtask check` compares them).
+    VendorPatch,
     /// The one test command: set up the Python test tools (in `target/test-tools/venv`),
     /// Chromium and PostgreSQL as needed, say what was set up, and run `cargo test --workspace`
     /// on SQLite and Postgres (`TEST_POSTGRES_URL`, else the local server).
@@ -141,6 +146,14 @@ fn run() -> Result<ExitCode> {
         Command::SwaggerUi { update: None } => swagger_ui::check(&root),
         Command::SwaggerUi { update: Some(version) } => swagger_ui::update(&root, &version),
         Command::Test { fuzz, cargo_args } => test::run(&root, fuzz, &cargo_args),
+        Command::VendorPatch => {
+            for vendored in vendored::entries(&root)? {
+                let (patch, changed) = vendored::diff(&root, &vendored)?;
+                std::fs::write(root.join(vendored.patch_file()), &patch)?;
+                println!("wrote {} ({changed} changed lines in published files)", vendored.patch_file());
+            }
+            Ok(ExitCode::SUCCESS)
+        }
     }
 }
 
