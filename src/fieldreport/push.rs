@@ -98,14 +98,14 @@ impl FieldReportService {
         for record in pending {
             progress(&report, total);
             self.check_stop()?;
-            let Some(attempts) = self.store().mirror_claim_push(info.route, &record.id, kind).await? else {
+            let Some(claim) = self.store().mirror_claim_push(info.route, &record.id, kind).await? else {
                 report.skipped += 1;
                 continue;
             };
-            if attempts > 1 && kind == "create" {
+            if claim.attempts > 1 && kind == "create" {
                 match self.created_earlier(info, &record).await {
                     Ok(Some(upstream)) => {
-                        self.mark_pushed(info, kind, &record.id, &record, &upstream).await?;
+                        self.mark_pushed(info, kind, &record.id, &record, &upstream, &claim).await?;
                         report.recovered += 1;
                         continue;
                     }
@@ -128,7 +128,7 @@ impl FieldReportService {
             };
             match sent {
                 Ok((answer, sent)) => {
-                    self.mark_pushed(info, kind, &record.id, &sent, &answer).await?;
+                    self.mark_pushed(info, kind, &record.id, &sent, &answer, &claim).await?;
                     report.pushed += 1;
                 }
                 Err(FieldReportError::Upstream(UpstreamError::Refused { status: 404, .. })) if kind == "update" => {
@@ -195,7 +195,9 @@ impl FieldReportService {
         Ok(report)
     }
 
-    /// Marks a record pushed as `sent` (a created record takes the Id the upstream gave it).
+    /// Marks a record pushed as `sent` (a created record takes the Id the upstream gave it). An
+    /// updated record that a local write changed while it was pushed (an ERP webhook) stays
+    /// pending with that write, given back for the next push, which sends it on top of this one.
     async fn mark_pushed(
         &self,
         info: &EntityInfo,
@@ -203,6 +205,7 @@ impl FieldReportService {
         old_id: &str,
         sent: &MirrorRecord,
         upstream: &Value,
+        claim: &crate::store::fieldreport::PushClaim,
     ) -> Result<(), FieldReportError> {
         let mut pushed = sent.clone();
         if kind == "create"
@@ -211,7 +214,11 @@ impl FieldReportService {
             pushed.document["Id"] = Value::String(id.clone());
             pushed = MirrorRecord { id, ..pushed };
         }
-        Ok(self.store().mirror_mark_pushed(info.route, old_id, &pushed).await?)
+        let claimed_until = (kind == "update").then_some(claim.until);
+        if !self.store().mirror_mark_pushed(info.route, old_id, &pushed, claimed_until).await? {
+            self.store().mirror_release_push(info.route, old_id).await?;
+        }
+        Ok(())
     }
 
     /// A pending update, sent on top of the upstream's current record: the local document

@@ -86,13 +86,13 @@ const MIRROR_INSERT_UNFLUSHED: &str = "WITH unflushed AS (SELECT set_config('syn
      SELECT $1, $2, $3, $4, $5, $6, $6, $7 FROM unflushed";
 /// A record replaced if it is still at the expected version.
 const MIRROR_REPLACE: &str = "UPDATE fieldreport_records SET version = $1, document = $2, updated_at = $3, \
-            pending_push = COALESCE(pending_push, $4), external_id = $8 \
+            pending_push = COALESCE(pending_push, $4), external_id = $8, push_claimed_until = NULL \
      WHERE entity = $5 AND LENGTH(record_id) = LENGTH($6) AND record_id = $6 AND version = $7";
 /// [`MIRROR_REPLACE`] committing without waiting for the WAL flush (Postgres; see
 /// [`Store::unflushed`]).
 const MIRROR_REPLACE_UNFLUSHED: &str = "WITH unflushed AS (SELECT set_config('synchronous_commit', 'off', true)) \
      UPDATE fieldreport_records SET version = $1, document = $2, updated_at = $3, \
-            pending_push = COALESCE(pending_push, $4), external_id = $8 \
+            pending_push = COALESCE(pending_push, $4), external_id = $8, push_claimed_until = NULL \
      FROM unflushed \
      WHERE entity = $5 AND LENGTH(record_id) = LENGTH($6) AND record_id = $6 AND version = $7";
 /// A record deleted.
@@ -105,10 +105,12 @@ const MIRROR_CLAIM_PUSH: &str = "UPDATE fieldreport_records SET push_claimed_unt
 /// A claimed record given back.
 const MIRROR_RELEASE_PUSH: &str = "UPDATE fieldreport_records SET push_claimed_until = NULL \
      WHERE entity = $1 AND LENGTH(record_id) = LENGTH($2) AND record_id = $2";
-/// A record pushed: it takes the upstream's Id and document.
+/// A record pushed: it takes the upstream's Id and document; with `$8`, only while the claim
+/// it was pushed under holds (a local write since then cleared it: [`MIRROR_REPLACE`]).
 const MIRROR_MARK_PUSHED: &str = "UPDATE fieldreport_records SET record_id = $1, version = $2, document = $3, \
             pending_push = NULL, updated_at = $4, push_claimed_until = NULL, push_attempts = 0, external_id = $7 \
-     WHERE entity = $5 AND LENGTH(record_id) = LENGTH($6) AND record_id = $6";
+     WHERE entity = $5 AND LENGTH(record_id) = LENGTH($6) AND record_id = $6 \
+       AND ($8 IS NULL OR push_claimed_until = $8)";
 /// Whether a record of the set has an id between two ids of one length (see
 /// [`may_hold_any_of`]): one range of the record index, read in its order, so that the first
 /// record found ends it. SQLite is told the index, so that it takes the range from no other:
@@ -475,6 +477,16 @@ const MIRROR_UPSERT_STAGED: &str = "INSERT INTO fieldreport_records AS stored \
      WHERE stored.document <> EXCLUDED.document AND stored.pending_push IS NULL \
      RETURNING stored.record_id, stored.xmax = 0 AS inserted";
 
+/// A pending record claimed for one push attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PushClaim {
+    /// Attempts so far, this one included.
+    pub attempts: i64,
+    /// The claim's deadline, as stored with the record until the push is marked, the claim
+    /// runs out, or a local write of the record clears it.
+    pub until: i64,
+}
+
 /// The sync state of one entity.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SyncState {
@@ -732,12 +744,14 @@ impl Store {
     }
 
     /// Claims a pending record for one push attempt; `None` when it is no longer pending or
-    /// another run holds it. The answer counts the attempts, this one included: above 1, an
-    /// earlier attempt may have reached the upstream before its process stopped.
-    pub async fn mirror_claim_push(&self, entity: &str, id: &str, kind: &str) -> Result<Option<i64>, StoreError> {
+    /// another run holds it. The claim counts the attempts, this one included (above 1, an
+    /// earlier attempt may have reached the upstream before its process stopped), and carries
+    /// its deadline, which a local write of the record clears (for [`Store::mirror_mark_pushed`]).
+    pub async fn mirror_claim_push(&self, entity: &str, id: &str, kind: &str) -> Result<Option<PushClaim>, StoreError> {
         let now = now_ms();
+        let until = self.lease_deadline();
         let row = sqlx::query(MIRROR_CLAIM_PUSH)
-            .bind(self.lease_deadline())
+            .bind(until)
             .bind(entity)
             .bind(id)
             .bind(kind)
@@ -745,7 +759,7 @@ impl Store {
             .fetch_optional(self.pool())
             .await?;
         Ok(match row {
-            Some(row) => Some(i64::from(row.try_get::<i32, _>("push_attempts")?)),
+            Some(row) => Some(PushClaim { attempts: i64::from(row.try_get::<i32, _>("push_attempts")?), until }),
             None => None,
         })
     }
@@ -758,12 +772,18 @@ impl Store {
     }
 
     /// Marks a record as pushed; after a create push it takes the upstream's Id and document.
+    /// With `claimed_until` (an update's claim), only while that claim holds: `false` when a
+    /// local write changed the record meanwhile, which then stays pending as written, for the
+    /// next push. (A create is marked whatever happened: its record has no upstream Id to send
+    /// a later change to until it is marked.)
     pub async fn mirror_mark_pushed(
         &self,
         entity: &str,
         old_id: &str,
         record: &MirrorRecord,
-    ) -> Result<(), StoreError> {
+        claimed_until: Option<i64>,
+    ) -> Result<bool, StoreError> {
+        let mut marked = false;
         let done = async {
             let mut tx = self.write_transaction().await?;
             // A create whose answer was lost may be in the mirror already under the upstream's
@@ -771,8 +791,8 @@ impl Store {
             // one, which was sent, goes.
             let synced = old_id != record.id
                 && sqlx::query(MIRROR_ROW).bind(entity).bind(&record.id).fetch_optional(&mut *tx).await?.is_some();
-            if synced {
-                sqlx::query(MIRROR_DELETE).bind(entity).bind(old_id).execute(&mut *tx).await?;
+            let done = if synced {
+                sqlx::query(MIRROR_DELETE).bind(entity).bind(old_id).execute(&mut *tx).await?
             } else {
                 sqlx::query(MIRROR_MARK_PUSHED)
                     .bind(&record.id)
@@ -782,17 +802,19 @@ impl Store {
                     .bind(entity)
                     .bind(old_id)
                     .bind(record.external_id())
+                    .bind(claimed_until)
                     .execute(&mut *tx)
-                    .await?;
-            }
+                    .await?
+            };
             tx.commit().await?;
-            Ok::<_, StoreError>(true)
+            marked = done.rows_affected() == 1;
+            Ok::<_, StoreError>(marked)
         }
         .await;
         // A create's push gives the record the upstream's Id: both ids changed.
         let ids: &[&str] = if old_id == record.id { &[old_id] } else { &[old_id, &record.id] };
         self.mirror_written(entity, ids, done).await?;
-        Ok(())
+        Ok(marked)
     }
 }
 
@@ -840,7 +862,8 @@ mod tests {
         connection
             .execute(
                 "CREATE TEMP TABLE fieldreport_records (entity TEXT, record_id TEXT, version BIGINT, \
-                 document TEXT, pending_push TEXT, created_at BIGINT, updated_at BIGINT, external_id TEXT)",
+                 document TEXT, pending_push TEXT, created_at BIGINT, updated_at BIGINT, external_id TEXT, \
+                 push_claimed_until BIGINT)",
             )
             .await
             .unwrap();
@@ -889,6 +912,29 @@ mod tests {
         assert_eq!(stored, [(2, r#"{"Id":"1","Version":2}"#.to_string())]);
     }
 
+    /// A local write while a pending update is pushed (an ERP webhook's) clears its claim: the
+    /// push is then not marked over it, and the record stays pending as written.
+    #[tokio::test]
+    async fn a_local_write_during_a_push_keeps_the_record_pending() {
+        for test in crate::store::testing::stores_on_both_databases().await {
+            let store = &test.store;
+            let record =
+                MirrorRecord { id: "7".into(), version: 1, document: json!({"Id": "7", "Version": 1, "Name": "a"}) };
+            store.mirror_insert("tags", &record, Some("update")).await.unwrap();
+            let claim = store.mirror_claim_push("tags", "7", "update").await.unwrap().unwrap();
+            let newer = MirrorRecord { document: json!({"Id": "7", "Version": 1, "Name": "b"}), ..record.clone() };
+            assert!(store.mirror_replace("tags", &newer, 1, Some("update")).await.unwrap());
+            let sent = MirrorRecord { version: 2, document: json!({"Id": "7", "Version": 2, "Name": "a"}), ..record };
+            assert!(!store.mirror_mark_pushed("tags", "7", &sent, Some(claim.until)).await.unwrap());
+            let pending = store.mirror_pending("tags", "update").await.unwrap();
+            assert_eq!(pending[0].document["Name"], "b", "the later write waits for the next push");
+            // With no write in between, the mark holds.
+            let claim = store.mirror_claim_push("tags", "7", "update").await.unwrap().unwrap();
+            assert!(store.mirror_mark_pushed("tags", "7", &sent, Some(claim.until)).await.unwrap());
+            assert!(store.mirror_pending("tags", "update").await.unwrap().is_empty());
+        }
+    }
+
     use crate::store::TestValues as Values;
 
     /// Each statement on one record, with a function that binds values to its parameters.
@@ -901,7 +947,7 @@ mod tests {
             (MIRROR_REPLACE, replace_values),
             (MIRROR_REPLACE_UNFLUSHED, replace_values),
             (MIRROR_MARK_PUSHED, |query| {
-                query.bind("40").bind(2_i64).bind("{}").bind(1_i64).bind("companies").bind("12").bind("e")
+                query.bind("40").bind(2_i64).bind("{}").bind(1_i64).bind("companies").bind("12").bind("e").bind(1_i64)
             }),
         ]
     }
@@ -999,7 +1045,7 @@ mod tests {
         let moved = MirrorRecord { id: "4".into(), version: 2, document: json!({"Id": "4", "ExternalId": "11"}) };
         assert!(store.mirror_replace("companies", &moved, 1, None).await.unwrap());
         let pushed = MirrorRecord { id: "40".into(), version: 3, document: json!({"Id": "40", "ExternalId": "12"}) };
-        store.mirror_mark_pushed("companies", "4", &pushed).await.unwrap();
+        assert!(store.mirror_mark_pushed("companies", "4", &pushed, None).await.unwrap());
         let synced = SyncedRecord {
             id: "6".into(),
             version: 1,
