@@ -858,7 +858,7 @@ mod tests {
         };
         sqlx::any::install_default_drivers();
         let mut connection = AnyConnection::connect(&url).await.unwrap();
-        // A table of this session only, shadowing any of the same name.
+        // A temporary table of this connection only, shadowing any of the same name.
         connection
             .execute(
                 "CREATE TEMP TABLE fieldreport_records (entity TEXT, record_id TEXT, version BIGINT, \
