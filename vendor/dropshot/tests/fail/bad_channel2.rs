@@ -1,0 +1,19 @@
+// Copyright 2024 Oxide Computer Company
+
+#![allow(unused_imports)]
+
+use dropshot::channel;
+use dropshot::WebsocketConnection;
+
+#[channel {
+    protocol = WEBSOCKETS,
+    path = "/test",
+}]
+async fn bad_channel(
+    self,
+    _upgraded: WebsocketConnection,
+) -> dropshot::WebsocketChannelResult {
+    Ok(())
+}
+
+fn main() {}

@@ -1,0 +1,43 @@
+// Copyright 2024 Oxide Computer Company
+
+#![allow(unused_imports)]
+
+use dropshot::endpoint;
+use dropshot::HttpError;
+use dropshot::HttpResponseUpdatedNoContent;
+use dropshot::RequestContext;
+
+// Test: incorrect type for request_body_max_bytes.
+
+#[dropshot::api_description]
+trait MyApi {
+    type Context;
+
+    #[endpoint {
+        method = GET,
+        path = "/test",
+        request_body_max_bytes = "not_a_number",
+    }]
+    async fn bad_endpoint(
+        _rqctx: RequestContext<Self::Context>,
+    ) -> Result<HttpResponseUpdatedNoContent, HttpError>;
+}
+
+enum MyImpl {}
+
+// This should not produce errors about items being missing.
+
+impl MyApi for MyImpl {
+    type Context = ();
+    async fn bad_endpoint(
+        _rqctx: RequestContext<Self::Context>,
+    ) -> Result<HttpResponseUpdatedNoContent, HttpError> {
+        Ok(HttpResponseUpdatedNoContent())
+    }
+}
+
+fn main() {
+    // These items should be generated and accessible.
+    my_api_mod::api_description::<MyImpl>();
+    my_api_mod::stub_api_description();
+}
