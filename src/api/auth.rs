@@ -1,6 +1,6 @@
-//! Handlers of the auth area.
+//! The auth area's endpoints: login, logout and the current user.
 
-use dropshot::{HttpResponseOk, HttpResponseUpdatedNoContent, RequestContext};
+use dropshot::{HttpResponseOk, HttpResponseUpdatedNoContent, RequestContext, TypedBody};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -69,22 +69,39 @@ impl From<User> for CurrentUser {
     }
 }
 
+/// Log in
+///
+/// Exchanges an email and password for a personal access token. Send it as
+/// `Authorization: Bearer <access_token>` on every guarded route. Tokens do not expire
+/// unless the service sets `TOKEN_TTL_MINUTES`. After five failed attempts for one email
+/// from one address within a minute, further attempts are refused with 429 until the
+/// oldest failure is a minute old.
+#[dropshot::endpoint { method = POST, path = "/api/v1/login", tags = ["auth"] }]
 pub async fn login(
-    rqctx: &RequestContext<ApiContext>,
-    body: LoginRequest,
+    rqctx: RequestContext<ApiContext>,
+    body: TypedBody<LoginRequest>,
 ) -> Result<HttpResponseOk<LoginResponse>, ApiError> {
-    let address = client_address(rqctx).to_string();
+    let body = body.into_inner();
+    let address = client_address(&rqctx).to_string();
     let token = rqctx.context().auth.login(&body.email, &body.password, &address).await?;
     Ok(HttpResponseOk(LoginResponse { access_token: token, token_type: "Bearer".into() }))
 }
 
-pub async fn logout(rqctx: &RequestContext<ApiContext>) -> Result<HttpResponseUpdatedNoContent, ApiError> {
-    let caller = caller(rqctx).await?;
+/// Log out
+///
+/// Revokes the token presented with this request; it stops working at once.
+#[dropshot::endpoint { method = POST, path = "/api/v1/logout", tags = ["auth"] }]
+pub async fn logout(rqctx: RequestContext<ApiContext>) -> Result<HttpResponseUpdatedNoContent, ApiError> {
+    let caller = caller(&rqctx).await?;
     rqctx.context().auth.revoke(caller.token_id).await?;
     Ok(HttpResponseUpdatedNoContent())
 }
 
-pub async fn current_user(rqctx: &RequestContext<ApiContext>) -> Result<HttpResponseOk<CurrentUser>, ApiError> {
-    let caller = caller(rqctx).await?;
+/// Current user
+///
+/// The user who owns the presented token.
+#[dropshot::endpoint { method = GET, path = "/api/v1/user", tags = ["auth"] }]
+pub async fn current_user(rqctx: RequestContext<ApiContext>) -> Result<HttpResponseOk<CurrentUser>, ApiError> {
+    let caller = caller(&rqctx).await?;
     Ok(HttpResponseOk(caller.user.into()))
 }

@@ -8,7 +8,7 @@
 //! is served with a strict Content-Security-Policy.
 
 use bytes::Bytes;
-use dropshot::{Body, RequestContext};
+use dropshot::{Body, Path, RequestContext};
 use http::{HeaderValue, Response, StatusCode, header};
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -102,25 +102,24 @@ pub enum PageForm {
     Bare,
 }
 
-pub fn page(rqctx: &RequestContext<ApiContext>, form: PageForm) -> Result<Response<Body>, ApiError> {
-    let docs = &rqctx.context().docs_page;
-    let html = match form {
-        PageForm::InFolder => &docs.in_folder,
-        PageForm::Bare => &docs.bare,
-    };
-    Response::builder()
-        .status(StatusCode::OK)
-        .header(header::CONTENT_TYPE, "text/html; charset=utf-8")
-        .header(header::CACHE_CONTROL, "no-cache")
-        .header(header::CONTENT_SECURITY_POLICY, CONTENT_SECURITY_POLICY)
-        .header(header::X_CONTENT_TYPE_OPTIONS, "nosniff")
-        .header(header::REFERRER_POLICY, "no-referrer")
-        .body(Body::from(html.clone()))
-        .map_err(ApiError::internal)
+/// The API reference page (served at `/{DOCS_PATH}/`). Not an API operation: HTML for
+/// people, at a configurable path.
+#[dropshot::endpoint { method = GET, path = "/__internal/docs/page/folder", tags = ["operations"], unpublished = true }]
+pub async fn docs_page(rqctx: RequestContext<ApiContext>) -> Result<Response<Body>, ApiError> {
+    page(&rqctx, PageForm::InFolder)
 }
 
+/// The API reference page (served at `/{DOCS_PATH}`).
+#[dropshot::endpoint { method = GET, path = "/__internal/docs/page/bare", tags = ["operations"], unpublished = true }]
+pub async fn docs_page_bare(rqctx: RequestContext<ApiContext>) -> Result<Response<Body>, ApiError> {
+    page(&rqctx, PageForm::Bare)
+}
+
+/// The reference page's scripts, styles and icon (served at `/{DOCS_PATH}/assets/{file}`).
 /// An embedded asset; revalidated by `ETag` (the assets change only with the binary).
-pub fn asset(rqctx: &RequestContext<ApiContext>, file: &str) -> Result<Response<Body>, ApiError> {
+#[dropshot::endpoint { method = GET, path = "/__internal/docs/assets/{file}", tags = ["operations"], unpublished = true }]
+pub async fn docs_asset(rqctx: RequestContext<ApiContext>, path: Path<AssetPath>) -> Result<Response<Body>, ApiError> {
+    let file = path.into_inner().file;
     let docs = &rqctx.context().docs_page;
     let Some(index) = ASSETS.iter().position(|asset| asset.name == file) else {
         return Err(ApiError::not_found(format!("No asset named {file:?}.")));
@@ -146,6 +145,24 @@ pub fn asset(rqctx: &RequestContext<ApiContext>, file: &str) -> Result<Response<
             .body(Body::from(Bytes::from_static(asset.bytes)))
     };
     response.map_err(ApiError::internal)
+}
+
+/// The page in the form it was asked for.
+fn page(rqctx: &RequestContext<ApiContext>, form: PageForm) -> Result<Response<Body>, ApiError> {
+    let docs = &rqctx.context().docs_page;
+    let html = match form {
+        PageForm::InFolder => &docs.in_folder,
+        PageForm::Bare => &docs.bare,
+    };
+    Response::builder()
+        .status(StatusCode::OK)
+        .header(header::CONTENT_TYPE, "text/html; charset=utf-8")
+        .header(header::CACHE_CONTROL, "no-cache")
+        .header(header::CONTENT_SECURITY_POLICY, CONTENT_SECURITY_POLICY)
+        .header(header::X_CONTENT_TYPE_OPTIONS, "nosniff")
+        .header(header::REFERRER_POLICY, "no-referrer")
+        .body(Body::from(html.clone()))
+        .map_err(ApiError::internal)
 }
 
 #[cfg(test)]

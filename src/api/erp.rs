@@ -1,11 +1,12 @@
-//! Handlers of the ERP routes: the webhook receiver and the helper routes for sync tooling.
+//! The ERP area's endpoints: the webhook receiver and the helper routes for sync tooling.
 
-use dropshot::{HttpResponseAccepted, HttpResponseOk, RequestContext};
+use dropshot::{HttpResponseAccepted, HttpResponseOk, Path, Query, RequestContext, TypedBody};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::ApiContext;
+use super::documented::Documented;
 use super::fieldreport::{PageMeta, PageQuery};
 use super::guard::{caller, client_address};
 use crate::erp::attributes::{AttributePullReport, AttributePushReport};
@@ -115,10 +116,24 @@ async fn receive(
     }))
 }
 
-pub async fn webhook_get(
-    rqctx: &RequestContext<ApiContext>,
-    query: WebhookQuery,
+/// Receive an ERP webhook (GET)
+///
+/// The ERP calls this when a watched record is created, changed or deleted, with the entity
+/// name, the record id and the event in the query. Not token-guarded: only calls from an
+/// address in `ERP_WEBHOOK_ALLOWLIST` are admitted (403 otherwise; behind a proxy listed in
+/// `TRUSTED_PROXIES` the address comes from `X-Forwarded-For`), and with
+/// `ERP_WEBHOOK_SECRET` set the call must carry it as `?secret=` or `X-Webhook-Secret`
+/// (401 otherwise). The call is stored before the 202 answer and processed afterwards:
+/// the record is fetched from the ERP by id, the mirror updated (or the record removed),
+/// and mapped records (customer → companies, contact → contacts, article → products) are
+/// written to the field-report mirror without forwarding. Repeated deliveries change
+/// nothing; failed processing is retried with back-off (see `GET /api/v1/erp/show`).
+#[dropshot::endpoint { method = GET, path = "/api/v1/erp/webhooks", tags = ["erp"] }]
+pub async fn erp_webhook_get(
+    rqctx: RequestContext<ApiContext>,
+    query: Query<WebhookQuery>,
 ) -> Result<HttpResponseAccepted<WebhookAccepted>, ApiError> {
+    let query = query.into_inner();
     let mut fields = Map::new();
     for (key, value) in
         [("entityName", query.entity_name), ("entityId", query.entity_id), ("id", query.id), ("type", query.event)]
@@ -127,19 +142,25 @@ pub async fn webhook_get(
             fields.insert(key.into(), Value::String(value));
         }
     }
-    receive(rqctx, query.secret.as_deref(), fields).await
+    receive(&rqctx, query.secret.as_deref(), fields).await
 }
 
-pub async fn webhook_post(
-    rqctx: &RequestContext<ApiContext>,
-    secret: Option<String>,
-    body: Value,
+/// Receive an ERP webhook (POST)
+///
+/// As the GET form, with the entity name, id and event in a JSON body
+/// (`{"entityName", "entityId", "type"}`; the variants `entity_name`, `id`, `entity.id`,
+/// `event`, `action` are accepted too).
+#[dropshot::endpoint { method = POST, path = "/api/v1/erp/webhooks", tags = ["erp"] }]
+pub async fn erp_webhook_post(
+    rqctx: RequestContext<ApiContext>,
+    query: Query<WebhookSecretQuery>,
+    body: TypedBody<Documented<WebhookPayload>>,
 ) -> Result<HttpResponseAccepted<WebhookAccepted>, ApiError> {
-    let fields = match body {
+    let fields = match body.into_inner().into_inner() {
         Value::Object(fields) => fields,
         _ => return Err(ErpError::from(WebhookRefusal::Invalid("the body must be a JSON object".into())).into()),
     };
-    receive(rqctx, secret.as_deref(), fields).await
+    receive(&rqctx, query.into_inner().secret.as_deref(), fields).await
 }
 
 /// One model of the mirror.
@@ -193,8 +214,14 @@ pub struct ErpOverview {
     pub inbox: InboxSummary,
 }
 
-pub async fn show(rqctx: &RequestContext<ApiContext>) -> Result<HttpResponseOk<ErpOverview>, ApiError> {
-    caller(rqctx).await?;
+/// ERP mirror overview
+///
+/// Every ERP model with its local record count, pull cursor and last complete pull, and
+/// the webhook inbox: counts by state and the calls not done yet (with their attempts and
+/// last error), then the newest processed ones.
+#[dropshot::endpoint { method = GET, path = "/api/v1/erp/show", tags = ["erp"] }]
+pub async fn erp_show(rqctx: RequestContext<ApiContext>) -> Result<HttpResponseOk<ErpOverview>, ApiError> {
+    caller(&rqctx).await?;
     let store = rqctx.context().erp.store();
     let states = store.erp_models().await?;
     let models = generated::erp::model_names()
@@ -255,13 +282,19 @@ fn objects(records: Vec<crate::store::erp::ErpRecord>) -> Vec<Map<String, Value>
         .collect()
 }
 
-pub async fn show_model(
-    rqctx: &RequestContext<ApiContext>,
-    model: &str,
-    query: PageQuery,
+/// Mirrored records of an ERP model
+///
+/// The model's records as stored locally, ordered by id, `per_page` (1 to 500, default
+/// 50) per page.
+#[dropshot::endpoint { method = GET, path = "/api/v1/erp/show/{model}", tags = ["erp"] }]
+pub async fn erp_show_model(
+    rqctx: RequestContext<ApiContext>,
+    path: Path<ModelPath>,
+    query: Query<PageQuery>,
 ) -> Result<HttpResponseOk<ErpRecordPage>, ApiError> {
-    caller(rqctx).await?;
-    let info = model_named(model)?;
+    caller(&rqctx).await?;
+    let info = model_named(&path.into_inner().model)?;
+    let query = query.into_inner();
     let page = query.page.unwrap_or(1);
     let per_page = query.per_page.unwrap_or(50);
     if page == 0 || per_page == 0 || per_page > MAX_PER_PAGE {
@@ -276,34 +309,40 @@ pub async fn show_model(
     Ok(HttpResponseOk(ErpRecordPage { data: objects(records), meta: PageMeta::new(page, per_page, total) }))
 }
 
-pub async fn show_record(
-    rqctx: &RequestContext<ApiContext>,
-    model: &str,
-    id: &str,
+/// One mirrored ERP record
+#[dropshot::endpoint { method = GET, path = "/api/v1/erp/show/{model}/{entity}", tags = ["erp"] }]
+pub async fn erp_show_record(
+    rqctx: RequestContext<ApiContext>,
+    path: Path<ModelRecordPath>,
 ) -> Result<HttpResponseOk<Map<String, Value>>, ApiError> {
-    caller(rqctx).await?;
-    let info = model_named(model)?;
-    crate::erp::pull::check_id(id)?;
+    caller(&rqctx).await?;
+    let path = path.into_inner();
+    let info = model_named(&path.model)?;
+    let id = path.entity;
+    crate::erp::pull::check_id(&id)?;
     let record = rqctx
         .context()
         .erp
         .store()
-        .erp_get(info.name, id)
+        .erp_get(info.name, &id)
         .await?
-        .ok_or_else(|| ErpError::NotFound { model: info.name.into(), id: id.into() })?;
+        .ok_or_else(|| ErpError::NotFound { model: info.name.into(), id })?;
     Ok(HttpResponseOk(crate::erp::secrets::masked_object(record.document)))
 }
 
-pub async fn show_matching(
-    rqctx: &RequestContext<ApiContext>,
-    model: &str,
-    field: &str,
-    value: &str,
+/// Find mirrored ERP records by a field
+///
+/// Records whose top-level field `entity` equals `value` (compared as text), at most 500.
+#[dropshot::endpoint { method = GET, path = "/api/v1/erp/show/{model}/{entity}/{value}", tags = ["erp"] }]
+pub async fn erp_show_matching(
+    rqctx: RequestContext<ApiContext>,
+    path: Path<ModelFieldValuePath>,
 ) -> Result<HttpResponseOk<ErpRecords>, ApiError> {
-    caller(rqctx).await?;
-    let info = model_named(model)?;
-    check_field(field)?;
-    let found = rqctx.context().erp.store().erp_find(info.name, field, value).await?;
+    caller(&rqctx).await?;
+    let path = path.into_inner();
+    let info = model_named(&path.model)?;
+    check_field(&path.entity)?;
+    let found = rqctx.context().erp.store().erp_find(info.name, &path.entity, &path.value).await?;
     Ok(HttpResponseOk(ErpRecords { data: objects(found) }))
 }
 
@@ -313,8 +352,62 @@ pub struct PullAnswer {
     pub data: Vec<PullReport>,
 }
 
+/// Full pull of every ERP model
+///
+/// Pulls every record of every model of the registry (pages of 1000) into the mirror and
+/// removes local records the ERP no longer has. A model that fails is reported in its own
+/// entry and the others go on. `integration-service erp setup` does the same with a
+/// progress display.
+#[dropshot::endpoint { method = GET, path = "/api/v1/erp/setup", tags = ["erp"] }]
+pub async fn erp_setup_all(rqctx: RequestContext<ApiContext>) -> Result<HttpResponseOk<PullAnswer>, ApiError> {
+    pull(&rqctx, None, PullKind::Full).await
+}
+
+/// Full pull of one ERP model
+///
+/// As `/api/v1/erp/setup` for one model. 409 while another pull of it runs.
+#[dropshot::endpoint { method = GET, path = "/api/v1/erp/setup/{model}", tags = ["erp"] }]
+pub async fn erp_setup(
+    rqctx: RequestContext<ApiContext>,
+    path: Path<ModelPath>,
+) -> Result<HttpResponseOk<PullAnswer>, ApiError> {
+    pull(&rqctx, Some(&path.into_inner().model), PullKind::Full).await
+}
+
+/// Incremental pull of every ERP model
+///
+/// Pulls the records of each model changed since its cursor (`lastModifiedDate-gt=`;
+/// everything on a model's first pull) and moves the cursor when the pull completes.
+/// `integration-service erp pull` does the same with a progress display.
+#[dropshot::endpoint { method = GET, path = "/api/v1/erp/get", tags = ["erp"] }]
+pub async fn erp_get(rqctx: RequestContext<ApiContext>) -> Result<HttpResponseOk<PullAnswer>, ApiError> {
+    pull(&rqctx, None, PullKind::Incremental).await
+}
+
+/// Refresh one ERP model
+#[dropshot::endpoint { method = GET, path = "/api/v1/erp/update/{model}", tags = ["erp"] }]
+pub async fn erp_update_model(
+    rqctx: RequestContext<ApiContext>,
+    path: Path<ModelPath>,
+) -> Result<HttpResponseOk<PullAnswer>, ApiError> {
+    pull(&rqctx, Some(&path.into_inner().model), PullKind::Full).await
+}
+
+/// Refresh ERP records matching a field
+///
+/// Fetches the model's records whose field `entity` equals `value` (`<entity>-eq=<value>`)
+/// and stores them.
+#[dropshot::endpoint { method = GET, path = "/api/v1/erp/update/{model}/{entity}/{value}", tags = ["erp"] }]
+pub async fn erp_update_matching(
+    rqctx: RequestContext<ApiContext>,
+    path: Path<ModelFieldValuePath>,
+) -> Result<HttpResponseOk<PullAnswer>, ApiError> {
+    let path = path.into_inner();
+    pull(&rqctx, Some(&path.model), PullKind::Matching { field: path.entity, value: path.value }).await
+}
+
 /// Pulls one model or, without a name, every model of the registry.
-pub async fn pull(
+async fn pull(
     rqctx: &RequestContext<ApiContext>,
     model: Option<&str>,
     kind: PullKind,
@@ -328,22 +421,31 @@ pub async fn pull(
     Ok(HttpResponseOk(PullAnswer { data }))
 }
 
-/// `update` of everything mirrored: each model with local records, pulled completely.
-pub async fn update_mirrored(rqctx: &RequestContext<ApiContext>) -> Result<HttpResponseOk<PullAnswer>, ApiError> {
-    caller(rqctx).await?;
+/// Refresh every mirrored ERP model
+///
+/// Pulls every model that has local records completely again (removing records the ERP
+/// no longer has).
+#[dropshot::endpoint { method = GET, path = "/api/v1/erp/update", tags = ["erp"] }]
+pub async fn erp_update_all(rqctx: RequestContext<ApiContext>) -> Result<HttpResponseOk<PullAnswer>, ApiError> {
+    caller(&rqctx).await?;
     let erp = &rqctx.context().erp;
     let models = erp.mirrored_models().await?;
     Ok(HttpResponseOk(PullAnswer { data: erp.pull_models(&models, &PullKind::Full, &|_, _| {}).await? }))
 }
 
-pub async fn update_record(
-    rqctx: &RequestContext<ApiContext>,
-    model: &str,
-    id: &str,
+/// Refresh one ERP record
+///
+/// Fetches the record by id and stores it; removes it locally when the ERP no longer has
+/// it (404 when neither has it).
+#[dropshot::endpoint { method = GET, path = "/api/v1/erp/update/{model}/{entity}", tags = ["erp"] }]
+pub async fn erp_update_record(
+    rqctx: RequestContext<ApiContext>,
+    path: Path<ModelRecordPath>,
 ) -> Result<HttpResponseOk<PullAnswer>, ApiError> {
-    caller(rqctx).await?;
-    let info = model_named(model)?;
-    Ok(HttpResponseOk(PullAnswer { data: vec![rqctx.context().erp.refresh_one(info, id).await?] }))
+    caller(&rqctx).await?;
+    let path = path.into_inner();
+    let info = model_named(&path.model)?;
+    Ok(HttpResponseOk(PullAnswer { data: vec![rqctx.context().erp.refresh_one(info, &path.entity).await?] }))
 }
 
 /// What a custom attribute pull did.
@@ -358,7 +460,34 @@ pub struct AttributePushAnswer {
     pub data: AttributePushReport,
 }
 
-pub async fn pull_attributes(
+/// Pull custom attributes of an ERP model
+///
+/// Pulls every `customAttributeDefinition` and the model's records (with their
+/// `customAttributes` values) into the mirror. Values changed locally and not pushed yet
+/// are kept.
+#[dropshot::endpoint { method = GET, path = "/api/v1/erp/entityPullAttr/{model}", tags = ["erp"] }]
+pub async fn erp_pull_attributes(
+    rqctx: RequestContext<ApiContext>,
+    path: Path<ModelPath>,
+) -> Result<HttpResponseOk<AttributePullAnswer>, ApiError> {
+    pull_attributes(&rqctx, &path.into_inner().model, None).await
+}
+
+/// Pull one custom attribute of an ERP model
+///
+/// As `entityPullAttr/{model}`, counting the values of one definition (its
+/// `attributeKey` or id; 404 listing the model's keys when unknown).
+#[dropshot::endpoint { method = GET, path = "/api/v1/erp/entityPullAttr/{model}/{attribute}", tags = ["erp"] }]
+pub async fn erp_pull_attribute(
+    rqctx: RequestContext<ApiContext>,
+    path: Path<ModelAttributePath>,
+) -> Result<HttpResponseOk<AttributePullAnswer>, ApiError> {
+    let path = path.into_inner();
+    pull_attributes(&rqctx, &path.model, Some(&path.attribute)).await
+}
+
+/// Pulls a model's custom attributes, all or one definition's.
+async fn pull_attributes(
     rqctx: &RequestContext<ApiContext>,
     model: &str,
     attribute: Option<&str>,
@@ -368,7 +497,34 @@ pub async fn pull_attributes(
     Ok(HttpResponseOk(AttributePullAnswer { data: rqctx.context().erp.pull_attributes(info, attribute).await? }))
 }
 
-pub async fn push_attributes(
+/// Push custom attributes of an ERP model
+///
+/// Sends the locally changed custom attribute values of the model's records back to the
+/// ERP (`PUT /<model>/id/{id}?ignoreMissingProperties=true` with the mirrored `version`).
+/// A record changed in the ERP since it was pulled is refused by the ERP and reported as a
+/// conflict; its values stay pending.
+#[dropshot::endpoint { method = GET, path = "/api/v1/erp/entityPushAttr/{model}", tags = ["erp"] }]
+pub async fn erp_push_attributes(
+    rqctx: RequestContext<ApiContext>,
+    path: Path<ModelPath>,
+) -> Result<HttpResponseOk<AttributePushAnswer>, ApiError> {
+    push_attributes(&rqctx, &path.into_inner().model, None).await
+}
+
+/// Push one custom attribute of an ERP model
+///
+/// As `entityPushAttr/{model}`, for the records with a pending value of one definition.
+#[dropshot::endpoint { method = GET, path = "/api/v1/erp/entityPushAttr/{model}/{attribute}", tags = ["erp"] }]
+pub async fn erp_push_attribute(
+    rqctx: RequestContext<ApiContext>,
+    path: Path<ModelAttributePath>,
+) -> Result<HttpResponseOk<AttributePushAnswer>, ApiError> {
+    let path = path.into_inner();
+    push_attributes(&rqctx, &path.model, Some(&path.attribute)).await
+}
+
+/// Pushes a model's pending custom attribute values, all or one definition's.
+async fn push_attributes(
     rqctx: &RequestContext<ApiContext>,
     model: &str,
     attribute: Option<&str>,
@@ -390,7 +546,36 @@ pub struct PostQuery {
     pub id: Option<String>,
 }
 
-pub async fn field_report_post(
+/// Post mapped ERP records to the field-report system
+///
+/// Runs the ERP → field-report mapping (customer → companies, contact → contacts,
+/// article → products) over the mirror and writes the records with forwarding: created
+/// upstream when new, updated when the mapping changes something. After a create the
+/// field-report Id is set on the ERP record's `fieldReportId` custom attribute (when the
+/// ERP defines it), pending `entityPushAttr`. Failures are reported per record.
+#[dropshot::endpoint { method = GET, path = "/api/v1/erp/fieldReportPost", tags = ["erp"] }]
+pub async fn erp_field_report_post_all(
+    rqctx: RequestContext<ApiContext>,
+    query: Query<PostQuery>,
+) -> Result<HttpResponseOk<PostAnswer>, ApiError> {
+    field_report_post(&rqctx, None, query.into_inner()).await
+}
+
+/// Post one model's mapped records to the field-report system
+///
+/// As `fieldReportPost` for one mapped model (`customer`, `contact`, `article`); with
+/// `?id=` for one record.
+#[dropshot::endpoint { method = GET, path = "/api/v1/erp/fieldReportPost/{request}", tags = ["erp"] }]
+pub async fn erp_field_report_post(
+    rqctx: RequestContext<ApiContext>,
+    path: Path<PostPath>,
+    query: Query<PostQuery>,
+) -> Result<HttpResponseOk<PostAnswer>, ApiError> {
+    field_report_post(&rqctx, Some(&path.into_inner().request), query.into_inner()).await
+}
+
+/// Posts the mapped records of one model or, without one, of every mapped model.
+async fn field_report_post(
     rqctx: &RequestContext<ApiContext>,
     model: Option<&str>,
     query: PostQuery,

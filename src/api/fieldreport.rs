@@ -1,9 +1,13 @@
-//! The per-entity field-report endpoints: for every mirrored entity set of the generated
-//! registry (`generated::fieldreport::sets`), list / create / show / update (PUT and PATCH) /
-//! delete under `/api/v1/fieldreport/<route>`, each typed with the set's model, so the
-//! document shows `Companies` bodies on `/api/v1/fieldreport/companies`. They are registered
-//! through dropshot's `ApiEndpoint` rather than the API trait because they are one generic
-//! handler set instantiated per entity (docs/architecture.md, "Routing": no `{entity}` variable).
+//! The field-report area's endpoints: the tool routes (`show`, `sync`, `setup`, `post`) and
+//! the per-entity endpoints.
+//!
+//! The per-entity endpoints: for every mirrored entity set of the generated registry
+//! (`generated::fieldreport::sets`), list / create / show / update (PUT and PATCH) / delete
+//! under `/api/v1/fieldreport/<route>`, each typed with the set's model, so the document shows
+//! `Companies` bodies on `/api/v1/fieldreport/companies`. They are registered through
+//! dropshot's `ApiEndpoint` ([`register`]) rather than as `#[endpoint]` functions because they
+//! are one generic handler set instantiated per entity (docs/architecture.md, "Routing": no
+//! `{entity}` variable).
 
 use std::marker::PhantomData;
 
@@ -462,24 +466,30 @@ async fn overview(
     })
 }
 
-pub async fn show_entities(rqctx: &RequestContext<ApiContext>) -> Result<HttpResponseOk<EntitiesAnswer>, ApiError> {
-    caller(rqctx).await?;
+/// Field-report entities
+///
+/// The mirrored entity sets with their local record counts, last sync and cursor.
+#[dropshot::endpoint { method = GET, path = "/api/v1/fieldreport/show", tags = ["fieldreport"] }]
+pub async fn fieldreport_show(rqctx: RequestContext<ApiContext>) -> Result<HttpResponseOk<EntitiesAnswer>, ApiError> {
+    caller(&rqctx).await?;
     let counts = rqctx.context().store.mirror_counts().await?;
     let mut data = Vec::new();
     for info in generated::fieldreport::ENTITIES {
-        data.push(overview(rqctx, info, &counts).await?);
+        data.push(overview(&rqctx, info, &counts).await?);
     }
     Ok(HttpResponseOk(EntitiesAnswer { data }))
 }
 
-pub async fn show_entity(
-    rqctx: &RequestContext<ApiContext>,
-    entity: &str,
+/// One field-report entity
+#[dropshot::endpoint { method = GET, path = "/api/v1/fieldreport/show/{entity}", tags = ["fieldreport"] }]
+pub async fn fieldreport_show_entity(
+    rqctx: RequestContext<ApiContext>,
+    path: Path<EntityPath>,
 ) -> Result<HttpResponseOk<EntityAnswer>, ApiError> {
-    caller(rqctx).await?;
-    let info = entity_named(entity)?;
+    caller(&rqctx).await?;
+    let info = entity_named(&path.into_inner().entity)?;
     let counts = rqctx.context().store.mirror_counts().await?;
-    Ok(HttpResponseOk(EntityAnswer { data: overview(rqctx, info, &counts).await? }))
+    Ok(HttpResponseOk(EntityAnswer { data: overview(&rqctx, info, &counts).await? }))
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -491,7 +501,36 @@ pub struct EntityAttributePath {
     pub attribute: String,
 }
 
-pub async fn show_records(
+/// Field-report records having a field
+///
+/// Records of the local mirror whose top-level field is set (not null), at most 500.
+#[dropshot::endpoint { method = GET, path = "/api/v1/fieldreport/show/{entity}/{attribute}", tags = ["fieldreport"] }]
+pub async fn fieldreport_show_having(
+    rqctx: RequestContext<ApiContext>,
+    path: Path<EntityAttributePath>,
+) -> Result<HttpResponseOk<FoundRecords>, ApiError> {
+    let path = path.into_inner();
+    show_records(&rqctx, &path.entity, &path.attribute, None).await
+}
+
+/// Find field-report records by a field
+///
+/// Records of the local mirror whose top-level field equals the value (as text), at most 500.
+#[dropshot::endpoint {
+    method = GET,
+    path = "/api/v1/fieldreport/show/{entity}/{attribute}/{value}",
+    tags = ["fieldreport"],
+}]
+pub async fn fieldreport_show_records(
+    rqctx: RequestContext<ApiContext>,
+    path: Path<AttributePath>,
+) -> Result<HttpResponseOk<FoundRecords>, ApiError> {
+    let path = path.into_inner();
+    show_records(&rqctx, &path.entity, &path.attribute, Some(&path.value)).await
+}
+
+/// Records of a set whose field is set or, with a value, equals it.
+async fn show_records(
     rqctx: &RequestContext<ApiContext>,
     entity: &str,
     attribute: &str,
@@ -503,7 +542,6 @@ pub async fn show_records(
     Ok(HttpResponseOk(FoundRecords { data: found.into_iter().filter_map(|r| r.as_object().cloned()).collect() }))
 }
 
-/// Syncs one set or, without a name, all of them in seed order.
 #[derive(Deserialize, JsonSchema)]
 pub struct SyncQuery {
     /// After the sync, remove the local records the field-report system no longer has (an
@@ -514,7 +552,38 @@ pub struct SyncQuery {
     pub reconcile: super::query_flag::QueryFlag,
 }
 
-pub async fn sync(
+/// Sync every field-report entity
+///
+/// Pulls every entity set from the field-report system by OData into the mirror (records
+/// newer than each set's cursor, with the set's expand relations), one set after the
+/// other, without forwarding. Answers what each sync did. With `reconcile=true` each sync
+/// is followed by a reconciling: the set's Ids are read from the field-report system and
+/// local records it no longer has are removed (those with a local change waiting for it
+/// are kept and reported). Intended for internal tooling; `integration-service fieldreport
+/// sync [--reconcile]` does the same with a progress display.
+#[dropshot::endpoint { method = GET, path = "/api/v1/fieldreport/sync", tags = ["fieldreport"] }]
+pub async fn fieldreport_sync_all(
+    rqctx: RequestContext<ApiContext>,
+    query: Query<SyncQuery>,
+) -> Result<HttpResponseOk<SyncAnswer>, ApiError> {
+    sync(&rqctx, None, query.into_inner()).await
+}
+
+/// Sync one field-report entity
+///
+/// As `/api/v1/fieldreport/sync` for one set. 409 while another sync of it runs (on any
+/// instance sharing the database).
+#[dropshot::endpoint { method = GET, path = "/api/v1/fieldreport/sync/{entity}", tags = ["fieldreport"] }]
+pub async fn fieldreport_sync(
+    rqctx: RequestContext<ApiContext>,
+    path: Path<EntityPath>,
+    query: Query<SyncQuery>,
+) -> Result<HttpResponseOk<SyncAnswer>, ApiError> {
+    sync(&rqctx, Some(&path.into_inner().entity), query.into_inner()).await
+}
+
+/// Syncs one set or, without a name, all of them in seed order.
+async fn sync(
     rqctx: &RequestContext<ApiContext>,
     entity: Option<&str>,
     query: SyncQuery,
@@ -572,7 +641,27 @@ pub struct PushAnswer {
     pub data: Vec<crate::fieldreport::push::PushReport>,
 }
 
-pub async fn setup(
+/// Initial setup (all stages)
+///
+/// Syncs every entity set, stage by stage: 1 reference data (itemTypes, itemUnits,
+/// costCenters, tags, qualifications, users), 2 companies, contacts, products,
+/// serviceObjects, 3 serviceRequests, items, documents, timeEvents, stepListTemplates.
+#[dropshot::endpoint { method = GET, path = "/api/v1/fieldreport/setup", tags = ["fieldreport"] }]
+pub async fn fieldreport_setup_all(rqctx: RequestContext<ApiContext>) -> Result<HttpResponseOk<SyncAnswer>, ApiError> {
+    setup(&rqctx, None).await
+}
+
+/// Initial setup of one stage
+#[dropshot::endpoint { method = GET, path = "/api/v1/fieldreport/setup/{stage}", tags = ["fieldreport"] }]
+pub async fn fieldreport_setup(
+    rqctx: RequestContext<ApiContext>,
+    path: Path<StagePath>,
+) -> Result<HttpResponseOk<SyncAnswer>, ApiError> {
+    setup(&rqctx, Some(&path.into_inner().stage)).await
+}
+
+/// Syncs the sets of one stage or, without one, of every stage in order.
+async fn setup(
     rqctx: &RequestContext<ApiContext>,
     stage: Option<&str>,
 ) -> Result<HttpResponseOk<SyncAnswer>, ApiError> {
@@ -580,9 +669,54 @@ pub async fn setup(
     Ok(HttpResponseOk(SyncAnswer { data: rqctx.context().fieldreport.setup(stage).await? }))
 }
 
+/// Push internal writes (all)
+///
+/// Sends the records written without forwarding (e.g. by ERP webhooks) to the field-report
+/// system: `create` ones by POST, `update` ones by PUT, local deletes by DELETE (a record
+/// the upstream no longer has counts as done). Each is marked as soon as the upstream
+/// accepted it, so a rerun sends nothing twice; refusals are reported per record and the
+/// batch goes on.
+#[dropshot::endpoint { method = GET, path = "/api/v1/fieldreport/post", tags = ["fieldreport"] }]
+pub async fn fieldreport_post_all(rqctx: RequestContext<ApiContext>) -> Result<HttpResponseOk<PushAnswer>, ApiError> {
+    post(&rqctx, None, None, None).await
+}
+
+/// Push internal writes of a stage
+#[dropshot::endpoint { method = GET, path = "/api/v1/fieldreport/post/{stage}", tags = ["fieldreport"] }]
+pub async fn fieldreport_post_stage(
+    rqctx: RequestContext<ApiContext>,
+    path: Path<StagePath>,
+) -> Result<HttpResponseOk<PushAnswer>, ApiError> {
+    post(&rqctx, Some(&path.into_inner().stage), None, None).await
+}
+
+/// Push internal writes of a stage and type
+#[dropshot::endpoint { method = GET, path = "/api/v1/fieldreport/post/{stage}/{type}", tags = ["fieldreport"] }]
+pub async fn fieldreport_post_type(
+    rqctx: RequestContext<ApiContext>,
+    path: Path<StageTypePath>,
+) -> Result<HttpResponseOk<PushAnswer>, ApiError> {
+    let path = path.into_inner();
+    post(&rqctx, Some(&path.stage), Some(&path.r#type), None).await
+}
+
+/// Push internal writes of one entity
+#[dropshot::endpoint {
+    method = GET,
+    path = "/api/v1/fieldreport/post/{stage}/{type}/{entity}",
+    tags = ["fieldreport"],
+}]
+pub async fn fieldreport_post(
+    rqctx: RequestContext<ApiContext>,
+    path: Path<StageTypeEntityPath>,
+) -> Result<HttpResponseOk<PushAnswer>, ApiError> {
+    let path = path.into_inner();
+    post(&rqctx, Some(&path.stage), Some(&path.r#type), Some(&path.entity)).await
+}
+
 /// Pushes internal writes: of a stage (or all), of a type (or both), of one entity (or all of
 /// the stage).
-pub async fn post(
+async fn post(
     rqctx: &RequestContext<ApiContext>,
     stage: Option<&str>,
     kind: Option<&str>,

@@ -1,7 +1,7 @@
-//! Handlers of the leasing area. Every leasing route requires a bearer token and answers
+//! The leasing area's endpoints. Every leasing route requires a bearer token and answers
 //! errors with `success: false` beside the common error fields.
 
-use dropshot::{HttpResponseCreated, HttpResponseOk, RequestContext};
+use dropshot::{Header, HttpResponseCreated, HttpResponseOk, Path, Query, RequestContext, TypedBody};
 use rust_decimal::prelude::ToPrimitive;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -10,8 +10,9 @@ use serde_json::Value;
 use super::ApiContext;
 use super::documented::Documented;
 use super::guard::caller;
-use super::idempotency;
+use super::idempotency::{self, IdempotencyHeader};
 use super::leasing_schema as schema;
+use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::leasing::flow::{self, FlowInput, FlowRecorder};
 use crate::leasing::service::{LeasingError, StoredContract, WaitParams};
@@ -166,8 +167,8 @@ fn counted<T>(context: &ApiContext, flow: LeasingFlow, result: Result<T, Leasing
 }
 
 /// The caller, or the leasing-shaped 401.
-async fn authorize(rqctx: &RequestContext<ApiContext>) -> Result<(), ApiError> {
-    caller(rqctx).await.map(|_| ()).map_err(ApiError::leasing)
+async fn authorize(rqctx: &RequestContext<ApiContext>) -> Result<Caller, ApiError> {
+    caller(rqctx).await.map_err(ApiError::leasing)
 }
 
 /// A held call's place under its token's cap, and what it stops on (see
@@ -187,12 +188,23 @@ fn hold(
     Ok((place, calls.stop_signal(key)))
 }
 
-pub async fn create(
-    rqctx: &RequestContext<ApiContext>,
-    key: Option<String>,
-    body: Value,
+/// Create a financing request
+///
+/// Validates the request (every bad field is named in one 422) and creates it at the
+/// provider. The answer is the submitted request completed with the provider's
+/// `FinancingId` and `State`. Unknown fields are passed to the provider untouched.
+///
+/// With an `Idempotency-Key` header, a retry with the same key and body returns the first
+/// answer and creates nothing new; the same key with another body is refused (422).
+#[dropshot::endpoint { method = POST, path = "/api/v1/leasing", tags = ["leasing"] }]
+pub async fn leasing_create(
+    rqctx: RequestContext<ApiContext>,
+    headers: Header<IdempotencyHeader>,
+    body: TypedBody<Documented<schema::FinancingRequestPayload>>,
 ) -> Result<HttpResponseCreated<RequestEnvelope>, ApiError> {
-    let caller = caller(rqctx).await.map_err(ApiError::leasing)?;
+    let caller = authorize(&rqctx).await?;
+    let key = headers.into_inner().idempotency_key;
+    let body = body.into_inner().into_inner();
     let context = rqctx.context();
     let envelope = idempotency::once(&context.store, caller.user.id, "leasing.create", key, &body, || async {
         Ok(RequestEnvelope::of(context.leasing.create(&body).await?))
@@ -274,13 +286,24 @@ pub struct FlowEnvelope {
     pub data: Documented<FlowResult>,
 }
 
-pub async fn run_flow(
-    rqctx: &RequestContext<ApiContext>,
-    key: Option<String>,
-    request: FlowRequest,
+/// Run the one-shot request flow
+///
+/// Up to eight actions in order: create; optionally patch the request and the lessee;
+/// wait until ReadyToSign (as `wait-ready-to-sign`); then e-signature configuration and
+/// start (mode `e_signature`) or cancel e-signature and switch to a paper contract (mode
+/// `cancel_e_signature`); optionally fetch the contract as base64 and a download link.
+/// Each run is recorded with its steps (`flowId`). Blocks for up to `max_attempts ×
+/// sleep_milliseconds`. Honours `Idempotency-Key` like create.
+#[dropshot::endpoint { method = POST, path = "/__internal/leasing/request-flow", tags = ["leasing"] }]
+pub async fn leasing_request_flow(
+    rqctx: RequestContext<ApiContext>,
+    headers: Header<IdempotencyHeader>,
+    body: TypedBody<FlowRequest>,
 ) -> Result<HttpResponseOk<FlowEnvelope>, ApiError> {
-    let caller = caller(rqctx).await.map_err(ApiError::leasing)?;
-    let (_place, stop) = hold(rqctx, caller.token_id)?;
+    let caller = authorize(&rqctx).await?;
+    let key = headers.into_inner().idempotency_key;
+    let request = body.into_inner();
+    let (_place, stop) = hold(&rqctx, caller.token_id)?;
     let context = rqctx.context();
     let wait = WaitParams::new(
         request.max_attempts,
@@ -328,8 +351,12 @@ pub struct FlowHealth {
     pub provider_configured: bool,
 }
 
-pub async fn flow_health(rqctx: &RequestContext<ApiContext>) -> Result<HttpResponseOk<FlowHealth>, ApiError> {
-    authorize(rqctx).await?;
+/// Request flow health check
+#[dropshot::endpoint { method = GET, path = "/__internal/leasing/request-flow", tags = ["leasing"] }]
+pub async fn leasing_request_flow_health(
+    rqctx: RequestContext<ApiContext>,
+) -> Result<HttpResponseOk<FlowHealth>, ApiError> {
+    authorize(&rqctx).await?;
     let configured = rqctx.context().leasing.is_configured();
     let message = if configured {
         "The leasing request flow is available."
@@ -354,62 +381,114 @@ pub struct TestFlowEnvelope {
     pub data: TestFlowResult,
 }
 
-pub async fn test_flow(
-    rqctx: &RequestContext<ApiContext>,
-    id: &str,
+/// Store a contract PDF (test flow)
+///
+/// Only fetches the contract of the financing request and saves it to storage as
+/// `contracts/<financingId>.pdf`.
+#[dropshot::endpoint {
+    method = GET,
+    path = "/__internal/leasing/request-flow/test-flow/{financingId}",
+    tags = ["leasing"],
+}]
+pub async fn leasing_test_flow(
+    rqctx: RequestContext<ApiContext>,
+    path: Path<FinancingIdPath>,
 ) -> Result<HttpResponseOk<TestFlowEnvelope>, ApiError> {
-    authorize(rqctx).await?;
-    let (_, stored) = rqctx.context().leasing.contract_document(id, true).await?;
+    authorize(&rqctx).await?;
+    let id = path.into_inner().financing_id;
+    let (_, stored) = rqctx.context().leasing.contract_document(&id, true).await?;
     let stored = stored.ok_or_else(|| ApiError::internal("the contract was not stored").leasing())?;
     let stored = StoredPdf::from(stored);
-    Ok(HttpResponseOk(TestFlowEnvelope {
-        success: true,
-        data: TestFlowResult { financing_id: id.to_string(), stored },
-    }))
+    Ok(HttpResponseOk(TestFlowEnvelope { success: true, data: TestFlowResult { financing_id: id, stored } }))
 }
 
-pub async fn show(rqctx: &RequestContext<ApiContext>, id: &str) -> Result<HttpResponseOk<RequestEnvelope>, ApiError> {
-    authorize(rqctx).await?;
-    Ok(HttpResponseOk(RequestEnvelope::of(rqctx.context().leasing.show(id).await?)))
-}
-
-pub async fn patch_request(
-    rqctx: &RequestContext<ApiContext>,
-    id: &str,
-    body: Value,
+/// Read a financing request
+///
+/// The request as the provider reports it now, with its state in `meta`.
+#[dropshot::endpoint { method = GET, path = "/api/v1/leasing/{financingId}", tags = ["leasing"] }]
+pub async fn leasing_show(
+    rqctx: RequestContext<ApiContext>,
+    path: Path<FinancingIdPath>,
 ) -> Result<HttpResponseOk<RequestEnvelope>, ApiError> {
-    authorize(rqctx).await?;
-    Ok(HttpResponseOk(RequestEnvelope::of(rqctx.context().leasing.patch_request(id, &body).await?)))
+    authorize(&rqctx).await?;
+    let id = path.into_inner().financing_id;
+    Ok(HttpResponseOk(RequestEnvelope::of(rqctx.context().leasing.show(&id).await?)))
 }
 
-pub async fn patch_lessee(
-    rqctx: &RequestContext<ApiContext>,
-    id: &str,
-    body: Value,
+/// Change a financing request
+///
+/// Changes calculation fields (not the lessee). The provider refuses changes in the states
+/// Contracted, Declined and Cancelled, and a change invalidates a running e-signature.
+#[dropshot::endpoint { method = PATCH, path = "/api/v1/leasing/{financingId}", tags = ["leasing"] }]
+pub async fn leasing_patch(
+    rqctx: RequestContext<ApiContext>,
+    path: Path<FinancingIdPath>,
+    body: TypedBody<Documented<schema::PatchRequestPayload>>,
 ) -> Result<HttpResponseOk<RequestEnvelope>, ApiError> {
-    authorize(rqctx).await?;
-    Ok(HttpResponseOk(RequestEnvelope::of(rqctx.context().leasing.patch_lessee(id, &body).await?)))
+    authorize(&rqctx).await?;
+    let id = path.into_inner().financing_id;
+    let body = body.into_inner().into_inner();
+    Ok(HttpResponseOk(RequestEnvelope::of(rqctx.context().leasing.patch_request(&id, &body).await?)))
 }
 
-/// `wait-ready-to-sign`, whose calls are held for as long as the provider takes, thousands at
-/// once (`cargo xtask bench --scenario waiting-flows`: 10,000 within 300 MB). Built so that a
-/// held call's future is small:
+/// Change the lessee
+#[dropshot::endpoint { method = PATCH, path = "/api/v1/leasing/{financingId}/lessee", tags = ["leasing"] }]
+pub async fn leasing_patch_lessee(
+    rqctx: RequestContext<ApiContext>,
+    path: Path<FinancingIdPath>,
+    body: TypedBody<Documented<schema::PatchLesseePayload>>,
+) -> Result<HttpResponseOk<RequestEnvelope>, ApiError> {
+    authorize(&rqctx).await?;
+    let id = path.into_inner().financing_id;
+    let body = body.into_inner().into_inner();
+    Ok(HttpResponseOk(RequestEnvelope::of(rqctx.context().leasing.patch_lessee(&id, &body).await?)))
+}
+
+/// Wait until ready to sign
+///
+/// Reads the state; while it is not `ReadyToSign`, reads it again up to `max_attempts`
+/// times, `sleep_milliseconds` apart. `MissingInfo` sends the missing-info mail and fails
+/// (`missing_info`); `Declined`, `Cancelled` fail and abort (`declined`, `cancelled`);
+/// `RunningContract`, `ContractPrinted` fail as past signing (`already_past_signing`);
+/// attempts used up fail naming the last state (`not_ready_to_sign`). The call blocks for
+/// up to `max_attempts × sleep_milliseconds`: allow a client time-out at least that long.
+#[dropshot::endpoint {
+    method = GET,
+    path = "/api/v1/leasing/{financingId}/wait-ready-to-sign",
+    tags = ["leasing"],
+}]
+pub async fn leasing_wait_ready_to_sign(
+    rqctx: RequestContext<ApiContext>,
+    path: Path<FinancingIdPath>,
+    query: Query<WaitQuery>,
+) -> Result<HttpResponseOk<RequestEnvelope>, ApiError> {
+    // Not the body itself: an `async fn` would also keep a copy of the request context it
+    // moves into the wait's future (see `wait_ready_to_sign`).
+    wait_ready_to_sign(rqctx, path, query).await
+}
+
+/// The future of `wait-ready-to-sign`, whose calls are held for as long as the provider takes,
+/// thousands at once (`cargo xtask bench --scenario waiting-flows`: 10,000 within 300 MB).
+/// Built so that a held call's future is small:
 /// - in two steps, the caller's authorisation and the parameters first, then the wait (a
 ///   `futures` `and_then`, which keeps one step at a time): the request context (384 bytes)
 ///   is the first step's and gone during the wait, which needs only the server's state;
 /// - a function returning futures, not an `async fn`, which would keep each argument twice
-///   (as passed and as its local copy), as the endpoint's `async fn` around it did.
+///   (as passed and as its local copy). The endpoint, an `async fn` as dropshot's endpoints
+///   must be, keeps its arguments as passed; built inline in its body, the steps would keep
+///   the request context a second time.
 ///
-/// A held call's future of this endpoint took 1,544 bytes as two `async fn`s, and 552 bytes
-/// now (`-Zprint-type-sizes`).
-pub fn wait_ready_to_sign(
+/// By `-Zprint-type-sizes`, this function's future takes 936 bytes; the endpoint's, which
+/// holds it and the arguments, 1,432 bytes.
+fn wait_ready_to_sign(
     rqctx: RequestContext<ApiContext>,
-    id: String,
-    query: WaitQuery,
+    path: Path<FinancingIdPath>,
+    query: Query<WaitQuery>,
 ) -> impl Future<Output = Result<HttpResponseOk<RequestEnvelope>, ApiError>> + Send + 'static {
     let server = rqctx.server.clone();
     let checked = async move {
-        let caller = caller(&rqctx).await.map_err(ApiError::leasing)?;
+        let caller = authorize(&rqctx).await?;
+        let query = query.into_inner();
         let params = WaitParams::new(
             query.max_attempts,
             query.sleep_milliseconds,
@@ -418,7 +497,7 @@ pub fn wait_ready_to_sign(
         )
         .map_err(|errors| ApiError::validation(errors).leasing())?;
         let (place, stop) = hold(&rqctx, caller.token_id)?;
-        Ok((id, params, place, stop))
+        Ok((path.into_inner().financing_id, params, place, stop))
     };
     futures::TryFutureExt::and_then(checked, move |(id, params, place, mut stop)| async move {
         // Held for as long as the wait runs (an unused binding would be dropped at once).
@@ -429,12 +508,21 @@ pub fn wait_ready_to_sign(
     })
 }
 
-pub async fn e_signature_configuration(
-    rqctx: &RequestContext<ApiContext>,
-    id: &str,
+/// E-signature configuration
+///
+/// How many customer and partner signees the provider accepts.
+#[dropshot::endpoint {
+    method = GET,
+    path = "/api/v1/leasing/{financingId}/e-signature/configuration",
+    tags = ["leasing"],
+}]
+pub async fn leasing_e_signature_configuration(
+    rqctx: RequestContext<ApiContext>,
+    path: Path<FinancingIdPath>,
 ) -> Result<HttpResponseOk<ConfigurationEnvelope>, ApiError> {
-    authorize(rqctx).await?;
-    let data = rqctx.context().leasing.e_signature_configuration(id).await?;
+    authorize(&rqctx).await?;
+    let id = path.into_inner().financing_id;
+    let data = rqctx.context().leasing.e_signature_configuration(&id).await?;
     Ok(HttpResponseOk(ConfigurationEnvelope { success: true, data: Documented::new(data) }))
 }
 
@@ -442,38 +530,64 @@ fn action(data: Value) -> HttpResponseOk<ActionEnvelope> {
     HttpResponseOk(ActionEnvelope { success: true, data: Documented::new(data) })
 }
 
-pub async fn start_e_signature(
-    rqctx: &RequestContext<ApiContext>,
-    id: &str,
-    body: Value,
+/// Start the e-signature
+#[dropshot::endpoint { method = POST, path = "/api/v1/leasing/{financingId}/e-signature", tags = ["leasing"] }]
+pub async fn leasing_start_e_signature(
+    rqctx: RequestContext<ApiContext>,
+    path: Path<FinancingIdPath>,
+    body: TypedBody<Documented<schema::ESignaturePayload>>,
 ) -> Result<HttpResponseOk<ActionEnvelope>, ApiError> {
-    authorize(rqctx).await?;
-    Ok(action(rqctx.context().leasing.start_e_signature(id, &body).await?))
+    authorize(&rqctx).await?;
+    let id = path.into_inner().financing_id;
+    let body = body.into_inner().into_inner();
+    Ok(action(rqctx.context().leasing.start_e_signature(&id, &body).await?))
 }
 
-pub async fn cancel_e_signature(
-    rqctx: &RequestContext<ApiContext>,
-    id: &str,
+/// Cancel the e-signature
+#[dropshot::endpoint { method = PUT, path = "/api/v1/leasing/{financingId}/cancel-e-signature", tags = ["leasing"] }]
+pub async fn leasing_cancel_e_signature(
+    rqctx: RequestContext<ApiContext>,
+    path: Path<FinancingIdPath>,
 ) -> Result<HttpResponseOk<ActionEnvelope>, ApiError> {
-    authorize(rqctx).await?;
-    Ok(action(rqctx.context().leasing.cancel_e_signature(id).await?))
+    authorize(&rqctx).await?;
+    let id = path.into_inner().financing_id;
+    Ok(action(rqctx.context().leasing.cancel_e_signature(&id).await?))
 }
 
-pub async fn switch_to_paper_contract(
-    rqctx: &RequestContext<ApiContext>,
-    id: &str,
+/// Switch to a paper contract
+#[dropshot::endpoint {
+    method = PUT,
+    path = "/api/v1/leasing/{financingId}/switch-to-paper-contract",
+    tags = ["leasing"],
+}]
+pub async fn leasing_switch_to_paper_contract(
+    rqctx: RequestContext<ApiContext>,
+    path: Path<FinancingIdPath>,
 ) -> Result<HttpResponseOk<ActionEnvelope>, ApiError> {
-    authorize(rqctx).await?;
-    Ok(action(rqctx.context().leasing.switch_to_paper_contract(id).await?))
+    authorize(&rqctx).await?;
+    let id = path.into_inner().financing_id;
+    Ok(action(rqctx.context().leasing.switch_to_paper_contract(&id).await?))
 }
 
-pub async fn contract_document(
-    rqctx: &RequestContext<ApiContext>,
-    id: &str,
-    store_pdf: bool,
+/// Contract document (base64)
+///
+/// The contract PDF as base64 in `data.Content`. With `store_pdf=true` the PDF is also
+/// saved to storage as `contracts/<financingId>.pdf` and `stored` says where, how large
+/// and with which SHA-256.
+#[dropshot::endpoint {
+    method = GET,
+    path = "/api/v1/leasing/{financingId}/contractdocument/base64",
+    tags = ["leasing"],
+}]
+pub async fn leasing_contract_document(
+    rqctx: RequestContext<ApiContext>,
+    path: Path<FinancingIdPath>,
+    query: Query<ContractDocumentQuery>,
 ) -> Result<HttpResponseOk<ContractDocumentEnvelope>, ApiError> {
-    authorize(rqctx).await?;
-    let (document, stored) = rqctx.context().leasing.contract_document(id, store_pdf).await?;
+    let store_pdf = query.into_inner().store_pdf.value("store_pdf").map_err(ApiError::leasing)?;
+    authorize(&rqctx).await?;
+    let id = path.into_inner().financing_id;
+    let (document, stored) = rqctx.context().leasing.contract_document(&id, store_pdf).await?;
     Ok(HttpResponseOk(ContractDocumentEnvelope {
         success: true,
         data: Documented::new(document),
@@ -481,15 +595,80 @@ pub async fn contract_document(
     }))
 }
 
-pub async fn contract_document_link(
-    rqctx: &RequestContext<ApiContext>,
-    id: &str,
+/// Contract document download link
+#[dropshot::endpoint {
+    method = POST,
+    path = "/api/v1/leasing/{financingId}/contractdocument/link",
+    tags = ["leasing"],
+}]
+pub async fn leasing_contract_document_link(
+    rqctx: RequestContext<ApiContext>,
+    path: Path<FinancingIdPath>,
 ) -> Result<HttpResponseOk<ActionEnvelope>, ApiError> {
-    authorize(rqctx).await?;
-    Ok(action(rqctx.context().leasing.contract_document_link(id).await?))
+    authorize(&rqctx).await?;
+    let id = path.into_inner().financing_id;
+    Ok(action(rqctx.context().leasing.contract_document_link(&id).await?))
 }
 
-pub async fn calculate(
+/// Lease calculation at the provider
+///
+/// Calls the provider's calculation with the validated body (`FinancingAmount` > 0;
+/// without `Period` the provider answers every period it offers).
+#[dropshot::endpoint { method = POST, path = "/__internal/leasing/calculate", tags = ["leasing"] }]
+pub async fn leasing_provider_calculation(
+    rqctx: RequestContext<ApiContext>,
+    body: TypedBody<Documented<schema::CalculationPayload>>,
+) -> Result<HttpResponseOk<ActionEnvelope>, ApiError> {
+    authorize(&rqctx).await?;
+    let body = body.into_inner().into_inner();
+    Ok(action(rqctx.context().leasing.calculate(&body).await?))
+}
+
+/// Inverse lease calculation (defaults)
+///
+/// The amount that can be financed for a monthly instalment of 299 over 84 months:
+/// `financingAmount = monthlyInstalment × 100 / factor(period)`, rounded half away from
+/// zero to cents. Same as `/api/v1/leasing/calculate/299/84`.
+#[dropshot::endpoint { method = GET, path = "/__internal/leasing/calculate", tags = ["leasing"] }]
+pub async fn leasing_calculate_default(
+    rqctx: RequestContext<ApiContext>,
+) -> Result<HttpResponseOk<InverseCalculationResult>, ApiError> {
+    calculate(&rqctx, None, None).await
+}
+
+/// Inverse lease calculation (instalment)
+///
+/// The amount that can be financed for this monthly instalment over 84 months.
+#[dropshot::endpoint { method = GET, path = "/__internal/leasing/calculate/{monthlyInstalment}", tags = ["leasing"] }]
+pub async fn leasing_calculate_instalment(
+    rqctx: RequestContext<ApiContext>,
+    path: Path<CalculateInstalment>,
+) -> Result<HttpResponseOk<InverseCalculationResult>, ApiError> {
+    let path = path.into_inner();
+    calculate(&rqctx, Some(&path.monthly_instalment), None).await
+}
+
+/// Inverse lease calculation
+///
+/// The amount that can be financed for this monthly instalment over this period. The
+/// periods supported by default are 48, 60, 72 and 84 months (factors 2.31, 1.91, 1.64,
+/// 1.47; configurable with `LEASING_FACTORS`); others answer 422.
+#[dropshot::endpoint {
+    method = GET,
+    path = "/__internal/leasing/calculate/{monthlyInstalment}/{period}",
+    tags = ["leasing"],
+}]
+pub async fn leasing_calculate(
+    rqctx: RequestContext<ApiContext>,
+    path: Path<CalculateInstalmentAndPeriod>,
+) -> Result<HttpResponseOk<InverseCalculationResult>, ApiError> {
+    let path = path.into_inner();
+    calculate(&rqctx, Some(&path.monthly_instalment), Some(&path.period)).await
+}
+
+/// The inverse calculation of the three `leasing_calculate` endpoints; without an instalment
+/// or a period, the defaults.
+async fn calculate(
     rqctx: &RequestContext<ApiContext>,
     monthly_instalment: Option<&str>,
     period: Option<&str>,
@@ -505,12 +684,4 @@ pub async fn calculate(
         monthly_instalment: result.monthly_instalment.to_f64().unwrap_or_default(),
         period: result.period,
     }))
-}
-
-pub async fn provider_calculation(
-    rqctx: &RequestContext<ApiContext>,
-    body: Value,
-) -> Result<HttpResponseOk<ActionEnvelope>, ApiError> {
-    authorize(rqctx).await?;
-    Ok(action(rqctx.context().leasing.calculate(&body).await?))
 }

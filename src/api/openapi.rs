@@ -1,5 +1,5 @@
-//! The service's OpenAPI document: generated from the API description (the trait's endpoints
-//! and the per-entity field-report endpoints; building it needs no running service), then
+//! The service's OpenAPI document: generated from the API description (every endpoint and the
+//! per-entity field-report endpoints; building it needs no running service), then
 //! completed with what dropshot does not emit (security scheme, specific error responses) and
 //! with the public paths of the front's rewrite table.
 

@@ -1,4 +1,5 @@
-//! Handlers for operators: probes, the served document and the metrics.
+//! The endpoints for operators: probes, the served document, the metrics, and the bench's
+//! constant answer.
 
 use dropshot::{Body, HttpResponseOk, RequestContext};
 use http::Response;
@@ -27,12 +28,33 @@ pub struct Readiness {
     pub database: String,
 }
 
-pub async fn readyz(rqctx: &RequestContext<ApiContext>) -> Result<HttpResponseOk<Readiness>, ApiError> {
+/// A constant answer, for `cargo xtask bench`'s baseline: the cost of the HTTP stack
+/// alone (front and dropshot), with no authentication and no database.
+#[dropshot::endpoint { method = GET, path = "/bench/constant", tags = ["operations"], unpublished = true }]
+pub async fn bench_constant(_rqctx: RequestContext<ApiContext>) -> Result<HttpResponseOk<Health>, ApiError> {
+    Ok(HttpResponseOk(Health { status: "ok".into() }))
+}
+
+/// Liveness
+///
+/// Answers 200 while the process is up; it does not touch the database.
+#[dropshot::endpoint { method = GET, path = "/healthz", tags = ["operations"] }]
+pub async fn healthz(_rqctx: RequestContext<ApiContext>) -> Result<HttpResponseOk<Health>, ApiError> {
+    Ok(HttpResponseOk(Health { status: "ok".into() }))
+}
+
+/// Readiness
+///
+/// Answers 200 when the database answers, 503 otherwise.
+#[dropshot::endpoint { method = GET, path = "/readyz", tags = ["operations"] }]
+pub async fn readyz(rqctx: RequestContext<ApiContext>) -> Result<HttpResponseOk<Readiness>, ApiError> {
     rqctx.context().store.ping().await.map_err(ApiError::unavailable)?;
     Ok(HttpResponseOk(Readiness { status: "ready".into(), database: "ok".into() }))
 }
 
-pub fn openapi_document(rqctx: &RequestContext<ApiContext>) -> Result<Response<Body>, ApiError> {
+/// The OpenAPI document of this service (served at `/{DOCS_PATH}/openapi.json`).
+#[dropshot::endpoint { method = GET, path = "/__internal/docs/openapi.json", tags = ["operations"], unpublished = true }]
+pub async fn openapi_document(rqctx: RequestContext<ApiContext>) -> Result<Response<Body>, ApiError> {
     Response::builder()
         .status(200)
         .header(http::header::CONTENT_TYPE, "application/json")
@@ -41,8 +63,17 @@ pub fn openapi_document(rqctx: &RequestContext<ApiContext>) -> Result<Response<B
         .map_err(ApiError::internal)
 }
 
-/// The exposition, behind `METRICS_TOKEN` when it is set (compared in constant time).
-pub async fn metrics(rqctx: &RequestContext<ApiContext>) -> Result<Response<Body>, ApiError> {
+/// Metrics
+///
+/// The service's metrics in the Prometheus text exposition format (version 0.0.4):
+/// requests per operation and status, upstream calls per system and outcome (both with
+/// latency histograms), leasing flow outcomes by `error_code`, the ERP webhook inbox and
+/// the field-report push queue, database pool usage, start time and version. When the
+/// service sets `METRICS_TOKEN`, send it as `Authorization: Bearer <METRICS_TOKEN>`;
+/// otherwise the route is open.
+#[dropshot::endpoint { method = GET, path = "/metrics", tags = ["operations"] }]
+pub async fn metrics(rqctx: RequestContext<ApiContext>) -> Result<Response<Body>, ApiError> {
+    // Behind `METRICS_TOKEN` when it is set (compared in constant time).
     let context = rqctx.context();
     if let Some(expected) = &context.metrics_token {
         let presented = bearer_token(rqctx.request.headers()).ok_or_else(ApiError::unauthenticated)?;
