@@ -1,5 +1,10 @@
 //! The leasing area's endpoints. Every leasing route requires a bearer token and answers
 //! errors with `success: false` beside the common error fields.
+//!
+//! The request flow and the calculations sit at their public paths beside
+//! `/api/v1/leasing/{financingId}` (`/api/v1/leasing/calculate`,
+//! `/api/v1/leasing/leasing/request-flow`): the vendored dropshot prefers a literal path
+//! segment to a variable one beside it.
 
 use dropshot::{Header, HttpResponseCreated, HttpResponseOk, Path, Query, RequestContext, TypedBody};
 use rust_decimal::prelude::ToPrimitive;
@@ -18,23 +23,6 @@ use crate::leasing::flow::{self, FlowInput, FlowRecorder};
 use crate::leasing::service::{LeasingError, StoredContract, WaitParams};
 use crate::leasing::state::StateMeta;
 use crate::metrics::LeasingFlow;
-
-/// Public leasing paths that collide with `/api/v1/leasing/{financingId}` in dropshot's router,
-/// and the internal paths they are served under (see `crate::front::rewrite`). Literal rows
-/// come first.
-pub const PATH_REWRITES: &[(&str, &str)] = &[
-    ("/api/v1/leasing/calculate", "/__internal/leasing/calculate"),
-    ("/api/v1/leasing/calculate/{monthlyInstalment}", "/__internal/leasing/calculate/{monthlyInstalment}"),
-    (
-        "/api/v1/leasing/calculate/{monthlyInstalment}/{period}",
-        "/__internal/leasing/calculate/{monthlyInstalment}/{period}",
-    ),
-    ("/api/v1/leasing/leasing/request-flow", "/__internal/leasing/request-flow"),
-    (
-        "/api/v1/leasing/leasing/request-flow/test-flow/{financingId}",
-        "/__internal/leasing/request-flow/test-flow/{financingId}",
-    ),
-];
 
 #[derive(Deserialize, JsonSchema)]
 pub struct FinancingIdPath {
@@ -294,7 +282,7 @@ pub struct FlowEnvelope {
 /// `cancel_e_signature`); optionally fetch the contract as base64 and a download link.
 /// Each run is recorded with its steps (`flowId`). Blocks for up to `max_attempts ×
 /// sleep_milliseconds`. Honours `Idempotency-Key` like create.
-#[dropshot::endpoint { method = POST, path = "/__internal/leasing/request-flow", tags = ["leasing"] }]
+#[dropshot::endpoint { method = POST, path = "/api/v1/leasing/leasing/request-flow", tags = ["leasing"] }]
 pub async fn leasing_request_flow(
     rqctx: RequestContext<ApiContext>,
     headers: Header<IdempotencyHeader>,
@@ -352,7 +340,7 @@ pub struct FlowHealth {
 }
 
 /// Request flow health check
-#[dropshot::endpoint { method = GET, path = "/__internal/leasing/request-flow", tags = ["leasing"] }]
+#[dropshot::endpoint { method = GET, path = "/api/v1/leasing/leasing/request-flow", tags = ["leasing"] }]
 pub async fn leasing_request_flow_health(
     rqctx: RequestContext<ApiContext>,
 ) -> Result<HttpResponseOk<FlowHealth>, ApiError> {
@@ -387,7 +375,7 @@ pub struct TestFlowEnvelope {
 /// `contracts/<financingId>.pdf`.
 #[dropshot::endpoint {
     method = GET,
-    path = "/__internal/leasing/request-flow/test-flow/{financingId}",
+    path = "/api/v1/leasing/leasing/request-flow/test-flow/{financingId}",
     tags = ["leasing"],
 }]
 pub async fn leasing_test_flow(
@@ -614,7 +602,7 @@ pub async fn leasing_contract_document_link(
 ///
 /// Calls the provider's calculation with the validated body (`FinancingAmount` > 0;
 /// without `Period` the provider answers every period it offers).
-#[dropshot::endpoint { method = POST, path = "/__internal/leasing/calculate", tags = ["leasing"] }]
+#[dropshot::endpoint { method = POST, path = "/api/v1/leasing/calculate", tags = ["leasing"] }]
 pub async fn leasing_provider_calculation(
     rqctx: RequestContext<ApiContext>,
     body: TypedBody<Documented<schema::CalculationPayload>>,
@@ -629,7 +617,7 @@ pub async fn leasing_provider_calculation(
 /// The amount that can be financed for a monthly instalment of 299 over 84 months:
 /// `financingAmount = monthlyInstalment × 100 / factor(period)`, rounded half away from
 /// zero to cents. Same as `/api/v1/leasing/calculate/299/84`.
-#[dropshot::endpoint { method = GET, path = "/__internal/leasing/calculate", tags = ["leasing"] }]
+#[dropshot::endpoint { method = GET, path = "/api/v1/leasing/calculate", tags = ["leasing"] }]
 pub async fn leasing_calculate_default(
     rqctx: RequestContext<ApiContext>,
 ) -> Result<HttpResponseOk<InverseCalculationResult>, ApiError> {
@@ -639,7 +627,7 @@ pub async fn leasing_calculate_default(
 /// Inverse lease calculation (instalment)
 ///
 /// The amount that can be financed for this monthly instalment over 84 months.
-#[dropshot::endpoint { method = GET, path = "/__internal/leasing/calculate/{monthlyInstalment}", tags = ["leasing"] }]
+#[dropshot::endpoint { method = GET, path = "/api/v1/leasing/calculate/{monthlyInstalment}", tags = ["leasing"] }]
 pub async fn leasing_calculate_instalment(
     rqctx: RequestContext<ApiContext>,
     path: Path<CalculateInstalment>,
@@ -655,7 +643,7 @@ pub async fn leasing_calculate_instalment(
 /// 1.47; configurable with `LEASING_FACTORS`); others answer 422.
 #[dropshot::endpoint {
     method = GET,
-    path = "/__internal/leasing/calculate/{monthlyInstalment}/{period}",
+    path = "/api/v1/leasing/calculate/{monthlyInstalment}/{period}",
     tags = ["leasing"],
 }]
 pub async fn leasing_calculate(

@@ -1,11 +1,8 @@
 //! The service's OpenAPI document: generated from the API description (every endpoint and the
-//! per-entity field-report endpoints; building it needs no running service), then
-//! completed with what dropshot does not emit (security scheme, specific error responses) and
-//! with the public paths of the front's rewrite table.
+//! per-entity field-report endpoints; building it needs no running service), then completed
+//! with what dropshot does not emit (security scheme, specific error responses).
 
 use serde_json::{Value, json};
-
-use crate::front::rewrite::RewriteTable;
 
 /// Operations that need no bearer token (`metrics` and the webhooks have guards of their own).
 const PUBLIC_OPERATIONS: &[&str] = &["login", "healthz", "readyz", "metrics", "erp_webhook_get", "erp_webhook_post"];
@@ -76,13 +73,13 @@ pub fn document() -> String {
     let mut definition = api.openapi("integration-service", version);
     definition.description(DESCRIPTION).contact_name("integration-service maintainers").license_name("MIT");
     let mut doc = definition.json().expect("the document serialises");
-    complete(&mut doc, &RewriteTable::static_rules());
+    complete(&mut doc);
     let mut text = serde_json::to_string_pretty(&doc).expect("the document serialises");
     text.push('\n');
     text
 }
 
-fn complete(doc: &mut Value, rewrites: &RewriteTable) {
+fn complete(doc: &mut Value) {
     let components = doc["components"].as_object_mut().expect("the document has components");
     components.insert(
         "securitySchemes".into(),
@@ -159,9 +156,8 @@ fn complete(doc: &mut Value, rewrites: &RewriteTable) {
             }),
         );
     }
-    let paths = std::mem::take(doc["paths"].as_object_mut().expect("the document has paths"));
-    let mut public_paths = serde_json::Map::new();
-    for (path, mut item) in paths {
+    let paths = doc["paths"].as_object_mut().expect("the document has paths");
+    for item in paths.values_mut() {
         for (method, op) in item.as_object_mut().into_iter().flatten() {
             if !["get", "put", "post", "delete", "patch"].contains(&method.as_str()) {
                 continue;
@@ -214,9 +210,7 @@ fn complete(doc: &mut Value, rewrites: &RewriteTable) {
                 op["responses"]["429"] = json!({"$ref": "#/components/responses/TooManyRequests"});
             }
         }
-        public_paths.insert(rewrites.public_path_of(&path).unwrap_or(path), item);
     }
-    doc["paths"] = Value::Object(public_paths);
     bound_integers(doc);
 }
 

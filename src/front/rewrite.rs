@@ -31,14 +31,12 @@ fn is_var(segment: &str) -> bool {
 }
 
 impl RewriteTable {
-    /// The rows that do not depend on configuration (the areas' colliding routes). Rows are
-    /// tried in order; put literal rows before variable rows that could match the same path.
+    /// The rows that do not depend on configuration: none, now that every API route is
+    /// registered at its public path (dropshot prefers a literal segment to a variable one
+    /// beside it). Rows are tried in order; put literal rows before variable rows that could
+    /// match the same path.
     pub fn static_rules() -> Self {
-        let rows = crate::api::leasing::PATH_REWRITES
-            .iter()
-            .map(|(public, internal)| Rewrite { public: public.to_string(), internal: internal.to_string() })
-            .collect();
-        RewriteTable { rows }
+        RewriteTable::default()
     }
 
     /// The static rows plus the served document at `/{docs_path}/openapi.json` and the API
@@ -119,6 +117,15 @@ mod tests {
         assert_eq!(t.to_internal("/a/42/y"), None);
         assert_eq!(t.to_internal("/b"), None);
         assert_eq!(t.public_path_of("/__internal/a/by-id/{id}/x").as_deref(), Some("/a/{id}/x"));
+    }
+
+    #[test]
+    fn api_routes_are_not_rewritten() {
+        let t = RewriteTable::static_rules();
+        assert!(t.rows.is_empty());
+        let t = RewriteTable::with_docs_path("docs");
+        assert_eq!(t.to_internal("/api/v1/leasing/calculate"), None);
+        assert_eq!(t.to_internal("/api/v1/leasing/leasing/request-flow"), None);
     }
 
     #[test]
