@@ -5,7 +5,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::ApiContext;
-use super::guard::{caller, client_address};
+use super::guard::{BearerToken, client_address};
 use crate::auth::User;
 use crate::error::ApiError;
 
@@ -91,8 +91,11 @@ pub async fn login(
 ///
 /// Revokes the token presented with this request; it stops working at once.
 #[dropshot::endpoint { method = POST, path = "/api/v1/logout", tags = ["auth"] }]
-pub async fn logout(rqctx: RequestContext<ApiContext>) -> Result<HttpResponseUpdatedNoContent, ApiError> {
-    let caller = caller(&rqctx).await?;
+pub async fn logout(
+    rqctx: RequestContext<ApiContext>,
+    token: BearerToken,
+) -> Result<HttpResponseUpdatedNoContent, ApiError> {
+    let caller = token.caller(&rqctx).await?;
     rqctx.context().auth.revoke(caller.token_id).await?;
     Ok(HttpResponseUpdatedNoContent())
 }
@@ -101,7 +104,10 @@ pub async fn logout(rqctx: RequestContext<ApiContext>) -> Result<HttpResponseUpd
 ///
 /// The user who owns the presented token.
 #[dropshot::endpoint { method = GET, path = "/api/v1/user", tags = ["auth"] }]
-pub async fn current_user(rqctx: RequestContext<ApiContext>) -> Result<HttpResponseOk<CurrentUser>, ApiError> {
-    let caller = caller(&rqctx).await?;
+pub async fn current_user(
+    rqctx: RequestContext<ApiContext>,
+    token: BearerToken,
+) -> Result<HttpResponseOk<CurrentUser>, ApiError> {
+    let caller = token.caller(&rqctx).await?;
     Ok(HttpResponseOk(caller.user.into()))
 }

@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 use super::ApiContext;
 use super::documented::Documented;
 use super::fieldreport::{PageMeta, PageQuery};
-use super::guard::{caller, client_address};
+use super::guard::{BearerToken, client_address};
 use crate::erp::attributes::{AttributePullReport, AttributePushReport};
 use crate::erp::post::PostReport;
 use crate::erp::pull::{PullKind, PullReport, check_field};
@@ -220,8 +220,11 @@ pub struct ErpOverview {
 /// the webhook inbox: counts by state and the calls not done yet (with their attempts and
 /// last error), then the newest processed ones.
 #[dropshot::endpoint { method = GET, path = "/api/v1/erp/show", tags = ["erp"] }]
-pub async fn erp_show(rqctx: RequestContext<ApiContext>) -> Result<HttpResponseOk<ErpOverview>, ApiError> {
-    caller(&rqctx).await?;
+pub async fn erp_show(
+    rqctx: RequestContext<ApiContext>,
+    token: BearerToken,
+) -> Result<HttpResponseOk<ErpOverview>, ApiError> {
+    token.caller(&rqctx).await?;
     let store = rqctx.context().erp.store();
     let states = store.erp_models().await?;
     let models = generated::erp::model_names()
@@ -289,10 +292,11 @@ fn objects(records: Vec<crate::store::erp::ErpRecord>) -> Vec<Map<String, Value>
 #[dropshot::endpoint { method = GET, path = "/api/v1/erp/show/{model}", tags = ["erp"] }]
 pub async fn erp_show_model(
     rqctx: RequestContext<ApiContext>,
+    token: BearerToken,
     path: Path<ModelPath>,
     query: Query<PageQuery>,
 ) -> Result<HttpResponseOk<ErpRecordPage>, ApiError> {
-    caller(&rqctx).await?;
+    token.caller(&rqctx).await?;
     let info = model_named(&path.into_inner().model)?;
     let query = query.into_inner();
     let page = query.page.unwrap_or(1);
@@ -313,9 +317,10 @@ pub async fn erp_show_model(
 #[dropshot::endpoint { method = GET, path = "/api/v1/erp/show/{model}/{entity}", tags = ["erp"] }]
 pub async fn erp_show_record(
     rqctx: RequestContext<ApiContext>,
+    token: BearerToken,
     path: Path<ModelRecordPath>,
 ) -> Result<HttpResponseOk<Map<String, Value>>, ApiError> {
-    caller(&rqctx).await?;
+    token.caller(&rqctx).await?;
     let path = path.into_inner();
     let info = model_named(&path.model)?;
     let id = path.entity;
@@ -336,9 +341,10 @@ pub async fn erp_show_record(
 #[dropshot::endpoint { method = GET, path = "/api/v1/erp/show/{model}/{entity}/{value}", tags = ["erp"] }]
 pub async fn erp_show_matching(
     rqctx: RequestContext<ApiContext>,
+    token: BearerToken,
     path: Path<ModelFieldValuePath>,
 ) -> Result<HttpResponseOk<ErpRecords>, ApiError> {
-    caller(&rqctx).await?;
+    token.caller(&rqctx).await?;
     let path = path.into_inner();
     let info = model_named(&path.model)?;
     check_field(&path.entity)?;
@@ -359,8 +365,11 @@ pub struct PullAnswer {
 /// entry and the others go on. `integration-service erp setup` does the same with a
 /// progress display.
 #[dropshot::endpoint { method = GET, path = "/api/v1/erp/setup", tags = ["erp"] }]
-pub async fn erp_setup_all(rqctx: RequestContext<ApiContext>) -> Result<HttpResponseOk<PullAnswer>, ApiError> {
-    pull(&rqctx, None, PullKind::Full).await
+pub async fn erp_setup_all(
+    rqctx: RequestContext<ApiContext>,
+    token: BearerToken,
+) -> Result<HttpResponseOk<PullAnswer>, ApiError> {
+    pull(&rqctx, &token, None, PullKind::Full).await
 }
 
 /// Full pull of one ERP model
@@ -369,9 +378,10 @@ pub async fn erp_setup_all(rqctx: RequestContext<ApiContext>) -> Result<HttpResp
 #[dropshot::endpoint { method = GET, path = "/api/v1/erp/setup/{model}", tags = ["erp"] }]
 pub async fn erp_setup(
     rqctx: RequestContext<ApiContext>,
+    token: BearerToken,
     path: Path<ModelPath>,
 ) -> Result<HttpResponseOk<PullAnswer>, ApiError> {
-    pull(&rqctx, Some(&path.into_inner().model), PullKind::Full).await
+    pull(&rqctx, &token, Some(&path.into_inner().model), PullKind::Full).await
 }
 
 /// Incremental pull of every ERP model
@@ -380,17 +390,21 @@ pub async fn erp_setup(
 /// everything on a model's first pull) and moves the cursor when the pull completes.
 /// `integration-service erp pull` does the same with a progress display.
 #[dropshot::endpoint { method = GET, path = "/api/v1/erp/get", tags = ["erp"] }]
-pub async fn erp_get(rqctx: RequestContext<ApiContext>) -> Result<HttpResponseOk<PullAnswer>, ApiError> {
-    pull(&rqctx, None, PullKind::Incremental).await
+pub async fn erp_get(
+    rqctx: RequestContext<ApiContext>,
+    token: BearerToken,
+) -> Result<HttpResponseOk<PullAnswer>, ApiError> {
+    pull(&rqctx, &token, None, PullKind::Incremental).await
 }
 
 /// Refresh one ERP model
 #[dropshot::endpoint { method = GET, path = "/api/v1/erp/update/{model}", tags = ["erp"] }]
 pub async fn erp_update_model(
     rqctx: RequestContext<ApiContext>,
+    token: BearerToken,
     path: Path<ModelPath>,
 ) -> Result<HttpResponseOk<PullAnswer>, ApiError> {
-    pull(&rqctx, Some(&path.into_inner().model), PullKind::Full).await
+    pull(&rqctx, &token, Some(&path.into_inner().model), PullKind::Full).await
 }
 
 /// Refresh ERP records matching a field
@@ -400,19 +414,21 @@ pub async fn erp_update_model(
 #[dropshot::endpoint { method = GET, path = "/api/v1/erp/update/{model}/{entity}/{value}", tags = ["erp"] }]
 pub async fn erp_update_matching(
     rqctx: RequestContext<ApiContext>,
+    token: BearerToken,
     path: Path<ModelFieldValuePath>,
 ) -> Result<HttpResponseOk<PullAnswer>, ApiError> {
     let path = path.into_inner();
-    pull(&rqctx, Some(&path.model), PullKind::Matching { field: path.entity, value: path.value }).await
+    pull(&rqctx, &token, Some(&path.model), PullKind::Matching { field: path.entity, value: path.value }).await
 }
 
 /// Pulls one model or, without a name, every model of the registry.
 async fn pull(
     rqctx: &RequestContext<ApiContext>,
+    token: &BearerToken,
     model: Option<&str>,
     kind: PullKind,
 ) -> Result<HttpResponseOk<PullAnswer>, ApiError> {
-    caller(rqctx).await?;
+    token.caller(rqctx).await?;
     let erp = &rqctx.context().erp;
     let data = match model {
         Some(name) => vec![erp.pull(model_named(name)?, &kind, &|_| {}).await?],
@@ -426,8 +442,11 @@ async fn pull(
 /// Pulls every model that has local records completely again (removing records the ERP
 /// no longer has).
 #[dropshot::endpoint { method = GET, path = "/api/v1/erp/update", tags = ["erp"] }]
-pub async fn erp_update_all(rqctx: RequestContext<ApiContext>) -> Result<HttpResponseOk<PullAnswer>, ApiError> {
-    caller(&rqctx).await?;
+pub async fn erp_update_all(
+    rqctx: RequestContext<ApiContext>,
+    token: BearerToken,
+) -> Result<HttpResponseOk<PullAnswer>, ApiError> {
+    token.caller(&rqctx).await?;
     let erp = &rqctx.context().erp;
     let models = erp.mirrored_models().await?;
     Ok(HttpResponseOk(PullAnswer { data: erp.pull_models(&models, &PullKind::Full, &|_, _| {}).await? }))
@@ -440,9 +459,10 @@ pub async fn erp_update_all(rqctx: RequestContext<ApiContext>) -> Result<HttpRes
 #[dropshot::endpoint { method = GET, path = "/api/v1/erp/update/{model}/{entity}", tags = ["erp"] }]
 pub async fn erp_update_record(
     rqctx: RequestContext<ApiContext>,
+    token: BearerToken,
     path: Path<ModelRecordPath>,
 ) -> Result<HttpResponseOk<PullAnswer>, ApiError> {
-    caller(&rqctx).await?;
+    token.caller(&rqctx).await?;
     let path = path.into_inner();
     let info = model_named(&path.model)?;
     Ok(HttpResponseOk(PullAnswer { data: vec![rqctx.context().erp.refresh_one(info, &path.entity).await?] }))
@@ -468,9 +488,10 @@ pub struct AttributePushAnswer {
 #[dropshot::endpoint { method = GET, path = "/api/v1/erp/entityPullAttr/{model}", tags = ["erp"] }]
 pub async fn erp_pull_attributes(
     rqctx: RequestContext<ApiContext>,
+    token: BearerToken,
     path: Path<ModelPath>,
 ) -> Result<HttpResponseOk<AttributePullAnswer>, ApiError> {
-    pull_attributes(&rqctx, &path.into_inner().model, None).await
+    pull_attributes(&rqctx, &token, &path.into_inner().model, None).await
 }
 
 /// Pull one custom attribute of an ERP model
@@ -480,19 +501,21 @@ pub async fn erp_pull_attributes(
 #[dropshot::endpoint { method = GET, path = "/api/v1/erp/entityPullAttr/{model}/{attribute}", tags = ["erp"] }]
 pub async fn erp_pull_attribute(
     rqctx: RequestContext<ApiContext>,
+    token: BearerToken,
     path: Path<ModelAttributePath>,
 ) -> Result<HttpResponseOk<AttributePullAnswer>, ApiError> {
     let path = path.into_inner();
-    pull_attributes(&rqctx, &path.model, Some(&path.attribute)).await
+    pull_attributes(&rqctx, &token, &path.model, Some(&path.attribute)).await
 }
 
 /// Pulls a model's custom attributes, all or one definition's.
 async fn pull_attributes(
     rqctx: &RequestContext<ApiContext>,
+    token: &BearerToken,
     model: &str,
     attribute: Option<&str>,
 ) -> Result<HttpResponseOk<AttributePullAnswer>, ApiError> {
-    caller(rqctx).await?;
+    token.caller(rqctx).await?;
     let info = model_named(model)?;
     Ok(HttpResponseOk(AttributePullAnswer { data: rqctx.context().erp.pull_attributes(info, attribute).await? }))
 }
@@ -506,9 +529,10 @@ async fn pull_attributes(
 #[dropshot::endpoint { method = GET, path = "/api/v1/erp/entityPushAttr/{model}", tags = ["erp"] }]
 pub async fn erp_push_attributes(
     rqctx: RequestContext<ApiContext>,
+    token: BearerToken,
     path: Path<ModelPath>,
 ) -> Result<HttpResponseOk<AttributePushAnswer>, ApiError> {
-    push_attributes(&rqctx, &path.into_inner().model, None).await
+    push_attributes(&rqctx, &token, &path.into_inner().model, None).await
 }
 
 /// Push one custom attribute of an ERP model
@@ -517,19 +541,21 @@ pub async fn erp_push_attributes(
 #[dropshot::endpoint { method = GET, path = "/api/v1/erp/entityPushAttr/{model}/{attribute}", tags = ["erp"] }]
 pub async fn erp_push_attribute(
     rqctx: RequestContext<ApiContext>,
+    token: BearerToken,
     path: Path<ModelAttributePath>,
 ) -> Result<HttpResponseOk<AttributePushAnswer>, ApiError> {
     let path = path.into_inner();
-    push_attributes(&rqctx, &path.model, Some(&path.attribute)).await
+    push_attributes(&rqctx, &token, &path.model, Some(&path.attribute)).await
 }
 
 /// Pushes a model's pending custom attribute values, all or one definition's.
 async fn push_attributes(
     rqctx: &RequestContext<ApiContext>,
+    token: &BearerToken,
     model: &str,
     attribute: Option<&str>,
 ) -> Result<HttpResponseOk<AttributePushAnswer>, ApiError> {
-    caller(rqctx).await?;
+    token.caller(rqctx).await?;
     let info = model_named(model)?;
     Ok(HttpResponseOk(AttributePushAnswer { data: rqctx.context().erp.push_attributes(info, attribute).await? }))
 }
@@ -556,9 +582,10 @@ pub struct PostQuery {
 #[dropshot::endpoint { method = GET, path = "/api/v1/erp/fieldReportPost", tags = ["erp"] }]
 pub async fn erp_field_report_post_all(
     rqctx: RequestContext<ApiContext>,
+    token: BearerToken,
     query: Query<PostQuery>,
 ) -> Result<HttpResponseOk<PostAnswer>, ApiError> {
-    field_report_post(&rqctx, None, query.into_inner()).await
+    field_report_post(&rqctx, &token, None, query.into_inner()).await
 }
 
 /// Post one model's mapped records to the field-report system
@@ -568,19 +595,21 @@ pub async fn erp_field_report_post_all(
 #[dropshot::endpoint { method = GET, path = "/api/v1/erp/fieldReportPost/{request}", tags = ["erp"] }]
 pub async fn erp_field_report_post(
     rqctx: RequestContext<ApiContext>,
+    token: BearerToken,
     path: Path<PostPath>,
     query: Query<PostQuery>,
 ) -> Result<HttpResponseOk<PostAnswer>, ApiError> {
-    field_report_post(&rqctx, Some(&path.into_inner().request), query.into_inner()).await
+    field_report_post(&rqctx, &token, Some(&path.into_inner().request), query.into_inner()).await
 }
 
 /// Posts the mapped records of one model or, without one, of every mapped model.
 async fn field_report_post(
     rqctx: &RequestContext<ApiContext>,
+    token: &BearerToken,
     model: Option<&str>,
     query: PostQuery,
 ) -> Result<HttpResponseOk<PostAnswer>, ApiError> {
-    caller(rqctx).await?;
+    token.caller(rqctx).await?;
     if model.is_none() && query.id.is_some() {
         return Err(ErpError::Invalid {
             field: "id".into(),

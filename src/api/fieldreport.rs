@@ -7,7 +7,7 @@
 //! `Companies` bodies on `/api/v1/fieldreport/companies`. They are registered through
 //! dropshot's `ApiEndpoint` ([`register`]) rather than as `#[endpoint]` functions because they
 //! are one generic handler set instantiated per entity (docs/architecture.md, "Routing": no
-//! `{entity}` variable).
+//! `{entity}` variable). Like every guarded endpoint, each handler takes a [`BearerToken`].
 
 use std::marker::PhantomData;
 
@@ -25,7 +25,7 @@ use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
 use super::ApiContext;
-use super::guard::caller;
+use super::guard::BearerToken;
 use crate::error::ApiError;
 
 /// A record of entity set `E`: passed through whole, documented with the set's model under the
@@ -245,9 +245,10 @@ fn typed<E: MirroredEntity>(body: &Value) -> Result<(), ApiError> {
 
 async fn list<E: MirroredEntity>(
     rqctx: RequestContext<ApiContext>,
+    token: BearerToken,
     query: Query<PageQuery>,
 ) -> Result<HttpResponseOk<RecordPage<E>>, ApiError> {
-    caller(&rqctx).await?;
+    token.caller(&rqctx).await?;
     let query = query.into_inner();
     let page = rqctx.context().fieldreport.list(&E::INFO, query.page, query.per_page).await?;
     Ok(HttpResponseOk(RecordPage {
@@ -259,9 +260,10 @@ async fn list<E: MirroredEntity>(
 
 async fn create<E: MirroredEntity>(
     rqctx: RequestContext<ApiContext>,
+    token: BearerToken,
     body: TypedBody<NewRecord<E>>,
 ) -> Result<HttpResponseCreated<RecordWrite<E>>, ApiError> {
-    caller(&rqctx).await?;
+    token.caller(&rqctx).await?;
     let body = body.into_inner().0;
     typed::<E>(&body)?;
     let outcome = rqctx.context().fieldreport.create(&E::INFO, body, true).await?;
@@ -270,19 +272,21 @@ async fn create<E: MirroredEntity>(
 
 async fn show<E: MirroredEntity>(
     rqctx: RequestContext<ApiContext>,
+    token: BearerToken,
     path: Path<RecordPath>,
 ) -> Result<HttpResponseOk<StoredRecord<E>>, ApiError> {
-    caller(&rqctx).await?;
+    token.caller(&rqctx).await?;
     let document = rqctx.context().fieldreport.show(&E::INFO, &path.into_inner().record).await?;
     Ok(HttpResponseOk(StoredRecord(document, PhantomData)))
 }
 
 async fn update<E: MirroredEntity>(
     rqctx: RequestContext<ApiContext>,
+    token: BearerToken,
     path: Path<RecordPath>,
     body: TypedBody<Record<E>>,
 ) -> Result<HttpResponseOk<RecordWrite<E>>, ApiError> {
-    caller(&rqctx).await?;
+    token.caller(&rqctx).await?;
     let body = body.into_inner().0;
     typed::<E>(&body)?;
     let outcome = rqctx.context().fieldreport.update(&E::INFO, &path.into_inner().record, body, true).await?;
@@ -291,10 +295,11 @@ async fn update<E: MirroredEntity>(
 
 async fn delete<E: MirroredEntity>(
     rqctx: RequestContext<ApiContext>,
+    token: BearerToken,
     path: Path<RecordPath>,
     headers: Header<PreferHeader>,
 ) -> Result<Response<Body>, ApiError> {
-    caller(&rqctx).await?;
+    token.caller(&rqctx).await?;
     let outcome = rqctx.context().fieldreport.delete(&E::INFO, &path.into_inner().record, true).await?;
     let representation =
         headers.into_inner().prefer.is_some_and(|p| p.split(',').any(|v| v.trim() == "return=representation"));
@@ -470,8 +475,11 @@ async fn overview(
 ///
 /// The mirrored entity sets with their local record counts, last sync and cursor.
 #[dropshot::endpoint { method = GET, path = "/api/v1/fieldreport/show", tags = ["fieldreport"] }]
-pub async fn fieldreport_show(rqctx: RequestContext<ApiContext>) -> Result<HttpResponseOk<EntitiesAnswer>, ApiError> {
-    caller(&rqctx).await?;
+pub async fn fieldreport_show(
+    rqctx: RequestContext<ApiContext>,
+    token: BearerToken,
+) -> Result<HttpResponseOk<EntitiesAnswer>, ApiError> {
+    token.caller(&rqctx).await?;
     let counts = rqctx.context().store.mirror_counts().await?;
     let mut data = Vec::new();
     for info in generated::fieldreport::ENTITIES {
@@ -484,9 +492,10 @@ pub async fn fieldreport_show(rqctx: RequestContext<ApiContext>) -> Result<HttpR
 #[dropshot::endpoint { method = GET, path = "/api/v1/fieldreport/show/{entity}", tags = ["fieldreport"] }]
 pub async fn fieldreport_show_entity(
     rqctx: RequestContext<ApiContext>,
+    token: BearerToken,
     path: Path<EntityPath>,
 ) -> Result<HttpResponseOk<EntityAnswer>, ApiError> {
-    caller(&rqctx).await?;
+    token.caller(&rqctx).await?;
     let info = entity_named(&path.into_inner().entity)?;
     let counts = rqctx.context().store.mirror_counts().await?;
     Ok(HttpResponseOk(EntityAnswer { data: overview(&rqctx, info, &counts).await? }))
@@ -507,10 +516,11 @@ pub struct EntityAttributePath {
 #[dropshot::endpoint { method = GET, path = "/api/v1/fieldreport/show/{entity}/{attribute}", tags = ["fieldreport"] }]
 pub async fn fieldreport_show_having(
     rqctx: RequestContext<ApiContext>,
+    token: BearerToken,
     path: Path<EntityAttributePath>,
 ) -> Result<HttpResponseOk<FoundRecords>, ApiError> {
     let path = path.into_inner();
-    show_records(&rqctx, &path.entity, &path.attribute, None).await
+    show_records(&rqctx, &token, &path.entity, &path.attribute, None).await
 }
 
 /// Find field-report records by a field
@@ -523,20 +533,22 @@ pub async fn fieldreport_show_having(
 }]
 pub async fn fieldreport_show_records(
     rqctx: RequestContext<ApiContext>,
+    token: BearerToken,
     path: Path<AttributePath>,
 ) -> Result<HttpResponseOk<FoundRecords>, ApiError> {
     let path = path.into_inner();
-    show_records(&rqctx, &path.entity, &path.attribute, Some(&path.value)).await
+    show_records(&rqctx, &token, &path.entity, &path.attribute, Some(&path.value)).await
 }
 
 /// Records of a set whose field is set or, with a value, equals it.
 async fn show_records(
     rqctx: &RequestContext<ApiContext>,
+    token: &BearerToken,
     entity: &str,
     attribute: &str,
     value: Option<&str>,
 ) -> Result<HttpResponseOk<FoundRecords>, ApiError> {
-    caller(rqctx).await?;
+    token.caller(rqctx).await?;
     let info = entity_named(entity)?;
     let found = rqctx.context().fieldreport.find(info, attribute, value).await?;
     Ok(HttpResponseOk(FoundRecords { data: found.into_iter().filter_map(|r| r.as_object().cloned()).collect() }))
@@ -564,9 +576,10 @@ pub struct SyncQuery {
 #[dropshot::endpoint { method = GET, path = "/api/v1/fieldreport/sync", tags = ["fieldreport"] }]
 pub async fn fieldreport_sync_all(
     rqctx: RequestContext<ApiContext>,
+    token: BearerToken,
     query: Query<SyncQuery>,
 ) -> Result<HttpResponseOk<SyncAnswer>, ApiError> {
-    sync(&rqctx, None, query.into_inner()).await
+    sync(&rqctx, &token, None, query.into_inner()).await
 }
 
 /// Sync one field-report entity
@@ -576,19 +589,21 @@ pub async fn fieldreport_sync_all(
 #[dropshot::endpoint { method = GET, path = "/api/v1/fieldreport/sync/{entity}", tags = ["fieldreport"] }]
 pub async fn fieldreport_sync(
     rqctx: RequestContext<ApiContext>,
+    token: BearerToken,
     path: Path<EntityPath>,
     query: Query<SyncQuery>,
 ) -> Result<HttpResponseOk<SyncAnswer>, ApiError> {
-    sync(&rqctx, Some(&path.into_inner().entity), query.into_inner()).await
+    sync(&rqctx, &token, Some(&path.into_inner().entity), query.into_inner()).await
 }
 
 /// Syncs one set or, without a name, all of them in seed order.
 async fn sync(
     rqctx: &RequestContext<ApiContext>,
+    token: &BearerToken,
     entity: Option<&str>,
     query: SyncQuery,
 ) -> Result<HttpResponseOk<SyncAnswer>, ApiError> {
-    caller(rqctx).await?;
+    token.caller(rqctx).await?;
     let reconcile = query.reconcile.value("reconcile")?;
     let entities: Vec<&generated::fieldreport::EntityInfo> = match entity {
         Some(name) => vec![entity_named(name)?],
@@ -647,25 +662,30 @@ pub struct PushAnswer {
 /// costCenters, tags, qualifications, users), 2 companies, contacts, products,
 /// serviceObjects, 3 serviceRequests, items, documents, timeEvents, stepListTemplates.
 #[dropshot::endpoint { method = GET, path = "/api/v1/fieldreport/setup", tags = ["fieldreport"] }]
-pub async fn fieldreport_setup_all(rqctx: RequestContext<ApiContext>) -> Result<HttpResponseOk<SyncAnswer>, ApiError> {
-    setup(&rqctx, None).await
+pub async fn fieldreport_setup_all(
+    rqctx: RequestContext<ApiContext>,
+    token: BearerToken,
+) -> Result<HttpResponseOk<SyncAnswer>, ApiError> {
+    setup(&rqctx, &token, None).await
 }
 
 /// Initial setup of one stage
 #[dropshot::endpoint { method = GET, path = "/api/v1/fieldreport/setup/{stage}", tags = ["fieldreport"] }]
 pub async fn fieldreport_setup(
     rqctx: RequestContext<ApiContext>,
+    token: BearerToken,
     path: Path<StagePath>,
 ) -> Result<HttpResponseOk<SyncAnswer>, ApiError> {
-    setup(&rqctx, Some(&path.into_inner().stage)).await
+    setup(&rqctx, &token, Some(&path.into_inner().stage)).await
 }
 
 /// Syncs the sets of one stage or, without one, of every stage in order.
 async fn setup(
     rqctx: &RequestContext<ApiContext>,
+    token: &BearerToken,
     stage: Option<&str>,
 ) -> Result<HttpResponseOk<SyncAnswer>, ApiError> {
-    caller(rqctx).await?;
+    token.caller(rqctx).await?;
     Ok(HttpResponseOk(SyncAnswer { data: rqctx.context().fieldreport.setup(stage).await? }))
 }
 
@@ -677,27 +697,32 @@ async fn setup(
 /// accepted it, so a rerun sends nothing twice; refusals are reported per record and the
 /// batch goes on.
 #[dropshot::endpoint { method = GET, path = "/api/v1/fieldreport/post", tags = ["fieldreport"] }]
-pub async fn fieldreport_post_all(rqctx: RequestContext<ApiContext>) -> Result<HttpResponseOk<PushAnswer>, ApiError> {
-    post(&rqctx, None, None, None).await
+pub async fn fieldreport_post_all(
+    rqctx: RequestContext<ApiContext>,
+    token: BearerToken,
+) -> Result<HttpResponseOk<PushAnswer>, ApiError> {
+    post(&rqctx, &token, None, None, None).await
 }
 
 /// Push internal writes of a stage
 #[dropshot::endpoint { method = GET, path = "/api/v1/fieldreport/post/{stage}", tags = ["fieldreport"] }]
 pub async fn fieldreport_post_stage(
     rqctx: RequestContext<ApiContext>,
+    token: BearerToken,
     path: Path<StagePath>,
 ) -> Result<HttpResponseOk<PushAnswer>, ApiError> {
-    post(&rqctx, Some(&path.into_inner().stage), None, None).await
+    post(&rqctx, &token, Some(&path.into_inner().stage), None, None).await
 }
 
 /// Push internal writes of a stage and type
 #[dropshot::endpoint { method = GET, path = "/api/v1/fieldreport/post/{stage}/{type}", tags = ["fieldreport"] }]
 pub async fn fieldreport_post_type(
     rqctx: RequestContext<ApiContext>,
+    token: BearerToken,
     path: Path<StageTypePath>,
 ) -> Result<HttpResponseOk<PushAnswer>, ApiError> {
     let path = path.into_inner();
-    post(&rqctx, Some(&path.stage), Some(&path.r#type), None).await
+    post(&rqctx, &token, Some(&path.stage), Some(&path.r#type), None).await
 }
 
 /// Push internal writes of one entity
@@ -708,21 +733,23 @@ pub async fn fieldreport_post_type(
 }]
 pub async fn fieldreport_post(
     rqctx: RequestContext<ApiContext>,
+    token: BearerToken,
     path: Path<StageTypeEntityPath>,
 ) -> Result<HttpResponseOk<PushAnswer>, ApiError> {
     let path = path.into_inner();
-    post(&rqctx, Some(&path.stage), Some(&path.r#type), Some(&path.entity)).await
+    post(&rqctx, &token, Some(&path.stage), Some(&path.r#type), Some(&path.entity)).await
 }
 
 /// Pushes internal writes: of a stage (or all), of a type (or both), of one entity (or all of
 /// the stage).
 async fn post(
     rqctx: &RequestContext<ApiContext>,
+    token: &BearerToken,
     stage: Option<&str>,
     kind: Option<&str>,
     entity: Option<&str>,
 ) -> Result<HttpResponseOk<PushAnswer>, ApiError> {
-    caller(rqctx).await?;
+    token.caller(rqctx).await?;
     let kinds = crate::fieldreport::push::push_kinds(kind)?;
     let mut entities = crate::fieldreport::push::stage_entities(stage)?;
     if let Some(name) = entity {

@@ -4,8 +4,10 @@
 //! A route lives in one place: one `#[dropshot::endpoint]` function in its area's module
 //! (`auth`, `leasing`, `fieldreport`, `erp`, `operations`, `docs_page`), with the public path
 //! in its attribute, its doc comment as the document's summary (first line) and description
-//! (the rest), and the handler body; plus one line in [`description`]. Functions that several
-//! endpoints share (`erp::pull`, `fieldreport::post`,
+//! (the rest), and the handler body; plus one line in [`description`]. A route that needs a
+//! bearer token says so in its signature: it takes a [`guard::BearerToken`] right after the
+//! request context, and the document's `security` follows from that (see [`openapi`]).
+//! Functions that several endpoints share (`erp::pull`, `fieldreport::post`,
 //! `leasing::calculate`, …) stay helpers of the module.
 //!
 //! They are free functions rather than the methods of a dropshot API trait because such a

@@ -1,11 +1,12 @@
 //! The service's OpenAPI document: generated from the API description (every endpoint and the
 //! per-entity field-report endpoints; building it needs no running service), then completed
-//! with what dropshot does not emit (security scheme, specific error responses).
+//! with what dropshot does not emit (security schemes, specific error responses).
+//!
+//! Which operations need a bearer token is read from the description itself: an endpoint that
+//! takes a [`super::guard::BearerToken`] declares the `Authorization` header parameter, which
+//! becomes the operation's `security` (OpenAPI ignores `Authorization` header parameters).
 
 use serde_json::{Value, json};
-
-/// Operations that need no bearer token (`metrics` and the webhooks have guards of their own).
-const PUBLIC_OPERATIONS: &[&str] = &["login", "healthz", "readyz", "metrics", "erp_webhook_get", "erp_webhook_post"];
 
 /// Leasing operations that never call the provider (so never answer its 500s).
 const LOCAL_LEASING_OPERATIONS: &[&str] =
@@ -164,7 +165,7 @@ fn complete(doc: &mut Value) {
             }
             let op_id = op["operationId"].as_str().unwrap_or_default().to_string();
             let has_body = op.get("requestBody").is_some();
-            if !PUBLIC_OPERATIONS.contains(&op_id.as_str()) {
+            if take_bearer_token_parameter(op) {
                 op["security"] = json!([{"bearerAuth": []}]);
                 op["responses"]["401"] = json!({"$ref": "#/components/responses/Unauthenticated"});
             }
@@ -212,6 +213,25 @@ fn complete(doc: &mut Value) {
         }
     }
     bound_integers(doc);
+}
+
+/// Whether the operation takes a bearer token: removes the `Authorization` header parameter
+/// that [`super::guard::BearerToken`] declares (and `parameters` when it was the only one).
+fn take_bearer_token_parameter(op: &mut Value) -> bool {
+    let Some(parameters) = op.get_mut("parameters").and_then(Value::as_array_mut) else {
+        return false;
+    };
+    let before = parameters.len();
+    parameters.retain(|p| !is_authorization_parameter(p));
+    let found = parameters.len() < before;
+    if parameters.is_empty() {
+        op.as_object_mut().expect("an operation is an object").remove("parameters");
+    }
+    found
+}
+
+fn is_authorization_parameter(parameter: &Value) -> bool {
+    parameter["in"] == "header" && parameter["name"].as_str().is_some_and(|n| n.eq_ignore_ascii_case("authorization"))
 }
 
 /// Gives every integer the bounds of its Rust type (schemars states only `minimum: 0` of
@@ -316,19 +336,64 @@ mod tests {
         assert!(committed == generated, "spec/openapi.json is stale: run `cargo xtask openapi` and commit the result");
     }
 
-    /// The front answers 401 to requests without a well-formed token on exactly the paths whose
-    /// operations the document guards.
+    /// Every operation whose endpoint takes a `BearerToken` declares `bearerAuth` and the 401
+    /// answer, and no longer lists the `Authorization` header it was derived from; the
+    /// operations without one declare neither.
     #[test]
-    fn the_front_guards_the_paths_the_document_guards() {
+    fn security_follows_the_bearer_token_parameter() {
         let doc: serde_json::Value = serde_json::from_str(&super::document()).unwrap();
+        let public = ["login", "healthz", "readyz", "metrics", "erp_webhook_get", "erp_webhook_post"];
+        let mut guarded = 0;
         for (path, item) in doc["paths"].as_object().unwrap() {
             for (method, op) in item.as_object().unwrap() {
-                let guarded = op.get("security").is_some_and(|s| s[0].get("bearerAuth").is_some());
-                if path.starts_with("/api/v1/") {
-                    assert_eq!(crate::front::needs_bearer_token(path), guarded, "{method} {path}");
+                let op_id = op["operationId"].as_str().unwrap();
+                let parameters = op["parameters"].as_array().into_iter().flatten();
+                assert!(
+                    parameters.clone().all(|p| !super::is_authorization_parameter(p)),
+                    "{method} {path} lists the Authorization header"
+                );
+                assert!(!op.get("parameters").is_some_and(|p| p == &serde_json::json!([])), "{method} {path}");
+                if public.contains(&op_id) {
+                    let security = op.get("security");
+                    assert!(security.is_none_or(|s| s[0].get("bearerAuth").is_none()), "{method} {path}");
+                    continue;
                 }
+                assert!(path.starts_with("/api/v1/"), "{method} {path} is guarded");
+                assert_eq!(op["security"], serde_json::json!([{"bearerAuth": []}]), "{method} {path}");
+                assert_eq!(
+                    op["responses"]["401"],
+                    serde_json::json!({"$ref": "#/components/responses/Unauthenticated"}),
+                    "{method} {path}"
+                );
+                guarded += 1;
             }
         }
+        // The loop above checked each one; this, that the document has them at all.
+        assert!(guarded > 6 * generated::fieldreport::ENTITIES.len(), "only {guarded} guarded operations");
+    }
+
+    /// dropshot's own document states the token's header on exactly the guarded operations,
+    /// the per-entity field-report ones among them.
+    #[test]
+    fn guarded_endpoints_declare_the_authorization_header() {
+        let api = super::super::description();
+        let version = semver::Version::parse("0.0.0").unwrap();
+        let raw = api.openapi("integration-service", version).json().unwrap();
+        let takes_token = |path: &str, method: &str| {
+            raw["paths"][path][method]["parameters"]
+                .as_array()
+                .is_some_and(|ps| ps.iter().any(super::is_authorization_parameter))
+        };
+        assert!(takes_token("/api/v1/user", "get"));
+        assert!(takes_token("/api/v1/leasing/calculate", "get"));
+        assert!(takes_token("/api/v1/leasing/{financingId}/wait-ready-to-sign", "get"));
+        assert!(takes_token("/api/v1/fieldreport/companies", "get"));
+        assert!(takes_token("/api/v1/fieldreport/companies", "post"));
+        assert!(takes_token("/api/v1/fieldreport/companies/{record}", "delete"));
+        assert!(!takes_token("/api/v1/login", "post"));
+        assert!(!takes_token("/api/v1/erp/webhooks", "post"));
+        assert!(!takes_token("/metrics", "get"));
+        assert!(!takes_token("/healthz", "get"));
     }
 
     #[test]

@@ -73,7 +73,8 @@ pub async fn openapi_document(rqctx: RequestContext<ApiContext>) -> Result<Respo
 /// otherwise the route is open.
 #[dropshot::endpoint { method = GET, path = "/metrics", tags = ["operations"] }]
 pub async fn metrics(rqctx: RequestContext<ApiContext>) -> Result<Response<Body>, ApiError> {
-    // Behind `METRICS_TOKEN` when it is set (compared in constant time).
+    // Behind `METRICS_TOKEN` when it is set (compared in constant time); not a user's token,
+    // so not a `BearerToken`.
     let context = rqctx.context();
     if let Some(expected) = &context.metrics_token {
         let presented = bearer_token(rqctx.request.headers()).ok_or_else(ApiError::unauthenticated)?;
