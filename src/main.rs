@@ -652,8 +652,6 @@ async fn serve(mut config: Config, sandbox: bool) -> anyhow::Result<()> {
     slog::info!(log, "listening"; "address" => service.url(), "docs" => format!("{}/{}", service.url(), config.docs_path));
     println!("integration-service listening on {}", service.url());
     println!("API reference: {}/{}", service.url(), config.docs_path);
-    // For diagnosis and `cargo xtask bench` (front vs. direct); reachable from this host only.
-    println!("internal backend (dropshot, loopback) on http://{}", service.backend_address);
     stop.await;
     slog::info!(log, "shutting down: finishing in-flight requests");
     service.shutdown().await;

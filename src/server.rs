@@ -1,10 +1,11 @@
-//! Assembles a running service: store, dropshot on a loopback port, the front on the public
-//! address. `main` and the tests both start it through [`start`].
+//! Assembles a running service: store, domain services, dropshot's router and handlers (in
+//! process, without a socket), and the front on the public address, the only one the service
+//! listens on. `main` and the tests both start it through [`start`].
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use dropshot::{ConfigDropshot, HttpServer, ServerBuilder};
+use dropshot::{ConfigDropshot, HandlerTaskMode, ServerBuilder};
 use slog::{Drain, Logger, o};
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
@@ -18,7 +19,7 @@ use crate::erp::inbox::InboxWorker;
 use crate::erp::templates::ErpTemplates;
 use crate::erp::webhook::WebhookGuard;
 use crate::fieldreport::service::FieldReportService;
-use crate::front::rewrite::RewriteTable;
+use crate::front::docs_path::DocsPaths;
 use crate::front::tls::{TlsSetupError, TlsTerminator};
 use crate::front::{self, Front};
 use crate::leasing::calculation::Factors;
@@ -56,12 +57,9 @@ pub struct RunningService {
     pub address: SocketAddr,
     /// Whether the front terminates TLS at `address`.
     pub tls: bool,
-    /// dropshot's own loopback address, behind the front.
-    pub backend_address: SocketAddr,
     pub store: Store,
     stop_front: Option<oneshot::Sender<()>>,
     front_task: JoinHandle<()>,
-    dropshot: HttpServer<ApiContext>,
     inbox_worker: Option<InboxWorker>,
     janitor: JoinHandle<()>,
     /// Postgres: hears of token and user changes for the token cache.
@@ -96,7 +94,6 @@ impl RunningService {
         if let Some(listener) = &self.change_listener {
             listener.abort();
         }
-        let _ = self.dropshot.close().await;
         self.store.close().await;
     }
 }
@@ -206,28 +203,28 @@ pub async fn start(config: &Config, log: &Logger) -> Result<RunningService, Star
         held_calls,
     };
 
+    let listener = TcpListener::bind(config.bind_address)
+        .await
+        .map_err(|source| StartError::Bind { address: config.bind_address, source })?;
+    let address = listener.local_addr().map_err(|source| StartError::Bind { address: config.bind_address, source })?;
     let dropshot_config = ConfigDropshot {
-        bind_address: "127.0.0.1:0".parse().expect("a valid address"),
+        bind_address: address,
         default_request_body_max_bytes: config.max_body_bytes,
+        // Handlers run in the front's task; one whose client leaves runs on (`RunsToEnd`).
+        default_handler_task_mode: HandlerTaskMode::CancelOnDisconnect,
         ..Default::default()
     };
     // dropshot's own per-request lines would repeat the front's and carry query strings;
     // only its errors are kept.
     let dropshot_log =
         Logger::root(slog::LevelFilter::new(log.clone(), slog::Level::Error).fuse(), o!("component" => "dropshot"));
-    let dropshot = ServerBuilder::new(api::description(), context, dropshot_log)
+    let handlers = ServerBuilder::new(api::description(), context, dropshot_log)
         .config(dropshot_config)
-        .start()
+        .build_in_process()
         .map_err(|e| StartError::Dropshot(e.to_string()))?;
-    let backend_address = dropshot.local_addr();
-
-    let listener = TcpListener::bind(config.bind_address)
-        .await
-        .map_err(|source| StartError::Bind { address: config.bind_address, source })?;
-    let address = listener.local_addr().map_err(|source| StartError::Bind { address: config.bind_address, source })?;
     let front = Arc::new(Front {
-        backend: front::backend::Backend::new(backend_address),
-        rewrites: RewriteTable::with_docs_path(&config.docs_path),
+        handlers: Arc::new(handlers),
+        docs_paths: DocsPaths::new(&config.docs_path),
         trusted_proxies: config.trusted_proxies.clone(),
         max_body_bytes: config.max_body_bytes,
         header_read_timeout: config.header_read_timeout,
@@ -241,6 +238,7 @@ pub async fn start(config: &Config, log: &Logger) -> Result<RunningService, Star
         ),
         log: log.new(o!("component" => "front")),
         metrics,
+        remainders: Default::default(),
     });
     let (stop_front, stopped) = oneshot::channel();
     let tls_enabled = tls.is_some();
@@ -248,11 +246,9 @@ pub async fn start(config: &Config, log: &Logger) -> Result<RunningService, Star
     Ok(RunningService {
         address,
         tls: tls_enabled,
-        backend_address,
         store,
         stop_front: Some(stop_front),
         front_task,
-        dropshot,
         inbox_worker: Some(inbox_worker),
         janitor,
         change_listener,

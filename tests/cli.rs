@@ -272,11 +272,16 @@ async fn serve_sandbox_receives_the_erp_simulators_webhooks() {
     let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
     let mut erp_root = None;
     let mut registered = false;
+    let mut expected_ports = std::collections::BTreeSet::from([port]);
     loop {
         let mut line = String::new();
         assert!(std::io::BufRead::read_line(&mut stdout, &mut line).unwrap() > 0, "serve --sandbox ended early");
         if let Some(url) = line.trim().strip_prefix("sandbox: ERP simulator at ") {
             erp_root = Some(url.to_string());
+        }
+        if let Some((_, url)) = line.trim().strip_prefix("sandbox: ").and_then(|rest| rest.split_once(" simulator at "))
+        {
+            expected_ports.insert(reqwest::Url::parse(url).unwrap().port().unwrap());
         }
         registered |= line.contains("ERP webhooks for customer, contact and article registered");
         if line.contains("listening on") {
@@ -284,6 +289,8 @@ async fn serve_sandbox_receives_the_erp_simulators_webhooks() {
         }
     }
     assert!(registered, "the webhook registration is announced before the service listens");
+    assert_eq!(expected_ports.len(), 4, "the service's port and three simulators': {expected_ports:?}");
+    assert_eq!(listening_ports(child.id()), expected_ports, "only the public address and the simulators listen");
     let erp_root = erp_root.expect("the ERP simulator's address is printed");
 
     let database_url = format!("sqlite://{}/var/integration-service.db", dir.display());
@@ -331,6 +338,33 @@ async fn serve_sandbox_receives_the_erp_simulators_webhooks() {
     let pid = child.id().to_string();
     assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
     assert!(child.wait().unwrap().success());
+}
+
+/// The TCP ports the process `pid` listens on: its sockets (`/proc/<pid>/fd`) that the
+/// kernel's tables (`/proc/<pid>/net/tcp`, `tcp6`) list in state LISTEN.
+fn listening_ports(pid: u32) -> std::collections::BTreeSet<u16> {
+    let sockets: std::collections::BTreeSet<String> = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .unwrap()
+        .filter_map(|entry| std::fs::read_link(entry.ok()?.path()).ok())
+        .filter_map(|target| {
+            let target = target.to_string_lossy().into_owned();
+            Some(target.strip_prefix("socket:[")?.strip_suffix(']')?.to_string())
+        })
+        .collect();
+    let mut ports = std::collections::BTreeSet::new();
+    for table in ["tcp", "tcp6"] {
+        let text = std::fs::read_to_string(format!("/proc/{pid}/net/{table}")).unwrap();
+        for row in text.lines().skip(1) {
+            let columns: Vec<&str> = row.split_whitespace().collect();
+            // local address, state (0A = LISTEN), inode
+            let (local, state, inode) = (columns[1], columns[3], columns[9]);
+            if state == "0A" && sockets.contains(inode) {
+                let port = local.rsplit(':').next().unwrap();
+                ports.insert(u16::from_str_radix(port, 16).unwrap());
+            }
+        }
+    }
+    ports
 }
 
 #[test]

@@ -109,6 +109,11 @@ async fn webhooks_admit_only_allowlisted_sources(db: Db) {
     assert_eq!(body["error_code"], "forbidden_source");
     let spoofed = webhook(&svc).header("X-Forwarded-For", "203.0.113.7").json(&call).send().await.unwrap();
     error_body(spoofed, 403).await;
+    // Nor does any other header: the client address reaches the handlers in-process.
+    for header in ["x-client-address", "x-real-ip", "forwarded"] {
+        let spoofed = webhook(&svc).header(header, "203.0.113.7").json(&call).send().await.unwrap();
+        error_body(spoofed, 403).await;
+    }
     svc.stop().await;
 
     // Behind a trusted proxy the forwarded address counts.

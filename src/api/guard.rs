@@ -19,7 +19,6 @@ use serde::Deserialize;
 use super::ApiContext;
 use crate::auth::Caller;
 use crate::error::ApiError;
-use crate::front::CLIENT_ADDRESS_HEADER;
 
 /// The token of an `Authorization: Bearer <token>` header (see
 /// [`crate::auth::token::from_authorization`]).
@@ -76,14 +75,8 @@ impl BearerToken {
     }
 }
 
-/// The client's address: set by the front (which alone decides whether `X-Forwarded-For` is
-/// believed), else the direct peer.
+/// The client's address: the front, which alone decides whether `X-Forwarded-For` is
+/// believed, hands it to dropshot as the request's remote address.
 pub fn client_address(rqctx: &RequestContext<ApiContext>) -> IpAddr {
-    rqctx
-        .request
-        .headers()
-        .get(CLIENT_ADDRESS_HEADER)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| rqctx.request.remote_addr().ip())
+    rqctx.request.remote_addr().ip()
 }

@@ -1,23 +1,25 @@
-//! The front: a lean HTTP/1.1 server on the public address, in front of dropshot.
+//! The front: the one server on the public address. It parses each request once and hands it
+//! to dropshot's router and handlers in its own task ([`dropshot::InProcessServer`], a
+//! patched-in entry point; see docs/architecture.md, "One hop").
 //!
-//! It does what dropshot lacks, in one place: maps public paths onto internal ones
-//! ([`rewrite`]), decides the client address ([`client_address`]), enforces the body limit
-//! with 413, refuses internal paths from outside, stamps the request id into every error body,
-//! turns `retry_after_seconds` into `Retry-After`, cuts off clients that send headers too
-//! slowly, and writes one log line per request. Requests reach dropshot on loopback as streams
-//! of shared HTTP/2 connections ([`backend`]). With `TLS_CERT`/`TLS_KEY` it terminates TLS
+//! It does what dropshot lacks, in one place: decides the client address
+//! ([`client_address`]) and gives it to dropshot as the request's remote address, maps the
+//! configured docs path ([`docs_path`]), enforces the body limit with 413, refuses internal
+//! paths from outside, stamps the request id into every error body, turns
+//! `retry_after_seconds` into `Retry-After`, cuts off clients that send headers or bodies too
+//! slowly, and writes one log line per request. With `TLS_CERT`/`TLS_KEY` it terminates TLS
 //! first ([`tls`]).
 
-pub mod backend;
 pub mod client_address;
 pub mod connections;
 mod departure;
-pub mod rewrite;
+pub mod docs_path;
+mod runs_to_end;
 mod slow_body;
 pub mod tls;
 
 use std::convert::Infallible;
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::os::fd::RawFd;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -38,23 +40,16 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 
+use crate::api::ApiContext;
 use crate::error::default_error_code;
 use crate::metrics::Metrics;
-use backend::{Backend, BackendBody, BackendError};
-use rewrite::{INTERNAL_PREFIX, RewriteTable};
+use docs_path::{DocsPaths, INTERNAL_PREFIX};
+use runs_to_end::{Remainders, RunsToEnd};
 use tls::TlsTerminator;
 
-/// Public paths under `/api/v1` (every other one needs a bearer token); the document's public
-/// operations agree (a unit test of `api::openapi` checks).
-pub const PUBLIC_API_PATHS: &[&str] = &["/api/v1/login", "/api/v1/erp/webhooks"];
+/// dropshot, handed each request in-process.
+pub type Handlers = dropshot::InProcessServer<ApiContext>;
 
-/// Whether a request to `path` needs a bearer token.
-pub fn needs_bearer_token(path: &str) -> bool {
-    path.starts_with("/api/v1/") && !PUBLIC_API_PATHS.contains(&path)
-}
-
-/// Header carrying the client address from the front to dropshot (never taken from clients).
-pub const CLIENT_ADDRESS_HEADER: &str = "x-client-address";
 const REQUEST_ID_HEADER: &str = "x-request-id";
 /// Error bodies larger than this are passed through untouched.
 const MAX_ERROR_BODY: usize = 64 * 1024;
@@ -66,11 +61,13 @@ pub type FrontBody = BoxBody<Bytes, BoxError>;
 
 /// A request prepared for dropshot, with the flags its body sets when it outgrows the limit
 /// or takes too long to arrive.
-struct Outgoing {
+struct Prepared {
     request: Request<FrontBody>,
     faults: BodyFaults,
     /// A held call's client, watched while the call runs.
     watched: Option<crate::stop::Watched>,
+    /// Whether an unknown path is answered 401 rather than 404 (see `prepare`).
+    hides_unknown: bool,
 }
 
 #[derive(Clone, Default)]
@@ -80,8 +77,8 @@ struct BodyFaults {
 }
 
 pub struct Front {
-    pub backend: Backend,
-    pub rewrites: RewriteTable,
+    pub handlers: Arc<Handlers>,
+    pub docs_paths: DocsPaths,
     pub trusted_proxies: Vec<IpNet>,
     pub max_body_bytes: usize,
     /// A client must finish sending its request headers within this time.
@@ -95,6 +92,8 @@ pub struct Front {
     pub departures: Arc<crate::stop::Departures>,
     pub log: Logger,
     pub metrics: Arc<Metrics>,
+    /// Handlers whose client left before they ended, running on (see [`RunsToEnd`]).
+    pub remainders: Arc<Remainders>,
 }
 
 /// Accepts connections until `shutdown` fires, then lets in-flight requests finish. With
@@ -153,10 +152,13 @@ pub async fn serve(
         }
     }
     drop(listener);
-    if tokio::time::timeout(DRAIN_TIMEOUT, graceful.shutdown()).await.is_err() {
+    let drained = async {
+        graceful.shutdown().await;
+        front.remainders.all_done().await;
+    };
+    if tokio::time::timeout(DRAIN_TIMEOUT, drained).await.is_err() {
         slog::warn!(front.log, "shutdown: in-flight requests did not finish in time");
     }
-    front.backend.close().await;
 }
 
 /// The id of a request that dropshot gave none (the front answered, or dropshot's answer lacks one).
@@ -178,22 +180,18 @@ fn own_error(status: StatusCode, message: &str, request_id: &str) -> Response<Fr
     coded_error(status, default_error_code(status.as_u16()), message, request_id)
 }
 
-/// The front's answer when dropshot behind it failed: a fault of the service itself, not of
-/// an upstream system, whatever the gateway status says.
-fn backend_failure(message: &str, request_id: &str) -> Response<FrontBody> {
-    coded_error(StatusCode::BAD_GATEWAY, "internal_error", message, request_id)
-}
-
-/// 401 as the routes answer it: the leasing routes' envelope also says `success: false`.
+/// 401 as a guarded route answers it without a well-formed token (with the leasing envelope
+/// under `/api/v1/leasing`).
 fn unauthenticated(path: &str) -> Response<FrontBody> {
     let request_id = fresh_request_id();
-    let mut response = coded_error(StatusCode::UNAUTHORIZED, "unauthenticated", "Unauthenticated.", &request_id);
+    let mut body = serde_json::json!({
+        "message": "Unauthenticated.", "error_code": "unauthenticated", "request_id": request_id,
+    });
     if path.starts_with("/api/v1/leasing") {
-        let body = serde_json::json!({
-            "message": "Unauthenticated.", "error_code": "unauthenticated", "request_id": request_id, "success": false,
-        });
-        *response.body_mut() = full(body.to_string());
+        body["success"] = serde_json::Value::Bool(false);
     }
+    let mut response = coded_error(StatusCode::UNAUTHORIZED, "unauthenticated", "Unauthenticated.", &request_id);
+    *response.body_mut() = full(body.to_string());
     response
 }
 
@@ -258,15 +256,35 @@ impl Front {
         let method = req.method().clone();
         let path = req.uri().path().to_string();
         let client = client_address::resolve(peer.ip(), req.headers(), &self.trusted_proxies);
-        let prepared = self.prepare(req, &path, client);
+        let prepared = self.prepare(req, &path);
         async move {
             let mut response = match prepared {
-                Ok(Outgoing { request, faults, watched }) => {
-                    match departure::watching(self.backend.send(request), watched, socket).await {
-                        // Dropshot answers a body that ended in an error as a bad request.
-                        Ok(_) if faults.too_slow.load(Ordering::Relaxed) => self.too_slow(),
-                        Ok(response) => self.finish(response, &path).await,
-                        Err(error) => self.failed(error, &faults),
+                Ok(Prepared { request, faults, watched, hides_unknown }) => {
+                    // The handlers see the client's address as the request's remote address.
+                    let remote = SocketAddr::new(client, peer.port());
+                    let handled = RunsToEnd::new(self.handlers.handle(request, remote), &self.remainders);
+                    let answer = departure::watching(handled, watched, socket).await;
+                    // dropshot answers a body that ended in an error as a bad request.
+                    if faults.too_large.load(Ordering::Relaxed) {
+                        self.too_large(&fresh_request_id())
+                    } else if faults.too_slow.load(Ordering::Relaxed) {
+                        self.too_slow()
+                    } else {
+                        match answer {
+                            Ok(response) if hides_unknown && response.status() == StatusCode::NOT_FOUND => {
+                                unauthenticated(&path)
+                            }
+                            Ok(response) => self.finish(response, &path).await,
+                            // dropshot turns every failure into an answer; this is its type only.
+                            Err(error) => {
+                                slog::error!(self.log, "request failed"; "error" => %error);
+                                own_error(
+                                    StatusCode::INTERNAL_SERVER_ERROR,
+                                    "Internal Server Error",
+                                    &fresh_request_id(),
+                                )
+                            }
+                        }
                     }
                 }
                 Err(response) => response,
@@ -293,9 +311,8 @@ impl Front {
     }
 
     /// The request as it goes on to dropshot; `Err` is an answer of the front's own.
-    fn prepare(&self, req: Request<Incoming>, path: &str, client: IpAddr) -> Result<Outgoing, Response<FrontBody>> {
-        // Checked before anything else: a head over the limit goes no further (dropshot's
-        // connection is shared by every request in flight).
+    fn prepare(&self, req: Request<Incoming>, path: &str) -> Result<Prepared, Response<FrontBody>> {
+        // Checked before anything else: a head over the limit goes no further.
         let head_bytes = req.method().as_str().len()
             + req.uri().to_string().len()
             + req.headers().iter().map(|(name, value)| name.as_str().len() + value.len() + 4).sum::<usize>();
@@ -311,23 +328,21 @@ impl Front {
         if path.starts_with(INTERNAL_PREFIX) {
             return Err(own_error(StatusCode::NOT_FOUND, "Not Found", &fresh_request_id()));
         }
-        // A guarded route without a well-formed bearer token is answered 401 before its body
-        // is read (dropshot would parse the body first and answer 400 to a bad one). Whether
-        // the token is valid is the route's to decide.
-        let presented = req.headers().get(header::AUTHORIZATION).and_then(|value| value.to_str().ok());
-        let well_formed =
-            presented.and_then(crate::auth::token::from_authorization).and_then(crate::auth::token::parse).is_some();
-        if needs_bearer_token(path) && !well_formed {
-            return Err(unauthenticated(path));
-        }
         let declared_length =
             req.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok());
         if declared_length.is_some_and(|len| len > self.max_body_bytes as u64) {
             return Err(self.too_large(&fresh_request_id()));
         }
 
+        // Without a token nothing under /api/v1 but its public routes says whether it exists:
+        // a route unknown to dropshot is answered as a guarded one would be. Which routes are
+        // guarded is the handlers' to say (`api::guard::BearerToken`).
+        let hides_unknown = path.starts_with("/api/v1/") && {
+            let presented = req.headers().get(header::AUTHORIZATION).and_then(|value| value.to_str().ok());
+            presented.and_then(crate::auth::token::from_authorization).and_then(crate::auth::token::parse).is_none()
+        };
         let (mut parts, body) = req.into_parts();
-        if let Some(internal) = self.rewrites.to_internal(path) {
+        if let Some(internal) = self.docs_paths.to_internal(path) {
             let target = match parts.uri.query() {
                 Some(query) => format!("{internal}?{query}"),
                 None => internal,
@@ -336,11 +351,6 @@ impl Front {
                 .parse()
                 .map_err(|_| own_error(StatusCode::BAD_REQUEST, "Malformed path", &fresh_request_id()))?;
         }
-        parts.headers.remove(header::CONNECTION);
-        parts.headers.insert(
-            CLIENT_ADDRESS_HEADER,
-            HeaderValue::from_str(&client.to_string()).expect("an IP address is a header value"),
-        );
         // Set when the body outgrows the limit on its way: the request then fails on its
         // stream, and the answer is 413 whatever error the backend connection reports.
         let faults = BodyFaults::default();
@@ -361,23 +371,7 @@ impl Front {
         if let Some(watched) = &watched {
             parts.headers.insert(crate::stop::HELD_CALL_HEADER, HeaderValue::from(watched.key));
         }
-        Ok(Outgoing { request: Request::from_parts(parts, body), faults, watched })
-    }
-
-    /// The answer when dropshot got the request but gave no answer, or could not be reached.
-    fn failed(&self, error: BackendError, faults: &BodyFaults) -> Response<FrontBody> {
-        match error {
-            BackendError::Unreachable(error) => {
-                slog::error!(self.log, "backend unreachable"; "error" => %error);
-                backend_failure("The service is not ready.", &fresh_request_id())
-            }
-            BackendError::Request(_) if faults.too_large.load(Ordering::Relaxed) => self.too_large(&fresh_request_id()),
-            BackendError::Request(_) if faults.too_slow.load(Ordering::Relaxed) => self.too_slow(),
-            BackendError::Request(error) => {
-                slog::error!(self.log, "backend request failed"; "error" => %error);
-                backend_failure("The request could not be processed.", &fresh_request_id())
-            }
-        }
+        Ok(Prepared { request: Request::from_parts(parts, body), faults, watched, hides_unknown })
     }
 
     fn too_slow(&self) -> Response<FrontBody> {
@@ -395,7 +389,7 @@ impl Front {
     }
 
     /// Passes successful answers through as they stream; completes error bodies.
-    async fn finish(&self, response: Response<BackendBody>, path: &str) -> Response<FrontBody> {
+    async fn finish(&self, response: Response<dropshot::Body>, path: &str) -> Response<FrontBody> {
         let (mut parts, body) = response.into_parts();
         let is_json = parts
             .headers
@@ -403,7 +397,7 @@ impl Front {
             .and_then(|v| v.to_str().ok())
             .is_some_and(|v| v.starts_with("application/json"));
         if parts.status.as_u16() < 400 || !is_json {
-            return Response::from_parts(parts, body.map_err(BoxError::from).boxed());
+            return Response::from_parts(parts, body.boxed());
         }
         // Boxed: only error answers get here, and the future of every held request would
         // otherwise have room for this one.
