@@ -7,6 +7,7 @@
 //! `--quick` runs every scenario briefly and fails when one of them saw an error: CI runs it so
 //! the bench cannot rot; it does not judge the numbers.
 
+mod bare;
 mod load;
 mod scenarios;
 mod service;
@@ -39,6 +40,15 @@ struct Cli {
 }
 
 fn main() -> ExitCode {
+    if std::env::args().nth(1).as_deref() == Some(bare::ARGUMENT) {
+        return match bare::serve() {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(error) => {
+                eprintln!("error: {error:#}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     let cli = Cli::parse();
     match run(&cli.service_binary, &cli.out, cli.db, cli.quick, cli.scenario.as_deref()) {
         Ok(true) => ExitCode::SUCCESS,
@@ -153,11 +163,12 @@ async fn scenarios(service: &Service, settings: &Settings, only: Option<&[&str]>
     let wanted = |name: &str| only.is_none_or(|o| o.contains(&name));
     let mut rows = scenarios::baseline(service, settings).await?;
     let base = rows.iter().find(|r| r.scenario == "baseline").map_or(1.0, |r| r.throughput);
+    let bare = rows.iter().find(|r| r.scenario == "baseline-bare-dropshot").map_or(1.0, |r| r.throughput);
     if !wanted("baseline") {
         rows.clear();
     }
     if wanted("auth-read") {
-        rows.extend(scenarios::auth_read(service, settings, base).await?);
+        rows.extend(scenarios::auth_read(service, settings, bare).await?);
     }
     if wanted("list") {
         rows.extend(scenarios::list(service, settings, base).await?);

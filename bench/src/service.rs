@@ -30,15 +30,16 @@ pub enum Database {
 /// A running service and its simulators.
 pub struct Service {
     child: Process,
-    // Held for its `Drop`: the simulators stop with the service.
+    // Held for their `Drop`: the simulators and the bare server stop with the service.
     _simulators: Process,
+    bare_dropshot: Process,
     pub binary: PathBuf,
     pub database_url: String,
     pub dir: PathBuf,
     /// The public address (the front).
     pub front: SocketAddr,
-    /// dropshot itself, behind the front.
-    pub backend: SocketAddr,
+    /// The bare-dropshot baseline's server (see `bare`), not part of the service.
+    pub bare: SocketAddr,
     pub fieldreport: SocketAddr,
     pub token: String,
     postgres_database: Option<(String, String)>,
@@ -127,6 +128,21 @@ fn start_simulators(binary: &Path, dir: &Path) -> Result<(Process, SimulatorUrls
     Ok((child, urls))
 }
 
+/// Starts this binary as the bare-dropshot baseline's server and reads its address.
+fn start_bare_dropshot(dir: &Path) -> Result<(Process, SocketAddr)> {
+    let mut command = Command::new(std::env::current_exe()?);
+    command.arg(super::bare::ARGUMENT);
+    let (child, mut printed) = spawn(command, dir, "bare-dropshot")?;
+    loop {
+        let line = next_line(&mut printed, dir, "bare-dropshot")?;
+        if line.starts_with(super::bare::LISTENING) {
+            drain(printed);
+            let address = address_in(&line).context("the bare server printed no address")?;
+            return Ok((child, address));
+        }
+    }
+}
+
 /// A fresh database for the run: a SQLite file in `dir`, or a new Postgres database.
 fn database(db: Database, dir: &Path) -> Result<(String, Option<(String, String)>)> {
     match db {
@@ -179,16 +195,15 @@ impl Service {
             .env("MAX_CONNECTIONS_PER_ADDRESS", "30000")
             .env("MAX_HELD_CALLS_PER_TOKEN", "30000");
         let (child, mut printed) = spawn(command, &dir, "service")?;
-        let (mut front, mut backend) = (None, None);
-        while backend.is_none() {
+        let mut front = None;
+        while front.is_none() {
             let line = next_line(&mut printed, &dir, "service")?;
             if line.contains("listening on") {
                 front = address_in(&line);
-            } else if line.contains("internal backend") {
-                backend = address_in(&line);
             }
         }
         drain(printed);
+        let (bare_dropshot, bare) = start_bare_dropshot(&dir)?;
         let missing = || anyhow::anyhow!("the service did not print every address");
         let mut service = Service {
             child,
@@ -197,7 +212,8 @@ impl Service {
             database_url,
             dir,
             front: front.ok_or_else(missing)?,
-            backend: backend.ok_or_else(missing)?,
+            bare_dropshot,
+            bare,
             fieldreport: fieldreport.ok_or_else(missing)?,
             token: String::new(),
             postgres_database,
@@ -225,6 +241,11 @@ impl Service {
 
     pub fn pid(&self) -> u32 {
         self.child.0.id()
+    }
+
+    /// The bare-dropshot baseline's process.
+    pub fn bare_pid(&self) -> u32 {
+        self.bare_dropshot.0.id()
     }
 
     /// A set-up call that must succeed; its JSON answer.
