@@ -69,13 +69,13 @@ async fn internal_writes_are_pushed_once(db: Db) {
     let writer = internal_writer(&svc);
     let tags = generated::fieldreport::by_route("tags").unwrap();
     for id in ["int-1", "int-2"] {
-        let outcome = writer.create(tags, json!({"Id": id, "Version": 1, "Name": id}), false).await.unwrap();
+        let outcome = writer.create_pending(tags, json!({"Id": id, "Version": 1, "Name": id})).await.unwrap();
         assert_eq!(outcome.upstream, None, "internal writes are not forwarded");
     }
     // Internal updates: one with the next version, one with a wrong one (the push sends each
     // on top of the upstream's current version, whatever the writer put).
-    writer.update(tags, "1001", json!({"Name": "from the ERP", "Version": 2}), false).await.unwrap();
-    writer.update(tags, "1002", json!({"Name": "stale", "Version": 7}), false).await.unwrap();
+    writer.update_pending(tags, "1001", json!({"Name": "from the ERP", "Version": 2})).await.unwrap();
+    writer.update_pending(tags, "1002", json!({"Name": "stale", "Version": 7})).await.unwrap();
     let received_before: Vec<Value> =
         svc.client.get(format!("{}/__sandbox/received", svc.fieldreport)).send().await.unwrap().json().await.unwrap();
     assert!(received_before.is_empty(), "nothing was sent yet");
@@ -132,9 +132,9 @@ async fn local_deletes_are_pushed_and_never_undone_by_a_sync(db: Db) {
     get(&svc, &token, "/api/v1/fieldreport/sync/tags").await;
     let writer = internal_writer(&svc);
     let tags = generated::fieldreport::by_route("tags").unwrap();
-    writer.delete(tags, "1001", false).await.unwrap();
-    writer.create(tags, json!({"Id": "int-9", "Version": 1, "Name": "never pushed"}), false).await.unwrap();
-    writer.delete(tags, "int-9", false).await.unwrap();
+    writer.delete_pending(tags, "1001").await.unwrap();
+    writer.create_pending(tags, json!({"Id": "int-9", "Version": 1, "Name": "never pushed"})).await.unwrap();
+    writer.delete_pending(tags, "int-9").await.unwrap();
     assert_eq!(get(&svc, &token, "/api/v1/fieldreport/tags/1001").await.status(), 404);
 
     // Another client changes the record at the upstream: the next sync fetches it again.
@@ -163,7 +163,7 @@ async fn local_deletes_are_pushed_and_never_undone_by_a_sync(db: Db) {
     assert!(deletes[0]["path"].as_str().unwrap().contains("Tags(1001L)"), "{received:?}");
 
     // A delete the upstream has already made counts as done.
-    writer.delete(tags, "1002", false).await.unwrap();
+    writer.delete_pending(tags, "1002").await.unwrap();
     client.delete("Tags", "1002").await.unwrap();
     let posted: Value = get(&svc, &token, "/api/v1/fieldreport/post/1/delete/tags").await.json().await.unwrap();
     assert_eq!((posted["data"][0]["pushed"].as_u64(), posted["data"][0]["recovered"].as_u64()), (Some(0), Some(1)));
@@ -185,8 +185,8 @@ async fn internal_updates_survive_syncs_and_upstream_changes(db: Db) {
     let writer = internal_writer(&svc);
     let client = upstream_client(&svc).unwrap();
     let tags = generated::fieldreport::by_route("tags").unwrap();
-    writer.update(tags, "1001", json!({"Name": "from the ERP"}), false).await.unwrap();
-    writer.update(tags, "1002", json!({"Name": "from the ERP too"}), false).await.unwrap();
+    writer.update_pending(tags, "1001", json!({"Name": "from the ERP"})).await.unwrap();
+    writer.update_pending(tags, "1002", json!({"Name": "from the ERP too"})).await.unwrap();
     let mut elsewhere = upstream_record(&svc, "Tags", "1001").await.unwrap();
     elsewhere["Name"] = json!("changed elsewhere");
     elsewhere["Description"] = json!("only upstream");

@@ -176,7 +176,7 @@ async fn a_reconciling_sync_removes_what_the_upstream_deleted(db: Db) {
         }),
     );
     let tags = generated::fieldreport::by_route("tags").unwrap();
-    writer.update(tags, "1002", json!({"Name": "changed here"}), false).await.unwrap();
+    writer.update_pending(tags, "1002", json!({"Name": "changed here"})).await.unwrap();
 
     let incremental = sync(&svc, &token, "tags").await;
     assert_eq!(incremental["fetched"], 0, "{incremental}");

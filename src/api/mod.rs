@@ -7,7 +7,7 @@
 //! (the rest), and the handler body; plus one line in [`description`]. A route that needs a
 //! bearer token says so in its signature: it takes a [`guard::BearerToken`] right after the
 //! request context, and the document's `security` follows from that (see [`openapi`]).
-//! Functions that several endpoints share (`erp::pull`, `fieldreport::post`,
+//! Functions that several endpoints share (`erp::pull`, `fieldreport_tools::post`,
 //! `leasing::calculate`, …) stay helpers of the module.
 //!
 //! They are free functions rather than the methods of a dropshot API trait because such a
@@ -21,6 +21,7 @@ pub mod docs_page;
 pub mod documented;
 pub mod erp;
 pub mod fieldreport;
+pub mod fieldreport_tools;
 pub mod guard;
 pub mod held_calls;
 pub mod idempotency;
@@ -88,18 +89,18 @@ pub fn description() -> ApiDescription<ApiContext> {
         leasing::leasing_calculate_default.into(),
         leasing::leasing_calculate_instalment.into(),
         leasing::leasing_calculate.into(),
-        fieldreport::fieldreport_show.into(),
-        fieldreport::fieldreport_show_entity.into(),
-        fieldreport::fieldreport_show_having.into(),
-        fieldreport::fieldreport_show_records.into(),
-        fieldreport::fieldreport_sync_all.into(),
-        fieldreport::fieldreport_sync.into(),
-        fieldreport::fieldreport_setup_all.into(),
-        fieldreport::fieldreport_setup.into(),
-        fieldreport::fieldreport_post_all.into(),
-        fieldreport::fieldreport_post_stage.into(),
-        fieldreport::fieldreport_post_type.into(),
-        fieldreport::fieldreport_post.into(),
+        fieldreport_tools::fieldreport_show.into(),
+        fieldreport_tools::fieldreport_show_entity.into(),
+        fieldreport_tools::fieldreport_show_having.into(),
+        fieldreport_tools::fieldreport_show_records.into(),
+        fieldreport_tools::fieldreport_sync_all.into(),
+        fieldreport_tools::fieldreport_sync.into(),
+        fieldreport_tools::fieldreport_setup_all.into(),
+        fieldreport_tools::fieldreport_setup.into(),
+        fieldreport_tools::fieldreport_post_all.into(),
+        fieldreport_tools::fieldreport_post_stage.into(),
+        fieldreport_tools::fieldreport_post_type.into(),
+        fieldreport_tools::fieldreport_post.into(),
         erp::erp_webhook_get.into(),
         erp::erp_webhook_post.into(),
         erp::erp_show.into(),

@@ -199,7 +199,7 @@ impl ErpService {
             Some(existing) if mapping::already_applied(&existing, &fields) => ("unchanged", existing["Id"].clone()),
             Some(existing) => {
                 let id = crate::fieldreport::service::record_id(&existing["Id"]).unwrap_or_default();
-                self.fieldreport().update(info, &id, Value::Object(fields), false).await?;
+                self.fieldreport().update_pending(info, &id, Value::Object(fields)).await?;
                 ("updated", Value::String(id))
             }
             None => {
@@ -207,7 +207,7 @@ impl ErpService {
                 let mut body = fields;
                 body.insert("Id".into(), Value::String(id.clone()));
                 body.insert("Version".into(), Value::from(1));
-                match self.fieldreport().create(info, Value::Object(body), false).await {
+                match self.fieldreport().create_pending(info, Value::Object(body)).await {
                     Ok(_) => ("created", Value::String(id)),
                     Err(FieldReportError::Conflict(message)) => return Err(ErpError::Busy(message)),
                     Err(error) => return Err(error.into()),
@@ -223,7 +223,7 @@ impl ErpService {
         let (action, id) = match self.mapped_record(mapping, erp_id).await? {
             Some(existing) => {
                 let id = crate::fieldreport::service::record_id(&existing["Id"]).unwrap_or_default();
-                match self.fieldreport().delete(info, &id, false).await {
+                match self.fieldreport().delete_pending(info, &id).await {
                     Ok(_) | Err(FieldReportError::NotFound { .. }) => ("deleted", Value::String(id)),
                     Err(error) => return Err(error.into()),
                 }

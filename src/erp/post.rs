@@ -113,7 +113,7 @@ impl ErpService {
                 if mapping::already_applied(&existing, &fields) {
                     return Ok(Posted::Unchanged);
                 }
-                self.fieldreport().update(info, &id, Value::Object(fields), true).await?;
+                self.fieldreport().update_forwarded(info, &id, Value::Object(fields)).await?;
                 Ok(Posted::Updated)
             }
             (existing, placeholder) => {
@@ -128,9 +128,9 @@ impl ErpService {
                 for system in ["DateModified", "DateOfCreation"] {
                     body.remove(system);
                 }
-                let created = self.fieldreport().create(info, Value::Object(body), true).await?;
+                let created = self.fieldreport().create_forwarded(info, Value::Object(body)).await?;
                 if let Some(placeholder) = placeholder {
-                    self.fieldreport().delete(info, &placeholder, false).await?;
+                    self.fieldreport().delete_pending(info, &placeholder).await?;
                 }
                 Ok(Posted::Created(record_id(&created.data["Id"]).unwrap_or_default()))
             }

@@ -4,4 +4,5 @@ pub mod merge;
 pub mod push;
 pub mod reconcile;
 pub mod service;
+pub mod stages;
 pub mod sync;

@@ -1,7 +1,6 @@
-//! Setup (a staged initial pull) and post (a bulk push of internal writes).
+//! Post: a bulk push of internal writes.
 //!
-//! Setup stages: 1 reference data, 2 companies and what hangs on them, 3 service requests and
-//! the rest. Post sends records that were written without forwarding (e.g. by an ERP webhook)
+//! Post sends records that were written without forwarding (e.g. by an ERP webhook)
 //! to the upstream, `create` ones with POST, `update` ones with PUT and local deletes (their
 //! tombstones) with DELETE, and marks each one pushed as soon as the upstream accepted it, so
 //! a rerun sends nothing twice; a record the upstream refuses is reported and stays pending,
@@ -12,33 +11,9 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::service::{FieldReportError, FieldReportService, record_id};
-use super::sync::SyncReport;
 use crate::error::FieldErrors;
 use crate::store::fieldreport::MirrorRecord;
 use crate::upstream::UpstreamError;
-
-pub const STAGES: [&[&str]; 3] = [
-    &["itemTypes", "itemUnits", "costCenters", "tags", "qualifications", "users"],
-    &["companies", "contacts", "products", "serviceObjects"],
-    &["serviceRequests", "items", "documents", "timeEvents", "stepListTemplates"],
-];
-
-/// The entity sets of a stage (1 to 3), or of every stage in order.
-pub fn stage_entities(stage: Option<&str>) -> Result<Vec<&'static EntityInfo>, FieldReportError> {
-    let routes: Vec<&str> = match stage {
-        None => STAGES.iter().flat_map(|s| s.iter().copied()).collect(),
-        Some(raw) => match raw.parse::<usize>() {
-            Ok(n @ 1..=3) => STAGES[n - 1].to_vec(),
-            _ => {
-                return Err(FieldReportError::Invalid(FieldErrors::from([(
-                    "stage".to_string(),
-                    vec!["The stage is 1 (reference data), 2 (companies, contacts, products, service objects) or 3 (service requests and the rest).".to_string()],
-                )])));
-            }
-        },
-    };
-    Ok(routes.into_iter().filter_map(generated::fieldreport::by_route).collect())
-}
 
 /// One record the upstream refused.
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
@@ -65,15 +40,6 @@ pub struct PushReport {
 }
 
 impl FieldReportService {
-    /// Runs the syncs of a stage (or all stages) in order.
-    pub async fn setup(&self, stage: Option<&str>) -> Result<Vec<SyncReport>, FieldReportError> {
-        let mut reports = Vec::new();
-        for info in stage_entities(stage)? {
-            reports.push(self.sync(info, &|_| {}).await?);
-        }
-        Ok(reports)
-    }
-
     /// Pushes the pending writes of `kind` (`create`, `update`, or both when `None`) of one
     /// entity set.
     pub async fn push(&self, info: &EntityInfo, kind: &str) -> Result<PushReport, FieldReportError> {
@@ -280,15 +246,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn stages_cover_every_entity_once() {
-        let all: Vec<&str> = stage_entities(None).unwrap().iter().map(|e| e.route).collect();
-        assert_eq!(all.len(), 15);
-        let mut unique = all.clone();
-        unique.sort();
-        unique.dedup();
-        assert_eq!(unique.len(), 15);
-        assert_eq!(stage_entities(Some("1")).unwrap().len(), 6);
-        assert!(stage_entities(Some("4")).is_err());
+    fn push_kinds_are_create_update_delete() {
         assert_eq!(push_kinds(None).unwrap(), ["create", "update", "delete"]);
         assert_eq!(push_kinds(Some("delete")).unwrap(), ["delete"]);
         assert!(push_kinds(Some("remove")).is_err());

@@ -206,12 +206,17 @@ impl FieldReportService {
         }
     }
 
-    pub async fn create(
-        &self,
-        entity: &EntityInfo,
-        body: Value,
-        forward: bool,
-    ) -> Result<WriteOutcome, FieldReportError> {
+    /// Creates a record at the field-report system, then here under the Id it assigned.
+    pub async fn create_forwarded(&self, entity: &EntityInfo, body: Value) -> Result<WriteOutcome, FieldReportError> {
+        self.create(entity, body, true).await
+    }
+
+    /// Creates a record here only, pending for `post` (writes made inside the service).
+    pub async fn create_pending(&self, entity: &EntityInfo, body: Value) -> Result<WriteOutcome, FieldReportError> {
+        self.create(entity, body, false).await
+    }
+
+    async fn create(&self, entity: &EntityInfo, body: Value, forward: bool) -> Result<WriteOutcome, FieldReportError> {
         let (requested_id, version) = Self::validate_new(&body)?;
         if self.store.mirror_get(entity.route, &requested_id).await?.is_some() {
             return Err(FieldReportError::Conflict(format!("{} record {requested_id} exists already", entity.route)));
@@ -231,7 +236,29 @@ impl FieldReportService {
         Ok(WriteOutcome { data: record.document, upstream })
     }
 
-    pub async fn update(
+    /// Updates a record at the field-report system (the body deep-merged over the stored
+    /// record), then here.
+    pub async fn update_forwarded(
+        &self,
+        entity: &EntityInfo,
+        id: &str,
+        body: Value,
+    ) -> Result<WriteOutcome, FieldReportError> {
+        self.update(entity, id, body, true).await
+    }
+
+    /// Updates a record here only (the body's fields replace the stored ones), pending for
+    /// `post`.
+    pub async fn update_pending(
+        &self,
+        entity: &EntityInfo,
+        id: &str,
+        body: Value,
+    ) -> Result<WriteOutcome, FieldReportError> {
+        self.update(entity, id, body, false).await
+    }
+
+    async fn update(
         &self,
         entity: &EntityInfo,
         id: &str,
@@ -320,7 +347,16 @@ impl FieldReportService {
     /// upstream is simply dropped. Forwarded, the upstream is called at once: done (or already
     /// gone there) → the tombstone goes; refused → the record is put back; no definite answer →
     /// see [`FieldReportService::settle_delete`].
-    pub async fn delete(&self, entity: &EntityInfo, id: &str, forward: bool) -> Result<WriteOutcome, FieldReportError> {
+    pub async fn delete_forwarded(&self, entity: &EntityInfo, id: &str) -> Result<WriteOutcome, FieldReportError> {
+        self.delete(entity, id, true).await
+    }
+
+    /// Deletes a record here, the delete pending for `post` (see [`Self::delete_forwarded`]).
+    pub async fn delete_pending(&self, entity: &EntityInfo, id: &str) -> Result<WriteOutcome, FieldReportError> {
+        self.delete(entity, id, false).await
+    }
+
+    async fn delete(&self, entity: &EntityInfo, id: &str, forward: bool) -> Result<WriteOutcome, FieldReportError> {
         let client = if forward { Some(self.client()?) } else { None };
         let stored = self.load(entity, id).await?;
         let done = Ok(WriteOutcome { data: Value::Bool(true), upstream: None });
