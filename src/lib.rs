@@ -10,7 +10,9 @@
 #![allow(clippy::result_large_err)]
 
 pub mod api;
+pub mod assembly;
 pub mod auth;
+pub mod cli;
 pub mod config;
 pub mod digest;
 pub mod erp;

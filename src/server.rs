@@ -1,6 +1,6 @@
-//! Assembles a running service: store, domain services, dropshot's router and handlers (in
-//! process, without a socket), and the front on the public address, the only one the service
-//! listens on. `main` and the tests both start it through [`start`].
+//! A running service: the domain services ([`crate::assembly`]), dropshot's router and
+//! handlers (in process, without a socket), and the front on the public address, the only one
+//! the service listens on. `serve` and the tests both start it through [`start`].
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -12,43 +12,26 @@ use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
 use crate::api::{self, ApiContext};
-use crate::auth::{AuthError, Authenticator};
+use crate::assembly::{AssemblyError, Services};
 use crate::config::Config;
-use crate::erp::ErpService;
 use crate::erp::inbox::InboxWorker;
-use crate::erp::templates::ErpTemplates;
-use crate::erp::webhook::WebhookGuard;
 use crate::fieldreport::service::FieldReportService;
 use crate::front::docs_path::DocsPaths;
 use crate::front::tls::{TlsSetupError, TlsTerminator};
 use crate::front::{self, Front};
 use crate::leasing::calculation::Factors;
-use crate::leasing::service::LeasingService;
-use crate::mail::Mailer;
-use crate::metrics::Metrics;
-use crate::metrics::operations::OperationMatcher;
-use crate::storage::Storage;
-use crate::store::{Store, StoreError};
-use crate::upstream::UpstreamError;
-use crate::upstream::erp::ErpClient;
-use crate::upstream::fieldreport::FieldReportClient;
-use crate::upstream::leasing::LeasingClient;
-use secrecy::ExposeSecret;
+use crate::store::Store;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
-    #[error("database: {0}")]
-    Store(#[from] StoreError),
-    #[error("authentication: {0}")]
-    Auth(#[from] AuthError),
+    #[error(transparent)]
+    Services(#[from] AssemblyError),
     #[error("cannot listen on {address}: {source}")]
     Bind { address: SocketAddr, source: std::io::Error },
     #[error("internal server: {0}")]
     Dropshot(String),
     #[error("{0}")]
     Tls(#[from] TlsSetupError),
-    #[error("{0}")]
-    Unsupported(String),
 }
 
 /// A started service; [`RunningService::shutdown`] stops it gracefully.
@@ -98,47 +81,6 @@ impl RunningService {
     }
 }
 
-/// The leasing area's service. A provider that is not configured is no reason not to start
-/// (its routes answer naming the missing setting); an unreadable certificate is.
-fn leasing_service(
-    config: &Config,
-    storage: Storage,
-    erp: Result<ErpClient, UpstreamError>,
-    metrics: &Arc<Metrics>,
-) -> Result<LeasingService, StartError> {
-    let client = match LeasingClient::from_config(&config.leasing) {
-        Err(error @ UpstreamError::Client { .. }) => return Err(StartError::Unsupported(error.to_string())),
-        other => other.map(|client| client.with_metrics(metrics.clone())),
-    };
-    let mailer = Mailer::new(
-        config.mail_url.as_ref().map(|u| u.expose_secret()),
-        config.mail_from.clone(),
-        storage.clone(),
-        Arc::new(ErpTemplates::new(erp)),
-    )
-    .map_err(|e| StartError::Unsupported(e.to_string()))?;
-    Ok(LeasingService::new(client, storage, mailer, config.erp.missing_info_template.clone()))
-}
-
-/// The ERP client; not configured is fine, misconfigured is not.
-fn erp_client(config: &Config, metrics: &Arc<Metrics>) -> Result<Result<ErpClient, UpstreamError>, StartError> {
-    match ErpClient::from_config(&config.erp) {
-        Err(error @ UpstreamError::Client { .. }) => Err(StartError::Unsupported(error.to_string())),
-        other => Ok(other.map(|client| client.with_metrics(metrics.clone()))),
-    }
-}
-
-/// The field-report client; not configured is fine, misconfigured is not.
-fn fieldreport_client(
-    config: &Config,
-    metrics: &Arc<Metrics>,
-) -> Result<Result<FieldReportClient, UpstreamError>, StartError> {
-    match FieldReportClient::from_config(&config.fieldreport) {
-        Err(error @ UpstreamError::Client { .. }) => Err(StartError::Unsupported(error.to_string())),
-        other => Ok(other.map(|client| client.with_metrics(metrics.clone()))),
-    }
-}
-
 /// Marks what crashed instances left running as interrupted: at start, then once per work
 /// lease (a running flow renews its lease more often than that).
 async fn janitor(store: Store, log: Logger) {
@@ -153,34 +95,13 @@ async fn janitor(store: Store, log: Logger) {
     }
 }
 
-/// The metrics of this service; requests are named by the operations of the served document.
-fn metrics(openapi: &str, docs_path: &str) -> Arc<Metrics> {
-    let document: serde_json::Value = serde_json::from_str(openapi).expect("the served document is JSON");
-    let docs_route = format!("/{docs_path}/openapi.json");
-    let matcher = OperationMatcher::new(&document, &[("get", &docs_route, "openapi_document")]);
-    Arc::new(Metrics::new(matcher))
-}
-
 pub async fn start(config: &Config, log: &Logger) -> Result<RunningService, StartError> {
     // Unusable certificate files stop the start before anything else happens.
     let tls = match (&config.tls_cert, &config.tls_key) {
         (Some(cert), Some(key)) => Some(Arc::new(TlsTerminator::from_pem_files(cert, key)?)),
         _ => None,
     };
-    // So does storage that cannot be used (building the S3 client sends no request).
-    let storage = Storage::open(&config.storage, &config.s3).map_err(|e| StartError::Unsupported(e.to_string()))?;
-    let store = Store::open(&config.database_url).await?.with_work_lease(config.work_lease);
-    let auth = Authenticator::new(store.clone(), config.token_ttl)?;
-    let openapi = api::openapi::document();
-    let metrics = metrics(&openapi, &config.docs_path);
-    let fieldreport = FieldReportService::new(store.clone(), fieldreport_client(config, &metrics)?);
-    let erp_client = erp_client(config, &metrics)?;
-    let erp = ErpService::new(
-        store.clone(),
-        erp_client.clone(),
-        fieldreport.clone(),
-        WebhookGuard { allowlist: config.erp.webhook_allowlist.clone(), secret: config.erp.webhook_secret.clone() },
-    );
+    let Services { store, auth, openapi, metrics, fieldreport, erp, leasing } = Services::assemble(config).await?;
     let inbox_worker = erp.start_worker(log.new(o!("component" => "erp-inbox")));
     let janitor = tokio::spawn(janitor(store.clone(), log.new(o!("component" => "janitor"))));
     let change_listener = store.listen_for_changes(&config.database_url);
@@ -192,10 +113,10 @@ pub async fn start(config: &Config, log: &Logger) -> Result<RunningService, Star
     let context = ApiContext {
         store: store.clone(),
         auth,
-        openapi: Arc::new(openapi),
+        openapi,
         docs_page: api::docs_page::DocsPage::new(&config.docs_path),
         leasing_factors: Factors::new(config.leasing.factors.clone()),
-        leasing: leasing_service(config, storage, erp_client, &metrics)?,
+        leasing,
         fieldreport,
         erp,
         metrics: metrics.clone(),

@@ -1,0 +1,305 @@
+//! The `integration-service` command line: the subcommands' definitions and their dispatch.
+//! Each command gets its services from the same assembly as `serve` ([`crate::assembly`]).
+
+mod erp;
+mod fieldreport;
+mod process;
+mod serve;
+mod users;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
+
+use crate::assembly::Services;
+use crate::config::Config;
+use crate::store::Store;
+use crate::{api, sandbox, telemetry};
+
+/// The settings each kind of command reads (from the environment, or in lower case from the
+/// `--config` file), named at the end of its help; `serve` reads every one of
+/// `config::SETTING_NAMES`. Their meaning and defaults: docs/configuration.md.
+const DATABASE_SETTINGS: &str = "DATABASE_URL, WORK_LEASE_SECONDS";
+const AUTH_SETTINGS: &str = "DATABASE_URL, WORK_LEASE_SECONDS, TOKEN_TTL_MINUTES";
+const FIELDREPORT_SETTINGS: &str = "DATABASE_URL, WORK_LEASE_SECONDS, FIELDREPORT_BASE_URL, FIELDREPORT_USERNAME, \
+     FIELDREPORT_PASSWORD, FIELDREPORT_TIMEOUT_SECONDS";
+const ERP_SETTINGS: &str = "DATABASE_URL, WORK_LEASE_SECONDS, ERP_BASE_URL, ERP_API_KEY, ERP_TIMEOUT_SECONDS, \
+     ERP_CONNECT_TIMEOUT_SECONDS, FIELDREPORT_BASE_URL, FIELDREPORT_USERNAME, FIELDREPORT_PASSWORD, \
+     FIELDREPORT_TIMEOUT_SECONDS";
+const SANDBOX_SETTINGS: &str = "LOG_FORMAT";
+
+/// The help footer naming the environment variables a command reads.
+fn reads(settings: &str) -> String {
+    format!("Environment (or the --config file; see docs/configuration.md): {settings}")
+}
+
+#[derive(Parser)]
+#[command(
+    name = "integration-service",
+    version,
+    about = "One authenticated, documented HTTP API in front of a leasing provider, a field-report system and a cloud ERP",
+    after_help = "Settings come from environment variables (or, in lower case, from the --config file); each \
+                  command's --help names those it reads. All of them, with defaults: docs/configuration.md."
+)]
+struct Cli {
+    /// TOML configuration file; environment variables override its settings.
+    #[arg(long, global = true, value_name = "FILE")]
+    config: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the HTTP service (migrates the database first).
+    Serve {
+        // Read as text: the configuration checks BIND_ADDRESS first, so that a bad value stops
+        // start-up with its one line naming the setting.
+        /// Address to listen on.
+        #[arg(long, value_name = "ADDR", env = "BIND_ADDRESS")]
+        bind: Option<String>,
+        /// Start in-process simulators of the upstream systems and use them.
+        #[arg(long)]
+        sandbox: bool,
+    },
+    /// Apply database migrations and exit.
+    Migrate,
+    /// Manage users.
+    #[command(subcommand)]
+    User(UserCommand),
+    /// Manage personal access tokens.
+    #[command(subcommand)]
+    Token(TokenCommand),
+    /// Print the service's OpenAPI document.
+    Openapi,
+    /// Field-report tooling.
+    #[command(subcommand)]
+    Fieldreport(FieldreportCommand),
+    /// ERP mirror tooling.
+    #[command(subcommand)]
+    Erp(ErpCommand),
+    /// For `cargo xtask bench`: insert the mirrored documents of a field-report entity into a
+    /// scratch table (or, with `--into-mirror`, into the mirror as a set of their own) with a
+    /// plain batched loop and print the rate.
+    #[command(hide = true)]
+    BenchInsertBaseline {
+        entity: String,
+        #[arg(long)]
+        into_mirror: bool,
+    },
+    /// For `cargo xtask bench`: forget a mirrored field-report set (its records and its sync
+    /// cursor), so that the next sync inserts every record again.
+    #[command(hide = true)]
+    BenchForgetSet { entity: String },
+    /// Run only the upstream simulators (for trying clients against them).
+    Sandbox {
+        /// Address of the leasing simulator (default: a free loopback port).
+        #[arg(long, value_name = "ADDR")]
+        bind: Option<SocketAddr>,
+    },
+}
+
+#[derive(Subcommand)]
+pub(crate) enum UserCommand {
+    /// Create a user; the password is read from the first line of standard input.
+    Create {
+        #[arg(long)]
+        email: String,
+        #[arg(long)]
+        name: Option<String>,
+        /// Read the password from standard input (required: passwords never go on the command line).
+        #[arg(long, required = true)]
+        password_stdin: bool,
+    },
+    /// List users.
+    List,
+    /// Delete a user and every token of theirs.
+    Delete {
+        #[arg(long)]
+        email: String,
+    },
+}
+
+#[derive(Subcommand)]
+enum FieldreportCommand {
+    /// Pull one entity set (route or set name) or all of them from the field-report system.
+    Sync {
+        entity: Option<String>,
+        /// Then remove the local records the field-report system no longer has (reads every Id
+        /// of the set; records with a local change waiting are kept and reported).
+        #[arg(long)]
+        reconcile: bool,
+    },
+    /// Initial pull of a stage (1, 2 or 3) or of every stage in order.
+    Setup { stage: Option<String> },
+    /// Push records written without forwarding: of a stage, a type (create|update|delete), an entity.
+    Post { stage: Option<String>, r#type: Option<String>, entity: Option<String> },
+}
+
+#[derive(Subcommand)]
+enum ErpCommand {
+    /// Full pull of one model (the ERP's name, e.g. customer) or of every model.
+    Setup { model: Option<String> },
+    /// Incremental pull of every model since its cursor.
+    Pull,
+}
+
+#[derive(Subcommand)]
+pub(crate) enum TokenCommand {
+    /// Revoke every token of a user.
+    Revoke {
+        #[arg(long)]
+        email: String,
+    },
+}
+
+/// Parses the command line with each command's help naming the settings it reads.
+fn parse_command_line() -> Cli {
+    let every_setting = crate::config::SETTING_NAMES.join(", ");
+    let command = Cli::command()
+        .mut_subcommand("serve", |c| c.after_help(reads(&every_setting)))
+        .mut_subcommand("migrate", |c| c.after_help(reads(DATABASE_SETTINGS)))
+        .mut_subcommand("user", |c| with_footer(c, AUTH_SETTINGS))
+        .mut_subcommand("token", |c| with_footer(c, AUTH_SETTINGS))
+        .mut_subcommand("fieldreport", |c| with_footer(c, FIELDREPORT_SETTINGS))
+        .mut_subcommand("erp", |c| with_footer(c, ERP_SETTINGS))
+        .mut_subcommand("sandbox", |c| c.after_help(reads(SANDBOX_SETTINGS)))
+        .mut_subcommand("openapi", |c| c.after_help("Reads no settings."));
+    Cli::from_arg_matches(&command.get_matches()).unwrap_or_else(|error| error.exit())
+}
+
+/// A command group and each of its subcommands get the same footer.
+fn with_footer(group: clap::Command, settings: &str) -> clap::Command {
+    let names: Vec<String> = group.get_subcommands().map(|c| c.get_name().to_string()).collect();
+    let footer = reads(settings);
+    names.iter().fold(group.after_help(footer.clone()), |group, name| {
+        group.mut_subcommand(name, |c| c.after_help(footer.clone()))
+    })
+}
+
+/// Runs the command line: the binary's `main`.
+pub fn main() -> ExitCode {
+    process::tune_allocator();
+    let cli = parse_command_line();
+    if let Command::Openapi = cli.command {
+        print!("{}", api::openapi::document());
+        return ExitCode::SUCCESS;
+    }
+    let config = match Config::load(cli.config.as_deref()) {
+        Ok(config) => config,
+        Err(error) => {
+            eprintln!("{error}");
+            return ExitCode::from(2);
+        }
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime");
+    match runtime.block_on(run(cli.command, config)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) if is_interrupted(&error) => {
+            eprintln!("{error:#}");
+            eprintln!("interrupted: what was done is kept; run the same command again to resume");
+            ExitCode::from(130)
+        }
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn is_interrupted(error: &anyhow::Error) -> bool {
+    use crate::erp::ErpError;
+    use crate::fieldreport::service::FieldReportError;
+    matches!(error.downcast_ref::<FieldReportError>(), Some(FieldReportError::Interrupted))
+        || matches!(error.downcast_ref::<ErpError>(), Some(ErpError::FieldReport(FieldReportError::Interrupted)))
+}
+
+/// Long command-line work stops after its current page or record on Ctrl-C or SIGTERM,
+/// releasing what it holds, so that running the command again resumes it.
+fn stop_on_signal(service: &crate::fieldreport::service::FieldReportService) {
+    let service = service.clone();
+    tokio::spawn(async move {
+        serve::shutdown_signal().await;
+        eprintln!("stopping after the current page…");
+        service.request_stop();
+    });
+}
+
+async fn run(command: Command, mut config: Config) -> anyhow::Result<()> {
+    match command {
+        Command::Serve { bind, sandbox } => {
+            if let Some(bind) = bind {
+                config.bind_address = bind.parse().map_err(|e| anyhow::anyhow!("--bind {bind:?}: {e}"))?;
+            }
+            serve::serve(config, sandbox).await
+        }
+        Command::Migrate => {
+            let store = Store::open(&config.database_url).await?.with_work_lease(config.work_lease);
+            store.close().await;
+            println!("migrations applied to {}", config.database_url.redacted());
+            Ok(())
+        }
+        Command::User(command) => users::user(&Services::assemble(&config).await?, command).await,
+        Command::Token(command) => users::token(&Services::assemble(&config).await?, command).await,
+        Command::Sandbox { bind } => {
+            let (log, _log_guard) = telemetry::init(config.log_format);
+            let stop = serve::shutdown_signal();
+            let sandboxes = sandbox::start(bind, &log).await?;
+            println!("leasing provider simulator: {}", sandboxes.leasing_base_url());
+            println!(
+                "field-report simulator: {} (Basic {}:{})",
+                sandboxes.fieldreport_base_url(),
+                sandbox::fieldreport::USERNAME,
+                sandbox::fieldreport::PASSWORD
+            );
+            println!("ERP simulator: {} (AuthenticationToken {})", sandboxes.erp_base_url(), sandbox::erp::API_KEY);
+            stop.await;
+            Ok(())
+        }
+        Command::Fieldreport(FieldreportCommand::Sync { entity, reconcile }) => {
+            let entities = match entity.as_deref() {
+                Some(name) => vec![crate::fieldreport::service::entity_named(name)?],
+                None => generated::fieldreport::ENTITIES.iter().collect(),
+            };
+            fieldreport::sync(&Services::assemble(&config).await?, entities, reconcile).await
+        }
+        Command::Fieldreport(FieldreportCommand::Setup { stage }) => {
+            let entities = crate::fieldreport::stages::stage_entities(stage.as_deref())?;
+            fieldreport::sync(&Services::assemble(&config).await?, entities, false).await
+        }
+        Command::Erp(ErpCommand::Setup { model }) => {
+            let models = match model {
+                Some(name) => vec![crate::erp::model_named(&name)?],
+                None => crate::erp::ErpService::all_models(),
+            };
+            erp::pull(&Services::assemble(&config).await?, models, crate::erp::pull::PullKind::Full).await
+        }
+        Command::BenchInsertBaseline { entity, into_mirror } => {
+            use crate::store::bench::BaselineTable;
+            let store = Store::open(&config.database_url).await?.with_work_lease(config.work_lease);
+            let table = if into_mirror { BaselineTable::Mirror } else { BaselineTable::Scratch };
+            let (count, elapsed) = store.bench_insert_baseline(&entity, table).await?;
+            store.close().await;
+            println!("inserted {count} documents in {:.3} s", elapsed.as_secs_f64());
+            Ok(())
+        }
+        Command::BenchForgetSet { entity } => {
+            let store = Store::open(&config.database_url).await?.with_work_lease(config.work_lease);
+            let removed = store.bench_forget_set(&entity).await;
+            store.close().await;
+            println!("removed {} records", removed?);
+            Ok(())
+        }
+        Command::Erp(ErpCommand::Pull) => {
+            let models = crate::erp::ErpService::all_models();
+            erp::pull(&Services::assemble(&config).await?, models, crate::erp::pull::PullKind::Incremental).await
+        }
+        Command::Fieldreport(FieldreportCommand::Post { stage, r#type, entity }) => {
+            let services = Services::assemble(&config).await?;
+            fieldreport::post(&services, stage.as_deref(), r#type.as_deref(), entity.as_deref()).await
+        }
+        Command::Openapi => unreachable!("handled before configuration is loaded"),
+    }
+}

@@ -1,0 +1,85 @@
+//! `serve`: the HTTP service (with `--sandbox`, on the upstream simulators), until a signal.
+
+use crate::config::Config;
+use crate::{sandbox, server, telemetry};
+
+use super::process::raise_open_files_limit;
+
+pub(super) async fn serve(mut config: Config, sandbox: bool) -> anyhow::Result<()> {
+    let (log, _log_guard) = telemetry::init(config.log_format);
+    slog::info!(log, "starting"; "database" => config.database_url.redacted(), "bind" => %config.bind_address);
+    match raise_open_files_limit() {
+        Ok(open_files) => slog::info!(log, "open files limit"; "open_files" => open_files,
+            "max_connections" => config.max_connections, "max_connections_per_address" => config.max_connections_per_address),
+        Err(error) => slog::warn!(log, "the open files limit could not be raised"; "error" => %error),
+    }
+    if sandbox {
+        let sandboxes = sandbox::start(None, &log).await?;
+        config.leasing.base_url = Some(sandboxes.leasing_base_url().parse()?);
+        config.fieldreport.base_url = Some(sandboxes.fieldreport_base_url().parse()?);
+        config.fieldreport.username = Some(sandbox::fieldreport::USERNAME.to_string());
+        config.fieldreport.password = Some(sandbox::fieldreport::PASSWORD.to_string().into());
+        config.erp.base_url = Some(sandboxes.erp_base_url().parse()?);
+        config.erp.api_key = Some(sandbox::erp::API_KEY.to_string().into());
+        println!("sandbox: leasing provider simulator at {}", sandboxes.leasing_base_url());
+        println!("sandbox: field-report simulator at {}", sandboxes.fieldreport_base_url());
+        println!("sandbox: ERP simulator at {}", sandboxes.erp_base_url());
+        // The simulator calls the webhook from loopback; a secret is made up unless configured.
+        if config.erp.webhook_allowlist.is_empty() {
+            config.erp.webhook_allowlist = vec!["127.0.0.0/8".parse()?, "::1/128".parse()?];
+        }
+        if config.erp.webhook_secret.is_none() {
+            config.erp.webhook_secret = Some(uuid::Uuid::new_v4().simple().to_string().into());
+        }
+    }
+    let stop = shutdown_signal();
+    let service = server::start(&config, &log).await?;
+    if sandbox {
+        register_sandbox_webhooks(&config, &service.url()).await?;
+    }
+    slog::info!(log, "listening"; "address" => service.url(), "docs" => format!("{}/{}", service.url(), config.docs_path));
+    println!("integration-service listening on {}", service.url());
+    println!("API reference: {}/{}", service.url(), config.docs_path);
+    stop.await;
+    slog::info!(log, "shutting down: finishing in-flight requests");
+    service.shutdown().await;
+    slog::info!(log, "stopped");
+    Ok(())
+}
+
+/// Registers the service's webhook URL at the ERP simulator for the mapped models, so a change
+/// made through the simulator reaches the service as it would from the real ERP.
+async fn register_sandbox_webhooks(config: &Config, service_url: &str) -> anyhow::Result<()> {
+    use crate::upstream::erp::ErpClient;
+    use secrecy::ExposeSecret;
+    let client = ErpClient::from_config(&config.erp).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let secret = config.erp.webhook_secret.as_ref().map(|s| s.expose_secret().to_string()).unwrap_or_default();
+    let url = format!("{service_url}/api/v1/erp/webhooks?secret={secret}");
+    for mapping in crate::erp::mapping::MAPPINGS {
+        let webhook = serde_json::json!({
+            "entityName": mapping.model, "atCreate": true, "atUpdate": true, "atDelete": true,
+            "requestMethod": "POST", "url": url,
+        });
+        client
+            .create("webhook", &webhook)
+            .await
+            .map_err(|e| anyhow::anyhow!("registering the sandbox webhook: {e}"))?;
+    }
+    println!("sandbox: ERP webhooks for customer, contact and article registered");
+    Ok(())
+}
+
+/// Resolves on Ctrl-C or SIGTERM. The handlers are installed when this is called, not when
+/// the future is first polled: a signal sent right after the service said it listens must not
+/// find the default action (the process killed without a clean stop).
+pub(super) fn shutdown_signal() -> impl std::future::Future<Output = ()> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut interrupt = signal(SignalKind::interrupt()).expect("SIGINT handler");
+    let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler");
+    async move {
+        tokio::select! {
+            _ = interrupt.recv() => {}
+            _ = term.recv() => {}
+        }
+    }
+}
