@@ -1,5 +1,5 @@
 //! Complete flows through the Rust client that progenitor generates from our own
-//! `spec/openapi.json` (the `client/` crate, written by `cargo xtask codegen`): what a consumer
+//! `spec/openapi.json` (the `clients/rust/` crate, written by `cargo xtask codegen`): what a consumer
 //! who generates a client from the document gets must work against the real service, with
 //! typed answers and typed errors.
 

@@ -1,5 +1,12 @@
-//! Thin wrappers over the generated upstream clients: configuration, time-outs, retries and
-//! the mapping of every failure to one [`UpstreamError`].
+//! The clients of the three upstream systems: configuration, time-outs, retries and the
+//! mapping of every failure to one [`UpstreamError`].
+//!
+//! Only the leasing client wraps a generated client (progenitor, from the provider's OpenAPI
+//! description): its operations are fixed. The ERP and field-report clients are generic by
+//! design: one set of calls (`list`/`page`, `get`, `create`, `update`, `delete`) over any model or
+//! entity set, on whole JSON documents (the mirrors store documents whole; the generated models
+//! validate them), because ~150 ERP models and 15 field-report sets share the same paths, and a
+//! generated client would give each its own copy of the same calls.
 
 pub mod erp;
 pub mod fieldreport;

@@ -77,7 +77,7 @@ pub fn run(root: &Path) -> Result<ExitCode> {
         }
         eprintln!();
     }
-    // Files in generated/src or client/src that codegen no longer writes are stale too.
+    // Files in generated/src or clients/rust/src that codegen no longer writes are stale too.
     for dir in [codegen::GENERATED_SRC, client::CLIENT_SRC] {
         let Ok(entries) = std::fs::read_dir(root.join(dir)) else { continue };
         let mut extra: Vec<String> = entries

@@ -1,4 +1,4 @@
-//! The service's own Rust client (`client/`): progenitor over the committed
+//! The service's own Rust client (`clients/rust/`): progenitor over the committed
 //! `spec/openapi.json`, as a consumer would generate it.
 //!
 //! The document is handed to progenitor as it is, with one exception for a progenitor limit
@@ -14,8 +14,8 @@ use serde_json::{Map, Value};
 
 use crate::{openapi, render};
 
-pub const CLIENT_SRC: &str = "client/src";
-pub const CLIENT_MANIFEST: &str = "client/Cargo.toml";
+pub const CLIENT_SRC: &str = "clients/rust/src";
+pub const CLIENT_MANIFEST: &str = "clients/rust/Cargo.toml";
 
 /// The client crate's manifest: a workspace member that only the root package's tests use.
 pub fn manifest() -> String {

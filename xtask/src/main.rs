@@ -1,7 +1,7 @@
 //! Developer tasks for the integration service (`cargo xtask ...`).
 //!
 //! - `codegen`: turn the upstream descriptions under `spec/upstream/` into the `generated/` crate,
-//!   and the service's own `spec/openapi.json` into the `client/` crate.
+//!   and the service's own `spec/openapi.json` into the `clients/rust/` crate.
 //! - `openapi`: write the service's own OpenAPI document to `spec/openapi.json`.
 //! - `check`: regenerate everything in memory and fail with a diff when a committed file is stale.
 //! - `bench`: measure the release build against baselines taken in the same run.
@@ -40,7 +40,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Generate the `generated/` crate from the upstream descriptions in `spec/upstream/`, and the
-    /// `client/` crate (the service's Rust client) from `spec/openapi.json`.
+    /// `clients/rust/` crate (the service's Rust client) from `spec/openapi.json`.
     Codegen {
         /// ERP description to generate the ERP models from (OpenAPI 3.0.x or 3.1.x, JSON).
         #[arg(long, value_name = "FILE", default_value = codegen::ERP_SPEC)]
@@ -51,7 +51,7 @@ enum Command {
     },
     /// Write the service's OpenAPI document to `spec/openapi.json`.
     Openapi,
-    /// Regenerate `generated/`, `client/` and `spec/openapi.json` in memory; fail with a diff
+    /// Regenerate `generated/`, `clients/rust/` and `spec/openapi.json` in memory; fail with a diff
     /// when stale.
     Check,
     /// Build the release binary, run it against its simulators (`sandbox`), measure each scenario against a
