@@ -4,6 +4,7 @@
 //! Layout (see docs/architecture.md, "Layers"): `api` holds the dropshot API and its handlers,
 //! `auth` and the other areas hold domain logic free of HTTP types, `store` holds every SQL
 //! statement, `front` is the thin HTTP layer before dropshot, `server` assembles them.
+//! `vocabulary` holds the small types several areas share; it imports none of them.
 
 // dropshot takes handler errors by value, and `ApiError` carries its whole body; errors are
 // the cold path, so their size is not worth boxing every handler's result for.
@@ -28,3 +29,4 @@ pub mod store;
 pub mod telemetry;
 pub mod typed;
 pub mod upstream;
+pub mod vocabulary;

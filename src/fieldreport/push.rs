@@ -13,9 +13,9 @@ use serde_json::Value;
 
 use super::service::{FieldReportError, FieldReportService, record_id};
 use super::sync::SyncReport;
-use crate::error::FieldErrors;
 use crate::store::fieldreport::MirrorRecord;
 use crate::upstream::UpstreamError;
+use crate::vocabulary::field_errors::FieldErrors;
 
 pub const STAGES: [&[&str]; 3] = [
     &["itemTypes", "itemUnits", "costCenters", "tags", "qualifications", "users"],
