@@ -1,6 +1,7 @@
 //! Thin wrappers over the generated upstream clients: configuration, time-outs, retries and
 //! the mapping of every failure to one [`UpstreamError`].
 
+pub mod config;
 pub mod erp;
 pub mod fieldreport;
 pub mod leasing;

@@ -9,3 +9,4 @@
 pub mod calls;
 pub mod field_errors;
 pub mod leasing_codes;
+pub mod settings;
