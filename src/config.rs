@@ -2,7 +2,12 @@
 //!
 //! Every setting has one name, used upper-case in the environment (`DATABASE_URL`) and
 //! lower-case in the TOML file (`database_url = "..."`). Values are read as plain scalars and
-//! validated here, so that a bad value stops start-up with one line naming the setting.
+//! validated at start-up, so that a bad value stops it with one line naming the setting.
+//!
+//! Each area owns its configuration: its struct, defaults and checks (e.g.
+//! [`LeasingConfig::read`], [`MailConfig::read`], [`S3Config::read`]), read with the shared
+//! [`Settings`]. This module gathers the values from the file and the environment, reads the
+//! settings of the HTTP layer itself, and assembles the areas' configurations into [`Config`].
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -15,6 +20,11 @@ use ipnet::IpNet;
 use secrecy::SecretString;
 use serde::Deserialize;
 use url::Url;
+
+use crate::mail::MailConfig;
+use crate::storage::{S3Config, StorageLocation};
+use crate::upstream::config::{ErpConfig, FieldReportConfig, LeasingConfig};
+use crate::vocabulary::settings::{Settings, invalid};
 
 /// Every setting name the service reads, as written in the environment.
 pub const SETTING_NAMES: &[&str] = &[
@@ -63,25 +73,13 @@ pub const SETTING_NAMES: &[&str] = &[
     "S3_ALLOW_HTTP",
 ];
 
-/// A bad or unreadable setting; its `Display` is the one line printed before exiting.
-#[derive(Debug, thiserror::Error)]
-pub enum ConfigError {
-    #[error("configuration error: {setting}: {reason}")]
-    Invalid { setting: &'static str, reason: String },
-    #[error("configuration error: {0}")]
-    Source(String),
-}
+pub use crate::telemetry::LogFormat;
+pub use crate::vocabulary::settings::ConfigError;
 
-fn invalid(setting: &'static str, reason: impl Into<String>) -> ConfigError {
-    ConfigError::Invalid { setting, reason: reason.into() }
-}
-
-/// Output format of the log.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LogFormat {
-    Text,
-    Json,
-}
+/// How long a crashed instance's claimed work waits by default (`WORK_LEASE_SECONDS`). The
+/// store has the same default for a store not told otherwise; this module cannot read it (the
+/// store imports [`DatabaseUrl`] from here), so a test in `lib.rs` keeps the two equal.
+pub const DEFAULT_WORK_LEASE: Duration = Duration::from_secs(60);
 
 /// The database the store connects to.
 #[derive(Clone)]
@@ -116,58 +114,6 @@ impl std::fmt::Debug for DatabaseUrl {
     }
 }
 
-/// Settings of the leasing provider client.
-#[derive(Debug, Clone)]
-pub struct LeasingConfig {
-    pub base_url: Option<Url>,
-    pub client_cert: Option<PathBuf>,
-    pub client_key: Option<PathBuf>,
-    pub ca_cert: Option<PathBuf>,
-    pub http1_only: bool,
-    /// Time-out of one provider call (`LEASING_TIMEOUT_SECONDS`, default 30).
-    pub timeout: Duration,
-    /// Inverse-calculation factor per period in months (`LEASING_FACTORS`).
-    pub factors: BTreeMap<u32, rust_decimal::Decimal>,
-}
-
-/// Settings of the field-report upstream client.
-#[derive(Debug, Clone)]
-pub struct FieldReportConfig {
-    pub base_url: Option<Url>,
-    pub username: Option<String>,
-    pub password: Option<SecretString>,
-    /// Time-out of one call (`FIELDREPORT_TIMEOUT_SECONDS`, default 30).
-    pub timeout: Duration,
-}
-
-/// Settings of the ERP client and webhook receiver.
-#[derive(Debug, Clone)]
-pub struct ErpConfig {
-    pub base_url: Option<Url>,
-    pub api_key: Option<SecretString>,
-    pub webhook_secret: Option<SecretString>,
-    pub webhook_allowlist: Vec<IpNet>,
-    pub timeout: Duration,
-    pub connect_timeout: Duration,
-    pub missing_info_template: String,
-}
-
-/// Settings of an S3-compatible store (`STORAGE_URL=s3://…`). Each one left unset is taken
-/// from the standard `AWS_*` environment variables by the S3 client (see
-/// [`crate::storage::Storage::open`]).
-#[derive(Debug, Clone, Default)]
-pub struct S3Config {
-    /// The store's root URL (`S3_ENDPOINT`), for MinIO, Ceph, R2 and the like; unset: AWS.
-    pub endpoint: Option<Url>,
-    /// `S3_REGION`; AWS needs the bucket's, most other stores take any.
-    pub region: Option<String>,
-    /// `S3_ACCESS_KEY_ID` and `S3_SECRET_ACCESS_KEY`, set together.
-    pub access_key_id: Option<String>,
-    pub secret_access_key: Option<SecretString>,
-    /// `S3_ALLOW_HTTP`: whether a plain `http://` endpoint may be used.
-    pub allow_http: Option<bool>,
-}
-
 /// The validated configuration of one service process.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -176,10 +122,10 @@ pub struct Config {
     pub docs_path: String,
     pub token_ttl: Option<Duration>,
     /// Where files go (`STORAGE_URL`).
-    pub storage: crate::storage::StorageLocation,
+    pub storage: StorageLocation,
     pub s3: S3Config,
-    /// Where mail goes (`MAIL_URL`, checked with [`crate::mail::MailTarget::parse`]); secret,
-    /// as it may hold the SMTP password.
+    /// Where mail goes (`MAIL_URL`, see [`MailConfig`]); secret, as it may hold the SMTP
+    /// password.
     pub mail_url: Option<SecretString>,
     /// The sender of outgoing mail (`MAIL_FROM`, default [`crate::mail::DEFAULT_MAIL_FROM`]).
     pub mail_from: lettre::message::Mailbox,
@@ -249,123 +195,11 @@ impl<'de> Deserialize<'de> for Scalar {
     }
 }
 
-/// The raw settings, keyed by their upper-case name, before validation.
-struct RawSettings(BTreeMap<String, String>);
-
-impl RawSettings {
-    fn get(&self, name: &'static str) -> Option<&str> {
-        self.0.get(name).map(|v| v.trim()).filter(|v| !v.is_empty())
-    }
-
-    fn string_or(&self, name: &'static str, default: &str) -> String {
-        self.get(name).unwrap_or(default).to_string()
-    }
-
-    fn secret(&self, name: &'static str) -> Option<SecretString> {
-        self.get(name).map(|v| SecretString::from(v.to_string()))
-    }
-
-    fn path(&self, name: &'static str) -> Option<PathBuf> {
-        self.get(name).map(PathBuf::from)
-    }
-
-    fn url(&self, name: &'static str) -> Result<Option<Url>, ConfigError> {
-        let Some(raw) = self.get(name) else { return Ok(None) };
-        let url = Url::parse(raw).map_err(|e| invalid(name, format!("not a URL: {e}")))?;
-        if !matches!(url.scheme(), "http" | "https") {
-            return Err(invalid(name, "must be an http:// or https:// URL"));
-        }
-        Ok(Some(url))
-    }
-
-    fn bool_or(&self, name: &'static str, default: bool) -> Result<bool, ConfigError> {
-        Ok(self.bool(name)?.unwrap_or(default))
-    }
-
-    fn bool(&self, name: &'static str) -> Result<Option<bool>, ConfigError> {
-        match self.get(name).map(str::to_ascii_lowercase).as_deref() {
-            None => Ok(None),
-            Some("true" | "1" | "yes" | "on") => Ok(Some(true)),
-            Some("false" | "0" | "no" | "off") => Ok(Some(false)),
-            Some(other) => Err(invalid(name, format!("expected true or false, got {other:?}"))),
-        }
-    }
-
-    fn positive_u64(&self, name: &'static str) -> Result<Option<u64>, ConfigError> {
-        let Some(raw) = self.get(name) else { return Ok(None) };
-        match raw.parse::<u64>() {
-            Ok(0) | Err(_) => Err(invalid(name, format!("expected a positive whole number, got {raw:?}"))),
-            Ok(n) => Ok(Some(n)),
-        }
-    }
-
-    fn networks(&self, name: &'static str) -> Result<Vec<IpNet>, ConfigError> {
-        let Some(raw) = self.get(name) else { return Ok(Vec::new()) };
-        raw.split(',')
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-            .map(|item| {
-                item.parse::<IpNet>()
-                    .or_else(|_| item.parse::<std::net::IpAddr>().map(IpNet::from))
-                    .map_err(|_| invalid(name, format!("{item:?} is not an IP address or CIDR network")))
-            })
-            .collect()
-    }
-}
-
-/// Factors of the inverse lease calculation: 84 months → 1.47 from the specification; 48, 60
-/// and 72 months are our defaults. `LEASING_FACTORS` replaces the whole table.
-pub const DEFAULT_LEASING_FACTORS: &str = "48=2.31,60=1.91,72=1.64,84=1.47";
-
-impl RawSettings {
-    fn factors(&self, name: &'static str) -> Result<BTreeMap<u32, rust_decimal::Decimal>, ConfigError> {
-        let raw = self.get(name).unwrap_or(DEFAULT_LEASING_FACTORS);
-        let mut factors = BTreeMap::new();
-        for item in raw.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-            let bad = || invalid(name, format!("{item:?} is not <months>=<factor>, e.g. 84=1.47"));
-            let (period, factor) = item.split_once('=').ok_or_else(bad)?;
-            let period: u32 = period.trim().parse().map_err(|_| bad())?;
-            let factor: rust_decimal::Decimal = factor.trim().parse().map_err(|_| bad())?;
-            if period == 0 || factor <= rust_decimal::Decimal::ZERO {
-                return Err(bad());
-            }
-            factors.insert(period, factor);
-        }
-        if factors.is_empty() {
-            return Err(invalid(name, "names no period"));
-        }
-        Ok(factors)
-    }
-}
-
-/// The `S3_*` settings; checked whatever `STORAGE_URL` says, so that a typo shows at once.
-fn s3_config(raw: &RawSettings) -> Result<S3Config, ConfigError> {
-    let region = raw.get("S3_REGION").map(str::to_string);
-    if let Some(region) = &region
-        && !region.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
-    {
-        return Err(invalid("S3_REGION", format!("{region:?} is not a region name like eu-central-1")));
-    }
-    let access_key_id = raw.get("S3_ACCESS_KEY_ID").map(str::to_string);
-    let secret_access_key = raw.secret("S3_SECRET_ACCESS_KEY");
-    if access_key_id.is_some() != secret_access_key.is_some() {
-        let missing = if access_key_id.is_some() { "S3_SECRET_ACCESS_KEY" } else { "S3_ACCESS_KEY_ID" };
-        return Err(invalid(missing, "S3_ACCESS_KEY_ID and S3_SECRET_ACCESS_KEY must be set together"));
-    }
-    Ok(S3Config {
-        endpoint: raw.url("S3_ENDPOINT")?,
-        region,
-        access_key_id,
-        secret_access_key,
-        allow_http: raw.bool("S3_ALLOW_HTTP")?,
-    })
-}
-
 impl Config {
     /// Loads the configuration from an optional TOML file and the process environment.
     pub fn load(file: Option<&Path>) -> Result<Self, ConfigError> {
         let figment = Self::file_figment(file)?.merge(Env::raw().only(SETTING_NAMES));
-        Self::validate(RawSettings(Self::settings_of(figment)?))
+        Self::validate(Settings::new(Self::settings_of(figment)?))
     }
 
     /// Loads the configuration from an optional TOML file and explicit variables in place of
@@ -375,7 +209,7 @@ impl Config {
         for (name, value) in env {
             settings.insert(name.to_ascii_uppercase(), value.to_string());
         }
-        Self::validate(RawSettings(settings))
+        Self::validate(Settings::new(settings))
     }
 
     fn file_figment(file: Option<&Path>) -> Result<Figment, ConfigError> {
@@ -401,7 +235,8 @@ impl Config {
         Ok(settings)
     }
 
-    fn validate(raw: RawSettings) -> Result<Self, ConfigError> {
+    /// Checks the settings and assembles the areas' configurations, each read by its area.
+    fn validate(raw: Settings) -> Result<Self, ConfigError> {
         let database_url = DatabaseUrl::new(raw.string_or("DATABASE_URL", "sqlite://./var/integration-service.db"));
         let db = database_url.expose();
         if !(database_url.is_postgres() || db.starts_with("sqlite:")) {
@@ -430,10 +265,7 @@ impl Config {
         let token_ttl = raw.positive_u64("TOKEN_TTL_MINUTES")?.map(|m| Duration::from_secs(m * 60));
         let max_body_bytes = raw.positive_u64("MAX_BODY_BYTES")?.unwrap_or(1024 * 1024);
         let max_body_bytes = usize::try_from(max_body_bytes).map_err(|_| invalid("MAX_BODY_BYTES", "too large"))?;
-        let work_lease = raw
-            .positive_u64("WORK_LEASE_SECONDS")?
-            .map(Duration::from_secs)
-            .unwrap_or(crate::store::DEFAULT_WORK_LEASE);
+        let work_lease = raw.positive_u64("WORK_LEASE_SECONDS")?.map(Duration::from_secs).unwrap_or(DEFAULT_WORK_LEASE);
         let header_read_timeout = Duration::from_secs(raw.positive_u64("HEADER_READ_TIMEOUT_SECONDS")?.unwrap_or(10));
         let max_header_bytes = raw.positive_u64("MAX_HEADER_BYTES")?.unwrap_or(16 * 1024);
         let max_header_bytes = usize::try_from(max_header_bytes)
@@ -448,28 +280,10 @@ impl Config {
         let max_connections_per_address = count("MAX_CONNECTIONS_PER_ADDRESS", 500)?;
         let max_held_calls_per_token = count("MAX_HELD_CALLS_PER_TOKEN", 200)?;
 
-        let storage = crate::storage::StorageLocation::parse(&raw.string_or("STORAGE_URL", "file://./var/storage"))
-            .map_err(|e| match e {
-                crate::storage::StorageError::Config(reason) => invalid("STORAGE_URL", reason),
-                other => invalid("STORAGE_URL", other.to_string()),
-            })?;
-        let s3 = s3_config(&raw)?;
-        let mail_url = raw.secret("MAIL_URL");
-        match crate::mail::MailTarget::parse(raw.get("MAIL_URL")) {
-            Ok(_) => {}
-            Err(crate::mail::MailError::Config(reason)) => return Err(invalid("MAIL_URL", reason)),
-            Err(other) => return Err(invalid("MAIL_URL", other.to_string())),
-        }
-        let from_raw = raw.string_or("MAIL_FROM", crate::mail::DEFAULT_MAIL_FROM);
-        let mail_from = crate::mail::parse_mailbox(&from_raw).map_err(|_| {
-            invalid("MAIL_FROM", format!("{from_raw:?} is not a mailbox like `Name <user@example.com>`"))
-        })?;
-
-        let log_format = match raw.string_or("LOG_FORMAT", "text").to_ascii_lowercase().as_str() {
-            "text" => LogFormat::Text,
-            "json" => LogFormat::Json,
-            other => return Err(invalid("LOG_FORMAT", format!("expected text or json, got {other:?}"))),
-        };
+        let storage = StorageLocation::read(&raw)?;
+        let s3 = S3Config::read(&raw)?;
+        let MailConfig { url: mail_url, from: mail_from } = MailConfig::read(&raw)?;
+        let log_format = LogFormat::read(&raw)?;
 
         let tls_cert = raw.path("TLS_CERT");
         let tls_key = raw.path("TLS_KEY");
@@ -485,36 +299,9 @@ impl Config {
             }
         }
 
-        let leasing = LeasingConfig {
-            base_url: raw.url("LEASING_BASE_URL")?,
-            client_cert: raw.path("LEASING_CLIENT_CERT"),
-            client_key: raw.path("LEASING_CLIENT_KEY"),
-            ca_cert: raw.path("LEASING_CA_CERT"),
-            http1_only: raw.bool_or("LEASING_HTTP1_ONLY", true)?,
-            timeout: Duration::from_secs(raw.positive_u64("LEASING_TIMEOUT_SECONDS")?.unwrap_or(30)),
-            factors: raw.factors("LEASING_FACTORS")?,
-        };
-        if leasing.client_cert.is_some() != leasing.client_key.is_some() {
-            let missing = if leasing.client_cert.is_some() { "LEASING_CLIENT_KEY" } else { "LEASING_CLIENT_CERT" };
-            return Err(invalid(missing, "LEASING_CLIENT_CERT and LEASING_CLIENT_KEY must be set together"));
-        }
-
-        let fieldreport = FieldReportConfig {
-            base_url: raw.url("FIELDREPORT_BASE_URL")?,
-            username: raw.get("FIELDREPORT_USERNAME").map(str::to_string),
-            password: raw.secret("FIELDREPORT_PASSWORD"),
-            timeout: Duration::from_secs(raw.positive_u64("FIELDREPORT_TIMEOUT_SECONDS")?.unwrap_or(30)),
-        };
-
-        let erp = ErpConfig {
-            base_url: raw.url("ERP_BASE_URL")?,
-            api_key: raw.secret("ERP_API_KEY"),
-            webhook_secret: raw.secret("ERP_WEBHOOK_SECRET"),
-            webhook_allowlist: raw.networks("ERP_WEBHOOK_ALLOWLIST")?,
-            timeout: Duration::from_secs(raw.positive_u64("ERP_TIMEOUT_SECONDS")?.unwrap_or(30)),
-            connect_timeout: Duration::from_secs(raw.positive_u64("ERP_CONNECT_TIMEOUT_SECONDS")?.unwrap_or(10)),
-            missing_info_template: raw.string_or("MISSING_INFO_TEMPLATE", "leasing-missing-info"),
-        };
+        let leasing = LeasingConfig::read(&raw)?;
+        let fieldreport = FieldReportConfig::read(&raw)?;
+        let erp = ErpConfig::read(&raw)?;
 
         Ok(Config {
             database_url,

@@ -5,8 +5,6 @@
 //! body, including the ones dropshot writes itself (unknown route, bad JSON), so that the body
 //! and the `x-request-id` header always agree.
 
-use std::collections::BTreeMap;
-
 use dropshot::{ErrorStatusCode, HttpError, HttpResponseError};
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -20,8 +18,9 @@ use crate::store::StoreError;
 use crate::telemetry;
 use crate::upstream::UpstreamError;
 
-/// Validation messages per field name.
-pub type FieldErrors = BTreeMap<String, Vec<String>>;
+/// Validation messages per field name (vocabulary: the domains name it without importing this
+/// module, which imports their errors).
+pub use crate::vocabulary::field_errors::FieldErrors;
 
 /// Error information from a response.
 #[derive(Debug, Serialize, JsonSchema)]

@@ -4,6 +4,7 @@
 //! Layout (see docs/architecture.md, "Layers"): `api` holds the dropshot API and its handlers,
 //! `auth` and the other areas hold domain logic free of HTTP types, `store` holds every SQL
 //! statement, `front` is the thin HTTP layer before dropshot, `server` assembles them.
+//! `vocabulary` holds the small types several areas share; it imports none of them.
 
 // dropshot takes handler errors by value, and `ApiError` carries its whole body; errors are
 // the cold path, so their size is not worth boxing every handler's result for.
@@ -30,3 +31,14 @@ pub mod store;
 pub mod telemetry;
 pub mod typed;
 pub mod upstream;
+pub mod vocabulary;
+
+#[cfg(test)]
+mod tests {
+    /// `config` keeps its own default of `WORK_LEASE_SECONDS`: it cannot read the store's, as
+    /// the store imports `config::DatabaseUrl` (the two would import each other).
+    #[test]
+    fn config_and_store_default_to_the_same_work_lease() {
+        assert_eq!(crate::config::DEFAULT_WORK_LEASE, crate::store::DEFAULT_WORK_LEASE);
+    }
+}

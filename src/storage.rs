@@ -14,9 +14,10 @@ use object_store::local::LocalFileSystem;
 use object_store::path::Path as ObjectPath;
 use object_store::prefix::PrefixStore;
 use object_store::{ClientConfigKey, ObjectStore, ObjectStoreExt, PutPayload, RetryConfig};
-use secrecy::ExposeSecret;
+use secrecy::{ExposeSecret, SecretString};
+use url::Url;
 
-use crate::config::S3Config;
+use crate::vocabulary::settings::{ConfigError, Settings, invalid};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StorageError {
@@ -61,6 +62,14 @@ pub enum StorageLocation {
 }
 
 impl StorageLocation {
+    /// Reads `STORAGE_URL` (default `file://./var/storage`).
+    pub fn read(raw: &Settings) -> Result<StorageLocation, ConfigError> {
+        Self::parse(&raw.string_or("STORAGE_URL", "file://./var/storage")).map_err(|e| match e {
+            StorageError::Config(reason) => invalid("STORAGE_URL", reason),
+            other => invalid("STORAGE_URL", other.to_string()),
+        })
+    }
+
     /// Reads `STORAGE_URL`. An `s3://` URL holds the bucket and an optional prefix only:
     /// credentials, endpoint and region are settings of their own (`S3_*`), so the URL never
     /// carries a secret and may be shown; errors do not repeat it all the same.
@@ -105,6 +114,47 @@ impl StorageLocation {
             })?)
         };
         Ok(StorageLocation::S3 { bucket: authority.to_string(), prefix })
+    }
+}
+
+/// Settings of an S3-compatible store (`STORAGE_URL=s3://…`). Each one left unset is taken
+/// from the standard `AWS_*` environment variables by the S3 client (see
+/// [`Storage::open`]).
+#[derive(Debug, Clone, Default)]
+pub struct S3Config {
+    /// The store's root URL (`S3_ENDPOINT`), for MinIO, Ceph, R2 and the like; unset: AWS.
+    pub endpoint: Option<Url>,
+    /// `S3_REGION`; AWS needs the bucket's, most other stores take any.
+    pub region: Option<String>,
+    /// `S3_ACCESS_KEY_ID` and `S3_SECRET_ACCESS_KEY`, set together.
+    pub access_key_id: Option<String>,
+    pub secret_access_key: Option<SecretString>,
+    /// `S3_ALLOW_HTTP`: whether a plain `http://` endpoint may be used.
+    pub allow_http: Option<bool>,
+}
+
+impl S3Config {
+    /// The `S3_*` settings; checked whatever `STORAGE_URL` says, so that a typo shows at once.
+    pub fn read(raw: &Settings) -> Result<S3Config, ConfigError> {
+        let region = raw.get("S3_REGION").map(str::to_string);
+        if let Some(region) = &region
+            && !region.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+        {
+            return Err(invalid("S3_REGION", format!("{region:?} is not a region name like eu-central-1")));
+        }
+        let access_key_id = raw.get("S3_ACCESS_KEY_ID").map(str::to_string);
+        let secret_access_key = raw.secret("S3_SECRET_ACCESS_KEY");
+        if access_key_id.is_some() != secret_access_key.is_some() {
+            let missing = if access_key_id.is_some() { "S3_SECRET_ACCESS_KEY" } else { "S3_ACCESS_KEY_ID" };
+            return Err(invalid(missing, "S3_ACCESS_KEY_ID and S3_SECRET_ACCESS_KEY must be set together"));
+        }
+        Ok(S3Config {
+            endpoint: raw.url("S3_ENDPOINT")?,
+            region,
+            access_key_id,
+            secret_access_key,
+            allow_http: raw.bool("S3_ALLOW_HTTP")?,
+        })
     }
 }
 

@@ -8,9 +8,27 @@ use std::sync::OnceLock;
 
 use slog::{Drain, Logger, o};
 
-use crate::config::LogFormat;
+use crate::vocabulary::settings::{ConfigError, Settings, invalid};
 
 static GLOBAL: OnceLock<Logger> = OnceLock::new();
+
+/// Output format of the log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+impl LogFormat {
+    /// Reads `LOG_FORMAT` (`text`, the default, or `json`).
+    pub fn read(raw: &Settings) -> Result<LogFormat, ConfigError> {
+        match raw.string_or("LOG_FORMAT", "text").to_ascii_lowercase().as_str() {
+            "text" => Ok(LogFormat::Text),
+            "json" => Ok(LogFormat::Json),
+            other => Err(invalid("LOG_FORMAT", format!("expected text or json, got {other:?}"))),
+        }
+    }
+}
 
 /// Keeps the process logger's background writer alive; dropping it flushes the log.
 pub struct LogGuard(#[allow(dead_code)] slog_async::AsyncGuard);

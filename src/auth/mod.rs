@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use tokio::sync::Semaphore;
 
-use crate::error::FieldErrors;
 use crate::store::{Store, StoreError, now_ms};
+use crate::vocabulary::field_errors::FieldErrors;
 
 /// Failed logins for one email from one address that are tolerated within [`THROTTLE_WINDOW`].
 pub const MAX_FAILED_LOGINS: usize = 5;

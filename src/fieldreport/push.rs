@@ -11,9 +11,9 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::service::{FieldReportError, FieldReportService, record_id};
-use crate::error::FieldErrors;
 use crate::store::fieldreport::MirrorRecord;
 use crate::upstream::UpstreamError;
+use crate::vocabulary::field_errors::FieldErrors;
 
 /// One record the upstream refused.
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]

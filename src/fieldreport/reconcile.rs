@@ -45,17 +45,6 @@ pub struct ReconcileReport {
 }
 
 impl FieldReportService {
-    /// A sync of one set, then its reconciling; the sync's report carries the reconciling's.
-    pub async fn sync_and_reconcile(
-        &self,
-        info: &'static EntityInfo,
-        progress: &(dyn Fn(&super::sync::SyncReport) + Sync),
-    ) -> Result<super::sync::SyncReport, FieldReportError> {
-        let mut report = self.sync(info, progress).await?;
-        report.reconcile = Some(self.reconcile(info).await?);
-        Ok(report)
-    }
-
     /// Reconciles one set under its sync lease (409 while a sync of it runs).
     pub async fn reconcile(&self, info: &'static EntityInfo) -> Result<ReconcileReport, FieldReportError> {
         let store = self.store();

@@ -16,12 +16,12 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use super::merge::deep_merge;
-use crate::error::FieldErrors;
 use crate::store::fieldreport::MirrorRecord;
 use crate::store::fieldreport_deletes::LocalDelete;
 use crate::store::{Store, StoreError};
 use crate::upstream::UpstreamError;
 use crate::upstream::fieldreport::FieldReportClient;
+use crate::vocabulary::field_errors::FieldErrors;
 
 /// Fields the upstream sets itself; never sent back on update.
 const SYSTEM_FIELDS: &[&str] = &["created_at", "updated_at", "DateModified", "DateOfCreation"];

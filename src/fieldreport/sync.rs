@@ -276,6 +276,18 @@ impl SyncReport {
 }
 
 impl FieldReportService {
+    /// A sync of one set, then its reconciling; the sync's report carries the reconciling's
+    /// (here, not in `reconcile.rs`, which the sync's report names: one way only).
+    pub async fn sync_and_reconcile(
+        &self,
+        info: &'static EntityInfo,
+        progress: &(dyn Fn(&SyncReport) + Sync),
+    ) -> Result<SyncReport, FieldReportError> {
+        let mut report = self.sync(info, progress).await?;
+        report.reconcile = Some(self.reconcile(info).await?);
+        Ok(report)
+    }
+
     /// Syncs one entity set; `progress` sees the report after every page.
     pub async fn sync(
         &self,

@@ -10,6 +10,7 @@
 //! slowly, and writes one log line per request. With `TLS_CERT`/`TLS_KEY` it terminates TLS
 //! first ([`tls`]).
 
+mod body;
 pub mod client_address;
 pub mod connections;
 mod departure;
@@ -28,7 +29,6 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use futures::FutureExt;
 use http::{HeaderValue, Request, Response, StatusCode, header};
-use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
 use hyper::body::Incoming;
 use hyper::service::service_fn;
@@ -47,6 +47,8 @@ use docs_path::{DocsPaths, INTERNAL_PREFIX};
 use runs_to_end::{Remainders, RunsToEnd};
 use tls::TlsTerminator;
 
+pub use body::FrontBody;
+
 /// dropshot, handed each request in-process.
 pub type Handlers = dropshot::InProcessServer<ApiContext>;
 
@@ -55,9 +57,6 @@ const REQUEST_ID_HEADER: &str = "x-request-id";
 const MAX_ERROR_BODY: usize = 64 * 1024;
 /// How long shutdown waits for in-flight requests.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
-
-type BoxError = Box<dyn std::error::Error + Send + Sync>;
-pub type FrontBody = BoxBody<Bytes, BoxError>;
 
 /// A request prepared for dropshot, with the flags its body sets when it outgrows the limit
 /// or takes too long to arrive.

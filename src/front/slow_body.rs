@@ -13,7 +13,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use hyper::body::{Body, Frame, SizeHint};
 
-use super::{BoxError, FrontBody};
+use super::body::{BoxError, FrontBody};
 
 /// The body of a request, ending in an error (and setting `late`) once its time is up.
 pub struct Deadline {

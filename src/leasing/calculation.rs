@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use rust_decimal::{Decimal, RoundingStrategy};
 
-use crate::error::FieldErrors;
+use crate::vocabulary::field_errors::FieldErrors;
 
 pub const DEFAULT_MONTHLY_INSTALMENT: Decimal = Decimal::from_parts(299, 0, 0, false, 0);
 pub const DEFAULT_PERIOD: u32 = 84;

@@ -11,9 +11,9 @@ use std::time::Instant;
 use serde_json::{Value, json};
 
 use super::service::{LeasingError, LeasingService, WaitParams};
-use crate::error::FieldErrors;
 use crate::stop::{Stop, StopSignal};
 use crate::store::{Store, now_ms};
+use crate::vocabulary::field_errors::FieldErrors;
 
 /// What the caller asked the flow to do.
 #[derive(Debug, Clone)]

@@ -5,7 +5,7 @@ use rust_decimal::Decimal;
 use rust_decimal::prelude::FromPrimitive;
 use serde_json::{Map, Value, json};
 
-use crate::error::FieldErrors;
+use crate::vocabulary::field_errors::FieldErrors;
 
 fn add(errors: &mut FieldErrors, field: &str, message: &str) {
     errors.entry(field.to_string()).or_default().push(message.to_string());

@@ -26,9 +26,9 @@ use exposition::Exposition;
 use operations::OperationMatcher;
 use timing::Timing;
 
-use crate::leasing::service::LeasingError;
 use crate::store::Store;
-use crate::upstream::{CallOutcome, System};
+use crate::vocabulary::calls::{CallOutcome, System};
+use crate::vocabulary::leasing_codes::LEASING_ERROR_CODES;
 
 /// Distinct statuses kept per operation; further ones are counted as status `other`.
 pub const STATUS_SLOTS: usize = 16;
@@ -55,10 +55,10 @@ impl LeasingFlow {
 
 /// Outcome labels of a leasing flow: `ok`, then every `error_code`.
 fn flow_outcomes() -> impl Iterator<Item = &'static str> {
-    std::iter::once("ok").chain(LeasingError::CODES.iter().copied())
+    std::iter::once("ok").chain(LEASING_ERROR_CODES.iter().copied())
 }
 
-const FLOW_OUTCOMES: usize = 1 + LeasingError::CODES.len();
+const FLOW_OUTCOMES: usize = 1 + LEASING_ERROR_CODES.len();
 
 /// The requests of one operation, by status.
 #[derive(Default)]
@@ -161,7 +161,7 @@ pub struct Metrics {
     requests: Vec<StatusTable>,
     upstream: [[Timing; CallOutcome::ALL.len()]; System::ALL.len()],
     leasing: [[AtomicU64; FLOW_OUTCOMES]; LeasingFlow::ALL.len()],
-    /// A flow ended with a code missing from `LeasingError::CODES` (a unit test prevents it).
+    /// A flow ended with a code missing from `LEASING_ERROR_CODES` (a unit test prevents it).
     leasing_other: [AtomicU64; LeasingFlow::ALL.len()],
     connections_open: AtomicU64,
     connections_refused: [AtomicU64; ConnectionRefusal::ALL.len()],
@@ -432,7 +432,7 @@ mod tests {
         assert!(text.contains(&line("request_flow", "declined", 1)));
         assert!(text.contains(&line("request_flow", "other", 1)));
         assert!(text.contains(&line("wait_ready_to_sign", "ok", 0)));
-        for code in LeasingError::CODES {
+        for code in LEASING_ERROR_CODES {
             assert!(text.contains(&line("wait_ready_to_sign", code, 0)), "{code}");
         }
     }

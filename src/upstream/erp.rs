@@ -15,8 +15,8 @@ use secrecy::{ExposeSecret, SecretString};
 use serde_json::Value;
 use url::Url;
 
+use super::config::ErpConfig;
 use super::{CallOutcome, System, UpstreamError, error_chain, json_answer, retry_read, retry_throttled, summarise};
-use crate::config::ErpConfig;
 use crate::metrics::{CallRecorder, Metrics};
 
 const SYSTEM: System = System::Erp;

@@ -13,8 +13,8 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 use url::Url;
 
+use super::config::FieldReportConfig;
 use super::{CallOutcome, System, UpstreamError, error_chain, parse_json, retry_read, summarise, text_answer};
-use crate::config::FieldReportConfig;
 use crate::metrics::{CallRecorder, Metrics};
 
 const SYSTEM: System = System::FieldReport;

@@ -14,8 +14,8 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 use tokio::sync::Semaphore;
 
+use super::config::LeasingConfig;
 use super::{CallOutcome, System, UpstreamError, retry_read, summarise};
-use crate::config::LeasingConfig;
 use crate::metrics::{CallRecorder, Metrics};
 
 const SYSTEM: System = System::Leasing;

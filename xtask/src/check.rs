@@ -1,4 +1,5 @@
-//! `cargo xtask check`: regenerate in memory and compare with the files in the tree.
+//! `cargo xtask check`: regenerate in memory and compare with the files in the tree; check that
+//! no files of `src/` import each other (`imports.rs`).
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -6,7 +7,7 @@ use std::process::ExitCode;
 use anyhow::Result;
 use similar::TextDiff;
 
-use crate::{client, codegen, openapi};
+use crate::{client, codegen, imports, openapi};
 
 /// How many diff lines to show per stale file.
 const DIFF_LINES: usize = 60;
@@ -91,11 +92,30 @@ pub fn run(root: &Path) -> Result<ExitCode> {
             eprintln!("stale: {name} is not written by codegen (delete it, then run `cargo xtask codegen`)");
         }
     }
+    // No import circles between the files of src/ (see imports.rs for what counts as an import).
+    let graph = imports::graph(root)?;
+    let circles = imports::circles(&graph);
+    for circle in &circles {
+        stale += 1;
+        eprintln!("{}", imports::describe(&graph, circle));
+    }
+    for line in imports::vocabulary_imports(&graph) {
+        stale += 1;
+        eprintln!("{line}");
+    }
+    if circles.is_empty() {
+        println!("no import circles: {} files of src/", graph.files.len());
+    } else {
+        eprintln!(
+            "{} import circle(s) between files of src/: break each (shared types into a module that imports none of them)\n",
+            circles.len()
+        );
+    }
     if stale == 0 {
         println!("up to date: {} files", expected.len());
         Ok(ExitCode::SUCCESS)
     } else {
-        eprintln!("{stale} stale or unchecked file(s)");
+        eprintln!("{stale} stale or unchecked file(s) or import circle(s)");
         Ok(ExitCode::FAILURE)
     }
 }

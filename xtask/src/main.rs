@@ -3,7 +3,8 @@
 //! - `codegen`: turn the upstream descriptions under `spec/upstream/` into the `generated/` crate,
 //!   and the service's own `spec/openapi.json` into the `clients/rust/` crate.
 //! - `openapi`: write the service's own OpenAPI document to `spec/openapi.json`.
-//! - `check`: regenerate everything in memory and fail with a diff when a committed file is stale.
+//! - `check`: regenerate everything in memory and fail with a diff when a committed file is stale;
+//!   fail naming the files of each import circle in `src/` (`imports.rs`).
 //! - `bench`: measure the release build against baselines taken in the same run.
 //! - `swagger-ui`: check (or `--update`) the vendored Swagger UI against the npm registry's package.
 //! - `test`: set up what the test suite needs (Python tools, Chromium, PostgreSQL) and run it.
@@ -15,6 +16,7 @@ mod client;
 mod codegen;
 mod erp;
 mod fieldreport;
+mod imports;
 mod leasing;
 mod models;
 mod normalize;
@@ -52,7 +54,7 @@ enum Command {
     /// Write the service's OpenAPI document to `spec/openapi.json`.
     Openapi,
     /// Regenerate `generated/`, `clients/rust/` and `spec/openapi.json` in memory; fail with a diff
-    /// when stale.
+    /// when stale, and name the files of each import circle in `src/`.
     Check,
     /// Build the release binary, run it against its simulators (`sandbox`), measure each scenario against a
     /// baseline of the same run; print a table and write it to `target/bench/`.

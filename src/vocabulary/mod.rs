@@ -1,0 +1,12 @@
+//! Shared vocabulary: the small types and lists that several areas name, each in a module that
+//! imports nothing of the areas (only other vocabulary modules and other crates).
+//!
+//! A type two areas both need lives here rather than in either of them, so that neither has to
+//! import the other: the areas import the vocabulary, never the other way round, and no files
+//! import each other (`cargo xtask check` fails on an import circle, and on a file here that
+//! imports a file outside `src/vocabulary/`).
+
+pub mod calls;
+pub mod field_errors;
+pub mod leasing_codes;
+pub mod settings;
