@@ -2,7 +2,7 @@
 
 use crate::assembly::Services;
 
-use super::stop_on_signal;
+use super::signals::stop_on_signal;
 
 /// `erp setup` and `erp pull`: a progress bar over the models on a terminal (records fetched
 /// and rate of the current one), plain lines otherwise; one summary line per model.

@@ -2,7 +2,7 @@
 
 use crate::assembly::Services;
 
-use super::stop_on_signal;
+use super::signals::stop_on_signal;
 
 /// `fieldreport sync` and `setup`: a progress bar on a terminal, a line per page otherwise.
 pub(super) async fn sync(

@@ -5,6 +5,7 @@ mod erp;
 mod fieldreport;
 mod process;
 mod serve;
+mod signals;
 mod users;
 
 use std::net::SocketAddr;
@@ -17,6 +18,7 @@ use crate::assembly::Services;
 use crate::config::Config;
 use crate::store::Store;
 use crate::{api, sandbox, telemetry};
+use users::{TokenCommand, UserCommand};
 
 /// The settings each kind of command reads (from the environment, or in lower case from the
 /// `--config` file), named at the end of its help; `serve` reads every one of
@@ -102,27 +104,6 @@ enum Command {
 }
 
 #[derive(Subcommand)]
-pub(crate) enum UserCommand {
-    /// Create a user; the password is read from the first line of standard input.
-    Create {
-        #[arg(long)]
-        email: String,
-        #[arg(long)]
-        name: Option<String>,
-        /// Read the password from standard input (required: passwords never go on the command line).
-        #[arg(long, required = true)]
-        password_stdin: bool,
-    },
-    /// List users.
-    List,
-    /// Delete a user and every token of theirs.
-    Delete {
-        #[arg(long)]
-        email: String,
-    },
-}
-
-#[derive(Subcommand)]
 enum FieldreportCommand {
     /// Pull one entity set (route or set name) or all of them from the field-report system.
     Sync {
@@ -144,15 +125,6 @@ enum ErpCommand {
     Setup { model: Option<String> },
     /// Incremental pull of every model since its cursor.
     Pull,
-}
-
-#[derive(Subcommand)]
-pub(crate) enum TokenCommand {
-    /// Revoke every token of a user.
-    Revoke {
-        #[arg(long)]
-        email: String,
-    },
 }
 
 /// Parses the command line with each command's help naming the settings it reads.
@@ -216,17 +188,6 @@ fn is_interrupted(error: &anyhow::Error) -> bool {
         || matches!(error.downcast_ref::<ErpError>(), Some(ErpError::FieldReport(FieldReportError::Interrupted)))
 }
 
-/// Long command-line work stops after its current page or record on Ctrl-C or SIGTERM,
-/// releasing what it holds, so that running the command again resumes it.
-fn stop_on_signal(service: &crate::fieldreport::service::FieldReportService) {
-    let service = service.clone();
-    tokio::spawn(async move {
-        serve::shutdown_signal().await;
-        eprintln!("stopping after the current page…");
-        service.request_stop();
-    });
-}
-
 async fn run(command: Command, mut config: Config) -> anyhow::Result<()> {
     match command {
         Command::Serve { bind, sandbox } => {
@@ -245,7 +206,7 @@ async fn run(command: Command, mut config: Config) -> anyhow::Result<()> {
         Command::Token(command) => users::token(&Services::assemble(&config).await?, command).await,
         Command::Sandbox { bind } => {
             let (log, _log_guard) = telemetry::init(config.log_format);
-            let stop = serve::shutdown_signal();
+            let stop = signals::shutdown_signal();
             let sandboxes = sandbox::start(bind, &log).await?;
             println!("leasing provider simulator: {}", sandboxes.leasing_base_url());
             println!(

@@ -4,6 +4,7 @@ use crate::config::Config;
 use crate::{sandbox, server, telemetry};
 
 use super::process::raise_open_files_limit;
+use super::signals::shutdown_signal;
 
 pub(super) async fn serve(mut config: Config, sandbox: bool) -> anyhow::Result<()> {
     let (log, _log_guard) = telemetry::init(config.log_format);
@@ -67,19 +68,4 @@ async fn register_sandbox_webhooks(config: &Config, service_url: &str) -> anyhow
     }
     println!("sandbox: ERP webhooks for customer, contact and article registered");
     Ok(())
-}
-
-/// Resolves on Ctrl-C or SIGTERM. The handlers are installed when this is called, not when
-/// the future is first polled: a signal sent right after the service said it listens must not
-/// find the default action (the process killed without a clean stop).
-pub(super) fn shutdown_signal() -> impl std::future::Future<Output = ()> {
-    use tokio::signal::unix::{SignalKind, signal};
-    let mut interrupt = signal(SignalKind::interrupt()).expect("SIGINT handler");
-    let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler");
-    async move {
-        tokio::select! {
-            _ = interrupt.recv() => {}
-            _ = term.recv() => {}
-        }
-    }
 }

@@ -4,7 +4,37 @@ use std::io::BufRead;
 
 use crate::assembly::Services;
 
-use super::{TokenCommand, UserCommand};
+use clap::Subcommand;
+
+#[derive(Subcommand)]
+pub(super) enum UserCommand {
+    /// Create a user; the password is read from the first line of standard input.
+    Create {
+        #[arg(long)]
+        email: String,
+        #[arg(long)]
+        name: Option<String>,
+        /// Read the password from standard input (required: passwords never go on the command line).
+        #[arg(long, required = true)]
+        password_stdin: bool,
+    },
+    /// List users.
+    List,
+    /// Delete a user and every token of theirs.
+    Delete {
+        #[arg(long)]
+        email: String,
+    },
+}
+
+#[derive(Subcommand)]
+pub(super) enum TokenCommand {
+    /// Revoke every token of a user.
+    Revoke {
+        #[arg(long)]
+        email: String,
+    },
+}
 
 pub(super) async fn user(services: &Services, command: UserCommand) -> anyhow::Result<()> {
     let auth = &services.auth;
