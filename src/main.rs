@@ -79,6 +79,7 @@ enum Command {
     /// For `cargo xtask bench`: insert the mirrored documents of a field-report entity into a
     /// scratch table (or, with `--into-mirror`, into the mirror as a set of their own) with a
     /// plain batched loop and print the rate.
+    #[cfg(feature = "bench-support")]
     #[command(hide = true)]
     BenchInsertBaseline {
         entity: String,
@@ -87,6 +88,7 @@ enum Command {
     },
     /// For `cargo xtask bench`: forget a mirrored field-report set (its records and its sync
     /// cursor), so that the next sync inserts every record again.
+    #[cfg(feature = "bench-support")]
     #[command(hide = true)]
     BenchForgetSet { entity: String },
     /// Run only the upstream simulators (for trying clients against them).
@@ -350,6 +352,7 @@ async fn run(command: Command, mut config: Config) -> anyhow::Result<()> {
             };
             erp_pull(&config, models, integration_service::erp::pull::PullKind::Full).await
         }
+        #[cfg(feature = "bench-support")]
         Command::BenchInsertBaseline { entity, into_mirror } => {
             use integration_service::store::bench::BaselineTable;
             let store = Store::open(&config.database_url).await?.with_work_lease(config.work_lease);
@@ -359,6 +362,7 @@ async fn run(command: Command, mut config: Config) -> anyhow::Result<()> {
             println!("inserted {count} documents in {:.3} s", elapsed.as_secs_f64());
             Ok(())
         }
+        #[cfg(feature = "bench-support")]
         Command::BenchForgetSet { entity } => {
             let store = Store::open(&config.database_url).await?.with_work_lease(config.work_lease);
             let removed = store.bench_forget_set(&entity).await;

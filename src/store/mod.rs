@@ -12,6 +12,8 @@ macro_rules! sql {
     };
 }
 
+/// Bench-only: the baselines of `cargo xtask bench` (feature `bench-support`).
+#[cfg(any(test, feature = "bench-support"))]
 pub mod bench;
 mod dialect;
 mod engine;
