@@ -85,6 +85,7 @@ enum Command {
     /// For `cargo xtask bench`: insert the mirrored documents of a field-report entity into a
     /// scratch table (or, with `--into-mirror`, into the mirror as a set of their own) with a
     /// plain batched loop and print the rate.
+    #[cfg(feature = "bench-support")]
     #[command(hide = true)]
     BenchInsertBaseline {
         entity: String,
@@ -93,6 +94,7 @@ enum Command {
     },
     /// For `cargo xtask bench`: forget a mirrored field-report set (its records and its sync
     /// cursor), so that the next sync inserts every record again.
+    #[cfg(feature = "bench-support")]
     #[command(hide = true)]
     BenchForgetSet { entity: String },
     /// Run only the upstream simulators (for trying clients against them).
@@ -237,6 +239,7 @@ async fn run(command: Command, mut config: Config) -> anyhow::Result<()> {
             };
             erp::pull(&Services::assemble(&config).await?, models, crate::erp::pull::PullKind::Full).await
         }
+        #[cfg(feature = "bench-support")]
         Command::BenchInsertBaseline { entity, into_mirror } => {
             use crate::store::bench::BaselineTable;
             let store = Store::open(&config.database_url).await?.with_work_lease(config.work_lease);
@@ -246,6 +249,7 @@ async fn run(command: Command, mut config: Config) -> anyhow::Result<()> {
             println!("inserted {count} documents in {:.3} s", elapsed.as_secs_f64());
             Ok(())
         }
+        #[cfg(feature = "bench-support")]
         Command::BenchForgetSet { entity } => {
             let store = Store::open(&config.database_url).await?.with_work_lease(config.work_lease);
             let removed = store.bench_forget_set(&entity).await;

@@ -10,12 +10,32 @@ use std::time::{Duration, Instant};
 
 use sqlx::Row;
 
-use super::{Store, StoreError, parameter_rows};
+use super::{Dialect, Store, StoreError};
 
 const BATCH: usize = 500;
 const SCRATCH: &str = "bench_insert_baseline";
 /// The set the mirror-shaped baseline inserts into (no entity of the field-report system).
 pub const MIRROR_BASELINE_SET: &str = "benchInsertBaseline";
+
+/// `count` parameter marks numbered from `$first` on Postgres, and positional (`?`) on
+/// SQLite: sqlx looks up the name of every parameter it binds, and SQLite finds a name (`$7`)
+/// by walking the statement's list of names, so binding a batch's 1,500 named parameters took
+/// a million steps (`perf` of `cargo xtask bench --scenario sync`: 15% of the machine). A
+/// statement using them must take its other parameters by position too, on SQLite.
+fn parameter_marks(dialect: Dialect, count: usize, first: usize) -> Vec<String> {
+    (first..first + count)
+        .map(|n| match dialect {
+            Dialect::Sqlite => "?".to_string(),
+            Dialect::Postgres => format!("${n}"),
+        })
+        .collect()
+}
+
+/// [`parameter_marks`] for `rows` rows of `width` values: `(…), (…)`.
+fn parameter_rows(dialect: Dialect, rows: usize, width: usize, first: usize) -> String {
+    let marks = parameter_marks(dialect, rows * width, first);
+    marks.chunks(width.max(1)).map(|row| format!("({})", row.join(", "))).collect::<Vec<_>>().join(", ")
+}
 
 /// Where the baseline inserts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -129,6 +149,14 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn parameters_are_positional_on_sqlite_and_numbered_on_postgres() {
+        assert_eq!(parameter_marks(Dialect::Sqlite, 3, 2), ["?", "?", "?"]);
+        assert_eq!(parameter_marks(Dialect::Postgres, 2, 3), ["$3", "$4"]);
+        assert_eq!(parameter_rows(Dialect::Sqlite, 2, 2, 1), "(?, ?), (?, ?)");
+        assert_eq!(parameter_rows(Dialect::Postgres, 2, 3, 3), "($3, $4, $5), ($6, $7, $8)");
+    }
 
     #[tokio::test]
     async fn both_baselines_insert_every_document_and_leave_nothing_behind() {

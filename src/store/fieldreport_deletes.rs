@@ -10,7 +10,7 @@ use std::collections::HashSet;
 
 use sqlx::Row;
 
-use super::{Dialect, Store, StoreError, now_ms};
+use crate::store::{Dialect, Store, StoreError, now_ms};
 
 /// What a local delete did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

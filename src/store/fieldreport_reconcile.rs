@@ -3,7 +3,7 @@
 
 use sqlx::Row;
 
-use super::{Store, StoreError};
+use crate::store::{Store, StoreError};
 
 /// The records of a set last written before a time, each with whether a local change of it
 /// waits for the upstream (a push, or an update of unknown outcome).

@@ -8,7 +8,7 @@
 
 use sqlx::Row;
 
-use super::{Store, StoreError, now_ms};
+use crate::store::{Store, StoreError, now_ms};
 
 /// The key of a create's mark: known by its `ExternalId` only (the upstream assigns the Id).
 const CREATE: &str = "";

@@ -3,7 +3,7 @@
 
 use sqlx::Row;
 
-use super::{Store, StoreError, now_ms};
+use crate::store::{Store, StoreError, now_ms};
 
 /// What a key already stands for.
 #[derive(Debug, Clone, PartialEq, Eq)]

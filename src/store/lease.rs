@@ -4,7 +4,7 @@
 //! The state tables (`fieldreport_sync_state`, `erp_pull_state`) share the columns
 //! `lease_owner` and `lease_until`; [`LeaseTable`] names the table and its key column.
 
-use super::{Store, StoreError, now_ms};
+use crate::store::{Store, StoreError, now_ms};
 
 /// A table with lease columns, keyed by one text column.
 #[derive(Debug, Clone, Copy)]

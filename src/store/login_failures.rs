@@ -4,7 +4,7 @@
 
 use sqlx::Row;
 
-use super::{Store, StoreError};
+use crate::store::{Store, StoreError};
 
 impl Store {
     /// Records a failure and forgets every failure older than `forget_before`.

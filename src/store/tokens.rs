@@ -3,26 +3,14 @@
 use rusqlite::OptionalExtension;
 use sqlx::Row;
 
-use super::change_notifications::Lookup;
-use super::{Store, StoreError, now_ms};
+use crate::store::engine::cache::Lookup;
+pub use crate::store::engine::token_cache::TokenOwner;
+use crate::store::{Store, StoreError, now_ms};
 
 /// A token and its user, by token id.
 const TOKEN_OWNER: &str = "SELECT t.id AS token_id, t.token_hash, t.expires_at, t.last_used_at, \
             u.id AS user_id, u.name, u.email, u.created_at \
      FROM personal_access_tokens t JOIN users u ON u.id = t.user_id WHERE t.id = $1";
-
-/// A token joined with its user, as needed to authenticate a request.
-#[derive(Debug, Clone)]
-pub struct TokenOwner {
-    pub token_id: i64,
-    pub token_hash: String,
-    pub expires_at: Option<i64>,
-    pub last_used_at: Option<i64>,
-    pub user_id: i64,
-    pub name: String,
-    pub email: String,
-    pub created_at: i64,
-}
 
 impl Store {
     pub async fn insert_token(
@@ -47,7 +35,7 @@ impl Store {
 
     /// Read on every authenticated request: in place on SQLite, else on a request connection.
     pub async fn token_owner(&self, token_id: i64) -> Result<Option<TokenOwner>, StoreError> {
-        if let Some(reads) = &self.sqlite_reads {
+        if let Some(reads) = self.engine.sqlite_reads() {
             return reads
                 .run(move |c| {
                     c.prepare_cached(TOKEN_OWNER)?
@@ -67,7 +55,7 @@ impl Store {
                 })
                 .await;
         }
-        let generation = match self.token_cache.as_deref().map(|cache| cache.lookup(token_id)) {
+        let generation = match self.engine.token_cache().map(|cache| cache.lookup(token_id)) {
             Some(Lookup::Hit(owner)) => return Ok(Some(owner)),
             Some(Lookup::Miss(generation)) => generation,
             None => None,
@@ -85,7 +73,7 @@ impl Store {
             email: row.try_get("email")?,
             created_at: row.try_get("created_at")?,
         };
-        if let Some(cache) = &self.token_cache {
+        if let Some(cache) = self.engine.token_cache() {
             cache.put(generation, &owner);
         }
         Ok(Some(owner))
@@ -100,7 +88,7 @@ impl Store {
             .execute(lease.connection())
             .await;
         lease.settle(done)?;
-        if let Some(cache) = &self.token_cache {
+        if let Some(cache) = self.engine.token_cache() {
             cache.touched(token_id, at);
         }
         Ok(())
@@ -108,7 +96,7 @@ impl Store {
 
     pub async fn delete_token(&self, token_id: i64) -> Result<(), StoreError> {
         sqlx::query("DELETE FROM personal_access_tokens WHERE id = $1").bind(token_id).execute(self.pool()).await?;
-        if let Some(cache) = &self.token_cache {
+        if let Some(cache) = self.engine.token_cache() {
             cache.forget(token_id);
         }
         Ok(())
@@ -126,8 +114,8 @@ impl Store {
     }
 
     /// Empties the token cache (this instance's own revocations of many tokens, users deleted).
-    pub(super) fn forget_token_owners(&self) {
-        if let Some(cache) = &self.token_cache {
+    pub(in crate::store) fn forget_token_owners(&self) {
+        if let Some(cache) = self.engine.token_cache() {
             cache.forget_all();
         }
     }

@@ -2,7 +2,7 @@
 
 use sqlx::Row;
 
-use super::{Store, StoreError, now_ms};
+use crate::store::{Store, StoreError, now_ms};
 
 /// A user as stored, with the password hash.
 #[derive(Debug, Clone)]

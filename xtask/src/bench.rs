@@ -19,6 +19,9 @@ pub fn run(root: &Path, db: &str, quick: bool, scenario: Option<&str>) -> Result
             "integration-service",
             "--package",
             "integration-service-bench",
+            // The service's hidden `bench-*` commands (its baselines).
+            "--features",
+            "integration-service/bench-support",
         ])
         .current_dir(root)
         .status()

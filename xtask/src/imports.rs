@@ -321,6 +321,13 @@ fn scan(
             i = end + 1;
             continue;
         }
+        // A visibility (`pub(in crate::a)`) names where an item is seen, not what it uses.
+        if is_ident(tokens.get(i), "pub")
+            && matches!(tokens.get(i + 1), Some(TokenTree::Group(g)) if g.delimiter() == Delimiter::Parenthesis)
+        {
+            i += 2;
+            continue;
+        }
         // A path in code: `a::b…`, not the middle of one.
         let after_sep = i >= 2 && is_path_sep(&tokens, i - 2);
         let dollar_crate = is_punct(tokens.get(i), '$') && is_ident(tokens.get(i + 1), "crate");
@@ -569,6 +576,16 @@ mod tests {
             ("src/area/child.rs", "use super::Shared; pub fn g() {}"),
         ]);
         assert_eq!(circles(&graph), [["src/area/child.rs", "src/area/mod.rs"].map(String::from).to_vec()]);
+    }
+
+    #[test]
+    fn a_visibility_is_not_an_import() {
+        let graph = graph_of(&[
+            ("src/lib.rs", "pub mod store;"),
+            ("src/store/mod.rs", "pub mod engine; fn f() { engine::open(); }"),
+            ("src/store/engine.rs", "pub(in crate::store) fn open() {}"),
+        ]);
+        assert!(circles(&graph).is_empty(), "{:?}", edges(&graph));
     }
 
     #[test]

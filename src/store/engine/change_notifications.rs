@@ -25,19 +25,8 @@ const HEARTBEAT: Duration = Duration::from_secs(5);
 /// taken as lost: a connection cut without a word (a network partition, a dropped NAT entry)
 /// never reports an error.
 pub const SILENCE: Duration = Duration::from_secs(15);
-/// An entry of a cache kept by these notifications is read again from the database after
-/// this long, whatever was heard (the token owners and the field-report records alike).
-pub const MAX_AGE: Duration = Duration::from_secs(30);
 /// The payload of heartbeats, which change nothing.
 const HEARTBEAT_PAYLOAD: &str = "heartbeat";
-
-/// What a cache lookup found.
-pub enum Lookup<T> {
-    Hit(T),
-    /// Not cached: read the database, then put what was read with this generation (`None`
-    /// when the cache is not in use), which keeps it out if anything was forgotten meanwhile.
-    Miss(Option<u64>),
-}
 
 /// The caches that one listener keeps true.
 #[derive(Clone)]
@@ -105,6 +94,7 @@ mod tests {
     use serde_json::value::RawValue;
 
     use super::*;
+    use crate::store::engine::cache::Lookup;
 
     #[test]
     fn notifications_reach_the_cache_of_their_channel_and_heartbeats_none() {

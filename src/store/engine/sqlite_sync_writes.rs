@@ -21,7 +21,7 @@
 //! SQLite built the rows of its `VALUES` before inserting them.
 //!
 //! The writes are done by a thread of their own, one after another in the order they were
-//! asked for, each holding the process's write turn (see [`super::Store::write_turn`]) until
+//! asked for, each holding the process's write turn (see [`crate::store::Store::write_turn`]) until
 //! it ends. A write asked for while another runs waits in the thread's queue and starts the
 //! moment the other ends: no task has to wake first to take the turn, and no blocking thread
 //! to be found and scheduled (`cargo xtask bench --scenario sync`, 95 writes of up to 2,000
@@ -37,9 +37,9 @@ use std::sync::{Arc, Mutex};
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, config::DbConfig, params};
 use tokio::sync::oneshot;
 
-use super::StoreError;
-use super::fieldreport::{SyncedRecord, Upserted, id_ranges, last_copies_of, mirror_any_in_range};
 use super::sqlite_reads::{BUSY_TIMEOUT, open_file, store_error};
+use super::sync_page::{SyncedRecord, Upserted, id_ranges, last_copies_of, mirror_any_in_range};
+use crate::store::error::StoreError;
 
 const STORED_DOCUMENT: &str = "SELECT document FROM fieldreport_records \
      WHERE entity = ?1 AND LENGTH(record_id) = LENGTH(?2) AND record_id = ?2";
@@ -52,16 +52,6 @@ const INSERT: &str = "INSERT INTO fieldreport_records \
 /// upstream's version.
 const UPDATE: &str = "UPDATE fieldreport_records SET version = ?3, external_id = ?4, document = ?5, updated_at = ?6 \
      WHERE entity = ?1 AND LENGTH(record_id) = LENGTH(?2) AND record_id = ?2 AND pending_push IS NULL";
-
-/// The statements above on one record, with values for their parameters (for the test that
-/// checks each finds its record through the record index).
-#[cfg(test)]
-pub(super) fn statements_by_record() -> Vec<(&'static str, super::TestValues)> {
-    vec![
-        (STORED_DOCUMENT, |query| query.bind("companies").bind("12")),
-        (UPDATE, |query| query.bind("companies").bind("12").bind(2_i64).bind("e").bind("{}").bind(1_i64)),
-    ]
-}
 
 /// What the trigger `fieldreport_records_count_inserted` (migration 0010) does per record.
 const COUNT_INSERTED: &str = "INSERT INTO fieldreport_record_counts (entity, records) VALUES (?1, ?2) \
@@ -79,7 +69,7 @@ struct Job {
 }
 
 /// The sync's writer of one SQLite database file.
-pub(super) struct SqliteSyncWrites {
+pub(in crate::store) struct SqliteSyncWrites {
     path: PathBuf,
     write_turns: Arc<tokio::sync::Mutex<()>>,
     /// The queue of the writing thread; started at the first write, and again after a write
@@ -94,14 +84,14 @@ impl std::fmt::Debug for SqliteSyncWrites {
 }
 
 impl SqliteSyncWrites {
-    pub(super) fn new(path: &Path, write_turns: Arc<tokio::sync::Mutex<()>>) -> SqliteSyncWrites {
+    pub(in crate::store) fn new(path: &Path, write_turns: Arc<tokio::sync::Mutex<()>>) -> SqliteSyncWrites {
         SqliteSyncWrites { path: path.to_path_buf(), write_turns, queue: Mutex::new(None) }
     }
 
-    /// Stores one page of a sync in one transaction (see [`super::Store::mirror_upsert_page`]):
+    /// Stores one page of a sync in one transaction (see [`crate::store::Store::mirror_upsert_page`]):
     /// each record that is the last copy of its id in the page inserted, or updated where its
     /// document's text changed.
-    pub(super) async fn write_page(
+    pub(in crate::store) async fn write_page(
         &self,
         entity: &str,
         records: Arc<Vec<SyncedRecord>>,
@@ -162,14 +152,14 @@ impl SqliteSyncWrites {
     }
 
     /// Lets the writing thread end, with its connection, once the writes in its queue are done.
-    pub(super) fn close(&self) {
+    pub(in crate::store) fn close(&self) {
         drop(self.queue.lock().expect("sync writer queue").take());
     }
 }
 
 /// The writer's connection: the store's session settings, and no triggers.
 fn connect(path: &Path) -> Result<Connection, StoreError> {
-    let connection = open_file(path, BUSY_TIMEOUT, &super::sqlite_write_settings())?;
+    let connection = open_file(path, BUSY_TIMEOUT, &super::pool::sqlite_write_settings())?;
     connection.set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_TRIGGER, false).map_err(store_error)?;
     Ok(connection)
 }
@@ -233,7 +223,7 @@ fn write_page(
 /// range of the ids of any one length of `records`.
 fn may_hold_any_of(tx: &rusqlite::Transaction<'_>, entity: &str, records: &[&SyncedRecord]) -> rusqlite::Result<bool> {
     let Some(ranges) = id_ranges(records) else { return Ok(true) };
-    let mut any_in_range = tx.prepare_cached(mirror_any_in_range(super::Dialect::Sqlite))?;
+    let mut any_in_range = tx.prepare_cached(mirror_any_in_range(crate::store::dialect::Dialect::Sqlite))?;
     for (length, (least, greatest)) in ranges {
         if any_in_range.exists(params![entity, length as i64, least, greatest])? {
             return Ok(true);
@@ -243,73 +233,4 @@ fn may_hold_any_of(tx: &rusqlite::Transaction<'_>, entity: &str, records: &[&Syn
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::config::DatabaseUrl;
-    use crate::store::Store;
-
-    /// The writer's connection runs no trigger, so `write_page` does the work of each trigger
-    /// of the mirror that a sync's write would run, or has none to do: this list changes with
-    /// the migrations, and a new trigger must be looked at here.
-    #[tokio::test]
-    async fn the_sync_writer_does_the_work_of_every_trigger_of_the_mirror() {
-        let dir = std::env::temp_dir().join(format!("sync-writes-{}", uuid::Uuid::new_v4()));
-        let store = Store::open(&DatabaseUrl::new(format!("sqlite://{}/db.sqlite", dir.display()))).await.unwrap();
-        let triggers: Vec<String> = sqlx::query_scalar(
-            "SELECT name FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'fieldreport_records' ORDER BY name",
-        )
-        .fetch_all(store.pool())
-        .await
-        .unwrap();
-        assert_eq!(
-            triggers,
-            [
-                // a sync deletes nothing
-                "fieldreport_records_count_deleted",
-                // COUNT_INSERTED, once per batch
-                "fieldreport_records_count_inserted",
-                // every write of the service writes the ExternalId column with its document
-                "fieldreport_records_fill_external_id_inserted",
-                "fieldreport_records_fill_external_id_updated",
-                // a sync never moves a record to another set
-                "fieldreport_records_keep_entity",
-            ]
-        );
-        let writes = store.sqlite_sync_writes.clone().expect("a file database has a sync writer");
-        let connection = connect(&writes.path).unwrap();
-        assert!(!connection.db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_TRIGGER).unwrap(), "triggers are off");
-        drop(connection);
-        store.close().await;
-        let _ = std::fs::remove_dir_all(dir);
-    }
-
-    /// Writes wait for the write turn; one whose caller stopped waiting before it started is
-    /// not done, and the write queued after it is.
-    #[tokio::test]
-    async fn a_write_nobody_waits_for_any_more_is_not_done() {
-        let dir = std::env::temp_dir().join(format!("sync-writes-{}", uuid::Uuid::new_v4()));
-        let store = Store::open(&DatabaseUrl::new(format!("sqlite://{}/db.sqlite", dir.display()))).await.unwrap();
-        let turn = store.write_turn().await;
-        let mut dropped = Box::pin(store.mirror_upsert_page("tags", vec![SyncedRecord::named("1", "dropped")]));
-        assert!(futures::poll!(&mut dropped).is_pending(), "queued behind the turn held here");
-        let mut kept = Box::pin(store.mirror_upsert_page("tags", vec![SyncedRecord::named("2", "kept")]));
-        assert!(futures::poll!(&mut kept).is_pending());
-        drop(dropped);
-        drop(turn);
-        assert_eq!(kept.await.unwrap(), [Upserted::Inserted]);
-        assert!(store.mirror_get("tags", "1").await.unwrap().is_none(), "the dropped write was not done");
-        assert_eq!(store.mirror_get("tags", "2").await.unwrap().unwrap().document["Name"], "kept");
-        assert_eq!(store.mirror_counts().await.unwrap(), [("tags".to_string(), 1)]);
-        store.close().await;
-        let _ = std::fs::remove_dir_all(dir);
-    }
-
-    /// An in-memory database has no file for the writer's connection: a sync says so.
-    #[tokio::test]
-    async fn an_in_memory_database_cannot_sync() {
-        let store = Store::open(&DatabaseUrl::new("sqlite::memory:")).await.unwrap();
-        let written = store.mirror_upsert_page("tags", vec![SyncedRecord::named("1", "a")]).await;
-        assert!(matches!(written, Err(StoreError::Unavailable(ref m)) if m.contains("database file")), "{written:?}");
-        store.close().await;
-    }
-}
+pub(in crate::store) mod tests;

@@ -19,8 +19,8 @@ use std::time::Duration;
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 use sqlx::{Executor, Postgres, Transaction};
 
-use super::StoreError;
-use super::fieldreport::SyncedRecord;
+use super::sync_page::SyncedRecord;
+use crate::store::error::StoreError;
 
 /// The staging table of a sync's batch: the mirror's columns that a sync writes.
 const CREATE_SYNC_PAGE: &str = "CREATE TEMPORARY TABLE sync_page \
@@ -52,7 +52,7 @@ impl SyncWriters {
             .acquire_timeout(Duration::from_secs(30))
             .after_connect(|conn, _meta| {
                 Box::pin(async move {
-                    conn.execute(super::POSTGRES_SESSION_SETTINGS).await?;
+                    conn.execute(super::pool::POSTGRES_SESSION_SETTINGS).await?;
                     conn.execute(CREATE_SYNC_PAGE).await?;
                     Ok(())
                 })
@@ -76,7 +76,7 @@ impl SyncWriters {
 }
 
 /// Puts `records` into the transaction's (empty) `sync_page`.
-pub(super) async fn stage(
+pub(in crate::store) async fn stage(
     tx: &mut Transaction<'static, Postgres>,
     records: &[&SyncedRecord],
 ) -> Result<(), StoreError> {
@@ -85,7 +85,7 @@ pub(super) async fn stage(
 
 /// Inserts `records` of `entity` into the mirror, written at `now`; fails on the record key
 /// ([`StoreError::Duplicate`]) when the set holds one of them.
-pub(super) async fn insert(
+pub(in crate::store) async fn insert(
     tx: &mut Transaction<'static, Postgres>,
     entity: &str,
     now: i64,

@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use rusqlite::{Connection, ErrorCode, OpenFlags};
 
-use super::StoreError;
+use crate::store::error::StoreError;
 
 /// How long a read retried on a blocking thread waits for a lock; sqlx's connections use the
 /// same (`PRAGMA busy_timeout = 5000`).
@@ -29,7 +29,7 @@ pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 const MAX_IDLE: usize = 8;
 
 /// The read connections of one SQLite database file.
-pub(super) struct SqliteReads {
+pub(in crate::store) struct SqliteReads {
     path: PathBuf,
     idle: Mutex<Vec<Connection>>,
 }
@@ -44,7 +44,7 @@ impl SqliteReads {
     /// Read connections to the database file at `path`, which must exist (the pool creates
     /// and migrates it first). The first connection is opened here, so that a path SQLite
     /// cannot open fails at start.
-    pub(super) fn open(path: PathBuf) -> Result<SqliteReads, StoreError> {
+    pub(in crate::store) fn open(path: PathBuf) -> Result<SqliteReads, StoreError> {
         let reads = SqliteReads { path, idle: Mutex::new(Vec::new()) };
         let first = reads.connect()?;
         reads.give_back(first);
@@ -53,7 +53,7 @@ impl SqliteReads {
 
     /// Runs `read` on this thread; when SQLite answers "busy", again on a blocking thread that
     /// waits for the lock.
-    pub(super) async fn run<T, F>(self: &Arc<Self>, read: F) -> Result<T, StoreError>
+    pub(in crate::store) async fn run<T, F>(self: &Arc<Self>, read: F) -> Result<T, StoreError>
     where
         F: Fn(&Connection) -> rusqlite::Result<T> + Send + 'static,
         T: Send + 'static,
@@ -69,7 +69,7 @@ impl SqliteReads {
     }
 
     /// Runs `read` on a blocking thread: for reads that may take long.
-    pub(super) async fn run_aside<T, F>(self: &Arc<Self>, read: F) -> Result<T, StoreError>
+    pub(in crate::store) async fn run_aside<T, F>(self: &Arc<Self>, read: F) -> Result<T, StoreError>
     where
         F: Fn(&Connection) -> rusqlite::Result<T> + Send + 'static,
         T: Send + 'static,
@@ -119,7 +119,11 @@ impl SqliteReads {
 
 /// A connection of our own to the SQLite file at `path`, with this busy timeout and these
 /// session settings.
-pub(super) fn open_file(path: &Path, busy_timeout: Duration, settings: &str) -> Result<Connection, StoreError> {
+pub(in crate::store) fn open_file(
+    path: &Path,
+    busy_timeout: Duration,
+    settings: &str,
+) -> Result<Connection, StoreError> {
     let open = || {
         let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let connection = Connection::open_with_flags(path, flags)?;
@@ -135,7 +139,7 @@ fn is_busy(error: &rusqlite::Error) -> bool {
 }
 
 /// The store's error for a failed SQLite statement.
-pub(super) fn store_error(error: rusqlite::Error) -> StoreError {
+pub(in crate::store) fn store_error(error: rusqlite::Error) -> StoreError {
     match error.sqlite_error_code() {
         Some(
             ErrorCode::DatabaseBusy
@@ -150,49 +154,4 @@ pub(super) fn store_error(error: rusqlite::Error) -> StoreError {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::config::DatabaseUrl;
-    use crate::store::Store;
-
-    /// A database locked by another connection answers "busy" at once; the read then waits on
-    /// a blocking thread and gets its answer once the lock is gone. (A rollback-journal file:
-    /// in WAL mode, which the store uses, a writer never locks readers out.)
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn a_read_refused_as_busy_waits_for_the_lock_aside() {
-        let dir = std::env::temp_dir().join(format!("reads-{}", uuid::Uuid::new_v4()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("db.sqlite");
-        let holder = Connection::open(&path).unwrap();
-        holder.execute_batch("CREATE TABLE t (n INTEGER); INSERT INTO t VALUES (7);").unwrap();
-        let reads = Arc::new(SqliteReads::open(path).unwrap());
-
-        holder.execute_batch("BEGIN EXCLUSIVE; INSERT INTO t VALUES (8);").unwrap();
-        let direct = reads.connect().unwrap();
-        let refused = direct.query_row("SELECT SUM(n) FROM t", [], |row| row.get::<_, i64>(0)).unwrap_err();
-        assert!(is_busy(&refused), "{refused}");
-
-        let releaser = std::thread::spawn(move || {
-            std::thread::sleep(Duration::from_millis(300));
-            holder.execute_batch("COMMIT;").unwrap();
-        });
-        let sum = reads.run(|c| c.query_row("SELECT SUM(n) FROM t", [], |row| row.get::<_, i64>(0))).await;
-        assert_eq!(sum.unwrap(), 15, "the read waited for the commit");
-        releaser.join().unwrap();
-
-        let again = reads.run(|c| c.query_row("SELECT 41 + 1", [], |row| row.get::<_, i64>(0))).await;
-        assert_eq!(again.unwrap(), 42, "the connection that waited is fit for the next read");
-        let _ = std::fs::remove_dir_all(dir);
-    }
-
-    #[tokio::test]
-    async fn read_connections_refuse_to_write() {
-        let dir = std::env::temp_dir().join(format!("reads-{}", uuid::Uuid::new_v4()));
-        let store = Store::open(&DatabaseUrl::new(format!("sqlite://{}/db.sqlite", dir.display()))).await.unwrap();
-        let reads = store.sqlite_reads.clone().expect("a file database reads in place");
-        let written = reads.run(|c| c.execute("DELETE FROM users", [])).await;
-        assert!(matches!(written, Err(StoreError::Query(ref m)) if m.contains("readonly")), "{written:?}");
-        store.close().await;
-        let _ = std::fs::remove_dir_all(dir);
-    }
-}
+mod tests;

@@ -16,21 +16,21 @@ use rusqlite::{Connection, TransactionBehavior};
 use sqlx::AnyPool;
 use tokio::sync::{mpsc, oneshot};
 
-use super::StoreError;
 use super::sqlite_reads::{BUSY_TIMEOUT, open_file, store_error};
+use crate::store::error::StoreError;
 
 /// The most calls written in one transaction.
 const MAX_BATCH: usize = 256;
 /// Calls that may wait for a batch before callers wait to queue.
 const QUEUE: usize = 4096;
 
-pub(super) const INSERT: &str = "INSERT INTO erp_webhook_inbox \
+pub(in crate::store) const INSERT: &str = "INSERT INTO erp_webhook_inbox \
      (received_at, entity_name, entity_id, event, payload, state, attempts, next_attempt_at) \
      VALUES ($1, $2, $3, $4, $5, 'pending', 0, $1) RETURNING id";
 
 /// A webhook call to store.
 #[derive(Debug)]
-pub(super) struct NewCall {
+pub(in crate::store) struct NewCall {
     pub received_at: i64,
     pub entity_name: String,
     pub entity_id: String,
@@ -45,7 +45,7 @@ struct Pending {
 
 /// Where batches are written.
 enum Target {
-    /// A SQLite file, with the process's write turn (see [`super::Store::write_turn`]).
+    /// A SQLite file, with the process's write turn (see [`crate::store::Store::write_turn`]).
     Sqlite {
         connection: Connection,
         write_turns: Arc<tokio::sync::Mutex<()>>,
@@ -55,19 +55,22 @@ enum Target {
 
 /// The queue of calls waiting to be stored, and the task that writes them.
 #[derive(Debug)]
-pub(super) struct InboxIntake {
+pub(in crate::store) struct InboxIntake {
     queue: mpsc::Sender<Pending>,
 }
 
 impl InboxIntake {
     /// Batches for the SQLite file at `path`.
-    pub(super) fn sqlite(path: &Path, write_turns: Arc<tokio::sync::Mutex<()>>) -> Result<InboxIntake, StoreError> {
-        let connection = open_file(path, BUSY_TIMEOUT, &super::sqlite_write_settings())?;
+    pub(in crate::store) fn sqlite(
+        path: &Path,
+        write_turns: Arc<tokio::sync::Mutex<()>>,
+    ) -> Result<InboxIntake, StoreError> {
+        let connection = open_file(path, BUSY_TIMEOUT, &super::pool::sqlite_write_settings())?;
         Ok(Self::start(Target::Sqlite { connection, write_turns }))
     }
 
     /// Batches through the pool of a Postgres database.
-    pub(super) fn postgres(pool: AnyPool) -> InboxIntake {
+    pub(in crate::store) fn postgres(pool: AnyPool) -> InboxIntake {
         Self::start(Target::Postgres(pool))
     }
 
@@ -78,7 +81,7 @@ impl InboxIntake {
     }
 
     /// Stores one call; answers its id once the batch holding it is committed.
-    pub(super) async fn store(&self, call: NewCall) -> Result<i64, StoreError> {
+    pub(in crate::store) async fn store(&self, call: NewCall) -> Result<i64, StoreError> {
         let (stored, answer) = oneshot::channel();
         self.queue
             .send(Pending { call, stored })
@@ -214,46 +217,4 @@ async fn write_postgres(pool: &AnyPool, calls: &[NewCall]) -> Result<Vec<i64>, S
 }
 
 #[cfg(test)]
-mod tests {
-    use sqlx::Row;
-
-    /// Calls stored at once share batches; each caller gets the id of its own call, with every
-    /// field as sent (text that needs escaping included).
-    #[tokio::test]
-    async fn concurrent_calls_each_get_the_id_of_their_own_row() {
-        for test in super::super::testing::stores_on_both_databases().await {
-            let store = &test.store;
-            let stored = futures::future::join_all((0..300).map(|n| async move {
-                let entity_name = format!("entity{n}");
-                let entity_id = format!("{n}-\"quoted\" \\ ü");
-                let event = ["created", "updated", "deleted"][n % 3];
-                let payload = serde_json::json!({"n": n, "text": "line\nbreak"});
-                let before = crate::store::now_ms();
-                let id = store.inbox_store(&entity_name, &entity_id, event, &payload).await.unwrap();
-                (id, before, (entity_name, entity_id, event.to_string(), payload.to_string()))
-            }))
-            .await;
-            let ids: std::collections::HashSet<i64> = stored.iter().map(|(id, _, _)| *id).collect();
-            assert_eq!(ids.len(), stored.len(), "an id per call on {:?}", store.dialect());
-            for (id, before, sent) in &stored {
-                let row = sqlx::query(
-                    "SELECT entity_name, entity_id, event, payload, state, attempts, received_at, next_attempt_at \
-                     FROM erp_webhook_inbox WHERE id = $1",
-                )
-                .bind(id)
-                .fetch_one(store.pool())
-                .await
-                .unwrap();
-                let found: (String, String, String, String) =
-                    (row.get("entity_name"), row.get("entity_id"), row.get("event"), row.get("payload"));
-                assert_eq!(&found, sent, "{:?}", store.dialect());
-                let (state, attempts): (String, i64) = (row.get("state"), row.get("attempts"));
-                assert_eq!((state.as_str(), attempts), ("pending", 0));
-                let (received_at, next_attempt_at): (i64, i64) = (row.get("received_at"), row.get("next_attempt_at"));
-                assert!(received_at >= *before && received_at <= crate::store::now_ms(), "{received_at}");
-                assert_eq!(next_attempt_at, received_at, "due at once");
-            }
-            test.finish().await;
-        }
-    }
-}
+mod tests;

@@ -33,7 +33,7 @@ use std::time::Instant;
 
 use serde_json::value::RawValue;
 
-use super::change_notifications::{Lookup, MAX_AGE};
+use super::cache::{Lookup, MAX_AGE};
 
 /// The notification channel of migration 0012.
 pub const CHANNEL: &str = "fieldreport_records_changed";
@@ -213,7 +213,7 @@ impl RecordCache {
 
     /// What a notification's payload asks (see the module's text); anything else than its
     /// three forms forgets everything.
-    pub(super) fn notified(&self, payload: &str) {
+    pub(in crate::store) fn notified(&self, payload: &str) {
         let mut state = self.state();
         state.generation += 1;
         match payload.split_once(' ') {
@@ -226,7 +226,7 @@ impl RecordCache {
         }
     }
 
-    pub(super) fn set_listening(&self, listening: bool) {
+    pub(in crate::store) fn set_listening(&self, listening: bool) {
         let mut state = self.state();
         state.listening = listening;
         state.generation += 1;

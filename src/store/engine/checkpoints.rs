@@ -15,26 +15,26 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use super::StoreError;
 use super::sqlite_reads::open_file;
+use crate::store::error::StoreError;
 
 /// How often the log is checkpointed.
 const INTERVAL: Duration = Duration::from_millis(100);
 
 /// Log pages past which a commit still checkpoints (64 MB of 4 KB pages): only when the
 /// thread cannot keep up, or is gone.
-pub(super) const BACKSTOP_PAGES: u32 = 16_384;
+pub(in crate::store) const BACKSTOP_PAGES: u32 = 16_384;
 
 /// The session setting that leaves checkpoints to the thread (commits only past
 /// [`BACKSTOP_PAGES`]), for every connection of the store that writes.
-pub(super) fn connection_setting() -> String {
+pub(in crate::store) fn connection_setting() -> String {
     format!("PRAGMA wal_autocheckpoint = {BACKSTOP_PAGES};")
 }
 
 /// The checkpointing thread of one SQLite file; it stops once this is dropped (with the last
 /// clone of its store).
 #[derive(Debug)]
-pub(super) struct Checkpoints {
+pub(in crate::store) struct Checkpoints {
     stop: Arc<AtomicBool>,
     /// Held by the thread while it checkpoints (and by a test that must see the log before).
     #[cfg_attr(not(test), expect(dead_code, reason = "taken by tests only; the thread has a clone"))]
@@ -43,7 +43,7 @@ pub(super) struct Checkpoints {
 
 impl Checkpoints {
     /// Starts checkpointing the file at `path` on a connection of its own.
-    pub(super) fn start(path: &Path) -> Result<Checkpoints, StoreError> {
+    pub(in crate::store) fn start(path: &Path) -> Result<Checkpoints, StoreError> {
         let connection = open_file(path, Duration::ZERO, "")?;
         let stop = Arc::new(AtomicBool::new(false));
         let turn = Arc::new(Mutex::new(()));
@@ -90,47 +90,4 @@ impl Drop for Checkpoints {
 }
 
 #[cfg(test)]
-mod tests {
-    use crate::config::DatabaseUrl;
-    use crate::store::Store;
-
-    /// A write of more than a thousand log pages (where a commit checkpoints by default) stays
-    /// in the log when it commits, and the store's thread copies it into the database file.
-    #[tokio::test]
-    // The guard is held across the commit on purpose; the thread that waits for it is not a
-    // task of this runtime.
-    #[allow(clippy::await_holding_lock)]
-    async fn the_log_is_checkpointed_by_the_thread_not_the_commit() {
-        let dir = std::env::temp_dir().join(format!("checkpoints-{}", uuid::Uuid::new_v4()));
-        let file = dir.join("db.sqlite");
-        let store = Store::open(&DatabaseUrl::new(format!("sqlite://{}", file.display()))).await.unwrap();
-        let checkpoints = store.checkpoints.clone().expect("a file database is checkpointed by a thread");
-        let autocheckpoint: i64 =
-            sqlx::query_scalar("PRAGMA wal_autocheckpoint").fetch_one(store.pool()).await.unwrap();
-        assert_eq!(autocheckpoint, i64::from(super::BACKSTOP_PAGES), "commits leave it to the thread");
-        let size = || std::fs::metadata(&file).unwrap().len();
-        let before = size();
-        let held = checkpoints.hold();
-        let mut tx = store.write_transaction().await.unwrap();
-        sqlx::query("CREATE TABLE filler (n INTEGER, text TEXT)").execute(&mut *tx).await.unwrap();
-        // About 6 MB: 1,500 pages of 4 KB.
-        sqlx::query(
-            "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 6000) \
-             INSERT INTO filler SELECT i, printf('%.1000c', 'x') FROM n",
-        )
-        .execute(&mut *tx)
-        .await
-        .unwrap();
-        tx.commit().await.unwrap();
-        assert!(size() < before + 1_000_000, "the commit copied the log into the file: {before} -> {}", size());
-        drop(held);
-        let mut waited = 0;
-        while size() < before + 5_000_000 {
-            assert!(waited < 200, "the thread copied nothing in 20 s: {before} -> {}", size());
-            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-            waited += 1;
-        }
-        store.close().await;
-        let _ = std::fs::remove_dir_all(dir);
-    }
-}
+mod tests;

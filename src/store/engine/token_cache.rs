@@ -23,8 +23,20 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Instant;
 
-use super::change_notifications::{Lookup, MAX_AGE};
-use super::tokens::TokenOwner;
+use super::cache::{Lookup, MAX_AGE};
+
+/// A token joined with its user, as needed to authenticate a request.
+#[derive(Debug, Clone)]
+pub struct TokenOwner {
+    pub token_id: i64,
+    pub token_hash: String,
+    pub expires_at: Option<i64>,
+    pub last_used_at: Option<i64>,
+    pub user_id: i64,
+    pub name: String,
+    pub email: String,
+    pub created_at: i64,
+}
 
 /// The notification channel of migration 0011.
 pub const CHANNEL: &str = "token_owners_changed";
@@ -102,14 +114,14 @@ impl TokenCache {
     }
 
     /// What a notification's payload asks: a token id, or `*` (anything else) for everything.
-    pub(super) fn notified(&self, payload: &str) {
+    pub(in crate::store) fn notified(&self, payload: &str) {
         match payload.parse() {
             Ok(token_id) => self.forget(token_id),
             Err(_) => self.forget_all(),
         }
     }
 
-    pub(super) fn set_listening(&self, listening: bool) {
+    pub(in crate::store) fn set_listening(&self, listening: bool) {
         let mut state = self.state();
         state.listening = listening;
         state.generation += 1;

@@ -9,17 +9,16 @@
 //! here instead:
 //! - a statement that did not settle (its future was dropped half-way, or it failed below the
 //!   database: I/O, protocol) leaves its connection closed, never reused;
-//! - a connection idle for [`TEST_AFTER_IDLE`] or longer (the server may have closed it), or
+//! - a connection idle for [`super::failures::TEST_AFTER_IDLE`] or longer (the server may have closed it), or
 //!   one opened before the process last saw a connection fail (a database restart or a
 //!   network cut breaks them all), is pinged before it is handed out; the pool does the same
-//!   ([`needs_test`], [`super::Store::connect`]);
+//!   ([`needs_test`], [`crate::store::Store::connect`]);
 //! - connections are replaced after the pool's lifetime and idle limits.
 //!
 //! An in-memory SQLite database exists only on its pool's one connection, so there the lease
 //! borrows that connection instead.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use sqlx::AnyConnection;
@@ -28,10 +27,10 @@ use sqlx::pool::PoolConnection;
 use sqlx::{Any, AnyPool, Connection};
 use tokio::sync::{Semaphore, SemaphorePermit};
 
-use super::{Dialect, StoreError};
+use super::failures::needs_test;
+use crate::store::dialect::Dialect;
+use crate::store::error::StoreError;
 
-/// An idle connection is pinged before reuse once it has been idle this long.
-pub const TEST_AFTER_IDLE: Duration = Duration::from_secs(10);
 /// Connections older than this are closed when they come back.
 const MAX_LIFETIME: Duration = Duration::from_secs(1800);
 /// Connections idle longer than this are closed instead of being handed out.
@@ -40,37 +39,6 @@ const IDLE_TIMEOUT: Duration = Duration::from_secs(600);
 /// counts as unavailable.
 const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// The process's clock for [`connection_failed`].
-fn epoch() -> Instant {
-    static EPOCH: OnceLock<Instant> = OnceLock::new();
-    *EPOCH.get_or_init(Instant::now)
-}
-
-/// Milliseconds after [`epoch`] of the last connection failure, plus one; 0 for none yet.
-static LAST_FAILURE: AtomicU64 = AtomicU64::new(0);
-
-/// Records that a database connection failed below the database (I/O, TLS, protocol): every
-/// connection open at this moment is tested before its next use.
-pub(super) fn connection_failed() {
-    let since_epoch = epoch().elapsed().as_millis() as u64;
-    LAST_FAILURE.store(since_epoch + 1, Ordering::Relaxed);
-}
-
-/// Whether a connection must be pinged before use: it sat idle long enough for the server to
-/// drop it, or it was already open when a connection last failed.
-pub(super) fn needs_test(idle_for: Duration, age: Duration) -> bool {
-    if idle_for >= TEST_AFTER_IDLE {
-        return true;
-    }
-    match LAST_FAILURE.load(Ordering::Relaxed) {
-        0 => false,
-        failed => {
-            let since_failure = epoch().elapsed().saturating_sub(Duration::from_millis(failed - 1));
-            age >= since_failure
-        }
-    }
-}
-
 struct Idle {
     connection: AnyConnection,
     opened: Instant,
@@ -78,7 +46,7 @@ struct Idle {
 }
 
 /// The request connections of one store: at most `size` open at once.
-pub(super) struct RequestConnections {
+pub(in crate::store) struct RequestConnections {
     options: AnyConnectOptions,
     dialect: Dialect,
     idle: Mutex<Vec<Idle>>,
@@ -110,11 +78,11 @@ pub struct Lease<'s> {
 }
 
 impl RequestConnections {
-    pub(super) fn new(options: AnyConnectOptions, dialect: Dialect, size: usize) -> RequestConnections {
+    pub(in crate::store) fn new(options: AnyConnectOptions, dialect: Dialect, size: usize) -> RequestConnections {
         RequestConnections { options, dialect, idle: Mutex::new(Vec::new()), turns: Semaphore::new(size) }
     }
 
-    pub(super) async fn lease(&self) -> Result<Lease<'_>, StoreError> {
+    pub(in crate::store) async fn lease(&self) -> Result<Lease<'_>, StoreError> {
         let turn = tokio::time::timeout(ACQUIRE_TIMEOUT, self.turns.acquire())
             .await
             .map_err(|_| StoreError::Unavailable("no database connection became free in time".into()))?
@@ -145,7 +113,7 @@ impl RequestConnections {
     async fn open(&self) -> Result<AnyConnection, StoreError> {
         let connecting = async {
             let mut connection = AnyConnection::connect_with(&self.options).await?;
-            super::prepare_connection(&mut connection, self.dialect).await?;
+            super::pool::prepare_connection(&mut connection, self.dialect).await?;
             Ok::<_, sqlx::Error>(connection)
         };
         match tokio::time::timeout(ACQUIRE_TIMEOUT, connecting).await {
@@ -162,7 +130,7 @@ impl RequestConnections {
     }
 
     /// Closes the idle connections; leases still out close theirs when dropped.
-    pub(super) async fn close(&self) {
+    pub(in crate::store) async fn close(&self) {
         self.turns.close();
         let idle = std::mem::take(&mut *self.idle.lock().expect("idle connections lock"));
         for idle in idle {
@@ -173,7 +141,7 @@ impl RequestConnections {
 
 impl<'s> Lease<'s> {
     /// A lease of the pool's connection (an in-memory SQLite database has only that one).
-    pub(super) async fn pooled(pool: &AnyPool) -> Result<Lease<'s>, StoreError> {
+    pub(in crate::store) async fn pooled(pool: &AnyPool) -> Result<Lease<'s>, StoreError> {
         Ok(Lease { held: Some(Held::Pooled(pool.acquire().await?)), home: None, _turn: None, settled: true })
     }
 
@@ -205,47 +173,4 @@ impl Drop for Lease<'_> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::config::DatabaseUrl;
-    use crate::store::Store;
-
-    fn idle_count(store: &Store) -> usize {
-        store.request_connections.as_ref().expect("a file database has request connections").idle.lock().unwrap().len()
-    }
-
-    #[tokio::test]
-    async fn only_settled_connections_are_reused() {
-        let dir = std::env::temp_dir().join(format!("lease-{}", uuid::Uuid::new_v4()));
-        let store = Store::connect(&DatabaseUrl::new(format!("sqlite://{}/db.sqlite", dir.display()))).await.unwrap();
-
-        let mut lease = store.lease().await.unwrap();
-        let answer = sqlx::query_scalar::<_, i64>("SELECT 41 + 1").fetch_one(lease.connection()).await;
-        assert_eq!(lease.settle(answer).unwrap(), 42);
-        drop(lease);
-        assert_eq!(idle_count(&store), 1, "a settled connection is kept");
-
-        let mut lease = store.lease().await.unwrap();
-        let failed = sqlx::query("SELECT * FROM no_such_table").execute(lease.connection()).await;
-        assert!(lease.settle(failed).is_err());
-        drop(lease);
-        assert_eq!(idle_count(&store), 1, "an error of the database itself leaves the connection fit");
-
-        let mut lease = store.lease().await.unwrap();
-        let _started = lease.connection();
-        drop(lease);
-        assert_eq!(idle_count(&store), 0, "a statement that never settled closes its connection");
-
-        store.close().await;
-        let _ = std::fs::remove_dir_all(dir);
-    }
-
-    #[test]
-    fn connections_open_at_a_failure_are_tested_before_use() {
-        assert!(needs_test(TEST_AFTER_IDLE, Duration::ZERO), "a long idle connection is tested");
-        connection_failed();
-        assert!(needs_test(Duration::ZERO, Duration::from_secs(3600)), "one open at the failure is tested");
-        std::thread::sleep(Duration::from_millis(5));
-        assert!(!needs_test(Duration::ZERO, Duration::ZERO), "one opened since is not");
-    }
-}
+mod tests;

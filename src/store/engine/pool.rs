@@ -1,0 +1,122 @@
+//! The sqlx pool of either database, and the session settings of every connection the store
+//! opens (the pool's and those of the writers beside it).
+
+use std::path::Path;
+use std::str::FromStr;
+use std::time::Duration;
+
+use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
+use sqlx::{AnyConnection, AnyPool, Connection, Executor};
+
+use super::{checkpoints, failures};
+use crate::store::dialect::Dialect;
+use crate::store::error::StoreError;
+
+/// Opens the pool on `url` with at most `max_connections`; connections of an in-memory
+/// database are never closed for age (the database would go with them).
+pub(super) async fn open(
+    url: &str,
+    dialect: Dialect,
+    max_connections: u32,
+    in_memory: bool,
+) -> Result<(AnyPool, AnyConnectOptions), StoreError> {
+    let options = AnyConnectOptions::from_str(url).map_err(|e| StoreError::Unavailable(e.to_string()))?;
+    let (idle_timeout, max_lifetime) =
+        if in_memory { (None, None) } else { (Some(Duration::from_secs(600)), Some(Duration::from_secs(1800))) };
+    let pool = AnyPoolOptions::new()
+        .max_connections(max_connections)
+        .idle_timeout(idle_timeout)
+        .max_lifetime(max_lifetime)
+        .acquire_timeout(Duration::from_secs(5))
+        // sqlx tests every connection when it comes back; testing it again on the way out
+        // doubled the round trips of every statement. Only a connection that sat idle long
+        // enough for the server to have dropped it, or that was open when a connection
+        // last failed, is tested first.
+        .test_before_acquire(false)
+        .before_acquire(|conn, meta| {
+            Box::pin(async move {
+                if failures::needs_test(meta.idle_for, meta.age) {
+                    conn.ping().await?;
+                }
+                Ok(true)
+            })
+        })
+        .after_connect(move |conn, _meta| Box::pin(prepare_connection(conn, dialect)))
+        .connect_with(options.clone())
+        .await?;
+    Ok((pool, options))
+}
+
+/// The session settings of every Postgres connection of the service's (this pool's and
+/// [`super::sync_writers`]'): it tells other instances of its mirror writes itself, after each
+/// commit, and writes each record's `ExternalId` column with its document; the triggers that
+/// do these for other sessions skip its own (see migrations 0012 and 0014).
+pub(super) const POSTGRES_SESSION_SETTINGS: &str = "SELECT set_config('integration_service.notifies_changes', 'on', false), \
+            set_config('integration_service.writes_external_id', 'on', false)";
+
+/// The session settings of every SQLite connection of the store's that writes (the pool's, the
+/// webhook intake's, the sync's writer): commits leave the log's checkpoints to the store's
+/// thread (see [`super::checkpoints`]).
+pub(super) fn sqlite_write_settings() -> String {
+    format!("PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL; {}", checkpoints::connection_setting())
+}
+
+/// The session settings of every new connection.
+pub(super) async fn prepare_connection(conn: &mut AnyConnection, dialect: Dialect) -> Result<(), sqlx::Error> {
+    match dialect {
+        Dialect::Sqlite => {
+            let settings =
+                format!("PRAGMA journal_mode = WAL; PRAGMA busy_timeout = 5000; {}", sqlite_write_settings());
+            conn.execute(sqlx::AssertSqlSafe(settings)).await?;
+        }
+        Dialect::Postgres => {
+            conn.execute(POSTGRES_SESSION_SETTINGS).await?;
+        }
+    }
+    Ok(())
+}
+
+/// The file path and the query of a SQLite URL.
+fn sqlite_url_parts(url: &str) -> (&str, &str) {
+    let rest = url.trim_start_matches("sqlite://").trim_start_matches("sqlite:");
+    rest.split_once('?').unwrap_or((rest, ""))
+}
+
+/// The database file of a SQLite URL (percent-decoded, as sqlx reads it).
+pub(super) fn sqlite_file(url: &str) -> std::path::PathBuf {
+    let path = sqlite_url_parts(url).0;
+    std::path::PathBuf::from(percent_encoding::percent_decode_str(path).decode_utf8_lossy().as_ref())
+}
+
+/// Adds `mode=rwc` (create if missing) and creates the parent folder of a file database.
+pub(super) fn sqlite_url_creating_file(url: &str) -> Result<String, StoreError> {
+    let (path, query) = sqlite_url_parts(url);
+    if path != ":memory:"
+        && !path.is_empty()
+        && let Some(parent) = Path::new(path).parent().filter(|p| !p.as_os_str().is_empty())
+    {
+        std::fs::create_dir_all(parent)
+            .map_err(|e| StoreError::Unavailable(format!("cannot create {}: {e}", parent.display())))?;
+    }
+    if query.split('&').any(|kv| kv.starts_with("mode=")) {
+        return Ok(url.to_string());
+    }
+    let sep = if query.is_empty() { "?" } else { "&" };
+    Ok(format!("{url}{sep}mode=rwc"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{sqlite_file, sqlite_url_creating_file};
+
+    #[test]
+    fn sqlite_urls_get_create_mode_once() {
+        let dir = std::env::temp_dir().join(format!("store-{}", uuid::Uuid::new_v4()));
+        let url = format!("sqlite://{}/db.sqlite", dir.display());
+        assert_eq!(sqlite_url_creating_file(&url).unwrap(), format!("{url}?mode=rwc"));
+        assert!(dir.is_dir());
+        assert_eq!(sqlite_url_creating_file("sqlite::memory:?mode=ro").unwrap(), "sqlite::memory:?mode=ro");
+        assert_eq!(sqlite_file(&format!("{url}?mode=rwc")), dir.join("db.sqlite"));
+        assert_eq!(sqlite_file("sqlite:data/service.db"), std::path::Path::new("data/service.db"));
+    }
+}

@@ -1,0 +1,106 @@
+use super::*;
+use serde_json::json;
+
+#[test]
+fn pending_attribute_values_survive_a_newer_document() {
+    let local = json!({"customAttributes": [
+        {"attributeDefinitionId": "1", "stringValue": "local"},
+        {"attributeDefinitionId": "2", "stringValue": "old"}
+    ]});
+    let mut incoming = json!({"name": "new", "customAttributes": [
+        {"attributeDefinitionId": "1", "stringValue": "erp"},
+        {"attributeDefinitionId": "2", "stringValue": "erp"}
+    ]});
+    keep_pending_attributes(&mut incoming, &local, &["1".to_string()]);
+    assert_eq!(
+        incoming,
+        json!({"name": "new", "customAttributes": [
+            {"attributeDefinitionId": "2", "stringValue": "erp"},
+            {"attributeDefinitionId": "1", "stringValue": "local"}
+        ]})
+    );
+}
+
+/// The claim reads the due calls from their index in order, neither sorting every pending
+/// call nor walking past the ones waiting for a retry, also behind a backlog that arrived
+/// in one burst once the statistics are refreshed (without them, Postgres planned a sort
+/// of every pending call for each claim).
+#[tokio::test]
+async fn the_claim_takes_the_oldest_pending_calls_from_their_index() {
+    for test in crate::store::testing::stores_on_both_databases().await {
+        let store = &test.store;
+        // 70,000 calls waiting for a retry in an hour, older than the due ones.
+        let retry_at = now_ms() + 3_600_000;
+        let backlog = match store.dialect() {
+            Dialect::Postgres => sql!(
+                "INSERT INTO erp_webhook_inbox \
+                    (received_at, entity_name, entity_id, event, payload, state, next_attempt_at) \
+                 SELECT 1, 'customer', '5', 'updated', '{{}}', 'pending', {retry_at} FROM generate_series(1, 70000)"
+            ),
+            Dialect::Sqlite => sql!(
+                "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 70000) \
+                 INSERT INTO erp_webhook_inbox \
+                    (received_at, entity_name, entity_id, event, payload, state, next_attempt_at) \
+                 SELECT 1, 'customer', '5', 'updated', '{{}}', 'pending', {retry_at} FROM n"
+            ),
+        };
+        sqlx::query(backlog).execute(store.pool()).await.unwrap();
+        let mut ids = Vec::new();
+        for n in 0..5 {
+            ids.push(store.inbox_store("customer", &n.to_string(), "updated", &json!({})).await.unwrap());
+        }
+
+        store.inbox_refresh_statistics().await.unwrap();
+        let statement = claim_statement(store.dialect()).0;
+        let now = now_ms();
+        let plan = crate::store::plan_of(store.dialect(), store.pool(), &statement, |query| {
+            query.bind(now + 60_000).bind(now).bind(16_i64)
+        })
+        .await;
+        assert!(plan.contains("erp_webhook_inbox_pending"), "{:?}: {plan}", store.dialect());
+        // The due time bounds the walk: the calls waiting for a retry are not read.
+        let bounded = match store.dialect() {
+            Dialect::Sqlite => plan.contains("erp_webhook_inbox_pending (next_attempt_at<?)"),
+            Dialect::Postgres => plan.contains("Index Cond: (next_attempt_at <="),
+        };
+        assert!(bounded, "{:?}, a range of the index: {plan}", store.dialect());
+        let sorted = plan.contains("TEMP B-TREE") || plan.contains("Sort");
+        assert!(!sorted, "{:?}, no sort: {plan}", store.dialect());
+
+        store.inbox_done(&ids[..1], "{}").await.unwrap();
+        let claimed: Vec<i64> = store.inbox_claim(2, 60_000).await.unwrap().iter().map(|item| item.id).collect();
+        assert_eq!(claimed, ids[1..3], "the oldest due calls, in order");
+        test.finish().await;
+    }
+}
+
+/// The depths (of their indexes), the counts (a scan) and the overview agree with the calls.
+#[tokio::test]
+async fn depths_and_the_overview_follow_the_calls() {
+    for test in crate::store::testing::stores_on_both_databases().await {
+        let store = &test.store;
+        let mut ids = Vec::new();
+        for n in 0..6 {
+            ids.push(store.inbox_store("customer", &n.to_string(), "updated", &json!({})).await.unwrap());
+        }
+        store.inbox_done(&ids[0..2], "{}").await.unwrap();
+        store.inbox_attempt_failed(ids[2], "gone", None).await.unwrap();
+        store.inbox_attempt_failed(ids[4], "later", Some(now_ms() + 60_000)).await.unwrap();
+        let depths = store.inbox_depths().await.unwrap();
+        assert_eq!((depths.pending, depths.failed), (3, 1), "{:?}", store.dialect());
+        let counts = store.inbox_counts().await.unwrap();
+        assert_eq!(counts, InboxCounts { pending: 3, done: 2, failed: 1 });
+
+        let recent: Vec<(i64, String)> =
+            store.inbox_recent(3).await.unwrap().into_iter().map(|item| (item.id, item.state)).collect();
+        let expected = vec![
+            (ids[2], "failed".to_string()),
+            (ids[3], "pending".to_string()),
+            (ids[4], "pending".to_string()),
+            (ids[1], "done".to_string()),
+            (ids[0], "done".to_string()),
+        ];
+        assert_eq!(recent, expected, "the oldest not done, then the newest done");
+        test.finish().await;
+    }
+}
