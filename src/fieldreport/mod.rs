@@ -4,5 +4,6 @@ pub mod merge;
 pub mod push;
 pub mod reconcile;
 pub mod service;
+mod settle;
 pub mod stages;
 pub mod sync;
