@@ -5,7 +5,7 @@
 //! - Python tools (aiosmtpd, moto; schemathesis with `--fuzz`) go into a virtual environment
 //!   of the project's own under `target/test-tools/venv`, pinned by `xtask/python/`; never
 //!   into the system's Python. The tests find them as `python3` on `PATH`.
-//! - Chromium (tests/docs_page.rs) is Debian's package, installed when missing and running as
+//! - Chromium (tests/integration/docs_page.rs) is Debian's package, installed when missing and running as
 //!   root; otherwise the command stops before the tests and says what to install.
 //! - PostgreSQL is started when installed and stopped; `TEST_POSTGRES_URL` is set for the run.
 //!
@@ -27,7 +27,7 @@ const REQUIREMENTS_FUZZ: &str = "xtask/python/requirements-fuzz.txt";
 const CONSTRAINTS: &str = "xtask/python/constraints.txt";
 /// The project's own Python environment, relative to the workspace root.
 const VENV: &str = "target/test-tools/venv";
-/// Where tests/docs_page.rs looks for the browser.
+/// Where tests/integration/docs_page.rs looks for the browser.
 const CHROMIUM: &str = "/usr/bin/chromium";
 /// The local PostgreSQL server the tests use when `TEST_POSTGRES_URL` is not set.
 const LOCAL_POSTGRES: &str = "127.0.0.1:5432";
@@ -37,7 +37,7 @@ const LOCAL_POSTGRES_URL: &str = "postgres://postgres@127.0.0.1:5432/postgres";
 /// tests built). `cargo_args` go to `cargo test` after `--workspace`.
 pub fn run(root: &Path, fuzz: bool, cargo_args: &[String]) -> Result<ExitCode> {
     let venv = python_tools(root, fuzz).context("setting up the Python test tools")?;
-    chromium().context("setting up Chromium for tests/docs_page.rs")?;
+    chromium().context("setting up Chromium for tests/integration/docs_page.rs")?;
     let postgres_url = postgres().context("setting up PostgreSQL for the Postgres half of the suite")?;
 
     let path = path_with(&venv.join("bin"))?;

@@ -1,13 +1,11 @@
 //! The one-shot request flow and idempotent retries over real HTTP.
 
-mod common;
-
-use common::{Db, TestService, error_body};
+use crate::common::{Db, TestService, error_body, leasing_request};
 use serde_json::{Value, json};
 
 fn flow_body(company: &str) -> Value {
     json!({
-        "request_payload": common::leasing_request(company),
+        "request_payload": leasing_request(company),
         "e_signature_payload": {"SignerName": "Max Mustermann", "SignerEmail": "max@acme.example",
                                 "signees": [{"FirstName": "Max", "LastName": "Mustermann", "Email": "max@acme.example"}]},
         "sleep_milliseconds": 0
@@ -22,12 +20,6 @@ async fn post(svc: &TestService, token: &str, path: &str, body: &Value, key: Opt
         request = request.header("idempotency-key", key);
     }
     request.send().await.unwrap()
-}
-
-async fn provider_request_count(svc: &TestService) -> u64 {
-    let stats: Value =
-        svc.client.get(format!("{}/__sandbox/stats", svc.leasing)).send().await.unwrap().json().await.unwrap();
-    stats["requests"].as_u64().unwrap()
 }
 
 async fn flow_steps(svc: &TestService, flow_id: i64) -> (String, Option<String>, Vec<(String, String)>) {
@@ -172,82 +164,66 @@ async fn invalid_flow_input_is_refused_before_any_call(db: Db) {
     let (flows,): (i64,) =
         sqlx::query_as("SELECT COUNT(*) FROM leasing_flows").fetch_one(svc.store().pool()).await.unwrap();
     assert_eq!(flows, 0, "nothing is recorded for refused input");
-    assert_eq!(provider_request_count(&svc).await, 0);
+    assert_eq!(svc.provider_request_count().await, 0);
     svc.stop().await;
 }
 
 async fn retried_creates_and_flows_run_once(db: Db) {
     let svc = TestService::start(db, &[]).await;
     let token = svc.user_token().await;
-    let first = post(&svc, &token, "/api/v1/leasing", &common::leasing_request("ACME GmbH"), Some("create-1")).await;
+    let first = post(&svc, &token, "/api/v1/leasing", &leasing_request("ACME GmbH"), Some("create-1")).await;
     assert_eq!(first.status(), 201);
     let first: Value = first.json().await.unwrap();
-    let again = post(&svc, &token, "/api/v1/leasing", &common::leasing_request("ACME GmbH"), Some("create-1")).await;
+    let again = post(&svc, &token, "/api/v1/leasing", &leasing_request("ACME GmbH"), Some("create-1")).await;
     assert_eq!(again.status(), 201);
     let again: Value = again.json().await.unwrap();
     assert_eq!(first, again);
-    assert_eq!(provider_request_count(&svc).await, 1, "the retry created nothing new");
+    assert_eq!(svc.provider_request_count().await, 1, "the retry created nothing new");
 
-    let other = error_body(
-        post(&svc, &token, "/api/v1/leasing", &common::leasing_request("Other GmbH"), Some("create-1")).await,
-        422,
-    )
-    .await;
+    let other =
+        error_body(post(&svc, &token, "/api/v1/leasing", &leasing_request("Other GmbH"), Some("create-1")).await, 422)
+            .await;
     assert_eq!(other["error_code"], "idempotency_key_reused");
 
     // A failed attempt frees its key: the retry runs.
     svc.leasing_fault(json!({"path_prefix": "/basic/v1/requests", "status": 503, "times": 1})).await;
-    error_body(
-        post(&svc, &token, "/api/v1/leasing", &common::leasing_request("ACME GmbH"), Some("create-2")).await,
-        500,
-    )
-    .await;
+    error_body(post(&svc, &token, "/api/v1/leasing", &leasing_request("ACME GmbH"), Some("create-2")).await, 500).await;
     assert_eq!(
-        post(&svc, &token, "/api/v1/leasing", &common::leasing_request("ACME GmbH"), Some("create-2")).await.status(),
+        post(&svc, &token, "/api/v1/leasing", &leasing_request("ACME GmbH"), Some("create-2")).await.status(),
         201
     );
-    assert_eq!(provider_request_count(&svc).await, 2);
+    assert_eq!(svc.provider_request_count().await, 2);
 
     let flow_first: Value =
         post(&svc, &token, FLOW, &flow_body("ACME GmbH"), Some("flow-1")).await.json().await.unwrap();
     let flow_again: Value =
         post(&svc, &token, FLOW, &flow_body("ACME GmbH"), Some("flow-1")).await.json().await.unwrap();
     assert_eq!(flow_first["data"]["financingId"], flow_again["data"]["financingId"]);
-    assert_eq!(provider_request_count(&svc).await, 3);
+    assert_eq!(svc.provider_request_count().await, 3);
     let (flows,): (i64,) =
         sqlx::query_as("SELECT COUNT(*) FROM leasing_flows").fetch_one(svc.store().pool()).await.unwrap();
     assert_eq!(flows, 1);
 
     // Without the header every call creates.
-    post(&svc, &token, "/api/v1/leasing", &common::leasing_request("ACME GmbH"), None).await;
-    post(&svc, &token, "/api/v1/leasing", &common::leasing_request("ACME GmbH"), None).await;
-    assert_eq!(provider_request_count(&svc).await, 5);
+    post(&svc, &token, "/api/v1/leasing", &leasing_request("ACME GmbH"), None).await;
+    post(&svc, &token, "/api/v1/leasing", &leasing_request("ACME GmbH"), None).await;
+    assert_eq!(svc.provider_request_count().await, 5);
     svc.stop().await;
 }
 
 async fn health_and_test_flow(db: Db) {
     let svc = TestService::start(db, &[]).await;
     let token = svc.user_token().await;
-    let health: Value = svc.client.get(svc.url(FLOW)).bearer_auth(&token).send().await.unwrap().json().await.unwrap();
+    let health: Value = svc.get(&token, FLOW).await.json().await.unwrap();
     assert_eq!(health["success"], true);
     assert_eq!(health["provider_configured"], true);
     let created: Value =
-        post(&svc, &token, "/api/v1/leasing", &common::leasing_request("ACME GmbH"), None).await.json().await.unwrap();
+        post(&svc, &token, "/api/v1/leasing", &leasing_request("ACME GmbH"), None).await.json().await.unwrap();
     let id = created["data"]["FinancingId"].as_str().unwrap();
-    let stored: Value = svc
-        .client
-        .get(svc.url(&format!("{FLOW}/test-flow/{id}")))
-        .bearer_auth(&token)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let stored: Value = svc.get(&token, &format!("{FLOW}/test-flow/{id}")).await.json().await.unwrap();
     assert_eq!(stored["data"]["stored"]["path"], format!("contracts/{id}.pdf"));
     assert!(svc.storage_dir.join(format!("contracts/{id}.pdf")).is_file());
-    let refused =
-        svc.client.get(svc.url(&format!("{FLOW}/test-flow/..%2Fescape"))).bearer_auth(&token).send().await.unwrap();
+    let refused = svc.get(&token, &format!("{FLOW}/test-flow/..%2Fescape")).await;
     error_body(refused, 422).await;
     svc.stop().await;
 }

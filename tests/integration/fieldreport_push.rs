@@ -1,27 +1,10 @@
 //! Setup stages and the bulk push of internal (not forwarded) writes.
 
-mod common;
-
-use common::{Db, TestService, error_body};
+use crate::common::{Db, TestService, error_body};
 use integration_service::config::Config;
 use integration_service::fieldreport::service::FieldReportService;
 use integration_service::upstream::fieldreport::FieldReportClient;
 use serde_json::{Value, json};
-
-async fn get(svc: &TestService, token: &str, path: &str) -> reqwest::Response {
-    svc.client.get(svc.url(path)).bearer_auth(token).send().await.unwrap()
-}
-
-async fn seed(svc: &TestService, set: &str, count: u64) {
-    let response = svc
-        .client
-        .post(format!("{}/__sandbox/seed", svc.fieldreport))
-        .json(&json!({"set": set, "count": count}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 200);
-}
 
 /// A client of the test's field-report simulator, as the service has it.
 fn upstream_client(svc: &TestService) -> Result<FieldReportClient, integration_service::upstream::UpstreamError> {
@@ -45,9 +28,9 @@ fn internal_writer(svc: &TestService) -> FieldReportService {
 async fn setup_runs_the_stages_in_order(db: Db) {
     let svc = TestService::start(db, &[]).await;
     let token = svc.user_token().await;
-    seed(&svc, "ItemTypes", 5).await;
-    seed(&svc, "Users", 3).await;
-    let response = get(&svc, &token, "/api/v1/fieldreport/setup/1").await;
+    svc.seed("ItemTypes", 5).await;
+    svc.seed("Users", 3).await;
+    let response = svc.get(&token, "/api/v1/fieldreport/setup/1").await;
     assert_eq!(response.status(), 200);
     let reports: Value = response.json().await.unwrap();
     let entities: Vec<&str> =
@@ -55,17 +38,17 @@ async fn setup_runs_the_stages_in_order(db: Db) {
     assert_eq!(entities, ["itemTypes", "itemUnits", "costCenters", "tags", "qualifications", "users"]);
     assert_eq!(reports["data"][0]["inserted"], 5);
     assert_eq!(reports["data"][5]["inserted"], 3);
-    let all: Value = get(&svc, &token, "/api/v1/fieldreport/setup").await.json().await.unwrap();
+    let all: Value = svc.get(&token, "/api/v1/fieldreport/setup").await.json().await.unwrap();
     assert_eq!(all["data"].as_array().unwrap().len(), 15);
-    error_body(get(&svc, &token, "/api/v1/fieldreport/setup/9").await, 422).await;
+    error_body(svc.get(&token, "/api/v1/fieldreport/setup/9").await, 422).await;
     svc.stop().await;
 }
 
 async fn internal_writes_are_pushed_once(db: Db) {
     let svc = TestService::start(db, &[]).await;
     let token = svc.user_token().await;
-    seed(&svc, "Tags", 2).await;
-    get(&svc, &token, "/api/v1/fieldreport/sync/tags").await;
+    svc.seed("Tags", 2).await;
+    svc.get(&token, "/api/v1/fieldreport/sync/tags").await;
     let writer = internal_writer(&svc);
     let tags = generated::fieldreport::by_route("tags").unwrap();
     for id in ["int-1", "int-2"] {
@@ -80,15 +63,15 @@ async fn internal_writes_are_pushed_once(db: Db) {
         svc.client.get(format!("{}/__sandbox/received", svc.fieldreport)).send().await.unwrap().json().await.unwrap();
     assert!(received_before.is_empty(), "nothing was sent yet");
 
-    let pushed: Value = get(&svc, &token, "/api/v1/fieldreport/post/1/create/tags").await.json().await.unwrap();
+    let pushed: Value = svc.get(&token, "/api/v1/fieldreport/post/1/create/tags").await.json().await.unwrap();
     assert_eq!(pushed["data"][0]["pushed"], 2, "{pushed}");
-    let updates: Value = get(&svc, &token, "/api/v1/fieldreport/post/1/update/tags").await.json().await.unwrap();
+    let updates: Value = svc.get(&token, "/api/v1/fieldreport/post/1/update/tags").await.json().await.unwrap();
     assert_eq!(updates["data"][0]["pushed"], 2, "{updates}");
     assert_eq!(updates["data"][0]["failed"], 0, "{updates}");
     assert_eq!(upstream_record(&svc, "Tags", "1002").await.unwrap()["Version"], 2, "sent as the next version");
 
     // A rerun sends nothing twice.
-    let again: Value = get(&svc, &token, "/api/v1/fieldreport/post").await.json().await.unwrap();
+    let again: Value = svc.get(&token, "/api/v1/fieldreport/post").await.json().await.unwrap();
     let pushed_again: u64 = again["data"].as_array().unwrap().iter().map(|r| r["pushed"].as_u64().unwrap()).sum();
     assert_eq!(pushed_again, 0, "{again}");
     let received: Vec<Value> =
@@ -97,12 +80,12 @@ async fn internal_writes_are_pushed_once(db: Db) {
     assert_eq!(posts, 2);
 
     // Pushed creates took the upstream's Id.
-    let found: Value = get(&svc, &token, "/api/v1/fieldreport/show/tags/Name/int-1").await.json().await.unwrap();
+    let found: Value = svc.get(&token, "/api/v1/fieldreport/show/tags/Name/int-1").await.json().await.unwrap();
     let id = found["data"][0]["Id"].as_str().unwrap();
     assert!(id.parse::<i64>().is_ok(), "{found}");
 
-    error_body(get(&svc, &token, "/api/v1/fieldreport/post/1/remove/tags").await, 422).await;
-    error_body(get(&svc, &token, "/api/v1/fieldreport/post/2/create/tags").await, 422).await;
+    error_body(svc.get(&token, "/api/v1/fieldreport/post/1/remove/tags").await, 422).await;
+    error_body(svc.get(&token, "/api/v1/fieldreport/post/2/create/tags").await, 422).await;
     svc.stop().await;
 }
 
@@ -128,14 +111,14 @@ async fn upstream_record(svc: &TestService, set: &str, id: &str) -> Result<Value
 async fn local_deletes_are_pushed_and_never_undone_by_a_sync(db: Db) {
     let svc = TestService::start(db, &[]).await;
     let token = svc.user_token().await;
-    seed(&svc, "Tags", 3).await;
-    get(&svc, &token, "/api/v1/fieldreport/sync/tags").await;
+    svc.seed("Tags", 3).await;
+    svc.get(&token, "/api/v1/fieldreport/sync/tags").await;
     let writer = internal_writer(&svc);
     let tags = generated::fieldreport::by_route("tags").unwrap();
     writer.delete_pending(tags, "1001").await.unwrap();
     writer.create_pending(tags, json!({"Id": "int-9", "Version": 1, "Name": "never pushed"})).await.unwrap();
     writer.delete_pending(tags, "int-9").await.unwrap();
-    assert_eq!(get(&svc, &token, "/api/v1/fieldreport/tags/1001").await.status(), 404);
+    assert_eq!(svc.get(&token, "/api/v1/fieldreport/tags/1001").await.status(), 404);
 
     // Another client changes the record at the upstream: the next sync fetches it again.
     let mut changed = upstream_record(&svc, "Tags", "1001").await.unwrap();
@@ -143,17 +126,17 @@ async fn local_deletes_are_pushed_and_never_undone_by_a_sync(db: Db) {
     changed["Version"] = json!(changed["Version"].as_i64().unwrap() + 1);
     let client = upstream_client(&svc).unwrap();
     client.update("Tags", "1001", &changed).await.unwrap();
-    let synced: Value = get(&svc, &token, "/api/v1/fieldreport/sync/tags").await.json().await.unwrap();
+    let synced: Value = svc.get(&token, "/api/v1/fieldreport/sync/tags").await.json().await.unwrap();
     assert_eq!(synced["data"][0]["fetched"], 1, "{synced}");
     assert_eq!(synced["data"][0]["deleted_here"], 1, "{synced}");
     assert_eq!(synced["data"][0]["inserted"], 0, "{synced}");
-    assert_eq!(get(&svc, &token, "/api/v1/fieldreport/tags/1001").await.status(), 404, "the sync undid no delete");
+    assert_eq!(svc.get(&token, "/api/v1/fieldreport/tags/1001").await.status(), 404, "the sync undid no delete");
 
-    let posted: Value = get(&svc, &token, "/api/v1/fieldreport/post/1/delete/tags").await.json().await.unwrap();
+    let posted: Value = svc.get(&token, "/api/v1/fieldreport/post/1/delete/tags").await.json().await.unwrap();
     assert_eq!(posted["data"][0]["kind"], "delete", "{posted}");
     assert_eq!(posted["data"][0]["pushed"], 1, "one delete sent, none for the placeholder: {posted}");
     assert_eq!(upstream_record(&svc, "Tags", "1001").await, Err(404));
-    let again: Value = get(&svc, &token, "/api/v1/fieldreport/post").await.json().await.unwrap();
+    let again: Value = svc.get(&token, "/api/v1/fieldreport/post").await.json().await.unwrap();
     let sent_again: u64 = again["data"].as_array().unwrap().iter().map(|r| r["pushed"].as_u64().unwrap()).sum();
     assert_eq!(sent_again, 0, "{again}");
     let received: Vec<Value> =
@@ -165,7 +148,7 @@ async fn local_deletes_are_pushed_and_never_undone_by_a_sync(db: Db) {
     // A delete the upstream has already made counts as done.
     writer.delete_pending(tags, "1002").await.unwrap();
     client.delete("Tags", "1002").await.unwrap();
-    let posted: Value = get(&svc, &token, "/api/v1/fieldreport/post/1/delete/tags").await.json().await.unwrap();
+    let posted: Value = svc.get(&token, "/api/v1/fieldreport/post/1/delete/tags").await.json().await.unwrap();
     assert_eq!((posted["data"][0]["pushed"].as_u64(), posted["data"][0]["recovered"].as_u64()), (Some(0), Some(1)));
     let left: (i64,) =
         sqlx::query_as("SELECT COUNT(*) FROM fieldreport_deletes").fetch_one(svc.store().pool()).await.unwrap();
@@ -180,8 +163,8 @@ async fn local_deletes_are_pushed_and_never_undone_by_a_sync(db: Db) {
 async fn internal_updates_survive_syncs_and_upstream_changes(db: Db) {
     let svc = TestService::start(db, &[]).await;
     let token = svc.user_token().await;
-    seed(&svc, "Tags", 2).await;
-    get(&svc, &token, "/api/v1/fieldreport/sync/tags").await;
+    svc.seed("Tags", 2).await;
+    svc.get(&token, "/api/v1/fieldreport/sync/tags").await;
     let writer = internal_writer(&svc);
     let client = upstream_client(&svc).unwrap();
     let tags = generated::fieldreport::by_route("tags").unwrap();
@@ -194,20 +177,20 @@ async fn internal_updates_survive_syncs_and_upstream_changes(db: Db) {
     client.update("Tags", "1001", &elsewhere).await.unwrap();
     client.delete("Tags", "1002").await.unwrap();
 
-    let synced: Value = get(&svc, &token, "/api/v1/fieldreport/sync/tags").await.json().await.unwrap();
+    let synced: Value = svc.get(&token, "/api/v1/fieldreport/sync/tags").await.json().await.unwrap();
     assert_eq!(synced["data"][0]["updated"], 0, "{synced}");
-    let local: Value = get(&svc, &token, "/api/v1/fieldreport/tags/1001").await.json().await.unwrap();
+    let local: Value = svc.get(&token, "/api/v1/fieldreport/tags/1001").await.json().await.unwrap();
     assert_eq!(local["Name"], "from the ERP", "the sync kept the local change");
 
-    let pushed: Value = get(&svc, &token, "/api/v1/fieldreport/post/1/update/tags").await.json().await.unwrap();
+    let pushed: Value = svc.get(&token, "/api/v1/fieldreport/post/1/update/tags").await.json().await.unwrap();
     assert_eq!((pushed["data"][0]["pushed"].as_u64(), pushed["data"][0]["failed"].as_u64()), (Some(1), Some(1)));
     assert_eq!(pushed["data"][0]["failures"][0]["id"], "1002", "{pushed}");
     let upstream = upstream_record(&svc, "Tags", "1001").await.unwrap();
     assert_eq!((upstream["Name"].as_str(), upstream["Version"].as_i64()), (Some("from the ERP"), Some(3)));
     assert_eq!(upstream["Description"], "only upstream", "a field only the upstream had stays");
-    let local: Value = get(&svc, &token, "/api/v1/fieldreport/tags/1001").await.json().await.unwrap();
+    let local: Value = svc.get(&token, "/api/v1/fieldreport/tags/1001").await.json().await.unwrap();
     assert_eq!(local["Version"], 3, "{local}");
-    assert_eq!(get(&svc, &token, "/api/v1/fieldreport/tags/1002").await.status(), 404);
+    assert_eq!(svc.get(&token, "/api/v1/fieldreport/tags/1002").await.status(), 404);
     svc.stop().await;
 }
 

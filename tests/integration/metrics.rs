@@ -3,18 +3,14 @@
 //! simulators received, histograms are cumulative, queue gauges read the database; the
 //! optional token guards the route; label values are escaped.
 
-mod common;
-
 use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use common::{Db, TestService, error_body};
+use crate::common::{Db, EMAIL, PASSWORD, TestService, error_body, leasing_request};
 use serde_json::{Value, json};
 
 const METRICS_TOKEN: &str = "scrape-secret-1";
 const WEBHOOK_SECRET: &str = "hook-secret-123";
-const EMAIL: &str = "ada@example.com";
-const PASSWORD: &str = "analytical-engine";
 
 #[derive(Debug, Clone)]
 struct Sample {
@@ -179,7 +175,7 @@ impl Exposition {
 }
 
 async fn scrape(svc: &TestService) -> Exposition {
-    let response = svc.client.get(svc.url("/metrics")).bearer_auth(METRICS_TOKEN).send().await.unwrap();
+    let response = svc.get(METRICS_TOKEN, "/metrics").await;
     assert_eq!(response.status(), 200);
     let content_type = response.headers()["content-type"].to_str().unwrap().to_string();
     assert_eq!(content_type, "text/plain; version=0.0.4; charset=utf-8");
@@ -231,13 +227,13 @@ async fn counts_requests_upstream_calls_flows_and_queues(db: Db) {
 
     // A field-report write, forwarded to the simulator.
     let created = svc
-        .client
-        .post(svc.url("/api/v1/fieldreport/companies"))
-        .bearer_auth(&token)
-        .json(&json!({"Id": "4711", "Version": 1, "Name": "ACME"}))
-        .send()
-        .await
-        .unwrap();
+        .call(
+            &token,
+            reqwest::Method::POST,
+            "/api/v1/fieldreport/companies",
+            Some(json!({"Id": "4711", "Version": 1, "Name": "ACME"})),
+        )
+        .await;
     assert_eq!(created.status(), 201);
 
     // A body over the limit, refused by the front itself, still under the route's operation.
@@ -254,8 +250,7 @@ async fn counts_requests_upstream_calls_flows_and_queues(db: Db) {
 
     // A financing request, and a wait whose first read the provider refuses with 503 (the
     // read is retried): one http_5xx call among the ok ones.
-    let created =
-        svc.client.post(svc.url("/api/v1/leasing")).bearer_auth(&token).json(&common::leasing_request("ACME GmbH"));
+    let created = svc.client.post(svc.url("/api/v1/leasing")).bearer_auth(&token).json(&leasing_request("ACME GmbH"));
     let created = created.send().await.unwrap();
     assert_eq!(created.status(), 201);
     let created: Value = created.json().await.unwrap();
@@ -266,7 +261,7 @@ async fn counts_requests_upstream_calls_flows_and_queues(db: Db) {
 
     // A one-shot flow that ends in an error code.
     let flow = json!({
-        "request_payload": common::leasing_request("Declined AG [declined]"),
+        "request_payload": leasing_request("Declined AG [declined]"),
         "e_signature_payload": {"SignerName": "Max Mustermann", "SignerEmail": "max@acme.example", "signees": []},
         "sleep_milliseconds": 0
     });
@@ -429,7 +424,7 @@ async fn label_values_are_escaped(db: Db) {
         .await
         .unwrap();
     }
-    let response = svc.client.get(svc.url("/metrics")).bearer_auth(METRICS_TOKEN).send().await.unwrap();
+    let response = svc.get(METRICS_TOKEN, "/metrics").await;
     let text = response.text().await.unwrap();
     assert!(
         text.contains(

@@ -1,12 +1,10 @@
 //! SMTP delivery against a real SMTP server (aiosmtpd on loopback, see `common/smtp.rs`):
 //! the mailer on its own, and the leasing missing-info mail through the whole service.
 
-mod common;
-
 use std::sync::Arc;
 
-use common::smtp::SmtpServer;
-use common::{Db, TestService, error_body};
+use crate::common::smtp::SmtpServer;
+use crate::common::{Db, TestService, error_body, leasing_request};
 use integration_service::mail::{MailError, MailTemplate, Mailer, TemplateSource, parse_mailbox};
 use integration_service::storage::Storage;
 use serde_json::{Value, json};
@@ -156,42 +154,21 @@ async fn a_server_that_never_answers_is_a_delivery_error() {
     silent.abort();
 }
 
-fn request_payload(company: &str) -> Value {
-    json!({
-        "ProductType": "ClassicLease", "FinancingAmount": 2598.0, "Period": 48, "Currency": "EUR",
-        "PaymentFrequency": "Monthly", "PaymentMethod": "DirectDebit", "ResidualValue": 0, "HasRepurchase": false,
-        "Lessee": {"CompanyName": company, "LegalFormId": 1, "Email": "lessee@example.com", "ExternalId": "C-1",
-                   "Addresses": [{"Line1": "Hauptstr. 1", "PostCode": "10115", "City": "Berlin", "Country": "DE", "Type": "main"}]},
-        "FinancingObjects": [{"Quantity": 2, "ObjectTypeId": 1, "Name": "Laptop", "NetPricePerObject": 1299.0}]
-    })
-}
-
 async fn the_missing_info_mail_goes_out_by_smtp(db: Db) {
     let server = SmtpServer::start().await;
     let svc =
         TestService::start(db, &[("MAIL_URL", &server.url()), ("MAIL_FROM", "Leasing <leasing@example.com>")]).await;
     let token = svc.user_token().await;
     let created = svc
-        .client
-        .post(svc.url("/api/v1/leasing"))
-        .bearer_auth(&token)
-        .json(&request_payload("Needs More [missing-info]"))
-        .send()
-        .await
-        .unwrap();
+        .call(&token, reqwest::Method::POST, "/api/v1/leasing", Some(leasing_request("Needs More [missing-info]")))
+        .await;
     assert_eq!(created.status(), 201);
     let created: Value = created.json().await.unwrap();
     let id = created["data"]["FinancingId"].as_str().unwrap().to_string();
 
     let query =
         "max_attempts=1&sleep_milliseconds=1&technician_appointment_date=2026-12-01&technician_appointment_time=09:30";
-    let response = svc
-        .client
-        .get(svc.url(&format!("/api/v1/leasing/{id}/wait-ready-to-sign?{query}")))
-        .bearer_auth(&token)
-        .send()
-        .await
-        .unwrap();
+    let response = svc.get(&token, &format!("/api/v1/leasing/{id}/wait-ready-to-sign?{query}")).await;
     let body = error_body(response, 500).await;
     assert_eq!(body["error_code"], "missing_info");
     let message = body["message"].as_str().unwrap();

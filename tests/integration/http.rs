@@ -1,14 +1,10 @@
 //! The HTTP surface common to every route: the served document, request ids, error shape,
 //! body limits, probes and graceful shutdown.
 
-mod common;
-
 use std::time::Duration;
 
-use common::{Db, TestService, error_body};
+use crate::common::{DOCUMENT, Db, TestService, error_body};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-
-const COMMITTED_DOCUMENT: &str = include_str!("../spec/openapi.json");
 
 async fn served_document_equals_the_committed_file(db: Db) {
     let svc = TestService::start(db, &[]).await;
@@ -16,7 +12,7 @@ async fn served_document_equals_the_committed_file(db: Db) {
     assert_eq!(response.status(), 200);
     assert!(response.headers()["content-type"].to_str().unwrap().starts_with("application/json"));
     let served = response.text().await.unwrap();
-    assert!(served == COMMITTED_DOCUMENT, "served document differs from spec/openapi.json");
+    assert!(served == DOCUMENT, "served document differs from spec/openapi.json");
     // The internal path behind it is not reachable from outside.
     let internal = svc.client.get(svc.url("/__internal/docs/openapi.json")).send().await.unwrap();
     error_body(internal, 404).await;
@@ -27,7 +23,7 @@ async fn docs_path_is_configurable(db: Db) {
     let svc = TestService::start(db, &[("DOCS_PATH", "/reference/")]).await;
     let moved = svc.client.get(svc.url("/reference/openapi.json")).send().await.unwrap();
     assert_eq!(moved.status(), 200);
-    assert_eq!(moved.text().await.unwrap(), COMMITTED_DOCUMENT);
+    assert_eq!(moved.text().await.unwrap(), DOCUMENT);
     error_body(svc.client.get(svc.url("/docs/openapi.json")).send().await.unwrap(), 404).await;
     svc.stop().await;
 }

@@ -1,9 +1,7 @@
 //! The per-entity field-report routes over real HTTP, against the field-report simulator:
 //! the local mirror, forwarded writes, and no divergence when the upstream fails.
 
-mod common;
-
-use common::{Db, TestService, error_body};
+use crate::common::{Db, TestService, add_fault, error_body};
 use serde_json::{Value, json};
 
 const ENTITIES: [(&str, &str); 15] = [
@@ -31,11 +29,7 @@ struct Api<'a> {
 
 impl Api<'_> {
     async fn send(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> reqwest::Response {
-        let mut request = self.svc.client.request(method, self.svc.url(path)).bearer_auth(&self.token);
-        if let Some(body) = body {
-            request = request.json(&body);
-        }
-        request.send().await.unwrap()
+        self.svc.call(&self.token, method, path, body).await
     }
 
     async fn json(&self, method: reqwest::Method, path: &str, body: Option<Value>, status: u16) -> Value {
@@ -51,9 +45,8 @@ impl Api<'_> {
         self.svc.client.get(url).send().await.unwrap().json().await.unwrap()
     }
 
-    async fn fault(&self, fault: Value) {
-        let url = format!("{}/__sandbox/faults", self.svc.fieldreport);
-        assert_eq!(self.svc.client.post(url).json(&fault).send().await.unwrap().status(), 204);
+    async fn fault(&self, rule: Value) {
+        add_fault(&self.svc.client, &self.svc.fieldreport, rule).await;
     }
 }
 
@@ -386,7 +379,7 @@ on_both_databases!(
 /// any instance (or anyone with SQL) changes the mirror.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn records_changed_anywhere_are_answered_changed_on_every_instance() {
-    let Some((first, second, sql)) = common::two_instances_on_postgres().await else { return };
+    let Some((first, second, sql)) = crate::common::two_instances_on_postgres().await else { return };
     let on_first = api(&first).await;
     let on_second = Api { svc: &second, token: on_first.token.clone() };
     let set_name = |id: String, name: String| {

@@ -4,15 +4,13 @@
 //! them with what the service answered. Without moto the tests fail, saying how to install it
 //! ([`MOTO_VERSION`]).
 
-mod common;
-
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
 
+use crate::common::{Db, TestService, error_body, leasing_request};
 use base64::Engine;
-use common::{Db, TestService, error_body};
-use serde_json::{Value, json};
+use serde_json::Value;
 use sha2::Digest;
 use tokio::process::{Child, Command};
 
@@ -132,46 +130,22 @@ async fn start_service(db: Db, settings: &[(String, String)]) -> TestService {
     TestService::start(db, &settings).await
 }
 
-fn request_payload(company: &str) -> Value {
-    json!({
-        "ProductType": "ClassicLease", "FinancingAmount": 2598.0, "Period": 48, "Currency": "EUR",
-        "PaymentFrequency": "Monthly", "PaymentMethod": "DirectDebit",
-        "Lessee": {"CompanyName": company, "LegalFormId": 1, "Email": "lessee@example.com",
-                   "Addresses": [{"Line1": "Hauptstr. 1", "PostCode": "10115", "City": "Berlin", "Country": "DE", "Type": "Main"}]},
-        "FinancingObjects": [{"Quantity": 2, "ObjectTypeId": 1, "Name": "Laptop", "NetPricePerObject": 1299.0}]
-    })
-}
-
-async fn call(
-    svc: &TestService,
-    token: &str,
-    method: reqwest::Method,
-    path: &str,
-    body: Option<Value>,
-) -> reqwest::Response {
-    let mut request = svc.client.request(method, svc.url(path)).bearer_auth(token);
-    if let Some(body) = body {
-        request = request.json(&body);
-    }
-    request.send().await.unwrap()
-}
-
 /// Creates a financing request and brings it to a printed paper contract.
 async fn contract_ready(svc: &TestService, token: &str) -> String {
-    let created = call(svc, token, reqwest::Method::POST, "/api/v1/leasing", Some(request_payload("ACME GmbH"))).await;
+    let created = svc.call(token, reqwest::Method::POST, "/api/v1/leasing", Some(leasing_request("ACME GmbH"))).await;
     assert_eq!(created.status(), 201);
     let id = created.json::<Value>().await.unwrap()["data"]["FinancingId"].as_str().unwrap().to_string();
-    let wait = call(
-        svc,
-        token,
-        reqwest::Method::GET,
-        &format!("/api/v1/leasing/{id}/wait-ready-to-sign?sleep_milliseconds=0"),
-        None,
-    )
-    .await;
+    let wait = svc
+        .call(
+            token,
+            reqwest::Method::GET,
+            &format!("/api/v1/leasing/{id}/wait-ready-to-sign?sleep_milliseconds=0"),
+            None,
+        )
+        .await;
     assert_eq!(wait.status(), 200);
     let paper =
-        call(svc, token, reqwest::Method::PUT, &format!("/api/v1/leasing/{id}/switch-to-paper-contract"), None).await;
+        svc.call(token, reqwest::Method::PUT, &format!("/api/v1/leasing/{id}/switch-to-paper-contract"), None).await;
     assert_eq!(paper.status(), 200);
     id
 }
@@ -183,14 +157,14 @@ async fn contract_pdf_and_mail_land_under_the_prefix(db: Db) {
     let token = svc.user_token().await;
 
     let id = contract_ready(&svc, &token).await;
-    let response = call(
-        &svc,
-        &token,
-        reqwest::Method::GET,
-        &format!("/api/v1/leasing/{id}/contractdocument/base64?store_pdf=true"),
-        None,
-    )
-    .await;
+    let response = svc
+        .call(
+            &token,
+            reqwest::Method::GET,
+            &format!("/api/v1/leasing/{id}/contractdocument/base64?store_pdf=true"),
+            None,
+        )
+        .await;
     assert_eq!(response.status(), 200);
     let answer: Value = response.json().await.unwrap();
     assert_eq!(answer["stored"]["path"], format!("contracts/{id}.pdf"));
@@ -206,23 +180,18 @@ async fn contract_pdf_and_mail_land_under_the_prefix(db: Db) {
     assert_eq!(answer["stored"]["sha256"], digest);
 
     // The missing-info mail is kept in the same storage, under the same prefix.
-    let created = call(
-        &svc,
-        &token,
-        reqwest::Method::POST,
-        "/api/v1/leasing",
-        Some(request_payload("Needs More [missing-info]")),
-    )
-    .await;
+    let created = svc
+        .call(&token, reqwest::Method::POST, "/api/v1/leasing", Some(leasing_request("Needs More [missing-info]")))
+        .await;
     let missing = created.json::<Value>().await.unwrap()["data"]["FinancingId"].as_str().unwrap().to_string();
-    let wait = call(
-        &svc,
-        &token,
-        reqwest::Method::GET,
-        &format!("/api/v1/leasing/{missing}/wait-ready-to-sign?sleep_milliseconds=0"),
-        None,
-    )
-    .await;
+    let wait = svc
+        .call(
+            &token,
+            reqwest::Method::GET,
+            &format!("/api/v1/leasing/{missing}/wait-ready-to-sign?sleep_milliseconds=0"),
+            None,
+        )
+        .await;
     let body = error_body(wait, 500).await;
     assert_eq!(body["error_code"], "missing_info");
 
@@ -245,7 +214,7 @@ async fn a_missing_bucket_is_a_storage_error_not_a_crash() {
     let token = svc.user_token().await;
     let id = contract_ready(&svc, &token).await;
     let path = format!("/api/v1/leasing/{id}/contractdocument/base64?store_pdf=true");
-    let body = error_body(call(&svc, &token, reqwest::Method::GET, &path, None).await, 500).await;
+    let body = error_body(svc.call(&token, reqwest::Method::GET, &path, None).await, 500).await;
     assert_eq!(body["success"], false);
     assert_eq!(body["error_code"], "storage_error");
     let message = body["message"].as_str().unwrap();
@@ -261,14 +230,14 @@ async fn a_missing_bucket_is_a_storage_error_not_a_crash() {
     let health = svc.client.get(svc.url("/healthz")).send().await.unwrap();
     assert_eq!(health.status(), 200);
     let path = format!("/api/v1/leasing/{id}/contractdocument/base64");
-    assert_eq!(call(&svc, &token, reqwest::Method::GET, &path, None).await.status(), 200);
+    assert_eq!(svc.call(&token, reqwest::Method::GET, &path, None).await.status(), 200);
     svc.stop().await;
 }
 
 /// A plain-http endpoint without S3_ALLOW_HTTP stops the start with one line naming the setting.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_plain_http_endpoint_needs_allow_http() {
-    let (database_url, _) = common::fresh_database(Db::Sqlite).await;
+    let (database_url, _) = crate::common::fresh_database(Db::Sqlite).await;
     let settings = [
         ("DATABASE_URL", database_url.as_str()),
         ("BIND_ADDRESS", "127.0.0.1:0"),

@@ -1,22 +1,10 @@
 //! Pulling the field-report system into the mirror, and the show tool routes.
 
-mod common;
-
-use common::{Db, TestService, error_body};
+use crate::common::{Db, TestService, add_fault, error_body};
 use serde_json::{Value, json};
 
-async fn seed(svc: &TestService, set: &str, count: u64) {
-    let url = format!("{}/__sandbox/seed", svc.fieldreport);
-    let response = svc.client.post(url).json(&json!({"set": set, "count": count})).send().await.unwrap();
-    assert_eq!(response.status(), 200);
-}
-
-async fn get(svc: &TestService, token: &str, path: &str) -> reqwest::Response {
-    svc.client.get(svc.url(path)).bearer_auth(token).send().await.unwrap()
-}
-
 async fn sync(svc: &TestService, token: &str, entity: &str) -> Value {
-    let response = get(svc, token, &format!("/api/v1/fieldreport/sync/{entity}")).await;
+    let response = svc.get(token, &format!("/api/v1/fieldreport/sync/{entity}")).await;
     assert_eq!(response.status(), 200);
     response.json::<Value>().await.unwrap()["data"][0].clone()
 }
@@ -39,7 +27,7 @@ async fn analyzed_by_the_service(svc: &TestService) -> bool {
 async fn ten_thousand_records_across_pages_then_only_newer_ones(db: Db) {
     let svc = TestService::start(db, &[]).await;
     let token = svc.user_token().await;
-    seed(&svc, "Companies", 10_000).await;
+    svc.seed("Companies", 10_000).await;
     assert!(!analyzed_by_the_service(&svc).await);
     let report = sync(&svc, &token, "companies").await;
     assert_eq!(report["fetched"], 10_000, "{report}");
@@ -52,7 +40,7 @@ async fn ten_thousand_records_across_pages_then_only_newer_ones(db: Db) {
     assert!(report["cursor"].as_str().is_some());
 
     // Expanded relations were pulled with each record.
-    let page: Value = get(&svc, &token, "/api/v1/fieldreport/companies?per_page=1").await.json().await.unwrap();
+    let page: Value = svc.get(&token, "/api/v1/fieldreport/companies?per_page=1").await.json().await.unwrap();
     assert_eq!(page["meta"]["total"], 10_000);
     let company = &page["data"][0];
     for relation in ["Contacts", "Tags", "ServiceObjects", "MainContact"] {
@@ -73,7 +61,7 @@ async fn ten_thousand_records_across_pages_then_only_newer_ones(db: Db) {
     }
     let newer = sync(&svc, &token, "companies").await;
     assert_eq!((newer["fetched"].clone(), newer["updated"].clone()), (json!(2), json!(2)), "{newer}");
-    let renamed: Value = get(&svc, &token, "/api/v1/fieldreport/companies/1001").await.json().await.unwrap();
+    let renamed: Value = svc.get(&token, "/api/v1/fieldreport/companies/1001").await.json().await.unwrap();
     assert_eq!(renamed["Name"], "renamed upstream");
     svc.stop().await;
 }
@@ -81,22 +69,22 @@ async fn ten_thousand_records_across_pages_then_only_newer_ones(db: Db) {
 async fn an_interrupted_sync_resumes_without_duplicates(db: Db) {
     let svc = TestService::start(db, &[]).await;
     let token = svc.user_token().await;
-    seed(&svc, "Tags", 750).await;
+    svc.seed("Tags", 750).await;
     // Three pages go through, then the fourth fails three times in a row (reads are retried
     // twice): the sync stops half way, with 300 records stored.
     let fault = json!({"path_prefix": "/odata/Tags", "status": 500, "times": 3, "after": 3});
-    svc.client.post(format!("{}/__sandbox/faults", svc.fieldreport)).json(&fault).send().await.unwrap();
-    let stopped = get(&svc, &token, "/api/v1/fieldreport/sync/tags").await;
+    add_fault(&svc.client, &svc.fieldreport, fault).await;
+    let stopped = svc.get(&token, "/api/v1/fieldreport/sync/tags").await;
     let body = error_body(stopped, 502).await;
     assert_eq!(body["error_code"], "upstream_error");
-    let partial: Value = get(&svc, &token, "/api/v1/fieldreport/show/tags").await.json().await.unwrap();
+    let partial: Value = svc.get(&token, "/api/v1/fieldreport/show/tags").await.json().await.unwrap();
     assert_eq!(partial["data"]["last_sync_at"], Value::Null, "a failed sync records no completion");
     assert_eq!(partial["data"]["records"], 300);
 
     let report = sync(&svc, &token, "tags").await;
     assert_eq!(report["fetched"], 750);
     assert_eq!((report["inserted"].clone(), report["unchanged"].clone()), (json!(450), json!(300)), "{report}");
-    let page: Value = get(&svc, &token, "/api/v1/fieldreport/tags?per_page=1").await.json().await.unwrap();
+    let page: Value = svc.get(&token, "/api/v1/fieldreport/tags?per_page=1").await.json().await.unwrap();
     assert_eq!(page["meta"]["total"], 750);
     svc.stop().await;
 }
@@ -106,45 +94,44 @@ async fn one_sync_per_entity_at_a_time(db: Db) {
     let token = svc.user_token().await;
     let far = integration_service::store::now_ms() + 60_000;
     assert!(svc.store().take_sync_lease("users", "another-instance", far).await.unwrap());
-    let body = error_body(get(&svc, &token, "/api/v1/fieldreport/sync/users").await, 409).await;
+    let body = error_body(svc.get(&token, "/api/v1/fieldreport/sync/users").await, 409).await;
     assert!(body["message"].as_str().unwrap().contains("already running"), "{body}");
     // Other entities are not blocked, and an expired lease is taken over.
-    assert_eq!(get(&svc, &token, "/api/v1/fieldreport/sync/items").await.status(), 200);
+    assert_eq!(svc.get(&token, "/api/v1/fieldreport/sync/items").await.status(), 200);
     assert!(svc.store().take_sync_lease("users", "another-instance", 1).await.unwrap());
-    assert_eq!(get(&svc, &token, "/api/v1/fieldreport/sync/users").await.status(), 200);
+    assert_eq!(svc.get(&token, "/api/v1/fieldreport/sync/users").await.status(), 200);
     svc.stop().await;
 }
 
 async fn show_lists_entities_and_finds_records(db: Db) {
     let svc = TestService::start(db, &[]).await;
     let token = svc.user_token().await;
-    seed(&svc, "CostCenters", 3).await;
+    svc.seed("CostCenters", 3).await;
     sync(&svc, &token, "CostCenters").await;
-    let all: Value = get(&svc, &token, "/api/v1/fieldreport/show").await.json().await.unwrap();
+    let all: Value = svc.get(&token, "/api/v1/fieldreport/show").await.json().await.unwrap();
     let entities = all["data"].as_array().unwrap();
     assert_eq!(entities.len(), 15);
     let cost_centers = entities.iter().find(|e| e["entity"] == "costCenters").unwrap();
     assert_eq!(cost_centers["records"], 3);
     assert!(cost_centers["last_sync_at"].as_str().is_some());
     let found: Value =
-        get(&svc, &token, "/api/v1/fieldreport/show/costCenters/ExternalId/seed-1002").await.json().await.unwrap();
+        svc.get(&token, "/api/v1/fieldreport/show/costCenters/ExternalId/seed-1002").await.json().await.unwrap();
     assert_eq!(found["data"].as_array().unwrap().len(), 1, "{found}");
     assert_eq!(found["data"][0]["Id"], "1002");
-    let having: Value =
-        get(&svc, &token, "/api/v1/fieldreport/show/costCenters/ExternalId").await.json().await.unwrap();
+    let having: Value = svc.get(&token, "/api/v1/fieldreport/show/costCenters/ExternalId").await.json().await.unwrap();
     assert_eq!(having["data"].as_array().unwrap().len(), 3, "{having}");
     let lacking: Value =
-        get(&svc, &token, "/api/v1/fieldreport/show/costCenters/NoSuchField").await.json().await.unwrap();
+        svc.get(&token, "/api/v1/fieldreport/show/costCenters/NoSuchField").await.json().await.unwrap();
     assert_eq!(lacking["data"], json!([]));
     let none: Value =
-        get(&svc, &token, "/api/v1/fieldreport/show/costCenters/ExternalId/nothing").await.json().await.unwrap();
+        svc.get(&token, "/api/v1/fieldreport/show/costCenters/ExternalId/nothing").await.json().await.unwrap();
     assert_eq!(none["data"], json!([]));
     // A SQL-looking value is only ever a bound value.
     let injection: Value =
-        get(&svc, &token, "/api/v1/fieldreport/show/costCenters/Name/x'%20OR%20'1'='1").await.json().await.unwrap();
+        svc.get(&token, "/api/v1/fieldreport/show/costCenters/Name/x'%20OR%20'1'='1").await.json().await.unwrap();
     assert_eq!(injection["data"], json!([]));
-    error_body(get(&svc, &token, "/api/v1/fieldreport/show/costCenters/Bad-Name/x").await, 422).await;
-    let unknown = error_body(get(&svc, &token, "/api/v1/fieldreport/sync/widgets").await, 404).await;
+    error_body(svc.get(&token, "/api/v1/fieldreport/show/costCenters/Bad-Name/x").await, 422).await;
+    let unknown = error_body(svc.get(&token, "/api/v1/fieldreport/sync/widgets").await, 404).await;
     assert!(unknown["message"].as_str().unwrap().contains("costCenters"), "{unknown}");
     svc.stop().await;
 }
@@ -155,7 +142,7 @@ async fn show_lists_entities_and_finds_records(db: Db) {
 async fn a_reconciling_sync_removes_what_the_upstream_deleted(db: Db) {
     let svc = TestService::start(db, &[]).await;
     let token = svc.user_token().await;
-    seed(&svc, "Tags", 1200).await;
+    svc.seed("Tags", 1200).await;
     assert_eq!(sync(&svc, &token, "tags").await["inserted"], 1200);
     let upstream = |id: &str| {
         svc.client
@@ -181,12 +168,12 @@ async fn a_reconciling_sync_removes_what_the_upstream_deleted(db: Db) {
     let incremental = sync(&svc, &token, "tags").await;
     assert_eq!(incremental["fetched"], 0, "{incremental}");
     assert_eq!(
-        get(&svc, &token, "/api/v1/fieldreport/tags/1001").await.status(),
+        svc.get(&token, "/api/v1/fieldreport/tags/1001").await.status(),
         200,
         "an incremental sync sees no delete"
     );
 
-    let answer = get(&svc, &token, "/api/v1/fieldreport/sync/tags?reconcile=true").await;
+    let answer = svc.get(&token, "/api/v1/fieldreport/sync/tags?reconcile=true").await;
     assert_eq!(answer.status(), 200);
     let report = answer.json::<Value>().await.unwrap()["data"][0]["reconcile"].clone();
     assert_eq!(report["upstream"], 1197, "{report}");
@@ -195,9 +182,9 @@ async fn a_reconciling_sync_removes_what_the_upstream_deleted(db: Db) {
     assert_eq!(report["kept_pending"], 1, "{report}");
     assert_eq!(report["kept_pending_ids"], json!(["1002"]), "{report}");
     for (id, status) in [("1001", 404), ("1700", 404), ("1002", 200), ("1003", 200)] {
-        assert_eq!(get(&svc, &token, &format!("/api/v1/fieldreport/tags/{id}")).await.status(), status, "{id}");
+        assert_eq!(svc.get(&token, &format!("/api/v1/fieldreport/tags/{id}")).await.status(), status, "{id}");
     }
-    let again = get(&svc, &token, "/api/v1/fieldreport/sync/tags?reconcile=1").await.json::<Value>().await.unwrap();
+    let again = svc.get(&token, "/api/v1/fieldreport/sync/tags?reconcile=1").await.json::<Value>().await.unwrap();
     assert_eq!(again["data"][0]["reconcile"]["removed"], 0, "{again}");
     svc.stop().await;
 }

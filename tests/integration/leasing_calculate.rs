@@ -1,13 +1,7 @@
 //! GET /api/v1/leasing/calculate/{monthlyInstalment?}/{period?} over real HTTP.
 
-mod common;
-
-use common::{Db, TestService, error_body};
+use crate::common::{DOCUMENT, Db, TestService, error_body};
 use serde_json::{Value, json};
-
-async fn get(svc: &TestService, token: &str, path: &str) -> reqwest::Response {
-    svc.client.get(svc.url(path)).bearer_auth(token).send().await.unwrap()
-}
 
 async fn inverse_calculation_with_defaults_and_every_period(db: Db) {
     let svc = TestService::start(db, &[]).await;
@@ -21,7 +15,7 @@ async fn inverse_calculation_with_defaults_and_every_period(db: Db) {
         ("/api/v1/leasing/calculate/299/72", json!({"data": 18231.71, "monthlyInstalment": 299.0, "period": 72})),
         ("/api/v1/leasing/calculate/150.25/84", json!({"data": 10221.09, "monthlyInstalment": 150.25, "period": 84})),
     ] {
-        let response = get(&svc, &token, path).await;
+        let response = svc.get(&token, path).await;
         assert_eq!(response.status(), 200, "{path}");
         let body: Value = response.json().await.unwrap();
         assert_eq!(body, expected, "{path}");
@@ -39,7 +33,7 @@ async fn inverse_calculation_refuses_bad_input_with_422(db: Db) {
         ("/api/v1/leasing/calculate/299/36", "period"),
         ("/api/v1/leasing/calculate/299/eighty", "period"),
     ] {
-        let body = error_body(get(&svc, &token, path).await, 422).await;
+        let body = error_body(svc.get(&token, path).await, 422).await;
         assert_eq!(body["success"], false, "{path}");
         assert!(body["errors"][field].is_array(), "{path}: {body}");
     }
@@ -58,15 +52,15 @@ async fn inverse_calculation_requires_a_token(db: Db) {
 async fn configured_factors_replace_the_defaults(db: Db) {
     let svc = TestService::start(db, &[("LEASING_FACTORS", "36=3.00,84=1.50")]).await;
     let token = svc.user_token().await;
-    let body: Value = get(&svc, &token, "/api/v1/leasing/calculate/300/36").await.json().await.unwrap();
+    let body: Value = svc.get(&token, "/api/v1/leasing/calculate/300/36").await.json().await.unwrap();
     assert_eq!(body["data"], 10000.0);
-    error_body(get(&svc, &token, "/api/v1/leasing/calculate/300/48").await, 422).await;
+    error_body(svc.get(&token, "/api/v1/leasing/calculate/300/48").await, 422).await;
     svc.stop().await;
 }
 
 #[test]
 fn the_document_lists_the_public_paths() {
-    let doc: Value = serde_json::from_str(include_str!("../spec/openapi.json")).unwrap();
+    let doc: Value = serde_json::from_str(DOCUMENT).unwrap();
     let paths = doc["paths"].as_object().unwrap();
     for path in [
         "/api/v1/leasing/calculate",

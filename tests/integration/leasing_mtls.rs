@@ -1,11 +1,11 @@
 //! The leasing client against a loopback TLS server that, like the real provider, requires a
 //! client certificate from its own CA, serves a chain ending at that CA, and offers h2 in ALPN
-//! while speaking only HTTP/1.1. The certificates are made here.
+//! while speaking only HTTP/1.1. The certificates come from the test CA of `common::tls`.
 
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::common::tls::{Authority, Files};
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper::service::service_fn;
@@ -13,46 +13,12 @@ use hyper_util::rt::TokioIo;
 use integration_service::config::Config;
 use integration_service::upstream::UpstreamError;
 use integration_service::upstream::leasing::LeasingClient;
-use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair};
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use rustls::server::WebPkiClientVerifier;
 use tokio::net::TcpListener;
 
-struct Authority {
-    issuer: Issuer<'static, KeyPair>,
-    pem: String,
-    der: CertificateDer<'static>,
-}
-
-fn authority(name: &str) -> Authority {
-    let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
-    params.distinguished_name.push(DnType::CommonName, name);
-    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    let key = KeyPair::generate().unwrap();
-    let cert = params.self_signed(&key).unwrap();
-    let pem = cert.pem();
-    let der = cert.der().clone();
-    Authority { issuer: Issuer::new(params, key), pem, der }
-}
-
-/// A certificate signed by `ca`: (certificate PEM, key PEM, certificate DER, key DER).
-fn leaf(ca: &Authority, names: &[&str]) -> (String, String, CertificateDer<'static>, PrivateKeyDer<'static>) {
-    let params = CertificateParams::new(names.iter().map(|n| n.to_string()).collect::<Vec<_>>()).unwrap();
-    let key = KeyPair::generate().unwrap();
-    let cert = params.signed_by(&key, &ca.issuer).unwrap();
-    let key_der = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der()));
-    (cert.pem(), key.serialize_pem(), cert.der().clone(), key_der)
-}
-
-fn write(dir: &Path, name: &str, content: &str) -> PathBuf {
-    let path = dir.join(name);
-    std::fs::write(&path, content).unwrap();
-    path
-}
-
 /// Serves `GET /basic/v1/requests/{id}` over TLS with client authentication; HTTP/1.1 only.
 async fn provider(ca: &Authority) -> u16 {
-    let (_, _, server_der, server_key) = leaf(ca, &["localhost"]);
+    let server = ca.leaf(&["localhost"]);
     let mut roots = rustls::RootCertStore::empty();
     roots.add(ca.der.clone()).unwrap();
     let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
@@ -61,7 +27,7 @@ async fn provider(ca: &Authority) -> u16 {
         .with_safe_default_protocol_versions()
         .unwrap()
         .with_client_cert_verifier(verifier)
-        .with_single_cert(vec![server_der, ca.der.clone()], server_key)
+        .with_single_cert(vec![server.cert_der, ca.der.clone()], server.key_der)
         .unwrap();
     config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
     let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
@@ -101,15 +67,14 @@ fn client(port: u16, settings: &[(&str, &str)]) -> Result<LeasingClient, Upstrea
 
 #[tokio::test]
 async fn mutual_tls_with_the_providers_ca_over_http1() {
-    let dir = std::env::temp_dir().join(format!("leasing-mtls-{}", uuid::Uuid::new_v4()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let ca = authority("Provider Test CA");
+    let files = Files::new("leasing-mtls");
+    let ca = Authority::new("Provider Test CA");
     let port = provider(&ca).await;
-    let (client_cert, client_key, _, _) = leaf(&ca, &["integration-service"]);
-    let ca_path = write(&dir, "ca.pem", &ca.pem);
-    let cert_path = write(&dir, "client.pem", &client_cert);
-    let key_path = write(&dir, "client.key", &client_key);
-    let (cert, key, ca_file) = (cert_path.to_str().unwrap(), key_path.to_str().unwrap(), ca_path.to_str().unwrap());
+    let identity = ca.leaf(&["integration-service"]);
+    let ca_path = files.write("ca.pem", &ca.pem);
+    let cert_path = files.write("client.pem", &identity.cert_pem);
+    let key_path = files.write("client.key", &identity.key_pem);
+    let (cert, key, ca_file) = (cert_path.as_str(), key_path.as_str(), ca_path.as_str());
 
     // The right identity and trust root: the call goes through (on HTTP/1.1, though h2 is offered).
     let leasing =
@@ -139,15 +104,15 @@ async fn mutual_tls_with_the_providers_ca_over_http1() {
     assert!(matches!(refused, UpstreamError::Unreachable { .. }), "{refused:?}");
 
     // A certificate from another CA is refused too.
-    let stranger = authority("Someone Else");
-    let (other_cert, other_key, _, _) = leaf(&stranger, &["intruder"]);
-    let other_cert = write(&dir, "other.pem", &other_cert);
-    let other_key = write(&dir, "other.key", &other_key);
+    let stranger = Authority::new("Someone Else");
+    let other = stranger.leaf(&["intruder"]);
+    let other_cert = files.write("other.pem", &other.cert_pem);
+    let other_key = files.write("other.key", &other.key_pem);
     let intruder = client(
         port,
         &[
-            ("LEASING_CLIENT_CERT", other_cert.to_str().unwrap()),
-            ("LEASING_CLIENT_KEY", other_key.to_str().unwrap()),
+            ("LEASING_CLIENT_CERT", other_cert.as_str()),
+            ("LEASING_CLIENT_KEY", other_key.as_str()),
             ("LEASING_CA_CERT", ca_file),
         ],
     )
@@ -159,9 +124,7 @@ async fn mutual_tls_with_the_providers_ca_over_http1() {
     assert!(untrusting.get("abc-123").await.is_err());
 
     // A key file that is not PEM is a configuration error naming the setting.
-    let garbage = write(&dir, "garbage.key", "not a key");
-    let error = client(port, &[("LEASING_CLIENT_CERT", cert), ("LEASING_CLIENT_KEY", garbage.to_str().unwrap())])
-        .err()
-        .unwrap();
+    let garbage = files.write("garbage.key", "not a key");
+    let error = client(port, &[("LEASING_CLIENT_CERT", cert), ("LEASING_CLIENT_KEY", garbage.as_str())]).err().unwrap();
     assert!(error.to_string().contains("LEASING_CLIENT_CERT/LEASING_CLIENT_KEY"), "{error}");
 }

@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-const BINARY: &str = env!("CARGO_BIN_EXE_integration-service");
-const README: &str = include_str!("../README.md");
+use crate::common::BINARY;
+const README: &str = include_str!("../../README.md");
 const SECTION: &str = "## Five-minute tour";
 /// Generous for a debug build on a busy machine; the tour itself waits a few seconds at most.
 const DEADLINE: Duration = Duration::from_secs(240);

@@ -4,12 +4,10 @@
 //! The service reaches Postgres through a TCP relay in the test; closing the relay cuts every
 //! connection and refuses new ones, as a database restart or a network partition would.
 
-mod common;
-
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use common::{Db, TestService, error_body, fresh_database};
+use crate::common::{Db, TestService, error_body, fresh_database};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 

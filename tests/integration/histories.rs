@@ -20,13 +20,11 @@
 //! `HISTORY_STEPS` (default 500) steps per database; a failing history is shrunk to a short
 //! one, printed with the seed.
 
-mod common;
-
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::Duration;
 
-use common::Db;
-use common::process::{Instance, WEBHOOK_SECRET, clear_faults, fault, odata_root, upstream_records};
+use crate::common::process::{Instance, WEBHOOK_SECRET, odata_root, upstream_records};
+use crate::common::{Db, add_fault, clear_faults, seed};
 use integration_service::store::Store;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner};
@@ -192,7 +190,7 @@ impl World {
             FaultKind::LostAnswer => json!({"path_prefix": "/odata/Companies", "status": 200, "answer_delay_ms": 1500}),
             FaultKind::Cut => json!({"path_prefix": "/odata/Companies", "status": 0}),
         };
-        fault(self.client(), &self.odata, rule).await;
+        add_fault(self.client(), &self.odata, rule).await;
     }
 
     fn restart(&mut self) {
@@ -457,14 +455,7 @@ async fn check(world: &World, model: &Model) -> Result<(), String> {
 
 async fn history(db: Db, steps: &[Step]) -> Result<(), String> {
     let mut world = World::start(db).await;
-    let seeded = world
-        .client()
-        .post(format!("{}/__sandbox/seed", world.odata))
-        .json(&json!({"set": "Companies", "count": 5}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(seeded.status(), 200);
+    seed(world.client(), &world.odata, "Companies", 5).await;
     let (status, _) = world.api(reqwest::Method::GET, "/api/v1/fieldreport/sync/companies", None).await;
     assert_eq!(status, 200);
     let (status, _) = world.api(reqwest::Method::GET, "/api/v1/erp/setup/customer", None).await;

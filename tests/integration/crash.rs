@@ -6,13 +6,11 @@
 //! they outlive the kill and can tell what reached them. `WORK_LEASE_SECONDS=1` lets a new
 //! process take over the dead one's claims after a second instead of a minute.
 
-mod common;
-
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use common::Db;
-use common::process::{Instance, WEBHOOK_SECRET, clear_faults, fault, odata_root, upstream_records};
+use crate::common::process::{Instance, WEBHOOK_SECRET, odata_root, upstream_records};
+use crate::common::{Db, add_fault, clear_faults, leasing_request, seed};
 use integration_service::store::Store;
 use serde_json::{Value, json};
 
@@ -47,16 +45,10 @@ async fn a_sync_killed_midway_resumes_and_converges(db: Db) {
     let (mut instance, sandboxes, store) = Instance::start(db, &[]).await;
     let client = &instance.client.clone();
     let root = odata_root(&sandboxes);
-    let seeded = client
-        .post(format!("{root}/__sandbox/seed"))
-        .json(&json!({"set": "Companies", "count": 2500}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(seeded.status(), 200);
+    seed(client, &root, "Companies", 2500).await;
     let upstream = upstream_records(client, &root, "Companies").await;
     // Every page is slow, so the kill lands between pages.
-    fault(client, &root, json!({"path_prefix": "/odata/Companies", "status": 200, "delay_ms": 150, "times": 1000}))
+    add_fault(client, &root, json!({"path_prefix": "/odata/Companies", "status": 200, "delay_ms": 150, "times": 1000}))
         .await;
     let token = instance.token().await;
     let sync = {
@@ -126,7 +118,7 @@ async fn a_webhook_burst_survives_a_kill(db: Db) {
         .unwrap();
     assert_eq!(seeded.status(), 201);
     // Fetching each customer is slow, so the kill finds calls stored but not processed.
-    fault(
+    add_fault(
         &client,
         &erp_host,
         json!({"path_prefix": format!("{}/customer", path_of(&erp)), "status": 200, "delay_ms": 100, "times": 1000}),
@@ -190,7 +182,7 @@ async fn a_flow_killed_midway_is_recorded_as_interrupted(db: Db) {
     let (mut instance, _sandboxes, store) = Instance::start(db, &[]).await;
     let token = instance.token().await;
     let body = json!({
-        "request_payload": common::leasing_request("ACME [slow:1000]"),
+        "request_payload": leasing_request("ACME [slow:1000]"),
         "e_signature_payload": {"SignerName": "Max Mustermann", "SignerEmail": "max@acme.example"},
         "sleep_milliseconds": 500,
         "max_attempts": 100
@@ -252,7 +244,7 @@ async fn a_bulk_post_killed_midway_pushes_nothing_twice(db: Db) {
         store.mirror_insert("companies", &record, Some("create")).await.unwrap();
     }
     // The sixth create is carried out, but its answer comes late: the kill lands in between.
-    fault(
+    add_fault(
         &client,
         &root,
         json!({"path_prefix": "/odata/Companies", "status": 200, "answer_delay_ms": 60000, "after": 5, "times": 1}),

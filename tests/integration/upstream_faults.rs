@@ -6,9 +6,7 @@
 //! Runs on SQLite only: what is checked is the upstream handling; the local state checks use
 //! the same store code on both databases, which the area tests cover on both.
 
-mod common;
-
-use common::{Db, TestService, error_body};
+use crate::common::{Db, TestService, add_fault, clear_faults, error_body, leasing_request};
 use serde_json::{Value, json};
 
 /// One fault: its name, the rule posted to the simulator and the `error_code` it must give.
@@ -64,20 +62,6 @@ async fn start() -> (TestService, String) {
     (svc, token)
 }
 
-async fn inject(svc: &TestService, root: &str, rule: &Value) {
-    let answer = svc.client.post(format!("{root}/__sandbox/faults")).json(rule).send().await.unwrap();
-    assert_eq!(answer.status(), 204);
-}
-
-async fn clear(svc: &TestService, root: &str) {
-    let answer = svc.client.delete(format!("{root}/__sandbox/faults")).send().await.unwrap();
-    assert_eq!(answer.status(), 204);
-}
-
-fn erp_host(svc: &TestService) -> String {
-    svc.erp.split("/webapp").next().unwrap().to_string()
-}
-
 /// The answer must be a clear error for `fault` from `system`.
 async fn assert_clear_error(response: reqwest::Response, fault: &Fault, system: &str, call: &str) {
     let status = response.status().as_u16();
@@ -88,12 +72,8 @@ async fn assert_clear_error(response: reqwest::Response, fault: &Fault, system: 
     assert!(message.contains(system), "{call} under {}: the message names the {system}: {message}", fault.name);
 }
 
-async fn get(svc: &TestService, token: &str, path: &str) -> reqwest::Response {
-    svc.client.get(svc.url(path)).bearer_auth(token).send().await.unwrap()
-}
-
 async fn show_company(svc: &TestService, token: &str, id: &str) -> (u16, Value) {
-    let answer = get(svc, token, &format!("/api/v1/fieldreport/companies/{id}")).await;
+    let answer = svc.get(token, &format!("/api/v1/fieldreport/companies/{id}")).await;
     let status = answer.status().as_u16();
     (status, answer.json().await.unwrap())
 }
@@ -118,32 +98,27 @@ async fn create_company(svc: &TestService, token: &str, company: &Value) -> Stri
 async fn leasing_calls_fail_clearly_and_change_nothing() {
     let (svc, token) = start().await;
     let created: Value = svc
-        .client
-        .post(svc.url("/api/v1/leasing"))
-        .bearer_auth(&token)
-        .json(&common::leasing_request("ACME GmbH"))
-        .send()
+        .call(&token, reqwest::Method::POST, "/api/v1/leasing", Some(leasing_request("ACME GmbH")))
         .await
-        .unwrap()
         .json()
         .await
         .unwrap();
     let financing_id = created["data"]["FinancingId"].as_str().expect("a request was created").to_string();
     for fault in faults("/basic/v1/requests") {
-        inject(&svc, &svc.leasing, &fault.rule).await;
+        add_fault(&svc.client, &svc.leasing, fault.rule.clone()).await;
         let key = format!("fault-{}", fault.name.replace(' ', "-"));
         let create = || {
             svc.client
                 .post(svc.url("/api/v1/leasing"))
                 .bearer_auth(&token)
                 .header("idempotency-key", &key)
-                .json(&common::leasing_request("ACME GmbH"))
+                .json(&leasing_request("ACME GmbH"))
                 .send()
         };
         assert_clear_error(create().await.unwrap(), &fault, "leasing provider", "create").await;
-        let show = get(&svc, &token, &format!("/api/v1/leasing/{financing_id}")).await;
+        let show = svc.get(&token, &format!("/api/v1/leasing/{financing_id}")).await;
         assert_clear_error(show, &fault, "leasing provider", "show").await;
-        clear(&svc, &svc.leasing).await;
+        clear_faults(&svc.client, &svc.leasing).await;
         // The failed attempt left the key free: the retry is carried out.
         let retried = create().await.unwrap();
         assert_eq!(retried.status(), 201, "create after {}", fault.name);
@@ -185,15 +160,15 @@ async fn fieldreport_calls_fail_clearly_and_converge_when_sent_again() {
         let change = json!({"Name": "Changed GmbH"});
         let company_path = format!("/api/v1/fieldreport/companies/{id}");
 
-        inject(&svc, &svc.fieldreport, &fault.rule).await;
+        add_fault(&svc.client, &svc.fieldreport, fault.rule.clone()).await;
         let create =
             write(reqwest::Method::POST, "/api/v1/fieldreport/companies".into(), Some(new.clone())).await.unwrap();
         assert_clear_write_error(create, &fault, "create").await;
         let update = write(reqwest::Method::PATCH, company_path.clone(), Some(change.clone())).await.unwrap();
         let update_unknown = assert_clear_write_error(update, &fault, "update").await;
-        let sync = get(&svc, &token, "/api/v1/fieldreport/sync/companies").await;
+        let sync = svc.get(&token, "/api/v1/fieldreport/sync/companies").await;
         assert_clear_error(sync, &fault, "field-report", "sync").await;
-        clear(&svc, &svc.fieldreport).await;
+        clear_faults(&svc.client, &svc.fieldreport).await;
         assert_eq!(cursor().await, cursor_before, "a failed sync records no cursor ({})", fault.name);
         if !update_unknown {
             assert_eq!(show_company(&svc, &token, &id).await, (200, before.clone()), "after {}", fault.name);
@@ -211,14 +186,14 @@ async fn fieldreport_calls_fail_clearly_and_converge_when_sent_again() {
         assert_eq!(shown["Name"], "Changed GmbH", "after {}", fault.name);
 
         // A delete under the fault, then settled: sent again (refused before) or by post.
-        inject(&svc, &svc.fieldreport, &fault.rule).await;
+        add_fault(&svc.client, &svc.fieldreport, fault.rule.clone()).await;
         let delete = write(reqwest::Method::DELETE, company_path.clone(), None).await.unwrap();
         let delete_unknown = assert_clear_write_error(delete, &fault, "delete").await;
-        clear(&svc, &svc.fieldreport).await;
+        clear_faults(&svc.client, &svc.fieldreport).await;
         if delete_unknown {
             assert_eq!(show_company(&svc, &token, &id).await.0, 404, "pending deletes stay deleted ({})", fault.name);
             let posted: Value =
-                get(&svc, &token, "/api/v1/fieldreport/post/2/delete/companies").await.json().await.unwrap();
+                svc.get(&token, "/api/v1/fieldreport/post/2/delete/companies").await.json().await.unwrap();
             let report = &posted["data"][0];
             let settled = report["pushed"].as_u64().unwrap() + report["recovered"].as_u64().unwrap();
             assert_eq!(settled, 1, "post settles the delete after {}: {posted}", fault.name);
@@ -288,26 +263,26 @@ async fn a_forwarded_write_without_an_answer_is_settled_by_reading_the_upstream(
     // Carried out, then answered after the service's 1 s time-out.
     let late = |path: String| json!({"path_prefix": path, "status": 200, "answer_delay_ms": 3000});
 
-    inject(&svc, &svc.fieldreport, &late("/odata/Companies".into())).await;
+    add_fault(&svc.client, &svc.fieldreport, late("/odata/Companies".into())).await;
     let created = svc
-        .client
-        .post(svc.url("/api/v1/fieldreport/companies"))
-        .bearer_auth(&token)
-        .json(&json!({"Id": "0", "Version": 1, "Name": "Late GmbH", "ExternalId": "LATE-1"}))
-        .send()
-        .await
-        .unwrap();
+        .call(
+            &token,
+            reqwest::Method::POST,
+            "/api/v1/fieldreport/companies",
+            Some(json!({"Id": "0", "Version": 1, "Name": "Late GmbH", "ExternalId": "LATE-1"})),
+        )
+        .await;
     assert_eq!(created.status(), 201, "the create applied: {}", created.text().await.unwrap());
-    clear(&svc, &svc.fieldreport).await;
+    clear_faults(&svc.client, &svc.fieldreport).await;
     assert_eq!(upstream_companies(&svc, "LATE-1").await, 1);
     let found: Value =
-        get(&svc, &token, "/api/v1/fieldreport/show/companies/ExternalId/LATE-1").await.json().await.unwrap();
+        svc.get(&token, "/api/v1/fieldreport/show/companies/ExternalId/LATE-1").await.json().await.unwrap();
     let late_id = found["data"][0]["Id"].as_str().unwrap().to_string();
 
-    inject(&svc, &svc.fieldreport, &late(format!("/odata/Companies({late_id}L)"))).await;
+    add_fault(&svc.client, &svc.fieldreport, late(format!("/odata/Companies({late_id}L)"))).await;
     let updated = patch(&late_id, "Later GmbH").await.unwrap();
     assert_eq!(updated.status(), 200, "the update applied: {}", updated.text().await.unwrap());
-    clear(&svc, &svc.fieldreport).await;
+    clear_faults(&svc.client, &svc.fieldreport).await;
     let (_, shown) = show_company(&svc, &token, &late_id).await;
     assert_eq!((shown["Name"].as_str(), shown["Version"].as_i64()), (Some("Later GmbH"), Some(2)));
     let again = patch(&late_id, "Latest GmbH").await.unwrap();
@@ -315,22 +290,22 @@ async fn a_forwarded_write_without_an_answer_is_settled_by_reading_the_upstream(
     assert_eq!(show_company(&svc, &token, &late_id).await.1["Version"], 3);
 
     let first = create_company(&svc, &token, &create("Applied GmbH")).await;
-    inject(&svc, &svc.fieldreport, &late(format!("/odata/Companies({first}L)"))).await;
+    add_fault(&svc.client, &svc.fieldreport, late(format!("/odata/Companies({first}L)"))).await;
     let answer = delete(first.clone()).await.unwrap();
     assert_eq!(answer.status(), 204, "the delete applied: {}", answer.text().await.unwrap());
-    clear(&svc, &svc.fieldreport).await;
+    clear_faults(&svc.client, &svc.fieldreport).await;
     assert_eq!(show_company(&svc, &token, &first).await.0, 404);
-    let posted: Value = get(&svc, &token, "/api/v1/fieldreport/post/2/delete/companies").await.json().await.unwrap();
+    let posted: Value = svc.get(&token, "/api/v1/fieldreport/post/2/delete/companies").await.json().await.unwrap();
     assert_eq!(posted["data"][0]["pushed"], 0, "nothing left to send: {posted}");
 
     let second = create_company(&svc, &token, &create("Kept GmbH")).await;
     let (_, before) = show_company(&svc, &token, &second).await;
     let failing = json!({"path_prefix": format!("/odata/Companies({second}L)"), "status": 500, "times": 1});
-    inject(&svc, &svc.fieldreport, &failing).await;
+    add_fault(&svc.client, &svc.fieldreport, failing).await;
     let answer = delete(second.clone()).await.unwrap();
     let body = error_body(answer, 502).await;
     assert_eq!(body["error_code"], "upstream_unavailable", "{body}");
-    clear(&svc, &svc.fieldreport).await;
+    clear_faults(&svc.client, &svc.fieldreport).await;
     assert_eq!(show_company(&svc, &token, &second).await, (200, before), "the record is back as it was");
     let left: (i64,) =
         sqlx::query_as("SELECT COUNT(*) FROM fieldreport_deletes").fetch_one(svc.store().pool()).await.unwrap();
@@ -343,15 +318,15 @@ async fn a_forwarded_write_without_an_answer_is_settled_by_reading_the_upstream(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn erp_calls_fail_clearly_and_change_nothing() {
     let (svc, token) = start().await;
-    let host = erp_host(&svc);
+    let host = svc.erp_host().to_string();
     let mirrored = || async {
         let (n,): (i64,) =
             sqlx::query_as("SELECT COUNT(*) FROM erp_records").fetch_one(svc.store().pool()).await.unwrap();
         n
     };
     for fault in faults("/webapp/api/v1/customer") {
-        inject(&svc, &host, &fault.rule).await;
-        let pull = get(&svc, &token, "/api/v1/erp/setup/customer").await;
+        add_fault(&svc.client, &host, fault.rule.clone()).await;
+        let pull = svc.get(&token, "/api/v1/erp/setup/customer").await;
         assert_clear_error(pull, &fault, "ERP", "pull").await;
         assert_eq!(mirrored().await, 0, "nothing mirrored after {}", fault.name);
 
@@ -393,7 +368,7 @@ async fn erp_calls_fail_clearly_and_change_nothing() {
         assert_eq!(companies, 0, "nothing written to the field-report mirror after {}", fault.name);
         // Settle the call before the next fault, so its retry cannot see that fault.
         sqlx::query("DELETE FROM erp_webhook_inbox").execute(svc.store().pool()).await.unwrap();
-        clear(&svc, &host).await;
+        clear_faults(&svc.client, &host).await;
     }
     svc.stop().await;
 }

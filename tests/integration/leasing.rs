@@ -1,8 +1,6 @@
 //! The leasing step-by-step routes over real HTTP, against the leasing-provider simulator.
 
-mod common;
-
-use common::{Db, TestService, error_body};
+use crate::common::{Db, TestService, error_body};
 use serde_json::{Value, json};
 
 fn request_payload(company: &str) -> Value {
@@ -25,11 +23,7 @@ struct Leasing<'a> {
 
 impl Leasing<'_> {
     async fn call(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> reqwest::Response {
-        let mut request = self.svc.client.request(method, self.svc.url(path)).bearer_auth(&self.token);
-        if let Some(body) = body {
-            request = request.json(&body);
-        }
-        request.send().await.unwrap()
+        self.svc.call(&self.token, method, path, body).await
     }
 
     async fn ok(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> Value {

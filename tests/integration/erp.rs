@@ -2,11 +2,9 @@
 //! retries, restarts), the helper routes, custom attributes, the field-report mapping, ERP mail
 //! templates, and the ERP client's handling of 429 and time-outs. Both databases.
 
-mod common;
-
 use std::time::Duration;
 
-use common::{Db, TestService, error_body};
+use crate::common::{Db, TestService, add_fault, clear_faults, error_body};
 use integration_service::store::Dialect;
 use integration_service::store::erp::ErpRecord;
 use integration_service::store::fieldreport::Upserted;
@@ -24,12 +22,8 @@ async fn start(db: Db, extra: &[(&str, &str)]) -> (TestService, String) {
     (svc, token)
 }
 
-async fn get(svc: &TestService, token: &str, path: &str) -> reqwest::Response {
-    svc.client.get(svc.url(path)).bearer_auth(token).send().await.unwrap()
-}
-
 async fn ok(svc: &TestService, token: &str, path: &str) -> Value {
-    let response = get(svc, token, path).await;
+    let response = svc.get(token, path).await;
     let status = response.status();
     let body: Value = response.json().await.unwrap();
     assert_eq!(status, 200, "{path}: {body}");
@@ -50,15 +44,12 @@ async fn erp(svc: &TestService, method: reqwest::Method, path: &str, body: Optio
     serde_json::from_str(&text).unwrap_or(Value::Null)
 }
 
-async fn erp_fault(svc: &TestService, fault: Value) {
-    let root = svc.erp.trim_end_matches("/webapp/api/v1");
-    let response = svc.client.post(format!("{root}/__sandbox/faults")).json(&fault).send().await.unwrap();
-    assert_eq!(response.status(), 204);
+async fn erp_fault(svc: &TestService, rule: Value) {
+    add_fault(&svc.client, svc.erp_host(), rule).await;
 }
 
 async fn erp_clear_faults(svc: &TestService) {
-    let root = svc.erp.trim_end_matches("/webapp/api/v1");
-    svc.client.delete(format!("{root}/__sandbox/faults")).send().await.unwrap();
+    clear_faults(&svc.client, svc.erp_host()).await;
 }
 
 /// Writes the field-report simulator received.
@@ -241,8 +232,8 @@ async fn repeated_and_late_deliveries_change_nothing(db: Db) {
     let removed = inbox_call(&svc, &token, after, "done").await;
     assert_eq!(removed["outcome"]["mirror"], "deleted");
     assert_eq!(removed["outcome"]["fieldReport"]["action"], "deleted");
-    error_body(get(&svc, &token, "/api/v1/erp/show/contact/8").await, 404).await;
-    error_body(get(&svc, &token, "/api/v1/fieldreport/contacts/erp-contact-8").await, 404).await;
+    error_body(svc.get(&token, "/api/v1/erp/show/contact/8").await, 404).await;
+    error_body(svc.get(&token, "/api/v1/fieldreport/contacts/erp-contact-8").await, 404).await;
     svc.stop().await;
 }
 
@@ -278,7 +269,7 @@ async fn an_erp_delete_reaches_the_field_report_system_and_stays(db: Db) {
 
     let synced = ok(&svc, &token, "/api/v1/fieldreport/sync/companies").await;
     assert_eq!(synced["data"][0]["inserted"], 0, "{synced}");
-    error_body(get(&svc, &token, &format!("/api/v1/fieldreport/companies/{id}")).await, 404).await;
+    error_body(svc.get(&token, &format!("/api/v1/fieldreport/companies/{id}")).await, 404).await;
     svc.stop().await;
 }
 
@@ -297,8 +288,8 @@ async fn a_full_pull_removes_what_the_erp_lost_and_its_mapped_record(db: Db) {
     let pulled = ok(&svc, &token, "/api/v1/erp/setup/customer").await;
     let removed: u64 = pulled["data"].as_array().unwrap().iter().map(|r| r["removed"].as_u64().unwrap()).sum();
     assert_eq!(removed, 1, "{pulled}");
-    error_body(get(&svc, &token, "/api/v1/erp/show/customer/5").await, 404).await;
-    error_body(get(&svc, &token, &format!("/api/v1/fieldreport/companies/{id}")).await, 404).await;
+    error_body(svc.get(&token, "/api/v1/erp/show/customer/5").await, 404).await;
+    error_body(svc.get(&token, &format!("/api/v1/fieldreport/companies/{id}")).await, 404).await;
     let posted = ok(&svc, &token, "/api/v1/fieldreport/post/2/delete/companies").await;
     assert_eq!(posted["data"][0]["pushed"], 1, "{posted}");
     svc.stop().await;
@@ -449,9 +440,9 @@ async fn setup_get_update_and_show(db: Db) {
     assert!(customer["last_pull_at"].as_i64().is_some());
     assert_eq!(overview["models"].as_array().unwrap().len(), generated::erp::MODELS.len());
 
-    let unknown = error_body(get(&svc, &token, "/api/v1/erp/show/noSuchModel").await, 404).await;
+    let unknown = error_body(svc.get(&token, "/api/v1/erp/show/noSuchModel").await, 404).await;
     assert!(unknown["message"].as_str().unwrap().contains("salesOrder"), "{unknown}");
-    error_body(get(&svc, &token, "/api/v1/erp/show/customer/99").await, 404).await;
+    error_body(svc.get(&token, "/api/v1/erp/show/customer/99").await, 404).await;
     error_body(svc.client.get(svc.url("/api/v1/erp/show")).send().await.unwrap(), 401).await;
 
     // Incremental: every model once, then only what changed.
@@ -488,10 +479,10 @@ async fn setup_get_update_and_show(db: Db) {
     let matching = ok(&svc, &token, "/api/v1/erp/update/customer/customerNumber/10003").await;
     assert_eq!((matching["data"][0]["fetched"].as_u64(), matching["data"][0]["updated"].as_u64()), (Some(1), Some(1)));
     assert_eq!(ok(&svc, &token, "/api/v1/erp/show/customer/7").await["phone"], "+49 40 999");
-    error_body(get(&svc, &token, "/api/v1/erp/update/customer/customer-Number/1").await, 422).await;
+    error_body(svc.get(&token, "/api/v1/erp/update/customer/customer-Number/1").await, 422).await;
     erp(&svc, reqwest::Method::DELETE, "/customer/id/7", None).await;
     assert_eq!(ok(&svc, &token, "/api/v1/erp/update/customer/7").await["data"][0]["removed"], 1);
-    error_body(get(&svc, &token, "/api/v1/erp/update/customer/7").await, 404).await;
+    error_body(svc.get(&token, "/api/v1/erp/update/customer/7").await, 404).await;
     let one = ok(&svc, &token, "/api/v1/erp/update/customer/5").await;
     assert_eq!(one["data"][0]["unchanged"], 1);
     let refresh = ok(&svc, &token, "/api/v1/erp/update").await;
@@ -507,7 +498,7 @@ async fn custom_attributes_are_pulled_posted_and_pushed_with_version_checks(db: 
     assert_eq!(pulled["records"], 3);
     let one = ok(&svc, &token, "/api/v1/erp/entityPullAttr/customer/serviceLevel").await["data"].clone();
     assert_eq!(one["values"], 3, "{one}");
-    error_body(get(&svc, &token, "/api/v1/erp/entityPullAttr/customer/nope").await, 404).await;
+    error_body(svc.get(&token, "/api/v1/erp/entityPullAttr/customer/nope").await, 404).await;
 
     // Post the customers to the field-report system; each new company's Id is kept on the
     // customer's fieldReportId attribute, pending a push.
@@ -555,8 +546,8 @@ async fn custom_attributes_are_pulled_posted_and_pushed_with_version_checks(db: 
     );
     assert_eq!(ok(&svc, &token, "/api/v1/erp/entityPushAttr/customer").await["data"]["pushed"], 0);
 
-    error_body(get(&svc, &token, "/api/v1/erp/fieldReportPost/salesOrder").await, 422).await;
-    error_body(get(&svc, &token, "/api/v1/erp/fieldReportPost?id=5").await, 422).await;
+    error_body(svc.get(&token, "/api/v1/erp/fieldReportPost/salesOrder").await, 422).await;
+    error_body(svc.get(&token, "/api/v1/erp/fieldReportPost?id=5").await, 422).await;
     svc.stop().await;
 }
 
@@ -573,10 +564,10 @@ async fn field_report_post_of_one_record_replaces_the_local_placeholder(db: Db) 
     ok(&svc, &token, "/api/v1/fieldreport/products/erp-article-12").await;
     let posted = ok(&svc, &token, "/api/v1/erp/fieldReportPost/article?id=12").await["data"][0].clone();
     assert_eq!(posted["created"], 1, "{posted}");
-    error_body(get(&svc, &token, "/api/v1/fieldreport/products/erp-article-12").await, 404).await;
+    error_body(svc.get(&token, "/api/v1/fieldreport/products/erp-article-12").await, 404).await;
     let found = ok(&svc, &token, "/api/v1/fieldreport/show/products/ExternalId/12").await;
     assert_eq!(found["data"].as_array().unwrap().len(), 1, "one product, with the upstream's Id: {found}");
-    error_body(get(&svc, &token, "/api/v1/erp/fieldReportPost/article?id=999").await, 404).await;
+    error_body(svc.get(&token, "/api/v1/erp/fieldReportPost/article?id=999").await, 404).await;
     svc.stop().await;
 }
 
@@ -595,7 +586,7 @@ async fn erp_throttling_and_time_outs_are_handled(db: Db) {
         json!({"path_prefix": "/webapp/api/v1/article", "status": 429, "retry_after_seconds": 1, "times": 10}),
     )
     .await;
-    let response = get(&svc, &token, "/api/v1/erp/setup/article").await;
+    let response = svc.get(&token, "/api/v1/erp/setup/article").await;
     assert_eq!(response.headers().get("retry-after").and_then(|v| v.to_str().ok()), Some("1"));
     let body = error_body(response, 503).await;
     assert_eq!(body["error_code"], "upstream_busy");
@@ -603,7 +594,7 @@ async fn erp_throttling_and_time_outs_are_handled(db: Db) {
     // Slower than ERP_TIMEOUT_SECONDS: 504, the mirror as before.
     erp_fault(&svc, json!({"path_prefix": "/webapp/api/v1/article", "status": 200, "delay_ms": 3000, "times": 3}))
         .await;
-    let body = error_body(get(&svc, &token, "/api/v1/erp/setup/article").await, 504).await;
+    let body = error_body(svc.get(&token, "/api/v1/erp/setup/article").await, 504).await;
     assert_eq!(body["error_code"], "upstream_timeout");
     assert!(!body["message"].as_str().unwrap().contains("sandbox-erp-key"));
     assert_eq!(ok(&svc, &token, "/api/v1/erp/show/article").await["meta"]["total"], 3);
@@ -615,7 +606,7 @@ async fn erp_throttling_and_time_outs_are_handled(db: Db) {
                "body": "{\"type\": \"x\", \"title\": \"invalid_query\", \"status\": 400, \"detail\": \"bad filter\"}"}),
     )
     .await;
-    let body = error_body(get(&svc, &token, "/api/v1/erp/setup/article").await, 502).await;
+    let body = error_body(svc.get(&token, "/api/v1/erp/setup/article").await, 502).await;
     assert!(body["message"].as_str().unwrap().contains("invalid_query: bad filter"), "{body}");
     assert!(!svc.log.text().contains("sandbox-erp-key"), "the API key never reaches the log");
     svc.stop().await;
@@ -630,12 +621,11 @@ async fn a_missing_template_is_reported_without_hiding_missing_info(db: Db) {
                    "Addresses": [{"Line1": "A 1", "PostCode": "10115", "City": "Berlin", "Country": "DE", "Type": "main"}]},
         "FinancingObjects": [{"Quantity": 1, "ObjectTypeId": 1, "Name": "Copier", "NetPricePerObject": 1000.0}]
     });
-    let created = svc.client.post(svc.url("/api/v1/leasing")).bearer_auth(&token).json(&request).send().await.unwrap();
+    let created = svc.call(&token, reqwest::Method::POST, "/api/v1/leasing", Some(request.clone())).await;
     let created: Value = created.json().await.unwrap();
     let id = created["data"]["FinancingId"].as_str().unwrap_or_else(|| panic!("{created}")).to_string();
     let body = error_body(
-        get(&svc, &token, &format!("/api/v1/leasing/{id}/wait-ready-to-sign?max_attempts=1&sleep_milliseconds=1"))
-            .await,
+        svc.get(&token, &format!("/api/v1/leasing/{id}/wait-ready-to-sign?max_attempts=1&sleep_milliseconds=1")).await,
         500,
     )
     .await;

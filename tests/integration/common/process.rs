@@ -10,9 +10,8 @@ use integration_service::config::DatabaseUrl;
 use integration_service::store::Store;
 use serde_json::{Value, json};
 
-use super::{Db, fresh_database};
+use super::{BINARY, Db, fresh_database};
 
-pub const BINARY: &str = env!("CARGO_BIN_EXE_integration-service");
 pub const WEBHOOK_SECRET: &str = "crash-test-webhook-secret";
 pub const EMAIL: &str = "ops@example.com";
 pub const PASSWORD: &str = "a long passphrase";
@@ -144,15 +143,6 @@ impl Drop for Instance {
             let _ = child.wait();
         }
     }
-}
-
-pub async fn fault(client: &reqwest::Client, root: &str, rule: Value) {
-    let answer = client.post(format!("{root}/__sandbox/faults")).json(&rule).send().await.unwrap();
-    assert_eq!(answer.status(), 204);
-}
-
-pub async fn clear_faults(client: &reqwest::Client, root: &str) {
-    client.delete(format!("{root}/__sandbox/faults")).send().await.unwrap();
 }
 
 /// The field-report simulator's host root (its sets live under `/odata/`).

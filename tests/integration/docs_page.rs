@@ -3,15 +3,12 @@
 //! rendered DOM must list every operation of every area. A screenshot is saved under the
 //! target folder (`docs-page.png`) for people to look at.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use common::{Db, TestService, error_body};
+use crate::common::{DOCUMENT, Db, TestService, error_body};
 
-const DOCUMENT: &str = include_str!("../spec/openapi.json");
 const CHROMIUM: &str = "/usr/bin/chromium";
 /// A guard against a hung browser, not a timing assertion.
 const BROWSER_GUARD: Duration = Duration::from_secs(300);

@@ -1,66 +1,30 @@
 //! TLS termination in the service (`TLS_CERT`, `TLS_KEY`): a CA and a server certificate are
-//! made here with rcgen; clients that trust the CA are served over HTTP/1.1, everything else
+//! made with rcgen (`common::tls`); clients that trust the CA are served over HTTP/1.1, everything else
 //! fails without disturbing the service.
 
-mod common;
-
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{Db, TestService, error_body};
+use crate::common::tls::{Authority, Files};
+use crate::common::{Db, TestService, error_body};
 use integration_service::config::Config;
 use integration_service::{server, telemetry};
-use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair};
-use rustls::pki_types::{CertificateDer, ServerName};
+use rustls::pki_types::ServerName;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 /// A guard against a hung connection, not a timing assertion.
 const GUARD: Duration = Duration::from_secs(30);
 
-struct Authority {
-    issuer: Issuer<'static, KeyPair>,
-    pem: String,
-    der: CertificateDer<'static>,
-}
-
-fn authority(name: &str) -> Authority {
-    let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
-    params.distinguished_name.push(DnType::CommonName, name);
-    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    let key = KeyPair::generate().unwrap();
-    let cert = params.self_signed(&key).unwrap();
-    Authority { pem: cert.pem(), der: cert.der().clone(), issuer: Issuer::new(params, key) }
-}
-
 /// A server certificate for loopback signed by `ca`: (certificate PEM, key PEM).
 fn server_certificate(ca: &Authority) -> (String, String) {
-    let params = CertificateParams::new(vec!["localhost".to_string(), "127.0.0.1".to_string()]).unwrap();
-    let key = KeyPair::generate().unwrap();
-    let cert = params.signed_by(&key, &ca.issuer).unwrap();
-    (cert.pem(), key.serialize_pem())
-}
-
-/// Files of a test: a fresh folder under the temporary directory.
-struct Files(PathBuf);
-
-impl Files {
-    fn new() -> Files {
-        let dir = std::env::temp_dir().join(format!("integration-service-tls-{}", uuid::Uuid::new_v4()));
-        std::fs::create_dir_all(&dir).unwrap();
-        Files(dir)
-    }
-    fn write(&self, name: &str, content: &str) -> String {
-        let path = self.0.join(name);
-        std::fs::write(&path, content).unwrap();
-        path.to_str().unwrap().to_string()
-    }
+    let leaf = ca.leaf(&["localhost", "127.0.0.1"]);
+    (leaf.cert_pem, leaf.key_pem)
 }
 
 /// The service with TLS from a fresh CA, and a client that trusts that CA only.
 async fn start_tls(ca: &Authority) -> TestService {
-    let files = Files::new();
+    let files = Files::new("tls");
     let (cert, key) = server_certificate(ca);
     let cert_path = files.write("server.pem", &cert);
     let key_path = files.write("server.key", &key);
@@ -81,7 +45,7 @@ fn port(svc: &TestService) -> u16 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn login_and_a_guarded_route_over_tls() {
-    let ca = authority("Service Test CA");
+    let ca = Authority::new("Service Test CA");
     let svc = start_tls(&ca).await;
     svc.create_user("ada@example.com", "analytical-engine").await;
     let login = svc.login("ada@example.com", "analytical-engine").await;
@@ -90,7 +54,7 @@ async fn login_and_a_guarded_route_over_tls() {
     assert_eq!(login.status(), 200);
     let token = login.json::<serde_json::Value>().await.unwrap()["access_token"].as_str().unwrap().to_string();
 
-    let user = svc.client.get(svc.url("/api/v1/user")).bearer_auth(&token).send().await.unwrap();
+    let user = svc.get(&token, "/api/v1/user").await;
     assert_eq!(user.status(), 200);
     assert_eq!(user.json::<serde_json::Value>().await.unwrap()["email"], "ada@example.com");
     let anonymous = svc.client.get(svc.url("/api/v1/user")).send().await.unwrap();
@@ -103,7 +67,7 @@ async fn login_and_a_guarded_route_over_tls() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn alpn_selects_http11_even_when_the_client_prefers_h2() {
-    let ca = authority("Service Test CA");
+    let ca = Authority::new("Service Test CA");
     let svc = start_tls(&ca).await;
     let mut roots = rustls::RootCertStore::empty();
     roots.add(ca.der.clone()).unwrap();
@@ -128,7 +92,7 @@ async fn alpn_selects_http11_even_when_the_client_prefers_h2() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn plain_http_and_stalled_handshakes_do_not_stop_the_service() {
-    let ca = authority("Service Test CA");
+    let ca = Authority::new("Service Test CA");
     let svc = start_tls(&ca).await;
     let port = port(&svc);
 
@@ -174,14 +138,14 @@ async fn plain_http_and_stalled_handshakes_do_not_stop_the_service() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn clients_that_do_not_trust_the_ca_are_refused() {
-    let ca = authority("Service Test CA");
+    let ca = Authority::new("Service Test CA");
     let svc = start_tls(&ca).await;
     // The system's roots only.
     let system = reqwest::Client::builder().timeout(GUARD).build().unwrap();
     let error = system.get(svc.url("/healthz")).send().await.expect_err("an unknown CA is not trusted");
     assert!(error.is_connect(), "{error:?}");
     // Another CA only.
-    let stranger = trusting(&authority("Another CA"));
+    let stranger = trusting(&Authority::new("Another CA"));
     stranger.get(svc.url("/healthz")).send().await.expect_err("a certificate from another CA is not trusted");
     // The trusting client is still served.
     assert_eq!(svc.client.get(svc.url("/healthz")).send().await.unwrap().status(), 200);
@@ -190,7 +154,7 @@ async fn clients_that_do_not_trust_the_ca_are_refused() {
 
 /// The start error for these certificate files.
 async fn start_error(cert: &str, key: &str) -> String {
-    let files = Files::new();
+    let files = Files::new("tls");
     let database_url = format!("sqlite://{}/test.db", files.0.display());
     let cert_path = files.write("cert.pem", cert);
     let key_path = files.write("key.pem", key);
@@ -212,7 +176,7 @@ async fn start_error(cert: &str, key: &str) -> String {
 
 #[tokio::test]
 async fn unusable_certificate_files_stop_the_start_naming_the_setting() {
-    let ca = authority("Service Test CA");
+    let ca = Authority::new("Service Test CA");
     let (cert, key) = server_certificate(&ca);
     let (_, other_key) = server_certificate(&ca);
 

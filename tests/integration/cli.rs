@@ -1,13 +1,9 @@
 //! The command line: configuration errors, migrations, user and token management.
 
-mod common;
-
 use std::io::Write;
 use std::process::{Command, Output, Stdio};
 
-use common::{Db, TestService, error_body};
-
-const BINARY: &str = env!("CARGO_BIN_EXE_integration-service");
+use crate::common::{BINARY, DOCUMENT, Db, TestService, add_fault, clear_faults, error_body};
 
 fn cli(database_url: &str, args: &[&str], stdin: Option<&str>) -> Output {
     let mut child = Command::new(BINARY)
@@ -61,7 +57,7 @@ async fn users_and_token_revocation_from_the_command_line(db: Db) {
     assert!(revoked.status.success(), "{}", text(&revoked.stderr));
     assert!(text(&revoked.stdout).contains("revoked 2 token(s)"), "{}", text(&revoked.stdout));
     for token in [&first, &second] {
-        let response = svc.client.get(svc.url("/api/v1/user")).bearer_auth(token).send().await.unwrap();
+        let response = svc.get(token, "/api/v1/user").await;
         error_body(response, 401).await;
     }
 
@@ -72,13 +68,13 @@ async fn users_and_token_revocation_from_the_command_line(db: Db) {
     let third = svc.token("lin@example.com", "a long passphrase").await;
     let deleted = cli(&url, &["user", "delete", "--email", "lin@example.com"], None);
     assert!(deleted.status.success(), "{}", text(&deleted.stderr));
-    let response = svc.client.get(svc.url("/api/v1/user")).bearer_auth(&third).send().await.unwrap();
+    let response = svc.get(&third, "/api/v1/user").await;
     error_body(response, 401).await;
     svc.stop().await;
 }
 
 async fn migrate_creates_the_schema(db: Db) {
-    let (url, _schema) = common::fresh_database(db).await;
+    let (url, _schema) = crate::common::fresh_database(db).await;
     let migrated = cli(&url, &["migrate"], None);
     assert!(migrated.status.success(), "{}", text(&migrated.stderr));
     let again = cli(&url, &["migrate"], None);
@@ -89,14 +85,7 @@ async fn migrate_creates_the_schema(db: Db) {
 
 async fn fieldreport_sync_from_the_command_line(db: Db) {
     let svc = TestService::start(db, &[]).await;
-    let seeded = svc
-        .client
-        .post(format!("{}/__sandbox/seed", svc.fieldreport))
-        .json(&serde_json::json!({"set": "Tags", "count": 150}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(seeded.status(), 200);
+    svc.seed("Tags", 150).await;
     let output = Command::new(BINARY)
         .args(["fieldreport", "sync", "tags"])
         .env_clear()
@@ -180,19 +169,10 @@ async fn erp_setup_and_pull_from_the_command_line(db: Db) {
 /// keeps what it stored, releases its lease, and the next run completes the sync at once.
 async fn ctrl_c_stops_a_sync_cleanly_and_the_next_run_resumes(db: Db) {
     let svc = TestService::start(db, &[]).await;
-    let seeded = svc
-        .client
-        .post(format!("{}/__sandbox/seed", svc.fieldreport))
-        .json(&serde_json::json!({"set": "Companies", "count": 3000}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(seeded.status(), 200);
+    svc.seed("Companies", 3000).await;
     let slow_pages =
         serde_json::json!({"path_prefix": "/odata/Companies", "status": 200, "delay_ms": 100, "times": 1000});
-    let added =
-        svc.client.post(format!("{}/__sandbox/faults", svc.fieldreport)).json(&slow_pages).send().await.unwrap();
-    assert_eq!(added.status(), 204);
+    add_fault(&svc.client, &svc.fieldreport, slow_pages).await;
     let sync = || {
         Command::new(BINARY)
             .args(["fieldreport", "sync", "companies"])
@@ -234,7 +214,7 @@ async fn ctrl_c_stops_a_sync_cleanly_and_the_next_run_resumes(db: Db) {
         .unwrap();
     assert!(kept >= stored && kept < 3000, "what was stored is kept: {kept}");
 
-    svc.client.delete(format!("{}/__sandbox/faults", svc.fieldreport)).send().await.unwrap();
+    clear_faults(&svc.client, &svc.fieldreport).await;
     let resumed = sync().wait_with_output().unwrap();
     assert!(resumed.status.success(), "the lease was released: {}", text(&resumed.stderr));
     let (total,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM fieldreport_records WHERE entity = 'companies'")
@@ -380,7 +360,7 @@ fn a_bad_setting_stops_with_one_line_naming_it() {
 fn openapi_prints_the_committed_document() {
     let output = Command::new(BINARY).arg("openapi").env_clear().output().unwrap();
     assert!(output.status.success());
-    assert_eq!(text(&output.stdout), include_str!("../spec/openapi.json"));
+    assert_eq!(text(&output.stdout), DOCUMENT);
 }
 
 #[test]

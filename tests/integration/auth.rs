@@ -1,11 +1,6 @@
 //! Login, logout, current user, token expiry and login throttling over real HTTP.
 
-mod common;
-
-use common::{Db, TestService, error_body};
-
-const EMAIL: &str = "ada@example.com";
-const PASSWORD: &str = "analytical-engine";
+use crate::common::{Db, EMAIL, PASSWORD, TestService, error_body};
 
 async fn login_issues_a_working_bearer_token(db: Db) {
     let svc = TestService::start(db, &[]).await;
@@ -21,8 +16,7 @@ async fn login_issues_a_working_bearer_token(db: Db) {
     assert_eq!(secret.len(), 40);
     assert!(secret.chars().all(|c| c.is_ascii_alphanumeric()));
 
-    let user: serde_json::Value =
-        svc.client.get(svc.url("/api/v1/user")).bearer_auth(token).send().await.unwrap().json().await.unwrap();
+    let user: serde_json::Value = svc.get(token, "/api/v1/user").await.json().await.unwrap();
     assert_eq!(user["email"], EMAIL);
     assert_eq!(user["name"], "Test User");
     assert!(user["id"].as_i64().is_some());
@@ -105,14 +99,14 @@ async fn logout_revokes_the_presented_token_only(db: Db) {
     svc.create_user(EMAIL, PASSWORD).await;
     let first = svc.token(EMAIL, PASSWORD).await;
     let second = svc.token(EMAIL, PASSWORD).await;
-    let logout = svc.client.post(svc.url("/api/v1/logout")).bearer_auth(&first).send().await.unwrap();
+    let logout = svc.call(&first, reqwest::Method::POST, "/api/v1/logout", None).await;
     assert_eq!(logout.status(), 204);
-    let reuse = svc.client.get(svc.url("/api/v1/user")).bearer_auth(&first).send().await.unwrap();
+    let reuse = svc.get(&first, "/api/v1/user").await;
     let body = error_body(reuse, 401).await;
     assert_eq!(body["message"], "Unauthenticated.");
-    let again = svc.client.post(svc.url("/api/v1/logout")).bearer_auth(&first).send().await.unwrap();
+    let again = svc.call(&first, reqwest::Method::POST, "/api/v1/logout", None).await;
     error_body(again, 401).await;
-    let other = svc.client.get(svc.url("/api/v1/user")).bearer_auth(&second).send().await.unwrap();
+    let other = svc.get(&second, "/api/v1/user").await;
     assert_eq!(other.status(), 200);
     svc.stop().await;
 }
@@ -164,7 +158,7 @@ async fn tokens_expire_when_a_lifetime_is_configured(db: Db) {
             .await
             .unwrap();
     assert_eq!(expires, Some(created + 30 * 60 * 1000));
-    assert_eq!(svc.client.get(svc.url("/api/v1/user")).bearer_auth(&token).send().await.unwrap().status(), 200);
+    assert_eq!(svc.get(&token, "/api/v1/user").await.status(), 200);
 
     // Let the lifetime pass (by moving the token's expiry into the past).
     sqlx::query("UPDATE personal_access_tokens SET expires_at = $1 WHERE id = $2")
@@ -176,7 +170,7 @@ async fn tokens_expire_when_a_lifetime_is_configured(db: Db) {
     // Written behind the service's back: on Postgres the cached owner goes when the change's
     // notification arrives, a moment after the commit.
     assert!(refused_soon(&svc, &token).await, "an expired token must be refused");
-    let expired = svc.client.get(svc.url("/api/v1/user")).bearer_auth(&token).send().await.unwrap();
+    let expired = svc.get(&token, "/api/v1/user").await;
     assert_eq!(error_body(expired, 401).await["message"], "Unauthenticated.");
     svc.stop().await;
 }
@@ -197,11 +191,11 @@ async fn tokens_without_lifetime_never_expire(db: Db) {
 async fn tokens_of_a_deleted_user_stop_working_at_once(db: Db) {
     let svc = TestService::start(db, &[]).await;
     let token = svc.user_token().await;
-    let me = svc.client.get(svc.url("/api/v1/user")).bearer_auth(&token).send().await.unwrap();
+    let me = svc.get(&token, "/api/v1/user").await;
     assert_eq!(me.status(), 200);
     let auth = integration_service::auth::Authenticator::new(svc.store().clone(), None).unwrap();
     auth.delete_user(EMAIL).await.unwrap();
-    let after = svc.client.get(svc.url("/api/v1/user")).bearer_auth(&token).send().await.unwrap();
+    let after = svc.get(&token, "/api/v1/user").await;
     assert_eq!(error_body(after, 401).await["error_code"], "unauthenticated");
     let login = svc.login(EMAIL, PASSWORD).await;
     assert_eq!(error_body(login, 401).await["error_code"], "invalid_credentials");
@@ -212,7 +206,7 @@ async fn tokens_of_a_deleted_user_stop_working_at_once(db: Db) {
 /// any instance (or anyone with SQL) revokes it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_token_revoked_on_one_instance_stops_working_on_the_others() {
-    let Some((first, second, sql)) = common::two_instances_on_postgres().await else { return };
+    let Some((first, second, sql)) = crate::common::two_instances_on_postgres().await else { return };
     first.create_user(EMAIL, PASSWORD).await;
     let user_on = |svc: &TestService, token: &str| svc.client.get(svc.url("/api/v1/user")).bearer_auth(token).send();
     // Without the notification (its trigger off), a token deleted behind the second
@@ -246,7 +240,7 @@ async fn a_token_revoked_on_one_instance_stops_working_on_the_others() {
     for token in [&logged_out, &deleted] {
         assert_eq!(user_on(&second, token).await.unwrap().status(), 200);
     }
-    let logout = first.client.post(first.url("/api/v1/logout")).bearer_auth(&logged_out).send().await.unwrap();
+    let logout = first.call(&logged_out, reqwest::Method::POST, "/api/v1/logout", None).await;
     assert_eq!(logout.status(), 204);
     let id: i64 = deleted.split('|').next().unwrap().parse().unwrap();
     sqlx::query("DELETE FROM personal_access_tokens WHERE id = $1").bind(id).execute(&sql).await.unwrap();
@@ -268,7 +262,7 @@ async fn a_token_revoked_on_one_instance_stops_working_on_the_others() {
 /// once the revoking transaction commits.
 async fn refused_soon(svc: &TestService, token: &str) -> bool {
     for _ in 0..50 {
-        let status = svc.client.get(svc.url("/api/v1/user")).bearer_auth(token).send().await.unwrap().status();
+        let status = svc.get(token, "/api/v1/user").await.status();
         if status == 401 {
             return true;
         }

@@ -1,9 +1,9 @@
 //! Test harness: starts the real service on loopback against SQLite or Postgres and talks to
 //! it over HTTP. Every Postgres test gets its own schema, so tests run in parallel.
-#![allow(dead_code)]
 
 pub mod process;
 pub mod smtp;
+pub mod tls;
 
 use std::io::Write;
 use std::str::FromStr;
@@ -14,6 +14,16 @@ use integration_service::server::{self, RunningService};
 use integration_service::telemetry;
 use sqlx::AssertSqlSafe;
 use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
+
+/// The service binary that cargo built for these tests.
+pub const BINARY: &str = env!("CARGO_BIN_EXE_integration-service");
+
+/// The committed OpenAPI document (`spec/openapi.json`).
+pub const DOCUMENT: &str = include_str!("../../../spec/openapi.json");
+
+/// The user of [`TestService::user_token`].
+pub const EMAIL: &str = "ada@example.com";
+pub const PASSWORD: &str = "analytical-engine";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Db {
@@ -186,10 +196,45 @@ impl TestService {
     }
 
     /// Injects a fault into this test's leasing simulator.
-    pub async fn leasing_fault(&self, fault: serde_json::Value) {
-        let response =
-            self.client.post(format!("{}/__sandbox/faults", self.leasing)).json(&fault).send().await.unwrap();
-        assert_eq!(response.status(), 204);
+    pub async fn leasing_fault(&self, rule: serde_json::Value) {
+        add_fault(&self.client, &self.leasing, rule).await;
+    }
+
+    /// The ERP simulator's host root (its `/__sandbox` routes), without the API path.
+    pub fn erp_host(&self) -> &str {
+        self.erp.trim_end_matches("/webapp/api/v1")
+    }
+
+    /// Seeds `count` generated records of `set` into this test's field-report simulator.
+    pub async fn seed(&self, set: &str, count: u64) {
+        seed(&self.client, &self.fieldreport, set, count).await;
+    }
+
+    /// How many requests this test's leasing simulator has received.
+    pub async fn provider_request_count(&self) -> u64 {
+        let url = format!("{}/__sandbox/stats", self.leasing);
+        let stats: serde_json::Value = self.client.get(url).send().await.unwrap().json().await.unwrap();
+        stats["requests"].as_u64().unwrap()
+    }
+
+    /// A call with a bearer token, and a JSON body when given.
+    pub async fn call(
+        &self,
+        token: &str,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<serde_json::Value>,
+    ) -> reqwest::Response {
+        let mut request = self.client.request(method, self.url(path)).bearer_auth(token);
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        request.send().await.unwrap()
+    }
+
+    /// `GET path` with a bearer token.
+    pub async fn get(&self, token: &str, path: &str) -> reqwest::Response {
+        self.call(token, reqwest::Method::GET, path, None).await
     }
 
     pub fn url(&self, path: &str) -> String {
@@ -239,10 +284,10 @@ impl TestService {
         }
     }
 
-    /// A user and a token in one step.
+    /// A user ([`EMAIL`], [`PASSWORD`]) and a token in one step.
     pub async fn user_token(&self) -> String {
-        self.create_user("ada@example.com", "analytical-engine").await;
-        self.token("ada@example.com", "analytical-engine").await
+        self.create_user(EMAIL, PASSWORD).await;
+        self.token(EMAIL, PASSWORD).await
     }
 
     /// Stops the service and starts it again on the same database, storage and simulators, as
@@ -293,4 +338,23 @@ pub async fn error_body(response: reqwest::Response, status: u16) -> serde_json:
     assert!(body["error_code"].as_str().is_some_and(|c| !c.is_empty()), "error_code in {body}");
     assert_eq!(body["request_id"].as_str(), Some(header_id.as_str()), "request_id in {body}");
     body
+}
+
+/// Adds a fault rule to the simulator at host root `root` (its `/__sandbox/faults`).
+pub async fn add_fault(client: &reqwest::Client, root: &str, rule: serde_json::Value) {
+    let answer = client.post(format!("{root}/__sandbox/faults")).json(&rule).send().await.unwrap();
+    assert_eq!(answer.status(), 204);
+}
+
+/// Removes every fault rule of the simulator at host root `root`.
+pub async fn clear_faults(client: &reqwest::Client, root: &str) {
+    let answer = client.delete(format!("{root}/__sandbox/faults")).send().await.unwrap();
+    assert_eq!(answer.status(), 204);
+}
+
+/// Seeds `count` generated records of `set` into the field-report simulator at host root `root`.
+pub async fn seed(client: &reqwest::Client, root: &str, set: &str, count: u64) {
+    let url = format!("{root}/__sandbox/seed");
+    let answer = client.post(url).json(&serde_json::json!({"set": set, "count": count})).send().await.unwrap();
+    assert_eq!(answer.status(), 200);
 }

@@ -3,15 +3,10 @@
 //! who generates a client from the document gets must work against the real service, with
 //! typed answers and typed errors.
 
-mod common;
-
+use crate::common::{Db, EMAIL, PASSWORD, TestService};
 use client::types::{self, EdmInt64};
 use client::{Client, Error, ResponseValue};
-use common::{Db, TestService};
 use serde_json::{Value, json};
-
-const EMAIL: &str = "ada@example.com";
-const PASSWORD: &str = "analytical-engine";
 
 /// A generated client for this service, with a bearer token when given.
 fn api(svc: &TestService, token: Option<&str>) -> Client {
@@ -139,12 +134,6 @@ fn flow_request(company: &str) -> types::FlowRequest {
     }
 }
 
-async fn provider_request_count(svc: &TestService) -> u64 {
-    let stats: Value =
-        svc.client.get(format!("{}/__sandbox/stats", svc.leasing)).send().await.unwrap().json().await.unwrap();
-    stats["requests"].as_u64().unwrap()
-}
-
 async fn leasing_create_show_patch_and_calculate(db: Db) {
     let svc = TestService::start(db, &[]).await;
     let (client, _) = logged_in(&svc).await;
@@ -174,7 +163,7 @@ async fn leasing_create_show_patch_and_calculate(db: Db) {
         .expect("retried create")
         .into_inner();
     assert_eq!(again.data.financing_id, id);
-    assert_eq!(provider_request_count(&svc).await, 1);
+    assert_eq!(svc.provider_request_count().await, 1);
     let reused = api_error(
         client.leasing_create().idempotency_key("order-4711").body(request_payload("Other GmbH")).send().await,
         422,

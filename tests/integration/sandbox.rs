@@ -1,18 +1,9 @@
 //! The upstream simulators over real HTTP: provider rules, scripted states, OData paging, faults.
 
+use crate::common::leasing_request;
 use integration_service::sandbox;
 use integration_service::telemetry;
 use serde_json::{Value, json};
-
-fn request_body(company: &str) -> Value {
-    json!({
-        "ProductType": "ClassicLease", "FinancingAmount": 2598.0, "Period": 48, "Currency": "EUR",
-        "PaymentFrequency": "Monthly", "PaymentMethod": "DirectDebit",
-        "Lessee": {"CompanyName": company, "LegalFormId": 1, "Email": "lessee@example.com",
-                   "Addresses": [{"Line1": "Hauptstr. 1", "PostCode": "10115", "City": "Berlin", "Country": "DE", "Type": "Main"}]},
-        "FinancingObjects": [{"Quantity": 2, "ObjectTypeId": 1, "Name": "Laptop", "NetPricePerObject": 1299.0}]
-    })
-}
 
 async fn start() -> (String, reqwest::Client) {
     let sandboxes = sandbox::start(None, &telemetry::discard()).await.unwrap();
@@ -24,7 +15,7 @@ async fn requests_follow_their_scenario() {
     let (base, client) = start().await;
     let created: Value = client
         .post(format!("{base}/basic/v1/requests"))
-        .json(&request_body("ACME GmbH"))
+        .json(&leasing_request("ACME GmbH"))
         .send()
         .await
         .unwrap()
@@ -48,7 +39,7 @@ async fn requests_follow_their_scenario() {
 
     let declined: Value = client
         .post(format!("{base}/basic/v1/requests"))
-        .json(&request_body("Risky [declined]"))
+        .json(&leasing_request("Risky [declined]"))
         .send()
         .await
         .unwrap()
@@ -81,7 +72,7 @@ async fn requests_follow_their_scenario() {
 #[tokio::test]
 async fn provider_rules_answer_400_with_errors_per_field() {
     let (base, client) = start().await;
-    let mut body = request_body("ACME GmbH");
+    let mut body = leasing_request("ACME GmbH");
     body["FinancingAmount"] = json!(2000.0);
     let response = client.post(format!("{base}/basic/v1/requests")).json(&body).send().await.unwrap();
     assert_eq!(response.status(), 400);

@@ -3,14 +3,12 @@
 //! oversized and malformed bodies, numbers beyond 64 bits, invalid UTF-8, and clients that
 //! send their headers a byte at a time.
 
-mod common;
-
 use std::collections::BTreeSet;
 use std::net::SocketAddr;
 use std::str::FromStr;
 use std::time::Duration;
 
-use common::{Db, TestService, error_body};
+use crate::common::{Db, PASSWORD, TestService, error_body, leasing_request};
 use serde_json::{Map, Value, json};
 use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -18,8 +16,6 @@ use tokio::net::TcpStream;
 
 const INJECTIONS: &[&str] =
     &["' OR 1=1 --", "1; DROP TABLE users; --", "\"'); DELETE FROM users; DROP TABLE personal_access_tokens; --"];
-
-const PASSWORD: &str = "analytical-engine";
 
 /// The status and body of one raw HTTP/1.1 exchange (`connection: close` is added). The
 /// request goes out in one write: the server may answer a bad request line and close before
@@ -524,24 +520,15 @@ async fn oversized_bodies_are_413_whether_declared_or_chunked() {
 
     // Nothing was stored, and a body within the limit still works.
     let small = svc
-        .client
-        .post(svc.url("/api/v1/fieldreport/companies"))
-        .bearer_auth(&token)
-        .json(&json!({"Id": "small", "Version": 1, "Name": "Small GmbH"}))
-        .send()
-        .await
-        .unwrap();
+        .call(
+            &token,
+            reqwest::Method::POST,
+            "/api/v1/fieldreport/companies",
+            Some(json!({"Id": "small", "Version": 1, "Name": "Small GmbH"})),
+        )
+        .await;
     assert_eq!(small.status(), 201);
-    let list: Value = svc
-        .client
-        .get(svc.url("/api/v1/fieldreport/companies"))
-        .bearer_auth(&token)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let list: Value = svc.get(&token, "/api/v1/fieldreport/companies").await.json().await.unwrap();
     assert_eq!(list["meta"]["total"], 1, "{list}");
     svc.stop().await;
 }
@@ -590,13 +577,7 @@ async fn deep_json_huge_numbers_and_invalid_utf8_are_4xx_and_the_service_goes_on
     let status = response.status().as_u16();
     assert!((400..500).contains(&status), "calculate: {status}");
     for query in ["page=18446744073709551616", "per_page=99999999999999999999999", "page=-1", "per_page=4294967296"] {
-        let response = svc
-            .client
-            .get(svc.url(&format!("/api/v1/fieldreport/companies?{query}")))
-            .bearer_auth(&token)
-            .send()
-            .await
-            .unwrap();
+        let response = svc.get(&token, &format!("/api/v1/fieldreport/companies?{query}")).await;
         let status = response.status().as_u16();
         assert!(status == 400 || status == 422, "{query}: {status}");
         error_body(response, status).await;
@@ -611,13 +592,13 @@ async fn deep_json_huge_numbers_and_invalid_utf8_are_4xx_and_the_service_goes_on
     assert_eq!(at_max.status(), 201);
     let id = at_max.json::<Value>().await.unwrap()["data"]["Id"].as_str().unwrap().to_string();
     let bumped = svc
-        .client
-        .patch(svc.url(&format!("/api/v1/fieldreport/companies/{id}")))
-        .bearer_auth(&token)
-        .json(&json!({"Name": "Max 2"}))
-        .send()
-        .await
-        .unwrap();
+        .call(
+            &token,
+            reqwest::Method::PATCH,
+            &format!("/api/v1/fieldreport/companies/{id}"),
+            Some(json!({"Name": "Max 2"})),
+        )
+        .await;
     error_body(bumped, 409).await;
 
     // Invalid UTF-8 in the body, the path and a header.
@@ -653,7 +634,7 @@ async fn deep_json_huge_numbers_and_invalid_utf8_are_4xx_and_the_service_goes_on
     assert!(status == 400 || status == 422, "{status} {body}");
 
     // The service goes on: a normal request still works.
-    let user = svc.client.get(svc.url("/api/v1/user")).bearer_auth(&token).send().await.unwrap();
+    let user = svc.get(&token, "/api/v1/user").await;
     assert_eq!(user.status(), 200);
     svc.stop().await;
 }
@@ -931,10 +912,10 @@ async fn the_token_is_checked_before_the_body_and_parsed_strictly() {
     let (id, secret) = token.split_once('|').unwrap();
     let padded = svc.client.get(svc.url("/api/v1/user")).bearer_auth(format!("0{id}|{secret}")).send().await;
     assert_eq!(padded.unwrap().status(), 401, "an id with a leading zero names no token");
-    let mut payload = common::leasing_request("ACME GmbH");
+    let mut payload = leasing_request("ACME GmbH");
     payload["Period"] = json!(2_147_483_647);
     payload["Lessee"]["Email"] = json!("not an email");
-    let answer = svc.client.post(svc.url("/api/v1/leasing")).bearer_auth(&token).json(&payload).send().await.unwrap();
+    let answer = svc.call(&token, reqwest::Method::POST, "/api/v1/leasing", Some(payload.clone())).await;
     let body = error_body(answer, 422).await;
     assert!(body["errors"]["Period"].is_array() && body["errors"]["Lessee.Email"].is_array(), "{body}");
     svc.stop().await;
@@ -970,13 +951,8 @@ async fn metric(svc: &TestService, line_start: &str) -> f64 {
 /// its id.
 async fn financing_request(svc: &TestService, token: &str, company: &str) -> String {
     let created: Value = svc
-        .client
-        .post(svc.url("/api/v1/leasing"))
-        .bearer_auth(token)
-        .json(&common::leasing_request(company))
-        .send()
+        .call(token, reqwest::Method::POST, "/api/v1/leasing", Some(leasing_request(company)))
         .await
-        .unwrap()
         .json()
         .await
         .unwrap();
@@ -1000,7 +976,7 @@ async fn abandoned_waits_and_flows_stop() {
     )
     .await;
     let flow_body = json!({
-        "request_payload": common::leasing_request("Flow GmbH [never-ready]"),
+        "request_payload": leasing_request("Flow GmbH [never-ready]"),
         "e_signature_payload": {"SignerName": "Max Mustermann", "SignerEmail": "max@acme.example"},
         "max_attempts": 100, "sleep_milliseconds": 200
     });
@@ -1045,7 +1021,7 @@ async fn held_calls_are_capped_per_token_and_end_on_shutdown() {
     let waits: Vec<_> =
         (0..2).map(|_| tokio::spawn(svc.client.get(svc.url(&path)).bearer_auth(&token).send())).collect();
     tokio::time::sleep(Duration::from_millis(500)).await;
-    let third = svc.client.get(svc.url(&path)).bearer_auth(&token).send().await.unwrap();
+    let third = svc.get(&token, &path).await;
     assert_eq!(third.status(), 429, "{:?}", third.text().await);
     assert!(third.headers().contains_key("retry-after"));
     let body = error_body(third, 429).await;
