@@ -93,8 +93,8 @@ fn leasing_service(
     let client =
         configured(LeasingClient::from_config(&config.leasing))?.map(|client| client.with_metrics(metrics.clone()));
     let mailer = Mailer::new(
-        config.mail_url.as_ref().map(|u| u.expose_secret()),
-        config.mail_from.clone(),
+        config.mail.url.as_ref().map(|u| u.expose_secret()),
+        config.mail.from.clone(),
         storage.clone(),
         Arc::new(ErpTemplates::new(erp)),
     )

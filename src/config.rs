@@ -124,11 +124,8 @@ pub struct Config {
     /// Where files go (`STORAGE_URL`).
     pub storage: StorageLocation,
     pub s3: S3Config,
-    /// Where mail goes (`MAIL_URL`, see [`MailConfig`]); secret, as it may hold the SMTP
-    /// password.
-    pub mail_url: Option<SecretString>,
-    /// The sender of outgoing mail (`MAIL_FROM`, default [`crate::mail::DEFAULT_MAIL_FROM`]).
-    pub mail_from: lettre::message::Mailbox,
+    /// Where mail goes and who sends it (`MAIL_URL`, `MAIL_FROM`).
+    pub mail: MailConfig,
     pub leasing: LeasingConfig,
     pub fieldreport: FieldReportConfig,
     pub erp: ErpConfig,
@@ -282,7 +279,7 @@ impl Config {
 
         let storage = StorageLocation::read(&raw)?;
         let s3 = S3Config::read(&raw)?;
-        let MailConfig { url: mail_url, from: mail_from } = MailConfig::read(&raw)?;
+        let mail = MailConfig::read(&raw)?;
         let log_format = LogFormat::read(&raw)?;
 
         let tls_cert = raw.path("TLS_CERT");
@@ -310,8 +307,7 @@ impl Config {
             token_ttl,
             storage,
             s3,
-            mail_url,
-            mail_from,
+            mail,
             leasing,
             fieldreport,
             erp,
@@ -515,8 +511,8 @@ mod tests {
     #[test]
     fn mail_settings() {
         let config = Config::load_with(None, &[]).unwrap();
-        assert_eq!(config.mail_from.to_string(), crate::mail::DEFAULT_MAIL_FROM);
-        assert!(config.mail_url.is_none());
+        assert_eq!(config.mail.from.to_string(), crate::mail::DEFAULT_MAIL_FROM);
+        assert!(config.mail.url.is_none());
         for url in [
             "file://./var/mail",
             "smtp://127.0.0.1:2525",
@@ -527,7 +523,7 @@ mod tests {
             Config::load_with(None, &[("MAIL_URL", url)]).unwrap_or_else(|e| panic!("{url}: {e}"));
         }
         let config = Config::load_with(None, &[("MAIL_FROM", "Ops <ops@example.com>")]).unwrap();
-        assert_eq!(config.mail_from.email.to_string(), "ops@example.com");
+        assert_eq!(config.mail.from.email.to_string(), "ops@example.com");
         let err = Config::load_with(None, &[("MAIL_URL", "smtp://u:secret-pw@host?tls=bad")]).unwrap_err().to_string();
         assert!(!err.contains("secret-pw"), "{err}");
         let err = Config::load_with(None, &[("MAIL_URL", "ftp://host")]).unwrap_err().to_string();
