@@ -26,6 +26,13 @@ pub fn bearer_token(headers: &http::HeaderMap) -> Option<&str> {
     crate::auth::token::from_authorization(headers.get(http::header::AUTHORIZATION)?.to_str().ok()?)
 }
 
+/// The token of an `Authorization: Bearer <token>` header when it is well-formed (whether it
+/// is valid is the authenticator's to say). The front asks this too, to answer an unknown
+/// `/api/v1` path as a guarded one would.
+pub fn well_formed_token(headers: &http::HeaderMap) -> Option<&str> {
+    bearer_token(headers).filter(|token| crate::auth::token::parse(token).is_some())
+}
+
 /// A well-formed personal access token from the request's `Authorization: Bearer <token>`
 /// header; whether it is valid is [`BearerToken::caller`]'s to decide.
 ///
@@ -47,16 +54,13 @@ struct AuthorizationHeader {
 #[async_trait]
 impl SharedExtractor for BearerToken {
     async fn from_request<Context: ServerContext>(rqctx: &RequestContext<Context>) -> Result<Self, HttpError> {
-        bearer_token(rqctx.request.headers())
-            .filter(|token| crate::auth::token::parse(token).is_some())
-            .map(|token| BearerToken(token.to_string()))
-            .ok_or_else(|| {
-                HttpError::for_client_error(
-                    Some("unauthenticated".into()),
-                    ClientErrorStatusCode::UNAUTHORIZED,
-                    "Unauthenticated.".into(),
-                )
-            })
+        well_formed_token(rqctx.request.headers()).map(|token| BearerToken(token.to_string())).ok_or_else(|| {
+            HttpError::for_client_error(
+                Some("unauthenticated".into()),
+                ClientErrorStatusCode::UNAUTHORIZED,
+                "Unauthenticated.".into(),
+            )
+        })
     }
 
     fn metadata(body_content_type: ApiEndpointBodyContentType) -> ExtractorMetadata {
