@@ -57,6 +57,9 @@ const REQUEST_ID_HEADER: &str = "x-request-id";
 const MAX_ERROR_BODY: usize = 64 * 1024;
 /// How long shutdown waits for in-flight requests.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
+/// A body refused by its declared length is still read (and thrown away) when it declares at
+/// most this many times the limit; a larger one is cut off with the connection.
+const DISCARDED_BODY_FACTOR: u64 = 4;
 
 /// A request prepared for dropshot, with the flags its body sets when it outgrows the limit
 /// or takes too long to arrive.
@@ -329,7 +332,12 @@ impl Front {
         }
         let declared_length =
             req.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok());
-        if declared_length.is_some_and(|len| len > self.max_body_bytes as u64) {
+        if let Some(declared) = declared_length.filter(|len| *len > self.max_body_bytes as u64) {
+            // Read and thrown away, up to a bound, so that a client still sending gets the
+            // answer instead of a broken pipe when the connection closes under its writes.
+            if declared <= self.max_body_bytes as u64 * DISCARDED_BODY_FACTOR {
+                tokio::spawn(discard_body(req.into_body(), self.body_read_timeout));
+            }
             return Err(self.too_large(&fresh_request_id()));
         }
 
@@ -427,4 +435,11 @@ impl Front {
         parts.headers.insert(header::CONTENT_LENGTH, HeaderValue::from(completed.len()));
         Response::from_parts(parts, full(completed))
     }
+}
+
+/// Reads a refused request's body to its end, or until `timeout`, throwing it away.
+async fn discard_body(mut body: Incoming, timeout: Duration) {
+    let read_all = async { while let Some(Ok(_)) = body.frame().await {} };
+    // Past the timeout the body is dropped, and the connection closes with it.
+    let _ = tokio::time::timeout(timeout, read_all).await;
 }
