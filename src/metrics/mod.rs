@@ -103,7 +103,7 @@ pub struct DatabaseGauges {
     pub pool_idle: usize,
     pub pool_max: u32,
     /// Field-report record and page lookups answered from memory and from the database;
-    /// `None` where nothing is cached (SQLite).
+    /// `None` where nothing is cached (an in-memory SQLite database).
     pub record_cache_lookups: Option<(u64, u64)>,
 }
 
@@ -355,7 +355,7 @@ fn render_database(out: &mut Exposition, database: &DatabaseGauges) {
         out.family(
             name,
             "counter",
-            "Reads of a field-report record or page answered from memory (hit) or from the database (miss), since start; Postgres only.",
+            "Reads of a field-report record or page answered from memory (hit) or from the database (miss), since start.",
         );
         out.sample(name, &[("result", "hit")], hits);
         out.sample(name, &[("result", "miss")], misses);

@@ -125,9 +125,9 @@ impl Store {
 
     /// A record's document as stored, checked to be JSON but not parsed into a tree: what a
     /// read answers with.
-    /// On Postgres, from memory when it was read lately (see [`crate::store::engine::record_cache`]).
+    /// From memory when it was read lately (see [`crate::store::engine::record_cache`]).
     pub async fn mirror_document(&self, entity: &str, id: &str) -> Result<Option<Box<RawValue>>, StoreError> {
-        let generation = match self.engine.record_cache().map(|cache| cache.document(entity, id)) {
+        let generation = match self.engine.record_cache_to_read().map(|cache| cache.document(entity, id)) {
             Some(Lookup::Hit(document)) => return Ok(Some(document)),
             Some(Lookup::Miss(generation)) => generation,
             None => None,
@@ -173,7 +173,7 @@ impl Store {
     /// reported, not returned: the write is done, and other instances read their copies again
     /// within [`crate::store::engine::cache::MAX_AGE`].
     async fn notify_mirror_changed(&self, entity: &str, ids: &[&str]) {
-        if self.engine.record_cache().is_none() || ids.is_empty() {
+        if self.engine.postgres().is_none() || ids.is_empty() {
             return;
         }
         let payload = match ids {
@@ -289,8 +289,8 @@ impl Store {
         offset: i64,
         limit: i64,
     ) -> Result<(Vec<Box<RawValue>>, i64), StoreError> {
-        // On Postgres, from memory when it was read lately (see [`crate::store::engine::record_cache`]).
-        let generation = match self.engine.record_cache().map(|cache| cache.page(entity, offset, limit)) {
+        // From memory when it was read lately (see [`crate::store::engine::record_cache`]).
+        let generation = match self.engine.record_cache_to_read().map(|cache| cache.page(entity, offset, limit)) {
             Some(Lookup::Hit(page)) => return Ok((page.documents, page.total)),
             Some(Lookup::Miss(generation)) => generation,
             None => None,

@@ -476,6 +476,54 @@ async fn records_changed_anywhere_are_answered_changed_on_every_instance() {
     first.stop().await;
 }
 
+/// SQLite: records and pages read are kept in memory too, and forgotten as soon as anyone
+/// commits to the database file (another process, a statement run by hand): the very next read
+/// answers the change, with no notification to wait for.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn records_changed_by_another_connection_are_answered_changed_at_once_on_sqlite() {
+    let svc = TestService::start(Db::Sqlite, &[]).await;
+    let api = api(&svc).await;
+    sqlx::any::install_default_drivers();
+    let sql = sqlx::AnyPool::connect(&svc.database_url).await.expect("a connection of another's to the file");
+    let created = api
+        .json(reqwest::Method::POST, "/api/v1/fieldreport/companies", Some(json!({"Id": "a", "Version": 1})), 201)
+        .await;
+    let id = created["data"]["Id"].as_str().unwrap().to_string();
+    let path = format!("/api/v1/fieldreport/companies/{id}");
+    let list = "/api/v1/fieldreport/companies?per_page=100";
+    let hits_before = lookups(&svc, "hit").await;
+    for round in 0..3 {
+        // Read twice: the second read is answered from memory.
+        api.json(reqwest::Method::GET, &path, None, 200).await;
+        api.json(reqwest::Method::GET, list, None, 200).await;
+        api.json(reqwest::Method::GET, &path, None, 200).await;
+        api.json(reqwest::Method::GET, list, None, 200).await;
+        let name = format!("by hand {round}");
+        sqlx::query(
+            "UPDATE fieldreport_records SET document = json_set(document, '$.Name', $1) \
+             WHERE entity = 'companies' AND record_id = $2",
+        )
+        .bind(name.clone())
+        .bind(id.clone())
+        .execute(&sql)
+        .await
+        .unwrap();
+        assert_eq!(api.json(reqwest::Method::GET, &path, None, 200).await["Name"], name.as_str());
+        assert_eq!(api.json(reqwest::Method::GET, list, None, 200).await["data"][0]["Name"], name.as_str());
+    }
+    assert!(lookups(&svc, "hit").await >= hits_before + 6.0, "the second reads of each round were hits");
+    sqlx::query(
+        "INSERT INTO fieldreport_records (entity, record_id, version, document, created_at, updated_at) \
+         VALUES ('companies', 'by-hand', 1, '{\"Id\":\"by-hand\",\"Version\":1}', 0, 0)",
+    )
+    .execute(&sql)
+    .await
+    .unwrap();
+    assert_eq!(api.json(reqwest::Method::GET, list, None, 200).await["meta"]["total"], 2);
+    sql.close().await;
+    svc.stop().await;
+}
+
 /// Asks for `path` until `answered` holds of its JSON (a notification reaches other instances
 /// once the changing transaction commits), at most about five seconds.
 async fn answered_soon(api: &Api<'_>, path: &str, answered: impl Fn(&Value) -> bool) {

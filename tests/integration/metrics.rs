@@ -349,15 +349,11 @@ async fn counts_requests_upstream_calls_flows_and_queues(db: Db) {
     assert_eq!(metrics.get(push, &[("entity", "contacts")]), 0.0);
     assert_eq!(metrics.series(push).len(), 15, "every entity has a series");
 
-    // Field-report records are cached in memory on Postgres only (SQLite reads them in place).
+    // Field-report records are cached in memory on both databases.
     let cache = "integration_service_fieldreport_record_cache_lookups_total";
-    if db == Db::Postgres {
-        assert_eq!(metrics.types[cache], "counter");
-        let lookups = metrics.get(cache, &[("result", "hit")]) + metrics.get(cache, &[("result", "miss")]);
-        assert!(lookups >= 1.0, "the company read above was looked up: {lookups}");
-    } else {
-        assert!(metrics.series(cache).is_empty() && !metrics.types.contains_key(cache));
-    }
+    assert_eq!(metrics.types[cache], "counter");
+    let lookups = metrics.get(cache, &[("result", "hit")]) + metrics.get(cache, &[("result", "miss")]);
+    assert!(lookups >= 1.0, "the company read above was looked up: {lookups}");
 
     // The pool, the process, the build.
     let max = metrics.get("integration_service_db_pool_max_connections", &[]);

@@ -14,6 +14,7 @@ mod postgres;
 pub(in crate::store) mod record_cache;
 pub(in crate::store) mod request_connections;
 mod sqlite;
+pub(in crate::store) mod sqlite_changes;
 pub(in crate::store) mod sqlite_reads;
 pub(in crate::store) mod sqlite_sync_writes;
 pub(in crate::store) mod sync_page;
@@ -109,9 +110,29 @@ impl Engine {
         self.postgres().map(|postgres| &*postgres.token_cache)
     }
 
-    /// Postgres only: field-report records and pages kept in memory.
+    /// Field-report records and pages kept in memory; `None` in memory, where reads cost
+    /// little. For what is put in and forgotten; a lookup asks [`Engine::record_cache_to_read`].
     pub(in crate::store) fn record_cache(&self) -> Option<&RecordCache> {
-        self.postgres().map(|postgres| &*postgres.record_cache)
+        match self {
+            Engine::Sqlite(sqlite) => sqlite.file.as_ref().map(|file| &file.record_cache),
+            Engine::Postgres(postgres) => Some(&*postgres.record_cache),
+        }
+    }
+
+    /// The record cache, made true first: on SQLite, everything in it is forgotten when any
+    /// connection changed the file since the last lookup (see [`sqlite_changes`]), and it is
+    /// not used while SQLite cannot tell. On Postgres the change notifications keep it true.
+    pub(in crate::store) fn record_cache_to_read(&self) -> Option<&RecordCache> {
+        let Some(file) = self.sqlite_file() else { return self.record_cache() };
+        match file.changes.changed() {
+            Some(false) => {}
+            Some(true) => file.record_cache.notified("*"),
+            None => {
+                file.record_cache.notified("*");
+                return None;
+            }
+        }
+        Some(&file.record_cache)
     }
 
     /// Postgres: starts listening for changes (see [`PostgresEngine::listen_for_changes`]).

@@ -1,16 +1,22 @@
-//! Field-report records and pages kept in memory on Postgres. Reading one from the database is
-//! a network round trip to a server that shares the machine's CPUs: `cargo xtask bench --db
-//! postgres` put a record read at half the throughput it has on SQLite, where reads run in
+//! Field-report records and pages kept in memory. On Postgres, reading one from the database
+//! is a network round trip to a server that shares the machine's CPUs: `cargo xtask bench
+//! --db postgres` put a record read at half the throughput it has on SQLite, where reads run in
 //! place, with the service's CPU spent on the round trip (protocol, system calls, wake-ups).
+//! On SQLite, a page read in place spent most of its time checking again, as JSON, the
+//! documents the service checked when it stored them (`cargo xtask bench --scenario list`,
+//! bench/HISTORY.md).
 //!
 //! The mirror is read far more often than it changes, and a cached document must never be
 //! answered after the mirror changed, on any instance:
-//! - Every instance is told of a change, on [`CHANNEL`]: `<entity> <record id>` for a
-//!   changed record (the record and every page of its set are forgotten), `<entity>` for many
-//!   (the set is forgotten), `*` (everything). The service sends it after each write commits
-//!   (`Store::notify_mirror_changed`); for any other session (a statement run by hand), the
-//!   triggers of migration 0012 send it, per statement. The listener is
+//! - On Postgres, every instance is told of a change, on [`CHANNEL`]: `<entity> <record id>`
+//!   for a changed record (the record and every page of its set are forgotten), `<entity>` for
+//!   many (the set is forgotten), `*` (everything). The service sends it after each write
+//!   commits (`Store::notify_mirror_changed`); for any other session (a statement run by hand),
+//!   the triggers of migration 0012 send it, per statement. The listener is
 //!   [`super::change_notifications`], which keeps the cache in use only while it listens.
+//! - On SQLite, before each lookup, everything is forgotten when any connection of any process
+//!   committed to the file since the last lookup ([`super::sqlite_changes`]); this is coarse
+//!   (a token's last use forgets the records too) and exact.
 //! - A read that went to the database puts what it read in only if nothing was forgotten
 //!   since it began (a generation count), so a notification that overtakes a read wins.
 //! - This instance's own writes forget at once, after their commit, without waiting for the
@@ -18,12 +24,12 @@
 //! - Entries are read again after [`MAX_AGE`] whatever happens, and the documents held never
 //!   exceed [`MAX_BYTES`] (past it, the cache is emptied and fills again).
 //!
-//! What remains is the notification's own delay to other instances: a change made through
-//! one instance (or by hand) is answered by the others once its transaction commits and the
-//! notification is delivered (milliseconds on a working connection; a connection lost without
-//! a word, at most [`super::change_notifications::SILENCE`]). Records are a mirror of the
-//! upstream, which changes them without telling anyone until the next sync, so this adds no
-//! kind of staleness a reader did not already have. Writes never read from the cache: they
+//! What remains on Postgres is the notification's own delay to other instances: a change made
+//! through one instance (or by hand) is answered by the others once its transaction commits
+//! and the notification is delivered (milliseconds on a working connection; a connection lost
+//! without a word, at most [`super::change_notifications::SILENCE`]). Records are a mirror of
+//! the upstream, which changes them without telling anyone until the next sync, so this adds
+//! no kind of staleness a reader did not already have. Writes never read from the cache: they
 //! read the record and compare its version in the database.
 
 use std::collections::HashMap;
@@ -63,7 +69,8 @@ struct Set {
 
 #[derive(Default)]
 struct State {
-    /// Whether the listener is listening: nothing is cached otherwise.
+    /// Whether the cache is in use (on Postgres, while the listener listens): nothing is
+    /// cached otherwise.
     listening: bool,
     /// Counts everything forgotten: a document read before a change is not put in after it.
     generation: u64,

@@ -8,7 +8,9 @@ use sqlx::AnyPool;
 use super::checkpoints::Checkpoints;
 use super::inbox_intake::InboxIntake;
 use super::pool;
+use super::record_cache::RecordCache;
 use super::request_connections::RequestConnections;
+use super::sqlite_changes::SqliteChanges;
 use super::sqlite_reads::SqliteReads;
 use super::sqlite_sync_writes::SqliteSyncWrites;
 use crate::store::dialect::Dialect;
@@ -33,6 +35,11 @@ pub(in crate::store) struct SqliteFile {
     pub(in crate::store) request_connections: RequestConnections,
     /// The hot path's reads, run in place (see [`super::sqlite_reads`]).
     pub(in crate::store) reads: Arc<SqliteReads>,
+    /// Field-report records and pages kept in memory (see [`super::record_cache`]), true
+    /// while [`SqliteFile::changes`] says the file did not change.
+    pub(in crate::store) record_cache: RecordCache,
+    /// Whether any connection changed the file (see [`super::sqlite_changes`]).
+    pub(in crate::store) changes: SqliteChanges,
     /// Webhook calls stored in batches (see [`super::inbox_intake`]).
     pub(in crate::store) inbox_intake: InboxIntake,
     /// The connection that writes a sync's batches (see [`super::sqlite_sync_writes`]).
@@ -59,8 +66,12 @@ impl SqliteEngine {
         let inbox_intake = InboxIntake::sqlite(&path, write_turns.clone())?;
         let checkpoints = Checkpoints::start(&path)?;
         let sync_writes = SqliteSyncWrites::new(&path, write_turns.clone());
+        let changes = SqliteChanges::open(&path)?;
+        let record_cache = RecordCache::default();
+        record_cache.set_listening(true);
         let reads = Arc::new(SqliteReads::open(path)?);
-        let file = SqliteFile { request_connections, reads, inbox_intake, sync_writes, checkpoints };
+        let file =
+            SqliteFile { request_connections, reads, record_cache, changes, inbox_intake, sync_writes, checkpoints };
         Ok((pool, SqliteEngine { write_turns, file: Some(file) }))
     }
 
