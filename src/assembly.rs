@@ -54,10 +54,10 @@ impl Services {
         // Storage that cannot be used stops the start (building the S3 client sends no request).
         let storage =
             Storage::open(&config.storage, &config.s3).map_err(|e| AssemblyError::Unsupported(e.to_string()))?;
-        let store = Store::open(&config.database_url).await?.with_work_lease(config.work_lease);
-        let auth = Authenticator::new(store.clone(), config.token_ttl)?;
+        let store = Store::open_configured(&config.store).await?;
+        let auth = Authenticator::new(store.clone(), config.auth.token_ttl)?;
         let openapi = api::openapi::document();
-        let metrics = metrics(&openapi, &config.docs_path);
+        let metrics = metrics(&openapi, &config.front.docs_path);
         let fieldreport = FieldReportService::new(
             store.clone(),
             configured(FieldReportClient::from_config(&config.fieldreport))?.map(|c| c.with_metrics(metrics.clone())),

@@ -5,26 +5,25 @@
 //! validated at start-up, so that a bad value stops it with one line naming the setting.
 //!
 //! Each area owns its configuration: its struct, defaults and checks (e.g.
-//! [`LeasingConfig::read`], [`MailConfig::read`], [`S3Config::read`]), read with the shared
-//! [`Settings`]. This module gathers the values from the file and the environment, reads the
-//! settings of the HTTP layer itself, and assembles the areas' configurations into [`Config`].
+//! [`FrontConfig::read`], [`StoreConfig::read`], [`LeasingConfig::read`]), read with the shared
+//! [`Settings`]. This module gathers the values from the file and the environment and
+//! assembles the areas' configurations into [`Config`].
 
 use std::collections::BTreeMap;
-use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::path::Path;
 
 use figment::Figment;
 use figment::providers::{Env, Format, Toml};
-use ipnet::IpNet;
-use secrecy::SecretString;
 use serde::Deserialize;
-use url::Url;
 
+use crate::api::config::ApiConfig;
+use crate::auth::AuthConfig;
+use crate::front::config::FrontConfig;
 use crate::mail::MailConfig;
 use crate::storage::{S3Config, StorageLocation};
+use crate::store::config::StoreConfig;
 use crate::upstream::config::{ErpConfig, FieldReportConfig, LeasingConfig};
-use crate::vocabulary::settings::{Settings, invalid};
+use crate::vocabulary::settings::Settings;
 
 /// Every setting name the service reads, as written in the environment.
 pub const SETTING_NAMES: &[&str] = &[
@@ -76,51 +75,17 @@ pub const SETTING_NAMES: &[&str] = &[
 pub use crate::telemetry::LogFormat;
 pub use crate::vocabulary::settings::ConfigError;
 
-/// How long a crashed instance's claimed work waits by default (`WORK_LEASE_SECONDS`). The
-/// store has the same default for a store not told otherwise; this module cannot read it (the
-/// store imports [`DatabaseUrl`] from here), so a test in `lib.rs` keeps the two equal.
-pub const DEFAULT_WORK_LEASE: Duration = Duration::from_secs(60);
-
-/// The database the store connects to.
-#[derive(Clone)]
-pub struct DatabaseUrl(SecretString);
-
-impl DatabaseUrl {
-    pub fn new(url: impl Into<String>) -> Self {
-        Self(SecretString::from(url.into()))
-    }
-    pub fn expose(&self) -> &str {
-        secrecy::ExposeSecret::expose_secret(&self.0)
-    }
-    pub fn is_postgres(&self) -> bool {
-        let url = self.expose();
-        url.starts_with("postgres://") || url.starts_with("postgresql://")
-    }
-    /// The URL with any password replaced, for logs.
-    pub fn redacted(&self) -> String {
-        match Url::parse(self.expose()) {
-            Ok(mut url) if url.password().is_some() => {
-                let _ = url.set_password(Some("********"));
-                url.to_string()
-            }
-            _ => self.expose().to_string(),
-        }
-    }
-}
-
-impl std::fmt::Debug for DatabaseUrl {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{:?}", self.redacted())
-    }
-}
-
-/// The validated configuration of one service process.
+/// The validated configuration of one service process: each area's own.
 #[derive(Debug, Clone)]
 pub struct Config {
-    pub database_url: DatabaseUrl,
-    pub bind_address: SocketAddr,
-    pub docs_path: String,
-    pub token_ttl: Option<Duration>,
+    /// The database and the work lease.
+    pub store: StoreConfig,
+    /// Where and how HTTP is served.
+    pub front: FrontConfig,
+    /// The metrics token and the held-call limit.
+    pub api: ApiConfig,
+    /// Token lifetime.
+    pub auth: AuthConfig,
     /// Where files go (`STORAGE_URL`).
     pub storage: StorageLocation,
     pub s3: S3Config,
@@ -129,31 +94,7 @@ pub struct Config {
     pub leasing: LeasingConfig,
     pub fieldreport: FieldReportConfig,
     pub erp: ErpConfig,
-    pub trusted_proxies: Vec<IpNet>,
     pub log_format: LogFormat,
-    pub tls_cert: Option<PathBuf>,
-    pub tls_key: Option<PathBuf>,
-    pub metrics_token: Option<SecretString>,
-    pub max_body_bytes: usize,
-    /// How long a crashed instance's claimed work (sync, pull, webhook calls) waits before
-    /// another run takes it over (`WORK_LEASE_SECONDS`, default 60).
-    pub work_lease: Duration,
-    /// How long a client may take to send its request headers (`HEADER_READ_TIMEOUT_SECONDS`,
-    /// default 10 s); a slower one is disconnected.
-    pub header_read_timeout: Duration,
-    /// The largest request head, the request line and every header together
-    /// (`MAX_HEADER_BYTES`, default 16 KiB); a larger one is answered 431.
-    pub max_header_bytes: usize,
-    /// How long a client may take to send a whole request body, from the request's start
-    /// (`BODY_READ_TIMEOUT_SECONDS`, default 30 s); a slower one is answered 408.
-    pub body_read_timeout: Duration,
-    /// Open client connections at most, in total (`MAX_CONNECTIONS`, default 10,000) and from
-    /// one address (`MAX_CONNECTIONS_PER_ADDRESS`, default 500); more are refused at once.
-    pub max_connections: usize,
-    pub max_connections_per_address: usize,
-    /// Waits and flows held at once per token on one instance (`MAX_HELD_CALLS_PER_TOKEN`,
-    /// default 200); more are answered 429.
-    pub max_held_calls_per_token: usize,
 }
 
 /// A setting read from TOML or the environment as a plain string, whatever scalar it was
@@ -234,114 +175,40 @@ impl Config {
 
     /// Checks the settings and assembles the areas' configurations, each read by its area.
     fn validate(raw: Settings) -> Result<Self, ConfigError> {
-        let database_url = DatabaseUrl::new(raw.string_or("DATABASE_URL", "sqlite://./var/integration-service.db"));
-        let db = database_url.expose();
-        if !(database_url.is_postgres() || db.starts_with("sqlite:")) {
-            return Err(invalid("DATABASE_URL", "must start with sqlite: or postgres://"));
-        }
-
-        let bind_raw = raw.string_or("BIND_ADDRESS", "127.0.0.1:8080");
-        let bind_address = bind_raw
-            .parse::<SocketAddr>()
-            .map_err(|_| invalid("BIND_ADDRESS", format!("{bind_raw:?} is not an address like 127.0.0.1:8080")))?;
-
-        let docs_path = raw.string_or("DOCS_PATH", "docs").trim_matches('/').to_string();
-        let docs_ok = !docs_path.is_empty()
-            && docs_path.split('/').all(|seg| {
-                !seg.is_empty()
-                    && seg.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
-                    && seg != "."
-                    && seg != ".."
-            })
-            && docs_path != "api"
-            && !docs_path.starts_with("api/");
-        if !docs_ok {
-            return Err(invalid("DOCS_PATH", "must be a URL path of letters, digits, - _ . (not under /api)"));
-        }
-
-        let token_ttl = raw.positive_u64("TOKEN_TTL_MINUTES")?.map(|m| Duration::from_secs(m * 60));
-        let max_body_bytes = raw.positive_u64("MAX_BODY_BYTES")?.unwrap_or(1024 * 1024);
-        let max_body_bytes = usize::try_from(max_body_bytes).map_err(|_| invalid("MAX_BODY_BYTES", "too large"))?;
-        let work_lease = raw.positive_u64("WORK_LEASE_SECONDS")?.map(Duration::from_secs).unwrap_or(DEFAULT_WORK_LEASE);
-        let header_read_timeout = Duration::from_secs(raw.positive_u64("HEADER_READ_TIMEOUT_SECONDS")?.unwrap_or(10));
-        let max_header_bytes = raw.positive_u64("MAX_HEADER_BYTES")?.unwrap_or(16 * 1024);
-        let max_header_bytes = usize::try_from(max_header_bytes)
-            .ok()
-            .filter(|bytes| (1024..=1024 * 1024).contains(bytes))
-            .ok_or_else(|| invalid("MAX_HEADER_BYTES", "must be between 1024 and 1048576"))?;
-        let body_read_timeout = Duration::from_secs(raw.positive_u64("BODY_READ_TIMEOUT_SECONDS")?.unwrap_or(30));
-        let count = |name: &'static str, default: u64| -> Result<usize, ConfigError> {
-            usize::try_from(raw.positive_u64(name)?.unwrap_or(default)).map_err(|_| invalid(name, "too large"))
-        };
-        let max_connections = count("MAX_CONNECTIONS", 10_000)?;
-        let max_connections_per_address = count("MAX_CONNECTIONS_PER_ADDRESS", 500)?;
-        let max_held_calls_per_token = count("MAX_HELD_CALLS_PER_TOKEN", 200)?;
-
-        let storage = StorageLocation::read(&raw)?;
-        let s3 = S3Config::read(&raw)?;
-        let mail = MailConfig::read(&raw)?;
-        let log_format = LogFormat::read(&raw)?;
-
-        let tls_cert = raw.path("TLS_CERT");
-        let tls_key = raw.path("TLS_KEY");
-        if tls_cert.is_some() != tls_key.is_some() {
-            let missing = if tls_cert.is_some() { "TLS_KEY" } else { "TLS_CERT" };
-            return Err(invalid(missing, "TLS_CERT and TLS_KEY must be set together"));
-        }
-        for (name, path) in [("TLS_CERT", &tls_cert), ("TLS_KEY", &tls_key)] {
-            if let Some(path) = path
-                && !path.is_file()
-            {
-                return Err(invalid(name, format!("file {} does not exist", path.display())));
-            }
-        }
-
-        let leasing = LeasingConfig::read(&raw)?;
-        let fieldreport = FieldReportConfig::read(&raw)?;
-        let erp = ErpConfig::read(&raw)?;
-
         Ok(Config {
-            database_url,
-            bind_address,
-            docs_path,
-            token_ttl,
-            storage,
-            s3,
-            mail,
-            leasing,
-            fieldreport,
-            erp,
-            trusted_proxies: raw.networks("TRUSTED_PROXIES")?,
-            log_format,
-            tls_cert,
-            tls_key,
-            metrics_token: raw.secret("METRICS_TOKEN"),
-            max_body_bytes,
-            work_lease,
-            header_read_timeout,
-            max_header_bytes,
-            body_read_timeout,
-            max_connections,
-            max_connections_per_address,
-            max_held_calls_per_token,
+            store: StoreConfig::read(&raw)?,
+            front: FrontConfig::read(&raw)?,
+            api: ApiConfig::read(&raw)?,
+            auth: AuthConfig::read(&raw)?,
+            storage: StorageLocation::read(&raw)?,
+            s3: S3Config::read(&raw)?,
+            mail: MailConfig::read(&raw)?,
+            leasing: LeasingConfig::read(&raw)?,
+            fieldreport: FieldReportConfig::read(&raw)?,
+            erp: ErpConfig::read(&raw)?,
+            log_format: LogFormat::read(&raw)?,
         })
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
+    use url::Url;
+
     use super::*;
 
     #[test]
     fn defaults_need_no_settings() {
         let config = Config::load_with(None, &[]).unwrap();
-        assert_eq!(config.bind_address.to_string(), "127.0.0.1:8080");
-        assert_eq!(config.docs_path, "docs");
-        assert_eq!(config.max_body_bytes, 1024 * 1024);
-        assert_eq!(config.header_read_timeout, Duration::from_secs(10));
-        assert!(config.token_ttl.is_none());
+        assert_eq!(config.front.bind_address.to_string(), "127.0.0.1:8080");
+        assert_eq!(config.front.docs_path, "docs");
+        assert_eq!(config.front.max_body_bytes, 1024 * 1024);
+        assert_eq!(config.front.header_read_timeout, Duration::from_secs(10));
+        assert!(config.auth.token_ttl.is_none());
         assert_eq!(config.erp.timeout, Duration::from_secs(30));
-        assert!(!config.database_url.is_postgres());
+        assert!(!config.store.database_url.is_postgres());
     }
 
     #[test]
@@ -352,9 +219,9 @@ mod tests {
         std::fs::write(&file, "bind_address = \"127.0.0.1:9000\"\ntoken_ttl_minutes = 5\nmax_body_bytes = 2048\n")
             .unwrap();
         let config = Config::load_with(Some(&file), &[("BIND_ADDRESS", "127.0.0.1:9001")]).unwrap();
-        assert_eq!(config.bind_address.to_string(), "127.0.0.1:9001");
-        assert_eq!(config.token_ttl, Some(Duration::from_secs(300)));
-        assert_eq!(config.max_body_bytes, 2048);
+        assert_eq!(config.front.bind_address.to_string(), "127.0.0.1:9001");
+        assert_eq!(config.auth.token_ttl, Some(Duration::from_secs(300)));
+        assert_eq!(config.front.max_body_bytes, 2048);
     }
 
     #[test]
@@ -421,7 +288,7 @@ mod tests {
         {
             assert!(!debug.contains(secret), "{secret} leaked in {debug}");
         }
-        assert!(config.database_url.is_postgres());
+        assert!(config.store.database_url.is_postgres());
     }
 
     #[test]
@@ -474,7 +341,7 @@ mod tests {
             .collect();
         assert!(settings.len() > 10);
         let config = Config::load_with(None, &settings).unwrap_or_else(|e| panic!("{e}"));
-        assert!(config.database_url.is_postgres());
+        assert!(config.store.database_url.is_postgres());
         assert!(matches!(config.storage, crate::storage::StorageLocation::S3 { .. }));
 
         /// The names in backticks that open a table row: `| `NAME` | …`.

@@ -32,13 +32,3 @@ pub mod telemetry;
 pub mod typed;
 pub mod upstream;
 pub mod vocabulary;
-
-#[cfg(test)]
-mod tests {
-    /// `config` keeps its own default of `WORK_LEASE_SECONDS`: it cannot read the store's, as
-    /// the store imports `config::DatabaseUrl` (the two would import each other).
-    #[test]
-    fn config_and_store_default_to_the_same_work_lease() {
-        assert_eq!(crate::config::DEFAULT_WORK_LEASE, crate::store::DEFAULT_WORK_LEASE);
-    }
-}

@@ -97,40 +97,41 @@ async fn janitor(store: Store, log: Logger) {
 
 pub async fn start(config: &Config, log: &Logger) -> Result<RunningService, StartError> {
     // Unusable certificate files stop the start before anything else happens.
-    let tls = match (&config.tls_cert, &config.tls_key) {
-        (Some(cert), Some(key)) => Some(Arc::new(TlsTerminator::from_pem_files(cert, key)?)),
-        _ => None,
+    let tls = match &config.front.tls {
+        Some(files) => Some(Arc::new(TlsTerminator::from_pem_files(&files.cert, &files.key)?)),
+        None => None,
     };
     let Services { store, auth, openapi, metrics, fieldreport, erp, leasing } = Services::assemble(config).await?;
     let inbox_worker = erp.start_worker(log.new(o!("component" => "erp-inbox")));
     let janitor = tokio::spawn(janitor(store.clone(), log.new(o!("component" => "janitor"))));
-    let change_listener = store.listen_for_changes(&config.database_url);
+    let change_listener = store.listen_for_changes(&config.store.database_url);
     let context_fieldreport = fieldreport.clone();
     let (shutting_down, shutdown_signal) = tokio::sync::watch::channel(false);
     let departures = Arc::new(crate::stop::Departures::default());
     let held_calls =
-        api::held_calls::HeldCalls::new(config.max_held_calls_per_token, departures.clone(), shutdown_signal);
+        api::held_calls::HeldCalls::new(config.api.max_held_calls_per_token, departures.clone(), shutdown_signal);
     let context = ApiContext {
         store: store.clone(),
         auth,
         openapi,
-        docs_page: api::docs_page::DocsPage::new(&config.docs_path),
+        docs_page: api::docs_page::DocsPage::new(&config.front.docs_path),
         leasing_factors: Factors::new(config.leasing.factors.clone()),
         leasing,
         fieldreport,
         erp,
         metrics: metrics.clone(),
-        metrics_token: config.metrics_token.clone(),
+        metrics_token: config.api.metrics_token.clone(),
         held_calls,
     };
 
-    let listener = TcpListener::bind(config.bind_address)
+    let listener = TcpListener::bind(config.front.bind_address)
         .await
-        .map_err(|source| StartError::Bind { address: config.bind_address, source })?;
-    let address = listener.local_addr().map_err(|source| StartError::Bind { address: config.bind_address, source })?;
+        .map_err(|source| StartError::Bind { address: config.front.bind_address, source })?;
+    let address =
+        listener.local_addr().map_err(|source| StartError::Bind { address: config.front.bind_address, source })?;
     let dropshot_config = ConfigDropshot {
         bind_address: address,
-        default_request_body_max_bytes: config.max_body_bytes,
+        default_request_body_max_bytes: config.front.max_body_bytes,
         // Handlers run in the front's task; one whose client leaves runs on (`RunsToEnd`).
         default_handler_task_mode: HandlerTaskMode::CancelOnDisconnect,
         ..Default::default()
@@ -145,16 +146,16 @@ pub async fn start(config: &Config, log: &Logger) -> Result<RunningService, Star
         .map_err(|e| StartError::Dropshot(e.to_string()))?;
     let front = Arc::new(Front {
         handlers: Arc::new(handlers),
-        docs_paths: DocsPaths::new(&config.docs_path),
-        trusted_proxies: config.trusted_proxies.clone(),
-        max_body_bytes: config.max_body_bytes,
-        header_read_timeout: config.header_read_timeout,
-        max_header_bytes: config.max_header_bytes,
-        body_read_timeout: config.body_read_timeout,
+        docs_paths: DocsPaths::new(&config.front.docs_path),
+        trusted_proxies: config.front.trusted_proxies.clone(),
+        max_body_bytes: config.front.max_body_bytes,
+        header_read_timeout: config.front.header_read_timeout,
+        max_header_bytes: config.front.max_header_bytes,
+        body_read_timeout: config.front.body_read_timeout,
         departures,
         connections: front::connections::ConnectionLimits::new(
-            config.max_connections,
-            config.max_connections_per_address,
+            config.front.max_connections,
+            config.front.max_connections_per_address,
             metrics.clone(),
         ),
         log: log.new(o!("component" => "front")),

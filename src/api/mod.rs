@@ -16,6 +16,7 @@
 //! endpoints ([`fieldreport::register`]) have to join the same description anyway.
 
 pub mod auth;
+pub mod config;
 pub mod context;
 pub mod docs_page;
 pub mod documented;

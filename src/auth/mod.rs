@@ -11,6 +11,7 @@ use tokio::sync::Semaphore;
 
 use crate::store::{Store, StoreError, now_ms};
 use crate::vocabulary::field_errors::FieldErrors;
+use crate::vocabulary::settings::{ConfigError, Settings};
 
 /// Failed logins for one email from one address that are tolerated within [`THROTTLE_WINDOW`].
 pub const MAX_FAILED_LOGINS: usize = 5;
@@ -268,10 +269,23 @@ impl Authenticator {
     }
 }
 
+/// The authenticator's settings.
+#[derive(Debug, Clone)]
+pub struct AuthConfig {
+    /// How long a login token lives (`TOKEN_TTL_MINUTES`); unset, until it is revoked.
+    pub token_ttl: Option<Duration>,
+}
+
+impl AuthConfig {
+    pub fn read(raw: &Settings) -> Result<AuthConfig, ConfigError> {
+        Ok(AuthConfig { token_ttl: raw.positive_u64("TOKEN_TTL_MINUTES")?.map(|m| Duration::from_secs(m * 60)) })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::DatabaseUrl;
+    use crate::store::DatabaseUrl;
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
     async fn no_more_hashes_run_at_once_than_there_are_cores() {

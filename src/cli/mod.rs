@@ -194,14 +194,14 @@ async fn run(command: Command, mut config: Config) -> anyhow::Result<()> {
     match command {
         Command::Serve { bind, sandbox } => {
             if let Some(bind) = bind {
-                config.bind_address = bind.parse().map_err(|e| anyhow::anyhow!("--bind {bind:?}: {e}"))?;
+                config.front.bind_address = bind.parse().map_err(|e| anyhow::anyhow!("--bind {bind:?}: {e}"))?;
             }
             serve::serve(config, sandbox).await
         }
         Command::Migrate => {
-            let store = Store::open(&config.database_url).await?.with_work_lease(config.work_lease);
+            let store = Store::open_configured(&config.store).await?;
             store.close().await;
-            println!("migrations applied to {}", config.database_url.redacted());
+            println!("migrations applied to {}", config.store.database_url.redacted());
             Ok(())
         }
         Command::User(command) => users::user(&Services::assemble(&config).await?, command).await,
@@ -242,7 +242,7 @@ async fn run(command: Command, mut config: Config) -> anyhow::Result<()> {
         #[cfg(feature = "bench-support")]
         Command::BenchInsertBaseline { entity, into_mirror } => {
             use crate::store::bench::BaselineTable;
-            let store = Store::open(&config.database_url).await?.with_work_lease(config.work_lease);
+            let store = Store::open_configured(&config.store).await?;
             let table = if into_mirror { BaselineTable::Mirror } else { BaselineTable::Scratch };
             let (count, elapsed) = store.bench_insert_baseline(&entity, table).await?;
             store.close().await;
@@ -251,7 +251,7 @@ async fn run(command: Command, mut config: Config) -> anyhow::Result<()> {
         }
         #[cfg(feature = "bench-support")]
         Command::BenchForgetSet { entity } => {
-            let store = Store::open(&config.database_url).await?.with_work_lease(config.work_lease);
+            let store = Store::open_configured(&config.store).await?;
             let removed = store.bench_forget_set(&entity).await;
             store.close().await;
             println!("removed {} records", removed?);

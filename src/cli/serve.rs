@@ -8,10 +8,10 @@ use super::signals::shutdown_signal;
 
 pub(super) async fn serve(mut config: Config, sandbox: bool) -> anyhow::Result<()> {
     let (log, _log_guard) = telemetry::init(config.log_format);
-    slog::info!(log, "starting"; "database" => config.database_url.redacted(), "bind" => %config.bind_address);
+    slog::info!(log, "starting"; "database" => config.store.database_url.redacted(), "bind" => %config.front.bind_address);
     match raise_open_files_limit() {
         Ok(open_files) => slog::info!(log, "open files limit"; "open_files" => open_files,
-            "max_connections" => config.max_connections, "max_connections_per_address" => config.max_connections_per_address),
+            "max_connections" => config.front.max_connections, "max_connections_per_address" => config.front.max_connections_per_address),
         Err(error) => slog::warn!(log, "the open files limit could not be raised"; "error" => %error),
     }
     if sandbox {
@@ -38,9 +38,9 @@ pub(super) async fn serve(mut config: Config, sandbox: bool) -> anyhow::Result<(
     if sandbox {
         register_sandbox_webhooks(&config, &service.url()).await?;
     }
-    slog::info!(log, "listening"; "address" => service.url(), "docs" => format!("{}/{}", service.url(), config.docs_path));
+    slog::info!(log, "listening"; "address" => service.url(), "docs" => format!("{}/{}", service.url(), config.front.docs_path));
     println!("integration-service listening on {}", service.url());
-    println!("API reference: {}/{}", service.url(), config.docs_path);
+    println!("API reference: {}/{}", service.url(), config.front.docs_path);
     stop.await;
     slog::info!(log, "shutting down: finishing in-flight requests");
     service.shutdown().await;

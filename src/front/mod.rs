@@ -12,6 +12,7 @@
 
 mod body;
 pub mod client_address;
+pub mod config;
 pub mod connections;
 mod departure;
 pub mod docs_path;

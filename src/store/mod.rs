@@ -15,6 +15,7 @@ macro_rules! sql {
 /// Bench-only: the baselines of `cargo xtask bench` (feature `bench-support`).
 #[cfg(any(test, feature = "bench-support"))]
 pub mod bench;
+pub mod config;
 mod dialect;
 mod engine;
 mod error;
@@ -37,12 +38,11 @@ use std::time::Duration;
 
 use sqlx::{AnyConnection, AnyPool};
 
+pub use config::{DEFAULT_WORK_LEASE, DatabaseUrl, StoreConfig};
 pub use dialect::Dialect;
 use engine::Engine;
 use engine::request_connections::Lease;
 pub use error::StoreError;
-
-use crate::config::DatabaseUrl;
 
 /// Handle to the database, cheap to clone.
 #[derive(Clone, Debug)]
@@ -54,9 +54,6 @@ pub struct Store {
     /// stopped renewing its claim: after a crash, another run takes it over this much later.
     work_lease_ms: i64,
 }
-
-/// The default of `WORK_LEASE_SECONDS`.
-pub const DEFAULT_WORK_LEASE: Duration = Duration::from_secs(60);
 
 /// Milliseconds since the Unix epoch, the unit of every stored time.
 pub fn now_ms() -> i64 {
@@ -77,16 +74,22 @@ impl Store {
         Ok(store)
     }
 
+    /// Connects to the configured database, applies every pending migration, and takes the
+    /// configured work lease.
+    pub async fn open_configured(config: &StoreConfig) -> Result<Store, StoreError> {
+        Ok(Self::open(&config.database_url).await?.with_work_lease(config.work_lease))
+    }
+
     /// Postgres: starts listening for changes of tokens, users and field-report records, and
     /// keeps token owners and records in memory while it listens (see
     /// [`engine::change_notifications`]); the task runs until it is aborted. `None` on SQLite,
-    /// where these are local reads.
+    /// where token owners are local reads and the record cache asks the file itself.
     pub fn listen_for_changes(&self, url: &DatabaseUrl) -> Option<tokio::task::JoinHandle<()>> {
         self.engine.listen_for_changes(url, self.pool.clone())
     }
 
     /// Field-report record lookups answered from memory and lookups that went to the
-    /// database, since start; `None` where records are not cached (SQLite).
+    /// database, since start; `None` where records are not cached (SQLite in memory).
     pub fn record_cache_lookups(&self) -> Option<(u64, u64)> {
         self.engine.record_cache().map(|cache| cache.lookups())
     }
@@ -246,8 +249,7 @@ impl std::ops::DerefMut for WriteTransaction {
 /// Stores for unit tests of the store's statements on both databases.
 #[cfg(test)]
 pub(crate) mod testing {
-    use super::Store;
-    use crate::config::DatabaseUrl;
+    use super::{DatabaseUrl, Store};
 
     /// A store on a database of its own, removed by [`TestStore::finish`].
     pub(crate) struct TestStore {
@@ -298,8 +300,7 @@ pub(crate) mod testing {
 
 #[cfg(test)]
 mod tests {
-    use super::Store;
-    use crate::config::DatabaseUrl;
+    use super::{DatabaseUrl, Store};
 
     /// Queued in SQLite's busy handler, the write would fail with "database is locked" after
     /// `busy_timeout` (5 s); queued for its turn, it waits as long as the transaction runs.

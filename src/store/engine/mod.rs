@@ -34,7 +34,7 @@ use request_connections::RequestConnections;
 use sqlite_reads::SqliteReads;
 use token_cache::TokenCache;
 
-use crate::config::DatabaseUrl;
+use crate::store::DatabaseUrl;
 use crate::store::dialect::Dialect;
 use crate::store::error::StoreError;
 

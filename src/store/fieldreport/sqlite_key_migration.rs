@@ -1,6 +1,6 @@
 use sqlx::Row;
 
-use crate::config::DatabaseUrl;
+use crate::store::DatabaseUrl;
 use crate::store::Store;
 
 const RECORDS: &str = "SELECT rowid, entity, record_id, version, document, pending_push, external_id \

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::io::BufRead;
 use std::process::{Child, Command, Stdio};
 
-use integration_service::config::DatabaseUrl;
+use integration_service::store::DatabaseUrl;
 use integration_service::store::Store;
 use serde_json::{Value, json};
 

@@ -1,4 +1,4 @@
-use crate::config::DatabaseUrl;
+use crate::store::DatabaseUrl;
 use crate::store::Store;
 
 /// A write of more than a thousand log pages (where a commit checkpoints by default) stays

@@ -1,4 +1,4 @@
-use crate::config::DatabaseUrl;
+use crate::store::DatabaseUrl;
 use crate::store::Store;
 
 fn idle_count(store: &Store) -> usize {

@@ -1,5 +1,5 @@
 use super::*;
-use crate::config::DatabaseUrl;
+use crate::store::DatabaseUrl;
 use crate::store::Store;
 
 /// A database locked by another connection answers "busy" at once; the read then waits on

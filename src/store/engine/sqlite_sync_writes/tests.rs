@@ -1,5 +1,5 @@
 use super::*;
-use crate::config::DatabaseUrl;
+use crate::store::DatabaseUrl;
 use crate::store::{Store, TestValues};
 
 /// The writer's connection runs no trigger, so `write_page` does the work of each trigger

@@ -1,0 +1,25 @@
+//! The API's own settings: who may read the metrics, and how many calls one token may hold.
+
+use secrecy::SecretString;
+
+use crate::vocabulary::settings::{ConfigError, Settings, invalid};
+
+#[derive(Debug, Clone)]
+pub struct ApiConfig {
+    /// The bearer token `/metrics` asks for (`METRICS_TOKEN`); open without it.
+    pub metrics_token: Option<SecretString>,
+    /// Waits and flows held at once per token on one instance (`MAX_HELD_CALLS_PER_TOKEN`,
+    /// default 200); more are answered 429.
+    pub max_held_calls_per_token: usize,
+}
+
+impl ApiConfig {
+    pub fn read(raw: &Settings) -> Result<ApiConfig, ConfigError> {
+        let held = raw.positive_u64("MAX_HELD_CALLS_PER_TOKEN")?.unwrap_or(200);
+        Ok(ApiConfig {
+            metrics_token: raw.secret("METRICS_TOKEN"),
+            max_held_calls_per_token: usize::try_from(held)
+                .map_err(|_| invalid("MAX_HELD_CALLS_PER_TOKEN", "too large"))?,
+        })
+    }
+}
