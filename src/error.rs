@@ -194,6 +194,17 @@ impl From<AuthError> for ApiError {
             AuthError::DuplicateEmail(email) => {
                 Self::new(ErrorStatusCode::CONFLICT, "duplicate_email", format!("a user with email {email} exists"))
             }
+            AuthError::MissingAbility(ability) => Self::new(
+                ErrorStatusCode::FORBIDDEN,
+                "missing_ability",
+                format!("This token lacks the ability `{ability}` this operation needs."),
+            ),
+            AuthError::DuplicateTokenName(name) => Self::new(
+                ErrorStatusCode::CONFLICT,
+                "duplicate_token_name",
+                format!("the user already has a token named {name:?}"),
+            ),
+            AuthError::UnknownToken { email, name } => Self::not_found(format!("no token named {name:?} for {email}")),
             AuthError::Store(e) => e.into(),
             AuthError::Hashing(e) => Self::internal(e),
         }

@@ -5,7 +5,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::ApiContext;
-use super::guard::{BearerToken, client_address};
+use super::guard::{BearerToken, client_address, needs};
 use crate::auth::User;
 use crate::error::ApiError;
 
@@ -93,7 +93,7 @@ pub async fn login(
 #[dropshot::endpoint { method = POST, path = "/api/v1/logout", tags = ["auth"] }]
 pub async fn logout(
     rqctx: RequestContext<ApiContext>,
-    token: BearerToken,
+    token: BearerToken<needs::AnyToken>,
 ) -> Result<HttpResponseUpdatedNoContent, ApiError> {
     let caller = token.caller(&rqctx).await?;
     rqctx.context().auth.revoke(caller.token_id).await?;
@@ -106,7 +106,7 @@ pub async fn logout(
 #[dropshot::endpoint { method = GET, path = "/api/v1/user", tags = ["auth"] }]
 pub async fn current_user(
     rqctx: RequestContext<ApiContext>,
-    token: BearerToken,
+    token: BearerToken<needs::AnyToken>,
 ) -> Result<HttpResponseOk<CurrentUser>, ApiError> {
     let caller = token.caller(&rqctx).await?;
     Ok(HttpResponseOk(caller.user.into()))

@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 use super::ApiContext;
 use super::documented::Documented;
 use super::fieldreport::{PageMeta, PageQuery};
-use super::guard::{BearerToken, client_address};
+use super::guard::{BearerToken, client_address, needs};
 use crate::erp::attributes::{AttributePullReport, AttributePushReport};
 use crate::erp::post::PostReport;
 use crate::erp::pull::{PullKind, PullReport, check_field};
@@ -222,7 +222,7 @@ pub struct ErpOverview {
 #[dropshot::endpoint { method = GET, path = "/api/v1/erp/show", tags = ["erp"] }]
 pub async fn erp_show(
     rqctx: RequestContext<ApiContext>,
-    token: BearerToken,
+    token: BearerToken<needs::Erp>,
 ) -> Result<HttpResponseOk<ErpOverview>, ApiError> {
     token.caller(&rqctx).await?;
     let store = rqctx.context().erp.store();
@@ -292,7 +292,7 @@ fn objects(records: Vec<crate::store::erp::ErpRecord>) -> Vec<Map<String, Value>
 #[dropshot::endpoint { method = GET, path = "/api/v1/erp/show/{model}", tags = ["erp"] }]
 pub async fn erp_show_model(
     rqctx: RequestContext<ApiContext>,
-    token: BearerToken,
+    token: BearerToken<needs::Erp>,
     path: Path<ModelPath>,
     query: Query<PageQuery>,
 ) -> Result<HttpResponseOk<ErpRecordPage>, ApiError> {
@@ -317,7 +317,7 @@ pub async fn erp_show_model(
 #[dropshot::endpoint { method = GET, path = "/api/v1/erp/show/{model}/{entity}", tags = ["erp"] }]
 pub async fn erp_show_record(
     rqctx: RequestContext<ApiContext>,
-    token: BearerToken,
+    token: BearerToken<needs::Erp>,
     path: Path<ModelRecordPath>,
 ) -> Result<HttpResponseOk<Map<String, Value>>, ApiError> {
     token.caller(&rqctx).await?;
@@ -341,7 +341,7 @@ pub async fn erp_show_record(
 #[dropshot::endpoint { method = GET, path = "/api/v1/erp/show/{model}/{entity}/{value}", tags = ["erp"] }]
 pub async fn erp_show_matching(
     rqctx: RequestContext<ApiContext>,
-    token: BearerToken,
+    token: BearerToken<needs::Erp>,
     path: Path<ModelFieldValuePath>,
 ) -> Result<HttpResponseOk<ErpRecords>, ApiError> {
     token.caller(&rqctx).await?;
@@ -367,7 +367,7 @@ pub struct PullAnswer {
 #[dropshot::endpoint { method = GET, path = "/api/v1/erp/setup", tags = ["erp"] }]
 pub async fn erp_setup_all(
     rqctx: RequestContext<ApiContext>,
-    token: BearerToken,
+    token: BearerToken<needs::Erp>,
 ) -> Result<HttpResponseOk<PullAnswer>, ApiError> {
     pull(&rqctx, &token, None, PullKind::Full).await
 }
@@ -378,7 +378,7 @@ pub async fn erp_setup_all(
 #[dropshot::endpoint { method = GET, path = "/api/v1/erp/setup/{model}", tags = ["erp"] }]
 pub async fn erp_setup(
     rqctx: RequestContext<ApiContext>,
-    token: BearerToken,
+    token: BearerToken<needs::Erp>,
     path: Path<ModelPath>,
 ) -> Result<HttpResponseOk<PullAnswer>, ApiError> {
     pull(&rqctx, &token, Some(&path.into_inner().model), PullKind::Full).await
@@ -392,7 +392,7 @@ pub async fn erp_setup(
 #[dropshot::endpoint { method = GET, path = "/api/v1/erp/get", tags = ["erp"] }]
 pub async fn erp_get(
     rqctx: RequestContext<ApiContext>,
-    token: BearerToken,
+    token: BearerToken<needs::Erp>,
 ) -> Result<HttpResponseOk<PullAnswer>, ApiError> {
     pull(&rqctx, &token, None, PullKind::Incremental).await
 }
@@ -401,7 +401,7 @@ pub async fn erp_get(
 #[dropshot::endpoint { method = GET, path = "/api/v1/erp/update/{model}", tags = ["erp"] }]
 pub async fn erp_update_model(
     rqctx: RequestContext<ApiContext>,
-    token: BearerToken,
+    token: BearerToken<needs::Erp>,
     path: Path<ModelPath>,
 ) -> Result<HttpResponseOk<PullAnswer>, ApiError> {
     pull(&rqctx, &token, Some(&path.into_inner().model), PullKind::Full).await
@@ -414,7 +414,7 @@ pub async fn erp_update_model(
 #[dropshot::endpoint { method = GET, path = "/api/v1/erp/update/{model}/{entity}/{value}", tags = ["erp"] }]
 pub async fn erp_update_matching(
     rqctx: RequestContext<ApiContext>,
-    token: BearerToken,
+    token: BearerToken<needs::Erp>,
     path: Path<ModelFieldValuePath>,
 ) -> Result<HttpResponseOk<PullAnswer>, ApiError> {
     let path = path.into_inner();
@@ -424,7 +424,7 @@ pub async fn erp_update_matching(
 /// Pulls one model or, without a name, every model of the registry.
 async fn pull(
     rqctx: &RequestContext<ApiContext>,
-    token: &BearerToken,
+    token: &BearerToken<needs::Erp>,
     model: Option<&str>,
     kind: PullKind,
 ) -> Result<HttpResponseOk<PullAnswer>, ApiError> {
@@ -444,7 +444,7 @@ async fn pull(
 #[dropshot::endpoint { method = GET, path = "/api/v1/erp/update", tags = ["erp"] }]
 pub async fn erp_update_all(
     rqctx: RequestContext<ApiContext>,
-    token: BearerToken,
+    token: BearerToken<needs::Erp>,
 ) -> Result<HttpResponseOk<PullAnswer>, ApiError> {
     token.caller(&rqctx).await?;
     let erp = &rqctx.context().erp;
@@ -459,7 +459,7 @@ pub async fn erp_update_all(
 #[dropshot::endpoint { method = GET, path = "/api/v1/erp/update/{model}/{entity}", tags = ["erp"] }]
 pub async fn erp_update_record(
     rqctx: RequestContext<ApiContext>,
-    token: BearerToken,
+    token: BearerToken<needs::Erp>,
     path: Path<ModelRecordPath>,
 ) -> Result<HttpResponseOk<PullAnswer>, ApiError> {
     token.caller(&rqctx).await?;
@@ -488,7 +488,7 @@ pub struct AttributePushAnswer {
 #[dropshot::endpoint { method = GET, path = "/api/v1/erp/entityPullAttr/{model}", tags = ["erp"] }]
 pub async fn erp_pull_attributes(
     rqctx: RequestContext<ApiContext>,
-    token: BearerToken,
+    token: BearerToken<needs::Erp>,
     path: Path<ModelPath>,
 ) -> Result<HttpResponseOk<AttributePullAnswer>, ApiError> {
     pull_attributes(&rqctx, &token, &path.into_inner().model, None).await
@@ -501,7 +501,7 @@ pub async fn erp_pull_attributes(
 #[dropshot::endpoint { method = GET, path = "/api/v1/erp/entityPullAttr/{model}/{attribute}", tags = ["erp"] }]
 pub async fn erp_pull_attribute(
     rqctx: RequestContext<ApiContext>,
-    token: BearerToken,
+    token: BearerToken<needs::Erp>,
     path: Path<ModelAttributePath>,
 ) -> Result<HttpResponseOk<AttributePullAnswer>, ApiError> {
     let path = path.into_inner();
@@ -511,7 +511,7 @@ pub async fn erp_pull_attribute(
 /// Pulls a model's custom attributes, all or one definition's.
 async fn pull_attributes(
     rqctx: &RequestContext<ApiContext>,
-    token: &BearerToken,
+    token: &BearerToken<needs::Erp>,
     model: &str,
     attribute: Option<&str>,
 ) -> Result<HttpResponseOk<AttributePullAnswer>, ApiError> {
@@ -529,7 +529,7 @@ async fn pull_attributes(
 #[dropshot::endpoint { method = GET, path = "/api/v1/erp/entityPushAttr/{model}", tags = ["erp"] }]
 pub async fn erp_push_attributes(
     rqctx: RequestContext<ApiContext>,
-    token: BearerToken,
+    token: BearerToken<needs::Erp>,
     path: Path<ModelPath>,
 ) -> Result<HttpResponseOk<AttributePushAnswer>, ApiError> {
     push_attributes(&rqctx, &token, &path.into_inner().model, None).await
@@ -541,7 +541,7 @@ pub async fn erp_push_attributes(
 #[dropshot::endpoint { method = GET, path = "/api/v1/erp/entityPushAttr/{model}/{attribute}", tags = ["erp"] }]
 pub async fn erp_push_attribute(
     rqctx: RequestContext<ApiContext>,
-    token: BearerToken,
+    token: BearerToken<needs::Erp>,
     path: Path<ModelAttributePath>,
 ) -> Result<HttpResponseOk<AttributePushAnswer>, ApiError> {
     let path = path.into_inner();
@@ -551,7 +551,7 @@ pub async fn erp_push_attribute(
 /// Pushes a model's pending custom attribute values, all or one definition's.
 async fn push_attributes(
     rqctx: &RequestContext<ApiContext>,
-    token: &BearerToken,
+    token: &BearerToken<needs::Erp>,
     model: &str,
     attribute: Option<&str>,
 ) -> Result<HttpResponseOk<AttributePushAnswer>, ApiError> {
@@ -582,7 +582,7 @@ pub struct PostQuery {
 #[dropshot::endpoint { method = GET, path = "/api/v1/erp/fieldReportPost", tags = ["erp"] }]
 pub async fn erp_field_report_post_all(
     rqctx: RequestContext<ApiContext>,
-    token: BearerToken,
+    token: BearerToken<needs::Erp>,
     query: Query<PostQuery>,
 ) -> Result<HttpResponseOk<PostAnswer>, ApiError> {
     field_report_post(&rqctx, &token, None, query.into_inner()).await
@@ -595,7 +595,7 @@ pub async fn erp_field_report_post_all(
 #[dropshot::endpoint { method = GET, path = "/api/v1/erp/fieldReportPost/{request}", tags = ["erp"] }]
 pub async fn erp_field_report_post(
     rqctx: RequestContext<ApiContext>,
-    token: BearerToken,
+    token: BearerToken<needs::Erp>,
     path: Path<PostPath>,
     query: Query<PostQuery>,
 ) -> Result<HttpResponseOk<PostAnswer>, ApiError> {
@@ -605,7 +605,7 @@ pub async fn erp_field_report_post(
 /// Posts the mapped records of one model or, without one, of every mapped model.
 async fn field_report_post(
     rqctx: &RequestContext<ApiContext>,
-    token: &BearerToken,
+    token: &BearerToken<needs::Erp>,
     model: Option<&str>,
     query: PostQuery,
 ) -> Result<HttpResponseOk<PostAnswer>, ApiError> {

@@ -23,7 +23,7 @@ use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
 use super::ApiContext;
-use super::guard::BearerToken;
+use super::guard::{BearerToken, needs};
 use crate::error::ApiError;
 
 /// A record of entity set `E`: passed through whole, documented with the set's model under the
@@ -243,7 +243,7 @@ fn typed<E: MirroredEntity>(body: &Value) -> Result<(), ApiError> {
 
 async fn list<E: MirroredEntity>(
     rqctx: RequestContext<ApiContext>,
-    token: BearerToken,
+    token: BearerToken<needs::FieldreportRead>,
     query: Query<PageQuery>,
 ) -> Result<HttpResponseOk<RecordPage<E>>, ApiError> {
     token.caller(&rqctx).await?;
@@ -258,7 +258,7 @@ async fn list<E: MirroredEntity>(
 
 async fn create<E: MirroredEntity>(
     rqctx: RequestContext<ApiContext>,
-    token: BearerToken,
+    token: BearerToken<needs::FieldreportWrite>,
     body: TypedBody<NewRecord<E>>,
 ) -> Result<HttpResponseCreated<RecordWrite<E>>, ApiError> {
     token.caller(&rqctx).await?;
@@ -270,7 +270,7 @@ async fn create<E: MirroredEntity>(
 
 async fn show<E: MirroredEntity>(
     rqctx: RequestContext<ApiContext>,
-    token: BearerToken,
+    token: BearerToken<needs::FieldreportRead>,
     path: Path<RecordPath>,
 ) -> Result<HttpResponseOk<StoredRecord<E>>, ApiError> {
     token.caller(&rqctx).await?;
@@ -280,7 +280,7 @@ async fn show<E: MirroredEntity>(
 
 async fn update<E: MirroredEntity>(
     rqctx: RequestContext<ApiContext>,
-    token: BearerToken,
+    token: BearerToken<needs::FieldreportWrite>,
     path: Path<RecordPath>,
     body: TypedBody<Record<E>>,
 ) -> Result<HttpResponseOk<RecordWrite<E>>, ApiError> {
@@ -293,7 +293,7 @@ async fn update<E: MirroredEntity>(
 
 async fn delete<E: MirroredEntity>(
     rqctx: RequestContext<ApiContext>,
-    token: BearerToken,
+    token: BearerToken<needs::FieldreportWrite>,
     path: Path<RecordPath>,
     headers: Header<PreferHeader>,
 ) -> Result<Response<Body>, ApiError> {

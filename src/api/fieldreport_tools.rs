@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::ApiContext;
-use super::guard::BearerToken;
+use super::guard::{BearerToken, needs};
 use crate::error::ApiError;
 
 /// An entity set of the mirror.
@@ -98,7 +98,7 @@ async fn overview(
 #[dropshot::endpoint { method = GET, path = "/api/v1/fieldreport/show", tags = ["fieldreport"] }]
 pub async fn fieldreport_show(
     rqctx: RequestContext<ApiContext>,
-    token: BearerToken,
+    token: BearerToken<needs::FieldreportTools>,
 ) -> Result<HttpResponseOk<EntitiesAnswer>, ApiError> {
     token.caller(&rqctx).await?;
     let counts = rqctx.context().store.mirror_counts().await?;
@@ -113,7 +113,7 @@ pub async fn fieldreport_show(
 #[dropshot::endpoint { method = GET, path = "/api/v1/fieldreport/show/{entity}", tags = ["fieldreport"] }]
 pub async fn fieldreport_show_entity(
     rqctx: RequestContext<ApiContext>,
-    token: BearerToken,
+    token: BearerToken<needs::FieldreportTools>,
     path: Path<EntityPath>,
 ) -> Result<HttpResponseOk<EntityAnswer>, ApiError> {
     token.caller(&rqctx).await?;
@@ -137,7 +137,7 @@ pub struct EntityAttributePath {
 #[dropshot::endpoint { method = GET, path = "/api/v1/fieldreport/show/{entity}/{attribute}", tags = ["fieldreport"] }]
 pub async fn fieldreport_show_having(
     rqctx: RequestContext<ApiContext>,
-    token: BearerToken,
+    token: BearerToken<needs::FieldreportTools>,
     path: Path<EntityAttributePath>,
 ) -> Result<HttpResponseOk<FoundRecords>, ApiError> {
     let path = path.into_inner();
@@ -154,7 +154,7 @@ pub async fn fieldreport_show_having(
 }]
 pub async fn fieldreport_show_records(
     rqctx: RequestContext<ApiContext>,
-    token: BearerToken,
+    token: BearerToken<needs::FieldreportTools>,
     path: Path<AttributePath>,
 ) -> Result<HttpResponseOk<FoundRecords>, ApiError> {
     let path = path.into_inner();
@@ -164,7 +164,7 @@ pub async fn fieldreport_show_records(
 /// Records of a set whose field is set or, with a value, equals it.
 async fn show_records(
     rqctx: &RequestContext<ApiContext>,
-    token: &BearerToken,
+    token: &BearerToken<needs::FieldreportTools>,
     entity: &str,
     attribute: &str,
     value: Option<&str>,
@@ -197,7 +197,7 @@ pub struct SyncQuery {
 #[dropshot::endpoint { method = GET, path = "/api/v1/fieldreport/sync", tags = ["fieldreport"] }]
 pub async fn fieldreport_sync_all(
     rqctx: RequestContext<ApiContext>,
-    token: BearerToken,
+    token: BearerToken<needs::FieldreportTools>,
     query: Query<SyncQuery>,
 ) -> Result<HttpResponseOk<SyncAnswer>, ApiError> {
     sync(&rqctx, &token, None, query.into_inner()).await
@@ -210,7 +210,7 @@ pub async fn fieldreport_sync_all(
 #[dropshot::endpoint { method = GET, path = "/api/v1/fieldreport/sync/{entity}", tags = ["fieldreport"] }]
 pub async fn fieldreport_sync(
     rqctx: RequestContext<ApiContext>,
-    token: BearerToken,
+    token: BearerToken<needs::FieldreportTools>,
     path: Path<EntityPath>,
     query: Query<SyncQuery>,
 ) -> Result<HttpResponseOk<SyncAnswer>, ApiError> {
@@ -220,7 +220,7 @@ pub async fn fieldreport_sync(
 /// Syncs one set or, without a name, all of them in seed order.
 async fn sync(
     rqctx: &RequestContext<ApiContext>,
-    token: &BearerToken,
+    token: &BearerToken<needs::FieldreportTools>,
     entity: Option<&str>,
     query: SyncQuery,
 ) -> Result<HttpResponseOk<SyncAnswer>, ApiError> {
@@ -285,7 +285,7 @@ pub struct PushAnswer {
 #[dropshot::endpoint { method = GET, path = "/api/v1/fieldreport/setup", tags = ["fieldreport"] }]
 pub async fn fieldreport_setup_all(
     rqctx: RequestContext<ApiContext>,
-    token: BearerToken,
+    token: BearerToken<needs::FieldreportTools>,
 ) -> Result<HttpResponseOk<SyncAnswer>, ApiError> {
     setup(&rqctx, &token, None).await
 }
@@ -294,7 +294,7 @@ pub async fn fieldreport_setup_all(
 #[dropshot::endpoint { method = GET, path = "/api/v1/fieldreport/setup/{stage}", tags = ["fieldreport"] }]
 pub async fn fieldreport_setup(
     rqctx: RequestContext<ApiContext>,
-    token: BearerToken,
+    token: BearerToken<needs::FieldreportTools>,
     path: Path<StagePath>,
 ) -> Result<HttpResponseOk<SyncAnswer>, ApiError> {
     setup(&rqctx, &token, Some(&path.into_inner().stage)).await
@@ -303,7 +303,7 @@ pub async fn fieldreport_setup(
 /// Syncs the sets of one stage or, without one, of every stage in order.
 async fn setup(
     rqctx: &RequestContext<ApiContext>,
-    token: &BearerToken,
+    token: &BearerToken<needs::FieldreportTools>,
     stage: Option<&str>,
 ) -> Result<HttpResponseOk<SyncAnswer>, ApiError> {
     token.caller(rqctx).await?;
@@ -320,7 +320,7 @@ async fn setup(
 #[dropshot::endpoint { method = GET, path = "/api/v1/fieldreport/post", tags = ["fieldreport"] }]
 pub async fn fieldreport_post_all(
     rqctx: RequestContext<ApiContext>,
-    token: BearerToken,
+    token: BearerToken<needs::FieldreportTools>,
 ) -> Result<HttpResponseOk<PushAnswer>, ApiError> {
     post(&rqctx, &token, None, None, None).await
 }
@@ -329,7 +329,7 @@ pub async fn fieldreport_post_all(
 #[dropshot::endpoint { method = GET, path = "/api/v1/fieldreport/post/{stage}", tags = ["fieldreport"] }]
 pub async fn fieldreport_post_stage(
     rqctx: RequestContext<ApiContext>,
-    token: BearerToken,
+    token: BearerToken<needs::FieldreportTools>,
     path: Path<StagePath>,
 ) -> Result<HttpResponseOk<PushAnswer>, ApiError> {
     post(&rqctx, &token, Some(&path.into_inner().stage), None, None).await
@@ -339,7 +339,7 @@ pub async fn fieldreport_post_stage(
 #[dropshot::endpoint { method = GET, path = "/api/v1/fieldreport/post/{stage}/{type}", tags = ["fieldreport"] }]
 pub async fn fieldreport_post_type(
     rqctx: RequestContext<ApiContext>,
-    token: BearerToken,
+    token: BearerToken<needs::FieldreportTools>,
     path: Path<StageTypePath>,
 ) -> Result<HttpResponseOk<PushAnswer>, ApiError> {
     let path = path.into_inner();
@@ -354,7 +354,7 @@ pub async fn fieldreport_post_type(
 }]
 pub async fn fieldreport_post(
     rqctx: RequestContext<ApiContext>,
-    token: BearerToken,
+    token: BearerToken<needs::FieldreportTools>,
     path: Path<StageTypeEntityPath>,
 ) -> Result<HttpResponseOk<PushAnswer>, ApiError> {
     let path = path.into_inner();
@@ -365,7 +365,7 @@ pub async fn fieldreport_post(
 /// the stage).
 async fn post(
     rqctx: &RequestContext<ApiContext>,
-    token: &BearerToken,
+    token: &BearerToken<needs::FieldreportTools>,
     stage: Option<&str>,
     kind: Option<&str>,
     entity: Option<&str>,

@@ -14,7 +14,7 @@ use serde_json::Value;
 
 use super::ApiContext;
 use super::documented::Documented;
-use super::guard::BearerToken;
+use super::guard::{BearerToken, needs};
 use super::idempotency::{self, IdempotencyHeader};
 use super::leasing_schema as schema;
 use crate::auth::Caller;
@@ -155,7 +155,10 @@ fn counted<T>(context: &ApiContext, flow: LeasingFlow, result: Result<T, Leasing
 }
 
 /// The caller behind the token, or the leasing-shaped 401.
-async fn authorize(rqctx: &RequestContext<ApiContext>, token: &BearerToken) -> Result<Caller, ApiError> {
+async fn authorize(
+    rqctx: &RequestContext<ApiContext>,
+    token: &BearerToken<needs::Leasing>,
+) -> Result<Caller, ApiError> {
     token.caller(rqctx).await.map_err(ApiError::leasing)
 }
 
@@ -187,7 +190,7 @@ fn hold(
 #[dropshot::endpoint { method = POST, path = "/api/v1/leasing", tags = ["leasing"] }]
 pub async fn leasing_create(
     rqctx: RequestContext<ApiContext>,
-    token: BearerToken,
+    token: BearerToken<needs::Leasing>,
     headers: Header<IdempotencyHeader>,
     body: TypedBody<Documented<schema::FinancingRequestPayload>>,
 ) -> Result<HttpResponseCreated<RequestEnvelope>, ApiError> {
@@ -286,7 +289,7 @@ pub struct FlowEnvelope {
 #[dropshot::endpoint { method = POST, path = "/api/v1/leasing/leasing/request-flow", tags = ["leasing"] }]
 pub async fn leasing_request_flow(
     rqctx: RequestContext<ApiContext>,
-    token: BearerToken,
+    token: BearerToken<needs::Leasing>,
     headers: Header<IdempotencyHeader>,
     body: TypedBody<FlowRequest>,
 ) -> Result<HttpResponseOk<FlowEnvelope>, ApiError> {
@@ -345,7 +348,7 @@ pub struct FlowHealth {
 #[dropshot::endpoint { method = GET, path = "/api/v1/leasing/leasing/request-flow", tags = ["leasing"] }]
 pub async fn leasing_request_flow_health(
     rqctx: RequestContext<ApiContext>,
-    token: BearerToken,
+    token: BearerToken<needs::Leasing>,
 ) -> Result<HttpResponseOk<FlowHealth>, ApiError> {
     authorize(&rqctx, &token).await?;
     let configured = rqctx.context().leasing.is_configured();
@@ -383,7 +386,7 @@ pub struct TestFlowEnvelope {
 }]
 pub async fn leasing_test_flow(
     rqctx: RequestContext<ApiContext>,
-    token: BearerToken,
+    token: BearerToken<needs::Leasing>,
     path: Path<FinancingIdPath>,
 ) -> Result<HttpResponseOk<TestFlowEnvelope>, ApiError> {
     authorize(&rqctx, &token).await?;
@@ -400,7 +403,7 @@ pub async fn leasing_test_flow(
 #[dropshot::endpoint { method = GET, path = "/api/v1/leasing/{financingId}", tags = ["leasing"] }]
 pub async fn leasing_show(
     rqctx: RequestContext<ApiContext>,
-    token: BearerToken,
+    token: BearerToken<needs::Leasing>,
     path: Path<FinancingIdPath>,
 ) -> Result<HttpResponseOk<RequestEnvelope>, ApiError> {
     authorize(&rqctx, &token).await?;
@@ -415,7 +418,7 @@ pub async fn leasing_show(
 #[dropshot::endpoint { method = PATCH, path = "/api/v1/leasing/{financingId}", tags = ["leasing"] }]
 pub async fn leasing_patch(
     rqctx: RequestContext<ApiContext>,
-    token: BearerToken,
+    token: BearerToken<needs::Leasing>,
     path: Path<FinancingIdPath>,
     body: TypedBody<Documented<schema::PatchRequestPayload>>,
 ) -> Result<HttpResponseOk<RequestEnvelope>, ApiError> {
@@ -429,7 +432,7 @@ pub async fn leasing_patch(
 #[dropshot::endpoint { method = PATCH, path = "/api/v1/leasing/{financingId}/lessee", tags = ["leasing"] }]
 pub async fn leasing_patch_lessee(
     rqctx: RequestContext<ApiContext>,
-    token: BearerToken,
+    token: BearerToken<needs::Leasing>,
     path: Path<FinancingIdPath>,
     body: TypedBody<Documented<schema::PatchLesseePayload>>,
 ) -> Result<HttpResponseOk<RequestEnvelope>, ApiError> {
@@ -454,7 +457,7 @@ pub async fn leasing_patch_lessee(
 }]
 pub async fn leasing_wait_ready_to_sign(
     rqctx: RequestContext<ApiContext>,
-    token: BearerToken,
+    token: BearerToken<needs::Leasing>,
     path: Path<FinancingIdPath>,
     query: Query<WaitQuery>,
 ) -> Result<HttpResponseOk<RequestEnvelope>, ApiError> {
@@ -478,7 +481,7 @@ pub async fn leasing_wait_ready_to_sign(
 /// holds it and the arguments, 1,456 bytes (1,840 with the steps inline in its body).
 fn wait_ready_to_sign(
     rqctx: RequestContext<ApiContext>,
-    token: BearerToken,
+    token: BearerToken<needs::Leasing>,
     path: Path<FinancingIdPath>,
     query: Query<WaitQuery>,
 ) -> impl Future<Output = Result<HttpResponseOk<RequestEnvelope>, ApiError>> + Send + 'static {
@@ -515,7 +518,7 @@ fn wait_ready_to_sign(
 }]
 pub async fn leasing_e_signature_configuration(
     rqctx: RequestContext<ApiContext>,
-    token: BearerToken,
+    token: BearerToken<needs::Leasing>,
     path: Path<FinancingIdPath>,
 ) -> Result<HttpResponseOk<ConfigurationEnvelope>, ApiError> {
     authorize(&rqctx, &token).await?;
@@ -532,7 +535,7 @@ fn action(data: Value) -> HttpResponseOk<ActionEnvelope> {
 #[dropshot::endpoint { method = POST, path = "/api/v1/leasing/{financingId}/e-signature", tags = ["leasing"] }]
 pub async fn leasing_start_e_signature(
     rqctx: RequestContext<ApiContext>,
-    token: BearerToken,
+    token: BearerToken<needs::Leasing>,
     path: Path<FinancingIdPath>,
     body: TypedBody<Documented<schema::ESignaturePayload>>,
 ) -> Result<HttpResponseOk<ActionEnvelope>, ApiError> {
@@ -546,7 +549,7 @@ pub async fn leasing_start_e_signature(
 #[dropshot::endpoint { method = PUT, path = "/api/v1/leasing/{financingId}/cancel-e-signature", tags = ["leasing"] }]
 pub async fn leasing_cancel_e_signature(
     rqctx: RequestContext<ApiContext>,
-    token: BearerToken,
+    token: BearerToken<needs::Leasing>,
     path: Path<FinancingIdPath>,
 ) -> Result<HttpResponseOk<ActionEnvelope>, ApiError> {
     authorize(&rqctx, &token).await?;
@@ -562,7 +565,7 @@ pub async fn leasing_cancel_e_signature(
 }]
 pub async fn leasing_switch_to_paper_contract(
     rqctx: RequestContext<ApiContext>,
-    token: BearerToken,
+    token: BearerToken<needs::Leasing>,
     path: Path<FinancingIdPath>,
 ) -> Result<HttpResponseOk<ActionEnvelope>, ApiError> {
     authorize(&rqctx, &token).await?;
@@ -582,7 +585,7 @@ pub async fn leasing_switch_to_paper_contract(
 }]
 pub async fn leasing_contract_document(
     rqctx: RequestContext<ApiContext>,
-    token: BearerToken,
+    token: BearerToken<needs::Leasing>,
     path: Path<FinancingIdPath>,
     query: Query<ContractDocumentQuery>,
 ) -> Result<HttpResponseOk<ContractDocumentEnvelope>, ApiError> {
@@ -605,7 +608,7 @@ pub async fn leasing_contract_document(
 }]
 pub async fn leasing_contract_document_link(
     rqctx: RequestContext<ApiContext>,
-    token: BearerToken,
+    token: BearerToken<needs::Leasing>,
     path: Path<FinancingIdPath>,
 ) -> Result<HttpResponseOk<ActionEnvelope>, ApiError> {
     authorize(&rqctx, &token).await?;
@@ -620,7 +623,7 @@ pub async fn leasing_contract_document_link(
 #[dropshot::endpoint { method = POST, path = "/api/v1/leasing/calculate", tags = ["leasing"] }]
 pub async fn leasing_provider_calculation(
     rqctx: RequestContext<ApiContext>,
-    token: BearerToken,
+    token: BearerToken<needs::Leasing>,
     body: TypedBody<Documented<schema::CalculationPayload>>,
 ) -> Result<HttpResponseOk<ActionEnvelope>, ApiError> {
     authorize(&rqctx, &token).await?;
@@ -636,7 +639,7 @@ pub async fn leasing_provider_calculation(
 #[dropshot::endpoint { method = GET, path = "/api/v1/leasing/calculate", tags = ["leasing"] }]
 pub async fn leasing_calculate_default(
     rqctx: RequestContext<ApiContext>,
-    token: BearerToken,
+    token: BearerToken<needs::Leasing>,
 ) -> Result<HttpResponseOk<InverseCalculationResult>, ApiError> {
     calculate(&rqctx, &token, None, None).await
 }
@@ -647,7 +650,7 @@ pub async fn leasing_calculate_default(
 #[dropshot::endpoint { method = GET, path = "/api/v1/leasing/calculate/{monthlyInstalment}", tags = ["leasing"] }]
 pub async fn leasing_calculate_instalment(
     rqctx: RequestContext<ApiContext>,
-    token: BearerToken,
+    token: BearerToken<needs::Leasing>,
     path: Path<CalculateInstalment>,
 ) -> Result<HttpResponseOk<InverseCalculationResult>, ApiError> {
     let path = path.into_inner();
@@ -666,7 +669,7 @@ pub async fn leasing_calculate_instalment(
 }]
 pub async fn leasing_calculate(
     rqctx: RequestContext<ApiContext>,
-    token: BearerToken,
+    token: BearerToken<needs::Leasing>,
     path: Path<CalculateInstalmentAndPeriod>,
 ) -> Result<HttpResponseOk<InverseCalculationResult>, ApiError> {
     let path = path.into_inner();
@@ -677,7 +680,7 @@ pub async fn leasing_calculate(
 /// or a period, the defaults.
 async fn calculate(
     rqctx: &RequestContext<ApiContext>,
-    token: &BearerToken,
+    token: &BearerToken<needs::Leasing>,
     monthly_instalment: Option<&str>,
     period: Option<&str>,
 ) -> Result<HttpResponseOk<InverseCalculationResult>, ApiError> {

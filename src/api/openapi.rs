@@ -2,9 +2,10 @@
 //! per-entity field-report endpoints; building it needs no running service), then completed
 //! with what dropshot does not emit (security schemes, specific error responses).
 //!
-//! Which operations need a bearer token is read from the description itself: an endpoint that
-//! takes a [`super::guard::BearerToken`] declares the `Authorization` header parameter, which
-//! becomes the operation's `security` (OpenAPI ignores `Authorization` header parameters).
+//! Which operations need a bearer token, and which ability, is read from the description
+//! itself: an endpoint that takes a [`super::guard::BearerToken`] declares the `Authorization`
+//! header parameter, which becomes the operation's `security` (OpenAPI ignores `Authorization`
+//! header parameters), and the parameter's description names the ability.
 
 use serde_json::{Value, json};
 
@@ -109,6 +110,13 @@ fn complete(doc: &mut Value) {
             "example": {"message": "Unauthenticated.", "error_code": "unauthenticated", "request_id": "0d5c1e3e-8b7f-4f4e-9c57-2f1f0c9e1a11"}
         }}
     });
+    responses["MissingAbility"] = json!({
+        "description": "The token is valid but lacks the ability the operation needs (`x-ability`); the message names it.",
+        "content": {"application/json": {
+            "schema": {"$ref": "#/components/schemas/ApiError"},
+            "example": {"message": "This token lacks the ability `fieldreport:write` this operation needs.", "error_code": "missing_ability", "request_id": "0d5c1e3e-8b7f-4f4e-9c57-2f1f0c9e1a11"}
+        }}
+    });
     responses["ValidationFailed"] = json!({
         "description": "The body is well-formed JSON but a field is missing or invalid; `errors` lists messages per field.",
         "content": {"application/json": {
@@ -165,9 +173,12 @@ fn complete(doc: &mut Value) {
             }
             let op_id = op["operationId"].as_str().unwrap_or_default().to_string();
             let has_body = op.get("requestBody").is_some();
-            if take_bearer_token_parameter(op) {
+            if let Some(ability) = take_bearer_token_parameter(op) {
                 op["security"] = json!([{"bearerAuth": []}]);
                 op["responses"]["401"] = json!({"$ref": "#/components/responses/Unauthenticated"});
+                if let Some(ability) = ability {
+                    state_ability(op, &ability);
+                }
             }
             if has_body {
                 op["responses"]["413"] = json!({"$ref": "#/components/responses/PayloadTooLarge"});
@@ -215,19 +226,36 @@ fn complete(doc: &mut Value) {
     bound_integers(doc);
 }
 
-/// Whether the operation takes a bearer token: removes the `Authorization` header parameter
-/// that [`super::guard::BearerToken`] declares (and `parameters` when it was the only one).
-fn take_bearer_token_parameter(op: &mut Value) -> bool {
-    let Some(parameters) = op.get_mut("parameters").and_then(Value::as_array_mut) else {
-        return false;
-    };
-    let before = parameters.len();
-    parameters.retain(|p| !is_authorization_parameter(p));
-    let found = parameters.len() < before;
+/// Whether the operation takes a bearer token, and the ability the token needs (see
+/// [`super::guard::needs`]): removes the `Authorization` header parameter that
+/// [`super::guard::BearerToken`] declares (and `parameters` when it was the only one).
+fn take_bearer_token_parameter(op: &mut Value) -> Option<Option<String>> {
+    let parameters = op.get_mut("parameters").and_then(Value::as_array_mut)?;
+    let position = parameters.iter().position(is_authorization_parameter)?;
+    let parameter = parameters.remove(position);
     if parameters.is_empty() {
         op.as_object_mut().expect("an operation is an object").remove("parameters");
     }
-    found
+    let description = parameter["description"].as_str().unwrap_or_default();
+    let ability = description
+        .split_once(super::guard::ABILITY_NOTE)
+        .and_then(|(_, rest)| rest.strip_prefix('`'))
+        .and_then(|rest| rest.split_once('`'))
+        .map(|(ability, _)| ability.to_string());
+    Some(ability)
+}
+
+/// States the ability an operation's token needs: in its description, as `x-ability`, and with
+/// the 403 a token without it gets. (OpenAPI 3.0 allows scopes in a security requirement only
+/// for OAuth 2 and OpenID Connect schemes, so `security` stays `bearerAuth: []`.)
+fn state_ability(op: &mut Value, ability: &str) {
+    let note = format!("Needs a token with the ability `{ability}` (login tokens hold every ability, `*`).");
+    op["description"] = match op["description"].as_str() {
+        Some(description) if !description.is_empty() => json!(format!("{description}\n\n{note}")),
+        _ => json!(note),
+    };
+    op["x-ability"] = json!(ability);
+    op["responses"]["403"] = json!({"$ref": "#/components/responses/MissingAbility"});
 }
 
 fn is_authorization_parameter(parameter: &Value) -> bool {
@@ -370,6 +398,55 @@ mod tests {
         }
         // The loop above checked each one; this, that the document has them at all.
         assert!(guarded > 6 * generated::fieldreport::ENTITIES.len(), "only {guarded} guarded operations");
+    }
+
+    /// Each guarded operation names the ability its token needs, by area and (for the mirror)
+    /// by reading or writing: as `x-ability`, in its description, with the 403 answer.
+    #[test]
+    fn abilities_follow_the_bearer_token_s_need() {
+        let doc: serde_json::Value = serde_json::from_str(&super::document()).unwrap();
+        let tools = [
+            "/api/v1/fieldreport/show",
+            "/api/v1/fieldreport/sync",
+            "/api/v1/fieldreport/setup",
+            "/api/v1/fieldreport/post",
+        ];
+        let mut counted = std::collections::BTreeMap::<String, usize>::new();
+        for (path, item) in doc["paths"].as_object().unwrap() {
+            for (method, op) in item.as_object().unwrap() {
+                if op.get("security") != Some(&serde_json::json!([{"bearerAuth": []}])) {
+                    assert!(op.get("x-ability").is_none(), "{method} {path}");
+                    continue;
+                }
+                let expected = if ["/api/v1/user", "/api/v1/logout"].contains(&path.as_str()) {
+                    None
+                } else if path.starts_with("/api/v1/leasing") {
+                    Some("leasing")
+                } else if path.starts_with("/api/v1/erp") {
+                    Some("erp")
+                } else if tools.iter().any(|tool| path == tool || path.starts_with(&format!("{tool}/"))) {
+                    Some("fieldreport:tools")
+                } else if path.starts_with("/api/v1/fieldreport/") && method == "get" {
+                    Some("fieldreport:read")
+                } else if path.starts_with("/api/v1/fieldreport/") {
+                    Some("fieldreport:write")
+                } else if path.starts_with("/api/v1/jobs") {
+                    Some("jobs")
+                } else {
+                    panic!("{method} {path}: which ability?")
+                };
+                assert_eq!(op["x-ability"].as_str(), expected, "{method} {path}");
+                if let Some(ability) = expected {
+                    let description = op["description"].as_str().unwrap();
+                    assert!(description.contains(&format!("ability `{ability}`")), "{method} {path}: {description}");
+                    assert_eq!(op["responses"]["403"]["$ref"], "#/components/responses/MissingAbility");
+                    *counted.entry(ability.to_string()).or_default() += 1;
+                }
+            }
+        }
+        for ability in ["leasing", "erp", "fieldreport:tools", "fieldreport:read", "fieldreport:write"] {
+            assert!(counted.get(ability).is_some_and(|n| *n > 0), "no operation needs {ability}: {counted:?}");
+        }
     }
 
     /// dropshot's own document states the token's header on exactly the guarded operations,

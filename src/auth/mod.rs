@@ -1,6 +1,7 @@
 //! Authentication: users, passwords, personal access tokens and login throttling.
 //! Free of HTTP types; `crate::api::auth` maps it to the wire.
 
+pub mod ability;
 pub mod password;
 pub mod token;
 
@@ -9,9 +10,11 @@ use std::time::Duration;
 
 use tokio::sync::Semaphore;
 
+use crate::store::tokens::{NewToken, TokenRow};
 use crate::store::{Store, StoreError, now_ms};
 use crate::vocabulary::field_errors::FieldErrors;
 use crate::vocabulary::settings::{ConfigError, Settings};
+use ability::{Abilities, Ability};
 
 /// Failed logins for one email from one address that are tolerated within [`THROTTLE_WINDOW`].
 pub const MAX_FAILED_LOGINS: usize = 5;
@@ -25,6 +28,12 @@ pub const MAX_PASSWORD_BYTES: usize = 4096;
 pub const THROTTLE_WINDOW: Duration = Duration::from_secs(60);
 /// `last_used_at` is written at most this often per token, so reads stay reads.
 const TOUCH_INTERVAL_MS: i64 = 60_000;
+/// The name of every token issued by a login; no other token may take it.
+pub const LOGIN_TOKEN_NAME: &str = "login";
+/// The longest token name accepted.
+pub const MAX_TOKEN_NAME_CHARS: usize = 100;
+/// The longest lifetime a named token may be given, in days (about 100 years).
+pub const MAX_TOKEN_DAYS: u64 = 36_500;
 
 #[derive(Debug, thiserror::Error)]
 pub enum AuthError {
@@ -40,6 +49,12 @@ pub enum AuthError {
     UnknownUser(String),
     #[error("a user with email {0} exists")]
     DuplicateEmail(String),
+    #[error("the token lacks the ability {0}")]
+    MissingAbility(Ability),
+    #[error("the user already has a token named {0:?}")]
+    DuplicateTokenName(String),
+    #[error("no token named {name:?} for {email}")]
+    UnknownToken { email: String, name: String },
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error("{0}")]
@@ -61,6 +76,25 @@ pub struct User {
 pub struct Caller {
     pub user: User,
     pub token_id: i64,
+    pub abilities: Abilities,
+}
+
+impl Caller {
+    /// The caller, when its token holds `needed`; else [`AuthError::MissingAbility`].
+    pub fn allowed(self, needed: Ability) -> Result<Caller, AuthError> {
+        if self.abilities.allow(needed) { Ok(self) } else { Err(AuthError::MissingAbility(needed)) }
+    }
+}
+
+/// A token as listed: never its secret.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TokenSummary {
+    pub name: String,
+    pub abilities: Abilities,
+    /// Epoch milliseconds.
+    pub created_at: i64,
+    pub last_used_at: Option<i64>,
+    pub expires_at: Option<i64>,
 }
 
 /// Users, tokens and throttling over the store.
@@ -186,12 +220,111 @@ impl Authenticator {
         self.issue_token(user.id).await
     }
 
+    /// A login token: named `login`, every ability, `TOKEN_TTL_MINUTES` to live.
     async fn issue_token(&self, user_id: i64) -> Result<String, AuthError> {
-        let secret = token::new_secret();
         let now = now_ms();
         let expires_at = self.token_ttl.map(|ttl| now + ttl.as_millis() as i64);
-        let id = self.store.insert_token(user_id, &token::digest(&secret), now, expires_at).await?;
+        self.store_token(user_id, LOGIN_TOKEN_NAME, &Abilities::all(), now, expires_at).await
+    }
+
+    async fn store_token(
+        &self,
+        user_id: i64,
+        name: &str,
+        abilities: &Abilities,
+        created_at: i64,
+        expires_at: Option<i64>,
+    ) -> Result<String, AuthError> {
+        let secret = token::new_secret();
+        let token_hash = token::digest(&secret);
+        let abilities = abilities.stored();
+        let new = NewToken { user_id, token_hash: &token_hash, created_at, expires_at, name, abilities: &abilities };
+        let id = self.store.insert_token(&new).await.map_err(|e| match e {
+            StoreError::Duplicate(_) => AuthError::DuplicateTokenName(name.to_string()),
+            other => other.into(),
+        })?;
         Ok(format!("{id}|{secret}"))
+    }
+
+    /// A named token for an automation, with these abilities (every ability when none is
+    /// named, as Sanctum does) and, optionally, a lifetime in days. Returns `<id>|<secret>`,
+    /// the only time the secret is shown.
+    pub async fn create_token(
+        &self,
+        email: &str,
+        name: &str,
+        abilities: &[String],
+        expires_in_days: Option<u64>,
+    ) -> Result<String, AuthError> {
+        let name = name.trim();
+        let mut errors = FieldErrors::new();
+        if name.is_empty() {
+            errors.entry("name".into()).or_default().push("The name field is required.".into());
+        } else if name.chars().count() > MAX_TOKEN_NAME_CHARS || name.chars().any(char::is_control) {
+            errors
+                .entry("name".into())
+                .or_default()
+                .push(format!("The name must be at most {MAX_TOKEN_NAME_CHARS} printable characters."));
+        } else if name == LOGIN_TOKEN_NAME {
+            errors.entry("name".into()).or_default().push("The name `login` is kept for login tokens.".into());
+        }
+        let mut held = Vec::new();
+        for requested in abilities {
+            match Ability::parse(requested.trim()) {
+                Some(ability) => held.push(ability),
+                None => errors
+                    .entry("ability".into())
+                    .or_default()
+                    .push(format!("Unknown ability {requested:?}; the abilities are {}.", Ability::names())),
+            }
+        }
+        if expires_in_days.is_some_and(|days| days == 0 || days > MAX_TOKEN_DAYS) {
+            errors
+                .entry("expires_in_days".into())
+                .or_default()
+                .push(format!("The lifetime must be between 1 and {MAX_TOKEN_DAYS} days."));
+        }
+        if !errors.is_empty() {
+            return Err(AuthError::Invalid(errors));
+        }
+        let abilities = if held.is_empty() { Abilities::all() } else { Abilities::of(held) };
+        let email = normalize_email(email);
+        let user = self.store.user_by_email(&email).await?.ok_or_else(|| AuthError::UnknownUser(email.clone()))?;
+        let now = now_ms();
+        let expires_at = expires_in_days.map(|days| now + (days * 24 * 3600 * 1000) as i64);
+        self.store_token(user.id, name, &abilities, now, expires_at).await
+    }
+
+    /// The tokens of a user, oldest first.
+    pub async fn list_tokens(&self, email: &str) -> Result<Vec<TokenSummary>, AuthError> {
+        let email = normalize_email(email);
+        if self.store.user_by_email(&email).await?.is_none() {
+            return Err(AuthError::UnknownUser(email));
+        }
+        let rows = self.store.tokens_of(&email).await?;
+        Ok(rows
+            .into_iter()
+            .map(|TokenRow { name, abilities, created_at, last_used_at, expires_at, .. }| TokenSummary {
+                name,
+                abilities: Abilities::from_stored(&abilities),
+                created_at,
+                last_used_at,
+                expires_at,
+            })
+            .collect())
+    }
+
+    /// Revokes the user's token of this name (`login`: every login token); returns how many
+    /// were revoked.
+    pub async fn revoke_named(&self, email: &str, name: &str) -> Result<u64, AuthError> {
+        let email = normalize_email(email);
+        if self.store.user_by_email(&email).await?.is_none() {
+            return Err(AuthError::UnknownUser(email));
+        }
+        match self.store.delete_named_tokens(&email, name.trim()).await? {
+            0 => Err(AuthError::UnknownToken { email, name: name.trim().to_string() }),
+            revoked => Ok(revoked),
+        }
     }
 
     /// Resolves a bearer token to its caller. Missing, malformed, unknown, revoked and expired
@@ -212,6 +345,7 @@ impl Authenticator {
         Ok(Caller {
             user: User { id: owner.user_id, name: owner.name, email: owner.email, created_at: owner.created_at },
             token_id: owner.token_id,
+            abilities: Abilities::from_stored(&owner.abilities),
         })
     }
 

@@ -29,10 +29,36 @@ pub(super) enum UserCommand {
 
 #[derive(Subcommand)]
 pub(super) enum TokenCommand {
-    /// Revoke every token of a user.
+    /// Create a named token for an automation and print it once (`<id>|<secret>`).
+    Create {
+        #[arg(long)]
+        email: String,
+        /// A name of the user's own (unique per user; `login` is kept for login tokens).
+        #[arg(long)]
+        name: String,
+        /// An ability the token holds; repeat for more. Without any: every ability (`*`).
+        /// One of `*`, `leasing`, `fieldreport:read`, `fieldreport:write`, `fieldreport:tools`,
+        /// `erp`, `jobs`.
+        #[arg(long = "ability", value_name = "ABILITY")]
+        abilities: Vec<String>,
+        /// Days until the token stops working; without it, until it is revoked.
+        #[arg(long, value_name = "DAYS")]
+        expires_in_days: Option<u64>,
+    },
+    /// List a user's tokens: names, abilities, created, last used and expiry (never secrets).
+    List {
+        #[arg(long)]
+        email: String,
+    },
+    /// Revoke a user's token by name (`login`: every login token), or every token with `--all`.
+    #[command(group(clap::ArgGroup::new("which").required(true).args(["name", "all"])))]
     Revoke {
         #[arg(long)]
         email: String,
+        #[arg(long)]
+        name: Option<String>,
+        #[arg(long)]
+        all: bool,
     },
 }
 
@@ -62,13 +88,45 @@ pub(super) async fn user(services: &Services, command: UserCommand) -> anyhow::R
 
 pub(super) async fn token(services: &Services, command: TokenCommand) -> anyhow::Result<()> {
     match command {
-        TokenCommand::Revoke { email } => {
+        TokenCommand::Create { email, name, abilities, expires_in_days } => {
+            let token =
+                services.auth.create_token(&email, &name, &abilities, expires_in_days).await.map_err(describe)?;
+            // The token alone on standard output, so that a script can capture it.
+            println!("{token}");
+            eprintln!("created token {:?} for {email}; it is shown only once", name.trim());
+        }
+        TokenCommand::List { email } => {
+            println!("NAME\tABILITIES\tCREATED\tLAST USED\tEXPIRES");
+            for token in services.auth.list_tokens(&email).await.map_err(describe)? {
+                let abilities: Vec<&str> = token.abilities.iter().map(|a| a.as_str()).collect();
+                println!(
+                    "{}\t{}\t{}\t{}\t{}",
+                    token.name,
+                    abilities.join(","),
+                    time(Some(token.created_at)),
+                    time(token.last_used_at),
+                    time(token.expires_at),
+                );
+            }
+        }
+        TokenCommand::Revoke { email, name: Some(name), .. } => {
+            let count = services.auth.revoke_named(&email, &name).await.map_err(describe)?;
+            println!("revoked {count} token(s) named {:?} of {email}", name.trim());
+        }
+        TokenCommand::Revoke { email, name: None, .. } => {
             let count = services.auth.revoke_all(&email).await.map_err(describe)?;
             println!("revoked {count} token(s) of {email}");
         }
     }
     services.store.close().await;
     Ok(())
+}
+
+/// An epoch-milliseconds time as RFC 3339 in UTC, `-` when there is none.
+fn time(at: Option<i64>) -> String {
+    at.and_then(chrono::DateTime::from_timestamp_millis)
+        .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
+        .unwrap_or_else(|| "-".into())
 }
 
 /// Turns validation errors into readable lines for the terminal.

@@ -8,29 +8,87 @@ pub use crate::store::engine::token_cache::TokenOwner;
 use crate::store::{Store, StoreError, now_ms};
 
 /// A token and its user, by token id.
-const TOKEN_OWNER: &str = "SELECT t.id AS token_id, t.token_hash, t.expires_at, t.last_used_at, \
+const TOKEN_OWNER: &str = "SELECT t.id AS token_id, t.token_hash, t.expires_at, t.last_used_at, t.abilities, \
             u.id AS user_id, u.name, u.email, u.created_at \
      FROM personal_access_tokens t JOIN users u ON u.id = t.user_id WHERE t.id = $1";
 
+/// A token to store.
+pub struct NewToken<'a> {
+    pub user_id: i64,
+    /// Hex SHA-256 of the secret.
+    pub token_hash: &'a str,
+    pub created_at: i64,
+    pub expires_at: Option<i64>,
+    pub name: &'a str,
+    /// Names, space-separated.
+    pub abilities: &'a str,
+}
+
+/// A stored token as listed: everything but its hash.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TokenRow {
+    pub id: i64,
+    pub name: String,
+    pub abilities: String,
+    pub created_at: i64,
+    pub last_used_at: Option<i64>,
+    pub expires_at: Option<i64>,
+}
+
 impl Store {
-    pub async fn insert_token(
-        &self,
-        user_id: i64,
-        token_hash: &str,
-        created_at: i64,
-        expires_at: Option<i64>,
-    ) -> Result<i64, StoreError> {
+    /// Stores a token; a second token of one name for one user (other than `login`) is
+    /// [`StoreError::Duplicate`].
+    pub async fn insert_token(&self, token: &NewToken<'_>) -> Result<i64, StoreError> {
         let row = sqlx::query(
-            "INSERT INTO personal_access_tokens (user_id, token_hash, created_at, expires_at) \
-             VALUES ($1, $2, $3, $4) RETURNING id",
+            "INSERT INTO personal_access_tokens (user_id, token_hash, created_at, expires_at, name, abilities) \
+             VALUES ($1, $2, $3, $4, $5, $6) RETURNING id",
         )
-        .bind(user_id)
-        .bind(token_hash)
-        .bind(created_at)
-        .bind(expires_at)
+        .bind(token.user_id)
+        .bind(token.token_hash)
+        .bind(token.created_at)
+        .bind(token.expires_at)
+        .bind(token.name)
+        .bind(token.abilities)
         .fetch_one(self.pool())
         .await?;
         Ok(row.try_get("id")?)
+    }
+
+    /// The tokens of the user with this email, oldest first (never their secrets).
+    pub async fn tokens_of(&self, email: &str) -> Result<Vec<TokenRow>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT t.id, t.name, t.abilities, t.created_at, t.last_used_at, t.expires_at \
+             FROM personal_access_tokens t JOIN users u ON u.id = t.user_id WHERE u.email = $1 ORDER BY t.id",
+        )
+        .bind(email)
+        .fetch_all(self.pool())
+        .await?;
+        rows.iter()
+            .map(|row| {
+                Ok(TokenRow {
+                    id: row.try_get("id")?,
+                    name: row.try_get("name")?,
+                    abilities: row.try_get("abilities")?,
+                    created_at: row.try_get("created_at")?,
+                    last_used_at: row.try_get("last_used_at")?,
+                    expires_at: row.try_get("expires_at")?,
+                })
+            })
+            .collect()
+    }
+
+    /// Revokes the user's tokens of this name; returns how many there were.
+    pub async fn delete_named_tokens(&self, email: &str, name: &str) -> Result<u64, StoreError> {
+        let done = sqlx::query(
+            "DELETE FROM personal_access_tokens \
+             WHERE name = $2 AND user_id IN (SELECT id FROM users WHERE email = $1)",
+        )
+        .bind(email)
+        .bind(name)
+        .execute(self.pool())
+        .await?;
+        self.forget_token_owners();
+        Ok(done.rows_affected())
     }
 
     /// Read on every authenticated request: in place on SQLite, else on a request connection.
@@ -45,6 +103,7 @@ impl Store {
                                 token_hash: row.get("token_hash")?,
                                 expires_at: row.get("expires_at")?,
                                 last_used_at: row.get("last_used_at")?,
+                                abilities: row.get("abilities")?,
                                 user_id: row.get("user_id")?,
                                 name: row.get("name")?,
                                 email: row.get("email")?,
@@ -68,6 +127,7 @@ impl Store {
             token_hash: row.try_get("token_hash")?,
             expires_at: row.try_get("expires_at")?,
             last_used_at: row.try_get("last_used_at")?,
+            abilities: row.try_get("abilities")?,
             user_id: row.try_get("user_id")?,
             name: row.try_get("name")?,
             email: row.try_get("email")?,

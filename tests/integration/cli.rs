@@ -5,7 +5,7 @@ use std::process::{Command, Output, Stdio};
 
 use crate::common::{BINARY, DOCUMENT, Db, TestService, add_fault, clear_faults, error_body};
 
-fn cli(database_url: &str, args: &[&str], stdin: Option<&str>) -> Output {
+pub(crate) fn cli(database_url: &str, args: &[&str], stdin: Option<&str>) -> Output {
     let mut child = Command::new(BINARY)
         .args(args)
         .env_clear()
@@ -22,7 +22,7 @@ fn cli(database_url: &str, args: &[&str], stdin: Option<&str>) -> Output {
     child.wait_with_output().unwrap()
 }
 
-fn text(bytes: &[u8]) -> String {
+pub(crate) fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
@@ -53,7 +53,10 @@ async fn users_and_token_revocation_from_the_command_line(db: Db) {
 
     let first = svc.token("lin@example.com", "a long passphrase").await;
     let second = svc.token("lin@example.com", "a long passphrase").await;
-    let revoked = cli(&url, &["token", "revoke", "--email", "lin@example.com"], None);
+    let neither = cli(&url, &["token", "revoke", "--email", "lin@example.com"], None);
+    assert!(!neither.status.success(), "revoking needs --name or --all");
+    assert!(text(&neither.stderr).contains("--all"), "{}", text(&neither.stderr));
+    let revoked = cli(&url, &["token", "revoke", "--email", "lin@example.com", "--all"], None);
     assert!(revoked.status.success(), "{}", text(&revoked.stderr));
     assert!(text(&revoked.stdout).contains("revoked 2 token(s)"), "{}", text(&revoked.stdout));
     for token in [&first, &second] {
@@ -61,7 +64,7 @@ async fn users_and_token_revocation_from_the_command_line(db: Db) {
         error_body(response, 401).await;
     }
 
-    let unknown = cli(&url, &["token", "revoke", "--email", "ghost@example.com"], None);
+    let unknown = cli(&url, &["token", "revoke", "--email", "ghost@example.com", "--all"], None);
     assert!(!unknown.status.success());
 
     // Deleting a user ends their tokens at once.
@@ -439,9 +442,15 @@ fn each_command_names_the_environment_variables_it_reads() {
         assert!(serve.contains(name), "serve --help does not name {name}:\n{serve}");
     }
     assert!(serve.contains("[env: BIND_ADDRESS"), "{serve}");
-    for command in
-        [&["migrate"][..], &["user", "create"], &["user", "list"], &["token", "revoke"], &["fieldreport", "sync"]]
-    {
+    for command in [
+        &["migrate"][..],
+        &["user", "create"],
+        &["user", "list"],
+        &["token", "create"],
+        &["token", "list"],
+        &["token", "revoke"],
+        &["fieldreport", "sync"],
+    ] {
         assert!(help(command).contains("DATABASE_URL"), "{command:?} --help does not name DATABASE_URL");
     }
     for command in [&["fieldreport"][..], &["fieldreport", "post"], &["erp", "pull"]] {

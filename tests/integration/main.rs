@@ -31,4 +31,5 @@ mod sandbox;
 mod sandbox_erp;
 mod storage_s3;
 mod tls;
+mod tokens;
 mod upstream_faults;

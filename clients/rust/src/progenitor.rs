@@ -31164,6 +31164,8 @@ impl Client {
 
 Pulls every `customAttributeDefinition` and the model's records (with their `customAttributes` values) into the mirror. Values changed locally and not pushed yet are kept.
 
+Needs a token with the ability `erp` (login tokens hold every ability, `*`).
+
 Sends a `GET` request to `/api/v1/erp/entityPullAttr/{model}`
 
 Arguments:
@@ -31180,6 +31182,8 @@ let response = client.erp_pull_attributes()
     /**Pull one custom attribute of an ERP model
 
 As `entityPullAttr/{model}`, counting the values of one definition (its `attributeKey` or id; 404 listing the model's keys when unknown).
+
+Needs a token with the ability `erp` (login tokens hold every ability, `*`).
 
 Sends a `GET` request to `/api/v1/erp/entityPullAttr/{model}/{attribute}`
 
@@ -31200,6 +31204,8 @@ let response = client.erp_pull_attribute()
 
 Sends the locally changed custom attribute values of the model's records back to the ERP (`PUT /<model>/id/{id}?ignoreMissingProperties=true` with the mirrored `version`). A record changed in the ERP since it was pulled is refused by the ERP and reported as a conflict; its values stay pending.
 
+Needs a token with the ability `erp` (login tokens hold every ability, `*`).
+
 Sends a `GET` request to `/api/v1/erp/entityPushAttr/{model}`
 
 Arguments:
@@ -31216,6 +31222,8 @@ let response = client.erp_push_attributes()
     /**Push one custom attribute of an ERP model
 
 As `entityPushAttr/{model}`, for the records with a pending value of one definition.
+
+Needs a token with the ability `erp` (login tokens hold every ability, `*`).
 
 Sends a `GET` request to `/api/v1/erp/entityPushAttr/{model}/{attribute}`
 
@@ -31236,6 +31244,8 @@ let response = client.erp_push_attribute()
 
 Runs the ERP → field-report mapping (customer → companies, contact → contacts, article → products) over the mirror and writes the records with forwarding: created upstream when new, updated when the mapping changes something. After a create the field-report Id is set on the ERP record's `fieldReportId` custom attribute (when the ERP defines it), pending `entityPushAttr`. Failures are reported per record.
 
+Needs a token with the ability `erp` (login tokens hold every ability, `*`).
+
 Sends a `GET` request to `/api/v1/erp/fieldReportPost`
 
 Arguments:
@@ -31252,6 +31262,8 @@ let response = client.erp_field_report_post_all()
     /**Post one model's mapped records to the field-report system
 
 As `fieldReportPost` for one mapped model (`customer`, `contact`, `article`); with `?id=` for one record.
+
+Needs a token with the ability `erp` (login tokens hold every ability, `*`).
 
 Sends a `GET` request to `/api/v1/erp/fieldReportPost/{request}`
 
@@ -31272,6 +31284,8 @@ let response = client.erp_field_report_post()
 
 Pulls the records of each model changed since its cursor (`lastModifiedDate-gt=`; everything on a model's first pull) and moves the cursor when the pull completes. `integration-service erp pull` does the same with a progress display.
 
+Needs a token with the ability `erp` (login tokens hold every ability, `*`).
+
 Sends a `GET` request to `/api/v1/erp/get`
 
 ```ignore
@@ -31286,6 +31300,8 @@ let response = client.erp_get()
 
 Pulls every record of every model of the registry (pages of 1000) into the mirror and removes local records the ERP no longer has. A model that fails is reported in its own entry and the others go on. `integration-service erp setup` does the same with a progress display.
 
+Needs a token with the ability `erp` (login tokens hold every ability, `*`).
+
 Sends a `GET` request to `/api/v1/erp/setup`
 
 ```ignore
@@ -31299,6 +31315,8 @@ let response = client.erp_setup_all()
     /**Full pull of one ERP model
 
 As `/api/v1/erp/setup` for one model. 409 while another pull of it runs.
+
+Needs a token with the ability `erp` (login tokens hold every ability, `*`).
 
 Sends a `GET` request to `/api/v1/erp/setup/{model}`
 
@@ -31317,6 +31335,8 @@ let response = client.erp_setup()
 
 Every ERP model with its local record count, pull cursor and last complete pull, and the webhook inbox: counts by state and the calls not done yet (with their attempts and last error), then the newest processed ones.
 
+Needs a token with the ability `erp` (login tokens hold every ability, `*`).
+
 Sends a `GET` request to `/api/v1/erp/show`
 
 ```ignore
@@ -31330,6 +31350,8 @@ let response = client.erp_show()
     /**Mirrored records of an ERP model
 
 The model's records as stored locally, ordered by id, `per_page` (1 to 500, default 50) per page.
+
+Needs a token with the ability `erp` (login tokens hold every ability, `*`).
 
 Sends a `GET` request to `/api/v1/erp/show/{model}`
 
@@ -31350,6 +31372,8 @@ let response = client.erp_show_model()
     }
     /**One mirrored ERP record
 
+Needs a token with the ability `erp` (login tokens hold every ability, `*`).
+
 Sends a `GET` request to `/api/v1/erp/show/{model}/{entity}`
 
 Arguments:
@@ -31368,6 +31392,8 @@ let response = client.erp_show_record()
     /**Find mirrored ERP records by a field
 
 Records whose top-level field `entity` equals `value` (compared as text), at most 500.
+
+Needs a token with the ability `erp` (login tokens hold every ability, `*`).
 
 Sends a `GET` request to `/api/v1/erp/show/{model}/{entity}/{value}`
 
@@ -31390,6 +31416,8 @@ let response = client.erp_show_matching()
 
 Pulls every model that has local records completely again (removing records the ERP no longer has).
 
+Needs a token with the ability `erp` (login tokens hold every ability, `*`).
+
 Sends a `GET` request to `/api/v1/erp/update`
 
 ```ignore
@@ -31401,6 +31429,8 @@ let response = client.erp_update_all()
         builder::ErpUpdateAll::new(self)
     }
     /**Refresh one ERP model
+
+Needs a token with the ability `erp` (login tokens hold every ability, `*`).
 
 Sends a `GET` request to `/api/v1/erp/update/{model}`
 
@@ -31418,6 +31448,8 @@ let response = client.erp_update_model()
     /**Refresh one ERP record
 
 Fetches the record by id and stores it; removes it locally when the ERP no longer has it (404 when neither has it).
+
+Needs a token with the ability `erp` (login tokens hold every ability, `*`).
 
 Sends a `GET` request to `/api/v1/erp/update/{model}/{entity}`
 
@@ -31437,6 +31469,8 @@ let response = client.erp_update_record()
     /**Refresh ERP records matching a field
 
 Fetches the model's records whose field `entity` equals `value` (`<entity>-eq=<value>`) and stores them.
+
+Needs a token with the ability `erp` (login tokens hold every ability, `*`).
 
 Sends a `GET` request to `/api/v1/erp/update/{model}/{entity}/{value}`
 
@@ -31503,6 +31537,8 @@ let response = client.erp_webhook_post()
 
 Companies records of the local mirror, ordered by Id, `per_page` (1 to 500, default 50) per page.
 
+Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
+
 Sends a `GET` request to `/api/v1/fieldreport/companies`
 
 Arguments:
@@ -31522,6 +31558,8 @@ let response = client.fieldreport_companies_list()
 
 `Id` (string, at most 255 characters) and `Version` (integer) are required; every other field is kept. The record is sent to the field-report system first; the local record takes the Id the upstream assigned. Nothing is stored when the upstream refuses.
 
+Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
+
 Sends a `POST` request to `/api/v1/fieldreport/companies`
 
 ```ignore
@@ -31539,6 +31577,8 @@ let response = client.fieldreport_companies_create()
 
 The Companies record as stored in the local mirror.
 
+Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
+
 Sends a `GET` request to `/api/v1/fieldreport/companies/{record}`
 
 Arguments:
@@ -31555,6 +31595,8 @@ let response = client.fieldreport_companies_show()
     /**Update a Companies record
 
 The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT Companies(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
+
+Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
 
 Sends a `PUT` request to `/api/v1/fieldreport/companies/{record}`
 
@@ -31576,6 +31618,8 @@ let response = client.fieldreport_companies_replace()
     /**Delete a Companies record
 
 Deletes the local record, then `Companies(<Id>L)` at the field-report system (the local record is restored if the upstream refuses). Answers 204, or 200 with `{data, fieldReportResponse}` with `Prefer: return=representation`.
+
+Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
 
 Generated client: the 200 answer arrives as `Error::UnexpectedResponse` (progenitor takes one success type per operation).
 
@@ -31600,6 +31644,8 @@ let response = client.fieldreport_companies_delete()
 
 The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT Companies(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
 
+Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
+
 Sends a `PATCH` request to `/api/v1/fieldreport/companies/{record}`
 
 Arguments:
@@ -31621,6 +31667,8 @@ let response = client.fieldreport_companies_update()
 
 Contacts records of the local mirror, ordered by Id, `per_page` (1 to 500, default 50) per page.
 
+Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
+
 Sends a `GET` request to `/api/v1/fieldreport/contacts`
 
 Arguments:
@@ -31640,6 +31688,8 @@ let response = client.fieldreport_contacts_list()
 
 `Id` (string, at most 255 characters) and `Version` (integer) are required; every other field is kept. The record is sent to the field-report system first; the local record takes the Id the upstream assigned. Nothing is stored when the upstream refuses.
 
+Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
+
 Sends a `POST` request to `/api/v1/fieldreport/contacts`
 
 ```ignore
@@ -31654,6 +31704,8 @@ let response = client.fieldreport_contacts_create()
     /**Show a Contacts record
 
 The Contacts record as stored in the local mirror.
+
+Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
 
 Sends a `GET` request to `/api/v1/fieldreport/contacts/{record}`
 
@@ -31671,6 +31723,8 @@ let response = client.fieldreport_contacts_show()
     /**Update a Contacts record
 
 The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT Contacts(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
+
+Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
 
 Sends a `PUT` request to `/api/v1/fieldreport/contacts/{record}`
 
@@ -31693,6 +31747,8 @@ let response = client.fieldreport_contacts_replace()
 
 Deletes the local record, then `Contacts(<Id>L)` at the field-report system (the local record is restored if the upstream refuses). Answers 204, or 200 with `{data, fieldReportResponse}` with `Prefer: return=representation`.
 
+Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
+
 Generated client: the 200 answer arrives as `Error::UnexpectedResponse` (progenitor takes one success type per operation).
 
 Sends a `DELETE` request to `/api/v1/fieldreport/contacts/{record}`
@@ -31714,6 +31770,8 @@ let response = client.fieldreport_contacts_delete()
 
 The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT Contacts(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
 
+Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
+
 Sends a `PATCH` request to `/api/v1/fieldreport/contacts/{record}`
 
 Arguments:
@@ -31732,6 +31790,8 @@ let response = client.fieldreport_contacts_update()
     /**List CostCenters
 
 CostCenters records of the local mirror, ordered by Id, `per_page` (1 to 500, default 50) per page.
+
+Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
 
 Sends a `GET` request to `/api/v1/fieldreport/costCenters`
 
@@ -31754,6 +31814,8 @@ let response = client.fieldreport_cost_centers_list()
 
 `Id` (string, at most 255 characters) and `Version` (integer) are required; every other field is kept. The record is sent to the field-report system first; the local record takes the Id the upstream assigned. Nothing is stored when the upstream refuses.
 
+Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
+
 Sends a `POST` request to `/api/v1/fieldreport/costCenters`
 
 ```ignore
@@ -31770,6 +31832,8 @@ let response = client.fieldreport_cost_centers_create()
     /**Show a CostCenters record
 
 The CostCenters record as stored in the local mirror.
+
+Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
 
 Sends a `GET` request to `/api/v1/fieldreport/costCenters/{record}`
 
@@ -31789,6 +31853,8 @@ let response = client.fieldreport_cost_centers_show()
     /**Update a CostCenters record
 
 The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT CostCenters(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
+
+Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
 
 Sends a `PUT` request to `/api/v1/fieldreport/costCenters/{record}`
 
@@ -31810,6 +31876,8 @@ let response = client.fieldreport_cost_centers_replace()
     /**Delete a CostCenters record
 
 Deletes the local record, then `CostCenters(<Id>L)` at the field-report system (the local record is restored if the upstream refuses). Answers 204, or 200 with `{data, fieldReportResponse}` with `Prefer: return=representation`.
+
+Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
 
 Generated client: the 200 answer arrives as `Error::UnexpectedResponse` (progenitor takes one success type per operation).
 
@@ -31834,6 +31902,8 @@ let response = client.fieldreport_cost_centers_delete()
 
 The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT CostCenters(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
 
+Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
+
 Sends a `PATCH` request to `/api/v1/fieldreport/costCenters/{record}`
 
 Arguments:
@@ -31855,6 +31925,8 @@ let response = client.fieldreport_cost_centers_update()
 
 Documents records of the local mirror, ordered by Id, `per_page` (1 to 500, default 50) per page.
 
+Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
+
 Sends a `GET` request to `/api/v1/fieldreport/documents`
 
 Arguments:
@@ -31874,6 +31946,8 @@ let response = client.fieldreport_documents_list()
 
 `Id` (string, at most 255 characters) and `Version` (integer) are required; every other field is kept. The record is sent to the field-report system first; the local record takes the Id the upstream assigned. Nothing is stored when the upstream refuses.
 
+Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
+
 Sends a `POST` request to `/api/v1/fieldreport/documents`
 
 ```ignore
@@ -31891,6 +31965,8 @@ let response = client.fieldreport_documents_create()
 
 The Documents record as stored in the local mirror.
 
+Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
+
 Sends a `GET` request to `/api/v1/fieldreport/documents/{record}`
 
 Arguments:
@@ -31907,6 +31983,8 @@ let response = client.fieldreport_documents_show()
     /**Update a Documents record
 
 The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT Documents(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
+
+Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
 
 Sends a `PUT` request to `/api/v1/fieldreport/documents/{record}`
 
@@ -31928,6 +32006,8 @@ let response = client.fieldreport_documents_replace()
     /**Delete a Documents record
 
 Deletes the local record, then `Documents(<Id>L)` at the field-report system (the local record is restored if the upstream refuses). Answers 204, or 200 with `{data, fieldReportResponse}` with `Prefer: return=representation`.
+
+Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
 
 Generated client: the 200 answer arrives as `Error::UnexpectedResponse` (progenitor takes one success type per operation).
 
@@ -31952,6 +32032,8 @@ let response = client.fieldreport_documents_delete()
 
 The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT Documents(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
 
+Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
+
 Sends a `PATCH` request to `/api/v1/fieldreport/documents/{record}`
 
 Arguments:
@@ -31973,6 +32055,8 @@ let response = client.fieldreport_documents_update()
 
 ItemTypes records of the local mirror, ordered by Id, `per_page` (1 to 500, default 50) per page.
 
+Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
+
 Sends a `GET` request to `/api/v1/fieldreport/itemTypes`
 
 Arguments:
@@ -31992,6 +32076,8 @@ let response = client.fieldreport_item_types_list()
 
 `Id` (string, at most 255 characters) and `Version` (integer) are required; every other field is kept. The record is sent to the field-report system first; the local record takes the Id the upstream assigned. Nothing is stored when the upstream refuses.
 
+Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
+
 Sends a `POST` request to `/api/v1/fieldreport/itemTypes`
 
 ```ignore
@@ -32009,6 +32095,8 @@ let response = client.fieldreport_item_types_create()
 
 The ItemTypes record as stored in the local mirror.
 
+Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
+
 Sends a `GET` request to `/api/v1/fieldreport/itemTypes/{record}`
 
 Arguments:
@@ -32025,6 +32113,8 @@ let response = client.fieldreport_item_types_show()
     /**Update a ItemTypes record
 
 The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT ItemTypes(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
+
+Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
 
 Sends a `PUT` request to `/api/v1/fieldreport/itemTypes/{record}`
 
@@ -32046,6 +32136,8 @@ let response = client.fieldreport_item_types_replace()
     /**Delete a ItemTypes record
 
 Deletes the local record, then `ItemTypes(<Id>L)` at the field-report system (the local record is restored if the upstream refuses). Answers 204, or 200 with `{data, fieldReportResponse}` with `Prefer: return=representation`.
+
+Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
 
 Generated client: the 200 answer arrives as `Error::UnexpectedResponse` (progenitor takes one success type per operation).
 
@@ -32070,6 +32162,8 @@ let response = client.fieldreport_item_types_delete()
 
 The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT ItemTypes(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
 
+Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
+
 Sends a `PATCH` request to `/api/v1/fieldreport/itemTypes/{record}`
 
 Arguments:
@@ -32091,6 +32185,8 @@ let response = client.fieldreport_item_types_update()
 
 ItemUnits records of the local mirror, ordered by Id, `per_page` (1 to 500, default 50) per page.
 
+Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
+
 Sends a `GET` request to `/api/v1/fieldreport/itemUnits`
 
 Arguments:
@@ -32110,6 +32206,8 @@ let response = client.fieldreport_item_units_list()
 
 `Id` (string, at most 255 characters) and `Version` (integer) are required; every other field is kept. The record is sent to the field-report system first; the local record takes the Id the upstream assigned. Nothing is stored when the upstream refuses.
 
+Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
+
 Sends a `POST` request to `/api/v1/fieldreport/itemUnits`
 
 ```ignore
@@ -32127,6 +32225,8 @@ let response = client.fieldreport_item_units_create()
 
 The ItemUnits record as stored in the local mirror.
 
+Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
+
 Sends a `GET` request to `/api/v1/fieldreport/itemUnits/{record}`
 
 Arguments:
@@ -32143,6 +32243,8 @@ let response = client.fieldreport_item_units_show()
     /**Update a ItemUnits record
 
 The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT ItemUnits(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
+
+Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
 
 Sends a `PUT` request to `/api/v1/fieldreport/itemUnits/{record}`
 
@@ -32164,6 +32266,8 @@ let response = client.fieldreport_item_units_replace()
     /**Delete a ItemUnits record
 
 Deletes the local record, then `ItemUnits(<Id>L)` at the field-report system (the local record is restored if the upstream refuses). Answers 204, or 200 with `{data, fieldReportResponse}` with `Prefer: return=representation`.
+
+Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
 
 Generated client: the 200 answer arrives as `Error::UnexpectedResponse` (progenitor takes one success type per operation).
 
@@ -32188,6 +32292,8 @@ let response = client.fieldreport_item_units_delete()
 
 The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT ItemUnits(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
 
+Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
+
 Sends a `PATCH` request to `/api/v1/fieldreport/itemUnits/{record}`
 
 Arguments:
@@ -32209,6 +32315,8 @@ let response = client.fieldreport_item_units_update()
 
 Items records of the local mirror, ordered by Id, `per_page` (1 to 500, default 50) per page.
 
+Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
+
 Sends a `GET` request to `/api/v1/fieldreport/items`
 
 Arguments:
@@ -32228,6 +32336,8 @@ let response = client.fieldreport_items_list()
 
 `Id` (string, at most 255 characters) and `Version` (integer) are required; every other field is kept. The record is sent to the field-report system first; the local record takes the Id the upstream assigned. Nothing is stored when the upstream refuses.
 
+Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
+
 Sends a `POST` request to `/api/v1/fieldreport/items`
 
 ```ignore
@@ -32242,6 +32352,8 @@ let response = client.fieldreport_items_create()
     /**Show a Items record
 
 The Items record as stored in the local mirror.
+
+Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
 
 Sends a `GET` request to `/api/v1/fieldreport/items/{record}`
 
@@ -32259,6 +32371,8 @@ let response = client.fieldreport_items_show()
     /**Update a Items record
 
 The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT Items(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
+
+Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
 
 Sends a `PUT` request to `/api/v1/fieldreport/items/{record}`
 
@@ -32278,6 +32392,8 @@ let response = client.fieldreport_items_replace()
     /**Delete a Items record
 
 Deletes the local record, then `Items(<Id>L)` at the field-report system (the local record is restored if the upstream refuses). Answers 204, or 200 with `{data, fieldReportResponse}` with `Prefer: return=representation`.
+
+Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
 
 Generated client: the 200 answer arrives as `Error::UnexpectedResponse` (progenitor takes one success type per operation).
 
@@ -32300,6 +32416,8 @@ let response = client.fieldreport_items_delete()
 
 The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT Items(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
 
+Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
+
 Sends a `PATCH` request to `/api/v1/fieldreport/items/{record}`
 
 Arguments:
@@ -32319,6 +32437,8 @@ let response = client.fieldreport_items_update()
 
 Sends the records written without forwarding (e.g. by ERP webhooks) to the field-report system: `create` ones by POST, `update` ones by PUT, local deletes by DELETE (a record the upstream no longer has counts as done). Each is marked as soon as the upstream accepted it, so a rerun sends nothing twice; refusals are reported per record and the batch goes on.
 
+Needs a token with the ability `fieldreport:tools` (login tokens hold every ability, `*`).
+
 Sends a `GET` request to `/api/v1/fieldreport/post`
 
 ```ignore
@@ -32330,6 +32450,8 @@ let response = client.fieldreport_post_all()
         builder::FieldreportPostAll::new(self)
     }
     /**Push internal writes of a stage
+
+Needs a token with the ability `fieldreport:tools` (login tokens hold every ability, `*`).
 
 Sends a `GET` request to `/api/v1/fieldreport/post/{stage}`
 
@@ -32345,6 +32467,8 @@ let response = client.fieldreport_post_stage()
         builder::FieldreportPostStage::new(self)
     }
     /**Push internal writes of a stage and type
+
+Needs a token with the ability `fieldreport:tools` (login tokens hold every ability, `*`).
 
 Sends a `GET` request to `/api/v1/fieldreport/post/{stage}/{type}`
 
@@ -32362,6 +32486,8 @@ let response = client.fieldreport_post_type()
         builder::FieldreportPostType::new(self)
     }
     /**Push internal writes of one entity
+
+Needs a token with the ability `fieldreport:tools` (login tokens hold every ability, `*`).
 
 Sends a `GET` request to `/api/v1/fieldreport/post/{stage}/{type}/{entity}`
 
@@ -32384,6 +32510,8 @@ let response = client.fieldreport_post()
 
 Products records of the local mirror, ordered by Id, `per_page` (1 to 500, default 50) per page.
 
+Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
+
 Sends a `GET` request to `/api/v1/fieldreport/products`
 
 Arguments:
@@ -32403,6 +32531,8 @@ let response = client.fieldreport_products_list()
 
 `Id` (string, at most 255 characters) and `Version` (integer) are required; every other field is kept. The record is sent to the field-report system first; the local record takes the Id the upstream assigned. Nothing is stored when the upstream refuses.
 
+Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
+
 Sends a `POST` request to `/api/v1/fieldreport/products`
 
 ```ignore
@@ -32417,6 +32547,8 @@ let response = client.fieldreport_products_create()
     /**Show a Products record
 
 The Products record as stored in the local mirror.
+
+Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
 
 Sends a `GET` request to `/api/v1/fieldreport/products/{record}`
 
@@ -32434,6 +32566,8 @@ let response = client.fieldreport_products_show()
     /**Update a Products record
 
 The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT Products(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
+
+Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
 
 Sends a `PUT` request to `/api/v1/fieldreport/products/{record}`
 
@@ -32456,6 +32590,8 @@ let response = client.fieldreport_products_replace()
 
 Deletes the local record, then `Products(<Id>L)` at the field-report system (the local record is restored if the upstream refuses). Answers 204, or 200 with `{data, fieldReportResponse}` with `Prefer: return=representation`.
 
+Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
+
 Generated client: the 200 answer arrives as `Error::UnexpectedResponse` (progenitor takes one success type per operation).
 
 Sends a `DELETE` request to `/api/v1/fieldreport/products/{record}`
@@ -32477,6 +32613,8 @@ let response = client.fieldreport_products_delete()
 
 The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT Products(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
 
+Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
+
 Sends a `PATCH` request to `/api/v1/fieldreport/products/{record}`
 
 Arguments:
@@ -32495,6 +32633,8 @@ let response = client.fieldreport_products_update()
     /**List Qualifications
 
 Qualifications records of the local mirror, ordered by Id, `per_page` (1 to 500, default 50) per page.
+
+Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
 
 Sends a `GET` request to `/api/v1/fieldreport/qualifications`
 
@@ -32517,6 +32657,8 @@ let response = client.fieldreport_qualifications_list()
 
 `Id` (string, at most 255 characters) and `Version` (integer) are required; every other field is kept. The record is sent to the field-report system first; the local record takes the Id the upstream assigned. Nothing is stored when the upstream refuses.
 
+Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
+
 Sends a `POST` request to `/api/v1/fieldreport/qualifications`
 
 ```ignore
@@ -32533,6 +32675,8 @@ let response = client.fieldreport_qualifications_create()
     /**Show a Qualifications record
 
 The Qualifications record as stored in the local mirror.
+
+Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
 
 Sends a `GET` request to `/api/v1/fieldreport/qualifications/{record}`
 
@@ -32552,6 +32696,8 @@ let response = client.fieldreport_qualifications_show()
     /**Update a Qualifications record
 
 The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT Qualifications(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
+
+Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
 
 Sends a `PUT` request to `/api/v1/fieldreport/qualifications/{record}`
 
@@ -32573,6 +32719,8 @@ let response = client.fieldreport_qualifications_replace()
     /**Delete a Qualifications record
 
 Deletes the local record, then `Qualifications(<Id>L)` at the field-report system (the local record is restored if the upstream refuses). Answers 204, or 200 with `{data, fieldReportResponse}` with `Prefer: return=representation`.
+
+Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
 
 Generated client: the 200 answer arrives as `Error::UnexpectedResponse` (progenitor takes one success type per operation).
 
@@ -32597,6 +32745,8 @@ let response = client.fieldreport_qualifications_delete()
 
 The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT Qualifications(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
 
+Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
+
 Sends a `PATCH` request to `/api/v1/fieldreport/qualifications/{record}`
 
 Arguments:
@@ -32617,6 +32767,8 @@ let response = client.fieldreport_qualifications_update()
     /**List ServiceObjects
 
 ServiceObjects records of the local mirror, ordered by Id, `per_page` (1 to 500, default 50) per page.
+
+Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
 
 Sends a `GET` request to `/api/v1/fieldreport/serviceObjects`
 
@@ -32639,6 +32791,8 @@ let response = client.fieldreport_service_objects_list()
 
 `Id` (string, at most 255 characters) and `Version` (integer) are required; every other field is kept. The record is sent to the field-report system first; the local record takes the Id the upstream assigned. Nothing is stored when the upstream refuses.
 
+Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
+
 Sends a `POST` request to `/api/v1/fieldreport/serviceObjects`
 
 ```ignore
@@ -32655,6 +32809,8 @@ let response = client.fieldreport_service_objects_create()
     /**Show a ServiceObjects record
 
 The ServiceObjects record as stored in the local mirror.
+
+Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
 
 Sends a `GET` request to `/api/v1/fieldreport/serviceObjects/{record}`
 
@@ -32674,6 +32830,8 @@ let response = client.fieldreport_service_objects_show()
     /**Update a ServiceObjects record
 
 The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT ServiceObjects(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
+
+Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
 
 Sends a `PUT` request to `/api/v1/fieldreport/serviceObjects/{record}`
 
@@ -32695,6 +32853,8 @@ let response = client.fieldreport_service_objects_replace()
     /**Delete a ServiceObjects record
 
 Deletes the local record, then `ServiceObjects(<Id>L)` at the field-report system (the local record is restored if the upstream refuses). Answers 204, or 200 with `{data, fieldReportResponse}` with `Prefer: return=representation`.
+
+Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
 
 Generated client: the 200 answer arrives as `Error::UnexpectedResponse` (progenitor takes one success type per operation).
 
@@ -32719,6 +32879,8 @@ let response = client.fieldreport_service_objects_delete()
 
 The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT ServiceObjects(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
 
+Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
+
 Sends a `PATCH` request to `/api/v1/fieldreport/serviceObjects/{record}`
 
 Arguments:
@@ -32739,6 +32901,8 @@ let response = client.fieldreport_service_objects_update()
     /**List ServiceRequests
 
 ServiceRequests records of the local mirror, ordered by Id, `per_page` (1 to 500, default 50) per page.
+
+Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
 
 Sends a `GET` request to `/api/v1/fieldreport/serviceRequests`
 
@@ -32761,6 +32925,8 @@ let response = client.fieldreport_service_requests_list()
 
 `Id` (string, at most 255 characters) and `Version` (integer) are required; every other field is kept. The record is sent to the field-report system first; the local record takes the Id the upstream assigned. Nothing is stored when the upstream refuses.
 
+Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
+
 Sends a `POST` request to `/api/v1/fieldreport/serviceRequests`
 
 ```ignore
@@ -32777,6 +32943,8 @@ let response = client.fieldreport_service_requests_create()
     /**Show a ServiceRequests record
 
 The ServiceRequests record as stored in the local mirror.
+
+Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
 
 Sends a `GET` request to `/api/v1/fieldreport/serviceRequests/{record}`
 
@@ -32796,6 +32964,8 @@ let response = client.fieldreport_service_requests_show()
     /**Update a ServiceRequests record
 
 The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT ServiceRequests(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
+
+Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
 
 Sends a `PUT` request to `/api/v1/fieldreport/serviceRequests/{record}`
 
@@ -32817,6 +32987,8 @@ let response = client.fieldreport_service_requests_replace()
     /**Delete a ServiceRequests record
 
 Deletes the local record, then `ServiceRequests(<Id>L)` at the field-report system (the local record is restored if the upstream refuses). Answers 204, or 200 with `{data, fieldReportResponse}` with `Prefer: return=representation`.
+
+Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
 
 Generated client: the 200 answer arrives as `Error::UnexpectedResponse` (progenitor takes one success type per operation).
 
@@ -32841,6 +33013,8 @@ let response = client.fieldreport_service_requests_delete()
 
 The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT ServiceRequests(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
 
+Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
+
 Sends a `PATCH` request to `/api/v1/fieldreport/serviceRequests/{record}`
 
 Arguments:
@@ -32862,6 +33036,8 @@ let response = client.fieldreport_service_requests_update()
 
 Syncs every entity set, stage by stage: 1 reference data (itemTypes, itemUnits, costCenters, tags, qualifications, users), 2 companies, contacts, products, serviceObjects, 3 serviceRequests, items, documents, timeEvents, stepListTemplates.
 
+Needs a token with the ability `fieldreport:tools` (login tokens hold every ability, `*`).
+
 Sends a `GET` request to `/api/v1/fieldreport/setup`
 
 ```ignore
@@ -32873,6 +33049,8 @@ let response = client.fieldreport_setup_all()
         builder::FieldreportSetupAll::new(self)
     }
     /**Initial setup of one stage
+
+Needs a token with the ability `fieldreport:tools` (login tokens hold every ability, `*`).
 
 Sends a `GET` request to `/api/v1/fieldreport/setup/{stage}`
 
@@ -32891,6 +33069,8 @@ let response = client.fieldreport_setup()
 
 The mirrored entity sets with their local record counts, last sync and cursor.
 
+Needs a token with the ability `fieldreport:tools` (login tokens hold every ability, `*`).
+
 Sends a `GET` request to `/api/v1/fieldreport/show`
 
 ```ignore
@@ -32902,6 +33082,8 @@ let response = client.fieldreport_show()
         builder::FieldreportShow::new(self)
     }
     /**One field-report entity
+
+Needs a token with the ability `fieldreport:tools` (login tokens hold every ability, `*`).
 
 Sends a `GET` request to `/api/v1/fieldreport/show/{entity}`
 
@@ -32919,6 +33101,8 @@ let response = client.fieldreport_show_entity()
     /**Field-report records having a field
 
 Records of the local mirror whose top-level field is set (not null), at most 500.
+
+Needs a token with the ability `fieldreport:tools` (login tokens hold every ability, `*`).
 
 Sends a `GET` request to `/api/v1/fieldreport/show/{entity}/{attribute}`
 
@@ -32938,6 +33122,8 @@ let response = client.fieldreport_show_having()
     /**Find field-report records by a field
 
 Records of the local mirror whose top-level field equals the value (as text), at most 500.
+
+Needs a token with the ability `fieldreport:tools` (login tokens hold every ability, `*`).
 
 Sends a `GET` request to `/api/v1/fieldreport/show/{entity}/{attribute}/{value}`
 
@@ -32960,6 +33146,8 @@ let response = client.fieldreport_show_records()
 
 StepListTemplates records of the local mirror, ordered by Id, `per_page` (1 to 500, default 50) per page.
 
+Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
+
 Sends a `GET` request to `/api/v1/fieldreport/stepListTemplates`
 
 Arguments:
@@ -32981,6 +33169,8 @@ let response = client.fieldreport_step_list_templates_list()
 
 `Id` (string, at most 255 characters) and `Version` (integer) are required; every other field is kept. The record is sent to the field-report system first; the local record takes the Id the upstream assigned. Nothing is stored when the upstream refuses.
 
+Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
+
 Sends a `POST` request to `/api/v1/fieldreport/stepListTemplates`
 
 ```ignore
@@ -32997,6 +33187,8 @@ let response = client.fieldreport_step_list_templates_create()
     /**Show a StepListTemplates record
 
 The StepListTemplates record as stored in the local mirror.
+
+Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
 
 Sends a `GET` request to `/api/v1/fieldreport/stepListTemplates/{record}`
 
@@ -33016,6 +33208,8 @@ let response = client.fieldreport_step_list_templates_show()
     /**Update a StepListTemplates record
 
 The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT StepListTemplates(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
+
+Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
 
 Sends a `PUT` request to `/api/v1/fieldreport/stepListTemplates/{record}`
 
@@ -33037,6 +33231,8 @@ let response = client.fieldreport_step_list_templates_replace()
     /**Delete a StepListTemplates record
 
 Deletes the local record, then `StepListTemplates(<Id>L)` at the field-report system (the local record is restored if the upstream refuses). Answers 204, or 200 with `{data, fieldReportResponse}` with `Prefer: return=representation`.
+
+Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
 
 Generated client: the 200 answer arrives as `Error::UnexpectedResponse` (progenitor takes one success type per operation).
 
@@ -33061,6 +33257,8 @@ let response = client.fieldreport_step_list_templates_delete()
 
 The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT StepListTemplates(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
 
+Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
+
 Sends a `PATCH` request to `/api/v1/fieldreport/stepListTemplates/{record}`
 
 Arguments:
@@ -33082,6 +33280,8 @@ let response = client.fieldreport_step_list_templates_update()
 
 Pulls every entity set from the field-report system by OData into the mirror (records newer than each set's cursor, with the set's expand relations), one set after the other, without forwarding. Answers what each sync did. With `reconcile=true` each sync is followed by a reconciling: the set's Ids are read from the field-report system and local records it no longer has are removed (those with a local change waiting for it are kept and reported). Intended for internal tooling; `integration-service fieldreport sync [--reconcile]` does the same with a progress display.
 
+Needs a token with the ability `fieldreport:tools` (login tokens hold every ability, `*`).
+
 Sends a `GET` request to `/api/v1/fieldreport/sync`
 
 Arguments:
@@ -33098,6 +33298,8 @@ let response = client.fieldreport_sync_all()
     /**Sync one field-report entity
 
 As `/api/v1/fieldreport/sync` for one set. 409 while another sync of it runs (on any instance sharing the database).
+
+Needs a token with the ability `fieldreport:tools` (login tokens hold every ability, `*`).
 
 Sends a `GET` request to `/api/v1/fieldreport/sync/{entity}`
 
@@ -33118,6 +33320,8 @@ let response = client.fieldreport_sync()
 
 Tags records of the local mirror, ordered by Id, `per_page` (1 to 500, default 50) per page.
 
+Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
+
 Sends a `GET` request to `/api/v1/fieldreport/tags`
 
 Arguments:
@@ -33137,6 +33341,8 @@ let response = client.fieldreport_tags_list()
 
 `Id` (string, at most 255 characters) and `Version` (integer) are required; every other field is kept. The record is sent to the field-report system first; the local record takes the Id the upstream assigned. Nothing is stored when the upstream refuses.
 
+Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
+
 Sends a `POST` request to `/api/v1/fieldreport/tags`
 
 ```ignore
@@ -33151,6 +33357,8 @@ let response = client.fieldreport_tags_create()
     /**Show a Tags record
 
 The Tags record as stored in the local mirror.
+
+Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
 
 Sends a `GET` request to `/api/v1/fieldreport/tags/{record}`
 
@@ -33168,6 +33376,8 @@ let response = client.fieldreport_tags_show()
     /**Update a Tags record
 
 The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT Tags(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
+
+Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
 
 Sends a `PUT` request to `/api/v1/fieldreport/tags/{record}`
 
@@ -33187,6 +33397,8 @@ let response = client.fieldreport_tags_replace()
     /**Delete a Tags record
 
 Deletes the local record, then `Tags(<Id>L)` at the field-report system (the local record is restored if the upstream refuses). Answers 204, or 200 with `{data, fieldReportResponse}` with `Prefer: return=representation`.
+
+Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
 
 Generated client: the 200 answer arrives as `Error::UnexpectedResponse` (progenitor takes one success type per operation).
 
@@ -33209,6 +33421,8 @@ let response = client.fieldreport_tags_delete()
 
 The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT Tags(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
 
+Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
+
 Sends a `PATCH` request to `/api/v1/fieldreport/tags/{record}`
 
 Arguments:
@@ -33227,6 +33441,8 @@ let response = client.fieldreport_tags_update()
     /**List TimeEvents
 
 TimeEvents records of the local mirror, ordered by Id, `per_page` (1 to 500, default 50) per page.
+
+Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
 
 Sends a `GET` request to `/api/v1/fieldreport/timeEvents`
 
@@ -33249,6 +33465,8 @@ let response = client.fieldreport_time_events_list()
 
 `Id` (string, at most 255 characters) and `Version` (integer) are required; every other field is kept. The record is sent to the field-report system first; the local record takes the Id the upstream assigned. Nothing is stored when the upstream refuses.
 
+Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
+
 Sends a `POST` request to `/api/v1/fieldreport/timeEvents`
 
 ```ignore
@@ -33265,6 +33483,8 @@ let response = client.fieldreport_time_events_create()
     /**Show a TimeEvents record
 
 The TimeEvents record as stored in the local mirror.
+
+Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
 
 Sends a `GET` request to `/api/v1/fieldreport/timeEvents/{record}`
 
@@ -33284,6 +33504,8 @@ let response = client.fieldreport_time_events_show()
     /**Update a TimeEvents record
 
 The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT TimeEvents(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
+
+Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
 
 Sends a `PUT` request to `/api/v1/fieldreport/timeEvents/{record}`
 
@@ -33305,6 +33527,8 @@ let response = client.fieldreport_time_events_replace()
     /**Delete a TimeEvents record
 
 Deletes the local record, then `TimeEvents(<Id>L)` at the field-report system (the local record is restored if the upstream refuses). Answers 204, or 200 with `{data, fieldReportResponse}` with `Prefer: return=representation`.
+
+Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
 
 Generated client: the 200 answer arrives as `Error::UnexpectedResponse` (progenitor takes one success type per operation).
 
@@ -33329,6 +33553,8 @@ let response = client.fieldreport_time_events_delete()
 
 The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT TimeEvents(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
 
+Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
+
 Sends a `PATCH` request to `/api/v1/fieldreport/timeEvents/{record}`
 
 Arguments:
@@ -33350,6 +33576,8 @@ let response = client.fieldreport_time_events_update()
 
 Users records of the local mirror, ordered by Id, `per_page` (1 to 500, default 50) per page.
 
+Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
+
 Sends a `GET` request to `/api/v1/fieldreport/users`
 
 Arguments:
@@ -33369,6 +33597,8 @@ let response = client.fieldreport_users_list()
 
 `Id` (string, at most 255 characters) and `Version` (integer) are required; every other field is kept. The record is sent to the field-report system first; the local record takes the Id the upstream assigned. Nothing is stored when the upstream refuses.
 
+Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
+
 Sends a `POST` request to `/api/v1/fieldreport/users`
 
 ```ignore
@@ -33383,6 +33613,8 @@ let response = client.fieldreport_users_create()
     /**Show a Users record
 
 The Users record as stored in the local mirror.
+
+Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
 
 Sends a `GET` request to `/api/v1/fieldreport/users/{record}`
 
@@ -33400,6 +33632,8 @@ let response = client.fieldreport_users_show()
     /**Update a Users record
 
 The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT Users(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
+
+Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
 
 Sends a `PUT` request to `/api/v1/fieldreport/users/{record}`
 
@@ -33419,6 +33653,8 @@ let response = client.fieldreport_users_replace()
     /**Delete a Users record
 
 Deletes the local record, then `Users(<Id>L)` at the field-report system (the local record is restored if the upstream refuses). Answers 204, or 200 with `{data, fieldReportResponse}` with `Prefer: return=representation`.
+
+Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
 
 Generated client: the 200 answer arrives as `Error::UnexpectedResponse` (progenitor takes one success type per operation).
 
@@ -33441,6 +33677,8 @@ let response = client.fieldreport_users_delete()
 
 The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT Users(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
 
+Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
+
 Sends a `PATCH` request to `/api/v1/fieldreport/users/{record}`
 
 Arguments:
@@ -33462,6 +33700,8 @@ Validates the request (every bad field is named in one 422) and creates it at th
 
 With an `Idempotency-Key` header, a retry with the same key and body returns the first answer and creates nothing new; the same key with another body is refused (422).
 
+Needs a token with the ability `leasing` (login tokens hold every ability, `*`).
+
 Sends a `POST` request to `/api/v1/leasing`
 
 Arguments:
@@ -33481,6 +33721,8 @@ let response = client.leasing_create()
 
 The amount that can be financed for a monthly instalment of 299 over 84 months: `financingAmount = monthlyInstalment × 100 / factor(period)`, rounded half away from zero to cents. Same as `/api/v1/leasing/calculate/299/84`.
 
+Needs a token with the ability `leasing` (login tokens hold every ability, `*`).
+
 Sends a `GET` request to `/api/v1/leasing/calculate`
 
 ```ignore
@@ -33494,6 +33736,8 @@ let response = client.leasing_calculate_default()
     /**Lease calculation at the provider
 
 Calls the provider's calculation with the validated body (`FinancingAmount` > 0; without `Period` the provider answers every period it offers).
+
+Needs a token with the ability `leasing` (login tokens hold every ability, `*`).
 
 Sends a `POST` request to `/api/v1/leasing/calculate`
 
@@ -33511,6 +33755,8 @@ let response = client.leasing_provider_calculation()
     /**Inverse lease calculation (instalment)
 
 The amount that can be financed for this monthly instalment over 84 months.
+
+Needs a token with the ability `leasing` (login tokens hold every ability, `*`).
 
 Sends a `GET` request to `/api/v1/leasing/calculate/{monthlyInstalment}`
 
@@ -33531,6 +33777,8 @@ let response = client.leasing_calculate_instalment()
 
 The amount that can be financed for this monthly instalment over this period. The periods supported by default are 48, 60, 72 and 84 months (factors 2.31, 1.91, 1.64, 1.47; configurable with `LEASING_FACTORS`); others answer 422.
 
+Needs a token with the ability `leasing` (login tokens hold every ability, `*`).
+
 Sends a `GET` request to `/api/v1/leasing/calculate/{monthlyInstalment}/{period}`
 
 Arguments:
@@ -33548,6 +33796,8 @@ let response = client.leasing_calculate()
     }
     /**Request flow health check
 
+Needs a token with the ability `leasing` (login tokens hold every ability, `*`).
+
 Sends a `GET` request to `/api/v1/leasing/leasing/request-flow`
 
 ```ignore
@@ -33561,6 +33811,8 @@ let response = client.leasing_request_flow_health()
     /**Run the one-shot request flow
 
 Up to eight actions in order: create; optionally patch the request and the lessee; wait until ReadyToSign (as `wait-ready-to-sign`); then e-signature configuration and start (mode `e_signature`) or cancel e-signature and switch to a paper contract (mode `cancel_e_signature`); optionally fetch the contract as base64 and a download link. Each run is recorded with its steps (`flowId`). Blocks for up to `max_attempts × sleep_milliseconds`. Honours `Idempotency-Key` like create.
+
+Needs a token with the ability `leasing` (login tokens hold every ability, `*`).
 
 Sends a `POST` request to `/api/v1/leasing/leasing/request-flow`
 
@@ -33581,6 +33833,8 @@ let response = client.leasing_request_flow()
 
 Only fetches the contract of the financing request and saves it to storage as `contracts/<financingId>.pdf`.
 
+Needs a token with the ability `leasing` (login tokens hold every ability, `*`).
+
 Sends a `GET` request to `/api/v1/leasing/leasing/request-flow/test-flow/{financingId}`
 
 Arguments:
@@ -33597,6 +33851,8 @@ let response = client.leasing_test_flow()
     /**Read a financing request
 
 The request as the provider reports it now, with its state in `meta`.
+
+Needs a token with the ability `leasing` (login tokens hold every ability, `*`).
 
 Sends a `GET` request to `/api/v1/leasing/{financingId}`
 
@@ -33615,6 +33871,8 @@ let response = client.leasing_show()
 
 Changes calculation fields (not the lessee). The provider refuses changes in the states Contracted, Declined and Cancelled, and a change invalidates a running e-signature.
 
+Needs a token with the ability `leasing` (login tokens hold every ability, `*`).
+
 Sends a `PATCH` request to `/api/v1/leasing/{financingId}`
 
 Arguments:
@@ -33631,6 +33889,8 @@ let response = client.leasing_patch()
         builder::LeasingPatch::new(self)
     }
     /**Cancel the e-signature
+
+Needs a token with the ability `leasing` (login tokens hold every ability, `*`).
 
 Sends a `PUT` request to `/api/v1/leasing/{financingId}/cancel-e-signature`
 
@@ -33649,6 +33909,8 @@ let response = client.leasing_cancel_e_signature()
 
 The contract PDF as base64 in `data.Content`. With `store_pdf=true` the PDF is also saved to storage as `contracts/<financingId>.pdf` and `stored` says where, how large and with which SHA-256.
 
+Needs a token with the ability `leasing` (login tokens hold every ability, `*`).
+
 Sends a `GET` request to `/api/v1/leasing/{financingId}/contractdocument/base64`
 
 Arguments:
@@ -33666,6 +33928,8 @@ let response = client.leasing_contract_document()
     }
     /**Contract document download link
 
+Needs a token with the ability `leasing` (login tokens hold every ability, `*`).
+
 Sends a `POST` request to `/api/v1/leasing/{financingId}/contractdocument/link`
 
 Arguments:
@@ -33682,6 +33946,8 @@ let response = client.leasing_contract_document_link()
         builder::LeasingContractDocumentLink::new(self)
     }
     /**Start the e-signature
+
+Needs a token with the ability `leasing` (login tokens hold every ability, `*`).
 
 Sends a `POST` request to `/api/v1/leasing/{financingId}/e-signature`
 
@@ -33702,6 +33968,8 @@ let response = client.leasing_start_e_signature()
 
 How many customer and partner signees the provider accepts.
 
+Needs a token with the ability `leasing` (login tokens hold every ability, `*`).
+
 Sends a `GET` request to `/api/v1/leasing/{financingId}/e-signature/configuration`
 
 Arguments:
@@ -33719,6 +33987,8 @@ let response = client.leasing_e_signature_configuration()
     }
     /**Change the lessee
 
+Needs a token with the ability `leasing` (login tokens hold every ability, `*`).
+
 Sends a `PATCH` request to `/api/v1/leasing/{financingId}/lessee`
 
 Arguments:
@@ -33735,6 +34005,8 @@ let response = client.leasing_patch_lessee()
         builder::LeasingPatchLessee::new(self)
     }
     /**Switch to a paper contract
+
+Needs a token with the ability `leasing` (login tokens hold every ability, `*`).
 
 Sends a `PUT` request to `/api/v1/leasing/{financingId}/switch-to-paper-contract`
 
@@ -33754,6 +34026,8 @@ let response = client.leasing_switch_to_paper_contract()
     /**Wait until ready to sign
 
 Reads the state; while it is not `ReadyToSign`, reads it again up to `max_attempts` times, `sleep_milliseconds` apart. `MissingInfo` sends the missing-info mail and fails (`missing_info`); `Declined`, `Cancelled` fail and abort (`declined`, `cancelled`); `RunningContract`, `ContractPrinted` fail as past signing (`already_past_signing`); attempts used up fail naming the last state (`not_ready_to_sign`). The call blocks for up to `max_attempts × sleep_milliseconds`: allow a client time-out at least that long.
+
+Needs a token with the ability `leasing` (login tokens hold every ability, `*`).
 
 Sends a `GET` request to `/api/v1/leasing/{financingId}/wait-ready-to-sign`
 
@@ -33949,6 +34223,13 @@ pub mod builder {
                         ),
                     )
                 }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 409u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -34074,6 +34355,13 @@ pub mod builder {
                         ),
                     )
                 }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 409u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -34178,6 +34466,13 @@ pub mod builder {
                     )
                 }
                 401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                403u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -34309,6 +34604,13 @@ pub mod builder {
                         ),
                     )
                 }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 409u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -34412,6 +34714,13 @@ pub mod builder {
                     )
                 }
                 401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                403u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -34545,6 +34854,13 @@ pub mod builder {
                         ),
                     )
                 }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 409u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -34635,6 +34951,13 @@ pub mod builder {
                         ),
                     )
                 }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 409u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -34719,6 +35042,13 @@ pub mod builder {
                     )
                 }
                 401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                403u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -34835,6 +35165,13 @@ pub mod builder {
                         ),
                     )
                 }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 409u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -34919,6 +35256,13 @@ pub mod builder {
                     )
                 }
                 401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                403u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -35048,6 +35392,13 @@ pub mod builder {
                         ),
                     )
                 }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 503u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -35148,6 +35499,13 @@ pub mod builder {
                     )
                 }
                 401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                403u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -35273,6 +35631,13 @@ pub mod builder {
                         ),
                     )
                 }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 503u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -35336,6 +35701,13 @@ pub mod builder {
                     )
                 }
                 401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                403u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -35446,6 +35818,13 @@ pub mod builder {
                     )
                 }
                 401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                403u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -35570,6 +35949,13 @@ pub mod builder {
                     )
                 }
                 401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                403u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -35711,6 +36097,13 @@ pub mod builder {
                     )
                 }
                 401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                403u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -36146,6 +36539,13 @@ pub mod builder {
                         ),
                     )
                 }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 503u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -36241,6 +36641,13 @@ pub mod builder {
                     )
                 }
                 401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                403u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -36371,6 +36778,13 @@ pub mod builder {
                         ),
                     )
                 }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 404u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -36487,6 +36901,13 @@ pub mod builder {
                     )
                 }
                 401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                403u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -36634,6 +37055,13 @@ pub mod builder {
                         ),
                     )
                 }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 404u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -36771,6 +37199,13 @@ pub mod builder {
                     )
                 }
                 401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                403u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -36924,6 +37359,13 @@ pub mod builder {
                         ),
                     )
                 }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 503u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -37017,6 +37459,13 @@ pub mod builder {
                     )
                 }
                 401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                403u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -37147,6 +37596,13 @@ pub mod builder {
                         ),
                     )
                 }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 404u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -37261,6 +37717,13 @@ pub mod builder {
                     )
                 }
                 401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                403u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -37408,6 +37871,13 @@ pub mod builder {
                         ),
                     )
                 }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 404u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -37543,6 +38013,13 @@ pub mod builder {
                     )
                 }
                 401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                403u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -37696,6 +38173,13 @@ pub mod builder {
                         ),
                     )
                 }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 503u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -37793,6 +38277,13 @@ pub mod builder {
                     )
                 }
                 401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                403u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -37923,6 +38414,13 @@ pub mod builder {
                         ),
                     )
                 }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 404u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -38041,6 +38539,13 @@ pub mod builder {
                     )
                 }
                 401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                403u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -38188,6 +38693,13 @@ pub mod builder {
                         ),
                     )
                 }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 404u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -38327,6 +38839,13 @@ pub mod builder {
                     )
                 }
                 401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                403u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -38480,6 +38999,13 @@ pub mod builder {
                         ),
                     )
                 }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 503u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -38575,6 +39101,13 @@ pub mod builder {
                     )
                 }
                 401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                403u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -38705,6 +39238,13 @@ pub mod builder {
                         ),
                     )
                 }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 404u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -38821,6 +39361,13 @@ pub mod builder {
                     )
                 }
                 401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                403u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -38968,6 +39515,13 @@ pub mod builder {
                         ),
                     )
                 }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 404u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -39105,6 +39659,13 @@ pub mod builder {
                     )
                 }
                 401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                403u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -39258,6 +39819,13 @@ pub mod builder {
                         ),
                     )
                 }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 503u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -39353,6 +39921,13 @@ pub mod builder {
                     )
                 }
                 401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                403u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -39483,6 +40058,13 @@ pub mod builder {
                         ),
                     )
                 }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 404u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -39599,6 +40181,13 @@ pub mod builder {
                     )
                 }
                 401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                403u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -39746,6 +40335,13 @@ pub mod builder {
                         ),
                     )
                 }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 404u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -39883,6 +40479,13 @@ pub mod builder {
                     )
                 }
                 401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                403u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -40036,6 +40639,13 @@ pub mod builder {
                         ),
                     )
                 }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 503u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -40131,6 +40741,13 @@ pub mod builder {
                     )
                 }
                 401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                403u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -40261,6 +40878,13 @@ pub mod builder {
                         ),
                     )
                 }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 404u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -40377,6 +41001,13 @@ pub mod builder {
                     )
                 }
                 401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                403u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -40524,6 +41155,13 @@ pub mod builder {
                         ),
                     )
                 }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 404u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -40661,6 +41299,13 @@ pub mod builder {
                     )
                 }
                 401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                403u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -40814,6 +41459,13 @@ pub mod builder {
                         ),
                     )
                 }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 503u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -40903,6 +41555,13 @@ pub mod builder {
                     )
                 }
                 401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                403u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -41033,6 +41692,13 @@ pub mod builder {
                         ),
                     )
                 }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 404u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -41147,6 +41813,13 @@ pub mod builder {
                     )
                 }
                 401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                403u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -41294,6 +41967,13 @@ pub mod builder {
                         ),
                     )
                 }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 404u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -41435,6 +42115,13 @@ pub mod builder {
                         ),
                     )
                 }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 404u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -41546,6 +42233,13 @@ pub mod builder {
                         ),
                     )
                 }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 409u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -41650,6 +42344,13 @@ pub mod builder {
                     )
                 }
                 401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                403u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -41782,6 +42483,13 @@ pub mod builder {
                     )
                 }
                 401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                403u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -41934,6 +42642,13 @@ pub mod builder {
                         ),
                     )
                 }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 404u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -42067,6 +42782,13 @@ pub mod builder {
                         ),
                     )
                 }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 503u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -42160,6 +42882,13 @@ pub mod builder {
                     )
                 }
                 401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                403u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -42290,6 +43019,13 @@ pub mod builder {
                         ),
                     )
                 }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 404u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -42404,6 +43140,13 @@ pub mod builder {
                     )
                 }
                 401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                403u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -42551,6 +43294,13 @@ pub mod builder {
                         ),
                     )
                 }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 404u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -42686,6 +43436,13 @@ pub mod builder {
                     )
                 }
                 401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                403u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -42839,6 +43596,13 @@ pub mod builder {
                         ),
                     )
                 }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 503u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -42936,6 +43700,13 @@ pub mod builder {
                     )
                 }
                 401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                403u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -43066,6 +43837,13 @@ pub mod builder {
                         ),
                     )
                 }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 404u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -43188,6 +43966,13 @@ pub mod builder {
                     )
                 }
                 401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                403u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -43329,6 +44114,13 @@ pub mod builder {
             match response.status().as_u16() {
                 204u16 => Ok(ResponseValue::empty(response)),
                 401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                403u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -43484,6 +44276,13 @@ pub mod builder {
                         ),
                     )
                 }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 404u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -43631,6 +44430,13 @@ pub mod builder {
                         ),
                     )
                 }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 503u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -43728,6 +44534,13 @@ pub mod builder {
                     )
                 }
                 401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                403u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -43858,6 +44671,13 @@ pub mod builder {
                         ),
                     )
                 }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 404u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -43980,6 +44800,13 @@ pub mod builder {
                     )
                 }
                 401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                403u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -44121,6 +44948,13 @@ pub mod builder {
             match response.status().as_u16() {
                 204u16 => Ok(ResponseValue::empty(response)),
                 401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                403u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -44276,6 +45110,13 @@ pub mod builder {
                         ),
                     )
                 }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 404u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -44423,6 +45264,13 @@ pub mod builder {
                         ),
                     )
                 }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 503u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -44520,6 +45368,13 @@ pub mod builder {
                     )
                 }
                 401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                403u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -44650,6 +45505,13 @@ pub mod builder {
                         ),
                     )
                 }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 404u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -44772,6 +45634,13 @@ pub mod builder {
                     )
                 }
                 401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                403u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -44913,6 +45782,13 @@ pub mod builder {
             match response.status().as_u16() {
                 204u16 => Ok(ResponseValue::empty(response)),
                 401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                403u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -45068,6 +45944,13 @@ pub mod builder {
                         ),
                     )
                 }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 404u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -45173,6 +46056,13 @@ pub mod builder {
                     )
                 }
                 401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                403u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -45288,6 +46178,13 @@ pub mod builder {
                         ),
                     )
                 }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 404u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -45385,6 +46282,13 @@ pub mod builder {
                         ),
                     )
                 }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 503u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -45468,6 +46372,13 @@ pub mod builder {
                     )
                 }
                 401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                403u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -45579,6 +46490,13 @@ pub mod builder {
                     )
                 }
                 401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                403u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -45712,6 +46630,13 @@ pub mod builder {
                         ),
                     )
                 }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 404u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -45829,6 +46754,13 @@ pub mod builder {
                         ),
                     )
                 }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 503u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -45933,6 +46865,13 @@ pub mod builder {
                     )
                 }
                 401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                403u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -46057,6 +46996,13 @@ pub mod builder {
                     )
                 }
                 401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                403u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -46188,6 +47134,13 @@ pub mod builder {
                     )
                 }
                 401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                403u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -46329,6 +47282,13 @@ pub mod builder {
             match response.status().as_u16() {
                 204u16 => Ok(ResponseValue::empty(response)),
                 401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                403u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -46487,6 +47447,13 @@ pub mod builder {
                         ),
                     )
                 }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 404u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -46614,6 +47581,13 @@ pub mod builder {
                         ),
                     )
                 }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 409u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -46732,6 +47706,13 @@ pub mod builder {
                     )
                 }
                 401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                403u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -46871,6 +47852,13 @@ pub mod builder {
                         ),
                     )
                 }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 503u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -46960,6 +47948,13 @@ pub mod builder {
                     )
                 }
                 401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                403u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -47090,6 +48085,13 @@ pub mod builder {
                         ),
                     )
                 }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 404u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -47204,6 +48206,13 @@ pub mod builder {
                     )
                 }
                 401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                403u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -47351,6 +48360,13 @@ pub mod builder {
                         ),
                     )
                 }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 404u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -47486,6 +48502,13 @@ pub mod builder {
                     )
                 }
                 401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                403u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -47639,6 +48662,13 @@ pub mod builder {
                         ),
                     )
                 }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 503u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -47734,6 +48764,13 @@ pub mod builder {
                     )
                 }
                 401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                403u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -47864,6 +48901,13 @@ pub mod builder {
                         ),
                     )
                 }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 404u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -47982,6 +49026,13 @@ pub mod builder {
                     )
                 }
                 401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                403u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -48129,6 +49180,13 @@ pub mod builder {
                         ),
                     )
                 }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 404u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -48268,6 +49326,13 @@ pub mod builder {
                     )
                 }
                 401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                403u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -48421,6 +49486,13 @@ pub mod builder {
                         ),
                     )
                 }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 503u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -48510,6 +49582,13 @@ pub mod builder {
                     )
                 }
                 401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                403u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -48640,6 +49719,13 @@ pub mod builder {
                         ),
                     )
                 }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 404u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -48754,6 +49840,13 @@ pub mod builder {
                     )
                 }
                 401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                403u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -48901,6 +49994,13 @@ pub mod builder {
                         ),
                     )
                 }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 404u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -49036,6 +50136,13 @@ pub mod builder {
                     )
                 }
                 401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                403u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -49209,6 +50316,13 @@ pub mod builder {
                         ),
                     )
                 }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 413u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -49296,6 +50410,13 @@ pub mod builder {
                     )
                 }
                 401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                403u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -49399,6 +50520,13 @@ pub mod builder {
                     )
                 }
                 401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                403u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -49523,6 +50651,13 @@ pub mod builder {
                         ),
                     )
                 }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 503u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -49632,6 +50767,13 @@ pub mod builder {
                         ),
                     )
                 }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 503u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -49695,6 +50837,13 @@ pub mod builder {
                     )
                 }
                 401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                403u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -49819,6 +50968,13 @@ pub mod builder {
                         ),
                     )
                 }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 413u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -49929,6 +51085,13 @@ pub mod builder {
                         ),
                     )
                 }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 500u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -50019,6 +51182,13 @@ pub mod builder {
                     )
                 }
                 401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                403u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -50153,6 +51323,13 @@ pub mod builder {
                         ),
                     )
                 }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 413u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -50257,6 +51434,13 @@ pub mod builder {
                     )
                 }
                 401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                403u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -50376,6 +51560,13 @@ pub mod builder {
                         ),
                     )
                 }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 500u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -50466,6 +51657,13 @@ pub mod builder {
                     )
                 }
                 401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                403u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -50600,6 +51798,13 @@ pub mod builder {
                         ),
                     )
                 }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 413u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -50707,6 +51912,13 @@ pub mod builder {
                     )
                 }
                 401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                403u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -50841,6 +52053,13 @@ pub mod builder {
                         ),
                     )
                 }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 413u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -50945,6 +52164,13 @@ pub mod builder {
                     )
                 }
                 401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                403u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -51134,6 +52360,13 @@ pub mod builder {
                     )
                 }
                 401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                403u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,

@@ -14,6 +14,8 @@ export interface paths {
         /**
          * Pull custom attributes of an ERP model
          * @description Pulls every `customAttributeDefinition` and the model's records (with their `customAttributes` values) into the mirror. Values changed locally and not pushed yet are kept.
+         *
+         *     Needs a token with the ability `erp` (login tokens hold every ability, `*`).
          */
         get: operations["erp_pull_attributes"];
         put?: never;
@@ -34,6 +36,8 @@ export interface paths {
         /**
          * Pull one custom attribute of an ERP model
          * @description As `entityPullAttr/{model}`, counting the values of one definition (its `attributeKey` or id; 404 listing the model's keys when unknown).
+         *
+         *     Needs a token with the ability `erp` (login tokens hold every ability, `*`).
          */
         get: operations["erp_pull_attribute"];
         put?: never;
@@ -54,6 +58,8 @@ export interface paths {
         /**
          * Push custom attributes of an ERP model
          * @description Sends the locally changed custom attribute values of the model's records back to the ERP (`PUT /<model>/id/{id}?ignoreMissingProperties=true` with the mirrored `version`). A record changed in the ERP since it was pulled is refused by the ERP and reported as a conflict; its values stay pending.
+         *
+         *     Needs a token with the ability `erp` (login tokens hold every ability, `*`).
          */
         get: operations["erp_push_attributes"];
         put?: never;
@@ -74,6 +80,8 @@ export interface paths {
         /**
          * Push one custom attribute of an ERP model
          * @description As `entityPushAttr/{model}`, for the records with a pending value of one definition.
+         *
+         *     Needs a token with the ability `erp` (login tokens hold every ability, `*`).
          */
         get: operations["erp_push_attribute"];
         put?: never;
@@ -94,6 +102,8 @@ export interface paths {
         /**
          * Post mapped ERP records to the field-report system
          * @description Runs the ERP → field-report mapping (customer → companies, contact → contacts, article → products) over the mirror and writes the records with forwarding: created upstream when new, updated when the mapping changes something. After a create the field-report Id is set on the ERP record's `fieldReportId` custom attribute (when the ERP defines it), pending `entityPushAttr`. Failures are reported per record.
+         *
+         *     Needs a token with the ability `erp` (login tokens hold every ability, `*`).
          */
         get: operations["erp_field_report_post_all"];
         put?: never;
@@ -114,6 +124,8 @@ export interface paths {
         /**
          * Post one model's mapped records to the field-report system
          * @description As `fieldReportPost` for one mapped model (`customer`, `contact`, `article`); with `?id=` for one record.
+         *
+         *     Needs a token with the ability `erp` (login tokens hold every ability, `*`).
          */
         get: operations["erp_field_report_post"];
         put?: never;
@@ -134,6 +146,8 @@ export interface paths {
         /**
          * Incremental pull of every ERP model
          * @description Pulls the records of each model changed since its cursor (`lastModifiedDate-gt=`; everything on a model's first pull) and moves the cursor when the pull completes. `integration-service erp pull` does the same with a progress display.
+         *
+         *     Needs a token with the ability `erp` (login tokens hold every ability, `*`).
          */
         get: operations["erp_get"];
         put?: never;
@@ -154,6 +168,8 @@ export interface paths {
         /**
          * Full pull of every ERP model
          * @description Pulls every record of every model of the registry (pages of 1000) into the mirror and removes local records the ERP no longer has. A model that fails is reported in its own entry and the others go on. `integration-service erp setup` does the same with a progress display.
+         *
+         *     Needs a token with the ability `erp` (login tokens hold every ability, `*`).
          */
         get: operations["erp_setup_all"];
         put?: never;
@@ -174,6 +190,8 @@ export interface paths {
         /**
          * Full pull of one ERP model
          * @description As `/api/v1/erp/setup` for one model. 409 while another pull of it runs.
+         *
+         *     Needs a token with the ability `erp` (login tokens hold every ability, `*`).
          */
         get: operations["erp_setup"];
         put?: never;
@@ -194,6 +212,8 @@ export interface paths {
         /**
          * ERP mirror overview
          * @description Every ERP model with its local record count, pull cursor and last complete pull, and the webhook inbox: counts by state and the calls not done yet (with their attempts and last error), then the newest processed ones.
+         *
+         *     Needs a token with the ability `erp` (login tokens hold every ability, `*`).
          */
         get: operations["erp_show"];
         put?: never;
@@ -214,6 +234,8 @@ export interface paths {
         /**
          * Mirrored records of an ERP model
          * @description The model's records as stored locally, ordered by id, `per_page` (1 to 500, default 50) per page.
+         *
+         *     Needs a token with the ability `erp` (login tokens hold every ability, `*`).
          */
         get: operations["erp_show_model"];
         put?: never;
@@ -231,7 +253,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One mirrored ERP record */
+        /**
+         * One mirrored ERP record
+         * @description Needs a token with the ability `erp` (login tokens hold every ability, `*`).
+         */
         get: operations["erp_show_record"];
         put?: never;
         post?: never;
@@ -251,6 +276,8 @@ export interface paths {
         /**
          * Find mirrored ERP records by a field
          * @description Records whose top-level field `entity` equals `value` (compared as text), at most 500.
+         *
+         *     Needs a token with the ability `erp` (login tokens hold every ability, `*`).
          */
         get: operations["erp_show_matching"];
         put?: never;
@@ -271,6 +298,8 @@ export interface paths {
         /**
          * Refresh every mirrored ERP model
          * @description Pulls every model that has local records completely again (removing records the ERP no longer has).
+         *
+         *     Needs a token with the ability `erp` (login tokens hold every ability, `*`).
          */
         get: operations["erp_update_all"];
         put?: never;
@@ -288,7 +317,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Refresh one ERP model */
+        /**
+         * Refresh one ERP model
+         * @description Needs a token with the ability `erp` (login tokens hold every ability, `*`).
+         */
         get: operations["erp_update_model"];
         put?: never;
         post?: never;
@@ -308,6 +340,8 @@ export interface paths {
         /**
          * Refresh one ERP record
          * @description Fetches the record by id and stores it; removes it locally when the ERP no longer has it (404 when neither has it).
+         *
+         *     Needs a token with the ability `erp` (login tokens hold every ability, `*`).
          */
         get: operations["erp_update_record"];
         put?: never;
@@ -328,6 +362,8 @@ export interface paths {
         /**
          * Refresh ERP records matching a field
          * @description Fetches the model's records whose field `entity` equals `value` (`<entity>-eq=<value>`) and stores them.
+         *
+         *     Needs a token with the ability `erp` (login tokens hold every ability, `*`).
          */
         get: operations["erp_update_matching"];
         put?: never;
@@ -372,12 +408,16 @@ export interface paths {
         /**
          * List Companies
          * @description Companies records of the local mirror, ordered by Id, `per_page` (1 to 500, default 50) per page.
+         *
+         *     Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
          */
         get: operations["fieldreport_companies_list"];
         put?: never;
         /**
          * Create a Companies record
          * @description `Id` (string, at most 255 characters) and `Version` (integer) are required; every other field is kept. The record is sent to the field-report system first; the local record takes the Id the upstream assigned. Nothing is stored when the upstream refuses.
+         *
+         *     Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
          */
         post: operations["fieldreport_companies_create"];
         delete?: never;
@@ -396,17 +436,23 @@ export interface paths {
         /**
          * Show a Companies record
          * @description The Companies record as stored in the local mirror.
+         *
+         *     Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
          */
         get: operations["fieldreport_companies_show"];
         /**
          * Update a Companies record
          * @description The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT Companies(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
+         *
+         *     Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
          */
         put: operations["fieldreport_companies_replace"];
         post?: never;
         /**
          * Delete a Companies record
          * @description Deletes the local record, then `Companies(<Id>L)` at the field-report system (the local record is restored if the upstream refuses). Answers 204, or 200 with `{data, fieldReportResponse}` with `Prefer: return=representation`.
+         *
+         *     Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
          */
         delete: operations["fieldreport_companies_delete"];
         options?: never;
@@ -414,6 +460,8 @@ export interface paths {
         /**
          * Update a Companies record
          * @description The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT Companies(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
+         *
+         *     Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
          */
         patch: operations["fieldreport_companies_update"];
         trace?: never;
@@ -428,12 +476,16 @@ export interface paths {
         /**
          * List Contacts
          * @description Contacts records of the local mirror, ordered by Id, `per_page` (1 to 500, default 50) per page.
+         *
+         *     Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
          */
         get: operations["fieldreport_contacts_list"];
         put?: never;
         /**
          * Create a Contacts record
          * @description `Id` (string, at most 255 characters) and `Version` (integer) are required; every other field is kept. The record is sent to the field-report system first; the local record takes the Id the upstream assigned. Nothing is stored when the upstream refuses.
+         *
+         *     Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
          */
         post: operations["fieldreport_contacts_create"];
         delete?: never;
@@ -452,17 +504,23 @@ export interface paths {
         /**
          * Show a Contacts record
          * @description The Contacts record as stored in the local mirror.
+         *
+         *     Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
          */
         get: operations["fieldreport_contacts_show"];
         /**
          * Update a Contacts record
          * @description The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT Contacts(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
+         *
+         *     Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
          */
         put: operations["fieldreport_contacts_replace"];
         post?: never;
         /**
          * Delete a Contacts record
          * @description Deletes the local record, then `Contacts(<Id>L)` at the field-report system (the local record is restored if the upstream refuses). Answers 204, or 200 with `{data, fieldReportResponse}` with `Prefer: return=representation`.
+         *
+         *     Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
          */
         delete: operations["fieldreport_contacts_delete"];
         options?: never;
@@ -470,6 +528,8 @@ export interface paths {
         /**
          * Update a Contacts record
          * @description The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT Contacts(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
+         *
+         *     Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
          */
         patch: operations["fieldreport_contacts_update"];
         trace?: never;
@@ -484,12 +544,16 @@ export interface paths {
         /**
          * List CostCenters
          * @description CostCenters records of the local mirror, ordered by Id, `per_page` (1 to 500, default 50) per page.
+         *
+         *     Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
          */
         get: operations["fieldreport_costCenters_list"];
         put?: never;
         /**
          * Create a CostCenters record
          * @description `Id` (string, at most 255 characters) and `Version` (integer) are required; every other field is kept. The record is sent to the field-report system first; the local record takes the Id the upstream assigned. Nothing is stored when the upstream refuses.
+         *
+         *     Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
          */
         post: operations["fieldreport_costCenters_create"];
         delete?: never;
@@ -508,17 +572,23 @@ export interface paths {
         /**
          * Show a CostCenters record
          * @description The CostCenters record as stored in the local mirror.
+         *
+         *     Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
          */
         get: operations["fieldreport_costCenters_show"];
         /**
          * Update a CostCenters record
          * @description The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT CostCenters(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
+         *
+         *     Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
          */
         put: operations["fieldreport_costCenters_replace"];
         post?: never;
         /**
          * Delete a CostCenters record
          * @description Deletes the local record, then `CostCenters(<Id>L)` at the field-report system (the local record is restored if the upstream refuses). Answers 204, or 200 with `{data, fieldReportResponse}` with `Prefer: return=representation`.
+         *
+         *     Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
          */
         delete: operations["fieldreport_costCenters_delete"];
         options?: never;
@@ -526,6 +596,8 @@ export interface paths {
         /**
          * Update a CostCenters record
          * @description The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT CostCenters(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
+         *
+         *     Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
          */
         patch: operations["fieldreport_costCenters_update"];
         trace?: never;
@@ -540,12 +612,16 @@ export interface paths {
         /**
          * List Documents
          * @description Documents records of the local mirror, ordered by Id, `per_page` (1 to 500, default 50) per page.
+         *
+         *     Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
          */
         get: operations["fieldreport_documents_list"];
         put?: never;
         /**
          * Create a Documents record
          * @description `Id` (string, at most 255 characters) and `Version` (integer) are required; every other field is kept. The record is sent to the field-report system first; the local record takes the Id the upstream assigned. Nothing is stored when the upstream refuses.
+         *
+         *     Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
          */
         post: operations["fieldreport_documents_create"];
         delete?: never;
@@ -564,17 +640,23 @@ export interface paths {
         /**
          * Show a Documents record
          * @description The Documents record as stored in the local mirror.
+         *
+         *     Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
          */
         get: operations["fieldreport_documents_show"];
         /**
          * Update a Documents record
          * @description The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT Documents(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
+         *
+         *     Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
          */
         put: operations["fieldreport_documents_replace"];
         post?: never;
         /**
          * Delete a Documents record
          * @description Deletes the local record, then `Documents(<Id>L)` at the field-report system (the local record is restored if the upstream refuses). Answers 204, or 200 with `{data, fieldReportResponse}` with `Prefer: return=representation`.
+         *
+         *     Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
          */
         delete: operations["fieldreport_documents_delete"];
         options?: never;
@@ -582,6 +664,8 @@ export interface paths {
         /**
          * Update a Documents record
          * @description The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT Documents(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
+         *
+         *     Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
          */
         patch: operations["fieldreport_documents_update"];
         trace?: never;
@@ -596,12 +680,16 @@ export interface paths {
         /**
          * List ItemTypes
          * @description ItemTypes records of the local mirror, ordered by Id, `per_page` (1 to 500, default 50) per page.
+         *
+         *     Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
          */
         get: operations["fieldreport_itemTypes_list"];
         put?: never;
         /**
          * Create a ItemTypes record
          * @description `Id` (string, at most 255 characters) and `Version` (integer) are required; every other field is kept. The record is sent to the field-report system first; the local record takes the Id the upstream assigned. Nothing is stored when the upstream refuses.
+         *
+         *     Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
          */
         post: operations["fieldreport_itemTypes_create"];
         delete?: never;
@@ -620,17 +708,23 @@ export interface paths {
         /**
          * Show a ItemTypes record
          * @description The ItemTypes record as stored in the local mirror.
+         *
+         *     Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
          */
         get: operations["fieldreport_itemTypes_show"];
         /**
          * Update a ItemTypes record
          * @description The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT ItemTypes(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
+         *
+         *     Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
          */
         put: operations["fieldreport_itemTypes_replace"];
         post?: never;
         /**
          * Delete a ItemTypes record
          * @description Deletes the local record, then `ItemTypes(<Id>L)` at the field-report system (the local record is restored if the upstream refuses). Answers 204, or 200 with `{data, fieldReportResponse}` with `Prefer: return=representation`.
+         *
+         *     Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
          */
         delete: operations["fieldreport_itemTypes_delete"];
         options?: never;
@@ -638,6 +732,8 @@ export interface paths {
         /**
          * Update a ItemTypes record
          * @description The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT ItemTypes(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
+         *
+         *     Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
          */
         patch: operations["fieldreport_itemTypes_update"];
         trace?: never;
@@ -652,12 +748,16 @@ export interface paths {
         /**
          * List ItemUnits
          * @description ItemUnits records of the local mirror, ordered by Id, `per_page` (1 to 500, default 50) per page.
+         *
+         *     Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
          */
         get: operations["fieldreport_itemUnits_list"];
         put?: never;
         /**
          * Create a ItemUnits record
          * @description `Id` (string, at most 255 characters) and `Version` (integer) are required; every other field is kept. The record is sent to the field-report system first; the local record takes the Id the upstream assigned. Nothing is stored when the upstream refuses.
+         *
+         *     Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
          */
         post: operations["fieldreport_itemUnits_create"];
         delete?: never;
@@ -676,17 +776,23 @@ export interface paths {
         /**
          * Show a ItemUnits record
          * @description The ItemUnits record as stored in the local mirror.
+         *
+         *     Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
          */
         get: operations["fieldreport_itemUnits_show"];
         /**
          * Update a ItemUnits record
          * @description The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT ItemUnits(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
+         *
+         *     Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
          */
         put: operations["fieldreport_itemUnits_replace"];
         post?: never;
         /**
          * Delete a ItemUnits record
          * @description Deletes the local record, then `ItemUnits(<Id>L)` at the field-report system (the local record is restored if the upstream refuses). Answers 204, or 200 with `{data, fieldReportResponse}` with `Prefer: return=representation`.
+         *
+         *     Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
          */
         delete: operations["fieldreport_itemUnits_delete"];
         options?: never;
@@ -694,6 +800,8 @@ export interface paths {
         /**
          * Update a ItemUnits record
          * @description The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT ItemUnits(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
+         *
+         *     Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
          */
         patch: operations["fieldreport_itemUnits_update"];
         trace?: never;
@@ -708,12 +816,16 @@ export interface paths {
         /**
          * List Items
          * @description Items records of the local mirror, ordered by Id, `per_page` (1 to 500, default 50) per page.
+         *
+         *     Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
          */
         get: operations["fieldreport_items_list"];
         put?: never;
         /**
          * Create a Items record
          * @description `Id` (string, at most 255 characters) and `Version` (integer) are required; every other field is kept. The record is sent to the field-report system first; the local record takes the Id the upstream assigned. Nothing is stored when the upstream refuses.
+         *
+         *     Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
          */
         post: operations["fieldreport_items_create"];
         delete?: never;
@@ -732,17 +844,23 @@ export interface paths {
         /**
          * Show a Items record
          * @description The Items record as stored in the local mirror.
+         *
+         *     Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
          */
         get: operations["fieldreport_items_show"];
         /**
          * Update a Items record
          * @description The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT Items(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
+         *
+         *     Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
          */
         put: operations["fieldreport_items_replace"];
         post?: never;
         /**
          * Delete a Items record
          * @description Deletes the local record, then `Items(<Id>L)` at the field-report system (the local record is restored if the upstream refuses). Answers 204, or 200 with `{data, fieldReportResponse}` with `Prefer: return=representation`.
+         *
+         *     Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
          */
         delete: operations["fieldreport_items_delete"];
         options?: never;
@@ -750,6 +868,8 @@ export interface paths {
         /**
          * Update a Items record
          * @description The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT Items(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
+         *
+         *     Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
          */
         patch: operations["fieldreport_items_update"];
         trace?: never;
@@ -764,6 +884,8 @@ export interface paths {
         /**
          * Push internal writes (all)
          * @description Sends the records written without forwarding (e.g. by ERP webhooks) to the field-report system: `create` ones by POST, `update` ones by PUT, local deletes by DELETE (a record the upstream no longer has counts as done). Each is marked as soon as the upstream accepted it, so a rerun sends nothing twice; refusals are reported per record and the batch goes on.
+         *
+         *     Needs a token with the ability `fieldreport:tools` (login tokens hold every ability, `*`).
          */
         get: operations["fieldreport_post_all"];
         put?: never;
@@ -781,7 +903,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Push internal writes of a stage */
+        /**
+         * Push internal writes of a stage
+         * @description Needs a token with the ability `fieldreport:tools` (login tokens hold every ability, `*`).
+         */
         get: operations["fieldreport_post_stage"];
         put?: never;
         post?: never;
@@ -798,7 +923,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Push internal writes of a stage and type */
+        /**
+         * Push internal writes of a stage and type
+         * @description Needs a token with the ability `fieldreport:tools` (login tokens hold every ability, `*`).
+         */
         get: operations["fieldreport_post_type"];
         put?: never;
         post?: never;
@@ -815,7 +943,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Push internal writes of one entity */
+        /**
+         * Push internal writes of one entity
+         * @description Needs a token with the ability `fieldreport:tools` (login tokens hold every ability, `*`).
+         */
         get: operations["fieldreport_post"];
         put?: never;
         post?: never;
@@ -835,12 +966,16 @@ export interface paths {
         /**
          * List Products
          * @description Products records of the local mirror, ordered by Id, `per_page` (1 to 500, default 50) per page.
+         *
+         *     Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
          */
         get: operations["fieldreport_products_list"];
         put?: never;
         /**
          * Create a Products record
          * @description `Id` (string, at most 255 characters) and `Version` (integer) are required; every other field is kept. The record is sent to the field-report system first; the local record takes the Id the upstream assigned. Nothing is stored when the upstream refuses.
+         *
+         *     Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
          */
         post: operations["fieldreport_products_create"];
         delete?: never;
@@ -859,17 +994,23 @@ export interface paths {
         /**
          * Show a Products record
          * @description The Products record as stored in the local mirror.
+         *
+         *     Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
          */
         get: operations["fieldreport_products_show"];
         /**
          * Update a Products record
          * @description The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT Products(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
+         *
+         *     Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
          */
         put: operations["fieldreport_products_replace"];
         post?: never;
         /**
          * Delete a Products record
          * @description Deletes the local record, then `Products(<Id>L)` at the field-report system (the local record is restored if the upstream refuses). Answers 204, or 200 with `{data, fieldReportResponse}` with `Prefer: return=representation`.
+         *
+         *     Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
          */
         delete: operations["fieldreport_products_delete"];
         options?: never;
@@ -877,6 +1018,8 @@ export interface paths {
         /**
          * Update a Products record
          * @description The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT Products(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
+         *
+         *     Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
          */
         patch: operations["fieldreport_products_update"];
         trace?: never;
@@ -891,12 +1034,16 @@ export interface paths {
         /**
          * List Qualifications
          * @description Qualifications records of the local mirror, ordered by Id, `per_page` (1 to 500, default 50) per page.
+         *
+         *     Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
          */
         get: operations["fieldreport_qualifications_list"];
         put?: never;
         /**
          * Create a Qualifications record
          * @description `Id` (string, at most 255 characters) and `Version` (integer) are required; every other field is kept. The record is sent to the field-report system first; the local record takes the Id the upstream assigned. Nothing is stored when the upstream refuses.
+         *
+         *     Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
          */
         post: operations["fieldreport_qualifications_create"];
         delete?: never;
@@ -915,17 +1062,23 @@ export interface paths {
         /**
          * Show a Qualifications record
          * @description The Qualifications record as stored in the local mirror.
+         *
+         *     Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
          */
         get: operations["fieldreport_qualifications_show"];
         /**
          * Update a Qualifications record
          * @description The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT Qualifications(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
+         *
+         *     Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
          */
         put: operations["fieldreport_qualifications_replace"];
         post?: never;
         /**
          * Delete a Qualifications record
          * @description Deletes the local record, then `Qualifications(<Id>L)` at the field-report system (the local record is restored if the upstream refuses). Answers 204, or 200 with `{data, fieldReportResponse}` with `Prefer: return=representation`.
+         *
+         *     Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
          */
         delete: operations["fieldreport_qualifications_delete"];
         options?: never;
@@ -933,6 +1086,8 @@ export interface paths {
         /**
          * Update a Qualifications record
          * @description The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT Qualifications(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
+         *
+         *     Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
          */
         patch: operations["fieldreport_qualifications_update"];
         trace?: never;
@@ -947,12 +1102,16 @@ export interface paths {
         /**
          * List ServiceObjects
          * @description ServiceObjects records of the local mirror, ordered by Id, `per_page` (1 to 500, default 50) per page.
+         *
+         *     Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
          */
         get: operations["fieldreport_serviceObjects_list"];
         put?: never;
         /**
          * Create a ServiceObjects record
          * @description `Id` (string, at most 255 characters) and `Version` (integer) are required; every other field is kept. The record is sent to the field-report system first; the local record takes the Id the upstream assigned. Nothing is stored when the upstream refuses.
+         *
+         *     Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
          */
         post: operations["fieldreport_serviceObjects_create"];
         delete?: never;
@@ -971,17 +1130,23 @@ export interface paths {
         /**
          * Show a ServiceObjects record
          * @description The ServiceObjects record as stored in the local mirror.
+         *
+         *     Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
          */
         get: operations["fieldreport_serviceObjects_show"];
         /**
          * Update a ServiceObjects record
          * @description The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT ServiceObjects(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
+         *
+         *     Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
          */
         put: operations["fieldreport_serviceObjects_replace"];
         post?: never;
         /**
          * Delete a ServiceObjects record
          * @description Deletes the local record, then `ServiceObjects(<Id>L)` at the field-report system (the local record is restored if the upstream refuses). Answers 204, or 200 with `{data, fieldReportResponse}` with `Prefer: return=representation`.
+         *
+         *     Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
          */
         delete: operations["fieldreport_serviceObjects_delete"];
         options?: never;
@@ -989,6 +1154,8 @@ export interface paths {
         /**
          * Update a ServiceObjects record
          * @description The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT ServiceObjects(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
+         *
+         *     Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
          */
         patch: operations["fieldreport_serviceObjects_update"];
         trace?: never;
@@ -1003,12 +1170,16 @@ export interface paths {
         /**
          * List ServiceRequests
          * @description ServiceRequests records of the local mirror, ordered by Id, `per_page` (1 to 500, default 50) per page.
+         *
+         *     Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
          */
         get: operations["fieldreport_serviceRequests_list"];
         put?: never;
         /**
          * Create a ServiceRequests record
          * @description `Id` (string, at most 255 characters) and `Version` (integer) are required; every other field is kept. The record is sent to the field-report system first; the local record takes the Id the upstream assigned. Nothing is stored when the upstream refuses.
+         *
+         *     Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
          */
         post: operations["fieldreport_serviceRequests_create"];
         delete?: never;
@@ -1027,17 +1198,23 @@ export interface paths {
         /**
          * Show a ServiceRequests record
          * @description The ServiceRequests record as stored in the local mirror.
+         *
+         *     Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
          */
         get: operations["fieldreport_serviceRequests_show"];
         /**
          * Update a ServiceRequests record
          * @description The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT ServiceRequests(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
+         *
+         *     Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
          */
         put: operations["fieldreport_serviceRequests_replace"];
         post?: never;
         /**
          * Delete a ServiceRequests record
          * @description Deletes the local record, then `ServiceRequests(<Id>L)` at the field-report system (the local record is restored if the upstream refuses). Answers 204, or 200 with `{data, fieldReportResponse}` with `Prefer: return=representation`.
+         *
+         *     Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
          */
         delete: operations["fieldreport_serviceRequests_delete"];
         options?: never;
@@ -1045,6 +1222,8 @@ export interface paths {
         /**
          * Update a ServiceRequests record
          * @description The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT ServiceRequests(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
+         *
+         *     Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
          */
         patch: operations["fieldreport_serviceRequests_update"];
         trace?: never;
@@ -1059,6 +1238,8 @@ export interface paths {
         /**
          * Initial setup (all stages)
          * @description Syncs every entity set, stage by stage: 1 reference data (itemTypes, itemUnits, costCenters, tags, qualifications, users), 2 companies, contacts, products, serviceObjects, 3 serviceRequests, items, documents, timeEvents, stepListTemplates.
+         *
+         *     Needs a token with the ability `fieldreport:tools` (login tokens hold every ability, `*`).
          */
         get: operations["fieldreport_setup_all"];
         put?: never;
@@ -1076,7 +1257,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Initial setup of one stage */
+        /**
+         * Initial setup of one stage
+         * @description Needs a token with the ability `fieldreport:tools` (login tokens hold every ability, `*`).
+         */
         get: operations["fieldreport_setup"];
         put?: never;
         post?: never;
@@ -1096,6 +1280,8 @@ export interface paths {
         /**
          * Field-report entities
          * @description The mirrored entity sets with their local record counts, last sync and cursor.
+         *
+         *     Needs a token with the ability `fieldreport:tools` (login tokens hold every ability, `*`).
          */
         get: operations["fieldreport_show"];
         put?: never;
@@ -1113,7 +1299,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One field-report entity */
+        /**
+         * One field-report entity
+         * @description Needs a token with the ability `fieldreport:tools` (login tokens hold every ability, `*`).
+         */
         get: operations["fieldreport_show_entity"];
         put?: never;
         post?: never;
@@ -1133,6 +1322,8 @@ export interface paths {
         /**
          * Field-report records having a field
          * @description Records of the local mirror whose top-level field is set (not null), at most 500.
+         *
+         *     Needs a token with the ability `fieldreport:tools` (login tokens hold every ability, `*`).
          */
         get: operations["fieldreport_show_having"];
         put?: never;
@@ -1153,6 +1344,8 @@ export interface paths {
         /**
          * Find field-report records by a field
          * @description Records of the local mirror whose top-level field equals the value (as text), at most 500.
+         *
+         *     Needs a token with the ability `fieldreport:tools` (login tokens hold every ability, `*`).
          */
         get: operations["fieldreport_show_records"];
         put?: never;
@@ -1173,12 +1366,16 @@ export interface paths {
         /**
          * List StepListTemplates
          * @description StepListTemplates records of the local mirror, ordered by Id, `per_page` (1 to 500, default 50) per page.
+         *
+         *     Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
          */
         get: operations["fieldreport_stepListTemplates_list"];
         put?: never;
         /**
          * Create a StepListTemplates record
          * @description `Id` (string, at most 255 characters) and `Version` (integer) are required; every other field is kept. The record is sent to the field-report system first; the local record takes the Id the upstream assigned. Nothing is stored when the upstream refuses.
+         *
+         *     Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
          */
         post: operations["fieldreport_stepListTemplates_create"];
         delete?: never;
@@ -1197,17 +1394,23 @@ export interface paths {
         /**
          * Show a StepListTemplates record
          * @description The StepListTemplates record as stored in the local mirror.
+         *
+         *     Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
          */
         get: operations["fieldreport_stepListTemplates_show"];
         /**
          * Update a StepListTemplates record
          * @description The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT StepListTemplates(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
+         *
+         *     Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
          */
         put: operations["fieldreport_stepListTemplates_replace"];
         post?: never;
         /**
          * Delete a StepListTemplates record
          * @description Deletes the local record, then `StepListTemplates(<Id>L)` at the field-report system (the local record is restored if the upstream refuses). Answers 204, or 200 with `{data, fieldReportResponse}` with `Prefer: return=representation`.
+         *
+         *     Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
          */
         delete: operations["fieldreport_stepListTemplates_delete"];
         options?: never;
@@ -1215,6 +1418,8 @@ export interface paths {
         /**
          * Update a StepListTemplates record
          * @description The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT StepListTemplates(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
+         *
+         *     Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
          */
         patch: operations["fieldreport_stepListTemplates_update"];
         trace?: never;
@@ -1229,6 +1434,8 @@ export interface paths {
         /**
          * Sync every field-report entity
          * @description Pulls every entity set from the field-report system by OData into the mirror (records newer than each set's cursor, with the set's expand relations), one set after the other, without forwarding. Answers what each sync did. With `reconcile=true` each sync is followed by a reconciling: the set's Ids are read from the field-report system and local records it no longer has are removed (those with a local change waiting for it are kept and reported). Intended for internal tooling; `integration-service fieldreport sync [--reconcile]` does the same with a progress display.
+         *
+         *     Needs a token with the ability `fieldreport:tools` (login tokens hold every ability, `*`).
          */
         get: operations["fieldreport_sync_all"];
         put?: never;
@@ -1249,6 +1456,8 @@ export interface paths {
         /**
          * Sync one field-report entity
          * @description As `/api/v1/fieldreport/sync` for one set. 409 while another sync of it runs (on any instance sharing the database).
+         *
+         *     Needs a token with the ability `fieldreport:tools` (login tokens hold every ability, `*`).
          */
         get: operations["fieldreport_sync"];
         put?: never;
@@ -1269,12 +1478,16 @@ export interface paths {
         /**
          * List Tags
          * @description Tags records of the local mirror, ordered by Id, `per_page` (1 to 500, default 50) per page.
+         *
+         *     Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
          */
         get: operations["fieldreport_tags_list"];
         put?: never;
         /**
          * Create a Tags record
          * @description `Id` (string, at most 255 characters) and `Version` (integer) are required; every other field is kept. The record is sent to the field-report system first; the local record takes the Id the upstream assigned. Nothing is stored when the upstream refuses.
+         *
+         *     Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
          */
         post: operations["fieldreport_tags_create"];
         delete?: never;
@@ -1293,17 +1506,23 @@ export interface paths {
         /**
          * Show a Tags record
          * @description The Tags record as stored in the local mirror.
+         *
+         *     Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
          */
         get: operations["fieldreport_tags_show"];
         /**
          * Update a Tags record
          * @description The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT Tags(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
+         *
+         *     Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
          */
         put: operations["fieldreport_tags_replace"];
         post?: never;
         /**
          * Delete a Tags record
          * @description Deletes the local record, then `Tags(<Id>L)` at the field-report system (the local record is restored if the upstream refuses). Answers 204, or 200 with `{data, fieldReportResponse}` with `Prefer: return=representation`.
+         *
+         *     Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
          */
         delete: operations["fieldreport_tags_delete"];
         options?: never;
@@ -1311,6 +1530,8 @@ export interface paths {
         /**
          * Update a Tags record
          * @description The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT Tags(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
+         *
+         *     Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
          */
         patch: operations["fieldreport_tags_update"];
         trace?: never;
@@ -1325,12 +1546,16 @@ export interface paths {
         /**
          * List TimeEvents
          * @description TimeEvents records of the local mirror, ordered by Id, `per_page` (1 to 500, default 50) per page.
+         *
+         *     Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
          */
         get: operations["fieldreport_timeEvents_list"];
         put?: never;
         /**
          * Create a TimeEvents record
          * @description `Id` (string, at most 255 characters) and `Version` (integer) are required; every other field is kept. The record is sent to the field-report system first; the local record takes the Id the upstream assigned. Nothing is stored when the upstream refuses.
+         *
+         *     Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
          */
         post: operations["fieldreport_timeEvents_create"];
         delete?: never;
@@ -1349,17 +1574,23 @@ export interface paths {
         /**
          * Show a TimeEvents record
          * @description The TimeEvents record as stored in the local mirror.
+         *
+         *     Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
          */
         get: operations["fieldreport_timeEvents_show"];
         /**
          * Update a TimeEvents record
          * @description The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT TimeEvents(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
+         *
+         *     Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
          */
         put: operations["fieldreport_timeEvents_replace"];
         post?: never;
         /**
          * Delete a TimeEvents record
          * @description Deletes the local record, then `TimeEvents(<Id>L)` at the field-report system (the local record is restored if the upstream refuses). Answers 204, or 200 with `{data, fieldReportResponse}` with `Prefer: return=representation`.
+         *
+         *     Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
          */
         delete: operations["fieldreport_timeEvents_delete"];
         options?: never;
@@ -1367,6 +1598,8 @@ export interface paths {
         /**
          * Update a TimeEvents record
          * @description The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT TimeEvents(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
+         *
+         *     Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
          */
         patch: operations["fieldreport_timeEvents_update"];
         trace?: never;
@@ -1381,12 +1614,16 @@ export interface paths {
         /**
          * List Users
          * @description Users records of the local mirror, ordered by Id, `per_page` (1 to 500, default 50) per page.
+         *
+         *     Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
          */
         get: operations["fieldreport_users_list"];
         put?: never;
         /**
          * Create a Users record
          * @description `Id` (string, at most 255 characters) and `Version` (integer) are required; every other field is kept. The record is sent to the field-report system first; the local record takes the Id the upstream assigned. Nothing is stored when the upstream refuses.
+         *
+         *     Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
          */
         post: operations["fieldreport_users_create"];
         delete?: never;
@@ -1405,17 +1642,23 @@ export interface paths {
         /**
          * Show a Users record
          * @description The Users record as stored in the local mirror.
+         *
+         *     Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
          */
         get: operations["fieldreport_users_show"];
         /**
          * Update a Users record
          * @description The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT Users(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
+         *
+         *     Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
          */
         put: operations["fieldreport_users_replace"];
         post?: never;
         /**
          * Delete a Users record
          * @description Deletes the local record, then `Users(<Id>L)` at the field-report system (the local record is restored if the upstream refuses). Answers 204, or 200 with `{data, fieldReportResponse}` with `Prefer: return=representation`.
+         *
+         *     Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
          */
         delete: operations["fieldreport_users_delete"];
         options?: never;
@@ -1423,6 +1666,8 @@ export interface paths {
         /**
          * Update a Users record
          * @description The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT Users(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
+         *
+         *     Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
          */
         patch: operations["fieldreport_users_update"];
         trace?: never;
@@ -1441,6 +1686,8 @@ export interface paths {
          * @description Validates the request (every bad field is named in one 422) and creates it at the provider. The answer is the submitted request completed with the provider's `FinancingId` and `State`. Unknown fields are passed to the provider untouched.
          *
          *     With an `Idempotency-Key` header, a retry with the same key and body returns the first answer and creates nothing new; the same key with another body is refused (422).
+         *
+         *     Needs a token with the ability `leasing` (login tokens hold every ability, `*`).
          */
         post: operations["leasing_create"];
         delete?: never;
@@ -1459,12 +1706,16 @@ export interface paths {
         /**
          * Inverse lease calculation (defaults)
          * @description The amount that can be financed for a monthly instalment of 299 over 84 months: `financingAmount = monthlyInstalment × 100 / factor(period)`, rounded half away from zero to cents. Same as `/api/v1/leasing/calculate/299/84`.
+         *
+         *     Needs a token with the ability `leasing` (login tokens hold every ability, `*`).
          */
         get: operations["leasing_calculate_default"];
         put?: never;
         /**
          * Lease calculation at the provider
          * @description Calls the provider's calculation with the validated body (`FinancingAmount` > 0; without `Period` the provider answers every period it offers).
+         *
+         *     Needs a token with the ability `leasing` (login tokens hold every ability, `*`).
          */
         post: operations["leasing_provider_calculation"];
         delete?: never;
@@ -1483,6 +1734,8 @@ export interface paths {
         /**
          * Inverse lease calculation (instalment)
          * @description The amount that can be financed for this monthly instalment over 84 months.
+         *
+         *     Needs a token with the ability `leasing` (login tokens hold every ability, `*`).
          */
         get: operations["leasing_calculate_instalment"];
         put?: never;
@@ -1503,6 +1756,8 @@ export interface paths {
         /**
          * Inverse lease calculation
          * @description The amount that can be financed for this monthly instalment over this period. The periods supported by default are 48, 60, 72 and 84 months (factors 2.31, 1.91, 1.64, 1.47; configurable with `LEASING_FACTORS`); others answer 422.
+         *
+         *     Needs a token with the ability `leasing` (login tokens hold every ability, `*`).
          */
         get: operations["leasing_calculate"];
         put?: never;
@@ -1520,12 +1775,17 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Request flow health check */
+        /**
+         * Request flow health check
+         * @description Needs a token with the ability `leasing` (login tokens hold every ability, `*`).
+         */
         get: operations["leasing_request_flow_health"];
         put?: never;
         /**
          * Run the one-shot request flow
          * @description Up to eight actions in order: create; optionally patch the request and the lessee; wait until ReadyToSign (as `wait-ready-to-sign`); then e-signature configuration and start (mode `e_signature`) or cancel e-signature and switch to a paper contract (mode `cancel_e_signature`); optionally fetch the contract as base64 and a download link. Each run is recorded with its steps (`flowId`). Blocks for up to `max_attempts × sleep_milliseconds`. Honours `Idempotency-Key` like create.
+         *
+         *     Needs a token with the ability `leasing` (login tokens hold every ability, `*`).
          */
         post: operations["leasing_request_flow"];
         delete?: never;
@@ -1544,6 +1804,8 @@ export interface paths {
         /**
          * Store a contract PDF (test flow)
          * @description Only fetches the contract of the financing request and saves it to storage as `contracts/<financingId>.pdf`.
+         *
+         *     Needs a token with the ability `leasing` (login tokens hold every ability, `*`).
          */
         get: operations["leasing_test_flow"];
         put?: never;
@@ -1564,6 +1826,8 @@ export interface paths {
         /**
          * Read a financing request
          * @description The request as the provider reports it now, with its state in `meta`.
+         *
+         *     Needs a token with the ability `leasing` (login tokens hold every ability, `*`).
          */
         get: operations["leasing_show"];
         put?: never;
@@ -1574,6 +1838,8 @@ export interface paths {
         /**
          * Change a financing request
          * @description Changes calculation fields (not the lessee). The provider refuses changes in the states Contracted, Declined and Cancelled, and a change invalidates a running e-signature.
+         *
+         *     Needs a token with the ability `leasing` (login tokens hold every ability, `*`).
          */
         patch: operations["leasing_patch"];
         trace?: never;
@@ -1586,7 +1852,10 @@ export interface paths {
             cookie?: never;
         };
         get?: never;
-        /** Cancel the e-signature */
+        /**
+         * Cancel the e-signature
+         * @description Needs a token with the ability `leasing` (login tokens hold every ability, `*`).
+         */
         put: operations["leasing_cancel_e_signature"];
         post?: never;
         delete?: never;
@@ -1605,6 +1874,8 @@ export interface paths {
         /**
          * Contract document (base64)
          * @description The contract PDF as base64 in `data.Content`. With `store_pdf=true` the PDF is also saved to storage as `contracts/<financingId>.pdf` and `stored` says where, how large and with which SHA-256.
+         *
+         *     Needs a token with the ability `leasing` (login tokens hold every ability, `*`).
          */
         get: operations["leasing_contract_document"];
         put?: never;
@@ -1624,7 +1895,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Contract document download link */
+        /**
+         * Contract document download link
+         * @description Needs a token with the ability `leasing` (login tokens hold every ability, `*`).
+         */
         post: operations["leasing_contract_document_link"];
         delete?: never;
         options?: never;
@@ -1641,7 +1915,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Start the e-signature */
+        /**
+         * Start the e-signature
+         * @description Needs a token with the ability `leasing` (login tokens hold every ability, `*`).
+         */
         post: operations["leasing_start_e_signature"];
         delete?: never;
         options?: never;
@@ -1659,6 +1936,8 @@ export interface paths {
         /**
          * E-signature configuration
          * @description How many customer and partner signees the provider accepts.
+         *
+         *     Needs a token with the ability `leasing` (login tokens hold every ability, `*`).
          */
         get: operations["leasing_e_signature_configuration"];
         put?: never;
@@ -1682,7 +1961,10 @@ export interface paths {
         delete?: never;
         options?: never;
         head?: never;
-        /** Change the lessee */
+        /**
+         * Change the lessee
+         * @description Needs a token with the ability `leasing` (login tokens hold every ability, `*`).
+         */
         patch: operations["leasing_patch_lessee"];
         trace?: never;
     };
@@ -1694,7 +1976,10 @@ export interface paths {
             cookie?: never;
         };
         get?: never;
-        /** Switch to a paper contract */
+        /**
+         * Switch to a paper contract
+         * @description Needs a token with the ability `leasing` (login tokens hold every ability, `*`).
+         */
         put: operations["leasing_switch_to_paper_contract"];
         post?: never;
         delete?: never;
@@ -1713,6 +1998,8 @@ export interface paths {
         /**
          * Wait until ready to sign
          * @description Reads the state; while it is not `ReadyToSign`, reads it again up to `max_attempts` times, `sleep_milliseconds` apart. `MissingInfo` sends the missing-info mail and fails (`missing_info`); `Declined`, `Cancelled` fail and abort (`declined`, `cancelled`); `RunningContract`, `ContractPrinted` fail as past signing (`already_past_signing`); attempts used up fail naming the last state (`not_ready_to_sign`). The call blocks for up to `max_attempts × sleep_milliseconds`: allow a client time-out at least that long.
+         *
+         *     Needs a token with the ability `leasing` (login tokens hold every ability, `*`).
          */
         get: operations["leasing_wait_ready_to_sign"];
         put?: never;
@@ -3959,6 +4246,22 @@ export interface components {
                 "application/json": components["schemas"]["LeasingFailure"];
             };
         };
+        /** @description The token is valid but lacks the ability the operation needs (`x-ability`); the message names it. */
+        MissingAbility: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error_code": "missing_ability",
+                 *       "message": "This token lacks the ability `fieldreport:write` this operation needs.",
+                 *       "request_id": "0d5c1e3e-8b7f-4f4e-9c57-2f1f0c9e1a11"
+                 *     }
+                 */
+                "application/json": components["schemas"]["ApiError"];
+            };
+        };
         /** @description No such record. */
         NotFound: {
             headers: {
@@ -4073,6 +4376,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             409: components["responses"]["Conflict"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
@@ -4104,6 +4408,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             409: components["responses"]["Conflict"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
@@ -4133,6 +4438,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             409: components["responses"]["Conflict"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
@@ -4164,6 +4470,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             409: components["responses"]["Conflict"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
@@ -4193,6 +4500,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             409: components["responses"]["Conflict"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
@@ -4225,6 +4533,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             409: components["responses"]["Conflict"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
@@ -4251,6 +4560,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             409: components["responses"]["Conflict"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
@@ -4277,6 +4587,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             409: components["responses"]["Conflict"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
@@ -4306,6 +4617,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             409: components["responses"]["Conflict"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
@@ -4332,6 +4644,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -4363,6 +4676,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -4393,6 +4707,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -4423,6 +4738,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -4446,6 +4762,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             409: components["responses"]["Conflict"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
@@ -4475,6 +4792,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             409: components["responses"]["Conflict"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
@@ -4506,6 +4824,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             409: components["responses"]["Conflict"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
@@ -4539,6 +4858,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             409: components["responses"]["Conflict"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
@@ -4670,6 +4990,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -4697,6 +5018,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
@@ -4728,6 +5050,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -4759,6 +5082,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
@@ -4806,6 +5130,7 @@ export interface operations {
                 content?: never;
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             502: components["responses"]["BadGateway"];
@@ -4839,6 +5164,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
@@ -4873,6 +5199,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -4900,6 +5227,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
@@ -4931,6 +5259,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -4962,6 +5291,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
@@ -5009,6 +5339,7 @@ export interface operations {
                 content?: never;
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             502: components["responses"]["BadGateway"];
@@ -5042,6 +5373,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
@@ -5076,6 +5408,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -5103,6 +5436,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
@@ -5134,6 +5468,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -5165,6 +5500,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
@@ -5212,6 +5548,7 @@ export interface operations {
                 content?: never;
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             502: components["responses"]["BadGateway"];
@@ -5245,6 +5582,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
@@ -5279,6 +5617,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -5306,6 +5645,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
@@ -5337,6 +5677,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -5368,6 +5709,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
@@ -5415,6 +5757,7 @@ export interface operations {
                 content?: never;
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             502: components["responses"]["BadGateway"];
@@ -5448,6 +5791,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
@@ -5482,6 +5826,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -5509,6 +5854,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
@@ -5540,6 +5886,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -5571,6 +5918,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
@@ -5618,6 +5966,7 @@ export interface operations {
                 content?: never;
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             502: components["responses"]["BadGateway"];
@@ -5651,6 +6000,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
@@ -5685,6 +6035,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -5712,6 +6063,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
@@ -5743,6 +6095,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -5774,6 +6127,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
@@ -5821,6 +6175,7 @@ export interface operations {
                 content?: never;
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             502: components["responses"]["BadGateway"];
@@ -5854,6 +6209,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
@@ -5888,6 +6244,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -5915,6 +6272,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
@@ -5946,6 +6304,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -5977,6 +6336,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
@@ -6024,6 +6384,7 @@ export interface operations {
                 content?: never;
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             502: components["responses"]["BadGateway"];
@@ -6057,6 +6418,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
@@ -6086,6 +6448,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             409: components["responses"]["Conflict"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
@@ -6115,6 +6478,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             502: components["responses"]["BadGateway"];
@@ -6147,6 +6511,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             502: components["responses"]["BadGateway"];
@@ -6181,6 +6546,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             502: components["responses"]["BadGateway"];
@@ -6213,6 +6579,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -6240,6 +6607,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
@@ -6271,6 +6639,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -6302,6 +6671,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
@@ -6349,6 +6719,7 @@ export interface operations {
                 content?: never;
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             502: components["responses"]["BadGateway"];
@@ -6382,6 +6753,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
@@ -6416,6 +6788,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -6443,6 +6816,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
@@ -6474,6 +6848,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -6505,6 +6880,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
@@ -6552,6 +6928,7 @@ export interface operations {
                 content?: never;
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             502: components["responses"]["BadGateway"];
@@ -6585,6 +6962,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
@@ -6619,6 +6997,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -6646,6 +7025,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
@@ -6677,6 +7057,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -6708,6 +7089,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
@@ -6755,6 +7137,7 @@ export interface operations {
                 content?: never;
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             502: components["responses"]["BadGateway"];
@@ -6788,6 +7171,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
@@ -6822,6 +7206,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -6849,6 +7234,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
@@ -6880,6 +7266,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -6911,6 +7298,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
@@ -6958,6 +7346,7 @@ export interface operations {
                 content?: never;
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             502: components["responses"]["BadGateway"];
@@ -6991,6 +7380,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
@@ -7020,6 +7410,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             409: components["responses"]["Conflict"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
@@ -7049,6 +7440,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             502: components["responses"]["BadGateway"];
@@ -7076,6 +7468,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -7102,6 +7495,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -7131,6 +7525,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -7162,6 +7557,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -7191,6 +7587,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -7218,6 +7615,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
@@ -7249,6 +7647,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -7280,6 +7679,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
@@ -7327,6 +7727,7 @@ export interface operations {
                 content?: never;
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             502: components["responses"]["BadGateway"];
@@ -7360,6 +7761,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
@@ -7392,6 +7794,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             409: components["responses"]["Conflict"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
@@ -7424,6 +7827,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             502: components["responses"]["BadGateway"];
@@ -7456,6 +7860,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -7483,6 +7888,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
@@ -7514,6 +7920,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -7545,6 +7952,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
@@ -7592,6 +8000,7 @@ export interface operations {
                 content?: never;
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             502: components["responses"]["BadGateway"];
@@ -7625,6 +8034,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
@@ -7659,6 +8069,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -7686,6 +8097,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
@@ -7717,6 +8129,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -7748,6 +8161,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
@@ -7795,6 +8209,7 @@ export interface operations {
                 content?: never;
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             502: components["responses"]["BadGateway"];
@@ -7828,6 +8243,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
@@ -7862,6 +8278,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -7889,6 +8306,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
@@ -7920,6 +8338,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -7951,6 +8370,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
@@ -7998,6 +8418,7 @@ export interface operations {
                 content?: never;
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             502: components["responses"]["BadGateway"];
@@ -8031,6 +8452,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
@@ -8067,6 +8489,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
             500: components["responses"]["LeasingFailure"];
@@ -8093,6 +8516,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -8120,6 +8544,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
             500: components["responses"]["LeasingFailure"];
@@ -8149,6 +8574,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -8177,6 +8603,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -8200,6 +8627,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -8230,6 +8658,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
             500: components["responses"]["LeasingFailure"];
@@ -8259,6 +8688,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             500: components["responses"]["LeasingFailure"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -8286,6 +8716,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             500: components["responses"]["LeasingFailure"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -8317,6 +8748,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
             500: components["responses"]["LeasingFailure"];
@@ -8346,6 +8778,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             500: components["responses"]["LeasingFailure"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -8376,6 +8809,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             500: components["responses"]["LeasingFailure"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -8403,6 +8837,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             500: components["responses"]["LeasingFailure"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -8434,6 +8869,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
             500: components["responses"]["LeasingFailure"];
@@ -8463,6 +8899,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             500: components["responses"]["LeasingFailure"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -8494,6 +8931,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
             500: components["responses"]["LeasingFailure"];
@@ -8523,6 +8961,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             500: components["responses"]["LeasingFailure"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -8559,6 +8998,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
             500: components["responses"]["LeasingFailure"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];

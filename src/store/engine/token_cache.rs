@@ -32,6 +32,8 @@ pub struct TokenOwner {
     pub token_hash: String,
     pub expires_at: Option<i64>,
     pub last_used_at: Option<i64>,
+    /// As stored: names, space-separated (`crate::auth::ability::Abilities`).
+    pub abilities: String,
     pub user_id: i64,
     pub name: String,
     pub email: String,
@@ -139,6 +141,7 @@ mod tests {
             token_hash: "h".into(),
             expires_at: None,
             last_used_at: None,
+            abilities: "*".into(),
             user_id: 1,
             name: "n".into(),
             email: "e@x.io".into(),
