@@ -13,6 +13,7 @@ use tokio::task::JoinHandle;
 
 use crate::api::{self, ApiContext};
 use crate::assembly::{AssemblyError, Services};
+use crate::auth::Authenticator;
 use crate::config::Config;
 use crate::erp::inbox::InboxWorker;
 use crate::fieldreport::service::FieldReportService;
@@ -45,6 +46,10 @@ pub struct RunningService {
     front_task: JoinHandle<()>,
     inbox_worker: Option<InboxWorker>,
     janitor: JoinHandle<()>,
+    /// Writes token uses every few seconds; the last ones are written at shutdown.
+    last_used_writer: JoinHandle<()>,
+    auth: Authenticator,
+    log: Logger,
     /// Postgres: hears of token and user changes for the token cache.
     change_listener: Option<JoinHandle<()>>,
     fieldreport: FieldReportService,
@@ -74,6 +79,10 @@ impl RunningService {
             worker.stop().await;
         }
         self.janitor.abort();
+        self.last_used_writer.abort();
+        if let Err(error) = self.auth.write_last_used().await {
+            slog::warn!(self.log, "writing the last token uses failed"; "error" => %error);
+        }
         if let Some(listener) = &self.change_listener {
             listener.abort();
         }
@@ -95,6 +104,19 @@ async fn janitor(store: Store, log: Logger) {
     }
 }
 
+/// Writes the token uses noted by the checks of the last few seconds (see
+/// [`crate::auth::last_used`]).
+async fn write_last_used(auth: Authenticator, log: Logger) {
+    let mut every = tokio::time::interval(crate::auth::last_used::LAST_USED_FLUSH);
+    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        every.tick().await;
+        if let Err(error) = auth.write_last_used().await {
+            slog::warn!(log, "writing token uses failed; they are written with the next ones"; "error" => %error);
+        }
+    }
+}
+
 pub async fn start(config: &Config, log: &Logger) -> Result<RunningService, StartError> {
     // Unusable certificate files stop the start before anything else happens.
     let tls = match &config.front.tls {
@@ -104,6 +126,7 @@ pub async fn start(config: &Config, log: &Logger) -> Result<RunningService, Star
     let Services { store, auth, openapi, metrics, fieldreport, erp, leasing } = Services::assemble(config).await?;
     let inbox_worker = erp.start_worker(log.new(o!("component" => "erp-inbox")));
     let janitor = tokio::spawn(janitor(store.clone(), log.new(o!("component" => "janitor"))));
+    let last_used_writer = tokio::spawn(write_last_used(auth.clone(), log.new(o!("component" => "last-used"))));
     let change_listener = store.listen_for_changes(&config.store.database_url);
     let context_fieldreport = fieldreport.clone();
     let (shutting_down, shutdown_signal) = tokio::sync::watch::channel(false);
@@ -112,7 +135,7 @@ pub async fn start(config: &Config, log: &Logger) -> Result<RunningService, Star
         api::held_calls::HeldCalls::new(config.api.max_held_calls_per_token, departures.clone(), shutdown_signal);
     let context = ApiContext {
         store: store.clone(),
-        auth,
+        auth: auth.clone(),
         openapi,
         docs_page: api::docs_page::DocsPage::new(&config.front.docs_path),
         leasing_factors: Factors::new(config.leasing.factors.clone()),
@@ -173,6 +196,9 @@ pub async fn start(config: &Config, log: &Logger) -> Result<RunningService, Star
         front_task,
         inbox_worker: Some(inbox_worker),
         janitor,
+        last_used_writer,
+        auth,
+        log: log.new(o!("component" => "server")),
         change_listener,
         fieldreport: context_fieldreport,
         shutting_down,

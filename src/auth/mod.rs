@@ -2,6 +2,7 @@
 //! Free of HTTP types; `crate::api::auth` maps it to the wire.
 
 pub mod ability;
+pub mod last_used;
 pub mod password;
 pub mod token;
 
@@ -15,6 +16,7 @@ use crate::store::{Store, StoreError, now_ms};
 use crate::vocabulary::field_errors::FieldErrors;
 use crate::vocabulary::settings::{ConfigError, Settings};
 use ability::{Abilities, Ability};
+use last_used::LastUsed;
 
 /// Failed logins for one email from one address that are tolerated within [`THROTTLE_WINDOW`].
 pub const MAX_FAILED_LOGINS: usize = 5;
@@ -26,7 +28,8 @@ pub const MAX_EMAIL_LEN: usize = 254;
 /// The longest password accepted, in bytes: argon2 hashes all of it.
 pub const MAX_PASSWORD_BYTES: usize = 4096;
 pub const THROTTLE_WINDOW: Duration = Duration::from_secs(60);
-/// `last_used_at` is written at most this often per token, so reads stay reads.
+/// A token's use is noted when its stored `last_used_at` is at least this old, and written in
+/// batches ([`last_used`]), so checking a token stays a read.
 const TOUCH_INTERVAL_MS: i64 = 60_000;
 /// The name of every token issued by a login; no other token may take it.
 pub const LOGIN_TOKEN_NAME: &str = "login";
@@ -104,6 +107,8 @@ pub struct Authenticator {
     token_ttl: Option<Duration>,
     /// Verified when the email is unknown, so that both failures take the same time.
     dummy_hash: Arc<str>,
+    /// Token uses noted, written every few seconds ([`Authenticator::write_last_used`]).
+    last_used: Arc<LastUsed>,
 }
 
 fn normalize_email(email: &str) -> String {
@@ -162,7 +167,7 @@ async fn verify_blocking(password: String, hash: Arc<str>) -> Result<bool, AuthE
 impl Authenticator {
     pub fn new(store: Store, token_ttl: Option<Duration>) -> Result<Self, AuthError> {
         let dummy_hash = password::hash("not a real password").map_err(AuthError::Hashing)?;
-        Ok(Self { store, token_ttl, dummy_hash: dummy_hash.into() })
+        Ok(Self { store, token_ttl, dummy_hash: dummy_hash.into(), last_used: Arc::default() })
     }
 
     /// Checks email and password and issues a new token `<id>|<secret>`.
@@ -340,13 +345,19 @@ impl Authenticator {
             return Err(AuthError::Unauthenticated);
         }
         if owner.last_used_at.is_none_or(|at| now - at >= TOUCH_INTERVAL_MS) {
-            self.store.touch_token(owner.token_id, now).await?;
+            self.last_used.note(owner.token_id, now);
         }
         Ok(Caller {
             user: User { id: owner.user_id, name: owner.name, email: owner.email, created_at: owner.created_at },
             token_id: owner.token_id,
             abilities: Abilities::from_stored(&owner.abilities),
         })
+    }
+
+    /// Writes the token uses noted since the last call (see [`last_used`]); the service calls
+    /// it every [`last_used::LAST_USED_FLUSH`] and when it stops.
+    pub async fn write_last_used(&self) -> Result<usize, AuthError> {
+        Ok(self.last_used.write(&self.store).await?)
     }
 
     /// Revokes one token (logout).

@@ -139,17 +139,25 @@ impl Store {
         Ok(Some(owner))
     }
 
-    pub async fn touch_token(&self, token_id: i64, at: i64) -> Result<(), StoreError> {
-        let _turn = self.write_turn().await;
-        let mut lease = self.lease().await?;
-        let done = sqlx::query("UPDATE personal_access_tokens SET last_used_at = $1 WHERE id = $2")
-            .bind(at)
-            .bind(token_id)
-            .execute(lease.connection())
-            .await;
-        lease.settle(done)?;
+    /// Records when tokens were last used, `(token id, epoch milliseconds)`, in one
+    /// transaction; a time older than the stored one leaves it.
+    pub async fn touch_tokens(&self, uses: &[(i64, i64)]) -> Result<(), StoreError> {
+        let mut transaction = self.write_transaction().await?;
+        for (token_id, at) in uses {
+            sqlx::query(
+                "UPDATE personal_access_tokens SET last_used_at = $1 \
+                 WHERE id = $2 AND (last_used_at IS NULL OR last_used_at < $1)",
+            )
+            .bind(*at)
+            .bind(*token_id)
+            .execute(&mut *transaction)
+            .await?;
+        }
+        transaction.commit().await?;
         if let Some(cache) = self.engine.token_cache() {
-            cache.touched(token_id, at);
+            for (token_id, at) in uses {
+                cache.touched(*token_id, *at);
+            }
         }
         Ok(())
     }

@@ -94,10 +94,18 @@ async fn named_tokens_hold_only_their_abilities(db: Db) {
     let unknown = cli(&url, &["token", "create", "--email", "ghost@example.com", "--name", "x"], None);
     assert!(!unknown.status.success() && text(&unknown.stderr).contains("ghost@example.com"));
 
-    // The list: names, abilities, times; never a secret.
-    let listed = cli(&url, &["token", "list", "--email", EMAIL], None);
-    assert!(listed.status.success(), "{}", text(&listed.stderr));
-    let listed = text(&listed.stdout);
+    // The list: names, abilities, times; never a secret. A use is written within seconds
+    // (batched, not by the request that used the token).
+    let mut listed = String::new();
+    for _ in 0..30 {
+        let output = cli(&url, &["token", "list", "--email", EMAIL], None);
+        assert!(output.status.success(), "{}", text(&output.stderr));
+        listed = text(&output.stdout);
+        if listed.lines().any(|line| line.starts_with("n8n\t") && line.split('\t').nth(3).is_some_and(|t| t != "-")) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    }
     let lines: Vec<Vec<&str>> = listed.lines().map(|line| line.split('\t').collect()).collect();
     assert_eq!(lines[0], ["NAME", "ABILITIES", "CREATED", "LAST USED", "EXPIRES"]);
     let row = |name: &str| lines.iter().find(|row| row[0] == name).unwrap_or_else(|| panic!("{name} in {listed}"));

@@ -1,0 +1,100 @@
+//! When each token was last used, recorded without a write per request: a check notes the
+//! time in memory when the stored one is over a minute old, and the notes are written in one
+//! transaction every few seconds ([`LAST_USED_FLUSH`]) and when the service stops. A crash
+//! loses at most the notes of that interval: a token's last use may then show up to a minute
+//! and a flush interval early.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use crate::store::{Store, StoreError};
+
+/// How often noted uses are written.
+pub const LAST_USED_FLUSH: Duration = Duration::from_secs(10);
+
+/// Uses noted since the last write, by token id.
+#[derive(Debug, Default)]
+pub struct LastUsed {
+    noted: Mutex<HashMap<i64, i64>>,
+}
+
+impl LastUsed {
+    fn noted(&self) -> std::sync::MutexGuard<'_, HashMap<i64, i64>> {
+        // Each change is one insert or one swap, so a poisoned lock is taken as it is.
+        self.noted.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Notes a use of the token at `at` (epoch milliseconds); the latest one wins.
+    pub fn note(&self, token_id: i64, at: i64) {
+        let mut noted = self.noted();
+        let entry = noted.entry(token_id).or_insert(at);
+        *entry = (*entry).max(at);
+    }
+
+    /// Whether a use of the token is noted and not yet written.
+    pub fn is_noted(&self, token_id: i64) -> bool {
+        self.noted().contains_key(&token_id)
+    }
+
+    /// Writes the noted uses; on failure they are noted again for the next write.
+    pub async fn write(&self, store: &Store) -> Result<usize, StoreError> {
+        let uses: Vec<(i64, i64)> = std::mem::take(&mut *self.noted()).into_iter().collect();
+        if uses.is_empty() {
+            return Ok(0);
+        }
+        match store.touch_tokens(&uses).await {
+            Ok(()) => Ok(uses.len()),
+            Err(error) => {
+                for (token_id, at) in uses {
+                    self.note(token_id, at);
+                }
+                Err(error)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::testing::stores_on_both_databases;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn noted_uses_are_written_in_one_go_and_never_move_back() {
+        for test in stores_on_both_databases().await {
+            let store = &test.store;
+            let user = store.insert_user("Lin", "lin@example.com", "hash").await.unwrap();
+            let mut ids = Vec::new();
+            for name in ["a", "b"] {
+                let new = crate::store::tokens::NewToken {
+                    user_id: user.id,
+                    token_hash: name,
+                    created_at: 1,
+                    expires_at: None,
+                    name,
+                    abilities: "*",
+                };
+                ids.push(store.insert_token(&new).await.unwrap());
+            }
+            let last_used = LastUsed::default();
+            last_used.note(ids[0], 5_000);
+            last_used.note(ids[0], 4_000);
+            last_used.note(ids[1], 7_000);
+            assert!(last_used.is_noted(ids[0]));
+            assert_eq!(last_used.write(store).await.unwrap(), 2);
+            assert!(!last_used.is_noted(ids[0]));
+            assert_eq!(last_used.write(store).await.unwrap(), 0, "nothing noted since");
+            let times = |rows: Vec<crate::store::tokens::TokenRow>| {
+                rows.into_iter().map(|row| (row.name, row.last_used_at)).collect::<Vec<_>>()
+            };
+            let expected = vec![("a".to_string(), Some(5_000)), ("b".to_string(), Some(7_000))];
+            assert_eq!(times(store.tokens_of("lin@example.com").await.unwrap()), expected);
+            // An older use (another instance's, written late) does not move the time back.
+            last_used.note(ids[0], 3_000);
+            last_used.write(store).await.unwrap();
+            assert_eq!(times(store.tokens_of("lin@example.com").await.unwrap()), expected);
+            test.finish().await;
+        }
+    }
+}
