@@ -13,7 +13,7 @@ use crate::{client, codegen, imports, openapi};
 const DIFF_LINES: usize = 60;
 
 pub fn run(root: &Path) -> Result<ExitCode> {
-    let sources = codegen::Sources::new(root, Path::new(codegen::ERP_SPEC));
+    let sources = codegen::Sources::committed(root);
     let generated = codegen::generate(&sources)?;
     let mut expected: Vec<(String, String, &str)> = generated
         .files

@@ -6,6 +6,7 @@ use anyhow::{Context, Result};
 use quote::quote;
 use serde_json::Value;
 
+use crate::mirror::{MIRROR_FILE, Mirror};
 use crate::{erp, fieldreport, leasing, render};
 
 pub const LEASING_SPEC: &str = "spec/upstream/leasing/openapi.json";
@@ -24,15 +25,37 @@ serde = { version = "1", features = ["derive"] }
 serde_json = "1"
 "#;
 
-/// Where each description is read from; `*_name` is how the file headers name it.
+/// Where each description is read from, as given (relative to the workspace root) and named in
+/// the files' headers.
 pub struct Sources {
     root: PathBuf,
+    fieldreport: PathBuf,
+    /// The mirror file; `mirror.toml` beside the field-report description when `None`.
+    mirror: Option<PathBuf>,
     erp: PathBuf,
 }
 
 impl Sources {
-    pub fn new(root: &Path, erp_spec: &Path) -> Self {
-        Self { root: root.to_path_buf(), erp: erp_spec.to_path_buf() }
+    pub fn new(root: &Path, fieldreport_spec: &Path, mirror: Option<&Path>, erp_spec: &Path) -> Self {
+        Self {
+            root: root.to_path_buf(),
+            fieldreport: fieldreport_spec.to_path_buf(),
+            mirror: mirror.map(Path::to_path_buf),
+            erp: erp_spec.to_path_buf(),
+        }
+    }
+
+    /// The committed descriptions.
+    pub fn committed(root: &Path) -> Self {
+        Self::new(root, Path::new(FIELDREPORT_SPEC), None, Path::new(ERP_SPEC))
+    }
+
+    /// The mirror file as given, or the one beside the field-report description.
+    pub fn mirror(&self) -> PathBuf {
+        match &self.mirror {
+            Some(path) => path.clone(),
+            None => self.fieldreport.parent().unwrap_or(Path::new("")).join(MIRROR_FILE),
+        }
     }
 
     /// A path as given on the command line (relative paths are relative to the workspace root,
@@ -67,9 +90,13 @@ pub fn generate(sources: &Sources) -> Result<Crate> {
     files.push(("leasing.rs".to_string(), render::file(LEASING_SPEC, tokens)?));
     type_counts.push(("leasing", count, operations));
 
-    let csdl = read(&sources.root.join(FIELDREPORT_SPEC), FIELDREPORT_SPEC)?;
-    let (tokens, count, entities) = fieldreport::generate(&csdl, FIELDREPORT_SPEC)?;
-    files.push(("fieldreport.rs".to_string(), render::file(FIELDREPORT_SPEC, tokens)?));
+    let fieldreport_name = sources.fieldreport.to_string_lossy().into_owned();
+    let csdl = read(&sources.resolve(&sources.fieldreport), &fieldreport_name)?;
+    let mirror_path = sources.mirror();
+    let mirror_name = mirror_path.to_string_lossy().into_owned();
+    let mirror = Mirror::parse(&read(&sources.resolve(&mirror_path), &mirror_name)?, &mirror_name)?;
+    let (tokens, count, entities) = fieldreport::generate(&csdl, &fieldreport_name, &mirror, &mirror_name)?;
+    files.push(("fieldreport.rs".to_string(), render::file(&fieldreport_name, tokens)?));
     type_counts.push(("fieldreport", count, entities));
     // The per-entity field-report endpoints are typed through the generated registry
     // (`fieldreport::sets`, `MirroredEntity`, `visit_entities`); see `fieldreport.rs`.
@@ -96,7 +123,7 @@ pub fn generate(sources: &Sources) -> Result<Crate> {
         #[allow(clippy::all, clippy::pedantic, unused_imports, dead_code, rustdoc::all)]
         pub mod leasing;
     };
-    let sources_named = format!("{LEASING_SPEC}, {FIELDREPORT_SPEC}, {erp_name}");
+    let sources_named = format!("{LEASING_SPEC}, {fieldreport_name}, {erp_name}");
     files.insert(0, ("lib.rs".to_string(), render::file(&sources_named, lib)?));
     Ok(Crate { files, type_counts })
 }

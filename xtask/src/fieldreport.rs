@@ -1,12 +1,17 @@
-//! Field-report models: OData v4 CSDL → JSON Schema (here, in Rust) → typify, plus the entity
-//! registry (route name ↔ entity set ↔ model type ↔ expand set).
+//! Field-report models: the OData `$metadata` document as the system serves it (v3 EDMX 1.0
+//! or v4 CSDL) → JSON Schema (here, in Rust) → typify, plus the entity registry (route name ↔
+//! entity set ↔ model type ↔ expand set).
 //!
-//! What the registry holds comes from the CSDL alone:
-//! - the mirrored sets are the entity sets annotated with the `Mirrored` term (true), in the
-//!   container's order (the seed order);
-//! - the expand set of a mirrored set is its navigation-property bindings; a binding whose target
-//!   is a navigation-only set (not mirrored) is expanded one level further through that set's own
-//!   bindings (`Appointments/Contacts`), since those records exist only inline. Cycles stop.
+//! What the registry holds comes from two files:
+//! - the description says what exists: entity and complex types, their properties, and their
+//!   navigation properties (v4 `Type=`, v3 `Relationship=` through an `Association`'s ends);
+//! - `mirror.toml` ([`crate::mirror`]) says which sets the service mirrors, in its order (the
+//!   seed order), and what each sync expands; a set or an expand path the description lacks is
+//!   an error naming it.
+//!
+//! Elements this generator does not know are ignored with a warning; a document it cannot use
+//! (no entity container, a key that is not a property, a navigation property whose association
+//! is missing) is refused with a message naming the element.
 //!
 //! OData JSON writes Edm.Int64 and Edm.Decimal as strings (v3, and v4 with IEEE754Compatible) or
 //! as numbers (v4): the models use `EdmInt64` / `EdmNumber`, untagged enums that accept both and
@@ -28,6 +33,7 @@ use quote::quote;
 use roxmltree::{Document, Node};
 use serde_json::{Map, Value, json};
 
+use crate::mirror::Mirror;
 use crate::models::{self, type_key};
 
 /// Shared definition keys of the tolerant OData number types.
@@ -56,10 +62,13 @@ struct TypeDef {
 struct Set {
     name: String,
     entity_type: String,
-    bindings: Vec<(String, String)>,
-    mirrored: bool,
-    pos: String,
 }
+
+/// The schema elements read, and those known to carry nothing the models need.
+const READ_ELEMENTS: &[&str] =
+    &["EntityType", "ComplexType", "EnumType", "TypeDefinition", "EntityContainer", "Association"];
+const UNUSED_ELEMENTS: &[&str] =
+    &["Term", "Annotations", "Annotation", "Function", "Action", "Documentation", "Using", "ValueTerm"];
 
 /// One mirrored entity set, as the registry (and a future endpoint generator) sees it.
 pub struct Entity {
@@ -75,8 +84,8 @@ pub struct Registry {
     pub defs: BTreeMap<String, Value>,
 }
 
-pub fn generate(xml: &str, file: &str) -> Result<(TokenStream, usize, usize)> {
-    let registry = registry(xml, file)?;
+pub fn generate(xml: &str, file: &str, mirror: &Mirror, mirror_file: &str) -> Result<(TokenStream, usize, usize)> {
+    let registry = registry(xml, file, mirror, mirror_file)?;
     let roots: Vec<String> = registry.entities.iter().map(|e| e.type_key.clone()).collect();
     let models = models::typify(&registry.defs, &roots, &["::schemars::JsonSchema"], file)?;
     let entity_count = registry.entities.len();
@@ -191,8 +200,9 @@ pub fn generate(xml: &str, file: &str) -> Result<(TokenStream, usize, usize)> {
     Ok((tokens, models.type_count, entity_count))
 }
 
-/// Parse the CSDL and build the registry and the JSON Schema definitions.
-pub fn registry(xml: &str, file: &str) -> Result<Registry> {
+/// Parse the description and build the registry (of the sets `mirror` names) and the JSON
+/// Schema definitions.
+pub fn registry(xml: &str, file: &str, mirror: &Mirror, mirror_file: &str) -> Result<Registry> {
     let doc = Document::parse(xml).with_context(|| format!("{file}: not well-formed XML"))?;
     let pos = |node: Node| {
         let p = doc.text_pos_at(node.range().start);
@@ -202,9 +212,10 @@ pub fn registry(xml: &str, file: &str) -> Result<Registry> {
     let mut aliases: BTreeMap<String, String> = BTreeMap::new();
     let mut types: BTreeMap<String, TypeDef> = BTreeMap::new();
     let mut sets: Vec<Set> = Vec::new();
+    let mut containers = 0;
     let schemas: Vec<Node> = doc.descendants().filter(|n| n.is_element() && n.tag_name().name() == "Schema").collect();
     if schemas.is_empty() {
-        bail!("{file}: no <Schema> element: not an OData CSDL document");
+        bail!("{file}: no <Schema> element: not an OData $metadata document");
     }
     for schema in &schemas {
         let ns = attr(*schema, "Namespace", &pos)?;
@@ -228,6 +239,44 @@ pub fn registry(xml: &str, file: &str) -> Result<Registry> {
         }
     };
 
+    // OData v3: an association's ends (role → type and multiplicity), by qualified name.
+    let mut associations: BTreeMap<String, Vec<(String, String, String)>> = BTreeMap::new();
+    for schema in &schemas {
+        let ns = attr(*schema, "Namespace", &pos)?;
+        for association in schema.children().filter(|n| n.is_element() && n.tag_name().name() == "Association") {
+            let ends = association
+                .children()
+                .filter(|e| e.is_element() && e.tag_name().name() == "End")
+                .map(|e| {
+                    let multiplicity = e.attribute("Multiplicity").unwrap_or("1").to_string();
+                    Ok((attr(e, "Role", &pos)?.to_string(), qualify(attr(e, "Type", &pos)?), multiplicity))
+                })
+                .collect::<Result<Vec<_>>>()?;
+            associations.insert(format!("{ns}.{}", attr(association, "Name", &pos)?), ends);
+        }
+    }
+    // The type a navigation property leads to, in either form.
+    let navigation_type = |p: Node| -> Result<String> {
+        if let Some(ty) = p.attribute("Type") {
+            return Ok(qualify_type(ty));
+        }
+        let name = attr(p, "Name", &pos)?;
+        let Some(relationship) = p.attribute("Relationship") else {
+            bail!("{}: <NavigationProperty Name={name:?}> has neither Type nor Relationship", pos(p));
+        };
+        let to_role = attr(p, "ToRole", &pos)?;
+        let ends = associations.get(&qualify(relationship)).with_context(|| {
+            format!("{}: <NavigationProperty Name={name:?}>: no <Association> {relationship:?}", pos(p))
+        })?;
+        let (_, ty, multiplicity) = ends.iter().find(|(role, _, _)| role == to_role).with_context(|| {
+            format!(
+                "{}: <NavigationProperty Name={name:?}>: the association {relationship:?} has no end {to_role:?}",
+                pos(p)
+            )
+        })?;
+        Ok(if multiplicity == "*" { format!("Collection({ty})") } else { ty.clone() })
+    };
+
     for schema in &schemas {
         let ns = attr(*schema, "Namespace", &pos)?;
         for el in schema.children().filter(Node::is_element) {
@@ -237,24 +286,25 @@ pub fn registry(xml: &str, file: &str) -> Result<Registry> {
                     let name = attr(el, "Name", &pos)?;
                     let mut props = Vec::new();
                     for p in el.children().filter(Node::is_element) {
-                        match p.tag_name().name() {
-                            "Property" | "NavigationProperty" => {
-                                let ty = match p.attribute("Type") {
-                                    Some(ty) => ty,
-                                    None if p.attribute("Relationship").is_some() => bail!(
-                                        "{}: <NavigationProperty Name={:?}> uses the OData v3 Relationship form; only OData v4 CSDL (Type=...) is supported",
-                                        pos(p),
-                                        p.attribute("Name").unwrap_or_default()
-                                    ),
-                                    None => bail!("{}: <{}> has no Type attribute", pos(p), p.tag_name().name()),
-                                };
-                                props.push(Prop {
-                                    name: attr(p, "Name", &pos)?.to_string(),
-                                    ty: qualify_type(ty),
-                                    description: description(p),
-                                });
-                            }
-                            _ => {}
+                        let ty = match p.tag_name().name() {
+                            "Property" => qualify_type(attr(p, "Type", &pos)?),
+                            "NavigationProperty" => navigation_type(p)?,
+                            _ => continue,
+                        };
+                        props.push(Prop { name: attr(p, "Name", &pos)?.to_string(), ty, description: description(p) });
+                    }
+                    let keys = el
+                        .children()
+                        .filter(|k| k.is_element() && k.tag_name().name() == "Key")
+                        .flat_map(|k| k.children().filter(|r| r.is_element() && r.tag_name().name() == "PropertyRef"));
+                    for key in keys {
+                        let key_name = attr(key, "Name", &pos)?;
+                        // A key of a derived type may be its base's property: checked there.
+                        if el.attribute("BaseType").is_none() && !props.iter().any(|p| p.name == key_name) {
+                            bail!(
+                                "{}: <PropertyRef Name={key_name:?}> of {tag} {name:?} is not one of its properties",
+                                pos(key)
+                            );
                         }
                     }
                     let def = TypeDef {
@@ -295,30 +345,21 @@ pub fn registry(xml: &str, file: &str) -> Result<Registry> {
                     );
                 }
                 "EntityContainer" => {
+                    containers += 1;
                     for s in el.children().filter(|s| s.is_element() && s.tag_name().name() == "EntitySet") {
-                        let bindings = s
-                            .children()
-                            .filter(|b| b.is_element() && b.tag_name().name() == "NavigationPropertyBinding")
-                            .map(|b| Ok((attr(b, "Path", &pos)?.to_string(), attr(b, "Target", &pos)?.to_string())))
-                            .collect::<Result<Vec<_>>>()?;
-                        let mirrored = s.children().any(|a| {
-                            a.is_element()
-                                && a.tag_name().name() == "Annotation"
-                                && a.attribute("Term").is_some_and(|t| t.rsplit('.').next() == Some("Mirrored"))
-                                && annotation_bool(a)
-                        });
                         sets.push(Set {
                             name: attr(s, "Name", &pos)?.to_string(),
                             entity_type: qualify(attr(s, "EntityType", &pos)?),
-                            bindings,
-                            mirrored,
-                            pos: pos(s),
                         });
                     }
                 }
-                _ => {}
+                _ if READ_ELEMENTS.contains(&tag) || UNUSED_ELEMENTS.contains(&tag) => {}
+                _ => eprintln!("warning: {}: <{tag}> is not used by the generator; ignored", pos(el)),
             }
         }
+    }
+    if containers == 0 {
+        bail!("{file}: no <EntityContainer>: the document names no entity set");
     }
 
     let mut builder = Builder {
@@ -343,21 +384,23 @@ pub fn registry(xml: &str, file: &str) -> Result<Registry> {
     );
 
     let mut entities = Vec::new();
-    for set in sets.iter().filter(|s| s.mirrored) {
-        let key = builder
-            .reference(&set.entity_type)
-            .with_context(|| format!("{}: <EntitySet Name={:?}>", set.pos, set.name))?;
+    for mirrored in &mirror.sets {
+        let set = sets.iter().find(|s| s.name == mirrored.name).with_context(|| {
+            format!("{mirror_file}: the mirrored set {:?} is not an entity set of {file}", mirrored.name)
+        })?;
+        let key =
+            builder.reference(&set.entity_type).with_context(|| format!("{file}: <EntitySet Name={:?}>", set.name))?;
+        for path in &mirrored.expand {
+            expand_target(&types, &set.entity_type, path).with_context(|| {
+                format!("{mirror_file}: the set {:?} expands {path:?}, which {file} does not describe", set.name)
+            })?;
+        }
         entities.push(Entity {
             route: set.name.to_lower_camel_case(),
             set: set.name.clone(),
             type_key: key,
-            expand: expand(set, &sets, &mut Vec::new()),
+            expand: mirrored.expand.clone(),
         });
-    }
-    if entities.is_empty() {
-        bail!(
-            "{file}: no entity set is annotated as mirrored (<Annotation Term=\"<Namespace>.Mirrored\" Bool=\"true\"/> inside <EntitySet>)"
-        );
     }
     let mut routes = BTreeSet::new();
     for e in &entities {
@@ -368,26 +411,39 @@ pub fn registry(xml: &str, file: &str) -> Result<Registry> {
     Ok(Registry { entities, defs: builder.defs })
 }
 
-/// The expand list of a set: its bindings, nested through navigation-only targets.
-fn expand(set: &Set, sets: &[Set], stack: &mut Vec<String>) -> Vec<String> {
-    stack.push(set.name.clone());
-    let mut out = Vec::new();
-    for (path, target) in &set.bindings {
-        let nested = sets
-            .iter()
-            .find(|s| &s.name == target)
-            .filter(|t| !t.mirrored && !t.bindings.is_empty() && !stack.contains(&t.name));
-        match nested {
-            Some(t) => {
-                for inner in expand(t, sets, stack) {
-                    out.push(format!("{path}/{inner}"));
-                }
-            }
-            None => out.push(path.clone()),
+/// The type an expand path (`Appointments/Contacts`) leads to from `entity_type`, each segment a
+/// navigation property (or a property of a structured type) of the type before it.
+fn expand_target(types: &BTreeMap<String, TypeDef>, entity_type: &str, path: &str) -> Result<String> {
+    let mut current = entity_type.to_string();
+    for segment in path.split('/') {
+        let prop = properties_of(types, &current)?
+            .into_iter()
+            .find(|p| p.name == segment)
+            .with_context(|| format!("{current} has no property {segment:?}"))?;
+        let ty = prop.ty.strip_prefix("Collection(").and_then(|t| t.strip_suffix(')')).unwrap_or(&prop.ty);
+        if !types.get(ty).is_some_and(|t| matches!(t.kind, Kind::Structured { .. })) {
+            bail!("{current}.{segment} is not a navigation property (it is {})", prop.ty);
         }
+        current = ty.to_string();
     }
-    stack.pop();
-    out
+    Ok(current)
+}
+
+/// A structured type's properties, its base types' first.
+fn properties_of<'a>(types: &'a BTreeMap<String, TypeDef>, qualified: &str) -> Result<Vec<&'a Prop>> {
+    let mut out = Vec::new();
+    let mut current = Some(qualified.to_string());
+    let mut seen = BTreeSet::new();
+    while let Some(name) = current {
+        if !seen.insert(name.clone()) {
+            bail!("{qualified} derives from itself");
+        }
+        let def = types.get(&name).with_context(|| format!("unknown type {name}"))?;
+        let Kind::Structured { base, props } = &def.kind else { bail!("{name} is not an entity or complex type") };
+        out.splice(0..0, props.iter());
+        current = base.clone();
+    }
+    Ok(out)
 }
 
 struct Builder<'a> {
@@ -499,8 +555,23 @@ fn attr<'a>(node: Node<'a, '_>, name: &str, pos: &dyn Fn(Node) -> String) -> Res
     node.attribute(name).with_context(|| format!("{}: <{}> has no {name} attribute", pos(node), node.tag_name().name()))
 }
 
-/// The text of a `Core.Description` annotation (attribute or element form).
+/// The text of a `Core.Description` annotation (v4, attribute or element form) or of a
+/// `<Documentation>` element (v3: its `Summary`, then its `LongDescription`).
 fn description(node: Node) -> Option<String> {
+    if let Some(documentation) = node.children().find(|c| c.is_element() && c.tag_name().name() == "Documentation") {
+        let text = |tag: &str| {
+            documentation
+                .children()
+                .find(|c| c.is_element() && c.tag_name().name() == tag)
+                .and_then(|c| c.text())
+                .map(str::trim)
+                .filter(|t| !t.is_empty())
+        };
+        let parts: Vec<&str> = [text("Summary"), text("LongDescription")].into_iter().flatten().collect();
+        if !parts.is_empty() {
+            return Some(parts.join("\n\n"));
+        }
+    }
     node.children()
         .find(|a| {
             a.is_element()
@@ -516,20 +587,80 @@ fn description(node: Node) -> Option<String> {
         })
 }
 
-/// The boolean value of an annotation: `Bool="true"`, `<Bool>true</Bool>`, or no value (true).
-fn annotation_bool(a: Node) -> bool {
-    if let Some(b) = a.attribute("Bool") {
-        return b == "true";
+#[cfg(test)]
+mod tests {
+    use super::registry;
+    use crate::mirror::Mirror;
+
+    const V3: &str = include_str!("../testdata/fieldreport-v3.xml");
+
+    fn mirror(text: &str) -> Mirror {
+        Mirror::parse(text, "mirror.toml").unwrap()
     }
-    match a.children().find(|c| c.is_element() && c.tag_name().name() == "Bool") {
-        Some(c) => c.text().map(str::trim) == Some("true"),
-        None => true,
+
+    const MIRROR: &str = "[[set]]\nname = \"Companies\"\nexpand = [\"Contacts/Appointments\", \"MainContact\"]\n\
+                          [[set]]\nname = \"Contacts\"\n";
+
+    #[test]
+    fn a_v3_document_gives_models_with_every_property_and_room_for_unknown_ones() {
+        let registry = registry(V3, "v3.xml", &mirror(MIRROR), "mirror.toml").unwrap();
+        let sets: Vec<&str> = registry.entities.iter().map(|e| e.set.as_str()).collect();
+        assert_eq!(sets, ["Companies", "Contacts"], "the mirror file's sets, in its order");
+        assert_eq!(registry.entities[0].expand, ["Contacts/Appointments", "MainContact"]);
+        let company = &registry.defs[&registry.entities[0].type_key];
+        let properties = company["properties"].as_object().unwrap();
+        for name in ["Id", "Name", "DateModified", "OpeningTime", "Aliases", "LoyaltyLevel", "Contacts", "MainContact"]
+        {
+            assert!(properties.contains_key(name), "Company lacks {name}: {company}");
+        }
+        assert_eq!(company["additionalProperties"], serde_json::json!({}), "unknown fields are kept");
+        let text = company.to_string();
+        assert!(text.contains("Added by the upstream"), "v3 Documentation becomes the description");
+        assert!(
+            properties["Contacts"].to_string().contains("array"),
+            "a `*` end is a collection: {}",
+            properties["Contacts"]
+        );
+        assert!(!properties["MainContact"].to_string().contains("array"), "a `0..1` end is one record");
+        assert!(properties["Aliases"].to_string().contains("array"));
+    }
+
+    #[test]
+    fn what_the_description_lacks_is_named() {
+        let error = |xml: &str, mirror_text: &str| match registry(xml, "v3.xml", &mirror(mirror_text), "mirror.toml") {
+            Ok(_) => panic!("accepted"),
+            Err(error) => format!("{error:#}"),
+        };
+        let missing = error(V3, "[[set]]\nname = \"ServiceRequests\"\n");
+        assert!(
+            missing.contains("mirror.toml: the mirrored set \"ServiceRequests\" is not an entity set of v3.xml"),
+            "{missing}"
+        );
+        let path = error(V3, "[[set]]\nname = \"Companies\"\nexpand = [\"Contacts/Invoices\"]\n");
+        assert!(path.contains("expands \"Contacts/Invoices\"") && path.contains("no property \"Invoices\""), "{path}");
+        let scalar = error(V3, "[[set]]\nname = \"Companies\"\nexpand = [\"Name\"]\n");
+        assert!(scalar.contains("not a navigation property"), "{scalar}");
+        let no_container = V3.replace("<EntityContainer", "<Ignored").replace("</EntityContainer>", "</Ignored>");
+        assert!(error(&no_container, MIRROR).contains("no <EntityContainer>"));
+        let bad_key = V3.replacen(r#"<PropertyRef Name="Id"/>"#, r#"<PropertyRef Name="Key"/>"#, 1);
+        let bad_key = error(&bad_key, MIRROR);
+        assert!(
+            bad_key.contains("<PropertyRef Name=\"Key\"> of EntityType \"Company\" is not one of its properties"),
+            "{bad_key}"
+        );
+        let no_association = V3.replace(r#"<Association Name="Company_MainContact">"#, r#"<Association Name="Other">"#);
+        let no_association = error(&no_association, MIRROR);
+        assert!(
+            no_association.contains("MainContact") && no_association.contains("no <Association>"),
+            "{no_association}"
+        );
     }
 }
 
 #[cfg(test)]
 mod properties {
     use super::registry;
+    use crate::mirror::{Mirror, MirroredSet};
     use proptest::prelude::*;
 
     /// An identifier as CSDL names are written: a capital, then letters and digits.
@@ -560,13 +691,23 @@ mod properties {
         })
     }
 
-    fn csdl(types: &[EntityType], alias: bool) -> String {
+    /// The document in OData v4 CSDL or v3 EDMX form (the same types and sets), and the mirror
+    /// file naming the mirrored sets.
+    fn document(types: &[EntityType], alias: bool, v3: bool) -> (String, Mirror) {
         let prefix = if alias { "Self" } else { "Test.Model" };
-        let mut xml = String::from(
-            r#"<?xml version="1.0" encoding="utf-8"?><edmx:Edmx Version="4.0" xmlns:edmx="http://docs.oasis-open.org/odata/ns/edmx"><edmx:DataServices>"#,
-        );
+        let mut xml = if v3 {
+            String::from(
+                r#"<?xml version="1.0" encoding="utf-8"?><edmx:Edmx Version="1.0" xmlns:edmx="http://schemas.microsoft.com/ado/2007/06/edmx"><edmx:DataServices>"#,
+            )
+        } else {
+            String::from(
+                r#"<?xml version="1.0" encoding="utf-8"?><edmx:Edmx Version="4.0" xmlns:edmx="http://docs.oasis-open.org/odata/ns/edmx"><edmx:DataServices>"#,
+            )
+        };
+        let edm =
+            if v3 { "http://schemas.microsoft.com/ado/2009/11/edm" } else { "http://docs.oasis-open.org/odata/ns/edm" };
         xml.push_str(&format!(
-            r#"<Schema Namespace="Test.Model" {} xmlns="http://docs.oasis-open.org/odata/ns/edm">"#,
+            r#"<Schema Namespace="Test.Model" {} xmlns="{edm}">"#,
             if alias { r#"Alias="Self""# } else { "" }
         ));
         for (name, props, _) in types {
@@ -579,28 +720,27 @@ mod properties {
             xml.push_str("</EntityType>");
         }
         xml.push_str(r#"<EntityContainer Name="Container">"#);
-        for (name, _, mirrored) in types {
-            xml.push_str(&format!(
-                r#"<EntitySet Name="{name}Set" EntityType="{prefix}.{name}"><Annotation Term="Test.Model.Mirrored" Bool="{mirrored}"/></EntitySet>"#
-            ));
+        for (name, _, _) in types {
+            xml.push_str(&format!(r#"<EntitySet Name="{name}Set" EntityType="{prefix}.{name}"/>"#));
         }
         xml.push_str("</EntityContainer></Schema></edmx:DataServices></edmx:Edmx>");
-        xml
+        let sets = types
+            .iter()
+            .filter(|(_, _, mirrored)| *mirrored)
+            .map(|(name, _, _)| MirroredSet { name: format!("{name}Set"), expand: Vec::new() })
+            .collect();
+        (xml, Mirror { sets })
     }
 
     proptest! {
-        /// Every mirrored set of any such document is in the registry, with its type's every
-        /// property (keys and all), and only the mirrored ones; aliases resolve like full names.
+        /// Every mirrored set of any such document, v3 or v4, is in the registry, with its
+        /// type's every property (keys and all), and only the mirrored ones; aliases resolve
+        /// like full names.
         #[test]
-        fn the_registry_holds_every_mirrored_set_and_property(types in model(), alias in any::<bool>()) {
-            let xml = csdl(&types, alias);
-            let result = registry(&xml, "generated.xml");
+        fn the_registry_holds_every_mirrored_set_and_property(types in model(), alias in any::<bool>(), v3 in any::<bool>()) {
+            let (xml, mirror) = document(&types, alias, v3);
             let mirrored: Vec<_> = types.iter().filter(|(_, _, m)| *m).collect();
-            if mirrored.is_empty() {
-                prop_assert!(result.is_err(), "a document without a mirrored set is refused");
-                return Ok(());
-            }
-            let registry = result.unwrap();
+            let registry = registry(&xml, "generated.xml", &mirror, "mirror.toml").unwrap();
             let sets: Vec<&str> = registry.entities.iter().map(|e| e.set.as_str()).collect();
             let expected: Vec<String> = mirrored.iter().map(|(name, _, _)| format!("{name}Set")).collect();
             prop_assert_eq!(sets, expected.iter().map(String::as_str).collect::<Vec<_>>());
@@ -618,7 +758,8 @@ mod properties {
         #[test]
         fn anything_else_is_refused_not_a_panic(chars in prop::collection::vec(any::<char>(), 0..200)) {
             let text: String = chars.into_iter().collect();
-            prop_assert!(registry(&text, "noise.xml").is_err());
+            let mirror = Mirror { sets: vec![MirroredSet { name: "Tags".into(), expand: Vec::new() }] };
+            prop_assert!(registry(&text, "noise.xml", &mirror, "mirror.toml").is_err());
         }
     }
 }

@@ -18,6 +18,7 @@ mod erp;
 mod fieldreport;
 mod imports;
 mod leasing;
+mod mirror;
 mod models;
 mod normalize;
 mod openapi;
@@ -44,6 +45,14 @@ enum Command {
     /// Generate the `generated/` crate from the upstream descriptions in `spec/upstream/`, and the
     /// `clients/rust/` crate (the service's Rust client) from `spec/openapi.json`.
     Codegen {
+        /// The field-report system's `$metadata` document, as it serves it (OData v3 EDMX or v4
+        /// CSDL).
+        #[arg(long, value_name = "FILE", default_value = codegen::FIELDREPORT_SPEC)]
+        fieldreport_spec: PathBuf,
+        /// Which field-report sets are mirrored and what each sync expands (default:
+        /// `mirror.toml` beside the field-report description).
+        #[arg(long, value_name = "FILE")]
+        mirror: Option<PathBuf>,
         /// ERP description to generate the ERP models from (OpenAPI 3.0.x or 3.1.x, JSON).
         #[arg(long, value_name = "FILE", default_value = codegen::ERP_SPEC)]
         erp_spec: PathBuf,
@@ -108,8 +117,8 @@ fn run() -> Result<ExitCode> {
     let cli = Cli::parse();
     let root = workspace_root()?;
     match cli.command {
-        Command::Codegen { erp_spec, out } => {
-            let sources = codegen::Sources::new(&root, &erp_spec);
+        Command::Codegen { fieldreport_spec, mirror, erp_spec, out } => {
+            let sources = codegen::Sources::new(&root, &fieldreport_spec, mirror.as_deref(), &erp_spec);
             let crate_ = codegen::generate(&sources)?;
             match out {
                 None => {
