@@ -23,7 +23,17 @@ struct Entity {
     key: String,
 }
 
-pub fn generate(doc: &Value, file: &str) -> Result<(TokenStream, usize, usize)> {
+/// JSON Schema definitions by key.
+pub type Definitions = std::collections::BTreeMap<String, Value>;
+
+/// Every entity model of an ERP description: name and definition key, and the JSON Schema
+/// definitions they reach (what [`generate`] types, and what `upstream-diff` compares).
+pub fn models(doc: &Value, file: &str) -> Result<(Vec<(String, String)>, Definitions)> {
+    let (entities, lenient) = entities(doc, file)?;
+    Ok((entities.into_iter().map(|e| (e.name, e.key)).collect(), lenient))
+}
+
+fn entities(doc: &Value, file: &str) -> Result<(Vec<Entity>, Definitions)> {
     let mut doc = doc.clone();
     normalize::normalize(&mut doc, file)?;
     let paths = doc
@@ -55,8 +65,13 @@ pub fn generate(doc: &Value, file: &str) -> Result<(TokenStream, usize, usize)> 
     );
     lenient.finish()?;
     entities.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok((entities, lenient.defs))
+}
+
+pub fn generate(doc: &Value, file: &str) -> Result<(TokenStream, usize, usize)> {
+    let (entities, defs) = entities(doc, file)?;
     let roots: Vec<String> = entities.iter().map(|e| e.key.clone()).collect();
-    let models = models::typify(&lenient.defs, &roots, &[], file)?;
+    let models = models::typify(&defs, &roots, &[], file)?;
 
     let rows = entities.iter().map(|e| {
         let name = &e.name;

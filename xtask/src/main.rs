@@ -25,6 +25,7 @@ mod openapi;
 mod render;
 mod swagger_ui;
 mod test;
+mod upstream_diff;
 mod vendored;
 
 use std::path::{Path, PathBuf};
@@ -59,6 +60,16 @@ enum Command {
         /// Write a complete standalone crate (Cargo.toml + src/) to DIR instead of `generated/src`.
         #[arg(long, value_name = "DIR")]
         out: Option<PathBuf>,
+    },
+    /// Print what changed between the committed upstream descriptions and new ones, per
+    /// mirrored field-report set or ERP model; exit 1 unless every change is additive.
+    UpstreamDiff {
+        /// A new `$metadata` document of the field-report system.
+        #[arg(long, value_name = "FILE")]
+        fieldreport_spec: Option<PathBuf>,
+        /// A new ERP description (OpenAPI JSON).
+        #[arg(long, value_name = "FILE")]
+        erp_spec: Option<PathBuf>,
     },
     /// Write the service's OpenAPI document to `spec/openapi.json`.
     Openapi,
@@ -144,6 +155,22 @@ fn run() -> Result<ExitCode> {
                 println!("{module}: {types} types, {entries} {what}");
             }
             Ok(ExitCode::SUCCESS)
+        }
+        Command::UpstreamDiff { fieldreport_spec, erp_spec } => {
+            anyhow::ensure!(
+                fieldreport_spec.is_some() || erp_spec.is_some(),
+                "name a new description: --fieldreport-spec FILE and/or --erp-spec FILE"
+            );
+            let mut breaking = false;
+            if let Some(new) = fieldreport_spec {
+                let report = upstream_diff::fieldreport(&root, &new)?;
+                breaking |= upstream_diff::print(&root, "field-report set", &report);
+            }
+            if let Some(new) = erp_spec {
+                let report = upstream_diff::erp(&root, &new)?;
+                breaking |= upstream_diff::print(&root, "ERP model", &report);
+            }
+            Ok(if breaking { ExitCode::FAILURE } else { ExitCode::SUCCESS })
         }
         Command::Openapi => {
             let doc = openapi::document(&root)?;
