@@ -7,6 +7,7 @@ mod process;
 mod serve;
 mod signals;
 mod users;
+mod webhooks;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -30,6 +31,8 @@ const FIELDREPORT_SETTINGS: &str = "DATABASE_URL, WORK_LEASE_SECONDS, FIELDREPOR
 const ERP_SETTINGS: &str = "DATABASE_URL, WORK_LEASE_SECONDS, ERP_BASE_URL, ERP_API_KEY, ERP_TIMEOUT_SECONDS, \
      ERP_CONNECT_TIMEOUT_SECONDS, FIELDREPORT_BASE_URL, FIELDREPORT_USERNAME, FIELDREPORT_PASSWORD, \
      FIELDREPORT_TIMEOUT_SECONDS";
+const WEBHOOK_SETTINGS: &str = "ERP_BASE_URL, ERP_API_KEY, ERP_TIMEOUT_SECONDS, ERP_CONNECT_TIMEOUT_SECONDS, \
+     ERP_WEBHOOK_SECRET, ERP_WEBHOOK_ALLOWLIST";
 const SANDBOX_SETTINGS: &str = "LOG_FORMAT";
 
 /// The help footer naming the environment variables a command reads.
@@ -127,6 +130,29 @@ enum ErpCommand {
     Setup { model: Option<String> },
     /// Incremental pull of every model since its cursor.
     Pull,
+    /// The service's webhook registrations at the ERP (its own webhook API).
+    #[command(subcommand)]
+    Webhooks(WebhooksCommand),
+}
+
+#[derive(Subcommand)]
+enum WebhooksCommand {
+    /// Register the service's webhook URL at the ERP for every model the mapping handles
+    /// (customer, contact, article); registrations already there for the URL are kept.
+    Register {
+        /// The service's public address (the webhook route's path is added), e.g.
+        /// https://integration.example.com; the secret comes from ERP_WEBHOOK_SECRET.
+        #[arg(long, value_name = "URL")]
+        url: String,
+    },
+    /// List every webhook registered at the ERP (secrets hidden).
+    List,
+    /// Remove the registrations of the service's webhook URL; other webhooks stay.
+    Unregister {
+        /// The service's public address, as given to `register`.
+        #[arg(long, value_name = "URL")]
+        url: String,
+    },
 }
 
 /// Parses the command line with each command's help naming the settings it reads.
@@ -138,19 +164,20 @@ fn parse_command_line() -> Cli {
         .mut_subcommand("user", |c| with_footer(c, AUTH_SETTINGS))
         .mut_subcommand("token", |c| with_footer(c, AUTH_SETTINGS))
         .mut_subcommand("fieldreport", |c| with_footer(c, FIELDREPORT_SETTINGS))
-        .mut_subcommand("erp", |c| with_footer(c, ERP_SETTINGS))
+        .mut_subcommand("erp", |c| {
+            with_footer(c, ERP_SETTINGS).mut_subcommand("webhooks", |c| with_footer(c, WEBHOOK_SETTINGS))
+        })
         .mut_subcommand("sandbox", |c| c.after_help(reads(SANDBOX_SETTINGS)))
         .mut_subcommand("openapi", |c| c.after_help("Reads no settings."));
     Cli::from_arg_matches(&command.get_matches()).unwrap_or_else(|error| error.exit())
 }
 
-/// A command group and each of its subcommands get the same footer.
+/// A command group and each of its subcommands, at any depth, get the same footer.
 fn with_footer(group: clap::Command, settings: &str) -> clap::Command {
     let names: Vec<String> = group.get_subcommands().map(|c| c.get_name().to_string()).collect();
-    let footer = reads(settings);
-    names.iter().fold(group.after_help(footer.clone()), |group, name| {
-        group.mut_subcommand(name, |c| c.after_help(footer.clone()))
-    })
+    names
+        .iter()
+        .fold(group.after_help(reads(settings)), |group, name| group.mut_subcommand(name, |c| with_footer(c, settings)))
 }
 
 /// Runs the command line: the binary's `main`.
@@ -260,6 +287,13 @@ async fn run(command: Command, mut config: Config) -> anyhow::Result<()> {
         Command::Erp(ErpCommand::Pull) => {
             let models = crate::erp::ErpService::all_models();
             erp::pull(&Services::assemble(&config).await?, models, crate::erp::pull::PullKind::Incremental).await
+        }
+        Command::Erp(ErpCommand::Webhooks(WebhooksCommand::Register { url })) => {
+            webhooks::register_command(&config.erp, &url).await
+        }
+        Command::Erp(ErpCommand::Webhooks(WebhooksCommand::List)) => webhooks::list_command(&config.erp).await,
+        Command::Erp(ErpCommand::Webhooks(WebhooksCommand::Unregister { url })) => {
+            webhooks::unregister_command(&config.erp, &url).await
         }
         Command::Fieldreport(FieldreportCommand::Post { stage, r#type, entity }) => {
             let services = Services::assemble(&config).await?;

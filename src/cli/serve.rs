@@ -36,7 +36,9 @@ pub(super) async fn serve(mut config: Config, sandbox: bool) -> anyhow::Result<(
     let stop = shutdown_signal();
     let service = server::start(&config, &log).await?;
     if sandbox {
-        register_sandbox_webhooks(&config, &service.url()).await?;
+        // The simulator is wired like a real tenant: `erp webhooks register` does the same.
+        super::webhooks::register(&config.erp, &service.url()).await?;
+        println!("sandbox: ERP webhooks for {} registered", super::webhooks::mapped_models());
     }
     slog::info!(log, "listening"; "address" => service.url(), "docs" => format!("{}/{}", service.url(), config.front.docs_path));
     println!("integration-service listening on {}", service.url());
@@ -45,27 +47,5 @@ pub(super) async fn serve(mut config: Config, sandbox: bool) -> anyhow::Result<(
     slog::info!(log, "shutting down: finishing in-flight requests");
     service.shutdown().await;
     slog::info!(log, "stopped");
-    Ok(())
-}
-
-/// Registers the service's webhook URL at the ERP simulator for the mapped models, so a change
-/// made through the simulator reaches the service as it would from the real ERP.
-async fn register_sandbox_webhooks(config: &Config, service_url: &str) -> anyhow::Result<()> {
-    use crate::upstream::erp::ErpClient;
-    use secrecy::ExposeSecret;
-    let client = ErpClient::from_config(&config.erp).map_err(|e| anyhow::anyhow!("{e}"))?;
-    let secret = config.erp.webhook_secret.as_ref().map(|s| s.expose_secret().to_string()).unwrap_or_default();
-    let url = format!("{service_url}/api/v1/erp/webhooks?secret={secret}");
-    for mapping in crate::erp::mapping::MAPPINGS {
-        let webhook = serde_json::json!({
-            "entityName": mapping.model, "atCreate": true, "atUpdate": true, "atDelete": true,
-            "requestMethod": "POST", "url": url,
-        });
-        client
-            .create("webhook", &webhook)
-            .await
-            .map_err(|e| anyhow::anyhow!("registering the sandbox webhook: {e}"))?;
-    }
-    println!("sandbox: ERP webhooks for customer, contact and article registered");
     Ok(())
 }

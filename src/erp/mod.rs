@@ -7,6 +7,7 @@ pub mod inbox;
 pub mod mapping;
 pub mod post;
 pub mod pull;
+pub mod registration;
 pub mod secrets;
 pub mod templates;
 pub mod webhook;

@@ -54,7 +54,7 @@ fn mask(value: &mut Value) {
 }
 
 /// A URL with its secrets masked; `None` when the text is no URL or holds none.
-fn masked_url(text: &str) -> Option<String> {
+pub fn masked_url(text: &str) -> Option<String> {
     if !(text.starts_with("http://") || text.starts_with("https://")) {
         return None;
     }

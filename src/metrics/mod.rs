@@ -16,6 +16,7 @@
 
 pub mod exposition;
 pub mod operations;
+pub mod process;
 pub mod timing;
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -27,6 +28,7 @@ use operations::OperationMatcher;
 use timing::Timing;
 
 use crate::store::Store;
+use crate::store::erp::InboxDepths;
 use crate::vocabulary::calls::{CallOutcome, System};
 use crate::vocabulary::leasing_codes::LEASING_ERROR_CODES;
 
@@ -95,8 +97,9 @@ impl StatusTable {
 /// What the scrape reads from the database and the pool.
 #[derive(Debug, Clone, Default)]
 pub struct DatabaseGauges {
-    /// Webhook calls `pending` and `failed`; `None` when the query failed.
-    pub inbox: Option<(i64, i64)>,
+    /// Webhook calls `pending` and `failed`, and when the oldest pending one arrived; `None`
+    /// when the query failed.
+    pub inbox: Option<InboxDepths>,
     /// Field-report records waiting to be pushed, per entity; `None` when the query failed.
     pub pending_push: Option<Vec<(String, i64)>>,
     pub pool_connections: u32,
@@ -121,7 +124,7 @@ impl DatabaseGauges {
             ..Default::default()
         };
         match store.inbox_depths().await {
-            Ok(counts) => gauges.inbox = Some((counts.pending, counts.failed)),
+            Ok(depths) => gauges.inbox = Some(depths),
             Err(error) => crate::telemetry::report_internal_error(&format!("metrics: webhook inbox depth: {error}")),
         }
         match store.mirror_pending_push_counts().await {
@@ -305,6 +308,9 @@ impl Metrics {
         let name = "process_start_time_seconds";
         out.family(name, "gauge", "Start time of the service since the Unix epoch, in seconds.");
         out.sample(name, &[], started.as_millis() as f64 / 1000.0);
+        if let Some(figures) = process::ProcessFigures::read() {
+            figures.render(out);
+        }
         let name = "integration_service_client_connections";
         out.family(name, "gauge", "Client connections open at the front.");
         out.sample(name, &[], self.connections_open.load(Ordering::Relaxed));
@@ -324,15 +330,24 @@ impl Metrics {
 }
 
 fn render_database(out: &mut Exposition, database: &DatabaseGauges) {
-    if let Some((pending, failed)) = database.inbox {
+    if let Some(inbox) = database.inbox {
         let name = "integration_service_erp_webhook_inbox_calls";
         out.family(
             name,
             "gauge",
             "ERP webhook calls in the inbox: pending (to be processed or retried) and failed (given up).",
         );
-        out.sample(name, &[("state", "pending")], pending);
-        out.sample(name, &[("state", "failed")], failed);
+        out.sample(name, &[("state", "pending")], inbox.pending);
+        out.sample(name, &[("state", "failed")], inbox.failed);
+        let name = "integration_service_erp_webhook_inbox_oldest_pending_age_seconds";
+        out.family(
+            name,
+            "gauge",
+            "Seconds since the oldest pending ERP webhook call (not yet processed, or waiting for a retry) was received; 0 when none is pending.",
+        );
+        let now_ms = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_millis() as i64;
+        let age_ms = inbox.oldest_pending_received_at.map_or(0, |received| (now_ms - received).max(0));
+        out.sample(name, &[], age_ms as f64 / 1000.0);
     }
     if let Some(counts) = &database.pending_push {
         let name = "integration_service_fieldreport_pending_push_records";

@@ -379,6 +379,15 @@ pub struct InboxCounts {
     pub failed: i64,
 }
 
+/// What the metrics read of the inbox: the calls waiting and given up, and when (epoch ms) the
+/// oldest waiting call was received (`None` while none waits).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct InboxDepths {
+    pub pending: i64,
+    pub failed: i64,
+    pub oldest_pending_received_at: Option<i64>,
+}
+
 /// Leases up to `$3` due calls, the earliest due first (a new call is due when it arrives),
 /// until `$1` (`$2`: now). The index of pending calls (`erp_webhook_inbox_pending`, migration
 /// 0015) holds them in this order, so a claim reads only due calls: neither a sort of every
@@ -559,16 +568,22 @@ impl Store {
         Ok(counts)
     }
 
-    /// The calls waiting (`pending`) and given up (`failed`), without the done ones: each
-    /// count is of an index of its own (migration 0015).
-    pub async fn inbox_depths(&self) -> Result<InboxCounts, StoreError> {
+    /// The calls waiting (`pending`) and given up (`failed`), without the done ones, and when
+    /// the oldest waiting call arrived: each read from the partial index of its state
+    /// (migration 0015), so the cost follows the calls not done, never the done ones.
+    pub async fn inbox_depths(&self) -> Result<InboxDepths, StoreError> {
         let row = sqlx::query(
             "SELECT (SELECT COUNT(*) FROM erp_webhook_inbox WHERE state = 'pending') AS pending, \
-                    (SELECT COUNT(*) FROM erp_webhook_inbox WHERE state = 'failed') AS failed",
+                    (SELECT COUNT(*) FROM erp_webhook_inbox WHERE state = 'failed') AS failed, \
+                    (SELECT MIN(received_at) FROM erp_webhook_inbox WHERE state = 'pending') AS oldest_pending",
         )
         .fetch_one(self.pool())
         .await?;
-        Ok(InboxCounts { pending: row.try_get("pending")?, done: 0, failed: row.try_get("failed")? })
+        Ok(InboxDepths {
+            pending: row.try_get("pending")?,
+            failed: row.try_get("failed")?,
+            oldest_pending_received_at: row.try_get("oldest_pending")?,
+        })
     }
 
     /// The calls not done yet: the failed ones and those due next, in id order, `limit` in

@@ -195,6 +195,13 @@ impl ErpClient {
             .await?
             .ok_or_else(|| Self::not_found(&path))
     }
+
+    /// `DELETE /<model>/id/{id}`: `true` when deleted, `false` when the ERP had no such record
+    /// (someone else deleted it: the outcome is the same).
+    pub async fn delete(&self, model: &str, id: &str) -> Result<bool, UpstreamError> {
+        let path = format!("{model}/id/{}", encode(id));
+        Ok(retry_throttled(|| self.call(Method::DELETE, &path, &[], None)).await?.is_some())
+    }
 }
 
 /// An id as one path segment.

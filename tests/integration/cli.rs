@@ -457,5 +457,8 @@ fn each_command_names_the_environment_variables_it_reads() {
         assert!(help(command).contains("FIELDREPORT_BASE_URL"), "{command:?}");
     }
     assert!(help(&["erp", "setup"]).contains("ERP_API_KEY"));
+    for command in [&["erp", "webhooks"][..], &["erp", "webhooks", "register"], &["erp", "webhooks", "unregister"]] {
+        assert!(help(command).contains("ERP_WEBHOOK_SECRET"), "{command:?}");
+    }
     assert!(help(&["sandbox"]).contains("LOG_FORMAT"));
 }

@@ -15,6 +15,7 @@ mod crash;
 mod database_outage;
 mod docs_page;
 mod erp;
+mod erp_webhooks;
 mod fieldreport;
 mod fieldreport_push;
 mod fieldreport_sync;

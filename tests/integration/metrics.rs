@@ -344,6 +344,9 @@ async fn counts_requests_upstream_calls_flows_and_queues(db: Db) {
     assert_eq!(metrics.types[inbox], "gauge");
     assert_eq!(metrics.get(inbox, &[("state", "pending")]), 0.0);
     assert_eq!(metrics.get(inbox, &[("state", "failed")]), 0.0);
+    let oldest = "integration_service_erp_webhook_inbox_oldest_pending_age_seconds";
+    assert_eq!(metrics.types[oldest], "gauge");
+    assert_eq!(metrics.get(oldest, &[]), 0.0, "nothing pending: no age");
     let push = "integration_service_fieldreport_pending_push_records";
     assert_eq!(metrics.get(push, &[("entity", "companies")]), 1.0, "the webhook's company waits to be pushed");
     assert_eq!(metrics.get(push, &[("entity", "contacts")]), 0.0);
@@ -365,6 +368,24 @@ async fn counts_requests_upstream_calls_flows_and_queues(db: Db) {
     let start = metrics.get("process_start_time_seconds", &[]);
     let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs_f64();
     assert!(start >= started - 1.0 && start <= now, "start {start} outside [{started}, {now}]");
+    // The process figures as the Prometheus client libraries name them (the test runs the
+    // service in its own process, so they are this process's).
+    for (name, kind) in [
+        ("process_resident_memory_bytes", "gauge"),
+        ("process_virtual_memory_bytes", "gauge"),
+        ("process_open_fds", "gauge"),
+        ("process_max_fds", "gauge"),
+        ("process_cpu_seconds_total", "counter"),
+    ] {
+        assert_eq!(metrics.types.get(name).map(String::as_str), Some(kind), "{name}");
+    }
+    let resident = metrics.get("process_resident_memory_bytes", &[]);
+    assert!(resident > 1024.0 * 1024.0, "a running service holds over a MiB: {resident}");
+    assert!(metrics.get("process_virtual_memory_bytes", &[]) >= resident);
+    let (fds, max_fds) = (metrics.get("process_open_fds", &[]), metrics.get("process_max_fds", &[]));
+    assert!(fds >= 4.0 && fds <= max_fds, "the database, the listener and the standard streams: {fds} of {max_fds}");
+    let cpu = metrics.get("process_cpu_seconds_total", &[]);
+    assert!(cpu > 0.0, "hashing the password alone took CPU time: {cpu}");
 
     // The scrape counts itself once it is answered.
     let again = scrape(&svc).await;
@@ -372,6 +393,47 @@ async fn counts_requests_upstream_calls_flows_and_queues(db: Db) {
         again.get("integration_service_http_requests_total", &[("operation", "metrics"), ("status", "200")]),
         1.0
     );
+    svc.stop().await;
+}
+
+/// A webhook call that cannot be processed (the ERP fails every read) stays pending, and the
+/// age of the oldest pending call follows its arrival: an hour, once its arrival is moved an
+/// hour back.
+async fn the_inbox_age_shows_a_call_that_waits(db: Db) {
+    let svc = TestService::start(
+        db,
+        &[
+            ("METRICS_TOKEN", METRICS_TOKEN),
+            ("ERP_WEBHOOK_ALLOWLIST", "127.0.0.1/32"),
+            ("ERP_WEBHOOK_SECRET", WEBHOOK_SECRET),
+        ],
+    )
+    .await;
+    let erp_root = svc.erp.trim_end_matches("/webapp/api/v1").to_string();
+    let failing = json!({"path_prefix": "/webapp/api/v1/customer/id/5", "status": 503, "times": 100000});
+    crate::common::add_fault(&svc.client, &erp_root, failing).await;
+    let webhook = svc
+        .client
+        .post(svc.url("/api/v1/erp/webhooks?secret=hook-secret-123"))
+        .json(&json!({"entityName": "customer", "entityId": "5", "type": "updated"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(webhook.status(), 202);
+    let hour_ms: i64 = 3_600_000;
+    let moved = sqlx::query("UPDATE erp_webhook_inbox SET received_at = received_at - $1")
+        .bind(hour_ms)
+        .execute(svc.store().pool())
+        .await
+        .unwrap();
+    assert_eq!(moved.rows_affected(), 1);
+
+    let metrics = scrape(&svc).await;
+    let inbox = "integration_service_erp_webhook_inbox_calls";
+    assert_eq!(metrics.get(inbox, &[("state", "pending")]), 1.0, "the call waits for a retry");
+    let age = metrics.get("integration_service_erp_webhook_inbox_oldest_pending_age_seconds", &[]);
+    assert!((3600.0..3600.0 + 600.0).contains(&age), "an hour and the test's own time: {age}");
+    crate::common::clear_faults(&svc.client, &erp_root).await;
     svc.stop().await;
 }
 
@@ -436,6 +498,7 @@ async fn label_values_are_escaped(db: Db) {
 
 on_both_databases!(
     counts_requests_upstream_calls_flows_and_queues,
+    the_inbox_age_shows_a_call_that_waits,
     the_token_guards_metrics_when_set,
     label_values_are_escaped,
 );

@@ -88,6 +88,12 @@ async fn depths_and_the_overview_follow_the_calls() {
         store.inbox_attempt_failed(ids[4], "later", Some(now_ms() + 60_000)).await.unwrap();
         let depths = store.inbox_depths().await.unwrap();
         assert_eq!((depths.pending, depths.failed), (3, 1), "{:?}", store.dialect());
+        let (oldest,): (i64,) = sqlx::query_as("SELECT received_at FROM erp_webhook_inbox WHERE id = $1")
+            .bind(ids[3])
+            .fetch_one(store.pool())
+            .await
+            .unwrap();
+        assert_eq!(depths.oldest_pending_received_at, Some(oldest), "the oldest call still waiting");
         let counts = store.inbox_counts().await.unwrap();
         assert_eq!(counts, InboxCounts { pending: 3, done: 2, failed: 1 });
 
