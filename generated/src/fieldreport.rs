@@ -121,6 +121,20 @@ pub const ENTITIES: &[EntityInfo] = &[
         expand: &[],
     },
 ];
+/// The steps of `fieldreport setup` and `post`, each the route names of the sets it takes,
+/// in order (from the mirror file).
+pub const STAGES: &[&[&str]] = &[
+    &["itemTypes", "itemUnits", "costCenters", "tags", "qualifications", "users"],
+    &["companies", "contacts", "products", "serviceObjects"],
+    &["serviceRequests", "items", "documents", "timeEvents", "stepListTemplates"],
+];
+/// Fields the field-report system sets itself: never sent upstream (from the mirror file).
+pub const SYSTEM_FIELDS: &[&str] = &[
+    "created_at",
+    "updated_at",
+    "DateModified",
+    "DateOfCreation",
+];
 /// The entity set named by its route name (`costCenters`) or its set name (`CostCenters`).
 pub fn entity(name: &str) -> Option<&'static EntityInfo> {
     ENTITIES.iter().find(|e| e.route == name || e.set == name)

@@ -23,8 +23,9 @@ use crate::upstream::UpstreamError;
 use crate::upstream::fieldreport::FieldReportClient;
 use crate::vocabulary::field_errors::FieldErrors;
 
-/// Fields the upstream sets itself; never sent back on update.
-const SYSTEM_FIELDS: &[&str] = &["created_at", "updated_at", "DateModified", "DateOfCreation"];
+// Fields the upstream sets itself, never sent back on update: `system_fields` of
+// `spec/upstream/fieldreport/mirror.toml`.
+use generated::fieldreport::SYSTEM_FIELDS;
 pub const MAX_ID_LEN: usize = 255;
 pub const MAX_PER_PAGE: u32 = 500;
 

@@ -1,25 +1,20 @@
 //! The stages of the field-report mirror and setup (a staged initial pull): 1 reference data,
-//! 2 companies and what hangs on them, 3 service requests and the rest. `post` pushes in the
-//! same order ([`super::push`]).
+//! 2 companies and what hangs on them, 3 service requests and the rest, as
+//! `spec/upstream/fieldreport/mirror.toml` lists them (`generated::fieldreport::STAGES`).
+//! `post` pushes in the same order ([`super::push`]).
 
-use generated::fieldreport::EntityInfo;
+use generated::fieldreport::{EntityInfo, STAGES};
 
 use super::service::{FieldReportError, FieldReportService};
 use super::sync::SyncReport;
 use crate::error::FieldErrors;
-
-pub const STAGES: [&[&str]; 3] = [
-    &["itemTypes", "itemUnits", "costCenters", "tags", "qualifications", "users"],
-    &["companies", "contacts", "products", "serviceObjects"],
-    &["serviceRequests", "items", "documents", "timeEvents", "stepListTemplates"],
-];
 
 /// The entity sets of a stage (1 to 3), or of every stage in order.
 pub fn stage_entities(stage: Option<&str>) -> Result<Vec<&'static EntityInfo>, FieldReportError> {
     let routes: Vec<&str> = match stage {
         None => STAGES.iter().flat_map(|s| s.iter().copied()).collect(),
         Some(raw) => match raw.parse::<usize>() {
-            Ok(n @ 1..=3) => STAGES[n - 1].to_vec(),
+            Ok(n) if (1..=STAGES.len()).contains(&n) => STAGES[n - 1].to_vec(),
             _ => {
                 return Err(FieldReportError::Invalid(FieldErrors::from([(
                     "stage".to_string(),

@@ -109,6 +109,12 @@ pub fn generate(xml: &str, file: &str, mirror: &Mirror, mirror_file: &str) -> Re
             }
         }
     });
+    let route_of = |set: &str| set.to_lower_camel_case();
+    let stages = mirror.stages.iter().map(|stage| {
+        let routes = stage.iter().map(|set| route_of(set));
+        quote! { &[#(#routes),*] }
+    });
+    let system_fields = &mirror.system_fields;
     let visits = registry.entities.iter().map(|e| {
         let marker = quote::format_ident!("{}", e.set);
         quote! { visitor.visit::<sets::#marker>(); }
@@ -137,6 +143,13 @@ pub fn generate(xml: &str, file: &str, mirror: &Mirror, mirror_file: &str) -> Re
 
         /// The mirrored entity sets, in seed order.
         pub const ENTITIES: &[EntityInfo] = &[#(#rows),*];
+
+        /// The steps of `fieldreport setup` and `post`, each the route names of the sets it takes,
+        /// in order (from the mirror file).
+        pub const STAGES: &[&[&str]] = &[#(#stages),*];
+
+        /// Fields the field-report system sets itself: never sent upstream (from the mirror file).
+        pub const SYSTEM_FIELDS: &[&str] = &[#(#system_fields),*];
 
         /// The entity set named by its route name (`costCenters`) or its set name (`CostCenters`).
         pub fn entity(name: &str) -> Option<&'static EntityInfo> {
@@ -598,7 +611,8 @@ mod tests {
         Mirror::parse(text, "mirror.toml").unwrap()
     }
 
-    const MIRROR: &str = "[[set]]\nname = \"Companies\"\nexpand = [\"Contacts/Appointments\", \"MainContact\"]\n\
+    const MIRROR: &str = "stages = [[\"Companies\", \"Contacts\"]]\n\
+                          [[set]]\nname = \"Companies\"\nexpand = [\"Contacts/Appointments\", \"MainContact\"]\n\
                           [[set]]\nname = \"Contacts\"\n";
 
     #[test]
@@ -631,14 +645,15 @@ mod tests {
             Ok(_) => panic!("accepted"),
             Err(error) => format!("{error:#}"),
         };
-        let missing = error(V3, "[[set]]\nname = \"ServiceRequests\"\n");
+        let missing = error(V3, "stages = [[\"ServiceRequests\"]]\n[[set]]\nname = \"ServiceRequests\"\n");
         assert!(
             missing.contains("mirror.toml: the mirrored set \"ServiceRequests\" is not an entity set of v3.xml"),
             "{missing}"
         );
-        let path = error(V3, "[[set]]\nname = \"Companies\"\nexpand = [\"Contacts/Invoices\"]\n");
+        let path =
+            error(V3, "stages = [[\"Companies\"]]\n[[set]]\nname = \"Companies\"\nexpand = [\"Contacts/Invoices\"]\n");
         assert!(path.contains("expands \"Contacts/Invoices\"") && path.contains("no property \"Invoices\""), "{path}");
-        let scalar = error(V3, "[[set]]\nname = \"Companies\"\nexpand = [\"Name\"]\n");
+        let scalar = error(V3, "stages = [[\"Companies\"]]\n[[set]]\nname = \"Companies\"\nexpand = [\"Name\"]\n");
         assert!(scalar.contains("not a navigation property"), "{scalar}");
         let no_container = V3.replace("<EntityContainer", "<Ignored").replace("</EntityContainer>", "</Ignored>");
         assert!(error(&no_container, MIRROR).contains("no <EntityContainer>"));
@@ -724,12 +739,13 @@ mod properties {
             xml.push_str(&format!(r#"<EntitySet Name="{name}Set" EntityType="{prefix}.{name}"/>"#));
         }
         xml.push_str("</EntityContainer></Schema></edmx:DataServices></edmx:Edmx>");
-        let sets = types
+        let sets: Vec<MirroredSet> = types
             .iter()
             .filter(|(_, _, mirrored)| *mirrored)
             .map(|(name, _, _)| MirroredSet { name: format!("{name}Set"), expand: Vec::new() })
             .collect();
-        (xml, Mirror { sets })
+        let stages = vec![sets.iter().map(|set| set.name.clone()).collect()];
+        (xml, Mirror { system_fields: Vec::new(), stages, sets })
     }
 
     proptest! {
@@ -758,7 +774,8 @@ mod properties {
         #[test]
         fn anything_else_is_refused_not_a_panic(chars in prop::collection::vec(any::<char>(), 0..200)) {
             let text: String = chars.into_iter().collect();
-            let mirror = Mirror { sets: vec![MirroredSet { name: "Tags".into(), expand: Vec::new() }] };
+            let sets = vec![MirroredSet { name: "Tags".into(), expand: Vec::new() }];
+            let mirror = Mirror { system_fields: Vec::new(), stages: vec![vec!["Tags".into()]], sets };
             prop_assert!(registry(&text, "noise.xml", &mirror, "mirror.toml").is_err());
         }
     }

@@ -13,6 +13,13 @@ pub const MIRROR_FILE: &str = "mirror.toml";
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Mirror {
+    /// Fields the field-report system sets itself: stripped from a record before it is sent
+    /// upstream.
+    #[serde(default)]
+    pub system_fields: Vec<String>,
+    /// The steps of `fieldreport setup` and `post`, each the sets it takes in order; every
+    /// mirrored set in exactly one.
+    pub stages: Vec<Vec<String>>,
     #[serde(rename = "set")]
     pub sets: Vec<MirroredSet>,
 }
@@ -41,6 +48,18 @@ impl Mirror {
                 bail!("{file}: the set {:?} is listed twice", set.name);
             }
         }
+        let mut staged = std::collections::BTreeSet::new();
+        for name in mirror.stages.iter().flatten() {
+            if !seen.contains(name.as_str()) {
+                bail!("{file}: stages name {name:?}, which is not a mirrored [[set]]");
+            }
+            if !staged.insert(name.as_str()) {
+                bail!("{file}: {name:?} is in more than one stage");
+            }
+        }
+        if let Some(unstaged) = mirror.sets.iter().find(|set| !staged.contains(set.name.as_str())) {
+            bail!("{file}: the set {:?} is in no stage", unstaged.name);
+        }
         Ok(mirror)
     }
 }
@@ -52,7 +71,8 @@ mod tests {
     #[test]
     fn sets_and_expands_read_in_order() {
         let mirror = Mirror::parse(
-            "[[set]]\nname = \"Companies\"\nexpand = [\"Contacts\"]\n[[set]]\nname = \"Tags\"\n",
+            "system_fields = [\"DateModified\"]\nstages = [[\"Tags\"], [\"Companies\"]]\n\
+             [[set]]\nname = \"Companies\"\nexpand = [\"Contacts\"]\n[[set]]\nname = \"Tags\"\n",
             "mirror.toml",
         )
         .unwrap();
@@ -60,14 +80,23 @@ mod tests {
         assert_eq!(names, ["Companies", "Tags"]);
         assert_eq!(mirror.sets[0].expand, ["Contacts"]);
         assert!(mirror.sets[1].expand.is_empty());
+        assert_eq!(mirror.stages, [vec!["Tags".to_string()], vec!["Companies".to_string()]]);
+        assert_eq!(mirror.system_fields, ["DateModified"]);
     }
 
     #[test]
     fn mistakes_are_named() {
-        let twice = Mirror::parse("[[set]]\nname = \"Tags\"\n[[set]]\nname = \"Tags\"\n", "m.toml").unwrap_err();
-        assert!(format!("{twice:#}").contains("\"Tags\" is listed twice"));
-        let unknown = Mirror::parse("[[set]]\nname = \"Tags\"\nexpnad = []\n", "m.toml").unwrap_err();
-        assert!(format!("{unknown:#}").contains("expnad"), "{unknown:#}");
+        let parse = |text: &str| format!("{:#}", Mirror::parse(text, "m.toml").unwrap_err());
+        let twice = parse("stages = [[\"Tags\"]]\n[[set]]\nname = \"Tags\"\n[[set]]\nname = \"Tags\"\n");
+        assert!(twice.contains("\"Tags\" is listed twice"), "{twice}");
+        let unstaged = parse("stages = [[\"Tags\"]]\n[[set]]\nname = \"Tags\"\n[[set]]\nname = \"Users\"\n");
+        assert!(unstaged.contains("\"Users\" is in no stage"), "{unstaged}");
+        let unknown_set = parse("stages = [[\"Tags\", \"Tagz\"]]\n[[set]]\nname = \"Tags\"\n");
+        assert!(unknown_set.contains("\"Tagz\", which is not a mirrored"), "{unknown_set}");
+        let staged_twice = parse("stages = [[\"Tags\"], [\"Tags\"]]\n[[set]]\nname = \"Tags\"\n");
+        assert!(staged_twice.contains("more than one stage"), "{staged_twice}");
+        let unknown = parse("stages = [[\"Tags\"]]\n[[set]]\nname = \"Tags\"\nexpnad = []\n");
+        assert!(unknown.contains("expnad"), "{unknown}");
         assert!(Mirror::parse("", "m.toml").is_err());
     }
 }

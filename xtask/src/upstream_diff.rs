@@ -61,6 +61,8 @@ pub fn fieldreport(root: &Path, new: &Path) -> Result<Report> {
     let mut report = Report::default();
     // A mirrored set the new description lacks is reported, not an error: it is the news.
     let kept = Mirror {
+        system_fields: mirror.system_fields,
+        stages: mirror.stages,
         sets: mirror
             .sets
             .into_iter()
@@ -235,7 +237,11 @@ mod tests {
     const V3: &str = include_str!("../testdata/fieldreport-v3.xml");
 
     fn mirror() -> Mirror {
-        Mirror::parse("[[set]]\nname = \"Companies\"\nexpand = [\"Contacts\"]\n", "mirror.toml").unwrap()
+        Mirror::parse(
+            "stages = [[\"Companies\"]]\n[[set]]\nname = \"Companies\"\nexpand = [\"Contacts\"]\n",
+            "mirror.toml",
+        )
+        .unwrap()
     }
 
     fn company(xml: &str) -> BTreeMap<String, Value> {
