@@ -19,6 +19,7 @@ use crate::fieldreport::service::FieldReportService;
 use crate::front::docs_path::DocsPaths;
 use crate::front::tls::{TlsSetupError, TlsTerminator};
 use crate::front::{self, Front};
+use crate::jobs::runner::JobRunner;
 use crate::leasing::calculation::Factors;
 use crate::store::Store;
 
@@ -44,6 +45,9 @@ pub struct RunningService {
     stop_front: Option<oneshot::Sender<()>>,
     front_task: JoinHandle<()>,
     inbox_worker: Option<InboxWorker>,
+    job_runner: Option<JobRunner>,
+    /// Queues `SCHEDULE`'s jobs; `None` when nothing is scheduled.
+    scheduler: Option<JoinHandle<()>>,
     janitor: JoinHandle<()>,
     /// Postgres: hears of token and user changes for the token cache.
     change_listener: Option<JoinHandle<()>>,
@@ -73,6 +77,13 @@ impl RunningService {
         if let Some(worker) = self.inbox_worker.take() {
             worker.stop().await;
         }
+        if let Some(scheduler) = &self.scheduler {
+            scheduler.abort();
+        }
+        // Jobs in flight end at their next page (the stop above) and go back to the queue.
+        if let Some(runner) = self.job_runner.take() {
+            runner.stop().await;
+        }
         self.janitor.abort();
         if let Some(listener) = &self.change_listener {
             listener.abort();
@@ -101,8 +112,11 @@ pub async fn start(config: &Config, log: &Logger) -> Result<RunningService, Star
         Some(files) => Some(Arc::new(TlsTerminator::from_pem_files(&files.cert, &files.key)?)),
         None => None,
     };
-    let Services { store, auth, openapi, metrics, fieldreport, erp, leasing } = Services::assemble(config).await?;
+    let Services { store, auth, openapi, metrics, fieldreport, erp, leasing, jobs } =
+        Services::assemble(config).await?;
     let inbox_worker = erp.start_worker(log.new(o!("component" => "erp-inbox")));
+    let job_runner = jobs.start_runner(log.new(o!("component" => "jobs")));
+    let scheduler = jobs.start_scheduler(config.jobs.schedule.clone(), log.new(o!("component" => "schedule")));
     let janitor = tokio::spawn(janitor(store.clone(), log.new(o!("component" => "janitor"))));
     let change_listener = store.listen_for_changes(&config.store.database_url);
     let context_fieldreport = fieldreport.clone();
@@ -119,6 +133,7 @@ pub async fn start(config: &Config, log: &Logger) -> Result<RunningService, Star
         leasing,
         fieldreport,
         erp,
+        jobs,
         metrics: metrics.clone(),
         metrics_token: config.api.metrics_token.clone(),
         held_calls,
@@ -172,6 +187,8 @@ pub async fn start(config: &Config, log: &Logger) -> Result<RunningService, Star
         stop_front: Some(stop_front),
         front_task,
         inbox_worker: Some(inbox_worker),
+        job_runner: Some(job_runner),
+        scheduler,
         janitor,
         change_listener,
         fieldreport: context_fieldreport,

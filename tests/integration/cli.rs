@@ -439,9 +439,14 @@ fn each_command_names_the_environment_variables_it_reads() {
         assert!(serve.contains(name), "serve --help does not name {name}:\n{serve}");
     }
     assert!(serve.contains("[env: BIND_ADDRESS"), "{serve}");
-    for command in
-        [&["migrate"][..], &["user", "create"], &["user", "list"], &["token", "revoke"], &["fieldreport", "sync"]]
-    {
+    for command in [
+        &["migrate"][..],
+        &["user", "create"],
+        &["user", "list"],
+        &["token", "revoke"],
+        &["fieldreport", "sync"],
+        &["jobs", "run"],
+    ] {
         assert!(help(command).contains("DATABASE_URL"), "{command:?} --help does not name DATABASE_URL");
     }
     for command in [&["fieldreport"][..], &["fieldreport", "post"], &["erp", "pull"]] {
