@@ -73,7 +73,7 @@ impl Services {
             WebhookGuard { allowlist: config.erp.webhook_allowlist.clone(), secret: config.erp.webhook_secret.clone() },
         );
         let leasing = leasing_service(config, storage, erp_client, &metrics)?;
-        let jobs = JobsService::new(store.clone(), fieldreport.clone(), erp.clone());
+        let jobs = JobsService::new(store.clone(), fieldreport.clone(), erp.clone(), metrics.clone());
         Ok(Services { store, auth, openapi: Arc::new(openapi), metrics, fieldreport, erp, leasing, jobs })
     }
 }

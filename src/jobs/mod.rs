@@ -21,6 +21,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::erp::ErpService;
 use crate::fieldreport::service::FieldReportService;
+use crate::metrics::Metrics;
 use crate::store::Store;
 use crate::store::jobs::{JobFilter, JobRow};
 pub use error::JobError;
@@ -45,6 +46,7 @@ pub struct JobsService {
     store: Store,
     fieldreport: FieldReportService,
     erp: ErpService,
+    metrics: Arc<Metrics>,
     /// Wakes this instance's runner when a job was queued here.
     wake: Arc<tokio::sync::Notify>,
     /// The flags of the jobs running here, so that a cancel asked here stops its job at once
@@ -53,8 +55,8 @@ pub struct JobsService {
 }
 
 impl JobsService {
-    pub fn new(store: Store, fieldreport: FieldReportService, erp: ErpService) -> JobsService {
-        JobsService { store, fieldreport, erp, wake: Default::default(), running: Default::default() }
+    pub fn new(store: Store, fieldreport: FieldReportService, erp: ErpService, metrics: Arc<Metrics>) -> JobsService {
+        JobsService { store, fieldreport, erp, metrics, wake: Default::default(), running: Default::default() }
     }
 
     /// Queues a job of `kind` for `target` (every target of the kind without one).

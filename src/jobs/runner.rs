@@ -148,8 +148,8 @@ impl JobsService {
             .await
         {
             Ok(true) => {
-                slog::info!(log, "job ended"; "status" => status, "error" => error.as_deref().unwrap_or(""),
-                    "seconds" => started.elapsed().as_secs_f64());
+                self.metrics.job_finished(&job.kind, &job.target, status, started.elapsed());
+                slog::info!(log, "job ended"; "status" => status, "error" => error.as_deref().unwrap_or(""));
             }
             Ok(false) => slog::warn!(log, "job ended after another instance took it over"; "status" => status),
             Err(store_error) => slog::warn!(log, "recording a job's end failed"; "error" => %store_error),

@@ -46,7 +46,7 @@ async fn slow_tags(svc: &TestService, ms: u64) {
     .await;
 }
 
-async fn a_sync_job_runs_once_and_reports_like_the_tool_route(db: Db) {
+async fn a_sync_job_runs_once_reports_like_the_tool_route_and_is_counted(db: Db) {
     let svc = TestService::start(db, &[]).await;
     let token = svc.user_token().await;
     svc.seed("Tags", 750).await;
@@ -82,6 +82,30 @@ async fn a_sync_job_runs_once_and_reports_like_the_tool_route(db: Db) {
     assert_eq!(all["status"], "succeeded", "{all}");
     assert_eq!(all["result"].as_array().unwrap().len(), 15);
 
+    let metrics = svc.client.get(svc.url("/metrics")).send().await.unwrap().text().await.unwrap();
+    assert!(
+        metrics.contains(
+            "integration_jobs_finished_total{kind=\"fieldreport.sync\",target=\"tags\",status=\"succeeded\"} 1\n"
+        ),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains(
+            "integration_jobs_finished_total{kind=\"fieldreport.sync\",target=\"*\",status=\"succeeded\"} 1\n"
+        )
+    );
+    assert!(metrics.contains(
+        "integration_job_duration_seconds_count{kind=\"fieldreport.sync\",target=\"tags\",status=\"succeeded\"} 1\n"
+    ));
+    let last_success = metrics
+        .lines()
+        .find(|l| {
+            l.starts_with("integration_job_last_success_timestamp_seconds{kind=\"fieldreport.sync\",target=\"tags\"}")
+        })
+        .expect("the last success of the tags sync");
+    let at: f64 = last_success.rsplit(' ').next().unwrap().parse().unwrap();
+    let finished = chrono::DateTime::parse_from_rfc3339(done["finished_at"].as_str().unwrap()).unwrap();
+    assert_eq!((at * 1000.0).round() as i64, finished.timestamp_millis());
     svc.stop().await;
 }
 
@@ -241,7 +265,7 @@ async fn the_command_line_queues_a_job_and_follows_it(db: Db) {
 }
 
 on_both_databases!(
-    a_sync_job_runs_once_and_reports_like_the_tool_route,
+    a_sync_job_runs_once_reports_like_the_tool_route_and_is_counted,
     bad_jobs_are_refused_and_a_running_one_is_cancelled_at_its_next_page,
     jobs_survive_a_restart_and_a_stopped_instances_job_is_taken_over,
     the_schedule_queues_jobs_and_skips_a_tick_while_one_runs,
