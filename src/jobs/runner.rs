@@ -93,9 +93,7 @@ impl JobsService {
             let _ = self.store.job_release(job.id, &owner).await;
             return;
         };
-        if job.attempts > 1 {
-            slog::info!(log, "job taken over or resumed"; "attempt" => job.attempts);
-        }
+        slog::info!(log, "job started"; "attempt" => job.attempts);
         let cancel = Arc::new(AtomicBool::new(job.cancel_requested));
         let lost = Arc::new(AtomicBool::new(false));
         let stop_work = Arc::new(AtomicBool::new(job.cancel_requested));

@@ -264,6 +264,53 @@ async fn the_command_line_queues_a_job_and_follows_it(db: Db) {
     svc.stop().await;
 }
 
+/// Two instances on one Postgres database: every job runs once, a second job of a kind and
+/// target is refused at either, and a cancel asked at the instance that does not run the job
+/// stops it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_instances_run_each_job_once_and_a_cancel_reaches_the_other() {
+    let Some((first, second, _sql)) = crate::common::two_instances_on_postgres().await else { return };
+    let token = first.user_token().await;
+    let stage_one = ["itemTypes", "itemUnits", "costCenters", "tags", "qualifications", "users"];
+    let mut ids = Vec::new();
+    for (n, entity) in stage_one.iter().enumerate() {
+        let at = if n % 2 == 0 { &first } else { &second };
+        let job: Value =
+            create(at, &token, json!({"kind": "fieldreport.sync", "target": entity})).await.json().await.unwrap();
+        ids.push(job["id"].as_i64().unwrap());
+    }
+    for id in &ids {
+        let done = wait_for(&first, &token, *id, ended).await;
+        assert_eq!((done["status"].as_str(), done["attempts"].as_i64()), (Some("succeeded"), Some(1)), "{done}");
+    }
+    let ran_at = |svc: &TestService, id: i64| {
+        svc.log.text().lines().any(|l| l.contains("\"msg\":\"job started\"") && l.contains(&format!("\"job\":{id},")))
+    };
+    for id in &ids {
+        assert!(ran_at(&first, *id) != ran_at(&second, *id), "job {id} ran at exactly one instance");
+    }
+
+    for svc in [&first, &second] {
+        svc.seed("Tags", 1500).await;
+        slow_tags(svc, 300).await;
+    }
+    let job: Value =
+        create(&first, &token, json!({"kind": "fieldreport.reconcile", "target": "tags"})).await.json().await.unwrap();
+    let id = job["id"].as_i64().unwrap();
+    let refused =
+        error_body(create(&second, &token, json!({"kind": "fieldreport.reconcile", "target": "tags"})).await, 409)
+            .await;
+    assert_eq!(refused["error_code"], "job_active");
+    wait_for(&first, &token, id, |job| job["progress"]["done"].as_i64().unwrap() > 0).await;
+    let other = if ran_at(&first, id) { &second } else { &first };
+    let asked = other.call(&token, Method::POST, &format!("/api/v1/jobs/{id}/cancel"), None).await;
+    assert_eq!(asked.status(), 200);
+    let cancelled = wait_for(&first, &token, id, ended).await;
+    assert_eq!(cancelled["status"], "cancelled", "{cancelled}");
+    first.stop().await;
+    second.stop().await;
+}
+
 on_both_databases!(
     a_sync_job_runs_once_reports_like_the_tool_route_and_is_counted,
     bad_jobs_are_refused_and_a_running_one_is_cancelled_at_its_next_page,
