@@ -136,9 +136,28 @@ impl From<JobRow> for Job {
 
 /// One page of the history, newest first.
 #[derive(Serialize, JsonSchema)]
+#[schemars(example = "JobPage::example")]
 pub struct JobPage {
     pub data: Vec<Job>,
     pub meta: PageMeta,
+}
+
+impl JobPage {
+    fn example() -> Value {
+        json!({
+            "data": [{
+                "id": 41, "kind": "erp.pull", "target": null, "status": "succeeded",
+                "scheduled": true, "cancel_requested": false,
+                "progress": {"done": 120, "total": null, "current": "customer"},
+                "result": [{"model": "customer", "pages": 1, "fetched": 120, "inserted": 3, "updated": 7,
+                            "unchanged": 110, "removed": 0, "cursor": 1764235800000_i64, "errors": []}],
+                "error": null, "attempts": 1,
+                "created_at": "2026-11-27T09:00:00.002Z", "started_at": "2026-11-27T09:00:00.120Z",
+                "finished_at": "2026-11-27T09:00:02.480Z"
+            }],
+            "meta": {"current_page": 1, "per_page": 20, "total": 1, "last_page": 1}
+        })
+    }
 }
 
 #[derive(Deserialize, JsonSchema)]

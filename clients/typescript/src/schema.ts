@@ -2961,7 +2961,50 @@ export interface components {
             /** @description The entity set (route name), stage or model; null: every target of the kind. */
             target?: string | null;
         };
-        /** @description One page of the history, newest first. */
+        /**
+         * @description One page of the history, newest first.
+         * @example {
+         *       "data": [
+         *         {
+         *           "attempts": 1,
+         *           "cancel_requested": false,
+         *           "created_at": "2026-11-27T09:00:00.002Z",
+         *           "error": null,
+         *           "finished_at": "2026-11-27T09:00:02.480Z",
+         *           "id": 41,
+         *           "kind": "erp.pull",
+         *           "progress": {
+         *             "current": "customer",
+         *             "done": 120,
+         *             "total": null
+         *           },
+         *           "result": [
+         *             {
+         *               "cursor": 1764235800000,
+         *               "errors": [],
+         *               "fetched": 120,
+         *               "inserted": 3,
+         *               "model": "customer",
+         *               "pages": 1,
+         *               "removed": 0,
+         *               "unchanged": 110,
+         *               "updated": 7
+         *             }
+         *           ],
+         *           "scheduled": true,
+         *           "started_at": "2026-11-27T09:00:00.120Z",
+         *           "status": "succeeded",
+         *           "target": null
+         *         }
+         *       ],
+         *       "meta": {
+         *         "current_page": 1,
+         *         "last_page": 1,
+         *         "per_page": 20,
+         *         "total": 1
+         *       }
+         *     }
+         */
         JobPage: {
             data: components["schemas"]["Job"][];
             meta: components["schemas"]["PageMeta"];
