@@ -14,6 +14,7 @@ use crate::erp::ErpService;
 use crate::erp::templates::ErpTemplates;
 use crate::erp::webhook::WebhookGuard;
 use crate::fieldreport::service::FieldReportService;
+use crate::jobs::JobsService;
 use crate::leasing::service::LeasingService;
 use crate::mail::Mailer;
 use crate::metrics::Metrics;
@@ -46,6 +47,7 @@ pub struct Services {
     pub fieldreport: FieldReportService,
     pub erp: ErpService,
     pub leasing: LeasingService,
+    pub jobs: JobsService,
 }
 
 impl Services {
@@ -71,7 +73,8 @@ impl Services {
             WebhookGuard { allowlist: config.erp.webhook_allowlist.clone(), secret: config.erp.webhook_secret.clone() },
         );
         let leasing = leasing_service(config, storage, erp_client, &metrics)?;
-        Ok(Services { store, auth, openapi: Arc::new(openapi), metrics, fieldreport, erp, leasing })
+        let jobs = JobsService::new(store.clone(), fieldreport.clone(), erp.clone(), metrics.clone());
+        Ok(Services { store, auth, openapi: Arc::new(openapi), metrics, fieldreport, erp, leasing, jobs })
     }
 }
 

@@ -19,6 +19,7 @@ use serde::Deserialize;
 use crate::api::config::ApiConfig;
 use crate::auth::AuthConfig;
 use crate::front::config::FrontConfig;
+use crate::jobs::config::JobsConfig;
 use crate::mail::MailConfig;
 use crate::storage::{S3Config, StorageLocation};
 use crate::store::config::StoreConfig;
@@ -70,6 +71,7 @@ pub const SETTING_NAMES: &[&str] = &[
     "S3_ACCESS_KEY_ID",
     "S3_SECRET_ACCESS_KEY",
     "S3_ALLOW_HTTP",
+    "SCHEDULE",
 ];
 
 pub use crate::telemetry::LogFormat;
@@ -94,6 +96,8 @@ pub struct Config {
     pub leasing: LeasingConfig,
     pub fieldreport: FieldReportConfig,
     pub erp: ErpConfig,
+    /// Jobs queued at intervals (`SCHEDULE`).
+    pub jobs: JobsConfig,
     pub log_format: LogFormat,
 }
 
@@ -186,6 +190,7 @@ impl Config {
             leasing: LeasingConfig::read(&raw)?,
             fieldreport: FieldReportConfig::read(&raw)?,
             erp: ErpConfig::read(&raw)?,
+            jobs: JobsConfig::read(&raw)?,
             log_format: LogFormat::read(&raw)?,
         })
     }

@@ -13,6 +13,7 @@ use crate::auth::AuthError;
 use crate::erp::ErpError;
 use crate::erp::webhook::WebhookRefusal;
 use crate::fieldreport::service::FieldReportError;
+use crate::jobs::JobError;
 use crate::leasing::service::LeasingError;
 use crate::store::StoreError;
 use crate::telemetry;
@@ -312,6 +313,18 @@ impl From<FieldReportError> for ApiError {
             FieldReportError::Upstream(e) => e.into(),
             FieldReportError::Store(e) => e.into(),
             FieldReportError::Internal(detail) => Self::internal(detail),
+        }
+    }
+}
+
+impl From<JobError> for ApiError {
+    fn from(error: JobError) -> Self {
+        match error {
+            JobError::Invalid(errors) => Self::validation(errors),
+            JobError::NotFound(_) => Self::not_found(error.to_string()),
+            JobError::Active { .. } => Self::new(ErrorStatusCode::CONFLICT, "job_active", error.to_string()),
+            JobError::Ended { .. } => Self::new(ErrorStatusCode::CONFLICT, "job_ended", error.to_string()),
+            JobError::Store(e) => e.into(),
         }
     }
 }

@@ -20,6 +20,7 @@ pub mod erp;
 pub mod error;
 pub mod fieldreport;
 pub mod front;
+pub mod jobs;
 pub mod leasing;
 pub mod mail;
 pub mod metrics;

@@ -20,6 +20,7 @@ use crate::fieldreport::service::FieldReportService;
 use crate::front::docs_path::DocsPaths;
 use crate::front::tls::{TlsSetupError, TlsTerminator};
 use crate::front::{self, Front};
+use crate::jobs::runner::JobRunner;
 use crate::leasing::calculation::Factors;
 use crate::store::Store;
 
@@ -45,6 +46,9 @@ pub struct RunningService {
     stop_front: Option<oneshot::Sender<()>>,
     front_task: JoinHandle<()>,
     inbox_worker: Option<InboxWorker>,
+    job_runner: Option<JobRunner>,
+    /// Queues `SCHEDULE`'s jobs; `None` when nothing is scheduled.
+    scheduler: Option<JoinHandle<()>>,
     janitor: JoinHandle<()>,
     /// Writes token uses every few seconds; the last ones are written at shutdown.
     last_used_writer: JoinHandle<()>,
@@ -77,6 +81,13 @@ impl RunningService {
         let _ = (&mut self.front_task).await;
         if let Some(worker) = self.inbox_worker.take() {
             worker.stop().await;
+        }
+        if let Some(scheduler) = &self.scheduler {
+            scheduler.abort();
+        }
+        // Jobs in flight end at their next page (the stop above) and go back to the queue.
+        if let Some(runner) = self.job_runner.take() {
+            runner.stop().await;
         }
         self.janitor.abort();
         self.last_used_writer.abort();
@@ -123,8 +134,11 @@ pub async fn start(config: &Config, log: &Logger) -> Result<RunningService, Star
         Some(files) => Some(Arc::new(TlsTerminator::from_pem_files(&files.cert, &files.key)?)),
         None => None,
     };
-    let Services { store, auth, openapi, metrics, fieldreport, erp, leasing } = Services::assemble(config).await?;
+    let Services { store, auth, openapi, metrics, fieldreport, erp, leasing, jobs } =
+        Services::assemble(config).await?;
     let inbox_worker = erp.start_worker(log.new(o!("component" => "erp-inbox")));
+    let job_runner = jobs.start_runner(log.new(o!("component" => "jobs")));
+    let scheduler = jobs.start_scheduler(config.jobs.schedule.clone(), log.new(o!("component" => "schedule")));
     let janitor = tokio::spawn(janitor(store.clone(), log.new(o!("component" => "janitor"))));
     let last_used_writer = tokio::spawn(write_last_used(auth.clone(), log.new(o!("component" => "last-used"))));
     let change_listener = store.listen_for_changes(&config.store.database_url);
@@ -142,6 +156,7 @@ pub async fn start(config: &Config, log: &Logger) -> Result<RunningService, Star
         leasing,
         fieldreport,
         erp,
+        jobs,
         metrics: metrics.clone(),
         metrics_token: config.api.metrics_token.clone(),
         held_calls,
@@ -195,6 +210,8 @@ pub async fn start(config: &Config, log: &Logger) -> Result<RunningService, Star
         stop_front: Some(stop_front),
         front_task,
         inbox_worker: Some(inbox_worker),
+        job_runner: Some(job_runner),
+        scheduler,
         janitor,
         last_used_writer,
         auth,

@@ -22,6 +22,7 @@ pub struct ApiContext {
     pub leasing: LeasingService,
     pub fieldreport: FieldReportService,
     pub erp: crate::erp::ErpService,
+    pub jobs: crate::jobs::JobsService,
     pub metrics: Arc<Metrics>,
     /// When set, `GET /metrics` needs `Authorization: Bearer <METRICS_TOKEN>`.
     pub metrics_token: Option<secrecy::SecretString>,

@@ -2,7 +2,7 @@
 //! document.
 //!
 //! A route lives in one place: one `#[dropshot::endpoint]` function in its area's module
-//! (`auth`, `leasing`, `fieldreport`, `erp`, `operations`, `docs_page`), with the public path
+//! (`auth`, `leasing`, `fieldreport`, `erp`, `jobs`, `operations`, `docs_page`), with the public path
 //! in its attribute, its doc comment as the document's summary (first line) and description
 //! (the rest), and the handler body; plus one line in [`description`]. A route that needs a
 //! bearer token says so in its signature: it takes a [`guard::BearerToken`] right after the
@@ -26,6 +26,7 @@ pub mod fieldreport_tools;
 pub mod guard;
 pub mod held_calls;
 pub mod idempotency;
+pub mod jobs;
 pub mod leasing;
 pub mod leasing_schema;
 pub mod openapi;
@@ -49,6 +50,10 @@ const TAGS: &[(&str, &str)] = &[
     (
         "fieldreport",
         "The local mirror of the field-report system's 15 entity types; writes are forwarded to the upstream.",
+    ),
+    (
+        "jobs",
+        "Long work (field-report syncs, setups, posts; ERP pulls) queued and followed by id, with progress, history and cancellation.",
     ),
     ("leasing", "Financing requests at the leasing provider, the one-shot request flow, and lease calculations."),
     ("operations", "Liveness and readiness probes and metrics for operators and orchestrators."),
@@ -121,6 +126,10 @@ pub fn description() -> ApiDescription<ApiContext> {
         erp::erp_push_attribute.into(),
         erp::erp_field_report_post_all.into(),
         erp::erp_field_report_post.into(),
+        jobs::jobs_create.into(),
+        jobs::jobs_list.into(),
+        jobs::jobs_show.into(),
+        jobs::jobs_cancel.into(),
         operations::bench_constant.into(),
         operations::healthz.into(),
         operations::readyz.into(),

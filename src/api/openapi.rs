@@ -204,6 +204,9 @@ fn complete(doc: &mut Value) {
             if op_id == "metrics" {
                 complete_metrics_operation(op, &error_content);
             }
+            if tags.iter().any(|t| t == "jobs") {
+                complete_jobs_operation(op, &op_id);
+            }
             if op_id.starts_with("erp_webhook") {
                 op["responses"]["401"] = json!({
                     "description": "`ERP_WEBHOOK_SECRET` is set and the call did not carry it as `?secret=` or `X-Webhook-Secret` (`invalid_webhook_secret`).",
@@ -297,6 +300,36 @@ fn upstream_errors(op: &mut Value) {
     op["responses"]["502"] = reference("BadGateway");
     op["responses"]["503"] = reference("UpstreamUnavailable");
     op["responses"]["504"] = reference("GatewayTimeout");
+}
+
+/// The answers of the jobs routes besides success: an unknown job, an active or ended one, a
+/// bad filter.
+fn complete_jobs_operation(op: &mut Value, op_id: &str) {
+    let example = |code: &str, message: &str| {
+        json!({"application/json": {
+            "schema": {"$ref": "#/components/schemas/ApiError"},
+            "example": {"message": message, "error_code": code, "request_id": "0d5c1e3e-8b7f-4f4e-9c57-2f1f0c9e1a11"}
+        }})
+    };
+    if op_id == "jobs_show" || op_id == "jobs_cancel" {
+        op["responses"]["404"] =
+            json!({"description": "No such job (`not_found`).", "content": example("not_found", "no job 42")});
+    }
+    if op_id == "jobs_create" {
+        op["responses"]["409"] = json!({
+            "description": "A job of the same kind and target is queued or running (`job_active`); the message names it.",
+            "content": example("job_active", "job 41 (fieldreport.sync of companies) is running; follow it at /api/v1/jobs/41 or cancel it first")
+        });
+    }
+    if op_id == "jobs_cancel" {
+        op["responses"]["409"] = json!({
+            "description": "The job has already succeeded or failed (`job_ended`).",
+            "content": example("job_ended", "job 42 has already ended (succeeded)")
+        });
+    }
+    if op_id == "jobs_list" {
+        op["responses"]["422"] = json!({"$ref": "#/components/responses/ValidationFailed"});
+    }
 }
 
 /// The exposition's media type and the optional metrics token.

@@ -3,6 +3,7 @@
 
 mod erp;
 mod fieldreport;
+mod jobs;
 mod process;
 mod serve;
 mod signals;
@@ -85,6 +86,9 @@ enum Command {
     /// ERP mirror tooling.
     #[command(subcommand)]
     Erp(ErpCommand),
+    /// Queue long work as a job (run by a serving instance) and follow it; list, show, cancel.
+    #[command(subcommand)]
+    Jobs(jobs::JobsCommand),
     /// For `cargo xtask bench`: insert the mirrored documents of a field-report entity into a
     /// scratch table (or, with `--into-mirror`, into the mirror as a set of their own) with a
     /// plain batched loop and print the rate.
@@ -167,6 +171,7 @@ fn parse_command_line() -> Cli {
         .mut_subcommand("erp", |c| {
             with_footer(c, ERP_SETTINGS).mut_subcommand("webhooks", |c| with_footer(c, WEBHOOK_SETTINGS))
         })
+        .mut_subcommand("jobs", |c| with_footer(c, DATABASE_SETTINGS))
         .mut_subcommand("sandbox", |c| c.after_help(reads(SANDBOX_SETTINGS)))
         .mut_subcommand("openapi", |c| c.after_help("Reads no settings."));
     Cli::from_arg_matches(&command.get_matches()).unwrap_or_else(|error| error.exit())
@@ -299,6 +304,7 @@ async fn run(command: Command, mut config: Config) -> anyhow::Result<()> {
             let services = Services::assemble(&config).await?;
             fieldreport::post(&services, stage.as_deref(), r#type.as_deref(), entity.as_deref()).await
         }
+        Command::Jobs(command) => jobs::jobs(&Services::assemble(&config).await?, command).await,
         Command::Openapi => unreachable!("handled before configuration is loaded"),
     }
 }

@@ -99,6 +99,24 @@ impl ErpService {
         &self.inner.store
     }
 
+    /// The same service over another field-report handle (a job's cancellable one, whose
+    /// cancel also ends this service's pulls at their next page).
+    pub fn with_fieldreport(&self, fieldreport: FieldReportService) -> ErpService {
+        let inner = &self.inner;
+        ErpService {
+            inner: Arc::new(Inner {
+                store: inner.store.clone(),
+                client: inner.client.clone(),
+                fieldreport,
+                guard: inner.guard.clone(),
+                wake: tokio::sync::Notify::new(),
+                // An owner of its own: a pull of this handle and one of the instance's never
+                // take each other's lease for their own.
+                instance: format!("erp-{}", uuid::Uuid::new_v4().simple()),
+            }),
+        }
+    }
+
     pub fn client(&self) -> Result<&ErpClient, ErpError> {
         self.inner.client.as_ref().map_err(|e| ErpError::Upstream(e.clone()))
     }

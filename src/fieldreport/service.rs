@@ -88,6 +88,9 @@ pub struct FieldReportService {
     /// Set when the process stops (Ctrl-C, SIGTERM): long work (syncs, pulls, pushes) ends
     /// after its current page or record, releasing its claims, so the next run resumes.
     stop: Arc<AtomicBool>,
+    /// Set to end the work of this handle only (a job that was cancelled or lost its lease),
+    /// at the same points as a stop of the process.
+    cancel: Option<Arc<AtomicBool>>,
 }
 
 fn invalid(field: &str, message: &str) -> FieldReportError {
@@ -141,7 +144,7 @@ pub fn entity_named(name: &str) -> Result<&'static EntityInfo, FieldReportError>
 
 impl FieldReportService {
     pub fn new(store: Store, client: Result<FieldReportClient, UpstreamError>) -> Self {
-        FieldReportService { store, client, stop: Arc::new(AtomicBool::new(false)) }
+        FieldReportService { store, client, stop: Arc::new(AtomicBool::new(false)), cancel: None }
     }
 
     /// Asks long work in progress to end after its current page or record.
@@ -149,9 +152,21 @@ impl FieldReportService {
         self.stop.store(true, Ordering::SeqCst);
     }
 
-    /// `Err(Interrupted)` once a stop was requested.
+    /// The same service whose long work also ends, as on a stop of the process, once
+    /// `cancel` is set: the handle a job runs with.
+    pub fn cancellable(&self, cancel: Arc<AtomicBool>) -> FieldReportService {
+        FieldReportService { cancel: Some(cancel), ..self.clone() }
+    }
+
+    /// `Err(Interrupted)` once a stop (or this handle's cancel) was requested.
     pub fn check_stop(&self) -> Result<(), FieldReportError> {
-        if self.stop.load(Ordering::SeqCst) { Err(FieldReportError::Interrupted) } else { Ok(()) }
+        let cancelled = self.cancel.as_ref().is_some_and(|cancel| cancel.load(Ordering::SeqCst));
+        if cancelled || self.stop.load(Ordering::SeqCst) { Err(FieldReportError::Interrupted) } else { Ok(()) }
+    }
+
+    /// Whether the process is stopping (not merely this handle cancelled).
+    pub fn stopping(&self) -> bool {
+        self.stop.load(Ordering::SeqCst)
     }
 
     pub(super) fn client(&self) -> Result<&FieldReportClient, FieldReportError> {

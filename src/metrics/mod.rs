@@ -15,6 +15,7 @@
 //! fixed sets.
 
 pub mod exposition;
+pub mod jobs;
 pub mod operations;
 pub mod process;
 pub mod timing;
@@ -108,6 +109,8 @@ pub struct DatabaseGauges {
     /// Field-report record and page lookups answered from memory and from the database;
     /// `None` where nothing is cached (an in-memory SQLite database).
     pub record_cache_lookups: Option<(u64, u64)>,
+    /// When each job kind and target last succeeded (epoch ms); `None` when the query failed.
+    pub job_last_successes: Option<Vec<(String, String, i64)>>,
 }
 
 impl DatabaseGauges {
@@ -132,6 +135,10 @@ impl DatabaseGauges {
             Err(error) => {
                 crate::telemetry::report_internal_error(&format!("metrics: field-report push queue: {error}"))
             }
+        }
+        match store.job_last_successes().await {
+            Ok(successes) => gauges.job_last_successes = Some(successes),
+            Err(error) => crate::telemetry::report_internal_error(&format!("metrics: job successes: {error}")),
         }
         gauges
     }
@@ -168,6 +175,7 @@ pub struct Metrics {
     leasing_other: [AtomicU64; LeasingFlow::ALL.len()],
     connections_open: AtomicU64,
     connections_refused: [AtomicU64; ConnectionRefusal::ALL.len()],
+    jobs: jobs::JobTimings,
     started_at: SystemTime,
 }
 
@@ -182,6 +190,7 @@ impl Metrics {
             leasing_other: Default::default(),
             connections_open: AtomicU64::new(0),
             connections_refused: Default::default(),
+            jobs: Default::default(),
             started_at: SystemTime::now(),
         }
     }
@@ -209,6 +218,11 @@ impl Metrics {
         };
     }
 
+    /// A job ended at this instance (`status`: succeeded, failed or cancelled).
+    pub fn job_finished(&self, kind: &str, target: &str, status: &str, elapsed: Duration) {
+        self.jobs.observe(kind, target, status, elapsed);
+    }
+
     pub fn connection_opened(&self) {
         self.connections_open.fetch_add(1, Ordering::Relaxed);
     }
@@ -229,6 +243,10 @@ impl Metrics {
         self.render_upstream(&mut out);
         self.render_leasing(&mut out);
         render_database(&mut out, database);
+        self.jobs.render(&mut out);
+        if let Some(successes) = &database.job_last_successes {
+            jobs::render_last_successes(&mut out, successes);
+        }
         self.render_process(&mut out);
         out.into_text()
     }

@@ -29,6 +29,7 @@ pub mod fieldreport_sync;
 pub mod fieldreport_unsettled;
 pub mod flows;
 pub mod idempotency;
+pub mod jobs;
 pub mod lease;
 pub mod login_failures;
 pub mod tokens;

@@ -450,6 +450,7 @@ fn each_command_names_the_environment_variables_it_reads() {
         &["token", "list"],
         &["token", "revoke"],
         &["fieldreport", "sync"],
+        &["jobs", "run"],
     ] {
         assert!(help(command).contains("DATABASE_URL"), "{command:?} --help does not name DATABASE_URL");
     }

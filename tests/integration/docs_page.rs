@@ -71,7 +71,7 @@ async fn assert_lists_every_operation(page: &str) {
     let by_tag = operations_by_tag();
     assert_eq!(
         by_tag.keys().map(String::as_str).collect::<Vec<_>>(),
-        ["auth", "erp", "fieldreport", "leasing", "operations"]
+        ["auth", "erp", "fieldreport", "jobs", "leasing", "operations"]
     );
     for (tag, operations) in &by_tag {
         let (dom, stderr) = chromium(&format!("{page}#/{tag}"), &["--dump-dom".to_string()]).await;

@@ -21,6 +21,7 @@ mod fieldreport_push;
 mod fieldreport_sync;
 mod histories;
 mod http;
+mod jobs;
 mod leasing;
 mod leasing_calculate;
 mod leasing_flow;

@@ -61,6 +61,9 @@ async fn named_tokens_hold_only_their_abilities(db: Db) {
     assert!(body["message"].as_str().unwrap().contains("`erp`"), "{body}");
     let body = error_body(status(&svc, &reader, Method::GET, "/api/v1/fieldreport/show", None).await, 403).await;
     assert!(body["message"].as_str().unwrap().contains("`fieldreport:tools`"), "{body}");
+    let job = json!({"kind": "fieldreport.sync", "target": "companies"});
+    let body = error_body(status(&svc, &reader, Method::POST, "/api/v1/jobs", Some(job)).await, 403).await;
+    assert!(body["message"].as_str().unwrap().contains("`jobs`"), "{body}");
     // Who am I needs no ability; the login token may do everything.
     let me: Value = status(&svc, &reader, Method::GET, "/api/v1/user", None).await.json().await.unwrap();
     assert_eq!(me["email"], EMAIL);

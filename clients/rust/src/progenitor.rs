@@ -3116,6 +3116,346 @@ pub mod types {
             Default::default()
         }
     }
+    ///A job.
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    pub struct Job {
+        ///How many times a runner started it (more than 1: taken over from a stopped instance, or resumed after a restart).
+        pub attempts: i64,
+        ///A cancel was asked for: a running job stops at its next page.
+        pub cancel_requested: bool,
+        ///When it was queued (RFC 3339).
+        pub created_at: ::std::string::String,
+        ///Why it failed.
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub error: ::std::option::Option<::std::string::String>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub finished_at: ::std::option::Option<::std::string::String>,
+        pub id: i64,
+        pub kind: JobKind,
+        ///Recorded about every second while it runs.
+        pub progress: JobProgress,
+        ///When it ran to the end: what the matching tool route answers as `data` (e.g. the reports of `GET /api/v1/fieldreport/sync`), one entry per entity set or model.
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub result: ::std::option::Option<::serde_json::Value>,
+        ///Queued by `SCHEDULE` rather than by a caller.
+        pub scheduled: bool,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub started_at: ::std::option::Option<::std::string::String>,
+        ///`queued`, `running`, then `succeeded`, `failed` or `cancelled`.
+        pub status: JobStatus,
+        ///The entity set (route name), stage or model; null: every target of the kind.
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub target: ::std::option::Option<::std::string::String>,
+    }
+    impl Job {
+        pub fn builder() -> builder::Job {
+            Default::default()
+        }
+    }
+    ///`JobKind`
+    #[derive(
+        ::serde::Deserialize,
+        ::serde::Serialize,
+        Clone,
+        Copy,
+        Debug,
+        Eq,
+        Hash,
+        Ord,
+        PartialEq,
+        PartialOrd
+    )]
+    pub enum JobKind {
+        #[serde(rename = "fieldreport.sync")]
+        FieldreportSync,
+        #[serde(rename = "fieldreport.reconcile")]
+        FieldreportReconcile,
+        #[serde(rename = "fieldreport.setup")]
+        FieldreportSetup,
+        #[serde(rename = "fieldreport.post")]
+        FieldreportPost,
+        #[serde(rename = "erp.setup")]
+        ErpSetup,
+        #[serde(rename = "erp.pull")]
+        ErpPull,
+    }
+    impl ::std::fmt::Display for JobKind {
+        fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+            match *self {
+                Self::FieldreportSync => f.write_str("fieldreport.sync"),
+                Self::FieldreportReconcile => f.write_str("fieldreport.reconcile"),
+                Self::FieldreportSetup => f.write_str("fieldreport.setup"),
+                Self::FieldreportPost => f.write_str("fieldreport.post"),
+                Self::ErpSetup => f.write_str("erp.setup"),
+                Self::ErpPull => f.write_str("erp.pull"),
+            }
+        }
+    }
+    impl ::std::str::FromStr for JobKind {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            match value {
+                "fieldreport.sync" => Ok(Self::FieldreportSync),
+                "fieldreport.reconcile" => Ok(Self::FieldreportReconcile),
+                "fieldreport.setup" => Ok(Self::FieldreportSetup),
+                "fieldreport.post" => Ok(Self::FieldreportPost),
+                "erp.setup" => Ok(Self::ErpSetup),
+                "erp.pull" => Ok(Self::ErpPull),
+                _ => Err("invalid value".into()),
+            }
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for JobKind {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for JobKind {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    ///One page of the history, newest first.
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    pub struct JobPage {
+        pub data: ::std::vec::Vec<Job>,
+        pub meta: PageMeta,
+    }
+    impl JobPage {
+        pub fn builder() -> builder::JobPage {
+            Default::default()
+        }
+    }
+    ///How far a job got.
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    pub struct JobProgress {
+        ///The entity set or model being worked on.
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub current: ::std::option::Option<::std::string::String>,
+        ///Records handled so far: fetched by a sync or pull, handled by a post.
+        pub done: i64,
+        ///Records to handle, when known (a post: those pending in the sets begun so far).
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub total: ::std::option::Option<i64>,
+    }
+    impl JobProgress {
+        pub fn builder() -> builder::JobProgress {
+            Default::default()
+        }
+    }
+    ///`queued`, `running`, then `succeeded`, `failed` or `cancelled`.
+    #[derive(
+        ::serde::Deserialize,
+        ::serde::Serialize,
+        Clone,
+        Copy,
+        Debug,
+        Eq,
+        Hash,
+        Ord,
+        PartialEq,
+        PartialOrd
+    )]
+    pub enum JobStatus {
+        #[serde(rename = "queued")]
+        Queued,
+        #[serde(rename = "running")]
+        Running,
+        #[serde(rename = "succeeded")]
+        Succeeded,
+        #[serde(rename = "failed")]
+        Failed,
+        #[serde(rename = "cancelled")]
+        Cancelled,
+    }
+    impl ::std::fmt::Display for JobStatus {
+        fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+            match *self {
+                Self::Queued => f.write_str("queued"),
+                Self::Running => f.write_str("running"),
+                Self::Succeeded => f.write_str("succeeded"),
+                Self::Failed => f.write_str("failed"),
+                Self::Cancelled => f.write_str("cancelled"),
+            }
+        }
+    }
+    impl ::std::str::FromStr for JobStatus {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            match value {
+                "queued" => Ok(Self::Queued),
+                "running" => Ok(Self::Running),
+                "succeeded" => Ok(Self::Succeeded),
+                "failed" => Ok(Self::Failed),
+                "cancelled" => Ok(Self::Cancelled),
+                _ => Err("invalid value".into()),
+            }
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for JobStatus {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for JobStatus {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    ///`JobsListKind`
+    #[derive(
+        ::serde::Deserialize,
+        ::serde::Serialize,
+        Clone,
+        Copy,
+        Debug,
+        Eq,
+        Hash,
+        Ord,
+        PartialEq,
+        PartialOrd
+    )]
+    pub enum JobsListKind {
+        #[serde(rename = "fieldreport.sync")]
+        FieldreportSync,
+        #[serde(rename = "fieldreport.reconcile")]
+        FieldreportReconcile,
+        #[serde(rename = "fieldreport.setup")]
+        FieldreportSetup,
+        #[serde(rename = "fieldreport.post")]
+        FieldreportPost,
+        #[serde(rename = "erp.setup")]
+        ErpSetup,
+        #[serde(rename = "erp.pull")]
+        ErpPull,
+    }
+    impl ::std::fmt::Display for JobsListKind {
+        fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+            match *self {
+                Self::FieldreportSync => f.write_str("fieldreport.sync"),
+                Self::FieldreportReconcile => f.write_str("fieldreport.reconcile"),
+                Self::FieldreportSetup => f.write_str("fieldreport.setup"),
+                Self::FieldreportPost => f.write_str("fieldreport.post"),
+                Self::ErpSetup => f.write_str("erp.setup"),
+                Self::ErpPull => f.write_str("erp.pull"),
+            }
+        }
+    }
+    impl ::std::str::FromStr for JobsListKind {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            match value {
+                "fieldreport.sync" => Ok(Self::FieldreportSync),
+                "fieldreport.reconcile" => Ok(Self::FieldreportReconcile),
+                "fieldreport.setup" => Ok(Self::FieldreportSetup),
+                "fieldreport.post" => Ok(Self::FieldreportPost),
+                "erp.setup" => Ok(Self::ErpSetup),
+                "erp.pull" => Ok(Self::ErpPull),
+                _ => Err("invalid value".into()),
+            }
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for JobsListKind {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for JobsListKind {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    ///`JobsListStatus`
+    #[derive(
+        ::serde::Deserialize,
+        ::serde::Serialize,
+        Clone,
+        Copy,
+        Debug,
+        Eq,
+        Hash,
+        Ord,
+        PartialEq,
+        PartialOrd
+    )]
+    pub enum JobsListStatus {
+        #[serde(rename = "queued")]
+        Queued,
+        #[serde(rename = "running")]
+        Running,
+        #[serde(rename = "succeeded")]
+        Succeeded,
+        #[serde(rename = "failed")]
+        Failed,
+        #[serde(rename = "cancelled")]
+        Cancelled,
+    }
+    impl ::std::fmt::Display for JobsListStatus {
+        fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+            match *self {
+                Self::Queued => f.write_str("queued"),
+                Self::Running => f.write_str("running"),
+                Self::Succeeded => f.write_str("succeeded"),
+                Self::Failed => f.write_str("failed"),
+                Self::Cancelled => f.write_str("cancelled"),
+            }
+        }
+    }
+    impl ::std::str::FromStr for JobsListStatus {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            match value {
+                "queued" => Ok(Self::Queued),
+                "running" => Ok(Self::Running),
+                "succeeded" => Ok(Self::Succeeded),
+                "failed" => Ok(Self::Failed),
+                "cancelled" => Ok(Self::Cancelled),
+                _ => Err("invalid value".into()),
+            }
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for JobsListStatus {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for JobsListStatus {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
     ///`LeasingCalculateInstalmentMonthlyInstalment`
     #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
     #[serde(transparent)]
@@ -5454,6 +5794,91 @@ pub mod types {
                 .map_err(|e: self::error::ConversionError| {
                     <D::Error as ::serde::de::Error>::custom(e.to_string())
                 })
+        }
+    }
+    ///A job to queue.
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    pub struct NewJob {
+        ///What to run: `fieldreport.sync`, `fieldreport.reconcile` (a sync, then removing the local records the field-report system no longer has), `fieldreport.setup`, `fieldreport.post` (push the writes made without forwarding, every type), `erp.setup` (a full pull) or `erp.pull` (an incremental pull).
+        pub kind: NewJobKind,
+        ///What to run it on: an entity set (`costCenters` or `CostCenters`) for the `fieldreport.sync`, `.reconcile` and `.post` kinds, a stage (`1`, `2`, `3`) for `fieldreport.setup`, a model (`customer`) for the `erp` kinds. Absent or null: every target of the kind, one after the other.
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub target: ::std::option::Option<::std::string::String>,
+    }
+    impl NewJob {
+        pub fn builder() -> builder::NewJob {
+            Default::default()
+        }
+    }
+    ///What to run: `fieldreport.sync`, `fieldreport.reconcile` (a sync, then removing the local records the field-report system no longer has), `fieldreport.setup`, `fieldreport.post` (push the writes made without forwarding, every type), `erp.setup` (a full pull) or `erp.pull` (an incremental pull).
+    #[derive(
+        ::serde::Deserialize,
+        ::serde::Serialize,
+        Clone,
+        Copy,
+        Debug,
+        Eq,
+        Hash,
+        Ord,
+        PartialEq,
+        PartialOrd
+    )]
+    pub enum NewJobKind {
+        #[serde(rename = "fieldreport.sync")]
+        FieldreportSync,
+        #[serde(rename = "fieldreport.reconcile")]
+        FieldreportReconcile,
+        #[serde(rename = "fieldreport.setup")]
+        FieldreportSetup,
+        #[serde(rename = "fieldreport.post")]
+        FieldreportPost,
+        #[serde(rename = "erp.setup")]
+        ErpSetup,
+        #[serde(rename = "erp.pull")]
+        ErpPull,
+    }
+    impl ::std::fmt::Display for NewJobKind {
+        fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+            match *self {
+                Self::FieldreportSync => f.write_str("fieldreport.sync"),
+                Self::FieldreportReconcile => f.write_str("fieldreport.reconcile"),
+                Self::FieldreportSetup => f.write_str("fieldreport.setup"),
+                Self::FieldreportPost => f.write_str("fieldreport.post"),
+                Self::ErpSetup => f.write_str("erp.setup"),
+                Self::ErpPull => f.write_str("erp.pull"),
+            }
+        }
+    }
+    impl ::std::str::FromStr for NewJobKind {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            match value {
+                "fieldreport.sync" => Ok(Self::FieldreportSync),
+                "fieldreport.reconcile" => Ok(Self::FieldreportReconcile),
+                "fieldreport.setup" => Ok(Self::FieldreportSetup),
+                "fieldreport.post" => Ok(Self::FieldreportPost),
+                "erp.setup" => Ok(Self::ErpSetup),
+                "erp.pull" => Ok(Self::ErpPull),
+                _ => Err("invalid value".into()),
+            }
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for NewJobKind {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for NewJobKind {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
         }
     }
     ///A new Products record: `Id` (1 to 255 characters) and `Version` are required.
@@ -17598,6 +18023,401 @@ pub mod types {
             }
         }
         #[derive(Clone, Debug)]
+        pub struct Job {
+            attempts: ::std::result::Result<i64, ::std::string::String>,
+            cancel_requested: ::std::result::Result<bool, ::std::string::String>,
+            created_at: ::std::result::Result<
+                ::std::string::String,
+                ::std::string::String,
+            >,
+            error: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            finished_at: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            id: ::std::result::Result<i64, ::std::string::String>,
+            kind: ::std::result::Result<super::JobKind, ::std::string::String>,
+            progress: ::std::result::Result<super::JobProgress, ::std::string::String>,
+            result: ::std::result::Result<
+                ::std::option::Option<::serde_json::Value>,
+                ::std::string::String,
+            >,
+            scheduled: ::std::result::Result<bool, ::std::string::String>,
+            started_at: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            status: ::std::result::Result<super::JobStatus, ::std::string::String>,
+            target: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+        }
+        impl ::std::default::Default for Job {
+            fn default() -> Self {
+                Self {
+                    attempts: Err("no value supplied for attempts".to_string()),
+                    cancel_requested: Err(
+                        "no value supplied for cancel_requested".to_string(),
+                    ),
+                    created_at: Err("no value supplied for created_at".to_string()),
+                    error: Ok(Default::default()),
+                    finished_at: Ok(Default::default()),
+                    id: Err("no value supplied for id".to_string()),
+                    kind: Err("no value supplied for kind".to_string()),
+                    progress: Err("no value supplied for progress".to_string()),
+                    result: Ok(Default::default()),
+                    scheduled: Err("no value supplied for scheduled".to_string()),
+                    started_at: Ok(Default::default()),
+                    status: Err("no value supplied for status".to_string()),
+                    target: Ok(Default::default()),
+                }
+            }
+        }
+        impl Job {
+            pub fn attempts<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<i64>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.attempts = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for attempts: {e}")
+                    });
+                self
+            }
+            pub fn cancel_requested<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<bool>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.cancel_requested = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!(
+                            "error converting supplied value for cancel_requested: {e}"
+                        )
+                    });
+                self
+            }
+            pub fn created_at<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::string::String>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.created_at = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for created_at: {e}")
+                    });
+                self
+            }
+            pub fn error<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.error = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for error: {e}")
+                    });
+                self
+            }
+            pub fn finished_at<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.finished_at = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for finished_at: {e}")
+                    });
+                self
+            }
+            pub fn id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<i64>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.id = value
+                    .try_into()
+                    .map_err(|e| format!("error converting supplied value for id: {e}"));
+                self
+            }
+            pub fn kind<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<super::JobKind>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.kind = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for kind: {e}")
+                    });
+                self
+            }
+            pub fn progress<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<super::JobProgress>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.progress = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for progress: {e}")
+                    });
+                self
+            }
+            pub fn result<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::serde_json::Value>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.result = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for result: {e}")
+                    });
+                self
+            }
+            pub fn scheduled<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<bool>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.scheduled = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for scheduled: {e}")
+                    });
+                self
+            }
+            pub fn started_at<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.started_at = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for started_at: {e}")
+                    });
+                self
+            }
+            pub fn status<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<super::JobStatus>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.status = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for status: {e}")
+                    });
+                self
+            }
+            pub fn target<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.target = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for target: {e}")
+                    });
+                self
+            }
+        }
+        impl ::std::convert::TryFrom<Job> for super::Job {
+            type Error = super::error::ConversionError;
+            fn try_from(
+                value: Job,
+            ) -> ::std::result::Result<Self, super::error::ConversionError> {
+                Ok(Self {
+                    attempts: value.attempts?,
+                    cancel_requested: value.cancel_requested?,
+                    created_at: value.created_at?,
+                    error: value.error?,
+                    finished_at: value.finished_at?,
+                    id: value.id?,
+                    kind: value.kind?,
+                    progress: value.progress?,
+                    result: value.result?,
+                    scheduled: value.scheduled?,
+                    started_at: value.started_at?,
+                    status: value.status?,
+                    target: value.target?,
+                })
+            }
+        }
+        impl ::std::convert::From<super::Job> for Job {
+            fn from(value: super::Job) -> Self {
+                Self {
+                    attempts: Ok(value.attempts),
+                    cancel_requested: Ok(value.cancel_requested),
+                    created_at: Ok(value.created_at),
+                    error: Ok(value.error),
+                    finished_at: Ok(value.finished_at),
+                    id: Ok(value.id),
+                    kind: Ok(value.kind),
+                    progress: Ok(value.progress),
+                    result: Ok(value.result),
+                    scheduled: Ok(value.scheduled),
+                    started_at: Ok(value.started_at),
+                    status: Ok(value.status),
+                    target: Ok(value.target),
+                }
+            }
+        }
+        #[derive(Clone, Debug)]
+        pub struct JobPage {
+            data: ::std::result::Result<
+                ::std::vec::Vec<super::Job>,
+                ::std::string::String,
+            >,
+            meta: ::std::result::Result<super::PageMeta, ::std::string::String>,
+        }
+        impl ::std::default::Default for JobPage {
+            fn default() -> Self {
+                Self {
+                    data: Err("no value supplied for data".to_string()),
+                    meta: Err("no value supplied for meta".to_string()),
+                }
+            }
+        }
+        impl JobPage {
+            pub fn data<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::vec::Vec<super::Job>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.data = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for data: {e}")
+                    });
+                self
+            }
+            pub fn meta<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<super::PageMeta>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.meta = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for meta: {e}")
+                    });
+                self
+            }
+        }
+        impl ::std::convert::TryFrom<JobPage> for super::JobPage {
+            type Error = super::error::ConversionError;
+            fn try_from(
+                value: JobPage,
+            ) -> ::std::result::Result<Self, super::error::ConversionError> {
+                Ok(Self {
+                    data: value.data?,
+                    meta: value.meta?,
+                })
+            }
+        }
+        impl ::std::convert::From<super::JobPage> for JobPage {
+            fn from(value: super::JobPage) -> Self {
+                Self {
+                    data: Ok(value.data),
+                    meta: Ok(value.meta),
+                }
+            }
+        }
+        #[derive(Clone, Debug)]
+        pub struct JobProgress {
+            current: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            done: ::std::result::Result<i64, ::std::string::String>,
+            total: ::std::result::Result<
+                ::std::option::Option<i64>,
+                ::std::string::String,
+            >,
+        }
+        impl ::std::default::Default for JobProgress {
+            fn default() -> Self {
+                Self {
+                    current: Ok(Default::default()),
+                    done: Err("no value supplied for done".to_string()),
+                    total: Ok(Default::default()),
+                }
+            }
+        }
+        impl JobProgress {
+            pub fn current<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.current = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for current: {e}")
+                    });
+                self
+            }
+            pub fn done<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<i64>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.done = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for done: {e}")
+                    });
+                self
+            }
+            pub fn total<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<i64>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.total = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for total: {e}")
+                    });
+                self
+            }
+        }
+        impl ::std::convert::TryFrom<JobProgress> for super::JobProgress {
+            type Error = super::error::ConversionError;
+            fn try_from(
+                value: JobProgress,
+            ) -> ::std::result::Result<Self, super::error::ConversionError> {
+                Ok(Self {
+                    current: value.current?,
+                    done: value.done?,
+                    total: value.total?,
+                })
+            }
+        }
+        impl ::std::convert::From<super::JobProgress> for JobProgress {
+            fn from(value: super::JobProgress) -> Self {
+                Self {
+                    current: Ok(value.current),
+                    done: Ok(value.done),
+                    total: Ok(value.total),
+                }
+            }
+        }
+        #[derive(Clone, Debug)]
         pub struct LeasingFailure {
             error_code: ::std::result::Result<
                 super::LeasingFailureErrorCode,
@@ -20576,6 +21396,67 @@ pub mod types {
                     service_request_id: Ok(value.service_request_id),
                     unit_id: Ok(value.unit_id),
                     version: Ok(value.version),
+                }
+            }
+        }
+        #[derive(Clone, Debug)]
+        pub struct NewJob {
+            kind: ::std::result::Result<super::NewJobKind, ::std::string::String>,
+            target: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+        }
+        impl ::std::default::Default for NewJob {
+            fn default() -> Self {
+                Self {
+                    kind: Err("no value supplied for kind".to_string()),
+                    target: Ok(Default::default()),
+                }
+            }
+        }
+        impl NewJob {
+            pub fn kind<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<super::NewJobKind>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.kind = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for kind: {e}")
+                    });
+                self
+            }
+            pub fn target<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.target = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for target: {e}")
+                    });
+                self
+            }
+        }
+        impl ::std::convert::TryFrom<NewJob> for super::NewJob {
+            type Error = super::error::ConversionError;
+            fn try_from(
+                value: NewJob,
+            ) -> ::std::result::Result<Self, super::error::ConversionError> {
+                Ok(Self {
+                    kind: value.kind?,
+                    target: value.target?,
+                })
+            }
+        }
+        impl ::std::convert::From<super::NewJob> for NewJob {
+            fn from(value: super::NewJob) -> Self {
+                Self {
+                    kind: Ok(value.kind),
+                    target: Ok(value.target),
                 }
             }
         }
@@ -33693,6 +34574,86 @@ let response = client.fieldreport_users_update()
 ```*/
     pub fn fieldreport_users_update(&self) -> builder::FieldreportUsersUpdate<'_> {
         builder::FieldreportUsersUpdate::new(self)
+    }
+    /**The job history
+
+Jobs, newest first, optionally of one kind and in one status, by pages (e.g. `?kind=fieldreport.sync&status=failed&per_page=10`). 422 on an unknown kind or status.
+
+Needs a token with the ability `jobs` (login tokens hold every ability, `*`).
+
+Sends a `GET` request to `/api/v1/jobs`
+
+Arguments:
+- `kind`: Only jobs of this kind.
+- `page`: Page number, from 1 (default 1).
+- `per_page`: Jobs per page, 1 to 100 (default 20).
+- `status`: Only jobs in this status.
+```ignore
+let response = client.jobs_list()
+    .kind(kind)
+    .page(page)
+    .per_page(per_page)
+    .status(status)
+    .send()
+    .await;
+```*/
+    pub fn jobs_list(&self) -> builder::JobsList<'_> {
+        builder::JobsList::new(self)
+    }
+    /**Queue a job
+
+Queues long work and answers at once (202) with the job; follow it at `GET /api/v1/jobs/{id}`. The job runner of one instance runs it (once across instances sharing the database), recording its progress; a queued job survives a restart, and a running one whose instance stopped is taken over. 409 `job_active` while a job of the same kind and target is queued or running (the message names it); 422 on an unknown `kind` or `target`. Example: `{"kind": "erp.pull"}` pulls every ERP model incrementally.
+
+Needs a token with the ability `jobs` (login tokens hold every ability, `*`).
+
+Sends a `POST` request to `/api/v1/jobs`
+
+```ignore
+let response = client.jobs_create()
+    .body(body)
+    .send()
+    .await;
+```*/
+    pub fn jobs_create(&self) -> builder::JobsCreate<'_> {
+        builder::JobsCreate::new(self)
+    }
+    /**One job
+
+The job's status, progress (recorded about every second while it runs), result when it succeeded, error when it failed, and times. 404 when there is no such job.
+
+Needs a token with the ability `jobs` (login tokens hold every ability, `*`).
+
+Sends a `GET` request to `/api/v1/jobs/{id}`
+
+Arguments:
+- `id`: The job's id.
+```ignore
+let response = client.jobs_show()
+    .id(id)
+    .send()
+    .await;
+```*/
+    pub fn jobs_show(&self) -> builder::JobsShow<'_> {
+        builder::JobsShow::new(self)
+    }
+    /**Cancel a job
+
+A queued job is cancelled at once; a running one stops at its next page (the answer shows `cancel_requested`; its status becomes `cancelled` when it stopped). What it stored until then stays, and a sync or pull run later resumes from its cursor. Cancelling a cancelled job answers it again; 409 `job_ended` when it has already succeeded or failed.
+
+Needs a token with the ability `jobs` (login tokens hold every ability, `*`).
+
+Sends a `POST` request to `/api/v1/jobs/{id}/cancel`
+
+Arguments:
+- `id`: The job's id.
+```ignore
+let response = client.jobs_cancel()
+    .id(id)
+    .send()
+    .await;
+```*/
+    pub fn jobs_cancel(&self) -> builder::JobsCancel<'_> {
+        builder::JobsCancel::new(self)
     }
     /**Create a financing request
 
@@ -50192,6 +51153,484 @@ pub mod builder {
                     )
                 }
                 504u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                _ => Err(Error::UnexpectedResponse(response)),
+            }
+        }
+    }
+    /**Builder for [`Client::jobs_list`]
+
+[`Client::jobs_list`]: super::Client::jobs_list*/
+    #[derive(Debug, Clone)]
+    pub struct JobsList<'a> {
+        client: &'a super::Client,
+        kind: Result<Option<types::JobsListKind>, String>,
+        page: Result<Option<::std::num::NonZeroU32>, String>,
+        per_page: Result<Option<::std::num::NonZeroU32>, String>,
+        status: Result<Option<types::JobsListStatus>, String>,
+    }
+    impl<'a> JobsList<'a> {
+        pub fn new(client: &'a super::Client) -> Self {
+            Self {
+                client: client,
+                kind: Ok(None),
+                page: Ok(None),
+                per_page: Ok(None),
+                status: Ok(None),
+            }
+        }
+        pub fn kind<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<types::JobsListKind>,
+        {
+            self.kind = value
+                .try_into()
+                .map(Some)
+                .map_err(|_| "conversion to `JobsListKind` for kind failed".to_string());
+            self
+        }
+        pub fn page<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<::std::num::NonZeroU32>,
+        {
+            self.page = value
+                .try_into()
+                .map(Some)
+                .map_err(|_| {
+                    "conversion to `:: std :: num :: NonZeroU32` for page failed"
+                        .to_string()
+                });
+            self
+        }
+        pub fn per_page<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<::std::num::NonZeroU32>,
+        {
+            self.per_page = value
+                .try_into()
+                .map(Some)
+                .map_err(|_| {
+                    "conversion to `:: std :: num :: NonZeroU32` for per_page failed"
+                        .to_string()
+                });
+            self
+        }
+        pub fn status<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<types::JobsListStatus>,
+        {
+            self.status = value
+                .try_into()
+                .map(Some)
+                .map_err(|_| {
+                    "conversion to `JobsListStatus` for status failed".to_string()
+                });
+            self
+        }
+        ///Sends a `GET` request to `/api/v1/jobs`
+        pub async fn send(
+            self,
+        ) -> Result<ResponseValue<types::JobPage>, Error<types::ApiError>> {
+            let Self { client, kind, page, per_page, status } = self;
+            let kind = kind.map_err(Error::InvalidRequest)?;
+            let page = page.map_err(Error::InvalidRequest)?;
+            let per_page = per_page.map_err(Error::InvalidRequest)?;
+            let status = status.map_err(Error::InvalidRequest)?;
+            let url = format!("{}/api/v1/jobs", client.baseurl,);
+            let mut header_map = ::reqwest::header::HeaderMap::with_capacity(1usize);
+            header_map
+                .append(
+                    ::reqwest::header::HeaderName::from_static("api-version"),
+                    ::reqwest::header::HeaderValue::from_static(
+                        super::Client::api_version(),
+                    ),
+                );
+            #[allow(unused_mut)]
+            let mut request = client
+                .client
+                .get(url)
+                .header(
+                    ::reqwest::header::ACCEPT,
+                    ::reqwest::header::HeaderValue::from_static("application/json"),
+                )
+                .query(&progenitor_client::QueryParam::new("kind", &kind))
+                .query(&progenitor_client::QueryParam::new("page", &page))
+                .query(&progenitor_client::QueryParam::new("per_page", &per_page))
+                .query(&progenitor_client::QueryParam::new("status", &status))
+                .headers(header_map)
+                .build()?;
+            let info = OperationInfo {
+                operation_id: "jobs_list",
+            };
+            client.pre(&mut request, &info).await?;
+            let result = client.exec(request, &info).await;
+            client.post(&result, &info).await?;
+            let response = result?;
+            match response.status().as_u16() {
+                200u16 => ResponseValue::from_response(response).await,
+                400u16..=499u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                422u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                503u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                _ => Err(Error::UnexpectedResponse(response)),
+            }
+        }
+    }
+    /**Builder for [`Client::jobs_create`]
+
+[`Client::jobs_create`]: super::Client::jobs_create*/
+    #[derive(Debug, Clone)]
+    pub struct JobsCreate<'a> {
+        client: &'a super::Client,
+        body: Result<types::builder::NewJob, String>,
+    }
+    impl<'a> JobsCreate<'a> {
+        pub fn new(client: &'a super::Client) -> Self {
+            Self {
+                client: client,
+                body: Ok(::std::default::Default::default()),
+            }
+        }
+        pub fn body<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<types::NewJob>,
+            <V as std::convert::TryInto<types::NewJob>>::Error: std::fmt::Display,
+        {
+            self.body = value
+                .try_into()
+                .map(From::from)
+                .map_err(|s| format!("conversion to `NewJob` for body failed: {}", s));
+            self
+        }
+        pub fn body_map<F>(mut self, f: F) -> Self
+        where
+            F: std::ops::FnOnce(types::builder::NewJob) -> types::builder::NewJob,
+        {
+            self.body = self.body.map(f);
+            self
+        }
+        ///Sends a `POST` request to `/api/v1/jobs`
+        pub async fn send(
+            self,
+        ) -> Result<ResponseValue<types::Job>, Error<types::ApiError>> {
+            let Self { client, body } = self;
+            let body = body
+                .and_then(|v| types::NewJob::try_from(v).map_err(|e| e.to_string()))
+                .map_err(Error::InvalidRequest)?;
+            let url = format!("{}/api/v1/jobs", client.baseurl,);
+            let mut header_map = ::reqwest::header::HeaderMap::with_capacity(1usize);
+            header_map
+                .append(
+                    ::reqwest::header::HeaderName::from_static("api-version"),
+                    ::reqwest::header::HeaderValue::from_static(
+                        super::Client::api_version(),
+                    ),
+                );
+            #[allow(unused_mut)]
+            let mut request = client
+                .client
+                .post(url)
+                .header(
+                    ::reqwest::header::ACCEPT,
+                    ::reqwest::header::HeaderValue::from_static("application/json"),
+                )
+                .json(&body)
+                .headers(header_map)
+                .build()?;
+            let info = OperationInfo {
+                operation_id: "jobs_create",
+            };
+            client.pre(&mut request, &info).await?;
+            let result = client.exec(request, &info).await;
+            client.post(&result, &info).await?;
+            let response = result?;
+            match response.status().as_u16() {
+                202u16 => ResponseValue::from_response(response).await,
+                400u16..=499u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                413u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                422u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                503u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                _ => Err(Error::UnexpectedResponse(response)),
+            }
+        }
+    }
+    /**Builder for [`Client::jobs_show`]
+
+[`Client::jobs_show`]: super::Client::jobs_show*/
+    #[derive(Debug, Clone)]
+    pub struct JobsShow<'a> {
+        client: &'a super::Client,
+        id: Result<i64, String>,
+    }
+    impl<'a> JobsShow<'a> {
+        pub fn new(client: &'a super::Client) -> Self {
+            Self {
+                client: client,
+                id: Err("id was not initialized".to_string()),
+            }
+        }
+        pub fn id<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<i64>,
+        {
+            self.id = value
+                .try_into()
+                .map_err(|_| "conversion to `i64` for id failed".to_string());
+            self
+        }
+        ///Sends a `GET` request to `/api/v1/jobs/{id}`
+        pub async fn send(
+            self,
+        ) -> Result<ResponseValue<types::Job>, Error<types::ApiError>> {
+            let Self { client, id } = self;
+            let id = id.map_err(Error::InvalidRequest)?;
+            let url = format!(
+                "{}/api/v1/jobs/{}", client.baseurl, encode_path(& id.to_string()),
+            );
+            let mut header_map = ::reqwest::header::HeaderMap::with_capacity(1usize);
+            header_map
+                .append(
+                    ::reqwest::header::HeaderName::from_static("api-version"),
+                    ::reqwest::header::HeaderValue::from_static(
+                        super::Client::api_version(),
+                    ),
+                );
+            #[allow(unused_mut)]
+            let mut request = client
+                .client
+                .get(url)
+                .header(
+                    ::reqwest::header::ACCEPT,
+                    ::reqwest::header::HeaderValue::from_static("application/json"),
+                )
+                .headers(header_map)
+                .build()?;
+            let info = OperationInfo {
+                operation_id: "jobs_show",
+            };
+            client.pre(&mut request, &info).await?;
+            let result = client.exec(request, &info).await;
+            client.post(&result, &info).await?;
+            let response = result?;
+            match response.status().as_u16() {
+                200u16 => ResponseValue::from_response(response).await,
+                400u16..=499u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                404u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                503u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                _ => Err(Error::UnexpectedResponse(response)),
+            }
+        }
+    }
+    /**Builder for [`Client::jobs_cancel`]
+
+[`Client::jobs_cancel`]: super::Client::jobs_cancel*/
+    #[derive(Debug, Clone)]
+    pub struct JobsCancel<'a> {
+        client: &'a super::Client,
+        id: Result<i64, String>,
+    }
+    impl<'a> JobsCancel<'a> {
+        pub fn new(client: &'a super::Client) -> Self {
+            Self {
+                client: client,
+                id: Err("id was not initialized".to_string()),
+            }
+        }
+        pub fn id<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<i64>,
+        {
+            self.id = value
+                .try_into()
+                .map_err(|_| "conversion to `i64` for id failed".to_string());
+            self
+        }
+        ///Sends a `POST` request to `/api/v1/jobs/{id}/cancel`
+        pub async fn send(
+            self,
+        ) -> Result<ResponseValue<types::Job>, Error<types::ApiError>> {
+            let Self { client, id } = self;
+            let id = id.map_err(Error::InvalidRequest)?;
+            let url = format!(
+                "{}/api/v1/jobs/{}/cancel", client.baseurl, encode_path(& id
+                .to_string()),
+            );
+            let mut header_map = ::reqwest::header::HeaderMap::with_capacity(1usize);
+            header_map
+                .append(
+                    ::reqwest::header::HeaderName::from_static("api-version"),
+                    ::reqwest::header::HeaderValue::from_static(
+                        super::Client::api_version(),
+                    ),
+                );
+            #[allow(unused_mut)]
+            let mut request = client
+                .client
+                .post(url)
+                .header(
+                    ::reqwest::header::ACCEPT,
+                    ::reqwest::header::HeaderValue::from_static("application/json"),
+                )
+                .headers(header_map)
+                .build()?;
+            let info = OperationInfo {
+                operation_id: "jobs_cancel",
+            };
+            client.pre(&mut request, &info).await?;
+            let result = client.exec(request, &info).await;
+            client.post(&result, &info).await?;
+            let response = result?;
+            match response.status().as_u16() {
+                200u16 => ResponseValue::from_response(response).await,
+                400u16..=499u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                404u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                503u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,

@@ -1672,6 +1672,78 @@ export interface paths {
         patch: operations["fieldreport_users_update"];
         trace?: never;
     };
+    "/api/v1/jobs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The job history
+         * @description Jobs, newest first, optionally of one kind and in one status, by pages (e.g. `?kind=fieldreport.sync&status=failed&per_page=10`). 422 on an unknown kind or status.
+         *
+         *     Needs a token with the ability `jobs` (login tokens hold every ability, `*`).
+         */
+        get: operations["jobs_list"];
+        put?: never;
+        /**
+         * Queue a job
+         * @description Queues long work and answers at once (202) with the job; follow it at `GET /api/v1/jobs/{id}`. The job runner of one instance runs it (once across instances sharing the database), recording its progress; a queued job survives a restart, and a running one whose instance stopped is taken over. 409 `job_active` while a job of the same kind and target is queued or running (the message names it); 422 on an unknown `kind` or `target`. Example: `{"kind": "erp.pull"}` pulls every ERP model incrementally.
+         *
+         *     Needs a token with the ability `jobs` (login tokens hold every ability, `*`).
+         */
+        post: operations["jobs_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/jobs/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One job
+         * @description The job's status, progress (recorded about every second while it runs), result when it succeeded, error when it failed, and times. 404 when there is no such job.
+         *
+         *     Needs a token with the ability `jobs` (login tokens hold every ability, `*`).
+         */
+        get: operations["jobs_show"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/jobs/{id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel a job
+         * @description A queued job is cancelled at once; a running one stops at its next page (the answer shows `cancel_requested`; its status becomes `cancelled` when it stopped). What it stored until then stays, and a sync or pull run later resumes from its cursor. Cancelling a cancelled job answers it again; 409 `job_ended` when it has already succeeded or failed.
+         *
+         *     Needs a token with the ability `jobs` (login tokens hold every ability, `*`).
+         */
+        post: operations["jobs_cancel"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/leasing": {
         parameters: {
             query?: never;
@@ -3130,6 +3202,123 @@ export interface components {
                 [key: string]: unknown;
             } | null;
         };
+        /**
+         * @description A job.
+         * @example {
+         *       "attempts": 1,
+         *       "cancel_requested": false,
+         *       "created_at": "2026-11-27T09:30:00.000Z",
+         *       "error": null,
+         *       "finished_at": null,
+         *       "id": 42,
+         *       "kind": "fieldreport.sync",
+         *       "progress": {
+         *         "current": "companies",
+         *         "done": 1500,
+         *         "total": null
+         *       },
+         *       "result": null,
+         *       "scheduled": false,
+         *       "started_at": "2026-11-27T09:30:00.412Z",
+         *       "status": "running",
+         *       "target": "companies"
+         *     }
+         */
+        Job: {
+            /**
+             * Format: int64
+             * @description How many times a runner started it (more than 1: taken over from a stopped instance, or resumed after a restart).
+             */
+            attempts: number;
+            /** @description A cancel was asked for: a running job stops at its next page. */
+            cancel_requested: boolean;
+            /** @description When it was queued (RFC 3339). */
+            created_at: string;
+            /** @description Why it failed. */
+            error?: string | null;
+            finished_at?: string | null;
+            /** Format: int64 */
+            id: number;
+            /** @enum {string} */
+            kind: "fieldreport.sync" | "fieldreport.reconcile" | "fieldreport.setup" | "fieldreport.post" | "erp.setup" | "erp.pull";
+            /** @description Recorded about every second while it runs. */
+            progress: components["schemas"]["JobProgress"];
+            /** @description When it ran to the end: what the matching tool route answers as `data` (e.g. the reports of `GET /api/v1/fieldreport/sync`), one entry per entity set or model. */
+            result?: unknown;
+            /** @description Queued by `SCHEDULE` rather than by a caller. */
+            scheduled: boolean;
+            started_at?: string | null;
+            /**
+             * @description `queued`, `running`, then `succeeded`, `failed` or `cancelled`.
+             * @enum {string}
+             */
+            status: "queued" | "running" | "succeeded" | "failed" | "cancelled";
+            /** @description The entity set (route name), stage or model; null: every target of the kind. */
+            target?: string | null;
+        };
+        /**
+         * @description One page of the history, newest first.
+         * @example {
+         *       "data": [
+         *         {
+         *           "attempts": 1,
+         *           "cancel_requested": false,
+         *           "created_at": "2026-11-27T09:00:00.002Z",
+         *           "error": null,
+         *           "finished_at": "2026-11-27T09:00:02.480Z",
+         *           "id": 41,
+         *           "kind": "erp.pull",
+         *           "progress": {
+         *             "current": "customer",
+         *             "done": 120,
+         *             "total": null
+         *           },
+         *           "result": [
+         *             {
+         *               "cursor": 1764235800000,
+         *               "errors": [],
+         *               "fetched": 120,
+         *               "inserted": 3,
+         *               "model": "customer",
+         *               "pages": 1,
+         *               "removed": 0,
+         *               "unchanged": 110,
+         *               "updated": 7
+         *             }
+         *           ],
+         *           "scheduled": true,
+         *           "started_at": "2026-11-27T09:00:00.120Z",
+         *           "status": "succeeded",
+         *           "target": null
+         *         }
+         *       ],
+         *       "meta": {
+         *         "current_page": 1,
+         *         "last_page": 1,
+         *         "per_page": 20,
+         *         "total": 1
+         *       }
+         *     }
+         */
+        JobPage: {
+            data: components["schemas"]["Job"][];
+            meta: components["schemas"]["PageMeta"];
+        };
+        /** @description How far a job got. */
+        JobProgress: {
+            /** @description The entity set or model being worked on. */
+            current?: string | null;
+            /**
+             * Format: int64
+             * @description Records handled so far: fetched by a sync or pull, handled by a post.
+             */
+            done: number;
+            /**
+             * Format: int64
+             * @description Records to handle, when known (a post: those pending in the sets begun so far).
+             */
+            total?: number | null;
+        };
         /** @description A leasing failure (the seed's rule: every failure of a leasing route is answered 500 `{success: false, message}`), named by `error_code`: the request was `declined` or `cancelled`, is `missing_info` (the missing-info mail was sent or its failure is named in `message`), is `already_past_signing`, or was `not_ready_to_sign` when the attempts were used up; the provider refused (`upstream_rejected`), failed (`upstream_error`), did not answer in time (`upstream_timeout`), was unreachable (`upstream_unavailable`), busy (`upstream_busy`), answered something unreadable (`upstream_invalid_response`) or is not configured (`upstream_not_configured`); or the contract could not be stored (`storage_error`). */
         LeasingFailure: components["schemas"]["ApiError"] & {
             /** @enum {string} */
@@ -3263,6 +3452,25 @@ export interface components {
             Id: string;
             /** Format: int64 */
             Version: number;
+        };
+        /**
+         * @description A job to queue.
+         * @example {
+         *       "kind": "fieldreport.sync",
+         *       "target": "companies"
+         *     }
+         */
+        NewJob: {
+            /**
+             * @description What to run: `fieldreport.sync`, `fieldreport.reconcile` (a sync, then removing the local records the field-report system no longer has), `fieldreport.setup`, `fieldreport.post` (push the writes made without forwarding, every type), `erp.setup` (a full pull) or `erp.pull` (an incremental pull).
+             * @enum {string}
+             */
+            kind: "fieldreport.sync" | "fieldreport.reconcile" | "fieldreport.setup" | "fieldreport.post" | "erp.setup" | "erp.pull";
+            /**
+             * @description What to run it on: an entity set (`costCenters` or `CostCenters`) for the `fieldreport.sync`, `.reconcile` and `.post` kinds, a stage (`1`, `2`, `3`) for `fieldreport.setup`, a model (`customer`) for the `erp` kinds. Absent or null: every target of the kind, one after the other.
+             * @default null
+             */
+            target?: string | null;
         };
         /** @description A new Products record: `Id` (1 to 255 characters) and `Version` are required. */
         NewProducts: components["schemas"]["Products"] & {
@@ -8460,6 +8668,188 @@ export interface operations {
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
+            "4XX": components["responses"]["ApiError"];
+        };
+    };
+    jobs_list: {
+        parameters: {
+            query?: {
+                /** @description Only jobs of this kind. */
+                kind?: "fieldreport.sync" | "fieldreport.reconcile" | "fieldreport.setup" | "fieldreport.post" | "erp.setup" | "erp.pull";
+                /** @description Page number, from 1 (default 1). */
+                page?: number | null;
+                /** @description Jobs per page, 1 to 100 (default 20). */
+                per_page?: number | null;
+                /** @description Only jobs in this status. */
+                status?: "queued" | "running" | "succeeded" | "failed" | "cancelled";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description successful operation */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JobPage"];
+                };
+            };
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
+            422: components["responses"]["ValidationFailed"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["ApiError"];
+        };
+    };
+    jobs_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["NewJob"];
+            };
+        };
+        responses: {
+            /** @description successfully enqueued operation */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Job"];
+                };
+            };
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
+            /** @description A job of the same kind and target is queued or running (`job_active`); the message names it. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error_code": "job_active",
+                     *       "message": "job 41 (fieldreport.sync of companies) is running; follow it at /api/v1/jobs/41 or cancel it first",
+                     *       "request_id": "0d5c1e3e-8b7f-4f4e-9c57-2f1f0c9e1a11"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["ValidationFailed"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["ApiError"];
+        };
+    };
+    jobs_show: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The job's id. */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description successful operation */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Job"];
+                };
+            };
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
+            /** @description No such job (`not_found`). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error_code": "not_found",
+                     *       "message": "no job 42",
+                     *       "request_id": "0d5c1e3e-8b7f-4f4e-9c57-2f1f0c9e1a11"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["ApiError"];
+        };
+    };
+    jobs_cancel: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The job's id. */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description successful operation */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Job"];
+                };
+            };
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
+            /** @description No such job (`not_found`). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error_code": "not_found",
+                     *       "message": "no job 42",
+                     *       "request_id": "0d5c1e3e-8b7f-4f4e-9c57-2f1f0c9e1a11"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description The job has already succeeded or failed (`job_ended`). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error_code": "job_ended",
+                     *       "message": "job 42 has already ended (succeeded)",
+                     *       "request_id": "0d5c1e3e-8b7f-4f4e-9c57-2f1f0c9e1a11"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
     };

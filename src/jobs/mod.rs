@@ -1,0 +1,127 @@
+//! Jobs: the long work of the tool routes (a field-report sync, reconcile, setup or post, an
+//! ERP setup or pull) queued in the database and run by the job runner of one instance, with
+//! an id to ask about, progress, a history and cancellation; and `SCHEDULE`, which queues them
+//! at intervals.
+//!
+//! A job is a row of `jobs` ([`crate::store::jobs`]): queued by [`JobsService::enqueue`],
+//! claimed with a lease by [`runner`], its work done by [`work`] through the same services the
+//! tool routes and the CLI use. One job of a kind and target is queued or running at a time,
+//! across instances.
+
+pub mod config;
+pub mod error;
+pub mod kind;
+pub mod runner;
+pub mod schedule;
+pub mod work;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use crate::erp::ErpService;
+use crate::fieldreport::service::FieldReportService;
+use crate::metrics::Metrics;
+use crate::store::Store;
+use crate::store::jobs::{JobFilter, JobRow};
+pub use error::JobError;
+use error::invalid;
+use kind::JobKind;
+
+/// The statuses of a job: `queued` and `running` while it is active, then one of the others.
+pub const STATUSES: [&str; 5] = ["queued", "running", "succeeded", "failed", "cancelled"];
+
+/// What stops a running job: `cancel` says it was cancelled, `stop_work` ends its work at the
+/// next page (also set when it lost its lease).
+#[derive(Clone, Default)]
+pub(crate) struct JobFlags {
+    pub cancel: Arc<AtomicBool>,
+    pub stop_work: Arc<AtomicBool>,
+}
+
+/// The jobs of one instance: queueing and reading them, and the runner's shared state. Cheap
+/// to clone.
+#[derive(Clone)]
+pub struct JobsService {
+    store: Store,
+    fieldreport: FieldReportService,
+    erp: ErpService,
+    metrics: Arc<Metrics>,
+    /// Wakes this instance's runner when a job was queued here.
+    wake: Arc<tokio::sync::Notify>,
+    /// The flags of the jobs running here, so that a cancel asked here stops its job at once
+    /// (one asked at another instance arrives with the job's next heartbeat).
+    running: Arc<Mutex<HashMap<i64, JobFlags>>>,
+}
+
+impl JobsService {
+    pub fn new(store: Store, fieldreport: FieldReportService, erp: ErpService, metrics: Arc<Metrics>) -> JobsService {
+        JobsService { store, fieldreport, erp, metrics, wake: Default::default(), running: Default::default() }
+    }
+
+    /// Queues a job of `kind` for `target` (every target of the kind without one).
+    pub async fn enqueue(&self, kind: &str, target: Option<&str>) -> Result<JobRow, JobError> {
+        let kind = JobKind::parse(kind)?;
+        let target = kind.target(target)?;
+        self.enqueue_checked(kind, &target, false).await
+    }
+
+    /// Queues a job whose kind and target were checked; `Active` names the job already queued
+    /// or running.
+    pub(crate) async fn enqueue_checked(
+        &self,
+        kind: JobKind,
+        target: &str,
+        scheduled: bool,
+    ) -> Result<JobRow, JobError> {
+        match self.store.job_enqueue(kind.name(), target, scheduled).await? {
+            Ok(job) => {
+                self.wake.notify_one();
+                Ok(job)
+            }
+            Err(active) => {
+                Err(JobError::Active { id: active.id, kind: active.kind, target: active.target, status: active.status })
+            }
+        }
+    }
+
+    pub async fn get(&self, id: i64) -> Result<JobRow, JobError> {
+        self.store.job(id).await?.ok_or(JobError::NotFound(id))
+    }
+
+    /// A page of the history, newest first, and the number of matching jobs.
+    pub async fn list(
+        &self,
+        kind: Option<&str>,
+        status: Option<&str>,
+        page: u32,
+        per_page: u32,
+    ) -> Result<(Vec<JobRow>, i64), JobError> {
+        if let Some(kind) = kind {
+            JobKind::parse(kind)?;
+        }
+        if let Some(status) = status
+            && !STATUSES.contains(&status)
+        {
+            return Err(invalid("status", format!("unknown status {status:?}; known: {}", STATUSES.join(", "))));
+        }
+        Ok(self.store.jobs_page(&JobFilter { kind, status }, page, per_page).await?)
+    }
+
+    /// Cancels a queued job, or asks a running one to stop at its next page.
+    pub async fn cancel(&self, id: i64) -> Result<JobRow, JobError> {
+        let job = self.store.job_cancel(id).await?.ok_or(JobError::NotFound(id))?;
+        match job.status.as_str() {
+            "running" => {
+                if let Some(flags) = self.running.lock().expect("running jobs").get(&id) {
+                    flags.cancel.store(true, Ordering::SeqCst);
+                    flags.stop_work.store(true, Ordering::SeqCst);
+                }
+                Ok(job)
+            }
+            // Cancelled now, or earlier: the same answer.
+            "cancelled" => Ok(job),
+            _ => Err(JobError::Ended { id, status: job.status }),
+        }
+    }
+}

@@ -1,0 +1,347 @@
+//! The `jobs` and `job_schedule` tables: long work (a sync, a setup, a post, a pull) queued,
+//! claimed by one instance's job runner with a lease, its progress and outcome; and when each
+//! entry of `SCHEDULE` is next due.
+//!
+//! One job of a kind and target is active (queued or running) at a time: `active_key` is set
+//! while it is and unique, so the database refuses a second one whichever instance asks.
+
+use sqlx::Row;
+use sqlx::any::AnyRow;
+
+use crate::store::{Dialect, Store, StoreError, now_ms};
+
+/// One job as stored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JobRow {
+    pub id: i64,
+    pub kind: String,
+    /// `''` for every target of the kind.
+    pub target: String,
+    pub status: String,
+    pub cancel_requested: bool,
+    /// Enqueued by `SCHEDULE` rather than by a caller.
+    pub scheduled: bool,
+    pub progress: JobProgress,
+    /// The work's report, as JSON text.
+    pub result: Option<String>,
+    pub error: Option<String>,
+    /// How many times a runner claimed it (more than one: taken over or resumed).
+    pub attempts: i64,
+    pub created_at: i64,
+    pub started_at: Option<i64>,
+    pub finished_at: Option<i64>,
+}
+
+/// How far a running job got.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct JobProgress {
+    pub done: i64,
+    pub total: Option<i64>,
+    /// What it works on now: an entity set or a model.
+    pub current: Option<String>,
+}
+
+/// A page of the history.
+#[derive(Debug, Clone, Default)]
+pub struct JobFilter<'a> {
+    pub kind: Option<&'a str>,
+    pub status: Option<&'a str>,
+}
+
+const COLUMNS: &str = "id, kind, target, status, cancel_requested, scheduled, progress_done, progress_total, \
+     progress_current, result, error, attempts, created_at, started_at, finished_at";
+
+fn job_row(row: &AnyRow) -> Result<JobRow, StoreError> {
+    Ok(JobRow {
+        id: row.try_get("id")?,
+        kind: row.try_get("kind")?,
+        target: row.try_get("target")?,
+        status: row.try_get("status")?,
+        cancel_requested: row.try_get::<i64, _>("cancel_requested")? != 0,
+        scheduled: row.try_get::<i64, _>("scheduled")? != 0,
+        progress: JobProgress {
+            done: row.try_get("progress_done")?,
+            total: row.try_get("progress_total")?,
+            current: row.try_get("progress_current")?,
+        },
+        result: row.try_get("result")?,
+        error: row.try_get("error")?,
+        attempts: row.try_get("attempts")?,
+        created_at: row.try_get("created_at")?,
+        started_at: row.try_get("started_at")?,
+        finished_at: row.try_get("finished_at")?,
+    })
+}
+
+fn active_key(kind: &str, target: &str) -> String {
+    format!("{kind} {target}")
+}
+
+/// A queued job, or a running one whose runner stopped renewing its lease ($1: now); the
+/// oldest first.
+const CLAIMABLE: &str =
+    "(status = 'queued' OR (status = 'running' AND lease_until < $1)) ORDER BY created_at, id LIMIT 1";
+
+impl Store {
+    /// Queues a job; `Err` with the active job when one of the same kind and target is queued
+    /// or running.
+    pub async fn job_enqueue(
+        &self,
+        kind: &str,
+        target: &str,
+        scheduled: bool,
+    ) -> Result<Result<JobRow, JobRow>, StoreError> {
+        let key = active_key(kind, target);
+        // The active job may end between the refused insert and the read: then try again.
+        for _ in 0..3 {
+            let _turn = self.write_turn().await;
+            let inserted = sqlx::query(sql!(
+                "INSERT INTO jobs (kind, target, status, active_key, scheduled, created_at) \
+                 VALUES ($1, $2, 'queued', $3, $4, $5) RETURNING {COLUMNS}"
+            ))
+            .bind(kind)
+            .bind(target)
+            .bind(&key)
+            .bind(i64::from(scheduled))
+            .bind(now_ms())
+            .fetch_one(self.pool())
+            .await;
+            drop(_turn);
+            match inserted {
+                Ok(row) => return Ok(Ok(job_row(&row)?)),
+                Err(error) => match StoreError::from(error) {
+                    StoreError::Duplicate(_) => {
+                        if let Some(active) = self.job_active(kind, target).await? {
+                            return Ok(Err(active));
+                        }
+                    }
+                    other => return Err(other),
+                },
+            }
+        }
+        Err(StoreError::Query(format!("the active job of {key} kept changing")))
+    }
+
+    /// The queued or running job of a kind and target.
+    pub async fn job_active(&self, kind: &str, target: &str) -> Result<Option<JobRow>, StoreError> {
+        let row = sqlx::query(sql!("SELECT {COLUMNS} FROM jobs WHERE active_key = $1"))
+            .bind(active_key(kind, target))
+            .fetch_optional(self.pool())
+            .await?;
+        row.as_ref().map(job_row).transpose()
+    }
+
+    pub async fn job(&self, id: i64) -> Result<Option<JobRow>, StoreError> {
+        let row =
+            sqlx::query(sql!("SELECT {COLUMNS} FROM jobs WHERE id = $1")).bind(id).fetch_optional(self.pool()).await?;
+        row.as_ref().map(job_row).transpose()
+    }
+
+    /// A page of the history, newest first, and how many jobs match in all.
+    pub async fn jobs_page(
+        &self,
+        filter: &JobFilter<'_>,
+        page: u32,
+        per_page: u32,
+    ) -> Result<(Vec<JobRow>, i64), StoreError> {
+        // Unset filters compare a bound NULL: one statement for every combination.
+        let condition = "($1 IS NULL OR kind = $1) AND ($2 IS NULL OR status = $2)";
+        let total: i64 = sqlx::query(sql!("SELECT COUNT(*) AS n FROM jobs WHERE {condition}"))
+            .bind(filter.kind)
+            .bind(filter.status)
+            .fetch_one(self.pool())
+            .await?
+            .try_get("n")?;
+        let rows = sqlx::query(sql!(
+            "SELECT {COLUMNS} FROM jobs WHERE {condition} ORDER BY created_at DESC, id DESC LIMIT $3 OFFSET $4"
+        ))
+        .bind(filter.kind)
+        .bind(filter.status)
+        .bind(i64::from(per_page))
+        .bind(i64::from(page.saturating_sub(1)) * i64::from(per_page))
+        .fetch_all(self.pool())
+        .await?;
+        Ok((rows.iter().map(job_row).collect::<Result<_, _>>()?, total))
+    }
+
+    /// Cancels a queued job at once, and asks a running one to stop at its next page; a job
+    /// that ended is left as it is. `None` when there is no such job.
+    pub async fn job_cancel(&self, id: i64) -> Result<Option<JobRow>, StoreError> {
+        let now = now_ms();
+        {
+            let _turn = self.write_turn().await;
+            sqlx::query(
+                "UPDATE jobs SET status = 'cancelled', active_key = NULL, finished_at = $1, cancel_requested = 1 \
+                 WHERE id = $2 AND status = 'queued'",
+            )
+            .bind(now)
+            .bind(id)
+            .execute(self.pool())
+            .await?;
+            sqlx::query("UPDATE jobs SET cancel_requested = 1 WHERE id = $1 AND status = 'running'")
+                .bind(id)
+                .execute(self.pool())
+                .await?;
+        }
+        self.job(id).await
+    }
+
+    /// Claims the oldest queued job (or a running one whose lease ran out) for `owner` until
+    /// `until`. On Postgres the row is picked with `FOR UPDATE SKIP LOCKED`, so instances
+    /// claiming together take different jobs; on SQLite the statement runs in the write turn.
+    pub async fn job_claim(&self, owner: &str, until: i64) -> Result<Option<JobRow>, StoreError> {
+        let set = "status = 'running', lease_owner = $2, lease_until = $3, attempts = attempts + 1, \
+                   started_at = COALESCE(started_at, $1), progress_done = 0, progress_total = NULL, \
+                   progress_current = NULL";
+        let statement = match self.dialect() {
+            Dialect::Postgres => sql!(
+                "WITH picked AS MATERIALIZED (SELECT id FROM jobs WHERE {CLAIMABLE} FOR UPDATE SKIP LOCKED) \
+                 UPDATE jobs SET {set} FROM picked WHERE jobs.id = picked.id RETURNING {}",
+                COLUMNS.split(", ").map(|c| format!("jobs.{c}")).collect::<Vec<_>>().join(", ")
+            ),
+            Dialect::Sqlite => {
+                sql!("UPDATE jobs SET {set} WHERE id = (SELECT id FROM jobs WHERE {CLAIMABLE}) RETURNING {COLUMNS}")
+            }
+        };
+        let _turn = self.write_turn().await;
+        let row = sqlx::query(statement).bind(now_ms()).bind(owner).bind(until).fetch_optional(self.pool()).await?;
+        row.as_ref().map(job_row).transpose()
+    }
+
+    /// Renews the lease of a running job and records its progress. `None` when `owner` no
+    /// longer holds it (another instance took it over); else whether a cancel was asked for.
+    pub async fn job_heartbeat(
+        &self,
+        id: i64,
+        owner: &str,
+        until: i64,
+        progress: &JobProgress,
+    ) -> Result<Option<bool>, StoreError> {
+        let _turn = self.write_turn().await;
+        let row = sqlx::query(
+            "UPDATE jobs SET lease_until = $1, progress_done = $2, progress_total = $3, progress_current = $4 \
+             WHERE id = $5 AND lease_owner = $6 AND status = 'running' RETURNING cancel_requested",
+        )
+        .bind(until)
+        .bind(progress.done)
+        .bind(progress.total)
+        .bind(progress.current.as_deref())
+        .bind(id)
+        .bind(owner)
+        .fetch_optional(self.pool())
+        .await?;
+        row.map(|row| Ok(row.try_get::<i64, _>("cancel_requested")? != 0)).transpose()
+    }
+
+    /// Records how a job held by `owner` ended (`succeeded`, `failed` or `cancelled`); false
+    /// when it was no longer held.
+    pub async fn job_finish(
+        &self,
+        id: i64,
+        owner: &str,
+        status: &str,
+        result: Option<&str>,
+        error: Option<&str>,
+        progress: &JobProgress,
+    ) -> Result<bool, StoreError> {
+        let _turn = self.write_turn().await;
+        let done = sqlx::query(
+            "UPDATE jobs SET status = $1, result = $2, error = $3, finished_at = $4, active_key = NULL, \
+             lease_owner = NULL, lease_until = NULL, progress_done = $5, progress_total = $6, progress_current = NULL \
+             WHERE id = $7 AND lease_owner = $8 AND status = 'running'",
+        )
+        .bind(status)
+        .bind(result)
+        .bind(error)
+        .bind(now_ms())
+        .bind(progress.done)
+        .bind(progress.total)
+        .bind(id)
+        .bind(owner)
+        .execute(self.pool())
+        .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    /// Hands a running job back to the queue (its instance is stopping): it runs again after
+    /// a restart, or on another instance.
+    pub async fn job_release(&self, id: i64, owner: &str) -> Result<(), StoreError> {
+        let _turn = self.write_turn().await;
+        sqlx::query(
+            "UPDATE jobs SET status = 'queued', lease_owner = NULL, lease_until = NULL \
+             WHERE id = $1 AND lease_owner = $2 AND status = 'running'",
+        )
+        .bind(id)
+        .bind(owner)
+        .execute(self.pool())
+        .await?;
+        Ok(())
+    }
+
+    /// The newest success per kind and target (epoch ms), for the metrics.
+    pub async fn job_last_successes(&self) -> Result<Vec<(String, String, i64)>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT kind, target, MAX(finished_at) AS at FROM jobs WHERE status = 'succeeded' GROUP BY kind, target",
+        )
+        .fetch_all(self.pool())
+        .await?;
+        rows.iter().map(|row| Ok((row.try_get("kind")?, row.try_get("target")?, row.try_get("at")?))).collect()
+    }
+
+    /// Adds a `SCHEDULE` entry (first due at `first_at`) or brings a known one to this
+    /// interval: when the interval changed, it is next due no later than one new interval
+    /// from now.
+    pub async fn schedule_entry(
+        &self,
+        kind: &str,
+        target: &str,
+        interval_ms: i64,
+        first_at: i64,
+    ) -> Result<(), StoreError> {
+        let least = match self.dialect() {
+            Dialect::Postgres => "LEAST",
+            Dialect::Sqlite => "MIN",
+        };
+        let _turn = self.write_turn().await;
+        sqlx::query(
+            "INSERT INTO job_schedule (kind, target, interval_ms, next_at) VALUES ($1, $2, $3, $4) \
+             ON CONFLICT (kind, target) DO NOTHING",
+        )
+        .bind(kind)
+        .bind(target)
+        .bind(interval_ms)
+        .bind(first_at)
+        .execute(self.pool())
+        .await?;
+        sqlx::query(sql!(
+            "UPDATE job_schedule SET interval_ms = $1, next_at = {least}(next_at, $2) \
+             WHERE kind = $3 AND target = $4 AND interval_ms <> $1"
+        ))
+        .bind(interval_ms)
+        .bind(now_ms().saturating_add(interval_ms))
+        .bind(kind)
+        .bind(target)
+        .execute(self.pool())
+        .await?;
+        Ok(())
+    }
+
+    /// Takes the tick of an entry that is due (moving it one interval on): true for the one
+    /// caller, of any instance, whose update moved it.
+    pub async fn schedule_take_tick(&self, kind: &str, target: &str) -> Result<bool, StoreError> {
+        let now = now_ms();
+        let _turn = self.write_turn().await;
+        let taken = sqlx::query(
+            "UPDATE job_schedule SET next_at = $1 + interval_ms WHERE kind = $2 AND target = $3 AND next_at <= $1",
+        )
+        .bind(now)
+        .bind(kind)
+        .bind(target)
+        .execute(self.pool())
+        .await?;
+        Ok(taken.rows_affected() == 1)
+    }
+}
+
+#[cfg(test)]
+mod tests;
