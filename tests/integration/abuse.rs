@@ -360,7 +360,11 @@ async fn injection_strings_are_only_ever_bound_values(db: Db) {
         assert!(found.iter().any(|record| record["Id"] == id.as_str()), "{found:?}");
         assert!(found.iter().all(|record| record["Name"] == *text), "{found:?}");
     }
-    assert_eq!(areas, BTreeSet::from(["auth", "erp", "fieldreport", "leasing"].map(String::from)), "areas walked");
+    assert_eq!(
+        areas,
+        BTreeSet::from(["auth", "erp", "fieldreport", "jobs", "leasing"].map(String::from)),
+        "areas walked"
+    );
     assert!(sent > 300, "only {sent} injected requests");
     eprintln!("injection walk ({db:?}): {sent} requests over the areas {areas:?}");
 
