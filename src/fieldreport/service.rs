@@ -222,6 +222,43 @@ impl FieldReportService {
         }
     }
 
+    /// A client's update may name the record's `Id` and `Version`: the `Id` must be the record's
+    /// own (an Id never changes), and the `Version` the one stored, else the write is refused
+    /// with 409, as the model's description says (someone changed the record since the client
+    /// read it: read it again and retry). Without them the write merges into the stored record.
+    fn check_identity(entity: &EntityInfo, stored: &MirrorRecord, body: &Value) -> Result<(), FieldReportError> {
+        let mut errors = FieldErrors::new();
+        match body.get("Id") {
+            None | Some(Value::Null) => {}
+            Some(Value::String(id)) if *id == stored.id => {}
+            Some(Value::String(_)) => {
+                let message = format!("The Id must be the record's own ({}); an Id cannot change.", stored.id);
+                errors.insert("Id".into(), vec![message]);
+            }
+            Some(_) => {
+                errors.insert("Id".into(), vec!["The Id must be a string.".into()]);
+            }
+        }
+        let version = match body.get("Version") {
+            None | Some(Value::Null) => None,
+            Some(Value::Number(n)) if n.is_i64() => n.as_i64(),
+            Some(_) => {
+                errors.insert("Version".into(), vec!["The Version must be an integer.".into()]);
+                None
+            }
+        };
+        if !errors.is_empty() {
+            return Err(FieldReportError::Invalid(errors));
+        }
+        match version {
+            Some(version) if version != stored.version => Err(FieldReportError::Conflict(format!(
+                "{} record {} is at Version {}, not {version}: it changed since it was read; read it again and retry",
+                entity.route, stored.id, stored.version
+            ))),
+            _ => Ok(()),
+        }
+    }
+
     /// Creates a record at the field-report system, then here under the Id it assigned.
     pub async fn create_forwarded(&self, entity: &EntityInfo, body: Value) -> Result<WriteOutcome, FieldReportError> {
         self.create(entity, body, true).await
@@ -283,6 +320,9 @@ impl FieldReportService {
     ) -> Result<WriteOutcome, FieldReportError> {
         Self::object(&body)?;
         let mut stored = self.load(entity, id).await?;
+        if forward {
+            Self::check_identity(entity, &stored, &body)?;
+        }
         if forward && self.store.update_unsettled(entity.route, &stored.id).await? {
             stored = self.settle_before_update(entity, stored).await?;
         }

@@ -364,8 +364,53 @@ async fn an_unconfigured_upstream_is_named(db: Db) {
     svc.stop().await;
 }
 
+/// A client's update may name the record's `Id` and `Version`: a stale `Version` is refused
+/// with 409 (the record changed since it was read), a `Version` that is not an integer and an
+/// `Id` that is not the record's own with 422 naming the field. Without them the body merges.
+async fn updates_check_the_id_and_version_they_name(db: Db) {
+    let svc = TestService::start(db, &[]).await;
+    let api = api(&svc).await;
+    let created = api
+        .json(
+            reqwest::Method::POST,
+            "/api/v1/fieldreport/companies",
+            Some(json!({"Id": "v", "Version": 1, "Name": "A"})),
+            201,
+        )
+        .await;
+    let id = created["data"]["Id"].as_str().unwrap().to_string();
+    let path = format!("/api/v1/fieldreport/companies/{id}");
+    let version = |record: &Value| record["Version"].as_i64().unwrap();
+    let current = version(&api.json(reqwest::Method::GET, &path, None, 200).await);
+
+    let changed = api.json(reqwest::Method::PATCH, &path, Some(json!({"Version": current, "Name": "B"})), 200).await;
+    assert_eq!(version(&changed["data"]), current + 1);
+    let stale = api.send(reqwest::Method::PATCH, &path, Some(json!({"Version": current, "Name": "C"}))).await;
+    let body = error_body(stale, 409).await;
+    assert!(body["message"].as_str().unwrap().contains(&format!("is at Version {}", current + 1)), "{body}");
+    let stale_put =
+        api.send(reqwest::Method::PUT, &path, Some(json!({"Id": id, "Version": current, "Name": "C"}))).await;
+    error_body(stale_put, 409).await;
+    for (patch, field) in [
+        (json!({"Version": "abc"}), "Version"),
+        (json!({"Version": "7"}), "Version"),
+        (json!({"Version": 1.5}), "Version"),
+        (json!({"Id": "another"}), "Id"),
+        (json!({"Id": 7}), "Id"),
+    ] {
+        let body = error_body(api.send(reqwest::Method::PATCH, &path, Some(patch.clone())).await, 422).await;
+        assert!(body["errors"][field].is_array(), "{patch}: {body}");
+    }
+    let stored = api.json(reqwest::Method::GET, &path, None, 200).await;
+    assert_eq!((stored["Name"].as_str(), version(&stored)), (Some("B"), current + 1), "nothing refused was applied");
+    let merged = api.json(reqwest::Method::PATCH, &path, Some(json!({"Name": "D"})), 200).await;
+    assert_eq!(version(&merged["data"]), current + 2, "without a Version the body merges");
+    svc.stop().await;
+}
+
 on_both_databases!(
     every_entity_supports_every_operation,
+    updates_check_the_id_and_version_they_name,
     forwarded_updates_merge_bump_the_version_and_strip_system_fields,
     create_validates_id_and_version,
     nothing_diverges_when_the_upstream_fails,
