@@ -32,7 +32,7 @@ pub enum StartError {
     Bind { address: SocketAddr, source: std::io::Error },
     #[error("internal server: {0}")]
     Dropshot(String),
-    #[error("{0}")]
+    #[error(transparent)]
     Tls(#[from] TlsSetupError),
 }
 

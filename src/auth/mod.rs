@@ -46,7 +46,7 @@ pub enum AuthError {
     Throttled { retry_after: Duration },
     #[error("unauthenticated")]
     Unauthenticated,
-    #[error("invalid input")]
+    #[error("{}", crate::vocabulary::field_errors::describe(.0))]
     Invalid(FieldErrors),
     #[error("no user with email {0}")]
     UnknownUser(String),

@@ -69,16 +69,16 @@ pub(super) async fn user(services: &Services, command: UserCommand) -> anyhow::R
             let mut password = String::new();
             std::io::stdin().lock().read_line(&mut password)?;
             let password = password.trim_end_matches(['\r', '\n']);
-            let user = auth.create_user(&email, name.as_deref(), password).await.map_err(describe)?;
+            let user = auth.create_user(&email, name.as_deref(), password).await?;
             println!("created user {} <{}> (id {})", user.name, user.email, user.id);
         }
         UserCommand::List => {
-            for user in auth.list_users().await.map_err(describe)? {
+            for user in auth.list_users().await? {
                 println!("{}\t{}\t{}", user.id, user.email, user.name);
             }
         }
         UserCommand::Delete { email } => {
-            auth.delete_user(&email).await.map_err(describe)?;
+            auth.delete_user(&email).await?;
             println!("deleted user {email} and their tokens");
         }
     }
@@ -89,15 +89,14 @@ pub(super) async fn user(services: &Services, command: UserCommand) -> anyhow::R
 pub(super) async fn token(services: &Services, command: TokenCommand) -> anyhow::Result<()> {
     match command {
         TokenCommand::Create { email, name, abilities, expires_in_days } => {
-            let token =
-                services.auth.create_token(&email, &name, &abilities, expires_in_days).await.map_err(describe)?;
+            let token = services.auth.create_token(&email, &name, &abilities, expires_in_days).await?;
             // The token alone on standard output, so that a script can capture it.
             println!("{token}");
             eprintln!("created token {:?} for {email}; it is shown only once", name.trim());
         }
         TokenCommand::List { email } => {
             println!("NAME\tABILITIES\tCREATED\tLAST USED\tEXPIRES");
-            for token in services.auth.list_tokens(&email).await.map_err(describe)? {
+            for token in services.auth.list_tokens(&email).await? {
                 let abilities: Vec<&str> = token.abilities.iter().map(|a| a.as_str()).collect();
                 println!(
                     "{}\t{}\t{}\t{}\t{}",
@@ -110,11 +109,11 @@ pub(super) async fn token(services: &Services, command: TokenCommand) -> anyhow:
             }
         }
         TokenCommand::Revoke { email, name: Some(name), .. } => {
-            let count = services.auth.revoke_named(&email, &name).await.map_err(describe)?;
+            let count = services.auth.revoke_named(&email, &name).await?;
             println!("revoked {count} token(s) named {:?} of {email}", name.trim());
         }
         TokenCommand::Revoke { email, name: None, .. } => {
-            let count = services.auth.revoke_all(&email).await.map_err(describe)?;
+            let count = services.auth.revoke_all(&email).await?;
             println!("revoked {count} token(s) of {email}");
         }
     }
@@ -127,16 +126,4 @@ fn time(at: Option<i64>) -> String {
     at.and_then(chrono::DateTime::from_timestamp_millis)
         .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
         .unwrap_or_else(|| "-".into())
-}
-
-/// Turns validation errors into readable lines for the terminal.
-fn describe(error: crate::auth::AuthError) -> anyhow::Error {
-    match error {
-        crate::auth::AuthError::Invalid(fields) => {
-            let lines: Vec<String> =
-                fields.iter().flat_map(|(f, ms)| ms.iter().map(move |m| format!("{f}: {m}"))).collect();
-            anyhow::anyhow!(lines.join("; "))
-        }
-        other => anyhow::anyhow!(other),
-    }
 }

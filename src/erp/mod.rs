@@ -36,9 +36,9 @@ pub enum ErpError {
     Busy(String),
     #[error(transparent)]
     Webhook(#[from] WebhookRefusal),
-    #[error("{0}")]
+    #[error(transparent)]
     Upstream(#[from] UpstreamError),
-    #[error("{0}")]
+    #[error(transparent)]
     FieldReport(#[from] FieldReportError),
     #[error(transparent)]
     Store(#[from] StoreError),

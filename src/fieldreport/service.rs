@@ -31,7 +31,7 @@ pub const MAX_PER_PAGE: u32 = 500;
 
 #[derive(Debug, thiserror::Error)]
 pub enum FieldReportError {
-    #[error("The given data was invalid.")]
+    #[error("{}", crate::vocabulary::field_errors::describe(.0))]
     Invalid(FieldErrors),
     #[error("unknown entity {0:?}; known: {known}", known = generated::fieldreport::entity_names().collect::<Vec<_>>().join(", "))]
     UnknownEntity(String),
@@ -42,7 +42,7 @@ pub enum FieldReportError {
     /// The process is stopping; the work ended early and can simply run again.
     #[error("interrupted: the service is stopping; run it again to resume")]
     Interrupted,
-    #[error("{0}")]
+    #[error(transparent)]
     Upstream(#[from] UpstreamError),
     #[error(transparent)]
     Store(#[from] StoreError),

@@ -6,7 +6,7 @@ use crate::vocabulary::field_errors::FieldErrors;
 
 #[derive(Debug, thiserror::Error)]
 pub enum JobError {
-    #[error("The given data was invalid.")]
+    #[error("{}", crate::vocabulary::field_errors::describe(.0))]
     Invalid(FieldErrors),
     #[error("no job {0}")]
     NotFound(i64),

@@ -19,9 +19,9 @@ use crate::vocabulary::leasing_codes::LEASING_ERROR_CODES;
 /// Why a leasing operation failed.
 #[derive(Debug, thiserror::Error)]
 pub enum LeasingError {
-    #[error("The given data was invalid.")]
+    #[error("{}", crate::vocabulary::field_errors::describe(.0))]
     Invalid(FieldErrors),
-    #[error("{0}")]
+    #[error(transparent)]
     Upstream(#[from] UpstreamError),
     #[error("The financing request was declined by the leasing provider; the process is aborted.")]
     Declined,

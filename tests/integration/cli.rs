@@ -427,6 +427,29 @@ fn config_file_is_read_and_the_environment_wins() {
     assert!(text(&missing.stderr).contains("/nonexistent/x.toml"));
 }
 
+/// A refused argument prints the field and reason the HTTP answer gives, and every message
+/// once, not repeated by its own cause.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refusals_print_their_reason_once() {
+    let svc = TestService::start(Db::Sqlite, &[]).await;
+    let url = svc.database_url.clone();
+    let stage = cli(&url, &["fieldreport", "post", "9"], None);
+    assert!(!stage.status.success());
+    let stderr = text(&stage.stderr);
+    assert!(stderr.contains("stage: The stage is 1 (reference data)"), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    let unconfigured = cli(&url, &["fieldreport", "sync", "companies"], None);
+    assert!(!unconfigured.status.success());
+    let stderr = text(&unconfigured.stderr);
+    assert_eq!(stderr.matches("not configured").count(), 1, "{stderr}");
+    assert!(stderr.contains("FIELDREPORT_BASE_URL"), "{stderr}");
+    let short = cli(&url, &["user", "create", "--email", "not-an-email", "--password-stdin"], Some("short\n"));
+    let stderr = text(&short.stderr);
+    assert!(stderr.contains("email: The email must be a valid email address."), "{stderr}");
+    assert!(stderr.contains("password: The password must be at least 8 characters."), "{stderr}");
+    svc.stop().await;
+}
+
 /// Every command's help names the environment variables it reads: `serve` all of them, the
 /// database commands `DATABASE_URL`, the field-report and ERP tools their upstream's settings.
 #[test]
