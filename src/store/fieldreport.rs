@@ -125,16 +125,20 @@ impl Store {
 
     /// A record's document as stored, checked to be JSON but not parsed into a tree: what a
     /// read answers with.
-    /// From memory when it was read lately (see [`crate::store::engine::record_cache`]).
+    /// On Postgres, from memory when it was read lately (see
+    /// [`crate::store::engine::record_cache`]). On SQLite one record is read in place: asking
+    /// whether the file changed costs as much as the read (`cargo xtask bench --scenario
+    /// auth-read`, bench/HISTORY.md); pages are cached there.
     pub async fn mirror_document(&self, entity: &str, id: &str) -> Result<Option<Box<RawValue>>, StoreError> {
-        let generation = match self.engine.record_cache_to_read().map(|cache| cache.document(entity, id)) {
+        let cache = self.engine.postgres().and_then(|_| self.engine.record_cache());
+        let generation = match cache.map(|cache| cache.document(entity, id)) {
             Some(Lookup::Hit(document)) => return Ok(Some(document)),
             Some(Lookup::Miss(generation)) => generation,
             None => None,
         };
         let Some((_, _, text)) = self.mirror_row(entity, id).await? else { return Ok(None) };
         let document = RawValue::from_string(text).map_err(not_json)?;
-        if let Some(cache) = self.engine.record_cache() {
+        if let Some(cache) = cache {
             cache.put_document(generation, entity, id, &document);
         }
         Ok(Some(document))

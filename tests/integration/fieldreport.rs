@@ -521,9 +521,9 @@ async fn records_changed_anywhere_are_answered_changed_on_every_instance() {
     first.stop().await;
 }
 
-/// SQLite: records and pages read are kept in memory too, and forgotten as soon as anyone
-/// commits to the database file (another process, a statement run by hand): the very next read
-/// answers the change, with no notification to wait for.
+/// SQLite: pages read are kept in memory too, and forgotten as soon as anyone commits to the
+/// database file (another process, a statement run by hand): the very next read answers the
+/// change, with no notification to wait for. (Single records are read in place.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn records_changed_by_another_connection_are_answered_changed_at_once_on_sqlite() {
     let svc = TestService::start(Db::Sqlite, &[]).await;
@@ -556,7 +556,7 @@ async fn records_changed_by_another_connection_are_answered_changed_at_once_on_s
         assert_eq!(api.json(reqwest::Method::GET, &path, None, 200).await["Name"], name.as_str());
         assert_eq!(api.json(reqwest::Method::GET, list, None, 200).await["data"][0]["Name"], name.as_str());
     }
-    assert!(lookups(&svc, "hit").await >= hits_before + 6.0, "the second reads of each round were hits");
+    assert!(lookups(&svc, "hit").await >= hits_before + 3.0, "the second page read of each round was a hit");
     sqlx::query(
         "INSERT INTO fieldreport_records (entity, record_id, version, document, created_at, updated_at) \
          VALUES ('companies', 'by-hand', 1, '{\"Id\":\"by-hand\",\"Version\":1}', 0, 0)",

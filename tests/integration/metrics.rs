@@ -224,6 +224,7 @@ async fn counts_requests_upstream_calls_flows_and_queues(db: Db) {
     error_body(get("/api/v1/no/such/route").await.unwrap(), 404).await;
     error_body(get("/__internal/docs/openapi.json").await.unwrap(), 404).await; // the front's own 404
     error_body(get("/api/v1/fieldreport/companies/4711").await.unwrap(), 404).await;
+    assert_eq!(get("/api/v1/fieldreport/companies?per_page=5").await.unwrap().status(), 200);
 
     // A field-report write, forwarded to the simulator.
     let created = svc
@@ -290,6 +291,7 @@ async fn counts_requests_upstream_calls_flows_and_queues(db: Db) {
         (["current_user", "200"], 1.0),
         (["unmatched", "404"], 2.0),
         (["fieldreport_companies_show", "404"], 1.0),
+        (["fieldreport_companies_list", "200"], 1.0),
         (["fieldreport_companies_create", "201"], 1.0),
         (["fieldreport_companies_create", "413"], 1.0),
         (["leasing_create", "201"], 1.0),
@@ -352,11 +354,11 @@ async fn counts_requests_upstream_calls_flows_and_queues(db: Db) {
     assert_eq!(metrics.get(push, &[("entity", "contacts")]), 0.0);
     assert_eq!(metrics.series(push).len(), 15, "every entity has a series");
 
-    // Field-report records are cached in memory on both databases.
+    // Field-report pages are cached in memory on both databases (single records on Postgres).
     let cache = "integration_service_fieldreport_record_cache_lookups_total";
     assert_eq!(metrics.types[cache], "counter");
     let lookups = metrics.get(cache, &[("result", "hit")]) + metrics.get(cache, &[("result", "miss")]);
-    assert!(lookups >= 1.0, "the company read above was looked up: {lookups}");
+    assert!(lookups >= 1.0, "the page read above was looked up: {lookups}");
 
     // The pool, the process, the build.
     let max = metrics.get("integration_service_db_pool_max_connections", &[]);

@@ -4,7 +4,8 @@
 //! place, with the service's CPU spent on the round trip (protocol, system calls, wake-ups).
 //! On SQLite, a page read in place spent most of its time checking again, as JSON, the
 //! documents the service checked when it stored them (`cargo xtask bench --scenario list`,
-//! bench/HISTORY.md).
+//! bench/HISTORY.md); there only pages are cached, as one record costs no more to read than
+//! asking whether the file changed.
 //!
 //! The mirror is read far more often than it changes, and a cached document must never be
 //! answered after the mirror changed, on any instance:
