@@ -5,7 +5,7 @@
 //! and a flush interval early.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::RwLock;
 use std::time::Duration;
 
 use crate::store::{Store, StoreError};
@@ -14,19 +14,32 @@ use crate::store::{Store, StoreError};
 pub const LAST_USED_FLUSH: Duration = Duration::from_secs(10);
 
 /// Uses noted since the last write, by token id.
+///
+/// Until the next write, every check of the token finds its stored last use old and notes it
+/// again: that is a shared read of the map, and only the first use of the interval takes the
+/// write lock (`cargo xtask bench --scenario auth-read`, bench/HISTORY.md).
 #[derive(Debug, Default)]
 pub struct LastUsed {
-    noted: Mutex<HashMap<i64, i64>>,
+    noted: RwLock<HashMap<i64, i64>>,
 }
 
 impl LastUsed {
-    fn noted(&self) -> std::sync::MutexGuard<'_, HashMap<i64, i64>> {
+    fn noted(&self) -> std::sync::RwLockWriteGuard<'_, HashMap<i64, i64>> {
         // Each change is one insert or one swap, so a poisoned lock is taken as it is.
-        self.noted.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.noted.write().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// Notes a use of the token at `at` (epoch milliseconds); the latest one wins.
+    /// Notes a use of the token at `at` (epoch milliseconds), unless one is noted already: the
+    /// first use since the last write is the one written (at most [`LAST_USED_FLUSH`] early).
     pub fn note(&self, token_id: i64, at: i64) {
+        if self.is_noted(token_id) {
+            return;
+        }
+        self.noted().entry(token_id).or_insert(at);
+    }
+
+    /// Notes a use at `at` whatever is noted; the latest one wins (a failed write's uses).
+    fn note_again(&self, token_id: i64, at: i64) {
         let mut noted = self.noted();
         let entry = noted.entry(token_id).or_insert(at);
         *entry = (*entry).max(at);
@@ -34,7 +47,7 @@ impl LastUsed {
 
     /// Whether a use of the token is noted and not yet written.
     pub fn is_noted(&self, token_id: i64) -> bool {
-        self.noted().contains_key(&token_id)
+        self.noted.read().unwrap_or_else(|poisoned| poisoned.into_inner()).contains_key(&token_id)
     }
 
     /// Writes the noted uses; on failure they are noted again for the next write.
@@ -47,7 +60,7 @@ impl LastUsed {
             Ok(()) => Ok(uses.len()),
             Err(error) => {
                 for (token_id, at) in uses {
-                    self.note(token_id, at);
+                    self.note_again(token_id, at);
                 }
                 Err(error)
             }
@@ -61,7 +74,7 @@ mod tests {
     use crate::store::testing::stores_on_both_databases;
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn noted_uses_are_written_in_one_go_and_never_move_back() {
+    async fn first_noted_uses_are_written_in_one_go_and_never_move_back() {
         for test in stores_on_both_databases().await {
             let store = &test.store;
             let user = store.insert_user("Lin", "lin@example.com", "hash").await.unwrap();
@@ -79,7 +92,7 @@ mod tests {
             }
             let last_used = LastUsed::default();
             last_used.note(ids[0], 5_000);
-            last_used.note(ids[0], 4_000);
+            last_used.note(ids[0], 6_000);
             last_used.note(ids[1], 7_000);
             assert!(last_used.is_noted(ids[0]));
             assert_eq!(last_used.write(store).await.unwrap(), 2);
