@@ -65,36 +65,39 @@ impl fmt::Display for Ability {
     }
 }
 
-/// The abilities of one token.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Abilities(Vec<Ability>);
+/// The abilities of one token: a set of [`Ability`], one bit each (checked on every request,
+/// so without an allocation).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Abilities(u8);
 
 impl Abilities {
-    /// Everything: what a login token holds.
-    pub fn all() -> Abilities {
-        Abilities(vec![Ability::All])
+    const fn bit(ability: Ability) -> u8 {
+        1 << ability as u8
     }
 
-    /// These abilities, each once, in a fixed order.
+    /// Everything: what a login token holds.
+    pub fn all() -> Abilities {
+        Abilities(Self::bit(Ability::All))
+    }
+
+    /// These abilities.
     pub fn of(abilities: impl IntoIterator<Item = Ability>) -> Abilities {
-        let mut abilities: Vec<Ability> = abilities.into_iter().collect();
-        abilities.sort_unstable();
-        abilities.dedup();
-        Abilities(abilities)
+        Abilities(abilities.into_iter().fold(0, |bits, ability| bits | Self::bit(ability)))
     }
 
     /// Whether a token with these abilities may do what needs `needed`.
     pub fn allow(&self, needed: Ability) -> bool {
-        self.0.iter().any(|held| *held == Ability::All || *held == needed)
+        self.0 & (Self::bit(Ability::All) | Self::bit(needed)) != 0
     }
 
+    /// The abilities held, in the order of [`Ability::EVERY`].
     pub fn iter(&self) -> impl Iterator<Item = Ability> + '_ {
-        self.0.iter().copied()
+        Ability::EVERY.into_iter().filter(|ability| self.0 & Self::bit(*ability) != 0)
     }
 
     /// As stored: the names, space-separated.
     pub fn stored(&self) -> String {
-        self.0.iter().map(|a| a.as_str()).collect::<Vec<_>>().join(" ")
+        self.iter().map(Ability::as_str).collect::<Vec<_>>().join(" ")
     }
 
     /// From what [`Abilities::stored`] wrote. A name this release does not know grants nothing
