@@ -167,23 +167,15 @@ fn compare(before: &BTreeMap<String, Value>, after: &BTreeMap<String, Value>) ->
 /// aside): file and line, for a property that went or changed.
 pub fn uses(root: &Path, property: &str) -> Vec<String> {
     let needle = format!("\"{property}\"");
+    let mut files = crate::vendored::files_under(&root.join("src")).unwrap_or_default();
+    files.retain(|file| file.ends_with(".rs") && !file.ends_with("tests.rs"));
+    files.sort();
     let mut found = Vec::new();
-    let mut folders = vec![root.join("src")];
-    while let Some(folder) = folders.pop() {
-        let Ok(entries) = std::fs::read_dir(&folder) else { continue };
-        let mut entries: Vec<_> = entries.flatten().map(|e| e.path()).collect();
-        entries.sort();
-        for path in entries {
-            if path.is_dir() {
-                folders.push(path);
-            } else if path.extension().is_some_and(|e| e == "rs") && !path.ends_with("tests.rs") {
-                let text = std::fs::read_to_string(&path).unwrap_or_default();
-                for (number, line) in text.lines().enumerate() {
-                    if line.contains(&needle) {
-                        let relative = path.strip_prefix(root).unwrap_or(&path);
-                        found.push(format!("{}:{}", relative.display(), number + 1));
-                    }
-                }
+    for file in files {
+        let text = std::fs::read_to_string(root.join("src").join(&file)).unwrap_or_default();
+        for (number, line) in text.lines().enumerate() {
+            if line.contains(&needle) {
+                found.push(format!("src/{file}:{}", number + 1));
             }
         }
     }

@@ -156,7 +156,8 @@ fn cached_crate(name: &str, version: &str) -> Result<PathBuf> {
     bail!("{name}-{version}.crate is not in {}", cache.display())
 }
 
-fn files_under(dir: &Path) -> Result<Vec<String>> {
+/// Every file under `dir`, relative to it, with `/` between folders; in no particular order.
+pub fn files_under(dir: &Path) -> Result<Vec<String>> {
     let mut files = Vec::new();
     let mut pending = vec![dir.to_path_buf()];
     while let Some(current) = pending.pop() {
