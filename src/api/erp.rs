@@ -314,6 +314,9 @@ pub async fn erp_show_model(
 }
 
 /// One mirrored ERP record
+///
+/// The record of `model` with id `entity` as the local mirror holds it (the last pull or
+/// webhook wrote it); the ERP is not asked. 404 when the mirror has no such record.
 #[dropshot::endpoint { method = GET, path = "/api/v1/erp/show/{model}/{entity}", tags = ["erp"] }]
 pub async fn erp_show_record(
     rqctx: RequestContext<ApiContext>,
@@ -398,6 +401,10 @@ pub async fn erp_get(
 }
 
 /// Refresh one ERP model
+///
+/// Pulls every record of `model` from the ERP again, page by page, and stores each (a full
+/// pull, not from the cursor); the answer counts what was fetched and stored. The same as
+/// `integration-service erp setup <model>`.
 #[dropshot::endpoint { method = GET, path = "/api/v1/erp/update/{model}", tags = ["erp"] }]
 pub async fn erp_update_model(
     rqctx: RequestContext<ApiContext>,

@@ -90,32 +90,75 @@ impl<E: MirroredEntity> JsonSchema for NewRecord<E> {
         format!("New{}", E::INFO.set)
     }
     fn json_schema(generator: &mut SchemaGenerator) -> Schema {
-        let record = generator.subschema_for::<Record<E>>();
-        let identity: Schema = serde_json::from_value(json!({
-            "type": "object",
-            "required": ["Id", "Version"],
-            "properties": {
-                "Id": {"type": "string", "minLength": 1, "maxLength": crate::fieldreport::service::MAX_ID_LEN},
-                "Version": {"type": "integer", "format": "int64"}
-            }
-        }))
-        .expect("a valid schema");
-        Schema::Object(SchemaObject {
-            metadata: Some(Box::new(Metadata {
-                description: Some(format!(
-                    "A new {} record: `Id` (1 to {} characters) and `Version` are required.",
-                    E::INFO.set,
-                    crate::fieldreport::service::MAX_ID_LEN
-                )),
-                ..Default::default()
-            })),
-            subschemas: Some(Box::new(schemars::schema::SubschemaValidation {
-                all_of: Some(vec![record, identity]),
-                ..Default::default()
-            })),
-            ..Default::default()
-        })
+        let description = format!(
+            "A new {} record: `Id` (a string of 1 to {} characters) and `Version` (an integer) are required; every other field is the set's.",
+            E::INFO.set,
+            crate::fieldreport::service::MAX_ID_LEN
+        );
+        with_identity::<E>(generator, description, true)
     }
+}
+
+/// The body of an update (PUT or PATCH) of a record of set `E`: the set's fields, and the
+/// record's own `Id` and stored `Version` when the client names them.
+pub struct RecordUpdate<E>(pub Value, PhantomData<fn() -> E>);
+
+impl<'de, E> Deserialize<'de> for RecordUpdate<E> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Value::deserialize(d).map(|value| RecordUpdate(value, PhantomData))
+    }
+}
+
+impl<E: MirroredEntity> JsonSchema for RecordUpdate<E> {
+    fn schema_name() -> String {
+        format!("{}Update", E::INFO.set)
+    }
+    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
+        let description = format!(
+            "Fields of a {} record to merge over the stored one. `Id`, when given, must be the record's own; `Version`, when given, must be the stored one (a stale Version is refused with 409: the record changed since it was read).",
+            E::INFO.set
+        );
+        with_identity::<E>(generator, description, false)
+    }
+}
+
+/// The set's model as one object schema of its own (not an `allOf` over the set's schema:
+/// client generators cannot narrow the set's `Edm.Int64` union in a second part), with `Id` a
+/// string and `Version` an integer, the types the service takes in a write body.
+fn with_identity<E: MirroredEntity>(generator: &mut SchemaGenerator, description: String, required: bool) -> Schema {
+    let Schema::Object(mut schema) = <E::Model as JsonSchema>::json_schema(generator) else {
+        unreachable!("a generated model is an object schema")
+    };
+    let identity: [(&str, Schema); 2] = [
+        (
+            "Id",
+            serde_json::from_value(json!({
+                "type": "string",
+                "minLength": 1,
+                "maxLength": crate::fieldreport::service::MAX_ID_LEN,
+                "description": "The record's Id."
+            }))
+            .expect("a valid schema"),
+        ),
+        (
+            "Version",
+            serde_json::from_value(json!({
+                "type": "integer",
+                "format": "int64",
+                "description": "The record's version: 1 or more on a create; on an update, the version the client read."
+            }))
+            .expect("a valid schema"),
+        ),
+    ];
+    let object = schema.object.get_or_insert_with(Default::default);
+    for (name, property) in identity {
+        object.properties.insert(name.to_string(), property);
+        if required {
+            object.required.insert(name.to_string());
+        }
+    }
+    schema.metadata().description = Some(description);
+    Schema::Object(schema)
 }
 
 fn object_schema(description: &str, properties: Vec<(&str, Schema)>, required: &[&str]) -> Schema {
@@ -282,7 +325,7 @@ async fn update<E: MirroredEntity>(
     rqctx: RequestContext<ApiContext>,
     token: BearerToken<needs::FieldreportWrite>,
     path: Path<RecordPath>,
-    body: TypedBody<Record<E>>,
+    body: TypedBody<RecordUpdate<E>>,
 ) -> Result<HttpResponseOk<RecordWrite<E>>, ApiError> {
     token.caller(&rqctx).await?;
     let body = body.into_inner().0;
@@ -313,6 +356,19 @@ async fn delete<E: MirroredEntity>(
     response.map_err(ApiError::internal)
 }
 
+/// `costCenters` as `cost_centers`: operationIds are snake case throughout the document (the
+/// methods of generated clients are named after them).
+fn snake_case(route: &str) -> String {
+    let mut snake = String::with_capacity(route.len() + 4);
+    for c in route.chars() {
+        if c.is_ascii_uppercase() {
+            snake.push('_');
+        }
+        snake.push(c.to_ascii_lowercase());
+    }
+    snake
+}
+
 /// Registers the five endpoint kinds (six operations) of every mirrored set.
 struct Registrar<'a> {
     api: &'a mut ApiDescription<ApiContext>,
@@ -327,12 +383,12 @@ impl Registrar<'_> {
     }
 }
 
-/// An endpoint of one entity set, named `fieldreport_<route>_<action>`. (A macro, because
+/// An endpoint of one entity set, named `fieldreport_<route in snake case>_<action>`. (A macro, because
 /// dropshot does not export the traits a generic function would need as bounds.)
 macro_rules! endpoint {
     ($info:expr, $action:expr, $handler:expr, $method:expr, $path:expr, $summary:expr, $description:expr) => {
         ApiEndpoint::new(
-            format!("fieldreport_{}_{}", $info.route, $action),
+            format!("fieldreport_{}_{}", snake_case($info.route), $action),
             $handler,
             $method,
             "application/json",
@@ -373,7 +429,7 @@ impl EntityVisitor for Registrar<'_> {
         ));
         for (method, action) in [(Method::PUT, "replace"), (Method::PATCH, "update")] {
             self.add(endpoint!(info, action, update::<E>, method, &item, format!("Update a {set} record"),
-                format!("The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT {set}(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.")));
+                format!("The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT {set}(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). `Id` and `Version` may be left out; when given, `Id` must be the record's own and `Version` the stored one, else 422 (not a string, not an integer, another Id) or 409 (a stale Version: read the record again). The local record changes only when the upstream accepted; a concurrent change answers 409.")));
         }
         self.add(endpoint!(info, "delete", delete::<E>, Method::DELETE, &item, format!("Delete a {set} record"),
             format!("Deletes the local record, then `{set}(<Id>L)` at the field-report system (the local record is restored if the upstream refuses). Answers 204, or 200 with `{{data, fieldReportResponse}}` with `Prefer: return=representation`.")));

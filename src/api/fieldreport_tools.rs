@@ -110,6 +110,10 @@ pub async fn fieldreport_show(
 }
 
 /// One field-report entity
+///
+/// The set named by its route (`costCenters`) or OData name (`CostCenters`): how many records
+/// the mirror holds, when it was last synced, its sync cursor and the relations each sync
+/// expands. 404 for an unknown set.
 #[dropshot::endpoint { method = GET, path = "/api/v1/fieldreport/show/{entity}", tags = ["fieldreport"] }]
 pub async fn fieldreport_show_entity(
     rqctx: RequestContext<ApiContext>,
@@ -291,6 +295,9 @@ pub async fn fieldreport_setup_all(
 }
 
 /// Initial setup of one stage
+///
+/// Syncs the sets of stage 1, 2 or 3 (see the setup of all stages for which sets each holds),
+/// in order, from the field-report system into the mirror; the answer reports each set's sync.
 #[dropshot::endpoint { method = GET, path = "/api/v1/fieldreport/setup/{stage}", tags = ["fieldreport"] }]
 pub async fn fieldreport_setup(
     rqctx: RequestContext<ApiContext>,
@@ -326,6 +333,8 @@ pub async fn fieldreport_post_all(
 }
 
 /// Push internal writes of a stage
+///
+/// As the push of all internal writes, for the sets of stage 1, 2 or 3 only.
 #[dropshot::endpoint { method = GET, path = "/api/v1/fieldreport/post/{stage}", tags = ["fieldreport"] }]
 pub async fn fieldreport_post_stage(
     rqctx: RequestContext<ApiContext>,
@@ -336,6 +345,9 @@ pub async fn fieldreport_post_stage(
 }
 
 /// Push internal writes of a stage and type
+///
+/// As the push of all internal writes, for one set of the stage (`type`, its route or OData
+/// name) only.
 #[dropshot::endpoint { method = GET, path = "/api/v1/fieldreport/post/{stage}/{type}", tags = ["fieldreport"] }]
 pub async fn fieldreport_post_type(
     rqctx: RequestContext<ApiContext>,
@@ -347,6 +359,8 @@ pub async fn fieldreport_post_type(
 }
 
 /// Push internal writes of one entity
+///
+/// As the push of all internal writes, for the one record `entity` (its Id) of set `type`.
 #[dropshot::endpoint {
     method = GET,
     path = "/api/v1/fieldreport/post/{stage}/{type}/{entity}",

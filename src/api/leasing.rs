@@ -345,6 +345,9 @@ pub struct FlowHealth {
 }
 
 /// Request flow health check
+///
+/// Answers whether the one-shot flow can run: `provider_configured` says whether the
+/// leasing provider is configured. The provider is not called.
 #[dropshot::endpoint { method = GET, path = "/api/v1/leasing/leasing/request-flow", tags = ["leasing"] }]
 pub async fn leasing_request_flow_health(
     rqctx: RequestContext<ApiContext>,
@@ -429,6 +432,9 @@ pub async fn leasing_patch(
 }
 
 /// Change the lessee
+///
+/// Sends the fields of the body to the provider as a change of the request's lessee (the
+/// company or person leasing); fields left out are kept. Answers the updated request.
 #[dropshot::endpoint { method = PATCH, path = "/api/v1/leasing/{financingId}/lessee", tags = ["leasing"] }]
 pub async fn leasing_patch_lessee(
     rqctx: RequestContext<ApiContext>,
@@ -532,6 +538,10 @@ fn action(data: Value) -> HttpResponseOk<ActionEnvelope> {
 }
 
 /// Start the e-signature
+///
+/// Starts the provider's e-signature process for a request that is `ReadyToSign`, with the
+/// signees and options of the body (read the configuration first for what the provider
+/// offers).
 #[dropshot::endpoint { method = POST, path = "/api/v1/leasing/{financingId}/e-signature", tags = ["leasing"] }]
 pub async fn leasing_start_e_signature(
     rqctx: RequestContext<ApiContext>,
@@ -546,6 +556,9 @@ pub async fn leasing_start_e_signature(
 }
 
 /// Cancel the e-signature
+///
+/// Cancels the provider's e-signature process of the financing request (for instance before
+/// switching to a paper contract) and answers the provider's answer.
 #[dropshot::endpoint { method = PUT, path = "/api/v1/leasing/{financingId}/cancel-e-signature", tags = ["leasing"] }]
 pub async fn leasing_cancel_e_signature(
     rqctx: RequestContext<ApiContext>,
@@ -558,6 +571,9 @@ pub async fn leasing_cancel_e_signature(
 }
 
 /// Switch to a paper contract
+///
+/// Asks the provider to sign the financing request's contract on paper instead of
+/// electronically; cancel a running e-signature first.
 #[dropshot::endpoint {
     method = PUT,
     path = "/api/v1/leasing/{financingId}/switch-to-paper-contract",
@@ -601,6 +617,9 @@ pub async fn leasing_contract_document(
 }
 
 /// Contract document download link
+///
+/// Asks the provider for a time-limited link to download the request's contract document
+/// (the document itself: `GET .../contractdocument`).
 #[dropshot::endpoint {
     method = POST,
     path = "/api/v1/leasing/{financingId}/contractdocument/link",

@@ -227,6 +227,132 @@ fn complete(doc: &mut Value) {
         }
     }
     bound_integers(doc);
+    give_request_examples(doc);
+    express_nullable_references(doc);
+    declare_request_id(doc);
+}
+
+/// The example of each request body, beside its schema: the schema's own example where it
+/// has one (the financing request, the login, the job), else [`request_example`]. Each one
+/// succeeds against the sandbox (`tests/integration/examples.rs` sends every one).
+fn give_request_examples(doc: &mut Value) {
+    let schemas = doc["components"]["schemas"].clone();
+    for item in doc["paths"].as_object_mut().into_iter().flat_map(|p| p.values_mut()) {
+        for op in item.as_object_mut().into_iter().flat_map(|i| i.values_mut()) {
+            let op_id = op["operationId"].as_str().unwrap_or_default().to_string();
+            let Some(content) = op.get_mut("requestBody").and_then(|b| b.get_mut("content")) else { continue };
+            let Some(media) = content.get_mut("application/json") else { continue };
+            let schema = match media["schema"]["$ref"].as_str() {
+                Some(reference) => &schemas[reference.trim_start_matches("#/components/schemas/")],
+                None => &media["schema"],
+            };
+            let example = match schema.get("example") {
+                Some(example) => Some(example.clone()),
+                None => request_example(&op_id, schema, &schemas),
+            };
+            if let Some(example) = example {
+                media["example"] = example;
+            }
+        }
+    }
+}
+
+/// The example of a request body whose schema has none.
+fn request_example(op_id: &str, schema: &Value, schemas: &Value) -> Option<Value> {
+    let signee = json!({"FirstName": "Erika", "LastName": "Mustermann", "Email": "erika.mustermann@acme.example", "Culture": "de-DE", "SigningOrder": 1});
+    let e_signature = json!({"ESignatureType": "DocuSign", "CustomerContractSignees": [signee]});
+    let example = match op_id {
+        "leasing_provider_calculation" => json!({"FinancingAmount": 2598.0, "Period": 48}),
+        "leasing_patch" => json!({"Period": 36}),
+        "leasing_patch_lessee" => json!({"Email": "finance@acme.example"}),
+        "leasing_start_e_signature" => e_signature,
+        "leasing_request_flow" => json!({
+            "request_payload": schemas["FinancingRequestPayload"]["example"],
+            "e_signature_payload": e_signature,
+            "max_attempts": 5,
+            "sleep_milliseconds": 200
+        }),
+        "erp_webhook_post" => json!({"entityName": "customer", "entityId": "17", "type": "updated"}),
+        _ if op_id.starts_with("fieldreport_") => return fieldreport_example(op_id, schema),
+        _ => return None,
+    };
+    Some(example)
+}
+
+/// A field-report write: a create names `Id` and `Version`; an update the `Version` it read
+/// (a create's record is at Version 1); both set the set's name-like field, if it has one.
+fn fieldreport_example(op_id: &str, schema: &Value) -> Option<Value> {
+    let properties = schema["properties"].as_object()?;
+    let mut example = if op_id.ends_with("_create") {
+        json!({"Id": "new-1", "Version": 1})
+    } else if op_id.ends_with("_update") || op_id.ends_with("_replace") {
+        json!({"Version": 1})
+    } else {
+        return None;
+    };
+    let named = ["Name", "Description", "Title", "Subject", "Email"]
+        .into_iter()
+        .find(|name| properties.get(*name).is_some_and(|p| p["type"] == "string"));
+    if let Some(name) = named {
+        example[name] = json!(if op_id.ends_with("_create") { "Example" } else { "Example, changed" });
+    }
+    Some(example)
+}
+
+/// schemars writes an optional reference as `{allOf: [{$ref}], nullable: true}`; OpenAPI 3.0.3
+/// gives `nullable` no effect without `type` beside it, and a `type` there would still leave
+/// the referenced schema refusing `null`. So each becomes `oneOf` the reference and
+/// `{enum: [null]}`, which takes only `null`: a form the three client generators we check
+/// (progenitor, openapi-typescript, openapi-python-client) each type as an optional value of
+/// the referenced type.
+fn express_nullable_references(value: &mut Value) {
+    match value {
+        Value::Object(object) => {
+            let nullable_reference = object.get("nullable") == Some(&Value::Bool(true))
+                && !object.contains_key("type")
+                && object.get("allOf").and_then(Value::as_array).is_some_and(|all| all.len() == 1);
+            if nullable_reference {
+                object.remove("nullable");
+                let reference = object.remove("allOf").and_then(|mut all| all.as_array_mut().and_then(Vec::pop));
+                object.insert("oneOf".into(), json!([reference, {"enum": [null]}]));
+            } else if object.get("nullable") == Some(&Value::Bool(true))
+                && !["type", "allOf", "anyOf", "oneOf", "$ref", "enum"].iter().any(|k| object.contains_key(*k))
+            {
+                // Any JSON value (an `Option<Value>`): null is one already.
+                object.remove("nullable");
+            }
+            object.values_mut().for_each(express_nullable_references);
+        }
+        Value::Array(items) => items.iter_mut().for_each(express_nullable_references),
+        _ => {}
+    }
+}
+
+/// Every answer carries the request's id in `x-request-id` (the front sets it): declared on
+/// each response, inline or shared.
+fn declare_request_id(doc: &mut Value) {
+    doc["components"]["headers"] = json!({
+        "RequestId": {
+            "description": "The request's id, also in every error body as `request_id`; quote it when reporting a problem.",
+            "schema": {"type": "string", "format": "uuid"}
+        }
+    });
+    let header = json!({"$ref": "#/components/headers/RequestId"});
+    let declare = |response: &mut Value| {
+        if response.get("$ref").is_none() {
+            response["headers"]["x-request-id"] = header.clone();
+        }
+    };
+    for response in doc["components"]["responses"].as_object_mut().into_iter().flat_map(|r| r.values_mut()) {
+        declare(response);
+    }
+    for item in doc["paths"].as_object_mut().into_iter().flat_map(|p| p.values_mut()) {
+        for op in item.as_object_mut().into_iter().flat_map(|i| i.values_mut()) {
+            for response in op["responses"].as_object_mut().into_iter().flat_map(|r| r.values_mut()) {
+                declare(response);
+            }
+        }
+    }
 }
 
 /// Whether the operation takes a bearer token, and the ability the token needs (see
@@ -350,6 +476,7 @@ fn complete_metrics_operation(op: &mut Value, error_content: &Value) {
                 "example": {"message": "Unauthenticated.", "error_code": "unauthenticated", "request_id": "0d5c1e3e-8b7f-4f4e-9c57-2f1f0c9e1a11"}
             }}
         },
+        "4XX": {"$ref": "#/components/responses/ApiError"},
         "5XX": {"description": "An internal error.", "content": error_content.clone()}
     });
 }
@@ -368,6 +495,7 @@ fn complete_fieldreport_operation(op: &mut Value, op_id: &str) {
     if op_id.ends_with("_delete") {
         let responses = op["responses"].as_object_mut().expect("every operation has responses");
         responses.remove("default");
+        responses.insert("4XX".into(), reference("ApiError"));
         responses.insert("204".into(), json!({"description": "Deleted locally and at the field-report system."}));
         responses.insert(
             "200".into(),
@@ -378,7 +506,7 @@ fn complete_fieldreport_operation(op: &mut Value, op_id: &str) {
                     "required": ["data", "fieldReportResponse"],
                     "properties": {
                         "data": {"type": "boolean", "description": "The result of the local delete."},
-                        "fieldReportResponse": {"nullable": true, "description": "The field-report system's answer."}
+                        "fieldReportResponse": {"description": "The field-report system's answer (any JSON value, null when it answered without a body)."}
                     }
                 }}}
             }),
@@ -504,6 +632,57 @@ mod tests {
         assert!(!takes_token("/api/v1/erp/webhooks", "post"));
         assert!(!takes_token("/metrics", "get"));
         assert!(!takes_token("/healthz", "get"));
+    }
+
+    /// What client generators and strict validators need of every operation and schema: a
+    /// description, snake-case operationIds, an example of each request body, the `4XX` range,
+    /// `x-request-id` on each answer, and no `nullable` without `type` (OpenAPI 3.0.3 gives it
+    /// no effect there).
+    #[test]
+    fn every_operation_is_described_for_generators() {
+        let doc: serde_json::Value = serde_json::from_str(&super::document()).unwrap();
+        fn nullable_without_type(value: &serde_json::Value, at: &str, found: &mut Vec<String>) {
+            match value {
+                serde_json::Value::Object(object) => {
+                    if object.get("nullable") == Some(&serde_json::Value::Bool(true)) && !object.contains_key("type") {
+                        found.push(at.to_string());
+                    }
+                    object.iter().for_each(|(k, v)| nullable_without_type(v, &format!("{at}/{k}"), found));
+                }
+                serde_json::Value::Array(items) => {
+                    items.iter().enumerate().for_each(|(i, v)| nullable_without_type(v, &format!("{at}/{i}"), found))
+                }
+                _ => {}
+            }
+        }
+        let mut found = Vec::new();
+        nullable_without_type(&doc, "", &mut found);
+        assert!(found.is_empty(), "nullable without type at {found:?}");
+        let header = serde_json::json!({"$ref": "#/components/headers/RequestId"});
+        for (name, response) in doc["components"]["responses"].as_object().unwrap() {
+            assert_eq!(response["headers"]["x-request-id"], header, "components/responses/{name}");
+        }
+        for (path, item) in doc["paths"].as_object().unwrap() {
+            for (method, op) in item.as_object().unwrap() {
+                let op_id = op["operationId"].as_str().unwrap();
+                assert!(op_id.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_'), "{op_id}");
+                let description = op["description"].as_str().unwrap_or_default();
+                assert!(
+                    !description.is_empty() && !description.starts_with("Needs a token"),
+                    "{op_id}: no description"
+                );
+                assert!(op["responses"].get("4XX").is_some(), "{method} {path}: no 4XX");
+                for (status, response) in op["responses"].as_object().unwrap() {
+                    if response.get("$ref").is_none() {
+                        assert_eq!(response["headers"]["x-request-id"], header, "{op_id} {status}");
+                    }
+                }
+                if let Some(body) = op.get("requestBody") {
+                    let content = &body["content"]["application/json"];
+                    assert!(content.get("example").is_some(), "{op_id}: no example of its request body");
+                }
+            }
+        }
     }
 
     #[test]

@@ -327,7 +327,7 @@ async fn fieldreport_create_show_update_delete(db: Db) {
     let updated = client
         .fieldreport_companies_update()
         .record(&id)
-        .body(types::Companies { name: Some("ACME Holding GmbH".into()), ..Default::default() })
+        .body(types::CompaniesUpdate { name: Some("ACME Holding GmbH".into()), ..Default::default() })
         .send()
         .await
         .expect("update")

@@ -548,6 +548,225 @@ pub mod types {
             Default::default()
         }
     }
+    ///Fields of a Companies record to merge over the stored one. `Id`, when given, must be the record's own; `Version`, when given, must be the stored one (a stale Version is refused with 409: the record changed since it was read).
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
+    pub struct CompaniesUpdate {
+        ///Billing address, when it differs from the main address.
+        #[serde(
+            rename = "BillingAddress",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub billing_address: ::std::option::Option<Location>,
+        ///Contact persons of the company.
+        #[serde(
+            rename = "Contacts",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub contacts: ::std::option::Option<::std::vec::Vec<Contact>>,
+        ///Id of the default cost center.
+        #[serde(
+            rename = "CostCenterId",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub cost_center_id: ::std::option::Option<EdmInt64>,
+        ///Customer number.
+        #[serde(
+            rename = "CustomerNumber",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub customer_number: ::std::option::Option<::std::string::String>,
+        ///When the record was last changed (set by the system).
+        #[serde(
+            rename = "DateModified",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub date_modified: ::std::option::Option<::std::string::String>,
+        ///When the record was created (set by the system).
+        #[serde(
+            rename = "DateOfCreation",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub date_of_creation: ::std::option::Option<::std::string::String>,
+        ///General e-mail address.
+        #[serde(
+            rename = "Email",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub email: ::std::option::Option<::std::string::String>,
+        ///Identifier of the record in a connected system (e.g. the ERP).
+        #[serde(
+            rename = "ExternalId",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub external_id: ::std::option::Option<::std::string::String>,
+        ///Fax number.
+        #[serde(rename = "Fax", skip_serializing_if = "::std::option::Option::is_none")]
+        pub fax: ::std::option::Option<::std::string::String>,
+        ///The record's Id.
+        #[serde(rename = "Id", skip_serializing_if = "::std::option::Option::is_none")]
+        pub id: ::std::option::Option<CompaniesUpdateId>,
+        ///Whether the company is archived.
+        #[serde(
+            rename = "IsArchived",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub is_archived: ::std::option::Option<bool>,
+        ///True for a private person, false for a company.
+        #[serde(
+            rename = "IsPhysicalPerson",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub is_physical_person: ::std::option::Option<bool>,
+        ///Preferred language, e.g. de.
+        #[serde(
+            rename = "Language",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub language: ::std::option::Option<::std::string::String>,
+        ///Main address.
+        #[serde(
+            rename = "Location",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub location: ::std::option::Option<Location>,
+        ///The main contact person.
+        #[serde(
+            rename = "MainContact",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub main_contact: ::std::option::Option<Contact>,
+        ///Id of the main contact person.
+        #[serde(
+            rename = "MainContactId",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub main_contact_id: ::std::option::Option<EdmInt64>,
+        ///Mobile phone number.
+        #[serde(
+            rename = "MobilePhone",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub mobile_phone: ::std::option::Option<::std::string::String>,
+        ///Name of the company or person.
+        #[serde(rename = "Name", skip_serializing_if = "::std::option::Option::is_none")]
+        pub name: ::std::option::Option<::std::string::String>,
+        ///Additional name line.
+        #[serde(
+            rename = "Name2",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub name2: ::std::option::Option<::std::string::String>,
+        ///Internal note.
+        #[serde(rename = "Note", skip_serializing_if = "::std::option::Option::is_none")]
+        pub note: ::std::option::Option<::std::string::String>,
+        ///Service objects (installed equipment) of the company.
+        #[serde(
+            rename = "ServiceObjects",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub service_objects: ::std::option::Option<::std::vec::Vec<ServiceObject>>,
+        ///E-mail address for service matters.
+        #[serde(
+            rename = "SupportMail",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub support_mail: ::std::option::Option<::std::string::String>,
+        ///Phone number for service matters.
+        #[serde(
+            rename = "SupportTelephone",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub support_telephone: ::std::option::Option<::std::string::String>,
+        ///Tags attached to the company.
+        #[serde(rename = "Tags", skip_serializing_if = "::std::option::Option::is_none")]
+        pub tags: ::std::option::Option<::std::vec::Vec<Tag>>,
+        ///General phone number.
+        #[serde(
+            rename = "Telephone",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub telephone: ::std::option::Option<::std::string::String>,
+        ///VAT identification number.
+        #[serde(
+            rename = "VatId",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub vat_id: ::std::option::Option<::std::string::String>,
+        ///The record's version: 1 or more on a create; on an update, the version the client read.
+        #[serde(
+            rename = "Version",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub version: ::std::option::Option<i64>,
+        ///Web site address.
+        #[serde(
+            rename = "Website",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub website: ::std::option::Option<::std::string::String>,
+    }
+    impl CompaniesUpdate {
+        pub fn builder() -> builder::CompaniesUpdate {
+            Default::default()
+        }
+    }
+    ///The record's Id.
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct CompaniesUpdateId(::std::string::String);
+    impl ::std::ops::Deref for CompaniesUpdateId {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<CompaniesUpdateId> for ::std::string::String {
+        fn from(value: CompaniesUpdateId) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for CompaniesUpdateId {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 255usize {
+                return Err("longer than 255 characters".into());
+            }
+            if value.chars().count() < 1usize {
+                return Err("shorter than 1 characters".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for CompaniesUpdateId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for CompaniesUpdateId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for CompaniesUpdateId {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
+        }
+    }
     ///The record as stored locally, and the field-report system's answer (null when the write was not forwarded).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct CompaniesWrite {
@@ -989,6 +1208,183 @@ pub mod types {
             Default::default()
         }
     }
+    ///Fields of a Contacts record to merge over the stored one. `Id`, when given, must be the record's own; `Version`, when given, must be the stored one (a stale Version is refused with 409: the record changed since it was read).
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
+    pub struct ContactsUpdate {
+        ///Id of the company the contact belongs to.
+        #[serde(
+            rename = "CompanyId",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub company_id: ::std::option::Option<EdmInt64>,
+        ///When the record was last changed (set by the system).
+        #[serde(
+            rename = "DateModified",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub date_modified: ::std::option::Option<::std::string::String>,
+        ///When the record was created (set by the system).
+        #[serde(
+            rename = "DateOfCreation",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub date_of_creation: ::std::option::Option<::std::string::String>,
+        ///Department.
+        #[serde(
+            rename = "Department",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub department: ::std::option::Option<::std::string::String>,
+        ///E-mail address.
+        #[serde(
+            rename = "Email",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub email: ::std::option::Option<::std::string::String>,
+        ///Identifier of the record in a connected system (e.g. the ERP).
+        #[serde(
+            rename = "ExternalId",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub external_id: ::std::option::Option<::std::string::String>,
+        ///Fax number.
+        #[serde(rename = "Fax", skip_serializing_if = "::std::option::Option::is_none")]
+        pub fax: ::std::option::Option<::std::string::String>,
+        ///First name.
+        #[serde(
+            rename = "FirstName",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub first_name: ::std::option::Option<::std::string::String>,
+        ///The record's Id.
+        #[serde(rename = "Id", skip_serializing_if = "::std::option::Option::is_none")]
+        pub id: ::std::option::Option<ContactsUpdateId>,
+        ///Whether the contact is active.
+        #[serde(
+            rename = "IsActive",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub is_active: ::std::option::Option<bool>,
+        ///Preferred language, e.g. de.
+        #[serde(
+            rename = "Language",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub language: ::std::option::Option<::std::string::String>,
+        ///Last name.
+        #[serde(
+            rename = "LastName",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub last_name: ::std::option::Option<::std::string::String>,
+        ///Address of the contact, if it differs from the company's.
+        #[serde(
+            rename = "Location",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub location: ::std::option::Option<Location>,
+        ///Mobile phone number.
+        #[serde(
+            rename = "MobilePhone",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub mobile_phone: ::std::option::Option<::std::string::String>,
+        ///Internal note.
+        #[serde(rename = "Note", skip_serializing_if = "::std::option::Option::is_none")]
+        pub note: ::std::option::Option<::std::string::String>,
+        ///Job title.
+        #[serde(
+            rename = "Position",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub position: ::std::option::Option<::std::string::String>,
+        ///Form of address, e.g. Mr, Ms.
+        #[serde(
+            rename = "Salutation",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub salutation: ::std::option::Option<::std::string::String>,
+        ///Phone number.
+        #[serde(
+            rename = "Telephone",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub telephone: ::std::option::Option<::std::string::String>,
+        ///Academic or honorific title.
+        #[serde(
+            rename = "Title",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub title: ::std::option::Option<::std::string::String>,
+        ///The record's version: 1 or more on a create; on an update, the version the client read.
+        #[serde(
+            rename = "Version",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub version: ::std::option::Option<i64>,
+    }
+    impl ContactsUpdate {
+        pub fn builder() -> builder::ContactsUpdate {
+            Default::default()
+        }
+    }
+    ///The record's Id.
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct ContactsUpdateId(::std::string::String);
+    impl ::std::ops::Deref for ContactsUpdateId {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<ContactsUpdateId> for ::std::string::String {
+        fn from(value: ContactsUpdateId) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for ContactsUpdateId {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 255usize {
+                return Err("longer than 255 characters".into());
+            }
+            if value.chars().count() < 1usize {
+                return Err("shorter than 1 characters".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for ContactsUpdateId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for ContactsUpdateId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for ContactsUpdateId {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
+        }
+    }
     ///The record as stored locally, and the field-report system's answer (null when the write was not forwarded).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ContactsWrite {
@@ -1097,6 +1493,120 @@ pub mod types {
     impl CostCentersPage {
         pub fn builder() -> builder::CostCentersPage {
             Default::default()
+        }
+    }
+    ///Fields of a CostCenters record to merge over the stored one. `Id`, when given, must be the record's own; `Version`, when given, must be the stored one (a stale Version is refused with 409: the record changed since it was read).
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
+    pub struct CostCentersUpdate {
+        ///When the record was last changed (set by the system).
+        #[serde(
+            rename = "DateModified",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub date_modified: ::std::option::Option<::std::string::String>,
+        ///When the record was created (set by the system).
+        #[serde(
+            rename = "DateOfCreation",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub date_of_creation: ::std::option::Option<::std::string::String>,
+        ///Description.
+        #[serde(
+            rename = "Description",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub description: ::std::option::Option<::std::string::String>,
+        ///Identifier of the record in a connected system (e.g. the ERP).
+        #[serde(
+            rename = "ExternalId",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub external_id: ::std::option::Option<::std::string::String>,
+        ///The record's Id.
+        #[serde(rename = "Id", skip_serializing_if = "::std::option::Option::is_none")]
+        pub id: ::std::option::Option<CostCentersUpdateId>,
+        ///Whether the cost center can be used.
+        #[serde(
+            rename = "IsActive",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub is_active: ::std::option::Option<bool>,
+        ///Name of the cost center.
+        #[serde(rename = "Name", skip_serializing_if = "::std::option::Option::is_none")]
+        pub name: ::std::option::Option<::std::string::String>,
+        ///Cost-center number.
+        #[serde(
+            rename = "Number",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub number: ::std::option::Option<::std::string::String>,
+        ///The record's version: 1 or more on a create; on an update, the version the client read.
+        #[serde(
+            rename = "Version",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub version: ::std::option::Option<i64>,
+    }
+    impl CostCentersUpdate {
+        pub fn builder() -> builder::CostCentersUpdate {
+            Default::default()
+        }
+    }
+    ///The record's Id.
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct CostCentersUpdateId(::std::string::String);
+    impl ::std::ops::Deref for CostCentersUpdateId {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<CostCentersUpdateId> for ::std::string::String {
+        fn from(value: CostCentersUpdateId) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for CostCentersUpdateId {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 255usize {
+                return Err("longer than 255 characters".into());
+            }
+            if value.chars().count() < 1usize {
+                return Err("shorter than 1 characters".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for CostCentersUpdateId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for CostCentersUpdateId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for CostCentersUpdateId {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
         }
     }
     ///The record as stored locally, and the field-report system's answer (null when the write was not forwarded).
@@ -1232,6 +1742,156 @@ pub mod types {
     impl DocumentsPage {
         pub fn builder() -> builder::DocumentsPage {
             Default::default()
+        }
+    }
+    ///Fields of a Documents record to merge over the stored one. `Id`, when given, must be the record's own; `Version`, when given, must be the stored one (a stale Version is refused with 409: the record changed since it was read).
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
+    pub struct DocumentsUpdate {
+        ///Id of the company the document belongs to.
+        #[serde(
+            rename = "CompanyId",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub company_id: ::std::option::Option<EdmInt64>,
+        ///MIME type of the file.
+        #[serde(
+            rename = "ContentType",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub content_type: ::std::option::Option<::std::string::String>,
+        ///When the record was last changed (set by the system).
+        #[serde(
+            rename = "DateModified",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub date_modified: ::std::option::Option<::std::string::String>,
+        ///When the record was created (set by the system).
+        #[serde(
+            rename = "DateOfCreation",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub date_of_creation: ::std::option::Option<::std::string::String>,
+        ///Description.
+        #[serde(
+            rename = "Description",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub description: ::std::option::Option<::std::string::String>,
+        ///Kind of document, e.g. Report, Photo, Contract.
+        #[serde(
+            rename = "DocumentType",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub document_type: ::std::option::Option<::std::string::String>,
+        ///Identifier of the record in a connected system (e.g. the ERP).
+        #[serde(
+            rename = "ExternalId",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub external_id: ::std::option::Option<::std::string::String>,
+        ///File name including extension.
+        #[serde(
+            rename = "FileName",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub file_name: ::std::option::Option<::std::string::String>,
+        ///The record's Id.
+        #[serde(rename = "Id", skip_serializing_if = "::std::option::Option::is_none")]
+        pub id: ::std::option::Option<DocumentsUpdateId>,
+        ///Whether the customer can see the document.
+        #[serde(
+            rename = "IsPublic",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub is_public: ::std::option::Option<bool>,
+        ///Display name.
+        #[serde(rename = "Name", skip_serializing_if = "::std::option::Option::is_none")]
+        pub name: ::std::option::Option<::std::string::String>,
+        ///Id of the service object the document belongs to.
+        #[serde(
+            rename = "ServiceObjectId",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub service_object_id: ::std::option::Option<EdmInt64>,
+        ///Id of the service request the document belongs to.
+        #[serde(
+            rename = "ServiceRequestId",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub service_request_id: ::std::option::Option<EdmInt64>,
+        ///Size in bytes.
+        #[serde(rename = "Size", skip_serializing_if = "::std::option::Option::is_none")]
+        pub size: ::std::option::Option<EdmInt64>,
+        ///Address the file can be downloaded from.
+        #[serde(rename = "Uri", skip_serializing_if = "::std::option::Option::is_none")]
+        pub uri: ::std::option::Option<::std::string::String>,
+        ///The record's version: 1 or more on a create; on an update, the version the client read.
+        #[serde(
+            rename = "Version",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub version: ::std::option::Option<i64>,
+    }
+    impl DocumentsUpdate {
+        pub fn builder() -> builder::DocumentsUpdate {
+            Default::default()
+        }
+    }
+    ///The record's Id.
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct DocumentsUpdateId(::std::string::String);
+    impl ::std::ops::Deref for DocumentsUpdateId {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<DocumentsUpdateId> for ::std::string::String {
+        fn from(value: DocumentsUpdateId) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for DocumentsUpdateId {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 255usize {
+                return Err("longer than 255 characters".into());
+            }
+            if value.chars().count() < 1usize {
+                return Err("shorter than 1 characters".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for DocumentsUpdateId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for DocumentsUpdateId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for DocumentsUpdateId {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
         }
     }
     ///The record as stored locally, and the field-report system's answer (null when the write was not forwarded).
@@ -2899,6 +3559,150 @@ pub mod types {
             Default::default()
         }
     }
+    ///Fields of a ItemTypes record to merge over the stored one. `Id`, when given, must be the record's own; `Version`, when given, must be the stored one (a stale Version is refused with 409: the record changed since it was read).
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
+    pub struct ItemTypesUpdate {
+        ///Cost per unit.
+        #[serde(
+            rename = "Costs",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub costs: ::std::option::Option<EdmNumber>,
+        ///When the record was last changed (set by the system).
+        #[serde(
+            rename = "DateModified",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub date_modified: ::std::option::Option<::std::string::String>,
+        ///When the record was created (set by the system).
+        #[serde(
+            rename = "DateOfCreation",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub date_of_creation: ::std::option::Option<::std::string::String>,
+        ///Description.
+        #[serde(
+            rename = "Description",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub description: ::std::option::Option<::std::string::String>,
+        ///EAN / GTIN barcode.
+        #[serde(rename = "Ean", skip_serializing_if = "::std::option::Option::is_none")]
+        pub ean: ::std::option::Option<::std::string::String>,
+        ///Identifier of the record in a connected system (e.g. the ERP).
+        #[serde(
+            rename = "ExternalId",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub external_id: ::std::option::Option<::std::string::String>,
+        ///The record's Id.
+        #[serde(rename = "Id", skip_serializing_if = "::std::option::Option::is_none")]
+        pub id: ::std::option::Option<ItemTypesUpdateId>,
+        ///Whether the item type can be used.
+        #[serde(
+            rename = "IsActive",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub is_active: ::std::option::Option<bool>,
+        ///Manufacturer.
+        #[serde(
+            rename = "Manufacturer",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub manufacturer: ::std::option::Option<::std::string::String>,
+        ///Name or article number.
+        #[serde(
+            rename = "NameOrNumber",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub name_or_number: ::std::option::Option<::std::string::String>,
+        ///Sales price per unit.
+        #[serde(
+            rename = "Price",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub price: ::std::option::Option<EdmNumber>,
+        ///Kind of item. Known values: Material, Service, Equipment, Text, ExchangePart.
+        #[serde(rename = "Type", skip_serializing_if = "::std::option::Option::is_none")]
+        pub type_: ::std::option::Option<::std::string::String>,
+        ///Id of the unit of measure (ItemUnit).
+        #[serde(
+            rename = "UnitId",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub unit_id: ::std::option::Option<EdmInt64>,
+        ///VAT rate in percent.
+        #[serde(rename = "VAT", skip_serializing_if = "::std::option::Option::is_none")]
+        pub vat: ::std::option::Option<EdmNumber>,
+        ///The record's version: 1 or more on a create; on an update, the version the client read.
+        #[serde(
+            rename = "Version",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub version: ::std::option::Option<i64>,
+    }
+    impl ItemTypesUpdate {
+        pub fn builder() -> builder::ItemTypesUpdate {
+            Default::default()
+        }
+    }
+    ///The record's Id.
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct ItemTypesUpdateId(::std::string::String);
+    impl ::std::ops::Deref for ItemTypesUpdateId {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<ItemTypesUpdateId> for ::std::string::String {
+        fn from(value: ItemTypesUpdateId) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for ItemTypesUpdateId {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 255usize {
+                return Err("longer than 255 characters".into());
+            }
+            if value.chars().count() < 1usize {
+                return Err("shorter than 1 characters".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for ItemTypesUpdateId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for ItemTypesUpdateId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for ItemTypesUpdateId {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
+        }
+    }
     ///The record as stored locally, and the field-report system's answer (null when the write was not forwarded).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ItemTypesWrite {
@@ -2982,6 +3786,120 @@ pub mod types {
     impl ItemUnitsPage {
         pub fn builder() -> builder::ItemUnitsPage {
             Default::default()
+        }
+    }
+    ///Fields of a ItemUnits record to merge over the stored one. `Id`, when given, must be the record's own; `Version`, when given, must be the stored one (a stale Version is refused with 409: the record changed since it was read).
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
+    pub struct ItemUnitsUpdate {
+        ///When the record was last changed (set by the system).
+        #[serde(
+            rename = "DateModified",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub date_modified: ::std::option::Option<::std::string::String>,
+        ///When the record was created (set by the system).
+        #[serde(
+            rename = "DateOfCreation",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub date_of_creation: ::std::option::Option<::std::string::String>,
+        ///Number of decimal places allowed for quantities.
+        #[serde(
+            rename = "DecimalPlaces",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub decimal_places: ::std::option::Option<i32>,
+        ///Description.
+        #[serde(
+            rename = "Description",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub description: ::std::option::Option<::std::string::String>,
+        ///Identifier of the record in a connected system (e.g. the ERP).
+        #[serde(
+            rename = "ExternalId",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub external_id: ::std::option::Option<::std::string::String>,
+        ///The record's Id.
+        #[serde(rename = "Id", skip_serializing_if = "::std::option::Option::is_none")]
+        pub id: ::std::option::Option<ItemUnitsUpdateId>,
+        ///Name of the unit, e.g. Piece.
+        #[serde(rename = "Name", skip_serializing_if = "::std::option::Option::is_none")]
+        pub name: ::std::option::Option<::std::string::String>,
+        ///Abbreviation, e.g. pc.
+        #[serde(
+            rename = "ShortName",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub short_name: ::std::option::Option<::std::string::String>,
+        ///The record's version: 1 or more on a create; on an update, the version the client read.
+        #[serde(
+            rename = "Version",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub version: ::std::option::Option<i64>,
+    }
+    impl ItemUnitsUpdate {
+        pub fn builder() -> builder::ItemUnitsUpdate {
+            Default::default()
+        }
+    }
+    ///The record's Id.
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct ItemUnitsUpdateId(::std::string::String);
+    impl ::std::ops::Deref for ItemUnitsUpdateId {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<ItemUnitsUpdateId> for ::std::string::String {
+        fn from(value: ItemUnitsUpdateId) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for ItemUnitsUpdateId {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 255usize {
+                return Err("longer than 255 characters".into());
+            }
+            if value.chars().count() < 1usize {
+                return Err("shorter than 1 characters".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for ItemUnitsUpdateId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for ItemUnitsUpdateId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for ItemUnitsUpdateId {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
         }
     }
     ///The record as stored locally, and the field-report system's answer (null when the write was not forwarded).
@@ -3097,6 +4015,150 @@ pub mod types {
     impl ItemsPage {
         pub fn builder() -> builder::ItemsPage {
             Default::default()
+        }
+    }
+    ///Fields of a Items record to merge over the stored one. `Id`, when given, must be the record's own; `Version`, when given, must be the stored one (a stale Version is refused with 409: the record changed since it was read).
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
+    pub struct ItemsUpdate {
+        ///When the record was last changed (set by the system).
+        #[serde(
+            rename = "DateModified",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub date_modified: ::std::option::Option<::std::string::String>,
+        ///When the record was created (set by the system).
+        #[serde(
+            rename = "DateOfCreation",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub date_of_creation: ::std::option::Option<::std::string::String>,
+        ///Description.
+        #[serde(
+            rename = "Description",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub description: ::std::option::Option<::std::string::String>,
+        ///Identifier of the record in a connected system (e.g. the ERP).
+        #[serde(
+            rename = "ExternalId",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub external_id: ::std::option::Option<::std::string::String>,
+        ///The record's Id.
+        #[serde(rename = "Id", skip_serializing_if = "::std::option::Option::is_none")]
+        pub id: ::std::option::Option<ItemsUpdateId>,
+        ///Whether the item is billed to the customer.
+        #[serde(
+            rename = "IsBillable",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub is_billable: ::std::option::Option<bool>,
+        ///Id of the item type.
+        #[serde(
+            rename = "ItemTypeId",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub item_type_id: ::std::option::Option<EdmInt64>,
+        ///Name of the item.
+        #[serde(rename = "Name", skip_serializing_if = "::std::option::Option::is_none")]
+        pub name: ::std::option::Option<::std::string::String>,
+        ///Sales price per unit.
+        #[serde(
+            rename = "Price",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub price: ::std::option::Option<EdmNumber>,
+        ///Quantity used.
+        #[serde(
+            rename = "Quantity",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub quantity: ::std::option::Option<EdmNumber>,
+        ///Serial number of the used part, if any.
+        #[serde(
+            rename = "SerialNumber",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub serial_number: ::std::option::Option<::std::string::String>,
+        ///Id of the service request.
+        #[serde(
+            rename = "ServiceRequestId",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub service_request_id: ::std::option::Option<EdmInt64>,
+        ///Id of the unit of measure.
+        #[serde(
+            rename = "UnitId",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub unit_id: ::std::option::Option<EdmInt64>,
+        ///The record's version: 1 or more on a create; on an update, the version the client read.
+        #[serde(
+            rename = "Version",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub version: ::std::option::Option<i64>,
+    }
+    impl ItemsUpdate {
+        pub fn builder() -> builder::ItemsUpdate {
+            Default::default()
+        }
+    }
+    ///The record's Id.
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct ItemsUpdateId(::std::string::String);
+    impl ::std::ops::Deref for ItemsUpdateId {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<ItemsUpdateId> for ::std::string::String {
+        fn from(value: ItemsUpdateId) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for ItemsUpdateId {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 255usize {
+                return Err("longer than 255 characters".into());
+            }
+            if value.chars().count() < 1usize {
+                return Err("shorter than 1 characters".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for ItemsUpdateId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for ItemsUpdateId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for ItemsUpdateId {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
         }
     }
     ///The record as stored locally, and the field-report system's answer (null when the write was not forwarded).
@@ -4769,7 +5831,7 @@ pub mod types {
             Default::default()
         }
     }
-    ///A new Companies record: `Id` (1 to 255 characters) and `Version` are required.
+    ///A new Companies record: `Id` (a string of 1 to 255 characters) and `Version` (an integer) are required; every other field is the set's.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct NewCompanies {
         ///Billing address, when it differs from the main address.
@@ -4823,6 +5885,7 @@ pub mod types {
         ///Fax number.
         #[serde(rename = "Fax", skip_serializing_if = "::std::option::Option::is_none")]
         pub fax: ::std::option::Option<::std::string::String>,
+        ///The record's Id.
         #[serde(rename = "Id")]
         pub id: NewCompaniesId,
         ///Whether the company is archived.
@@ -4912,6 +5975,7 @@ pub mod types {
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub vat_id: ::std::option::Option<::std::string::String>,
+        ///The record's version: 1 or more on a create; on an update, the version the client read.
         #[serde(rename = "Version")]
         pub version: i64,
         ///Web site address.
@@ -4926,7 +5990,7 @@ pub mod types {
             Default::default()
         }
     }
-    ///`NewCompaniesId`
+    ///The record's Id.
     #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
     #[serde(transparent)]
     pub struct NewCompaniesId(::std::string::String);
@@ -4983,7 +6047,7 @@ pub mod types {
                 })
         }
     }
-    ///A new Contacts record: `Id` (1 to 255 characters) and `Version` are required.
+    ///A new Contacts record: `Id` (a string of 1 to 255 characters) and `Version` (an integer) are required; every other field is the set's.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct NewContacts {
         ///Id of the company the contact belongs to.
@@ -5031,6 +6095,7 @@ pub mod types {
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub first_name: ::std::option::Option<::std::string::String>,
+        ///The record's Id.
         #[serde(rename = "Id")]
         pub id: NewContactsId,
         ///Whether the contact is active.
@@ -5090,6 +6155,7 @@ pub mod types {
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub title: ::std::option::Option<::std::string::String>,
+        ///The record's version: 1 or more on a create; on an update, the version the client read.
         #[serde(rename = "Version")]
         pub version: i64,
     }
@@ -5098,7 +6164,7 @@ pub mod types {
             Default::default()
         }
     }
-    ///`NewContactsId`
+    ///The record's Id.
     #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
     #[serde(transparent)]
     pub struct NewContactsId(::std::string::String);
@@ -5155,7 +6221,7 @@ pub mod types {
                 })
         }
     }
-    ///A new CostCenters record: `Id` (1 to 255 characters) and `Version` are required.
+    ///A new CostCenters record: `Id` (a string of 1 to 255 characters) and `Version` (an integer) are required; every other field is the set's.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct NewCostCenters {
         ///When the record was last changed (set by the system).
@@ -5182,6 +6248,7 @@ pub mod types {
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub external_id: ::std::option::Option<::std::string::String>,
+        ///The record's Id.
         #[serde(rename = "Id")]
         pub id: NewCostCentersId,
         ///Whether the cost center can be used.
@@ -5199,6 +6266,7 @@ pub mod types {
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub number: ::std::option::Option<::std::string::String>,
+        ///The record's version: 1 or more on a create; on an update, the version the client read.
         #[serde(rename = "Version")]
         pub version: i64,
     }
@@ -5207,7 +6275,7 @@ pub mod types {
             Default::default()
         }
     }
-    ///`NewCostCentersId`
+    ///The record's Id.
     #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
     #[serde(transparent)]
     pub struct NewCostCentersId(::std::string::String);
@@ -5264,7 +6332,7 @@ pub mod types {
                 })
         }
     }
-    ///A new Documents record: `Id` (1 to 255 characters) and `Version` are required.
+    ///A new Documents record: `Id` (a string of 1 to 255 characters) and `Version` (an integer) are required; every other field is the set's.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct NewDocuments {
         ///Id of the company the document belongs to.
@@ -5315,6 +6383,7 @@ pub mod types {
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub file_name: ::std::option::Option<::std::string::String>,
+        ///The record's Id.
         #[serde(rename = "Id")]
         pub id: NewDocumentsId,
         ///Whether the customer can see the document.
@@ -5344,6 +6413,7 @@ pub mod types {
         ///Address the file can be downloaded from.
         #[serde(rename = "Uri", skip_serializing_if = "::std::option::Option::is_none")]
         pub uri: ::std::option::Option<::std::string::String>,
+        ///The record's version: 1 or more on a create; on an update, the version the client read.
         #[serde(rename = "Version")]
         pub version: i64,
     }
@@ -5352,7 +6422,7 @@ pub mod types {
             Default::default()
         }
     }
-    ///`NewDocumentsId`
+    ///The record's Id.
     #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
     #[serde(transparent)]
     pub struct NewDocumentsId(::std::string::String);
@@ -5409,7 +6479,7 @@ pub mod types {
                 })
         }
     }
-    ///A new ItemTypes record: `Id` (1 to 255 characters) and `Version` are required.
+    ///A new ItemTypes record: `Id` (a string of 1 to 255 characters) and `Version` (an integer) are required; every other field is the set's.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct NewItemTypes {
         ///Cost per unit.
@@ -5445,6 +6515,7 @@ pub mod types {
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub external_id: ::std::option::Option<::std::string::String>,
+        ///The record's Id.
         #[serde(rename = "Id")]
         pub id: NewItemTypesId,
         ///Whether the item type can be used.
@@ -5483,6 +6554,7 @@ pub mod types {
         ///VAT rate in percent.
         #[serde(rename = "VAT", skip_serializing_if = "::std::option::Option::is_none")]
         pub vat: ::std::option::Option<EdmNumber>,
+        ///The record's version: 1 or more on a create; on an update, the version the client read.
         #[serde(rename = "Version")]
         pub version: i64,
     }
@@ -5491,7 +6563,7 @@ pub mod types {
             Default::default()
         }
     }
-    ///`NewItemTypesId`
+    ///The record's Id.
     #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
     #[serde(transparent)]
     pub struct NewItemTypesId(::std::string::String);
@@ -5548,7 +6620,7 @@ pub mod types {
                 })
         }
     }
-    ///A new ItemUnits record: `Id` (1 to 255 characters) and `Version` are required.
+    ///A new ItemUnits record: `Id` (a string of 1 to 255 characters) and `Version` (an integer) are required; every other field is the set's.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct NewItemUnits {
         ///When the record was last changed (set by the system).
@@ -5581,6 +6653,7 @@ pub mod types {
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub external_id: ::std::option::Option<::std::string::String>,
+        ///The record's Id.
         #[serde(rename = "Id")]
         pub id: NewItemUnitsId,
         ///Name of the unit, e.g. Piece.
@@ -5592,6 +6665,7 @@ pub mod types {
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub short_name: ::std::option::Option<::std::string::String>,
+        ///The record's version: 1 or more on a create; on an update, the version the client read.
         #[serde(rename = "Version")]
         pub version: i64,
     }
@@ -5600,7 +6674,7 @@ pub mod types {
             Default::default()
         }
     }
-    ///`NewItemUnitsId`
+    ///The record's Id.
     #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
     #[serde(transparent)]
     pub struct NewItemUnitsId(::std::string::String);
@@ -5657,7 +6731,7 @@ pub mod types {
                 })
         }
     }
-    ///A new Items record: `Id` (1 to 255 characters) and `Version` are required.
+    ///A new Items record: `Id` (a string of 1 to 255 characters) and `Version` (an integer) are required; every other field is the set's.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct NewItems {
         ///When the record was last changed (set by the system).
@@ -5684,6 +6758,7 @@ pub mod types {
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub external_id: ::std::option::Option<::std::string::String>,
+        ///The record's Id.
         #[serde(rename = "Id")]
         pub id: NewItemsId,
         ///Whether the item is billed to the customer.
@@ -5731,6 +6806,7 @@ pub mod types {
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub unit_id: ::std::option::Option<EdmInt64>,
+        ///The record's version: 1 or more on a create; on an update, the version the client read.
         #[serde(rename = "Version")]
         pub version: i64,
     }
@@ -5739,7 +6815,7 @@ pub mod types {
             Default::default()
         }
     }
-    ///`NewItemsId`
+    ///The record's Id.
     #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
     #[serde(transparent)]
     pub struct NewItemsId(::std::string::String);
@@ -5881,7 +6957,7 @@ pub mod types {
             value.parse()
         }
     }
-    ///A new Products record: `Id` (1 to 255 characters) and `Version` are required.
+    ///A new Products record: `Id` (a string of 1 to 255 characters) and `Version` (an integer) are required; every other field is the set's.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct NewProducts {
         ///Product category.
@@ -5914,6 +6990,7 @@ pub mod types {
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub external_id: ::std::option::Option<::std::string::String>,
+        ///The record's Id.
         #[serde(rename = "Id")]
         pub id: NewProductsId,
         ///Whether the product is active.
@@ -5940,6 +7017,7 @@ pub mod types {
         ///Internal note.
         #[serde(rename = "Note", skip_serializing_if = "::std::option::Option::is_none")]
         pub note: ::std::option::Option<::std::string::String>,
+        ///The record's version: 1 or more on a create; on an update, the version the client read.
         #[serde(rename = "Version")]
         pub version: i64,
     }
@@ -5948,7 +7026,7 @@ pub mod types {
             Default::default()
         }
     }
-    ///`NewProductsId`
+    ///The record's Id.
     #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
     #[serde(transparent)]
     pub struct NewProductsId(::std::string::String);
@@ -6005,7 +7083,7 @@ pub mod types {
                 })
         }
     }
-    ///A new Qualifications record: `Id` (1 to 255 characters) and `Version` are required.
+    ///A new Qualifications record: `Id` (a string of 1 to 255 characters) and `Version` (an integer) are required; every other field is the set's.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct NewQualifications {
         ///Category used to group qualifications.
@@ -6038,6 +7116,7 @@ pub mod types {
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub external_id: ::std::option::Option<::std::string::String>,
+        ///The record's Id.
         #[serde(rename = "Id")]
         pub id: NewQualificationsId,
         ///Name of the qualification.
@@ -6049,6 +7128,7 @@ pub mod types {
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub validity_months: ::std::option::Option<i32>,
+        ///The record's version: 1 or more on a create; on an update, the version the client read.
         #[serde(rename = "Version")]
         pub version: i64,
     }
@@ -6057,7 +7137,7 @@ pub mod types {
             Default::default()
         }
     }
-    ///`NewQualificationsId`
+    ///The record's Id.
     #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
     #[serde(transparent)]
     pub struct NewQualificationsId(::std::string::String);
@@ -6114,7 +7194,7 @@ pub mod types {
                 })
         }
     }
-    ///A new ServiceObjects record: `Id` (1 to 255 characters) and `Version` are required.
+    ///A new ServiceObjects record: `Id` (a string of 1 to 255 characters) and `Version` (an integer) are required; every other field is the set's.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct NewServiceObjects {
         ///The owning company.
@@ -6159,6 +7239,7 @@ pub mod types {
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub external_id: ::std::option::Option<::std::string::String>,
+        ///The record's Id.
         #[serde(rename = "Id")]
         pub id: NewServiceObjectsId,
         ///When the object was installed.
@@ -6218,6 +7299,7 @@ pub mod types {
         ///Tags attached to the object.
         #[serde(rename = "Tags", skip_serializing_if = "::std::option::Option::is_none")]
         pub tags: ::std::option::Option<::std::vec::Vec<Tag>>,
+        ///The record's version: 1 or more on a create; on an update, the version the client read.
         #[serde(rename = "Version")]
         pub version: i64,
         ///When the warranty ends.
@@ -6232,7 +7314,7 @@ pub mod types {
             Default::default()
         }
     }
-    ///`NewServiceObjectsId`
+    ///The record's Id.
     #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
     #[serde(transparent)]
     pub struct NewServiceObjectsId(::std::string::String);
@@ -6289,7 +7371,7 @@ pub mod types {
                 })
         }
     }
-    ///A new ServiceRequests record: `Id` (1 to 255 characters) and `Version` are required.
+    ///A new ServiceRequests record: `Id` (a string of 1 to 255 characters) and `Version` (an integer) are required; every other field is the set's.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct NewServiceRequests {
         ///Planned appointments.
@@ -6376,6 +7458,7 @@ pub mod types {
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub external_reference: ::std::option::Option<::std::string::String>,
+        ///The record's Id.
         #[serde(rename = "Id")]
         pub id: NewServiceRequestsId,
         ///Whether the record is a template for new requests.
@@ -6447,6 +7530,7 @@ pub mod types {
         ///Kind of request, e.g. Maintenance, Repair, Installation.
         #[serde(rename = "Type", skip_serializing_if = "::std::option::Option::is_none")]
         pub type_: ::std::option::Option<::std::string::String>,
+        ///The record's version: 1 or more on a create; on an update, the version the client read.
         #[serde(rename = "Version")]
         pub version: i64,
     }
@@ -6455,7 +7539,7 @@ pub mod types {
             Default::default()
         }
     }
-    ///`NewServiceRequestsId`
+    ///The record's Id.
     #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
     #[serde(transparent)]
     pub struct NewServiceRequestsId(::std::string::String);
@@ -6512,7 +7596,7 @@ pub mod types {
                 })
         }
     }
-    ///A new StepListTemplates record: `Id` (1 to 255 characters) and `Version` are required.
+    ///A new StepListTemplates record: `Id` (a string of 1 to 255 characters) and `Version` (an integer) are required; every other field is the set's.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct NewStepListTemplates {
         ///Category used to group templates.
@@ -6545,6 +7629,7 @@ pub mod types {
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub external_id: ::std::option::Option<::std::string::String>,
+        ///The record's Id.
         #[serde(rename = "Id")]
         pub id: NewStepListTemplatesId,
         ///Whether the template can be used.
@@ -6562,6 +7647,7 @@ pub mod types {
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub sort_order: ::std::option::Option<i32>,
+        ///The record's version: 1 or more on a create; on an update, the version the client read.
         #[serde(rename = "Version")]
         pub version: i64,
     }
@@ -6570,7 +7656,7 @@ pub mod types {
             Default::default()
         }
     }
-    ///`NewStepListTemplatesId`
+    ///The record's Id.
     #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
     #[serde(transparent)]
     pub struct NewStepListTemplatesId(::std::string::String);
@@ -6627,7 +7713,7 @@ pub mod types {
                 })
         }
     }
-    ///A new Tags record: `Id` (1 to 255 characters) and `Version` are required.
+    ///A new Tags record: `Id` (a string of 1 to 255 characters) and `Version` (an integer) are required; every other field is the set's.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct NewTags {
         ///Display colour.
@@ -6660,11 +7746,13 @@ pub mod types {
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub external_id: ::std::option::Option<::std::string::String>,
+        ///The record's Id.
         #[serde(rename = "Id")]
         pub id: NewTagsId,
         ///Name of the tag.
         #[serde(rename = "Name", skip_serializing_if = "::std::option::Option::is_none")]
         pub name: ::std::option::Option<::std::string::String>,
+        ///The record's version: 1 or more on a create; on an update, the version the client read.
         #[serde(rename = "Version")]
         pub version: i64,
     }
@@ -6673,7 +7761,7 @@ pub mod types {
             Default::default()
         }
     }
-    ///`NewTagsId`
+    ///The record's Id.
     #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
     #[serde(transparent)]
     pub struct NewTagsId(::std::string::String);
@@ -6730,7 +7818,7 @@ pub mod types {
                 })
         }
     }
-    ///A new TimeEvents record: `Id` (1 to 255 characters) and `Version` are required.
+    ///A new TimeEvents record: `Id` (a string of 1 to 255 characters) and `Version` (an integer) are required; every other field is the set's.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct NewTimeEvents {
         ///Id of the cost center.
@@ -6775,6 +7863,7 @@ pub mod types {
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub external_id: ::std::option::Option<::std::string::String>,
+        ///The record's Id.
         #[serde(rename = "Id")]
         pub id: NewTimeEventsId,
         ///Whether the time is billed to the customer.
@@ -6804,6 +7893,7 @@ pub mod types {
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub user_id: ::std::option::Option<EdmInt64>,
+        ///The record's version: 1 or more on a create; on an update, the version the client read.
         #[serde(rename = "Version")]
         pub version: i64,
     }
@@ -6812,7 +7902,7 @@ pub mod types {
             Default::default()
         }
     }
-    ///`NewTimeEventsId`
+    ///The record's Id.
     #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
     #[serde(transparent)]
     pub struct NewTimeEventsId(::std::string::String);
@@ -6869,7 +7959,7 @@ pub mod types {
                 })
         }
     }
-    ///A new Users record: `Id` (1 to 255 characters) and `Version` are required.
+    ///A new Users record: `Id` (a string of 1 to 255 characters) and `Version` (an integer) are required; every other field is the set's.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct NewUsers {
         ///Colour used in the planning board.
@@ -6914,6 +8004,7 @@ pub mod types {
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub first_name: ::std::option::Option<::std::string::String>,
+        ///The record's Id.
         #[serde(rename = "Id")]
         pub id: NewUsersId,
         ///Whether the user can log in.
@@ -6955,6 +8046,7 @@ pub mod types {
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub user_name: ::std::option::Option<::std::string::String>,
+        ///The record's version: 1 or more on a create; on an update, the version the client read.
         #[serde(rename = "Version")]
         pub version: i64,
     }
@@ -6963,7 +8055,7 @@ pub mod types {
             Default::default()
         }
     }
-    ///`NewUsersId`
+    ///The record's Id.
     #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
     #[serde(transparent)]
     pub struct NewUsersId(::std::string::String);
@@ -7282,6 +8374,135 @@ pub mod types {
             Default::default()
         }
     }
+    ///Fields of a Products record to merge over the stored one. `Id`, when given, must be the record's own; `Version`, when given, must be the stored one (a stale Version is refused with 409: the record changed since it was read).
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
+    pub struct ProductsUpdate {
+        ///Product category.
+        #[serde(
+            rename = "Category",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub category: ::std::option::Option<::std::string::String>,
+        ///When the record was last changed (set by the system).
+        #[serde(
+            rename = "DateModified",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub date_modified: ::std::option::Option<::std::string::String>,
+        ///When the record was created (set by the system).
+        #[serde(
+            rename = "DateOfCreation",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub date_of_creation: ::std::option::Option<::std::string::String>,
+        ///Description.
+        #[serde(
+            rename = "Description",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub description: ::std::option::Option<::std::string::String>,
+        ///Identifier of the record in a connected system (e.g. the ERP).
+        #[serde(
+            rename = "ExternalId",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub external_id: ::std::option::Option<::std::string::String>,
+        ///The record's Id.
+        #[serde(rename = "Id", skip_serializing_if = "::std::option::Option::is_none")]
+        pub id: ::std::option::Option<ProductsUpdateId>,
+        ///Whether the product is active.
+        #[serde(
+            rename = "IsActive",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub is_active: ::std::option::Option<bool>,
+        ///Manufacturer.
+        #[serde(
+            rename = "Manufacturer",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub manufacturer: ::std::option::Option<::std::string::String>,
+        ///Model or type number.
+        #[serde(
+            rename = "ModelNumber",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub model_number: ::std::option::Option<::std::string::String>,
+        ///Name of the product.
+        #[serde(rename = "Name", skip_serializing_if = "::std::option::Option::is_none")]
+        pub name: ::std::option::Option<::std::string::String>,
+        ///Internal note.
+        #[serde(rename = "Note", skip_serializing_if = "::std::option::Option::is_none")]
+        pub note: ::std::option::Option<::std::string::String>,
+        ///The record's version: 1 or more on a create; on an update, the version the client read.
+        #[serde(
+            rename = "Version",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub version: ::std::option::Option<i64>,
+    }
+    impl ProductsUpdate {
+        pub fn builder() -> builder::ProductsUpdate {
+            Default::default()
+        }
+    }
+    ///The record's Id.
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct ProductsUpdateId(::std::string::String);
+    impl ::std::ops::Deref for ProductsUpdateId {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<ProductsUpdateId> for ::std::string::String {
+        fn from(value: ProductsUpdateId) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for ProductsUpdateId {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 255usize {
+                return Err("longer than 255 characters".into());
+            }
+            if value.chars().count() < 1usize {
+                return Err("shorter than 1 characters".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for ProductsUpdateId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for ProductsUpdateId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for ProductsUpdateId {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
+        }
+    }
     ///The record as stored locally, and the field-report system's answer (null when the write was not forwarded).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ProductsWrite {
@@ -7522,6 +8743,120 @@ pub mod types {
     impl QualificationsPage {
         pub fn builder() -> builder::QualificationsPage {
             Default::default()
+        }
+    }
+    ///Fields of a Qualifications record to merge over the stored one. `Id`, when given, must be the record's own; `Version`, when given, must be the stored one (a stale Version is refused with 409: the record changed since it was read).
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
+    pub struct QualificationsUpdate {
+        ///Category used to group qualifications.
+        #[serde(
+            rename = "Category",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub category: ::std::option::Option<::std::string::String>,
+        ///When the record was last changed (set by the system).
+        #[serde(
+            rename = "DateModified",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub date_modified: ::std::option::Option<::std::string::String>,
+        ///When the record was created (set by the system).
+        #[serde(
+            rename = "DateOfCreation",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub date_of_creation: ::std::option::Option<::std::string::String>,
+        ///Description.
+        #[serde(
+            rename = "Description",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub description: ::std::option::Option<::std::string::String>,
+        ///Identifier of the record in a connected system (e.g. the ERP).
+        #[serde(
+            rename = "ExternalId",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub external_id: ::std::option::Option<::std::string::String>,
+        ///The record's Id.
+        #[serde(rename = "Id", skip_serializing_if = "::std::option::Option::is_none")]
+        pub id: ::std::option::Option<QualificationsUpdateId>,
+        ///Name of the qualification.
+        #[serde(rename = "Name", skip_serializing_if = "::std::option::Option::is_none")]
+        pub name: ::std::option::Option<::std::string::String>,
+        ///How long a certificate stays valid, in months.
+        #[serde(
+            rename = "ValidityMonths",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub validity_months: ::std::option::Option<i32>,
+        ///The record's version: 1 or more on a create; on an update, the version the client read.
+        #[serde(
+            rename = "Version",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub version: ::std::option::Option<i64>,
+    }
+    impl QualificationsUpdate {
+        pub fn builder() -> builder::QualificationsUpdate {
+            Default::default()
+        }
+    }
+    ///The record's Id.
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct QualificationsUpdateId(::std::string::String);
+    impl ::std::ops::Deref for QualificationsUpdateId {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<QualificationsUpdateId> for ::std::string::String {
+        fn from(value: QualificationsUpdateId) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for QualificationsUpdateId {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 255usize {
+                return Err("longer than 255 characters".into());
+            }
+            if value.chars().count() < 1usize {
+                return Err("shorter than 1 characters".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for QualificationsUpdateId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for QualificationsUpdateId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for QualificationsUpdateId {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
         }
     }
     ///The record as stored locally, and the field-report system's answer (null when the write was not forwarded).
@@ -7920,6 +9255,186 @@ pub mod types {
             Default::default()
         }
     }
+    ///Fields of a ServiceObjects record to merge over the stored one. `Id`, when given, must be the record's own; `Version`, when given, must be the stored one (a stale Version is refused with 409: the record changed since it was read).
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
+    pub struct ServiceObjectsUpdate {
+        ///The owning company.
+        #[serde(
+            rename = "Company",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub company: ::std::option::Option<Company>,
+        ///Id of the owning company.
+        #[serde(
+            rename = "CompanyId",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub company_id: ::std::option::Option<EdmInt64>,
+        ///Contact persons responsible for the object.
+        #[serde(
+            rename = "Contacts",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub contacts: ::std::option::Option<::std::vec::Vec<Contact>>,
+        ///When the record was last changed (set by the system).
+        #[serde(
+            rename = "DateModified",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub date_modified: ::std::option::Option<::std::string::String>,
+        ///When the record was created (set by the system).
+        #[serde(
+            rename = "DateOfCreation",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub date_of_creation: ::std::option::Option<::std::string::String>,
+        ///Description.
+        #[serde(
+            rename = "Description",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub description: ::std::option::Option<::std::string::String>,
+        ///Identifier of the record in a connected system (e.g. the ERP).
+        #[serde(
+            rename = "ExternalId",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub external_id: ::std::option::Option<::std::string::String>,
+        ///The record's Id.
+        #[serde(rename = "Id", skip_serializing_if = "::std::option::Option::is_none")]
+        pub id: ::std::option::Option<ServiceObjectsUpdateId>,
+        ///When the object was installed.
+        #[serde(
+            rename = "InstallationDate",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub installation_date: ::std::option::Option<::std::string::String>,
+        ///Inventory number.
+        #[serde(
+            rename = "InventoryNumber",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub inventory_number: ::std::option::Option<::std::string::String>,
+        ///Whether the object is in service.
+        #[serde(
+            rename = "IsActive",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub is_active: ::std::option::Option<bool>,
+        ///Where the object is installed.
+        #[serde(
+            rename = "Location",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub location: ::std::option::Option<Location>,
+        ///Name of the object.
+        #[serde(rename = "Name", skip_serializing_if = "::std::option::Option::is_none")]
+        pub name: ::std::option::Option<::std::string::String>,
+        ///Internal note.
+        #[serde(rename = "Note", skip_serializing_if = "::std::option::Option::is_none")]
+        pub note: ::std::option::Option<::std::string::String>,
+        ///Id of the object this one is part of.
+        #[serde(
+            rename = "ParentServiceObjectId",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub parent_service_object_id: ::std::option::Option<EdmInt64>,
+        ///The product the object is an instance of.
+        #[serde(
+            rename = "Product",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub product: ::std::option::Option<Product>,
+        ///Id of the product the object is an instance of.
+        #[serde(
+            rename = "ProductId",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub product_id: ::std::option::Option<EdmInt64>,
+        ///Serial number.
+        #[serde(
+            rename = "SerialNumber",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub serial_number: ::std::option::Option<::std::string::String>,
+        ///Tags attached to the object.
+        #[serde(rename = "Tags", skip_serializing_if = "::std::option::Option::is_none")]
+        pub tags: ::std::option::Option<::std::vec::Vec<Tag>>,
+        ///The record's version: 1 or more on a create; on an update, the version the client read.
+        #[serde(
+            rename = "Version",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub version: ::std::option::Option<i64>,
+        ///When the warranty ends.
+        #[serde(
+            rename = "WarrantyEndDate",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub warranty_end_date: ::std::option::Option<::std::string::String>,
+    }
+    impl ServiceObjectsUpdate {
+        pub fn builder() -> builder::ServiceObjectsUpdate {
+            Default::default()
+        }
+    }
+    ///The record's Id.
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct ServiceObjectsUpdateId(::std::string::String);
+    impl ::std::ops::Deref for ServiceObjectsUpdateId {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<ServiceObjectsUpdateId> for ::std::string::String {
+        fn from(value: ServiceObjectsUpdateId) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for ServiceObjectsUpdateId {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 255usize {
+                return Err("longer than 255 characters".into());
+            }
+            if value.chars().count() < 1usize {
+                return Err("shorter than 1 characters".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for ServiceObjectsUpdateId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for ServiceObjectsUpdateId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for ServiceObjectsUpdateId {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
+        }
+    }
     ///The record as stored locally, and the field-report system's answer (null when the write was not forwarded).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ServiceObjectsWrite {
@@ -8117,6 +9632,234 @@ pub mod types {
     impl ServiceRequestsPage {
         pub fn builder() -> builder::ServiceRequestsPage {
             Default::default()
+        }
+    }
+    ///Fields of a ServiceRequests record to merge over the stored one. `Id`, when given, must be the record's own; `Version`, when given, must be the stored one (a stale Version is refused with 409: the record changed since it was read).
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
+    pub struct ServiceRequestsUpdate {
+        ///Planned appointments.
+        #[serde(
+            rename = "Appointments",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub appointments: ::std::option::Option<::std::vec::Vec<Appointment>>,
+        ///Comments.
+        #[serde(
+            rename = "Comments",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub comments: ::std::option::Option<::std::vec::Vec<Comment>>,
+        ///When the work was completed.
+        #[serde(
+            rename = "CompletionDate",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub completion_date: ::std::option::Option<::std::string::String>,
+        ///Id of the customer's contact person for this request.
+        #[serde(
+            rename = "ContactId",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub contact_id: ::std::option::Option<EdmInt64>,
+        ///Id of the cost center.
+        #[serde(
+            rename = "CostCenterId",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub cost_center_id: ::std::option::Option<EdmInt64>,
+        ///The customer company.
+        #[serde(
+            rename = "Customer",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub customer: ::std::option::Option<Company>,
+        ///Id of the customer company.
+        #[serde(
+            rename = "CustomerId",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub customer_id: ::std::option::Option<EdmInt64>,
+        ///When the record was last changed (set by the system).
+        #[serde(
+            rename = "DateModified",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub date_modified: ::std::option::Option<::std::string::String>,
+        ///When the record was created (set by the system).
+        #[serde(
+            rename = "DateOfCreation",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub date_of_creation: ::std::option::Option<::std::string::String>,
+        ///Description of the work to do.
+        #[serde(
+            rename = "Description",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub description: ::std::option::Option<::std::string::String>,
+        ///End of the period the work is due in.
+        #[serde(
+            rename = "DueDateRangeEnd",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub due_date_range_end: ::std::option::Option<::std::string::String>,
+        ///Start of the period the work is due in.
+        #[serde(
+            rename = "DueDateRangeStart",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub due_date_range_start: ::std::option::Option<::std::string::String>,
+        ///Identifier of the record in a connected system (e.g. the ERP).
+        #[serde(
+            rename = "ExternalId",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub external_id: ::std::option::Option<::std::string::String>,
+        ///Reference of the customer or a connected system, e.g. an order number.
+        #[serde(
+            rename = "ExternalReference",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub external_reference: ::std::option::Option<::std::string::String>,
+        ///The record's Id.
+        #[serde(rename = "Id", skip_serializing_if = "::std::option::Option::is_none")]
+        pub id: ::std::option::Option<ServiceRequestsUpdateId>,
+        ///Whether the record is a template for new requests.
+        #[serde(
+            rename = "IsTemplate",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub is_template: ::std::option::Option<bool>,
+        ///Items (material, services) used.
+        #[serde(
+            rename = "Items",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub items: ::std::option::Option<::std::vec::Vec<Item>>,
+        ///Where the work is performed.
+        #[serde(
+            rename = "Location",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub location: ::std::option::Option<Location>,
+        ///Title of the request.
+        #[serde(rename = "Name", skip_serializing_if = "::std::option::Option::is_none")]
+        pub name: ::std::option::Option<::std::string::String>,
+        ///Priority, e.g. Low, Normal, High.
+        #[serde(
+            rename = "Priority",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub priority: ::std::option::Option<::std::string::String>,
+        ///Qualifications required for the work.
+        #[serde(
+            rename = "Qualifications",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub qualifications: ::std::option::Option<::std::vec::Vec<Qualification>>,
+        ///Service reports produced for the request.
+        #[serde(
+            rename = "Reports",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub reports: ::std::option::Option<::std::vec::Vec<Report>>,
+        ///Objects the work is performed on.
+        #[serde(
+            rename = "ServiceObjects",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub service_objects: ::std::option::Option<::std::vec::Vec<ServiceObject>>,
+        ///Processing state, e.g. New, Planned, InProgress, Done, Closed.
+        #[serde(
+            rename = "State",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub state: ::std::option::Option<::std::string::String>,
+        ///Checklist steps.
+        #[serde(
+            rename = "Steps",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub steps: ::std::option::Option<::std::vec::Vec<Step>>,
+        ///Stock movements caused by the request.
+        #[serde(
+            rename = "StockMovements",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub stock_movements: ::std::option::Option<::std::vec::Vec<StockMovement>>,
+        ///Tags attached to the request.
+        #[serde(rename = "Tags", skip_serializing_if = "::std::option::Option::is_none")]
+        pub tags: ::std::option::Option<::std::vec::Vec<Tag>>,
+        ///Kind of request, e.g. Maintenance, Repair, Installation.
+        #[serde(rename = "Type", skip_serializing_if = "::std::option::Option::is_none")]
+        pub type_: ::std::option::Option<::std::string::String>,
+        ///The record's version: 1 or more on a create; on an update, the version the client read.
+        #[serde(
+            rename = "Version",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub version: ::std::option::Option<i64>,
+    }
+    impl ServiceRequestsUpdate {
+        pub fn builder() -> builder::ServiceRequestsUpdate {
+            Default::default()
+        }
+    }
+    ///The record's Id.
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct ServiceRequestsUpdateId(::std::string::String);
+    impl ::std::ops::Deref for ServiceRequestsUpdateId {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<ServiceRequestsUpdateId> for ::std::string::String {
+        fn from(value: ServiceRequestsUpdateId) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for ServiceRequestsUpdateId {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 255usize {
+                return Err("longer than 255 characters".into());
+            }
+            if value.chars().count() < 1usize {
+                return Err("shorter than 1 characters".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for ServiceRequestsUpdateId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for ServiceRequestsUpdateId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for ServiceRequestsUpdateId {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
         }
     }
     ///The record as stored locally, and the field-report system's answer (null when the write was not forwarded).
@@ -8421,6 +10164,126 @@ pub mod types {
             Default::default()
         }
     }
+    ///Fields of a StepListTemplates record to merge over the stored one. `Id`, when given, must be the record's own; `Version`, when given, must be the stored one (a stale Version is refused with 409: the record changed since it was read).
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
+    pub struct StepListTemplatesUpdate {
+        ///Category used to group templates.
+        #[serde(
+            rename = "Category",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub category: ::std::option::Option<::std::string::String>,
+        ///When the record was last changed (set by the system).
+        #[serde(
+            rename = "DateModified",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub date_modified: ::std::option::Option<::std::string::String>,
+        ///When the record was created (set by the system).
+        #[serde(
+            rename = "DateOfCreation",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub date_of_creation: ::std::option::Option<::std::string::String>,
+        ///Description.
+        #[serde(
+            rename = "Description",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub description: ::std::option::Option<::std::string::String>,
+        ///Identifier of the record in a connected system (e.g. the ERP).
+        #[serde(
+            rename = "ExternalId",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub external_id: ::std::option::Option<::std::string::String>,
+        ///The record's Id.
+        #[serde(rename = "Id", skip_serializing_if = "::std::option::Option::is_none")]
+        pub id: ::std::option::Option<StepListTemplatesUpdateId>,
+        ///Whether the template can be used.
+        #[serde(
+            rename = "IsActive",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub is_active: ::std::option::Option<bool>,
+        ///Name of the checklist.
+        #[serde(rename = "Name", skip_serializing_if = "::std::option::Option::is_none")]
+        pub name: ::std::option::Option<::std::string::String>,
+        ///Position in lists.
+        #[serde(
+            rename = "SortOrder",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub sort_order: ::std::option::Option<i32>,
+        ///The record's version: 1 or more on a create; on an update, the version the client read.
+        #[serde(
+            rename = "Version",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub version: ::std::option::Option<i64>,
+    }
+    impl StepListTemplatesUpdate {
+        pub fn builder() -> builder::StepListTemplatesUpdate {
+            Default::default()
+        }
+    }
+    ///The record's Id.
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct StepListTemplatesUpdateId(::std::string::String);
+    impl ::std::ops::Deref for StepListTemplatesUpdateId {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<StepListTemplatesUpdateId> for ::std::string::String {
+        fn from(value: StepListTemplatesUpdateId) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for StepListTemplatesUpdateId {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 255usize {
+                return Err("longer than 255 characters".into());
+            }
+            if value.chars().count() < 1usize {
+                return Err("shorter than 1 characters".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for StepListTemplatesUpdateId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for StepListTemplatesUpdateId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for StepListTemplatesUpdateId {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
+        }
+    }
     ///The record as stored locally, and the field-report system's answer (null when the write was not forwarded).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct StepListTemplatesWrite {
@@ -8669,6 +10532,114 @@ pub mod types {
             Default::default()
         }
     }
+    ///Fields of a Tags record to merge over the stored one. `Id`, when given, must be the record's own; `Version`, when given, must be the stored one (a stale Version is refused with 409: the record changed since it was read).
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
+    pub struct TagsUpdate {
+        ///Display colour.
+        #[serde(
+            rename = "Color",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub color: ::std::option::Option<::std::string::String>,
+        ///When the record was last changed (set by the system).
+        #[serde(
+            rename = "DateModified",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub date_modified: ::std::option::Option<::std::string::String>,
+        ///When the record was created (set by the system).
+        #[serde(
+            rename = "DateOfCreation",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub date_of_creation: ::std::option::Option<::std::string::String>,
+        ///Description.
+        #[serde(
+            rename = "Description",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub description: ::std::option::Option<::std::string::String>,
+        ///Identifier of the record in a connected system (e.g. the ERP).
+        #[serde(
+            rename = "ExternalId",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub external_id: ::std::option::Option<::std::string::String>,
+        ///The record's Id.
+        #[serde(rename = "Id", skip_serializing_if = "::std::option::Option::is_none")]
+        pub id: ::std::option::Option<TagsUpdateId>,
+        ///Name of the tag.
+        #[serde(rename = "Name", skip_serializing_if = "::std::option::Option::is_none")]
+        pub name: ::std::option::Option<::std::string::String>,
+        ///The record's version: 1 or more on a create; on an update, the version the client read.
+        #[serde(
+            rename = "Version",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub version: ::std::option::Option<i64>,
+    }
+    impl TagsUpdate {
+        pub fn builder() -> builder::TagsUpdate {
+            Default::default()
+        }
+    }
+    ///The record's Id.
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct TagsUpdateId(::std::string::String);
+    impl ::std::ops::Deref for TagsUpdateId {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<TagsUpdateId> for ::std::string::String {
+        fn from(value: TagsUpdateId) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for TagsUpdateId {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 255usize {
+                return Err("longer than 255 characters".into());
+            }
+            if value.chars().count() < 1usize {
+                return Err("shorter than 1 characters".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for TagsUpdateId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for TagsUpdateId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for TagsUpdateId {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
+        }
+    }
     ///The record as stored locally, and the field-report system's answer (null when the write was not forwarded).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct TagsWrite {
@@ -8839,6 +10810,150 @@ pub mod types {
     impl TimeEventsPage {
         pub fn builder() -> builder::TimeEventsPage {
             Default::default()
+        }
+    }
+    ///Fields of a TimeEvents record to merge over the stored one. `Id`, when given, must be the record's own; `Version`, when given, must be the stored one (a stale Version is refused with 409: the record changed since it was read).
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
+    pub struct TimeEventsUpdate {
+        ///Id of the cost center.
+        #[serde(
+            rename = "CostCenterId",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub cost_center_id: ::std::option::Option<EdmInt64>,
+        ///When the record was last changed (set by the system).
+        #[serde(
+            rename = "DateModified",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub date_modified: ::std::option::Option<::std::string::String>,
+        ///When the record was created (set by the system).
+        #[serde(
+            rename = "DateOfCreation",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub date_of_creation: ::std::option::Option<::std::string::String>,
+        ///Description of the work.
+        #[serde(
+            rename = "Description",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub description: ::std::option::Option<::std::string::String>,
+        ///Duration in minutes.
+        #[serde(
+            rename = "DurationMinutes",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub duration_minutes: ::std::option::Option<i32>,
+        ///End of the booked period.
+        #[serde(
+            rename = "EndDateTime",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub end_date_time: ::std::option::Option<::std::string::String>,
+        ///Identifier of the record in a connected system (e.g. the ERP).
+        #[serde(
+            rename = "ExternalId",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub external_id: ::std::option::Option<::std::string::String>,
+        ///The record's Id.
+        #[serde(rename = "Id", skip_serializing_if = "::std::option::Option::is_none")]
+        pub id: ::std::option::Option<TimeEventsUpdateId>,
+        ///Whether the time is billed to the customer.
+        #[serde(
+            rename = "IsBillable",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub is_billable: ::std::option::Option<bool>,
+        ///Id of the service request the time was spent on.
+        #[serde(
+            rename = "ServiceRequestId",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub service_request_id: ::std::option::Option<EdmInt64>,
+        ///Start of the booked period.
+        #[serde(
+            rename = "StartDateTime",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub start_date_time: ::std::option::Option<::std::string::String>,
+        ///Kind of time, e.g. Work, Travel, Break.
+        #[serde(rename = "Type", skip_serializing_if = "::std::option::Option::is_none")]
+        pub type_: ::std::option::Option<::std::string::String>,
+        ///Id of the user who booked the time.
+        #[serde(
+            rename = "UserId",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub user_id: ::std::option::Option<EdmInt64>,
+        ///The record's version: 1 or more on a create; on an update, the version the client read.
+        #[serde(
+            rename = "Version",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub version: ::std::option::Option<i64>,
+    }
+    impl TimeEventsUpdate {
+        pub fn builder() -> builder::TimeEventsUpdate {
+            Default::default()
+        }
+    }
+    ///The record's Id.
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct TimeEventsUpdateId(::std::string::String);
+    impl ::std::ops::Deref for TimeEventsUpdateId {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<TimeEventsUpdateId> for ::std::string::String {
+        fn from(value: TimeEventsUpdateId) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for TimeEventsUpdateId {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 255usize {
+                return Err("longer than 255 characters".into());
+            }
+            if value.chars().count() < 1usize {
+                return Err("shorter than 1 characters".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for TimeEventsUpdateId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for TimeEventsUpdateId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for TimeEventsUpdateId {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
         }
     }
     ///The record as stored locally, and the field-report system's answer (null when the write was not forwarded).
@@ -9054,6 +11169,162 @@ pub mod types {
     impl UsersPage {
         pub fn builder() -> builder::UsersPage {
             Default::default()
+        }
+    }
+    ///Fields of a Users record to merge over the stored one. `Id`, when given, must be the record's own; `Version`, when given, must be the stored one (a stale Version is refused with 409: the record changed since it was read).
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
+    pub struct UsersUpdate {
+        ///Colour used in the planning board.
+        #[serde(
+            rename = "Color",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub color: ::std::option::Option<::std::string::String>,
+        ///Id of the default cost center.
+        #[serde(
+            rename = "CostCenterId",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub cost_center_id: ::std::option::Option<EdmInt64>,
+        ///When the record was last changed (set by the system).
+        #[serde(
+            rename = "DateModified",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub date_modified: ::std::option::Option<::std::string::String>,
+        ///When the record was created (set by the system).
+        #[serde(
+            rename = "DateOfCreation",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub date_of_creation: ::std::option::Option<::std::string::String>,
+        ///E-mail address.
+        #[serde(
+            rename = "Email",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub email: ::std::option::Option<::std::string::String>,
+        ///Identifier of the record in a connected system (e.g. the ERP).
+        #[serde(
+            rename = "ExternalId",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub external_id: ::std::option::Option<::std::string::String>,
+        ///First name.
+        #[serde(
+            rename = "FirstName",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub first_name: ::std::option::Option<::std::string::String>,
+        ///The record's Id.
+        #[serde(rename = "Id", skip_serializing_if = "::std::option::Option::is_none")]
+        pub id: ::std::option::Option<UsersUpdateId>,
+        ///Whether the user can log in.
+        #[serde(
+            rename = "IsActive",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub is_active: ::std::option::Option<bool>,
+        ///Preferred language, e.g. de.
+        #[serde(
+            rename = "Language",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub language: ::std::option::Option<::std::string::String>,
+        ///Last name.
+        #[serde(
+            rename = "LastName",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub last_name: ::std::option::Option<::std::string::String>,
+        ///Mobile phone number.
+        #[serde(
+            rename = "MobilePhone",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub mobile_phone: ::std::option::Option<::std::string::String>,
+        ///Role, e.g. Technician, Dispatcher, Administrator.
+        #[serde(rename = "Role", skip_serializing_if = "::std::option::Option::is_none")]
+        pub role: ::std::option::Option<::std::string::String>,
+        ///Phone number.
+        #[serde(
+            rename = "Telephone",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub telephone: ::std::option::Option<::std::string::String>,
+        ///Login name.
+        #[serde(
+            rename = "UserName",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub user_name: ::std::option::Option<::std::string::String>,
+        ///The record's version: 1 or more on a create; on an update, the version the client read.
+        #[serde(
+            rename = "Version",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub version: ::std::option::Option<i64>,
+    }
+    impl UsersUpdate {
+        pub fn builder() -> builder::UsersUpdate {
+            Default::default()
+        }
+    }
+    ///The record's Id.
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct UsersUpdateId(::std::string::String);
+    impl ::std::ops::Deref for UsersUpdateId {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<UsersUpdateId> for ::std::string::String {
+        fn from(value: UsersUpdateId) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for UsersUpdateId {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 255usize {
+                return Err("longer than 255 characters".into());
+            }
+            if value.chars().count() < 1usize {
+                return Err("shorter than 1 characters".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for UsersUpdateId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for UsersUpdateId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for UsersUpdateId {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
         }
     }
     ///The record as stored locally, and the field-report system's answer (null when the write was not forwarded).
@@ -11275,6 +13546,586 @@ pub mod types {
             }
         }
         #[derive(Clone, Debug)]
+        pub struct CompaniesUpdate {
+            billing_address: ::std::result::Result<
+                ::std::option::Option<super::Location>,
+                ::std::string::String,
+            >,
+            contacts: ::std::result::Result<
+                ::std::option::Option<::std::vec::Vec<super::Contact>>,
+                ::std::string::String,
+            >,
+            cost_center_id: ::std::result::Result<
+                ::std::option::Option<super::EdmInt64>,
+                ::std::string::String,
+            >,
+            customer_number: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            date_modified: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            date_of_creation: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            email: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            external_id: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            fax: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            id: ::std::result::Result<
+                ::std::option::Option<super::CompaniesUpdateId>,
+                ::std::string::String,
+            >,
+            is_archived: ::std::result::Result<
+                ::std::option::Option<bool>,
+                ::std::string::String,
+            >,
+            is_physical_person: ::std::result::Result<
+                ::std::option::Option<bool>,
+                ::std::string::String,
+            >,
+            language: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            location: ::std::result::Result<
+                ::std::option::Option<super::Location>,
+                ::std::string::String,
+            >,
+            main_contact: ::std::result::Result<
+                ::std::option::Option<super::Contact>,
+                ::std::string::String,
+            >,
+            main_contact_id: ::std::result::Result<
+                ::std::option::Option<super::EdmInt64>,
+                ::std::string::String,
+            >,
+            mobile_phone: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            name: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            name2: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            note: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            service_objects: ::std::result::Result<
+                ::std::option::Option<::std::vec::Vec<super::ServiceObject>>,
+                ::std::string::String,
+            >,
+            support_mail: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            support_telephone: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            tags: ::std::result::Result<
+                ::std::option::Option<::std::vec::Vec<super::Tag>>,
+                ::std::string::String,
+            >,
+            telephone: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            vat_id: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            version: ::std::result::Result<
+                ::std::option::Option<i64>,
+                ::std::string::String,
+            >,
+            website: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+        }
+        impl ::std::default::Default for CompaniesUpdate {
+            fn default() -> Self {
+                Self {
+                    billing_address: Ok(Default::default()),
+                    contacts: Ok(Default::default()),
+                    cost_center_id: Ok(Default::default()),
+                    customer_number: Ok(Default::default()),
+                    date_modified: Ok(Default::default()),
+                    date_of_creation: Ok(Default::default()),
+                    email: Ok(Default::default()),
+                    external_id: Ok(Default::default()),
+                    fax: Ok(Default::default()),
+                    id: Ok(Default::default()),
+                    is_archived: Ok(Default::default()),
+                    is_physical_person: Ok(Default::default()),
+                    language: Ok(Default::default()),
+                    location: Ok(Default::default()),
+                    main_contact: Ok(Default::default()),
+                    main_contact_id: Ok(Default::default()),
+                    mobile_phone: Ok(Default::default()),
+                    name: Ok(Default::default()),
+                    name2: Ok(Default::default()),
+                    note: Ok(Default::default()),
+                    service_objects: Ok(Default::default()),
+                    support_mail: Ok(Default::default()),
+                    support_telephone: Ok(Default::default()),
+                    tags: Ok(Default::default()),
+                    telephone: Ok(Default::default()),
+                    vat_id: Ok(Default::default()),
+                    version: Ok(Default::default()),
+                    website: Ok(Default::default()),
+                }
+            }
+        }
+        impl CompaniesUpdate {
+            pub fn billing_address<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::Location>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.billing_address = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!(
+                            "error converting supplied value for billing_address: {e}"
+                        )
+                    });
+                self
+            }
+            pub fn contacts<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<::std::vec::Vec<super::Contact>>,
+                >,
+                T::Error: ::std::fmt::Display,
+            {
+                self.contacts = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for contacts: {e}")
+                    });
+                self
+            }
+            pub fn cost_center_id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.cost_center_id = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!(
+                            "error converting supplied value for cost_center_id: {e}"
+                        )
+                    });
+                self
+            }
+            pub fn customer_number<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.customer_number = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!(
+                            "error converting supplied value for customer_number: {e}"
+                        )
+                    });
+                self
+            }
+            pub fn date_modified<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.date_modified = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for date_modified: {e}")
+                    });
+                self
+            }
+            pub fn date_of_creation<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.date_of_creation = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!(
+                            "error converting supplied value for date_of_creation: {e}"
+                        )
+                    });
+                self
+            }
+            pub fn email<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.email = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for email: {e}")
+                    });
+                self
+            }
+            pub fn external_id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.external_id = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for external_id: {e}")
+                    });
+                self
+            }
+            pub fn fax<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.fax = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for fax: {e}")
+                    });
+                self
+            }
+            pub fn id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<super::CompaniesUpdateId>,
+                >,
+                T::Error: ::std::fmt::Display,
+            {
+                self.id = value
+                    .try_into()
+                    .map_err(|e| format!("error converting supplied value for id: {e}"));
+                self
+            }
+            pub fn is_archived<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<bool>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.is_archived = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for is_archived: {e}")
+                    });
+                self
+            }
+            pub fn is_physical_person<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<bool>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.is_physical_person = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!(
+                            "error converting supplied value for is_physical_person: {e}"
+                        )
+                    });
+                self
+            }
+            pub fn language<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.language = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for language: {e}")
+                    });
+                self
+            }
+            pub fn location<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::Location>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.location = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for location: {e}")
+                    });
+                self
+            }
+            pub fn main_contact<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::Contact>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.main_contact = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for main_contact: {e}")
+                    });
+                self
+            }
+            pub fn main_contact_id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.main_contact_id = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!(
+                            "error converting supplied value for main_contact_id: {e}"
+                        )
+                    });
+                self
+            }
+            pub fn mobile_phone<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.mobile_phone = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for mobile_phone: {e}")
+                    });
+                self
+            }
+            pub fn name<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.name = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for name: {e}")
+                    });
+                self
+            }
+            pub fn name2<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.name2 = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for name2: {e}")
+                    });
+                self
+            }
+            pub fn note<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.note = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for note: {e}")
+                    });
+                self
+            }
+            pub fn service_objects<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<::std::vec::Vec<super::ServiceObject>>,
+                >,
+                T::Error: ::std::fmt::Display,
+            {
+                self.service_objects = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!(
+                            "error converting supplied value for service_objects: {e}"
+                        )
+                    });
+                self
+            }
+            pub fn support_mail<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.support_mail = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for support_mail: {e}")
+                    });
+                self
+            }
+            pub fn support_telephone<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.support_telephone = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!(
+                            "error converting supplied value for support_telephone: {e}"
+                        )
+                    });
+                self
+            }
+            pub fn tags<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<::std::vec::Vec<super::Tag>>,
+                >,
+                T::Error: ::std::fmt::Display,
+            {
+                self.tags = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for tags: {e}")
+                    });
+                self
+            }
+            pub fn telephone<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.telephone = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for telephone: {e}")
+                    });
+                self
+            }
+            pub fn vat_id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.vat_id = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for vat_id: {e}")
+                    });
+                self
+            }
+            pub fn version<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<i64>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.version = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for version: {e}")
+                    });
+                self
+            }
+            pub fn website<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.website = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for website: {e}")
+                    });
+                self
+            }
+        }
+        impl ::std::convert::TryFrom<CompaniesUpdate> for super::CompaniesUpdate {
+            type Error = super::error::ConversionError;
+            fn try_from(
+                value: CompaniesUpdate,
+            ) -> ::std::result::Result<Self, super::error::ConversionError> {
+                Ok(Self {
+                    billing_address: value.billing_address?,
+                    contacts: value.contacts?,
+                    cost_center_id: value.cost_center_id?,
+                    customer_number: value.customer_number?,
+                    date_modified: value.date_modified?,
+                    date_of_creation: value.date_of_creation?,
+                    email: value.email?,
+                    external_id: value.external_id?,
+                    fax: value.fax?,
+                    id: value.id?,
+                    is_archived: value.is_archived?,
+                    is_physical_person: value.is_physical_person?,
+                    language: value.language?,
+                    location: value.location?,
+                    main_contact: value.main_contact?,
+                    main_contact_id: value.main_contact_id?,
+                    mobile_phone: value.mobile_phone?,
+                    name: value.name?,
+                    name2: value.name2?,
+                    note: value.note?,
+                    service_objects: value.service_objects?,
+                    support_mail: value.support_mail?,
+                    support_telephone: value.support_telephone?,
+                    tags: value.tags?,
+                    telephone: value.telephone?,
+                    vat_id: value.vat_id?,
+                    version: value.version?,
+                    website: value.website?,
+                })
+            }
+        }
+        impl ::std::convert::From<super::CompaniesUpdate> for CompaniesUpdate {
+            fn from(value: super::CompaniesUpdate) -> Self {
+                Self {
+                    billing_address: Ok(value.billing_address),
+                    contacts: Ok(value.contacts),
+                    cost_center_id: Ok(value.cost_center_id),
+                    customer_number: Ok(value.customer_number),
+                    date_modified: Ok(value.date_modified),
+                    date_of_creation: Ok(value.date_of_creation),
+                    email: Ok(value.email),
+                    external_id: Ok(value.external_id),
+                    fax: Ok(value.fax),
+                    id: Ok(value.id),
+                    is_archived: Ok(value.is_archived),
+                    is_physical_person: Ok(value.is_physical_person),
+                    language: Ok(value.language),
+                    location: Ok(value.location),
+                    main_contact: Ok(value.main_contact),
+                    main_contact_id: Ok(value.main_contact_id),
+                    mobile_phone: Ok(value.mobile_phone),
+                    name: Ok(value.name),
+                    name2: Ok(value.name2),
+                    note: Ok(value.note),
+                    service_objects: Ok(value.service_objects),
+                    support_mail: Ok(value.support_mail),
+                    support_telephone: Ok(value.support_telephone),
+                    tags: Ok(value.tags),
+                    telephone: Ok(value.telephone),
+                    vat_id: Ok(value.vat_id),
+                    version: Ok(value.version),
+                    website: Ok(value.website),
+                }
+            }
+        }
+        #[derive(Clone, Debug)]
         pub struct CompaniesWrite {
             data: ::std::result::Result<super::Companies, ::std::string::String>,
             field_report_response: ::std::result::Result<
@@ -12860,6 +15711,414 @@ pub mod types {
             }
         }
         #[derive(Clone, Debug)]
+        pub struct ContactsUpdate {
+            company_id: ::std::result::Result<
+                ::std::option::Option<super::EdmInt64>,
+                ::std::string::String,
+            >,
+            date_modified: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            date_of_creation: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            department: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            email: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            external_id: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            fax: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            first_name: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            id: ::std::result::Result<
+                ::std::option::Option<super::ContactsUpdateId>,
+                ::std::string::String,
+            >,
+            is_active: ::std::result::Result<
+                ::std::option::Option<bool>,
+                ::std::string::String,
+            >,
+            language: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            last_name: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            location: ::std::result::Result<
+                ::std::option::Option<super::Location>,
+                ::std::string::String,
+            >,
+            mobile_phone: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            note: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            position: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            salutation: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            telephone: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            title: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            version: ::std::result::Result<
+                ::std::option::Option<i64>,
+                ::std::string::String,
+            >,
+        }
+        impl ::std::default::Default for ContactsUpdate {
+            fn default() -> Self {
+                Self {
+                    company_id: Ok(Default::default()),
+                    date_modified: Ok(Default::default()),
+                    date_of_creation: Ok(Default::default()),
+                    department: Ok(Default::default()),
+                    email: Ok(Default::default()),
+                    external_id: Ok(Default::default()),
+                    fax: Ok(Default::default()),
+                    first_name: Ok(Default::default()),
+                    id: Ok(Default::default()),
+                    is_active: Ok(Default::default()),
+                    language: Ok(Default::default()),
+                    last_name: Ok(Default::default()),
+                    location: Ok(Default::default()),
+                    mobile_phone: Ok(Default::default()),
+                    note: Ok(Default::default()),
+                    position: Ok(Default::default()),
+                    salutation: Ok(Default::default()),
+                    telephone: Ok(Default::default()),
+                    title: Ok(Default::default()),
+                    version: Ok(Default::default()),
+                }
+            }
+        }
+        impl ContactsUpdate {
+            pub fn company_id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.company_id = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for company_id: {e}")
+                    });
+                self
+            }
+            pub fn date_modified<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.date_modified = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for date_modified: {e}")
+                    });
+                self
+            }
+            pub fn date_of_creation<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.date_of_creation = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!(
+                            "error converting supplied value for date_of_creation: {e}"
+                        )
+                    });
+                self
+            }
+            pub fn department<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.department = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for department: {e}")
+                    });
+                self
+            }
+            pub fn email<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.email = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for email: {e}")
+                    });
+                self
+            }
+            pub fn external_id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.external_id = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for external_id: {e}")
+                    });
+                self
+            }
+            pub fn fax<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.fax = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for fax: {e}")
+                    });
+                self
+            }
+            pub fn first_name<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.first_name = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for first_name: {e}")
+                    });
+                self
+            }
+            pub fn id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<super::ContactsUpdateId>,
+                >,
+                T::Error: ::std::fmt::Display,
+            {
+                self.id = value
+                    .try_into()
+                    .map_err(|e| format!("error converting supplied value for id: {e}"));
+                self
+            }
+            pub fn is_active<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<bool>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.is_active = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for is_active: {e}")
+                    });
+                self
+            }
+            pub fn language<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.language = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for language: {e}")
+                    });
+                self
+            }
+            pub fn last_name<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.last_name = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for last_name: {e}")
+                    });
+                self
+            }
+            pub fn location<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::Location>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.location = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for location: {e}")
+                    });
+                self
+            }
+            pub fn mobile_phone<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.mobile_phone = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for mobile_phone: {e}")
+                    });
+                self
+            }
+            pub fn note<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.note = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for note: {e}")
+                    });
+                self
+            }
+            pub fn position<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.position = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for position: {e}")
+                    });
+                self
+            }
+            pub fn salutation<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.salutation = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for salutation: {e}")
+                    });
+                self
+            }
+            pub fn telephone<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.telephone = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for telephone: {e}")
+                    });
+                self
+            }
+            pub fn title<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.title = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for title: {e}")
+                    });
+                self
+            }
+            pub fn version<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<i64>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.version = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for version: {e}")
+                    });
+                self
+            }
+        }
+        impl ::std::convert::TryFrom<ContactsUpdate> for super::ContactsUpdate {
+            type Error = super::error::ConversionError;
+            fn try_from(
+                value: ContactsUpdate,
+            ) -> ::std::result::Result<Self, super::error::ConversionError> {
+                Ok(Self {
+                    company_id: value.company_id?,
+                    date_modified: value.date_modified?,
+                    date_of_creation: value.date_of_creation?,
+                    department: value.department?,
+                    email: value.email?,
+                    external_id: value.external_id?,
+                    fax: value.fax?,
+                    first_name: value.first_name?,
+                    id: value.id?,
+                    is_active: value.is_active?,
+                    language: value.language?,
+                    last_name: value.last_name?,
+                    location: value.location?,
+                    mobile_phone: value.mobile_phone?,
+                    note: value.note?,
+                    position: value.position?,
+                    salutation: value.salutation?,
+                    telephone: value.telephone?,
+                    title: value.title?,
+                    version: value.version?,
+                })
+            }
+        }
+        impl ::std::convert::From<super::ContactsUpdate> for ContactsUpdate {
+            fn from(value: super::ContactsUpdate) -> Self {
+                Self {
+                    company_id: Ok(value.company_id),
+                    date_modified: Ok(value.date_modified),
+                    date_of_creation: Ok(value.date_of_creation),
+                    department: Ok(value.department),
+                    email: Ok(value.email),
+                    external_id: Ok(value.external_id),
+                    fax: Ok(value.fax),
+                    first_name: Ok(value.first_name),
+                    id: Ok(value.id),
+                    is_active: Ok(value.is_active),
+                    language: Ok(value.language),
+                    last_name: Ok(value.last_name),
+                    location: Ok(value.location),
+                    mobile_phone: Ok(value.mobile_phone),
+                    note: Ok(value.note),
+                    position: Ok(value.position),
+                    salutation: Ok(value.salutation),
+                    telephone: Ok(value.telephone),
+                    title: Ok(value.title),
+                    version: Ok(value.version),
+                }
+            }
+        }
+        #[derive(Clone, Debug)]
         pub struct ContactsWrite {
             data: ::std::result::Result<super::Contacts, ::std::string::String>,
             field_report_response: ::std::result::Result<
@@ -13302,6 +16561,205 @@ pub mod types {
                 Self {
                     data: Ok(value.data),
                     meta: Ok(value.meta),
+                }
+            }
+        }
+        #[derive(Clone, Debug)]
+        pub struct CostCentersUpdate {
+            date_modified: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            date_of_creation: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            description: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            external_id: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            id: ::std::result::Result<
+                ::std::option::Option<super::CostCentersUpdateId>,
+                ::std::string::String,
+            >,
+            is_active: ::std::result::Result<
+                ::std::option::Option<bool>,
+                ::std::string::String,
+            >,
+            name: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            number: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            version: ::std::result::Result<
+                ::std::option::Option<i64>,
+                ::std::string::String,
+            >,
+        }
+        impl ::std::default::Default for CostCentersUpdate {
+            fn default() -> Self {
+                Self {
+                    date_modified: Ok(Default::default()),
+                    date_of_creation: Ok(Default::default()),
+                    description: Ok(Default::default()),
+                    external_id: Ok(Default::default()),
+                    id: Ok(Default::default()),
+                    is_active: Ok(Default::default()),
+                    name: Ok(Default::default()),
+                    number: Ok(Default::default()),
+                    version: Ok(Default::default()),
+                }
+            }
+        }
+        impl CostCentersUpdate {
+            pub fn date_modified<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.date_modified = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for date_modified: {e}")
+                    });
+                self
+            }
+            pub fn date_of_creation<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.date_of_creation = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!(
+                            "error converting supplied value for date_of_creation: {e}"
+                        )
+                    });
+                self
+            }
+            pub fn description<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.description = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for description: {e}")
+                    });
+                self
+            }
+            pub fn external_id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.external_id = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for external_id: {e}")
+                    });
+                self
+            }
+            pub fn id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<super::CostCentersUpdateId>,
+                >,
+                T::Error: ::std::fmt::Display,
+            {
+                self.id = value
+                    .try_into()
+                    .map_err(|e| format!("error converting supplied value for id: {e}"));
+                self
+            }
+            pub fn is_active<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<bool>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.is_active = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for is_active: {e}")
+                    });
+                self
+            }
+            pub fn name<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.name = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for name: {e}")
+                    });
+                self
+            }
+            pub fn number<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.number = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for number: {e}")
+                    });
+                self
+            }
+            pub fn version<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<i64>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.version = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for version: {e}")
+                    });
+                self
+            }
+        }
+        impl ::std::convert::TryFrom<CostCentersUpdate> for super::CostCentersUpdate {
+            type Error = super::error::ConversionError;
+            fn try_from(
+                value: CostCentersUpdate,
+            ) -> ::std::result::Result<Self, super::error::ConversionError> {
+                Ok(Self {
+                    date_modified: value.date_modified?,
+                    date_of_creation: value.date_of_creation?,
+                    description: value.description?,
+                    external_id: value.external_id?,
+                    id: value.id?,
+                    is_active: value.is_active?,
+                    name: value.name?,
+                    number: value.number?,
+                    version: value.version?,
+                })
+            }
+        }
+        impl ::std::convert::From<super::CostCentersUpdate> for CostCentersUpdate {
+            fn from(value: super::CostCentersUpdate) -> Self {
+                Self {
+                    date_modified: Ok(value.date_modified),
+                    date_of_creation: Ok(value.date_of_creation),
+                    description: Ok(value.description),
+                    external_id: Ok(value.external_id),
+                    id: Ok(value.id),
+                    is_active: Ok(value.is_active),
+                    name: Ok(value.name),
+                    number: Ok(value.number),
+                    version: Ok(value.version),
                 }
             }
         }
@@ -13859,6 +17317,342 @@ pub mod types {
                 Self {
                     data: Ok(value.data),
                     meta: Ok(value.meta),
+                }
+            }
+        }
+        #[derive(Clone, Debug)]
+        pub struct DocumentsUpdate {
+            company_id: ::std::result::Result<
+                ::std::option::Option<super::EdmInt64>,
+                ::std::string::String,
+            >,
+            content_type: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            date_modified: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            date_of_creation: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            description: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            document_type: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            external_id: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            file_name: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            id: ::std::result::Result<
+                ::std::option::Option<super::DocumentsUpdateId>,
+                ::std::string::String,
+            >,
+            is_public: ::std::result::Result<
+                ::std::option::Option<bool>,
+                ::std::string::String,
+            >,
+            name: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            service_object_id: ::std::result::Result<
+                ::std::option::Option<super::EdmInt64>,
+                ::std::string::String,
+            >,
+            service_request_id: ::std::result::Result<
+                ::std::option::Option<super::EdmInt64>,
+                ::std::string::String,
+            >,
+            size: ::std::result::Result<
+                ::std::option::Option<super::EdmInt64>,
+                ::std::string::String,
+            >,
+            uri: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            version: ::std::result::Result<
+                ::std::option::Option<i64>,
+                ::std::string::String,
+            >,
+        }
+        impl ::std::default::Default for DocumentsUpdate {
+            fn default() -> Self {
+                Self {
+                    company_id: Ok(Default::default()),
+                    content_type: Ok(Default::default()),
+                    date_modified: Ok(Default::default()),
+                    date_of_creation: Ok(Default::default()),
+                    description: Ok(Default::default()),
+                    document_type: Ok(Default::default()),
+                    external_id: Ok(Default::default()),
+                    file_name: Ok(Default::default()),
+                    id: Ok(Default::default()),
+                    is_public: Ok(Default::default()),
+                    name: Ok(Default::default()),
+                    service_object_id: Ok(Default::default()),
+                    service_request_id: Ok(Default::default()),
+                    size: Ok(Default::default()),
+                    uri: Ok(Default::default()),
+                    version: Ok(Default::default()),
+                }
+            }
+        }
+        impl DocumentsUpdate {
+            pub fn company_id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.company_id = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for company_id: {e}")
+                    });
+                self
+            }
+            pub fn content_type<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.content_type = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for content_type: {e}")
+                    });
+                self
+            }
+            pub fn date_modified<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.date_modified = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for date_modified: {e}")
+                    });
+                self
+            }
+            pub fn date_of_creation<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.date_of_creation = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!(
+                            "error converting supplied value for date_of_creation: {e}"
+                        )
+                    });
+                self
+            }
+            pub fn description<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.description = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for description: {e}")
+                    });
+                self
+            }
+            pub fn document_type<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.document_type = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for document_type: {e}")
+                    });
+                self
+            }
+            pub fn external_id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.external_id = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for external_id: {e}")
+                    });
+                self
+            }
+            pub fn file_name<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.file_name = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for file_name: {e}")
+                    });
+                self
+            }
+            pub fn id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<super::DocumentsUpdateId>,
+                >,
+                T::Error: ::std::fmt::Display,
+            {
+                self.id = value
+                    .try_into()
+                    .map_err(|e| format!("error converting supplied value for id: {e}"));
+                self
+            }
+            pub fn is_public<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<bool>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.is_public = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for is_public: {e}")
+                    });
+                self
+            }
+            pub fn name<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.name = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for name: {e}")
+                    });
+                self
+            }
+            pub fn service_object_id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.service_object_id = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!(
+                            "error converting supplied value for service_object_id: {e}"
+                        )
+                    });
+                self
+            }
+            pub fn service_request_id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.service_request_id = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!(
+                            "error converting supplied value for service_request_id: {e}"
+                        )
+                    });
+                self
+            }
+            pub fn size<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.size = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for size: {e}")
+                    });
+                self
+            }
+            pub fn uri<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.uri = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for uri: {e}")
+                    });
+                self
+            }
+            pub fn version<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<i64>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.version = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for version: {e}")
+                    });
+                self
+            }
+        }
+        impl ::std::convert::TryFrom<DocumentsUpdate> for super::DocumentsUpdate {
+            type Error = super::error::ConversionError;
+            fn try_from(
+                value: DocumentsUpdate,
+            ) -> ::std::result::Result<Self, super::error::ConversionError> {
+                Ok(Self {
+                    company_id: value.company_id?,
+                    content_type: value.content_type?,
+                    date_modified: value.date_modified?,
+                    date_of_creation: value.date_of_creation?,
+                    description: value.description?,
+                    document_type: value.document_type?,
+                    external_id: value.external_id?,
+                    file_name: value.file_name?,
+                    id: value.id?,
+                    is_public: value.is_public?,
+                    name: value.name?,
+                    service_object_id: value.service_object_id?,
+                    service_request_id: value.service_request_id?,
+                    size: value.size?,
+                    uri: value.uri?,
+                    version: value.version?,
+                })
+            }
+        }
+        impl ::std::convert::From<super::DocumentsUpdate> for DocumentsUpdate {
+            fn from(value: super::DocumentsUpdate) -> Self {
+                Self {
+                    company_id: Ok(value.company_id),
+                    content_type: Ok(value.content_type),
+                    date_modified: Ok(value.date_modified),
+                    date_of_creation: Ok(value.date_of_creation),
+                    description: Ok(value.description),
+                    document_type: Ok(value.document_type),
+                    external_id: Ok(value.external_id),
+                    file_name: Ok(value.file_name),
+                    id: Ok(value.id),
+                    is_public: Ok(value.is_public),
+                    name: Ok(value.name),
+                    service_object_id: Ok(value.service_object_id),
+                    service_request_id: Ok(value.service_request_id),
+                    size: Ok(value.size),
+                    uri: Ok(value.uri),
+                    version: Ok(value.version),
                 }
             }
         }
@@ -17195,6 +20989,321 @@ pub mod types {
             }
         }
         #[derive(Clone, Debug)]
+        pub struct ItemTypesUpdate {
+            costs: ::std::result::Result<
+                ::std::option::Option<super::EdmNumber>,
+                ::std::string::String,
+            >,
+            date_modified: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            date_of_creation: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            description: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            ean: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            external_id: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            id: ::std::result::Result<
+                ::std::option::Option<super::ItemTypesUpdateId>,
+                ::std::string::String,
+            >,
+            is_active: ::std::result::Result<
+                ::std::option::Option<bool>,
+                ::std::string::String,
+            >,
+            manufacturer: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            name_or_number: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            price: ::std::result::Result<
+                ::std::option::Option<super::EdmNumber>,
+                ::std::string::String,
+            >,
+            type_: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            unit_id: ::std::result::Result<
+                ::std::option::Option<super::EdmInt64>,
+                ::std::string::String,
+            >,
+            vat: ::std::result::Result<
+                ::std::option::Option<super::EdmNumber>,
+                ::std::string::String,
+            >,
+            version: ::std::result::Result<
+                ::std::option::Option<i64>,
+                ::std::string::String,
+            >,
+        }
+        impl ::std::default::Default for ItemTypesUpdate {
+            fn default() -> Self {
+                Self {
+                    costs: Ok(Default::default()),
+                    date_modified: Ok(Default::default()),
+                    date_of_creation: Ok(Default::default()),
+                    description: Ok(Default::default()),
+                    ean: Ok(Default::default()),
+                    external_id: Ok(Default::default()),
+                    id: Ok(Default::default()),
+                    is_active: Ok(Default::default()),
+                    manufacturer: Ok(Default::default()),
+                    name_or_number: Ok(Default::default()),
+                    price: Ok(Default::default()),
+                    type_: Ok(Default::default()),
+                    unit_id: Ok(Default::default()),
+                    vat: Ok(Default::default()),
+                    version: Ok(Default::default()),
+                }
+            }
+        }
+        impl ItemTypesUpdate {
+            pub fn costs<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::EdmNumber>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.costs = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for costs: {e}")
+                    });
+                self
+            }
+            pub fn date_modified<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.date_modified = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for date_modified: {e}")
+                    });
+                self
+            }
+            pub fn date_of_creation<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.date_of_creation = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!(
+                            "error converting supplied value for date_of_creation: {e}"
+                        )
+                    });
+                self
+            }
+            pub fn description<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.description = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for description: {e}")
+                    });
+                self
+            }
+            pub fn ean<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.ean = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for ean: {e}")
+                    });
+                self
+            }
+            pub fn external_id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.external_id = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for external_id: {e}")
+                    });
+                self
+            }
+            pub fn id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<super::ItemTypesUpdateId>,
+                >,
+                T::Error: ::std::fmt::Display,
+            {
+                self.id = value
+                    .try_into()
+                    .map_err(|e| format!("error converting supplied value for id: {e}"));
+                self
+            }
+            pub fn is_active<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<bool>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.is_active = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for is_active: {e}")
+                    });
+                self
+            }
+            pub fn manufacturer<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.manufacturer = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for manufacturer: {e}")
+                    });
+                self
+            }
+            pub fn name_or_number<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.name_or_number = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!(
+                            "error converting supplied value for name_or_number: {e}"
+                        )
+                    });
+                self
+            }
+            pub fn price<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::EdmNumber>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.price = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for price: {e}")
+                    });
+                self
+            }
+            pub fn type_<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.type_ = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for type_: {e}")
+                    });
+                self
+            }
+            pub fn unit_id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.unit_id = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for unit_id: {e}")
+                    });
+                self
+            }
+            pub fn vat<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::EdmNumber>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.vat = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for vat: {e}")
+                    });
+                self
+            }
+            pub fn version<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<i64>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.version = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for version: {e}")
+                    });
+                self
+            }
+        }
+        impl ::std::convert::TryFrom<ItemTypesUpdate> for super::ItemTypesUpdate {
+            type Error = super::error::ConversionError;
+            fn try_from(
+                value: ItemTypesUpdate,
+            ) -> ::std::result::Result<Self, super::error::ConversionError> {
+                Ok(Self {
+                    costs: value.costs?,
+                    date_modified: value.date_modified?,
+                    date_of_creation: value.date_of_creation?,
+                    description: value.description?,
+                    ean: value.ean?,
+                    external_id: value.external_id?,
+                    id: value.id?,
+                    is_active: value.is_active?,
+                    manufacturer: value.manufacturer?,
+                    name_or_number: value.name_or_number?,
+                    price: value.price?,
+                    type_: value.type_?,
+                    unit_id: value.unit_id?,
+                    vat: value.vat?,
+                    version: value.version?,
+                })
+            }
+        }
+        impl ::std::convert::From<super::ItemTypesUpdate> for ItemTypesUpdate {
+            fn from(value: super::ItemTypesUpdate) -> Self {
+                Self {
+                    costs: Ok(value.costs),
+                    date_modified: Ok(value.date_modified),
+                    date_of_creation: Ok(value.date_of_creation),
+                    description: Ok(value.description),
+                    ean: Ok(value.ean),
+                    external_id: Ok(value.external_id),
+                    id: Ok(value.id),
+                    is_active: Ok(value.is_active),
+                    manufacturer: Ok(value.manufacturer),
+                    name_or_number: Ok(value.name_or_number),
+                    price: Ok(value.price),
+                    type_: Ok(value.type_),
+                    unit_id: Ok(value.unit_id),
+                    vat: Ok(value.vat),
+                    version: Ok(value.version),
+                }
+            }
+        }
+        #[derive(Clone, Debug)]
         pub struct ItemTypesWrite {
             data: ::std::result::Result<super::ItemTypes, ::std::string::String>,
             field_report_response: ::std::result::Result<
@@ -17522,6 +21631,207 @@ pub mod types {
                 Self {
                     data: Ok(value.data),
                     meta: Ok(value.meta),
+                }
+            }
+        }
+        #[derive(Clone, Debug)]
+        pub struct ItemUnitsUpdate {
+            date_modified: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            date_of_creation: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            decimal_places: ::std::result::Result<
+                ::std::option::Option<i32>,
+                ::std::string::String,
+            >,
+            description: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            external_id: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            id: ::std::result::Result<
+                ::std::option::Option<super::ItemUnitsUpdateId>,
+                ::std::string::String,
+            >,
+            name: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            short_name: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            version: ::std::result::Result<
+                ::std::option::Option<i64>,
+                ::std::string::String,
+            >,
+        }
+        impl ::std::default::Default for ItemUnitsUpdate {
+            fn default() -> Self {
+                Self {
+                    date_modified: Ok(Default::default()),
+                    date_of_creation: Ok(Default::default()),
+                    decimal_places: Ok(Default::default()),
+                    description: Ok(Default::default()),
+                    external_id: Ok(Default::default()),
+                    id: Ok(Default::default()),
+                    name: Ok(Default::default()),
+                    short_name: Ok(Default::default()),
+                    version: Ok(Default::default()),
+                }
+            }
+        }
+        impl ItemUnitsUpdate {
+            pub fn date_modified<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.date_modified = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for date_modified: {e}")
+                    });
+                self
+            }
+            pub fn date_of_creation<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.date_of_creation = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!(
+                            "error converting supplied value for date_of_creation: {e}"
+                        )
+                    });
+                self
+            }
+            pub fn decimal_places<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<i32>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.decimal_places = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!(
+                            "error converting supplied value for decimal_places: {e}"
+                        )
+                    });
+                self
+            }
+            pub fn description<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.description = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for description: {e}")
+                    });
+                self
+            }
+            pub fn external_id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.external_id = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for external_id: {e}")
+                    });
+                self
+            }
+            pub fn id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<super::ItemUnitsUpdateId>,
+                >,
+                T::Error: ::std::fmt::Display,
+            {
+                self.id = value
+                    .try_into()
+                    .map_err(|e| format!("error converting supplied value for id: {e}"));
+                self
+            }
+            pub fn name<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.name = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for name: {e}")
+                    });
+                self
+            }
+            pub fn short_name<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.short_name = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for short_name: {e}")
+                    });
+                self
+            }
+            pub fn version<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<i64>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.version = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for version: {e}")
+                    });
+                self
+            }
+        }
+        impl ::std::convert::TryFrom<ItemUnitsUpdate> for super::ItemUnitsUpdate {
+            type Error = super::error::ConversionError;
+            fn try_from(
+                value: ItemUnitsUpdate,
+            ) -> ::std::result::Result<Self, super::error::ConversionError> {
+                Ok(Self {
+                    date_modified: value.date_modified?,
+                    date_of_creation: value.date_of_creation?,
+                    decimal_places: value.decimal_places?,
+                    description: value.description?,
+                    external_id: value.external_id?,
+                    id: value.id?,
+                    name: value.name?,
+                    short_name: value.short_name?,
+                    version: value.version?,
+                })
+            }
+        }
+        impl ::std::convert::From<super::ItemUnitsUpdate> for ItemUnitsUpdate {
+            fn from(value: super::ItemUnitsUpdate) -> Self {
+                Self {
+                    date_modified: Ok(value.date_modified),
+                    date_of_creation: Ok(value.date_of_creation),
+                    decimal_places: Ok(value.decimal_places),
+                    description: Ok(value.description),
+                    external_id: Ok(value.external_id),
+                    id: Ok(value.id),
+                    name: Ok(value.name),
+                    short_name: Ok(value.short_name),
+                    version: Ok(value.version),
                 }
             }
         }
@@ -17948,6 +22258,300 @@ pub mod types {
                 Self {
                     data: Ok(value.data),
                     meta: Ok(value.meta),
+                }
+            }
+        }
+        #[derive(Clone, Debug)]
+        pub struct ItemsUpdate {
+            date_modified: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            date_of_creation: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            description: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            external_id: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            id: ::std::result::Result<
+                ::std::option::Option<super::ItemsUpdateId>,
+                ::std::string::String,
+            >,
+            is_billable: ::std::result::Result<
+                ::std::option::Option<bool>,
+                ::std::string::String,
+            >,
+            item_type_id: ::std::result::Result<
+                ::std::option::Option<super::EdmInt64>,
+                ::std::string::String,
+            >,
+            name: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            price: ::std::result::Result<
+                ::std::option::Option<super::EdmNumber>,
+                ::std::string::String,
+            >,
+            quantity: ::std::result::Result<
+                ::std::option::Option<super::EdmNumber>,
+                ::std::string::String,
+            >,
+            serial_number: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            service_request_id: ::std::result::Result<
+                ::std::option::Option<super::EdmInt64>,
+                ::std::string::String,
+            >,
+            unit_id: ::std::result::Result<
+                ::std::option::Option<super::EdmInt64>,
+                ::std::string::String,
+            >,
+            version: ::std::result::Result<
+                ::std::option::Option<i64>,
+                ::std::string::String,
+            >,
+        }
+        impl ::std::default::Default for ItemsUpdate {
+            fn default() -> Self {
+                Self {
+                    date_modified: Ok(Default::default()),
+                    date_of_creation: Ok(Default::default()),
+                    description: Ok(Default::default()),
+                    external_id: Ok(Default::default()),
+                    id: Ok(Default::default()),
+                    is_billable: Ok(Default::default()),
+                    item_type_id: Ok(Default::default()),
+                    name: Ok(Default::default()),
+                    price: Ok(Default::default()),
+                    quantity: Ok(Default::default()),
+                    serial_number: Ok(Default::default()),
+                    service_request_id: Ok(Default::default()),
+                    unit_id: Ok(Default::default()),
+                    version: Ok(Default::default()),
+                }
+            }
+        }
+        impl ItemsUpdate {
+            pub fn date_modified<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.date_modified = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for date_modified: {e}")
+                    });
+                self
+            }
+            pub fn date_of_creation<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.date_of_creation = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!(
+                            "error converting supplied value for date_of_creation: {e}"
+                        )
+                    });
+                self
+            }
+            pub fn description<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.description = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for description: {e}")
+                    });
+                self
+            }
+            pub fn external_id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.external_id = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for external_id: {e}")
+                    });
+                self
+            }
+            pub fn id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::ItemsUpdateId>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.id = value
+                    .try_into()
+                    .map_err(|e| format!("error converting supplied value for id: {e}"));
+                self
+            }
+            pub fn is_billable<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<bool>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.is_billable = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for is_billable: {e}")
+                    });
+                self
+            }
+            pub fn item_type_id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.item_type_id = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for item_type_id: {e}")
+                    });
+                self
+            }
+            pub fn name<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.name = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for name: {e}")
+                    });
+                self
+            }
+            pub fn price<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::EdmNumber>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.price = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for price: {e}")
+                    });
+                self
+            }
+            pub fn quantity<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::EdmNumber>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.quantity = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for quantity: {e}")
+                    });
+                self
+            }
+            pub fn serial_number<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.serial_number = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for serial_number: {e}")
+                    });
+                self
+            }
+            pub fn service_request_id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.service_request_id = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!(
+                            "error converting supplied value for service_request_id: {e}"
+                        )
+                    });
+                self
+            }
+            pub fn unit_id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.unit_id = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for unit_id: {e}")
+                    });
+                self
+            }
+            pub fn version<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<i64>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.version = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for version: {e}")
+                    });
+                self
+            }
+        }
+        impl ::std::convert::TryFrom<ItemsUpdate> for super::ItemsUpdate {
+            type Error = super::error::ConversionError;
+            fn try_from(
+                value: ItemsUpdate,
+            ) -> ::std::result::Result<Self, super::error::ConversionError> {
+                Ok(Self {
+                    date_modified: value.date_modified?,
+                    date_of_creation: value.date_of_creation?,
+                    description: value.description?,
+                    external_id: value.external_id?,
+                    id: value.id?,
+                    is_billable: value.is_billable?,
+                    item_type_id: value.item_type_id?,
+                    name: value.name?,
+                    price: value.price?,
+                    quantity: value.quantity?,
+                    serial_number: value.serial_number?,
+                    service_request_id: value.service_request_id?,
+                    unit_id: value.unit_id?,
+                    version: value.version?,
+                })
+            }
+        }
+        impl ::std::convert::From<super::ItemsUpdate> for ItemsUpdate {
+            fn from(value: super::ItemsUpdate) -> Self {
+                Self {
+                    date_modified: Ok(value.date_modified),
+                    date_of_creation: Ok(value.date_of_creation),
+                    description: Ok(value.description),
+                    external_id: Ok(value.external_id),
+                    id: Ok(value.id),
+                    is_billable: Ok(value.is_billable),
+                    item_type_id: Ok(value.item_type_id),
+                    name: Ok(value.name),
+                    price: Ok(value.price),
+                    quantity: Ok(value.quantity),
+                    serial_number: Ok(value.serial_number),
+                    service_request_id: Ok(value.service_request_id),
+                    unit_id: Ok(value.unit_id),
+                    version: Ok(value.version),
                 }
             }
         }
@@ -25048,6 +29652,262 @@ pub mod types {
             }
         }
         #[derive(Clone, Debug)]
+        pub struct ProductsUpdate {
+            category: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            date_modified: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            date_of_creation: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            description: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            external_id: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            id: ::std::result::Result<
+                ::std::option::Option<super::ProductsUpdateId>,
+                ::std::string::String,
+            >,
+            is_active: ::std::result::Result<
+                ::std::option::Option<bool>,
+                ::std::string::String,
+            >,
+            manufacturer: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            model_number: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            name: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            note: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            version: ::std::result::Result<
+                ::std::option::Option<i64>,
+                ::std::string::String,
+            >,
+        }
+        impl ::std::default::Default for ProductsUpdate {
+            fn default() -> Self {
+                Self {
+                    category: Ok(Default::default()),
+                    date_modified: Ok(Default::default()),
+                    date_of_creation: Ok(Default::default()),
+                    description: Ok(Default::default()),
+                    external_id: Ok(Default::default()),
+                    id: Ok(Default::default()),
+                    is_active: Ok(Default::default()),
+                    manufacturer: Ok(Default::default()),
+                    model_number: Ok(Default::default()),
+                    name: Ok(Default::default()),
+                    note: Ok(Default::default()),
+                    version: Ok(Default::default()),
+                }
+            }
+        }
+        impl ProductsUpdate {
+            pub fn category<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.category = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for category: {e}")
+                    });
+                self
+            }
+            pub fn date_modified<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.date_modified = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for date_modified: {e}")
+                    });
+                self
+            }
+            pub fn date_of_creation<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.date_of_creation = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!(
+                            "error converting supplied value for date_of_creation: {e}"
+                        )
+                    });
+                self
+            }
+            pub fn description<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.description = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for description: {e}")
+                    });
+                self
+            }
+            pub fn external_id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.external_id = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for external_id: {e}")
+                    });
+                self
+            }
+            pub fn id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<super::ProductsUpdateId>,
+                >,
+                T::Error: ::std::fmt::Display,
+            {
+                self.id = value
+                    .try_into()
+                    .map_err(|e| format!("error converting supplied value for id: {e}"));
+                self
+            }
+            pub fn is_active<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<bool>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.is_active = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for is_active: {e}")
+                    });
+                self
+            }
+            pub fn manufacturer<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.manufacturer = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for manufacturer: {e}")
+                    });
+                self
+            }
+            pub fn model_number<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.model_number = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for model_number: {e}")
+                    });
+                self
+            }
+            pub fn name<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.name = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for name: {e}")
+                    });
+                self
+            }
+            pub fn note<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.note = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for note: {e}")
+                    });
+                self
+            }
+            pub fn version<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<i64>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.version = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for version: {e}")
+                    });
+                self
+            }
+        }
+        impl ::std::convert::TryFrom<ProductsUpdate> for super::ProductsUpdate {
+            type Error = super::error::ConversionError;
+            fn try_from(
+                value: ProductsUpdate,
+            ) -> ::std::result::Result<Self, super::error::ConversionError> {
+                Ok(Self {
+                    category: value.category?,
+                    date_modified: value.date_modified?,
+                    date_of_creation: value.date_of_creation?,
+                    description: value.description?,
+                    external_id: value.external_id?,
+                    id: value.id?,
+                    is_active: value.is_active?,
+                    manufacturer: value.manufacturer?,
+                    model_number: value.model_number?,
+                    name: value.name?,
+                    note: value.note?,
+                    version: value.version?,
+                })
+            }
+        }
+        impl ::std::convert::From<super::ProductsUpdate> for ProductsUpdate {
+            fn from(value: super::ProductsUpdate) -> Self {
+                Self {
+                    category: Ok(value.category),
+                    date_modified: Ok(value.date_modified),
+                    date_of_creation: Ok(value.date_of_creation),
+                    description: Ok(value.description),
+                    external_id: Ok(value.external_id),
+                    id: Ok(value.id),
+                    is_active: Ok(value.is_active),
+                    manufacturer: Ok(value.manufacturer),
+                    model_number: Ok(value.model_number),
+                    name: Ok(value.name),
+                    note: Ok(value.note),
+                    version: Ok(value.version),
+                }
+            }
+        }
+        #[derive(Clone, Debug)]
         pub struct ProductsWrite {
             data: ::std::result::Result<super::Products, ::std::string::String>,
             field_report_response: ::std::result::Result<
@@ -26029,6 +30889,208 @@ pub mod types {
                 Self {
                     data: Ok(value.data),
                     meta: Ok(value.meta),
+                }
+            }
+        }
+        #[derive(Clone, Debug)]
+        pub struct QualificationsUpdate {
+            category: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            date_modified: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            date_of_creation: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            description: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            external_id: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            id: ::std::result::Result<
+                ::std::option::Option<super::QualificationsUpdateId>,
+                ::std::string::String,
+            >,
+            name: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            validity_months: ::std::result::Result<
+                ::std::option::Option<i32>,
+                ::std::string::String,
+            >,
+            version: ::std::result::Result<
+                ::std::option::Option<i64>,
+                ::std::string::String,
+            >,
+        }
+        impl ::std::default::Default for QualificationsUpdate {
+            fn default() -> Self {
+                Self {
+                    category: Ok(Default::default()),
+                    date_modified: Ok(Default::default()),
+                    date_of_creation: Ok(Default::default()),
+                    description: Ok(Default::default()),
+                    external_id: Ok(Default::default()),
+                    id: Ok(Default::default()),
+                    name: Ok(Default::default()),
+                    validity_months: Ok(Default::default()),
+                    version: Ok(Default::default()),
+                }
+            }
+        }
+        impl QualificationsUpdate {
+            pub fn category<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.category = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for category: {e}")
+                    });
+                self
+            }
+            pub fn date_modified<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.date_modified = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for date_modified: {e}")
+                    });
+                self
+            }
+            pub fn date_of_creation<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.date_of_creation = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!(
+                            "error converting supplied value for date_of_creation: {e}"
+                        )
+                    });
+                self
+            }
+            pub fn description<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.description = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for description: {e}")
+                    });
+                self
+            }
+            pub fn external_id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.external_id = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for external_id: {e}")
+                    });
+                self
+            }
+            pub fn id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<super::QualificationsUpdateId>,
+                >,
+                T::Error: ::std::fmt::Display,
+            {
+                self.id = value
+                    .try_into()
+                    .map_err(|e| format!("error converting supplied value for id: {e}"));
+                self
+            }
+            pub fn name<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.name = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for name: {e}")
+                    });
+                self
+            }
+            pub fn validity_months<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<i32>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.validity_months = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!(
+                            "error converting supplied value for validity_months: {e}"
+                        )
+                    });
+                self
+            }
+            pub fn version<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<i64>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.version = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for version: {e}")
+                    });
+                self
+            }
+        }
+        impl ::std::convert::TryFrom<QualificationsUpdate>
+        for super::QualificationsUpdate {
+            type Error = super::error::ConversionError;
+            fn try_from(
+                value: QualificationsUpdate,
+            ) -> ::std::result::Result<Self, super::error::ConversionError> {
+                Ok(Self {
+                    category: value.category?,
+                    date_modified: value.date_modified?,
+                    date_of_creation: value.date_of_creation?,
+                    description: value.description?,
+                    external_id: value.external_id?,
+                    id: value.id?,
+                    name: value.name?,
+                    validity_months: value.validity_months?,
+                    version: value.version?,
+                })
+            }
+        }
+        impl ::std::convert::From<super::QualificationsUpdate> for QualificationsUpdate {
+            fn from(value: super::QualificationsUpdate) -> Self {
+                Self {
+                    category: Ok(value.category),
+                    date_modified: Ok(value.date_modified),
+                    date_of_creation: Ok(value.date_of_creation),
+                    description: Ok(value.description),
+                    external_id: Ok(value.external_id),
+                    id: Ok(value.id),
+                    name: Ok(value.name),
+                    validity_months: Ok(value.validity_months),
+                    version: Ok(value.version),
                 }
             }
         }
@@ -27616,6 +32678,446 @@ pub mod types {
             }
         }
         #[derive(Clone, Debug)]
+        pub struct ServiceObjectsUpdate {
+            company: ::std::result::Result<
+                ::std::option::Option<super::Company>,
+                ::std::string::String,
+            >,
+            company_id: ::std::result::Result<
+                ::std::option::Option<super::EdmInt64>,
+                ::std::string::String,
+            >,
+            contacts: ::std::result::Result<
+                ::std::option::Option<::std::vec::Vec<super::Contact>>,
+                ::std::string::String,
+            >,
+            date_modified: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            date_of_creation: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            description: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            external_id: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            id: ::std::result::Result<
+                ::std::option::Option<super::ServiceObjectsUpdateId>,
+                ::std::string::String,
+            >,
+            installation_date: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            inventory_number: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            is_active: ::std::result::Result<
+                ::std::option::Option<bool>,
+                ::std::string::String,
+            >,
+            location: ::std::result::Result<
+                ::std::option::Option<super::Location>,
+                ::std::string::String,
+            >,
+            name: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            note: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            parent_service_object_id: ::std::result::Result<
+                ::std::option::Option<super::EdmInt64>,
+                ::std::string::String,
+            >,
+            product: ::std::result::Result<
+                ::std::option::Option<super::Product>,
+                ::std::string::String,
+            >,
+            product_id: ::std::result::Result<
+                ::std::option::Option<super::EdmInt64>,
+                ::std::string::String,
+            >,
+            serial_number: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            tags: ::std::result::Result<
+                ::std::option::Option<::std::vec::Vec<super::Tag>>,
+                ::std::string::String,
+            >,
+            version: ::std::result::Result<
+                ::std::option::Option<i64>,
+                ::std::string::String,
+            >,
+            warranty_end_date: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+        }
+        impl ::std::default::Default for ServiceObjectsUpdate {
+            fn default() -> Self {
+                Self {
+                    company: Ok(Default::default()),
+                    company_id: Ok(Default::default()),
+                    contacts: Ok(Default::default()),
+                    date_modified: Ok(Default::default()),
+                    date_of_creation: Ok(Default::default()),
+                    description: Ok(Default::default()),
+                    external_id: Ok(Default::default()),
+                    id: Ok(Default::default()),
+                    installation_date: Ok(Default::default()),
+                    inventory_number: Ok(Default::default()),
+                    is_active: Ok(Default::default()),
+                    location: Ok(Default::default()),
+                    name: Ok(Default::default()),
+                    note: Ok(Default::default()),
+                    parent_service_object_id: Ok(Default::default()),
+                    product: Ok(Default::default()),
+                    product_id: Ok(Default::default()),
+                    serial_number: Ok(Default::default()),
+                    tags: Ok(Default::default()),
+                    version: Ok(Default::default()),
+                    warranty_end_date: Ok(Default::default()),
+                }
+            }
+        }
+        impl ServiceObjectsUpdate {
+            pub fn company<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::Company>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.company = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for company: {e}")
+                    });
+                self
+            }
+            pub fn company_id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.company_id = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for company_id: {e}")
+                    });
+                self
+            }
+            pub fn contacts<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<::std::vec::Vec<super::Contact>>,
+                >,
+                T::Error: ::std::fmt::Display,
+            {
+                self.contacts = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for contacts: {e}")
+                    });
+                self
+            }
+            pub fn date_modified<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.date_modified = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for date_modified: {e}")
+                    });
+                self
+            }
+            pub fn date_of_creation<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.date_of_creation = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!(
+                            "error converting supplied value for date_of_creation: {e}"
+                        )
+                    });
+                self
+            }
+            pub fn description<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.description = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for description: {e}")
+                    });
+                self
+            }
+            pub fn external_id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.external_id = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for external_id: {e}")
+                    });
+                self
+            }
+            pub fn id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<super::ServiceObjectsUpdateId>,
+                >,
+                T::Error: ::std::fmt::Display,
+            {
+                self.id = value
+                    .try_into()
+                    .map_err(|e| format!("error converting supplied value for id: {e}"));
+                self
+            }
+            pub fn installation_date<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.installation_date = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!(
+                            "error converting supplied value for installation_date: {e}"
+                        )
+                    });
+                self
+            }
+            pub fn inventory_number<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.inventory_number = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!(
+                            "error converting supplied value for inventory_number: {e}"
+                        )
+                    });
+                self
+            }
+            pub fn is_active<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<bool>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.is_active = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for is_active: {e}")
+                    });
+                self
+            }
+            pub fn location<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::Location>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.location = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for location: {e}")
+                    });
+                self
+            }
+            pub fn name<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.name = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for name: {e}")
+                    });
+                self
+            }
+            pub fn note<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.note = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for note: {e}")
+                    });
+                self
+            }
+            pub fn parent_service_object_id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.parent_service_object_id = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!(
+                            "error converting supplied value for parent_service_object_id: {e}"
+                        )
+                    });
+                self
+            }
+            pub fn product<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::Product>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.product = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for product: {e}")
+                    });
+                self
+            }
+            pub fn product_id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.product_id = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for product_id: {e}")
+                    });
+                self
+            }
+            pub fn serial_number<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.serial_number = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for serial_number: {e}")
+                    });
+                self
+            }
+            pub fn tags<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<::std::vec::Vec<super::Tag>>,
+                >,
+                T::Error: ::std::fmt::Display,
+            {
+                self.tags = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for tags: {e}")
+                    });
+                self
+            }
+            pub fn version<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<i64>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.version = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for version: {e}")
+                    });
+                self
+            }
+            pub fn warranty_end_date<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.warranty_end_date = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!(
+                            "error converting supplied value for warranty_end_date: {e}"
+                        )
+                    });
+                self
+            }
+        }
+        impl ::std::convert::TryFrom<ServiceObjectsUpdate>
+        for super::ServiceObjectsUpdate {
+            type Error = super::error::ConversionError;
+            fn try_from(
+                value: ServiceObjectsUpdate,
+            ) -> ::std::result::Result<Self, super::error::ConversionError> {
+                Ok(Self {
+                    company: value.company?,
+                    company_id: value.company_id?,
+                    contacts: value.contacts?,
+                    date_modified: value.date_modified?,
+                    date_of_creation: value.date_of_creation?,
+                    description: value.description?,
+                    external_id: value.external_id?,
+                    id: value.id?,
+                    installation_date: value.installation_date?,
+                    inventory_number: value.inventory_number?,
+                    is_active: value.is_active?,
+                    location: value.location?,
+                    name: value.name?,
+                    note: value.note?,
+                    parent_service_object_id: value.parent_service_object_id?,
+                    product: value.product?,
+                    product_id: value.product_id?,
+                    serial_number: value.serial_number?,
+                    tags: value.tags?,
+                    version: value.version?,
+                    warranty_end_date: value.warranty_end_date?,
+                })
+            }
+        }
+        impl ::std::convert::From<super::ServiceObjectsUpdate> for ServiceObjectsUpdate {
+            fn from(value: super::ServiceObjectsUpdate) -> Self {
+                Self {
+                    company: Ok(value.company),
+                    company_id: Ok(value.company_id),
+                    contacts: Ok(value.contacts),
+                    date_modified: Ok(value.date_modified),
+                    date_of_creation: Ok(value.date_of_creation),
+                    description: Ok(value.description),
+                    external_id: Ok(value.external_id),
+                    id: Ok(value.id),
+                    installation_date: Ok(value.installation_date),
+                    inventory_number: Ok(value.inventory_number),
+                    is_active: Ok(value.is_active),
+                    location: Ok(value.location),
+                    name: Ok(value.name),
+                    note: Ok(value.note),
+                    parent_service_object_id: Ok(value.parent_service_object_id),
+                    product: Ok(value.product),
+                    product_id: Ok(value.product_id),
+                    serial_number: Ok(value.serial_number),
+                    tags: Ok(value.tags),
+                    version: Ok(value.version),
+                    warranty_end_date: Ok(value.warranty_end_date),
+                }
+            }
+        }
+        #[derive(Clone, Debug)]
         pub struct ServiceObjectsWrite {
             data: ::std::result::Result<super::ServiceObjects, ::std::string::String>,
             field_report_response: ::std::result::Result<
@@ -28357,6 +33859,621 @@ pub mod types {
                 Self {
                     data: Ok(value.data),
                     meta: Ok(value.meta),
+                }
+            }
+        }
+        #[derive(Clone, Debug)]
+        pub struct ServiceRequestsUpdate {
+            appointments: ::std::result::Result<
+                ::std::option::Option<::std::vec::Vec<super::Appointment>>,
+                ::std::string::String,
+            >,
+            comments: ::std::result::Result<
+                ::std::option::Option<::std::vec::Vec<super::Comment>>,
+                ::std::string::String,
+            >,
+            completion_date: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            contact_id: ::std::result::Result<
+                ::std::option::Option<super::EdmInt64>,
+                ::std::string::String,
+            >,
+            cost_center_id: ::std::result::Result<
+                ::std::option::Option<super::EdmInt64>,
+                ::std::string::String,
+            >,
+            customer: ::std::result::Result<
+                ::std::option::Option<super::Company>,
+                ::std::string::String,
+            >,
+            customer_id: ::std::result::Result<
+                ::std::option::Option<super::EdmInt64>,
+                ::std::string::String,
+            >,
+            date_modified: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            date_of_creation: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            description: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            due_date_range_end: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            due_date_range_start: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            external_id: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            external_reference: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            id: ::std::result::Result<
+                ::std::option::Option<super::ServiceRequestsUpdateId>,
+                ::std::string::String,
+            >,
+            is_template: ::std::result::Result<
+                ::std::option::Option<bool>,
+                ::std::string::String,
+            >,
+            items: ::std::result::Result<
+                ::std::option::Option<::std::vec::Vec<super::Item>>,
+                ::std::string::String,
+            >,
+            location: ::std::result::Result<
+                ::std::option::Option<super::Location>,
+                ::std::string::String,
+            >,
+            name: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            priority: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            qualifications: ::std::result::Result<
+                ::std::option::Option<::std::vec::Vec<super::Qualification>>,
+                ::std::string::String,
+            >,
+            reports: ::std::result::Result<
+                ::std::option::Option<::std::vec::Vec<super::Report>>,
+                ::std::string::String,
+            >,
+            service_objects: ::std::result::Result<
+                ::std::option::Option<::std::vec::Vec<super::ServiceObject>>,
+                ::std::string::String,
+            >,
+            state: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            steps: ::std::result::Result<
+                ::std::option::Option<::std::vec::Vec<super::Step>>,
+                ::std::string::String,
+            >,
+            stock_movements: ::std::result::Result<
+                ::std::option::Option<::std::vec::Vec<super::StockMovement>>,
+                ::std::string::String,
+            >,
+            tags: ::std::result::Result<
+                ::std::option::Option<::std::vec::Vec<super::Tag>>,
+                ::std::string::String,
+            >,
+            type_: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            version: ::std::result::Result<
+                ::std::option::Option<i64>,
+                ::std::string::String,
+            >,
+        }
+        impl ::std::default::Default for ServiceRequestsUpdate {
+            fn default() -> Self {
+                Self {
+                    appointments: Ok(Default::default()),
+                    comments: Ok(Default::default()),
+                    completion_date: Ok(Default::default()),
+                    contact_id: Ok(Default::default()),
+                    cost_center_id: Ok(Default::default()),
+                    customer: Ok(Default::default()),
+                    customer_id: Ok(Default::default()),
+                    date_modified: Ok(Default::default()),
+                    date_of_creation: Ok(Default::default()),
+                    description: Ok(Default::default()),
+                    due_date_range_end: Ok(Default::default()),
+                    due_date_range_start: Ok(Default::default()),
+                    external_id: Ok(Default::default()),
+                    external_reference: Ok(Default::default()),
+                    id: Ok(Default::default()),
+                    is_template: Ok(Default::default()),
+                    items: Ok(Default::default()),
+                    location: Ok(Default::default()),
+                    name: Ok(Default::default()),
+                    priority: Ok(Default::default()),
+                    qualifications: Ok(Default::default()),
+                    reports: Ok(Default::default()),
+                    service_objects: Ok(Default::default()),
+                    state: Ok(Default::default()),
+                    steps: Ok(Default::default()),
+                    stock_movements: Ok(Default::default()),
+                    tags: Ok(Default::default()),
+                    type_: Ok(Default::default()),
+                    version: Ok(Default::default()),
+                }
+            }
+        }
+        impl ServiceRequestsUpdate {
+            pub fn appointments<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<::std::vec::Vec<super::Appointment>>,
+                >,
+                T::Error: ::std::fmt::Display,
+            {
+                self.appointments = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for appointments: {e}")
+                    });
+                self
+            }
+            pub fn comments<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<::std::vec::Vec<super::Comment>>,
+                >,
+                T::Error: ::std::fmt::Display,
+            {
+                self.comments = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for comments: {e}")
+                    });
+                self
+            }
+            pub fn completion_date<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.completion_date = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!(
+                            "error converting supplied value for completion_date: {e}"
+                        )
+                    });
+                self
+            }
+            pub fn contact_id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.contact_id = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for contact_id: {e}")
+                    });
+                self
+            }
+            pub fn cost_center_id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.cost_center_id = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!(
+                            "error converting supplied value for cost_center_id: {e}"
+                        )
+                    });
+                self
+            }
+            pub fn customer<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::Company>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.customer = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for customer: {e}")
+                    });
+                self
+            }
+            pub fn customer_id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.customer_id = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for customer_id: {e}")
+                    });
+                self
+            }
+            pub fn date_modified<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.date_modified = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for date_modified: {e}")
+                    });
+                self
+            }
+            pub fn date_of_creation<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.date_of_creation = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!(
+                            "error converting supplied value for date_of_creation: {e}"
+                        )
+                    });
+                self
+            }
+            pub fn description<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.description = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for description: {e}")
+                    });
+                self
+            }
+            pub fn due_date_range_end<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.due_date_range_end = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!(
+                            "error converting supplied value for due_date_range_end: {e}"
+                        )
+                    });
+                self
+            }
+            pub fn due_date_range_start<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.due_date_range_start = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!(
+                            "error converting supplied value for due_date_range_start: {e}"
+                        )
+                    });
+                self
+            }
+            pub fn external_id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.external_id = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for external_id: {e}")
+                    });
+                self
+            }
+            pub fn external_reference<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.external_reference = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!(
+                            "error converting supplied value for external_reference: {e}"
+                        )
+                    });
+                self
+            }
+            pub fn id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<super::ServiceRequestsUpdateId>,
+                >,
+                T::Error: ::std::fmt::Display,
+            {
+                self.id = value
+                    .try_into()
+                    .map_err(|e| format!("error converting supplied value for id: {e}"));
+                self
+            }
+            pub fn is_template<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<bool>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.is_template = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for is_template: {e}")
+                    });
+                self
+            }
+            pub fn items<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<::std::vec::Vec<super::Item>>,
+                >,
+                T::Error: ::std::fmt::Display,
+            {
+                self.items = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for items: {e}")
+                    });
+                self
+            }
+            pub fn location<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::Location>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.location = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for location: {e}")
+                    });
+                self
+            }
+            pub fn name<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.name = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for name: {e}")
+                    });
+                self
+            }
+            pub fn priority<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.priority = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for priority: {e}")
+                    });
+                self
+            }
+            pub fn qualifications<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<::std::vec::Vec<super::Qualification>>,
+                >,
+                T::Error: ::std::fmt::Display,
+            {
+                self.qualifications = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!(
+                            "error converting supplied value for qualifications: {e}"
+                        )
+                    });
+                self
+            }
+            pub fn reports<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<::std::vec::Vec<super::Report>>,
+                >,
+                T::Error: ::std::fmt::Display,
+            {
+                self.reports = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for reports: {e}")
+                    });
+                self
+            }
+            pub fn service_objects<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<::std::vec::Vec<super::ServiceObject>>,
+                >,
+                T::Error: ::std::fmt::Display,
+            {
+                self.service_objects = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!(
+                            "error converting supplied value for service_objects: {e}"
+                        )
+                    });
+                self
+            }
+            pub fn state<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.state = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for state: {e}")
+                    });
+                self
+            }
+            pub fn steps<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<::std::vec::Vec<super::Step>>,
+                >,
+                T::Error: ::std::fmt::Display,
+            {
+                self.steps = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for steps: {e}")
+                    });
+                self
+            }
+            pub fn stock_movements<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<::std::vec::Vec<super::StockMovement>>,
+                >,
+                T::Error: ::std::fmt::Display,
+            {
+                self.stock_movements = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!(
+                            "error converting supplied value for stock_movements: {e}"
+                        )
+                    });
+                self
+            }
+            pub fn tags<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<::std::vec::Vec<super::Tag>>,
+                >,
+                T::Error: ::std::fmt::Display,
+            {
+                self.tags = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for tags: {e}")
+                    });
+                self
+            }
+            pub fn type_<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.type_ = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for type_: {e}")
+                    });
+                self
+            }
+            pub fn version<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<i64>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.version = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for version: {e}")
+                    });
+                self
+            }
+        }
+        impl ::std::convert::TryFrom<ServiceRequestsUpdate>
+        for super::ServiceRequestsUpdate {
+            type Error = super::error::ConversionError;
+            fn try_from(
+                value: ServiceRequestsUpdate,
+            ) -> ::std::result::Result<Self, super::error::ConversionError> {
+                Ok(Self {
+                    appointments: value.appointments?,
+                    comments: value.comments?,
+                    completion_date: value.completion_date?,
+                    contact_id: value.contact_id?,
+                    cost_center_id: value.cost_center_id?,
+                    customer: value.customer?,
+                    customer_id: value.customer_id?,
+                    date_modified: value.date_modified?,
+                    date_of_creation: value.date_of_creation?,
+                    description: value.description?,
+                    due_date_range_end: value.due_date_range_end?,
+                    due_date_range_start: value.due_date_range_start?,
+                    external_id: value.external_id?,
+                    external_reference: value.external_reference?,
+                    id: value.id?,
+                    is_template: value.is_template?,
+                    items: value.items?,
+                    location: value.location?,
+                    name: value.name?,
+                    priority: value.priority?,
+                    qualifications: value.qualifications?,
+                    reports: value.reports?,
+                    service_objects: value.service_objects?,
+                    state: value.state?,
+                    steps: value.steps?,
+                    stock_movements: value.stock_movements?,
+                    tags: value.tags?,
+                    type_: value.type_?,
+                    version: value.version?,
+                })
+            }
+        }
+        impl ::std::convert::From<super::ServiceRequestsUpdate>
+        for ServiceRequestsUpdate {
+            fn from(value: super::ServiceRequestsUpdate) -> Self {
+                Self {
+                    appointments: Ok(value.appointments),
+                    comments: Ok(value.comments),
+                    completion_date: Ok(value.completion_date),
+                    contact_id: Ok(value.contact_id),
+                    cost_center_id: Ok(value.cost_center_id),
+                    customer: Ok(value.customer),
+                    customer_id: Ok(value.customer_id),
+                    date_modified: Ok(value.date_modified),
+                    date_of_creation: Ok(value.date_of_creation),
+                    description: Ok(value.description),
+                    due_date_range_end: Ok(value.due_date_range_end),
+                    due_date_range_start: Ok(value.due_date_range_start),
+                    external_id: Ok(value.external_id),
+                    external_reference: Ok(value.external_reference),
+                    id: Ok(value.id),
+                    is_template: Ok(value.is_template),
+                    items: Ok(value.items),
+                    location: Ok(value.location),
+                    name: Ok(value.name),
+                    priority: Ok(value.priority),
+                    qualifications: Ok(value.qualifications),
+                    reports: Ok(value.reports),
+                    service_objects: Ok(value.service_objects),
+                    state: Ok(value.state),
+                    steps: Ok(value.steps),
+                    stock_movements: Ok(value.stock_movements),
+                    tags: Ok(value.tags),
+                    type_: Ok(value.type_),
+                    version: Ok(value.version),
                 }
             }
         }
@@ -29352,6 +35469,226 @@ pub mod types {
                 Self {
                     data: Ok(value.data),
                     meta: Ok(value.meta),
+                }
+            }
+        }
+        #[derive(Clone, Debug)]
+        pub struct StepListTemplatesUpdate {
+            category: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            date_modified: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            date_of_creation: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            description: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            external_id: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            id: ::std::result::Result<
+                ::std::option::Option<super::StepListTemplatesUpdateId>,
+                ::std::string::String,
+            >,
+            is_active: ::std::result::Result<
+                ::std::option::Option<bool>,
+                ::std::string::String,
+            >,
+            name: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            sort_order: ::std::result::Result<
+                ::std::option::Option<i32>,
+                ::std::string::String,
+            >,
+            version: ::std::result::Result<
+                ::std::option::Option<i64>,
+                ::std::string::String,
+            >,
+        }
+        impl ::std::default::Default for StepListTemplatesUpdate {
+            fn default() -> Self {
+                Self {
+                    category: Ok(Default::default()),
+                    date_modified: Ok(Default::default()),
+                    date_of_creation: Ok(Default::default()),
+                    description: Ok(Default::default()),
+                    external_id: Ok(Default::default()),
+                    id: Ok(Default::default()),
+                    is_active: Ok(Default::default()),
+                    name: Ok(Default::default()),
+                    sort_order: Ok(Default::default()),
+                    version: Ok(Default::default()),
+                }
+            }
+        }
+        impl StepListTemplatesUpdate {
+            pub fn category<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.category = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for category: {e}")
+                    });
+                self
+            }
+            pub fn date_modified<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.date_modified = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for date_modified: {e}")
+                    });
+                self
+            }
+            pub fn date_of_creation<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.date_of_creation = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!(
+                            "error converting supplied value for date_of_creation: {e}"
+                        )
+                    });
+                self
+            }
+            pub fn description<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.description = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for description: {e}")
+                    });
+                self
+            }
+            pub fn external_id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.external_id = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for external_id: {e}")
+                    });
+                self
+            }
+            pub fn id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<super::StepListTemplatesUpdateId>,
+                >,
+                T::Error: ::std::fmt::Display,
+            {
+                self.id = value
+                    .try_into()
+                    .map_err(|e| format!("error converting supplied value for id: {e}"));
+                self
+            }
+            pub fn is_active<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<bool>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.is_active = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for is_active: {e}")
+                    });
+                self
+            }
+            pub fn name<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.name = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for name: {e}")
+                    });
+                self
+            }
+            pub fn sort_order<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<i32>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.sort_order = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for sort_order: {e}")
+                    });
+                self
+            }
+            pub fn version<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<i64>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.version = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for version: {e}")
+                    });
+                self
+            }
+        }
+        impl ::std::convert::TryFrom<StepListTemplatesUpdate>
+        for super::StepListTemplatesUpdate {
+            type Error = super::error::ConversionError;
+            fn try_from(
+                value: StepListTemplatesUpdate,
+            ) -> ::std::result::Result<Self, super::error::ConversionError> {
+                Ok(Self {
+                    category: value.category?,
+                    date_modified: value.date_modified?,
+                    date_of_creation: value.date_of_creation?,
+                    description: value.description?,
+                    external_id: value.external_id?,
+                    id: value.id?,
+                    is_active: value.is_active?,
+                    name: value.name?,
+                    sort_order: value.sort_order?,
+                    version: value.version?,
+                })
+            }
+        }
+        impl ::std::convert::From<super::StepListTemplatesUpdate>
+        for StepListTemplatesUpdate {
+            fn from(value: super::StepListTemplatesUpdate) -> Self {
+                Self {
+                    category: Ok(value.category),
+                    date_modified: Ok(value.date_modified),
+                    date_of_creation: Ok(value.date_of_creation),
+                    description: Ok(value.description),
+                    external_id: Ok(value.external_id),
+                    id: Ok(value.id),
+                    is_active: Ok(value.is_active),
+                    name: Ok(value.name),
+                    sort_order: Ok(value.sort_order),
+                    version: Ok(value.version),
                 }
             }
         }
@@ -30389,6 +36726,184 @@ pub mod types {
             }
         }
         #[derive(Clone, Debug)]
+        pub struct TagsUpdate {
+            color: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            date_modified: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            date_of_creation: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            description: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            external_id: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            id: ::std::result::Result<
+                ::std::option::Option<super::TagsUpdateId>,
+                ::std::string::String,
+            >,
+            name: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            version: ::std::result::Result<
+                ::std::option::Option<i64>,
+                ::std::string::String,
+            >,
+        }
+        impl ::std::default::Default for TagsUpdate {
+            fn default() -> Self {
+                Self {
+                    color: Ok(Default::default()),
+                    date_modified: Ok(Default::default()),
+                    date_of_creation: Ok(Default::default()),
+                    description: Ok(Default::default()),
+                    external_id: Ok(Default::default()),
+                    id: Ok(Default::default()),
+                    name: Ok(Default::default()),
+                    version: Ok(Default::default()),
+                }
+            }
+        }
+        impl TagsUpdate {
+            pub fn color<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.color = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for color: {e}")
+                    });
+                self
+            }
+            pub fn date_modified<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.date_modified = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for date_modified: {e}")
+                    });
+                self
+            }
+            pub fn date_of_creation<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.date_of_creation = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!(
+                            "error converting supplied value for date_of_creation: {e}"
+                        )
+                    });
+                self
+            }
+            pub fn description<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.description = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for description: {e}")
+                    });
+                self
+            }
+            pub fn external_id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.external_id = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for external_id: {e}")
+                    });
+                self
+            }
+            pub fn id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::TagsUpdateId>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.id = value
+                    .try_into()
+                    .map_err(|e| format!("error converting supplied value for id: {e}"));
+                self
+            }
+            pub fn name<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.name = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for name: {e}")
+                    });
+                self
+            }
+            pub fn version<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<i64>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.version = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for version: {e}")
+                    });
+                self
+            }
+        }
+        impl ::std::convert::TryFrom<TagsUpdate> for super::TagsUpdate {
+            type Error = super::error::ConversionError;
+            fn try_from(
+                value: TagsUpdate,
+            ) -> ::std::result::Result<Self, super::error::ConversionError> {
+                Ok(Self {
+                    color: value.color?,
+                    date_modified: value.date_modified?,
+                    date_of_creation: value.date_of_creation?,
+                    description: value.description?,
+                    external_id: value.external_id?,
+                    id: value.id?,
+                    name: value.name?,
+                    version: value.version?,
+                })
+            }
+        }
+        impl ::std::convert::From<super::TagsUpdate> for TagsUpdate {
+            fn from(value: super::TagsUpdate) -> Self {
+                Self {
+                    color: Ok(value.color),
+                    date_modified: Ok(value.date_modified),
+                    date_of_creation: Ok(value.date_of_creation),
+                    description: Ok(value.description),
+                    external_id: Ok(value.external_id),
+                    id: Ok(value.id),
+                    name: Ok(value.name),
+                    version: Ok(value.version),
+                }
+            }
+        }
+        #[derive(Clone, Debug)]
         pub struct TagsWrite {
             data: ::std::result::Result<super::Tags, ::std::string::String>,
             field_report_response: ::std::result::Result<
@@ -31069,6 +37584,308 @@ pub mod types {
             }
         }
         #[derive(Clone, Debug)]
+        pub struct TimeEventsUpdate {
+            cost_center_id: ::std::result::Result<
+                ::std::option::Option<super::EdmInt64>,
+                ::std::string::String,
+            >,
+            date_modified: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            date_of_creation: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            description: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            duration_minutes: ::std::result::Result<
+                ::std::option::Option<i32>,
+                ::std::string::String,
+            >,
+            end_date_time: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            external_id: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            id: ::std::result::Result<
+                ::std::option::Option<super::TimeEventsUpdateId>,
+                ::std::string::String,
+            >,
+            is_billable: ::std::result::Result<
+                ::std::option::Option<bool>,
+                ::std::string::String,
+            >,
+            service_request_id: ::std::result::Result<
+                ::std::option::Option<super::EdmInt64>,
+                ::std::string::String,
+            >,
+            start_date_time: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            type_: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            user_id: ::std::result::Result<
+                ::std::option::Option<super::EdmInt64>,
+                ::std::string::String,
+            >,
+            version: ::std::result::Result<
+                ::std::option::Option<i64>,
+                ::std::string::String,
+            >,
+        }
+        impl ::std::default::Default for TimeEventsUpdate {
+            fn default() -> Self {
+                Self {
+                    cost_center_id: Ok(Default::default()),
+                    date_modified: Ok(Default::default()),
+                    date_of_creation: Ok(Default::default()),
+                    description: Ok(Default::default()),
+                    duration_minutes: Ok(Default::default()),
+                    end_date_time: Ok(Default::default()),
+                    external_id: Ok(Default::default()),
+                    id: Ok(Default::default()),
+                    is_billable: Ok(Default::default()),
+                    service_request_id: Ok(Default::default()),
+                    start_date_time: Ok(Default::default()),
+                    type_: Ok(Default::default()),
+                    user_id: Ok(Default::default()),
+                    version: Ok(Default::default()),
+                }
+            }
+        }
+        impl TimeEventsUpdate {
+            pub fn cost_center_id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.cost_center_id = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!(
+                            "error converting supplied value for cost_center_id: {e}"
+                        )
+                    });
+                self
+            }
+            pub fn date_modified<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.date_modified = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for date_modified: {e}")
+                    });
+                self
+            }
+            pub fn date_of_creation<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.date_of_creation = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!(
+                            "error converting supplied value for date_of_creation: {e}"
+                        )
+                    });
+                self
+            }
+            pub fn description<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.description = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for description: {e}")
+                    });
+                self
+            }
+            pub fn duration_minutes<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<i32>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.duration_minutes = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!(
+                            "error converting supplied value for duration_minutes: {e}"
+                        )
+                    });
+                self
+            }
+            pub fn end_date_time<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.end_date_time = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for end_date_time: {e}")
+                    });
+                self
+            }
+            pub fn external_id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.external_id = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for external_id: {e}")
+                    });
+                self
+            }
+            pub fn id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<super::TimeEventsUpdateId>,
+                >,
+                T::Error: ::std::fmt::Display,
+            {
+                self.id = value
+                    .try_into()
+                    .map_err(|e| format!("error converting supplied value for id: {e}"));
+                self
+            }
+            pub fn is_billable<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<bool>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.is_billable = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for is_billable: {e}")
+                    });
+                self
+            }
+            pub fn service_request_id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.service_request_id = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!(
+                            "error converting supplied value for service_request_id: {e}"
+                        )
+                    });
+                self
+            }
+            pub fn start_date_time<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.start_date_time = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!(
+                            "error converting supplied value for start_date_time: {e}"
+                        )
+                    });
+                self
+            }
+            pub fn type_<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.type_ = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for type_: {e}")
+                    });
+                self
+            }
+            pub fn user_id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.user_id = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for user_id: {e}")
+                    });
+                self
+            }
+            pub fn version<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<i64>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.version = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for version: {e}")
+                    });
+                self
+            }
+        }
+        impl ::std::convert::TryFrom<TimeEventsUpdate> for super::TimeEventsUpdate {
+            type Error = super::error::ConversionError;
+            fn try_from(
+                value: TimeEventsUpdate,
+            ) -> ::std::result::Result<Self, super::error::ConversionError> {
+                Ok(Self {
+                    cost_center_id: value.cost_center_id?,
+                    date_modified: value.date_modified?,
+                    date_of_creation: value.date_of_creation?,
+                    description: value.description?,
+                    duration_minutes: value.duration_minutes?,
+                    end_date_time: value.end_date_time?,
+                    external_id: value.external_id?,
+                    id: value.id?,
+                    is_billable: value.is_billable?,
+                    service_request_id: value.service_request_id?,
+                    start_date_time: value.start_date_time?,
+                    type_: value.type_?,
+                    user_id: value.user_id?,
+                    version: value.version?,
+                })
+            }
+        }
+        impl ::std::convert::From<super::TimeEventsUpdate> for TimeEventsUpdate {
+            fn from(value: super::TimeEventsUpdate) -> Self {
+                Self {
+                    cost_center_id: Ok(value.cost_center_id),
+                    date_modified: Ok(value.date_modified),
+                    date_of_creation: Ok(value.date_of_creation),
+                    description: Ok(value.description),
+                    duration_minutes: Ok(value.duration_minutes),
+                    end_date_time: Ok(value.end_date_time),
+                    external_id: Ok(value.external_id),
+                    id: Ok(value.id),
+                    is_billable: Ok(value.is_billable),
+                    service_request_id: Ok(value.service_request_id),
+                    start_date_time: Ok(value.start_date_time),
+                    type_: Ok(value.type_),
+                    user_id: Ok(value.user_id),
+                    version: Ok(value.version),
+                }
+            }
+        }
+        #[derive(Clone, Debug)]
         pub struct TimeEventsWrite {
             data: ::std::result::Result<super::TimeEvents, ::std::string::String>,
             field_report_response: ::std::result::Result<
@@ -31685,6 +38502,338 @@ pub mod types {
             }
         }
         #[derive(Clone, Debug)]
+        pub struct UsersUpdate {
+            color: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            cost_center_id: ::std::result::Result<
+                ::std::option::Option<super::EdmInt64>,
+                ::std::string::String,
+            >,
+            date_modified: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            date_of_creation: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            email: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            external_id: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            first_name: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            id: ::std::result::Result<
+                ::std::option::Option<super::UsersUpdateId>,
+                ::std::string::String,
+            >,
+            is_active: ::std::result::Result<
+                ::std::option::Option<bool>,
+                ::std::string::String,
+            >,
+            language: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            last_name: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            mobile_phone: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            role: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            telephone: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            user_name: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            version: ::std::result::Result<
+                ::std::option::Option<i64>,
+                ::std::string::String,
+            >,
+        }
+        impl ::std::default::Default for UsersUpdate {
+            fn default() -> Self {
+                Self {
+                    color: Ok(Default::default()),
+                    cost_center_id: Ok(Default::default()),
+                    date_modified: Ok(Default::default()),
+                    date_of_creation: Ok(Default::default()),
+                    email: Ok(Default::default()),
+                    external_id: Ok(Default::default()),
+                    first_name: Ok(Default::default()),
+                    id: Ok(Default::default()),
+                    is_active: Ok(Default::default()),
+                    language: Ok(Default::default()),
+                    last_name: Ok(Default::default()),
+                    mobile_phone: Ok(Default::default()),
+                    role: Ok(Default::default()),
+                    telephone: Ok(Default::default()),
+                    user_name: Ok(Default::default()),
+                    version: Ok(Default::default()),
+                }
+            }
+        }
+        impl UsersUpdate {
+            pub fn color<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.color = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for color: {e}")
+                    });
+                self
+            }
+            pub fn cost_center_id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.cost_center_id = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!(
+                            "error converting supplied value for cost_center_id: {e}"
+                        )
+                    });
+                self
+            }
+            pub fn date_modified<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.date_modified = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for date_modified: {e}")
+                    });
+                self
+            }
+            pub fn date_of_creation<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.date_of_creation = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!(
+                            "error converting supplied value for date_of_creation: {e}"
+                        )
+                    });
+                self
+            }
+            pub fn email<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.email = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for email: {e}")
+                    });
+                self
+            }
+            pub fn external_id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.external_id = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for external_id: {e}")
+                    });
+                self
+            }
+            pub fn first_name<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.first_name = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for first_name: {e}")
+                    });
+                self
+            }
+            pub fn id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::UsersUpdateId>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.id = value
+                    .try_into()
+                    .map_err(|e| format!("error converting supplied value for id: {e}"));
+                self
+            }
+            pub fn is_active<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<bool>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.is_active = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for is_active: {e}")
+                    });
+                self
+            }
+            pub fn language<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.language = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for language: {e}")
+                    });
+                self
+            }
+            pub fn last_name<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.last_name = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for last_name: {e}")
+                    });
+                self
+            }
+            pub fn mobile_phone<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.mobile_phone = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for mobile_phone: {e}")
+                    });
+                self
+            }
+            pub fn role<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.role = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for role: {e}")
+                    });
+                self
+            }
+            pub fn telephone<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.telephone = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for telephone: {e}")
+                    });
+                self
+            }
+            pub fn user_name<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.user_name = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for user_name: {e}")
+                    });
+                self
+            }
+            pub fn version<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<i64>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.version = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for version: {e}")
+                    });
+                self
+            }
+        }
+        impl ::std::convert::TryFrom<UsersUpdate> for super::UsersUpdate {
+            type Error = super::error::ConversionError;
+            fn try_from(
+                value: UsersUpdate,
+            ) -> ::std::result::Result<Self, super::error::ConversionError> {
+                Ok(Self {
+                    color: value.color?,
+                    cost_center_id: value.cost_center_id?,
+                    date_modified: value.date_modified?,
+                    date_of_creation: value.date_of_creation?,
+                    email: value.email?,
+                    external_id: value.external_id?,
+                    first_name: value.first_name?,
+                    id: value.id?,
+                    is_active: value.is_active?,
+                    language: value.language?,
+                    last_name: value.last_name?,
+                    mobile_phone: value.mobile_phone?,
+                    role: value.role?,
+                    telephone: value.telephone?,
+                    user_name: value.user_name?,
+                    version: value.version?,
+                })
+            }
+        }
+        impl ::std::convert::From<super::UsersUpdate> for UsersUpdate {
+            fn from(value: super::UsersUpdate) -> Self {
+                Self {
+                    color: Ok(value.color),
+                    cost_center_id: Ok(value.cost_center_id),
+                    date_modified: Ok(value.date_modified),
+                    date_of_creation: Ok(value.date_of_creation),
+                    email: Ok(value.email),
+                    external_id: Ok(value.external_id),
+                    first_name: Ok(value.first_name),
+                    id: Ok(value.id),
+                    is_active: Ok(value.is_active),
+                    language: Ok(value.language),
+                    last_name: Ok(value.last_name),
+                    mobile_phone: Ok(value.mobile_phone),
+                    role: Ok(value.role),
+                    telephone: Ok(value.telephone),
+                    user_name: Ok(value.user_name),
+                    version: Ok(value.version),
+                }
+            }
+        }
+        #[derive(Clone, Debug)]
         pub struct UsersWrite {
             data: ::std::result::Result<super::Users, ::std::string::String>,
             field_report_response: ::std::result::Result<
@@ -32253,6 +39402,8 @@ let response = client.erp_show_model()
     }
     /**One mirrored ERP record
 
+The record of `model` with id `entity` as the local mirror holds it (the last pull or webhook wrote it); the ERP is not asked. 404 when the mirror has no such record.
+
 Needs a token with the ability `erp` (login tokens hold every ability, `*`).
 
 Sends a `GET` request to `/api/v1/erp/show/{model}/{entity}`
@@ -32310,6 +39461,8 @@ let response = client.erp_update_all()
         builder::ErpUpdateAll::new(self)
     }
     /**Refresh one ERP model
+
+Pulls every record of `model` from the ERP again, page by page, and stores each (a full pull, not from the cursor); the answer counts what was fetched and stored. The same as `integration-service erp setup <model>`.
 
 Needs a token with the ability `erp` (login tokens hold every ability, `*`).
 
@@ -32475,7 +39628,7 @@ let response = client.fieldreport_companies_show()
     }
     /**Update a Companies record
 
-The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT Companies(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
+The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT Companies(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). `Id` and `Version` may be left out; when given, `Id` must be the record's own and `Version` the stored one, else 422 (not a string, not an integer, another Id) or 409 (a stale Version: read the record again). The local record changes only when the upstream accepted; a concurrent change answers 409.
 
 Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
 
@@ -32523,7 +39676,7 @@ let response = client.fieldreport_companies_delete()
     }
     /**Update a Companies record
 
-The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT Companies(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
+The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT Companies(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). `Id` and `Version` may be left out; when given, `Id` must be the record's own and `Version` the stored one, else 422 (not a string, not an integer, another Id) or 409 (a stale Version: read the record again). The local record changes only when the upstream accepted; a concurrent change answers 409.
 
 Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
 
@@ -32603,7 +39756,7 @@ let response = client.fieldreport_contacts_show()
     }
     /**Update a Contacts record
 
-The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT Contacts(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
+The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT Contacts(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). `Id` and `Version` may be left out; when given, `Id` must be the record's own and `Version` the stored one, else 422 (not a string, not an integer, another Id) or 409 (a stale Version: read the record again). The local record changes only when the upstream accepted; a concurrent change answers 409.
 
 Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
 
@@ -32649,7 +39802,7 @@ let response = client.fieldreport_contacts_delete()
     }
     /**Update a Contacts record
 
-The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT Contacts(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
+The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT Contacts(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). `Id` and `Version` may be left out; when given, `Id` must be the record's own and `Version` the stored one, else 422 (not a string, not an integer, another Id) or 409 (a stale Version: read the record again). The local record changes only when the upstream accepted; a concurrent change answers 409.
 
 Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
 
@@ -32733,7 +39886,7 @@ let response = client.fieldreport_cost_centers_show()
     }
     /**Update a CostCenters record
 
-The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT CostCenters(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
+The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT CostCenters(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). `Id` and `Version` may be left out; when given, `Id` must be the record's own and `Version` the stored one, else 422 (not a string, not an integer, another Id) or 409 (a stale Version: read the record again). The local record changes only when the upstream accepted; a concurrent change answers 409.
 
 Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
 
@@ -32781,7 +39934,7 @@ let response = client.fieldreport_cost_centers_delete()
     }
     /**Update a CostCenters record
 
-The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT CostCenters(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
+The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT CostCenters(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). `Id` and `Version` may be left out; when given, `Id` must be the record's own and `Version` the stored one, else 422 (not a string, not an integer, another Id) or 409 (a stale Version: read the record again). The local record changes only when the upstream accepted; a concurrent change answers 409.
 
 Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
 
@@ -32863,7 +40016,7 @@ let response = client.fieldreport_documents_show()
     }
     /**Update a Documents record
 
-The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT Documents(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
+The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT Documents(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). `Id` and `Version` may be left out; when given, `Id` must be the record's own and `Version` the stored one, else 422 (not a string, not an integer, another Id) or 409 (a stale Version: read the record again). The local record changes only when the upstream accepted; a concurrent change answers 409.
 
 Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
 
@@ -32911,7 +40064,7 @@ let response = client.fieldreport_documents_delete()
     }
     /**Update a Documents record
 
-The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT Documents(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
+The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT Documents(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). `Id` and `Version` may be left out; when given, `Id` must be the record's own and `Version` the stored one, else 422 (not a string, not an integer, another Id) or 409 (a stale Version: read the record again). The local record changes only when the upstream accepted; a concurrent change answers 409.
 
 Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
 
@@ -32993,7 +40146,7 @@ let response = client.fieldreport_item_types_show()
     }
     /**Update a ItemTypes record
 
-The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT ItemTypes(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
+The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT ItemTypes(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). `Id` and `Version` may be left out; when given, `Id` must be the record's own and `Version` the stored one, else 422 (not a string, not an integer, another Id) or 409 (a stale Version: read the record again). The local record changes only when the upstream accepted; a concurrent change answers 409.
 
 Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
 
@@ -33041,7 +40194,7 @@ let response = client.fieldreport_item_types_delete()
     }
     /**Update a ItemTypes record
 
-The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT ItemTypes(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
+The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT ItemTypes(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). `Id` and `Version` may be left out; when given, `Id` must be the record's own and `Version` the stored one, else 422 (not a string, not an integer, another Id) or 409 (a stale Version: read the record again). The local record changes only when the upstream accepted; a concurrent change answers 409.
 
 Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
 
@@ -33123,7 +40276,7 @@ let response = client.fieldreport_item_units_show()
     }
     /**Update a ItemUnits record
 
-The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT ItemUnits(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
+The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT ItemUnits(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). `Id` and `Version` may be left out; when given, `Id` must be the record's own and `Version` the stored one, else 422 (not a string, not an integer, another Id) or 409 (a stale Version: read the record again). The local record changes only when the upstream accepted; a concurrent change answers 409.
 
 Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
 
@@ -33171,7 +40324,7 @@ let response = client.fieldreport_item_units_delete()
     }
     /**Update a ItemUnits record
 
-The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT ItemUnits(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
+The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT ItemUnits(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). `Id` and `Version` may be left out; when given, `Id` must be the record's own and `Version` the stored one, else 422 (not a string, not an integer, another Id) or 409 (a stale Version: read the record again). The local record changes only when the upstream accepted; a concurrent change answers 409.
 
 Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
 
@@ -33251,7 +40404,7 @@ let response = client.fieldreport_items_show()
     }
     /**Update a Items record
 
-The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT Items(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
+The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT Items(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). `Id` and `Version` may be left out; when given, `Id` must be the record's own and `Version` the stored one, else 422 (not a string, not an integer, another Id) or 409 (a stale Version: read the record again). The local record changes only when the upstream accepted; a concurrent change answers 409.
 
 Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
 
@@ -33295,7 +40448,7 @@ let response = client.fieldreport_items_delete()
     }
     /**Update a Items record
 
-The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT Items(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
+The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT Items(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). `Id` and `Version` may be left out; when given, `Id` must be the record's own and `Version` the stored one, else 422 (not a string, not an integer, another Id) or 409 (a stale Version: read the record again). The local record changes only when the upstream accepted; a concurrent change answers 409.
 
 Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
 
@@ -33332,6 +40485,8 @@ let response = client.fieldreport_post_all()
     }
     /**Push internal writes of a stage
 
+As the push of all internal writes, for the sets of stage 1, 2 or 3 only.
+
 Needs a token with the ability `fieldreport:tools` (login tokens hold every ability, `*`).
 
 Sends a `GET` request to `/api/v1/fieldreport/post/{stage}`
@@ -33348,6 +40503,8 @@ let response = client.fieldreport_post_stage()
         builder::FieldreportPostStage::new(self)
     }
     /**Push internal writes of a stage and type
+
+As the push of all internal writes, for one set of the stage (`type`, its route or OData name) only.
 
 Needs a token with the ability `fieldreport:tools` (login tokens hold every ability, `*`).
 
@@ -33367,6 +40524,8 @@ let response = client.fieldreport_post_type()
         builder::FieldreportPostType::new(self)
     }
     /**Push internal writes of one entity
+
+As the push of all internal writes, for the one record `entity` (its Id) of set `type`.
 
 Needs a token with the ability `fieldreport:tools` (login tokens hold every ability, `*`).
 
@@ -33446,7 +40605,7 @@ let response = client.fieldreport_products_show()
     }
     /**Update a Products record
 
-The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT Products(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
+The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT Products(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). `Id` and `Version` may be left out; when given, `Id` must be the record's own and `Version` the stored one, else 422 (not a string, not an integer, another Id) or 409 (a stale Version: read the record again). The local record changes only when the upstream accepted; a concurrent change answers 409.
 
 Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
 
@@ -33492,7 +40651,7 @@ let response = client.fieldreport_products_delete()
     }
     /**Update a Products record
 
-The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT Products(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
+The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT Products(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). `Id` and `Version` may be left out; when given, `Id` must be the record's own and `Version` the stored one, else 422 (not a string, not an integer, another Id) or 409 (a stale Version: read the record again). The local record changes only when the upstream accepted; a concurrent change answers 409.
 
 Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
 
@@ -33576,7 +40735,7 @@ let response = client.fieldreport_qualifications_show()
     }
     /**Update a Qualifications record
 
-The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT Qualifications(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
+The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT Qualifications(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). `Id` and `Version` may be left out; when given, `Id` must be the record's own and `Version` the stored one, else 422 (not a string, not an integer, another Id) or 409 (a stale Version: read the record again). The local record changes only when the upstream accepted; a concurrent change answers 409.
 
 Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
 
@@ -33624,7 +40783,7 @@ let response = client.fieldreport_qualifications_delete()
     }
     /**Update a Qualifications record
 
-The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT Qualifications(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
+The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT Qualifications(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). `Id` and `Version` may be left out; when given, `Id` must be the record's own and `Version` the stored one, else 422 (not a string, not an integer, another Id) or 409 (a stale Version: read the record again). The local record changes only when the upstream accepted; a concurrent change answers 409.
 
 Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
 
@@ -33710,7 +40869,7 @@ let response = client.fieldreport_service_objects_show()
     }
     /**Update a ServiceObjects record
 
-The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT ServiceObjects(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
+The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT ServiceObjects(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). `Id` and `Version` may be left out; when given, `Id` must be the record's own and `Version` the stored one, else 422 (not a string, not an integer, another Id) or 409 (a stale Version: read the record again). The local record changes only when the upstream accepted; a concurrent change answers 409.
 
 Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
 
@@ -33758,7 +40917,7 @@ let response = client.fieldreport_service_objects_delete()
     }
     /**Update a ServiceObjects record
 
-The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT ServiceObjects(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
+The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT ServiceObjects(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). `Id` and `Version` may be left out; when given, `Id` must be the record's own and `Version` the stored one, else 422 (not a string, not an integer, another Id) or 409 (a stale Version: read the record again). The local record changes only when the upstream accepted; a concurrent change answers 409.
 
 Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
 
@@ -33844,7 +41003,7 @@ let response = client.fieldreport_service_requests_show()
     }
     /**Update a ServiceRequests record
 
-The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT ServiceRequests(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
+The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT ServiceRequests(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). `Id` and `Version` may be left out; when given, `Id` must be the record's own and `Version` the stored one, else 422 (not a string, not an integer, another Id) or 409 (a stale Version: read the record again). The local record changes only when the upstream accepted; a concurrent change answers 409.
 
 Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
 
@@ -33892,7 +41051,7 @@ let response = client.fieldreport_service_requests_delete()
     }
     /**Update a ServiceRequests record
 
-The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT ServiceRequests(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
+The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT ServiceRequests(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). `Id` and `Version` may be left out; when given, `Id` must be the record's own and `Version` the stored one, else 422 (not a string, not an integer, another Id) or 409 (a stale Version: read the record again). The local record changes only when the upstream accepted; a concurrent change answers 409.
 
 Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
 
@@ -33931,6 +41090,8 @@ let response = client.fieldreport_setup_all()
     }
     /**Initial setup of one stage
 
+Syncs the sets of stage 1, 2 or 3 (see the setup of all stages for which sets each holds), in order, from the field-report system into the mirror; the answer reports each set's sync.
+
 Needs a token with the ability `fieldreport:tools` (login tokens hold every ability, `*`).
 
 Sends a `GET` request to `/api/v1/fieldreport/setup/{stage}`
@@ -33963,6 +41124,8 @@ let response = client.fieldreport_show()
         builder::FieldreportShow::new(self)
     }
     /**One field-report entity
+
+The set named by its route (`costCenters`) or OData name (`CostCenters`): how many records the mirror holds, when it was last synced, its sync cursor and the relations each sync expands. 404 for an unknown set.
 
 Needs a token with the ability `fieldreport:tools` (login tokens hold every ability, `*`).
 
@@ -34088,7 +41251,7 @@ let response = client.fieldreport_step_list_templates_show()
     }
     /**Update a StepListTemplates record
 
-The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT StepListTemplates(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
+The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT StepListTemplates(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). `Id` and `Version` may be left out; when given, `Id` must be the record's own and `Version` the stored one, else 422 (not a string, not an integer, another Id) or 409 (a stale Version: read the record again). The local record changes only when the upstream accepted; a concurrent change answers 409.
 
 Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
 
@@ -34136,7 +41299,7 @@ let response = client.fieldreport_step_list_templates_delete()
     }
     /**Update a StepListTemplates record
 
-The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT StepListTemplates(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
+The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT StepListTemplates(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). `Id` and `Version` may be left out; when given, `Id` must be the record's own and `Version` the stored one, else 422 (not a string, not an integer, another Id) or 409 (a stale Version: read the record again). The local record changes only when the upstream accepted; a concurrent change answers 409.
 
 Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
 
@@ -34256,7 +41419,7 @@ let response = client.fieldreport_tags_show()
     }
     /**Update a Tags record
 
-The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT Tags(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
+The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT Tags(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). `Id` and `Version` may be left out; when given, `Id` must be the record's own and `Version` the stored one, else 422 (not a string, not an integer, another Id) or 409 (a stale Version: read the record again). The local record changes only when the upstream accepted; a concurrent change answers 409.
 
 Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
 
@@ -34300,7 +41463,7 @@ let response = client.fieldreport_tags_delete()
     }
     /**Update a Tags record
 
-The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT Tags(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
+The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT Tags(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). `Id` and `Version` may be left out; when given, `Id` must be the record's own and `Version` the stored one, else 422 (not a string, not an integer, another Id) or 409 (a stale Version: read the record again). The local record changes only when the upstream accepted; a concurrent change answers 409.
 
 Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
 
@@ -34384,7 +41547,7 @@ let response = client.fieldreport_time_events_show()
     }
     /**Update a TimeEvents record
 
-The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT TimeEvents(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
+The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT TimeEvents(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). `Id` and `Version` may be left out; when given, `Id` must be the record's own and `Version` the stored one, else 422 (not a string, not an integer, another Id) or 409 (a stale Version: read the record again). The local record changes only when the upstream accepted; a concurrent change answers 409.
 
 Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
 
@@ -34432,7 +41595,7 @@ let response = client.fieldreport_time_events_delete()
     }
     /**Update a TimeEvents record
 
-The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT TimeEvents(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
+The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT TimeEvents(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). `Id` and `Version` may be left out; when given, `Id` must be the record's own and `Version` the stored one, else 422 (not a string, not an integer, another Id) or 409 (a stale Version: read the record again). The local record changes only when the upstream accepted; a concurrent change answers 409.
 
 Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
 
@@ -34512,7 +41675,7 @@ let response = client.fieldreport_users_show()
     }
     /**Update a Users record
 
-The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT Users(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
+The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT Users(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). `Id` and `Version` may be left out; when given, `Id` must be the record's own and `Version` the stored one, else 422 (not a string, not an integer, another Id) or 409 (a stale Version: read the record again). The local record changes only when the upstream accepted; a concurrent change answers 409.
 
 Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
 
@@ -34556,7 +41719,7 @@ let response = client.fieldreport_users_delete()
     }
     /**Update a Users record
 
-The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT Users(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
+The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT Users(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). `Id` and `Version` may be left out; when given, `Id` must be the record's own and `Version` the stored one, else 422 (not a string, not an integer, another Id) or 409 (a stale Version: read the record again). The local record changes only when the upstream accepted; a concurrent change answers 409.
 
 Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
 
@@ -34757,6 +41920,8 @@ let response = client.leasing_calculate()
     }
     /**Request flow health check
 
+Answers whether the one-shot flow can run: `provider_configured` says whether the leasing provider is configured. The provider is not called.
+
 Needs a token with the ability `leasing` (login tokens hold every ability, `*`).
 
 Sends a `GET` request to `/api/v1/leasing/leasing/request-flow`
@@ -34851,6 +42016,8 @@ let response = client.leasing_patch()
     }
     /**Cancel the e-signature
 
+Cancels the provider's e-signature process of the financing request (for instance before switching to a paper contract) and answers the provider's answer.
+
 Needs a token with the ability `leasing` (login tokens hold every ability, `*`).
 
 Sends a `PUT` request to `/api/v1/leasing/{financingId}/cancel-e-signature`
@@ -34889,6 +42056,8 @@ let response = client.leasing_contract_document()
     }
     /**Contract document download link
 
+Asks the provider for a time-limited link to download the request's contract document (the document itself: `GET .../contractdocument`).
+
 Needs a token with the ability `leasing` (login tokens hold every ability, `*`).
 
 Sends a `POST` request to `/api/v1/leasing/{financingId}/contractdocument/link`
@@ -34907,6 +42076,8 @@ let response = client.leasing_contract_document_link()
         builder::LeasingContractDocumentLink::new(self)
     }
     /**Start the e-signature
+
+Starts the provider's e-signature process for a request that is `ReadyToSign`, with the signees and options of the body (read the configuration first for what the provider offers).
 
 Needs a token with the ability `leasing` (login tokens hold every ability, `*`).
 
@@ -34948,6 +42119,8 @@ let response = client.leasing_e_signature_configuration()
     }
     /**Change the lessee
 
+Sends the fields of the body to the provider as a change of the request's lessee (the company or person leasing); fields left out are kept. Answers the updated request.
+
 Needs a token with the ability `leasing` (login tokens hold every ability, `*`).
 
 Sends a `PATCH` request to `/api/v1/leasing/{financingId}/lessee`
@@ -34966,6 +42139,8 @@ let response = client.leasing_patch_lessee()
         builder::LeasingPatchLessee::new(self)
     }
     /**Switch to a paper contract
+
+Asks the provider to sign the financing request's contract on paper instead of electronically; cancel a running e-signature first.
 
 Needs a token with the ability `leasing` (login tokens hold every ability, `*`).
 
@@ -37771,7 +44946,7 @@ pub mod builder {
     pub struct FieldreportCompaniesReplace<'a> {
         client: &'a super::Client,
         record: Result<::std::string::String, String>,
-        body: Result<types::builder::Companies, String>,
+        body: Result<types::builder::CompaniesUpdate, String>,
     }
     impl<'a> FieldreportCompaniesReplace<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -37795,20 +44970,24 @@ pub mod builder {
         }
         pub fn body<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<types::Companies>,
-            <V as std::convert::TryInto<types::Companies>>::Error: std::fmt::Display,
+            V: std::convert::TryInto<types::CompaniesUpdate>,
+            <V as std::convert::TryInto<
+                types::CompaniesUpdate,
+            >>::Error: std::fmt::Display,
         {
             self.body = value
                 .try_into()
                 .map(From::from)
                 .map_err(|s| {
-                    format!("conversion to `Companies` for body failed: {}", s)
+                    format!("conversion to `CompaniesUpdate` for body failed: {}", s)
                 });
             self
         }
         pub fn body_map<F>(mut self, f: F) -> Self
         where
-            F: std::ops::FnOnce(types::builder::Companies) -> types::builder::Companies,
+            F: std::ops::FnOnce(
+                types::builder::CompaniesUpdate,
+            ) -> types::builder::CompaniesUpdate,
         {
             self.body = self.body.map(f);
             self
@@ -37820,7 +44999,9 @@ pub mod builder {
             let Self { client, record, body } = self;
             let record = record.map_err(Error::InvalidRequest)?;
             let body = body
-                .and_then(|v| types::Companies::try_from(v).map_err(|e| e.to_string()))
+                .and_then(|v| {
+                    types::CompaniesUpdate::try_from(v).map_err(|e| e.to_string())
+                })
                 .map_err(Error::InvalidRequest)?;
             let url = format!(
                 "{}/api/v1/fieldreport/companies/{}", client.baseurl, encode_path(&
@@ -38009,6 +45190,13 @@ pub mod builder {
             let response = result?;
             match response.status().as_u16() {
                 204u16 => Ok(ResponseValue::empty(response)),
+                400u16..=499u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 401u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -38069,7 +45257,7 @@ pub mod builder {
     pub struct FieldreportCompaniesUpdate<'a> {
         client: &'a super::Client,
         record: Result<::std::string::String, String>,
-        body: Result<types::builder::Companies, String>,
+        body: Result<types::builder::CompaniesUpdate, String>,
     }
     impl<'a> FieldreportCompaniesUpdate<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -38093,20 +45281,24 @@ pub mod builder {
         }
         pub fn body<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<types::Companies>,
-            <V as std::convert::TryInto<types::Companies>>::Error: std::fmt::Display,
+            V: std::convert::TryInto<types::CompaniesUpdate>,
+            <V as std::convert::TryInto<
+                types::CompaniesUpdate,
+            >>::Error: std::fmt::Display,
         {
             self.body = value
                 .try_into()
                 .map(From::from)
                 .map_err(|s| {
-                    format!("conversion to `Companies` for body failed: {}", s)
+                    format!("conversion to `CompaniesUpdate` for body failed: {}", s)
                 });
             self
         }
         pub fn body_map<F>(mut self, f: F) -> Self
         where
-            F: std::ops::FnOnce(types::builder::Companies) -> types::builder::Companies,
+            F: std::ops::FnOnce(
+                types::builder::CompaniesUpdate,
+            ) -> types::builder::CompaniesUpdate,
         {
             self.body = self.body.map(f);
             self
@@ -38118,7 +45310,9 @@ pub mod builder {
             let Self { client, record, body } = self;
             let record = record.map_err(Error::InvalidRequest)?;
             let body = body
-                .and_then(|v| types::Companies::try_from(v).map_err(|e| e.to_string()))
+                .and_then(|v| {
+                    types::CompaniesUpdate::try_from(v).map_err(|e| e.to_string())
+                })
                 .map_err(Error::InvalidRequest)?;
             let url = format!(
                 "{}/api/v1/fieldreport/companies/{}", client.baseurl, encode_path(&
@@ -38589,7 +45783,7 @@ pub mod builder {
     pub struct FieldreportContactsReplace<'a> {
         client: &'a super::Client,
         record: Result<::std::string::String, String>,
-        body: Result<types::builder::Contacts, String>,
+        body: Result<types::builder::ContactsUpdate, String>,
     }
     impl<'a> FieldreportContactsReplace<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -38613,18 +45807,24 @@ pub mod builder {
         }
         pub fn body<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<types::Contacts>,
-            <V as std::convert::TryInto<types::Contacts>>::Error: std::fmt::Display,
+            V: std::convert::TryInto<types::ContactsUpdate>,
+            <V as std::convert::TryInto<
+                types::ContactsUpdate,
+            >>::Error: std::fmt::Display,
         {
             self.body = value
                 .try_into()
                 .map(From::from)
-                .map_err(|s| format!("conversion to `Contacts` for body failed: {}", s));
+                .map_err(|s| {
+                    format!("conversion to `ContactsUpdate` for body failed: {}", s)
+                });
             self
         }
         pub fn body_map<F>(mut self, f: F) -> Self
         where
-            F: std::ops::FnOnce(types::builder::Contacts) -> types::builder::Contacts,
+            F: std::ops::FnOnce(
+                types::builder::ContactsUpdate,
+            ) -> types::builder::ContactsUpdate,
         {
             self.body = self.body.map(f);
             self
@@ -38636,7 +45836,9 @@ pub mod builder {
             let Self { client, record, body } = self;
             let record = record.map_err(Error::InvalidRequest)?;
             let body = body
-                .and_then(|v| types::Contacts::try_from(v).map_err(|e| e.to_string()))
+                .and_then(|v| {
+                    types::ContactsUpdate::try_from(v).map_err(|e| e.to_string())
+                })
                 .map_err(Error::InvalidRequest)?;
             let url = format!(
                 "{}/api/v1/fieldreport/contacts/{}", client.baseurl, encode_path(& record
@@ -38825,6 +46027,13 @@ pub mod builder {
             let response = result?;
             match response.status().as_u16() {
                 204u16 => Ok(ResponseValue::empty(response)),
+                400u16..=499u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 401u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -38885,7 +46094,7 @@ pub mod builder {
     pub struct FieldreportContactsUpdate<'a> {
         client: &'a super::Client,
         record: Result<::std::string::String, String>,
-        body: Result<types::builder::Contacts, String>,
+        body: Result<types::builder::ContactsUpdate, String>,
     }
     impl<'a> FieldreportContactsUpdate<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -38909,18 +46118,24 @@ pub mod builder {
         }
         pub fn body<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<types::Contacts>,
-            <V as std::convert::TryInto<types::Contacts>>::Error: std::fmt::Display,
+            V: std::convert::TryInto<types::ContactsUpdate>,
+            <V as std::convert::TryInto<
+                types::ContactsUpdate,
+            >>::Error: std::fmt::Display,
         {
             self.body = value
                 .try_into()
                 .map(From::from)
-                .map_err(|s| format!("conversion to `Contacts` for body failed: {}", s));
+                .map_err(|s| {
+                    format!("conversion to `ContactsUpdate` for body failed: {}", s)
+                });
             self
         }
         pub fn body_map<F>(mut self, f: F) -> Self
         where
-            F: std::ops::FnOnce(types::builder::Contacts) -> types::builder::Contacts,
+            F: std::ops::FnOnce(
+                types::builder::ContactsUpdate,
+            ) -> types::builder::ContactsUpdate,
         {
             self.body = self.body.map(f);
             self
@@ -38932,7 +46147,9 @@ pub mod builder {
             let Self { client, record, body } = self;
             let record = record.map_err(Error::InvalidRequest)?;
             let body = body
-                .and_then(|v| types::Contacts::try_from(v).map_err(|e| e.to_string()))
+                .and_then(|v| {
+                    types::ContactsUpdate::try_from(v).map_err(|e| e.to_string())
+                })
                 .map_err(Error::InvalidRequest)?;
             let url = format!(
                 "{}/api/v1/fieldreport/contacts/{}", client.baseurl, encode_path(& record
@@ -39407,7 +46624,7 @@ pub mod builder {
     pub struct FieldreportCostCentersReplace<'a> {
         client: &'a super::Client,
         record: Result<::std::string::String, String>,
-        body: Result<types::builder::CostCenters, String>,
+        body: Result<types::builder::CostCentersUpdate, String>,
     }
     impl<'a> FieldreportCostCentersReplace<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -39431,22 +46648,24 @@ pub mod builder {
         }
         pub fn body<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<types::CostCenters>,
-            <V as std::convert::TryInto<types::CostCenters>>::Error: std::fmt::Display,
+            V: std::convert::TryInto<types::CostCentersUpdate>,
+            <V as std::convert::TryInto<
+                types::CostCentersUpdate,
+            >>::Error: std::fmt::Display,
         {
             self.body = value
                 .try_into()
                 .map(From::from)
                 .map_err(|s| {
-                    format!("conversion to `CostCenters` for body failed: {}", s)
+                    format!("conversion to `CostCentersUpdate` for body failed: {}", s)
                 });
             self
         }
         pub fn body_map<F>(mut self, f: F) -> Self
         where
             F: std::ops::FnOnce(
-                types::builder::CostCenters,
-            ) -> types::builder::CostCenters,
+                types::builder::CostCentersUpdate,
+            ) -> types::builder::CostCentersUpdate,
         {
             self.body = self.body.map(f);
             self
@@ -39458,7 +46677,9 @@ pub mod builder {
             let Self { client, record, body } = self;
             let record = record.map_err(Error::InvalidRequest)?;
             let body = body
-                .and_then(|v| types::CostCenters::try_from(v).map_err(|e| e.to_string()))
+                .and_then(|v| {
+                    types::CostCentersUpdate::try_from(v).map_err(|e| e.to_string())
+                })
                 .map_err(Error::InvalidRequest)?;
             let url = format!(
                 "{}/api/v1/fieldreport/costCenters/{}", client.baseurl, encode_path(&
@@ -39647,6 +46868,13 @@ pub mod builder {
             let response = result?;
             match response.status().as_u16() {
                 204u16 => Ok(ResponseValue::empty(response)),
+                400u16..=499u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 401u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -39707,7 +46935,7 @@ pub mod builder {
     pub struct FieldreportCostCentersUpdate<'a> {
         client: &'a super::Client,
         record: Result<::std::string::String, String>,
-        body: Result<types::builder::CostCenters, String>,
+        body: Result<types::builder::CostCentersUpdate, String>,
     }
     impl<'a> FieldreportCostCentersUpdate<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -39731,22 +46959,24 @@ pub mod builder {
         }
         pub fn body<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<types::CostCenters>,
-            <V as std::convert::TryInto<types::CostCenters>>::Error: std::fmt::Display,
+            V: std::convert::TryInto<types::CostCentersUpdate>,
+            <V as std::convert::TryInto<
+                types::CostCentersUpdate,
+            >>::Error: std::fmt::Display,
         {
             self.body = value
                 .try_into()
                 .map(From::from)
                 .map_err(|s| {
-                    format!("conversion to `CostCenters` for body failed: {}", s)
+                    format!("conversion to `CostCentersUpdate` for body failed: {}", s)
                 });
             self
         }
         pub fn body_map<F>(mut self, f: F) -> Self
         where
             F: std::ops::FnOnce(
-                types::builder::CostCenters,
-            ) -> types::builder::CostCenters,
+                types::builder::CostCentersUpdate,
+            ) -> types::builder::CostCentersUpdate,
         {
             self.body = self.body.map(f);
             self
@@ -39758,7 +46988,9 @@ pub mod builder {
             let Self { client, record, body } = self;
             let record = record.map_err(Error::InvalidRequest)?;
             let body = body
-                .and_then(|v| types::CostCenters::try_from(v).map_err(|e| e.to_string()))
+                .and_then(|v| {
+                    types::CostCentersUpdate::try_from(v).map_err(|e| e.to_string())
+                })
                 .map_err(Error::InvalidRequest)?;
             let url = format!(
                 "{}/api/v1/fieldreport/costCenters/{}", client.baseurl, encode_path(&
@@ -40231,7 +47463,7 @@ pub mod builder {
     pub struct FieldreportDocumentsReplace<'a> {
         client: &'a super::Client,
         record: Result<::std::string::String, String>,
-        body: Result<types::builder::Documents, String>,
+        body: Result<types::builder::DocumentsUpdate, String>,
     }
     impl<'a> FieldreportDocumentsReplace<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -40255,20 +47487,24 @@ pub mod builder {
         }
         pub fn body<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<types::Documents>,
-            <V as std::convert::TryInto<types::Documents>>::Error: std::fmt::Display,
+            V: std::convert::TryInto<types::DocumentsUpdate>,
+            <V as std::convert::TryInto<
+                types::DocumentsUpdate,
+            >>::Error: std::fmt::Display,
         {
             self.body = value
                 .try_into()
                 .map(From::from)
                 .map_err(|s| {
-                    format!("conversion to `Documents` for body failed: {}", s)
+                    format!("conversion to `DocumentsUpdate` for body failed: {}", s)
                 });
             self
         }
         pub fn body_map<F>(mut self, f: F) -> Self
         where
-            F: std::ops::FnOnce(types::builder::Documents) -> types::builder::Documents,
+            F: std::ops::FnOnce(
+                types::builder::DocumentsUpdate,
+            ) -> types::builder::DocumentsUpdate,
         {
             self.body = self.body.map(f);
             self
@@ -40280,7 +47516,9 @@ pub mod builder {
             let Self { client, record, body } = self;
             let record = record.map_err(Error::InvalidRequest)?;
             let body = body
-                .and_then(|v| types::Documents::try_from(v).map_err(|e| e.to_string()))
+                .and_then(|v| {
+                    types::DocumentsUpdate::try_from(v).map_err(|e| e.to_string())
+                })
                 .map_err(Error::InvalidRequest)?;
             let url = format!(
                 "{}/api/v1/fieldreport/documents/{}", client.baseurl, encode_path(&
@@ -40469,6 +47707,13 @@ pub mod builder {
             let response = result?;
             match response.status().as_u16() {
                 204u16 => Ok(ResponseValue::empty(response)),
+                400u16..=499u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 401u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -40529,7 +47774,7 @@ pub mod builder {
     pub struct FieldreportDocumentsUpdate<'a> {
         client: &'a super::Client,
         record: Result<::std::string::String, String>,
-        body: Result<types::builder::Documents, String>,
+        body: Result<types::builder::DocumentsUpdate, String>,
     }
     impl<'a> FieldreportDocumentsUpdate<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -40553,20 +47798,24 @@ pub mod builder {
         }
         pub fn body<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<types::Documents>,
-            <V as std::convert::TryInto<types::Documents>>::Error: std::fmt::Display,
+            V: std::convert::TryInto<types::DocumentsUpdate>,
+            <V as std::convert::TryInto<
+                types::DocumentsUpdate,
+            >>::Error: std::fmt::Display,
         {
             self.body = value
                 .try_into()
                 .map(From::from)
                 .map_err(|s| {
-                    format!("conversion to `Documents` for body failed: {}", s)
+                    format!("conversion to `DocumentsUpdate` for body failed: {}", s)
                 });
             self
         }
         pub fn body_map<F>(mut self, f: F) -> Self
         where
-            F: std::ops::FnOnce(types::builder::Documents) -> types::builder::Documents,
+            F: std::ops::FnOnce(
+                types::builder::DocumentsUpdate,
+            ) -> types::builder::DocumentsUpdate,
         {
             self.body = self.body.map(f);
             self
@@ -40578,7 +47827,9 @@ pub mod builder {
             let Self { client, record, body } = self;
             let record = record.map_err(Error::InvalidRequest)?;
             let body = body
-                .and_then(|v| types::Documents::try_from(v).map_err(|e| e.to_string()))
+                .and_then(|v| {
+                    types::DocumentsUpdate::try_from(v).map_err(|e| e.to_string())
+                })
                 .map_err(Error::InvalidRequest)?;
             let url = format!(
                 "{}/api/v1/fieldreport/documents/{}", client.baseurl, encode_path(&
@@ -41051,7 +48302,7 @@ pub mod builder {
     pub struct FieldreportItemTypesReplace<'a> {
         client: &'a super::Client,
         record: Result<::std::string::String, String>,
-        body: Result<types::builder::ItemTypes, String>,
+        body: Result<types::builder::ItemTypesUpdate, String>,
     }
     impl<'a> FieldreportItemTypesReplace<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -41075,20 +48326,24 @@ pub mod builder {
         }
         pub fn body<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<types::ItemTypes>,
-            <V as std::convert::TryInto<types::ItemTypes>>::Error: std::fmt::Display,
+            V: std::convert::TryInto<types::ItemTypesUpdate>,
+            <V as std::convert::TryInto<
+                types::ItemTypesUpdate,
+            >>::Error: std::fmt::Display,
         {
             self.body = value
                 .try_into()
                 .map(From::from)
                 .map_err(|s| {
-                    format!("conversion to `ItemTypes` for body failed: {}", s)
+                    format!("conversion to `ItemTypesUpdate` for body failed: {}", s)
                 });
             self
         }
         pub fn body_map<F>(mut self, f: F) -> Self
         where
-            F: std::ops::FnOnce(types::builder::ItemTypes) -> types::builder::ItemTypes,
+            F: std::ops::FnOnce(
+                types::builder::ItemTypesUpdate,
+            ) -> types::builder::ItemTypesUpdate,
         {
             self.body = self.body.map(f);
             self
@@ -41100,7 +48355,9 @@ pub mod builder {
             let Self { client, record, body } = self;
             let record = record.map_err(Error::InvalidRequest)?;
             let body = body
-                .and_then(|v| types::ItemTypes::try_from(v).map_err(|e| e.to_string()))
+                .and_then(|v| {
+                    types::ItemTypesUpdate::try_from(v).map_err(|e| e.to_string())
+                })
                 .map_err(Error::InvalidRequest)?;
             let url = format!(
                 "{}/api/v1/fieldreport/itemTypes/{}", client.baseurl, encode_path(&
@@ -41289,6 +48546,13 @@ pub mod builder {
             let response = result?;
             match response.status().as_u16() {
                 204u16 => Ok(ResponseValue::empty(response)),
+                400u16..=499u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 401u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -41349,7 +48613,7 @@ pub mod builder {
     pub struct FieldreportItemTypesUpdate<'a> {
         client: &'a super::Client,
         record: Result<::std::string::String, String>,
-        body: Result<types::builder::ItemTypes, String>,
+        body: Result<types::builder::ItemTypesUpdate, String>,
     }
     impl<'a> FieldreportItemTypesUpdate<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -41373,20 +48637,24 @@ pub mod builder {
         }
         pub fn body<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<types::ItemTypes>,
-            <V as std::convert::TryInto<types::ItemTypes>>::Error: std::fmt::Display,
+            V: std::convert::TryInto<types::ItemTypesUpdate>,
+            <V as std::convert::TryInto<
+                types::ItemTypesUpdate,
+            >>::Error: std::fmt::Display,
         {
             self.body = value
                 .try_into()
                 .map(From::from)
                 .map_err(|s| {
-                    format!("conversion to `ItemTypes` for body failed: {}", s)
+                    format!("conversion to `ItemTypesUpdate` for body failed: {}", s)
                 });
             self
         }
         pub fn body_map<F>(mut self, f: F) -> Self
         where
-            F: std::ops::FnOnce(types::builder::ItemTypes) -> types::builder::ItemTypes,
+            F: std::ops::FnOnce(
+                types::builder::ItemTypesUpdate,
+            ) -> types::builder::ItemTypesUpdate,
         {
             self.body = self.body.map(f);
             self
@@ -41398,7 +48666,9 @@ pub mod builder {
             let Self { client, record, body } = self;
             let record = record.map_err(Error::InvalidRequest)?;
             let body = body
-                .and_then(|v| types::ItemTypes::try_from(v).map_err(|e| e.to_string()))
+                .and_then(|v| {
+                    types::ItemTypesUpdate::try_from(v).map_err(|e| e.to_string())
+                })
                 .map_err(Error::InvalidRequest)?;
             let url = format!(
                 "{}/api/v1/fieldreport/itemTypes/{}", client.baseurl, encode_path(&
@@ -41871,7 +49141,7 @@ pub mod builder {
     pub struct FieldreportItemUnitsReplace<'a> {
         client: &'a super::Client,
         record: Result<::std::string::String, String>,
-        body: Result<types::builder::ItemUnits, String>,
+        body: Result<types::builder::ItemUnitsUpdate, String>,
     }
     impl<'a> FieldreportItemUnitsReplace<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -41895,20 +49165,24 @@ pub mod builder {
         }
         pub fn body<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<types::ItemUnits>,
-            <V as std::convert::TryInto<types::ItemUnits>>::Error: std::fmt::Display,
+            V: std::convert::TryInto<types::ItemUnitsUpdate>,
+            <V as std::convert::TryInto<
+                types::ItemUnitsUpdate,
+            >>::Error: std::fmt::Display,
         {
             self.body = value
                 .try_into()
                 .map(From::from)
                 .map_err(|s| {
-                    format!("conversion to `ItemUnits` for body failed: {}", s)
+                    format!("conversion to `ItemUnitsUpdate` for body failed: {}", s)
                 });
             self
         }
         pub fn body_map<F>(mut self, f: F) -> Self
         where
-            F: std::ops::FnOnce(types::builder::ItemUnits) -> types::builder::ItemUnits,
+            F: std::ops::FnOnce(
+                types::builder::ItemUnitsUpdate,
+            ) -> types::builder::ItemUnitsUpdate,
         {
             self.body = self.body.map(f);
             self
@@ -41920,7 +49194,9 @@ pub mod builder {
             let Self { client, record, body } = self;
             let record = record.map_err(Error::InvalidRequest)?;
             let body = body
-                .and_then(|v| types::ItemUnits::try_from(v).map_err(|e| e.to_string()))
+                .and_then(|v| {
+                    types::ItemUnitsUpdate::try_from(v).map_err(|e| e.to_string())
+                })
                 .map_err(Error::InvalidRequest)?;
             let url = format!(
                 "{}/api/v1/fieldreport/itemUnits/{}", client.baseurl, encode_path(&
@@ -42109,6 +49385,13 @@ pub mod builder {
             let response = result?;
             match response.status().as_u16() {
                 204u16 => Ok(ResponseValue::empty(response)),
+                400u16..=499u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 401u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -42169,7 +49452,7 @@ pub mod builder {
     pub struct FieldreportItemUnitsUpdate<'a> {
         client: &'a super::Client,
         record: Result<::std::string::String, String>,
-        body: Result<types::builder::ItemUnits, String>,
+        body: Result<types::builder::ItemUnitsUpdate, String>,
     }
     impl<'a> FieldreportItemUnitsUpdate<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -42193,20 +49476,24 @@ pub mod builder {
         }
         pub fn body<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<types::ItemUnits>,
-            <V as std::convert::TryInto<types::ItemUnits>>::Error: std::fmt::Display,
+            V: std::convert::TryInto<types::ItemUnitsUpdate>,
+            <V as std::convert::TryInto<
+                types::ItemUnitsUpdate,
+            >>::Error: std::fmt::Display,
         {
             self.body = value
                 .try_into()
                 .map(From::from)
                 .map_err(|s| {
-                    format!("conversion to `ItemUnits` for body failed: {}", s)
+                    format!("conversion to `ItemUnitsUpdate` for body failed: {}", s)
                 });
             self
         }
         pub fn body_map<F>(mut self, f: F) -> Self
         where
-            F: std::ops::FnOnce(types::builder::ItemUnits) -> types::builder::ItemUnits,
+            F: std::ops::FnOnce(
+                types::builder::ItemUnitsUpdate,
+            ) -> types::builder::ItemUnitsUpdate,
         {
             self.body = self.body.map(f);
             self
@@ -42218,7 +49505,9 @@ pub mod builder {
             let Self { client, record, body } = self;
             let record = record.map_err(Error::InvalidRequest)?;
             let body = body
-                .and_then(|v| types::ItemUnits::try_from(v).map_err(|e| e.to_string()))
+                .and_then(|v| {
+                    types::ItemUnitsUpdate::try_from(v).map_err(|e| e.to_string())
+                })
                 .map_err(Error::InvalidRequest)?;
             let url = format!(
                 "{}/api/v1/fieldreport/itemUnits/{}", client.baseurl, encode_path(&
@@ -42685,7 +49974,7 @@ pub mod builder {
     pub struct FieldreportItemsReplace<'a> {
         client: &'a super::Client,
         record: Result<::std::string::String, String>,
-        body: Result<types::builder::Items, String>,
+        body: Result<types::builder::ItemsUpdate, String>,
     }
     impl<'a> FieldreportItemsReplace<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -42709,18 +49998,22 @@ pub mod builder {
         }
         pub fn body<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<types::Items>,
-            <V as std::convert::TryInto<types::Items>>::Error: std::fmt::Display,
+            V: std::convert::TryInto<types::ItemsUpdate>,
+            <V as std::convert::TryInto<types::ItemsUpdate>>::Error: std::fmt::Display,
         {
             self.body = value
                 .try_into()
                 .map(From::from)
-                .map_err(|s| format!("conversion to `Items` for body failed: {}", s));
+                .map_err(|s| {
+                    format!("conversion to `ItemsUpdate` for body failed: {}", s)
+                });
             self
         }
         pub fn body_map<F>(mut self, f: F) -> Self
         where
-            F: std::ops::FnOnce(types::builder::Items) -> types::builder::Items,
+            F: std::ops::FnOnce(
+                types::builder::ItemsUpdate,
+            ) -> types::builder::ItemsUpdate,
         {
             self.body = self.body.map(f);
             self
@@ -42732,7 +50025,7 @@ pub mod builder {
             let Self { client, record, body } = self;
             let record = record.map_err(Error::InvalidRequest)?;
             let body = body
-                .and_then(|v| types::Items::try_from(v).map_err(|e| e.to_string()))
+                .and_then(|v| types::ItemsUpdate::try_from(v).map_err(|e| e.to_string()))
                 .map_err(Error::InvalidRequest)?;
             let url = format!(
                 "{}/api/v1/fieldreport/items/{}", client.baseurl, encode_path(& record
@@ -42921,6 +50214,13 @@ pub mod builder {
             let response = result?;
             match response.status().as_u16() {
                 204u16 => Ok(ResponseValue::empty(response)),
+                400u16..=499u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 401u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -42981,7 +50281,7 @@ pub mod builder {
     pub struct FieldreportItemsUpdate<'a> {
         client: &'a super::Client,
         record: Result<::std::string::String, String>,
-        body: Result<types::builder::Items, String>,
+        body: Result<types::builder::ItemsUpdate, String>,
     }
     impl<'a> FieldreportItemsUpdate<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -43005,18 +50305,22 @@ pub mod builder {
         }
         pub fn body<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<types::Items>,
-            <V as std::convert::TryInto<types::Items>>::Error: std::fmt::Display,
+            V: std::convert::TryInto<types::ItemsUpdate>,
+            <V as std::convert::TryInto<types::ItemsUpdate>>::Error: std::fmt::Display,
         {
             self.body = value
                 .try_into()
                 .map(From::from)
-                .map_err(|s| format!("conversion to `Items` for body failed: {}", s));
+                .map_err(|s| {
+                    format!("conversion to `ItemsUpdate` for body failed: {}", s)
+                });
             self
         }
         pub fn body_map<F>(mut self, f: F) -> Self
         where
-            F: std::ops::FnOnce(types::builder::Items) -> types::builder::Items,
+            F: std::ops::FnOnce(
+                types::builder::ItemsUpdate,
+            ) -> types::builder::ItemsUpdate,
         {
             self.body = self.body.map(f);
             self
@@ -43028,7 +50332,7 @@ pub mod builder {
             let Self { client, record, body } = self;
             let record = record.map_err(Error::InvalidRequest)?;
             let body = body
-                .and_then(|v| types::Items::try_from(v).map_err(|e| e.to_string()))
+                .and_then(|v| types::ItemsUpdate::try_from(v).map_err(|e| e.to_string()))
                 .map_err(Error::InvalidRequest)?;
             let url = format!(
                 "{}/api/v1/fieldreport/items/{}", client.baseurl, encode_path(& record
@@ -44012,7 +51316,7 @@ pub mod builder {
     pub struct FieldreportProductsReplace<'a> {
         client: &'a super::Client,
         record: Result<::std::string::String, String>,
-        body: Result<types::builder::Products, String>,
+        body: Result<types::builder::ProductsUpdate, String>,
     }
     impl<'a> FieldreportProductsReplace<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -44036,18 +51340,24 @@ pub mod builder {
         }
         pub fn body<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<types::Products>,
-            <V as std::convert::TryInto<types::Products>>::Error: std::fmt::Display,
+            V: std::convert::TryInto<types::ProductsUpdate>,
+            <V as std::convert::TryInto<
+                types::ProductsUpdate,
+            >>::Error: std::fmt::Display,
         {
             self.body = value
                 .try_into()
                 .map(From::from)
-                .map_err(|s| format!("conversion to `Products` for body failed: {}", s));
+                .map_err(|s| {
+                    format!("conversion to `ProductsUpdate` for body failed: {}", s)
+                });
             self
         }
         pub fn body_map<F>(mut self, f: F) -> Self
         where
-            F: std::ops::FnOnce(types::builder::Products) -> types::builder::Products,
+            F: std::ops::FnOnce(
+                types::builder::ProductsUpdate,
+            ) -> types::builder::ProductsUpdate,
         {
             self.body = self.body.map(f);
             self
@@ -44059,7 +51369,9 @@ pub mod builder {
             let Self { client, record, body } = self;
             let record = record.map_err(Error::InvalidRequest)?;
             let body = body
-                .and_then(|v| types::Products::try_from(v).map_err(|e| e.to_string()))
+                .and_then(|v| {
+                    types::ProductsUpdate::try_from(v).map_err(|e| e.to_string())
+                })
                 .map_err(Error::InvalidRequest)?;
             let url = format!(
                 "{}/api/v1/fieldreport/products/{}", client.baseurl, encode_path(& record
@@ -44248,6 +51560,13 @@ pub mod builder {
             let response = result?;
             match response.status().as_u16() {
                 204u16 => Ok(ResponseValue::empty(response)),
+                400u16..=499u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 401u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -44308,7 +51627,7 @@ pub mod builder {
     pub struct FieldreportProductsUpdate<'a> {
         client: &'a super::Client,
         record: Result<::std::string::String, String>,
-        body: Result<types::builder::Products, String>,
+        body: Result<types::builder::ProductsUpdate, String>,
     }
     impl<'a> FieldreportProductsUpdate<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -44332,18 +51651,24 @@ pub mod builder {
         }
         pub fn body<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<types::Products>,
-            <V as std::convert::TryInto<types::Products>>::Error: std::fmt::Display,
+            V: std::convert::TryInto<types::ProductsUpdate>,
+            <V as std::convert::TryInto<
+                types::ProductsUpdate,
+            >>::Error: std::fmt::Display,
         {
             self.body = value
                 .try_into()
                 .map(From::from)
-                .map_err(|s| format!("conversion to `Products` for body failed: {}", s));
+                .map_err(|s| {
+                    format!("conversion to `ProductsUpdate` for body failed: {}", s)
+                });
             self
         }
         pub fn body_map<F>(mut self, f: F) -> Self
         where
-            F: std::ops::FnOnce(types::builder::Products) -> types::builder::Products,
+            F: std::ops::FnOnce(
+                types::builder::ProductsUpdate,
+            ) -> types::builder::ProductsUpdate,
         {
             self.body = self.body.map(f);
             self
@@ -44355,7 +51680,9 @@ pub mod builder {
             let Self { client, record, body } = self;
             let record = record.map_err(Error::InvalidRequest)?;
             let body = body
-                .and_then(|v| types::Products::try_from(v).map_err(|e| e.to_string()))
+                .and_then(|v| {
+                    types::ProductsUpdate::try_from(v).map_err(|e| e.to_string())
+                })
                 .map_err(Error::InvalidRequest)?;
             let url = format!(
                 "{}/api/v1/fieldreport/products/{}", client.baseurl, encode_path(& record
@@ -44830,7 +52157,7 @@ pub mod builder {
     pub struct FieldreportQualificationsReplace<'a> {
         client: &'a super::Client,
         record: Result<::std::string::String, String>,
-        body: Result<types::builder::Qualifications, String>,
+        body: Result<types::builder::QualificationsUpdate, String>,
     }
     impl<'a> FieldreportQualificationsReplace<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -44854,24 +52181,26 @@ pub mod builder {
         }
         pub fn body<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<types::Qualifications>,
+            V: std::convert::TryInto<types::QualificationsUpdate>,
             <V as std::convert::TryInto<
-                types::Qualifications,
+                types::QualificationsUpdate,
             >>::Error: std::fmt::Display,
         {
             self.body = value
                 .try_into()
                 .map(From::from)
                 .map_err(|s| {
-                    format!("conversion to `Qualifications` for body failed: {}", s)
+                    format!(
+                        "conversion to `QualificationsUpdate` for body failed: {}", s
+                    )
                 });
             self
         }
         pub fn body_map<F>(mut self, f: F) -> Self
         where
             F: std::ops::FnOnce(
-                types::builder::Qualifications,
-            ) -> types::builder::Qualifications,
+                types::builder::QualificationsUpdate,
+            ) -> types::builder::QualificationsUpdate,
         {
             self.body = self.body.map(f);
             self
@@ -44884,7 +52213,7 @@ pub mod builder {
             let record = record.map_err(Error::InvalidRequest)?;
             let body = body
                 .and_then(|v| {
-                    types::Qualifications::try_from(v).map_err(|e| e.to_string())
+                    types::QualificationsUpdate::try_from(v).map_err(|e| e.to_string())
                 })
                 .map_err(Error::InvalidRequest)?;
             let url = format!(
@@ -45074,6 +52403,13 @@ pub mod builder {
             let response = result?;
             match response.status().as_u16() {
                 204u16 => Ok(ResponseValue::empty(response)),
+                400u16..=499u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 401u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -45134,7 +52470,7 @@ pub mod builder {
     pub struct FieldreportQualificationsUpdate<'a> {
         client: &'a super::Client,
         record: Result<::std::string::String, String>,
-        body: Result<types::builder::Qualifications, String>,
+        body: Result<types::builder::QualificationsUpdate, String>,
     }
     impl<'a> FieldreportQualificationsUpdate<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -45158,24 +52494,26 @@ pub mod builder {
         }
         pub fn body<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<types::Qualifications>,
+            V: std::convert::TryInto<types::QualificationsUpdate>,
             <V as std::convert::TryInto<
-                types::Qualifications,
+                types::QualificationsUpdate,
             >>::Error: std::fmt::Display,
         {
             self.body = value
                 .try_into()
                 .map(From::from)
                 .map_err(|s| {
-                    format!("conversion to `Qualifications` for body failed: {}", s)
+                    format!(
+                        "conversion to `QualificationsUpdate` for body failed: {}", s
+                    )
                 });
             self
         }
         pub fn body_map<F>(mut self, f: F) -> Self
         where
             F: std::ops::FnOnce(
-                types::builder::Qualifications,
-            ) -> types::builder::Qualifications,
+                types::builder::QualificationsUpdate,
+            ) -> types::builder::QualificationsUpdate,
         {
             self.body = self.body.map(f);
             self
@@ -45188,7 +52526,7 @@ pub mod builder {
             let record = record.map_err(Error::InvalidRequest)?;
             let body = body
                 .and_then(|v| {
-                    types::Qualifications::try_from(v).map_err(|e| e.to_string())
+                    types::QualificationsUpdate::try_from(v).map_err(|e| e.to_string())
                 })
                 .map_err(Error::InvalidRequest)?;
             let url = format!(
@@ -45664,7 +53002,7 @@ pub mod builder {
     pub struct FieldreportServiceObjectsReplace<'a> {
         client: &'a super::Client,
         record: Result<::std::string::String, String>,
-        body: Result<types::builder::ServiceObjects, String>,
+        body: Result<types::builder::ServiceObjectsUpdate, String>,
     }
     impl<'a> FieldreportServiceObjectsReplace<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -45688,24 +53026,26 @@ pub mod builder {
         }
         pub fn body<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<types::ServiceObjects>,
+            V: std::convert::TryInto<types::ServiceObjectsUpdate>,
             <V as std::convert::TryInto<
-                types::ServiceObjects,
+                types::ServiceObjectsUpdate,
             >>::Error: std::fmt::Display,
         {
             self.body = value
                 .try_into()
                 .map(From::from)
                 .map_err(|s| {
-                    format!("conversion to `ServiceObjects` for body failed: {}", s)
+                    format!(
+                        "conversion to `ServiceObjectsUpdate` for body failed: {}", s
+                    )
                 });
             self
         }
         pub fn body_map<F>(mut self, f: F) -> Self
         where
             F: std::ops::FnOnce(
-                types::builder::ServiceObjects,
-            ) -> types::builder::ServiceObjects,
+                types::builder::ServiceObjectsUpdate,
+            ) -> types::builder::ServiceObjectsUpdate,
         {
             self.body = self.body.map(f);
             self
@@ -45718,7 +53058,7 @@ pub mod builder {
             let record = record.map_err(Error::InvalidRequest)?;
             let body = body
                 .and_then(|v| {
-                    types::ServiceObjects::try_from(v).map_err(|e| e.to_string())
+                    types::ServiceObjectsUpdate::try_from(v).map_err(|e| e.to_string())
                 })
                 .map_err(Error::InvalidRequest)?;
             let url = format!(
@@ -45908,6 +53248,13 @@ pub mod builder {
             let response = result?;
             match response.status().as_u16() {
                 204u16 => Ok(ResponseValue::empty(response)),
+                400u16..=499u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 401u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -45968,7 +53315,7 @@ pub mod builder {
     pub struct FieldreportServiceObjectsUpdate<'a> {
         client: &'a super::Client,
         record: Result<::std::string::String, String>,
-        body: Result<types::builder::ServiceObjects, String>,
+        body: Result<types::builder::ServiceObjectsUpdate, String>,
     }
     impl<'a> FieldreportServiceObjectsUpdate<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -45992,24 +53339,26 @@ pub mod builder {
         }
         pub fn body<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<types::ServiceObjects>,
+            V: std::convert::TryInto<types::ServiceObjectsUpdate>,
             <V as std::convert::TryInto<
-                types::ServiceObjects,
+                types::ServiceObjectsUpdate,
             >>::Error: std::fmt::Display,
         {
             self.body = value
                 .try_into()
                 .map(From::from)
                 .map_err(|s| {
-                    format!("conversion to `ServiceObjects` for body failed: {}", s)
+                    format!(
+                        "conversion to `ServiceObjectsUpdate` for body failed: {}", s
+                    )
                 });
             self
         }
         pub fn body_map<F>(mut self, f: F) -> Self
         where
             F: std::ops::FnOnce(
-                types::builder::ServiceObjects,
-            ) -> types::builder::ServiceObjects,
+                types::builder::ServiceObjectsUpdate,
+            ) -> types::builder::ServiceObjectsUpdate,
         {
             self.body = self.body.map(f);
             self
@@ -46022,7 +53371,7 @@ pub mod builder {
             let record = record.map_err(Error::InvalidRequest)?;
             let body = body
                 .and_then(|v| {
-                    types::ServiceObjects::try_from(v).map_err(|e| e.to_string())
+                    types::ServiceObjectsUpdate::try_from(v).map_err(|e| e.to_string())
                 })
                 .map_err(Error::InvalidRequest)?;
             let url = format!(
@@ -46498,7 +53847,7 @@ pub mod builder {
     pub struct FieldreportServiceRequestsReplace<'a> {
         client: &'a super::Client,
         record: Result<::std::string::String, String>,
-        body: Result<types::builder::ServiceRequests, String>,
+        body: Result<types::builder::ServiceRequestsUpdate, String>,
     }
     impl<'a> FieldreportServiceRequestsReplace<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -46522,24 +53871,26 @@ pub mod builder {
         }
         pub fn body<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<types::ServiceRequests>,
+            V: std::convert::TryInto<types::ServiceRequestsUpdate>,
             <V as std::convert::TryInto<
-                types::ServiceRequests,
+                types::ServiceRequestsUpdate,
             >>::Error: std::fmt::Display,
         {
             self.body = value
                 .try_into()
                 .map(From::from)
                 .map_err(|s| {
-                    format!("conversion to `ServiceRequests` for body failed: {}", s)
+                    format!(
+                        "conversion to `ServiceRequestsUpdate` for body failed: {}", s
+                    )
                 });
             self
         }
         pub fn body_map<F>(mut self, f: F) -> Self
         where
             F: std::ops::FnOnce(
-                types::builder::ServiceRequests,
-            ) -> types::builder::ServiceRequests,
+                types::builder::ServiceRequestsUpdate,
+            ) -> types::builder::ServiceRequestsUpdate,
         {
             self.body = self.body.map(f);
             self
@@ -46552,7 +53903,7 @@ pub mod builder {
             let record = record.map_err(Error::InvalidRequest)?;
             let body = body
                 .and_then(|v| {
-                    types::ServiceRequests::try_from(v).map_err(|e| e.to_string())
+                    types::ServiceRequestsUpdate::try_from(v).map_err(|e| e.to_string())
                 })
                 .map_err(Error::InvalidRequest)?;
             let url = format!(
@@ -46742,6 +54093,13 @@ pub mod builder {
             let response = result?;
             match response.status().as_u16() {
                 204u16 => Ok(ResponseValue::empty(response)),
+                400u16..=499u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 401u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -46802,7 +54160,7 @@ pub mod builder {
     pub struct FieldreportServiceRequestsUpdate<'a> {
         client: &'a super::Client,
         record: Result<::std::string::String, String>,
-        body: Result<types::builder::ServiceRequests, String>,
+        body: Result<types::builder::ServiceRequestsUpdate, String>,
     }
     impl<'a> FieldreportServiceRequestsUpdate<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -46826,24 +54184,26 @@ pub mod builder {
         }
         pub fn body<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<types::ServiceRequests>,
+            V: std::convert::TryInto<types::ServiceRequestsUpdate>,
             <V as std::convert::TryInto<
-                types::ServiceRequests,
+                types::ServiceRequestsUpdate,
             >>::Error: std::fmt::Display,
         {
             self.body = value
                 .try_into()
                 .map(From::from)
                 .map_err(|s| {
-                    format!("conversion to `ServiceRequests` for body failed: {}", s)
+                    format!(
+                        "conversion to `ServiceRequestsUpdate` for body failed: {}", s
+                    )
                 });
             self
         }
         pub fn body_map<F>(mut self, f: F) -> Self
         where
             F: std::ops::FnOnce(
-                types::builder::ServiceRequests,
-            ) -> types::builder::ServiceRequests,
+                types::builder::ServiceRequestsUpdate,
+            ) -> types::builder::ServiceRequestsUpdate,
         {
             self.body = self.body.map(f);
             self
@@ -46856,7 +54216,7 @@ pub mod builder {
             let record = record.map_err(Error::InvalidRequest)?;
             let body = body
                 .and_then(|v| {
-                    types::ServiceRequests::try_from(v).map_err(|e| e.to_string())
+                    types::ServiceRequestsUpdate::try_from(v).map_err(|e| e.to_string())
                 })
                 .map_err(Error::InvalidRequest)?;
             let url = format!(
@@ -47995,7 +55355,7 @@ pub mod builder {
     pub struct FieldreportStepListTemplatesReplace<'a> {
         client: &'a super::Client,
         record: Result<::std::string::String, String>,
-        body: Result<types::builder::StepListTemplates, String>,
+        body: Result<types::builder::StepListTemplatesUpdate, String>,
     }
     impl<'a> FieldreportStepListTemplatesReplace<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -48019,24 +55379,26 @@ pub mod builder {
         }
         pub fn body<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<types::StepListTemplates>,
+            V: std::convert::TryInto<types::StepListTemplatesUpdate>,
             <V as std::convert::TryInto<
-                types::StepListTemplates,
+                types::StepListTemplatesUpdate,
             >>::Error: std::fmt::Display,
         {
             self.body = value
                 .try_into()
                 .map(From::from)
                 .map_err(|s| {
-                    format!("conversion to `StepListTemplates` for body failed: {}", s)
+                    format!(
+                        "conversion to `StepListTemplatesUpdate` for body failed: {}", s
+                    )
                 });
             self
         }
         pub fn body_map<F>(mut self, f: F) -> Self
         where
             F: std::ops::FnOnce(
-                types::builder::StepListTemplates,
-            ) -> types::builder::StepListTemplates,
+                types::builder::StepListTemplatesUpdate,
+            ) -> types::builder::StepListTemplatesUpdate,
         {
             self.body = self.body.map(f);
             self
@@ -48052,7 +55414,8 @@ pub mod builder {
             let record = record.map_err(Error::InvalidRequest)?;
             let body = body
                 .and_then(|v| {
-                    types::StepListTemplates::try_from(v).map_err(|e| e.to_string())
+                    types::StepListTemplatesUpdate::try_from(v)
+                        .map_err(|e| e.to_string())
                 })
                 .map_err(Error::InvalidRequest)?;
             let url = format!(
@@ -48242,6 +55605,13 @@ pub mod builder {
             let response = result?;
             match response.status().as_u16() {
                 204u16 => Ok(ResponseValue::empty(response)),
+                400u16..=499u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 401u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -48302,7 +55672,7 @@ pub mod builder {
     pub struct FieldreportStepListTemplatesUpdate<'a> {
         client: &'a super::Client,
         record: Result<::std::string::String, String>,
-        body: Result<types::builder::StepListTemplates, String>,
+        body: Result<types::builder::StepListTemplatesUpdate, String>,
     }
     impl<'a> FieldreportStepListTemplatesUpdate<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -48326,24 +55696,26 @@ pub mod builder {
         }
         pub fn body<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<types::StepListTemplates>,
+            V: std::convert::TryInto<types::StepListTemplatesUpdate>,
             <V as std::convert::TryInto<
-                types::StepListTemplates,
+                types::StepListTemplatesUpdate,
             >>::Error: std::fmt::Display,
         {
             self.body = value
                 .try_into()
                 .map(From::from)
                 .map_err(|s| {
-                    format!("conversion to `StepListTemplates` for body failed: {}", s)
+                    format!(
+                        "conversion to `StepListTemplatesUpdate` for body failed: {}", s
+                    )
                 });
             self
         }
         pub fn body_map<F>(mut self, f: F) -> Self
         where
             F: std::ops::FnOnce(
-                types::builder::StepListTemplates,
-            ) -> types::builder::StepListTemplates,
+                types::builder::StepListTemplatesUpdate,
+            ) -> types::builder::StepListTemplatesUpdate,
         {
             self.body = self.body.map(f);
             self
@@ -48359,7 +55731,8 @@ pub mod builder {
             let record = record.map_err(Error::InvalidRequest)?;
             let body = body
                 .and_then(|v| {
-                    types::StepListTemplates::try_from(v).map_err(|e| e.to_string())
+                    types::StepListTemplatesUpdate::try_from(v)
+                        .map_err(|e| e.to_string())
                 })
                 .map_err(Error::InvalidRequest)?;
             let url = format!(
@@ -49078,7 +56451,7 @@ pub mod builder {
     pub struct FieldreportTagsReplace<'a> {
         client: &'a super::Client,
         record: Result<::std::string::String, String>,
-        body: Result<types::builder::Tags, String>,
+        body: Result<types::builder::TagsUpdate, String>,
     }
     impl<'a> FieldreportTagsReplace<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -49102,18 +56475,22 @@ pub mod builder {
         }
         pub fn body<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<types::Tags>,
-            <V as std::convert::TryInto<types::Tags>>::Error: std::fmt::Display,
+            V: std::convert::TryInto<types::TagsUpdate>,
+            <V as std::convert::TryInto<types::TagsUpdate>>::Error: std::fmt::Display,
         {
             self.body = value
                 .try_into()
                 .map(From::from)
-                .map_err(|s| format!("conversion to `Tags` for body failed: {}", s));
+                .map_err(|s| {
+                    format!("conversion to `TagsUpdate` for body failed: {}", s)
+                });
             self
         }
         pub fn body_map<F>(mut self, f: F) -> Self
         where
-            F: std::ops::FnOnce(types::builder::Tags) -> types::builder::Tags,
+            F: std::ops::FnOnce(
+                types::builder::TagsUpdate,
+            ) -> types::builder::TagsUpdate,
         {
             self.body = self.body.map(f);
             self
@@ -49125,7 +56502,7 @@ pub mod builder {
             let Self { client, record, body } = self;
             let record = record.map_err(Error::InvalidRequest)?;
             let body = body
-                .and_then(|v| types::Tags::try_from(v).map_err(|e| e.to_string()))
+                .and_then(|v| types::TagsUpdate::try_from(v).map_err(|e| e.to_string()))
                 .map_err(Error::InvalidRequest)?;
             let url = format!(
                 "{}/api/v1/fieldreport/tags/{}", client.baseurl, encode_path(& record
@@ -49314,6 +56691,13 @@ pub mod builder {
             let response = result?;
             match response.status().as_u16() {
                 204u16 => Ok(ResponseValue::empty(response)),
+                400u16..=499u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 401u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -49374,7 +56758,7 @@ pub mod builder {
     pub struct FieldreportTagsUpdate<'a> {
         client: &'a super::Client,
         record: Result<::std::string::String, String>,
-        body: Result<types::builder::Tags, String>,
+        body: Result<types::builder::TagsUpdate, String>,
     }
     impl<'a> FieldreportTagsUpdate<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -49398,18 +56782,22 @@ pub mod builder {
         }
         pub fn body<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<types::Tags>,
-            <V as std::convert::TryInto<types::Tags>>::Error: std::fmt::Display,
+            V: std::convert::TryInto<types::TagsUpdate>,
+            <V as std::convert::TryInto<types::TagsUpdate>>::Error: std::fmt::Display,
         {
             self.body = value
                 .try_into()
                 .map(From::from)
-                .map_err(|s| format!("conversion to `Tags` for body failed: {}", s));
+                .map_err(|s| {
+                    format!("conversion to `TagsUpdate` for body failed: {}", s)
+                });
             self
         }
         pub fn body_map<F>(mut self, f: F) -> Self
         where
-            F: std::ops::FnOnce(types::builder::Tags) -> types::builder::Tags,
+            F: std::ops::FnOnce(
+                types::builder::TagsUpdate,
+            ) -> types::builder::TagsUpdate,
         {
             self.body = self.body.map(f);
             self
@@ -49421,7 +56809,7 @@ pub mod builder {
             let Self { client, record, body } = self;
             let record = record.map_err(Error::InvalidRequest)?;
             let body = body
-                .and_then(|v| types::Tags::try_from(v).map_err(|e| e.to_string()))
+                .and_then(|v| types::TagsUpdate::try_from(v).map_err(|e| e.to_string()))
                 .map_err(Error::InvalidRequest)?;
             let url = format!(
                 "{}/api/v1/fieldreport/tags/{}", client.baseurl, encode_path(& record
@@ -49894,7 +57282,7 @@ pub mod builder {
     pub struct FieldreportTimeEventsReplace<'a> {
         client: &'a super::Client,
         record: Result<::std::string::String, String>,
-        body: Result<types::builder::TimeEvents, String>,
+        body: Result<types::builder::TimeEventsUpdate, String>,
     }
     impl<'a> FieldreportTimeEventsReplace<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -49918,22 +57306,24 @@ pub mod builder {
         }
         pub fn body<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<types::TimeEvents>,
-            <V as std::convert::TryInto<types::TimeEvents>>::Error: std::fmt::Display,
+            V: std::convert::TryInto<types::TimeEventsUpdate>,
+            <V as std::convert::TryInto<
+                types::TimeEventsUpdate,
+            >>::Error: std::fmt::Display,
         {
             self.body = value
                 .try_into()
                 .map(From::from)
                 .map_err(|s| {
-                    format!("conversion to `TimeEvents` for body failed: {}", s)
+                    format!("conversion to `TimeEventsUpdate` for body failed: {}", s)
                 });
             self
         }
         pub fn body_map<F>(mut self, f: F) -> Self
         where
             F: std::ops::FnOnce(
-                types::builder::TimeEvents,
-            ) -> types::builder::TimeEvents,
+                types::builder::TimeEventsUpdate,
+            ) -> types::builder::TimeEventsUpdate,
         {
             self.body = self.body.map(f);
             self
@@ -49945,7 +57335,9 @@ pub mod builder {
             let Self { client, record, body } = self;
             let record = record.map_err(Error::InvalidRequest)?;
             let body = body
-                .and_then(|v| types::TimeEvents::try_from(v).map_err(|e| e.to_string()))
+                .and_then(|v| {
+                    types::TimeEventsUpdate::try_from(v).map_err(|e| e.to_string())
+                })
                 .map_err(Error::InvalidRequest)?;
             let url = format!(
                 "{}/api/v1/fieldreport/timeEvents/{}", client.baseurl, encode_path(&
@@ -50134,6 +57526,13 @@ pub mod builder {
             let response = result?;
             match response.status().as_u16() {
                 204u16 => Ok(ResponseValue::empty(response)),
+                400u16..=499u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 401u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -50194,7 +57593,7 @@ pub mod builder {
     pub struct FieldreportTimeEventsUpdate<'a> {
         client: &'a super::Client,
         record: Result<::std::string::String, String>,
-        body: Result<types::builder::TimeEvents, String>,
+        body: Result<types::builder::TimeEventsUpdate, String>,
     }
     impl<'a> FieldreportTimeEventsUpdate<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -50218,22 +57617,24 @@ pub mod builder {
         }
         pub fn body<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<types::TimeEvents>,
-            <V as std::convert::TryInto<types::TimeEvents>>::Error: std::fmt::Display,
+            V: std::convert::TryInto<types::TimeEventsUpdate>,
+            <V as std::convert::TryInto<
+                types::TimeEventsUpdate,
+            >>::Error: std::fmt::Display,
         {
             self.body = value
                 .try_into()
                 .map(From::from)
                 .map_err(|s| {
-                    format!("conversion to `TimeEvents` for body failed: {}", s)
+                    format!("conversion to `TimeEventsUpdate` for body failed: {}", s)
                 });
             self
         }
         pub fn body_map<F>(mut self, f: F) -> Self
         where
             F: std::ops::FnOnce(
-                types::builder::TimeEvents,
-            ) -> types::builder::TimeEvents,
+                types::builder::TimeEventsUpdate,
+            ) -> types::builder::TimeEventsUpdate,
         {
             self.body = self.body.map(f);
             self
@@ -50245,7 +57646,9 @@ pub mod builder {
             let Self { client, record, body } = self;
             let record = record.map_err(Error::InvalidRequest)?;
             let body = body
-                .and_then(|v| types::TimeEvents::try_from(v).map_err(|e| e.to_string()))
+                .and_then(|v| {
+                    types::TimeEventsUpdate::try_from(v).map_err(|e| e.to_string())
+                })
                 .map_err(Error::InvalidRequest)?;
             let url = format!(
                 "{}/api/v1/fieldreport/timeEvents/{}", client.baseurl, encode_path(&
@@ -50712,7 +58115,7 @@ pub mod builder {
     pub struct FieldreportUsersReplace<'a> {
         client: &'a super::Client,
         record: Result<::std::string::String, String>,
-        body: Result<types::builder::Users, String>,
+        body: Result<types::builder::UsersUpdate, String>,
     }
     impl<'a> FieldreportUsersReplace<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -50736,18 +58139,22 @@ pub mod builder {
         }
         pub fn body<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<types::Users>,
-            <V as std::convert::TryInto<types::Users>>::Error: std::fmt::Display,
+            V: std::convert::TryInto<types::UsersUpdate>,
+            <V as std::convert::TryInto<types::UsersUpdate>>::Error: std::fmt::Display,
         {
             self.body = value
                 .try_into()
                 .map(From::from)
-                .map_err(|s| format!("conversion to `Users` for body failed: {}", s));
+                .map_err(|s| {
+                    format!("conversion to `UsersUpdate` for body failed: {}", s)
+                });
             self
         }
         pub fn body_map<F>(mut self, f: F) -> Self
         where
-            F: std::ops::FnOnce(types::builder::Users) -> types::builder::Users,
+            F: std::ops::FnOnce(
+                types::builder::UsersUpdate,
+            ) -> types::builder::UsersUpdate,
         {
             self.body = self.body.map(f);
             self
@@ -50759,7 +58166,7 @@ pub mod builder {
             let Self { client, record, body } = self;
             let record = record.map_err(Error::InvalidRequest)?;
             let body = body
-                .and_then(|v| types::Users::try_from(v).map_err(|e| e.to_string()))
+                .and_then(|v| types::UsersUpdate::try_from(v).map_err(|e| e.to_string()))
                 .map_err(Error::InvalidRequest)?;
             let url = format!(
                 "{}/api/v1/fieldreport/users/{}", client.baseurl, encode_path(& record
@@ -50948,6 +58355,13 @@ pub mod builder {
             let response = result?;
             match response.status().as_u16() {
                 204u16 => Ok(ResponseValue::empty(response)),
+                400u16..=499u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 401u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -51008,7 +58422,7 @@ pub mod builder {
     pub struct FieldreportUsersUpdate<'a> {
         client: &'a super::Client,
         record: Result<::std::string::String, String>,
-        body: Result<types::builder::Users, String>,
+        body: Result<types::builder::UsersUpdate, String>,
     }
     impl<'a> FieldreportUsersUpdate<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -51032,18 +58446,22 @@ pub mod builder {
         }
         pub fn body<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<types::Users>,
-            <V as std::convert::TryInto<types::Users>>::Error: std::fmt::Display,
+            V: std::convert::TryInto<types::UsersUpdate>,
+            <V as std::convert::TryInto<types::UsersUpdate>>::Error: std::fmt::Display,
         {
             self.body = value
                 .try_into()
                 .map(From::from)
-                .map_err(|s| format!("conversion to `Users` for body failed: {}", s));
+                .map_err(|s| {
+                    format!("conversion to `UsersUpdate` for body failed: {}", s)
+                });
             self
         }
         pub fn body_map<F>(mut self, f: F) -> Self
         where
-            F: std::ops::FnOnce(types::builder::Users) -> types::builder::Users,
+            F: std::ops::FnOnce(
+                types::builder::UsersUpdate,
+            ) -> types::builder::UsersUpdate,
         {
             self.body = self.body.map(f);
             self
@@ -51055,7 +58473,7 @@ pub mod builder {
             let Self { client, record, body } = self;
             let record = record.map_err(Error::InvalidRequest)?;
             let body = body
-                .and_then(|v| types::Users::try_from(v).map_err(|e| e.to_string()))
+                .and_then(|v| types::UsersUpdate::try_from(v).map_err(|e| e.to_string()))
                 .map_err(Error::InvalidRequest)?;
             let url = format!(
                 "{}/api/v1/fieldreport/users/{}", client.baseurl, encode_path(& record
@@ -54179,6 +61597,13 @@ pub mod builder {
             let response = result?;
             match response.status().as_u16() {
                 200u16 => Ok(ResponseValue::stream(response)),
+                400u16..=499u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 401u16 => {
                     Err(
                         Error::ErrorResponse(

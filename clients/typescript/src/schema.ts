@@ -255,7 +255,9 @@ export interface paths {
         };
         /**
          * One mirrored ERP record
-         * @description Needs a token with the ability `erp` (login tokens hold every ability, `*`).
+         * @description The record of `model` with id `entity` as the local mirror holds it (the last pull or webhook wrote it); the ERP is not asked. 404 when the mirror has no such record.
+         *
+         *     Needs a token with the ability `erp` (login tokens hold every ability, `*`).
          */
         get: operations["erp_show_record"];
         put?: never;
@@ -319,7 +321,9 @@ export interface paths {
         };
         /**
          * Refresh one ERP model
-         * @description Needs a token with the ability `erp` (login tokens hold every ability, `*`).
+         * @description Pulls every record of `model` from the ERP again, page by page, and stores each (a full pull, not from the cursor); the answer counts what was fetched and stored. The same as `integration-service erp setup <model>`.
+         *
+         *     Needs a token with the ability `erp` (login tokens hold every ability, `*`).
          */
         get: operations["erp_update_model"];
         put?: never;
@@ -442,7 +446,7 @@ export interface paths {
         get: operations["fieldreport_companies_show"];
         /**
          * Update a Companies record
-         * @description The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT Companies(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
+         * @description The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT Companies(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). `Id` and `Version` may be left out; when given, `Id` must be the record's own and `Version` the stored one, else 422 (not a string, not an integer, another Id) or 409 (a stale Version: read the record again). The local record changes only when the upstream accepted; a concurrent change answers 409.
          *
          *     Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
          */
@@ -459,7 +463,7 @@ export interface paths {
         head?: never;
         /**
          * Update a Companies record
-         * @description The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT Companies(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
+         * @description The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT Companies(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). `Id` and `Version` may be left out; when given, `Id` must be the record's own and `Version` the stored one, else 422 (not a string, not an integer, another Id) or 409 (a stale Version: read the record again). The local record changes only when the upstream accepted; a concurrent change answers 409.
          *
          *     Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
          */
@@ -510,7 +514,7 @@ export interface paths {
         get: operations["fieldreport_contacts_show"];
         /**
          * Update a Contacts record
-         * @description The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT Contacts(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
+         * @description The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT Contacts(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). `Id` and `Version` may be left out; when given, `Id` must be the record's own and `Version` the stored one, else 422 (not a string, not an integer, another Id) or 409 (a stale Version: read the record again). The local record changes only when the upstream accepted; a concurrent change answers 409.
          *
          *     Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
          */
@@ -527,7 +531,7 @@ export interface paths {
         head?: never;
         /**
          * Update a Contacts record
-         * @description The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT Contacts(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
+         * @description The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT Contacts(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). `Id` and `Version` may be left out; when given, `Id` must be the record's own and `Version` the stored one, else 422 (not a string, not an integer, another Id) or 409 (a stale Version: read the record again). The local record changes only when the upstream accepted; a concurrent change answers 409.
          *
          *     Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
          */
@@ -547,7 +551,7 @@ export interface paths {
          *
          *     Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
          */
-        get: operations["fieldreport_costCenters_list"];
+        get: operations["fieldreport_cost_centers_list"];
         put?: never;
         /**
          * Create a CostCenters record
@@ -555,7 +559,7 @@ export interface paths {
          *
          *     Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
          */
-        post: operations["fieldreport_costCenters_create"];
+        post: operations["fieldreport_cost_centers_create"];
         delete?: never;
         options?: never;
         head?: never;
@@ -575,14 +579,14 @@ export interface paths {
          *
          *     Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
          */
-        get: operations["fieldreport_costCenters_show"];
+        get: operations["fieldreport_cost_centers_show"];
         /**
          * Update a CostCenters record
-         * @description The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT CostCenters(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
+         * @description The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT CostCenters(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). `Id` and `Version` may be left out; when given, `Id` must be the record's own and `Version` the stored one, else 422 (not a string, not an integer, another Id) or 409 (a stale Version: read the record again). The local record changes only when the upstream accepted; a concurrent change answers 409.
          *
          *     Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
          */
-        put: operations["fieldreport_costCenters_replace"];
+        put: operations["fieldreport_cost_centers_replace"];
         post?: never;
         /**
          * Delete a CostCenters record
@@ -590,16 +594,16 @@ export interface paths {
          *
          *     Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
          */
-        delete: operations["fieldreport_costCenters_delete"];
+        delete: operations["fieldreport_cost_centers_delete"];
         options?: never;
         head?: never;
         /**
          * Update a CostCenters record
-         * @description The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT CostCenters(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
+         * @description The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT CostCenters(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). `Id` and `Version` may be left out; when given, `Id` must be the record's own and `Version` the stored one, else 422 (not a string, not an integer, another Id) or 409 (a stale Version: read the record again). The local record changes only when the upstream accepted; a concurrent change answers 409.
          *
          *     Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
          */
-        patch: operations["fieldreport_costCenters_update"];
+        patch: operations["fieldreport_cost_centers_update"];
         trace?: never;
     };
     "/api/v1/fieldreport/documents": {
@@ -646,7 +650,7 @@ export interface paths {
         get: operations["fieldreport_documents_show"];
         /**
          * Update a Documents record
-         * @description The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT Documents(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
+         * @description The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT Documents(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). `Id` and `Version` may be left out; when given, `Id` must be the record's own and `Version` the stored one, else 422 (not a string, not an integer, another Id) or 409 (a stale Version: read the record again). The local record changes only when the upstream accepted; a concurrent change answers 409.
          *
          *     Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
          */
@@ -663,7 +667,7 @@ export interface paths {
         head?: never;
         /**
          * Update a Documents record
-         * @description The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT Documents(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
+         * @description The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT Documents(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). `Id` and `Version` may be left out; when given, `Id` must be the record's own and `Version` the stored one, else 422 (not a string, not an integer, another Id) or 409 (a stale Version: read the record again). The local record changes only when the upstream accepted; a concurrent change answers 409.
          *
          *     Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
          */
@@ -683,7 +687,7 @@ export interface paths {
          *
          *     Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
          */
-        get: operations["fieldreport_itemTypes_list"];
+        get: operations["fieldreport_item_types_list"];
         put?: never;
         /**
          * Create a ItemTypes record
@@ -691,7 +695,7 @@ export interface paths {
          *
          *     Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
          */
-        post: operations["fieldreport_itemTypes_create"];
+        post: operations["fieldreport_item_types_create"];
         delete?: never;
         options?: never;
         head?: never;
@@ -711,14 +715,14 @@ export interface paths {
          *
          *     Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
          */
-        get: operations["fieldreport_itemTypes_show"];
+        get: operations["fieldreport_item_types_show"];
         /**
          * Update a ItemTypes record
-         * @description The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT ItemTypes(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
+         * @description The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT ItemTypes(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). `Id` and `Version` may be left out; when given, `Id` must be the record's own and `Version` the stored one, else 422 (not a string, not an integer, another Id) or 409 (a stale Version: read the record again). The local record changes only when the upstream accepted; a concurrent change answers 409.
          *
          *     Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
          */
-        put: operations["fieldreport_itemTypes_replace"];
+        put: operations["fieldreport_item_types_replace"];
         post?: never;
         /**
          * Delete a ItemTypes record
@@ -726,16 +730,16 @@ export interface paths {
          *
          *     Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
          */
-        delete: operations["fieldreport_itemTypes_delete"];
+        delete: operations["fieldreport_item_types_delete"];
         options?: never;
         head?: never;
         /**
          * Update a ItemTypes record
-         * @description The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT ItemTypes(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
+         * @description The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT ItemTypes(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). `Id` and `Version` may be left out; when given, `Id` must be the record's own and `Version` the stored one, else 422 (not a string, not an integer, another Id) or 409 (a stale Version: read the record again). The local record changes only when the upstream accepted; a concurrent change answers 409.
          *
          *     Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
          */
-        patch: operations["fieldreport_itemTypes_update"];
+        patch: operations["fieldreport_item_types_update"];
         trace?: never;
     };
     "/api/v1/fieldreport/itemUnits": {
@@ -751,7 +755,7 @@ export interface paths {
          *
          *     Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
          */
-        get: operations["fieldreport_itemUnits_list"];
+        get: operations["fieldreport_item_units_list"];
         put?: never;
         /**
          * Create a ItemUnits record
@@ -759,7 +763,7 @@ export interface paths {
          *
          *     Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
          */
-        post: operations["fieldreport_itemUnits_create"];
+        post: operations["fieldreport_item_units_create"];
         delete?: never;
         options?: never;
         head?: never;
@@ -779,14 +783,14 @@ export interface paths {
          *
          *     Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
          */
-        get: operations["fieldreport_itemUnits_show"];
+        get: operations["fieldreport_item_units_show"];
         /**
          * Update a ItemUnits record
-         * @description The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT ItemUnits(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
+         * @description The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT ItemUnits(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). `Id` and `Version` may be left out; when given, `Id` must be the record's own and `Version` the stored one, else 422 (not a string, not an integer, another Id) or 409 (a stale Version: read the record again). The local record changes only when the upstream accepted; a concurrent change answers 409.
          *
          *     Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
          */
-        put: operations["fieldreport_itemUnits_replace"];
+        put: operations["fieldreport_item_units_replace"];
         post?: never;
         /**
          * Delete a ItemUnits record
@@ -794,16 +798,16 @@ export interface paths {
          *
          *     Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
          */
-        delete: operations["fieldreport_itemUnits_delete"];
+        delete: operations["fieldreport_item_units_delete"];
         options?: never;
         head?: never;
         /**
          * Update a ItemUnits record
-         * @description The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT ItemUnits(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
+         * @description The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT ItemUnits(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). `Id` and `Version` may be left out; when given, `Id` must be the record's own and `Version` the stored one, else 422 (not a string, not an integer, another Id) or 409 (a stale Version: read the record again). The local record changes only when the upstream accepted; a concurrent change answers 409.
          *
          *     Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
          */
-        patch: operations["fieldreport_itemUnits_update"];
+        patch: operations["fieldreport_item_units_update"];
         trace?: never;
     };
     "/api/v1/fieldreport/items": {
@@ -850,7 +854,7 @@ export interface paths {
         get: operations["fieldreport_items_show"];
         /**
          * Update a Items record
-         * @description The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT Items(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
+         * @description The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT Items(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). `Id` and `Version` may be left out; when given, `Id` must be the record's own and `Version` the stored one, else 422 (not a string, not an integer, another Id) or 409 (a stale Version: read the record again). The local record changes only when the upstream accepted; a concurrent change answers 409.
          *
          *     Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
          */
@@ -867,7 +871,7 @@ export interface paths {
         head?: never;
         /**
          * Update a Items record
-         * @description The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT Items(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
+         * @description The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT Items(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). `Id` and `Version` may be left out; when given, `Id` must be the record's own and `Version` the stored one, else 422 (not a string, not an integer, another Id) or 409 (a stale Version: read the record again). The local record changes only when the upstream accepted; a concurrent change answers 409.
          *
          *     Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
          */
@@ -905,7 +909,9 @@ export interface paths {
         };
         /**
          * Push internal writes of a stage
-         * @description Needs a token with the ability `fieldreport:tools` (login tokens hold every ability, `*`).
+         * @description As the push of all internal writes, for the sets of stage 1, 2 or 3 only.
+         *
+         *     Needs a token with the ability `fieldreport:tools` (login tokens hold every ability, `*`).
          */
         get: operations["fieldreport_post_stage"];
         put?: never;
@@ -925,7 +931,9 @@ export interface paths {
         };
         /**
          * Push internal writes of a stage and type
-         * @description Needs a token with the ability `fieldreport:tools` (login tokens hold every ability, `*`).
+         * @description As the push of all internal writes, for one set of the stage (`type`, its route or OData name) only.
+         *
+         *     Needs a token with the ability `fieldreport:tools` (login tokens hold every ability, `*`).
          */
         get: operations["fieldreport_post_type"];
         put?: never;
@@ -945,7 +953,9 @@ export interface paths {
         };
         /**
          * Push internal writes of one entity
-         * @description Needs a token with the ability `fieldreport:tools` (login tokens hold every ability, `*`).
+         * @description As the push of all internal writes, for the one record `entity` (its Id) of set `type`.
+         *
+         *     Needs a token with the ability `fieldreport:tools` (login tokens hold every ability, `*`).
          */
         get: operations["fieldreport_post"];
         put?: never;
@@ -1000,7 +1010,7 @@ export interface paths {
         get: operations["fieldreport_products_show"];
         /**
          * Update a Products record
-         * @description The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT Products(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
+         * @description The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT Products(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). `Id` and `Version` may be left out; when given, `Id` must be the record's own and `Version` the stored one, else 422 (not a string, not an integer, another Id) or 409 (a stale Version: read the record again). The local record changes only when the upstream accepted; a concurrent change answers 409.
          *
          *     Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
          */
@@ -1017,7 +1027,7 @@ export interface paths {
         head?: never;
         /**
          * Update a Products record
-         * @description The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT Products(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
+         * @description The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT Products(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). `Id` and `Version` may be left out; when given, `Id` must be the record's own and `Version` the stored one, else 422 (not a string, not an integer, another Id) or 409 (a stale Version: read the record again). The local record changes only when the upstream accepted; a concurrent change answers 409.
          *
          *     Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
          */
@@ -1068,7 +1078,7 @@ export interface paths {
         get: operations["fieldreport_qualifications_show"];
         /**
          * Update a Qualifications record
-         * @description The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT Qualifications(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
+         * @description The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT Qualifications(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). `Id` and `Version` may be left out; when given, `Id` must be the record's own and `Version` the stored one, else 422 (not a string, not an integer, another Id) or 409 (a stale Version: read the record again). The local record changes only when the upstream accepted; a concurrent change answers 409.
          *
          *     Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
          */
@@ -1085,7 +1095,7 @@ export interface paths {
         head?: never;
         /**
          * Update a Qualifications record
-         * @description The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT Qualifications(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
+         * @description The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT Qualifications(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). `Id` and `Version` may be left out; when given, `Id` must be the record's own and `Version` the stored one, else 422 (not a string, not an integer, another Id) or 409 (a stale Version: read the record again). The local record changes only when the upstream accepted; a concurrent change answers 409.
          *
          *     Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
          */
@@ -1105,7 +1115,7 @@ export interface paths {
          *
          *     Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
          */
-        get: operations["fieldreport_serviceObjects_list"];
+        get: operations["fieldreport_service_objects_list"];
         put?: never;
         /**
          * Create a ServiceObjects record
@@ -1113,7 +1123,7 @@ export interface paths {
          *
          *     Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
          */
-        post: operations["fieldreport_serviceObjects_create"];
+        post: operations["fieldreport_service_objects_create"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1133,14 +1143,14 @@ export interface paths {
          *
          *     Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
          */
-        get: operations["fieldreport_serviceObjects_show"];
+        get: operations["fieldreport_service_objects_show"];
         /**
          * Update a ServiceObjects record
-         * @description The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT ServiceObjects(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
+         * @description The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT ServiceObjects(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). `Id` and `Version` may be left out; when given, `Id` must be the record's own and `Version` the stored one, else 422 (not a string, not an integer, another Id) or 409 (a stale Version: read the record again). The local record changes only when the upstream accepted; a concurrent change answers 409.
          *
          *     Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
          */
-        put: operations["fieldreport_serviceObjects_replace"];
+        put: operations["fieldreport_service_objects_replace"];
         post?: never;
         /**
          * Delete a ServiceObjects record
@@ -1148,16 +1158,16 @@ export interface paths {
          *
          *     Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
          */
-        delete: operations["fieldreport_serviceObjects_delete"];
+        delete: operations["fieldreport_service_objects_delete"];
         options?: never;
         head?: never;
         /**
          * Update a ServiceObjects record
-         * @description The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT ServiceObjects(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
+         * @description The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT ServiceObjects(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). `Id` and `Version` may be left out; when given, `Id` must be the record's own and `Version` the stored one, else 422 (not a string, not an integer, another Id) or 409 (a stale Version: read the record again). The local record changes only when the upstream accepted; a concurrent change answers 409.
          *
          *     Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
          */
-        patch: operations["fieldreport_serviceObjects_update"];
+        patch: operations["fieldreport_service_objects_update"];
         trace?: never;
     };
     "/api/v1/fieldreport/serviceRequests": {
@@ -1173,7 +1183,7 @@ export interface paths {
          *
          *     Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
          */
-        get: operations["fieldreport_serviceRequests_list"];
+        get: operations["fieldreport_service_requests_list"];
         put?: never;
         /**
          * Create a ServiceRequests record
@@ -1181,7 +1191,7 @@ export interface paths {
          *
          *     Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
          */
-        post: operations["fieldreport_serviceRequests_create"];
+        post: operations["fieldreport_service_requests_create"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1201,14 +1211,14 @@ export interface paths {
          *
          *     Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
          */
-        get: operations["fieldreport_serviceRequests_show"];
+        get: operations["fieldreport_service_requests_show"];
         /**
          * Update a ServiceRequests record
-         * @description The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT ServiceRequests(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
+         * @description The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT ServiceRequests(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). `Id` and `Version` may be left out; when given, `Id` must be the record's own and `Version` the stored one, else 422 (not a string, not an integer, another Id) or 409 (a stale Version: read the record again). The local record changes only when the upstream accepted; a concurrent change answers 409.
          *
          *     Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
          */
-        put: operations["fieldreport_serviceRequests_replace"];
+        put: operations["fieldreport_service_requests_replace"];
         post?: never;
         /**
          * Delete a ServiceRequests record
@@ -1216,16 +1226,16 @@ export interface paths {
          *
          *     Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
          */
-        delete: operations["fieldreport_serviceRequests_delete"];
+        delete: operations["fieldreport_service_requests_delete"];
         options?: never;
         head?: never;
         /**
          * Update a ServiceRequests record
-         * @description The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT ServiceRequests(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
+         * @description The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT ServiceRequests(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). `Id` and `Version` may be left out; when given, `Id` must be the record's own and `Version` the stored one, else 422 (not a string, not an integer, another Id) or 409 (a stale Version: read the record again). The local record changes only when the upstream accepted; a concurrent change answers 409.
          *
          *     Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
          */
-        patch: operations["fieldreport_serviceRequests_update"];
+        patch: operations["fieldreport_service_requests_update"];
         trace?: never;
     };
     "/api/v1/fieldreport/setup": {
@@ -1259,7 +1269,9 @@ export interface paths {
         };
         /**
          * Initial setup of one stage
-         * @description Needs a token with the ability `fieldreport:tools` (login tokens hold every ability, `*`).
+         * @description Syncs the sets of stage 1, 2 or 3 (see the setup of all stages for which sets each holds), in order, from the field-report system into the mirror; the answer reports each set's sync.
+         *
+         *     Needs a token with the ability `fieldreport:tools` (login tokens hold every ability, `*`).
          */
         get: operations["fieldreport_setup"];
         put?: never;
@@ -1301,7 +1313,9 @@ export interface paths {
         };
         /**
          * One field-report entity
-         * @description Needs a token with the ability `fieldreport:tools` (login tokens hold every ability, `*`).
+         * @description The set named by its route (`costCenters`) or OData name (`CostCenters`): how many records the mirror holds, when it was last synced, its sync cursor and the relations each sync expands. 404 for an unknown set.
+         *
+         *     Needs a token with the ability `fieldreport:tools` (login tokens hold every ability, `*`).
          */
         get: operations["fieldreport_show_entity"];
         put?: never;
@@ -1369,7 +1383,7 @@ export interface paths {
          *
          *     Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
          */
-        get: operations["fieldreport_stepListTemplates_list"];
+        get: operations["fieldreport_step_list_templates_list"];
         put?: never;
         /**
          * Create a StepListTemplates record
@@ -1377,7 +1391,7 @@ export interface paths {
          *
          *     Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
          */
-        post: operations["fieldreport_stepListTemplates_create"];
+        post: operations["fieldreport_step_list_templates_create"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1397,14 +1411,14 @@ export interface paths {
          *
          *     Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
          */
-        get: operations["fieldreport_stepListTemplates_show"];
+        get: operations["fieldreport_step_list_templates_show"];
         /**
          * Update a StepListTemplates record
-         * @description The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT StepListTemplates(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
+         * @description The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT StepListTemplates(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). `Id` and `Version` may be left out; when given, `Id` must be the record's own and `Version` the stored one, else 422 (not a string, not an integer, another Id) or 409 (a stale Version: read the record again). The local record changes only when the upstream accepted; a concurrent change answers 409.
          *
          *     Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
          */
-        put: operations["fieldreport_stepListTemplates_replace"];
+        put: operations["fieldreport_step_list_templates_replace"];
         post?: never;
         /**
          * Delete a StepListTemplates record
@@ -1412,16 +1426,16 @@ export interface paths {
          *
          *     Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
          */
-        delete: operations["fieldreport_stepListTemplates_delete"];
+        delete: operations["fieldreport_step_list_templates_delete"];
         options?: never;
         head?: never;
         /**
          * Update a StepListTemplates record
-         * @description The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT StepListTemplates(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
+         * @description The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT StepListTemplates(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). `Id` and `Version` may be left out; when given, `Id` must be the record's own and `Version` the stored one, else 422 (not a string, not an integer, another Id) or 409 (a stale Version: read the record again). The local record changes only when the upstream accepted; a concurrent change answers 409.
          *
          *     Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
          */
-        patch: operations["fieldreport_stepListTemplates_update"];
+        patch: operations["fieldreport_step_list_templates_update"];
         trace?: never;
     };
     "/api/v1/fieldreport/sync": {
@@ -1512,7 +1526,7 @@ export interface paths {
         get: operations["fieldreport_tags_show"];
         /**
          * Update a Tags record
-         * @description The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT Tags(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
+         * @description The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT Tags(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). `Id` and `Version` may be left out; when given, `Id` must be the record's own and `Version` the stored one, else 422 (not a string, not an integer, another Id) or 409 (a stale Version: read the record again). The local record changes only when the upstream accepted; a concurrent change answers 409.
          *
          *     Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
          */
@@ -1529,7 +1543,7 @@ export interface paths {
         head?: never;
         /**
          * Update a Tags record
-         * @description The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT Tags(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
+         * @description The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT Tags(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). `Id` and `Version` may be left out; when given, `Id` must be the record's own and `Version` the stored one, else 422 (not a string, not an integer, another Id) or 409 (a stale Version: read the record again). The local record changes only when the upstream accepted; a concurrent change answers 409.
          *
          *     Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
          */
@@ -1549,7 +1563,7 @@ export interface paths {
          *
          *     Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
          */
-        get: operations["fieldreport_timeEvents_list"];
+        get: operations["fieldreport_time_events_list"];
         put?: never;
         /**
          * Create a TimeEvents record
@@ -1557,7 +1571,7 @@ export interface paths {
          *
          *     Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
          */
-        post: operations["fieldreport_timeEvents_create"];
+        post: operations["fieldreport_time_events_create"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1577,14 +1591,14 @@ export interface paths {
          *
          *     Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
          */
-        get: operations["fieldreport_timeEvents_show"];
+        get: operations["fieldreport_time_events_show"];
         /**
          * Update a TimeEvents record
-         * @description The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT TimeEvents(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
+         * @description The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT TimeEvents(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). `Id` and `Version` may be left out; when given, `Id` must be the record's own and `Version` the stored one, else 422 (not a string, not an integer, another Id) or 409 (a stale Version: read the record again). The local record changes only when the upstream accepted; a concurrent change answers 409.
          *
          *     Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
          */
-        put: operations["fieldreport_timeEvents_replace"];
+        put: operations["fieldreport_time_events_replace"];
         post?: never;
         /**
          * Delete a TimeEvents record
@@ -1592,16 +1606,16 @@ export interface paths {
          *
          *     Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
          */
-        delete: operations["fieldreport_timeEvents_delete"];
+        delete: operations["fieldreport_time_events_delete"];
         options?: never;
         head?: never;
         /**
          * Update a TimeEvents record
-         * @description The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT TimeEvents(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
+         * @description The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT TimeEvents(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). `Id` and `Version` may be left out; when given, `Id` must be the record's own and `Version` the stored one, else 422 (not a string, not an integer, another Id) or 409 (a stale Version: read the record again). The local record changes only when the upstream accepted; a concurrent change answers 409.
          *
          *     Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
          */
-        patch: operations["fieldreport_timeEvents_update"];
+        patch: operations["fieldreport_time_events_update"];
         trace?: never;
     };
     "/api/v1/fieldreport/users": {
@@ -1648,7 +1662,7 @@ export interface paths {
         get: operations["fieldreport_users_show"];
         /**
          * Update a Users record
-         * @description The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT Users(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
+         * @description The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT Users(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). `Id` and `Version` may be left out; when given, `Id` must be the record's own and `Version` the stored one, else 422 (not a string, not an integer, another Id) or 409 (a stale Version: read the record again). The local record changes only when the upstream accepted; a concurrent change answers 409.
          *
          *     Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
          */
@@ -1665,7 +1679,7 @@ export interface paths {
         head?: never;
         /**
          * Update a Users record
-         * @description The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT Users(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). The local record changes only when the upstream accepted; a concurrent change answers 409.
+         * @description The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT Users(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). `Id` and `Version` may be left out; when given, `Id` must be the record's own and `Version` the stored one, else 422 (not a string, not an integer, another Id) or 409 (a stale Version: read the record again). The local record changes only when the upstream accepted; a concurrent change answers 409.
          *
          *     Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
          */
@@ -1849,7 +1863,9 @@ export interface paths {
         };
         /**
          * Request flow health check
-         * @description Needs a token with the ability `leasing` (login tokens hold every ability, `*`).
+         * @description Answers whether the one-shot flow can run: `provider_configured` says whether the leasing provider is configured. The provider is not called.
+         *
+         *     Needs a token with the ability `leasing` (login tokens hold every ability, `*`).
          */
         get: operations["leasing_request_flow_health"];
         put?: never;
@@ -1926,7 +1942,9 @@ export interface paths {
         get?: never;
         /**
          * Cancel the e-signature
-         * @description Needs a token with the ability `leasing` (login tokens hold every ability, `*`).
+         * @description Cancels the provider's e-signature process of the financing request (for instance before switching to a paper contract) and answers the provider's answer.
+         *
+         *     Needs a token with the ability `leasing` (login tokens hold every ability, `*`).
          */
         put: operations["leasing_cancel_e_signature"];
         post?: never;
@@ -1969,7 +1987,9 @@ export interface paths {
         put?: never;
         /**
          * Contract document download link
-         * @description Needs a token with the ability `leasing` (login tokens hold every ability, `*`).
+         * @description Asks the provider for a time-limited link to download the request's contract document (the document itself: `GET .../contractdocument`).
+         *
+         *     Needs a token with the ability `leasing` (login tokens hold every ability, `*`).
          */
         post: operations["leasing_contract_document_link"];
         delete?: never;
@@ -1989,7 +2009,9 @@ export interface paths {
         put?: never;
         /**
          * Start the e-signature
-         * @description Needs a token with the ability `leasing` (login tokens hold every ability, `*`).
+         * @description Starts the provider's e-signature process for a request that is `ReadyToSign`, with the signees and options of the body (read the configuration first for what the provider offers).
+         *
+         *     Needs a token with the ability `leasing` (login tokens hold every ability, `*`).
          */
         post: operations["leasing_start_e_signature"];
         delete?: never;
@@ -2035,7 +2057,9 @@ export interface paths {
         head?: never;
         /**
          * Change the lessee
-         * @description Needs a token with the ability `leasing` (login tokens hold every ability, `*`).
+         * @description Sends the fields of the body to the provider as a change of the request's lessee (the company or person leasing); fields left out are kept. Answers the updated request.
+         *
+         *     Needs a token with the ability `leasing` (login tokens hold every ability, `*`).
          */
         patch: operations["leasing_patch_lessee"];
         trace?: never;
@@ -2050,7 +2074,9 @@ export interface paths {
         get?: never;
         /**
          * Switch to a paper contract
-         * @description Needs a token with the ability `leasing` (login tokens hold every ability, `*`).
+         * @description Asks the provider to sign the financing request's contract on paper instead of electronically; cancel a running e-signature first.
+         *
+         *     Needs a token with the ability `leasing` (login tokens hold every ability, `*`).
          */
         put: operations["leasing_switch_to_paper_contract"];
         post?: never;
@@ -2421,6 +2447,70 @@ export interface components {
             data: components["schemas"]["Companies"][];
             meta: components["schemas"]["PageMeta"];
         };
+        /** @description Fields of a Companies record to merge over the stored one. `Id`, when given, must be the record's own; `Version`, when given, must be the stored one (a stale Version is refused with 409: the record changed since it was read). */
+        CompaniesUpdate: {
+            /** @description Billing address, when it differs from the main address. */
+            BillingAddress?: components["schemas"]["Location"] | null;
+            /** @description Contact persons of the company. */
+            Contacts?: components["schemas"]["Contact"][] | null;
+            /** @description Id of the default cost center. */
+            CostCenterId?: components["schemas"]["EdmInt64"] | null;
+            /** @description Customer number. */
+            CustomerNumber?: string | null;
+            /** @description When the record was last changed (set by the system). */
+            DateModified?: string | null;
+            /** @description When the record was created (set by the system). */
+            DateOfCreation?: string | null;
+            /** @description General e-mail address. */
+            Email?: string | null;
+            /** @description Identifier of the record in a connected system (e.g. the ERP). */
+            ExternalId?: string | null;
+            /** @description Fax number. */
+            Fax?: string | null;
+            /** @description The record's Id. */
+            Id?: string;
+            /** @description Whether the company is archived. */
+            IsArchived?: boolean | null;
+            /** @description True for a private person, false for a company. */
+            IsPhysicalPerson?: boolean | null;
+            /** @description Preferred language, e.g. de. */
+            Language?: string | null;
+            /** @description Main address. */
+            Location?: components["schemas"]["Location"] | null;
+            /** @description The main contact person. */
+            MainContact?: components["schemas"]["Contact"] | null;
+            /** @description Id of the main contact person. */
+            MainContactId?: components["schemas"]["EdmInt64"] | null;
+            /** @description Mobile phone number. */
+            MobilePhone?: string | null;
+            /** @description Name of the company or person. */
+            Name?: string | null;
+            /** @description Additional name line. */
+            Name2?: string | null;
+            /** @description Internal note. */
+            Note?: string | null;
+            /** @description Service objects (installed equipment) of the company. */
+            ServiceObjects?: components["schemas"]["ServiceObject"][] | null;
+            /** @description E-mail address for service matters. */
+            SupportMail?: string | null;
+            /** @description Phone number for service matters. */
+            SupportTelephone?: string | null;
+            /** @description Tags attached to the company. */
+            Tags?: components["schemas"]["Tag"][] | null;
+            /** @description General phone number. */
+            Telephone?: string | null;
+            /** @description VAT identification number. */
+            VatId?: string | null;
+            /**
+             * Format: int64
+             * @description The record's version: 1 or more on a create; on an update, the version the client read.
+             */
+            Version?: number;
+            /** @description Web site address. */
+            Website?: string | null;
+        } & {
+            [key: string]: unknown;
+        };
         /** @description The record as stored locally, and the field-report system's answer (null when the write was not forwarded). */
         CompaniesWrite: {
             data: components["schemas"]["Companies"];
@@ -2589,6 +2679,54 @@ export interface components {
             data: components["schemas"]["Contacts"][];
             meta: components["schemas"]["PageMeta"];
         };
+        /** @description Fields of a Contacts record to merge over the stored one. `Id`, when given, must be the record's own; `Version`, when given, must be the stored one (a stale Version is refused with 409: the record changed since it was read). */
+        ContactsUpdate: {
+            /** @description Id of the company the contact belongs to. */
+            CompanyId?: components["schemas"]["EdmInt64"] | null;
+            /** @description When the record was last changed (set by the system). */
+            DateModified?: string | null;
+            /** @description When the record was created (set by the system). */
+            DateOfCreation?: string | null;
+            /** @description Department. */
+            Department?: string | null;
+            /** @description E-mail address. */
+            Email?: string | null;
+            /** @description Identifier of the record in a connected system (e.g. the ERP). */
+            ExternalId?: string | null;
+            /** @description Fax number. */
+            Fax?: string | null;
+            /** @description First name. */
+            FirstName?: string | null;
+            /** @description The record's Id. */
+            Id?: string;
+            /** @description Whether the contact is active. */
+            IsActive?: boolean | null;
+            /** @description Preferred language, e.g. de. */
+            Language?: string | null;
+            /** @description Last name. */
+            LastName?: string | null;
+            /** @description Address of the contact, if it differs from the company's. */
+            Location?: components["schemas"]["Location"] | null;
+            /** @description Mobile phone number. */
+            MobilePhone?: string | null;
+            /** @description Internal note. */
+            Note?: string | null;
+            /** @description Job title. */
+            Position?: string | null;
+            /** @description Form of address, e.g. Mr, Ms. */
+            Salutation?: string | null;
+            /** @description Phone number. */
+            Telephone?: string | null;
+            /** @description Academic or honorific title. */
+            Title?: string | null;
+            /**
+             * Format: int64
+             * @description The record's version: 1 or more on a create; on an update, the version the client read.
+             */
+            Version?: number;
+        } & {
+            [key: string]: unknown;
+        };
         /** @description The record as stored locally, and the field-report system's answer (null when the write was not forwarded). */
         ContactsWrite: {
             data: components["schemas"]["Contacts"];
@@ -2636,6 +2774,32 @@ export interface components {
         CostCentersPage: {
             data: components["schemas"]["CostCenters"][];
             meta: components["schemas"]["PageMeta"];
+        };
+        /** @description Fields of a CostCenters record to merge over the stored one. `Id`, when given, must be the record's own; `Version`, when given, must be the stored one (a stale Version is refused with 409: the record changed since it was read). */
+        CostCentersUpdate: {
+            /** @description When the record was last changed (set by the system). */
+            DateModified?: string | null;
+            /** @description When the record was created (set by the system). */
+            DateOfCreation?: string | null;
+            /** @description Description. */
+            Description?: string | null;
+            /** @description Identifier of the record in a connected system (e.g. the ERP). */
+            ExternalId?: string | null;
+            /** @description The record's Id. */
+            Id?: string;
+            /** @description Whether the cost center can be used. */
+            IsActive?: boolean | null;
+            /** @description Name of the cost center. */
+            Name?: string | null;
+            /** @description Cost-center number. */
+            Number?: string | null;
+            /**
+             * Format: int64
+             * @description The record's version: 1 or more on a create; on an update, the version the client read.
+             */
+            Version?: number;
+        } & {
+            [key: string]: unknown;
         };
         /** @description The record as stored locally, and the field-report system's answer (null when the write was not forwarded). */
         CostCentersWrite: {
@@ -2702,6 +2866,46 @@ export interface components {
         DocumentsPage: {
             data: components["schemas"]["Documents"][];
             meta: components["schemas"]["PageMeta"];
+        };
+        /** @description Fields of a Documents record to merge over the stored one. `Id`, when given, must be the record's own; `Version`, when given, must be the stored one (a stale Version is refused with 409: the record changed since it was read). */
+        DocumentsUpdate: {
+            /** @description Id of the company the document belongs to. */
+            CompanyId?: components["schemas"]["EdmInt64"] | null;
+            /** @description MIME type of the file. */
+            ContentType?: string | null;
+            /** @description When the record was last changed (set by the system). */
+            DateModified?: string | null;
+            /** @description When the record was created (set by the system). */
+            DateOfCreation?: string | null;
+            /** @description Description. */
+            Description?: string | null;
+            /** @description Kind of document, e.g. Report, Photo, Contract. */
+            DocumentType?: string | null;
+            /** @description Identifier of the record in a connected system (e.g. the ERP). */
+            ExternalId?: string | null;
+            /** @description File name including extension. */
+            FileName?: string | null;
+            /** @description The record's Id. */
+            Id?: string;
+            /** @description Whether the customer can see the document. */
+            IsPublic?: boolean | null;
+            /** @description Display name. */
+            Name?: string | null;
+            /** @description Id of the service object the document belongs to. */
+            ServiceObjectId?: components["schemas"]["EdmInt64"] | null;
+            /** @description Id of the service request the document belongs to. */
+            ServiceRequestId?: components["schemas"]["EdmInt64"] | null;
+            /** @description Size in bytes. */
+            Size?: components["schemas"]["EdmInt64"] | null;
+            /** @description Address the file can be downloaded from. */
+            Uri?: string | null;
+            /**
+             * Format: int64
+             * @description The record's version: 1 or more on a create; on an update, the version the client read.
+             */
+            Version?: number;
+        } & {
+            [key: string]: unknown;
         };
         /** @description The record as stored locally, and the field-report system's answer (null when the write was not forwarded). */
         DocumentsWrite: {
@@ -3112,6 +3316,44 @@ export interface components {
             data: components["schemas"]["ItemTypes"][];
             meta: components["schemas"]["PageMeta"];
         };
+        /** @description Fields of a ItemTypes record to merge over the stored one. `Id`, when given, must be the record's own; `Version`, when given, must be the stored one (a stale Version is refused with 409: the record changed since it was read). */
+        ItemTypesUpdate: {
+            /** @description Cost per unit. */
+            Costs?: components["schemas"]["EdmNumber"] | null;
+            /** @description When the record was last changed (set by the system). */
+            DateModified?: string | null;
+            /** @description When the record was created (set by the system). */
+            DateOfCreation?: string | null;
+            /** @description Description. */
+            Description?: string | null;
+            /** @description EAN / GTIN barcode. */
+            Ean?: string | null;
+            /** @description Identifier of the record in a connected system (e.g. the ERP). */
+            ExternalId?: string | null;
+            /** @description The record's Id. */
+            Id?: string;
+            /** @description Whether the item type can be used. */
+            IsActive?: boolean | null;
+            /** @description Manufacturer. */
+            Manufacturer?: string | null;
+            /** @description Name or article number. */
+            NameOrNumber?: string | null;
+            /** @description Sales price per unit. */
+            Price?: components["schemas"]["EdmNumber"] | null;
+            /** @description Kind of item. Known values: Material, Service, Equipment, Text, ExchangePart. */
+            Type?: string | null;
+            /** @description Id of the unit of measure (ItemUnit). */
+            UnitId?: components["schemas"]["EdmInt64"] | null;
+            /** @description VAT rate in percent. */
+            VAT?: components["schemas"]["EdmNumber"] | null;
+            /**
+             * Format: int64
+             * @description The record's version: 1 or more on a create; on an update, the version the client read.
+             */
+            Version?: number;
+        } & {
+            [key: string]: unknown;
+        };
         /** @description The record as stored locally, and the field-report system's answer (null when the write was not forwarded). */
         ItemTypesWrite: {
             data: components["schemas"]["ItemTypes"];
@@ -3149,6 +3391,35 @@ export interface components {
         ItemUnitsPage: {
             data: components["schemas"]["ItemUnits"][];
             meta: components["schemas"]["PageMeta"];
+        };
+        /** @description Fields of a ItemUnits record to merge over the stored one. `Id`, when given, must be the record's own; `Version`, when given, must be the stored one (a stale Version is refused with 409: the record changed since it was read). */
+        ItemUnitsUpdate: {
+            /** @description When the record was last changed (set by the system). */
+            DateModified?: string | null;
+            /** @description When the record was created (set by the system). */
+            DateOfCreation?: string | null;
+            /**
+             * Format: int32
+             * @description Number of decimal places allowed for quantities.
+             */
+            DecimalPlaces?: number | null;
+            /** @description Description. */
+            Description?: string | null;
+            /** @description Identifier of the record in a connected system (e.g. the ERP). */
+            ExternalId?: string | null;
+            /** @description The record's Id. */
+            Id?: string;
+            /** @description Name of the unit, e.g. Piece. */
+            Name?: string | null;
+            /** @description Abbreviation, e.g. pc. */
+            ShortName?: string | null;
+            /**
+             * Format: int64
+             * @description The record's version: 1 or more on a create; on an update, the version the client read.
+             */
+            Version?: number;
+        } & {
+            [key: string]: unknown;
         };
         /** @description The record as stored locally, and the field-report system's answer (null when the write was not forwarded). */
         ItemUnitsWrite: {
@@ -3194,6 +3465,42 @@ export interface components {
         ItemsPage: {
             data: components["schemas"]["Items"][];
             meta: components["schemas"]["PageMeta"];
+        };
+        /** @description Fields of a Items record to merge over the stored one. `Id`, when given, must be the record's own; `Version`, when given, must be the stored one (a stale Version is refused with 409: the record changed since it was read). */
+        ItemsUpdate: {
+            /** @description When the record was last changed (set by the system). */
+            DateModified?: string | null;
+            /** @description When the record was created (set by the system). */
+            DateOfCreation?: string | null;
+            /** @description Description. */
+            Description?: string | null;
+            /** @description Identifier of the record in a connected system (e.g. the ERP). */
+            ExternalId?: string | null;
+            /** @description The record's Id. */
+            Id?: string;
+            /** @description Whether the item is billed to the customer. */
+            IsBillable?: boolean | null;
+            /** @description Id of the item type. */
+            ItemTypeId?: components["schemas"]["EdmInt64"] | null;
+            /** @description Name of the item. */
+            Name?: string | null;
+            /** @description Sales price per unit. */
+            Price?: components["schemas"]["EdmNumber"] | null;
+            /** @description Quantity used. */
+            Quantity?: components["schemas"]["EdmNumber"] | null;
+            /** @description Serial number of the used part, if any. */
+            SerialNumber?: string | null;
+            /** @description Id of the service request. */
+            ServiceRequestId?: components["schemas"]["EdmInt64"] | null;
+            /** @description Id of the unit of measure. */
+            UnitId?: components["schemas"]["EdmInt64"] | null;
+            /**
+             * Format: int64
+             * @description The record's version: 1 or more on a create; on an update, the version the client read.
+             */
+            Version?: number;
+        } & {
+            [key: string]: unknown;
         };
         /** @description The record as stored locally, and the field-report system's answer (null when the write was not forwarded). */
         ItemsWrite: {
@@ -3411,47 +3718,286 @@ export interface components {
              */
             records: number;
         };
-        /** @description A new Companies record: `Id` (1 to 255 characters) and `Version` are required. */
-        NewCompanies: components["schemas"]["Companies"] & {
+        /** @description A new Companies record: `Id` (a string of 1 to 255 characters) and `Version` (an integer) are required; every other field is the set's. */
+        NewCompanies: {
+            /** @description Billing address, when it differs from the main address. */
+            BillingAddress?: components["schemas"]["Location"] | null;
+            /** @description Contact persons of the company. */
+            Contacts?: components["schemas"]["Contact"][] | null;
+            /** @description Id of the default cost center. */
+            CostCenterId?: components["schemas"]["EdmInt64"] | null;
+            /** @description Customer number. */
+            CustomerNumber?: string | null;
+            /** @description When the record was last changed (set by the system). */
+            DateModified?: string | null;
+            /** @description When the record was created (set by the system). */
+            DateOfCreation?: string | null;
+            /** @description General e-mail address. */
+            Email?: string | null;
+            /** @description Identifier of the record in a connected system (e.g. the ERP). */
+            ExternalId?: string | null;
+            /** @description Fax number. */
+            Fax?: string | null;
+            /** @description The record's Id. */
             Id: string;
-            /** Format: int64 */
+            /** @description Whether the company is archived. */
+            IsArchived?: boolean | null;
+            /** @description True for a private person, false for a company. */
+            IsPhysicalPerson?: boolean | null;
+            /** @description Preferred language, e.g. de. */
+            Language?: string | null;
+            /** @description Main address. */
+            Location?: components["schemas"]["Location"] | null;
+            /** @description The main contact person. */
+            MainContact?: components["schemas"]["Contact"] | null;
+            /** @description Id of the main contact person. */
+            MainContactId?: components["schemas"]["EdmInt64"] | null;
+            /** @description Mobile phone number. */
+            MobilePhone?: string | null;
+            /** @description Name of the company or person. */
+            Name?: string | null;
+            /** @description Additional name line. */
+            Name2?: string | null;
+            /** @description Internal note. */
+            Note?: string | null;
+            /** @description Service objects (installed equipment) of the company. */
+            ServiceObjects?: components["schemas"]["ServiceObject"][] | null;
+            /** @description E-mail address for service matters. */
+            SupportMail?: string | null;
+            /** @description Phone number for service matters. */
+            SupportTelephone?: string | null;
+            /** @description Tags attached to the company. */
+            Tags?: components["schemas"]["Tag"][] | null;
+            /** @description General phone number. */
+            Telephone?: string | null;
+            /** @description VAT identification number. */
+            VatId?: string | null;
+            /**
+             * Format: int64
+             * @description The record's version: 1 or more on a create; on an update, the version the client read.
+             */
             Version: number;
+            /** @description Web site address. */
+            Website?: string | null;
+        } & {
+            [key: string]: unknown;
         };
-        /** @description A new Contacts record: `Id` (1 to 255 characters) and `Version` are required. */
-        NewContacts: components["schemas"]["Contacts"] & {
+        /** @description A new Contacts record: `Id` (a string of 1 to 255 characters) and `Version` (an integer) are required; every other field is the set's. */
+        NewContacts: {
+            /** @description Id of the company the contact belongs to. */
+            CompanyId?: components["schemas"]["EdmInt64"] | null;
+            /** @description When the record was last changed (set by the system). */
+            DateModified?: string | null;
+            /** @description When the record was created (set by the system). */
+            DateOfCreation?: string | null;
+            /** @description Department. */
+            Department?: string | null;
+            /** @description E-mail address. */
+            Email?: string | null;
+            /** @description Identifier of the record in a connected system (e.g. the ERP). */
+            ExternalId?: string | null;
+            /** @description Fax number. */
+            Fax?: string | null;
+            /** @description First name. */
+            FirstName?: string | null;
+            /** @description The record's Id. */
             Id: string;
-            /** Format: int64 */
+            /** @description Whether the contact is active. */
+            IsActive?: boolean | null;
+            /** @description Preferred language, e.g. de. */
+            Language?: string | null;
+            /** @description Last name. */
+            LastName?: string | null;
+            /** @description Address of the contact, if it differs from the company's. */
+            Location?: components["schemas"]["Location"] | null;
+            /** @description Mobile phone number. */
+            MobilePhone?: string | null;
+            /** @description Internal note. */
+            Note?: string | null;
+            /** @description Job title. */
+            Position?: string | null;
+            /** @description Form of address, e.g. Mr, Ms. */
+            Salutation?: string | null;
+            /** @description Phone number. */
+            Telephone?: string | null;
+            /** @description Academic or honorific title. */
+            Title?: string | null;
+            /**
+             * Format: int64
+             * @description The record's version: 1 or more on a create; on an update, the version the client read.
+             */
             Version: number;
+        } & {
+            [key: string]: unknown;
         };
-        /** @description A new CostCenters record: `Id` (1 to 255 characters) and `Version` are required. */
-        NewCostCenters: components["schemas"]["CostCenters"] & {
+        /** @description A new CostCenters record: `Id` (a string of 1 to 255 characters) and `Version` (an integer) are required; every other field is the set's. */
+        NewCostCenters: {
+            /** @description When the record was last changed (set by the system). */
+            DateModified?: string | null;
+            /** @description When the record was created (set by the system). */
+            DateOfCreation?: string | null;
+            /** @description Description. */
+            Description?: string | null;
+            /** @description Identifier of the record in a connected system (e.g. the ERP). */
+            ExternalId?: string | null;
+            /** @description The record's Id. */
             Id: string;
-            /** Format: int64 */
+            /** @description Whether the cost center can be used. */
+            IsActive?: boolean | null;
+            /** @description Name of the cost center. */
+            Name?: string | null;
+            /** @description Cost-center number. */
+            Number?: string | null;
+            /**
+             * Format: int64
+             * @description The record's version: 1 or more on a create; on an update, the version the client read.
+             */
             Version: number;
+        } & {
+            [key: string]: unknown;
         };
-        /** @description A new Documents record: `Id` (1 to 255 characters) and `Version` are required. */
-        NewDocuments: components["schemas"]["Documents"] & {
+        /** @description A new Documents record: `Id` (a string of 1 to 255 characters) and `Version` (an integer) are required; every other field is the set's. */
+        NewDocuments: {
+            /** @description Id of the company the document belongs to. */
+            CompanyId?: components["schemas"]["EdmInt64"] | null;
+            /** @description MIME type of the file. */
+            ContentType?: string | null;
+            /** @description When the record was last changed (set by the system). */
+            DateModified?: string | null;
+            /** @description When the record was created (set by the system). */
+            DateOfCreation?: string | null;
+            /** @description Description. */
+            Description?: string | null;
+            /** @description Kind of document, e.g. Report, Photo, Contract. */
+            DocumentType?: string | null;
+            /** @description Identifier of the record in a connected system (e.g. the ERP). */
+            ExternalId?: string | null;
+            /** @description File name including extension. */
+            FileName?: string | null;
+            /** @description The record's Id. */
             Id: string;
-            /** Format: int64 */
+            /** @description Whether the customer can see the document. */
+            IsPublic?: boolean | null;
+            /** @description Display name. */
+            Name?: string | null;
+            /** @description Id of the service object the document belongs to. */
+            ServiceObjectId?: components["schemas"]["EdmInt64"] | null;
+            /** @description Id of the service request the document belongs to. */
+            ServiceRequestId?: components["schemas"]["EdmInt64"] | null;
+            /** @description Size in bytes. */
+            Size?: components["schemas"]["EdmInt64"] | null;
+            /** @description Address the file can be downloaded from. */
+            Uri?: string | null;
+            /**
+             * Format: int64
+             * @description The record's version: 1 or more on a create; on an update, the version the client read.
+             */
             Version: number;
+        } & {
+            [key: string]: unknown;
         };
-        /** @description A new ItemTypes record: `Id` (1 to 255 characters) and `Version` are required. */
-        NewItemTypes: components["schemas"]["ItemTypes"] & {
+        /** @description A new ItemTypes record: `Id` (a string of 1 to 255 characters) and `Version` (an integer) are required; every other field is the set's. */
+        NewItemTypes: {
+            /** @description Cost per unit. */
+            Costs?: components["schemas"]["EdmNumber"] | null;
+            /** @description When the record was last changed (set by the system). */
+            DateModified?: string | null;
+            /** @description When the record was created (set by the system). */
+            DateOfCreation?: string | null;
+            /** @description Description. */
+            Description?: string | null;
+            /** @description EAN / GTIN barcode. */
+            Ean?: string | null;
+            /** @description Identifier of the record in a connected system (e.g. the ERP). */
+            ExternalId?: string | null;
+            /** @description The record's Id. */
             Id: string;
-            /** Format: int64 */
+            /** @description Whether the item type can be used. */
+            IsActive?: boolean | null;
+            /** @description Manufacturer. */
+            Manufacturer?: string | null;
+            /** @description Name or article number. */
+            NameOrNumber?: string | null;
+            /** @description Sales price per unit. */
+            Price?: components["schemas"]["EdmNumber"] | null;
+            /** @description Kind of item. Known values: Material, Service, Equipment, Text, ExchangePart. */
+            Type?: string | null;
+            /** @description Id of the unit of measure (ItemUnit). */
+            UnitId?: components["schemas"]["EdmInt64"] | null;
+            /** @description VAT rate in percent. */
+            VAT?: components["schemas"]["EdmNumber"] | null;
+            /**
+             * Format: int64
+             * @description The record's version: 1 or more on a create; on an update, the version the client read.
+             */
             Version: number;
+        } & {
+            [key: string]: unknown;
         };
-        /** @description A new ItemUnits record: `Id` (1 to 255 characters) and `Version` are required. */
-        NewItemUnits: components["schemas"]["ItemUnits"] & {
+        /** @description A new ItemUnits record: `Id` (a string of 1 to 255 characters) and `Version` (an integer) are required; every other field is the set's. */
+        NewItemUnits: {
+            /** @description When the record was last changed (set by the system). */
+            DateModified?: string | null;
+            /** @description When the record was created (set by the system). */
+            DateOfCreation?: string | null;
+            /**
+             * Format: int32
+             * @description Number of decimal places allowed for quantities.
+             */
+            DecimalPlaces?: number | null;
+            /** @description Description. */
+            Description?: string | null;
+            /** @description Identifier of the record in a connected system (e.g. the ERP). */
+            ExternalId?: string | null;
+            /** @description The record's Id. */
             Id: string;
-            /** Format: int64 */
+            /** @description Name of the unit, e.g. Piece. */
+            Name?: string | null;
+            /** @description Abbreviation, e.g. pc. */
+            ShortName?: string | null;
+            /**
+             * Format: int64
+             * @description The record's version: 1 or more on a create; on an update, the version the client read.
+             */
             Version: number;
+        } & {
+            [key: string]: unknown;
         };
-        /** @description A new Items record: `Id` (1 to 255 characters) and `Version` are required. */
-        NewItems: components["schemas"]["Items"] & {
+        /** @description A new Items record: `Id` (a string of 1 to 255 characters) and `Version` (an integer) are required; every other field is the set's. */
+        NewItems: {
+            /** @description When the record was last changed (set by the system). */
+            DateModified?: string | null;
+            /** @description When the record was created (set by the system). */
+            DateOfCreation?: string | null;
+            /** @description Description. */
+            Description?: string | null;
+            /** @description Identifier of the record in a connected system (e.g. the ERP). */
+            ExternalId?: string | null;
+            /** @description The record's Id. */
             Id: string;
-            /** Format: int64 */
+            /** @description Whether the item is billed to the customer. */
+            IsBillable?: boolean | null;
+            /** @description Id of the item type. */
+            ItemTypeId?: components["schemas"]["EdmInt64"] | null;
+            /** @description Name of the item. */
+            Name?: string | null;
+            /** @description Sales price per unit. */
+            Price?: components["schemas"]["EdmNumber"] | null;
+            /** @description Quantity used. */
+            Quantity?: components["schemas"]["EdmNumber"] | null;
+            /** @description Serial number of the used part, if any. */
+            SerialNumber?: string | null;
+            /** @description Id of the service request. */
+            ServiceRequestId?: components["schemas"]["EdmInt64"] | null;
+            /** @description Id of the unit of measure. */
+            UnitId?: components["schemas"]["EdmInt64"] | null;
+            /**
+             * Format: int64
+             * @description The record's version: 1 or more on a create; on an update, the version the client read.
+             */
             Version: number;
+        } & {
+            [key: string]: unknown;
         };
         /**
          * @description A job to queue.
@@ -3472,53 +4018,316 @@ export interface components {
              */
             target?: string | null;
         };
-        /** @description A new Products record: `Id` (1 to 255 characters) and `Version` are required. */
-        NewProducts: components["schemas"]["Products"] & {
+        /** @description A new Products record: `Id` (a string of 1 to 255 characters) and `Version` (an integer) are required; every other field is the set's. */
+        NewProducts: {
+            /** @description Product category. */
+            Category?: string | null;
+            /** @description When the record was last changed (set by the system). */
+            DateModified?: string | null;
+            /** @description When the record was created (set by the system). */
+            DateOfCreation?: string | null;
+            /** @description Description. */
+            Description?: string | null;
+            /** @description Identifier of the record in a connected system (e.g. the ERP). */
+            ExternalId?: string | null;
+            /** @description The record's Id. */
             Id: string;
-            /** Format: int64 */
+            /** @description Whether the product is active. */
+            IsActive?: boolean | null;
+            /** @description Manufacturer. */
+            Manufacturer?: string | null;
+            /** @description Model or type number. */
+            ModelNumber?: string | null;
+            /** @description Name of the product. */
+            Name?: string | null;
+            /** @description Internal note. */
+            Note?: string | null;
+            /**
+             * Format: int64
+             * @description The record's version: 1 or more on a create; on an update, the version the client read.
+             */
             Version: number;
+        } & {
+            [key: string]: unknown;
         };
-        /** @description A new Qualifications record: `Id` (1 to 255 characters) and `Version` are required. */
-        NewQualifications: components["schemas"]["Qualifications"] & {
+        /** @description A new Qualifications record: `Id` (a string of 1 to 255 characters) and `Version` (an integer) are required; every other field is the set's. */
+        NewQualifications: {
+            /** @description Category used to group qualifications. */
+            Category?: string | null;
+            /** @description When the record was last changed (set by the system). */
+            DateModified?: string | null;
+            /** @description When the record was created (set by the system). */
+            DateOfCreation?: string | null;
+            /** @description Description. */
+            Description?: string | null;
+            /** @description Identifier of the record in a connected system (e.g. the ERP). */
+            ExternalId?: string | null;
+            /** @description The record's Id. */
             Id: string;
-            /** Format: int64 */
+            /** @description Name of the qualification. */
+            Name?: string | null;
+            /**
+             * Format: int32
+             * @description How long a certificate stays valid, in months.
+             */
+            ValidityMonths?: number | null;
+            /**
+             * Format: int64
+             * @description The record's version: 1 or more on a create; on an update, the version the client read.
+             */
             Version: number;
+        } & {
+            [key: string]: unknown;
         };
-        /** @description A new ServiceObjects record: `Id` (1 to 255 characters) and `Version` are required. */
-        NewServiceObjects: components["schemas"]["ServiceObjects"] & {
+        /** @description A new ServiceObjects record: `Id` (a string of 1 to 255 characters) and `Version` (an integer) are required; every other field is the set's. */
+        NewServiceObjects: {
+            /** @description The owning company. */
+            Company?: components["schemas"]["Company"] | null;
+            /** @description Id of the owning company. */
+            CompanyId?: components["schemas"]["EdmInt64"] | null;
+            /** @description Contact persons responsible for the object. */
+            Contacts?: components["schemas"]["Contact"][] | null;
+            /** @description When the record was last changed (set by the system). */
+            DateModified?: string | null;
+            /** @description When the record was created (set by the system). */
+            DateOfCreation?: string | null;
+            /** @description Description. */
+            Description?: string | null;
+            /** @description Identifier of the record in a connected system (e.g. the ERP). */
+            ExternalId?: string | null;
+            /** @description The record's Id. */
             Id: string;
-            /** Format: int64 */
+            /** @description When the object was installed. */
+            InstallationDate?: string | null;
+            /** @description Inventory number. */
+            InventoryNumber?: string | null;
+            /** @description Whether the object is in service. */
+            IsActive?: boolean | null;
+            /** @description Where the object is installed. */
+            Location?: components["schemas"]["Location"] | null;
+            /** @description Name of the object. */
+            Name?: string | null;
+            /** @description Internal note. */
+            Note?: string | null;
+            /** @description Id of the object this one is part of. */
+            ParentServiceObjectId?: components["schemas"]["EdmInt64"] | null;
+            /** @description The product the object is an instance of. */
+            Product?: components["schemas"]["Product"] | null;
+            /** @description Id of the product the object is an instance of. */
+            ProductId?: components["schemas"]["EdmInt64"] | null;
+            /** @description Serial number. */
+            SerialNumber?: string | null;
+            /** @description Tags attached to the object. */
+            Tags?: components["schemas"]["Tag"][] | null;
+            /**
+             * Format: int64
+             * @description The record's version: 1 or more on a create; on an update, the version the client read.
+             */
             Version: number;
+            /** @description When the warranty ends. */
+            WarrantyEndDate?: string | null;
+        } & {
+            [key: string]: unknown;
         };
-        /** @description A new ServiceRequests record: `Id` (1 to 255 characters) and `Version` are required. */
-        NewServiceRequests: components["schemas"]["ServiceRequests"] & {
+        /** @description A new ServiceRequests record: `Id` (a string of 1 to 255 characters) and `Version` (an integer) are required; every other field is the set's. */
+        NewServiceRequests: {
+            /** @description Planned appointments. */
+            Appointments?: components["schemas"]["Appointment"][] | null;
+            /** @description Comments. */
+            Comments?: components["schemas"]["Comment"][] | null;
+            /** @description When the work was completed. */
+            CompletionDate?: string | null;
+            /** @description Id of the customer's contact person for this request. */
+            ContactId?: components["schemas"]["EdmInt64"] | null;
+            /** @description Id of the cost center. */
+            CostCenterId?: components["schemas"]["EdmInt64"] | null;
+            /** @description The customer company. */
+            Customer?: components["schemas"]["Company"] | null;
+            /** @description Id of the customer company. */
+            CustomerId?: components["schemas"]["EdmInt64"] | null;
+            /** @description When the record was last changed (set by the system). */
+            DateModified?: string | null;
+            /** @description When the record was created (set by the system). */
+            DateOfCreation?: string | null;
+            /** @description Description of the work to do. */
+            Description?: string | null;
+            /** @description End of the period the work is due in. */
+            DueDateRangeEnd?: string | null;
+            /** @description Start of the period the work is due in. */
+            DueDateRangeStart?: string | null;
+            /** @description Identifier of the record in a connected system (e.g. the ERP). */
+            ExternalId?: string | null;
+            /** @description Reference of the customer or a connected system, e.g. an order number. */
+            ExternalReference?: string | null;
+            /** @description The record's Id. */
             Id: string;
-            /** Format: int64 */
+            /** @description Whether the record is a template for new requests. */
+            IsTemplate?: boolean | null;
+            /** @description Items (material, services) used. */
+            Items?: components["schemas"]["Item"][] | null;
+            /** @description Where the work is performed. */
+            Location?: components["schemas"]["Location"] | null;
+            /** @description Title of the request. */
+            Name?: string | null;
+            /** @description Priority, e.g. Low, Normal, High. */
+            Priority?: string | null;
+            /** @description Qualifications required for the work. */
+            Qualifications?: components["schemas"]["Qualification"][] | null;
+            /** @description Service reports produced for the request. */
+            Reports?: components["schemas"]["Report"][] | null;
+            /** @description Objects the work is performed on. */
+            ServiceObjects?: components["schemas"]["ServiceObject"][] | null;
+            /** @description Processing state, e.g. New, Planned, InProgress, Done, Closed. */
+            State?: string | null;
+            /** @description Checklist steps. */
+            Steps?: components["schemas"]["Step"][] | null;
+            /** @description Stock movements caused by the request. */
+            StockMovements?: components["schemas"]["StockMovement"][] | null;
+            /** @description Tags attached to the request. */
+            Tags?: components["schemas"]["Tag"][] | null;
+            /** @description Kind of request, e.g. Maintenance, Repair, Installation. */
+            Type?: string | null;
+            /**
+             * Format: int64
+             * @description The record's version: 1 or more on a create; on an update, the version the client read.
+             */
             Version: number;
+        } & {
+            [key: string]: unknown;
         };
-        /** @description A new StepListTemplates record: `Id` (1 to 255 characters) and `Version` are required. */
-        NewStepListTemplates: components["schemas"]["StepListTemplates"] & {
+        /** @description A new StepListTemplates record: `Id` (a string of 1 to 255 characters) and `Version` (an integer) are required; every other field is the set's. */
+        NewStepListTemplates: {
+            /** @description Category used to group templates. */
+            Category?: string | null;
+            /** @description When the record was last changed (set by the system). */
+            DateModified?: string | null;
+            /** @description When the record was created (set by the system). */
+            DateOfCreation?: string | null;
+            /** @description Description. */
+            Description?: string | null;
+            /** @description Identifier of the record in a connected system (e.g. the ERP). */
+            ExternalId?: string | null;
+            /** @description The record's Id. */
             Id: string;
-            /** Format: int64 */
+            /** @description Whether the template can be used. */
+            IsActive?: boolean | null;
+            /** @description Name of the checklist. */
+            Name?: string | null;
+            /**
+             * Format: int32
+             * @description Position in lists.
+             */
+            SortOrder?: number | null;
+            /**
+             * Format: int64
+             * @description The record's version: 1 or more on a create; on an update, the version the client read.
+             */
             Version: number;
+        } & {
+            [key: string]: unknown;
         };
-        /** @description A new Tags record: `Id` (1 to 255 characters) and `Version` are required. */
-        NewTags: components["schemas"]["Tags"] & {
+        /** @description A new Tags record: `Id` (a string of 1 to 255 characters) and `Version` (an integer) are required; every other field is the set's. */
+        NewTags: {
+            /** @description Display colour. */
+            Color?: string | null;
+            /** @description When the record was last changed (set by the system). */
+            DateModified?: string | null;
+            /** @description When the record was created (set by the system). */
+            DateOfCreation?: string | null;
+            /** @description Description. */
+            Description?: string | null;
+            /** @description Identifier of the record in a connected system (e.g. the ERP). */
+            ExternalId?: string | null;
+            /** @description The record's Id. */
             Id: string;
-            /** Format: int64 */
+            /** @description Name of the tag. */
+            Name?: string | null;
+            /**
+             * Format: int64
+             * @description The record's version: 1 or more on a create; on an update, the version the client read.
+             */
             Version: number;
+        } & {
+            [key: string]: unknown;
         };
-        /** @description A new TimeEvents record: `Id` (1 to 255 characters) and `Version` are required. */
-        NewTimeEvents: components["schemas"]["TimeEvents"] & {
+        /** @description A new TimeEvents record: `Id` (a string of 1 to 255 characters) and `Version` (an integer) are required; every other field is the set's. */
+        NewTimeEvents: {
+            /** @description Id of the cost center. */
+            CostCenterId?: components["schemas"]["EdmInt64"] | null;
+            /** @description When the record was last changed (set by the system). */
+            DateModified?: string | null;
+            /** @description When the record was created (set by the system). */
+            DateOfCreation?: string | null;
+            /** @description Description of the work. */
+            Description?: string | null;
+            /**
+             * Format: int32
+             * @description Duration in minutes.
+             */
+            DurationMinutes?: number | null;
+            /** @description End of the booked period. */
+            EndDateTime?: string | null;
+            /** @description Identifier of the record in a connected system (e.g. the ERP). */
+            ExternalId?: string | null;
+            /** @description The record's Id. */
             Id: string;
-            /** Format: int64 */
+            /** @description Whether the time is billed to the customer. */
+            IsBillable?: boolean | null;
+            /** @description Id of the service request the time was spent on. */
+            ServiceRequestId?: components["schemas"]["EdmInt64"] | null;
+            /** @description Start of the booked period. */
+            StartDateTime?: string | null;
+            /** @description Kind of time, e.g. Work, Travel, Break. */
+            Type?: string | null;
+            /** @description Id of the user who booked the time. */
+            UserId?: components["schemas"]["EdmInt64"] | null;
+            /**
+             * Format: int64
+             * @description The record's version: 1 or more on a create; on an update, the version the client read.
+             */
             Version: number;
+        } & {
+            [key: string]: unknown;
         };
-        /** @description A new Users record: `Id` (1 to 255 characters) and `Version` are required. */
-        NewUsers: components["schemas"]["Users"] & {
+        /** @description A new Users record: `Id` (a string of 1 to 255 characters) and `Version` (an integer) are required; every other field is the set's. */
+        NewUsers: {
+            /** @description Colour used in the planning board. */
+            Color?: string | null;
+            /** @description Id of the default cost center. */
+            CostCenterId?: components["schemas"]["EdmInt64"] | null;
+            /** @description When the record was last changed (set by the system). */
+            DateModified?: string | null;
+            /** @description When the record was created (set by the system). */
+            DateOfCreation?: string | null;
+            /** @description E-mail address. */
+            Email?: string | null;
+            /** @description Identifier of the record in a connected system (e.g. the ERP). */
+            ExternalId?: string | null;
+            /** @description First name. */
+            FirstName?: string | null;
+            /** @description The record's Id. */
             Id: string;
-            /** Format: int64 */
+            /** @description Whether the user can log in. */
+            IsActive?: boolean | null;
+            /** @description Preferred language, e.g. de. */
+            Language?: string | null;
+            /** @description Last name. */
+            LastName?: string | null;
+            /** @description Mobile phone number. */
+            MobilePhone?: string | null;
+            /** @description Role, e.g. Technician, Dispatcher, Administrator. */
+            Role?: string | null;
+            /** @description Phone number. */
+            Telephone?: string | null;
+            /** @description Login name. */
+            UserName?: string | null;
+            /**
+             * Format: int64
+             * @description The record's version: 1 or more on a create; on an update, the version the client read.
+             */
             Version: number;
+        } & {
+            [key: string]: unknown;
         };
         /** @description Paging of a list. */
         PageMeta: {
@@ -3648,6 +4457,38 @@ export interface components {
             data: components["schemas"]["Products"][];
             meta: components["schemas"]["PageMeta"];
         };
+        /** @description Fields of a Products record to merge over the stored one. `Id`, when given, must be the record's own; `Version`, when given, must be the stored one (a stale Version is refused with 409: the record changed since it was read). */
+        ProductsUpdate: {
+            /** @description Product category. */
+            Category?: string | null;
+            /** @description When the record was last changed (set by the system). */
+            DateModified?: string | null;
+            /** @description When the record was created (set by the system). */
+            DateOfCreation?: string | null;
+            /** @description Description. */
+            Description?: string | null;
+            /** @description Identifier of the record in a connected system (e.g. the ERP). */
+            ExternalId?: string | null;
+            /** @description The record's Id. */
+            Id?: string;
+            /** @description Whether the product is active. */
+            IsActive?: boolean | null;
+            /** @description Manufacturer. */
+            Manufacturer?: string | null;
+            /** @description Model or type number. */
+            ModelNumber?: string | null;
+            /** @description Name of the product. */
+            Name?: string | null;
+            /** @description Internal note. */
+            Note?: string | null;
+            /**
+             * Format: int64
+             * @description The record's version: 1 or more on a create; on an update, the version the client read.
+             */
+            Version?: number;
+        } & {
+            [key: string]: unknown;
+        };
         /** @description The record as stored locally, and the field-report system's answer (null when the write was not forwarded). */
         ProductsWrite: {
             data: components["schemas"]["Products"];
@@ -3774,6 +4615,35 @@ export interface components {
         QualificationsPage: {
             data: components["schemas"]["Qualifications"][];
             meta: components["schemas"]["PageMeta"];
+        };
+        /** @description Fields of a Qualifications record to merge over the stored one. `Id`, when given, must be the record's own; `Version`, when given, must be the stored one (a stale Version is refused with 409: the record changed since it was read). */
+        QualificationsUpdate: {
+            /** @description Category used to group qualifications. */
+            Category?: string | null;
+            /** @description When the record was last changed (set by the system). */
+            DateModified?: string | null;
+            /** @description When the record was created (set by the system). */
+            DateOfCreation?: string | null;
+            /** @description Description. */
+            Description?: string | null;
+            /** @description Identifier of the record in a connected system (e.g. the ERP). */
+            ExternalId?: string | null;
+            /** @description The record's Id. */
+            Id?: string;
+            /** @description Name of the qualification. */
+            Name?: string | null;
+            /**
+             * Format: int32
+             * @description How long a certificate stays valid, in months.
+             */
+            ValidityMonths?: number | null;
+            /**
+             * Format: int64
+             * @description The record's version: 1 or more on a create; on an update, the version the client read.
+             */
+            Version?: number;
+        } & {
+            [key: string]: unknown;
         };
         /** @description The record as stored locally, and the field-report system's answer (null when the write was not forwarded). */
         QualificationsWrite: {
@@ -3956,6 +4826,56 @@ export interface components {
             data: components["schemas"]["ServiceObjects"][];
             meta: components["schemas"]["PageMeta"];
         };
+        /** @description Fields of a ServiceObjects record to merge over the stored one. `Id`, when given, must be the record's own; `Version`, when given, must be the stored one (a stale Version is refused with 409: the record changed since it was read). */
+        ServiceObjectsUpdate: {
+            /** @description The owning company. */
+            Company?: components["schemas"]["Company"] | null;
+            /** @description Id of the owning company. */
+            CompanyId?: components["schemas"]["EdmInt64"] | null;
+            /** @description Contact persons responsible for the object. */
+            Contacts?: components["schemas"]["Contact"][] | null;
+            /** @description When the record was last changed (set by the system). */
+            DateModified?: string | null;
+            /** @description When the record was created (set by the system). */
+            DateOfCreation?: string | null;
+            /** @description Description. */
+            Description?: string | null;
+            /** @description Identifier of the record in a connected system (e.g. the ERP). */
+            ExternalId?: string | null;
+            /** @description The record's Id. */
+            Id?: string;
+            /** @description When the object was installed. */
+            InstallationDate?: string | null;
+            /** @description Inventory number. */
+            InventoryNumber?: string | null;
+            /** @description Whether the object is in service. */
+            IsActive?: boolean | null;
+            /** @description Where the object is installed. */
+            Location?: components["schemas"]["Location"] | null;
+            /** @description Name of the object. */
+            Name?: string | null;
+            /** @description Internal note. */
+            Note?: string | null;
+            /** @description Id of the object this one is part of. */
+            ParentServiceObjectId?: components["schemas"]["EdmInt64"] | null;
+            /** @description The product the object is an instance of. */
+            Product?: components["schemas"]["Product"] | null;
+            /** @description Id of the product the object is an instance of. */
+            ProductId?: components["schemas"]["EdmInt64"] | null;
+            /** @description Serial number. */
+            SerialNumber?: string | null;
+            /** @description Tags attached to the object. */
+            Tags?: components["schemas"]["Tag"][] | null;
+            /**
+             * Format: int64
+             * @description The record's version: 1 or more on a create; on an update, the version the client read.
+             */
+            Version?: number;
+            /** @description When the warranty ends. */
+            WarrantyEndDate?: string | null;
+        } & {
+            [key: string]: unknown;
+        };
         /** @description The record as stored locally, and the field-report system's answer (null when the write was not forwarded). */
         ServiceObjectsWrite: {
             data: components["schemas"]["ServiceObjects"];
@@ -4030,6 +4950,72 @@ export interface components {
         ServiceRequestsPage: {
             data: components["schemas"]["ServiceRequests"][];
             meta: components["schemas"]["PageMeta"];
+        };
+        /** @description Fields of a ServiceRequests record to merge over the stored one. `Id`, when given, must be the record's own; `Version`, when given, must be the stored one (a stale Version is refused with 409: the record changed since it was read). */
+        ServiceRequestsUpdate: {
+            /** @description Planned appointments. */
+            Appointments?: components["schemas"]["Appointment"][] | null;
+            /** @description Comments. */
+            Comments?: components["schemas"]["Comment"][] | null;
+            /** @description When the work was completed. */
+            CompletionDate?: string | null;
+            /** @description Id of the customer's contact person for this request. */
+            ContactId?: components["schemas"]["EdmInt64"] | null;
+            /** @description Id of the cost center. */
+            CostCenterId?: components["schemas"]["EdmInt64"] | null;
+            /** @description The customer company. */
+            Customer?: components["schemas"]["Company"] | null;
+            /** @description Id of the customer company. */
+            CustomerId?: components["schemas"]["EdmInt64"] | null;
+            /** @description When the record was last changed (set by the system). */
+            DateModified?: string | null;
+            /** @description When the record was created (set by the system). */
+            DateOfCreation?: string | null;
+            /** @description Description of the work to do. */
+            Description?: string | null;
+            /** @description End of the period the work is due in. */
+            DueDateRangeEnd?: string | null;
+            /** @description Start of the period the work is due in. */
+            DueDateRangeStart?: string | null;
+            /** @description Identifier of the record in a connected system (e.g. the ERP). */
+            ExternalId?: string | null;
+            /** @description Reference of the customer or a connected system, e.g. an order number. */
+            ExternalReference?: string | null;
+            /** @description The record's Id. */
+            Id?: string;
+            /** @description Whether the record is a template for new requests. */
+            IsTemplate?: boolean | null;
+            /** @description Items (material, services) used. */
+            Items?: components["schemas"]["Item"][] | null;
+            /** @description Where the work is performed. */
+            Location?: components["schemas"]["Location"] | null;
+            /** @description Title of the request. */
+            Name?: string | null;
+            /** @description Priority, e.g. Low, Normal, High. */
+            Priority?: string | null;
+            /** @description Qualifications required for the work. */
+            Qualifications?: components["schemas"]["Qualification"][] | null;
+            /** @description Service reports produced for the request. */
+            Reports?: components["schemas"]["Report"][] | null;
+            /** @description Objects the work is performed on. */
+            ServiceObjects?: components["schemas"]["ServiceObject"][] | null;
+            /** @description Processing state, e.g. New, Planned, InProgress, Done, Closed. */
+            State?: string | null;
+            /** @description Checklist steps. */
+            Steps?: components["schemas"]["Step"][] | null;
+            /** @description Stock movements caused by the request. */
+            StockMovements?: components["schemas"]["StockMovement"][] | null;
+            /** @description Tags attached to the request. */
+            Tags?: components["schemas"]["Tag"][] | null;
+            /** @description Kind of request, e.g. Maintenance, Repair, Installation. */
+            Type?: string | null;
+            /**
+             * Format: int64
+             * @description The record's version: 1 or more on a create; on an update, the version the client read.
+             */
+            Version?: number;
+        } & {
+            [key: string]: unknown;
         };
         /** @description The record as stored locally, and the field-report system's answer (null when the write was not forwarded). */
         ServiceRequestsWrite: {
@@ -4128,6 +5114,37 @@ export interface components {
         StepListTemplatesPage: {
             data: components["schemas"]["StepListTemplates"][];
             meta: components["schemas"]["PageMeta"];
+        };
+        /** @description Fields of a StepListTemplates record to merge over the stored one. `Id`, when given, must be the record's own; `Version`, when given, must be the stored one (a stale Version is refused with 409: the record changed since it was read). */
+        StepListTemplatesUpdate: {
+            /** @description Category used to group templates. */
+            Category?: string | null;
+            /** @description When the record was last changed (set by the system). */
+            DateModified?: string | null;
+            /** @description When the record was created (set by the system). */
+            DateOfCreation?: string | null;
+            /** @description Description. */
+            Description?: string | null;
+            /** @description Identifier of the record in a connected system (e.g. the ERP). */
+            ExternalId?: string | null;
+            /** @description The record's Id. */
+            Id?: string;
+            /** @description Whether the template can be used. */
+            IsActive?: boolean | null;
+            /** @description Name of the checklist. */
+            Name?: string | null;
+            /**
+             * Format: int32
+             * @description Position in lists.
+             */
+            SortOrder?: number | null;
+            /**
+             * Format: int64
+             * @description The record's version: 1 or more on a create; on an update, the version the client read.
+             */
+            Version?: number;
+        } & {
+            [key: string]: unknown;
         };
         /** @description The record as stored locally, and the field-report system's answer (null when the write was not forwarded). */
         StepListTemplatesWrite: {
@@ -4253,6 +5270,30 @@ export interface components {
             data: components["schemas"]["Tags"][];
             meta: components["schemas"]["PageMeta"];
         };
+        /** @description Fields of a Tags record to merge over the stored one. `Id`, when given, must be the record's own; `Version`, when given, must be the stored one (a stale Version is refused with 409: the record changed since it was read). */
+        TagsUpdate: {
+            /** @description Display colour. */
+            Color?: string | null;
+            /** @description When the record was last changed (set by the system). */
+            DateModified?: string | null;
+            /** @description When the record was created (set by the system). */
+            DateOfCreation?: string | null;
+            /** @description Description. */
+            Description?: string | null;
+            /** @description Identifier of the record in a connected system (e.g. the ERP). */
+            ExternalId?: string | null;
+            /** @description The record's Id. */
+            Id?: string;
+            /** @description Name of the tag. */
+            Name?: string | null;
+            /**
+             * Format: int64
+             * @description The record's version: 1 or more on a create; on an update, the version the client read.
+             */
+            Version?: number;
+        } & {
+            [key: string]: unknown;
+        };
         /** @description The record as stored locally, and the field-report system's answer (null when the write was not forwarded). */
         TagsWrite: {
             data: components["schemas"]["Tags"];
@@ -4323,6 +5364,45 @@ export interface components {
             data: components["schemas"]["TimeEvents"][];
             meta: components["schemas"]["PageMeta"];
         };
+        /** @description Fields of a TimeEvents record to merge over the stored one. `Id`, when given, must be the record's own; `Version`, when given, must be the stored one (a stale Version is refused with 409: the record changed since it was read). */
+        TimeEventsUpdate: {
+            /** @description Id of the cost center. */
+            CostCenterId?: components["schemas"]["EdmInt64"] | null;
+            /** @description When the record was last changed (set by the system). */
+            DateModified?: string | null;
+            /** @description When the record was created (set by the system). */
+            DateOfCreation?: string | null;
+            /** @description Description of the work. */
+            Description?: string | null;
+            /**
+             * Format: int32
+             * @description Duration in minutes.
+             */
+            DurationMinutes?: number | null;
+            /** @description End of the booked period. */
+            EndDateTime?: string | null;
+            /** @description Identifier of the record in a connected system (e.g. the ERP). */
+            ExternalId?: string | null;
+            /** @description The record's Id. */
+            Id?: string;
+            /** @description Whether the time is billed to the customer. */
+            IsBillable?: boolean | null;
+            /** @description Id of the service request the time was spent on. */
+            ServiceRequestId?: components["schemas"]["EdmInt64"] | null;
+            /** @description Start of the booked period. */
+            StartDateTime?: string | null;
+            /** @description Kind of time, e.g. Work, Travel, Break. */
+            Type?: string | null;
+            /** @description Id of the user who booked the time. */
+            UserId?: components["schemas"]["EdmInt64"] | null;
+            /**
+             * Format: int64
+             * @description The record's version: 1 or more on a create; on an update, the version the client read.
+             */
+            Version?: number;
+        } & {
+            [key: string]: unknown;
+        };
         /** @description The record as stored locally, and the field-report system's answer (null when the write was not forwarded). */
         TimeEventsWrite: {
             data: components["schemas"]["TimeEvents"];
@@ -4377,6 +5457,46 @@ export interface components {
             data: components["schemas"]["Users"][];
             meta: components["schemas"]["PageMeta"];
         };
+        /** @description Fields of a Users record to merge over the stored one. `Id`, when given, must be the record's own; `Version`, when given, must be the stored one (a stale Version is refused with 409: the record changed since it was read). */
+        UsersUpdate: {
+            /** @description Colour used in the planning board. */
+            Color?: string | null;
+            /** @description Id of the default cost center. */
+            CostCenterId?: components["schemas"]["EdmInt64"] | null;
+            /** @description When the record was last changed (set by the system). */
+            DateModified?: string | null;
+            /** @description When the record was created (set by the system). */
+            DateOfCreation?: string | null;
+            /** @description E-mail address. */
+            Email?: string | null;
+            /** @description Identifier of the record in a connected system (e.g. the ERP). */
+            ExternalId?: string | null;
+            /** @description First name. */
+            FirstName?: string | null;
+            /** @description The record's Id. */
+            Id?: string;
+            /** @description Whether the user can log in. */
+            IsActive?: boolean | null;
+            /** @description Preferred language, e.g. de. */
+            Language?: string | null;
+            /** @description Last name. */
+            LastName?: string | null;
+            /** @description Mobile phone number. */
+            MobilePhone?: string | null;
+            /** @description Role, e.g. Technician, Dispatcher, Administrator. */
+            Role?: string | null;
+            /** @description Phone number. */
+            Telephone?: string | null;
+            /** @description Login name. */
+            UserName?: string | null;
+            /**
+             * Format: int64
+             * @description The record's version: 1 or more on a create; on an update, the version the client read.
+             */
+            Version?: number;
+        } & {
+            [key: string]: unknown;
+        };
         /** @description The record as stored locally, and the field-report system's answer (null when the write was not forwarded). */
         UsersWrite: {
             data: components["schemas"]["Users"];
@@ -4412,6 +5532,7 @@ export interface components {
         /** @description An error. The body says what went wrong (`message`), how to react (`error_code`) and which request it was (`request_id`). */
         ApiError: {
             headers: {
+                "x-request-id": components["headers"]["RequestId"];
                 [name: string]: unknown;
             };
             content: {
@@ -4421,6 +5542,7 @@ export interface components {
         /** @description The upstream system refused or failed (`upstream_error`), was unreachable (`upstream_unavailable`) or answered something unreadable (`upstream_invalid_response`); nothing was changed locally. */
         BadGateway: {
             headers: {
+                "x-request-id": components["headers"]["RequestId"];
                 [name: string]: unknown;
             };
             content: {
@@ -4430,6 +5552,7 @@ export interface components {
         /** @description The record exists already, was changed by a concurrent request, or the upstream reports a version conflict (`upstream_conflict`). */
         Conflict: {
             headers: {
+                "x-request-id": components["headers"]["RequestId"];
                 [name: string]: unknown;
             };
             content: {
@@ -4439,6 +5562,7 @@ export interface components {
         /** @description The upstream system did not answer in time (`upstream_timeout`); nothing was changed locally. A forwarded field-report write that timed out is settled by reading the upstream back: not applied → `upstream_unavailable` (nothing changed; send it again); unknown, because the read failed too → `upstream_outcome_unknown`: sending the same write again is safe (a create is looked up by its `ExternalId` first, an update reads the record first), and a delete stays deleted here and pending, sent again by `post`. */
         GatewayTimeout: {
             headers: {
+                "x-request-id": components["headers"]["RequestId"];
                 [name: string]: unknown;
             };
             content: {
@@ -4448,6 +5572,7 @@ export interface components {
         /** @description A leasing failure (the seed's rule: every failure of a leasing route is answered 500 `{success: false, message}`), named by `error_code`: the request was `declined` or `cancelled`, is `missing_info` (the missing-info mail was sent or its failure is named in `message`), is `already_past_signing`, or was `not_ready_to_sign` when the attempts were used up; the provider refused (`upstream_rejected`), failed (`upstream_error`), did not answer in time (`upstream_timeout`), was unreachable (`upstream_unavailable`), busy (`upstream_busy`), answered something unreadable (`upstream_invalid_response`) or is not configured (`upstream_not_configured`); or the contract could not be stored (`storage_error`). */
         LeasingFailure: {
             headers: {
+                "x-request-id": components["headers"]["RequestId"];
                 [name: string]: unknown;
             };
             content: {
@@ -4457,6 +5582,7 @@ export interface components {
         /** @description The token is valid but lacks the ability the operation needs (`x-ability`); the message names it. */
         MissingAbility: {
             headers: {
+                "x-request-id": components["headers"]["RequestId"];
                 [name: string]: unknown;
             };
             content: {
@@ -4473,6 +5599,7 @@ export interface components {
         /** @description No such record. */
         NotFound: {
             headers: {
+                "x-request-id": components["headers"]["RequestId"];
                 [name: string]: unknown;
             };
             content: {
@@ -4482,6 +5609,7 @@ export interface components {
         /** @description The request body is larger than the configured limit (`MAX_BODY_BYTES`, 1 MiB by default). */
         PayloadTooLarge: {
             headers: {
+                "x-request-id": components["headers"]["RequestId"];
                 [name: string]: unknown;
             };
             content: {
@@ -4491,6 +5619,7 @@ export interface components {
         /** @description The database does not answer (`service_unavailable`); retry later. */
         ServiceUnavailable: {
             headers: {
+                "x-request-id": components["headers"]["RequestId"];
                 [name: string]: unknown;
             };
             content: {
@@ -4502,6 +5631,7 @@ export interface components {
             headers: {
                 /** @description Seconds to wait before retrying. */
                 "Retry-After"?: number;
+                "x-request-id": components["headers"]["RequestId"];
                 [name: string]: unknown;
             };
             content: {
@@ -4511,6 +5641,7 @@ export interface components {
         /** @description The bearer token is missing, malformed, unknown, revoked or expired. */
         Unauthenticated: {
             headers: {
+                "x-request-id": components["headers"]["RequestId"];
                 [name: string]: unknown;
             };
             content: {
@@ -4527,6 +5658,7 @@ export interface components {
         /** @description The database does not answer (`service_unavailable`), the upstream system is not configured (`upstream_not_configured`; the message names the setting), or it stays busy (`upstream_busy`; retry after `Retry-After`). */
         UpstreamUnavailable: {
             headers: {
+                "x-request-id": components["headers"]["RequestId"];
                 [name: string]: unknown;
             };
             content: {
@@ -4536,6 +5668,7 @@ export interface components {
         /** @description The body is well-formed JSON but a field is missing or invalid; `errors` lists messages per field. */
         ValidationFailed: {
             headers: {
+                "x-request-id": components["headers"]["RequestId"];
                 [name: string]: unknown;
             };
             content: {
@@ -4557,7 +5690,10 @@ export interface components {
     };
     parameters: never;
     requestBodies: never;
-    headers: never;
+    headers: {
+        /** @description The request's id, also in every error body as `request_id`; quote it when reporting a problem. */
+        RequestId: string;
+    };
     pathItems: never;
 }
 export type $defs = Record<string, never>;
@@ -4577,6 +5713,7 @@ export interface operations {
             /** @description successful operation */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4609,6 +5746,7 @@ export interface operations {
             /** @description successful operation */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4639,6 +5777,7 @@ export interface operations {
             /** @description successful operation */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4671,6 +5810,7 @@ export interface operations {
             /** @description successful operation */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4701,6 +5841,7 @@ export interface operations {
             /** @description successful operation */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4734,6 +5875,7 @@ export interface operations {
             /** @description successful operation */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4761,6 +5903,7 @@ export interface operations {
             /** @description successful operation */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4788,6 +5931,7 @@ export interface operations {
             /** @description successful operation */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4818,6 +5962,7 @@ export interface operations {
             /** @description successful operation */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4845,6 +5990,7 @@ export interface operations {
             /** @description successful operation */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4877,6 +6023,7 @@ export interface operations {
             /** @description successful operation */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4906,6 +6053,7 @@ export interface operations {
             /** @description successful operation */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4939,6 +6087,7 @@ export interface operations {
             /** @description successful operation */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4963,6 +6112,7 @@ export interface operations {
             /** @description successful operation */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4993,6 +6143,7 @@ export interface operations {
             /** @description successful operation */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5025,6 +6176,7 @@ export interface operations {
             /** @description successful operation */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5059,6 +6211,7 @@ export interface operations {
             /** @description successful operation */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5097,6 +6250,7 @@ export interface operations {
             /** @description successfully enqueued operation */
             202: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5106,6 +6260,7 @@ export interface operations {
             /** @description `ERP_WEBHOOK_SECRET` is set and the call did not carry it as `?secret=` or `X-Webhook-Secret` (`invalid_webhook_secret`). */
             401: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5115,6 +6270,7 @@ export interface operations {
             /** @description The source address is not in `ERP_WEBHOOK_ALLOWLIST` (`forbidden_source`). */
             403: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5137,6 +6293,13 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "entityId": "17",
+                 *       "entityName": "customer",
+                 *       "type": "updated"
+                 *     }
+                 */
                 "application/json": components["schemas"]["WebhookPayload"];
             };
         };
@@ -5144,6 +6307,7 @@ export interface operations {
             /** @description successfully enqueued operation */
             202: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5153,6 +6317,7 @@ export interface operations {
             /** @description `ERP_WEBHOOK_SECRET` is set and the call did not carry it as `?secret=` or `X-Webhook-Secret` (`invalid_webhook_secret`). */
             401: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5162,6 +6327,7 @@ export interface operations {
             /** @description The source address is not in `ERP_WEBHOOK_ALLOWLIST` (`forbidden_source`). */
             403: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5191,6 +6357,7 @@ export interface operations {
             /** @description successful operation */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5212,6 +6379,13 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "Id": "new-1",
+                 *       "Name": "Example",
+                 *       "Version": 1
+                 *     }
+                 */
                 "application/json": components["schemas"]["NewCompanies"];
             };
         };
@@ -5219,6 +6393,7 @@ export interface operations {
             /** @description successful creation */
             201: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5251,6 +6426,7 @@ export interface operations {
             /** @description successful operation */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5276,13 +6452,20 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["Companies"];
+                /**
+                 * @example {
+                 *       "Name": "Example, changed",
+                 *       "Version": 1
+                 *     }
+                 */
+                "application/json": components["schemas"]["CompaniesUpdate"];
             };
         };
         responses: {
             /** @description successful operation */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5319,13 +6502,14 @@ export interface operations {
             /** @description Deleted; sent with `Prefer: return=representation`. */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
                         /** @description The result of the local delete. */
                         data: boolean;
-                        /** @description The field-report system's answer. */
+                        /** @description The field-report system's answer (any JSON value, null when it answered without a body). */
                         fieldReportResponse: unknown;
                     };
                 };
@@ -5333,6 +6517,7 @@ export interface operations {
             /** @description Deleted locally and at the field-report system. */
             204: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -5344,6 +6529,7 @@ export interface operations {
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
+            "4XX": components["responses"]["ApiError"];
         };
     };
     fieldreport_companies_update: {
@@ -5358,13 +6544,20 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["Companies"];
+                /**
+                 * @example {
+                 *       "Name": "Example, changed",
+                 *       "Version": 1
+                 *     }
+                 */
+                "application/json": components["schemas"]["CompaniesUpdate"];
             };
         };
         responses: {
             /** @description successful operation */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5400,6 +6593,7 @@ export interface operations {
             /** @description successful operation */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5421,6 +6615,13 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "Id": "new-1",
+                 *       "Title": "Example",
+                 *       "Version": 1
+                 *     }
+                 */
                 "application/json": components["schemas"]["NewContacts"];
             };
         };
@@ -5428,6 +6629,7 @@ export interface operations {
             /** @description successful creation */
             201: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5460,6 +6662,7 @@ export interface operations {
             /** @description successful operation */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5485,13 +6688,20 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["Contacts"];
+                /**
+                 * @example {
+                 *       "Title": "Example, changed",
+                 *       "Version": 1
+                 *     }
+                 */
+                "application/json": components["schemas"]["ContactsUpdate"];
             };
         };
         responses: {
             /** @description successful operation */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5528,13 +6738,14 @@ export interface operations {
             /** @description Deleted; sent with `Prefer: return=representation`. */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
                         /** @description The result of the local delete. */
                         data: boolean;
-                        /** @description The field-report system's answer. */
+                        /** @description The field-report system's answer (any JSON value, null when it answered without a body). */
                         fieldReportResponse: unknown;
                     };
                 };
@@ -5542,6 +6753,7 @@ export interface operations {
             /** @description Deleted locally and at the field-report system. */
             204: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -5553,6 +6765,7 @@ export interface operations {
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
+            "4XX": components["responses"]["ApiError"];
         };
     };
     fieldreport_contacts_update: {
@@ -5567,13 +6780,20 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["Contacts"];
+                /**
+                 * @example {
+                 *       "Title": "Example, changed",
+                 *       "Version": 1
+                 *     }
+                 */
+                "application/json": components["schemas"]["ContactsUpdate"];
             };
         };
         responses: {
             /** @description successful operation */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5592,7 +6812,7 @@ export interface operations {
             "4XX": components["responses"]["ApiError"];
         };
     };
-    fieldreport_costCenters_list: {
+    fieldreport_cost_centers_list: {
         parameters: {
             query?: {
                 /** @description Page number, from 1 (default 1). */
@@ -5609,6 +6829,7 @@ export interface operations {
             /** @description successful operation */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5621,7 +6842,7 @@ export interface operations {
             "4XX": components["responses"]["ApiError"];
         };
     };
-    fieldreport_costCenters_create: {
+    fieldreport_cost_centers_create: {
         parameters: {
             query?: never;
             header?: never;
@@ -5630,6 +6851,13 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "Id": "new-1",
+                 *       "Name": "Example",
+                 *       "Version": 1
+                 *     }
+                 */
                 "application/json": components["schemas"]["NewCostCenters"];
             };
         };
@@ -5637,6 +6865,7 @@ export interface operations {
             /** @description successful creation */
             201: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5654,7 +6883,7 @@ export interface operations {
             "4XX": components["responses"]["ApiError"];
         };
     };
-    fieldreport_costCenters_show: {
+    fieldreport_cost_centers_show: {
         parameters: {
             query?: never;
             header?: never;
@@ -5669,6 +6898,7 @@ export interface operations {
             /** @description successful operation */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5682,7 +6912,7 @@ export interface operations {
             "4XX": components["responses"]["ApiError"];
         };
     };
-    fieldreport_costCenters_replace: {
+    fieldreport_cost_centers_replace: {
         parameters: {
             query?: never;
             header?: never;
@@ -5694,13 +6924,20 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["CostCenters"];
+                /**
+                 * @example {
+                 *       "Name": "Example, changed",
+                 *       "Version": 1
+                 *     }
+                 */
+                "application/json": components["schemas"]["CostCentersUpdate"];
             };
         };
         responses: {
             /** @description successful operation */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5719,7 +6956,7 @@ export interface operations {
             "4XX": components["responses"]["ApiError"];
         };
     };
-    fieldreport_costCenters_delete: {
+    fieldreport_cost_centers_delete: {
         parameters: {
             query?: never;
             header?: {
@@ -5737,13 +6974,14 @@ export interface operations {
             /** @description Deleted; sent with `Prefer: return=representation`. */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
                         /** @description The result of the local delete. */
                         data: boolean;
-                        /** @description The field-report system's answer. */
+                        /** @description The field-report system's answer (any JSON value, null when it answered without a body). */
                         fieldReportResponse: unknown;
                     };
                 };
@@ -5751,6 +6989,7 @@ export interface operations {
             /** @description Deleted locally and at the field-report system. */
             204: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -5762,9 +7001,10 @@ export interface operations {
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
+            "4XX": components["responses"]["ApiError"];
         };
     };
-    fieldreport_costCenters_update: {
+    fieldreport_cost_centers_update: {
         parameters: {
             query?: never;
             header?: never;
@@ -5776,13 +7016,20 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["CostCenters"];
+                /**
+                 * @example {
+                 *       "Name": "Example, changed",
+                 *       "Version": 1
+                 *     }
+                 */
+                "application/json": components["schemas"]["CostCentersUpdate"];
             };
         };
         responses: {
             /** @description successful operation */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5818,6 +7065,7 @@ export interface operations {
             /** @description successful operation */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5839,6 +7087,13 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "Id": "new-1",
+                 *       "Name": "Example",
+                 *       "Version": 1
+                 *     }
+                 */
                 "application/json": components["schemas"]["NewDocuments"];
             };
         };
@@ -5846,6 +7101,7 @@ export interface operations {
             /** @description successful creation */
             201: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5878,6 +7134,7 @@ export interface operations {
             /** @description successful operation */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5903,13 +7160,20 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["Documents"];
+                /**
+                 * @example {
+                 *       "Name": "Example, changed",
+                 *       "Version": 1
+                 *     }
+                 */
+                "application/json": components["schemas"]["DocumentsUpdate"];
             };
         };
         responses: {
             /** @description successful operation */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5946,13 +7210,14 @@ export interface operations {
             /** @description Deleted; sent with `Prefer: return=representation`. */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
                         /** @description The result of the local delete. */
                         data: boolean;
-                        /** @description The field-report system's answer. */
+                        /** @description The field-report system's answer (any JSON value, null when it answered without a body). */
                         fieldReportResponse: unknown;
                     };
                 };
@@ -5960,6 +7225,7 @@ export interface operations {
             /** @description Deleted locally and at the field-report system. */
             204: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -5971,6 +7237,7 @@ export interface operations {
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
+            "4XX": components["responses"]["ApiError"];
         };
     };
     fieldreport_documents_update: {
@@ -5985,13 +7252,20 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["Documents"];
+                /**
+                 * @example {
+                 *       "Name": "Example, changed",
+                 *       "Version": 1
+                 *     }
+                 */
+                "application/json": components["schemas"]["DocumentsUpdate"];
             };
         };
         responses: {
             /** @description successful operation */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6010,7 +7284,7 @@ export interface operations {
             "4XX": components["responses"]["ApiError"];
         };
     };
-    fieldreport_itemTypes_list: {
+    fieldreport_item_types_list: {
         parameters: {
             query?: {
                 /** @description Page number, from 1 (default 1). */
@@ -6027,6 +7301,7 @@ export interface operations {
             /** @description successful operation */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6039,7 +7314,7 @@ export interface operations {
             "4XX": components["responses"]["ApiError"];
         };
     };
-    fieldreport_itemTypes_create: {
+    fieldreport_item_types_create: {
         parameters: {
             query?: never;
             header?: never;
@@ -6048,6 +7323,13 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "Description": "Example",
+                 *       "Id": "new-1",
+                 *       "Version": 1
+                 *     }
+                 */
                 "application/json": components["schemas"]["NewItemTypes"];
             };
         };
@@ -6055,6 +7337,7 @@ export interface operations {
             /** @description successful creation */
             201: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6072,7 +7355,7 @@ export interface operations {
             "4XX": components["responses"]["ApiError"];
         };
     };
-    fieldreport_itemTypes_show: {
+    fieldreport_item_types_show: {
         parameters: {
             query?: never;
             header?: never;
@@ -6087,6 +7370,7 @@ export interface operations {
             /** @description successful operation */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6100,7 +7384,7 @@ export interface operations {
             "4XX": components["responses"]["ApiError"];
         };
     };
-    fieldreport_itemTypes_replace: {
+    fieldreport_item_types_replace: {
         parameters: {
             query?: never;
             header?: never;
@@ -6112,13 +7396,20 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["ItemTypes"];
+                /**
+                 * @example {
+                 *       "Description": "Example, changed",
+                 *       "Version": 1
+                 *     }
+                 */
+                "application/json": components["schemas"]["ItemTypesUpdate"];
             };
         };
         responses: {
             /** @description successful operation */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6137,7 +7428,7 @@ export interface operations {
             "4XX": components["responses"]["ApiError"];
         };
     };
-    fieldreport_itemTypes_delete: {
+    fieldreport_item_types_delete: {
         parameters: {
             query?: never;
             header?: {
@@ -6155,13 +7446,14 @@ export interface operations {
             /** @description Deleted; sent with `Prefer: return=representation`. */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
                         /** @description The result of the local delete. */
                         data: boolean;
-                        /** @description The field-report system's answer. */
+                        /** @description The field-report system's answer (any JSON value, null when it answered without a body). */
                         fieldReportResponse: unknown;
                     };
                 };
@@ -6169,6 +7461,7 @@ export interface operations {
             /** @description Deleted locally and at the field-report system. */
             204: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -6180,9 +7473,10 @@ export interface operations {
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
+            "4XX": components["responses"]["ApiError"];
         };
     };
-    fieldreport_itemTypes_update: {
+    fieldreport_item_types_update: {
         parameters: {
             query?: never;
             header?: never;
@@ -6194,13 +7488,20 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["ItemTypes"];
+                /**
+                 * @example {
+                 *       "Description": "Example, changed",
+                 *       "Version": 1
+                 *     }
+                 */
+                "application/json": components["schemas"]["ItemTypesUpdate"];
             };
         };
         responses: {
             /** @description successful operation */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6219,7 +7520,7 @@ export interface operations {
             "4XX": components["responses"]["ApiError"];
         };
     };
-    fieldreport_itemUnits_list: {
+    fieldreport_item_units_list: {
         parameters: {
             query?: {
                 /** @description Page number, from 1 (default 1). */
@@ -6236,6 +7537,7 @@ export interface operations {
             /** @description successful operation */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6248,7 +7550,7 @@ export interface operations {
             "4XX": components["responses"]["ApiError"];
         };
     };
-    fieldreport_itemUnits_create: {
+    fieldreport_item_units_create: {
         parameters: {
             query?: never;
             header?: never;
@@ -6257,6 +7559,13 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "Id": "new-1",
+                 *       "Name": "Example",
+                 *       "Version": 1
+                 *     }
+                 */
                 "application/json": components["schemas"]["NewItemUnits"];
             };
         };
@@ -6264,6 +7573,7 @@ export interface operations {
             /** @description successful creation */
             201: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6281,7 +7591,7 @@ export interface operations {
             "4XX": components["responses"]["ApiError"];
         };
     };
-    fieldreport_itemUnits_show: {
+    fieldreport_item_units_show: {
         parameters: {
             query?: never;
             header?: never;
@@ -6296,6 +7606,7 @@ export interface operations {
             /** @description successful operation */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6309,7 +7620,7 @@ export interface operations {
             "4XX": components["responses"]["ApiError"];
         };
     };
-    fieldreport_itemUnits_replace: {
+    fieldreport_item_units_replace: {
         parameters: {
             query?: never;
             header?: never;
@@ -6321,13 +7632,20 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["ItemUnits"];
+                /**
+                 * @example {
+                 *       "Name": "Example, changed",
+                 *       "Version": 1
+                 *     }
+                 */
+                "application/json": components["schemas"]["ItemUnitsUpdate"];
             };
         };
         responses: {
             /** @description successful operation */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6346,7 +7664,7 @@ export interface operations {
             "4XX": components["responses"]["ApiError"];
         };
     };
-    fieldreport_itemUnits_delete: {
+    fieldreport_item_units_delete: {
         parameters: {
             query?: never;
             header?: {
@@ -6364,13 +7682,14 @@ export interface operations {
             /** @description Deleted; sent with `Prefer: return=representation`. */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
                         /** @description The result of the local delete. */
                         data: boolean;
-                        /** @description The field-report system's answer. */
+                        /** @description The field-report system's answer (any JSON value, null when it answered without a body). */
                         fieldReportResponse: unknown;
                     };
                 };
@@ -6378,6 +7697,7 @@ export interface operations {
             /** @description Deleted locally and at the field-report system. */
             204: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -6389,9 +7709,10 @@ export interface operations {
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
+            "4XX": components["responses"]["ApiError"];
         };
     };
-    fieldreport_itemUnits_update: {
+    fieldreport_item_units_update: {
         parameters: {
             query?: never;
             header?: never;
@@ -6403,13 +7724,20 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["ItemUnits"];
+                /**
+                 * @example {
+                 *       "Name": "Example, changed",
+                 *       "Version": 1
+                 *     }
+                 */
+                "application/json": components["schemas"]["ItemUnitsUpdate"];
             };
         };
         responses: {
             /** @description successful operation */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6445,6 +7773,7 @@ export interface operations {
             /** @description successful operation */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6466,6 +7795,13 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "Id": "new-1",
+                 *       "Name": "Example",
+                 *       "Version": 1
+                 *     }
+                 */
                 "application/json": components["schemas"]["NewItems"];
             };
         };
@@ -6473,6 +7809,7 @@ export interface operations {
             /** @description successful creation */
             201: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6505,6 +7842,7 @@ export interface operations {
             /** @description successful operation */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6530,13 +7868,20 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["Items"];
+                /**
+                 * @example {
+                 *       "Name": "Example, changed",
+                 *       "Version": 1
+                 *     }
+                 */
+                "application/json": components["schemas"]["ItemsUpdate"];
             };
         };
         responses: {
             /** @description successful operation */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6573,13 +7918,14 @@ export interface operations {
             /** @description Deleted; sent with `Prefer: return=representation`. */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
                         /** @description The result of the local delete. */
                         data: boolean;
-                        /** @description The field-report system's answer. */
+                        /** @description The field-report system's answer (any JSON value, null when it answered without a body). */
                         fieldReportResponse: unknown;
                     };
                 };
@@ -6587,6 +7933,7 @@ export interface operations {
             /** @description Deleted locally and at the field-report system. */
             204: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -6598,6 +7945,7 @@ export interface operations {
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
+            "4XX": components["responses"]["ApiError"];
         };
     };
     fieldreport_items_update: {
@@ -6612,13 +7960,20 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["Items"];
+                /**
+                 * @example {
+                 *       "Name": "Example, changed",
+                 *       "Version": 1
+                 *     }
+                 */
+                "application/json": components["schemas"]["ItemsUpdate"];
             };
         };
         responses: {
             /** @description successful operation */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6649,6 +8004,7 @@ export interface operations {
             /** @description successful operation */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6679,6 +8035,7 @@ export interface operations {
             /** @description successful operation */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6712,6 +8069,7 @@ export interface operations {
             /** @description successful operation */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6747,6 +8105,7 @@ export interface operations {
             /** @description successful operation */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6780,6 +8139,7 @@ export interface operations {
             /** @description successful operation */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6801,6 +8161,13 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "Id": "new-1",
+                 *       "Name": "Example",
+                 *       "Version": 1
+                 *     }
+                 */
                 "application/json": components["schemas"]["NewProducts"];
             };
         };
@@ -6808,6 +8175,7 @@ export interface operations {
             /** @description successful creation */
             201: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6840,6 +8208,7 @@ export interface operations {
             /** @description successful operation */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6865,13 +8234,20 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["Products"];
+                /**
+                 * @example {
+                 *       "Name": "Example, changed",
+                 *       "Version": 1
+                 *     }
+                 */
+                "application/json": components["schemas"]["ProductsUpdate"];
             };
         };
         responses: {
             /** @description successful operation */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6908,13 +8284,14 @@ export interface operations {
             /** @description Deleted; sent with `Prefer: return=representation`. */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
                         /** @description The result of the local delete. */
                         data: boolean;
-                        /** @description The field-report system's answer. */
+                        /** @description The field-report system's answer (any JSON value, null when it answered without a body). */
                         fieldReportResponse: unknown;
                     };
                 };
@@ -6922,6 +8299,7 @@ export interface operations {
             /** @description Deleted locally and at the field-report system. */
             204: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -6933,6 +8311,7 @@ export interface operations {
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
+            "4XX": components["responses"]["ApiError"];
         };
     };
     fieldreport_products_update: {
@@ -6947,13 +8326,20 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["Products"];
+                /**
+                 * @example {
+                 *       "Name": "Example, changed",
+                 *       "Version": 1
+                 *     }
+                 */
+                "application/json": components["schemas"]["ProductsUpdate"];
             };
         };
         responses: {
             /** @description successful operation */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6989,6 +8375,7 @@ export interface operations {
             /** @description successful operation */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7010,6 +8397,13 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "Id": "new-1",
+                 *       "Name": "Example",
+                 *       "Version": 1
+                 *     }
+                 */
                 "application/json": components["schemas"]["NewQualifications"];
             };
         };
@@ -7017,6 +8411,7 @@ export interface operations {
             /** @description successful creation */
             201: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7049,6 +8444,7 @@ export interface operations {
             /** @description successful operation */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7074,13 +8470,20 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["Qualifications"];
+                /**
+                 * @example {
+                 *       "Name": "Example, changed",
+                 *       "Version": 1
+                 *     }
+                 */
+                "application/json": components["schemas"]["QualificationsUpdate"];
             };
         };
         responses: {
             /** @description successful operation */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7117,13 +8520,14 @@ export interface operations {
             /** @description Deleted; sent with `Prefer: return=representation`. */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
                         /** @description The result of the local delete. */
                         data: boolean;
-                        /** @description The field-report system's answer. */
+                        /** @description The field-report system's answer (any JSON value, null when it answered without a body). */
                         fieldReportResponse: unknown;
                     };
                 };
@@ -7131,6 +8535,7 @@ export interface operations {
             /** @description Deleted locally and at the field-report system. */
             204: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -7142,6 +8547,7 @@ export interface operations {
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
+            "4XX": components["responses"]["ApiError"];
         };
     };
     fieldreport_qualifications_update: {
@@ -7156,13 +8562,20 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["Qualifications"];
+                /**
+                 * @example {
+                 *       "Name": "Example, changed",
+                 *       "Version": 1
+                 *     }
+                 */
+                "application/json": components["schemas"]["QualificationsUpdate"];
             };
         };
         responses: {
             /** @description successful operation */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7181,7 +8594,7 @@ export interface operations {
             "4XX": components["responses"]["ApiError"];
         };
     };
-    fieldreport_serviceObjects_list: {
+    fieldreport_service_objects_list: {
         parameters: {
             query?: {
                 /** @description Page number, from 1 (default 1). */
@@ -7198,6 +8611,7 @@ export interface operations {
             /** @description successful operation */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7210,7 +8624,7 @@ export interface operations {
             "4XX": components["responses"]["ApiError"];
         };
     };
-    fieldreport_serviceObjects_create: {
+    fieldreport_service_objects_create: {
         parameters: {
             query?: never;
             header?: never;
@@ -7219,6 +8633,13 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "Id": "new-1",
+                 *       "Name": "Example",
+                 *       "Version": 1
+                 *     }
+                 */
                 "application/json": components["schemas"]["NewServiceObjects"];
             };
         };
@@ -7226,6 +8647,7 @@ export interface operations {
             /** @description successful creation */
             201: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7243,7 +8665,7 @@ export interface operations {
             "4XX": components["responses"]["ApiError"];
         };
     };
-    fieldreport_serviceObjects_show: {
+    fieldreport_service_objects_show: {
         parameters: {
             query?: never;
             header?: never;
@@ -7258,6 +8680,7 @@ export interface operations {
             /** @description successful operation */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7271,7 +8694,7 @@ export interface operations {
             "4XX": components["responses"]["ApiError"];
         };
     };
-    fieldreport_serviceObjects_replace: {
+    fieldreport_service_objects_replace: {
         parameters: {
             query?: never;
             header?: never;
@@ -7283,13 +8706,20 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["ServiceObjects"];
+                /**
+                 * @example {
+                 *       "Name": "Example, changed",
+                 *       "Version": 1
+                 *     }
+                 */
+                "application/json": components["schemas"]["ServiceObjectsUpdate"];
             };
         };
         responses: {
             /** @description successful operation */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7308,7 +8738,7 @@ export interface operations {
             "4XX": components["responses"]["ApiError"];
         };
     };
-    fieldreport_serviceObjects_delete: {
+    fieldreport_service_objects_delete: {
         parameters: {
             query?: never;
             header?: {
@@ -7326,13 +8756,14 @@ export interface operations {
             /** @description Deleted; sent with `Prefer: return=representation`. */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
                         /** @description The result of the local delete. */
                         data: boolean;
-                        /** @description The field-report system's answer. */
+                        /** @description The field-report system's answer (any JSON value, null when it answered without a body). */
                         fieldReportResponse: unknown;
                     };
                 };
@@ -7340,6 +8771,7 @@ export interface operations {
             /** @description Deleted locally and at the field-report system. */
             204: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -7351,9 +8783,10 @@ export interface operations {
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
+            "4XX": components["responses"]["ApiError"];
         };
     };
-    fieldreport_serviceObjects_update: {
+    fieldreport_service_objects_update: {
         parameters: {
             query?: never;
             header?: never;
@@ -7365,13 +8798,20 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["ServiceObjects"];
+                /**
+                 * @example {
+                 *       "Name": "Example, changed",
+                 *       "Version": 1
+                 *     }
+                 */
+                "application/json": components["schemas"]["ServiceObjectsUpdate"];
             };
         };
         responses: {
             /** @description successful operation */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7390,7 +8830,7 @@ export interface operations {
             "4XX": components["responses"]["ApiError"];
         };
     };
-    fieldreport_serviceRequests_list: {
+    fieldreport_service_requests_list: {
         parameters: {
             query?: {
                 /** @description Page number, from 1 (default 1). */
@@ -7407,6 +8847,7 @@ export interface operations {
             /** @description successful operation */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7419,7 +8860,7 @@ export interface operations {
             "4XX": components["responses"]["ApiError"];
         };
     };
-    fieldreport_serviceRequests_create: {
+    fieldreport_service_requests_create: {
         parameters: {
             query?: never;
             header?: never;
@@ -7428,6 +8869,13 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "Id": "new-1",
+                 *       "Name": "Example",
+                 *       "Version": 1
+                 *     }
+                 */
                 "application/json": components["schemas"]["NewServiceRequests"];
             };
         };
@@ -7435,6 +8883,7 @@ export interface operations {
             /** @description successful creation */
             201: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7452,7 +8901,7 @@ export interface operations {
             "4XX": components["responses"]["ApiError"];
         };
     };
-    fieldreport_serviceRequests_show: {
+    fieldreport_service_requests_show: {
         parameters: {
             query?: never;
             header?: never;
@@ -7467,6 +8916,7 @@ export interface operations {
             /** @description successful operation */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7480,7 +8930,7 @@ export interface operations {
             "4XX": components["responses"]["ApiError"];
         };
     };
-    fieldreport_serviceRequests_replace: {
+    fieldreport_service_requests_replace: {
         parameters: {
             query?: never;
             header?: never;
@@ -7492,13 +8942,20 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["ServiceRequests"];
+                /**
+                 * @example {
+                 *       "Name": "Example, changed",
+                 *       "Version": 1
+                 *     }
+                 */
+                "application/json": components["schemas"]["ServiceRequestsUpdate"];
             };
         };
         responses: {
             /** @description successful operation */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7517,7 +8974,7 @@ export interface operations {
             "4XX": components["responses"]["ApiError"];
         };
     };
-    fieldreport_serviceRequests_delete: {
+    fieldreport_service_requests_delete: {
         parameters: {
             query?: never;
             header?: {
@@ -7535,13 +8992,14 @@ export interface operations {
             /** @description Deleted; sent with `Prefer: return=representation`. */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
                         /** @description The result of the local delete. */
                         data: boolean;
-                        /** @description The field-report system's answer. */
+                        /** @description The field-report system's answer (any JSON value, null when it answered without a body). */
                         fieldReportResponse: unknown;
                     };
                 };
@@ -7549,6 +9007,7 @@ export interface operations {
             /** @description Deleted locally and at the field-report system. */
             204: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -7560,9 +9019,10 @@ export interface operations {
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
+            "4XX": components["responses"]["ApiError"];
         };
     };
-    fieldreport_serviceRequests_update: {
+    fieldreport_service_requests_update: {
         parameters: {
             query?: never;
             header?: never;
@@ -7574,13 +9034,20 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["ServiceRequests"];
+                /**
+                 * @example {
+                 *       "Name": "Example, changed",
+                 *       "Version": 1
+                 *     }
+                 */
+                "application/json": components["schemas"]["ServiceRequestsUpdate"];
             };
         };
         responses: {
             /** @description successful operation */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7611,6 +9078,7 @@ export interface operations {
             /** @description successful operation */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7641,6 +9109,7 @@ export interface operations {
             /** @description successful operation */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7669,6 +9138,7 @@ export interface operations {
             /** @description successful operation */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7696,6 +9166,7 @@ export interface operations {
             /** @description successful operation */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7726,6 +9197,7 @@ export interface operations {
             /** @description successful operation */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7758,6 +9230,7 @@ export interface operations {
             /** @description successful operation */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7771,7 +9244,7 @@ export interface operations {
             "4XX": components["responses"]["ApiError"];
         };
     };
-    fieldreport_stepListTemplates_list: {
+    fieldreport_step_list_templates_list: {
         parameters: {
             query?: {
                 /** @description Page number, from 1 (default 1). */
@@ -7788,6 +9261,7 @@ export interface operations {
             /** @description successful operation */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7800,7 +9274,7 @@ export interface operations {
             "4XX": components["responses"]["ApiError"];
         };
     };
-    fieldreport_stepListTemplates_create: {
+    fieldreport_step_list_templates_create: {
         parameters: {
             query?: never;
             header?: never;
@@ -7809,6 +9283,13 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "Id": "new-1",
+                 *       "Name": "Example",
+                 *       "Version": 1
+                 *     }
+                 */
                 "application/json": components["schemas"]["NewStepListTemplates"];
             };
         };
@@ -7816,6 +9297,7 @@ export interface operations {
             /** @description successful creation */
             201: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7833,7 +9315,7 @@ export interface operations {
             "4XX": components["responses"]["ApiError"];
         };
     };
-    fieldreport_stepListTemplates_show: {
+    fieldreport_step_list_templates_show: {
         parameters: {
             query?: never;
             header?: never;
@@ -7848,6 +9330,7 @@ export interface operations {
             /** @description successful operation */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7861,7 +9344,7 @@ export interface operations {
             "4XX": components["responses"]["ApiError"];
         };
     };
-    fieldreport_stepListTemplates_replace: {
+    fieldreport_step_list_templates_replace: {
         parameters: {
             query?: never;
             header?: never;
@@ -7873,13 +9356,20 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["StepListTemplates"];
+                /**
+                 * @example {
+                 *       "Name": "Example, changed",
+                 *       "Version": 1
+                 *     }
+                 */
+                "application/json": components["schemas"]["StepListTemplatesUpdate"];
             };
         };
         responses: {
             /** @description successful operation */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7898,7 +9388,7 @@ export interface operations {
             "4XX": components["responses"]["ApiError"];
         };
     };
-    fieldreport_stepListTemplates_delete: {
+    fieldreport_step_list_templates_delete: {
         parameters: {
             query?: never;
             header?: {
@@ -7916,13 +9406,14 @@ export interface operations {
             /** @description Deleted; sent with `Prefer: return=representation`. */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
                         /** @description The result of the local delete. */
                         data: boolean;
-                        /** @description The field-report system's answer. */
+                        /** @description The field-report system's answer (any JSON value, null when it answered without a body). */
                         fieldReportResponse: unknown;
                     };
                 };
@@ -7930,6 +9421,7 @@ export interface operations {
             /** @description Deleted locally and at the field-report system. */
             204: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -7941,9 +9433,10 @@ export interface operations {
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
+            "4XX": components["responses"]["ApiError"];
         };
     };
-    fieldreport_stepListTemplates_update: {
+    fieldreport_step_list_templates_update: {
         parameters: {
             query?: never;
             header?: never;
@@ -7955,13 +9448,20 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["StepListTemplates"];
+                /**
+                 * @example {
+                 *       "Name": "Example, changed",
+                 *       "Version": 1
+                 *     }
+                 */
+                "application/json": components["schemas"]["StepListTemplatesUpdate"];
             };
         };
         responses: {
             /** @description successful operation */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7995,6 +9495,7 @@ export interface operations {
             /** @description successful operation */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8028,6 +9529,7 @@ export interface operations {
             /** @description successful operation */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8061,6 +9563,7 @@ export interface operations {
             /** @description successful operation */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8082,6 +9585,13 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "Id": "new-1",
+                 *       "Name": "Example",
+                 *       "Version": 1
+                 *     }
+                 */
                 "application/json": components["schemas"]["NewTags"];
             };
         };
@@ -8089,6 +9599,7 @@ export interface operations {
             /** @description successful creation */
             201: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8121,6 +9632,7 @@ export interface operations {
             /** @description successful operation */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8146,13 +9658,20 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["Tags"];
+                /**
+                 * @example {
+                 *       "Name": "Example, changed",
+                 *       "Version": 1
+                 *     }
+                 */
+                "application/json": components["schemas"]["TagsUpdate"];
             };
         };
         responses: {
             /** @description successful operation */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8189,13 +9708,14 @@ export interface operations {
             /** @description Deleted; sent with `Prefer: return=representation`. */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
                         /** @description The result of the local delete. */
                         data: boolean;
-                        /** @description The field-report system's answer. */
+                        /** @description The field-report system's answer (any JSON value, null when it answered without a body). */
                         fieldReportResponse: unknown;
                     };
                 };
@@ -8203,6 +9723,7 @@ export interface operations {
             /** @description Deleted locally and at the field-report system. */
             204: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -8214,6 +9735,7 @@ export interface operations {
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
+            "4XX": components["responses"]["ApiError"];
         };
     };
     fieldreport_tags_update: {
@@ -8228,13 +9750,20 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["Tags"];
+                /**
+                 * @example {
+                 *       "Name": "Example, changed",
+                 *       "Version": 1
+                 *     }
+                 */
+                "application/json": components["schemas"]["TagsUpdate"];
             };
         };
         responses: {
             /** @description successful operation */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8253,7 +9782,7 @@ export interface operations {
             "4XX": components["responses"]["ApiError"];
         };
     };
-    fieldreport_timeEvents_list: {
+    fieldreport_time_events_list: {
         parameters: {
             query?: {
                 /** @description Page number, from 1 (default 1). */
@@ -8270,6 +9799,7 @@ export interface operations {
             /** @description successful operation */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8282,7 +9812,7 @@ export interface operations {
             "4XX": components["responses"]["ApiError"];
         };
     };
-    fieldreport_timeEvents_create: {
+    fieldreport_time_events_create: {
         parameters: {
             query?: never;
             header?: never;
@@ -8291,6 +9821,13 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "Description": "Example",
+                 *       "Id": "new-1",
+                 *       "Version": 1
+                 *     }
+                 */
                 "application/json": components["schemas"]["NewTimeEvents"];
             };
         };
@@ -8298,6 +9835,7 @@ export interface operations {
             /** @description successful creation */
             201: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8315,7 +9853,7 @@ export interface operations {
             "4XX": components["responses"]["ApiError"];
         };
     };
-    fieldreport_timeEvents_show: {
+    fieldreport_time_events_show: {
         parameters: {
             query?: never;
             header?: never;
@@ -8330,6 +9868,7 @@ export interface operations {
             /** @description successful operation */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8343,7 +9882,7 @@ export interface operations {
             "4XX": components["responses"]["ApiError"];
         };
     };
-    fieldreport_timeEvents_replace: {
+    fieldreport_time_events_replace: {
         parameters: {
             query?: never;
             header?: never;
@@ -8355,13 +9894,20 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["TimeEvents"];
+                /**
+                 * @example {
+                 *       "Description": "Example, changed",
+                 *       "Version": 1
+                 *     }
+                 */
+                "application/json": components["schemas"]["TimeEventsUpdate"];
             };
         };
         responses: {
             /** @description successful operation */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8380,7 +9926,7 @@ export interface operations {
             "4XX": components["responses"]["ApiError"];
         };
     };
-    fieldreport_timeEvents_delete: {
+    fieldreport_time_events_delete: {
         parameters: {
             query?: never;
             header?: {
@@ -8398,13 +9944,14 @@ export interface operations {
             /** @description Deleted; sent with `Prefer: return=representation`. */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
                         /** @description The result of the local delete. */
                         data: boolean;
-                        /** @description The field-report system's answer. */
+                        /** @description The field-report system's answer (any JSON value, null when it answered without a body). */
                         fieldReportResponse: unknown;
                     };
                 };
@@ -8412,6 +9959,7 @@ export interface operations {
             /** @description Deleted locally and at the field-report system. */
             204: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -8423,9 +9971,10 @@ export interface operations {
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
+            "4XX": components["responses"]["ApiError"];
         };
     };
-    fieldreport_timeEvents_update: {
+    fieldreport_time_events_update: {
         parameters: {
             query?: never;
             header?: never;
@@ -8437,13 +9986,20 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["TimeEvents"];
+                /**
+                 * @example {
+                 *       "Description": "Example, changed",
+                 *       "Version": 1
+                 *     }
+                 */
+                "application/json": components["schemas"]["TimeEventsUpdate"];
             };
         };
         responses: {
             /** @description successful operation */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8479,6 +10035,7 @@ export interface operations {
             /** @description successful operation */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8500,6 +10057,13 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "Email": "Example",
+                 *       "Id": "new-1",
+                 *       "Version": 1
+                 *     }
+                 */
                 "application/json": components["schemas"]["NewUsers"];
             };
         };
@@ -8507,6 +10071,7 @@ export interface operations {
             /** @description successful creation */
             201: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8539,6 +10104,7 @@ export interface operations {
             /** @description successful operation */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8564,13 +10130,20 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["Users"];
+                /**
+                 * @example {
+                 *       "Email": "Example, changed",
+                 *       "Version": 1
+                 *     }
+                 */
+                "application/json": components["schemas"]["UsersUpdate"];
             };
         };
         responses: {
             /** @description successful operation */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8607,13 +10180,14 @@ export interface operations {
             /** @description Deleted; sent with `Prefer: return=representation`. */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
                         /** @description The result of the local delete. */
                         data: boolean;
-                        /** @description The field-report system's answer. */
+                        /** @description The field-report system's answer (any JSON value, null when it answered without a body). */
                         fieldReportResponse: unknown;
                     };
                 };
@@ -8621,6 +10195,7 @@ export interface operations {
             /** @description Deleted locally and at the field-report system. */
             204: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -8632,6 +10207,7 @@ export interface operations {
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
+            "4XX": components["responses"]["ApiError"];
         };
     };
     fieldreport_users_update: {
@@ -8646,13 +10222,20 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["Users"];
+                /**
+                 * @example {
+                 *       "Email": "Example, changed",
+                 *       "Version": 1
+                 *     }
+                 */
+                "application/json": components["schemas"]["UsersUpdate"];
             };
         };
         responses: {
             /** @description successful operation */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8692,6 +10275,7 @@ export interface operations {
             /** @description successful operation */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8714,6 +10298,12 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "kind": "fieldreport.sync",
+                 *       "target": "companies"
+                 *     }
+                 */
                 "application/json": components["schemas"]["NewJob"];
             };
         };
@@ -8721,6 +10311,7 @@ export interface operations {
             /** @description successfully enqueued operation */
             202: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8732,6 +10323,7 @@ export interface operations {
             /** @description A job of the same kind and target is queued or running (`job_active`); the message names it. */
             409: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8766,6 +10358,7 @@ export interface operations {
             /** @description successful operation */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8777,6 +10370,7 @@ export interface operations {
             /** @description No such job (`not_found`). */
             404: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8809,6 +10403,7 @@ export interface operations {
             /** @description successful operation */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8820,6 +10415,7 @@ export interface operations {
             /** @description No such job (`not_found`). */
             404: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8836,6 +10432,7 @@ export interface operations {
             /** @description The job has already succeeded or failed (`job_ended`). */
             409: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8865,6 +10462,49 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "Currency": "EUR",
+                 *       "FinancingAmount": 2598,
+                 *       "FinancingObjects": [
+                 *         {
+                 *           "Details": "T14",
+                 *           "Manufacturer": "Lenovo",
+                 *           "Name": "Laptop",
+                 *           "NetPricePerObject": 1299,
+                 *           "ObjectTypeId": 1,
+                 *           "Quantity": 2
+                 *         }
+                 *       ],
+                 *       "HasRepurchase": false,
+                 *       "Lessee": {
+                 *         "Addresses": [
+                 *           {
+                 *             "City": "Berlin",
+                 *             "Country": "DE",
+                 *             "Line1": "Hauptstr. 1",
+                 *             "PostCode": "10115",
+                 *             "Type": "Main"
+                 *           }
+                 *         ],
+                 *         "CompanyName": "ACME GmbH",
+                 *         "Email": "office@acme.example",
+                 *         "ExternalId": "C-1001",
+                 *         "LegalFormId": 1,
+                 *         "Telephones": [
+                 *           {
+                 *             "Number": "+49 30 1234567",
+                 *             "Type": "Phone"
+                 *           }
+                 *         ]
+                 *       },
+                 *       "PaymentFrequency": "Monthly",
+                 *       "PaymentMethod": "DirectDebit",
+                 *       "Period": 48,
+                 *       "ProductType": "ClassicLease",
+                 *       "ResidualValue": 0
+                 *     }
+                 */
                 "application/json": components["schemas"]["FinancingRequestPayload"];
             };
         };
@@ -8872,6 +10512,7 @@ export interface operations {
             /** @description successful creation */
             201: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8899,6 +10540,7 @@ export interface operations {
             /** @description successful operation */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8920,6 +10562,12 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "FinancingAmount": 2598,
+                 *       "Period": 48
+                 *     }
+                 */
                 "application/json": components["schemas"]["CalculationPayload"];
             };
         };
@@ -8927,6 +10575,7 @@ export interface operations {
             /** @description successful operation */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8957,6 +10606,7 @@ export interface operations {
             /** @description successful operation */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8986,6 +10636,7 @@ export interface operations {
             /** @description successful operation */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9010,6 +10661,7 @@ export interface operations {
             /** @description successful operation */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9034,6 +10686,65 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "e_signature_payload": {
+                 *         "CustomerContractSignees": [
+                 *           {
+                 *             "Culture": "de-DE",
+                 *             "Email": "erika.mustermann@acme.example",
+                 *             "FirstName": "Erika",
+                 *             "LastName": "Mustermann",
+                 *             "SigningOrder": 1
+                 *           }
+                 *         ],
+                 *         "ESignatureType": "DocuSign"
+                 *       },
+                 *       "max_attempts": 5,
+                 *       "request_payload": {
+                 *         "Currency": "EUR",
+                 *         "FinancingAmount": 2598,
+                 *         "FinancingObjects": [
+                 *           {
+                 *             "Details": "T14",
+                 *             "Manufacturer": "Lenovo",
+                 *             "Name": "Laptop",
+                 *             "NetPricePerObject": 1299,
+                 *             "ObjectTypeId": 1,
+                 *             "Quantity": 2
+                 *           }
+                 *         ],
+                 *         "HasRepurchase": false,
+                 *         "Lessee": {
+                 *           "Addresses": [
+                 *             {
+                 *               "City": "Berlin",
+                 *               "Country": "DE",
+                 *               "Line1": "Hauptstr. 1",
+                 *               "PostCode": "10115",
+                 *               "Type": "Main"
+                 *             }
+                 *           ],
+                 *           "CompanyName": "ACME GmbH",
+                 *           "Email": "office@acme.example",
+                 *           "ExternalId": "C-1001",
+                 *           "LegalFormId": 1,
+                 *           "Telephones": [
+                 *             {
+                 *               "Number": "+49 30 1234567",
+                 *               "Type": "Phone"
+                 *             }
+                 *           ]
+                 *         },
+                 *         "PaymentFrequency": "Monthly",
+                 *         "PaymentMethod": "DirectDebit",
+                 *         "Period": 48,
+                 *         "ProductType": "ClassicLease",
+                 *         "ResidualValue": 0
+                 *       },
+                 *       "sleep_milliseconds": 200
+                 *     }
+                 */
                 "application/json": components["schemas"]["FlowRequest"];
             };
         };
@@ -9041,6 +10752,7 @@ export interface operations {
             /** @description successful operation */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9071,6 +10783,7 @@ export interface operations {
             /** @description successful operation */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9099,6 +10812,7 @@ export interface operations {
             /** @description successful operation */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9124,6 +10838,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "Period": 36
+                 *     }
+                 */
                 "application/json": components["schemas"]["PatchRequestPayload"];
             };
         };
@@ -9131,6 +10850,7 @@ export interface operations {
             /** @description successful operation */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9161,6 +10881,7 @@ export interface operations {
             /** @description successful operation */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9192,6 +10913,7 @@ export interface operations {
             /** @description successful operation */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9220,6 +10942,7 @@ export interface operations {
             /** @description successful operation */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9245,6 +10968,20 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "CustomerContractSignees": [
+                 *         {
+                 *           "Culture": "de-DE",
+                 *           "Email": "erika.mustermann@acme.example",
+                 *           "FirstName": "Erika",
+                 *           "LastName": "Mustermann",
+                 *           "SigningOrder": 1
+                 *         }
+                 *       ],
+                 *       "ESignatureType": "DocuSign"
+                 *     }
+                 */
                 "application/json": components["schemas"]["ESignaturePayload"];
             };
         };
@@ -9252,6 +10989,7 @@ export interface operations {
             /** @description successful operation */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9282,6 +11020,7 @@ export interface operations {
             /** @description successful operation */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9307,6 +11046,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "Email": "finance@acme.example"
+                 *     }
+                 */
                 "application/json": components["schemas"]["PatchLesseePayload"];
             };
         };
@@ -9314,6 +11058,7 @@ export interface operations {
             /** @description successful operation */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9344,6 +11089,7 @@ export interface operations {
             /** @description successful operation */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9381,6 +11127,7 @@ export interface operations {
             /** @description successful operation */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9403,6 +11150,12 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "email": "ops@example.com",
+                 *       "password": "correct horse battery staple"
+                 *     }
+                 */
                 "application/json": components["schemas"]["LoginRequest"];
             };
         };
@@ -9410,6 +11163,7 @@ export interface operations {
             /** @description successful operation */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9419,6 +11173,7 @@ export interface operations {
             /** @description Unknown email or wrong password (the same answer for both). */
             401: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9444,6 +11199,7 @@ export interface operations {
             /** @description resource updated */
             204: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -9465,6 +11221,7 @@ export interface operations {
             /** @description successful operation */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9488,6 +11245,7 @@ export interface operations {
             /** @description successful operation */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9509,6 +11267,7 @@ export interface operations {
             /** @description The metrics in the Prometheus text exposition format, version 0.0.4. */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9523,6 +11282,7 @@ export interface operations {
             /** @description `METRICS_TOKEN` is set and the request did not present it as `Authorization: Bearer <METRICS_TOKEN>`. */
             401: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9536,9 +11296,11 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
+            "4XX": components["responses"]["ApiError"];
             /** @description An internal error. */
             "5XX": {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9559,6 +11321,7 @@ export interface operations {
             /** @description successful operation */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
