@@ -46,13 +46,13 @@ const SERVER_ERRORS: &[(&str, &str, &[&str])] = &[
     ),
     (
         "ServiceUnavailable",
-        "The database does not answer (`service_unavailable`); retry later.",
-        &["service_unavailable"],
+        "The database does not answer (`service_unavailable`), or the service is shutting down and stopped the work the call held (`shutting_down`); send it again.",
+        &["service_unavailable", "shutting_down"],
     ),
     (
         "UpstreamUnavailable",
-        "The database does not answer (`service_unavailable`), the upstream system is not configured (`upstream_not_configured`; the message names the setting), or it stays busy (`upstream_busy`; retry after `Retry-After`).",
-        &["service_unavailable", "upstream_not_configured", "upstream_busy"],
+        "The database does not answer (`service_unavailable`), the service is shutting down (`shutting_down`; send it again), the upstream system is not configured (`upstream_not_configured`; the message names the setting), or it stays busy (`upstream_busy`; retry after `Retry-After`).",
+        &["service_unavailable", "shutting_down", "upstream_not_configured", "upstream_busy"],
     ),
     (
         "GatewayTimeout",

@@ -382,6 +382,7 @@ impl FieldReport {
         let set = body.get("set").and_then(Value::as_str).unwrap_or_default().to_string();
         let count = body.get("count").and_then(Value::as_u64).unwrap_or(0);
         let navigation = generated::fieldreport::by_set(&set).map(|e| e.expand).unwrap_or_default();
+        let to_many = navigations_to_many();
         let mut sets = self.sets.lock().expect("lock");
         self.changed(&set);
         let records = sets.entry(set.clone()).or_default();
@@ -391,9 +392,12 @@ impl FieldReport {
             let id = 1000 + *next;
             let mut record = json!({"Id": id.to_string(), "Version": 1, "Name": format!("{set} {n}"), "ExternalId": format!("seed-{id}"),
                                     "DateOfCreation": now(), "DateModified": now()});
-            // Related records, served only when expanded.
+            // Related records, served only when expanded: a list, or one record for a
+            // navigation to one (as the set's model types it).
             for property in navigation.iter().map(|p| p.split('/').next().unwrap_or_default()) {
-                record[property] = json!([{"Id": format!("{}", id * 10), "Name": format!("{property} of {id}")}]);
+                let related = json!({"Id": format!("{}", id * 10), "Name": format!("{property} of {id}")});
+                record[property] =
+                    if to_many.iter().any(|(s, p)| *s == set && p == property) { json!([related]) } else { related };
             }
             if let Value::Object(record) = record {
                 records.insert(id, Stored::new(record));
@@ -401,6 +405,37 @@ impl FieldReport {
         }
         json(StatusCode::OK, &json!({"set": set, "seeded": count}))
     }
+}
+
+/// The navigation properties whose model type is a list, by set: `(set, property)`.
+fn navigations_to_many() -> Vec<(&'static str, String)> {
+    struct Lists(Vec<(&'static str, String)>);
+    impl generated::fieldreport::EntityVisitor for Lists {
+        fn visit<E: generated::fieldreport::MirroredEntity>(&mut self) {
+            let schema = schemars::schema_for!(E::Model).schema;
+            for (name, property) in schema.object.iter().flat_map(|o| o.properties.iter()) {
+                let is_list = match property {
+                    schemars::schema::Schema::Object(object) => {
+                        object.instance_type.as_ref().is_some_and(|t| match t {
+                            schemars::schema::SingleOrVec::Single(kind) => {
+                                **kind == schemars::schema::InstanceType::Array
+                            }
+                            schemars::schema::SingleOrVec::Vec(kinds) => {
+                                kinds.contains(&schemars::schema::InstanceType::Array)
+                            }
+                        })
+                    }
+                    schemars::schema::Schema::Bool(_) => false,
+                };
+                if is_list {
+                    self.0.push((E::INFO.set, name.clone()));
+                }
+            }
+        }
+    }
+    let mut lists = Lists(Vec::new());
+    generated::fieldreport::visit_entities(&mut lists);
+    lists.0
 }
 
 /// A list's answer, as the field-report system words it.

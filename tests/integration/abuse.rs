@@ -3,6 +3,7 @@
 //! oversized and malformed bodies, numbers beyond 64 bits, invalid UTF-8, and clients that
 //! send their headers a byte at a time.
 
+use crate::common::contract::Checked;
 use std::collections::BTreeSet;
 use std::net::SocketAddr;
 use std::str::FromStr;
@@ -112,7 +113,9 @@ fn sample(doc: &Value, schema: &Value, depth: usize) -> Value {
             let mut object = Map::new();
             for (name, property) in schema.get("properties").and_then(Value::as_object).into_iter().flatten() {
                 let is_string = resolve(doc, property).get("type").and_then(Value::as_str) == Some("string");
-                if required.contains(name.as_str()) || (depth == 0 && is_string) {
+                // An update that names an `Id` must name the record's own: the walk leaves it out.
+                let optional_id = name == "Id" && !required.contains("Id");
+                if required.contains(name.as_str()) || (depth == 0 && is_string && !optional_id) {
                     object.insert(name.clone(), sample(doc, property, depth + 1));
                 }
             }
@@ -264,26 +267,27 @@ async fn injection_strings_are_only_ever_bound_values(db: Db) {
         .post(svc.url("/api/v1/fieldreport/companies"))
         .header("authorization", &auth)
         .json(&json!({"Id": "seed", "Version": 1, "Name": "Seed GmbH", "IsPhysicalPerson": false}))
-        .send()
+        .checked()
         .await
         .unwrap()
         .json()
         .await
         .unwrap();
     let company_id = company["data"]["Id"].as_str().expect("the seed company was created").to_string();
-    let doc: Value = client.get(svc.url("/docs/openapi.json")).send().await.unwrap().json().await.unwrap();
+    let doc: Value = client.get(svc.url("/docs/openapi.json")).checked().await.unwrap().json().await.unwrap();
     let example = doc["components"]["schemas"]["FinancingRequestPayload"]["example"].clone();
     let created =
-        client.post(svc.url("/api/v1/leasing")).header("authorization", &auth).json(&example).send().await.unwrap();
+        client.post(svc.url("/api/v1/leasing")).header("authorization", &auth).json(&example).checked().await.unwrap();
     assert_eq!(created.status(), 201);
     let created: Value = created.json().await.unwrap();
     let financing_id = created["data"]["FinancingId"].as_str().unwrap().to_string();
-    let pulled = client.get(svc.url("/api/v1/erp/setup/customer")).header("authorization", &auth).send().await.unwrap();
+    let pulled =
+        client.get(svc.url("/api/v1/erp/setup/customer")).header("authorization", &auth).checked().await.unwrap();
     assert_eq!(pulled.status(), 200);
     let customers: Value = client
         .get(svc.url("/api/v1/erp/show/customer"))
         .header("authorization", &auth)
-        .send()
+        .checked()
         .await
         .unwrap()
         .json()
@@ -315,7 +319,7 @@ async fn injection_strings_are_only_ever_bound_values(db: Db) {
                     if let Some(body) = &probe.body {
                         request = request.json(body);
                     }
-                    let response = request.send().await.unwrap();
+                    let response = request.checked().await.unwrap();
                     let status = response.status().as_u16();
                     let body: Value = response.json().await.unwrap_or(Value::Null);
                     let what = format!("{} {} ({}, {text:?}): {status} {body}", probe.method, probe.url, probe.input);
@@ -335,7 +339,7 @@ async fn injection_strings_are_only_ever_bound_values(db: Db) {
             .post(svc.url("/api/v1/fieldreport/companies"))
             .header("authorization", &auth)
             .json(&json!({"Id": format!("verbatim-{sent}"), "Version": 1, "Name": text}))
-            .send()
+            .checked()
             .await
             .unwrap();
         assert_eq!(company.status(), 201);
@@ -343,14 +347,14 @@ async fn injection_strings_are_only_ever_bound_values(db: Db) {
         company = client
             .get(svc.url(&format!("/api/v1/fieldreport/companies/{id}")))
             .header("authorization", &auth)
-            .send()
+            .checked()
             .await
             .unwrap();
         assert_eq!(company.json::<Value>().await.unwrap()["Name"], *text);
         let found: Value = client
             .get(svc.url(&format!("/api/v1/fieldreport/show/companies/Name/{}", percent_encode(text))))
             .header("authorization", &auth)
-            .send()
+            .checked()
             .await
             .unwrap()
             .json()
@@ -375,7 +379,7 @@ async fn injection_strings_are_only_ever_bound_values(db: Db) {
     let seed = client
         .get(svc.url(&format!("/api/v1/fieldreport/companies/{company_id}")))
         .header("authorization", &auth)
-        .send()
+        .checked()
         .await
         .unwrap();
     // The walk's updates of the seed stored the last string verbatim.
@@ -421,14 +425,14 @@ async fn path_traversal_is_refused_and_writes_nothing_outside_storage() {
     let svc = TestService::start(Db::Sqlite, &[]).await;
     let token = svc.user_token().await;
     let auth = format!("authorization: Bearer {token}\r\n");
-    let doc: Value = svc.client.get(svc.url("/docs/openapi.json")).send().await.unwrap().json().await.unwrap();
+    let doc: Value = svc.client.get(svc.url("/docs/openapi.json")).checked().await.unwrap().json().await.unwrap();
     let example = &doc["components"]["schemas"]["FinancingRequestPayload"]["example"];
     let created: Value = svc
         .client
         .post(svc.url("/api/v1/leasing"))
         .bearer_auth(&token)
         .json(example)
-        .send()
+        .checked()
         .await
         .unwrap()
         .json()
@@ -505,7 +509,7 @@ async fn oversized_bodies_are_413_whether_declared_or_chunked() {
         .bearer_auth(&token)
         .header("content-type", "application/json")
         .body(big.clone())
-        .send()
+        .checked()
         .await
         .unwrap();
     assert_eq!(error_body(declared, 413).await["error_code"], "payload_too_large");
@@ -517,7 +521,7 @@ async fn oversized_bodies_are_413_whether_declared_or_chunked() {
         .bearer_auth(&token)
         .header("content-type", "application/json")
         .body(reqwest::Body::wrap_stream(futures::stream::iter(chunks)))
-        .send()
+        .checked()
         .await
         .unwrap();
     assert_eq!(error_body(chunked, 413).await["error_code"], "payload_too_large");
@@ -543,7 +547,12 @@ async fn deep_json_huge_numbers_and_invalid_utf8_are_4xx_and_the_service_goes_on
     let token = svc.user_token().await;
     let address = address(&svc);
     let post = |path: &'static str, body: Vec<u8>| {
-        svc.client.post(svc.url(path)).bearer_auth(&token).header("content-type", "application/json").body(body).send()
+        svc.client
+            .post(svc.url(path))
+            .bearer_auth(&token)
+            .header("content-type", "application/json")
+            .body(body)
+            .checked()
     };
 
     // JSON nested 10,000 deep, as arrays and as objects.
@@ -560,7 +569,7 @@ async fn deep_json_huge_numbers_and_invalid_utf8_are_4xx_and_the_service_goes_on
         assert!(status == 400 || status == 422, "{path}: {status}");
         error_body(response, status).await;
     }
-    assert_eq!(svc.client.get(svc.url("/healthz")).send().await.unwrap().status(), 200);
+    assert_eq!(svc.client.get(svc.url("/healthz")).checked().await.unwrap().status(), 200);
 
     // Numbers beyond 64 bits in integer fields, in bodies and in paging.
     for body in [
@@ -612,7 +621,7 @@ async fn deep_json_huge_numbers_and_invalid_utf8_are_4xx_and_the_service_goes_on
         .post(svc.url("/api/v1/login"))
         .header("content-type", "application/json")
         .body(bad_utf8.clone())
-        .send()
+        .checked()
         .await
         .unwrap();
     error_body(response, 400).await;
@@ -665,7 +674,7 @@ async fn headers_sent_a_byte_a_second_are_cut_off() {
         }
         sent += 1;
         // Another client is served while this one trickles.
-        let health = other.get(svc.url("/healthz")).send().await.unwrap();
+        let health = other.get(svc.url("/healthz")).checked().await.unwrap();
         assert_eq!(health.status(), 200);
         served_meanwhile += 1;
         let mut buf = [0u8; 1024];
@@ -687,7 +696,7 @@ async fn headers_sent_a_byte_a_second_are_cut_off() {
     // Whatever the server said before closing, it was not a served request.
     let answer = String::from_utf8_lossy(&answer);
     assert!(!answer.contains("\"ok\""), "{answer}");
-    assert_eq!(other.get(svc.url("/healthz")).send().await.unwrap().status(), 200);
+    assert_eq!(other.get(svc.url("/healthz")).checked().await.unwrap().status(), 200);
     svc.stop().await;
 }
 
@@ -701,7 +710,7 @@ async fn failed_logins_store_bounded_digests_and_spraying_is_throttled() {
     let svc = TestService::start(Db::Sqlite, &[]).await;
     let pool = database(&svc).await;
     let login = |email: String, password: String| {
-        svc.client.post(svc.url("/api/v1/login")).json(&json!({"email": email, "password": password})).send()
+        svc.client.post(svc.url("/api/v1/login")).json(&json!({"email": email, "password": password})).checked()
     };
     let huge = format!("{}@example.com", "x".repeat(1_000_000));
     let body = error_body(login(huge, "whatever".into()).await.unwrap(), 422).await;
@@ -742,12 +751,12 @@ async fn mirrored_erp_records_never_show_a_secret() {
         .post(format!("{}/webhook", svc.erp))
         .header("AuthenticationToken", "sandbox-erp-key")
         .json(&registration)
-        .send()
+        .checked()
         .await
         .unwrap();
     assert_eq!(created.status(), 201);
     let id = created.json::<Value>().await.unwrap()["id"].as_str().unwrap().to_string();
-    let get = |path: String| svc.client.get(svc.url(&path)).bearer_auth(&token).send();
+    let get = |path: String| svc.client.get(svc.url(&path)).bearer_auth(&token).checked();
     assert_eq!(get("/api/v1/erp/setup/webhook".into()).await.unwrap().status(), 200);
     for path in [
         "/api/v1/erp/show/webhook".to_string(),
@@ -782,7 +791,7 @@ async fn oversized_headers_are_431_and_disturb_no_request_in_flight() {
                     svc.url(&format!("/api/v1/leasing/{id}/wait-ready-to-sign?max_attempts=30&sleep_milliseconds=300")),
                 )
                 .bearer_auth(&token)
-                .send();
+                .checked();
             tokio::spawn(request)
         })
         .collect();
@@ -846,7 +855,7 @@ async fn bodies_sent_too_slowly_are_408_and_the_connection_closes() {
                 sent += 1;
             }
         }
-        assert_eq!(svc.client.get(svc.url("/healthz")).send().await.unwrap().status(), 200);
+        assert_eq!(svc.client.get(svc.url("/healthz")).checked().await.unwrap().status(), 200);
     }
     let answer = String::from_utf8_lossy(&answer);
     assert!(answer.starts_with("HTTP/1.1 408"), "after {sent} bytes: {answer}");
@@ -883,7 +892,7 @@ async fn connections_beyond_the_cap_are_refused_at_once() {
     tokio::time::sleep(Duration::from_millis(200)).await;
     let (status, _) = raw(address, b"GET /healthz HTTP/1.1\r\nhost: x\r\n", b"").await;
     assert_eq!(status, 200, "served again once the held connections closed");
-    let metrics = svc.client.get(svc.url("/metrics")).send().await.unwrap().text().await.unwrap();
+    let metrics = svc.client.get(svc.url("/metrics")).checked().await.unwrap().text().await.unwrap();
     let refused_line = metrics
         .lines()
         .find(|line| line.starts_with("integration_service_client_connections_refused_total{reason=\"per_address\"}"))
@@ -905,16 +914,17 @@ async fn the_token_is_checked_before_the_body_and_parsed_strictly() {
         if let Some(value) = authorization {
             request = request.header("authorization", value);
         }
-        request.send()
+        request.checked()
     };
     for authorization in [None, Some("Bearer nonsense".to_string()), Some(format!("Bearer 0{token}"))] {
         let body = error_body(post(authorization.clone(), "{").await.unwrap(), 401).await;
         assert_eq!(body["error_code"], "unauthenticated", "{authorization:?}: {body}");
     }
-    let shown = svc.client.get(svc.url("/api/v1/user")).header("authorization", format!("bearer {token}")).send().await;
+    let shown =
+        svc.client.get(svc.url("/api/v1/user")).header("authorization", format!("bearer {token}")).checked().await;
     assert_eq!(shown.unwrap().status(), 200, "the scheme is case-insensitive");
     let (id, secret) = token.split_once('|').unwrap();
-    let padded = svc.client.get(svc.url("/api/v1/user")).bearer_auth(format!("0{id}|{secret}")).send().await;
+    let padded = svc.client.get(svc.url("/api/v1/user")).bearer_auth(format!("0{id}|{secret}")).checked().await;
     assert_eq!(padded.unwrap().status(), 401, "an id with a leading zero names no token");
     let mut payload = leasing_request("ACME GmbH");
     payload["Period"] = json!(2_147_483_647);
@@ -942,7 +952,7 @@ async fn held(svc: &TestService, token: &str, method: &str, path: &str, body: Op
 
 /// The value of a metrics sample, by the start of its line.
 async fn metric(svc: &TestService, line_start: &str) -> f64 {
-    let metrics = svc.client.get(svc.url("/metrics")).send().await.unwrap().text().await.unwrap();
+    let metrics = svc.client.get(svc.url("/metrics")).checked().await.unwrap().text().await.unwrap();
     metrics
         .lines()
         .find(|line| line.starts_with(line_start))
@@ -1023,7 +1033,7 @@ async fn held_calls_are_capped_per_token_and_end_on_shutdown() {
     let id = financing_request(&svc, &token, "Patient GmbH [never-ready]").await;
     let path = format!("/api/v1/leasing/{id}/wait-ready-to-sign?max_attempts=100&sleep_milliseconds=200");
     let waits: Vec<_> =
-        (0..2).map(|_| tokio::spawn(svc.client.get(svc.url(&path)).bearer_auth(&token).send())).collect();
+        (0..2).map(|_| tokio::spawn(svc.client.get(svc.url(&path)).bearer_auth(&token).checked())).collect();
     tokio::time::sleep(Duration::from_millis(500)).await;
     let third = svc.get(&token, &path).await;
     assert_eq!(third.status(), 429, "{:?}", third.text().await);

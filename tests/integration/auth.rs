@@ -1,5 +1,6 @@
 //! Login, logout, current user, token expiry and login throttling over real HTTP.
 
+use crate::common::contract::Checked;
 use crate::common::{Db, EMAIL, PASSWORD, TestService, error_body};
 
 async fn login_issues_a_working_bearer_token(db: Db) {
@@ -53,7 +54,7 @@ async fn wrong_email_and_wrong_password_fail_alike(db: Db) {
         .client
         .post(svc.url("/api/v1/login"))
         .json(&serde_json::json!({"email": "", "password": ""}))
-        .send()
+        .checked()
         .await
         .unwrap();
     let body = error_body(missing, 422).await;
@@ -83,7 +84,7 @@ async fn failed_logins_are_throttled_per_email_and_address(db: Db) {
         .post(svc.url("/api/v1/login"))
         .header("x-forwarded-for", "198.51.100.23")
         .json(&serde_json::json!({"email": EMAIL, "password": PASSWORD}))
-        .send()
+        .checked()
         .await
         .unwrap();
     assert_eq!(elsewhere.status(), 200);
@@ -134,7 +135,7 @@ async fn bad_tokens_are_unauthenticated(db: Db) {
         if let Some(value) = &header {
             request = request.header("authorization", value);
         }
-        let body = error_body(request.send().await.unwrap(), 401).await;
+        let body = error_body(request.checked().await.unwrap(), 401).await;
         assert_eq!(body["message"], "Unauthenticated.", "{header:?}");
         assert_eq!(body["error_code"], "unauthenticated", "{header:?}");
     }
@@ -142,7 +143,7 @@ async fn bad_tokens_are_unauthenticated(db: Db) {
         .client
         .get(svc.url("/api/v1/user"))
         .header("authorization", format!("bearer {token}"))
-        .send()
+        .checked()
         .await
         .unwrap();
     assert_eq!(ok.status(), 200, "the scheme is case-insensitive");
@@ -210,7 +211,7 @@ async fn tokens_of_a_deleted_user_stop_working_at_once(db: Db) {
 async fn a_token_revoked_on_one_instance_stops_working_on_the_others() {
     let Some((first, second, sql)) = crate::common::two_instances_on_postgres().await else { return };
     first.create_user(EMAIL, PASSWORD).await;
-    let user_on = |svc: &TestService, token: &str| svc.client.get(svc.url("/api/v1/user")).bearer_auth(token).send();
+    let user_on = |svc: &TestService, token: &str| svc.client.get(svc.url("/api/v1/user")).bearer_auth(token).checked();
     // Without the notification (its trigger off), a token deleted behind the second
     // instance's back still works there once checked: the second instance caches owners.
     sqlx::query("ALTER TABLE personal_access_tokens DISABLE TRIGGER personal_access_tokens_deleted")

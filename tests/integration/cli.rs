@@ -1,5 +1,6 @@
 //! The command line: configuration errors, migrations, user and token management.
 
+use crate::common::contract::Checked;
 use std::io::Write;
 use std::process::{Command, Output, Stdio};
 
@@ -282,10 +283,11 @@ async fn serve_sandbox_receives_the_erp_simulators_webhooks() {
     assert!(created.status.success(), "{}", text(&created.stderr));
     let client = reqwest::Client::new();
     let base = format!("http://127.0.0.1:{port}");
+    crate::common::contract::served_at(&base);
     let login: serde_json::Value = client
         .post(format!("{base}/api/v1/login"))
         .json(&serde_json::json!({"email": "ops@example.com", "password": "sandbox-pass"}))
-        .send()
+        .checked()
         .await
         .unwrap()
         .json()
@@ -296,7 +298,7 @@ async fn serve_sandbox_receives_the_erp_simulators_webhooks() {
         .put(format!("{erp_root}/customer/id/6?ignoreMissingProperties=true"))
         .header("AuthenticationToken", "sandbox-erp-key")
         .json(&serde_json::json!({"company": "Schmidt & Partner mbB"}))
-        .send()
+        .checked()
         .await
         .unwrap();
     assert_eq!(changed.status(), 200);
@@ -305,7 +307,7 @@ async fn serve_sandbox_receives_the_erp_simulators_webhooks() {
         let answer: serde_json::Value = client
             .get(format!("{base}/api/v1/fieldreport/show/companies/ExternalId/6"))
             .bearer_auth(&token)
-            .send()
+            .checked()
             .await
             .unwrap()
             .json()

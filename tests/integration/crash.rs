@@ -6,6 +6,7 @@
 //! they outlive the kill and can tell what reached them. `WORK_LEASE_SECONDS=1` lets a new
 //! process take over the dead one's claims after a second instead of a minute.
 
+use crate::common::contract::Checked;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
@@ -52,7 +53,7 @@ async fn a_sync_killed_midway_resumes_and_converges(db: Db) {
         .await;
     let token = instance.token().await;
     let sync = {
-        let request = client.get(instance.url("/api/v1/fieldreport/sync/companies")).bearer_auth(&token).send();
+        let request = client.get(instance.url("/api/v1/fieldreport/sync/companies")).bearer_auth(&token).checked();
         tokio::spawn(request)
     };
     let mirrored = || scalar(&store, "SELECT COUNT(*) FROM fieldreport_records WHERE entity = $1", "companies");
@@ -73,7 +74,7 @@ async fn a_sync_killed_midway_resumes_and_converges(db: Db) {
     instance.restart();
     let token = instance.token().await;
     let report = loop {
-        let answer = client.get(instance.url("/api/v1/fieldreport/sync/companies")).bearer_auth(&token).send().await;
+        let answer = client.get(instance.url("/api/v1/fieldreport/sync/companies")).bearer_auth(&token).checked().await;
         let answer = answer.unwrap();
         let status = answer.status();
         let body: Value = answer.json().await.unwrap();
@@ -113,7 +114,7 @@ async fn a_webhook_burst_survives_a_kill(db: Db) {
     let seeded = client
         .post(format!("{erp_host}/__sandbox/seed"))
         .json(&json!({"model": "customer", "records": records}))
-        .send()
+        .checked()
         .await
         .unwrap();
     assert_eq!(seeded.status(), 201);
@@ -131,7 +132,7 @@ async fn a_webhook_burst_survives_a_kill(db: Db) {
             .post(instance.url("/api/v1/erp/webhooks"))
             .header("X-Webhook-Secret", WEBHOOK_SECRET)
             .json(&json!({"entityName": "customer", "entityId": (9000 + n).to_string(), "type": "update"}))
-            .send();
+            .checked();
         sends.push(tokio::spawn(request));
     }
     let mut accepted = 0;
@@ -193,7 +194,7 @@ async fn a_flow_killed_midway_is_recorded_as_interrupted(db: Db) {
             .post(instance.url("/api/v1/leasing/leasing/request-flow"))
             .bearer_auth(&token)
             .json(&body)
-            .send(),
+            .checked(),
     );
     let steps = || scalar(&store, "SELECT COUNT(*) FROM leasing_flow_steps WHERE action <> $1", "");
     wait_for("the flow's first step", 1, steps).await;
@@ -220,7 +221,8 @@ async fn a_flow_killed_midway_is_recorded_as_interrupted(db: Db) {
 
 /// How many creates the field-report simulator received, by `ExternalId`.
 async fn upstream_creates(client: &reqwest::Client, root: &str) -> BTreeMap<String, usize> {
-    let received: Value = client.get(format!("{root}/__sandbox/received")).send().await.unwrap().json().await.unwrap();
+    let received: Value =
+        client.get(format!("{root}/__sandbox/received")).checked().await.unwrap().json().await.unwrap();
     let mut creates: BTreeMap<String, usize> = BTreeMap::new();
     for write in received.as_array().unwrap().iter().filter(|w| w["method"] == "POST") {
         if let Some(external) = write["body"]["ExternalId"].as_str() {
@@ -252,7 +254,7 @@ async fn a_bulk_post_killed_midway_pushes_nothing_twice(db: Db) {
     .await;
     let token = instance.token().await;
     let post = tokio::spawn(
-        client.get(instance.url("/api/v1/fieldreport/post/2/create/companies")).bearer_auth(&token).send(),
+        client.get(instance.url("/api/v1/fieldreport/post/2/create/companies")).bearer_auth(&token).checked(),
     );
     // (Counted from the simulator's log of writes: reading the set would match the fault.)
     let created_upstream = || {
@@ -274,7 +276,7 @@ async fn a_bulk_post_killed_midway_pushes_nothing_twice(db: Db) {
         let answer = client
             .get(instance.url("/api/v1/fieldreport/post/2/create/companies"))
             .bearer_auth(&token)
-            .send()
+            .checked()
             .await
             .unwrap();
         let body: Value = answer.json().await.unwrap();

@@ -4,6 +4,7 @@
 //! The service reaches Postgres through a TCP relay in the test; closing the relay cuts every
 //! connection and refuses new ones, as a database restart or a network partition would.
 
+use crate::common::contract::Checked;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -74,13 +75,13 @@ async fn a_database_outage_answers_503_and_the_service_recovers_by_itself() {
     // their change notifications can be heard, and the listener may not have noticed the cut
     // yet; an absent record is never cached). A page was answered from memory right after the
     // cut once (CI).
-    let me = || svc.client.get(svc.url("/api/v1/fieldreport/companies/424242")).bearer_auth(&token).send();
+    let me = || svc.client.get(svc.url("/api/v1/fieldreport/companies/424242")).bearer_auth(&token).checked();
     assert_eq!(me().await.unwrap().status(), 404);
 
     relay.cut();
     let body = error_body(me().await.unwrap(), 503).await;
     assert_eq!(body["error_code"], "service_unavailable", "{body}");
-    let ready = svc.client.get(svc.url("/readyz")).send().await.unwrap();
+    let ready = svc.client.get(svc.url("/readyz")).checked().await.unwrap();
     assert_eq!(ready.status(), 503, "readiness reports the outage");
     let login = svc.login("ada@example.com", "analytical-engine").await;
     assert_eq!(error_body(login, 503).await["error_code"], "service_unavailable");
@@ -97,7 +98,7 @@ async fn a_database_outage_answers_503_and_the_service_recovers_by_itself() {
         tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     }
     assert!(recovered, "the service answers again once the database is back");
-    assert_eq!(svc.client.get(svc.url("/readyz")).send().await.unwrap().status(), 200);
+    assert_eq!(svc.client.get(svc.url("/readyz")).checked().await.unwrap().status(), 200);
     let token_again = svc.token("ada@example.com", "analytical-engine").await;
     assert!(!token_again.is_empty());
     svc.stop().await;

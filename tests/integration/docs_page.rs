@@ -3,6 +3,7 @@
 //! rendered DOM must list every operation of every area. A screenshot is saved under the
 //! target folder (`docs-page.png`) for people to look at.
 
+use crate::common::contract::Checked;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -126,7 +127,7 @@ async fn chromium_renders_under_another_docs_path() {
 async fn page_and_assets_are_served_with_their_types() {
     let svc = TestService::start(Db::Sqlite, &[]).await;
     for (path, prefix) in [("/docs", "docs/"), ("/docs/", "")] {
-        let page = svc.client.get(svc.url(path)).send().await.unwrap();
+        let page = svc.client.get(svc.url(path)).checked().await.unwrap();
         assert_eq!(page.status(), 200, "{path}");
         assert_eq!(page.headers()["content-type"], "text/html; charset=utf-8");
         let csp = page.headers()["content-security-policy"].to_str().unwrap().to_string();
@@ -143,7 +144,7 @@ async fn page_and_assets_are_served_with_their_types() {
         ("favicon-32x32.png", "image/png"),
     ] {
         let url = svc.url(&format!("/docs/assets/{file}"));
-        let asset = svc.client.get(&url).send().await.unwrap();
+        let asset = svc.client.get(&url).checked().await.unwrap();
         assert_eq!(asset.status(), 200, "{file}");
         assert_eq!(asset.headers()["content-type"], content_type, "{file}");
         let etag = asset.headers()["etag"].clone();
@@ -152,12 +153,12 @@ async fn page_and_assets_are_served_with_their_types() {
             _ => std::fs::read(format!("{}/assets/swagger-ui/{file}", env!("CARGO_MANIFEST_DIR"))),
         };
         assert_eq!(asset.bytes().await.unwrap().as_ref(), on_disk.unwrap().as_slice(), "{file}");
-        let again = svc.client.get(&url).header("if-none-match", etag).send().await.unwrap();
+        let again = svc.client.get(&url).header("if-none-match", etag).checked().await.unwrap();
         assert_eq!(again.status(), 304, "{file}");
     }
-    let missing = svc.client.get(svc.url("/docs/assets/app.js")).send().await.unwrap();
+    let missing = svc.client.get(svc.url("/docs/assets/app.js")).checked().await.unwrap();
     error_body(missing, 404).await;
-    let internal = svc.client.get(svc.url("/__internal/docs/page/folder")).send().await.unwrap();
+    let internal = svc.client.get(svc.url("/__internal/docs/page/folder")).checked().await.unwrap();
     error_body(internal, 404).await;
     svc.stop().await;
 }

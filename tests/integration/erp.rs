@@ -2,6 +2,7 @@
 //! retries, restarts), the helper routes, custom attributes, the field-report mapping, ERP mail
 //! templates, and the ERP client's handling of 429 and time-outs. Both databases.
 
+use crate::common::contract::Checked;
 use std::time::Duration;
 
 use crate::common::{Db, TestService, add_fault, clear_faults, error_body};
@@ -37,7 +38,7 @@ async fn erp(svc: &TestService, method: reqwest::Method, path: &str, body: Optio
     if let Some(body) = body {
         request = request.json(&body);
     }
-    let response = request.send().await.unwrap();
+    let response = request.checked().await.unwrap();
     let status = response.status();
     let text = response.text().await.unwrap();
     assert!(status.is_success(), "{path}: {status} {text}");
@@ -54,8 +55,15 @@ async fn erp_clear_faults(svc: &TestService) {
 
 /// Writes the field-report simulator received.
 async fn field_report_writes(svc: &TestService) -> Vec<Value> {
-    let body: Value =
-        svc.client.get(format!("{}/__sandbox/received", svc.fieldreport)).send().await.unwrap().json().await.unwrap();
+    let body: Value = svc
+        .client
+        .get(format!("{}/__sandbox/received", svc.fieldreport))
+        .checked()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     body.as_array().unwrap().clone()
 }
 
@@ -90,28 +98,28 @@ async fn webhooks_admit_only_allowlisted_sources(db: Db) {
     // Direct peer (127.0.0.1) in the allowlist.
     let (svc, _) = start(db, &[]).await;
     let call = json!({"entityName": "customer", "entityId": "5", "type": "updated"});
-    accepted(webhook(&svc).json(&call).send().await.unwrap()).await;
+    accepted(webhook(&svc).json(&call).checked().await.unwrap()).await;
     svc.stop().await;
 
     // Direct peer outside the allowlist; a forged X-Forwarded-For from an untrusted peer does
     // not help.
     let (svc, _) = start(db, &[("ERP_WEBHOOK_ALLOWLIST", "203.0.113.7/32")]).await;
-    let body = error_body(webhook(&svc).json(&call).send().await.unwrap(), 403).await;
+    let body = error_body(webhook(&svc).json(&call).checked().await.unwrap(), 403).await;
     assert_eq!(body["error_code"], "forbidden_source");
-    let spoofed = webhook(&svc).header("X-Forwarded-For", "203.0.113.7").json(&call).send().await.unwrap();
+    let spoofed = webhook(&svc).header("X-Forwarded-For", "203.0.113.7").json(&call).checked().await.unwrap();
     error_body(spoofed, 403).await;
     // Nor does any other header: the client address reaches the handlers in-process.
     for header in ["x-client-address", "x-real-ip", "forwarded"] {
-        let spoofed = webhook(&svc).header(header, "203.0.113.7").json(&call).send().await.unwrap();
+        let spoofed = webhook(&svc).header(header, "203.0.113.7").json(&call).checked().await.unwrap();
         error_body(spoofed, 403).await;
     }
     svc.stop().await;
 
     // Behind a trusted proxy the forwarded address counts.
     let (svc, _) = start(db, &[("ERP_WEBHOOK_ALLOWLIST", "203.0.113.0/24"), ("TRUSTED_PROXIES", "127.0.0.1/32")]).await;
-    let via_proxy = webhook(&svc).header("X-Forwarded-For", "203.0.113.7").json(&call).send().await.unwrap();
+    let via_proxy = webhook(&svc).header("X-Forwarded-For", "203.0.113.7").json(&call).checked().await.unwrap();
     accepted(via_proxy).await;
-    let outsider = webhook(&svc).header("X-Forwarded-For", "198.51.100.1").json(&call).send().await.unwrap();
+    let outsider = webhook(&svc).header("X-Forwarded-For", "198.51.100.1").json(&call).checked().await.unwrap();
     error_body(outsider, 403).await;
     svc.stop().await;
 }
@@ -120,27 +128,28 @@ async fn webhooks_need_the_secret(db: Db) {
     let (svc, _) = start(db, &[]).await;
     let call = json!({"entityName": "customer", "entityId": "5", "type": "updated"});
     let url = svc.url("/api/v1/erp/webhooks");
-    let missing = svc.client.post(&url).json(&call).send().await.unwrap();
+    let missing = svc.client.post(&url).json(&call).checked().await.unwrap();
     assert_eq!(error_body(missing, 401).await["error_code"], "invalid_webhook_secret");
-    let wrong = svc.client.post(&url).header("X-Webhook-Secret", "hook-secret-12").json(&call).send().await.unwrap();
+    let wrong = svc.client.post(&url).header("X-Webhook-Secret", "hook-secret-12").json(&call).checked().await.unwrap();
     error_body(wrong, 401).await;
-    let wrong_query = svc.client.get(format!("{url}?secret=nope&entityName=customer&entityId=5")).send().await.unwrap();
+    let wrong_query =
+        svc.client.get(format!("{url}?secret=nope&entityName=customer&entityId=5")).checked().await.unwrap();
     error_body(wrong_query, 401).await;
     accepted(
         svc.client
             .get(format!("{url}?secret={SECRET}&entityName=customer&entityId=5&type=updated"))
-            .send()
+            .checked()
             .await
             .unwrap(),
     )
     .await;
-    accepted(webhook(&svc).json(&call).send().await.unwrap()).await;
-    let invalid = webhook(&svc).json(&json!({"entityName": "customer"})).send().await.unwrap();
+    accepted(webhook(&svc).json(&call).checked().await.unwrap()).await;
+    let invalid = webhook(&svc).json(&json!({"entityName": "customer"})).checked().await.unwrap();
     error_body(invalid, 422).await;
     // Entity names are refused before they are stored: on Postgres a NUL character would have
     // failed the batch of every call stored with it.
     for name in ["cus\u{0}tomer", "customer/../x", "kunde ä"] {
-        let odd = webhook(&svc).json(&json!({"entityName": name, "entityId": "5"})).send().await.unwrap();
+        let odd = webhook(&svc).json(&json!({"entityName": name, "entityId": "5"})).checked().await.unwrap();
         let body = error_body(odd, 422).await;
         assert!(body.to_string().contains("entityName: letters, digits"), "{name:?}: {body}");
     }
@@ -201,13 +210,13 @@ async fn a_webhook_mirrors_the_record_and_writes_the_company_locally(db: Db) {
 async fn repeated_and_late_deliveries_change_nothing(db: Db) {
     let (svc, token) = start(db, &[]).await;
     let call = json!({"entityName": "contact", "entityId": "8", "type": "created"});
-    let first = accepted(webhook(&svc).json(&call).send().await.unwrap()).await;
+    let first = accepted(webhook(&svc).json(&call).checked().await.unwrap()).await;
     let done = inbox_call(&svc, &token, first, "done").await;
     assert_eq!(done["outcome"]["mirror"], "inserted");
     assert_eq!(done["outcome"]["fieldReport"]["action"], "created");
     let contact = ok(&svc, &token, "/api/v1/fieldreport/contacts/erp-contact-8").await;
 
-    let again = accepted(webhook(&svc).json(&call).send().await.unwrap()).await;
+    let again = accepted(webhook(&svc).json(&call).checked().await.unwrap()).await;
     let repeated = inbox_call(&svc, &token, again, "done").await;
     assert_eq!(repeated["outcome"]["mirror"], "unchanged");
     assert_eq!(repeated["outcome"]["fieldReport"]["action"], "unchanged");
@@ -215,7 +224,7 @@ async fn repeated_and_late_deliveries_change_nothing(db: Db) {
 
     // A late "deleted" for a record the ERP still has: it is fetched again and kept.
     let late = json!({"entityName": "contact", "entityId": "8", "type": "deleted"});
-    let late_id = accepted(webhook(&svc).json(&late).send().await.unwrap()).await;
+    let late_id = accepted(webhook(&svc).json(&late).checked().await.unwrap()).await;
     assert_eq!(inbox_call(&svc, &token, late_id, "done").await["outcome"]["mirror"], "unchanged");
     assert_eq!(ok(&svc, &token, "/api/v1/erp/show/contact/8").await["id"], "8");
 
@@ -228,7 +237,8 @@ async fn repeated_and_late_deliveries_change_nothing(db: Db) {
 
     // Deleted at the ERP: an "updated" delivered afterwards removes it here too.
     erp(&svc, reqwest::Method::DELETE, "/contact/id/8", None).await;
-    let after = accepted(webhook(&svc).json(&json!({"entityName": "contact", "id": "8"})).send().await.unwrap()).await;
+    let after =
+        accepted(webhook(&svc).json(&json!({"entityName": "contact", "id": "8"})).checked().await.unwrap()).await;
     let removed = inbox_call(&svc, &token, after, "done").await;
     assert_eq!(removed["outcome"]["mirror"], "deleted");
     assert_eq!(removed["outcome"]["fieldReport"]["action"], "deleted");
@@ -243,7 +253,7 @@ async fn repeated_and_late_deliveries_change_nothing(db: Db) {
 async fn an_erp_delete_reaches_the_field_report_system_and_stays(db: Db) {
     let (svc, token) = start(db, &[]).await;
     let created = json!({"entityName": "customer", "entityId": "5", "type": "updated"});
-    let call = accepted(webhook(&svc).json(&created).send().await.unwrap()).await;
+    let call = accepted(webhook(&svc).json(&created).checked().await.unwrap()).await;
     assert_eq!(inbox_call(&svc, &token, call, "done").await["outcome"]["fieldReport"]["action"], "created");
     let pushed = ok(&svc, &token, "/api/v1/fieldreport/post/2/create/companies").await;
     assert_eq!(pushed["data"][0]["pushed"], 1, "{pushed}");
@@ -253,7 +263,7 @@ async fn an_erp_delete_reaches_the_field_report_system_and_stays(db: Db) {
 
     erp(&svc, reqwest::Method::DELETE, "/customer/id/5", None).await;
     let deleted = json!({"entityName": "customer", "entityId": "5", "type": "deleted"});
-    let call = accepted(webhook(&svc).json(&deleted).send().await.unwrap()).await;
+    let call = accepted(webhook(&svc).json(&deleted).checked().await.unwrap()).await;
     let removed = inbox_call(&svc, &token, call, "done").await;
     assert_eq!(removed["outcome"]["fieldReport"]["action"], "deleted", "{removed}");
     assert!(!field_report_writes(&svc).await.iter().any(|w| w["method"] == "DELETE"), "the webhook does not forward");
@@ -278,7 +288,7 @@ async fn an_erp_delete_reaches_the_field_report_system_and_stays(db: Db) {
 async fn a_full_pull_removes_what_the_erp_lost_and_its_mapped_record(db: Db) {
     let (svc, token) = start(db, &[]).await;
     let call = json!({"entityName": "customer", "entityId": "5", "type": "updated"});
-    let call = accepted(webhook(&svc).json(&call).send().await.unwrap()).await;
+    let call = accepted(webhook(&svc).json(&call).checked().await.unwrap()).await;
     inbox_call(&svc, &token, call, "done").await;
     ok(&svc, &token, "/api/v1/fieldreport/post/2/create/companies").await;
     let company = ok(&svc, &token, "/api/v1/fieldreport/show/companies/ExternalId/5").await;
@@ -309,7 +319,7 @@ async fn calls_stored_together_each_keep_their_own_id(db: Db) {
         .map(|n| {
             let call = json!({"entityName": "customer", "entityId": format!("9{n:03}"), "type": "updated"});
             let request = webhook(&svc).json(&call);
-            tokio::spawn(async move { (n, accepted(request.send().await.unwrap()).await) })
+            tokio::spawn(async move { (n, accepted(request.checked().await.unwrap()).await) })
         })
         .collect();
     tokio::time::sleep(Duration::from_millis(500)).await;
@@ -328,7 +338,7 @@ async fn calls_stored_together_each_keep_their_own_id(db: Db) {
 /// The requests the ERP simulator has received.
 async fn erp_calls(svc: &TestService) -> u64 {
     let root = svc.erp.trim_end_matches("/webapp/api/v1");
-    let body: Value = svc.client.get(format!("{root}/__sandbox/calls")).send().await.unwrap().json().await.unwrap();
+    let body: Value = svc.client.get(format!("{root}/__sandbox/calls")).checked().await.unwrap().json().await.unwrap();
     body["calls"].as_u64().unwrap()
 }
 
@@ -340,7 +350,7 @@ async fn waiting_calls_of_one_record_are_processed_with_one_fetch(db: Db) {
     let customer = |id: &str, event: &str| json!({"entityName": "customer", "entityId": id, "type": event});
     erp_fault(&svc, json!({"path_prefix": "/webapp/api/v1/customer/id/6", "status": 200, "delay_ms": 5000})).await;
     let before = erp_calls(&svc).await;
-    let first = accepted(webhook(&svc).json(&customer("6", "updated")).send().await.unwrap()).await;
+    let first = accepted(webhook(&svc).json(&customer("6", "updated")).checked().await.unwrap()).await;
     for _ in 0..500 {
         if erp_calls(&svc).await > before {
             break;
@@ -351,9 +361,9 @@ async fn waiting_calls_of_one_record_are_processed_with_one_fetch(db: Db) {
 
     let mut waiting = Vec::new();
     for event in ["updated", "updated", "deleted"] {
-        waiting.push(accepted(webhook(&svc).json(&customer("6", event)).send().await.unwrap()).await);
+        waiting.push(accepted(webhook(&svc).json(&customer("6", event)).checked().await.unwrap()).await);
     }
-    let other = accepted(webhook(&svc).json(&customer("7", "created")).send().await.unwrap()).await;
+    let other = accepted(webhook(&svc).json(&customer("7", "created")).checked().await.unwrap()).await;
 
     let done = inbox_call(&svc, &token, first, "done").await;
     assert_eq!(done["outcome"]["mirror"], "inserted", "{done}");
@@ -378,7 +388,7 @@ async fn failed_processing_is_retried_and_survives_a_restart(db: Db) {
     let (mut svc, token) = start(db, &[]).await;
     erp_fault(&svc, json!({"path_prefix": "/webapp/api/v1/article/id/11", "status": 503, "times": 1000})).await;
     let call = json!({"entityName": "article", "entityId": "11", "type": "updated"});
-    let id = accepted(webhook(&svc).json(&call).send().await.unwrap()).await;
+    let id = accepted(webhook(&svc).json(&call).checked().await.unwrap()).await;
     let mut pending = Value::Null;
     for _ in 0..100 {
         let show = ok(&svc, &token, "/api/v1/erp/show").await;
@@ -401,7 +411,7 @@ async fn failed_processing_is_retried_and_survives_a_restart(db: Db) {
 
     // An unknown entity type is given up at once and stays visible.
     let unknown =
-        accepted(webhook(&svc).json(&json!({"entityName": "noSuchThing", "entityId": "1"})).send().await.unwrap())
+        accepted(webhook(&svc).json(&json!({"entityName": "noSuchThing", "entityId": "1"})).checked().await.unwrap())
             .await;
     let failed = inbox_call(&svc, &token, unknown, "failed").await;
     assert!(failed["last_error"].as_str().unwrap().contains("unknown ERP model"), "{failed}");
@@ -443,7 +453,7 @@ async fn setup_get_update_and_show(db: Db) {
     let unknown = error_body(svc.get(&token, "/api/v1/erp/show/noSuchModel").await, 404).await;
     assert!(unknown["message"].as_str().unwrap().contains("salesOrder"), "{unknown}");
     error_body(svc.get(&token, "/api/v1/erp/show/customer/99").await, 404).await;
-    error_body(svc.client.get(svc.url("/api/v1/erp/show")).send().await.unwrap(), 401).await;
+    error_body(svc.client.get(svc.url("/api/v1/erp/show")).checked().await.unwrap(), 401).await;
 
     // Incremental: every model once, then only what changed.
     let first = ok(&svc, &token, "/api/v1/erp/get").await;
@@ -558,8 +568,8 @@ async fn pulled_definition_id(svc: &TestService, token: &str) -> String {
 
 async fn field_report_post_of_one_record_replaces_the_local_placeholder(db: Db) {
     let (svc, token) = start(db, &[]).await;
-    let id =
-        accepted(webhook(&svc).json(&json!({"entityName": "article", "entityId": "12"})).send().await.unwrap()).await;
+    let id = accepted(webhook(&svc).json(&json!({"entityName": "article", "entityId": "12"})).checked().await.unwrap())
+        .await;
     inbox_call(&svc, &token, id, "done").await;
     ok(&svc, &token, "/api/v1/fieldreport/products/erp-article-12").await;
     let posted = ok(&svc, &token, "/api/v1/erp/fieldReportPost/article?id=12").await["data"][0].clone();

@@ -4,6 +4,7 @@
 //! them, a new secret updates them, unregistering removes only ours; the secret is never
 //! printed; an unconfigured or refusing ERP is one line naming the reason.
 
+use crate::common::contract::Checked;
 use std::process::{Command, Output};
 
 use serde_json::{Value, json};
@@ -60,7 +61,7 @@ async fn registered(svc: &TestService) -> Vec<Value> {
         .client
         .get(format!("{}/webhook?pageSize=1000", svc.erp))
         .header("AuthenticationToken", integration_service::sandbox::erp::API_KEY)
-        .send()
+        .checked()
         .await
         .unwrap()
         .json()
@@ -91,7 +92,7 @@ async fn register_list_and_unregister_at_the_erp(db: Db) {
         .header("AuthenticationToken", integration_service::sandbox::erp::API_KEY)
         .json(&json!({"entityName": "customer", "atCreate": true, "atUpdate": false, "atDelete": false,
                       "requestMethod": "GET", "url": FOREIGN_URL}))
-        .send()
+        .checked()
         .await
         .unwrap();
     assert_eq!(foreign.status(), 201);
@@ -127,15 +128,22 @@ async fn register_list_and_unregister_at_the_erp(db: Db) {
         .put(format!("{}/customer/id/6?ignoreMissingProperties=true", svc.erp))
         .header("AuthenticationToken", integration_service::sandbox::erp::API_KEY)
         .json(&json!({"company": "Registered & Co"}))
-        .send()
+        .checked()
         .await
         .unwrap();
     assert_eq!(changed.status(), 200);
     let sim_root = svc.erp.trim_end_matches(integration_service::sandbox::erp::API_ROOT).to_string();
     let mut calls = Vec::new();
     for _ in 0..100 {
-        let answer: Value =
-            svc.client.get(format!("{sim_root}/__sandbox/webhook-calls")).send().await.unwrap().json().await.unwrap();
+        let answer: Value = svc
+            .client
+            .get(format!("{sim_root}/__sandbox/webhook-calls"))
+            .checked()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
         calls = answer.as_array().unwrap().iter().filter(|c| c["url"] == registered_url.as_str()).cloned().collect();
         if !calls.is_empty() {
             break;

@@ -1,6 +1,7 @@
 //! The per-entity field-report routes over real HTTP, against the field-report simulator:
 //! the local mirror, forwarded writes, and no divergence when the upstream fails.
 
+use crate::common::contract::Checked;
 use crate::common::{Db, TestService, add_fault, error_body};
 use serde_json::{Value, json};
 
@@ -42,7 +43,7 @@ impl Api<'_> {
 
     async fn received(&self) -> Vec<Value> {
         let url = format!("{}/__sandbox/received", self.svc.fieldreport);
-        self.svc.client.get(url).send().await.unwrap().json().await.unwrap()
+        self.svc.client.get(url).checked().await.unwrap().json().await.unwrap()
     }
 
     async fn fault(&self, rule: Value) {
@@ -233,7 +234,7 @@ async fn nothing_diverges_when_the_upstream_fails(db: Db) {
         .put(upstream_item)
         .basic_auth("sandbox", Some("sandbox-password"))
         .json(&sneaky)
-        .send()
+        .checked()
         .await
         .unwrap();
     assert_eq!(response.status(), 200);
@@ -297,7 +298,7 @@ async fn delete_with_a_representation_and_errors(db: Db) {
         .delete(svc.url(&format!("/api/v1/fieldreport/items/{id}")))
         .bearer_auth(&api.token)
         .header("prefer", "return=representation")
-        .send()
+        .checked()
         .await
         .unwrap();
     assert_eq!(response.status(), 200);
@@ -305,7 +306,7 @@ async fn delete_with_a_representation_and_errors(db: Db) {
     assert_eq!(body, json!({"data": true, "fieldReportResponse": null}));
     error_body(api.send(reqwest::Method::DELETE, &format!("/api/v1/fieldreport/items/{id}"), None).await, 404).await;
     error_body(api.send(reqwest::Method::PATCH, "/api/v1/fieldreport/items/404", Some(json!({}))).await, 404).await;
-    let unauthenticated = svc.client.get(svc.url("/api/v1/fieldreport/items")).send().await.unwrap();
+    let unauthenticated = svc.client.get(svc.url("/api/v1/fieldreport/items")).checked().await.unwrap();
     assert_eq!(error_body(unauthenticated, 401).await["message"], "Unauthenticated.");
     for query in ["page=0", "per_page=0", "per_page=501"] {
         error_body(api.send(reqwest::Method::GET, &format!("/api/v1/fieldreport/items?{query}"), None).await, 422)
@@ -585,7 +586,7 @@ async fn answered_soon(api: &Api<'_>, path: &str, answered: impl Fn(&Value) -> b
 
 /// The record cache's lookups with this result (`hit`, `miss`), from the metrics.
 async fn lookups(svc: &TestService, result: &str) -> f64 {
-    let text = svc.client.get(svc.url("/metrics")).send().await.unwrap().text().await.unwrap();
+    let text = svc.client.get(svc.url("/metrics")).checked().await.unwrap().text().await.unwrap();
     let series = format!("integration_service_fieldreport_record_cache_lookups_total{{result=\"{result}\"}} ");
     let line = text.lines().find_map(|line| line.strip_prefix(series.as_str()));
     line.unwrap_or_else(|| panic!("no {series} in {text}")).parse().unwrap()

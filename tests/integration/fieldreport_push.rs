@@ -1,5 +1,6 @@
 //! Setup stages and the bulk push of internal (not forwarded) writes.
 
+use crate::common::contract::Checked;
 use crate::common::{Db, TestService, error_body};
 use integration_service::config::Config;
 use integration_service::fieldreport::service::FieldReportService;
@@ -59,8 +60,15 @@ async fn internal_writes_are_pushed_once(db: Db) {
     // on top of the upstream's current version, whatever the writer put).
     writer.update_pending(tags, "1001", json!({"Name": "from the ERP", "Version": 2})).await.unwrap();
     writer.update_pending(tags, "1002", json!({"Name": "stale", "Version": 7})).await.unwrap();
-    let received_before: Vec<Value> =
-        svc.client.get(format!("{}/__sandbox/received", svc.fieldreport)).send().await.unwrap().json().await.unwrap();
+    let received_before: Vec<Value> = svc
+        .client
+        .get(format!("{}/__sandbox/received", svc.fieldreport))
+        .checked()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     assert!(received_before.is_empty(), "nothing was sent yet");
 
     let pushed: Value = svc.get(&token, "/api/v1/fieldreport/post/1/create/tags").await.json().await.unwrap();
@@ -74,8 +82,15 @@ async fn internal_writes_are_pushed_once(db: Db) {
     let again: Value = svc.get(&token, "/api/v1/fieldreport/post").await.json().await.unwrap();
     let pushed_again: u64 = again["data"].as_array().unwrap().iter().map(|r| r["pushed"].as_u64().unwrap()).sum();
     assert_eq!(pushed_again, 0, "{again}");
-    let received: Vec<Value> =
-        svc.client.get(format!("{}/__sandbox/received", svc.fieldreport)).send().await.unwrap().json().await.unwrap();
+    let received: Vec<Value> = svc
+        .client
+        .get(format!("{}/__sandbox/received", svc.fieldreport))
+        .checked()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     let posts = received.iter().filter(|w| w["method"] == "POST").count();
     assert_eq!(posts, 2);
 
@@ -95,7 +110,7 @@ async fn upstream_record(svc: &TestService, set: &str, id: &str) -> Result<Value
         .client
         .get(format!("{}/odata/{set}({id}L)", svc.fieldreport))
         .basic_auth("sandbox", Some("sandbox-password"))
-        .send()
+        .checked()
         .await
         .unwrap();
     match answer.status().as_u16() {
@@ -139,8 +154,15 @@ async fn local_deletes_are_pushed_and_never_undone_by_a_sync(db: Db) {
     let again: Value = svc.get(&token, "/api/v1/fieldreport/post").await.json().await.unwrap();
     let sent_again: u64 = again["data"].as_array().unwrap().iter().map(|r| r["pushed"].as_u64().unwrap()).sum();
     assert_eq!(sent_again, 0, "{again}");
-    let received: Vec<Value> =
-        svc.client.get(format!("{}/__sandbox/received", svc.fieldreport)).send().await.unwrap().json().await.unwrap();
+    let received: Vec<Value> = svc
+        .client
+        .get(format!("{}/__sandbox/received", svc.fieldreport))
+        .checked()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     let deletes: Vec<&Value> = received.iter().filter(|w| w["method"] == "DELETE").collect();
     assert_eq!(deletes.len(), 1, "{received:?}");
     assert!(deletes[0]["path"].as_str().unwrap().contains("Tags(1001L)"), "{received:?}");

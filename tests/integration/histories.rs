@@ -20,6 +20,7 @@
 //! `HISTORY_STEPS` (default 500) steps per database; a failing history is shrunk to a short
 //! one, printed with the seed.
 
+use crate::common::contract::Checked;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::Duration;
 
@@ -132,7 +133,7 @@ impl World {
         if let Some(body) = body {
             request = request.json(&body);
         }
-        match request.send().await {
+        match request.checked().await {
             Ok(answer) => {
                 let status = answer.status().as_u16();
                 (status, answer.json().await.unwrap_or(Value::Null))
@@ -150,7 +151,7 @@ impl World {
             request = request.json(&body);
         }
         // Another client meets the injected faults too: a dropped connection is status 0.
-        match request.send().await {
+        match request.checked().await {
             Ok(answer) => {
                 let status = answer.status().as_u16();
                 (status, answer.json().await.unwrap_or(Value::Null))
@@ -165,7 +166,7 @@ impl World {
         if let Some(body) = body {
             request = request.json(&body);
         }
-        let answer = request.send().await.unwrap();
+        let answer = request.checked().await.unwrap();
         let status = answer.status().as_u16();
         (status, answer.json().await.unwrap_or(Value::Null))
     }
@@ -178,7 +179,7 @@ impl World {
             .post(self.instance.url("/api/v1/erp/webhooks"))
             .header("X-Webhook-Secret", WEBHOOK_SECRET)
             .json(&call)
-            .send()
+            .checked()
             .await
             .unwrap();
         assert_eq!(answer.status(), 202, "the webhook call is stored");
@@ -312,7 +313,7 @@ async fn run_step(world: &mut World, model: &mut Model, n: usize, step: &Step) -
                         .patch(world.instance.url(&format!("/api/v1/fieldreport/companies/{id}")))
                         .bearer_auth(&world.token)
                         .json(&json!({"Name": name}))
-                        .send();
+                        .checked();
                     let in_flight = tokio::spawn(request);
                     tokio::time::sleep(Duration::from_millis(300)).await;
                     world.restart();

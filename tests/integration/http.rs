@@ -1,6 +1,7 @@
 //! The HTTP surface common to every route: the served document, request ids, error shape,
 //! body limits, probes and graceful shutdown.
 
+use crate::common::contract::Checked;
 use std::time::Duration;
 
 use crate::common::{DOCUMENT, Db, TestService, error_body};
@@ -8,23 +9,23 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 async fn served_document_equals_the_committed_file(db: Db) {
     let svc = TestService::start(db, &[]).await;
-    let response = svc.client.get(svc.url("/docs/openapi.json")).send().await.unwrap();
+    let response = svc.client.get(svc.url("/docs/openapi.json")).checked().await.unwrap();
     assert_eq!(response.status(), 200);
     assert!(response.headers()["content-type"].to_str().unwrap().starts_with("application/json"));
     let served = response.text().await.unwrap();
     assert!(served == DOCUMENT, "served document differs from spec/openapi.json");
     // The internal path behind it is not reachable from outside.
-    let internal = svc.client.get(svc.url("/__internal/docs/openapi.json")).send().await.unwrap();
+    let internal = svc.client.get(svc.url("/__internal/docs/openapi.json")).checked().await.unwrap();
     error_body(internal, 404).await;
     svc.stop().await;
 }
 
 async fn docs_path_is_configurable(db: Db) {
     let svc = TestService::start(db, &[("DOCS_PATH", "/reference/")]).await;
-    let moved = svc.client.get(svc.url("/reference/openapi.json")).send().await.unwrap();
+    let moved = svc.client.get(svc.url("/reference/openapi.json")).checked().await.unwrap();
     assert_eq!(moved.status(), 200);
     assert_eq!(moved.text().await.unwrap(), DOCUMENT);
-    error_body(svc.client.get(svc.url("/docs/openapi.json")).send().await.unwrap(), 404).await;
+    error_body(svc.client.get(svc.url("/docs/openapi.json")).checked().await.unwrap(), 404).await;
     svc.stop().await;
 }
 
@@ -35,7 +36,7 @@ async fn malformed_json_is_a_400_naming_the_problem(db: Db) {
         .post(svc.url("/api/v1/login"))
         .header("content-type", "application/json")
         .body("{\"email\": \"a@example.com\", \"password\": ")
-        .send()
+        .checked()
         .await
         .unwrap();
     let body = error_body(response, 400).await;
@@ -46,7 +47,7 @@ async fn malformed_json_is_a_400_naming_the_problem(db: Db) {
         .client
         .post(svc.url("/api/v1/login"))
         .json(&serde_json::json!({"email": "a@example.com"}))
-        .send()
+        .checked()
         .await
         .unwrap();
     let body = error_body(missing_field, 400).await;
@@ -62,7 +63,7 @@ async fn oversize_bodies_get_413(db: Db) {
         .post(svc.url("/api/v1/login"))
         .header("content-type", "application/json")
         .body(big.clone())
-        .send()
+        .checked()
         .await
         .unwrap();
     let body = error_body(declared, 413).await;
@@ -75,7 +76,7 @@ async fn oversize_bodies_get_413(db: Db) {
     let defaults = TestService::start(db, &[]).await;
     let larger = vec![b' '; 2 * 1024 * 1024];
     for _ in 0..10 {
-        let sent = defaults.client.post(defaults.url("/api/v1/login")).body(larger.clone()).send().await;
+        let sent = defaults.client.post(defaults.url("/api/v1/login")).body(larger.clone()).checked().await;
         let answer = sent.expect("the client is answered while it sends");
         error_body(answer, 413).await;
     }
@@ -90,7 +91,7 @@ async fn oversize_bodies_get_413(db: Db) {
         .post(svc.url("/api/v1/login"))
         .header("content-type", "application/json")
         .body(reqwest::Body::wrap_stream(chunks))
-        .send()
+        .checked()
         .await
         .unwrap();
     error_body(streamed, 413).await;
@@ -105,14 +106,14 @@ async fn unknown_routes_and_methods_have_the_error_shape(db: Db) {
     let svc = TestService::start(db, &[]).await;
     let token = svc.user_token().await;
     let unknown = svc.client.get(svc.url("/api/v1/nothing-here"));
-    let body = error_body(unknown.bearer_auth(&token).send().await.unwrap(), 404).await;
+    let body = error_body(unknown.bearer_auth(&token).checked().await.unwrap(), 404).await;
     assert_eq!(body["error_code"], "not_found");
     // Without a token, nothing under /api/v1 but the public routes says whether it exists.
-    let body = error_body(svc.client.get(svc.url("/api/v1/nothing-here")).send().await.unwrap(), 401).await;
+    let body = error_body(svc.client.get(svc.url("/api/v1/nothing-here")).checked().await.unwrap(), 401).await;
     assert_eq!(body["error_code"], "unauthenticated");
-    let body = error_body(svc.client.delete(svc.url("/api/v1/login")).send().await.unwrap(), 405).await;
+    let body = error_body(svc.client.delete(svc.url("/api/v1/login")).checked().await.unwrap(), 405).await;
     assert_eq!(body["error_code"], "method_not_allowed");
-    let health = svc.client.get(svc.url("/healthz")).send().await.unwrap();
+    let health = svc.client.get(svc.url("/healthz")).checked().await.unwrap();
     assert_eq!(health.status(), 200);
     assert!(health.headers().contains_key("x-request-id"));
     svc.stop().await;
@@ -120,13 +121,13 @@ async fn unknown_routes_and_methods_have_the_error_shape(db: Db) {
 
 async fn readiness_follows_the_database(db: Db) {
     let svc = TestService::start(db, &[]).await;
-    let ready: serde_json::Value = svc.client.get(svc.url("/readyz")).send().await.unwrap().json().await.unwrap();
+    let ready: serde_json::Value = svc.client.get(svc.url("/readyz")).checked().await.unwrap().json().await.unwrap();
     assert_eq!(ready["database"], "ok");
     svc.store().close().await;
-    let body = error_body(svc.client.get(svc.url("/readyz")).send().await.unwrap(), 503).await;
+    let body = error_body(svc.client.get(svc.url("/readyz")).checked().await.unwrap(), 503).await;
     assert_eq!(body["error_code"], "service_unavailable");
     // Liveness does not depend on the database.
-    assert_eq!(svc.client.get(svc.url("/healthz")).send().await.unwrap().status(), 200);
+    assert_eq!(svc.client.get(svc.url("/healthz")).checked().await.unwrap().status(), 200);
     svc.stop().await;
 }
 
@@ -188,7 +189,7 @@ async fn a_client_that_half_closes_gets_its_answer(db: Db) {
 
 async fn one_json_log_line_per_request_without_query_or_secrets(db: Db) {
     let svc = TestService::start(db, &[]).await;
-    let response = svc.client.get(svc.url("/healthz?secret=do-not-log-me")).send().await.unwrap();
+    let response = svc.client.get(svc.url("/healthz?secret=do-not-log-me")).checked().await.unwrap();
     let request_id = response.headers()["x-request-id"].to_str().unwrap().to_string();
     assert_eq!(response.status(), 200);
     let lines: Vec<serde_json::Value> = svc

@@ -1,6 +1,7 @@
 //! Jobs over HTTP: queueing, following, the history, cancelling, conflicts, restarts and
 //! take-overs, `SCHEDULE`, the job metrics, and `jobs run --follow` on the command line.
 
+use crate::common::contract::Checked;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -82,7 +83,7 @@ async fn a_sync_job_runs_once_reports_like_the_tool_route_and_is_counted(db: Db)
     assert_eq!(all["status"], "succeeded", "{all}");
     assert_eq!(all["result"].as_array().unwrap().len(), 15);
 
-    let metrics = svc.client.get(svc.url("/metrics")).send().await.unwrap().text().await.unwrap();
+    let metrics = svc.client.get(svc.url("/metrics")).checked().await.unwrap().text().await.unwrap();
     assert!(
         metrics.contains(
             "integration_jobs_finished_total{kind=\"fieldreport.sync\",target=\"tags\",status=\"succeeded\"} 1\n"
@@ -125,7 +126,7 @@ async fn bad_jobs_are_refused_and_a_running_one_is_cancelled_at_its_next_page(db
     assert!(bad_filter["errors"]["status"].is_array());
     error_body(svc.get(&token, "/api/v1/jobs/987654").await, 404).await;
     error_body(svc.call(&token, Method::POST, "/api/v1/jobs/987654/cancel", None).await, 404).await;
-    error_body(svc.client.get(svc.url("/api/v1/jobs")).send().await.unwrap(), 401).await;
+    error_body(svc.client.get(svc.url("/api/v1/jobs")).checked().await.unwrap(), 401).await;
 
     // A slow sync: a second one of the same set is refused naming it, another set's is not.
     svc.seed("Tags", 1500).await;

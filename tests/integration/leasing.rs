@@ -1,5 +1,6 @@
 //! The leasing step-by-step routes over real HTTP, against the leasing-provider simulator.
 
+use crate::common::contract::Checked;
 use crate::common::{Db, TestService, error_body};
 use serde_json::{Value, json};
 
@@ -311,7 +312,7 @@ async fn dropshots_own_errors_carry_the_leasing_envelope(db: Db) {
         .bearer_auth(&api.token)
         .header("content-type", "application/json")
         .body("{not json")
-        .send()
+        .checked()
         .await
         .unwrap();
     for answer in [bad_query, bad_body] {
@@ -326,12 +327,14 @@ async fn dropshots_own_errors_carry_the_leasing_envelope(db: Db) {
 
 async fn leasing_routes_need_a_token_and_a_configured_provider(db: Db) {
     let svc = TestService::start(db, &[("LEASING_BASE_URL", "")]).await;
-    let body = error_body(svc.client.get(svc.url("/api/v1/leasing/abc")).send().await.unwrap(), 401).await;
+    let body = error_body(svc.client.get(svc.url("/api/v1/leasing/abc")).checked().await.unwrap(), 401).await;
     assert_eq!(body["success"], false);
     assert_eq!(body["message"], "Unauthenticated.");
-    let body =
-        error_body(svc.client.post(svc.url("/api/v1/leasing")).json(&request_payload("x")).send().await.unwrap(), 401)
-            .await;
+    let body = error_body(
+        svc.client.post(svc.url("/api/v1/leasing")).json(&request_payload("x")).checked().await.unwrap(),
+        401,
+    )
+    .await;
     assert_eq!(body["success"], false);
 
     let api = client(&svc).await;

@@ -1,5 +1,6 @@
 //! GET /api/v1/leasing/calculate/{monthlyInstalment?}/{period?} over real HTTP.
 
+use crate::common::contract::Checked;
 use crate::common::{DOCUMENT, Db, TestService, error_body};
 use serde_json::{Value, json};
 
@@ -42,7 +43,7 @@ async fn inverse_calculation_refuses_bad_input_with_422(db: Db) {
 
 async fn inverse_calculation_requires_a_token(db: Db) {
     let svc = TestService::start(db, &[]).await;
-    let response = svc.client.get(svc.url("/api/v1/leasing/calculate/299/84")).send().await.unwrap();
+    let response = svc.client.get(svc.url("/api/v1/leasing/calculate/299/84")).checked().await.unwrap();
     let body = error_body(response, 401).await;
     assert_eq!(body["message"], "Unauthenticated.");
     assert_eq!(body["success"], false);

@@ -1,5 +1,6 @@
 //! The one-shot request flow and idempotent retries over real HTTP.
 
+use crate::common::contract::Checked;
 use crate::common::{Db, TestService, error_body, leasing_request};
 use serde_json::{Value, json};
 
@@ -19,7 +20,7 @@ async fn post(svc: &TestService, token: &str, path: &str, body: &Value, key: Opt
     if let Some(key) = key {
         request = request.header("idempotency-key", key);
     }
-    request.send().await.unwrap()
+    request.checked().await.unwrap()
 }
 
 async fn flow_steps(svc: &TestService, flow_id: i64) -> (String, Option<String>, Vec<(String, String)>) {

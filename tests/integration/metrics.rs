@@ -3,6 +3,7 @@
 //! simulators received, histograms are cumulative, queue gauges read the database; the
 //! optional token guards the route; label values are escaped.
 
+use crate::common::contract::Checked;
 use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -184,7 +185,7 @@ async fn scrape(svc: &TestService) -> Exposition {
 
 /// Requests received by a simulator (outside its `/__sandbox/` routes).
 async fn simulator_calls(svc: &TestService, root: &str) -> f64 {
-    let body: Value = svc.client.get(format!("{root}/__sandbox/calls")).send().await.unwrap().json().await.unwrap();
+    let body: Value = svc.client.get(format!("{root}/__sandbox/calls")).checked().await.unwrap().json().await.unwrap();
     body["calls"].as_f64().unwrap()
 }
 
@@ -218,7 +219,7 @@ async fn counts_requests_upstream_calls_flows_and_queues(db: Db) {
     .await;
     svc.create_user(EMAIL, PASSWORD).await;
     let token = svc.token(EMAIL, PASSWORD).await;
-    let get = |path: &str| svc.client.get(svc.url(path)).bearer_auth(&token).send();
+    let get = |path: &str| svc.client.get(svc.url(path)).bearer_auth(&token).checked();
 
     assert_eq!(get("/api/v1/user").await.unwrap().status(), 200);
     error_body(get("/api/v1/no/such/route").await.unwrap(), 404).await;
@@ -244,7 +245,7 @@ async fn counts_requests_upstream_calls_flows_and_queues(db: Db) {
         .bearer_auth(&token)
         .header("content-type", "application/json")
         .body(vec![b' '; 1024 * 1024 + 1])
-        .send()
+        .checked()
         .await
         .unwrap();
     error_body(too_large, 413).await;
@@ -252,7 +253,7 @@ async fn counts_requests_upstream_calls_flows_and_queues(db: Db) {
     // A financing request, and a wait whose first read the provider refuses with 503 (the
     // read is retried): one http_5xx call among the ok ones.
     let created = svc.client.post(svc.url("/api/v1/leasing")).bearer_auth(&token).json(&leasing_request("ACME GmbH"));
-    let created = created.send().await.unwrap();
+    let created = created.checked().await.unwrap();
     assert_eq!(created.status(), 201);
     let created: Value = created.json().await.unwrap();
     let id = created["data"]["FinancingId"].as_str().unwrap().to_string();
@@ -267,7 +268,7 @@ async fn counts_requests_upstream_calls_flows_and_queues(db: Db) {
         "sleep_milliseconds": 0
     });
     let declined =
-        svc.client.post(svc.url("/api/v1/leasing/leasing/request-flow")).bearer_auth(&token).json(&flow).send();
+        svc.client.post(svc.url("/api/v1/leasing/leasing/request-flow")).bearer_auth(&token).json(&flow).checked();
     assert_eq!(error_body(declined.await.unwrap(), 500).await["error_code"], "declined");
 
     // A webhook, accepted and processed: one ERP read, one company written locally, not pushed.
@@ -276,7 +277,7 @@ async fn counts_requests_upstream_calls_flows_and_queues(db: Db) {
         .post(svc.url("/api/v1/erp/webhooks"))
         .header("X-Webhook-Secret", WEBHOOK_SECRET)
         .json(&json!({"entityName": "customer", "entityId": "5", "type": "updated"}))
-        .send()
+        .checked()
         .await
         .unwrap();
     assert_eq!(webhook.status(), 202);
@@ -418,7 +419,7 @@ async fn the_inbox_age_shows_a_call_that_waits(db: Db) {
         .client
         .post(svc.url("/api/v1/erp/webhooks?secret=hook-secret-123"))
         .json(&json!({"entityName": "customer", "entityId": "5", "type": "updated"}))
-        .send()
+        .checked()
         .await
         .unwrap();
     assert_eq!(webhook.status(), 202);
@@ -450,7 +451,7 @@ async fn the_token_guards_metrics_when_set(db: Db) {
         svc.client.get(&url).header("authorization", format!("Basic {METRICS_TOKEN}")),
     ];
     for request in refused {
-        let body = error_body(request.send().await.unwrap(), 401).await;
+        let body = error_body(request.checked().await.unwrap(), 401).await;
         assert_eq!(body["error_code"], "unauthenticated");
     }
     let metrics = scrape(&svc).await;
@@ -461,7 +462,7 @@ async fn the_token_guards_metrics_when_set(db: Db) {
     svc.stop().await;
 
     let open = TestService::start(db, &[]).await;
-    let response = open.client.get(open.url("/metrics")).send().await.unwrap();
+    let response = open.client.get(open.url("/metrics")).checked().await.unwrap();
     assert_eq!(response.status(), 200, "without METRICS_TOKEN the route is open");
     let metrics = parse(&response.text().await.unwrap());
     assert_eq!(metrics.get("integration_service_build_info", &[("version", env!("CARGO_PKG_VERSION"))]), 1.0);

@@ -1,5 +1,6 @@
 //! The ERP simulator over real HTTP: key, lists, writes, optimistic locking, seeds, webhooks, faults.
 
+use crate::common::contract::Checked;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -33,7 +34,7 @@ impl Sim {
     }
 
     async fn send(&self, request: reqwest::RequestBuilder) -> (StatusCode, Value) {
-        let response = request.header("AuthenticationToken", erp::API_KEY).send().await.unwrap();
+        let response = request.header("AuthenticationToken", erp::API_KEY).checked().await.unwrap();
         let status = response.status();
         let text = response.text().await.unwrap();
         (status, if text.is_empty() { Value::Null } else { serde_json::from_str(&text).unwrap() })
@@ -56,11 +57,11 @@ impl Sim {
     }
 
     async fn sandbox(&self, path: &str) -> Value {
-        self.client.get(format!("{}/__sandbox/{path}", self.root)).send().await.unwrap().json().await.unwrap()
+        self.client.get(format!("{}/__sandbox/{path}", self.root)).checked().await.unwrap().json().await.unwrap()
     }
 
     async fn seed(&self, body: &Value) -> Value {
-        let response = self.client.post(format!("{}/__sandbox/seed", self.root)).json(body).send().await.unwrap();
+        let response = self.client.post(format!("{}/__sandbox/seed", self.root)).json(body).checked().await.unwrap();
         assert_eq!(response.status(), 201);
         response.json().await.unwrap()
     }
@@ -86,11 +87,11 @@ fn assert_problem(body: &Value, status: u16) {
 async fn the_api_key_is_required() {
     let sim = Sim::start().await;
     let url = format!("{}/customer", sim.api);
-    let missing = sim.client.get(&url).send().await.unwrap();
+    let missing = sim.client.get(&url).checked().await.unwrap();
     assert_eq!(missing.status(), 401);
     assert!(missing.headers()["content-type"].to_str().unwrap().starts_with("application/json"));
     assert_problem(&missing.json().await.unwrap(), 401);
-    let wrong = sim.client.get(&url).header("AuthenticationToken", "nope").send().await.unwrap();
+    let wrong = sim.client.get(&url).header("AuthenticationToken", "nope").checked().await.unwrap();
     assert_eq!(wrong.status(), 401);
     let (status, body) = sim.get("/customer").await;
     assert_eq!(status, 200);
@@ -314,13 +315,13 @@ async fn webhooks_call_back_by_get_and_post() {
 async fn a_429_fault_asks_to_wait() {
     let sim = Sim::start().await;
     let fault = json!({"path_prefix": "/webapp/api/v1/customer", "status": 429, "retry_after_seconds": 3});
-    let added = sim.client.post(format!("{}/__sandbox/faults", sim.root)).json(&fault).send().await.unwrap();
+    let added = sim.client.post(format!("{}/__sandbox/faults", sim.root)).json(&fault).checked().await.unwrap();
     assert_eq!(added.status(), 204);
     let response = sim
         .client
         .get(format!("{}/customer", sim.api))
         .header("AuthenticationToken", erp::API_KEY)
-        .send()
+        .checked()
         .await
         .unwrap();
     assert_eq!(response.status(), 429);

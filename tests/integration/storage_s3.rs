@@ -4,6 +4,7 @@
 //! them with what the service answered. Without moto the tests fail, saying how to install it
 //! ([`MOTO_VERSION`]).
 
+use crate::common::contract::Checked;
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
@@ -66,7 +67,7 @@ impl Moto {
 
     /// Creates a bucket over the S3 API (`PUT /<bucket>`).
     async fn create_bucket(&self, bucket: &str) {
-        let response = reqwest::Client::new().put(format!("{}/{bucket}", self.endpoint())).send().await.unwrap();
+        let response = reqwest::Client::new().put(format!("{}/{bucket}", self.endpoint())).checked().await.unwrap();
         assert_eq!(response.status(), 200, "create bucket {bucket}: {}", response.text().await.unwrap());
     }
 
@@ -83,14 +84,14 @@ impl Moto {
 
     /// The object's bytes, read straight from moto.
     async fn object(&self, bucket: &str, key: &str) -> Vec<u8> {
-        let response = self.request(&format!("/{bucket}/{key}")).send().await.unwrap();
+        let response = self.request(&format!("/{bucket}/{key}")).checked().await.unwrap();
         assert_eq!(response.status(), 200, "GET {key}");
         response.bytes().await.unwrap().to_vec()
     }
 
     /// Every key in the bucket (ListObjectsV2), sorted.
     async fn keys(&self, bucket: &str) -> Vec<String> {
-        let response = self.request(&format!("/{bucket}?list-type=2")).send().await.unwrap();
+        let response = self.request(&format!("/{bucket}?list-type=2")).checked().await.unwrap();
         assert_eq!(response.status(), 200);
         let listing = response.text().await.unwrap();
         let mut keys: Vec<String> = listing
@@ -227,7 +228,7 @@ async fn a_missing_bucket_is_a_storage_error_not_a_crash() {
     assert!(!message.contains(SECRET_ACCESS_KEY), "{message}");
 
     // Still serving, and without the PDF the same call works.
-    let health = svc.client.get(svc.url("/healthz")).send().await.unwrap();
+    let health = svc.client.get(svc.url("/healthz")).checked().await.unwrap();
     assert_eq!(health.status(), 200);
     let path = format!("/api/v1/leasing/{id}/contractdocument/base64");
     assert_eq!(svc.call(&token, reqwest::Method::GET, &path, None).await.status(), 200);

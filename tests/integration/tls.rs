@@ -2,6 +2,7 @@
 //! made with rcgen (`common::tls`); clients that trust the CA are served over HTTP/1.1, everything else
 //! fails without disturbing the service.
 
+use crate::common::contract::Checked;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -57,11 +58,11 @@ async fn login_and_a_guarded_route_over_tls() {
     let user = svc.get(&token, "/api/v1/user").await;
     assert_eq!(user.status(), 200);
     assert_eq!(user.json::<serde_json::Value>().await.unwrap()["email"], "ada@example.com");
-    let anonymous = svc.client.get(svc.url("/api/v1/user")).send().await.unwrap();
+    let anonymous = svc.client.get(svc.url("/api/v1/user")).checked().await.unwrap();
     assert_eq!(error_body(anonymous, 401).await["message"], "Unauthenticated.");
     // The other public paths work over TLS too: the document and the reference page.
-    assert_eq!(svc.client.get(svc.url("/docs/openapi.json")).send().await.unwrap().status(), 200);
-    assert_eq!(svc.client.get(svc.url("/docs")).send().await.unwrap().status(), 200);
+    assert_eq!(svc.client.get(svc.url("/docs/openapi.json")).checked().await.unwrap().status(), 200);
+    assert_eq!(svc.client.get(svc.url("/docs")).checked().await.unwrap().status(), 200);
     svc.stop().await;
 }
 
@@ -101,7 +102,7 @@ async fn plain_http_and_stalled_handshakes_do_not_stop_the_service() {
 
     // Plain HTTP to the TLS port: an error for the client, never an HTTP answer.
     let plain = reqwest::Client::builder().timeout(GUARD).build().unwrap();
-    let refused = plain.get(format!("http://127.0.0.1:{port}/healthz")).send().await;
+    let refused = plain.get(format!("http://127.0.0.1:{port}/healthz")).checked().await;
     assert!(refused.is_err(), "plain HTTP got an answer: {refused:?}");
     let mut raw = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
     raw.write_all(b"GET /healthz HTTP/1.1\r\nhost: localhost\r\n\r\n").await.unwrap();
@@ -111,7 +112,7 @@ async fn plain_http_and_stalled_handshakes_do_not_stop_the_service() {
 
     // The service keeps serving, on new connections, while the stalled one is still open.
     for _ in 0..3 {
-        let health = svc.client.get(svc.url("/healthz")).send().await.unwrap();
+        let health = svc.client.get(svc.url("/healthz")).checked().await.unwrap();
         assert_eq!(health.status(), 200);
     }
     let mut probe = [0u8; 1];
@@ -142,13 +143,13 @@ async fn clients_that_do_not_trust_the_ca_are_refused() {
     let svc = start_tls(&ca).await;
     // The system's roots only.
     let system = reqwest::Client::builder().timeout(GUARD).build().unwrap();
-    let error = system.get(svc.url("/healthz")).send().await.expect_err("an unknown CA is not trusted");
+    let error = system.get(svc.url("/healthz")).checked().await.expect_err("an unknown CA is not trusted");
     assert!(error.is_connect(), "{error:?}");
     // Another CA only.
     let stranger = trusting(&Authority::new("Another CA"));
-    stranger.get(svc.url("/healthz")).send().await.expect_err("a certificate from another CA is not trusted");
+    stranger.get(svc.url("/healthz")).checked().await.expect_err("a certificate from another CA is not trusted");
     // The trusting client is still served.
-    assert_eq!(svc.client.get(svc.url("/healthz")).send().await.unwrap().status(), 200);
+    assert_eq!(svc.client.get(svc.url("/healthz")).checked().await.unwrap().status(), 200);
     svc.stop().await;
 }
 

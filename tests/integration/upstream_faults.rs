@@ -6,6 +6,7 @@
 //! Runs on SQLite only: what is checked is the upstream handling; the local state checks use
 //! the same store code on both databases, which the area tests cover on both.
 
+use crate::common::contract::Checked;
 use crate::common::{Db, TestService, add_fault, clear_faults, error_body, leasing_request};
 use serde_json::{Value, json};
 
@@ -85,7 +86,7 @@ async fn create_company(svc: &TestService, token: &str, company: &Value) -> Stri
         .post(svc.url("/api/v1/fieldreport/companies"))
         .bearer_auth(token)
         .json(company)
-        .send()
+        .checked()
         .await
         .unwrap();
     assert_eq!(created.status(), 201);
@@ -113,7 +114,7 @@ async fn leasing_calls_fail_clearly_and_change_nothing() {
                 .bearer_auth(&token)
                 .header("idempotency-key", &key)
                 .json(&leasing_request("ACME GmbH"))
-                .send()
+                .checked()
         };
         assert_clear_error(create().await.unwrap(), &fault, "leasing provider", "create").await;
         let show = svc.get(&token, &format!("/api/v1/leasing/{financing_id}")).await;
@@ -137,8 +138,8 @@ async fn fieldreport_calls_fail_clearly_and_converge_when_sent_again() {
     let write = |method: reqwest::Method, path: String, body: Option<Value>| {
         let request = svc.client.request(method, svc.url(&path)).bearer_auth(&token);
         match body {
-            Some(body) => request.json(&body).send(),
-            None => request.send(),
+            Some(body) => request.json(&body).checked(),
+            None => request.checked(),
         }
     };
     let cursor = || async {
@@ -232,7 +233,7 @@ async fn upstream_companies(svc: &TestService, external_id: &str) -> usize {
         .get(format!("{}/odata/Companies", svc.fieldreport))
         .query(&[("$filter", format!("ExternalId eq '{external_id}'"))])
         .basic_auth("sandbox", Some("sandbox-password"))
-        .send()
+        .checked()
         .await
         .unwrap()
         .json()
@@ -251,14 +252,14 @@ async fn a_forwarded_write_without_an_answer_is_settled_by_reading_the_upstream(
     let (svc, token) = start().await;
     let create = |name: &str| json!({"Id": "0", "Version": 1, "Name": name});
     let delete = |id: String| {
-        svc.client.delete(svc.url(&format!("/api/v1/fieldreport/companies/{id}"))).bearer_auth(&token).send()
+        svc.client.delete(svc.url(&format!("/api/v1/fieldreport/companies/{id}"))).bearer_auth(&token).checked()
     };
     let patch = |id: &str, name: &str| {
         svc.client
             .patch(svc.url(&format!("/api/v1/fieldreport/companies/{id}")))
             .bearer_auth(&token)
             .json(&json!({"Name": name}))
-            .send()
+            .checked()
     };
     // Carried out, then answered after the service's 1 s time-out.
     let late = |path: String| json!({"path_prefix": path, "status": 200, "answer_delay_ms": 3000});
@@ -335,7 +336,7 @@ async fn erp_calls_fail_clearly_and_change_nothing() {
             .post(svc.url("/api/v1/erp/webhooks"))
             .header("X-Webhook-Secret", "fault-test-secret")
             .json(&json!({"entityName": "customer", "entityId": "5", "type": "update"}))
-            .send()
+            .checked()
             .await
             .unwrap();
         assert_eq!(accepted.status(), 202);

@@ -1,11 +1,14 @@
 //! Test harness: starts the real service on loopback against SQLite or Postgres and talks to
 //! it over HTTP. Every Postgres test gets its own schema, so tests run in parallel.
 
+pub mod contract;
 pub mod process;
 pub mod smtp;
 pub mod tls;
 
 use std::io::Write;
+
+use contract::Checked;
 use std::str::FromStr;
 use std::sync::{Arc, Mutex};
 
@@ -179,6 +182,7 @@ impl TestService {
         let log = CapturedLog::default();
         let logger = telemetry::build(LogFormat::Json, log.clone());
         let service = server::start(&config, &logger).await.expect("service starts");
+        contract::served_at(&service.url());
         TestService {
             base: service.url(),
             leasing,
@@ -213,7 +217,7 @@ impl TestService {
     /// How many requests this test's leasing simulator has received.
     pub async fn provider_request_count(&self) -> u64 {
         let url = format!("{}/__sandbox/stats", self.leasing);
-        let stats: serde_json::Value = self.client.get(url).send().await.unwrap().json().await.unwrap();
+        let stats: serde_json::Value = self.client.get(url).checked().await.unwrap().json().await.unwrap();
         stats["requests"].as_u64().unwrap()
     }
 
@@ -229,7 +233,7 @@ impl TestService {
         if let Some(body) = body {
             request = request.json(&body);
         }
-        request.send().await.unwrap()
+        request.checked().await.unwrap()
     }
 
     /// `GET path` with a bearer token.
@@ -256,7 +260,7 @@ impl TestService {
         self.client
             .post(self.url("/api/v1/login"))
             .json(&serde_json::json!({"email": email, "password": password}))
-            .send()
+            .checked()
             .await
             .expect("login request")
     }
@@ -299,6 +303,7 @@ impl TestService {
         let logger = telemetry::build(LogFormat::Json, self.log.clone());
         let service = server::start(&self.config, &logger).await.expect("service restarts");
         self.base = service.url();
+        contract::served_at(&self.base);
         self.service = Some(service);
     }
 
@@ -342,19 +347,19 @@ pub async fn error_body(response: reqwest::Response, status: u16) -> serde_json:
 
 /// Adds a fault rule to the simulator at host root `root` (its `/__sandbox/faults`).
 pub async fn add_fault(client: &reqwest::Client, root: &str, rule: serde_json::Value) {
-    let answer = client.post(format!("{root}/__sandbox/faults")).json(&rule).send().await.unwrap();
+    let answer = client.post(format!("{root}/__sandbox/faults")).json(&rule).checked().await.unwrap();
     assert_eq!(answer.status(), 204);
 }
 
 /// Removes every fault rule of the simulator at host root `root`.
 pub async fn clear_faults(client: &reqwest::Client, root: &str) {
-    let answer = client.delete(format!("{root}/__sandbox/faults")).send().await.unwrap();
+    let answer = client.delete(format!("{root}/__sandbox/faults")).checked().await.unwrap();
     assert_eq!(answer.status(), 204);
 }
 
 /// Seeds `count` generated records of `set` into the field-report simulator at host root `root`.
 pub async fn seed(client: &reqwest::Client, root: &str, set: &str, count: u64) {
     let url = format!("{root}/__sandbox/seed");
-    let answer = client.post(url).json(&serde_json::json!({"set": set, "count": count})).send().await.unwrap();
+    let answer = client.post(url).json(&serde_json::json!({"set": set, "count": count})).checked().await.unwrap();
     assert_eq!(answer.status(), 200);
 }

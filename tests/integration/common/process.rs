@@ -2,6 +2,7 @@
 //! it again on the same database; the simulators run in the test, so they outlive the kill
 //! and can tell what reached them.
 
+use super::contract::Checked;
 use std::collections::BTreeMap;
 use std::io::BufRead;
 use std::process::{Child, Command, Stdio};
@@ -82,6 +83,7 @@ impl Instance {
             assert!(stdout.read_line(&mut line).unwrap() > 0, "the service ended before it listened");
             if let Some(address) = line.trim().strip_prefix("integration-service listening on ") {
                 self.base = address.to_string();
+                super::contract::served_at(&self.base);
                 break;
             }
         }
@@ -111,7 +113,7 @@ impl Instance {
             .client
             .post(self.url("/api/v1/login"))
             .json(&json!({"email": EMAIL, "password": PASSWORD}))
-            .send()
+            .checked()
             .await
             .unwrap()
             .json()
@@ -161,7 +163,7 @@ pub async fn upstream_records(client: &reqwest::Client, root: &str, set: &str) -
                 integration_service::sandbox::fieldreport::USERNAME,
                 Some(integration_service::sandbox::fieldreport::PASSWORD),
             )
-            .send()
+            .checked()
             .await
             .unwrap()
             .json()

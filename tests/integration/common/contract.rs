@@ -1,0 +1,278 @@
+//! Every answer the tests receive from the service is checked against `spec/openapi.json` with
+//! OpenAPI 3.0.3's own rules, strictly: the operation (by method and path template), the status
+//! (the exact code, else its range, else `default`), the `x-request-id` header, and the body
+//! against the response's schema, with formats asserted. A mismatch panics in the test that
+//! received the answer, naming the operation, the status and what did not fit.
+//!
+//! The schemas are checked as JSON Schema draft 4 (OpenAPI 3.0's schema objects are an
+//! extended subset of it) after the one rewrite OpenAPI 3.0.3 defines: `nullable: true` adds
+//! `null` to the `type` beside it, and does nothing without one.
+//!
+//! Calls go through [`Checked::checked`] in place of `send`. Only answers from an address of a
+//! service the tests started are checked ([`served_at`]); the simulators' are not ours to judge.
+
+use std::collections::{HashMap, HashSet};
+use std::future::Future;
+use std::sync::{LazyLock, Mutex};
+
+use serde_json::{Map, Value};
+
+use super::DOCUMENT;
+
+/// The document as a draft-4 resource, and the schema of every JSON answer it declares,
+/// compiled (by its location in the document).
+struct Contract {
+    document: Value,
+    schemas: boon::Schemas,
+    compiled: HashMap<String, boon::SchemaIndex>,
+}
+
+const RESOURCE: &str = "urn:integration-service:openapi.json";
+
+static CONTRACT: LazyLock<Contract> = LazyLock::new(|| {
+    let mut document: Value = serde_json::from_str(DOCUMENT).expect("spec/openapi.json is JSON");
+    as_draft_4(&mut document);
+    let mut compiler = boon::Compiler::new();
+    compiler.set_default_draft(boon::Draft::V4);
+    compiler.enable_format_assertions();
+    compiler.add_resource(RESOURCE, document.clone()).expect("the document is a resource");
+    let mut schemas = boon::Schemas::new();
+    let mut compiled = HashMap::new();
+    for location in json_answer_schemas(&document) {
+        let index = compiler.compile(&location, &mut schemas).unwrap_or_else(|e| panic!("{location}: {e:#}"));
+        compiled.insert(location, index);
+    }
+    Contract { document, schemas, compiled }
+});
+
+/// Where the schema of each JSON answer is: `<resource>#<pointer>`.
+fn json_answer_schemas(document: &Value) -> Vec<String> {
+    let mut locations = Vec::new();
+    let mut add = |pointer: String, response: &Value| {
+        for media in response["content"].as_object().into_iter().flat_map(|c| c.keys()) {
+            if media.starts_with("application/json") {
+                locations.push(format!("{RESOURCE}#{pointer}/content/{}/schema", token(media)));
+            }
+        }
+    };
+    for (name, response) in document["components"]["responses"].as_object().into_iter().flatten() {
+        add(format!("/components/responses/{}", token(name)), response);
+    }
+    for (template, item) in document["paths"].as_object().into_iter().flatten() {
+        for (method, operation) in item.as_object().into_iter().flatten() {
+            for (status, response) in operation["responses"].as_object().into_iter().flatten() {
+                add(format!("/paths/{}/{method}/responses/{status}", token(template)), response);
+            }
+        }
+    }
+    locations
+}
+
+/// The services' addresses (`host:port`) whose answers are checked.
+static SERVICES: LazyLock<Mutex<HashSet<String>>> = LazyLock::new(Default::default);
+
+/// Answers from `base` (`http://127.0.0.1:1234`) are the service's: check them.
+pub fn served_at(base: &str) {
+    let url = reqwest::Url::parse(base).expect("a service's base URL");
+    let authority = format!("{}:{}", url.host_str().unwrap_or_default(), url.port_or_known_default().unwrap_or(0));
+    SERVICES.lock().unwrap().insert(authority);
+}
+
+fn is_service(url: &reqwest::Url) -> bool {
+    let authority = format!("{}:{}", url.host_str().unwrap_or_default(), url.port_or_known_default().unwrap_or(0));
+    SERVICES.lock().unwrap().contains(&authority)
+}
+
+/// `nullable` the OpenAPI 3.0.3 way: `type: T` becomes `type: [T, "null"]`; without `type` it
+/// has no effect, and goes.
+fn as_draft_4(value: &mut Value) {
+    match value {
+        Value::Object(object) => {
+            if object.remove("nullable") == Some(Value::Bool(true))
+                && let Some(Value::String(kind)) = object.get("type").cloned()
+            {
+                object.insert("type".into(), Value::from(vec![kind, "null".to_string()]));
+            }
+            object.values_mut().for_each(as_draft_4);
+        }
+        Value::Array(items) => items.iter_mut().for_each(as_draft_4),
+        _ => {}
+    }
+}
+
+/// The path template of the document that `path` takes: literal segments win over variables
+/// (as the router decides), then the template with more literals.
+fn template_of<'a>(paths: &'a Map<String, Value>, path: &str) -> Option<&'a str> {
+    let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+    paths
+        .keys()
+        .filter_map(|template| {
+            let parts: Vec<&str> = template.trim_start_matches('/').split('/').collect();
+            if parts.len() != segments.len() {
+                return None;
+            }
+            let mut literals = Vec::with_capacity(parts.len());
+            for (part, segment) in parts.iter().zip(&segments) {
+                let variable = part.starts_with('{') && part.ends_with('}');
+                if !variable && part != segment {
+                    return None;
+                }
+                literals.push(!variable);
+            }
+            Some((literals, template.as_str()))
+        })
+        .max_by(|(a, _), (b, _)| a.cmp(b))
+        .map(|(_, template)| template)
+}
+
+/// Escapes one JSON-pointer token.
+fn token(text: &str) -> String {
+    text.replace('~', "~0").replace('/', "~1")
+}
+
+impl Contract {
+    /// Checks one answer; `Err` says what does not fit.
+    fn check(
+        &self,
+        method: &str,
+        path: &str,
+        status: u16,
+        headers: &http::HeaderMap,
+        body: &[u8],
+    ) -> Result<(), String> {
+        let paths = self.document["paths"].as_object().expect("the document has paths");
+        let Some(template) = template_of(paths, path) else { return Ok(()) };
+        let method = method.to_ascii_lowercase();
+        let Some(operation) = paths[template].get(&method) else {
+            // A method the path does not have: the router answers 405 on its own.
+            return if status == 405 { Ok(()) } else { Err(format!("{method} {template} is not in the document")) };
+        };
+        let op_id = operation["operationId"].as_str().unwrap_or(template);
+        let responses = &operation["responses"];
+        let code = status.to_string();
+        let range = format!("{}XX", status / 100);
+        let key = [code.as_str(), range.as_str(), "default"]
+            .into_iter()
+            .find(|key| responses.get(*key).is_some())
+            .ok_or_else(|| format!("{op_id}: status {status} is not documented"))?;
+        let mut pointer = format!("/paths/{}/{method}/responses/{key}", token(template));
+        let mut response = &responses[key];
+        if let Some(reference) = response["$ref"].as_str() {
+            pointer = reference.trim_start_matches('#').to_string();
+            response = self.document.pointer(&pointer).ok_or_else(|| format!("{op_id}: no {reference}"))?;
+        }
+        if response["headers"].get("x-request-id").is_some() && !headers.contains_key("x-request-id") {
+            return Err(format!("{op_id} {status}: no x-request-id header"));
+        }
+        let media = headers
+            .get(http::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .map(|v| v.split(';').next().unwrap_or_default().trim().to_ascii_lowercase());
+        let content = response.get("content").and_then(Value::as_object);
+        let Some(content) = content else {
+            return if body.is_empty() {
+                Ok(())
+            } else {
+                Err(format!("{op_id} {status}: a body the document does not declare"))
+            };
+        };
+        if body.is_empty() && status == 204 {
+            return Ok(());
+        }
+        let Some(media) = media else { return Err(format!("{op_id} {status}: a body without a content type")) };
+        let declared = content.keys().find(|k| k.split(';').next().unwrap_or_default().trim() == media);
+        let Some(declared) = declared else {
+            return Err(format!("{op_id} {status}: content type {media}, the document declares {:?}", content.keys()));
+        };
+        if media != "application/json" {
+            return Ok(());
+        }
+        let instance: Value =
+            serde_json::from_slice(body).map_err(|e| format!("{op_id} {status}: the body is not JSON ({e})"))?;
+        let location = format!("{RESOURCE}#{pointer}/content/{}/schema", token(declared));
+        let index = self.compiled.get(&location).ok_or_else(|| format!("{op_id}: {location} was not compiled"))?;
+        self.schemas
+            .validate(&instance, *index)
+            .map_err(|e| format!("{op_id} {status}: the body does not fit: {e:#}\nbody: {instance}"))
+    }
+}
+
+/// Panics when an answer of the service does not fit the document.
+pub fn check(method: &reqwest::Method, url: &reqwest::Url, status: u16, headers: &http::HeaderMap, body: &[u8]) {
+    if !is_service(url) {
+        return;
+    }
+    if let Err(mismatch) = CONTRACT.check(method.as_str(), url.path(), status, headers, body) {
+        panic!("the answer to {method} {} does not fit spec/openapi.json: {mismatch}", url.path());
+    }
+}
+
+/// `send`, then [`check`] the answer; the answer is handed on whole (its body read already).
+pub trait Checked {
+    fn checked(self) -> impl Future<Output = reqwest::Result<reqwest::Response>> + Send;
+}
+
+impl Checked for reqwest::RequestBuilder {
+    async fn checked(self) -> reqwest::Result<reqwest::Response> {
+        let (client, request) = self.build_split();
+        let request = request?;
+        let (method, url) = (request.method().clone(), request.url().clone());
+        let response = client.execute(request).await?;
+        let (status, version, headers) = (response.status(), response.version(), response.headers().clone());
+        let body = response.bytes().await?;
+        check(&method, &url, status.as_u16(), &headers, &body);
+        let mut answer = http::Response::new(body);
+        *answer.status_mut() = status;
+        *answer.version_mut() = version;
+        *answer.headers_mut() = headers;
+        Ok(reqwest::Response::from(answer))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    /// `nullable` counts only beside `type`.
+    #[test]
+    fn nullable_needs_a_type() {
+        let mut schema = json!({"properties": {
+            "a": {"type": "string", "nullable": true},
+            "b": {"allOf": [{"$ref": "#/x"}], "nullable": true}
+        }});
+        super::as_draft_4(&mut schema);
+        assert_eq!(schema["properties"]["a"], json!({"type": ["string", "null"]}));
+        assert_eq!(schema["properties"]["b"], json!({"allOf": [{"$ref": "#/x"}]}));
+    }
+
+    /// A body that does not fit, a missing header and an undocumented status are each named.
+    #[test]
+    fn mismatches_are_named() {
+        let mut headers = http::HeaderMap::new();
+        headers.insert("content-type", "application/json".parse().unwrap());
+        headers.insert("x-request-id", "0d5c1e3e-8b7f-4f4e-9c57-2f1f0c9e1a11".parse().unwrap());
+        let check = |status, headers: &http::HeaderMap, body: &str| {
+            super::CONTRACT.check("GET", "/api/v1/jobs/7", status, headers, body.as_bytes())
+        };
+        let error = r#"{"message": "no job 7", "error_code": "not_found", "request_id": "0d5c1e3e-8b7f-4f4e-9c57-2f1f0c9e1a11"}"#;
+        assert_eq!(check(404, &headers, error), Ok(()));
+        let wrong =
+            r#"{"message": "no job 7", "error_code": 404, "request_id": "0d5c1e3e-8b7f-4f4e-9c57-2f1f0c9e1a11"}"#;
+        assert!(check(404, &headers, wrong).unwrap_err().contains("does not fit"));
+        assert!(check(404, &headers, r#"{"message": null, "error_code": "x", "request_id": "y"}"#).is_err());
+        assert!(check(302, &headers, error).unwrap_err().contains("not documented"));
+        let mut without_id = headers.clone();
+        without_id.remove("x-request-id");
+        assert!(check(404, &without_id, error).unwrap_err().contains("x-request-id"));
+    }
+
+    #[test]
+    fn literal_segments_win() {
+        let paths = json!({"/a/{x}": {}, "/a/b": {}, "/a/{x}/c": {}});
+        let paths = paths.as_object().unwrap();
+        assert_eq!(super::template_of(paths, "/a/b"), Some("/a/b"));
+        assert_eq!(super::template_of(paths, "/a/z"), Some("/a/{x}"));
+        assert_eq!(super::template_of(paths, "/a/z/c"), Some("/a/{x}/c"));
+        assert_eq!(super::template_of(paths, "/q"), None);
+    }
+}
