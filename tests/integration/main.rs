@@ -28,6 +28,7 @@ mod leasing_flow;
 mod leasing_mtls;
 mod mail_smtp;
 mod metrics;
+mod python_client;
 mod readme_tour;
 mod sandbox;
 mod sandbox_erp;
