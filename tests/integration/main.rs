@@ -16,6 +16,7 @@ mod database_outage;
 mod docs_page;
 mod erp;
 mod erp_webhooks;
+mod examples;
 mod fieldreport;
 mod fieldreport_push;
 mod fieldreport_sync;
