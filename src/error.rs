@@ -388,3 +388,31 @@ impl From<JobError> for ApiError {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{ApiError, FlowPosition};
+
+    /// A kept failure is answered again with the same status and body.
+    #[test]
+    fn a_stored_error_reads_back_as_it_was_answered() {
+        let mut error =
+            ApiError::new(dropshot::ErrorStatusCode::INTERNAL_SERVER_ERROR, "declined", "Declined.").leasing();
+        error.flow = Some(FlowPosition {
+            financing_id: Some("a1".into()),
+            flow_id: 7,
+            failed_step: Some("wait_ready_to_sign".into()),
+        });
+        let body = serde_json::to_string(&error).unwrap();
+        let stored = ApiError::stored(500, &body).unwrap();
+        assert_eq!(stored.status().as_u16(), 500);
+        assert_eq!(serde_json::to_value(&stored).unwrap(), serde_json::to_value(&error).unwrap());
+        let json = serde_json::to_value(&stored).unwrap();
+        assert_eq!((json["financingId"].as_str(), json["flowId"].as_i64()), (Some("a1"), Some(7)));
+
+        let plain = serde_json::to_string(&ApiError::not_found("no flow 7").leasing()).unwrap();
+        let stored = ApiError::stored(404, &plain).unwrap();
+        assert!(stored.flow.is_none(), "{plain}");
+        assert_eq!(serde_json::to_string(&stored).unwrap(), plain);
+    }
+}

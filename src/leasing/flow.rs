@@ -305,3 +305,44 @@ async fn run_steps(
     };
     Ok(result)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::FlowFailure;
+    use crate::leasing::service::LeasingError;
+    use crate::stop::Stop;
+    use crate::upstream::{System, UpstreamError};
+
+    fn failure(error: LeasingError, financing_id: Option<&str>) -> FlowFailure {
+        FlowFailure { error, flow_id: 1, financing_id: financing_id.map(str::to_string), failed_step: "create".into() }
+    }
+
+    /// A retry may run the flow again only when its create surely created nothing.
+    #[test]
+    fn only_a_create_refused_or_never_received_created_nothing() {
+        let system = System::Leasing;
+        let nothing = [
+            LeasingError::Upstream(UpstreamError::Refused { system, status: 400, message: "bad".into() }),
+            LeasingError::Upstream(UpstreamError::Refused { system, status: 503, message: "down".into() }),
+            LeasingError::Upstream(UpstreamError::Throttled { system, retry_after: None }),
+            LeasingError::Upstream(UpstreamError::Unreachable { system, detail: "refused".into() }),
+            LeasingError::Upstream(UpstreamError::NotConfigured { system, setting: "LEASING_BASE_URL" }),
+        ];
+        for error in nothing {
+            assert!(!failure(error, None).may_have_created());
+        }
+        let unknown = [
+            LeasingError::Upstream(UpstreamError::Timeout { system }),
+            LeasingError::Upstream(UpstreamError::Malformed { system, detail: "not JSON".into() }),
+            LeasingError::Stopped(Stop::ClientGone),
+            LeasingError::Stopped(Stop::ShuttingDown),
+        ];
+        for error in unknown {
+            assert!(failure(error, None).may_have_created());
+        }
+        assert!(failure(LeasingError::Declined, Some("a1")).may_have_created());
+        let refused_later =
+            LeasingError::Upstream(UpstreamError::Refused { system, status: 400, message: "no".into() });
+        assert!(failure(refused_later, Some("a1")).may_have_created(), "a later step's refusal");
+    }
+}
