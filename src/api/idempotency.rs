@@ -1,6 +1,8 @@
 //! `Idempotency-Key` on POSTs that create something at an upstream: a retry with the same key
 //! and body gets the first answer back and creates nothing new; the same key with another
-//! body is refused with 422. Keys belong to the user and the route.
+//! body is refused with 422. Keys belong to the user and the route. A failure is kept like an
+//! answer when the work may have changed something upstream ([`Failure::Final`]); otherwise
+//! the key is freed and a retry does the work again.
 
 use std::future::Future;
 
