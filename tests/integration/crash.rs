@@ -177,9 +177,10 @@ async fn a_webhook_burst_survives_a_kill(db: Db) {
 }
 
 /// Killed while a one-shot flow waits for the provider: the flow's record says it was
-/// interrupted and shows the steps it had done.
+/// interrupted and shows the steps it had done, and a retry with its `Idempotency-Key` is told
+/// so instead of creating a second financing request.
 async fn a_flow_killed_midway_is_recorded_as_interrupted(db: Db) {
-    let (mut instance, _sandboxes, store) = Instance::start(db, &[]).await;
+    let (mut instance, sandboxes, store) = Instance::start(db, &[]).await;
     let token = instance.token().await;
     let body = json!({
         "request_payload": leasing_request("ACME [slow:1000]"),
@@ -192,6 +193,7 @@ async fn a_flow_killed_midway_is_recorded_as_interrupted(db: Db) {
             .client
             .post(instance.url("/api/v1/leasing/leasing/request-flow"))
             .bearer_auth(&token)
+            .header("idempotency-key", "killed-flow")
             .json(&body)
             .send(),
     );
@@ -215,6 +217,31 @@ async fn a_flow_killed_midway_is_recorded_as_interrupted(db: Db) {
             .await
             .unwrap();
     assert_eq!(steps[0], ("create".to_string(), "succeeded".to_string()), "{steps:?}");
+
+    let retry = instance
+        .client
+        .post(instance.url("/api/v1/leasing/leasing/request-flow"))
+        .bearer_auth(&token)
+        .header("idempotency-key", "killed-flow")
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(retry.status(), 409);
+    let retry: Value = retry.json().await.unwrap();
+    assert_eq!(retry["error_code"], "idempotency_key_flow_ended", "{retry}");
+    assert_eq!(retry["financingId"].as_str(), financing_id.as_deref());
+    assert!(retry["flowId"].is_i64(), "{retry}");
+    let stats: Value = instance
+        .client
+        .get(format!("{}/__sandbox/stats", sandboxes.leasing_base_url()))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(stats["requests"], 1, "the retry created no second request");
     instance.stop(&[&token]).await;
 }
 
