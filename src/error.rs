@@ -7,13 +7,14 @@
 
 use dropshot::{ErrorStatusCode, HttpError, HttpResponseError};
 use schemars::JsonSchema;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::auth::AuthError;
 use crate::erp::ErpError;
 use crate::erp::webhook::WebhookRefusal;
 use crate::fieldreport::service::FieldReportError;
 use crate::jobs::JobError;
+use crate::leasing::flow::FlowFailure;
 use crate::leasing::service::LeasingError;
 use crate::store::StoreError;
 use crate::telemetry;
@@ -24,9 +25,11 @@ use crate::upstream::UpstreamError;
 pub use crate::vocabulary::field_errors::FieldErrors;
 
 /// Error information from a response.
-#[derive(Debug, Serialize, JsonSchema)]
+// Deserialised only to answer a stored failure again (an `Idempotency-Key` retry), with the
+// status stored beside it.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub struct ApiError {
-    #[serde(skip)]
+    #[serde(skip, default = "ApiError::unknown_status")]
     status: ErrorStatusCode,
     /// What went wrong, for humans.
     pub message: String,
@@ -43,6 +46,24 @@ pub struct ApiError {
     /// On 429 and 503: seconds until a new attempt may succeed (also sent as `Retry-After`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub retry_after_seconds: Option<u64>,
+    /// Where a one-shot leasing flow stood; documented with that operation only
+    /// (`api::openapi`), not in the schema every operation shares.
+    #[serde(flatten)]
+    #[schemars(skip)]
+    pub flow: Option<FlowPosition>,
+}
+
+/// Where a one-shot leasing flow stood when it answered an error: its record, the financing
+/// request it created (null before the create succeeded) and the action it stopped at.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct FlowPosition {
+    #[serde(rename = "financingId")]
+    pub financing_id: Option<String>,
+    #[serde(rename = "flowId")]
+    pub flow_id: i64,
+    /// Absent while the flow still runs.
+    #[serde(rename = "failedStep", default, skip_serializing_if = "Option::is_none")]
+    pub failed_step: Option<String>,
 }
 
 impl ApiError {
@@ -55,7 +76,19 @@ impl ApiError {
             success: None,
             errors: None,
             retry_after_seconds: None,
+            flow: None,
         }
+    }
+
+    fn unknown_status() -> ErrorStatusCode {
+        ErrorStatusCode::INTERNAL_SERVER_ERROR
+    }
+
+    /// A stored answer read back: its body, with the status it was answered with.
+    pub fn stored(status: u16, body: &str) -> Result<Self, String> {
+        let mut error: ApiError = serde_json::from_str(body).map_err(|e| format!("stored error answer: {e}"))?;
+        error.status = ErrorStatusCode::from_u16(status).map_err(|e| format!("stored error status {status}: {e}"))?;
+        Ok(error)
     }
 
     pub fn unauthenticated() -> Self {
@@ -235,6 +268,33 @@ impl From<LeasingError> for ApiError {
     }
 }
 
+/// A failed one-shot flow: the leasing answer, with where the flow stood.
+impl From<FlowFailure> for ApiError {
+    fn from(failure: FlowFailure) -> Self {
+        // "Send it again" would create a second request once one exists; say what to do instead.
+        let stopped_after_create = matches!(failure.error, LeasingError::Stopped(crate::stop::Stop::ShuttingDown))
+            .then_some(failure.financing_id.as_deref())
+            .flatten()
+            .map(|id| {
+                format!(
+                    "The service is shutting down; the flow stopped at {}. Its financing request {id} exists: \
+                     continue it with the request's own routes rather than running the flow again.",
+                    failure.failed_step
+                )
+            });
+        let mut error = Self::from(failure.error);
+        if let Some(message) = stopped_after_create {
+            error.message = message;
+        }
+        error.flow = Some(FlowPosition {
+            financing_id: failure.financing_id,
+            flow_id: failure.flow_id,
+            failed_step: Some(failure.failed_step),
+        });
+        error
+    }
+}
+
 /// An upstream failure outside the leasing routes: 502 when it refused or failed (409 when it
 /// reports a version conflict), 504 on a time-out, 503 when it is not configured.
 impl From<UpstreamError> for ApiError {
@@ -326,5 +386,33 @@ impl From<JobError> for ApiError {
             JobError::Ended { .. } => Self::new(ErrorStatusCode::CONFLICT, "job_ended", error.to_string()),
             JobError::Store(e) => e.into(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{ApiError, FlowPosition};
+
+    /// A kept failure is answered again with the same status and body.
+    #[test]
+    fn a_stored_error_reads_back_as_it_was_answered() {
+        let mut error =
+            ApiError::new(dropshot::ErrorStatusCode::INTERNAL_SERVER_ERROR, "declined", "Declined.").leasing();
+        error.flow = Some(FlowPosition {
+            financing_id: Some("a1".into()),
+            flow_id: 7,
+            failed_step: Some("wait_ready_to_sign".into()),
+        });
+        let body = serde_json::to_string(&error).unwrap();
+        let stored = ApiError::stored(500, &body).unwrap();
+        assert_eq!(stored.status().as_u16(), 500);
+        assert_eq!(serde_json::to_value(&stored).unwrap(), serde_json::to_value(&error).unwrap());
+        let json = serde_json::to_value(&stored).unwrap();
+        assert_eq!((json["financingId"].as_str(), json["flowId"].as_i64()), (Some("a1"), Some(7)));
+
+        let plain = serde_json::to_string(&ApiError::not_found("no flow 7").leasing()).unwrap();
+        let stored = ApiError::stored(404, &plain).unwrap();
+        assert!(stored.flow.is_none(), "{plain}");
+        assert_eq!(serde_json::to_string(&stored).unwrap(), plain);
     }
 }

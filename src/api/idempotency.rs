@@ -1,6 +1,8 @@
 //! `Idempotency-Key` on POSTs that create something at an upstream: a retry with the same key
 //! and body gets the first answer back and creates nothing new; the same key with another
-//! body is refused with 422. Keys belong to the user and the route.
+//! body is refused with 422. Keys belong to the user and the route. A failure is kept like an
+//! answer when the work may have changed something upstream ([`Failure::Final`]); otherwise
+//! the key is freed and a retry does the work again.
 
 use std::future::Future;
 
@@ -29,11 +31,119 @@ fn hash(body: &Value) -> String {
     crate::digest::sha256_hex(&serde_json::to_vec(body).expect("a JSON value serialises"))
 }
 
-/// Runs `work` once per key; repeats replay the stored answer.
+/// What a request's key says about it.
+pub enum Claim<T> {
+    /// Do the work (the request has no key, or its key was free), then
+    /// [`Reservation::finish`].
+    Run(Reservation),
+    /// The first request with this key and body answered this: answer it again.
+    Answered(Result<T, ApiError>),
+    /// The first request with this key is still running (or its process died).
+    Running,
+}
+
+/// A key held for one request's work.
+pub struct Reservation {
+    user_id: i64,
+    route: &'static str,
+    key: Option<String>,
+}
+
+/// How the work of a request with a key failed.
+pub enum Failure {
+    /// Nothing changed upstream: the key is freed and a retry does the work again.
+    Repeatable(ApiError),
+    /// Something was (or may have been) done upstream: a retry gets this answer back.
+    Final(ApiError),
+}
+
+impl Failure {
+    fn into_error(self) -> ApiError {
+        match self {
+            Failure::Repeatable(error) | Failure::Final(error) => error,
+        }
+    }
+}
+
+/// Reserves the request's key, or says what the key already stands for. Checks the key's form.
+pub async fn claim<T: DeserializeOwned>(
+    store: &Store,
+    user_id: i64,
+    route: &'static str,
+    key: Option<String>,
+    body: &Value,
+) -> Result<Claim<T>, ApiError> {
+    let Some(key) = key else { return Ok(Claim::Run(Reservation { user_id, route, key: None })) };
+    if key.is_empty() || key.len() > 255 || !key.bytes().all(|b| (b' '..=b'~').contains(&b)) {
+        let errors = [("Idempotency-Key".to_string(), vec!["Up to 255 printable characters.".to_string()])].into();
+        return Err(ApiError::validation(errors).leasing());
+    }
+    Ok(match store.reserve_idempotency_key(user_id, route, &key, &hash(body)).await? {
+        KeyState::Reserved => Claim::Run(Reservation { user_id, route, key: Some(key) }),
+        KeyState::Mismatch => {
+            return Err(ApiError::new(
+                ErrorStatusCode::UNPROCESSABLE_ENTITY,
+                "idempotency_key_reused",
+                "This Idempotency-Key was used with a different request body.",
+            )
+            .leasing());
+        }
+        KeyState::InProgress => Claim::Running,
+        KeyState::Completed { status, body } if status < 400 => {
+            Claim::Answered(serde_json::from_str(&body).map_err(ApiError::internal))
+        }
+        KeyState::Completed { status, body } => {
+            Claim::Answered(Err(ApiError::stored(status, &body).map_err(ApiError::internal)?))
+        }
+    })
+}
+
+/// The answer to a retry while the first request with its key runs.
+pub fn in_progress() -> ApiError {
+    ApiError::new(
+        ErrorStatusCode::CONFLICT,
+        "idempotency_key_in_progress",
+        "A request with this Idempotency-Key is still running; retry later.",
+    )
+    .leasing()
+}
+
+impl Reservation {
+    pub fn key(&self) -> Option<&str> {
+        self.key.as_deref()
+    }
+
+    /// Keeps the answer for retries, or frees the key when nothing changed upstream. The
+    /// answer is given even when it could not be kept: the key then stays reserved (a retry
+    /// is told the request is running), so that the work is not done twice.
+    pub async fn finish<T: Serialize>(self, store: &Store, result: Result<T, Failure>) -> Result<T, ApiError> {
+        let Some(key) = self.key else {
+            return result.map_err(Failure::into_error);
+        };
+        let (user_id, route) = (self.user_id, self.route);
+        let kept = match &result {
+            Ok(answer) => match serde_json::to_string(answer) {
+                Ok(body) => store.complete_idempotency_key(user_id, route, &key, 200, &body).await,
+                Err(error) => return Err(ApiError::internal(error)),
+            },
+            Err(Failure::Final(error)) => match serde_json::to_string(error) {
+                Ok(body) => store.complete_idempotency_key(user_id, route, &key, error.status().as_u16(), &body).await,
+                Err(serialising) => return Err(ApiError::internal(serialising)),
+            },
+            Err(Failure::Repeatable(_)) => store.release_idempotency_key(user_id, route, &key).await,
+        };
+        if let Err(error) = kept {
+            crate::telemetry::report_internal_error(&format!("{route}: Idempotency-Key answer not kept: {error}"));
+        }
+        result.map_err(Failure::into_error)
+    }
+}
+
+/// Runs `work` once per key; repeats replay the stored answer. A failed attempt frees its key.
 pub async fn once<T, F, Fut>(
     store: &Store,
     user_id: i64,
-    route: &str,
+    route: &'static str,
     key: Option<String>,
     body: &Value,
     work: F,
@@ -43,42 +153,9 @@ where
     F: FnOnce() -> Fut,
     Fut: Future<Output = Result<T, ApiError>>,
 {
-    let Some(key) = key else { return work().await };
-    if key.is_empty() || key.len() > 255 || !key.bytes().all(|b| (b' '..=b'~').contains(&b)) {
-        let errors = [("Idempotency-Key".to_string(), vec!["Up to 255 printable characters.".to_string()])].into();
-        return Err(ApiError::validation(errors).leasing());
-    }
-    match store.reserve_idempotency_key(user_id, route, &key, &hash(body)).await? {
-        KeyState::Reserved => {}
-        KeyState::Mismatch => {
-            return Err(ApiError::new(
-                ErrorStatusCode::UNPROCESSABLE_ENTITY,
-                "idempotency_key_reused",
-                "This Idempotency-Key was used with a different request body.",
-            )
-            .leasing());
-        }
-        KeyState::InProgress => {
-            return Err(ApiError::new(
-                ErrorStatusCode::CONFLICT,
-                "idempotency_key_in_progress",
-                "A request with this Idempotency-Key is still running; retry later.",
-            )
-            .leasing());
-        }
-        KeyState::Completed { body, .. } => {
-            return serde_json::from_str(&body).map_err(ApiError::internal);
-        }
-    }
-    match work().await {
-        Ok(answer) => {
-            let stored = serde_json::to_string(&answer).map_err(ApiError::internal)?;
-            store.complete_idempotency_key(user_id, route, &key, 200, &stored).await?;
-            Ok(answer)
-        }
-        Err(error) => {
-            store.release_idempotency_key(user_id, route, &key).await?;
-            Err(error)
-        }
+    match claim(store, user_id, route, key, body).await? {
+        Claim::Run(reservation) => reservation.finish(store, work().await.map_err(Failure::Repeatable)).await,
+        Claim::Answered(answer) => answer,
+        Claim::Running => Err(in_progress()),
     }
 }

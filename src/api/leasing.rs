@@ -15,11 +15,11 @@ use serde_json::Value;
 use super::ApiContext;
 use super::documented::Documented;
 use super::guard::{BearerToken, needs};
-use super::idempotency::{self, IdempotencyHeader};
+use super::idempotency::{self, Claim, Failure, IdempotencyHeader};
 use super::leasing_schema as schema;
 use crate::auth::Caller;
-use crate::error::ApiError;
-use crate::leasing::flow::{self, FlowInput, FlowRecorder};
+use crate::error::{ApiError, FlowPosition};
+use crate::leasing::flow::{self, FlowInput, FlowRecorder, FlowRow};
 use crate::leasing::service::{LeasingError, StoredContract, WaitParams};
 use crate::leasing::state::StateMeta;
 use crate::metrics::LeasingFlow;
@@ -323,16 +323,220 @@ pub async fn leasing_request_flow(
         "fetch_contract_document_download_link": input.fetch_contract_document_download_link,
         "max_attempts": input.wait.max_attempts, "sleep_milliseconds": input.wait.sleep.as_millis() as u64,
     });
-    let envelope =
-        idempotency::once(&context.store, caller.user.id, "leasing.request-flow", key, &fingerprint, || async {
-            let mut recorder = FlowRecorder::start(&context.store, caller.user.id, input.mode()).await?;
-            let result = flow::run(&context.leasing, &input, &mut recorder, stop.clone()).await;
-            let mut result = counted(context, LeasingFlow::RequestFlow, result)?;
-            result["flowId"] = serde_json::json!(recorder.flow_id);
-            Ok(FlowEnvelope { success: true, data: Documented::new(result) })
+    let store = &context.store;
+    let user_id = caller.user.id;
+    let reservation = match idempotency::claim(store, user_id, FLOW_ROUTE, key.clone(), &fingerprint).await? {
+        Claim::Run(reservation) => reservation,
+        Claim::Answered(answer) => return answer.map(HttpResponseOk),
+        Claim::Running => {
+            let running = match key.as_deref() {
+                Some(key) => flow::by_idempotency_key(store, user_id, key).await?,
+                None => None,
+            };
+            return Err(match running {
+                // Ended without its answer kept: its instance stopped before it answered.
+                Some(flow) if flow.status != "running" => flow_answer_lost(&flow),
+                running => flow_in_progress(running.as_ref()),
+            });
+        }
+    };
+    // A flow under this key started before: its attempt's reservation was given up as
+    // abandoned without an answer kept. Running again could create a second request.
+    if let Some(key) = reservation.key()
+        && let Some(earlier) = flow::by_idempotency_key(store, user_id, key).await?
+    {
+        return reservation
+            .finish(store, Err::<FlowEnvelope, _>(Failure::Final(flow_answer_lost(&earlier))))
+            .await
+            .map(HttpResponseOk);
+    }
+    let outcome = async {
+        let mut recorder = FlowRecorder::start(store, user_id, input.mode(), reservation.key())
+            .await
+            .map_err(|error| Failure::Repeatable(error.into()))?;
+        let result = flow::run(&context.leasing, &input, &mut recorder, stop).await;
+        context.metrics.leasing_flow_ended(LeasingFlow::RequestFlow, result.as_ref().err().map(|f| f.error.code()));
+        match result {
+            Ok(mut result) => {
+                result["flowId"] = serde_json::json!(recorder.flow_id);
+                Ok(FlowEnvelope { success: true, data: Documented::new(result) })
+            }
+            // Kept for retries: a financing request exists, or may exist, at the provider.
+            Err(failure) if reservation.key().is_none() || failure.may_have_created() => {
+                Err(Failure::Final(failure.into()))
+            }
+            // Nothing was created: the key is free for a retry, which runs a new flow.
+            Err(failure) => match store.release_flow_idempotency_key(failure.flow_id).await {
+                Ok(()) => Err(Failure::Repeatable(failure.into())),
+                Err(error) => {
+                    crate::telemetry::report_internal_error(&format!(
+                        "flow {}: Idempotency-Key not released: {error}",
+                        failure.flow_id
+                    ));
+                    Err(Failure::Final(failure.into()))
+                }
+            },
+        }
+    }
+    .await;
+    reservation.finish(store, outcome).await.map(HttpResponseOk)
+}
+
+/// The `Idempotency-Key` route name of the one-shot flow.
+const FLOW_ROUTE: &str = "leasing.request-flow";
+
+/// 409 to a retry while the first attempt with its key runs, naming its flow once it started.
+fn flow_in_progress(flow: Option<&FlowRow>) -> ApiError {
+    let mut error = idempotency::in_progress();
+    if let Some(flow) = flow {
+        error.message = format!(
+            "A request with this Idempotency-Key is still running as flow {}; retry later, or follow it at \
+             GET /api/v1/leasing/leasing/request-flow/{}.",
+            flow.id, flow.id
+        );
+        error.flow =
+            Some(FlowPosition { financing_id: flow.financing_id.clone(), flow_id: flow.id, failed_step: None });
+    }
+    error
+}
+
+/// 409 to a retry whose key's flow ended but whose answer was not kept (its instance stopped
+/// before it answered): what its record says.
+fn flow_answer_lost(flow: &FlowRow) -> ApiError {
+    let mut error = ApiError::new(
+        dropshot::ErrorStatusCode::CONFLICT,
+        "idempotency_key_flow_ended",
+        format!(
+            "The flow of this Idempotency-Key ended ({}) without its answer; its record is at \
+             GET /api/v1/leasing/leasing/request-flow/{}.",
+            flow.status, flow.id
+        ),
+    )
+    .leasing();
+    error.flow = Some(FlowPosition {
+        financing_id: flow.financing_id.clone(),
+        flow_id: flow.id,
+        failed_step: flow.steps.last().map(|step| step.action.clone()),
+    });
+    error
+}
+
+#[derive(Deserialize, JsonSchema)]
+pub struct FlowIdPath {
+    /// The flow's record, the `flowId` of the flow's answer.
+    #[serde(rename = "flowId")]
+    pub flow_id: i64,
+}
+
+/// One recorded step of a flow.
+#[derive(Serialize, JsonSchema)]
+pub struct FlowStep {
+    /// 1 for the first step.
+    pub position: i32,
+    /// `create`, `patch_request`, `patch_lessee`, `wait_ready_to_sign`, `e_signature_configuration`,
+    /// `start_e_signature`, `cancel_e_signature`, `switch_to_paper_contract`,
+    /// `contract_document_base64` or `contract_document_link`.
+    pub action: String,
+    /// `succeeded` or `failed`.
+    pub outcome: String,
+    /// How long the step took, in milliseconds.
+    pub duration_ms: i64,
+    /// Why the step failed (the `error_code` the flow answered).
+    pub error_code: Option<String>,
+    /// Why the step failed, for humans.
+    pub message: Option<String>,
+}
+
+/// The record of a one-shot flow.
+#[derive(Serialize, JsonSchema)]
+#[schemars(example = "FlowRecord::example")]
+pub struct FlowRecord {
+    /// The flow's id, as in the flow's answer.
+    #[serde(rename = "flowId")]
+    pub flow_id: i64,
+    /// `e_signature` or `cancel_e_signature`.
+    pub mode: String,
+    /// `running`, `succeeded`, `failed`, `abandoned` (its client went away) or `interrupted`
+    /// (the service stopped while it ran).
+    pub status: String,
+    /// The financing request the flow created; null until its create step succeeded.
+    #[serde(rename = "financingId")]
+    pub financing_id: Option<String>,
+    /// Why the flow ended unsuccessfully, as its answer's `error_code`.
+    pub error_code: Option<String>,
+    /// Why the flow ended unsuccessfully, for humans.
+    pub message: Option<String>,
+    /// The steps that ran, in order; a step that was running when the flow stopped is absent.
+    pub steps: Vec<FlowStep>,
+}
+
+impl FlowRecord {
+    fn of(flow: FlowRow) -> FlowRecord {
+        let steps = flow
+            .steps
+            .into_iter()
+            .map(|step| {
+                let (error_code, message) = step.detail.as_deref().map(flow::step_error).unzip();
+                FlowStep {
+                    position: step.position,
+                    action: step.action,
+                    outcome: step.outcome,
+                    duration_ms: step.duration_ms,
+                    error_code,
+                    message,
+                }
+            })
+            .collect();
+        FlowRecord {
+            flow_id: flow.id,
+            mode: flow.mode,
+            status: flow.status,
+            financing_id: flow.financing_id,
+            error_code: flow.error_code,
+            message: flow.message,
+            steps,
+        }
+    }
+
+    fn example() -> Value {
+        serde_json::json!({
+            "flowId": 42, "mode": "e_signature", "status": "failed", "financingId": "a1b2c3d4-0000-4000-8000-000000000001",
+            "error_code": "declined",
+            "message": "The financing request was declined by the leasing provider; the process is aborted.",
+            "steps": [
+                {"position": 1, "action": "create", "outcome": "succeeded", "duration_ms": 212, "error_code": null, "message": null},
+                {"position": 2, "action": "wait_ready_to_sign", "outcome": "failed", "duration_ms": 35, "error_code": "declined",
+                 "message": "The financing request was declined by the leasing provider; the process is aborted."}
+            ]
         })
-        .await?;
-    Ok(HttpResponseOk(envelope))
+    }
+}
+
+/// A flow's record.
+#[derive(Serialize, JsonSchema)]
+pub struct FlowRecordEnvelope {
+    /// Always `true`.
+    pub success: bool,
+    pub data: FlowRecord,
+}
+
+/// Read a one-shot flow's record
+///
+/// Where a one-shot flow (`POST /api/v1/leasing/leasing/request-flow`) stands or ended: its
+/// status, the financing request it created and each step with its outcome and, for a failed
+/// step, the error. Only the flows of the token's user are found; any other id is 404.
+#[dropshot::endpoint { method = GET, path = "/api/v1/leasing/leasing/request-flow/{flowId}", tags = ["leasing"] }]
+pub async fn leasing_request_flow_show(
+    rqctx: RequestContext<ApiContext>,
+    token: BearerToken<needs::Leasing>,
+    path: Path<FlowIdPath>,
+) -> Result<HttpResponseOk<FlowRecordEnvelope>, ApiError> {
+    let caller = authorize(&rqctx, &token).await?;
+    let flow_id = path.into_inner().flow_id;
+    let flow = flow::recorded(&rqctx.context().store, caller.user.id, flow_id)
+        .await?
+        .ok_or_else(|| ApiError::not_found(format!("no flow {flow_id}")).leasing())?;
+    Ok(HttpResponseOk(FlowRecordEnvelope { success: true, data: FlowRecord::of(flow) }))
 }
 
 /// The flow's health check.

@@ -80,6 +80,7 @@ pub fn description() -> ApiDescription<ApiContext> {
         leasing::leasing_create.into(),
         leasing::leasing_request_flow.into(),
         leasing::leasing_request_flow_health.into(),
+        leasing::leasing_request_flow_show.into(),
         leasing::leasing_test_flow.into(),
         leasing::leasing_show.into(),
         leasing::leasing_patch.into(),

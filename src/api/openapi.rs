@@ -10,8 +10,13 @@
 use serde_json::{Value, json};
 
 /// Leasing operations that never call the provider (so never answer its 500s).
-const LOCAL_LEASING_OPERATIONS: &[&str] =
-    &["leasing_calculate_default", "leasing_calculate_instalment", "leasing_calculate", "leasing_request_flow_health"];
+const LOCAL_LEASING_OPERATIONS: &[&str] = &[
+    "leasing_calculate_default",
+    "leasing_calculate_instalment",
+    "leasing_calculate",
+    "leasing_request_flow_health",
+    "leasing_request_flow_show",
+];
 
 /// ERP operations that call the ERP (or, `fieldReportPost`, the field-report system).
 const ERP_UPSTREAM_OPERATION_PREFIXES: &[&str] =
@@ -155,6 +160,7 @@ fn complete(doc: &mut Value) {
             }),
         );
     }
+    add_request_flow_schemas(schemas);
     let responses = components.get_mut("responses").and_then(Value::as_object_mut).expect("responses were added");
     for (name, description, _) in SERVER_ERRORS {
         responses.insert(
@@ -194,6 +200,15 @@ fn complete(doc: &mut Value) {
             }
             if tags.iter().any(|t| t == "leasing") && !LOCAL_LEASING_OPERATIONS.contains(&op_id.as_str()) {
                 responses.insert("500".into(), reference("LeasingFailure"));
+            }
+            if op_id == "leasing_request_flow" {
+                complete_request_flow_operation(op);
+            }
+            if op_id == "leasing_request_flow_show" {
+                op["responses"]["404"] = json!({
+                    "description": "No flow with this id among the token's user's flows (`not_found`).",
+                    "content": error_content.clone()
+                });
             }
             if ERP_UPSTREAM_OPERATION_PREFIXES.iter().any(|prefix| op_id.starts_with(prefix)) {
                 upstream_errors(op);
@@ -416,6 +431,99 @@ fn bound_integers(value: &mut Value) {
         }
         Value::Array(items) => items.iter_mut().for_each(bound_integers),
         _ => {}
+    }
+}
+
+/// The error answers of the one-shot flow (`leasing_request_flow`) that say where the flow
+/// stood (`LeasingFlowPosition`), by status: schema name, description, `error_code`s. Each
+/// schema narrows `ApiError` like [`SERVER_ERRORS`]; only that operation uses them.
+const REQUEST_FLOW_ERRORS: &[(&str, &str, &str, &[&str])] = &[
+    (
+        "409",
+        "LeasingFlowRetryConflict",
+        "A retry with the same `Idempotency-Key` while the first attempt runs (`idempotency_key_in_progress`; `flowId` and `financingId` name its flow once it started), or after the first attempt's flow ended without its answer kept, its instance having stopped (`idempotency_key_flow_ended`; `failedStep` and the flow's record say where it stopped). No financing request is created.",
+        &["idempotency_key_in_progress", "idempotency_key_flow_ended"],
+    ),
+    (
+        "422",
+        "LeasingFlowInvalid",
+        "The body is invalid (`validation_failed`, `errors` per field): refused before anything ran, or, for a payload the provider's schema checks only when it is sent (`e_signature_payload`), at that step, with `financingId`, `flowId` and `failedStep`; or the `Idempotency-Key` was used with another body (`idempotency_key_reused`).",
+        &["validation_failed", "idempotency_key_reused"],
+    ),
+    (
+        "499",
+        "LeasingFlowClientGone",
+        "Only to a retry with the same `Idempotency-Key`: the first attempt's client went away, and its flow stopped at `failedStep`, recorded as `abandoned` (`client_gone`).",
+        &["client_gone"],
+    ),
+    (
+        "503",
+        "LeasingFlowUnavailable",
+        "The database does not answer (`service_unavailable`; no flow position), or the service shut down while the flow ran (`shutting_down`): the flow stopped at `failedStep`, recorded as `interrupted`.",
+        &["service_unavailable", "shutting_down"],
+    ),
+];
+
+/// The schemas of the one-shot flow's error answers (see [`REQUEST_FLOW_ERRORS`]).
+fn add_request_flow_schemas(schemas: &mut serde_json::Map<String, Value>) {
+    schemas.insert(
+        "LeasingFlowPosition".into(),
+        json!({
+            "description": "Where a one-shot flow stood when it answered this error.",
+            "type": "object",
+            "properties": {
+                "financingId": {"type": "string", "nullable": true, "description": "The financing request the flow created at the provider; null when its create step did not succeed."},
+                "flowId": {"type": "integer", "format": "int64", "description": "The flow's record: `GET /api/v1/leasing/leasing/request-flow/{flowId}`."},
+                "failedStep": {"type": "string", "description": "The action that failed, or that ran when the flow stopped: `create`, `patch_request`, `patch_lessee`, `wait_ready_to_sign`, `e_signature_configuration`, `start_e_signature`, `cancel_e_signature`, `switch_to_paper_contract`, `contract_document_base64` or `contract_document_link`."}
+            }
+        }),
+    );
+    let narrowing = |description: &str, codes: &[&str], required: &[&str]| {
+        let mut codes_and_required =
+            json!({"type": "object", "properties": {"error_code": {"type": "string", "enum": codes}}});
+        if !required.is_empty() {
+            codes_and_required["required"] = json!(required);
+        }
+        json!({
+            "description": description,
+            "allOf": [
+                {"$ref": "#/components/schemas/ApiError"},
+                {"$ref": "#/components/schemas/LeasingFlowPosition"},
+                codes_and_required
+            ]
+        })
+    };
+    let (_, _, leasing_failure_codes) =
+        SERVER_ERRORS.iter().find(|(name, _, _)| *name == "LeasingFailure").expect("LeasingFailure is a server error");
+    schemas.insert(
+        "LeasingFlowFailure".into(),
+        narrowing(
+            "A failure of the one-shot flow (the causes of `LeasingFailure`) with where the flow stood. A retry with the same `Idempotency-Key` gets this answer again (same status and body apart from `request_id`) and creates nothing, unless the create step itself was refused or never reached the provider.",
+            leasing_failure_codes,
+            &["financingId", "flowId", "failedStep"],
+        ),
+    );
+    for (_, name, description, codes) in REQUEST_FLOW_ERRORS {
+        schemas.insert((*name).into(), narrowing(description, codes, &[]));
+    }
+}
+
+/// The error answers of the one-shot flow (`leasing_request_flow`).
+fn complete_request_flow_operation(op: &mut Value) {
+    let example = json!({
+        "success": false, "message": "The financing request was declined by the leasing provider; the process is aborted.",
+        "error_code": "declined", "request_id": "0d5c1e3e-8b7f-4f4e-9c57-2f1f0c9e1a11",
+        "financingId": "a1b2c3d4-0000-4000-8000-000000000001", "flowId": 42, "failedStep": "wait_ready_to_sign"
+    });
+    op["responses"]["500"] = json!({
+        "description": "The flow failed at `failedStep` (the causes of `LeasingFailure`); `financingId` names the request it created (null when the create failed) and `flowId` its record.",
+        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/LeasingFlowFailure"}, "example": example}}
+    });
+    for (status, name, description, _) in REQUEST_FLOW_ERRORS {
+        op["responses"][*status] = json!({
+            "description": description,
+            "content": {"application/json": {"schema": {"$ref": format!("#/components/schemas/{name}")}}}
+        });
     }
 }
 

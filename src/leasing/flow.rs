@@ -12,7 +12,9 @@ use serde_json::{Value, json};
 
 use super::service::{LeasingError, LeasingService, WaitParams};
 use crate::stop::{Stop, StopSignal};
-use crate::store::{Store, now_ms};
+use crate::store::{Store, StoreError, now_ms};
+
+pub use crate::store::flows::FlowRow;
 use crate::vocabulary::field_errors::FieldErrors;
 
 /// What the caller asked the flow to do.
@@ -74,30 +76,87 @@ impl FlowInput {
     }
 }
 
+/// A flow that failed after it was recorded: the error, and where the flow stood, so that the
+/// caller can find the financing request it created and the flow's record.
+#[derive(Debug)]
+pub struct FlowFailure {
+    pub error: LeasingError,
+    pub flow_id: i64,
+    /// Known once the create step succeeded.
+    pub financing_id: Option<String>,
+    /// The action that failed, or that ran when the flow was stopped.
+    pub failed_step: String,
+}
+
+impl FlowFailure {
+    /// Whether a financing request exists, or may exist, at the provider: it was created, or
+    /// the create was sent and its outcome is unknown (no answer in time, an unreadable
+    /// answer, or the flow stopped while it ran). Otherwise the provider refused the create
+    /// or was never reached, and running the flow again creates nothing twice.
+    pub fn may_have_created(&self) -> bool {
+        use crate::upstream::UpstreamError as E;
+        let nothing_created = matches!(
+            &self.error,
+            LeasingError::Upstream(
+                E::NotConfigured { .. }
+                    | E::Unreachable { .. }
+                    | E::Refused { .. }
+                    | E::Throttled { .. }
+                    | E::Client { .. },
+            ) | LeasingError::Invalid(_)
+        );
+        self.financing_id.is_some() || !nothing_created
+    }
+}
+
+/// A flow of this user (another user's flows are not found).
+pub async fn recorded(store: &Store, user_id: i64, flow_id: i64) -> Result<Option<FlowRow>, StoreError> {
+    Ok(store.flow(flow_id).await?.filter(|flow| flow.user_id == user_id))
+}
+
+/// The flow that runs, or ran, under this user's `Idempotency-Key`.
+pub async fn by_idempotency_key(store: &Store, user_id: i64, key: &str) -> Result<Option<FlowRow>, StoreError> {
+    store.flow_by_idempotency_key(user_id, key).await
+}
+
+/// A failed step's recorded detail (`<error_code>: <message>`, as [`FlowRecorder`] writes it)
+/// as its error code and message.
+pub fn step_error(detail: &str) -> (String, String) {
+    match detail.split_once(": ") {
+        Some((code, message)) => (code.to_string(), message.to_string()),
+        None => (String::new(), detail.to_string()),
+    }
+}
+
 /// Records the steps of one flow.
 pub struct FlowRecorder<'a> {
     store: &'a Store,
     pub flow_id: i64,
     position: i32,
+    /// The action running now, or the last one that ran.
+    action: &'static str,
 }
 
 impl<'a> FlowRecorder<'a> {
+    /// Records a new flow, under the caller's `Idempotency-Key` when it sent one.
     pub async fn start(
         store: &'a Store,
         user_id: i64,
         mode: &str,
-    ) -> Result<FlowRecorder<'a>, crate::store::StoreError> {
-        let flow_id = store.start_flow(user_id, mode).await?;
-        Ok(FlowRecorder { store, flow_id, position: 0 })
+        idempotency_key: Option<&str>,
+    ) -> Result<FlowRecorder<'a>, StoreError> {
+        let flow_id = store.start_flow(user_id, mode, idempotency_key).await?;
+        Ok(FlowRecorder { store, flow_id, position: 0, action: "create" })
     }
 
     /// Runs one action and records its outcome and duration.
-    async fn step<F, Fut>(&mut self, action: &str, run: F) -> Result<Value, LeasingError>
+    async fn step<F, Fut>(&mut self, action: &'static str, run: F) -> Result<Value, LeasingError>
     where
         F: FnOnce() -> Fut,
         Fut: Future<Output = Result<Value, LeasingError>>,
     {
         self.position += 1;
+        self.action = action;
         let started_at = now_ms();
         let clock = Instant::now();
         let result = run().await;
@@ -155,7 +214,7 @@ pub async fn run(
     input: &FlowInput,
     recorder: &mut FlowRecorder<'_>,
     stop: StopSignal,
-) -> Result<Value, LeasingError> {
+) -> Result<Value, FlowFailure> {
     let mut financing_id = None;
     let store = recorder.store;
     let flow_id = recorder.flow_id;
@@ -166,7 +225,7 @@ pub async fn run(
         never = keep_lease(store, flow_id) => match never {},
     };
     recorder.finish(&result, financing_id.as_deref()).await;
-    result
+    result.map_err(|error| FlowFailure { error, flow_id, financing_id, failed_step: recorder.action.to_string() })
 }
 
 /// Renews a running flow's lease three times per lease period, so that the janitor of any
@@ -195,6 +254,10 @@ async fn run_steps(
     let request = recorder.step("create", || service.create(&input.request_payload)).await?;
     let id = request.get("FinancingId").and_then(Value::as_str).unwrap_or_default().to_string();
     *financing_id = Some(id.clone());
+    // Named at once, so that a retry while the flow runs, and its record, can name it.
+    if let Err(error) = recorder.store.note_flow_financing_id(recorder.flow_id, &id).await {
+        crate::telemetry::report_internal_error(&format!("flow {}: financing id not noted: {error}", recorder.flow_id));
+    }
 
     let patched_request = match non_empty(&input.patch_request_payload) {
         Some(patch) => Some(recorder.step("patch_request", || service.patch_request(&id, patch)).await?),
@@ -241,4 +304,45 @@ async fn run_steps(
         Value::Null
     };
     Ok(result)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::FlowFailure;
+    use crate::leasing::service::LeasingError;
+    use crate::stop::Stop;
+    use crate::upstream::{System, UpstreamError};
+
+    fn failure(error: LeasingError, financing_id: Option<&str>) -> FlowFailure {
+        FlowFailure { error, flow_id: 1, financing_id: financing_id.map(str::to_string), failed_step: "create".into() }
+    }
+
+    /// A retry may run the flow again only when its create surely created nothing.
+    #[test]
+    fn only_a_create_refused_or_never_received_created_nothing() {
+        let system = System::Leasing;
+        let nothing = [
+            LeasingError::Upstream(UpstreamError::Refused { system, status: 400, message: "bad".into() }),
+            LeasingError::Upstream(UpstreamError::Refused { system, status: 503, message: "down".into() }),
+            LeasingError::Upstream(UpstreamError::Throttled { system, retry_after: None }),
+            LeasingError::Upstream(UpstreamError::Unreachable { system, detail: "refused".into() }),
+            LeasingError::Upstream(UpstreamError::NotConfigured { system, setting: "LEASING_BASE_URL" }),
+        ];
+        for error in nothing {
+            assert!(!failure(error, None).may_have_created());
+        }
+        let unknown = [
+            LeasingError::Upstream(UpstreamError::Timeout { system }),
+            LeasingError::Upstream(UpstreamError::Malformed { system, detail: "not JSON".into() }),
+            LeasingError::Stopped(Stop::ClientGone),
+            LeasingError::Stopped(Stop::ShuttingDown),
+        ];
+        for error in unknown {
+            assert!(failure(error, None).may_have_created());
+        }
+        assert!(failure(LeasingError::Declined, Some("a1")).may_have_created());
+        let refused_later =
+            LeasingError::Upstream(UpstreamError::Refused { system, status: 400, message: "no".into() });
+        assert!(failure(refused_later, Some("a1")).may_have_created(), "a later step's refusal");
+    }
 }

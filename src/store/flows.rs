@@ -18,6 +18,7 @@ pub struct FlowStepRow {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FlowRow {
     pub id: i64,
+    pub user_id: i64,
     pub mode: String,
     pub status: String,
     pub financing_id: Option<String>,
@@ -27,18 +28,54 @@ pub struct FlowRow {
 }
 
 impl Store {
-    pub async fn start_flow(&self, user_id: i64, mode: &str) -> Result<i64, StoreError> {
+    /// Records a new running flow, under the caller's `Idempotency-Key` when it sent one.
+    pub async fn start_flow(&self, user_id: i64, mode: &str, idempotency_key: Option<&str>) -> Result<i64, StoreError> {
         let row = sqlx::query(
-            "INSERT INTO leasing_flows (user_id, mode, status, started_at, lease_until) \
-             VALUES ($1, $2, 'running', $3, $4) RETURNING id",
+            "INSERT INTO leasing_flows (user_id, mode, status, started_at, lease_until, idempotency_key) \
+             VALUES ($1, $2, 'running', $3, $4, $5) RETURNING id",
         )
         .bind(user_id)
         .bind(mode)
         .bind(now_ms())
         .bind(self.lease_deadline())
+        .bind(idempotency_key)
         .fetch_one(self.pool())
         .await?;
         Ok(row.try_get("id")?)
+    }
+
+    /// The flow that holds the caller's `Idempotency-Key`, if one does.
+    pub async fn flow_by_idempotency_key(&self, user_id: i64, key: &str) -> Result<Option<FlowRow>, StoreError> {
+        let id: Option<i64> =
+            sqlx::query_scalar("SELECT id FROM leasing_flows WHERE user_id = $1 AND idempotency_key = $2")
+                .bind(user_id)
+                .bind(key)
+                .fetch_optional(self.pool())
+                .await?;
+        match id {
+            Some(id) => self.flow(id).await,
+            None => Ok(None),
+        }
+    }
+
+    /// Names the financing request a running flow created, as soon as it exists.
+    pub async fn note_flow_financing_id(&self, flow_id: i64, financing_id: &str) -> Result<(), StoreError> {
+        sqlx::query("UPDATE leasing_flows SET financing_id = $1 WHERE id = $2")
+            .bind(financing_id)
+            .bind(flow_id)
+            .execute(self.pool())
+            .await?;
+        Ok(())
+    }
+
+    /// Lets go of a flow's `Idempotency-Key` (its create created nothing), so that a retry
+    /// with the key runs a new flow.
+    pub async fn release_flow_idempotency_key(&self, flow_id: i64) -> Result<(), StoreError> {
+        sqlx::query("UPDATE leasing_flows SET idempotency_key = NULL WHERE id = $1")
+            .bind(flow_id)
+            .execute(self.pool())
+            .await?;
+        Ok(())
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -116,11 +153,12 @@ impl Store {
     }
 
     pub async fn flow(&self, flow_id: i64) -> Result<Option<FlowRow>, StoreError> {
-        let Some(row) =
-            sqlx::query("SELECT id, mode, status, financing_id, error_code, message FROM leasing_flows WHERE id = $1")
-                .bind(flow_id)
-                .fetch_optional(self.pool())
-                .await?
+        let Some(row) = sqlx::query(
+            "SELECT id, user_id, mode, status, financing_id, error_code, message FROM leasing_flows WHERE id = $1",
+        )
+        .bind(flow_id)
+        .fetch_optional(self.pool())
+        .await?
         else {
             return Ok(None);
         };
@@ -143,6 +181,7 @@ impl Store {
         .collect::<Result<Vec<_>, sqlx::Error>>()?;
         Ok(Some(FlowRow {
             id: row.try_get("id")?,
+            user_id: row.try_get("user_id")?,
             mode: row.try_get("mode")?,
             status: row.try_get("status")?,
             financing_id: row.try_get("financing_id")?,

@@ -178,9 +178,10 @@ async fn a_webhook_burst_survives_a_kill(db: Db) {
 }
 
 /// Killed while a one-shot flow waits for the provider: the flow's record says it was
-/// interrupted and shows the steps it had done.
+/// interrupted and shows the steps it had done, and a retry with its `Idempotency-Key` is told
+/// so instead of creating a second financing request.
 async fn a_flow_killed_midway_is_recorded_as_interrupted(db: Db) {
-    let (mut instance, _sandboxes, store) = Instance::start(db, &[]).await;
+    let (mut instance, sandboxes, store) = Instance::start(db, &[]).await;
     let token = instance.token().await;
     let body = json!({
         "request_payload": leasing_request("ACME [slow:1000]"),
@@ -193,6 +194,7 @@ async fn a_flow_killed_midway_is_recorded_as_interrupted(db: Db) {
             .client
             .post(instance.url("/api/v1/leasing/leasing/request-flow"))
             .bearer_auth(&token)
+            .header("idempotency-key", "killed-flow")
             .json(&body)
             .checked(),
     );
@@ -209,13 +211,38 @@ async fn a_flow_killed_midway_is_recorded_as_interrupted(db: Db) {
     let (code, financing_id): (Option<String>, Option<String>) =
         sqlx::query_as("SELECT error_code, financing_id FROM leasing_flows").fetch_one(store.pool()).await.unwrap();
     assert_eq!(code.as_deref(), Some("interrupted"));
-    assert_eq!(financing_id, None, "the flow never finished, so it never recorded an id");
+    assert!(financing_id.is_some(), "the request it created is named as soon as the create succeeded");
     let steps: Vec<(String, String)> =
         sqlx::query_as("SELECT action, outcome FROM leasing_flow_steps ORDER BY position")
             .fetch_all(store.pool())
             .await
             .unwrap();
     assert_eq!(steps[0], ("create".to_string(), "succeeded".to_string()), "{steps:?}");
+
+    let retry = instance
+        .client
+        .post(instance.url("/api/v1/leasing/leasing/request-flow"))
+        .bearer_auth(&token)
+        .header("idempotency-key", "killed-flow")
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(retry.status(), 409);
+    let retry: Value = retry.json().await.unwrap();
+    assert_eq!(retry["error_code"], "idempotency_key_flow_ended", "{retry}");
+    assert_eq!(retry["financingId"].as_str(), financing_id.as_deref());
+    assert!(retry["flowId"].is_i64(), "{retry}");
+    let stats: Value = instance
+        .client
+        .get(format!("{}/__sandbox/stats", sandboxes.leasing_base_url()))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(stats["requests"], 1, "the retry created no second request");
     instance.stop(&[&token]).await;
 }
 

@@ -148,6 +148,163 @@ async fn a_failed_flow_is_recorded_where_it_stopped(db: Db) {
     svc.stop().await;
 }
 
+/// The body without its `request_id`, which differs between answers.
+fn without_request_id(mut body: Value) -> Value {
+    body.as_object_mut().unwrap().remove("request_id");
+    body
+}
+
+async fn failed_flows_answer_where_they_stopped_and_can_be_read_back(db: Db) {
+    let svc = TestService::start(db, &[]).await;
+    let token = svc.user_token().await;
+    for (company, code) in [("Risky [declined]", "declined"), ("Unsure [missing-info]", "missing_info")] {
+        let body = error_body(post(&svc, &token, FLOW, &flow_body(company), None).await, 500).await;
+        assert_eq!((body["success"].clone(), body["error_code"].clone()), (json!(false), json!(code)), "{body}");
+        assert_eq!(body["failedStep"], "wait_ready_to_sign", "{body}");
+        let financing_id = body["financingId"].as_str().expect("financingId").to_string();
+        let flow_id = body["flowId"].as_i64().expect("flowId");
+
+        let record = svc.get(&token, &format!("{FLOW}/{flow_id}")).await;
+        assert_eq!(record.status(), 200);
+        let record: Value = record.json().await.unwrap();
+        assert_eq!(record["success"], true);
+        let data = &record["data"];
+        assert_eq!(
+            (data["flowId"].as_i64(), data["financingId"].as_str()),
+            (Some(flow_id), Some(financing_id.as_str()))
+        );
+        assert_eq!((data["status"].as_str(), data["error_code"].as_str()), (Some("failed"), Some(code)));
+        let steps = data["steps"].as_array().unwrap();
+        assert_eq!(steps.len(), 2, "{data}");
+        assert_eq!((steps[0]["action"].as_str(), steps[0]["outcome"].as_str()), (Some("create"), Some("succeeded")));
+        assert_eq!(steps[0]["error_code"], Value::Null);
+        assert_eq!(
+            (steps[1]["action"].as_str(), steps[1]["outcome"].as_str(), steps[1]["error_code"].as_str()),
+            (Some("wait_ready_to_sign"), Some("failed"), Some(code))
+        );
+        assert_eq!(steps[1]["message"], body["message"]);
+    }
+
+    // A create refused by the provider created nothing: no financing request to name.
+    svc.leasing_fault(json!({"path_prefix": "/basic/v1/requests", "status": 400, "times": 1})).await;
+    let body = error_body(post(&svc, &token, FLOW, &flow_body("ACME GmbH"), None).await, 500).await;
+    assert_eq!((body["failedStep"].as_str(), body["financingId"].clone()), (Some("create"), Value::Null), "{body}");
+    assert!(body["flowId"].is_i64(), "{body}");
+
+    let unknown = error_body(svc.get(&token, &format!("{FLOW}/999999")).await, 404).await;
+    assert_eq!((unknown["success"].clone(), unknown["error_code"].clone()), (json!(false), json!("not_found")));
+    // Another user's flow is not found either.
+    svc.create_user("other@example.com", "another-password-1").await;
+    let other = svc.token("other@example.com", "another-password-1").await;
+    let flow_id = body["flowId"].as_i64().unwrap();
+    error_body(svc.get(&other, &format!("{FLOW}/{flow_id}")).await, 404).await;
+    svc.stop().await;
+}
+
+async fn a_retried_failed_flow_answers_its_recorded_failure(db: Db) {
+    let svc = TestService::start(db, &[]).await;
+    let token = svc.user_token().await;
+    let declined = flow_body("Risky [declined]");
+    let first = error_body(post(&svc, &token, FLOW, &declined, Some("flow-declined")).await, 500).await;
+    assert_eq!(svc.provider_request_count().await, 1);
+    let again = error_body(post(&svc, &token, FLOW, &declined, Some("flow-declined")).await, 500).await;
+    assert_ne!(first["request_id"], again["request_id"]);
+    assert_eq!(without_request_id(again), without_request_id(first.clone()));
+    assert_eq!(svc.provider_request_count().await, 1, "the retry created no second request at the provider");
+    let (flows,): (i64,) =
+        sqlx::query_as("SELECT COUNT(*) FROM leasing_flows").fetch_one(svc.store().pool()).await.unwrap();
+    assert_eq!(flows, 1, "the retry ran no flow");
+    // The same key with another body is refused.
+    let other = error_body(post(&svc, &token, FLOW, &flow_body("Other GmbH"), Some("flow-declined")).await, 422).await;
+    assert_eq!(other["error_code"], "idempotency_key_reused");
+
+    // A create the provider refused created nothing: the key is free and the retry runs.
+    svc.leasing_fault(json!({"path_prefix": "/basic/v1/requests", "status": 400, "times": 1})).await;
+    let refused = error_body(post(&svc, &token, FLOW, &flow_body("ACME GmbH"), Some("flow-refused")).await, 500).await;
+    assert_eq!(refused["failedStep"], "create");
+    assert_eq!(svc.provider_request_count().await, 1);
+    let retried = post(&svc, &token, FLOW, &flow_body("ACME GmbH"), Some("flow-refused")).await;
+    assert_eq!(retried.status(), 200);
+    assert_eq!(svc.provider_request_count().await, 2);
+    svc.stop().await;
+}
+
+/// A retry while the first attempt runs is told so, with the flow to follow; once the first
+/// attempt ended (here: its client left), the retry gets its recorded answer. Neither creates.
+async fn a_retry_while_the_flow_runs_names_it(db: Db) {
+    let svc = TestService::start(db, &[]).await;
+    let token = svc.user_token().await;
+    let mut body = flow_body("Patient GmbH [never-ready]");
+    body["max_attempts"] = json!(100);
+    body["sleep_milliseconds"] = json!(200);
+    // The first attempt on a connection of its own, closed below: its client leaves.
+    let first = {
+        use tokio::io::AsyncWriteExt;
+        let text = body.to_string();
+        let head = format!(
+            "POST {FLOW} HTTP/1.1\r\nhost: x\r\nauthorization: Bearer {token}\r\ncontent-type: application/json\r\n\
+             idempotency-key: flow-slow\r\ncontent-length: {}\r\n\r\n{text}",
+            text.len()
+        );
+        let address = svc.service.as_ref().expect("running").address;
+        let mut stream = tokio::net::TcpStream::connect(address).await.unwrap();
+        stream.write_all(head.as_bytes()).await.unwrap();
+        stream
+    };
+    let created = wait_until(|| async {
+        sqlx::query_as::<_, (i64, Option<String>)>(
+            "SELECT id, financing_id FROM leasing_flows WHERE idempotency_key = 'flow-slow' AND financing_id IS NOT NULL",
+        )
+        .fetch_optional(svc.store().pool())
+        .await
+        .unwrap()
+    })
+    .await;
+    let running = error_body(post(&svc, &token, FLOW, &body, Some("flow-slow")).await, 409).await;
+    assert_eq!(running["error_code"], "idempotency_key_in_progress");
+    assert_eq!((running["flowId"].as_i64(), running["financingId"].as_str()), (Some(created.0), created.1.as_deref()));
+
+    drop(first);
+    wait_until(|| async {
+        let (status,): (String,) = sqlx::query_as("SELECT status FROM leasing_flows WHERE id = $1")
+            .bind(created.0)
+            .fetch_one(svc.store().pool())
+            .await
+            .unwrap();
+        (status == "abandoned").then_some(())
+    })
+    .await;
+    // The first attempt's answer is kept once its handler ends, just after the flow's record.
+    let ended = wait_until(|| async {
+        let response = post(&svc, &token, FLOW, &body, Some("flow-slow")).await;
+        (response.status() != 409).then_some(response)
+    })
+    .await;
+    let ended = error_body(ended, 499).await;
+    assert_eq!(
+        (ended["error_code"].as_str(), ended["failedStep"].as_str()),
+        (Some("client_gone"), Some("wait_ready_to_sign"))
+    );
+    assert_eq!(ended["financingId"].as_str(), created.1.as_deref());
+    assert_eq!(svc.provider_request_count().await, 1, "no retry created a request");
+    svc.stop().await;
+}
+
+/// What `probe` finds, asked again every 20 ms until it finds something (at most 30 s).
+async fn wait_until<T, F, Fut>(mut probe: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    for _ in 0..1500 {
+        if let Some(found) = probe().await {
+            return found;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    panic!("not found within 30 s");
+}
+
 async fn invalid_flow_input_is_refused_before_any_call(db: Db) {
     let svc = TestService::start(db, &[]).await;
     let token = svc.user_token().await;
@@ -233,6 +390,9 @@ on_both_databases!(
     e_signature_mode_runs_every_step_in_order,
     patches_and_contract_fetches_in_both_modes,
     a_failed_flow_is_recorded_where_it_stopped,
+    failed_flows_answer_where_they_stopped_and_can_be_read_back,
+    a_retried_failed_flow_answers_its_recorded_failure,
+    a_retry_while_the_flow_runs_names_it,
     invalid_flow_input_is_refused_before_any_call,
     retried_creates_and_flows_run_once,
     health_and_test_flow,

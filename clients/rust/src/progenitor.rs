@@ -3112,6 +3112,48 @@ pub mod types {
             Default::default()
         }
     }
+    ///The record of a one-shot flow.
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    pub struct FlowRecord {
+        ///Why the flow ended unsuccessfully, as its answer's `error_code`.
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub error_code: ::std::option::Option<::std::string::String>,
+        ///The financing request the flow created; null until its create step succeeded.
+        #[serde(
+            rename = "financingId",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub financing_id: ::std::option::Option<::std::string::String>,
+        ///The flow's id, as in the flow's answer.
+        #[serde(rename = "flowId")]
+        pub flow_id: i64,
+        ///Why the flow ended unsuccessfully, for humans.
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub message: ::std::option::Option<::std::string::String>,
+        ///`e_signature` or `cancel_e_signature`.
+        pub mode: ::std::string::String,
+        ///`running`, `succeeded`, `failed`, `abandoned` (its client went away) or `interrupted` (the service stopped while it ran).
+        pub status: ::std::string::String,
+        ///The steps that ran, in order; a step that was running when the flow stopped is absent.
+        pub steps: ::std::vec::Vec<FlowStep>,
+    }
+    impl FlowRecord {
+        pub fn builder() -> builder::FlowRecord {
+            Default::default()
+        }
+    }
+    ///A flow's record.
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    pub struct FlowRecordEnvelope {
+        pub data: FlowRecord,
+        ///Always `true`.
+        pub success: bool,
+    }
+    impl FlowRecordEnvelope {
+        pub fn builder() -> builder::FlowRecordEnvelope {
+            Default::default()
+        }
+    }
     ///Body of the one-shot request flow.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct FlowRequest {
@@ -3205,6 +3247,29 @@ pub mod types {
     }
     impl FlowResult {
         pub fn builder() -> builder::FlowResult {
+            Default::default()
+        }
+    }
+    ///One recorded step of a flow.
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    pub struct FlowStep {
+        ///`create`, `patch_request`, `patch_lessee`, `wait_ready_to_sign`, `e_signature_configuration`, `start_e_signature`, `cancel_e_signature`, `switch_to_paper_contract`, `contract_document_base64` or `contract_document_link`.
+        pub action: ::std::string::String,
+        ///How long the step took, in milliseconds.
+        pub duration_ms: i64,
+        ///Why the step failed (the `error_code` the flow answered).
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub error_code: ::std::option::Option<::std::string::String>,
+        ///Why the step failed, for humans.
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub message: ::std::option::Option<::std::string::String>,
+        ///`succeeded` or `failed`.
+        pub outcome: ::std::string::String,
+        ///1 for the first step.
+        pub position: i32,
+    }
+    impl FlowStep {
+        pub fn builder() -> builder::FlowStep {
             Default::default()
         }
     }
@@ -5114,6 +5179,579 @@ pub mod types {
         }
     }
     impl ::std::convert::TryFrom<::std::string::String> for LeasingFailureErrorCode {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    ///Only to a retry with the same `Idempotency-Key`: the first attempt's client went away, and its flow stopped at `failedStep`, recorded as `abandoned` (`client_gone`).
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    pub struct LeasingFlowClientGone {
+        pub error_code: LeasingFlowClientGoneErrorCode,
+        ///Validation failures: messages per field.
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub errors: ::std::option::Option<
+            ::std::collections::HashMap<
+                ::std::string::String,
+                ::std::vec::Vec<::std::string::String>,
+            >,
+        >,
+        ///The action that failed, or that ran when the flow stopped: `create`, `patch_request`, `patch_lessee`, `wait_ready_to_sign`, `e_signature_configuration`, `start_e_signature`, `cancel_e_signature`, `switch_to_paper_contract`, `contract_document_base64` or `contract_document_link`.
+        #[serde(
+            rename = "failedStep",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub failed_step: ::std::option::Option<::std::string::String>,
+        ///The financing request the flow created at the provider; null when its create step did not succeed.
+        #[serde(
+            rename = "financingId",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub financing_id: ::std::option::Option<::std::string::String>,
+        ///The flow's record: `GET /api/v1/leasing/leasing/request-flow/{flowId}`.
+        #[serde(
+            rename = "flowId",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub flow_id: ::std::option::Option<i64>,
+        ///What went wrong, for humans.
+        pub message: ::std::string::String,
+        ///The id of the request, as in the `x-request-id` header; quote it when reporting a problem.
+        pub request_id: ::std::string::String,
+        ///On 429 and 503: seconds until a new attempt may succeed (also sent as `Retry-After`).
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub retry_after_seconds: ::std::option::Option<u64>,
+        ///Present (and `false`) on leasing routes, which keep the `{success, message}` shape.
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub success: ::std::option::Option<bool>,
+    }
+    impl LeasingFlowClientGone {
+        pub fn builder() -> builder::LeasingFlowClientGone {
+            Default::default()
+        }
+    }
+    ///`LeasingFlowClientGoneErrorCode`
+    #[derive(
+        ::serde::Deserialize,
+        ::serde::Serialize,
+        Clone,
+        Copy,
+        Debug,
+        Eq,
+        Hash,
+        Ord,
+        PartialEq,
+        PartialOrd
+    )]
+    pub enum LeasingFlowClientGoneErrorCode {
+        #[serde(rename = "client_gone")]
+        ClientGone,
+    }
+    impl ::std::fmt::Display for LeasingFlowClientGoneErrorCode {
+        fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+            match *self {
+                Self::ClientGone => f.write_str("client_gone"),
+            }
+        }
+    }
+    impl ::std::str::FromStr for LeasingFlowClientGoneErrorCode {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            match value {
+                "client_gone" => Ok(Self::ClientGone),
+                _ => Err("invalid value".into()),
+            }
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for LeasingFlowClientGoneErrorCode {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String>
+    for LeasingFlowClientGoneErrorCode {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    ///A failure of the one-shot flow (the causes of `LeasingFailure`) with where the flow stood. A retry with the same `Idempotency-Key` gets this answer again (same status and body apart from `request_id`) and creates nothing, unless the create step itself was refused or never reached the provider.
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    pub struct LeasingFlowFailure {
+        pub error_code: LeasingFlowFailureErrorCode,
+        ///Validation failures: messages per field.
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub errors: ::std::option::Option<
+            ::std::collections::HashMap<
+                ::std::string::String,
+                ::std::vec::Vec<::std::string::String>,
+            >,
+        >,
+        ///The action that failed, or that ran when the flow stopped: `create`, `patch_request`, `patch_lessee`, `wait_ready_to_sign`, `e_signature_configuration`, `start_e_signature`, `cancel_e_signature`, `switch_to_paper_contract`, `contract_document_base64` or `contract_document_link`.
+        #[serde(rename = "failedStep")]
+        pub failed_step: ::std::string::String,
+        ///The financing request the flow created at the provider; null when its create step did not succeed.
+        #[serde(
+            rename = "financingId",
+            deserialize_with = "::std::option::Option::deserialize"
+        )]
+        pub financing_id: ::std::option::Option<::std::string::String>,
+        ///The flow's record: `GET /api/v1/leasing/leasing/request-flow/{flowId}`.
+        #[serde(rename = "flowId")]
+        pub flow_id: i64,
+        ///What went wrong, for humans.
+        pub message: ::std::string::String,
+        ///The id of the request, as in the `x-request-id` header; quote it when reporting a problem.
+        pub request_id: ::std::string::String,
+        ///On 429 and 503: seconds until a new attempt may succeed (also sent as `Retry-After`).
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub retry_after_seconds: ::std::option::Option<u64>,
+        ///Present (and `false`) on leasing routes, which keep the `{success, message}` shape.
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub success: ::std::option::Option<bool>,
+    }
+    impl LeasingFlowFailure {
+        pub fn builder() -> builder::LeasingFlowFailure {
+            Default::default()
+        }
+    }
+    ///`LeasingFlowFailureErrorCode`
+    #[derive(
+        ::serde::Deserialize,
+        ::serde::Serialize,
+        Clone,
+        Copy,
+        Debug,
+        Eq,
+        Hash,
+        Ord,
+        PartialEq,
+        PartialOrd
+    )]
+    pub enum LeasingFlowFailureErrorCode {
+        #[serde(rename = "declined")]
+        Declined,
+        #[serde(rename = "cancelled")]
+        Cancelled,
+        #[serde(rename = "missing_info")]
+        MissingInfo,
+        #[serde(rename = "already_past_signing")]
+        AlreadyPastSigning,
+        #[serde(rename = "not_ready_to_sign")]
+        NotReadyToSign,
+        #[serde(rename = "upstream_rejected")]
+        UpstreamRejected,
+        #[serde(rename = "upstream_error")]
+        UpstreamError,
+        #[serde(rename = "upstream_timeout")]
+        UpstreamTimeout,
+        #[serde(rename = "upstream_unavailable")]
+        UpstreamUnavailable,
+        #[serde(rename = "upstream_busy")]
+        UpstreamBusy,
+        #[serde(rename = "upstream_invalid_response")]
+        UpstreamInvalidResponse,
+        #[serde(rename = "upstream_not_configured")]
+        UpstreamNotConfigured,
+        #[serde(rename = "storage_error")]
+        StorageError,
+    }
+    impl ::std::fmt::Display for LeasingFlowFailureErrorCode {
+        fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+            match *self {
+                Self::Declined => f.write_str("declined"),
+                Self::Cancelled => f.write_str("cancelled"),
+                Self::MissingInfo => f.write_str("missing_info"),
+                Self::AlreadyPastSigning => f.write_str("already_past_signing"),
+                Self::NotReadyToSign => f.write_str("not_ready_to_sign"),
+                Self::UpstreamRejected => f.write_str("upstream_rejected"),
+                Self::UpstreamError => f.write_str("upstream_error"),
+                Self::UpstreamTimeout => f.write_str("upstream_timeout"),
+                Self::UpstreamUnavailable => f.write_str("upstream_unavailable"),
+                Self::UpstreamBusy => f.write_str("upstream_busy"),
+                Self::UpstreamInvalidResponse => f.write_str("upstream_invalid_response"),
+                Self::UpstreamNotConfigured => f.write_str("upstream_not_configured"),
+                Self::StorageError => f.write_str("storage_error"),
+            }
+        }
+    }
+    impl ::std::str::FromStr for LeasingFlowFailureErrorCode {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            match value {
+                "declined" => Ok(Self::Declined),
+                "cancelled" => Ok(Self::Cancelled),
+                "missing_info" => Ok(Self::MissingInfo),
+                "already_past_signing" => Ok(Self::AlreadyPastSigning),
+                "not_ready_to_sign" => Ok(Self::NotReadyToSign),
+                "upstream_rejected" => Ok(Self::UpstreamRejected),
+                "upstream_error" => Ok(Self::UpstreamError),
+                "upstream_timeout" => Ok(Self::UpstreamTimeout),
+                "upstream_unavailable" => Ok(Self::UpstreamUnavailable),
+                "upstream_busy" => Ok(Self::UpstreamBusy),
+                "upstream_invalid_response" => Ok(Self::UpstreamInvalidResponse),
+                "upstream_not_configured" => Ok(Self::UpstreamNotConfigured),
+                "storage_error" => Ok(Self::StorageError),
+                _ => Err("invalid value".into()),
+            }
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for LeasingFlowFailureErrorCode {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for LeasingFlowFailureErrorCode {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    ///The body is invalid (`validation_failed`, `errors` per field): refused before anything ran, or, for a payload the provider's schema checks only when it is sent (`e_signature_payload`), at that step, with `financingId`, `flowId` and `failedStep`; or the `Idempotency-Key` was used with another body (`idempotency_key_reused`).
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    pub struct LeasingFlowInvalid {
+        pub error_code: LeasingFlowInvalidErrorCode,
+        ///Validation failures: messages per field.
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub errors: ::std::option::Option<
+            ::std::collections::HashMap<
+                ::std::string::String,
+                ::std::vec::Vec<::std::string::String>,
+            >,
+        >,
+        ///The action that failed, or that ran when the flow stopped: `create`, `patch_request`, `patch_lessee`, `wait_ready_to_sign`, `e_signature_configuration`, `start_e_signature`, `cancel_e_signature`, `switch_to_paper_contract`, `contract_document_base64` or `contract_document_link`.
+        #[serde(
+            rename = "failedStep",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub failed_step: ::std::option::Option<::std::string::String>,
+        ///The financing request the flow created at the provider; null when its create step did not succeed.
+        #[serde(
+            rename = "financingId",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub financing_id: ::std::option::Option<::std::string::String>,
+        ///The flow's record: `GET /api/v1/leasing/leasing/request-flow/{flowId}`.
+        #[serde(
+            rename = "flowId",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub flow_id: ::std::option::Option<i64>,
+        ///What went wrong, for humans.
+        pub message: ::std::string::String,
+        ///The id of the request, as in the `x-request-id` header; quote it when reporting a problem.
+        pub request_id: ::std::string::String,
+        ///On 429 and 503: seconds until a new attempt may succeed (also sent as `Retry-After`).
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub retry_after_seconds: ::std::option::Option<u64>,
+        ///Present (and `false`) on leasing routes, which keep the `{success, message}` shape.
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub success: ::std::option::Option<bool>,
+    }
+    impl LeasingFlowInvalid {
+        pub fn builder() -> builder::LeasingFlowInvalid {
+            Default::default()
+        }
+    }
+    ///`LeasingFlowInvalidErrorCode`
+    #[derive(
+        ::serde::Deserialize,
+        ::serde::Serialize,
+        Clone,
+        Copy,
+        Debug,
+        Eq,
+        Hash,
+        Ord,
+        PartialEq,
+        PartialOrd
+    )]
+    pub enum LeasingFlowInvalidErrorCode {
+        #[serde(rename = "validation_failed")]
+        ValidationFailed,
+        #[serde(rename = "idempotency_key_reused")]
+        IdempotencyKeyReused,
+    }
+    impl ::std::fmt::Display for LeasingFlowInvalidErrorCode {
+        fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+            match *self {
+                Self::ValidationFailed => f.write_str("validation_failed"),
+                Self::IdempotencyKeyReused => f.write_str("idempotency_key_reused"),
+            }
+        }
+    }
+    impl ::std::str::FromStr for LeasingFlowInvalidErrorCode {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            match value {
+                "validation_failed" => Ok(Self::ValidationFailed),
+                "idempotency_key_reused" => Ok(Self::IdempotencyKeyReused),
+                _ => Err("invalid value".into()),
+            }
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for LeasingFlowInvalidErrorCode {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for LeasingFlowInvalidErrorCode {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    ///Where a one-shot flow stood when it answered this error.
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
+    pub struct LeasingFlowPosition {
+        ///The action that failed, or that ran when the flow stopped: `create`, `patch_request`, `patch_lessee`, `wait_ready_to_sign`, `e_signature_configuration`, `start_e_signature`, `cancel_e_signature`, `switch_to_paper_contract`, `contract_document_base64` or `contract_document_link`.
+        #[serde(
+            rename = "failedStep",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub failed_step: ::std::option::Option<::std::string::String>,
+        ///The financing request the flow created at the provider; null when its create step did not succeed.
+        #[serde(
+            rename = "financingId",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub financing_id: ::std::option::Option<::std::string::String>,
+        ///The flow's record: `GET /api/v1/leasing/leasing/request-flow/{flowId}`.
+        #[serde(
+            rename = "flowId",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub flow_id: ::std::option::Option<i64>,
+    }
+    impl LeasingFlowPosition {
+        pub fn builder() -> builder::LeasingFlowPosition {
+            Default::default()
+        }
+    }
+    ///A retry with the same `Idempotency-Key` while the first attempt runs (`idempotency_key_in_progress`; `flowId` and `financingId` name its flow once it started), or after the first attempt's flow ended without its answer kept, its instance having stopped (`idempotency_key_flow_ended`; `failedStep` and the flow's record say where it stopped). No financing request is created.
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    pub struct LeasingFlowRetryConflict {
+        pub error_code: LeasingFlowRetryConflictErrorCode,
+        ///Validation failures: messages per field.
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub errors: ::std::option::Option<
+            ::std::collections::HashMap<
+                ::std::string::String,
+                ::std::vec::Vec<::std::string::String>,
+            >,
+        >,
+        ///The action that failed, or that ran when the flow stopped: `create`, `patch_request`, `patch_lessee`, `wait_ready_to_sign`, `e_signature_configuration`, `start_e_signature`, `cancel_e_signature`, `switch_to_paper_contract`, `contract_document_base64` or `contract_document_link`.
+        #[serde(
+            rename = "failedStep",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub failed_step: ::std::option::Option<::std::string::String>,
+        ///The financing request the flow created at the provider; null when its create step did not succeed.
+        #[serde(
+            rename = "financingId",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub financing_id: ::std::option::Option<::std::string::String>,
+        ///The flow's record: `GET /api/v1/leasing/leasing/request-flow/{flowId}`.
+        #[serde(
+            rename = "flowId",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub flow_id: ::std::option::Option<i64>,
+        ///What went wrong, for humans.
+        pub message: ::std::string::String,
+        ///The id of the request, as in the `x-request-id` header; quote it when reporting a problem.
+        pub request_id: ::std::string::String,
+        ///On 429 and 503: seconds until a new attempt may succeed (also sent as `Retry-After`).
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub retry_after_seconds: ::std::option::Option<u64>,
+        ///Present (and `false`) on leasing routes, which keep the `{success, message}` shape.
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub success: ::std::option::Option<bool>,
+    }
+    impl LeasingFlowRetryConflict {
+        pub fn builder() -> builder::LeasingFlowRetryConflict {
+            Default::default()
+        }
+    }
+    ///`LeasingFlowRetryConflictErrorCode`
+    #[derive(
+        ::serde::Deserialize,
+        ::serde::Serialize,
+        Clone,
+        Copy,
+        Debug,
+        Eq,
+        Hash,
+        Ord,
+        PartialEq,
+        PartialOrd
+    )]
+    pub enum LeasingFlowRetryConflictErrorCode {
+        #[serde(rename = "idempotency_key_in_progress")]
+        IdempotencyKeyInProgress,
+        #[serde(rename = "idempotency_key_flow_ended")]
+        IdempotencyKeyFlowEnded,
+    }
+    impl ::std::fmt::Display for LeasingFlowRetryConflictErrorCode {
+        fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+            match *self {
+                Self::IdempotencyKeyInProgress => {
+                    f.write_str("idempotency_key_in_progress")
+                }
+                Self::IdempotencyKeyFlowEnded => {
+                    f.write_str("idempotency_key_flow_ended")
+                }
+            }
+        }
+    }
+    impl ::std::str::FromStr for LeasingFlowRetryConflictErrorCode {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            match value {
+                "idempotency_key_in_progress" => Ok(Self::IdempotencyKeyInProgress),
+                "idempotency_key_flow_ended" => Ok(Self::IdempotencyKeyFlowEnded),
+                _ => Err("invalid value".into()),
+            }
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for LeasingFlowRetryConflictErrorCode {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String>
+    for LeasingFlowRetryConflictErrorCode {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    ///The database does not answer (`service_unavailable`; no flow position), or the service shut down while the flow ran (`shutting_down`): the flow stopped at `failedStep`, recorded as `interrupted`.
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    pub struct LeasingFlowUnavailable {
+        pub error_code: LeasingFlowUnavailableErrorCode,
+        ///Validation failures: messages per field.
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub errors: ::std::option::Option<
+            ::std::collections::HashMap<
+                ::std::string::String,
+                ::std::vec::Vec<::std::string::String>,
+            >,
+        >,
+        ///The action that failed, or that ran when the flow stopped: `create`, `patch_request`, `patch_lessee`, `wait_ready_to_sign`, `e_signature_configuration`, `start_e_signature`, `cancel_e_signature`, `switch_to_paper_contract`, `contract_document_base64` or `contract_document_link`.
+        #[serde(
+            rename = "failedStep",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub failed_step: ::std::option::Option<::std::string::String>,
+        ///The financing request the flow created at the provider; null when its create step did not succeed.
+        #[serde(
+            rename = "financingId",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub financing_id: ::std::option::Option<::std::string::String>,
+        ///The flow's record: `GET /api/v1/leasing/leasing/request-flow/{flowId}`.
+        #[serde(
+            rename = "flowId",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub flow_id: ::std::option::Option<i64>,
+        ///What went wrong, for humans.
+        pub message: ::std::string::String,
+        ///The id of the request, as in the `x-request-id` header; quote it when reporting a problem.
+        pub request_id: ::std::string::String,
+        ///On 429 and 503: seconds until a new attempt may succeed (also sent as `Retry-After`).
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub retry_after_seconds: ::std::option::Option<u64>,
+        ///Present (and `false`) on leasing routes, which keep the `{success, message}` shape.
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub success: ::std::option::Option<bool>,
+    }
+    impl LeasingFlowUnavailable {
+        pub fn builder() -> builder::LeasingFlowUnavailable {
+            Default::default()
+        }
+    }
+    ///`LeasingFlowUnavailableErrorCode`
+    #[derive(
+        ::serde::Deserialize,
+        ::serde::Serialize,
+        Clone,
+        Copy,
+        Debug,
+        Eq,
+        Hash,
+        Ord,
+        PartialEq,
+        PartialOrd
+    )]
+    pub enum LeasingFlowUnavailableErrorCode {
+        #[serde(rename = "service_unavailable")]
+        ServiceUnavailable,
+        #[serde(rename = "shutting_down")]
+        ShuttingDown,
+    }
+    impl ::std::fmt::Display for LeasingFlowUnavailableErrorCode {
+        fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+            match *self {
+                Self::ServiceUnavailable => f.write_str("service_unavailable"),
+                Self::ShuttingDown => f.write_str("shutting_down"),
+            }
+        }
+    }
+    impl ::std::str::FromStr for LeasingFlowUnavailableErrorCode {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            match value {
+                "service_unavailable" => Ok(Self::ServiceUnavailable),
+                "shutting_down" => Ok(Self::ShuttingDown),
+                _ => Err("invalid value".into()),
+            }
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for LeasingFlowUnavailableErrorCode {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String>
+    for LeasingFlowUnavailableErrorCode {
         type Error = self::error::ConversionError;
         fn try_from(
             value: ::std::string::String,
@@ -9879,7 +10517,7 @@ pub mod types {
             Default::default()
         }
     }
-    ///The database does not answer (`service_unavailable`); retry later.
+    ///The database does not answer (`service_unavailable`), or the service is shutting down and stopped the work the call held (`shutting_down`); send it again.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ServiceUnavailable {
         pub error_code: ServiceUnavailableErrorCode,
@@ -9923,11 +10561,14 @@ pub mod types {
     pub enum ServiceUnavailableErrorCode {
         #[serde(rename = "service_unavailable")]
         ServiceUnavailable,
+        #[serde(rename = "shutting_down")]
+        ShuttingDown,
     }
     impl ::std::fmt::Display for ServiceUnavailableErrorCode {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::ServiceUnavailable => f.write_str("service_unavailable"),
+                Self::ShuttingDown => f.write_str("shutting_down"),
             }
         }
     }
@@ -9938,6 +10579,7 @@ pub mod types {
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             match value {
                 "service_unavailable" => Ok(Self::ServiceUnavailable),
+                "shutting_down" => Ok(Self::ShuttingDown),
                 _ => Err("invalid value".into()),
             }
         }
@@ -10973,7 +11615,7 @@ pub mod types {
             Default::default()
         }
     }
-    ///The database does not answer (`service_unavailable`), the upstream system is not configured (`upstream_not_configured`; the message names the setting), or it stays busy (`upstream_busy`; retry after `Retry-After`).
+    ///The database does not answer (`service_unavailable`), the service is shutting down (`shutting_down`; send it again), the upstream system is not configured (`upstream_not_configured`; the message names the setting), or it stays busy (`upstream_busy`; retry after `Retry-After`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct UpstreamUnavailable {
         pub error_code: UpstreamUnavailableErrorCode,
@@ -11017,6 +11659,8 @@ pub mod types {
     pub enum UpstreamUnavailableErrorCode {
         #[serde(rename = "service_unavailable")]
         ServiceUnavailable,
+        #[serde(rename = "shutting_down")]
+        ShuttingDown,
         #[serde(rename = "upstream_not_configured")]
         UpstreamNotConfigured,
         #[serde(rename = "upstream_busy")]
@@ -11026,6 +11670,7 @@ pub mod types {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::ServiceUnavailable => f.write_str("service_unavailable"),
+                Self::ShuttingDown => f.write_str("shutting_down"),
                 Self::UpstreamNotConfigured => f.write_str("upstream_not_configured"),
                 Self::UpstreamBusy => f.write_str("upstream_busy"),
             }
@@ -11038,6 +11683,7 @@ pub mod types {
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             match value {
                 "service_unavailable" => Ok(Self::ServiceUnavailable),
+                "shutting_down" => Ok(Self::ShuttingDown),
                 "upstream_not_configured" => Ok(Self::UpstreamNotConfigured),
                 "upstream_busy" => Ok(Self::UpstreamBusy),
                 _ => Err("invalid value".into()),
@@ -19136,6 +19782,214 @@ pub mod types {
             }
         }
         #[derive(Clone, Debug)]
+        pub struct FlowRecord {
+            error_code: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            financing_id: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            flow_id: ::std::result::Result<i64, ::std::string::String>,
+            message: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            mode: ::std::result::Result<::std::string::String, ::std::string::String>,
+            status: ::std::result::Result<::std::string::String, ::std::string::String>,
+            steps: ::std::result::Result<
+                ::std::vec::Vec<super::FlowStep>,
+                ::std::string::String,
+            >,
+        }
+        impl ::std::default::Default for FlowRecord {
+            fn default() -> Self {
+                Self {
+                    error_code: Ok(Default::default()),
+                    financing_id: Ok(Default::default()),
+                    flow_id: Err("no value supplied for flow_id".to_string()),
+                    message: Ok(Default::default()),
+                    mode: Err("no value supplied for mode".to_string()),
+                    status: Err("no value supplied for status".to_string()),
+                    steps: Err("no value supplied for steps".to_string()),
+                }
+            }
+        }
+        impl FlowRecord {
+            pub fn error_code<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.error_code = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for error_code: {e}")
+                    });
+                self
+            }
+            pub fn financing_id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.financing_id = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for financing_id: {e}")
+                    });
+                self
+            }
+            pub fn flow_id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<i64>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.flow_id = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for flow_id: {e}")
+                    });
+                self
+            }
+            pub fn message<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.message = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for message: {e}")
+                    });
+                self
+            }
+            pub fn mode<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::string::String>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.mode = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for mode: {e}")
+                    });
+                self
+            }
+            pub fn status<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::string::String>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.status = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for status: {e}")
+                    });
+                self
+            }
+            pub fn steps<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::vec::Vec<super::FlowStep>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.steps = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for steps: {e}")
+                    });
+                self
+            }
+        }
+        impl ::std::convert::TryFrom<FlowRecord> for super::FlowRecord {
+            type Error = super::error::ConversionError;
+            fn try_from(
+                value: FlowRecord,
+            ) -> ::std::result::Result<Self, super::error::ConversionError> {
+                Ok(Self {
+                    error_code: value.error_code?,
+                    financing_id: value.financing_id?,
+                    flow_id: value.flow_id?,
+                    message: value.message?,
+                    mode: value.mode?,
+                    status: value.status?,
+                    steps: value.steps?,
+                })
+            }
+        }
+        impl ::std::convert::From<super::FlowRecord> for FlowRecord {
+            fn from(value: super::FlowRecord) -> Self {
+                Self {
+                    error_code: Ok(value.error_code),
+                    financing_id: Ok(value.financing_id),
+                    flow_id: Ok(value.flow_id),
+                    message: Ok(value.message),
+                    mode: Ok(value.mode),
+                    status: Ok(value.status),
+                    steps: Ok(value.steps),
+                }
+            }
+        }
+        #[derive(Clone, Debug)]
+        pub struct FlowRecordEnvelope {
+            data: ::std::result::Result<super::FlowRecord, ::std::string::String>,
+            success: ::std::result::Result<bool, ::std::string::String>,
+        }
+        impl ::std::default::Default for FlowRecordEnvelope {
+            fn default() -> Self {
+                Self {
+                    data: Err("no value supplied for data".to_string()),
+                    success: Err("no value supplied for success".to_string()),
+                }
+            }
+        }
+        impl FlowRecordEnvelope {
+            pub fn data<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<super::FlowRecord>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.data = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for data: {e}")
+                    });
+                self
+            }
+            pub fn success<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<bool>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.success = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for success: {e}")
+                    });
+                self
+            }
+        }
+        impl ::std::convert::TryFrom<FlowRecordEnvelope> for super::FlowRecordEnvelope {
+            type Error = super::error::ConversionError;
+            fn try_from(
+                value: FlowRecordEnvelope,
+            ) -> ::std::result::Result<Self, super::error::ConversionError> {
+                Ok(Self {
+                    data: value.data?,
+                    success: value.success?,
+                })
+            }
+        }
+        impl ::std::convert::From<super::FlowRecordEnvelope> for FlowRecordEnvelope {
+            fn from(value: super::FlowRecordEnvelope) -> Self {
+                Self {
+                    data: Ok(value.data),
+                    success: Ok(value.success),
+                }
+            }
+        }
+        #[derive(Clone, Debug)]
         pub struct FlowRequest {
             cancel_e_signature: ::std::result::Result<bool, ::std::string::String>,
             e_signature_payload: ::std::result::Result<
@@ -19708,6 +20562,134 @@ pub mod types {
                     ready_request: Ok(value.ready_request),
                     request: Ok(value.request),
                     success: Ok(value.success),
+                }
+            }
+        }
+        #[derive(Clone, Debug)]
+        pub struct FlowStep {
+            action: ::std::result::Result<::std::string::String, ::std::string::String>,
+            duration_ms: ::std::result::Result<i64, ::std::string::String>,
+            error_code: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            message: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            outcome: ::std::result::Result<::std::string::String, ::std::string::String>,
+            position: ::std::result::Result<i32, ::std::string::String>,
+        }
+        impl ::std::default::Default for FlowStep {
+            fn default() -> Self {
+                Self {
+                    action: Err("no value supplied for action".to_string()),
+                    duration_ms: Err("no value supplied for duration_ms".to_string()),
+                    error_code: Ok(Default::default()),
+                    message: Ok(Default::default()),
+                    outcome: Err("no value supplied for outcome".to_string()),
+                    position: Err("no value supplied for position".to_string()),
+                }
+            }
+        }
+        impl FlowStep {
+            pub fn action<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::string::String>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.action = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for action: {e}")
+                    });
+                self
+            }
+            pub fn duration_ms<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<i64>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.duration_ms = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for duration_ms: {e}")
+                    });
+                self
+            }
+            pub fn error_code<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.error_code = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for error_code: {e}")
+                    });
+                self
+            }
+            pub fn message<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.message = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for message: {e}")
+                    });
+                self
+            }
+            pub fn outcome<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::string::String>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.outcome = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for outcome: {e}")
+                    });
+                self
+            }
+            pub fn position<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<i32>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.position = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for position: {e}")
+                    });
+                self
+            }
+        }
+        impl ::std::convert::TryFrom<FlowStep> for super::FlowStep {
+            type Error = super::error::ConversionError;
+            fn try_from(
+                value: FlowStep,
+            ) -> ::std::result::Result<Self, super::error::ConversionError> {
+                Ok(Self {
+                    action: value.action?,
+                    duration_ms: value.duration_ms?,
+                    error_code: value.error_code?,
+                    message: value.message?,
+                    outcome: value.outcome?,
+                    position: value.position?,
+                })
+            }
+        }
+        impl ::std::convert::From<super::FlowStep> for FlowStep {
+            fn from(value: super::FlowStep) -> Self {
+                Self {
+                    action: Ok(value.action),
+                    duration_ms: Ok(value.duration_ms),
+                    error_code: Ok(value.error_code),
+                    message: Ok(value.message),
+                    outcome: Ok(value.outcome),
+                    position: Ok(value.position),
                 }
             }
         }
@@ -23165,6 +24147,1133 @@ pub mod types {
                 Self {
                     error_code: Ok(value.error_code),
                     errors: Ok(value.errors),
+                    message: Ok(value.message),
+                    request_id: Ok(value.request_id),
+                    retry_after_seconds: Ok(value.retry_after_seconds),
+                    success: Ok(value.success),
+                }
+            }
+        }
+        #[derive(Clone, Debug)]
+        pub struct LeasingFlowClientGone {
+            error_code: ::std::result::Result<
+                super::LeasingFlowClientGoneErrorCode,
+                ::std::string::String,
+            >,
+            errors: ::std::result::Result<
+                ::std::option::Option<
+                    ::std::collections::HashMap<
+                        ::std::string::String,
+                        ::std::vec::Vec<::std::string::String>,
+                    >,
+                >,
+                ::std::string::String,
+            >,
+            failed_step: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            financing_id: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            flow_id: ::std::result::Result<
+                ::std::option::Option<i64>,
+                ::std::string::String,
+            >,
+            message: ::std::result::Result<::std::string::String, ::std::string::String>,
+            request_id: ::std::result::Result<
+                ::std::string::String,
+                ::std::string::String,
+            >,
+            retry_after_seconds: ::std::result::Result<
+                ::std::option::Option<u64>,
+                ::std::string::String,
+            >,
+            success: ::std::result::Result<
+                ::std::option::Option<bool>,
+                ::std::string::String,
+            >,
+        }
+        impl ::std::default::Default for LeasingFlowClientGone {
+            fn default() -> Self {
+                Self {
+                    error_code: Err("no value supplied for error_code".to_string()),
+                    errors: Ok(Default::default()),
+                    failed_step: Ok(Default::default()),
+                    financing_id: Ok(Default::default()),
+                    flow_id: Ok(Default::default()),
+                    message: Err("no value supplied for message".to_string()),
+                    request_id: Err("no value supplied for request_id".to_string()),
+                    retry_after_seconds: Ok(Default::default()),
+                    success: Ok(Default::default()),
+                }
+            }
+        }
+        impl LeasingFlowClientGone {
+            pub fn error_code<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<super::LeasingFlowClientGoneErrorCode>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.error_code = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for error_code: {e}")
+                    });
+                self
+            }
+            pub fn errors<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<
+                        ::std::collections::HashMap<
+                            ::std::string::String,
+                            ::std::vec::Vec<::std::string::String>,
+                        >,
+                    >,
+                >,
+                T::Error: ::std::fmt::Display,
+            {
+                self.errors = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for errors: {e}")
+                    });
+                self
+            }
+            pub fn failed_step<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.failed_step = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for failed_step: {e}")
+                    });
+                self
+            }
+            pub fn financing_id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.financing_id = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for financing_id: {e}")
+                    });
+                self
+            }
+            pub fn flow_id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<i64>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.flow_id = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for flow_id: {e}")
+                    });
+                self
+            }
+            pub fn message<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::string::String>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.message = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for message: {e}")
+                    });
+                self
+            }
+            pub fn request_id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::string::String>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.request_id = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for request_id: {e}")
+                    });
+                self
+            }
+            pub fn retry_after_seconds<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<u64>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.retry_after_seconds = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!(
+                            "error converting supplied value for retry_after_seconds: {e}"
+                        )
+                    });
+                self
+            }
+            pub fn success<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<bool>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.success = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for success: {e}")
+                    });
+                self
+            }
+        }
+        impl ::std::convert::TryFrom<LeasingFlowClientGone>
+        for super::LeasingFlowClientGone {
+            type Error = super::error::ConversionError;
+            fn try_from(
+                value: LeasingFlowClientGone,
+            ) -> ::std::result::Result<Self, super::error::ConversionError> {
+                Ok(Self {
+                    error_code: value.error_code?,
+                    errors: value.errors?,
+                    failed_step: value.failed_step?,
+                    financing_id: value.financing_id?,
+                    flow_id: value.flow_id?,
+                    message: value.message?,
+                    request_id: value.request_id?,
+                    retry_after_seconds: value.retry_after_seconds?,
+                    success: value.success?,
+                })
+            }
+        }
+        impl ::std::convert::From<super::LeasingFlowClientGone>
+        for LeasingFlowClientGone {
+            fn from(value: super::LeasingFlowClientGone) -> Self {
+                Self {
+                    error_code: Ok(value.error_code),
+                    errors: Ok(value.errors),
+                    failed_step: Ok(value.failed_step),
+                    financing_id: Ok(value.financing_id),
+                    flow_id: Ok(value.flow_id),
+                    message: Ok(value.message),
+                    request_id: Ok(value.request_id),
+                    retry_after_seconds: Ok(value.retry_after_seconds),
+                    success: Ok(value.success),
+                }
+            }
+        }
+        #[derive(Clone, Debug)]
+        pub struct LeasingFlowFailure {
+            error_code: ::std::result::Result<
+                super::LeasingFlowFailureErrorCode,
+                ::std::string::String,
+            >,
+            errors: ::std::result::Result<
+                ::std::option::Option<
+                    ::std::collections::HashMap<
+                        ::std::string::String,
+                        ::std::vec::Vec<::std::string::String>,
+                    >,
+                >,
+                ::std::string::String,
+            >,
+            failed_step: ::std::result::Result<
+                ::std::string::String,
+                ::std::string::String,
+            >,
+            financing_id: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            flow_id: ::std::result::Result<i64, ::std::string::String>,
+            message: ::std::result::Result<::std::string::String, ::std::string::String>,
+            request_id: ::std::result::Result<
+                ::std::string::String,
+                ::std::string::String,
+            >,
+            retry_after_seconds: ::std::result::Result<
+                ::std::option::Option<u64>,
+                ::std::string::String,
+            >,
+            success: ::std::result::Result<
+                ::std::option::Option<bool>,
+                ::std::string::String,
+            >,
+        }
+        impl ::std::default::Default for LeasingFlowFailure {
+            fn default() -> Self {
+                Self {
+                    error_code: Err("no value supplied for error_code".to_string()),
+                    errors: Ok(Default::default()),
+                    failed_step: Err("no value supplied for failed_step".to_string()),
+                    financing_id: Err("no value supplied for financing_id".to_string()),
+                    flow_id: Err("no value supplied for flow_id".to_string()),
+                    message: Err("no value supplied for message".to_string()),
+                    request_id: Err("no value supplied for request_id".to_string()),
+                    retry_after_seconds: Ok(Default::default()),
+                    success: Ok(Default::default()),
+                }
+            }
+        }
+        impl LeasingFlowFailure {
+            pub fn error_code<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<super::LeasingFlowFailureErrorCode>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.error_code = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for error_code: {e}")
+                    });
+                self
+            }
+            pub fn errors<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<
+                        ::std::collections::HashMap<
+                            ::std::string::String,
+                            ::std::vec::Vec<::std::string::String>,
+                        >,
+                    >,
+                >,
+                T::Error: ::std::fmt::Display,
+            {
+                self.errors = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for errors: {e}")
+                    });
+                self
+            }
+            pub fn failed_step<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::string::String>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.failed_step = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for failed_step: {e}")
+                    });
+                self
+            }
+            pub fn financing_id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.financing_id = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for financing_id: {e}")
+                    });
+                self
+            }
+            pub fn flow_id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<i64>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.flow_id = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for flow_id: {e}")
+                    });
+                self
+            }
+            pub fn message<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::string::String>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.message = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for message: {e}")
+                    });
+                self
+            }
+            pub fn request_id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::string::String>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.request_id = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for request_id: {e}")
+                    });
+                self
+            }
+            pub fn retry_after_seconds<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<u64>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.retry_after_seconds = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!(
+                            "error converting supplied value for retry_after_seconds: {e}"
+                        )
+                    });
+                self
+            }
+            pub fn success<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<bool>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.success = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for success: {e}")
+                    });
+                self
+            }
+        }
+        impl ::std::convert::TryFrom<LeasingFlowFailure> for super::LeasingFlowFailure {
+            type Error = super::error::ConversionError;
+            fn try_from(
+                value: LeasingFlowFailure,
+            ) -> ::std::result::Result<Self, super::error::ConversionError> {
+                Ok(Self {
+                    error_code: value.error_code?,
+                    errors: value.errors?,
+                    failed_step: value.failed_step?,
+                    financing_id: value.financing_id?,
+                    flow_id: value.flow_id?,
+                    message: value.message?,
+                    request_id: value.request_id?,
+                    retry_after_seconds: value.retry_after_seconds?,
+                    success: value.success?,
+                })
+            }
+        }
+        impl ::std::convert::From<super::LeasingFlowFailure> for LeasingFlowFailure {
+            fn from(value: super::LeasingFlowFailure) -> Self {
+                Self {
+                    error_code: Ok(value.error_code),
+                    errors: Ok(value.errors),
+                    failed_step: Ok(value.failed_step),
+                    financing_id: Ok(value.financing_id),
+                    flow_id: Ok(value.flow_id),
+                    message: Ok(value.message),
+                    request_id: Ok(value.request_id),
+                    retry_after_seconds: Ok(value.retry_after_seconds),
+                    success: Ok(value.success),
+                }
+            }
+        }
+        #[derive(Clone, Debug)]
+        pub struct LeasingFlowInvalid {
+            error_code: ::std::result::Result<
+                super::LeasingFlowInvalidErrorCode,
+                ::std::string::String,
+            >,
+            errors: ::std::result::Result<
+                ::std::option::Option<
+                    ::std::collections::HashMap<
+                        ::std::string::String,
+                        ::std::vec::Vec<::std::string::String>,
+                    >,
+                >,
+                ::std::string::String,
+            >,
+            failed_step: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            financing_id: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            flow_id: ::std::result::Result<
+                ::std::option::Option<i64>,
+                ::std::string::String,
+            >,
+            message: ::std::result::Result<::std::string::String, ::std::string::String>,
+            request_id: ::std::result::Result<
+                ::std::string::String,
+                ::std::string::String,
+            >,
+            retry_after_seconds: ::std::result::Result<
+                ::std::option::Option<u64>,
+                ::std::string::String,
+            >,
+            success: ::std::result::Result<
+                ::std::option::Option<bool>,
+                ::std::string::String,
+            >,
+        }
+        impl ::std::default::Default for LeasingFlowInvalid {
+            fn default() -> Self {
+                Self {
+                    error_code: Err("no value supplied for error_code".to_string()),
+                    errors: Ok(Default::default()),
+                    failed_step: Ok(Default::default()),
+                    financing_id: Ok(Default::default()),
+                    flow_id: Ok(Default::default()),
+                    message: Err("no value supplied for message".to_string()),
+                    request_id: Err("no value supplied for request_id".to_string()),
+                    retry_after_seconds: Ok(Default::default()),
+                    success: Ok(Default::default()),
+                }
+            }
+        }
+        impl LeasingFlowInvalid {
+            pub fn error_code<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<super::LeasingFlowInvalidErrorCode>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.error_code = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for error_code: {e}")
+                    });
+                self
+            }
+            pub fn errors<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<
+                        ::std::collections::HashMap<
+                            ::std::string::String,
+                            ::std::vec::Vec<::std::string::String>,
+                        >,
+                    >,
+                >,
+                T::Error: ::std::fmt::Display,
+            {
+                self.errors = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for errors: {e}")
+                    });
+                self
+            }
+            pub fn failed_step<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.failed_step = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for failed_step: {e}")
+                    });
+                self
+            }
+            pub fn financing_id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.financing_id = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for financing_id: {e}")
+                    });
+                self
+            }
+            pub fn flow_id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<i64>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.flow_id = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for flow_id: {e}")
+                    });
+                self
+            }
+            pub fn message<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::string::String>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.message = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for message: {e}")
+                    });
+                self
+            }
+            pub fn request_id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::string::String>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.request_id = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for request_id: {e}")
+                    });
+                self
+            }
+            pub fn retry_after_seconds<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<u64>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.retry_after_seconds = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!(
+                            "error converting supplied value for retry_after_seconds: {e}"
+                        )
+                    });
+                self
+            }
+            pub fn success<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<bool>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.success = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for success: {e}")
+                    });
+                self
+            }
+        }
+        impl ::std::convert::TryFrom<LeasingFlowInvalid> for super::LeasingFlowInvalid {
+            type Error = super::error::ConversionError;
+            fn try_from(
+                value: LeasingFlowInvalid,
+            ) -> ::std::result::Result<Self, super::error::ConversionError> {
+                Ok(Self {
+                    error_code: value.error_code?,
+                    errors: value.errors?,
+                    failed_step: value.failed_step?,
+                    financing_id: value.financing_id?,
+                    flow_id: value.flow_id?,
+                    message: value.message?,
+                    request_id: value.request_id?,
+                    retry_after_seconds: value.retry_after_seconds?,
+                    success: value.success?,
+                })
+            }
+        }
+        impl ::std::convert::From<super::LeasingFlowInvalid> for LeasingFlowInvalid {
+            fn from(value: super::LeasingFlowInvalid) -> Self {
+                Self {
+                    error_code: Ok(value.error_code),
+                    errors: Ok(value.errors),
+                    failed_step: Ok(value.failed_step),
+                    financing_id: Ok(value.financing_id),
+                    flow_id: Ok(value.flow_id),
+                    message: Ok(value.message),
+                    request_id: Ok(value.request_id),
+                    retry_after_seconds: Ok(value.retry_after_seconds),
+                    success: Ok(value.success),
+                }
+            }
+        }
+        #[derive(Clone, Debug)]
+        pub struct LeasingFlowPosition {
+            failed_step: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            financing_id: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            flow_id: ::std::result::Result<
+                ::std::option::Option<i64>,
+                ::std::string::String,
+            >,
+        }
+        impl ::std::default::Default for LeasingFlowPosition {
+            fn default() -> Self {
+                Self {
+                    failed_step: Ok(Default::default()),
+                    financing_id: Ok(Default::default()),
+                    flow_id: Ok(Default::default()),
+                }
+            }
+        }
+        impl LeasingFlowPosition {
+            pub fn failed_step<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.failed_step = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for failed_step: {e}")
+                    });
+                self
+            }
+            pub fn financing_id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.financing_id = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for financing_id: {e}")
+                    });
+                self
+            }
+            pub fn flow_id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<i64>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.flow_id = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for flow_id: {e}")
+                    });
+                self
+            }
+        }
+        impl ::std::convert::TryFrom<LeasingFlowPosition>
+        for super::LeasingFlowPosition {
+            type Error = super::error::ConversionError;
+            fn try_from(
+                value: LeasingFlowPosition,
+            ) -> ::std::result::Result<Self, super::error::ConversionError> {
+                Ok(Self {
+                    failed_step: value.failed_step?,
+                    financing_id: value.financing_id?,
+                    flow_id: value.flow_id?,
+                })
+            }
+        }
+        impl ::std::convert::From<super::LeasingFlowPosition> for LeasingFlowPosition {
+            fn from(value: super::LeasingFlowPosition) -> Self {
+                Self {
+                    failed_step: Ok(value.failed_step),
+                    financing_id: Ok(value.financing_id),
+                    flow_id: Ok(value.flow_id),
+                }
+            }
+        }
+        #[derive(Clone, Debug)]
+        pub struct LeasingFlowRetryConflict {
+            error_code: ::std::result::Result<
+                super::LeasingFlowRetryConflictErrorCode,
+                ::std::string::String,
+            >,
+            errors: ::std::result::Result<
+                ::std::option::Option<
+                    ::std::collections::HashMap<
+                        ::std::string::String,
+                        ::std::vec::Vec<::std::string::String>,
+                    >,
+                >,
+                ::std::string::String,
+            >,
+            failed_step: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            financing_id: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            flow_id: ::std::result::Result<
+                ::std::option::Option<i64>,
+                ::std::string::String,
+            >,
+            message: ::std::result::Result<::std::string::String, ::std::string::String>,
+            request_id: ::std::result::Result<
+                ::std::string::String,
+                ::std::string::String,
+            >,
+            retry_after_seconds: ::std::result::Result<
+                ::std::option::Option<u64>,
+                ::std::string::String,
+            >,
+            success: ::std::result::Result<
+                ::std::option::Option<bool>,
+                ::std::string::String,
+            >,
+        }
+        impl ::std::default::Default for LeasingFlowRetryConflict {
+            fn default() -> Self {
+                Self {
+                    error_code: Err("no value supplied for error_code".to_string()),
+                    errors: Ok(Default::default()),
+                    failed_step: Ok(Default::default()),
+                    financing_id: Ok(Default::default()),
+                    flow_id: Ok(Default::default()),
+                    message: Err("no value supplied for message".to_string()),
+                    request_id: Err("no value supplied for request_id".to_string()),
+                    retry_after_seconds: Ok(Default::default()),
+                    success: Ok(Default::default()),
+                }
+            }
+        }
+        impl LeasingFlowRetryConflict {
+            pub fn error_code<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<super::LeasingFlowRetryConflictErrorCode>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.error_code = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for error_code: {e}")
+                    });
+                self
+            }
+            pub fn errors<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<
+                        ::std::collections::HashMap<
+                            ::std::string::String,
+                            ::std::vec::Vec<::std::string::String>,
+                        >,
+                    >,
+                >,
+                T::Error: ::std::fmt::Display,
+            {
+                self.errors = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for errors: {e}")
+                    });
+                self
+            }
+            pub fn failed_step<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.failed_step = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for failed_step: {e}")
+                    });
+                self
+            }
+            pub fn financing_id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.financing_id = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for financing_id: {e}")
+                    });
+                self
+            }
+            pub fn flow_id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<i64>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.flow_id = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for flow_id: {e}")
+                    });
+                self
+            }
+            pub fn message<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::string::String>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.message = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for message: {e}")
+                    });
+                self
+            }
+            pub fn request_id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::string::String>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.request_id = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for request_id: {e}")
+                    });
+                self
+            }
+            pub fn retry_after_seconds<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<u64>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.retry_after_seconds = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!(
+                            "error converting supplied value for retry_after_seconds: {e}"
+                        )
+                    });
+                self
+            }
+            pub fn success<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<bool>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.success = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for success: {e}")
+                    });
+                self
+            }
+        }
+        impl ::std::convert::TryFrom<LeasingFlowRetryConflict>
+        for super::LeasingFlowRetryConflict {
+            type Error = super::error::ConversionError;
+            fn try_from(
+                value: LeasingFlowRetryConflict,
+            ) -> ::std::result::Result<Self, super::error::ConversionError> {
+                Ok(Self {
+                    error_code: value.error_code?,
+                    errors: value.errors?,
+                    failed_step: value.failed_step?,
+                    financing_id: value.financing_id?,
+                    flow_id: value.flow_id?,
+                    message: value.message?,
+                    request_id: value.request_id?,
+                    retry_after_seconds: value.retry_after_seconds?,
+                    success: value.success?,
+                })
+            }
+        }
+        impl ::std::convert::From<super::LeasingFlowRetryConflict>
+        for LeasingFlowRetryConflict {
+            fn from(value: super::LeasingFlowRetryConflict) -> Self {
+                Self {
+                    error_code: Ok(value.error_code),
+                    errors: Ok(value.errors),
+                    failed_step: Ok(value.failed_step),
+                    financing_id: Ok(value.financing_id),
+                    flow_id: Ok(value.flow_id),
+                    message: Ok(value.message),
+                    request_id: Ok(value.request_id),
+                    retry_after_seconds: Ok(value.retry_after_seconds),
+                    success: Ok(value.success),
+                }
+            }
+        }
+        #[derive(Clone, Debug)]
+        pub struct LeasingFlowUnavailable {
+            error_code: ::std::result::Result<
+                super::LeasingFlowUnavailableErrorCode,
+                ::std::string::String,
+            >,
+            errors: ::std::result::Result<
+                ::std::option::Option<
+                    ::std::collections::HashMap<
+                        ::std::string::String,
+                        ::std::vec::Vec<::std::string::String>,
+                    >,
+                >,
+                ::std::string::String,
+            >,
+            failed_step: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            financing_id: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            flow_id: ::std::result::Result<
+                ::std::option::Option<i64>,
+                ::std::string::String,
+            >,
+            message: ::std::result::Result<::std::string::String, ::std::string::String>,
+            request_id: ::std::result::Result<
+                ::std::string::String,
+                ::std::string::String,
+            >,
+            retry_after_seconds: ::std::result::Result<
+                ::std::option::Option<u64>,
+                ::std::string::String,
+            >,
+            success: ::std::result::Result<
+                ::std::option::Option<bool>,
+                ::std::string::String,
+            >,
+        }
+        impl ::std::default::Default for LeasingFlowUnavailable {
+            fn default() -> Self {
+                Self {
+                    error_code: Err("no value supplied for error_code".to_string()),
+                    errors: Ok(Default::default()),
+                    failed_step: Ok(Default::default()),
+                    financing_id: Ok(Default::default()),
+                    flow_id: Ok(Default::default()),
+                    message: Err("no value supplied for message".to_string()),
+                    request_id: Err("no value supplied for request_id".to_string()),
+                    retry_after_seconds: Ok(Default::default()),
+                    success: Ok(Default::default()),
+                }
+            }
+        }
+        impl LeasingFlowUnavailable {
+            pub fn error_code<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<super::LeasingFlowUnavailableErrorCode>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.error_code = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for error_code: {e}")
+                    });
+                self
+            }
+            pub fn errors<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<
+                        ::std::collections::HashMap<
+                            ::std::string::String,
+                            ::std::vec::Vec<::std::string::String>,
+                        >,
+                    >,
+                >,
+                T::Error: ::std::fmt::Display,
+            {
+                self.errors = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for errors: {e}")
+                    });
+                self
+            }
+            pub fn failed_step<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.failed_step = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for failed_step: {e}")
+                    });
+                self
+            }
+            pub fn financing_id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.financing_id = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for financing_id: {e}")
+                    });
+                self
+            }
+            pub fn flow_id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<i64>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.flow_id = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for flow_id: {e}")
+                    });
+                self
+            }
+            pub fn message<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::string::String>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.message = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for message: {e}")
+                    });
+                self
+            }
+            pub fn request_id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::string::String>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.request_id = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for request_id: {e}")
+                    });
+                self
+            }
+            pub fn retry_after_seconds<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<u64>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.retry_after_seconds = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!(
+                            "error converting supplied value for retry_after_seconds: {e}"
+                        )
+                    });
+                self
+            }
+            pub fn success<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<bool>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.success = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for success: {e}")
+                    });
+                self
+            }
+        }
+        impl ::std::convert::TryFrom<LeasingFlowUnavailable>
+        for super::LeasingFlowUnavailable {
+            type Error = super::error::ConversionError;
+            fn try_from(
+                value: LeasingFlowUnavailable,
+            ) -> ::std::result::Result<Self, super::error::ConversionError> {
+                Ok(Self {
+                    error_code: value.error_code?,
+                    errors: value.errors?,
+                    failed_step: value.failed_step?,
+                    financing_id: value.financing_id?,
+                    flow_id: value.flow_id?,
+                    message: value.message?,
+                    request_id: value.request_id?,
+                    retry_after_seconds: value.retry_after_seconds?,
+                    success: value.success?,
+                })
+            }
+        }
+        impl ::std::convert::From<super::LeasingFlowUnavailable>
+        for LeasingFlowUnavailable {
+            fn from(value: super::LeasingFlowUnavailable) -> Self {
+                Self {
+                    error_code: Ok(value.error_code),
+                    errors: Ok(value.errors),
+                    failed_step: Ok(value.failed_step),
+                    financing_id: Ok(value.financing_id),
+                    flow_id: Ok(value.flow_id),
                     message: Ok(value.message),
                     request_id: Ok(value.request_id),
                     retry_after_seconds: Ok(value.retry_after_seconds),
@@ -41974,6 +44083,25 @@ let response = client.leasing_test_flow()
     pub fn leasing_test_flow(&self) -> builder::LeasingTestFlow<'_> {
         builder::LeasingTestFlow::new(self)
     }
+    /**Read a one-shot flow's record
+
+Where a one-shot flow (`POST /api/v1/leasing/leasing/request-flow`) stands or ended: its status, the financing request it created and each step with its outcome and, for a failed step, the error. Only the flows of the token's user are found; any other id is 404.
+
+Needs a token with the ability `leasing` (login tokens hold every ability, `*`).
+
+Sends a `GET` request to `/api/v1/leasing/leasing/request-flow/{flowId}`
+
+Arguments:
+- `flow_id`: The flow's record, the `flowId` of the flow's answer.
+```ignore
+let response = client.leasing_request_flow_show()
+    .flow_id(flow_id)
+    .send()
+    .await;
+```*/
+    pub fn leasing_request_flow_show(&self) -> builder::LeasingRequestFlowShow<'_> {
+        builder::LeasingRequestFlowShow::new(self)
+    }
     /**Read a financing request
 
 The request as the provider reports it now, with its state in `meta`.
@@ -59832,6 +61960,13 @@ pub mod builder {
                         ),
                     )
                 }
+                409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 413u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -59840,6 +61975,13 @@ pub mod builder {
                     )
                 }
                 422u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                499u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -59950,6 +62092,106 @@ pub mod builder {
                     )
                 }
                 500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                503u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                _ => Err(Error::UnexpectedResponse(response)),
+            }
+        }
+    }
+    /**Builder for [`Client::leasing_request_flow_show`]
+
+[`Client::leasing_request_flow_show`]: super::Client::leasing_request_flow_show*/
+    #[derive(Debug, Clone)]
+    pub struct LeasingRequestFlowShow<'a> {
+        client: &'a super::Client,
+        flow_id: Result<i64, String>,
+    }
+    impl<'a> LeasingRequestFlowShow<'a> {
+        pub fn new(client: &'a super::Client) -> Self {
+            Self {
+                client: client,
+                flow_id: Err("flow_id was not initialized".to_string()),
+            }
+        }
+        pub fn flow_id<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<i64>,
+        {
+            self.flow_id = value
+                .try_into()
+                .map_err(|_| "conversion to `i64` for flow_id failed".to_string());
+            self
+        }
+        ///Sends a `GET` request to `/api/v1/leasing/leasing/request-flow/{flowId}`
+        pub async fn send(
+            self,
+        ) -> Result<ResponseValue<types::FlowRecordEnvelope>, Error<types::ApiError>> {
+            let Self { client, flow_id } = self;
+            let flow_id = flow_id.map_err(Error::InvalidRequest)?;
+            let url = format!(
+                "{}/api/v1/leasing/leasing/request-flow/{}", client.baseurl,
+                encode_path(& flow_id.to_string()),
+            );
+            let mut header_map = ::reqwest::header::HeaderMap::with_capacity(1usize);
+            header_map
+                .append(
+                    ::reqwest::header::HeaderName::from_static("api-version"),
+                    ::reqwest::header::HeaderValue::from_static(
+                        super::Client::api_version(),
+                    ),
+                );
+            #[allow(unused_mut)]
+            let mut request = client
+                .client
+                .get(url)
+                .header(
+                    ::reqwest::header::ACCEPT,
+                    ::reqwest::header::HeaderValue::from_static("application/json"),
+                )
+                .headers(header_map)
+                .build()?;
+            let info = OperationInfo {
+                operation_id: "leasing_request_flow_show",
+            };
+            client.pre(&mut request, &info).await?;
+            let result = client.exec(request, &info).await;
+            client.post(&result, &info).await?;
+            let response = result?;
+            match response.status().as_u16() {
+                200u16 => ResponseValue::from_response(response).await,
+                400u16..=499u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                404u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,

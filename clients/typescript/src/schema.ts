@@ -1904,6 +1904,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/leasing/leasing/request-flow/{flowId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read a one-shot flow's record
+         * @description Where a one-shot flow (`POST /api/v1/leasing/leasing/request-flow`) stands or ended: its status, the financing request it created and each step with its outcome and, for a failed step, the error. Only the flows of the token's user are found; any other id is 404.
+         *
+         *     Needs a token with the ability `leasing` (login tokens hold every ability, `*`).
+         */
+        get: operations["leasing_request_flow_show"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/leasing/{financingId}": {
         parameters: {
             query?: never;
@@ -3111,6 +3133,60 @@ export interface components {
             provider_configured: boolean;
             success: boolean;
         };
+        /**
+         * @description The record of a one-shot flow.
+         * @example {
+         *       "error_code": "declined",
+         *       "financingId": "a1b2c3d4-0000-4000-8000-000000000001",
+         *       "flowId": 42,
+         *       "message": "The financing request was declined by the leasing provider; the process is aborted.",
+         *       "mode": "e_signature",
+         *       "status": "failed",
+         *       "steps": [
+         *         {
+         *           "action": "create",
+         *           "duration_ms": 212,
+         *           "error_code": null,
+         *           "message": null,
+         *           "outcome": "succeeded",
+         *           "position": 1
+         *         },
+         *         {
+         *           "action": "wait_ready_to_sign",
+         *           "duration_ms": 35,
+         *           "error_code": "declined",
+         *           "message": "The financing request was declined by the leasing provider; the process is aborted.",
+         *           "outcome": "failed",
+         *           "position": 2
+         *         }
+         *       ]
+         *     }
+         */
+        FlowRecord: {
+            /** @description Why the flow ended unsuccessfully, as its answer's `error_code`. */
+            error_code?: string | null;
+            /** @description The financing request the flow created; null until its create step succeeded. */
+            financingId?: string | null;
+            /**
+             * Format: int64
+             * @description The flow's id, as in the flow's answer.
+             */
+            flowId: number;
+            /** @description Why the flow ended unsuccessfully, for humans. */
+            message?: string | null;
+            /** @description `e_signature` or `cancel_e_signature`. */
+            mode: string;
+            /** @description `running`, `succeeded`, `failed`, `abandoned` (its client went away) or `interrupted` (the service stopped while it ran). */
+            status: string;
+            /** @description The steps that ran, in order; a step that was running when the flow stopped is absent. */
+            steps: components["schemas"]["FlowStep"][];
+        };
+        /** @description A flow's record. */
+        FlowRecordEnvelope: {
+            data: components["schemas"]["FlowRecord"];
+            /** @description Always `true`. */
+            success: boolean;
+        };
         /** @description Body of the one-shot request flow. */
         FlowRequest: {
             /**
@@ -3168,6 +3244,27 @@ export interface components {
             readyRequest: components["schemas"]["FinancingRequestResponse"];
             request: components["schemas"]["FinancingRequestResponse"];
             success: boolean;
+        };
+        /** @description One recorded step of a flow. */
+        FlowStep: {
+            /** @description `create`, `patch_request`, `patch_lessee`, `wait_ready_to_sign`, `e_signature_configuration`, `start_e_signature`, `cancel_e_signature`, `switch_to_paper_contract`, `contract_document_base64` or `contract_document_link`. */
+            action: string;
+            /**
+             * Format: int64
+             * @description How long the step took, in milliseconds.
+             */
+            duration_ms: number;
+            /** @description Why the step failed (the `error_code` the flow answered). */
+            error_code?: string | null;
+            /** @description Why the step failed, for humans. */
+            message?: string | null;
+            /** @description `succeeded` or `failed`. */
+            outcome: string;
+            /**
+             * Format: int32
+             * @description 1 for the first step.
+             */
+            position: number;
         };
         /** @description Records found by a top-level field. */
         FoundRecords: {
@@ -3630,6 +3727,43 @@ export interface components {
         LeasingFailure: components["schemas"]["ApiError"] & {
             /** @enum {string} */
             error_code?: "declined" | "cancelled" | "missing_info" | "already_past_signing" | "not_ready_to_sign" | "upstream_rejected" | "upstream_error" | "upstream_timeout" | "upstream_unavailable" | "upstream_busy" | "upstream_invalid_response" | "upstream_not_configured" | "storage_error";
+        };
+        /** @description Only to a retry with the same `Idempotency-Key`: the first attempt's client went away, and its flow stopped at `failedStep`, recorded as `abandoned` (`client_gone`). */
+        LeasingFlowClientGone: components["schemas"]["ApiError"] & components["schemas"]["LeasingFlowPosition"] & {
+            /** @enum {string} */
+            error_code?: "client_gone";
+        };
+        /** @description A failure of the one-shot flow (the causes of `LeasingFailure`) with where the flow stood. A retry with the same `Idempotency-Key` gets this answer again (same status and body apart from `request_id`) and creates nothing, unless the create step itself was refused or never reached the provider. */
+        LeasingFlowFailure: components["schemas"]["ApiError"] & components["schemas"]["LeasingFlowPosition"] & {
+            /** @enum {string} */
+            error_code?: "declined" | "cancelled" | "missing_info" | "already_past_signing" | "not_ready_to_sign" | "upstream_rejected" | "upstream_error" | "upstream_timeout" | "upstream_unavailable" | "upstream_busy" | "upstream_invalid_response" | "upstream_not_configured" | "storage_error";
+        };
+        /** @description The body is invalid (`validation_failed`, `errors` per field): refused before anything ran, or, for a payload the provider's schema checks only when it is sent (`e_signature_payload`), at that step, with `financingId`, `flowId` and `failedStep`; or the `Idempotency-Key` was used with another body (`idempotency_key_reused`). */
+        LeasingFlowInvalid: components["schemas"]["ApiError"] & components["schemas"]["LeasingFlowPosition"] & {
+            /** @enum {string} */
+            error_code?: "validation_failed" | "idempotency_key_reused";
+        };
+        /** @description Where a one-shot flow stood when it answered this error. */
+        LeasingFlowPosition: {
+            /** @description The action that failed, or that ran when the flow stopped: `create`, `patch_request`, `patch_lessee`, `wait_ready_to_sign`, `e_signature_configuration`, `start_e_signature`, `cancel_e_signature`, `switch_to_paper_contract`, `contract_document_base64` or `contract_document_link`. */
+            failedStep?: string;
+            /** @description The financing request the flow created at the provider; null when its create step did not succeed. */
+            financingId?: string | null;
+            /**
+             * Format: int64
+             * @description The flow's record: `GET /api/v1/leasing/leasing/request-flow/{flowId}`.
+             */
+            flowId?: number;
+        };
+        /** @description A retry with the same `Idempotency-Key` while the first attempt runs (`idempotency_key_in_progress`; `flowId` and `financingId` name its flow once it started), or after the first attempt's flow ended without its answer kept, its instance having stopped (`idempotency_key_flow_ended`; `failedStep` and the flow's record say where it stopped). No financing request is created. */
+        LeasingFlowRetryConflict: components["schemas"]["ApiError"] & components["schemas"]["LeasingFlowPosition"] & {
+            /** @enum {string} */
+            error_code?: "idempotency_key_in_progress" | "idempotency_key_flow_ended";
+        };
+        /** @description The database does not answer (`service_unavailable`; no flow position), or the service shut down while the flow ran (`shutting_down`): the flow stopped at `failedStep`, recorded as `interrupted`. */
+        LeasingFlowUnavailable: components["schemas"]["ApiError"] & components["schemas"]["LeasingFlowPosition"] & {
+            /** @enum {string} */
+            error_code?: "service_unavailable" | "shutting_down";
         };
         /** @description The lessee: the company that leases the objects. */
         Lessee: {
@@ -5024,10 +5158,10 @@ export interface components {
                 [key: string]: unknown;
             } | null;
         };
-        /** @description The database does not answer (`service_unavailable`); retry later. */
+        /** @description The database does not answer (`service_unavailable`), or the service is shutting down and stopped the work the call held (`shutting_down`); send it again. */
         ServiceUnavailable: components["schemas"]["ApiError"] & {
             /** @enum {string} */
-            error_code?: "service_unavailable";
+            error_code?: "service_unavailable" | "shutting_down";
         };
         /** @description One person who signs. */
         Signee: {
@@ -5410,10 +5544,10 @@ export interface components {
                 [key: string]: unknown;
             } | null;
         };
-        /** @description The database does not answer (`service_unavailable`), the upstream system is not configured (`upstream_not_configured`; the message names the setting), or it stays busy (`upstream_busy`; retry after `Retry-After`). */
+        /** @description The database does not answer (`service_unavailable`), the service is shutting down (`shutting_down`; send it again), the upstream system is not configured (`upstream_not_configured`; the message names the setting), or it stays busy (`upstream_busy`; retry after `Retry-After`). */
         UpstreamUnavailable: components["schemas"]["ApiError"] & {
             /** @enum {string} */
-            error_code?: "service_unavailable" | "upstream_not_configured" | "upstream_busy";
+            error_code?: "service_unavailable" | "shutting_down" | "upstream_not_configured" | "upstream_busy";
         };
         /** @description A user of the field-report system, e.g. a technician or dispatcher. */
         Users: {
@@ -5616,7 +5750,7 @@ export interface components {
                 "application/json": components["schemas"]["ApiError"];
             };
         };
-        /** @description The database does not answer (`service_unavailable`); retry later. */
+        /** @description The database does not answer (`service_unavailable`), or the service is shutting down and stopped the work the call held (`shutting_down`); send it again. */
         ServiceUnavailable: {
             headers: {
                 "x-request-id": components["headers"]["RequestId"];
@@ -5655,7 +5789,7 @@ export interface components {
                 "application/json": components["schemas"]["ApiError"];
             };
         };
-        /** @description The database does not answer (`service_unavailable`), the upstream system is not configured (`upstream_not_configured`; the message names the setting), or it stays busy (`upstream_busy`; retry after `Retry-After`). */
+        /** @description The database does not answer (`service_unavailable`), the service is shutting down (`shutting_down`; send it again), the upstream system is not configured (`upstream_not_configured`; the message names the setting), or it stays busy (`upstream_busy`; retry after `Retry-After`). */
         UpstreamUnavailable: {
             headers: {
                 "x-request-id": components["headers"]["RequestId"];
@@ -10761,10 +10895,68 @@ export interface operations {
             };
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            /** @description A retry with the same `Idempotency-Key` while the first attempt runs (`idempotency_key_in_progress`; `flowId` and `financingId` name its flow once it started), or after the first attempt's flow ended without its answer kept, its instance having stopped (`idempotency_key_flow_ended`; `failedStep` and the flow's record say where it stopped). No financing request is created. */
+            409: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LeasingFlowRetryConflict"];
+                };
+            };
             413: components["responses"]["PayloadTooLarge"];
-            422: components["responses"]["ValidationFailed"];
-            500: components["responses"]["LeasingFailure"];
-            503: components["responses"]["ServiceUnavailable"];
+            /** @description The body is invalid (`validation_failed`, `errors` per field): refused before anything ran, or, for a payload the provider's schema checks only when it is sent (`e_signature_payload`), at that step, with `financingId`, `flowId` and `failedStep`; or the `Idempotency-Key` was used with another body (`idempotency_key_reused`). */
+            422: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LeasingFlowInvalid"];
+                };
+            };
+            /** @description Only to a retry with the same `Idempotency-Key`: the first attempt's client went away, and its flow stopped at `failedStep`, recorded as `abandoned` (`client_gone`). */
+            499: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LeasingFlowClientGone"];
+                };
+            };
+            /** @description The flow failed at `failedStep` (the causes of `LeasingFailure`); `financingId` names the request it created (null when the create failed) and `flowId` its record. */
+            500: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error_code": "declined",
+                     *       "failedStep": "wait_ready_to_sign",
+                     *       "financingId": "a1b2c3d4-0000-4000-8000-000000000001",
+                     *       "flowId": 42,
+                     *       "message": "The financing request was declined by the leasing provider; the process is aborted.",
+                     *       "request_id": "0d5c1e3e-8b7f-4f4e-9c57-2f1f0c9e1a11",
+                     *       "success": false
+                     *     }
+                     */
+                    "application/json": components["schemas"]["LeasingFlowFailure"];
+                };
+            };
+            /** @description The database does not answer (`service_unavailable`; no flow position), or the service shut down while the flow ran (`shutting_down`): the flow stopped at `failedStep`, recorded as `interrupted`. */
+            503: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LeasingFlowUnavailable"];
+                };
+            };
             "4XX": components["responses"]["ApiError"];
         };
     };
@@ -10793,6 +10985,44 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             500: components["responses"]["LeasingFailure"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["ApiError"];
+        };
+    };
+    leasing_request_flow_show: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The flow's record, the `flowId` of the flow's answer. */
+                flowId: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description successful operation */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FlowRecordEnvelope"];
+                };
+            };
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
+            /** @description No flow with this id among the token's user's flows (`not_found`). */
+            404: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
