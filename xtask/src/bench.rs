@@ -2,6 +2,10 @@
 //! scenarios) in release, in one cargo invocation so they share their dependencies' builds,
 //! and runs the bench against the service. A load generator built without optimisation would
 //! measure itself, which is why it is not part of this (debug-built) xtask.
+//!
+//! `--quick` judges no numbers, only that every scenario runs without an error, so it builds
+//! the debug profile: CI has built the dependencies that way for the tests already, where a
+//! release build would start from scratch.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -10,10 +14,12 @@ use anyhow::{Context, Result, bail};
 
 pub fn run(root: &Path, db: &str, quick: bool, scenario: Option<&str>) -> Result<ExitCode> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
+    let profile = if quick { "debug" } else { "release" };
     let status = Command::new(&cargo)
         .args([
             "build",
-            "--release",
+            "--profile",
+            if quick { "dev" } else { "release" },
             "--quiet",
             "--package",
             "integration-service",
@@ -25,15 +31,15 @@ pub fn run(root: &Path, db: &str, quick: bool, scenario: Option<&str>) -> Result
         ])
         .current_dir(root)
         .status()
-        .context("running cargo build --release")?;
+        .with_context(|| format!("running cargo build ({profile})"))?;
     if !status.success() {
-        bail!("cargo build --release failed");
+        bail!("cargo build ({profile}) failed");
     }
     let target = std::env::var("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|_| root.join("target"));
-    let mut bench = Command::new(target.join("release/integration-service-bench"));
+    let mut bench = Command::new(target.join(profile).join("integration-service-bench"));
     bench
         .arg("--service-binary")
-        .arg(target.join("release/integration-service"))
+        .arg(target.join(profile).join("integration-service"))
         .arg("--out")
         .arg(target.join("bench"))
         .args(["--db", db]);
