@@ -15,6 +15,7 @@ use crate::erp::webhook::WebhookRefusal;
 use crate::fieldreport::service::FieldReportError;
 use crate::jobs::JobError;
 use crate::leasing::service::LeasingError;
+use crate::leasing::watch::WatchError;
 use crate::store::StoreError;
 use crate::telemetry;
 use crate::upstream::UpstreamError;
@@ -231,6 +232,19 @@ impl From<LeasingError> for ApiError {
                 telemetry::report_leasing_failure(code, &other.to_string());
                 Self::new(ErrorStatusCode::INTERNAL_SERVER_ERROR, code, other.to_string()).leasing()
             }
+        }
+    }
+}
+
+/// The subscriptions' errors (leasing routes: `success: false` is added by the front).
+impl From<WatchError> for ApiError {
+    fn from(error: WatchError) -> Self {
+        match error {
+            WatchError::Invalid(errors) => Self::validation(errors).leasing(),
+            WatchError::SubscriptionNotFound(_) | WatchError::DeliveryNotFound(_) => {
+                Self::not_found(error.to_string()).leasing()
+            }
+            WatchError::Store(e) => ApiError::from(e).leasing(),
         }
     }
 }
