@@ -40,12 +40,6 @@ impl Watcher {
     /// Checks and stores a subscription: its URL (https, a public address once resolved,
     /// unless `CALLBACK_ALLOW_PRIVATE`), its events (known types; all by default).
     pub async fn subscribe(&self, request: SubscriptionRequest) -> Result<WithSecret, WatchError> {
-        let allow_private = self.config.allow_private;
-        let url =
-            check_url(request.url.trim(), allow_private).map_err(|refusal| invalid("url", refusal.to_string()))?;
-        if let Some(Host::Domain(name)) = url.host() {
-            resolve(name, allow_private).await.map_err(|refusal| invalid("url", refusal.to_string()))?;
-        }
         let events = match request.events {
             None => vec![STATE_CHANGED.to_string()],
             Some(events) if events.is_empty() => return Err(invalid("events", "Name at least one event type.")),
@@ -64,6 +58,13 @@ impl Watcher {
         let description = request.description.filter(|d| !d.trim().is_empty());
         if description.as_ref().is_some_and(|d| d.chars().count() > MAX_DESCRIPTION) {
             return Err(invalid("description", format!("At most {MAX_DESCRIPTION} characters.")));
+        }
+        // The URL last: resolving its name is the slow part.
+        let allow_private = self.config.allow_private;
+        let url =
+            check_url(request.url.trim(), allow_private).map_err(|refusal| invalid("url", refusal.to_string()))?;
+        if let Some(Host::Domain(name)) = url.host() {
+            resolve(name, allow_private).await.map_err(|refusal| invalid("url", refusal.to_string()))?;
         }
         let id = format!("sub_{}", uuid::Uuid::new_v4().simple());
         let secret = new_secret();
