@@ -341,7 +341,8 @@ pub async fn leasing_subscription_rotate_secret(
 /// List a subscription's deliveries
 ///
 /// The newest deliveries first: each event sent (or to be sent) to this subscription, with
-/// its attempts, the last answer's status code or error, and the next attempt.
+/// its attempts, the last answer's status code or error, and the next attempt. 422 when
+/// `limit` is not from 1 to 500.
 #[dropshot::endpoint {
     method = GET,
     path = "/api/v1/leasing/subscriptions/{id}/deliveries",
@@ -354,7 +355,13 @@ pub async fn leasing_subscription_deliveries(
     query: Query<DeliveriesQuery>,
 ) -> Result<HttpResponseOk<DeliveryList>, ApiError> {
     authorize(&rqctx, &token).await?;
-    let limit = query.into_inner().limit.unwrap_or(100).clamp(1, MAX_DELIVERIES);
+    let limit = query.into_inner().limit.unwrap_or(100);
+    if !(1..=MAX_DELIVERIES).contains(&limit) {
+        let message = format!("limit is between 1 and {MAX_DELIVERIES}.");
+        return Err(
+            ApiError::validation(crate::error::FieldErrors::from([("limit".to_string(), vec![message])])).leasing()
+        );
+    }
     let rows = rqctx.context().leasing.watcher().deliveries(&path.into_inner().id, limit).await?;
     Ok(HttpResponseOk(DeliveryList { items: rows.into_iter().map(Delivery::from).collect() }))
 }

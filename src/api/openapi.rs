@@ -377,7 +377,7 @@ fn complete_subscription_operation(op: &mut Value, op_id: &str) {
         });
     }
     if op_id == "leasing_subscription_deliveries" {
-        op["responses"]["400"] = json!({"description": "`limit` is not a whole number from 1 to 500.", "content": example("bad_request", "unable to parse query string", None)});
+        op["responses"]["422"] = json!({"$ref": "#/components/responses/ValidationFailed"});
     }
 }
 

@@ -111,6 +111,8 @@ pub struct DeliveryWork {
     pub secret: String,
     /// The secret before a rotation, while it still signs.
     pub previous_secret: Option<String>,
+    /// Whether the subscription's deliveries were failing when this one was claimed.
+    pub subscription_failing: bool,
 }
 
 /// How an attempt ended.
@@ -414,7 +416,8 @@ impl Store {
 
     /// Claims up to `limit` due deliveries for `owner` until `until`: pending ones whose time
     /// came and behind which no older pending delivery of the same subscription and financing
-    /// request waits (so that each request's events arrive in order).
+    /// request waits (so that each request's events arrive in order). `owner` must name this
+    /// claim alone (the deliverer takes a new one per claim): the claimed rows are read back by it.
     pub async fn delivery_claim_due(
         &self,
         owner: &str,
@@ -430,37 +433,30 @@ impl Store {
                 "WITH picked AS MATERIALIZED (SELECT d.id FROM leasing_deliveries d WHERE {due} \
                  FOR UPDATE OF d SKIP LOCKED) \
                  UPDATE leasing_deliveries SET lease_owner = $2, lease_until = $3 FROM picked \
-                 WHERE leasing_deliveries.id = picked.id RETURNING leasing_deliveries.id"
+                 WHERE leasing_deliveries.id = picked.id"
             ),
             Dialect::Sqlite => sql!(
                 "UPDATE leasing_deliveries SET lease_owner = $2, lease_until = $3 \
-                 WHERE id IN (SELECT d.id FROM leasing_deliveries d WHERE {due}) RETURNING id"
+                 WHERE id IN (SELECT d.id FROM leasing_deliveries d WHERE {due})"
             ),
         };
-        let ids: Vec<i64> = {
+        {
             let _turn = self.write_turn().await;
-            let rows = sqlx::query(statement)
-                .bind(now_ms())
-                .bind(owner)
-                .bind(until)
-                .bind(limit)
-                .fetch_all(self.pool())
-                .await?;
-            rows.iter().map(|row| row.try_get("id")).collect::<Result<_, _>>()?
-        };
-        let mut work = Vec::with_capacity(ids.len());
-        for id in ids {
-            let row = sqlx::query(
-                "SELECT d.id, d.subscription_id, d.attempts, d.created_at, e.id AS event_id, e.payload, \
-                 e.created_at AS event_created_at, s.url, s.secret, s.previous_secret, s.previous_secret_until \
-                 FROM leasing_deliveries d JOIN leasing_events e ON e.seq = d.event_seq \
-                 JOIN leasing_subscriptions s ON s.id = d.subscription_id WHERE d.id = $1",
-            )
-            .bind(id)
-            .fetch_optional(self.pool())
-            .await?;
-            // None: the subscription was deleted meanwhile (its deliveries with it).
-            let Some(row) = row else { continue };
+            sqlx::query(statement).bind(now_ms()).bind(owner).bind(until).bind(limit).execute(self.pool()).await?;
+        }
+        // One read for the whole claim: `owner` names this claim alone.
+        let rows = sqlx::query(
+            "SELECT d.id, d.subscription_id, d.attempts, d.created_at, e.id AS event_id, e.payload, \
+             e.created_at AS event_created_at, s.url, s.secret, s.previous_secret, s.previous_secret_until, \
+             s.failing_since FROM leasing_deliveries d JOIN leasing_events e ON e.seq = d.event_seq \
+             JOIN leasing_subscriptions s ON s.id = d.subscription_id \
+             WHERE d.lease_owner = $1 AND d.status = 'pending' ORDER BY d.next_attempt_at, d.id",
+        )
+        .bind(owner)
+        .fetch_all(self.pool())
+        .await?;
+        let mut work = Vec::with_capacity(rows.len());
+        for row in &rows {
             let previous_until: Option<i64> = row.try_get("previous_secret_until")?;
             let previous_secret: Option<String> = row.try_get("previous_secret")?;
             work.push(DeliveryWork {
@@ -474,6 +470,7 @@ impl Store {
                 url: row.try_get("url")?,
                 secret: row.try_get("secret")?,
                 previous_secret: previous_secret.filter(|_| previous_until.is_some_and(|until| until > now_ms())),
+                subscription_failing: row.try_get::<Option<i64>, _>("failing_since")?.is_some(),
             });
         }
         Ok(work)
@@ -491,6 +488,24 @@ impl Store {
         disable_before: i64,
     ) -> Result<bool, StoreError> {
         let now = now_ms();
+        if let AttemptOutcome::Delivered { status_code } = outcome
+            && !work.subscription_failing
+        {
+            // The common case, one statement: nothing to change at the subscription.
+            let _turn = self.write_turn().await;
+            sqlx::query(
+                "UPDATE leasing_deliveries SET status = 'delivered', attempts = attempts + 1, last_status_code = $1, \
+                 last_error = NULL, next_attempt_at = NULL, last_attempt_at = $2, finished_at = $2, \
+                 lease_owner = NULL, lease_until = NULL WHERE id = $3 AND lease_owner = $4",
+            )
+            .bind(*status_code)
+            .bind(now)
+            .bind(work.id)
+            .bind(owner)
+            .execute(self.pool())
+            .await?;
+            return Ok(false);
+        }
         let mut tx = self.write_transaction().await?;
         let (status, code, error, next) = match outcome {
             AttemptOutcome::Delivered { status_code } => ("delivered", Some(*status_code), None, None),

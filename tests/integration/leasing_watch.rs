@@ -269,6 +269,9 @@ async fn every_change_arrives_signed_and_in_order(db: Db) {
     assert!(metrics.contains(&format!("integration_leasing_events{{status=\"delivered\"}} {}", items.len())));
     assert!(metrics.contains("integration_leasing_events{status=\"pending\"} 0"));
 
+    let too_many = svc.get(&token, &format!("/api/v1/leasing/subscriptions/{sub}/deliveries?limit=501")).await;
+    assert!(error_body(too_many, 422).await["errors"]["limit"].is_array());
+
     let deleted = svc.call(&token, Method::DELETE, &format!("/api/v1/leasing/subscriptions/{sub}"), None).await;
     assert_eq!(deleted.status(), 204);
     let gone = svc.get(&token, &format!("/api/v1/leasing/subscriptions/{sub}")).await;

@@ -36253,7 +36253,7 @@ let response = client.leasing_subscription_delete()
     }
     /**List a subscription's deliveries
 
-The newest deliveries first: each event sent (or to be sent) to this subscription, with its attempts, the last answer's status code or error, and the next attempt.
+The newest deliveries first: each event sent (or to be sent) to this subscription, with its attempts, the last answer's status code or error, and the next attempt. 422 when `limit` is not from 1 to 500.
 
 Needs a token with the ability `leasing` (login tokens hold every ability, `*`).
 
@@ -54565,13 +54565,6 @@ pub mod builder {
             let response = result?;
             match response.status().as_u16() {
                 200u16 => ResponseValue::from_response(response).await,
-                400u16 => {
-                    Err(
-                        Error::ErrorResponse(
-                            ResponseValue::from_response(response).await?,
-                        ),
-                    )
-                }
                 400u16..=499u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -54594,6 +54587,13 @@ pub mod builder {
                     )
                 }
                 404u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                422u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,

@@ -1953,7 +1953,7 @@ export interface paths {
         };
         /**
          * List a subscription's deliveries
-         * @description The newest deliveries first: each event sent (or to be sent) to this subscription, with its attempts, the last answer's status code or error, and the next attempt.
+         * @description The newest deliveries first: each event sent (or to be sent) to this subscription, with its attempts, the last answer's status code or error, and the next attempt. 422 when `limit` is not from 1 to 500.
          *
          *     Needs a token with the ability `leasing` (login tokens hold every ability, `*`).
          */
@@ -9576,23 +9576,6 @@ export interface operations {
                     "application/json": components["schemas"]["DeliveryList"];
                 };
             };
-            /** @description `limit` is not a whole number from 1 to 500. */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    /**
-                     * @example {
-                     *       "error_code": "bad_request",
-                     *       "message": "unable to parse query string",
-                     *       "request_id": "0d5c1e3e-8b7f-4f4e-9c57-2f1f0c9e1a11",
-                     *       "success": false
-                     *     }
-                     */
-                    "application/json": components["schemas"]["ApiError"];
-                };
-            };
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             /** @description No such subscription (`not_found`). */
@@ -9612,6 +9595,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
+            422: components["responses"]["ValidationFailed"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };

@@ -47,12 +47,13 @@ fn http_client(allow_private: bool) -> reqwest::Client {
 
 impl Watcher {
     pub(super) async fn deliver(self, mut stopped: watch::Receiver<bool>, log: Logger) {
-        let owner = format!("deliver-{}", uuid::Uuid::new_v4().simple());
         let http = http_client(self.config.allow_private);
         loop {
             if *stopped.borrow() {
                 return;
             }
+            // A name per claim: the store reads the claimed rows back by it.
+            let owner = format!("deliver-{}", uuid::Uuid::new_v4().simple());
             let busy = match self.store.delivery_claim_due(&owner, self.store.lease_deadline(), BATCH).await {
                 Ok(due) if !due.is_empty() => {
                     let sends = futures::stream::iter(due)

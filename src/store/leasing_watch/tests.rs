@@ -61,10 +61,10 @@ async fn a_change_is_recorded_once_with_a_delivery_per_subscription_in_order_per
         let failed =
             AttemptOutcome::Failed { status_code: Some(500), error: "HTTP 500", next_attempt_at: Some(retry_at) };
         assert!(!store.delivery_record(&claimed[0], "a", &failed, 0).await.unwrap());
-        let again = store.delivery_claim_due("a", now_ms() + 60_000, 10).await.unwrap();
+        let again = store.delivery_claim_due("a2", now_ms() + 60_000, 10).await.unwrap();
         assert_eq!((again[0].event_id.as_str(), again[0].attempts), ("e1", 1));
-        store.delivery_record(&again[0], "a", &AttemptOutcome::Delivered { status_code: 204 }, 0).await.unwrap();
-        let next = store.delivery_claim_due("a", now_ms() + 60_000, 10).await.unwrap();
+        store.delivery_record(&again[0], "a2", &AttemptOutcome::Delivered { status_code: 204 }, 0).await.unwrap();
+        let next = store.delivery_claim_due("a3", now_ms() + 60_000, 10).await.unwrap();
         assert_eq!(next.iter().map(|w| w.event_id.as_str()).collect::<Vec<_>>(), ["e3"]);
 
         let listed = store.deliveries_of("sub_1", 10).await.unwrap();
