@@ -129,6 +129,12 @@ pub enum AttemptOutcome<'a> {
     },
 }
 
+// UNCACHED: the claims run from the first second of an empty database on, and Postgres keeps
+// a prepared statement's generic plan once it chose one. Chosen over empty tables, the
+// deliveries' claim was a nested loop of scans: 35 s over 20,000 pending deliveries (2.3 s
+// seen during `cargo xtask bench --db postgres --scenario leasing-watch`, where the
+// deliverer fell to 20 events/s). So the claims are not kept prepared (`persistent(false)`):
+// Postgres plans each with the table as it is, for about a millisecond per claim.
 const SUBSCRIPTION_COLUMNS: &str =
     "id, url, description, events, created_at, previous_secret_until, failing_since, disabled_at";
 const WATCH_COLUMNS: &str = "financing_id, request_id, state, observed_at, terminal, next_poll_at, failures";
@@ -372,8 +378,15 @@ impl Store {
             ),
         };
         let _turn = self.write_turn().await;
-        let rows =
-            sqlx::query(statement).bind(now_ms()).bind(owner).bind(until).bind(limit).fetch_all(self.pool()).await?;
+        // Planned at every run (see `UNCACHED`).
+        let rows = sqlx::query(statement)
+            .persistent(false)
+            .bind(now_ms())
+            .bind(owner)
+            .bind(until)
+            .bind(limit)
+            .fetch_all(self.pool())
+            .await?;
         rows.iter().map(watch_row).collect()
     }
 
@@ -442,7 +455,14 @@ impl Store {
         };
         {
             let _turn = self.write_turn().await;
-            sqlx::query(statement).bind(now_ms()).bind(owner).bind(until).bind(limit).execute(self.pool()).await?;
+            sqlx::query(statement)
+                .persistent(false)
+                .bind(now_ms())
+                .bind(owner)
+                .bind(until)
+                .bind(limit)
+                .execute(self.pool())
+                .await?;
         }
         // One read for the whole claim: `owner` names this claim alone.
         let rows = sqlx::query(
@@ -452,6 +472,7 @@ impl Store {
              JOIN leasing_subscriptions s ON s.id = d.subscription_id \
              WHERE d.lease_owner = $1 AND d.status = 'pending' ORDER BY d.next_attempt_at, d.id",
         )
+        .persistent(false)
         .bind(owner)
         .fetch_all(self.pool())
         .await?;
