@@ -169,3 +169,18 @@ fn describe(error: &reqwest::Error) -> String {
     }
     if cause.is_empty() { kind.to_string() } else { format!("{kind}: {cause}") }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The connection goes only to a checked address: a name that resolves to loopback gets
+    /// no connection, whatever the URL check said before.
+    #[tokio::test]
+    async fn the_client_connects_only_to_checked_addresses() {
+        let refused = http_client(false).get("http://localhost:9/").send().await.unwrap_err();
+        assert!(describe(&refused).contains("resolves to no public address"), "{}", describe(&refused));
+        let allowed = http_client(true).get("http://localhost:9/").send().await.unwrap_err();
+        assert!(!describe(&allowed).contains("public address"), "{}", describe(&allowed));
+    }
+}
