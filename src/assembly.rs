@@ -16,6 +16,7 @@ use crate::erp::webhook::WebhookGuard;
 use crate::fieldreport::service::FieldReportService;
 use crate::jobs::JobsService;
 use crate::leasing::service::LeasingService;
+use crate::leasing::watch::Watcher;
 use crate::mail::Mailer;
 use crate::metrics::Metrics;
 use crate::metrics::operations::OperationMatcher;
@@ -72,7 +73,8 @@ impl Services {
             fieldreport.clone(),
             WebhookGuard { allowlist: config.erp.webhook_allowlist.clone(), secret: config.erp.webhook_secret.clone() },
         );
-        let leasing = leasing_service(config, storage, erp_client, &metrics)?;
+        let watcher = Watcher::new(store.clone(), config.watch.clone(), metrics.clone());
+        let leasing = leasing_service(config, storage, erp_client, &metrics, watcher)?;
         let jobs = JobsService::new(store.clone(), fieldreport.clone(), erp.clone(), metrics.clone());
         Ok(Services { store, auth, openapi: Arc::new(openapi), metrics, fieldreport, erp, leasing, jobs })
     }
@@ -92,6 +94,7 @@ fn leasing_service(
     storage: Storage,
     erp: Result<ErpClient, UpstreamError>,
     metrics: &Arc<Metrics>,
+    watcher: Watcher,
 ) -> Result<LeasingService, AssemblyError> {
     let client =
         configured(LeasingClient::from_config(&config.leasing))?.map(|client| client.with_metrics(metrics.clone()));
@@ -102,7 +105,7 @@ fn leasing_service(
         Arc::new(ErpTemplates::new(erp)),
     )
     .map_err(|e| AssemblyError::Unsupported(e.to_string()))?;
-    Ok(LeasingService::new(client, storage, mailer, config.erp.missing_info_template.clone()))
+    Ok(LeasingService::new(client, storage, mailer, config.erp.missing_info_template.clone(), watcher))
 }
 
 /// The metrics of this service; requests are named by the operations of the served document.

@@ -20,6 +20,7 @@ use crate::api::config::ApiConfig;
 use crate::auth::AuthConfig;
 use crate::front::config::FrontConfig;
 use crate::jobs::config::JobsConfig;
+use crate::leasing::watch::config::WatchConfig;
 use crate::mail::MailConfig;
 use crate::storage::{S3Config, StorageLocation};
 use crate::store::config::StoreConfig;
@@ -72,6 +73,11 @@ pub const SETTING_NAMES: &[&str] = &[
     "S3_SECRET_ACCESS_KEY",
     "S3_ALLOW_HTTP",
     "SCHEDULE",
+    "LEASING_WATCH_INTERVAL_SECONDS",
+    "LEASING_WATCH_CONCURRENCY",
+    "CALLBACK_ALLOW_PRIVATE",
+    "LEASING_DELIVERY_RETRY_SECONDS",
+    "LEASING_DELIVERY_BACKOFF_MILLISECONDS",
 ];
 
 pub use crate::telemetry::LogFormat;
@@ -98,6 +104,8 @@ pub struct Config {
     pub erp: ErpConfig,
     /// Jobs queued at intervals (`SCHEDULE`).
     pub jobs: JobsConfig,
+    /// The leasing state watcher and its deliveries.
+    pub watch: WatchConfig,
     pub log_format: LogFormat,
 }
 
@@ -191,6 +199,7 @@ impl Config {
             fieldreport: FieldReportConfig::read(&raw)?,
             erp: ErpConfig::read(&raw)?,
             jobs: JobsConfig::read(&raw)?,
+            watch: WatchConfig::read(&raw)?,
             log_format: LogFormat::read(&raw)?,
         })
     }

@@ -16,6 +16,7 @@ use crate::fieldreport::service::FieldReportError;
 use crate::jobs::JobError;
 use crate::leasing::flow::FlowFailure;
 use crate::leasing::service::LeasingError;
+use crate::leasing::watch::WatchError;
 use crate::store::StoreError;
 use crate::telemetry;
 use crate::upstream::UpstreamError;
@@ -292,6 +293,19 @@ impl From<FlowFailure> for ApiError {
             failed_step: Some(failure.failed_step),
         });
         error
+    }
+}
+
+/// The subscriptions' errors (leasing routes: `success: false` is added by the front).
+impl From<WatchError> for ApiError {
+    fn from(error: WatchError) -> Self {
+        match error {
+            WatchError::Invalid(errors) => Self::validation(errors).leasing(),
+            WatchError::SubscriptionNotFound(_) | WatchError::DeliveryNotFound(_) => {
+                Self::not_found(error.to_string()).leasing()
+            }
+            WatchError::Store(e) => ApiError::from(e).leasing(),
+        }
     }
 }
 

@@ -22,6 +22,7 @@ use crate::front::tls::{TlsSetupError, TlsTerminator};
 use crate::front::{self, Front};
 use crate::jobs::runner::JobRunner;
 use crate::leasing::calculation::Factors;
+use crate::leasing::watch::poller::WatchTasks;
 use crate::store::Store;
 
 #[derive(Debug, thiserror::Error)]
@@ -47,6 +48,8 @@ pub struct RunningService {
     front_task: JoinHandle<()>,
     inbox_worker: Option<InboxWorker>,
     job_runner: Option<JobRunner>,
+    /// The leasing watcher's poller and deliverer.
+    watch_tasks: Option<WatchTasks>,
     /// Queues `SCHEDULE`'s jobs; `None` when nothing is scheduled.
     scheduler: Option<JoinHandle<()>>,
     janitor: JoinHandle<()>,
@@ -88,6 +91,9 @@ impl RunningService {
         // Jobs in flight end at their next page (the stop above) and go back to the queue.
         if let Some(runner) = self.job_runner.take() {
             runner.stop().await;
+        }
+        if let Some(tasks) = self.watch_tasks.take() {
+            tasks.stop().await;
         }
         self.janitor.abort();
         self.last_used_writer.abort();
@@ -138,6 +144,7 @@ pub async fn start(config: &Config, log: &Logger) -> Result<RunningService, Star
         Services::assemble(config).await?;
     let inbox_worker = erp.start_worker(log.new(o!("component" => "erp-inbox")));
     let job_runner = jobs.start_runner(log.new(o!("component" => "jobs")));
+    let watch_tasks = leasing.start_watching(log.new(o!("component" => "leasing-watch")));
     let scheduler = jobs.start_scheduler(config.jobs.schedule.clone(), log.new(o!("component" => "schedule")));
     let janitor = tokio::spawn(janitor(store.clone(), log.new(o!("component" => "janitor"))));
     let last_used_writer = tokio::spawn(write_last_used(auth.clone(), log.new(o!("component" => "last-used"))));
@@ -211,6 +218,7 @@ pub async fn start(config: &Config, log: &Logger) -> Result<RunningService, Star
         front_task,
         inbox_worker: Some(inbox_worker),
         job_runner: Some(job_runner),
+        watch_tasks: Some(watch_tasks),
         scheduler,
         janitor,
         last_used_writer,

@@ -180,6 +180,13 @@ async fn run(
     total
 }
 
+/// One request: the status and the body as text (e.g. `/metrics`).
+pub async fn once_text(address: SocketAddr, call: &Call) -> Result<(u16, String), String> {
+    let mut sender = connect(address).await?;
+    let (status, body) = send(&mut sender, call).await?;
+    Ok((status, String::from_utf8_lossy(&body).into_owned()))
+}
+
 /// One request, for set-up steps: the status and the body as JSON (null when not JSON).
 pub async fn once(address: SocketAddr, call: &Call) -> Result<(u16, serde_json::Value), String> {
     let mut sender = connect(address).await?;

@@ -11,6 +11,7 @@ mod bare;
 mod load;
 mod scenarios;
 mod service;
+mod watch;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -60,8 +61,18 @@ fn main() -> ExitCode {
     }
 }
 
-pub const SCENARIOS: &[&str] =
-    &["baseline", "auth-read", "list", "forwarded-write", "waiting-flows", "sync", "webhook-ingest", "login", "mixed"];
+pub const SCENARIOS: &[&str] = &[
+    "baseline",
+    "auth-read",
+    "list",
+    "forwarded-write",
+    "waiting-flows",
+    "sync",
+    "webhook-ingest",
+    "login",
+    "mixed",
+    "leasing-watch",
+];
 
 /// How long and how much.
 #[derive(Debug, Clone)]
@@ -133,7 +144,7 @@ fn run(binary: &Path, dir: &Path, db: Database, quick: bool, only: Option<&str>)
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     let rows = runtime.block_on(async {
         let service = Service::start(binary, db).await?;
-        let rows = scenarios(&service, &settings, only.as_deref()).await;
+        let rows = scenarios(&service, &settings, db, only.as_deref()).await;
         service.stop();
         rows
     })?;
@@ -159,7 +170,7 @@ fn run(binary: &Path, dir: &Path, db: Database, quick: bool, only: Option<&str>)
     Ok(failed.is_empty())
 }
 
-async fn scenarios(service: &Service, settings: &Settings, only: Option<&[&str]>) -> Result<Vec<Row>> {
+async fn scenarios(service: &Service, settings: &Settings, db: Database, only: Option<&[&str]>) -> Result<Vec<Row>> {
     let wanted = |name: &str| only.is_none_or(|o| o.contains(&name));
     let mut rows = scenarios::baseline(service, settings).await?;
     let base = rows.iter().find(|r| r.scenario == "baseline").map_or(1.0, |r| r.throughput);
@@ -190,6 +201,9 @@ async fn scenarios(service: &Service, settings: &Settings, only: Option<&[&str]>
     }
     if wanted("mixed") {
         rows.extend(scenarios::mixed(service, settings).await?);
+    }
+    if wanted("leasing-watch") {
+        rows.extend(watch::leasing_watch(service, settings, db).await?);
     }
     Ok(rows)
 }

@@ -21,7 +21,7 @@ fn factory(f: impl Fn(usize, u64) -> Call + Send + Sync + 'static) -> load::Call
 }
 
 /// Runs `calls` over `concurrency` connections and collects the JSON answers in order.
-async fn collect(address: SocketAddr, calls: Vec<Call>, concurrency: usize) -> Result<Vec<Value>> {
+pub async fn collect(address: SocketAddr, calls: Vec<Call>, concurrency: usize) -> Result<Vec<Value>> {
     let total = calls.len();
     let queue = Arc::new(Mutex::new(calls.into_iter().enumerate().collect::<Vec<_>>()));
     let answers = Arc::new(Mutex::new(vec![Value::Null; total]));

@@ -144,14 +144,14 @@ fn start_bare_dropshot(dir: &Path) -> Result<(Process, SocketAddr)> {
 }
 
 /// A fresh database for the run: a SQLite file in `dir`, or a new Postgres database.
-fn database(db: Database, dir: &Path) -> Result<(String, Option<(String, String)>)> {
+fn database(db: Database, dir: &Path, run: &str) -> Result<(String, Option<(String, String)>)> {
     match db {
         Database::Sqlite => Ok((format!("sqlite://{}/bench.db", dir.display()), None)),
         Database::Postgres => {
             let admin = std::env::var("BENCH_POSTGRES_URL")
                 .or_else(|_| std::env::var("TEST_POSTGRES_URL"))
                 .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into());
-            let name = format!("bench_{}", std::process::id());
+            let name = format!("bench_{}{}", std::process::id(), run.replace('-', "_"));
             psql(&admin, &format!("DROP DATABASE IF EXISTS {name}"))?;
             psql(&admin, &format!("CREATE DATABASE {name}"))?;
             let (base, _) = admin.rsplit_once('/').context("BENCH_POSTGRES_URL has no database part")?;
@@ -170,10 +170,16 @@ fn psql(url: &str, statement: &str) -> Result<()> {
 
 impl Service {
     pub async fn start(binary: &Path, db: Database) -> Result<Service> {
-        let dir = std::env::temp_dir().join(format!("integration-service-bench-{}", std::process::id()));
+        Self::start_with(binary, db, "", &[]).await
+    }
+
+    /// A service of its own beside the main one (`run` names its folder and database) with
+    /// `settings` on top of the bench's.
+    pub async fn start_with(binary: &Path, db: Database, run: &str, settings: &[(&str, &str)]) -> Result<Service> {
+        let dir = std::env::temp_dir().join(format!("integration-service-bench-{}{run}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir)?;
-        let (database_url, postgres_database) = database(db, &dir)?;
+        let (database_url, postgres_database) = database(db, &dir, run)?;
         let (simulators, urls) = start_simulators(binary, &dir)?;
         let fieldreport = urls.fieldreport.as_deref().and_then(address_in);
         let mut command = Command::new(binary);
@@ -193,7 +199,8 @@ impl Service {
             // there would refuse the 10,000 held calls of `waiting-flows`.
             .env("MAX_CONNECTIONS", "30000")
             .env("MAX_CONNECTIONS_PER_ADDRESS", "30000")
-            .env("MAX_HELD_CALLS_PER_TOKEN", "30000");
+            .env("MAX_HELD_CALLS_PER_TOKEN", "30000")
+            .envs(settings.iter().copied());
         let (child, mut printed) = spawn(command, &dir, "service")?;
         let mut front = None;
         while front.is_none() {

@@ -29,6 +29,7 @@ pub mod idempotency;
 pub mod jobs;
 pub mod leasing;
 pub mod leasing_schema;
+pub mod leasing_watch;
 pub mod openapi;
 pub mod operations;
 pub mod query_flag;
@@ -96,6 +97,14 @@ pub fn description() -> ApiDescription<ApiContext> {
         leasing::leasing_calculate_default.into(),
         leasing::leasing_calculate_instalment.into(),
         leasing::leasing_calculate.into(),
+        leasing_watch::leasing_subscription_create.into(),
+        leasing_watch::leasing_subscription_list.into(),
+        leasing_watch::leasing_subscription_show.into(),
+        leasing_watch::leasing_subscription_delete.into(),
+        leasing_watch::leasing_subscription_rotate_secret.into(),
+        leasing_watch::leasing_subscription_deliveries.into(),
+        leasing_watch::leasing_subscription_delivery_retry.into(),
+        leasing_watch::leasing_watch.into(),
         fieldreport_tools::fieldreport_show.into(),
         fieldreport_tools::fieldreport_show_entity.into(),
         fieldreport_tools::fieldreport_show_having.into(),

@@ -16,6 +16,13 @@ const LOCAL_LEASING_OPERATIONS: &[&str] = &[
     "leasing_calculate",
     "leasing_request_flow_health",
     "leasing_request_flow_show",
+    "leasing_subscription_create",
+    "leasing_subscription_list",
+    "leasing_subscription_show",
+    "leasing_subscription_delete",
+    "leasing_subscription_rotate_secret",
+    "leasing_subscription_deliveries",
+    "leasing_subscription_delivery_retry",
 ];
 
 /// ERP operations that call the ERP (or, `fieldReportPost`, the field-report system).
@@ -171,6 +178,12 @@ fn complete(doc: &mut Value) {
             }),
         );
     }
+    if let Value::Object(event_schemas) = event_schema() {
+        let schemas = doc["components"]["schemas"].as_object_mut().expect("the document has schemas");
+        for (name, schema) in event_schemas {
+            schemas.entry(name).or_insert(schema);
+        }
+    }
     let paths = doc["paths"].as_object_mut().expect("the document has paths");
     for item in paths.values_mut() {
         for (method, op) in item.as_object_mut().into_iter().flatten() {
@@ -221,6 +234,9 @@ fn complete(doc: &mut Value) {
             }
             if tags.iter().any(|t| t == "jobs") {
                 complete_jobs_operation(op, &op_id);
+            }
+            if op_id.starts_with("leasing_subscription_") {
+                complete_subscription_operation(op, &op_id);
             }
             if op_id.starts_with("erp_webhook") {
                 op["responses"]["401"] = json!({
@@ -564,6 +580,45 @@ fn complete_jobs_operation(op: &mut Value, op_id: &str) {
     if op_id == "jobs_list" {
         op["responses"]["422"] = json!({"$ref": "#/components/responses/ValidationFailed"});
     }
+}
+
+/// The answers of the subscription routes besides success: an unknown subscription or
+/// delivery, a refused URL.
+fn complete_subscription_operation(op: &mut Value, op_id: &str) {
+    let example = |code: &str, message: &str, errors: Option<Value>| {
+        let mut body = json!({"message": message, "error_code": code, "request_id": "0d5c1e3e-8b7f-4f4e-9c57-2f1f0c9e1a11", "success": false});
+        if let Some(errors) = errors {
+            body["errors"] = errors;
+        }
+        json!({"application/json": {"schema": {"$ref": "#/components/schemas/ApiError"}, "example": body}})
+    };
+    if !matches!(op_id, "leasing_subscription_create" | "leasing_subscription_list") {
+        let what =
+            if op_id == "leasing_subscription_delivery_retry" { "subscription or delivery" } else { "subscription" };
+        op["responses"]["404"] = json!({
+            "description": format!("No such {what} (`not_found`)."),
+            "content": example("not_found", "There is no subscription sub_0123456789abcdef0123456789abcdef.", None)
+        });
+    }
+    if op_id == "leasing_subscription_create" {
+        op["responses"]["422"] = json!({
+            "description": "A field is invalid (`validation_failed`, the fields named in `errors`): the `url` is not https, or resolves to a loopback, private, link-local or unique-local address (allowed only with `CALLBACK_ALLOW_PRIVATE`), or cannot be resolved; an event type is unknown; the description is too long.",
+            "content": example("validation_failed", "url: 127.0.0.1 is not a public address", Some(json!({"url": ["127.0.0.1 is not a public address"]})))
+        });
+    }
+    if op_id == "leasing_subscription_deliveries" {
+        op["responses"]["422"] = json!({"$ref": "#/components/responses/ValidationFailed"});
+    }
+}
+
+/// The schema of the event posted to subscriptions, which no operation answers: stated in
+/// the document so that a consumer finds it (the `Subscription` schema names it).
+fn event_schema() -> Value {
+    let mut generator = schemars::r#gen::SchemaSettings::openapi3().into_generator();
+    let root = generator.root_schema_for::<super::leasing_watch::LeasingStateChangedEvent>();
+    let mut schemas = serde_json::to_value(generator.definitions()).expect("schemas serialise");
+    schemas["LeasingStateChangedEvent"] = serde_json::to_value(root.schema).expect("a schema serialises");
+    schemas
 }
 
 /// The exposition's media type and the optional metrics token.

@@ -25,6 +25,8 @@ pub(super) async fn serve(mut config: Config, sandbox: bool) -> anyhow::Result<(
         println!("sandbox: leasing provider simulator at {}", sandboxes.leasing_base_url());
         println!("sandbox: field-report simulator at {}", sandboxes.fieldreport_base_url());
         println!("sandbox: ERP simulator at {}", sandboxes.erp_base_url());
+        // Subscribers in a sandbox are local receivers.
+        config.watch.allow_private = true;
         // The simulator calls the webhook from loopback; a secret is made up unless configured.
         if config.erp.webhook_allowlist.is_empty() {
             config.erp.webhook_allowlist = vec!["127.0.0.0/8".parse()?, "::1/128".parse()?];

@@ -5,3 +5,4 @@ pub mod flow;
 pub mod payload;
 pub mod service;
 pub mod state;
+pub mod watch;

@@ -8,9 +8,13 @@ use serde_json::{Map, Value, json};
 
 use super::payload::{MAX_AMOUNT, MIN_AMOUNT, validate_create, validate_lessee_patch, validate_patch, with_defaults};
 use super::state::{Observation, observe};
+use super::watch::Watcher;
 use crate::mail::Mailer;
+use crate::metrics::ObservationSource;
 use crate::stop::{Stop, StopSignal};
 use crate::storage::{Storage, StorageKey};
+use crate::store::leasing_watch::WatchRow;
+use crate::store::now_ms;
 use crate::upstream::UpstreamError;
 use crate::upstream::leasing::{LeasingClient, body};
 use crate::vocabulary::field_errors::FieldErrors;
@@ -153,6 +157,8 @@ pub struct LeasingService {
     storage: Storage,
     mailer: Mailer,
     missing_info_template: String,
+    /// Records the states this service reads, and watches the requests it creates.
+    watcher: Watcher,
 }
 
 impl LeasingService {
@@ -161,8 +167,27 @@ impl LeasingService {
         storage: Storage,
         mailer: Mailer,
         missing_info_template: String,
+        watcher: Watcher,
     ) -> Self {
-        LeasingService { client, storage, mailer, missing_info_template }
+        LeasingService { client, storage, mailer, missing_info_template, watcher }
+    }
+
+    pub fn watcher(&self) -> &Watcher {
+        &self.watcher
+    }
+
+    /// Starts the watcher's poller (over this service's provider client) and deliverer.
+    pub fn start_watching(&self, log: slog::Logger) -> super::watch::poller::WatchTasks {
+        self.watcher.start_tasks(self.client.clone(), log)
+    }
+
+    /// Starts watching a request created elsewhere (or created here: then it is watched
+    /// already): reads its state now, which also proves that the provider knows it.
+    pub async fn watch(&self, id: &str) -> Result<WatchRow, LeasingError> {
+        let id = financing_id(id)?;
+        let read_at = now_ms();
+        let request = self.client()?.get(id).await?;
+        self.watcher.start(id, &request, read_at).await.map_err(|e| LeasingError::Storage(e.to_string()))
     }
 
     pub fn is_configured(&self) -> bool {
@@ -178,7 +203,16 @@ impl LeasingService {
     pub async fn create(&self, payload: &Value) -> Result<Value, LeasingError> {
         validate_create(payload).map_err(LeasingError::Invalid)?;
         let request = body(payload).map_err(bad_body)?;
+        let read_at = now_ms();
         let created = self.client()?.create(&request).await?;
+        let id = created.get("FinancingId").and_then(Value::as_str).map(str::to_string);
+        if let Some(id) = id {
+            // The request exists at the provider now: a failure to watch it is reported, and
+            // does not turn the creation into an error a client would repeat.
+            if let Err(error) = self.watcher.start(&id, &created, read_at).await {
+                crate::telemetry::report_internal_error(&format!("leasing watch: {id} is not watched: {error}"));
+            }
+        }
         let mut data = payload.as_object().cloned().unwrap_or_default();
         if let Value::Object(answer) = created {
             data.extend(answer.into_iter().filter(|(_, v)| !v.is_null()));
@@ -188,21 +222,38 @@ impl LeasingService {
 
     pub async fn show(&self, id: &str) -> Result<Value, LeasingError> {
         let id = financing_id(id)?;
-        Ok(with_defaults(self.client()?.get(id).await?))
+        let read_at = now_ms();
+        let request = self.client()?.get(id).await?;
+        self.watcher.observe(ObservationSource::Read, id, &request, read_at).await;
+        Ok(with_defaults(request))
+    }
+
+    /// Reads a request's state for a wait, and records it.
+    async fn read_for_wait(&self, client: &LeasingClient, id: &str) -> Result<Value, LeasingError> {
+        let read_at = now_ms();
+        let request = Box::pin(client.get(id)).await?;
+        Box::pin(self.watcher.observe(ObservationSource::Wait, id, &request, read_at)).await;
+        Ok(with_defaults(request))
     }
 
     pub async fn patch_request(&self, id: &str, patch: &Value) -> Result<Value, LeasingError> {
         let id = financing_id(id)?;
         validate_patch(patch).map_err(LeasingError::Invalid)?;
         let patch = body(patch).map_err(bad_body)?;
-        Ok(with_defaults(self.client()?.patch_request(id, &patch).await?))
+        let read_at = now_ms();
+        let request = self.client()?.patch_request(id, &patch).await?;
+        self.watcher.observe(ObservationSource::Read, id, &request, read_at).await;
+        Ok(with_defaults(request))
     }
 
     pub async fn patch_lessee(&self, id: &str, patch: &Value) -> Result<Value, LeasingError> {
         let id = financing_id(id)?;
         validate_lessee_patch(patch).map_err(LeasingError::Invalid)?;
         let patch = body(patch).map_err(bad_body)?;
-        Ok(with_defaults(self.client()?.patch_lessee(id, &patch).await?))
+        let read_at = now_ms();
+        let request = self.client()?.patch_lessee(id, &patch).await?;
+        self.watcher.observe(ObservationSource::Read, id, &request, read_at).await;
+        Ok(with_defaults(request))
     }
 
     /// Waits until the request is `ReadyToSign`, following the seed's table. `known` is a
@@ -223,7 +274,7 @@ impl LeasingService {
         // (`cargo xtask bench --scenario waiting-flows` measures the service's memory).
         let mut request = match known {
             Some(request) => request,
-            None => with_defaults(Box::pin(client.get(id)).await?),
+            None => Box::pin(self.read_for_wait(client, id)).await?,
         };
         let mut attempts = 0;
         loop {
@@ -243,7 +294,7 @@ impl LeasingService {
                         stopped = stop.stopped() => return Err(LeasingError::Stopped(stopped)),
                     }
                     attempts += 1;
-                    request = with_defaults(Box::pin(client.get(id)).await?);
+                    request = Box::pin(self.read_for_wait(client, id)).await?;
                 }
             }
         }

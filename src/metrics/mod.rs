@@ -19,6 +19,7 @@ pub mod jobs;
 pub mod operations;
 pub mod process;
 pub mod timing;
+pub mod watch;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -27,6 +28,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use exposition::Exposition;
 use operations::OperationMatcher;
 use timing::Timing;
+pub use watch::ObservationSource;
 
 use crate::store::Store;
 use crate::store::erp::InboxDepths;
@@ -111,6 +113,8 @@ pub struct DatabaseGauges {
     pub record_cache_lookups: Option<(u64, u64)>,
     /// When each job kind and target last succeeded (epoch ms); `None` when the query failed.
     pub job_last_successes: Option<Vec<(String, String, i64)>>,
+    /// The leasing watcher's requests and deliveries; `None` when a query failed.
+    pub watch: Option<watch::WatchGauges>,
 }
 
 impl DatabaseGauges {
@@ -139,6 +143,14 @@ impl DatabaseGauges {
         match store.job_last_successes().await {
             Ok(successes) => gauges.job_last_successes = Some(successes),
             Err(error) => crate::telemetry::report_internal_error(&format!("metrics: job successes: {error}")),
+        }
+        match (store.watch_counts().await, store.delivery_depths().await) {
+            (Ok(watched), Ok((deliveries, oldest_pending))) => {
+                gauges.watch = Some(watch::WatchGauges { watched, deliveries, oldest_pending })
+            }
+            (Err(error), _) | (_, Err(error)) => {
+                crate::telemetry::report_internal_error(&format!("metrics: leasing watch: {error}"))
+            }
         }
         gauges
     }
@@ -176,6 +188,7 @@ pub struct Metrics {
     connections_open: AtomicU64,
     connections_refused: [AtomicU64; ConnectionRefusal::ALL.len()],
     jobs: jobs::JobTimings,
+    watch: watch::WatchMetrics,
     started_at: SystemTime,
 }
 
@@ -191,6 +204,7 @@ impl Metrics {
             connections_open: AtomicU64::new(0),
             connections_refused: Default::default(),
             jobs: Default::default(),
+            watch: Default::default(),
             started_at: SystemTime::now(),
         }
     }
@@ -223,6 +237,21 @@ impl Metrics {
         self.jobs.observe(kind, target, status, elapsed);
     }
 
+    /// A state of a financing request was read (and recorded when the request is watched).
+    pub fn watch_observed(&self, source: ObservationSource) {
+        self.watch.observed(source);
+    }
+
+    /// A state change was recorded with its event.
+    pub fn watch_event_recorded(&self) {
+        self.watch.event_recorded();
+    }
+
+    /// A delivery attempt ended; `latency`, from the change to its delivery, when delivered.
+    pub fn delivery_attempted(&self, delivered: bool, elapsed: Duration, latency: Option<Duration>) {
+        self.watch.attempted(delivered, elapsed, latency);
+    }
+
     pub fn connection_opened(&self) {
         self.connections_open.fetch_add(1, Ordering::Relaxed);
     }
@@ -247,6 +276,7 @@ impl Metrics {
         if let Some(successes) = &database.job_last_successes {
             jobs::render_last_successes(&mut out, successes);
         }
+        self.watch.render(&mut out, database.watch.as_ref());
         self.render_process(&mut out);
         out.into_text()
     }

@@ -7,6 +7,10 @@
 //! | `[declined]` `[cancelled]` `[missing-info]` `[running-contract]` `[contract-printed]` | that state from the 1st read |
 //! | `[slow:N]` | `RequestToGrenke` until the N-th read, `ReadyToSign` from then on |
 //! | `[never-ready]` | `ApplicationReceived` always |
+//! | `[moves:S]` | by itself, read or not: `RequestToGrenke`, after S seconds (a decimal, e.g. `0.5`) `ReadyToSign`, after 2·S `Contracted` |
+//!
+//! `[moves:S]` is what the state watcher's tour, tests and bench use: a request that changes
+//! while nobody asks, as a real one does.
 //!
 //! `GET /__sandbox/stats` says how many requests it holds (tests use it to prove that a
 //! retried create created nothing new). It enforces the provider's 400 rules (amount equals the sum of the objects to the cent,
@@ -38,6 +42,8 @@ enum Scenario {
     Fixed(&'static str),
     Slow(u32),
     NeverReady,
+    /// Moves on every this many milliseconds.
+    Moves(u64),
 }
 
 impl Scenario {
@@ -57,6 +63,13 @@ impl Scenario {
         if name.contains("[never-ready]") {
             return Scenario::NeverReady;
         }
+        if let Some(rest) = name.split("[moves:").nth(1)
+            && let Some(seconds) = rest.split(']').next().and_then(|s| s.trim().parse::<f64>().ok())
+            && seconds.is_finite()
+            && seconds >= 0.0
+        {
+            return Scenario::Moves((seconds * 1000.0) as u64);
+        }
         if let Some(rest) = name.split("[slow:").nth(1)
             && let Some(n) = rest.split(']').next().and_then(|n| n.trim().parse().ok())
         {
@@ -65,8 +78,21 @@ impl Scenario {
         Scenario::Normal
     }
 
+    /// The state at the `read`-th read, `elapsed` after the request was created.
+    fn state_at(&self, read: u32, elapsed: std::time::Duration) -> &'static str {
+        match self {
+            Scenario::Moves(step) => match elapsed.as_millis() as u64 / (*step).max(1) {
+                0 => "RequestToGrenke",
+                1 => "ReadyToSign",
+                _ => "Contracted",
+            },
+            other => other.state_on_read(read),
+        }
+    }
+
     fn state_on_read(&self, read: u32) -> &'static str {
         match self {
+            Scenario::Moves(_) => "RequestToGrenke",
             Scenario::Normal if read >= 2 => "ReadyToSign",
             Scenario::Normal => "RequestToGrenke",
             Scenario::Fixed(state) => state,
@@ -81,6 +107,7 @@ struct StoredRequest {
     document: Map<String, Value>,
     scenario: Scenario,
     reads: u32,
+    created: std::time::Instant,
     /// Set by actions (e-signature, cancel, paper); wins over the scenario once set.
     state: Option<&'static str>,
     contract: bool,
@@ -88,7 +115,7 @@ struct StoredRequest {
 
 impl StoredRequest {
     fn current_state(&self) -> &'static str {
-        self.state.unwrap_or_else(|| self.scenario.state_on_read(self.reads.max(1)))
+        self.state.unwrap_or_else(|| self.scenario.state_at(self.reads.max(1), self.created.elapsed()))
     }
 }
 
@@ -263,7 +290,14 @@ impl Provider {
         body.insert("CreatedAt".into(), json!(chrono::Utc::now().to_rfc3339()));
         self.requests.lock().expect("lock").insert(
             financing_id.clone(),
-            StoredRequest { document: body, scenario, reads: 0, state: None, contract: false },
+            StoredRequest {
+                document: body,
+                scenario,
+                reads: 0,
+                created: std::time::Instant::now(),
+                state: None,
+                contract: false,
+            },
         );
         // The provider leaves RequestId out of the create answer; it appears on GET.
         json(StatusCode::CREATED, &json!({"FinancingId": financing_id, "State": "RequestToGrenke"}))
@@ -377,6 +411,13 @@ mod tests {
         assert_eq!(Scenario::Normal.state_on_read(2), "ReadyToSign");
         assert_eq!(Scenario::Slow(3).state_on_read(2), "RequestToGrenke");
         assert_eq!(Scenario::Slow(3).state_on_read(3), "ReadyToSign");
+        let moves = Scenario::of("ACME [moves:1.5]");
+        assert_eq!(moves, Scenario::Moves(1500));
+        let at = |ms| moves.state_at(1, std::time::Duration::from_millis(ms));
+        assert_eq!(
+            (at(0), at(1499), at(1500), at(3000)),
+            ("RequestToGrenke", "RequestToGrenke", "ReadyToSign", "Contracted")
+        );
     }
 
     #[test]

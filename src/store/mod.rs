@@ -31,6 +31,7 @@ pub mod flows;
 pub mod idempotency;
 pub mod jobs;
 pub mod lease;
+pub mod leasing_watch;
 pub mod login_failures;
 pub mod tokens;
 pub mod users;

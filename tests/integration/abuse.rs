@@ -158,6 +158,9 @@ impl Known {
             "value" => "10001".into(),
             "stage" => "1".into(),
             "type" => "create".into(),
+            // A subscription's delivery: the walk needs the route, not a subscription (404).
+            "id" if path.starts_with("/api/v1/leasing/subscriptions/") => "sub_00000000000000000000000000000000".into(),
+            "delivery" => "1".into(),
             "monthlyInstalment" => "299".into(),
             "period" => "84".into(),
             other => panic!("no valid value known for path parameter {other} of {path}"),

@@ -225,7 +225,7 @@ async fn a_flow_killed_midway_is_recorded_as_interrupted(db: Db) {
         .bearer_auth(&token)
         .header("idempotency-key", "killed-flow")
         .json(&body)
-        .send()
+        .checked()
         .await
         .unwrap();
     assert_eq!(retry.status(), 409);
@@ -236,7 +236,7 @@ async fn a_flow_killed_midway_is_recorded_as_interrupted(db: Db) {
     let stats: Value = instance
         .client
         .get(format!("{}/__sandbox/stats", sandboxes.leasing_base_url()))
-        .send()
+        .checked()
         .await
         .unwrap()
         .json()

@@ -191,6 +191,19 @@ fn the_readme_tour_runs_as_written() {
     assert_eq!(local["ExternalId"], customer_id.as_str(), "{context}");
     assert_eq!(local["Name"], "Tour Bikes GmbH", "{context}");
     assert_eq!(local["SupportMail"], "hello@tour-bikes.example", "{context}");
+    // Told of a change: the subscription (its secret shown), the moving request, its event.
+    let subscription = answers.json();
+    assert!(subscription["secret"].as_str().is_some_and(|s| s.starts_with("whsec_")), "{context}");
+    assert_eq!(subscription["events"], serde_json::json!(["leasing.state_changed"]), "{context}");
+    let moving = answers.json();
+    assert_eq!(moving["meta"]["state"], "RequestToGrenke", "{context}");
+    let moving_id = moving["data"]["FinancingId"].as_str().unwrap();
+    let (webhook_id, event) = answers.text().split_once(' ').expect("the webhook-id, then the event");
+    let event: Value = serde_json::from_str(event).unwrap_or_else(|e| panic!("not an event ({e}): {context}"));
+    assert_eq!((event["type"].as_str(), event["id"].as_str()), (Some("leasing.state_changed"), Some(webhook_id)));
+    assert_eq!(event["data"]["financingId"], moving_id, "{context}");
+    assert_eq!(event["data"]["previousState"], "RequestToGrenke", "{context}");
+    assert_eq!(event["data"]["state"], "ReadyToSign", "{context}");
     assert!(answers.lines.next().is_none(), "more output than steps: {context}");
 
     // The service ran on the tour's database under ./var, had the webhook registered, and was

@@ -1640,6 +1640,45 @@ pub mod types {
             Default::default()
         }
     }
+    ///One event sent to one subscription.
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    pub struct Delivery {
+        pub attempts: i64,
+        pub created_at: ::std::string::String,
+        ///The event's id, sent as `webhook-id` on every attempt.
+        pub event_id: ::std::string::String,
+        pub financing_id: ::std::string::String,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub finished_at: ::std::option::Option<::std::string::String>,
+        pub id: i64,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub last_attempt_at: ::std::option::Option<::std::string::String>,
+        ///Why the last attempt failed.
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub last_error: ::std::option::Option<::std::string::String>,
+        ///The receiver's status code at the last attempt (null: no answer).
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub last_status_code: ::std::option::Option<i64>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub next_attempt_at: ::std::option::Option<::std::string::String>,
+        ///`pending` (not delivered yet; retried at `next_attempt_at`), `delivered` (a 2xx) or `failed` (not delivered within the retry horizon, or the subscription was disabled).
+        pub status: ::std::string::String,
+    }
+    impl Delivery {
+        pub fn builder() -> builder::Delivery {
+            Default::default()
+        }
+    }
+    ///`DeliveryList`
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    pub struct DeliveryList {
+        pub items: ::std::vec::Vec<Delivery>,
+    }
+    impl DeliveryList {
+        pub fn builder() -> builder::DeliveryList {
+            Default::default()
+        }
+    }
     ///A file stored in the system, attached to a service request, company or service object.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct Documents {
@@ -6044,6 +6083,23 @@ pub mod types {
                 })
         }
     }
+    ///The event posted to subscriptions when a watched financing request's state changes (`type` `leasing.state_changed`).
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    pub struct LeasingStateChangedEvent {
+        ///When the change was observed (RFC 3339).
+        pub created_at: ::std::string::String,
+        pub data: StateChange,
+        ///The event's id (`msg_…`), also its `webhook-id`: the same on every retry; use it to drop duplicates (delivery is at least once).
+        pub id: ::std::string::String,
+        ///`leasing.state_changed`.
+        #[serde(rename = "type")]
+        pub type_: ::std::string::String,
+    }
+    impl LeasingStateChangedEvent {
+        pub fn builder() -> builder::LeasingStateChangedEvent {
+            Default::default()
+        }
+    }
     ///`LeasingSwitchToPaperContractFinancingId`
     #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
     #[serde(transparent)]
@@ -6205,6 +6261,62 @@ pub mod types {
         }
     }
     impl<'de> ::serde::Deserialize<'de> for LeasingWaitReadyToSignFinancingId {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
+        }
+    }
+    ///`LeasingWatchFinancingId`
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct LeasingWatchFinancingId(::std::string::String);
+    impl ::std::ops::Deref for LeasingWatchFinancingId {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<LeasingWatchFinancingId> for ::std::string::String {
+        fn from(value: LeasingWatchFinancingId) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for LeasingWatchFinancingId {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
+            { ::regress::Regex::new("^[A-Za-z0-9-]{1,64}$").unwrap() });
+            if PATTERN.find(value).is_none() {
+                return Err("doesn't match pattern \"^[A-Za-z0-9-]{1,64}$\"".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for LeasingWatchFinancingId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for LeasingWatchFinancingId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for LeasingWatchFinancingId {
         fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
         where
             D: ::serde::Deserializer<'de>,
@@ -8349,6 +8461,23 @@ pub mod types {
                 .map_err(|e: self::error::ConversionError| {
                     <D::Error as ::serde::de::Error>::custom(e.to_string())
                 })
+        }
+    }
+    ///A subscription to be created.
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    pub struct NewSubscription {
+        ///A note for people (at most 500 characters).
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub description: ::std::option::Option<::std::string::String>,
+        ///The event types to send (default: every type, i.e. `leasing.state_changed`).
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub events: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
+        ///Where the events are posted: `https`, and a public address (loopback, private, link-local and unique-local addresses, and `http`, only with `CALLBACK_ALLOW_PRIVATE`). Redirects are not followed.
+        pub url: ::std::string::String,
+    }
+    impl NewSubscription {
+        pub fn builder() -> builder::NewSubscription {
+            Default::default()
         }
     }
     ///A new Tags record: `Id` (a string of 1 to 255 characters) and `Version` (an integer) are required; every other field is the set's.
@@ -10645,6 +10774,30 @@ pub mod types {
             Default::default()
         }
     }
+    ///One observed change of a financing request's state.
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    pub struct StateChange {
+        #[serde(rename = "financingId")]
+        pub financing_id: ::std::string::String,
+        #[serde(rename = "previousState")]
+        pub previous_state: ::std::string::String,
+        #[serde(rename = "readyToSign")]
+        pub ready_to_sign: bool,
+        ///The provider's request number, once known.
+        #[serde(
+            rename = "requestId",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub request_id: ::std::option::Option<::std::string::String>,
+        pub state: ::std::string::String,
+        ///Whether the new state is terminal (Declined, Cancelled, Contracted, RunningContract): no further event follows.
+        pub terminal: bool,
+    }
+    impl StateChange {
+        pub fn builder() -> builder::StateChange {
+            Default::default()
+        }
+    }
     ///The `meta` of every request-returning leasing answer.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct StateMeta {
@@ -11020,6 +11173,68 @@ pub mod types {
     }
     impl StoredPdf {
         pub fn builder() -> builder::StoredPdf {
+            Default::default()
+        }
+    }
+    ///A subscription to the leasing state events. Each event is posted as JSON (its shape: the schema `LeasingStateChangedEvent`) with the Standard Webhooks headers `webhook-id` (the event's id, the same on every retry), `webhook-timestamp` (Unix seconds) and `webhook-signature` (`v1,<base64 HMAC-SHA256 of "<id>.<timestamp>.<body>">`, keyed with the base64-decoded secret after `whsec_`; after a rotation, two signatures, space separated).
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    pub struct Subscription {
+        pub created_at: ::std::string::String,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub description: ::std::option::Option<::std::string::String>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub disabled_at: ::std::option::Option<::std::string::String>,
+        pub events: ::std::vec::Vec<::std::string::String>,
+        ///Since when its deliveries fail (null once one succeeds).
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub failing_since: ::std::option::Option<::std::string::String>,
+        pub id: ::std::string::String,
+        ///Until when the secret before the last rotation still signs.
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub previous_secret_expires_at: ::std::option::Option<::std::string::String>,
+        ///`active`, or `disabled` after five days of failing deliveries.
+        pub status: ::std::string::String,
+        pub url: ::std::string::String,
+    }
+    impl Subscription {
+        pub fn builder() -> builder::Subscription {
+            Default::default()
+        }
+    }
+    ///`SubscriptionList`
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    pub struct SubscriptionList {
+        pub items: ::std::vec::Vec<Subscription>,
+    }
+    impl SubscriptionList {
+        pub fn builder() -> builder::SubscriptionList {
+            Default::default()
+        }
+    }
+    ///A subscription with its signing secret: shown in this answer only.
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    pub struct SubscriptionWithSecret {
+        pub created_at: ::std::string::String,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub description: ::std::option::Option<::std::string::String>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub disabled_at: ::std::option::Option<::std::string::String>,
+        pub events: ::std::vec::Vec<::std::string::String>,
+        ///Since when its deliveries fail (null once one succeeds).
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub failing_since: ::std::option::Option<::std::string::String>,
+        pub id: ::std::string::String,
+        ///Until when the secret before the last rotation still signs.
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub previous_secret_expires_at: ::std::option::Option<::std::string::String>,
+        ///The signing secret, `whsec_<base64>`: keep it; no later answer shows it.
+        pub secret: ::std::string::String,
+        ///`active`, or `disabled` after five days of failing deliveries.
+        pub status: ::std::string::String,
+        pub url: ::std::string::String,
+    }
+    impl SubscriptionWithSecret {
+        pub fn builder() -> builder::SubscriptionWithSecret {
             Default::default()
         }
     }
@@ -11987,6 +12202,29 @@ pub mod types {
     }
     impl UsersWrite {
         pub fn builder() -> builder::UsersWrite {
+            Default::default()
+        }
+    }
+    ///A watched financing request.
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    pub struct Watch {
+        #[serde(rename = "financingId")]
+        pub financing_id: ::std::string::String,
+        ///When it is read next (null once terminal).
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub next_poll_at: ::std::option::Option<::std::string::String>,
+        #[serde(
+            rename = "requestId",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub request_id: ::std::option::Option<::std::string::String>,
+        ///The state last read.
+        pub state: ::std::string::String,
+        ///Whether the state is terminal: then the request is no longer read.
+        pub terminal: bool,
+    }
+    impl Watch {
+        pub fn builder() -> builder::Watch {
             Default::default()
         }
     }
@@ -17569,6 +17807,277 @@ pub mod types {
                     id: Ok(value.id),
                     name: Ok(value.name),
                 }
+            }
+        }
+        #[derive(Clone, Debug)]
+        pub struct Delivery {
+            attempts: ::std::result::Result<i64, ::std::string::String>,
+            created_at: ::std::result::Result<
+                ::std::string::String,
+                ::std::string::String,
+            >,
+            event_id: ::std::result::Result<
+                ::std::string::String,
+                ::std::string::String,
+            >,
+            financing_id: ::std::result::Result<
+                ::std::string::String,
+                ::std::string::String,
+            >,
+            finished_at: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            id: ::std::result::Result<i64, ::std::string::String>,
+            last_attempt_at: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            last_error: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            last_status_code: ::std::result::Result<
+                ::std::option::Option<i64>,
+                ::std::string::String,
+            >,
+            next_attempt_at: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            status: ::std::result::Result<::std::string::String, ::std::string::String>,
+        }
+        impl ::std::default::Default for Delivery {
+            fn default() -> Self {
+                Self {
+                    attempts: Err("no value supplied for attempts".to_string()),
+                    created_at: Err("no value supplied for created_at".to_string()),
+                    event_id: Err("no value supplied for event_id".to_string()),
+                    financing_id: Err("no value supplied for financing_id".to_string()),
+                    finished_at: Ok(Default::default()),
+                    id: Err("no value supplied for id".to_string()),
+                    last_attempt_at: Ok(Default::default()),
+                    last_error: Ok(Default::default()),
+                    last_status_code: Ok(Default::default()),
+                    next_attempt_at: Ok(Default::default()),
+                    status: Err("no value supplied for status".to_string()),
+                }
+            }
+        }
+        impl Delivery {
+            pub fn attempts<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<i64>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.attempts = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for attempts: {e}")
+                    });
+                self
+            }
+            pub fn created_at<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::string::String>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.created_at = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for created_at: {e}")
+                    });
+                self
+            }
+            pub fn event_id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::string::String>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.event_id = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for event_id: {e}")
+                    });
+                self
+            }
+            pub fn financing_id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::string::String>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.financing_id = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for financing_id: {e}")
+                    });
+                self
+            }
+            pub fn finished_at<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.finished_at = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for finished_at: {e}")
+                    });
+                self
+            }
+            pub fn id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<i64>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.id = value
+                    .try_into()
+                    .map_err(|e| format!("error converting supplied value for id: {e}"));
+                self
+            }
+            pub fn last_attempt_at<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.last_attempt_at = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!(
+                            "error converting supplied value for last_attempt_at: {e}"
+                        )
+                    });
+                self
+            }
+            pub fn last_error<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.last_error = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for last_error: {e}")
+                    });
+                self
+            }
+            pub fn last_status_code<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<i64>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.last_status_code = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!(
+                            "error converting supplied value for last_status_code: {e}"
+                        )
+                    });
+                self
+            }
+            pub fn next_attempt_at<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.next_attempt_at = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!(
+                            "error converting supplied value for next_attempt_at: {e}"
+                        )
+                    });
+                self
+            }
+            pub fn status<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::string::String>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.status = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for status: {e}")
+                    });
+                self
+            }
+        }
+        impl ::std::convert::TryFrom<Delivery> for super::Delivery {
+            type Error = super::error::ConversionError;
+            fn try_from(
+                value: Delivery,
+            ) -> ::std::result::Result<Self, super::error::ConversionError> {
+                Ok(Self {
+                    attempts: value.attempts?,
+                    created_at: value.created_at?,
+                    event_id: value.event_id?,
+                    financing_id: value.financing_id?,
+                    finished_at: value.finished_at?,
+                    id: value.id?,
+                    last_attempt_at: value.last_attempt_at?,
+                    last_error: value.last_error?,
+                    last_status_code: value.last_status_code?,
+                    next_attempt_at: value.next_attempt_at?,
+                    status: value.status?,
+                })
+            }
+        }
+        impl ::std::convert::From<super::Delivery> for Delivery {
+            fn from(value: super::Delivery) -> Self {
+                Self {
+                    attempts: Ok(value.attempts),
+                    created_at: Ok(value.created_at),
+                    event_id: Ok(value.event_id),
+                    financing_id: Ok(value.financing_id),
+                    finished_at: Ok(value.finished_at),
+                    id: Ok(value.id),
+                    last_attempt_at: Ok(value.last_attempt_at),
+                    last_error: Ok(value.last_error),
+                    last_status_code: Ok(value.last_status_code),
+                    next_attempt_at: Ok(value.next_attempt_at),
+                    status: Ok(value.status),
+                }
+            }
+        }
+        #[derive(Clone, Debug)]
+        pub struct DeliveryList {
+            items: ::std::result::Result<
+                ::std::vec::Vec<super::Delivery>,
+                ::std::string::String,
+            >,
+        }
+        impl ::std::default::Default for DeliveryList {
+            fn default() -> Self {
+                Self {
+                    items: Err("no value supplied for items".to_string()),
+                }
+            }
+        }
+        impl DeliveryList {
+            pub fn items<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::vec::Vec<super::Delivery>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.items = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for items: {e}")
+                    });
+                self
+            }
+        }
+        impl ::std::convert::TryFrom<DeliveryList> for super::DeliveryList {
+            type Error = super::error::ConversionError;
+            fn try_from(
+                value: DeliveryList,
+            ) -> ::std::result::Result<Self, super::error::ConversionError> {
+                Ok(Self { items: value.items? })
+            }
+        }
+        impl ::std::convert::From<super::DeliveryList> for DeliveryList {
+            fn from(value: super::DeliveryList) -> Self {
+                Self { items: Ok(value.items) }
             }
         }
         #[derive(Clone, Debug)]
@@ -25282,6 +25791,99 @@ pub mod types {
             }
         }
         #[derive(Clone, Debug)]
+        pub struct LeasingStateChangedEvent {
+            created_at: ::std::result::Result<
+                ::std::string::String,
+                ::std::string::String,
+            >,
+            data: ::std::result::Result<super::StateChange, ::std::string::String>,
+            id: ::std::result::Result<::std::string::String, ::std::string::String>,
+            type_: ::std::result::Result<::std::string::String, ::std::string::String>,
+        }
+        impl ::std::default::Default for LeasingStateChangedEvent {
+            fn default() -> Self {
+                Self {
+                    created_at: Err("no value supplied for created_at".to_string()),
+                    data: Err("no value supplied for data".to_string()),
+                    id: Err("no value supplied for id".to_string()),
+                    type_: Err("no value supplied for type_".to_string()),
+                }
+            }
+        }
+        impl LeasingStateChangedEvent {
+            pub fn created_at<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::string::String>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.created_at = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for created_at: {e}")
+                    });
+                self
+            }
+            pub fn data<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<super::StateChange>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.data = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for data: {e}")
+                    });
+                self
+            }
+            pub fn id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::string::String>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.id = value
+                    .try_into()
+                    .map_err(|e| format!("error converting supplied value for id: {e}"));
+                self
+            }
+            pub fn type_<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::string::String>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.type_ = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for type_: {e}")
+                    });
+                self
+            }
+        }
+        impl ::std::convert::TryFrom<LeasingStateChangedEvent>
+        for super::LeasingStateChangedEvent {
+            type Error = super::error::ConversionError;
+            fn try_from(
+                value: LeasingStateChangedEvent,
+            ) -> ::std::result::Result<Self, super::error::ConversionError> {
+                Ok(Self {
+                    created_at: value.created_at?,
+                    data: value.data?,
+                    id: value.id?,
+                    type_: value.type_?,
+                })
+            }
+        }
+        impl ::std::convert::From<super::LeasingStateChangedEvent>
+        for LeasingStateChangedEvent {
+            fn from(value: super::LeasingStateChangedEvent) -> Self {
+                Self {
+                    created_at: Ok(value.created_at),
+                    data: Ok(value.data),
+                    id: Ok(value.id),
+                    type_: Ok(value.type_),
+                }
+            }
+        }
+        #[derive(Clone, Debug)]
         pub struct Lessee {
             addresses: ::std::result::Result<
                 ::std::option::Option<::std::vec::Vec<super::Address>>,
@@ -29864,6 +30466,88 @@ pub mod types {
                     name: Ok(value.name),
                     sort_order: Ok(value.sort_order),
                     version: Ok(value.version),
+                }
+            }
+        }
+        #[derive(Clone, Debug)]
+        pub struct NewSubscription {
+            description: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            events: ::std::result::Result<
+                ::std::option::Option<::std::vec::Vec<::std::string::String>>,
+                ::std::string::String,
+            >,
+            url: ::std::result::Result<::std::string::String, ::std::string::String>,
+        }
+        impl ::std::default::Default for NewSubscription {
+            fn default() -> Self {
+                Self {
+                    description: Ok(Default::default()),
+                    events: Ok(Default::default()),
+                    url: Err("no value supplied for url".to_string()),
+                }
+            }
+        }
+        impl NewSubscription {
+            pub fn description<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.description = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for description: {e}")
+                    });
+                self
+            }
+            pub fn events<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<::std::vec::Vec<::std::string::String>>,
+                >,
+                T::Error: ::std::fmt::Display,
+            {
+                self.events = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for events: {e}")
+                    });
+                self
+            }
+            pub fn url<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::string::String>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.url = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for url: {e}")
+                    });
+                self
+            }
+        }
+        impl ::std::convert::TryFrom<NewSubscription> for super::NewSubscription {
+            type Error = super::error::ConversionError;
+            fn try_from(
+                value: NewSubscription,
+            ) -> ::std::result::Result<Self, super::error::ConversionError> {
+                Ok(Self {
+                    description: value.description?,
+                    events: value.events?,
+                    url: value.url?,
+                })
+            }
+        }
+        impl ::std::convert::From<super::NewSubscription> for NewSubscription {
+            fn from(value: super::NewSubscription) -> Self {
+                Self {
+                    description: Ok(value.description),
+                    events: Ok(value.events),
+                    url: Ok(value.url),
                 }
             }
         }
@@ -36969,6 +37653,143 @@ pub mod types {
             }
         }
         #[derive(Clone, Debug)]
+        pub struct StateChange {
+            financing_id: ::std::result::Result<
+                ::std::string::String,
+                ::std::string::String,
+            >,
+            previous_state: ::std::result::Result<
+                ::std::string::String,
+                ::std::string::String,
+            >,
+            ready_to_sign: ::std::result::Result<bool, ::std::string::String>,
+            request_id: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            state: ::std::result::Result<::std::string::String, ::std::string::String>,
+            terminal: ::std::result::Result<bool, ::std::string::String>,
+        }
+        impl ::std::default::Default for StateChange {
+            fn default() -> Self {
+                Self {
+                    financing_id: Err("no value supplied for financing_id".to_string()),
+                    previous_state: Err(
+                        "no value supplied for previous_state".to_string(),
+                    ),
+                    ready_to_sign: Err(
+                        "no value supplied for ready_to_sign".to_string(),
+                    ),
+                    request_id: Ok(Default::default()),
+                    state: Err("no value supplied for state".to_string()),
+                    terminal: Err("no value supplied for terminal".to_string()),
+                }
+            }
+        }
+        impl StateChange {
+            pub fn financing_id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::string::String>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.financing_id = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for financing_id: {e}")
+                    });
+                self
+            }
+            pub fn previous_state<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::string::String>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.previous_state = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!(
+                            "error converting supplied value for previous_state: {e}"
+                        )
+                    });
+                self
+            }
+            pub fn ready_to_sign<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<bool>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.ready_to_sign = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for ready_to_sign: {e}")
+                    });
+                self
+            }
+            pub fn request_id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.request_id = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for request_id: {e}")
+                    });
+                self
+            }
+            pub fn state<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::string::String>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.state = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for state: {e}")
+                    });
+                self
+            }
+            pub fn terminal<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<bool>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.terminal = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for terminal: {e}")
+                    });
+                self
+            }
+        }
+        impl ::std::convert::TryFrom<StateChange> for super::StateChange {
+            type Error = super::error::ConversionError;
+            fn try_from(
+                value: StateChange,
+            ) -> ::std::result::Result<Self, super::error::ConversionError> {
+                Ok(Self {
+                    financing_id: value.financing_id?,
+                    previous_state: value.previous_state?,
+                    ready_to_sign: value.ready_to_sign?,
+                    request_id: value.request_id?,
+                    state: value.state?,
+                    terminal: value.terminal?,
+                })
+            }
+        }
+        impl ::std::convert::From<super::StateChange> for StateChange {
+            fn from(value: super::StateChange) -> Self {
+                Self {
+                    financing_id: Ok(value.financing_id),
+                    previous_state: Ok(value.previous_state),
+                    ready_to_sign: Ok(value.ready_to_sign),
+                    request_id: Ok(value.request_id),
+                    state: Ok(value.state),
+                    terminal: Ok(value.terminal),
+                }
+            }
+        }
+        #[derive(Clone, Debug)]
         pub struct StateMeta {
             ready_to_sign: ::std::result::Result<bool, ::std::string::String>,
             state: ::std::result::Result<::std::string::String, ::std::string::String>,
@@ -38163,6 +38984,441 @@ pub mod types {
                     bytes: Ok(value.bytes),
                     path: Ok(value.path),
                     sha256: Ok(value.sha256),
+                }
+            }
+        }
+        #[derive(Clone, Debug)]
+        pub struct Subscription {
+            created_at: ::std::result::Result<
+                ::std::string::String,
+                ::std::string::String,
+            >,
+            description: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            disabled_at: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            events: ::std::result::Result<
+                ::std::vec::Vec<::std::string::String>,
+                ::std::string::String,
+            >,
+            failing_since: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            id: ::std::result::Result<::std::string::String, ::std::string::String>,
+            previous_secret_expires_at: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            status: ::std::result::Result<::std::string::String, ::std::string::String>,
+            url: ::std::result::Result<::std::string::String, ::std::string::String>,
+        }
+        impl ::std::default::Default for Subscription {
+            fn default() -> Self {
+                Self {
+                    created_at: Err("no value supplied for created_at".to_string()),
+                    description: Ok(Default::default()),
+                    disabled_at: Ok(Default::default()),
+                    events: Err("no value supplied for events".to_string()),
+                    failing_since: Ok(Default::default()),
+                    id: Err("no value supplied for id".to_string()),
+                    previous_secret_expires_at: Ok(Default::default()),
+                    status: Err("no value supplied for status".to_string()),
+                    url: Err("no value supplied for url".to_string()),
+                }
+            }
+        }
+        impl Subscription {
+            pub fn created_at<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::string::String>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.created_at = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for created_at: {e}")
+                    });
+                self
+            }
+            pub fn description<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.description = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for description: {e}")
+                    });
+                self
+            }
+            pub fn disabled_at<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.disabled_at = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for disabled_at: {e}")
+                    });
+                self
+            }
+            pub fn events<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::vec::Vec<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.events = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for events: {e}")
+                    });
+                self
+            }
+            pub fn failing_since<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.failing_since = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for failing_since: {e}")
+                    });
+                self
+            }
+            pub fn id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::string::String>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.id = value
+                    .try_into()
+                    .map_err(|e| format!("error converting supplied value for id: {e}"));
+                self
+            }
+            pub fn previous_secret_expires_at<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.previous_secret_expires_at = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!(
+                            "error converting supplied value for previous_secret_expires_at: {e}"
+                        )
+                    });
+                self
+            }
+            pub fn status<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::string::String>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.status = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for status: {e}")
+                    });
+                self
+            }
+            pub fn url<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::string::String>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.url = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for url: {e}")
+                    });
+                self
+            }
+        }
+        impl ::std::convert::TryFrom<Subscription> for super::Subscription {
+            type Error = super::error::ConversionError;
+            fn try_from(
+                value: Subscription,
+            ) -> ::std::result::Result<Self, super::error::ConversionError> {
+                Ok(Self {
+                    created_at: value.created_at?,
+                    description: value.description?,
+                    disabled_at: value.disabled_at?,
+                    events: value.events?,
+                    failing_since: value.failing_since?,
+                    id: value.id?,
+                    previous_secret_expires_at: value.previous_secret_expires_at?,
+                    status: value.status?,
+                    url: value.url?,
+                })
+            }
+        }
+        impl ::std::convert::From<super::Subscription> for Subscription {
+            fn from(value: super::Subscription) -> Self {
+                Self {
+                    created_at: Ok(value.created_at),
+                    description: Ok(value.description),
+                    disabled_at: Ok(value.disabled_at),
+                    events: Ok(value.events),
+                    failing_since: Ok(value.failing_since),
+                    id: Ok(value.id),
+                    previous_secret_expires_at: Ok(value.previous_secret_expires_at),
+                    status: Ok(value.status),
+                    url: Ok(value.url),
+                }
+            }
+        }
+        #[derive(Clone, Debug)]
+        pub struct SubscriptionList {
+            items: ::std::result::Result<
+                ::std::vec::Vec<super::Subscription>,
+                ::std::string::String,
+            >,
+        }
+        impl ::std::default::Default for SubscriptionList {
+            fn default() -> Self {
+                Self {
+                    items: Err("no value supplied for items".to_string()),
+                }
+            }
+        }
+        impl SubscriptionList {
+            pub fn items<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::vec::Vec<super::Subscription>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.items = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for items: {e}")
+                    });
+                self
+            }
+        }
+        impl ::std::convert::TryFrom<SubscriptionList> for super::SubscriptionList {
+            type Error = super::error::ConversionError;
+            fn try_from(
+                value: SubscriptionList,
+            ) -> ::std::result::Result<Self, super::error::ConversionError> {
+                Ok(Self { items: value.items? })
+            }
+        }
+        impl ::std::convert::From<super::SubscriptionList> for SubscriptionList {
+            fn from(value: super::SubscriptionList) -> Self {
+                Self { items: Ok(value.items) }
+            }
+        }
+        #[derive(Clone, Debug)]
+        pub struct SubscriptionWithSecret {
+            created_at: ::std::result::Result<
+                ::std::string::String,
+                ::std::string::String,
+            >,
+            description: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            disabled_at: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            events: ::std::result::Result<
+                ::std::vec::Vec<::std::string::String>,
+                ::std::string::String,
+            >,
+            failing_since: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            id: ::std::result::Result<::std::string::String, ::std::string::String>,
+            previous_secret_expires_at: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            secret: ::std::result::Result<::std::string::String, ::std::string::String>,
+            status: ::std::result::Result<::std::string::String, ::std::string::String>,
+            url: ::std::result::Result<::std::string::String, ::std::string::String>,
+        }
+        impl ::std::default::Default for SubscriptionWithSecret {
+            fn default() -> Self {
+                Self {
+                    created_at: Err("no value supplied for created_at".to_string()),
+                    description: Ok(Default::default()),
+                    disabled_at: Ok(Default::default()),
+                    events: Err("no value supplied for events".to_string()),
+                    failing_since: Ok(Default::default()),
+                    id: Err("no value supplied for id".to_string()),
+                    previous_secret_expires_at: Ok(Default::default()),
+                    secret: Err("no value supplied for secret".to_string()),
+                    status: Err("no value supplied for status".to_string()),
+                    url: Err("no value supplied for url".to_string()),
+                }
+            }
+        }
+        impl SubscriptionWithSecret {
+            pub fn created_at<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::string::String>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.created_at = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for created_at: {e}")
+                    });
+                self
+            }
+            pub fn description<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.description = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for description: {e}")
+                    });
+                self
+            }
+            pub fn disabled_at<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.disabled_at = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for disabled_at: {e}")
+                    });
+                self
+            }
+            pub fn events<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::vec::Vec<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.events = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for events: {e}")
+                    });
+                self
+            }
+            pub fn failing_since<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.failing_since = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for failing_since: {e}")
+                    });
+                self
+            }
+            pub fn id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::string::String>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.id = value
+                    .try_into()
+                    .map_err(|e| format!("error converting supplied value for id: {e}"));
+                self
+            }
+            pub fn previous_secret_expires_at<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.previous_secret_expires_at = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!(
+                            "error converting supplied value for previous_secret_expires_at: {e}"
+                        )
+                    });
+                self
+            }
+            pub fn secret<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::string::String>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.secret = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for secret: {e}")
+                    });
+                self
+            }
+            pub fn status<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::string::String>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.status = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for status: {e}")
+                    });
+                self
+            }
+            pub fn url<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::string::String>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.url = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for url: {e}")
+                    });
+                self
+            }
+        }
+        impl ::std::convert::TryFrom<SubscriptionWithSecret>
+        for super::SubscriptionWithSecret {
+            type Error = super::error::ConversionError;
+            fn try_from(
+                value: SubscriptionWithSecret,
+            ) -> ::std::result::Result<Self, super::error::ConversionError> {
+                Ok(Self {
+                    created_at: value.created_at?,
+                    description: value.description?,
+                    disabled_at: value.disabled_at?,
+                    events: value.events?,
+                    failing_since: value.failing_since?,
+                    id: value.id?,
+                    previous_secret_expires_at: value.previous_secret_expires_at?,
+                    secret: value.secret?,
+                    status: value.status?,
+                    url: value.url?,
+                })
+            }
+        }
+        impl ::std::convert::From<super::SubscriptionWithSecret>
+        for SubscriptionWithSecret {
+            fn from(value: super::SubscriptionWithSecret) -> Self {
+                Self {
+                    created_at: Ok(value.created_at),
+                    description: Ok(value.description),
+                    disabled_at: Ok(value.disabled_at),
+                    events: Ok(value.events),
+                    failing_since: Ok(value.failing_since),
+                    id: Ok(value.id),
+                    previous_secret_expires_at: Ok(value.previous_secret_expires_at),
+                    secret: Ok(value.secret),
+                    status: Ok(value.status),
+                    url: Ok(value.url),
                 }
             }
         }
@@ -41010,6 +42266,121 @@ pub mod types {
                 Self {
                     data: Ok(value.data),
                     field_report_response: Ok(value.field_report_response),
+                }
+            }
+        }
+        #[derive(Clone, Debug)]
+        pub struct Watch {
+            financing_id: ::std::result::Result<
+                ::std::string::String,
+                ::std::string::String,
+            >,
+            next_poll_at: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            request_id: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            state: ::std::result::Result<::std::string::String, ::std::string::String>,
+            terminal: ::std::result::Result<bool, ::std::string::String>,
+        }
+        impl ::std::default::Default for Watch {
+            fn default() -> Self {
+                Self {
+                    financing_id: Err("no value supplied for financing_id".to_string()),
+                    next_poll_at: Ok(Default::default()),
+                    request_id: Ok(Default::default()),
+                    state: Err("no value supplied for state".to_string()),
+                    terminal: Err("no value supplied for terminal".to_string()),
+                }
+            }
+        }
+        impl Watch {
+            pub fn financing_id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::string::String>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.financing_id = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for financing_id: {e}")
+                    });
+                self
+            }
+            pub fn next_poll_at<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.next_poll_at = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for next_poll_at: {e}")
+                    });
+                self
+            }
+            pub fn request_id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.request_id = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for request_id: {e}")
+                    });
+                self
+            }
+            pub fn state<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::string::String>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.state = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for state: {e}")
+                    });
+                self
+            }
+            pub fn terminal<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<bool>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.terminal = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for terminal: {e}")
+                    });
+                self
+            }
+        }
+        impl ::std::convert::TryFrom<Watch> for super::Watch {
+            type Error = super::error::ConversionError;
+            fn try_from(
+                value: Watch,
+            ) -> ::std::result::Result<Self, super::error::ConversionError> {
+                Ok(Self {
+                    financing_id: value.financing_id?,
+                    next_poll_at: value.next_poll_at?,
+                    request_id: value.request_id?,
+                    state: value.state?,
+                    terminal: value.terminal?,
+                })
+            }
+        }
+        impl ::std::convert::From<super::Watch> for Watch {
+            fn from(value: super::Watch) -> Self {
+                Self {
+                    financing_id: Ok(value.financing_id),
+                    next_poll_at: Ok(value.next_poll_at),
+                    request_id: Ok(value.request_id),
+                    state: Ok(value.state),
+                    terminal: Ok(value.terminal),
                 }
             }
         }
@@ -44102,6 +45473,144 @@ let response = client.leasing_request_flow_show()
     pub fn leasing_request_flow_show(&self) -> builder::LeasingRequestFlowShow<'_> {
         builder::LeasingRequestFlowShow::new(self)
     }
+    /**List the subscriptions
+
+Every subscription, oldest first, without secrets.
+
+Needs a token with the ability `leasing` (login tokens hold every ability, `*`).
+
+Sends a `GET` request to `/api/v1/leasing/subscriptions`
+
+```ignore
+let response = client.leasing_subscription_list()
+    .send()
+    .await;
+```*/
+    pub fn leasing_subscription_list(&self) -> builder::LeasingSubscriptionList<'_> {
+        builder::LeasingSubscriptionList::new(self)
+    }
+    /**Subscribe to leasing state changes
+
+Creates a subscription: every observed state change of a watched financing request is posted to `url` as a `LeasingStateChangedEvent`, signed per Standard Webhooks (see the `Subscription` schema), delivered at least once and in order per financing request. A 2xx answer within 10 s ends a delivery; anything else is retried with exponential back-off for up to 24 h (`LEASING_DELIVERY_RETRY_SECONDS`), with the same `webhook-id`. The answer holds the signing `secret`, shown this once. A `url` that is not `https` or resolves to a loopback, private, link-local or unique-local address is refused (422) unless `CALLBACK_ALLOW_PRIVATE` is set.
+
+Needs a token with the ability `leasing` (login tokens hold every ability, `*`).
+
+Sends a `POST` request to `/api/v1/leasing/subscriptions`
+
+```ignore
+let response = client.leasing_subscription_create()
+    .body(body)
+    .send()
+    .await;
+```*/
+    pub fn leasing_subscription_create(&self) -> builder::LeasingSubscriptionCreate<'_> {
+        builder::LeasingSubscriptionCreate::new(self)
+    }
+    /**Read a subscription
+
+The subscription, without its secret.
+
+Needs a token with the ability `leasing` (login tokens hold every ability, `*`).
+
+Sends a `GET` request to `/api/v1/leasing/subscriptions/{id}`
+
+Arguments:
+- `id`: The subscription's id (`sub_…`).
+```ignore
+let response = client.leasing_subscription_show()
+    .id(id)
+    .send()
+    .await;
+```*/
+    pub fn leasing_subscription_show(&self) -> builder::LeasingSubscriptionShow<'_> {
+        builder::LeasingSubscriptionShow::new(self)
+    }
+    /**Delete a subscription
+
+Deletes the subscription and its deliveries; pending ones are not sent.
+
+Needs a token with the ability `leasing` (login tokens hold every ability, `*`).
+
+Sends a `DELETE` request to `/api/v1/leasing/subscriptions/{id}`
+
+Arguments:
+- `id`: The subscription's id (`sub_…`).
+```ignore
+let response = client.leasing_subscription_delete()
+    .id(id)
+    .send()
+    .await;
+```*/
+    pub fn leasing_subscription_delete(&self) -> builder::LeasingSubscriptionDelete<'_> {
+        builder::LeasingSubscriptionDelete::new(self)
+    }
+    /**List a subscription's deliveries
+
+The newest deliveries first: each event sent (or to be sent) to this subscription, with its attempts, the last answer's status code or error, and the next attempt. 422 when `limit` is not from 1 to 500.
+
+Needs a token with the ability `leasing` (login tokens hold every ability, `*`).
+
+Sends a `GET` request to `/api/v1/leasing/subscriptions/{id}/deliveries`
+
+Arguments:
+- `id`: The subscription's id (`sub_…`).
+- `limit`: How many deliveries, newest first (1 to 500; default 100).
+```ignore
+let response = client.leasing_subscription_deliveries()
+    .id(id)
+    .limit(limit)
+    .send()
+    .await;
+```*/
+    pub fn leasing_subscription_deliveries(
+        &self,
+    ) -> builder::LeasingSubscriptionDeliveries<'_> {
+        builder::LeasingSubscriptionDeliveries::new(self)
+    }
+    /**Send a delivery again
+
+Queues the delivery to be sent now, whatever became of it (delivered, failed or still pending), with the same `webhook-id`. The answer is the delivery as queued; follow it in the deliveries list.
+
+Needs a token with the ability `leasing` (login tokens hold every ability, `*`).
+
+Sends a `POST` request to `/api/v1/leasing/subscriptions/{id}/deliveries/{delivery}/retry`
+
+Arguments:
+- `id`: The subscription's id (`sub_…`).
+- `delivery`: The delivery's id.
+```ignore
+let response = client.leasing_subscription_delivery_retry()
+    .id(id)
+    .delivery(delivery)
+    .send()
+    .await;
+```*/
+    pub fn leasing_subscription_delivery_retry(
+        &self,
+    ) -> builder::LeasingSubscriptionDeliveryRetry<'_> {
+        builder::LeasingSubscriptionDeliveryRetry::new(self)
+    }
+    /**Rotate a subscription's secret
+
+Makes a new signing secret, shown in this answer only. The old one keeps signing beside it for 24 h (`previous_secret_expires_at`): each delivery then carries two signatures in `webhook-signature`, space separated, so that a receiver can switch at its own pace.
+
+Needs a token with the ability `leasing` (login tokens hold every ability, `*`).
+
+Sends a `POST` request to `/api/v1/leasing/subscriptions/{id}/rotate-secret`
+
+Arguments:
+- `id`: The subscription's id (`sub_…`).
+```ignore
+let response = client.leasing_subscription_rotate_secret()
+    .id(id)
+    .send()
+    .await;
+```*/
+    pub fn leasing_subscription_rotate_secret(
+        &self,
+    ) -> builder::LeasingSubscriptionRotateSecret<'_> {
+        builder::LeasingSubscriptionRotateSecret::new(self)
+    }
     /**Read a financing request
 
 The request as the provider reports it now, with its state in `meta`.
@@ -44313,6 +45822,25 @@ let response = client.leasing_wait_ready_to_sign()
 ```*/
     pub fn leasing_wait_ready_to_sign(&self) -> builder::LeasingWaitReadyToSign<'_> {
         builder::LeasingWaitReadyToSign::new(self)
+    }
+    /**Watch a financing request
+
+Starts watching a request created elsewhere (those created through this service are watched from their creation): reads its state now, then every `LEASING_WATCH_INTERVAL_SECONDS` until it is terminal, and sends each change to the subscriptions. Watching a watched request changes nothing. The answer is the watch.
+
+Needs a token with the ability `leasing` (login tokens hold every ability, `*`).
+
+Sends a `POST` request to `/api/v1/leasing/{financingId}/watch`
+
+Arguments:
+- `financing_id`: The provider's identifier of the financing request (letters, digits and `-`, at most 64).
+```ignore
+let response = client.leasing_watch()
+    .financing_id(financing_id)
+    .send()
+    .await;
+```*/
+    pub fn leasing_watch(&self) -> builder::LeasingWatch<'_> {
+        builder::LeasingWatch::new(self)
     }
     /**Log in
 
@@ -62209,6 +63737,761 @@ pub mod builder {
             }
         }
     }
+    /**Builder for [`Client::leasing_subscription_list`]
+
+[`Client::leasing_subscription_list`]: super::Client::leasing_subscription_list*/
+    #[derive(Debug, Clone)]
+    pub struct LeasingSubscriptionList<'a> {
+        client: &'a super::Client,
+    }
+    impl<'a> LeasingSubscriptionList<'a> {
+        pub fn new(client: &'a super::Client) -> Self {
+            Self { client: client }
+        }
+        ///Sends a `GET` request to `/api/v1/leasing/subscriptions`
+        pub async fn send(
+            self,
+        ) -> Result<ResponseValue<types::SubscriptionList>, Error<types::ApiError>> {
+            let Self { client } = self;
+            let url = format!("{}/api/v1/leasing/subscriptions", client.baseurl,);
+            let mut header_map = ::reqwest::header::HeaderMap::with_capacity(1usize);
+            header_map
+                .append(
+                    ::reqwest::header::HeaderName::from_static("api-version"),
+                    ::reqwest::header::HeaderValue::from_static(
+                        super::Client::api_version(),
+                    ),
+                );
+            #[allow(unused_mut)]
+            let mut request = client
+                .client
+                .get(url)
+                .header(
+                    ::reqwest::header::ACCEPT,
+                    ::reqwest::header::HeaderValue::from_static("application/json"),
+                )
+                .headers(header_map)
+                .build()?;
+            let info = OperationInfo {
+                operation_id: "leasing_subscription_list",
+            };
+            client.pre(&mut request, &info).await?;
+            let result = client.exec(request, &info).await;
+            client.post(&result, &info).await?;
+            let response = result?;
+            match response.status().as_u16() {
+                200u16 => ResponseValue::from_response(response).await,
+                400u16..=499u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                503u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                _ => Err(Error::UnexpectedResponse(response)),
+            }
+        }
+    }
+    /**Builder for [`Client::leasing_subscription_create`]
+
+[`Client::leasing_subscription_create`]: super::Client::leasing_subscription_create*/
+    #[derive(Debug, Clone)]
+    pub struct LeasingSubscriptionCreate<'a> {
+        client: &'a super::Client,
+        body: Result<types::builder::NewSubscription, String>,
+    }
+    impl<'a> LeasingSubscriptionCreate<'a> {
+        pub fn new(client: &'a super::Client) -> Self {
+            Self {
+                client: client,
+                body: Ok(::std::default::Default::default()),
+            }
+        }
+        pub fn body<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<types::NewSubscription>,
+            <V as std::convert::TryInto<
+                types::NewSubscription,
+            >>::Error: std::fmt::Display,
+        {
+            self.body = value
+                .try_into()
+                .map(From::from)
+                .map_err(|s| {
+                    format!("conversion to `NewSubscription` for body failed: {}", s)
+                });
+            self
+        }
+        pub fn body_map<F>(mut self, f: F) -> Self
+        where
+            F: std::ops::FnOnce(
+                types::builder::NewSubscription,
+            ) -> types::builder::NewSubscription,
+        {
+            self.body = self.body.map(f);
+            self
+        }
+        ///Sends a `POST` request to `/api/v1/leasing/subscriptions`
+        pub async fn send(
+            self,
+        ) -> Result<
+            ResponseValue<types::SubscriptionWithSecret>,
+            Error<types::ApiError>,
+        > {
+            let Self { client, body } = self;
+            let body = body
+                .and_then(|v| {
+                    types::NewSubscription::try_from(v).map_err(|e| e.to_string())
+                })
+                .map_err(Error::InvalidRequest)?;
+            let url = format!("{}/api/v1/leasing/subscriptions", client.baseurl,);
+            let mut header_map = ::reqwest::header::HeaderMap::with_capacity(1usize);
+            header_map
+                .append(
+                    ::reqwest::header::HeaderName::from_static("api-version"),
+                    ::reqwest::header::HeaderValue::from_static(
+                        super::Client::api_version(),
+                    ),
+                );
+            #[allow(unused_mut)]
+            let mut request = client
+                .client
+                .post(url)
+                .header(
+                    ::reqwest::header::ACCEPT,
+                    ::reqwest::header::HeaderValue::from_static("application/json"),
+                )
+                .json(&body)
+                .headers(header_map)
+                .build()?;
+            let info = OperationInfo {
+                operation_id: "leasing_subscription_create",
+            };
+            client.pre(&mut request, &info).await?;
+            let result = client.exec(request, &info).await;
+            client.post(&result, &info).await?;
+            let response = result?;
+            match response.status().as_u16() {
+                201u16 => ResponseValue::from_response(response).await,
+                400u16..=499u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                413u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                422u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                503u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                _ => Err(Error::UnexpectedResponse(response)),
+            }
+        }
+    }
+    /**Builder for [`Client::leasing_subscription_show`]
+
+[`Client::leasing_subscription_show`]: super::Client::leasing_subscription_show*/
+    #[derive(Debug, Clone)]
+    pub struct LeasingSubscriptionShow<'a> {
+        client: &'a super::Client,
+        id: Result<::std::string::String, String>,
+    }
+    impl<'a> LeasingSubscriptionShow<'a> {
+        pub fn new(client: &'a super::Client) -> Self {
+            Self {
+                client: client,
+                id: Err("id was not initialized".to_string()),
+            }
+        }
+        pub fn id<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<::std::string::String>,
+        {
+            self.id = value
+                .try_into()
+                .map_err(|_| {
+                    "conversion to `:: std :: string :: String` for id failed"
+                        .to_string()
+                });
+            self
+        }
+        ///Sends a `GET` request to `/api/v1/leasing/subscriptions/{id}`
+        pub async fn send(
+            self,
+        ) -> Result<ResponseValue<types::Subscription>, Error<types::ApiError>> {
+            let Self { client, id } = self;
+            let id = id.map_err(Error::InvalidRequest)?;
+            let url = format!(
+                "{}/api/v1/leasing/subscriptions/{}", client.baseurl, encode_path(& id
+                .to_string()),
+            );
+            let mut header_map = ::reqwest::header::HeaderMap::with_capacity(1usize);
+            header_map
+                .append(
+                    ::reqwest::header::HeaderName::from_static("api-version"),
+                    ::reqwest::header::HeaderValue::from_static(
+                        super::Client::api_version(),
+                    ),
+                );
+            #[allow(unused_mut)]
+            let mut request = client
+                .client
+                .get(url)
+                .header(
+                    ::reqwest::header::ACCEPT,
+                    ::reqwest::header::HeaderValue::from_static("application/json"),
+                )
+                .headers(header_map)
+                .build()?;
+            let info = OperationInfo {
+                operation_id: "leasing_subscription_show",
+            };
+            client.pre(&mut request, &info).await?;
+            let result = client.exec(request, &info).await;
+            client.post(&result, &info).await?;
+            let response = result?;
+            match response.status().as_u16() {
+                200u16 => ResponseValue::from_response(response).await,
+                400u16..=499u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                404u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                503u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                _ => Err(Error::UnexpectedResponse(response)),
+            }
+        }
+    }
+    /**Builder for [`Client::leasing_subscription_delete`]
+
+[`Client::leasing_subscription_delete`]: super::Client::leasing_subscription_delete*/
+    #[derive(Debug, Clone)]
+    pub struct LeasingSubscriptionDelete<'a> {
+        client: &'a super::Client,
+        id: Result<::std::string::String, String>,
+    }
+    impl<'a> LeasingSubscriptionDelete<'a> {
+        pub fn new(client: &'a super::Client) -> Self {
+            Self {
+                client: client,
+                id: Err("id was not initialized".to_string()),
+            }
+        }
+        pub fn id<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<::std::string::String>,
+        {
+            self.id = value
+                .try_into()
+                .map_err(|_| {
+                    "conversion to `:: std :: string :: String` for id failed"
+                        .to_string()
+                });
+            self
+        }
+        ///Sends a `DELETE` request to `/api/v1/leasing/subscriptions/{id}`
+        pub async fn send(self) -> Result<ResponseValue<()>, Error<types::ApiError>> {
+            let Self { client, id } = self;
+            let id = id.map_err(Error::InvalidRequest)?;
+            let url = format!(
+                "{}/api/v1/leasing/subscriptions/{}", client.baseurl, encode_path(& id
+                .to_string()),
+            );
+            let mut header_map = ::reqwest::header::HeaderMap::with_capacity(1usize);
+            header_map
+                .append(
+                    ::reqwest::header::HeaderName::from_static("api-version"),
+                    ::reqwest::header::HeaderValue::from_static(
+                        super::Client::api_version(),
+                    ),
+                );
+            #[allow(unused_mut)]
+            let mut request = client
+                .client
+                .delete(url)
+                .header(
+                    ::reqwest::header::ACCEPT,
+                    ::reqwest::header::HeaderValue::from_static("application/json"),
+                )
+                .headers(header_map)
+                .build()?;
+            let info = OperationInfo {
+                operation_id: "leasing_subscription_delete",
+            };
+            client.pre(&mut request, &info).await?;
+            let result = client.exec(request, &info).await;
+            client.post(&result, &info).await?;
+            let response = result?;
+            match response.status().as_u16() {
+                204u16 => Ok(ResponseValue::empty(response)),
+                400u16..=499u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                404u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                503u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                _ => Err(Error::UnexpectedResponse(response)),
+            }
+        }
+    }
+    /**Builder for [`Client::leasing_subscription_deliveries`]
+
+[`Client::leasing_subscription_deliveries`]: super::Client::leasing_subscription_deliveries*/
+    #[derive(Debug, Clone)]
+    pub struct LeasingSubscriptionDeliveries<'a> {
+        client: &'a super::Client,
+        id: Result<::std::string::String, String>,
+        limit: Result<Option<::std::num::NonZeroU32>, String>,
+    }
+    impl<'a> LeasingSubscriptionDeliveries<'a> {
+        pub fn new(client: &'a super::Client) -> Self {
+            Self {
+                client: client,
+                id: Err("id was not initialized".to_string()),
+                limit: Ok(None),
+            }
+        }
+        pub fn id<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<::std::string::String>,
+        {
+            self.id = value
+                .try_into()
+                .map_err(|_| {
+                    "conversion to `:: std :: string :: String` for id failed"
+                        .to_string()
+                });
+            self
+        }
+        pub fn limit<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<::std::num::NonZeroU32>,
+        {
+            self.limit = value
+                .try_into()
+                .map(Some)
+                .map_err(|_| {
+                    "conversion to `:: std :: num :: NonZeroU32` for limit failed"
+                        .to_string()
+                });
+            self
+        }
+        ///Sends a `GET` request to `/api/v1/leasing/subscriptions/{id}/deliveries`
+        pub async fn send(
+            self,
+        ) -> Result<ResponseValue<types::DeliveryList>, Error<types::ApiError>> {
+            let Self { client, id, limit } = self;
+            let id = id.map_err(Error::InvalidRequest)?;
+            let limit = limit.map_err(Error::InvalidRequest)?;
+            let url = format!(
+                "{}/api/v1/leasing/subscriptions/{}/deliveries", client.baseurl,
+                encode_path(& id.to_string()),
+            );
+            let mut header_map = ::reqwest::header::HeaderMap::with_capacity(1usize);
+            header_map
+                .append(
+                    ::reqwest::header::HeaderName::from_static("api-version"),
+                    ::reqwest::header::HeaderValue::from_static(
+                        super::Client::api_version(),
+                    ),
+                );
+            #[allow(unused_mut)]
+            let mut request = client
+                .client
+                .get(url)
+                .header(
+                    ::reqwest::header::ACCEPT,
+                    ::reqwest::header::HeaderValue::from_static("application/json"),
+                )
+                .query(&progenitor_client::QueryParam::new("limit", &limit))
+                .headers(header_map)
+                .build()?;
+            let info = OperationInfo {
+                operation_id: "leasing_subscription_deliveries",
+            };
+            client.pre(&mut request, &info).await?;
+            let result = client.exec(request, &info).await;
+            client.post(&result, &info).await?;
+            let response = result?;
+            match response.status().as_u16() {
+                200u16 => ResponseValue::from_response(response).await,
+                400u16..=499u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                404u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                422u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                503u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                _ => Err(Error::UnexpectedResponse(response)),
+            }
+        }
+    }
+    /**Builder for [`Client::leasing_subscription_delivery_retry`]
+
+[`Client::leasing_subscription_delivery_retry`]: super::Client::leasing_subscription_delivery_retry*/
+    #[derive(Debug, Clone)]
+    pub struct LeasingSubscriptionDeliveryRetry<'a> {
+        client: &'a super::Client,
+        id: Result<::std::string::String, String>,
+        delivery: Result<i64, String>,
+    }
+    impl<'a> LeasingSubscriptionDeliveryRetry<'a> {
+        pub fn new(client: &'a super::Client) -> Self {
+            Self {
+                client: client,
+                id: Err("id was not initialized".to_string()),
+                delivery: Err("delivery was not initialized".to_string()),
+            }
+        }
+        pub fn id<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<::std::string::String>,
+        {
+            self.id = value
+                .try_into()
+                .map_err(|_| {
+                    "conversion to `:: std :: string :: String` for id failed"
+                        .to_string()
+                });
+            self
+        }
+        pub fn delivery<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<i64>,
+        {
+            self.delivery = value
+                .try_into()
+                .map_err(|_| "conversion to `i64` for delivery failed".to_string());
+            self
+        }
+        ///Sends a `POST` request to `/api/v1/leasing/subscriptions/{id}/deliveries/{delivery}/retry`
+        pub async fn send(
+            self,
+        ) -> Result<ResponseValue<types::Delivery>, Error<types::ApiError>> {
+            let Self { client, id, delivery } = self;
+            let id = id.map_err(Error::InvalidRequest)?;
+            let delivery = delivery.map_err(Error::InvalidRequest)?;
+            let url = format!(
+                "{}/api/v1/leasing/subscriptions/{}/deliveries/{}/retry", client.baseurl,
+                encode_path(& id.to_string()), encode_path(& delivery.to_string()),
+            );
+            let mut header_map = ::reqwest::header::HeaderMap::with_capacity(1usize);
+            header_map
+                .append(
+                    ::reqwest::header::HeaderName::from_static("api-version"),
+                    ::reqwest::header::HeaderValue::from_static(
+                        super::Client::api_version(),
+                    ),
+                );
+            #[allow(unused_mut)]
+            let mut request = client
+                .client
+                .post(url)
+                .header(
+                    ::reqwest::header::ACCEPT,
+                    ::reqwest::header::HeaderValue::from_static("application/json"),
+                )
+                .headers(header_map)
+                .build()?;
+            let info = OperationInfo {
+                operation_id: "leasing_subscription_delivery_retry",
+            };
+            client.pre(&mut request, &info).await?;
+            let result = client.exec(request, &info).await;
+            client.post(&result, &info).await?;
+            let response = result?;
+            match response.status().as_u16() {
+                202u16 => ResponseValue::from_response(response).await,
+                400u16..=499u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                404u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                503u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                _ => Err(Error::UnexpectedResponse(response)),
+            }
+        }
+    }
+    /**Builder for [`Client::leasing_subscription_rotate_secret`]
+
+[`Client::leasing_subscription_rotate_secret`]: super::Client::leasing_subscription_rotate_secret*/
+    #[derive(Debug, Clone)]
+    pub struct LeasingSubscriptionRotateSecret<'a> {
+        client: &'a super::Client,
+        id: Result<::std::string::String, String>,
+    }
+    impl<'a> LeasingSubscriptionRotateSecret<'a> {
+        pub fn new(client: &'a super::Client) -> Self {
+            Self {
+                client: client,
+                id: Err("id was not initialized".to_string()),
+            }
+        }
+        pub fn id<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<::std::string::String>,
+        {
+            self.id = value
+                .try_into()
+                .map_err(|_| {
+                    "conversion to `:: std :: string :: String` for id failed"
+                        .to_string()
+                });
+            self
+        }
+        ///Sends a `POST` request to `/api/v1/leasing/subscriptions/{id}/rotate-secret`
+        pub async fn send(
+            self,
+        ) -> Result<
+            ResponseValue<types::SubscriptionWithSecret>,
+            Error<types::ApiError>,
+        > {
+            let Self { client, id } = self;
+            let id = id.map_err(Error::InvalidRequest)?;
+            let url = format!(
+                "{}/api/v1/leasing/subscriptions/{}/rotate-secret", client.baseurl,
+                encode_path(& id.to_string()),
+            );
+            let mut header_map = ::reqwest::header::HeaderMap::with_capacity(1usize);
+            header_map
+                .append(
+                    ::reqwest::header::HeaderName::from_static("api-version"),
+                    ::reqwest::header::HeaderValue::from_static(
+                        super::Client::api_version(),
+                    ),
+                );
+            #[allow(unused_mut)]
+            let mut request = client
+                .client
+                .post(url)
+                .header(
+                    ::reqwest::header::ACCEPT,
+                    ::reqwest::header::HeaderValue::from_static("application/json"),
+                )
+                .headers(header_map)
+                .build()?;
+            let info = OperationInfo {
+                operation_id: "leasing_subscription_rotate_secret",
+            };
+            client.pre(&mut request, &info).await?;
+            let result = client.exec(request, &info).await;
+            client.post(&result, &info).await?;
+            let response = result?;
+            match response.status().as_u16() {
+                200u16 => ResponseValue::from_response(response).await,
+                400u16..=499u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                404u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                503u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                _ => Err(Error::UnexpectedResponse(response)),
+            }
+        }
+    }
     /**Builder for [`Client::leasing_show`]
 
 [`Client::leasing_show`]: super::Client::leasing_show*/
@@ -63444,6 +65727,109 @@ pub mod builder {
                 .build()?;
             let info = OperationInfo {
                 operation_id: "leasing_wait_ready_to_sign",
+            };
+            client.pre(&mut request, &info).await?;
+            let result = client.exec(request, &info).await;
+            client.post(&result, &info).await?;
+            let response = result?;
+            match response.status().as_u16() {
+                200u16 => ResponseValue::from_response(response).await,
+                400u16..=499u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                503u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                _ => Err(Error::UnexpectedResponse(response)),
+            }
+        }
+    }
+    /**Builder for [`Client::leasing_watch`]
+
+[`Client::leasing_watch`]: super::Client::leasing_watch*/
+    #[derive(Debug, Clone)]
+    pub struct LeasingWatch<'a> {
+        client: &'a super::Client,
+        financing_id: Result<types::LeasingWatchFinancingId, String>,
+    }
+    impl<'a> LeasingWatch<'a> {
+        pub fn new(client: &'a super::Client) -> Self {
+            Self {
+                client: client,
+                financing_id: Err("financing_id was not initialized".to_string()),
+            }
+        }
+        pub fn financing_id<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<types::LeasingWatchFinancingId>,
+        {
+            self.financing_id = value
+                .try_into()
+                .map_err(|_| {
+                    "conversion to `LeasingWatchFinancingId` for financing_id failed"
+                        .to_string()
+                });
+            self
+        }
+        ///Sends a `POST` request to `/api/v1/leasing/{financingId}/watch`
+        pub async fn send(
+            self,
+        ) -> Result<ResponseValue<types::Watch>, Error<types::ApiError>> {
+            let Self { client, financing_id } = self;
+            let financing_id = financing_id.map_err(Error::InvalidRequest)?;
+            let url = format!(
+                "{}/api/v1/leasing/{}/watch", client.baseurl, encode_path(& financing_id
+                .to_string()),
+            );
+            let mut header_map = ::reqwest::header::HeaderMap::with_capacity(1usize);
+            header_map
+                .append(
+                    ::reqwest::header::HeaderName::from_static("api-version"),
+                    ::reqwest::header::HeaderValue::from_static(
+                        super::Client::api_version(),
+                    ),
+                );
+            #[allow(unused_mut)]
+            let mut request = client
+                .client
+                .post(url)
+                .header(
+                    ::reqwest::header::ACCEPT,
+                    ::reqwest::header::HeaderValue::from_static("application/json"),
+                )
+                .headers(header_map)
+                .build()?;
+            let info = OperationInfo {
+                operation_id: "leasing_watch",
             };
             client.pre(&mut request, &info).await?;
             let result = client.exec(request, &info).await;

@@ -1926,6 +1926,128 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/leasing/subscriptions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the subscriptions
+         * @description Every subscription, oldest first, without secrets.
+         *
+         *     Needs a token with the ability `leasing` (login tokens hold every ability, `*`).
+         */
+        get: operations["leasing_subscription_list"];
+        put?: never;
+        /**
+         * Subscribe to leasing state changes
+         * @description Creates a subscription: every observed state change of a watched financing request is posted to `url` as a `LeasingStateChangedEvent`, signed per Standard Webhooks (see the `Subscription` schema), delivered at least once and in order per financing request. A 2xx answer within 10 s ends a delivery; anything else is retried with exponential back-off for up to 24 h (`LEASING_DELIVERY_RETRY_SECONDS`), with the same `webhook-id`. The answer holds the signing `secret`, shown this once. A `url` that is not `https` or resolves to a loopback, private, link-local or unique-local address is refused (422) unless `CALLBACK_ALLOW_PRIVATE` is set.
+         *
+         *     Needs a token with the ability `leasing` (login tokens hold every ability, `*`).
+         */
+        post: operations["leasing_subscription_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/leasing/subscriptions/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read a subscription
+         * @description The subscription, without its secret.
+         *
+         *     Needs a token with the ability `leasing` (login tokens hold every ability, `*`).
+         */
+        get: operations["leasing_subscription_show"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a subscription
+         * @description Deletes the subscription and its deliveries; pending ones are not sent.
+         *
+         *     Needs a token with the ability `leasing` (login tokens hold every ability, `*`).
+         */
+        delete: operations["leasing_subscription_delete"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/leasing/subscriptions/{id}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List a subscription's deliveries
+         * @description The newest deliveries first: each event sent (or to be sent) to this subscription, with its attempts, the last answer's status code or error, and the next attempt. 422 when `limit` is not from 1 to 500.
+         *
+         *     Needs a token with the ability `leasing` (login tokens hold every ability, `*`).
+         */
+        get: operations["leasing_subscription_deliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/leasing/subscriptions/{id}/deliveries/{delivery}/retry": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a delivery again
+         * @description Queues the delivery to be sent now, whatever became of it (delivered, failed or still pending), with the same `webhook-id`. The answer is the delivery as queued; follow it in the deliveries list.
+         *
+         *     Needs a token with the ability `leasing` (login tokens hold every ability, `*`).
+         */
+        post: operations["leasing_subscription_delivery_retry"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/leasing/subscriptions/{id}/rotate-secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Rotate a subscription's secret
+         * @description Makes a new signing secret, shown in this answer only. The old one keeps signing beside it for 24 h (`previous_secret_expires_at`): each delivery then carries two signatures in `webhook-signature`, space separated, so that a receiver can switch at its own pace.
+         *
+         *     Needs a token with the ability `leasing` (login tokens hold every ability, `*`).
+         */
+        post: operations["leasing_subscription_rotate_secret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/leasing/{financingId}": {
         parameters: {
             query?: never;
@@ -2124,6 +2246,28 @@ export interface paths {
         get: operations["leasing_wait_ready_to_sign"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/leasing/{financingId}/watch": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Watch a financing request
+         * @description Starts watching a request created elsewhere (those created through this service are watched from their creation): reads its state now, then every `LEASING_WATCH_INTERVAL_SECONDS` until it is terminal, and sends each change to the subscriptions. Watching a watched request changes nothing. The answer is the watch.
+         *
+         *     Needs a token with the ability `leasing` (login tokens hold every ability, `*`).
+         */
+        post: operations["leasing_watch"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2846,6 +2990,32 @@ export interface components {
             /** Format: int64 */
             id: number;
             name: string;
+        };
+        /** @description One event sent to one subscription. */
+        Delivery: {
+            /** Format: int64 */
+            attempts: number;
+            created_at: string;
+            /** @description The event's id, sent as `webhook-id` on every attempt. */
+            event_id: string;
+            financing_id: string;
+            finished_at?: string | null;
+            /** Format: int64 */
+            id: number;
+            last_attempt_at?: string | null;
+            /** @description Why the last attempt failed. */
+            last_error?: string | null;
+            /**
+             * Format: int64
+             * @description The receiver's status code at the last attempt (null: no answer).
+             */
+            last_status_code?: number | null;
+            next_attempt_at?: string | null;
+            /** @description `pending` (not delivered yet; retried at `next_attempt_at`), `delivered` (a 2xx) or `failed` (not delivered within the retry horizon, or the subscription was disabled). */
+            status: string;
+        };
+        DeliveryList: {
+            items: components["schemas"]["Delivery"][];
         };
         /** @description A file stored in the system, attached to a service request, company or service object. */
         Documents: {
@@ -3765,6 +3935,32 @@ export interface components {
             /** @enum {string} */
             error_code?: "service_unavailable" | "shutting_down";
         };
+        /**
+         * LeasingStateChangedEvent
+         * @description The event posted to subscriptions when a watched financing request's state changes (`type` `leasing.state_changed`).
+         * @example {
+         *       "created_at": "2026-11-27T10:05:00.000Z",
+         *       "data": {
+         *         "financingId": "0b5e8a4c-1d2f-4a7b-9c3e-5f6a7b8c9d0e",
+         *         "previousState": "RequestToGrenke",
+         *         "readyToSign": true,
+         *         "requestId": "180-33001",
+         *         "state": "ReadyToSign",
+         *         "terminal": false
+         *       },
+         *       "id": "msg_2b7c0e5d4f1a4c3b9e8d7f6a5b4c3d2e",
+         *       "type": "leasing.state_changed"
+         *     }
+         */
+        LeasingStateChangedEvent: {
+            /** @description When the change was observed (RFC 3339). */
+            created_at: string;
+            data: components["schemas"]["StateChange"];
+            /** @description The event's id (`msg_…`), also its `webhook-id`: the same on every retry; use it to drop duplicates (delivery is at least once). */
+            id: string;
+            /** @description `leasing.state_changed`. */
+            type: string;
+        };
         /** @description The lessee: the company that leases the objects. */
         Lessee: {
             Addresses?: components["schemas"]["Address"][] | null;
@@ -4359,6 +4555,30 @@ export interface components {
             Version: number;
         } & {
             [key: string]: unknown;
+        };
+        /**
+         * @description A subscription to be created.
+         * @example {
+         *       "description": "shop backend",
+         *       "events": [
+         *         "leasing.state_changed"
+         *       ],
+         *       "url": "https://shop.example/hooks/leasing"
+         *     }
+         */
+        NewSubscription: {
+            /**
+             * @description A note for people (at most 500 characters).
+             * @default null
+             */
+            description?: string | null;
+            /**
+             * @description The event types to send (default: every type, i.e. `leasing.state_changed`).
+             * @default null
+             */
+            events?: string[] | null;
+            /** @description Where the events are posted: `https`, and a public address (loopback, private, link-local and unique-local addresses, and `http`, only with `CALLBACK_ALLOW_PRIVATE`). Redirects are not followed. */
+            url: string;
         };
         /** @description A new Tags record: `Id` (a string of 1 to 255 characters) and `Version` (an integer) are required; every other field is the set's. */
         NewTags: {
@@ -5175,6 +5395,17 @@ export interface components {
             SigningOrder?: number | null;
             Title?: string | null;
         };
+        /** @description One observed change of a financing request's state. */
+        StateChange: {
+            financingId: string;
+            previousState: string;
+            readyToSign: boolean;
+            /** @description The provider's request number, once known. */
+            requestId?: string | null;
+            state: string;
+            /** @description Whether the new state is terminal (Declined, Cancelled, Contracted, RunningContract): no further event follows. */
+            terminal: boolean;
+        };
         /** @description The `meta` of every request-returning leasing answer. */
         StateMeta: {
             /** @description Whether the request can be signed now. */
@@ -5320,6 +5551,71 @@ export interface components {
             path: string;
             /** @description SHA-256 of the PDF, hex. */
             sha256: string;
+        };
+        /**
+         * @description A subscription to the leasing state events. Each event is posted as JSON (its shape: the schema `LeasingStateChangedEvent`) with the Standard Webhooks headers `webhook-id` (the event's id, the same on every retry), `webhook-timestamp` (Unix seconds) and `webhook-signature` (`v1,<base64 HMAC-SHA256 of "<id>.<timestamp>.<body>">`, keyed with the base64-decoded secret after `whsec_`; after a rotation, two signatures, space separated).
+         * @example {
+         *       "created_at": "2026-11-27T10:00:00.000Z",
+         *       "description": "shop backend",
+         *       "disabled_at": null,
+         *       "events": [
+         *         "leasing.state_changed"
+         *       ],
+         *       "failing_since": null,
+         *       "id": "sub_6f1c2a7b9d8e4f0a8b7c6d5e4f3a2b1c",
+         *       "previous_secret_expires_at": null,
+         *       "status": "active",
+         *       "url": "https://shop.example/hooks/leasing"
+         *     }
+         */
+        Subscription: {
+            created_at: string;
+            description?: string | null;
+            disabled_at?: string | null;
+            events: string[];
+            /** @description Since when its deliveries fail (null once one succeeds). */
+            failing_since?: string | null;
+            id: string;
+            /** @description Until when the secret before the last rotation still signs. */
+            previous_secret_expires_at?: string | null;
+            /** @description `active`, or `disabled` after five days of failing deliveries. */
+            status: string;
+            url: string;
+        };
+        SubscriptionList: {
+            items: components["schemas"]["Subscription"][];
+        };
+        /**
+         * @description A subscription with its signing secret: shown in this answer only.
+         * @example {
+         *       "created_at": "2026-11-27T10:00:00.000Z",
+         *       "description": "shop backend",
+         *       "disabled_at": null,
+         *       "events": [
+         *         "leasing.state_changed"
+         *       ],
+         *       "failing_since": null,
+         *       "id": "sub_6f1c2a7b9d8e4f0a8b7c6d5e4f3a2b1c",
+         *       "previous_secret_expires_at": null,
+         *       "status": "active",
+         *       "url": "https://shop.example/hooks/leasing"
+         *     }
+         */
+        SubscriptionWithSecret: {
+            created_at: string;
+            description?: string | null;
+            disabled_at?: string | null;
+            events: string[];
+            /** @description Since when its deliveries fail (null once one succeeds). */
+            failing_since?: string | null;
+            id: string;
+            /** @description Until when the secret before the last rotation still signs. */
+            previous_secret_expires_at?: string | null;
+            /** @description The signing secret, `whsec_<base64>`: keep it; no later answer shows it. */
+            secret: string;
+            /** @description `active`, or `disabled` after five days of failing deliveries. */
+            status: string;
+            url: string;
         };
         /** @description What each sync did. */
         SyncAnswer: {
@@ -5637,6 +5933,17 @@ export interface components {
             fieldReportResponse: {
                 [key: string]: unknown;
             } | null;
+        };
+        /** @description A watched financing request. */
+        Watch: {
+            financingId: string;
+            /** @description When it is read next (null once terminal). */
+            next_poll_at?: string | null;
+            requestId?: string | null;
+            /** @description The state last read. */
+            state: string;
+            /** @description Whether the state is terminal: then the request is no longer read. */
+            terminal: boolean;
         };
         /** @description A stored webhook call. */
         WebhookAccepted: {
@@ -11027,6 +11334,327 @@ export interface operations {
             "4XX": components["responses"]["ApiError"];
         };
     };
+    leasing_subscription_list: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description successful operation */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SubscriptionList"];
+                };
+            };
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["ApiError"];
+        };
+    };
+    leasing_subscription_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "description": "shop backend",
+                 *       "events": [
+                 *         "leasing.state_changed"
+                 *       ],
+                 *       "url": "https://shop.example/hooks/leasing"
+                 *     }
+                 */
+                "application/json": components["schemas"]["NewSubscription"];
+            };
+        };
+        responses: {
+            /** @description successful creation */
+            201: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SubscriptionWithSecret"];
+                };
+            };
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
+            413: components["responses"]["PayloadTooLarge"];
+            /** @description A field is invalid (`validation_failed`, the fields named in `errors`): the `url` is not https, or resolves to a loopback, private, link-local or unique-local address (allowed only with `CALLBACK_ALLOW_PRIVATE`), or cannot be resolved; an event type is unknown; the description is too long. */
+            422: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error_code": "validation_failed",
+                     *       "errors": {
+                     *         "url": [
+                     *           "127.0.0.1 is not a public address"
+                     *         ]
+                     *       },
+                     *       "message": "url: 127.0.0.1 is not a public address",
+                     *       "request_id": "0d5c1e3e-8b7f-4f4e-9c57-2f1f0c9e1a11",
+                     *       "success": false
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["ApiError"];
+        };
+    };
+    leasing_subscription_show: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The subscription's id (`sub_…`). */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description successful operation */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Subscription"];
+                };
+            };
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
+            /** @description No such subscription (`not_found`). */
+            404: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error_code": "not_found",
+                     *       "message": "There is no subscription sub_0123456789abcdef0123456789abcdef.",
+                     *       "request_id": "0d5c1e3e-8b7f-4f4e-9c57-2f1f0c9e1a11",
+                     *       "success": false
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["ApiError"];
+        };
+    };
+    leasing_subscription_delete: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The subscription's id (`sub_…`). */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description successful deletion */
+            204: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
+            /** @description No such subscription (`not_found`). */
+            404: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error_code": "not_found",
+                     *       "message": "There is no subscription sub_0123456789abcdef0123456789abcdef.",
+                     *       "request_id": "0d5c1e3e-8b7f-4f4e-9c57-2f1f0c9e1a11",
+                     *       "success": false
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["ApiError"];
+        };
+    };
+    leasing_subscription_deliveries: {
+        parameters: {
+            query?: {
+                /** @description How many deliveries, newest first (1 to 500; default 100). */
+                limit?: number | null;
+            };
+            header?: never;
+            path: {
+                /** @description The subscription's id (`sub_…`). */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description successful operation */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeliveryList"];
+                };
+            };
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
+            /** @description No such subscription (`not_found`). */
+            404: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error_code": "not_found",
+                     *       "message": "There is no subscription sub_0123456789abcdef0123456789abcdef.",
+                     *       "request_id": "0d5c1e3e-8b7f-4f4e-9c57-2f1f0c9e1a11",
+                     *       "success": false
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            422: components["responses"]["ValidationFailed"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["ApiError"];
+        };
+    };
+    leasing_subscription_delivery_retry: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The delivery's id. */
+                delivery: number;
+                /** @description The subscription's id (`sub_…`). */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description successfully enqueued operation */
+            202: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Delivery"];
+                };
+            };
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
+            /** @description No such subscription or delivery (`not_found`). */
+            404: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error_code": "not_found",
+                     *       "message": "There is no subscription sub_0123456789abcdef0123456789abcdef.",
+                     *       "request_id": "0d5c1e3e-8b7f-4f4e-9c57-2f1f0c9e1a11",
+                     *       "success": false
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["ApiError"];
+        };
+    };
+    leasing_subscription_rotate_secret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The subscription's id (`sub_…`). */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description successful operation */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SubscriptionWithSecret"];
+                };
+            };
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
+            /** @description No such subscription (`not_found`). */
+            404: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error_code": "not_found",
+                     *       "message": "There is no subscription sub_0123456789abcdef0123456789abcdef.",
+                     *       "request_id": "0d5c1e3e-8b7f-4f4e-9c57-2f1f0c9e1a11",
+                     *       "success": false
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["ApiError"];
+        };
+    };
     leasing_show: {
         parameters: {
             query?: never;
@@ -11362,6 +11990,35 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["RequestEnvelope"];
+                };
+            };
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
+            500: components["responses"]["LeasingFailure"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["ApiError"];
+        };
+    };
+    leasing_watch: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The provider's identifier of the financing request (letters, digits and `-`, at most 64). */
+                financingId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description successful operation */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Watch"];
                 };
             };
             401: components["responses"]["Unauthenticated"];

@@ -1,0 +1,405 @@
+//! The leasing state watcher's routes: subscriptions to state changes (their secrets shown
+//! once), their deliveries, and watching a request created elsewhere. The watching and
+//! delivering is [`crate::leasing::watch`]'s; the event is described by
+//! [`LeasingStateChangedEvent`], a schema of the document.
+
+use dropshot::{
+    HttpResponseAccepted, HttpResponseCreated, HttpResponseDeleted, HttpResponseOk, Path, Query, RequestContext,
+    TypedBody,
+};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use super::ApiContext;
+use super::guard::{BearerToken, needs};
+use super::leasing::FinancingIdPath;
+use crate::error::ApiError;
+use crate::leasing::watch::subscriptions::{SubscriptionRequest, WithSecret};
+use crate::store::leasing_watch::{DeliveryRow, SubscriptionRow, WatchRow};
+
+/// Deliveries listed at most.
+const MAX_DELIVERIES: u32 = 500;
+
+/// An epoch-ms time as RFC 3339.
+fn time(ms: i64) -> String {
+    chrono::DateTime::from_timestamp_millis(ms).unwrap_or_default().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+/// A subscription to be created.
+#[derive(Deserialize, JsonSchema)]
+#[schemars(example = "NewSubscription::example")]
+pub struct NewSubscription {
+    /// Where the events are posted: `https`, and a public address (loopback, private,
+    /// link-local and unique-local addresses, and `http`, only with `CALLBACK_ALLOW_PRIVATE`).
+    /// Redirects are not followed.
+    pub url: String,
+    /// A note for people (at most 500 characters).
+    #[serde(default)]
+    pub description: Option<String>,
+    /// The event types to send (default: every type, i.e. `leasing.state_changed`).
+    #[serde(default)]
+    pub events: Option<Vec<String>>,
+}
+
+impl NewSubscription {
+    fn example() -> Value {
+        json!({"url": "https://shop.example/hooks/leasing", "description": "shop backend", "events": ["leasing.state_changed"]})
+    }
+}
+
+/// A subscription to the leasing state events. Each event is posted as JSON (its shape:
+/// the schema `LeasingStateChangedEvent`) with the Standard Webhooks headers `webhook-id`
+/// (the event's id, the same on every retry), `webhook-timestamp` (Unix seconds) and
+/// `webhook-signature` (`v1,<base64 HMAC-SHA256 of "<id>.<timestamp>.<body>">`, keyed with the
+/// base64-decoded secret after `whsec_`; after a rotation, two signatures, space separated).
+#[derive(Serialize, Deserialize, JsonSchema)]
+#[schemars(example = "Subscription::example")]
+pub struct Subscription {
+    pub id: String,
+    pub url: String,
+    pub description: Option<String>,
+    pub events: Vec<String>,
+    pub created_at: String,
+    /// `active`, or `disabled` after five days of failing deliveries.
+    pub status: String,
+    /// Since when its deliveries fail (null once one succeeds).
+    pub failing_since: Option<String>,
+    pub disabled_at: Option<String>,
+    /// Until when the secret before the last rotation still signs.
+    pub previous_secret_expires_at: Option<String>,
+}
+
+impl Subscription {
+    fn example() -> Value {
+        json!({"id": "sub_6f1c2a7b9d8e4f0a8b7c6d5e4f3a2b1c", "url": "https://shop.example/hooks/leasing",
+               "description": "shop backend", "events": ["leasing.state_changed"],
+               "created_at": "2026-11-27T10:00:00.000Z", "status": "active", "failing_since": null,
+               "disabled_at": null, "previous_secret_expires_at": null})
+    }
+}
+
+impl From<SubscriptionRow> for Subscription {
+    fn from(row: SubscriptionRow) -> Self {
+        Subscription {
+            status: if row.disabled_at.is_some() { "disabled" } else { "active" }.into(),
+            id: row.id,
+            url: row.url,
+            description: row.description,
+            events: row.events,
+            created_at: time(row.created_at),
+            failing_since: row.failing_since.map(time),
+            disabled_at: row.disabled_at.map(time),
+            previous_secret_expires_at: row.previous_secret_until.filter(|t| *t > crate::store::now_ms()).map(time),
+        }
+    }
+}
+
+/// A subscription with its signing secret: shown in this answer only.
+#[derive(Serialize, Deserialize, JsonSchema)]
+pub struct SubscriptionWithSecret {
+    #[serde(flatten)]
+    pub subscription: Subscription,
+    /// The signing secret, `whsec_<base64>`: keep it; no later answer shows it.
+    pub secret: String,
+}
+
+impl From<WithSecret> for SubscriptionWithSecret {
+    fn from(created: WithSecret) -> Self {
+        SubscriptionWithSecret { subscription: created.subscription.into(), secret: created.secret }
+    }
+}
+
+#[derive(Serialize, Deserialize, JsonSchema)]
+pub struct SubscriptionList {
+    pub items: Vec<Subscription>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+pub struct SubscriptionPath {
+    /// The subscription's id (`sub_…`).
+    pub id: String,
+}
+
+#[derive(Deserialize, JsonSchema)]
+pub struct DeliveryPath {
+    /// The subscription's id (`sub_…`).
+    pub id: String,
+    /// The delivery's id.
+    pub delivery: i64,
+}
+
+#[derive(Deserialize, JsonSchema)]
+pub struct DeliveriesQuery {
+    /// How many deliveries, newest first (1 to 500; default 100).
+    #[schemars(range(min = 1, max = 500))]
+    pub limit: Option<u32>,
+}
+
+/// One event sent to one subscription.
+#[derive(Serialize, Deserialize, JsonSchema)]
+pub struct Delivery {
+    pub id: i64,
+    /// The event's id, sent as `webhook-id` on every attempt.
+    pub event_id: String,
+    pub financing_id: String,
+    /// `pending` (not delivered yet; retried at `next_attempt_at`), `delivered` (a 2xx) or
+    /// `failed` (not delivered within the retry horizon, or the subscription was disabled).
+    pub status: String,
+    pub attempts: i64,
+    /// The receiver's status code at the last attempt (null: no answer).
+    pub last_status_code: Option<i64>,
+    /// Why the last attempt failed.
+    pub last_error: Option<String>,
+    pub next_attempt_at: Option<String>,
+    pub created_at: String,
+    pub last_attempt_at: Option<String>,
+    pub finished_at: Option<String>,
+}
+
+impl From<DeliveryRow> for Delivery {
+    fn from(row: DeliveryRow) -> Self {
+        Delivery {
+            next_attempt_at: row.next_attempt_at.filter(|_| row.status == "pending").map(time),
+            id: row.id,
+            event_id: row.event_id,
+            financing_id: row.financing_id,
+            status: row.status,
+            attempts: row.attempts,
+            last_status_code: row.last_status_code,
+            last_error: row.last_error,
+            created_at: time(row.created_at),
+            last_attempt_at: row.last_attempt_at.map(time),
+            finished_at: row.finished_at.map(time),
+        }
+    }
+}
+
+#[derive(Serialize, Deserialize, JsonSchema)]
+pub struct DeliveryList {
+    pub items: Vec<Delivery>,
+}
+
+/// A watched financing request.
+#[derive(Serialize, Deserialize, JsonSchema)]
+pub struct Watch {
+    #[serde(rename = "financingId")]
+    pub financing_id: String,
+    #[serde(rename = "requestId")]
+    pub request_id: Option<String>,
+    /// The state last read.
+    pub state: String,
+    /// Whether the state is terminal: then the request is no longer read.
+    pub terminal: bool,
+    /// When it is read next (null once terminal).
+    pub next_poll_at: Option<String>,
+}
+
+impl From<WatchRow> for Watch {
+    fn from(row: WatchRow) -> Self {
+        Watch {
+            financing_id: row.financing_id,
+            request_id: row.request_id,
+            state: row.state,
+            terminal: row.terminal,
+            next_poll_at: row.next_poll_at.map(time),
+        }
+    }
+}
+
+/// The event posted to subscriptions when a watched financing request's state changes
+/// (`type` `leasing.state_changed`).
+#[derive(Serialize, Deserialize, JsonSchema)]
+#[schemars(example = "LeasingStateChangedEvent::example")]
+pub struct LeasingStateChangedEvent {
+    /// `leasing.state_changed`.
+    #[serde(rename = "type")]
+    pub event_type: String,
+    /// The event's id (`msg_…`), also its `webhook-id`: the same on every retry; use it to
+    /// drop duplicates (delivery is at least once).
+    pub id: String,
+    /// When the change was observed (RFC 3339).
+    pub created_at: String,
+    pub data: StateChange,
+}
+
+impl LeasingStateChangedEvent {
+    fn example() -> Value {
+        json!({"type": "leasing.state_changed", "id": "msg_2b7c0e5d4f1a4c3b9e8d7f6a5b4c3d2e",
+               "created_at": "2026-11-27T10:05:00.000Z",
+               "data": {"financingId": "0b5e8a4c-1d2f-4a7b-9c3e-5f6a7b8c9d0e", "requestId": "180-33001",
+                        "previousState": "RequestToGrenke", "state": "ReadyToSign", "terminal": false, "readyToSign": true}})
+    }
+}
+
+/// One observed change of a financing request's state.
+#[derive(Serialize, Deserialize, JsonSchema)]
+pub struct StateChange {
+    #[serde(rename = "financingId")]
+    pub financing_id: String,
+    /// The provider's request number, once known.
+    #[serde(rename = "requestId")]
+    pub request_id: Option<String>,
+    #[serde(rename = "previousState")]
+    pub previous_state: String,
+    pub state: String,
+    /// Whether the new state is terminal (Declined, Cancelled, Contracted, RunningContract):
+    /// no further event follows.
+    pub terminal: bool,
+    #[serde(rename = "readyToSign")]
+    pub ready_to_sign: bool,
+}
+
+async fn authorize(rqctx: &RequestContext<ApiContext>, token: &BearerToken<needs::Leasing>) -> Result<(), ApiError> {
+    token.caller(rqctx).await.map(|_| ()).map_err(ApiError::leasing)
+}
+
+/// Subscribe to leasing state changes
+///
+/// Creates a subscription: every observed state change of a watched financing request is
+/// posted to `url` as a `LeasingStateChangedEvent`, signed per Standard Webhooks (see the
+/// `Subscription` schema), delivered at least once and in order per financing request. A 2xx
+/// answer within 10 s ends a delivery; anything else is retried with exponential back-off
+/// for up to 24 h (`LEASING_DELIVERY_RETRY_SECONDS`), with the same `webhook-id`. The answer
+/// holds the signing `secret`, shown this once. A `url` that is not `https` or resolves to
+/// a loopback, private, link-local or unique-local address is refused (422) unless
+/// `CALLBACK_ALLOW_PRIVATE` is set.
+#[dropshot::endpoint { method = POST, path = "/api/v1/leasing/subscriptions", tags = ["leasing"] }]
+pub async fn leasing_subscription_create(
+    rqctx: RequestContext<ApiContext>,
+    token: BearerToken<needs::Leasing>,
+    body: TypedBody<NewSubscription>,
+) -> Result<HttpResponseCreated<SubscriptionWithSecret>, ApiError> {
+    authorize(&rqctx, &token).await?;
+    let body = body.into_inner();
+    let request = SubscriptionRequest { url: body.url, description: body.description, events: body.events };
+    let created = rqctx.context().leasing.watcher().subscribe(request).await?;
+    Ok(HttpResponseCreated(created.into()))
+}
+
+/// List the subscriptions
+///
+/// Every subscription, oldest first, without secrets.
+#[dropshot::endpoint { method = GET, path = "/api/v1/leasing/subscriptions", tags = ["leasing"] }]
+pub async fn leasing_subscription_list(
+    rqctx: RequestContext<ApiContext>,
+    token: BearerToken<needs::Leasing>,
+) -> Result<HttpResponseOk<SubscriptionList>, ApiError> {
+    authorize(&rqctx, &token).await?;
+    let rows = rqctx.context().leasing.watcher().subscriptions().await?;
+    Ok(HttpResponseOk(SubscriptionList { items: rows.into_iter().map(Subscription::from).collect() }))
+}
+
+/// Read a subscription
+///
+/// The subscription, without its secret.
+#[dropshot::endpoint { method = GET, path = "/api/v1/leasing/subscriptions/{id}", tags = ["leasing"] }]
+pub async fn leasing_subscription_show(
+    rqctx: RequestContext<ApiContext>,
+    token: BearerToken<needs::Leasing>,
+    path: Path<SubscriptionPath>,
+) -> Result<HttpResponseOk<Subscription>, ApiError> {
+    authorize(&rqctx, &token).await?;
+    let row = rqctx.context().leasing.watcher().subscription(&path.into_inner().id).await?;
+    Ok(HttpResponseOk(row.into()))
+}
+
+/// Delete a subscription
+///
+/// Deletes the subscription and its deliveries; pending ones are not sent.
+#[dropshot::endpoint { method = DELETE, path = "/api/v1/leasing/subscriptions/{id}", tags = ["leasing"] }]
+pub async fn leasing_subscription_delete(
+    rqctx: RequestContext<ApiContext>,
+    token: BearerToken<needs::Leasing>,
+    path: Path<SubscriptionPath>,
+) -> Result<HttpResponseDeleted, ApiError> {
+    authorize(&rqctx, &token).await?;
+    rqctx.context().leasing.watcher().unsubscribe(&path.into_inner().id).await?;
+    Ok(HttpResponseDeleted())
+}
+
+/// Rotate a subscription's secret
+///
+/// Makes a new signing secret, shown in this answer only. The old one keeps signing beside it
+/// for 24 h (`previous_secret_expires_at`): each delivery then carries two signatures in
+/// `webhook-signature`, space separated, so that a receiver can switch at its own pace.
+#[dropshot::endpoint {
+    method = POST,
+    path = "/api/v1/leasing/subscriptions/{id}/rotate-secret",
+    tags = ["leasing"],
+}]
+pub async fn leasing_subscription_rotate_secret(
+    rqctx: RequestContext<ApiContext>,
+    token: BearerToken<needs::Leasing>,
+    path: Path<SubscriptionPath>,
+) -> Result<HttpResponseOk<SubscriptionWithSecret>, ApiError> {
+    authorize(&rqctx, &token).await?;
+    let rotated = rqctx.context().leasing.watcher().rotate_secret(&path.into_inner().id).await?;
+    Ok(HttpResponseOk(rotated.into()))
+}
+
+/// List a subscription's deliveries
+///
+/// The newest deliveries first: each event sent (or to be sent) to this subscription, with
+/// its attempts, the last answer's status code or error, and the next attempt. 422 when
+/// `limit` is not from 1 to 500.
+#[dropshot::endpoint {
+    method = GET,
+    path = "/api/v1/leasing/subscriptions/{id}/deliveries",
+    tags = ["leasing"],
+}]
+pub async fn leasing_subscription_deliveries(
+    rqctx: RequestContext<ApiContext>,
+    token: BearerToken<needs::Leasing>,
+    path: Path<SubscriptionPath>,
+    query: Query<DeliveriesQuery>,
+) -> Result<HttpResponseOk<DeliveryList>, ApiError> {
+    authorize(&rqctx, &token).await?;
+    let limit = query.into_inner().limit.unwrap_or(100);
+    if !(1..=MAX_DELIVERIES).contains(&limit) {
+        let message = format!("limit is between 1 and {MAX_DELIVERIES}.");
+        return Err(
+            ApiError::validation(crate::error::FieldErrors::from([("limit".to_string(), vec![message])])).leasing()
+        );
+    }
+    let rows = rqctx.context().leasing.watcher().deliveries(&path.into_inner().id, limit).await?;
+    Ok(HttpResponseOk(DeliveryList { items: rows.into_iter().map(Delivery::from).collect() }))
+}
+
+/// Send a delivery again
+///
+/// Queues the delivery to be sent now, whatever became of it (delivered, failed or still
+/// pending), with the same `webhook-id`. The answer is the delivery as queued; follow it in
+/// the deliveries list.
+#[dropshot::endpoint {
+    method = POST,
+    path = "/api/v1/leasing/subscriptions/{id}/deliveries/{delivery}/retry",
+    tags = ["leasing"],
+}]
+pub async fn leasing_subscription_delivery_retry(
+    rqctx: RequestContext<ApiContext>,
+    token: BearerToken<needs::Leasing>,
+    path: Path<DeliveryPath>,
+) -> Result<HttpResponseAccepted<Delivery>, ApiError> {
+    authorize(&rqctx, &token).await?;
+    let path = path.into_inner();
+    let row = rqctx.context().leasing.watcher().retry_delivery(&path.id, path.delivery).await?;
+    Ok(HttpResponseAccepted(row.into()))
+}
+
+/// Watch a financing request
+///
+/// Starts watching a request created elsewhere (those created through this service are
+/// watched from their creation): reads its state now, then every
+/// `LEASING_WATCH_INTERVAL_SECONDS` until it is terminal, and sends each change to the
+/// subscriptions. Watching a watched request changes nothing. The answer is the watch.
+#[dropshot::endpoint { method = POST, path = "/api/v1/leasing/{financingId}/watch", tags = ["leasing"] }]
+pub async fn leasing_watch(
+    rqctx: RequestContext<ApiContext>,
+    token: BearerToken<needs::Leasing>,
+    path: Path<FinancingIdPath>,
+) -> Result<HttpResponseOk<Watch>, ApiError> {
+    authorize(&rqctx, &token).await?;
+    let row = rqctx.context().leasing.watch(&path.into_inner().financing_id).await?;
+    Ok(HttpResponseOk(row.into()))
+}

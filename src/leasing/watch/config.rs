@@ -1,0 +1,54 @@
+//! The watcher's settings: how often a watched request is read, how many reads run at once,
+//! which callback addresses are allowed, and how long a delivery is retried.
+
+use std::time::Duration;
+
+use crate::vocabulary::settings::{ConfigError, Settings};
+
+#[derive(Debug, Clone)]
+pub struct WatchConfig {
+    /// Between two reads of a watched request (`LEASING_WATCH_INTERVAL_SECONDS`, default 300),
+    /// plus up to a fifth of it as jitter.
+    pub interval: Duration,
+    /// Provider reads at a time (`LEASING_WATCH_CONCURRENCY`, default 8).
+    pub concurrency: usize,
+    /// Allows `http` and loopback, private, link-local and unique-local callback addresses
+    /// (`CALLBACK_ALLOW_PRIVATE`, default false; `serve --sandbox` sets it).
+    pub allow_private: bool,
+    /// How long a failing delivery is retried (`LEASING_DELIVERY_RETRY_SECONDS`, default 24 h).
+    pub retry_horizon: Duration,
+    /// The first retry's delay, doubled for each further one up to an hour
+    /// (`LEASING_DELIVERY_BACKOFF_MILLISECONDS`, default 5000).
+    pub first_retry: Duration,
+}
+
+impl Default for WatchConfig {
+    fn default() -> Self {
+        WatchConfig {
+            interval: Duration::from_secs(300),
+            concurrency: 8,
+            allow_private: false,
+            retry_horizon: Duration::from_secs(24 * 3600),
+            first_retry: Duration::from_secs(5),
+        }
+    }
+}
+
+impl WatchConfig {
+    pub fn read(raw: &Settings) -> Result<WatchConfig, ConfigError> {
+        let defaults = WatchConfig::default();
+        Ok(WatchConfig {
+            interval: raw
+                .positive_u64("LEASING_WATCH_INTERVAL_SECONDS")?
+                .map_or(defaults.interval, Duration::from_secs),
+            concurrency: raw.positive_u64("LEASING_WATCH_CONCURRENCY")?.map_or(defaults.concurrency, |n| n as usize),
+            allow_private: raw.bool_or("CALLBACK_ALLOW_PRIVATE", false)?,
+            retry_horizon: raw
+                .positive_u64("LEASING_DELIVERY_RETRY_SECONDS")?
+                .map_or(defaults.retry_horizon, Duration::from_secs),
+            first_retry: raw
+                .positive_u64("LEASING_DELIVERY_BACKOFF_MILLISECONDS")?
+                .map_or(defaults.first_retry, Duration::from_millis),
+        })
+    }
+}

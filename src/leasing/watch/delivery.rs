@@ -1,0 +1,186 @@
+//! The deliverer: claims due deliveries (with a lease, in order per subscription and financing
+//! request), posts each event to its subscription with the Standard Webhooks headers, and
+//! records the attempt. A 2xx ends a delivery; anything else, a time-out (10 s) or a refused
+//! target is retried with exponential back-off and jitter, with the same `webhook-id`, until
+//! `LEASING_DELIVERY_RETRY_SECONDS` after the event; then it is failed. A subscription that
+//! keeps failing for five days is disabled.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use rand::Rng;
+use slog::Logger;
+use tokio::sync::watch;
+
+use super::Watcher;
+use super::signing::signature_header;
+use super::target::{CheckedResolver, check_url};
+use crate::store::leasing_watch::{AttemptOutcome, DeliveryWork};
+use crate::store::now_ms;
+
+/// How long a receiver has to answer.
+pub const TIMEOUT: Duration = Duration::from_secs(10);
+/// Deliveries sent at a time by one instance.
+const CONCURRENCY: usize = 16;
+/// Deliveries claimed at a time.
+const BATCH: i64 = 64;
+/// How long an idle deliverer waits before looking again (a change recorded here wakes it).
+const IDLE: Duration = Duration::from_millis(500);
+/// The longest wait between two attempts.
+const MAX_BACKOFF: Duration = Duration::from_secs(3600);
+/// A subscription whose deliveries failed for this long, without a success, is disabled.
+pub const DISABLE_AFTER: Duration = Duration::from_secs(5 * 24 * 3600);
+
+/// The client of the deliveries: no redirects, no proxy, the time-out, and a resolver that
+/// connects only to addresses the SSRF check let through.
+fn http_client(allow_private: bool) -> reqwest::Client {
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .timeout(TIMEOUT)
+        .no_proxy()
+        .user_agent(concat!("integration-service/", env!("CARGO_PKG_VERSION"), " (leasing events)"))
+        .dns_resolver(Arc::new(CheckedResolver { allow_private }))
+        .build()
+        .expect("the delivery client's settings are valid")
+}
+
+impl Watcher {
+    pub(super) async fn deliver(self, mut stopped: watch::Receiver<bool>, log: Logger) {
+        let http = http_client(self.config.allow_private);
+        loop {
+            if *stopped.borrow() {
+                return;
+            }
+            // A name per claim: the store reads the claimed rows back by it.
+            let owner = format!("deliver-{}", uuid::Uuid::new_v4().simple());
+            let busy = match self.store.delivery_claim_due(&owner, self.store.lease_deadline(), BATCH).await {
+                Ok(due) if !due.is_empty() => {
+                    let sends = futures::stream::iter(due)
+                        .for_each_concurrent(CONCURRENCY, |work| self.deliver_one(&http, work, &owner, &log));
+                    tokio::select! {
+                        () = sends => {}
+                        _ = stopped.changed() => return,
+                    }
+                    true
+                }
+                Ok(_) => false,
+                Err(error) => {
+                    slog::warn!(log, "claiming deliveries failed"; "error" => %error);
+                    false
+                }
+            };
+            if !busy {
+                tokio::select! {
+                    _ = stopped.changed() => {}
+                    _ = self.deliveries_queued.notified() => {}
+                    _ = tokio::time::sleep(IDLE) => {}
+                }
+            }
+        }
+    }
+
+    async fn deliver_one(&self, http: &reqwest::Client, work: DeliveryWork, owner: &str, log: &Logger) {
+        let started = Instant::now();
+        let answer = self.send(http, &work).await;
+        let now = now_ms();
+        let error_text;
+        let outcome = match answer {
+            Ok(status) if (200..300).contains(&status) => AttemptOutcome::Delivered { status_code: status },
+            failed => {
+                let (status_code, error) = match failed {
+                    Ok(status) => (Some(status), format!("the receiver answered {status}")),
+                    Err(error) => (None, error),
+                };
+                error_text = error;
+                AttemptOutcome::Failed {
+                    status_code,
+                    error: &error_text,
+                    next_attempt_at: self.next_attempt_at(&work, now),
+                }
+            }
+        };
+        let delivered = matches!(outcome, AttemptOutcome::Delivered { .. });
+        let latency = Duration::from_millis((now - work.event_created_at).max(0) as u64);
+        self.metrics.delivery_attempted(delivered, started.elapsed(), delivered.then_some(latency));
+        let disable_before = now - DISABLE_AFTER.as_millis() as i64;
+        match self.store.delivery_record(&work, owner, &outcome, disable_before).await {
+            Ok(true) => slog::warn!(log, "a subscription failing for five days was disabled";
+                "subscription" => &work.subscription_id),
+            Ok(false) => {}
+            Err(error) => slog::warn!(log, "recording a delivery attempt failed; it is sent again";
+                "delivery" => work.id, "error" => %error),
+        }
+        if let AttemptOutcome::Failed { error, next_attempt_at, .. } = &outcome {
+            slog::info!(log, "a delivery attempt failed"; "delivery" => work.id, "subscription" => &work.subscription_id,
+                "attempt" => work.attempts + 1, "error" => *error, "retried" => next_attempt_at.is_some());
+        }
+    }
+
+    /// Posts the event; the answer's status, or why there was none.
+    async fn send(&self, http: &reqwest::Client, work: &DeliveryWork) -> Result<i64, String> {
+        let url = check_url(&work.url, self.config.allow_private).map_err(|refusal| format!("refused: {refusal}"))?;
+        let timestamp = chrono::Utc::now().timestamp();
+        let mut secrets = vec![work.secret.as_str()];
+        secrets.extend(work.previous_secret.as_deref());
+        let signature = signature_header(&secrets, &work.event_id, timestamp, &work.payload);
+        let response = http
+            .post(url)
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .header("webhook-id", &work.event_id)
+            .header("webhook-timestamp", timestamp.to_string())
+            .header("webhook-signature", signature)
+            .body(work.payload.clone())
+            .send()
+            .await
+            .map_err(|error| describe(&error))?;
+        Ok(i64::from(response.status().as_u16()))
+    }
+
+    /// When a failed delivery is tried again: the first retry's delay doubled per attempt (up
+    /// to an hour), 0 to 20 % more as jitter, never past the retry horizon; `None` once the
+    /// horizon has passed.
+    fn next_attempt_at(&self, work: &DeliveryWork, now: i64) -> Option<i64> {
+        let horizon_end = work.created_at + self.config.retry_horizon.as_millis() as i64;
+        if now >= horizon_end {
+            return None;
+        }
+        let backoff = self.config.first_retry.saturating_mul(1 << work.attempts.clamp(0, 20)).min(MAX_BACKOFF);
+        let backoff = backoff.as_millis() as i64;
+        let jitter = rand::rng().random_range(0..=backoff / 5);
+        Some((now + backoff + jitter).min(horizon_end))
+    }
+}
+
+/// A failed send in a few words (without the URL's query, which may hold a receiver's token).
+fn describe(error: &reqwest::Error) -> String {
+    let kind = if error.is_timeout() {
+        "timed out"
+    } else if error.is_connect() {
+        "could not connect"
+    } else {
+        "failed"
+    };
+    let mut cause = String::new();
+    let mut source = std::error::Error::source(error);
+    while let Some(inner) = source {
+        cause = inner.to_string();
+        source = inner.source();
+    }
+    if cause.is_empty() { kind.to_string() } else { format!("{kind}: {cause}") }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The connection goes only to a checked address: a name that resolves to loopback gets
+    /// no connection, whatever the URL check said before.
+    #[tokio::test]
+    async fn the_client_connects_only_to_checked_addresses() {
+        let refused = http_client(false).get("http://localhost:9/").send().await.unwrap_err();
+        assert!(describe(&refused).contains("resolves to no public address"), "{}", describe(&refused));
+        let allowed = http_client(true).get("http://localhost:9/").send().await.unwrap_err();
+        assert!(!describe(&allowed).contains("public address"), "{}", describe(&allowed));
+    }
+}

@@ -1,0 +1,143 @@
+//! The leasing state watcher. The provider has no webhooks, so the service watches the
+//! financing requests it created (or was asked to watch), records every state it reads, and
+//! tells subscribers of each change, signed per Standard Webhooks and delivered at least once.
+//!
+//! - [`Watcher::observe`]: a state read anywhere (the poller, a read or wait route, the flow)
+//!   is recorded; a new one is written with its event and deliveries in one transaction
+//!   ([`crate::store::leasing_watch`]).
+//! - [`poller`]: reads the due watched requests, `LEASING_WATCH_CONCURRENCY` at a time.
+//! - [`delivery`]: sends the due deliveries, retries failures with back-off.
+//! - [`subscriptions`]: the subscriptions, their secrets and deliveries.
+//!
+//! Both background tasks claim their rows with leases, so that several instances share the
+//! work and a crashed instance's claims are taken over (docs/reliability.md).
+
+pub mod config;
+pub mod delivery;
+pub mod event;
+pub mod poller;
+pub mod signing;
+pub mod subscriptions;
+pub mod target;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rand::Rng;
+use serde_json::Value;
+
+use crate::metrics::{Metrics, ObservationSource};
+use crate::store::leasing_watch::{Observed, Recorded, WatchRow};
+use crate::store::{Store, StoreError, now_ms};
+use crate::vocabulary::field_errors::FieldErrors;
+pub use config::WatchConfig;
+
+/// Why a subscription operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum WatchError {
+    #[error("{}", crate::vocabulary::field_errors::describe(.0))]
+    Invalid(FieldErrors),
+    #[error("There is no subscription {0}.")]
+    SubscriptionNotFound(String),
+    #[error("The subscription has no delivery {0}.")]
+    DeliveryNotFound(i64),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// The watcher of one instance: records observations and owns the subscriptions. Cheap to
+/// clone.
+#[derive(Clone)]
+pub struct Watcher {
+    store: Store,
+    config: WatchConfig,
+    metrics: Arc<Metrics>,
+    /// Wakes this instance's deliverer when a change was recorded here.
+    deliveries_queued: Arc<tokio::sync::Notify>,
+}
+
+fn state_of(request: &Value) -> &str {
+    request.get("State").and_then(Value::as_str).unwrap_or_default()
+}
+
+impl Watcher {
+    pub fn new(store: Store, config: WatchConfig, metrics: Arc<Metrics>) -> Watcher {
+        Watcher { store, config, metrics, deliveries_queued: Default::default() }
+    }
+
+    /// Records a state read at `read_at` (epoch ms, when the read started). A change of a
+    /// watched request is announced; anything else writes nothing. A failure to record is
+    /// reported and left: the read itself succeeded, and the poller reads again.
+    pub async fn observe(&self, source: ObservationSource, financing_id: &str, request: &Value, read_at: i64) {
+        let state = state_of(request);
+        if state.is_empty() {
+            return;
+        }
+        self.metrics.watch_observed(source);
+        let observed = Observed {
+            financing_id,
+            request_id: request.get("RequestId").and_then(Value::as_str),
+            state,
+            terminal: crate::leasing::state::StateMeta::of(state).terminal,
+            at: read_at,
+        };
+        let recorded = self
+            .store
+            .watch_record(&observed, |before: &WatchRow| {
+                let request_id = observed.request_id.or(before.request_id.as_deref());
+                event::state_changed(financing_id, request_id, &before.state, state)
+            })
+            .await;
+        match recorded {
+            Ok(Recorded::Changed { deliveries, .. }) => {
+                self.metrics.watch_event_recorded();
+                if deliveries > 0 {
+                    self.deliveries_queued.notify_one();
+                }
+            }
+            Ok(_) => {}
+            Err(error) => crate::telemetry::report_internal_error(&format!(
+                "leasing watch: the state of {financing_id} was not recorded: {error}"
+            )),
+        }
+    }
+
+    /// Starts watching a request read (or created) at `read_at`; the watch as recorded (an
+    /// existing one is kept as it is).
+    pub async fn start(&self, financing_id: &str, request: &Value, read_at: i64) -> Result<WatchRow, StoreError> {
+        let state = state_of(request);
+        let observed = Observed {
+            financing_id,
+            request_id: request.get("RequestId").and_then(Value::as_str),
+            state,
+            terminal: crate::leasing::state::StateMeta::of(state).terminal,
+            at: read_at,
+        };
+        if !self.store.watch_start(&observed, self.next_poll_at()).await? {
+            // Watched already: what was just read is an observation like any other.
+            self.observe(ObservationSource::Read, financing_id, request, read_at).await;
+        }
+        self.store
+            .watch(financing_id)
+            .await?
+            .ok_or_else(|| StoreError::Query(format!("the watch of {financing_id} vanished")))
+    }
+
+    /// When a request read now is read next: one interval on, plus up to a fifth of it, so
+    /// that requests created together spread out.
+    fn next_poll_at(&self) -> i64 {
+        let interval = self.config.interval.as_millis() as i64;
+        now_ms() + interval + rand::rng().random_range(0..=interval / 5)
+    }
+
+    /// When a request whose read failed `failures` times in a row is read next: the interval
+    /// doubled per failure (up to an hour, or the interval when that is longer), and no sooner
+    /// than the provider asked (`Retry-After`).
+    fn retry_poll_at(&self, failures: i64, retry_after: Option<Duration>) -> i64 {
+        let interval = self.config.interval;
+        let ceiling = interval.max(Duration::from_secs(3600));
+        let backoff = interval.saturating_mul(1 << failures.clamp(0, 6)).min(ceiling);
+        let delay = backoff.max(retry_after.unwrap_or_default());
+        now_ms() + delay.as_millis() as i64
+    }
+}

@@ -1,0 +1,127 @@
+//! Subscriptions to the leasing state events: created with a signing secret shown once,
+//! listed without it, rotated (the old secret signs alongside the new one for a day), and
+//! their deliveries listed and sent again.
+
+use std::time::Duration;
+
+use url::Host;
+
+use super::event::{EVENT_TYPES, STATE_CHANGED};
+use super::signing::new_secret;
+use super::target::{check_url, resolve};
+use super::{WatchError, Watcher};
+use crate::store::leasing_watch::{DeliveryRow, NewSubscription, SubscriptionRow};
+use crate::store::now_ms;
+use crate::vocabulary::field_errors::FieldErrors;
+
+/// How long a rotated-out secret keeps signing beside the new one.
+pub const ROTATION_OVERLAP: Duration = Duration::from_secs(24 * 3600);
+/// The longest description.
+const MAX_DESCRIPTION: usize = 500;
+
+/// What a new subscription asks for.
+pub struct SubscriptionRequest {
+    pub url: String,
+    pub description: Option<String>,
+    pub events: Option<Vec<String>>,
+}
+
+/// A subscription with its secret: the one answer that shows it.
+pub struct WithSecret {
+    pub subscription: SubscriptionRow,
+    pub secret: String,
+}
+
+fn invalid(field: &str, message: impl Into<String>) -> WatchError {
+    WatchError::Invalid(FieldErrors::from([(field.to_string(), vec![message.into()])]))
+}
+
+impl Watcher {
+    /// Checks and stores a subscription: its URL (https, a public address once resolved,
+    /// unless `CALLBACK_ALLOW_PRIVATE`), its events (known types; all by default).
+    pub async fn subscribe(&self, request: SubscriptionRequest) -> Result<WithSecret, WatchError> {
+        let events = match request.events {
+            None => vec![STATE_CHANGED.to_string()],
+            Some(events) if events.is_empty() => return Err(invalid("events", "Name at least one event type.")),
+            Some(mut events) => {
+                if let Some(unknown) = events.iter().find(|e| !EVENT_TYPES.contains(&e.as_str())) {
+                    return Err(invalid(
+                        "events",
+                        format!("Unknown event type {unknown:?}; known: {}.", EVENT_TYPES.join(", ")),
+                    ));
+                }
+                events.sort();
+                events.dedup();
+                events
+            }
+        };
+        let description = request.description.filter(|d| !d.trim().is_empty());
+        if description.as_ref().is_some_and(|d| d.chars().count() > MAX_DESCRIPTION) {
+            return Err(invalid("description", format!("At most {MAX_DESCRIPTION} characters.")));
+        }
+        // The URL last: resolving its name is the slow part.
+        let allow_private = self.config.allow_private;
+        let url =
+            check_url(request.url.trim(), allow_private).map_err(|refusal| invalid("url", refusal.to_string()))?;
+        if let Some(Host::Domain(name)) = url.host() {
+            resolve(name, allow_private).await.map_err(|refusal| invalid("url", refusal.to_string()))?;
+        }
+        let id = format!("sub_{}", uuid::Uuid::new_v4().simple());
+        let secret = new_secret();
+        let subscription = self
+            .store
+            .subscription_insert(&NewSubscription {
+                id: &id,
+                url: url.as_str(),
+                description: description.as_deref(),
+                events: &events,
+                secret: &secret,
+                created_at: now_ms(),
+            })
+            .await?;
+        Ok(WithSecret { subscription, secret })
+    }
+
+    pub async fn subscriptions(&self) -> Result<Vec<SubscriptionRow>, WatchError> {
+        Ok(self.store.subscriptions().await?)
+    }
+
+    pub async fn subscription(&self, id: &str) -> Result<SubscriptionRow, WatchError> {
+        self.store.subscription(id).await?.ok_or_else(|| WatchError::SubscriptionNotFound(id.to_string()))
+    }
+
+    /// Deletes a subscription; its pending deliveries are not sent.
+    pub async fn unsubscribe(&self, id: &str) -> Result<(), WatchError> {
+        if self.store.subscription_delete(id).await? {
+            Ok(())
+        } else {
+            Err(WatchError::SubscriptionNotFound(id.into()))
+        }
+    }
+
+    /// A new secret; the old one signs beside it for [`ROTATION_OVERLAP`].
+    pub async fn rotate_secret(&self, id: &str) -> Result<WithSecret, WatchError> {
+        let secret = new_secret();
+        let until = now_ms() + ROTATION_OVERLAP.as_millis() as i64;
+        let subscription = self
+            .store
+            .subscription_rotate(id, &secret, until)
+            .await?
+            .ok_or_else(|| WatchError::SubscriptionNotFound(id.to_string()))?;
+        Ok(WithSecret { subscription, secret })
+    }
+
+    /// The newest `limit` deliveries of a subscription.
+    pub async fn deliveries(&self, id: &str, limit: u32) -> Result<Vec<DeliveryRow>, WatchError> {
+        self.subscription(id).await?;
+        Ok(self.store.deliveries_of(id, i64::from(limit)).await?)
+    }
+
+    /// Sends a delivery again now, whatever became of it, with the same `webhook-id`.
+    pub async fn retry_delivery(&self, id: &str, delivery: i64) -> Result<DeliveryRow, WatchError> {
+        self.subscription(id).await?;
+        let row = self.store.delivery_retry(id, delivery).await?.ok_or(WatchError::DeliveryNotFound(delivery))?;
+        self.deliveries_queued.notify_one();
+        Ok(row)
+    }
+}

@@ -1,0 +1,97 @@
+use super::*;
+
+fn event(id: &str) -> impl FnOnce(&WatchRow) -> NewEvent + '_ {
+    move |previous| NewEvent {
+        id: id.to_string(),
+        event_type: "leasing.state_changed",
+        payload: format!("{{\"previous\":\"{}\"}}", previous.state),
+        created_at: now_ms(),
+    }
+}
+
+fn observed(state: &str, at: i64) -> Observed<'_> {
+    Observed { financing_id: "f-1", request_id: Some("180-1"), state, terminal: state == "Declined", at }
+}
+
+#[tokio::test]
+async fn a_change_is_recorded_once_with_a_delivery_per_subscription_in_order_per_request() {
+    for test in crate::store::testing::stores_on_both_databases().await {
+        let store = &test.store;
+        let events = vec!["leasing.state_changed".to_string()];
+        let new = NewSubscription {
+            id: "sub_1",
+            url: "https://example.com/hook",
+            description: None,
+            events: &events,
+            secret: "whsec_x",
+            created_at: now_ms(),
+        };
+        store.subscription_insert(&new).await.unwrap();
+        let at = now_ms();
+        assert_eq!(store.watch_record(&observed("ReadyToSign", at), event("e0")).await.unwrap(), Recorded::NotWatched);
+        assert!(store.watch_start(&observed("RequestToGrenke", at), at - 1).await.unwrap());
+        assert!(!store.watch_start(&observed("RequestToGrenke", at), at - 1).await.unwrap());
+        assert_eq!(
+            store.watch_record(&observed("RequestToGrenke", at + 1), event("e0")).await.unwrap(),
+            Recorded::Unchanged
+        );
+        let first = store.watch_record(&observed("ReadyToSign", at + 2), event("e1")).await.unwrap();
+        assert_eq!(first, Recorded::Changed { event_id: "e1".into(), deliveries: 1 });
+        // The same state again, and an older read, announce nothing.
+        assert_eq!(
+            store.watch_record(&observed("ReadyToSign", at + 3), event("e2")).await.unwrap(),
+            Recorded::Unchanged
+        );
+        assert_eq!(
+            store.watch_record(&observed("RequestToGrenke", at + 1), event("e2")).await.unwrap(),
+            Recorded::Stale
+        );
+        let second = store.watch_record(&observed("Declined", at + 4), event("e3")).await.unwrap();
+        assert_eq!(second, Recorded::Changed { event_id: "e3".into(), deliveries: 1 });
+        let watch = store.watch("f-1").await.unwrap().unwrap();
+        assert!(watch.terminal && watch.next_poll_at.is_none(), "{watch:?}");
+        assert_eq!(store.watch_counts().await.unwrap(), (0, 1));
+
+        // Only the older delivery of the request is claimable until it ends.
+        let claimed = store.delivery_claim_due("a", now_ms() + 60_000, 10).await.unwrap();
+        assert_eq!(claimed.iter().map(|w| w.event_id.as_str()).collect::<Vec<_>>(), ["e1"]);
+        assert!(claimed[0].payload.contains("RequestToGrenke"));
+        assert!(store.delivery_claim_due("b", now_ms() + 60_000, 10).await.unwrap().is_empty());
+        let retry_at = now_ms() - 1;
+        let failed =
+            AttemptOutcome::Failed { status_code: Some(500), error: "HTTP 500", next_attempt_at: Some(retry_at) };
+        assert!(!store.delivery_record(&claimed[0], "a", &failed, 0).await.unwrap());
+        let again = store.delivery_claim_due("a2", now_ms() + 60_000, 10).await.unwrap();
+        assert_eq!((again[0].event_id.as_str(), again[0].attempts), ("e1", 1));
+        store.delivery_record(&again[0], "a2", &AttemptOutcome::Delivered { status_code: 204 }, 0).await.unwrap();
+        let next = store.delivery_claim_due("a3", now_ms() + 60_000, 10).await.unwrap();
+        assert_eq!(next.iter().map(|w| w.event_id.as_str()).collect::<Vec<_>>(), ["e3"]);
+
+        let listed = store.deliveries_of("sub_1", 10).await.unwrap();
+        assert_eq!(listed.iter().map(|d| d.status.as_str()).collect::<Vec<_>>(), ["pending", "delivered"]);
+        assert_eq!(listed[1].attempts, 2);
+        assert_eq!(store.delivery_depths().await.unwrap().0, vec![("delivered".into(), 1), ("pending".into(), 1)]);
+        assert!(store.subscription_delete("sub_1").await.unwrap());
+        assert!(store.deliveries_of("sub_1", 10).await.unwrap().is_empty());
+        test.finish().await;
+    }
+}
+
+#[tokio::test]
+async fn due_watches_are_claimed_once_until_their_lease_runs_out() {
+    for test in crate::store::testing::stores_on_both_databases().await {
+        let store = &test.store;
+        let at = now_ms();
+        store.watch_start(&observed("RequestToGrenke", at), at - 1).await.unwrap();
+        assert_eq!(store.watch_claim_due("a", now_ms() + 60_000, 10).await.unwrap().len(), 1);
+        assert!(store.watch_claim_due("b", now_ms() + 60_000, 10).await.unwrap().is_empty());
+        store.watch_reschedule("f-1", "a", now_ms() - 1, 0).await.unwrap();
+        let claimed = store.watch_claim_due("b", now_ms() - 1, 10).await.unwrap();
+        assert_eq!(claimed.len(), 1);
+        // b's lease ran out at once: c takes it over, and b can no longer reschedule it.
+        assert_eq!(store.watch_claim_due("c", now_ms() + 60_000, 10).await.unwrap().len(), 1);
+        store.watch_reschedule("f-1", "b", now_ms() + 1_000_000, 3).await.unwrap();
+        assert_eq!(store.watch("f-1").await.unwrap().unwrap().failures, 0);
+        test.finish().await;
+    }
+}

@@ -1,0 +1,520 @@
+//! The leasing state watcher over real HTTP: subscriptions (the secret shown once), events
+//! signed per Standard Webhooks and checked here by an HMAC written from the specification
+//! (not the service's signing code), every change of every watched request delivered in
+//! order per request, retries with the same `webhook-id` while a receiver is down, rotation,
+//! the deliveries list and a retry, SSRF refusals at subscription and at delivery, a route's
+//! read as an observation, and a SIGKILL between recording a change and delivering it.
+//!
+//! The leasing simulator's `[moves:S]` requests change state by themselves; the watcher reads
+//! them every second here (`LEASING_WATCH_INTERVAL_SECONDS=1`). The tests wait for outcomes
+//! (with a generous guard against a hang), never for a time.
+
+use crate::common::contract::Checked;
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU16, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use integration_service::sandbox::faults::Faults;
+use integration_service::sandbox::http::{SimRequest, empty, serve};
+use reqwest::Method;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+use crate::common::process::Instance;
+use crate::common::{Db, TestService, error_body, leasing_request};
+
+/// The settings of a service whose watcher reads every second and retries soon.
+const FAST: &[(&str, &str)] = &[
+    ("CALLBACK_ALLOW_PRIVATE", "true"),
+    ("LEASING_WATCH_INTERVAL_SECONDS", "1"),
+    ("LEASING_DELIVERY_BACKOFF_MILLISECONDS", "100"),
+];
+
+/// A guard against a hang, not a timing claim.
+const GUARD: Duration = Duration::from_secs(120);
+
+/// One call the receiver got, and the status it answered.
+#[derive(Clone, Debug)]
+struct Received {
+    id: String,
+    timestamp: String,
+    signature: String,
+    content_type: String,
+    body: String,
+    answered: u16,
+}
+
+impl Received {
+    fn event(&self) -> Value {
+        serde_json::from_str(&self.body).expect("the body is JSON")
+    }
+}
+
+/// A subscriber's endpoint on loopback: records every call and answers with `answer` (a
+/// status; 0 holds the call unanswered).
+struct Receiver {
+    address: SocketAddr,
+    answer: Arc<AtomicU16>,
+    received: Arc<Mutex<Vec<Received>>>,
+}
+
+impl Receiver {
+    async fn start(answer: u16) -> Receiver {
+        let answer = Arc::new(AtomicU16::new(answer));
+        let received: Arc<Mutex<Vec<Received>>> = Default::default();
+        let (status, log) = (answer.clone(), received.clone());
+        let handler = move |request: SimRequest| {
+            let (status, log) = (status.clone(), log.clone());
+            async move {
+                let header = |name: &str| {
+                    request.headers.get(name).and_then(|v| v.to_str().ok()).unwrap_or_default().to_string()
+                };
+                let code = status.load(Ordering::SeqCst);
+                log.lock().unwrap().push(Received {
+                    id: header("webhook-id"),
+                    timestamp: header("webhook-timestamp"),
+                    signature: header("webhook-signature"),
+                    content_type: header("content-type"),
+                    body: String::from_utf8_lossy(&request.body).into_owned(),
+                    answered: code,
+                });
+                if code == 0 {
+                    std::future::pending::<()>().await;
+                }
+                empty(http::StatusCode::from_u16(code).unwrap())
+            }
+        };
+        let bind = SocketAddr::from(([127, 0, 0, 1], 0));
+        let log = integration_service::telemetry::discard();
+        let address = serve(bind, Arc::new(Faults::default()), log, handler).await.unwrap();
+        Receiver { address, answer, received }
+    }
+
+    fn url(&self) -> String {
+        format!("http://{}/hooks/leasing", self.address)
+    }
+
+    fn answer(&self, status: u16) {
+        self.answer.store(status, Ordering::SeqCst);
+    }
+
+    fn calls(&self) -> Vec<Received> {
+        self.received.lock().unwrap().clone()
+    }
+
+    /// The events answered with a 2xx, in the order they arrived.
+    fn delivered(&self) -> Vec<Received> {
+        self.calls().into_iter().filter(|c| (200..300).contains(&c.answered)).collect()
+    }
+}
+
+/// HMAC-SHA256 (RFC 2104), written here from the definition so that the test does not trust
+/// the service's own signing.
+fn hmac_sha256(key: &[u8], message: &[u8]) -> Vec<u8> {
+    let mut block = [0u8; 64];
+    if key.len() > 64 {
+        block[..32].copy_from_slice(&Sha256::digest(key));
+    } else {
+        block[..key.len()].copy_from_slice(key);
+    }
+    let pad = |byte: u8| block.iter().map(|b| b ^ byte).collect::<Vec<u8>>();
+    let inner = Sha256::new().chain_update(pad(0x36)).chain_update(message).finalize();
+    Sha256::new().chain_update(pad(0x5c)).chain_update(inner).finalize().to_vec()
+}
+
+/// Whether one of the `v1` signatures of the header is the Standard Webhooks signature of the
+/// call with `secret` (`whsec_<base64 key>`; signed content `<id>.<timestamp>.<body>`).
+fn signed_with(secret: &str, id: &str, timestamp: &str, body: &str, header: &str) -> bool {
+    let key = STANDARD.decode(secret.strip_prefix("whsec_").expect("a whsec_ secret")).unwrap();
+    let expected = STANDARD.encode(hmac_sha256(&key, format!("{id}.{timestamp}.{body}").as_bytes()));
+    header.split(' ').filter_map(|s| s.strip_prefix("v1,")).any(|signature| signature == expected)
+}
+
+fn verified(secret: &str, call: &Received) -> bool {
+    signed_with(secret, &call.id, &call.timestamp, &call.body, &call.signature)
+}
+
+async fn until<T>(what: &str, mut check: impl AsyncFnMut() -> Option<T>) -> T {
+    let started = Instant::now();
+    loop {
+        if let Some(value) = check().await {
+            return value;
+        }
+        assert!(started.elapsed() < GUARD, "{what}: never happened");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// The states each request's delivered events announce, in arrival order, checked to be one
+/// chain per request (each event's `previousState` is the state the one before announced).
+fn chains(delivered: &[Received]) -> BTreeMap<String, Vec<String>> {
+    let mut chains: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut seen = std::collections::BTreeSet::new();
+    for call in delivered {
+        if !seen.insert(call.id.clone()) {
+            continue; // an event delivered again (a retry asked for) is the same event
+        }
+        let event = call.event();
+        let data = &event["data"];
+        let id = data["financingId"].as_str().unwrap().to_string();
+        let chain = chains.entry(id.clone()).or_insert_with(|| vec![data["previousState"].as_str().unwrap().into()]);
+        assert_eq!(chain.last().unwrap(), data["previousState"].as_str().unwrap(), "out of order for {id}: {chain:?}");
+        chain.push(data["state"].as_str().unwrap().into());
+    }
+    chains
+}
+
+async fn subscribe(svc: &TestService, token: &str, url: &str) -> Value {
+    let response = svc
+        .call(token, Method::POST, "/api/v1/leasing/subscriptions", Some(json!({"url": url, "description": "test"})))
+        .await;
+    assert_eq!(response.status(), 201);
+    let created: Value = response.json().await.unwrap();
+    svc.remember_secret(created["secret"].as_str().unwrap());
+    created
+}
+
+async fn create_request(svc: &TestService, token: &str, company: &str) -> String {
+    let response = svc.call(token, Method::POST, "/api/v1/leasing", Some(leasing_request(company))).await;
+    assert_eq!(response.status(), 201);
+    let created: Value = response.json().await.unwrap();
+    created["data"]["FinancingId"].as_str().unwrap().to_string()
+}
+
+/// Every change of every watched request (created here, or at the provider and then watched)
+/// reaches the subscriber once, in order, signed with the secret and, after a rotation, with
+/// the old one too; the secret is shown only when created or rotated.
+async fn every_change_arrives_signed_and_in_order(db: Db) {
+    let svc = TestService::start(db, FAST).await;
+    let token = svc.user_token().await;
+    let receiver = Receiver::start(204).await;
+    let created = subscribe(&svc, &token, &receiver.url()).await;
+    let (sub, first_secret) = (created["id"].as_str().unwrap(), created["secret"].as_str().unwrap());
+    assert!(first_secret.starts_with("whsec_") && sub.starts_with("sub_"), "{created}");
+    assert_eq!(created["events"], json!(["leasing.state_changed"]));
+    for path in ["/api/v1/leasing/subscriptions".to_string(), format!("/api/v1/leasing/subscriptions/{sub}")] {
+        let text = svc.get(&token, &path).await.text().await.unwrap();
+        assert!(text.contains(sub) && !text.contains(first_secret), "later reads never show the secret: {text}");
+    }
+    let rotated: Value = svc
+        .call(&token, Method::POST, &format!("/api/v1/leasing/subscriptions/{sub}/rotate-secret"), None)
+        .await
+        .json()
+        .await
+        .unwrap();
+    let second_secret = rotated["secret"].as_str().unwrap();
+    svc.remember_secret(second_secret);
+    assert!(second_secret.starts_with("whsec_") && second_secret != first_secret);
+    assert!(rotated["previous_secret_expires_at"].is_string(), "{rotated}");
+
+    let mut ids = vec![
+        create_request(&svc, &token, "ACME [moves:2]").await,
+        create_request(&svc, &token, "Beta [moves:2]").await,
+    ];
+    // One created at the provider directly, then watched.
+    let direct: Value = svc
+        .client
+        .post(format!("{}/basic/v1/requests", svc.leasing))
+        .json(&leasing_request("Gamma [moves:2]"))
+        .checked()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let direct_id = direct["FinancingId"].as_str().unwrap().to_string();
+    let watch = svc.call(&token, Method::POST, &format!("/api/v1/leasing/{direct_id}/watch"), None).await;
+    assert_eq!(watch.status(), 200);
+    let watch: Value = watch.json().await.unwrap();
+    assert_eq!((watch["financingId"].as_str(), watch["terminal"].as_bool()), (Some(direct_id.as_str()), Some(false)));
+    ids.push(direct_id.clone());
+
+    let done = until("every request's last change delivered", async || {
+        let chains = chains(&receiver.delivered());
+        ids.iter()
+            .all(|id| chains.get(id).is_some_and(|c| c.last().map(String::as_str) == Some("Contracted")))
+            .then_some(chains)
+    })
+    .await;
+    for id in &ids {
+        let first = if *id == direct_id { watch["state"].as_str().unwrap() } else { "RequestToGrenke" };
+        assert_eq!(done[id].first().map(String::as_str), Some(first), "{done:?}");
+    }
+    for call in receiver.calls() {
+        assert!(verified(first_secret, &call) && verified(second_secret, &call), "both secrets sign: {call:?}");
+        assert_eq!(call.signature.split(' ').count(), 2, "{call:?}");
+        assert!(call.content_type.starts_with("application/json"));
+        let event = call.event();
+        assert_eq!(
+            (event["type"].as_str(), event["id"].as_str()),
+            (Some("leasing.state_changed"), Some(call.id.as_str()))
+        );
+        assert_eq!(event["data"]["readyToSign"], event["data"]["state"] == "ReadyToSign");
+        assert_eq!(event["data"]["terminal"], event["data"]["state"] == "Contracted");
+        let age = chrono::Utc::now().timestamp() - call.timestamp.parse::<i64>().unwrap();
+        assert!((0..600).contains(&age), "webhook-timestamp is the sending time in seconds: {call:?}");
+    }
+
+    // The deliveries list: one per event, delivered at the first attempt.
+    let listed: Value =
+        svc.get(&token, &format!("/api/v1/leasing/subscriptions/{sub}/deliveries")).await.json().await.unwrap();
+    let items = listed["items"].as_array().unwrap();
+    assert_eq!(items.len(), receiver.delivered().len(), "{listed}");
+    assert!(items.iter().all(|d| d["status"] == "delivered" && d["attempts"] == 1 && d["last_status_code"] == 204));
+    let metrics = svc.client.get(svc.url("/metrics")).checked().await.unwrap().text().await.unwrap();
+    assert!(metrics.contains("integration_leasing_watched_requests{status=\"ended\"} 3"), "{metrics}");
+    assert!(metrics.contains(&format!("integration_leasing_events{{status=\"delivered\"}} {}", items.len())));
+    assert!(metrics.contains("integration_leasing_events{status=\"pending\"} 0"));
+
+    let too_many = svc.get(&token, &format!("/api/v1/leasing/subscriptions/{sub}/deliveries?limit=501")).await;
+    assert!(error_body(too_many, 422).await["errors"]["limit"].is_array());
+
+    let deleted = svc.call(&token, Method::DELETE, &format!("/api/v1/leasing/subscriptions/{sub}"), None).await;
+    assert_eq!(deleted.status(), 204);
+    let gone = svc.get(&token, &format!("/api/v1/leasing/subscriptions/{sub}")).await;
+    let body = error_body(gone, 404).await;
+    assert_eq!((body["error_code"].as_str(), body["success"].as_bool()), (Some("not_found"), Some(false)));
+    svc.stop().await;
+}
+
+/// While the receiver fails, each delivery is retried with its `webhook-id`; once it answers
+/// again, it gets every event, in order per request. A delivery can be sent again on request.
+async fn a_receiver_down_for_a_while_gets_everything_after(db: Db) {
+    let svc = TestService::start(db, FAST).await;
+    let token = svc.user_token().await;
+    let receiver = Receiver::start(503).await;
+    let created = subscribe(&svc, &token, &receiver.url()).await;
+    let sub = created["id"].as_str().unwrap().to_string();
+    let ids =
+        [create_request(&svc, &token, "ACME [moves:1]").await, create_request(&svc, &token, "Beta [moves:1]").await];
+    let store = svc.store().clone();
+    // Down until both requests ended and the first events were tried more than once.
+    until("both requests terminal and retried", async || {
+        let mut ended = true;
+        for id in &ids {
+            ended &= store.watch(id).await.unwrap().is_some_and(|w| w.terminal);
+        }
+        let calls = receiver.calls();
+        let retried = calls.iter().any(|c| calls.iter().filter(|d| d.id == c.id).count() >= 3);
+        (ended && retried).then_some(())
+    })
+    .await;
+    let while_down = receiver.calls();
+    assert!(while_down.iter().all(|c| c.answered == 503));
+    let listed: Value =
+        svc.get(&token, &format!("/api/v1/leasing/subscriptions/{sub}/deliveries")).await.json().await.unwrap();
+    assert!(
+        listed["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|d| d["status"] == "pending" && d["next_attempt_at"].is_string()),
+        "{listed}"
+    );
+    assert!(
+        listed["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|d| d["attempts"].as_i64().unwrap() >= 3 && d["last_status_code"] == 503)
+    );
+
+    receiver.answer(200);
+    let done = until("every event delivered after the receiver came back", async || {
+        let chains = chains(&receiver.delivered());
+        ids.iter()
+            .all(|id| chains.get(id).is_some_and(|c| c.last().map(String::as_str) == Some("Contracted")))
+            .then_some(chains)
+    })
+    .await;
+    for id in &ids {
+        assert_eq!(done[id].first().map(String::as_str), Some("RequestToGrenke"), "{done:?}");
+    }
+    // Each event tried while down arrived later under the same id, signed the same way.
+    let secret = created["secret"].as_str().unwrap();
+    let delivered = receiver.delivered();
+    for failed in &while_down {
+        assert!(delivered.iter().any(|d| d.id == failed.id && d.body == failed.body), "{failed:?} never arrived");
+        assert!(verified(secret, failed));
+    }
+    let listed: Value =
+        svc.get(&token, &format!("/api/v1/leasing/subscriptions/{sub}/deliveries")).await.json().await.unwrap();
+    let items = listed["items"].as_array().unwrap();
+    assert!(items.iter().all(|d| d["status"] == "delivered" && d["last_status_code"] == 200), "{listed}");
+
+    // Sent again on request, with the same id.
+    let first = items.last().unwrap();
+    let path = format!("/api/v1/leasing/subscriptions/{sub}/deliveries/{}/retry", first["id"]);
+    let retried = svc.call(&token, Method::POST, &path, None).await;
+    assert_eq!(retried.status(), 202);
+    let before = delivered.iter().filter(|d| d.id == first["event_id"].as_str().unwrap()).count();
+    until("the retried delivery sent again", async || {
+        let now = receiver.delivered().iter().filter(|d| d.id == first["event_id"].as_str().unwrap()).count();
+        (now > before).then_some(())
+    })
+    .await;
+    let missing = svc
+        .call(&token, Method::POST, &format!("/api/v1/leasing/subscriptions/{sub}/deliveries/999999/retry"), None)
+        .await;
+    assert_eq!(error_body(missing, 404).await["error_code"], "not_found");
+    svc.stop().await;
+}
+
+/// Callback targets that are not https or not public are refused when subscribing; one
+/// allowed then (a restart took the permission away) is refused at delivery, on the resolved
+/// address, and never reached.
+async fn private_and_plain_http_targets_are_refused(db: Db) {
+    let mut svc = TestService::start(db, FAST).await;
+    let token = svc.user_token().await;
+    let receiver = Receiver::start(204).await;
+    subscribe(&svc, &token, &receiver.url()).await;
+    svc.config.watch.allow_private = false;
+    svc.restart().await;
+    for url in [
+        "http://example.com/hook",
+        "https://127.0.0.1/hook",
+        "https://10.0.0.7/hook",
+        "https://192.168.1.1/hook",
+        "https://169.254.169.254/latest/meta-data",
+        "https://[::1]/hook",
+        "https://[fd12:3456::1]/hook",
+        "https://[fe80::1]/hook",
+        "https://[::ffff:127.0.0.1]/hook",
+        "https://localhost/hook",
+        "ftp://example.com/hook",
+        "not a url",
+    ] {
+        let response = svc.call(&token, Method::POST, "/api/v1/leasing/subscriptions", Some(json!({"url": url}))).await;
+        let body = error_body(response, 422).await;
+        assert!(body["errors"]["url"].is_array(), "{url}: {body}");
+        assert_eq!(body["success"], false);
+    }
+    let unknown = svc
+        .call(
+            &token,
+            Method::POST,
+            "/api/v1/leasing/subscriptions",
+            Some(json!({"url": "https://example.com/x", "events": ["leasing.nope"]})),
+        )
+        .await;
+    assert!(error_body(unknown, 422).await["errors"]["events"].is_array());
+
+    let id = create_request(&svc, &token, "ACME [moves:1]").await;
+    let subs: Value = svc.get(&token, "/api/v1/leasing/subscriptions").await.json().await.unwrap();
+    let sub = subs["items"][0]["id"].as_str().unwrap().to_string();
+    let refused = until("a delivery attempt refused", async || {
+        let listed: Value =
+            svc.get(&token, &format!("/api/v1/leasing/subscriptions/{sub}/deliveries")).await.json().await.unwrap();
+        listed["items"].as_array().unwrap().iter().find(|d| d["attempts"].as_i64() >= Some(1)).cloned()
+    })
+    .await;
+    assert_eq!(refused["financing_id"], id.as_str());
+    assert!(refused["last_error"].as_str().unwrap().contains("refused"), "{refused}");
+    assert!(refused["last_status_code"].is_null());
+    assert!(receiver.calls().is_empty(), "the private target was never reached");
+    svc.stop().await;
+}
+
+/// A state read by a route counts: with the watcher reading only every five minutes, a show
+/// that finds the new state announces it.
+async fn a_read_by_a_route_is_an_observation(db: Db) {
+    let svc = TestService::start(db, &[("CALLBACK_ALLOW_PRIVATE", "true")]).await;
+    let token = svc.user_token().await;
+    let receiver = Receiver::start(204).await;
+    subscribe(&svc, &token, &receiver.url()).await;
+    let id = create_request(&svc, &token, "ACME [moves:1]").await;
+    until("the show finds the request ready to sign", async || {
+        let shown: Value = svc.get(&token, &format!("/api/v1/leasing/{id}")).await.json().await.unwrap();
+        (shown["meta"]["state"] == "ReadyToSign").then_some(())
+    })
+    .await;
+    // The same state read again announces nothing new.
+    svc.get(&token, &format!("/api/v1/leasing/{id}")).await;
+    let event = until("the change delivered", async || receiver.delivered().first().map(Received::event)).await;
+    assert_eq!(event["data"]["previousState"], "RequestToGrenke");
+    assert_eq!(event["data"]["state"], "ReadyToSign");
+    assert_eq!(receiver.delivered().len(), 1);
+    svc.stop().await;
+}
+
+/// Killed (SIGKILL) after a change was recorded and before it was delivered, the service
+/// delivers it after the restart: nothing recorded is lost.
+async fn a_change_recorded_before_a_kill_is_delivered_after_the_restart(db: Db) {
+    let settings: Vec<(&str, &str)> = FAST.to_vec();
+    let (mut instance, _sandboxes, store) = Instance::start(db, &settings).await;
+    let receiver = Receiver::start(0).await;
+    let token = instance.token().await;
+    let client = instance.client.clone();
+    let created: Value = client
+        .post(instance.url("/api/v1/leasing/subscriptions"))
+        .bearer_auth(&token)
+        .json(&json!({"url": receiver.url()}))
+        .checked()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let secret = created["secret"].as_str().unwrap().to_string();
+    let answer: Value = client
+        .post(instance.url("/api/v1/leasing"))
+        .bearer_auth(&token)
+        .json(&leasing_request("ACME [moves:1]"))
+        .checked()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let id = answer["data"]["FinancingId"].as_str().unwrap().to_string();
+    // The receiver holds every call: the first change is recorded and its delivery in flight.
+    until("a change recorded and its delivery under way", async || (!receiver.calls().is_empty()).then_some(())).await;
+    instance.kill();
+    let recorded: Vec<String> =
+        sqlx::query_scalar("SELECT id FROM leasing_events WHERE financing_id = $1 ORDER BY seq")
+            .bind(&id)
+            .fetch_all(store.pool())
+            .await
+            .unwrap();
+    assert!(!recorded.is_empty());
+
+    receiver.answer(204);
+    instance.restart();
+    until("the request's last change delivered", async || {
+        let chains = chains(&receiver.delivered());
+        chains.get(&id).is_some_and(|c| c.last().map(String::as_str) == Some("Contracted")).then_some(())
+    })
+    .await;
+    let delivered = receiver.delivered();
+    for event in &recorded {
+        assert!(delivered.iter().any(|d| &d.id == event), "{event} recorded before the kill was never delivered");
+    }
+    assert!(delivered.iter().all(|d| verified(&secret, d)));
+    let pending: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM leasing_deliveries WHERE status <> 'delivered'")
+        .fetch_one(store.pool())
+        .await
+        .unwrap();
+    assert_eq!(pending, 0);
+    instance.stop(&[&secret, &token]).await;
+}
+
+on_both_databases!(
+    every_change_arrives_signed_and_in_order,
+    a_receiver_down_for_a_while_gets_everything_after,
+    private_and_plain_http_targets_are_refused,
+    a_read_by_a_route_is_an_observation,
+    a_change_recorded_before_a_kill_is_delivered_after_the_restart,
+);
+
+/// The test's own HMAC agrees with the example of the specification's reference libraries.
+#[test]
+fn the_test_verifier_agrees_with_the_specification_example() {
+    let secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+    let header = "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=";
+    assert!(signed_with(secret, "msg_p5jXN8AQM9LWM0D4loKWxJek", "1614265330", r#"{"test": 2432232314}"#, header));
+    assert!(!signed_with(secret, "msg_p5jXN8AQM9LWM0D4loKWxJek", "1614265331", r#"{"test": 2432232314}"#, header));
+}
