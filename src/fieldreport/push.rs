@@ -199,7 +199,7 @@ impl FieldReportService {
     ) -> Result<(Value, MirrorRecord), FieldReportError> {
         let client = self.client()?;
         let current = client.get(info.set, &record.id).await?;
-        let version = current.get("Version").and_then(Value::as_i64).unwrap_or(0) + 1;
+        let version = super::service::version_of(&current) + 1;
         let mut document = current;
         if let Value::Object(fields) = &mut document {
             fields.retain(|key, _| !key.starts_with('@') && !key.starts_with("odata."));

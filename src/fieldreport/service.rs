@@ -133,8 +133,15 @@ pub(super) fn without_system_fields(document: &Value) -> Value {
     outgoing
 }
 
+/// A record's `Version` (see [`version_number`]); 0 when it has none.
 pub(super) fn version_of(document: &Value) -> i64 {
-    document.get("Version").and_then(Value::as_i64).unwrap_or(0)
+    document.get("Version").and_then(version_number).unwrap_or(0)
+}
+
+/// A `Version` as the field-report system writes it: a JSON integer, or, as OData v3 JSON
+/// writes every Edm.Int64, the same number as a string (`"3"`).
+pub(super) fn version_number(value: &Value) -> Option<i64> {
+    value.as_i64().or_else(|| value.as_str()?.parse().ok())
 }
 
 /// The entity set named by its route (`costCenters`) or set name (`CostCenters`).
@@ -630,5 +637,14 @@ mod tests {
                 other => panic!("{body}: {other:?}"),
             }
         }
+    }
+
+    /// The mirror reads a record's Version whichever way the upstream writes an Edm.Int64.
+    #[test]
+    fn versions_are_read_as_numbers_or_v3_strings() {
+        assert_eq!(super::version_of(&json!({"Version": 3})), 3);
+        assert_eq!(super::version_of(&json!({"Version": "3"})), 3);
+        assert_eq!(super::version_of(&json!({"Version": "three"})), 0);
+        assert_eq!(super::version_of(&json!({"Name": "no version"})), 0);
     }
 }

@@ -145,7 +145,7 @@ fn read_page(page: ODataPage) -> ReadPage {
         }
         match head.and_then(|h| Some((record_id(h.id.as_ref()?)?, h))) {
             Some((id, head)) => {
-                let version = head.version.as_ref().and_then(Value::as_i64).unwrap_or(0);
+                let version = head.version.as_ref().and_then(super::service::version_number).unwrap_or(0);
                 let external_id = external_id(head.external_id.as_ref());
                 read.records.push(SyncedRecord { id, version, external_id, document });
             }
