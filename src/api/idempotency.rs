@@ -55,12 +55,15 @@ pub enum Failure {
     Repeatable(ApiError),
     /// Something was (or may have been) done upstream: a retry gets this answer back.
     Final(ApiError),
+    /// As [`Failure::Final`], but the answer's client went away without reading it: a retry
+    /// gets `kept`, which says what became of the work, instead.
+    FinalKeptAs { answer: ApiError, kept: ApiError },
 }
 
 impl Failure {
     fn into_error(self) -> ApiError {
         match self {
-            Failure::Repeatable(error) | Failure::Final(error) => error,
+            Failure::Repeatable(error) | Failure::Final(error) | Failure::FinalKeptAs { answer: error, .. } => error,
         }
     }
 }
@@ -126,7 +129,8 @@ impl Reservation {
                 Ok(body) => store.complete_idempotency_key(user_id, route, &key, 200, &body).await,
                 Err(error) => return Err(ApiError::internal(error)),
             },
-            Err(Failure::Final(error)) => match serde_json::to_string(error) {
+            Err(Failure::Final(error) | Failure::FinalKeptAs { kept: error, .. }) => match serde_json::to_string(error)
+            {
                 Ok(body) => store.complete_idempotency_key(user_id, route, &key, error.status().as_u16(), &body).await,
                 Err(serialising) => return Err(ApiError::internal(serialising)),
             },

@@ -361,6 +361,14 @@ pub async fn leasing_request_flow(
                 result["flowId"] = serde_json::json!(recorder.flow_id);
                 Ok(FlowEnvelope { success: true, data: Documented::new(result) })
             }
+            // The client went away: a retry is told where the flow stopped, not 499.
+            Err(failure)
+                if reservation.key().is_some()
+                    && matches!(failure.error, LeasingError::Stopped(crate::stop::Stop::ClientGone)) =>
+            {
+                let kept = flow_left_by_its_client(&failure);
+                Err(Failure::FinalKeptAs { answer: failure.into(), kept })
+            }
             // Kept for retries: a financing request exists, or may exist, at the provider.
             Err(failure) if reservation.key().is_none() || failure.may_have_created() => {
                 Err(Failure::Final(failure.into()))
@@ -417,6 +425,31 @@ fn flow_answer_lost(flow: &FlowRow) -> ApiError {
         financing_id: flow.financing_id.clone(),
         flow_id: flow.id,
         failed_step: flow.steps.last().map(|step| step.action.clone()),
+    });
+    error
+}
+
+/// 409 to a retry whose key's first attempt went away while its flow ran (the flow stopped,
+/// `abandoned`): where it stopped, and the financing request it created, if any.
+fn flow_left_by_its_client(failure: &flow::FlowFailure) -> ApiError {
+    let created = match &failure.financing_id {
+        Some(id) => format!(" Its financing request {id} exists: continue with the request's own routes."),
+        None => " No financing request was created.".to_string(),
+    };
+    let mut error = ApiError::new(
+        dropshot::ErrorStatusCode::CONFLICT,
+        "idempotency_key_flow_ended",
+        format!(
+            "The first request with this Idempotency-Key went away while its flow ran; the flow stopped at {} \
+             (its record is at GET /api/v1/leasing/leasing/request-flow/{}).{created}",
+            failure.failed_step, failure.flow_id
+        ),
+    )
+    .leasing();
+    error.flow = Some(FlowPosition {
+        financing_id: failure.financing_id.clone(),
+        flow_id: failure.flow_id,
+        failed_step: Some(failure.failed_step.clone()),
     });
     error
 }

@@ -457,7 +457,7 @@ const REQUEST_FLOW_ERRORS: &[(&str, &str, &str, &[&str])] = &[
     (
         "409",
         "LeasingFlowRetryConflict",
-        "A retry with the same `Idempotency-Key` while the first attempt runs (`idempotency_key_in_progress`; `flowId` and `financingId` name its flow once it started), or after the first attempt's flow ended without its answer kept, its instance having stopped (`idempotency_key_flow_ended`; `failedStep` and the flow's record say where it stopped). No financing request is created.",
+        "A retry with the same `Idempotency-Key` while the first attempt runs (`idempotency_key_in_progress`; `flowId` and `financingId` name its flow once it started), or after the first attempt's flow ended without an answer its client read: its instance stopped, or its client went away (`idempotency_key_flow_ended`; `failedStep` and the flow's record say where it stopped, `financingId` what it created). No financing request is created.",
         &["idempotency_key_in_progress", "idempotency_key_flow_ended"],
     ),
     (
@@ -465,12 +465,6 @@ const REQUEST_FLOW_ERRORS: &[(&str, &str, &str, &[&str])] = &[
         "LeasingFlowInvalid",
         "The body is invalid (`validation_failed`, `errors` per field): refused before anything ran, or, for a payload the provider's schema checks only when it is sent (`e_signature_payload`), at that step, with `financingId`, `flowId` and `failedStep`; or the `Idempotency-Key` was used with another body (`idempotency_key_reused`).",
         &["validation_failed", "idempotency_key_reused"],
-    ),
-    (
-        "499",
-        "LeasingFlowClientGone",
-        "Only to a retry with the same `Idempotency-Key`: the first attempt's client went away, and its flow stopped at `failedStep`, recorded as `abandoned` (`client_gone`).",
-        &["client_gone"],
     ),
     (
         "503",

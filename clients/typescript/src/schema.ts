@@ -3898,11 +3898,6 @@ export interface components {
             /** @enum {string} */
             error_code?: "declined" | "cancelled" | "missing_info" | "already_past_signing" | "not_ready_to_sign" | "upstream_rejected" | "upstream_error" | "upstream_timeout" | "upstream_unavailable" | "upstream_busy" | "upstream_invalid_response" | "upstream_not_configured" | "storage_error";
         };
-        /** @description Only to a retry with the same `Idempotency-Key`: the first attempt's client went away, and its flow stopped at `failedStep`, recorded as `abandoned` (`client_gone`). */
-        LeasingFlowClientGone: components["schemas"]["ApiError"] & components["schemas"]["LeasingFlowPosition"] & {
-            /** @enum {string} */
-            error_code?: "client_gone";
-        };
         /** @description A failure of the one-shot flow (the causes of `LeasingFailure`) with where the flow stood. A retry with the same `Idempotency-Key` gets this answer again (same status and body apart from `request_id`) and creates nothing, unless the create step itself was refused or never reached the provider. */
         LeasingFlowFailure: components["schemas"]["ApiError"] & components["schemas"]["LeasingFlowPosition"] & {
             /** @enum {string} */
@@ -3925,7 +3920,7 @@ export interface components {
              */
             flowId?: number;
         };
-        /** @description A retry with the same `Idempotency-Key` while the first attempt runs (`idempotency_key_in_progress`; `flowId` and `financingId` name its flow once it started), or after the first attempt's flow ended without its answer kept, its instance having stopped (`idempotency_key_flow_ended`; `failedStep` and the flow's record say where it stopped). No financing request is created. */
+        /** @description A retry with the same `Idempotency-Key` while the first attempt runs (`idempotency_key_in_progress`; `flowId` and `financingId` name its flow once it started), or after the first attempt's flow ended without an answer its client read: its instance stopped, or its client went away (`idempotency_key_flow_ended`; `failedStep` and the flow's record say where it stopped, `financingId` what it created). No financing request is created. */
         LeasingFlowRetryConflict: components["schemas"]["ApiError"] & components["schemas"]["LeasingFlowPosition"] & {
             /** @enum {string} */
             error_code?: "idempotency_key_in_progress" | "idempotency_key_flow_ended";
@@ -11202,7 +11197,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
-            /** @description A retry with the same `Idempotency-Key` while the first attempt runs (`idempotency_key_in_progress`; `flowId` and `financingId` name its flow once it started), or after the first attempt's flow ended without its answer kept, its instance having stopped (`idempotency_key_flow_ended`; `failedStep` and the flow's record say where it stopped). No financing request is created. */
+            /** @description A retry with the same `Idempotency-Key` while the first attempt runs (`idempotency_key_in_progress`; `flowId` and `financingId` name its flow once it started), or after the first attempt's flow ended without an answer its client read: its instance stopped, or its client went away (`idempotency_key_flow_ended`; `failedStep` and the flow's record say where it stopped, `financingId` what it created). No financing request is created. */
             409: {
                 headers: {
                     "x-request-id": components["headers"]["RequestId"];
@@ -11221,16 +11216,6 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["LeasingFlowInvalid"];
-                };
-            };
-            /** @description Only to a retry with the same `Idempotency-Key`: the first attempt's client went away, and its flow stopped at `failedStep`, recorded as `abandoned` (`client_gone`). */
-            499: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["LeasingFlowClientGone"];
                 };
             };
             /** @description The flow failed at `failedStep` (the causes of `LeasingFailure`); `financingId` names the request it created (null when the create failed) and `flowId` its record. */
