@@ -411,22 +411,13 @@ fn flow_in_progress(flow: Option<&FlowRow>) -> ApiError {
 /// 409 to a retry whose key's flow ended but whose answer was not kept (its instance stopped
 /// before it answered): what its record says.
 fn flow_answer_lost(flow: &FlowRow) -> ApiError {
-    let mut error = ApiError::new(
-        dropshot::ErrorStatusCode::CONFLICT,
-        "idempotency_key_flow_ended",
-        format!(
-            "The flow of this Idempotency-Key ended ({}) without its answer; its record is at \
-             GET /api/v1/leasing/leasing/request-flow/{}.",
-            flow.status, flow.id
-        ),
-    )
-    .leasing();
-    error.flow = Some(FlowPosition {
-        financing_id: flow.financing_id.clone(),
-        flow_id: flow.id,
-        failed_step: flow.steps.last().map(|step| step.action.clone()),
-    });
-    error
+    let message = format!(
+        "The flow of this Idempotency-Key ended ({}) without its answer; its record is at \
+         GET /api/v1/leasing/leasing/request-flow/{}.",
+        flow.status, flow.id
+    );
+    let failed_step = flow.steps.last().map(|step| step.action.clone());
+    flow_ended(message, FlowPosition { financing_id: flow.financing_id.clone(), flow_id: flow.id, failed_step })
 }
 
 /// 409 to a retry whose key's first attempt went away while its flow ran (the flow stopped,
@@ -436,21 +427,25 @@ fn flow_left_by_its_client(failure: &flow::FlowFailure) -> ApiError {
         Some(id) => format!(" Its financing request {id} exists: continue with the request's own routes."),
         None => " No financing request was created.".to_string(),
     };
-    let mut error = ApiError::new(
-        dropshot::ErrorStatusCode::CONFLICT,
-        "idempotency_key_flow_ended",
-        format!(
-            "The first request with this Idempotency-Key went away while its flow ran; the flow stopped at {} \
-             (its record is at GET /api/v1/leasing/leasing/request-flow/{}).{created}",
-            failure.failed_step, failure.flow_id
-        ),
+    let message = format!(
+        "The first request with this Idempotency-Key went away while its flow ran; the flow stopped at {} \
+         (its record is at GET /api/v1/leasing/leasing/request-flow/{}).{created}",
+        failure.failed_step, failure.flow_id
+    );
+    flow_ended(
+        message,
+        FlowPosition {
+            financing_id: failure.financing_id.clone(),
+            flow_id: failure.flow_id,
+            failed_step: Some(failure.failed_step.clone()),
+        },
     )
-    .leasing();
-    error.flow = Some(FlowPosition {
-        financing_id: failure.financing_id.clone(),
-        flow_id: failure.flow_id,
-        failed_step: Some(failure.failed_step.clone()),
-    });
+}
+
+/// 409 `idempotency_key_flow_ended`: the key's flow ended without an answer its client read.
+fn flow_ended(message: String, position: FlowPosition) -> ApiError {
+    let mut error = ApiError::new(dropshot::ErrorStatusCode::CONFLICT, "idempotency_key_flow_ended", message).leasing();
+    error.flow = Some(position);
     error
 }
 

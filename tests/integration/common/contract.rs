@@ -74,13 +74,16 @@ static SERVICES: LazyLock<Mutex<HashSet<String>>> = LazyLock::new(Default::defau
 /// Answers from `base` (`http://127.0.0.1:1234`) are the service's: check them.
 pub fn served_at(base: &str) {
     let url = reqwest::Url::parse(base).expect("a service's base URL");
-    let authority = format!("{}:{}", url.host_str().unwrap_or_default(), url.port_or_known_default().unwrap_or(0));
-    SERVICES.lock().unwrap().insert(authority);
+    SERVICES.lock().unwrap().insert(authority(&url));
 }
 
 fn is_service(url: &reqwest::Url) -> bool {
-    let authority = format!("{}:{}", url.host_str().unwrap_or_default(), url.port_or_known_default().unwrap_or(0));
-    SERVICES.lock().unwrap().contains(&authority)
+    SERVICES.lock().unwrap().contains(&authority(url))
+}
+
+/// `host:port` of a URL, the port spelled out.
+fn authority(url: &reqwest::Url) -> String {
+    format!("{}:{}", url.host_str().unwrap_or_default(), url.port_or_known_default().unwrap_or(0))
 }
 
 /// `nullable` the OpenAPI 3.0.3 way: `type: T` becomes `type: [T, "null"]`; without `type` it
