@@ -64,7 +64,9 @@ impl Services {
         let fieldreport = FieldReportService::new(
             store.clone(),
             configured(FieldReportClient::from_config(&config.fieldreport))?.map(|c| c.with_metrics(metrics.clone())),
-        );
+        )
+        .with_sync_overlap(config.fieldreport.sync_overlap)
+        .with_metrics(metrics.clone());
         let erp_client =
             configured(ErpClient::from_config(&config.erp))?.map(|client| client.with_metrics(metrics.clone()));
         let erp = ErpService::new(
@@ -72,6 +74,7 @@ impl Services {
             erp_client.clone(),
             fieldreport.clone(),
             WebhookGuard { allowlist: config.erp.webhook_allowlist.clone(), secret: config.erp.webhook_secret.clone() },
+            config.erp.pull_overlap,
         );
         let watcher = Watcher::new(store.clone(), config.watch.clone(), metrics.clone());
         let leasing = leasing_service(config, storage, erp_client, &metrics, watcher)?;

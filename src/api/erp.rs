@@ -389,8 +389,9 @@ pub async fn erp_setup(
 
 /// Incremental pull of every ERP model
 ///
-/// Pulls the records of each model changed since its cursor (`lastModifiedDate-gt=`;
-/// everything on a model's first pull) and moves the cursor when the pull completes.
+/// Pulls the records of each model changed since its cursor, less the overlap
+/// (`ERP_PULL_OVERLAP_SECONDS`), in (`lastModifiedDate`, `id`) order; everything on a model's
+/// first pull. The cursor moves when the pull completes.
 /// `integration-service erp pull` does the same with a progress display.
 #[dropshot::endpoint { method = GET, path = "/api/v1/erp/get", tags = ["erp"] }]
 pub async fn erp_get(
@@ -400,18 +401,20 @@ pub async fn erp_get(
     pull(&rqctx, &token, None, PullKind::Incremental).await
 }
 
-/// Refresh one ERP model
+/// Reconcile one ERP model
 ///
-/// Pulls every record of `model` from the ERP again, page by page, and stores each (a full
-/// pull, not from the cursor); the answer counts what was fetched and stored. The same as
-/// `integration-service erp setup <model>`.
+/// Reads the ids and versions of every record of `model` at the ERP (in id order, by
+/// `id-gt`), then fetches the records the mirror lacks (`fetched_missing`) and those whose
+/// version differs (`refreshed`), and removes the records the ERP no longer has (`removed`,
+/// each absence confirmed by id). Afterwards the mirror holds what the ERP held. The job kind
+/// `erp.reconcile` does the same.
 #[dropshot::endpoint { method = GET, path = "/api/v1/erp/update/{model}", tags = ["erp"] }]
 pub async fn erp_update_model(
     rqctx: RequestContext<ApiContext>,
     token: BearerToken<needs::Erp>,
     path: Path<ModelPath>,
 ) -> Result<HttpResponseOk<PullAnswer>, ApiError> {
-    pull(&rqctx, &token, Some(&path.into_inner().model), PullKind::Full).await
+    pull(&rqctx, &token, Some(&path.into_inner().model), PullKind::Reconcile).await
 }
 
 /// Refresh ERP records matching a field
@@ -444,10 +447,9 @@ async fn pull(
     Ok(HttpResponseOk(PullAnswer { data }))
 }
 
-/// Refresh every mirrored ERP model
+/// Reconcile every mirrored ERP model
 ///
-/// Pulls every model that has local records completely again (removing records the ERP
-/// no longer has).
+/// Reconciles every model that has local records, as `/api/v1/erp/update/{model}`.
 #[dropshot::endpoint { method = GET, path = "/api/v1/erp/update", tags = ["erp"] }]
 pub async fn erp_update_all(
     rqctx: RequestContext<ApiContext>,
@@ -456,7 +458,7 @@ pub async fn erp_update_all(
     token.caller(&rqctx).await?;
     let erp = &rqctx.context().erp;
     let models = erp.mirrored_models().await?;
-    Ok(HttpResponseOk(PullAnswer { data: erp.pull_models(&models, &PullKind::Full, &|_, _| {}).await? }))
+    Ok(HttpResponseOk(PullAnswer { data: erp.pull_models(&models, &PullKind::Reconcile, &|_, _| {}).await? }))
 }
 
 /// Refresh one ERP record

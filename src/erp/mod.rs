@@ -80,6 +80,8 @@ struct Inner {
     wake: tokio::sync::Notify,
     /// Names this process as a lease owner.
     instance: String,
+    /// How far before its cursor an incremental pull starts (`ERP_PULL_OVERLAP_SECONDS`).
+    pull_overlap: std::time::Duration,
 }
 
 impl ErpService {
@@ -88,11 +90,15 @@ impl ErpService {
         client: Result<ErpClient, UpstreamError>,
         fieldreport: FieldReportService,
         guard: WebhookGuard,
+        pull_overlap: std::time::Duration,
     ) -> ErpService {
         let instance = format!("erp-{}", uuid::Uuid::new_v4().simple());
-        ErpService {
-            inner: Arc::new(Inner { store, client, fieldreport, guard, wake: tokio::sync::Notify::new(), instance }),
-        }
+        let wake = tokio::sync::Notify::new();
+        ErpService { inner: Arc::new(Inner { store, client, fieldreport, guard, wake, instance, pull_overlap }) }
+    }
+
+    fn pull_overlap(&self) -> std::time::Duration {
+        self.inner.pull_overlap
     }
 
     pub fn store(&self) -> &Store {
@@ -113,6 +119,7 @@ impl ErpService {
                 // An owner of its own: a pull of this handle and one of the instance's never
                 // take each other's lease for their own.
                 instance: format!("erp-{}", uuid::Uuid::new_v4().simple()),
+                pull_overlap: inner.pull_overlap,
             }),
         }
     }

@@ -1,10 +1,17 @@
 //! Pulls from the ERP into the mirror: `setup` (everything), `get` (what changed since each
-//! model's cursor), `update` (re-fetch records matching a filter, or one record by id).
+//! model's cursor), `update` (reconcile a model, re-fetch records matching a filter, or one
+//! record by id).
 //!
-//! Lists are read in pages of 1000 (the ERP's maximum). Every page is stored in one
-//! transaction as soon as it arrives, so a pull that fails half-way keeps what it stored; the
-//! cursor (the newest `lastModifiedDate` seen) moves only when a pull completes. One pull of a
-//! model runs at a time across instances (a lease in the database, renewed per page).
+//! Lists are read in pages of 1000 (the ERP's maximum), never by page number: a record deleted
+//! or inserted before a page number's position would shift another out of sight. A full pull
+//! continues after the greatest id read (`id-gt`); an incremental one after the greatest
+//! (`lastModifiedDate`, `id`) read, starting `ERP_PULL_OVERLAP_SECONDS` before the model's
+//! cursor. The ERP's filters have no `or`: the key's two halves are two queries, the rest of
+//! the records of the last instant (`lastModifiedDate-eq`, `id-gt`), then the later ones
+//! (`lastModifiedDate-gt`). Every page is stored in one transaction as soon as it arrives, so a
+//! pull that fails half-way keeps what it stored; the cursor (the newest `lastModifiedDate`
+//! seen) moves only when a pull completes. One pull of a model runs at a time across instances
+//! (a lease in the database, renewed per page).
 
 use std::collections::HashSet;
 
@@ -17,6 +24,9 @@ use crate::store::erp::ErpRecord;
 use crate::store::fieldreport::Upserted;
 use crate::upstream::erp::{MAX_PAGE_SIZE, id_of, last_modified_of, version_of};
 
+/// Records fetched by id per request of a reconciling (`id-in=…`): a query of about 1 KB.
+const FETCH_BATCH: usize = 100;
+
 /// What to fetch.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PullKind {
@@ -26,6 +36,75 @@ pub enum PullKind {
     Incremental,
     /// Records whose top-level `field` equals `value` (`<field>-eq=<value>`).
     Matching { field: String, value: String },
+    /// The model's ids and versions compared with the mirror's: records missing here are
+    /// fetched, records whose version differs fetched again, records the ERP no longer has
+    /// removed (each absence confirmed by id).
+    Reconcile,
+}
+
+/// Where the next page of a pull starts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Position {
+    /// Records modified at or after this instant (epoch ms): an incremental pull's start.
+    Since(i64),
+    /// The records modified at `at` with an id above `id` (`rest_of_instant`), then those
+    /// modified after `at`.
+    After { at: i64, id: String, rest_of_instant: bool },
+    /// Records with an id above this (all of them for `None`), in id order.
+    IdAbove(Option<String>),
+}
+
+/// Orders ids as the ERP does: numbers (its ids are digits) as numbers, anything else as text.
+fn id_order(a: &str, b: &str) -> std::cmp::Ordering {
+    match (a.parse::<u64>(), b.parse::<u64>()) {
+        (Ok(a), Ok(b)) => a.cmp(&b),
+        _ => a.cmp(b),
+    }
+}
+
+impl Position {
+    /// The query parameters of the page that starts here.
+    fn query(&self) -> Vec<(String, String)> {
+        let pair = |name: &str, value: String| (name.to_string(), value);
+        match self {
+            Position::Since(at) => {
+                vec![pair("lastModifiedDate-ge", at.to_string()), pair("sort", "lastModifiedDate,id".into())]
+            }
+            Position::After { at, id, rest_of_instant: true } => {
+                vec![pair("lastModifiedDate-eq", at.to_string()), pair("id-gt", id.clone()), pair("sort", "id".into())]
+            }
+            Position::After { at, .. } => {
+                vec![pair("lastModifiedDate-gt", at.to_string()), pair("sort", "lastModifiedDate,id".into())]
+            }
+            Position::IdAbove(above) => {
+                let mut query = vec![pair("sort", "id".into())];
+                query.extend(above.clone().map(|id| pair("id-gt", id)));
+                query
+            }
+        }
+    }
+
+    /// Where the page after one with these records starts; `None` when the pull has read
+    /// everything. `full` tells whether the page was full: a short page ends its query.
+    fn next(&self, records: &[ErpRecord], full: bool) -> Option<Position> {
+        let by_id = |a: &&ErpRecord, b: &&ErpRecord| id_order(&a.id, &b.id);
+        match self {
+            Position::IdAbove(_) => {
+                let last = records.iter().max_by(by_id)?;
+                full.then(|| Position::IdAbove(Some(last.id.clone())))
+            }
+            _ if full => {
+                let last =
+                    records.iter().max_by(|a, b| a.last_modified.cmp(&b.last_modified).then_with(|| by_id(a, b)))?;
+                Some(Position::After { at: last.last_modified, id: last.id.clone(), rest_of_instant: true })
+            }
+            // The rest of the instant is read: the later records follow.
+            Position::After { at, id, rest_of_instant: true } => {
+                Some(Position::After { at: *at, id: id.clone(), rest_of_instant: false })
+            }
+            _ => None,
+        }
+    }
 }
 
 /// What a pull of one model did.
@@ -37,6 +116,12 @@ pub struct PullReport {
     pub inserted: u64,
     pub updated: u64,
     pub unchanged: u64,
+    /// Records the ERP has and the mirror lacked, fetched by a reconciling (`update`).
+    #[serde(default)]
+    pub fetched_missing: u64,
+    /// Local records whose version differed from the ERP's, fetched again by a reconciling.
+    #[serde(default)]
+    pub refreshed: u64,
     /// Local records removed because the ERP no longer has them.
     pub removed: u64,
     /// The model's cursor after the pull (epoch ms), if it has one.
@@ -110,28 +195,33 @@ impl ErpService {
         if !store.take_pull_lease(info.name, owner, store.lease_deadline()).await? {
             return Err(ErpError::Busy(format!("a pull of {} is running; try again when it has finished", info.name)));
         }
+        if *kind == PullKind::Reconcile {
+            let outcome = self.reconcile(info, owner).await;
+            store.release_lease(crate::store::lease::ERP_PULL, info.name, owner).await?;
+            return outcome;
+        }
         let cursor = match kind {
             PullKind::Incremental => store.erp_cursor(info.name).await?,
             _ => None,
         };
+        let overlap_ms = i64::try_from(self.pull_overlap().as_millis()).unwrap_or(i64::MAX);
         let mut filters: Vec<(String, String)> = Vec::new();
-        match kind {
-            PullKind::Full => filters.push(("sort".into(), "id".into())),
-            PullKind::Incremental => {
-                filters.push(("sort".into(), "lastModifiedDate".into()));
-                if let Some(cursor) = cursor {
-                    filters.push(("lastModifiedDate-gt".into(), cursor.to_string()));
-                }
+        let mut position = match (kind, cursor) {
+            (PullKind::Incremental, Some(cursor)) => Position::Since(cursor.saturating_sub(overlap_ms)),
+            (PullKind::Incremental, None) => Position::Since(0),
+            (PullKind::Matching { field, value }, _) => {
+                filters.push((format!("{field}-eq"), value.clone()));
+                Position::IdAbove(None)
             }
-            PullKind::Matching { field, value } => filters.push((format!("{field}-eq"), value.clone())),
-        }
+            _ => Position::IdAbove(None),
+        };
         let mut report = PullReport::new(info.name);
         let mut seen: HashSet<String> = HashSet::new();
         let mut newest = cursor;
         let outcome = async {
-            for page in 1.. {
+            loop {
                 let mut query = filters.clone();
-                query.push(("page".into(), page.to_string()));
+                query.extend(position.query());
                 query.push(("pageSize".into(), MAX_PAGE_SIZE.to_string()));
                 let records = client.list(info.name, &query).await?;
                 let full_page = records.len() == MAX_PAGE_SIZE;
@@ -153,33 +243,23 @@ impl ErpService {
                 }
                 progress(report.fetched);
                 self.fieldreport().check_stop()?;
-                if !full_page {
-                    break;
+                match position.next(&batch, full_page) {
+                    Some(next) => position = next,
+                    None => break,
                 }
                 if !store.take_pull_lease(info.name, owner, store.lease_deadline()).await? {
                     return Err(ErpError::Busy(format!("the pull of {} lost its lease", info.name)));
                 }
             }
             if *kind == PullKind::Full {
-                // Paged by offset, a pull misses a record when one before it is deleted
-                // meanwhile: the ERP confirms each absence before the record leaves.
+                // A record missing from the pages was deleted, or is newer than the page of
+                // its id: the ERP confirms each absence before the record leaves.
                 for local in store.erp_all(info.name).await? {
-                    if seen.contains(&local.id) {
-                        continue;
-                    }
-                    match client.get(info.name, &local.id).await?.and_then(erp_record) {
-                        Some(record) => {
-                            for outcome in store.erp_upsert(info.name, &[record]).await? {
-                                report.count(outcome);
-                            }
-                        }
-                        None => {
-                            if self.remove_gone(info, &local.id).await?.0 {
-                                report.removed += 1;
-                            }
-                        }
+                    if !seen.contains(&local.id) && self.confirm_absence(info, &local.id, &mut report).await? {
+                        report.removed += 1;
                     }
                 }
+                self.count_repairs(info.name, &report);
             }
             Ok::<(), ErpError>(())
         }
@@ -194,6 +274,93 @@ impl ErpService {
             Err(error) => {
                 store.release_lease(crate::store::lease::ERP_PULL, info.name, owner).await?;
                 Err(error)
+            }
+        }
+    }
+
+    /// Confirms by id that the ERP no longer has a record before it leaves the mirror (it is
+    /// stored instead when the ERP has it after all); whether it was removed.
+    async fn confirm_absence(&self, info: &ModelInfo, id: &str, report: &mut PullReport) -> Result<bool, ErpError> {
+        match self.client()?.get(info.name, id).await?.and_then(erp_record) {
+            Some(record) => {
+                for outcome in self.store().erp_upsert(info.name, &[record]).await? {
+                    report.count(outcome);
+                }
+                Ok(false)
+            }
+            None => Ok(self.remove_gone(info, id).await?.0),
+        }
+    }
+
+    /// A reconciling of one model (see [`PullKind::Reconcile`]), under its pull lease: the
+    /// ERP's ids and versions (`properties=id,version`, in id order by `id-gt`), then the
+    /// records missing here and those whose version differs fetched by id (`id-in`), then the
+    /// absences confirmed and removed.
+    async fn reconcile(&self, info: &ModelInfo, owner: &str) -> Result<PullReport, ErpError> {
+        let client = self.client()?;
+        let store = self.store();
+        let mut report = PullReport::new(info.name);
+        let mut upstream: std::collections::HashMap<String, i64> = std::collections::HashMap::new();
+        let mut position = Position::IdAbove(None);
+        loop {
+            let mut query = position.query();
+            query.push(("properties".into(), "id,version,lastModifiedDate".into()));
+            query.push(("pageSize".into(), MAX_PAGE_SIZE.to_string()));
+            let records: Vec<ErpRecord> =
+                client.list(info.name, &query).await?.into_iter().filter_map(erp_record).collect();
+            report.pages += 1;
+            let full_page = records.len() == MAX_PAGE_SIZE;
+            upstream.extend(records.iter().map(|record| (record.id.clone(), record.version)));
+            self.fieldreport().check_stop()?;
+            match position.next(&records, full_page) {
+                Some(next) => position = next,
+                None => break,
+            }
+            if !store.take_pull_lease(info.name, owner, store.lease_deadline()).await? {
+                return Err(ErpError::Busy(format!("the pull of {} lost its lease", info.name)));
+            }
+        }
+        let local: std::collections::HashMap<String, i64> =
+            store.erp_all(info.name).await?.into_iter().map(|record| (record.id, record.version)).collect();
+        let mut missing: Vec<&String> = upstream.keys().filter(|id| !local.contains_key(*id)).collect();
+        let mut stale: Vec<&String> = upstream
+            .iter()
+            .filter(|(id, version)| local.get(*id).is_some_and(|v| v != *version))
+            .map(|(id, _)| id)
+            .collect();
+        missing.sort_by(|a, b| id_order(a, b));
+        stale.sort_by(|a, b| id_order(a, b));
+        for (ids, repaired) in [(missing, &mut report.fetched_missing), (stale, &mut report.refreshed)] {
+            for batch in ids.chunks(FETCH_BATCH) {
+                self.fieldreport().check_stop()?;
+                let ids = batch.iter().map(|id| id.as_str()).collect::<Vec<_>>().join(",");
+                let query = vec![("id-in".to_string(), ids), ("pageSize".to_string(), MAX_PAGE_SIZE.to_string())];
+                let records: Vec<ErpRecord> =
+                    client.list(info.name, &query).await?.into_iter().filter_map(erp_record).collect();
+                report.fetched += records.len() as u64;
+                for outcome in store.erp_upsert(info.name, &records).await? {
+                    if outcome != Upserted::Unchanged {
+                        *repaired += 1;
+                    }
+                }
+            }
+        }
+        for id in local.keys().filter(|id| !upstream.contains_key(*id)) {
+            if self.confirm_absence(info, id, &mut report).await? {
+                report.removed += 1;
+            }
+        }
+        self.count_repairs(info.name, &report);
+        report.cursor = store.erp_cursor(info.name).await?;
+        Ok(report)
+    }
+
+    /// Counts a pull's repairs in `integration_mirror_repairs_total`.
+    fn count_repairs(&self, model: &str, report: &PullReport) {
+        if let Some(metrics) = self.fieldreport().metrics() {
+            let counts = [report.fetched_missing, report.refreshed, report.removed, 0];
+            for (kind, count) in crate::metrics::mirror::REPAIR_KINDS.into_iter().zip(counts) {
+                metrics.mirror_repaired("erp", model, kind, count);
             }
         }
     }

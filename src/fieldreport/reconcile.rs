@@ -1,15 +1,23 @@
-//! The reconciling sync: removes from the mirror the records the field-report system no
-//! longer has, which an incremental sync cannot see (it asks for records changed since its
-//! cursor, and a deleted record does not change).
+//! The reconciling sync: repairs what an incremental sync cannot see, both ways. An incremental
+//! sync asks for records stamped since its cursor (less the overlap): a record deleted upstream
+//! does not change, and one committed with a stamp older than the overlap never appears.
 //!
-//! It reads the upstream's ids only (`$select=Id`), in Id order by key windows (`Id gt <last>`,
-//! never `$skip`, so that a record deleted meanwhile cannot shift another out of sight), then
-//! compares them with the mirror's records written before it began. A record missing upstream
-//! is removed, unless a local change of it waits for the upstream (a pending push, an update of
-//! unknown outcome): those are kept and reported. It holds the set's sync lease, so it never
-//! runs beside a sync of the set; interrupted, it is simply run again.
+//! It reads the upstream's ids and versions only (`$select=Id,Version`), in Id order by key
+//! windows (`Id gt <last>`, never `$skip`, so that a record deleted meanwhile cannot shift
+//! another out of sight), then compares them with the mirror:
+//!
+//! - a record the upstream has and the mirror lacks is fetched (`fetched_missing`);
+//! - a record whose version differs, last written here before the reconciling began, is
+//!   fetched again (`refreshed`);
+//! - a record written here before it began that the upstream no longer has is removed
+//!   (`removed`), unless a local change of it waits for the upstream (a pending push, an
+//!   update of unknown outcome): those are kept and reported (`kept_pending`).
+//!
+//! Records deleted here whose delete waits for the upstream are neither fetched nor removed.
+//! It holds the set's sync lease, so it never runs beside a sync of the set; interrupted, it
+//! is simply run again. Each kind of repair is counted in `integration_mirror_repairs_total`.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::time::Instant;
 
 use generated::fieldreport::EntityInfo;
@@ -22,6 +30,8 @@ use crate::upstream::{System, UpstreamError};
 
 /// Ids asked for per request.
 const WINDOW: usize = 500;
+/// Records fetched by id per request (`Id eq … or …`): a query of about 1 KB.
+const FETCH_BATCH: usize = 40;
 /// Kept records named in a report at most (the count is always complete).
 const NAMED_AT_MOST: usize = 100;
 
@@ -34,6 +44,10 @@ pub struct ReconcileReport {
     pub upstream: u64,
     /// Local records compared (those written before the reconciling began).
     pub checked: u64,
+    /// Records the field-report system has and the mirror lacked, fetched and stored.
+    pub fetched_missing: u64,
+    /// Local records whose version differed from the field-report system's, fetched again.
+    pub refreshed: u64,
     /// Local records removed: the field-report system no longer has them.
     pub removed: u64,
     /// Local records the field-report system no longer has, kept because a local change of
@@ -59,46 +73,115 @@ impl FieldReportService {
 
     async fn reconcile_ids(&self, info: &'static EntityInfo, owner: &str) -> Result<ReconcileReport, FieldReportError> {
         let started = Instant::now();
-        // Records written from here on may be missing from the ids read below: they are not
-        // compared.
+        // Records written from here on may be missing from, or newer than, the list read below:
+        // they are neither removed nor fetched again.
         let began_ms = now_ms();
-        let upstream = self.upstream_ids(info, owner).await?;
+        let upstream = self.upstream_versions(info, owner).await?;
         let store = self.store();
+        let deleted_here = store.mirror_tombstone_set(info.route).await?;
         let mut report =
             ReconcileReport { entity: info.route.to_string(), upstream: upstream.len() as u64, ..Default::default() };
         let mut gone = Vec::new();
+        let mut stale = Vec::new();
+        let mut local = std::collections::HashSet::new();
         for candidate in store.mirror_reconcile_candidates(info.route, began_ms).await? {
-            report.checked += 1;
-            if upstream.contains(&candidate.id) {
+            local.insert(candidate.id.clone());
+            if !candidate.before {
                 continue;
             }
-            if candidate.waiting {
-                report.kept_pending += 1;
-                if report.kept_pending_ids.len() < NAMED_AT_MOST {
-                    report.kept_pending_ids.push(candidate.id);
+            report.checked += 1;
+            match upstream.get(&candidate.id) {
+                Some(version) if *version != candidate.version && !candidate.waiting => stale.push(candidate.id),
+                Some(_) => {}
+                None if candidate.waiting => {
+                    report.kept_pending += 1;
+                    if report.kept_pending_ids.len() < NAMED_AT_MOST {
+                        report.kept_pending_ids.push(candidate.id);
+                    }
                 }
-            } else {
-                gone.push(candidate.id);
+                None => gone.push(candidate.id),
             }
         }
+        let mut missing: Vec<String> =
+            upstream.into_keys().filter(|id| !local.contains(id) && !deleted_here.contains(id)).collect();
+        missing.sort_by(|a, b| (a.len(), a).cmp(&(b.len(), b)));
+        report.fetched_missing = self.fetch_by_id(info, owner, &missing).await?;
+        report.refreshed = self.fetch_by_id(info, owner, &stale).await?;
         report.removed = store.mirror_remove_gone(info.route, &gone, began_ms).await?.len() as u64;
+        if let Some(metrics) = self.metrics() {
+            let counts = [report.fetched_missing, report.refreshed, report.removed, report.kept_pending];
+            for (kind, count) in crate::metrics::mirror::REPAIR_KINDS.into_iter().zip(counts) {
+                metrics.mirror_repaired("fieldreport", info.route, kind, count);
+            }
+        }
         report.seconds = started.elapsed().as_secs_f64();
         Ok(report)
     }
 
-    /// Every Id the field-report system has in the set, read in key windows; the lease is
-    /// renewed with every window.
-    async fn upstream_ids(&self, info: &EntityInfo, owner: &str) -> Result<HashSet<String>, FieldReportError> {
+    /// Fetches these records with the set's expands, [`FETCH_BATCH`] a request, and stores them
+    /// as a sync does (a local change waiting for a push is kept); the records stored anew or
+    /// changed. A record the upstream no longer has by the time it is asked for is skipped.
+    async fn fetch_by_id(
+        &self,
+        info: &'static EntityInfo,
+        owner: &str,
+        ids: &[String],
+    ) -> Result<u64, FieldReportError> {
         let client = self.client()?;
         let store = self.store();
-        let mut ids = HashSet::new();
+        let mut written = 0;
+        let mut queue: std::collections::VecDeque<&String> = ids.iter().collect();
+        while !queue.is_empty() {
+            self.check_stop()?;
+            if !store.take_sync_lease(info.route, owner, store.lease_deadline()).await? {
+                return Err(FieldReportError::Conflict(format!("the sync lease of {} was lost", info.route)));
+            }
+            let batch: Vec<&String> = queue.drain(..queue.len().min(FETCH_BATCH)).collect();
+            let wanted: std::collections::HashSet<&str> = batch.iter().map(|id| id.as_str()).collect();
+            let filter = batch.iter().map(|id| format!("Id eq {id}L")).collect::<Vec<_>>().join(" or ");
+            let mut params = vec![("$filter", filter)];
+            if !info.expand.is_empty() {
+                params.push(("$expand", info.expand.join(",")));
+            }
+            let query = url::form_urlencoded::Serializer::new(String::new()).extend_pairs(params).finish();
+            let page = client.page(info.set, &query, None).await?;
+            let truncated = page.next_link.is_some();
+            let read = super::sync::read_page(page);
+            // An upstream that pages below the batch: the ids it did not send yet are asked again.
+            if truncated && !read.records.is_empty() {
+                let sent: std::collections::HashSet<&str> = read.records.iter().map(|r| r.id.as_str()).collect();
+                for id in batch.into_iter().rev().filter(|id| !sent.contains(id.as_str())) {
+                    queue.push_front(id);
+                }
+            }
+            let records: Vec<_> =
+                read.records.into_iter().filter(|record| wanted.contains(record.id.as_str())).collect();
+            for outcome in store.mirror_upsert_page(info.route, records).await? {
+                if outcome != crate::store::fieldreport::Upserted::Unchanged {
+                    written += 1;
+                }
+            }
+        }
+        Ok(written)
+    }
+
+    /// Every Id the field-report system has in the set, with its version, read in key windows;
+    /// the lease is renewed with every window.
+    async fn upstream_versions(
+        &self,
+        info: &EntityInfo,
+        owner: &str,
+    ) -> Result<HashMap<String, i64>, FieldReportError> {
+        let client = self.client()?;
+        let store = self.store();
+        let mut ids = HashMap::new();
         let mut above: Option<i64> = None;
         loop {
             self.check_stop()?;
             if !store.take_sync_lease(info.route, owner, store.lease_deadline()).await? {
                 return Err(FieldReportError::Conflict(format!("the sync lease of {} was lost", info.route)));
             }
-            let mut params = vec![("$select", "Id".to_string()), ("$orderby", "Id".to_string())];
+            let mut params = vec![("$select", "Id,Version".to_string()), ("$orderby", "Id".to_string())];
             if let Some(above) = above {
                 params.push(("$filter", format!("Id gt {above}L")));
             }
@@ -120,7 +203,8 @@ impl FieldReportService {
                     detail: format!("{} has the Id {id:?}, not an Int64 key", info.set),
                 })?;
                 highest = highest.max(Some(number));
-                ids.insert(id);
+                let version = value.get("Version").and_then(super::service::version_number).unwrap_or(0);
+                ids.insert(id, version);
             }
             if highest == above {
                 return Err(UpstreamError::Malformed {

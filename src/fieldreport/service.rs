@@ -91,6 +91,10 @@ pub struct FieldReportService {
     /// Set to end the work of this handle only (a job that was cancelled or lost its lease),
     /// at the same points as a stop of the process.
     cancel: Option<Arc<AtomicBool>>,
+    /// How far before its cursor an incremental sync starts (`FIELDREPORT_SYNC_OVERLAP_SECONDS`).
+    sync_overlap: std::time::Duration,
+    /// Where the repairs of reconciling syncs are counted.
+    metrics: Option<Arc<crate::metrics::Metrics>>,
 }
 
 fn invalid(field: &str, message: &str) -> FieldReportError {
@@ -151,7 +155,33 @@ pub fn entity_named(name: &str) -> Result<&'static EntityInfo, FieldReportError>
 
 impl FieldReportService {
     pub fn new(store: Store, client: Result<FieldReportClient, UpstreamError>) -> Self {
-        FieldReportService { store, client, stop: Arc::new(AtomicBool::new(false)), cancel: None }
+        FieldReportService {
+            store,
+            client,
+            stop: Arc::new(AtomicBool::new(false)),
+            cancel: None,
+            sync_overlap: crate::upstream::config::DEFAULT_SYNC_OVERLAP,
+            metrics: None,
+        }
+    }
+
+    /// The same service, counting the repairs of its reconciling syncs in `metrics`.
+    pub fn with_metrics(self, metrics: Arc<crate::metrics::Metrics>) -> FieldReportService {
+        FieldReportService { metrics: Some(metrics), ..self }
+    }
+
+    /// Where repairs are counted (the ERP's reconciling counts its own there too).
+    pub fn metrics(&self) -> Option<&crate::metrics::Metrics> {
+        self.metrics.as_deref()
+    }
+
+    /// The same service whose incremental syncs start `overlap` before their cursor.
+    pub fn with_sync_overlap(self, overlap: std::time::Duration) -> FieldReportService {
+        FieldReportService { sync_overlap: overlap, ..self }
+    }
+
+    pub(super) fn sync_overlap(&self) -> std::time::Duration {
+        self.sync_overlap
     }
 
     /// Asks long work in progress to end after its current page or record.

@@ -1,9 +1,10 @@
 //! Pulling the field-report system into the mirror by OData.
 //!
-//! A sync of one entity set asks for every record newer than the set's cursor (the newest
-//! `DateModified` of the last completed sync) with the set's expand relations, ordered by
-//! `DateModified`. It follows the upstream's next links (v4 and v3 spellings) and, where the
-//! upstream gives none, pages with `$top`/`$skip` until a short window. Pages are fetched a
+//! A sync of one entity set asks for every record stamped since the overlap window before the
+//! set's cursor (the newest `DateModified` of the last completed sync;
+//! `FIELDREPORT_SYNC_OVERLAP_SECONDS`), with the set's expand relations, in key order
+//! (`DateModified`, then `Id`). Each request continues after the greatest key read so far,
+//! never from a position, until one answers no record (see [`fetch_pages`]). Pages are fetched a
 //! few ahead of the ones being stored; the pages that arrived meanwhile are stored together
 //! in one transaction without forwarding (two such batches at once, a record never in two;
 //! see [`crate::store::Store::mirror_upsert_page`]), their records as the upstream sent
@@ -22,8 +23,9 @@ use tokio::sync::mpsc;
 
 use super::service::{FieldReportError, FieldReportService, record_id};
 use crate::store::fieldreport::{SyncedRecord, Upserted, external_id};
-use crate::upstream::UpstreamError;
 use crate::upstream::fieldreport::{FieldReportClient, ODataPage};
+use crate::upstream::{System, UpstreamError};
+use crate::vocabulary::stamp::Stamp;
 
 /// Records asked for per `$top` window.
 const WINDOW: usize = 500;
@@ -64,20 +66,65 @@ pub struct SyncReport {
     pub reconcile: Option<super::reconcile::ReconcileReport>,
 }
 
-fn query(info: &EntityInfo, cursor: Option<&str>, skip: usize) -> String {
+/// Where a query of a sync starts, in the sync's key order (`DateModified`, then `Id`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum From {
+    /// The whole set: the set's first sync.
+    Everything,
+    /// Records stamped at or after this: the overlap window before the last sync's cursor.
+    Since(Stamp),
+    /// Records after this key: the last key of the pages read so far.
+    After(Stamp, i64),
+}
+
+impl From {
+    /// The `$filter` of the query, if any. The key's `or` keeps the query on the key order
+    /// whatever was written meanwhile: a position (`$skip`, a next link made of one) moves
+    /// when a record read before it changes, a key does not.
+    fn filter(&self) -> Option<String> {
+        match self {
+            From::Everything => None,
+            From::Since(stamp) => Some(format!("DateModified ge {}", stamp.text())),
+            From::After(stamp, id) => {
+                let at = stamp.text();
+                Some(format!("DateModified gt {at} or (DateModified eq {at} and Id gt {id}L)"))
+            }
+        }
+    }
+
+    /// Whether `key` lies after where this query starts: the upstream honoured the filter.
+    fn precedes(&self, key: &(Stamp, i64)) -> bool {
+        match self {
+            From::Everything => true,
+            From::Since(stamp) => key.0 >= *stamp,
+            From::After(stamp, id) => (&key.0, key.1) > (stamp, *id),
+        }
+    }
+}
+
+/// The query of one request of a sync: the set's expands, where it starts, the key order and
+/// a window of [`WINDOW`] records (the upstream may answer fewer).
+fn query(info: &EntityInfo, from: &From) -> String {
     let mut parts = Vec::new();
     if !info.expand.is_empty() {
         parts.push(("$expand".to_string(), info.expand.join(",")));
     }
-    if let Some(cursor) = cursor {
-        parts.push(("$filter".to_string(), format!("DateModified gt {cursor}")));
+    if let Some(filter) = from.filter() {
+        parts.push(("$filter".to_string(), filter));
     }
-    parts.push(("$orderby".to_string(), "DateModified".to_string()));
+    parts.push(("$orderby".to_string(), "DateModified,Id".to_string()));
     parts.push(("$top".to_string(), WINDOW.to_string()));
-    if skip > 0 {
-        parts.push(("$skip".to_string(), skip.to_string()));
-    }
     url::form_urlencoded::Serializer::new(String::new()).extend_pairs(parts).finish()
+}
+
+/// Where a sync starts: `overlap` before the last sync's cursor (records stamped before it but
+/// committed after it was read: a long upstream transaction, a stamp of a coarse clock), or the
+/// whole set.
+fn start(cursor: Option<&str>, overlap: std::time::Duration) -> From {
+    match cursor {
+        Some(cursor) => From::Since(Stamp::parse(cursor).earlier_by(overlap)),
+        None => From::Everything,
+    }
 }
 
 /// The fields of a record that a sync reads; the rest of the document is skipped, not parsed.
@@ -121,73 +168,95 @@ const STATISTICS_AFTER_CHANGES: u64 = 1_000;
 
 /// A page as a sync stores it: its records with what the sync reads of each (see
 /// [`read_page`]).
-struct ReadPage {
-    records: Vec<SyncedRecord>,
+pub(super) struct ReadPage {
+    pub(super) records: Vec<SyncedRecord>,
     /// Records the upstream sent, with those skipped.
     fetched: u64,
     /// Records without an `Id`, skipped.
     skipped: u64,
     /// The page's newest `DateModified`.
-    newest: Option<String>,
+    newest: Option<Stamp>,
+    /// The page's greatest key (`DateModified`, `Id`): where the next query starts.
+    last_key: Option<(Stamp, i64)>,
 }
 
 /// Reads the head of each of a page's records (see [`RecordHead`]).
-fn read_page(page: ODataPage) -> ReadPage {
+pub(super) fn read_page(page: ODataPage) -> ReadPage {
     let fetched = page.records.len();
-    let mut read = ReadPage { records: Vec::with_capacity(fetched), fetched: fetched as u64, skipped: 0, newest: None };
+    let mut read = ReadPage {
+        records: Vec::with_capacity(fetched),
+        fetched: fetched as u64,
+        skipped: 0,
+        newest: None,
+        last_key: None,
+    };
     for document in page.records {
         let head = RecordHead::of(document.get());
-        let modified = head.as_ref().and_then(|h| h.modified.as_ref()).and_then(Value::as_str);
-        if let Some(modified) = modified
-            && read.newest.as_deref().is_none_or(|newest| modified > newest)
-        {
-            read.newest = Some(modified.to_string());
-        }
+        let modified = head.as_ref().and_then(|h| h.modified.as_ref()).and_then(Value::as_str).map(Stamp::parse);
         match head.and_then(|h| Some((record_id(h.id.as_ref()?)?, h))) {
             Some((id, head)) => {
+                if let (Some(modified), Ok(number)) = (&modified, id.parse::<i64>()) {
+                    let key = (modified.clone(), number);
+                    if read.last_key.as_ref().is_none_or(|last| key > *last) {
+                        read.last_key = Some(key);
+                    }
+                }
                 let version = head.version.as_ref().and_then(super::service::version_number).unwrap_or(0);
                 let external_id = external_id(head.external_id.as_ref());
                 read.records.push(SyncedRecord { id, version, external_id, document });
             }
             None => read.skipped += 1,
         }
+        if let Some(modified) = modified
+            && read.newest.as_ref().is_none_or(|newest| modified > *newest)
+        {
+            read.newest = Some(modified);
+        }
     }
     read
 }
 
-/// Every page of a sync's query, in order, read (see [`read_page`]) and sent to `pages`: the
-/// next link when the upstream gives one, else `$top`/`$skip` windows until a short one.
-/// Stops at the first failure (sent as the last item) or when nobody takes pages any more.
+/// Every page of a sync, in key order, read (see [`read_page`]) and sent to `pages`: each
+/// query starts after the greatest key read so far, until one answers no record. The
+/// upstream's next links are not followed: they continue by position (`$skip`), which skips
+/// the records that move back when one read before them is changed meanwhile
+/// (docs/architecture.md, "Convergence"). Stops at the first failure (sent as the last item)
+/// or when nobody takes pages any more.
 async fn fetch_pages(
     client: FieldReportClient,
     info: &'static EntityInfo,
-    cursor: Option<String>,
+    mut from: From,
     pages: mpsc::Sender<Result<ReadPage, UpstreamError>>,
 ) {
-    let mut skip = 0;
     loop {
-        let window_query = query(info, cursor.as_deref(), skip);
-        let mut in_window = 0;
-        let mut next = None;
-        loop {
-            let page = client.page(info.set, &window_query, next.as_deref()).await;
-            let failed = page.is_err();
-            let page = page.map(|page| {
-                in_window += page.records.len();
-                next.clone_from(&page.next_link);
-                read_page(page)
-            });
-            if pages.send(page).await.is_err() || failed {
-                return;
+        let page = client.page(info.set, &query(info, &from), None).await.and_then(|page| {
+            let page = read_page(page);
+            match &page.last_key {
+                _ if page.fetched == 0 => Ok(page),
+                Some(key) if from.precedes(key) => Ok(page),
+                _ => Err(UpstreamError::Malformed {
+                    system: System::FieldReport,
+                    detail: format!(
+                        "{} answered `{}` with no record after it in (DateModified, Id) order",
+                        info.set,
+                        from.filter().unwrap_or_default()
+                    ),
+                }),
             }
-            if next.is_none() {
-                break;
-            }
-        }
-        if in_window < WINDOW {
+        });
+        let next = match &page {
+            // A query that answers no record ends the sync; the empty page is not one of its pages.
+            Ok(page) if page.fetched == 0 => return,
+            Ok(page) => page.last_key.clone().map(|(stamp, id)| From::After(stamp, id)),
+            Err(_) => None,
+        };
+        if pages.send(page).await.is_err() {
             return;
         }
-        skip += WINDOW;
+        match next {
+            Some(next) => from = next,
+            None => return,
+        }
     }
 }
 
@@ -350,7 +419,8 @@ impl FieldReportService {
         let previous = store.sync_state(info.route).await?.cursor;
         let deleted_here = store.mirror_tombstone_set(info.route).await?;
         let (sender, mut pages) = mpsc::channel(PAGES_AHEAD);
-        let fetch = Fetching(tokio::spawn(fetch_pages(client.clone(), info, previous.clone(), sender)));
+        let from = start(previous.as_deref(), self.sync_overlap());
+        let fetch = Fetching(tokio::spawn(fetch_pages(client.clone(), info, from, sender)));
         let mut report = SyncReport { entity: info.route.to_string(), cursor: previous.clone(), ..Default::default() };
         let report_progress = |report: &mut SyncReport| {
             report.seconds = started.elapsed().as_secs_f64();
@@ -395,9 +465,9 @@ impl FieldReportService {
                     report.fetched += page.fetched;
                     report.skipped += page.skipped;
                     if let Some(newest) = page.newest
-                        && report.cursor.as_deref().is_none_or(|cursor| newest.as_str() > cursor)
+                        && report.cursor.as_deref().is_none_or(|cursor| newest > Stamp::parse(cursor))
                     {
-                        report.cursor = Some(newest);
+                        report.cursor = Some(newest.text().to_string());
                     }
                     let before = records.len() + page.records.len();
                     records.extend(page.records.into_iter().filter(|record| !deleted_here.contains(&record.id)));
@@ -525,14 +595,33 @@ mod tests {
     }
 
     #[test]
-    fn the_query_carries_expand_cursor_order_and_window() {
+    fn the_query_carries_expand_key_order_and_window() {
         let info = generated::fieldreport::by_set("Companies").unwrap();
-        let q = query(info, Some("2026-01-01T00:00:00Z"), 500);
+        let after = From::After(Stamp::parse("2026-01-01T00:00:00Z"), 1234);
         assert_eq!(
-            q,
-            "%24expand=Contacts%2CTags%2CServiceObjects%2CMainContact&%24filter=DateModified+gt+2026-01-01T00%3A00%3A00Z&%24orderby=DateModified&%24top=500&%24skip=500"
+            query(info, &after),
+            "%24expand=Contacts%2CTags%2CServiceObjects%2CMainContact&%24filter=DateModified+gt+2026-01-01T00%3A00%3A00Z+or+%28DateModified+eq+2026-01-01T00%3A00%3A00Z+and+Id+gt+1234L%29&%24orderby=DateModified%2CId&%24top=500"
         );
         let tags = generated::fieldreport::by_set("Tags").unwrap();
-        assert_eq!(query(tags, None, 0), "%24orderby=DateModified&%24top=500");
+        assert_eq!(query(tags, &From::Everything), "%24orderby=DateModified%2CId&%24top=500");
+    }
+
+    #[test]
+    fn a_sync_starts_the_overlap_before_its_cursor() {
+        let overlap = std::time::Duration::from_secs(300);
+        assert_eq!(start(None, overlap), From::Everything);
+        let from = start(Some("2026-01-01T00:05:00Z"), overlap);
+        assert_eq!(from.filter().unwrap(), "DateModified ge 2026-01-01T00:00:00Z");
+    }
+
+    #[test]
+    fn a_key_not_after_the_query_start_is_refused() {
+        let after = From::After(Stamp::parse("2026-01-01T00:00:00Z"), 7);
+        assert!(after.precedes(&(Stamp::parse("2026-01-01T00:00:00Z"), 8)));
+        assert!(after.precedes(&(Stamp::parse("2026-01-01T00:00:00.1Z"), 1)));
+        assert!(!after.precedes(&(Stamp::parse("2026-01-01T00:00:00Z"), 7)));
+        let since = From::Since(Stamp::parse("2026-01-01T00:00:00Z"));
+        assert!(since.precedes(&(Stamp::parse("2026-01-01T00:00:00Z"), 1)));
+        assert!(!since.precedes(&(Stamp::parse("2025-12-31T23:59:59Z"), 9)));
     }
 }

@@ -17,16 +17,19 @@ pub enum JobKind {
     ErpSetup,
     /// `GET /api/v1/erp/get` (an incremental pull), or of one model.
     ErpPull,
+    /// `GET /api/v1/erp/update[/{model}]`: a reconciling of one model, or of every mirrored one.
+    ErpReconcile,
 }
 
 impl JobKind {
-    pub const ALL: [JobKind; 6] = [
+    pub const ALL: [JobKind; 7] = [
         JobKind::FieldReportSync,
         JobKind::FieldReportReconcile,
         JobKind::FieldReportSetup,
         JobKind::FieldReportPost,
         JobKind::ErpSetup,
         JobKind::ErpPull,
+        JobKind::ErpReconcile,
     ];
 
     pub fn name(self) -> &'static str {
@@ -37,6 +40,7 @@ impl JobKind {
             JobKind::FieldReportPost => "fieldreport.post",
             JobKind::ErpSetup => "erp.setup",
             JobKind::ErpPull => "erp.pull",
+            JobKind::ErpReconcile => "erp.reconcile",
         }
     }
 
@@ -63,7 +67,7 @@ impl JobKind {
                 "1" | "2" | "3" => Ok(name.to_string()),
                 _ => Err(format!("unknown stage {name:?}; the stages are 1, 2 and 3")),
             },
-            JobKind::ErpSetup | JobKind::ErpPull => generated::erp::model(name)
+            JobKind::ErpSetup | JobKind::ErpPull | JobKind::ErpReconcile => generated::erp::model(name)
                 .map(|m| m.name.to_string())
                 .ok_or_else(|| format!("unknown ERP model {name:?} (the ERP's name, e.g. customer)")),
         };

@@ -98,6 +98,13 @@ pub async fn run(
             let pull = if kind == JobKind::ErpSetup { PullKind::Full } else { PullKind::Incremental };
             self::pull(erp, models, &pull, progress).await
         }
+        JobKind::ErpReconcile => {
+            let models = match target {
+                Some(name) => vec![crate::erp::model_named(name)?],
+                None => erp.mirrored_models().await?,
+            };
+            self::pull(erp, models, &PullKind::Reconcile, progress).await
+        }
     }
 }
 

@@ -16,6 +16,7 @@
 
 pub mod exposition;
 pub mod jobs;
+pub mod mirror;
 pub mod operations;
 pub mod process;
 pub mod timing;
@@ -189,6 +190,7 @@ pub struct Metrics {
     connections_refused: [AtomicU64; ConnectionRefusal::ALL.len()],
     jobs: jobs::JobTimings,
     watch: watch::WatchMetrics,
+    repairs: mirror::Repairs,
     started_at: SystemTime,
 }
 
@@ -205,6 +207,7 @@ impl Metrics {
             connections_refused: Default::default(),
             jobs: Default::default(),
             watch: Default::default(),
+            repairs: Default::default(),
             started_at: SystemTime::now(),
         }
     }
@@ -252,6 +255,11 @@ impl Metrics {
         self.watch.attempted(delivered, elapsed, latency);
     }
 
+    /// A reconciling repaired `count` records of one kind (see [`mirror::REPAIR_KINDS`]).
+    pub fn mirror_repaired(&self, system: &str, set: &str, kind: &'static str, count: u64) {
+        self.repairs.add(system, set, kind, count);
+    }
+
     pub fn connection_opened(&self) {
         self.connections_open.fetch_add(1, Ordering::Relaxed);
     }
@@ -277,6 +285,7 @@ impl Metrics {
             jobs::render_last_successes(&mut out, successes);
         }
         self.watch.render(&mut out, database.watch.as_ref());
+        self.repairs.render(&mut out);
         self.render_process(&mut out);
         out.into_text()
     }

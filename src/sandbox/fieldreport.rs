@@ -1,17 +1,21 @@
 //! The field-report simulator: OData at `/odata/<Set>` with HTTP Basic, `<Set>(<Id>L)` keys,
 //! ids assigned on create, 409 on a stale `Version` (an update must carry the stored version
 //! plus one), `DateModified` set on every write, paging with `$top`/`$skip` and
-//! `@odata.nextLink` (server page size 100), `$filter` (`Id eq <n>L`, `Id gt <n>L`,
-//! `<Field> eq 'x'`, `DateModified gt <time>`), `$orderby=DateModified` (else Id order), `$expand` (navigation properties are
-//! served only when expanded), `$select`, and `$metadata` served from
-//! `spec/upstream/fieldreport/metadata.xml`.
+//! `@odata.nextLink` by position (`$skip`; server page size 100), `$filter` (comparisons joined
+//! by `and`/`or`, see [`super::odata_filter`]), `$orderby=DateModified[,Id]` (else Id order),
+//! `$expand` (navigation properties are served only when expanded), `$select`, and `$metadata`
+//! served from `spec/upstream/fieldreport/metadata.xml`.
 //!
-//! For tests: `GET /__sandbox/received` lists the writes it received (method, path, body; the
-//! newest 10,000);
-//! `POST /__sandbox/seed {set, count}` creates generated records.
+//! For tests, what a real upstream does to a sync: `GET /__sandbox/received` lists the writes it
+//! received (method, path, body; the newest 10,000); `POST /__sandbox/seed {set, count}` creates
+//! generated records; `POST /__sandbox/behaviour {stamps}` stamps in whole seconds;
+//! `POST /__sandbox/during-list {set, after_pages, touch}` has another client change records
+//! while a sync pages; `POST /__sandbox/late {set, ago_seconds | at_newest, id?}` commits a
+//! change stamped in the past; slow pages are a fault with a 2xx status and a delay.
 
 use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
 use std::sync::{Arc, Mutex};
 
 use base64::Engine;
@@ -22,6 +26,8 @@ use slog::Logger;
 
 use super::faults::Faults;
 use super::http::{SimRequest, SimResponse, empty, json, serve};
+use super::odata_filter::Filter;
+use crate::vocabulary::stamp::Stamp;
 
 pub const USERNAME: &str = "sandbox";
 pub const PASSWORD: &str = "sandbox-password";
@@ -50,17 +56,18 @@ impl Stored {
     }
 }
 
-/// A set and the text of a `$filter`, if any.
-type OrderKey = (String, Option<String>);
-
 #[derive(Default)]
 struct FieldReport {
     sets: Mutex<HashMap<String, Records>>,
     next_id: Mutex<i64>,
     received: Mutex<Vec<Value>>,
-    /// Per set and `$filter` text, the matching ids in `DateModified` order; dropped on every
-    /// write to the set, so paging through a large set neither sorts nor filters it per page.
-    by_modified: Mutex<HashMap<OrderKey, Arc<Vec<i64>>>>,
+    /// Per set, its keys (`DateModified`, `Id`) in order; dropped on every write to the set,
+    /// so paging through a large set sorts it once, and a key filter finds its page by a
+    /// binary search.
+    by_modified: Mutex<HashMap<String, Keys>>,
+    /// Stamps in whole seconds (`POST /__sandbox/behaviour {"stamps": "seconds"}`).
+    whole_seconds: AtomicBool,
+    scripted: Mutex<Vec<Scripted>>,
 }
 
 pub async fn start(bind: SocketAddr, log: Logger) -> std::io::Result<SocketAddr> {
@@ -99,87 +106,53 @@ fn query_params(query: Option<&str>) -> HashMap<String, String> {
         .unwrap_or_default()
 }
 
-/// The `$filter` forms clients use: `Id eq 12L`, `Id gt 12L`, `<Field> eq 'text'`,
-/// `DateModified gt <time>`.
-enum Filter {
-    Eq(String, Value),
-    After(String),
-    IdAbove(i64),
+/// The keys (`DateModified`, `Id`) of a set's records, in order.
+type Keys = Arc<Vec<(Stamp, i64)>>;
+
+/// A stamp of now, in microseconds or, as some upstreams write them, whole seconds.
+fn stamp_of(instant: chrono::DateTime<chrono::Utc>, whole_seconds: bool) -> String {
+    let format = if whole_seconds { chrono::SecondsFormat::Secs } else { chrono::SecondsFormat::Micros };
+    instant.to_rfc3339_opts(format, true)
 }
 
-impl Filter {
-    fn parse(text: &str) -> Option<Filter> {
-        let (field, rest) = text.trim().split_once(' ')?;
-        let (op, value) = rest.trim().split_once(' ')?;
-        let value = value.trim();
-        match (op, field) {
-            ("gt", "DateModified") => Some(Filter::After(value.trim_matches('\'').to_string())),
-            ("gt", "Id") => value.trim_end_matches('L').parse().ok().map(Filter::IdAbove),
-            ("eq", _) => {
-                let value = if let Some(text) = value.strip_prefix('\'').and_then(|v| v.strip_suffix('\'')) {
-                    json!(text)
-                } else {
-                    json!(value.trim_end_matches('L'))
-                };
-                Some(Filter::Eq(field.to_string(), value))
-            }
-            _ => None,
-        }
-    }
-
-    fn matches(&self, record: &Map<String, Value>) -> bool {
-        match self {
-            Filter::Eq(field, expected) => match (record.get(field), expected) {
-                (Some(Value::String(actual)), Value::String(expected)) => actual == expected,
-                (Some(actual), expected) => {
-                    actual.to_string().trim_matches('"') == expected.as_str().unwrap_or_default()
-                }
-                (None, _) => false,
-            },
-            Filter::After(time) => {
-                record.get("DateModified").and_then(Value::as_str).is_some_and(|modified| modified > time.as_str())
-            }
-            Filter::IdAbove(above) => record
-                .get("Id")
-                .and_then(|id| id.as_str().map(str::to_string).or_else(|| id.as_i64().map(|n| n.to_string())))
-                .and_then(|id| id.parse::<i64>().ok())
-                .is_some_and(|id| id > *above),
-        }
-    }
-}
-
-fn now() -> String {
-    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true)
+/// Records to change, as another client of the system would, once a number of list pages of
+/// their set have been served (`POST /__sandbox/during-list`).
+struct Scripted {
+    set: String,
+    pages_left: u64,
+    touch: Vec<i64>,
 }
 
 impl FieldReport {
-    /// The Ids of a set in `DateModified` order, only those matching `filter` (given with its
-    /// text) when there is one. Cached per set and filter until the set changes: a sync reads
-    /// every page of the same ordered, filtered list.
-    fn in_modified_order(&self, set: &str, records: &Records, filter: Option<(&str, &Filter)>) -> Arc<Vec<i64>> {
-        let key = (set.to_string(), filter.map(|(text, _)| text.to_string()));
+    /// The keys of a set in (`DateModified`, `Id`) order, cached until the set changes: a
+    /// sync reads every page of the same ordered list.
+    fn in_modified_order(&self, set: &str, records: &Records) -> Keys {
         let mut cache = self.by_modified.lock().expect("lock");
         cache
-            .entry(key)
+            .entry(set.to_string())
             .or_insert_with(|| {
                 // Each record's `DateModified` read once, not at every comparison (two lookups
                 // each: the first page of a sync of 100,000 records took 37 ms).
-                let mut ordered: Vec<(&str, i64)> = records
+                let mut ordered: Vec<(Stamp, i64)> = records
                     .iter()
-                    .filter(|(_, record)| filter.is_none_or(|(_, f)| f.matches(&record.fields)))
                     .map(|(id, record)| {
-                        (record.fields.get("DateModified").and_then(Value::as_str).unwrap_or_default(), *id)
+                        let modified = record.fields.get("DateModified").and_then(Value::as_str).unwrap_or_default();
+                        (Stamp::parse(modified), *id)
                     })
                     .collect();
                 ordered.sort();
-                Arc::new(ordered.into_iter().map(|(_, id)| id).collect())
+                Arc::new(ordered)
             })
             .clone()
     }
 
-    /// Forgets the cached orders of a set after a write to it.
+    /// Forgets the cached order of a set after a write to it.
     fn changed(&self, set: &str) {
-        self.by_modified.lock().expect("lock").retain(|(cached, _), _| cached != set);
+        self.by_modified.lock().expect("lock").remove(set);
+    }
+
+    fn now(&self) -> String {
+        stamp_of(chrono::Utc::now(), self.whole_seconds.load(AtomicOrdering::Relaxed))
     }
 
     fn handle(&self, req: SimRequest) -> SimResponse {
@@ -189,6 +162,9 @@ impl FieldReport {
                 json(StatusCode::OK, &Value::Array(self.received.lock().expect("lock").clone()))
             }
             (&Method::POST, ["__sandbox", "seed"]) => self.seed(&req),
+            (&Method::POST, ["__sandbox", "behaviour"]) => self.behaviour(&req),
+            (&Method::POST, ["__sandbox", "during-list"]) => self.script(&req),
+            (&Method::POST, ["__sandbox", "late"]) => self.late(&req),
             _ if !authorized(&req) => {
                 odata_error(StatusCode::UNAUTHORIZED, "Unauthorized", "Basic authentication required.")
             }
@@ -224,7 +200,134 @@ impl FieldReport {
         received.push(json!({"method": req.method.as_str(), "path": req.path, "body": body}));
     }
 
+    /// A page of a set; the writes scripted to follow it are made once it is written out.
     fn list(&self, set: &str, req: &SimRequest) -> SimResponse {
+        let answer = self.list_page(set, req);
+        for touch in self.scripts_due(set) {
+            self.touch(set, &touch, None);
+        }
+        answer
+    }
+
+    /// The scripted writes due after another page of `set`.
+    fn scripts_due(&self, set: &str) -> Vec<Vec<i64>> {
+        let mut scripted = self.scripted.lock().expect("lock");
+        let mut due = Vec::new();
+        scripted.retain_mut(|script| {
+            if script.set != set {
+                return true;
+            }
+            script.pages_left = script.pages_left.saturating_sub(1);
+            if script.pages_left > 0 {
+                return true;
+            }
+            due.push(std::mem::take(&mut script.touch));
+            false
+        });
+        due
+    }
+
+    /// Changes records as another client would: `Version` one up, `DateModified` now (or
+    /// `stamp`). The records changed.
+    fn touch(&self, set: &str, ids: &[i64], stamp: Option<&str>) -> Vec<Value> {
+        let now = stamp.map_or_else(|| self.now(), str::to_string);
+        let mut sets = self.sets.lock().expect("lock");
+        self.changed(set);
+        let mut touched = Vec::new();
+        for id in ids {
+            if let Some(stored) = sets.get_mut(set).and_then(|records| records.get_mut(id)) {
+                let mut fields = stored.fields.clone();
+                let version = fields.get("Version").and_then(Value::as_i64).unwrap_or(0);
+                fields.insert("Version".into(), json!(version + 1));
+                fields.insert("DateModified".into(), json!(now));
+                *stored = Stored::new(fields);
+                touched.push(Value::Object(stored.fields.clone()));
+            }
+        }
+        touched
+    }
+
+    /// `{"stamps": "seconds" | "micros"}`: how finely `DateModified` is stamped from now on.
+    fn behaviour(&self, req: &SimRequest) -> SimResponse {
+        let body = match req.json() {
+            Ok(body) => body,
+            Err(response) => return response,
+        };
+        match body.get("stamps").and_then(Value::as_str) {
+            Some("seconds") => self.whole_seconds.store(true, AtomicOrdering::Relaxed),
+            Some("micros") => self.whole_seconds.store(false, AtomicOrdering::Relaxed),
+            _ => return odata_error(StatusCode::BAD_REQUEST, "BadRequest", "stamps: seconds or micros"),
+        }
+        json(StatusCode::OK, &body)
+    }
+
+    /// `{"set", "after_pages": n, "touch": [ids]}`: once `n` more list pages of the set have
+    /// been served, the records are changed as by another client ([`FieldReport::touch`]).
+    fn script(&self, req: &SimRequest) -> SimResponse {
+        let body = match req.json() {
+            Ok(body) => body,
+            Err(response) => return response,
+        };
+        let set = body.get("set").and_then(Value::as_str).unwrap_or_default().to_string();
+        let pages_left = body.get("after_pages").and_then(Value::as_u64).unwrap_or(1).max(1);
+        let touch: Vec<i64> = body
+            .get("touch")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|id| id.as_i64().or_else(|| id.as_str()?.parse().ok()))
+            .collect();
+        self.scripted.lock().expect("lock").push(Scripted { set, pages_left, touch });
+        json(StatusCode::OK, &body)
+    }
+
+    /// A late commit: `{"set", "ago_seconds": s}` stamps a change `s` seconds before now,
+    /// `{"set", "at_newest": true}` with the newest stamp the set holds (the same instant as
+    /// the last one a sync read); with `"id"` the record is changed, else one is created.
+    /// The record as stored.
+    fn late(&self, req: &SimRequest) -> SimResponse {
+        let body = match req.json() {
+            Ok(body) => body,
+            Err(response) => return response,
+        };
+        let set = body.get("set").and_then(Value::as_str).unwrap_or_default().to_string();
+        let stamp = if body.get("at_newest").and_then(Value::as_bool) == Some(true) {
+            let sets = self.sets.lock().expect("lock");
+            let records = sets.get(&set);
+            let newest =
+                records.map(|records| self.in_modified_order(&set, records)).and_then(|keys| keys.last().cloned());
+            match newest {
+                Some((stamp, _)) => stamp.text().to_string(),
+                None => return odata_error(StatusCode::BAD_REQUEST, "BadRequest", "the set has no record"),
+            }
+        } else {
+            let ago = body.get("ago_seconds").and_then(Value::as_f64).unwrap_or(0.0);
+            let at = chrono::Utc::now() - chrono::Duration::milliseconds((ago * 1000.0) as i64);
+            stamp_of(at, self.whole_seconds.load(AtomicOrdering::Relaxed))
+        };
+        let id = match body.get("id").and_then(|id| id.as_i64().or_else(|| id.as_str()?.parse().ok())) {
+            Some(id) => id,
+            None => {
+                let id = {
+                    let mut next = self.next_id.lock().expect("lock");
+                    *next += 1;
+                    1000 + *next
+                };
+                let record = json!({"Id": id.to_string(), "Version": 0, "Name": format!("late {id}"),
+                                    "ExternalId": format!("late-{id}"), "DateOfCreation": stamp});
+                if let Value::Object(record) = record {
+                    self.sets.lock().expect("lock").entry(set.clone()).or_default().insert(id, Stored::new(record));
+                }
+                id
+            }
+        };
+        match self.touch(&set, &[id], Some(&stamp)).pop() {
+            Some(record) => json(StatusCode::OK, &record),
+            None => odata_error(StatusCode::NOT_FOUND, "NotFound", &format!("{set}({id}L) does not exist.")),
+        }
+    }
+
+    fn list_page(&self, set: &str, req: &SimRequest) -> SimResponse {
         let params = query_params(req.query.as_deref());
         let sets = self.sets.lock().expect("lock");
         let ordered = params.get("$orderby").is_some_and(|o| o.starts_with("DateModified"));
@@ -249,16 +352,22 @@ impl FieldReport {
         // for each made the simulator the bench's bottleneck.
         let empty = Records::new();
         let all = sets.get(set).unwrap_or(&empty);
-        let order = ordered.then(|| self.in_modified_order(set, all, filter.as_ref().map(|(text, f)| (*text, f))));
+        let order = ordered.then(|| self.in_modified_order(set, all));
+        let matching = |record: &&Stored| filter.as_ref().is_none_or(|(_, f)| f.matches(&record.fields));
         let candidates: Box<dyn Iterator<Item = &Stored>> = match &order {
-            Some(ids) => Box::new(ids.get(skip..).unwrap_or_default().iter().filter_map(|id| all.get(id))),
+            // From a key filter's start on: found by a binary search, not by a scan.
+            Some(keys) => {
+                let from = match filter.as_ref().and_then(|(_, f)| f.key_start()) {
+                    Some(start) => keys.partition_point(|(stamp, id)| !start.admits(stamp, *id)),
+                    None => 0,
+                };
+                Box::new(keys[from..].iter().filter_map(|(_, id)| all.get(id)).filter(matching).skip(skip))
+            }
             // In Id order from a key on: found in the map, not by a scan.
-            None if let Some((_, Filter::IdAbove(above))) = &filter => {
+            None if let Some(above) = filter.as_ref().and_then(|(_, f)| f.id_above()) => {
                 Box::new(all.range(above.saturating_add(1)..).map(|(_, record)| record).skip(skip))
             }
-            None => {
-                Box::new(all.values().filter(|r| filter.as_ref().is_none_or(|(_, f)| f.matches(&r.fields))).skip(skip))
-            }
+            None => Box::new(all.values().filter(matching).skip(skip)),
         };
         let window: Vec<&Stored> = candidates.take(limit.saturating_add(1)).collect();
         let more = window.len() > limit;
@@ -324,8 +433,8 @@ impl FieldReport {
         };
         record.insert("Id".into(), json!(id.to_string()));
         record.entry("Version").or_insert(json!(1));
-        record.insert("DateOfCreation".into(), json!(now()));
-        record.insert("DateModified".into(), json!(now()));
+        record.insert("DateOfCreation".into(), json!(self.now()));
+        record.insert("DateModified".into(), json!(self.now()));
         let record = Stored::new(record);
         let answer = json(StatusCode::CREATED, &record.text);
         self.sets.lock().expect("lock").entry(set.to_string()).or_default().insert(id, record);
@@ -356,7 +465,7 @@ impl FieldReport {
             );
         }
         record.insert("Id".into(), json!(id.to_string()));
-        record.insert("DateModified".into(), json!(now()));
+        record.insert("DateModified".into(), json!(self.now()));
         if let Some(created) = stored.fields.get("DateOfCreation").cloned() {
             record.insert("DateOfCreation".into(), created);
         }
@@ -391,7 +500,7 @@ impl FieldReport {
             *next += 1;
             let id = 1000 + *next;
             let mut record = json!({"Id": id.to_string(), "Version": 1, "Name": format!("{set} {n}"), "ExternalId": format!("seed-{id}"),
-                                    "DateOfCreation": now(), "DateModified": now()});
+                                    "DateOfCreation": self.now(), "DateModified": self.now()});
             // Related records, served only when expanded: a list, or one record for a
             // navigation to one (as the set's model types it).
             for property in navigation.iter().map(|p| p.split('/').next().unwrap_or_default()) {

@@ -17,6 +17,7 @@ pub mod faults;
 pub mod fieldreport;
 pub mod http;
 pub mod leasing;
+pub mod odata_filter;
 pub mod pdf;
 
 use std::net::SocketAddr;

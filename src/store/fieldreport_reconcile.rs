@@ -1,16 +1,18 @@
-//! What a reconciling sync reads and removes: the mirror's records against the ids the
-//! field-report system still has (see [`crate::fieldreport::reconcile`]).
+//! What a reconciling sync reads and removes: the mirror's records and versions against those
+//! the field-report system has (see [`crate::fieldreport::reconcile`]).
 
 use sqlx::Row;
 
 use crate::store::{Store, StoreError};
 
-/// The records of a set last written before a time, each with whether a local change of it
-/// waits for the upstream (a push, or an update of unknown outcome).
-const CANDIDATES: &str = "SELECT r.record_id, CASE WHEN r.pending_push IS NOT NULL OR EXISTS ( \
+/// The records of a set with their versions, each with whether it was last written before a
+/// time and whether a local change of it waits for the upstream (a push, or an update of
+/// unknown outcome).
+const CANDIDATES: &str = "SELECT r.record_id, r.version, CASE WHEN r.updated_at < $2 THEN 1 ELSE 0 END AS written_before, \
+       CASE WHEN r.pending_push IS NOT NULL OR EXISTS ( \
          SELECT 1 FROM fieldreport_unsettled u WHERE u.entity = r.entity AND u.record_id = r.record_id) \
        THEN 1 ELSE 0 END AS waiting \
-     FROM fieldreport_records r WHERE r.entity = $1 AND r.updated_at < $2";
+     FROM fieldreport_records r WHERE r.entity = $1";
 /// A record the upstream no longer has, removed only if nothing wrote it since the upstream's
 /// ids were read and no local change of it waits.
 const REMOVE_GONE: &str = "DELETE FROM fieldreport_records \
@@ -21,13 +23,16 @@ const REMOVE_GONE: &str = "DELETE FROM fieldreport_records \
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReconcileCandidate {
     pub id: String,
+    pub version: i64,
+    /// Last written before the reconciling began: the upstream's list, read after, is newer.
+    pub before: bool,
     /// A local change of it waits for the upstream: it is kept and reported.
     pub waiting: bool,
 }
 
 impl Store {
-    /// The records of `entity` last written before `before_ms` (records written later may be
-    /// missing from an id list read before them).
+    /// Every record of `entity`, each with whether it was last written before `before_ms`
+    /// (one written later may be missing from, or newer than, a list read before it).
     pub async fn mirror_reconcile_candidates(
         &self,
         entity: &str,
@@ -38,6 +43,8 @@ impl Store {
             .map(|row| {
                 Ok(ReconcileCandidate {
                     id: row.try_get("record_id")?,
+                    version: row.try_get("version")?,
+                    before: row.try_get::<i32, _>("written_before")? != 0,
                     waiting: row.try_get::<i32, _>("waiting")? != 0,
                 })
             })

@@ -78,7 +78,14 @@ pub struct FieldReportConfig {
     pub password: Option<SecretString>,
     /// Time-out of one call (`FIELDREPORT_TIMEOUT_SECONDS`, default 30).
     pub timeout: Duration,
+    /// How far before its cursor an incremental sync starts (`FIELDREPORT_SYNC_OVERLAP_SECONDS`,
+    /// default [`DEFAULT_SYNC_OVERLAP`]).
+    pub sync_overlap: Duration,
 }
+
+/// The default overlap of incremental syncs and pulls: five minutes, longer than an upstream
+/// transaction or a sync is expected to run (docs/configuration.md says why).
+pub const DEFAULT_SYNC_OVERLAP: Duration = Duration::from_secs(300);
 
 impl FieldReportConfig {
     /// Reads the `FIELDREPORT_*` settings.
@@ -88,6 +95,7 @@ impl FieldReportConfig {
             username: raw.get("FIELDREPORT_USERNAME").map(str::to_string),
             password: raw.secret("FIELDREPORT_PASSWORD"),
             timeout: Duration::from_secs(raw.positive_u64("FIELDREPORT_TIMEOUT_SECONDS")?.unwrap_or(30)),
+            sync_overlap: raw.seconds_or("FIELDREPORT_SYNC_OVERLAP_SECONDS", DEFAULT_SYNC_OVERLAP)?,
         })
     }
 }
@@ -102,6 +110,9 @@ pub struct ErpConfig {
     pub timeout: Duration,
     pub connect_timeout: Duration,
     pub missing_info_template: String,
+    /// How far before its cursor an incremental pull starts (`ERP_PULL_OVERLAP_SECONDS`,
+    /// default [`DEFAULT_SYNC_OVERLAP`]).
+    pub pull_overlap: Duration,
 }
 
 impl ErpConfig {
@@ -115,6 +126,7 @@ impl ErpConfig {
             timeout: Duration::from_secs(raw.positive_u64("ERP_TIMEOUT_SECONDS")?.unwrap_or(30)),
             connect_timeout: Duration::from_secs(raw.positive_u64("ERP_CONNECT_TIMEOUT_SECONDS")?.unwrap_or(10)),
             missing_info_template: raw.string_or("MISSING_INFO_TEMPLATE", "leasing-missing-info"),
+            pull_overlap: raw.seconds_or("ERP_PULL_OVERLAP_SECONDS", DEFAULT_SYNC_OVERLAP)?,
         })
     }
 }

@@ -10,3 +10,4 @@ pub mod calls;
 pub mod field_errors;
 pub mod leasing_codes;
 pub mod settings;
+pub mod stamp;

@@ -80,6 +80,19 @@ impl Settings {
         }
     }
 
+    /// A span of whole seconds, 0 to a day (86,400).
+    pub fn seconds_or(
+        &self,
+        name: &'static str,
+        default: std::time::Duration,
+    ) -> Result<std::time::Duration, ConfigError> {
+        let Some(raw) = self.get(name) else { return Ok(default) };
+        match raw.trim().parse::<u64>() {
+            Ok(seconds) if seconds <= 86_400 => Ok(std::time::Duration::from_secs(seconds)),
+            _ => Err(invalid(name, format!("expected whole seconds from 0 to 86400, got {raw:?}"))),
+        }
+    }
+
     /// A comma-separated list of IP addresses and CIDR networks.
     pub fn networks(&self, name: &'static str) -> Result<Vec<IpNet>, ConfigError> {
         let Some(raw) = self.get(name) else { return Ok(Vec::new()) };

@@ -472,7 +472,7 @@ async fn setup_get_update_and_show(db: Db) {
         .as_array()
         .unwrap()
         .iter()
-        .filter(|r| r["fetched"].as_u64() != Some(0))
+        .filter(|r| r["inserted"].as_u64() != Some(0) || r["updated"].as_u64() != Some(0))
         .map(|r| (r["model"].as_str().unwrap().to_string(), r["updated"].as_u64().unwrap()))
         .collect();
     assert_eq!(changed, vec![("customer".to_string(), 1)]);

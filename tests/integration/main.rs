@@ -35,6 +35,7 @@ mod readme_tour;
 mod sandbox;
 mod sandbox_erp;
 mod storage_s3;
+mod sync_timing;
 mod tls;
 mod tokens;
 mod upstream_faults;

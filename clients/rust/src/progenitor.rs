@@ -4344,6 +4344,8 @@ pub mod types {
         ErpSetup,
         #[serde(rename = "erp.pull")]
         ErpPull,
+        #[serde(rename = "erp.reconcile")]
+        ErpReconcile,
     }
     impl ::std::fmt::Display for JobKind {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
@@ -4354,6 +4356,7 @@ pub mod types {
                 Self::FieldreportPost => f.write_str("fieldreport.post"),
                 Self::ErpSetup => f.write_str("erp.setup"),
                 Self::ErpPull => f.write_str("erp.pull"),
+                Self::ErpReconcile => f.write_str("erp.reconcile"),
             }
         }
     }
@@ -4369,6 +4372,7 @@ pub mod types {
                 "fieldreport.post" => Ok(Self::FieldreportPost),
                 "erp.setup" => Ok(Self::ErpSetup),
                 "erp.pull" => Ok(Self::ErpPull),
+                "erp.reconcile" => Ok(Self::ErpReconcile),
                 _ => Err("invalid value".into()),
             }
         }
@@ -4510,6 +4514,8 @@ pub mod types {
         ErpSetup,
         #[serde(rename = "erp.pull")]
         ErpPull,
+        #[serde(rename = "erp.reconcile")]
+        ErpReconcile,
     }
     impl ::std::fmt::Display for JobsListKind {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
@@ -4520,6 +4526,7 @@ pub mod types {
                 Self::FieldreportPost => f.write_str("fieldreport.post"),
                 Self::ErpSetup => f.write_str("erp.setup"),
                 Self::ErpPull => f.write_str("erp.pull"),
+                Self::ErpReconcile => f.write_str("erp.reconcile"),
             }
         }
     }
@@ -4535,6 +4542,7 @@ pub mod types {
                 "fieldreport.post" => Ok(Self::FieldreportPost),
                 "erp.setup" => Ok(Self::ErpSetup),
                 "erp.pull" => Ok(Self::ErpPull),
+                "erp.reconcile" => Ok(Self::ErpReconcile),
                 _ => Err("invalid value".into()),
             }
         }
@@ -7564,6 +7572,8 @@ pub mod types {
         ErpSetup,
         #[serde(rename = "erp.pull")]
         ErpPull,
+        #[serde(rename = "erp.reconcile")]
+        ErpReconcile,
     }
     impl ::std::fmt::Display for NewJobKind {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
@@ -7574,6 +7584,7 @@ pub mod types {
                 Self::FieldreportPost => f.write_str("fieldreport.post"),
                 Self::ErpSetup => f.write_str("erp.setup"),
                 Self::ErpPull => f.write_str("erp.pull"),
+                Self::ErpReconcile => f.write_str("erp.reconcile"),
             }
         }
     }
@@ -7589,6 +7600,7 @@ pub mod types {
                 "fieldreport.post" => Ok(Self::FieldreportPost),
                 "erp.setup" => Ok(Self::ErpSetup),
                 "erp.pull" => Ok(Self::ErpPull),
+                "erp.reconcile" => Ok(Self::ErpReconcile),
                 _ => Err("invalid value".into()),
             }
         }
@@ -9236,9 +9248,15 @@ pub mod types {
         pub cursor: ::std::option::Option<i64>,
         pub errors: ::std::vec::Vec<RecordError>,
         pub fetched: u64,
+        ///Records the ERP has and the mirror lacked, fetched by a reconciling (`update`).
+        #[serde(default)]
+        pub fetched_missing: u64,
         pub inserted: u64,
         pub model: ::std::string::String,
         pub pages: u64,
+        ///Local records whose version differed from the ERP's, fetched again by a reconciling.
+        #[serde(default)]
+        pub refreshed: u64,
         ///Local records removed because the ERP no longer has them.
         pub removed: u64,
         pub unchanged: u64,
@@ -9565,10 +9583,14 @@ pub mod types {
         pub checked: u64,
         ///Route name of the entity set.
         pub entity: ::std::string::String,
+        ///Records the field-report system has and the mirror lacked, fetched and stored.
+        pub fetched_missing: u64,
         ///Local records the field-report system no longer has, kept because a local change of theirs waits for it (a pending push, or an update of unknown outcome).
         pub kept_pending: u64,
         ///The Ids of those records (the first 100).
         pub kept_pending_ids: ::std::vec::Vec<::std::string::String>,
+        ///Local records whose version differed from the field-report system's, fetched again.
+        pub refreshed: u64,
         ///Local records removed: the field-report system no longer has them.
         pub removed: u64,
         pub seconds: f64,
@@ -32515,9 +32537,11 @@ pub mod types {
                 ::std::string::String,
             >,
             fetched: ::std::result::Result<u64, ::std::string::String>,
+            fetched_missing: ::std::result::Result<u64, ::std::string::String>,
             inserted: ::std::result::Result<u64, ::std::string::String>,
             model: ::std::result::Result<::std::string::String, ::std::string::String>,
             pages: ::std::result::Result<u64, ::std::string::String>,
+            refreshed: ::std::result::Result<u64, ::std::string::String>,
             removed: ::std::result::Result<u64, ::std::string::String>,
             unchanged: ::std::result::Result<u64, ::std::string::String>,
             updated: ::std::result::Result<u64, ::std::string::String>,
@@ -32528,9 +32552,11 @@ pub mod types {
                     cursor: Ok(Default::default()),
                     errors: Err("no value supplied for errors".to_string()),
                     fetched: Err("no value supplied for fetched".to_string()),
+                    fetched_missing: Ok(Default::default()),
                     inserted: Err("no value supplied for inserted".to_string()),
                     model: Err("no value supplied for model".to_string()),
                     pages: Err("no value supplied for pages".to_string()),
+                    refreshed: Ok(Default::default()),
                     removed: Err("no value supplied for removed".to_string()),
                     unchanged: Err("no value supplied for unchanged".to_string()),
                     updated: Err("no value supplied for updated".to_string()),
@@ -32574,6 +32600,20 @@ pub mod types {
                     });
                 self
             }
+            pub fn fetched_missing<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<u64>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.fetched_missing = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!(
+                            "error converting supplied value for fetched_missing: {e}"
+                        )
+                    });
+                self
+            }
             pub fn inserted<T>(mut self, value: T) -> Self
             where
                 T: ::std::convert::TryInto<u64>,
@@ -32607,6 +32647,18 @@ pub mod types {
                     .try_into()
                     .map_err(|e| {
                         format!("error converting supplied value for pages: {e}")
+                    });
+                self
+            }
+            pub fn refreshed<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<u64>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.refreshed = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for refreshed: {e}")
                     });
                 self
             }
@@ -32656,9 +32708,11 @@ pub mod types {
                     cursor: value.cursor?,
                     errors: value.errors?,
                     fetched: value.fetched?,
+                    fetched_missing: value.fetched_missing?,
                     inserted: value.inserted?,
                     model: value.model?,
                     pages: value.pages?,
+                    refreshed: value.refreshed?,
                     removed: value.removed?,
                     unchanged: value.unchanged?,
                     updated: value.updated?,
@@ -32671,9 +32725,11 @@ pub mod types {
                     cursor: Ok(value.cursor),
                     errors: Ok(value.errors),
                     fetched: Ok(value.fetched),
+                    fetched_missing: Ok(value.fetched_missing),
                     inserted: Ok(value.inserted),
                     model: Ok(value.model),
                     pages: Ok(value.pages),
+                    refreshed: Ok(value.refreshed),
                     removed: Ok(value.removed),
                     unchanged: Ok(value.unchanged),
                     updated: Ok(value.updated),
@@ -33716,11 +33772,13 @@ pub mod types {
         pub struct ReconcileReport {
             checked: ::std::result::Result<u64, ::std::string::String>,
             entity: ::std::result::Result<::std::string::String, ::std::string::String>,
+            fetched_missing: ::std::result::Result<u64, ::std::string::String>,
             kept_pending: ::std::result::Result<u64, ::std::string::String>,
             kept_pending_ids: ::std::result::Result<
                 ::std::vec::Vec<::std::string::String>,
                 ::std::string::String,
             >,
+            refreshed: ::std::result::Result<u64, ::std::string::String>,
             removed: ::std::result::Result<u64, ::std::string::String>,
             seconds: ::std::result::Result<f64, ::std::string::String>,
             upstream: ::std::result::Result<u64, ::std::string::String>,
@@ -33730,10 +33788,14 @@ pub mod types {
                 Self {
                     checked: Err("no value supplied for checked".to_string()),
                     entity: Err("no value supplied for entity".to_string()),
+                    fetched_missing: Err(
+                        "no value supplied for fetched_missing".to_string(),
+                    ),
                     kept_pending: Err("no value supplied for kept_pending".to_string()),
                     kept_pending_ids: Err(
                         "no value supplied for kept_pending_ids".to_string(),
                     ),
+                    refreshed: Err("no value supplied for refreshed".to_string()),
                     removed: Err("no value supplied for removed".to_string()),
                     seconds: Err("no value supplied for seconds".to_string()),
                     upstream: Err("no value supplied for upstream".to_string()),
@@ -33765,6 +33827,20 @@ pub mod types {
                     });
                 self
             }
+            pub fn fetched_missing<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<u64>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.fetched_missing = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!(
+                            "error converting supplied value for fetched_missing: {e}"
+                        )
+                    });
+                self
+            }
             pub fn kept_pending<T>(mut self, value: T) -> Self
             where
                 T: ::std::convert::TryInto<u64>,
@@ -33788,6 +33864,18 @@ pub mod types {
                         format!(
                             "error converting supplied value for kept_pending_ids: {e}"
                         )
+                    });
+                self
+            }
+            pub fn refreshed<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<u64>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.refreshed = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for refreshed: {e}")
                     });
                 self
             }
@@ -33836,8 +33924,10 @@ pub mod types {
                 Ok(Self {
                     checked: value.checked?,
                     entity: value.entity?,
+                    fetched_missing: value.fetched_missing?,
                     kept_pending: value.kept_pending?,
                     kept_pending_ids: value.kept_pending_ids?,
+                    refreshed: value.refreshed?,
                     removed: value.removed?,
                     seconds: value.seconds?,
                     upstream: value.upstream?,
@@ -33849,8 +33939,10 @@ pub mod types {
                 Self {
                     checked: Ok(value.checked),
                     entity: Ok(value.entity),
+                    fetched_missing: Ok(value.fetched_missing),
                     kept_pending: Ok(value.kept_pending),
                     kept_pending_ids: Ok(value.kept_pending_ids),
+                    refreshed: Ok(value.refreshed),
                     removed: Ok(value.removed),
                     seconds: Ok(value.seconds),
                     upstream: Ok(value.upstream),
@@ -42484,7 +42576,7 @@ let response = client.erp_field_report_post()
     }
     /**Incremental pull of every ERP model
 
-Pulls the records of each model changed since its cursor (`lastModifiedDate-gt=`; everything on a model's first pull) and moves the cursor when the pull completes. `integration-service erp pull` does the same with a progress display.
+Pulls the records of each model changed since its cursor, less the overlap (`ERP_PULL_OVERLAP_SECONDS`), in (`lastModifiedDate`, `id`) order; everything on a model's first pull. The cursor moves when the pull completes. `integration-service erp pull` does the same with a progress display.
 
 Needs a token with the ability `erp` (login tokens hold every ability, `*`).
 
@@ -42616,9 +42708,9 @@ let response = client.erp_show_matching()
     pub fn erp_show_matching(&self) -> builder::ErpShowMatching<'_> {
         builder::ErpShowMatching::new(self)
     }
-    /**Refresh every mirrored ERP model
+    /**Reconcile every mirrored ERP model
 
-Pulls every model that has local records completely again (removing records the ERP no longer has).
+Reconciles every model that has local records, as `/api/v1/erp/update/{model}`.
 
 Needs a token with the ability `erp` (login tokens hold every ability, `*`).
 
@@ -42632,9 +42724,9 @@ let response = client.erp_update_all()
     pub fn erp_update_all(&self) -> builder::ErpUpdateAll<'_> {
         builder::ErpUpdateAll::new(self)
     }
-    /**Refresh one ERP model
+    /**Reconcile one ERP model
 
-Pulls every record of `model` from the ERP again, page by page, and stores each (a full pull, not from the cursor); the answer counts what was fetched and stored. The same as `integration-service erp setup <model>`.
+Reads the ids and versions of every record of `model` at the ERP (in id order, by `id-gt`), then fetches the records the mirror lacks (`fetched_missing`) and those whose version differs (`refreshed`), and removes the records the ERP no longer has (`removed`, each absence confirmed by id). Afterwards the mirror holds what the ERP held. The job kind `erp.reconcile` does the same.
 
 Needs a token with the ability `erp` (login tokens hold every ability, `*`).
 

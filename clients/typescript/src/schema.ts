@@ -145,7 +145,7 @@ export interface paths {
         };
         /**
          * Incremental pull of every ERP model
-         * @description Pulls the records of each model changed since its cursor (`lastModifiedDate-gt=`; everything on a model's first pull) and moves the cursor when the pull completes. `integration-service erp pull` does the same with a progress display.
+         * @description Pulls the records of each model changed since its cursor, less the overlap (`ERP_PULL_OVERLAP_SECONDS`), in (`lastModifiedDate`, `id`) order; everything on a model's first pull. The cursor moves when the pull completes. `integration-service erp pull` does the same with a progress display.
          *
          *     Needs a token with the ability `erp` (login tokens hold every ability, `*`).
          */
@@ -298,8 +298,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Refresh every mirrored ERP model
-         * @description Pulls every model that has local records completely again (removing records the ERP no longer has).
+         * Reconcile every mirrored ERP model
+         * @description Reconciles every model that has local records, as `/api/v1/erp/update/{model}`.
          *
          *     Needs a token with the ability `erp` (login tokens hold every ability, `*`).
          */
@@ -320,8 +320,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Refresh one ERP model
-         * @description Pulls every record of `model` from the ERP again, page by page, and stores each (a full pull, not from the cursor); the answer counts what was fetched and stored. The same as `integration-service erp setup <model>`.
+         * Reconcile one ERP model
+         * @description Reads the ids and versions of every record of `model` at the ERP (in id order, by `id-gt`), then fetches the records the mirror lacks (`fetched_missing`) and those whose version differs (`refreshed`), and removes the records the ERP no longer has (`removed`, each absence confirmed by id). Afterwards the mirror holds what the ERP held. The job kind `erp.reconcile` does the same.
          *
          *     Needs a token with the ability `erp` (login tokens hold every ability, `*`).
          */
@@ -3814,7 +3814,7 @@ export interface components {
             /** Format: int64 */
             id: number;
             /** @enum {string} */
-            kind: "fieldreport.sync" | "fieldreport.reconcile" | "fieldreport.setup" | "fieldreport.post" | "erp.setup" | "erp.pull";
+            kind: "fieldreport.sync" | "fieldreport.reconcile" | "fieldreport.setup" | "fieldreport.post" | "erp.setup" | "erp.pull" | "erp.reconcile";
             /** @description Recorded about every second while it runs. */
             progress: components["schemas"]["JobProgress"];
             /** @description When it ran to the end: what the matching tool route answers as `data` (e.g. the reports of `GET /api/v1/fieldreport/sync`), one entry per entity set or model. */
@@ -4336,7 +4336,7 @@ export interface components {
              * @description What to run: `fieldreport.sync`, `fieldreport.reconcile` (a sync, then removing the local records the field-report system no longer has), `fieldreport.setup`, `fieldreport.post` (push the writes made without forwarding, every type), `erp.setup` (a full pull) or `erp.pull` (an incremental pull).
              * @enum {string}
              */
-            kind: "fieldreport.sync" | "fieldreport.reconcile" | "fieldreport.setup" | "fieldreport.post" | "erp.setup" | "erp.pull";
+            kind: "fieldreport.sync" | "fieldreport.reconcile" | "fieldreport.setup" | "fieldreport.post" | "erp.setup" | "erp.pull" | "erp.reconcile";
             /**
              * @description What to run it on: an entity set (`costCenters` or `CostCenters`) for the `fieldreport.sync`, `.reconcile` and `.post` kinds, a stage (`1`, `2`, `3`) for `fieldreport.setup`, a model (`customer`) for the `erp` kinds. Absent or null: every target of the kind, one after the other.
              * @default null
@@ -4863,11 +4863,23 @@ export interface components {
             errors: components["schemas"]["RecordError"][];
             /** Format: uint64 */
             fetched: number;
+            /**
+             * Format: uint64
+             * @description Records the ERP has and the mirror lacked, fetched by a reconciling (`update`).
+             * @default 0
+             */
+            fetched_missing?: number;
             /** Format: uint64 */
             inserted: number;
             model: string;
             /** Format: uint64 */
             pages: number;
+            /**
+             * Format: uint64
+             * @description Local records whose version differed from the ERP's, fetched again by a reconciling.
+             * @default 0
+             */
+            refreshed?: number;
             /**
              * Format: uint64
              * @description Local records removed because the ERP no longer has them.
@@ -5019,11 +5031,21 @@ export interface components {
             entity: string;
             /**
              * Format: uint64
+             * @description Records the field-report system has and the mirror lacked, fetched and stored.
+             */
+            fetched_missing: number;
+            /**
+             * Format: uint64
              * @description Local records the field-report system no longer has, kept because a local change of theirs waits for it (a pending push, or an update of unknown outcome).
              */
             kept_pending: number;
             /** @description The Ids of those records (the first 100). */
             kept_pending_ids: string[];
+            /**
+             * Format: uint64
+             * @description Local records whose version differed from the field-report system's, fetched again.
+             */
+            refreshed: number;
             /**
              * Format: uint64
              * @description Local records removed: the field-report system no longer has them.
@@ -10694,7 +10716,7 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description Only jobs of this kind. */
-                kind?: "fieldreport.sync" | "fieldreport.reconcile" | "fieldreport.setup" | "fieldreport.post" | "erp.setup" | "erp.pull";
+                kind?: "fieldreport.sync" | "fieldreport.reconcile" | "fieldreport.setup" | "fieldreport.post" | "erp.setup" | "erp.pull" | "erp.reconcile";
                 /** @description Page number, from 1 (default 1). */
                 page?: number | null;
                 /** @description Jobs per page, 1 to 100 (default 20). */

@@ -1,0 +1,298 @@
+//! The `$filter` expressions the field-report simulator understands: comparisons
+//! (`eq`, `ne`, `gt`, `ge`, `lt`, `le`) of a field (`Id`, `DateModified`, `Company/Id`, …) with
+//! a literal (`'text'`, `12L`, `12`, a bare timestamp), joined by `and` and `or`, grouped in
+//! parentheses. `DateModified` compares by instant, a number with a number, text with text.
+//!
+//! A sync's key filters (`DateModified ge T`, `DateModified gt T or (DateModified eq T and
+//! Id gt K)`) are also read as where they start in key order ([`Filter::key_start`]), so that a
+//! page of a large set is found without a scan.
+
+use std::cmp::Ordering;
+
+use serde_json::{Map, Value};
+
+use crate::vocabulary::stamp::Stamp;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Op {
+    Eq,
+    Ne,
+    Gt,
+    Ge,
+    Lt,
+    Le,
+}
+
+impl Op {
+    fn parse(word: &str) -> Option<Op> {
+        Some(match word {
+            "eq" => Op::Eq,
+            "ne" => Op::Ne,
+            "gt" => Op::Gt,
+            "ge" => Op::Ge,
+            "lt" => Op::Lt,
+            "le" => Op::Le,
+            _ => return None,
+        })
+    }
+
+    fn holds(self, order: Ordering) -> bool {
+        match self {
+            Op::Eq => order == Ordering::Equal,
+            Op::Ne => order != Ordering::Equal,
+            Op::Gt => order == Ordering::Greater,
+            Op::Ge => order != Ordering::Less,
+            Op::Lt => order == Ordering::Less,
+            Op::Le => order != Ordering::Greater,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Filter {
+    Or(Vec<Filter>),
+    And(Vec<Filter>),
+    Compare { field: String, op: Op, value: String, quoted: bool },
+}
+
+/// Where a key filter starts: records after `(stamp, id)`, or at or after `stamp` when `id` is
+/// `None`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyStart {
+    pub stamp: Stamp,
+    pub after_id: Option<i64>,
+    pub strict: bool,
+}
+
+impl KeyStart {
+    /// Whether a record with this key lies at or after the start.
+    pub fn admits(&self, stamp: &Stamp, id: i64) -> bool {
+        match (self.after_id, self.strict) {
+            (Some(after), _) => (stamp, id) > (&self.stamp, after),
+            (None, true) => *stamp > self.stamp,
+            (None, false) => *stamp >= self.stamp,
+        }
+    }
+}
+
+fn tokens(text: &str) -> Option<Vec<(String, bool)>> {
+    let mut out = Vec::new();
+    let mut chars = text.chars().peekable();
+    while let Some(&c) = chars.peek() {
+        match c {
+            ' ' | '\t' => {
+                chars.next();
+            }
+            '(' | ')' => {
+                chars.next();
+                out.push((c.to_string(), false));
+            }
+            '\'' => {
+                chars.next();
+                let mut literal = String::new();
+                loop {
+                    match chars.next()? {
+                        '\'' if chars.peek() == Some(&'\'') => {
+                            chars.next();
+                            literal.push('\'');
+                        }
+                        '\'' => break,
+                        other => literal.push(other),
+                    }
+                }
+                out.push((literal, true));
+            }
+            _ => {
+                let mut word = String::new();
+                while let Some(&c) = chars.peek() {
+                    if matches!(c, ' ' | '\t' | '(' | ')') {
+                        break;
+                    }
+                    word.push(c);
+                    chars.next();
+                }
+                out.push((word, false));
+            }
+        }
+    }
+    Some(out)
+}
+
+struct Parser {
+    tokens: Vec<(String, bool)>,
+    at: usize,
+}
+
+impl Parser {
+    fn peek_word(&self) -> Option<&str> {
+        self.tokens.get(self.at).filter(|(_, quoted)| !quoted).map(|(word, _)| word.as_str())
+    }
+
+    fn next(&mut self) -> Option<(String, bool)> {
+        let token = self.tokens.get(self.at).cloned();
+        self.at += 1;
+        token
+    }
+
+    fn or(&mut self) -> Option<Filter> {
+        let mut terms = vec![self.and()?];
+        while self.peek_word() == Some("or") {
+            self.at += 1;
+            terms.push(self.and()?);
+        }
+        Some(if terms.len() == 1 { terms.remove(0) } else { Filter::Or(terms) })
+    }
+
+    fn and(&mut self) -> Option<Filter> {
+        let mut terms = vec![self.atom()?];
+        while self.peek_word() == Some("and") {
+            self.at += 1;
+            terms.push(self.atom()?);
+        }
+        Some(if terms.len() == 1 { terms.remove(0) } else { Filter::And(terms) })
+    }
+
+    fn atom(&mut self) -> Option<Filter> {
+        if self.peek_word() == Some("(") {
+            self.at += 1;
+            let inner = self.or()?;
+            return (self.next()?.0 == ")").then_some(inner);
+        }
+        let (field, quoted) = self.next()?;
+        if quoted || field == ")" {
+            return None;
+        }
+        let op = Op::parse(&self.next()?.0)?;
+        let (value, quoted) = self.next()?;
+        Some(Filter::Compare { field, op, value, quoted })
+    }
+}
+
+/// A record's value of a field, following `/` into related records.
+fn field_of<'a>(record: &'a Map<String, Value>, path: &str) -> Option<&'a Value> {
+    let mut parts = path.split('/');
+    let mut value = record.get(parts.next()?)?;
+    for part in parts {
+        value = value.get(part)?;
+    }
+    Some(value)
+}
+
+fn text_of(value: &Value) -> Option<String> {
+    match value {
+        Value::String(text) => Some(text.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        Value::Bool(b) => Some(b.to_string()),
+        _ => None,
+    }
+}
+
+impl Filter {
+    /// The filter of a `$filter` text; `None` for one the simulator does not understand.
+    pub fn parse(text: &str) -> Option<Filter> {
+        let mut parser = Parser { tokens: tokens(text)?, at: 0 };
+        let filter = parser.or()?;
+        (parser.at == parser.tokens.len()).then_some(filter)
+    }
+
+    pub fn matches(&self, record: &Map<String, Value>) -> bool {
+        match self {
+            Filter::Or(terms) => terms.iter().any(|term| term.matches(record)),
+            Filter::And(terms) => terms.iter().all(|term| term.matches(record)),
+            Filter::Compare { field, op, value, quoted } => {
+                let Some(actual) = field_of(record, field).and_then(text_of) else { return false };
+                let order = if field == "DateModified" || field == "DateOfCreation" {
+                    Stamp::parse(&actual).cmp(&Stamp::parse(value))
+                } else {
+                    let number = value.strip_suffix('L').unwrap_or(value);
+                    match (*quoted, actual.parse::<i64>(), number.parse::<i64>()) {
+                        (false, Ok(actual), Ok(expected)) => actual.cmp(&expected),
+                        _ => actual.as_str().cmp(value.as_str()),
+                    }
+                };
+                op.holds(order)
+            }
+        }
+    }
+
+    fn compares(&self, name: &str, wanted: Op) -> Option<&str> {
+        match self {
+            Filter::Compare { field, op, value, .. } if field == name && *op == wanted => Some(value),
+            _ => None,
+        }
+    }
+
+    /// Where this filter starts in (`DateModified`, `Id`) order, when it is one of a sync's key
+    /// filters.
+    pub fn key_start(&self) -> Option<KeyStart> {
+        if let Some(stamp) = self.compares("DateModified", Op::Ge) {
+            return Some(KeyStart { stamp: Stamp::parse(stamp), after_id: None, strict: false });
+        }
+        if let Some(stamp) = self.compares("DateModified", Op::Gt) {
+            return Some(KeyStart { stamp: Stamp::parse(stamp), after_id: None, strict: true });
+        }
+        let Filter::Or(terms) = self else { return None };
+        let [later, Filter::And(same)] = terms.as_slice() else { return None };
+        let [at, above] = same.as_slice() else { return None };
+        let stamp = later.compares("DateModified", Op::Gt)?;
+        let id = above.compares("Id", Op::Gt)?;
+        if Stamp::parse(at.compares("DateModified", Op::Eq)?) != Stamp::parse(stamp) {
+            return None;
+        }
+        let id = id.strip_suffix('L').unwrap_or(id).parse().ok()?;
+        Some(KeyStart { stamp: Stamp::parse(stamp), after_id: Some(id), strict: true })
+    }
+
+    /// The id a filter `Id gt <n>L` starts above, if it is one.
+    pub fn id_above(&self) -> Option<i64> {
+        let value = self.compares("Id", Op::Gt)?;
+        value.strip_suffix('L').unwrap_or(value).parse().ok()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn record(value: Value) -> Map<String, Value> {
+        value.as_object().unwrap().clone()
+    }
+
+    #[test]
+    fn comparisons_join_with_and_or_and_parentheses() {
+        let r =
+            record(json!({"Id": "12", "Name": "it's", "DateModified": "2026-01-01T00:00:00Z", "Company": {"Id": "3"}}));
+        for (text, expected) in [
+            ("Id eq 12L", true),
+            ("Id gt 9L", true),
+            ("Id gt 12L", false),
+            ("Name eq 'it''s'", true),
+            ("Company/Id eq 3L", true),
+            ("DateModified ge 2026-01-01T00:00:00.000Z", true),
+            ("DateModified gt 2026-01-01T00:00:00Z or (DateModified eq 2026-01-01T00:00:00Z and Id gt 11L)", true),
+            ("DateModified gt 2026-01-01T00:00:00Z or (DateModified eq 2026-01-01T00:00:00Z and Id gt 12L)", false),
+            ("Id lt 13L and Name ne 'x'", true),
+        ] {
+            assert_eq!(Filter::parse(text).unwrap().matches(&r), expected, "{text}");
+        }
+        for text in ["Id", "Id eq", "(Id eq 1L", "Id is 1L", "Id eq 1L or"] {
+            assert!(Filter::parse(text).is_none(), "{text}");
+        }
+    }
+
+    #[test]
+    fn key_filters_say_where_they_start() {
+        let t = Stamp::parse("2026-01-01T00:00:00Z");
+        let key = Filter::parse(
+            "DateModified gt 2026-01-01T00:00:00Z or (DateModified eq 2026-01-01T00:00:00Z and Id gt 7L)",
+        )
+        .unwrap()
+        .key_start()
+        .unwrap();
+        assert!(key.admits(&t, 8) && !key.admits(&t, 7));
+        let since = Filter::parse("DateModified ge 2026-01-01T00:00:00Z").unwrap().key_start().unwrap();
+        assert!(since.admits(&t, 1));
+        assert!(Filter::parse("Id eq 1L").unwrap().key_start().is_none());
+    }
+}

@@ -1,0 +1,110 @@
+//! A field-report record's `DateModified`, ordered by the instant it names.
+//!
+//! The field-report system writes its stamps with a zone (`2022-03-24T17:30:56Z`) or without
+//! one (`2024-03-28T17:31:17`), with any number of fractional digits or none: their texts do
+//! not sort as their instants do (`…:00.5Z` sorts before `…:00Z`). The sync's keys and the
+//! simulator's filters compare stamps here, by instant; a stamp without a zone is read as UTC.
+//! A text that is no timestamp sorts after every timestamp, by its text.
+
+use std::cmp::Ordering;
+use std::time::Duration;
+
+use chrono::{DateTime, NaiveDateTime, SecondsFormat, Utc};
+
+#[derive(Debug, Clone)]
+pub struct Stamp {
+    text: String,
+    instant: Option<DateTime<Utc>>,
+    /// Written with a zone (`Z`, `+01:00`): the stamps derived from it are too.
+    zoned: bool,
+}
+
+impl Stamp {
+    pub fn parse(text: &str) -> Stamp {
+        let text = text.trim().trim_matches('\'');
+        let (instant, zoned) = match DateTime::parse_from_rfc3339(text) {
+            Ok(zoned) => (Some(zoned.with_timezone(&Utc)), true),
+            Err(_) => {
+                let naive = NaiveDateTime::parse_from_str(text, "%Y-%m-%dT%H:%M:%S%.f")
+                    .or_else(|_| NaiveDateTime::parse_from_str(text, "%Y-%m-%d %H:%M:%S%.f"));
+                (naive.ok().map(|naive| naive.and_utc()), false)
+            }
+        };
+        Stamp { text: text.to_string(), instant, zoned }
+    }
+
+    /// A stamp of an instant, written with a zone and as many fractional digits as it needs.
+    pub fn at(instant: DateTime<Utc>) -> Stamp {
+        Stamp { text: instant.to_rfc3339_opts(SecondsFormat::AutoSi, true), instant: Some(instant), zoned: true }
+    }
+
+    /// The text as the upstream wrote it: what a `$filter` compares against.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    pub fn instant(&self) -> Option<DateTime<Utc>> {
+        self.instant
+    }
+
+    /// The stamp `by` earlier, written the way this one is (with a zone or without); a text
+    /// that is no timestamp stays as it is.
+    pub fn earlier_by(&self, by: Duration) -> Stamp {
+        let Some(instant) = self.instant else { return self.clone() };
+        let earlier = instant - chrono::Duration::from_std(by).unwrap_or(chrono::Duration::MAX);
+        let text = if self.zoned {
+            earlier.to_rfc3339_opts(SecondsFormat::AutoSi, true)
+        } else {
+            earlier.naive_utc().format("%Y-%m-%dT%H:%M:%S%.f").to_string()
+        };
+        Stamp { text, instant: Some(earlier), zoned: self.zoned }
+    }
+}
+
+impl Ord for Stamp {
+    fn cmp(&self, other: &Stamp) -> Ordering {
+        match (self.instant, other.instant) {
+            (Some(a), Some(b)) => a.cmp(&b),
+            (Some(_), None) => Ordering::Less,
+            (None, Some(_)) => Ordering::Greater,
+            (None, None) => self.text.cmp(&other.text),
+        }
+    }
+}
+
+impl PartialOrd for Stamp {
+    fn partial_cmp(&self, other: &Stamp) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl PartialEq for Stamp {
+    fn eq(&self, other: &Stamp) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+
+impl Eq for Stamp {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stamps_sort_by_instant_not_text() {
+        let half = Stamp::parse("2026-01-01T00:00:00.5Z");
+        let whole = Stamp::parse("2026-01-01T00:00:00Z");
+        assert!(whole < half, "the text sorts the other way");
+        assert_eq!(Stamp::parse("2026-01-01T01:00:00+01:00"), whole);
+        assert_eq!(Stamp::parse("2026-01-01T00:00:00"), whole, "no zone is UTC");
+        assert!(Stamp::parse("not a time") > half);
+    }
+
+    #[test]
+    fn an_earlier_stamp_is_written_as_the_first() {
+        let by = Duration::from_secs(300);
+        assert_eq!(Stamp::parse("2026-01-01T00:05:00.25Z").earlier_by(by).text(), "2026-01-01T00:00:00.250Z");
+        assert_eq!(Stamp::parse("2026-01-01T00:05:00").earlier_by(by).text(), "2026-01-01T00:00:00");
+        assert_eq!(Stamp::parse("x").earlier_by(by).text(), "x");
+    }
+}
