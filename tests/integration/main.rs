@@ -9,6 +9,7 @@ mod common;
 
 mod abuse;
 mod auth;
+mod backup;
 mod cli;
 mod client;
 mod crash;
