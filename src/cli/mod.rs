@@ -1,10 +1,12 @@
 //! The `integration-service` command line: the subcommands' definitions and their dispatch.
 //! Each command gets its services from the same assembly as `serve` ([`crate::assembly`]).
 
+mod backup;
 mod erp;
 mod fieldreport;
 mod jobs;
 mod process;
+mod ready;
 mod serve;
 mod signals;
 mod users;
@@ -26,6 +28,7 @@ use users::{TokenCommand, UserCommand};
 /// `--config` file), named at the end of its help; `serve` reads every one of
 /// `config::SETTING_NAMES`. Their meaning and defaults: docs/configuration.md.
 const DATABASE_SETTINGS: &str = "DATABASE_URL, WORK_LEASE_SECONDS";
+const BACKUP_SETTINGS: &str = "DATABASE_URL";
 const AUTH_SETTINGS: &str = "DATABASE_URL, WORK_LEASE_SECONDS, TOKEN_TTL_MINUTES";
 const FIELDREPORT_SETTINGS: &str = "DATABASE_URL, WORK_LEASE_SECONDS, FIELDREPORT_BASE_URL, FIELDREPORT_USERNAME, \
      FIELDREPORT_PASSWORD, FIELDREPORT_TIMEOUT_SECONDS, FIELDREPORT_SYNC_OVERLAP_SECONDS";
@@ -72,6 +75,28 @@ enum Command {
     },
     /// Apply database migrations and exit.
     Migrate,
+    /// Copy the SQLite database into a new file while the service runs (Postgres: pg_dump; see
+    /// docs/operations.md, "Backups").
+    Backup {
+        /// The backup file to write; it must not exist.
+        #[arg(long, value_name = "PATH")]
+        to: PathBuf,
+    },
+    /// Replace the SQLite database with a backup; refused while a service or command has the
+    /// database open. The replaced file is kept beside it.
+    Restore {
+        /// The backup file to restore.
+        #[arg(long, value_name = "PATH")]
+        from: PathBuf,
+    },
+    /// Ask the service on this host whether it is ready (GET /readyz at BIND_ADDRESS, on
+    /// loopback when it listens on every interface): exit 0 when it answers 200, else 1. For a
+    /// container's health check.
+    Ready {
+        /// Another URL to ask instead.
+        #[arg(long, value_name = "URL")]
+        url: Option<String>,
+    },
     /// Manage users.
     #[command(subcommand)]
     User(UserCommand),
@@ -165,6 +190,9 @@ fn parse_command_line() -> Cli {
     let command = Cli::command()
         .mut_subcommand("serve", |c| c.after_help(reads(&every_setting)))
         .mut_subcommand("migrate", |c| c.after_help(reads(DATABASE_SETTINGS)))
+        .mut_subcommand("backup", |c| c.after_help(reads(BACKUP_SETTINGS)))
+        .mut_subcommand("restore", |c| c.after_help(reads(BACKUP_SETTINGS)))
+        .mut_subcommand("ready", |c| c.after_help(reads("BIND_ADDRESS")))
         .mut_subcommand("user", |c| with_footer(c, AUTH_SETTINGS))
         .mut_subcommand("token", |c| with_footer(c, AUTH_SETTINGS))
         .mut_subcommand("fieldreport", |c| with_footer(c, FIELDREPORT_SETTINGS))
@@ -235,6 +263,11 @@ async fn run(command: Command, mut config: Config) -> anyhow::Result<()> {
             store.close().await;
             println!("migrations applied to {}", config.store.database_url.redacted());
             Ok(())
+        }
+        Command::Backup { to } => backup::backup(&config.store.database_url, &to),
+        Command::Restore { from } => backup::restore(&config.store.database_url, &from),
+        Command::Ready { url } => {
+            ready::ready(&url.unwrap_or_else(|| ready::readiness_url(config.front.bind_address))).await
         }
         Command::User(command) => users::user(&Services::assemble(&config).await?, command).await,
         Command::Token(command) => users::token(&Services::assemble(&config).await?, command).await,

@@ -116,6 +116,8 @@ pub struct DatabaseGauges {
     pub job_last_successes: Option<Vec<(String, String, i64)>>,
     /// The leasing watcher's requests and deliveries; `None` when a query failed.
     pub watch: Option<watch::WatchGauges>,
+    /// The field-report mirror's records and last syncs per set; `None` when a query failed.
+    pub mirror: Option<mirror::MirrorGauges>,
 }
 
 impl DatabaseGauges {
@@ -153,7 +155,22 @@ impl DatabaseGauges {
                 crate::telemetry::report_internal_error(&format!("metrics: leasing watch: {error}"))
             }
         }
+        match (store.mirror_counts().await, store.last_syncs().await) {
+            (Ok(records), Ok(last_syncs)) => gauges.mirror = Some(mirror::MirrorGauges { records, last_syncs }),
+            (Err(error), _) | (_, Err(error)) => {
+                crate::telemetry::report_internal_error(&format!("metrics: field-report mirror: {error}"))
+            }
+        }
         gauges
+    }
+
+    /// Whether every database read of the scrape answered.
+    pub fn database_answered(&self) -> bool {
+        self.inbox.is_some()
+            && self.pending_push.is_some()
+            && self.job_last_successes.is_some()
+            && self.watch.is_some()
+            && self.mirror.is_some()
     }
 }
 
@@ -285,6 +302,9 @@ impl Metrics {
             jobs::render_last_successes(&mut out, successes);
         }
         self.watch.render(&mut out, database.watch.as_ref());
+        if let Some(mirror) = &database.mirror {
+            mirror.render(&mut out);
+        }
         self.repairs.render(&mut out);
         self.render_process(&mut out);
         out.into_text()
@@ -387,6 +407,9 @@ impl Metrics {
 }
 
 fn render_database(out: &mut Exposition, database: &DatabaseGauges) {
+    let name = "integration_service_database_up";
+    out.family(name, "gauge", "1 when every database read of this scrape answered, else 0.");
+    out.sample(name, &[], u8::from(database.database_answered()));
     if let Some(inbox) = database.inbox {
         let name = "integration_service_erp_webhook_inbox_calls";
         out.family(

@@ -105,6 +105,15 @@ impl Store {
         self.release_lease(super::lease::FIELDREPORT_SYNC, entity, owner).await
     }
 
+    /// When each set's last sync completed (sets never synced are left out).
+    pub async fn last_syncs(&self) -> Result<Vec<(String, i64)>, StoreError> {
+        let rows =
+            sqlx::query("SELECT entity, last_sync_at FROM fieldreport_sync_state WHERE last_sync_at IS NOT NULL")
+                .fetch_all(self.pool())
+                .await?;
+        rows.iter().map(|r| Ok((r.try_get("entity")?, r.try_get("last_sync_at")?))).collect()
+    }
+
     pub async fn sync_state(&self, entity: &str) -> Result<SyncState, StoreError> {
         let row = sqlx::query("SELECT cursor_value, last_sync_at FROM fieldreport_sync_state WHERE entity = $1")
             .bind(entity)

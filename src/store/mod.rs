@@ -12,6 +12,7 @@ macro_rules! sql {
     };
 }
 
+pub mod backup;
 /// Bench-only: the baselines of `cargo xtask bench` (feature `bench-support`).
 #[cfg(any(test, feature = "bench-support"))]
 pub mod bench;

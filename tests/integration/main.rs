@@ -9,6 +9,7 @@ mod common;
 
 mod abuse;
 mod auth;
+mod backup;
 mod cli;
 mod client;
 mod crash;
@@ -30,6 +31,7 @@ mod leasing_mtls;
 mod leasing_watch;
 mod mail_smtp;
 mod metrics;
+mod operator_files;
 mod python_client;
 mod readme_tour;
 mod sandbox;

@@ -123,10 +123,22 @@ impl Answers<'_> {
     }
 }
 
+/// Run before the tour's last command stops the service: a sync and a pull as jobs (so that
+/// the job and mirror metrics have series), then a scrape of `/metrics` that
+/// [`crate::operator_files`] holds the alerting rules and the dashboard to.
+const SCRAPE_BEFORE_THE_STOP: &str = "\
+$SERVICE jobs run fieldreport.sync companies --follow > /dev/null 2>&1
+$SERVICE jobs run erp.pull --follow > /dev/null 2>&1
+curl -sf \"$BASE/metrics\" > metrics.txt
+";
+const THE_STOP: &str = "kill $RECEIVER $SERVER";
+
 #[test]
 fn the_readme_tour_runs_as_written() {
     let script = tour_script();
     assert!(script.contains("$SERVICE serve --sandbox"), "the tour starts the service through $SERVICE");
+    let (tour, after_the_stop) = script.rsplit_once(THE_STOP).expect("the tour ends by stopping the service");
+    let script = format!("{tour}{SCRAPE_BEFORE_THE_STOP}{THE_STOP}{after_the_stop}");
     let dir: PathBuf = std::env::temp_dir().join(format!("integration-service-tour-{}", uuid::Uuid::new_v4()));
     std::fs::create_dir_all(&dir).unwrap();
     let tour = run_tour(&dir, &script);
@@ -205,6 +217,12 @@ fn the_readme_tour_runs_as_written() {
     assert_eq!(event["data"]["previousState"], "RequestToGrenke", "{context}");
     assert_eq!(event["data"]["state"], "ReadyToSign", "{context}");
     assert!(answers.lines.next().is_none(), "more output than steps: {context}");
+
+    // Every metric and label the alerting rules and the dashboard name was in the scrape.
+    let metrics = crate::operator_files::exposed(&read(&dir.join("metrics.txt")));
+    assert!(metrics.contains_key("integration_job_last_success_timestamp_seconds"), "{metrics:?}");
+    let problems = crate::operator_files::operator_files_against(&metrics);
+    assert!(problems.is_empty(), "deploy/ names what the service does not expose:\n{}", problems.join("\n"));
 
     // The service ran on the tour's database under ./var, had the webhook registered, and was
     // stopped by the tour's last command.

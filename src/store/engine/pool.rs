@@ -83,7 +83,7 @@ fn sqlite_url_parts(url: &str) -> (&str, &str) {
 }
 
 /// The database file of a SQLite URL (percent-decoded, as sqlx reads it).
-pub(super) fn sqlite_file(url: &str) -> std::path::PathBuf {
+pub(in crate::store) fn sqlite_file(url: &str) -> std::path::PathBuf {
     let path = sqlite_url_parts(url).0;
     std::path::PathBuf::from(percent_encoding::percent_decode_str(path).decode_utf8_lossy().as_ref())
 }

@@ -104,6 +104,27 @@ impl Instance {
         self.spawn();
     }
 
+    /// SIGTERM, and waits until the process has stopped (it finishes the requests in flight);
+    /// [`Instance::restart`] starts it again.
+    pub fn terminate(&mut self) {
+        let mut child = self.child.take().expect("running");
+        let status = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
+        assert!(status.success());
+        child.wait().unwrap();
+    }
+
+    /// Runs a command of the binary with the service's settings (its database, the simulators).
+    pub async fn command(&self, args: &[&str]) -> std::process::Output {
+        tokio::process::Command::new(BINARY)
+            .args(args)
+            .env_clear()
+            .envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .stdin(Stdio::null())
+            .output()
+            .await
+            .expect("the binary runs")
+    }
+
     pub fn url(&self, path: &str) -> String {
         format!("{}{}", self.base, path)
     }

@@ -1,0 +1,238 @@
+//! Backups of the SQLite database file and their restore.
+//!
+//! A backup is taken while the service runs and writes: `VACUUM INTO` copies the database as
+//! of one read transaction (a consistent snapshot that holds up no writer: the file is in WAL
+//! mode) into a new file beside the target, which is checked and then renamed into place, so a
+//! file at the target's name is always a whole backup. A restore copies a checked backup over
+//! the database file, but only when no process has that file open: a running service or command
+//! holds a shared lock on it as long as it has a connection, and a connection that asks for the
+//! exclusive lock is refused at once. The file it replaces is kept beside it.
+//!
+//! Postgres is backed up with its own tools (`pg_dump`, `pg_restore`); the commands are in
+//! docs/operations.md, "Backups", and the error below names them.
+
+use std::path::{Path, PathBuf};
+
+use rusqlite::{Connection, OpenFlags};
+
+use super::DatabaseUrl;
+use super::engine;
+
+/// Why a backup or a restore did not happen.
+#[derive(Debug, thiserror::Error)]
+pub enum BackupError {
+    #[error(
+        "DATABASE_URL is a Postgres database: back it up with `pg_dump --format=custom --file=PATH \"$DATABASE_URL\"` \
+         and restore it into an empty database with `pg_restore --no-owner --exit-on-error --single-transaction \
+         --dbname=\"$DATABASE_URL\" PATH` (docs/operations.md, \"Backups\")"
+    )]
+    Postgres,
+    #[error("DATABASE_URL is an in-memory database: there is nothing to back up or restore")]
+    InMemory,
+    #[error("there is no database at {0}")]
+    NoDatabase(PathBuf),
+    #[error("{0} exists already: a backup never overwrites a file; choose another name")]
+    TargetExists(PathBuf),
+    #[error(
+        "the database {0} is in use: a running service or command has it open; stop every instance and command \
+         that uses it, then restore again"
+    )]
+    InUse(PathBuf),
+    #[error("{path} is not a backup of this service's database: {reason}")]
+    NotABackup { path: PathBuf, reason: String },
+    #[error(
+        "{path} was taken by a newer release (it has migration {backup}, this release knows up to {known}): \
+         restore it with that release"
+    )]
+    NewerRelease { path: PathBuf, backup: i64, known: i64 },
+    #[error("{path}: {source}")]
+    File { path: PathBuf, source: std::io::Error },
+    #[error("{path}: SQLite: {source}")]
+    Sqlite { path: PathBuf, source: rusqlite::Error },
+}
+
+/// What a backup wrote.
+#[derive(Debug)]
+pub struct Backup {
+    pub path: PathBuf,
+    pub bytes: u64,
+    /// The newest migration the copied database had.
+    pub migration: i64,
+}
+
+/// What a restore did.
+#[derive(Debug)]
+pub struct Restore {
+    pub database: PathBuf,
+    /// The newest migration of the backup; `serve` and `migrate` apply newer ones.
+    pub migration: i64,
+    /// The newest migration this release knows.
+    pub known: i64,
+    /// Where the database the restore replaced was moved, if there was one.
+    pub set_aside: Option<PathBuf>,
+}
+
+/// Copies the database of `url` into a new file `to`, while other processes read and write it.
+pub fn backup(url: &DatabaseUrl, to: &Path) -> Result<Backup, BackupError> {
+    let database = database_file(url)?;
+    if !database.is_file() {
+        return Err(BackupError::NoDatabase(database));
+    }
+    if to.exists() {
+        return Err(BackupError::TargetExists(to.to_path_buf()));
+    }
+    let partial = beside(to, ".partial");
+    remove_if_there(&partial)?;
+    let sqlite = |source| BackupError::Sqlite { path: database.clone(), source };
+    let connection =
+        Connection::open_with_flags(&database, OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX)
+            .map_err(sqlite)?;
+    connection.busy_timeout(std::time::Duration::from_secs(30)).map_err(sqlite)?;
+    let copied = connection
+        .execute("VACUUM INTO ?1", [partial.to_string_lossy().as_ref()])
+        .map_err(sqlite)
+        .and_then(|_| check(&partial))
+        .and_then(|migration| sync_file(&partial).map(|()| migration));
+    drop(connection);
+    let migration = match copied {
+        Ok(migration) => migration,
+        Err(error) => {
+            let _ = std::fs::remove_file(&partial);
+            return Err(error);
+        }
+    };
+    rename(&partial, to)?;
+    let bytes = std::fs::metadata(to).map_err(|source| BackupError::File { path: to.to_path_buf(), source })?.len();
+    Ok(Backup { path: to.to_path_buf(), bytes, migration })
+}
+
+/// Replaces the database of `url` with the backup `from`, refusing while anyone has the
+/// database open. The database it replaces is renamed to `<file>.before-restore-<time>`.
+pub fn restore(url: &DatabaseUrl, from: &Path) -> Result<Restore, BackupError> {
+    let database = database_file(url)?;
+    if !from.is_file() {
+        return Err(BackupError::NoDatabase(from.to_path_buf()));
+    }
+    let migration = check(from)?;
+    let known = known_migration();
+    if migration > known {
+        return Err(BackupError::NewerRelease { path: from.to_path_buf(), backup: migration, known });
+    }
+    let partial = beside(&database, ".restoring");
+    remove_if_there(&partial)?;
+    std::fs::copy(from, &partial).map_err(|source| BackupError::File { path: partial.clone(), source })?;
+    sync_file(&partial)?;
+    let set_aside = match set_aside(&database) {
+        Ok(set_aside) => set_aside,
+        Err(error) => {
+            let _ = std::fs::remove_file(&partial);
+            return Err(error);
+        }
+    };
+    rename(&partial, &database)?;
+    Ok(Restore { database, migration, known, set_aside })
+}
+
+/// The file of a SQLite `DATABASE_URL`.
+fn database_file(url: &DatabaseUrl) -> Result<PathBuf, BackupError> {
+    if url.is_postgres() {
+        return Err(BackupError::Postgres);
+    }
+    if url.expose().contains(":memory:") {
+        return Err(BackupError::InMemory);
+    }
+    Ok(engine::sqlite_file(url.expose()))
+}
+
+/// Checks that `path` is a whole SQLite database with the service's migrations, and answers
+/// its newest migration.
+fn check(path: &Path) -> Result<i64, BackupError> {
+    let not_a_backup = |reason: String| BackupError::NotABackup { path: path.to_path_buf(), reason };
+    let connection =
+        Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY).map_err(|e| not_a_backup(e.to_string()))?;
+    let verdict: String =
+        connection.query_row("PRAGMA quick_check", [], |row| row.get(0)).map_err(|e| not_a_backup(e.to_string()))?;
+    if verdict != "ok" {
+        return Err(not_a_backup(format!("the integrity check says {verdict}")));
+    }
+    connection
+        .query_row("SELECT MAX(version) FROM _sqlx_migrations WHERE success", [], |row| row.get::<_, Option<i64>>(0))
+        .map_err(|e| not_a_backup(format!("no migrations table ({e})")))?
+        .ok_or_else(|| not_a_backup("no migration was applied".into()))
+}
+
+/// The newest migration this release applies to SQLite.
+fn known_migration() -> i64 {
+    sqlx::migrate!("migrations/sqlite").iter().map(|m| m.version).max().unwrap_or(0)
+}
+
+/// Moves the database (and any write-ahead log beside it) aside, once no process has it open.
+fn set_aside(database: &Path) -> Result<Option<PathBuf>, BackupError> {
+    if !database.exists() {
+        return Ok(None);
+    }
+    ensure_unused(database)?;
+    let suffix = format!(".before-restore-{}", chrono::Utc::now().format("%Y%m%dT%H%M%SZ"));
+    for companion in ["-wal", "-shm"] {
+        let file = beside(database, companion);
+        if file.exists() {
+            rename(&file, &beside(database, &format!("{companion}{suffix}")))?;
+        }
+    }
+    let moved = beside(database, &suffix);
+    rename(database, &moved)?;
+    Ok(Some(moved))
+}
+
+/// Refuses when another connection has the database open: every connection of a WAL database
+/// holds a shared lock on its file, so the exclusive lock is refused at once (no busy wait).
+/// Closing this connection, the last one, also folds any log a crash left into the file.
+fn ensure_unused(database: &Path) -> Result<(), BackupError> {
+    let sqlite = |source| BackupError::Sqlite { path: database.to_path_buf(), source };
+    let connection = Connection::open_with_flags(database, OpenFlags::SQLITE_OPEN_READ_WRITE).map_err(sqlite)?;
+    connection.pragma_update(None, "locking_mode", "EXCLUSIVE").map_err(sqlite)?;
+    match connection.execute_batch("BEGIN EXCLUSIVE; COMMIT;") {
+        Ok(()) => {}
+        Err(rusqlite::Error::SqliteFailure(failure, _))
+            if matches!(failure.code, rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked) =>
+        {
+            return Err(BackupError::InUse(database.to_path_buf()));
+        }
+        Err(source) => return Err(sqlite(source)),
+    }
+    connection.close().map_err(|(_, source)| sqlite(source))
+}
+
+/// `path` with `suffix` added to its file name.
+fn beside(path: &Path, suffix: &str) -> PathBuf {
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(suffix);
+    path.with_file_name(name)
+}
+
+fn remove_if_there(path: &Path) -> Result<(), BackupError> {
+    match std::fs::remove_file(path) {
+        Err(source) if source.kind() != std::io::ErrorKind::NotFound => {
+            Err(BackupError::File { path: path.to_path_buf(), source })
+        }
+        _ => Ok(()),
+    }
+}
+
+fn sync_file(path: &Path) -> Result<(), BackupError> {
+    std::fs::File::open(path)
+        .and_then(|file| file.sync_all())
+        .map_err(|source| BackupError::File { path: path.to_path_buf(), source })
+}
+
+fn rename(from: &Path, to: &Path) -> Result<(), BackupError> {
+    std::fs::rename(from, to).map_err(|source| BackupError::File { path: to.to_path_buf(), source })?;
+    // The rename lasts once the folder is on disk.
+    if let Some(folder) = to.parent().filter(|p| !p.as_os_str().is_empty()) {
+        let _ = std::fs::File::open(folder).and_then(|f| f.sync_all());
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;
