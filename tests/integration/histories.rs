@@ -15,6 +15,12 @@
 //! (incremental and reconciling), posts, injected faults on the next field-report call (an
 //! error before applying, an answer lost after applying, a cut connection) and SIGKILLs of the
 //! service (between steps, or while a write waits for the upstream), each followed by a restart.
+//! And what a real upstream's timing does to a sync: slow pages, records changed by another
+//! client while a sync pages, stamps of whole seconds and changes committed after their stamp
+//! (within the overlap window). After every sync that completed, the clause of the sync's
+//! guarantee (docs/reliability.md) that applies is checked: after an incremental one, every
+//! record the upstream has is in the mirror at the upstream's version; after a reconciling one,
+//! the mirror also holds nothing else; records with a local change waiting aside.
 //!
 //! The histories come from proptest with a fixed seed (`HISTORY_SEED` picks another), 2 of
 //! `HISTORY_STEPS` (default 500) steps per database; a failing history is shrunk to a short
@@ -35,6 +41,9 @@ const DEFAULT_SEED: u64 = 20_261_127;
 const DEFAULT_STEPS: usize = 500;
 const CASES: u32 = 2;
 const ERP_KEY: &str = "sandbox-erp-key";
+/// The longest a late commit comes after its stamp: well within the sync's overlap window
+/// (`FIELDREPORT_SYNC_OVERLAP_SECONDS`, 300 by default).
+const LATENESS_SECONDS: u8 = 60;
 
 /// A fault on the next call to the field-report system's companies.
 #[derive(Debug, Clone, Copy)]
@@ -50,17 +59,48 @@ enum FaultKind {
 #[derive(Debug, Clone)]
 enum Step {
     Create,
-    Update { pick: u16 },
-    Delete { pick: u16 },
-    OtherEdit { pick: u16 },
-    OtherDelete { pick: u16 },
+    Update {
+        pick: u16,
+    },
+    Delete {
+        pick: u16,
+    },
+    OtherEdit {
+        pick: u16,
+    },
+    OtherDelete {
+        pick: u16,
+    },
     ErpCreate,
-    ErpUpdate { pick: u16 },
-    ErpDelete { pick: u16 },
-    Sync { reconcile: bool },
+    ErpUpdate {
+        pick: u16,
+    },
+    ErpDelete {
+        pick: u16,
+    },
+    Sync {
+        reconcile: bool,
+    },
+    /// A sync while another client changes records once its first page is served.
+    SyncWhileEdited {
+        picks: (u16, u16),
+    },
+    /// A sync whose pages the field-report system answers late.
+    SlowSync,
+    /// Stamps in whole seconds (`true`) or microseconds.
+    CoarseStamps(bool),
+    /// A change by another client committed `seconds` after its stamp (a record created when
+    /// `pick` is `None`).
+    LateCommit {
+        pick: Option<u16>,
+        seconds: u8,
+    },
     Post,
     Fault(FaultKind),
-    Kill { during_write: bool, pick: u16 },
+    Kill {
+        during_write: bool,
+        pick: u16,
+    },
 }
 
 fn step() -> impl Strategy<Value = Step> {
@@ -74,6 +114,10 @@ fn step() -> impl Strategy<Value = Step> {
         6 => any::<u16>().prop_map(|pick| Step::ErpUpdate { pick }),
         2 => any::<u16>().prop_map(|pick| Step::ErpDelete { pick }),
         5 => any::<bool>().prop_map(|reconcile| Step::Sync { reconcile }),
+        3 => (any::<u16>(), any::<u16>()).prop_map(|picks| Step::SyncWhileEdited { picks }),
+        1 => Just(Step::SlowSync),
+        1 => any::<bool>().prop_map(Step::CoarseStamps),
+        3 => (proptest::option::of(any::<u16>()), 1..LATENESS_SECONDS).prop_map(|(pick, seconds)| Step::LateCommit { pick, seconds }),
         4 => Just(Step::Post),
         3 => prop_oneof![Just(FaultKind::BeforeApplying), Just(FaultKind::LostAnswer), Just(FaultKind::Cut)]
             .prop_map(Step::Fault),
@@ -194,6 +238,20 @@ impl World {
         add_fault(self.client(), &self.odata, rule).await;
     }
 
+    /// A control call to the field-report simulator (`/__sandbox/<path>`); its answer.
+    async fn simulator(&self, path: &str, body: Value) -> Value {
+        let (status, answer) = self.simulator_call(path, body).await;
+        assert_eq!(status, 200, "{path}: {answer}");
+        answer
+    }
+
+    /// A control call to the field-report simulator, with its status.
+    async fn simulator_call(&self, path: &str, body: Value) -> (u16, Value) {
+        let answer =
+            self.client().post(format!("{}/__sandbox/{path}", self.odata)).json(&body).checked().await.unwrap();
+        (answer.status().as_u16(), answer.json().await.unwrap_or(Value::Null))
+    }
+
     fn restart(&mut self) {
         self.instance.kill();
         self.instance.restart();
@@ -296,7 +354,47 @@ async fn run_step(world: &mut World, model: &mut Model, n: usize, step: &Step) -
         }
         Step::Sync { reconcile } => {
             let query = if *reconcile { "?reconcile=true" } else { "" };
-            world.api(Method::GET, &format!("/api/v1/fieldreport/sync/companies{query}"), None).await;
+            let (status, _) = world.api(Method::GET, &format!("/api/v1/fieldreport/sync/companies{query}"), None).await;
+            if status == 200 {
+                sync_guarantee(world, *reconcile).await.map_err(|failure| format!("step {n}: {failure}"))?;
+            }
+        }
+        Step::SyncWhileEdited { picks } => {
+            let touch: Vec<String> = [picks.0, picks.1].iter().filter_map(|p| pick(&model.companies, *p)).collect();
+            world.simulator("during-list", json!({"set": "Companies", "after_pages": 1, "touch": touch})).await;
+            let (status, _) = world.api(Method::GET, "/api/v1/fieldreport/sync/companies", None).await;
+            // A script not used up (the sync failed first) must not fire in a later step.
+            world.simulator("during-list", json!({"set": "Companies", "after_pages": 1, "touch": []})).await;
+            // The records changed while the sync paged were committed after it began: the
+            // guarantee holds them for the next sync (a stamp of whole seconds may fall behind
+            // the key this one reached).
+            if status == 200 {
+                sync_guarantee_except(world, false, &touch).await.map_err(|failure| format!("step {n}: {failure}"))?;
+            }
+        }
+        Step::SlowSync => {
+            // Two calls: a sync of a small set reads one page and the empty query that ends it.
+            let rule = json!({"path_prefix": "/odata/Companies", "status": 200, "delay_ms": 150, "times": 2});
+            add_fault(world.client(), &world.odata, rule).await;
+            let (status, _) = world.api(Method::GET, "/api/v1/fieldreport/sync/companies", None).await;
+            if status == 200 {
+                sync_guarantee(world, false).await.map_err(|failure| format!("step {n}: {failure}"))?;
+            }
+        }
+        Step::CoarseStamps(coarse) => {
+            world.simulator("behaviour", json!({"stamps": if *coarse { "seconds" } else { "micros" }})).await;
+        }
+        Step::LateCommit { pick: p, seconds } => {
+            let mut late = json!({"set": "Companies", "ago_seconds": seconds});
+            if let Some(id) = p.and_then(|p| pick(&model.companies, p)) {
+                late["id"] = json!(id);
+                // A record deleted meanwhile (404) has nothing to change.
+                let (status, answer) = world.simulator_call("late", late).await;
+                assert!(status == 200 || status == 404, "late: {status} {answer}");
+            } else {
+                let record = world.simulator("late", late).await;
+                model.companies.push(record["Id"].as_str().unwrap().to_string());
+            }
         }
         Step::Post => {
             world.api(Method::GET, "/api/v1/fieldreport/post/2", None).await;
@@ -324,6 +422,62 @@ async fn run_step(world: &mut World, model: &mut Model, n: usize, step: &Step) -
         }
     }
     Ok(())
+}
+
+/// The companies with a local change waiting for the upstream: a pending push or delete, or an
+/// update of unknown outcome. The mirror may differ from the upstream on these until a post.
+async fn waiting_locally(world: &World) -> HashSet<String> {
+    let rows: Vec<(String,)> = sqlx::query_as(
+        "SELECT record_id FROM fieldreport_records WHERE entity = 'companies' AND pending_push IS NOT NULL \
+         UNION SELECT record_id FROM fieldreport_unsettled WHERE entity = 'companies' \
+         UNION SELECT record_id FROM fieldreport_deletes WHERE entity = 'companies'",
+    )
+    .fetch_all(world.store.pool())
+    .await
+    .unwrap();
+    rows.into_iter().map(|(id,)| id).collect()
+}
+
+/// The clause of the sync's guarantee that applies after a sync that completed: every record
+/// the upstream has is in the mirror at its version (the changes were all committed before the
+/// sync began, none later than the overlap after its stamp); after a reconciling sync, the
+/// mirror has no other record. Records with a local change waiting are left aside, and those
+/// changed after the sync began (`changed_since`).
+async fn sync_guarantee(world: &World, reconcile: bool) -> Result<(), String> {
+    sync_guarantee_except(world, reconcile, &[]).await
+}
+
+/// [`sync_guarantee`], but for records changed after the sync began.
+async fn sync_guarantee_except(world: &World, reconcile: bool, changed_since: &[String]) -> Result<(), String> {
+    let upstream = upstream_records(world.client(), &world.odata, "Companies").await;
+    let mirror: BTreeMap<String, i64> = world
+        .store
+        .mirror_reconcile_candidates("companies", i64::MAX)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|record| (record.id, record.version))
+        .collect();
+    let mut waiting = waiting_locally(world).await;
+    waiting.extend(changed_since.iter().cloned());
+    let mut failures = Vec::new();
+    for (id, record) in upstream.iter().filter(|(id, _)| !waiting.contains(*id)) {
+        let version = record["Version"].as_i64().unwrap_or_default();
+        match mirror.get(id) {
+            None => failures.push(format!("{id} (version {version}) is upstream, not in the mirror")),
+            Some(here) if *here != version => {
+                failures.push(format!("{id} is at version {here} in the mirror, {version} upstream"))
+            }
+            Some(_) => {}
+        }
+    }
+    if reconcile {
+        for id in mirror.keys().filter(|id| !upstream.contains_key(*id) && !waiting.contains(*id)) {
+            failures.push(format!("{id} is in the mirror after a reconciling sync, not upstream"));
+        }
+    }
+    let kind = if reconcile { "reconciling" } else { "incremental" };
+    if failures.is_empty() { Ok(()) } else { Err(format!("after an {kind} sync: {}", failures.join("; "))) }
 }
 
 /// The documented convergence steps: the webhook inbox drained, `post`, `sync --reconcile`.
