@@ -435,3 +435,44 @@ impl ErpService {
         Ok(report)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn record(id: &str, last_modified: i64) -> ErpRecord {
+        erp_record(json!({"id": id, "version": "1", "lastModifiedDate": last_modified})).unwrap()
+    }
+
+    fn pairs(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs.iter().map(|(name, value)| (name.to_string(), value.to_string())).collect()
+    }
+
+    /// After a full page the pull reads the rest of the last instant by id, then the later
+    /// records: records sharing the last stamp are neither skipped nor read by position.
+    #[test]
+    fn an_incremental_pull_continues_after_its_last_key() {
+        let start = Position::Since(1_000);
+        assert_eq!(start.query(), pairs(&[("lastModifiedDate-ge", "1000"), ("sort", "lastModifiedDate,id")]));
+        let page = [record("9", 1_500), record("10", 2_000), record("2", 2_000)];
+        let rest = start.next(&page, true).unwrap();
+        assert_eq!(rest, Position::After { at: 2_000, id: "10".into(), rest_of_instant: true }, "10 > 2 as numbers");
+        assert_eq!(rest.query(), pairs(&[("lastModifiedDate-eq", "2000"), ("id-gt", "10"), ("sort", "id")]));
+        let later = rest.next(&[record("11", 2_000)], false).unwrap();
+        assert_eq!(later.query(), pairs(&[("lastModifiedDate-gt", "2000"), ("sort", "lastModifiedDate,id")]));
+        assert_eq!(later.next(&[record("12", 2_500)], false), None, "a short page of the later records ends it");
+        assert_eq!(start.next(&page, false), None, "a short first page ends it");
+    }
+
+    /// A full pull reads by id, never by page number: a record deleted meanwhile cannot shift
+    /// another out of sight.
+    #[test]
+    fn a_full_pull_pages_by_id() {
+        let start = Position::IdAbove(None);
+        assert_eq!(start.query(), pairs(&[("sort", "id")]));
+        let next = start.next(&[record("99", 5), record("100", 1)], true).unwrap();
+        assert_eq!(next.query(), pairs(&[("sort", "id"), ("id-gt", "100")]));
+        assert_eq!(next.next(&[record("101", 1)], false), None);
+    }
+}
