@@ -257,17 +257,17 @@ pub mod types {
     pub enum BadGatewayErrorCode {
         #[serde(rename = "upstream_error")]
         UpstreamError,
-        #[serde(rename = "upstream_unavailable")]
-        UpstreamUnavailable,
         #[serde(rename = "upstream_invalid_response")]
         UpstreamInvalidResponse,
+        #[serde(rename = "upstream_unavailable")]
+        UpstreamUnavailable,
     }
     impl ::std::fmt::Display for BadGatewayErrorCode {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::UpstreamError => f.write_str("upstream_error"),
-                Self::UpstreamUnavailable => f.write_str("upstream_unavailable"),
                 Self::UpstreamInvalidResponse => f.write_str("upstream_invalid_response"),
+                Self::UpstreamUnavailable => f.write_str("upstream_unavailable"),
             }
         }
     }
@@ -278,8 +278,8 @@ pub mod types {
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             match value {
                 "upstream_error" => Ok(Self::UpstreamError),
-                "upstream_unavailable" => Ok(Self::UpstreamUnavailable),
                 "upstream_invalid_response" => Ok(Self::UpstreamInvalidResponse),
+                "upstream_unavailable" => Ok(Self::UpstreamUnavailable),
                 _ => Err("invalid value".into()),
             }
         }
@@ -3366,19 +3366,19 @@ pub mod types {
         PartialOrd
     )]
     pub enum GatewayTimeoutErrorCode {
+        #[serde(rename = "upstream_outcome_unknown")]
+        UpstreamOutcomeUnknown,
         #[serde(rename = "upstream_timeout")]
         UpstreamTimeout,
         #[serde(rename = "upstream_unavailable")]
         UpstreamUnavailable,
-        #[serde(rename = "upstream_outcome_unknown")]
-        UpstreamOutcomeUnknown,
     }
     impl ::std::fmt::Display for GatewayTimeoutErrorCode {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
+                Self::UpstreamOutcomeUnknown => f.write_str("upstream_outcome_unknown"),
                 Self::UpstreamTimeout => f.write_str("upstream_timeout"),
                 Self::UpstreamUnavailable => f.write_str("upstream_unavailable"),
-                Self::UpstreamOutcomeUnknown => f.write_str("upstream_outcome_unknown"),
             }
         }
     }
@@ -3388,9 +3388,9 @@ pub mod types {
             value: &str,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             match value {
+                "upstream_outcome_unknown" => Ok(Self::UpstreamOutcomeUnknown),
                 "upstream_timeout" => Ok(Self::UpstreamTimeout),
                 "upstream_unavailable" => Ok(Self::UpstreamUnavailable),
-                "upstream_outcome_unknown" => Ok(Self::UpstreamOutcomeUnknown),
                 _ => Err("invalid value".into()),
             }
         }
@@ -3460,6 +3460,85 @@ pub mod types {
     impl InboxSummary {
         pub fn builder() -> builder::InboxSummary {
             Default::default()
+        }
+    }
+    ///An unexpected failure (`internal_error`), such as a failed database query: the message is generic and the service logged the detail under `request_id`; quote it when reporting the problem.
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    pub struct InternalError {
+        pub error_code: InternalErrorErrorCode,
+        ///Validation failures: messages per field.
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub errors: ::std::option::Option<
+            ::std::collections::HashMap<
+                ::std::string::String,
+                ::std::vec::Vec<::std::string::String>,
+            >,
+        >,
+        ///What went wrong, for humans.
+        pub message: ::std::string::String,
+        ///The id of the request, as in the `x-request-id` header; quote it when reporting a problem.
+        pub request_id: ::std::string::String,
+        ///On 429 and 503: seconds until a new attempt may succeed (also sent as `Retry-After`).
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub retry_after_seconds: ::std::option::Option<u64>,
+        ///Present (and `false`) on leasing routes, which keep the `{success, message}` shape.
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub success: ::std::option::Option<bool>,
+    }
+    impl InternalError {
+        pub fn builder() -> builder::InternalError {
+            Default::default()
+        }
+    }
+    ///`InternalErrorErrorCode`
+    #[derive(
+        ::serde::Deserialize,
+        ::serde::Serialize,
+        Clone,
+        Copy,
+        Debug,
+        Eq,
+        Hash,
+        Ord,
+        PartialEq,
+        PartialOrd
+    )]
+    pub enum InternalErrorErrorCode {
+        #[serde(rename = "internal_error")]
+        InternalError,
+    }
+    impl ::std::fmt::Display for InternalErrorErrorCode {
+        fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+            match *self {
+                Self::InternalError => f.write_str("internal_error"),
+            }
+        }
+    }
+    impl ::std::str::FromStr for InternalErrorErrorCode {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            match value {
+                "internal_error" => Ok(Self::InternalError),
+                _ => Err("invalid value".into()),
+            }
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for InternalErrorErrorCode {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for InternalErrorErrorCode {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
         }
     }
     ///The amount that can be financed.
@@ -5098,7 +5177,7 @@ pub mod types {
                 })
         }
     }
-    ///A leasing failure (the seed's rule: every failure of a leasing route is answered 500 `{success: false, message}`), named by `error_code`: the request was `declined` or `cancelled`, is `missing_info` (the missing-info mail was sent or its failure is named in `message`), is `already_past_signing`, or was `not_ready_to_sign` when the attempts were used up; the provider refused (`upstream_rejected`), failed (`upstream_error`), did not answer in time (`upstream_timeout`), was unreachable (`upstream_unavailable`), busy (`upstream_busy`), answered something unreadable (`upstream_invalid_response`) or is not configured (`upstream_not_configured`); or the contract could not be stored (`storage_error`).
+    ///A leasing failure (the seed's rule: every failure of a leasing route is answered 500 `{success: false, message}`), named by `error_code`: the request was `declined` or `cancelled`, is `missing_info` (the missing-info mail was sent or its failure is named in `message`), is `already_past_signing`, or was `not_ready_to_sign` when the attempts were used up; the provider refused (`upstream_rejected`), failed (`upstream_error`), did not answer in time (`upstream_timeout`), was unreachable (`upstream_unavailable`), busy (`upstream_busy`), answered something unreadable (`upstream_invalid_response`) or is not configured (`upstream_not_configured`); the call to it could not be made (`upstream_client_error`); the contract could not be stored (`storage_error`); or an unexpected failure (`internal_error`, logged under `request_id`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct LeasingFailure {
         pub error_code: LeasingFailureErrorCode,
@@ -5140,49 +5219,55 @@ pub mod types {
         PartialOrd
     )]
     pub enum LeasingFailureErrorCode {
-        #[serde(rename = "declined")]
-        Declined,
-        #[serde(rename = "cancelled")]
-        Cancelled,
-        #[serde(rename = "missing_info")]
-        MissingInfo,
         #[serde(rename = "already_past_signing")]
         AlreadyPastSigning,
+        #[serde(rename = "cancelled")]
+        Cancelled,
+        #[serde(rename = "declined")]
+        Declined,
+        #[serde(rename = "internal_error")]
+        InternalError,
+        #[serde(rename = "missing_info")]
+        MissingInfo,
         #[serde(rename = "not_ready_to_sign")]
         NotReadyToSign,
-        #[serde(rename = "upstream_rejected")]
-        UpstreamRejected,
-        #[serde(rename = "upstream_error")]
-        UpstreamError,
-        #[serde(rename = "upstream_timeout")]
-        UpstreamTimeout,
-        #[serde(rename = "upstream_unavailable")]
-        UpstreamUnavailable,
+        #[serde(rename = "storage_error")]
+        StorageError,
         #[serde(rename = "upstream_busy")]
         UpstreamBusy,
+        #[serde(rename = "upstream_client_error")]
+        UpstreamClientError,
+        #[serde(rename = "upstream_error")]
+        UpstreamError,
         #[serde(rename = "upstream_invalid_response")]
         UpstreamInvalidResponse,
         #[serde(rename = "upstream_not_configured")]
         UpstreamNotConfigured,
-        #[serde(rename = "storage_error")]
-        StorageError,
+        #[serde(rename = "upstream_rejected")]
+        UpstreamRejected,
+        #[serde(rename = "upstream_timeout")]
+        UpstreamTimeout,
+        #[serde(rename = "upstream_unavailable")]
+        UpstreamUnavailable,
     }
     impl ::std::fmt::Display for LeasingFailureErrorCode {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
-                Self::Declined => f.write_str("declined"),
-                Self::Cancelled => f.write_str("cancelled"),
-                Self::MissingInfo => f.write_str("missing_info"),
                 Self::AlreadyPastSigning => f.write_str("already_past_signing"),
+                Self::Cancelled => f.write_str("cancelled"),
+                Self::Declined => f.write_str("declined"),
+                Self::InternalError => f.write_str("internal_error"),
+                Self::MissingInfo => f.write_str("missing_info"),
                 Self::NotReadyToSign => f.write_str("not_ready_to_sign"),
-                Self::UpstreamRejected => f.write_str("upstream_rejected"),
-                Self::UpstreamError => f.write_str("upstream_error"),
-                Self::UpstreamTimeout => f.write_str("upstream_timeout"),
-                Self::UpstreamUnavailable => f.write_str("upstream_unavailable"),
+                Self::StorageError => f.write_str("storage_error"),
                 Self::UpstreamBusy => f.write_str("upstream_busy"),
+                Self::UpstreamClientError => f.write_str("upstream_client_error"),
+                Self::UpstreamError => f.write_str("upstream_error"),
                 Self::UpstreamInvalidResponse => f.write_str("upstream_invalid_response"),
                 Self::UpstreamNotConfigured => f.write_str("upstream_not_configured"),
-                Self::StorageError => f.write_str("storage_error"),
+                Self::UpstreamRejected => f.write_str("upstream_rejected"),
+                Self::UpstreamTimeout => f.write_str("upstream_timeout"),
+                Self::UpstreamUnavailable => f.write_str("upstream_unavailable"),
             }
         }
     }
@@ -5192,19 +5277,21 @@ pub mod types {
             value: &str,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             match value {
-                "declined" => Ok(Self::Declined),
-                "cancelled" => Ok(Self::Cancelled),
-                "missing_info" => Ok(Self::MissingInfo),
                 "already_past_signing" => Ok(Self::AlreadyPastSigning),
+                "cancelled" => Ok(Self::Cancelled),
+                "declined" => Ok(Self::Declined),
+                "internal_error" => Ok(Self::InternalError),
+                "missing_info" => Ok(Self::MissingInfo),
                 "not_ready_to_sign" => Ok(Self::NotReadyToSign),
-                "upstream_rejected" => Ok(Self::UpstreamRejected),
-                "upstream_error" => Ok(Self::UpstreamError),
-                "upstream_timeout" => Ok(Self::UpstreamTimeout),
-                "upstream_unavailable" => Ok(Self::UpstreamUnavailable),
+                "storage_error" => Ok(Self::StorageError),
                 "upstream_busy" => Ok(Self::UpstreamBusy),
+                "upstream_client_error" => Ok(Self::UpstreamClientError),
+                "upstream_error" => Ok(Self::UpstreamError),
                 "upstream_invalid_response" => Ok(Self::UpstreamInvalidResponse),
                 "upstream_not_configured" => Ok(Self::UpstreamNotConfigured),
-                "storage_error" => Ok(Self::StorageError),
+                "upstream_rejected" => Ok(Self::UpstreamRejected),
+                "upstream_timeout" => Ok(Self::UpstreamTimeout),
+                "upstream_unavailable" => Ok(Self::UpstreamUnavailable),
                 _ => Err("invalid value".into()),
             }
         }
@@ -5225,7 +5312,7 @@ pub mod types {
             value.parse()
         }
     }
-    ///A failure of the one-shot flow (the causes of `LeasingFailure`) with where the flow stood. A retry with the same `Idempotency-Key` gets this answer again (same status and body apart from `request_id`) and creates nothing, unless the create step itself was refused or never reached the provider.
+    ///A failure of the one-shot flow (the causes of `LeasingFailure`) with where the flow stood (`financingId`, `flowId`, `failedStep`; absent when the call failed before the flow started, such as an `internal_error` of the token's check). A retry with the same `Idempotency-Key` gets this answer again (same status and body apart from `request_id`) and creates nothing, unless the create step itself was refused or never reached the provider.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct LeasingFlowFailure {
         pub error_code: LeasingFlowFailureErrorCode,
@@ -5238,17 +5325,23 @@ pub mod types {
             >,
         >,
         ///The action that failed, or that ran when the flow stopped: `create`, `patch_request`, `patch_lessee`, `wait_ready_to_sign`, `e_signature_configuration`, `start_e_signature`, `cancel_e_signature`, `switch_to_paper_contract`, `contract_document_base64` or `contract_document_link`.
-        #[serde(rename = "failedStep")]
-        pub failed_step: ::std::string::String,
+        #[serde(
+            rename = "failedStep",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub failed_step: ::std::option::Option<::std::string::String>,
         ///The financing request the flow created at the provider; null when its create step did not succeed.
         #[serde(
             rename = "financingId",
-            deserialize_with = "::std::option::Option::deserialize"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub financing_id: ::std::option::Option<::std::string::String>,
         ///The flow's record: `GET /api/v1/leasing/leasing/request-flow/{flowId}`.
-        #[serde(rename = "flowId")]
-        pub flow_id: i64,
+        #[serde(
+            rename = "flowId",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub flow_id: ::std::option::Option<i64>,
         ///What went wrong, for humans.
         pub message: ::std::string::String,
         ///The id of the request, as in the `x-request-id` header; quote it when reporting a problem.
@@ -5279,49 +5372,55 @@ pub mod types {
         PartialOrd
     )]
     pub enum LeasingFlowFailureErrorCode {
-        #[serde(rename = "declined")]
-        Declined,
-        #[serde(rename = "cancelled")]
-        Cancelled,
-        #[serde(rename = "missing_info")]
-        MissingInfo,
         #[serde(rename = "already_past_signing")]
         AlreadyPastSigning,
+        #[serde(rename = "cancelled")]
+        Cancelled,
+        #[serde(rename = "declined")]
+        Declined,
+        #[serde(rename = "internal_error")]
+        InternalError,
+        #[serde(rename = "missing_info")]
+        MissingInfo,
         #[serde(rename = "not_ready_to_sign")]
         NotReadyToSign,
-        #[serde(rename = "upstream_rejected")]
-        UpstreamRejected,
-        #[serde(rename = "upstream_error")]
-        UpstreamError,
-        #[serde(rename = "upstream_timeout")]
-        UpstreamTimeout,
-        #[serde(rename = "upstream_unavailable")]
-        UpstreamUnavailable,
+        #[serde(rename = "storage_error")]
+        StorageError,
         #[serde(rename = "upstream_busy")]
         UpstreamBusy,
+        #[serde(rename = "upstream_client_error")]
+        UpstreamClientError,
+        #[serde(rename = "upstream_error")]
+        UpstreamError,
         #[serde(rename = "upstream_invalid_response")]
         UpstreamInvalidResponse,
         #[serde(rename = "upstream_not_configured")]
         UpstreamNotConfigured,
-        #[serde(rename = "storage_error")]
-        StorageError,
+        #[serde(rename = "upstream_rejected")]
+        UpstreamRejected,
+        #[serde(rename = "upstream_timeout")]
+        UpstreamTimeout,
+        #[serde(rename = "upstream_unavailable")]
+        UpstreamUnavailable,
     }
     impl ::std::fmt::Display for LeasingFlowFailureErrorCode {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
-                Self::Declined => f.write_str("declined"),
-                Self::Cancelled => f.write_str("cancelled"),
-                Self::MissingInfo => f.write_str("missing_info"),
                 Self::AlreadyPastSigning => f.write_str("already_past_signing"),
+                Self::Cancelled => f.write_str("cancelled"),
+                Self::Declined => f.write_str("declined"),
+                Self::InternalError => f.write_str("internal_error"),
+                Self::MissingInfo => f.write_str("missing_info"),
                 Self::NotReadyToSign => f.write_str("not_ready_to_sign"),
-                Self::UpstreamRejected => f.write_str("upstream_rejected"),
-                Self::UpstreamError => f.write_str("upstream_error"),
-                Self::UpstreamTimeout => f.write_str("upstream_timeout"),
-                Self::UpstreamUnavailable => f.write_str("upstream_unavailable"),
+                Self::StorageError => f.write_str("storage_error"),
                 Self::UpstreamBusy => f.write_str("upstream_busy"),
+                Self::UpstreamClientError => f.write_str("upstream_client_error"),
+                Self::UpstreamError => f.write_str("upstream_error"),
                 Self::UpstreamInvalidResponse => f.write_str("upstream_invalid_response"),
                 Self::UpstreamNotConfigured => f.write_str("upstream_not_configured"),
-                Self::StorageError => f.write_str("storage_error"),
+                Self::UpstreamRejected => f.write_str("upstream_rejected"),
+                Self::UpstreamTimeout => f.write_str("upstream_timeout"),
+                Self::UpstreamUnavailable => f.write_str("upstream_unavailable"),
             }
         }
     }
@@ -5331,19 +5430,21 @@ pub mod types {
             value: &str,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             match value {
-                "declined" => Ok(Self::Declined),
-                "cancelled" => Ok(Self::Cancelled),
-                "missing_info" => Ok(Self::MissingInfo),
                 "already_past_signing" => Ok(Self::AlreadyPastSigning),
+                "cancelled" => Ok(Self::Cancelled),
+                "declined" => Ok(Self::Declined),
+                "internal_error" => Ok(Self::InternalError),
+                "missing_info" => Ok(Self::MissingInfo),
                 "not_ready_to_sign" => Ok(Self::NotReadyToSign),
-                "upstream_rejected" => Ok(Self::UpstreamRejected),
-                "upstream_error" => Ok(Self::UpstreamError),
-                "upstream_timeout" => Ok(Self::UpstreamTimeout),
-                "upstream_unavailable" => Ok(Self::UpstreamUnavailable),
+                "storage_error" => Ok(Self::StorageError),
                 "upstream_busy" => Ok(Self::UpstreamBusy),
+                "upstream_client_error" => Ok(Self::UpstreamClientError),
+                "upstream_error" => Ok(Self::UpstreamError),
                 "upstream_invalid_response" => Ok(Self::UpstreamInvalidResponse),
                 "upstream_not_configured" => Ok(Self::UpstreamNotConfigured),
-                "storage_error" => Ok(Self::StorageError),
+                "upstream_rejected" => Ok(Self::UpstreamRejected),
+                "upstream_timeout" => Ok(Self::UpstreamTimeout),
+                "upstream_unavailable" => Ok(Self::UpstreamUnavailable),
                 _ => Err("invalid value".into()),
             }
         }
@@ -11732,7 +11833,7 @@ pub mod types {
             Default::default()
         }
     }
-    ///The database does not answer (`service_unavailable`), the service is shutting down (`shutting_down`; send it again), the upstream system is not configured (`upstream_not_configured`; the message names the setting), or it stays busy (`upstream_busy`; retry after `Retry-After`).
+    ///The database does not answer (`service_unavailable`), the service is shutting down and stopped the field-report work the call started (`interrupted`; send it again), the upstream system is not configured (`upstream_not_configured`; the message names the setting), or it stays busy (`upstream_busy`; retry after `Retry-After`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct UpstreamUnavailable {
         pub error_code: UpstreamUnavailableErrorCode,
@@ -11774,22 +11875,22 @@ pub mod types {
         PartialOrd
     )]
     pub enum UpstreamUnavailableErrorCode {
+        #[serde(rename = "interrupted")]
+        Interrupted,
         #[serde(rename = "service_unavailable")]
         ServiceUnavailable,
-        #[serde(rename = "shutting_down")]
-        ShuttingDown,
-        #[serde(rename = "upstream_not_configured")]
-        UpstreamNotConfigured,
         #[serde(rename = "upstream_busy")]
         UpstreamBusy,
+        #[serde(rename = "upstream_not_configured")]
+        UpstreamNotConfigured,
     }
     impl ::std::fmt::Display for UpstreamUnavailableErrorCode {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
+                Self::Interrupted => f.write_str("interrupted"),
                 Self::ServiceUnavailable => f.write_str("service_unavailable"),
-                Self::ShuttingDown => f.write_str("shutting_down"),
-                Self::UpstreamNotConfigured => f.write_str("upstream_not_configured"),
                 Self::UpstreamBusy => f.write_str("upstream_busy"),
+                Self::UpstreamNotConfigured => f.write_str("upstream_not_configured"),
             }
         }
     }
@@ -11799,10 +11900,10 @@ pub mod types {
             value: &str,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             match value {
+                "interrupted" => Ok(Self::Interrupted),
                 "service_unavailable" => Ok(Self::ServiceUnavailable),
-                "shutting_down" => Ok(Self::ShuttingDown),
-                "upstream_not_configured" => Ok(Self::UpstreamNotConfigured),
                 "upstream_busy" => Ok(Self::UpstreamBusy),
+                "upstream_not_configured" => Ok(Self::UpstreamNotConfigured),
                 _ => Err("invalid value".into()),
             }
         }
@@ -21634,6 +21735,157 @@ pub mod types {
             }
         }
         #[derive(Clone, Debug)]
+        pub struct InternalError {
+            error_code: ::std::result::Result<
+                super::InternalErrorErrorCode,
+                ::std::string::String,
+            >,
+            errors: ::std::result::Result<
+                ::std::option::Option<
+                    ::std::collections::HashMap<
+                        ::std::string::String,
+                        ::std::vec::Vec<::std::string::String>,
+                    >,
+                >,
+                ::std::string::String,
+            >,
+            message: ::std::result::Result<::std::string::String, ::std::string::String>,
+            request_id: ::std::result::Result<
+                ::std::string::String,
+                ::std::string::String,
+            >,
+            retry_after_seconds: ::std::result::Result<
+                ::std::option::Option<u64>,
+                ::std::string::String,
+            >,
+            success: ::std::result::Result<
+                ::std::option::Option<bool>,
+                ::std::string::String,
+            >,
+        }
+        impl ::std::default::Default for InternalError {
+            fn default() -> Self {
+                Self {
+                    error_code: Err("no value supplied for error_code".to_string()),
+                    errors: Ok(Default::default()),
+                    message: Err("no value supplied for message".to_string()),
+                    request_id: Err("no value supplied for request_id".to_string()),
+                    retry_after_seconds: Ok(Default::default()),
+                    success: Ok(Default::default()),
+                }
+            }
+        }
+        impl InternalError {
+            pub fn error_code<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<super::InternalErrorErrorCode>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.error_code = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for error_code: {e}")
+                    });
+                self
+            }
+            pub fn errors<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<
+                        ::std::collections::HashMap<
+                            ::std::string::String,
+                            ::std::vec::Vec<::std::string::String>,
+                        >,
+                    >,
+                >,
+                T::Error: ::std::fmt::Display,
+            {
+                self.errors = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for errors: {e}")
+                    });
+                self
+            }
+            pub fn message<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::string::String>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.message = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for message: {e}")
+                    });
+                self
+            }
+            pub fn request_id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::string::String>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.request_id = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for request_id: {e}")
+                    });
+                self
+            }
+            pub fn retry_after_seconds<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<u64>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.retry_after_seconds = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!(
+                            "error converting supplied value for retry_after_seconds: {e}"
+                        )
+                    });
+                self
+            }
+            pub fn success<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<bool>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.success = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for success: {e}")
+                    });
+                self
+            }
+        }
+        impl ::std::convert::TryFrom<InternalError> for super::InternalError {
+            type Error = super::error::ConversionError;
+            fn try_from(
+                value: InternalError,
+            ) -> ::std::result::Result<Self, super::error::ConversionError> {
+                Ok(Self {
+                    error_code: value.error_code?,
+                    errors: value.errors?,
+                    message: value.message?,
+                    request_id: value.request_id?,
+                    retry_after_seconds: value.retry_after_seconds?,
+                    success: value.success?,
+                })
+            }
+        }
+        impl ::std::convert::From<super::InternalError> for InternalError {
+            fn from(value: super::InternalError) -> Self {
+                Self {
+                    error_code: Ok(value.error_code),
+                    errors: Ok(value.errors),
+                    message: Ok(value.message),
+                    request_id: Ok(value.request_id),
+                    retry_after_seconds: Ok(value.retry_after_seconds),
+                    success: Ok(value.success),
+                }
+            }
+        }
+        #[derive(Clone, Debug)]
         pub struct InverseCalculationResult {
             data: ::std::result::Result<f64, ::std::string::String>,
             monthly_instalment: ::std::result::Result<f64, ::std::string::String>,
@@ -24581,14 +24833,17 @@ pub mod types {
                 ::std::string::String,
             >,
             failed_step: ::std::result::Result<
-                ::std::string::String,
+                ::std::option::Option<::std::string::String>,
                 ::std::string::String,
             >,
             financing_id: ::std::result::Result<
                 ::std::option::Option<::std::string::String>,
                 ::std::string::String,
             >,
-            flow_id: ::std::result::Result<i64, ::std::string::String>,
+            flow_id: ::std::result::Result<
+                ::std::option::Option<i64>,
+                ::std::string::String,
+            >,
             message: ::std::result::Result<::std::string::String, ::std::string::String>,
             request_id: ::std::result::Result<
                 ::std::string::String,
@@ -24608,9 +24863,9 @@ pub mod types {
                 Self {
                     error_code: Err("no value supplied for error_code".to_string()),
                     errors: Ok(Default::default()),
-                    failed_step: Err("no value supplied for failed_step".to_string()),
-                    financing_id: Err("no value supplied for financing_id".to_string()),
-                    flow_id: Err("no value supplied for flow_id".to_string()),
+                    failed_step: Ok(Default::default()),
+                    financing_id: Ok(Default::default()),
+                    flow_id: Ok(Default::default()),
                     message: Err("no value supplied for message".to_string()),
                     request_id: Err("no value supplied for request_id".to_string()),
                     retry_after_seconds: Ok(Default::default()),
@@ -24652,7 +24907,7 @@ pub mod types {
             }
             pub fn failed_step<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::string::String>,
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.failed_step = value
@@ -24676,7 +24931,7 @@ pub mod types {
             }
             pub fn flow_id<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<i64>,
+                T: ::std::convert::TryInto<::std::option::Option<i64>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.flow_id = value
@@ -45721,6 +45976,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -45853,6 +46115,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -45964,6 +46233,13 @@ pub mod builder {
                     )
                 }
                 409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -46102,6 +46378,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -46212,6 +46495,13 @@ pub mod builder {
                     )
                 }
                 409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -46352,6 +46642,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -46449,6 +46746,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -46540,6 +46844,13 @@ pub mod builder {
                     )
                 }
                 409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -46663,6 +46974,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -46747,6 +47065,13 @@ pub mod builder {
                     )
                 }
                 403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -46883,6 +47208,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 503u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -46990,6 +47322,13 @@ pub mod builder {
                     )
                 }
                 403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -47122,6 +47461,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 503u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -47199,6 +47545,13 @@ pub mod builder {
                     )
                 }
                 409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -47316,6 +47669,13 @@ pub mod builder {
                     )
                 }
                 409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -47447,6 +47807,13 @@ pub mod builder {
                     )
                 }
                 409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -47595,6 +47962,13 @@ pub mod builder {
                     )
                 }
                 409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -47777,6 +48151,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 503u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -47918,6 +48299,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 503u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -48024,6 +48412,13 @@ pub mod builder {
                     )
                 }
                 403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -48159,6 +48554,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -48270,6 +48672,13 @@ pub mod builder {
                     )
                 }
                 404u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -48432,6 +48841,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -48567,6 +48983,13 @@ pub mod builder {
                     )
                 }
                 409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -48743,6 +49166,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -48863,6 +49293,13 @@ pub mod builder {
                     )
                 }
                 403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -48996,6 +49433,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -49107,6 +49551,13 @@ pub mod builder {
                     )
                 }
                 404u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -49269,6 +49720,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -49404,6 +49862,13 @@ pub mod builder {
                     )
                 }
                 409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -49580,6 +50045,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -49700,6 +50172,13 @@ pub mod builder {
                     )
                 }
                 403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -49837,6 +50316,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -49948,6 +50434,13 @@ pub mod builder {
                     )
                 }
                 404u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -50110,6 +50603,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -50245,6 +50745,13 @@ pub mod builder {
                     )
                 }
                 409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -50421,6 +50928,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -50541,6 +51055,13 @@ pub mod builder {
                     )
                 }
                 403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -50676,6 +51197,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -50787,6 +51315,13 @@ pub mod builder {
                     )
                 }
                 404u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -50949,6 +51484,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -51084,6 +51626,13 @@ pub mod builder {
                     )
                 }
                 409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -51260,6 +51809,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -51380,6 +51936,13 @@ pub mod builder {
                     )
                 }
                 403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -51515,6 +52078,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -51626,6 +52196,13 @@ pub mod builder {
                     )
                 }
                 404u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -51788,6 +52365,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -51923,6 +52507,13 @@ pub mod builder {
                     )
                 }
                 409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -52099,6 +52690,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -52219,6 +52817,13 @@ pub mod builder {
                     )
                 }
                 403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -52354,6 +52959,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -52465,6 +53077,13 @@ pub mod builder {
                     )
                 }
                 404u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -52627,6 +53246,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -52762,6 +53388,13 @@ pub mod builder {
                     )
                 }
                 409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -52938,6 +53571,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -53058,6 +53698,13 @@ pub mod builder {
                     )
                 }
                 403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -53187,6 +53834,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -53298,6 +53952,13 @@ pub mod builder {
                     )
                 }
                 404u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -53456,6 +54117,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -53591,6 +54259,13 @@ pub mod builder {
                     )
                 }
                 409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -53763,6 +54438,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -53854,6 +54536,13 @@ pub mod builder {
                     )
                 }
                 409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -53978,6 +54667,13 @@ pub mod builder {
                     )
                 }
                 409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -54117,6 +54813,13 @@ pub mod builder {
                     )
                 }
                 409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -54276,6 +54979,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -54396,6 +55106,13 @@ pub mod builder {
                     )
                 }
                 403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -54529,6 +55246,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -54640,6 +55364,13 @@ pub mod builder {
                     )
                 }
                 404u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -54802,6 +55533,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -54937,6 +55675,13 @@ pub mod builder {
                     )
                 }
                 409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -55113,6 +55858,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -55233,6 +55985,13 @@ pub mod builder {
                     )
                 }
                 403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -55370,6 +56129,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -55481,6 +56247,13 @@ pub mod builder {
                     )
                 }
                 404u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -55645,6 +56418,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -55780,6 +56560,13 @@ pub mod builder {
                     )
                 }
                 409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -55958,6 +56745,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -56078,6 +56872,13 @@ pub mod builder {
                     )
                 }
                 403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -56215,6 +57016,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -56326,6 +57134,13 @@ pub mod builder {
                     )
                 }
                 404u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -56490,6 +57305,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -56625,6 +57447,13 @@ pub mod builder {
                     )
                 }
                 409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -56803,6 +57632,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -56923,6 +57759,13 @@ pub mod builder {
                     )
                 }
                 403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -57060,6 +57903,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -57171,6 +58021,13 @@ pub mod builder {
                     )
                 }
                 404u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -57335,6 +58192,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -57470,6 +58334,13 @@ pub mod builder {
                     )
                 }
                 409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -57648,6 +58519,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -57739,6 +58617,13 @@ pub mod builder {
                     )
                 }
                 409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -57868,6 +58753,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -57952,6 +58844,13 @@ pub mod builder {
                     )
                 }
                 403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -58055,6 +58954,13 @@ pub mod builder {
                     )
                 }
                 404u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -58173,6 +59079,13 @@ pub mod builder {
                     )
                 }
                 404u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -58313,6 +59226,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 503u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -58424,6 +59344,13 @@ pub mod builder {
                     )
                 }
                 403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -58568,6 +59495,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -58679,6 +59613,13 @@ pub mod builder {
                     )
                 }
                 404u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -58847,6 +59788,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -58982,6 +59930,13 @@ pub mod builder {
                     )
                 }
                 409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -59164,6 +60119,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -59271,6 +60233,13 @@ pub mod builder {
                     )
                 }
                 409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -59415,6 +60384,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -59535,6 +60511,13 @@ pub mod builder {
                     )
                 }
                 403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -59664,6 +60647,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -59775,6 +60765,13 @@ pub mod builder {
                     )
                 }
                 404u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -59933,6 +60930,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -60068,6 +61072,13 @@ pub mod builder {
                     )
                 }
                 409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -60240,6 +61251,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -60360,6 +61378,13 @@ pub mod builder {
                     )
                 }
                 403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -60495,6 +61520,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -60606,6 +61638,13 @@ pub mod builder {
                     )
                 }
                 404u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -60768,6 +61807,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -60903,6 +61949,13 @@ pub mod builder {
                     )
                 }
                 409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -61079,6 +62132,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -61199,6 +62259,13 @@ pub mod builder {
                     )
                 }
                 403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -61328,6 +62395,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -61439,6 +62513,13 @@ pub mod builder {
                     )
                 }
                 404u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -61597,6 +62678,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -61732,6 +62820,13 @@ pub mod builder {
                     )
                 }
                 409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -61904,6 +62999,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -62067,6 +63169,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 503u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -62190,6 +63299,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 503u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -62283,6 +63399,13 @@ pub mod builder {
                     )
                 }
                 404u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -62390,6 +63513,13 @@ pub mod builder {
                     )
                 }
                 409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -62622,6 +63752,13 @@ pub mod builder {
                     )
                 }
                 403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -62863,6 +64000,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 503u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -62979,6 +64123,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 503u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -63049,6 +64200,13 @@ pub mod builder {
                     )
                 }
                 403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -63411,6 +64569,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 503u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -63481,6 +64646,13 @@ pub mod builder {
                     )
                 }
                 403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -63614,6 +64786,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 503u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -63717,6 +64896,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 503u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -63812,6 +64998,13 @@ pub mod builder {
                     )
                 }
                 404u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -63945,6 +65138,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 503u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -64060,6 +65260,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 503u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -64160,6 +65367,13 @@ pub mod builder {
                     )
                 }
                 404u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -65672,6 +66886,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 503u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -65733,6 +66954,13 @@ pub mod builder {
                     )
                 }
                 401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -65802,6 +67030,13 @@ pub mod builder {
                     )
                 }
                 401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,

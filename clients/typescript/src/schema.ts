@@ -2507,7 +2507,7 @@ export interface components {
         /** @description The upstream system refused or failed (`upstream_error`), was unreachable (`upstream_unavailable`) or answered something unreadable (`upstream_invalid_response`); nothing was changed locally. */
         BadGateway: components["schemas"]["ApiError"] & {
             /** @enum {string} */
-            error_code?: "upstream_error" | "upstream_unavailable" | "upstream_invalid_response";
+            error_code?: "upstream_error" | "upstream_invalid_response" | "upstream_unavailable";
         };
         /** @description Input of a lease calculation at the provider; further fields (`ProductType`, `Currency`, `PaymentFrequency`, ...) are passed to the provider untouched. */
         CalculationPayload: {
@@ -3445,7 +3445,7 @@ export interface components {
         /** @description The upstream system did not answer in time (`upstream_timeout`); nothing was changed locally. A forwarded field-report write that timed out is settled by reading the upstream back: not applied → `upstream_unavailable` (nothing changed; send it again); unknown, because the read failed too → `upstream_outcome_unknown`: sending the same write again is safe (a create is looked up by its `ExternalId` first, an update reads the record first), and a delete stays deleted here and pending, sent again by `post`. */
         GatewayTimeout: components["schemas"]["ApiError"] & {
             /** @enum {string} */
-            error_code?: "upstream_timeout" | "upstream_unavailable" | "upstream_outcome_unknown";
+            error_code?: "upstream_outcome_unknown" | "upstream_timeout" | "upstream_unavailable";
         };
         /** @description The process is up. */
         Health: {
@@ -3484,6 +3484,11 @@ export interface components {
             failed: number;
             /** Format: int64 */
             pending: number;
+        };
+        /** @description An unexpected failure (`internal_error`), such as a failed database query: the message is generic and the service logged the detail under `request_id`; quote it when reporting the problem. */
+        InternalError: components["schemas"]["ApiError"] & {
+            /** @enum {string} */
+            error_code?: "internal_error";
         };
         /**
          * @description The amount that can be financed.
@@ -3893,15 +3898,15 @@ export interface components {
              */
             total?: number | null;
         };
-        /** @description A leasing failure (the seed's rule: every failure of a leasing route is answered 500 `{success: false, message}`), named by `error_code`: the request was `declined` or `cancelled`, is `missing_info` (the missing-info mail was sent or its failure is named in `message`), is `already_past_signing`, or was `not_ready_to_sign` when the attempts were used up; the provider refused (`upstream_rejected`), failed (`upstream_error`), did not answer in time (`upstream_timeout`), was unreachable (`upstream_unavailable`), busy (`upstream_busy`), answered something unreadable (`upstream_invalid_response`) or is not configured (`upstream_not_configured`); or the contract could not be stored (`storage_error`). */
+        /** @description A leasing failure (the seed's rule: every failure of a leasing route is answered 500 `{success: false, message}`), named by `error_code`: the request was `declined` or `cancelled`, is `missing_info` (the missing-info mail was sent or its failure is named in `message`), is `already_past_signing`, or was `not_ready_to_sign` when the attempts were used up; the provider refused (`upstream_rejected`), failed (`upstream_error`), did not answer in time (`upstream_timeout`), was unreachable (`upstream_unavailable`), busy (`upstream_busy`), answered something unreadable (`upstream_invalid_response`) or is not configured (`upstream_not_configured`); the call to it could not be made (`upstream_client_error`); the contract could not be stored (`storage_error`); or an unexpected failure (`internal_error`, logged under `request_id`). */
         LeasingFailure: components["schemas"]["ApiError"] & {
             /** @enum {string} */
-            error_code?: "declined" | "cancelled" | "missing_info" | "already_past_signing" | "not_ready_to_sign" | "upstream_rejected" | "upstream_error" | "upstream_timeout" | "upstream_unavailable" | "upstream_busy" | "upstream_invalid_response" | "upstream_not_configured" | "storage_error";
+            error_code?: "already_past_signing" | "cancelled" | "declined" | "internal_error" | "missing_info" | "not_ready_to_sign" | "storage_error" | "upstream_busy" | "upstream_client_error" | "upstream_error" | "upstream_invalid_response" | "upstream_not_configured" | "upstream_rejected" | "upstream_timeout" | "upstream_unavailable";
         };
-        /** @description A failure of the one-shot flow (the causes of `LeasingFailure`) with where the flow stood. A retry with the same `Idempotency-Key` gets this answer again (same status and body apart from `request_id`) and creates nothing, unless the create step itself was refused or never reached the provider. */
+        /** @description A failure of the one-shot flow (the causes of `LeasingFailure`) with where the flow stood (`financingId`, `flowId`, `failedStep`; absent when the call failed before the flow started, such as an `internal_error` of the token's check). A retry with the same `Idempotency-Key` gets this answer again (same status and body apart from `request_id`) and creates nothing, unless the create step itself was refused or never reached the provider. */
         LeasingFlowFailure: components["schemas"]["ApiError"] & components["schemas"]["LeasingFlowPosition"] & {
             /** @enum {string} */
-            error_code?: "declined" | "cancelled" | "missing_info" | "already_past_signing" | "not_ready_to_sign" | "upstream_rejected" | "upstream_error" | "upstream_timeout" | "upstream_unavailable" | "upstream_busy" | "upstream_invalid_response" | "upstream_not_configured" | "storage_error";
+            error_code?: "already_past_signing" | "cancelled" | "declined" | "internal_error" | "missing_info" | "not_ready_to_sign" | "storage_error" | "upstream_busy" | "upstream_client_error" | "upstream_error" | "upstream_invalid_response" | "upstream_not_configured" | "upstream_rejected" | "upstream_timeout" | "upstream_unavailable";
         };
         /** @description The body is invalid (`validation_failed`, `errors` per field): refused before anything ran, or, for a payload the provider's schema checks only when it is sent (`e_signature_payload`), at that step, with `financingId`, `flowId` and `failedStep`; or the `Idempotency-Key` was used with another body (`idempotency_key_reused`). */
         LeasingFlowInvalid: components["schemas"]["ApiError"] & components["schemas"]["LeasingFlowPosition"] & {
@@ -5835,10 +5840,10 @@ export interface components {
                 [key: string]: unknown;
             } | null;
         };
-        /** @description The database does not answer (`service_unavailable`), the service is shutting down (`shutting_down`; send it again), the upstream system is not configured (`upstream_not_configured`; the message names the setting), or it stays busy (`upstream_busy`; retry after `Retry-After`). */
+        /** @description The database does not answer (`service_unavailable`), the service is shutting down and stopped the field-report work the call started (`interrupted`; send it again), the upstream system is not configured (`upstream_not_configured`; the message names the setting), or it stays busy (`upstream_busy`; retry after `Retry-After`). */
         UpstreamUnavailable: components["schemas"]["ApiError"] & {
             /** @enum {string} */
-            error_code?: "service_unavailable" | "shutting_down" | "upstream_not_configured" | "upstream_busy";
+            error_code?: "interrupted" | "service_unavailable" | "upstream_busy" | "upstream_not_configured";
         };
         /** @description A user of the field-report system, e.g. a technician or dispatcher. */
         Users: {
@@ -6005,7 +6010,17 @@ export interface components {
                 "application/json": components["schemas"]["GatewayTimeout"];
             };
         };
-        /** @description A leasing failure (the seed's rule: every failure of a leasing route is answered 500 `{success: false, message}`), named by `error_code`: the request was `declined` or `cancelled`, is `missing_info` (the missing-info mail was sent or its failure is named in `message`), is `already_past_signing`, or was `not_ready_to_sign` when the attempts were used up; the provider refused (`upstream_rejected`), failed (`upstream_error`), did not answer in time (`upstream_timeout`), was unreachable (`upstream_unavailable`), busy (`upstream_busy`), answered something unreadable (`upstream_invalid_response`) or is not configured (`upstream_not_configured`); or the contract could not be stored (`storage_error`). */
+        /** @description An unexpected failure (`internal_error`), such as a failed database query: the message is generic and the service logged the detail under `request_id`; quote it when reporting the problem. */
+        InternalError: {
+            headers: {
+                "x-request-id": components["headers"]["RequestId"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["InternalError"];
+            };
+        };
+        /** @description A leasing failure (the seed's rule: every failure of a leasing route is answered 500 `{success: false, message}`), named by `error_code`: the request was `declined` or `cancelled`, is `missing_info` (the missing-info mail was sent or its failure is named in `message`), is `already_past_signing`, or was `not_ready_to_sign` when the attempts were used up; the provider refused (`upstream_rejected`), failed (`upstream_error`), did not answer in time (`upstream_timeout`), was unreachable (`upstream_unavailable`), busy (`upstream_busy`), answered something unreadable (`upstream_invalid_response`) or is not configured (`upstream_not_configured`); the call to it could not be made (`upstream_client_error`); the contract could not be stored (`storage_error`); or an unexpected failure (`internal_error`, logged under `request_id`). */
         LeasingFailure: {
             headers: {
                 "x-request-id": components["headers"]["RequestId"];
@@ -6091,7 +6106,7 @@ export interface components {
                 "application/json": components["schemas"]["ApiError"];
             };
         };
-        /** @description The database does not answer (`service_unavailable`), the service is shutting down (`shutting_down`; send it again), the upstream system is not configured (`upstream_not_configured`; the message names the setting), or it stays busy (`upstream_busy`; retry after `Retry-After`). */
+        /** @description The database does not answer (`service_unavailable`), the service is shutting down and stopped the field-report work the call started (`interrupted`; send it again), the upstream system is not configured (`upstream_not_configured`; the message names the setting), or it stays busy (`upstream_busy`; retry after `Retry-After`). */
         UpstreamUnavailable: {
             headers: {
                 "x-request-id": components["headers"]["RequestId"];
@@ -6159,6 +6174,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             409: components["responses"]["Conflict"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -6192,6 +6208,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             409: components["responses"]["Conflict"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -6223,6 +6240,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             409: components["responses"]["Conflict"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -6256,6 +6274,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             409: components["responses"]["Conflict"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -6287,6 +6306,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             409: components["responses"]["Conflict"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -6321,6 +6341,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             409: components["responses"]["Conflict"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -6349,6 +6370,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             409: components["responses"]["Conflict"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -6377,6 +6399,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             409: components["responses"]["Conflict"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -6408,6 +6431,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             409: components["responses"]["Conflict"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -6435,6 +6459,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -6468,6 +6493,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -6500,6 +6526,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -6532,6 +6559,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -6558,6 +6586,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             409: components["responses"]["Conflict"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -6589,6 +6618,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             409: components["responses"]["Conflict"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -6622,6 +6652,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             409: components["responses"]["Conflict"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -6657,6 +6688,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             409: components["responses"]["Conflict"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -6713,6 +6745,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -6772,6 +6805,7 @@ export interface operations {
             };
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -6802,6 +6836,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -6841,6 +6876,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -6872,6 +6908,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -6914,6 +6951,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -6962,6 +7000,7 @@ export interface operations {
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -7006,6 +7045,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -7038,6 +7078,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -7077,6 +7118,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -7108,6 +7150,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -7150,6 +7193,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -7198,6 +7242,7 @@ export interface operations {
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -7242,6 +7287,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -7274,6 +7320,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -7313,6 +7360,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -7344,6 +7392,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -7386,6 +7435,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -7434,6 +7484,7 @@ export interface operations {
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -7478,6 +7529,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -7510,6 +7562,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -7549,6 +7602,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -7580,6 +7634,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -7622,6 +7677,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -7670,6 +7726,7 @@ export interface operations {
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -7714,6 +7771,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -7746,6 +7804,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -7785,6 +7844,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -7816,6 +7876,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -7858,6 +7919,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -7906,6 +7968,7 @@ export interface operations {
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -7950,6 +8013,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -7982,6 +8046,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -8021,6 +8086,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -8052,6 +8118,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -8094,6 +8161,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -8142,6 +8210,7 @@ export interface operations {
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -8186,6 +8255,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -8218,6 +8288,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -8257,6 +8328,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -8288,6 +8360,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -8330,6 +8403,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -8378,6 +8452,7 @@ export interface operations {
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -8422,6 +8497,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -8450,6 +8526,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             409: components["responses"]["Conflict"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -8482,6 +8559,7 @@ export interface operations {
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -8516,6 +8594,7 @@ export interface operations {
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -8552,6 +8631,7 @@ export interface operations {
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -8584,6 +8664,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -8623,6 +8704,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -8654,6 +8736,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -8696,6 +8779,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -8744,6 +8828,7 @@ export interface operations {
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -8788,6 +8873,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -8820,6 +8906,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -8859,6 +8946,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -8890,6 +8978,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -8932,6 +9021,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -8980,6 +9070,7 @@ export interface operations {
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -9024,6 +9115,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -9056,6 +9148,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -9095,6 +9188,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -9126,6 +9220,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -9168,6 +9263,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -9216,6 +9312,7 @@ export interface operations {
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -9260,6 +9357,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -9292,6 +9390,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -9331,6 +9430,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -9362,6 +9462,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -9404,6 +9505,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -9452,6 +9554,7 @@ export interface operations {
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -9496,6 +9599,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -9524,6 +9628,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             409: components["responses"]["Conflict"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -9556,6 +9661,7 @@ export interface operations {
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -9583,6 +9689,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -9612,6 +9719,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -9643,6 +9751,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -9676,6 +9785,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -9706,6 +9816,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -9745,6 +9856,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -9776,6 +9888,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -9818,6 +9931,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -9866,6 +9980,7 @@ export interface operations {
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -9910,6 +10025,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -9941,6 +10057,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             409: components["responses"]["Conflict"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -9976,6 +10093,7 @@ export interface operations {
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -10008,6 +10126,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -10047,6 +10166,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -10078,6 +10198,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -10120,6 +10241,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -10168,6 +10290,7 @@ export interface operations {
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -10212,6 +10335,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -10244,6 +10368,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -10283,6 +10408,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -10314,6 +10440,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -10356,6 +10483,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -10404,6 +10532,7 @@ export interface operations {
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -10448,6 +10577,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -10480,6 +10610,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -10519,6 +10650,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -10550,6 +10682,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -10592,6 +10725,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -10640,6 +10774,7 @@ export interface operations {
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -10684,6 +10819,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -10721,6 +10857,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -10775,6 +10912,7 @@ export interface operations {
             };
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -10820,6 +10958,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -10882,6 +11021,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -10985,6 +11125,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -11051,6 +11192,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -11081,6 +11223,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -11106,6 +11249,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -11315,6 +11459,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -11340,6 +11485,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -11402,6 +11548,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -11448,6 +11595,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -11492,6 +11640,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -11542,6 +11691,7 @@ export interface operations {
                 };
             };
             422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -11590,6 +11740,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -11636,6 +11787,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -12055,6 +12207,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -12077,6 +12230,7 @@ export interface operations {
                 content?: never;
             };
             401: components["responses"]["Unauthenticated"];
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -12101,6 +12255,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
