@@ -70,16 +70,34 @@ pub fn discard() -> Logger {
     Logger::root(slog::Discard, o!())
 }
 
+std::thread_local! {
+    /// Set while [`quietly`] runs: the reports below log nothing.
+    static QUIET: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `f` without the reports of this module: for errors made up to read their answer (the
+/// document's error answers, `api::answers`), which nobody met.
+pub fn quietly<R>(f: impl FnOnce() -> R) -> R {
+    let before = QUIET.replace(true);
+    let result = f();
+    QUIET.set(before);
+    result
+}
+
+fn logger() -> Option<&'static Logger> {
+    if QUIET.get() { None } else { GLOBAL.get() }
+}
+
 /// Logs the detail of an error whose client-facing message is generic.
 pub fn report_internal_error(detail: &str) {
-    if let Some(log) = GLOBAL.get() {
+    if let Some(log) = logger() {
         slog::error!(log, "internal error"; "detail" => detail);
     }
 }
 
 /// Logs a failed leasing operation (the seed logs every one).
 pub fn report_leasing_failure(error_code: &str, message: &str) {
-    if let Some(log) = GLOBAL.get() {
+    if let Some(log) = logger() {
         slog::warn!(log, "leasing operation failed"; "error_code" => error_code, "message" => message);
     }
 }

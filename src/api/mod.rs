@@ -15,6 +15,7 @@
 //! the `ApiDescription` it builds cannot be merged with another; the per-entity field-report
 //! endpoints ([`fieldreport::register`]) have to join the same description anyway.
 
+pub mod answers;
 pub mod auth;
 pub mod config;
 pub mod context;

@@ -7,71 +7,62 @@
 //! header parameter, which becomes the operation's `security` (OpenAPI ignores `Authorization`
 //! header parameters), and the parameter's description names the ability.
 
+use std::collections::{BTreeMap, BTreeSet};
+
 use serde_json::{Value, json};
 
-/// Leasing operations that never call the provider (so never answer its 500s).
-const LOCAL_LEASING_OPERATIONS: &[&str] = &[
-    "leasing_calculate_default",
-    "leasing_calculate_instalment",
-    "leasing_calculate",
-    "leasing_request_flow_health",
-    "leasing_request_flow_show",
-    "leasing_subscription_create",
-    "leasing_subscription_list",
-    "leasing_subscription_show",
-    "leasing_subscription_delete",
-    "leasing_subscription_rotate_secret",
-    "leasing_subscription_deliveries",
-    "leasing_subscription_delivery_retry",
-];
+use super::answers::{self, Source};
 
-/// ERP operations that call the ERP (or, `fieldReportPost`, the field-report system).
-const ERP_UPSTREAM_OPERATION_PREFIXES: &[&str] =
-    &["erp_setup", "erp_get", "erp_update", "erp_pull_attribute", "erp_push_attribute", "erp_field_report_post"];
-
-/// The server errors the document admits, as responses and schemas of the same name: name,
-/// description, the `error_code`s the body may carry. `internal_error` is in none of them.
-const SERVER_ERRORS: &[(&str, &str, &[&str])] = &[
+/// The server errors the document states, as responses and schemas of the same name: name,
+/// status, description. Each schema narrows `ApiError` to the `error_code`s that the operations
+/// answering with it can send on its status, derived from their handlers' error types
+/// ([`super::answers`]); the description names every one of them (a test checks it).
+const SERVER_ERRORS: &[(&str, u16, &str)] = &[
+    (
+        "InternalError",
+        500,
+        "An unexpected failure (`internal_error`), such as a failed database query: the message is generic and the service logged the detail under `request_id`; quote it when reporting the problem.",
+    ),
     (
         "LeasingFailure",
-        "A leasing failure (the seed's rule: every failure of a leasing route is answered 500 `{success: false, message}`), named by `error_code`: the request was `declined` or `cancelled`, is `missing_info` (the missing-info mail was sent or its failure is named in `message`), is `already_past_signing`, or was `not_ready_to_sign` when the attempts were used up; the provider refused (`upstream_rejected`), failed (`upstream_error`), did not answer in time (`upstream_timeout`), was unreachable (`upstream_unavailable`), busy (`upstream_busy`), answered something unreadable (`upstream_invalid_response`) or is not configured (`upstream_not_configured`); or the contract could not be stored (`storage_error`).",
-        &[
-            "declined",
-            "cancelled",
-            "missing_info",
-            "already_past_signing",
-            "not_ready_to_sign",
-            "upstream_rejected",
-            "upstream_error",
-            "upstream_timeout",
-            "upstream_unavailable",
-            "upstream_busy",
-            "upstream_invalid_response",
-            "upstream_not_configured",
-            "storage_error",
-        ],
+        500,
+        "A leasing failure (the seed's rule: every failure of a leasing route is answered 500 `{success: false, message}`), named by `error_code`: the request was `declined` or `cancelled`, is `missing_info` (the missing-info mail was sent or its failure is named in `message`), is `already_past_signing`, or was `not_ready_to_sign` when the attempts were used up; the provider refused (`upstream_rejected`), failed (`upstream_error`), did not answer in time (`upstream_timeout`), was unreachable (`upstream_unavailable`), busy (`upstream_busy`), answered something unreadable (`upstream_invalid_response`) or is not configured (`upstream_not_configured`); the call to it could not be made (`upstream_client_error`); the contract could not be stored (`storage_error`); or an unexpected failure (`internal_error`, logged under `request_id`).",
     ),
     (
         "BadGateway",
+        502,
         "The upstream system refused or failed (`upstream_error`), was unreachable (`upstream_unavailable`) or answered something unreadable (`upstream_invalid_response`); nothing was changed locally.",
-        &["upstream_error", "upstream_unavailable", "upstream_invalid_response"],
     ),
     (
         "ServiceUnavailable",
+        503,
         "The database does not answer (`service_unavailable`), or the service is shutting down and stopped the work the call held (`shutting_down`); send it again.",
-        &["service_unavailable", "shutting_down"],
     ),
     (
         "UpstreamUnavailable",
-        "The database does not answer (`service_unavailable`), the service is shutting down (`shutting_down`; send it again), the upstream system is not configured (`upstream_not_configured`; the message names the setting), or it stays busy (`upstream_busy`; retry after `Retry-After`).",
-        &["service_unavailable", "shutting_down", "upstream_not_configured", "upstream_busy"],
+        503,
+        "The database does not answer (`service_unavailable`), the service is shutting down and stopped the field-report work the call started (`interrupted`; send it again), the upstream system is not configured (`upstream_not_configured`; the message names the setting), or it stays busy (`upstream_busy`; retry after `Retry-After`).",
     ),
     (
         "GatewayTimeout",
+        504,
         "The upstream system did not answer in time (`upstream_timeout`); nothing was changed locally. A forwarded field-report write that timed out is settled by reading the upstream back: not applied → `upstream_unavailable` (nothing changed; send it again); unknown, because the read failed too → `upstream_outcome_unknown`: sending the same write again is safe (a create is looked up by its `ExternalId` first, an update reads the record first), and a delete stays deleted here and pending, sent again by `post`.",
-        &["upstream_timeout", "upstream_unavailable", "upstream_outcome_unknown"],
     ),
 ];
+
+/// The server error an operation answers `status` with, by the error types it returns.
+fn server_error_name(status: u16, sources: &BTreeSet<Source>) -> &'static str {
+    let upstream = sources.contains(&Source::Erp) || sources.contains(&Source::FieldReport);
+    match status {
+        500 if sources.contains(&Source::Leasing) => "LeasingFailure",
+        500 => "InternalError",
+        502 => "BadGateway",
+        503 if upstream => "UpstreamUnavailable",
+        503 => "ServiceUnavailable",
+        504 => "GatewayTimeout",
+        other => panic!("no server error answers {other}: add one to SERVER_ERRORS"),
+    }
+}
 
 const DESCRIPTION: &str = "One authenticated, documented HTTP API in front of three upstream systems: \
 a leasing provider (financing requests, e-signature, contract documents), a field-report system \
@@ -151,39 +142,13 @@ fn complete(doc: &mut Value) {
         "description": "The record exists already, was changed by a concurrent request, or the upstream reports a version conflict (`upstream_conflict`).",
         "content": error_content.clone()
     });
-    // The server errors: each operation lists the ones it can give (dropshot's catch-all `5XX`
-    // is removed), each with the error codes it may carry, so that an `internal_error` or an
-    // unlisted status is a contract violation a client generator and the fuzzer (.ci/fuzz) see.
-    let schemas = components.get_mut("schemas").and_then(Value::as_object_mut).expect("the document has schemas");
-    for (name, description, codes) in SERVER_ERRORS {
-        schemas.insert(
-            (*name).into(),
-            json!({
-                "description": description,
-                "allOf": [
-                    {"$ref": "#/components/schemas/ApiError"},
-                    {"type": "object", "properties": {"error_code": {"type": "string", "enum": codes}}}
-                ]
-            }),
-        );
-    }
-    add_request_flow_schemas(schemas);
-    let responses = components.get_mut("responses").and_then(Value::as_object_mut).expect("responses were added");
-    for (name, description, _) in SERVER_ERRORS {
-        responses.insert(
-            (*name).into(),
-            json!({
-                "description": description,
-                "content": {"application/json": {"schema": {"$ref": format!("#/components/schemas/{name}")}}}
-            }),
-        );
-    }
     if let Value::Object(event_schemas) = event_schema() {
         let schemas = doc["components"]["schemas"].as_object_mut().expect("the document has schemas");
         for (name, schema) in event_schemas {
             schemas.entry(name).or_insert(schema);
         }
     }
+    let mut server_codes = BTreeMap::<&str, BTreeSet<String>>::new();
     let paths = doc["paths"].as_object_mut().expect("the document has paths");
     for item in paths.values_mut() {
         for (method, op) in item.as_object_mut().into_iter().flatten() {
@@ -192,11 +157,12 @@ fn complete(doc: &mut Value) {
             }
             let op_id = op["operationId"].as_str().unwrap_or_default().to_string();
             let has_body = op.get("requestBody").is_some();
-            if let Some(ability) = take_bearer_token_parameter(op) {
+            let guarded = take_bearer_token_parameter(op);
+            if let Some(ability) = &guarded {
                 op["security"] = json!([{"bearerAuth": []}]);
                 op["responses"]["401"] = json!({"$ref": "#/components/responses/Unauthenticated"});
                 if let Some(ability) = ability {
-                    state_ability(op, &ability);
+                    state_ability(op, ability);
                 }
             }
             if has_body {
@@ -208,11 +174,11 @@ fn complete(doc: &mut Value) {
             let responses = op["responses"].as_object_mut().expect("every operation has responses");
             responses.remove("5XX");
             let reference = |name: &str| json!({"$ref": format!("#/components/responses/{name}")});
-            if op_id != "healthz" {
-                responses.insert("503".into(), reference("ServiceUnavailable"));
-            }
-            if tags.iter().any(|t| t == "leasing") && !LOCAL_LEASING_OPERATIONS.contains(&op_id.as_str()) {
-                responses.insert("500".into(), reference("LeasingFailure"));
+            let sources = answers::sources(&op_id, &tags, guarded.is_some());
+            for (status, code) in answers::answers(&sources).into_iter().filter(|(status, _)| *status >= 500) {
+                let name = server_error_name(status, &sources);
+                server_codes.entry(name).or_default().insert(code);
+                responses.insert(status.to_string(), reference(name));
             }
             if op_id == "leasing_request_flow" {
                 complete_request_flow_operation(op);
@@ -223,7 +189,7 @@ fn complete(doc: &mut Value) {
                     "content": error_content.clone()
                 });
             }
-            if ERP_UPSTREAM_OPERATION_PREFIXES.iter().any(|prefix| op_id.starts_with(prefix)) {
+            if sources.contains(&Source::Erp) {
                 upstream_errors(op);
             }
             if tags.iter().any(|t| t == "fieldreport") {
@@ -257,6 +223,7 @@ fn complete(doc: &mut Value) {
             }
         }
     }
+    add_server_errors(doc, &server_codes);
     bound_integers(doc);
     give_request_examples(doc);
     express_nullable_references(doc);
@@ -470,12 +437,16 @@ const REQUEST_FLOW_ERRORS: &[(&str, &str, &str, &[&str])] = &[
         "503",
         "LeasingFlowUnavailable",
         "The database does not answer (`service_unavailable`; no flow position), or the service shut down while the flow ran (`shutting_down`): the flow stopped at `failedStep`, recorded as `interrupted`.",
-        &["service_unavailable", "shutting_down"],
+        // The codes of `ServiceUnavailable`, derived (see `add_request_flow_schemas`).
+        &[],
     ),
 ];
 
 /// The schemas of the one-shot flow's error answers (see [`REQUEST_FLOW_ERRORS`]).
-fn add_request_flow_schemas(schemas: &mut serde_json::Map<String, Value>) {
+fn add_request_flow_schemas(
+    schemas: &mut serde_json::Map<String, Value>,
+    server_codes: &BTreeMap<&str, BTreeSet<String>>,
+) {
     schemas.insert(
         "LeasingFlowPosition".into(),
         json!({
@@ -488,33 +459,30 @@ fn add_request_flow_schemas(schemas: &mut serde_json::Map<String, Value>) {
             }
         }),
     );
-    let narrowing = |description: &str, codes: &[&str], required: &[&str]| {
-        let mut codes_and_required =
-            json!({"type": "object", "properties": {"error_code": {"type": "string", "enum": codes}}});
-        if !required.is_empty() {
-            codes_and_required["required"] = json!(required);
-        }
+    let narrowing = |description: &str, codes: &[&str]| {
+        let codes = json!({"type": "object", "properties": {"error_code": {"type": "string", "enum": codes}}});
         json!({
             "description": description,
             "allOf": [
                 {"$ref": "#/components/schemas/ApiError"},
                 {"$ref": "#/components/schemas/LeasingFlowPosition"},
-                codes_and_required
+                codes
             ]
         })
     };
-    let (_, _, leasing_failure_codes) =
-        SERVER_ERRORS.iter().find(|(name, _, _)| *name == "LeasingFailure").expect("LeasingFailure is a server error");
+    let derived = |name: &str| -> Vec<&str> {
+        server_codes.get(name).expect("leasing operations answer it").iter().map(String::as_str).collect()
+    };
     schemas.insert(
         "LeasingFlowFailure".into(),
         narrowing(
-            "A failure of the one-shot flow (the causes of `LeasingFailure`) with where the flow stood. A retry with the same `Idempotency-Key` gets this answer again (same status and body apart from `request_id`) and creates nothing, unless the create step itself was refused or never reached the provider.",
-            leasing_failure_codes,
-            &["financingId", "flowId", "failedStep"],
+            "A failure of the one-shot flow (the causes of `LeasingFailure`) with where the flow stood (`financingId`, `flowId`, `failedStep`; absent when the call failed before the flow started, such as an `internal_error` of the token's check). A retry with the same `Idempotency-Key` gets this answer again (same status and body apart from `request_id`) and creates nothing, unless the create step itself was refused or never reached the provider.",
+            &derived("LeasingFailure"),
         ),
     );
-    for (_, name, description, codes) in REQUEST_FLOW_ERRORS {
-        schemas.insert((*name).into(), narrowing(description, codes, &[]));
+    for (status, name, description, codes) in REQUEST_FLOW_ERRORS {
+        let codes = if *status == "503" { derived("ServiceUnavailable") } else { codes.to_vec() };
+        schemas.insert((*name).into(), narrowing(description, &codes));
     }
 }
 
@@ -537,13 +505,42 @@ fn complete_request_flow_operation(op: &mut Value) {
     }
 }
 
-/// The answers of an operation that calls an upstream system when it fails.
+/// The conflict an upstream system can report (its server errors follow from the operation's
+/// error types, see [`add_server_errors`]).
 fn upstream_errors(op: &mut Value) {
-    let reference = |name: &str| json!({"$ref": format!("#/components/responses/{name}")});
-    op["responses"]["409"] = reference("Conflict");
-    op["responses"]["502"] = reference("BadGateway");
-    op["responses"]["503"] = reference("UpstreamUnavailable");
-    op["responses"]["504"] = reference("GatewayTimeout");
+    op["responses"]["409"] = json!({"$ref": "#/components/responses/Conflict"});
+}
+
+/// The server errors the operations answer (see [`SERVER_ERRORS`]), each narrowed to the codes
+/// `server_codes` collected for it, and the one-shot flow's schemas built on them.
+fn add_server_errors(doc: &mut Value, server_codes: &BTreeMap<&str, BTreeSet<String>>) {
+    let schemas = doc["components"]["schemas"].as_object_mut().expect("the document has schemas");
+    for (name, _, description) in SERVER_ERRORS {
+        let Some(codes) = server_codes.get(name) else { continue };
+        schemas.insert(
+            (*name).into(),
+            json!({
+                "description": description,
+                "allOf": [
+                    {"$ref": "#/components/schemas/ApiError"},
+                    {"type": "object", "properties": {"error_code": {"type": "string", "enum": codes}}}
+                ]
+            }),
+        );
+    }
+    add_request_flow_schemas(schemas, server_codes);
+    let responses = doc["components"]["responses"].as_object_mut().expect("the document has responses");
+    for (name, _, description) in SERVER_ERRORS {
+        if server_codes.contains_key(name) {
+            responses.insert(
+                (*name).into(),
+                json!({
+                    "description": description,
+                    "content": {"application/json": {"schema": {"$ref": format!("#/components/schemas/{name}")}}}
+                }),
+            );
+        }
+    }
 }
 
 /// The answers of the jobs routes besides success: an unknown job, an active or ended one, a
@@ -838,6 +835,86 @@ mod tests {
                     let content = &body["content"]["application/json"];
                     assert!(content.get("example").is_some(), "{op_id}: no example of its request body");
                 }
+            }
+        }
+    }
+
+    /// The `error_code`s a response allows: its schema's `error_code` enum, following `$ref`s
+    /// and `allOf`; `None` when any code is allowed (plain `ApiError`).
+    fn allowed_codes(doc: &serde_json::Value, value: &serde_json::Value) -> Option<Vec<String>> {
+        if let Some(reference) = value["$ref"].as_str() {
+            return allowed_codes(doc, doc.pointer(&reference[1..]).expect("a $ref resolves"));
+        }
+        if let Some(codes) = value["properties"]["error_code"]["enum"].as_array() {
+            return Some(codes.iter().map(|c| c.as_str().unwrap().to_string()).collect());
+        }
+        let schema = &value["content"]["application/json"]["schema"];
+        if !schema.is_null() {
+            return allowed_codes(doc, schema);
+        }
+        value["allOf"].as_array().into_iter().flatten().find_map(|part| allowed_codes(doc, part))
+    }
+
+    /// Every answer an operation's error types can give (each variant of each, through the
+    /// service's one mapping) is declared by the operation: its status, or the `4XX` range for a
+    /// client error, and its `error_code` in that status's enum. And every operation that meets
+    /// the database declares 500 `internal_error`.
+    #[test]
+    fn error_answers_follow_the_error_types() {
+        use super::answers::{self, Source};
+        let doc: serde_json::Value = serde_json::from_str(&super::document()).unwrap();
+        let mut checked = 0;
+        for (path, item) in doc["paths"].as_object().unwrap() {
+            for (method, op) in item.as_object().unwrap() {
+                let op_id = op["operationId"].as_str().unwrap();
+                let tags: Vec<String> =
+                    op["tags"].as_array().unwrap().iter().map(|t| t.as_str().unwrap().to_string()).collect();
+                let guarded = op.get("security") == Some(&serde_json::json!([{"bearerAuth": []}]));
+                let sources = answers::sources(op_id, &tags, guarded);
+                let responses = &op["responses"];
+                for (status, code) in answers::answers(&sources) {
+                    let response = match responses.get(status.to_string()) {
+                        Some(response) => response,
+                        None if status < 500 => {
+                            assert!(responses.get("4XX").is_some(), "{method} {path}: {status} `{code}` undeclared");
+                            continue;
+                        }
+                        None => panic!("{method} {path}: {status} `{code}` undeclared"),
+                    };
+                    if let Some(allowed) = allowed_codes(&doc, response) {
+                        assert!(allowed.contains(&code), "{method} {path}: {status} `{code}` not in {allowed:?}");
+                    }
+                    checked += 1;
+                }
+                let meets_the_database = sources.iter().any(|s| *s != Source::Probe);
+                if meets_the_database {
+                    let allowed = allowed_codes(&doc, &responses["500"]);
+                    assert!(
+                        allowed.is_some_and(|codes| codes.iter().any(|c| c == "internal_error")),
+                        "{method} {path}: no 500 `internal_error`"
+                    );
+                }
+            }
+        }
+        assert!(checked > 1000, "only {checked} answers checked");
+        let update = &doc["paths"]["/api/v1/erp/update/{model}"]["get"]["responses"]["503"];
+        assert!(allowed_codes(&doc, update).unwrap().contains(&"interrupted".to_string()));
+    }
+
+    /// Each server error's description names every `error_code` its enum allows.
+    #[test]
+    fn server_errors_describe_their_codes() {
+        let doc: serde_json::Value = serde_json::from_str(&super::document()).unwrap();
+        let schemas = &doc["components"]["schemas"];
+        let names = super::SERVER_ERRORS.iter().map(|(name, _, _)| *name);
+        let flow = ["LeasingFlowFailure", "LeasingFlowRetryConflict", "LeasingFlowInvalid", "LeasingFlowUnavailable"];
+        for name in names.chain(flow) {
+            // The flow's failure has "the causes of `LeasingFailure`", described there.
+            let described_in = if name == "LeasingFlowFailure" { "LeasingFailure" } else { name };
+            let description = schemas[described_in]["description"].as_str();
+            let description = description.unwrap_or_else(|| panic!("{described_in} is not stated"));
+            for code in allowed_codes(&doc, &schemas[name]).unwrap() {
+                assert!(description.contains(&format!("`{code}`")), "{name} does not describe `{code}`: {description}");
             }
         }
     }

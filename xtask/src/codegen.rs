@@ -6,11 +6,13 @@ use anyhow::{Context, Result};
 use quote::quote;
 use serde_json::Value;
 
-use crate::mirror::{MIRROR_FILE, Mirror};
+use crate::mirror::Mirror;
 use crate::{erp, fieldreport, leasing, render};
 
 pub const LEASING_SPEC: &str = "spec/upstream/leasing/openapi.json";
 pub const FIELDREPORT_SPEC: &str = "spec/upstream/fieldreport/metadata.xml";
+/// The project's choice of mirrored field-report sets, whichever description it is applied to.
+pub const MIRROR: &str = "spec/upstream/fieldreport/mirror.toml";
 pub const ERP_SPEC: &str = "spec/upstream/erp/openapi.json";
 pub const GENERATED_SRC: &str = "generated/src";
 pub const GENERATED_MANIFEST: &str = "generated/Cargo.toml";
@@ -30,7 +32,7 @@ serde_json = "1"
 pub struct Sources {
     root: PathBuf,
     fieldreport: PathBuf,
-    /// The mirror file; `mirror.toml` beside the field-report description when `None`.
+    /// The mirror file; the project's own ([`MIRROR`]) when `None`.
     mirror: Option<PathBuf>,
     erp: PathBuf,
 }
@@ -50,12 +52,10 @@ impl Sources {
         Self::new(root, Path::new(FIELDREPORT_SPEC), None, Path::new(ERP_SPEC))
     }
 
-    /// The mirror file as given, or the one beside the field-report description.
+    /// The mirror file as given, or the project's own: a `$metadata` saved anywhere is
+    /// generated with the sets the project mirrors.
     pub fn mirror(&self) -> PathBuf {
-        match &self.mirror {
-            Some(path) => path.clone(),
-            None => self.fieldreport.parent().unwrap_or(Path::new("")).join(MIRROR_FILE),
-        }
+        self.mirror.clone().unwrap_or_else(|| PathBuf::from(MIRROR))
     }
 
     /// A path as given on the command line (relative paths are relative to the workspace root,
@@ -189,4 +189,29 @@ pub fn write_standalone(crate_: &Crate, dir: &Path) -> Result<()> {
     write_src(crate_, &dir.join("src"))?;
     let path = dir.join("Cargo.toml");
     std::fs::write(&path, standalone_manifest()).with_context(|| format!("writing {}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::{ERP_SPEC, FIELDREPORT_SPEC, Sources, generate};
+
+    /// A `$metadata` saved where no `mirror.toml` lies beside it is generated with the
+    /// project's own mirror: the same sets as the committed description gives.
+    #[test]
+    fn a_description_saved_elsewhere_is_generated_with_the_project_s_mirror() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+        let dir = std::env::temp_dir().join(format!("xtask-codegen-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let saved = dir.join("downloaded-metadata.xml");
+        std::fs::copy(root.join(FIELDREPORT_SPEC), &saved).unwrap();
+        let elsewhere = generate(&Sources::new(root, &saved, None, Path::new(ERP_SPEC)));
+        std::fs::remove_dir_all(&dir).unwrap();
+        let elsewhere = elsewhere.expect("generated without a mirror.toml beside the description");
+        let committed = generate(&Sources::committed(root)).unwrap();
+        assert_eq!(elsewhere.type_counts, committed.type_counts);
+        let names = |c: &super::Crate| c.files.iter().map(|(name, _)| name.clone()).collect::<Vec<_>>();
+        assert_eq!(names(&elsewhere), names(&committed));
+    }
 }

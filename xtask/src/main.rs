@@ -50,8 +50,8 @@ enum Command {
         /// CSDL).
         #[arg(long, value_name = "FILE", default_value = codegen::FIELDREPORT_SPEC)]
         fieldreport_spec: PathBuf,
-        /// Which field-report sets are mirrored and what each sync expands (default:
-        /// `mirror.toml` beside the field-report description).
+        /// Which field-report sets are mirrored and what each sync expands (default: the
+        /// project's own, `spec/upstream/fieldreport/mirror.toml`).
         #[arg(long, value_name = "FILE")]
         mirror: Option<PathBuf>,
         /// ERP description to generate the ERP models from (OpenAPI 3.0.x or 3.1.x, JSON).
@@ -126,7 +126,8 @@ fn main() -> ExitCode {
 
 fn run() -> Result<ExitCode> {
     let cli = Cli::parse();
-    let root = workspace_root()?;
+    let here = std::env::current_dir().context("reading the current directory")?;
+    let root = workspace_root(&here)?;
     match cli.command {
         Command::Codegen { fieldreport_spec, mirror, erp_spec, out } => {
             let sources = codegen::Sources::new(&root, &fieldreport_spec, mirror.as_deref(), &erp_spec);
@@ -195,9 +196,32 @@ fn run() -> Result<ExitCode> {
     }
 }
 
-/// The workspace root: the parent of this crate's manifest directory.
-fn workspace_root() -> Result<PathBuf> {
-    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let root = manifest.parent().context("xtask's manifest directory has no parent")?;
-    Ok(root.to_path_buf())
+/// The workspace root: the nearest directory from `here` upward whose `Cargo.toml` declares a
+/// `[workspace]`. Found from where xtask runs, not from where it was built: a binary built in
+/// another clone that shares the target folder works on this one.
+fn workspace_root(here: &Path) -> Result<PathBuf> {
+    here.ancestors()
+        .find(|dir| {
+            std::fs::read_to_string(dir.join("Cargo.toml"))
+                .is_ok_and(|manifest| manifest.lines().any(|line| line.trim() == "[workspace]"))
+        })
+        .map(Path::to_path_buf)
+        .with_context(|| format!("no Cargo.toml with a [workspace] in {} or above it", here.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    /// From the root and from a folder inside it, the workspace is this one, whatever
+    /// directory xtask was built in; outside any workspace, it is an error.
+    #[test]
+    fn the_workspace_is_found_from_where_xtask_runs() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+        assert_eq!(super::workspace_root(root).unwrap(), root);
+        assert_eq!(super::workspace_root(&root.join("src/api")).unwrap(), root);
+        // xtask's own manifest is a member's, not the workspace's.
+        assert_eq!(super::workspace_root(&root.join("xtask/src")).unwrap(), root);
+        assert!(super::workspace_root(Path::new("/")).is_err());
+    }
 }

@@ -6,9 +6,6 @@
 use anyhow::{Context, Result, bail};
 use serde::Deserialize;
 
-/// Beside the description, unless `--mirror` names another.
-pub const MIRROR_FILE: &str = "mirror.toml";
-
 /// The mirror file.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]

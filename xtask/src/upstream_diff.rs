@@ -11,10 +11,10 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use serde_json::Value;
 
-use crate::codegen::{ERP_SPEC, FIELDREPORT_SPEC};
+use crate::codegen::{ERP_SPEC, FIELDREPORT_SPEC, MIRROR};
 use crate::erp;
 use crate::fieldreport;
-use crate::mirror::{MIRROR_FILE, Mirror};
+use crate::mirror::Mirror;
 
 /// The changes of one set or model.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -51,7 +51,7 @@ impl Report {
 /// Compares the field-report description at `new` with the committed one, for the sets of the
 /// committed mirror file.
 pub fn fieldreport(root: &Path, new: &Path) -> Result<Report> {
-    let mirror_name = format!("spec/upstream/fieldreport/{MIRROR_FILE}");
+    let mirror_name = MIRROR.to_string();
     let mirror_text = std::fs::read_to_string(root.join(&mirror_name)).with_context(|| mirror_name.clone())?;
     let mirror = Mirror::parse(&mirror_text, &mirror_name)?;
     let old_text = std::fs::read_to_string(root.join(FIELDREPORT_SPEC)).context(FIELDREPORT_SPEC)?;

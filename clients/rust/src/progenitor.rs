@@ -257,17 +257,17 @@ pub mod types {
     pub enum BadGatewayErrorCode {
         #[serde(rename = "upstream_error")]
         UpstreamError,
-        #[serde(rename = "upstream_unavailable")]
-        UpstreamUnavailable,
         #[serde(rename = "upstream_invalid_response")]
         UpstreamInvalidResponse,
+        #[serde(rename = "upstream_unavailable")]
+        UpstreamUnavailable,
     }
     impl ::std::fmt::Display for BadGatewayErrorCode {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
                 Self::UpstreamError => f.write_str("upstream_error"),
-                Self::UpstreamUnavailable => f.write_str("upstream_unavailable"),
                 Self::UpstreamInvalidResponse => f.write_str("upstream_invalid_response"),
+                Self::UpstreamUnavailable => f.write_str("upstream_unavailable"),
             }
         }
     }
@@ -278,8 +278,8 @@ pub mod types {
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             match value {
                 "upstream_error" => Ok(Self::UpstreamError),
-                "upstream_unavailable" => Ok(Self::UpstreamUnavailable),
                 "upstream_invalid_response" => Ok(Self::UpstreamInvalidResponse),
+                "upstream_unavailable" => Ok(Self::UpstreamUnavailable),
                 _ => Err("invalid value".into()),
             }
         }
@@ -3366,19 +3366,19 @@ pub mod types {
         PartialOrd
     )]
     pub enum GatewayTimeoutErrorCode {
+        #[serde(rename = "upstream_outcome_unknown")]
+        UpstreamOutcomeUnknown,
         #[serde(rename = "upstream_timeout")]
         UpstreamTimeout,
         #[serde(rename = "upstream_unavailable")]
         UpstreamUnavailable,
-        #[serde(rename = "upstream_outcome_unknown")]
-        UpstreamOutcomeUnknown,
     }
     impl ::std::fmt::Display for GatewayTimeoutErrorCode {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
+                Self::UpstreamOutcomeUnknown => f.write_str("upstream_outcome_unknown"),
                 Self::UpstreamTimeout => f.write_str("upstream_timeout"),
                 Self::UpstreamUnavailable => f.write_str("upstream_unavailable"),
-                Self::UpstreamOutcomeUnknown => f.write_str("upstream_outcome_unknown"),
             }
         }
     }
@@ -3388,9 +3388,9 @@ pub mod types {
             value: &str,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             match value {
+                "upstream_outcome_unknown" => Ok(Self::UpstreamOutcomeUnknown),
                 "upstream_timeout" => Ok(Self::UpstreamTimeout),
                 "upstream_unavailable" => Ok(Self::UpstreamUnavailable),
-                "upstream_outcome_unknown" => Ok(Self::UpstreamOutcomeUnknown),
                 _ => Err("invalid value".into()),
             }
         }
@@ -3460,6 +3460,85 @@ pub mod types {
     impl InboxSummary {
         pub fn builder() -> builder::InboxSummary {
             Default::default()
+        }
+    }
+    ///An unexpected failure (`internal_error`), such as a failed database query: the message is generic and the service logged the detail under `request_id`; quote it when reporting the problem.
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    pub struct InternalError {
+        pub error_code: InternalErrorErrorCode,
+        ///Validation failures: messages per field.
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub errors: ::std::option::Option<
+            ::std::collections::HashMap<
+                ::std::string::String,
+                ::std::vec::Vec<::std::string::String>,
+            >,
+        >,
+        ///What went wrong, for humans.
+        pub message: ::std::string::String,
+        ///The id of the request, as in the `x-request-id` header; quote it when reporting a problem.
+        pub request_id: ::std::string::String,
+        ///On 429 and 503: seconds until a new attempt may succeed (also sent as `Retry-After`).
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub retry_after_seconds: ::std::option::Option<u64>,
+        ///Present (and `false`) on leasing routes, which keep the `{success, message}` shape.
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub success: ::std::option::Option<bool>,
+    }
+    impl InternalError {
+        pub fn builder() -> builder::InternalError {
+            Default::default()
+        }
+    }
+    ///`InternalErrorErrorCode`
+    #[derive(
+        ::serde::Deserialize,
+        ::serde::Serialize,
+        Clone,
+        Copy,
+        Debug,
+        Eq,
+        Hash,
+        Ord,
+        PartialEq,
+        PartialOrd
+    )]
+    pub enum InternalErrorErrorCode {
+        #[serde(rename = "internal_error")]
+        InternalError,
+    }
+    impl ::std::fmt::Display for InternalErrorErrorCode {
+        fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+            match *self {
+                Self::InternalError => f.write_str("internal_error"),
+            }
+        }
+    }
+    impl ::std::str::FromStr for InternalErrorErrorCode {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            match value {
+                "internal_error" => Ok(Self::InternalError),
+                _ => Err("invalid value".into()),
+            }
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for InternalErrorErrorCode {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for InternalErrorErrorCode {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
         }
     }
     ///The amount that can be financed.
@@ -5106,7 +5185,7 @@ pub mod types {
                 })
         }
     }
-    ///A leasing failure (the seed's rule: every failure of a leasing route is answered 500 `{success: false, message}`), named by `error_code`: the request was `declined` or `cancelled`, is `missing_info` (the missing-info mail was sent or its failure is named in `message`), is `already_past_signing`, or was `not_ready_to_sign` when the attempts were used up; the provider refused (`upstream_rejected`), failed (`upstream_error`), did not answer in time (`upstream_timeout`), was unreachable (`upstream_unavailable`), busy (`upstream_busy`), answered something unreadable (`upstream_invalid_response`) or is not configured (`upstream_not_configured`); or the contract could not be stored (`storage_error`).
+    ///A leasing failure (the seed's rule: every failure of a leasing route is answered 500 `{success: false, message}`), named by `error_code`: the request was `declined` or `cancelled`, is `missing_info` (the missing-info mail was sent or its failure is named in `message`), is `already_past_signing`, or was `not_ready_to_sign` when the attempts were used up; the provider refused (`upstream_rejected`), failed (`upstream_error`), did not answer in time (`upstream_timeout`), was unreachable (`upstream_unavailable`), busy (`upstream_busy`), answered something unreadable (`upstream_invalid_response`) or is not configured (`upstream_not_configured`); the call to it could not be made (`upstream_client_error`); the contract could not be stored (`storage_error`); or an unexpected failure (`internal_error`, logged under `request_id`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct LeasingFailure {
         pub error_code: LeasingFailureErrorCode,
@@ -5148,49 +5227,55 @@ pub mod types {
         PartialOrd
     )]
     pub enum LeasingFailureErrorCode {
-        #[serde(rename = "declined")]
-        Declined,
-        #[serde(rename = "cancelled")]
-        Cancelled,
-        #[serde(rename = "missing_info")]
-        MissingInfo,
         #[serde(rename = "already_past_signing")]
         AlreadyPastSigning,
+        #[serde(rename = "cancelled")]
+        Cancelled,
+        #[serde(rename = "declined")]
+        Declined,
+        #[serde(rename = "internal_error")]
+        InternalError,
+        #[serde(rename = "missing_info")]
+        MissingInfo,
         #[serde(rename = "not_ready_to_sign")]
         NotReadyToSign,
-        #[serde(rename = "upstream_rejected")]
-        UpstreamRejected,
-        #[serde(rename = "upstream_error")]
-        UpstreamError,
-        #[serde(rename = "upstream_timeout")]
-        UpstreamTimeout,
-        #[serde(rename = "upstream_unavailable")]
-        UpstreamUnavailable,
+        #[serde(rename = "storage_error")]
+        StorageError,
         #[serde(rename = "upstream_busy")]
         UpstreamBusy,
+        #[serde(rename = "upstream_client_error")]
+        UpstreamClientError,
+        #[serde(rename = "upstream_error")]
+        UpstreamError,
         #[serde(rename = "upstream_invalid_response")]
         UpstreamInvalidResponse,
         #[serde(rename = "upstream_not_configured")]
         UpstreamNotConfigured,
-        #[serde(rename = "storage_error")]
-        StorageError,
+        #[serde(rename = "upstream_rejected")]
+        UpstreamRejected,
+        #[serde(rename = "upstream_timeout")]
+        UpstreamTimeout,
+        #[serde(rename = "upstream_unavailable")]
+        UpstreamUnavailable,
     }
     impl ::std::fmt::Display for LeasingFailureErrorCode {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
-                Self::Declined => f.write_str("declined"),
-                Self::Cancelled => f.write_str("cancelled"),
-                Self::MissingInfo => f.write_str("missing_info"),
                 Self::AlreadyPastSigning => f.write_str("already_past_signing"),
+                Self::Cancelled => f.write_str("cancelled"),
+                Self::Declined => f.write_str("declined"),
+                Self::InternalError => f.write_str("internal_error"),
+                Self::MissingInfo => f.write_str("missing_info"),
                 Self::NotReadyToSign => f.write_str("not_ready_to_sign"),
-                Self::UpstreamRejected => f.write_str("upstream_rejected"),
-                Self::UpstreamError => f.write_str("upstream_error"),
-                Self::UpstreamTimeout => f.write_str("upstream_timeout"),
-                Self::UpstreamUnavailable => f.write_str("upstream_unavailable"),
+                Self::StorageError => f.write_str("storage_error"),
                 Self::UpstreamBusy => f.write_str("upstream_busy"),
+                Self::UpstreamClientError => f.write_str("upstream_client_error"),
+                Self::UpstreamError => f.write_str("upstream_error"),
                 Self::UpstreamInvalidResponse => f.write_str("upstream_invalid_response"),
                 Self::UpstreamNotConfigured => f.write_str("upstream_not_configured"),
-                Self::StorageError => f.write_str("storage_error"),
+                Self::UpstreamRejected => f.write_str("upstream_rejected"),
+                Self::UpstreamTimeout => f.write_str("upstream_timeout"),
+                Self::UpstreamUnavailable => f.write_str("upstream_unavailable"),
             }
         }
     }
@@ -5200,19 +5285,21 @@ pub mod types {
             value: &str,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             match value {
-                "declined" => Ok(Self::Declined),
-                "cancelled" => Ok(Self::Cancelled),
-                "missing_info" => Ok(Self::MissingInfo),
                 "already_past_signing" => Ok(Self::AlreadyPastSigning),
+                "cancelled" => Ok(Self::Cancelled),
+                "declined" => Ok(Self::Declined),
+                "internal_error" => Ok(Self::InternalError),
+                "missing_info" => Ok(Self::MissingInfo),
                 "not_ready_to_sign" => Ok(Self::NotReadyToSign),
-                "upstream_rejected" => Ok(Self::UpstreamRejected),
-                "upstream_error" => Ok(Self::UpstreamError),
-                "upstream_timeout" => Ok(Self::UpstreamTimeout),
-                "upstream_unavailable" => Ok(Self::UpstreamUnavailable),
+                "storage_error" => Ok(Self::StorageError),
                 "upstream_busy" => Ok(Self::UpstreamBusy),
+                "upstream_client_error" => Ok(Self::UpstreamClientError),
+                "upstream_error" => Ok(Self::UpstreamError),
                 "upstream_invalid_response" => Ok(Self::UpstreamInvalidResponse),
                 "upstream_not_configured" => Ok(Self::UpstreamNotConfigured),
-                "storage_error" => Ok(Self::StorageError),
+                "upstream_rejected" => Ok(Self::UpstreamRejected),
+                "upstream_timeout" => Ok(Self::UpstreamTimeout),
+                "upstream_unavailable" => Ok(Self::UpstreamUnavailable),
                 _ => Err("invalid value".into()),
             }
         }
@@ -5233,7 +5320,7 @@ pub mod types {
             value.parse()
         }
     }
-    ///A failure of the one-shot flow (the causes of `LeasingFailure`) with where the flow stood. A retry with the same `Idempotency-Key` gets this answer again (same status and body apart from `request_id`) and creates nothing, unless the create step itself was refused or never reached the provider.
+    ///A failure of the one-shot flow (the causes of `LeasingFailure`) with where the flow stood (`financingId`, `flowId`, `failedStep`; absent when the call failed before the flow started, such as an `internal_error` of the token's check). A retry with the same `Idempotency-Key` gets this answer again (same status and body apart from `request_id`) and creates nothing, unless the create step itself was refused or never reached the provider.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct LeasingFlowFailure {
         pub error_code: LeasingFlowFailureErrorCode,
@@ -5246,17 +5333,23 @@ pub mod types {
             >,
         >,
         ///The action that failed, or that ran when the flow stopped: `create`, `patch_request`, `patch_lessee`, `wait_ready_to_sign`, `e_signature_configuration`, `start_e_signature`, `cancel_e_signature`, `switch_to_paper_contract`, `contract_document_base64` or `contract_document_link`.
-        #[serde(rename = "failedStep")]
-        pub failed_step: ::std::string::String,
+        #[serde(
+            rename = "failedStep",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub failed_step: ::std::option::Option<::std::string::String>,
         ///The financing request the flow created at the provider; null when its create step did not succeed.
         #[serde(
             rename = "financingId",
-            deserialize_with = "::std::option::Option::deserialize"
+            skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub financing_id: ::std::option::Option<::std::string::String>,
         ///The flow's record: `GET /api/v1/leasing/leasing/request-flow/{flowId}`.
-        #[serde(rename = "flowId")]
-        pub flow_id: i64,
+        #[serde(
+            rename = "flowId",
+            skip_serializing_if = "::std::option::Option::is_none"
+        )]
+        pub flow_id: ::std::option::Option<i64>,
         ///What went wrong, for humans.
         pub message: ::std::string::String,
         ///The id of the request, as in the `x-request-id` header; quote it when reporting a problem.
@@ -5287,49 +5380,55 @@ pub mod types {
         PartialOrd
     )]
     pub enum LeasingFlowFailureErrorCode {
-        #[serde(rename = "declined")]
-        Declined,
-        #[serde(rename = "cancelled")]
-        Cancelled,
-        #[serde(rename = "missing_info")]
-        MissingInfo,
         #[serde(rename = "already_past_signing")]
         AlreadyPastSigning,
+        #[serde(rename = "cancelled")]
+        Cancelled,
+        #[serde(rename = "declined")]
+        Declined,
+        #[serde(rename = "internal_error")]
+        InternalError,
+        #[serde(rename = "missing_info")]
+        MissingInfo,
         #[serde(rename = "not_ready_to_sign")]
         NotReadyToSign,
-        #[serde(rename = "upstream_rejected")]
-        UpstreamRejected,
-        #[serde(rename = "upstream_error")]
-        UpstreamError,
-        #[serde(rename = "upstream_timeout")]
-        UpstreamTimeout,
-        #[serde(rename = "upstream_unavailable")]
-        UpstreamUnavailable,
+        #[serde(rename = "storage_error")]
+        StorageError,
         #[serde(rename = "upstream_busy")]
         UpstreamBusy,
+        #[serde(rename = "upstream_client_error")]
+        UpstreamClientError,
+        #[serde(rename = "upstream_error")]
+        UpstreamError,
         #[serde(rename = "upstream_invalid_response")]
         UpstreamInvalidResponse,
         #[serde(rename = "upstream_not_configured")]
         UpstreamNotConfigured,
-        #[serde(rename = "storage_error")]
-        StorageError,
+        #[serde(rename = "upstream_rejected")]
+        UpstreamRejected,
+        #[serde(rename = "upstream_timeout")]
+        UpstreamTimeout,
+        #[serde(rename = "upstream_unavailable")]
+        UpstreamUnavailable,
     }
     impl ::std::fmt::Display for LeasingFlowFailureErrorCode {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
-                Self::Declined => f.write_str("declined"),
-                Self::Cancelled => f.write_str("cancelled"),
-                Self::MissingInfo => f.write_str("missing_info"),
                 Self::AlreadyPastSigning => f.write_str("already_past_signing"),
+                Self::Cancelled => f.write_str("cancelled"),
+                Self::Declined => f.write_str("declined"),
+                Self::InternalError => f.write_str("internal_error"),
+                Self::MissingInfo => f.write_str("missing_info"),
                 Self::NotReadyToSign => f.write_str("not_ready_to_sign"),
-                Self::UpstreamRejected => f.write_str("upstream_rejected"),
-                Self::UpstreamError => f.write_str("upstream_error"),
-                Self::UpstreamTimeout => f.write_str("upstream_timeout"),
-                Self::UpstreamUnavailable => f.write_str("upstream_unavailable"),
+                Self::StorageError => f.write_str("storage_error"),
                 Self::UpstreamBusy => f.write_str("upstream_busy"),
+                Self::UpstreamClientError => f.write_str("upstream_client_error"),
+                Self::UpstreamError => f.write_str("upstream_error"),
                 Self::UpstreamInvalidResponse => f.write_str("upstream_invalid_response"),
                 Self::UpstreamNotConfigured => f.write_str("upstream_not_configured"),
-                Self::StorageError => f.write_str("storage_error"),
+                Self::UpstreamRejected => f.write_str("upstream_rejected"),
+                Self::UpstreamTimeout => f.write_str("upstream_timeout"),
+                Self::UpstreamUnavailable => f.write_str("upstream_unavailable"),
             }
         }
     }
@@ -5339,19 +5438,21 @@ pub mod types {
             value: &str,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             match value {
-                "declined" => Ok(Self::Declined),
-                "cancelled" => Ok(Self::Cancelled),
-                "missing_info" => Ok(Self::MissingInfo),
                 "already_past_signing" => Ok(Self::AlreadyPastSigning),
+                "cancelled" => Ok(Self::Cancelled),
+                "declined" => Ok(Self::Declined),
+                "internal_error" => Ok(Self::InternalError),
+                "missing_info" => Ok(Self::MissingInfo),
                 "not_ready_to_sign" => Ok(Self::NotReadyToSign),
-                "upstream_rejected" => Ok(Self::UpstreamRejected),
-                "upstream_error" => Ok(Self::UpstreamError),
-                "upstream_timeout" => Ok(Self::UpstreamTimeout),
-                "upstream_unavailable" => Ok(Self::UpstreamUnavailable),
+                "storage_error" => Ok(Self::StorageError),
                 "upstream_busy" => Ok(Self::UpstreamBusy),
+                "upstream_client_error" => Ok(Self::UpstreamClientError),
+                "upstream_error" => Ok(Self::UpstreamError),
                 "upstream_invalid_response" => Ok(Self::UpstreamInvalidResponse),
                 "upstream_not_configured" => Ok(Self::UpstreamNotConfigured),
-                "storage_error" => Ok(Self::StorageError),
+                "upstream_rejected" => Ok(Self::UpstreamRejected),
+                "upstream_timeout" => Ok(Self::UpstreamTimeout),
+                "upstream_unavailable" => Ok(Self::UpstreamUnavailable),
                 _ => Err("invalid value".into()),
             }
         }
@@ -11754,7 +11855,7 @@ pub mod types {
             Default::default()
         }
     }
-    ///The database does not answer (`service_unavailable`), the service is shutting down (`shutting_down`; send it again), the upstream system is not configured (`upstream_not_configured`; the message names the setting), or it stays busy (`upstream_busy`; retry after `Retry-After`).
+    ///The database does not answer (`service_unavailable`), the service is shutting down and stopped the field-report work the call started (`interrupted`; send it again), the upstream system is not configured (`upstream_not_configured`; the message names the setting), or it stays busy (`upstream_busy`; retry after `Retry-After`).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct UpstreamUnavailable {
         pub error_code: UpstreamUnavailableErrorCode,
@@ -11796,22 +11897,22 @@ pub mod types {
         PartialOrd
     )]
     pub enum UpstreamUnavailableErrorCode {
+        #[serde(rename = "interrupted")]
+        Interrupted,
         #[serde(rename = "service_unavailable")]
         ServiceUnavailable,
-        #[serde(rename = "shutting_down")]
-        ShuttingDown,
-        #[serde(rename = "upstream_not_configured")]
-        UpstreamNotConfigured,
         #[serde(rename = "upstream_busy")]
         UpstreamBusy,
+        #[serde(rename = "upstream_not_configured")]
+        UpstreamNotConfigured,
     }
     impl ::std::fmt::Display for UpstreamUnavailableErrorCode {
         fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
             match *self {
+                Self::Interrupted => f.write_str("interrupted"),
                 Self::ServiceUnavailable => f.write_str("service_unavailable"),
-                Self::ShuttingDown => f.write_str("shutting_down"),
-                Self::UpstreamNotConfigured => f.write_str("upstream_not_configured"),
                 Self::UpstreamBusy => f.write_str("upstream_busy"),
+                Self::UpstreamNotConfigured => f.write_str("upstream_not_configured"),
             }
         }
     }
@@ -11821,10 +11922,10 @@ pub mod types {
             value: &str,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             match value {
+                "interrupted" => Ok(Self::Interrupted),
                 "service_unavailable" => Ok(Self::ServiceUnavailable),
-                "shutting_down" => Ok(Self::ShuttingDown),
-                "upstream_not_configured" => Ok(Self::UpstreamNotConfigured),
                 "upstream_busy" => Ok(Self::UpstreamBusy),
+                "upstream_not_configured" => Ok(Self::UpstreamNotConfigured),
                 _ => Err("invalid value".into()),
             }
         }
@@ -21656,6 +21757,157 @@ pub mod types {
             }
         }
         #[derive(Clone, Debug)]
+        pub struct InternalError {
+            error_code: ::std::result::Result<
+                super::InternalErrorErrorCode,
+                ::std::string::String,
+            >,
+            errors: ::std::result::Result<
+                ::std::option::Option<
+                    ::std::collections::HashMap<
+                        ::std::string::String,
+                        ::std::vec::Vec<::std::string::String>,
+                    >,
+                >,
+                ::std::string::String,
+            >,
+            message: ::std::result::Result<::std::string::String, ::std::string::String>,
+            request_id: ::std::result::Result<
+                ::std::string::String,
+                ::std::string::String,
+            >,
+            retry_after_seconds: ::std::result::Result<
+                ::std::option::Option<u64>,
+                ::std::string::String,
+            >,
+            success: ::std::result::Result<
+                ::std::option::Option<bool>,
+                ::std::string::String,
+            >,
+        }
+        impl ::std::default::Default for InternalError {
+            fn default() -> Self {
+                Self {
+                    error_code: Err("no value supplied for error_code".to_string()),
+                    errors: Ok(Default::default()),
+                    message: Err("no value supplied for message".to_string()),
+                    request_id: Err("no value supplied for request_id".to_string()),
+                    retry_after_seconds: Ok(Default::default()),
+                    success: Ok(Default::default()),
+                }
+            }
+        }
+        impl InternalError {
+            pub fn error_code<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<super::InternalErrorErrorCode>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.error_code = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for error_code: {e}")
+                    });
+                self
+            }
+            pub fn errors<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<
+                        ::std::collections::HashMap<
+                            ::std::string::String,
+                            ::std::vec::Vec<::std::string::String>,
+                        >,
+                    >,
+                >,
+                T::Error: ::std::fmt::Display,
+            {
+                self.errors = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for errors: {e}")
+                    });
+                self
+            }
+            pub fn message<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::string::String>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.message = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for message: {e}")
+                    });
+                self
+            }
+            pub fn request_id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::string::String>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.request_id = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for request_id: {e}")
+                    });
+                self
+            }
+            pub fn retry_after_seconds<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<u64>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.retry_after_seconds = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!(
+                            "error converting supplied value for retry_after_seconds: {e}"
+                        )
+                    });
+                self
+            }
+            pub fn success<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<bool>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.success = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for success: {e}")
+                    });
+                self
+            }
+        }
+        impl ::std::convert::TryFrom<InternalError> for super::InternalError {
+            type Error = super::error::ConversionError;
+            fn try_from(
+                value: InternalError,
+            ) -> ::std::result::Result<Self, super::error::ConversionError> {
+                Ok(Self {
+                    error_code: value.error_code?,
+                    errors: value.errors?,
+                    message: value.message?,
+                    request_id: value.request_id?,
+                    retry_after_seconds: value.retry_after_seconds?,
+                    success: value.success?,
+                })
+            }
+        }
+        impl ::std::convert::From<super::InternalError> for InternalError {
+            fn from(value: super::InternalError) -> Self {
+                Self {
+                    error_code: Ok(value.error_code),
+                    errors: Ok(value.errors),
+                    message: Ok(value.message),
+                    request_id: Ok(value.request_id),
+                    retry_after_seconds: Ok(value.retry_after_seconds),
+                    success: Ok(value.success),
+                }
+            }
+        }
+        #[derive(Clone, Debug)]
         pub struct InverseCalculationResult {
             data: ::std::result::Result<f64, ::std::string::String>,
             monthly_instalment: ::std::result::Result<f64, ::std::string::String>,
@@ -24603,14 +24855,17 @@ pub mod types {
                 ::std::string::String,
             >,
             failed_step: ::std::result::Result<
-                ::std::string::String,
+                ::std::option::Option<::std::string::String>,
                 ::std::string::String,
             >,
             financing_id: ::std::result::Result<
                 ::std::option::Option<::std::string::String>,
                 ::std::string::String,
             >,
-            flow_id: ::std::result::Result<i64, ::std::string::String>,
+            flow_id: ::std::result::Result<
+                ::std::option::Option<i64>,
+                ::std::string::String,
+            >,
             message: ::std::result::Result<::std::string::String, ::std::string::String>,
             request_id: ::std::result::Result<
                 ::std::string::String,
@@ -24630,9 +24885,9 @@ pub mod types {
                 Self {
                     error_code: Err("no value supplied for error_code".to_string()),
                     errors: Ok(Default::default()),
-                    failed_step: Err("no value supplied for failed_step".to_string()),
-                    financing_id: Err("no value supplied for financing_id".to_string()),
-                    flow_id: Err("no value supplied for flow_id".to_string()),
+                    failed_step: Ok(Default::default()),
+                    financing_id: Ok(Default::default()),
+                    flow_id: Ok(Default::default()),
                     message: Err("no value supplied for message".to_string()),
                     request_id: Err("no value supplied for request_id".to_string()),
                     retry_after_seconds: Ok(Default::default()),
@@ -24674,7 +24929,7 @@ pub mod types {
             }
             pub fn failed_step<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::string::String>,
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.failed_step = value
@@ -24698,7 +24953,7 @@ pub mod types {
             }
             pub fn flow_id<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<i64>,
+                T: ::std::convert::TryInto<::std::option::Option<i64>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.flow_id = value
@@ -45813,6 +46068,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -45945,6 +46207,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -46056,6 +46325,13 @@ pub mod builder {
                     )
                 }
                 409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -46194,6 +46470,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -46304,6 +46587,13 @@ pub mod builder {
                     )
                 }
                 409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -46444,6 +46734,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -46541,6 +46838,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -46632,6 +46936,13 @@ pub mod builder {
                     )
                 }
                 409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -46755,6 +47066,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -46839,6 +47157,13 @@ pub mod builder {
                     )
                 }
                 403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -46975,6 +47300,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 503u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -47082,6 +47414,13 @@ pub mod builder {
                     )
                 }
                 403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -47214,6 +47553,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 503u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -47291,6 +47637,13 @@ pub mod builder {
                     )
                 }
                 409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -47408,6 +47761,13 @@ pub mod builder {
                     )
                 }
                 409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -47539,6 +47899,13 @@ pub mod builder {
                     )
                 }
                 409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -47687,6 +48054,13 @@ pub mod builder {
                     )
                 }
                 409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -47869,6 +48243,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 503u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -48010,6 +48391,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 503u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -48116,6 +48504,13 @@ pub mod builder {
                     )
                 }
                 403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -48251,6 +48646,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -48362,6 +48764,13 @@ pub mod builder {
                     )
                 }
                 404u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -48524,6 +48933,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -48659,6 +49075,13 @@ pub mod builder {
                     )
                 }
                 409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -48835,6 +49258,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -48955,6 +49385,13 @@ pub mod builder {
                     )
                 }
                 403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -49088,6 +49525,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -49199,6 +49643,13 @@ pub mod builder {
                     )
                 }
                 404u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -49361,6 +49812,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -49496,6 +49954,13 @@ pub mod builder {
                     )
                 }
                 409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -49672,6 +50137,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -49792,6 +50264,13 @@ pub mod builder {
                     )
                 }
                 403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -49929,6 +50408,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -50040,6 +50526,13 @@ pub mod builder {
                     )
                 }
                 404u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -50202,6 +50695,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -50337,6 +50837,13 @@ pub mod builder {
                     )
                 }
                 409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -50513,6 +51020,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -50633,6 +51147,13 @@ pub mod builder {
                     )
                 }
                 403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -50768,6 +51289,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -50879,6 +51407,13 @@ pub mod builder {
                     )
                 }
                 404u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -51041,6 +51576,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -51176,6 +51718,13 @@ pub mod builder {
                     )
                 }
                 409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -51352,6 +51901,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -51472,6 +52028,13 @@ pub mod builder {
                     )
                 }
                 403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -51607,6 +52170,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -51718,6 +52288,13 @@ pub mod builder {
                     )
                 }
                 404u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -51880,6 +52457,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -52015,6 +52599,13 @@ pub mod builder {
                     )
                 }
                 409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -52191,6 +52782,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -52311,6 +52909,13 @@ pub mod builder {
                     )
                 }
                 403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -52446,6 +53051,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -52557,6 +53169,13 @@ pub mod builder {
                     )
                 }
                 404u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -52719,6 +53338,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -52854,6 +53480,13 @@ pub mod builder {
                     )
                 }
                 409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -53030,6 +53663,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -53150,6 +53790,13 @@ pub mod builder {
                     )
                 }
                 403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -53279,6 +53926,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -53390,6 +54044,13 @@ pub mod builder {
                     )
                 }
                 404u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -53548,6 +54209,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -53683,6 +54351,13 @@ pub mod builder {
                     )
                 }
                 409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -53855,6 +54530,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -53946,6 +54628,13 @@ pub mod builder {
                     )
                 }
                 409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -54070,6 +54759,13 @@ pub mod builder {
                     )
                 }
                 409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -54209,6 +54905,13 @@ pub mod builder {
                     )
                 }
                 409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -54368,6 +55071,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -54488,6 +55198,13 @@ pub mod builder {
                     )
                 }
                 403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -54621,6 +55338,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -54732,6 +55456,13 @@ pub mod builder {
                     )
                 }
                 404u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -54894,6 +55625,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -55029,6 +55767,13 @@ pub mod builder {
                     )
                 }
                 409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -55205,6 +55950,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -55325,6 +56077,13 @@ pub mod builder {
                     )
                 }
                 403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -55462,6 +56221,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -55573,6 +56339,13 @@ pub mod builder {
                     )
                 }
                 404u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -55737,6 +56510,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -55872,6 +56652,13 @@ pub mod builder {
                     )
                 }
                 409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -56050,6 +56837,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -56170,6 +56964,13 @@ pub mod builder {
                     )
                 }
                 403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -56307,6 +57108,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -56418,6 +57226,13 @@ pub mod builder {
                     )
                 }
                 404u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -56582,6 +57397,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -56717,6 +57539,13 @@ pub mod builder {
                     )
                 }
                 409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -56895,6 +57724,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -57015,6 +57851,13 @@ pub mod builder {
                     )
                 }
                 403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -57152,6 +57995,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -57263,6 +58113,13 @@ pub mod builder {
                     )
                 }
                 404u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -57427,6 +58284,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -57562,6 +58426,13 @@ pub mod builder {
                     )
                 }
                 409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -57740,6 +58611,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -57831,6 +58709,13 @@ pub mod builder {
                     )
                 }
                 409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -57960,6 +58845,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -58044,6 +58936,13 @@ pub mod builder {
                     )
                 }
                 403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -58147,6 +59046,13 @@ pub mod builder {
                     )
                 }
                 404u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -58265,6 +59171,13 @@ pub mod builder {
                     )
                 }
                 404u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -58405,6 +59318,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 503u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -58516,6 +59436,13 @@ pub mod builder {
                     )
                 }
                 403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -58660,6 +59587,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -58771,6 +59705,13 @@ pub mod builder {
                     )
                 }
                 404u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -58939,6 +59880,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -59074,6 +60022,13 @@ pub mod builder {
                     )
                 }
                 409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -59256,6 +60211,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -59363,6 +60325,13 @@ pub mod builder {
                     )
                 }
                 409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -59507,6 +60476,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -59627,6 +60603,13 @@ pub mod builder {
                     )
                 }
                 403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -59756,6 +60739,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -59867,6 +60857,13 @@ pub mod builder {
                     )
                 }
                 404u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -60025,6 +61022,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -60160,6 +61164,13 @@ pub mod builder {
                     )
                 }
                 409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -60332,6 +61343,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -60452,6 +61470,13 @@ pub mod builder {
                     )
                 }
                 403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -60587,6 +61612,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -60698,6 +61730,13 @@ pub mod builder {
                     )
                 }
                 404u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -60860,6 +61899,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -60995,6 +62041,13 @@ pub mod builder {
                     )
                 }
                 409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -61171,6 +62224,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -61291,6 +62351,13 @@ pub mod builder {
                     )
                 }
                 403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -61420,6 +62487,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -61531,6 +62605,13 @@ pub mod builder {
                     )
                 }
                 404u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -61689,6 +62770,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -61824,6 +62912,13 @@ pub mod builder {
                     )
                 }
                 409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -61996,6 +63091,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 502u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -62159,6 +63261,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 503u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -62282,6 +63391,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 503u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -62375,6 +63491,13 @@ pub mod builder {
                     )
                 }
                 404u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -62482,6 +63605,13 @@ pub mod builder {
                     )
                 }
                 409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -62714,6 +63844,13 @@ pub mod builder {
                     )
                 }
                 403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -62955,6 +64092,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 503u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -63071,6 +64215,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 503u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -63141,6 +64292,13 @@ pub mod builder {
                     )
                 }
                 403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -63503,6 +64661,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 503u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -63573,6 +64738,13 @@ pub mod builder {
                     )
                 }
                 403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -63706,6 +64878,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 503u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -63809,6 +64988,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 503u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -63904,6 +65090,13 @@ pub mod builder {
                     )
                 }
                 404u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -64037,6 +65230,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 503u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -64152,6 +65352,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 503u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -64252,6 +65459,13 @@ pub mod builder {
                     )
                 }
                 404u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -65764,6 +66978,13 @@ pub mod builder {
                         ),
                     )
                 }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 503u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -65825,6 +67046,13 @@ pub mod builder {
                     )
                 }
                 401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -65894,6 +67122,13 @@ pub mod builder {
                     )
                 }
                 401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,

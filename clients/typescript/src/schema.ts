@@ -2507,7 +2507,7 @@ export interface components {
         /** @description The upstream system refused or failed (`upstream_error`), was unreachable (`upstream_unavailable`) or answered something unreadable (`upstream_invalid_response`); nothing was changed locally. */
         BadGateway: components["schemas"]["ApiError"] & {
             /** @enum {string} */
-            error_code?: "upstream_error" | "upstream_unavailable" | "upstream_invalid_response";
+            error_code?: "upstream_error" | "upstream_invalid_response" | "upstream_unavailable";
         };
         /** @description Input of a lease calculation at the provider; further fields (`ProductType`, `Currency`, `PaymentFrequency`, ...) are passed to the provider untouched. */
         CalculationPayload: {
@@ -3445,7 +3445,7 @@ export interface components {
         /** @description The upstream system did not answer in time (`upstream_timeout`); nothing was changed locally. A forwarded field-report write that timed out is settled by reading the upstream back: not applied → `upstream_unavailable` (nothing changed; send it again); unknown, because the read failed too → `upstream_outcome_unknown`: sending the same write again is safe (a create is looked up by its `ExternalId` first, an update reads the record first), and a delete stays deleted here and pending, sent again by `post`. */
         GatewayTimeout: components["schemas"]["ApiError"] & {
             /** @enum {string} */
-            error_code?: "upstream_timeout" | "upstream_unavailable" | "upstream_outcome_unknown";
+            error_code?: "upstream_outcome_unknown" | "upstream_timeout" | "upstream_unavailable";
         };
         /** @description The process is up. */
         Health: {
@@ -3484,6 +3484,11 @@ export interface components {
             failed: number;
             /** Format: int64 */
             pending: number;
+        };
+        /** @description An unexpected failure (`internal_error`), such as a failed database query: the message is generic and the service logged the detail under `request_id`; quote it when reporting the problem. */
+        InternalError: components["schemas"]["ApiError"] & {
+            /** @enum {string} */
+            error_code?: "internal_error";
         };
         /**
          * @description The amount that can be financed.
@@ -3893,15 +3898,15 @@ export interface components {
              */
             total?: number | null;
         };
-        /** @description A leasing failure (the seed's rule: every failure of a leasing route is answered 500 `{success: false, message}`), named by `error_code`: the request was `declined` or `cancelled`, is `missing_info` (the missing-info mail was sent or its failure is named in `message`), is `already_past_signing`, or was `not_ready_to_sign` when the attempts were used up; the provider refused (`upstream_rejected`), failed (`upstream_error`), did not answer in time (`upstream_timeout`), was unreachable (`upstream_unavailable`), busy (`upstream_busy`), answered something unreadable (`upstream_invalid_response`) or is not configured (`upstream_not_configured`); or the contract could not be stored (`storage_error`). */
+        /** @description A leasing failure (the seed's rule: every failure of a leasing route is answered 500 `{success: false, message}`), named by `error_code`: the request was `declined` or `cancelled`, is `missing_info` (the missing-info mail was sent or its failure is named in `message`), is `already_past_signing`, or was `not_ready_to_sign` when the attempts were used up; the provider refused (`upstream_rejected`), failed (`upstream_error`), did not answer in time (`upstream_timeout`), was unreachable (`upstream_unavailable`), busy (`upstream_busy`), answered something unreadable (`upstream_invalid_response`) or is not configured (`upstream_not_configured`); the call to it could not be made (`upstream_client_error`); the contract could not be stored (`storage_error`); or an unexpected failure (`internal_error`, logged under `request_id`). */
         LeasingFailure: components["schemas"]["ApiError"] & {
             /** @enum {string} */
-            error_code?: "declined" | "cancelled" | "missing_info" | "already_past_signing" | "not_ready_to_sign" | "upstream_rejected" | "upstream_error" | "upstream_timeout" | "upstream_unavailable" | "upstream_busy" | "upstream_invalid_response" | "upstream_not_configured" | "storage_error";
+            error_code?: "already_past_signing" | "cancelled" | "declined" | "internal_error" | "missing_info" | "not_ready_to_sign" | "storage_error" | "upstream_busy" | "upstream_client_error" | "upstream_error" | "upstream_invalid_response" | "upstream_not_configured" | "upstream_rejected" | "upstream_timeout" | "upstream_unavailable";
         };
-        /** @description A failure of the one-shot flow (the causes of `LeasingFailure`) with where the flow stood. A retry with the same `Idempotency-Key` gets this answer again (same status and body apart from `request_id`) and creates nothing, unless the create step itself was refused or never reached the provider. */
+        /** @description A failure of the one-shot flow (the causes of `LeasingFailure`) with where the flow stood (`financingId`, `flowId`, `failedStep`; absent when the call failed before the flow started, such as an `internal_error` of the token's check). A retry with the same `Idempotency-Key` gets this answer again (same status and body apart from `request_id`) and creates nothing, unless the create step itself was refused or never reached the provider. */
         LeasingFlowFailure: components["schemas"]["ApiError"] & components["schemas"]["LeasingFlowPosition"] & {
             /** @enum {string} */
-            error_code?: "declined" | "cancelled" | "missing_info" | "already_past_signing" | "not_ready_to_sign" | "upstream_rejected" | "upstream_error" | "upstream_timeout" | "upstream_unavailable" | "upstream_busy" | "upstream_invalid_response" | "upstream_not_configured" | "storage_error";
+            error_code?: "already_past_signing" | "cancelled" | "declined" | "internal_error" | "missing_info" | "not_ready_to_sign" | "storage_error" | "upstream_busy" | "upstream_client_error" | "upstream_error" | "upstream_invalid_response" | "upstream_not_configured" | "upstream_rejected" | "upstream_timeout" | "upstream_unavailable";
         };
         /** @description The body is invalid (`validation_failed`, `errors` per field): refused before anything ran, or, for a payload the provider's schema checks only when it is sent (`e_signature_payload`), at that step, with `financingId`, `flowId` and `failedStep`; or the `Idempotency-Key` was used with another body (`idempotency_key_reused`). */
         LeasingFlowInvalid: components["schemas"]["ApiError"] & components["schemas"]["LeasingFlowPosition"] & {
@@ -5857,10 +5862,10 @@ export interface components {
                 [key: string]: unknown;
             } | null;
         };
-        /** @description The database does not answer (`service_unavailable`), the service is shutting down (`shutting_down`; send it again), the upstream system is not configured (`upstream_not_configured`; the message names the setting), or it stays busy (`upstream_busy`; retry after `Retry-After`). */
+        /** @description The database does not answer (`service_unavailable`), the service is shutting down and stopped the field-report work the call started (`interrupted`; send it again), the upstream system is not configured (`upstream_not_configured`; the message names the setting), or it stays busy (`upstream_busy`; retry after `Retry-After`). */
         UpstreamUnavailable: components["schemas"]["ApiError"] & {
             /** @enum {string} */
-            error_code?: "service_unavailable" | "shutting_down" | "upstream_not_configured" | "upstream_busy";
+            error_code?: "interrupted" | "service_unavailable" | "upstream_busy" | "upstream_not_configured";
         };
         /** @description A user of the field-report system, e.g. a technician or dispatcher. */
         Users: {
@@ -6027,7 +6032,17 @@ export interface components {
                 "application/json": components["schemas"]["GatewayTimeout"];
             };
         };
-        /** @description A leasing failure (the seed's rule: every failure of a leasing route is answered 500 `{success: false, message}`), named by `error_code`: the request was `declined` or `cancelled`, is `missing_info` (the missing-info mail was sent or its failure is named in `message`), is `already_past_signing`, or was `not_ready_to_sign` when the attempts were used up; the provider refused (`upstream_rejected`), failed (`upstream_error`), did not answer in time (`upstream_timeout`), was unreachable (`upstream_unavailable`), busy (`upstream_busy`), answered something unreadable (`upstream_invalid_response`) or is not configured (`upstream_not_configured`); or the contract could not be stored (`storage_error`). */
+        /** @description An unexpected failure (`internal_error`), such as a failed database query: the message is generic and the service logged the detail under `request_id`; quote it when reporting the problem. */
+        InternalError: {
+            headers: {
+                "x-request-id": components["headers"]["RequestId"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["InternalError"];
+            };
+        };
+        /** @description A leasing failure (the seed's rule: every failure of a leasing route is answered 500 `{success: false, message}`), named by `error_code`: the request was `declined` or `cancelled`, is `missing_info` (the missing-info mail was sent or its failure is named in `message`), is `already_past_signing`, or was `not_ready_to_sign` when the attempts were used up; the provider refused (`upstream_rejected`), failed (`upstream_error`), did not answer in time (`upstream_timeout`), was unreachable (`upstream_unavailable`), busy (`upstream_busy`), answered something unreadable (`upstream_invalid_response`) or is not configured (`upstream_not_configured`); the call to it could not be made (`upstream_client_error`); the contract could not be stored (`storage_error`); or an unexpected failure (`internal_error`, logged under `request_id`). */
         LeasingFailure: {
             headers: {
                 "x-request-id": components["headers"]["RequestId"];
@@ -6113,7 +6128,7 @@ export interface components {
                 "application/json": components["schemas"]["ApiError"];
             };
         };
-        /** @description The database does not answer (`service_unavailable`), the service is shutting down (`shutting_down`; send it again), the upstream system is not configured (`upstream_not_configured`; the message names the setting), or it stays busy (`upstream_busy`; retry after `Retry-After`). */
+        /** @description The database does not answer (`service_unavailable`), the service is shutting down and stopped the field-report work the call started (`interrupted`; send it again), the upstream system is not configured (`upstream_not_configured`; the message names the setting), or it stays busy (`upstream_busy`; retry after `Retry-After`). */
         UpstreamUnavailable: {
             headers: {
                 "x-request-id": components["headers"]["RequestId"];
@@ -6181,6 +6196,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             409: components["responses"]["Conflict"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -6214,6 +6230,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             409: components["responses"]["Conflict"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -6245,6 +6262,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             409: components["responses"]["Conflict"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -6278,6 +6296,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             409: components["responses"]["Conflict"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -6309,6 +6328,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             409: components["responses"]["Conflict"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -6343,6 +6363,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             409: components["responses"]["Conflict"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -6371,6 +6392,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             409: components["responses"]["Conflict"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -6399,6 +6421,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             409: components["responses"]["Conflict"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -6430,6 +6453,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             409: components["responses"]["Conflict"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -6457,6 +6481,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -6490,6 +6515,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -6522,6 +6548,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -6554,6 +6581,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -6580,6 +6608,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             409: components["responses"]["Conflict"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -6611,6 +6640,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             409: components["responses"]["Conflict"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -6644,6 +6674,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             409: components["responses"]["Conflict"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -6679,6 +6710,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             409: components["responses"]["Conflict"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -6735,6 +6767,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -6794,6 +6827,7 @@ export interface operations {
             };
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -6824,6 +6858,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -6863,6 +6898,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -6894,6 +6930,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -6936,6 +6973,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -6984,6 +7022,7 @@ export interface operations {
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -7028,6 +7067,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -7060,6 +7100,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -7099,6 +7140,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -7130,6 +7172,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -7172,6 +7215,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -7220,6 +7264,7 @@ export interface operations {
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -7264,6 +7309,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -7296,6 +7342,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -7335,6 +7382,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -7366,6 +7414,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -7408,6 +7457,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -7456,6 +7506,7 @@ export interface operations {
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -7500,6 +7551,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -7532,6 +7584,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -7571,6 +7624,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -7602,6 +7656,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -7644,6 +7699,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -7692,6 +7748,7 @@ export interface operations {
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -7736,6 +7793,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -7768,6 +7826,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -7807,6 +7866,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -7838,6 +7898,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -7880,6 +7941,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -7928,6 +7990,7 @@ export interface operations {
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -7972,6 +8035,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -8004,6 +8068,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -8043,6 +8108,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -8074,6 +8140,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -8116,6 +8183,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -8164,6 +8232,7 @@ export interface operations {
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -8208,6 +8277,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -8240,6 +8310,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -8279,6 +8350,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -8310,6 +8382,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -8352,6 +8425,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -8400,6 +8474,7 @@ export interface operations {
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -8444,6 +8519,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -8472,6 +8548,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             409: components["responses"]["Conflict"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -8504,6 +8581,7 @@ export interface operations {
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -8538,6 +8616,7 @@ export interface operations {
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -8574,6 +8653,7 @@ export interface operations {
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -8606,6 +8686,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -8645,6 +8726,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -8676,6 +8758,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -8718,6 +8801,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -8766,6 +8850,7 @@ export interface operations {
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -8810,6 +8895,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -8842,6 +8928,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -8881,6 +8968,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -8912,6 +9000,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -8954,6 +9043,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -9002,6 +9092,7 @@ export interface operations {
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -9046,6 +9137,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -9078,6 +9170,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -9117,6 +9210,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -9148,6 +9242,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -9190,6 +9285,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -9238,6 +9334,7 @@ export interface operations {
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -9282,6 +9379,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -9314,6 +9412,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -9353,6 +9452,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -9384,6 +9484,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -9426,6 +9527,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -9474,6 +9576,7 @@ export interface operations {
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -9518,6 +9621,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -9546,6 +9650,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             409: components["responses"]["Conflict"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -9578,6 +9683,7 @@ export interface operations {
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -9605,6 +9711,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -9634,6 +9741,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -9665,6 +9773,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -9698,6 +9807,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -9728,6 +9838,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -9767,6 +9878,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -9798,6 +9910,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -9840,6 +9953,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -9888,6 +10002,7 @@ export interface operations {
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -9932,6 +10047,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -9963,6 +10079,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             409: components["responses"]["Conflict"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -9998,6 +10115,7 @@ export interface operations {
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -10030,6 +10148,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -10069,6 +10188,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -10100,6 +10220,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -10142,6 +10263,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -10190,6 +10312,7 @@ export interface operations {
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -10234,6 +10357,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -10266,6 +10390,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -10305,6 +10430,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -10336,6 +10462,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -10378,6 +10505,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -10426,6 +10554,7 @@ export interface operations {
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -10470,6 +10599,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -10502,6 +10632,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -10541,6 +10672,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -10572,6 +10704,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -10614,6 +10747,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -10662,6 +10796,7 @@ export interface operations {
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -10706,6 +10841,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
@@ -10743,6 +10879,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -10797,6 +10934,7 @@ export interface operations {
             };
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -10842,6 +10980,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -10904,6 +11043,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -11007,6 +11147,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -11073,6 +11214,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -11103,6 +11245,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -11128,6 +11271,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -11337,6 +11481,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -11362,6 +11507,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -11424,6 +11570,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -11470,6 +11617,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -11514,6 +11662,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -11564,6 +11713,7 @@ export interface operations {
                 };
             };
             422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -11612,6 +11762,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -11658,6 +11809,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -12077,6 +12229,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -12099,6 +12252,7 @@ export interface operations {
                 content?: never;
             };
             401: components["responses"]["Unauthenticated"];
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -12123,6 +12277,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
