@@ -7,7 +7,7 @@ use generated::fieldreport::{EntityInfo, STAGES};
 
 use super::service::{FieldReportError, FieldReportService};
 use super::sync::SyncReport;
-use crate::error::FieldErrors;
+use crate::vocabulary::field_errors::FieldErrors;
 
 /// The entity sets of a stage (1 to 3), or of every stage in order.
 pub fn stage_entities(stage: Option<&str>) -> Result<Vec<&'static EntityInfo>, FieldReportError> {

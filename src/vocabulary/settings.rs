@@ -1,5 +1,5 @@
 //! Reading settings: the raw values by name and the error that names a bad one. Each area reads
-//! its own settings with these (e.g. `crate::upstream::leasing::LeasingConfig::read`);
+//! its own settings with these (e.g. `crate::upstream::config::LeasingConfig::read`);
 //! `crate::config` gathers the values from the file and the environment and assembles the areas'
 //! configurations.
 
