@@ -181,9 +181,10 @@ async fn show_records(
 
 #[derive(Deserialize, JsonSchema)]
 pub struct SyncQuery {
-    /// After the sync, remove the local records the field-report system no longer has (an
-    /// incremental sync cannot see deletes). It reads every Id of the set; records with a
-    /// local change waiting for the upstream are kept and reported: `true`/`false` or `1`/`0`
+    /// After the sync, reconcile the set both ways: read every Id and Version of the set, fetch
+    /// the records the mirror lacks or holds at another version, and remove those the
+    /// field-report system no longer has (an incremental sync cannot see deletes); records with
+    /// a local change waiting for the upstream are kept and reported: `true`/`false` or `1`/`0`
     /// (default false).
     #[serde(default)]
     pub reconcile: super::query_flag::QueryFlag,
@@ -192,11 +193,13 @@ pub struct SyncQuery {
 /// Sync every field-report entity
 ///
 /// Pulls every entity set from the field-report system by OData into the mirror (records
-/// newer than each set's cursor, with the set's expand relations), one set after the
-/// other, without forwarding. Answers what each sync did. With `reconcile=true` each sync
-/// is followed by a reconciling: the set's Ids are read from the field-report system and
-/// local records it no longer has are removed (those with a local change waiting for it
-/// are kept and reported). Intended for internal tooling; `integration-service fieldreport
+/// stamped since the overlap before each set's cursor, in (`DateModified`, `Id`) key order,
+/// with the set's expand relations), one set after the other, without forwarding; records
+/// read again unchanged are not written. Answers what each sync did. With `reconcile=true`
+/// each sync is followed by a reconciling: the set's Ids and Versions are read from the
+/// field-report system, the records the mirror lacks or holds at another version are
+/// fetched, and local records it no longer has are removed (those with a local change
+/// waiting for it are kept and reported). Intended for internal tooling; `integration-service fieldreport
 /// sync [--reconcile]` does the same with a progress display.
 #[dropshot::endpoint { method = GET, path = "/api/v1/fieldreport/sync", tags = ["fieldreport"] }]
 pub async fn fieldreport_sync_all(

@@ -142,8 +142,9 @@ enum FieldreportCommand {
     /// Pull one entity set (route or set name) or all of them from the field-report system.
     Sync {
         entity: Option<String>,
-        /// Then remove the local records the field-report system no longer has (reads every Id
-        /// of the set; records with a local change waiting are kept and reported).
+        /// Then reconcile both ways: read every Id and Version of the set, fetch what the mirror
+        /// lacks or holds stale, remove what the field-report system no longer has (records
+        /// with a local change waiting are kept and reported).
         #[arg(long)]
         reconcile: bool,
     },
@@ -157,7 +158,7 @@ enum FieldreportCommand {
 enum ErpCommand {
     /// Full pull of one model (the ERP's name, e.g. customer) or of every model.
     Setup { model: Option<String> },
-    /// Incremental pull of every model since its cursor.
+    /// Incremental pull of every model since the overlap before its cursor.
     Pull,
     /// The service's webhook registrations at the ERP (its own webhook API).
     #[command(subcommand)]

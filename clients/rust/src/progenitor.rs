@@ -44841,14 +44841,14 @@ let response = client.fieldreport_step_list_templates_update()
     }
     /**Sync every field-report entity
 
-Pulls every entity set from the field-report system by OData into the mirror (records newer than each set's cursor, with the set's expand relations), one set after the other, without forwarding. Answers what each sync did. With `reconcile=true` each sync is followed by a reconciling: the set's Ids are read from the field-report system and local records it no longer has are removed (those with a local change waiting for it are kept and reported). Intended for internal tooling; `integration-service fieldreport sync [--reconcile]` does the same with a progress display.
+Pulls every entity set from the field-report system by OData into the mirror (records stamped since the overlap before each set's cursor, in (`DateModified`, `Id`) key order, with the set's expand relations), one set after the other, without forwarding; records read again unchanged are not written. Answers what each sync did. With `reconcile=true` each sync is followed by a reconciling: the set's Ids and Versions are read from the field-report system, the records the mirror lacks or holds at another version are fetched, and local records it no longer has are removed (those with a local change waiting for it are kept and reported). Intended for internal tooling; `integration-service fieldreport sync [--reconcile]` does the same with a progress display.
 
 Needs a token with the ability `fieldreport:tools` (login tokens hold every ability, `*`).
 
 Sends a `GET` request to `/api/v1/fieldreport/sync`
 
 Arguments:
-- `reconcile`: After the sync, remove the local records the field-report system no longer has (an incremental sync cannot see deletes). It reads every Id of the set; records with a local change waiting for the upstream are kept and reported: `true`/`false` or `1`/`0` (default false).
+- `reconcile`: After the sync, reconcile the set both ways: read every Id and Version of the set, fetch the records the mirror lacks or holds at another version, and remove those the field-report system no longer has (an incremental sync cannot see deletes); records with a local change waiting for the upstream are kept and reported: `true`/`false` or `1`/`0` (default false).
 ```ignore
 let response = client.fieldreport_sync_all()
     .reconcile(reconcile)
@@ -44868,7 +44868,7 @@ Sends a `GET` request to `/api/v1/fieldreport/sync/{entity}`
 
 Arguments:
 - `entity`: Route name (`costCenters`) or OData set name (`CostCenters`).
-- `reconcile`: After the sync, remove the local records the field-report system no longer has (an incremental sync cannot see deletes). It reads every Id of the set; records with a local change waiting for the upstream are kept and reported: `true`/`false` or `1`/`0` (default false).
+- `reconcile`: After the sync, reconcile the set both ways: read every Id and Version of the set, fetch the records the mirror lacks or holds at another version, and remove those the field-report system no longer has (an incremental sync cannot see deletes); records with a local change waiting for the upstream are kept and reported: `true`/`false` or `1`/`0` (default false).
 ```ignore
 let response = client.fieldreport_sync()
     .entity(entity)
