@@ -195,11 +195,10 @@ pub(super) fn read_page(page: ODataPage) -> ReadPage {
         let modified = head.as_ref().and_then(|h| h.modified.as_ref()).and_then(Value::as_str).map(Stamp::parse);
         match head.and_then(|h| Some((record_id(h.id.as_ref()?)?, h))) {
             Some((id, head)) => {
-                if let (Some(modified), Ok(number)) = (&modified, id.parse::<i64>()) {
-                    let key = (modified.clone(), number);
-                    if read.last_key.as_ref().is_none_or(|last| key > *last) {
-                        read.last_key = Some(key);
-                    }
+                if let (Some(modified), Ok(number)) = (&modified, id.parse::<i64>())
+                    && read.last_key.as_ref().is_none_or(|(stamp, last)| (modified, number) > (stamp, *last))
+                {
+                    read.last_key = Some((modified.clone(), number));
                 }
                 let version = head.version.as_ref().and_then(super::service::version_number).unwrap_or(0);
                 let external_id = external_id(head.external_id.as_ref());
