@@ -353,7 +353,38 @@ pub async fn sync(service: &Service, settings: &Settings) -> Result<Vec<Row>> {
         ..Row::default()
     };
     against_mirror.note = "informative: what the service and its upstream add to storing the documents".into();
-    Ok(vec![base, mirror_base, r, against_mirror])
+    let overlap = sync_in_the_overlap(service, count, base.throughput).await?;
+    Ok(vec![base, mirror_base, r, against_mirror, overlap])
+}
+
+/// The sync right after a sync: every record lies in the overlap window before the cursor
+/// (`FIELDREPORT_SYNC_OVERLAP_SECONDS`, 300 s) and is read again, unchanged; none may be
+/// written. Its rate against the same insert baseline as the first sync.
+async fn sync_in_the_overlap(service: &Service, count: u64, baseline: f64) -> Result<Row> {
+    let again = one_sync(service).await?;
+    let report = &again.answer["data"][0];
+    let written = report["inserted"].as_u64().unwrap_or(0) + report["updated"].as_u64().unwrap_or(0);
+    let failed = if again.fetched < count || written > 0 {
+        Some(format!("fetched {} of {count}, {written} written: {}", again.fetched, again.answer))
+    } else {
+        None
+    };
+    let mut row = Row {
+        scenario: "sync-overlap".into(),
+        mode: "the next sync at once: the whole set in the overlap window, read again unchanged".into(),
+        requests: again.fetched,
+        throughput: again.fetched as f64 / again.seconds,
+        unit: "records/s".into(),
+        peak_rss_mb: again.peak as f64 / 1_048_576.0,
+        errors: u64::from(failed.is_some()),
+        first_error: failed,
+        baseline: Some(("sync-insert-baseline".into(), baseline)),
+        ..Row::default()
+    };
+    row.target = Some("ratio ≥ 0.50".into());
+    row.met = Some(row.ratio().unwrap_or(0.0) >= 0.5);
+    row.note = format!("{} records in {:.2} s, none written", again.fetched, again.seconds);
+    Ok(row)
 }
 
 /// One sync of the companies, timed, with the service's peak RSS meanwhile.
