@@ -396,6 +396,7 @@ impl From<JobError> for ApiError {
         match error {
             JobError::Invalid(errors) => Self::validation(errors),
             JobError::NotFound(_) => Self::not_found(error.to_string()),
+            JobError::NotYours(_) => Self::new(ErrorStatusCode::FORBIDDEN, "not_job_owner", error.to_string()),
             JobError::Active { .. } => Self::new(ErrorStatusCode::CONFLICT, "job_active", error.to_string()),
             JobError::Ended { .. } => Self::new(ErrorStatusCode::CONFLICT, "job_ended", error.to_string()),
             JobError::Store(e) => e.into(),

@@ -199,7 +199,7 @@ pub async fn leasing_create(
     let body = body.into_inner().into_inner();
     let context = rqctx.context();
     let envelope = idempotency::once(&context.store, caller.user.id, "leasing.create", key, &body, || async {
-        Ok(RequestEnvelope::of(context.leasing.create(&body).await?))
+        Ok(RequestEnvelope::of(context.leasing.create(&body, caller.user.id).await?))
     })
     .await?;
     Ok(HttpResponseCreated(envelope))

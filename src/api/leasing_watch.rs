@@ -16,7 +16,7 @@ use super::guard::{BearerToken, needs};
 use super::leasing::FinancingIdPath;
 use crate::error::ApiError;
 use crate::leasing::watch::subscriptions::{SubscriptionRequest, WithSecret};
-use crate::store::leasing_watch::{DeliveryRow, SubscriptionRow, WatchRow};
+use crate::store::leasing_watch::{DeliveryRow, SubscriptionRow, Viewer, WatchRow};
 
 /// Deliveries listed at most.
 const MAX_DELIVERIES: u32 = 500;
@@ -40,6 +40,10 @@ pub struct NewSubscription {
     /// The event types to send (default: every type, i.e. `leasing.state_changed`).
     #[serde(default)]
     pub events: Option<Vec<String>>,
+    /// The events of every financing request, not only of those the caller created: for
+    /// operators only (422 otherwise). Default false.
+    #[serde(default)]
+    pub all_requests: bool,
 }
 
 impl NewSubscription {
@@ -68,6 +72,9 @@ pub struct Subscription {
     pub disabled_at: Option<String>,
     /// Until when the secret before the last rotation still signs.
     pub previous_secret_expires_at: Option<String>,
+    /// Whether it receives the events of every financing request (an operator's choice), or
+    /// only of those its owner created.
+    pub all_requests: bool,
 }
 
 impl Subscription {
@@ -75,7 +82,7 @@ impl Subscription {
         json!({"id": "sub_6f1c2a7b9d8e4f0a8b7c6d5e4f3a2b1c", "url": "https://shop.example/hooks/leasing",
                "description": "shop backend", "events": ["leasing.state_changed"],
                "created_at": "2026-11-27T10:00:00.000Z", "status": "active", "failing_since": null,
-               "disabled_at": null, "previous_secret_expires_at": null})
+               "disabled_at": null, "previous_secret_expires_at": null, "all_requests": false})
     }
 }
 
@@ -91,6 +98,7 @@ impl From<SubscriptionRow> for Subscription {
             failing_since: row.failing_since.map(time),
             disabled_at: row.disabled_at.map(time),
             previous_secret_expires_at: row.previous_secret_until.filter(|t| *t > crate::store::now_ms()).map(time),
+            all_requests: row.all_requests,
         }
     }
 }
@@ -250,8 +258,14 @@ pub struct StateChange {
     pub ready_to_sign: bool,
 }
 
-async fn authorize(rqctx: &RequestContext<ApiContext>, token: &BearerToken<needs::Leasing>) -> Result<(), ApiError> {
-    token.caller(rqctx).await.map(|_| ()).map_err(ApiError::leasing)
+/// The caller, as the one whose subscriptions the route may see: their own, and an
+/// operator's also those made before subscriptions had owners.
+async fn authorize(
+    rqctx: &RequestContext<ApiContext>,
+    token: &BearerToken<needs::Leasing>,
+) -> Result<Viewer, ApiError> {
+    let caller = token.caller(rqctx).await.map_err(ApiError::leasing)?;
+    Ok(Viewer { user_id: caller.user.id, operator: caller.user.operator })
 }
 
 /// Subscribe to leasing state changes
@@ -263,30 +277,38 @@ async fn authorize(rqctx: &RequestContext<ApiContext>, token: &BearerToken<needs
 /// for up to 24 h (`LEASING_DELIVERY_RETRY_SECONDS`), with the same `webhook-id`. The answer
 /// holds the signing `secret`, shown this once. A `url` that is not `https` or resolves to
 /// a loopback, private, link-local or unique-local address is refused (422) unless
-/// `CALLBACK_ALLOW_PRIVATE` is set.
+/// `CALLBACK_ALLOW_PRIVATE` is set. The subscription is the caller's: it receives the events
+/// of the financing requests the caller created through the service (every request with
+/// `all_requests`, which only operators may set), and no other user sees it (404).
 #[dropshot::endpoint { method = POST, path = "/api/v1/leasing/subscriptions", tags = ["leasing"] }]
 pub async fn leasing_subscription_create(
     rqctx: RequestContext<ApiContext>,
     token: BearerToken<needs::Leasing>,
     body: TypedBody<NewSubscription>,
 ) -> Result<HttpResponseCreated<SubscriptionWithSecret>, ApiError> {
-    authorize(&rqctx, &token).await?;
+    let viewer = authorize(&rqctx, &token).await?;
     let body = body.into_inner();
-    let request = SubscriptionRequest { url: body.url, description: body.description, events: body.events };
-    let created = rqctx.context().leasing.watcher().subscribe(request).await?;
+    let request = SubscriptionRequest {
+        url: body.url,
+        description: body.description,
+        events: body.events,
+        all_requests: body.all_requests,
+    };
+    let created = rqctx.context().leasing.watcher().subscribe(viewer, request).await?;
     Ok(HttpResponseCreated(created.into()))
 }
 
 /// List the subscriptions
 ///
-/// Every subscription, oldest first, without secrets.
+/// The caller's subscriptions, oldest first, without secrets (an operator's list also holds
+/// those made before subscriptions had owners).
 #[dropshot::endpoint { method = GET, path = "/api/v1/leasing/subscriptions", tags = ["leasing"] }]
 pub async fn leasing_subscription_list(
     rqctx: RequestContext<ApiContext>,
     token: BearerToken<needs::Leasing>,
 ) -> Result<HttpResponseOk<SubscriptionList>, ApiError> {
-    authorize(&rqctx, &token).await?;
-    let rows = rqctx.context().leasing.watcher().subscriptions().await?;
+    let viewer = authorize(&rqctx, &token).await?;
+    let rows = rqctx.context().leasing.watcher().subscriptions(viewer).await?;
     Ok(HttpResponseOk(SubscriptionList { items: rows.into_iter().map(Subscription::from).collect() }))
 }
 
@@ -299,8 +321,8 @@ pub async fn leasing_subscription_show(
     token: BearerToken<needs::Leasing>,
     path: Path<SubscriptionPath>,
 ) -> Result<HttpResponseOk<Subscription>, ApiError> {
-    authorize(&rqctx, &token).await?;
-    let row = rqctx.context().leasing.watcher().subscription(&path.into_inner().id).await?;
+    let viewer = authorize(&rqctx, &token).await?;
+    let row = rqctx.context().leasing.watcher().subscription(viewer, &path.into_inner().id).await?;
     Ok(HttpResponseOk(row.into()))
 }
 
@@ -313,8 +335,8 @@ pub async fn leasing_subscription_delete(
     token: BearerToken<needs::Leasing>,
     path: Path<SubscriptionPath>,
 ) -> Result<HttpResponseDeleted, ApiError> {
-    authorize(&rqctx, &token).await?;
-    rqctx.context().leasing.watcher().unsubscribe(&path.into_inner().id).await?;
+    let viewer = authorize(&rqctx, &token).await?;
+    rqctx.context().leasing.watcher().unsubscribe(viewer, &path.into_inner().id).await?;
     Ok(HttpResponseDeleted())
 }
 
@@ -333,8 +355,8 @@ pub async fn leasing_subscription_rotate_secret(
     token: BearerToken<needs::Leasing>,
     path: Path<SubscriptionPath>,
 ) -> Result<HttpResponseOk<SubscriptionWithSecret>, ApiError> {
-    authorize(&rqctx, &token).await?;
-    let rotated = rqctx.context().leasing.watcher().rotate_secret(&path.into_inner().id).await?;
+    let viewer = authorize(&rqctx, &token).await?;
+    let rotated = rqctx.context().leasing.watcher().rotate_secret(viewer, &path.into_inner().id).await?;
     Ok(HttpResponseOk(rotated.into()))
 }
 
@@ -354,7 +376,7 @@ pub async fn leasing_subscription_deliveries(
     path: Path<SubscriptionPath>,
     query: Query<DeliveriesQuery>,
 ) -> Result<HttpResponseOk<DeliveryList>, ApiError> {
-    authorize(&rqctx, &token).await?;
+    let viewer = authorize(&rqctx, &token).await?;
     let limit = query.into_inner().limit.unwrap_or(100);
     if !(1..=MAX_DELIVERIES).contains(&limit) {
         let message = format!("limit is between 1 and {MAX_DELIVERIES}.");
@@ -362,7 +384,7 @@ pub async fn leasing_subscription_deliveries(
             ApiError::validation(crate::error::FieldErrors::from([("limit".to_string(), vec![message])])).leasing()
         );
     }
-    let rows = rqctx.context().leasing.watcher().deliveries(&path.into_inner().id, limit).await?;
+    let rows = rqctx.context().leasing.watcher().deliveries(viewer, &path.into_inner().id, limit).await?;
     Ok(HttpResponseOk(DeliveryList { items: rows.into_iter().map(Delivery::from).collect() }))
 }
 
@@ -381,9 +403,9 @@ pub async fn leasing_subscription_delivery_retry(
     token: BearerToken<needs::Leasing>,
     path: Path<DeliveryPath>,
 ) -> Result<HttpResponseAccepted<Delivery>, ApiError> {
-    authorize(&rqctx, &token).await?;
+    let viewer = authorize(&rqctx, &token).await?;
     let path = path.into_inner();
-    let row = rqctx.context().leasing.watcher().retry_delivery(&path.id, path.delivery).await?;
+    let row = rqctx.context().leasing.watcher().retry_delivery(viewer, &path.id, path.delivery).await?;
     Ok(HttpResponseAccepted(row.into()))
 }
 
@@ -399,7 +421,7 @@ pub async fn leasing_watch(
     token: BearerToken<needs::Leasing>,
     path: Path<FinancingIdPath>,
 ) -> Result<HttpResponseOk<Watch>, ApiError> {
-    authorize(&rqctx, &token).await?;
-    let row = rqctx.context().leasing.watch(&path.into_inner().financing_id).await?;
+    let viewer = authorize(&rqctx, &token).await?;
+    let row = rqctx.context().leasing.watch(&path.into_inner().financing_id, viewer.user_id).await?;
     Ok(HttpResponseOk(row.into()))
 }

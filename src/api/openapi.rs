@@ -566,6 +566,10 @@ fn complete_jobs_operation(op: &mut Value, op_id: &str) {
         });
     }
     if op_id == "jobs_cancel" {
+        op["responses"]["403"] = json!({
+            "description": "The token lacks the ability `jobs` (`missing_ability`), or the job was queued by another user and the caller is not an operator (`not_job_owner`).",
+            "content": example("not_job_owner", "job 42 was queued by another user; only they or an operator may cancel it")
+        });
         op["responses"]["409"] = json!({
             "description": "The job has already succeeded or failed (`job_ended`).",
             "content": example("job_ended", "job 42 has already ended (succeeded)")
@@ -757,7 +761,14 @@ mod tests {
                 if let Some(ability) = expected {
                     let description = op["description"].as_str().unwrap();
                     assert!(description.contains(&format!("ability `{ability}`")), "{method} {path}: {description}");
-                    assert_eq!(op["responses"]["403"]["$ref"], "#/components/responses/MissingAbility");
+                    let forbidden = &op["responses"]["403"];
+                    if op["operationId"] == "jobs_cancel" {
+                        // Its own 403 names both reasons: the ability, and another user's job.
+                        let text = forbidden["description"].as_str().unwrap();
+                        assert!(text.contains("missing_ability") && text.contains("not_job_owner"), "{text}");
+                    } else {
+                        assert_eq!(forbidden["$ref"], "#/components/responses/MissingAbility", "{method} {path}");
+                    }
                     *counted.entry(ability.to_string()).or_default() += 1;
                 }
             }

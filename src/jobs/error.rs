@@ -10,6 +10,9 @@ pub enum JobError {
     Invalid(FieldErrors),
     #[error("no job {0}")]
     NotFound(i64),
+    /// A cancel by a user who neither queued the job nor is an operator.
+    #[error("job {0} was queued by another user; only they or an operator may cancel it")]
+    NotYours(i64),
     /// A job of the same kind and target is queued or running.
     #[error("job {id} ({kind}{of}) is {status}; follow it at /api/v1/jobs/{id} or cancel it first", of = of_target(.target))]
     Active { id: i64, kind: String, target: String, status: String },

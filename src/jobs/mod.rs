@@ -24,6 +24,7 @@ use crate::fieldreport::service::FieldReportService;
 use crate::metrics::Metrics;
 use crate::store::Store;
 use crate::store::jobs::{JobFilter, JobRow};
+use crate::vocabulary::owner::Viewer;
 pub use error::JobError;
 use error::invalid;
 use kind::JobKind;
@@ -59,11 +60,12 @@ impl JobsService {
         JobsService { store, fieldreport, erp, metrics, wake: Default::default(), running: Default::default() }
     }
 
-    /// Queues a job of `kind` for `target` (every target of the kind without one).
-    pub async fn enqueue(&self, kind: &str, target: Option<&str>) -> Result<JobRow, JobError> {
+    /// Queues a job of `kind` for `target` (every target of the kind without one), recording
+    /// the user who asked (none: the command line).
+    pub async fn enqueue(&self, kind: &str, target: Option<&str>, by: Option<i64>) -> Result<JobRow, JobError> {
         let kind = JobKind::parse(kind)?;
         let target = kind.target(target)?;
-        self.enqueue_checked(kind, &target, false).await
+        self.enqueue_checked(kind, &target, false, by).await
     }
 
     /// Queues a job whose kind and target were checked; `Active` names the job already queued
@@ -73,8 +75,9 @@ impl JobsService {
         kind: JobKind,
         target: &str,
         scheduled: bool,
+        by: Option<i64>,
     ) -> Result<JobRow, JobError> {
-        match self.store.job_enqueue(kind.name(), target, scheduled).await? {
+        match self.store.job_enqueue(kind.name(), target, scheduled, by).await? {
             Ok(job) => {
                 self.wake.notify_one();
                 Ok(job)
@@ -108,8 +111,17 @@ impl JobsService {
         Ok(self.store.jobs_page(&JobFilter { kind, status }, page, per_page).await?)
     }
 
-    /// Cancels a queued job, or asks a running one to stop at its next page.
-    pub async fn cancel(&self, id: i64) -> Result<JobRow, JobError> {
+    /// Cancels a queued job, or asks a running one to stop at its next page. Over the API
+    /// (`by` a user) only the job's creator or an operator may; the command line may always.
+    pub async fn cancel(&self, id: i64, by: Option<Viewer>) -> Result<JobRow, JobError> {
+        if let Some(viewer) = by
+            && !viewer.operator
+        {
+            let job = self.get(id).await?;
+            if job.created_by != Some(viewer.user_id) {
+                return Err(JobError::NotYours(id));
+            }
+        }
         let job = self.store.job_cancel(id).await?.ok_or(JobError::NotFound(id))?;
         match job.status.as_str() {
             "running" => {

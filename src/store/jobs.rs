@@ -21,6 +21,8 @@ pub struct JobRow {
     pub cancel_requested: bool,
     /// Enqueued by `SCHEDULE` rather than by a caller.
     pub scheduled: bool,
+    /// The user who queued it (none: a schedule or the command line).
+    pub created_by: Option<i64>,
     pub progress: JobProgress,
     /// The work's report, as JSON text.
     pub result: Option<String>,
@@ -49,7 +51,7 @@ pub struct JobFilter<'a> {
 }
 
 const COLUMNS: &str = "id, kind, target, status, cancel_requested, scheduled, progress_done, progress_total, \
-     progress_current, result, error, attempts, created_at, started_at, finished_at";
+     progress_current, result, error, attempts, created_at, started_at, finished_at, created_by";
 
 fn job_row(row: &AnyRow) -> Result<JobRow, StoreError> {
     Ok(JobRow {
@@ -59,6 +61,7 @@ fn job_row(row: &AnyRow) -> Result<JobRow, StoreError> {
         status: row.try_get("status")?,
         cancel_requested: row.try_get::<i64, _>("cancel_requested")? != 0,
         scheduled: row.try_get::<i64, _>("scheduled")? != 0,
+        created_by: row.try_get("created_by")?,
         progress: JobProgress {
             done: row.try_get("progress_done")?,
             total: row.try_get("progress_total")?,
@@ -90,20 +93,22 @@ impl Store {
         kind: &str,
         target: &str,
         scheduled: bool,
+        created_by: Option<i64>,
     ) -> Result<Result<JobRow, JobRow>, StoreError> {
         let key = active_key(kind, target);
         // The active job may end between the refused insert and the read: then try again.
         for _ in 0..3 {
             let _turn = self.write_turn().await;
             let inserted = sqlx::query(sql!(
-                "INSERT INTO jobs (kind, target, status, active_key, scheduled, created_at) \
-                 VALUES ($1, $2, 'queued', $3, $4, $5) RETURNING {COLUMNS}"
+                "INSERT INTO jobs (kind, target, status, active_key, scheduled, created_at, created_by) \
+                 VALUES ($1, $2, 'queued', $3, $4, $5, $6) RETURNING {COLUMNS}"
             ))
             .bind(kind)
             .bind(target)
             .bind(&key)
             .bind(i64::from(scheduled))
             .bind(now_ms())
+            .bind(created_by)
             .fetch_one(self.pool())
             .await;
             drop(_turn);

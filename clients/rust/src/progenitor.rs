@@ -4291,6 +4291,9 @@ pub mod types {
         pub cancel_requested: bool,
         ///When it was queued (RFC 3339).
         pub created_at: ::std::string::String,
+        ///The id of the user who queued it (null: `SCHEDULE` or the command line). Only they, or an operator, may cancel it.
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub created_by: ::std::option::Option<i64>,
         ///Why it failed.
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub error: ::std::option::Option<::std::string::String>,
@@ -8368,6 +8371,9 @@ pub mod types {
     ///A subscription to be created.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct NewSubscription {
+        ///The events of every financing request, not only of those the caller created: for operators only (422 otherwise). Default false.
+        #[serde(default)]
+        pub all_requests: bool,
         ///A note for people (at most 500 characters).
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub description: ::std::option::Option<::std::string::String>,
@@ -11081,6 +11087,8 @@ pub mod types {
     ///A subscription to the leasing state events. Each event is posted as JSON (its shape: the schema `LeasingStateChangedEvent`) with the Standard Webhooks headers `webhook-id` (the event's id, the same on every retry), `webhook-timestamp` (Unix seconds) and `webhook-signature` (`v1,<base64 HMAC-SHA256 of "<id>.<timestamp>.<body>">`, keyed with the base64-decoded secret after `whsec_`; after a rotation, two signatures, space separated).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct Subscription {
+        ///Whether it receives the events of every financing request (an operator's choice), or only of those its owner created.
+        pub all_requests: bool,
         pub created_at: ::std::string::String,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub description: ::std::option::Option<::std::string::String>,
@@ -11116,6 +11124,8 @@ pub mod types {
     ///A subscription with its signing secret: shown in this answer only.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct SubscriptionWithSecret {
+        ///Whether it receives the events of every financing request (an operator's choice), or only of those its owner created.
+        pub all_requests: bool,
         pub created_at: ::std::string::String,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub description: ::std::option::Option<::std::string::String>,
@@ -24027,6 +24037,10 @@ pub mod types {
                 ::std::string::String,
                 ::std::string::String,
             >,
+            created_by: ::std::result::Result<
+                ::std::option::Option<i64>,
+                ::std::string::String,
+            >,
             error: ::std::result::Result<
                 ::std::option::Option<::std::string::String>,
                 ::std::string::String,
@@ -24061,6 +24075,7 @@ pub mod types {
                         "no value supplied for cancel_requested".to_string(),
                     ),
                     created_at: Err("no value supplied for created_at".to_string()),
+                    created_by: Ok(Default::default()),
                     error: Ok(Default::default()),
                     finished_at: Ok(Default::default()),
                     id: Err("no value supplied for id".to_string()),
@@ -24110,6 +24125,18 @@ pub mod types {
                     .try_into()
                     .map_err(|e| {
                         format!("error converting supplied value for created_at: {e}")
+                    });
+                self
+            }
+            pub fn created_by<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<i64>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.created_by = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for created_by: {e}")
                     });
                 self
             }
@@ -24241,6 +24268,7 @@ pub mod types {
                     attempts: value.attempts?,
                     cancel_requested: value.cancel_requested?,
                     created_at: value.created_at?,
+                    created_by: value.created_by?,
                     error: value.error?,
                     finished_at: value.finished_at?,
                     id: value.id?,
@@ -24260,6 +24288,7 @@ pub mod types {
                     attempts: Ok(value.attempts),
                     cancel_requested: Ok(value.cancel_requested),
                     created_at: Ok(value.created_at),
+                    created_by: Ok(value.created_by),
                     error: Ok(value.error),
                     finished_at: Ok(value.finished_at),
                     id: Ok(value.id),
@@ -30163,6 +30192,7 @@ pub mod types {
         }
         #[derive(Clone, Debug)]
         pub struct NewSubscription {
+            all_requests: ::std::result::Result<bool, ::std::string::String>,
             description: ::std::result::Result<
                 ::std::option::Option<::std::string::String>,
                 ::std::string::String,
@@ -30176,6 +30206,7 @@ pub mod types {
         impl ::std::default::Default for NewSubscription {
             fn default() -> Self {
                 Self {
+                    all_requests: Ok(Default::default()),
                     description: Ok(Default::default()),
                     events: Ok(Default::default()),
                     url: Err("no value supplied for url".to_string()),
@@ -30183,6 +30214,18 @@ pub mod types {
             }
         }
         impl NewSubscription {
+            pub fn all_requests<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<bool>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.all_requests = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for all_requests: {e}")
+                    });
+                self
+            }
             pub fn description<T>(mut self, value: T) -> Self
             where
                 T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
@@ -30228,6 +30271,7 @@ pub mod types {
                 value: NewSubscription,
             ) -> ::std::result::Result<Self, super::error::ConversionError> {
                 Ok(Self {
+                    all_requests: value.all_requests?,
                     description: value.description?,
                     events: value.events?,
                     url: value.url?,
@@ -30237,6 +30281,7 @@ pub mod types {
         impl ::std::convert::From<super::NewSubscription> for NewSubscription {
             fn from(value: super::NewSubscription) -> Self {
                 Self {
+                    all_requests: Ok(value.all_requests),
                     description: Ok(value.description),
                     events: Ok(value.events),
                     url: Ok(value.url),
@@ -38681,6 +38726,7 @@ pub mod types {
         }
         #[derive(Clone, Debug)]
         pub struct Subscription {
+            all_requests: ::std::result::Result<bool, ::std::string::String>,
             created_at: ::std::result::Result<
                 ::std::string::String,
                 ::std::string::String,
@@ -38712,6 +38758,7 @@ pub mod types {
         impl ::std::default::Default for Subscription {
             fn default() -> Self {
                 Self {
+                    all_requests: Err("no value supplied for all_requests".to_string()),
                     created_at: Err("no value supplied for created_at".to_string()),
                     description: Ok(Default::default()),
                     disabled_at: Ok(Default::default()),
@@ -38725,6 +38772,18 @@ pub mod types {
             }
         }
         impl Subscription {
+            pub fn all_requests<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<bool>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.all_requests = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for all_requests: {e}")
+                    });
+                self
+            }
             pub fn created_at<T>(mut self, value: T) -> Self
             where
                 T: ::std::convert::TryInto<::std::string::String>,
@@ -38840,6 +38899,7 @@ pub mod types {
                 value: Subscription,
             ) -> ::std::result::Result<Self, super::error::ConversionError> {
                 Ok(Self {
+                    all_requests: value.all_requests?,
                     created_at: value.created_at?,
                     description: value.description?,
                     disabled_at: value.disabled_at?,
@@ -38855,6 +38915,7 @@ pub mod types {
         impl ::std::convert::From<super::Subscription> for Subscription {
             fn from(value: super::Subscription) -> Self {
                 Self {
+                    all_requests: Ok(value.all_requests),
                     created_at: Ok(value.created_at),
                     description: Ok(value.description),
                     disabled_at: Ok(value.disabled_at),
@@ -38910,6 +38971,7 @@ pub mod types {
         }
         #[derive(Clone, Debug)]
         pub struct SubscriptionWithSecret {
+            all_requests: ::std::result::Result<bool, ::std::string::String>,
             created_at: ::std::result::Result<
                 ::std::string::String,
                 ::std::string::String,
@@ -38942,6 +39004,7 @@ pub mod types {
         impl ::std::default::Default for SubscriptionWithSecret {
             fn default() -> Self {
                 Self {
+                    all_requests: Err("no value supplied for all_requests".to_string()),
                     created_at: Err("no value supplied for created_at".to_string()),
                     description: Ok(Default::default()),
                     disabled_at: Ok(Default::default()),
@@ -38956,6 +39019,18 @@ pub mod types {
             }
         }
         impl SubscriptionWithSecret {
+            pub fn all_requests<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<bool>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.all_requests = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for all_requests: {e}")
+                    });
+                self
+            }
             pub fn created_at<T>(mut self, value: T) -> Self
             where
                 T: ::std::convert::TryInto<::std::string::String>,
@@ -39084,6 +39159,7 @@ pub mod types {
                 value: SubscriptionWithSecret,
             ) -> ::std::result::Result<Self, super::error::ConversionError> {
                 Ok(Self {
+                    all_requests: value.all_requests?,
                     created_at: value.created_at?,
                     description: value.description?,
                     disabled_at: value.disabled_at?,
@@ -39101,6 +39177,7 @@ pub mod types {
         for SubscriptionWithSecret {
             fn from(value: super::SubscriptionWithSecret) -> Self {
                 Self {
+                    all_requests: Ok(value.all_requests),
                     created_at: Ok(value.created_at),
                     description: Ok(value.description),
                     disabled_at: Ok(value.disabled_at),
@@ -44973,7 +45050,7 @@ let response = client.jobs_show()
     }
     /**Cancel a job
 
-A queued job is cancelled at once; a running one stops at its next page (the answer shows `cancel_requested`; its status becomes `cancelled` when it stopped). What it stored until then stays, and a sync or pull run later resumes from its cursor. Cancelling a cancelled job answers it again; 409 `job_ended` when it has already succeeded or failed.
+A queued job is cancelled at once; a running one stops at its next page (the answer shows `cancel_requested`; its status becomes `cancelled` when it stopped). What it stored until then stays, and a sync or pull run later resumes from its cursor. Cancelling a cancelled job answers it again; 409 `job_ended` when it has already succeeded or failed. Only the user who queued the job, or an operator, may cancel it (403 `not_job_owner` otherwise).
 
 Needs a token with the ability `jobs` (login tokens hold every ability, `*`).
 
@@ -45167,7 +45244,7 @@ let response = client.leasing_request_flow_show()
     }
     /**List the subscriptions
 
-Every subscription, oldest first, without secrets.
+The caller's subscriptions, oldest first, without secrets (an operator's list also holds those made before subscriptions had owners).
 
 Needs a token with the ability `leasing` (login tokens hold every ability, `*`).
 
@@ -45183,7 +45260,7 @@ let response = client.leasing_subscription_list()
     }
     /**Subscribe to leasing state changes
 
-Creates a subscription: every observed state change of a watched financing request is posted to `url` as a `LeasingStateChangedEvent`, signed per Standard Webhooks (see the `Subscription` schema), delivered at least once and in order per financing request. A 2xx answer within 10 s ends a delivery; anything else is retried with exponential back-off for up to 24 h (`LEASING_DELIVERY_RETRY_SECONDS`), with the same `webhook-id`. The answer holds the signing `secret`, shown this once. A `url` that is not `https` or resolves to a loopback, private, link-local or unique-local address is refused (422) unless `CALLBACK_ALLOW_PRIVATE` is set.
+Creates a subscription: every observed state change of a watched financing request is posted to `url` as a `LeasingStateChangedEvent`, signed per Standard Webhooks (see the `Subscription` schema), delivered at least once and in order per financing request. A 2xx answer within 10 s ends a delivery; anything else is retried with exponential back-off for up to 24 h (`LEASING_DELIVERY_RETRY_SECONDS`), with the same `webhook-id`. The answer holds the signing `secret`, shown this once. A `url` that is not `https` or resolves to a loopback, private, link-local or unique-local address is refused (422) unless `CALLBACK_ALLOW_PRIVATE` is set. The subscription is the caller's: it receives the events of the financing requests the caller created through the service (every request with `all_requests`, which only operators may set), and no other user sees it (404).
 
 Needs a token with the ability `leasing` (login tokens hold every ability, `*`).
 

@@ -1747,7 +1747,7 @@ export interface paths {
         put?: never;
         /**
          * Cancel a job
-         * @description A queued job is cancelled at once; a running one stops at its next page (the answer shows `cancel_requested`; its status becomes `cancelled` when it stopped). What it stored until then stays, and a sync or pull run later resumes from its cursor. Cancelling a cancelled job answers it again; 409 `job_ended` when it has already succeeded or failed.
+         * @description A queued job is cancelled at once; a running one stops at its next page (the answer shows `cancel_requested`; its status becomes `cancelled` when it stopped). What it stored until then stays, and a sync or pull run later resumes from its cursor. Cancelling a cancelled job answers it again; 409 `job_ended` when it has already succeeded or failed. Only the user who queued the job, or an operator, may cancel it (403 `not_job_owner` otherwise).
          *
          *     Needs a token with the ability `jobs` (login tokens hold every ability, `*`).
          */
@@ -1935,7 +1935,7 @@ export interface paths {
         };
         /**
          * List the subscriptions
-         * @description Every subscription, oldest first, without secrets.
+         * @description The caller's subscriptions, oldest first, without secrets (an operator's list also holds those made before subscriptions had owners).
          *
          *     Needs a token with the ability `leasing` (login tokens hold every ability, `*`).
          */
@@ -1943,7 +1943,7 @@ export interface paths {
         put?: never;
         /**
          * Subscribe to leasing state changes
-         * @description Creates a subscription: every observed state change of a watched financing request is posted to `url` as a `LeasingStateChangedEvent`, signed per Standard Webhooks (see the `Subscription` schema), delivered at least once and in order per financing request. A 2xx answer within 10 s ends a delivery; anything else is retried with exponential back-off for up to 24 h (`LEASING_DELIVERY_RETRY_SECONDS`), with the same `webhook-id`. The answer holds the signing `secret`, shown this once. A `url` that is not `https` or resolves to a loopback, private, link-local or unique-local address is refused (422) unless `CALLBACK_ALLOW_PRIVATE` is set.
+         * @description Creates a subscription: every observed state change of a watched financing request is posted to `url` as a `LeasingStateChangedEvent`, signed per Standard Webhooks (see the `Subscription` schema), delivered at least once and in order per financing request. A 2xx answer within 10 s ends a delivery; anything else is retried with exponential back-off for up to 24 h (`LEASING_DELIVERY_RETRY_SECONDS`), with the same `webhook-id`. The answer holds the signing `secret`, shown this once. A `url` that is not `https` or resolves to a loopback, private, link-local or unique-local address is refused (422) unless `CALLBACK_ALLOW_PRIVATE` is set. The subscription is the caller's: it receives the events of the financing requests the caller created through the service (every request with `all_requests`, which only operators may set), and no other user sees it (404).
          *
          *     Needs a token with the ability `leasing` (login tokens hold every ability, `*`).
          */
@@ -3782,6 +3782,7 @@ export interface components {
          *       "attempts": 1,
          *       "cancel_requested": false,
          *       "created_at": "2026-11-27T09:30:00.000Z",
+         *       "created_by": 1,
          *       "error": null,
          *       "finished_at": null,
          *       "id": 42,
@@ -3808,6 +3809,11 @@ export interface components {
             cancel_requested: boolean;
             /** @description When it was queued (RFC 3339). */
             created_at: string;
+            /**
+             * Format: int64
+             * @description The id of the user who queued it (null: `SCHEDULE` or the command line). Only they, or an operator, may cancel it.
+             */
+            created_by?: number | null;
             /** @description Why it failed. */
             error?: string | null;
             finished_at?: string | null;
@@ -3838,6 +3844,7 @@ export interface components {
          *           "attempts": 1,
          *           "cancel_requested": false,
          *           "created_at": "2026-11-27T09:00:00.002Z",
+         *           "created_by": null,
          *           "error": null,
          *           "finished_at": "2026-11-27T09:00:02.480Z",
          *           "id": 41,
@@ -4562,6 +4569,11 @@ export interface components {
          *     }
          */
         NewSubscription: {
+            /**
+             * @description The events of every financing request, not only of those the caller created: for operators only (422 otherwise). Default false.
+             * @default false
+             */
+            all_requests?: boolean;
             /**
              * @description A note for people (at most 500 characters).
              * @default null
@@ -5550,6 +5562,7 @@ export interface components {
         /**
          * @description A subscription to the leasing state events. Each event is posted as JSON (its shape: the schema `LeasingStateChangedEvent`) with the Standard Webhooks headers `webhook-id` (the event's id, the same on every retry), `webhook-timestamp` (Unix seconds) and `webhook-signature` (`v1,<base64 HMAC-SHA256 of "<id>.<timestamp>.<body>">`, keyed with the base64-decoded secret after `whsec_`; after a rotation, two signatures, space separated).
          * @example {
+         *       "all_requests": false,
          *       "created_at": "2026-11-27T10:00:00.000Z",
          *       "description": "shop backend",
          *       "disabled_at": null,
@@ -5564,6 +5577,8 @@ export interface components {
          *     }
          */
         Subscription: {
+            /** @description Whether it receives the events of every financing request (an operator's choice), or only of those its owner created. */
+            all_requests: boolean;
             created_at: string;
             description?: string | null;
             disabled_at?: string | null;
@@ -5583,6 +5598,7 @@ export interface components {
         /**
          * @description A subscription with its signing secret: shown in this answer only.
          * @example {
+         *       "all_requests": false,
          *       "created_at": "2026-11-27T10:00:00.000Z",
          *       "description": "shop backend",
          *       "disabled_at": null,
@@ -5597,6 +5613,8 @@ export interface components {
          *     }
          */
         SubscriptionWithSecret: {
+            /** @description Whether it receives the events of every financing request (an operator's choice), or only of those its owner created. */
+            all_requests: boolean;
             created_at: string;
             description?: string | null;
             disabled_at?: string | null;
@@ -10847,7 +10865,23 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
-            403: components["responses"]["MissingAbility"];
+            /** @description The token lacks the ability `jobs` (`missing_ability`), or the job was queued by another user and the caller is not an operator (`not_job_owner`). */
+            403: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error_code": "not_job_owner",
+                     *       "message": "job 42 was queued by another user; only they or an operator may cancel it",
+                     *       "request_id": "0d5c1e3e-8b7f-4f4e-9c57-2f1f0c9e1a11"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
             /** @description No such job (`not_found`). */
             404: {
                 headers: {

@@ -4,11 +4,11 @@ use super::*;
 async fn one_job_of_a_kind_and_target_is_active_and_a_lost_lease_is_taken_over() {
     for test in crate::store::testing::stores_on_both_databases().await {
         let store = &test.store;
-        let first = store.job_enqueue("fieldreport.sync", "tags", false).await.unwrap().unwrap();
+        let first = store.job_enqueue("fieldreport.sync", "tags", false, Some(1)).await.unwrap().unwrap();
         assert_eq!(first.status, "queued");
-        let refused = store.job_enqueue("fieldreport.sync", "tags", false).await.unwrap().unwrap_err();
+        let refused = store.job_enqueue("fieldreport.sync", "tags", false, Some(1)).await.unwrap().unwrap_err();
         assert_eq!(refused.id, first.id);
-        let other = store.job_enqueue("fieldreport.sync", "users", false).await.unwrap().unwrap();
+        let other = store.job_enqueue("fieldreport.sync", "users", false, Some(1)).await.unwrap().unwrap();
 
         // The oldest first; a claimed job is not claimed again while its lease holds.
         let claimed = store.job_claim("a", now_ms() + 60_000).await.unwrap().unwrap();
@@ -36,7 +36,7 @@ async fn one_job_of_a_kind_and_target_is_active_and_a_lost_lease_is_taken_over()
         assert!(store.job_finish(other.id, "c", "succeeded", Some("[]"), None, &JobProgress::default()).await.unwrap());
 
         // Once ended, the kind and target are free again.
-        assert!(store.job_enqueue("fieldreport.sync", "users", true).await.unwrap().is_ok());
+        assert!(store.job_enqueue("fieldreport.sync", "users", true, None).await.unwrap().is_ok());
         let successes = store.job_last_successes().await.unwrap();
         assert_eq!(successes.len(), 1);
         assert_eq!((successes[0].0.as_str(), successes[0].1.as_str()), ("fieldreport.sync", "users"));
