@@ -25,6 +25,10 @@ use crate::upstream::UpstreamError;
 /// module, which imports their errors).
 pub use crate::vocabulary::field_errors::FieldErrors;
 
+/// The `Retry-After` of a 503 `service_unavailable`: a busy or reconnecting database is
+/// usually back within seconds.
+const UNAVAILABLE_RETRY_AFTER_SECONDS: u64 = 2;
+
 /// Error information from a response.
 // Deserialised only to answer a stored failure again (an `Idempotency-Key` retry), with the
 // status stored beside it.
@@ -139,13 +143,16 @@ impl ApiError {
         Self::new(ErrorStatusCode::INTERNAL_SERVER_ERROR, "internal_error", "Internal server error.")
     }
 
+    /// The database is away or busy: 503 with `Retry-After`, the request may be sent again.
     pub fn unavailable(detail: impl std::fmt::Display) -> Self {
         telemetry::report_internal_error(&detail.to_string());
-        Self::new(
+        let mut error = Self::new(
             ErrorStatusCode::SERVICE_UNAVAILABLE,
             "service_unavailable",
             "The service is temporarily unavailable.",
-        )
+        );
+        error.retry_after_seconds = Some(UNAVAILABLE_RETRY_AFTER_SECONDS);
+        error
     }
 
     /// Marks an error of a leasing route, which keeps the seed's `{success: false, message}`.

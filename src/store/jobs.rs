@@ -98,7 +98,7 @@ impl Store {
         let key = active_key(kind, target);
         // The active job may end between the refused insert and the read: then try again.
         for _ in 0..3 {
-            let _turn = self.write_turn().await;
+            let _turn = self.write_turn().await?;
             let inserted = sqlx::query(sql!(
                 "INSERT INTO jobs (kind, target, status, active_key, scheduled, created_at, created_by) \
                  VALUES ($1, $2, 'queued', $3, $4, $5, $6) RETURNING {COLUMNS}"
@@ -174,7 +174,7 @@ impl Store {
     pub async fn job_cancel(&self, id: i64) -> Result<Option<JobRow>, StoreError> {
         let now = now_ms();
         {
-            let _turn = self.write_turn().await;
+            let _turn = self.write_turn().await?;
             sqlx::query(
                 "UPDATE jobs SET status = 'cancelled', active_key = NULL, finished_at = $1, cancel_requested = 1 \
                  WHERE id = $2 AND status = 'queued'",
@@ -208,7 +208,7 @@ impl Store {
                 sql!("UPDATE jobs SET {set} WHERE id = (SELECT id FROM jobs WHERE {CLAIMABLE}) RETURNING {COLUMNS}")
             }
         };
-        let _turn = self.write_turn().await;
+        let _turn = self.write_turn().await?;
         let row = sqlx::query(statement).bind(now_ms()).bind(owner).bind(until).fetch_optional(self.pool()).await?;
         row.as_ref().map(job_row).transpose()
     }
@@ -222,7 +222,7 @@ impl Store {
         until: i64,
         progress: &JobProgress,
     ) -> Result<Option<bool>, StoreError> {
-        let _turn = self.write_turn().await;
+        let _turn = self.write_turn().await?;
         let row = sqlx::query(
             "UPDATE jobs SET lease_until = $1, progress_done = $2, progress_total = $3, progress_current = $4 \
              WHERE id = $5 AND lease_owner = $6 AND status = 'running' RETURNING cancel_requested",
@@ -249,7 +249,7 @@ impl Store {
         error: Option<&str>,
         progress: &JobProgress,
     ) -> Result<bool, StoreError> {
-        let _turn = self.write_turn().await;
+        let _turn = self.write_turn().await?;
         let done = sqlx::query(
             "UPDATE jobs SET status = $1, result = $2, error = $3, finished_at = $4, active_key = NULL, \
              lease_owner = NULL, lease_until = NULL, progress_done = $5, progress_total = $6, progress_current = NULL \
@@ -271,7 +271,7 @@ impl Store {
     /// Hands a running job back to the queue (its instance is stopping): it runs again after
     /// a restart, or on another instance.
     pub async fn job_release(&self, id: i64, owner: &str) -> Result<(), StoreError> {
-        let _turn = self.write_turn().await;
+        let _turn = self.write_turn().await?;
         sqlx::query(
             "UPDATE jobs SET status = 'queued', lease_owner = NULL, lease_until = NULL \
              WHERE id = $1 AND lease_owner = $2 AND status = 'running'",
@@ -307,7 +307,7 @@ impl Store {
             Dialect::Postgres => "LEAST",
             Dialect::Sqlite => "MIN",
         };
-        let _turn = self.write_turn().await;
+        let _turn = self.write_turn().await?;
         sqlx::query(
             "INSERT INTO job_schedule (kind, target, interval_ms, next_at) VALUES ($1, $2, $3, $4) \
              ON CONFLICT (kind, target) DO NOTHING",
@@ -335,7 +335,7 @@ impl Store {
     /// caller, of any instance, whose update moved it.
     pub async fn schedule_take_tick(&self, kind: &str, target: &str) -> Result<bool, StoreError> {
         let now = now_ms();
-        let _turn = self.write_turn().await;
+        let _turn = self.write_turn().await?;
         let taken = sqlx::query(
             "UPDATE job_schedule SET next_at = $1 + interval_ms WHERE kind = $2 AND target = $3 AND next_at <= $1",
         )

@@ -199,7 +199,7 @@ fn delivery_row(row: &AnyRow) -> Result<DeliveryRow, StoreError> {
 
 impl Store {
     pub async fn subscription_insert(&self, new: &NewSubscription<'_>) -> Result<SubscriptionRow, StoreError> {
-        let _turn = self.write_turn().await;
+        let _turn = self.write_turn().await?;
         let row = sqlx::query(sql!(
             "INSERT INTO leasing_subscriptions (id, url, description, events, secret, created_at, user_id, all_requests) \
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING {SUBSCRIPTION_COLUMNS}"
@@ -266,7 +266,7 @@ impl Store {
         secret: &str,
         previous_until: i64,
     ) -> Result<Option<SubscriptionRow>, StoreError> {
-        let _turn = self.write_turn().await;
+        let _turn = self.write_turn().await?;
         let row = sqlx::query(sql!(
             "UPDATE leasing_subscriptions SET previous_secret = secret, previous_secret_until = $3, secret = $4 \
              WHERE {VISIBLE} AND id = $5 RETURNING {SUBSCRIPTION_COLUMNS}"
@@ -289,7 +289,7 @@ impl Store {
         next_poll_at: i64,
         user_id: i64,
     ) -> Result<bool, StoreError> {
-        let _turn = self.write_turn().await;
+        let _turn = self.write_turn().await?;
         let inserted = sqlx::query(
             "INSERT INTO leasing_watches \
              (financing_id, request_id, state, observed_at, terminal, next_poll_at, created_at, user_id) \
@@ -422,7 +422,7 @@ impl Store {
                  WHERE financing_id IN (SELECT financing_id FROM leasing_watches WHERE {due}) RETURNING {WATCH_COLUMNS}"
             ),
         };
-        let _turn = self.write_turn().await;
+        let _turn = self.write_turn().await?;
         // Planned at every run (see `UNCACHED`).
         let rows = sqlx::query(statement)
             .persistent(false)
@@ -444,7 +444,7 @@ impl Store {
         next_poll_at: i64,
         failures: i64,
     ) -> Result<(), StoreError> {
-        let _turn = self.write_turn().await;
+        let _turn = self.write_turn().await?;
         sqlx::query(
             "UPDATE leasing_watches SET next_poll_at = CASE WHEN terminal = 1 THEN NULL ELSE $1 END, \
              failures = $2, lease_owner = NULL, lease_until = NULL \
@@ -499,7 +499,7 @@ impl Store {
             ),
         };
         {
-            let _turn = self.write_turn().await;
+            let _turn = self.write_turn().await?;
             sqlx::query(statement)
                 .persistent(false)
                 .bind(now_ms())
@@ -558,7 +558,7 @@ impl Store {
             && !work.subscription_failing
         {
             // The common case, one statement: nothing to change at the subscription.
-            let _turn = self.write_turn().await;
+            let _turn = self.write_turn().await?;
             sqlx::query(
                 "UPDATE leasing_deliveries SET status = 'delivered', attempts = attempts + 1, last_status_code = $1, \
                  last_error = NULL, next_attempt_at = NULL, last_attempt_at = $2, finished_at = $2, \
@@ -665,7 +665,7 @@ impl Store {
     /// Sends a delivery again (whatever its status): pending, due now.
     pub async fn delivery_retry(&self, subscription_id: &str, id: i64) -> Result<Option<DeliveryRow>, StoreError> {
         {
-            let _turn = self.write_turn().await;
+            let _turn = self.write_turn().await?;
             sqlx::query(
                 "UPDATE leasing_deliveries SET status = 'pending', next_attempt_at = $1, finished_at = NULL \
                  WHERE subscription_id = $2 AND id = $3",
