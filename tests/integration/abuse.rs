@@ -776,6 +776,60 @@ async fn mirrored_erp_records_never_show_a_secret() {
     svc.stop().await;
 }
 
+/// A body with anything but whitespace after its JSON value is refused with 400 naming the
+/// position, on every operation that takes a body: a proxy that reads such a body otherwise
+/// would see another request than the service. Whitespace after the value is fine.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn trailing_data_after_a_json_body_is_400_on_every_route() {
+    let svc = TestService::start(Db::Sqlite, &[("ERP_WEBHOOK_ALLOWLIST", "127.0.0.1/32")]).await;
+    let token = svc.user_token().await;
+    let doc: Value = svc.client.get(svc.url("/docs/openapi.json")).checked().await.unwrap().json().await.unwrap();
+    let mut probed = 0;
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for (method, op) in item.as_object().unwrap() {
+            let Some(schema) = op.pointer("/requestBody/content/application~1json/schema") else { continue };
+            let body = sample(&doc, schema, 0).to_string();
+            // Path parameters filled in with values of the right shape: the body is read first.
+            let concrete: String = path
+                .split('/')
+                .map(|segment| if segment.starts_with('{') { "1" } else { segment })
+                .collect::<Vec<_>>()
+                .join("/");
+            let method = reqwest::Method::from_str(&method.to_uppercase()).unwrap();
+            for trailing in [format!("{body} garbage"), format!("{body}{body}"), format!("{body}\n]")] {
+                let answer = svc
+                    .client
+                    .request(method.clone(), svc.url(&concrete))
+                    .bearer_auth(&token)
+                    .header("content-type", "application/json")
+                    .body(trailing.clone())
+                    .checked()
+                    .await
+                    .unwrap();
+                let error = error_body(answer, 400).await;
+                let message = error["message"].as_str().unwrap();
+                assert!(
+                    message.contains("trailing characters") && message.contains("column"),
+                    "{method} {path} with {trailing:?}: {error}"
+                );
+            }
+            probed += 1;
+        }
+    }
+    assert!(probed >= 10, "only {probed} operations take a body");
+    // Whitespace after the value is no trailing data.
+    let login = svc
+        .client
+        .post(svc.url("/api/v1/login"))
+        .header("content-type", "application/json")
+        .body(format!("{} \r\n\t ", json!({"email": crate::common::EMAIL, "password": PASSWORD})))
+        .checked()
+        .await
+        .unwrap();
+    assert_eq!(login.status(), 200);
+    svc.stop().await;
+}
+
 // ---- Requests that must not disturb others ----
 
 /// Header blocks over the limit, small and huge, answer 431 without disturbing the requests in
