@@ -121,7 +121,7 @@ impl ApiError {
         let mut error = Self::new(
             ErrorStatusCode::TOO_MANY_REQUESTS,
             "too_many_held_calls",
-            format!("This token already has {most} waits or flows running here; wait for one to end."),
+            format!("This user already has {most} waits or flows running here; wait for one to end."),
         );
         error.retry_after_seconds = Some(1);
         error
@@ -311,6 +311,9 @@ impl From<WatchError> for ApiError {
             WatchError::SubscriptionNotFound(_) | WatchError::DeliveryNotFound(_) => {
                 Self::not_found(error.to_string()).leasing()
             }
+            WatchError::TooManySubscriptions(_) => {
+                Self::new(ErrorStatusCode::CONFLICT, "too_many_subscriptions", error.to_string()).leasing()
+            }
             WatchError::Store(e) => ApiError::from(e).leasing(),
         }
     }
@@ -403,6 +406,12 @@ impl From<JobError> for ApiError {
         match error {
             JobError::Invalid(errors) => Self::validation(errors),
             JobError::NotFound(_) => Self::not_found(error.to_string()),
+            JobError::TooManyActive(_) => {
+                let mut error =
+                    Self::new(ErrorStatusCode::TOO_MANY_REQUESTS, "too_many_active_jobs", error.to_string());
+                error.retry_after_seconds = Some(5);
+                error
+            }
             JobError::NotYours(_) => Self::new(ErrorStatusCode::FORBIDDEN, "not_job_owner", error.to_string()),
             JobError::Active { .. } => Self::new(ErrorStatusCode::CONFLICT, "job_active", error.to_string()),
             JobError::Ended { .. } => Self::new(ErrorStatusCode::CONFLICT, "job_ended", error.to_string()),

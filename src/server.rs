@@ -153,7 +153,7 @@ pub async fn start(config: &Config, log: &Logger) -> Result<RunningService, Star
     let (shutting_down, shutdown_signal) = tokio::sync::watch::channel(false);
     let departures = Arc::new(crate::stop::Departures::default());
     let held_calls =
-        api::held_calls::HeldCalls::new(config.api.max_held_calls_per_token, departures.clone(), shutdown_signal);
+        api::held_calls::HeldCalls::new(config.api.max_held_calls_per_user, departures.clone(), shutdown_signal);
     let context = ApiContext {
         store: store.clone(),
         auth: auth.clone(),

@@ -11,3 +11,4 @@ UPDATE leasing_subscriptions SET all_requests = 1;
 CREATE INDEX leasing_subscriptions_user ON leasing_subscriptions (user_id, created_at, id);
 ALTER TABLE leasing_watches ADD COLUMN user_id BIGINT;
 ALTER TABLE jobs ADD COLUMN created_by BIGINT;
+CREATE INDEX jobs_created_by ON jobs (created_by, active_key);

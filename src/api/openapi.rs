@@ -598,9 +598,16 @@ fn complete_subscription_operation(op: &mut Value, op_id: &str) {
             "content": example("not_found", "There is no subscription sub_0123456789abcdef0123456789abcdef.", None)
         });
     }
+    if op_id == "leasing_subscription_list" {
+        op["responses"]["422"] = json!({"$ref": "#/components/responses/ValidationFailed"});
+    }
     if op_id == "leasing_subscription_create" {
+        op["responses"]["409"] = json!({
+            "description": "The caller has `LEASING_SUBSCRIPTIONS_PER_USER` subscriptions already (`too_many_subscriptions`).",
+            "content": example("too_many_subscriptions", "You have 100 subscriptions, the most a user may have; delete one first.", None)
+        });
         op["responses"]["422"] = json!({
-            "description": "A field is invalid (`validation_failed`, the fields named in `errors`): the `url` is not https, or resolves to a loopback, private, link-local or unique-local address (allowed only with `CALLBACK_ALLOW_PRIVATE`), or cannot be resolved; an event type is unknown; the description is too long.",
+            "description": "A field is invalid (`validation_failed`, the fields named in `errors`): the `url` is longer than 2,048 characters, is not https, or resolves to a loopback, private, link-local or unique-local address (allowed only with `CALLBACK_ALLOW_PRIVATE`), or cannot be resolved; an event type is unknown; the description is too long; `all_requests` asked for by a user who is not an operator.",
             "content": example("validation_failed", "url: 127.0.0.1 is not a public address", Some(json!({"url": ["127.0.0.1 is not a public address"]})))
         });
     }

@@ -20,10 +20,18 @@ pub struct ScheduleEntry {
 }
 
 /// The jobs area's settings.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct JobsConfig {
     /// `SCHEDULE` (default: nothing is scheduled).
     pub schedule: Vec<ScheduleEntry>,
+    /// Jobs one user may have queued or running at once (`JOBS_ACTIVE_PER_USER`, default 10).
+    pub active_per_user: u64,
+}
+
+impl Default for JobsConfig {
+    fn default() -> Self {
+        JobsConfig { schedule: Vec::new(), active_per_user: 10 }
+    }
 }
 
 impl JobsConfig {
@@ -32,7 +40,9 @@ impl JobsConfig {
             Some(text) => parse(text).map_err(|reason| invalid("SCHEDULE", reason))?,
             None => Vec::new(),
         };
-        Ok(JobsConfig { schedule })
+        let active_per_user =
+            raw.positive_u64("JOBS_ACTIVE_PER_USER")?.unwrap_or(JobsConfig::default().active_per_user);
+        Ok(JobsConfig { schedule, active_per_user })
     }
 }
 

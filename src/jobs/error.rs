@@ -16,6 +16,9 @@ pub enum JobError {
     /// A job of the same kind and target is queued or running.
     #[error("job {id} ({kind}{of}) is {status}; follow it at /api/v1/jobs/{id} or cancel it first", of = of_target(.target))]
     Active { id: i64, kind: String, target: String, status: String },
+    /// The user has as many jobs queued or running as they may.
+    #[error("you have {0} jobs queued or running, the most a user may have; wait for one to end")]
+    TooManyActive(u64),
     /// Cancel of a job that has already ended.
     #[error("job {id} has already ended ({status})")]
     Ended { id: i64, status: String },

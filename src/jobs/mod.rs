@@ -53,11 +53,27 @@ pub struct JobsService {
     /// The flags of the jobs running here, so that a cancel asked here stops its job at once
     /// (one asked at another instance arrives with the job's next heartbeat).
     running: Arc<Mutex<HashMap<i64, JobFlags>>>,
+    /// Jobs one user may have queued or running (`JOBS_ACTIVE_PER_USER`).
+    active_per_user: u64,
 }
 
 impl JobsService {
     pub fn new(store: Store, fieldreport: FieldReportService, erp: ErpService, metrics: Arc<Metrics>) -> JobsService {
-        JobsService { store, fieldreport, erp, metrics, wake: Default::default(), running: Default::default() }
+        JobsService {
+            store,
+            fieldreport,
+            erp,
+            metrics,
+            wake: Default::default(),
+            running: Default::default(),
+            active_per_user: crate::jobs::config::JobsConfig::default().active_per_user,
+        }
+    }
+
+    /// At most `most` jobs queued or running per user (`JOBS_ACTIVE_PER_USER`).
+    pub fn with_active_per_user(mut self, most: u64) -> JobsService {
+        self.active_per_user = most;
+        self
     }
 
     /// Queues a job of `kind` for `target` (every target of the kind without one), recording
@@ -65,6 +81,11 @@ impl JobsService {
     pub async fn enqueue(&self, kind: &str, target: Option<&str>, by: Option<i64>) -> Result<JobRow, JobError> {
         let kind = JobKind::parse(kind)?;
         let target = kind.target(target)?;
+        if let Some(user) = by
+            && self.store.jobs_active_of(user).await? >= self.active_per_user
+        {
+            return Err(JobError::TooManyActive(self.active_per_user));
+        }
         self.enqueue_checked(kind, &target, false, by).await
     }
 

@@ -80,10 +80,17 @@ fn active_key(kind: &str, target: &str) -> String {
     format!("{kind} {target}")
 }
 
-/// A queued job, or a running one whose runner stopped renewing its lease ($1: now); the
-/// oldest first.
-const CLAIMABLE: &str =
-    "(status = 'queued' OR (status = 'running' AND lease_until < $1)) ORDER BY created_at, id LIMIT 1";
+/// A queued job, or a running one whose runner stopped renewing its lease ($1: now). Taken
+/// over first are those whose runner died; then creators take turns: a queued job goes by how
+/// many jobs of its creator run or wait before it (a user's first job before anyone's second),
+/// then by age. So one user's many queued jobs delay another user's next job by at most one
+/// job's run. Schedules and the command line (no creator) count as one creator.
+const CLAIMABLE: &str = "(status = 'queued' OR (status = 'running' AND lease_until < $1)) \
+     ORDER BY CASE WHEN status = 'running' THEN 0 ELSE 1 END, \
+     (SELECT COUNT(*) FROM jobs o WHERE COALESCE(o.created_by, -1) = COALESCE(jobs.created_by, -1) \
+      AND (o.status = 'running' OR (o.status = 'queued' AND (o.created_at < jobs.created_at \
+      OR (o.created_at = jobs.created_at AND o.id < jobs.id))))), \
+     created_at, id LIMIT 1";
 
 impl Store {
     /// Queues a job; `Err` with the active job when one of the same kind and target is queued
@@ -125,6 +132,16 @@ impl Store {
             }
         }
         Err(StoreError::Query(format!("the active job of {key} kept changing")))
+    }
+
+    /// How many jobs a user has queued or running.
+    pub async fn jobs_active_of(&self, user_id: i64) -> Result<u64, StoreError> {
+        let n: i64 = sqlx::query("SELECT COUNT(*) AS n FROM jobs WHERE created_by = $1 AND active_key IS NOT NULL")
+            .bind(user_id)
+            .fetch_one(self.pool())
+            .await?
+            .try_get("n")?;
+        Ok(n.max(0) as u64)
     }
 
     /// The queued or running job of a kind and target.

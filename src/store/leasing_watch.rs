@@ -217,16 +217,40 @@ impl Store {
         subscription_row(&row)
     }
 
-    /// The subscriptions `viewer` sees, oldest first.
-    pub async fn subscriptions(&self, viewer: Viewer) -> Result<Vec<SubscriptionRow>, StoreError> {
+    /// A page of the subscriptions `viewer` sees, oldest first, and how many there are.
+    pub async fn subscriptions(
+        &self,
+        viewer: Viewer,
+        page: u32,
+        per_page: u32,
+    ) -> Result<(Vec<SubscriptionRow>, i64), StoreError> {
+        let total: i64 = sqlx::query(sql!("SELECT COUNT(*) AS n FROM leasing_subscriptions WHERE {VISIBLE}"))
+            .bind(viewer.user_id)
+            .bind(i64::from(viewer.operator))
+            .fetch_one(self.pool())
+            .await?
+            .try_get("n")?;
         let rows = sqlx::query(sql!(
-            "SELECT {SUBSCRIPTION_COLUMNS} FROM leasing_subscriptions WHERE {VISIBLE} ORDER BY created_at, id"
+            "SELECT {SUBSCRIPTION_COLUMNS} FROM leasing_subscriptions WHERE {VISIBLE} \
+             ORDER BY created_at, id LIMIT $3 OFFSET $4"
         ))
         .bind(viewer.user_id)
         .bind(i64::from(viewer.operator))
+        .bind(i64::from(per_page))
+        .bind(i64::from(page.saturating_sub(1)) * i64::from(per_page))
         .fetch_all(self.pool())
         .await?;
-        rows.iter().map(subscription_row).collect()
+        Ok((rows.iter().map(subscription_row).collect::<Result<_, _>>()?, total))
+    }
+
+    /// How many subscriptions a user has.
+    pub async fn subscription_count(&self, user_id: i64) -> Result<u64, StoreError> {
+        let n: i64 = sqlx::query("SELECT COUNT(*) AS n FROM leasing_subscriptions WHERE user_id = $1")
+            .bind(user_id)
+            .fetch_one(self.pool())
+            .await?
+            .try_get("n")?;
+        Ok(n.max(0) as u64)
     }
 
     /// A subscription, when `viewer` sees it.
@@ -637,14 +661,20 @@ impl Store {
         Ok(disabled)
     }
 
-    /// The newest deliveries of a subscription, newest first.
-    pub async fn deliveries_of(&self, subscription_id: &str, limit: i64) -> Result<Vec<DeliveryRow>, StoreError> {
+    /// A subscription's deliveries, newest first: `limit` after the newest `skip`.
+    pub async fn deliveries_of(
+        &self,
+        subscription_id: &str,
+        limit: i64,
+        skip: i64,
+    ) -> Result<Vec<DeliveryRow>, StoreError> {
         let rows = sqlx::query(sql!(
             "SELECT {DELIVERY_COLUMNS} FROM leasing_deliveries d JOIN leasing_events e ON e.seq = d.event_seq \
-             WHERE d.subscription_id = $1 ORDER BY d.id DESC LIMIT $2"
+             WHERE d.subscription_id = $1 ORDER BY d.id DESC LIMIT $2 OFFSET $3"
         ))
         .bind(subscription_id)
         .bind(limit)
+        .bind(skip)
         .fetch_all(self.pool())
         .await?;
         rows.iter().map(delivery_row).collect()

@@ -830,6 +830,79 @@ async fn trailing_data_after_a_json_body_is_400_on_every_route() {
     svc.stop().await;
 }
 
+/// What one user may store is bounded: a callback URL of at most 2,048 characters,
+/// `LEASING_SUBSCRIPTIONS_PER_USER` subscriptions (another user keeps their own allowance),
+/// lists by pages of a bounded size, and `JOBS_ACTIVE_PER_USER` jobs queued or running (429
+/// with `Retry-After` beyond).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn subscriptions_lists_and_jobs_are_bounded_per_user() {
+    let settings =
+        [("CALLBACK_ALLOW_PRIVATE", "true"), ("LEASING_SUBSCRIPTIONS_PER_USER", "3"), ("JOBS_ACTIVE_PER_USER", "2")];
+    let service = TestService::start(Db::Sqlite, &settings).await;
+    let svc = &service;
+    let token = svc.user_token().await;
+    svc.create_user("bob@example.com", "bob-password-1").await;
+    let bob = svc.token("bob@example.com", "bob-password-1").await;
+    let subscribe = |token: String, url: String| async move {
+        svc.client
+            .post(svc.url("/api/v1/leasing/subscriptions"))
+            .bearer_auth(token)
+            .json(&json!({"url": url}))
+            .checked()
+            .await
+            .unwrap()
+    };
+    let long = format!("http://127.0.0.1:9/{}", "a".repeat(2049));
+    let refused = error_body(subscribe(token.clone(), long).await, 422).await;
+    assert!(refused["errors"]["url"][0].as_str().unwrap().contains("2048"), "{refused}");
+    for n in 0..3 {
+        let created = subscribe(token.clone(), format!("http://127.0.0.1:9/hook/{n}")).await;
+        assert_eq!(created.status(), 201);
+        svc.remember_secret(created.json::<Value>().await.unwrap()["secret"].as_str().unwrap());
+    }
+    let fourth = error_body(subscribe(token.clone(), "http://127.0.0.1:9/hook/4".into()).await, 409).await;
+    assert_eq!(fourth["error_code"], "too_many_subscriptions");
+    let bobs = subscribe(bob.clone(), "http://127.0.0.1:9/hook/bob".into()).await;
+    assert_eq!(bobs.status(), 201);
+    svc.remember_secret(bobs.json::<Value>().await.unwrap()["secret"].as_str().unwrap());
+
+    let page: Value = svc.get(&token, "/api/v1/leasing/subscriptions?per_page=2").await.json().await.unwrap();
+    assert_eq!(page["items"].as_array().unwrap().len(), 2);
+    assert_eq!((page["meta"]["total"].as_i64(), page["meta"]["last_page"].as_i64()), (Some(3), Some(2)));
+    let last: Value = svc.get(&token, "/api/v1/leasing/subscriptions?per_page=2&page=2").await.json().await.unwrap();
+    assert_eq!(last["items"].as_array().unwrap().len(), 1);
+    for path in ["/api/v1/leasing/subscriptions?per_page=101", "/api/v1/jobs?per_page=101"] {
+        error_body(svc.get(&token, path).await, 422).await;
+    }
+    let sub = page["items"][0]["id"].as_str().unwrap();
+    let deliveries = svc.get(&token, &format!("/api/v1/leasing/subscriptions/{sub}/deliveries?limit=501")).await;
+    error_body(deliveries, 422).await;
+
+    // Two jobs kept queued behind a slow one: the third of one user is refused.
+    crate::common::add_fault(
+        &svc.client,
+        &svc.fieldreport,
+        json!({"path_prefix": "/odata/", "status": 200, "delay_ms": 3000, "times": 1000}),
+    )
+    .await;
+    let queue = |token: String, target: &'static str| async move {
+        svc.call(
+            &token,
+            reqwest::Method::POST,
+            "/api/v1/jobs",
+            Some(json!({"kind": "fieldreport.sync", "target": target})),
+        )
+        .await
+    };
+    assert_eq!(queue(token.clone(), "tags").await.status(), 202);
+    assert_eq!(queue(token.clone(), "users").await.status(), 202);
+    let third = queue(token.clone(), "items").await;
+    assert!(third.headers().contains_key("retry-after"));
+    assert_eq!(error_body(third, 429).await["error_code"], "too_many_active_jobs");
+    assert_eq!(queue(bob.clone(), "items").await.status(), 202, "another user's allowance is their own");
+    service.stop().await;
+}
+
 // ---- Requests that must not disturb others ----
 
 /// Header blocks over the limit, small and huge, answer 431 without disturbing the requests in
@@ -1080,19 +1153,21 @@ async fn abandoned_waits_and_flows_stop() {
     svc.stop().await;
 }
 
-/// At most `MAX_HELD_CALLS_PER_TOKEN` waits and flows per token; more are 429 with
-/// `Retry-After`. On shutdown, held waits answer 503 `shutting_down` and flows are recorded as
-/// interrupted, so that the stop does not wait for them.
+/// At most `MAX_HELD_CALLS_PER_USER` waits and flows per user, whatever tokens they hold (a
+/// new login's token gets no new allowance); more are 429 with `Retry-After`. On shutdown,
+/// held waits answer 503 `shutting_down` and flows are recorded as interrupted, so that the
+/// stop does not wait for them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn held_calls_are_capped_per_token_and_end_on_shutdown() {
-    let svc = TestService::start(Db::Sqlite, &[("MAX_HELD_CALLS_PER_TOKEN", "2")]).await;
+async fn held_calls_are_capped_per_user_and_end_on_shutdown() {
+    let svc = TestService::start(Db::Sqlite, &[("MAX_HELD_CALLS_PER_USER", "2")]).await;
     let token = svc.user_token().await;
+    let second_login = svc.token(crate::common::EMAIL, PASSWORD).await;
     let id = financing_request(&svc, &token, "Patient GmbH [never-ready]").await;
     let path = format!("/api/v1/leasing/{id}/wait-ready-to-sign?max_attempts=100&sleep_milliseconds=200");
     let waits: Vec<_> =
         (0..2).map(|_| tokio::spawn(svc.client.get(svc.url(&path)).bearer_auth(&token).checked())).collect();
     tokio::time::sleep(Duration::from_millis(500)).await;
-    let third = svc.get(&token, &path).await;
+    let third = svc.get(&second_login, &path).await;
     assert_eq!(third.status(), 429, "{:?}", third.text().await);
     assert!(third.headers().contains_key("retry-after"));
     let body = error_body(third, 429).await;

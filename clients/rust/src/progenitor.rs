@@ -8380,12 +8380,66 @@ pub mod types {
         ///The event types to send (default: every type, i.e. `leasing.state_changed`).
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub events: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
-        ///Where the events are posted: `https`, and a public address (loopback, private, link-local and unique-local addresses, and `http`, only with `CALLBACK_ALLOW_PRIVATE`). Redirects are not followed.
-        pub url: ::std::string::String,
+        ///Where the events are posted: `https`, and a public address (loopback, private, link-local and unique-local addresses, and `http`, only with `CALLBACK_ALLOW_PRIVATE`). Redirects are not followed. At most 2,048 characters.
+        pub url: NewSubscriptionUrl,
     }
     impl NewSubscription {
         pub fn builder() -> builder::NewSubscription {
             Default::default()
+        }
+    }
+    ///Where the events are posted: `https`, and a public address (loopback, private, link-local and unique-local addresses, and `http`, only with `CALLBACK_ALLOW_PRIVATE`). Redirects are not followed. At most 2,048 characters.
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct NewSubscriptionUrl(::std::string::String);
+    impl ::std::ops::Deref for NewSubscriptionUrl {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<NewSubscriptionUrl> for ::std::string::String {
+        fn from(value: NewSubscriptionUrl) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for NewSubscriptionUrl {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 2048usize {
+                return Err("longer than 2048 characters".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for NewSubscriptionUrl {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for NewSubscriptionUrl {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for NewSubscriptionUrl {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
         }
     }
     ///A new Tags record: `Id` (a string of 1 to 255 characters) and `Version` (an integer) are required; every other field is the set's.
@@ -11111,10 +11165,11 @@ pub mod types {
             Default::default()
         }
     }
-    ///`SubscriptionList`
+    ///A page of the caller's subscriptions.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct SubscriptionList {
         pub items: ::std::vec::Vec<Subscription>,
+        pub meta: PageMeta,
     }
     impl SubscriptionList {
         pub fn builder() -> builder::SubscriptionList {
@@ -30201,7 +30256,7 @@ pub mod types {
                 ::std::option::Option<::std::vec::Vec<::std::string::String>>,
                 ::std::string::String,
             >,
-            url: ::std::result::Result<::std::string::String, ::std::string::String>,
+            url: ::std::result::Result<super::NewSubscriptionUrl, ::std::string::String>,
         }
         impl ::std::default::Default for NewSubscription {
             fn default() -> Self {
@@ -30254,7 +30309,7 @@ pub mod types {
             }
             pub fn url<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::string::String>,
+                T: ::std::convert::TryInto<super::NewSubscriptionUrl>,
                 T::Error: ::std::fmt::Display,
             {
                 self.url = value
@@ -38934,11 +38989,13 @@ pub mod types {
                 ::std::vec::Vec<super::Subscription>,
                 ::std::string::String,
             >,
+            meta: ::std::result::Result<super::PageMeta, ::std::string::String>,
         }
         impl ::std::default::Default for SubscriptionList {
             fn default() -> Self {
                 Self {
                     items: Err("no value supplied for items".to_string()),
+                    meta: Err("no value supplied for meta".to_string()),
                 }
             }
         }
@@ -38955,18 +39012,36 @@ pub mod types {
                     });
                 self
             }
+            pub fn meta<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<super::PageMeta>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.meta = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for meta: {e}")
+                    });
+                self
+            }
         }
         impl ::std::convert::TryFrom<SubscriptionList> for super::SubscriptionList {
             type Error = super::error::ConversionError;
             fn try_from(
                 value: SubscriptionList,
             ) -> ::std::result::Result<Self, super::error::ConversionError> {
-                Ok(Self { items: value.items? })
+                Ok(Self {
+                    items: value.items?,
+                    meta: value.meta?,
+                })
             }
         }
         impl ::std::convert::From<super::SubscriptionList> for SubscriptionList {
             fn from(value: super::SubscriptionList) -> Self {
-                Self { items: Ok(value.items) }
+                Self {
+                    items: Ok(value.items),
+                    meta: Ok(value.meta),
+                }
             }
         }
         #[derive(Clone, Debug)]
@@ -45244,14 +45319,19 @@ let response = client.leasing_request_flow_show()
     }
     /**List the subscriptions
 
-The caller's subscriptions, oldest first, without secrets (an operator's list also holds those made before subscriptions had owners).
+The caller's subscriptions, oldest first, without secrets, by pages (`per_page` 1 to 100, default 50); an operator's list also holds those made before subscriptions had owners. 422 when `page` or `per_page` is out of range.
 
 Needs a token with the ability `leasing` (login tokens hold every ability, `*`).
 
 Sends a `GET` request to `/api/v1/leasing/subscriptions`
 
+Arguments:
+- `page`: Page number, from 1 (default 1).
+- `per_page`: Subscriptions per page, 1 to 100 (default 50).
 ```ignore
 let response = client.leasing_subscription_list()
+    .page(page)
+    .per_page(per_page)
     .send()
     .await;
 ```*/
@@ -45260,7 +45340,7 @@ let response = client.leasing_subscription_list()
     }
     /**Subscribe to leasing state changes
 
-Creates a subscription: every observed state change of a watched financing request is posted to `url` as a `LeasingStateChangedEvent`, signed per Standard Webhooks (see the `Subscription` schema), delivered at least once and in order per financing request. A 2xx answer within 10 s ends a delivery; anything else is retried with exponential back-off for up to 24 h (`LEASING_DELIVERY_RETRY_SECONDS`), with the same `webhook-id`. The answer holds the signing `secret`, shown this once. A `url` that is not `https` or resolves to a loopback, private, link-local or unique-local address is refused (422) unless `CALLBACK_ALLOW_PRIVATE` is set. The subscription is the caller's: it receives the events of the financing requests the caller created through the service (every request with `all_requests`, which only operators may set), and no other user sees it (404).
+Creates a subscription: every observed state change of a watched financing request is posted to `url` as a `LeasingStateChangedEvent`, signed per Standard Webhooks (see the `Subscription` schema), delivered at least once and in order per financing request. A 2xx answer within 10 s ends a delivery; anything else is retried with exponential back-off for up to 24 h (`LEASING_DELIVERY_RETRY_SECONDS`), with the same `webhook-id`. The answer holds the signing `secret`, shown this once. A `url` that is not `https` or resolves to a loopback, private, link-local or unique-local address is refused (422) unless `CALLBACK_ALLOW_PRIVATE` is set, as is a `url` over 2,048 characters; a user has at most `LEASING_SUBSCRIPTIONS_PER_USER` subscriptions (409 `too_many_subscriptions` beyond). The subscription is the caller's: it receives the events of the financing requests the caller created through the service (every request with `all_requests`, which only operators may set), and no other user sees it (404).
 
 Needs a token with the ability `leasing` (login tokens hold every ability, `*`).
 
@@ -45315,7 +45395,7 @@ let response = client.leasing_subscription_delete()
     }
     /**List a subscription's deliveries
 
-The newest deliveries first: each event sent (or to be sent) to this subscription, with its attempts, the last answer's status code or error, and the next attempt. 422 when `limit` is not from 1 to 500.
+The newest deliveries first, `limit` a page: each event sent (or to be sent) to this subscription, with its attempts, the last answer's status code or error, and the next attempt; `page` 2 holds the next older ones. 422 when `limit` is not from 1 to 500 or `page` is 0.
 
 Needs a token with the ability `leasing` (login tokens hold every ability, `*`).
 
@@ -45323,11 +45403,13 @@ Sends a `GET` request to `/api/v1/leasing/subscriptions/{id}/deliveries`
 
 Arguments:
 - `id`: The subscription's id (`sub_…`).
-- `limit`: How many deliveries, newest first (1 to 500; default 100).
+- `limit`: How many deliveries a page, newest first (1 to 500; default 100).
+- `page`: Which page of `limit` deliveries, from 1 (default 1: the newest).
 ```ignore
 let response = client.leasing_subscription_deliveries()
     .id(id)
     .limit(limit)
+    .page(page)
     .send()
     .await;
 ```*/
@@ -63505,16 +63587,50 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct LeasingSubscriptionList<'a> {
         client: &'a super::Client,
+        page: Result<Option<::std::num::NonZeroU32>, String>,
+        per_page: Result<Option<::std::num::NonZeroU32>, String>,
     }
     impl<'a> LeasingSubscriptionList<'a> {
         pub fn new(client: &'a super::Client) -> Self {
-            Self { client: client }
+            Self {
+                client: client,
+                page: Ok(None),
+                per_page: Ok(None),
+            }
+        }
+        pub fn page<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<::std::num::NonZeroU32>,
+        {
+            self.page = value
+                .try_into()
+                .map(Some)
+                .map_err(|_| {
+                    "conversion to `:: std :: num :: NonZeroU32` for page failed"
+                        .to_string()
+                });
+            self
+        }
+        pub fn per_page<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<::std::num::NonZeroU32>,
+        {
+            self.per_page = value
+                .try_into()
+                .map(Some)
+                .map_err(|_| {
+                    "conversion to `:: std :: num :: NonZeroU32` for per_page failed"
+                        .to_string()
+                });
+            self
         }
         ///Sends a `GET` request to `/api/v1/leasing/subscriptions`
         pub async fn send(
             self,
         ) -> Result<ResponseValue<types::SubscriptionList>, Error<types::ApiError>> {
-            let Self { client } = self;
+            let Self { client, page, per_page } = self;
+            let page = page.map_err(Error::InvalidRequest)?;
+            let per_page = per_page.map_err(Error::InvalidRequest)?;
             let url = format!("{}/api/v1/leasing/subscriptions", client.baseurl,);
             let mut header_map = ::reqwest::header::HeaderMap::with_capacity(1usize);
             header_map
@@ -63532,6 +63648,8 @@ pub mod builder {
                     ::reqwest::header::ACCEPT,
                     ::reqwest::header::HeaderValue::from_static("application/json"),
                 )
+                .query(&progenitor_client::QueryParam::new("page", &page))
+                .query(&progenitor_client::QueryParam::new("per_page", &per_page))
                 .headers(header_map)
                 .build()?;
             let info = OperationInfo {
@@ -63558,6 +63676,13 @@ pub mod builder {
                     )
                 }
                 403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                422u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -63671,6 +63796,13 @@ pub mod builder {
                     )
                 }
                 403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                409u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -63914,6 +64046,7 @@ pub mod builder {
         client: &'a super::Client,
         id: Result<::std::string::String, String>,
         limit: Result<Option<::std::num::NonZeroU32>, String>,
+        page: Result<Option<::std::num::NonZeroU32>, String>,
     }
     impl<'a> LeasingSubscriptionDeliveries<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -63921,6 +64054,7 @@ pub mod builder {
                 client: client,
                 id: Err("id was not initialized".to_string()),
                 limit: Ok(None),
+                page: Ok(None),
             }
         }
         pub fn id<V>(mut self, value: V) -> Self
@@ -63948,13 +64082,27 @@ pub mod builder {
                 });
             self
         }
+        pub fn page<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<::std::num::NonZeroU32>,
+        {
+            self.page = value
+                .try_into()
+                .map(Some)
+                .map_err(|_| {
+                    "conversion to `:: std :: num :: NonZeroU32` for page failed"
+                        .to_string()
+                });
+            self
+        }
         ///Sends a `GET` request to `/api/v1/leasing/subscriptions/{id}/deliveries`
         pub async fn send(
             self,
         ) -> Result<ResponseValue<types::DeliveryList>, Error<types::ApiError>> {
-            let Self { client, id, limit } = self;
+            let Self { client, id, limit, page } = self;
             let id = id.map_err(Error::InvalidRequest)?;
             let limit = limit.map_err(Error::InvalidRequest)?;
+            let page = page.map_err(Error::InvalidRequest)?;
             let url = format!(
                 "{}/api/v1/leasing/subscriptions/{}/deliveries", client.baseurl,
                 encode_path(& id.to_string()),
@@ -63976,6 +64124,7 @@ pub mod builder {
                     ::reqwest::header::HeaderValue::from_static("application/json"),
                 )
                 .query(&progenitor_client::QueryParam::new("limit", &limit))
+                .query(&progenitor_client::QueryParam::new("page", &page))
                 .headers(header_map)
                 .build()?;
             let info = OperationInfo {

@@ -1935,7 +1935,7 @@ export interface paths {
         };
         /**
          * List the subscriptions
-         * @description The caller's subscriptions, oldest first, without secrets (an operator's list also holds those made before subscriptions had owners).
+         * @description The caller's subscriptions, oldest first, without secrets, by pages (`per_page` 1 to 100, default 50); an operator's list also holds those made before subscriptions had owners. 422 when `page` or `per_page` is out of range.
          *
          *     Needs a token with the ability `leasing` (login tokens hold every ability, `*`).
          */
@@ -1943,7 +1943,7 @@ export interface paths {
         put?: never;
         /**
          * Subscribe to leasing state changes
-         * @description Creates a subscription: every observed state change of a watched financing request is posted to `url` as a `LeasingStateChangedEvent`, signed per Standard Webhooks (see the `Subscription` schema), delivered at least once and in order per financing request. A 2xx answer within 10 s ends a delivery; anything else is retried with exponential back-off for up to 24 h (`LEASING_DELIVERY_RETRY_SECONDS`), with the same `webhook-id`. The answer holds the signing `secret`, shown this once. A `url` that is not `https` or resolves to a loopback, private, link-local or unique-local address is refused (422) unless `CALLBACK_ALLOW_PRIVATE` is set. The subscription is the caller's: it receives the events of the financing requests the caller created through the service (every request with `all_requests`, which only operators may set), and no other user sees it (404).
+         * @description Creates a subscription: every observed state change of a watched financing request is posted to `url` as a `LeasingStateChangedEvent`, signed per Standard Webhooks (see the `Subscription` schema), delivered at least once and in order per financing request. A 2xx answer within 10 s ends a delivery; anything else is retried with exponential back-off for up to 24 h (`LEASING_DELIVERY_RETRY_SECONDS`), with the same `webhook-id`. The answer holds the signing `secret`, shown this once. A `url` that is not `https` or resolves to a loopback, private, link-local or unique-local address is refused (422) unless `CALLBACK_ALLOW_PRIVATE` is set, as is a `url` over 2,048 characters; a user has at most `LEASING_SUBSCRIPTIONS_PER_USER` subscriptions (409 `too_many_subscriptions` beyond). The subscription is the caller's: it receives the events of the financing requests the caller created through the service (every request with `all_requests`, which only operators may set), and no other user sees it (404).
          *
          *     Needs a token with the ability `leasing` (login tokens hold every ability, `*`).
          */
@@ -1991,7 +1991,7 @@ export interface paths {
         };
         /**
          * List a subscription's deliveries
-         * @description The newest deliveries first: each event sent (or to be sent) to this subscription, with its attempts, the last answer's status code or error, and the next attempt. 422 when `limit` is not from 1 to 500.
+         * @description The newest deliveries first, `limit` a page: each event sent (or to be sent) to this subscription, with its attempts, the last answer's status code or error, and the next attempt; `page` 2 holds the next older ones. 422 when `limit` is not from 1 to 500 or `page` is 0.
          *
          *     Needs a token with the ability `leasing` (login tokens hold every ability, `*`).
          */
@@ -4584,7 +4584,7 @@ export interface components {
              * @default null
              */
             events?: string[] | null;
-            /** @description Where the events are posted: `https`, and a public address (loopback, private, link-local and unique-local addresses, and `http`, only with `CALLBACK_ALLOW_PRIVATE`). Redirects are not followed. */
+            /** @description Where the events are posted: `https`, and a public address (loopback, private, link-local and unique-local addresses, and `http`, only with `CALLBACK_ALLOW_PRIVATE`). Redirects are not followed. At most 2,048 characters. */
             url: string;
         };
         /** @description A new Tags record: `Id` (a string of 1 to 255 characters) and `Version` (an integer) are required; every other field is the set's. */
@@ -5592,8 +5592,10 @@ export interface components {
             status: string;
             url: string;
         };
+        /** @description A page of the caller's subscriptions. */
         SubscriptionList: {
             items: components["schemas"]["Subscription"][];
+            meta: components["schemas"]["PageMeta"];
         };
         /**
          * @description A subscription with its signing secret: shown in this answer only.
@@ -11355,7 +11357,12 @@ export interface operations {
     };
     leasing_subscription_list: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Page number, from 1 (default 1). */
+                page?: number | null;
+                /** @description Subscriptions per page, 1 to 100 (default 50). */
+                per_page?: number | null;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -11374,6 +11381,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            422: components["responses"]["ValidationFailed"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
@@ -11412,8 +11420,26 @@ export interface operations {
             };
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            /** @description The caller has `LEASING_SUBSCRIPTIONS_PER_USER` subscriptions already (`too_many_subscriptions`). */
+            409: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error_code": "too_many_subscriptions",
+                     *       "message": "You have 100 subscriptions, the most a user may have; delete one first.",
+                     *       "request_id": "0d5c1e3e-8b7f-4f4e-9c57-2f1f0c9e1a11",
+                     *       "success": false
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
             413: components["responses"]["PayloadTooLarge"];
-            /** @description A field is invalid (`validation_failed`, the fields named in `errors`): the `url` is not https, or resolves to a loopback, private, link-local or unique-local address (allowed only with `CALLBACK_ALLOW_PRIVATE`), or cannot be resolved; an event type is unknown; the description is too long. */
+            /** @description A field is invalid (`validation_failed`, the fields named in `errors`): the `url` is longer than 2,048 characters, is not https, or resolves to a loopback, private, link-local or unique-local address (allowed only with `CALLBACK_ALLOW_PRIVATE`), or cannot be resolved; an event type is unknown; the description is too long; `all_requests` asked for by a user who is not an operator. */
             422: {
                 headers: {
                     "x-request-id": components["headers"]["RequestId"];
@@ -11533,8 +11559,10 @@ export interface operations {
     leasing_subscription_deliveries: {
         parameters: {
             query?: {
-                /** @description How many deliveries, newest first (1 to 500; default 100). */
+                /** @description How many deliveries a page, newest first (1 to 500; default 100). */
                 limit?: number | null;
+                /** @description Which page of `limit` deliveries, from 1 (default 1: the newest). */
+                page?: number | null;
             };
             header?: never;
             path: {

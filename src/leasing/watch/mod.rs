@@ -41,6 +41,8 @@ pub enum WatchError {
     SubscriptionNotFound(String),
     #[error("The subscription has no delivery {0}.")]
     DeliveryNotFound(i64),
+    #[error("You have {0} subscriptions, the most a user may have; delete one first.")]
+    TooManySubscriptions(u64),
     #[error(transparent)]
     Store(#[from] StoreError),
 }

@@ -18,6 +18,8 @@ use crate::vocabulary::field_errors::FieldErrors;
 pub const ROTATION_OVERLAP: Duration = Duration::from_secs(24 * 3600);
 /// The longest description.
 const MAX_DESCRIPTION: usize = 500;
+/// The longest callback URL, in characters.
+pub const MAX_URL_CHARS: usize = 2048;
 
 /// What a new subscription asks for.
 pub struct SubscriptionRequest {
@@ -45,6 +47,13 @@ impl Watcher {
     pub async fn subscribe(&self, owner: Viewer, request: SubscriptionRequest) -> Result<WithSecret, WatchError> {
         if request.all_requests && !owner.operator {
             return Err(invalid("all_requests", "Only an operator may subscribe to every financing request."));
+        }
+        if request.url.chars().count() > MAX_URL_CHARS {
+            return Err(invalid("url", format!("At most {MAX_URL_CHARS} characters.")));
+        }
+        let most = self.config.subscriptions_per_user;
+        if self.store.subscription_count(owner.user_id).await? >= most {
+            return Err(WatchError::TooManySubscriptions(most));
         }
         let events = match request.events {
             None => vec![STATE_CHANGED.to_string()],
@@ -90,9 +99,15 @@ impl Watcher {
         Ok(WithSecret { subscription, secret })
     }
 
-    /// The subscriptions `viewer` sees: their own (an operator's also those without owner).
-    pub async fn subscriptions(&self, viewer: Viewer) -> Result<Vec<SubscriptionRow>, WatchError> {
-        Ok(self.store.subscriptions(viewer).await?)
+    /// A page of the subscriptions `viewer` sees (their own; an operator's also those without
+    /// owner), and how many there are.
+    pub async fn subscriptions(
+        &self,
+        viewer: Viewer,
+        page: u32,
+        per_page: u32,
+    ) -> Result<(Vec<SubscriptionRow>, i64), WatchError> {
+        Ok(self.store.subscriptions(viewer, page, per_page).await?)
     }
 
     /// A subscription `viewer` sees; anyone else's is not found, as if it did not exist.
@@ -121,10 +136,17 @@ impl Watcher {
         Ok(WithSecret { subscription, secret })
     }
 
-    /// The newest `limit` deliveries of a subscription.
-    pub async fn deliveries(&self, viewer: Viewer, id: &str, limit: u32) -> Result<Vec<DeliveryRow>, WatchError> {
+    /// Page `page` of a subscription's deliveries, `limit` a page, newest first.
+    pub async fn deliveries(
+        &self,
+        viewer: Viewer,
+        id: &str,
+        limit: u32,
+        page: u32,
+    ) -> Result<Vec<DeliveryRow>, WatchError> {
         self.subscription(viewer, id).await?;
-        Ok(self.store.deliveries_of(id, i64::from(limit)).await?)
+        let skip = i64::from(page.saturating_sub(1)) * i64::from(limit);
+        Ok(self.store.deliveries_of(id, i64::from(limit), skip).await?)
     }
 
     /// Sends a delivery again now, whatever became of it, with the same `webhook-id`.

@@ -66,3 +66,28 @@ async fn a_schedule_tick_is_taken_once() {
         test.finish().await;
     }
 }
+
+#[tokio::test]
+async fn creators_take_turns_and_active_jobs_are_counted_per_user() {
+    for test in crate::store::testing::stores_on_both_databases().await {
+        let store = &test.store;
+        let mut first_users = Vec::new();
+        for target in ["tags", "users", "items", "products", "contacts"] {
+            first_users.push(store.job_enqueue("fieldreport.sync", target, false, Some(1)).await.unwrap().unwrap());
+        }
+        let second_users = store.job_enqueue("fieldreport.sync", "companies", false, Some(2)).await.unwrap().unwrap();
+        assert_eq!(store.jobs_active_of(1).await.unwrap(), 5);
+        assert_eq!(store.jobs_active_of(2).await.unwrap(), 1);
+        // User 1's oldest, then user 2's only job, not user 1's second: the queue takes turns.
+        let claimed: Vec<i64> = [
+            store.job_claim("a", now_ms() + 60_000).await.unwrap().unwrap().id,
+            store.job_claim("a", now_ms() + 60_000).await.unwrap().unwrap().id,
+            store.job_claim("a", now_ms() + 60_000).await.unwrap().unwrap().id,
+        ]
+        .into();
+        assert_eq!(claimed, [first_users[0].id, second_users.id, first_users[1].id]);
+        store.job_cancel(first_users[4].id).await.unwrap();
+        assert_eq!(store.jobs_active_of(1).await.unwrap(), 4);
+        test.finish().await;
+    }
+}

@@ -71,7 +71,7 @@ async fn a_change_is_recorded_once_with_a_delivery_per_subscription_in_order_per
         let next = store.delivery_claim_due("a3", now_ms() + 60_000, 10).await.unwrap();
         assert_eq!(next.iter().map(|w| w.event_id.as_str()).collect::<Vec<_>>(), ["e3"]);
 
-        let listed = store.deliveries_of("sub_1", 10).await.unwrap();
+        let listed = store.deliveries_of("sub_1", 10, 0).await.unwrap();
         assert_eq!(listed.iter().map(|d| d.status.as_str()).collect::<Vec<_>>(), ["pending", "delivered"]);
         assert_eq!(listed[1].attempts, 2);
         assert_eq!(store.delivery_depths().await.unwrap().0, vec![("delivered".into(), 1), ("pending".into(), 1)]);
@@ -80,7 +80,7 @@ async fn a_change_is_recorded_once_with_a_delivery_per_subscription_in_order_per
         assert!(!store.subscription_delete(other, "sub_1").await.unwrap(), "not another user's");
         assert!(store.subscription(other, "sub_1").await.unwrap().is_none());
         assert!(store.subscription_delete(owner, "sub_1").await.unwrap());
-        assert!(store.deliveries_of("sub_1", 10).await.unwrap().is_empty());
+        assert!(store.deliveries_of("sub_1", 10, 0).await.unwrap().is_empty());
         test.finish().await;
     }
 }
