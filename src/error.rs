@@ -72,10 +72,12 @@ pub struct FlowPosition {
 }
 
 impl ApiError {
+    /// An error answer; its message never carries a secret of the configuration (see
+    /// [`crate::vocabulary::redaction`]).
     pub fn new(status: ErrorStatusCode, error_code: &str, message: impl Into<String>) -> Self {
         Self {
             status,
-            message: message.into(),
+            message: crate::vocabulary::redaction::scrub(&message.into()),
             error_code: error_code.to_string(),
             request_id: String::new(),
             success: None,

@@ -73,7 +73,7 @@ pub fn discard() -> Logger {
 /// Logs the detail of an error whose client-facing message is generic.
 pub fn report_internal_error(detail: &str) {
     if let Some(log) = GLOBAL.get() {
-        slog::error!(log, "internal error"; "detail" => detail);
+        slog::error!(log, "internal error"; "detail" => crate::vocabulary::redaction::scrub(detail));
     }
 }
 

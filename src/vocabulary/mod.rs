@@ -10,4 +10,5 @@ pub mod calls;
 pub mod field_errors;
 pub mod leasing_codes;
 pub mod owner;
+pub mod redaction;
 pub mod settings;

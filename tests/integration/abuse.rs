@@ -773,6 +773,15 @@ async fn mirrored_erp_records_never_show_a_secret() {
         assert!(text.contains("secret=***"), "{path}: {text}");
     }
     assert!(!svc.log.text().contains(SECRET), "the secret reached the log");
+    // A lookup never matches a secret: the right guess finds as little as a wrong one. (The
+    // guesses are the caller's own text, and the request log shows the path as sent.)
+    for guess in [SECRET, "wrong-guess"] {
+        let url = format!("https://svc.example/api/v1/erp/webhooks?secret={guess}");
+        let answer = get(format!("/api/v1/erp/show/webhook/url/{}", percent_encode(&url))).await.unwrap();
+        assert_eq!(answer.status(), 200);
+        let found: Value = answer.json().await.unwrap();
+        assert_eq!(found["data"].as_array().map(Vec::len), Some(0), "{guess}: {found}");
+    }
     svc.stop().await;
 }
 

@@ -42747,7 +42747,7 @@ let response = client.erp_show_record()
     }
     /**Find mirrored ERP records by a field
 
-Records whose top-level field `entity` equals `value` (compared as text), at most 500.
+Records whose top-level field `entity` equals `value` (compared as text), at most 500. Secrets in records (a webhook URL's `secret=`, fields named like a password) are never matched: a value holding one finds nothing.
 
 Needs a token with the ability `erp` (login tokens hold every ability, `*`).
 

@@ -277,7 +277,7 @@ export interface paths {
         };
         /**
          * Find mirrored ERP records by a field
-         * @description Records whose top-level field `entity` equals `value` (compared as text), at most 500.
+         * @description Records whose top-level field `entity` equals `value` (compared as text), at most 500. Secrets in records (a webhook URL's `secret=`, fields named like a password) are never matched: a value holding one finds nothing.
          *
          *     Needs a token with the ability `erp` (login tokens hold every ability, `*`).
          */
