@@ -414,6 +414,11 @@ impl From<JobError> for ApiError {
                 error.retry_after_seconds = Some(5);
                 error
             }
+            JobError::TooFast { retry_after_seconds, .. } => {
+                let mut error = Self::new(ErrorStatusCode::TOO_MANY_REQUESTS, "too_many_jobs", error.to_string());
+                error.retry_after_seconds = Some(retry_after_seconds);
+                error
+            }
             JobError::NotYours(_) => Self::new(ErrorStatusCode::FORBIDDEN, "not_job_owner", error.to_string()),
             JobError::Active { .. } => Self::new(ErrorStatusCode::CONFLICT, "job_active", error.to_string()),
             JobError::Ended { .. } => Self::new(ErrorStatusCode::CONFLICT, "job_ended", error.to_string()),

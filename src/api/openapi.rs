@@ -560,6 +560,11 @@ fn complete_jobs_operation(op: &mut Value, op_id: &str) {
             json!({"description": "No such job (`not_found`).", "content": example("not_found", "no job 42")});
     }
     if op_id == "jobs_create" {
+        op["responses"]["429"] = json!({
+            "description": "The caller has `JOBS_ACTIVE_PER_USER` jobs queued or running (`too_many_active_jobs`), or queued `JOBS_PER_MINUTE_PER_USER` within the last minute (`too_many_jobs`); retry after `Retry-After` seconds.",
+            "headers": {"Retry-After": {"description": "Seconds to wait.", "schema": {"type": "integer"}}},
+            "content": example("too_many_jobs", "you queued 60 jobs within a minute, the most a user may; retry in 12 s")
+        });
         op["responses"]["409"] = json!({
             "description": "A job of the same kind and target is queued or running (`job_active`); the message names it.",
             "content": example("job_active", "job 41 (fieldreport.sync of companies) is running; follow it at /api/v1/jobs/41 or cancel it first")

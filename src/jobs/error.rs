@@ -19,6 +19,9 @@ pub enum JobError {
     /// The user has as many jobs queued or running as they may.
     #[error("you have {0} jobs queued or running, the most a user may have; wait for one to end")]
     TooManyActive(u64),
+    /// The user queued as many jobs within the last minute as they may.
+    #[error("you queued {most} jobs within a minute, the most a user may; retry in {retry_after_seconds} s")]
+    TooFast { most: u64, retry_after_seconds: u64 },
     /// Cancel of a job that has already ended.
     #[error("job {id} has already ended ({status})")]
     Ended { id: i64, status: String },

@@ -55,6 +55,8 @@ pub struct JobsService {
     running: Arc<Mutex<HashMap<i64, JobFlags>>>,
     /// Jobs one user may have queued or running (`JOBS_ACTIVE_PER_USER`).
     active_per_user: u64,
+    /// Jobs one user may queue within a minute (`JOBS_PER_MINUTE_PER_USER`).
+    per_minute_per_user: u64,
 }
 
 impl JobsService {
@@ -67,7 +69,15 @@ impl JobsService {
             wake: Default::default(),
             running: Default::default(),
             active_per_user: crate::jobs::config::JobsConfig::default().active_per_user,
+            per_minute_per_user: crate::jobs::config::JobsConfig::default().per_minute_per_user,
         }
+    }
+
+    /// At most `most` jobs queued per user within a minute (`JOBS_PER_MINUTE_PER_USER`): a
+    /// queue-and-cancel loop writes no faster than that.
+    pub fn with_per_minute_per_user(mut self, most: u64) -> JobsService {
+        self.per_minute_per_user = most;
+        self
     }
 
     /// At most `most` jobs queued or running per user (`JOBS_ACTIVE_PER_USER`).
@@ -81,10 +91,15 @@ impl JobsService {
     pub async fn enqueue(&self, kind: &str, target: Option<&str>, by: Option<i64>) -> Result<JobRow, JobError> {
         let kind = JobKind::parse(kind)?;
         let target = kind.target(target)?;
-        if let Some(user) = by
-            && self.store.jobs_active_of(user).await? >= self.active_per_user
-        {
-            return Err(JobError::TooManyActive(self.active_per_user));
+        if let Some(user) = by {
+            if self.store.jobs_active_of(user).await? >= self.active_per_user {
+                return Err(JobError::TooManyActive(self.active_per_user));
+            }
+            let minute_ago = crate::store::now_ms() - 60_000;
+            if let Some(oldest) = self.store.jobs_created_since(user, minute_ago, self.per_minute_per_user).await? {
+                let wait = (oldest - minute_ago).max(0) / 1000 + 1;
+                return Err(JobError::TooFast { most: self.per_minute_per_user, retry_after_seconds: wait as u64 });
+            }
         }
         self.enqueue_checked(kind, &target, false, by).await
     }

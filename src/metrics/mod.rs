@@ -189,6 +189,8 @@ pub struct Metrics {
     connections_refused: [AtomicU64; ConnectionRefusal::ALL.len()],
     jobs: jobs::JobTimings,
     watch: watch::WatchMetrics,
+    /// Rows the janitor removed, by table (`crate::store::retention::PRUNED_TABLES`).
+    pruned: [AtomicU64; crate::store::retention::PRUNED_TABLES.len()],
     started_at: SystemTime,
 }
 
@@ -205,6 +207,7 @@ impl Metrics {
             connections_refused: Default::default(),
             jobs: Default::default(),
             watch: Default::default(),
+            pruned: Default::default(),
             started_at: SystemTime::now(),
         }
     }
@@ -242,6 +245,13 @@ impl Metrics {
         self.watch.observed(source);
     }
 
+    /// The janitor removed these rows, by table (in the order of `PRUNED_TABLES`).
+    pub fn pruned(&self, rows: &[u64]) {
+        for (counter, n) in self.pruned.iter().zip(rows) {
+            counter.fetch_add(*n, Ordering::Relaxed);
+        }
+    }
+
     /// A state change was recorded with its event.
     pub fn watch_event_recorded(&self) {
         self.watch.event_recorded();
@@ -277,6 +287,11 @@ impl Metrics {
             jobs::render_last_successes(&mut out, successes);
         }
         self.watch.render(&mut out, database.watch.as_ref());
+        let name = "integration_service_janitor_pruned_rows_total";
+        out.family(name, "counter", "Rows of finished history the janitor removed by age (`RETAIN_*`), by table.");
+        for (table, count) in crate::store::retention::PRUNED_TABLES.iter().zip(&self.pruned) {
+            out.sample(name, &[("table", table)], count.load(Ordering::Relaxed));
+        }
         self.render_process(&mut out);
         out.into_text()
     }

@@ -33,6 +33,7 @@ pub mod jobs;
 pub mod lease;
 pub mod leasing_watch;
 pub mod login_failures;
+pub mod retention;
 pub mod tokens;
 pub mod users;
 

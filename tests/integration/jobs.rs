@@ -345,3 +345,31 @@ on_both_databases!(
     the_schedule_queues_jobs_and_skips_a_tick_while_one_runs,
     the_command_line_queues_a_job_and_follows_it,
 );
+
+/// A queue-and-cancel loop writes no faster than `JOBS_PER_MINUTE_PER_USER`: beyond it, 429
+/// `too_many_jobs` with `Retry-After`; another user is not held up. The janitor's work is
+/// counted in the metrics.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn queueing_jobs_is_rate_limited_per_user() {
+    let svc = TestService::start(Db::Sqlite, &[("JOBS_PER_MINUTE_PER_USER", "3")]).await;
+    let token = svc.user_token().await;
+    svc.create_user("bob@example.com", "bob-password-1").await;
+    let bob = svc.token("bob@example.com", "bob-password-1").await;
+    slow_tags(&svc, 2_000).await;
+    for _ in 0..3 {
+        let queued = create(&svc, &token, json!({"kind": "fieldreport.sync", "target": "users"})).await;
+        assert_eq!(queued.status(), 202);
+        let id = queued.json::<Value>().await.unwrap()["id"].as_i64().unwrap();
+        let cancelled = svc.call(&token, Method::POST, &format!("/api/v1/jobs/{id}/cancel"), None).await;
+        assert_eq!(cancelled.status(), 200);
+        wait_for(&svc, &token, id, ended).await;
+    }
+    let fourth = create(&svc, &token, json!({"kind": "fieldreport.sync", "target": "users"})).await;
+    let retry_after = fourth.headers().get("retry-after").map(|v| v.to_str().unwrap().parse::<u64>().unwrap());
+    assert_eq!(error_body(fourth, 429).await["error_code"], "too_many_jobs");
+    assert!(retry_after.is_some_and(|s| (1..=60).contains(&s)), "{retry_after:?}");
+    assert_eq!(create(&svc, &bob, json!({"kind": "fieldreport.sync", "target": "items"})).await.status(), 202);
+    let metrics = svc.client.get(svc.url("/metrics")).checked().await.unwrap().text().await.unwrap();
+    assert!(metrics.contains("integration_service_janitor_pruned_rows_total{table=\"jobs\"}"), "{metrics}");
+    svc.stop().await;
+}
