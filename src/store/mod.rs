@@ -34,6 +34,7 @@ pub mod lease;
 pub mod leasing_watch;
 pub mod login_failures;
 pub mod retention;
+pub mod retention_config;
 pub mod tokens;
 pub mod users;
 
