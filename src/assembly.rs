@@ -78,7 +78,9 @@ impl Services {
         );
         let watcher = Watcher::new(store.clone(), config.watch.clone(), metrics.clone());
         let leasing = leasing_service(config, storage, erp_client, &metrics, watcher)?;
-        let jobs = JobsService::new(store.clone(), fieldreport.clone(), erp.clone(), metrics.clone());
+        let jobs = JobsService::new(store.clone(), fieldreport.clone(), erp.clone(), metrics.clone())
+            .with_active_per_user(config.jobs.active_per_user)
+            .with_per_minute_per_user(config.jobs.per_minute_per_user);
         Ok(Services { store, auth, openapi: Arc::new(openapi), metrics, fieldreport, erp, leasing, jobs })
     }
 }

@@ -25,6 +25,10 @@ use crate::upstream::UpstreamError;
 /// module, which imports their errors).
 pub use crate::vocabulary::field_errors::FieldErrors;
 
+/// The `Retry-After` of a 503 `service_unavailable`: a busy or reconnecting database is
+/// usually back within seconds.
+const UNAVAILABLE_RETRY_AFTER_SECONDS: u64 = 2;
+
 /// Error information from a response.
 // Deserialised only to answer a stored failure again (an `Idempotency-Key` retry), with the
 // status stored beside it.
@@ -68,10 +72,12 @@ pub struct FlowPosition {
 }
 
 impl ApiError {
+    /// An error answer; its message never carries a secret of the configuration (see
+    /// [`crate::vocabulary::redaction`]).
     pub fn new(status: ErrorStatusCode, error_code: &str, message: impl Into<String>) -> Self {
         Self {
             status,
-            message: message.into(),
+            message: crate::vocabulary::redaction::scrub(&message.into()),
             error_code: error_code.to_string(),
             request_id: String::new(),
             success: None,
@@ -117,7 +123,7 @@ impl ApiError {
         let mut error = Self::new(
             ErrorStatusCode::TOO_MANY_REQUESTS,
             "too_many_held_calls",
-            format!("This token already has {most} waits or flows running here; wait for one to end."),
+            format!("This user already has {most} waits or flows running here; wait for one to end."),
         );
         error.retry_after_seconds = Some(1);
         error
@@ -139,13 +145,16 @@ impl ApiError {
         Self::new(ErrorStatusCode::INTERNAL_SERVER_ERROR, "internal_error", "Internal server error.")
     }
 
+    /// The database is away or busy: 503 with `Retry-After`, the request may be sent again.
     pub fn unavailable(detail: impl std::fmt::Display) -> Self {
         telemetry::report_internal_error(&detail.to_string());
-        Self::new(
+        let mut error = Self::new(
             ErrorStatusCode::SERVICE_UNAVAILABLE,
             "service_unavailable",
             "The service is temporarily unavailable.",
-        )
+        );
+        error.retry_after_seconds = Some(UNAVAILABLE_RETRY_AFTER_SECONDS);
+        error
     }
 
     /// Marks an error of a leasing route, which keeps the seed's `{success: false, message}`.
@@ -304,6 +313,9 @@ impl From<WatchError> for ApiError {
             WatchError::SubscriptionNotFound(_) | WatchError::DeliveryNotFound(_) => {
                 Self::not_found(error.to_string()).leasing()
             }
+            WatchError::TooManySubscriptions(_) => {
+                Self::new(ErrorStatusCode::CONFLICT, "too_many_subscriptions", error.to_string()).leasing()
+            }
             WatchError::Store(e) => ApiError::from(e).leasing(),
         }
     }
@@ -396,6 +408,18 @@ impl From<JobError> for ApiError {
         match error {
             JobError::Invalid(errors) => Self::validation(errors),
             JobError::NotFound(_) => Self::not_found(error.to_string()),
+            JobError::TooManyActive(_) => {
+                let mut error =
+                    Self::new(ErrorStatusCode::TOO_MANY_REQUESTS, "too_many_active_jobs", error.to_string());
+                error.retry_after_seconds = Some(5);
+                error
+            }
+            JobError::TooFast { retry_after_seconds, .. } => {
+                let mut error = Self::new(ErrorStatusCode::TOO_MANY_REQUESTS, "too_many_jobs", error.to_string());
+                error.retry_after_seconds = Some(retry_after_seconds);
+                error
+            }
+            JobError::NotYours(_) => Self::new(ErrorStatusCode::FORBIDDEN, "not_job_owner", error.to_string()),
             JobError::Active { .. } => Self::new(ErrorStatusCode::CONFLICT, "job_active", error.to_string()),
             JobError::Ended { .. } => Self::new(ErrorStatusCode::CONFLICT, "job_ended", error.to_string()),
             JobError::Store(e) => e.into(),

@@ -23,7 +23,9 @@ use crate::front::{self, Front};
 use crate::jobs::runner::JobRunner;
 use crate::leasing::calculation::Factors;
 use crate::leasing::watch::poller::WatchTasks;
+use crate::metrics::Metrics;
 use crate::store::Store;
+use crate::store::retention::Retention;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
@@ -108,8 +110,9 @@ impl RunningService {
 }
 
 /// Marks what crashed instances left running as interrupted: at start, then once per work
-/// lease (a running flow renews its lease more often than that).
-async fn janitor(store: Store, log: Logger) {
+/// lease (a running flow renews its lease more often than that); and removes finished history
+/// older than `retention` keeps it, counting what it removed in the metrics.
+async fn janitor(store: Store, retention: Retention, metrics: Arc<Metrics>, log: Logger) {
     let mut every = tokio::time::interval(std::time::Duration::from_millis(store.work_lease_ms() as u64));
     loop {
         every.tick().await;
@@ -117,6 +120,10 @@ async fn janitor(store: Store, log: Logger) {
             Ok(0) => {}
             Ok(count) => slog::warn!(log, "flows of a stopped instance marked interrupted"; "count" => count),
             Err(error) => slog::warn!(log, "looking for abandoned flows failed"; "error" => %error),
+        }
+        match store.prune(&retention).await {
+            Ok(pruned) => metrics.pruned(&pruned),
+            Err(error) => slog::warn!(log, "pruning old history failed"; "error" => %error),
         }
     }
 }
@@ -146,14 +153,19 @@ pub async fn start(config: &Config, log: &Logger) -> Result<RunningService, Star
     let job_runner = jobs.start_runner(log.new(o!("component" => "jobs")));
     let watch_tasks = leasing.start_watching(log.new(o!("component" => "leasing-watch")));
     let scheduler = jobs.start_scheduler(config.jobs.schedule.clone(), log.new(o!("component" => "schedule")));
-    let janitor = tokio::spawn(janitor(store.clone(), log.new(o!("component" => "janitor"))));
+    let janitor = tokio::spawn(janitor(
+        store.clone(),
+        config.store.retention.clone(),
+        metrics.clone(),
+        log.new(o!("component" => "janitor")),
+    ));
     let last_used_writer = tokio::spawn(write_last_used(auth.clone(), log.new(o!("component" => "last-used"))));
     let change_listener = store.listen_for_changes(&config.store.database_url);
     let context_fieldreport = fieldreport.clone();
     let (shutting_down, shutdown_signal) = tokio::sync::watch::channel(false);
     let departures = Arc::new(crate::stop::Departures::default());
     let held_calls =
-        api::held_calls::HeldCalls::new(config.api.max_held_calls_per_token, departures.clone(), shutdown_signal);
+        api::held_calls::HeldCalls::new(config.api.max_held_calls_per_user, departures.clone(), shutdown_signal);
     let context = ApiContext {
         store: store.clone(),
         auth: auth.clone(),

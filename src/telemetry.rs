@@ -91,7 +91,7 @@ fn logger() -> Option<&'static Logger> {
 /// Logs the detail of an error whose client-facing message is generic.
 pub fn report_internal_error(detail: &str) {
     if let Some(log) = logger() {
-        slog::error!(log, "internal error"; "detail" => detail);
+        slog::error!(log, "internal error"; "detail" => crate::vocabulary::redaction::scrub(detail));
     }
 }
 

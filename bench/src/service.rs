@@ -199,7 +199,7 @@ impl Service {
             // there would refuse the 10,000 held calls of `waiting-flows`.
             .env("MAX_CONNECTIONS", "30000")
             .env("MAX_CONNECTIONS_PER_ADDRESS", "30000")
-            .env("MAX_HELD_CALLS_PER_TOKEN", "30000")
+            .env("MAX_HELD_CALLS_PER_USER", "30000")
             .envs(settings.iter().copied());
         let (child, mut printed) = spawn(command, &dir, "service")?;
         let mut front = None;

@@ -238,6 +238,7 @@ fn watch_errors() -> Vec<WatchError> {
         WatchError::Invalid(_) => vec![WatchError::Invalid(field_errors())],
         WatchError::SubscriptionNotFound(_) => vec![WatchError::SubscriptionNotFound(text())],
         WatchError::DeliveryNotFound(_) => vec![WatchError::DeliveryNotFound(1)],
+        WatchError::TooManySubscriptions(_) => vec![WatchError::TooManySubscriptions(100)],
         WatchError::Store(_) => store_errors().into_iter().map(WatchError::Store).collect(),
     }
 }
@@ -284,6 +285,9 @@ fn job_errors() -> Vec<JobError> {
         JobError::NotFound(_) => vec![JobError::NotFound(1)],
         JobError::Active { .. } => vec![JobError::Active { id: 1, kind: text(), target: text(), status: text() }],
         JobError::Ended { .. } => vec![JobError::Ended { id: 1, status: text() }],
+        JobError::NotYours(_) => vec![JobError::NotYours(1)],
+        JobError::TooManyActive(_) => vec![JobError::TooManyActive(10)],
+        JobError::TooFast { .. } => vec![JobError::TooFast { most: 60, retry_after_seconds: 1 }],
         JobError::Store(_) => store_errors().into_iter().map(JobError::Store).collect(),
     }
 }

@@ -1,4 +1,4 @@
-//! The API's own settings: who may read the metrics, and how many calls one token may hold.
+//! The API's own settings: who may read the metrics, and how many calls one user may hold.
 
 use secrecy::SecretString;
 
@@ -8,18 +8,21 @@ use crate::vocabulary::settings::{ConfigError, Settings, invalid};
 pub struct ApiConfig {
     /// The bearer token `/metrics` asks for (`METRICS_TOKEN`); open without it.
     pub metrics_token: Option<SecretString>,
-    /// Waits and flows held at once per token on one instance (`MAX_HELD_CALLS_PER_TOKEN`,
-    /// default 200); more are answered 429.
-    pub max_held_calls_per_token: usize,
+    /// Waits and flows held at once per user on one instance (`MAX_HELD_CALLS_PER_USER`, or
+    /// its former name `MAX_HELD_CALLS_PER_TOKEN`; default 200); more are answered 429.
+    pub max_held_calls_per_user: usize,
 }
 
 impl ApiConfig {
     pub fn read(raw: &Settings) -> Result<ApiConfig, ConfigError> {
-        let held = raw.positive_u64("MAX_HELD_CALLS_PER_TOKEN")?.unwrap_or(200);
+        let held = match raw.positive_u64("MAX_HELD_CALLS_PER_USER")? {
+            Some(held) => held,
+            None => raw.positive_u64("MAX_HELD_CALLS_PER_TOKEN")?.unwrap_or(200),
+        };
         Ok(ApiConfig {
             metrics_token: raw.secret("METRICS_TOKEN"),
-            max_held_calls_per_token: usize::try_from(held)
-                .map_err(|_| invalid("MAX_HELD_CALLS_PER_TOKEN", "too large"))?,
+            max_held_calls_per_user: usize::try_from(held)
+                .map_err(|_| invalid("MAX_HELD_CALLS_PER_USER", "too large"))?,
         })
     }
 }

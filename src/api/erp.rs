@@ -341,6 +341,8 @@ pub async fn erp_show_record(
 /// Find mirrored ERP records by a field
 ///
 /// Records whose top-level field `entity` equals `value` (compared as text), at most 500.
+/// Secrets in records (a webhook URL's `secret=`, fields named like a password) are never
+/// matched: a value holding one finds nothing.
 #[dropshot::endpoint { method = GET, path = "/api/v1/erp/show/{model}/{entity}/{value}", tags = ["erp"] }]
 pub async fn erp_show_matching(
     rqctx: RequestContext<ApiContext>,
@@ -352,7 +354,19 @@ pub async fn erp_show_matching(
     let info = model_named(&path.model)?;
     check_field(&path.entity)?;
     let found = rqctx.context().erp.store().erp_find(info.name, &path.entity, &path.value).await?;
-    Ok(HttpResponseOk(ErpRecords { data: objects(found) }))
+    // Matched as shown, not as stored: a value with a secret in it (a webhook URL's
+    // `secret=`) is shown masked, so a guess at the secret finds nothing, right or wrong.
+    let shown = objects(found).into_iter().filter(|record| shown_as(record.get(&path.entity), &path.value)).collect();
+    Ok(HttpResponseOk(ErpRecords { data: shown }))
+}
+
+/// Whether a shown (masked) field reads as `value`, compared as text like the lookup.
+fn shown_as(field: Option<&Value>, value: &str) -> bool {
+    match field {
+        Some(Value::String(text)) => text == value,
+        Some(Value::Null) | None => false,
+        Some(other) => serde_json::from_str::<Value>(value).is_ok_and(|parsed| &parsed == other),
+    }
 }
 
 /// What each pull did.

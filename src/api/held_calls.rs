@@ -1,6 +1,7 @@
 //! Calls held open for minutes (`wait-ready-to-sign`, the one-shot leasing flow): at most
-//! `MAX_HELD_CALLS_PER_TOKEN` at once per token, counted on this instance, so that one
-//! caller cannot fill the service with waits (429 with `Retry-After` beyond); and each stops
+//! `MAX_HELD_CALLS_PER_USER` at once per user (whatever tokens they use: each login mints a
+//! new one), counted on this instance, so that one caller cannot fill the service with waits
+//! (429 with `Retry-After` beyond); and each stops
 //! early when its client goes away or the service shuts down (see [`crate::stop`]).
 
 use std::collections::HashMap;
@@ -11,7 +12,7 @@ use tokio::sync::watch;
 use crate::stop::{Departures, StopSignal};
 
 pub struct HeldCalls {
-    per_token: usize,
+    per_user: usize,
     open: Mutex<HashMap<i64, usize>>,
     pub departures: Arc<Departures>,
     shutdown: watch::Receiver<bool>,
@@ -20,27 +21,27 @@ pub struct HeldCalls {
 /// A held call's place; given back when dropped.
 pub struct HeldCall {
     calls: Arc<HeldCalls>,
-    token_id: i64,
+    user_id: i64,
 }
 
 impl HeldCalls {
-    pub fn new(per_token: usize, departures: Arc<Departures>, shutdown: watch::Receiver<bool>) -> Arc<HeldCalls> {
-        Arc::new(HeldCalls { per_token, open: Mutex::default(), departures, shutdown })
+    pub fn new(per_user: usize, departures: Arc<Departures>, shutdown: watch::Receiver<bool>) -> Arc<HeldCalls> {
+        Arc::new(HeldCalls { per_user, open: Mutex::default(), departures, shutdown })
     }
 
-    pub fn per_token(&self) -> usize {
-        self.per_token
+    pub fn per_user(&self) -> usize {
+        self.per_user
     }
 
-    /// A place for one more held call of `token_id`, or `None` when it holds its most.
-    pub fn take(self: &Arc<Self>, token_id: i64) -> Option<HeldCall> {
+    /// A place for one more held call of `user_id`, or `None` when it holds its most.
+    pub fn take(self: &Arc<Self>, user_id: i64) -> Option<HeldCall> {
         let mut open = self.open.lock().expect("held calls");
-        let count = open.entry(token_id).or_insert(0);
-        if *count >= self.per_token {
+        let count = open.entry(user_id).or_insert(0);
+        if *count >= self.per_user {
             return None;
         }
         *count += 1;
-        Some(HeldCall { calls: self.clone(), token_id })
+        Some(HeldCall { calls: self.clone(), user_id })
     }
 
     /// What the call with the front's key (`None` when the front watches none) stops on.
@@ -52,10 +53,10 @@ impl HeldCalls {
 impl Drop for HeldCall {
     fn drop(&mut self) {
         let mut open = self.calls.open.lock().expect("held calls");
-        if let Some(count) = open.get_mut(&self.token_id) {
+        if let Some(count) = open.get_mut(&self.user_id) {
             *count -= 1;
             if *count == 0 {
-                open.remove(&self.token_id);
+                open.remove(&self.user_id);
             }
         }
     }

@@ -14,6 +14,7 @@ use super::guard::{BearerToken, needs};
 use crate::error::{ApiError, FieldErrors};
 use crate::jobs::kind::JobKind;
 use crate::store::jobs::JobRow;
+use crate::vocabulary::owner::Viewer;
 
 /// Jobs per page at most.
 const MAX_PER_PAGE: u32 = 100;
@@ -78,6 +79,9 @@ pub struct Job {
     pub status: String,
     /// Queued by `SCHEDULE` rather than by a caller.
     pub scheduled: bool,
+    /// The id of the user who queued it (null: `SCHEDULE` or the command line). Only they,
+    /// or an operator, may cancel it.
+    pub created_by: Option<i64>,
     /// A cancel was asked for: a running job stops at its next page.
     pub cancel_requested: bool,
     /// Recorded about every second while it runs.
@@ -100,7 +104,7 @@ impl Job {
     fn example() -> Value {
         json!({
             "id": 42, "kind": "fieldreport.sync", "target": "companies", "status": "running",
-            "scheduled": false, "cancel_requested": false,
+            "scheduled": false, "created_by": 1, "cancel_requested": false,
             "progress": {"done": 1500, "total": null, "current": "companies"},
             "result": null, "error": null, "attempts": 1,
             "created_at": "2026-11-27T09:30:00.000Z", "started_at": "2026-11-27T09:30:00.412Z", "finished_at": null
@@ -122,6 +126,7 @@ impl From<JobRow> for Job {
             target: Some(row.target).filter(|t| !t.is_empty()),
             status: row.status,
             scheduled: row.scheduled,
+            created_by: row.created_by,
             cancel_requested: row.cancel_requested,
             progress: JobProgress { done: row.progress.done, total: row.progress.total, current: row.progress.current },
             result: row.result.and_then(|text| serde_json::from_str(&text).ok()),
@@ -147,7 +152,7 @@ impl JobPage {
         json!({
             "data": [{
                 "id": 41, "kind": "erp.pull", "target": null, "status": "succeeded",
-                "scheduled": true, "cancel_requested": false,
+                "scheduled": true, "created_by": null, "cancel_requested": false,
                 "progress": {"done": 120, "total": null, "current": "customer"},
                 "result": [{"model": "customer", "pages": 1, "fetched": 120, "inserted": 3, "updated": 7,
                             "unchanged": 110, "removed": 0, "cursor": 1764235800000_i64, "errors": []}],
@@ -198,9 +203,9 @@ pub async fn jobs_create(
     token: BearerToken<needs::Jobs>,
     body: TypedBody<NewJob>,
 ) -> Result<HttpResponseAccepted<Job>, ApiError> {
-    token.caller(&rqctx).await?;
+    let caller = token.caller(&rqctx).await?;
     let body = body.into_inner();
-    let job = rqctx.context().jobs.enqueue(&body.kind, body.target.as_deref()).await?;
+    let job = rqctx.context().jobs.enqueue(&body.kind, body.target.as_deref(), Some(caller.user.id)).await?;
     Ok(HttpResponseAccepted(job.into()))
 }
 
@@ -255,13 +260,15 @@ pub async fn jobs_list(
 /// A queued job is cancelled at once; a running one stops at its next page (the answer shows
 /// `cancel_requested`; its status becomes `cancelled` when it stopped). What it stored until
 /// then stays, and a sync or pull run later resumes from its cursor. Cancelling a cancelled
-/// job answers it again; 409 `job_ended` when it has already succeeded or failed.
+/// job answers it again; 409 `job_ended` when it has already succeeded or failed. Only the
+/// user who queued the job, or an operator, may cancel it (403 `not_job_owner` otherwise).
 #[dropshot::endpoint { method = POST, path = "/api/v1/jobs/{id}/cancel", tags = ["jobs"] }]
 pub async fn jobs_cancel(
     rqctx: RequestContext<ApiContext>,
     token: BearerToken<needs::Jobs>,
     path: Path<JobPath>,
 ) -> Result<HttpResponseOk<Job>, ApiError> {
-    token.caller(&rqctx).await?;
-    Ok(HttpResponseOk(rqctx.context().jobs.cancel(path.into_inner().id).await?.into()))
+    let caller = token.caller(&rqctx).await?;
+    let by = Viewer { user_id: caller.user.id, operator: caller.user.operator };
+    Ok(HttpResponseOk(rqctx.context().jobs.cancel(path.into_inner().id, Some(by)).await?.into()))
 }

@@ -162,14 +162,14 @@ async fn authorize(
     token.caller(rqctx).await.map_err(ApiError::leasing)
 }
 
-/// A held call's place under its token's cap, and what it stops on (see
+/// A held call's place under its user's cap, and what it stops on (see
 /// [`super::held_calls`]).
 fn hold(
     rqctx: &RequestContext<ApiContext>,
-    token_id: i64,
+    user_id: i64,
 ) -> Result<(super::held_calls::HeldCall, crate::stop::StopSignal), ApiError> {
     let calls = &rqctx.context().held_calls;
-    let place = calls.take(token_id).ok_or_else(|| ApiError::too_many_held_calls(calls.per_token()).leasing())?;
+    let place = calls.take(user_id).ok_or_else(|| ApiError::too_many_held_calls(calls.per_user()).leasing())?;
     let key = rqctx
         .request
         .headers()
@@ -199,7 +199,7 @@ pub async fn leasing_create(
     let body = body.into_inner().into_inner();
     let context = rqctx.context();
     let envelope = idempotency::once(&context.store, caller.user.id, "leasing.create", key, &body, || async {
-        Ok(RequestEnvelope::of(context.leasing.create(&body).await?))
+        Ok(RequestEnvelope::of(context.leasing.create(&body, caller.user.id).await?))
     })
     .await?;
     Ok(HttpResponseCreated(envelope))
@@ -296,7 +296,7 @@ pub async fn leasing_request_flow(
     let caller = authorize(&rqctx, &token).await?;
     let key = headers.into_inner().idempotency_key;
     let request = body.into_inner();
-    let (_place, stop) = hold(&rqctx, caller.token_id)?;
+    let (_place, stop) = hold(&rqctx, caller.user.id)?;
     let context = rqctx.context();
     let wait = WaitParams::new(
         request.max_attempts,
@@ -734,7 +734,7 @@ fn wait_ready_to_sign(
             query.technician_appointment_time,
         )
         .map_err(|errors| ApiError::validation(errors).leasing())?;
-        let (place, stop) = hold(&rqctx, caller.token_id)?;
+        let (place, stop) = hold(&rqctx, caller.user.id)?;
         Ok((path.into_inner().financing_id, params, place, stop))
     };
     futures::TryFutureExt::and_then(checked, move |(id, params, place, mut stop)| async move {

@@ -12,14 +12,17 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::ApiContext;
+use super::fieldreport::PageMeta;
 use super::guard::{BearerToken, needs};
 use super::leasing::FinancingIdPath;
 use crate::error::ApiError;
 use crate::leasing::watch::subscriptions::{SubscriptionRequest, WithSecret};
-use crate::store::leasing_watch::{DeliveryRow, SubscriptionRow, WatchRow};
+use crate::store::leasing_watch::{DeliveryRow, SubscriptionRow, Viewer, WatchRow};
 
-/// Deliveries listed at most.
+/// Deliveries listed at most, a page.
 const MAX_DELIVERIES: u32 = 500;
+/// Subscriptions listed at most, a page.
+const MAX_SUBSCRIPTIONS_PER_PAGE: u32 = 100;
 
 /// An epoch-ms time as RFC 3339.
 fn time(ms: i64) -> String {
@@ -32,7 +35,8 @@ fn time(ms: i64) -> String {
 pub struct NewSubscription {
     /// Where the events are posted: `https`, and a public address (loopback, private,
     /// link-local and unique-local addresses, and `http`, only with `CALLBACK_ALLOW_PRIVATE`).
-    /// Redirects are not followed.
+    /// Redirects are not followed. At most 2,048 characters.
+    #[schemars(length(max = 2048))]
     pub url: String,
     /// A note for people (at most 500 characters).
     #[serde(default)]
@@ -40,6 +44,10 @@ pub struct NewSubscription {
     /// The event types to send (default: every type, i.e. `leasing.state_changed`).
     #[serde(default)]
     pub events: Option<Vec<String>>,
+    /// The events of every financing request, not only of those the caller created: for
+    /// operators only (422 otherwise). Default false.
+    #[serde(default)]
+    pub all_requests: bool,
 }
 
 impl NewSubscription {
@@ -68,6 +76,9 @@ pub struct Subscription {
     pub disabled_at: Option<String>,
     /// Until when the secret before the last rotation still signs.
     pub previous_secret_expires_at: Option<String>,
+    /// Whether it receives the events of every financing request (an operator's choice), or
+    /// only of those its owner created.
+    pub all_requests: bool,
 }
 
 impl Subscription {
@@ -75,7 +86,7 @@ impl Subscription {
         json!({"id": "sub_6f1c2a7b9d8e4f0a8b7c6d5e4f3a2b1c", "url": "https://shop.example/hooks/leasing",
                "description": "shop backend", "events": ["leasing.state_changed"],
                "created_at": "2026-11-27T10:00:00.000Z", "status": "active", "failing_since": null,
-               "disabled_at": null, "previous_secret_expires_at": null})
+               "disabled_at": null, "previous_secret_expires_at": null, "all_requests": false})
     }
 }
 
@@ -91,6 +102,7 @@ impl From<SubscriptionRow> for Subscription {
             failing_since: row.failing_since.map(time),
             disabled_at: row.disabled_at.map(time),
             previous_secret_expires_at: row.previous_secret_until.filter(|t| *t > crate::store::now_ms()).map(time),
+            all_requests: row.all_requests,
         }
     }
 }
@@ -110,9 +122,21 @@ impl From<WithSecret> for SubscriptionWithSecret {
     }
 }
 
-#[derive(Serialize, Deserialize, JsonSchema)]
+/// A page of the caller's subscriptions.
+#[derive(Serialize, JsonSchema)]
 pub struct SubscriptionList {
     pub items: Vec<Subscription>,
+    pub meta: PageMeta,
+}
+
+#[derive(Deserialize, JsonSchema)]
+pub struct SubscriptionsQuery {
+    /// Page number, from 1 (default 1).
+    #[schemars(range(min = 1))]
+    pub page: Option<u32>,
+    /// Subscriptions per page, 1 to 100 (default 50).
+    #[schemars(range(min = 1, max = 100))]
+    pub per_page: Option<u32>,
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -131,9 +155,12 @@ pub struct DeliveryPath {
 
 #[derive(Deserialize, JsonSchema)]
 pub struct DeliveriesQuery {
-    /// How many deliveries, newest first (1 to 500; default 100).
+    /// How many deliveries a page, newest first (1 to 500; default 100).
     #[schemars(range(min = 1, max = 500))]
     pub limit: Option<u32>,
+    /// Which page of `limit` deliveries, from 1 (default 1: the newest).
+    #[schemars(range(min = 1))]
+    pub page: Option<u32>,
 }
 
 /// One event sent to one subscription.
@@ -250,8 +277,14 @@ pub struct StateChange {
     pub ready_to_sign: bool,
 }
 
-async fn authorize(rqctx: &RequestContext<ApiContext>, token: &BearerToken<needs::Leasing>) -> Result<(), ApiError> {
-    token.caller(rqctx).await.map(|_| ()).map_err(ApiError::leasing)
+/// The caller, as the one whose subscriptions the route may see: their own, and an
+/// operator's also those made before subscriptions had owners.
+async fn authorize(
+    rqctx: &RequestContext<ApiContext>,
+    token: &BearerToken<needs::Leasing>,
+) -> Result<Viewer, ApiError> {
+    let caller = token.caller(rqctx).await.map_err(ApiError::leasing)?;
+    Ok(Viewer { user_id: caller.user.id, operator: caller.user.operator })
 }
 
 /// Subscribe to leasing state changes
@@ -263,31 +296,58 @@ async fn authorize(rqctx: &RequestContext<ApiContext>, token: &BearerToken<needs
 /// for up to 24 h (`LEASING_DELIVERY_RETRY_SECONDS`), with the same `webhook-id`. The answer
 /// holds the signing `secret`, shown this once. A `url` that is not `https` or resolves to
 /// a loopback, private, link-local or unique-local address is refused (422) unless
-/// `CALLBACK_ALLOW_PRIVATE` is set.
+/// `CALLBACK_ALLOW_PRIVATE` is set, as is a `url` over 2,048 characters; a user has at most
+/// `LEASING_SUBSCRIPTIONS_PER_USER` subscriptions (409 `too_many_subscriptions` beyond). The
+/// subscription is the caller's: it receives the events
+/// of the financing requests the caller created through the service (every request with
+/// `all_requests`, which only operators may set), and no other user sees it (404).
 #[dropshot::endpoint { method = POST, path = "/api/v1/leasing/subscriptions", tags = ["leasing"] }]
 pub async fn leasing_subscription_create(
     rqctx: RequestContext<ApiContext>,
     token: BearerToken<needs::Leasing>,
     body: TypedBody<NewSubscription>,
 ) -> Result<HttpResponseCreated<SubscriptionWithSecret>, ApiError> {
-    authorize(&rqctx, &token).await?;
+    let viewer = authorize(&rqctx, &token).await?;
     let body = body.into_inner();
-    let request = SubscriptionRequest { url: body.url, description: body.description, events: body.events };
-    let created = rqctx.context().leasing.watcher().subscribe(request).await?;
+    let request = SubscriptionRequest {
+        url: body.url,
+        description: body.description,
+        events: body.events,
+        all_requests: body.all_requests,
+    };
+    let created = rqctx.context().leasing.watcher().subscribe(viewer, request).await?;
     Ok(HttpResponseCreated(created.into()))
 }
 
 /// List the subscriptions
 ///
-/// Every subscription, oldest first, without secrets.
+/// The caller's subscriptions, oldest first, without secrets, by pages (`per_page` 1 to 100,
+/// default 50); an operator's list also holds those made before subscriptions had owners.
+/// 422 when `page` or `per_page` is out of range.
 #[dropshot::endpoint { method = GET, path = "/api/v1/leasing/subscriptions", tags = ["leasing"] }]
 pub async fn leasing_subscription_list(
     rqctx: RequestContext<ApiContext>,
     token: BearerToken<needs::Leasing>,
+    query: Query<SubscriptionsQuery>,
 ) -> Result<HttpResponseOk<SubscriptionList>, ApiError> {
-    authorize(&rqctx, &token).await?;
-    let rows = rqctx.context().leasing.watcher().subscriptions().await?;
-    Ok(HttpResponseOk(SubscriptionList { items: rows.into_iter().map(Subscription::from).collect() }))
+    let viewer = authorize(&rqctx, &token).await?;
+    let query = query.into_inner();
+    let (page, per_page) = (query.page.unwrap_or(1), query.per_page.unwrap_or(50));
+    let mut errors = crate::error::FieldErrors::new();
+    if page == 0 {
+        errors.insert("page".into(), vec!["The page is at least 1.".into()]);
+    }
+    if !(1..=MAX_SUBSCRIPTIONS_PER_PAGE).contains(&per_page) {
+        errors.insert("per_page".into(), vec![format!("per_page is between 1 and {MAX_SUBSCRIPTIONS_PER_PAGE}.")]);
+    }
+    if !errors.is_empty() {
+        return Err(ApiError::validation(errors).leasing());
+    }
+    let (rows, total) = rqctx.context().leasing.watcher().subscriptions(viewer, page, per_page).await?;
+    Ok(HttpResponseOk(SubscriptionList {
+        items: rows.into_iter().map(Subscription::from).collect(),
+        meta: PageMeta::new(page, per_page, total),
+    }))
 }
 
 /// Read a subscription
@@ -299,8 +359,8 @@ pub async fn leasing_subscription_show(
     token: BearerToken<needs::Leasing>,
     path: Path<SubscriptionPath>,
 ) -> Result<HttpResponseOk<Subscription>, ApiError> {
-    authorize(&rqctx, &token).await?;
-    let row = rqctx.context().leasing.watcher().subscription(&path.into_inner().id).await?;
+    let viewer = authorize(&rqctx, &token).await?;
+    let row = rqctx.context().leasing.watcher().subscription(viewer, &path.into_inner().id).await?;
     Ok(HttpResponseOk(row.into()))
 }
 
@@ -313,8 +373,8 @@ pub async fn leasing_subscription_delete(
     token: BearerToken<needs::Leasing>,
     path: Path<SubscriptionPath>,
 ) -> Result<HttpResponseDeleted, ApiError> {
-    authorize(&rqctx, &token).await?;
-    rqctx.context().leasing.watcher().unsubscribe(&path.into_inner().id).await?;
+    let viewer = authorize(&rqctx, &token).await?;
+    rqctx.context().leasing.watcher().unsubscribe(viewer, &path.into_inner().id).await?;
     Ok(HttpResponseDeleted())
 }
 
@@ -333,16 +393,17 @@ pub async fn leasing_subscription_rotate_secret(
     token: BearerToken<needs::Leasing>,
     path: Path<SubscriptionPath>,
 ) -> Result<HttpResponseOk<SubscriptionWithSecret>, ApiError> {
-    authorize(&rqctx, &token).await?;
-    let rotated = rqctx.context().leasing.watcher().rotate_secret(&path.into_inner().id).await?;
+    let viewer = authorize(&rqctx, &token).await?;
+    let rotated = rqctx.context().leasing.watcher().rotate_secret(viewer, &path.into_inner().id).await?;
     Ok(HttpResponseOk(rotated.into()))
 }
 
 /// List a subscription's deliveries
 ///
-/// The newest deliveries first: each event sent (or to be sent) to this subscription, with
-/// its attempts, the last answer's status code or error, and the next attempt. 422 when
-/// `limit` is not from 1 to 500.
+/// The newest deliveries first, `limit` a page: each event sent (or to be sent) to this
+/// subscription, with its attempts, the last answer's status code or error, and the next
+/// attempt; `page` 2 holds the next older ones. 422 when `limit` is not from 1 to 500 or
+/// `page` is 0.
 #[dropshot::endpoint {
     method = GET,
     path = "/api/v1/leasing/subscriptions/{id}/deliveries",
@@ -354,15 +415,20 @@ pub async fn leasing_subscription_deliveries(
     path: Path<SubscriptionPath>,
     query: Query<DeliveriesQuery>,
 ) -> Result<HttpResponseOk<DeliveryList>, ApiError> {
-    authorize(&rqctx, &token).await?;
-    let limit = query.into_inner().limit.unwrap_or(100);
+    let viewer = authorize(&rqctx, &token).await?;
+    let query = query.into_inner();
+    let (limit, page) = (query.limit.unwrap_or(100), query.page.unwrap_or(1));
+    let mut errors = crate::error::FieldErrors::new();
     if !(1..=MAX_DELIVERIES).contains(&limit) {
-        let message = format!("limit is between 1 and {MAX_DELIVERIES}.");
-        return Err(
-            ApiError::validation(crate::error::FieldErrors::from([("limit".to_string(), vec![message])])).leasing()
-        );
+        errors.insert("limit".into(), vec![format!("limit is between 1 and {MAX_DELIVERIES}.")]);
     }
-    let rows = rqctx.context().leasing.watcher().deliveries(&path.into_inner().id, limit).await?;
+    if page == 0 {
+        errors.insert("page".into(), vec!["The page is at least 1.".into()]);
+    }
+    if !errors.is_empty() {
+        return Err(ApiError::validation(errors).leasing());
+    }
+    let rows = rqctx.context().leasing.watcher().deliveries(viewer, &path.into_inner().id, limit, page).await?;
     Ok(HttpResponseOk(DeliveryList { items: rows.into_iter().map(Delivery::from).collect() }))
 }
 
@@ -381,9 +447,9 @@ pub async fn leasing_subscription_delivery_retry(
     token: BearerToken<needs::Leasing>,
     path: Path<DeliveryPath>,
 ) -> Result<HttpResponseAccepted<Delivery>, ApiError> {
-    authorize(&rqctx, &token).await?;
+    let viewer = authorize(&rqctx, &token).await?;
     let path = path.into_inner();
-    let row = rqctx.context().leasing.watcher().retry_delivery(&path.id, path.delivery).await?;
+    let row = rqctx.context().leasing.watcher().retry_delivery(viewer, &path.id, path.delivery).await?;
     Ok(HttpResponseAccepted(row.into()))
 }
 
@@ -399,7 +465,7 @@ pub async fn leasing_watch(
     token: BearerToken<needs::Leasing>,
     path: Path<FinancingIdPath>,
 ) -> Result<HttpResponseOk<Watch>, ApiError> {
-    authorize(&rqctx, &token).await?;
-    let row = rqctx.context().leasing.watch(&path.into_inner().financing_id).await?;
+    let viewer = authorize(&rqctx, &token).await?;
+    let row = rqctx.context().leasing.watch(&path.into_inner().financing_id, viewer.user_id).await?;
     Ok(HttpResponseOk(row.into()))
 }

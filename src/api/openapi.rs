@@ -557,12 +557,21 @@ fn complete_jobs_operation(op: &mut Value, op_id: &str) {
             json!({"description": "No such job (`not_found`).", "content": example("not_found", "no job 42")});
     }
     if op_id == "jobs_create" {
+        op["responses"]["429"] = json!({
+            "description": "The caller has `JOBS_ACTIVE_PER_USER` jobs queued or running (`too_many_active_jobs`), or queued `JOBS_PER_MINUTE_PER_USER` within the last minute (`too_many_jobs`); retry after `Retry-After` seconds.",
+            "headers": {"Retry-After": {"description": "Seconds to wait.", "schema": {"type": "integer"}}},
+            "content": example("too_many_jobs", "you queued 60 jobs within a minute, the most a user may; retry in 12 s")
+        });
         op["responses"]["409"] = json!({
             "description": "A job of the same kind and target is queued or running (`job_active`); the message names it.",
             "content": example("job_active", "job 41 (fieldreport.sync of companies) is running; follow it at /api/v1/jobs/41 or cancel it first")
         });
     }
     if op_id == "jobs_cancel" {
+        op["responses"]["403"] = json!({
+            "description": "The token lacks the ability `jobs` (`missing_ability`), or the job was queued by another user and the caller is not an operator (`not_job_owner`).",
+            "content": example("not_job_owner", "job 42 was queued by another user; only they or an operator may cancel it")
+        });
         op["responses"]["409"] = json!({
             "description": "The job has already succeeded or failed (`job_ended`).",
             "content": example("job_ended", "job 42 has already ended (succeeded)")
@@ -591,9 +600,16 @@ fn complete_subscription_operation(op: &mut Value, op_id: &str) {
             "content": example("not_found", "There is no subscription sub_0123456789abcdef0123456789abcdef.", None)
         });
     }
+    if op_id == "leasing_subscription_list" {
+        op["responses"]["422"] = json!({"$ref": "#/components/responses/ValidationFailed"});
+    }
     if op_id == "leasing_subscription_create" {
+        op["responses"]["409"] = json!({
+            "description": "The caller has `LEASING_SUBSCRIPTIONS_PER_USER` subscriptions already (`too_many_subscriptions`).",
+            "content": example("too_many_subscriptions", "You have 100 subscriptions, the most a user may have; delete one first.", None)
+        });
         op["responses"]["422"] = json!({
-            "description": "A field is invalid (`validation_failed`, the fields named in `errors`): the `url` is not https, or resolves to a loopback, private, link-local or unique-local address (allowed only with `CALLBACK_ALLOW_PRIVATE`), or cannot be resolved; an event type is unknown; the description is too long.",
+            "description": "A field is invalid (`validation_failed`, the fields named in `errors`): the `url` is longer than 2,048 characters, is not https, or resolves to a loopback, private, link-local or unique-local address (allowed only with `CALLBACK_ALLOW_PRIVATE`), or cannot be resolved; an event type is unknown; the description is too long; `all_requests` asked for by a user who is not an operator.",
             "content": example("validation_failed", "url: 127.0.0.1 is not a public address", Some(json!({"url": ["127.0.0.1 is not a public address"]})))
         });
     }
@@ -754,7 +770,14 @@ mod tests {
                 if let Some(ability) = expected {
                     let description = op["description"].as_str().unwrap();
                     assert!(description.contains(&format!("ability `{ability}`")), "{method} {path}: {description}");
-                    assert_eq!(op["responses"]["403"]["$ref"], "#/components/responses/MissingAbility");
+                    let forbidden = &op["responses"]["403"];
+                    if op["operationId"] == "jobs_cancel" {
+                        // Its own 403 names both reasons: the ability, and another user's job.
+                        let text = forbidden["description"].as_str().unwrap();
+                        assert!(text.contains("missing_ability") && text.contains("not_job_owner"), "{text}");
+                    } else {
+                        assert_eq!(forbidden["$ref"], "#/components/responses/MissingAbility", "{method} {path}");
+                    }
                     *counted.entry(ability.to_string()).or_default() += 1;
                 }
             }

@@ -77,7 +77,7 @@ mod tests {
     async fn first_noted_uses_are_written_in_one_go_and_never_move_back() {
         for test in stores_on_both_databases().await {
             let store = &test.store;
-            let user = store.insert_user("Lin", "lin@example.com", "hash").await.unwrap();
+            let user = store.insert_user("Lin", "lin@example.com", "hash", false).await.unwrap();
             let mut ids = Vec::new();
             for name in ["a", "b"] {
                 let new = crate::store::tokens::NewToken {

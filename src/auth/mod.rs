@@ -72,6 +72,15 @@ pub struct User {
     pub email: String,
     /// Epoch milliseconds.
     pub created_at: i64,
+    /// An operator may subscribe to every financing request's events and cancel anyone's jobs
+    /// (`user create --operator`, `user update --operator`).
+    pub operator: bool,
+}
+
+impl From<crate::store::users::UserRow> for User {
+    fn from(row: crate::store::users::UserRow) -> Self {
+        User { id: row.id, name: row.name, email: row.email, created_at: row.created_at, operator: row.operator }
+    }
 }
 
 /// The caller of a guarded route: the user and the token presented.
@@ -348,7 +357,13 @@ impl Authenticator {
             self.last_used.note(owner.token_id, now);
         }
         Ok(Caller {
-            user: User { id: owner.user_id, name: owner.name, email: owner.email, created_at: owner.created_at },
+            user: User {
+                id: owner.user_id,
+                name: owner.name,
+                email: owner.email,
+                created_at: owner.created_at,
+                operator: owner.operator,
+            },
             token_id: owner.token_id,
             abilities: Abilities::from_stored(&owner.abilities),
         })
@@ -374,7 +389,13 @@ impl Authenticator {
         Ok(self.store.delete_tokens_of(&email).await?)
     }
 
-    pub async fn create_user(&self, email: &str, name: Option<&str>, password: &str) -> Result<User, AuthError> {
+    pub async fn create_user(
+        &self,
+        email: &str,
+        name: Option<&str>,
+        password: &str,
+        operator: bool,
+    ) -> Result<User, AuthError> {
         let email = normalize_email(email);
         let mut errors = FieldErrors::new();
         validate_email(&email, &mut errors);
@@ -391,21 +412,21 @@ impl Authenticator {
             .map(str::to_string)
             .unwrap_or_else(|| email.split('@').next().unwrap_or_default().to_string());
         let hash = hash_blocking(password.to_string()).await?;
-        let row = self.store.insert_user(&name, &email, &hash).await.map_err(|e| match e {
+        let row = self.store.insert_user(&name, &email, &hash, operator).await.map_err(|e| match e {
             StoreError::Duplicate(_) => AuthError::DuplicateEmail(email.clone()),
             other => other.into(),
         })?;
-        Ok(User { id: row.id, name: row.name, email: row.email, created_at: row.created_at })
+        Ok(User::from(row))
     }
 
     pub async fn list_users(&self) -> Result<Vec<User>, AuthError> {
-        Ok(self
-            .store
-            .list_users()
-            .await?
-            .into_iter()
-            .map(|r| User { id: r.id, name: r.name, email: r.email, created_at: r.created_at })
-            .collect())
+        Ok(self.store.list_users().await?.into_iter().map(User::from).collect())
+    }
+
+    /// Makes a user an operator, or no longer one.
+    pub async fn set_operator(&self, email: &str, operator: bool) -> Result<User, AuthError> {
+        let email = normalize_email(email);
+        self.store.set_operator(&email, operator).await?.map(User::from).ok_or(AuthError::UnknownUser(email))
     }
 
     pub async fn delete_user(&self, email: &str) -> Result<(), AuthError> {

@@ -53,7 +53,7 @@ pub(super) async fn jobs(services: &Services, command: JobsCommand) -> anyhow::R
     let jobs = &services.jobs;
     let outcome = match command {
         JobsCommand::Run { kind, target, follow } => {
-            let job = jobs.enqueue(&kind, target.as_deref()).await.map_err(|e| anyhow::anyhow!(e.explained()))?;
+            let job = jobs.enqueue(&kind, target.as_deref(), None).await.map_err(|e| anyhow::anyhow!(e.explained()))?;
             println!("{}", line(&job));
             if follow { self::follow(services, job.id).await } else { Ok(()) }
         }
@@ -77,7 +77,7 @@ pub(super) async fn jobs(services: &Services, command: JobsCommand) -> anyhow::R
             Ok(())
         }
         JobsCommand::Cancel { id } => {
-            let job = jobs.cancel(id).await.map_err(|e| anyhow::anyhow!(e.explained()))?;
+            let job = jobs.cancel(id, None).await.map_err(|e| anyhow::anyhow!(e.explained()))?;
             println!("{}", line(&job));
             Ok(())
         }

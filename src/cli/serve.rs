@@ -15,6 +15,10 @@ pub(super) async fn serve(mut config: Config, sandbox: bool) -> anyhow::Result<(
         Err(error) => slog::warn!(log, "the open files limit could not be raised"; "error" => %error),
     }
     if sandbox {
+        for overridden in sandbox_overrides(&config) {
+            println!("sandbox: warning: overrides {overridden}");
+            slog::warn!(log, "sandbox overrides a setting"; "setting" => overridden);
+        }
         let sandboxes = sandbox::start(None, &log).await?;
         config.leasing.base_url = Some(sandboxes.leasing_base_url().parse()?);
         config.fieldreport.base_url = Some(sandboxes.fieldreport_base_url().parse()?);
@@ -50,4 +54,27 @@ pub(super) async fn serve(mut config: Config, sandbox: bool) -> anyhow::Result<(
     service.shutdown().await;
     slog::info!(log, "stopped");
     Ok(())
+}
+
+/// What `--sandbox` replaces of the configuration, each with what it was (secrets unnamed):
+/// the upstream settings that were set, and `CALLBACK_ALLOW_PRIVATE` when it was false.
+fn sandbox_overrides(config: &Config) -> Vec<String> {
+    let mut overridden = Vec::new();
+    let mut set = |name: &str, was_set: bool, with: &str| {
+        if was_set {
+            overridden.push(format!("{name} (set) with {with}"));
+        }
+    };
+    set("LEASING_BASE_URL", config.leasing.base_url.is_some(), "the leasing simulator");
+    set("FIELDREPORT_BASE_URL", config.fieldreport.base_url.is_some(), "the field-report simulator");
+    set("FIELDREPORT_USERNAME", config.fieldreport.username.is_some(), "the simulator's user");
+    set("FIELDREPORT_PASSWORD", config.fieldreport.password.is_some(), "the simulator's password");
+    set("ERP_BASE_URL", config.erp.base_url.is_some(), "the ERP simulator");
+    set("ERP_API_KEY", config.erp.api_key.is_some(), "the simulator's key");
+    if !config.watch.allow_private {
+        overridden.push(
+            "CALLBACK_ALLOW_PRIVATE=false with true: subscriptions may reach loopback and private addresses".into(),
+        );
+    }
+    overridden
 }

@@ -17,6 +17,18 @@ pub(super) enum UserCommand {
         /// Read the password from standard input (required: passwords never go on the command line).
         #[arg(long, required = true)]
         password_stdin: bool,
+        /// Make the user an operator: they may subscribe to every financing request's events
+        /// and cancel anyone's jobs (docs/api.md, "Who sees what").
+        #[arg(long)]
+        operator: bool,
+    },
+    /// Change a user: whether they are an operator.
+    Update {
+        #[arg(long)]
+        email: String,
+        /// `true` makes the user an operator, `false` no longer one.
+        #[arg(long, value_name = "true|false", action = clap::ArgAction::Set)]
+        operator: bool,
     },
     /// List users.
     List,
@@ -65,16 +77,23 @@ pub(super) enum TokenCommand {
 pub(super) async fn user(services: &Services, command: UserCommand) -> anyhow::Result<()> {
     let auth = &services.auth;
     match command {
-        UserCommand::Create { email, name, password_stdin: _ } => {
+        UserCommand::Create { email, name, password_stdin: _, operator } => {
             let mut password = String::new();
             std::io::stdin().lock().read_line(&mut password)?;
             let password = password.trim_end_matches(['\r', '\n']);
-            let user = auth.create_user(&email, name.as_deref(), password).await?;
-            println!("created user {} <{}> (id {})", user.name, user.email, user.id);
+            let user = auth.create_user(&email, name.as_deref(), password, operator).await?;
+            let role = if user.operator { "operator" } else { "user" };
+            println!("created {role} {} <{}> (id {})", user.name, user.email, user.id);
+        }
+        UserCommand::Update { email, operator } => {
+            let user = auth.set_operator(&email, operator).await?;
+            let role = if user.operator { "an operator" } else { "not an operator" };
+            println!("{} <{}> is {role}", user.name, user.email);
         }
         UserCommand::List => {
             for user in auth.list_users().await? {
-                println!("{}\t{}\t{}", user.id, user.email, user.name);
+                let role = if user.operator { "\toperator" } else { "" };
+                println!("{}\t{}\t{}{role}", user.id, user.email, user.name);
             }
         }
         UserCommand::Delete { email } => {

@@ -146,7 +146,7 @@ impl FieldReportService {
             let query = url::form_urlencoded::Serializer::new(String::new()).extend_pairs(params).finish();
             let page = client.page(info.set, &query, None).await?;
             let truncated = page.next_link.is_some();
-            let read = super::sync::read_page(page);
+            let read = super::page::read_page(page);
             // An upstream that pages below the batch: the ids it did not send yet are asked again.
             if truncated && !read.records.is_empty() {
                 let sent: std::collections::HashSet<&str> = read.records.iter().map(|r| r.id.as_str()).collect();

@@ -17,13 +17,13 @@
 use std::time::Instant;
 
 use generated::fieldreport::EntityInfo;
-use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde::Serialize;
 use tokio::sync::mpsc;
 
-use super::service::{FieldReportError, FieldReportService, record_id};
-use crate::store::fieldreport::{SyncedRecord, Upserted, external_id};
-use crate::upstream::fieldreport::{FieldReportClient, ODataPage};
+use super::page::{ReadPage, read_page};
+use super::service::{FieldReportError, FieldReportService};
+use crate::store::fieldreport::{SyncedRecord, Upserted};
+use crate::upstream::fieldreport::FieldReportClient;
 use crate::upstream::{System, UpstreamError};
 use crate::vocabulary::stamp::Stamp;
 
@@ -127,93 +127,10 @@ fn start(cursor: Option<&str>, overlap: std::time::Duration) -> From {
     }
 }
 
-/// The fields of a record that a sync reads; the rest of the document is skipped, not parsed.
-#[derive(Deserialize)]
-struct RecordHead {
-    #[serde(rename = "Id")]
-    id: Option<Value>,
-    #[serde(rename = "Version")]
-    version: Option<Value>,
-    #[serde(rename = "DateModified")]
-    modified: Option<Value>,
-    #[serde(rename = "ExternalId")]
-    external_id: Option<Value>,
-}
-
-impl RecordHead {
-    /// The head of a record's text; `None` for a record that is not an object. A document that
-    /// the skimming read refuses (a repeated key, say) is read whole, as a tree, where the last
-    /// of repeated keys counts.
-    fn of(text: &str) -> Option<RecordHead> {
-        // Only an object is a record (the skimming read would also take an array, by position).
-        if !text.trim_start().starts_with('{') {
-            return None;
-        }
-        serde_json::from_str(text).ok().or_else(|| {
-            let Value::Object(mut fields) = serde_json::from_str(text).ok()? else { return None };
-            Some(RecordHead {
-                id: fields.remove("Id"),
-                version: fields.remove("Version"),
-                modified: fields.remove("DateModified"),
-                external_id: fields.remove("ExternalId"),
-            })
-        })
-    }
-}
-
 /// A sync that inserted or changed at least this many records brings the database's
 /// statistics of the mirror up to date before it ends (see
 /// [`crate::store::Store::refresh_mirror_statistics`]).
 const STATISTICS_AFTER_CHANGES: u64 = 1_000;
-
-/// A page as a sync stores it: its records with what the sync reads of each (see
-/// [`read_page`]).
-pub(super) struct ReadPage {
-    pub(super) records: Vec<SyncedRecord>,
-    /// Records the upstream sent, with those skipped.
-    fetched: u64,
-    /// Records without an `Id`, skipped.
-    skipped: u64,
-    /// The page's newest `DateModified`.
-    newest: Option<Stamp>,
-    /// The page's greatest key (`DateModified`, `Id`): where the next query starts.
-    last_key: Option<(Stamp, i64)>,
-}
-
-/// Reads the head of each of a page's records (see [`RecordHead`]).
-pub(super) fn read_page(page: ODataPage) -> ReadPage {
-    let fetched = page.records.len();
-    let mut read = ReadPage {
-        records: Vec::with_capacity(fetched),
-        fetched: fetched as u64,
-        skipped: 0,
-        newest: None,
-        last_key: None,
-    };
-    for document in page.records {
-        let head = RecordHead::of(document.get());
-        let modified = head.as_ref().and_then(|h| h.modified.as_ref()).and_then(Value::as_str).map(Stamp::parse);
-        match head.and_then(|h| Some((record_id(h.id.as_ref()?)?, h))) {
-            Some((id, head)) => {
-                if let (Some(modified), Ok(number)) = (&modified, id.parse::<i64>())
-                    && read.last_key.as_ref().is_none_or(|(stamp, last)| (modified, number) > (stamp, *last))
-                {
-                    read.last_key = Some((modified.clone(), number));
-                }
-                let version = head.version.as_ref().and_then(super::service::version_number).unwrap_or(0);
-                let external_id = external_id(head.external_id.as_ref());
-                read.records.push(SyncedRecord { id, version, external_id, document });
-            }
-            None => read.skipped += 1,
-        }
-        if let Some(modified) = modified
-            && read.newest.as_ref().is_none_or(|newest| modified > *newest)
-        {
-            read.newest = Some(modified);
-        }
-    }
-    read
-}
 
 /// Every page of a sync, in key order, read (see [`read_page`]) and sent to `pages`: each
 /// query starts after the greatest key read so far, until one answers no record. The

@@ -307,7 +307,7 @@ impl Front {
             self.metrics.observe_request(method.as_str(), &path, status, elapsed);
             let latency_ms = elapsed.as_secs_f64() * 1000.0;
             slog::info!(self.log, "request";
-                "method" => %method, "path" => path, "status" => status,
+                "method" => %method, "path" => crate::vocabulary::redaction::scrub(&path), "status" => status,
                 "latency_ms" => format!("{latency_ms:.3}"), "request_id" => request_id, "client" => %client);
             response
         }

@@ -20,10 +20,20 @@ pub struct ScheduleEntry {
 }
 
 /// The jobs area's settings.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct JobsConfig {
     /// `SCHEDULE` (default: nothing is scheduled).
     pub schedule: Vec<ScheduleEntry>,
+    /// Jobs one user may have queued or running at once (`JOBS_ACTIVE_PER_USER`, default 10).
+    pub active_per_user: u64,
+    /// Jobs one user may queue within a minute (`JOBS_PER_MINUTE_PER_USER`, default 60).
+    pub per_minute_per_user: u64,
+}
+
+impl Default for JobsConfig {
+    fn default() -> Self {
+        JobsConfig { schedule: Vec::new(), active_per_user: 10, per_minute_per_user: 60 }
+    }
 }
 
 impl JobsConfig {
@@ -32,7 +42,10 @@ impl JobsConfig {
             Some(text) => parse(text).map_err(|reason| invalid("SCHEDULE", reason))?,
             None => Vec::new(),
         };
-        Ok(JobsConfig { schedule })
+        let defaults = JobsConfig::default();
+        let active_per_user = raw.positive_u64("JOBS_ACTIVE_PER_USER")?.unwrap_or(defaults.active_per_user);
+        let per_minute_per_user = raw.positive_u64("JOBS_PER_MINUTE_PER_USER")?.unwrap_or(defaults.per_minute_per_user);
+        Ok(JobsConfig { schedule, active_per_user, per_minute_per_user })
     }
 }
 

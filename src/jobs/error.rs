@@ -10,9 +10,18 @@ pub enum JobError {
     Invalid(FieldErrors),
     #[error("no job {0}")]
     NotFound(i64),
+    /// A cancel by a user who neither queued the job nor is an operator.
+    #[error("job {0} was queued by another user; only they or an operator may cancel it")]
+    NotYours(i64),
     /// A job of the same kind and target is queued or running.
     #[error("job {id} ({kind}{of}) is {status}; follow it at /api/v1/jobs/{id} or cancel it first", of = of_target(.target))]
     Active { id: i64, kind: String, target: String, status: String },
+    /// The user has as many jobs queued or running as they may.
+    #[error("you have {0} jobs queued or running, the most a user may have; wait for one to end")]
+    TooManyActive(u64),
+    /// The user queued as many jobs within the last minute as they may.
+    #[error("you queued {most} jobs within a minute, the most a user may; retry in {retry_after_seconds} s")]
+    TooFast { most: u64, retry_after_seconds: u64 },
     /// Cancel of a job that has already ended.
     #[error("job {id} has already ended ({status})")]
     Ended { id: i64, status: String },

@@ -24,6 +24,7 @@ use crate::fieldreport::service::FieldReportService;
 use crate::metrics::Metrics;
 use crate::store::Store;
 use crate::store::jobs::{JobFilter, JobRow};
+use crate::vocabulary::owner::Viewer;
 pub use error::JobError;
 use error::invalid;
 use kind::JobKind;
@@ -52,18 +53,55 @@ pub struct JobsService {
     /// The flags of the jobs running here, so that a cancel asked here stops its job at once
     /// (one asked at another instance arrives with the job's next heartbeat).
     running: Arc<Mutex<HashMap<i64, JobFlags>>>,
+    /// Jobs one user may have queued or running (`JOBS_ACTIVE_PER_USER`).
+    active_per_user: u64,
+    /// Jobs one user may queue within a minute (`JOBS_PER_MINUTE_PER_USER`).
+    per_minute_per_user: u64,
 }
 
 impl JobsService {
     pub fn new(store: Store, fieldreport: FieldReportService, erp: ErpService, metrics: Arc<Metrics>) -> JobsService {
-        JobsService { store, fieldreport, erp, metrics, wake: Default::default(), running: Default::default() }
+        JobsService {
+            store,
+            fieldreport,
+            erp,
+            metrics,
+            wake: Default::default(),
+            running: Default::default(),
+            active_per_user: crate::jobs::config::JobsConfig::default().active_per_user,
+            per_minute_per_user: crate::jobs::config::JobsConfig::default().per_minute_per_user,
+        }
     }
 
-    /// Queues a job of `kind` for `target` (every target of the kind without one).
-    pub async fn enqueue(&self, kind: &str, target: Option<&str>) -> Result<JobRow, JobError> {
+    /// At most `most` jobs queued per user within a minute (`JOBS_PER_MINUTE_PER_USER`): a
+    /// queue-and-cancel loop writes no faster than that.
+    pub fn with_per_minute_per_user(mut self, most: u64) -> JobsService {
+        self.per_minute_per_user = most;
+        self
+    }
+
+    /// At most `most` jobs queued or running per user (`JOBS_ACTIVE_PER_USER`).
+    pub fn with_active_per_user(mut self, most: u64) -> JobsService {
+        self.active_per_user = most;
+        self
+    }
+
+    /// Queues a job of `kind` for `target` (every target of the kind without one), recording
+    /// the user who asked (none: the command line).
+    pub async fn enqueue(&self, kind: &str, target: Option<&str>, by: Option<i64>) -> Result<JobRow, JobError> {
         let kind = JobKind::parse(kind)?;
         let target = kind.target(target)?;
-        self.enqueue_checked(kind, &target, false).await
+        if let Some(user) = by {
+            if self.store.jobs_active_of(user).await? >= self.active_per_user {
+                return Err(JobError::TooManyActive(self.active_per_user));
+            }
+            let minute_ago = crate::store::now_ms() - 60_000;
+            if let Some(oldest) = self.store.jobs_created_since(user, minute_ago, self.per_minute_per_user).await? {
+                let wait = (oldest - minute_ago).max(0) / 1000 + 1;
+                return Err(JobError::TooFast { most: self.per_minute_per_user, retry_after_seconds: wait as u64 });
+            }
+        }
+        self.enqueue_checked(kind, &target, false, by).await
     }
 
     /// Queues a job whose kind and target were checked; `Active` names the job already queued
@@ -73,8 +111,9 @@ impl JobsService {
         kind: JobKind,
         target: &str,
         scheduled: bool,
+        by: Option<i64>,
     ) -> Result<JobRow, JobError> {
-        match self.store.job_enqueue(kind.name(), target, scheduled).await? {
+        match self.store.job_enqueue(kind.name(), target, scheduled, by).await? {
             Ok(job) => {
                 self.wake.notify_one();
                 Ok(job)
@@ -108,8 +147,17 @@ impl JobsService {
         Ok(self.store.jobs_page(&JobFilter { kind, status }, page, per_page).await?)
     }
 
-    /// Cancels a queued job, or asks a running one to stop at its next page.
-    pub async fn cancel(&self, id: i64) -> Result<JobRow, JobError> {
+    /// Cancels a queued job, or asks a running one to stop at its next page. Over the API
+    /// (`by` a user) only the job's creator or an operator may; the command line may always.
+    pub async fn cancel(&self, id: i64, by: Option<Viewer>) -> Result<JobRow, JobError> {
+        if let Some(viewer) = by
+            && !viewer.operator
+        {
+            let job = self.get(id).await?;
+            if job.created_by != Some(viewer.user_id) {
+                return Err(JobError::NotYours(id));
+            }
+        }
         let job = self.store.job_cancel(id).await?.ok_or(JobError::NotFound(id))?;
         match job.status.as_str() {
             "running" => {

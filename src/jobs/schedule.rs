@@ -53,7 +53,7 @@ impl JobsService {
         if !self.store.schedule_take_tick(entry.kind.name(), &entry.target).await? {
             return Ok(());
         }
-        match self.enqueue_checked(entry.kind, &entry.target, true).await {
+        match self.enqueue_checked(entry.kind, &entry.target, true, None).await {
             Ok(job) => {
                 slog::info!(log, "scheduled job queued"; "job" => job.id, "kind" => entry.kind.name(), "target" => &entry.target);
                 Ok(())

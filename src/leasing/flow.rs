@@ -132,6 +132,8 @@ pub fn step_error(detail: &str) -> (String, String) {
 pub struct FlowRecorder<'a> {
     store: &'a Store,
     pub flow_id: i64,
+    /// Who runs the flow: the request it creates is watched for them.
+    user_id: i64,
     position: i32,
     /// The action running now, or the last one that ran.
     action: &'static str,
@@ -146,7 +148,7 @@ impl<'a> FlowRecorder<'a> {
         idempotency_key: Option<&str>,
     ) -> Result<FlowRecorder<'a>, StoreError> {
         let flow_id = store.start_flow(user_id, mode, idempotency_key).await?;
-        Ok(FlowRecorder { store, flow_id, position: 0, action: "create" })
+        Ok(FlowRecorder { store, flow_id, user_id, position: 0, action: "create" })
     }
 
     /// Runs one action and records its outcome and duration.
@@ -251,7 +253,8 @@ async fn run_steps(
     financing_id: &mut Option<String>,
     mut stop: StopSignal,
 ) -> Result<Value, LeasingError> {
-    let request = recorder.step("create", || service.create(&input.request_payload)).await?;
+    let user_id = recorder.user_id;
+    let request = recorder.step("create", || service.create(&input.request_payload, user_id)).await?;
     let id = request.get("FinancingId").and_then(Value::as_str).unwrap_or_default().to_string();
     *financing_id = Some(id.clone());
     // Named at once, so that a retry while the flow runs, and its record, can name it.

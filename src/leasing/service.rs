@@ -182,12 +182,13 @@ impl LeasingService {
     }
 
     /// Starts watching a request created elsewhere (or created here: then it is watched
-    /// already): reads its state now, which also proves that the provider knows it.
-    pub async fn watch(&self, id: &str) -> Result<WatchRow, LeasingError> {
+    /// already): reads its state now, which also proves that the provider knows it. The
+    /// events of a request first watched here go to `user_id`'s subscriptions.
+    pub async fn watch(&self, id: &str, user_id: i64) -> Result<WatchRow, LeasingError> {
         let id = financing_id(id)?;
         let read_at = now_ms();
         let request = self.client()?.get(id).await?;
-        self.watcher.start(id, &request, read_at).await.map_err(|e| LeasingError::Storage(e.to_string()))
+        self.watcher.start(id, &request, read_at, user_id).await.map_err(|e| LeasingError::Storage(e.to_string()))
     }
 
     pub fn is_configured(&self) -> bool {
@@ -199,8 +200,9 @@ impl LeasingService {
     }
 
     /// Validates and creates a request. The answer is the submitted request completed with
-    /// what the provider returned (`FinancingId`, `State`, ...), missing fields defaulted.
-    pub async fn create(&self, payload: &Value) -> Result<Value, LeasingError> {
+    /// what the provider returned (`FinancingId`, `State`, ...), missing fields defaulted. It
+    /// is watched for `user_id`: its events go to that user's subscriptions.
+    pub async fn create(&self, payload: &Value, user_id: i64) -> Result<Value, LeasingError> {
         validate_create(payload).map_err(LeasingError::Invalid)?;
         let request = body(payload).map_err(bad_body)?;
         let read_at = now_ms();
@@ -209,7 +211,7 @@ impl LeasingService {
         if let Some(id) = id {
             // The request exists at the provider now: a failure to watch it is reported, and
             // does not turn the creation into an error a client would repeat.
-            if let Err(error) = self.watcher.start(&id, &created, read_at).await {
+            if let Err(error) = self.watcher.start(&id, &created, read_at, user_id).await {
                 crate::telemetry::report_internal_error(&format!("leasing watch: {id} is not watched: {error}"));
             }
         }

@@ -208,6 +208,8 @@ pub struct Metrics {
     jobs: jobs::JobTimings,
     watch: watch::WatchMetrics,
     repairs: mirror::Repairs,
+    /// Rows the janitor removed, by table (`crate::store::retention::PRUNED_TABLES`).
+    pruned: [AtomicU64; crate::store::retention::PRUNED_TABLES.len()],
     started_at: SystemTime,
 }
 
@@ -225,6 +227,7 @@ impl Metrics {
             jobs: Default::default(),
             watch: Default::default(),
             repairs: Default::default(),
+            pruned: Default::default(),
             started_at: SystemTime::now(),
         }
     }
@@ -260,6 +263,13 @@ impl Metrics {
     /// A state of a financing request was read (and recorded when the request is watched).
     pub fn watch_observed(&self, source: ObservationSource) {
         self.watch.observed(source);
+    }
+
+    /// The janitor removed these rows, by table (in the order of `PRUNED_TABLES`).
+    pub fn pruned(&self, rows: &[u64]) {
+        for (counter, n) in self.pruned.iter().zip(rows) {
+            counter.fetch_add(*n, Ordering::Relaxed);
+        }
     }
 
     /// A state change was recorded with its event.
@@ -306,6 +316,11 @@ impl Metrics {
             mirror.render(&mut out);
         }
         self.repairs.render(&mut out);
+        let name = "integration_service_janitor_pruned_rows_total";
+        out.family(name, "counter", "Rows of finished history the janitor removed by age (`RETAIN_*`), by table.");
+        for (table, count) in crate::store::retention::PRUNED_TABLES.iter().zip(&self.pruned) {
+            out.sample(name, &[("table", table)], count.load(Ordering::Relaxed));
+        }
         self.render_process(&mut out);
         out.into_text()
     }

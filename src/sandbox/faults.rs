@@ -39,6 +39,10 @@ pub struct FaultRule {
     /// long (the upstream did the work; its answer is late or never arrives).
     #[serde(default)]
     pub answer_delay_ms: u64,
+    /// With a failing status and no `body`: the answer is a text that echoes the call as
+    /// received (its request line and every header), as some upstreams' error pages do.
+    #[serde(default)]
+    pub echo: bool,
 }
 
 fn one() -> u32 {
@@ -55,6 +59,7 @@ pub enum Fault {
         body: Option<String>,
         retry_after: Option<u64>,
         content_type: Option<String>,
+        echo: bool,
     },
     /// Carry the call out, then wait this long before answering.
     Late(Duration),
@@ -114,6 +119,7 @@ impl Faults {
                 body: body.clone(),
                 retry_after: rule.retry_after_seconds,
                 content_type: rule.content_type.clone(),
+                echo: rule.echo,
             },
         };
         if rule.times == 0 {
@@ -140,11 +146,19 @@ mod tests {
             retry_after_seconds: None,
             content_type: None,
             answer_delay_ms: 0,
+            echo: false,
         });
         assert_eq!(faults.take("/basic/v1/calculate"), None);
         assert_eq!(
             faults.take("/basic/v1/requests/x"),
-            Some(Fault::Fail { delay: Duration::ZERO, status: 503, body: None, retry_after: None, content_type: None })
+            Some(Fault::Fail {
+                delay: Duration::ZERO,
+                status: 503,
+                body: None,
+                retry_after: None,
+                content_type: None,
+                echo: false
+            })
         );
         assert!(faults.take("/basic/v1/requests").is_some());
         assert_eq!(faults.take("/basic/v1/requests"), None);
@@ -158,6 +172,7 @@ mod tests {
             retry_after_seconds: None,
             content_type: None,
             answer_delay_ms: 0,
+            echo: false,
         });
         assert_eq!(faults.take("/x"), None, "the first matching call passes");
         assert_eq!(faults.take("/x"), Some(Fault::Drop { delay: Duration::from_millis(5) }));
@@ -176,7 +191,8 @@ mod tests {
                 status: 429,
                 body: None,
                 retry_after: Some(7),
-                content_type: None
+                content_type: None,
+                echo: false
             })
         );
         assert_eq!(faults.default_body(429)["StatusCode"], 429);

@@ -144,9 +144,14 @@ where
             tokio::time::sleep(delay).await;
             return Err(DroppedByFault);
         }
-        Some(Fault::Fail { delay, status, body, retry_after, content_type }) => {
+        Some(Fault::Fail { delay, status, body, retry_after, content_type, echo }) => {
             tokio::time::sleep(delay).await;
             let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+            let echoed = echo.then(|| echoed(&parts));
+            let (body, content_type) = match (body, echoed) {
+                (None, Some(text)) => (Some(text), Some("text/plain".to_string())),
+                (body, _) => (body, content_type),
+            };
             let mut response = match body {
                 Some(raw) => Response::builder()
                     .status(status)
@@ -170,6 +175,15 @@ where
     }
     slog::debug!(log, "call"; "method" => %parts.method, "path" => &path);
     Ok(handler(sim_request(parts, path, body)).await)
+}
+
+/// The call as received: its request line and every header, one a line.
+fn echoed(parts: &http::request::Parts) -> String {
+    let mut text = format!("received {} {}", parts.method, parts.uri);
+    for (name, value) in &parts.headers {
+        text.push_str(&format!("\n{name}: {}", String::from_utf8_lossy(value.as_bytes())));
+    }
+    text
 }
 
 fn sim_request(parts: http::request::Parts, path: String, body: Bytes) -> SimRequest {

@@ -19,6 +19,8 @@ pub struct StoreConfig {
     /// How long a crashed instance's claimed work (sync, pull, webhook calls) waits before
     /// another run takes it over (`WORK_LEASE_SECONDS`, default 60).
     pub work_lease: Duration,
+    /// How long finished history is kept (`RETAIN_*`).
+    pub retention: super::retention_config::Retention,
 }
 
 impl StoreConfig {
@@ -28,7 +30,7 @@ impl StoreConfig {
             return Err(invalid("DATABASE_URL", "must start with sqlite: or postgres://"));
         }
         let work_lease = raw.positive_u64("WORK_LEASE_SECONDS")?.map(Duration::from_secs).unwrap_or(DEFAULT_WORK_LEASE);
-        Ok(StoreConfig { database_url, work_lease })
+        Ok(StoreConfig { database_url, work_lease, retention: super::retention_config::Retention::read(raw)? })
     }
 }
 

@@ -459,7 +459,7 @@ impl Store {
     /// taken again once its lease expires. Safe with several instances: the state is checked
     /// again by the UPDATE itself.
     pub async fn inbox_claim(&self, limit: i64, lease_ms: i64) -> Result<Vec<InboxItem>, StoreError> {
-        let _turn = self.write_turn().await;
+        let _turn = self.write_turn().await?;
         let now = now_ms();
         // On Postgres, planned afresh each time rather than prepared once: a plan made while
         // the inbox was small (joining the picked calls to a sequential scan of the table) was
@@ -495,7 +495,7 @@ impl Store {
         if ids.is_empty() {
             return Ok(());
         }
-        let _turn = self.write_turn().await;
+        let _turn = self.write_turn().await?;
         let mut update = sqlx::query(sql!(
             "UPDATE erp_webhook_inbox SET state = 'done', outcome = $1, processed_at = $2, lease_until = NULL, \
                     attempts = attempts + 1, last_error = NULL WHERE id IN ({})",
@@ -517,7 +517,7 @@ impl Store {
         error: &str,
         next_attempt_at: Option<i64>,
     ) -> Result<(), StoreError> {
-        let _turn = self.write_turn().await;
+        let _turn = self.write_turn().await?;
         let state = if next_attempt_at.is_some() { "pending" } else { "failed" };
         sqlx::query(
             "UPDATE erp_webhook_inbox SET state = $1, last_error = $2, next_attempt_at = $3, lease_until = NULL, \
@@ -534,7 +534,7 @@ impl Store {
 
     /// Gives a claimed call back without counting an attempt (the worker is stopping).
     pub async fn inbox_release(&self, id: i64) -> Result<(), StoreError> {
-        let _turn = self.write_turn().await;
+        let _turn = self.write_turn().await?;
         sqlx::query("UPDATE erp_webhook_inbox SET lease_until = NULL WHERE id = $1 AND state = 'pending'")
             .bind(id)
             .execute(self.pool())

@@ -27,7 +27,37 @@ impl From<sqlx::Error> for StoreError {
                 StoreError::Query(error.to_string())
             }
             sqlx::Error::Database(db) if db.is_unique_violation() => StoreError::Duplicate(db.message().to_string()),
+            sqlx::Error::Database(db) if db.code().is_some_and(|code| is_busy(&code)) => {
+                StoreError::Unavailable(format!("the database is busy: {}", db.message()))
+            }
             _ => StoreError::Query(error.to_string()),
+        }
+    }
+}
+
+/// Whether a database error code says the database is busy, not wrong: SQLite's `BUSY` and
+/// `LOCKED` (with their extended codes, at most four digits: the primary code is the low
+/// byte), Postgres'
+/// `lock_not_available` (55P03), `query_canceled` by a statement time-out (57014) and
+/// `read_only_sql_transaction` (25006). Such a statement may succeed when sent again.
+fn is_busy(code: &str) -> bool {
+    // A SQLSTATE has five characters, digits too ("25006"); SQLite's codes have at most four.
+    if code.len() == 5 {
+        matches!(code, "55P03" | "57014" | "25006")
+    } else {
+        code.parse::<i32>().is_ok_and(|sqlite| matches!(sqlite & 0xff, 5 | 6))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn busy_and_locked_codes_are_told_from_others() {
+        for busy in ["5", "6", "261", "517", "262", "55P03", "57014", "25006"] {
+            assert!(super::is_busy(busy), "{busy}");
+        }
+        for other in ["1", "19", "2067", "23505", "42P01"] {
+            assert!(!super::is_busy(other), "{other}");
         }
     }
 }

@@ -226,7 +226,7 @@ impl Store {
     ) -> Result<(), StoreError> {
         let now = now_ms();
         let statement = if self.unflushed(pending_push) { MIRROR_INSERT_UNFLUSHED } else { MIRROR_INSERT };
-        let _turn = self.write_turn().await;
+        let _turn = self.write_turn().await?;
         let mut lease = self.lease().await?;
         let done = sqlx::query(statement)
             .bind(entity)
@@ -254,7 +254,7 @@ impl Store {
         pending_push: Option<&str>,
     ) -> Result<bool, StoreError> {
         let statement = if self.unflushed(pending_push) { MIRROR_REPLACE_UNFLUSHED } else { MIRROR_REPLACE };
-        let _turn = self.write_turn().await;
+        let _turn = self.write_turn().await?;
         let mut lease = self.lease().await?;
         let done = sqlx::query(statement)
             .bind(record.version)
@@ -274,7 +274,7 @@ impl Store {
 
     /// Deletes a record; false when it was not there.
     pub async fn mirror_delete(&self, entity: &str, id: &str) -> Result<bool, StoreError> {
-        let _turn = self.write_turn().await;
+        let _turn = self.write_turn().await?;
         let mut lease = self.lease().await?;
         let done = sqlx::query(MIRROR_DELETE).bind(entity).bind(id).execute(lease.connection()).await;
         let deleted = lease.settle(done).map(|done| done.rows_affected() == 1);

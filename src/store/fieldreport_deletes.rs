@@ -83,7 +83,7 @@ impl Store {
 
     /// Claims a pending delete for one push attempt (as [`Store::mirror_claim_push`]).
     pub async fn mirror_claim_delete(&self, entity: &str, id: &str) -> Result<Option<i64>, StoreError> {
-        let _turn = self.write_turn().await;
+        let _turn = self.write_turn().await?;
         let row = sqlx::query(CLAIM_DELETE)
             .bind(self.lease_deadline())
             .bind(entity)
@@ -99,14 +99,14 @@ impl Store {
 
     /// Gives a claimed delete back after a failed attempt.
     pub async fn mirror_release_delete(&self, entity: &str, id: &str) -> Result<(), StoreError> {
-        let _turn = self.write_turn().await;
+        let _turn = self.write_turn().await?;
         sqlx::query(RELEASE_DELETE).bind(entity).bind(id).execute(self.pool()).await?;
         Ok(())
     }
 
     /// The upstream confirmed the delete (or no longer has the record): the tombstone goes.
     pub async fn mirror_forget_tombstone(&self, entity: &str, id: &str) -> Result<(), StoreError> {
-        let _turn = self.write_turn().await;
+        let _turn = self.write_turn().await?;
         sqlx::query(FORGET_TOMBSTONE).bind(entity).bind(id).execute(self.pool()).await?;
         Ok(())
     }

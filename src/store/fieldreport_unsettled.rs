@@ -51,13 +51,13 @@ impl Store {
     /// After a completed sync of `entity` that started at `started_ms`: the updates marked
     /// before it are settled (the sync stored what the upstream has of them).
     pub async fn settle_updates_before(&self, entity: &str, started_ms: i64) -> Result<(), StoreError> {
-        let _turn = self.write_turn().await;
+        let _turn = self.write_turn().await?;
         sqlx::query(SETTLE_UPDATES_BEFORE).bind(entity).bind(started_ms).execute(self.pool()).await?;
         Ok(())
     }
 
     async fn mark(&self, entity: &str, id: &str, external_id: &str) -> Result<(), StoreError> {
-        let _turn = self.write_turn().await;
+        let _turn = self.write_turn().await?;
         sqlx::query(MARK).bind(entity).bind(id).bind(external_id).bind(now_ms()).execute(self.pool()).await?;
         Ok(())
     }
@@ -68,7 +68,7 @@ impl Store {
     }
 
     async fn settle(&self, entity: &str, id: &str, external_id: &str) -> Result<(), StoreError> {
-        let _turn = self.write_turn().await;
+        let _turn = self.write_turn().await?;
         sqlx::query(SETTLE).bind(entity).bind(id).bind(external_id).execute(self.pool()).await?;
         Ok(())
     }

@@ -21,6 +21,8 @@ pub struct JobRow {
     pub cancel_requested: bool,
     /// Enqueued by `SCHEDULE` rather than by a caller.
     pub scheduled: bool,
+    /// The user who queued it (none: a schedule or the command line).
+    pub created_by: Option<i64>,
     pub progress: JobProgress,
     /// The work's report, as JSON text.
     pub result: Option<String>,
@@ -49,7 +51,7 @@ pub struct JobFilter<'a> {
 }
 
 const COLUMNS: &str = "id, kind, target, status, cancel_requested, scheduled, progress_done, progress_total, \
-     progress_current, result, error, attempts, created_at, started_at, finished_at";
+     progress_current, result, error, attempts, created_at, started_at, finished_at, created_by";
 
 fn job_row(row: &AnyRow) -> Result<JobRow, StoreError> {
     Ok(JobRow {
@@ -59,6 +61,7 @@ fn job_row(row: &AnyRow) -> Result<JobRow, StoreError> {
         status: row.try_get("status")?,
         cancel_requested: row.try_get::<i64, _>("cancel_requested")? != 0,
         scheduled: row.try_get::<i64, _>("scheduled")? != 0,
+        created_by: row.try_get("created_by")?,
         progress: JobProgress {
             done: row.try_get("progress_done")?,
             total: row.try_get("progress_total")?,
@@ -77,10 +80,17 @@ fn active_key(kind: &str, target: &str) -> String {
     format!("{kind} {target}")
 }
 
-/// A queued job, or a running one whose runner stopped renewing its lease ($1: now); the
-/// oldest first.
-const CLAIMABLE: &str =
-    "(status = 'queued' OR (status = 'running' AND lease_until < $1)) ORDER BY created_at, id LIMIT 1";
+/// A queued job, or a running one whose runner stopped renewing its lease ($1: now). Taken
+/// over first are those whose runner died; then creators take turns: a queued job goes by how
+/// many jobs of its creator run or wait before it (a user's first job before anyone's second),
+/// then by age. So one user's many queued jobs delay another user's next job by at most one
+/// job's run. Schedules and the command line (no creator) count as one creator.
+const CLAIMABLE: &str = "(status = 'queued' OR (status = 'running' AND lease_until < $1)) \
+     ORDER BY CASE WHEN status = 'running' THEN 0 ELSE 1 END, \
+     (SELECT COUNT(*) FROM jobs o WHERE COALESCE(o.created_by, -1) = COALESCE(jobs.created_by, -1) \
+      AND (o.status = 'running' OR (o.status = 'queued' AND (o.created_at < jobs.created_at \
+      OR (o.created_at = jobs.created_at AND o.id < jobs.id))))), \
+     created_at, id LIMIT 1";
 
 impl Store {
     /// Queues a job; `Err` with the active job when one of the same kind and target is queued
@@ -90,20 +100,22 @@ impl Store {
         kind: &str,
         target: &str,
         scheduled: bool,
+        created_by: Option<i64>,
     ) -> Result<Result<JobRow, JobRow>, StoreError> {
         let key = active_key(kind, target);
         // The active job may end between the refused insert and the read: then try again.
         for _ in 0..3 {
-            let _turn = self.write_turn().await;
+            let _turn = self.write_turn().await?;
             let inserted = sqlx::query(sql!(
-                "INSERT INTO jobs (kind, target, status, active_key, scheduled, created_at) \
-                 VALUES ($1, $2, 'queued', $3, $4, $5) RETURNING {COLUMNS}"
+                "INSERT INTO jobs (kind, target, status, active_key, scheduled, created_at, created_by) \
+                 VALUES ($1, $2, 'queued', $3, $4, $5, $6) RETURNING {COLUMNS}"
             ))
             .bind(kind)
             .bind(target)
             .bind(&key)
             .bind(i64::from(scheduled))
             .bind(now_ms())
+            .bind(created_by)
             .fetch_one(self.pool())
             .await;
             drop(_turn);
@@ -120,6 +132,33 @@ impl Store {
             }
         }
         Err(StoreError::Query(format!("the active job of {key} kept changing")))
+    }
+
+    /// How many jobs a user has queued or running.
+    pub async fn jobs_active_of(&self, user_id: i64) -> Result<u64, StoreError> {
+        let n: i64 = sqlx::query("SELECT COUNT(*) AS n FROM jobs WHERE created_by = $1 AND active_key IS NOT NULL")
+            .bind(user_id)
+            .fetch_one(self.pool())
+            .await?
+            .try_get("n")?;
+        Ok(n.max(0) as u64)
+    }
+
+    /// When `most` jobs were queued by a user since `since` (epoch ms): the creation time of the
+    /// oldest of them (the rate frees up a minute after it); `None` while fewer were.
+    pub async fn jobs_created_since(&self, user_id: i64, since: i64, most: u64) -> Result<Option<i64>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT created_at FROM jobs WHERE created_by = $1 AND created_at > $2 ORDER BY created_at DESC LIMIT $3",
+        )
+        .bind(user_id)
+        .bind(since)
+        .bind(i64::try_from(most).unwrap_or(i64::MAX))
+        .fetch_all(self.pool())
+        .await?;
+        if (rows.len() as u64) < most {
+            return Ok(None);
+        }
+        Ok(rows.last().map(|row| row.try_get("created_at")).transpose()?)
     }
 
     /// The queued or running job of a kind and target.
@@ -169,7 +208,7 @@ impl Store {
     pub async fn job_cancel(&self, id: i64) -> Result<Option<JobRow>, StoreError> {
         let now = now_ms();
         {
-            let _turn = self.write_turn().await;
+            let _turn = self.write_turn().await?;
             sqlx::query(
                 "UPDATE jobs SET status = 'cancelled', active_key = NULL, finished_at = $1, cancel_requested = 1 \
                  WHERE id = $2 AND status = 'queued'",
@@ -203,7 +242,7 @@ impl Store {
                 sql!("UPDATE jobs SET {set} WHERE id = (SELECT id FROM jobs WHERE {CLAIMABLE}) RETURNING {COLUMNS}")
             }
         };
-        let _turn = self.write_turn().await;
+        let _turn = self.write_turn().await?;
         let row = sqlx::query(statement).bind(now_ms()).bind(owner).bind(until).fetch_optional(self.pool()).await?;
         row.as_ref().map(job_row).transpose()
     }
@@ -217,7 +256,7 @@ impl Store {
         until: i64,
         progress: &JobProgress,
     ) -> Result<Option<bool>, StoreError> {
-        let _turn = self.write_turn().await;
+        let _turn = self.write_turn().await?;
         let row = sqlx::query(
             "UPDATE jobs SET lease_until = $1, progress_done = $2, progress_total = $3, progress_current = $4 \
              WHERE id = $5 AND lease_owner = $6 AND status = 'running' RETURNING cancel_requested",
@@ -244,7 +283,7 @@ impl Store {
         error: Option<&str>,
         progress: &JobProgress,
     ) -> Result<bool, StoreError> {
-        let _turn = self.write_turn().await;
+        let _turn = self.write_turn().await?;
         let done = sqlx::query(
             "UPDATE jobs SET status = $1, result = $2, error = $3, finished_at = $4, active_key = NULL, \
              lease_owner = NULL, lease_until = NULL, progress_done = $5, progress_total = $6, progress_current = NULL \
@@ -266,7 +305,7 @@ impl Store {
     /// Hands a running job back to the queue (its instance is stopping): it runs again after
     /// a restart, or on another instance.
     pub async fn job_release(&self, id: i64, owner: &str) -> Result<(), StoreError> {
-        let _turn = self.write_turn().await;
+        let _turn = self.write_turn().await?;
         sqlx::query(
             "UPDATE jobs SET status = 'queued', lease_owner = NULL, lease_until = NULL \
              WHERE id = $1 AND lease_owner = $2 AND status = 'running'",
@@ -302,7 +341,7 @@ impl Store {
             Dialect::Postgres => "LEAST",
             Dialect::Sqlite => "MIN",
         };
-        let _turn = self.write_turn().await;
+        let _turn = self.write_turn().await?;
         sqlx::query(
             "INSERT INTO job_schedule (kind, target, interval_ms, next_at) VALUES ($1, $2, $3, $4) \
              ON CONFLICT (kind, target) DO NOTHING",
@@ -330,7 +369,7 @@ impl Store {
     /// caller, of any instance, whose update moved it.
     pub async fn schedule_take_tick(&self, kind: &str, target: &str) -> Result<bool, StoreError> {
         let now = now_ms();
-        let _turn = self.write_turn().await;
+        let _turn = self.write_turn().await?;
         let taken = sqlx::query(
             "UPDATE job_schedule SET next_at = $1 + interval_ms WHERE kind = $2 AND target = $3 AND next_at <= $1",
         )

@@ -12,6 +12,7 @@ use sqlx::Row;
 use sqlx::any::AnyRow;
 
 use crate::store::{Dialect, Store, StoreError, now_ms};
+pub use crate::vocabulary::owner::Viewer;
 
 /// A subscription as listed (never with its secret).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -24,7 +25,15 @@ pub struct SubscriptionRow {
     pub previous_secret_until: Option<i64>,
     pub failing_since: Option<i64>,
     pub disabled_at: Option<i64>,
+    /// The user who created it (none: made before subscriptions had owners).
+    pub user_id: Option<i64>,
+    /// Whether it receives the events of every request, not only its owner's.
+    pub all_requests: bool,
 }
+
+/// Who sees a subscription: its owner; an operator also those without an owner. The
+/// condition of [`Viewer`] on `leasing_subscriptions`, its two values bound at `$1`, `$2`.
+const VISIBLE: &str = "(user_id = $1 OR (user_id IS NULL AND $2 = 1))";
 
 /// A new subscription.
 pub struct NewSubscription<'a> {
@@ -34,6 +43,8 @@ pub struct NewSubscription<'a> {
     pub events: &'a [String],
     pub secret: &'a str,
     pub created_at: i64,
+    pub user_id: i64,
+    pub all_requests: bool,
 }
 
 /// A watched financing request.
@@ -135,8 +146,8 @@ pub enum AttemptOutcome<'a> {
 // seen during `cargo xtask bench --db postgres --scenario leasing-watch`, where the
 // deliverer fell to 20 events/s). So the claims are not kept prepared (`persistent(false)`):
 // Postgres plans each with the table as it is, for about a millisecond per claim.
-const SUBSCRIPTION_COLUMNS: &str =
-    "id, url, description, events, created_at, previous_secret_until, failing_since, disabled_at";
+const SUBSCRIPTION_COLUMNS: &str = "id, url, description, events, created_at, previous_secret_until, \
+     failing_since, disabled_at, user_id, all_requests";
 const WATCH_COLUMNS: &str = "financing_id, request_id, state, observed_at, terminal, next_poll_at, failures";
 const DELIVERY_COLUMNS: &str = "d.id, d.subscription_id, e.id AS event_id, d.financing_id, d.status, d.attempts, \
      d.last_status_code, d.last_error, d.next_attempt_at, d.created_at, d.last_attempt_at, d.finished_at";
@@ -152,6 +163,8 @@ fn subscription_row(row: &AnyRow) -> Result<SubscriptionRow, StoreError> {
         previous_secret_until: row.try_get("previous_secret_until")?,
         failing_since: row.try_get("failing_since")?,
         disabled_at: row.try_get("disabled_at")?,
+        user_id: row.try_get("user_id")?,
+        all_requests: row.try_get::<i64, _>("all_requests")? != 0,
     })
 }
 
@@ -186,10 +199,10 @@ fn delivery_row(row: &AnyRow) -> Result<DeliveryRow, StoreError> {
 
 impl Store {
     pub async fn subscription_insert(&self, new: &NewSubscription<'_>) -> Result<SubscriptionRow, StoreError> {
-        let _turn = self.write_turn().await;
+        let _turn = self.write_turn().await?;
         let row = sqlx::query(sql!(
-            "INSERT INTO leasing_subscriptions (id, url, description, events, secret, created_at) \
-             VALUES ($1, $2, $3, $4, $5, $6) RETURNING {SUBSCRIPTION_COLUMNS}"
+            "INSERT INTO leasing_subscriptions (id, url, description, events, secret, created_at, user_id, all_requests) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING {SUBSCRIPTION_COLUMNS}"
         ))
         .bind(new.id)
         .bind(new.url)
@@ -197,49 +210,93 @@ impl Store {
         .bind(new.events.join(" "))
         .bind(new.secret)
         .bind(new.created_at)
+        .bind(new.user_id)
+        .bind(i64::from(new.all_requests))
         .fetch_one(self.pool())
         .await?;
         subscription_row(&row)
     }
 
-    /// Every subscription, oldest first.
-    pub async fn subscriptions(&self) -> Result<Vec<SubscriptionRow>, StoreError> {
-        let rows =
-            sqlx::query(sql!("SELECT {SUBSCRIPTION_COLUMNS} FROM leasing_subscriptions ORDER BY created_at, id"))
-                .fetch_all(self.pool())
-                .await?;
-        rows.iter().map(subscription_row).collect()
+    /// A page of the subscriptions `viewer` sees, oldest first, and how many there are.
+    pub async fn subscriptions(
+        &self,
+        viewer: Viewer,
+        page: u32,
+        per_page: u32,
+    ) -> Result<(Vec<SubscriptionRow>, i64), StoreError> {
+        let total: i64 = sqlx::query(sql!("SELECT COUNT(*) AS n FROM leasing_subscriptions WHERE {VISIBLE}"))
+            .bind(viewer.user_id)
+            .bind(i64::from(viewer.operator))
+            .fetch_one(self.pool())
+            .await?
+            .try_get("n")?;
+        let rows = sqlx::query(sql!(
+            "SELECT {SUBSCRIPTION_COLUMNS} FROM leasing_subscriptions WHERE {VISIBLE} \
+             ORDER BY created_at, id LIMIT $3 OFFSET $4"
+        ))
+        .bind(viewer.user_id)
+        .bind(i64::from(viewer.operator))
+        .bind(i64::from(per_page))
+        .bind(i64::from(page.saturating_sub(1)) * i64::from(per_page))
+        .fetch_all(self.pool())
+        .await?;
+        Ok((rows.iter().map(subscription_row).collect::<Result<_, _>>()?, total))
     }
 
-    pub async fn subscription(&self, id: &str) -> Result<Option<SubscriptionRow>, StoreError> {
-        let row = sqlx::query(sql!("SELECT {SUBSCRIPTION_COLUMNS} FROM leasing_subscriptions WHERE id = $1"))
-            .bind(id)
-            .fetch_optional(self.pool())
-            .await?;
+    /// How many subscriptions a user has.
+    pub async fn subscription_count(&self, user_id: i64) -> Result<u64, StoreError> {
+        let n: i64 = sqlx::query("SELECT COUNT(*) AS n FROM leasing_subscriptions WHERE user_id = $1")
+            .bind(user_id)
+            .fetch_one(self.pool())
+            .await?
+            .try_get("n")?;
+        Ok(n.max(0) as u64)
+    }
+
+    /// A subscription, when `viewer` sees it.
+    pub async fn subscription(&self, viewer: Viewer, id: &str) -> Result<Option<SubscriptionRow>, StoreError> {
+        let row =
+            sqlx::query(sql!("SELECT {SUBSCRIPTION_COLUMNS} FROM leasing_subscriptions WHERE {VISIBLE} AND id = $3"))
+                .bind(viewer.user_id)
+                .bind(i64::from(viewer.operator))
+                .bind(id)
+                .fetch_optional(self.pool())
+                .await?;
         row.as_ref().map(subscription_row).transpose()
     }
 
-    /// Deletes a subscription and its deliveries; false when there was none.
-    pub async fn subscription_delete(&self, id: &str) -> Result<bool, StoreError> {
+    /// Deletes a subscription `viewer` sees, and its deliveries; false when there was none.
+    pub async fn subscription_delete(&self, viewer: Viewer, id: &str) -> Result<bool, StoreError> {
         let mut tx = self.write_transaction().await?;
+        let deleted = sqlx::query(sql!("DELETE FROM leasing_subscriptions WHERE {VISIBLE} AND id = $3"))
+            .bind(viewer.user_id)
+            .bind(i64::from(viewer.operator))
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
+        if deleted.rows_affected() == 0 {
+            return Ok(false);
+        }
         sqlx::query("DELETE FROM leasing_deliveries WHERE subscription_id = $1").bind(id).execute(&mut *tx).await?;
-        let deleted = sqlx::query("DELETE FROM leasing_subscriptions WHERE id = $1").bind(id).execute(&mut *tx).await?;
         tx.commit().await?;
-        Ok(deleted.rows_affected() == 1)
+        Ok(true)
     }
 
     /// Puts `secret` in place; the one it replaces signs alongside it until `previous_until`.
     pub async fn subscription_rotate(
         &self,
+        viewer: Viewer,
         id: &str,
         secret: &str,
         previous_until: i64,
     ) -> Result<Option<SubscriptionRow>, StoreError> {
-        let _turn = self.write_turn().await;
+        let _turn = self.write_turn().await?;
         let row = sqlx::query(sql!(
-            "UPDATE leasing_subscriptions SET previous_secret = secret, previous_secret_until = $1, secret = $2 \
-             WHERE id = $3 RETURNING {SUBSCRIPTION_COLUMNS}"
+            "UPDATE leasing_subscriptions SET previous_secret = secret, previous_secret_until = $3, secret = $4 \
+             WHERE {VISIBLE} AND id = $5 RETURNING {SUBSCRIPTION_COLUMNS}"
         ))
+        .bind(viewer.user_id)
+        .bind(i64::from(viewer.operator))
         .bind(previous_until)
         .bind(secret)
         .bind(id)
@@ -248,14 +305,19 @@ impl Store {
         row.as_ref().map(subscription_row).transpose()
     }
 
-    /// Starts watching a request in `state` (no event: nothing changed yet); false when it is
-    /// watched already.
-    pub async fn watch_start(&self, observed: &Observed<'_>, next_poll_at: i64) -> Result<bool, StoreError> {
-        let _turn = self.write_turn().await;
+    /// Starts watching a request in `state` (no event: nothing changed yet) for `user_id`,
+    /// whose subscriptions receive its events; false when it is watched already.
+    pub async fn watch_start(
+        &self,
+        observed: &Observed<'_>,
+        next_poll_at: i64,
+        user_id: i64,
+    ) -> Result<bool, StoreError> {
+        let _turn = self.write_turn().await?;
         let inserted = sqlx::query(
             "INSERT INTO leasing_watches \
-             (financing_id, request_id, state, observed_at, terminal, next_poll_at, created_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (financing_id) DO NOTHING",
+             (financing_id, request_id, state, observed_at, terminal, next_poll_at, created_at, user_id) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (financing_id) DO NOTHING",
         )
         .bind(observed.financing_id)
         .bind(observed.request_id)
@@ -264,6 +326,7 @@ impl Store {
         .bind(i64::from(observed.terminal))
         .bind((!observed.terminal).then_some(next_poll_at))
         .bind(now_ms())
+        .bind(user_id)
         .execute(self.pool())
         .await?;
         Ok(inserted.rows_affected() == 1)
@@ -298,11 +361,13 @@ impl Store {
         };
         let mut tx = self.write_transaction().await?;
         // Read again under the lock: another observer may have recorded this change meanwhile.
-        let row = sqlx::query(sql!("SELECT {WATCH_COLUMNS} FROM leasing_watches WHERE financing_id = $1{lock}"))
-            .bind(observed.financing_id)
-            .fetch_optional(&mut *tx)
-            .await?;
+        let row =
+            sqlx::query(sql!("SELECT {WATCH_COLUMNS}, user_id FROM leasing_watches WHERE financing_id = $1{lock}"))
+                .bind(observed.financing_id)
+                .fetch_optional(&mut *tx)
+                .await?;
         let Some(watch) = row.as_ref().map(watch_row).transpose()? else { return Ok(Recorded::NotWatched) };
+        let watch_owner: Option<i64> = row.as_ref().map(|r| r.try_get("user_id")).transpose()?.flatten();
         if watch.state == observed.state {
             return Ok(Recorded::Unchanged);
         }
@@ -333,10 +398,14 @@ impl Store {
         .fetch_one(&mut *tx)
         .await?
         .try_get("seq")?;
-        let subscribers =
-            sqlx::query("SELECT id, events FROM leasing_subscriptions WHERE disabled_at IS NULL ORDER BY id")
-                .fetch_all(&mut *tx)
-                .await?;
+        // The owner's subscriptions, and those for every request.
+        let subscribers = sqlx::query(
+            "SELECT id, events FROM leasing_subscriptions \
+             WHERE disabled_at IS NULL AND (all_requests = 1 OR user_id = $1) ORDER BY id",
+        )
+        .bind(watch_owner)
+        .fetch_all(&mut *tx)
+        .await?;
         let mut deliveries = 0;
         for subscriber in &subscribers {
             let events: String = subscriber.try_get("events")?;
@@ -377,7 +446,7 @@ impl Store {
                  WHERE financing_id IN (SELECT financing_id FROM leasing_watches WHERE {due}) RETURNING {WATCH_COLUMNS}"
             ),
         };
-        let _turn = self.write_turn().await;
+        let _turn = self.write_turn().await?;
         // Planned at every run (see `UNCACHED`).
         let rows = sqlx::query(statement)
             .persistent(false)
@@ -399,7 +468,7 @@ impl Store {
         next_poll_at: i64,
         failures: i64,
     ) -> Result<(), StoreError> {
-        let _turn = self.write_turn().await;
+        let _turn = self.write_turn().await?;
         sqlx::query(
             "UPDATE leasing_watches SET next_poll_at = CASE WHEN terminal = 1 THEN NULL ELSE $1 END, \
              failures = $2, lease_owner = NULL, lease_until = NULL \
@@ -454,7 +523,7 @@ impl Store {
             ),
         };
         {
-            let _turn = self.write_turn().await;
+            let _turn = self.write_turn().await?;
             sqlx::query(statement)
                 .persistent(false)
                 .bind(now_ms())
@@ -513,7 +582,7 @@ impl Store {
             && !work.subscription_failing
         {
             // The common case, one statement: nothing to change at the subscription.
-            let _turn = self.write_turn().await;
+            let _turn = self.write_turn().await?;
             sqlx::query(
                 "UPDATE leasing_deliveries SET status = 'delivered', attempts = attempts + 1, last_status_code = $1, \
                  last_error = NULL, next_attempt_at = NULL, last_attempt_at = $2, finished_at = $2, \
@@ -592,14 +661,20 @@ impl Store {
         Ok(disabled)
     }
 
-    /// The newest deliveries of a subscription, newest first.
-    pub async fn deliveries_of(&self, subscription_id: &str, limit: i64) -> Result<Vec<DeliveryRow>, StoreError> {
+    /// A subscription's deliveries, newest first: `limit` after the newest `skip`.
+    pub async fn deliveries_of(
+        &self,
+        subscription_id: &str,
+        limit: i64,
+        skip: i64,
+    ) -> Result<Vec<DeliveryRow>, StoreError> {
         let rows = sqlx::query(sql!(
             "SELECT {DELIVERY_COLUMNS} FROM leasing_deliveries d JOIN leasing_events e ON e.seq = d.event_seq \
-             WHERE d.subscription_id = $1 ORDER BY d.id DESC LIMIT $2"
+             WHERE d.subscription_id = $1 ORDER BY d.id DESC LIMIT $2 OFFSET $3"
         ))
         .bind(subscription_id)
         .bind(limit)
+        .bind(skip)
         .fetch_all(self.pool())
         .await?;
         rows.iter().map(delivery_row).collect()
@@ -620,7 +695,7 @@ impl Store {
     /// Sends a delivery again (whatever its status): pending, due now.
     pub async fn delivery_retry(&self, subscription_id: &str, id: i64) -> Result<Option<DeliveryRow>, StoreError> {
         {
-            let _turn = self.write_turn().await;
+            let _turn = self.write_turn().await?;
             sqlx::query(
                 "UPDATE leasing_deliveries SET status = 'pending', next_attempt_at = $1, finished_at = NULL \
                  WHERE subscription_id = $2 AND id = $3",

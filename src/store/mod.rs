@@ -34,6 +34,8 @@ pub mod jobs;
 pub mod lease;
 pub mod leasing_watch;
 pub mod login_failures;
+pub mod retention;
+pub mod retention_config;
 pub mod tokens;
 pub mod users;
 
@@ -120,9 +122,25 @@ impl Store {
         migrator.run(&self.pool).await.map_err(|e| StoreError::Migration(e.to_string()))
     }
 
-    /// Succeeds when the database answers a trivial query.
+    /// Succeeds when the database answers a trivial query and would take a write: on SQLite
+    /// the write lock is taken and given back at once (another process holding it fails the
+    /// check); on Postgres the session must not be read-only (a standby, or a database set
+    /// `default_transaction_read_only`).
     pub async fn ping(&self) -> Result<(), StoreError> {
-        sqlx::query("SELECT 1").execute(&self.pool).await?;
+        match self.dialect() {
+            Dialect::Sqlite => {
+                // Dropped unused: rolled back, the lock given back.
+                drop(self.write_transaction().await?);
+            }
+            Dialect::Postgres => {
+                let row = sqlx::query("SELECT current_setting('transaction_read_only') AS read_only")
+                    .fetch_one(&self.pool)
+                    .await?;
+                if sqlx::Row::try_get::<String, _>(&row, "read_only")? == "on" {
+                    return Err(StoreError::Unavailable("the database takes no writes (read-only)".into()));
+                }
+            }
+        }
         Ok(())
     }
 
@@ -154,7 +172,9 @@ impl Store {
     pub async fn write_transaction(&self) -> Result<WriteTransaction, StoreError> {
         Ok(match self.engine.sqlite() {
             Some(sqlite) => {
-                let turn = sqlite.write_turns.clone().lock_owned().await;
+                let turn = tokio::time::timeout(WRITE_TURN_WAIT, sqlite.write_turns.clone().lock_owned())
+                    .await
+                    .map_err(|_| turn_not_taken())?;
                 WriteTransaction { tx: self.pool.begin_with("BEGIN IMMEDIATE").await?, _turn: Some(turn) }
             }
             None => WriteTransaction { tx: self.pool.begin().await?, _turn: None },
@@ -168,10 +188,17 @@ impl Store {
     /// a thousand such sleeps a second. Taken before the connection, never while holding one,
     /// so that it cannot wait on a connection held by a task that waits for it. `None` on
     /// Postgres, which locks rows, not the database.
-    pub(crate) async fn write_turn(&self) -> Option<tokio::sync::MutexGuard<'_, ()>> {
+    ///
+    /// A turn not had within [`WRITE_TURN_WAIT`] is [`StoreError::Unavailable`]: the writer
+    /// before it waits for a lock another process holds, and the caller is answered 503 in
+    /// seconds rather than queued behind every other waiting writer.
+    pub(crate) async fn write_turn(&self) -> Result<Option<tokio::sync::MutexGuard<'_, ()>>, StoreError> {
         match self.engine.sqlite() {
-            Some(sqlite) => Some(sqlite.write_turns.lock().await),
-            None => None,
+            Some(sqlite) => tokio::time::timeout(WRITE_TURN_WAIT, sqlite.write_turns.lock())
+                .await
+                .map(Some)
+                .map_err(|_| turn_not_taken()),
+            None => Ok(None),
         }
     }
 
@@ -188,6 +215,17 @@ impl Store {
         self.engine.close().await;
         self.pool.close().await;
     }
+}
+
+/// The longest a write waits for this process's write turn on SQLite ([`Store::write_turn`]):
+/// as long as SQLite's own busy timeout, so that a write answers within about twice that.
+const WRITE_TURN_WAIT: Duration = Duration::from_secs(5);
+
+fn turn_not_taken() -> StoreError {
+    StoreError::Unavailable(format!(
+        "the database is busy: no write turn within {} s (another process may hold its lock)",
+        WRITE_TURN_WAIT.as_secs()
+    ))
 }
 
 /// A statement of the store's tests, with values bound to its parameters.

@@ -9,7 +9,7 @@ use crate::store::{Store, StoreError, now_ms};
 
 /// A token and its user, by token id.
 const TOKEN_OWNER: &str = "SELECT t.id AS token_id, t.token_hash, t.expires_at, t.last_used_at, t.abilities, \
-            u.id AS user_id, u.name, u.email, u.created_at \
+            u.id AS user_id, u.name, u.email, u.created_at, u.operator \
      FROM personal_access_tokens t JOIN users u ON u.id = t.user_id WHERE t.id = $1";
 
 /// A token to store.
@@ -108,6 +108,7 @@ impl Store {
                                 name: row.get("name")?,
                                 email: row.get("email")?,
                                 created_at: row.get("created_at")?,
+                                operator: row.get::<_, i64>("operator")? != 0,
                             })
                         })
                         .optional()
@@ -132,6 +133,7 @@ impl Store {
             name: row.try_get("name")?,
             email: row.try_get("email")?,
             created_at: row.try_get("created_at")?,
+            operator: row.try_get::<i64, _>("operator")? != 0,
         };
         if let Some(cache) = self.engine.token_cache() {
             cache.put(generation, &owner);

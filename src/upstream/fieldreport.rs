@@ -74,6 +74,14 @@ impl FieldReportClient {
             .connect_timeout(std::time::Duration::from_secs(10))
             .build()
             .map_err(|e| UpstreamError::Client { system: SYSTEM, detail: error_chain(&e) })?;
+        // The forms the password travels in, should the upstream echo them: `user:password`
+        // and its base64 (the Basic header's credentials).
+        let credentials = format!("{username}:{}", password.expose_secret());
+        crate::vocabulary::redaction::register(&credentials);
+        crate::vocabulary::redaction::register(&base64::engine::Engine::encode(
+            &base64::engine::general_purpose::STANDARD,
+            credentials.as_bytes(),
+        ));
         Ok(FieldReportClient { http, root, username, password, metrics: CallRecorder::default() })
     }
 

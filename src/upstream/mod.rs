@@ -114,7 +114,7 @@ pub fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
         }
         current = e.source();
     }
-    parts.join(": ")
+    crate::vocabulary::redaction::scrub(&parts.join(": "))
 }
 
 /// Reads an upstream's answer: an error status becomes [`UpstreamError::from_status`] with
@@ -165,8 +165,10 @@ pub fn parse_json<'a, T: serde::Deserialize<'a>>(system: System, text: &'a str) 
         .map_err(|e| UpstreamError::Malformed { system, detail: format!("{e} in {}", summarise(text)) })
 }
 
-/// Shortens an upstream's error text for a `message`.
+/// Shortens an upstream's error text for a `message`, without any secret of ours in it (an
+/// upstream may echo what it received).
 pub fn summarise(text: &str) -> String {
+    let text = crate::vocabulary::redaction::scrub(text);
     let text = text.trim();
     if text.chars().count() <= 300 {
         text.to_string()

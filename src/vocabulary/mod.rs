@@ -9,5 +9,7 @@
 pub mod calls;
 pub mod field_errors;
 pub mod leasing_codes;
+pub mod owner;
+pub mod redaction;
 pub mod settings;
 pub mod stamp;

@@ -41,8 +41,13 @@ impl Settings {
         self.get(name).unwrap_or(default).to_string()
     }
 
+    /// A secret setting; its value is registered for [`super::redaction::scrub`], so that no
+    /// upstream's echo of it reaches an answer or a log.
     pub fn secret(&self, name: &'static str) -> Option<SecretString> {
-        self.get(name).map(|v| SecretString::from(v.to_string()))
+        self.get(name).map(|v| {
+            super::redaction::register(v);
+            SecretString::from(v.to_string())
+        })
     }
 
     pub fn path(&self, name: &'static str) -> Option<PathBuf> {

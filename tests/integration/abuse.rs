@@ -773,7 +773,143 @@ async fn mirrored_erp_records_never_show_a_secret() {
         assert!(text.contains("secret=***"), "{path}: {text}");
     }
     assert!(!svc.log.text().contains(SECRET), "the secret reached the log");
+    // A lookup never matches a secret: the right guess finds as little as a wrong one. (The
+    // guesses are the caller's own text, and the request log shows the path as sent.)
+    for guess in [SECRET, "wrong-guess"] {
+        let url = format!("https://svc.example/api/v1/erp/webhooks?secret={guess}");
+        let answer = get(format!("/api/v1/erp/show/webhook/url/{}", percent_encode(&url))).await.unwrap();
+        assert_eq!(answer.status(), 200);
+        let found: Value = answer.json().await.unwrap();
+        assert_eq!(found["data"].as_array().map(Vec::len), Some(0), "{guess}: {found}");
+    }
     svc.stop().await;
+}
+
+/// A body with anything but whitespace after its JSON value is refused with 400 naming the
+/// position, on every operation that takes a body: a proxy that reads such a body otherwise
+/// would see another request than the service. Whitespace after the value is fine.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn trailing_data_after_a_json_body_is_400_on_every_route() {
+    let svc = TestService::start(Db::Sqlite, &[("ERP_WEBHOOK_ALLOWLIST", "127.0.0.1/32")]).await;
+    let token = svc.user_token().await;
+    let doc: Value = svc.client.get(svc.url("/docs/openapi.json")).checked().await.unwrap().json().await.unwrap();
+    let mut probed = 0;
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for (method, op) in item.as_object().unwrap() {
+            let Some(schema) = op.pointer("/requestBody/content/application~1json/schema") else { continue };
+            let body = sample(&doc, schema, 0).to_string();
+            // Path parameters filled in with values of the right shape: the body is read first.
+            let concrete: String = path
+                .split('/')
+                .map(|segment| if segment.starts_with('{') { "1" } else { segment })
+                .collect::<Vec<_>>()
+                .join("/");
+            let method = reqwest::Method::from_str(&method.to_uppercase()).unwrap();
+            for trailing in [format!("{body} garbage"), format!("{body}{body}"), format!("{body}\n]")] {
+                let answer = svc
+                    .client
+                    .request(method.clone(), svc.url(&concrete))
+                    .bearer_auth(&token)
+                    .header("content-type", "application/json")
+                    .body(trailing.clone())
+                    .checked()
+                    .await
+                    .unwrap();
+                let error = error_body(answer, 400).await;
+                let message = error["message"].as_str().unwrap();
+                assert!(
+                    message.contains("trailing characters") && message.contains("column"),
+                    "{method} {path} with {trailing:?}: {error}"
+                );
+            }
+            probed += 1;
+        }
+    }
+    assert!(probed >= 10, "only {probed} operations take a body");
+    // Whitespace after the value is no trailing data.
+    let login = svc
+        .client
+        .post(svc.url("/api/v1/login"))
+        .header("content-type", "application/json")
+        .body(format!("{} \r\n\t ", json!({"email": crate::common::EMAIL, "password": PASSWORD})))
+        .checked()
+        .await
+        .unwrap();
+    assert_eq!(login.status(), 200);
+    svc.stop().await;
+}
+
+/// What one user may store is bounded: a callback URL of at most 2,048 characters,
+/// `LEASING_SUBSCRIPTIONS_PER_USER` subscriptions (another user keeps their own allowance),
+/// lists by pages of a bounded size, and `JOBS_ACTIVE_PER_USER` jobs queued or running (429
+/// with `Retry-After` beyond).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn subscriptions_lists_and_jobs_are_bounded_per_user() {
+    let settings =
+        [("CALLBACK_ALLOW_PRIVATE", "true"), ("LEASING_SUBSCRIPTIONS_PER_USER", "3"), ("JOBS_ACTIVE_PER_USER", "2")];
+    let service = TestService::start(Db::Sqlite, &settings).await;
+    let svc = &service;
+    let token = svc.user_token().await;
+    svc.create_user("bob@example.com", "bob-password-1").await;
+    let bob = svc.token("bob@example.com", "bob-password-1").await;
+    let subscribe = |token: String, url: String| async move {
+        svc.client
+            .post(svc.url("/api/v1/leasing/subscriptions"))
+            .bearer_auth(token)
+            .json(&json!({"url": url}))
+            .checked()
+            .await
+            .unwrap()
+    };
+    let long = format!("http://127.0.0.1:9/{}", "a".repeat(2049));
+    let refused = error_body(subscribe(token.clone(), long).await, 422).await;
+    assert!(refused["errors"]["url"][0].as_str().unwrap().contains("2048"), "{refused}");
+    for n in 0..3 {
+        let created = subscribe(token.clone(), format!("http://127.0.0.1:9/hook/{n}")).await;
+        assert_eq!(created.status(), 201);
+        svc.remember_secret(created.json::<Value>().await.unwrap()["secret"].as_str().unwrap());
+    }
+    let fourth = error_body(subscribe(token.clone(), "http://127.0.0.1:9/hook/4".into()).await, 409).await;
+    assert_eq!(fourth["error_code"], "too_many_subscriptions");
+    let bobs = subscribe(bob.clone(), "http://127.0.0.1:9/hook/bob".into()).await;
+    assert_eq!(bobs.status(), 201);
+    svc.remember_secret(bobs.json::<Value>().await.unwrap()["secret"].as_str().unwrap());
+
+    let page: Value = svc.get(&token, "/api/v1/leasing/subscriptions?per_page=2").await.json().await.unwrap();
+    assert_eq!(page["items"].as_array().unwrap().len(), 2);
+    assert_eq!((page["meta"]["total"].as_i64(), page["meta"]["last_page"].as_i64()), (Some(3), Some(2)));
+    let last: Value = svc.get(&token, "/api/v1/leasing/subscriptions?per_page=2&page=2").await.json().await.unwrap();
+    assert_eq!(last["items"].as_array().unwrap().len(), 1);
+    for path in ["/api/v1/leasing/subscriptions?per_page=101", "/api/v1/jobs?per_page=101"] {
+        error_body(svc.get(&token, path).await, 422).await;
+    }
+    let sub = page["items"][0]["id"].as_str().unwrap();
+    let deliveries = svc.get(&token, &format!("/api/v1/leasing/subscriptions/{sub}/deliveries?limit=501")).await;
+    error_body(deliveries, 422).await;
+
+    // Two jobs kept queued behind a slow one: the third of one user is refused.
+    crate::common::add_fault(
+        &svc.client,
+        &svc.fieldreport,
+        json!({"path_prefix": "/odata/", "status": 200, "delay_ms": 3000, "times": 1000}),
+    )
+    .await;
+    let queue = |token: String, target: &'static str| async move {
+        svc.call(
+            &token,
+            reqwest::Method::POST,
+            "/api/v1/jobs",
+            Some(json!({"kind": "fieldreport.sync", "target": target})),
+        )
+        .await
+    };
+    assert_eq!(queue(token.clone(), "tags").await.status(), 202);
+    assert_eq!(queue(token.clone(), "users").await.status(), 202);
+    let third = queue(token.clone(), "items").await;
+    assert!(third.headers().contains_key("retry-after"));
+    assert_eq!(error_body(third, 429).await["error_code"], "too_many_active_jobs");
+    assert_eq!(queue(bob.clone(), "items").await.status(), 202, "another user's allowance is their own");
+    service.stop().await;
 }
 
 // ---- Requests that must not disturb others ----
@@ -1026,19 +1162,21 @@ async fn abandoned_waits_and_flows_stop() {
     svc.stop().await;
 }
 
-/// At most `MAX_HELD_CALLS_PER_TOKEN` waits and flows per token; more are 429 with
-/// `Retry-After`. On shutdown, held waits answer 503 `shutting_down` and flows are recorded as
-/// interrupted, so that the stop does not wait for them.
+/// At most `MAX_HELD_CALLS_PER_USER` waits and flows per user, whatever tokens they hold (a
+/// new login's token gets no new allowance); more are 429 with `Retry-After`. On shutdown,
+/// held waits answer 503 `shutting_down` and flows are recorded as interrupted, so that the
+/// stop does not wait for them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn held_calls_are_capped_per_token_and_end_on_shutdown() {
-    let svc = TestService::start(Db::Sqlite, &[("MAX_HELD_CALLS_PER_TOKEN", "2")]).await;
+async fn held_calls_are_capped_per_user_and_end_on_shutdown() {
+    let svc = TestService::start(Db::Sqlite, &[("MAX_HELD_CALLS_PER_USER", "2")]).await;
     let token = svc.user_token().await;
+    let second_login = svc.token(crate::common::EMAIL, PASSWORD).await;
     let id = financing_request(&svc, &token, "Patient GmbH [never-ready]").await;
     let path = format!("/api/v1/leasing/{id}/wait-ready-to-sign?max_attempts=100&sleep_milliseconds=200");
     let waits: Vec<_> =
         (0..2).map(|_| tokio::spawn(svc.client.get(svc.url(&path)).bearer_auth(&token).checked())).collect();
     tokio::time::sleep(Duration::from_millis(500)).await;
-    let third = svc.get(&token, &path).await;
+    let third = svc.get(&second_login, &path).await;
     assert_eq!(third.status(), 429, "{:?}", third.text().await);
     assert!(third.headers().contains_key("retry-after"));
     let body = error_body(third, 429).await;

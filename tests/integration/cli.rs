@@ -251,6 +251,7 @@ async fn serve_sandbox_receives_the_erp_simulators_webhooks() {
         .args(["serve", "--sandbox", "--bind", &format!("127.0.0.1:{port}")])
         .current_dir(&dir)
         .env_clear()
+        .env("CALLBACK_ALLOW_PRIVATE", "false")
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -259,6 +260,7 @@ async fn serve_sandbox_receives_the_erp_simulators_webhooks() {
     let mut erp_root = None;
     let mut registered = false;
     let mut expected_ports = std::collections::BTreeSet::from([port]);
+    let mut warned = false;
     loop {
         let mut line = String::new();
         assert!(std::io::BufRead::read_line(&mut stdout, &mut line).unwrap() > 0, "serve --sandbox ended early");
@@ -270,11 +272,13 @@ async fn serve_sandbox_receives_the_erp_simulators_webhooks() {
             expected_ports.insert(reqwest::Url::parse(url).unwrap().port().unwrap());
         }
         registered |= line.contains("ERP webhooks for customer, contact and article registered");
+        warned |= line.starts_with("sandbox: warning: overrides CALLBACK_ALLOW_PRIVATE=false with true");
         if line.contains("listening on") {
             break;
         }
     }
     assert!(registered, "the webhook registration is announced before the service listens");
+    assert!(warned, "the sandbox says that it overrides CALLBACK_ALLOW_PRIVATE=false");
     assert_eq!(expected_ports.len(), 4, "the service's port and three simulators': {expected_ports:?}");
     assert_eq!(listening_ports(child.id()), expected_ports, "only the public address and the simulators listen");
     let erp_root = erp_root.expect("the ERP simulator's address is printed");

@@ -1,6 +1,10 @@
 //! The database unavailable for a moment: requests fail with 503 in the common error shape,
 //! and the service recovers by itself once the database is back, with no restart.
 //!
+//! On SQLite another process holding the write lock makes writes answer 503 with
+//! `Retry-After` (after SQLite's busy wait, not behind every queued writer), and `/readyz`
+//! fail until it lets go.
+//!
 //! The service reaches Postgres through a TCP relay in the test; closing the relay cuts every
 //! connection and refuses new ones, as a database restart or a network partition would.
 
@@ -101,5 +105,33 @@ async fn a_database_outage_answers_503_and_the_service_recovers_by_itself() {
     assert_eq!(svc.client.get(svc.url("/readyz")).checked().await.unwrap().status(), 200);
     let token_again = svc.token("ada@example.com", "analytical-engine").await;
     assert!(!token_again.is_empty());
+    svc.stop().await;
+}
+
+/// Another process holds SQLite's write lock: a write answers 503 `service_unavailable` with
+/// `Retry-After` (not 500 `internal_error`), `/readyz` fails, and both recover when the lock
+/// is given back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_locked_sqlite_database_answers_503_and_readiness_fails_until_it_is_free() {
+    let svc = TestService::start(Db::Sqlite, &[]).await;
+    let token = svc.user_token().await;
+    let ready = || svc.client.get(svc.url("/readyz")).checked();
+    assert_eq!(ready().await.unwrap().status(), 200);
+    let job = serde_json::json!({"kind": "fieldreport.sync", "target": "tags"});
+    let queue = || svc.call(&token, reqwest::Method::POST, "/api/v1/jobs", Some(job.clone()));
+
+    let file = svc.database_url.trim_start_matches("sqlite://").to_string();
+    let other_process = rusqlite::Connection::open(&file).unwrap();
+    other_process.execute_batch("BEGIN IMMEDIATE").unwrap();
+    let refused = queue().await;
+    let retry_after = refused.headers().get("retry-after").map(|v| v.to_str().unwrap().to_string());
+    let body = error_body(refused, 503).await;
+    assert_eq!(body["error_code"], "service_unavailable", "{body}");
+    assert!(retry_after.is_some_and(|s| s.parse::<u64>().is_ok_and(|s| s > 0)), "{body}");
+    assert_eq!(ready().await.unwrap().status(), 503, "readiness fails while writes are refused");
+
+    other_process.execute_batch("ROLLBACK").unwrap();
+    assert_eq!(ready().await.unwrap().status(), 200);
+    assert_eq!(queue().await.status(), 202);
     svc.stop().await;
 }

@@ -174,9 +174,9 @@ async fn jobs_survive_a_restart_and_a_stopped_instances_job_is_taken_over(db: Db
     svc.service.take().unwrap().shutdown().await;
     let store = Store::open(&DatabaseUrl::new(svc.database_url.clone())).await.unwrap();
     // A job an instance that died was running: its lease ran out.
-    let abandoned = store.job_enqueue("erp.setup", "customer", false).await.unwrap().unwrap();
+    let abandoned = store.job_enqueue("erp.setup", "customer", false, None).await.unwrap().unwrap();
     assert_eq!(store.job_claim("a-dead-instance", 0).await.unwrap().unwrap().id, abandoned.id);
-    let queued = store.job_enqueue("fieldreport.sync", "tags", false).await.unwrap().unwrap();
+    let queued = store.job_enqueue("fieldreport.sync", "tags", false, None).await.unwrap().unwrap();
     store.close().await;
     svc.restart().await;
     let ran = wait_for(&svc, &token, queued.id, ended).await;
@@ -312,10 +312,64 @@ async fn two_instances_run_each_job_once_and_a_cancel_reaches_the_other() {
     second.stop().await;
 }
 
+/// A job records who queued it; another user sees it but may not cancel it (403
+/// `not_job_owner`), an operator may.
+async fn a_job_records_its_creator_and_only_they_or_an_operator_cancel_it(db: Db) {
+    let svc = TestService::start(db, &[]).await;
+    let token = svc.user_token().await;
+    svc.create_user("bob@example.com", "bob-password-1").await;
+    let bob = svc.token("bob@example.com", "bob-password-1").await;
+    svc.create_user_as("root@example.com", "root-password-1", true).await;
+    let root = svc.token("root@example.com", "root-password-1").await;
+    let me: Value = svc.get(&token, "/api/v1/user").await.json().await.unwrap();
+    slow_tags(&svc, 2_000).await;
+    let queued: Value =
+        create(&svc, &token, json!({"kind": "fieldreport.sync", "target": "tags"})).await.json().await.unwrap();
+    let id = queued["id"].as_i64().unwrap();
+    assert_eq!(queued["created_by"], me["id"], "{queued}");
+    assert_eq!(job(&svc, &bob, id).await["created_by"], me["id"], "jobs are the service's work: all see them");
+    let refused = svc.call(&bob, Method::POST, &format!("/api/v1/jobs/{id}/cancel"), None).await;
+    assert_eq!(error_body(refused, 403).await["error_code"], "not_job_owner");
+    assert!(!job(&svc, &token, id).await["cancel_requested"].as_bool().unwrap());
+    let cancelled = svc.call(&root, Method::POST, &format!("/api/v1/jobs/{id}/cancel"), None).await;
+    assert_eq!(cancelled.status(), 200);
+    wait_for(&svc, &token, id, ended).await;
+    svc.stop().await;
+}
+
 on_both_databases!(
+    a_job_records_its_creator_and_only_they_or_an_operator_cancel_it,
     a_sync_job_runs_once_reports_like_the_tool_route_and_is_counted,
     bad_jobs_are_refused_and_a_running_one_is_cancelled_at_its_next_page,
     jobs_survive_a_restart_and_a_stopped_instances_job_is_taken_over,
     the_schedule_queues_jobs_and_skips_a_tick_while_one_runs,
     the_command_line_queues_a_job_and_follows_it,
 );
+
+/// A queue-and-cancel loop writes no faster than `JOBS_PER_MINUTE_PER_USER`: beyond it, 429
+/// `too_many_jobs` with `Retry-After`; another user is not held up. The janitor's work is
+/// counted in the metrics.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn queueing_jobs_is_rate_limited_per_user() {
+    let svc = TestService::start(Db::Sqlite, &[("JOBS_PER_MINUTE_PER_USER", "3")]).await;
+    let token = svc.user_token().await;
+    svc.create_user("bob@example.com", "bob-password-1").await;
+    let bob = svc.token("bob@example.com", "bob-password-1").await;
+    slow_tags(&svc, 2_000).await;
+    for _ in 0..3 {
+        let queued = create(&svc, &token, json!({"kind": "fieldreport.sync", "target": "users"})).await;
+        assert_eq!(queued.status(), 202);
+        let id = queued.json::<Value>().await.unwrap()["id"].as_i64().unwrap();
+        let cancelled = svc.call(&token, Method::POST, &format!("/api/v1/jobs/{id}/cancel"), None).await;
+        assert_eq!(cancelled.status(), 200);
+        wait_for(&svc, &token, id, ended).await;
+    }
+    let fourth = create(&svc, &token, json!({"kind": "fieldreport.sync", "target": "users"})).await;
+    let retry_after = fourth.headers().get("retry-after").map(|v| v.to_str().unwrap().parse::<u64>().unwrap());
+    assert_eq!(error_body(fourth, 429).await["error_code"], "too_many_jobs");
+    assert!(retry_after.is_some_and(|s| (1..=60).contains(&s)), "{retry_after:?}");
+    assert_eq!(create(&svc, &bob, json!({"kind": "fieldreport.sync", "target": "items"})).await.status(), 202);
+    let metrics = svc.client.get(svc.url("/metrics")).checked().await.unwrap().text().await.unwrap();
+    assert!(metrics.contains("integration_service_janitor_pruned_rows_total{table=\"jobs\"}"), "{metrics}");
+    svc.stop().await;
+}

@@ -502,7 +502,73 @@ async fn a_change_recorded_before_a_kill_is_delivered_after_the_restart(db: Db) 
     instance.stop(&[&secret, &token]).await;
 }
 
+/// A subscription is its owner's: another user gets 404 on every route of it and never sees
+/// it listed; it receives the events of the requests its owner created, not another user's;
+/// only an operator may subscribe to every request, and then receives them all.
+async fn a_subscription_belongs_to_its_owner(db: Db) {
+    let svc = TestService::start(db, FAST).await;
+    let alice = svc.user_token().await;
+    svc.create_user("bob@example.com", "bob-password-1").await;
+    let bob = svc.token("bob@example.com", "bob-password-1").await;
+    svc.create_user_as("root@example.com", "root-password-1", true).await;
+    let root = svc.token("root@example.com", "root-password-1").await;
+    let (alice_receiver, bob_receiver, root_receiver) =
+        (Receiver::start(204).await, Receiver::start(204).await, Receiver::start(204).await);
+    let alice_sub = subscribe(&svc, &alice, &alice_receiver.url()).await;
+    let alice_sub = alice_sub["id"].as_str().unwrap();
+    let bob_sub = subscribe(&svc, &bob, &bob_receiver.url()).await;
+    let bob_sub = bob_sub["id"].as_str().unwrap();
+
+    let everything = json!({"url": root_receiver.url(), "all_requests": true});
+    let refused = svc.call(&bob, Method::POST, "/api/v1/leasing/subscriptions", Some(everything.clone())).await;
+    assert!(error_body(refused, 422).await["errors"]["all_requests"].is_array());
+    let root_sub = svc.call(&root, Method::POST, "/api/v1/leasing/subscriptions", Some(everything)).await;
+    assert_eq!(root_sub.status(), 201);
+    let root_sub: Value = root_sub.json().await.unwrap();
+    svc.remember_secret(root_sub["secret"].as_str().unwrap());
+    assert_eq!(root_sub["all_requests"], true);
+
+    let listed: Value = svc.get(&bob, "/api/v1/leasing/subscriptions").await.json().await.unwrap();
+    let ids: Vec<&str> = listed["items"].as_array().unwrap().iter().map(|s| s["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, [bob_sub], "bob lists his own only");
+    let routes = [
+        (Method::GET, format!("/api/v1/leasing/subscriptions/{alice_sub}")),
+        (Method::POST, format!("/api/v1/leasing/subscriptions/{alice_sub}/rotate-secret")),
+        (Method::GET, format!("/api/v1/leasing/subscriptions/{alice_sub}/deliveries")),
+        (Method::POST, format!("/api/v1/leasing/subscriptions/{alice_sub}/deliveries/1/retry")),
+        (Method::DELETE, format!("/api/v1/leasing/subscriptions/{alice_sub}")),
+    ];
+    for (method, path) in &routes {
+        let answer = svc.call(&bob, method.clone(), path, None).await;
+        let text = error_body(answer, 404).await.to_string();
+        assert!(text.contains("not_found"), "{method} {path}: {text}");
+    }
+    assert_eq!(svc.get(&alice, &format!("/api/v1/leasing/subscriptions/{alice_sub}")).await.status(), 200);
+
+    let alices = create_request(&svc, &alice, "Alice [moves:1]").await;
+    let bobs = create_request(&svc, &bob, "Bob [moves:1]").await;
+    let announced = |receiver: &Receiver, id: &str| {
+        chains(&receiver.delivered()).get(id).is_some_and(|c| c.last().map(String::as_str) == Some("Contracted"))
+    };
+    until("each owner's events delivered, and all of them to the operator", async || {
+        (announced(&alice_receiver, &alices)
+            && announced(&bob_receiver, &bobs)
+            && announced(&root_receiver, &alices)
+            && announced(&root_receiver, &bobs))
+        .then_some(())
+    })
+    .await;
+    // Every delivery of a change is written with its event: none was queued for the other user.
+    assert!(!chains(&alice_receiver.delivered()).contains_key(&bobs));
+    assert!(!chains(&bob_receiver.delivered()).contains_key(&alices));
+    let deliveries = svc.get(&bob, &format!("/api/v1/leasing/subscriptions/{bob_sub}/deliveries")).await;
+    let deliveries = deliveries.text().await.unwrap();
+    assert!(deliveries.contains(&bobs) && !deliveries.contains(&alices), "{deliveries}");
+    svc.stop().await;
+}
+
 on_both_databases!(
+    a_subscription_belongs_to_its_owner,
     every_change_arrives_signed_and_in_order,
     a_receiver_down_for_a_while_gets_everything_after,
     private_and_plain_http_targets_are_refused,

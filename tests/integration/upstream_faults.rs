@@ -373,3 +373,60 @@ async fn erp_calls_fail_clearly_and_change_nothing() {
     }
     svc.stop().await;
 }
+
+/// An upstream that echoes what it received (its request line and headers), or that answers
+/// with our secrets in its error text: no configured secret, nor the Basic header's form of
+/// the field-report password, reaches an answer or the service's log.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn secrets_echoed_by_upstreams_reach_no_answer_and_no_log() {
+    use secrecy::ExposeSecret;
+    const WEBHOOK_SECRET: &str = "webhook-secret-4711";
+    const METRICS_TOKEN: &str = "metrics-token-4711";
+    let settings = [("ERP_WEBHOOK_SECRET", WEBHOOK_SECRET), ("METRICS_TOKEN", METRICS_TOKEN)];
+    let svc = TestService::start(Db::Sqlite, &settings).await;
+    let token = svc.user_token().await;
+    let fieldreport = &svc.config.fieldreport;
+    let user = fieldreport.username.clone().unwrap();
+    let password = fieldreport.password.as_ref().unwrap().expose_secret().to_string();
+    let basic = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, format!("{user}:{password}"));
+    let api_key = svc.config.erp.api_key.as_ref().unwrap().expose_secret().to_string();
+    let secrets = [password.as_str(), basic.as_str(), api_key.as_str(), WEBHOOK_SECRET, METRICS_TOKEN];
+    svc.remember_secret(&basic);
+    let every_secret = secrets.join(" | ");
+
+    let financing_id = "0b5e8a4c-1d2f-4a7b-9c3e-5f6a7b8c9d0e";
+    let calls = [
+        (svc.fieldreport.as_str(), "/odata/", "/api/v1/fieldreport/sync/companies".to_string()),
+        (svc.erp_host(), "/", "/api/v1/erp/update/customer/1".to_string()),
+        (svc.leasing.as_str(), "/basic/v1/requests", format!("/api/v1/leasing/{financing_id}")),
+    ];
+    for (root, prefix, path) in &calls {
+        for rule in [
+            json!({"path_prefix": prefix, "status": 500, "echo": true, "times": 10}),
+            json!({"path_prefix": prefix, "status": 400, "times": 10, "content_type": "text/plain",
+                   "body": format!("rejected: {every_secret}")}),
+            json!({"path_prefix": prefix, "status": 400, "times": 10,
+                   "body": json!({"message": every_secret, "error": {"message": every_secret},
+                                  "Message": every_secret, "detail": every_secret}).to_string()}),
+        ] {
+            add_fault(&svc.client, root, rule.clone()).await;
+            let answer = svc.get(&token, path).await;
+            let status = answer.status();
+            let text = answer.text().await.unwrap();
+            clear_faults(&svc.client, root).await;
+            assert!(status.as_u16() >= 400, "{path} under {rule}: {status} {text}");
+            for secret in secrets {
+                assert!(!text.contains(secret), "{path} under {rule} shows a secret: {text}");
+            }
+            if rule["content_type"] == "text/plain" && !path.starts_with("/api/v1/leasing") {
+                assert!(text.contains("rejected: ***"), "the upstream's text is shown, scrubbed: {text}");
+            }
+        }
+    }
+    // The echo really carried them: the field-report simulator saw the Basic header.
+    add_fault(&svc.client, &svc.fieldreport, json!({"path_prefix": "/odata/", "status": 500, "echo": true})).await;
+    let echoed =
+        svc.client.get(format!("{}/odata/Companies", svc.fieldreport)).basic_auth(&user, Some(&password)).send().await;
+    assert!(echoed.unwrap().text().await.unwrap().contains(&basic));
+    svc.stop().await;
+}

@@ -4370,6 +4370,9 @@ pub mod types {
         pub cancel_requested: bool,
         ///When it was queued (RFC 3339).
         pub created_at: ::std::string::String,
+        ///The id of the user who queued it (null: `SCHEDULE` or the command line). Only they, or an operator, may cancel it.
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub created_by: ::std::option::Option<i64>,
         ///Why it failed.
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub error: ::std::option::Option<::std::string::String>,
@@ -8481,18 +8484,75 @@ pub mod types {
     ///A subscription to be created.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct NewSubscription {
+        ///The events of every financing request, not only of those the caller created: for operators only (422 otherwise). Default false.
+        #[serde(default)]
+        pub all_requests: bool,
         ///A note for people (at most 500 characters).
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub description: ::std::option::Option<::std::string::String>,
         ///The event types to send (default: every type, i.e. `leasing.state_changed`).
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub events: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
-        ///Where the events are posted: `https`, and a public address (loopback, private, link-local and unique-local addresses, and `http`, only with `CALLBACK_ALLOW_PRIVATE`). Redirects are not followed.
-        pub url: ::std::string::String,
+        ///Where the events are posted: `https`, and a public address (loopback, private, link-local and unique-local addresses, and `http`, only with `CALLBACK_ALLOW_PRIVATE`). Redirects are not followed. At most 2,048 characters.
+        pub url: NewSubscriptionUrl,
     }
     impl NewSubscription {
         pub fn builder() -> builder::NewSubscription {
             Default::default()
+        }
+    }
+    ///Where the events are posted: `https`, and a public address (loopback, private, link-local and unique-local addresses, and `http`, only with `CALLBACK_ALLOW_PRIVATE`). Redirects are not followed. At most 2,048 characters.
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct NewSubscriptionUrl(::std::string::String);
+    impl ::std::ops::Deref for NewSubscriptionUrl {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<NewSubscriptionUrl> for ::std::string::String {
+        fn from(value: NewSubscriptionUrl) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for NewSubscriptionUrl {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 2048usize {
+                return Err("longer than 2048 characters".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for NewSubscriptionUrl {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for NewSubscriptionUrl {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for NewSubscriptionUrl {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
         }
     }
     ///A new Tags record: `Id` (a string of 1 to 255 characters) and `Version` (an integer) are required; every other field is the set's.
@@ -11204,6 +11264,8 @@ pub mod types {
     ///A subscription to the leasing state events. Each event is posted as JSON (its shape: the schema `LeasingStateChangedEvent`) with the Standard Webhooks headers `webhook-id` (the event's id, the same on every retry), `webhook-timestamp` (Unix seconds) and `webhook-signature` (`v1,<base64 HMAC-SHA256 of "<id>.<timestamp>.<body>">`, keyed with the base64-decoded secret after `whsec_`; after a rotation, two signatures, space separated).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct Subscription {
+        ///Whether it receives the events of every financing request (an operator's choice), or only of those its owner created.
+        pub all_requests: bool,
         pub created_at: ::std::string::String,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub description: ::std::option::Option<::std::string::String>,
@@ -11226,10 +11288,11 @@ pub mod types {
             Default::default()
         }
     }
-    ///`SubscriptionList`
+    ///A page of the caller's subscriptions.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct SubscriptionList {
         pub items: ::std::vec::Vec<Subscription>,
+        pub meta: PageMeta,
     }
     impl SubscriptionList {
         pub fn builder() -> builder::SubscriptionList {
@@ -11239,6 +11302,8 @@ pub mod types {
     ///A subscription with its signing secret: shown in this answer only.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct SubscriptionWithSecret {
+        ///Whether it receives the events of every financing request (an operator's choice), or only of those its owner created.
+        pub all_requests: bool,
         pub created_at: ::std::string::String,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub description: ::std::option::Option<::std::string::String>,
@@ -24301,6 +24366,10 @@ pub mod types {
                 ::std::string::String,
                 ::std::string::String,
             >,
+            created_by: ::std::result::Result<
+                ::std::option::Option<i64>,
+                ::std::string::String,
+            >,
             error: ::std::result::Result<
                 ::std::option::Option<::std::string::String>,
                 ::std::string::String,
@@ -24335,6 +24404,7 @@ pub mod types {
                         "no value supplied for cancel_requested".to_string(),
                     ),
                     created_at: Err("no value supplied for created_at".to_string()),
+                    created_by: Ok(Default::default()),
                     error: Ok(Default::default()),
                     finished_at: Ok(Default::default()),
                     id: Err("no value supplied for id".to_string()),
@@ -24384,6 +24454,18 @@ pub mod types {
                     .try_into()
                     .map_err(|e| {
                         format!("error converting supplied value for created_at: {e}")
+                    });
+                self
+            }
+            pub fn created_by<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<i64>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.created_by = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for created_by: {e}")
                     });
                 self
             }
@@ -24515,6 +24597,7 @@ pub mod types {
                     attempts: value.attempts?,
                     cancel_requested: value.cancel_requested?,
                     created_at: value.created_at?,
+                    created_by: value.created_by?,
                     error: value.error?,
                     finished_at: value.finished_at?,
                     id: value.id?,
@@ -24534,6 +24617,7 @@ pub mod types {
                     attempts: Ok(value.attempts),
                     cancel_requested: Ok(value.cancel_requested),
                     created_at: Ok(value.created_at),
+                    created_by: Ok(value.created_by),
                     error: Ok(value.error),
                     finished_at: Ok(value.finished_at),
                     id: Ok(value.id),
@@ -30440,6 +30524,7 @@ pub mod types {
         }
         #[derive(Clone, Debug)]
         pub struct NewSubscription {
+            all_requests: ::std::result::Result<bool, ::std::string::String>,
             description: ::std::result::Result<
                 ::std::option::Option<::std::string::String>,
                 ::std::string::String,
@@ -30448,11 +30533,12 @@ pub mod types {
                 ::std::option::Option<::std::vec::Vec<::std::string::String>>,
                 ::std::string::String,
             >,
-            url: ::std::result::Result<::std::string::String, ::std::string::String>,
+            url: ::std::result::Result<super::NewSubscriptionUrl, ::std::string::String>,
         }
         impl ::std::default::Default for NewSubscription {
             fn default() -> Self {
                 Self {
+                    all_requests: Ok(Default::default()),
                     description: Ok(Default::default()),
                     events: Ok(Default::default()),
                     url: Err("no value supplied for url".to_string()),
@@ -30460,6 +30546,18 @@ pub mod types {
             }
         }
         impl NewSubscription {
+            pub fn all_requests<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<bool>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.all_requests = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for all_requests: {e}")
+                    });
+                self
+            }
             pub fn description<T>(mut self, value: T) -> Self
             where
                 T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
@@ -30488,7 +30586,7 @@ pub mod types {
             }
             pub fn url<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::string::String>,
+                T: ::std::convert::TryInto<super::NewSubscriptionUrl>,
                 T::Error: ::std::fmt::Display,
             {
                 self.url = value
@@ -30505,6 +30603,7 @@ pub mod types {
                 value: NewSubscription,
             ) -> ::std::result::Result<Self, super::error::ConversionError> {
                 Ok(Self {
+                    all_requests: value.all_requests?,
                     description: value.description?,
                     events: value.events?,
                     url: value.url?,
@@ -30514,6 +30613,7 @@ pub mod types {
         impl ::std::convert::From<super::NewSubscription> for NewSubscription {
             fn from(value: super::NewSubscription) -> Self {
                 Self {
+                    all_requests: Ok(value.all_requests),
                     description: Ok(value.description),
                     events: Ok(value.events),
                     url: Ok(value.url),
@@ -39028,6 +39128,7 @@ pub mod types {
         }
         #[derive(Clone, Debug)]
         pub struct Subscription {
+            all_requests: ::std::result::Result<bool, ::std::string::String>,
             created_at: ::std::result::Result<
                 ::std::string::String,
                 ::std::string::String,
@@ -39059,6 +39160,7 @@ pub mod types {
         impl ::std::default::Default for Subscription {
             fn default() -> Self {
                 Self {
+                    all_requests: Err("no value supplied for all_requests".to_string()),
                     created_at: Err("no value supplied for created_at".to_string()),
                     description: Ok(Default::default()),
                     disabled_at: Ok(Default::default()),
@@ -39072,6 +39174,18 @@ pub mod types {
             }
         }
         impl Subscription {
+            pub fn all_requests<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<bool>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.all_requests = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for all_requests: {e}")
+                    });
+                self
+            }
             pub fn created_at<T>(mut self, value: T) -> Self
             where
                 T: ::std::convert::TryInto<::std::string::String>,
@@ -39187,6 +39301,7 @@ pub mod types {
                 value: Subscription,
             ) -> ::std::result::Result<Self, super::error::ConversionError> {
                 Ok(Self {
+                    all_requests: value.all_requests?,
                     created_at: value.created_at?,
                     description: value.description?,
                     disabled_at: value.disabled_at?,
@@ -39202,6 +39317,7 @@ pub mod types {
         impl ::std::convert::From<super::Subscription> for Subscription {
             fn from(value: super::Subscription) -> Self {
                 Self {
+                    all_requests: Ok(value.all_requests),
                     created_at: Ok(value.created_at),
                     description: Ok(value.description),
                     disabled_at: Ok(value.disabled_at),
@@ -39220,11 +39336,13 @@ pub mod types {
                 ::std::vec::Vec<super::Subscription>,
                 ::std::string::String,
             >,
+            meta: ::std::result::Result<super::PageMeta, ::std::string::String>,
         }
         impl ::std::default::Default for SubscriptionList {
             fn default() -> Self {
                 Self {
                     items: Err("no value supplied for items".to_string()),
+                    meta: Err("no value supplied for meta".to_string()),
                 }
             }
         }
@@ -39241,22 +39359,41 @@ pub mod types {
                     });
                 self
             }
+            pub fn meta<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<super::PageMeta>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.meta = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for meta: {e}")
+                    });
+                self
+            }
         }
         impl ::std::convert::TryFrom<SubscriptionList> for super::SubscriptionList {
             type Error = super::error::ConversionError;
             fn try_from(
                 value: SubscriptionList,
             ) -> ::std::result::Result<Self, super::error::ConversionError> {
-                Ok(Self { items: value.items? })
+                Ok(Self {
+                    items: value.items?,
+                    meta: value.meta?,
+                })
             }
         }
         impl ::std::convert::From<super::SubscriptionList> for SubscriptionList {
             fn from(value: super::SubscriptionList) -> Self {
-                Self { items: Ok(value.items) }
+                Self {
+                    items: Ok(value.items),
+                    meta: Ok(value.meta),
+                }
             }
         }
         #[derive(Clone, Debug)]
         pub struct SubscriptionWithSecret {
+            all_requests: ::std::result::Result<bool, ::std::string::String>,
             created_at: ::std::result::Result<
                 ::std::string::String,
                 ::std::string::String,
@@ -39289,6 +39426,7 @@ pub mod types {
         impl ::std::default::Default for SubscriptionWithSecret {
             fn default() -> Self {
                 Self {
+                    all_requests: Err("no value supplied for all_requests".to_string()),
                     created_at: Err("no value supplied for created_at".to_string()),
                     description: Ok(Default::default()),
                     disabled_at: Ok(Default::default()),
@@ -39303,6 +39441,18 @@ pub mod types {
             }
         }
         impl SubscriptionWithSecret {
+            pub fn all_requests<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<bool>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.all_requests = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for all_requests: {e}")
+                    });
+                self
+            }
             pub fn created_at<T>(mut self, value: T) -> Self
             where
                 T: ::std::convert::TryInto<::std::string::String>,
@@ -39431,6 +39581,7 @@ pub mod types {
                 value: SubscriptionWithSecret,
             ) -> ::std::result::Result<Self, super::error::ConversionError> {
                 Ok(Self {
+                    all_requests: value.all_requests?,
                     created_at: value.created_at?,
                     description: value.description?,
                     disabled_at: value.disabled_at?,
@@ -39448,6 +39599,7 @@ pub mod types {
         for SubscriptionWithSecret {
             fn from(value: super::SubscriptionWithSecret) -> Self {
                 Self {
+                    all_requests: Ok(value.all_requests),
                     created_at: Ok(value.created_at),
                     description: Ok(value.description),
                     disabled_at: Ok(value.disabled_at),
@@ -42942,7 +43094,7 @@ let response = client.erp_show_record()
     }
     /**Find mirrored ERP records by a field
 
-Records whose top-level field `entity` equals `value` (compared as text), at most 500.
+Records whose top-level field `entity` equals `value` (compared as text), at most 500. Secrets in records (a webhook URL's `secret=`, fields named like a password) are never matched: a value holding one finds nothing.
 
 Needs a token with the ability `erp` (login tokens hold every ability, `*`).
 
@@ -45320,7 +45472,7 @@ let response = client.jobs_show()
     }
     /**Cancel a job
 
-A queued job is cancelled at once; a running one stops at its next page (the answer shows `cancel_requested`; its status becomes `cancelled` when it stopped). What it stored until then stays, and a sync or pull run later resumes from its cursor. Cancelling a cancelled job answers it again; 409 `job_ended` when it has already succeeded or failed.
+A queued job is cancelled at once; a running one stops at its next page (the answer shows `cancel_requested`; its status becomes `cancelled` when it stopped). What it stored until then stays, and a sync or pull run later resumes from its cursor. Cancelling a cancelled job answers it again; 409 `job_ended` when it has already succeeded or failed. Only the user who queued the job, or an operator, may cancel it (403 `not_job_owner` otherwise).
 
 Needs a token with the ability `jobs` (login tokens hold every ability, `*`).
 
@@ -45514,14 +45666,19 @@ let response = client.leasing_request_flow_show()
     }
     /**List the subscriptions
 
-Every subscription, oldest first, without secrets.
+The caller's subscriptions, oldest first, without secrets, by pages (`per_page` 1 to 100, default 50); an operator's list also holds those made before subscriptions had owners. 422 when `page` or `per_page` is out of range.
 
 Needs a token with the ability `leasing` (login tokens hold every ability, `*`).
 
 Sends a `GET` request to `/api/v1/leasing/subscriptions`
 
+Arguments:
+- `page`: Page number, from 1 (default 1).
+- `per_page`: Subscriptions per page, 1 to 100 (default 50).
 ```ignore
 let response = client.leasing_subscription_list()
+    .page(page)
+    .per_page(per_page)
     .send()
     .await;
 ```*/
@@ -45530,7 +45687,7 @@ let response = client.leasing_subscription_list()
     }
     /**Subscribe to leasing state changes
 
-Creates a subscription: every observed state change of a watched financing request is posted to `url` as a `LeasingStateChangedEvent`, signed per Standard Webhooks (see the `Subscription` schema), delivered at least once and in order per financing request. A 2xx answer within 10 s ends a delivery; anything else is retried with exponential back-off for up to 24 h (`LEASING_DELIVERY_RETRY_SECONDS`), with the same `webhook-id`. The answer holds the signing `secret`, shown this once. A `url` that is not `https` or resolves to a loopback, private, link-local or unique-local address is refused (422) unless `CALLBACK_ALLOW_PRIVATE` is set.
+Creates a subscription: every observed state change of a watched financing request is posted to `url` as a `LeasingStateChangedEvent`, signed per Standard Webhooks (see the `Subscription` schema), delivered at least once and in order per financing request. A 2xx answer within 10 s ends a delivery; anything else is retried with exponential back-off for up to 24 h (`LEASING_DELIVERY_RETRY_SECONDS`), with the same `webhook-id`. The answer holds the signing `secret`, shown this once. A `url` that is not `https` or resolves to a loopback, private, link-local or unique-local address is refused (422) unless `CALLBACK_ALLOW_PRIVATE` is set, as is a `url` over 2,048 characters; a user has at most `LEASING_SUBSCRIPTIONS_PER_USER` subscriptions (409 `too_many_subscriptions` beyond). The subscription is the caller's: it receives the events of the financing requests the caller created through the service (every request with `all_requests`, which only operators may set), and no other user sees it (404).
 
 Needs a token with the ability `leasing` (login tokens hold every ability, `*`).
 
@@ -45585,7 +45742,7 @@ let response = client.leasing_subscription_delete()
     }
     /**List a subscription's deliveries
 
-The newest deliveries first: each event sent (or to be sent) to this subscription, with its attempts, the last answer's status code or error, and the next attempt. 422 when `limit` is not from 1 to 500.
+The newest deliveries first, `limit` a page: each event sent (or to be sent) to this subscription, with its attempts, the last answer's status code or error, and the next attempt; `page` 2 holds the next older ones. 422 when `limit` is not from 1 to 500 or `page` is 0.
 
 Needs a token with the ability `leasing` (login tokens hold every ability, `*`).
 
@@ -45593,11 +45750,13 @@ Sends a `GET` request to `/api/v1/leasing/subscriptions/{id}/deliveries`
 
 Arguments:
 - `id`: The subscription's id (`sub_…`).
-- `limit`: How many deliveries, newest first (1 to 500; default 100).
+- `limit`: How many deliveries a page, newest first (1 to 500; default 100).
+- `page`: Which page of `limit` deliveries, from 1 (default 1: the newest).
 ```ignore
 let response = client.leasing_subscription_deliveries()
     .id(id)
     .limit(limit)
+    .page(page)
     .send()
     .await;
 ```*/
@@ -63391,6 +63550,13 @@ pub mod builder {
                         ),
                     )
                 }
+                429u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 500u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -64685,16 +64851,50 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct LeasingSubscriptionList<'a> {
         client: &'a super::Client,
+        page: Result<Option<::std::num::NonZeroU32>, String>,
+        per_page: Result<Option<::std::num::NonZeroU32>, String>,
     }
     impl<'a> LeasingSubscriptionList<'a> {
         pub fn new(client: &'a super::Client) -> Self {
-            Self { client: client }
+            Self {
+                client: client,
+                page: Ok(None),
+                per_page: Ok(None),
+            }
+        }
+        pub fn page<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<::std::num::NonZeroU32>,
+        {
+            self.page = value
+                .try_into()
+                .map(Some)
+                .map_err(|_| {
+                    "conversion to `:: std :: num :: NonZeroU32` for page failed"
+                        .to_string()
+                });
+            self
+        }
+        pub fn per_page<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<::std::num::NonZeroU32>,
+        {
+            self.per_page = value
+                .try_into()
+                .map(Some)
+                .map_err(|_| {
+                    "conversion to `:: std :: num :: NonZeroU32` for per_page failed"
+                        .to_string()
+                });
+            self
         }
         ///Sends a `GET` request to `/api/v1/leasing/subscriptions`
         pub async fn send(
             self,
         ) -> Result<ResponseValue<types::SubscriptionList>, Error<types::ApiError>> {
-            let Self { client } = self;
+            let Self { client, page, per_page } = self;
+            let page = page.map_err(Error::InvalidRequest)?;
+            let per_page = per_page.map_err(Error::InvalidRequest)?;
             let url = format!("{}/api/v1/leasing/subscriptions", client.baseurl,);
             let mut header_map = ::reqwest::header::HeaderMap::with_capacity(1usize);
             header_map
@@ -64712,6 +64912,8 @@ pub mod builder {
                     ::reqwest::header::ACCEPT,
                     ::reqwest::header::HeaderValue::from_static("application/json"),
                 )
+                .query(&progenitor_client::QueryParam::new("page", &page))
+                .query(&progenitor_client::QueryParam::new("per_page", &per_page))
                 .headers(header_map)
                 .build()?;
             let info = OperationInfo {
@@ -64738,6 +64940,13 @@ pub mod builder {
                     )
                 }
                 403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                422u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -64858,6 +65067,13 @@ pub mod builder {
                     )
                 }
                 403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                409u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -65122,6 +65338,7 @@ pub mod builder {
         client: &'a super::Client,
         id: Result<::std::string::String, String>,
         limit: Result<Option<::std::num::NonZeroU32>, String>,
+        page: Result<Option<::std::num::NonZeroU32>, String>,
     }
     impl<'a> LeasingSubscriptionDeliveries<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -65129,6 +65346,7 @@ pub mod builder {
                 client: client,
                 id: Err("id was not initialized".to_string()),
                 limit: Ok(None),
+                page: Ok(None),
             }
         }
         pub fn id<V>(mut self, value: V) -> Self
@@ -65156,13 +65374,27 @@ pub mod builder {
                 });
             self
         }
+        pub fn page<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<::std::num::NonZeroU32>,
+        {
+            self.page = value
+                .try_into()
+                .map(Some)
+                .map_err(|_| {
+                    "conversion to `:: std :: num :: NonZeroU32` for page failed"
+                        .to_string()
+                });
+            self
+        }
         ///Sends a `GET` request to `/api/v1/leasing/subscriptions/{id}/deliveries`
         pub async fn send(
             self,
         ) -> Result<ResponseValue<types::DeliveryList>, Error<types::ApiError>> {
-            let Self { client, id, limit } = self;
+            let Self { client, id, limit, page } = self;
             let id = id.map_err(Error::InvalidRequest)?;
             let limit = limit.map_err(Error::InvalidRequest)?;
+            let page = page.map_err(Error::InvalidRequest)?;
             let url = format!(
                 "{}/api/v1/leasing/subscriptions/{}/deliveries", client.baseurl,
                 encode_path(& id.to_string()),
@@ -65184,6 +65416,7 @@ pub mod builder {
                     ::reqwest::header::HeaderValue::from_static("application/json"),
                 )
                 .query(&progenitor_client::QueryParam::new("limit", &limit))
+                .query(&progenitor_client::QueryParam::new("page", &page))
                 .headers(header_map)
                 .build()?;
             let info = OperationInfo {

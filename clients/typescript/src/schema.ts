@@ -277,7 +277,7 @@ export interface paths {
         };
         /**
          * Find mirrored ERP records by a field
-         * @description Records whose top-level field `entity` equals `value` (compared as text), at most 500.
+         * @description Records whose top-level field `entity` equals `value` (compared as text), at most 500. Secrets in records (a webhook URL's `secret=`, fields named like a password) are never matched: a value holding one finds nothing.
          *
          *     Needs a token with the ability `erp` (login tokens hold every ability, `*`).
          */
@@ -1747,7 +1747,7 @@ export interface paths {
         put?: never;
         /**
          * Cancel a job
-         * @description A queued job is cancelled at once; a running one stops at its next page (the answer shows `cancel_requested`; its status becomes `cancelled` when it stopped). What it stored until then stays, and a sync or pull run later resumes from its cursor. Cancelling a cancelled job answers it again; 409 `job_ended` when it has already succeeded or failed.
+         * @description A queued job is cancelled at once; a running one stops at its next page (the answer shows `cancel_requested`; its status becomes `cancelled` when it stopped). What it stored until then stays, and a sync or pull run later resumes from its cursor. Cancelling a cancelled job answers it again; 409 `job_ended` when it has already succeeded or failed. Only the user who queued the job, or an operator, may cancel it (403 `not_job_owner` otherwise).
          *
          *     Needs a token with the ability `jobs` (login tokens hold every ability, `*`).
          */
@@ -1935,7 +1935,7 @@ export interface paths {
         };
         /**
          * List the subscriptions
-         * @description Every subscription, oldest first, without secrets.
+         * @description The caller's subscriptions, oldest first, without secrets, by pages (`per_page` 1 to 100, default 50); an operator's list also holds those made before subscriptions had owners. 422 when `page` or `per_page` is out of range.
          *
          *     Needs a token with the ability `leasing` (login tokens hold every ability, `*`).
          */
@@ -1943,7 +1943,7 @@ export interface paths {
         put?: never;
         /**
          * Subscribe to leasing state changes
-         * @description Creates a subscription: every observed state change of a watched financing request is posted to `url` as a `LeasingStateChangedEvent`, signed per Standard Webhooks (see the `Subscription` schema), delivered at least once and in order per financing request. A 2xx answer within 10 s ends a delivery; anything else is retried with exponential back-off for up to 24 h (`LEASING_DELIVERY_RETRY_SECONDS`), with the same `webhook-id`. The answer holds the signing `secret`, shown this once. A `url` that is not `https` or resolves to a loopback, private, link-local or unique-local address is refused (422) unless `CALLBACK_ALLOW_PRIVATE` is set.
+         * @description Creates a subscription: every observed state change of a watched financing request is posted to `url` as a `LeasingStateChangedEvent`, signed per Standard Webhooks (see the `Subscription` schema), delivered at least once and in order per financing request. A 2xx answer within 10 s ends a delivery; anything else is retried with exponential back-off for up to 24 h (`LEASING_DELIVERY_RETRY_SECONDS`), with the same `webhook-id`. The answer holds the signing `secret`, shown this once. A `url` that is not `https` or resolves to a loopback, private, link-local or unique-local address is refused (422) unless `CALLBACK_ALLOW_PRIVATE` is set, as is a `url` over 2,048 characters; a user has at most `LEASING_SUBSCRIPTIONS_PER_USER` subscriptions (409 `too_many_subscriptions` beyond). The subscription is the caller's: it receives the events of the financing requests the caller created through the service (every request with `all_requests`, which only operators may set), and no other user sees it (404).
          *
          *     Needs a token with the ability `leasing` (login tokens hold every ability, `*`).
          */
@@ -1991,7 +1991,7 @@ export interface paths {
         };
         /**
          * List a subscription's deliveries
-         * @description The newest deliveries first: each event sent (or to be sent) to this subscription, with its attempts, the last answer's status code or error, and the next attempt. 422 when `limit` is not from 1 to 500.
+         * @description The newest deliveries first, `limit` a page: each event sent (or to be sent) to this subscription, with its attempts, the last answer's status code or error, and the next attempt; `page` 2 holds the next older ones. 422 when `limit` is not from 1 to 500 or `page` is 0.
          *
          *     Needs a token with the ability `leasing` (login tokens hold every ability, `*`).
          */
@@ -3787,6 +3787,7 @@ export interface components {
          *       "attempts": 1,
          *       "cancel_requested": false,
          *       "created_at": "2026-11-27T09:30:00.000Z",
+         *       "created_by": 1,
          *       "error": null,
          *       "finished_at": null,
          *       "id": 42,
@@ -3813,6 +3814,11 @@ export interface components {
             cancel_requested: boolean;
             /** @description When it was queued (RFC 3339). */
             created_at: string;
+            /**
+             * Format: int64
+             * @description The id of the user who queued it (null: `SCHEDULE` or the command line). Only they, or an operator, may cancel it.
+             */
+            created_by?: number | null;
             /** @description Why it failed. */
             error?: string | null;
             finished_at?: string | null;
@@ -3843,6 +3849,7 @@ export interface components {
          *           "attempts": 1,
          *           "cancel_requested": false,
          *           "created_at": "2026-11-27T09:00:00.002Z",
+         *           "created_by": null,
          *           "error": null,
          *           "finished_at": "2026-11-27T09:00:02.480Z",
          *           "id": 41,
@@ -4568,6 +4575,11 @@ export interface components {
          */
         NewSubscription: {
             /**
+             * @description The events of every financing request, not only of those the caller created: for operators only (422 otherwise). Default false.
+             * @default false
+             */
+            all_requests?: boolean;
+            /**
              * @description A note for people (at most 500 characters).
              * @default null
              */
@@ -4577,7 +4589,7 @@ export interface components {
              * @default null
              */
             events?: string[] | null;
-            /** @description Where the events are posted: `https`, and a public address (loopback, private, link-local and unique-local addresses, and `http`, only with `CALLBACK_ALLOW_PRIVATE`). Redirects are not followed. */
+            /** @description Where the events are posted: `https`, and a public address (loopback, private, link-local and unique-local addresses, and `http`, only with `CALLBACK_ALLOW_PRIVATE`). Redirects are not followed. At most 2,048 characters. */
             url: string;
         };
         /** @description A new Tags record: `Id` (a string of 1 to 255 characters) and `Version` (an integer) are required; every other field is the set's. */
@@ -5577,6 +5589,7 @@ export interface components {
         /**
          * @description A subscription to the leasing state events. Each event is posted as JSON (its shape: the schema `LeasingStateChangedEvent`) with the Standard Webhooks headers `webhook-id` (the event's id, the same on every retry), `webhook-timestamp` (Unix seconds) and `webhook-signature` (`v1,<base64 HMAC-SHA256 of "<id>.<timestamp>.<body>">`, keyed with the base64-decoded secret after `whsec_`; after a rotation, two signatures, space separated).
          * @example {
+         *       "all_requests": false,
          *       "created_at": "2026-11-27T10:00:00.000Z",
          *       "description": "shop backend",
          *       "disabled_at": null,
@@ -5591,6 +5604,8 @@ export interface components {
          *     }
          */
         Subscription: {
+            /** @description Whether it receives the events of every financing request (an operator's choice), or only of those its owner created. */
+            all_requests: boolean;
             created_at: string;
             description?: string | null;
             disabled_at?: string | null;
@@ -5604,12 +5619,15 @@ export interface components {
             status: string;
             url: string;
         };
+        /** @description A page of the caller's subscriptions. */
         SubscriptionList: {
             items: components["schemas"]["Subscription"][];
+            meta: components["schemas"]["PageMeta"];
         };
         /**
          * @description A subscription with its signing secret: shown in this answer only.
          * @example {
+         *       "all_requests": false,
          *       "created_at": "2026-11-27T10:00:00.000Z",
          *       "description": "shop backend",
          *       "disabled_at": null,
@@ -5624,6 +5642,8 @@ export interface components {
          *     }
          */
         SubscriptionWithSecret: {
+            /** @description Whether it receives the events of every financing request (an operator's choice), or only of those its owner created. */
+            all_requests: boolean;
             created_at: string;
             description?: string | null;
             disabled_at?: string | null;
@@ -10934,6 +10954,25 @@ export interface operations {
             };
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
+            /** @description The caller has `JOBS_ACTIVE_PER_USER` jobs queued or running (`too_many_active_jobs`), or queued `JOBS_PER_MINUTE_PER_USER` within the last minute (`too_many_jobs`); retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error_code": "too_many_jobs",
+                     *       "message": "you queued 60 jobs within a minute, the most a user may; retry in 12 s",
+                     *       "request_id": "0d5c1e3e-8b7f-4f4e-9c57-2f1f0c9e1a11"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -11008,7 +11047,23 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
-            403: components["responses"]["MissingAbility"];
+            /** @description The token lacks the ability `jobs` (`missing_ability`), or the job was queued by another user and the caller is not an operator (`not_job_owner`). */
+            403: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error_code": "not_job_owner",
+                     *       "message": "job 42 was queued by another user; only they or an operator may cancel it",
+                     *       "request_id": "0d5c1e3e-8b7f-4f4e-9c57-2f1f0c9e1a11"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
             /** @description No such job (`not_found`). */
             404: {
                 headers: {
@@ -11488,7 +11543,12 @@ export interface operations {
     };
     leasing_subscription_list: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Page number, from 1 (default 1). */
+                page?: number | null;
+                /** @description Subscriptions per page, 1 to 100 (default 50). */
+                per_page?: number | null;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -11507,6 +11567,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -11546,8 +11607,26 @@ export interface operations {
             };
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            /** @description The caller has `LEASING_SUBSCRIPTIONS_PER_USER` subscriptions already (`too_many_subscriptions`). */
+            409: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error_code": "too_many_subscriptions",
+                     *       "message": "You have 100 subscriptions, the most a user may have; delete one first.",
+                     *       "request_id": "0d5c1e3e-8b7f-4f4e-9c57-2f1f0c9e1a11",
+                     *       "success": false
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
             413: components["responses"]["PayloadTooLarge"];
-            /** @description A field is invalid (`validation_failed`, the fields named in `errors`): the `url` is not https, or resolves to a loopback, private, link-local or unique-local address (allowed only with `CALLBACK_ALLOW_PRIVATE`), or cannot be resolved; an event type is unknown; the description is too long. */
+            /** @description A field is invalid (`validation_failed`, the fields named in `errors`): the `url` is longer than 2,048 characters, is not https, or resolves to a loopback, private, link-local or unique-local address (allowed only with `CALLBACK_ALLOW_PRIVATE`), or cannot be resolved; an event type is unknown; the description is too long; `all_requests` asked for by a user who is not an operator. */
             422: {
                 headers: {
                     "x-request-id": components["headers"]["RequestId"];
@@ -11670,8 +11749,10 @@ export interface operations {
     leasing_subscription_deliveries: {
         parameters: {
             query?: {
-                /** @description How many deliveries, newest first (1 to 500; default 100). */
+                /** @description How many deliveries a page, newest first (1 to 500; default 100). */
                 limit?: number | null;
+                /** @description Which page of `limit` deliveries, from 1 (default 1: the newest). */
+                page?: number | null;
             };
             header?: never;
             path: {

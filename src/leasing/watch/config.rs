@@ -20,6 +20,8 @@ pub struct WatchConfig {
     /// The first retry's delay, doubled for each further one up to an hour
     /// (`LEASING_DELIVERY_BACKOFF_MILLISECONDS`, default 5000).
     pub first_retry: Duration,
+    /// Subscriptions one user may have (`LEASING_SUBSCRIPTIONS_PER_USER`, default 100).
+    pub subscriptions_per_user: u64,
 }
 
 impl Default for WatchConfig {
@@ -30,6 +32,7 @@ impl Default for WatchConfig {
             allow_private: false,
             retry_horizon: Duration::from_secs(24 * 3600),
             first_retry: Duration::from_secs(5),
+            subscriptions_per_user: 100,
         }
     }
 }
@@ -49,6 +52,9 @@ impl WatchConfig {
             first_retry: raw
                 .positive_u64("LEASING_DELIVERY_BACKOFF_MILLISECONDS")?
                 .map_or(defaults.first_retry, Duration::from_millis),
+            subscriptions_per_user: raw
+                .positive_u64("LEASING_SUBSCRIPTIONS_PER_USER")?
+                .unwrap_or(defaults.subscriptions_per_user),
         })
     }
 }

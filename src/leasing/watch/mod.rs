@@ -41,6 +41,8 @@ pub enum WatchError {
     SubscriptionNotFound(String),
     #[error("The subscription has no delivery {0}.")]
     DeliveryNotFound(i64),
+    #[error("You have {0} subscriptions, the most a user may have; delete one first.")]
+    TooManySubscriptions(u64),
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -102,9 +104,16 @@ impl Watcher {
         }
     }
 
-    /// Starts watching a request read (or created) at `read_at`; the watch as recorded (an
-    /// existing one is kept as it is).
-    pub async fn start(&self, financing_id: &str, request: &Value, read_at: i64) -> Result<WatchRow, StoreError> {
+    /// Starts watching a request read (or created) at `read_at` for `user_id`, whose
+    /// subscriptions receive its events; the watch as recorded (an existing one is kept as it
+    /// is, with its owner).
+    pub async fn start(
+        &self,
+        financing_id: &str,
+        request: &Value,
+        read_at: i64,
+        user_id: i64,
+    ) -> Result<WatchRow, StoreError> {
         let state = state_of(request);
         let observed = Observed {
             financing_id,
@@ -113,7 +122,7 @@ impl Watcher {
             terminal: crate::leasing::state::StateMeta::of(state).terminal,
             at: read_at,
         };
-        if !self.store.watch_start(&observed, self.next_poll_at()).await? {
+        if !self.store.watch_start(&observed, self.next_poll_at(), user_id).await? {
             // Watched already: what was just read is an observation like any other.
             self.observe(ObservationSource::Read, financing_id, request, read_at).await;
         }

@@ -10,7 +10,7 @@ use super::event::{EVENT_TYPES, STATE_CHANGED};
 use super::signing::new_secret;
 use super::target::{check_url, resolve};
 use super::{WatchError, Watcher};
-use crate::store::leasing_watch::{DeliveryRow, NewSubscription, SubscriptionRow};
+use crate::store::leasing_watch::{DeliveryRow, NewSubscription, SubscriptionRow, Viewer};
 use crate::store::now_ms;
 use crate::vocabulary::field_errors::FieldErrors;
 
@@ -18,12 +18,16 @@ use crate::vocabulary::field_errors::FieldErrors;
 pub const ROTATION_OVERLAP: Duration = Duration::from_secs(24 * 3600);
 /// The longest description.
 const MAX_DESCRIPTION: usize = 500;
+/// The longest callback URL, in characters.
+pub const MAX_URL_CHARS: usize = 2048;
 
 /// What a new subscription asks for.
 pub struct SubscriptionRequest {
     pub url: String,
     pub description: Option<String>,
     pub events: Option<Vec<String>>,
+    /// The events of every financing request, not only the owner's: operators only.
+    pub all_requests: bool,
 }
 
 /// A subscription with its secret: the one answer that shows it.
@@ -37,9 +41,20 @@ fn invalid(field: &str, message: impl Into<String>) -> WatchError {
 }
 
 impl Watcher {
-    /// Checks and stores a subscription: its URL (https, a public address once resolved,
-    /// unless `CALLBACK_ALLOW_PRIVATE`), its events (known types; all by default).
-    pub async fn subscribe(&self, request: SubscriptionRequest) -> Result<WithSecret, WatchError> {
+    /// Checks and stores a subscription of `owner`: its URL (https, a public address once
+    /// resolved, unless `CALLBACK_ALLOW_PRIVATE`), its events (known types; all by default),
+    /// and `all_requests` (operators only).
+    pub async fn subscribe(&self, owner: Viewer, request: SubscriptionRequest) -> Result<WithSecret, WatchError> {
+        if request.all_requests && !owner.operator {
+            return Err(invalid("all_requests", "Only an operator may subscribe to every financing request."));
+        }
+        if request.url.chars().count() > MAX_URL_CHARS {
+            return Err(invalid("url", format!("At most {MAX_URL_CHARS} characters.")));
+        }
+        let most = self.config.subscriptions_per_user;
+        if self.store.subscription_count(owner.user_id).await? >= most {
+            return Err(WatchError::TooManySubscriptions(most));
+        }
         let events = match request.events {
             None => vec![STATE_CHANGED.to_string()],
             Some(events) if events.is_empty() => return Err(invalid("events", "Name at least one event type.")),
@@ -77,22 +92,32 @@ impl Watcher {
                 events: &events,
                 secret: &secret,
                 created_at: now_ms(),
+                user_id: owner.user_id,
+                all_requests: request.all_requests,
             })
             .await?;
         Ok(WithSecret { subscription, secret })
     }
 
-    pub async fn subscriptions(&self) -> Result<Vec<SubscriptionRow>, WatchError> {
-        Ok(self.store.subscriptions().await?)
+    /// A page of the subscriptions `viewer` sees (their own; an operator's also those without
+    /// owner), and how many there are.
+    pub async fn subscriptions(
+        &self,
+        viewer: Viewer,
+        page: u32,
+        per_page: u32,
+    ) -> Result<(Vec<SubscriptionRow>, i64), WatchError> {
+        Ok(self.store.subscriptions(viewer, page, per_page).await?)
     }
 
-    pub async fn subscription(&self, id: &str) -> Result<SubscriptionRow, WatchError> {
-        self.store.subscription(id).await?.ok_or_else(|| WatchError::SubscriptionNotFound(id.to_string()))
+    /// A subscription `viewer` sees; anyone else's is not found, as if it did not exist.
+    pub async fn subscription(&self, viewer: Viewer, id: &str) -> Result<SubscriptionRow, WatchError> {
+        self.store.subscription(viewer, id).await?.ok_or_else(|| WatchError::SubscriptionNotFound(id.to_string()))
     }
 
     /// Deletes a subscription; its pending deliveries are not sent.
-    pub async fn unsubscribe(&self, id: &str) -> Result<(), WatchError> {
-        if self.store.subscription_delete(id).await? {
+    pub async fn unsubscribe(&self, viewer: Viewer, id: &str) -> Result<(), WatchError> {
+        if self.store.subscription_delete(viewer, id).await? {
             Ok(())
         } else {
             Err(WatchError::SubscriptionNotFound(id.into()))
@@ -100,26 +125,33 @@ impl Watcher {
     }
 
     /// A new secret; the old one signs beside it for [`ROTATION_OVERLAP`].
-    pub async fn rotate_secret(&self, id: &str) -> Result<WithSecret, WatchError> {
+    pub async fn rotate_secret(&self, viewer: Viewer, id: &str) -> Result<WithSecret, WatchError> {
         let secret = new_secret();
         let until = now_ms() + ROTATION_OVERLAP.as_millis() as i64;
         let subscription = self
             .store
-            .subscription_rotate(id, &secret, until)
+            .subscription_rotate(viewer, id, &secret, until)
             .await?
             .ok_or_else(|| WatchError::SubscriptionNotFound(id.to_string()))?;
         Ok(WithSecret { subscription, secret })
     }
 
-    /// The newest `limit` deliveries of a subscription.
-    pub async fn deliveries(&self, id: &str, limit: u32) -> Result<Vec<DeliveryRow>, WatchError> {
-        self.subscription(id).await?;
-        Ok(self.store.deliveries_of(id, i64::from(limit)).await?)
+    /// Page `page` of a subscription's deliveries, `limit` a page, newest first.
+    pub async fn deliveries(
+        &self,
+        viewer: Viewer,
+        id: &str,
+        limit: u32,
+        page: u32,
+    ) -> Result<Vec<DeliveryRow>, WatchError> {
+        self.subscription(viewer, id).await?;
+        let skip = i64::from(page.saturating_sub(1)) * i64::from(limit);
+        Ok(self.store.deliveries_of(id, i64::from(limit), skip).await?)
     }
 
     /// Sends a delivery again now, whatever became of it, with the same `webhook-id`.
-    pub async fn retry_delivery(&self, id: &str, delivery: i64) -> Result<DeliveryRow, WatchError> {
-        self.subscription(id).await?;
+    pub async fn retry_delivery(&self, viewer: Viewer, id: &str, delivery: i64) -> Result<DeliveryRow, WatchError> {
+        self.subscription(viewer, id).await?;
         let row = self.store.delivery_retry(id, delivery).await?.ok_or(WatchError::DeliveryNotFound(delivery))?;
         self.deliveries_queued.notify_one();
         Ok(row)

@@ -50,7 +50,7 @@ fn is_public_v4(ip: Ipv4Addr) -> bool {
 }
 
 fn is_public_v6(ip: Ipv6Addr) -> bool {
-    // IPv4 inside IPv6: mapped (::ffff:a.b.c.d), compatible (::a.b.c.d) and NAT64 (64:ff9b::/96).
+    // IPv4 inside IPv6: mapped (::ffff:a.b.c.d) and compatible (::a.b.c.d) as that IPv4.
     if let Some(v4) = ip.to_ipv4_mapped() {
         return is_public_v4(v4);
     }
@@ -58,8 +58,16 @@ fn is_public_v6(ip: Ipv6Addr) -> bool {
     if segments[..6] == [0, 0, 0, 0, 0, 0] && !ip.is_loopback() && !ip.is_unspecified() {
         return is_public_v4(Ipv4Addr::from(ip.to_bits() as u32));
     }
-    if segments[..6] == [0x64, 0xff9b, 0, 0, 0, 0] {
-        return is_public_v4(Ipv4Addr::from(ip.to_bits() as u32));
+    // Transition forms that carry an IPv4 address a relay or translator forwards to, which may
+    // be a private one: refused whatever they carry. 6to4 2002::/16, Teredo 2001::/32, NAT64
+    // 64:ff9b::/96 and the local-use 64:ff9b:1::/48, IPv4-translated ::ffff:0:0:0/96.
+    if segments[0] == 0x2002
+        || (segments[0] == 0x2001 && segments[1] == 0)
+        || segments[..6] == [0x64, 0xff9b, 0, 0, 0, 0]
+        || segments[..3] == [0x64, 0xff9b, 1]
+        || segments[..6] == [0, 0, 0, 0, 0xffff, 0]
+    {
+        return false;
     }
     !(ip.is_unspecified()
         || ip.is_loopback()
@@ -151,6 +159,12 @@ mod tests {
             "https://[::ffff:127.0.0.1]/",
             "https://[::ffff:10.0.0.1]/",
             "https://[64:ff9b::a9fe:a9fe]/",
+            "https://[64:ff9b::5db8:d70e]/",
+            "https://[64:ff9b:1::a00:1]/",
+            "https://[2002:a00:1::1]/",
+            "https://[2002:5db8:d70e::1]/",
+            "https://[2001:0:4136:e378:8000:63bf:f5ff:fffe]/",
+            "https://[::ffff:0:a00:1]/",
             "https://localhost/",
             "https://api.localhost/",
             "https://user:pw@example.com/",

@@ -19,7 +19,7 @@ async fn user_emails(store: &Store) -> Vec<String> {
 async fn a_backup_of_a_database_in_use_restores_once_it_is_no_longer_in_use() {
     let (dir, url) = scratch();
     let store = Store::open(&url).await.unwrap();
-    store.insert_user("Before", "before@example.com", "hash").await.unwrap();
+    store.insert_user("Before", "before@example.com", "hash", false).await.unwrap();
 
     // Taken while the store has the database open, as a running service has.
     let copy = dir.join("copy.db");
@@ -29,7 +29,7 @@ async fn a_backup_of_a_database_in_use_restores_once_it_is_no_longer_in_use() {
     assert!(!beside(&copy, ".partial").exists());
     assert!(matches!(super::backup(&url, &copy), Err(BackupError::TargetExists(_))), "never overwrites");
 
-    store.insert_user("After", "after@example.com", "hash").await.unwrap();
+    store.insert_user("After", "after@example.com", "hash", false).await.unwrap();
     let refused = restore(&url, &copy).unwrap_err();
     assert!(matches!(refused, BackupError::InUse(_)), "{refused}");
     assert!(refused.to_string().contains("is in use"), "{refused}");

@@ -38,6 +38,7 @@ pub struct TokenOwner {
     pub name: String,
     pub email: String,
     pub created_at: i64,
+    pub operator: bool,
 }
 
 /// The notification channel of migration 0011.
@@ -146,6 +147,7 @@ mod tests {
             name: "n".into(),
             email: "e@x.io".into(),
             created_at: 0,
+            operator: false,
         }
     }
 

@@ -4,11 +4,11 @@ use super::*;
 async fn one_job_of_a_kind_and_target_is_active_and_a_lost_lease_is_taken_over() {
     for test in crate::store::testing::stores_on_both_databases().await {
         let store = &test.store;
-        let first = store.job_enqueue("fieldreport.sync", "tags", false).await.unwrap().unwrap();
+        let first = store.job_enqueue("fieldreport.sync", "tags", false, Some(1)).await.unwrap().unwrap();
         assert_eq!(first.status, "queued");
-        let refused = store.job_enqueue("fieldreport.sync", "tags", false).await.unwrap().unwrap_err();
+        let refused = store.job_enqueue("fieldreport.sync", "tags", false, Some(1)).await.unwrap().unwrap_err();
         assert_eq!(refused.id, first.id);
-        let other = store.job_enqueue("fieldreport.sync", "users", false).await.unwrap().unwrap();
+        let other = store.job_enqueue("fieldreport.sync", "users", false, Some(1)).await.unwrap().unwrap();
 
         // The oldest first; a claimed job is not claimed again while its lease holds.
         let claimed = store.job_claim("a", now_ms() + 60_000).await.unwrap().unwrap();
@@ -36,7 +36,7 @@ async fn one_job_of_a_kind_and_target_is_active_and_a_lost_lease_is_taken_over()
         assert!(store.job_finish(other.id, "c", "succeeded", Some("[]"), None, &JobProgress::default()).await.unwrap());
 
         // Once ended, the kind and target are free again.
-        assert!(store.job_enqueue("fieldreport.sync", "users", true).await.unwrap().is_ok());
+        assert!(store.job_enqueue("fieldreport.sync", "users", true, None).await.unwrap().is_ok());
         let successes = store.job_last_successes().await.unwrap();
         assert_eq!(successes.len(), 1);
         assert_eq!((successes[0].0.as_str(), successes[0].1.as_str()), ("fieldreport.sync", "users"));
@@ -63,6 +63,31 @@ async fn a_schedule_tick_is_taken_once() {
         store.schedule_entry("erp.pull", "", 1, now_ms()).await.unwrap();
         tokio::time::sleep(std::time::Duration::from_millis(5)).await;
         assert!(store.schedule_take_tick("erp.pull", "").await.unwrap());
+        test.finish().await;
+    }
+}
+
+#[tokio::test]
+async fn creators_take_turns_and_active_jobs_are_counted_per_user() {
+    for test in crate::store::testing::stores_on_both_databases().await {
+        let store = &test.store;
+        let mut first_users = Vec::new();
+        for target in ["tags", "users", "items", "products", "contacts"] {
+            first_users.push(store.job_enqueue("fieldreport.sync", target, false, Some(1)).await.unwrap().unwrap());
+        }
+        let second_users = store.job_enqueue("fieldreport.sync", "companies", false, Some(2)).await.unwrap().unwrap();
+        assert_eq!(store.jobs_active_of(1).await.unwrap(), 5);
+        assert_eq!(store.jobs_active_of(2).await.unwrap(), 1);
+        // User 1's oldest, then user 2's only job, not user 1's second: the queue takes turns.
+        let claimed: Vec<i64> = [
+            store.job_claim("a", now_ms() + 60_000).await.unwrap().unwrap().id,
+            store.job_claim("a", now_ms() + 60_000).await.unwrap().unwrap().id,
+            store.job_claim("a", now_ms() + 60_000).await.unwrap().unwrap().id,
+        ]
+        .into();
+        assert_eq!(claimed, [first_users[0].id, second_users.id, first_users[1].id]);
+        store.job_cancel(first_users[4].id).await.unwrap();
+        assert_eq!(store.jobs_active_of(1).await.unwrap(), 4);
         test.finish().await;
     }
 }

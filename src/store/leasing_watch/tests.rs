@@ -25,12 +25,16 @@ async fn a_change_is_recorded_once_with_a_delivery_per_subscription_in_order_per
             events: &events,
             secret: "whsec_x",
             created_at: now_ms(),
+            user_id: 1,
+            all_requests: false,
         };
         store.subscription_insert(&new).await.unwrap();
+        // Another user's subscription gets none of user 1's events.
+        store.subscription_insert(&NewSubscription { id: "sub_2", user_id: 2, ..new }).await.unwrap();
         let at = now_ms();
         assert_eq!(store.watch_record(&observed("ReadyToSign", at), event("e0")).await.unwrap(), Recorded::NotWatched);
-        assert!(store.watch_start(&observed("RequestToGrenke", at), at - 1).await.unwrap());
-        assert!(!store.watch_start(&observed("RequestToGrenke", at), at - 1).await.unwrap());
+        assert!(store.watch_start(&observed("RequestToGrenke", at), at - 1, 1).await.unwrap());
+        assert!(!store.watch_start(&observed("RequestToGrenke", at), at - 1, 1).await.unwrap());
         assert_eq!(
             store.watch_record(&observed("RequestToGrenke", at + 1), event("e0")).await.unwrap(),
             Recorded::Unchanged
@@ -67,12 +71,16 @@ async fn a_change_is_recorded_once_with_a_delivery_per_subscription_in_order_per
         let next = store.delivery_claim_due("a3", now_ms() + 60_000, 10).await.unwrap();
         assert_eq!(next.iter().map(|w| w.event_id.as_str()).collect::<Vec<_>>(), ["e3"]);
 
-        let listed = store.deliveries_of("sub_1", 10).await.unwrap();
+        let listed = store.deliveries_of("sub_1", 10, 0).await.unwrap();
         assert_eq!(listed.iter().map(|d| d.status.as_str()).collect::<Vec<_>>(), ["pending", "delivered"]);
         assert_eq!(listed[1].attempts, 2);
         assert_eq!(store.delivery_depths().await.unwrap().0, vec![("delivered".into(), 1), ("pending".into(), 1)]);
-        assert!(store.subscription_delete("sub_1").await.unwrap());
-        assert!(store.deliveries_of("sub_1", 10).await.unwrap().is_empty());
+        let owner = Viewer { user_id: 1, operator: false };
+        let other = Viewer { user_id: 2, operator: false };
+        assert!(!store.subscription_delete(other, "sub_1").await.unwrap(), "not another user's");
+        assert!(store.subscription(other, "sub_1").await.unwrap().is_none());
+        assert!(store.subscription_delete(owner, "sub_1").await.unwrap());
+        assert!(store.deliveries_of("sub_1", 10, 0).await.unwrap().is_empty());
         test.finish().await;
     }
 }
@@ -82,7 +90,7 @@ async fn due_watches_are_claimed_once_until_their_lease_runs_out() {
     for test in crate::store::testing::stores_on_both_databases().await {
         let store = &test.store;
         let at = now_ms();
-        store.watch_start(&observed("RequestToGrenke", at), at - 1).await.unwrap();
+        store.watch_start(&observed("RequestToGrenke", at), at - 1, 1).await.unwrap();
         assert_eq!(store.watch_claim_due("a", now_ms() + 60_000, 10).await.unwrap().len(), 1);
         assert!(store.watch_claim_due("b", now_ms() + 60_000, 10).await.unwrap().is_empty());
         store.watch_reschedule("f-1", "a", now_ms() - 1, 0).await.unwrap();

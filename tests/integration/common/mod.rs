@@ -251,8 +251,13 @@ impl TestService {
 
     /// Creates a user directly through the domain (as the CLI does).
     pub async fn create_user(&self, email: &str, password: &str) {
+        self.create_user_as(email, password, false).await;
+    }
+
+    /// Creates a user, an operator when `operator` (as `user create --operator` does).
+    pub async fn create_user_as(&self, email: &str, password: &str, operator: bool) {
         let auth = integration_service::auth::Authenticator::new(self.store().clone(), None).unwrap();
-        auth.create_user(email, Some("Test User"), password).await.expect("user created");
+        auth.create_user(email, Some("Test User"), password, operator).await.expect("user created");
         self.remember_secret(password);
     }
 

@@ -62,7 +62,7 @@ impl Instance {
         let url = DatabaseUrl::new(database_url.clone());
         let store = Store::connect(&url).await.expect("the test reaches the database");
         let auth = integration_service::auth::Authenticator::new(store.clone(), None).unwrap();
-        auth.create_user(EMAIL, Some("Ops"), PASSWORD).await.unwrap();
+        auth.create_user(EMAIL, Some("Ops"), PASSWORD, false).await.unwrap();
         (instance, sandboxes, store)
     }
 

@@ -43,7 +43,7 @@ async fn the_sync_writer_does_the_work_of_every_trigger_of_the_mirror() {
 async fn a_write_nobody_waits_for_any_more_is_not_done() {
     let dir = std::env::temp_dir().join(format!("sync-writes-{}", uuid::Uuid::new_v4()));
     let store = Store::open(&DatabaseUrl::new(format!("sqlite://{}/db.sqlite", dir.display()))).await.unwrap();
-    let turn = store.write_turn().await;
+    let turn = store.write_turn().await.unwrap();
     let mut dropped = Box::pin(store.mirror_upsert_page("tags", vec![SyncedRecord::named("1", "dropped")]));
     assert!(futures::poll!(&mut dropped).is_pending(), "queued behind the turn held here");
     let mut kept = Box::pin(store.mirror_upsert_page("tags", vec![SyncedRecord::named("2", "kept")]));

@@ -192,13 +192,22 @@ where
 
     let content = match (expected_body_content_type, body_content_type) {
         (Json, Json) => {
-            let jd = &mut serde_json::Deserializer::from_slice(&body);
-            serde_path_to_error::deserialize(jd).map_err(|e| {
+            let mut jd = serde_json::Deserializer::from_slice(&body);
+            let value = serde_path_to_error::deserialize(&mut jd).map_err(|e| {
                 HttpError::for_bad_request(
                     None,
                     format!("unable to parse JSON body: {}", e),
                 )
-            })?
+            })?;
+            // Patched in: nothing but whitespace may follow the value (upstream
+            // parses the first value and ignores the rest; not filed upstream yet).
+            jd.end().map_err(|e| {
+                HttpError::for_bad_request(
+                    None,
+                    format!("unable to parse JSON body: {}", e),
+                )
+            })?;
+            value
         }
         (UrlEncoded, UrlEncoded) => {
             let ud = serde_urlencoded::Deserializer::new(

@@ -1,0 +1,93 @@
+//! A page of a field-report list as a sync or a reconciling stores it: each record's head
+//! (`Id`, `Version`, `DateModified`, `ExternalId`) read, the rest of its document kept as text.
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::service::record_id;
+use crate::store::fieldreport::{SyncedRecord, external_id};
+use crate::upstream::fieldreport::ODataPage;
+use crate::vocabulary::stamp::Stamp;
+
+/// The fields of a record that a sync reads; the rest of the document is skipped, not parsed.
+#[derive(Deserialize)]
+struct RecordHead {
+    #[serde(rename = "Id")]
+    id: Option<Value>,
+    #[serde(rename = "Version")]
+    version: Option<Value>,
+    #[serde(rename = "DateModified")]
+    modified: Option<Value>,
+    #[serde(rename = "ExternalId")]
+    external_id: Option<Value>,
+}
+
+impl RecordHead {
+    /// The head of a record's text; `None` for a record that is not an object. A document that
+    /// the skimming read refuses (a repeated key, say) is read whole, as a tree, where the last
+    /// of repeated keys counts.
+    fn of(text: &str) -> Option<RecordHead> {
+        // Only an object is a record (the skimming read would also take an array, by position).
+        if !text.trim_start().starts_with('{') {
+            return None;
+        }
+        serde_json::from_str(text).ok().or_else(|| {
+            let Value::Object(mut fields) = serde_json::from_str(text).ok()? else { return None };
+            Some(RecordHead {
+                id: fields.remove("Id"),
+                version: fields.remove("Version"),
+                modified: fields.remove("DateModified"),
+                external_id: fields.remove("ExternalId"),
+            })
+        })
+    }
+}
+
+/// A page as a sync stores it: its records with what the sync reads of each (see
+/// [`read_page`]).
+pub(super) struct ReadPage {
+    pub(super) records: Vec<SyncedRecord>,
+    /// Records the upstream sent, with those skipped.
+    pub(super) fetched: u64,
+    /// Records without an `Id`, skipped.
+    pub(super) skipped: u64,
+    /// The page's newest `DateModified`.
+    pub(super) newest: Option<Stamp>,
+    /// The page's greatest key (`DateModified`, `Id`): where the next query starts.
+    pub(super) last_key: Option<(Stamp, i64)>,
+}
+
+/// Reads the head of each of a page's records (see [`RecordHead`]).
+pub(super) fn read_page(page: ODataPage) -> ReadPage {
+    let fetched = page.records.len();
+    let mut read = ReadPage {
+        records: Vec::with_capacity(fetched),
+        fetched: fetched as u64,
+        skipped: 0,
+        newest: None,
+        last_key: None,
+    };
+    for document in page.records {
+        let head = RecordHead::of(document.get());
+        let modified = head.as_ref().and_then(|h| h.modified.as_ref()).and_then(Value::as_str).map(Stamp::parse);
+        match head.and_then(|h| Some((record_id(h.id.as_ref()?)?, h))) {
+            Some((id, head)) => {
+                if let (Some(modified), Ok(number)) = (&modified, id.parse::<i64>())
+                    && read.last_key.as_ref().is_none_or(|(stamp, last)| (modified, number) > (stamp, *last))
+                {
+                    read.last_key = Some((modified.clone(), number));
+                }
+                let version = head.version.as_ref().and_then(super::service::version_number).unwrap_or(0);
+                let external_id = external_id(head.external_id.as_ref());
+                read.records.push(SyncedRecord { id, version, external_id, document });
+            }
+            None => read.skipped += 1,
+        }
+        if let Some(modified) = modified
+            && read.newest.as_ref().is_none_or(|newest| modified > *newest)
+        {
+            read.newest = Some(modified);
+        }
+    }
+    read
+}
