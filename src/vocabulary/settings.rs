@@ -42,10 +42,20 @@ impl Settings {
     }
 
     /// A secret setting; its value is registered for [`super::redaction::scrub`], so that no
-    /// upstream's echo of it reaches an answer or a log.
+    /// upstream's echo of it reaches an answer or a log. Of a URL (`MAIL_URL`), only what is
+    /// secret in it is registered, its password (and `user:password`): the rest (the server's
+    /// address) names where something went, which answers and logs may say.
     pub fn secret(&self, name: &'static str) -> Option<SecretString> {
         self.get(name).map(|v| {
-            super::redaction::register(v);
+            match Url::parse(v) {
+                Ok(url) if url.has_host() => {
+                    if let Some(password) = url.password() {
+                        super::redaction::register(password);
+                        super::redaction::register(&format!("{}:{password}", url.username()));
+                    }
+                }
+                _ => super::redaction::register(v),
+            }
             SecretString::from(v.to_string())
         })
     }
