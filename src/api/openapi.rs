@@ -297,26 +297,17 @@ fn fieldreport_example(op_id: &str, schema: &Value) -> Option<Value> {
     Some(example)
 }
 
-/// schemars writes an optional reference as `{allOf: [{$ref}], nullable: true}`; OpenAPI 3.0.3
-/// gives `nullable` no effect without `type` beside it, and a `type` there would still leave
-/// the referenced schema refusing `null`. So each becomes `oneOf` the reference and
-/// `{enum: [null]}`, which takes only `null`: a form the three client generators we check
-/// (progenitor, openapi-typescript, openapi-python-client) each type as an optional value of
-/// the referenced type.
+/// An optional reference stays as schemars writes it, `{allOf: [{$ref}], nullable: true}`: the
+/// form progenitor, openapi-typescript and openapi-python-client each read as a plain optional
+/// value of the referenced type (no `{enum: [null]}` alternative, which other generators turn
+/// into one-member enums; docs/architecture.md, "Optional values"). Only a `nullable` that
+/// constrains nothing (an `Option<Value>`: any JSON value, `null` among them) goes.
 fn express_nullable_references(value: &mut Value) {
     match value {
         Value::Object(object) => {
-            let nullable_reference = object.get("nullable") == Some(&Value::Bool(true))
-                && !object.contains_key("type")
-                && object.get("allOf").and_then(Value::as_array).is_some_and(|all| all.len() == 1);
-            if nullable_reference {
-                object.remove("nullable");
-                let reference = object.remove("allOf").and_then(|mut all| all.as_array_mut().and_then(Vec::pop));
-                object.insert("oneOf".into(), json!([reference, {"enum": [null]}]));
-            } else if object.get("nullable") == Some(&Value::Bool(true))
+            if object.get("nullable") == Some(&Value::Bool(true))
                 && !["type", "allOf", "anyOf", "oneOf", "$ref", "enum"].iter().any(|k| object.contains_key(*k))
             {
-                // Any JSON value (an `Option<Value>`): null is one already.
                 object.remove("nullable");
             }
             object.values_mut().for_each(express_nullable_references);
@@ -788,30 +779,55 @@ mod tests {
         assert!(!takes_token("/healthz", "get"));
     }
 
+    /// Every schema object of the document with its JSON pointer.
+    fn schema_objects<'a>(
+        value: &'a serde_json::Value,
+        at: String,
+        found: &mut Vec<(String, &'a serde_json::Map<String, serde_json::Value>)>,
+    ) {
+        match value {
+            serde_json::Value::Object(object) => {
+                found.push((at.clone(), object));
+                object.iter().for_each(|(k, v)| schema_objects(v, format!("{at}/{k}"), found));
+            }
+            serde_json::Value::Array(items) => {
+                items.iter().enumerate().for_each(|(i, v)| schema_objects(v, format!("{at}/{i}"), found))
+            }
+            _ => {}
+        }
+    }
+
+    /// Optional values are plain to every generator: `nullable` beside a `type`, or beside an
+    /// `allOf` of one `$ref` (an optional reference); never an `{enum: [null]}` alternative.
+    #[test]
+    fn optional_values_are_nullable_not_null_enums() {
+        let doc: serde_json::Value = serde_json::from_str(&super::document()).unwrap();
+        let mut objects = Vec::new();
+        schema_objects(&doc, String::new(), &mut objects);
+        let mut references = 0;
+        for (at, object) in objects {
+            assert!(object.get("enum") != Some(&serde_json::json!([null])), "enum: [null] at {at}");
+            if object.get("nullable") != Some(&serde_json::Value::Bool(true)) || object.contains_key("type") {
+                continue;
+            }
+            let all = object.get("allOf").and_then(|all| all.as_array());
+            let one_reference = all.is_some_and(|all| all.len() == 1 && all[0].get("$ref").is_some());
+            assert!(one_reference, "nullable without a type or one reference at {at}");
+            assert!(!object.contains_key("oneOf") && !object.contains_key("anyOf"), "{at}");
+            references += 1;
+        }
+        assert!(references > 100, "only {references} optional references");
+        let billing = &doc["components"]["schemas"]["Companies"]["properties"]["BillingAddress"];
+        assert_eq!(billing["allOf"], serde_json::json!([{"$ref": "#/components/schemas/Location"}]));
+        assert_eq!(billing["nullable"], true);
+    }
+
     /// What client generators and strict validators need of every operation and schema: a
     /// description, snake-case operationIds, an example of each request body, the `4XX` range,
-    /// `x-request-id` on each answer, and no `nullable` without `type` (OpenAPI 3.0.3 gives it
-    /// no effect there).
+    /// and `x-request-id` on each answer.
     #[test]
     fn every_operation_is_described_for_generators() {
         let doc: serde_json::Value = serde_json::from_str(&super::document()).unwrap();
-        fn nullable_without_type(value: &serde_json::Value, at: &str, found: &mut Vec<String>) {
-            match value {
-                serde_json::Value::Object(object) => {
-                    if object.get("nullable") == Some(&serde_json::Value::Bool(true)) && !object.contains_key("type") {
-                        found.push(at.to_string());
-                    }
-                    object.iter().for_each(|(k, v)| nullable_without_type(v, &format!("{at}/{k}"), found));
-                }
-                serde_json::Value::Array(items) => {
-                    items.iter().enumerate().for_each(|(i, v)| nullable_without_type(v, &format!("{at}/{i}"), found))
-                }
-                _ => {}
-            }
-        }
-        let mut found = Vec::new();
-        nullable_without_type(&doc, "", &mut found);
-        assert!(found.is_empty(), "nullable without type at {found:?}");
         let header = serde_json::json!({"$ref": "#/components/headers/RequestId"});
         for (name, response) in doc["components"]["responses"].as_object().unwrap() {
             assert_eq!(response["headers"]["x-request-id"], header, "components/responses/{name}");
