@@ -72,7 +72,7 @@ pub mod types {
         pub request_id: ::std::string::String,
         ///On 429 and 503: seconds until a new attempt may succeed (also sent as `Retry-After`).
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub retry_after_seconds: ::std::option::Option<u64>,
+        pub retry_after_seconds: ::std::option::Option<i64>,
         ///Present (and `false`) on leasing routes, which keep the `{success, message}` shape.
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub success: ::std::option::Option<bool>,
@@ -176,12 +176,12 @@ pub mod types {
         ///Definitions that apply to the model (or the one asked for).
         pub applicable: ::std::vec::Vec<::std::string::String>,
         ///Definitions pulled (all of the ERP's).
-        pub definitions: u64,
+        pub definitions: i64,
         pub errors: ::std::vec::Vec<RecordError>,
         pub model: ::std::string::String,
-        pub records: u64,
+        pub records: i64,
         ///Values of the applicable definitions found on the model's records.
-        pub values: u64,
+        pub values: i64,
     }
     impl AttributePullReport {
         pub fn builder() -> builder::AttributePullReport {
@@ -202,11 +202,11 @@ pub mod types {
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct AttributePushReport {
         ///Records the ERP refused because they changed since they were pulled (409).
-        pub conflicts: u64,
+        pub conflicts: i64,
         pub errors: ::std::vec::Vec<RecordError>,
-        pub failed: u64,
+        pub failed: i64,
         pub model: ::std::string::String,
-        pub pushed: u64,
+        pub pushed: i64,
     }
     impl AttributePushReport {
         pub fn builder() -> builder::AttributePushReport {
@@ -231,7 +231,7 @@ pub mod types {
         pub request_id: ::std::string::String,
         ///On 429 and 503: seconds until a new attempt may succeed (also sent as `Retry-After`).
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub retry_after_seconds: ::std::option::Option<u64>,
+        pub retry_after_seconds: ::std::option::Option<i64>,
         ///Present (and `false`) on leasing routes, which keep the `{success, message}` shape.
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub success: ::std::option::Option<bool>,
@@ -375,172 +375,10 @@ pub mod types {
             Default::default()
         }
     }
-    ///A customer company or private customer.
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
-    pub struct Companies {
-        ///Billing address, when it differs from the main address.
-        #[serde(
-            rename = "BillingAddress",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub billing_address: ::std::option::Option<Location>,
-        ///Contact persons of the company.
-        #[serde(
-            rename = "Contacts",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub contacts: ::std::option::Option<::std::vec::Vec<Contact>>,
-        ///Id of the default cost center.
-        #[serde(
-            rename = "CostCenterId",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub cost_center_id: ::std::option::Option<EdmInt64>,
-        ///Customer number.
-        #[serde(
-            rename = "CustomerNumber",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub customer_number: ::std::option::Option<::std::string::String>,
-        ///When the record was last changed (set by the system).
-        #[serde(
-            rename = "DateModified",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub date_modified: ::std::option::Option<::std::string::String>,
-        ///When the record was created (set by the system).
-        #[serde(
-            rename = "DateOfCreation",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub date_of_creation: ::std::option::Option<::std::string::String>,
-        ///General e-mail address.
-        #[serde(
-            rename = "Email",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub email: ::std::option::Option<::std::string::String>,
-        ///Identifier of the record in a connected system (e.g. the ERP).
-        #[serde(
-            rename = "ExternalId",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub external_id: ::std::option::Option<::std::string::String>,
-        ///Fax number.
-        #[serde(rename = "Fax", skip_serializing_if = "::std::option::Option::is_none")]
-        pub fax: ::std::option::Option<::std::string::String>,
-        ///Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L).
-        #[serde(rename = "Id", skip_serializing_if = "::std::option::Option::is_none")]
-        pub id: ::std::option::Option<EdmInt64>,
-        ///Whether the company is archived.
-        #[serde(
-            rename = "IsArchived",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub is_archived: ::std::option::Option<bool>,
-        ///True for a private person, false for a company.
-        #[serde(
-            rename = "IsPhysicalPerson",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub is_physical_person: ::std::option::Option<bool>,
-        ///Preferred language, e.g. de.
-        #[serde(
-            rename = "Language",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub language: ::std::option::Option<::std::string::String>,
-        ///Main address.
-        #[serde(
-            rename = "Location",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub location: ::std::option::Option<Location>,
-        ///The main contact person.
-        #[serde(
-            rename = "MainContact",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub main_contact: ::std::option::Option<Contact>,
-        ///Id of the main contact person.
-        #[serde(
-            rename = "MainContactId",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub main_contact_id: ::std::option::Option<EdmInt64>,
-        ///Mobile phone number.
-        #[serde(
-            rename = "MobilePhone",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub mobile_phone: ::std::option::Option<::std::string::String>,
-        ///Name of the company or person.
-        #[serde(rename = "Name", skip_serializing_if = "::std::option::Option::is_none")]
-        pub name: ::std::option::Option<::std::string::String>,
-        ///Additional name line.
-        #[serde(
-            rename = "Name2",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub name2: ::std::option::Option<::std::string::String>,
-        ///Internal note.
-        #[serde(rename = "Note", skip_serializing_if = "::std::option::Option::is_none")]
-        pub note: ::std::option::Option<::std::string::String>,
-        ///Service objects (installed equipment) of the company.
-        #[serde(
-            rename = "ServiceObjects",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub service_objects: ::std::option::Option<::std::vec::Vec<ServiceObject>>,
-        ///E-mail address for service matters.
-        #[serde(
-            rename = "SupportMail",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub support_mail: ::std::option::Option<::std::string::String>,
-        ///Phone number for service matters.
-        #[serde(
-            rename = "SupportTelephone",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub support_telephone: ::std::option::Option<::std::string::String>,
-        ///Tags attached to the company.
-        #[serde(rename = "Tags", skip_serializing_if = "::std::option::Option::is_none")]
-        pub tags: ::std::option::Option<::std::vec::Vec<Tag>>,
-        ///General phone number.
-        #[serde(
-            rename = "Telephone",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub telephone: ::std::option::Option<::std::string::String>,
-        ///VAT identification number.
-        #[serde(
-            rename = "VatId",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub vat_id: ::std::option::Option<::std::string::String>,
-        ///Optimistic-locking token; a write with a stale Version is refused.
-        #[serde(
-            rename = "Version",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub version: ::std::option::Option<EdmInt64>,
-        ///Web site address.
-        #[serde(
-            rename = "Website",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub website: ::std::option::Option<::std::string::String>,
-    }
-    impl Companies {
-        pub fn builder() -> builder::Companies {
-            Default::default()
-        }
-    }
     ///One page of records, ordered by Id.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct CompaniesPage {
-        pub data: ::std::vec::Vec<Companies>,
+        pub data: ::std::vec::Vec<Company>,
         pub meta: PageMeta,
     }
     impl CompaniesPage {
@@ -770,7 +608,7 @@ pub mod types {
     ///The record as stored locally, and the field-report system's answer (null when the write was not forwarded).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct CompaniesWrite {
-        pub data: Companies,
+        pub data: Company,
         #[serde(
             rename = "fieldReportResponse",
             deserialize_with = "::std::option::Option::deserialize"
@@ -1077,130 +915,10 @@ pub mod types {
             Default::default()
         }
     }
-    ///A contact person, usually of a company.
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
-    pub struct Contacts {
-        ///Id of the company the contact belongs to.
-        #[serde(
-            rename = "CompanyId",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub company_id: ::std::option::Option<EdmInt64>,
-        ///When the record was last changed (set by the system).
-        #[serde(
-            rename = "DateModified",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub date_modified: ::std::option::Option<::std::string::String>,
-        ///When the record was created (set by the system).
-        #[serde(
-            rename = "DateOfCreation",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub date_of_creation: ::std::option::Option<::std::string::String>,
-        ///Department.
-        #[serde(
-            rename = "Department",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub department: ::std::option::Option<::std::string::String>,
-        ///E-mail address.
-        #[serde(
-            rename = "Email",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub email: ::std::option::Option<::std::string::String>,
-        ///Identifier of the record in a connected system (e.g. the ERP).
-        #[serde(
-            rename = "ExternalId",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub external_id: ::std::option::Option<::std::string::String>,
-        ///Fax number.
-        #[serde(rename = "Fax", skip_serializing_if = "::std::option::Option::is_none")]
-        pub fax: ::std::option::Option<::std::string::String>,
-        ///First name.
-        #[serde(
-            rename = "FirstName",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub first_name: ::std::option::Option<::std::string::String>,
-        ///Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L).
-        #[serde(rename = "Id", skip_serializing_if = "::std::option::Option::is_none")]
-        pub id: ::std::option::Option<EdmInt64>,
-        ///Whether the contact is active.
-        #[serde(
-            rename = "IsActive",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub is_active: ::std::option::Option<bool>,
-        ///Preferred language, e.g. de.
-        #[serde(
-            rename = "Language",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub language: ::std::option::Option<::std::string::String>,
-        ///Last name.
-        #[serde(
-            rename = "LastName",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub last_name: ::std::option::Option<::std::string::String>,
-        ///Address of the contact, if it differs from the company's.
-        #[serde(
-            rename = "Location",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub location: ::std::option::Option<Location>,
-        ///Mobile phone number.
-        #[serde(
-            rename = "MobilePhone",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub mobile_phone: ::std::option::Option<::std::string::String>,
-        ///Internal note.
-        #[serde(rename = "Note", skip_serializing_if = "::std::option::Option::is_none")]
-        pub note: ::std::option::Option<::std::string::String>,
-        ///Job title.
-        #[serde(
-            rename = "Position",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub position: ::std::option::Option<::std::string::String>,
-        ///Form of address, e.g. Mr, Ms.
-        #[serde(
-            rename = "Salutation",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub salutation: ::std::option::Option<::std::string::String>,
-        ///Phone number.
-        #[serde(
-            rename = "Telephone",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub telephone: ::std::option::Option<::std::string::String>,
-        ///Academic or honorific title.
-        #[serde(
-            rename = "Title",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub title: ::std::option::Option<::std::string::String>,
-        ///Optimistic-locking token; a write with a stale Version is refused.
-        #[serde(
-            rename = "Version",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub version: ::std::option::Option<EdmInt64>,
-    }
-    impl Contacts {
-        pub fn builder() -> builder::Contacts {
-            Default::default()
-        }
-    }
     ///One page of records, ordered by Id.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ContactsPage {
-        pub data: ::std::vec::Vec<Contacts>,
+        pub data: ::std::vec::Vec<Contact>,
         pub meta: PageMeta,
     }
     impl ContactsPage {
@@ -1388,7 +1106,7 @@ pub mod types {
     ///The record as stored locally, and the field-report system's answer (null when the write was not forwarded).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ContactsWrite {
-        pub data: Contacts,
+        pub data: Contact,
         #[serde(
             rename = "fieldReportResponse",
             deserialize_with = "::std::option::Option::deserialize"
@@ -1429,7 +1147,7 @@ pub mod types {
     }
     ///A cost center that time and items are booked to.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
-    pub struct CostCenters {
+    pub struct CostCenter {
         ///When the record was last changed (set by the system).
         #[serde(
             rename = "DateModified",
@@ -1479,15 +1197,15 @@ pub mod types {
         )]
         pub version: ::std::option::Option<EdmInt64>,
     }
-    impl CostCenters {
-        pub fn builder() -> builder::CostCenters {
+    impl CostCenter {
+        pub fn builder() -> builder::CostCenter {
             Default::default()
         }
     }
     ///One page of records, ordered by Id.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct CostCentersPage {
-        pub data: ::std::vec::Vec<CostCenters>,
+        pub data: ::std::vec::Vec<CostCenter>,
         pub meta: PageMeta,
     }
     impl CostCentersPage {
@@ -1612,7 +1330,7 @@ pub mod types {
     ///The record as stored locally, and the field-report system's answer (null when the write was not forwarded).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct CostCentersWrite {
-        pub data: CostCenters,
+        pub data: CostCenter,
         #[serde(
             rename = "fieldReportResponse",
             deserialize_with = "::std::option::Option::deserialize"
@@ -1630,7 +1348,7 @@ pub mod types {
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct CurrentUser {
         ///When the user was created (RFC 3339, UTC).
-        pub created_at: ::std::string::String,
+        pub created_at: ::chrono::DateTime<::chrono::offset::Utc>,
         pub email: ::std::string::String,
         pub id: i64,
         pub name: ::std::string::String,
@@ -1644,15 +1362,19 @@ pub mod types {
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct Delivery {
         pub attempts: i64,
-        pub created_at: ::std::string::String,
+        pub created_at: ::chrono::DateTime<::chrono::offset::Utc>,
         ///The event's id, sent as `webhook-id` on every attempt.
         pub event_id: ::std::string::String,
         pub financing_id: ::std::string::String,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub finished_at: ::std::option::Option<::std::string::String>,
+        pub finished_at: ::std::option::Option<
+            ::chrono::DateTime<::chrono::offset::Utc>,
+        >,
         pub id: i64,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub last_attempt_at: ::std::option::Option<::std::string::String>,
+        pub last_attempt_at: ::std::option::Option<
+            ::chrono::DateTime<::chrono::offset::Utc>,
+        >,
         ///Why the last attempt failed.
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub last_error: ::std::option::Option<::std::string::String>,
@@ -1660,7 +1382,9 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub last_status_code: ::std::option::Option<i64>,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub next_attempt_at: ::std::option::Option<::std::string::String>,
+        pub next_attempt_at: ::std::option::Option<
+            ::chrono::DateTime<::chrono::offset::Utc>,
+        >,
         ///`pending` (not delivered yet; retried at `next_attempt_at`), `delivered` (a 2xx) or `failed` (not delivered within the retry horizon, or the subscription was disabled).
         pub status: ::std::string::String,
     }
@@ -1681,7 +1405,7 @@ pub mod types {
     }
     ///A file stored in the system, attached to a service request, company or service object.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
-    pub struct Documents {
+    pub struct Document {
         ///Id of the company the document belongs to.
         #[serde(
             rename = "CompanyId",
@@ -1767,15 +1491,15 @@ pub mod types {
         )]
         pub version: ::std::option::Option<EdmInt64>,
     }
-    impl Documents {
-        pub fn builder() -> builder::Documents {
+    impl Document {
+        pub fn builder() -> builder::Document {
             Default::default()
         }
     }
     ///One page of records, ordered by Id.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct DocumentsPage {
-        pub data: ::std::vec::Vec<Documents>,
+        pub data: ::std::vec::Vec<Document>,
         pub meta: PageMeta,
     }
     impl DocumentsPage {
@@ -1936,7 +1660,7 @@ pub mod types {
     ///The record as stored locally, and the field-report system's answer (null when the write was not forwarded).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct DocumentsWrite {
-        pub data: Documents,
+        pub data: Document,
         #[serde(
             rename = "fieldReportResponse",
             deserialize_with = "::std::option::Option::deserialize"
@@ -2087,7 +1811,9 @@ pub mod types {
         pub expand: ::std::vec::Vec<::std::string::String>,
         ///When the last sync completed (RFC 3339), if ever.
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub last_sync_at: ::std::option::Option<::std::string::String>,
+        pub last_sync_at: ::std::option::Option<
+            ::chrono::DateTime<::chrono::offset::Utc>,
+        >,
         ///Records in the local mirror.
         pub records: i64,
         ///OData set name, e.g. `CostCenters`.
@@ -2108,6 +1834,35 @@ pub mod types {
     impl ErpOverview {
         pub fn builder() -> builder::ErpOverview {
             Default::default()
+        }
+    }
+    ///One mirrored ERP record as the ERP sent it (secrets masked): the model's fields.
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    #[serde(transparent)]
+    pub struct ErpRecord(
+        pub ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+    );
+    impl ::std::ops::Deref for ErpRecord {
+        type Target = ::serde_json::Map<::std::string::String, ::serde_json::Value>;
+        fn deref(
+            &self,
+        ) -> &::serde_json::Map<::std::string::String, ::serde_json::Value> {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<ErpRecord>
+    for ::serde_json::Map<::std::string::String, ::serde_json::Value> {
+        fn from(value: ErpRecord) -> Self {
+            value.0
+        }
+    }
+    impl ::std::convert::From<
+        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+    > for ErpRecord {
+        fn from(
+            value: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        ) -> Self {
+            Self(value)
         }
     }
     ///One page of mirrored ERP records, ordered by id.
@@ -3342,7 +3097,7 @@ pub mod types {
         pub request_id: ::std::string::String,
         ///On 429 and 503: seconds until a new attempt may succeed (also sent as `Retry-After`).
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub retry_after_seconds: ::std::option::Option<u64>,
+        pub retry_after_seconds: ::std::option::Option<i64>,
         ///Present (and `false`) on leasing routes, which keep the `{success, message}` shape.
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub success: ::std::option::Option<bool>,
@@ -3480,7 +3235,7 @@ pub mod types {
         pub request_id: ::std::string::String,
         ///On 429 and 503: seconds until a new attempt may succeed (also sent as `Retry-After`).
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub retry_after_seconds: ::std::option::Option<u64>,
+        pub retry_after_seconds: ::std::option::Option<i64>,
         ///Present (and `false`) on leasing routes, which keep the `{success, message}` shape.
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub success: ::std::option::Option<bool>,
@@ -3550,7 +3305,7 @@ pub mod types {
         #[serde(rename = "monthlyInstalment")]
         pub monthly_instalment: f64,
         ///The period in months used.
-        pub period: u32,
+        pub period: i64,
     }
     impl InverseCalculationResult {
         pub fn builder() -> builder::InverseCalculationResult {
@@ -3646,7 +3401,7 @@ pub mod types {
     }
     ///An article or service that can be used as an item in service requests.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
-    pub struct ItemTypes {
+    pub struct ItemType {
         ///Cost per unit.
         #[serde(
             rename = "Costs",
@@ -3726,15 +3481,15 @@ pub mod types {
         )]
         pub version: ::std::option::Option<EdmInt64>,
     }
-    impl ItemTypes {
-        pub fn builder() -> builder::ItemTypes {
+    impl ItemType {
+        pub fn builder() -> builder::ItemType {
             Default::default()
         }
     }
     ///One page of records, ordered by Id.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ItemTypesPage {
-        pub data: ::std::vec::Vec<ItemTypes>,
+        pub data: ::std::vec::Vec<ItemType>,
         pub meta: PageMeta,
     }
     impl ItemTypesPage {
@@ -3889,7 +3644,7 @@ pub mod types {
     ///The record as stored locally, and the field-report system's answer (null when the write was not forwarded).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ItemTypesWrite {
-        pub data: ItemTypes,
+        pub data: ItemType,
         #[serde(
             rename = "fieldReportResponse",
             deserialize_with = "::std::option::Option::deserialize"
@@ -3905,7 +3660,7 @@ pub mod types {
     }
     ///A unit of measure for items.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
-    pub struct ItemUnits {
+    pub struct ItemUnit {
         ///When the record was last changed (set by the system).
         #[serde(
             rename = "DateModified",
@@ -3955,15 +3710,15 @@ pub mod types {
         )]
         pub version: ::std::option::Option<EdmInt64>,
     }
-    impl ItemUnits {
-        pub fn builder() -> builder::ItemUnits {
+    impl ItemUnit {
+        pub fn builder() -> builder::ItemUnit {
             Default::default()
         }
     }
     ///One page of records, ordered by Id.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ItemUnitsPage {
-        pub data: ::std::vec::Vec<ItemUnits>,
+        pub data: ::std::vec::Vec<ItemUnit>,
         pub meta: PageMeta,
     }
     impl ItemUnitsPage {
@@ -4088,7 +3843,7 @@ pub mod types {
     ///The record as stored locally, and the field-report system's answer (null when the write was not forwarded).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ItemUnitsWrite {
-        pub data: ItemUnits,
+        pub data: ItemUnit,
         #[serde(
             rename = "fieldReportResponse",
             deserialize_with = "::std::option::Option::deserialize"
@@ -4102,97 +3857,10 @@ pub mod types {
             Default::default()
         }
     }
-    ///An item (material or service) used in a service request.
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
-    pub struct Items {
-        ///When the record was last changed (set by the system).
-        #[serde(
-            rename = "DateModified",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub date_modified: ::std::option::Option<::std::string::String>,
-        ///When the record was created (set by the system).
-        #[serde(
-            rename = "DateOfCreation",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub date_of_creation: ::std::option::Option<::std::string::String>,
-        ///Description.
-        #[serde(
-            rename = "Description",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub description: ::std::option::Option<::std::string::String>,
-        ///Identifier of the record in a connected system (e.g. the ERP).
-        #[serde(
-            rename = "ExternalId",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub external_id: ::std::option::Option<::std::string::String>,
-        ///Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L).
-        #[serde(rename = "Id", skip_serializing_if = "::std::option::Option::is_none")]
-        pub id: ::std::option::Option<EdmInt64>,
-        ///Whether the item is billed to the customer.
-        #[serde(
-            rename = "IsBillable",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub is_billable: ::std::option::Option<bool>,
-        ///Id of the item type.
-        #[serde(
-            rename = "ItemTypeId",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub item_type_id: ::std::option::Option<EdmInt64>,
-        ///Name of the item.
-        #[serde(rename = "Name", skip_serializing_if = "::std::option::Option::is_none")]
-        pub name: ::std::option::Option<::std::string::String>,
-        ///Sales price per unit.
-        #[serde(
-            rename = "Price",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub price: ::std::option::Option<EdmNumber>,
-        ///Quantity used.
-        #[serde(
-            rename = "Quantity",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub quantity: ::std::option::Option<EdmNumber>,
-        ///Serial number of the used part, if any.
-        #[serde(
-            rename = "SerialNumber",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub serial_number: ::std::option::Option<::std::string::String>,
-        ///Id of the service request.
-        #[serde(
-            rename = "ServiceRequestId",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub service_request_id: ::std::option::Option<EdmInt64>,
-        ///Id of the unit of measure.
-        #[serde(
-            rename = "UnitId",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub unit_id: ::std::option::Option<EdmInt64>,
-        ///Optimistic-locking token; a write with a stale Version is refused.
-        #[serde(
-            rename = "Version",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub version: ::std::option::Option<EdmInt64>,
-    }
-    impl Items {
-        pub fn builder() -> builder::Items {
-            Default::default()
-        }
-    }
     ///One page of records, ordered by Id.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ItemsPage {
-        pub data: ::std::vec::Vec<Items>,
+        pub data: ::std::vec::Vec<Item>,
         pub meta: PageMeta,
     }
     impl ItemsPage {
@@ -4347,7 +4015,7 @@ pub mod types {
     ///The record as stored locally, and the field-report system's answer (null when the write was not forwarded).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ItemsWrite {
-        pub data: Items,
+        pub data: Item,
         #[serde(
             rename = "fieldReportResponse",
             deserialize_with = "::std::option::Option::deserialize"
@@ -4369,13 +4037,16 @@ pub mod types {
         ///A cancel was asked for: a running job stops at its next page.
         pub cancel_requested: bool,
         ///When it was queued (RFC 3339).
-        pub created_at: ::std::string::String,
+        pub created_at: ::chrono::DateTime<::chrono::offset::Utc>,
         ///Why it failed.
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub error: ::std::option::Option<::std::string::String>,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub finished_at: ::std::option::Option<::std::string::String>,
+        pub finished_at: ::std::option::Option<
+            ::chrono::DateTime<::chrono::offset::Utc>,
+        >,
         pub id: i64,
+        ///The kind of job: what it runs (`fieldreport.*` on the field-report mirror, `erp.*` on the ERP mirror).
         pub kind: JobKind,
         ///Recorded about every second while it runs.
         pub progress: JobProgress,
@@ -4385,7 +4056,7 @@ pub mod types {
         ///Queued by `SCHEDULE` rather than by a caller.
         pub scheduled: bool,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub started_at: ::std::option::Option<::std::string::String>,
+        pub started_at: ::std::option::Option<::chrono::DateTime<::chrono::offset::Utc>>,
         ///`queued`, `running`, then `succeeded`, `failed` or `cancelled`.
         pub status: JobStatus,
         ///The entity set (route name), stage or model; null: every target of the kind.
@@ -4397,7 +4068,7 @@ pub mod types {
             Default::default()
         }
     }
-    ///`JobKind`
+    ///The kind of job: what it runs (`fieldreport.*` on the field-report mirror, `erp.*` on the ERP mirror).
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -5203,7 +4874,7 @@ pub mod types {
         pub request_id: ::std::string::String,
         ///On 429 and 503: seconds until a new attempt may succeed (also sent as `Retry-After`).
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub retry_after_seconds: ::std::option::Option<u64>,
+        pub retry_after_seconds: ::std::option::Option<i64>,
         ///Present (and `false`) on leasing routes, which keep the `{success, message}` shape.
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub success: ::std::option::Option<bool>,
@@ -5356,7 +5027,7 @@ pub mod types {
         pub request_id: ::std::string::String,
         ///On 429 and 503: seconds until a new attempt may succeed (also sent as `Retry-After`).
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub retry_after_seconds: ::std::option::Option<u64>,
+        pub retry_after_seconds: ::std::option::Option<i64>,
         ///Present (and `false`) on leasing routes, which keep the `{success, message}` shape.
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub success: ::std::option::Option<bool>,
@@ -5509,7 +5180,7 @@ pub mod types {
         pub request_id: ::std::string::String,
         ///On 429 and 503: seconds until a new attempt may succeed (also sent as `Retry-After`).
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub retry_after_seconds: ::std::option::Option<u64>,
+        pub retry_after_seconds: ::std::option::Option<i64>,
         ///Present (and `false`) on leasing routes, which keep the `{success, message}` shape.
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub success: ::std::option::Option<bool>,
@@ -5637,7 +5308,7 @@ pub mod types {
         pub request_id: ::std::string::String,
         ///On 429 and 503: seconds until a new attempt may succeed (also sent as `Retry-After`).
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub retry_after_seconds: ::std::option::Option<u64>,
+        pub retry_after_seconds: ::std::option::Option<i64>,
         ///Present (and `false`) on leasing routes, which keep the `{success, message}` shape.
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub success: ::std::option::Option<bool>,
@@ -5743,7 +5414,7 @@ pub mod types {
         pub request_id: ::std::string::String,
         ///On 429 and 503: seconds until a new attempt may succeed (also sent as `Retry-After`).
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub retry_after_seconds: ::std::option::Option<u64>,
+        pub retry_after_seconds: ::std::option::Option<i64>,
         ///Present (and `false`) on leasing routes, which keep the `{success, message}` shape.
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub success: ::std::option::Option<bool>,
@@ -6098,17 +5769,69 @@ pub mod types {
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct LeasingStateChangedEvent {
         ///When the change was observed (RFC 3339).
-        pub created_at: ::std::string::String,
+        pub created_at: ::chrono::DateTime<::chrono::offset::Utc>,
         pub data: StateChange,
         ///The event's id (`msg_…`), also its `webhook-id`: the same on every retry; use it to drop duplicates (delivery is at least once).
         pub id: ::std::string::String,
-        ///`leasing.state_changed`.
+        ///The event's type, `leasing.state_changed`.
         #[serde(rename = "type")]
-        pub type_: ::std::string::String,
+        pub type_: LeasingStateChangedEventType,
     }
     impl LeasingStateChangedEvent {
         pub fn builder() -> builder::LeasingStateChangedEvent {
             Default::default()
+        }
+    }
+    ///The event's type, `leasing.state_changed`.
+    #[derive(
+        ::serde::Deserialize,
+        ::serde::Serialize,
+        Clone,
+        Copy,
+        Debug,
+        Eq,
+        Hash,
+        Ord,
+        PartialEq,
+        PartialOrd
+    )]
+    pub enum LeasingStateChangedEventType {
+        #[serde(rename = "leasing.state_changed")]
+        LeasingStateChanged,
+    }
+    impl ::std::fmt::Display for LeasingStateChangedEventType {
+        fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+            match *self {
+                Self::LeasingStateChanged => f.write_str("leasing.state_changed"),
+            }
+        }
+    }
+    impl ::std::str::FromStr for LeasingStateChangedEventType {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            match value {
+                "leasing.state_changed" => Ok(Self::LeasingStateChanged),
+                _ => Err("invalid value".into()),
+            }
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for LeasingStateChangedEventType {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String>
+    for LeasingStateChangedEventType {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
         }
     }
     ///`LeasingSwitchToPaperContractFinancingId`
@@ -8897,9 +8620,9 @@ pub mod types {
     ///Paging of a list.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct PageMeta {
-        pub current_page: u32,
-        pub last_page: u32,
-        pub per_page: u32,
+        pub current_page: i64,
+        pub last_page: i64,
+        pub per_page: i64,
         pub total: i64,
     }
     impl PageMeta {
@@ -8987,14 +8710,14 @@ pub mod types {
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct PostReport {
         ///ERP records on which the `fieldReportId` attribute was set (pending a push).
-        pub attributes_marked: u64,
-        pub created: u64,
+        pub attributes_marked: i64,
+        pub created: i64,
         pub entity: ::std::string::String,
         pub errors: ::std::vec::Vec<RecordError>,
-        pub failed: u64,
+        pub failed: i64,
         pub model: ::std::string::String,
-        pub unchanged: u64,
-        pub updated: u64,
+        pub unchanged: i64,
+        pub updated: i64,
     }
     impl PostReport {
         pub fn builder() -> builder::PostReport {
@@ -9073,82 +8796,10 @@ pub mod types {
             Default::default()
         }
     }
-    ///A product model that service objects are instances of.
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
-    pub struct Products {
-        ///Product category.
-        #[serde(
-            rename = "Category",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub category: ::std::option::Option<::std::string::String>,
-        ///When the record was last changed (set by the system).
-        #[serde(
-            rename = "DateModified",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub date_modified: ::std::option::Option<::std::string::String>,
-        ///When the record was created (set by the system).
-        #[serde(
-            rename = "DateOfCreation",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub date_of_creation: ::std::option::Option<::std::string::String>,
-        ///Description.
-        #[serde(
-            rename = "Description",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub description: ::std::option::Option<::std::string::String>,
-        ///Identifier of the record in a connected system (e.g. the ERP).
-        #[serde(
-            rename = "ExternalId",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub external_id: ::std::option::Option<::std::string::String>,
-        ///Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L).
-        #[serde(rename = "Id", skip_serializing_if = "::std::option::Option::is_none")]
-        pub id: ::std::option::Option<EdmInt64>,
-        ///Whether the product is active.
-        #[serde(
-            rename = "IsActive",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub is_active: ::std::option::Option<bool>,
-        ///Manufacturer.
-        #[serde(
-            rename = "Manufacturer",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub manufacturer: ::std::option::Option<::std::string::String>,
-        ///Model or type number.
-        #[serde(
-            rename = "ModelNumber",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub model_number: ::std::option::Option<::std::string::String>,
-        ///Name of the product.
-        #[serde(rename = "Name", skip_serializing_if = "::std::option::Option::is_none")]
-        pub name: ::std::option::Option<::std::string::String>,
-        ///Internal note.
-        #[serde(rename = "Note", skip_serializing_if = "::std::option::Option::is_none")]
-        pub note: ::std::option::Option<::std::string::String>,
-        ///Optimistic-locking token; a write with a stale Version is refused.
-        #[serde(
-            rename = "Version",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub version: ::std::option::Option<EdmInt64>,
-    }
-    impl Products {
-        pub fn builder() -> builder::Products {
-            Default::default()
-        }
-    }
     ///One page of records, ordered by Id.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ProductsPage {
-        pub data: ::std::vec::Vec<Products>,
+        pub data: ::std::vec::Vec<Product>,
         pub meta: PageMeta,
     }
     impl ProductsPage {
@@ -9288,7 +8939,7 @@ pub mod types {
     ///The record as stored locally, and the field-report system's answer (null when the write was not forwarded).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ProductsWrite {
-        pub data: Products,
+        pub data: Product,
         #[serde(
             rename = "fieldReportResponse",
             deserialize_with = "::std::option::Option::deserialize"
@@ -9348,20 +8999,20 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub cursor: ::std::option::Option<i64>,
         pub errors: ::std::vec::Vec<RecordError>,
-        pub fetched: u64,
+        pub fetched: i64,
         ///Records the ERP has and the mirror lacked, fetched by a reconciling (`update`).
         #[serde(default)]
-        pub fetched_missing: u64,
-        pub inserted: u64,
+        pub fetched_missing: i64,
+        pub inserted: i64,
         pub model: ::std::string::String,
-        pub pages: u64,
+        pub pages: i64,
         ///Local records whose version differed from the ERP's, fetched again by a reconciling.
         #[serde(default)]
-        pub refreshed: u64,
+        pub refreshed: i64,
         ///Local records removed because the ERP no longer has them.
-        pub removed: u64,
-        pub unchanged: u64,
-        pub updated: u64,
+        pub removed: i64,
+        pub unchanged: i64,
+        pub updated: i64,
     }
     impl PullReport {
         pub fn builder() -> builder::PullReport {
@@ -9393,15 +9044,15 @@ pub mod types {
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct PushReport {
         pub entity: ::std::string::String,
-        pub failed: u64,
+        pub failed: i64,
         pub failures: ::std::vec::Vec<PushFailure>,
         ///`create`, `update` or `delete`.
         pub kind: ::std::string::String,
-        pub pushed: u64,
+        pub pushed: i64,
         ///Records an earlier, interrupted run had already delivered: found at the upstream and marked pushed without sending them again (for deletes: records the upstream no longer had).
-        pub recovered: u64,
+        pub recovered: i64,
         ///Records another run was pushing at the same time, left to it.
-        pub skipped: u64,
+        pub skipped: i64,
     }
     impl PushReport {
         pub fn builder() -> builder::PushReport {
@@ -9465,67 +9116,10 @@ pub mod types {
             Default::default()
         }
     }
-    ///A skill or certificate required for a service request and held by technicians.
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
-    pub struct Qualifications {
-        ///Category used to group qualifications.
-        #[serde(
-            rename = "Category",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub category: ::std::option::Option<::std::string::String>,
-        ///When the record was last changed (set by the system).
-        #[serde(
-            rename = "DateModified",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub date_modified: ::std::option::Option<::std::string::String>,
-        ///When the record was created (set by the system).
-        #[serde(
-            rename = "DateOfCreation",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub date_of_creation: ::std::option::Option<::std::string::String>,
-        ///Description.
-        #[serde(
-            rename = "Description",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub description: ::std::option::Option<::std::string::String>,
-        ///Identifier of the record in a connected system (e.g. the ERP).
-        #[serde(
-            rename = "ExternalId",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub external_id: ::std::option::Option<::std::string::String>,
-        ///Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L).
-        #[serde(rename = "Id", skip_serializing_if = "::std::option::Option::is_none")]
-        pub id: ::std::option::Option<EdmInt64>,
-        ///Name of the qualification.
-        #[serde(rename = "Name", skip_serializing_if = "::std::option::Option::is_none")]
-        pub name: ::std::option::Option<::std::string::String>,
-        ///How long a certificate stays valid, in months.
-        #[serde(
-            rename = "ValidityMonths",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub validity_months: ::std::option::Option<i32>,
-        ///Optimistic-locking token; a write with a stale Version is refused.
-        #[serde(
-            rename = "Version",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub version: ::std::option::Option<EdmInt64>,
-    }
-    impl Qualifications {
-        pub fn builder() -> builder::Qualifications {
-            Default::default()
-        }
-    }
     ///One page of records, ordered by Id.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct QualificationsPage {
-        pub data: ::std::vec::Vec<Qualifications>,
+        pub data: ::std::vec::Vec<Qualification>,
         pub meta: PageMeta,
     }
     impl QualificationsPage {
@@ -9650,7 +9244,7 @@ pub mod types {
     ///The record as stored locally, and the field-report system's answer (null when the write was not forwarded).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct QualificationsWrite {
-        pub data: Qualifications,
+        pub data: Qualification,
         #[serde(
             rename = "fieldReportResponse",
             deserialize_with = "::std::option::Option::deserialize"
@@ -9681,25 +9275,44 @@ pub mod types {
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ReconcileReport {
         ///Local records compared (those written before the reconciling began).
-        pub checked: u64,
+        pub checked: i64,
         ///Route name of the entity set.
         pub entity: ::std::string::String,
         ///Records the field-report system has and the mirror lacked, fetched and stored.
-        pub fetched_missing: u64,
+        pub fetched_missing: i64,
         ///Local records the field-report system no longer has, kept because a local change of theirs waits for it (a pending push, or an update of unknown outcome).
-        pub kept_pending: u64,
+        pub kept_pending: i64,
         ///The Ids of those records (the first 100).
         pub kept_pending_ids: ::std::vec::Vec<::std::string::String>,
         ///Local records whose version differed from the field-report system's, fetched again.
-        pub refreshed: u64,
+        pub refreshed: i64,
         ///Local records removed: the field-report system no longer has them.
-        pub removed: u64,
+        pub removed: i64,
         pub seconds: f64,
         ///Records the field-report system has.
-        pub upstream: u64,
+        pub upstream: i64,
     }
     impl ReconcileReport {
         pub fn builder() -> builder::ReconcileReport {
+            Default::default()
+        }
+    }
+    ///The answer of a field-report delete sent with `Prefer: return=representation`.
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    pub struct RecordDeleted {
+        ///The result of the local delete.
+        pub data: bool,
+        ///The field-report system's answer (null when it answered without a body).
+        #[serde(
+            rename = "fieldReportResponse",
+            deserialize_with = "::std::option::Option::deserialize"
+        )]
+        pub field_report_response: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    }
+    impl RecordDeleted {
+        pub fn builder() -> builder::RecordDeleted {
             Default::default()
         }
     }
@@ -9913,133 +9526,10 @@ pub mod types {
             Default::default()
         }
     }
-    ///An installed object (machine, plant) that service is performed on.
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
-    pub struct ServiceObjects {
-        ///The owning company.
-        #[serde(
-            rename = "Company",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub company: ::std::option::Option<Company>,
-        ///Id of the owning company.
-        #[serde(
-            rename = "CompanyId",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub company_id: ::std::option::Option<EdmInt64>,
-        ///Contact persons responsible for the object.
-        #[serde(
-            rename = "Contacts",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub contacts: ::std::option::Option<::std::vec::Vec<Contact>>,
-        ///When the record was last changed (set by the system).
-        #[serde(
-            rename = "DateModified",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub date_modified: ::std::option::Option<::std::string::String>,
-        ///When the record was created (set by the system).
-        #[serde(
-            rename = "DateOfCreation",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub date_of_creation: ::std::option::Option<::std::string::String>,
-        ///Description.
-        #[serde(
-            rename = "Description",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub description: ::std::option::Option<::std::string::String>,
-        ///Identifier of the record in a connected system (e.g. the ERP).
-        #[serde(
-            rename = "ExternalId",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub external_id: ::std::option::Option<::std::string::String>,
-        ///Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L).
-        #[serde(rename = "Id", skip_serializing_if = "::std::option::Option::is_none")]
-        pub id: ::std::option::Option<EdmInt64>,
-        ///When the object was installed.
-        #[serde(
-            rename = "InstallationDate",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub installation_date: ::std::option::Option<::std::string::String>,
-        ///Inventory number.
-        #[serde(
-            rename = "InventoryNumber",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub inventory_number: ::std::option::Option<::std::string::String>,
-        ///Whether the object is in service.
-        #[serde(
-            rename = "IsActive",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub is_active: ::std::option::Option<bool>,
-        ///Where the object is installed.
-        #[serde(
-            rename = "Location",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub location: ::std::option::Option<Location>,
-        ///Name of the object.
-        #[serde(rename = "Name", skip_serializing_if = "::std::option::Option::is_none")]
-        pub name: ::std::option::Option<::std::string::String>,
-        ///Internal note.
-        #[serde(rename = "Note", skip_serializing_if = "::std::option::Option::is_none")]
-        pub note: ::std::option::Option<::std::string::String>,
-        ///Id of the object this one is part of.
-        #[serde(
-            rename = "ParentServiceObjectId",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub parent_service_object_id: ::std::option::Option<EdmInt64>,
-        ///The product the object is an instance of.
-        #[serde(
-            rename = "Product",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub product: ::std::option::Option<Product>,
-        ///Id of the product the object is an instance of.
-        #[serde(
-            rename = "ProductId",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub product_id: ::std::option::Option<EdmInt64>,
-        ///Serial number.
-        #[serde(
-            rename = "SerialNumber",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub serial_number: ::std::option::Option<::std::string::String>,
-        ///Tags attached to the object.
-        #[serde(rename = "Tags", skip_serializing_if = "::std::option::Option::is_none")]
-        pub tags: ::std::option::Option<::std::vec::Vec<Tag>>,
-        ///Optimistic-locking token; a write with a stale Version is refused.
-        #[serde(
-            rename = "Version",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub version: ::std::option::Option<EdmInt64>,
-        ///When the warranty ends.
-        #[serde(
-            rename = "WarrantyEndDate",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub warranty_end_date: ::std::option::Option<::std::string::String>,
-    }
-    impl ServiceObjects {
-        pub fn builder() -> builder::ServiceObjects {
-            Default::default()
-        }
-    }
     ///One page of records, ordered by Id.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ServiceObjectsPage {
-        pub data: ::std::vec::Vec<ServiceObjects>,
+        pub data: ::std::vec::Vec<ServiceObject>,
         pub meta: PageMeta,
     }
     impl ServiceObjectsPage {
@@ -10230,7 +9720,7 @@ pub mod types {
     ///The record as stored locally, and the field-report system's answer (null when the write was not forwarded).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ServiceObjectsWrite {
-        pub data: ServiceObjects,
+        pub data: ServiceObject,
         #[serde(
             rename = "fieldReportResponse",
             deserialize_with = "::std::option::Option::deserialize"
@@ -10246,7 +9736,7 @@ pub mod types {
     }
     ///A service request (job, work order) for a customer.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
-    pub struct ServiceRequests {
+    pub struct ServiceRequest {
         ///Planned appointments.
         #[serde(
             rename = "Appointments",
@@ -10410,15 +9900,15 @@ pub mod types {
         )]
         pub version: ::std::option::Option<EdmInt64>,
     }
-    impl ServiceRequests {
-        pub fn builder() -> builder::ServiceRequests {
+    impl ServiceRequest {
+        pub fn builder() -> builder::ServiceRequest {
             Default::default()
         }
     }
     ///One page of records, ordered by Id.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ServiceRequestsPage {
-        pub data: ::std::vec::Vec<ServiceRequests>,
+        pub data: ::std::vec::Vec<ServiceRequest>,
         pub meta: PageMeta,
     }
     impl ServiceRequestsPage {
@@ -10657,7 +10147,7 @@ pub mod types {
     ///The record as stored locally, and the field-report system's answer (null when the write was not forwarded).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ServiceRequestsWrite {
-        pub data: ServiceRequests,
+        pub data: ServiceRequest,
         #[serde(
             rename = "fieldReportResponse",
             deserialize_with = "::std::option::Option::deserialize"
@@ -10689,7 +10179,7 @@ pub mod types {
         pub request_id: ::std::string::String,
         ///On 429 and 503: seconds until a new attempt may succeed (also sent as `Retry-After`).
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub retry_after_seconds: ::std::option::Option<u64>,
+        pub retry_after_seconds: ::std::option::Option<i64>,
         ///Present (and `false`) on leasing routes, which keep the `{success, message}` shape.
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub success: ::std::option::Option<bool>,
@@ -10912,7 +10402,7 @@ pub mod types {
     }
     ///A template of a checklist whose steps are copied into service requests.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
-    pub struct StepListTemplates {
+    pub struct StepListTemplate {
         ///Category used to group templates.
         #[serde(
             rename = "Category",
@@ -10968,15 +10458,15 @@ pub mod types {
         )]
         pub version: ::std::option::Option<EdmInt64>,
     }
-    impl StepListTemplates {
-        pub fn builder() -> builder::StepListTemplates {
+    impl StepListTemplate {
+        pub fn builder() -> builder::StepListTemplate {
             Default::default()
         }
     }
     ///One page of records, ordered by Id.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct StepListTemplatesPage {
-        pub data: ::std::vec::Vec<StepListTemplates>,
+        pub data: ::std::vec::Vec<StepListTemplate>,
         pub meta: PageMeta,
     }
     impl StepListTemplatesPage {
@@ -11107,7 +10597,7 @@ pub mod types {
     ///The record as stored locally, and the field-report system's answer (null when the write was not forwarded).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct StepListTemplatesWrite {
-        pub data: StepListTemplates,
+        pub data: StepListTemplate,
         #[serde(
             rename = "fieldReportResponse",
             deserialize_with = "::std::option::Option::deserialize"
@@ -11190,7 +10680,7 @@ pub mod types {
     ///Where the contract PDF was saved.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct StoredPdf {
-        pub bytes: u64,
+        pub bytes: i64,
         ///Storage key, `contracts/<financingId>.pdf`.
         pub path: ::std::string::String,
         ///SHA-256 of the PDF, hex.
@@ -11204,11 +10694,13 @@ pub mod types {
     ///A subscription to the leasing state events. Each event is posted as JSON (its shape: the schema `LeasingStateChangedEvent`) with the Standard Webhooks headers `webhook-id` (the event's id, the same on every retry), `webhook-timestamp` (Unix seconds) and `webhook-signature` (`v1,<base64 HMAC-SHA256 of "<id>.<timestamp>.<body>">`, keyed with the base64-decoded secret after `whsec_`; after a rotation, two signatures, space separated).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct Subscription {
-        pub created_at: ::std::string::String,
+        pub created_at: ::chrono::DateTime<::chrono::offset::Utc>,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub description: ::std::option::Option<::std::string::String>,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub disabled_at: ::std::option::Option<::std::string::String>,
+        pub disabled_at: ::std::option::Option<
+            ::chrono::DateTime<::chrono::offset::Utc>,
+        >,
         pub events: ::std::vec::Vec<::std::string::String>,
         ///Since when its deliveries fail (null once one succeeds).
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -11216,7 +10708,9 @@ pub mod types {
         pub id: ::std::string::String,
         ///Until when the secret before the last rotation still signs.
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub previous_secret_expires_at: ::std::option::Option<::std::string::String>,
+        pub previous_secret_expires_at: ::std::option::Option<
+            ::chrono::DateTime<::chrono::offset::Utc>,
+        >,
         ///`active`, or `disabled` after five days of failing deliveries.
         pub status: ::std::string::String,
         pub url: ::std::string::String,
@@ -11239,11 +10733,13 @@ pub mod types {
     ///A subscription with its signing secret: shown in this answer only.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct SubscriptionWithSecret {
-        pub created_at: ::std::string::String,
+        pub created_at: ::chrono::DateTime<::chrono::offset::Utc>,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub description: ::std::option::Option<::std::string::String>,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub disabled_at: ::std::option::Option<::std::string::String>,
+        pub disabled_at: ::std::option::Option<
+            ::chrono::DateTime<::chrono::offset::Utc>,
+        >,
         pub events: ::std::vec::Vec<::std::string::String>,
         ///Since when its deliveries fail (null once one succeeds).
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -11251,7 +10747,9 @@ pub mod types {
         pub id: ::std::string::String,
         ///Until when the secret before the last rotation still signs.
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub previous_secret_expires_at: ::std::option::Option<::std::string::String>,
+        pub previous_secret_expires_at: ::std::option::Option<
+            ::chrono::DateTime<::chrono::offset::Utc>,
+        >,
         ///The signing secret, `whsec_<base64>`: keep it; no later answer shows it.
         pub secret: ::std::string::String,
         ///`active`, or `disabled` after five days of failing deliveries.
@@ -11281,20 +10779,20 @@ pub mod types {
         pub cursor: ::std::option::Option<::std::string::String>,
         ///Records deleted here whose delete the upstream has not confirmed yet (pending for `post`, or in flight): not stored again.
         #[serde(default)]
-        pub deleted_here: u64,
+        pub deleted_here: i64,
         ///Route name of the entity set.
         pub entity: ::std::string::String,
-        pub fetched: u64,
-        pub inserted: u64,
-        pub pages: u64,
+        pub fetched: i64,
+        pub inserted: i64,
+        pub pages: i64,
         ///With `reconcile`: what the reconciling that followed the sync removed and kept.
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub reconcile: ::std::option::Option<ReconcileReport>,
         pub seconds: f64,
         ///Records without an `Id`, skipped.
-        pub skipped: u64,
-        pub unchanged: u64,
-        pub updated: u64,
+        pub skipped: i64,
+        pub unchanged: i64,
+        pub updated: i64,
     }
     impl SyncReport {
         pub fn builder() -> builder::SyncReport {
@@ -11352,61 +10850,10 @@ pub mod types {
             Default::default()
         }
     }
-    ///A tag (label) attached to companies, service objects and service requests.
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
-    pub struct Tags {
-        ///Display colour.
-        #[serde(
-            rename = "Color",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub color: ::std::option::Option<::std::string::String>,
-        ///When the record was last changed (set by the system).
-        #[serde(
-            rename = "DateModified",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub date_modified: ::std::option::Option<::std::string::String>,
-        ///When the record was created (set by the system).
-        #[serde(
-            rename = "DateOfCreation",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub date_of_creation: ::std::option::Option<::std::string::String>,
-        ///Description.
-        #[serde(
-            rename = "Description",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub description: ::std::option::Option<::std::string::String>,
-        ///Identifier of the record in a connected system (e.g. the ERP).
-        #[serde(
-            rename = "ExternalId",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub external_id: ::std::option::Option<::std::string::String>,
-        ///Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L).
-        #[serde(rename = "Id", skip_serializing_if = "::std::option::Option::is_none")]
-        pub id: ::std::option::Option<EdmInt64>,
-        ///Name of the tag.
-        #[serde(rename = "Name", skip_serializing_if = "::std::option::Option::is_none")]
-        pub name: ::std::option::Option<::std::string::String>,
-        ///Optimistic-locking token; a write with a stale Version is refused.
-        #[serde(
-            rename = "Version",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub version: ::std::option::Option<EdmInt64>,
-    }
-    impl Tags {
-        pub fn builder() -> builder::Tags {
-            Default::default()
-        }
-    }
     ///One page of records, ordered by Id.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct TagsPage {
-        pub data: ::std::vec::Vec<Tags>,
+        pub data: ::std::vec::Vec<Tag>,
         pub meta: PageMeta,
     }
     impl TagsPage {
@@ -11525,7 +10972,7 @@ pub mod types {
     ///The record as stored locally, and the field-report system's answer (null when the write was not forwarded).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct TagsWrite {
-        pub data: Tags,
+        pub data: Tag,
         #[serde(
             rename = "fieldReportResponse",
             deserialize_with = "::std::option::Option::deserialize"
@@ -11598,7 +11045,7 @@ pub mod types {
     }
     ///A time booking of a technician (work, travel, break).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
-    pub struct TimeEvents {
+    pub struct TimeEvent {
         ///Id of the cost center.
         #[serde(
             rename = "CostCenterId",
@@ -11678,15 +11125,15 @@ pub mod types {
         )]
         pub version: ::std::option::Option<EdmInt64>,
     }
-    impl TimeEvents {
-        pub fn builder() -> builder::TimeEvents {
+    impl TimeEvent {
+        pub fn builder() -> builder::TimeEvent {
             Default::default()
         }
     }
     ///One page of records, ordered by Id.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct TimeEventsPage {
-        pub data: ::std::vec::Vec<TimeEvents>,
+        pub data: ::std::vec::Vec<TimeEvent>,
         pub meta: PageMeta,
     }
     impl TimeEventsPage {
@@ -11841,7 +11288,7 @@ pub mod types {
     ///The record as stored locally, and the field-report system's answer (null when the write was not forwarded).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct TimeEventsWrite {
-        pub data: TimeEvents,
+        pub data: TimeEvent,
         #[serde(
             rename = "fieldReportResponse",
             deserialize_with = "::std::option::Option::deserialize"
@@ -11873,7 +11320,7 @@ pub mod types {
         pub request_id: ::std::string::String,
         ///On 429 and 503: seconds until a new attempt may succeed (also sent as `Retry-After`).
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub retry_after_seconds: ::std::option::Option<u64>,
+        pub retry_after_seconds: ::std::option::Option<i64>,
         ///Present (and `false`) on leasing routes, which keep the `{success, message}` shape.
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub success: ::std::option::Option<bool>,
@@ -11949,7 +11396,7 @@ pub mod types {
     }
     ///A user of the field-report system, e.g. a technician or dispatcher.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
-    pub struct Users {
+    pub struct User {
         ///Colour used in the planning board.
         #[serde(
             rename = "Color",
@@ -12041,15 +11488,15 @@ pub mod types {
         )]
         pub version: ::std::option::Option<EdmInt64>,
     }
-    impl Users {
-        pub fn builder() -> builder::Users {
+    impl User {
+        pub fn builder() -> builder::User {
             Default::default()
         }
     }
     ///One page of records, ordered by Id.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct UsersPage {
-        pub data: ::std::vec::Vec<Users>,
+        pub data: ::std::vec::Vec<User>,
         pub meta: PageMeta,
     }
     impl UsersPage {
@@ -12216,7 +11663,7 @@ pub mod types {
     ///The record as stored locally, and the field-report system's answer (null when the write was not forwarded).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct UsersWrite {
-        pub data: Users,
+        pub data: User,
         #[serde(
             rename = "fieldReportResponse",
             deserialize_with = "::std::option::Option::deserialize"
@@ -12237,7 +11684,9 @@ pub mod types {
         pub financing_id: ::std::string::String,
         ///When it is read next (null once terminal).
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub next_poll_at: ::std::option::Option<::std::string::String>,
+        pub next_poll_at: ::std::option::Option<
+            ::chrono::DateTime<::chrono::offset::Utc>,
+        >,
         #[serde(
             rename = "requestId",
             skip_serializing_if = "::std::option::Option::is_none"
@@ -12683,7 +12132,7 @@ pub mod types {
                 ::std::string::String,
             >,
             retry_after_seconds: ::std::result::Result<
-                ::std::option::Option<u64>,
+                ::std::option::Option<i64>,
                 ::std::string::String,
             >,
             success: ::std::result::Result<
@@ -12761,7 +12210,7 @@ pub mod types {
             }
             pub fn retry_after_seconds<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<u64>>,
+                T: ::std::convert::TryInto<::std::option::Option<i64>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.retry_after_seconds = value
@@ -13123,14 +12572,14 @@ pub mod types {
                 ::std::vec::Vec<::std::string::String>,
                 ::std::string::String,
             >,
-            definitions: ::std::result::Result<u64, ::std::string::String>,
+            definitions: ::std::result::Result<i64, ::std::string::String>,
             errors: ::std::result::Result<
                 ::std::vec::Vec<super::RecordError>,
                 ::std::string::String,
             >,
             model: ::std::result::Result<::std::string::String, ::std::string::String>,
-            records: ::std::result::Result<u64, ::std::string::String>,
-            values: ::std::result::Result<u64, ::std::string::String>,
+            records: ::std::result::Result<i64, ::std::string::String>,
+            values: ::std::result::Result<i64, ::std::string::String>,
         }
         impl ::std::default::Default for AttributePullReport {
             fn default() -> Self {
@@ -13159,7 +12608,7 @@ pub mod types {
             }
             pub fn definitions<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<u64>,
+                T: ::std::convert::TryInto<i64>,
                 T::Error: ::std::fmt::Display,
             {
                 self.definitions = value
@@ -13195,7 +12644,7 @@ pub mod types {
             }
             pub fn records<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<u64>,
+                T: ::std::convert::TryInto<i64>,
                 T::Error: ::std::fmt::Display,
             {
                 self.records = value
@@ -13207,7 +12656,7 @@ pub mod types {
             }
             pub fn values<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<u64>,
+                T: ::std::convert::TryInto<i64>,
                 T::Error: ::std::fmt::Display,
             {
                 self.values = value
@@ -13290,14 +12739,14 @@ pub mod types {
         }
         #[derive(Clone, Debug)]
         pub struct AttributePushReport {
-            conflicts: ::std::result::Result<u64, ::std::string::String>,
+            conflicts: ::std::result::Result<i64, ::std::string::String>,
             errors: ::std::result::Result<
                 ::std::vec::Vec<super::RecordError>,
                 ::std::string::String,
             >,
-            failed: ::std::result::Result<u64, ::std::string::String>,
+            failed: ::std::result::Result<i64, ::std::string::String>,
             model: ::std::result::Result<::std::string::String, ::std::string::String>,
-            pushed: ::std::result::Result<u64, ::std::string::String>,
+            pushed: ::std::result::Result<i64, ::std::string::String>,
         }
         impl ::std::default::Default for AttributePushReport {
             fn default() -> Self {
@@ -13313,7 +12762,7 @@ pub mod types {
         impl AttributePushReport {
             pub fn conflicts<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<u64>,
+                T: ::std::convert::TryInto<i64>,
                 T::Error: ::std::fmt::Display,
             {
                 self.conflicts = value
@@ -13337,7 +12786,7 @@ pub mod types {
             }
             pub fn failed<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<u64>,
+                T: ::std::convert::TryInto<i64>,
                 T::Error: ::std::fmt::Display,
             {
                 self.failed = value
@@ -13361,7 +12810,7 @@ pub mod types {
             }
             pub fn pushed<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<u64>,
+                T: ::std::convert::TryInto<i64>,
                 T::Error: ::std::fmt::Display,
             {
                 self.pushed = value
@@ -13419,7 +12868,7 @@ pub mod types {
                 ::std::string::String,
             >,
             retry_after_seconds: ::std::result::Result<
-                ::std::option::Option<u64>,
+                ::std::option::Option<i64>,
                 ::std::string::String,
             >,
             success: ::std::result::Result<
@@ -13497,7 +12946,7 @@ pub mod types {
             }
             pub fn retry_after_seconds<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<u64>>,
+                T: ::std::convert::TryInto<::std::option::Option<i64>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.retry_after_seconds = value
@@ -13816,587 +13265,9 @@ pub mod types {
             }
         }
         #[derive(Clone, Debug)]
-        pub struct Companies {
-            billing_address: ::std::result::Result<
-                ::std::option::Option<super::Location>,
-                ::std::string::String,
-            >,
-            contacts: ::std::result::Result<
-                ::std::option::Option<::std::vec::Vec<super::Contact>>,
-                ::std::string::String,
-            >,
-            cost_center_id: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
-                ::std::string::String,
-            >,
-            customer_number: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            date_modified: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            date_of_creation: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            email: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            external_id: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            fax: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            id: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
-                ::std::string::String,
-            >,
-            is_archived: ::std::result::Result<
-                ::std::option::Option<bool>,
-                ::std::string::String,
-            >,
-            is_physical_person: ::std::result::Result<
-                ::std::option::Option<bool>,
-                ::std::string::String,
-            >,
-            language: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            location: ::std::result::Result<
-                ::std::option::Option<super::Location>,
-                ::std::string::String,
-            >,
-            main_contact: ::std::result::Result<
-                ::std::option::Option<super::Contact>,
-                ::std::string::String,
-            >,
-            main_contact_id: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
-                ::std::string::String,
-            >,
-            mobile_phone: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            name: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            name2: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            note: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            service_objects: ::std::result::Result<
-                ::std::option::Option<::std::vec::Vec<super::ServiceObject>>,
-                ::std::string::String,
-            >,
-            support_mail: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            support_telephone: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            tags: ::std::result::Result<
-                ::std::option::Option<::std::vec::Vec<super::Tag>>,
-                ::std::string::String,
-            >,
-            telephone: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            vat_id: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            version: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
-                ::std::string::String,
-            >,
-            website: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-        }
-        impl ::std::default::Default for Companies {
-            fn default() -> Self {
-                Self {
-                    billing_address: Ok(Default::default()),
-                    contacts: Ok(Default::default()),
-                    cost_center_id: Ok(Default::default()),
-                    customer_number: Ok(Default::default()),
-                    date_modified: Ok(Default::default()),
-                    date_of_creation: Ok(Default::default()),
-                    email: Ok(Default::default()),
-                    external_id: Ok(Default::default()),
-                    fax: Ok(Default::default()),
-                    id: Ok(Default::default()),
-                    is_archived: Ok(Default::default()),
-                    is_physical_person: Ok(Default::default()),
-                    language: Ok(Default::default()),
-                    location: Ok(Default::default()),
-                    main_contact: Ok(Default::default()),
-                    main_contact_id: Ok(Default::default()),
-                    mobile_phone: Ok(Default::default()),
-                    name: Ok(Default::default()),
-                    name2: Ok(Default::default()),
-                    note: Ok(Default::default()),
-                    service_objects: Ok(Default::default()),
-                    support_mail: Ok(Default::default()),
-                    support_telephone: Ok(Default::default()),
-                    tags: Ok(Default::default()),
-                    telephone: Ok(Default::default()),
-                    vat_id: Ok(Default::default()),
-                    version: Ok(Default::default()),
-                    website: Ok(Default::default()),
-                }
-            }
-        }
-        impl Companies {
-            pub fn billing_address<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<super::Location>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.billing_address = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!(
-                            "error converting supplied value for billing_address: {e}"
-                        )
-                    });
-                self
-            }
-            pub fn contacts<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<
-                    ::std::option::Option<::std::vec::Vec<super::Contact>>,
-                >,
-                T::Error: ::std::fmt::Display,
-            {
-                self.contacts = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for contacts: {e}")
-                    });
-                self
-            }
-            pub fn cost_center_id<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.cost_center_id = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!(
-                            "error converting supplied value for cost_center_id: {e}"
-                        )
-                    });
-                self
-            }
-            pub fn customer_number<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.customer_number = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!(
-                            "error converting supplied value for customer_number: {e}"
-                        )
-                    });
-                self
-            }
-            pub fn date_modified<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.date_modified = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for date_modified: {e}")
-                    });
-                self
-            }
-            pub fn date_of_creation<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.date_of_creation = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!(
-                            "error converting supplied value for date_of_creation: {e}"
-                        )
-                    });
-                self
-            }
-            pub fn email<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.email = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for email: {e}")
-                    });
-                self
-            }
-            pub fn external_id<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.external_id = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for external_id: {e}")
-                    });
-                self
-            }
-            pub fn fax<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.fax = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for fax: {e}")
-                    });
-                self
-            }
-            pub fn id<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.id = value
-                    .try_into()
-                    .map_err(|e| format!("error converting supplied value for id: {e}"));
-                self
-            }
-            pub fn is_archived<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<bool>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.is_archived = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for is_archived: {e}")
-                    });
-                self
-            }
-            pub fn is_physical_person<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<bool>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.is_physical_person = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!(
-                            "error converting supplied value for is_physical_person: {e}"
-                        )
-                    });
-                self
-            }
-            pub fn language<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.language = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for language: {e}")
-                    });
-                self
-            }
-            pub fn location<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<super::Location>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.location = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for location: {e}")
-                    });
-                self
-            }
-            pub fn main_contact<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<super::Contact>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.main_contact = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for main_contact: {e}")
-                    });
-                self
-            }
-            pub fn main_contact_id<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.main_contact_id = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!(
-                            "error converting supplied value for main_contact_id: {e}"
-                        )
-                    });
-                self
-            }
-            pub fn mobile_phone<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.mobile_phone = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for mobile_phone: {e}")
-                    });
-                self
-            }
-            pub fn name<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.name = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for name: {e}")
-                    });
-                self
-            }
-            pub fn name2<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.name2 = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for name2: {e}")
-                    });
-                self
-            }
-            pub fn note<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.note = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for note: {e}")
-                    });
-                self
-            }
-            pub fn service_objects<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<
-                    ::std::option::Option<::std::vec::Vec<super::ServiceObject>>,
-                >,
-                T::Error: ::std::fmt::Display,
-            {
-                self.service_objects = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!(
-                            "error converting supplied value for service_objects: {e}"
-                        )
-                    });
-                self
-            }
-            pub fn support_mail<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.support_mail = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for support_mail: {e}")
-                    });
-                self
-            }
-            pub fn support_telephone<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.support_telephone = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!(
-                            "error converting supplied value for support_telephone: {e}"
-                        )
-                    });
-                self
-            }
-            pub fn tags<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<
-                    ::std::option::Option<::std::vec::Vec<super::Tag>>,
-                >,
-                T::Error: ::std::fmt::Display,
-            {
-                self.tags = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for tags: {e}")
-                    });
-                self
-            }
-            pub fn telephone<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.telephone = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for telephone: {e}")
-                    });
-                self
-            }
-            pub fn vat_id<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.vat_id = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for vat_id: {e}")
-                    });
-                self
-            }
-            pub fn version<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.version = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for version: {e}")
-                    });
-                self
-            }
-            pub fn website<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.website = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for website: {e}")
-                    });
-                self
-            }
-        }
-        impl ::std::convert::TryFrom<Companies> for super::Companies {
-            type Error = super::error::ConversionError;
-            fn try_from(
-                value: Companies,
-            ) -> ::std::result::Result<Self, super::error::ConversionError> {
-                Ok(Self {
-                    billing_address: value.billing_address?,
-                    contacts: value.contacts?,
-                    cost_center_id: value.cost_center_id?,
-                    customer_number: value.customer_number?,
-                    date_modified: value.date_modified?,
-                    date_of_creation: value.date_of_creation?,
-                    email: value.email?,
-                    external_id: value.external_id?,
-                    fax: value.fax?,
-                    id: value.id?,
-                    is_archived: value.is_archived?,
-                    is_physical_person: value.is_physical_person?,
-                    language: value.language?,
-                    location: value.location?,
-                    main_contact: value.main_contact?,
-                    main_contact_id: value.main_contact_id?,
-                    mobile_phone: value.mobile_phone?,
-                    name: value.name?,
-                    name2: value.name2?,
-                    note: value.note?,
-                    service_objects: value.service_objects?,
-                    support_mail: value.support_mail?,
-                    support_telephone: value.support_telephone?,
-                    tags: value.tags?,
-                    telephone: value.telephone?,
-                    vat_id: value.vat_id?,
-                    version: value.version?,
-                    website: value.website?,
-                })
-            }
-        }
-        impl ::std::convert::From<super::Companies> for Companies {
-            fn from(value: super::Companies) -> Self {
-                Self {
-                    billing_address: Ok(value.billing_address),
-                    contacts: Ok(value.contacts),
-                    cost_center_id: Ok(value.cost_center_id),
-                    customer_number: Ok(value.customer_number),
-                    date_modified: Ok(value.date_modified),
-                    date_of_creation: Ok(value.date_of_creation),
-                    email: Ok(value.email),
-                    external_id: Ok(value.external_id),
-                    fax: Ok(value.fax),
-                    id: Ok(value.id),
-                    is_archived: Ok(value.is_archived),
-                    is_physical_person: Ok(value.is_physical_person),
-                    language: Ok(value.language),
-                    location: Ok(value.location),
-                    main_contact: Ok(value.main_contact),
-                    main_contact_id: Ok(value.main_contact_id),
-                    mobile_phone: Ok(value.mobile_phone),
-                    name: Ok(value.name),
-                    name2: Ok(value.name2),
-                    note: Ok(value.note),
-                    service_objects: Ok(value.service_objects),
-                    support_mail: Ok(value.support_mail),
-                    support_telephone: Ok(value.support_telephone),
-                    tags: Ok(value.tags),
-                    telephone: Ok(value.telephone),
-                    vat_id: Ok(value.vat_id),
-                    version: Ok(value.version),
-                    website: Ok(value.website),
-                }
-            }
-        }
-        #[derive(Clone, Debug)]
         pub struct CompaniesPage {
             data: ::std::result::Result<
-                ::std::vec::Vec<super::Companies>,
+                ::std::vec::Vec<super::Company>,
                 ::std::string::String,
             >,
             meta: ::std::result::Result<super::PageMeta, ::std::string::String>,
@@ -14412,7 +13283,7 @@ pub mod types {
         impl CompaniesPage {
             pub fn data<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::vec::Vec<super::Companies>>,
+                T: ::std::convert::TryInto<::std::vec::Vec<super::Company>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.data = value
@@ -15036,7 +13907,7 @@ pub mod types {
         }
         #[derive(Clone, Debug)]
         pub struct CompaniesWrite {
-            data: ::std::result::Result<super::Companies, ::std::string::String>,
+            data: ::std::result::Result<super::Company, ::std::string::String>,
             field_report_response: ::std::result::Result<
                 ::std::option::Option<
                     ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -15057,7 +13928,7 @@ pub mod types {
         impl CompaniesWrite {
             pub fn data<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<super::Companies>,
+                T: ::std::convert::TryInto<super::Company>,
                 T::Error: ::std::fmt::Display,
             {
                 self.data = value
@@ -16153,415 +15024,9 @@ pub mod types {
             }
         }
         #[derive(Clone, Debug)]
-        pub struct Contacts {
-            company_id: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
-                ::std::string::String,
-            >,
-            date_modified: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            date_of_creation: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            department: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            email: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            external_id: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            fax: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            first_name: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            id: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
-                ::std::string::String,
-            >,
-            is_active: ::std::result::Result<
-                ::std::option::Option<bool>,
-                ::std::string::String,
-            >,
-            language: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            last_name: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            location: ::std::result::Result<
-                ::std::option::Option<super::Location>,
-                ::std::string::String,
-            >,
-            mobile_phone: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            note: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            position: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            salutation: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            telephone: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            title: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            version: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
-                ::std::string::String,
-            >,
-        }
-        impl ::std::default::Default for Contacts {
-            fn default() -> Self {
-                Self {
-                    company_id: Ok(Default::default()),
-                    date_modified: Ok(Default::default()),
-                    date_of_creation: Ok(Default::default()),
-                    department: Ok(Default::default()),
-                    email: Ok(Default::default()),
-                    external_id: Ok(Default::default()),
-                    fax: Ok(Default::default()),
-                    first_name: Ok(Default::default()),
-                    id: Ok(Default::default()),
-                    is_active: Ok(Default::default()),
-                    language: Ok(Default::default()),
-                    last_name: Ok(Default::default()),
-                    location: Ok(Default::default()),
-                    mobile_phone: Ok(Default::default()),
-                    note: Ok(Default::default()),
-                    position: Ok(Default::default()),
-                    salutation: Ok(Default::default()),
-                    telephone: Ok(Default::default()),
-                    title: Ok(Default::default()),
-                    version: Ok(Default::default()),
-                }
-            }
-        }
-        impl Contacts {
-            pub fn company_id<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.company_id = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for company_id: {e}")
-                    });
-                self
-            }
-            pub fn date_modified<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.date_modified = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for date_modified: {e}")
-                    });
-                self
-            }
-            pub fn date_of_creation<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.date_of_creation = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!(
-                            "error converting supplied value for date_of_creation: {e}"
-                        )
-                    });
-                self
-            }
-            pub fn department<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.department = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for department: {e}")
-                    });
-                self
-            }
-            pub fn email<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.email = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for email: {e}")
-                    });
-                self
-            }
-            pub fn external_id<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.external_id = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for external_id: {e}")
-                    });
-                self
-            }
-            pub fn fax<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.fax = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for fax: {e}")
-                    });
-                self
-            }
-            pub fn first_name<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.first_name = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for first_name: {e}")
-                    });
-                self
-            }
-            pub fn id<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.id = value
-                    .try_into()
-                    .map_err(|e| format!("error converting supplied value for id: {e}"));
-                self
-            }
-            pub fn is_active<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<bool>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.is_active = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for is_active: {e}")
-                    });
-                self
-            }
-            pub fn language<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.language = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for language: {e}")
-                    });
-                self
-            }
-            pub fn last_name<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.last_name = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for last_name: {e}")
-                    });
-                self
-            }
-            pub fn location<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<super::Location>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.location = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for location: {e}")
-                    });
-                self
-            }
-            pub fn mobile_phone<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.mobile_phone = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for mobile_phone: {e}")
-                    });
-                self
-            }
-            pub fn note<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.note = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for note: {e}")
-                    });
-                self
-            }
-            pub fn position<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.position = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for position: {e}")
-                    });
-                self
-            }
-            pub fn salutation<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.salutation = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for salutation: {e}")
-                    });
-                self
-            }
-            pub fn telephone<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.telephone = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for telephone: {e}")
-                    });
-                self
-            }
-            pub fn title<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.title = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for title: {e}")
-                    });
-                self
-            }
-            pub fn version<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.version = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for version: {e}")
-                    });
-                self
-            }
-        }
-        impl ::std::convert::TryFrom<Contacts> for super::Contacts {
-            type Error = super::error::ConversionError;
-            fn try_from(
-                value: Contacts,
-            ) -> ::std::result::Result<Self, super::error::ConversionError> {
-                Ok(Self {
-                    company_id: value.company_id?,
-                    date_modified: value.date_modified?,
-                    date_of_creation: value.date_of_creation?,
-                    department: value.department?,
-                    email: value.email?,
-                    external_id: value.external_id?,
-                    fax: value.fax?,
-                    first_name: value.first_name?,
-                    id: value.id?,
-                    is_active: value.is_active?,
-                    language: value.language?,
-                    last_name: value.last_name?,
-                    location: value.location?,
-                    mobile_phone: value.mobile_phone?,
-                    note: value.note?,
-                    position: value.position?,
-                    salutation: value.salutation?,
-                    telephone: value.telephone?,
-                    title: value.title?,
-                    version: value.version?,
-                })
-            }
-        }
-        impl ::std::convert::From<super::Contacts> for Contacts {
-            fn from(value: super::Contacts) -> Self {
-                Self {
-                    company_id: Ok(value.company_id),
-                    date_modified: Ok(value.date_modified),
-                    date_of_creation: Ok(value.date_of_creation),
-                    department: Ok(value.department),
-                    email: Ok(value.email),
-                    external_id: Ok(value.external_id),
-                    fax: Ok(value.fax),
-                    first_name: Ok(value.first_name),
-                    id: Ok(value.id),
-                    is_active: Ok(value.is_active),
-                    language: Ok(value.language),
-                    last_name: Ok(value.last_name),
-                    location: Ok(value.location),
-                    mobile_phone: Ok(value.mobile_phone),
-                    note: Ok(value.note),
-                    position: Ok(value.position),
-                    salutation: Ok(value.salutation),
-                    telephone: Ok(value.telephone),
-                    title: Ok(value.title),
-                    version: Ok(value.version),
-                }
-            }
-        }
-        #[derive(Clone, Debug)]
         pub struct ContactsPage {
             data: ::std::result::Result<
-                ::std::vec::Vec<super::Contacts>,
+                ::std::vec::Vec<super::Contact>,
                 ::std::string::String,
             >,
             meta: ::std::result::Result<super::PageMeta, ::std::string::String>,
@@ -16577,7 +15042,7 @@ pub mod types {
         impl ContactsPage {
             pub fn data<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::vec::Vec<super::Contacts>>,
+                T: ::std::convert::TryInto<::std::vec::Vec<super::Contact>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.data = value
@@ -17029,7 +15494,7 @@ pub mod types {
         }
         #[derive(Clone, Debug)]
         pub struct ContactsWrite {
-            data: ::std::result::Result<super::Contacts, ::std::string::String>,
+            data: ::std::result::Result<super::Contact, ::std::string::String>,
             field_report_response: ::std::result::Result<
                 ::std::option::Option<
                     ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -17050,7 +15515,7 @@ pub mod types {
         impl ContactsWrite {
             pub fn data<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<super::Contacts>,
+                T: ::std::convert::TryInto<super::Contact>,
                 T::Error: ::std::fmt::Display,
             {
                 self.data = value
@@ -17216,7 +15681,7 @@ pub mod types {
             }
         }
         #[derive(Clone, Debug)]
-        pub struct CostCenters {
+        pub struct CostCenter {
             date_modified: ::std::result::Result<
                 ::std::option::Option<::std::string::String>,
                 ::std::string::String,
@@ -17254,7 +15719,7 @@ pub mod types {
                 ::std::string::String,
             >,
         }
-        impl ::std::default::Default for CostCenters {
+        impl ::std::default::Default for CostCenter {
             fn default() -> Self {
                 Self {
                     date_modified: Ok(Default::default()),
@@ -17269,7 +15734,7 @@ pub mod types {
                 }
             }
         }
-        impl CostCenters {
+        impl CostCenter {
             pub fn date_modified<T>(mut self, value: T) -> Self
             where
                 T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
@@ -17379,10 +15844,10 @@ pub mod types {
                 self
             }
         }
-        impl ::std::convert::TryFrom<CostCenters> for super::CostCenters {
+        impl ::std::convert::TryFrom<CostCenter> for super::CostCenter {
             type Error = super::error::ConversionError;
             fn try_from(
-                value: CostCenters,
+                value: CostCenter,
             ) -> ::std::result::Result<Self, super::error::ConversionError> {
                 Ok(Self {
                     date_modified: value.date_modified?,
@@ -17397,8 +15862,8 @@ pub mod types {
                 })
             }
         }
-        impl ::std::convert::From<super::CostCenters> for CostCenters {
-            fn from(value: super::CostCenters) -> Self {
+        impl ::std::convert::From<super::CostCenter> for CostCenter {
+            fn from(value: super::CostCenter) -> Self {
                 Self {
                     date_modified: Ok(value.date_modified),
                     date_of_creation: Ok(value.date_of_creation),
@@ -17415,7 +15880,7 @@ pub mod types {
         #[derive(Clone, Debug)]
         pub struct CostCentersPage {
             data: ::std::result::Result<
-                ::std::vec::Vec<super::CostCenters>,
+                ::std::vec::Vec<super::CostCenter>,
                 ::std::string::String,
             >,
             meta: ::std::result::Result<super::PageMeta, ::std::string::String>,
@@ -17431,7 +15896,7 @@ pub mod types {
         impl CostCentersPage {
             pub fn data<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::vec::Vec<super::CostCenters>>,
+                T: ::std::convert::TryInto<::std::vec::Vec<super::CostCenter>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.data = value
@@ -17674,7 +16139,7 @@ pub mod types {
         }
         #[derive(Clone, Debug)]
         pub struct CostCentersWrite {
-            data: ::std::result::Result<super::CostCenters, ::std::string::String>,
+            data: ::std::result::Result<super::CostCenter, ::std::string::String>,
             field_report_response: ::std::result::Result<
                 ::std::option::Option<
                     ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -17695,7 +16160,7 @@ pub mod types {
         impl CostCentersWrite {
             pub fn data<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<super::CostCenters>,
+                T: ::std::convert::TryInto<super::CostCenter>,
                 T::Error: ::std::fmt::Display,
             {
                 self.data = value
@@ -17746,7 +16211,7 @@ pub mod types {
         #[derive(Clone, Debug)]
         pub struct CurrentUser {
             created_at: ::std::result::Result<
-                ::std::string::String,
+                ::chrono::DateTime<::chrono::offset::Utc>,
                 ::std::string::String,
             >,
             email: ::std::result::Result<::std::string::String, ::std::string::String>,
@@ -17766,7 +16231,7 @@ pub mod types {
         impl CurrentUser {
             pub fn created_at<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::string::String>,
+                T: ::std::convert::TryInto<::chrono::DateTime<::chrono::offset::Utc>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.created_at = value
@@ -17838,7 +16303,7 @@ pub mod types {
         pub struct Delivery {
             attempts: ::std::result::Result<i64, ::std::string::String>,
             created_at: ::std::result::Result<
-                ::std::string::String,
+                ::chrono::DateTime<::chrono::offset::Utc>,
                 ::std::string::String,
             >,
             event_id: ::std::result::Result<
@@ -17850,12 +16315,12 @@ pub mod types {
                 ::std::string::String,
             >,
             finished_at: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
+                ::std::option::Option<::chrono::DateTime<::chrono::offset::Utc>>,
                 ::std::string::String,
             >,
             id: ::std::result::Result<i64, ::std::string::String>,
             last_attempt_at: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
+                ::std::option::Option<::chrono::DateTime<::chrono::offset::Utc>>,
                 ::std::string::String,
             >,
             last_error: ::std::result::Result<
@@ -17867,7 +16332,7 @@ pub mod types {
                 ::std::string::String,
             >,
             next_attempt_at: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
+                ::std::option::Option<::chrono::DateTime<::chrono::offset::Utc>>,
                 ::std::string::String,
             >,
             status: ::std::result::Result<::std::string::String, ::std::string::String>,
@@ -17904,7 +16369,7 @@ pub mod types {
             }
             pub fn created_at<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::string::String>,
+                T: ::std::convert::TryInto<::chrono::DateTime<::chrono::offset::Utc>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.created_at = value
@@ -17940,7 +16405,9 @@ pub mod types {
             }
             pub fn finished_at<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<::chrono::DateTime<::chrono::offset::Utc>>,
+                >,
                 T::Error: ::std::fmt::Display,
             {
                 self.finished_at = value
@@ -17962,7 +16429,9 @@ pub mod types {
             }
             pub fn last_attempt_at<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<::chrono::DateTime<::chrono::offset::Utc>>,
+                >,
                 T::Error: ::std::fmt::Display,
             {
                 self.last_attempt_at = value
@@ -18002,7 +16471,9 @@ pub mod types {
             }
             pub fn next_attempt_at<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<::chrono::DateTime<::chrono::offset::Utc>>,
+                >,
                 T::Error: ::std::fmt::Display,
             {
                 self.next_attempt_at = value
@@ -18106,7 +16577,7 @@ pub mod types {
             }
         }
         #[derive(Clone, Debug)]
-        pub struct Documents {
+        pub struct Document {
             company_id: ::std::result::Result<
                 ::std::option::Option<super::EdmInt64>,
                 ::std::string::String,
@@ -18172,7 +16643,7 @@ pub mod types {
                 ::std::string::String,
             >,
         }
-        impl ::std::default::Default for Documents {
+        impl ::std::default::Default for Document {
             fn default() -> Self {
                 Self {
                     company_id: Ok(Default::default()),
@@ -18194,7 +16665,7 @@ pub mod types {
                 }
             }
         }
-        impl Documents {
+        impl Document {
             pub fn company_id<T>(mut self, value: T) -> Self
             where
                 T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
@@ -18392,10 +16863,10 @@ pub mod types {
                 self
             }
         }
-        impl ::std::convert::TryFrom<Documents> for super::Documents {
+        impl ::std::convert::TryFrom<Document> for super::Document {
             type Error = super::error::ConversionError;
             fn try_from(
-                value: Documents,
+                value: Document,
             ) -> ::std::result::Result<Self, super::error::ConversionError> {
                 Ok(Self {
                     company_id: value.company_id?,
@@ -18417,8 +16888,8 @@ pub mod types {
                 })
             }
         }
-        impl ::std::convert::From<super::Documents> for Documents {
-            fn from(value: super::Documents) -> Self {
+        impl ::std::convert::From<super::Document> for Document {
+            fn from(value: super::Document) -> Self {
                 Self {
                     company_id: Ok(value.company_id),
                     content_type: Ok(value.content_type),
@@ -18442,7 +16913,7 @@ pub mod types {
         #[derive(Clone, Debug)]
         pub struct DocumentsPage {
             data: ::std::result::Result<
-                ::std::vec::Vec<super::Documents>,
+                ::std::vec::Vec<super::Document>,
                 ::std::string::String,
             >,
             meta: ::std::result::Result<super::PageMeta, ::std::string::String>,
@@ -18458,7 +16929,7 @@ pub mod types {
         impl DocumentsPage {
             pub fn data<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::vec::Vec<super::Documents>>,
+                T: ::std::convert::TryInto<::std::vec::Vec<super::Document>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.data = value
@@ -18838,7 +17309,7 @@ pub mod types {
         }
         #[derive(Clone, Debug)]
         pub struct DocumentsWrite {
-            data: ::std::result::Result<super::Documents, ::std::string::String>,
+            data: ::std::result::Result<super::Document, ::std::string::String>,
             field_report_response: ::std::result::Result<
                 ::std::option::Option<
                     ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -18859,7 +17330,7 @@ pub mod types {
         impl DocumentsWrite {
             pub fn data<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<super::Documents>,
+                T: ::std::convert::TryInto<super::Document>,
                 T::Error: ::std::fmt::Display,
             {
                 self.data = value
@@ -19224,7 +17695,7 @@ pub mod types {
                 ::std::string::String,
             >,
             last_sync_at: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
+                ::std::option::Option<::chrono::DateTime<::chrono::offset::Utc>>,
                 ::std::string::String,
             >,
             records: ::std::result::Result<i64, ::std::string::String>,
@@ -19281,7 +17752,9 @@ pub mod types {
             }
             pub fn last_sync_at<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<::chrono::DateTime<::chrono::offset::Utc>>,
+                >,
                 T::Error: ::std::fmt::Display,
             {
                 self.last_sync_at = value
@@ -21295,7 +19768,7 @@ pub mod types {
                 ::std::string::String,
             >,
             retry_after_seconds: ::std::result::Result<
-                ::std::option::Option<u64>,
+                ::std::option::Option<i64>,
                 ::std::string::String,
             >,
             success: ::std::result::Result<
@@ -21373,7 +19846,7 @@ pub mod types {
             }
             pub fn retry_after_seconds<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<u64>>,
+                T: ::std::convert::TryInto<::std::option::Option<i64>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.retry_after_seconds = value
@@ -21777,7 +20250,7 @@ pub mod types {
                 ::std::string::String,
             >,
             retry_after_seconds: ::std::result::Result<
-                ::std::option::Option<u64>,
+                ::std::option::Option<i64>,
                 ::std::string::String,
             >,
             success: ::std::result::Result<
@@ -21855,7 +20328,7 @@ pub mod types {
             }
             pub fn retry_after_seconds<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<u64>>,
+                T: ::std::convert::TryInto<::std::option::Option<i64>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.retry_after_seconds = value
@@ -21911,7 +20384,7 @@ pub mod types {
         pub struct InverseCalculationResult {
             data: ::std::result::Result<f64, ::std::string::String>,
             monthly_instalment: ::std::result::Result<f64, ::std::string::String>,
-            period: ::std::result::Result<u32, ::std::string::String>,
+            period: ::std::result::Result<i64, ::std::string::String>,
         }
         impl ::std::default::Default for InverseCalculationResult {
             fn default() -> Self {
@@ -21953,7 +20426,7 @@ pub mod types {
             }
             pub fn period<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<u32>,
+                T: ::std::convert::TryInto<i64>,
                 T::Error: ::std::fmt::Display,
             {
                 self.period = value
@@ -22282,7 +20755,7 @@ pub mod types {
             }
         }
         #[derive(Clone, Debug)]
-        pub struct ItemTypes {
+        pub struct ItemType {
             costs: ::std::result::Result<
                 ::std::option::Option<super::EdmNumber>,
                 ::std::string::String,
@@ -22344,7 +20817,7 @@ pub mod types {
                 ::std::string::String,
             >,
         }
-        impl ::std::default::Default for ItemTypes {
+        impl ::std::default::Default for ItemType {
             fn default() -> Self {
                 Self {
                     costs: Ok(Default::default()),
@@ -22365,7 +20838,7 @@ pub mod types {
                 }
             }
         }
-        impl ItemTypes {
+        impl ItemType {
             pub fn costs<T>(mut self, value: T) -> Self
             where
                 T: ::std::convert::TryInto<::std::option::Option<super::EdmNumber>>,
@@ -22549,10 +21022,10 @@ pub mod types {
                 self
             }
         }
-        impl ::std::convert::TryFrom<ItemTypes> for super::ItemTypes {
+        impl ::std::convert::TryFrom<ItemType> for super::ItemType {
             type Error = super::error::ConversionError;
             fn try_from(
-                value: ItemTypes,
+                value: ItemType,
             ) -> ::std::result::Result<Self, super::error::ConversionError> {
                 Ok(Self {
                     costs: value.costs?,
@@ -22573,8 +21046,8 @@ pub mod types {
                 })
             }
         }
-        impl ::std::convert::From<super::ItemTypes> for ItemTypes {
-            fn from(value: super::ItemTypes) -> Self {
+        impl ::std::convert::From<super::ItemType> for ItemType {
+            fn from(value: super::ItemType) -> Self {
                 Self {
                     costs: Ok(value.costs),
                     date_modified: Ok(value.date_modified),
@@ -22597,7 +21070,7 @@ pub mod types {
         #[derive(Clone, Debug)]
         pub struct ItemTypesPage {
             data: ::std::result::Result<
-                ::std::vec::Vec<super::ItemTypes>,
+                ::std::vec::Vec<super::ItemType>,
                 ::std::string::String,
             >,
             meta: ::std::result::Result<super::PageMeta, ::std::string::String>,
@@ -22613,7 +21086,7 @@ pub mod types {
         impl ItemTypesPage {
             pub fn data<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::vec::Vec<super::ItemTypes>>,
+                T: ::std::convert::TryInto<::std::vec::Vec<super::ItemType>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.data = value
@@ -22972,7 +21445,7 @@ pub mod types {
         }
         #[derive(Clone, Debug)]
         pub struct ItemTypesWrite {
-            data: ::std::result::Result<super::ItemTypes, ::std::string::String>,
+            data: ::std::result::Result<super::ItemType, ::std::string::String>,
             field_report_response: ::std::result::Result<
                 ::std::option::Option<
                     ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -22993,7 +21466,7 @@ pub mod types {
         impl ItemTypesWrite {
             pub fn data<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<super::ItemTypes>,
+                T: ::std::convert::TryInto<super::ItemType>,
                 T::Error: ::std::fmt::Display,
             {
                 self.data = value
@@ -23042,7 +21515,7 @@ pub mod types {
             }
         }
         #[derive(Clone, Debug)]
-        pub struct ItemUnits {
+        pub struct ItemUnit {
             date_modified: ::std::result::Result<
                 ::std::option::Option<::std::string::String>,
                 ::std::string::String,
@@ -23080,7 +21553,7 @@ pub mod types {
                 ::std::string::String,
             >,
         }
-        impl ::std::default::Default for ItemUnits {
+        impl ::std::default::Default for ItemUnit {
             fn default() -> Self {
                 Self {
                     date_modified: Ok(Default::default()),
@@ -23095,7 +21568,7 @@ pub mod types {
                 }
             }
         }
-        impl ItemUnits {
+        impl ItemUnit {
             pub fn date_modified<T>(mut self, value: T) -> Self
             where
                 T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
@@ -23207,10 +21680,10 @@ pub mod types {
                 self
             }
         }
-        impl ::std::convert::TryFrom<ItemUnits> for super::ItemUnits {
+        impl ::std::convert::TryFrom<ItemUnit> for super::ItemUnit {
             type Error = super::error::ConversionError;
             fn try_from(
-                value: ItemUnits,
+                value: ItemUnit,
             ) -> ::std::result::Result<Self, super::error::ConversionError> {
                 Ok(Self {
                     date_modified: value.date_modified?,
@@ -23225,8 +21698,8 @@ pub mod types {
                 })
             }
         }
-        impl ::std::convert::From<super::ItemUnits> for ItemUnits {
-            fn from(value: super::ItemUnits) -> Self {
+        impl ::std::convert::From<super::ItemUnit> for ItemUnit {
+            fn from(value: super::ItemUnit) -> Self {
                 Self {
                     date_modified: Ok(value.date_modified),
                     date_of_creation: Ok(value.date_of_creation),
@@ -23243,7 +21716,7 @@ pub mod types {
         #[derive(Clone, Debug)]
         pub struct ItemUnitsPage {
             data: ::std::result::Result<
-                ::std::vec::Vec<super::ItemUnits>,
+                ::std::vec::Vec<super::ItemUnit>,
                 ::std::string::String,
             >,
             meta: ::std::result::Result<super::PageMeta, ::std::string::String>,
@@ -23259,7 +21732,7 @@ pub mod types {
         impl ItemUnitsPage {
             pub fn data<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::vec::Vec<super::ItemUnits>>,
+                T: ::std::convert::TryInto<::std::vec::Vec<super::ItemUnit>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.data = value
@@ -23504,7 +21977,7 @@ pub mod types {
         }
         #[derive(Clone, Debug)]
         pub struct ItemUnitsWrite {
-            data: ::std::result::Result<super::ItemUnits, ::std::string::String>,
+            data: ::std::result::Result<super::ItemUnit, ::std::string::String>,
             field_report_response: ::std::result::Result<
                 ::std::option::Option<
                     ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -23525,7 +21998,7 @@ pub mod types {
         impl ItemUnitsWrite {
             pub fn data<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<super::ItemUnits>,
+                T: ::std::convert::TryInto<super::ItemUnit>,
                 T::Error: ::std::fmt::Display,
             {
                 self.data = value
@@ -23574,303 +22047,9 @@ pub mod types {
             }
         }
         #[derive(Clone, Debug)]
-        pub struct Items {
-            date_modified: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            date_of_creation: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            description: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            external_id: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            id: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
-                ::std::string::String,
-            >,
-            is_billable: ::std::result::Result<
-                ::std::option::Option<bool>,
-                ::std::string::String,
-            >,
-            item_type_id: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
-                ::std::string::String,
-            >,
-            name: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            price: ::std::result::Result<
-                ::std::option::Option<super::EdmNumber>,
-                ::std::string::String,
-            >,
-            quantity: ::std::result::Result<
-                ::std::option::Option<super::EdmNumber>,
-                ::std::string::String,
-            >,
-            serial_number: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            service_request_id: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
-                ::std::string::String,
-            >,
-            unit_id: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
-                ::std::string::String,
-            >,
-            version: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
-                ::std::string::String,
-            >,
-        }
-        impl ::std::default::Default for Items {
-            fn default() -> Self {
-                Self {
-                    date_modified: Ok(Default::default()),
-                    date_of_creation: Ok(Default::default()),
-                    description: Ok(Default::default()),
-                    external_id: Ok(Default::default()),
-                    id: Ok(Default::default()),
-                    is_billable: Ok(Default::default()),
-                    item_type_id: Ok(Default::default()),
-                    name: Ok(Default::default()),
-                    price: Ok(Default::default()),
-                    quantity: Ok(Default::default()),
-                    serial_number: Ok(Default::default()),
-                    service_request_id: Ok(Default::default()),
-                    unit_id: Ok(Default::default()),
-                    version: Ok(Default::default()),
-                }
-            }
-        }
-        impl Items {
-            pub fn date_modified<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.date_modified = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for date_modified: {e}")
-                    });
-                self
-            }
-            pub fn date_of_creation<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.date_of_creation = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!(
-                            "error converting supplied value for date_of_creation: {e}"
-                        )
-                    });
-                self
-            }
-            pub fn description<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.description = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for description: {e}")
-                    });
-                self
-            }
-            pub fn external_id<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.external_id = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for external_id: {e}")
-                    });
-                self
-            }
-            pub fn id<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.id = value
-                    .try_into()
-                    .map_err(|e| format!("error converting supplied value for id: {e}"));
-                self
-            }
-            pub fn is_billable<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<bool>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.is_billable = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for is_billable: {e}")
-                    });
-                self
-            }
-            pub fn item_type_id<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.item_type_id = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for item_type_id: {e}")
-                    });
-                self
-            }
-            pub fn name<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.name = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for name: {e}")
-                    });
-                self
-            }
-            pub fn price<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmNumber>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.price = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for price: {e}")
-                    });
-                self
-            }
-            pub fn quantity<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmNumber>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.quantity = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for quantity: {e}")
-                    });
-                self
-            }
-            pub fn serial_number<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.serial_number = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for serial_number: {e}")
-                    });
-                self
-            }
-            pub fn service_request_id<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.service_request_id = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!(
-                            "error converting supplied value for service_request_id: {e}"
-                        )
-                    });
-                self
-            }
-            pub fn unit_id<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.unit_id = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for unit_id: {e}")
-                    });
-                self
-            }
-            pub fn version<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.version = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for version: {e}")
-                    });
-                self
-            }
-        }
-        impl ::std::convert::TryFrom<Items> for super::Items {
-            type Error = super::error::ConversionError;
-            fn try_from(
-                value: Items,
-            ) -> ::std::result::Result<Self, super::error::ConversionError> {
-                Ok(Self {
-                    date_modified: value.date_modified?,
-                    date_of_creation: value.date_of_creation?,
-                    description: value.description?,
-                    external_id: value.external_id?,
-                    id: value.id?,
-                    is_billable: value.is_billable?,
-                    item_type_id: value.item_type_id?,
-                    name: value.name?,
-                    price: value.price?,
-                    quantity: value.quantity?,
-                    serial_number: value.serial_number?,
-                    service_request_id: value.service_request_id?,
-                    unit_id: value.unit_id?,
-                    version: value.version?,
-                })
-            }
-        }
-        impl ::std::convert::From<super::Items> for Items {
-            fn from(value: super::Items) -> Self {
-                Self {
-                    date_modified: Ok(value.date_modified),
-                    date_of_creation: Ok(value.date_of_creation),
-                    description: Ok(value.description),
-                    external_id: Ok(value.external_id),
-                    id: Ok(value.id),
-                    is_billable: Ok(value.is_billable),
-                    item_type_id: Ok(value.item_type_id),
-                    name: Ok(value.name),
-                    price: Ok(value.price),
-                    quantity: Ok(value.quantity),
-                    serial_number: Ok(value.serial_number),
-                    service_request_id: Ok(value.service_request_id),
-                    unit_id: Ok(value.unit_id),
-                    version: Ok(value.version),
-                }
-            }
-        }
-        #[derive(Clone, Debug)]
         pub struct ItemsPage {
             data: ::std::result::Result<
-                ::std::vec::Vec<super::Items>,
+                ::std::vec::Vec<super::Item>,
                 ::std::string::String,
             >,
             meta: ::std::result::Result<super::PageMeta, ::std::string::String>,
@@ -23886,7 +22065,7 @@ pub mod types {
         impl ItemsPage {
             pub fn data<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::vec::Vec<super::Items>>,
+                T: ::std::convert::TryInto<::std::vec::Vec<super::Item>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.data = value
@@ -24224,7 +22403,7 @@ pub mod types {
         }
         #[derive(Clone, Debug)]
         pub struct ItemsWrite {
-            data: ::std::result::Result<super::Items, ::std::string::String>,
+            data: ::std::result::Result<super::Item, ::std::string::String>,
             field_report_response: ::std::result::Result<
                 ::std::option::Option<
                     ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -24245,7 +22424,7 @@ pub mod types {
         impl ItemsWrite {
             pub fn data<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<super::Items>,
+                T: ::std::convert::TryInto<super::Item>,
                 T::Error: ::std::fmt::Display,
             {
                 self.data = value
@@ -24298,7 +22477,7 @@ pub mod types {
             attempts: ::std::result::Result<i64, ::std::string::String>,
             cancel_requested: ::std::result::Result<bool, ::std::string::String>,
             created_at: ::std::result::Result<
-                ::std::string::String,
+                ::chrono::DateTime<::chrono::offset::Utc>,
                 ::std::string::String,
             >,
             error: ::std::result::Result<
@@ -24306,7 +22485,7 @@ pub mod types {
                 ::std::string::String,
             >,
             finished_at: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
+                ::std::option::Option<::chrono::DateTime<::chrono::offset::Utc>>,
                 ::std::string::String,
             >,
             id: ::std::result::Result<i64, ::std::string::String>,
@@ -24318,7 +22497,7 @@ pub mod types {
             >,
             scheduled: ::std::result::Result<bool, ::std::string::String>,
             started_at: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
+                ::std::option::Option<::chrono::DateTime<::chrono::offset::Utc>>,
                 ::std::string::String,
             >,
             status: ::std::result::Result<super::JobStatus, ::std::string::String>,
@@ -24377,7 +22556,7 @@ pub mod types {
             }
             pub fn created_at<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::string::String>,
+                T: ::std::convert::TryInto<::chrono::DateTime<::chrono::offset::Utc>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.created_at = value
@@ -24401,7 +22580,9 @@ pub mod types {
             }
             pub fn finished_at<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<::chrono::DateTime<::chrono::offset::Utc>>,
+                >,
                 T::Error: ::std::fmt::Display,
             {
                 self.finished_at = value
@@ -24471,7 +22652,9 @@ pub mod types {
             }
             pub fn started_at<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<::chrono::DateTime<::chrono::offset::Utc>>,
+                >,
                 T::Error: ::std::fmt::Display,
             {
                 self.started_at = value
@@ -24709,7 +22892,7 @@ pub mod types {
                 ::std::string::String,
             >,
             retry_after_seconds: ::std::result::Result<
-                ::std::option::Option<u64>,
+                ::std::option::Option<i64>,
                 ::std::string::String,
             >,
             success: ::std::result::Result<
@@ -24787,7 +22970,7 @@ pub mod types {
             }
             pub fn retry_after_seconds<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<u64>>,
+                T: ::std::convert::TryInto<::std::option::Option<i64>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.retry_after_seconds = value
@@ -24872,7 +23055,7 @@ pub mod types {
                 ::std::string::String,
             >,
             retry_after_seconds: ::std::result::Result<
-                ::std::option::Option<u64>,
+                ::std::option::Option<i64>,
                 ::std::string::String,
             >,
             success: ::std::result::Result<
@@ -24989,7 +23172,7 @@ pub mod types {
             }
             pub fn retry_after_seconds<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<u64>>,
+                T: ::std::convert::TryInto<::std::option::Option<i64>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.retry_after_seconds = value
@@ -25080,7 +23263,7 @@ pub mod types {
                 ::std::string::String,
             >,
             retry_after_seconds: ::std::result::Result<
-                ::std::option::Option<u64>,
+                ::std::option::Option<i64>,
                 ::std::string::String,
             >,
             success: ::std::result::Result<
@@ -25197,7 +23380,7 @@ pub mod types {
             }
             pub fn retry_after_seconds<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<u64>>,
+                T: ::std::convert::TryInto<::std::option::Option<i64>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.retry_after_seconds = value
@@ -25372,7 +23555,7 @@ pub mod types {
                 ::std::string::String,
             >,
             retry_after_seconds: ::std::result::Result<
-                ::std::option::Option<u64>,
+                ::std::option::Option<i64>,
                 ::std::string::String,
             >,
             success: ::std::result::Result<
@@ -25489,7 +23672,7 @@ pub mod types {
             }
             pub fn retry_after_seconds<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<u64>>,
+                T: ::std::convert::TryInto<::std::option::Option<i64>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.retry_after_seconds = value
@@ -25582,7 +23765,7 @@ pub mod types {
                 ::std::string::String,
             >,
             retry_after_seconds: ::std::result::Result<
-                ::std::option::Option<u64>,
+                ::std::option::Option<i64>,
                 ::std::string::String,
             >,
             success: ::std::result::Result<
@@ -25699,7 +23882,7 @@ pub mod types {
             }
             pub fn retry_after_seconds<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<u64>>,
+                T: ::std::convert::TryInto<::std::option::Option<i64>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.retry_after_seconds = value
@@ -25762,12 +23945,15 @@ pub mod types {
         #[derive(Clone, Debug)]
         pub struct LeasingStateChangedEvent {
             created_at: ::std::result::Result<
-                ::std::string::String,
+                ::chrono::DateTime<::chrono::offset::Utc>,
                 ::std::string::String,
             >,
             data: ::std::result::Result<super::StateChange, ::std::string::String>,
             id: ::std::result::Result<::std::string::String, ::std::string::String>,
-            type_: ::std::result::Result<::std::string::String, ::std::string::String>,
+            type_: ::std::result::Result<
+                super::LeasingStateChangedEventType,
+                ::std::string::String,
+            >,
         }
         impl ::std::default::Default for LeasingStateChangedEvent {
             fn default() -> Self {
@@ -25782,7 +23968,7 @@ pub mod types {
         impl LeasingStateChangedEvent {
             pub fn created_at<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::string::String>,
+                T: ::std::convert::TryInto<::chrono::DateTime<::chrono::offset::Utc>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.created_at = value
@@ -25816,7 +24002,7 @@ pub mod types {
             }
             pub fn type_<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::string::String>,
+                T: ::std::convert::TryInto<super::LeasingStateChangedEventType>,
                 T::Error: ::std::fmt::Display,
             {
                 self.type_ = value
@@ -31314,9 +29500,9 @@ pub mod types {
         }
         #[derive(Clone, Debug)]
         pub struct PageMeta {
-            current_page: ::std::result::Result<u32, ::std::string::String>,
-            last_page: ::std::result::Result<u32, ::std::string::String>,
-            per_page: ::std::result::Result<u32, ::std::string::String>,
+            current_page: ::std::result::Result<i64, ::std::string::String>,
+            last_page: ::std::result::Result<i64, ::std::string::String>,
+            per_page: ::std::result::Result<i64, ::std::string::String>,
             total: ::std::result::Result<i64, ::std::string::String>,
         }
         impl ::std::default::Default for PageMeta {
@@ -31332,7 +29518,7 @@ pub mod types {
         impl PageMeta {
             pub fn current_page<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<u32>,
+                T: ::std::convert::TryInto<i64>,
                 T::Error: ::std::fmt::Display,
             {
                 self.current_page = value
@@ -31344,7 +29530,7 @@ pub mod types {
             }
             pub fn last_page<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<u32>,
+                T: ::std::convert::TryInto<i64>,
                 T::Error: ::std::fmt::Display,
             {
                 self.last_page = value
@@ -31356,7 +29542,7 @@ pub mod types {
             }
             pub fn per_page<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<u32>,
+                T: ::std::convert::TryInto<i64>,
                 T::Error: ::std::fmt::Display,
             {
                 self.per_page = value
@@ -31685,17 +29871,17 @@ pub mod types {
         }
         #[derive(Clone, Debug)]
         pub struct PostReport {
-            attributes_marked: ::std::result::Result<u64, ::std::string::String>,
-            created: ::std::result::Result<u64, ::std::string::String>,
+            attributes_marked: ::std::result::Result<i64, ::std::string::String>,
+            created: ::std::result::Result<i64, ::std::string::String>,
             entity: ::std::result::Result<::std::string::String, ::std::string::String>,
             errors: ::std::result::Result<
                 ::std::vec::Vec<super::RecordError>,
                 ::std::string::String,
             >,
-            failed: ::std::result::Result<u64, ::std::string::String>,
+            failed: ::std::result::Result<i64, ::std::string::String>,
             model: ::std::result::Result<::std::string::String, ::std::string::String>,
-            unchanged: ::std::result::Result<u64, ::std::string::String>,
-            updated: ::std::result::Result<u64, ::std::string::String>,
+            unchanged: ::std::result::Result<i64, ::std::string::String>,
+            updated: ::std::result::Result<i64, ::std::string::String>,
         }
         impl ::std::default::Default for PostReport {
             fn default() -> Self {
@@ -31716,7 +29902,7 @@ pub mod types {
         impl PostReport {
             pub fn attributes_marked<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<u64>,
+                T: ::std::convert::TryInto<i64>,
                 T::Error: ::std::fmt::Display,
             {
                 self.attributes_marked = value
@@ -31730,7 +29916,7 @@ pub mod types {
             }
             pub fn created<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<u64>,
+                T: ::std::convert::TryInto<i64>,
                 T::Error: ::std::fmt::Display,
             {
                 self.created = value
@@ -31766,7 +29952,7 @@ pub mod types {
             }
             pub fn failed<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<u64>,
+                T: ::std::convert::TryInto<i64>,
                 T::Error: ::std::fmt::Display,
             {
                 self.failed = value
@@ -31790,7 +29976,7 @@ pub mod types {
             }
             pub fn unchanged<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<u64>,
+                T: ::std::convert::TryInto<i64>,
                 T::Error: ::std::fmt::Display,
             {
                 self.unchanged = value
@@ -31802,7 +29988,7 @@ pub mod types {
             }
             pub fn updated<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<u64>,
+                T: ::std::convert::TryInto<i64>,
                 T::Error: ::std::fmt::Display,
             {
                 self.updated = value
@@ -32099,263 +30285,9 @@ pub mod types {
             }
         }
         #[derive(Clone, Debug)]
-        pub struct Products {
-            category: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            date_modified: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            date_of_creation: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            description: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            external_id: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            id: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
-                ::std::string::String,
-            >,
-            is_active: ::std::result::Result<
-                ::std::option::Option<bool>,
-                ::std::string::String,
-            >,
-            manufacturer: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            model_number: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            name: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            note: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            version: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
-                ::std::string::String,
-            >,
-        }
-        impl ::std::default::Default for Products {
-            fn default() -> Self {
-                Self {
-                    category: Ok(Default::default()),
-                    date_modified: Ok(Default::default()),
-                    date_of_creation: Ok(Default::default()),
-                    description: Ok(Default::default()),
-                    external_id: Ok(Default::default()),
-                    id: Ok(Default::default()),
-                    is_active: Ok(Default::default()),
-                    manufacturer: Ok(Default::default()),
-                    model_number: Ok(Default::default()),
-                    name: Ok(Default::default()),
-                    note: Ok(Default::default()),
-                    version: Ok(Default::default()),
-                }
-            }
-        }
-        impl Products {
-            pub fn category<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.category = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for category: {e}")
-                    });
-                self
-            }
-            pub fn date_modified<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.date_modified = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for date_modified: {e}")
-                    });
-                self
-            }
-            pub fn date_of_creation<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.date_of_creation = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!(
-                            "error converting supplied value for date_of_creation: {e}"
-                        )
-                    });
-                self
-            }
-            pub fn description<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.description = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for description: {e}")
-                    });
-                self
-            }
-            pub fn external_id<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.external_id = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for external_id: {e}")
-                    });
-                self
-            }
-            pub fn id<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.id = value
-                    .try_into()
-                    .map_err(|e| format!("error converting supplied value for id: {e}"));
-                self
-            }
-            pub fn is_active<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<bool>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.is_active = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for is_active: {e}")
-                    });
-                self
-            }
-            pub fn manufacturer<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.manufacturer = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for manufacturer: {e}")
-                    });
-                self
-            }
-            pub fn model_number<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.model_number = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for model_number: {e}")
-                    });
-                self
-            }
-            pub fn name<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.name = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for name: {e}")
-                    });
-                self
-            }
-            pub fn note<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.note = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for note: {e}")
-                    });
-                self
-            }
-            pub fn version<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.version = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for version: {e}")
-                    });
-                self
-            }
-        }
-        impl ::std::convert::TryFrom<Products> for super::Products {
-            type Error = super::error::ConversionError;
-            fn try_from(
-                value: Products,
-            ) -> ::std::result::Result<Self, super::error::ConversionError> {
-                Ok(Self {
-                    category: value.category?,
-                    date_modified: value.date_modified?,
-                    date_of_creation: value.date_of_creation?,
-                    description: value.description?,
-                    external_id: value.external_id?,
-                    id: value.id?,
-                    is_active: value.is_active?,
-                    manufacturer: value.manufacturer?,
-                    model_number: value.model_number?,
-                    name: value.name?,
-                    note: value.note?,
-                    version: value.version?,
-                })
-            }
-        }
-        impl ::std::convert::From<super::Products> for Products {
-            fn from(value: super::Products) -> Self {
-                Self {
-                    category: Ok(value.category),
-                    date_modified: Ok(value.date_modified),
-                    date_of_creation: Ok(value.date_of_creation),
-                    description: Ok(value.description),
-                    external_id: Ok(value.external_id),
-                    id: Ok(value.id),
-                    is_active: Ok(value.is_active),
-                    manufacturer: Ok(value.manufacturer),
-                    model_number: Ok(value.model_number),
-                    name: Ok(value.name),
-                    note: Ok(value.note),
-                    version: Ok(value.version),
-                }
-            }
-        }
-        #[derive(Clone, Debug)]
         pub struct ProductsPage {
             data: ::std::result::Result<
-                ::std::vec::Vec<super::Products>,
+                ::std::vec::Vec<super::Product>,
                 ::std::string::String,
             >,
             meta: ::std::result::Result<super::PageMeta, ::std::string::String>,
@@ -32371,7 +30303,7 @@ pub mod types {
         impl ProductsPage {
             pub fn data<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::vec::Vec<super::Products>>,
+                T: ::std::convert::TryInto<::std::vec::Vec<super::Product>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.data = value
@@ -32671,7 +30603,7 @@ pub mod types {
         }
         #[derive(Clone, Debug)]
         pub struct ProductsWrite {
-            data: ::std::result::Result<super::Products, ::std::string::String>,
+            data: ::std::result::Result<super::Product, ::std::string::String>,
             field_report_response: ::std::result::Result<
                 ::std::option::Option<
                     ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -32692,7 +30624,7 @@ pub mod types {
         impl ProductsWrite {
             pub fn data<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<super::Products>,
+                T: ::std::convert::TryInto<super::Product>,
                 T::Error: ::std::fmt::Display,
             {
                 self.data = value
@@ -32791,15 +30723,15 @@ pub mod types {
                 ::std::vec::Vec<super::RecordError>,
                 ::std::string::String,
             >,
-            fetched: ::std::result::Result<u64, ::std::string::String>,
-            fetched_missing: ::std::result::Result<u64, ::std::string::String>,
-            inserted: ::std::result::Result<u64, ::std::string::String>,
+            fetched: ::std::result::Result<i64, ::std::string::String>,
+            fetched_missing: ::std::result::Result<i64, ::std::string::String>,
+            inserted: ::std::result::Result<i64, ::std::string::String>,
             model: ::std::result::Result<::std::string::String, ::std::string::String>,
-            pages: ::std::result::Result<u64, ::std::string::String>,
-            refreshed: ::std::result::Result<u64, ::std::string::String>,
-            removed: ::std::result::Result<u64, ::std::string::String>,
-            unchanged: ::std::result::Result<u64, ::std::string::String>,
-            updated: ::std::result::Result<u64, ::std::string::String>,
+            pages: ::std::result::Result<i64, ::std::string::String>,
+            refreshed: ::std::result::Result<i64, ::std::string::String>,
+            removed: ::std::result::Result<i64, ::std::string::String>,
+            unchanged: ::std::result::Result<i64, ::std::string::String>,
+            updated: ::std::result::Result<i64, ::std::string::String>,
         }
         impl ::std::default::Default for PullReport {
             fn default() -> Self {
@@ -32845,7 +30777,7 @@ pub mod types {
             }
             pub fn fetched<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<u64>,
+                T: ::std::convert::TryInto<i64>,
                 T::Error: ::std::fmt::Display,
             {
                 self.fetched = value
@@ -32857,7 +30789,7 @@ pub mod types {
             }
             pub fn fetched_missing<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<u64>,
+                T: ::std::convert::TryInto<i64>,
                 T::Error: ::std::fmt::Display,
             {
                 self.fetched_missing = value
@@ -32871,7 +30803,7 @@ pub mod types {
             }
             pub fn inserted<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<u64>,
+                T: ::std::convert::TryInto<i64>,
                 T::Error: ::std::fmt::Display,
             {
                 self.inserted = value
@@ -32895,7 +30827,7 @@ pub mod types {
             }
             pub fn pages<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<u64>,
+                T: ::std::convert::TryInto<i64>,
                 T::Error: ::std::fmt::Display,
             {
                 self.pages = value
@@ -32907,7 +30839,7 @@ pub mod types {
             }
             pub fn refreshed<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<u64>,
+                T: ::std::convert::TryInto<i64>,
                 T::Error: ::std::fmt::Display,
             {
                 self.refreshed = value
@@ -32919,7 +30851,7 @@ pub mod types {
             }
             pub fn removed<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<u64>,
+                T: ::std::convert::TryInto<i64>,
                 T::Error: ::std::fmt::Display,
             {
                 self.removed = value
@@ -32931,7 +30863,7 @@ pub mod types {
             }
             pub fn unchanged<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<u64>,
+                T: ::std::convert::TryInto<i64>,
                 T::Error: ::std::fmt::Display,
             {
                 self.unchanged = value
@@ -32943,7 +30875,7 @@ pub mod types {
             }
             pub fn updated<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<u64>,
+                T: ::std::convert::TryInto<i64>,
                 T::Error: ::std::fmt::Display,
             {
                 self.updated = value
@@ -33091,15 +31023,15 @@ pub mod types {
         #[derive(Clone, Debug)]
         pub struct PushReport {
             entity: ::std::result::Result<::std::string::String, ::std::string::String>,
-            failed: ::std::result::Result<u64, ::std::string::String>,
+            failed: ::std::result::Result<i64, ::std::string::String>,
             failures: ::std::result::Result<
                 ::std::vec::Vec<super::PushFailure>,
                 ::std::string::String,
             >,
             kind: ::std::result::Result<::std::string::String, ::std::string::String>,
-            pushed: ::std::result::Result<u64, ::std::string::String>,
-            recovered: ::std::result::Result<u64, ::std::string::String>,
-            skipped: ::std::result::Result<u64, ::std::string::String>,
+            pushed: ::std::result::Result<i64, ::std::string::String>,
+            recovered: ::std::result::Result<i64, ::std::string::String>,
+            skipped: ::std::result::Result<i64, ::std::string::String>,
         }
         impl ::std::default::Default for PushReport {
             fn default() -> Self {
@@ -33129,7 +31061,7 @@ pub mod types {
             }
             pub fn failed<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<u64>,
+                T: ::std::convert::TryInto<i64>,
                 T::Error: ::std::fmt::Display,
             {
                 self.failed = value
@@ -33165,7 +31097,7 @@ pub mod types {
             }
             pub fn pushed<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<u64>,
+                T: ::std::convert::TryInto<i64>,
                 T::Error: ::std::fmt::Display,
             {
                 self.pushed = value
@@ -33177,7 +31109,7 @@ pub mod types {
             }
             pub fn recovered<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<u64>,
+                T: ::std::convert::TryInto<i64>,
                 T::Error: ::std::fmt::Display,
             {
                 self.recovered = value
@@ -33189,7 +31121,7 @@ pub mod types {
             }
             pub fn skipped<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<u64>,
+                T: ::std::convert::TryInto<i64>,
                 T::Error: ::std::fmt::Display,
             {
                 self.skipped = value
@@ -33429,208 +31361,9 @@ pub mod types {
             }
         }
         #[derive(Clone, Debug)]
-        pub struct Qualifications {
-            category: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            date_modified: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            date_of_creation: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            description: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            external_id: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            id: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
-                ::std::string::String,
-            >,
-            name: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            validity_months: ::std::result::Result<
-                ::std::option::Option<i32>,
-                ::std::string::String,
-            >,
-            version: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
-                ::std::string::String,
-            >,
-        }
-        impl ::std::default::Default for Qualifications {
-            fn default() -> Self {
-                Self {
-                    category: Ok(Default::default()),
-                    date_modified: Ok(Default::default()),
-                    date_of_creation: Ok(Default::default()),
-                    description: Ok(Default::default()),
-                    external_id: Ok(Default::default()),
-                    id: Ok(Default::default()),
-                    name: Ok(Default::default()),
-                    validity_months: Ok(Default::default()),
-                    version: Ok(Default::default()),
-                }
-            }
-        }
-        impl Qualifications {
-            pub fn category<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.category = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for category: {e}")
-                    });
-                self
-            }
-            pub fn date_modified<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.date_modified = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for date_modified: {e}")
-                    });
-                self
-            }
-            pub fn date_of_creation<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.date_of_creation = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!(
-                            "error converting supplied value for date_of_creation: {e}"
-                        )
-                    });
-                self
-            }
-            pub fn description<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.description = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for description: {e}")
-                    });
-                self
-            }
-            pub fn external_id<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.external_id = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for external_id: {e}")
-                    });
-                self
-            }
-            pub fn id<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.id = value
-                    .try_into()
-                    .map_err(|e| format!("error converting supplied value for id: {e}"));
-                self
-            }
-            pub fn name<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.name = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for name: {e}")
-                    });
-                self
-            }
-            pub fn validity_months<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<i32>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.validity_months = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!(
-                            "error converting supplied value for validity_months: {e}"
-                        )
-                    });
-                self
-            }
-            pub fn version<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.version = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for version: {e}")
-                    });
-                self
-            }
-        }
-        impl ::std::convert::TryFrom<Qualifications> for super::Qualifications {
-            type Error = super::error::ConversionError;
-            fn try_from(
-                value: Qualifications,
-            ) -> ::std::result::Result<Self, super::error::ConversionError> {
-                Ok(Self {
-                    category: value.category?,
-                    date_modified: value.date_modified?,
-                    date_of_creation: value.date_of_creation?,
-                    description: value.description?,
-                    external_id: value.external_id?,
-                    id: value.id?,
-                    name: value.name?,
-                    validity_months: value.validity_months?,
-                    version: value.version?,
-                })
-            }
-        }
-        impl ::std::convert::From<super::Qualifications> for Qualifications {
-            fn from(value: super::Qualifications) -> Self {
-                Self {
-                    category: Ok(value.category),
-                    date_modified: Ok(value.date_modified),
-                    date_of_creation: Ok(value.date_of_creation),
-                    description: Ok(value.description),
-                    external_id: Ok(value.external_id),
-                    id: Ok(value.id),
-                    name: Ok(value.name),
-                    validity_months: Ok(value.validity_months),
-                    version: Ok(value.version),
-                }
-            }
-        }
-        #[derive(Clone, Debug)]
         pub struct QualificationsPage {
             data: ::std::result::Result<
-                ::std::vec::Vec<super::Qualifications>,
+                ::std::vec::Vec<super::Qualification>,
                 ::std::string::String,
             >,
             meta: ::std::result::Result<super::PageMeta, ::std::string::String>,
@@ -33646,7 +31379,7 @@ pub mod types {
         impl QualificationsPage {
             pub fn data<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::vec::Vec<super::Qualifications>>,
+                T: ::std::convert::TryInto<::std::vec::Vec<super::Qualification>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.data = value
@@ -33892,7 +31625,7 @@ pub mod types {
         }
         #[derive(Clone, Debug)]
         pub struct QualificationsWrite {
-            data: ::std::result::Result<super::Qualifications, ::std::string::String>,
+            data: ::std::result::Result<super::Qualification, ::std::string::String>,
             field_report_response: ::std::result::Result<
                 ::std::option::Option<
                     ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -33913,7 +31646,7 @@ pub mod types {
         impl QualificationsWrite {
             pub fn data<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<super::Qualifications>,
+                T: ::std::convert::TryInto<super::Qualification>,
                 T::Error: ::std::fmt::Display,
             {
                 self.data = value
@@ -34025,18 +31758,18 @@ pub mod types {
         }
         #[derive(Clone, Debug)]
         pub struct ReconcileReport {
-            checked: ::std::result::Result<u64, ::std::string::String>,
+            checked: ::std::result::Result<i64, ::std::string::String>,
             entity: ::std::result::Result<::std::string::String, ::std::string::String>,
-            fetched_missing: ::std::result::Result<u64, ::std::string::String>,
-            kept_pending: ::std::result::Result<u64, ::std::string::String>,
+            fetched_missing: ::std::result::Result<i64, ::std::string::String>,
+            kept_pending: ::std::result::Result<i64, ::std::string::String>,
             kept_pending_ids: ::std::result::Result<
                 ::std::vec::Vec<::std::string::String>,
                 ::std::string::String,
             >,
-            refreshed: ::std::result::Result<u64, ::std::string::String>,
-            removed: ::std::result::Result<u64, ::std::string::String>,
+            refreshed: ::std::result::Result<i64, ::std::string::String>,
+            removed: ::std::result::Result<i64, ::std::string::String>,
             seconds: ::std::result::Result<f64, ::std::string::String>,
-            upstream: ::std::result::Result<u64, ::std::string::String>,
+            upstream: ::std::result::Result<i64, ::std::string::String>,
         }
         impl ::std::default::Default for ReconcileReport {
             fn default() -> Self {
@@ -34060,7 +31793,7 @@ pub mod types {
         impl ReconcileReport {
             pub fn checked<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<u64>,
+                T: ::std::convert::TryInto<i64>,
                 T::Error: ::std::fmt::Display,
             {
                 self.checked = value
@@ -34084,7 +31817,7 @@ pub mod types {
             }
             pub fn fetched_missing<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<u64>,
+                T: ::std::convert::TryInto<i64>,
                 T::Error: ::std::fmt::Display,
             {
                 self.fetched_missing = value
@@ -34098,7 +31831,7 @@ pub mod types {
             }
             pub fn kept_pending<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<u64>,
+                T: ::std::convert::TryInto<i64>,
                 T::Error: ::std::fmt::Display,
             {
                 self.kept_pending = value
@@ -34124,7 +31857,7 @@ pub mod types {
             }
             pub fn refreshed<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<u64>,
+                T: ::std::convert::TryInto<i64>,
                 T::Error: ::std::fmt::Display,
             {
                 self.refreshed = value
@@ -34136,7 +31869,7 @@ pub mod types {
             }
             pub fn removed<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<u64>,
+                T: ::std::convert::TryInto<i64>,
                 T::Error: ::std::fmt::Display,
             {
                 self.removed = value
@@ -34160,7 +31893,7 @@ pub mod types {
             }
             pub fn upstream<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<u64>,
+                T: ::std::convert::TryInto<i64>,
                 T::Error: ::std::fmt::Display,
             {
                 self.upstream = value
@@ -34201,6 +31934,77 @@ pub mod types {
                     removed: Ok(value.removed),
                     seconds: Ok(value.seconds),
                     upstream: Ok(value.upstream),
+                }
+            }
+        }
+        #[derive(Clone, Debug)]
+        pub struct RecordDeleted {
+            data: ::std::result::Result<bool, ::std::string::String>,
+            field_report_response: ::std::result::Result<
+                ::std::option::Option<
+                    ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+                >,
+                ::std::string::String,
+            >,
+        }
+        impl ::std::default::Default for RecordDeleted {
+            fn default() -> Self {
+                Self {
+                    data: Err("no value supplied for data".to_string()),
+                    field_report_response: Err(
+                        "no value supplied for field_report_response".to_string(),
+                    ),
+                }
+            }
+        }
+        impl RecordDeleted {
+            pub fn data<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<bool>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.data = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for data: {e}")
+                    });
+                self
+            }
+            pub fn field_report_response<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<
+                        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+                    >,
+                >,
+                T::Error: ::std::fmt::Display,
+            {
+                self.field_report_response = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!(
+                            "error converting supplied value for field_report_response: {e}"
+                        )
+                    });
+                self
+            }
+        }
+        impl ::std::convert::TryFrom<RecordDeleted> for super::RecordDeleted {
+            type Error = super::error::ConversionError;
+            fn try_from(
+                value: RecordDeleted,
+            ) -> ::std::result::Result<Self, super::error::ConversionError> {
+                Ok(Self {
+                    data: value.data?,
+                    field_report_response: value.field_report_response?,
+                })
+            }
+        }
+        impl ::std::convert::From<super::RecordDeleted> for RecordDeleted {
+            fn from(value: super::RecordDeleted) -> Self {
+                Self {
+                    data: Ok(value.data),
+                    field_report_response: Ok(value.field_report_response),
                 }
             }
         }
@@ -35012,446 +32816,9 @@ pub mod types {
             }
         }
         #[derive(Clone, Debug)]
-        pub struct ServiceObjects {
-            company: ::std::result::Result<
-                ::std::option::Option<super::Company>,
-                ::std::string::String,
-            >,
-            company_id: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
-                ::std::string::String,
-            >,
-            contacts: ::std::result::Result<
-                ::std::option::Option<::std::vec::Vec<super::Contact>>,
-                ::std::string::String,
-            >,
-            date_modified: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            date_of_creation: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            description: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            external_id: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            id: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
-                ::std::string::String,
-            >,
-            installation_date: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            inventory_number: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            is_active: ::std::result::Result<
-                ::std::option::Option<bool>,
-                ::std::string::String,
-            >,
-            location: ::std::result::Result<
-                ::std::option::Option<super::Location>,
-                ::std::string::String,
-            >,
-            name: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            note: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            parent_service_object_id: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
-                ::std::string::String,
-            >,
-            product: ::std::result::Result<
-                ::std::option::Option<super::Product>,
-                ::std::string::String,
-            >,
-            product_id: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
-                ::std::string::String,
-            >,
-            serial_number: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            tags: ::std::result::Result<
-                ::std::option::Option<::std::vec::Vec<super::Tag>>,
-                ::std::string::String,
-            >,
-            version: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
-                ::std::string::String,
-            >,
-            warranty_end_date: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-        }
-        impl ::std::default::Default for ServiceObjects {
-            fn default() -> Self {
-                Self {
-                    company: Ok(Default::default()),
-                    company_id: Ok(Default::default()),
-                    contacts: Ok(Default::default()),
-                    date_modified: Ok(Default::default()),
-                    date_of_creation: Ok(Default::default()),
-                    description: Ok(Default::default()),
-                    external_id: Ok(Default::default()),
-                    id: Ok(Default::default()),
-                    installation_date: Ok(Default::default()),
-                    inventory_number: Ok(Default::default()),
-                    is_active: Ok(Default::default()),
-                    location: Ok(Default::default()),
-                    name: Ok(Default::default()),
-                    note: Ok(Default::default()),
-                    parent_service_object_id: Ok(Default::default()),
-                    product: Ok(Default::default()),
-                    product_id: Ok(Default::default()),
-                    serial_number: Ok(Default::default()),
-                    tags: Ok(Default::default()),
-                    version: Ok(Default::default()),
-                    warranty_end_date: Ok(Default::default()),
-                }
-            }
-        }
-        impl ServiceObjects {
-            pub fn company<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<super::Company>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.company = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for company: {e}")
-                    });
-                self
-            }
-            pub fn company_id<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.company_id = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for company_id: {e}")
-                    });
-                self
-            }
-            pub fn contacts<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<
-                    ::std::option::Option<::std::vec::Vec<super::Contact>>,
-                >,
-                T::Error: ::std::fmt::Display,
-            {
-                self.contacts = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for contacts: {e}")
-                    });
-                self
-            }
-            pub fn date_modified<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.date_modified = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for date_modified: {e}")
-                    });
-                self
-            }
-            pub fn date_of_creation<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.date_of_creation = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!(
-                            "error converting supplied value for date_of_creation: {e}"
-                        )
-                    });
-                self
-            }
-            pub fn description<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.description = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for description: {e}")
-                    });
-                self
-            }
-            pub fn external_id<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.external_id = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for external_id: {e}")
-                    });
-                self
-            }
-            pub fn id<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.id = value
-                    .try_into()
-                    .map_err(|e| format!("error converting supplied value for id: {e}"));
-                self
-            }
-            pub fn installation_date<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.installation_date = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!(
-                            "error converting supplied value for installation_date: {e}"
-                        )
-                    });
-                self
-            }
-            pub fn inventory_number<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.inventory_number = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!(
-                            "error converting supplied value for inventory_number: {e}"
-                        )
-                    });
-                self
-            }
-            pub fn is_active<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<bool>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.is_active = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for is_active: {e}")
-                    });
-                self
-            }
-            pub fn location<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<super::Location>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.location = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for location: {e}")
-                    });
-                self
-            }
-            pub fn name<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.name = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for name: {e}")
-                    });
-                self
-            }
-            pub fn note<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.note = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for note: {e}")
-                    });
-                self
-            }
-            pub fn parent_service_object_id<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.parent_service_object_id = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!(
-                            "error converting supplied value for parent_service_object_id: {e}"
-                        )
-                    });
-                self
-            }
-            pub fn product<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<super::Product>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.product = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for product: {e}")
-                    });
-                self
-            }
-            pub fn product_id<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.product_id = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for product_id: {e}")
-                    });
-                self
-            }
-            pub fn serial_number<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.serial_number = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for serial_number: {e}")
-                    });
-                self
-            }
-            pub fn tags<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<
-                    ::std::option::Option<::std::vec::Vec<super::Tag>>,
-                >,
-                T::Error: ::std::fmt::Display,
-            {
-                self.tags = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for tags: {e}")
-                    });
-                self
-            }
-            pub fn version<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.version = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for version: {e}")
-                    });
-                self
-            }
-            pub fn warranty_end_date<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.warranty_end_date = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!(
-                            "error converting supplied value for warranty_end_date: {e}"
-                        )
-                    });
-                self
-            }
-        }
-        impl ::std::convert::TryFrom<ServiceObjects> for super::ServiceObjects {
-            type Error = super::error::ConversionError;
-            fn try_from(
-                value: ServiceObjects,
-            ) -> ::std::result::Result<Self, super::error::ConversionError> {
-                Ok(Self {
-                    company: value.company?,
-                    company_id: value.company_id?,
-                    contacts: value.contacts?,
-                    date_modified: value.date_modified?,
-                    date_of_creation: value.date_of_creation?,
-                    description: value.description?,
-                    external_id: value.external_id?,
-                    id: value.id?,
-                    installation_date: value.installation_date?,
-                    inventory_number: value.inventory_number?,
-                    is_active: value.is_active?,
-                    location: value.location?,
-                    name: value.name?,
-                    note: value.note?,
-                    parent_service_object_id: value.parent_service_object_id?,
-                    product: value.product?,
-                    product_id: value.product_id?,
-                    serial_number: value.serial_number?,
-                    tags: value.tags?,
-                    version: value.version?,
-                    warranty_end_date: value.warranty_end_date?,
-                })
-            }
-        }
-        impl ::std::convert::From<super::ServiceObjects> for ServiceObjects {
-            fn from(value: super::ServiceObjects) -> Self {
-                Self {
-                    company: Ok(value.company),
-                    company_id: Ok(value.company_id),
-                    contacts: Ok(value.contacts),
-                    date_modified: Ok(value.date_modified),
-                    date_of_creation: Ok(value.date_of_creation),
-                    description: Ok(value.description),
-                    external_id: Ok(value.external_id),
-                    id: Ok(value.id),
-                    installation_date: Ok(value.installation_date),
-                    inventory_number: Ok(value.inventory_number),
-                    is_active: Ok(value.is_active),
-                    location: Ok(value.location),
-                    name: Ok(value.name),
-                    note: Ok(value.note),
-                    parent_service_object_id: Ok(value.parent_service_object_id),
-                    product: Ok(value.product),
-                    product_id: Ok(value.product_id),
-                    serial_number: Ok(value.serial_number),
-                    tags: Ok(value.tags),
-                    version: Ok(value.version),
-                    warranty_end_date: Ok(value.warranty_end_date),
-                }
-            }
-        }
-        #[derive(Clone, Debug)]
         pub struct ServiceObjectsPage {
             data: ::std::result::Result<
-                ::std::vec::Vec<super::ServiceObjects>,
+                ::std::vec::Vec<super::ServiceObject>,
                 ::std::string::String,
             >,
             meta: ::std::result::Result<super::PageMeta, ::std::string::String>,
@@ -35467,7 +32834,7 @@ pub mod types {
         impl ServiceObjectsPage {
             pub fn data<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::vec::Vec<super::ServiceObjects>>,
+                T: ::std::convert::TryInto<::std::vec::Vec<super::ServiceObject>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.data = value
@@ -35951,7 +33318,7 @@ pub mod types {
         }
         #[derive(Clone, Debug)]
         pub struct ServiceObjectsWrite {
-            data: ::std::result::Result<super::ServiceObjects, ::std::string::String>,
+            data: ::std::result::Result<super::ServiceObject, ::std::string::String>,
             field_report_response: ::std::result::Result<
                 ::std::option::Option<
                     ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -35972,7 +33339,7 @@ pub mod types {
         impl ServiceObjectsWrite {
             pub fn data<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<super::ServiceObjects>,
+                T: ::std::convert::TryInto<super::ServiceObject>,
                 T::Error: ::std::fmt::Display,
             {
                 self.data = value
@@ -36022,7 +33389,7 @@ pub mod types {
             }
         }
         #[derive(Clone, Debug)]
-        pub struct ServiceRequests {
+        pub struct ServiceRequest {
             appointments: ::std::result::Result<
                 ::std::option::Option<::std::vec::Vec<super::Appointment>>,
                 ::std::string::String,
@@ -36140,7 +33507,7 @@ pub mod types {
                 ::std::string::String,
             >,
         }
-        impl ::std::default::Default for ServiceRequests {
+        impl ::std::default::Default for ServiceRequest {
             fn default() -> Self {
                 Self {
                     appointments: Ok(Default::default()),
@@ -36175,7 +33542,7 @@ pub mod types {
                 }
             }
         }
-        impl ServiceRequests {
+        impl ServiceRequest {
             pub fn appointments<T>(mut self, value: T) -> Self
             where
                 T: ::std::convert::TryInto<
@@ -36559,10 +33926,10 @@ pub mod types {
                 self
             }
         }
-        impl ::std::convert::TryFrom<ServiceRequests> for super::ServiceRequests {
+        impl ::std::convert::TryFrom<ServiceRequest> for super::ServiceRequest {
             type Error = super::error::ConversionError;
             fn try_from(
-                value: ServiceRequests,
+                value: ServiceRequest,
             ) -> ::std::result::Result<Self, super::error::ConversionError> {
                 Ok(Self {
                     appointments: value.appointments?,
@@ -36597,8 +33964,8 @@ pub mod types {
                 })
             }
         }
-        impl ::std::convert::From<super::ServiceRequests> for ServiceRequests {
-            fn from(value: super::ServiceRequests) -> Self {
+        impl ::std::convert::From<super::ServiceRequest> for ServiceRequest {
+            fn from(value: super::ServiceRequest) -> Self {
                 Self {
                     appointments: Ok(value.appointments),
                     comments: Ok(value.comments),
@@ -36635,7 +34002,7 @@ pub mod types {
         #[derive(Clone, Debug)]
         pub struct ServiceRequestsPage {
             data: ::std::result::Result<
-                ::std::vec::Vec<super::ServiceRequests>,
+                ::std::vec::Vec<super::ServiceRequest>,
                 ::std::string::String,
             >,
             meta: ::std::result::Result<super::PageMeta, ::std::string::String>,
@@ -36651,7 +34018,7 @@ pub mod types {
         impl ServiceRequestsPage {
             pub fn data<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::vec::Vec<super::ServiceRequests>>,
+                T: ::std::convert::TryInto<::std::vec::Vec<super::ServiceRequest>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.data = value
@@ -37311,7 +34678,7 @@ pub mod types {
         }
         #[derive(Clone, Debug)]
         pub struct ServiceRequestsWrite {
-            data: ::std::result::Result<super::ServiceRequests, ::std::string::String>,
+            data: ::std::result::Result<super::ServiceRequest, ::std::string::String>,
             field_report_response: ::std::result::Result<
                 ::std::option::Option<
                     ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -37332,7 +34699,7 @@ pub mod types {
         impl ServiceRequestsWrite {
             pub fn data<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<super::ServiceRequests>,
+                T: ::std::convert::TryInto<super::ServiceRequest>,
                 T::Error: ::std::fmt::Display,
             {
                 self.data = value
@@ -37402,7 +34769,7 @@ pub mod types {
                 ::std::string::String,
             >,
             retry_after_seconds: ::std::result::Result<
-                ::std::option::Option<u64>,
+                ::std::option::Option<i64>,
                 ::std::string::String,
             >,
             success: ::std::result::Result<
@@ -37480,7 +34847,7 @@ pub mod types {
             }
             pub fn retry_after_seconds<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<u64>>,
+                T: ::std::convert::TryInto<::std::option::Option<i64>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.retry_after_seconds = value
@@ -38163,7 +35530,7 @@ pub mod types {
             }
         }
         #[derive(Clone, Debug)]
-        pub struct StepListTemplates {
+        pub struct StepListTemplate {
             category: ::std::result::Result<
                 ::std::option::Option<::std::string::String>,
                 ::std::string::String,
@@ -38205,7 +35572,7 @@ pub mod types {
                 ::std::string::String,
             >,
         }
-        impl ::std::default::Default for StepListTemplates {
+        impl ::std::default::Default for StepListTemplate {
             fn default() -> Self {
                 Self {
                     category: Ok(Default::default()),
@@ -38221,7 +35588,7 @@ pub mod types {
                 }
             }
         }
-        impl StepListTemplates {
+        impl StepListTemplate {
             pub fn category<T>(mut self, value: T) -> Self
             where
                 T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
@@ -38343,10 +35710,10 @@ pub mod types {
                 self
             }
         }
-        impl ::std::convert::TryFrom<StepListTemplates> for super::StepListTemplates {
+        impl ::std::convert::TryFrom<StepListTemplate> for super::StepListTemplate {
             type Error = super::error::ConversionError;
             fn try_from(
-                value: StepListTemplates,
+                value: StepListTemplate,
             ) -> ::std::result::Result<Self, super::error::ConversionError> {
                 Ok(Self {
                     category: value.category?,
@@ -38362,8 +35729,8 @@ pub mod types {
                 })
             }
         }
-        impl ::std::convert::From<super::StepListTemplates> for StepListTemplates {
-            fn from(value: super::StepListTemplates) -> Self {
+        impl ::std::convert::From<super::StepListTemplate> for StepListTemplate {
+            fn from(value: super::StepListTemplate) -> Self {
                 Self {
                     category: Ok(value.category),
                     date_modified: Ok(value.date_modified),
@@ -38381,7 +35748,7 @@ pub mod types {
         #[derive(Clone, Debug)]
         pub struct StepListTemplatesPage {
             data: ::std::result::Result<
-                ::std::vec::Vec<super::StepListTemplates>,
+                ::std::vec::Vec<super::StepListTemplate>,
                 ::std::string::String,
             >,
             meta: ::std::result::Result<super::PageMeta, ::std::string::String>,
@@ -38397,7 +35764,7 @@ pub mod types {
         impl StepListTemplatesPage {
             pub fn data<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::vec::Vec<super::StepListTemplates>>,
+                T: ::std::convert::TryInto<::std::vec::Vec<super::StepListTemplate>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.data = value
@@ -38663,7 +36030,7 @@ pub mod types {
         }
         #[derive(Clone, Debug)]
         pub struct StepListTemplatesWrite {
-            data: ::std::result::Result<super::StepListTemplates, ::std::string::String>,
+            data: ::std::result::Result<super::StepListTemplate, ::std::string::String>,
             field_report_response: ::std::result::Result<
                 ::std::option::Option<
                     ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -38684,7 +36051,7 @@ pub mod types {
         impl StepListTemplatesWrite {
             pub fn data<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<super::StepListTemplates>,
+                T: ::std::convert::TryInto<super::StepListTemplate>,
                 T::Error: ::std::fmt::Display,
             {
                 self.data = value
@@ -38954,7 +36321,7 @@ pub mod types {
         }
         #[derive(Clone, Debug)]
         pub struct StoredPdf {
-            bytes: ::std::result::Result<u64, ::std::string::String>,
+            bytes: ::std::result::Result<i64, ::std::string::String>,
             path: ::std::result::Result<::std::string::String, ::std::string::String>,
             sha256: ::std::result::Result<::std::string::String, ::std::string::String>,
         }
@@ -38970,7 +36337,7 @@ pub mod types {
         impl StoredPdf {
             pub fn bytes<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<u64>,
+                T: ::std::convert::TryInto<i64>,
                 T::Error: ::std::fmt::Display,
             {
                 self.bytes = value
@@ -39029,7 +36396,7 @@ pub mod types {
         #[derive(Clone, Debug)]
         pub struct Subscription {
             created_at: ::std::result::Result<
-                ::std::string::String,
+                ::chrono::DateTime<::chrono::offset::Utc>,
                 ::std::string::String,
             >,
             description: ::std::result::Result<
@@ -39037,7 +36404,7 @@ pub mod types {
                 ::std::string::String,
             >,
             disabled_at: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
+                ::std::option::Option<::chrono::DateTime<::chrono::offset::Utc>>,
                 ::std::string::String,
             >,
             events: ::std::result::Result<
@@ -39050,7 +36417,7 @@ pub mod types {
             >,
             id: ::std::result::Result<::std::string::String, ::std::string::String>,
             previous_secret_expires_at: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
+                ::std::option::Option<::chrono::DateTime<::chrono::offset::Utc>>,
                 ::std::string::String,
             >,
             status: ::std::result::Result<::std::string::String, ::std::string::String>,
@@ -39074,7 +36441,7 @@ pub mod types {
         impl Subscription {
             pub fn created_at<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::string::String>,
+                T: ::std::convert::TryInto<::chrono::DateTime<::chrono::offset::Utc>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.created_at = value
@@ -39098,7 +36465,9 @@ pub mod types {
             }
             pub fn disabled_at<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<::chrono::DateTime<::chrono::offset::Utc>>,
+                >,
                 T::Error: ::std::fmt::Display,
             {
                 self.disabled_at = value
@@ -39144,7 +36513,9 @@ pub mod types {
             }
             pub fn previous_secret_expires_at<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<::chrono::DateTime<::chrono::offset::Utc>>,
+                >,
                 T::Error: ::std::fmt::Display,
             {
                 self.previous_secret_expires_at = value
@@ -39258,7 +36629,7 @@ pub mod types {
         #[derive(Clone, Debug)]
         pub struct SubscriptionWithSecret {
             created_at: ::std::result::Result<
-                ::std::string::String,
+                ::chrono::DateTime<::chrono::offset::Utc>,
                 ::std::string::String,
             >,
             description: ::std::result::Result<
@@ -39266,7 +36637,7 @@ pub mod types {
                 ::std::string::String,
             >,
             disabled_at: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
+                ::std::option::Option<::chrono::DateTime<::chrono::offset::Utc>>,
                 ::std::string::String,
             >,
             events: ::std::result::Result<
@@ -39279,7 +36650,7 @@ pub mod types {
             >,
             id: ::std::result::Result<::std::string::String, ::std::string::String>,
             previous_secret_expires_at: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
+                ::std::option::Option<::chrono::DateTime<::chrono::offset::Utc>>,
                 ::std::string::String,
             >,
             secret: ::std::result::Result<::std::string::String, ::std::string::String>,
@@ -39305,7 +36676,7 @@ pub mod types {
         impl SubscriptionWithSecret {
             pub fn created_at<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::string::String>,
+                T: ::std::convert::TryInto<::chrono::DateTime<::chrono::offset::Utc>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.created_at = value
@@ -39329,7 +36700,9 @@ pub mod types {
             }
             pub fn disabled_at<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<::chrono::DateTime<::chrono::offset::Utc>>,
+                >,
                 T::Error: ::std::fmt::Display,
             {
                 self.disabled_at = value
@@ -39375,7 +36748,9 @@ pub mod types {
             }
             pub fn previous_secret_expires_at<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<::chrono::DateTime<::chrono::offset::Utc>>,
+                >,
                 T::Error: ::std::fmt::Display,
             {
                 self.previous_secret_expires_at = value
@@ -39508,19 +36883,19 @@ pub mod types {
                 ::std::option::Option<::std::string::String>,
                 ::std::string::String,
             >,
-            deleted_here: ::std::result::Result<u64, ::std::string::String>,
+            deleted_here: ::std::result::Result<i64, ::std::string::String>,
             entity: ::std::result::Result<::std::string::String, ::std::string::String>,
-            fetched: ::std::result::Result<u64, ::std::string::String>,
-            inserted: ::std::result::Result<u64, ::std::string::String>,
-            pages: ::std::result::Result<u64, ::std::string::String>,
+            fetched: ::std::result::Result<i64, ::std::string::String>,
+            inserted: ::std::result::Result<i64, ::std::string::String>,
+            pages: ::std::result::Result<i64, ::std::string::String>,
             reconcile: ::std::result::Result<
                 ::std::option::Option<super::ReconcileReport>,
                 ::std::string::String,
             >,
             seconds: ::std::result::Result<f64, ::std::string::String>,
-            skipped: ::std::result::Result<u64, ::std::string::String>,
-            unchanged: ::std::result::Result<u64, ::std::string::String>,
-            updated: ::std::result::Result<u64, ::std::string::String>,
+            skipped: ::std::result::Result<i64, ::std::string::String>,
+            unchanged: ::std::result::Result<i64, ::std::string::String>,
+            updated: ::std::result::Result<i64, ::std::string::String>,
         }
         impl ::std::default::Default for SyncReport {
             fn default() -> Self {
@@ -39554,7 +36929,7 @@ pub mod types {
             }
             pub fn deleted_here<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<u64>,
+                T: ::std::convert::TryInto<i64>,
                 T::Error: ::std::fmt::Display,
             {
                 self.deleted_here = value
@@ -39578,7 +36953,7 @@ pub mod types {
             }
             pub fn fetched<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<u64>,
+                T: ::std::convert::TryInto<i64>,
                 T::Error: ::std::fmt::Display,
             {
                 self.fetched = value
@@ -39590,7 +36965,7 @@ pub mod types {
             }
             pub fn inserted<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<u64>,
+                T: ::std::convert::TryInto<i64>,
                 T::Error: ::std::fmt::Display,
             {
                 self.inserted = value
@@ -39602,7 +36977,7 @@ pub mod types {
             }
             pub fn pages<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<u64>,
+                T: ::std::convert::TryInto<i64>,
                 T::Error: ::std::fmt::Display,
             {
                 self.pages = value
@@ -39640,7 +37015,7 @@ pub mod types {
             }
             pub fn skipped<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<u64>,
+                T: ::std::convert::TryInto<i64>,
                 T::Error: ::std::fmt::Display,
             {
                 self.skipped = value
@@ -39652,7 +37027,7 @@ pub mod types {
             }
             pub fn unchanged<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<u64>,
+                T: ::std::convert::TryInto<i64>,
                 T::Error: ::std::fmt::Display,
             {
                 self.unchanged = value
@@ -39664,7 +37039,7 @@ pub mod types {
             }
             pub fn updated<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<u64>,
+                T: ::std::convert::TryInto<i64>,
                 T::Error: ::std::fmt::Display,
             {
                 self.updated = value
@@ -39891,187 +37266,9 @@ pub mod types {
             }
         }
         #[derive(Clone, Debug)]
-        pub struct Tags {
-            color: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            date_modified: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            date_of_creation: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            description: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            external_id: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            id: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
-                ::std::string::String,
-            >,
-            name: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            version: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
-                ::std::string::String,
-            >,
-        }
-        impl ::std::default::Default for Tags {
-            fn default() -> Self {
-                Self {
-                    color: Ok(Default::default()),
-                    date_modified: Ok(Default::default()),
-                    date_of_creation: Ok(Default::default()),
-                    description: Ok(Default::default()),
-                    external_id: Ok(Default::default()),
-                    id: Ok(Default::default()),
-                    name: Ok(Default::default()),
-                    version: Ok(Default::default()),
-                }
-            }
-        }
-        impl Tags {
-            pub fn color<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.color = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for color: {e}")
-                    });
-                self
-            }
-            pub fn date_modified<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.date_modified = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for date_modified: {e}")
-                    });
-                self
-            }
-            pub fn date_of_creation<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.date_of_creation = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!(
-                            "error converting supplied value for date_of_creation: {e}"
-                        )
-                    });
-                self
-            }
-            pub fn description<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.description = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for description: {e}")
-                    });
-                self
-            }
-            pub fn external_id<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.external_id = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for external_id: {e}")
-                    });
-                self
-            }
-            pub fn id<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.id = value
-                    .try_into()
-                    .map_err(|e| format!("error converting supplied value for id: {e}"));
-                self
-            }
-            pub fn name<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.name = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for name: {e}")
-                    });
-                self
-            }
-            pub fn version<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.version = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for version: {e}")
-                    });
-                self
-            }
-        }
-        impl ::std::convert::TryFrom<Tags> for super::Tags {
-            type Error = super::error::ConversionError;
-            fn try_from(
-                value: Tags,
-            ) -> ::std::result::Result<Self, super::error::ConversionError> {
-                Ok(Self {
-                    color: value.color?,
-                    date_modified: value.date_modified?,
-                    date_of_creation: value.date_of_creation?,
-                    description: value.description?,
-                    external_id: value.external_id?,
-                    id: value.id?,
-                    name: value.name?,
-                    version: value.version?,
-                })
-            }
-        }
-        impl ::std::convert::From<super::Tags> for Tags {
-            fn from(value: super::Tags) -> Self {
-                Self {
-                    color: Ok(value.color),
-                    date_modified: Ok(value.date_modified),
-                    date_of_creation: Ok(value.date_of_creation),
-                    description: Ok(value.description),
-                    external_id: Ok(value.external_id),
-                    id: Ok(value.id),
-                    name: Ok(value.name),
-                    version: Ok(value.version),
-                }
-            }
-        }
-        #[derive(Clone, Debug)]
         pub struct TagsPage {
             data: ::std::result::Result<
-                ::std::vec::Vec<super::Tags>,
+                ::std::vec::Vec<super::Tag>,
                 ::std::string::String,
             >,
             meta: ::std::result::Result<super::PageMeta, ::std::string::String>,
@@ -40087,7 +37284,7 @@ pub mod types {
         impl TagsPage {
             pub fn data<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::vec::Vec<super::Tags>>,
+                T: ::std::convert::TryInto<::std::vec::Vec<super::Tag>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.data = value
@@ -40309,7 +37506,7 @@ pub mod types {
         }
         #[derive(Clone, Debug)]
         pub struct TagsWrite {
-            data: ::std::result::Result<super::Tags, ::std::string::String>,
+            data: ::std::result::Result<super::Tag, ::std::string::String>,
             field_report_response: ::std::result::Result<
                 ::std::option::Option<
                     ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -40330,7 +37527,7 @@ pub mod types {
         impl TagsWrite {
             pub fn data<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<super::Tags>,
+                T: ::std::convert::TryInto<super::Tag>,
                 T::Error: ::std::fmt::Display,
             {
                 self.data = value
@@ -40627,7 +37824,7 @@ pub mod types {
             }
         }
         #[derive(Clone, Debug)]
-        pub struct TimeEvents {
+        pub struct TimeEvent {
             cost_center_id: ::std::result::Result<
                 ::std::option::Option<super::EdmInt64>,
                 ::std::string::String,
@@ -40685,7 +37882,7 @@ pub mod types {
                 ::std::string::String,
             >,
         }
-        impl ::std::default::Default for TimeEvents {
+        impl ::std::default::Default for TimeEvent {
             fn default() -> Self {
                 Self {
                     cost_center_id: Ok(Default::default()),
@@ -40705,7 +37902,7 @@ pub mod types {
                 }
             }
         }
-        impl TimeEvents {
+        impl TimeEvent {
             pub fn cost_center_id<T>(mut self, value: T) -> Self
             where
                 T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
@@ -40883,10 +38080,10 @@ pub mod types {
                 self
             }
         }
-        impl ::std::convert::TryFrom<TimeEvents> for super::TimeEvents {
+        impl ::std::convert::TryFrom<TimeEvent> for super::TimeEvent {
             type Error = super::error::ConversionError;
             fn try_from(
-                value: TimeEvents,
+                value: TimeEvent,
             ) -> ::std::result::Result<Self, super::error::ConversionError> {
                 Ok(Self {
                     cost_center_id: value.cost_center_id?,
@@ -40906,8 +38103,8 @@ pub mod types {
                 })
             }
         }
-        impl ::std::convert::From<super::TimeEvents> for TimeEvents {
-            fn from(value: super::TimeEvents) -> Self {
+        impl ::std::convert::From<super::TimeEvent> for TimeEvent {
+            fn from(value: super::TimeEvent) -> Self {
                 Self {
                     cost_center_id: Ok(value.cost_center_id),
                     date_modified: Ok(value.date_modified),
@@ -40929,7 +38126,7 @@ pub mod types {
         #[derive(Clone, Debug)]
         pub struct TimeEventsPage {
             data: ::std::result::Result<
-                ::std::vec::Vec<super::TimeEvents>,
+                ::std::vec::Vec<super::TimeEvent>,
                 ::std::string::String,
             >,
             meta: ::std::result::Result<super::PageMeta, ::std::string::String>,
@@ -40945,7 +38142,7 @@ pub mod types {
         impl TimeEventsPage {
             pub fn data<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::vec::Vec<super::TimeEvents>>,
+                T: ::std::convert::TryInto<::std::vec::Vec<super::TimeEvent>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.data = value
@@ -41291,7 +38488,7 @@ pub mod types {
         }
         #[derive(Clone, Debug)]
         pub struct TimeEventsWrite {
-            data: ::std::result::Result<super::TimeEvents, ::std::string::String>,
+            data: ::std::result::Result<super::TimeEvent, ::std::string::String>,
             field_report_response: ::std::result::Result<
                 ::std::option::Option<
                     ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -41312,7 +38509,7 @@ pub mod types {
         impl TimeEventsWrite {
             pub fn data<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<super::TimeEvents>,
+                T: ::std::convert::TryInto<super::TimeEvent>,
                 T::Error: ::std::fmt::Display,
             {
                 self.data = value
@@ -41381,7 +38578,7 @@ pub mod types {
                 ::std::string::String,
             >,
             retry_after_seconds: ::std::result::Result<
-                ::std::option::Option<u64>,
+                ::std::option::Option<i64>,
                 ::std::string::String,
             >,
             success: ::std::result::Result<
@@ -41459,7 +38656,7 @@ pub mod types {
             }
             pub fn retry_after_seconds<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<u64>>,
+                T: ::std::convert::TryInto<::std::option::Option<i64>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.retry_after_seconds = value
@@ -41513,7 +38710,7 @@ pub mod types {
             }
         }
         #[derive(Clone, Debug)]
-        pub struct Users {
+        pub struct User {
             color: ::std::result::Result<
                 ::std::option::Option<::std::string::String>,
                 ::std::string::String,
@@ -41579,7 +38776,7 @@ pub mod types {
                 ::std::string::String,
             >,
         }
-        impl ::std::default::Default for Users {
+        impl ::std::default::Default for User {
             fn default() -> Self {
                 Self {
                     color: Ok(Default::default()),
@@ -41601,7 +38798,7 @@ pub mod types {
                 }
             }
         }
-        impl Users {
+        impl User {
             pub fn color<T>(mut self, value: T) -> Self
             where
                 T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
@@ -41797,10 +38994,10 @@ pub mod types {
                 self
             }
         }
-        impl ::std::convert::TryFrom<Users> for super::Users {
+        impl ::std::convert::TryFrom<User> for super::User {
             type Error = super::error::ConversionError;
             fn try_from(
-                value: Users,
+                value: User,
             ) -> ::std::result::Result<Self, super::error::ConversionError> {
                 Ok(Self {
                     color: value.color?,
@@ -41822,8 +39019,8 @@ pub mod types {
                 })
             }
         }
-        impl ::std::convert::From<super::Users> for Users {
-            fn from(value: super::Users) -> Self {
+        impl ::std::convert::From<super::User> for User {
+            fn from(value: super::User) -> Self {
                 Self {
                     color: Ok(value.color),
                     cost_center_id: Ok(value.cost_center_id),
@@ -41847,7 +39044,7 @@ pub mod types {
         #[derive(Clone, Debug)]
         pub struct UsersPage {
             data: ::std::result::Result<
-                ::std::vec::Vec<super::Users>,
+                ::std::vec::Vec<super::User>,
                 ::std::string::String,
             >,
             meta: ::std::result::Result<super::PageMeta, ::std::string::String>,
@@ -41863,7 +39060,7 @@ pub mod types {
         impl UsersPage {
             pub fn data<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::vec::Vec<super::Users>>,
+                T: ::std::convert::TryInto<::std::vec::Vec<super::User>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.data = value
@@ -42239,7 +39436,7 @@ pub mod types {
         }
         #[derive(Clone, Debug)]
         pub struct UsersWrite {
-            data: ::std::result::Result<super::Users, ::std::string::String>,
+            data: ::std::result::Result<super::User, ::std::string::String>,
             field_report_response: ::std::result::Result<
                 ::std::option::Option<
                     ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -42260,7 +39457,7 @@ pub mod types {
         impl UsersWrite {
             pub fn data<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<super::Users>,
+                T: ::std::convert::TryInto<super::User>,
                 T::Error: ::std::fmt::Display,
             {
                 self.data = value
@@ -42315,7 +39512,7 @@ pub mod types {
                 ::std::string::String,
             >,
             next_poll_at: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
+                ::std::option::Option<::chrono::DateTime<::chrono::offset::Utc>>,
                 ::std::string::String,
             >,
             request_id: ::std::result::Result<
@@ -42351,7 +39548,9 @@ pub mod types {
             }
             pub fn next_poll_at<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<::chrono::DateTime<::chrono::offset::Utc>>,
+                >,
                 T::Error: ::std::fmt::Display,
             {
                 self.next_poll_at = value
@@ -42740,14 +39939,14 @@ Arguments:
 - `model`: The ERP's name of the model, e.g. `customer`.
 - `attribute`: A custom attribute definition: its `attributeKey` or id.
 ```ignore
-let response = client.erp_pull_attribute()
+let response = client.erp_pull_one_attribute()
     .model(model)
     .attribute(attribute)
     .send()
     .await;
 ```*/
-    pub fn erp_pull_attribute(&self) -> builder::ErpPullAttribute<'_> {
-        builder::ErpPullAttribute::new(self)
+    pub fn erp_pull_one_attribute(&self) -> builder::ErpPullOneAttribute<'_> {
+        builder::ErpPullOneAttribute::new(self)
     }
     /**Push custom attributes of an ERP model
 
@@ -42780,14 +39979,14 @@ Arguments:
 - `model`: The ERP's name of the model, e.g. `customer`.
 - `attribute`: A custom attribute definition: its `attributeKey` or id.
 ```ignore
-let response = client.erp_push_attribute()
+let response = client.erp_push_one_attribute()
     .model(model)
     .attribute(attribute)
     .send()
     .await;
 ```*/
-    pub fn erp_push_attribute(&self) -> builder::ErpPushAttribute<'_> {
-        builder::ErpPushAttribute::new(self)
+    pub fn erp_push_one_attribute(&self) -> builder::ErpPushOneAttribute<'_> {
+        builder::ErpPushOneAttribute::new(self)
     }
     /**Post mapped ERP records to the field-report system
 
@@ -46100,16 +43299,16 @@ pub mod builder {
             }
         }
     }
-    /**Builder for [`Client::erp_pull_attribute`]
+    /**Builder for [`Client::erp_pull_one_attribute`]
 
-[`Client::erp_pull_attribute`]: super::Client::erp_pull_attribute*/
+[`Client::erp_pull_one_attribute`]: super::Client::erp_pull_one_attribute*/
     #[derive(Debug, Clone)]
-    pub struct ErpPullAttribute<'a> {
+    pub struct ErpPullOneAttribute<'a> {
         client: &'a super::Client,
         model: Result<::std::string::String, String>,
         attribute: Result<::std::string::String, String>,
     }
-    impl<'a> ErpPullAttribute<'a> {
+    impl<'a> ErpPullOneAttribute<'a> {
         pub fn new(client: &'a super::Client) -> Self {
             Self {
                 client: client,
@@ -46171,7 +43370,7 @@ pub mod builder {
                 .headers(header_map)
                 .build()?;
             let info = OperationInfo {
-                operation_id: "erp_pull_attribute",
+                operation_id: "erp_pull_one_attribute",
             };
             client.pre(&mut request, &info).await?;
             let result = client.exec(request, &info).await;
@@ -46363,16 +43562,16 @@ pub mod builder {
             }
         }
     }
-    /**Builder for [`Client::erp_push_attribute`]
+    /**Builder for [`Client::erp_push_one_attribute`]
 
-[`Client::erp_push_attribute`]: super::Client::erp_push_attribute*/
+[`Client::erp_push_one_attribute`]: super::Client::erp_push_one_attribute*/
     #[derive(Debug, Clone)]
-    pub struct ErpPushAttribute<'a> {
+    pub struct ErpPushOneAttribute<'a> {
         client: &'a super::Client,
         model: Result<::std::string::String, String>,
         attribute: Result<::std::string::String, String>,
     }
-    impl<'a> ErpPushAttribute<'a> {
+    impl<'a> ErpPushOneAttribute<'a> {
         pub fn new(client: &'a super::Client) -> Self {
             Self {
                 client: client,
@@ -46434,7 +43633,7 @@ pub mod builder {
                 .headers(header_map)
                 .build()?;
             let info = OperationInfo {
-                operation_id: "erp_push_attribute",
+                operation_id: "erp_push_one_attribute",
             };
             client.pre(&mut request, &info).await?;
             let result = client.exec(request, &info).await;
@@ -47188,8 +44387,8 @@ pub mod builder {
     pub struct ErpShowModel<'a> {
         client: &'a super::Client,
         model: Result<::std::string::String, String>,
-        page: Result<Option<::std::num::NonZeroU32>, String>,
-        per_page: Result<Option<::std::num::NonZeroU32>, String>,
+        page: Result<Option<::std::num::NonZeroU64>, String>,
+        per_page: Result<Option<::std::num::NonZeroU64>, String>,
     }
     impl<'a> ErpShowModel<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -47214,26 +44413,26 @@ pub mod builder {
         }
         pub fn page<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::num::NonZeroU32>,
+            V: std::convert::TryInto<::std::num::NonZeroU64>,
         {
             self.page = value
                 .try_into()
                 .map(Some)
                 .map_err(|_| {
-                    "conversion to `:: std :: num :: NonZeroU32` for page failed"
+                    "conversion to `:: std :: num :: NonZeroU64` for page failed"
                         .to_string()
                 });
             self
         }
         pub fn per_page<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::num::NonZeroU32>,
+            V: std::convert::TryInto<::std::num::NonZeroU64>,
         {
             self.per_page = value
                 .try_into()
                 .map(Some)
                 .map_err(|_| {
-                    "conversion to `:: std :: num :: NonZeroU32` for per_page failed"
+                    "conversion to `:: std :: num :: NonZeroU64` for per_page failed"
                         .to_string()
                 });
             self
@@ -47361,10 +44560,7 @@ pub mod builder {
         ///Sends a `GET` request to `/api/v1/erp/show/{model}/{entity}`
         pub async fn send(
             self,
-        ) -> Result<
-            ResponseValue<::serde_json::Map<::std::string::String, ::serde_json::Value>>,
-            Error<types::ApiError>,
-        > {
+        ) -> Result<ResponseValue<types::ErpRecord>, Error<types::ApiError>> {
             let Self { client, model, entity } = self;
             let model = model.map_err(Error::InvalidRequest)?;
             let entity = entity.map_err(Error::InvalidRequest)?;
@@ -48415,8 +45611,8 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct FieldreportCompaniesList<'a> {
         client: &'a super::Client,
-        page: Result<Option<::std::num::NonZeroU32>, String>,
-        per_page: Result<Option<::std::num::NonZeroU32>, String>,
+        page: Result<Option<::std::num::NonZeroU64>, String>,
+        per_page: Result<Option<::std::num::NonZeroU64>, String>,
     }
     impl<'a> FieldreportCompaniesList<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -48428,26 +45624,26 @@ pub mod builder {
         }
         pub fn page<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::num::NonZeroU32>,
+            V: std::convert::TryInto<::std::num::NonZeroU64>,
         {
             self.page = value
                 .try_into()
                 .map(Some)
                 .map_err(|_| {
-                    "conversion to `:: std :: num :: NonZeroU32` for page failed"
+                    "conversion to `:: std :: num :: NonZeroU64` for page failed"
                         .to_string()
                 });
             self
         }
         pub fn per_page<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::num::NonZeroU32>,
+            V: std::convert::TryInto<::std::num::NonZeroU64>,
         {
             self.per_page = value
                 .try_into()
                 .map(Some)
                 .map_err(|_| {
-                    "conversion to `:: std :: num :: NonZeroU32` for per_page failed"
+                    "conversion to `:: std :: num :: NonZeroU64` for per_page failed"
                         .to_string()
                 });
             self
@@ -48708,7 +45904,7 @@ pub mod builder {
         ///Sends a `GET` request to `/api/v1/fieldreport/companies/{record}`
         pub async fn send(
             self,
-        ) -> Result<ResponseValue<types::Companies>, Error<types::ApiError>> {
+        ) -> Result<ResponseValue<types::Company>, Error<types::ApiError>> {
             let Self { client, record } = self;
             let record = record.map_err(Error::InvalidRequest)?;
             let url = format!(
@@ -49296,8 +46492,8 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct FieldreportContactsList<'a> {
         client: &'a super::Client,
-        page: Result<Option<::std::num::NonZeroU32>, String>,
-        per_page: Result<Option<::std::num::NonZeroU32>, String>,
+        page: Result<Option<::std::num::NonZeroU64>, String>,
+        per_page: Result<Option<::std::num::NonZeroU64>, String>,
     }
     impl<'a> FieldreportContactsList<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -49309,26 +46505,26 @@ pub mod builder {
         }
         pub fn page<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::num::NonZeroU32>,
+            V: std::convert::TryInto<::std::num::NonZeroU64>,
         {
             self.page = value
                 .try_into()
                 .map(Some)
                 .map_err(|_| {
-                    "conversion to `:: std :: num :: NonZeroU32` for page failed"
+                    "conversion to `:: std :: num :: NonZeroU64` for page failed"
                         .to_string()
                 });
             self
         }
         pub fn per_page<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::num::NonZeroU32>,
+            V: std::convert::TryInto<::std::num::NonZeroU64>,
         {
             self.per_page = value
                 .try_into()
                 .map(Some)
                 .map_err(|_| {
-                    "conversion to `:: std :: num :: NonZeroU32` for per_page failed"
+                    "conversion to `:: std :: num :: NonZeroU64` for per_page failed"
                         .to_string()
                 });
             self
@@ -49587,7 +46783,7 @@ pub mod builder {
         ///Sends a `GET` request to `/api/v1/fieldreport/contacts/{record}`
         pub async fn send(
             self,
-        ) -> Result<ResponseValue<types::Contacts>, Error<types::ApiError>> {
+        ) -> Result<ResponseValue<types::Contact>, Error<types::ApiError>> {
             let Self { client, record } = self;
             let record = record.map_err(Error::InvalidRequest)?;
             let url = format!(
@@ -50175,8 +47371,8 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct FieldreportCostCentersList<'a> {
         client: &'a super::Client,
-        page: Result<Option<::std::num::NonZeroU32>, String>,
-        per_page: Result<Option<::std::num::NonZeroU32>, String>,
+        page: Result<Option<::std::num::NonZeroU64>, String>,
+        per_page: Result<Option<::std::num::NonZeroU64>, String>,
     }
     impl<'a> FieldreportCostCentersList<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -50188,26 +47384,26 @@ pub mod builder {
         }
         pub fn page<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::num::NonZeroU32>,
+            V: std::convert::TryInto<::std::num::NonZeroU64>,
         {
             self.page = value
                 .try_into()
                 .map(Some)
                 .map_err(|_| {
-                    "conversion to `:: std :: num :: NonZeroU32` for page failed"
+                    "conversion to `:: std :: num :: NonZeroU64` for page failed"
                         .to_string()
                 });
             self
         }
         pub fn per_page<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::num::NonZeroU32>,
+            V: std::convert::TryInto<::std::num::NonZeroU64>,
         {
             self.per_page = value
                 .try_into()
                 .map(Some)
                 .map_err(|_| {
-                    "conversion to `:: std :: num :: NonZeroU32` for per_page failed"
+                    "conversion to `:: std :: num :: NonZeroU64` for per_page failed"
                         .to_string()
                 });
             self
@@ -50470,7 +47666,7 @@ pub mod builder {
         ///Sends a `GET` request to `/api/v1/fieldreport/costCenters/{record}`
         pub async fn send(
             self,
-        ) -> Result<ResponseValue<types::CostCenters>, Error<types::ApiError>> {
+        ) -> Result<ResponseValue<types::CostCenter>, Error<types::ApiError>> {
             let Self { client, record } = self;
             let record = record.map_err(Error::InvalidRequest)?;
             let url = format!(
@@ -51058,8 +48254,8 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct FieldreportDocumentsList<'a> {
         client: &'a super::Client,
-        page: Result<Option<::std::num::NonZeroU32>, String>,
-        per_page: Result<Option<::std::num::NonZeroU32>, String>,
+        page: Result<Option<::std::num::NonZeroU64>, String>,
+        per_page: Result<Option<::std::num::NonZeroU64>, String>,
     }
     impl<'a> FieldreportDocumentsList<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -51071,26 +48267,26 @@ pub mod builder {
         }
         pub fn page<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::num::NonZeroU32>,
+            V: std::convert::TryInto<::std::num::NonZeroU64>,
         {
             self.page = value
                 .try_into()
                 .map(Some)
                 .map_err(|_| {
-                    "conversion to `:: std :: num :: NonZeroU32` for page failed"
+                    "conversion to `:: std :: num :: NonZeroU64` for page failed"
                         .to_string()
                 });
             self
         }
         pub fn per_page<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::num::NonZeroU32>,
+            V: std::convert::TryInto<::std::num::NonZeroU64>,
         {
             self.per_page = value
                 .try_into()
                 .map(Some)
                 .map_err(|_| {
-                    "conversion to `:: std :: num :: NonZeroU32` for per_page failed"
+                    "conversion to `:: std :: num :: NonZeroU64` for per_page failed"
                         .to_string()
                 });
             self
@@ -51351,7 +48547,7 @@ pub mod builder {
         ///Sends a `GET` request to `/api/v1/fieldreport/documents/{record}`
         pub async fn send(
             self,
-        ) -> Result<ResponseValue<types::Documents>, Error<types::ApiError>> {
+        ) -> Result<ResponseValue<types::Document>, Error<types::ApiError>> {
             let Self { client, record } = self;
             let record = record.map_err(Error::InvalidRequest)?;
             let url = format!(
@@ -51939,8 +49135,8 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct FieldreportItemTypesList<'a> {
         client: &'a super::Client,
-        page: Result<Option<::std::num::NonZeroU32>, String>,
-        per_page: Result<Option<::std::num::NonZeroU32>, String>,
+        page: Result<Option<::std::num::NonZeroU64>, String>,
+        per_page: Result<Option<::std::num::NonZeroU64>, String>,
     }
     impl<'a> FieldreportItemTypesList<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -51952,26 +49148,26 @@ pub mod builder {
         }
         pub fn page<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::num::NonZeroU32>,
+            V: std::convert::TryInto<::std::num::NonZeroU64>,
         {
             self.page = value
                 .try_into()
                 .map(Some)
                 .map_err(|_| {
-                    "conversion to `:: std :: num :: NonZeroU32` for page failed"
+                    "conversion to `:: std :: num :: NonZeroU64` for page failed"
                         .to_string()
                 });
             self
         }
         pub fn per_page<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::num::NonZeroU32>,
+            V: std::convert::TryInto<::std::num::NonZeroU64>,
         {
             self.per_page = value
                 .try_into()
                 .map(Some)
                 .map_err(|_| {
-                    "conversion to `:: std :: num :: NonZeroU32` for per_page failed"
+                    "conversion to `:: std :: num :: NonZeroU64` for per_page failed"
                         .to_string()
                 });
             self
@@ -52232,7 +49428,7 @@ pub mod builder {
         ///Sends a `GET` request to `/api/v1/fieldreport/itemTypes/{record}`
         pub async fn send(
             self,
-        ) -> Result<ResponseValue<types::ItemTypes>, Error<types::ApiError>> {
+        ) -> Result<ResponseValue<types::ItemType>, Error<types::ApiError>> {
             let Self { client, record } = self;
             let record = record.map_err(Error::InvalidRequest)?;
             let url = format!(
@@ -52820,8 +50016,8 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct FieldreportItemUnitsList<'a> {
         client: &'a super::Client,
-        page: Result<Option<::std::num::NonZeroU32>, String>,
-        per_page: Result<Option<::std::num::NonZeroU32>, String>,
+        page: Result<Option<::std::num::NonZeroU64>, String>,
+        per_page: Result<Option<::std::num::NonZeroU64>, String>,
     }
     impl<'a> FieldreportItemUnitsList<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -52833,26 +50029,26 @@ pub mod builder {
         }
         pub fn page<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::num::NonZeroU32>,
+            V: std::convert::TryInto<::std::num::NonZeroU64>,
         {
             self.page = value
                 .try_into()
                 .map(Some)
                 .map_err(|_| {
-                    "conversion to `:: std :: num :: NonZeroU32` for page failed"
+                    "conversion to `:: std :: num :: NonZeroU64` for page failed"
                         .to_string()
                 });
             self
         }
         pub fn per_page<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::num::NonZeroU32>,
+            V: std::convert::TryInto<::std::num::NonZeroU64>,
         {
             self.per_page = value
                 .try_into()
                 .map(Some)
                 .map_err(|_| {
-                    "conversion to `:: std :: num :: NonZeroU32` for per_page failed"
+                    "conversion to `:: std :: num :: NonZeroU64` for per_page failed"
                         .to_string()
                 });
             self
@@ -53113,7 +50309,7 @@ pub mod builder {
         ///Sends a `GET` request to `/api/v1/fieldreport/itemUnits/{record}`
         pub async fn send(
             self,
-        ) -> Result<ResponseValue<types::ItemUnits>, Error<types::ApiError>> {
+        ) -> Result<ResponseValue<types::ItemUnit>, Error<types::ApiError>> {
             let Self { client, record } = self;
             let record = record.map_err(Error::InvalidRequest)?;
             let url = format!(
@@ -53701,8 +50897,8 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct FieldreportItemsList<'a> {
         client: &'a super::Client,
-        page: Result<Option<::std::num::NonZeroU32>, String>,
-        per_page: Result<Option<::std::num::NonZeroU32>, String>,
+        page: Result<Option<::std::num::NonZeroU64>, String>,
+        per_page: Result<Option<::std::num::NonZeroU64>, String>,
     }
     impl<'a> FieldreportItemsList<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -53714,26 +50910,26 @@ pub mod builder {
         }
         pub fn page<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::num::NonZeroU32>,
+            V: std::convert::TryInto<::std::num::NonZeroU64>,
         {
             self.page = value
                 .try_into()
                 .map(Some)
                 .map_err(|_| {
-                    "conversion to `:: std :: num :: NonZeroU32` for page failed"
+                    "conversion to `:: std :: num :: NonZeroU64` for page failed"
                         .to_string()
                 });
             self
         }
         pub fn per_page<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::num::NonZeroU32>,
+            V: std::convert::TryInto<::std::num::NonZeroU64>,
         {
             self.per_page = value
                 .try_into()
                 .map(Some)
                 .map_err(|_| {
-                    "conversion to `:: std :: num :: NonZeroU32` for per_page failed"
+                    "conversion to `:: std :: num :: NonZeroU64` for per_page failed"
                         .to_string()
                 });
             self
@@ -53988,7 +51184,7 @@ pub mod builder {
         ///Sends a `GET` request to `/api/v1/fieldreport/items/{record}`
         pub async fn send(
             self,
-        ) -> Result<ResponseValue<types::Items>, Error<types::ApiError>> {
+        ) -> Result<ResponseValue<types::Item>, Error<types::ApiError>> {
             let Self { client, record } = self;
             let record = record.map_err(Error::InvalidRequest)?;
             let url = format!(
@@ -55109,8 +52305,8 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct FieldreportProductsList<'a> {
         client: &'a super::Client,
-        page: Result<Option<::std::num::NonZeroU32>, String>,
-        per_page: Result<Option<::std::num::NonZeroU32>, String>,
+        page: Result<Option<::std::num::NonZeroU64>, String>,
+        per_page: Result<Option<::std::num::NonZeroU64>, String>,
     }
     impl<'a> FieldreportProductsList<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -55122,26 +52318,26 @@ pub mod builder {
         }
         pub fn page<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::num::NonZeroU32>,
+            V: std::convert::TryInto<::std::num::NonZeroU64>,
         {
             self.page = value
                 .try_into()
                 .map(Some)
                 .map_err(|_| {
-                    "conversion to `:: std :: num :: NonZeroU32` for page failed"
+                    "conversion to `:: std :: num :: NonZeroU64` for page failed"
                         .to_string()
                 });
             self
         }
         pub fn per_page<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::num::NonZeroU32>,
+            V: std::convert::TryInto<::std::num::NonZeroU64>,
         {
             self.per_page = value
                 .try_into()
                 .map(Some)
                 .map_err(|_| {
-                    "conversion to `:: std :: num :: NonZeroU32` for per_page failed"
+                    "conversion to `:: std :: num :: NonZeroU64` for per_page failed"
                         .to_string()
                 });
             self
@@ -55400,7 +52596,7 @@ pub mod builder {
         ///Sends a `GET` request to `/api/v1/fieldreport/products/{record}`
         pub async fn send(
             self,
-        ) -> Result<ResponseValue<types::Products>, Error<types::ApiError>> {
+        ) -> Result<ResponseValue<types::Product>, Error<types::ApiError>> {
             let Self { client, record } = self;
             let record = record.map_err(Error::InvalidRequest)?;
             let url = format!(
@@ -55988,8 +53184,8 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct FieldreportQualificationsList<'a> {
         client: &'a super::Client,
-        page: Result<Option<::std::num::NonZeroU32>, String>,
-        per_page: Result<Option<::std::num::NonZeroU32>, String>,
+        page: Result<Option<::std::num::NonZeroU64>, String>,
+        per_page: Result<Option<::std::num::NonZeroU64>, String>,
     }
     impl<'a> FieldreportQualificationsList<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -56001,26 +53197,26 @@ pub mod builder {
         }
         pub fn page<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::num::NonZeroU32>,
+            V: std::convert::TryInto<::std::num::NonZeroU64>,
         {
             self.page = value
                 .try_into()
                 .map(Some)
                 .map_err(|_| {
-                    "conversion to `:: std :: num :: NonZeroU32` for page failed"
+                    "conversion to `:: std :: num :: NonZeroU64` for page failed"
                         .to_string()
                 });
             self
         }
         pub fn per_page<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::num::NonZeroU32>,
+            V: std::convert::TryInto<::std::num::NonZeroU64>,
         {
             self.per_page = value
                 .try_into()
                 .map(Some)
                 .map_err(|_| {
-                    "conversion to `:: std :: num :: NonZeroU32` for per_page failed"
+                    "conversion to `:: std :: num :: NonZeroU64` for per_page failed"
                         .to_string()
                 });
             self
@@ -56283,7 +53479,7 @@ pub mod builder {
         ///Sends a `GET` request to `/api/v1/fieldreport/qualifications/{record}`
         pub async fn send(
             self,
-        ) -> Result<ResponseValue<types::Qualifications>, Error<types::ApiError>> {
+        ) -> Result<ResponseValue<types::Qualification>, Error<types::ApiError>> {
             let Self { client, record } = self;
             let record = record.map_err(Error::InvalidRequest)?;
             let url = format!(
@@ -56875,8 +54071,8 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct FieldreportServiceObjectsList<'a> {
         client: &'a super::Client,
-        page: Result<Option<::std::num::NonZeroU32>, String>,
-        per_page: Result<Option<::std::num::NonZeroU32>, String>,
+        page: Result<Option<::std::num::NonZeroU64>, String>,
+        per_page: Result<Option<::std::num::NonZeroU64>, String>,
     }
     impl<'a> FieldreportServiceObjectsList<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -56888,26 +54084,26 @@ pub mod builder {
         }
         pub fn page<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::num::NonZeroU32>,
+            V: std::convert::TryInto<::std::num::NonZeroU64>,
         {
             self.page = value
                 .try_into()
                 .map(Some)
                 .map_err(|_| {
-                    "conversion to `:: std :: num :: NonZeroU32` for page failed"
+                    "conversion to `:: std :: num :: NonZeroU64` for page failed"
                         .to_string()
                 });
             self
         }
         pub fn per_page<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::num::NonZeroU32>,
+            V: std::convert::TryInto<::std::num::NonZeroU64>,
         {
             self.per_page = value
                 .try_into()
                 .map(Some)
                 .map_err(|_| {
-                    "conversion to `:: std :: num :: NonZeroU32` for per_page failed"
+                    "conversion to `:: std :: num :: NonZeroU64` for per_page failed"
                         .to_string()
                 });
             self
@@ -57170,7 +54366,7 @@ pub mod builder {
         ///Sends a `GET` request to `/api/v1/fieldreport/serviceObjects/{record}`
         pub async fn send(
             self,
-        ) -> Result<ResponseValue<types::ServiceObjects>, Error<types::ApiError>> {
+        ) -> Result<ResponseValue<types::ServiceObject>, Error<types::ApiError>> {
             let Self { client, record } = self;
             let record = record.map_err(Error::InvalidRequest)?;
             let url = format!(
@@ -57762,8 +54958,8 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct FieldreportServiceRequestsList<'a> {
         client: &'a super::Client,
-        page: Result<Option<::std::num::NonZeroU32>, String>,
-        per_page: Result<Option<::std::num::NonZeroU32>, String>,
+        page: Result<Option<::std::num::NonZeroU64>, String>,
+        per_page: Result<Option<::std::num::NonZeroU64>, String>,
     }
     impl<'a> FieldreportServiceRequestsList<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -57775,26 +54971,26 @@ pub mod builder {
         }
         pub fn page<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::num::NonZeroU32>,
+            V: std::convert::TryInto<::std::num::NonZeroU64>,
         {
             self.page = value
                 .try_into()
                 .map(Some)
                 .map_err(|_| {
-                    "conversion to `:: std :: num :: NonZeroU32` for page failed"
+                    "conversion to `:: std :: num :: NonZeroU64` for page failed"
                         .to_string()
                 });
             self
         }
         pub fn per_page<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::num::NonZeroU32>,
+            V: std::convert::TryInto<::std::num::NonZeroU64>,
         {
             self.per_page = value
                 .try_into()
                 .map(Some)
                 .map_err(|_| {
-                    "conversion to `:: std :: num :: NonZeroU32` for per_page failed"
+                    "conversion to `:: std :: num :: NonZeroU64` for per_page failed"
                         .to_string()
                 });
             self
@@ -58057,7 +55253,7 @@ pub mod builder {
         ///Sends a `GET` request to `/api/v1/fieldreport/serviceRequests/{record}`
         pub async fn send(
             self,
-        ) -> Result<ResponseValue<types::ServiceRequests>, Error<types::ApiError>> {
+        ) -> Result<ResponseValue<types::ServiceRequest>, Error<types::ApiError>> {
             let Self { client, record } = self;
             let record = record.map_err(Error::InvalidRequest)?;
             let url = format!(
@@ -59342,8 +56538,8 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct FieldreportStepListTemplatesList<'a> {
         client: &'a super::Client,
-        page: Result<Option<::std::num::NonZeroU32>, String>,
-        per_page: Result<Option<::std::num::NonZeroU32>, String>,
+        page: Result<Option<::std::num::NonZeroU64>, String>,
+        per_page: Result<Option<::std::num::NonZeroU64>, String>,
     }
     impl<'a> FieldreportStepListTemplatesList<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -59355,26 +56551,26 @@ pub mod builder {
         }
         pub fn page<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::num::NonZeroU32>,
+            V: std::convert::TryInto<::std::num::NonZeroU64>,
         {
             self.page = value
                 .try_into()
                 .map(Some)
                 .map_err(|_| {
-                    "conversion to `:: std :: num :: NonZeroU32` for page failed"
+                    "conversion to `:: std :: num :: NonZeroU64` for page failed"
                         .to_string()
                 });
             self
         }
         pub fn per_page<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::num::NonZeroU32>,
+            V: std::convert::TryInto<::std::num::NonZeroU64>,
         {
             self.per_page = value
                 .try_into()
                 .map(Some)
                 .map_err(|_| {
-                    "conversion to `:: std :: num :: NonZeroU32` for per_page failed"
+                    "conversion to `:: std :: num :: NonZeroU64` for per_page failed"
                         .to_string()
                 });
             self
@@ -59649,7 +56845,7 @@ pub mod builder {
         ///Sends a `GET` request to `/api/v1/fieldreport/stepListTemplates/{record}`
         pub async fn send(
             self,
-        ) -> Result<ResponseValue<types::StepListTemplates>, Error<types::ApiError>> {
+        ) -> Result<ResponseValue<types::StepListTemplate>, Error<types::ApiError>> {
             let Self { client, record } = self;
             let record = record.map_err(Error::InvalidRequest)?;
             let url = format!(
@@ -60514,8 +57710,8 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct FieldreportTagsList<'a> {
         client: &'a super::Client,
-        page: Result<Option<::std::num::NonZeroU32>, String>,
-        per_page: Result<Option<::std::num::NonZeroU32>, String>,
+        page: Result<Option<::std::num::NonZeroU64>, String>,
+        per_page: Result<Option<::std::num::NonZeroU64>, String>,
     }
     impl<'a> FieldreportTagsList<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -60527,26 +57723,26 @@ pub mod builder {
         }
         pub fn page<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::num::NonZeroU32>,
+            V: std::convert::TryInto<::std::num::NonZeroU64>,
         {
             self.page = value
                 .try_into()
                 .map(Some)
                 .map_err(|_| {
-                    "conversion to `:: std :: num :: NonZeroU32` for page failed"
+                    "conversion to `:: std :: num :: NonZeroU64` for page failed"
                         .to_string()
                 });
             self
         }
         pub fn per_page<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::num::NonZeroU32>,
+            V: std::convert::TryInto<::std::num::NonZeroU64>,
         {
             self.per_page = value
                 .try_into()
                 .map(Some)
                 .map_err(|_| {
-                    "conversion to `:: std :: num :: NonZeroU32` for per_page failed"
+                    "conversion to `:: std :: num :: NonZeroU64` for per_page failed"
                         .to_string()
                 });
             self
@@ -60801,7 +57997,7 @@ pub mod builder {
         ///Sends a `GET` request to `/api/v1/fieldreport/tags/{record}`
         pub async fn send(
             self,
-        ) -> Result<ResponseValue<types::Tags>, Error<types::ApiError>> {
+        ) -> Result<ResponseValue<types::Tag>, Error<types::ApiError>> {
             let Self { client, record } = self;
             let record = record.map_err(Error::InvalidRequest)?;
             let url = format!(
@@ -61381,8 +58577,8 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct FieldreportTimeEventsList<'a> {
         client: &'a super::Client,
-        page: Result<Option<::std::num::NonZeroU32>, String>,
-        per_page: Result<Option<::std::num::NonZeroU32>, String>,
+        page: Result<Option<::std::num::NonZeroU64>, String>,
+        per_page: Result<Option<::std::num::NonZeroU64>, String>,
     }
     impl<'a> FieldreportTimeEventsList<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -61394,26 +58590,26 @@ pub mod builder {
         }
         pub fn page<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::num::NonZeroU32>,
+            V: std::convert::TryInto<::std::num::NonZeroU64>,
         {
             self.page = value
                 .try_into()
                 .map(Some)
                 .map_err(|_| {
-                    "conversion to `:: std :: num :: NonZeroU32` for page failed"
+                    "conversion to `:: std :: num :: NonZeroU64` for page failed"
                         .to_string()
                 });
             self
         }
         pub fn per_page<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::num::NonZeroU32>,
+            V: std::convert::TryInto<::std::num::NonZeroU64>,
         {
             self.per_page = value
                 .try_into()
                 .map(Some)
                 .map_err(|_| {
-                    "conversion to `:: std :: num :: NonZeroU32` for per_page failed"
+                    "conversion to `:: std :: num :: NonZeroU64` for per_page failed"
                         .to_string()
                 });
             self
@@ -61674,7 +58870,7 @@ pub mod builder {
         ///Sends a `GET` request to `/api/v1/fieldreport/timeEvents/{record}`
         pub async fn send(
             self,
-        ) -> Result<ResponseValue<types::TimeEvents>, Error<types::ApiError>> {
+        ) -> Result<ResponseValue<types::TimeEvent>, Error<types::ApiError>> {
             let Self { client, record } = self;
             let record = record.map_err(Error::InvalidRequest)?;
             let url = format!(
@@ -62262,8 +59458,8 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct FieldreportUsersList<'a> {
         client: &'a super::Client,
-        page: Result<Option<::std::num::NonZeroU32>, String>,
-        per_page: Result<Option<::std::num::NonZeroU32>, String>,
+        page: Result<Option<::std::num::NonZeroU64>, String>,
+        per_page: Result<Option<::std::num::NonZeroU64>, String>,
     }
     impl<'a> FieldreportUsersList<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -62275,26 +59471,26 @@ pub mod builder {
         }
         pub fn page<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::num::NonZeroU32>,
+            V: std::convert::TryInto<::std::num::NonZeroU64>,
         {
             self.page = value
                 .try_into()
                 .map(Some)
                 .map_err(|_| {
-                    "conversion to `:: std :: num :: NonZeroU32` for page failed"
+                    "conversion to `:: std :: num :: NonZeroU64` for page failed"
                         .to_string()
                 });
             self
         }
         pub fn per_page<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::num::NonZeroU32>,
+            V: std::convert::TryInto<::std::num::NonZeroU64>,
         {
             self.per_page = value
                 .try_into()
                 .map(Some)
                 .map_err(|_| {
-                    "conversion to `:: std :: num :: NonZeroU32` for per_page failed"
+                    "conversion to `:: std :: num :: NonZeroU64` for per_page failed"
                         .to_string()
                 });
             self
@@ -62549,7 +59745,7 @@ pub mod builder {
         ///Sends a `GET` request to `/api/v1/fieldreport/users/{record}`
         pub async fn send(
             self,
-        ) -> Result<ResponseValue<types::Users>, Error<types::ApiError>> {
+        ) -> Result<ResponseValue<types::User>, Error<types::ApiError>> {
             let Self { client, record } = self;
             let record = record.map_err(Error::InvalidRequest)?;
             let url = format!(
@@ -63130,8 +60326,8 @@ pub mod builder {
     pub struct JobsList<'a> {
         client: &'a super::Client,
         kind: Result<Option<types::JobsListKind>, String>,
-        page: Result<Option<::std::num::NonZeroU32>, String>,
-        per_page: Result<Option<::std::num::NonZeroU32>, String>,
+        page: Result<Option<::std::num::NonZeroU64>, String>,
+        per_page: Result<Option<::std::num::NonZeroU64>, String>,
         status: Result<Option<types::JobsListStatus>, String>,
     }
     impl<'a> JobsList<'a> {
@@ -63156,26 +60352,26 @@ pub mod builder {
         }
         pub fn page<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::num::NonZeroU32>,
+            V: std::convert::TryInto<::std::num::NonZeroU64>,
         {
             self.page = value
                 .try_into()
                 .map(Some)
                 .map_err(|_| {
-                    "conversion to `:: std :: num :: NonZeroU32` for page failed"
+                    "conversion to `:: std :: num :: NonZeroU64` for page failed"
                         .to_string()
                 });
             self
         }
         pub fn per_page<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::num::NonZeroU32>,
+            V: std::convert::TryInto<::std::num::NonZeroU64>,
         {
             self.per_page = value
                 .try_into()
                 .map(Some)
                 .map_err(|_| {
-                    "conversion to `:: std :: num :: NonZeroU32` for per_page failed"
+                    "conversion to `:: std :: num :: NonZeroU64` for per_page failed"
                         .to_string()
                 });
             self
@@ -65121,7 +62317,7 @@ pub mod builder {
     pub struct LeasingSubscriptionDeliveries<'a> {
         client: &'a super::Client,
         id: Result<::std::string::String, String>,
-        limit: Result<Option<::std::num::NonZeroU32>, String>,
+        limit: Result<Option<::std::num::NonZeroU64>, String>,
     }
     impl<'a> LeasingSubscriptionDeliveries<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -65145,13 +62341,13 @@ pub mod builder {
         }
         pub fn limit<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::num::NonZeroU32>,
+            V: std::convert::TryInto<::std::num::NonZeroU64>,
         {
             self.limit = value
                 .try_into()
                 .map(Some)
                 .map_err(|_| {
-                    "conversion to `:: std :: num :: NonZeroU32` for limit failed"
+                    "conversion to `:: std :: num :: NonZeroU64` for limit failed"
                         .to_string()
                 });
             self

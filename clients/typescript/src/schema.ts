@@ -39,7 +39,7 @@ export interface paths {
          *
          *     Needs a token with the ability `erp` (login tokens hold every ability, `*`).
          */
-        get: operations["erp_pull_attribute"];
+        get: operations["erp_pull_one_attribute"];
         put?: never;
         post?: never;
         delete?: never;
@@ -83,7 +83,7 @@ export interface paths {
          *
          *     Needs a token with the ability `erp` (login tokens hold every ability, `*`).
          */
-        get: operations["erp_push_attribute"];
+        get: operations["erp_push_one_attribute"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2427,7 +2427,7 @@ export interface components {
             /** @description The id of the request, as in the `x-request-id` header; quote it when reporting a problem. */
             request_id: string;
             /**
-             * Format: uint64
+             * Format: int64
              * @description On 429 and 503: seconds until a new attempt may succeed (also sent as `Retry-After`).
              */
             retry_after_seconds?: number | null;
@@ -2472,16 +2472,16 @@ export interface components {
             /** @description Definitions that apply to the model (or the one asked for). */
             applicable: string[];
             /**
-             * Format: uint64
+             * Format: int64
              * @description Definitions pulled (all of the ERP's).
              */
             definitions: number;
             errors: components["schemas"]["RecordError"][];
             model: string;
-            /** Format: uint64 */
+            /** Format: int64 */
             records: number;
             /**
-             * Format: uint64
+             * Format: int64
              * @description Values of the applicable definitions found on the model's records.
              */
             values: number;
@@ -2493,20 +2493,23 @@ export interface components {
         /** @description What a custom attribute push did. */
         AttributePushReport: {
             /**
-             * Format: uint64
+             * Format: int64
              * @description Records the ERP refused because they changed since they were pulled (409).
              */
             conflicts: number;
             errors: components["schemas"]["RecordError"][];
-            /** Format: uint64 */
+            /** Format: int64 */
             failed: number;
             model: string;
-            /** Format: uint64 */
+            /** Format: int64 */
             pushed: number;
         };
         /** @description The upstream system refused or failed (`upstream_error`), was unreachable (`upstream_unavailable`) or answered something unreadable (`upstream_invalid_response`); nothing was changed locally. */
         BadGateway: components["schemas"]["ApiError"] & {
-            /** @enum {string} */
+            /**
+             * @description How to react, for programs: one of these codes, each explained in this schema's description.
+             * @enum {string}
+             */
             error_code?: "upstream_error" | "upstream_invalid_response" | "upstream_unavailable";
         };
         /** @description Input of a lease calculation at the provider; further fields (`ProductType`, `Currency`, `PaymentFrequency`, ...) are passed to the provider untouched. */
@@ -2547,70 +2550,9 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
-        /** @description A customer company or private customer. */
-        Companies: {
-            /** @description Billing address, when it differs from the main address. */
-            BillingAddress?: components["schemas"]["Location"] | null;
-            /** @description Contact persons of the company. */
-            Contacts?: components["schemas"]["Contact"][] | null;
-            /** @description Id of the default cost center. */
-            CostCenterId?: components["schemas"]["EdmInt64"] | null;
-            /** @description Customer number. */
-            CustomerNumber?: string | null;
-            /** @description When the record was last changed (set by the system). */
-            DateModified?: string | null;
-            /** @description When the record was created (set by the system). */
-            DateOfCreation?: string | null;
-            /** @description General e-mail address. */
-            Email?: string | null;
-            /** @description Identifier of the record in a connected system (e.g. the ERP). */
-            ExternalId?: string | null;
-            /** @description Fax number. */
-            Fax?: string | null;
-            /** @description Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). */
-            Id?: components["schemas"]["EdmInt64"] | null;
-            /** @description Whether the company is archived. */
-            IsArchived?: boolean | null;
-            /** @description True for a private person, false for a company. */
-            IsPhysicalPerson?: boolean | null;
-            /** @description Preferred language, e.g. de. */
-            Language?: string | null;
-            /** @description Main address. */
-            Location?: components["schemas"]["Location"] | null;
-            /** @description The main contact person. */
-            MainContact?: components["schemas"]["Contact"] | null;
-            /** @description Id of the main contact person. */
-            MainContactId?: components["schemas"]["EdmInt64"] | null;
-            /** @description Mobile phone number. */
-            MobilePhone?: string | null;
-            /** @description Name of the company or person. */
-            Name?: string | null;
-            /** @description Additional name line. */
-            Name2?: string | null;
-            /** @description Internal note. */
-            Note?: string | null;
-            /** @description Service objects (installed equipment) of the company. */
-            ServiceObjects?: components["schemas"]["ServiceObject"][] | null;
-            /** @description E-mail address for service matters. */
-            SupportMail?: string | null;
-            /** @description Phone number for service matters. */
-            SupportTelephone?: string | null;
-            /** @description Tags attached to the company. */
-            Tags?: components["schemas"]["Tag"][] | null;
-            /** @description General phone number. */
-            Telephone?: string | null;
-            /** @description VAT identification number. */
-            VatId?: string | null;
-            /** @description Optimistic-locking token; a write with a stale Version is refused. */
-            Version?: components["schemas"]["EdmInt64"] | null;
-            /** @description Web site address. */
-            Website?: string | null;
-        } & {
-            [key: string]: unknown;
-        };
         /** @description One page of records, ordered by Id. */
         CompaniesPage: {
-            data: components["schemas"]["Companies"][];
+            data: components["schemas"]["Company"][];
             meta: components["schemas"]["PageMeta"];
         };
         /** @description Fields of a Companies record to merge over the stored one. `Id`, when given, must be the record's own; `Version`, when given, must be the stored one (a stale Version is refused with 409: the record changed since it was read). */
@@ -2679,7 +2621,7 @@ export interface components {
         };
         /** @description The record as stored locally, and the field-report system's answer (null when the write was not forwarded). */
         CompaniesWrite: {
-            data: components["schemas"]["Companies"];
+            data: components["schemas"]["Company"];
             fieldReportResponse: {
                 [key: string]: unknown;
             } | null;
@@ -2795,54 +2737,9 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
-        /** @description A contact person, usually of a company. */
-        Contacts: {
-            /** @description Id of the company the contact belongs to. */
-            CompanyId?: components["schemas"]["EdmInt64"] | null;
-            /** @description When the record was last changed (set by the system). */
-            DateModified?: string | null;
-            /** @description When the record was created (set by the system). */
-            DateOfCreation?: string | null;
-            /** @description Department. */
-            Department?: string | null;
-            /** @description E-mail address. */
-            Email?: string | null;
-            /** @description Identifier of the record in a connected system (e.g. the ERP). */
-            ExternalId?: string | null;
-            /** @description Fax number. */
-            Fax?: string | null;
-            /** @description First name. */
-            FirstName?: string | null;
-            /** @description Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). */
-            Id?: components["schemas"]["EdmInt64"] | null;
-            /** @description Whether the contact is active. */
-            IsActive?: boolean | null;
-            /** @description Preferred language, e.g. de. */
-            Language?: string | null;
-            /** @description Last name. */
-            LastName?: string | null;
-            /** @description Address of the contact, if it differs from the company's. */
-            Location?: components["schemas"]["Location"] | null;
-            /** @description Mobile phone number. */
-            MobilePhone?: string | null;
-            /** @description Internal note. */
-            Note?: string | null;
-            /** @description Job title. */
-            Position?: string | null;
-            /** @description Form of address, e.g. Mr, Ms. */
-            Salutation?: string | null;
-            /** @description Phone number. */
-            Telephone?: string | null;
-            /** @description Academic or honorific title. */
-            Title?: string | null;
-            /** @description Optimistic-locking token; a write with a stale Version is refused. */
-            Version?: components["schemas"]["EdmInt64"] | null;
-        } & {
-            [key: string]: unknown;
-        };
         /** @description One page of records, ordered by Id. */
         ContactsPage: {
-            data: components["schemas"]["Contacts"][];
+            data: components["schemas"]["Contact"][];
             meta: components["schemas"]["PageMeta"];
         };
         /** @description Fields of a Contacts record to merge over the stored one. `Id`, when given, must be the record's own; `Version`, when given, must be the stored one (a stale Version is refused with 409: the record changed since it was read). */
@@ -2895,7 +2792,7 @@ export interface components {
         };
         /** @description The record as stored locally, and the field-report system's answer (null when the write was not forwarded). */
         ContactsWrite: {
-            data: components["schemas"]["Contacts"];
+            data: components["schemas"]["Contact"];
             fieldReportResponse: {
                 [key: string]: unknown;
             } | null;
@@ -2914,7 +2811,7 @@ export interface components {
             success: boolean;
         };
         /** @description A cost center that time and items are booked to. */
-        CostCenters: {
+        CostCenter: {
             /** @description When the record was last changed (set by the system). */
             DateModified?: string | null;
             /** @description When the record was created (set by the system). */
@@ -2938,7 +2835,7 @@ export interface components {
         };
         /** @description One page of records, ordered by Id. */
         CostCentersPage: {
-            data: components["schemas"]["CostCenters"][];
+            data: components["schemas"]["CostCenter"][];
             meta: components["schemas"]["PageMeta"];
         };
         /** @description Fields of a CostCenters record to merge over the stored one. `Id`, when given, must be the record's own; `Version`, when given, must be the stored one (a stale Version is refused with 409: the record changed since it was read). */
@@ -2969,7 +2866,7 @@ export interface components {
         };
         /** @description The record as stored locally, and the field-report system's answer (null when the write was not forwarded). */
         CostCentersWrite: {
-            data: components["schemas"]["CostCenters"];
+            data: components["schemas"]["CostCenter"];
             fieldReportResponse: {
                 [key: string]: unknown;
             } | null;
@@ -2984,7 +2881,10 @@ export interface components {
          *     }
          */
         CurrentUser: {
-            /** @description When the user was created (RFC 3339, UTC). */
+            /**
+             * Format: date-time
+             * @description When the user was created (RFC 3339, UTC).
+             */
             created_at: string;
             email: string;
             /** Format: int64 */
@@ -2995,13 +2895,16 @@ export interface components {
         Delivery: {
             /** Format: int64 */
             attempts: number;
+            /** Format: date-time */
             created_at: string;
             /** @description The event's id, sent as `webhook-id` on every attempt. */
             event_id: string;
             financing_id: string;
+            /** Format: date-time */
             finished_at?: string | null;
             /** Format: int64 */
             id: number;
+            /** Format: date-time */
             last_attempt_at?: string | null;
             /** @description Why the last attempt failed. */
             last_error?: string | null;
@@ -3010,6 +2913,7 @@ export interface components {
              * @description The receiver's status code at the last attempt (null: no answer).
              */
             last_status_code?: number | null;
+            /** Format: date-time */
             next_attempt_at?: string | null;
             /** @description `pending` (not delivered yet; retried at `next_attempt_at`), `delivered` (a 2xx) or `failed` (not delivered within the retry horizon, or the subscription was disabled). */
             status: string;
@@ -3018,7 +2922,7 @@ export interface components {
             items: components["schemas"]["Delivery"][];
         };
         /** @description A file stored in the system, attached to a service request, company or service object. */
-        Documents: {
+        Document: {
             /** @description Id of the company the document belongs to. */
             CompanyId?: components["schemas"]["EdmInt64"] | null;
             /** @description MIME type of the file. */
@@ -3056,7 +2960,7 @@ export interface components {
         };
         /** @description One page of records, ordered by Id. */
         DocumentsPage: {
-            data: components["schemas"]["Documents"][];
+            data: components["schemas"]["Document"][];
             meta: components["schemas"]["PageMeta"];
         };
         /** @description Fields of a Documents record to merge over the stored one. `Id`, when given, must be the record's own; `Version`, when given, must be the stored one (a stale Version is refused with 409: the record changed since it was read). */
@@ -3101,7 +3005,7 @@ export interface components {
         };
         /** @description The record as stored locally, and the field-report system's answer (null when the write was not forwarded). */
         DocumentsWrite: {
-            data: components["schemas"]["Documents"];
+            data: components["schemas"]["Document"];
             fieldReportResponse: {
                 [key: string]: unknown;
             } | null;
@@ -3145,7 +3049,10 @@ export interface components {
             entity: string;
             /** @description Relations pulled with each record. */
             expand: string[];
-            /** @description When the last sync completed (RFC 3339), if ever. */
+            /**
+             * Format: date-time
+             * @description When the last sync completed (RFC 3339), if ever.
+             */
             last_sync_at?: string | null;
             /**
              * Format: int64
@@ -3160,6 +3067,18 @@ export interface components {
             inbox: components["schemas"]["InboxSummary"];
             /** @description Every model of the registry, with local counts and pull state. */
             models: components["schemas"]["ModelSummary"][];
+        };
+        /**
+         * @description One mirrored ERP record as the ERP sent it (secrets masked): the model's fields.
+         * @example {
+         *       "id": 17,
+         *       "lastModifiedDate": "2026-11-27T10:00:00.000Z",
+         *       "name": "ACME GmbH",
+         *       "version": 3
+         *     }
+         */
+        ErpRecord: {
+            [key: string]: unknown;
         };
         /** @description One page of mirrored ERP records, ordered by id. */
         ErpRecordPage: {
@@ -3444,7 +3363,10 @@ export interface components {
         };
         /** @description The upstream system did not answer in time (`upstream_timeout`); nothing was changed locally. A forwarded field-report write that timed out is settled by reading the upstream back: not applied → `upstream_unavailable` (nothing changed; send it again); unknown, because the read failed too → `upstream_outcome_unknown`: sending the same write again is safe (a create is looked up by its `ExternalId` first, an update reads the record first), and a delete stays deleted here and pending, sent again by `post`. */
         GatewayTimeout: components["schemas"]["ApiError"] & {
-            /** @enum {string} */
+            /**
+             * @description How to react, for programs: one of these codes, each explained in this schema's description.
+             * @enum {string}
+             */
             error_code?: "upstream_outcome_unknown" | "upstream_timeout" | "upstream_unavailable";
         };
         /** @description The process is up. */
@@ -3487,7 +3409,10 @@ export interface components {
         };
         /** @description An unexpected failure (`internal_error`), such as a failed database query: the message is generic and the service logged the detail under `request_id`; quote it when reporting the problem. */
         InternalError: components["schemas"]["ApiError"] & {
-            /** @enum {string} */
+            /**
+             * @description How to react, for programs: one of these codes, each explained in this schema's description.
+             * @enum {string}
+             */
             error_code?: "internal_error";
         };
         /**
@@ -3510,7 +3435,7 @@ export interface components {
              */
             monthlyInstalment: number;
             /**
-             * Format: uint32
+             * Format: int64
              * @description The period in months used.
              */
             period: number;
@@ -3549,7 +3474,7 @@ export interface components {
             [key: string]: unknown;
         };
         /** @description An article or service that can be used as an item in service requests. */
-        ItemTypes: {
+        ItemType: {
             /** @description Cost per unit. */
             Costs?: components["schemas"]["EdmNumber"] | null;
             /** @description When the record was last changed (set by the system). */
@@ -3585,7 +3510,7 @@ export interface components {
         };
         /** @description One page of records, ordered by Id. */
         ItemTypesPage: {
-            data: components["schemas"]["ItemTypes"][];
+            data: components["schemas"]["ItemType"][];
             meta: components["schemas"]["PageMeta"];
         };
         /** @description Fields of a ItemTypes record to merge over the stored one. `Id`, when given, must be the record's own; `Version`, when given, must be the stored one (a stale Version is refused with 409: the record changed since it was read). */
@@ -3628,13 +3553,13 @@ export interface components {
         };
         /** @description The record as stored locally, and the field-report system's answer (null when the write was not forwarded). */
         ItemTypesWrite: {
-            data: components["schemas"]["ItemTypes"];
+            data: components["schemas"]["ItemType"];
             fieldReportResponse: {
                 [key: string]: unknown;
             } | null;
         };
         /** @description A unit of measure for items. */
-        ItemUnits: {
+        ItemUnit: {
             /** @description When the record was last changed (set by the system). */
             DateModified?: string | null;
             /** @description When the record was created (set by the system). */
@@ -3661,7 +3586,7 @@ export interface components {
         };
         /** @description One page of records, ordered by Id. */
         ItemUnitsPage: {
-            data: components["schemas"]["ItemUnits"][];
+            data: components["schemas"]["ItemUnit"][];
             meta: components["schemas"]["PageMeta"];
         };
         /** @description Fields of a ItemUnits record to merge over the stored one. `Id`, when given, must be the record's own; `Version`, when given, must be the stored one (a stale Version is refused with 409: the record changed since it was read). */
@@ -3695,47 +3620,14 @@ export interface components {
         };
         /** @description The record as stored locally, and the field-report system's answer (null when the write was not forwarded). */
         ItemUnitsWrite: {
-            data: components["schemas"]["ItemUnits"];
+            data: components["schemas"]["ItemUnit"];
             fieldReportResponse: {
                 [key: string]: unknown;
             } | null;
         };
-        /** @description An item (material or service) used in a service request. */
-        Items: {
-            /** @description When the record was last changed (set by the system). */
-            DateModified?: string | null;
-            /** @description When the record was created (set by the system). */
-            DateOfCreation?: string | null;
-            /** @description Description. */
-            Description?: string | null;
-            /** @description Identifier of the record in a connected system (e.g. the ERP). */
-            ExternalId?: string | null;
-            /** @description Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). */
-            Id?: components["schemas"]["EdmInt64"] | null;
-            /** @description Whether the item is billed to the customer. */
-            IsBillable?: boolean | null;
-            /** @description Id of the item type. */
-            ItemTypeId?: components["schemas"]["EdmInt64"] | null;
-            /** @description Name of the item. */
-            Name?: string | null;
-            /** @description Sales price per unit. */
-            Price?: components["schemas"]["EdmNumber"] | null;
-            /** @description Quantity used. */
-            Quantity?: components["schemas"]["EdmNumber"] | null;
-            /** @description Serial number of the used part, if any. */
-            SerialNumber?: string | null;
-            /** @description Id of the service request. */
-            ServiceRequestId?: components["schemas"]["EdmInt64"] | null;
-            /** @description Id of the unit of measure. */
-            UnitId?: components["schemas"]["EdmInt64"] | null;
-            /** @description Optimistic-locking token; a write with a stale Version is refused. */
-            Version?: components["schemas"]["EdmInt64"] | null;
-        } & {
-            [key: string]: unknown;
-        };
         /** @description One page of records, ordered by Id. */
         ItemsPage: {
-            data: components["schemas"]["Items"][];
+            data: components["schemas"]["Item"][];
             meta: components["schemas"]["PageMeta"];
         };
         /** @description Fields of a Items record to merge over the stored one. `Id`, when given, must be the record's own; `Version`, when given, must be the stored one (a stale Version is refused with 409: the record changed since it was read). */
@@ -3776,7 +3668,7 @@ export interface components {
         };
         /** @description The record as stored locally, and the field-report system's answer (null when the write was not forwarded). */
         ItemsWrite: {
-            data: components["schemas"]["Items"];
+            data: components["schemas"]["Item"];
             fieldReportResponse: {
                 [key: string]: unknown;
             } | null;
@@ -3811,14 +3703,21 @@ export interface components {
             attempts: number;
             /** @description A cancel was asked for: a running job stops at its next page. */
             cancel_requested: boolean;
-            /** @description When it was queued (RFC 3339). */
+            /**
+             * Format: date-time
+             * @description When it was queued (RFC 3339).
+             */
             created_at: string;
             /** @description Why it failed. */
             error?: string | null;
+            /** Format: date-time */
             finished_at?: string | null;
             /** Format: int64 */
             id: number;
-            /** @enum {string} */
+            /**
+             * @description The kind of job: what it runs (`fieldreport.*` on the field-report mirror, `erp.*` on the ERP mirror).
+             * @enum {string}
+             */
             kind: "fieldreport.sync" | "fieldreport.reconcile" | "fieldreport.setup" | "fieldreport.post" | "erp.setup" | "erp.pull" | "erp.reconcile";
             /** @description Recorded about every second while it runs. */
             progress: components["schemas"]["JobProgress"];
@@ -3826,6 +3725,7 @@ export interface components {
             result?: unknown;
             /** @description Queued by `SCHEDULE` rather than by a caller. */
             scheduled: boolean;
+            /** Format: date-time */
             started_at?: string | null;
             /**
              * @description `queued`, `running`, then `succeeded`, `failed` or `cancelled`.
@@ -3900,17 +3800,26 @@ export interface components {
         };
         /** @description A leasing failure (the seed's rule: every failure of a leasing route is answered 500 `{success: false, message}`), named by `error_code`: the request was `declined` or `cancelled`, is `missing_info` (the missing-info mail was sent or its failure is named in `message`), is `already_past_signing`, or was `not_ready_to_sign` when the attempts were used up; the provider refused (`upstream_rejected`), failed (`upstream_error`), did not answer in time (`upstream_timeout`), was unreachable (`upstream_unavailable`), busy (`upstream_busy`), answered something unreadable (`upstream_invalid_response`) or is not configured (`upstream_not_configured`); the call to it could not be made (`upstream_client_error`); the contract could not be stored (`storage_error`); or an unexpected failure (`internal_error`, logged under `request_id`). */
         LeasingFailure: components["schemas"]["ApiError"] & {
-            /** @enum {string} */
+            /**
+             * @description How to react, for programs: one of these codes, each explained in this schema's description.
+             * @enum {string}
+             */
             error_code?: "already_past_signing" | "cancelled" | "declined" | "internal_error" | "missing_info" | "not_ready_to_sign" | "storage_error" | "upstream_busy" | "upstream_client_error" | "upstream_error" | "upstream_invalid_response" | "upstream_not_configured" | "upstream_rejected" | "upstream_timeout" | "upstream_unavailable";
         };
         /** @description A failure of the one-shot flow (the causes of `LeasingFailure`) with where the flow stood (`financingId`, `flowId`, `failedStep`; absent when the call failed before the flow started, such as an `internal_error` of the token's check). A retry with the same `Idempotency-Key` gets this answer again (same status and body apart from `request_id`) and creates nothing, unless the create step itself was refused or never reached the provider. */
         LeasingFlowFailure: components["schemas"]["ApiError"] & components["schemas"]["LeasingFlowPosition"] & {
-            /** @enum {string} */
+            /**
+             * @description How to react, for programs: one of these codes, each explained in this schema's description.
+             * @enum {string}
+             */
             error_code?: "already_past_signing" | "cancelled" | "declined" | "internal_error" | "missing_info" | "not_ready_to_sign" | "storage_error" | "upstream_busy" | "upstream_client_error" | "upstream_error" | "upstream_invalid_response" | "upstream_not_configured" | "upstream_rejected" | "upstream_timeout" | "upstream_unavailable";
         };
         /** @description The body is invalid (`validation_failed`, `errors` per field): refused before anything ran, or, for a payload the provider's schema checks only when it is sent (`e_signature_payload`), at that step, with `financingId`, `flowId` and `failedStep`; or the `Idempotency-Key` was used with another body (`idempotency_key_reused`). */
         LeasingFlowInvalid: components["schemas"]["ApiError"] & components["schemas"]["LeasingFlowPosition"] & {
-            /** @enum {string} */
+            /**
+             * @description How to react, for programs: one of these codes, each explained in this schema's description.
+             * @enum {string}
+             */
             error_code?: "validation_failed" | "idempotency_key_reused";
         };
         /** @description Where a one-shot flow stood when it answered this error. */
@@ -3927,12 +3836,18 @@ export interface components {
         };
         /** @description A retry with the same `Idempotency-Key` while the first attempt runs (`idempotency_key_in_progress`; `flowId` and `financingId` name its flow once it started), or after the first attempt's flow ended without an answer its client read: its instance stopped, or its client went away (`idempotency_key_flow_ended`; `failedStep` and the flow's record say where it stopped, `financingId` what it created). No financing request is created. */
         LeasingFlowRetryConflict: components["schemas"]["ApiError"] & components["schemas"]["LeasingFlowPosition"] & {
-            /** @enum {string} */
+            /**
+             * @description How to react, for programs: one of these codes, each explained in this schema's description.
+             * @enum {string}
+             */
             error_code?: "idempotency_key_in_progress" | "idempotency_key_flow_ended";
         };
         /** @description The database does not answer (`service_unavailable`; no flow position), or the service shut down while the flow ran (`shutting_down`): the flow stopped at `failedStep`, recorded as `interrupted`. */
         LeasingFlowUnavailable: components["schemas"]["ApiError"] & components["schemas"]["LeasingFlowPosition"] & {
-            /** @enum {string} */
+            /**
+             * @description How to react, for programs: one of these codes, each explained in this schema's description.
+             * @enum {string}
+             */
             error_code?: "service_unavailable" | "shutting_down";
         };
         /**
@@ -3953,13 +3868,19 @@ export interface components {
          *     }
          */
         LeasingStateChangedEvent: {
-            /** @description When the change was observed (RFC 3339). */
+            /**
+             * Format: date-time
+             * @description When the change was observed (RFC 3339).
+             */
             created_at: string;
             data: components["schemas"]["StateChange"];
             /** @description The event's id (`msg_…`), also its `webhook-id`: the same on every retry; use it to drop duplicates (delivery is at least once). */
             id: string;
-            /** @description `leasing.state_changed`. */
-            type: string;
+            /**
+             * @description The event's type, `leasing.state_changed`.
+             * @enum {string}
+             */
+            type: "leasing.state_changed";
         };
         /** @description The lessee: the company that leases the objects. */
         Lessee: {
@@ -4685,11 +4606,11 @@ export interface components {
         };
         /** @description Paging of a list. */
         PageMeta: {
-            /** Format: uint32 */
+            /** Format: int64 */
             current_page: number;
-            /** Format: uint32 */
+            /** Format: int64 */
             last_page: number;
-            /** Format: uint32 */
+            /** Format: int64 */
             per_page: number;
             /** Format: int64 */
             total: number;
@@ -4732,20 +4653,20 @@ export interface components {
         /** @description What a post of one mapping did. */
         PostReport: {
             /**
-             * Format: uint64
+             * Format: int64
              * @description ERP records on which the `fieldReportId` attribute was set (pending a push).
              */
             attributes_marked: number;
-            /** Format: uint64 */
+            /** Format: int64 */
             created: number;
             entity: string;
             errors: components["schemas"]["RecordError"][];
-            /** Format: uint64 */
+            /** Format: int64 */
             failed: number;
             model: string;
-            /** Format: uint64 */
+            /** Format: int64 */
             unchanged: number;
-            /** Format: uint64 */
+            /** Format: int64 */
             updated: number;
         };
         /** @description A product model that service objects are instances of. */
@@ -4777,38 +4698,9 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
-        /** @description A product model that service objects are instances of. */
-        Products: {
-            /** @description Product category. */
-            Category?: string | null;
-            /** @description When the record was last changed (set by the system). */
-            DateModified?: string | null;
-            /** @description When the record was created (set by the system). */
-            DateOfCreation?: string | null;
-            /** @description Description. */
-            Description?: string | null;
-            /** @description Identifier of the record in a connected system (e.g. the ERP). */
-            ExternalId?: string | null;
-            /** @description Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). */
-            Id?: components["schemas"]["EdmInt64"] | null;
-            /** @description Whether the product is active. */
-            IsActive?: boolean | null;
-            /** @description Manufacturer. */
-            Manufacturer?: string | null;
-            /** @description Model or type number. */
-            ModelNumber?: string | null;
-            /** @description Name of the product. */
-            Name?: string | null;
-            /** @description Internal note. */
-            Note?: string | null;
-            /** @description Optimistic-locking token; a write with a stale Version is refused. */
-            Version?: components["schemas"]["EdmInt64"] | null;
-        } & {
-            [key: string]: unknown;
-        };
         /** @description One page of records, ordered by Id. */
         ProductsPage: {
-            data: components["schemas"]["Products"][];
+            data: components["schemas"]["Product"][];
             meta: components["schemas"]["PageMeta"];
         };
         /** @description Fields of a Products record to merge over the stored one. `Id`, when given, must be the record's own; `Version`, when given, must be the stored one (a stale Version is refused with 409: the record changed since it was read). */
@@ -4845,7 +4737,7 @@ export interface components {
         };
         /** @description The record as stored locally, and the field-report system's answer (null when the write was not forwarded). */
         ProductsWrite: {
-            data: components["schemas"]["Products"];
+            data: components["schemas"]["Product"];
             fieldReportResponse: {
                 [key: string]: unknown;
             } | null;
@@ -4866,33 +4758,33 @@ export interface components {
              */
             cursor?: number | null;
             errors: components["schemas"]["RecordError"][];
-            /** Format: uint64 */
+            /** Format: int64 */
             fetched: number;
             /**
-             * Format: uint64
+             * Format: int64
              * @description Records the ERP has and the mirror lacked, fetched by a reconciling (`update`).
              * @default 0
              */
             fetched_missing?: number;
-            /** Format: uint64 */
+            /** Format: int64 */
             inserted: number;
             model: string;
-            /** Format: uint64 */
+            /** Format: int64 */
             pages: number;
             /**
-             * Format: uint64
+             * Format: int64
              * @description Local records whose version differed from the ERP's, fetched again by a reconciling.
              * @default 0
              */
             refreshed?: number;
             /**
-             * Format: uint64
+             * Format: int64
              * @description Local records removed because the ERP no longer has them.
              */
             removed: number;
-            /** Format: uint64 */
+            /** Format: int64 */
             unchanged: number;
-            /** Format: uint64 */
+            /** Format: int64 */
             updated: number;
         };
         /** @description What each push did. */
@@ -4907,20 +4799,20 @@ export interface components {
         /** @description What a push of one entity set did. */
         PushReport: {
             entity: string;
-            /** Format: uint64 */
+            /** Format: int64 */
             failed: number;
             failures: components["schemas"]["PushFailure"][];
             /** @description `create`, `update` or `delete`. */
             kind: string;
-            /** Format: uint64 */
+            /** Format: int64 */
             pushed: number;
             /**
-             * Format: uint64
+             * Format: int64
              * @description Records an earlier, interrupted run had already delivered: found at the upstream and marked pushed without sending them again (for deletes: records the upstream no longer had).
              */
             recovered: number;
             /**
-             * Format: uint64
+             * Format: int64
              * @description Records another run was pushing at the same time, left to it.
              */
             skipped: number;
@@ -4951,35 +4843,9 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
-        /** @description A skill or certificate required for a service request and held by technicians. */
-        Qualifications: {
-            /** @description Category used to group qualifications. */
-            Category?: string | null;
-            /** @description When the record was last changed (set by the system). */
-            DateModified?: string | null;
-            /** @description When the record was created (set by the system). */
-            DateOfCreation?: string | null;
-            /** @description Description. */
-            Description?: string | null;
-            /** @description Identifier of the record in a connected system (e.g. the ERP). */
-            ExternalId?: string | null;
-            /** @description Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). */
-            Id?: components["schemas"]["EdmInt64"] | null;
-            /** @description Name of the qualification. */
-            Name?: string | null;
-            /**
-             * Format: int32
-             * @description How long a certificate stays valid, in months.
-             */
-            ValidityMonths?: number | null;
-            /** @description Optimistic-locking token; a write with a stale Version is refused. */
-            Version?: components["schemas"]["EdmInt64"] | null;
-        } & {
-            [key: string]: unknown;
-        };
         /** @description One page of records, ordered by Id. */
         QualificationsPage: {
-            data: components["schemas"]["Qualifications"][];
+            data: components["schemas"]["Qualification"][];
             meta: components["schemas"]["PageMeta"];
         };
         /** @description Fields of a Qualifications record to merge over the stored one. `Id`, when given, must be the record's own; `Version`, when given, must be the stored one (a stale Version is refused with 409: the record changed since it was read). */
@@ -5013,7 +4879,7 @@ export interface components {
         };
         /** @description The record as stored locally, and the field-report system's answer (null when the write was not forwarded). */
         QualificationsWrite: {
-            data: components["schemas"]["Qualifications"];
+            data: components["schemas"]["Qualification"];
             fieldReportResponse: {
                 [key: string]: unknown;
             } | null;
@@ -5028,41 +4894,50 @@ export interface components {
         /** @description What a reconciling sync of one set did. */
         ReconcileReport: {
             /**
-             * Format: uint64
+             * Format: int64
              * @description Local records compared (those written before the reconciling began).
              */
             checked: number;
             /** @description Route name of the entity set. */
             entity: string;
             /**
-             * Format: uint64
+             * Format: int64
              * @description Records the field-report system has and the mirror lacked, fetched and stored.
              */
             fetched_missing: number;
             /**
-             * Format: uint64
+             * Format: int64
              * @description Local records the field-report system no longer has, kept because a local change of theirs waits for it (a pending push, or an update of unknown outcome).
              */
             kept_pending: number;
             /** @description The Ids of those records (the first 100). */
             kept_pending_ids: string[];
             /**
-             * Format: uint64
+             * Format: int64
              * @description Local records whose version differed from the field-report system's, fetched again.
              */
             refreshed: number;
             /**
-             * Format: uint64
+             * Format: int64
              * @description Local records removed: the field-report system no longer has them.
              */
             removed: number;
             /** Format: double */
             seconds: number;
             /**
-             * Format: uint64
+             * Format: int64
              * @description Records the field-report system has.
              */
             upstream: number;
+        };
+        /** @description The answer of a field-report delete sent with `Prefer: return=representation`. */
+        RecordDeleted: {
+            /** @description The result of the local delete. */
+            data: boolean;
+            /** @description The field-report system's answer (null when it answered without a body). */
+            fieldReportResponse: {
+                [key: string]: unknown;
+            } | null;
         };
         /** @description One record a bulk operation could not handle; the operation goes on without it. */
         RecordError: {
@@ -5150,56 +5025,9 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
-        /** @description An installed object (machine, plant) that service is performed on. */
-        ServiceObjects: {
-            /** @description The owning company. */
-            Company?: components["schemas"]["Company"] | null;
-            /** @description Id of the owning company. */
-            CompanyId?: components["schemas"]["EdmInt64"] | null;
-            /** @description Contact persons responsible for the object. */
-            Contacts?: components["schemas"]["Contact"][] | null;
-            /** @description When the record was last changed (set by the system). */
-            DateModified?: string | null;
-            /** @description When the record was created (set by the system). */
-            DateOfCreation?: string | null;
-            /** @description Description. */
-            Description?: string | null;
-            /** @description Identifier of the record in a connected system (e.g. the ERP). */
-            ExternalId?: string | null;
-            /** @description Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). */
-            Id?: components["schemas"]["EdmInt64"] | null;
-            /** @description When the object was installed. */
-            InstallationDate?: string | null;
-            /** @description Inventory number. */
-            InventoryNumber?: string | null;
-            /** @description Whether the object is in service. */
-            IsActive?: boolean | null;
-            /** @description Where the object is installed. */
-            Location?: components["schemas"]["Location"] | null;
-            /** @description Name of the object. */
-            Name?: string | null;
-            /** @description Internal note. */
-            Note?: string | null;
-            /** @description Id of the object this one is part of. */
-            ParentServiceObjectId?: components["schemas"]["EdmInt64"] | null;
-            /** @description The product the object is an instance of. */
-            Product?: components["schemas"]["Product"] | null;
-            /** @description Id of the product the object is an instance of. */
-            ProductId?: components["schemas"]["EdmInt64"] | null;
-            /** @description Serial number. */
-            SerialNumber?: string | null;
-            /** @description Tags attached to the object. */
-            Tags?: components["schemas"]["Tag"][] | null;
-            /** @description Optimistic-locking token; a write with a stale Version is refused. */
-            Version?: components["schemas"]["EdmInt64"] | null;
-            /** @description When the warranty ends. */
-            WarrantyEndDate?: string | null;
-        } & {
-            [key: string]: unknown;
-        };
         /** @description One page of records, ordered by Id. */
         ServiceObjectsPage: {
-            data: components["schemas"]["ServiceObjects"][];
+            data: components["schemas"]["ServiceObject"][];
             meta: components["schemas"]["PageMeta"];
         };
         /** @description Fields of a ServiceObjects record to merge over the stored one. `Id`, when given, must be the record's own; `Version`, when given, must be the stored one (a stale Version is refused with 409: the record changed since it was read). */
@@ -5254,13 +5082,13 @@ export interface components {
         };
         /** @description The record as stored locally, and the field-report system's answer (null when the write was not forwarded). */
         ServiceObjectsWrite: {
-            data: components["schemas"]["ServiceObjects"];
+            data: components["schemas"]["ServiceObject"];
             fieldReportResponse: {
                 [key: string]: unknown;
             } | null;
         };
         /** @description A service request (job, work order) for a customer. */
-        ServiceRequests: {
+        ServiceRequest: {
             /** @description Planned appointments. */
             Appointments?: components["schemas"]["Appointment"][] | null;
             /** @description Comments. */
@@ -5324,7 +5152,7 @@ export interface components {
         };
         /** @description One page of records, ordered by Id. */
         ServiceRequestsPage: {
-            data: components["schemas"]["ServiceRequests"][];
+            data: components["schemas"]["ServiceRequest"][];
             meta: components["schemas"]["PageMeta"];
         };
         /** @description Fields of a ServiceRequests record to merge over the stored one. `Id`, when given, must be the record's own; `Version`, when given, must be the stored one (a stale Version is refused with 409: the record changed since it was read). */
@@ -5395,14 +5223,17 @@ export interface components {
         };
         /** @description The record as stored locally, and the field-report system's answer (null when the write was not forwarded). */
         ServiceRequestsWrite: {
-            data: components["schemas"]["ServiceRequests"];
+            data: components["schemas"]["ServiceRequest"];
             fieldReportResponse: {
                 [key: string]: unknown;
             } | null;
         };
         /** @description The database does not answer (`service_unavailable`), or the service is shutting down and stopped the work the call held (`shutting_down`); send it again. */
         ServiceUnavailable: components["schemas"]["ApiError"] & {
-            /** @enum {string} */
+            /**
+             * @description How to react, for programs: one of these codes, each explained in this schema's description.
+             * @enum {string}
+             */
             error_code?: "service_unavailable" | "shutting_down";
         };
         /** @description One person who signs. */
@@ -5470,7 +5301,7 @@ export interface components {
             [key: string]: unknown;
         };
         /** @description A template of a checklist whose steps are copied into service requests. */
-        StepListTemplates: {
+        StepListTemplate: {
             /** @description Category used to group templates. */
             Category?: string | null;
             /** @description When the record was last changed (set by the system). */
@@ -5499,7 +5330,7 @@ export interface components {
         };
         /** @description One page of records, ordered by Id. */
         StepListTemplatesPage: {
-            data: components["schemas"]["StepListTemplates"][];
+            data: components["schemas"]["StepListTemplate"][];
             meta: components["schemas"]["PageMeta"];
         };
         /** @description Fields of a StepListTemplates record to merge over the stored one. `Id`, when given, must be the record's own; `Version`, when given, must be the stored one (a stale Version is refused with 409: the record changed since it was read). */
@@ -5535,7 +5366,7 @@ export interface components {
         };
         /** @description The record as stored locally, and the field-report system's answer (null when the write was not forwarded). */
         StepListTemplatesWrite: {
-            data: components["schemas"]["StepListTemplates"];
+            data: components["schemas"]["StepListTemplate"];
             fieldReportResponse: {
                 [key: string]: unknown;
             } | null;
@@ -5567,7 +5398,7 @@ export interface components {
         };
         /** @description Where the contract PDF was saved. */
         StoredPdf: {
-            /** Format: uint64 */
+            /** Format: int64 */
             bytes: number;
             /** @description Storage key, `contracts/<financingId>.pdf`. */
             path: string;
@@ -5591,14 +5422,19 @@ export interface components {
          *     }
          */
         Subscription: {
+            /** Format: date-time */
             created_at: string;
             description?: string | null;
+            /** Format: date-time */
             disabled_at?: string | null;
             events: string[];
             /** @description Since when its deliveries fail (null once one succeeds). */
             failing_since?: string | null;
             id: string;
-            /** @description Until when the secret before the last rotation still signs. */
+            /**
+             * Format: date-time
+             * @description Until when the secret before the last rotation still signs.
+             */
             previous_secret_expires_at?: string | null;
             /** @description `active`, or `disabled` after five days of failing deliveries. */
             status: string;
@@ -5619,19 +5455,25 @@ export interface components {
          *       "failing_since": null,
          *       "id": "sub_6f1c2a7b9d8e4f0a8b7c6d5e4f3a2b1c",
          *       "previous_secret_expires_at": null,
+         *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
          *       "status": "active",
          *       "url": "https://shop.example/hooks/leasing"
          *     }
          */
         SubscriptionWithSecret: {
+            /** Format: date-time */
             created_at: string;
             description?: string | null;
+            /** Format: date-time */
             disabled_at?: string | null;
             events: string[];
             /** @description Since when its deliveries fail (null once one succeeds). */
             failing_since?: string | null;
             id: string;
-            /** @description Until when the secret before the last rotation still signs. */
+            /**
+             * Format: date-time
+             * @description Until when the secret before the last rotation still signs.
+             */
             previous_secret_expires_at?: string | null;
             /** @description The signing secret, `whsec_<base64>`: keep it; no later answer shows it. */
             secret: string;
@@ -5648,31 +5490,31 @@ export interface components {
             /** @description The newest `DateModified` now synced. */
             cursor?: string | null;
             /**
-             * Format: uint64
+             * Format: int64
              * @description Records deleted here whose delete the upstream has not confirmed yet (pending for `post`, or in flight): not stored again.
              * @default 0
              */
             deleted_here?: number;
             /** @description Route name of the entity set. */
             entity: string;
-            /** Format: uint64 */
+            /** Format: int64 */
             fetched: number;
-            /** Format: uint64 */
+            /** Format: int64 */
             inserted: number;
-            /** Format: uint64 */
+            /** Format: int64 */
             pages: number;
             /** @description With `reconcile`: what the reconciling that followed the sync removed and kept. */
             reconcile?: components["schemas"]["ReconcileReport"] | null;
             /** Format: double */
             seconds: number;
             /**
-             * Format: uint64
+             * Format: int64
              * @description Records without an `Id`, skipped.
              */
             skipped: number;
-            /** Format: uint64 */
+            /** Format: int64 */
             unchanged: number;
-            /** Format: uint64 */
+            /** Format: int64 */
             updated: number;
         };
         /** @description A tag (label) attached to companies, service objects and service requests. */
@@ -5696,30 +5538,9 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
-        /** @description A tag (label) attached to companies, service objects and service requests. */
-        Tags: {
-            /** @description Display colour. */
-            Color?: string | null;
-            /** @description When the record was last changed (set by the system). */
-            DateModified?: string | null;
-            /** @description When the record was created (set by the system). */
-            DateOfCreation?: string | null;
-            /** @description Description. */
-            Description?: string | null;
-            /** @description Identifier of the record in a connected system (e.g. the ERP). */
-            ExternalId?: string | null;
-            /** @description Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). */
-            Id?: components["schemas"]["EdmInt64"] | null;
-            /** @description Name of the tag. */
-            Name?: string | null;
-            /** @description Optimistic-locking token; a write with a stale Version is refused. */
-            Version?: components["schemas"]["EdmInt64"] | null;
-        } & {
-            [key: string]: unknown;
-        };
         /** @description One page of records, ordered by Id. */
         TagsPage: {
-            data: components["schemas"]["Tags"][];
+            data: components["schemas"]["Tag"][];
             meta: components["schemas"]["PageMeta"];
         };
         /** @description Fields of a Tags record to merge over the stored one. `Id`, when given, must be the record's own; `Version`, when given, must be the stored one (a stale Version is refused with 409: the record changed since it was read). */
@@ -5748,7 +5569,7 @@ export interface components {
         };
         /** @description The record as stored locally, and the field-report system's answer (null when the write was not forwarded). */
         TagsWrite: {
-            data: components["schemas"]["Tags"];
+            data: components["schemas"]["Tag"];
             fieldReportResponse: {
                 [key: string]: unknown;
             } | null;
@@ -5776,7 +5597,7 @@ export interface components {
             Value?: string | null;
         };
         /** @description A time booking of a technician (work, travel, break). */
-        TimeEvents: {
+        TimeEvent: {
             /** @description Id of the cost center. */
             CostCenterId?: components["schemas"]["EdmInt64"] | null;
             /** @description When the record was last changed (set by the system). */
@@ -5813,7 +5634,7 @@ export interface components {
         };
         /** @description One page of records, ordered by Id. */
         TimeEventsPage: {
-            data: components["schemas"]["TimeEvents"][];
+            data: components["schemas"]["TimeEvent"][];
             meta: components["schemas"]["PageMeta"];
         };
         /** @description Fields of a TimeEvents record to merge over the stored one. `Id`, when given, must be the record's own; `Version`, when given, must be the stored one (a stale Version is refused with 409: the record changed since it was read). */
@@ -5857,18 +5678,21 @@ export interface components {
         };
         /** @description The record as stored locally, and the field-report system's answer (null when the write was not forwarded). */
         TimeEventsWrite: {
-            data: components["schemas"]["TimeEvents"];
+            data: components["schemas"]["TimeEvent"];
             fieldReportResponse: {
                 [key: string]: unknown;
             } | null;
         };
         /** @description The database does not answer (`service_unavailable`), the service is shutting down and stopped the field-report work the call started (`interrupted`; send it again), the upstream system is not configured (`upstream_not_configured`; the message names the setting), or it stays busy (`upstream_busy`; retry after `Retry-After`). */
         UpstreamUnavailable: components["schemas"]["ApiError"] & {
-            /** @enum {string} */
+            /**
+             * @description How to react, for programs: one of these codes, each explained in this schema's description.
+             * @enum {string}
+             */
             error_code?: "interrupted" | "service_unavailable" | "upstream_busy" | "upstream_not_configured";
         };
         /** @description A user of the field-report system, e.g. a technician or dispatcher. */
-        Users: {
+        User: {
             /** @description Colour used in the planning board. */
             Color?: string | null;
             /** @description Id of the default cost center. */
@@ -5906,7 +5730,7 @@ export interface components {
         };
         /** @description One page of records, ordered by Id. */
         UsersPage: {
-            data: components["schemas"]["Users"][];
+            data: components["schemas"]["User"][];
             meta: components["schemas"]["PageMeta"];
         };
         /** @description Fields of a Users record to merge over the stored one. `Id`, when given, must be the record's own; `Version`, when given, must be the stored one (a stale Version is refused with 409: the record changed since it was read). */
@@ -5951,7 +5775,7 @@ export interface components {
         };
         /** @description The record as stored locally, and the field-report system's answer (null when the write was not forwarded). */
         UsersWrite: {
-            data: components["schemas"]["Users"];
+            data: components["schemas"]["User"];
             fieldReportResponse: {
                 [key: string]: unknown;
             } | null;
@@ -5959,7 +5783,10 @@ export interface components {
         /** @description A watched financing request. */
         Watch: {
             financingId: string;
-            /** @description When it is read next (null once terminal). */
+            /**
+             * Format: date-time
+             * @description When it is read next (null once terminal).
+             */
             next_poll_at?: string | null;
             requestId?: string | null;
             /** @description The state last read. */
@@ -6190,6 +6017,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "applicable": [
+                     *           "example"
+                     *         ],
+                     *         "definitions": 1,
+                     *         "errors": [
+                     *           {
+                     *             "message": "example",
+                     *             "model": "example"
+                     *           }
+                     *         ],
+                     *         "model": "example",
+                     *         "records": 1,
+                     *         "values": 1
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["AttributePullAnswer"];
                 };
             };
@@ -6203,7 +6049,7 @@ export interface operations {
             "4XX": components["responses"]["ApiError"];
         };
     };
-    erp_pull_attribute: {
+    erp_pull_one_attribute: {
         parameters: {
             query?: never;
             header?: never;
@@ -6224,6 +6070,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "applicable": [
+                     *           "example"
+                     *         ],
+                     *         "definitions": 1,
+                     *         "errors": [
+                     *           {
+                     *             "message": "example",
+                     *             "model": "example"
+                     *           }
+                     *         ],
+                     *         "model": "example",
+                     *         "records": 1,
+                     *         "values": 1
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["AttributePullAnswer"];
                 };
             };
@@ -6256,6 +6121,22 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "conflicts": 1,
+                     *         "errors": [
+                     *           {
+                     *             "message": "example",
+                     *             "model": "example"
+                     *           }
+                     *         ],
+                     *         "failed": 1,
+                     *         "model": "example",
+                     *         "pushed": 1
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["AttributePushAnswer"];
                 };
             };
@@ -6269,7 +6150,7 @@ export interface operations {
             "4XX": components["responses"]["ApiError"];
         };
     };
-    erp_push_attribute: {
+    erp_push_one_attribute: {
         parameters: {
             query?: never;
             header?: never;
@@ -6290,6 +6171,22 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "conflicts": 1,
+                     *         "errors": [
+                     *           {
+                     *             "message": "example",
+                     *             "model": "example"
+                     *           }
+                     *         ],
+                     *         "failed": 1,
+                     *         "model": "example",
+                     *         "pushed": 1
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["AttributePushAnswer"];
                 };
             };
@@ -6322,6 +6219,27 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "attributes_marked": 1,
+                     *           "created": 1,
+                     *           "entity": "example",
+                     *           "errors": [
+                     *             {
+                     *               "message": "example",
+                     *               "model": "example"
+                     *             }
+                     *           ],
+                     *           "failed": 1,
+                     *           "model": "example",
+                     *           "unchanged": 1,
+                     *           "updated": 1
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["PostAnswer"];
                 };
             };
@@ -6357,6 +6275,27 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "attributes_marked": 1,
+                     *           "created": 1,
+                     *           "entity": "example",
+                     *           "errors": [
+                     *             {
+                     *               "message": "example",
+                     *               "model": "example"
+                     *             }
+                     *           ],
+                     *           "failed": 1,
+                     *           "model": "example",
+                     *           "unchanged": 1,
+                     *           "updated": 1
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["PostAnswer"];
                 };
             };
@@ -6386,6 +6325,30 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "cursor": 1,
+                     *           "errors": [
+                     *             {
+                     *               "message": "example",
+                     *               "model": "example"
+                     *             }
+                     *           ],
+                     *           "fetched": 1,
+                     *           "fetched_missing": 1,
+                     *           "inserted": 1,
+                     *           "model": "example",
+                     *           "pages": 1,
+                     *           "refreshed": 1,
+                     *           "removed": 1,
+                     *           "unchanged": 1,
+                     *           "updated": 1
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["PullAnswer"];
                 };
             };
@@ -6415,6 +6378,30 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "cursor": 1,
+                     *           "errors": [
+                     *             {
+                     *               "message": "example",
+                     *               "model": "example"
+                     *             }
+                     *           ],
+                     *           "fetched": 1,
+                     *           "fetched_missing": 1,
+                     *           "inserted": 1,
+                     *           "model": "example",
+                     *           "pages": 1,
+                     *           "refreshed": 1,
+                     *           "removed": 1,
+                     *           "unchanged": 1,
+                     *           "updated": 1
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["PullAnswer"];
                 };
             };
@@ -6447,6 +6434,30 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "cursor": 1,
+                     *           "errors": [
+                     *             {
+                     *               "message": "example",
+                     *               "model": "example"
+                     *             }
+                     *           ],
+                     *           "fetched": 1,
+                     *           "fetched_missing": 1,
+                     *           "inserted": 1,
+                     *           "model": "example",
+                     *           "pages": 1,
+                     *           "refreshed": 1,
+                     *           "removed": 1,
+                     *           "unchanged": 1,
+                     *           "updated": 1
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["PullAnswer"];
                 };
             };
@@ -6476,6 +6487,35 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "inbox": {
+                     *         "calls": [
+                     *           {
+                     *             "attempts": 1,
+                     *             "entityId": "1001",
+                     *             "entityName": "Example",
+                     *             "event": "example",
+                     *             "id": 1,
+                     *             "next_attempt_at": 1,
+                     *             "received_at": 1,
+                     *             "state": "example"
+                     *           }
+                     *         ],
+                     *         "done": 1,
+                     *         "failed": 1,
+                     *         "pending": 1
+                     *       },
+                     *       "models": [
+                     *         {
+                     *           "cursor": 1,
+                     *           "last_pull_at": 1,
+                     *           "model": "example",
+                     *           "records": 1
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErpOverview"];
                 };
             };
@@ -6510,6 +6550,19 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {}
+                     *       ],
+                     *       "meta": {
+                     *         "current_page": 1,
+                     *         "last_page": 1,
+                     *         "per_page": 1,
+                     *         "total": 1
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErpRecordPage"];
                 };
             };
@@ -6541,9 +6594,15 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    /**
+                     * @example {
+                     *       "id": 17,
+                     *       "lastModifiedDate": "2026-11-27T10:00:00.000Z",
+                     *       "name": "ACME GmbH",
+                     *       "version": 3
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErpRecord"];
                 };
             };
             401: components["responses"]["Unauthenticated"];
@@ -6576,6 +6635,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {}
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErpRecords"];
                 };
             };
@@ -6602,6 +6668,30 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "cursor": 1,
+                     *           "errors": [
+                     *             {
+                     *               "message": "example",
+                     *               "model": "example"
+                     *             }
+                     *           ],
+                     *           "fetched": 1,
+                     *           "fetched_missing": 1,
+                     *           "inserted": 1,
+                     *           "model": "example",
+                     *           "pages": 1,
+                     *           "refreshed": 1,
+                     *           "removed": 1,
+                     *           "unchanged": 1,
+                     *           "updated": 1
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["PullAnswer"];
                 };
             };
@@ -6634,6 +6724,30 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "cursor": 1,
+                     *           "errors": [
+                     *             {
+                     *               "message": "example",
+                     *               "model": "example"
+                     *             }
+                     *           ],
+                     *           "fetched": 1,
+                     *           "fetched_missing": 1,
+                     *           "inserted": 1,
+                     *           "model": "example",
+                     *           "pages": 1,
+                     *           "refreshed": 1,
+                     *           "removed": 1,
+                     *           "unchanged": 1,
+                     *           "updated": 1
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["PullAnswer"];
                 };
             };
@@ -6668,6 +6782,30 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "cursor": 1,
+                     *           "errors": [
+                     *             {
+                     *               "message": "example",
+                     *               "model": "example"
+                     *             }
+                     *           ],
+                     *           "fetched": 1,
+                     *           "fetched_missing": 1,
+                     *           "inserted": 1,
+                     *           "model": "example",
+                     *           "pages": 1,
+                     *           "refreshed": 1,
+                     *           "removed": 1,
+                     *           "unchanged": 1,
+                     *           "updated": 1
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["PullAnswer"];
                 };
             };
@@ -6704,6 +6842,30 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "cursor": 1,
+                     *           "errors": [
+                     *             {
+                     *               "message": "example",
+                     *               "model": "example"
+                     *             }
+                     *           ],
+                     *           "fetched": 1,
+                     *           "fetched_missing": 1,
+                     *           "inserted": 1,
+                     *           "model": "example",
+                     *           "pages": 1,
+                     *           "refreshed": 1,
+                     *           "removed": 1,
+                     *           "unchanged": 1,
+                     *           "updated": 1
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["PullAnswer"];
                 };
             };
@@ -6744,6 +6906,15 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "accepted": true,
+                     *       "entityId": "1001",
+                     *       "entityName": "Example",
+                     *       "event": "example",
+                     *       "inbox_id": 1
+                     *     }
+                     */
                     "application/json": components["schemas"]["WebhookAccepted"];
                 };
             };
@@ -6802,6 +6973,15 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "accepted": true,
+                     *       "entityId": "1001",
+                     *       "entityName": "Example",
+                     *       "event": "example",
+                     *       "inbox_id": 1
+                     *     }
+                     */
                     "application/json": components["schemas"]["WebhookAccepted"];
                 };
             };
@@ -6853,6 +7033,42 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "CostCenterId": "example",
+                     *           "CustomerNumber": "example",
+                     *           "DateModified": "2026-11-27T10:00:00Z",
+                     *           "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *           "Email": "office@acme.example",
+                     *           "ExternalId": "1001",
+                     *           "Fax": "example",
+                     *           "Id": "example",
+                     *           "IsArchived": true,
+                     *           "IsPhysicalPerson": true,
+                     *           "Language": "example",
+                     *           "MainContactId": "example",
+                     *           "MobilePhone": "example",
+                     *           "Name": "Example",
+                     *           "Name2": "example",
+                     *           "Note": "example",
+                     *           "SupportMail": "office@acme.example",
+                     *           "SupportTelephone": "example",
+                     *           "Telephone": "example",
+                     *           "VatId": "1001",
+                     *           "Version": "example",
+                     *           "Website": "example"
+                     *         }
+                     *       ],
+                     *       "meta": {
+                     *         "current_page": 1,
+                     *         "last_page": 1,
+                     *         "per_page": 1,
+                     *         "total": 1
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["CompaniesPage"];
                 };
             };
@@ -6890,6 +7106,35 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "CostCenterId": "example",
+                     *         "CustomerNumber": "example",
+                     *         "DateModified": "2026-11-27T10:00:00Z",
+                     *         "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *         "Email": "office@acme.example",
+                     *         "ExternalId": "1001",
+                     *         "Fax": "example",
+                     *         "Id": "example",
+                     *         "IsArchived": true,
+                     *         "IsPhysicalPerson": true,
+                     *         "Language": "example",
+                     *         "MainContactId": "example",
+                     *         "MobilePhone": "example",
+                     *         "Name": "Example",
+                     *         "Name2": "example",
+                     *         "Note": "example",
+                     *         "SupportMail": "office@acme.example",
+                     *         "SupportTelephone": "example",
+                     *         "Telephone": "example",
+                     *         "VatId": "1001",
+                     *         "Version": "example",
+                     *         "Website": "example"
+                     *       },
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["CompaniesWrite"];
                 };
             };
@@ -6924,7 +7169,127 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Companies"];
+                    /**
+                     * @example {
+                     *       "BillingAddress": {
+                     *         "AddressString": "example",
+                     *         "City": "example",
+                     *         "Country": "example",
+                     *         "Latitude": "example",
+                     *         "Longitude": "example",
+                     *         "Postal": "example",
+                     *         "Street": "example"
+                     *       },
+                     *       "Contacts": [
+                     *         {
+                     *           "CompanyId": "example",
+                     *           "DateModified": "2026-11-27T10:00:00Z",
+                     *           "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *           "Department": "example",
+                     *           "Email": "office@acme.example",
+                     *           "ExternalId": "1001",
+                     *           "Fax": "example",
+                     *           "FirstName": "Example",
+                     *           "Id": "example",
+                     *           "IsActive": true,
+                     *           "Language": "example",
+                     *           "LastName": "Example",
+                     *           "MobilePhone": "example",
+                     *           "Note": "example",
+                     *           "Position": "example",
+                     *           "Salutation": "example",
+                     *           "Telephone": "example",
+                     *           "Title": "example",
+                     *           "Version": "example"
+                     *         }
+                     *       ],
+                     *       "CostCenterId": "example",
+                     *       "CustomerNumber": "example",
+                     *       "DateModified": "2026-11-27T10:00:00Z",
+                     *       "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *       "Email": "office@acme.example",
+                     *       "ExternalId": "1001",
+                     *       "Fax": "example",
+                     *       "Id": "example",
+                     *       "IsArchived": true,
+                     *       "IsPhysicalPerson": true,
+                     *       "Language": "example",
+                     *       "Location": {
+                     *         "AddressString": "example",
+                     *         "City": "example",
+                     *         "Country": "example",
+                     *         "Latitude": "example",
+                     *         "Longitude": "example",
+                     *         "Postal": "example",
+                     *         "Street": "example"
+                     *       },
+                     *       "MainContact": {
+                     *         "CompanyId": "example",
+                     *         "DateModified": "2026-11-27T10:00:00Z",
+                     *         "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *         "Department": "example",
+                     *         "Email": "office@acme.example",
+                     *         "ExternalId": "1001",
+                     *         "Fax": "example",
+                     *         "FirstName": "Example",
+                     *         "Id": "example",
+                     *         "IsActive": true,
+                     *         "Language": "example",
+                     *         "LastName": "Example",
+                     *         "MobilePhone": "example",
+                     *         "Note": "example",
+                     *         "Position": "example",
+                     *         "Salutation": "example",
+                     *         "Telephone": "example",
+                     *         "Title": "example",
+                     *         "Version": "example"
+                     *       },
+                     *       "MainContactId": "example",
+                     *       "MobilePhone": "example",
+                     *       "Name": "Example",
+                     *       "Name2": "example",
+                     *       "Note": "example",
+                     *       "ServiceObjects": [
+                     *         {
+                     *           "CompanyId": "example",
+                     *           "DateModified": "2026-11-27T10:00:00Z",
+                     *           "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *           "Description": "example",
+                     *           "ExternalId": "1001",
+                     *           "Id": "example",
+                     *           "InstallationDate": "example",
+                     *           "InventoryNumber": "example",
+                     *           "IsActive": true,
+                     *           "Name": "Example",
+                     *           "Note": "example",
+                     *           "ParentServiceObjectId": "example",
+                     *           "ProductId": "example",
+                     *           "SerialNumber": "example",
+                     *           "Version": "example",
+                     *           "WarrantyEndDate": "example"
+                     *         }
+                     *       ],
+                     *       "SupportMail": "office@acme.example",
+                     *       "SupportTelephone": "example",
+                     *       "Tags": [
+                     *         {
+                     *           "Color": "example",
+                     *           "DateModified": "2026-11-27T10:00:00Z",
+                     *           "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *           "Description": "example",
+                     *           "ExternalId": "1001",
+                     *           "Id": "example",
+                     *           "Name": "Example",
+                     *           "Version": "example"
+                     *         }
+                     *       ],
+                     *       "Telephone": "example",
+                     *       "VatId": "1001",
+                     *       "Version": "example",
+                     *       "Website": "example"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Company"];
                 };
             };
             401: components["responses"]["Unauthenticated"];
@@ -6964,6 +7329,35 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "CostCenterId": "example",
+                     *         "CustomerNumber": "example",
+                     *         "DateModified": "2026-11-27T10:00:00Z",
+                     *         "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *         "Email": "office@acme.example",
+                     *         "ExternalId": "1001",
+                     *         "Fax": "example",
+                     *         "Id": "example",
+                     *         "IsArchived": true,
+                     *         "IsPhysicalPerson": true,
+                     *         "Language": "example",
+                     *         "MainContactId": "example",
+                     *         "MobilePhone": "example",
+                     *         "Name": "Example",
+                     *         "Name2": "example",
+                     *         "Note": "example",
+                     *         "SupportMail": "office@acme.example",
+                     *         "SupportTelephone": "example",
+                     *         "Telephone": "example",
+                     *         "VatId": "1001",
+                     *         "Version": "example",
+                     *         "Website": "example"
+                     *       },
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["CompaniesWrite"];
                 };
             };
@@ -7002,12 +7396,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description The result of the local delete. */
-                        data: boolean;
-                        /** @description The field-report system's answer (any JSON value, null when it answered without a body). */
-                        fieldReportResponse: unknown;
-                    };
+                    /**
+                     * @example {
+                     *       "data": true,
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
+                    "application/json": components["schemas"]["RecordDeleted"];
                 };
             };
             /** @description Deleted locally and at the field-report system. */
@@ -7058,6 +7453,35 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "CostCenterId": "example",
+                     *         "CustomerNumber": "example",
+                     *         "DateModified": "2026-11-27T10:00:00Z",
+                     *         "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *         "Email": "office@acme.example",
+                     *         "ExternalId": "1001",
+                     *         "Fax": "example",
+                     *         "Id": "example",
+                     *         "IsArchived": true,
+                     *         "IsPhysicalPerson": true,
+                     *         "Language": "example",
+                     *         "MainContactId": "example",
+                     *         "MobilePhone": "example",
+                     *         "Name": "Example",
+                     *         "Name2": "example",
+                     *         "Note": "example",
+                     *         "SupportMail": "office@acme.example",
+                     *         "SupportTelephone": "example",
+                     *         "Telephone": "example",
+                     *         "VatId": "1001",
+                     *         "Version": "example",
+                     *         "Website": "example"
+                     *       },
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["CompaniesWrite"];
                 };
             };
@@ -7095,6 +7519,39 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "CompanyId": "example",
+                     *           "DateModified": "2026-11-27T10:00:00Z",
+                     *           "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *           "Department": "example",
+                     *           "Email": "office@acme.example",
+                     *           "ExternalId": "1001",
+                     *           "Fax": "example",
+                     *           "FirstName": "Example",
+                     *           "Id": "example",
+                     *           "IsActive": true,
+                     *           "Language": "example",
+                     *           "LastName": "Example",
+                     *           "MobilePhone": "example",
+                     *           "Note": "example",
+                     *           "Position": "example",
+                     *           "Salutation": "example",
+                     *           "Telephone": "example",
+                     *           "Title": "example",
+                     *           "Version": "example"
+                     *         }
+                     *       ],
+                     *       "meta": {
+                     *         "current_page": 1,
+                     *         "last_page": 1,
+                     *         "per_page": 1,
+                     *         "total": 1
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["ContactsPage"];
                 };
             };
@@ -7132,6 +7589,32 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "CompanyId": "example",
+                     *         "DateModified": "2026-11-27T10:00:00Z",
+                     *         "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *         "Department": "example",
+                     *         "Email": "office@acme.example",
+                     *         "ExternalId": "1001",
+                     *         "Fax": "example",
+                     *         "FirstName": "Example",
+                     *         "Id": "example",
+                     *         "IsActive": true,
+                     *         "Language": "example",
+                     *         "LastName": "Example",
+                     *         "MobilePhone": "example",
+                     *         "Note": "example",
+                     *         "Position": "example",
+                     *         "Salutation": "example",
+                     *         "Telephone": "example",
+                     *         "Title": "example",
+                     *         "Version": "example"
+                     *       },
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["ContactsWrite"];
                 };
             };
@@ -7166,7 +7649,39 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Contacts"];
+                    /**
+                     * @example {
+                     *       "CompanyId": "example",
+                     *       "DateModified": "2026-11-27T10:00:00Z",
+                     *       "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *       "Department": "example",
+                     *       "Email": "office@acme.example",
+                     *       "ExternalId": "1001",
+                     *       "Fax": "example",
+                     *       "FirstName": "Example",
+                     *       "Id": "example",
+                     *       "IsActive": true,
+                     *       "Language": "example",
+                     *       "LastName": "Example",
+                     *       "Location": {
+                     *         "AddressString": "example",
+                     *         "City": "example",
+                     *         "Country": "example",
+                     *         "Latitude": "example",
+                     *         "Longitude": "example",
+                     *         "Postal": "example",
+                     *         "Street": "example"
+                     *       },
+                     *       "MobilePhone": "example",
+                     *       "Note": "example",
+                     *       "Position": "example",
+                     *       "Salutation": "example",
+                     *       "Telephone": "example",
+                     *       "Title": "example",
+                     *       "Version": "example"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Contact"];
                 };
             };
             401: components["responses"]["Unauthenticated"];
@@ -7206,6 +7721,32 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "CompanyId": "example",
+                     *         "DateModified": "2026-11-27T10:00:00Z",
+                     *         "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *         "Department": "example",
+                     *         "Email": "office@acme.example",
+                     *         "ExternalId": "1001",
+                     *         "Fax": "example",
+                     *         "FirstName": "Example",
+                     *         "Id": "example",
+                     *         "IsActive": true,
+                     *         "Language": "example",
+                     *         "LastName": "Example",
+                     *         "MobilePhone": "example",
+                     *         "Note": "example",
+                     *         "Position": "example",
+                     *         "Salutation": "example",
+                     *         "Telephone": "example",
+                     *         "Title": "example",
+                     *         "Version": "example"
+                     *       },
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["ContactsWrite"];
                 };
             };
@@ -7244,12 +7785,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description The result of the local delete. */
-                        data: boolean;
-                        /** @description The field-report system's answer (any JSON value, null when it answered without a body). */
-                        fieldReportResponse: unknown;
-                    };
+                    /**
+                     * @example {
+                     *       "data": true,
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
+                    "application/json": components["schemas"]["RecordDeleted"];
                 };
             };
             /** @description Deleted locally and at the field-report system. */
@@ -7300,6 +7842,32 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "CompanyId": "example",
+                     *         "DateModified": "2026-11-27T10:00:00Z",
+                     *         "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *         "Department": "example",
+                     *         "Email": "office@acme.example",
+                     *         "ExternalId": "1001",
+                     *         "Fax": "example",
+                     *         "FirstName": "Example",
+                     *         "Id": "example",
+                     *         "IsActive": true,
+                     *         "Language": "example",
+                     *         "LastName": "Example",
+                     *         "MobilePhone": "example",
+                     *         "Note": "example",
+                     *         "Position": "example",
+                     *         "Salutation": "example",
+                     *         "Telephone": "example",
+                     *         "Title": "example",
+                     *         "Version": "example"
+                     *       },
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["ContactsWrite"];
                 };
             };
@@ -7337,6 +7905,29 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "DateModified": "2026-11-27T10:00:00Z",
+                     *           "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *           "Description": "example",
+                     *           "ExternalId": "1001",
+                     *           "Id": "example",
+                     *           "IsActive": true,
+                     *           "Name": "Example",
+                     *           "Number": "example",
+                     *           "Version": "example"
+                     *         }
+                     *       ],
+                     *       "meta": {
+                     *         "current_page": 1,
+                     *         "last_page": 1,
+                     *         "per_page": 1,
+                     *         "total": 1
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["CostCentersPage"];
                 };
             };
@@ -7374,6 +7965,22 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "DateModified": "2026-11-27T10:00:00Z",
+                     *         "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *         "Description": "example",
+                     *         "ExternalId": "1001",
+                     *         "Id": "example",
+                     *         "IsActive": true,
+                     *         "Name": "Example",
+                     *         "Number": "example",
+                     *         "Version": "example"
+                     *       },
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["CostCentersWrite"];
                 };
             };
@@ -7408,7 +8015,20 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["CostCenters"];
+                    /**
+                     * @example {
+                     *       "DateModified": "2026-11-27T10:00:00Z",
+                     *       "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *       "Description": "example",
+                     *       "ExternalId": "1001",
+                     *       "Id": "example",
+                     *       "IsActive": true,
+                     *       "Name": "Example",
+                     *       "Number": "example",
+                     *       "Version": "example"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["CostCenter"];
                 };
             };
             401: components["responses"]["Unauthenticated"];
@@ -7448,6 +8068,22 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "DateModified": "2026-11-27T10:00:00Z",
+                     *         "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *         "Description": "example",
+                     *         "ExternalId": "1001",
+                     *         "Id": "example",
+                     *         "IsActive": true,
+                     *         "Name": "Example",
+                     *         "Number": "example",
+                     *         "Version": "example"
+                     *       },
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["CostCentersWrite"];
                 };
             };
@@ -7486,12 +8122,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description The result of the local delete. */
-                        data: boolean;
-                        /** @description The field-report system's answer (any JSON value, null when it answered without a body). */
-                        fieldReportResponse: unknown;
-                    };
+                    /**
+                     * @example {
+                     *       "data": true,
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
+                    "application/json": components["schemas"]["RecordDeleted"];
                 };
             };
             /** @description Deleted locally and at the field-report system. */
@@ -7542,6 +8179,22 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "DateModified": "2026-11-27T10:00:00Z",
+                     *         "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *         "Description": "example",
+                     *         "ExternalId": "1001",
+                     *         "Id": "example",
+                     *         "IsActive": true,
+                     *         "Name": "Example",
+                     *         "Number": "example",
+                     *         "Version": "example"
+                     *       },
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["CostCentersWrite"];
                 };
             };
@@ -7579,6 +8232,36 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "CompanyId": "example",
+                     *           "ContentType": "example",
+                     *           "DateModified": "2026-11-27T10:00:00Z",
+                     *           "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *           "Description": "example",
+                     *           "DocumentType": "example",
+                     *           "ExternalId": "1001",
+                     *           "FileName": "Example",
+                     *           "Id": "example",
+                     *           "IsPublic": true,
+                     *           "Name": "Example",
+                     *           "ServiceObjectId": "example",
+                     *           "ServiceRequestId": "example",
+                     *           "Size": "example",
+                     *           "Uri": "example",
+                     *           "Version": "example"
+                     *         }
+                     *       ],
+                     *       "meta": {
+                     *         "current_page": 1,
+                     *         "last_page": 1,
+                     *         "per_page": 1,
+                     *         "total": 1
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["DocumentsPage"];
                 };
             };
@@ -7616,6 +8299,29 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "CompanyId": "example",
+                     *         "ContentType": "example",
+                     *         "DateModified": "2026-11-27T10:00:00Z",
+                     *         "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *         "Description": "example",
+                     *         "DocumentType": "example",
+                     *         "ExternalId": "1001",
+                     *         "FileName": "Example",
+                     *         "Id": "example",
+                     *         "IsPublic": true,
+                     *         "Name": "Example",
+                     *         "ServiceObjectId": "example",
+                     *         "ServiceRequestId": "example",
+                     *         "Size": "example",
+                     *         "Uri": "example",
+                     *         "Version": "example"
+                     *       },
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["DocumentsWrite"];
                 };
             };
@@ -7650,7 +8356,27 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Documents"];
+                    /**
+                     * @example {
+                     *       "CompanyId": "example",
+                     *       "ContentType": "example",
+                     *       "DateModified": "2026-11-27T10:00:00Z",
+                     *       "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *       "Description": "example",
+                     *       "DocumentType": "example",
+                     *       "ExternalId": "1001",
+                     *       "FileName": "Example",
+                     *       "Id": "example",
+                     *       "IsPublic": true,
+                     *       "Name": "Example",
+                     *       "ServiceObjectId": "example",
+                     *       "ServiceRequestId": "example",
+                     *       "Size": "example",
+                     *       "Uri": "example",
+                     *       "Version": "example"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Document"];
                 };
             };
             401: components["responses"]["Unauthenticated"];
@@ -7690,6 +8416,29 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "CompanyId": "example",
+                     *         "ContentType": "example",
+                     *         "DateModified": "2026-11-27T10:00:00Z",
+                     *         "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *         "Description": "example",
+                     *         "DocumentType": "example",
+                     *         "ExternalId": "1001",
+                     *         "FileName": "Example",
+                     *         "Id": "example",
+                     *         "IsPublic": true,
+                     *         "Name": "Example",
+                     *         "ServiceObjectId": "example",
+                     *         "ServiceRequestId": "example",
+                     *         "Size": "example",
+                     *         "Uri": "example",
+                     *         "Version": "example"
+                     *       },
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["DocumentsWrite"];
                 };
             };
@@ -7728,12 +8477,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description The result of the local delete. */
-                        data: boolean;
-                        /** @description The field-report system's answer (any JSON value, null when it answered without a body). */
-                        fieldReportResponse: unknown;
-                    };
+                    /**
+                     * @example {
+                     *       "data": true,
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
+                    "application/json": components["schemas"]["RecordDeleted"];
                 };
             };
             /** @description Deleted locally and at the field-report system. */
@@ -7784,6 +8534,29 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "CompanyId": "example",
+                     *         "ContentType": "example",
+                     *         "DateModified": "2026-11-27T10:00:00Z",
+                     *         "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *         "Description": "example",
+                     *         "DocumentType": "example",
+                     *         "ExternalId": "1001",
+                     *         "FileName": "Example",
+                     *         "Id": "example",
+                     *         "IsPublic": true,
+                     *         "Name": "Example",
+                     *         "ServiceObjectId": "example",
+                     *         "ServiceRequestId": "example",
+                     *         "Size": "example",
+                     *         "Uri": "example",
+                     *         "Version": "example"
+                     *       },
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["DocumentsWrite"];
                 };
             };
@@ -7821,6 +8594,35 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "Costs": "example",
+                     *           "DateModified": "2026-11-27T10:00:00Z",
+                     *           "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *           "Description": "example",
+                     *           "Ean": "example",
+                     *           "ExternalId": "1001",
+                     *           "Id": "example",
+                     *           "IsActive": true,
+                     *           "Manufacturer": "example",
+                     *           "NameOrNumber": "example",
+                     *           "Price": "example",
+                     *           "Type": "example",
+                     *           "UnitId": "example",
+                     *           "VAT": "example",
+                     *           "Version": "example"
+                     *         }
+                     *       ],
+                     *       "meta": {
+                     *         "current_page": 1,
+                     *         "last_page": 1,
+                     *         "per_page": 1,
+                     *         "total": 1
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["ItemTypesPage"];
                 };
             };
@@ -7858,6 +8660,28 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "Costs": "example",
+                     *         "DateModified": "2026-11-27T10:00:00Z",
+                     *         "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *         "Description": "example",
+                     *         "Ean": "example",
+                     *         "ExternalId": "1001",
+                     *         "Id": "example",
+                     *         "IsActive": true,
+                     *         "Manufacturer": "example",
+                     *         "NameOrNumber": "example",
+                     *         "Price": "example",
+                     *         "Type": "example",
+                     *         "UnitId": "example",
+                     *         "VAT": "example",
+                     *         "Version": "example"
+                     *       },
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["ItemTypesWrite"];
                 };
             };
@@ -7892,7 +8716,26 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ItemTypes"];
+                    /**
+                     * @example {
+                     *       "Costs": "example",
+                     *       "DateModified": "2026-11-27T10:00:00Z",
+                     *       "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *       "Description": "example",
+                     *       "Ean": "example",
+                     *       "ExternalId": "1001",
+                     *       "Id": "example",
+                     *       "IsActive": true,
+                     *       "Manufacturer": "example",
+                     *       "NameOrNumber": "example",
+                     *       "Price": "example",
+                     *       "Type": "example",
+                     *       "UnitId": "example",
+                     *       "VAT": "example",
+                     *       "Version": "example"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ItemType"];
                 };
             };
             401: components["responses"]["Unauthenticated"];
@@ -7932,6 +8775,28 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "Costs": "example",
+                     *         "DateModified": "2026-11-27T10:00:00Z",
+                     *         "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *         "Description": "example",
+                     *         "Ean": "example",
+                     *         "ExternalId": "1001",
+                     *         "Id": "example",
+                     *         "IsActive": true,
+                     *         "Manufacturer": "example",
+                     *         "NameOrNumber": "example",
+                     *         "Price": "example",
+                     *         "Type": "example",
+                     *         "UnitId": "example",
+                     *         "VAT": "example",
+                     *         "Version": "example"
+                     *       },
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["ItemTypesWrite"];
                 };
             };
@@ -7970,12 +8835,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description The result of the local delete. */
-                        data: boolean;
-                        /** @description The field-report system's answer (any JSON value, null when it answered without a body). */
-                        fieldReportResponse: unknown;
-                    };
+                    /**
+                     * @example {
+                     *       "data": true,
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
+                    "application/json": components["schemas"]["RecordDeleted"];
                 };
             };
             /** @description Deleted locally and at the field-report system. */
@@ -8026,6 +8892,28 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "Costs": "example",
+                     *         "DateModified": "2026-11-27T10:00:00Z",
+                     *         "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *         "Description": "example",
+                     *         "Ean": "example",
+                     *         "ExternalId": "1001",
+                     *         "Id": "example",
+                     *         "IsActive": true,
+                     *         "Manufacturer": "example",
+                     *         "NameOrNumber": "example",
+                     *         "Price": "example",
+                     *         "Type": "example",
+                     *         "UnitId": "example",
+                     *         "VAT": "example",
+                     *         "Version": "example"
+                     *       },
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["ItemTypesWrite"];
                 };
             };
@@ -8063,6 +8951,29 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "DateModified": "2026-11-27T10:00:00Z",
+                     *           "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *           "DecimalPlaces": 1,
+                     *           "Description": "example",
+                     *           "ExternalId": "1001",
+                     *           "Id": "example",
+                     *           "Name": "Example",
+                     *           "ShortName": "Example",
+                     *           "Version": "example"
+                     *         }
+                     *       ],
+                     *       "meta": {
+                     *         "current_page": 1,
+                     *         "last_page": 1,
+                     *         "per_page": 1,
+                     *         "total": 1
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["ItemUnitsPage"];
                 };
             };
@@ -8100,6 +9011,22 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "DateModified": "2026-11-27T10:00:00Z",
+                     *         "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *         "DecimalPlaces": 1,
+                     *         "Description": "example",
+                     *         "ExternalId": "1001",
+                     *         "Id": "example",
+                     *         "Name": "Example",
+                     *         "ShortName": "Example",
+                     *         "Version": "example"
+                     *       },
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["ItemUnitsWrite"];
                 };
             };
@@ -8134,7 +9061,20 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ItemUnits"];
+                    /**
+                     * @example {
+                     *       "DateModified": "2026-11-27T10:00:00Z",
+                     *       "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *       "DecimalPlaces": 1,
+                     *       "Description": "example",
+                     *       "ExternalId": "1001",
+                     *       "Id": "example",
+                     *       "Name": "Example",
+                     *       "ShortName": "Example",
+                     *       "Version": "example"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ItemUnit"];
                 };
             };
             401: components["responses"]["Unauthenticated"];
@@ -8174,6 +9114,22 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "DateModified": "2026-11-27T10:00:00Z",
+                     *         "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *         "DecimalPlaces": 1,
+                     *         "Description": "example",
+                     *         "ExternalId": "1001",
+                     *         "Id": "example",
+                     *         "Name": "Example",
+                     *         "ShortName": "Example",
+                     *         "Version": "example"
+                     *       },
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["ItemUnitsWrite"];
                 };
             };
@@ -8212,12 +9168,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description The result of the local delete. */
-                        data: boolean;
-                        /** @description The field-report system's answer (any JSON value, null when it answered without a body). */
-                        fieldReportResponse: unknown;
-                    };
+                    /**
+                     * @example {
+                     *       "data": true,
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
+                    "application/json": components["schemas"]["RecordDeleted"];
                 };
             };
             /** @description Deleted locally and at the field-report system. */
@@ -8268,6 +9225,22 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "DateModified": "2026-11-27T10:00:00Z",
+                     *         "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *         "DecimalPlaces": 1,
+                     *         "Description": "example",
+                     *         "ExternalId": "1001",
+                     *         "Id": "example",
+                     *         "Name": "Example",
+                     *         "ShortName": "Example",
+                     *         "Version": "example"
+                     *       },
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["ItemUnitsWrite"];
                 };
             };
@@ -8305,6 +9278,34 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "DateModified": "2026-11-27T10:00:00Z",
+                     *           "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *           "Description": "example",
+                     *           "ExternalId": "1001",
+                     *           "Id": "example",
+                     *           "IsBillable": true,
+                     *           "ItemTypeId": "example",
+                     *           "Name": "Example",
+                     *           "Price": "example",
+                     *           "Quantity": "example",
+                     *           "SerialNumber": "example",
+                     *           "ServiceRequestId": "example",
+                     *           "UnitId": "example",
+                     *           "Version": "example"
+                     *         }
+                     *       ],
+                     *       "meta": {
+                     *         "current_page": 1,
+                     *         "last_page": 1,
+                     *         "per_page": 1,
+                     *         "total": 1
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["ItemsPage"];
                 };
             };
@@ -8342,6 +9343,27 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "DateModified": "2026-11-27T10:00:00Z",
+                     *         "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *         "Description": "example",
+                     *         "ExternalId": "1001",
+                     *         "Id": "example",
+                     *         "IsBillable": true,
+                     *         "ItemTypeId": "example",
+                     *         "Name": "Example",
+                     *         "Price": "example",
+                     *         "Quantity": "example",
+                     *         "SerialNumber": "example",
+                     *         "ServiceRequestId": "example",
+                     *         "UnitId": "example",
+                     *         "Version": "example"
+                     *       },
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["ItemsWrite"];
                 };
             };
@@ -8376,7 +9398,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Items"];
+                    /**
+                     * @example {
+                     *       "DateModified": "2026-11-27T10:00:00Z",
+                     *       "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *       "Description": "example",
+                     *       "ExternalId": "1001",
+                     *       "Id": "example",
+                     *       "IsBillable": true,
+                     *       "ItemTypeId": "example",
+                     *       "Name": "Example",
+                     *       "Price": "example",
+                     *       "Quantity": "example",
+                     *       "SerialNumber": "example",
+                     *       "ServiceRequestId": "example",
+                     *       "UnitId": "example",
+                     *       "Version": "example"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Item"];
                 };
             };
             401: components["responses"]["Unauthenticated"];
@@ -8416,6 +9456,27 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "DateModified": "2026-11-27T10:00:00Z",
+                     *         "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *         "Description": "example",
+                     *         "ExternalId": "1001",
+                     *         "Id": "example",
+                     *         "IsBillable": true,
+                     *         "ItemTypeId": "example",
+                     *         "Name": "Example",
+                     *         "Price": "example",
+                     *         "Quantity": "example",
+                     *         "SerialNumber": "example",
+                     *         "ServiceRequestId": "example",
+                     *         "UnitId": "example",
+                     *         "Version": "example"
+                     *       },
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["ItemsWrite"];
                 };
             };
@@ -8454,12 +9515,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description The result of the local delete. */
-                        data: boolean;
-                        /** @description The field-report system's answer (any JSON value, null when it answered without a body). */
-                        fieldReportResponse: unknown;
-                    };
+                    /**
+                     * @example {
+                     *       "data": true,
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
+                    "application/json": components["schemas"]["RecordDeleted"];
                 };
             };
             /** @description Deleted locally and at the field-report system. */
@@ -8510,6 +9572,27 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "DateModified": "2026-11-27T10:00:00Z",
+                     *         "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *         "Description": "example",
+                     *         "ExternalId": "1001",
+                     *         "Id": "example",
+                     *         "IsBillable": true,
+                     *         "ItemTypeId": "example",
+                     *         "Name": "Example",
+                     *         "Price": "example",
+                     *         "Quantity": "example",
+                     *         "SerialNumber": "example",
+                     *         "ServiceRequestId": "example",
+                     *         "UnitId": "example",
+                     *         "Version": "example"
+                     *       },
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["ItemsWrite"];
                 };
             };
@@ -8542,6 +9625,26 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "entity": "example",
+                     *           "failed": 1,
+                     *           "failures": [
+                     *             {
+                     *               "id": "1001",
+                     *               "message": "example"
+                     *             }
+                     *           ],
+                     *           "kind": "example",
+                     *           "pushed": 1,
+                     *           "recovered": 1,
+                     *           "skipped": 1
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["PushAnswer"];
                 };
             };
@@ -8574,6 +9677,26 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "entity": "example",
+                     *           "failed": 1,
+                     *           "failures": [
+                     *             {
+                     *               "id": "1001",
+                     *               "message": "example"
+                     *             }
+                     *           ],
+                     *           "kind": "example",
+                     *           "pushed": 1,
+                     *           "recovered": 1,
+                     *           "skipped": 1
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["PushAnswer"];
                 };
             };
@@ -8609,6 +9732,26 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "entity": "example",
+                     *           "failed": 1,
+                     *           "failures": [
+                     *             {
+                     *               "id": "1001",
+                     *               "message": "example"
+                     *             }
+                     *           ],
+                     *           "kind": "example",
+                     *           "pushed": 1,
+                     *           "recovered": 1,
+                     *           "skipped": 1
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["PushAnswer"];
                 };
             };
@@ -8646,6 +9789,26 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "entity": "example",
+                     *           "failed": 1,
+                     *           "failures": [
+                     *             {
+                     *               "id": "1001",
+                     *               "message": "example"
+                     *             }
+                     *           ],
+                     *           "kind": "example",
+                     *           "pushed": 1,
+                     *           "recovered": 1,
+                     *           "skipped": 1
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["PushAnswer"];
                 };
             };
@@ -8681,6 +9844,32 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "Category": "example",
+                     *           "DateModified": "2026-11-27T10:00:00Z",
+                     *           "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *           "Description": "example",
+                     *           "ExternalId": "1001",
+                     *           "Id": "example",
+                     *           "IsActive": true,
+                     *           "Manufacturer": "example",
+                     *           "ModelNumber": "example",
+                     *           "Name": "Example",
+                     *           "Note": "example",
+                     *           "Version": "example"
+                     *         }
+                     *       ],
+                     *       "meta": {
+                     *         "current_page": 1,
+                     *         "last_page": 1,
+                     *         "per_page": 1,
+                     *         "total": 1
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["ProductsPage"];
                 };
             };
@@ -8718,6 +9907,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "Category": "example",
+                     *         "DateModified": "2026-11-27T10:00:00Z",
+                     *         "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *         "Description": "example",
+                     *         "ExternalId": "1001",
+                     *         "Id": "example",
+                     *         "IsActive": true,
+                     *         "Manufacturer": "example",
+                     *         "ModelNumber": "example",
+                     *         "Name": "Example",
+                     *         "Note": "example",
+                     *         "Version": "example"
+                     *       },
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["ProductsWrite"];
                 };
             };
@@ -8752,7 +9960,23 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Products"];
+                    /**
+                     * @example {
+                     *       "Category": "example",
+                     *       "DateModified": "2026-11-27T10:00:00Z",
+                     *       "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *       "Description": "example",
+                     *       "ExternalId": "1001",
+                     *       "Id": "example",
+                     *       "IsActive": true,
+                     *       "Manufacturer": "example",
+                     *       "ModelNumber": "example",
+                     *       "Name": "Example",
+                     *       "Note": "example",
+                     *       "Version": "example"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Product"];
                 };
             };
             401: components["responses"]["Unauthenticated"];
@@ -8792,6 +10016,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "Category": "example",
+                     *         "DateModified": "2026-11-27T10:00:00Z",
+                     *         "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *         "Description": "example",
+                     *         "ExternalId": "1001",
+                     *         "Id": "example",
+                     *         "IsActive": true,
+                     *         "Manufacturer": "example",
+                     *         "ModelNumber": "example",
+                     *         "Name": "Example",
+                     *         "Note": "example",
+                     *         "Version": "example"
+                     *       },
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["ProductsWrite"];
                 };
             };
@@ -8830,12 +10073,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description The result of the local delete. */
-                        data: boolean;
-                        /** @description The field-report system's answer (any JSON value, null when it answered without a body). */
-                        fieldReportResponse: unknown;
-                    };
+                    /**
+                     * @example {
+                     *       "data": true,
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
+                    "application/json": components["schemas"]["RecordDeleted"];
                 };
             };
             /** @description Deleted locally and at the field-report system. */
@@ -8886,6 +10130,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "Category": "example",
+                     *         "DateModified": "2026-11-27T10:00:00Z",
+                     *         "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *         "Description": "example",
+                     *         "ExternalId": "1001",
+                     *         "Id": "example",
+                     *         "IsActive": true,
+                     *         "Manufacturer": "example",
+                     *         "ModelNumber": "example",
+                     *         "Name": "Example",
+                     *         "Note": "example",
+                     *         "Version": "example"
+                     *       },
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["ProductsWrite"];
                 };
             };
@@ -8923,6 +10186,29 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "Category": "example",
+                     *           "DateModified": "2026-11-27T10:00:00Z",
+                     *           "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *           "Description": "example",
+                     *           "ExternalId": "1001",
+                     *           "Id": "example",
+                     *           "Name": "Example",
+                     *           "ValidityMonths": 1,
+                     *           "Version": "example"
+                     *         }
+                     *       ],
+                     *       "meta": {
+                     *         "current_page": 1,
+                     *         "last_page": 1,
+                     *         "per_page": 1,
+                     *         "total": 1
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["QualificationsPage"];
                 };
             };
@@ -8960,6 +10246,22 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "Category": "example",
+                     *         "DateModified": "2026-11-27T10:00:00Z",
+                     *         "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *         "Description": "example",
+                     *         "ExternalId": "1001",
+                     *         "Id": "example",
+                     *         "Name": "Example",
+                     *         "ValidityMonths": 1,
+                     *         "Version": "example"
+                     *       },
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["QualificationsWrite"];
                 };
             };
@@ -8994,7 +10296,20 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Qualifications"];
+                    /**
+                     * @example {
+                     *       "Category": "example",
+                     *       "DateModified": "2026-11-27T10:00:00Z",
+                     *       "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *       "Description": "example",
+                     *       "ExternalId": "1001",
+                     *       "Id": "example",
+                     *       "Name": "Example",
+                     *       "ValidityMonths": 1,
+                     *       "Version": "example"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Qualification"];
                 };
             };
             401: components["responses"]["Unauthenticated"];
@@ -9034,6 +10349,22 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "Category": "example",
+                     *         "DateModified": "2026-11-27T10:00:00Z",
+                     *         "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *         "Description": "example",
+                     *         "ExternalId": "1001",
+                     *         "Id": "example",
+                     *         "Name": "Example",
+                     *         "ValidityMonths": 1,
+                     *         "Version": "example"
+                     *       },
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["QualificationsWrite"];
                 };
             };
@@ -9072,12 +10403,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description The result of the local delete. */
-                        data: boolean;
-                        /** @description The field-report system's answer (any JSON value, null when it answered without a body). */
-                        fieldReportResponse: unknown;
-                    };
+                    /**
+                     * @example {
+                     *       "data": true,
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
+                    "application/json": components["schemas"]["RecordDeleted"];
                 };
             };
             /** @description Deleted locally and at the field-report system. */
@@ -9128,6 +10460,22 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "Category": "example",
+                     *         "DateModified": "2026-11-27T10:00:00Z",
+                     *         "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *         "Description": "example",
+                     *         "ExternalId": "1001",
+                     *         "Id": "example",
+                     *         "Name": "Example",
+                     *         "ValidityMonths": 1,
+                     *         "Version": "example"
+                     *       },
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["QualificationsWrite"];
                 };
             };
@@ -9165,6 +10513,36 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "CompanyId": "example",
+                     *           "DateModified": "2026-11-27T10:00:00Z",
+                     *           "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *           "Description": "example",
+                     *           "ExternalId": "1001",
+                     *           "Id": "example",
+                     *           "InstallationDate": "example",
+                     *           "InventoryNumber": "example",
+                     *           "IsActive": true,
+                     *           "Name": "Example",
+                     *           "Note": "example",
+                     *           "ParentServiceObjectId": "example",
+                     *           "ProductId": "example",
+                     *           "SerialNumber": "example",
+                     *           "Version": "example",
+                     *           "WarrantyEndDate": "example"
+                     *         }
+                     *       ],
+                     *       "meta": {
+                     *         "current_page": 1,
+                     *         "last_page": 1,
+                     *         "per_page": 1,
+                     *         "total": 1
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["ServiceObjectsPage"];
                 };
             };
@@ -9202,6 +10580,29 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "CompanyId": "example",
+                     *         "DateModified": "2026-11-27T10:00:00Z",
+                     *         "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *         "Description": "example",
+                     *         "ExternalId": "1001",
+                     *         "Id": "example",
+                     *         "InstallationDate": "example",
+                     *         "InventoryNumber": "example",
+                     *         "IsActive": true,
+                     *         "Name": "Example",
+                     *         "Note": "example",
+                     *         "ParentServiceObjectId": "example",
+                     *         "ProductId": "example",
+                     *         "SerialNumber": "example",
+                     *         "Version": "example",
+                     *         "WarrantyEndDate": "example"
+                     *       },
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["ServiceObjectsWrite"];
                 };
             };
@@ -9236,7 +10637,109 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ServiceObjects"];
+                    /**
+                     * @example {
+                     *       "Company": {
+                     *         "CostCenterId": "example",
+                     *         "CustomerNumber": "example",
+                     *         "DateModified": "2026-11-27T10:00:00Z",
+                     *         "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *         "Email": "office@acme.example",
+                     *         "ExternalId": "1001",
+                     *         "Fax": "example",
+                     *         "Id": "example",
+                     *         "IsArchived": true,
+                     *         "IsPhysicalPerson": true,
+                     *         "Language": "example",
+                     *         "MainContactId": "example",
+                     *         "MobilePhone": "example",
+                     *         "Name": "Example",
+                     *         "Name2": "example",
+                     *         "Note": "example",
+                     *         "SupportMail": "office@acme.example",
+                     *         "SupportTelephone": "example",
+                     *         "Telephone": "example",
+                     *         "VatId": "1001",
+                     *         "Version": "example",
+                     *         "Website": "example"
+                     *       },
+                     *       "CompanyId": "example",
+                     *       "Contacts": [
+                     *         {
+                     *           "CompanyId": "example",
+                     *           "DateModified": "2026-11-27T10:00:00Z",
+                     *           "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *           "Department": "example",
+                     *           "Email": "office@acme.example",
+                     *           "ExternalId": "1001",
+                     *           "Fax": "example",
+                     *           "FirstName": "Example",
+                     *           "Id": "example",
+                     *           "IsActive": true,
+                     *           "Language": "example",
+                     *           "LastName": "Example",
+                     *           "MobilePhone": "example",
+                     *           "Note": "example",
+                     *           "Position": "example",
+                     *           "Salutation": "example",
+                     *           "Telephone": "example",
+                     *           "Title": "example",
+                     *           "Version": "example"
+                     *         }
+                     *       ],
+                     *       "DateModified": "2026-11-27T10:00:00Z",
+                     *       "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *       "Description": "example",
+                     *       "ExternalId": "1001",
+                     *       "Id": "example",
+                     *       "InstallationDate": "example",
+                     *       "InventoryNumber": "example",
+                     *       "IsActive": true,
+                     *       "Location": {
+                     *         "AddressString": "example",
+                     *         "City": "example",
+                     *         "Country": "example",
+                     *         "Latitude": "example",
+                     *         "Longitude": "example",
+                     *         "Postal": "example",
+                     *         "Street": "example"
+                     *       },
+                     *       "Name": "Example",
+                     *       "Note": "example",
+                     *       "ParentServiceObjectId": "example",
+                     *       "Product": {
+                     *         "Category": "example",
+                     *         "DateModified": "2026-11-27T10:00:00Z",
+                     *         "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *         "Description": "example",
+                     *         "ExternalId": "1001",
+                     *         "Id": "example",
+                     *         "IsActive": true,
+                     *         "Manufacturer": "example",
+                     *         "ModelNumber": "example",
+                     *         "Name": "Example",
+                     *         "Note": "example",
+                     *         "Version": "example"
+                     *       },
+                     *       "ProductId": "example",
+                     *       "SerialNumber": "example",
+                     *       "Tags": [
+                     *         {
+                     *           "Color": "example",
+                     *           "DateModified": "2026-11-27T10:00:00Z",
+                     *           "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *           "Description": "example",
+                     *           "ExternalId": "1001",
+                     *           "Id": "example",
+                     *           "Name": "Example",
+                     *           "Version": "example"
+                     *         }
+                     *       ],
+                     *       "Version": "example",
+                     *       "WarrantyEndDate": "example"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ServiceObject"];
                 };
             };
             401: components["responses"]["Unauthenticated"];
@@ -9276,6 +10779,29 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "CompanyId": "example",
+                     *         "DateModified": "2026-11-27T10:00:00Z",
+                     *         "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *         "Description": "example",
+                     *         "ExternalId": "1001",
+                     *         "Id": "example",
+                     *         "InstallationDate": "example",
+                     *         "InventoryNumber": "example",
+                     *         "IsActive": true,
+                     *         "Name": "Example",
+                     *         "Note": "example",
+                     *         "ParentServiceObjectId": "example",
+                     *         "ProductId": "example",
+                     *         "SerialNumber": "example",
+                     *         "Version": "example",
+                     *         "WarrantyEndDate": "example"
+                     *       },
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["ServiceObjectsWrite"];
                 };
             };
@@ -9314,12 +10840,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description The result of the local delete. */
-                        data: boolean;
-                        /** @description The field-report system's answer (any JSON value, null when it answered without a body). */
-                        fieldReportResponse: unknown;
-                    };
+                    /**
+                     * @example {
+                     *       "data": true,
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
+                    "application/json": components["schemas"]["RecordDeleted"];
                 };
             };
             /** @description Deleted locally and at the field-report system. */
@@ -9370,6 +10897,29 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "CompanyId": "example",
+                     *         "DateModified": "2026-11-27T10:00:00Z",
+                     *         "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *         "Description": "example",
+                     *         "ExternalId": "1001",
+                     *         "Id": "example",
+                     *         "InstallationDate": "example",
+                     *         "InventoryNumber": "example",
+                     *         "IsActive": true,
+                     *         "Name": "Example",
+                     *         "Note": "example",
+                     *         "ParentServiceObjectId": "example",
+                     *         "ProductId": "example",
+                     *         "SerialNumber": "example",
+                     *         "Version": "example",
+                     *         "WarrantyEndDate": "example"
+                     *       },
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["ServiceObjectsWrite"];
                 };
             };
@@ -9407,6 +10957,38 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "CompletionDate": "example",
+                     *           "ContactId": "example",
+                     *           "CostCenterId": "example",
+                     *           "CustomerId": "example",
+                     *           "DateModified": "2026-11-27T10:00:00Z",
+                     *           "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *           "Description": "example",
+                     *           "DueDateRangeEnd": "example",
+                     *           "DueDateRangeStart": "example",
+                     *           "ExternalId": "1001",
+                     *           "ExternalReference": "example",
+                     *           "Id": "example",
+                     *           "IsTemplate": true,
+                     *           "Name": "Example",
+                     *           "Priority": "example",
+                     *           "State": "example",
+                     *           "Type": "example",
+                     *           "Version": "example"
+                     *         }
+                     *       ],
+                     *       "meta": {
+                     *         "current_page": 1,
+                     *         "last_page": 1,
+                     *         "per_page": 1,
+                     *         "total": 1
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["ServiceRequestsPage"];
                 };
             };
@@ -9444,6 +11026,31 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "CompletionDate": "example",
+                     *         "ContactId": "example",
+                     *         "CostCenterId": "example",
+                     *         "CustomerId": "example",
+                     *         "DateModified": "2026-11-27T10:00:00Z",
+                     *         "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *         "Description": "example",
+                     *         "DueDateRangeEnd": "example",
+                     *         "DueDateRangeStart": "example",
+                     *         "ExternalId": "1001",
+                     *         "ExternalReference": "example",
+                     *         "Id": "example",
+                     *         "IsTemplate": true,
+                     *         "Name": "Example",
+                     *         "Priority": "example",
+                     *         "State": "example",
+                     *         "Type": "example",
+                     *         "Version": "example"
+                     *       },
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["ServiceRequestsWrite"];
                 };
             };
@@ -9478,7 +11085,199 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ServiceRequests"];
+                    /**
+                     * @example {
+                     *       "Appointments": [
+                     *         {
+                     *           "ContactIds": [
+                     *             "example"
+                     *           ],
+                     *           "DateModified": "2026-11-27T10:00:00Z",
+                     *           "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *           "Description": "example",
+                     *           "EndDateTime": "example",
+                     *           "ExternalId": "1001",
+                     *           "Id": "example",
+                     *           "ServiceRequestId": "example",
+                     *           "StartDateTime": "example",
+                     *           "Subject": "example",
+                     *           "Version": "example"
+                     *         }
+                     *       ],
+                     *       "Comments": [
+                     *         {
+                     *           "AuthorId": "example",
+                     *           "DateModified": "2026-11-27T10:00:00Z",
+                     *           "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *           "ExternalId": "1001",
+                     *           "Id": "example",
+                     *           "IsPublic": true,
+                     *           "ServiceRequestId": "example",
+                     *           "Text": "example",
+                     *           "Version": "example"
+                     *         }
+                     *       ],
+                     *       "CompletionDate": "example",
+                     *       "ContactId": "example",
+                     *       "CostCenterId": "example",
+                     *       "Customer": {
+                     *         "CostCenterId": "example",
+                     *         "CustomerNumber": "example",
+                     *         "DateModified": "2026-11-27T10:00:00Z",
+                     *         "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *         "Email": "office@acme.example",
+                     *         "ExternalId": "1001",
+                     *         "Fax": "example",
+                     *         "Id": "example",
+                     *         "IsArchived": true,
+                     *         "IsPhysicalPerson": true,
+                     *         "Language": "example",
+                     *         "MainContactId": "example",
+                     *         "MobilePhone": "example",
+                     *         "Name": "Example",
+                     *         "Name2": "example",
+                     *         "Note": "example",
+                     *         "SupportMail": "office@acme.example",
+                     *         "SupportTelephone": "example",
+                     *         "Telephone": "example",
+                     *         "VatId": "1001",
+                     *         "Version": "example",
+                     *         "Website": "example"
+                     *       },
+                     *       "CustomerId": "example",
+                     *       "DateModified": "2026-11-27T10:00:00Z",
+                     *       "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *       "Description": "example",
+                     *       "DueDateRangeEnd": "example",
+                     *       "DueDateRangeStart": "example",
+                     *       "ExternalId": "1001",
+                     *       "ExternalReference": "example",
+                     *       "Id": "example",
+                     *       "IsTemplate": true,
+                     *       "Items": [
+                     *         {
+                     *           "DateModified": "2026-11-27T10:00:00Z",
+                     *           "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *           "Description": "example",
+                     *           "ExternalId": "1001",
+                     *           "Id": "example",
+                     *           "IsBillable": true,
+                     *           "ItemTypeId": "example",
+                     *           "Name": "Example",
+                     *           "Price": "example",
+                     *           "Quantity": "example",
+                     *           "SerialNumber": "example",
+                     *           "ServiceRequestId": "example",
+                     *           "UnitId": "example",
+                     *           "Version": "example"
+                     *         }
+                     *       ],
+                     *       "Location": {
+                     *         "AddressString": "example",
+                     *         "City": "example",
+                     *         "Country": "example",
+                     *         "Latitude": "example",
+                     *         "Longitude": "example",
+                     *         "Postal": "example",
+                     *         "Street": "example"
+                     *       },
+                     *       "Name": "Example",
+                     *       "Priority": "example",
+                     *       "Qualifications": [
+                     *         {
+                     *           "Category": "example",
+                     *           "DateModified": "2026-11-27T10:00:00Z",
+                     *           "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *           "Description": "example",
+                     *           "ExternalId": "1001",
+                     *           "Id": "example",
+                     *           "Name": "Example",
+                     *           "ValidityMonths": 1,
+                     *           "Version": "example"
+                     *         }
+                     *       ],
+                     *       "Reports": [
+                     *         {
+                     *           "DateModified": "2026-11-27T10:00:00Z",
+                     *           "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *           "DocumentName": "Example",
+                     *           "ExternalId": "1001",
+                     *           "Id": "example",
+                     *           "IsSigned": true,
+                     *           "Name": "Example",
+                     *           "ServiceRequestId": "example",
+                     *           "Uri": "example",
+                     *           "Version": "example"
+                     *         }
+                     *       ],
+                     *       "ServiceObjects": [
+                     *         {
+                     *           "CompanyId": "example",
+                     *           "DateModified": "2026-11-27T10:00:00Z",
+                     *           "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *           "Description": "example",
+                     *           "ExternalId": "1001",
+                     *           "Id": "example",
+                     *           "InstallationDate": "example",
+                     *           "InventoryNumber": "example",
+                     *           "IsActive": true,
+                     *           "Name": "Example",
+                     *           "Note": "example",
+                     *           "ParentServiceObjectId": "example",
+                     *           "ProductId": "example",
+                     *           "SerialNumber": "example",
+                     *           "Version": "example",
+                     *           "WarrantyEndDate": "example"
+                     *         }
+                     *       ],
+                     *       "State": "example",
+                     *       "Steps": [
+                     *         {
+                     *           "DateModified": "2026-11-27T10:00:00Z",
+                     *           "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *           "ExternalId": "1001",
+                     *           "Id": "example",
+                     *           "IsDone": true,
+                     *           "Name": "Example",
+                     *           "ServiceRequestId": "example",
+                     *           "SortOrder": 1,
+                     *           "StepListTemplateId": "example",
+                     *           "Type": "example",
+                     *           "Value": "example",
+                     *           "Version": "example"
+                     *         }
+                     *       ],
+                     *       "StockMovements": [
+                     *         {
+                     *           "DateModified": "2026-11-27T10:00:00Z",
+                     *           "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *           "ExternalId": "1001",
+                     *           "Id": "example",
+                     *           "ItemTypeId": "example",
+                     *           "MovementDate": "example",
+                     *           "Quantity": "example",
+                     *           "ServiceRequestId": "example",
+                     *           "Version": "example",
+                     *           "Warehouse": "example"
+                     *         }
+                     *       ],
+                     *       "Tags": [
+                     *         {
+                     *           "Color": "example",
+                     *           "DateModified": "2026-11-27T10:00:00Z",
+                     *           "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *           "Description": "example",
+                     *           "ExternalId": "1001",
+                     *           "Id": "example",
+                     *           "Name": "Example",
+                     *           "Version": "example"
+                     *         }
+                     *       ],
+                     *       "Type": "example",
+                     *       "Version": "example"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ServiceRequest"];
                 };
             };
             401: components["responses"]["Unauthenticated"];
@@ -9518,6 +11317,31 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "CompletionDate": "example",
+                     *         "ContactId": "example",
+                     *         "CostCenterId": "example",
+                     *         "CustomerId": "example",
+                     *         "DateModified": "2026-11-27T10:00:00Z",
+                     *         "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *         "Description": "example",
+                     *         "DueDateRangeEnd": "example",
+                     *         "DueDateRangeStart": "example",
+                     *         "ExternalId": "1001",
+                     *         "ExternalReference": "example",
+                     *         "Id": "example",
+                     *         "IsTemplate": true,
+                     *         "Name": "Example",
+                     *         "Priority": "example",
+                     *         "State": "example",
+                     *         "Type": "example",
+                     *         "Version": "example"
+                     *       },
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["ServiceRequestsWrite"];
                 };
             };
@@ -9556,12 +11380,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description The result of the local delete. */
-                        data: boolean;
-                        /** @description The field-report system's answer (any JSON value, null when it answered without a body). */
-                        fieldReportResponse: unknown;
-                    };
+                    /**
+                     * @example {
+                     *       "data": true,
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
+                    "application/json": components["schemas"]["RecordDeleted"];
                 };
             };
             /** @description Deleted locally and at the field-report system. */
@@ -9612,6 +11437,31 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "CompletionDate": "example",
+                     *         "ContactId": "example",
+                     *         "CostCenterId": "example",
+                     *         "CustomerId": "example",
+                     *         "DateModified": "2026-11-27T10:00:00Z",
+                     *         "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *         "Description": "example",
+                     *         "DueDateRangeEnd": "example",
+                     *         "DueDateRangeStart": "example",
+                     *         "ExternalId": "1001",
+                     *         "ExternalReference": "example",
+                     *         "Id": "example",
+                     *         "IsTemplate": true,
+                     *         "Name": "Example",
+                     *         "Priority": "example",
+                     *         "State": "example",
+                     *         "Type": "example",
+                     *         "Version": "example"
+                     *       },
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["ServiceRequestsWrite"];
                 };
             };
@@ -9644,6 +11494,37 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "cursor": "example",
+                     *           "deleted_here": 1,
+                     *           "entity": "example",
+                     *           "fetched": 1,
+                     *           "inserted": 1,
+                     *           "pages": 1,
+                     *           "reconcile": {
+                     *             "checked": 1,
+                     *             "entity": "example",
+                     *             "fetched_missing": 1,
+                     *             "kept_pending": 1,
+                     *             "kept_pending_ids": [
+                     *               "example"
+                     *             ],
+                     *             "refreshed": 1,
+                     *             "removed": 1,
+                     *             "seconds": 12.5,
+                     *             "upstream": 1
+                     *           },
+                     *           "seconds": 12.5,
+                     *           "skipped": 1,
+                     *           "unchanged": 1,
+                     *           "updated": 1
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["SyncAnswer"];
                 };
             };
@@ -9676,6 +11557,37 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "cursor": "example",
+                     *           "deleted_here": 1,
+                     *           "entity": "example",
+                     *           "fetched": 1,
+                     *           "inserted": 1,
+                     *           "pages": 1,
+                     *           "reconcile": {
+                     *             "checked": 1,
+                     *             "entity": "example",
+                     *             "fetched_missing": 1,
+                     *             "kept_pending": 1,
+                     *             "kept_pending_ids": [
+                     *               "example"
+                     *             ],
+                     *             "refreshed": 1,
+                     *             "removed": 1,
+                     *             "seconds": 12.5,
+                     *             "upstream": 1
+                     *           },
+                     *           "seconds": 12.5,
+                     *           "skipped": 1,
+                     *           "unchanged": 1,
+                     *           "updated": 1
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["SyncAnswer"];
                 };
             };
@@ -9706,6 +11618,22 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "cursor": "example",
+                     *           "entity": "example",
+                     *           "expand": [
+                     *             "example"
+                     *           ],
+                     *           "last_sync_at": "2026-11-27T10:00:00.000Z",
+                     *           "records": 1,
+                     *           "set": "example"
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["EntitiesAnswer"];
                 };
             };
@@ -9735,6 +11663,20 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "cursor": "example",
+                     *         "entity": "example",
+                     *         "expand": [
+                     *           "example"
+                     *         ],
+                     *         "last_sync_at": "2026-11-27T10:00:00.000Z",
+                     *         "records": 1,
+                     *         "set": "example"
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["EntityAnswer"];
                 };
             };
@@ -9767,6 +11709,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {}
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["FoundRecords"];
                 };
             };
@@ -9801,6 +11750,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {}
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["FoundRecords"];
                 };
             };
@@ -9833,6 +11789,30 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "Category": "example",
+                     *           "DateModified": "2026-11-27T10:00:00Z",
+                     *           "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *           "Description": "example",
+                     *           "ExternalId": "1001",
+                     *           "Id": "example",
+                     *           "IsActive": true,
+                     *           "Name": "Example",
+                     *           "SortOrder": 1,
+                     *           "Version": "example"
+                     *         }
+                     *       ],
+                     *       "meta": {
+                     *         "current_page": 1,
+                     *         "last_page": 1,
+                     *         "per_page": 1,
+                     *         "total": 1
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["StepListTemplatesPage"];
                 };
             };
@@ -9870,6 +11850,23 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "Category": "example",
+                     *         "DateModified": "2026-11-27T10:00:00Z",
+                     *         "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *         "Description": "example",
+                     *         "ExternalId": "1001",
+                     *         "Id": "example",
+                     *         "IsActive": true,
+                     *         "Name": "Example",
+                     *         "SortOrder": 1,
+                     *         "Version": "example"
+                     *       },
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["StepListTemplatesWrite"];
                 };
             };
@@ -9904,7 +11901,21 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["StepListTemplates"];
+                    /**
+                     * @example {
+                     *       "Category": "example",
+                     *       "DateModified": "2026-11-27T10:00:00Z",
+                     *       "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *       "Description": "example",
+                     *       "ExternalId": "1001",
+                     *       "Id": "example",
+                     *       "IsActive": true,
+                     *       "Name": "Example",
+                     *       "SortOrder": 1,
+                     *       "Version": "example"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["StepListTemplate"];
                 };
             };
             401: components["responses"]["Unauthenticated"];
@@ -9944,6 +11955,23 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "Category": "example",
+                     *         "DateModified": "2026-11-27T10:00:00Z",
+                     *         "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *         "Description": "example",
+                     *         "ExternalId": "1001",
+                     *         "Id": "example",
+                     *         "IsActive": true,
+                     *         "Name": "Example",
+                     *         "SortOrder": 1,
+                     *         "Version": "example"
+                     *       },
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["StepListTemplatesWrite"];
                 };
             };
@@ -9982,12 +12010,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description The result of the local delete. */
-                        data: boolean;
-                        /** @description The field-report system's answer (any JSON value, null when it answered without a body). */
-                        fieldReportResponse: unknown;
-                    };
+                    /**
+                     * @example {
+                     *       "data": true,
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
+                    "application/json": components["schemas"]["RecordDeleted"];
                 };
             };
             /** @description Deleted locally and at the field-report system. */
@@ -10038,6 +12067,23 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "Category": "example",
+                     *         "DateModified": "2026-11-27T10:00:00Z",
+                     *         "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *         "Description": "example",
+                     *         "ExternalId": "1001",
+                     *         "Id": "example",
+                     *         "IsActive": true,
+                     *         "Name": "Example",
+                     *         "SortOrder": 1,
+                     *         "Version": "example"
+                     *       },
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["StepListTemplatesWrite"];
                 };
             };
@@ -10073,6 +12119,37 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "cursor": "example",
+                     *           "deleted_here": 1,
+                     *           "entity": "example",
+                     *           "fetched": 1,
+                     *           "inserted": 1,
+                     *           "pages": 1,
+                     *           "reconcile": {
+                     *             "checked": 1,
+                     *             "entity": "example",
+                     *             "fetched_missing": 1,
+                     *             "kept_pending": 1,
+                     *             "kept_pending_ids": [
+                     *               "example"
+                     *             ],
+                     *             "refreshed": 1,
+                     *             "removed": 1,
+                     *             "seconds": 12.5,
+                     *             "upstream": 1
+                     *           },
+                     *           "seconds": 12.5,
+                     *           "skipped": 1,
+                     *           "unchanged": 1,
+                     *           "updated": 1
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["SyncAnswer"];
                 };
             };
@@ -10108,6 +12185,37 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "cursor": "example",
+                     *           "deleted_here": 1,
+                     *           "entity": "example",
+                     *           "fetched": 1,
+                     *           "inserted": 1,
+                     *           "pages": 1,
+                     *           "reconcile": {
+                     *             "checked": 1,
+                     *             "entity": "example",
+                     *             "fetched_missing": 1,
+                     *             "kept_pending": 1,
+                     *             "kept_pending_ids": [
+                     *               "example"
+                     *             ],
+                     *             "refreshed": 1,
+                     *             "removed": 1,
+                     *             "seconds": 12.5,
+                     *             "upstream": 1
+                     *           },
+                     *           "seconds": 12.5,
+                     *           "skipped": 1,
+                     *           "unchanged": 1,
+                     *           "updated": 1
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["SyncAnswer"];
                 };
             };
@@ -10143,6 +12251,28 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "Color": "example",
+                     *           "DateModified": "2026-11-27T10:00:00Z",
+                     *           "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *           "Description": "example",
+                     *           "ExternalId": "1001",
+                     *           "Id": "example",
+                     *           "Name": "Example",
+                     *           "Version": "example"
+                     *         }
+                     *       ],
+                     *       "meta": {
+                     *         "current_page": 1,
+                     *         "last_page": 1,
+                     *         "per_page": 1,
+                     *         "total": 1
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["TagsPage"];
                 };
             };
@@ -10180,6 +12310,21 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "Color": "example",
+                     *         "DateModified": "2026-11-27T10:00:00Z",
+                     *         "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *         "Description": "example",
+                     *         "ExternalId": "1001",
+                     *         "Id": "example",
+                     *         "Name": "Example",
+                     *         "Version": "example"
+                     *       },
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["TagsWrite"];
                 };
             };
@@ -10214,7 +12359,19 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Tags"];
+                    /**
+                     * @example {
+                     *       "Color": "example",
+                     *       "DateModified": "2026-11-27T10:00:00Z",
+                     *       "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *       "Description": "example",
+                     *       "ExternalId": "1001",
+                     *       "Id": "example",
+                     *       "Name": "Example",
+                     *       "Version": "example"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Tag"];
                 };
             };
             401: components["responses"]["Unauthenticated"];
@@ -10254,6 +12411,21 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "Color": "example",
+                     *         "DateModified": "2026-11-27T10:00:00Z",
+                     *         "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *         "Description": "example",
+                     *         "ExternalId": "1001",
+                     *         "Id": "example",
+                     *         "Name": "Example",
+                     *         "Version": "example"
+                     *       },
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["TagsWrite"];
                 };
             };
@@ -10292,12 +12464,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description The result of the local delete. */
-                        data: boolean;
-                        /** @description The field-report system's answer (any JSON value, null when it answered without a body). */
-                        fieldReportResponse: unknown;
-                    };
+                    /**
+                     * @example {
+                     *       "data": true,
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
+                    "application/json": components["schemas"]["RecordDeleted"];
                 };
             };
             /** @description Deleted locally and at the field-report system. */
@@ -10348,6 +12521,21 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "Color": "example",
+                     *         "DateModified": "2026-11-27T10:00:00Z",
+                     *         "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *         "Description": "example",
+                     *         "ExternalId": "1001",
+                     *         "Id": "example",
+                     *         "Name": "Example",
+                     *         "Version": "example"
+                     *       },
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["TagsWrite"];
                 };
             };
@@ -10385,6 +12573,34 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "CostCenterId": "example",
+                     *           "DateModified": "2026-11-27T10:00:00Z",
+                     *           "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *           "Description": "example",
+                     *           "DurationMinutes": 1,
+                     *           "EndDateTime": "example",
+                     *           "ExternalId": "1001",
+                     *           "Id": "example",
+                     *           "IsBillable": true,
+                     *           "ServiceRequestId": "example",
+                     *           "StartDateTime": "example",
+                     *           "Type": "example",
+                     *           "UserId": "example",
+                     *           "Version": "example"
+                     *         }
+                     *       ],
+                     *       "meta": {
+                     *         "current_page": 1,
+                     *         "last_page": 1,
+                     *         "per_page": 1,
+                     *         "total": 1
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["TimeEventsPage"];
                 };
             };
@@ -10422,6 +12638,27 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "CostCenterId": "example",
+                     *         "DateModified": "2026-11-27T10:00:00Z",
+                     *         "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *         "Description": "example",
+                     *         "DurationMinutes": 1,
+                     *         "EndDateTime": "example",
+                     *         "ExternalId": "1001",
+                     *         "Id": "example",
+                     *         "IsBillable": true,
+                     *         "ServiceRequestId": "example",
+                     *         "StartDateTime": "example",
+                     *         "Type": "example",
+                     *         "UserId": "example",
+                     *         "Version": "example"
+                     *       },
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["TimeEventsWrite"];
                 };
             };
@@ -10456,7 +12693,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["TimeEvents"];
+                    /**
+                     * @example {
+                     *       "CostCenterId": "example",
+                     *       "DateModified": "2026-11-27T10:00:00Z",
+                     *       "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *       "Description": "example",
+                     *       "DurationMinutes": 1,
+                     *       "EndDateTime": "example",
+                     *       "ExternalId": "1001",
+                     *       "Id": "example",
+                     *       "IsBillable": true,
+                     *       "ServiceRequestId": "example",
+                     *       "StartDateTime": "example",
+                     *       "Type": "example",
+                     *       "UserId": "example",
+                     *       "Version": "example"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["TimeEvent"];
                 };
             };
             401: components["responses"]["Unauthenticated"];
@@ -10496,6 +12751,27 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "CostCenterId": "example",
+                     *         "DateModified": "2026-11-27T10:00:00Z",
+                     *         "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *         "Description": "example",
+                     *         "DurationMinutes": 1,
+                     *         "EndDateTime": "example",
+                     *         "ExternalId": "1001",
+                     *         "Id": "example",
+                     *         "IsBillable": true,
+                     *         "ServiceRequestId": "example",
+                     *         "StartDateTime": "example",
+                     *         "Type": "example",
+                     *         "UserId": "example",
+                     *         "Version": "example"
+                     *       },
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["TimeEventsWrite"];
                 };
             };
@@ -10534,12 +12810,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description The result of the local delete. */
-                        data: boolean;
-                        /** @description The field-report system's answer (any JSON value, null when it answered without a body). */
-                        fieldReportResponse: unknown;
-                    };
+                    /**
+                     * @example {
+                     *       "data": true,
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
+                    "application/json": components["schemas"]["RecordDeleted"];
                 };
             };
             /** @description Deleted locally and at the field-report system. */
@@ -10590,6 +12867,27 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "CostCenterId": "example",
+                     *         "DateModified": "2026-11-27T10:00:00Z",
+                     *         "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *         "Description": "example",
+                     *         "DurationMinutes": 1,
+                     *         "EndDateTime": "example",
+                     *         "ExternalId": "1001",
+                     *         "Id": "example",
+                     *         "IsBillable": true,
+                     *         "ServiceRequestId": "example",
+                     *         "StartDateTime": "example",
+                     *         "Type": "example",
+                     *         "UserId": "example",
+                     *         "Version": "example"
+                     *       },
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["TimeEventsWrite"];
                 };
             };
@@ -10627,6 +12925,36 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "Color": "example",
+                     *           "CostCenterId": "example",
+                     *           "DateModified": "2026-11-27T10:00:00Z",
+                     *           "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *           "Email": "office@acme.example",
+                     *           "ExternalId": "1001",
+                     *           "FirstName": "Example",
+                     *           "Id": "example",
+                     *           "IsActive": true,
+                     *           "Language": "example",
+                     *           "LastName": "Example",
+                     *           "MobilePhone": "example",
+                     *           "Role": "example",
+                     *           "Telephone": "example",
+                     *           "UserName": "Example",
+                     *           "Version": "example"
+                     *         }
+                     *       ],
+                     *       "meta": {
+                     *         "current_page": 1,
+                     *         "last_page": 1,
+                     *         "per_page": 1,
+                     *         "total": 1
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["UsersPage"];
                 };
             };
@@ -10664,6 +12992,29 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "Color": "example",
+                     *         "CostCenterId": "example",
+                     *         "DateModified": "2026-11-27T10:00:00Z",
+                     *         "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *         "Email": "office@acme.example",
+                     *         "ExternalId": "1001",
+                     *         "FirstName": "Example",
+                     *         "Id": "example",
+                     *         "IsActive": true,
+                     *         "Language": "example",
+                     *         "LastName": "Example",
+                     *         "MobilePhone": "example",
+                     *         "Role": "example",
+                     *         "Telephone": "example",
+                     *         "UserName": "Example",
+                     *         "Version": "example"
+                     *       },
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["UsersWrite"];
                 };
             };
@@ -10698,7 +13049,27 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Users"];
+                    /**
+                     * @example {
+                     *       "Color": "example",
+                     *       "CostCenterId": "example",
+                     *       "DateModified": "2026-11-27T10:00:00Z",
+                     *       "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *       "Email": "office@acme.example",
+                     *       "ExternalId": "1001",
+                     *       "FirstName": "Example",
+                     *       "Id": "example",
+                     *       "IsActive": true,
+                     *       "Language": "example",
+                     *       "LastName": "Example",
+                     *       "MobilePhone": "example",
+                     *       "Role": "example",
+                     *       "Telephone": "example",
+                     *       "UserName": "Example",
+                     *       "Version": "example"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["User"];
                 };
             };
             401: components["responses"]["Unauthenticated"];
@@ -10738,6 +13109,29 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "Color": "example",
+                     *         "CostCenterId": "example",
+                     *         "DateModified": "2026-11-27T10:00:00Z",
+                     *         "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *         "Email": "office@acme.example",
+                     *         "ExternalId": "1001",
+                     *         "FirstName": "Example",
+                     *         "Id": "example",
+                     *         "IsActive": true,
+                     *         "Language": "example",
+                     *         "LastName": "Example",
+                     *         "MobilePhone": "example",
+                     *         "Role": "example",
+                     *         "Telephone": "example",
+                     *         "UserName": "Example",
+                     *         "Version": "example"
+                     *       },
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["UsersWrite"];
                 };
             };
@@ -10776,12 +13170,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description The result of the local delete. */
-                        data: boolean;
-                        /** @description The field-report system's answer (any JSON value, null when it answered without a body). */
-                        fieldReportResponse: unknown;
-                    };
+                    /**
+                     * @example {
+                     *       "data": true,
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
+                    "application/json": components["schemas"]["RecordDeleted"];
                 };
             };
             /** @description Deleted locally and at the field-report system. */
@@ -10832,6 +13227,29 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "Color": "example",
+                     *         "CostCenterId": "example",
+                     *         "DateModified": "2026-11-27T10:00:00Z",
+                     *         "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *         "Email": "office@acme.example",
+                     *         "ExternalId": "1001",
+                     *         "FirstName": "Example",
+                     *         "Id": "example",
+                     *         "IsActive": true,
+                     *         "Language": "example",
+                     *         "LastName": "Example",
+                     *         "MobilePhone": "example",
+                     *         "Role": "example",
+                     *         "Telephone": "example",
+                     *         "UserName": "Example",
+                     *         "Version": "example"
+                     *       },
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["UsersWrite"];
                 };
             };
@@ -10873,6 +13291,49 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "attempts": 1,
+                     *           "cancel_requested": false,
+                     *           "created_at": "2026-11-27T09:00:00.002Z",
+                     *           "error": null,
+                     *           "finished_at": "2026-11-27T09:00:02.480Z",
+                     *           "id": 41,
+                     *           "kind": "erp.pull",
+                     *           "progress": {
+                     *             "current": "customer",
+                     *             "done": 120,
+                     *             "total": null
+                     *           },
+                     *           "result": [
+                     *             {
+                     *               "cursor": 1764235800000,
+                     *               "errors": [],
+                     *               "fetched": 120,
+                     *               "inserted": 3,
+                     *               "model": "customer",
+                     *               "pages": 1,
+                     *               "removed": 0,
+                     *               "unchanged": 110,
+                     *               "updated": 7
+                     *             }
+                     *           ],
+                     *           "scheduled": true,
+                     *           "started_at": "2026-11-27T09:00:00.120Z",
+                     *           "status": "succeeded",
+                     *           "target": null
+                     *         }
+                     *       ],
+                     *       "meta": {
+                     *         "current_page": 1,
+                     *         "last_page": 1,
+                     *         "per_page": 20,
+                     *         "total": 1
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["JobPage"];
                 };
             };
@@ -10910,6 +13371,27 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "attempts": 1,
+                     *       "cancel_requested": false,
+                     *       "created_at": "2026-11-27T09:30:00.000Z",
+                     *       "error": null,
+                     *       "finished_at": null,
+                     *       "id": 42,
+                     *       "kind": "fieldreport.sync",
+                     *       "progress": {
+                     *         "current": "companies",
+                     *         "done": 1500,
+                     *         "total": null
+                     *       },
+                     *       "result": null,
+                     *       "scheduled": false,
+                     *       "started_at": "2026-11-27T09:30:00.412Z",
+                     *       "status": "running",
+                     *       "target": "companies"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Job"];
                 };
             };
@@ -10958,6 +13440,27 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "attempts": 1,
+                     *       "cancel_requested": false,
+                     *       "created_at": "2026-11-27T09:30:00.000Z",
+                     *       "error": null,
+                     *       "finished_at": null,
+                     *       "id": 42,
+                     *       "kind": "fieldreport.sync",
+                     *       "progress": {
+                     *         "current": "companies",
+                     *         "done": 1500,
+                     *         "total": null
+                     *       },
+                     *       "result": null,
+                     *       "scheduled": false,
+                     *       "started_at": "2026-11-27T09:30:00.412Z",
+                     *       "status": "running",
+                     *       "target": "companies"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Job"];
                 };
             };
@@ -11004,6 +13507,27 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "attempts": 1,
+                     *       "cancel_requested": false,
+                     *       "created_at": "2026-11-27T09:30:00.000Z",
+                     *       "error": null,
+                     *       "finished_at": null,
+                     *       "id": 42,
+                     *       "kind": "fieldreport.sync",
+                     *       "progress": {
+                     *         "current": "companies",
+                     *         "done": 1500,
+                     *         "total": null
+                     *       },
+                     *       "result": null,
+                     *       "scheduled": false,
+                     *       "started_at": "2026-11-27T09:30:00.412Z",
+                     *       "status": "running",
+                     *       "target": "companies"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Job"];
                 };
             };
@@ -11114,6 +13638,33 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "Currency": "example",
+                     *         "FinancingAmount": 12.5,
+                     *         "FinancingId": "1001",
+                     *         "FinancingObjects": [
+                     *           {}
+                     *         ],
+                     *         "HasRepurchase": true,
+                     *         "Lessee": {},
+                     *         "PaymentFrequency": "example",
+                     *         "PaymentMethod": "example",
+                     *         "Period": 1,
+                     *         "ProductType": "example",
+                     *         "RequestId": "1001",
+                     *         "ResidualValue": 12.5,
+                     *         "State": "example"
+                     *       },
+                     *       "meta": {
+                     *         "ready_to_sign": true,
+                     *         "state": "example",
+                     *         "terminal": true
+                     *       },
+                     *       "success": true
+                     *     }
+                     */
                     "application/json": components["schemas"]["RequestEnvelope"];
                 };
             };
@@ -11142,6 +13693,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": 20340.14,
+                     *       "monthlyInstalment": 299,
+                     *       "period": 84
+                     *     }
+                     */
                     "application/json": components["schemas"]["InverseCalculationResult"];
                 };
             };
@@ -11178,6 +13736,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {},
+                     *       "success": true
+                     *     }
+                     */
                     "application/json": components["schemas"]["ActionEnvelope"];
                 };
             };
@@ -11209,6 +13773,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": 20340.14,
+                     *       "monthlyInstalment": 299,
+                     *       "period": 84
+                     *     }
+                     */
                     "application/json": components["schemas"]["InverseCalculationResult"];
                 };
             };
@@ -11240,6 +13811,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": 20340.14,
+                     *       "monthlyInstalment": 299,
+                     *       "period": 84
+                     *     }
+                     */
                     "application/json": components["schemas"]["InverseCalculationResult"];
                 };
             };
@@ -11266,6 +13844,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "message": "example",
+                     *       "provider_configured": true,
+                     *       "success": true
+                     *     }
+                     */
                     "application/json": components["schemas"]["FlowHealth"];
                 };
             };
@@ -11358,6 +13943,88 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "contractDocumentBase64": {
+                     *           "Content": "example"
+                     *         },
+                     *         "financingId": "1001",
+                     *         "flowId": 1,
+                     *         "mode": "example",
+                     *         "patchedLessee": {
+                     *           "Currency": "example",
+                     *           "FinancingAmount": 12.5,
+                     *           "FinancingId": "1001",
+                     *           "FinancingObjects": [
+                     *             {}
+                     *           ],
+                     *           "HasRepurchase": true,
+                     *           "Lessee": {},
+                     *           "PaymentFrequency": "example",
+                     *           "PaymentMethod": "example",
+                     *           "Period": 1,
+                     *           "ProductType": "example",
+                     *           "RequestId": "1001",
+                     *           "ResidualValue": 12.5,
+                     *           "State": "example"
+                     *         },
+                     *         "patchedRequest": {
+                     *           "Currency": "example",
+                     *           "FinancingAmount": 12.5,
+                     *           "FinancingId": "1001",
+                     *           "FinancingObjects": [
+                     *             {}
+                     *           ],
+                     *           "HasRepurchase": true,
+                     *           "Lessee": {},
+                     *           "PaymentFrequency": "example",
+                     *           "PaymentMethod": "example",
+                     *           "Period": 1,
+                     *           "ProductType": "example",
+                     *           "RequestId": "1001",
+                     *           "ResidualValue": 12.5,
+                     *           "State": "example"
+                     *         },
+                     *         "readyRequest": {
+                     *           "Currency": "example",
+                     *           "FinancingAmount": 12.5,
+                     *           "FinancingId": "1001",
+                     *           "FinancingObjects": [
+                     *             {}
+                     *           ],
+                     *           "HasRepurchase": true,
+                     *           "Lessee": {},
+                     *           "PaymentFrequency": "example",
+                     *           "PaymentMethod": "example",
+                     *           "Period": 1,
+                     *           "ProductType": "example",
+                     *           "RequestId": "1001",
+                     *           "ResidualValue": 12.5,
+                     *           "State": "example"
+                     *         },
+                     *         "request": {
+                     *           "Currency": "example",
+                     *           "FinancingAmount": 12.5,
+                     *           "FinancingId": "1001",
+                     *           "FinancingObjects": [
+                     *             {}
+                     *           ],
+                     *           "HasRepurchase": true,
+                     *           "Lessee": {},
+                     *           "PaymentFrequency": "example",
+                     *           "PaymentMethod": "example",
+                     *           "Period": 1,
+                     *           "ProductType": "example",
+                     *           "RequestId": "1001",
+                     *           "ResidualValue": 12.5,
+                     *           "State": "example"
+                     *         },
+                     *         "success": true
+                     *       },
+                     *       "success": true
+                     *     }
+                     */
                     "application/json": components["schemas"]["FlowEnvelope"];
                 };
             };
@@ -11437,6 +14104,19 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "financingId": "1001",
+                     *         "stored": {
+                     *           "bytes": 1,
+                     *           "path": "example",
+                     *           "sha256": "example"
+                     *         }
+                     *       },
+                     *       "success": true
+                     *     }
+                     */
                     "application/json": components["schemas"]["TestFlowEnvelope"];
                 };
             };
@@ -11466,6 +14146,37 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "error_code": "declined",
+                     *         "financingId": "a1b2c3d4-0000-4000-8000-000000000001",
+                     *         "flowId": 42,
+                     *         "message": "The financing request was declined by the leasing provider; the process is aborted.",
+                     *         "mode": "e_signature",
+                     *         "status": "failed",
+                     *         "steps": [
+                     *           {
+                     *             "action": "create",
+                     *             "duration_ms": 212,
+                     *             "error_code": null,
+                     *             "message": null,
+                     *             "outcome": "succeeded",
+                     *             "position": 1
+                     *           },
+                     *           {
+                     *             "action": "wait_ready_to_sign",
+                     *             "duration_ms": 35,
+                     *             "error_code": "declined",
+                     *             "message": "The financing request was declined by the leasing provider; the process is aborted.",
+                     *             "outcome": "failed",
+                     *             "position": 2
+                     *           }
+                     *         ]
+                     *       },
+                     *       "success": true
+                     *     }
+                     */
                     "application/json": components["schemas"]["FlowRecordEnvelope"];
                 };
             };
@@ -11502,6 +14213,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "items": [
+                     *         {
+                     *           "created_at": "2026-11-27T10:00:00.000Z",
+                     *           "description": "shop backend",
+                     *           "disabled_at": null,
+                     *           "events": [
+                     *             "leasing.state_changed"
+                     *           ],
+                     *           "failing_since": null,
+                     *           "id": "sub_6f1c2a7b9d8e4f0a8b7c6d5e4f3a2b1c",
+                     *           "previous_secret_expires_at": null,
+                     *           "status": "active",
+                     *           "url": "https://shop.example/hooks/leasing"
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["SubscriptionList"];
                 };
             };
@@ -11541,6 +14271,22 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "created_at": "2026-11-27T10:00:00.000Z",
+                     *       "description": "shop backend",
+                     *       "disabled_at": null,
+                     *       "events": [
+                     *         "leasing.state_changed"
+                     *       ],
+                     *       "failing_since": null,
+                     *       "id": "sub_6f1c2a7b9d8e4f0a8b7c6d5e4f3a2b1c",
+                     *       "previous_secret_expires_at": null,
+                     *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+                     *       "status": "active",
+                     *       "url": "https://shop.example/hooks/leasing"
+                     *     }
+                     */
                     "application/json": components["schemas"]["SubscriptionWithSecret"];
                 };
             };
@@ -11594,6 +14340,21 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "created_at": "2026-11-27T10:00:00.000Z",
+                     *       "description": "shop backend",
+                     *       "disabled_at": null,
+                     *       "events": [
+                     *         "leasing.state_changed"
+                     *       ],
+                     *       "failing_since": null,
+                     *       "id": "sub_6f1c2a7b9d8e4f0a8b7c6d5e4f3a2b1c",
+                     *       "previous_secret_expires_at": null,
+                     *       "status": "active",
+                     *       "url": "https://shop.example/hooks/leasing"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Subscription"];
                 };
             };
@@ -11689,6 +14450,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "items": [
+                     *         {
+                     *           "attempts": 1,
+                     *           "created_at": "2026-11-27T10:00:00.000Z",
+                     *           "event_id": "1001",
+                     *           "financing_id": "1001",
+                     *           "finished_at": "2026-11-27T10:00:00.000Z",
+                     *           "id": 1,
+                     *           "last_attempt_at": "2026-11-27T10:00:00.000Z",
+                     *           "last_error": "example",
+                     *           "last_status_code": 1,
+                     *           "next_attempt_at": "2026-11-27T10:00:00.000Z",
+                     *           "status": "example"
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["DeliveryList"];
                 };
             };
@@ -11739,6 +14519,21 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "attempts": 1,
+                     *       "created_at": "2026-11-27T10:00:00.000Z",
+                     *       "event_id": "1001",
+                     *       "financing_id": "1001",
+                     *       "finished_at": "2026-11-27T10:00:00.000Z",
+                     *       "id": 1,
+                     *       "last_attempt_at": "2026-11-27T10:00:00.000Z",
+                     *       "last_error": "example",
+                     *       "last_status_code": 1,
+                     *       "next_attempt_at": "2026-11-27T10:00:00.000Z",
+                     *       "status": "example"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Delivery"];
                 };
             };
@@ -11786,6 +14581,22 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "created_at": "2026-11-27T10:00:00.000Z",
+                     *       "description": "shop backend",
+                     *       "disabled_at": null,
+                     *       "events": [
+                     *         "leasing.state_changed"
+                     *       ],
+                     *       "failing_since": null,
+                     *       "id": "sub_6f1c2a7b9d8e4f0a8b7c6d5e4f3a2b1c",
+                     *       "previous_secret_expires_at": null,
+                     *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+                     *       "status": "active",
+                     *       "url": "https://shop.example/hooks/leasing"
+                     *     }
+                     */
                     "application/json": components["schemas"]["SubscriptionWithSecret"];
                 };
             };
@@ -11833,6 +14644,33 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "Currency": "example",
+                     *         "FinancingAmount": 12.5,
+                     *         "FinancingId": "1001",
+                     *         "FinancingObjects": [
+                     *           {}
+                     *         ],
+                     *         "HasRepurchase": true,
+                     *         "Lessee": {},
+                     *         "PaymentFrequency": "example",
+                     *         "PaymentMethod": "example",
+                     *         "Period": 1,
+                     *         "ProductType": "example",
+                     *         "RequestId": "1001",
+                     *         "ResidualValue": 12.5,
+                     *         "State": "example"
+                     *       },
+                     *       "meta": {
+                     *         "ready_to_sign": true,
+                     *         "state": "example",
+                     *         "terminal": true
+                     *       },
+                     *       "success": true
+                     *     }
+                     */
                     "application/json": components["schemas"]["RequestEnvelope"];
                 };
             };
@@ -11871,6 +14709,33 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "Currency": "example",
+                     *         "FinancingAmount": 12.5,
+                     *         "FinancingId": "1001",
+                     *         "FinancingObjects": [
+                     *           {}
+                     *         ],
+                     *         "HasRepurchase": true,
+                     *         "Lessee": {},
+                     *         "PaymentFrequency": "example",
+                     *         "PaymentMethod": "example",
+                     *         "Period": 1,
+                     *         "ProductType": "example",
+                     *         "RequestId": "1001",
+                     *         "ResidualValue": 12.5,
+                     *         "State": "example"
+                     *       },
+                     *       "meta": {
+                     *         "ready_to_sign": true,
+                     *         "state": "example",
+                     *         "terminal": true
+                     *       },
+                     *       "success": true
+                     *     }
+                     */
                     "application/json": components["schemas"]["RequestEnvelope"];
                 };
             };
@@ -11902,6 +14767,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {},
+                     *       "success": true
+                     *     }
+                     */
                     "application/json": components["schemas"]["ActionEnvelope"];
                 };
             };
@@ -11934,6 +14805,19 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "Content": "example"
+                     *       },
+                     *       "stored": {
+                     *         "bytes": 1,
+                     *         "path": "example",
+                     *         "sha256": "example"
+                     *       },
+                     *       "success": true
+                     *     }
+                     */
                     "application/json": components["schemas"]["ContractDocumentEnvelope"];
                 };
             };
@@ -11963,6 +14847,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {},
+                     *       "success": true
+                     *     }
+                     */
                     "application/json": components["schemas"]["ActionEnvelope"];
                 };
             };
@@ -12010,6 +14900,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {},
+                     *       "success": true
+                     *     }
+                     */
                     "application/json": components["schemas"]["ActionEnvelope"];
                 };
             };
@@ -12041,6 +14937,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {},
+                     *       "success": true
+                     *     }
+                     */
                     "application/json": components["schemas"]["ConfigurationEnvelope"];
                 };
             };
@@ -12079,6 +14981,33 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "Currency": "example",
+                     *         "FinancingAmount": 12.5,
+                     *         "FinancingId": "1001",
+                     *         "FinancingObjects": [
+                     *           {}
+                     *         ],
+                     *         "HasRepurchase": true,
+                     *         "Lessee": {},
+                     *         "PaymentFrequency": "example",
+                     *         "PaymentMethod": "example",
+                     *         "Period": 1,
+                     *         "ProductType": "example",
+                     *         "RequestId": "1001",
+                     *         "ResidualValue": 12.5,
+                     *         "State": "example"
+                     *       },
+                     *       "meta": {
+                     *         "ready_to_sign": true,
+                     *         "state": "example",
+                     *         "terminal": true
+                     *       },
+                     *       "success": true
+                     *     }
+                     */
                     "application/json": components["schemas"]["RequestEnvelope"];
                 };
             };
@@ -12110,6 +15039,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {},
+                     *       "success": true
+                     *     }
+                     */
                     "application/json": components["schemas"]["ActionEnvelope"];
                 };
             };
@@ -12148,6 +15083,33 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "Currency": "example",
+                     *         "FinancingAmount": 12.5,
+                     *         "FinancingId": "1001",
+                     *         "FinancingObjects": [
+                     *           {}
+                     *         ],
+                     *         "HasRepurchase": true,
+                     *         "Lessee": {},
+                     *         "PaymentFrequency": "example",
+                     *         "PaymentMethod": "example",
+                     *         "Period": 1,
+                     *         "ProductType": "example",
+                     *         "RequestId": "1001",
+                     *         "ResidualValue": 12.5,
+                     *         "State": "example"
+                     *       },
+                     *       "meta": {
+                     *         "ready_to_sign": true,
+                     *         "state": "example",
+                     *         "terminal": true
+                     *       },
+                     *       "success": true
+                     *     }
+                     */
                     "application/json": components["schemas"]["RequestEnvelope"];
                 };
             };
@@ -12177,6 +15139,15 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "financingId": "1001",
+                     *       "next_poll_at": "2026-11-27T10:00:00.000Z",
+                     *       "requestId": "1001",
+                     *       "state": "example",
+                     *       "terminal": true
+                     *     }
+                     */
                     "application/json": components["schemas"]["Watch"];
                 };
             };
@@ -12213,6 +15184,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "access_token": "7|Xq3b9ZkP0aLm2Vt8Rr1Yc6Wn4Ue5Oi7Hs0Jd2Fg",
+                     *       "token_type": "Bearer"
+                     *     }
+                     */
                     "application/json": components["schemas"]["LoginResponse"];
                 };
             };
@@ -12273,6 +15250,14 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "created_at": "2026-11-21T09:30:00.000Z",
+                     *       "email": "ops@example.com",
+                     *       "id": 1,
+                     *       "name": "Ops"
+                     *     }
+                     */
                     "application/json": components["schemas"]["CurrentUser"];
                 };
             };
@@ -12298,6 +15283,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "status": "example"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Health"];
                 };
             };
@@ -12374,6 +15364,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "database": "example",
+                     *       "status": "example"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Readiness"];
                 };
             };

@@ -206,6 +206,18 @@ impl Contract {
     }
 }
 
+/// Whether `instance` fits the schema at `schema` (a JSON pointer into the document, such as
+/// `/components/schemas/Job`), by the rules above.
+pub fn fits(schema: &str, instance: &Value) -> Result<(), String> {
+    let mut compiler = boon::Compiler::new();
+    compiler.set_default_draft(boon::Draft::V4);
+    compiler.enable_format_assertions();
+    compiler.add_resource(RESOURCE, CONTRACT.document.clone()).map_err(|e| format!("{e:#}"))?;
+    let mut schemas = boon::Schemas::new();
+    let index = compiler.compile(&format!("{RESOURCE}#{schema}"), &mut schemas).map_err(|e| format!("{e:#}"))?;
+    schemas.validate(instance, index).map_err(|e| format!("{e:#}"))
+}
+
 /// Panics when an answer of the service does not fit the document.
 pub fn check(method: &reqwest::Method, url: &reqwest::Url, status: u16, headers: &http::HeaderMap, body: &[u8]) {
     if !is_service(url) {
