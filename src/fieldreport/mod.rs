@@ -3,6 +3,7 @@
 pub mod merge;
 pub mod push;
 pub mod reconcile;
+pub mod reconcile_report;
 pub mod service;
 mod settle;
 pub mod stages;
