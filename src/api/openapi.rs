@@ -238,6 +238,7 @@ fn complete(doc: &mut Value) {
         }
     }
     add_server_errors(doc, &server_codes);
+    one_record_identity(doc);
     bound_integers(doc);
     type_timestamps(doc);
     give_request_examples(doc);
@@ -248,6 +249,27 @@ fn complete(doc: &mut Value) {
         "url": "/",
         "description": "The service that serves this document (at `/docs/openapi.json`); `BIND_ADDRESS` sets where it listens, `http://127.0.0.1:8080` by default."
     }]);
+}
+
+/// A record's `Id` and `Version` have one type, read or written: a string and an integer, as
+/// the write bodies (`New<Set>`, `<Set>Update`) take them. The description's `Edm.Int64`
+/// union is what the upstream may send; the service normalizes it on the way in
+/// (`crate::fieldreport::identity`), so every record schema (top-level or expanded) says so.
+fn one_record_identity(doc: &mut Value) {
+    let edm_int64 = json!([{"$ref": "#/components/schemas/EdmInt64"}]);
+    for schema in doc["components"]["schemas"].as_object_mut().into_iter().flat_map(|s| s.values_mut()) {
+        let Some(properties) = schema.get_mut("properties").and_then(Value::as_object_mut) else { continue };
+        let is_record =
+            ["Id", "Version"].iter().all(|key| properties.get(*key).is_some_and(|p| p["allOf"] == edm_int64));
+        if !is_record {
+            continue;
+        }
+        let description = |property: &Value| property["description"].as_str().unwrap_or_default().to_string();
+        let id = description(&properties["Id"]);
+        properties["Id"] = json!({"type": "string", "description": format!("{id} Always a string here (an upstream's number is written out).")});
+        let version = description(&properties["Version"]);
+        properties["Version"] = json!({"type": "integer", "format": "int64", "description": format!("{version} Always an integer here (an upstream's string is read as one).")});
+    }
 }
 
 /// Every `*_at` string of the API is an RFC 3339 instant (the service writes them with
@@ -975,6 +997,28 @@ mod tests {
                 (schema["properties"]["type"]["enum"] == serde_json::json!([event_type])).then_some(name)
             });
             assert!(posted.is_some(), "no callback posts a schema of its own for {event_type}");
+        }
+    }
+
+    /// A record read and a record written have one identity: the `Id` and `Version` of each
+    /// set's record schema (the answers of its list and show) are those of its update body.
+    #[test]
+    fn records_read_and_written_have_one_identity() {
+        let doc: serde_json::Value = serde_json::from_str(&super::document()).unwrap();
+        let schemas = &doc["components"]["schemas"];
+        let kind = |schema: &serde_json::Value| {
+            (schema["type"].clone(), schema["format"].clone(), schema.get("nullable").cloned())
+        };
+        for entity in generated::fieldreport::ENTITIES {
+            let show = &doc["paths"][format!("/api/v1/fieldreport/{}/{{record}}", entity.route)]["get"];
+            let read = show["responses"]["200"]["content"]["application/json"]["schema"]["$ref"].as_str().unwrap();
+            let read = &schemas[read.trim_start_matches("#/components/schemas/")];
+            let update = &schemas[format!("{}Update", entity.set)];
+            for field in ["Id", "Version"] {
+                let (read, written) = (&read["properties"][field], &update["properties"][field]);
+                assert_eq!(kind(read), kind(written), "{}: {field} read {read} and written {written}", entity.set);
+            }
+            assert_eq!(read["properties"]["Id"]["type"], "string", "{}", entity.set);
         }
     }
 

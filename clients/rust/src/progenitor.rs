@@ -127,9 +127,9 @@ pub mod types {
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub external_id: ::std::option::Option<::std::string::String>,
-        ///Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L).
+        ///Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). Always a string here (an upstream's number is written out).
         #[serde(rename = "Id", skip_serializing_if = "::std::option::Option::is_none")]
-        pub id: ::std::option::Option<EdmInt64>,
+        pub id: ::std::option::Option<::std::string::String>,
         ///Id of the service request.
         #[serde(
             rename = "ServiceRequestId",
@@ -148,12 +148,12 @@ pub mod types {
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub subject: ::std::option::Option<::std::string::String>,
-        ///Optimistic-locking token; a write with a stale Version is refused.
+        ///Optimistic-locking token; a write with a stale Version is refused. Always an integer here (an upstream's string is read as one).
         #[serde(
             rename = "Version",
             skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub version: ::std::option::Option<EdmInt64>,
+        pub version: ::std::option::Option<i64>,
     }
     impl Appointment {
         pub fn builder() -> builder::Appointment {
@@ -345,9 +345,9 @@ pub mod types {
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub external_id: ::std::option::Option<::std::string::String>,
-        ///Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L).
+        ///Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). Always a string here (an upstream's number is written out).
         #[serde(rename = "Id", skip_serializing_if = "::std::option::Option::is_none")]
-        pub id: ::std::option::Option<EdmInt64>,
+        pub id: ::std::option::Option<::std::string::String>,
         ///Whether the customer can see it.
         #[serde(
             rename = "IsPublic",
@@ -363,12 +363,12 @@ pub mod types {
         ///Text of the comment.
         #[serde(rename = "Text", skip_serializing_if = "::std::option::Option::is_none")]
         pub text: ::std::option::Option<::std::string::String>,
-        ///Optimistic-locking token; a write with a stale Version is refused.
+        ///Optimistic-locking token; a write with a stale Version is refused. Always an integer here (an upstream's string is read as one).
         #[serde(
             rename = "Version",
             skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub version: ::std::option::Option<EdmInt64>,
+        pub version: ::std::option::Option<i64>,
     }
     impl Comment {
         pub fn builder() -> builder::Comment {
@@ -676,9 +676,9 @@ pub mod types {
         ///Fax number.
         #[serde(rename = "Fax", skip_serializing_if = "::std::option::Option::is_none")]
         pub fax: ::std::option::Option<::std::string::String>,
-        ///Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L).
+        ///Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). Always a string here (an upstream's number is written out).
         #[serde(rename = "Id", skip_serializing_if = "::std::option::Option::is_none")]
-        pub id: ::std::option::Option<EdmInt64>,
+        pub id: ::std::option::Option<::std::string::String>,
         ///Whether the company is archived.
         #[serde(
             rename = "IsArchived",
@@ -766,12 +766,12 @@ pub mod types {
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub vat_id: ::std::option::Option<::std::string::String>,
-        ///Optimistic-locking token; a write with a stale Version is refused.
+        ///Optimistic-locking token; a write with a stale Version is refused. Always an integer here (an upstream's string is read as one).
         #[serde(
             rename = "Version",
             skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub version: ::std::option::Option<EdmInt64>,
+        pub version: ::std::option::Option<i64>,
         ///Web site address.
         #[serde(
             rename = "Website",
@@ -843,9 +843,9 @@ pub mod types {
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub first_name: ::std::option::Option<::std::string::String>,
-        ///Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L).
+        ///Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). Always a string here (an upstream's number is written out).
         #[serde(rename = "Id", skip_serializing_if = "::std::option::Option::is_none")]
-        pub id: ::std::option::Option<EdmInt64>,
+        pub id: ::std::option::Option<::std::string::String>,
         ///Whether the contact is active.
         #[serde(
             rename = "IsActive",
@@ -903,12 +903,12 @@ pub mod types {
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub title: ::std::option::Option<::std::string::String>,
-        ///Optimistic-locking token; a write with a stale Version is refused.
+        ///Optimistic-locking token; a write with a stale Version is refused. Always an integer here (an upstream's string is read as one).
         #[serde(
             rename = "Version",
             skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub version: ::std::option::Option<EdmInt64>,
+        pub version: ::std::option::Option<i64>,
     }
     impl Contact {
         pub fn builder() -> builder::Contact {
@@ -1172,9 +1172,9 @@ pub mod types {
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub external_id: ::std::option::Option<::std::string::String>,
-        ///Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L).
+        ///Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). Always a string here (an upstream's number is written out).
         #[serde(rename = "Id", skip_serializing_if = "::std::option::Option::is_none")]
-        pub id: ::std::option::Option<EdmInt64>,
+        pub id: ::std::option::Option<::std::string::String>,
         ///Whether the cost center can be used.
         #[serde(
             rename = "IsActive",
@@ -1190,12 +1190,12 @@ pub mod types {
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub number: ::std::option::Option<::std::string::String>,
-        ///Optimistic-locking token; a write with a stale Version is refused.
+        ///Optimistic-locking token; a write with a stale Version is refused. Always an integer here (an upstream's string is read as one).
         #[serde(
             rename = "Version",
             skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub version: ::std::option::Option<EdmInt64>,
+        pub version: ::std::option::Option<i64>,
     }
     impl CostCenter {
         pub fn builder() -> builder::CostCenter {
@@ -1454,9 +1454,9 @@ pub mod types {
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub file_name: ::std::option::Option<::std::string::String>,
-        ///Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L).
+        ///Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). Always a string here (an upstream's number is written out).
         #[serde(rename = "Id", skip_serializing_if = "::std::option::Option::is_none")]
-        pub id: ::std::option::Option<EdmInt64>,
+        pub id: ::std::option::Option<::std::string::String>,
         ///Whether the customer can see the document.
         #[serde(
             rename = "IsPublic",
@@ -1484,12 +1484,12 @@ pub mod types {
         ///Address the file can be downloaded from.
         #[serde(rename = "Uri", skip_serializing_if = "::std::option::Option::is_none")]
         pub uri: ::std::option::Option<::std::string::String>,
-        ///Optimistic-locking token; a write with a stale Version is refused.
+        ///Optimistic-locking token; a write with a stale Version is refused. Always an integer here (an upstream's string is read as one).
         #[serde(
             rename = "Version",
             skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub version: ::std::option::Option<EdmInt64>,
+        pub version: ::std::option::Option<i64>,
     }
     impl Document {
         pub fn builder() -> builder::Document {
@@ -3339,9 +3339,9 @@ pub mod types {
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub external_id: ::std::option::Option<::std::string::String>,
-        ///Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L).
+        ///Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). Always a string here (an upstream's number is written out).
         #[serde(rename = "Id", skip_serializing_if = "::std::option::Option::is_none")]
-        pub id: ::std::option::Option<EdmInt64>,
+        pub id: ::std::option::Option<::std::string::String>,
         ///Whether the item is billed to the customer.
         #[serde(
             rename = "IsBillable",
@@ -3387,12 +3387,12 @@ pub mod types {
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub unit_id: ::std::option::Option<EdmInt64>,
-        ///Optimistic-locking token; a write with a stale Version is refused.
+        ///Optimistic-locking token; a write with a stale Version is refused. Always an integer here (an upstream's string is read as one).
         #[serde(
             rename = "Version",
             skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub version: ::std::option::Option<EdmInt64>,
+        pub version: ::std::option::Option<i64>,
     }
     impl Item {
         pub fn builder() -> builder::Item {
@@ -3435,9 +3435,9 @@ pub mod types {
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub external_id: ::std::option::Option<::std::string::String>,
-        ///Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L).
+        ///Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). Always a string here (an upstream's number is written out).
         #[serde(rename = "Id", skip_serializing_if = "::std::option::Option::is_none")]
-        pub id: ::std::option::Option<EdmInt64>,
+        pub id: ::std::option::Option<::std::string::String>,
         ///Whether the item type can be used.
         #[serde(
             rename = "IsActive",
@@ -3474,12 +3474,12 @@ pub mod types {
         ///VAT rate in percent.
         #[serde(rename = "VAT", skip_serializing_if = "::std::option::Option::is_none")]
         pub vat: ::std::option::Option<EdmNumber>,
-        ///Optimistic-locking token; a write with a stale Version is refused.
+        ///Optimistic-locking token; a write with a stale Version is refused. Always an integer here (an upstream's string is read as one).
         #[serde(
             rename = "Version",
             skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub version: ::std::option::Option<EdmInt64>,
+        pub version: ::std::option::Option<i64>,
     }
     impl ItemType {
         pub fn builder() -> builder::ItemType {
@@ -3691,9 +3691,9 @@ pub mod types {
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub external_id: ::std::option::Option<::std::string::String>,
-        ///Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L).
+        ///Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). Always a string here (an upstream's number is written out).
         #[serde(rename = "Id", skip_serializing_if = "::std::option::Option::is_none")]
-        pub id: ::std::option::Option<EdmInt64>,
+        pub id: ::std::option::Option<::std::string::String>,
         ///Name of the unit, e.g. Piece.
         #[serde(rename = "Name", skip_serializing_if = "::std::option::Option::is_none")]
         pub name: ::std::option::Option<::std::string::String>,
@@ -3703,12 +3703,12 @@ pub mod types {
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub short_name: ::std::option::Option<::std::string::String>,
-        ///Optimistic-locking token; a write with a stale Version is refused.
+        ///Optimistic-locking token; a write with a stale Version is refused. Always an integer here (an upstream's string is read as one).
         #[serde(
             rename = "Version",
             skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub version: ::std::option::Option<EdmInt64>,
+        pub version: ::std::option::Option<i64>,
     }
     impl ItemUnit {
         pub fn builder() -> builder::ItemUnit {
@@ -8757,9 +8757,9 @@ pub mod types {
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub external_id: ::std::option::Option<::std::string::String>,
-        ///Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L).
+        ///Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). Always a string here (an upstream's number is written out).
         #[serde(rename = "Id", skip_serializing_if = "::std::option::Option::is_none")]
-        pub id: ::std::option::Option<EdmInt64>,
+        pub id: ::std::option::Option<::std::string::String>,
         ///Whether the product is active.
         #[serde(
             rename = "IsActive",
@@ -8784,12 +8784,12 @@ pub mod types {
         ///Internal note.
         #[serde(rename = "Note", skip_serializing_if = "::std::option::Option::is_none")]
         pub note: ::std::option::Option<::std::string::String>,
-        ///Optimistic-locking token; a write with a stale Version is refused.
+        ///Optimistic-locking token; a write with a stale Version is refused. Always an integer here (an upstream's string is read as one).
         #[serde(
             rename = "Version",
             skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub version: ::std::option::Option<EdmInt64>,
+        pub version: ::std::option::Option<i64>,
     }
     impl Product {
         pub fn builder() -> builder::Product {
@@ -9092,9 +9092,9 @@ pub mod types {
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub external_id: ::std::option::Option<::std::string::String>,
-        ///Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L).
+        ///Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). Always a string here (an upstream's number is written out).
         #[serde(rename = "Id", skip_serializing_if = "::std::option::Option::is_none")]
-        pub id: ::std::option::Option<EdmInt64>,
+        pub id: ::std::option::Option<::std::string::String>,
         ///Name of the qualification.
         #[serde(rename = "Name", skip_serializing_if = "::std::option::Option::is_none")]
         pub name: ::std::option::Option<::std::string::String>,
@@ -9104,12 +9104,12 @@ pub mod types {
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub validity_months: ::std::option::Option<i32>,
-        ///Optimistic-locking token; a write with a stale Version is refused.
+        ///Optimistic-locking token; a write with a stale Version is refused. Always an integer here (an upstream's string is read as one).
         #[serde(
             rename = "Version",
             skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub version: ::std::option::Option<EdmInt64>,
+        pub version: ::std::option::Option<i64>,
     }
     impl Qualification {
         pub fn builder() -> builder::Qualification {
@@ -9357,9 +9357,9 @@ pub mod types {
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub external_id: ::std::option::Option<::std::string::String>,
-        ///Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L).
+        ///Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). Always a string here (an upstream's number is written out).
         #[serde(rename = "Id", skip_serializing_if = "::std::option::Option::is_none")]
-        pub id: ::std::option::Option<EdmInt64>,
+        pub id: ::std::option::Option<::std::string::String>,
         ///Whether the customer signed the report.
         #[serde(
             rename = "IsSigned",
@@ -9378,12 +9378,12 @@ pub mod types {
         ///Address the report can be downloaded from.
         #[serde(rename = "Uri", skip_serializing_if = "::std::option::Option::is_none")]
         pub uri: ::std::option::Option<::std::string::String>,
-        ///Optimistic-locking token; a write with a stale Version is refused.
+        ///Optimistic-locking token; a write with a stale Version is refused. Always an integer here (an upstream's string is read as one).
         #[serde(
             rename = "Version",
             skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub version: ::std::option::Option<EdmInt64>,
+        pub version: ::std::option::Option<i64>,
     }
     impl Report {
         pub fn builder() -> builder::Report {
@@ -9448,9 +9448,9 @@ pub mod types {
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub external_id: ::std::option::Option<::std::string::String>,
-        ///Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L).
+        ///Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). Always a string here (an upstream's number is written out).
         #[serde(rename = "Id", skip_serializing_if = "::std::option::Option::is_none")]
-        pub id: ::std::option::Option<EdmInt64>,
+        pub id: ::std::option::Option<::std::string::String>,
         ///When the object was installed.
         #[serde(
             rename = "InstallationDate",
@@ -9508,12 +9508,12 @@ pub mod types {
         ///Tags attached to the object.
         #[serde(rename = "Tags", skip_serializing_if = "::std::option::Option::is_none")]
         pub tags: ::std::option::Option<::std::vec::Vec<Tag>>,
-        ///Optimistic-locking token; a write with a stale Version is refused.
+        ///Optimistic-locking token; a write with a stale Version is refused. Always an integer here (an upstream's string is read as one).
         #[serde(
             rename = "Version",
             skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub version: ::std::option::Option<EdmInt64>,
+        pub version: ::std::option::Option<i64>,
         ///When the warranty ends.
         #[serde(
             rename = "WarrantyEndDate",
@@ -9821,9 +9821,9 @@ pub mod types {
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub external_reference: ::std::option::Option<::std::string::String>,
-        ///Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L).
+        ///Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). Always a string here (an upstream's number is written out).
         #[serde(rename = "Id", skip_serializing_if = "::std::option::Option::is_none")]
-        pub id: ::std::option::Option<EdmInt64>,
+        pub id: ::std::option::Option<::std::string::String>,
         ///Whether the record is a template for new requests.
         #[serde(
             rename = "IsTemplate",
@@ -9893,12 +9893,12 @@ pub mod types {
         ///Kind of request, e.g. Maintenance, Repair, Installation.
         #[serde(rename = "Type", skip_serializing_if = "::std::option::Option::is_none")]
         pub type_: ::std::option::Option<::std::string::String>,
-        ///Optimistic-locking token; a write with a stale Version is refused.
+        ///Optimistic-locking token; a write with a stale Version is refused. Always an integer here (an upstream's string is read as one).
         #[serde(
             rename = "Version",
             skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub version: ::std::option::Option<EdmInt64>,
+        pub version: ::std::option::Option<i64>,
     }
     impl ServiceRequest {
         pub fn builder() -> builder::ServiceRequest {
@@ -10349,9 +10349,9 @@ pub mod types {
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub external_id: ::std::option::Option<::std::string::String>,
-        ///Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L).
+        ///Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). Always a string here (an upstream's number is written out).
         #[serde(rename = "Id", skip_serializing_if = "::std::option::Option::is_none")]
-        pub id: ::std::option::Option<EdmInt64>,
+        pub id: ::std::option::Option<::std::string::String>,
         ///Whether the step is done.
         #[serde(
             rename = "IsDone",
@@ -10388,12 +10388,12 @@ pub mod types {
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub value: ::std::option::Option<::std::string::String>,
-        ///Optimistic-locking token; a write with a stale Version is refused.
+        ///Optimistic-locking token; a write with a stale Version is refused. Always an integer here (an upstream's string is read as one).
         #[serde(
             rename = "Version",
             skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub version: ::std::option::Option<EdmInt64>,
+        pub version: ::std::option::Option<i64>,
     }
     impl Step {
         pub fn builder() -> builder::Step {
@@ -10433,9 +10433,9 @@ pub mod types {
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub external_id: ::std::option::Option<::std::string::String>,
-        ///Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L).
+        ///Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). Always a string here (an upstream's number is written out).
         #[serde(rename = "Id", skip_serializing_if = "::std::option::Option::is_none")]
-        pub id: ::std::option::Option<EdmInt64>,
+        pub id: ::std::option::Option<::std::string::String>,
         ///Whether the template can be used.
         #[serde(
             rename = "IsActive",
@@ -10451,12 +10451,12 @@ pub mod types {
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub sort_order: ::std::option::Option<i32>,
-        ///Optimistic-locking token; a write with a stale Version is refused.
+        ///Optimistic-locking token; a write with a stale Version is refused. Always an integer here (an upstream's string is read as one).
         #[serde(
             rename = "Version",
             skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub version: ::std::option::Option<EdmInt64>,
+        pub version: ::std::option::Option<i64>,
     }
     impl StepListTemplate {
         pub fn builder() -> builder::StepListTemplate {
@@ -10632,9 +10632,9 @@ pub mod types {
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub external_id: ::std::option::Option<::std::string::String>,
-        ///Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L).
+        ///Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). Always a string here (an upstream's number is written out).
         #[serde(rename = "Id", skip_serializing_if = "::std::option::Option::is_none")]
-        pub id: ::std::option::Option<EdmInt64>,
+        pub id: ::std::option::Option<::std::string::String>,
         ///Id of the item type moved.
         #[serde(
             rename = "ItemTypeId",
@@ -10659,12 +10659,12 @@ pub mod types {
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub service_request_id: ::std::option::Option<EdmInt64>,
-        ///Optimistic-locking token; a write with a stale Version is refused.
+        ///Optimistic-locking token; a write with a stale Version is refused. Always an integer here (an upstream's string is read as one).
         #[serde(
             rename = "Version",
             skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub version: ::std::option::Option<EdmInt64>,
+        pub version: ::std::option::Option<i64>,
         ///Warehouse or vehicle stock the movement belongs to.
         #[serde(
             rename = "Warehouse",
@@ -10832,18 +10832,18 @@ pub mod types {
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub external_id: ::std::option::Option<::std::string::String>,
-        ///Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L).
+        ///Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). Always a string here (an upstream's number is written out).
         #[serde(rename = "Id", skip_serializing_if = "::std::option::Option::is_none")]
-        pub id: ::std::option::Option<EdmInt64>,
+        pub id: ::std::option::Option<::std::string::String>,
         ///Name of the tag.
         #[serde(rename = "Name", skip_serializing_if = "::std::option::Option::is_none")]
         pub name: ::std::option::Option<::std::string::String>,
-        ///Optimistic-locking token; a write with a stale Version is refused.
+        ///Optimistic-locking token; a write with a stale Version is refused. Always an integer here (an upstream's string is read as one).
         #[serde(
             rename = "Version",
             skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub version: ::std::option::Option<EdmInt64>,
+        pub version: ::std::option::Option<i64>,
     }
     impl Tag {
         pub fn builder() -> builder::Tag {
@@ -11088,9 +11088,9 @@ pub mod types {
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub external_id: ::std::option::Option<::std::string::String>,
-        ///Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L).
+        ///Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). Always a string here (an upstream's number is written out).
         #[serde(rename = "Id", skip_serializing_if = "::std::option::Option::is_none")]
-        pub id: ::std::option::Option<EdmInt64>,
+        pub id: ::std::option::Option<::std::string::String>,
         ///Whether the time is billed to the customer.
         #[serde(
             rename = "IsBillable",
@@ -11118,12 +11118,12 @@ pub mod types {
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub user_id: ::std::option::Option<EdmInt64>,
-        ///Optimistic-locking token; a write with a stale Version is refused.
+        ///Optimistic-locking token; a write with a stale Version is refused. Always an integer here (an upstream's string is read as one).
         #[serde(
             rename = "Version",
             skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub version: ::std::option::Option<EdmInt64>,
+        pub version: ::std::option::Option<i64>,
     }
     impl TimeEvent {
         pub fn builder() -> builder::TimeEvent {
@@ -11439,9 +11439,9 @@ pub mod types {
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub first_name: ::std::option::Option<::std::string::String>,
-        ///Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L).
+        ///Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). Always a string here (an upstream's number is written out).
         #[serde(rename = "Id", skip_serializing_if = "::std::option::Option::is_none")]
-        pub id: ::std::option::Option<EdmInt64>,
+        pub id: ::std::option::Option<::std::string::String>,
         ///Whether the user can log in.
         #[serde(
             rename = "IsActive",
@@ -11481,12 +11481,12 @@ pub mod types {
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub user_name: ::std::option::Option<::std::string::String>,
-        ///Optimistic-locking token; a write with a stale Version is refused.
+        ///Optimistic-locking token; a write with a stale Version is refused. Always an integer here (an upstream's string is read as one).
         #[serde(
             rename = "Version",
             skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub version: ::std::option::Option<EdmInt64>,
+        pub version: ::std::option::Option<i64>,
     }
     impl User {
         pub fn builder() -> builder::User {
@@ -12293,7 +12293,7 @@ pub mod types {
                 ::std::string::String,
             >,
             id: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
+                ::std::option::Option<::std::string::String>,
                 ::std::string::String,
             >,
             service_request_id: ::std::result::Result<
@@ -12309,7 +12309,7 @@ pub mod types {
                 ::std::string::String,
             >,
             version: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
+                ::std::option::Option<i64>,
                 ::std::string::String,
             >,
         }
@@ -12424,7 +12424,7 @@ pub mod types {
             }
             pub fn id<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.id = value
@@ -12474,7 +12474,7 @@ pub mod types {
             }
             pub fn version<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T: ::std::convert::TryInto<::std::option::Option<i64>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.version = value
@@ -13084,7 +13084,7 @@ pub mod types {
                 ::std::string::String,
             >,
             id: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
+                ::std::option::Option<::std::string::String>,
                 ::std::string::String,
             >,
             is_public: ::std::result::Result<
@@ -13100,7 +13100,7 @@ pub mod types {
                 ::std::string::String,
             >,
             version: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
+                ::std::option::Option<i64>,
                 ::std::string::String,
             >,
         }
@@ -13172,7 +13172,7 @@ pub mod types {
             }
             pub fn id<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.id = value
@@ -13220,7 +13220,7 @@ pub mod types {
             }
             pub fn version<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T: ::std::convert::TryInto<::std::option::Option<i64>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.version = value
@@ -14015,7 +14015,7 @@ pub mod types {
                 ::std::string::String,
             >,
             id: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
+                ::std::option::Option<::std::string::String>,
                 ::std::string::String,
             >,
             is_archived: ::std::result::Result<
@@ -14083,7 +14083,7 @@ pub mod types {
                 ::std::string::String,
             >,
             version: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
+                ::std::option::Option<i64>,
                 ::std::string::String,
             >,
             website: ::std::result::Result<
@@ -14246,7 +14246,7 @@ pub mod types {
             }
             pub fn id<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.id = value
@@ -14460,7 +14460,7 @@ pub mod types {
             }
             pub fn version<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T: ::std::convert::TryInto<::std::option::Option<i64>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.version = value
@@ -14652,7 +14652,7 @@ pub mod types {
                 ::std::string::String,
             >,
             id: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
+                ::std::option::Option<::std::string::String>,
                 ::std::string::String,
             >,
             is_active: ::std::result::Result<
@@ -14696,7 +14696,7 @@ pub mod types {
                 ::std::string::String,
             >,
             version: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
+                ::std::option::Option<i64>,
                 ::std::string::String,
             >,
         }
@@ -14827,7 +14827,7 @@ pub mod types {
             }
             pub fn id<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.id = value
@@ -14957,7 +14957,7 @@ pub mod types {
             }
             pub fn version<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T: ::std::convert::TryInto<::std::option::Option<i64>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.version = value
@@ -15699,7 +15699,7 @@ pub mod types {
                 ::std::string::String,
             >,
             id: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
+                ::std::option::Option<::std::string::String>,
                 ::std::string::String,
             >,
             is_active: ::std::result::Result<
@@ -15715,7 +15715,7 @@ pub mod types {
                 ::std::string::String,
             >,
             version: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
+                ::std::option::Option<i64>,
                 ::std::string::String,
             >,
         }
@@ -15787,7 +15787,7 @@ pub mod types {
             }
             pub fn id<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.id = value
@@ -15833,7 +15833,7 @@ pub mod types {
             }
             pub fn version<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T: ::std::convert::TryInto<::std::option::Option<i64>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.version = value
@@ -16611,7 +16611,7 @@ pub mod types {
                 ::std::string::String,
             >,
             id: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
+                ::std::option::Option<::std::string::String>,
                 ::std::string::String,
             >,
             is_public: ::std::result::Result<
@@ -16639,7 +16639,7 @@ pub mod types {
                 ::std::string::String,
             >,
             version: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
+                ::std::option::Option<i64>,
                 ::std::string::String,
             >,
         }
@@ -16766,7 +16766,7 @@ pub mod types {
             }
             pub fn id<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.id = value
@@ -16852,7 +16852,7 @@ pub mod types {
             }
             pub fn version<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T: ::std::convert::TryInto<::std::option::Option<i64>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.version = value
@@ -20479,7 +20479,7 @@ pub mod types {
                 ::std::string::String,
             >,
             id: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
+                ::std::option::Option<::std::string::String>,
                 ::std::string::String,
             >,
             is_billable: ::std::result::Result<
@@ -20515,7 +20515,7 @@ pub mod types {
                 ::std::string::String,
             >,
             version: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
+                ::std::option::Option<i64>,
                 ::std::string::String,
             >,
         }
@@ -20592,7 +20592,7 @@ pub mod types {
             }
             pub fn id<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.id = value
@@ -20700,7 +20700,7 @@ pub mod types {
             }
             pub fn version<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T: ::std::convert::TryInto<::std::option::Option<i64>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.version = value
@@ -20781,7 +20781,7 @@ pub mod types {
                 ::std::string::String,
             >,
             id: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
+                ::std::option::Option<::std::string::String>,
                 ::std::string::String,
             >,
             is_active: ::std::result::Result<
@@ -20813,7 +20813,7 @@ pub mod types {
                 ::std::string::String,
             >,
             version: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
+                ::std::option::Option<i64>,
                 ::std::string::String,
             >,
         }
@@ -20915,7 +20915,7 @@ pub mod types {
             }
             pub fn id<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.id = value
@@ -21011,7 +21011,7 @@ pub mod types {
             }
             pub fn version<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T: ::std::convert::TryInto<::std::option::Option<i64>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.version = value
@@ -21537,7 +21537,7 @@ pub mod types {
                 ::std::string::String,
             >,
             id: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
+                ::std::option::Option<::std::string::String>,
                 ::std::string::String,
             >,
             name: ::std::result::Result<
@@ -21549,7 +21549,7 @@ pub mod types {
                 ::std::string::String,
             >,
             version: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
+                ::std::option::Option<i64>,
                 ::std::string::String,
             >,
         }
@@ -21635,7 +21635,7 @@ pub mod types {
             }
             pub fn id<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.id = value
@@ -21669,7 +21669,7 @@ pub mod types {
             }
             pub fn version<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T: ::std::convert::TryInto<::std::option::Option<i64>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.version = value
@@ -30053,7 +30053,7 @@ pub mod types {
                 ::std::string::String,
             >,
             id: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
+                ::std::option::Option<::std::string::String>,
                 ::std::string::String,
             >,
             is_active: ::std::result::Result<
@@ -30077,7 +30077,7 @@ pub mod types {
                 ::std::string::String,
             >,
             version: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
+                ::std::option::Option<i64>,
                 ::std::string::String,
             >,
         }
@@ -30164,7 +30164,7 @@ pub mod types {
             }
             pub fn id<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.id = value
@@ -30234,7 +30234,7 @@ pub mod types {
             }
             pub fn version<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T: ::std::convert::TryInto<::std::option::Option<i64>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.version = value
@@ -31184,7 +31184,7 @@ pub mod types {
                 ::std::string::String,
             >,
             id: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
+                ::std::option::Option<::std::string::String>,
                 ::std::string::String,
             >,
             name: ::std::result::Result<
@@ -31196,7 +31196,7 @@ pub mod types {
                 ::std::string::String,
             >,
             version: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
+                ::std::option::Option<i64>,
                 ::std::string::String,
             >,
         }
@@ -31280,7 +31280,7 @@ pub mod types {
             }
             pub fn id<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.id = value
@@ -31316,7 +31316,7 @@ pub mod types {
             }
             pub fn version<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T: ::std::convert::TryInto<::std::option::Option<i64>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.version = value
@@ -32102,7 +32102,7 @@ pub mod types {
                 ::std::string::String,
             >,
             id: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
+                ::std::option::Option<::std::string::String>,
                 ::std::string::String,
             >,
             is_signed: ::std::result::Result<
@@ -32122,7 +32122,7 @@ pub mod types {
                 ::std::string::String,
             >,
             version: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
+                ::std::option::Option<i64>,
                 ::std::string::String,
             >,
         }
@@ -32195,7 +32195,7 @@ pub mod types {
             }
             pub fn id<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.id = value
@@ -32255,7 +32255,7 @@ pub mod types {
             }
             pub fn version<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T: ::std::convert::TryInto<::std::option::Option<i64>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.version = value
@@ -32409,7 +32409,7 @@ pub mod types {
                 ::std::string::String,
             >,
             id: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
+                ::std::option::Option<::std::string::String>,
                 ::std::string::String,
             >,
             installation_date: ::std::result::Result<
@@ -32457,7 +32457,7 @@ pub mod types {
                 ::std::string::String,
             >,
             version: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
+                ::std::option::Option<i64>,
                 ::std::string::String,
             >,
             warranty_end_date: ::std::result::Result<
@@ -32583,7 +32583,7 @@ pub mod types {
             }
             pub fn id<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.id = value
@@ -32733,7 +32733,7 @@ pub mod types {
             }
             pub fn version<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T: ::std::convert::TryInto<::std::option::Option<i64>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.version = value
@@ -33447,7 +33447,7 @@ pub mod types {
                 ::std::string::String,
             >,
             id: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
+                ::std::option::Option<::std::string::String>,
                 ::std::string::String,
             >,
             is_template: ::std::result::Result<
@@ -33503,7 +33503,7 @@ pub mod types {
                 ::std::string::String,
             >,
             version: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
+                ::std::option::Option<i64>,
                 ::std::string::String,
             >,
         }
@@ -33729,7 +33729,7 @@ pub mod types {
             }
             pub fn id<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.id = value
@@ -33915,7 +33915,7 @@ pub mod types {
             }
             pub fn version<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T: ::std::convert::TryInto<::std::option::Option<i64>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.version = value
@@ -35286,7 +35286,7 @@ pub mod types {
                 ::std::string::String,
             >,
             id: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
+                ::std::option::Option<::std::string::String>,
                 ::std::string::String,
             >,
             is_done: ::std::result::Result<
@@ -35318,7 +35318,7 @@ pub mod types {
                 ::std::string::String,
             >,
             version: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
+                ::std::option::Option<i64>,
                 ::std::string::String,
             >,
         }
@@ -35381,7 +35381,7 @@ pub mod types {
             }
             pub fn id<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.id = value
@@ -35479,7 +35479,7 @@ pub mod types {
             }
             pub fn version<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T: ::std::convert::TryInto<::std::option::Option<i64>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.version = value
@@ -35552,7 +35552,7 @@ pub mod types {
                 ::std::string::String,
             >,
             id: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
+                ::std::option::Option<::std::string::String>,
                 ::std::string::String,
             >,
             is_active: ::std::result::Result<
@@ -35568,7 +35568,7 @@ pub mod types {
                 ::std::string::String,
             >,
             version: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
+                ::std::option::Option<i64>,
                 ::std::string::String,
             >,
         }
@@ -35653,7 +35653,7 @@ pub mod types {
             }
             pub fn id<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.id = value
@@ -35699,7 +35699,7 @@ pub mod types {
             }
             pub fn version<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T: ::std::convert::TryInto<::std::option::Option<i64>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.version = value
@@ -36116,7 +36116,7 @@ pub mod types {
                 ::std::string::String,
             >,
             id: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
+                ::std::option::Option<::std::string::String>,
                 ::std::string::String,
             >,
             item_type_id: ::std::result::Result<
@@ -36136,7 +36136,7 @@ pub mod types {
                 ::std::string::String,
             >,
             version: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
+                ::std::option::Option<i64>,
                 ::std::string::String,
             >,
             warehouse: ::std::result::Result<
@@ -36201,7 +36201,7 @@ pub mod types {
             }
             pub fn id<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.id = value
@@ -36261,7 +36261,7 @@ pub mod types {
             }
             pub fn version<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T: ::std::convert::TryInto<::std::option::Option<i64>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.version = value
@@ -37110,7 +37110,7 @@ pub mod types {
                 ::std::string::String,
             >,
             id: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
+                ::std::option::Option<::std::string::String>,
                 ::std::string::String,
             >,
             name: ::std::result::Result<
@@ -37118,7 +37118,7 @@ pub mod types {
                 ::std::string::String,
             >,
             version: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
+                ::std::option::Option<i64>,
                 ::std::string::String,
             >,
         }
@@ -37201,7 +37201,7 @@ pub mod types {
             }
             pub fn id<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.id = value
@@ -37223,7 +37223,7 @@ pub mod types {
             }
             pub fn version<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T: ::std::convert::TryInto<::std::option::Option<i64>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.version = value
@@ -37854,7 +37854,7 @@ pub mod types {
                 ::std::string::String,
             >,
             id: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
+                ::std::option::Option<::std::string::String>,
                 ::std::string::String,
             >,
             is_billable: ::std::result::Result<
@@ -37878,7 +37878,7 @@ pub mod types {
                 ::std::string::String,
             >,
             version: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
+                ::std::option::Option<i64>,
                 ::std::string::String,
             >,
         }
@@ -37995,7 +37995,7 @@ pub mod types {
             }
             pub fn id<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.id = value
@@ -38069,7 +38069,7 @@ pub mod types {
             }
             pub fn version<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T: ::std::convert::TryInto<::std::option::Option<i64>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.version = value
@@ -38740,7 +38740,7 @@ pub mod types {
                 ::std::string::String,
             >,
             id: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
+                ::std::option::Option<::std::string::String>,
                 ::std::string::String,
             >,
             is_active: ::std::result::Result<
@@ -38772,7 +38772,7 @@ pub mod types {
                 ::std::string::String,
             >,
             version: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
+                ::std::option::Option<i64>,
                 ::std::string::String,
             >,
         }
@@ -38889,7 +38889,7 @@ pub mod types {
             }
             pub fn id<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.id = value
@@ -38983,7 +38983,7 @@ pub mod types {
             }
             pub fn version<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T: ::std::convert::TryInto<::std::option::Option<i64>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.version = value

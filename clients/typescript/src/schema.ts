@@ -2450,16 +2450,19 @@ export interface components {
             EndDateTime?: string | null;
             /** @description Identifier of the record in a connected system (e.g. the ERP). */
             ExternalId?: string | null;
-            /** @description Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). */
-            Id?: components["schemas"]["EdmInt64"] | null;
+            /** @description Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). Always a string here (an upstream's number is written out). */
+            Id?: string;
             /** @description Id of the service request. */
             ServiceRequestId?: components["schemas"]["EdmInt64"] | null;
             /** @description Start of the appointment. */
             StartDateTime?: string | null;
             /** @description Subject of the appointment. */
             Subject?: string | null;
-            /** @description Optimistic-locking token; a write with a stale Version is refused. */
-            Version?: components["schemas"]["EdmInt64"] | null;
+            /**
+             * Format: int64
+             * @description Optimistic-locking token; a write with a stale Version is refused. Always an integer here (an upstream's string is read as one).
+             */
+            Version?: number;
         } & {
             [key: string]: unknown;
         };
@@ -2537,16 +2540,19 @@ export interface components {
             DateOfCreation?: string | null;
             /** @description Identifier of the record in a connected system (e.g. the ERP). */
             ExternalId?: string | null;
-            /** @description Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). */
-            Id?: components["schemas"]["EdmInt64"] | null;
+            /** @description Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). Always a string here (an upstream's number is written out). */
+            Id?: string;
             /** @description Whether the customer can see it. */
             IsPublic?: boolean | null;
             /** @description Id of the service request. */
             ServiceRequestId?: components["schemas"]["EdmInt64"] | null;
             /** @description Text of the comment. */
             Text?: string | null;
-            /** @description Optimistic-locking token; a write with a stale Version is refused. */
-            Version?: components["schemas"]["EdmInt64"] | null;
+            /**
+             * Format: int64
+             * @description Optimistic-locking token; a write with a stale Version is refused. Always an integer here (an upstream's string is read as one).
+             */
+            Version?: number;
         } & {
             [key: string]: unknown;
         };
@@ -2646,8 +2652,8 @@ export interface components {
             ExternalId?: string | null;
             /** @description Fax number. */
             Fax?: string | null;
-            /** @description Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). */
-            Id?: components["schemas"]["EdmInt64"] | null;
+            /** @description Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). Always a string here (an upstream's number is written out). */
+            Id?: string;
             /** @description Whether the company is archived. */
             IsArchived?: boolean | null;
             /** @description True for a private person, false for a company. */
@@ -2680,8 +2686,11 @@ export interface components {
             Telephone?: string | null;
             /** @description VAT identification number. */
             VatId?: string | null;
-            /** @description Optimistic-locking token; a write with a stale Version is refused. */
-            Version?: components["schemas"]["EdmInt64"] | null;
+            /**
+             * Format: int64
+             * @description Optimistic-locking token; a write with a stale Version is refused. Always an integer here (an upstream's string is read as one).
+             */
+            Version?: number;
             /** @description Web site address. */
             Website?: string | null;
         } & {
@@ -2710,8 +2719,8 @@ export interface components {
             Fax?: string | null;
             /** @description First name. */
             FirstName?: string | null;
-            /** @description Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). */
-            Id?: components["schemas"]["EdmInt64"] | null;
+            /** @description Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). Always a string here (an upstream's number is written out). */
+            Id?: string;
             /** @description Whether the contact is active. */
             IsActive?: boolean | null;
             /** @description Preferred language, e.g. de. */
@@ -2732,8 +2741,11 @@ export interface components {
             Telephone?: string | null;
             /** @description Academic or honorific title. */
             Title?: string | null;
-            /** @description Optimistic-locking token; a write with a stale Version is refused. */
-            Version?: components["schemas"]["EdmInt64"] | null;
+            /**
+             * Format: int64
+             * @description Optimistic-locking token; a write with a stale Version is refused. Always an integer here (an upstream's string is read as one).
+             */
+            Version?: number;
         } & {
             [key: string]: unknown;
         };
@@ -2820,16 +2832,19 @@ export interface components {
             Description?: string | null;
             /** @description Identifier of the record in a connected system (e.g. the ERP). */
             ExternalId?: string | null;
-            /** @description Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). */
-            Id?: components["schemas"]["EdmInt64"] | null;
+            /** @description Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). Always a string here (an upstream's number is written out). */
+            Id?: string;
             /** @description Whether the cost center can be used. */
             IsActive?: boolean | null;
             /** @description Name of the cost center. */
             Name?: string | null;
             /** @description Cost-center number. */
             Number?: string | null;
-            /** @description Optimistic-locking token; a write with a stale Version is refused. */
-            Version?: components["schemas"]["EdmInt64"] | null;
+            /**
+             * Format: int64
+             * @description Optimistic-locking token; a write with a stale Version is refused. Always an integer here (an upstream's string is read as one).
+             */
+            Version?: number;
         } & {
             [key: string]: unknown;
         };
@@ -2939,8 +2954,8 @@ export interface components {
             ExternalId?: string | null;
             /** @description File name including extension. */
             FileName?: string | null;
-            /** @description Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). */
-            Id?: components["schemas"]["EdmInt64"] | null;
+            /** @description Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). Always a string here (an upstream's number is written out). */
+            Id?: string;
             /** @description Whether the customer can see the document. */
             IsPublic?: boolean | null;
             /** @description Display name. */
@@ -2953,8 +2968,11 @@ export interface components {
             Size?: components["schemas"]["EdmInt64"] | null;
             /** @description Address the file can be downloaded from. */
             Uri?: string | null;
-            /** @description Optimistic-locking token; a write with a stale Version is refused. */
-            Version?: components["schemas"]["EdmInt64"] | null;
+            /**
+             * Format: int64
+             * @description Optimistic-locking token; a write with a stale Version is refused. Always an integer here (an upstream's string is read as one).
+             */
+            Version?: number;
         } & {
             [key: string]: unknown;
         };
@@ -3450,8 +3468,8 @@ export interface components {
             Description?: string | null;
             /** @description Identifier of the record in a connected system (e.g. the ERP). */
             ExternalId?: string | null;
-            /** @description Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). */
-            Id?: components["schemas"]["EdmInt64"] | null;
+            /** @description Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). Always a string here (an upstream's number is written out). */
+            Id?: string;
             /** @description Whether the item is billed to the customer. */
             IsBillable?: boolean | null;
             /** @description Id of the item type. */
@@ -3468,8 +3486,11 @@ export interface components {
             ServiceRequestId?: components["schemas"]["EdmInt64"] | null;
             /** @description Id of the unit of measure. */
             UnitId?: components["schemas"]["EdmInt64"] | null;
-            /** @description Optimistic-locking token; a write with a stale Version is refused. */
-            Version?: components["schemas"]["EdmInt64"] | null;
+            /**
+             * Format: int64
+             * @description Optimistic-locking token; a write with a stale Version is refused. Always an integer here (an upstream's string is read as one).
+             */
+            Version?: number;
         } & {
             [key: string]: unknown;
         };
@@ -3487,8 +3508,8 @@ export interface components {
             Ean?: string | null;
             /** @description Identifier of the record in a connected system (e.g. the ERP). */
             ExternalId?: string | null;
-            /** @description Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). */
-            Id?: components["schemas"]["EdmInt64"] | null;
+            /** @description Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). Always a string here (an upstream's number is written out). */
+            Id?: string;
             /** @description Whether the item type can be used. */
             IsActive?: boolean | null;
             /** @description Manufacturer. */
@@ -3503,8 +3524,11 @@ export interface components {
             UnitId?: components["schemas"]["EdmInt64"] | null;
             /** @description VAT rate in percent. */
             VAT?: components["schemas"]["EdmNumber"] | null;
-            /** @description Optimistic-locking token; a write with a stale Version is refused. */
-            Version?: components["schemas"]["EdmInt64"] | null;
+            /**
+             * Format: int64
+             * @description Optimistic-locking token; a write with a stale Version is refused. Always an integer here (an upstream's string is read as one).
+             */
+            Version?: number;
         } & {
             [key: string]: unknown;
         };
@@ -3573,14 +3597,17 @@ export interface components {
             Description?: string | null;
             /** @description Identifier of the record in a connected system (e.g. the ERP). */
             ExternalId?: string | null;
-            /** @description Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). */
-            Id?: components["schemas"]["EdmInt64"] | null;
+            /** @description Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). Always a string here (an upstream's number is written out). */
+            Id?: string;
             /** @description Name of the unit, e.g. Piece. */
             Name?: string | null;
             /** @description Abbreviation, e.g. pc. */
             ShortName?: string | null;
-            /** @description Optimistic-locking token; a write with a stale Version is refused. */
-            Version?: components["schemas"]["EdmInt64"] | null;
+            /**
+             * Format: int64
+             * @description Optimistic-locking token; a write with a stale Version is refused. Always an integer here (an upstream's string is read as one).
+             */
+            Version?: number;
         } & {
             [key: string]: unknown;
         };
@@ -4681,8 +4708,8 @@ export interface components {
             Description?: string | null;
             /** @description Identifier of the record in a connected system (e.g. the ERP). */
             ExternalId?: string | null;
-            /** @description Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). */
-            Id?: components["schemas"]["EdmInt64"] | null;
+            /** @description Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). Always a string here (an upstream's number is written out). */
+            Id?: string;
             /** @description Whether the product is active. */
             IsActive?: boolean | null;
             /** @description Manufacturer. */
@@ -4693,8 +4720,11 @@ export interface components {
             Name?: string | null;
             /** @description Internal note. */
             Note?: string | null;
-            /** @description Optimistic-locking token; a write with a stale Version is refused. */
-            Version?: components["schemas"]["EdmInt64"] | null;
+            /**
+             * Format: int64
+             * @description Optimistic-locking token; a write with a stale Version is refused. Always an integer here (an upstream's string is read as one).
+             */
+            Version?: number;
         } & {
             [key: string]: unknown;
         };
@@ -4829,8 +4859,8 @@ export interface components {
             Description?: string | null;
             /** @description Identifier of the record in a connected system (e.g. the ERP). */
             ExternalId?: string | null;
-            /** @description Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). */
-            Id?: components["schemas"]["EdmInt64"] | null;
+            /** @description Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). Always a string here (an upstream's number is written out). */
+            Id?: string;
             /** @description Name of the qualification. */
             Name?: string | null;
             /**
@@ -4838,8 +4868,11 @@ export interface components {
              * @description How long a certificate stays valid, in months.
              */
             ValidityMonths?: number | null;
-            /** @description Optimistic-locking token; a write with a stale Version is refused. */
-            Version?: components["schemas"]["EdmInt64"] | null;
+            /**
+             * Format: int64
+             * @description Optimistic-locking token; a write with a stale Version is refused. Always an integer here (an upstream's string is read as one).
+             */
+            Version?: number;
         } & {
             [key: string]: unknown;
         };
@@ -4956,8 +4989,8 @@ export interface components {
             DocumentName?: string | null;
             /** @description Identifier of the record in a connected system (e.g. the ERP). */
             ExternalId?: string | null;
-            /** @description Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). */
-            Id?: components["schemas"]["EdmInt64"] | null;
+            /** @description Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). Always a string here (an upstream's number is written out). */
+            Id?: string;
             /** @description Whether the customer signed the report. */
             IsSigned?: boolean | null;
             /** @description Name of the report. */
@@ -4966,8 +4999,11 @@ export interface components {
             ServiceRequestId?: components["schemas"]["EdmInt64"] | null;
             /** @description Address the report can be downloaded from. */
             Uri?: string | null;
-            /** @description Optimistic-locking token; a write with a stale Version is refused. */
-            Version?: components["schemas"]["EdmInt64"] | null;
+            /**
+             * Format: int64
+             * @description Optimistic-locking token; a write with a stale Version is refused. Always an integer here (an upstream's string is read as one).
+             */
+            Version?: number;
         } & {
             [key: string]: unknown;
         };
@@ -4994,8 +5030,8 @@ export interface components {
             Description?: string | null;
             /** @description Identifier of the record in a connected system (e.g. the ERP). */
             ExternalId?: string | null;
-            /** @description Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). */
-            Id?: components["schemas"]["EdmInt64"] | null;
+            /** @description Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). Always a string here (an upstream's number is written out). */
+            Id?: string;
             /** @description When the object was installed. */
             InstallationDate?: string | null;
             /** @description Inventory number. */
@@ -5018,8 +5054,11 @@ export interface components {
             SerialNumber?: string | null;
             /** @description Tags attached to the object. */
             Tags?: components["schemas"]["Tag"][] | null;
-            /** @description Optimistic-locking token; a write with a stale Version is refused. */
-            Version?: components["schemas"]["EdmInt64"] | null;
+            /**
+             * Format: int64
+             * @description Optimistic-locking token; a write with a stale Version is refused. Always an integer here (an upstream's string is read as one).
+             */
+            Version?: number;
             /** @description When the warranty ends. */
             WarrantyEndDate?: string | null;
         } & {
@@ -5117,8 +5156,8 @@ export interface components {
             ExternalId?: string | null;
             /** @description Reference of the customer or a connected system, e.g. an order number. */
             ExternalReference?: string | null;
-            /** @description Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). */
-            Id?: components["schemas"]["EdmInt64"] | null;
+            /** @description Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). Always a string here (an upstream's number is written out). */
+            Id?: string;
             /** @description Whether the record is a template for new requests. */
             IsTemplate?: boolean | null;
             /** @description Items (material, services) used. */
@@ -5145,8 +5184,11 @@ export interface components {
             Tags?: components["schemas"]["Tag"][] | null;
             /** @description Kind of request, e.g. Maintenance, Repair, Installation. */
             Type?: string | null;
-            /** @description Optimistic-locking token; a write with a stale Version is refused. */
-            Version?: components["schemas"]["EdmInt64"] | null;
+            /**
+             * Format: int64
+             * @description Optimistic-locking token; a write with a stale Version is refused. Always an integer here (an upstream's string is read as one).
+             */
+            Version?: number;
         } & {
             [key: string]: unknown;
         };
@@ -5276,8 +5318,8 @@ export interface components {
             DateOfCreation?: string | null;
             /** @description Identifier of the record in a connected system (e.g. the ERP). */
             ExternalId?: string | null;
-            /** @description Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). */
-            Id?: components["schemas"]["EdmInt64"] | null;
+            /** @description Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). Always a string here (an upstream's number is written out). */
+            Id?: string;
             /** @description Whether the step is done. */
             IsDone?: boolean | null;
             /** @description Text of the step. */
@@ -5295,8 +5337,11 @@ export interface components {
             Type?: string | null;
             /** @description Value entered for the step, if any. */
             Value?: string | null;
-            /** @description Optimistic-locking token; a write with a stale Version is refused. */
-            Version?: components["schemas"]["EdmInt64"] | null;
+            /**
+             * Format: int64
+             * @description Optimistic-locking token; a write with a stale Version is refused. Always an integer here (an upstream's string is read as one).
+             */
+            Version?: number;
         } & {
             [key: string]: unknown;
         };
@@ -5312,8 +5357,8 @@ export interface components {
             Description?: string | null;
             /** @description Identifier of the record in a connected system (e.g. the ERP). */
             ExternalId?: string | null;
-            /** @description Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). */
-            Id?: components["schemas"]["EdmInt64"] | null;
+            /** @description Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). Always a string here (an upstream's number is written out). */
+            Id?: string;
             /** @description Whether the template can be used. */
             IsActive?: boolean | null;
             /** @description Name of the checklist. */
@@ -5323,8 +5368,11 @@ export interface components {
              * @description Position in lists.
              */
             SortOrder?: number | null;
-            /** @description Optimistic-locking token; a write with a stale Version is refused. */
-            Version?: components["schemas"]["EdmInt64"] | null;
+            /**
+             * Format: int64
+             * @description Optimistic-locking token; a write with a stale Version is refused. Always an integer here (an upstream's string is read as one).
+             */
+            Version?: number;
         } & {
             [key: string]: unknown;
         };
@@ -5379,8 +5427,8 @@ export interface components {
             DateOfCreation?: string | null;
             /** @description Identifier of the record in a connected system (e.g. the ERP). */
             ExternalId?: string | null;
-            /** @description Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). */
-            Id?: components["schemas"]["EdmInt64"] | null;
+            /** @description Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). Always a string here (an upstream's number is written out). */
+            Id?: string;
             /** @description Id of the item type moved. */
             ItemTypeId?: components["schemas"]["EdmInt64"] | null;
             /** @description When the stock moved. */
@@ -5389,8 +5437,11 @@ export interface components {
             Quantity?: components["schemas"]["EdmNumber"] | null;
             /** @description Id of the service request. */
             ServiceRequestId?: components["schemas"]["EdmInt64"] | null;
-            /** @description Optimistic-locking token; a write with a stale Version is refused. */
-            Version?: components["schemas"]["EdmInt64"] | null;
+            /**
+             * Format: int64
+             * @description Optimistic-locking token; a write with a stale Version is refused. Always an integer here (an upstream's string is read as one).
+             */
+            Version?: number;
             /** @description Warehouse or vehicle stock the movement belongs to. */
             Warehouse?: string | null;
         } & {
@@ -5529,12 +5580,15 @@ export interface components {
             Description?: string | null;
             /** @description Identifier of the record in a connected system (e.g. the ERP). */
             ExternalId?: string | null;
-            /** @description Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). */
-            Id?: components["schemas"]["EdmInt64"] | null;
+            /** @description Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). Always a string here (an upstream's number is written out). */
+            Id?: string;
             /** @description Name of the tag. */
             Name?: string | null;
-            /** @description Optimistic-locking token; a write with a stale Version is refused. */
-            Version?: components["schemas"]["EdmInt64"] | null;
+            /**
+             * Format: int64
+             * @description Optimistic-locking token; a write with a stale Version is refused. Always an integer here (an upstream's string is read as one).
+             */
+            Version?: number;
         } & {
             [key: string]: unknown;
         };
@@ -5615,8 +5669,8 @@ export interface components {
             EndDateTime?: string | null;
             /** @description Identifier of the record in a connected system (e.g. the ERP). */
             ExternalId?: string | null;
-            /** @description Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). */
-            Id?: components["schemas"]["EdmInt64"] | null;
+            /** @description Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). Always a string here (an upstream's number is written out). */
+            Id?: string;
             /** @description Whether the time is billed to the customer. */
             IsBillable?: boolean | null;
             /** @description Id of the service request the time was spent on. */
@@ -5627,8 +5681,11 @@ export interface components {
             Type?: string | null;
             /** @description Id of the user who booked the time. */
             UserId?: components["schemas"]["EdmInt64"] | null;
-            /** @description Optimistic-locking token; a write with a stale Version is refused. */
-            Version?: components["schemas"]["EdmInt64"] | null;
+            /**
+             * Format: int64
+             * @description Optimistic-locking token; a write with a stale Version is refused. Always an integer here (an upstream's string is read as one).
+             */
+            Version?: number;
         } & {
             [key: string]: unknown;
         };
@@ -5707,8 +5764,8 @@ export interface components {
             ExternalId?: string | null;
             /** @description First name. */
             FirstName?: string | null;
-            /** @description Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). */
-            Id?: components["schemas"]["EdmInt64"] | null;
+            /** @description Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). Always a string here (an upstream's number is written out). */
+            Id?: string;
             /** @description Whether the user can log in. */
             IsActive?: boolean | null;
             /** @description Preferred language, e.g. de. */
@@ -5723,8 +5780,11 @@ export interface components {
             Telephone?: string | null;
             /** @description Login name. */
             UserName?: string | null;
-            /** @description Optimistic-locking token; a write with a stale Version is refused. */
-            Version?: components["schemas"]["EdmInt64"] | null;
+            /**
+             * Format: int64
+             * @description Optimistic-locking token; a write with a stale Version is refused. Always an integer here (an upstream's string is read as one).
+             */
+            Version?: number;
         } & {
             [key: string]: unknown;
         };
@@ -7044,7 +7104,7 @@ export interface operations {
                      *           "Email": "office@acme.example",
                      *           "ExternalId": "1001",
                      *           "Fax": "example",
-                     *           "Id": "example",
+                     *           "Id": "1001",
                      *           "IsArchived": true,
                      *           "IsPhysicalPerson": true,
                      *           "Language": "example",
@@ -7057,7 +7117,7 @@ export interface operations {
                      *           "SupportTelephone": "example",
                      *           "Telephone": "example",
                      *           "VatId": "1001",
-                     *           "Version": "example",
+                     *           "Version": 1,
                      *           "Website": "example"
                      *         }
                      *       ],
@@ -7116,7 +7176,7 @@ export interface operations {
                      *         "Email": "office@acme.example",
                      *         "ExternalId": "1001",
                      *         "Fax": "example",
-                     *         "Id": "example",
+                     *         "Id": "1001",
                      *         "IsArchived": true,
                      *         "IsPhysicalPerson": true,
                      *         "Language": "example",
@@ -7129,7 +7189,7 @@ export interface operations {
                      *         "SupportTelephone": "example",
                      *         "Telephone": "example",
                      *         "VatId": "1001",
-                     *         "Version": "example",
+                     *         "Version": 1,
                      *         "Website": "example"
                      *       },
                      *       "fieldReportResponse": {}
@@ -7190,7 +7250,7 @@ export interface operations {
                      *           "ExternalId": "1001",
                      *           "Fax": "example",
                      *           "FirstName": "Example",
-                     *           "Id": "example",
+                     *           "Id": "1001",
                      *           "IsActive": true,
                      *           "Language": "example",
                      *           "LastName": "Example",
@@ -7200,7 +7260,7 @@ export interface operations {
                      *           "Salutation": "example",
                      *           "Telephone": "example",
                      *           "Title": "example",
-                     *           "Version": "example"
+                     *           "Version": 1
                      *         }
                      *       ],
                      *       "CostCenterId": "example",
@@ -7210,7 +7270,7 @@ export interface operations {
                      *       "Email": "office@acme.example",
                      *       "ExternalId": "1001",
                      *       "Fax": "example",
-                     *       "Id": "example",
+                     *       "Id": "1001",
                      *       "IsArchived": true,
                      *       "IsPhysicalPerson": true,
                      *       "Language": "example",
@@ -7232,7 +7292,7 @@ export interface operations {
                      *         "ExternalId": "1001",
                      *         "Fax": "example",
                      *         "FirstName": "Example",
-                     *         "Id": "example",
+                     *         "Id": "1001",
                      *         "IsActive": true,
                      *         "Language": "example",
                      *         "LastName": "Example",
@@ -7242,7 +7302,7 @@ export interface operations {
                      *         "Salutation": "example",
                      *         "Telephone": "example",
                      *         "Title": "example",
-                     *         "Version": "example"
+                     *         "Version": 1
                      *       },
                      *       "MainContactId": "example",
                      *       "MobilePhone": "example",
@@ -7256,7 +7316,7 @@ export interface operations {
                      *           "DateOfCreation": "2026-11-27T10:00:00Z",
                      *           "Description": "example",
                      *           "ExternalId": "1001",
-                     *           "Id": "example",
+                     *           "Id": "1001",
                      *           "InstallationDate": "example",
                      *           "InventoryNumber": "example",
                      *           "IsActive": true,
@@ -7265,7 +7325,7 @@ export interface operations {
                      *           "ParentServiceObjectId": "example",
                      *           "ProductId": "example",
                      *           "SerialNumber": "example",
-                     *           "Version": "example",
+                     *           "Version": 1,
                      *           "WarrantyEndDate": "example"
                      *         }
                      *       ],
@@ -7278,14 +7338,14 @@ export interface operations {
                      *           "DateOfCreation": "2026-11-27T10:00:00Z",
                      *           "Description": "example",
                      *           "ExternalId": "1001",
-                     *           "Id": "example",
+                     *           "Id": "1001",
                      *           "Name": "Example",
-                     *           "Version": "example"
+                     *           "Version": 1
                      *         }
                      *       ],
                      *       "Telephone": "example",
                      *       "VatId": "1001",
-                     *       "Version": "example",
+                     *       "Version": 1,
                      *       "Website": "example"
                      *     }
                      */
@@ -7339,7 +7399,7 @@ export interface operations {
                      *         "Email": "office@acme.example",
                      *         "ExternalId": "1001",
                      *         "Fax": "example",
-                     *         "Id": "example",
+                     *         "Id": "1001",
                      *         "IsArchived": true,
                      *         "IsPhysicalPerson": true,
                      *         "Language": "example",
@@ -7352,7 +7412,7 @@ export interface operations {
                      *         "SupportTelephone": "example",
                      *         "Telephone": "example",
                      *         "VatId": "1001",
-                     *         "Version": "example",
+                     *         "Version": 1,
                      *         "Website": "example"
                      *       },
                      *       "fieldReportResponse": {}
@@ -7463,7 +7523,7 @@ export interface operations {
                      *         "Email": "office@acme.example",
                      *         "ExternalId": "1001",
                      *         "Fax": "example",
-                     *         "Id": "example",
+                     *         "Id": "1001",
                      *         "IsArchived": true,
                      *         "IsPhysicalPerson": true,
                      *         "Language": "example",
@@ -7476,7 +7536,7 @@ export interface operations {
                      *         "SupportTelephone": "example",
                      *         "Telephone": "example",
                      *         "VatId": "1001",
-                     *         "Version": "example",
+                     *         "Version": 1,
                      *         "Website": "example"
                      *       },
                      *       "fieldReportResponse": {}
@@ -7531,7 +7591,7 @@ export interface operations {
                      *           "ExternalId": "1001",
                      *           "Fax": "example",
                      *           "FirstName": "Example",
-                     *           "Id": "example",
+                     *           "Id": "1001",
                      *           "IsActive": true,
                      *           "Language": "example",
                      *           "LastName": "Example",
@@ -7541,7 +7601,7 @@ export interface operations {
                      *           "Salutation": "example",
                      *           "Telephone": "example",
                      *           "Title": "example",
-                     *           "Version": "example"
+                     *           "Version": 1
                      *         }
                      *       ],
                      *       "meta": {
@@ -7600,7 +7660,7 @@ export interface operations {
                      *         "ExternalId": "1001",
                      *         "Fax": "example",
                      *         "FirstName": "Example",
-                     *         "Id": "example",
+                     *         "Id": "1001",
                      *         "IsActive": true,
                      *         "Language": "example",
                      *         "LastName": "Example",
@@ -7610,7 +7670,7 @@ export interface operations {
                      *         "Salutation": "example",
                      *         "Telephone": "example",
                      *         "Title": "example",
-                     *         "Version": "example"
+                     *         "Version": 1
                      *       },
                      *       "fieldReportResponse": {}
                      *     }
@@ -7659,7 +7719,7 @@ export interface operations {
                      *       "ExternalId": "1001",
                      *       "Fax": "example",
                      *       "FirstName": "Example",
-                     *       "Id": "example",
+                     *       "Id": "1001",
                      *       "IsActive": true,
                      *       "Language": "example",
                      *       "LastName": "Example",
@@ -7678,7 +7738,7 @@ export interface operations {
                      *       "Salutation": "example",
                      *       "Telephone": "example",
                      *       "Title": "example",
-                     *       "Version": "example"
+                     *       "Version": 1
                      *     }
                      */
                     "application/json": components["schemas"]["Contact"];
@@ -7732,7 +7792,7 @@ export interface operations {
                      *         "ExternalId": "1001",
                      *         "Fax": "example",
                      *         "FirstName": "Example",
-                     *         "Id": "example",
+                     *         "Id": "1001",
                      *         "IsActive": true,
                      *         "Language": "example",
                      *         "LastName": "Example",
@@ -7742,7 +7802,7 @@ export interface operations {
                      *         "Salutation": "example",
                      *         "Telephone": "example",
                      *         "Title": "example",
-                     *         "Version": "example"
+                     *         "Version": 1
                      *       },
                      *       "fieldReportResponse": {}
                      *     }
@@ -7853,7 +7913,7 @@ export interface operations {
                      *         "ExternalId": "1001",
                      *         "Fax": "example",
                      *         "FirstName": "Example",
-                     *         "Id": "example",
+                     *         "Id": "1001",
                      *         "IsActive": true,
                      *         "Language": "example",
                      *         "LastName": "Example",
@@ -7863,7 +7923,7 @@ export interface operations {
                      *         "Salutation": "example",
                      *         "Telephone": "example",
                      *         "Title": "example",
-                     *         "Version": "example"
+                     *         "Version": 1
                      *       },
                      *       "fieldReportResponse": {}
                      *     }
@@ -7913,11 +7973,11 @@ export interface operations {
                      *           "DateOfCreation": "2026-11-27T10:00:00Z",
                      *           "Description": "example",
                      *           "ExternalId": "1001",
-                     *           "Id": "example",
+                     *           "Id": "1001",
                      *           "IsActive": true,
                      *           "Name": "Example",
                      *           "Number": "example",
-                     *           "Version": "example"
+                     *           "Version": 1
                      *         }
                      *       ],
                      *       "meta": {
@@ -7972,11 +8032,11 @@ export interface operations {
                      *         "DateOfCreation": "2026-11-27T10:00:00Z",
                      *         "Description": "example",
                      *         "ExternalId": "1001",
-                     *         "Id": "example",
+                     *         "Id": "1001",
                      *         "IsActive": true,
                      *         "Name": "Example",
                      *         "Number": "example",
-                     *         "Version": "example"
+                     *         "Version": 1
                      *       },
                      *       "fieldReportResponse": {}
                      *     }
@@ -8021,11 +8081,11 @@ export interface operations {
                      *       "DateOfCreation": "2026-11-27T10:00:00Z",
                      *       "Description": "example",
                      *       "ExternalId": "1001",
-                     *       "Id": "example",
+                     *       "Id": "1001",
                      *       "IsActive": true,
                      *       "Name": "Example",
                      *       "Number": "example",
-                     *       "Version": "example"
+                     *       "Version": 1
                      *     }
                      */
                     "application/json": components["schemas"]["CostCenter"];
@@ -8075,11 +8135,11 @@ export interface operations {
                      *         "DateOfCreation": "2026-11-27T10:00:00Z",
                      *         "Description": "example",
                      *         "ExternalId": "1001",
-                     *         "Id": "example",
+                     *         "Id": "1001",
                      *         "IsActive": true,
                      *         "Name": "Example",
                      *         "Number": "example",
-                     *         "Version": "example"
+                     *         "Version": 1
                      *       },
                      *       "fieldReportResponse": {}
                      *     }
@@ -8186,11 +8246,11 @@ export interface operations {
                      *         "DateOfCreation": "2026-11-27T10:00:00Z",
                      *         "Description": "example",
                      *         "ExternalId": "1001",
-                     *         "Id": "example",
+                     *         "Id": "1001",
                      *         "IsActive": true,
                      *         "Name": "Example",
                      *         "Number": "example",
-                     *         "Version": "example"
+                     *         "Version": 1
                      *       },
                      *       "fieldReportResponse": {}
                      *     }
@@ -8244,14 +8304,14 @@ export interface operations {
                      *           "DocumentType": "example",
                      *           "ExternalId": "1001",
                      *           "FileName": "Example",
-                     *           "Id": "example",
+                     *           "Id": "1001",
                      *           "IsPublic": true,
                      *           "Name": "Example",
                      *           "ServiceObjectId": "example",
                      *           "ServiceRequestId": "example",
                      *           "Size": "example",
                      *           "Uri": "example",
-                     *           "Version": "example"
+                     *           "Version": 1
                      *         }
                      *       ],
                      *       "meta": {
@@ -8310,14 +8370,14 @@ export interface operations {
                      *         "DocumentType": "example",
                      *         "ExternalId": "1001",
                      *         "FileName": "Example",
-                     *         "Id": "example",
+                     *         "Id": "1001",
                      *         "IsPublic": true,
                      *         "Name": "Example",
                      *         "ServiceObjectId": "example",
                      *         "ServiceRequestId": "example",
                      *         "Size": "example",
                      *         "Uri": "example",
-                     *         "Version": "example"
+                     *         "Version": 1
                      *       },
                      *       "fieldReportResponse": {}
                      *     }
@@ -8366,14 +8426,14 @@ export interface operations {
                      *       "DocumentType": "example",
                      *       "ExternalId": "1001",
                      *       "FileName": "Example",
-                     *       "Id": "example",
+                     *       "Id": "1001",
                      *       "IsPublic": true,
                      *       "Name": "Example",
                      *       "ServiceObjectId": "example",
                      *       "ServiceRequestId": "example",
                      *       "Size": "example",
                      *       "Uri": "example",
-                     *       "Version": "example"
+                     *       "Version": 1
                      *     }
                      */
                     "application/json": components["schemas"]["Document"];
@@ -8427,14 +8487,14 @@ export interface operations {
                      *         "DocumentType": "example",
                      *         "ExternalId": "1001",
                      *         "FileName": "Example",
-                     *         "Id": "example",
+                     *         "Id": "1001",
                      *         "IsPublic": true,
                      *         "Name": "Example",
                      *         "ServiceObjectId": "example",
                      *         "ServiceRequestId": "example",
                      *         "Size": "example",
                      *         "Uri": "example",
-                     *         "Version": "example"
+                     *         "Version": 1
                      *       },
                      *       "fieldReportResponse": {}
                      *     }
@@ -8545,14 +8605,14 @@ export interface operations {
                      *         "DocumentType": "example",
                      *         "ExternalId": "1001",
                      *         "FileName": "Example",
-                     *         "Id": "example",
+                     *         "Id": "1001",
                      *         "IsPublic": true,
                      *         "Name": "Example",
                      *         "ServiceObjectId": "example",
                      *         "ServiceRequestId": "example",
                      *         "Size": "example",
                      *         "Uri": "example",
-                     *         "Version": "example"
+                     *         "Version": 1
                      *       },
                      *       "fieldReportResponse": {}
                      *     }
@@ -8604,7 +8664,7 @@ export interface operations {
                      *           "Description": "example",
                      *           "Ean": "example",
                      *           "ExternalId": "1001",
-                     *           "Id": "example",
+                     *           "Id": "1001",
                      *           "IsActive": true,
                      *           "Manufacturer": "example",
                      *           "NameOrNumber": "example",
@@ -8612,7 +8672,7 @@ export interface operations {
                      *           "Type": "example",
                      *           "UnitId": "example",
                      *           "VAT": "example",
-                     *           "Version": "example"
+                     *           "Version": 1
                      *         }
                      *       ],
                      *       "meta": {
@@ -8669,7 +8729,7 @@ export interface operations {
                      *         "Description": "example",
                      *         "Ean": "example",
                      *         "ExternalId": "1001",
-                     *         "Id": "example",
+                     *         "Id": "1001",
                      *         "IsActive": true,
                      *         "Manufacturer": "example",
                      *         "NameOrNumber": "example",
@@ -8677,7 +8737,7 @@ export interface operations {
                      *         "Type": "example",
                      *         "UnitId": "example",
                      *         "VAT": "example",
-                     *         "Version": "example"
+                     *         "Version": 1
                      *       },
                      *       "fieldReportResponse": {}
                      *     }
@@ -8724,7 +8784,7 @@ export interface operations {
                      *       "Description": "example",
                      *       "Ean": "example",
                      *       "ExternalId": "1001",
-                     *       "Id": "example",
+                     *       "Id": "1001",
                      *       "IsActive": true,
                      *       "Manufacturer": "example",
                      *       "NameOrNumber": "example",
@@ -8732,7 +8792,7 @@ export interface operations {
                      *       "Type": "example",
                      *       "UnitId": "example",
                      *       "VAT": "example",
-                     *       "Version": "example"
+                     *       "Version": 1
                      *     }
                      */
                     "application/json": components["schemas"]["ItemType"];
@@ -8784,7 +8844,7 @@ export interface operations {
                      *         "Description": "example",
                      *         "Ean": "example",
                      *         "ExternalId": "1001",
-                     *         "Id": "example",
+                     *         "Id": "1001",
                      *         "IsActive": true,
                      *         "Manufacturer": "example",
                      *         "NameOrNumber": "example",
@@ -8792,7 +8852,7 @@ export interface operations {
                      *         "Type": "example",
                      *         "UnitId": "example",
                      *         "VAT": "example",
-                     *         "Version": "example"
+                     *         "Version": 1
                      *       },
                      *       "fieldReportResponse": {}
                      *     }
@@ -8901,7 +8961,7 @@ export interface operations {
                      *         "Description": "example",
                      *         "Ean": "example",
                      *         "ExternalId": "1001",
-                     *         "Id": "example",
+                     *         "Id": "1001",
                      *         "IsActive": true,
                      *         "Manufacturer": "example",
                      *         "NameOrNumber": "example",
@@ -8909,7 +8969,7 @@ export interface operations {
                      *         "Type": "example",
                      *         "UnitId": "example",
                      *         "VAT": "example",
-                     *         "Version": "example"
+                     *         "Version": 1
                      *       },
                      *       "fieldReportResponse": {}
                      *     }
@@ -8960,10 +9020,10 @@ export interface operations {
                      *           "DecimalPlaces": 1,
                      *           "Description": "example",
                      *           "ExternalId": "1001",
-                     *           "Id": "example",
+                     *           "Id": "1001",
                      *           "Name": "Example",
                      *           "ShortName": "Example",
-                     *           "Version": "example"
+                     *           "Version": 1
                      *         }
                      *       ],
                      *       "meta": {
@@ -9019,10 +9079,10 @@ export interface operations {
                      *         "DecimalPlaces": 1,
                      *         "Description": "example",
                      *         "ExternalId": "1001",
-                     *         "Id": "example",
+                     *         "Id": "1001",
                      *         "Name": "Example",
                      *         "ShortName": "Example",
-                     *         "Version": "example"
+                     *         "Version": 1
                      *       },
                      *       "fieldReportResponse": {}
                      *     }
@@ -9068,10 +9128,10 @@ export interface operations {
                      *       "DecimalPlaces": 1,
                      *       "Description": "example",
                      *       "ExternalId": "1001",
-                     *       "Id": "example",
+                     *       "Id": "1001",
                      *       "Name": "Example",
                      *       "ShortName": "Example",
-                     *       "Version": "example"
+                     *       "Version": 1
                      *     }
                      */
                     "application/json": components["schemas"]["ItemUnit"];
@@ -9122,10 +9182,10 @@ export interface operations {
                      *         "DecimalPlaces": 1,
                      *         "Description": "example",
                      *         "ExternalId": "1001",
-                     *         "Id": "example",
+                     *         "Id": "1001",
                      *         "Name": "Example",
                      *         "ShortName": "Example",
-                     *         "Version": "example"
+                     *         "Version": 1
                      *       },
                      *       "fieldReportResponse": {}
                      *     }
@@ -9233,10 +9293,10 @@ export interface operations {
                      *         "DecimalPlaces": 1,
                      *         "Description": "example",
                      *         "ExternalId": "1001",
-                     *         "Id": "example",
+                     *         "Id": "1001",
                      *         "Name": "Example",
                      *         "ShortName": "Example",
-                     *         "Version": "example"
+                     *         "Version": 1
                      *       },
                      *       "fieldReportResponse": {}
                      *     }
@@ -9286,7 +9346,7 @@ export interface operations {
                      *           "DateOfCreation": "2026-11-27T10:00:00Z",
                      *           "Description": "example",
                      *           "ExternalId": "1001",
-                     *           "Id": "example",
+                     *           "Id": "1001",
                      *           "IsBillable": true,
                      *           "ItemTypeId": "example",
                      *           "Name": "Example",
@@ -9295,7 +9355,7 @@ export interface operations {
                      *           "SerialNumber": "example",
                      *           "ServiceRequestId": "example",
                      *           "UnitId": "example",
-                     *           "Version": "example"
+                     *           "Version": 1
                      *         }
                      *       ],
                      *       "meta": {
@@ -9350,7 +9410,7 @@ export interface operations {
                      *         "DateOfCreation": "2026-11-27T10:00:00Z",
                      *         "Description": "example",
                      *         "ExternalId": "1001",
-                     *         "Id": "example",
+                     *         "Id": "1001",
                      *         "IsBillable": true,
                      *         "ItemTypeId": "example",
                      *         "Name": "Example",
@@ -9359,7 +9419,7 @@ export interface operations {
                      *         "SerialNumber": "example",
                      *         "ServiceRequestId": "example",
                      *         "UnitId": "example",
-                     *         "Version": "example"
+                     *         "Version": 1
                      *       },
                      *       "fieldReportResponse": {}
                      *     }
@@ -9404,7 +9464,7 @@ export interface operations {
                      *       "DateOfCreation": "2026-11-27T10:00:00Z",
                      *       "Description": "example",
                      *       "ExternalId": "1001",
-                     *       "Id": "example",
+                     *       "Id": "1001",
                      *       "IsBillable": true,
                      *       "ItemTypeId": "example",
                      *       "Name": "Example",
@@ -9413,7 +9473,7 @@ export interface operations {
                      *       "SerialNumber": "example",
                      *       "ServiceRequestId": "example",
                      *       "UnitId": "example",
-                     *       "Version": "example"
+                     *       "Version": 1
                      *     }
                      */
                     "application/json": components["schemas"]["Item"];
@@ -9463,7 +9523,7 @@ export interface operations {
                      *         "DateOfCreation": "2026-11-27T10:00:00Z",
                      *         "Description": "example",
                      *         "ExternalId": "1001",
-                     *         "Id": "example",
+                     *         "Id": "1001",
                      *         "IsBillable": true,
                      *         "ItemTypeId": "example",
                      *         "Name": "Example",
@@ -9472,7 +9532,7 @@ export interface operations {
                      *         "SerialNumber": "example",
                      *         "ServiceRequestId": "example",
                      *         "UnitId": "example",
-                     *         "Version": "example"
+                     *         "Version": 1
                      *       },
                      *       "fieldReportResponse": {}
                      *     }
@@ -9579,7 +9639,7 @@ export interface operations {
                      *         "DateOfCreation": "2026-11-27T10:00:00Z",
                      *         "Description": "example",
                      *         "ExternalId": "1001",
-                     *         "Id": "example",
+                     *         "Id": "1001",
                      *         "IsBillable": true,
                      *         "ItemTypeId": "example",
                      *         "Name": "Example",
@@ -9588,7 +9648,7 @@ export interface operations {
                      *         "SerialNumber": "example",
                      *         "ServiceRequestId": "example",
                      *         "UnitId": "example",
-                     *         "Version": "example"
+                     *         "Version": 1
                      *       },
                      *       "fieldReportResponse": {}
                      *     }
@@ -9853,13 +9913,13 @@ export interface operations {
                      *           "DateOfCreation": "2026-11-27T10:00:00Z",
                      *           "Description": "example",
                      *           "ExternalId": "1001",
-                     *           "Id": "example",
+                     *           "Id": "1001",
                      *           "IsActive": true,
                      *           "Manufacturer": "example",
                      *           "ModelNumber": "example",
                      *           "Name": "Example",
                      *           "Note": "example",
-                     *           "Version": "example"
+                     *           "Version": 1
                      *         }
                      *       ],
                      *       "meta": {
@@ -9915,13 +9975,13 @@ export interface operations {
                      *         "DateOfCreation": "2026-11-27T10:00:00Z",
                      *         "Description": "example",
                      *         "ExternalId": "1001",
-                     *         "Id": "example",
+                     *         "Id": "1001",
                      *         "IsActive": true,
                      *         "Manufacturer": "example",
                      *         "ModelNumber": "example",
                      *         "Name": "Example",
                      *         "Note": "example",
-                     *         "Version": "example"
+                     *         "Version": 1
                      *       },
                      *       "fieldReportResponse": {}
                      *     }
@@ -9967,13 +10027,13 @@ export interface operations {
                      *       "DateOfCreation": "2026-11-27T10:00:00Z",
                      *       "Description": "example",
                      *       "ExternalId": "1001",
-                     *       "Id": "example",
+                     *       "Id": "1001",
                      *       "IsActive": true,
                      *       "Manufacturer": "example",
                      *       "ModelNumber": "example",
                      *       "Name": "Example",
                      *       "Note": "example",
-                     *       "Version": "example"
+                     *       "Version": 1
                      *     }
                      */
                     "application/json": components["schemas"]["Product"];
@@ -10024,13 +10084,13 @@ export interface operations {
                      *         "DateOfCreation": "2026-11-27T10:00:00Z",
                      *         "Description": "example",
                      *         "ExternalId": "1001",
-                     *         "Id": "example",
+                     *         "Id": "1001",
                      *         "IsActive": true,
                      *         "Manufacturer": "example",
                      *         "ModelNumber": "example",
                      *         "Name": "Example",
                      *         "Note": "example",
-                     *         "Version": "example"
+                     *         "Version": 1
                      *       },
                      *       "fieldReportResponse": {}
                      *     }
@@ -10138,13 +10198,13 @@ export interface operations {
                      *         "DateOfCreation": "2026-11-27T10:00:00Z",
                      *         "Description": "example",
                      *         "ExternalId": "1001",
-                     *         "Id": "example",
+                     *         "Id": "1001",
                      *         "IsActive": true,
                      *         "Manufacturer": "example",
                      *         "ModelNumber": "example",
                      *         "Name": "Example",
                      *         "Note": "example",
-                     *         "Version": "example"
+                     *         "Version": 1
                      *       },
                      *       "fieldReportResponse": {}
                      *     }
@@ -10195,10 +10255,10 @@ export interface operations {
                      *           "DateOfCreation": "2026-11-27T10:00:00Z",
                      *           "Description": "example",
                      *           "ExternalId": "1001",
-                     *           "Id": "example",
+                     *           "Id": "1001",
                      *           "Name": "Example",
                      *           "ValidityMonths": 1,
-                     *           "Version": "example"
+                     *           "Version": 1
                      *         }
                      *       ],
                      *       "meta": {
@@ -10254,10 +10314,10 @@ export interface operations {
                      *         "DateOfCreation": "2026-11-27T10:00:00Z",
                      *         "Description": "example",
                      *         "ExternalId": "1001",
-                     *         "Id": "example",
+                     *         "Id": "1001",
                      *         "Name": "Example",
                      *         "ValidityMonths": 1,
-                     *         "Version": "example"
+                     *         "Version": 1
                      *       },
                      *       "fieldReportResponse": {}
                      *     }
@@ -10303,10 +10363,10 @@ export interface operations {
                      *       "DateOfCreation": "2026-11-27T10:00:00Z",
                      *       "Description": "example",
                      *       "ExternalId": "1001",
-                     *       "Id": "example",
+                     *       "Id": "1001",
                      *       "Name": "Example",
                      *       "ValidityMonths": 1,
-                     *       "Version": "example"
+                     *       "Version": 1
                      *     }
                      */
                     "application/json": components["schemas"]["Qualification"];
@@ -10357,10 +10417,10 @@ export interface operations {
                      *         "DateOfCreation": "2026-11-27T10:00:00Z",
                      *         "Description": "example",
                      *         "ExternalId": "1001",
-                     *         "Id": "example",
+                     *         "Id": "1001",
                      *         "Name": "Example",
                      *         "ValidityMonths": 1,
-                     *         "Version": "example"
+                     *         "Version": 1
                      *       },
                      *       "fieldReportResponse": {}
                      *     }
@@ -10468,10 +10528,10 @@ export interface operations {
                      *         "DateOfCreation": "2026-11-27T10:00:00Z",
                      *         "Description": "example",
                      *         "ExternalId": "1001",
-                     *         "Id": "example",
+                     *         "Id": "1001",
                      *         "Name": "Example",
                      *         "ValidityMonths": 1,
-                     *         "Version": "example"
+                     *         "Version": 1
                      *       },
                      *       "fieldReportResponse": {}
                      *     }
@@ -10522,7 +10582,7 @@ export interface operations {
                      *           "DateOfCreation": "2026-11-27T10:00:00Z",
                      *           "Description": "example",
                      *           "ExternalId": "1001",
-                     *           "Id": "example",
+                     *           "Id": "1001",
                      *           "InstallationDate": "example",
                      *           "InventoryNumber": "example",
                      *           "IsActive": true,
@@ -10531,7 +10591,7 @@ export interface operations {
                      *           "ParentServiceObjectId": "example",
                      *           "ProductId": "example",
                      *           "SerialNumber": "example",
-                     *           "Version": "example",
+                     *           "Version": 1,
                      *           "WarrantyEndDate": "example"
                      *         }
                      *       ],
@@ -10588,7 +10648,7 @@ export interface operations {
                      *         "DateOfCreation": "2026-11-27T10:00:00Z",
                      *         "Description": "example",
                      *         "ExternalId": "1001",
-                     *         "Id": "example",
+                     *         "Id": "1001",
                      *         "InstallationDate": "example",
                      *         "InventoryNumber": "example",
                      *         "IsActive": true,
@@ -10597,7 +10657,7 @@ export interface operations {
                      *         "ParentServiceObjectId": "example",
                      *         "ProductId": "example",
                      *         "SerialNumber": "example",
-                     *         "Version": "example",
+                     *         "Version": 1,
                      *         "WarrantyEndDate": "example"
                      *       },
                      *       "fieldReportResponse": {}
@@ -10647,7 +10707,7 @@ export interface operations {
                      *         "Email": "office@acme.example",
                      *         "ExternalId": "1001",
                      *         "Fax": "example",
-                     *         "Id": "example",
+                     *         "Id": "1001",
                      *         "IsArchived": true,
                      *         "IsPhysicalPerson": true,
                      *         "Language": "example",
@@ -10660,7 +10720,7 @@ export interface operations {
                      *         "SupportTelephone": "example",
                      *         "Telephone": "example",
                      *         "VatId": "1001",
-                     *         "Version": "example",
+                     *         "Version": 1,
                      *         "Website": "example"
                      *       },
                      *       "CompanyId": "example",
@@ -10674,7 +10734,7 @@ export interface operations {
                      *           "ExternalId": "1001",
                      *           "Fax": "example",
                      *           "FirstName": "Example",
-                     *           "Id": "example",
+                     *           "Id": "1001",
                      *           "IsActive": true,
                      *           "Language": "example",
                      *           "LastName": "Example",
@@ -10684,14 +10744,14 @@ export interface operations {
                      *           "Salutation": "example",
                      *           "Telephone": "example",
                      *           "Title": "example",
-                     *           "Version": "example"
+                     *           "Version": 1
                      *         }
                      *       ],
                      *       "DateModified": "2026-11-27T10:00:00Z",
                      *       "DateOfCreation": "2026-11-27T10:00:00Z",
                      *       "Description": "example",
                      *       "ExternalId": "1001",
-                     *       "Id": "example",
+                     *       "Id": "1001",
                      *       "InstallationDate": "example",
                      *       "InventoryNumber": "example",
                      *       "IsActive": true,
@@ -10713,13 +10773,13 @@ export interface operations {
                      *         "DateOfCreation": "2026-11-27T10:00:00Z",
                      *         "Description": "example",
                      *         "ExternalId": "1001",
-                     *         "Id": "example",
+                     *         "Id": "1001",
                      *         "IsActive": true,
                      *         "Manufacturer": "example",
                      *         "ModelNumber": "example",
                      *         "Name": "Example",
                      *         "Note": "example",
-                     *         "Version": "example"
+                     *         "Version": 1
                      *       },
                      *       "ProductId": "example",
                      *       "SerialNumber": "example",
@@ -10730,12 +10790,12 @@ export interface operations {
                      *           "DateOfCreation": "2026-11-27T10:00:00Z",
                      *           "Description": "example",
                      *           "ExternalId": "1001",
-                     *           "Id": "example",
+                     *           "Id": "1001",
                      *           "Name": "Example",
-                     *           "Version": "example"
+                     *           "Version": 1
                      *         }
                      *       ],
-                     *       "Version": "example",
+                     *       "Version": 1,
                      *       "WarrantyEndDate": "example"
                      *     }
                      */
@@ -10787,7 +10847,7 @@ export interface operations {
                      *         "DateOfCreation": "2026-11-27T10:00:00Z",
                      *         "Description": "example",
                      *         "ExternalId": "1001",
-                     *         "Id": "example",
+                     *         "Id": "1001",
                      *         "InstallationDate": "example",
                      *         "InventoryNumber": "example",
                      *         "IsActive": true,
@@ -10796,7 +10856,7 @@ export interface operations {
                      *         "ParentServiceObjectId": "example",
                      *         "ProductId": "example",
                      *         "SerialNumber": "example",
-                     *         "Version": "example",
+                     *         "Version": 1,
                      *         "WarrantyEndDate": "example"
                      *       },
                      *       "fieldReportResponse": {}
@@ -10905,7 +10965,7 @@ export interface operations {
                      *         "DateOfCreation": "2026-11-27T10:00:00Z",
                      *         "Description": "example",
                      *         "ExternalId": "1001",
-                     *         "Id": "example",
+                     *         "Id": "1001",
                      *         "InstallationDate": "example",
                      *         "InventoryNumber": "example",
                      *         "IsActive": true,
@@ -10914,7 +10974,7 @@ export interface operations {
                      *         "ParentServiceObjectId": "example",
                      *         "ProductId": "example",
                      *         "SerialNumber": "example",
-                     *         "Version": "example",
+                     *         "Version": 1,
                      *         "WarrantyEndDate": "example"
                      *       },
                      *       "fieldReportResponse": {}
@@ -10972,13 +11032,13 @@ export interface operations {
                      *           "DueDateRangeStart": "example",
                      *           "ExternalId": "1001",
                      *           "ExternalReference": "example",
-                     *           "Id": "example",
+                     *           "Id": "1001",
                      *           "IsTemplate": true,
                      *           "Name": "Example",
                      *           "Priority": "example",
                      *           "State": "example",
                      *           "Type": "example",
-                     *           "Version": "example"
+                     *           "Version": 1
                      *         }
                      *       ],
                      *       "meta": {
@@ -11040,13 +11100,13 @@ export interface operations {
                      *         "DueDateRangeStart": "example",
                      *         "ExternalId": "1001",
                      *         "ExternalReference": "example",
-                     *         "Id": "example",
+                     *         "Id": "1001",
                      *         "IsTemplate": true,
                      *         "Name": "Example",
                      *         "Priority": "example",
                      *         "State": "example",
                      *         "Type": "example",
-                     *         "Version": "example"
+                     *         "Version": 1
                      *       },
                      *       "fieldReportResponse": {}
                      *     }
@@ -11097,11 +11157,11 @@ export interface operations {
                      *           "Description": "example",
                      *           "EndDateTime": "example",
                      *           "ExternalId": "1001",
-                     *           "Id": "example",
+                     *           "Id": "1001",
                      *           "ServiceRequestId": "example",
                      *           "StartDateTime": "example",
                      *           "Subject": "example",
-                     *           "Version": "example"
+                     *           "Version": 1
                      *         }
                      *       ],
                      *       "Comments": [
@@ -11110,11 +11170,11 @@ export interface operations {
                      *           "DateModified": "2026-11-27T10:00:00Z",
                      *           "DateOfCreation": "2026-11-27T10:00:00Z",
                      *           "ExternalId": "1001",
-                     *           "Id": "example",
+                     *           "Id": "1001",
                      *           "IsPublic": true,
                      *           "ServiceRequestId": "example",
                      *           "Text": "example",
-                     *           "Version": "example"
+                     *           "Version": 1
                      *         }
                      *       ],
                      *       "CompletionDate": "example",
@@ -11128,7 +11188,7 @@ export interface operations {
                      *         "Email": "office@acme.example",
                      *         "ExternalId": "1001",
                      *         "Fax": "example",
-                     *         "Id": "example",
+                     *         "Id": "1001",
                      *         "IsArchived": true,
                      *         "IsPhysicalPerson": true,
                      *         "Language": "example",
@@ -11141,7 +11201,7 @@ export interface operations {
                      *         "SupportTelephone": "example",
                      *         "Telephone": "example",
                      *         "VatId": "1001",
-                     *         "Version": "example",
+                     *         "Version": 1,
                      *         "Website": "example"
                      *       },
                      *       "CustomerId": "example",
@@ -11152,7 +11212,7 @@ export interface operations {
                      *       "DueDateRangeStart": "example",
                      *       "ExternalId": "1001",
                      *       "ExternalReference": "example",
-                     *       "Id": "example",
+                     *       "Id": "1001",
                      *       "IsTemplate": true,
                      *       "Items": [
                      *         {
@@ -11160,7 +11220,7 @@ export interface operations {
                      *           "DateOfCreation": "2026-11-27T10:00:00Z",
                      *           "Description": "example",
                      *           "ExternalId": "1001",
-                     *           "Id": "example",
+                     *           "Id": "1001",
                      *           "IsBillable": true,
                      *           "ItemTypeId": "example",
                      *           "Name": "Example",
@@ -11169,7 +11229,7 @@ export interface operations {
                      *           "SerialNumber": "example",
                      *           "ServiceRequestId": "example",
                      *           "UnitId": "example",
-                     *           "Version": "example"
+                     *           "Version": 1
                      *         }
                      *       ],
                      *       "Location": {
@@ -11190,10 +11250,10 @@ export interface operations {
                      *           "DateOfCreation": "2026-11-27T10:00:00Z",
                      *           "Description": "example",
                      *           "ExternalId": "1001",
-                     *           "Id": "example",
+                     *           "Id": "1001",
                      *           "Name": "Example",
                      *           "ValidityMonths": 1,
-                     *           "Version": "example"
+                     *           "Version": 1
                      *         }
                      *       ],
                      *       "Reports": [
@@ -11202,12 +11262,12 @@ export interface operations {
                      *           "DateOfCreation": "2026-11-27T10:00:00Z",
                      *           "DocumentName": "Example",
                      *           "ExternalId": "1001",
-                     *           "Id": "example",
+                     *           "Id": "1001",
                      *           "IsSigned": true,
                      *           "Name": "Example",
                      *           "ServiceRequestId": "example",
                      *           "Uri": "example",
-                     *           "Version": "example"
+                     *           "Version": 1
                      *         }
                      *       ],
                      *       "ServiceObjects": [
@@ -11217,7 +11277,7 @@ export interface operations {
                      *           "DateOfCreation": "2026-11-27T10:00:00Z",
                      *           "Description": "example",
                      *           "ExternalId": "1001",
-                     *           "Id": "example",
+                     *           "Id": "1001",
                      *           "InstallationDate": "example",
                      *           "InventoryNumber": "example",
                      *           "IsActive": true,
@@ -11226,7 +11286,7 @@ export interface operations {
                      *           "ParentServiceObjectId": "example",
                      *           "ProductId": "example",
                      *           "SerialNumber": "example",
-                     *           "Version": "example",
+                     *           "Version": 1,
                      *           "WarrantyEndDate": "example"
                      *         }
                      *       ],
@@ -11236,7 +11296,7 @@ export interface operations {
                      *           "DateModified": "2026-11-27T10:00:00Z",
                      *           "DateOfCreation": "2026-11-27T10:00:00Z",
                      *           "ExternalId": "1001",
-                     *           "Id": "example",
+                     *           "Id": "1001",
                      *           "IsDone": true,
                      *           "Name": "Example",
                      *           "ServiceRequestId": "example",
@@ -11244,7 +11304,7 @@ export interface operations {
                      *           "StepListTemplateId": "example",
                      *           "Type": "example",
                      *           "Value": "example",
-                     *           "Version": "example"
+                     *           "Version": 1
                      *         }
                      *       ],
                      *       "StockMovements": [
@@ -11252,12 +11312,12 @@ export interface operations {
                      *           "DateModified": "2026-11-27T10:00:00Z",
                      *           "DateOfCreation": "2026-11-27T10:00:00Z",
                      *           "ExternalId": "1001",
-                     *           "Id": "example",
+                     *           "Id": "1001",
                      *           "ItemTypeId": "example",
                      *           "MovementDate": "example",
                      *           "Quantity": "example",
                      *           "ServiceRequestId": "example",
-                     *           "Version": "example",
+                     *           "Version": 1,
                      *           "Warehouse": "example"
                      *         }
                      *       ],
@@ -11268,13 +11328,13 @@ export interface operations {
                      *           "DateOfCreation": "2026-11-27T10:00:00Z",
                      *           "Description": "example",
                      *           "ExternalId": "1001",
-                     *           "Id": "example",
+                     *           "Id": "1001",
                      *           "Name": "Example",
-                     *           "Version": "example"
+                     *           "Version": 1
                      *         }
                      *       ],
                      *       "Type": "example",
-                     *       "Version": "example"
+                     *       "Version": 1
                      *     }
                      */
                     "application/json": components["schemas"]["ServiceRequest"];
@@ -11331,13 +11391,13 @@ export interface operations {
                      *         "DueDateRangeStart": "example",
                      *         "ExternalId": "1001",
                      *         "ExternalReference": "example",
-                     *         "Id": "example",
+                     *         "Id": "1001",
                      *         "IsTemplate": true,
                      *         "Name": "Example",
                      *         "Priority": "example",
                      *         "State": "example",
                      *         "Type": "example",
-                     *         "Version": "example"
+                     *         "Version": 1
                      *       },
                      *       "fieldReportResponse": {}
                      *     }
@@ -11451,13 +11511,13 @@ export interface operations {
                      *         "DueDateRangeStart": "example",
                      *         "ExternalId": "1001",
                      *         "ExternalReference": "example",
-                     *         "Id": "example",
+                     *         "Id": "1001",
                      *         "IsTemplate": true,
                      *         "Name": "Example",
                      *         "Priority": "example",
                      *         "State": "example",
                      *         "Type": "example",
-                     *         "Version": "example"
+                     *         "Version": 1
                      *       },
                      *       "fieldReportResponse": {}
                      *     }
@@ -11798,11 +11858,11 @@ export interface operations {
                      *           "DateOfCreation": "2026-11-27T10:00:00Z",
                      *           "Description": "example",
                      *           "ExternalId": "1001",
-                     *           "Id": "example",
+                     *           "Id": "1001",
                      *           "IsActive": true,
                      *           "Name": "Example",
                      *           "SortOrder": 1,
-                     *           "Version": "example"
+                     *           "Version": 1
                      *         }
                      *       ],
                      *       "meta": {
@@ -11858,11 +11918,11 @@ export interface operations {
                      *         "DateOfCreation": "2026-11-27T10:00:00Z",
                      *         "Description": "example",
                      *         "ExternalId": "1001",
-                     *         "Id": "example",
+                     *         "Id": "1001",
                      *         "IsActive": true,
                      *         "Name": "Example",
                      *         "SortOrder": 1,
-                     *         "Version": "example"
+                     *         "Version": 1
                      *       },
                      *       "fieldReportResponse": {}
                      *     }
@@ -11908,11 +11968,11 @@ export interface operations {
                      *       "DateOfCreation": "2026-11-27T10:00:00Z",
                      *       "Description": "example",
                      *       "ExternalId": "1001",
-                     *       "Id": "example",
+                     *       "Id": "1001",
                      *       "IsActive": true,
                      *       "Name": "Example",
                      *       "SortOrder": 1,
-                     *       "Version": "example"
+                     *       "Version": 1
                      *     }
                      */
                     "application/json": components["schemas"]["StepListTemplate"];
@@ -11963,11 +12023,11 @@ export interface operations {
                      *         "DateOfCreation": "2026-11-27T10:00:00Z",
                      *         "Description": "example",
                      *         "ExternalId": "1001",
-                     *         "Id": "example",
+                     *         "Id": "1001",
                      *         "IsActive": true,
                      *         "Name": "Example",
                      *         "SortOrder": 1,
-                     *         "Version": "example"
+                     *         "Version": 1
                      *       },
                      *       "fieldReportResponse": {}
                      *     }
@@ -12075,11 +12135,11 @@ export interface operations {
                      *         "DateOfCreation": "2026-11-27T10:00:00Z",
                      *         "Description": "example",
                      *         "ExternalId": "1001",
-                     *         "Id": "example",
+                     *         "Id": "1001",
                      *         "IsActive": true,
                      *         "Name": "Example",
                      *         "SortOrder": 1,
-                     *         "Version": "example"
+                     *         "Version": 1
                      *       },
                      *       "fieldReportResponse": {}
                      *     }
@@ -12260,9 +12320,9 @@ export interface operations {
                      *           "DateOfCreation": "2026-11-27T10:00:00Z",
                      *           "Description": "example",
                      *           "ExternalId": "1001",
-                     *           "Id": "example",
+                     *           "Id": "1001",
                      *           "Name": "Example",
-                     *           "Version": "example"
+                     *           "Version": 1
                      *         }
                      *       ],
                      *       "meta": {
@@ -12318,9 +12378,9 @@ export interface operations {
                      *         "DateOfCreation": "2026-11-27T10:00:00Z",
                      *         "Description": "example",
                      *         "ExternalId": "1001",
-                     *         "Id": "example",
+                     *         "Id": "1001",
                      *         "Name": "Example",
-                     *         "Version": "example"
+                     *         "Version": 1
                      *       },
                      *       "fieldReportResponse": {}
                      *     }
@@ -12366,9 +12426,9 @@ export interface operations {
                      *       "DateOfCreation": "2026-11-27T10:00:00Z",
                      *       "Description": "example",
                      *       "ExternalId": "1001",
-                     *       "Id": "example",
+                     *       "Id": "1001",
                      *       "Name": "Example",
-                     *       "Version": "example"
+                     *       "Version": 1
                      *     }
                      */
                     "application/json": components["schemas"]["Tag"];
@@ -12419,9 +12479,9 @@ export interface operations {
                      *         "DateOfCreation": "2026-11-27T10:00:00Z",
                      *         "Description": "example",
                      *         "ExternalId": "1001",
-                     *         "Id": "example",
+                     *         "Id": "1001",
                      *         "Name": "Example",
-                     *         "Version": "example"
+                     *         "Version": 1
                      *       },
                      *       "fieldReportResponse": {}
                      *     }
@@ -12529,9 +12589,9 @@ export interface operations {
                      *         "DateOfCreation": "2026-11-27T10:00:00Z",
                      *         "Description": "example",
                      *         "ExternalId": "1001",
-                     *         "Id": "example",
+                     *         "Id": "1001",
                      *         "Name": "Example",
-                     *         "Version": "example"
+                     *         "Version": 1
                      *       },
                      *       "fieldReportResponse": {}
                      *     }
@@ -12584,13 +12644,13 @@ export interface operations {
                      *           "DurationMinutes": 1,
                      *           "EndDateTime": "example",
                      *           "ExternalId": "1001",
-                     *           "Id": "example",
+                     *           "Id": "1001",
                      *           "IsBillable": true,
                      *           "ServiceRequestId": "example",
                      *           "StartDateTime": "example",
                      *           "Type": "example",
                      *           "UserId": "example",
-                     *           "Version": "example"
+                     *           "Version": 1
                      *         }
                      *       ],
                      *       "meta": {
@@ -12648,13 +12708,13 @@ export interface operations {
                      *         "DurationMinutes": 1,
                      *         "EndDateTime": "example",
                      *         "ExternalId": "1001",
-                     *         "Id": "example",
+                     *         "Id": "1001",
                      *         "IsBillable": true,
                      *         "ServiceRequestId": "example",
                      *         "StartDateTime": "example",
                      *         "Type": "example",
                      *         "UserId": "example",
-                     *         "Version": "example"
+                     *         "Version": 1
                      *       },
                      *       "fieldReportResponse": {}
                      *     }
@@ -12702,13 +12762,13 @@ export interface operations {
                      *       "DurationMinutes": 1,
                      *       "EndDateTime": "example",
                      *       "ExternalId": "1001",
-                     *       "Id": "example",
+                     *       "Id": "1001",
                      *       "IsBillable": true,
                      *       "ServiceRequestId": "example",
                      *       "StartDateTime": "example",
                      *       "Type": "example",
                      *       "UserId": "example",
-                     *       "Version": "example"
+                     *       "Version": 1
                      *     }
                      */
                     "application/json": components["schemas"]["TimeEvent"];
@@ -12761,13 +12821,13 @@ export interface operations {
                      *         "DurationMinutes": 1,
                      *         "EndDateTime": "example",
                      *         "ExternalId": "1001",
-                     *         "Id": "example",
+                     *         "Id": "1001",
                      *         "IsBillable": true,
                      *         "ServiceRequestId": "example",
                      *         "StartDateTime": "example",
                      *         "Type": "example",
                      *         "UserId": "example",
-                     *         "Version": "example"
+                     *         "Version": 1
                      *       },
                      *       "fieldReportResponse": {}
                      *     }
@@ -12877,13 +12937,13 @@ export interface operations {
                      *         "DurationMinutes": 1,
                      *         "EndDateTime": "example",
                      *         "ExternalId": "1001",
-                     *         "Id": "example",
+                     *         "Id": "1001",
                      *         "IsBillable": true,
                      *         "ServiceRequestId": "example",
                      *         "StartDateTime": "example",
                      *         "Type": "example",
                      *         "UserId": "example",
-                     *         "Version": "example"
+                     *         "Version": 1
                      *       },
                      *       "fieldReportResponse": {}
                      *     }
@@ -12936,7 +12996,7 @@ export interface operations {
                      *           "Email": "office@acme.example",
                      *           "ExternalId": "1001",
                      *           "FirstName": "Example",
-                     *           "Id": "example",
+                     *           "Id": "1001",
                      *           "IsActive": true,
                      *           "Language": "example",
                      *           "LastName": "Example",
@@ -12944,7 +13004,7 @@ export interface operations {
                      *           "Role": "example",
                      *           "Telephone": "example",
                      *           "UserName": "Example",
-                     *           "Version": "example"
+                     *           "Version": 1
                      *         }
                      *       ],
                      *       "meta": {
@@ -13002,7 +13062,7 @@ export interface operations {
                      *         "Email": "office@acme.example",
                      *         "ExternalId": "1001",
                      *         "FirstName": "Example",
-                     *         "Id": "example",
+                     *         "Id": "1001",
                      *         "IsActive": true,
                      *         "Language": "example",
                      *         "LastName": "Example",
@@ -13010,7 +13070,7 @@ export interface operations {
                      *         "Role": "example",
                      *         "Telephone": "example",
                      *         "UserName": "Example",
-                     *         "Version": "example"
+                     *         "Version": 1
                      *       },
                      *       "fieldReportResponse": {}
                      *     }
@@ -13058,7 +13118,7 @@ export interface operations {
                      *       "Email": "office@acme.example",
                      *       "ExternalId": "1001",
                      *       "FirstName": "Example",
-                     *       "Id": "example",
+                     *       "Id": "1001",
                      *       "IsActive": true,
                      *       "Language": "example",
                      *       "LastName": "Example",
@@ -13066,7 +13126,7 @@ export interface operations {
                      *       "Role": "example",
                      *       "Telephone": "example",
                      *       "UserName": "Example",
-                     *       "Version": "example"
+                     *       "Version": 1
                      *     }
                      */
                     "application/json": components["schemas"]["User"];
@@ -13119,7 +13179,7 @@ export interface operations {
                      *         "Email": "office@acme.example",
                      *         "ExternalId": "1001",
                      *         "FirstName": "Example",
-                     *         "Id": "example",
+                     *         "Id": "1001",
                      *         "IsActive": true,
                      *         "Language": "example",
                      *         "LastName": "Example",
@@ -13127,7 +13187,7 @@ export interface operations {
                      *         "Role": "example",
                      *         "Telephone": "example",
                      *         "UserName": "Example",
-                     *         "Version": "example"
+                     *         "Version": 1
                      *       },
                      *       "fieldReportResponse": {}
                      *     }
@@ -13237,7 +13297,7 @@ export interface operations {
                      *         "Email": "office@acme.example",
                      *         "ExternalId": "1001",
                      *         "FirstName": "Example",
-                     *         "Id": "example",
+                     *         "Id": "1001",
                      *         "IsActive": true,
                      *         "Language": "example",
                      *         "LastName": "Example",
@@ -13245,7 +13305,7 @@ export interface operations {
                      *         "Role": "example",
                      *         "Telephone": "example",
                      *         "UserName": "Example",
-                     *         "Version": "example"
+                     *         "Version": 1
                      *       },
                      *       "fieldReportResponse": {}
                      *     }
