@@ -151,8 +151,16 @@ const LOCAL_LEASING_OPERATIONS: &[&str] = &[
 ];
 
 /// ERP operations that call the ERP (or, `fieldReportPost`, the field-report system).
-const ERP_UPSTREAM_OPERATION_PREFIXES: &[&str] =
-    &["erp_setup", "erp_get", "erp_update", "erp_pull_attribute", "erp_push_attribute", "erp_field_report_post"];
+const ERP_UPSTREAM_OPERATION_PREFIXES: &[&str] = &[
+    "erp_setup",
+    "erp_get",
+    "erp_update",
+    "erp_pull_attribute",
+    "erp_push_attribute",
+    "erp_pull_one_attribute",
+    "erp_push_one_attribute",
+    "erp_field_report_post",
+];
 
 /// Every variant of an error type, made up: each line pairs a pattern with the errors of that
 /// variant, and the patterns must match every variant (a new variant fails to compile here

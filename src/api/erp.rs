@@ -270,6 +270,26 @@ pub struct ErpRecordPage {
     pub meta: PageMeta,
 }
 
+/// One mirrored ERP record as the ERP sent it (secrets masked): the model's fields.
+#[derive(Serialize)]
+#[serde(transparent)]
+pub struct ErpRecord(pub Map<String, Value>);
+
+impl JsonSchema for ErpRecord {
+    fn schema_name() -> String {
+        "ErpRecord".into()
+    }
+    fn json_schema(_: &mut schemars::r#gen::SchemaGenerator) -> schemars::schema::Schema {
+        serde_json::from_value(serde_json::json!({
+            "type": "object",
+            "additionalProperties": true,
+            "description": "One mirrored ERP record as the ERP sent it (secrets masked): the model's fields.",
+            "example": {"id": 17, "version": 3, "name": "ACME GmbH", "lastModifiedDate": "2026-11-27T10:00:00.000Z"}
+        }))
+        .expect("a valid schema")
+    }
+}
+
 /// Mirrored ERP records.
 #[derive(Serialize, JsonSchema)]
 pub struct ErpRecords {
@@ -322,7 +342,7 @@ pub async fn erp_show_record(
     rqctx: RequestContext<ApiContext>,
     token: BearerToken<needs::Erp>,
     path: Path<ModelRecordPath>,
-) -> Result<HttpResponseOk<Map<String, Value>>, ApiError> {
+) -> Result<HttpResponseOk<ErpRecord>, ApiError> {
     token.caller(&rqctx).await?;
     let path = path.into_inner();
     let info = model_named(&path.model)?;
@@ -335,7 +355,7 @@ pub async fn erp_show_record(
         .erp_get(info.name, &id)
         .await?
         .ok_or_else(|| ErpError::NotFound { model: info.name.into(), id })?;
-    Ok(HttpResponseOk(crate::erp::secrets::masked_object(record.document)))
+    Ok(HttpResponseOk(ErpRecord(crate::erp::secrets::masked_object(record.document))))
 }
 
 /// Find mirrored ERP records by a field
@@ -522,7 +542,7 @@ pub async fn erp_pull_attributes(
 /// As `entityPullAttr/{model}`, counting the values of one definition (its
 /// `attributeKey` or id; 404 listing the model's keys when unknown).
 #[dropshot::endpoint { method = GET, path = "/api/v1/erp/entityPullAttr/{model}/{attribute}", tags = ["erp"] }]
-pub async fn erp_pull_attribute(
+pub async fn erp_pull_one_attribute(
     rqctx: RequestContext<ApiContext>,
     token: BearerToken<needs::Erp>,
     path: Path<ModelAttributePath>,
@@ -562,7 +582,7 @@ pub async fn erp_push_attributes(
 ///
 /// As `entityPushAttr/{model}`, for the records with a pending value of one definition.
 #[dropshot::endpoint { method = GET, path = "/api/v1/erp/entityPushAttr/{model}/{attribute}", tags = ["erp"] }]
-pub async fn erp_push_attribute(
+pub async fn erp_push_one_attribute(
     rqctx: RequestContext<ApiContext>,
     token: BearerToken<needs::Erp>,
     path: Path<ModelAttributePath>,

@@ -26,8 +26,9 @@ use super::ApiContext;
 use super::guard::{BearerToken, needs};
 use crate::error::ApiError;
 
-/// A record of entity set `E`: passed through whole, documented with the set's model under the
-/// set's name (e.g. `Companies`).
+/// A record of entity set `E`: passed through whole, documented as the set's model under the
+/// model's name (e.g. `Company`), so that a record and a nested one (`Contact.Company`) are one
+/// schema.
 pub struct Record<E>(pub Value, PhantomData<fn() -> E>);
 
 impl<E> Record<E> {
@@ -50,7 +51,11 @@ impl<E> Serialize for Record<E> {
 
 impl<E: MirroredEntity> JsonSchema for Record<E> {
     fn schema_name() -> String {
-        E::INFO.set.to_string()
+        <E::Model as JsonSchema>::schema_name()
+    }
+    /// The model's id: `Record<E>` and `E::Model` are one schema in the document.
+    fn schema_id() -> std::borrow::Cow<'static, str> {
+        <E::Model as JsonSchema>::schema_id()
     }
     fn json_schema(generator: &mut SchemaGenerator) -> Schema {
         <E::Model as JsonSchema>::json_schema(generator)
@@ -70,6 +75,9 @@ impl<E> Serialize for StoredRecord<E> {
 impl<E: MirroredEntity> JsonSchema for StoredRecord<E> {
     fn schema_name() -> String {
         Record::<E>::schema_name()
+    }
+    fn schema_id() -> std::borrow::Cow<'static, str> {
+        Record::<E>::schema_id()
     }
     fn json_schema(generator: &mut SchemaGenerator) -> Schema {
         Record::<E>::json_schema(generator)

@@ -23,11 +23,16 @@ const MAX_PER_PAGE: u32 = 100;
 /// answered 422 naming `kind`).
 fn kind_schema(_: &mut schemars::r#gen::SchemaGenerator) -> schemars::schema::Schema {
     let kinds: Vec<&str> = JobKind::ALL.iter().map(|k| k.name()).collect();
-    serde_json::from_value(json!({"type": "string", "enum": kinds})).expect("a valid schema")
+    let description =
+        "The kind of job: what it runs (`fieldreport.*` on the field-report mirror, `erp.*` on the ERP mirror).";
+    serde_json::from_value(json!({"type": "string", "enum": kinds, "description": description}))
+        .expect("a valid schema")
 }
 
 fn status_schema(_: &mut schemars::r#gen::SchemaGenerator) -> schemars::schema::Schema {
-    serde_json::from_value(json!({"type": "string", "enum": crate::jobs::STATUSES})).expect("a valid schema")
+    let description = "A job's status: `queued`, then `running`, then `succeeded`, `failed` or `cancelled`.";
+    serde_json::from_value(json!({"type": "string", "enum": crate::jobs::STATUSES, "description": description}))
+        .expect("a valid schema")
 }
 
 /// A job to queue.

@@ -108,12 +108,37 @@ impl From<SubscriptionRow> for Subscription {
 }
 
 /// A subscription with its signing secret: shown in this answer only.
-#[derive(Serialize, Deserialize, JsonSchema)]
+#[derive(Serialize, Deserialize)]
 pub struct SubscriptionWithSecret {
     #[serde(flatten)]
     pub subscription: Subscription,
     /// The signing secret, `whsec_<base64>`: keep it; no later answer shows it.
     pub secret: String,
+}
+
+/// The derived schema with an example of its own: flattening `Subscription` would bring that
+/// one's, which lacks the required `secret`.
+impl JsonSchema for SubscriptionWithSecret {
+    fn schema_name() -> String {
+        "SubscriptionWithSecret".into()
+    }
+    fn json_schema(generator: &mut schemars::r#gen::SchemaGenerator) -> schemars::schema::Schema {
+        /// A subscription with its signing secret: shown in this answer only.
+        #[derive(JsonSchema)]
+        #[allow(dead_code)]
+        struct SubscriptionWithSecret {
+            #[serde(flatten)]
+            subscription: Subscription,
+            /// The signing secret, `whsec_<base64>`: keep it; no later answer shows it.
+            secret: String,
+        }
+        let mut schema = SubscriptionWithSecret::json_schema(generator).into_object();
+        let mut example = Subscription::example();
+        example["secret"] = json!("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw");
+        schema.extensions.remove("example");
+        schema.metadata().examples = vec![example];
+        schema.into()
+    }
 }
 
 impl From<WithSecret> for SubscriptionWithSecret {
@@ -239,8 +264,9 @@ impl From<WatchRow> for Watch {
 #[derive(Serialize, Deserialize, JsonSchema)]
 #[schemars(example = "LeasingStateChangedEvent::example")]
 pub struct LeasingStateChangedEvent {
-    /// `leasing.state_changed`.
+    /// The event's type, `leasing.state_changed`.
     #[serde(rename = "type")]
+    #[schemars(schema_with = "state_changed_type")]
     pub event_type: String,
     /// The event's id (`msg_…`), also its `webhook-id`: the same on every retry; use it to
     /// drop duplicates (delivery is at least once).
@@ -248,6 +274,12 @@ pub struct LeasingStateChangedEvent {
     /// When the change was observed (RFC 3339).
     pub created_at: String,
     pub data: StateChange,
+}
+
+/// The one value of [`LeasingStateChangedEvent`]'s `type`.
+fn state_changed_type(_: &mut schemars::r#gen::SchemaGenerator) -> schemars::schema::Schema {
+    serde_json::from_value(json!({"type": "string", "enum": [crate::leasing::watch::event::STATE_CHANGED]}))
+        .expect("a valid schema")
 }
 
 impl LeasingStateChangedEvent {

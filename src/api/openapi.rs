@@ -13,6 +13,8 @@ use serde_json::{Value, json};
 
 use super::answers::{self, Source};
 
+mod examples;
+
 /// The server errors the document states, as responses and schemas of the same name: name,
 /// status, description. Each schema narrows `ApiError` to the `error_code`s that the operations
 /// answering with it can send on its status, derived from their handlers' error types
@@ -142,6 +144,18 @@ fn complete(doc: &mut Value) {
         "description": "The record exists already, was changed by a concurrent request, or the upstream reports a version conflict (`upstream_conflict`).",
         "content": error_content.clone()
     });
+    doc["components"]["schemas"]["RecordDeleted"] = json!({
+        "description": "The answer of a field-report delete sent with `Prefer: return=representation`.",
+        "type": "object",
+        "required": ["data", "fieldReportResponse"],
+        "properties": {
+            "data": {"type": "boolean", "description": "The result of the local delete."},
+            "fieldReportResponse": {
+                "type": "object", "additionalProperties": true, "nullable": true,
+                "description": "The field-report system's answer (null when it answered without a body)."
+            }
+        }
+    });
     if let Value::Object(event_schemas) = event_schema() {
         let schemas = doc["components"]["schemas"].as_object_mut().expect("the document has schemas");
         for (name, schema) in event_schemas {
@@ -224,10 +238,56 @@ fn complete(doc: &mut Value) {
         }
     }
     add_server_errors(doc, &server_codes);
+    one_record_identity(doc);
     bound_integers(doc);
+    type_timestamps(doc);
     give_request_examples(doc);
     express_nullable_references(doc);
+    examples::give_response_examples(doc);
     declare_request_id(doc);
+    doc["servers"] = json!([{
+        "url": "/",
+        "description": "The service that serves this document (at `/docs/openapi.json`); `BIND_ADDRESS` sets where it listens, `http://127.0.0.1:8080` by default."
+    }]);
+}
+
+/// A record's `Id` and `Version` have one type, read or written: a string and an integer, as
+/// the write bodies (`New<Set>`, `<Set>Update`) take them. The description's `Edm.Int64`
+/// union is what the upstream may send; the service normalizes it on the way in
+/// (`crate::fieldreport::identity`), so every record schema (top-level or expanded) says so.
+fn one_record_identity(doc: &mut Value) {
+    let edm_int64 = json!([{"$ref": "#/components/schemas/EdmInt64"}]);
+    for schema in doc["components"]["schemas"].as_object_mut().into_iter().flat_map(|s| s.values_mut()) {
+        let Some(properties) = schema.get_mut("properties").and_then(Value::as_object_mut) else { continue };
+        let is_record =
+            ["Id", "Version"].iter().all(|key| properties.get(*key).is_some_and(|p| p["allOf"] == edm_int64));
+        if !is_record {
+            continue;
+        }
+        let description = |property: &Value| property["description"].as_str().unwrap_or_default().to_string();
+        let id = description(&properties["Id"]);
+        properties["Id"] = json!({"type": "string", "description": format!("{id} Always a string here (an upstream's number is written out).")});
+        let version = description(&properties["Version"]);
+        properties["Version"] = json!({"type": "integer", "format": "int64", "description": format!("{version} Always an integer here (an upstream's string is read as one).")});
+    }
+}
+
+/// Every `*_at` string of the API is an RFC 3339 instant (the service writes them with
+/// `to_rfc3339_opts`): typed `format: date-time`, so that generated clients parse them as
+/// timestamps. (Epoch-millisecond `*_at` fields are integers and stay so.)
+fn type_timestamps(value: &mut Value) {
+    match value {
+        Value::Object(object) => {
+            for (name, property) in object.get_mut("properties").and_then(Value::as_object_mut).into_iter().flatten() {
+                if name.ends_with("_at") && property["type"] == "string" {
+                    property["format"] = json!("date-time");
+                }
+            }
+            object.values_mut().for_each(type_timestamps);
+        }
+        Value::Array(items) => items.iter_mut().for_each(type_timestamps),
+        _ => {}
+    }
 }
 
 /// The example of each request body, beside its schema: the schema's own example where it
@@ -297,26 +357,17 @@ fn fieldreport_example(op_id: &str, schema: &Value) -> Option<Value> {
     Some(example)
 }
 
-/// schemars writes an optional reference as `{allOf: [{$ref}], nullable: true}`; OpenAPI 3.0.3
-/// gives `nullable` no effect without `type` beside it, and a `type` there would still leave
-/// the referenced schema refusing `null`. So each becomes `oneOf` the reference and
-/// `{enum: [null]}`, which takes only `null`: a form the three client generators we check
-/// (progenitor, openapi-typescript, openapi-python-client) each type as an optional value of
-/// the referenced type.
+/// An optional reference stays as schemars writes it, `{allOf: [{$ref}], nullable: true}`: the
+/// form progenitor, openapi-typescript and openapi-python-client each read as a plain optional
+/// value of the referenced type (no `{enum: [null]}` alternative, which other generators turn
+/// into one-member enums; docs/architecture.md, "Optional values"). Only a `nullable` that
+/// constrains nothing (an `Option<Value>`: any JSON value, `null` among them) goes.
 fn express_nullable_references(value: &mut Value) {
     match value {
         Value::Object(object) => {
-            let nullable_reference = object.get("nullable") == Some(&Value::Bool(true))
-                && !object.contains_key("type")
-                && object.get("allOf").and_then(Value::as_array).is_some_and(|all| all.len() == 1);
-            if nullable_reference {
-                object.remove("nullable");
-                let reference = object.remove("allOf").and_then(|mut all| all.as_array_mut().and_then(Vec::pop));
-                object.insert("oneOf".into(), json!([reference, {"enum": [null]}]));
-            } else if object.get("nullable") == Some(&Value::Bool(true))
+            if object.get("nullable") == Some(&Value::Bool(true))
                 && !["type", "allOf", "anyOf", "oneOf", "$ref", "enum"].iter().any(|k| object.contains_key(*k))
             {
-                // Any JSON value (an `Option<Value>`): null is one already.
                 object.remove("nullable");
             }
             object.values_mut().for_each(express_nullable_references);
@@ -391,22 +442,24 @@ fn is_authorization_parameter(parameter: &Value) -> bool {
 
 /// Gives every integer the bounds of its Rust type (schemars states only `minimum: 0` of
 /// unsigned ones), so the document says which numbers the service can read: a larger one is
-/// refused (400 or 422), never taken modulo.
+/// refused (400 or 422), never taken modulo. Formats are OpenAPI's own, `int32` and `int64`:
+/// an unsigned 32-bit integer is an `int64` from 0 to 2^32 - 1, and an unsigned 64-bit one an
+/// `int64` from 0 (a count the service sends never passes `i64::MAX`, and generators type
+/// `int64` as a signed 64-bit integer).
 fn bound_integers(value: &mut Value) {
     match value {
         Value::Object(object) => {
-            let bounds: Option<(Value, Value)> = match object.get("format").and_then(Value::as_str) {
-                Some("int32") => Some((i32::MIN.into(), i32::MAX.into())),
-                Some("uint32") => Some((0.into(), u32::MAX.into())),
-                Some("int64") => Some((i64::MIN.into(), i64::MAX.into())),
-                Some("uint64") => Some((0.into(), u64::MAX.into())),
-                Some("uint") => Some((0.into(), u64::MAX.into())),
-                Some("int") => Some((i64::MIN.into(), i64::MAX.into())),
+            let bounds: Option<(&str, Value, Value)> = match object.get("format").and_then(Value::as_str) {
+                Some("int32") => Some(("int32", i32::MIN.into(), i32::MAX.into())),
+                Some("uint32") => Some(("int64", 0.into(), u32::MAX.into())),
+                Some("int64") | Some("int") => Some(("int64", i64::MIN.into(), i64::MAX.into())),
+                Some("uint64") | Some("uint") => Some(("int64", 0.into(), i64::MAX.into())),
                 _ => None,
             };
-            if let Some((min, max)) = bounds
+            if let Some((format, min, max)) = bounds
                 && object.get("type").and_then(Value::as_str) == Some("integer")
             {
+                object.insert("format".into(), json!(format));
                 object.entry("minimum").or_insert(min);
                 object.entry("maximum").or_insert(max);
             }
@@ -460,7 +513,7 @@ fn add_request_flow_schemas(
         }),
     );
     let narrowing = |description: &str, codes: &[&str]| {
-        let codes = json!({"type": "object", "properties": {"error_code": {"type": "string", "enum": codes}}});
+        let codes = json!({"type": "object", "properties": {"error_code": error_codes(codes)}});
         json!({
             "description": description,
             "allOf": [
@@ -511,6 +564,16 @@ fn upstream_errors(op: &mut Value) {
     op["responses"]["409"] = json!({"$ref": "#/components/responses/Conflict"});
 }
 
+/// The `error_code` of an error answer that carries one of `codes`: each is explained in the
+/// description of the schema that narrows `ApiError` with it.
+fn error_codes<T: serde::Serialize>(codes: T) -> Value {
+    json!({
+        "type": "string",
+        "enum": codes,
+        "description": "How to react, for programs: one of these codes, each explained in this schema's description."
+    })
+}
+
 /// The server errors the operations answer (see [`SERVER_ERRORS`]), each narrowed to the codes
 /// `server_codes` collected for it, and the one-shot flow's schemas built on them.
 fn add_server_errors(doc: &mut Value, server_codes: &BTreeMap<&str, BTreeSet<String>>) {
@@ -523,7 +586,7 @@ fn add_server_errors(doc: &mut Value, server_codes: &BTreeMap<&str, BTreeSet<Str
                 "description": description,
                 "allOf": [
                     {"$ref": "#/components/schemas/ApiError"},
-                    {"type": "object", "properties": {"error_code": {"type": "string", "enum": codes}}}
+                    {"type": "object", "properties": {"error_code": error_codes(codes)}}
                 ]
             }),
         );
@@ -608,6 +671,7 @@ fn complete_subscription_operation(op: &mut Value, op_id: &str) {
             "description": "The caller has `LEASING_SUBSCRIPTIONS_PER_USER` subscriptions already (`too_many_subscriptions`).",
             "content": example("too_many_subscriptions", "You have 100 subscriptions, the most a user may have; delete one first.", None)
         });
+        op["callbacks"] = event_callbacks();
         op["responses"]["422"] = json!({
             "description": "A field is invalid (`validation_failed`, the fields named in `errors`): the `url` is longer than 2,048 characters, is not https, or resolves to a loopback, private, link-local or unique-local address (allowed only with `CALLBACK_ALLOW_PRIVATE`), or cannot be resolved; an event type is unknown; the description is too long; `all_requests` asked for by a user who is not an operator.",
             "content": example("validation_failed", "url: 127.0.0.1 is not a public address", Some(json!({"url": ["127.0.0.1 is not a public address"]})))
@@ -618,8 +682,29 @@ fn complete_subscription_operation(op: &mut Value, op_id: &str) {
     }
 }
 
+/// What the service posts to a subscription's `url`, one callback per event type, so that a
+/// generator can write the receiver: the event's schema and the Standard Webhooks headers.
+fn event_callbacks() -> Value {
+    let header = |name: &str, description: &str| json!({"name": name, "in": "header", "required": true, "description": description, "schema": {"type": "string"}});
+    let callback = |event_type: &str, schema: &str| {
+        json!({"{$request.body#/url}": {"post": {
+            "summary": format!("The `{event_type}` event"),
+            "description": format!("Posted to the subscription's `url` for each `{event_type}` event it subscribed to, at least once: a 2xx answer within 10 seconds ends the delivery; anything else is retried with the same `webhook-id` (see `Subscription`)."),
+            "parameters": [
+                header("webhook-id", "The event's id (`msg_…`), the same on every retry."),
+                header("webhook-timestamp", "When this attempt was sent, in Unix seconds."),
+                header("webhook-signature", "`v1,<base64 HMAC-SHA256 of \"<id>.<timestamp>.<body>\">`, keyed with the subscription's secret; two, space separated, after a rotation.")
+            ],
+            "requestBody": {"required": true, "content": {"application/json": {"schema": {"$ref": format!("#/components/schemas/{schema}")}}}},
+            "responses": {"2XX": {"description": "Received: the delivery ends."}}
+        }}})
+    };
+    json!({"leasingStateChanged": callback(crate::leasing::watch::event::STATE_CHANGED, "LeasingStateChangedEvent")})
+}
+
 /// The schema of the event posted to subscriptions, which no operation answers: stated in
-/// the document so that a consumer finds it (the `Subscription` schema names it).
+/// the document so that a consumer finds it (the `Subscription` schema names it, and the
+/// subscription's create operation has it as a callback).
 fn event_schema() -> Value {
     let mut generator = schemars::r#gen::SchemaSettings::openapi3().into_generator();
     let root = generator.root_schema_for::<super::leasing_watch::LeasingStateChangedEvent>();
@@ -671,14 +756,7 @@ fn complete_fieldreport_operation(op: &mut Value, op_id: &str) {
             "200".into(),
             json!({
                 "description": "Deleted; sent with `Prefer: return=representation`.",
-                "content": {"application/json": {"schema": {
-                    "type": "object",
-                    "required": ["data", "fieldReportResponse"],
-                    "properties": {
-                        "data": {"type": "boolean", "description": "The result of the local delete."},
-                        "fieldReportResponse": {"description": "The field-report system's answer (any JSON value, null when it answered without a body)."}
-                    }
-                }}}
+                "content": {"application/json": {"schema": {"$ref": "#/components/schemas/RecordDeleted"}}}
             }),
         );
     }
@@ -811,30 +889,168 @@ mod tests {
         assert!(!takes_token("/healthz", "get"));
     }
 
+    /// Every object of the document with its JSON pointer.
+    fn schema_objects<'a>(
+        value: &'a serde_json::Value,
+        at: String,
+        found: &mut Vec<(String, &'a serde_json::Map<String, serde_json::Value>)>,
+    ) {
+        match value {
+            serde_json::Value::Object(object) => {
+                found.push((at.clone(), object));
+                let token = |k: &str| k.replace('~', "~0").replace('/', "~1");
+                object.iter().for_each(|(k, v)| schema_objects(v, format!("{at}/{}", token(k)), found));
+            }
+            serde_json::Value::Array(items) => {
+                items.iter().enumerate().for_each(|(i, v)| schema_objects(v, format!("{at}/{i}"), found))
+            }
+            _ => {}
+        }
+    }
+
+    /// Optional values are plain to every generator: `nullable` beside a `type`, or beside an
+    /// `allOf` of one `$ref` (an optional reference); never an `{enum: [null]}` alternative.
+    #[test]
+    fn optional_values_are_nullable_not_null_enums() {
+        let doc: serde_json::Value = serde_json::from_str(&super::document()).unwrap();
+        let mut objects = Vec::new();
+        schema_objects(&doc, String::new(), &mut objects);
+        let mut references = 0;
+        for (at, object) in objects {
+            assert!(object.get("enum") != Some(&serde_json::json!([null])), "enum: [null] at {at}");
+            if object.get("nullable") != Some(&serde_json::Value::Bool(true)) || object.contains_key("type") {
+                continue;
+            }
+            let all = object.get("allOf").and_then(|all| all.as_array());
+            let one_reference = all.is_some_and(|all| all.len() == 1 && all[0].get("$ref").is_some());
+            assert!(one_reference, "nullable without a type or one reference at {at}");
+            assert!(!object.contains_key("oneOf") && !object.contains_key("anyOf"), "{at}");
+            references += 1;
+        }
+        assert!(references > 100, "only {references} optional references");
+        let billing = &doc["components"]["schemas"]["Company"]["properties"]["BillingAddress"];
+        assert_eq!(billing["allOf"], serde_json::json!([{"$ref": "#/components/schemas/Location"}]));
+        assert_eq!(billing["nullable"], true);
+    }
+
+    /// The timestamps of the API are typed as such: every `*_at` string is `format: date-time`
+    /// (the integration tests assert the format on every answer they receive).
+    #[test]
+    fn timestamps_are_typed_date_time() {
+        let doc: serde_json::Value = serde_json::from_str(&super::document()).unwrap();
+        let mut objects = Vec::new();
+        schema_objects(&doc, String::new(), &mut objects);
+        let mut timestamps = 0;
+        for (at, object) in objects {
+            for (name, property) in object.get("properties").and_then(|p| p.as_object()).into_iter().flatten() {
+                if name.ends_with("_at") && property["type"] == "string" {
+                    assert_eq!(property["format"], "date-time", "{at}/properties/{name}");
+                    timestamps += 1;
+                }
+            }
+        }
+        assert!(timestamps >= 17, "only {timestamps} timestamps");
+    }
+
+    /// What a generator reads without guessing: only OpenAPI's own integer formats, every enum
+    /// described, every answer's schema named (a `$ref`), no two schemas alike, a `servers`
+    /// entry, and no two operationIds that differ only by a plural `s`.
+    #[test]
+    fn the_document_is_plain_to_generators() {
+        let doc: serde_json::Value = serde_json::from_str(&super::document()).unwrap();
+        let mut objects = Vec::new();
+        schema_objects(&doc, String::new(), &mut objects);
+        for (at, object) in &objects {
+            if object.get("type") == Some(&serde_json::json!("integer")) {
+                let format = object.get("format").and_then(|f| f.as_str());
+                assert!(matches!(format, None | Some("int32") | Some("int64")), "{at}: format {format:?}");
+            }
+            if object.contains_key("enum") && !at.contains("/example") {
+                // A parameter's schema is described by the parameter.
+                let owner = match at.strip_suffix("/schema") {
+                    Some(parameter) if parameter.contains("/parameters/") => doc.pointer(parameter).unwrap(),
+                    _ => &serde_json::Value::Object((*object).clone()),
+                };
+                assert!(owner.get("description").is_some_and(|d| d != ""), "{at}: an enum without description");
+            }
+        }
+        let schemas = doc["components"]["schemas"].as_object().unwrap();
+        for (a, first) in schemas {
+            for (b, second) in schemas {
+                assert!(a == b || first != second, "{a} and {b} are the same schema");
+            }
+        }
+        let mut confusable = std::collections::BTreeMap::<String, Vec<String>>::new();
+        for (path, item) in doc["paths"].as_object().unwrap() {
+            for (method, op) in item.as_object().unwrap() {
+                let op_id = op["operationId"].as_str().unwrap();
+                let singular: Vec<&str> = op_id.split('_').map(|part| part.trim_end_matches('s')).collect();
+                confusable.entry(singular.join("_")).or_default().push(op_id.to_string());
+                for (status, response) in op["responses"].as_object().unwrap() {
+                    for (media, content) in response["content"].as_object().into_iter().flatten() {
+                        if media == "application/json" {
+                            assert!(
+                                content["schema"].get("$ref").is_some(),
+                                "{method} {path} {status}: unnamed schema"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+        for ids in confusable.values() {
+            assert!(ids.len() == 1, "operationIds that differ only by an s: {ids:?}");
+        }
+        assert!(doc["servers"][0]["url"].is_string());
+    }
+
+    /// Each event type a subscription can receive has a schema of its own (its `type` allows
+    /// that event's name only) and is posted as a callback of the subscription's create.
+    #[test]
+    fn each_event_type_is_a_callback_of_the_subscription() {
+        let doc: serde_json::Value = serde_json::from_str(&super::document()).unwrap();
+        let create = &doc["paths"]["/api/v1/leasing/subscriptions"]["post"];
+        assert_eq!(create["operationId"], "leasing_subscription_create");
+        let callbacks = create["callbacks"].as_object().expect("the create has callbacks");
+        for event_type in crate::leasing::watch::event::EVENT_TYPES {
+            let posted = callbacks.values().find_map(|callback| {
+                let body = &callback["{$request.body#/url}"]["post"]["requestBody"]["content"]["application/json"];
+                let name = body["schema"]["$ref"].as_str()?.trim_start_matches("#/components/schemas/");
+                let schema = &doc["components"]["schemas"][name];
+                (schema["properties"]["type"]["enum"] == serde_json::json!([event_type])).then_some(name)
+            });
+            assert!(posted.is_some(), "no callback posts a schema of its own for {event_type}");
+        }
+    }
+
+    /// A record read and a record written have one identity: the `Id` and `Version` of each
+    /// set's record schema (the answers of its list and show) are those of its update body.
+    #[test]
+    fn records_read_and_written_have_one_identity() {
+        let doc: serde_json::Value = serde_json::from_str(&super::document()).unwrap();
+        let schemas = &doc["components"]["schemas"];
+        let kind = |schema: &serde_json::Value| {
+            (schema["type"].clone(), schema["format"].clone(), schema.get("nullable").cloned())
+        };
+        for entity in generated::fieldreport::ENTITIES {
+            let show = &doc["paths"][format!("/api/v1/fieldreport/{}/{{record}}", entity.route)]["get"];
+            let read = show["responses"]["200"]["content"]["application/json"]["schema"]["$ref"].as_str().unwrap();
+            let read = &schemas[read.trim_start_matches("#/components/schemas/")];
+            let update = &schemas[format!("{}Update", entity.set)];
+            for field in ["Id", "Version"] {
+                let (read, written) = (&read["properties"][field], &update["properties"][field]);
+                assert_eq!(kind(read), kind(written), "{}: {field} read {read} and written {written}", entity.set);
+            }
+            assert_eq!(read["properties"]["Id"]["type"], "string", "{}", entity.set);
+        }
+    }
+
     /// What client generators and strict validators need of every operation and schema: a
     /// description, snake-case operationIds, an example of each request body, the `4XX` range,
-    /// `x-request-id` on each answer, and no `nullable` without `type` (OpenAPI 3.0.3 gives it
-    /// no effect there).
+    /// and `x-request-id` on each answer.
     #[test]
     fn every_operation_is_described_for_generators() {
         let doc: serde_json::Value = serde_json::from_str(&super::document()).unwrap();
-        fn nullable_without_type(value: &serde_json::Value, at: &str, found: &mut Vec<String>) {
-            match value {
-                serde_json::Value::Object(object) => {
-                    if object.get("nullable") == Some(&serde_json::Value::Bool(true)) && !object.contains_key("type") {
-                        found.push(at.to_string());
-                    }
-                    object.iter().for_each(|(k, v)| nullable_without_type(v, &format!("{at}/{k}"), found));
-                }
-                serde_json::Value::Array(items) => {
-                    items.iter().enumerate().for_each(|(i, v)| nullable_without_type(v, &format!("{at}/{i}"), found))
-                }
-                _ => {}
-            }
-        }
-        let mut found = Vec::new();
-        nullable_without_type(&doc, "", &mut found);
-        assert!(found.is_empty(), "nullable without type at {found:?}");
         let header = serde_json::json!({"$ref": "#/components/headers/RequestId"});
         for (name, response) in doc["components"]["responses"].as_object().unwrap() {
             assert_eq!(response["headers"]["x-request-id"], header, "components/responses/{name}");

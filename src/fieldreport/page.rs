@@ -67,7 +67,16 @@ pub(super) fn read_page(page: ODataPage) -> ReadPage {
         newest: None,
         last_key: None,
     };
-    for document in page.records {
+    for mut document in page.records {
+        // `Id` a string and `Version` an integer, however the upstream wrote them (see
+        // [`super::identity`]): the shape every route reads and writes.
+        if super::identity::may_need_normalizing(document.get())
+            && let Ok(mut record) = serde_json::from_str::<Value>(document.get())
+            && super::identity::normalize(&mut record)
+            && let Ok(normalized) = serde_json::value::to_raw_value(&record)
+        {
+            document = normalized;
+        }
         let head = RecordHead::of(document.get());
         let modified = head.as_ref().and_then(|h| h.modified.as_ref()).and_then(Value::as_str).map(Stamp::parse);
         match head.and_then(|h| Some((record_id(h.id.as_ref()?)?, h))) {

@@ -21,7 +21,6 @@ use std::collections::HashMap;
 use std::time::Instant;
 
 use generated::fieldreport::EntityInfo;
-use serde::Serialize;
 use serde_json::Value;
 
 use super::service::{FieldReportError, FieldReportService, record_id};
@@ -35,28 +34,7 @@ const FETCH_BATCH: usize = 40;
 /// Kept records named in a report at most (the count is always complete).
 const NAMED_AT_MOST: usize = 100;
 
-/// What a reconciling sync of one set did.
-#[derive(Debug, Clone, Default, Serialize, schemars::JsonSchema)]
-pub struct ReconcileReport {
-    /// Route name of the entity set.
-    pub entity: String,
-    /// Records the field-report system has.
-    pub upstream: u64,
-    /// Local records compared (those written before the reconciling began).
-    pub checked: u64,
-    /// Records the field-report system has and the mirror lacked, fetched and stored.
-    pub fetched_missing: u64,
-    /// Local records whose version differed from the field-report system's, fetched again.
-    pub refreshed: u64,
-    /// Local records removed: the field-report system no longer has them.
-    pub removed: u64,
-    /// Local records the field-report system no longer has, kept because a local change of
-    /// theirs waits for it (a pending push, or an update of unknown outcome).
-    pub kept_pending: u64,
-    /// The Ids of those records (the first 100).
-    pub kept_pending_ids: Vec<String>,
-    pub seconds: f64,
-}
+pub use super::reconcile_report::ReconcileReport;
 
 impl FieldReportService {
     /// Reconciles one set under its sync lease (409 while a sync of it runs).

@@ -63,7 +63,7 @@ pub struct SyncReport {
     pub cursor: Option<String>,
     /// With `reconcile`: what the reconciling that followed the sync removed and kept.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub reconcile: Option<super::reconcile::ReconcileReport>,
+    pub reconcile: Option<super::reconcile_report::ReconcileReport>,
 }
 
 /// Where a query of a sync starts, in the sync's key order (`DateModified`, then `Id`).

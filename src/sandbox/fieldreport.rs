@@ -237,7 +237,7 @@ impl FieldReport {
         for id in ids {
             if let Some(stored) = sets.get_mut(set).and_then(|records| records.get_mut(id)) {
                 let mut fields = stored.fields.clone();
-                let version = fields.get("Version").and_then(Value::as_i64).unwrap_or(0);
+                let version = fields.get("Version").and_then(edm_int64).unwrap_or(0);
                 fields.insert("Version".into(), json!(version + 1));
                 fields.insert("DateModified".into(), json!(now));
                 *stored = Stored::new(fields);
@@ -454,8 +454,8 @@ impl FieldReport {
         let Some(stored) = sets.get_mut(set).and_then(|records| records.get_mut(&id)) else {
             return odata_error(StatusCode::NOT_FOUND, "NotFound", &format!("{set}({id}L) does not exist."));
         };
-        let stored_version = stored.fields.get("Version").and_then(Value::as_i64).unwrap_or(0);
-        let sent_version = record.get("Version").and_then(Value::as_i64);
+        let stored_version = stored.fields.get("Version").and_then(edm_int64).unwrap_or(0);
+        let sent_version = record.get("Version").and_then(edm_int64);
         if sent_version != Some(stored_version + 1) {
             return odata_error(
                 StatusCode::CONFLICT,
@@ -516,6 +516,11 @@ impl FieldReport {
         }
         json(StatusCode::OK, &json!({"set": set, "seeded": count}))
     }
+}
+
+/// An `Edm.Int64` as OData JSON writes it: a number (v4), or its digits as a string (v3).
+fn edm_int64(value: &Value) -> Option<i64> {
+    value.as_i64().or_else(|| value.as_str()?.parse().ok())
 }
 
 /// The navigation properties whose model type is a list, by set: `(set, property)`.

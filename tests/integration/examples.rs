@@ -6,7 +6,7 @@
 
 use serde_json::Value;
 
-use crate::common::contract::Checked;
+use crate::common::contract::{Checked, fits};
 use crate::common::{Db, TestService};
 
 /// An operation with an example body: method, path template, operationId, example.
@@ -116,4 +116,42 @@ async fn every_request_body_example_succeeds_against_the_simulators() {
         .count();
     assert_eq!(sent, bodies);
     svc.stop().await;
+}
+
+/// Every JSON success answer of the document has an example, and each example, of an answer
+/// or of a schema, fits its schema by the rules the answers themselves are checked with
+/// (`common::contract`).
+#[test]
+fn every_success_answer_has_an_example_that_fits_its_schema() {
+    let doc: Value = serde_json::from_str(crate::common::DOCUMENT).unwrap();
+    let token = |text: &str| text.replace('~', "~0").replace('/', "~1");
+    let mut examples = Vec::new();
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for (method, op) in item.as_object().unwrap() {
+            for (status, response) in op["responses"].as_object().unwrap() {
+                let Some(media) = response.pointer("/content/application~1json") else { continue };
+                if !status.starts_with('2') {
+                    continue;
+                }
+                let op_id = op["operationId"].as_str().unwrap();
+                let example = media.get("example").unwrap_or_else(|| panic!("{op_id} {status}: no example"));
+                let schema =
+                    format!("/paths/{}/{method}/responses/{status}/content/application~1json/schema", token(path));
+                examples.push((format!("{op_id} {status}"), schema, example.clone()));
+            }
+        }
+    }
+    let answers = examples.len();
+    for (name, schema) in doc["components"]["schemas"].as_object().unwrap() {
+        if let Some(example) = schema.get("example") {
+            examples.push((name.clone(), format!("/components/schemas/{}", token(name)), example.clone()));
+        }
+    }
+    for (what, schema, example) in &examples {
+        if let Err(mismatch) = fits(schema, example) {
+            panic!("{what}: the example does not fit its schema: {mismatch}\nexample: {example}");
+        }
+    }
+    assert!(answers > 150, "only {answers} answers with examples");
+    assert!(examples.len() > answers + 10, "only {} schemas with examples", examples.len() - answers);
 }

@@ -1,13 +1,14 @@
 //! `cargo xtask check`: regenerate in memory and compare with the files in the tree; check that
-//! no files of `src/` import each other (`imports.rs`).
+//! no files of `src/` import each other (`imports.rs`), and that `spec/openapi.json` breaks no
+//! client of the last release (`compat.rs`).
 
 use std::path::Path;
 use std::process::ExitCode;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use similar::TextDiff;
 
-use crate::{client, codegen, imports, openapi};
+use crate::{client, codegen, compat, imports, openapi};
 
 /// How many diff lines to show per stale file.
 const DIFF_LINES: usize = 60;
@@ -92,6 +93,8 @@ pub fn run(root: &Path) -> Result<ExitCode> {
             eprintln!("stale: {name} is not written by codegen (delete it, then run `cargo xtask codegen`)");
         }
     }
+    // The committed document keeps the compatibility promise (see compat.rs).
+    stale += check_compatibility(root)?;
     // No import circles between the files of src/ (see imports.rs for what counts as an import).
     let graph = imports::graph(root)?;
     let circles = imports::circles(&graph);
@@ -118,4 +121,29 @@ pub fn run(root: &Path) -> Result<ExitCode> {
         eprintln!("{stale} stale or unchecked file(s) or import circle(s)");
         Ok(ExitCode::FAILURE)
     }
+}
+
+/// The breaking changes of the committed document against the last release's
+/// ([`compat::BASELINE`]), each printed; their number.
+fn check_compatibility(root: &Path) -> Result<usize> {
+    let read = |name: &str| -> Result<serde_json::Value> {
+        let text = std::fs::read_to_string(root.join(name)).with_context(|| format!("reading {name}"))?;
+        serde_json::from_str(&text).with_context(|| format!("{name}: not JSON"))
+    };
+    let (released, current) = (read(compat::BASELINE)?, read(openapi::DOCUMENT)?);
+    let breaking = compat::breaking(&released, &current);
+    for change in &breaking {
+        eprintln!("breaking: {change}");
+    }
+    if breaking.is_empty() {
+        println!("compatible with the last release: {} against {}", openapi::DOCUMENT, compat::BASELINE);
+    } else {
+        eprintln!(
+            "{} breaking change(s) of {} against the last release ({}): keep the old shape beside the new one, or make the change at a release (docs/clients.md, \"Compatibility\")\n",
+            breaking.len(),
+            openapi::DOCUMENT,
+            compat::BASELINE
+        );
+    }
+    Ok(breaking.len())
 }

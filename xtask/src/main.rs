@@ -14,6 +14,7 @@ mod bench;
 mod check;
 mod client;
 mod codegen;
+mod compat;
 mod erp;
 mod fieldreport;
 mod imports;

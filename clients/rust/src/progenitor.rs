@@ -72,7 +72,7 @@ pub mod types {
         pub request_id: ::std::string::String,
         ///On 429 and 503: seconds until a new attempt may succeed (also sent as `Retry-After`).
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub retry_after_seconds: ::std::option::Option<u64>,
+        pub retry_after_seconds: ::std::option::Option<i64>,
         ///Present (and `false`) on leasing routes, which keep the `{success, message}` shape.
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub success: ::std::option::Option<bool>,
@@ -127,9 +127,9 @@ pub mod types {
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub external_id: ::std::option::Option<::std::string::String>,
-        ///Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L).
+        ///Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). Always a string here (an upstream's number is written out).
         #[serde(rename = "Id", skip_serializing_if = "::std::option::Option::is_none")]
-        pub id: ::std::option::Option<EdmInt64>,
+        pub id: ::std::option::Option<::std::string::String>,
         ///Id of the service request.
         #[serde(
             rename = "ServiceRequestId",
@@ -148,12 +148,12 @@ pub mod types {
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub subject: ::std::option::Option<::std::string::String>,
-        ///Optimistic-locking token; a write with a stale Version is refused.
+        ///Optimistic-locking token; a write with a stale Version is refused. Always an integer here (an upstream's string is read as one).
         #[serde(
             rename = "Version",
             skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub version: ::std::option::Option<EdmInt64>,
+        pub version: ::std::option::Option<i64>,
     }
     impl Appointment {
         pub fn builder() -> builder::Appointment {
@@ -176,12 +176,12 @@ pub mod types {
         ///Definitions that apply to the model (or the one asked for).
         pub applicable: ::std::vec::Vec<::std::string::String>,
         ///Definitions pulled (all of the ERP's).
-        pub definitions: u64,
+        pub definitions: i64,
         pub errors: ::std::vec::Vec<RecordError>,
         pub model: ::std::string::String,
-        pub records: u64,
+        pub records: i64,
         ///Values of the applicable definitions found on the model's records.
-        pub values: u64,
+        pub values: i64,
     }
     impl AttributePullReport {
         pub fn builder() -> builder::AttributePullReport {
@@ -202,11 +202,11 @@ pub mod types {
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct AttributePushReport {
         ///Records the ERP refused because they changed since they were pulled (409).
-        pub conflicts: u64,
+        pub conflicts: i64,
         pub errors: ::std::vec::Vec<RecordError>,
-        pub failed: u64,
+        pub failed: i64,
         pub model: ::std::string::String,
-        pub pushed: u64,
+        pub pushed: i64,
     }
     impl AttributePushReport {
         pub fn builder() -> builder::AttributePushReport {
@@ -231,7 +231,7 @@ pub mod types {
         pub request_id: ::std::string::String,
         ///On 429 and 503: seconds until a new attempt may succeed (also sent as `Retry-After`).
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub retry_after_seconds: ::std::option::Option<u64>,
+        pub retry_after_seconds: ::std::option::Option<i64>,
         ///Present (and `false`) on leasing routes, which keep the `{success, message}` shape.
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub success: ::std::option::Option<bool>,
@@ -345,9 +345,9 @@ pub mod types {
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub external_id: ::std::option::Option<::std::string::String>,
-        ///Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L).
+        ///Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). Always a string here (an upstream's number is written out).
         #[serde(rename = "Id", skip_serializing_if = "::std::option::Option::is_none")]
-        pub id: ::std::option::Option<EdmInt64>,
+        pub id: ::std::option::Option<::std::string::String>,
         ///Whether the customer can see it.
         #[serde(
             rename = "IsPublic",
@@ -363,184 +363,22 @@ pub mod types {
         ///Text of the comment.
         #[serde(rename = "Text", skip_serializing_if = "::std::option::Option::is_none")]
         pub text: ::std::option::Option<::std::string::String>,
-        ///Optimistic-locking token; a write with a stale Version is refused.
+        ///Optimistic-locking token; a write with a stale Version is refused. Always an integer here (an upstream's string is read as one).
         #[serde(
             rename = "Version",
             skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub version: ::std::option::Option<EdmInt64>,
+        pub version: ::std::option::Option<i64>,
     }
     impl Comment {
         pub fn builder() -> builder::Comment {
             Default::default()
         }
     }
-    ///A customer company or private customer.
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
-    pub struct Companies {
-        ///Billing address, when it differs from the main address.
-        #[serde(
-            rename = "BillingAddress",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub billing_address: ::std::option::Option<Location>,
-        ///Contact persons of the company.
-        #[serde(
-            rename = "Contacts",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub contacts: ::std::option::Option<::std::vec::Vec<Contact>>,
-        ///Id of the default cost center.
-        #[serde(
-            rename = "CostCenterId",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub cost_center_id: ::std::option::Option<EdmInt64>,
-        ///Customer number.
-        #[serde(
-            rename = "CustomerNumber",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub customer_number: ::std::option::Option<::std::string::String>,
-        ///When the record was last changed (set by the system).
-        #[serde(
-            rename = "DateModified",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub date_modified: ::std::option::Option<::std::string::String>,
-        ///When the record was created (set by the system).
-        #[serde(
-            rename = "DateOfCreation",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub date_of_creation: ::std::option::Option<::std::string::String>,
-        ///General e-mail address.
-        #[serde(
-            rename = "Email",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub email: ::std::option::Option<::std::string::String>,
-        ///Identifier of the record in a connected system (e.g. the ERP).
-        #[serde(
-            rename = "ExternalId",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub external_id: ::std::option::Option<::std::string::String>,
-        ///Fax number.
-        #[serde(rename = "Fax", skip_serializing_if = "::std::option::Option::is_none")]
-        pub fax: ::std::option::Option<::std::string::String>,
-        ///Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L).
-        #[serde(rename = "Id", skip_serializing_if = "::std::option::Option::is_none")]
-        pub id: ::std::option::Option<EdmInt64>,
-        ///Whether the company is archived.
-        #[serde(
-            rename = "IsArchived",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub is_archived: ::std::option::Option<bool>,
-        ///True for a private person, false for a company.
-        #[serde(
-            rename = "IsPhysicalPerson",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub is_physical_person: ::std::option::Option<bool>,
-        ///Preferred language, e.g. de.
-        #[serde(
-            rename = "Language",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub language: ::std::option::Option<::std::string::String>,
-        ///Main address.
-        #[serde(
-            rename = "Location",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub location: ::std::option::Option<Location>,
-        ///The main contact person.
-        #[serde(
-            rename = "MainContact",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub main_contact: ::std::option::Option<Contact>,
-        ///Id of the main contact person.
-        #[serde(
-            rename = "MainContactId",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub main_contact_id: ::std::option::Option<EdmInt64>,
-        ///Mobile phone number.
-        #[serde(
-            rename = "MobilePhone",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub mobile_phone: ::std::option::Option<::std::string::String>,
-        ///Name of the company or person.
-        #[serde(rename = "Name", skip_serializing_if = "::std::option::Option::is_none")]
-        pub name: ::std::option::Option<::std::string::String>,
-        ///Additional name line.
-        #[serde(
-            rename = "Name2",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub name2: ::std::option::Option<::std::string::String>,
-        ///Internal note.
-        #[serde(rename = "Note", skip_serializing_if = "::std::option::Option::is_none")]
-        pub note: ::std::option::Option<::std::string::String>,
-        ///Service objects (installed equipment) of the company.
-        #[serde(
-            rename = "ServiceObjects",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub service_objects: ::std::option::Option<::std::vec::Vec<ServiceObject>>,
-        ///E-mail address for service matters.
-        #[serde(
-            rename = "SupportMail",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub support_mail: ::std::option::Option<::std::string::String>,
-        ///Phone number for service matters.
-        #[serde(
-            rename = "SupportTelephone",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub support_telephone: ::std::option::Option<::std::string::String>,
-        ///Tags attached to the company.
-        #[serde(rename = "Tags", skip_serializing_if = "::std::option::Option::is_none")]
-        pub tags: ::std::option::Option<::std::vec::Vec<Tag>>,
-        ///General phone number.
-        #[serde(
-            rename = "Telephone",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub telephone: ::std::option::Option<::std::string::String>,
-        ///VAT identification number.
-        #[serde(
-            rename = "VatId",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub vat_id: ::std::option::Option<::std::string::String>,
-        ///Optimistic-locking token; a write with a stale Version is refused.
-        #[serde(
-            rename = "Version",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub version: ::std::option::Option<EdmInt64>,
-        ///Web site address.
-        #[serde(
-            rename = "Website",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub website: ::std::option::Option<::std::string::String>,
-    }
-    impl Companies {
-        pub fn builder() -> builder::Companies {
-            Default::default()
-        }
-    }
     ///One page of records, ordered by Id.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct CompaniesPage {
-        pub data: ::std::vec::Vec<Companies>,
+        pub data: ::std::vec::Vec<Company>,
         pub meta: PageMeta,
     }
     impl CompaniesPage {
@@ -770,7 +608,7 @@ pub mod types {
     ///The record as stored locally, and the field-report system's answer (null when the write was not forwarded).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct CompaniesWrite {
-        pub data: Companies,
+        pub data: Company,
         #[serde(
             rename = "fieldReportResponse",
             deserialize_with = "::std::option::Option::deserialize"
@@ -838,9 +676,9 @@ pub mod types {
         ///Fax number.
         #[serde(rename = "Fax", skip_serializing_if = "::std::option::Option::is_none")]
         pub fax: ::std::option::Option<::std::string::String>,
-        ///Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L).
+        ///Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). Always a string here (an upstream's number is written out).
         #[serde(rename = "Id", skip_serializing_if = "::std::option::Option::is_none")]
-        pub id: ::std::option::Option<EdmInt64>,
+        pub id: ::std::option::Option<::std::string::String>,
         ///Whether the company is archived.
         #[serde(
             rename = "IsArchived",
@@ -928,12 +766,12 @@ pub mod types {
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub vat_id: ::std::option::Option<::std::string::String>,
-        ///Optimistic-locking token; a write with a stale Version is refused.
+        ///Optimistic-locking token; a write with a stale Version is refused. Always an integer here (an upstream's string is read as one).
         #[serde(
             rename = "Version",
             skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub version: ::std::option::Option<EdmInt64>,
+        pub version: ::std::option::Option<i64>,
         ///Web site address.
         #[serde(
             rename = "Website",
@@ -1005,9 +843,9 @@ pub mod types {
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub first_name: ::std::option::Option<::std::string::String>,
-        ///Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L).
+        ///Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). Always a string here (an upstream's number is written out).
         #[serde(rename = "Id", skip_serializing_if = "::std::option::Option::is_none")]
-        pub id: ::std::option::Option<EdmInt64>,
+        pub id: ::std::option::Option<::std::string::String>,
         ///Whether the contact is active.
         #[serde(
             rename = "IsActive",
@@ -1065,142 +903,22 @@ pub mod types {
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub title: ::std::option::Option<::std::string::String>,
-        ///Optimistic-locking token; a write with a stale Version is refused.
+        ///Optimistic-locking token; a write with a stale Version is refused. Always an integer here (an upstream's string is read as one).
         #[serde(
             rename = "Version",
             skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub version: ::std::option::Option<EdmInt64>,
+        pub version: ::std::option::Option<i64>,
     }
     impl Contact {
         pub fn builder() -> builder::Contact {
             Default::default()
         }
     }
-    ///A contact person, usually of a company.
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
-    pub struct Contacts {
-        ///Id of the company the contact belongs to.
-        #[serde(
-            rename = "CompanyId",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub company_id: ::std::option::Option<EdmInt64>,
-        ///When the record was last changed (set by the system).
-        #[serde(
-            rename = "DateModified",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub date_modified: ::std::option::Option<::std::string::String>,
-        ///When the record was created (set by the system).
-        #[serde(
-            rename = "DateOfCreation",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub date_of_creation: ::std::option::Option<::std::string::String>,
-        ///Department.
-        #[serde(
-            rename = "Department",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub department: ::std::option::Option<::std::string::String>,
-        ///E-mail address.
-        #[serde(
-            rename = "Email",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub email: ::std::option::Option<::std::string::String>,
-        ///Identifier of the record in a connected system (e.g. the ERP).
-        #[serde(
-            rename = "ExternalId",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub external_id: ::std::option::Option<::std::string::String>,
-        ///Fax number.
-        #[serde(rename = "Fax", skip_serializing_if = "::std::option::Option::is_none")]
-        pub fax: ::std::option::Option<::std::string::String>,
-        ///First name.
-        #[serde(
-            rename = "FirstName",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub first_name: ::std::option::Option<::std::string::String>,
-        ///Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L).
-        #[serde(rename = "Id", skip_serializing_if = "::std::option::Option::is_none")]
-        pub id: ::std::option::Option<EdmInt64>,
-        ///Whether the contact is active.
-        #[serde(
-            rename = "IsActive",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub is_active: ::std::option::Option<bool>,
-        ///Preferred language, e.g. de.
-        #[serde(
-            rename = "Language",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub language: ::std::option::Option<::std::string::String>,
-        ///Last name.
-        #[serde(
-            rename = "LastName",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub last_name: ::std::option::Option<::std::string::String>,
-        ///Address of the contact, if it differs from the company's.
-        #[serde(
-            rename = "Location",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub location: ::std::option::Option<Location>,
-        ///Mobile phone number.
-        #[serde(
-            rename = "MobilePhone",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub mobile_phone: ::std::option::Option<::std::string::String>,
-        ///Internal note.
-        #[serde(rename = "Note", skip_serializing_if = "::std::option::Option::is_none")]
-        pub note: ::std::option::Option<::std::string::String>,
-        ///Job title.
-        #[serde(
-            rename = "Position",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub position: ::std::option::Option<::std::string::String>,
-        ///Form of address, e.g. Mr, Ms.
-        #[serde(
-            rename = "Salutation",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub salutation: ::std::option::Option<::std::string::String>,
-        ///Phone number.
-        #[serde(
-            rename = "Telephone",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub telephone: ::std::option::Option<::std::string::String>,
-        ///Academic or honorific title.
-        #[serde(
-            rename = "Title",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub title: ::std::option::Option<::std::string::String>,
-        ///Optimistic-locking token; a write with a stale Version is refused.
-        #[serde(
-            rename = "Version",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub version: ::std::option::Option<EdmInt64>,
-    }
-    impl Contacts {
-        pub fn builder() -> builder::Contacts {
-            Default::default()
-        }
-    }
     ///One page of records, ordered by Id.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ContactsPage {
-        pub data: ::std::vec::Vec<Contacts>,
+        pub data: ::std::vec::Vec<Contact>,
         pub meta: PageMeta,
     }
     impl ContactsPage {
@@ -1388,7 +1106,7 @@ pub mod types {
     ///The record as stored locally, and the field-report system's answer (null when the write was not forwarded).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ContactsWrite {
-        pub data: Contacts,
+        pub data: Contact,
         #[serde(
             rename = "fieldReportResponse",
             deserialize_with = "::std::option::Option::deserialize"
@@ -1429,7 +1147,7 @@ pub mod types {
     }
     ///A cost center that time and items are booked to.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
-    pub struct CostCenters {
+    pub struct CostCenter {
         ///When the record was last changed (set by the system).
         #[serde(
             rename = "DateModified",
@@ -1454,9 +1172,9 @@ pub mod types {
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub external_id: ::std::option::Option<::std::string::String>,
-        ///Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L).
+        ///Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). Always a string here (an upstream's number is written out).
         #[serde(rename = "Id", skip_serializing_if = "::std::option::Option::is_none")]
-        pub id: ::std::option::Option<EdmInt64>,
+        pub id: ::std::option::Option<::std::string::String>,
         ///Whether the cost center can be used.
         #[serde(
             rename = "IsActive",
@@ -1472,22 +1190,22 @@ pub mod types {
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub number: ::std::option::Option<::std::string::String>,
-        ///Optimistic-locking token; a write with a stale Version is refused.
+        ///Optimistic-locking token; a write with a stale Version is refused. Always an integer here (an upstream's string is read as one).
         #[serde(
             rename = "Version",
             skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub version: ::std::option::Option<EdmInt64>,
+        pub version: ::std::option::Option<i64>,
     }
-    impl CostCenters {
-        pub fn builder() -> builder::CostCenters {
+    impl CostCenter {
+        pub fn builder() -> builder::CostCenter {
             Default::default()
         }
     }
     ///One page of records, ordered by Id.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct CostCentersPage {
-        pub data: ::std::vec::Vec<CostCenters>,
+        pub data: ::std::vec::Vec<CostCenter>,
         pub meta: PageMeta,
     }
     impl CostCentersPage {
@@ -1612,7 +1330,7 @@ pub mod types {
     ///The record as stored locally, and the field-report system's answer (null when the write was not forwarded).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct CostCentersWrite {
-        pub data: CostCenters,
+        pub data: CostCenter,
         #[serde(
             rename = "fieldReportResponse",
             deserialize_with = "::std::option::Option::deserialize"
@@ -1630,7 +1348,7 @@ pub mod types {
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct CurrentUser {
         ///When the user was created (RFC 3339, UTC).
-        pub created_at: ::std::string::String,
+        pub created_at: ::chrono::DateTime<::chrono::offset::Utc>,
         pub email: ::std::string::String,
         pub id: i64,
         pub name: ::std::string::String,
@@ -1644,15 +1362,19 @@ pub mod types {
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct Delivery {
         pub attempts: i64,
-        pub created_at: ::std::string::String,
+        pub created_at: ::chrono::DateTime<::chrono::offset::Utc>,
         ///The event's id, sent as `webhook-id` on every attempt.
         pub event_id: ::std::string::String,
         pub financing_id: ::std::string::String,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub finished_at: ::std::option::Option<::std::string::String>,
+        pub finished_at: ::std::option::Option<
+            ::chrono::DateTime<::chrono::offset::Utc>,
+        >,
         pub id: i64,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub last_attempt_at: ::std::option::Option<::std::string::String>,
+        pub last_attempt_at: ::std::option::Option<
+            ::chrono::DateTime<::chrono::offset::Utc>,
+        >,
         ///Why the last attempt failed.
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub last_error: ::std::option::Option<::std::string::String>,
@@ -1660,7 +1382,9 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub last_status_code: ::std::option::Option<i64>,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub next_attempt_at: ::std::option::Option<::std::string::String>,
+        pub next_attempt_at: ::std::option::Option<
+            ::chrono::DateTime<::chrono::offset::Utc>,
+        >,
         ///`pending` (not delivered yet; retried at `next_attempt_at`), `delivered` (a 2xx) or `failed` (not delivered within the retry horizon, or the subscription was disabled).
         pub status: ::std::string::String,
     }
@@ -1681,7 +1405,7 @@ pub mod types {
     }
     ///A file stored in the system, attached to a service request, company or service object.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
-    pub struct Documents {
+    pub struct Document {
         ///Id of the company the document belongs to.
         #[serde(
             rename = "CompanyId",
@@ -1730,9 +1454,9 @@ pub mod types {
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub file_name: ::std::option::Option<::std::string::String>,
-        ///Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L).
+        ///Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). Always a string here (an upstream's number is written out).
         #[serde(rename = "Id", skip_serializing_if = "::std::option::Option::is_none")]
-        pub id: ::std::option::Option<EdmInt64>,
+        pub id: ::std::option::Option<::std::string::String>,
         ///Whether the customer can see the document.
         #[serde(
             rename = "IsPublic",
@@ -1760,22 +1484,22 @@ pub mod types {
         ///Address the file can be downloaded from.
         #[serde(rename = "Uri", skip_serializing_if = "::std::option::Option::is_none")]
         pub uri: ::std::option::Option<::std::string::String>,
-        ///Optimistic-locking token; a write with a stale Version is refused.
+        ///Optimistic-locking token; a write with a stale Version is refused. Always an integer here (an upstream's string is read as one).
         #[serde(
             rename = "Version",
             skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub version: ::std::option::Option<EdmInt64>,
+        pub version: ::std::option::Option<i64>,
     }
-    impl Documents {
-        pub fn builder() -> builder::Documents {
+    impl Document {
+        pub fn builder() -> builder::Document {
             Default::default()
         }
     }
     ///One page of records, ordered by Id.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct DocumentsPage {
-        pub data: ::std::vec::Vec<Documents>,
+        pub data: ::std::vec::Vec<Document>,
         pub meta: PageMeta,
     }
     impl DocumentsPage {
@@ -1936,7 +1660,7 @@ pub mod types {
     ///The record as stored locally, and the field-report system's answer (null when the write was not forwarded).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct DocumentsWrite {
-        pub data: Documents,
+        pub data: Document,
         #[serde(
             rename = "fieldReportResponse",
             deserialize_with = "::std::option::Option::deserialize"
@@ -2087,7 +1811,9 @@ pub mod types {
         pub expand: ::std::vec::Vec<::std::string::String>,
         ///When the last sync completed (RFC 3339), if ever.
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub last_sync_at: ::std::option::Option<::std::string::String>,
+        pub last_sync_at: ::std::option::Option<
+            ::chrono::DateTime<::chrono::offset::Utc>,
+        >,
         ///Records in the local mirror.
         pub records: i64,
         ///OData set name, e.g. `CostCenters`.
@@ -2108,6 +1834,35 @@ pub mod types {
     impl ErpOverview {
         pub fn builder() -> builder::ErpOverview {
             Default::default()
+        }
+    }
+    ///One mirrored ERP record as the ERP sent it (secrets masked): the model's fields.
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    #[serde(transparent)]
+    pub struct ErpRecord(
+        pub ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+    );
+    impl ::std::ops::Deref for ErpRecord {
+        type Target = ::serde_json::Map<::std::string::String, ::serde_json::Value>;
+        fn deref(
+            &self,
+        ) -> &::serde_json::Map<::std::string::String, ::serde_json::Value> {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<ErpRecord>
+    for ::serde_json::Map<::std::string::String, ::serde_json::Value> {
+        fn from(value: ErpRecord) -> Self {
+            value.0
+        }
+    }
+    impl ::std::convert::From<
+        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+    > for ErpRecord {
+        fn from(
+            value: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        ) -> Self {
+            Self(value)
         }
     }
     ///One page of mirrored ERP records, ordered by id.
@@ -3342,7 +3097,7 @@ pub mod types {
         pub request_id: ::std::string::String,
         ///On 429 and 503: seconds until a new attempt may succeed (also sent as `Retry-After`).
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub retry_after_seconds: ::std::option::Option<u64>,
+        pub retry_after_seconds: ::std::option::Option<i64>,
         ///Present (and `false`) on leasing routes, which keep the `{success, message}` shape.
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub success: ::std::option::Option<bool>,
@@ -3480,7 +3235,7 @@ pub mod types {
         pub request_id: ::std::string::String,
         ///On 429 and 503: seconds until a new attempt may succeed (also sent as `Retry-After`).
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub retry_after_seconds: ::std::option::Option<u64>,
+        pub retry_after_seconds: ::std::option::Option<i64>,
         ///Present (and `false`) on leasing routes, which keep the `{success, message}` shape.
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub success: ::std::option::Option<bool>,
@@ -3550,7 +3305,7 @@ pub mod types {
         #[serde(rename = "monthlyInstalment")]
         pub monthly_instalment: f64,
         ///The period in months used.
-        pub period: u32,
+        pub period: i64,
     }
     impl InverseCalculationResult {
         pub fn builder() -> builder::InverseCalculationResult {
@@ -3584,9 +3339,9 @@ pub mod types {
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub external_id: ::std::option::Option<::std::string::String>,
-        ///Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L).
+        ///Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). Always a string here (an upstream's number is written out).
         #[serde(rename = "Id", skip_serializing_if = "::std::option::Option::is_none")]
-        pub id: ::std::option::Option<EdmInt64>,
+        pub id: ::std::option::Option<::std::string::String>,
         ///Whether the item is billed to the customer.
         #[serde(
             rename = "IsBillable",
@@ -3632,12 +3387,12 @@ pub mod types {
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub unit_id: ::std::option::Option<EdmInt64>,
-        ///Optimistic-locking token; a write with a stale Version is refused.
+        ///Optimistic-locking token; a write with a stale Version is refused. Always an integer here (an upstream's string is read as one).
         #[serde(
             rename = "Version",
             skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub version: ::std::option::Option<EdmInt64>,
+        pub version: ::std::option::Option<i64>,
     }
     impl Item {
         pub fn builder() -> builder::Item {
@@ -3646,7 +3401,7 @@ pub mod types {
     }
     ///An article or service that can be used as an item in service requests.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
-    pub struct ItemTypes {
+    pub struct ItemType {
         ///Cost per unit.
         #[serde(
             rename = "Costs",
@@ -3680,9 +3435,9 @@ pub mod types {
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub external_id: ::std::option::Option<::std::string::String>,
-        ///Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L).
+        ///Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). Always a string here (an upstream's number is written out).
         #[serde(rename = "Id", skip_serializing_if = "::std::option::Option::is_none")]
-        pub id: ::std::option::Option<EdmInt64>,
+        pub id: ::std::option::Option<::std::string::String>,
         ///Whether the item type can be used.
         #[serde(
             rename = "IsActive",
@@ -3719,22 +3474,22 @@ pub mod types {
         ///VAT rate in percent.
         #[serde(rename = "VAT", skip_serializing_if = "::std::option::Option::is_none")]
         pub vat: ::std::option::Option<EdmNumber>,
-        ///Optimistic-locking token; a write with a stale Version is refused.
+        ///Optimistic-locking token; a write with a stale Version is refused. Always an integer here (an upstream's string is read as one).
         #[serde(
             rename = "Version",
             skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub version: ::std::option::Option<EdmInt64>,
+        pub version: ::std::option::Option<i64>,
     }
-    impl ItemTypes {
-        pub fn builder() -> builder::ItemTypes {
+    impl ItemType {
+        pub fn builder() -> builder::ItemType {
             Default::default()
         }
     }
     ///One page of records, ordered by Id.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ItemTypesPage {
-        pub data: ::std::vec::Vec<ItemTypes>,
+        pub data: ::std::vec::Vec<ItemType>,
         pub meta: PageMeta,
     }
     impl ItemTypesPage {
@@ -3889,7 +3644,7 @@ pub mod types {
     ///The record as stored locally, and the field-report system's answer (null when the write was not forwarded).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ItemTypesWrite {
-        pub data: ItemTypes,
+        pub data: ItemType,
         #[serde(
             rename = "fieldReportResponse",
             deserialize_with = "::std::option::Option::deserialize"
@@ -3905,7 +3660,7 @@ pub mod types {
     }
     ///A unit of measure for items.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
-    pub struct ItemUnits {
+    pub struct ItemUnit {
         ///When the record was last changed (set by the system).
         #[serde(
             rename = "DateModified",
@@ -3936,9 +3691,9 @@ pub mod types {
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub external_id: ::std::option::Option<::std::string::String>,
-        ///Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L).
+        ///Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). Always a string here (an upstream's number is written out).
         #[serde(rename = "Id", skip_serializing_if = "::std::option::Option::is_none")]
-        pub id: ::std::option::Option<EdmInt64>,
+        pub id: ::std::option::Option<::std::string::String>,
         ///Name of the unit, e.g. Piece.
         #[serde(rename = "Name", skip_serializing_if = "::std::option::Option::is_none")]
         pub name: ::std::option::Option<::std::string::String>,
@@ -3948,22 +3703,22 @@ pub mod types {
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub short_name: ::std::option::Option<::std::string::String>,
-        ///Optimistic-locking token; a write with a stale Version is refused.
+        ///Optimistic-locking token; a write with a stale Version is refused. Always an integer here (an upstream's string is read as one).
         #[serde(
             rename = "Version",
             skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub version: ::std::option::Option<EdmInt64>,
+        pub version: ::std::option::Option<i64>,
     }
-    impl ItemUnits {
-        pub fn builder() -> builder::ItemUnits {
+    impl ItemUnit {
+        pub fn builder() -> builder::ItemUnit {
             Default::default()
         }
     }
     ///One page of records, ordered by Id.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ItemUnitsPage {
-        pub data: ::std::vec::Vec<ItemUnits>,
+        pub data: ::std::vec::Vec<ItemUnit>,
         pub meta: PageMeta,
     }
     impl ItemUnitsPage {
@@ -4088,7 +3843,7 @@ pub mod types {
     ///The record as stored locally, and the field-report system's answer (null when the write was not forwarded).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ItemUnitsWrite {
-        pub data: ItemUnits,
+        pub data: ItemUnit,
         #[serde(
             rename = "fieldReportResponse",
             deserialize_with = "::std::option::Option::deserialize"
@@ -4102,97 +3857,10 @@ pub mod types {
             Default::default()
         }
     }
-    ///An item (material or service) used in a service request.
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
-    pub struct Items {
-        ///When the record was last changed (set by the system).
-        #[serde(
-            rename = "DateModified",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub date_modified: ::std::option::Option<::std::string::String>,
-        ///When the record was created (set by the system).
-        #[serde(
-            rename = "DateOfCreation",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub date_of_creation: ::std::option::Option<::std::string::String>,
-        ///Description.
-        #[serde(
-            rename = "Description",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub description: ::std::option::Option<::std::string::String>,
-        ///Identifier of the record in a connected system (e.g. the ERP).
-        #[serde(
-            rename = "ExternalId",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub external_id: ::std::option::Option<::std::string::String>,
-        ///Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L).
-        #[serde(rename = "Id", skip_serializing_if = "::std::option::Option::is_none")]
-        pub id: ::std::option::Option<EdmInt64>,
-        ///Whether the item is billed to the customer.
-        #[serde(
-            rename = "IsBillable",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub is_billable: ::std::option::Option<bool>,
-        ///Id of the item type.
-        #[serde(
-            rename = "ItemTypeId",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub item_type_id: ::std::option::Option<EdmInt64>,
-        ///Name of the item.
-        #[serde(rename = "Name", skip_serializing_if = "::std::option::Option::is_none")]
-        pub name: ::std::option::Option<::std::string::String>,
-        ///Sales price per unit.
-        #[serde(
-            rename = "Price",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub price: ::std::option::Option<EdmNumber>,
-        ///Quantity used.
-        #[serde(
-            rename = "Quantity",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub quantity: ::std::option::Option<EdmNumber>,
-        ///Serial number of the used part, if any.
-        #[serde(
-            rename = "SerialNumber",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub serial_number: ::std::option::Option<::std::string::String>,
-        ///Id of the service request.
-        #[serde(
-            rename = "ServiceRequestId",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub service_request_id: ::std::option::Option<EdmInt64>,
-        ///Id of the unit of measure.
-        #[serde(
-            rename = "UnitId",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub unit_id: ::std::option::Option<EdmInt64>,
-        ///Optimistic-locking token; a write with a stale Version is refused.
-        #[serde(
-            rename = "Version",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub version: ::std::option::Option<EdmInt64>,
-    }
-    impl Items {
-        pub fn builder() -> builder::Items {
-            Default::default()
-        }
-    }
     ///One page of records, ordered by Id.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ItemsPage {
-        pub data: ::std::vec::Vec<Items>,
+        pub data: ::std::vec::Vec<Item>,
         pub meta: PageMeta,
     }
     impl ItemsPage {
@@ -4347,7 +4015,7 @@ pub mod types {
     ///The record as stored locally, and the field-report system's answer (null when the write was not forwarded).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ItemsWrite {
-        pub data: Items,
+        pub data: Item,
         #[serde(
             rename = "fieldReportResponse",
             deserialize_with = "::std::option::Option::deserialize"
@@ -4369,7 +4037,7 @@ pub mod types {
         ///A cancel was asked for: a running job stops at its next page.
         pub cancel_requested: bool,
         ///When it was queued (RFC 3339).
-        pub created_at: ::std::string::String,
+        pub created_at: ::chrono::DateTime<::chrono::offset::Utc>,
         ///The id of the user who queued it (null: `SCHEDULE` or the command line). Only they, or an operator, may cancel it.
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub created_by: ::std::option::Option<i64>,
@@ -4377,8 +4045,11 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub error: ::std::option::Option<::std::string::String>,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub finished_at: ::std::option::Option<::std::string::String>,
+        pub finished_at: ::std::option::Option<
+            ::chrono::DateTime<::chrono::offset::Utc>,
+        >,
         pub id: i64,
+        ///The kind of job: what it runs (`fieldreport.*` on the field-report mirror, `erp.*` on the ERP mirror).
         pub kind: JobKind,
         ///Recorded about every second while it runs.
         pub progress: JobProgress,
@@ -4388,7 +4059,7 @@ pub mod types {
         ///Queued by `SCHEDULE` rather than by a caller.
         pub scheduled: bool,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub started_at: ::std::option::Option<::std::string::String>,
+        pub started_at: ::std::option::Option<::chrono::DateTime<::chrono::offset::Utc>>,
         ///`queued`, `running`, then `succeeded`, `failed` or `cancelled`.
         pub status: JobStatus,
         ///The entity set (route name), stage or model; null: every target of the kind.
@@ -4400,7 +4071,7 @@ pub mod types {
             Default::default()
         }
     }
-    ///`JobKind`
+    ///The kind of job: what it runs (`fieldreport.*` on the field-report mirror, `erp.*` on the ERP mirror).
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,
@@ -5206,7 +4877,7 @@ pub mod types {
         pub request_id: ::std::string::String,
         ///On 429 and 503: seconds until a new attempt may succeed (also sent as `Retry-After`).
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub retry_after_seconds: ::std::option::Option<u64>,
+        pub retry_after_seconds: ::std::option::Option<i64>,
         ///Present (and `false`) on leasing routes, which keep the `{success, message}` shape.
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub success: ::std::option::Option<bool>,
@@ -5359,7 +5030,7 @@ pub mod types {
         pub request_id: ::std::string::String,
         ///On 429 and 503: seconds until a new attempt may succeed (also sent as `Retry-After`).
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub retry_after_seconds: ::std::option::Option<u64>,
+        pub retry_after_seconds: ::std::option::Option<i64>,
         ///Present (and `false`) on leasing routes, which keep the `{success, message}` shape.
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub success: ::std::option::Option<bool>,
@@ -5512,7 +5183,7 @@ pub mod types {
         pub request_id: ::std::string::String,
         ///On 429 and 503: seconds until a new attempt may succeed (also sent as `Retry-After`).
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub retry_after_seconds: ::std::option::Option<u64>,
+        pub retry_after_seconds: ::std::option::Option<i64>,
         ///Present (and `false`) on leasing routes, which keep the `{success, message}` shape.
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub success: ::std::option::Option<bool>,
@@ -5640,7 +5311,7 @@ pub mod types {
         pub request_id: ::std::string::String,
         ///On 429 and 503: seconds until a new attempt may succeed (also sent as `Retry-After`).
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub retry_after_seconds: ::std::option::Option<u64>,
+        pub retry_after_seconds: ::std::option::Option<i64>,
         ///Present (and `false`) on leasing routes, which keep the `{success, message}` shape.
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub success: ::std::option::Option<bool>,
@@ -5746,7 +5417,7 @@ pub mod types {
         pub request_id: ::std::string::String,
         ///On 429 and 503: seconds until a new attempt may succeed (also sent as `Retry-After`).
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub retry_after_seconds: ::std::option::Option<u64>,
+        pub retry_after_seconds: ::std::option::Option<i64>,
         ///Present (and `false`) on leasing routes, which keep the `{success, message}` shape.
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub success: ::std::option::Option<bool>,
@@ -6101,17 +5772,69 @@ pub mod types {
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct LeasingStateChangedEvent {
         ///When the change was observed (RFC 3339).
-        pub created_at: ::std::string::String,
+        pub created_at: ::chrono::DateTime<::chrono::offset::Utc>,
         pub data: StateChange,
         ///The event's id (`msg_…`), also its `webhook-id`: the same on every retry; use it to drop duplicates (delivery is at least once).
         pub id: ::std::string::String,
-        ///`leasing.state_changed`.
+        ///The event's type, `leasing.state_changed`.
         #[serde(rename = "type")]
-        pub type_: ::std::string::String,
+        pub type_: LeasingStateChangedEventType,
     }
     impl LeasingStateChangedEvent {
         pub fn builder() -> builder::LeasingStateChangedEvent {
             Default::default()
+        }
+    }
+    ///The event's type, `leasing.state_changed`.
+    #[derive(
+        ::serde::Deserialize,
+        ::serde::Serialize,
+        Clone,
+        Copy,
+        Debug,
+        Eq,
+        Hash,
+        Ord,
+        PartialEq,
+        PartialOrd
+    )]
+    pub enum LeasingStateChangedEventType {
+        #[serde(rename = "leasing.state_changed")]
+        LeasingStateChanged,
+    }
+    impl ::std::fmt::Display for LeasingStateChangedEventType {
+        fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+            match *self {
+                Self::LeasingStateChanged => f.write_str("leasing.state_changed"),
+            }
+        }
+    }
+    impl ::std::str::FromStr for LeasingStateChangedEventType {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            match value {
+                "leasing.state_changed" => Ok(Self::LeasingStateChanged),
+                _ => Err("invalid value".into()),
+            }
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for LeasingStateChangedEventType {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String>
+    for LeasingStateChangedEventType {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
         }
     }
     ///`LeasingSwitchToPaperContractFinancingId`
@@ -8957,9 +8680,9 @@ pub mod types {
     ///Paging of a list.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct PageMeta {
-        pub current_page: u32,
-        pub last_page: u32,
-        pub per_page: u32,
+        pub current_page: i64,
+        pub last_page: i64,
+        pub per_page: i64,
         pub total: i64,
     }
     impl PageMeta {
@@ -9047,14 +8770,14 @@ pub mod types {
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct PostReport {
         ///ERP records on which the `fieldReportId` attribute was set (pending a push).
-        pub attributes_marked: u64,
-        pub created: u64,
+        pub attributes_marked: i64,
+        pub created: i64,
         pub entity: ::std::string::String,
         pub errors: ::std::vec::Vec<RecordError>,
-        pub failed: u64,
+        pub failed: i64,
         pub model: ::std::string::String,
-        pub unchanged: u64,
-        pub updated: u64,
+        pub unchanged: i64,
+        pub updated: i64,
     }
     impl PostReport {
         pub fn builder() -> builder::PostReport {
@@ -9094,9 +8817,9 @@ pub mod types {
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub external_id: ::std::option::Option<::std::string::String>,
-        ///Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L).
+        ///Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). Always a string here (an upstream's number is written out).
         #[serde(rename = "Id", skip_serializing_if = "::std::option::Option::is_none")]
-        pub id: ::std::option::Option<EdmInt64>,
+        pub id: ::std::option::Option<::std::string::String>,
         ///Whether the product is active.
         #[serde(
             rename = "IsActive",
@@ -9121,94 +8844,22 @@ pub mod types {
         ///Internal note.
         #[serde(rename = "Note", skip_serializing_if = "::std::option::Option::is_none")]
         pub note: ::std::option::Option<::std::string::String>,
-        ///Optimistic-locking token; a write with a stale Version is refused.
+        ///Optimistic-locking token; a write with a stale Version is refused. Always an integer here (an upstream's string is read as one).
         #[serde(
             rename = "Version",
             skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub version: ::std::option::Option<EdmInt64>,
+        pub version: ::std::option::Option<i64>,
     }
     impl Product {
         pub fn builder() -> builder::Product {
             Default::default()
         }
     }
-    ///A product model that service objects are instances of.
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
-    pub struct Products {
-        ///Product category.
-        #[serde(
-            rename = "Category",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub category: ::std::option::Option<::std::string::String>,
-        ///When the record was last changed (set by the system).
-        #[serde(
-            rename = "DateModified",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub date_modified: ::std::option::Option<::std::string::String>,
-        ///When the record was created (set by the system).
-        #[serde(
-            rename = "DateOfCreation",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub date_of_creation: ::std::option::Option<::std::string::String>,
-        ///Description.
-        #[serde(
-            rename = "Description",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub description: ::std::option::Option<::std::string::String>,
-        ///Identifier of the record in a connected system (e.g. the ERP).
-        #[serde(
-            rename = "ExternalId",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub external_id: ::std::option::Option<::std::string::String>,
-        ///Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L).
-        #[serde(rename = "Id", skip_serializing_if = "::std::option::Option::is_none")]
-        pub id: ::std::option::Option<EdmInt64>,
-        ///Whether the product is active.
-        #[serde(
-            rename = "IsActive",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub is_active: ::std::option::Option<bool>,
-        ///Manufacturer.
-        #[serde(
-            rename = "Manufacturer",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub manufacturer: ::std::option::Option<::std::string::String>,
-        ///Model or type number.
-        #[serde(
-            rename = "ModelNumber",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub model_number: ::std::option::Option<::std::string::String>,
-        ///Name of the product.
-        #[serde(rename = "Name", skip_serializing_if = "::std::option::Option::is_none")]
-        pub name: ::std::option::Option<::std::string::String>,
-        ///Internal note.
-        #[serde(rename = "Note", skip_serializing_if = "::std::option::Option::is_none")]
-        pub note: ::std::option::Option<::std::string::String>,
-        ///Optimistic-locking token; a write with a stale Version is refused.
-        #[serde(
-            rename = "Version",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub version: ::std::option::Option<EdmInt64>,
-    }
-    impl Products {
-        pub fn builder() -> builder::Products {
-            Default::default()
-        }
-    }
     ///One page of records, ordered by Id.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ProductsPage {
-        pub data: ::std::vec::Vec<Products>,
+        pub data: ::std::vec::Vec<Product>,
         pub meta: PageMeta,
     }
     impl ProductsPage {
@@ -9348,7 +8999,7 @@ pub mod types {
     ///The record as stored locally, and the field-report system's answer (null when the write was not forwarded).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ProductsWrite {
-        pub data: Products,
+        pub data: Product,
         #[serde(
             rename = "fieldReportResponse",
             deserialize_with = "::std::option::Option::deserialize"
@@ -9408,20 +9059,20 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub cursor: ::std::option::Option<i64>,
         pub errors: ::std::vec::Vec<RecordError>,
-        pub fetched: u64,
+        pub fetched: i64,
         ///Records the ERP has and the mirror lacked, fetched by a reconciling (`update`).
         #[serde(default)]
-        pub fetched_missing: u64,
-        pub inserted: u64,
+        pub fetched_missing: i64,
+        pub inserted: i64,
         pub model: ::std::string::String,
-        pub pages: u64,
+        pub pages: i64,
         ///Local records whose version differed from the ERP's, fetched again by a reconciling.
         #[serde(default)]
-        pub refreshed: u64,
+        pub refreshed: i64,
         ///Local records removed because the ERP no longer has them.
-        pub removed: u64,
-        pub unchanged: u64,
-        pub updated: u64,
+        pub removed: i64,
+        pub unchanged: i64,
+        pub updated: i64,
     }
     impl PullReport {
         pub fn builder() -> builder::PullReport {
@@ -9453,15 +9104,15 @@ pub mod types {
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct PushReport {
         pub entity: ::std::string::String,
-        pub failed: u64,
+        pub failed: i64,
         pub failures: ::std::vec::Vec<PushFailure>,
         ///`create`, `update` or `delete`.
         pub kind: ::std::string::String,
-        pub pushed: u64,
+        pub pushed: i64,
         ///Records an earlier, interrupted run had already delivered: found at the upstream and marked pushed without sending them again (for deletes: records the upstream no longer had).
-        pub recovered: u64,
+        pub recovered: i64,
         ///Records another run was pushing at the same time, left to it.
-        pub skipped: u64,
+        pub skipped: i64,
     }
     impl PushReport {
         pub fn builder() -> builder::PushReport {
@@ -9501,9 +9152,9 @@ pub mod types {
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub external_id: ::std::option::Option<::std::string::String>,
-        ///Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L).
+        ///Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). Always a string here (an upstream's number is written out).
         #[serde(rename = "Id", skip_serializing_if = "::std::option::Option::is_none")]
-        pub id: ::std::option::Option<EdmInt64>,
+        pub id: ::std::option::Option<::std::string::String>,
         ///Name of the qualification.
         #[serde(rename = "Name", skip_serializing_if = "::std::option::Option::is_none")]
         pub name: ::std::option::Option<::std::string::String>,
@@ -9513,79 +9164,22 @@ pub mod types {
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub validity_months: ::std::option::Option<i32>,
-        ///Optimistic-locking token; a write with a stale Version is refused.
+        ///Optimistic-locking token; a write with a stale Version is refused. Always an integer here (an upstream's string is read as one).
         #[serde(
             rename = "Version",
             skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub version: ::std::option::Option<EdmInt64>,
+        pub version: ::std::option::Option<i64>,
     }
     impl Qualification {
         pub fn builder() -> builder::Qualification {
             Default::default()
         }
     }
-    ///A skill or certificate required for a service request and held by technicians.
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
-    pub struct Qualifications {
-        ///Category used to group qualifications.
-        #[serde(
-            rename = "Category",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub category: ::std::option::Option<::std::string::String>,
-        ///When the record was last changed (set by the system).
-        #[serde(
-            rename = "DateModified",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub date_modified: ::std::option::Option<::std::string::String>,
-        ///When the record was created (set by the system).
-        #[serde(
-            rename = "DateOfCreation",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub date_of_creation: ::std::option::Option<::std::string::String>,
-        ///Description.
-        #[serde(
-            rename = "Description",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub description: ::std::option::Option<::std::string::String>,
-        ///Identifier of the record in a connected system (e.g. the ERP).
-        #[serde(
-            rename = "ExternalId",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub external_id: ::std::option::Option<::std::string::String>,
-        ///Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L).
-        #[serde(rename = "Id", skip_serializing_if = "::std::option::Option::is_none")]
-        pub id: ::std::option::Option<EdmInt64>,
-        ///Name of the qualification.
-        #[serde(rename = "Name", skip_serializing_if = "::std::option::Option::is_none")]
-        pub name: ::std::option::Option<::std::string::String>,
-        ///How long a certificate stays valid, in months.
-        #[serde(
-            rename = "ValidityMonths",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub validity_months: ::std::option::Option<i32>,
-        ///Optimistic-locking token; a write with a stale Version is refused.
-        #[serde(
-            rename = "Version",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub version: ::std::option::Option<EdmInt64>,
-    }
-    impl Qualifications {
-        pub fn builder() -> builder::Qualifications {
-            Default::default()
-        }
-    }
     ///One page of records, ordered by Id.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct QualificationsPage {
-        pub data: ::std::vec::Vec<Qualifications>,
+        pub data: ::std::vec::Vec<Qualification>,
         pub meta: PageMeta,
     }
     impl QualificationsPage {
@@ -9710,7 +9304,7 @@ pub mod types {
     ///The record as stored locally, and the field-report system's answer (null when the write was not forwarded).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct QualificationsWrite {
-        pub data: Qualifications,
+        pub data: Qualification,
         #[serde(
             rename = "fieldReportResponse",
             deserialize_with = "::std::option::Option::deserialize"
@@ -9741,25 +9335,44 @@ pub mod types {
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ReconcileReport {
         ///Local records compared (those written before the reconciling began).
-        pub checked: u64,
+        pub checked: i64,
         ///Route name of the entity set.
         pub entity: ::std::string::String,
         ///Records the field-report system has and the mirror lacked, fetched and stored.
-        pub fetched_missing: u64,
+        pub fetched_missing: i64,
         ///Local records the field-report system no longer has, kept because a local change of theirs waits for it (a pending push, or an update of unknown outcome).
-        pub kept_pending: u64,
+        pub kept_pending: i64,
         ///The Ids of those records (the first 100).
         pub kept_pending_ids: ::std::vec::Vec<::std::string::String>,
         ///Local records whose version differed from the field-report system's, fetched again.
-        pub refreshed: u64,
+        pub refreshed: i64,
         ///Local records removed: the field-report system no longer has them.
-        pub removed: u64,
+        pub removed: i64,
         pub seconds: f64,
         ///Records the field-report system has.
-        pub upstream: u64,
+        pub upstream: i64,
     }
     impl ReconcileReport {
         pub fn builder() -> builder::ReconcileReport {
+            Default::default()
+        }
+    }
+    ///The answer of a field-report delete sent with `Prefer: return=representation`.
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    pub struct RecordDeleted {
+        ///The result of the local delete.
+        pub data: bool,
+        ///The field-report system's answer (null when it answered without a body).
+        #[serde(
+            rename = "fieldReportResponse",
+            deserialize_with = "::std::option::Option::deserialize"
+        )]
+        pub field_report_response: ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    }
+    impl RecordDeleted {
+        pub fn builder() -> builder::RecordDeleted {
             Default::default()
         }
     }
@@ -9804,9 +9417,9 @@ pub mod types {
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub external_id: ::std::option::Option<::std::string::String>,
-        ///Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L).
+        ///Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). Always a string here (an upstream's number is written out).
         #[serde(rename = "Id", skip_serializing_if = "::std::option::Option::is_none")]
-        pub id: ::std::option::Option<EdmInt64>,
+        pub id: ::std::option::Option<::std::string::String>,
         ///Whether the customer signed the report.
         #[serde(
             rename = "IsSigned",
@@ -9825,12 +9438,12 @@ pub mod types {
         ///Address the report can be downloaded from.
         #[serde(rename = "Uri", skip_serializing_if = "::std::option::Option::is_none")]
         pub uri: ::std::option::Option<::std::string::String>,
-        ///Optimistic-locking token; a write with a stale Version is refused.
+        ///Optimistic-locking token; a write with a stale Version is refused. Always an integer here (an upstream's string is read as one).
         #[serde(
             rename = "Version",
             skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub version: ::std::option::Option<EdmInt64>,
+        pub version: ::std::option::Option<i64>,
     }
     impl Report {
         pub fn builder() -> builder::Report {
@@ -9895,9 +9508,9 @@ pub mod types {
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub external_id: ::std::option::Option<::std::string::String>,
-        ///Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L).
+        ///Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). Always a string here (an upstream's number is written out).
         #[serde(rename = "Id", skip_serializing_if = "::std::option::Option::is_none")]
-        pub id: ::std::option::Option<EdmInt64>,
+        pub id: ::std::option::Option<::std::string::String>,
         ///When the object was installed.
         #[serde(
             rename = "InstallationDate",
@@ -9955,12 +9568,12 @@ pub mod types {
         ///Tags attached to the object.
         #[serde(rename = "Tags", skip_serializing_if = "::std::option::Option::is_none")]
         pub tags: ::std::option::Option<::std::vec::Vec<Tag>>,
-        ///Optimistic-locking token; a write with a stale Version is refused.
+        ///Optimistic-locking token; a write with a stale Version is refused. Always an integer here (an upstream's string is read as one).
         #[serde(
             rename = "Version",
             skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub version: ::std::option::Option<EdmInt64>,
+        pub version: ::std::option::Option<i64>,
         ///When the warranty ends.
         #[serde(
             rename = "WarrantyEndDate",
@@ -9973,133 +9586,10 @@ pub mod types {
             Default::default()
         }
     }
-    ///An installed object (machine, plant) that service is performed on.
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
-    pub struct ServiceObjects {
-        ///The owning company.
-        #[serde(
-            rename = "Company",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub company: ::std::option::Option<Company>,
-        ///Id of the owning company.
-        #[serde(
-            rename = "CompanyId",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub company_id: ::std::option::Option<EdmInt64>,
-        ///Contact persons responsible for the object.
-        #[serde(
-            rename = "Contacts",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub contacts: ::std::option::Option<::std::vec::Vec<Contact>>,
-        ///When the record was last changed (set by the system).
-        #[serde(
-            rename = "DateModified",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub date_modified: ::std::option::Option<::std::string::String>,
-        ///When the record was created (set by the system).
-        #[serde(
-            rename = "DateOfCreation",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub date_of_creation: ::std::option::Option<::std::string::String>,
-        ///Description.
-        #[serde(
-            rename = "Description",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub description: ::std::option::Option<::std::string::String>,
-        ///Identifier of the record in a connected system (e.g. the ERP).
-        #[serde(
-            rename = "ExternalId",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub external_id: ::std::option::Option<::std::string::String>,
-        ///Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L).
-        #[serde(rename = "Id", skip_serializing_if = "::std::option::Option::is_none")]
-        pub id: ::std::option::Option<EdmInt64>,
-        ///When the object was installed.
-        #[serde(
-            rename = "InstallationDate",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub installation_date: ::std::option::Option<::std::string::String>,
-        ///Inventory number.
-        #[serde(
-            rename = "InventoryNumber",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub inventory_number: ::std::option::Option<::std::string::String>,
-        ///Whether the object is in service.
-        #[serde(
-            rename = "IsActive",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub is_active: ::std::option::Option<bool>,
-        ///Where the object is installed.
-        #[serde(
-            rename = "Location",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub location: ::std::option::Option<Location>,
-        ///Name of the object.
-        #[serde(rename = "Name", skip_serializing_if = "::std::option::Option::is_none")]
-        pub name: ::std::option::Option<::std::string::String>,
-        ///Internal note.
-        #[serde(rename = "Note", skip_serializing_if = "::std::option::Option::is_none")]
-        pub note: ::std::option::Option<::std::string::String>,
-        ///Id of the object this one is part of.
-        #[serde(
-            rename = "ParentServiceObjectId",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub parent_service_object_id: ::std::option::Option<EdmInt64>,
-        ///The product the object is an instance of.
-        #[serde(
-            rename = "Product",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub product: ::std::option::Option<Product>,
-        ///Id of the product the object is an instance of.
-        #[serde(
-            rename = "ProductId",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub product_id: ::std::option::Option<EdmInt64>,
-        ///Serial number.
-        #[serde(
-            rename = "SerialNumber",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub serial_number: ::std::option::Option<::std::string::String>,
-        ///Tags attached to the object.
-        #[serde(rename = "Tags", skip_serializing_if = "::std::option::Option::is_none")]
-        pub tags: ::std::option::Option<::std::vec::Vec<Tag>>,
-        ///Optimistic-locking token; a write with a stale Version is refused.
-        #[serde(
-            rename = "Version",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub version: ::std::option::Option<EdmInt64>,
-        ///When the warranty ends.
-        #[serde(
-            rename = "WarrantyEndDate",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub warranty_end_date: ::std::option::Option<::std::string::String>,
-    }
-    impl ServiceObjects {
-        pub fn builder() -> builder::ServiceObjects {
-            Default::default()
-        }
-    }
     ///One page of records, ordered by Id.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ServiceObjectsPage {
-        pub data: ::std::vec::Vec<ServiceObjects>,
+        pub data: ::std::vec::Vec<ServiceObject>,
         pub meta: PageMeta,
     }
     impl ServiceObjectsPage {
@@ -10290,7 +9780,7 @@ pub mod types {
     ///The record as stored locally, and the field-report system's answer (null when the write was not forwarded).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ServiceObjectsWrite {
-        pub data: ServiceObjects,
+        pub data: ServiceObject,
         #[serde(
             rename = "fieldReportResponse",
             deserialize_with = "::std::option::Option::deserialize"
@@ -10306,7 +9796,7 @@ pub mod types {
     }
     ///A service request (job, work order) for a customer.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
-    pub struct ServiceRequests {
+    pub struct ServiceRequest {
         ///Planned appointments.
         #[serde(
             rename = "Appointments",
@@ -10391,9 +9881,9 @@ pub mod types {
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub external_reference: ::std::option::Option<::std::string::String>,
-        ///Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L).
+        ///Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). Always a string here (an upstream's number is written out).
         #[serde(rename = "Id", skip_serializing_if = "::std::option::Option::is_none")]
-        pub id: ::std::option::Option<EdmInt64>,
+        pub id: ::std::option::Option<::std::string::String>,
         ///Whether the record is a template for new requests.
         #[serde(
             rename = "IsTemplate",
@@ -10463,22 +9953,22 @@ pub mod types {
         ///Kind of request, e.g. Maintenance, Repair, Installation.
         #[serde(rename = "Type", skip_serializing_if = "::std::option::Option::is_none")]
         pub type_: ::std::option::Option<::std::string::String>,
-        ///Optimistic-locking token; a write with a stale Version is refused.
+        ///Optimistic-locking token; a write with a stale Version is refused. Always an integer here (an upstream's string is read as one).
         #[serde(
             rename = "Version",
             skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub version: ::std::option::Option<EdmInt64>,
+        pub version: ::std::option::Option<i64>,
     }
-    impl ServiceRequests {
-        pub fn builder() -> builder::ServiceRequests {
+    impl ServiceRequest {
+        pub fn builder() -> builder::ServiceRequest {
             Default::default()
         }
     }
     ///One page of records, ordered by Id.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ServiceRequestsPage {
-        pub data: ::std::vec::Vec<ServiceRequests>,
+        pub data: ::std::vec::Vec<ServiceRequest>,
         pub meta: PageMeta,
     }
     impl ServiceRequestsPage {
@@ -10717,7 +10207,7 @@ pub mod types {
     ///The record as stored locally, and the field-report system's answer (null when the write was not forwarded).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ServiceRequestsWrite {
-        pub data: ServiceRequests,
+        pub data: ServiceRequest,
         #[serde(
             rename = "fieldReportResponse",
             deserialize_with = "::std::option::Option::deserialize"
@@ -10749,7 +10239,7 @@ pub mod types {
         pub request_id: ::std::string::String,
         ///On 429 and 503: seconds until a new attempt may succeed (also sent as `Retry-After`).
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub retry_after_seconds: ::std::option::Option<u64>,
+        pub retry_after_seconds: ::std::option::Option<i64>,
         ///Present (and `false`) on leasing routes, which keep the `{success, message}` shape.
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub success: ::std::option::Option<bool>,
@@ -10919,9 +10409,9 @@ pub mod types {
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub external_id: ::std::option::Option<::std::string::String>,
-        ///Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L).
+        ///Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). Always a string here (an upstream's number is written out).
         #[serde(rename = "Id", skip_serializing_if = "::std::option::Option::is_none")]
-        pub id: ::std::option::Option<EdmInt64>,
+        pub id: ::std::option::Option<::std::string::String>,
         ///Whether the step is done.
         #[serde(
             rename = "IsDone",
@@ -10958,12 +10448,12 @@ pub mod types {
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub value: ::std::option::Option<::std::string::String>,
-        ///Optimistic-locking token; a write with a stale Version is refused.
+        ///Optimistic-locking token; a write with a stale Version is refused. Always an integer here (an upstream's string is read as one).
         #[serde(
             rename = "Version",
             skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub version: ::std::option::Option<EdmInt64>,
+        pub version: ::std::option::Option<i64>,
     }
     impl Step {
         pub fn builder() -> builder::Step {
@@ -10972,7 +10462,7 @@ pub mod types {
     }
     ///A template of a checklist whose steps are copied into service requests.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
-    pub struct StepListTemplates {
+    pub struct StepListTemplate {
         ///Category used to group templates.
         #[serde(
             rename = "Category",
@@ -11003,9 +10493,9 @@ pub mod types {
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub external_id: ::std::option::Option<::std::string::String>,
-        ///Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L).
+        ///Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). Always a string here (an upstream's number is written out).
         #[serde(rename = "Id", skip_serializing_if = "::std::option::Option::is_none")]
-        pub id: ::std::option::Option<EdmInt64>,
+        pub id: ::std::option::Option<::std::string::String>,
         ///Whether the template can be used.
         #[serde(
             rename = "IsActive",
@@ -11021,22 +10511,22 @@ pub mod types {
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub sort_order: ::std::option::Option<i32>,
-        ///Optimistic-locking token; a write with a stale Version is refused.
+        ///Optimistic-locking token; a write with a stale Version is refused. Always an integer here (an upstream's string is read as one).
         #[serde(
             rename = "Version",
             skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub version: ::std::option::Option<EdmInt64>,
+        pub version: ::std::option::Option<i64>,
     }
-    impl StepListTemplates {
-        pub fn builder() -> builder::StepListTemplates {
+    impl StepListTemplate {
+        pub fn builder() -> builder::StepListTemplate {
             Default::default()
         }
     }
     ///One page of records, ordered by Id.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct StepListTemplatesPage {
-        pub data: ::std::vec::Vec<StepListTemplates>,
+        pub data: ::std::vec::Vec<StepListTemplate>,
         pub meta: PageMeta,
     }
     impl StepListTemplatesPage {
@@ -11167,7 +10657,7 @@ pub mod types {
     ///The record as stored locally, and the field-report system's answer (null when the write was not forwarded).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct StepListTemplatesWrite {
-        pub data: StepListTemplates,
+        pub data: StepListTemplate,
         #[serde(
             rename = "fieldReportResponse",
             deserialize_with = "::std::option::Option::deserialize"
@@ -11202,9 +10692,9 @@ pub mod types {
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub external_id: ::std::option::Option<::std::string::String>,
-        ///Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L).
+        ///Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). Always a string here (an upstream's number is written out).
         #[serde(rename = "Id", skip_serializing_if = "::std::option::Option::is_none")]
-        pub id: ::std::option::Option<EdmInt64>,
+        pub id: ::std::option::Option<::std::string::String>,
         ///Id of the item type moved.
         #[serde(
             rename = "ItemTypeId",
@@ -11229,12 +10719,12 @@ pub mod types {
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub service_request_id: ::std::option::Option<EdmInt64>,
-        ///Optimistic-locking token; a write with a stale Version is refused.
+        ///Optimistic-locking token; a write with a stale Version is refused. Always an integer here (an upstream's string is read as one).
         #[serde(
             rename = "Version",
             skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub version: ::std::option::Option<EdmInt64>,
+        pub version: ::std::option::Option<i64>,
         ///Warehouse or vehicle stock the movement belongs to.
         #[serde(
             rename = "Warehouse",
@@ -11250,7 +10740,7 @@ pub mod types {
     ///Where the contract PDF was saved.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct StoredPdf {
-        pub bytes: u64,
+        pub bytes: i64,
         ///Storage key, `contracts/<financingId>.pdf`.
         pub path: ::std::string::String,
         ///SHA-256 of the PDF, hex.
@@ -11266,11 +10756,13 @@ pub mod types {
     pub struct Subscription {
         ///Whether it receives the events of every financing request (an operator's choice), or only of those its owner created.
         pub all_requests: bool,
-        pub created_at: ::std::string::String,
+        pub created_at: ::chrono::DateTime<::chrono::offset::Utc>,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub description: ::std::option::Option<::std::string::String>,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub disabled_at: ::std::option::Option<::std::string::String>,
+        pub disabled_at: ::std::option::Option<
+            ::chrono::DateTime<::chrono::offset::Utc>,
+        >,
         pub events: ::std::vec::Vec<::std::string::String>,
         ///Since when its deliveries fail (null once one succeeds).
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -11278,7 +10770,9 @@ pub mod types {
         pub id: ::std::string::String,
         ///Until when the secret before the last rotation still signs.
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub previous_secret_expires_at: ::std::option::Option<::std::string::String>,
+        pub previous_secret_expires_at: ::std::option::Option<
+            ::chrono::DateTime<::chrono::offset::Utc>,
+        >,
         ///`active`, or `disabled` after five days of failing deliveries.
         pub status: ::std::string::String,
         pub url: ::std::string::String,
@@ -11304,11 +10798,13 @@ pub mod types {
     pub struct SubscriptionWithSecret {
         ///Whether it receives the events of every financing request (an operator's choice), or only of those its owner created.
         pub all_requests: bool,
-        pub created_at: ::std::string::String,
+        pub created_at: ::chrono::DateTime<::chrono::offset::Utc>,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub description: ::std::option::Option<::std::string::String>,
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub disabled_at: ::std::option::Option<::std::string::String>,
+        pub disabled_at: ::std::option::Option<
+            ::chrono::DateTime<::chrono::offset::Utc>,
+        >,
         pub events: ::std::vec::Vec<::std::string::String>,
         ///Since when its deliveries fail (null once one succeeds).
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -11316,7 +10812,9 @@ pub mod types {
         pub id: ::std::string::String,
         ///Until when the secret before the last rotation still signs.
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub previous_secret_expires_at: ::std::option::Option<::std::string::String>,
+        pub previous_secret_expires_at: ::std::option::Option<
+            ::chrono::DateTime<::chrono::offset::Utc>,
+        >,
         ///The signing secret, `whsec_<base64>`: keep it; no later answer shows it.
         pub secret: ::std::string::String,
         ///`active`, or `disabled` after five days of failing deliveries.
@@ -11346,20 +10844,20 @@ pub mod types {
         pub cursor: ::std::option::Option<::std::string::String>,
         ///Records deleted here whose delete the upstream has not confirmed yet (pending for `post`, or in flight): not stored again.
         #[serde(default)]
-        pub deleted_here: u64,
+        pub deleted_here: i64,
         ///Route name of the entity set.
         pub entity: ::std::string::String,
-        pub fetched: u64,
-        pub inserted: u64,
-        pub pages: u64,
+        pub fetched: i64,
+        pub inserted: i64,
+        pub pages: i64,
         ///With `reconcile`: what the reconciling that followed the sync removed and kept.
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub reconcile: ::std::option::Option<ReconcileReport>,
         pub seconds: f64,
         ///Records without an `Id`, skipped.
-        pub skipped: u64,
-        pub unchanged: u64,
-        pub updated: u64,
+        pub skipped: i64,
+        pub unchanged: i64,
+        pub updated: i64,
     }
     impl SyncReport {
         pub fn builder() -> builder::SyncReport {
@@ -11399,79 +10897,28 @@ pub mod types {
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub external_id: ::std::option::Option<::std::string::String>,
-        ///Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L).
+        ///Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). Always a string here (an upstream's number is written out).
         #[serde(rename = "Id", skip_serializing_if = "::std::option::Option::is_none")]
-        pub id: ::std::option::Option<EdmInt64>,
+        pub id: ::std::option::Option<::std::string::String>,
         ///Name of the tag.
         #[serde(rename = "Name", skip_serializing_if = "::std::option::Option::is_none")]
         pub name: ::std::option::Option<::std::string::String>,
-        ///Optimistic-locking token; a write with a stale Version is refused.
+        ///Optimistic-locking token; a write with a stale Version is refused. Always an integer here (an upstream's string is read as one).
         #[serde(
             rename = "Version",
             skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub version: ::std::option::Option<EdmInt64>,
+        pub version: ::std::option::Option<i64>,
     }
     impl Tag {
         pub fn builder() -> builder::Tag {
             Default::default()
         }
     }
-    ///A tag (label) attached to companies, service objects and service requests.
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
-    pub struct Tags {
-        ///Display colour.
-        #[serde(
-            rename = "Color",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub color: ::std::option::Option<::std::string::String>,
-        ///When the record was last changed (set by the system).
-        #[serde(
-            rename = "DateModified",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub date_modified: ::std::option::Option<::std::string::String>,
-        ///When the record was created (set by the system).
-        #[serde(
-            rename = "DateOfCreation",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub date_of_creation: ::std::option::Option<::std::string::String>,
-        ///Description.
-        #[serde(
-            rename = "Description",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub description: ::std::option::Option<::std::string::String>,
-        ///Identifier of the record in a connected system (e.g. the ERP).
-        #[serde(
-            rename = "ExternalId",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub external_id: ::std::option::Option<::std::string::String>,
-        ///Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L).
-        #[serde(rename = "Id", skip_serializing_if = "::std::option::Option::is_none")]
-        pub id: ::std::option::Option<EdmInt64>,
-        ///Name of the tag.
-        #[serde(rename = "Name", skip_serializing_if = "::std::option::Option::is_none")]
-        pub name: ::std::option::Option<::std::string::String>,
-        ///Optimistic-locking token; a write with a stale Version is refused.
-        #[serde(
-            rename = "Version",
-            skip_serializing_if = "::std::option::Option::is_none"
-        )]
-        pub version: ::std::option::Option<EdmInt64>,
-    }
-    impl Tags {
-        pub fn builder() -> builder::Tags {
-            Default::default()
-        }
-    }
     ///One page of records, ordered by Id.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct TagsPage {
-        pub data: ::std::vec::Vec<Tags>,
+        pub data: ::std::vec::Vec<Tag>,
         pub meta: PageMeta,
     }
     impl TagsPage {
@@ -11590,7 +11037,7 @@ pub mod types {
     ///The record as stored locally, and the field-report system's answer (null when the write was not forwarded).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct TagsWrite {
-        pub data: Tags,
+        pub data: Tag,
         #[serde(
             rename = "fieldReportResponse",
             deserialize_with = "::std::option::Option::deserialize"
@@ -11663,7 +11110,7 @@ pub mod types {
     }
     ///A time booking of a technician (work, travel, break).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
-    pub struct TimeEvents {
+    pub struct TimeEvent {
         ///Id of the cost center.
         #[serde(
             rename = "CostCenterId",
@@ -11706,9 +11153,9 @@ pub mod types {
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub external_id: ::std::option::Option<::std::string::String>,
-        ///Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L).
+        ///Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). Always a string here (an upstream's number is written out).
         #[serde(rename = "Id", skip_serializing_if = "::std::option::Option::is_none")]
-        pub id: ::std::option::Option<EdmInt64>,
+        pub id: ::std::option::Option<::std::string::String>,
         ///Whether the time is billed to the customer.
         #[serde(
             rename = "IsBillable",
@@ -11736,22 +11183,22 @@ pub mod types {
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub user_id: ::std::option::Option<EdmInt64>,
-        ///Optimistic-locking token; a write with a stale Version is refused.
+        ///Optimistic-locking token; a write with a stale Version is refused. Always an integer here (an upstream's string is read as one).
         #[serde(
             rename = "Version",
             skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub version: ::std::option::Option<EdmInt64>,
+        pub version: ::std::option::Option<i64>,
     }
-    impl TimeEvents {
-        pub fn builder() -> builder::TimeEvents {
+    impl TimeEvent {
+        pub fn builder() -> builder::TimeEvent {
             Default::default()
         }
     }
     ///One page of records, ordered by Id.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct TimeEventsPage {
-        pub data: ::std::vec::Vec<TimeEvents>,
+        pub data: ::std::vec::Vec<TimeEvent>,
         pub meta: PageMeta,
     }
     impl TimeEventsPage {
@@ -11906,7 +11353,7 @@ pub mod types {
     ///The record as stored locally, and the field-report system's answer (null when the write was not forwarded).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct TimeEventsWrite {
-        pub data: TimeEvents,
+        pub data: TimeEvent,
         #[serde(
             rename = "fieldReportResponse",
             deserialize_with = "::std::option::Option::deserialize"
@@ -11938,7 +11385,7 @@ pub mod types {
         pub request_id: ::std::string::String,
         ///On 429 and 503: seconds until a new attempt may succeed (also sent as `Retry-After`).
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub retry_after_seconds: ::std::option::Option<u64>,
+        pub retry_after_seconds: ::std::option::Option<i64>,
         ///Present (and `false`) on leasing routes, which keep the `{success, message}` shape.
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub success: ::std::option::Option<bool>,
@@ -12014,7 +11461,7 @@ pub mod types {
     }
     ///A user of the field-report system, e.g. a technician or dispatcher.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
-    pub struct Users {
+    pub struct User {
         ///Colour used in the planning board.
         #[serde(
             rename = "Color",
@@ -12057,9 +11504,9 @@ pub mod types {
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub first_name: ::std::option::Option<::std::string::String>,
-        ///Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L).
+        ///Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). Always a string here (an upstream's number is written out).
         #[serde(rename = "Id", skip_serializing_if = "::std::option::Option::is_none")]
-        pub id: ::std::option::Option<EdmInt64>,
+        pub id: ::std::option::Option<::std::string::String>,
         ///Whether the user can log in.
         #[serde(
             rename = "IsActive",
@@ -12099,22 +11546,22 @@ pub mod types {
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub user_name: ::std::option::Option<::std::string::String>,
-        ///Optimistic-locking token; a write with a stale Version is refused.
+        ///Optimistic-locking token; a write with a stale Version is refused. Always an integer here (an upstream's string is read as one).
         #[serde(
             rename = "Version",
             skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub version: ::std::option::Option<EdmInt64>,
+        pub version: ::std::option::Option<i64>,
     }
-    impl Users {
-        pub fn builder() -> builder::Users {
+    impl User {
+        pub fn builder() -> builder::User {
             Default::default()
         }
     }
     ///One page of records, ordered by Id.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct UsersPage {
-        pub data: ::std::vec::Vec<Users>,
+        pub data: ::std::vec::Vec<User>,
         pub meta: PageMeta,
     }
     impl UsersPage {
@@ -12281,7 +11728,7 @@ pub mod types {
     ///The record as stored locally, and the field-report system's answer (null when the write was not forwarded).
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct UsersWrite {
-        pub data: Users,
+        pub data: User,
         #[serde(
             rename = "fieldReportResponse",
             deserialize_with = "::std::option::Option::deserialize"
@@ -12302,7 +11749,9 @@ pub mod types {
         pub financing_id: ::std::string::String,
         ///When it is read next (null once terminal).
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub next_poll_at: ::std::option::Option<::std::string::String>,
+        pub next_poll_at: ::std::option::Option<
+            ::chrono::DateTime<::chrono::offset::Utc>,
+        >,
         #[serde(
             rename = "requestId",
             skip_serializing_if = "::std::option::Option::is_none"
@@ -12748,7 +12197,7 @@ pub mod types {
                 ::std::string::String,
             >,
             retry_after_seconds: ::std::result::Result<
-                ::std::option::Option<u64>,
+                ::std::option::Option<i64>,
                 ::std::string::String,
             >,
             success: ::std::result::Result<
@@ -12826,7 +12275,7 @@ pub mod types {
             }
             pub fn retry_after_seconds<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<u64>>,
+                T: ::std::convert::TryInto<::std::option::Option<i64>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.retry_after_seconds = value
@@ -12909,7 +12358,7 @@ pub mod types {
                 ::std::string::String,
             >,
             id: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
+                ::std::option::Option<::std::string::String>,
                 ::std::string::String,
             >,
             service_request_id: ::std::result::Result<
@@ -12925,7 +12374,7 @@ pub mod types {
                 ::std::string::String,
             >,
             version: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
+                ::std::option::Option<i64>,
                 ::std::string::String,
             >,
         }
@@ -13040,7 +12489,7 @@ pub mod types {
             }
             pub fn id<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.id = value
@@ -13090,7 +12539,7 @@ pub mod types {
             }
             pub fn version<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T: ::std::convert::TryInto<::std::option::Option<i64>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.version = value
@@ -13188,14 +12637,14 @@ pub mod types {
                 ::std::vec::Vec<::std::string::String>,
                 ::std::string::String,
             >,
-            definitions: ::std::result::Result<u64, ::std::string::String>,
+            definitions: ::std::result::Result<i64, ::std::string::String>,
             errors: ::std::result::Result<
                 ::std::vec::Vec<super::RecordError>,
                 ::std::string::String,
             >,
             model: ::std::result::Result<::std::string::String, ::std::string::String>,
-            records: ::std::result::Result<u64, ::std::string::String>,
-            values: ::std::result::Result<u64, ::std::string::String>,
+            records: ::std::result::Result<i64, ::std::string::String>,
+            values: ::std::result::Result<i64, ::std::string::String>,
         }
         impl ::std::default::Default for AttributePullReport {
             fn default() -> Self {
@@ -13224,7 +12673,7 @@ pub mod types {
             }
             pub fn definitions<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<u64>,
+                T: ::std::convert::TryInto<i64>,
                 T::Error: ::std::fmt::Display,
             {
                 self.definitions = value
@@ -13260,7 +12709,7 @@ pub mod types {
             }
             pub fn records<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<u64>,
+                T: ::std::convert::TryInto<i64>,
                 T::Error: ::std::fmt::Display,
             {
                 self.records = value
@@ -13272,7 +12721,7 @@ pub mod types {
             }
             pub fn values<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<u64>,
+                T: ::std::convert::TryInto<i64>,
                 T::Error: ::std::fmt::Display,
             {
                 self.values = value
@@ -13355,14 +12804,14 @@ pub mod types {
         }
         #[derive(Clone, Debug)]
         pub struct AttributePushReport {
-            conflicts: ::std::result::Result<u64, ::std::string::String>,
+            conflicts: ::std::result::Result<i64, ::std::string::String>,
             errors: ::std::result::Result<
                 ::std::vec::Vec<super::RecordError>,
                 ::std::string::String,
             >,
-            failed: ::std::result::Result<u64, ::std::string::String>,
+            failed: ::std::result::Result<i64, ::std::string::String>,
             model: ::std::result::Result<::std::string::String, ::std::string::String>,
-            pushed: ::std::result::Result<u64, ::std::string::String>,
+            pushed: ::std::result::Result<i64, ::std::string::String>,
         }
         impl ::std::default::Default for AttributePushReport {
             fn default() -> Self {
@@ -13378,7 +12827,7 @@ pub mod types {
         impl AttributePushReport {
             pub fn conflicts<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<u64>,
+                T: ::std::convert::TryInto<i64>,
                 T::Error: ::std::fmt::Display,
             {
                 self.conflicts = value
@@ -13402,7 +12851,7 @@ pub mod types {
             }
             pub fn failed<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<u64>,
+                T: ::std::convert::TryInto<i64>,
                 T::Error: ::std::fmt::Display,
             {
                 self.failed = value
@@ -13426,7 +12875,7 @@ pub mod types {
             }
             pub fn pushed<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<u64>,
+                T: ::std::convert::TryInto<i64>,
                 T::Error: ::std::fmt::Display,
             {
                 self.pushed = value
@@ -13484,7 +12933,7 @@ pub mod types {
                 ::std::string::String,
             >,
             retry_after_seconds: ::std::result::Result<
-                ::std::option::Option<u64>,
+                ::std::option::Option<i64>,
                 ::std::string::String,
             >,
             success: ::std::result::Result<
@@ -13562,7 +13011,7 @@ pub mod types {
             }
             pub fn retry_after_seconds<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<u64>>,
+                T: ::std::convert::TryInto<::std::option::Option<i64>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.retry_after_seconds = value
@@ -13700,7 +13149,7 @@ pub mod types {
                 ::std::string::String,
             >,
             id: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
+                ::std::option::Option<::std::string::String>,
                 ::std::string::String,
             >,
             is_public: ::std::result::Result<
@@ -13716,7 +13165,7 @@ pub mod types {
                 ::std::string::String,
             >,
             version: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
+                ::std::option::Option<i64>,
                 ::std::string::String,
             >,
         }
@@ -13788,7 +13237,7 @@ pub mod types {
             }
             pub fn id<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.id = value
@@ -13836,7 +13285,7 @@ pub mod types {
             }
             pub fn version<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T: ::std::convert::TryInto<::std::option::Option<i64>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.version = value
@@ -13881,587 +13330,9 @@ pub mod types {
             }
         }
         #[derive(Clone, Debug)]
-        pub struct Companies {
-            billing_address: ::std::result::Result<
-                ::std::option::Option<super::Location>,
-                ::std::string::String,
-            >,
-            contacts: ::std::result::Result<
-                ::std::option::Option<::std::vec::Vec<super::Contact>>,
-                ::std::string::String,
-            >,
-            cost_center_id: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
-                ::std::string::String,
-            >,
-            customer_number: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            date_modified: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            date_of_creation: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            email: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            external_id: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            fax: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            id: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
-                ::std::string::String,
-            >,
-            is_archived: ::std::result::Result<
-                ::std::option::Option<bool>,
-                ::std::string::String,
-            >,
-            is_physical_person: ::std::result::Result<
-                ::std::option::Option<bool>,
-                ::std::string::String,
-            >,
-            language: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            location: ::std::result::Result<
-                ::std::option::Option<super::Location>,
-                ::std::string::String,
-            >,
-            main_contact: ::std::result::Result<
-                ::std::option::Option<super::Contact>,
-                ::std::string::String,
-            >,
-            main_contact_id: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
-                ::std::string::String,
-            >,
-            mobile_phone: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            name: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            name2: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            note: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            service_objects: ::std::result::Result<
-                ::std::option::Option<::std::vec::Vec<super::ServiceObject>>,
-                ::std::string::String,
-            >,
-            support_mail: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            support_telephone: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            tags: ::std::result::Result<
-                ::std::option::Option<::std::vec::Vec<super::Tag>>,
-                ::std::string::String,
-            >,
-            telephone: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            vat_id: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            version: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
-                ::std::string::String,
-            >,
-            website: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-        }
-        impl ::std::default::Default for Companies {
-            fn default() -> Self {
-                Self {
-                    billing_address: Ok(Default::default()),
-                    contacts: Ok(Default::default()),
-                    cost_center_id: Ok(Default::default()),
-                    customer_number: Ok(Default::default()),
-                    date_modified: Ok(Default::default()),
-                    date_of_creation: Ok(Default::default()),
-                    email: Ok(Default::default()),
-                    external_id: Ok(Default::default()),
-                    fax: Ok(Default::default()),
-                    id: Ok(Default::default()),
-                    is_archived: Ok(Default::default()),
-                    is_physical_person: Ok(Default::default()),
-                    language: Ok(Default::default()),
-                    location: Ok(Default::default()),
-                    main_contact: Ok(Default::default()),
-                    main_contact_id: Ok(Default::default()),
-                    mobile_phone: Ok(Default::default()),
-                    name: Ok(Default::default()),
-                    name2: Ok(Default::default()),
-                    note: Ok(Default::default()),
-                    service_objects: Ok(Default::default()),
-                    support_mail: Ok(Default::default()),
-                    support_telephone: Ok(Default::default()),
-                    tags: Ok(Default::default()),
-                    telephone: Ok(Default::default()),
-                    vat_id: Ok(Default::default()),
-                    version: Ok(Default::default()),
-                    website: Ok(Default::default()),
-                }
-            }
-        }
-        impl Companies {
-            pub fn billing_address<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<super::Location>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.billing_address = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!(
-                            "error converting supplied value for billing_address: {e}"
-                        )
-                    });
-                self
-            }
-            pub fn contacts<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<
-                    ::std::option::Option<::std::vec::Vec<super::Contact>>,
-                >,
-                T::Error: ::std::fmt::Display,
-            {
-                self.contacts = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for contacts: {e}")
-                    });
-                self
-            }
-            pub fn cost_center_id<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.cost_center_id = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!(
-                            "error converting supplied value for cost_center_id: {e}"
-                        )
-                    });
-                self
-            }
-            pub fn customer_number<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.customer_number = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!(
-                            "error converting supplied value for customer_number: {e}"
-                        )
-                    });
-                self
-            }
-            pub fn date_modified<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.date_modified = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for date_modified: {e}")
-                    });
-                self
-            }
-            pub fn date_of_creation<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.date_of_creation = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!(
-                            "error converting supplied value for date_of_creation: {e}"
-                        )
-                    });
-                self
-            }
-            pub fn email<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.email = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for email: {e}")
-                    });
-                self
-            }
-            pub fn external_id<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.external_id = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for external_id: {e}")
-                    });
-                self
-            }
-            pub fn fax<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.fax = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for fax: {e}")
-                    });
-                self
-            }
-            pub fn id<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.id = value
-                    .try_into()
-                    .map_err(|e| format!("error converting supplied value for id: {e}"));
-                self
-            }
-            pub fn is_archived<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<bool>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.is_archived = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for is_archived: {e}")
-                    });
-                self
-            }
-            pub fn is_physical_person<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<bool>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.is_physical_person = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!(
-                            "error converting supplied value for is_physical_person: {e}"
-                        )
-                    });
-                self
-            }
-            pub fn language<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.language = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for language: {e}")
-                    });
-                self
-            }
-            pub fn location<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<super::Location>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.location = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for location: {e}")
-                    });
-                self
-            }
-            pub fn main_contact<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<super::Contact>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.main_contact = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for main_contact: {e}")
-                    });
-                self
-            }
-            pub fn main_contact_id<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.main_contact_id = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!(
-                            "error converting supplied value for main_contact_id: {e}"
-                        )
-                    });
-                self
-            }
-            pub fn mobile_phone<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.mobile_phone = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for mobile_phone: {e}")
-                    });
-                self
-            }
-            pub fn name<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.name = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for name: {e}")
-                    });
-                self
-            }
-            pub fn name2<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.name2 = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for name2: {e}")
-                    });
-                self
-            }
-            pub fn note<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.note = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for note: {e}")
-                    });
-                self
-            }
-            pub fn service_objects<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<
-                    ::std::option::Option<::std::vec::Vec<super::ServiceObject>>,
-                >,
-                T::Error: ::std::fmt::Display,
-            {
-                self.service_objects = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!(
-                            "error converting supplied value for service_objects: {e}"
-                        )
-                    });
-                self
-            }
-            pub fn support_mail<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.support_mail = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for support_mail: {e}")
-                    });
-                self
-            }
-            pub fn support_telephone<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.support_telephone = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!(
-                            "error converting supplied value for support_telephone: {e}"
-                        )
-                    });
-                self
-            }
-            pub fn tags<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<
-                    ::std::option::Option<::std::vec::Vec<super::Tag>>,
-                >,
-                T::Error: ::std::fmt::Display,
-            {
-                self.tags = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for tags: {e}")
-                    });
-                self
-            }
-            pub fn telephone<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.telephone = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for telephone: {e}")
-                    });
-                self
-            }
-            pub fn vat_id<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.vat_id = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for vat_id: {e}")
-                    });
-                self
-            }
-            pub fn version<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.version = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for version: {e}")
-                    });
-                self
-            }
-            pub fn website<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.website = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for website: {e}")
-                    });
-                self
-            }
-        }
-        impl ::std::convert::TryFrom<Companies> for super::Companies {
-            type Error = super::error::ConversionError;
-            fn try_from(
-                value: Companies,
-            ) -> ::std::result::Result<Self, super::error::ConversionError> {
-                Ok(Self {
-                    billing_address: value.billing_address?,
-                    contacts: value.contacts?,
-                    cost_center_id: value.cost_center_id?,
-                    customer_number: value.customer_number?,
-                    date_modified: value.date_modified?,
-                    date_of_creation: value.date_of_creation?,
-                    email: value.email?,
-                    external_id: value.external_id?,
-                    fax: value.fax?,
-                    id: value.id?,
-                    is_archived: value.is_archived?,
-                    is_physical_person: value.is_physical_person?,
-                    language: value.language?,
-                    location: value.location?,
-                    main_contact: value.main_contact?,
-                    main_contact_id: value.main_contact_id?,
-                    mobile_phone: value.mobile_phone?,
-                    name: value.name?,
-                    name2: value.name2?,
-                    note: value.note?,
-                    service_objects: value.service_objects?,
-                    support_mail: value.support_mail?,
-                    support_telephone: value.support_telephone?,
-                    tags: value.tags?,
-                    telephone: value.telephone?,
-                    vat_id: value.vat_id?,
-                    version: value.version?,
-                    website: value.website?,
-                })
-            }
-        }
-        impl ::std::convert::From<super::Companies> for Companies {
-            fn from(value: super::Companies) -> Self {
-                Self {
-                    billing_address: Ok(value.billing_address),
-                    contacts: Ok(value.contacts),
-                    cost_center_id: Ok(value.cost_center_id),
-                    customer_number: Ok(value.customer_number),
-                    date_modified: Ok(value.date_modified),
-                    date_of_creation: Ok(value.date_of_creation),
-                    email: Ok(value.email),
-                    external_id: Ok(value.external_id),
-                    fax: Ok(value.fax),
-                    id: Ok(value.id),
-                    is_archived: Ok(value.is_archived),
-                    is_physical_person: Ok(value.is_physical_person),
-                    language: Ok(value.language),
-                    location: Ok(value.location),
-                    main_contact: Ok(value.main_contact),
-                    main_contact_id: Ok(value.main_contact_id),
-                    mobile_phone: Ok(value.mobile_phone),
-                    name: Ok(value.name),
-                    name2: Ok(value.name2),
-                    note: Ok(value.note),
-                    service_objects: Ok(value.service_objects),
-                    support_mail: Ok(value.support_mail),
-                    support_telephone: Ok(value.support_telephone),
-                    tags: Ok(value.tags),
-                    telephone: Ok(value.telephone),
-                    vat_id: Ok(value.vat_id),
-                    version: Ok(value.version),
-                    website: Ok(value.website),
-                }
-            }
-        }
-        #[derive(Clone, Debug)]
         pub struct CompaniesPage {
             data: ::std::result::Result<
-                ::std::vec::Vec<super::Companies>,
+                ::std::vec::Vec<super::Company>,
                 ::std::string::String,
             >,
             meta: ::std::result::Result<super::PageMeta, ::std::string::String>,
@@ -14477,7 +13348,7 @@ pub mod types {
         impl CompaniesPage {
             pub fn data<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::vec::Vec<super::Companies>>,
+                T: ::std::convert::TryInto<::std::vec::Vec<super::Company>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.data = value
@@ -15101,7 +13972,7 @@ pub mod types {
         }
         #[derive(Clone, Debug)]
         pub struct CompaniesWrite {
-            data: ::std::result::Result<super::Companies, ::std::string::String>,
+            data: ::std::result::Result<super::Company, ::std::string::String>,
             field_report_response: ::std::result::Result<
                 ::std::option::Option<
                     ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -15122,7 +13993,7 @@ pub mod types {
         impl CompaniesWrite {
             pub fn data<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<super::Companies>,
+                T: ::std::convert::TryInto<super::Company>,
                 T::Error: ::std::fmt::Display,
             {
                 self.data = value
@@ -15209,7 +14080,7 @@ pub mod types {
                 ::std::string::String,
             >,
             id: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
+                ::std::option::Option<::std::string::String>,
                 ::std::string::String,
             >,
             is_archived: ::std::result::Result<
@@ -15277,7 +14148,7 @@ pub mod types {
                 ::std::string::String,
             >,
             version: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
+                ::std::option::Option<i64>,
                 ::std::string::String,
             >,
             website: ::std::result::Result<
@@ -15440,7 +14311,7 @@ pub mod types {
             }
             pub fn id<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.id = value
@@ -15654,7 +14525,7 @@ pub mod types {
             }
             pub fn version<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T: ::std::convert::TryInto<::std::option::Option<i64>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.version = value
@@ -15846,7 +14717,7 @@ pub mod types {
                 ::std::string::String,
             >,
             id: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
+                ::std::option::Option<::std::string::String>,
                 ::std::string::String,
             >,
             is_active: ::std::result::Result<
@@ -15890,7 +14761,7 @@ pub mod types {
                 ::std::string::String,
             >,
             version: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
+                ::std::option::Option<i64>,
                 ::std::string::String,
             >,
         }
@@ -16021,7 +14892,7 @@ pub mod types {
             }
             pub fn id<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.id = value
@@ -16151,7 +15022,7 @@ pub mod types {
             }
             pub fn version<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T: ::std::convert::TryInto<::std::option::Option<i64>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.version = value
@@ -16218,415 +15089,9 @@ pub mod types {
             }
         }
         #[derive(Clone, Debug)]
-        pub struct Contacts {
-            company_id: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
-                ::std::string::String,
-            >,
-            date_modified: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            date_of_creation: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            department: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            email: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            external_id: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            fax: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            first_name: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            id: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
-                ::std::string::String,
-            >,
-            is_active: ::std::result::Result<
-                ::std::option::Option<bool>,
-                ::std::string::String,
-            >,
-            language: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            last_name: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            location: ::std::result::Result<
-                ::std::option::Option<super::Location>,
-                ::std::string::String,
-            >,
-            mobile_phone: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            note: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            position: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            salutation: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            telephone: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            title: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            version: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
-                ::std::string::String,
-            >,
-        }
-        impl ::std::default::Default for Contacts {
-            fn default() -> Self {
-                Self {
-                    company_id: Ok(Default::default()),
-                    date_modified: Ok(Default::default()),
-                    date_of_creation: Ok(Default::default()),
-                    department: Ok(Default::default()),
-                    email: Ok(Default::default()),
-                    external_id: Ok(Default::default()),
-                    fax: Ok(Default::default()),
-                    first_name: Ok(Default::default()),
-                    id: Ok(Default::default()),
-                    is_active: Ok(Default::default()),
-                    language: Ok(Default::default()),
-                    last_name: Ok(Default::default()),
-                    location: Ok(Default::default()),
-                    mobile_phone: Ok(Default::default()),
-                    note: Ok(Default::default()),
-                    position: Ok(Default::default()),
-                    salutation: Ok(Default::default()),
-                    telephone: Ok(Default::default()),
-                    title: Ok(Default::default()),
-                    version: Ok(Default::default()),
-                }
-            }
-        }
-        impl Contacts {
-            pub fn company_id<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.company_id = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for company_id: {e}")
-                    });
-                self
-            }
-            pub fn date_modified<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.date_modified = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for date_modified: {e}")
-                    });
-                self
-            }
-            pub fn date_of_creation<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.date_of_creation = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!(
-                            "error converting supplied value for date_of_creation: {e}"
-                        )
-                    });
-                self
-            }
-            pub fn department<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.department = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for department: {e}")
-                    });
-                self
-            }
-            pub fn email<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.email = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for email: {e}")
-                    });
-                self
-            }
-            pub fn external_id<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.external_id = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for external_id: {e}")
-                    });
-                self
-            }
-            pub fn fax<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.fax = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for fax: {e}")
-                    });
-                self
-            }
-            pub fn first_name<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.first_name = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for first_name: {e}")
-                    });
-                self
-            }
-            pub fn id<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.id = value
-                    .try_into()
-                    .map_err(|e| format!("error converting supplied value for id: {e}"));
-                self
-            }
-            pub fn is_active<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<bool>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.is_active = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for is_active: {e}")
-                    });
-                self
-            }
-            pub fn language<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.language = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for language: {e}")
-                    });
-                self
-            }
-            pub fn last_name<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.last_name = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for last_name: {e}")
-                    });
-                self
-            }
-            pub fn location<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<super::Location>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.location = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for location: {e}")
-                    });
-                self
-            }
-            pub fn mobile_phone<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.mobile_phone = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for mobile_phone: {e}")
-                    });
-                self
-            }
-            pub fn note<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.note = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for note: {e}")
-                    });
-                self
-            }
-            pub fn position<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.position = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for position: {e}")
-                    });
-                self
-            }
-            pub fn salutation<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.salutation = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for salutation: {e}")
-                    });
-                self
-            }
-            pub fn telephone<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.telephone = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for telephone: {e}")
-                    });
-                self
-            }
-            pub fn title<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.title = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for title: {e}")
-                    });
-                self
-            }
-            pub fn version<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.version = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for version: {e}")
-                    });
-                self
-            }
-        }
-        impl ::std::convert::TryFrom<Contacts> for super::Contacts {
-            type Error = super::error::ConversionError;
-            fn try_from(
-                value: Contacts,
-            ) -> ::std::result::Result<Self, super::error::ConversionError> {
-                Ok(Self {
-                    company_id: value.company_id?,
-                    date_modified: value.date_modified?,
-                    date_of_creation: value.date_of_creation?,
-                    department: value.department?,
-                    email: value.email?,
-                    external_id: value.external_id?,
-                    fax: value.fax?,
-                    first_name: value.first_name?,
-                    id: value.id?,
-                    is_active: value.is_active?,
-                    language: value.language?,
-                    last_name: value.last_name?,
-                    location: value.location?,
-                    mobile_phone: value.mobile_phone?,
-                    note: value.note?,
-                    position: value.position?,
-                    salutation: value.salutation?,
-                    telephone: value.telephone?,
-                    title: value.title?,
-                    version: value.version?,
-                })
-            }
-        }
-        impl ::std::convert::From<super::Contacts> for Contacts {
-            fn from(value: super::Contacts) -> Self {
-                Self {
-                    company_id: Ok(value.company_id),
-                    date_modified: Ok(value.date_modified),
-                    date_of_creation: Ok(value.date_of_creation),
-                    department: Ok(value.department),
-                    email: Ok(value.email),
-                    external_id: Ok(value.external_id),
-                    fax: Ok(value.fax),
-                    first_name: Ok(value.first_name),
-                    id: Ok(value.id),
-                    is_active: Ok(value.is_active),
-                    language: Ok(value.language),
-                    last_name: Ok(value.last_name),
-                    location: Ok(value.location),
-                    mobile_phone: Ok(value.mobile_phone),
-                    note: Ok(value.note),
-                    position: Ok(value.position),
-                    salutation: Ok(value.salutation),
-                    telephone: Ok(value.telephone),
-                    title: Ok(value.title),
-                    version: Ok(value.version),
-                }
-            }
-        }
-        #[derive(Clone, Debug)]
         pub struct ContactsPage {
             data: ::std::result::Result<
-                ::std::vec::Vec<super::Contacts>,
+                ::std::vec::Vec<super::Contact>,
                 ::std::string::String,
             >,
             meta: ::std::result::Result<super::PageMeta, ::std::string::String>,
@@ -16642,7 +15107,7 @@ pub mod types {
         impl ContactsPage {
             pub fn data<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::vec::Vec<super::Contacts>>,
+                T: ::std::convert::TryInto<::std::vec::Vec<super::Contact>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.data = value
@@ -17094,7 +15559,7 @@ pub mod types {
         }
         #[derive(Clone, Debug)]
         pub struct ContactsWrite {
-            data: ::std::result::Result<super::Contacts, ::std::string::String>,
+            data: ::std::result::Result<super::Contact, ::std::string::String>,
             field_report_response: ::std::result::Result<
                 ::std::option::Option<
                     ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -17115,7 +15580,7 @@ pub mod types {
         impl ContactsWrite {
             pub fn data<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<super::Contacts>,
+                T: ::std::convert::TryInto<super::Contact>,
                 T::Error: ::std::fmt::Display,
             {
                 self.data = value
@@ -17281,7 +15746,7 @@ pub mod types {
             }
         }
         #[derive(Clone, Debug)]
-        pub struct CostCenters {
+        pub struct CostCenter {
             date_modified: ::std::result::Result<
                 ::std::option::Option<::std::string::String>,
                 ::std::string::String,
@@ -17299,7 +15764,7 @@ pub mod types {
                 ::std::string::String,
             >,
             id: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
+                ::std::option::Option<::std::string::String>,
                 ::std::string::String,
             >,
             is_active: ::std::result::Result<
@@ -17315,11 +15780,11 @@ pub mod types {
                 ::std::string::String,
             >,
             version: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
+                ::std::option::Option<i64>,
                 ::std::string::String,
             >,
         }
-        impl ::std::default::Default for CostCenters {
+        impl ::std::default::Default for CostCenter {
             fn default() -> Self {
                 Self {
                     date_modified: Ok(Default::default()),
@@ -17334,7 +15799,7 @@ pub mod types {
                 }
             }
         }
-        impl CostCenters {
+        impl CostCenter {
             pub fn date_modified<T>(mut self, value: T) -> Self
             where
                 T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
@@ -17387,7 +15852,7 @@ pub mod types {
             }
             pub fn id<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.id = value
@@ -17433,7 +15898,7 @@ pub mod types {
             }
             pub fn version<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T: ::std::convert::TryInto<::std::option::Option<i64>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.version = value
@@ -17444,10 +15909,10 @@ pub mod types {
                 self
             }
         }
-        impl ::std::convert::TryFrom<CostCenters> for super::CostCenters {
+        impl ::std::convert::TryFrom<CostCenter> for super::CostCenter {
             type Error = super::error::ConversionError;
             fn try_from(
-                value: CostCenters,
+                value: CostCenter,
             ) -> ::std::result::Result<Self, super::error::ConversionError> {
                 Ok(Self {
                     date_modified: value.date_modified?,
@@ -17462,8 +15927,8 @@ pub mod types {
                 })
             }
         }
-        impl ::std::convert::From<super::CostCenters> for CostCenters {
-            fn from(value: super::CostCenters) -> Self {
+        impl ::std::convert::From<super::CostCenter> for CostCenter {
+            fn from(value: super::CostCenter) -> Self {
                 Self {
                     date_modified: Ok(value.date_modified),
                     date_of_creation: Ok(value.date_of_creation),
@@ -17480,7 +15945,7 @@ pub mod types {
         #[derive(Clone, Debug)]
         pub struct CostCentersPage {
             data: ::std::result::Result<
-                ::std::vec::Vec<super::CostCenters>,
+                ::std::vec::Vec<super::CostCenter>,
                 ::std::string::String,
             >,
             meta: ::std::result::Result<super::PageMeta, ::std::string::String>,
@@ -17496,7 +15961,7 @@ pub mod types {
         impl CostCentersPage {
             pub fn data<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::vec::Vec<super::CostCenters>>,
+                T: ::std::convert::TryInto<::std::vec::Vec<super::CostCenter>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.data = value
@@ -17739,7 +16204,7 @@ pub mod types {
         }
         #[derive(Clone, Debug)]
         pub struct CostCentersWrite {
-            data: ::std::result::Result<super::CostCenters, ::std::string::String>,
+            data: ::std::result::Result<super::CostCenter, ::std::string::String>,
             field_report_response: ::std::result::Result<
                 ::std::option::Option<
                     ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -17760,7 +16225,7 @@ pub mod types {
         impl CostCentersWrite {
             pub fn data<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<super::CostCenters>,
+                T: ::std::convert::TryInto<super::CostCenter>,
                 T::Error: ::std::fmt::Display,
             {
                 self.data = value
@@ -17811,7 +16276,7 @@ pub mod types {
         #[derive(Clone, Debug)]
         pub struct CurrentUser {
             created_at: ::std::result::Result<
-                ::std::string::String,
+                ::chrono::DateTime<::chrono::offset::Utc>,
                 ::std::string::String,
             >,
             email: ::std::result::Result<::std::string::String, ::std::string::String>,
@@ -17831,7 +16296,7 @@ pub mod types {
         impl CurrentUser {
             pub fn created_at<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::string::String>,
+                T: ::std::convert::TryInto<::chrono::DateTime<::chrono::offset::Utc>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.created_at = value
@@ -17903,7 +16368,7 @@ pub mod types {
         pub struct Delivery {
             attempts: ::std::result::Result<i64, ::std::string::String>,
             created_at: ::std::result::Result<
-                ::std::string::String,
+                ::chrono::DateTime<::chrono::offset::Utc>,
                 ::std::string::String,
             >,
             event_id: ::std::result::Result<
@@ -17915,12 +16380,12 @@ pub mod types {
                 ::std::string::String,
             >,
             finished_at: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
+                ::std::option::Option<::chrono::DateTime<::chrono::offset::Utc>>,
                 ::std::string::String,
             >,
             id: ::std::result::Result<i64, ::std::string::String>,
             last_attempt_at: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
+                ::std::option::Option<::chrono::DateTime<::chrono::offset::Utc>>,
                 ::std::string::String,
             >,
             last_error: ::std::result::Result<
@@ -17932,7 +16397,7 @@ pub mod types {
                 ::std::string::String,
             >,
             next_attempt_at: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
+                ::std::option::Option<::chrono::DateTime<::chrono::offset::Utc>>,
                 ::std::string::String,
             >,
             status: ::std::result::Result<::std::string::String, ::std::string::String>,
@@ -17969,7 +16434,7 @@ pub mod types {
             }
             pub fn created_at<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::string::String>,
+                T: ::std::convert::TryInto<::chrono::DateTime<::chrono::offset::Utc>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.created_at = value
@@ -18005,7 +16470,9 @@ pub mod types {
             }
             pub fn finished_at<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<::chrono::DateTime<::chrono::offset::Utc>>,
+                >,
                 T::Error: ::std::fmt::Display,
             {
                 self.finished_at = value
@@ -18027,7 +16494,9 @@ pub mod types {
             }
             pub fn last_attempt_at<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<::chrono::DateTime<::chrono::offset::Utc>>,
+                >,
                 T::Error: ::std::fmt::Display,
             {
                 self.last_attempt_at = value
@@ -18067,7 +16536,9 @@ pub mod types {
             }
             pub fn next_attempt_at<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<::chrono::DateTime<::chrono::offset::Utc>>,
+                >,
                 T::Error: ::std::fmt::Display,
             {
                 self.next_attempt_at = value
@@ -18171,7 +16642,7 @@ pub mod types {
             }
         }
         #[derive(Clone, Debug)]
-        pub struct Documents {
+        pub struct Document {
             company_id: ::std::result::Result<
                 ::std::option::Option<super::EdmInt64>,
                 ::std::string::String,
@@ -18205,7 +16676,7 @@ pub mod types {
                 ::std::string::String,
             >,
             id: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
+                ::std::option::Option<::std::string::String>,
                 ::std::string::String,
             >,
             is_public: ::std::result::Result<
@@ -18233,11 +16704,11 @@ pub mod types {
                 ::std::string::String,
             >,
             version: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
+                ::std::option::Option<i64>,
                 ::std::string::String,
             >,
         }
-        impl ::std::default::Default for Documents {
+        impl ::std::default::Default for Document {
             fn default() -> Self {
                 Self {
                     company_id: Ok(Default::default()),
@@ -18259,7 +16730,7 @@ pub mod types {
                 }
             }
         }
-        impl Documents {
+        impl Document {
             pub fn company_id<T>(mut self, value: T) -> Self
             where
                 T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
@@ -18360,7 +16831,7 @@ pub mod types {
             }
             pub fn id<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.id = value
@@ -18446,7 +16917,7 @@ pub mod types {
             }
             pub fn version<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T: ::std::convert::TryInto<::std::option::Option<i64>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.version = value
@@ -18457,10 +16928,10 @@ pub mod types {
                 self
             }
         }
-        impl ::std::convert::TryFrom<Documents> for super::Documents {
+        impl ::std::convert::TryFrom<Document> for super::Document {
             type Error = super::error::ConversionError;
             fn try_from(
-                value: Documents,
+                value: Document,
             ) -> ::std::result::Result<Self, super::error::ConversionError> {
                 Ok(Self {
                     company_id: value.company_id?,
@@ -18482,8 +16953,8 @@ pub mod types {
                 })
             }
         }
-        impl ::std::convert::From<super::Documents> for Documents {
-            fn from(value: super::Documents) -> Self {
+        impl ::std::convert::From<super::Document> for Document {
+            fn from(value: super::Document) -> Self {
                 Self {
                     company_id: Ok(value.company_id),
                     content_type: Ok(value.content_type),
@@ -18507,7 +16978,7 @@ pub mod types {
         #[derive(Clone, Debug)]
         pub struct DocumentsPage {
             data: ::std::result::Result<
-                ::std::vec::Vec<super::Documents>,
+                ::std::vec::Vec<super::Document>,
                 ::std::string::String,
             >,
             meta: ::std::result::Result<super::PageMeta, ::std::string::String>,
@@ -18523,7 +16994,7 @@ pub mod types {
         impl DocumentsPage {
             pub fn data<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::vec::Vec<super::Documents>>,
+                T: ::std::convert::TryInto<::std::vec::Vec<super::Document>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.data = value
@@ -18903,7 +17374,7 @@ pub mod types {
         }
         #[derive(Clone, Debug)]
         pub struct DocumentsWrite {
-            data: ::std::result::Result<super::Documents, ::std::string::String>,
+            data: ::std::result::Result<super::Document, ::std::string::String>,
             field_report_response: ::std::result::Result<
                 ::std::option::Option<
                     ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -18924,7 +17395,7 @@ pub mod types {
         impl DocumentsWrite {
             pub fn data<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<super::Documents>,
+                T: ::std::convert::TryInto<super::Document>,
                 T::Error: ::std::fmt::Display,
             {
                 self.data = value
@@ -19289,7 +17760,7 @@ pub mod types {
                 ::std::string::String,
             >,
             last_sync_at: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
+                ::std::option::Option<::chrono::DateTime<::chrono::offset::Utc>>,
                 ::std::string::String,
             >,
             records: ::std::result::Result<i64, ::std::string::String>,
@@ -19346,7 +17817,9 @@ pub mod types {
             }
             pub fn last_sync_at<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<::chrono::DateTime<::chrono::offset::Utc>>,
+                >,
                 T::Error: ::std::fmt::Display,
             {
                 self.last_sync_at = value
@@ -21360,7 +19833,7 @@ pub mod types {
                 ::std::string::String,
             >,
             retry_after_seconds: ::std::result::Result<
-                ::std::option::Option<u64>,
+                ::std::option::Option<i64>,
                 ::std::string::String,
             >,
             success: ::std::result::Result<
@@ -21438,7 +19911,7 @@ pub mod types {
             }
             pub fn retry_after_seconds<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<u64>>,
+                T: ::std::convert::TryInto<::std::option::Option<i64>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.retry_after_seconds = value
@@ -21842,7 +20315,7 @@ pub mod types {
                 ::std::string::String,
             >,
             retry_after_seconds: ::std::result::Result<
-                ::std::option::Option<u64>,
+                ::std::option::Option<i64>,
                 ::std::string::String,
             >,
             success: ::std::result::Result<
@@ -21920,7 +20393,7 @@ pub mod types {
             }
             pub fn retry_after_seconds<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<u64>>,
+                T: ::std::convert::TryInto<::std::option::Option<i64>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.retry_after_seconds = value
@@ -21976,7 +20449,7 @@ pub mod types {
         pub struct InverseCalculationResult {
             data: ::std::result::Result<f64, ::std::string::String>,
             monthly_instalment: ::std::result::Result<f64, ::std::string::String>,
-            period: ::std::result::Result<u32, ::std::string::String>,
+            period: ::std::result::Result<i64, ::std::string::String>,
         }
         impl ::std::default::Default for InverseCalculationResult {
             fn default() -> Self {
@@ -22018,7 +20491,7 @@ pub mod types {
             }
             pub fn period<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<u32>,
+                T: ::std::convert::TryInto<i64>,
                 T::Error: ::std::fmt::Display,
             {
                 self.period = value
@@ -22071,7 +20544,7 @@ pub mod types {
                 ::std::string::String,
             >,
             id: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
+                ::std::option::Option<::std::string::String>,
                 ::std::string::String,
             >,
             is_billable: ::std::result::Result<
@@ -22107,7 +20580,7 @@ pub mod types {
                 ::std::string::String,
             >,
             version: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
+                ::std::option::Option<i64>,
                 ::std::string::String,
             >,
         }
@@ -22184,7 +20657,7 @@ pub mod types {
             }
             pub fn id<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.id = value
@@ -22292,7 +20765,7 @@ pub mod types {
             }
             pub fn version<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T: ::std::convert::TryInto<::std::option::Option<i64>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.version = value
@@ -22347,7 +20820,7 @@ pub mod types {
             }
         }
         #[derive(Clone, Debug)]
-        pub struct ItemTypes {
+        pub struct ItemType {
             costs: ::std::result::Result<
                 ::std::option::Option<super::EdmNumber>,
                 ::std::string::String,
@@ -22373,7 +20846,7 @@ pub mod types {
                 ::std::string::String,
             >,
             id: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
+                ::std::option::Option<::std::string::String>,
                 ::std::string::String,
             >,
             is_active: ::std::result::Result<
@@ -22405,11 +20878,11 @@ pub mod types {
                 ::std::string::String,
             >,
             version: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
+                ::std::option::Option<i64>,
                 ::std::string::String,
             >,
         }
-        impl ::std::default::Default for ItemTypes {
+        impl ::std::default::Default for ItemType {
             fn default() -> Self {
                 Self {
                     costs: Ok(Default::default()),
@@ -22430,7 +20903,7 @@ pub mod types {
                 }
             }
         }
-        impl ItemTypes {
+        impl ItemType {
             pub fn costs<T>(mut self, value: T) -> Self
             where
                 T: ::std::convert::TryInto<::std::option::Option<super::EdmNumber>>,
@@ -22507,7 +20980,7 @@ pub mod types {
             }
             pub fn id<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.id = value
@@ -22603,7 +21076,7 @@ pub mod types {
             }
             pub fn version<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T: ::std::convert::TryInto<::std::option::Option<i64>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.version = value
@@ -22614,10 +21087,10 @@ pub mod types {
                 self
             }
         }
-        impl ::std::convert::TryFrom<ItemTypes> for super::ItemTypes {
+        impl ::std::convert::TryFrom<ItemType> for super::ItemType {
             type Error = super::error::ConversionError;
             fn try_from(
-                value: ItemTypes,
+                value: ItemType,
             ) -> ::std::result::Result<Self, super::error::ConversionError> {
                 Ok(Self {
                     costs: value.costs?,
@@ -22638,8 +21111,8 @@ pub mod types {
                 })
             }
         }
-        impl ::std::convert::From<super::ItemTypes> for ItemTypes {
-            fn from(value: super::ItemTypes) -> Self {
+        impl ::std::convert::From<super::ItemType> for ItemType {
+            fn from(value: super::ItemType) -> Self {
                 Self {
                     costs: Ok(value.costs),
                     date_modified: Ok(value.date_modified),
@@ -22662,7 +21135,7 @@ pub mod types {
         #[derive(Clone, Debug)]
         pub struct ItemTypesPage {
             data: ::std::result::Result<
-                ::std::vec::Vec<super::ItemTypes>,
+                ::std::vec::Vec<super::ItemType>,
                 ::std::string::String,
             >,
             meta: ::std::result::Result<super::PageMeta, ::std::string::String>,
@@ -22678,7 +21151,7 @@ pub mod types {
         impl ItemTypesPage {
             pub fn data<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::vec::Vec<super::ItemTypes>>,
+                T: ::std::convert::TryInto<::std::vec::Vec<super::ItemType>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.data = value
@@ -23037,7 +21510,7 @@ pub mod types {
         }
         #[derive(Clone, Debug)]
         pub struct ItemTypesWrite {
-            data: ::std::result::Result<super::ItemTypes, ::std::string::String>,
+            data: ::std::result::Result<super::ItemType, ::std::string::String>,
             field_report_response: ::std::result::Result<
                 ::std::option::Option<
                     ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -23058,7 +21531,7 @@ pub mod types {
         impl ItemTypesWrite {
             pub fn data<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<super::ItemTypes>,
+                T: ::std::convert::TryInto<super::ItemType>,
                 T::Error: ::std::fmt::Display,
             {
                 self.data = value
@@ -23107,7 +21580,7 @@ pub mod types {
             }
         }
         #[derive(Clone, Debug)]
-        pub struct ItemUnits {
+        pub struct ItemUnit {
             date_modified: ::std::result::Result<
                 ::std::option::Option<::std::string::String>,
                 ::std::string::String,
@@ -23129,7 +21602,7 @@ pub mod types {
                 ::std::string::String,
             >,
             id: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
+                ::std::option::Option<::std::string::String>,
                 ::std::string::String,
             >,
             name: ::std::result::Result<
@@ -23141,11 +21614,11 @@ pub mod types {
                 ::std::string::String,
             >,
             version: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
+                ::std::option::Option<i64>,
                 ::std::string::String,
             >,
         }
-        impl ::std::default::Default for ItemUnits {
+        impl ::std::default::Default for ItemUnit {
             fn default() -> Self {
                 Self {
                     date_modified: Ok(Default::default()),
@@ -23160,7 +21633,7 @@ pub mod types {
                 }
             }
         }
-        impl ItemUnits {
+        impl ItemUnit {
             pub fn date_modified<T>(mut self, value: T) -> Self
             where
                 T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
@@ -23227,7 +21700,7 @@ pub mod types {
             }
             pub fn id<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.id = value
@@ -23261,7 +21734,7 @@ pub mod types {
             }
             pub fn version<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T: ::std::convert::TryInto<::std::option::Option<i64>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.version = value
@@ -23272,10 +21745,10 @@ pub mod types {
                 self
             }
         }
-        impl ::std::convert::TryFrom<ItemUnits> for super::ItemUnits {
+        impl ::std::convert::TryFrom<ItemUnit> for super::ItemUnit {
             type Error = super::error::ConversionError;
             fn try_from(
-                value: ItemUnits,
+                value: ItemUnit,
             ) -> ::std::result::Result<Self, super::error::ConversionError> {
                 Ok(Self {
                     date_modified: value.date_modified?,
@@ -23290,8 +21763,8 @@ pub mod types {
                 })
             }
         }
-        impl ::std::convert::From<super::ItemUnits> for ItemUnits {
-            fn from(value: super::ItemUnits) -> Self {
+        impl ::std::convert::From<super::ItemUnit> for ItemUnit {
+            fn from(value: super::ItemUnit) -> Self {
                 Self {
                     date_modified: Ok(value.date_modified),
                     date_of_creation: Ok(value.date_of_creation),
@@ -23308,7 +21781,7 @@ pub mod types {
         #[derive(Clone, Debug)]
         pub struct ItemUnitsPage {
             data: ::std::result::Result<
-                ::std::vec::Vec<super::ItemUnits>,
+                ::std::vec::Vec<super::ItemUnit>,
                 ::std::string::String,
             >,
             meta: ::std::result::Result<super::PageMeta, ::std::string::String>,
@@ -23324,7 +21797,7 @@ pub mod types {
         impl ItemUnitsPage {
             pub fn data<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::vec::Vec<super::ItemUnits>>,
+                T: ::std::convert::TryInto<::std::vec::Vec<super::ItemUnit>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.data = value
@@ -23569,7 +22042,7 @@ pub mod types {
         }
         #[derive(Clone, Debug)]
         pub struct ItemUnitsWrite {
-            data: ::std::result::Result<super::ItemUnits, ::std::string::String>,
+            data: ::std::result::Result<super::ItemUnit, ::std::string::String>,
             field_report_response: ::std::result::Result<
                 ::std::option::Option<
                     ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -23590,7 +22063,7 @@ pub mod types {
         impl ItemUnitsWrite {
             pub fn data<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<super::ItemUnits>,
+                T: ::std::convert::TryInto<super::ItemUnit>,
                 T::Error: ::std::fmt::Display,
             {
                 self.data = value
@@ -23639,303 +22112,9 @@ pub mod types {
             }
         }
         #[derive(Clone, Debug)]
-        pub struct Items {
-            date_modified: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            date_of_creation: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            description: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            external_id: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            id: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
-                ::std::string::String,
-            >,
-            is_billable: ::std::result::Result<
-                ::std::option::Option<bool>,
-                ::std::string::String,
-            >,
-            item_type_id: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
-                ::std::string::String,
-            >,
-            name: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            price: ::std::result::Result<
-                ::std::option::Option<super::EdmNumber>,
-                ::std::string::String,
-            >,
-            quantity: ::std::result::Result<
-                ::std::option::Option<super::EdmNumber>,
-                ::std::string::String,
-            >,
-            serial_number: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            service_request_id: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
-                ::std::string::String,
-            >,
-            unit_id: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
-                ::std::string::String,
-            >,
-            version: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
-                ::std::string::String,
-            >,
-        }
-        impl ::std::default::Default for Items {
-            fn default() -> Self {
-                Self {
-                    date_modified: Ok(Default::default()),
-                    date_of_creation: Ok(Default::default()),
-                    description: Ok(Default::default()),
-                    external_id: Ok(Default::default()),
-                    id: Ok(Default::default()),
-                    is_billable: Ok(Default::default()),
-                    item_type_id: Ok(Default::default()),
-                    name: Ok(Default::default()),
-                    price: Ok(Default::default()),
-                    quantity: Ok(Default::default()),
-                    serial_number: Ok(Default::default()),
-                    service_request_id: Ok(Default::default()),
-                    unit_id: Ok(Default::default()),
-                    version: Ok(Default::default()),
-                }
-            }
-        }
-        impl Items {
-            pub fn date_modified<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.date_modified = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for date_modified: {e}")
-                    });
-                self
-            }
-            pub fn date_of_creation<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.date_of_creation = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!(
-                            "error converting supplied value for date_of_creation: {e}"
-                        )
-                    });
-                self
-            }
-            pub fn description<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.description = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for description: {e}")
-                    });
-                self
-            }
-            pub fn external_id<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.external_id = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for external_id: {e}")
-                    });
-                self
-            }
-            pub fn id<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.id = value
-                    .try_into()
-                    .map_err(|e| format!("error converting supplied value for id: {e}"));
-                self
-            }
-            pub fn is_billable<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<bool>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.is_billable = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for is_billable: {e}")
-                    });
-                self
-            }
-            pub fn item_type_id<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.item_type_id = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for item_type_id: {e}")
-                    });
-                self
-            }
-            pub fn name<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.name = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for name: {e}")
-                    });
-                self
-            }
-            pub fn price<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmNumber>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.price = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for price: {e}")
-                    });
-                self
-            }
-            pub fn quantity<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmNumber>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.quantity = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for quantity: {e}")
-                    });
-                self
-            }
-            pub fn serial_number<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.serial_number = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for serial_number: {e}")
-                    });
-                self
-            }
-            pub fn service_request_id<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.service_request_id = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!(
-                            "error converting supplied value for service_request_id: {e}"
-                        )
-                    });
-                self
-            }
-            pub fn unit_id<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.unit_id = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for unit_id: {e}")
-                    });
-                self
-            }
-            pub fn version<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.version = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for version: {e}")
-                    });
-                self
-            }
-        }
-        impl ::std::convert::TryFrom<Items> for super::Items {
-            type Error = super::error::ConversionError;
-            fn try_from(
-                value: Items,
-            ) -> ::std::result::Result<Self, super::error::ConversionError> {
-                Ok(Self {
-                    date_modified: value.date_modified?,
-                    date_of_creation: value.date_of_creation?,
-                    description: value.description?,
-                    external_id: value.external_id?,
-                    id: value.id?,
-                    is_billable: value.is_billable?,
-                    item_type_id: value.item_type_id?,
-                    name: value.name?,
-                    price: value.price?,
-                    quantity: value.quantity?,
-                    serial_number: value.serial_number?,
-                    service_request_id: value.service_request_id?,
-                    unit_id: value.unit_id?,
-                    version: value.version?,
-                })
-            }
-        }
-        impl ::std::convert::From<super::Items> for Items {
-            fn from(value: super::Items) -> Self {
-                Self {
-                    date_modified: Ok(value.date_modified),
-                    date_of_creation: Ok(value.date_of_creation),
-                    description: Ok(value.description),
-                    external_id: Ok(value.external_id),
-                    id: Ok(value.id),
-                    is_billable: Ok(value.is_billable),
-                    item_type_id: Ok(value.item_type_id),
-                    name: Ok(value.name),
-                    price: Ok(value.price),
-                    quantity: Ok(value.quantity),
-                    serial_number: Ok(value.serial_number),
-                    service_request_id: Ok(value.service_request_id),
-                    unit_id: Ok(value.unit_id),
-                    version: Ok(value.version),
-                }
-            }
-        }
-        #[derive(Clone, Debug)]
         pub struct ItemsPage {
             data: ::std::result::Result<
-                ::std::vec::Vec<super::Items>,
+                ::std::vec::Vec<super::Item>,
                 ::std::string::String,
             >,
             meta: ::std::result::Result<super::PageMeta, ::std::string::String>,
@@ -23951,7 +22130,7 @@ pub mod types {
         impl ItemsPage {
             pub fn data<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::vec::Vec<super::Items>>,
+                T: ::std::convert::TryInto<::std::vec::Vec<super::Item>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.data = value
@@ -24289,7 +22468,7 @@ pub mod types {
         }
         #[derive(Clone, Debug)]
         pub struct ItemsWrite {
-            data: ::std::result::Result<super::Items, ::std::string::String>,
+            data: ::std::result::Result<super::Item, ::std::string::String>,
             field_report_response: ::std::result::Result<
                 ::std::option::Option<
                     ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -24310,7 +22489,7 @@ pub mod types {
         impl ItemsWrite {
             pub fn data<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<super::Items>,
+                T: ::std::convert::TryInto<super::Item>,
                 T::Error: ::std::fmt::Display,
             {
                 self.data = value
@@ -24363,7 +22542,7 @@ pub mod types {
             attempts: ::std::result::Result<i64, ::std::string::String>,
             cancel_requested: ::std::result::Result<bool, ::std::string::String>,
             created_at: ::std::result::Result<
-                ::std::string::String,
+                ::chrono::DateTime<::chrono::offset::Utc>,
                 ::std::string::String,
             >,
             created_by: ::std::result::Result<
@@ -24375,7 +22554,7 @@ pub mod types {
                 ::std::string::String,
             >,
             finished_at: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
+                ::std::option::Option<::chrono::DateTime<::chrono::offset::Utc>>,
                 ::std::string::String,
             >,
             id: ::std::result::Result<i64, ::std::string::String>,
@@ -24387,7 +22566,7 @@ pub mod types {
             >,
             scheduled: ::std::result::Result<bool, ::std::string::String>,
             started_at: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
+                ::std::option::Option<::chrono::DateTime<::chrono::offset::Utc>>,
                 ::std::string::String,
             >,
             status: ::std::result::Result<super::JobStatus, ::std::string::String>,
@@ -24447,7 +22626,7 @@ pub mod types {
             }
             pub fn created_at<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::string::String>,
+                T: ::std::convert::TryInto<::chrono::DateTime<::chrono::offset::Utc>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.created_at = value
@@ -24483,7 +22662,9 @@ pub mod types {
             }
             pub fn finished_at<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<::chrono::DateTime<::chrono::offset::Utc>>,
+                >,
                 T::Error: ::std::fmt::Display,
             {
                 self.finished_at = value
@@ -24553,7 +22734,9 @@ pub mod types {
             }
             pub fn started_at<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<::chrono::DateTime<::chrono::offset::Utc>>,
+                >,
                 T::Error: ::std::fmt::Display,
             {
                 self.started_at = value
@@ -24793,7 +22976,7 @@ pub mod types {
                 ::std::string::String,
             >,
             retry_after_seconds: ::std::result::Result<
-                ::std::option::Option<u64>,
+                ::std::option::Option<i64>,
                 ::std::string::String,
             >,
             success: ::std::result::Result<
@@ -24871,7 +23054,7 @@ pub mod types {
             }
             pub fn retry_after_seconds<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<u64>>,
+                T: ::std::convert::TryInto<::std::option::Option<i64>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.retry_after_seconds = value
@@ -24956,7 +23139,7 @@ pub mod types {
                 ::std::string::String,
             >,
             retry_after_seconds: ::std::result::Result<
-                ::std::option::Option<u64>,
+                ::std::option::Option<i64>,
                 ::std::string::String,
             >,
             success: ::std::result::Result<
@@ -25073,7 +23256,7 @@ pub mod types {
             }
             pub fn retry_after_seconds<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<u64>>,
+                T: ::std::convert::TryInto<::std::option::Option<i64>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.retry_after_seconds = value
@@ -25164,7 +23347,7 @@ pub mod types {
                 ::std::string::String,
             >,
             retry_after_seconds: ::std::result::Result<
-                ::std::option::Option<u64>,
+                ::std::option::Option<i64>,
                 ::std::string::String,
             >,
             success: ::std::result::Result<
@@ -25281,7 +23464,7 @@ pub mod types {
             }
             pub fn retry_after_seconds<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<u64>>,
+                T: ::std::convert::TryInto<::std::option::Option<i64>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.retry_after_seconds = value
@@ -25456,7 +23639,7 @@ pub mod types {
                 ::std::string::String,
             >,
             retry_after_seconds: ::std::result::Result<
-                ::std::option::Option<u64>,
+                ::std::option::Option<i64>,
                 ::std::string::String,
             >,
             success: ::std::result::Result<
@@ -25573,7 +23756,7 @@ pub mod types {
             }
             pub fn retry_after_seconds<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<u64>>,
+                T: ::std::convert::TryInto<::std::option::Option<i64>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.retry_after_seconds = value
@@ -25666,7 +23849,7 @@ pub mod types {
                 ::std::string::String,
             >,
             retry_after_seconds: ::std::result::Result<
-                ::std::option::Option<u64>,
+                ::std::option::Option<i64>,
                 ::std::string::String,
             >,
             success: ::std::result::Result<
@@ -25783,7 +23966,7 @@ pub mod types {
             }
             pub fn retry_after_seconds<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<u64>>,
+                T: ::std::convert::TryInto<::std::option::Option<i64>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.retry_after_seconds = value
@@ -25846,12 +24029,15 @@ pub mod types {
         #[derive(Clone, Debug)]
         pub struct LeasingStateChangedEvent {
             created_at: ::std::result::Result<
-                ::std::string::String,
+                ::chrono::DateTime<::chrono::offset::Utc>,
                 ::std::string::String,
             >,
             data: ::std::result::Result<super::StateChange, ::std::string::String>,
             id: ::std::result::Result<::std::string::String, ::std::string::String>,
-            type_: ::std::result::Result<::std::string::String, ::std::string::String>,
+            type_: ::std::result::Result<
+                super::LeasingStateChangedEventType,
+                ::std::string::String,
+            >,
         }
         impl ::std::default::Default for LeasingStateChangedEvent {
             fn default() -> Self {
@@ -25866,7 +24052,7 @@ pub mod types {
         impl LeasingStateChangedEvent {
             pub fn created_at<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::string::String>,
+                T: ::std::convert::TryInto<::chrono::DateTime<::chrono::offset::Utc>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.created_at = value
@@ -25900,7 +24086,7 @@ pub mod types {
             }
             pub fn type_<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::string::String>,
+                T: ::std::convert::TryInto<super::LeasingStateChangedEventType>,
                 T::Error: ::std::fmt::Display,
             {
                 self.type_ = value
@@ -31414,9 +29600,9 @@ pub mod types {
         }
         #[derive(Clone, Debug)]
         pub struct PageMeta {
-            current_page: ::std::result::Result<u32, ::std::string::String>,
-            last_page: ::std::result::Result<u32, ::std::string::String>,
-            per_page: ::std::result::Result<u32, ::std::string::String>,
+            current_page: ::std::result::Result<i64, ::std::string::String>,
+            last_page: ::std::result::Result<i64, ::std::string::String>,
+            per_page: ::std::result::Result<i64, ::std::string::String>,
             total: ::std::result::Result<i64, ::std::string::String>,
         }
         impl ::std::default::Default for PageMeta {
@@ -31432,7 +29618,7 @@ pub mod types {
         impl PageMeta {
             pub fn current_page<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<u32>,
+                T: ::std::convert::TryInto<i64>,
                 T::Error: ::std::fmt::Display,
             {
                 self.current_page = value
@@ -31444,7 +29630,7 @@ pub mod types {
             }
             pub fn last_page<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<u32>,
+                T: ::std::convert::TryInto<i64>,
                 T::Error: ::std::fmt::Display,
             {
                 self.last_page = value
@@ -31456,7 +29642,7 @@ pub mod types {
             }
             pub fn per_page<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<u32>,
+                T: ::std::convert::TryInto<i64>,
                 T::Error: ::std::fmt::Display,
             {
                 self.per_page = value
@@ -31785,17 +29971,17 @@ pub mod types {
         }
         #[derive(Clone, Debug)]
         pub struct PostReport {
-            attributes_marked: ::std::result::Result<u64, ::std::string::String>,
-            created: ::std::result::Result<u64, ::std::string::String>,
+            attributes_marked: ::std::result::Result<i64, ::std::string::String>,
+            created: ::std::result::Result<i64, ::std::string::String>,
             entity: ::std::result::Result<::std::string::String, ::std::string::String>,
             errors: ::std::result::Result<
                 ::std::vec::Vec<super::RecordError>,
                 ::std::string::String,
             >,
-            failed: ::std::result::Result<u64, ::std::string::String>,
+            failed: ::std::result::Result<i64, ::std::string::String>,
             model: ::std::result::Result<::std::string::String, ::std::string::String>,
-            unchanged: ::std::result::Result<u64, ::std::string::String>,
-            updated: ::std::result::Result<u64, ::std::string::String>,
+            unchanged: ::std::result::Result<i64, ::std::string::String>,
+            updated: ::std::result::Result<i64, ::std::string::String>,
         }
         impl ::std::default::Default for PostReport {
             fn default() -> Self {
@@ -31816,7 +30002,7 @@ pub mod types {
         impl PostReport {
             pub fn attributes_marked<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<u64>,
+                T: ::std::convert::TryInto<i64>,
                 T::Error: ::std::fmt::Display,
             {
                 self.attributes_marked = value
@@ -31830,7 +30016,7 @@ pub mod types {
             }
             pub fn created<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<u64>,
+                T: ::std::convert::TryInto<i64>,
                 T::Error: ::std::fmt::Display,
             {
                 self.created = value
@@ -31866,7 +30052,7 @@ pub mod types {
             }
             pub fn failed<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<u64>,
+                T: ::std::convert::TryInto<i64>,
                 T::Error: ::std::fmt::Display,
             {
                 self.failed = value
@@ -31890,7 +30076,7 @@ pub mod types {
             }
             pub fn unchanged<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<u64>,
+                T: ::std::convert::TryInto<i64>,
                 T::Error: ::std::fmt::Display,
             {
                 self.unchanged = value
@@ -31902,7 +30088,7 @@ pub mod types {
             }
             pub fn updated<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<u64>,
+                T: ::std::convert::TryInto<i64>,
                 T::Error: ::std::fmt::Display,
             {
                 self.updated = value
@@ -31967,7 +30153,7 @@ pub mod types {
                 ::std::string::String,
             >,
             id: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
+                ::std::option::Option<::std::string::String>,
                 ::std::string::String,
             >,
             is_active: ::std::result::Result<
@@ -31991,7 +30177,7 @@ pub mod types {
                 ::std::string::String,
             >,
             version: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
+                ::std::option::Option<i64>,
                 ::std::string::String,
             >,
         }
@@ -32078,7 +30264,7 @@ pub mod types {
             }
             pub fn id<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.id = value
@@ -32148,7 +30334,7 @@ pub mod types {
             }
             pub fn version<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T: ::std::convert::TryInto<::std::option::Option<i64>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.version = value
@@ -32199,263 +30385,9 @@ pub mod types {
             }
         }
         #[derive(Clone, Debug)]
-        pub struct Products {
-            category: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            date_modified: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            date_of_creation: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            description: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            external_id: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            id: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
-                ::std::string::String,
-            >,
-            is_active: ::std::result::Result<
-                ::std::option::Option<bool>,
-                ::std::string::String,
-            >,
-            manufacturer: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            model_number: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            name: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            note: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            version: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
-                ::std::string::String,
-            >,
-        }
-        impl ::std::default::Default for Products {
-            fn default() -> Self {
-                Self {
-                    category: Ok(Default::default()),
-                    date_modified: Ok(Default::default()),
-                    date_of_creation: Ok(Default::default()),
-                    description: Ok(Default::default()),
-                    external_id: Ok(Default::default()),
-                    id: Ok(Default::default()),
-                    is_active: Ok(Default::default()),
-                    manufacturer: Ok(Default::default()),
-                    model_number: Ok(Default::default()),
-                    name: Ok(Default::default()),
-                    note: Ok(Default::default()),
-                    version: Ok(Default::default()),
-                }
-            }
-        }
-        impl Products {
-            pub fn category<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.category = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for category: {e}")
-                    });
-                self
-            }
-            pub fn date_modified<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.date_modified = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for date_modified: {e}")
-                    });
-                self
-            }
-            pub fn date_of_creation<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.date_of_creation = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!(
-                            "error converting supplied value for date_of_creation: {e}"
-                        )
-                    });
-                self
-            }
-            pub fn description<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.description = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for description: {e}")
-                    });
-                self
-            }
-            pub fn external_id<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.external_id = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for external_id: {e}")
-                    });
-                self
-            }
-            pub fn id<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.id = value
-                    .try_into()
-                    .map_err(|e| format!("error converting supplied value for id: {e}"));
-                self
-            }
-            pub fn is_active<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<bool>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.is_active = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for is_active: {e}")
-                    });
-                self
-            }
-            pub fn manufacturer<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.manufacturer = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for manufacturer: {e}")
-                    });
-                self
-            }
-            pub fn model_number<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.model_number = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for model_number: {e}")
-                    });
-                self
-            }
-            pub fn name<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.name = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for name: {e}")
-                    });
-                self
-            }
-            pub fn note<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.note = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for note: {e}")
-                    });
-                self
-            }
-            pub fn version<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.version = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for version: {e}")
-                    });
-                self
-            }
-        }
-        impl ::std::convert::TryFrom<Products> for super::Products {
-            type Error = super::error::ConversionError;
-            fn try_from(
-                value: Products,
-            ) -> ::std::result::Result<Self, super::error::ConversionError> {
-                Ok(Self {
-                    category: value.category?,
-                    date_modified: value.date_modified?,
-                    date_of_creation: value.date_of_creation?,
-                    description: value.description?,
-                    external_id: value.external_id?,
-                    id: value.id?,
-                    is_active: value.is_active?,
-                    manufacturer: value.manufacturer?,
-                    model_number: value.model_number?,
-                    name: value.name?,
-                    note: value.note?,
-                    version: value.version?,
-                })
-            }
-        }
-        impl ::std::convert::From<super::Products> for Products {
-            fn from(value: super::Products) -> Self {
-                Self {
-                    category: Ok(value.category),
-                    date_modified: Ok(value.date_modified),
-                    date_of_creation: Ok(value.date_of_creation),
-                    description: Ok(value.description),
-                    external_id: Ok(value.external_id),
-                    id: Ok(value.id),
-                    is_active: Ok(value.is_active),
-                    manufacturer: Ok(value.manufacturer),
-                    model_number: Ok(value.model_number),
-                    name: Ok(value.name),
-                    note: Ok(value.note),
-                    version: Ok(value.version),
-                }
-            }
-        }
-        #[derive(Clone, Debug)]
         pub struct ProductsPage {
             data: ::std::result::Result<
-                ::std::vec::Vec<super::Products>,
+                ::std::vec::Vec<super::Product>,
                 ::std::string::String,
             >,
             meta: ::std::result::Result<super::PageMeta, ::std::string::String>,
@@ -32471,7 +30403,7 @@ pub mod types {
         impl ProductsPage {
             pub fn data<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::vec::Vec<super::Products>>,
+                T: ::std::convert::TryInto<::std::vec::Vec<super::Product>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.data = value
@@ -32771,7 +30703,7 @@ pub mod types {
         }
         #[derive(Clone, Debug)]
         pub struct ProductsWrite {
-            data: ::std::result::Result<super::Products, ::std::string::String>,
+            data: ::std::result::Result<super::Product, ::std::string::String>,
             field_report_response: ::std::result::Result<
                 ::std::option::Option<
                     ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -32792,7 +30724,7 @@ pub mod types {
         impl ProductsWrite {
             pub fn data<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<super::Products>,
+                T: ::std::convert::TryInto<super::Product>,
                 T::Error: ::std::fmt::Display,
             {
                 self.data = value
@@ -32891,15 +30823,15 @@ pub mod types {
                 ::std::vec::Vec<super::RecordError>,
                 ::std::string::String,
             >,
-            fetched: ::std::result::Result<u64, ::std::string::String>,
-            fetched_missing: ::std::result::Result<u64, ::std::string::String>,
-            inserted: ::std::result::Result<u64, ::std::string::String>,
+            fetched: ::std::result::Result<i64, ::std::string::String>,
+            fetched_missing: ::std::result::Result<i64, ::std::string::String>,
+            inserted: ::std::result::Result<i64, ::std::string::String>,
             model: ::std::result::Result<::std::string::String, ::std::string::String>,
-            pages: ::std::result::Result<u64, ::std::string::String>,
-            refreshed: ::std::result::Result<u64, ::std::string::String>,
-            removed: ::std::result::Result<u64, ::std::string::String>,
-            unchanged: ::std::result::Result<u64, ::std::string::String>,
-            updated: ::std::result::Result<u64, ::std::string::String>,
+            pages: ::std::result::Result<i64, ::std::string::String>,
+            refreshed: ::std::result::Result<i64, ::std::string::String>,
+            removed: ::std::result::Result<i64, ::std::string::String>,
+            unchanged: ::std::result::Result<i64, ::std::string::String>,
+            updated: ::std::result::Result<i64, ::std::string::String>,
         }
         impl ::std::default::Default for PullReport {
             fn default() -> Self {
@@ -32945,7 +30877,7 @@ pub mod types {
             }
             pub fn fetched<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<u64>,
+                T: ::std::convert::TryInto<i64>,
                 T::Error: ::std::fmt::Display,
             {
                 self.fetched = value
@@ -32957,7 +30889,7 @@ pub mod types {
             }
             pub fn fetched_missing<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<u64>,
+                T: ::std::convert::TryInto<i64>,
                 T::Error: ::std::fmt::Display,
             {
                 self.fetched_missing = value
@@ -32971,7 +30903,7 @@ pub mod types {
             }
             pub fn inserted<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<u64>,
+                T: ::std::convert::TryInto<i64>,
                 T::Error: ::std::fmt::Display,
             {
                 self.inserted = value
@@ -32995,7 +30927,7 @@ pub mod types {
             }
             pub fn pages<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<u64>,
+                T: ::std::convert::TryInto<i64>,
                 T::Error: ::std::fmt::Display,
             {
                 self.pages = value
@@ -33007,7 +30939,7 @@ pub mod types {
             }
             pub fn refreshed<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<u64>,
+                T: ::std::convert::TryInto<i64>,
                 T::Error: ::std::fmt::Display,
             {
                 self.refreshed = value
@@ -33019,7 +30951,7 @@ pub mod types {
             }
             pub fn removed<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<u64>,
+                T: ::std::convert::TryInto<i64>,
                 T::Error: ::std::fmt::Display,
             {
                 self.removed = value
@@ -33031,7 +30963,7 @@ pub mod types {
             }
             pub fn unchanged<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<u64>,
+                T: ::std::convert::TryInto<i64>,
                 T::Error: ::std::fmt::Display,
             {
                 self.unchanged = value
@@ -33043,7 +30975,7 @@ pub mod types {
             }
             pub fn updated<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<u64>,
+                T: ::std::convert::TryInto<i64>,
                 T::Error: ::std::fmt::Display,
             {
                 self.updated = value
@@ -33191,15 +31123,15 @@ pub mod types {
         #[derive(Clone, Debug)]
         pub struct PushReport {
             entity: ::std::result::Result<::std::string::String, ::std::string::String>,
-            failed: ::std::result::Result<u64, ::std::string::String>,
+            failed: ::std::result::Result<i64, ::std::string::String>,
             failures: ::std::result::Result<
                 ::std::vec::Vec<super::PushFailure>,
                 ::std::string::String,
             >,
             kind: ::std::result::Result<::std::string::String, ::std::string::String>,
-            pushed: ::std::result::Result<u64, ::std::string::String>,
-            recovered: ::std::result::Result<u64, ::std::string::String>,
-            skipped: ::std::result::Result<u64, ::std::string::String>,
+            pushed: ::std::result::Result<i64, ::std::string::String>,
+            recovered: ::std::result::Result<i64, ::std::string::String>,
+            skipped: ::std::result::Result<i64, ::std::string::String>,
         }
         impl ::std::default::Default for PushReport {
             fn default() -> Self {
@@ -33229,7 +31161,7 @@ pub mod types {
             }
             pub fn failed<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<u64>,
+                T: ::std::convert::TryInto<i64>,
                 T::Error: ::std::fmt::Display,
             {
                 self.failed = value
@@ -33265,7 +31197,7 @@ pub mod types {
             }
             pub fn pushed<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<u64>,
+                T: ::std::convert::TryInto<i64>,
                 T::Error: ::std::fmt::Display,
             {
                 self.pushed = value
@@ -33277,7 +31209,7 @@ pub mod types {
             }
             pub fn recovered<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<u64>,
+                T: ::std::convert::TryInto<i64>,
                 T::Error: ::std::fmt::Display,
             {
                 self.recovered = value
@@ -33289,7 +31221,7 @@ pub mod types {
             }
             pub fn skipped<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<u64>,
+                T: ::std::convert::TryInto<i64>,
                 T::Error: ::std::fmt::Display,
             {
                 self.skipped = value
@@ -33352,7 +31284,7 @@ pub mod types {
                 ::std::string::String,
             >,
             id: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
+                ::std::option::Option<::std::string::String>,
                 ::std::string::String,
             >,
             name: ::std::result::Result<
@@ -33364,7 +31296,7 @@ pub mod types {
                 ::std::string::String,
             >,
             version: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
+                ::std::option::Option<i64>,
                 ::std::string::String,
             >,
         }
@@ -33448,7 +31380,7 @@ pub mod types {
             }
             pub fn id<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.id = value
@@ -33484,7 +31416,7 @@ pub mod types {
             }
             pub fn version<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T: ::std::convert::TryInto<::std::option::Option<i64>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.version = value
@@ -33529,208 +31461,9 @@ pub mod types {
             }
         }
         #[derive(Clone, Debug)]
-        pub struct Qualifications {
-            category: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            date_modified: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            date_of_creation: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            description: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            external_id: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            id: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
-                ::std::string::String,
-            >,
-            name: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            validity_months: ::std::result::Result<
-                ::std::option::Option<i32>,
-                ::std::string::String,
-            >,
-            version: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
-                ::std::string::String,
-            >,
-        }
-        impl ::std::default::Default for Qualifications {
-            fn default() -> Self {
-                Self {
-                    category: Ok(Default::default()),
-                    date_modified: Ok(Default::default()),
-                    date_of_creation: Ok(Default::default()),
-                    description: Ok(Default::default()),
-                    external_id: Ok(Default::default()),
-                    id: Ok(Default::default()),
-                    name: Ok(Default::default()),
-                    validity_months: Ok(Default::default()),
-                    version: Ok(Default::default()),
-                }
-            }
-        }
-        impl Qualifications {
-            pub fn category<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.category = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for category: {e}")
-                    });
-                self
-            }
-            pub fn date_modified<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.date_modified = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for date_modified: {e}")
-                    });
-                self
-            }
-            pub fn date_of_creation<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.date_of_creation = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!(
-                            "error converting supplied value for date_of_creation: {e}"
-                        )
-                    });
-                self
-            }
-            pub fn description<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.description = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for description: {e}")
-                    });
-                self
-            }
-            pub fn external_id<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.external_id = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for external_id: {e}")
-                    });
-                self
-            }
-            pub fn id<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.id = value
-                    .try_into()
-                    .map_err(|e| format!("error converting supplied value for id: {e}"));
-                self
-            }
-            pub fn name<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.name = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for name: {e}")
-                    });
-                self
-            }
-            pub fn validity_months<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<i32>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.validity_months = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!(
-                            "error converting supplied value for validity_months: {e}"
-                        )
-                    });
-                self
-            }
-            pub fn version<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.version = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for version: {e}")
-                    });
-                self
-            }
-        }
-        impl ::std::convert::TryFrom<Qualifications> for super::Qualifications {
-            type Error = super::error::ConversionError;
-            fn try_from(
-                value: Qualifications,
-            ) -> ::std::result::Result<Self, super::error::ConversionError> {
-                Ok(Self {
-                    category: value.category?,
-                    date_modified: value.date_modified?,
-                    date_of_creation: value.date_of_creation?,
-                    description: value.description?,
-                    external_id: value.external_id?,
-                    id: value.id?,
-                    name: value.name?,
-                    validity_months: value.validity_months?,
-                    version: value.version?,
-                })
-            }
-        }
-        impl ::std::convert::From<super::Qualifications> for Qualifications {
-            fn from(value: super::Qualifications) -> Self {
-                Self {
-                    category: Ok(value.category),
-                    date_modified: Ok(value.date_modified),
-                    date_of_creation: Ok(value.date_of_creation),
-                    description: Ok(value.description),
-                    external_id: Ok(value.external_id),
-                    id: Ok(value.id),
-                    name: Ok(value.name),
-                    validity_months: Ok(value.validity_months),
-                    version: Ok(value.version),
-                }
-            }
-        }
-        #[derive(Clone, Debug)]
         pub struct QualificationsPage {
             data: ::std::result::Result<
-                ::std::vec::Vec<super::Qualifications>,
+                ::std::vec::Vec<super::Qualification>,
                 ::std::string::String,
             >,
             meta: ::std::result::Result<super::PageMeta, ::std::string::String>,
@@ -33746,7 +31479,7 @@ pub mod types {
         impl QualificationsPage {
             pub fn data<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::vec::Vec<super::Qualifications>>,
+                T: ::std::convert::TryInto<::std::vec::Vec<super::Qualification>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.data = value
@@ -33992,7 +31725,7 @@ pub mod types {
         }
         #[derive(Clone, Debug)]
         pub struct QualificationsWrite {
-            data: ::std::result::Result<super::Qualifications, ::std::string::String>,
+            data: ::std::result::Result<super::Qualification, ::std::string::String>,
             field_report_response: ::std::result::Result<
                 ::std::option::Option<
                     ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -34013,7 +31746,7 @@ pub mod types {
         impl QualificationsWrite {
             pub fn data<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<super::Qualifications>,
+                T: ::std::convert::TryInto<super::Qualification>,
                 T::Error: ::std::fmt::Display,
             {
                 self.data = value
@@ -34125,18 +31858,18 @@ pub mod types {
         }
         #[derive(Clone, Debug)]
         pub struct ReconcileReport {
-            checked: ::std::result::Result<u64, ::std::string::String>,
+            checked: ::std::result::Result<i64, ::std::string::String>,
             entity: ::std::result::Result<::std::string::String, ::std::string::String>,
-            fetched_missing: ::std::result::Result<u64, ::std::string::String>,
-            kept_pending: ::std::result::Result<u64, ::std::string::String>,
+            fetched_missing: ::std::result::Result<i64, ::std::string::String>,
+            kept_pending: ::std::result::Result<i64, ::std::string::String>,
             kept_pending_ids: ::std::result::Result<
                 ::std::vec::Vec<::std::string::String>,
                 ::std::string::String,
             >,
-            refreshed: ::std::result::Result<u64, ::std::string::String>,
-            removed: ::std::result::Result<u64, ::std::string::String>,
+            refreshed: ::std::result::Result<i64, ::std::string::String>,
+            removed: ::std::result::Result<i64, ::std::string::String>,
             seconds: ::std::result::Result<f64, ::std::string::String>,
-            upstream: ::std::result::Result<u64, ::std::string::String>,
+            upstream: ::std::result::Result<i64, ::std::string::String>,
         }
         impl ::std::default::Default for ReconcileReport {
             fn default() -> Self {
@@ -34160,7 +31893,7 @@ pub mod types {
         impl ReconcileReport {
             pub fn checked<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<u64>,
+                T: ::std::convert::TryInto<i64>,
                 T::Error: ::std::fmt::Display,
             {
                 self.checked = value
@@ -34184,7 +31917,7 @@ pub mod types {
             }
             pub fn fetched_missing<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<u64>,
+                T: ::std::convert::TryInto<i64>,
                 T::Error: ::std::fmt::Display,
             {
                 self.fetched_missing = value
@@ -34198,7 +31931,7 @@ pub mod types {
             }
             pub fn kept_pending<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<u64>,
+                T: ::std::convert::TryInto<i64>,
                 T::Error: ::std::fmt::Display,
             {
                 self.kept_pending = value
@@ -34224,7 +31957,7 @@ pub mod types {
             }
             pub fn refreshed<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<u64>,
+                T: ::std::convert::TryInto<i64>,
                 T::Error: ::std::fmt::Display,
             {
                 self.refreshed = value
@@ -34236,7 +31969,7 @@ pub mod types {
             }
             pub fn removed<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<u64>,
+                T: ::std::convert::TryInto<i64>,
                 T::Error: ::std::fmt::Display,
             {
                 self.removed = value
@@ -34260,7 +31993,7 @@ pub mod types {
             }
             pub fn upstream<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<u64>,
+                T: ::std::convert::TryInto<i64>,
                 T::Error: ::std::fmt::Display,
             {
                 self.upstream = value
@@ -34301,6 +32034,77 @@ pub mod types {
                     removed: Ok(value.removed),
                     seconds: Ok(value.seconds),
                     upstream: Ok(value.upstream),
+                }
+            }
+        }
+        #[derive(Clone, Debug)]
+        pub struct RecordDeleted {
+            data: ::std::result::Result<bool, ::std::string::String>,
+            field_report_response: ::std::result::Result<
+                ::std::option::Option<
+                    ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+                >,
+                ::std::string::String,
+            >,
+        }
+        impl ::std::default::Default for RecordDeleted {
+            fn default() -> Self {
+                Self {
+                    data: Err("no value supplied for data".to_string()),
+                    field_report_response: Err(
+                        "no value supplied for field_report_response".to_string(),
+                    ),
+                }
+            }
+        }
+        impl RecordDeleted {
+            pub fn data<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<bool>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.data = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for data: {e}")
+                    });
+                self
+            }
+            pub fn field_report_response<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<
+                        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+                    >,
+                >,
+                T::Error: ::std::fmt::Display,
+            {
+                self.field_report_response = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!(
+                            "error converting supplied value for field_report_response: {e}"
+                        )
+                    });
+                self
+            }
+        }
+        impl ::std::convert::TryFrom<RecordDeleted> for super::RecordDeleted {
+            type Error = super::error::ConversionError;
+            fn try_from(
+                value: RecordDeleted,
+            ) -> ::std::result::Result<Self, super::error::ConversionError> {
+                Ok(Self {
+                    data: value.data?,
+                    field_report_response: value.field_report_response?,
+                })
+            }
+        }
+        impl ::std::convert::From<super::RecordDeleted> for RecordDeleted {
+            fn from(value: super::RecordDeleted) -> Self {
+                Self {
+                    data: Ok(value.data),
+                    field_report_response: Ok(value.field_report_response),
                 }
             }
         }
@@ -34398,7 +32202,7 @@ pub mod types {
                 ::std::string::String,
             >,
             id: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
+                ::std::option::Option<::std::string::String>,
                 ::std::string::String,
             >,
             is_signed: ::std::result::Result<
@@ -34418,7 +32222,7 @@ pub mod types {
                 ::std::string::String,
             >,
             version: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
+                ::std::option::Option<i64>,
                 ::std::string::String,
             >,
         }
@@ -34491,7 +32295,7 @@ pub mod types {
             }
             pub fn id<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.id = value
@@ -34551,7 +32355,7 @@ pub mod types {
             }
             pub fn version<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T: ::std::convert::TryInto<::std::option::Option<i64>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.version = value
@@ -34705,7 +32509,7 @@ pub mod types {
                 ::std::string::String,
             >,
             id: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
+                ::std::option::Option<::std::string::String>,
                 ::std::string::String,
             >,
             installation_date: ::std::result::Result<
@@ -34753,7 +32557,7 @@ pub mod types {
                 ::std::string::String,
             >,
             version: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
+                ::std::option::Option<i64>,
                 ::std::string::String,
             >,
             warranty_end_date: ::std::result::Result<
@@ -34879,7 +32683,7 @@ pub mod types {
             }
             pub fn id<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.id = value
@@ -35029,7 +32833,7 @@ pub mod types {
             }
             pub fn version<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T: ::std::convert::TryInto<::std::option::Option<i64>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.version = value
@@ -35112,446 +32916,9 @@ pub mod types {
             }
         }
         #[derive(Clone, Debug)]
-        pub struct ServiceObjects {
-            company: ::std::result::Result<
-                ::std::option::Option<super::Company>,
-                ::std::string::String,
-            >,
-            company_id: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
-                ::std::string::String,
-            >,
-            contacts: ::std::result::Result<
-                ::std::option::Option<::std::vec::Vec<super::Contact>>,
-                ::std::string::String,
-            >,
-            date_modified: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            date_of_creation: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            description: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            external_id: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            id: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
-                ::std::string::String,
-            >,
-            installation_date: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            inventory_number: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            is_active: ::std::result::Result<
-                ::std::option::Option<bool>,
-                ::std::string::String,
-            >,
-            location: ::std::result::Result<
-                ::std::option::Option<super::Location>,
-                ::std::string::String,
-            >,
-            name: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            note: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            parent_service_object_id: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
-                ::std::string::String,
-            >,
-            product: ::std::result::Result<
-                ::std::option::Option<super::Product>,
-                ::std::string::String,
-            >,
-            product_id: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
-                ::std::string::String,
-            >,
-            serial_number: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            tags: ::std::result::Result<
-                ::std::option::Option<::std::vec::Vec<super::Tag>>,
-                ::std::string::String,
-            >,
-            version: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
-                ::std::string::String,
-            >,
-            warranty_end_date: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-        }
-        impl ::std::default::Default for ServiceObjects {
-            fn default() -> Self {
-                Self {
-                    company: Ok(Default::default()),
-                    company_id: Ok(Default::default()),
-                    contacts: Ok(Default::default()),
-                    date_modified: Ok(Default::default()),
-                    date_of_creation: Ok(Default::default()),
-                    description: Ok(Default::default()),
-                    external_id: Ok(Default::default()),
-                    id: Ok(Default::default()),
-                    installation_date: Ok(Default::default()),
-                    inventory_number: Ok(Default::default()),
-                    is_active: Ok(Default::default()),
-                    location: Ok(Default::default()),
-                    name: Ok(Default::default()),
-                    note: Ok(Default::default()),
-                    parent_service_object_id: Ok(Default::default()),
-                    product: Ok(Default::default()),
-                    product_id: Ok(Default::default()),
-                    serial_number: Ok(Default::default()),
-                    tags: Ok(Default::default()),
-                    version: Ok(Default::default()),
-                    warranty_end_date: Ok(Default::default()),
-                }
-            }
-        }
-        impl ServiceObjects {
-            pub fn company<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<super::Company>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.company = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for company: {e}")
-                    });
-                self
-            }
-            pub fn company_id<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.company_id = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for company_id: {e}")
-                    });
-                self
-            }
-            pub fn contacts<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<
-                    ::std::option::Option<::std::vec::Vec<super::Contact>>,
-                >,
-                T::Error: ::std::fmt::Display,
-            {
-                self.contacts = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for contacts: {e}")
-                    });
-                self
-            }
-            pub fn date_modified<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.date_modified = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for date_modified: {e}")
-                    });
-                self
-            }
-            pub fn date_of_creation<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.date_of_creation = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!(
-                            "error converting supplied value for date_of_creation: {e}"
-                        )
-                    });
-                self
-            }
-            pub fn description<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.description = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for description: {e}")
-                    });
-                self
-            }
-            pub fn external_id<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.external_id = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for external_id: {e}")
-                    });
-                self
-            }
-            pub fn id<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.id = value
-                    .try_into()
-                    .map_err(|e| format!("error converting supplied value for id: {e}"));
-                self
-            }
-            pub fn installation_date<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.installation_date = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!(
-                            "error converting supplied value for installation_date: {e}"
-                        )
-                    });
-                self
-            }
-            pub fn inventory_number<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.inventory_number = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!(
-                            "error converting supplied value for inventory_number: {e}"
-                        )
-                    });
-                self
-            }
-            pub fn is_active<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<bool>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.is_active = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for is_active: {e}")
-                    });
-                self
-            }
-            pub fn location<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<super::Location>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.location = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for location: {e}")
-                    });
-                self
-            }
-            pub fn name<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.name = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for name: {e}")
-                    });
-                self
-            }
-            pub fn note<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.note = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for note: {e}")
-                    });
-                self
-            }
-            pub fn parent_service_object_id<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.parent_service_object_id = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!(
-                            "error converting supplied value for parent_service_object_id: {e}"
-                        )
-                    });
-                self
-            }
-            pub fn product<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<super::Product>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.product = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for product: {e}")
-                    });
-                self
-            }
-            pub fn product_id<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.product_id = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for product_id: {e}")
-                    });
-                self
-            }
-            pub fn serial_number<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.serial_number = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for serial_number: {e}")
-                    });
-                self
-            }
-            pub fn tags<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<
-                    ::std::option::Option<::std::vec::Vec<super::Tag>>,
-                >,
-                T::Error: ::std::fmt::Display,
-            {
-                self.tags = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for tags: {e}")
-                    });
-                self
-            }
-            pub fn version<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.version = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for version: {e}")
-                    });
-                self
-            }
-            pub fn warranty_end_date<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.warranty_end_date = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!(
-                            "error converting supplied value for warranty_end_date: {e}"
-                        )
-                    });
-                self
-            }
-        }
-        impl ::std::convert::TryFrom<ServiceObjects> for super::ServiceObjects {
-            type Error = super::error::ConversionError;
-            fn try_from(
-                value: ServiceObjects,
-            ) -> ::std::result::Result<Self, super::error::ConversionError> {
-                Ok(Self {
-                    company: value.company?,
-                    company_id: value.company_id?,
-                    contacts: value.contacts?,
-                    date_modified: value.date_modified?,
-                    date_of_creation: value.date_of_creation?,
-                    description: value.description?,
-                    external_id: value.external_id?,
-                    id: value.id?,
-                    installation_date: value.installation_date?,
-                    inventory_number: value.inventory_number?,
-                    is_active: value.is_active?,
-                    location: value.location?,
-                    name: value.name?,
-                    note: value.note?,
-                    parent_service_object_id: value.parent_service_object_id?,
-                    product: value.product?,
-                    product_id: value.product_id?,
-                    serial_number: value.serial_number?,
-                    tags: value.tags?,
-                    version: value.version?,
-                    warranty_end_date: value.warranty_end_date?,
-                })
-            }
-        }
-        impl ::std::convert::From<super::ServiceObjects> for ServiceObjects {
-            fn from(value: super::ServiceObjects) -> Self {
-                Self {
-                    company: Ok(value.company),
-                    company_id: Ok(value.company_id),
-                    contacts: Ok(value.contacts),
-                    date_modified: Ok(value.date_modified),
-                    date_of_creation: Ok(value.date_of_creation),
-                    description: Ok(value.description),
-                    external_id: Ok(value.external_id),
-                    id: Ok(value.id),
-                    installation_date: Ok(value.installation_date),
-                    inventory_number: Ok(value.inventory_number),
-                    is_active: Ok(value.is_active),
-                    location: Ok(value.location),
-                    name: Ok(value.name),
-                    note: Ok(value.note),
-                    parent_service_object_id: Ok(value.parent_service_object_id),
-                    product: Ok(value.product),
-                    product_id: Ok(value.product_id),
-                    serial_number: Ok(value.serial_number),
-                    tags: Ok(value.tags),
-                    version: Ok(value.version),
-                    warranty_end_date: Ok(value.warranty_end_date),
-                }
-            }
-        }
-        #[derive(Clone, Debug)]
         pub struct ServiceObjectsPage {
             data: ::std::result::Result<
-                ::std::vec::Vec<super::ServiceObjects>,
+                ::std::vec::Vec<super::ServiceObject>,
                 ::std::string::String,
             >,
             meta: ::std::result::Result<super::PageMeta, ::std::string::String>,
@@ -35567,7 +32934,7 @@ pub mod types {
         impl ServiceObjectsPage {
             pub fn data<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::vec::Vec<super::ServiceObjects>>,
+                T: ::std::convert::TryInto<::std::vec::Vec<super::ServiceObject>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.data = value
@@ -36051,7 +33418,7 @@ pub mod types {
         }
         #[derive(Clone, Debug)]
         pub struct ServiceObjectsWrite {
-            data: ::std::result::Result<super::ServiceObjects, ::std::string::String>,
+            data: ::std::result::Result<super::ServiceObject, ::std::string::String>,
             field_report_response: ::std::result::Result<
                 ::std::option::Option<
                     ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -36072,7 +33439,7 @@ pub mod types {
         impl ServiceObjectsWrite {
             pub fn data<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<super::ServiceObjects>,
+                T: ::std::convert::TryInto<super::ServiceObject>,
                 T::Error: ::std::fmt::Display,
             {
                 self.data = value
@@ -36122,7 +33489,7 @@ pub mod types {
             }
         }
         #[derive(Clone, Debug)]
-        pub struct ServiceRequests {
+        pub struct ServiceRequest {
             appointments: ::std::result::Result<
                 ::std::option::Option<::std::vec::Vec<super::Appointment>>,
                 ::std::string::String,
@@ -36180,7 +33547,7 @@ pub mod types {
                 ::std::string::String,
             >,
             id: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
+                ::std::option::Option<::std::string::String>,
                 ::std::string::String,
             >,
             is_template: ::std::result::Result<
@@ -36236,11 +33603,11 @@ pub mod types {
                 ::std::string::String,
             >,
             version: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
+                ::std::option::Option<i64>,
                 ::std::string::String,
             >,
         }
-        impl ::std::default::Default for ServiceRequests {
+        impl ::std::default::Default for ServiceRequest {
             fn default() -> Self {
                 Self {
                     appointments: Ok(Default::default()),
@@ -36275,7 +33642,7 @@ pub mod types {
                 }
             }
         }
-        impl ServiceRequests {
+        impl ServiceRequest {
             pub fn appointments<T>(mut self, value: T) -> Self
             where
                 T: ::std::convert::TryInto<
@@ -36462,7 +33829,7 @@ pub mod types {
             }
             pub fn id<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.id = value
@@ -36648,7 +34015,7 @@ pub mod types {
             }
             pub fn version<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T: ::std::convert::TryInto<::std::option::Option<i64>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.version = value
@@ -36659,10 +34026,10 @@ pub mod types {
                 self
             }
         }
-        impl ::std::convert::TryFrom<ServiceRequests> for super::ServiceRequests {
+        impl ::std::convert::TryFrom<ServiceRequest> for super::ServiceRequest {
             type Error = super::error::ConversionError;
             fn try_from(
-                value: ServiceRequests,
+                value: ServiceRequest,
             ) -> ::std::result::Result<Self, super::error::ConversionError> {
                 Ok(Self {
                     appointments: value.appointments?,
@@ -36697,8 +34064,8 @@ pub mod types {
                 })
             }
         }
-        impl ::std::convert::From<super::ServiceRequests> for ServiceRequests {
-            fn from(value: super::ServiceRequests) -> Self {
+        impl ::std::convert::From<super::ServiceRequest> for ServiceRequest {
+            fn from(value: super::ServiceRequest) -> Self {
                 Self {
                     appointments: Ok(value.appointments),
                     comments: Ok(value.comments),
@@ -36735,7 +34102,7 @@ pub mod types {
         #[derive(Clone, Debug)]
         pub struct ServiceRequestsPage {
             data: ::std::result::Result<
-                ::std::vec::Vec<super::ServiceRequests>,
+                ::std::vec::Vec<super::ServiceRequest>,
                 ::std::string::String,
             >,
             meta: ::std::result::Result<super::PageMeta, ::std::string::String>,
@@ -36751,7 +34118,7 @@ pub mod types {
         impl ServiceRequestsPage {
             pub fn data<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::vec::Vec<super::ServiceRequests>>,
+                T: ::std::convert::TryInto<::std::vec::Vec<super::ServiceRequest>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.data = value
@@ -37411,7 +34778,7 @@ pub mod types {
         }
         #[derive(Clone, Debug)]
         pub struct ServiceRequestsWrite {
-            data: ::std::result::Result<super::ServiceRequests, ::std::string::String>,
+            data: ::std::result::Result<super::ServiceRequest, ::std::string::String>,
             field_report_response: ::std::result::Result<
                 ::std::option::Option<
                     ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -37432,7 +34799,7 @@ pub mod types {
         impl ServiceRequestsWrite {
             pub fn data<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<super::ServiceRequests>,
+                T: ::std::convert::TryInto<super::ServiceRequest>,
                 T::Error: ::std::fmt::Display,
             {
                 self.data = value
@@ -37502,7 +34869,7 @@ pub mod types {
                 ::std::string::String,
             >,
             retry_after_seconds: ::std::result::Result<
-                ::std::option::Option<u64>,
+                ::std::option::Option<i64>,
                 ::std::string::String,
             >,
             success: ::std::result::Result<
@@ -37580,7 +34947,7 @@ pub mod types {
             }
             pub fn retry_after_seconds<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<u64>>,
+                T: ::std::convert::TryInto<::std::option::Option<i64>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.retry_after_seconds = value
@@ -38019,7 +35386,7 @@ pub mod types {
                 ::std::string::String,
             >,
             id: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
+                ::std::option::Option<::std::string::String>,
                 ::std::string::String,
             >,
             is_done: ::std::result::Result<
@@ -38051,7 +35418,7 @@ pub mod types {
                 ::std::string::String,
             >,
             version: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
+                ::std::option::Option<i64>,
                 ::std::string::String,
             >,
         }
@@ -38114,7 +35481,7 @@ pub mod types {
             }
             pub fn id<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.id = value
@@ -38212,7 +35579,7 @@ pub mod types {
             }
             pub fn version<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T: ::std::convert::TryInto<::std::option::Option<i64>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.version = value
@@ -38263,7 +35630,7 @@ pub mod types {
             }
         }
         #[derive(Clone, Debug)]
-        pub struct StepListTemplates {
+        pub struct StepListTemplate {
             category: ::std::result::Result<
                 ::std::option::Option<::std::string::String>,
                 ::std::string::String,
@@ -38285,7 +35652,7 @@ pub mod types {
                 ::std::string::String,
             >,
             id: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
+                ::std::option::Option<::std::string::String>,
                 ::std::string::String,
             >,
             is_active: ::std::result::Result<
@@ -38301,11 +35668,11 @@ pub mod types {
                 ::std::string::String,
             >,
             version: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
+                ::std::option::Option<i64>,
                 ::std::string::String,
             >,
         }
-        impl ::std::default::Default for StepListTemplates {
+        impl ::std::default::Default for StepListTemplate {
             fn default() -> Self {
                 Self {
                     category: Ok(Default::default()),
@@ -38321,7 +35688,7 @@ pub mod types {
                 }
             }
         }
-        impl StepListTemplates {
+        impl StepListTemplate {
             pub fn category<T>(mut self, value: T) -> Self
             where
                 T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
@@ -38386,7 +35753,7 @@ pub mod types {
             }
             pub fn id<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.id = value
@@ -38432,7 +35799,7 @@ pub mod types {
             }
             pub fn version<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T: ::std::convert::TryInto<::std::option::Option<i64>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.version = value
@@ -38443,10 +35810,10 @@ pub mod types {
                 self
             }
         }
-        impl ::std::convert::TryFrom<StepListTemplates> for super::StepListTemplates {
+        impl ::std::convert::TryFrom<StepListTemplate> for super::StepListTemplate {
             type Error = super::error::ConversionError;
             fn try_from(
-                value: StepListTemplates,
+                value: StepListTemplate,
             ) -> ::std::result::Result<Self, super::error::ConversionError> {
                 Ok(Self {
                     category: value.category?,
@@ -38462,8 +35829,8 @@ pub mod types {
                 })
             }
         }
-        impl ::std::convert::From<super::StepListTemplates> for StepListTemplates {
-            fn from(value: super::StepListTemplates) -> Self {
+        impl ::std::convert::From<super::StepListTemplate> for StepListTemplate {
+            fn from(value: super::StepListTemplate) -> Self {
                 Self {
                     category: Ok(value.category),
                     date_modified: Ok(value.date_modified),
@@ -38481,7 +35848,7 @@ pub mod types {
         #[derive(Clone, Debug)]
         pub struct StepListTemplatesPage {
             data: ::std::result::Result<
-                ::std::vec::Vec<super::StepListTemplates>,
+                ::std::vec::Vec<super::StepListTemplate>,
                 ::std::string::String,
             >,
             meta: ::std::result::Result<super::PageMeta, ::std::string::String>,
@@ -38497,7 +35864,7 @@ pub mod types {
         impl StepListTemplatesPage {
             pub fn data<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::vec::Vec<super::StepListTemplates>>,
+                T: ::std::convert::TryInto<::std::vec::Vec<super::StepListTemplate>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.data = value
@@ -38763,7 +36130,7 @@ pub mod types {
         }
         #[derive(Clone, Debug)]
         pub struct StepListTemplatesWrite {
-            data: ::std::result::Result<super::StepListTemplates, ::std::string::String>,
+            data: ::std::result::Result<super::StepListTemplate, ::std::string::String>,
             field_report_response: ::std::result::Result<
                 ::std::option::Option<
                     ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -38784,7 +36151,7 @@ pub mod types {
         impl StepListTemplatesWrite {
             pub fn data<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<super::StepListTemplates>,
+                T: ::std::convert::TryInto<super::StepListTemplate>,
                 T::Error: ::std::fmt::Display,
             {
                 self.data = value
@@ -38849,7 +36216,7 @@ pub mod types {
                 ::std::string::String,
             >,
             id: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
+                ::std::option::Option<::std::string::String>,
                 ::std::string::String,
             >,
             item_type_id: ::std::result::Result<
@@ -38869,7 +36236,7 @@ pub mod types {
                 ::std::string::String,
             >,
             version: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
+                ::std::option::Option<i64>,
                 ::std::string::String,
             >,
             warehouse: ::std::result::Result<
@@ -38934,7 +36301,7 @@ pub mod types {
             }
             pub fn id<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.id = value
@@ -38994,7 +36361,7 @@ pub mod types {
             }
             pub fn version<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T: ::std::convert::TryInto<::std::option::Option<i64>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.version = value
@@ -39054,7 +36421,7 @@ pub mod types {
         }
         #[derive(Clone, Debug)]
         pub struct StoredPdf {
-            bytes: ::std::result::Result<u64, ::std::string::String>,
+            bytes: ::std::result::Result<i64, ::std::string::String>,
             path: ::std::result::Result<::std::string::String, ::std::string::String>,
             sha256: ::std::result::Result<::std::string::String, ::std::string::String>,
         }
@@ -39070,7 +36437,7 @@ pub mod types {
         impl StoredPdf {
             pub fn bytes<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<u64>,
+                T: ::std::convert::TryInto<i64>,
                 T::Error: ::std::fmt::Display,
             {
                 self.bytes = value
@@ -39130,7 +36497,7 @@ pub mod types {
         pub struct Subscription {
             all_requests: ::std::result::Result<bool, ::std::string::String>,
             created_at: ::std::result::Result<
-                ::std::string::String,
+                ::chrono::DateTime<::chrono::offset::Utc>,
                 ::std::string::String,
             >,
             description: ::std::result::Result<
@@ -39138,7 +36505,7 @@ pub mod types {
                 ::std::string::String,
             >,
             disabled_at: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
+                ::std::option::Option<::chrono::DateTime<::chrono::offset::Utc>>,
                 ::std::string::String,
             >,
             events: ::std::result::Result<
@@ -39151,7 +36518,7 @@ pub mod types {
             >,
             id: ::std::result::Result<::std::string::String, ::std::string::String>,
             previous_secret_expires_at: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
+                ::std::option::Option<::chrono::DateTime<::chrono::offset::Utc>>,
                 ::std::string::String,
             >,
             status: ::std::result::Result<::std::string::String, ::std::string::String>,
@@ -39188,7 +36555,7 @@ pub mod types {
             }
             pub fn created_at<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::string::String>,
+                T: ::std::convert::TryInto<::chrono::DateTime<::chrono::offset::Utc>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.created_at = value
@@ -39212,7 +36579,9 @@ pub mod types {
             }
             pub fn disabled_at<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<::chrono::DateTime<::chrono::offset::Utc>>,
+                >,
                 T::Error: ::std::fmt::Display,
             {
                 self.disabled_at = value
@@ -39258,7 +36627,9 @@ pub mod types {
             }
             pub fn previous_secret_expires_at<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<::chrono::DateTime<::chrono::offset::Utc>>,
+                >,
                 T::Error: ::std::fmt::Display,
             {
                 self.previous_secret_expires_at = value
@@ -39395,7 +36766,7 @@ pub mod types {
         pub struct SubscriptionWithSecret {
             all_requests: ::std::result::Result<bool, ::std::string::String>,
             created_at: ::std::result::Result<
-                ::std::string::String,
+                ::chrono::DateTime<::chrono::offset::Utc>,
                 ::std::string::String,
             >,
             description: ::std::result::Result<
@@ -39403,7 +36774,7 @@ pub mod types {
                 ::std::string::String,
             >,
             disabled_at: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
+                ::std::option::Option<::chrono::DateTime<::chrono::offset::Utc>>,
                 ::std::string::String,
             >,
             events: ::std::result::Result<
@@ -39416,7 +36787,7 @@ pub mod types {
             >,
             id: ::std::result::Result<::std::string::String, ::std::string::String>,
             previous_secret_expires_at: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
+                ::std::option::Option<::chrono::DateTime<::chrono::offset::Utc>>,
                 ::std::string::String,
             >,
             secret: ::std::result::Result<::std::string::String, ::std::string::String>,
@@ -39455,7 +36826,7 @@ pub mod types {
             }
             pub fn created_at<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::string::String>,
+                T: ::std::convert::TryInto<::chrono::DateTime<::chrono::offset::Utc>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.created_at = value
@@ -39479,7 +36850,9 @@ pub mod types {
             }
             pub fn disabled_at<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<::chrono::DateTime<::chrono::offset::Utc>>,
+                >,
                 T::Error: ::std::fmt::Display,
             {
                 self.disabled_at = value
@@ -39525,7 +36898,9 @@ pub mod types {
             }
             pub fn previous_secret_expires_at<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<::chrono::DateTime<::chrono::offset::Utc>>,
+                >,
                 T::Error: ::std::fmt::Display,
             {
                 self.previous_secret_expires_at = value
@@ -39660,19 +37035,19 @@ pub mod types {
                 ::std::option::Option<::std::string::String>,
                 ::std::string::String,
             >,
-            deleted_here: ::std::result::Result<u64, ::std::string::String>,
+            deleted_here: ::std::result::Result<i64, ::std::string::String>,
             entity: ::std::result::Result<::std::string::String, ::std::string::String>,
-            fetched: ::std::result::Result<u64, ::std::string::String>,
-            inserted: ::std::result::Result<u64, ::std::string::String>,
-            pages: ::std::result::Result<u64, ::std::string::String>,
+            fetched: ::std::result::Result<i64, ::std::string::String>,
+            inserted: ::std::result::Result<i64, ::std::string::String>,
+            pages: ::std::result::Result<i64, ::std::string::String>,
             reconcile: ::std::result::Result<
                 ::std::option::Option<super::ReconcileReport>,
                 ::std::string::String,
             >,
             seconds: ::std::result::Result<f64, ::std::string::String>,
-            skipped: ::std::result::Result<u64, ::std::string::String>,
-            unchanged: ::std::result::Result<u64, ::std::string::String>,
-            updated: ::std::result::Result<u64, ::std::string::String>,
+            skipped: ::std::result::Result<i64, ::std::string::String>,
+            unchanged: ::std::result::Result<i64, ::std::string::String>,
+            updated: ::std::result::Result<i64, ::std::string::String>,
         }
         impl ::std::default::Default for SyncReport {
             fn default() -> Self {
@@ -39706,7 +37081,7 @@ pub mod types {
             }
             pub fn deleted_here<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<u64>,
+                T: ::std::convert::TryInto<i64>,
                 T::Error: ::std::fmt::Display,
             {
                 self.deleted_here = value
@@ -39730,7 +37105,7 @@ pub mod types {
             }
             pub fn fetched<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<u64>,
+                T: ::std::convert::TryInto<i64>,
                 T::Error: ::std::fmt::Display,
             {
                 self.fetched = value
@@ -39742,7 +37117,7 @@ pub mod types {
             }
             pub fn inserted<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<u64>,
+                T: ::std::convert::TryInto<i64>,
                 T::Error: ::std::fmt::Display,
             {
                 self.inserted = value
@@ -39754,7 +37129,7 @@ pub mod types {
             }
             pub fn pages<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<u64>,
+                T: ::std::convert::TryInto<i64>,
                 T::Error: ::std::fmt::Display,
             {
                 self.pages = value
@@ -39792,7 +37167,7 @@ pub mod types {
             }
             pub fn skipped<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<u64>,
+                T: ::std::convert::TryInto<i64>,
                 T::Error: ::std::fmt::Display,
             {
                 self.skipped = value
@@ -39804,7 +37179,7 @@ pub mod types {
             }
             pub fn unchanged<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<u64>,
+                T: ::std::convert::TryInto<i64>,
                 T::Error: ::std::fmt::Display,
             {
                 self.unchanged = value
@@ -39816,7 +37191,7 @@ pub mod types {
             }
             pub fn updated<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<u64>,
+                T: ::std::convert::TryInto<i64>,
                 T::Error: ::std::fmt::Display,
             {
                 self.updated = value
@@ -39887,7 +37262,7 @@ pub mod types {
                 ::std::string::String,
             >,
             id: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
+                ::std::option::Option<::std::string::String>,
                 ::std::string::String,
             >,
             name: ::std::result::Result<
@@ -39895,7 +37270,7 @@ pub mod types {
                 ::std::string::String,
             >,
             version: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
+                ::std::option::Option<i64>,
                 ::std::string::String,
             >,
         }
@@ -39978,7 +37353,7 @@ pub mod types {
             }
             pub fn id<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.id = value
@@ -40000,7 +37375,7 @@ pub mod types {
             }
             pub fn version<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T: ::std::convert::TryInto<::std::option::Option<i64>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.version = value
@@ -40043,187 +37418,9 @@ pub mod types {
             }
         }
         #[derive(Clone, Debug)]
-        pub struct Tags {
-            color: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            date_modified: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            date_of_creation: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            description: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            external_id: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            id: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
-                ::std::string::String,
-            >,
-            name: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-            version: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
-                ::std::string::String,
-            >,
-        }
-        impl ::std::default::Default for Tags {
-            fn default() -> Self {
-                Self {
-                    color: Ok(Default::default()),
-                    date_modified: Ok(Default::default()),
-                    date_of_creation: Ok(Default::default()),
-                    description: Ok(Default::default()),
-                    external_id: Ok(Default::default()),
-                    id: Ok(Default::default()),
-                    name: Ok(Default::default()),
-                    version: Ok(Default::default()),
-                }
-            }
-        }
-        impl Tags {
-            pub fn color<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.color = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for color: {e}")
-                    });
-                self
-            }
-            pub fn date_modified<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.date_modified = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for date_modified: {e}")
-                    });
-                self
-            }
-            pub fn date_of_creation<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.date_of_creation = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!(
-                            "error converting supplied value for date_of_creation: {e}"
-                        )
-                    });
-                self
-            }
-            pub fn description<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.description = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for description: {e}")
-                    });
-                self
-            }
-            pub fn external_id<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.external_id = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for external_id: {e}")
-                    });
-                self
-            }
-            pub fn id<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.id = value
-                    .try_into()
-                    .map_err(|e| format!("error converting supplied value for id: {e}"));
-                self
-            }
-            pub fn name<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.name = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for name: {e}")
-                    });
-                self
-            }
-            pub fn version<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.version = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for version: {e}")
-                    });
-                self
-            }
-        }
-        impl ::std::convert::TryFrom<Tags> for super::Tags {
-            type Error = super::error::ConversionError;
-            fn try_from(
-                value: Tags,
-            ) -> ::std::result::Result<Self, super::error::ConversionError> {
-                Ok(Self {
-                    color: value.color?,
-                    date_modified: value.date_modified?,
-                    date_of_creation: value.date_of_creation?,
-                    description: value.description?,
-                    external_id: value.external_id?,
-                    id: value.id?,
-                    name: value.name?,
-                    version: value.version?,
-                })
-            }
-        }
-        impl ::std::convert::From<super::Tags> for Tags {
-            fn from(value: super::Tags) -> Self {
-                Self {
-                    color: Ok(value.color),
-                    date_modified: Ok(value.date_modified),
-                    date_of_creation: Ok(value.date_of_creation),
-                    description: Ok(value.description),
-                    external_id: Ok(value.external_id),
-                    id: Ok(value.id),
-                    name: Ok(value.name),
-                    version: Ok(value.version),
-                }
-            }
-        }
-        #[derive(Clone, Debug)]
         pub struct TagsPage {
             data: ::std::result::Result<
-                ::std::vec::Vec<super::Tags>,
+                ::std::vec::Vec<super::Tag>,
                 ::std::string::String,
             >,
             meta: ::std::result::Result<super::PageMeta, ::std::string::String>,
@@ -40239,7 +37436,7 @@ pub mod types {
         impl TagsPage {
             pub fn data<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::vec::Vec<super::Tags>>,
+                T: ::std::convert::TryInto<::std::vec::Vec<super::Tag>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.data = value
@@ -40461,7 +37658,7 @@ pub mod types {
         }
         #[derive(Clone, Debug)]
         pub struct TagsWrite {
-            data: ::std::result::Result<super::Tags, ::std::string::String>,
+            data: ::std::result::Result<super::Tag, ::std::string::String>,
             field_report_response: ::std::result::Result<
                 ::std::option::Option<
                     ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -40482,7 +37679,7 @@ pub mod types {
         impl TagsWrite {
             pub fn data<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<super::Tags>,
+                T: ::std::convert::TryInto<super::Tag>,
                 T::Error: ::std::fmt::Display,
             {
                 self.data = value
@@ -40779,7 +37976,7 @@ pub mod types {
             }
         }
         #[derive(Clone, Debug)]
-        pub struct TimeEvents {
+        pub struct TimeEvent {
             cost_center_id: ::std::result::Result<
                 ::std::option::Option<super::EdmInt64>,
                 ::std::string::String,
@@ -40809,7 +38006,7 @@ pub mod types {
                 ::std::string::String,
             >,
             id: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
+                ::std::option::Option<::std::string::String>,
                 ::std::string::String,
             >,
             is_billable: ::std::result::Result<
@@ -40833,11 +38030,11 @@ pub mod types {
                 ::std::string::String,
             >,
             version: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
+                ::std::option::Option<i64>,
                 ::std::string::String,
             >,
         }
-        impl ::std::default::Default for TimeEvents {
+        impl ::std::default::Default for TimeEvent {
             fn default() -> Self {
                 Self {
                     cost_center_id: Ok(Default::default()),
@@ -40857,7 +38054,7 @@ pub mod types {
                 }
             }
         }
-        impl TimeEvents {
+        impl TimeEvent {
             pub fn cost_center_id<T>(mut self, value: T) -> Self
             where
                 T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
@@ -40950,7 +38147,7 @@ pub mod types {
             }
             pub fn id<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.id = value
@@ -41024,7 +38221,7 @@ pub mod types {
             }
             pub fn version<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T: ::std::convert::TryInto<::std::option::Option<i64>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.version = value
@@ -41035,10 +38232,10 @@ pub mod types {
                 self
             }
         }
-        impl ::std::convert::TryFrom<TimeEvents> for super::TimeEvents {
+        impl ::std::convert::TryFrom<TimeEvent> for super::TimeEvent {
             type Error = super::error::ConversionError;
             fn try_from(
-                value: TimeEvents,
+                value: TimeEvent,
             ) -> ::std::result::Result<Self, super::error::ConversionError> {
                 Ok(Self {
                     cost_center_id: value.cost_center_id?,
@@ -41058,8 +38255,8 @@ pub mod types {
                 })
             }
         }
-        impl ::std::convert::From<super::TimeEvents> for TimeEvents {
-            fn from(value: super::TimeEvents) -> Self {
+        impl ::std::convert::From<super::TimeEvent> for TimeEvent {
+            fn from(value: super::TimeEvent) -> Self {
                 Self {
                     cost_center_id: Ok(value.cost_center_id),
                     date_modified: Ok(value.date_modified),
@@ -41081,7 +38278,7 @@ pub mod types {
         #[derive(Clone, Debug)]
         pub struct TimeEventsPage {
             data: ::std::result::Result<
-                ::std::vec::Vec<super::TimeEvents>,
+                ::std::vec::Vec<super::TimeEvent>,
                 ::std::string::String,
             >,
             meta: ::std::result::Result<super::PageMeta, ::std::string::String>,
@@ -41097,7 +38294,7 @@ pub mod types {
         impl TimeEventsPage {
             pub fn data<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::vec::Vec<super::TimeEvents>>,
+                T: ::std::convert::TryInto<::std::vec::Vec<super::TimeEvent>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.data = value
@@ -41443,7 +38640,7 @@ pub mod types {
         }
         #[derive(Clone, Debug)]
         pub struct TimeEventsWrite {
-            data: ::std::result::Result<super::TimeEvents, ::std::string::String>,
+            data: ::std::result::Result<super::TimeEvent, ::std::string::String>,
             field_report_response: ::std::result::Result<
                 ::std::option::Option<
                     ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -41464,7 +38661,7 @@ pub mod types {
         impl TimeEventsWrite {
             pub fn data<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<super::TimeEvents>,
+                T: ::std::convert::TryInto<super::TimeEvent>,
                 T::Error: ::std::fmt::Display,
             {
                 self.data = value
@@ -41533,7 +38730,7 @@ pub mod types {
                 ::std::string::String,
             >,
             retry_after_seconds: ::std::result::Result<
-                ::std::option::Option<u64>,
+                ::std::option::Option<i64>,
                 ::std::string::String,
             >,
             success: ::std::result::Result<
@@ -41611,7 +38808,7 @@ pub mod types {
             }
             pub fn retry_after_seconds<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<u64>>,
+                T: ::std::convert::TryInto<::std::option::Option<i64>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.retry_after_seconds = value
@@ -41665,7 +38862,7 @@ pub mod types {
             }
         }
         #[derive(Clone, Debug)]
-        pub struct Users {
+        pub struct User {
             color: ::std::result::Result<
                 ::std::option::Option<::std::string::String>,
                 ::std::string::String,
@@ -41695,7 +38892,7 @@ pub mod types {
                 ::std::string::String,
             >,
             id: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
+                ::std::option::Option<::std::string::String>,
                 ::std::string::String,
             >,
             is_active: ::std::result::Result<
@@ -41727,11 +38924,11 @@ pub mod types {
                 ::std::string::String,
             >,
             version: ::std::result::Result<
-                ::std::option::Option<super::EdmInt64>,
+                ::std::option::Option<i64>,
                 ::std::string::String,
             >,
         }
-        impl ::std::default::Default for Users {
+        impl ::std::default::Default for User {
             fn default() -> Self {
                 Self {
                     color: Ok(Default::default()),
@@ -41753,7 +38950,7 @@ pub mod types {
                 }
             }
         }
-        impl Users {
+        impl User {
             pub fn color<T>(mut self, value: T) -> Self
             where
                 T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
@@ -41844,7 +39041,7 @@ pub mod types {
             }
             pub fn id<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.id = value
@@ -41938,7 +39135,7 @@ pub mod types {
             }
             pub fn version<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<super::EdmInt64>>,
+                T: ::std::convert::TryInto<::std::option::Option<i64>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.version = value
@@ -41949,10 +39146,10 @@ pub mod types {
                 self
             }
         }
-        impl ::std::convert::TryFrom<Users> for super::Users {
+        impl ::std::convert::TryFrom<User> for super::User {
             type Error = super::error::ConversionError;
             fn try_from(
-                value: Users,
+                value: User,
             ) -> ::std::result::Result<Self, super::error::ConversionError> {
                 Ok(Self {
                     color: value.color?,
@@ -41974,8 +39171,8 @@ pub mod types {
                 })
             }
         }
-        impl ::std::convert::From<super::Users> for Users {
-            fn from(value: super::Users) -> Self {
+        impl ::std::convert::From<super::User> for User {
+            fn from(value: super::User) -> Self {
                 Self {
                     color: Ok(value.color),
                     cost_center_id: Ok(value.cost_center_id),
@@ -41999,7 +39196,7 @@ pub mod types {
         #[derive(Clone, Debug)]
         pub struct UsersPage {
             data: ::std::result::Result<
-                ::std::vec::Vec<super::Users>,
+                ::std::vec::Vec<super::User>,
                 ::std::string::String,
             >,
             meta: ::std::result::Result<super::PageMeta, ::std::string::String>,
@@ -42015,7 +39212,7 @@ pub mod types {
         impl UsersPage {
             pub fn data<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::vec::Vec<super::Users>>,
+                T: ::std::convert::TryInto<::std::vec::Vec<super::User>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.data = value
@@ -42391,7 +39588,7 @@ pub mod types {
         }
         #[derive(Clone, Debug)]
         pub struct UsersWrite {
-            data: ::std::result::Result<super::Users, ::std::string::String>,
+            data: ::std::result::Result<super::User, ::std::string::String>,
             field_report_response: ::std::result::Result<
                 ::std::option::Option<
                     ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -42412,7 +39609,7 @@ pub mod types {
         impl UsersWrite {
             pub fn data<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<super::Users>,
+                T: ::std::convert::TryInto<super::User>,
                 T::Error: ::std::fmt::Display,
             {
                 self.data = value
@@ -42467,7 +39664,7 @@ pub mod types {
                 ::std::string::String,
             >,
             next_poll_at: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
+                ::std::option::Option<::chrono::DateTime<::chrono::offset::Utc>>,
                 ::std::string::String,
             >,
             request_id: ::std::result::Result<
@@ -42503,7 +39700,9 @@ pub mod types {
             }
             pub fn next_poll_at<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<::chrono::DateTime<::chrono::offset::Utc>>,
+                >,
                 T::Error: ::std::fmt::Display,
             {
                 self.next_poll_at = value
@@ -42892,14 +40091,14 @@ Arguments:
 - `model`: The ERP's name of the model, e.g. `customer`.
 - `attribute`: A custom attribute definition: its `attributeKey` or id.
 ```ignore
-let response = client.erp_pull_attribute()
+let response = client.erp_pull_one_attribute()
     .model(model)
     .attribute(attribute)
     .send()
     .await;
 ```*/
-    pub fn erp_pull_attribute(&self) -> builder::ErpPullAttribute<'_> {
-        builder::ErpPullAttribute::new(self)
+    pub fn erp_pull_one_attribute(&self) -> builder::ErpPullOneAttribute<'_> {
+        builder::ErpPullOneAttribute::new(self)
     }
     /**Push custom attributes of an ERP model
 
@@ -42932,14 +40131,14 @@ Arguments:
 - `model`: The ERP's name of the model, e.g. `customer`.
 - `attribute`: A custom attribute definition: its `attributeKey` or id.
 ```ignore
-let response = client.erp_push_attribute()
+let response = client.erp_push_one_attribute()
     .model(model)
     .attribute(attribute)
     .send()
     .await;
 ```*/
-    pub fn erp_push_attribute(&self) -> builder::ErpPushAttribute<'_> {
-        builder::ErpPushAttribute::new(self)
+    pub fn erp_push_one_attribute(&self) -> builder::ErpPushOneAttribute<'_> {
+        builder::ErpPushOneAttribute::new(self)
     }
     /**Post mapped ERP records to the field-report system
 
@@ -46259,16 +43458,16 @@ pub mod builder {
             }
         }
     }
-    /**Builder for [`Client::erp_pull_attribute`]
+    /**Builder for [`Client::erp_pull_one_attribute`]
 
-[`Client::erp_pull_attribute`]: super::Client::erp_pull_attribute*/
+[`Client::erp_pull_one_attribute`]: super::Client::erp_pull_one_attribute*/
     #[derive(Debug, Clone)]
-    pub struct ErpPullAttribute<'a> {
+    pub struct ErpPullOneAttribute<'a> {
         client: &'a super::Client,
         model: Result<::std::string::String, String>,
         attribute: Result<::std::string::String, String>,
     }
-    impl<'a> ErpPullAttribute<'a> {
+    impl<'a> ErpPullOneAttribute<'a> {
         pub fn new(client: &'a super::Client) -> Self {
             Self {
                 client: client,
@@ -46330,7 +43529,7 @@ pub mod builder {
                 .headers(header_map)
                 .build()?;
             let info = OperationInfo {
-                operation_id: "erp_pull_attribute",
+                operation_id: "erp_pull_one_attribute",
             };
             client.pre(&mut request, &info).await?;
             let result = client.exec(request, &info).await;
@@ -46522,16 +43721,16 @@ pub mod builder {
             }
         }
     }
-    /**Builder for [`Client::erp_push_attribute`]
+    /**Builder for [`Client::erp_push_one_attribute`]
 
-[`Client::erp_push_attribute`]: super::Client::erp_push_attribute*/
+[`Client::erp_push_one_attribute`]: super::Client::erp_push_one_attribute*/
     #[derive(Debug, Clone)]
-    pub struct ErpPushAttribute<'a> {
+    pub struct ErpPushOneAttribute<'a> {
         client: &'a super::Client,
         model: Result<::std::string::String, String>,
         attribute: Result<::std::string::String, String>,
     }
-    impl<'a> ErpPushAttribute<'a> {
+    impl<'a> ErpPushOneAttribute<'a> {
         pub fn new(client: &'a super::Client) -> Self {
             Self {
                 client: client,
@@ -46593,7 +43792,7 @@ pub mod builder {
                 .headers(header_map)
                 .build()?;
             let info = OperationInfo {
-                operation_id: "erp_push_attribute",
+                operation_id: "erp_push_one_attribute",
             };
             client.pre(&mut request, &info).await?;
             let result = client.exec(request, &info).await;
@@ -47347,8 +44546,8 @@ pub mod builder {
     pub struct ErpShowModel<'a> {
         client: &'a super::Client,
         model: Result<::std::string::String, String>,
-        page: Result<Option<::std::num::NonZeroU32>, String>,
-        per_page: Result<Option<::std::num::NonZeroU32>, String>,
+        page: Result<Option<::std::num::NonZeroU64>, String>,
+        per_page: Result<Option<::std::num::NonZeroU64>, String>,
     }
     impl<'a> ErpShowModel<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -47373,26 +44572,26 @@ pub mod builder {
         }
         pub fn page<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::num::NonZeroU32>,
+            V: std::convert::TryInto<::std::num::NonZeroU64>,
         {
             self.page = value
                 .try_into()
                 .map(Some)
                 .map_err(|_| {
-                    "conversion to `:: std :: num :: NonZeroU32` for page failed"
+                    "conversion to `:: std :: num :: NonZeroU64` for page failed"
                         .to_string()
                 });
             self
         }
         pub fn per_page<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::num::NonZeroU32>,
+            V: std::convert::TryInto<::std::num::NonZeroU64>,
         {
             self.per_page = value
                 .try_into()
                 .map(Some)
                 .map_err(|_| {
-                    "conversion to `:: std :: num :: NonZeroU32` for per_page failed"
+                    "conversion to `:: std :: num :: NonZeroU64` for per_page failed"
                         .to_string()
                 });
             self
@@ -47520,10 +44719,7 @@ pub mod builder {
         ///Sends a `GET` request to `/api/v1/erp/show/{model}/{entity}`
         pub async fn send(
             self,
-        ) -> Result<
-            ResponseValue<::serde_json::Map<::std::string::String, ::serde_json::Value>>,
-            Error<types::ApiError>,
-        > {
+        ) -> Result<ResponseValue<types::ErpRecord>, Error<types::ApiError>> {
             let Self { client, model, entity } = self;
             let model = model.map_err(Error::InvalidRequest)?;
             let entity = entity.map_err(Error::InvalidRequest)?;
@@ -48574,8 +45770,8 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct FieldreportCompaniesList<'a> {
         client: &'a super::Client,
-        page: Result<Option<::std::num::NonZeroU32>, String>,
-        per_page: Result<Option<::std::num::NonZeroU32>, String>,
+        page: Result<Option<::std::num::NonZeroU64>, String>,
+        per_page: Result<Option<::std::num::NonZeroU64>, String>,
     }
     impl<'a> FieldreportCompaniesList<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -48587,26 +45783,26 @@ pub mod builder {
         }
         pub fn page<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::num::NonZeroU32>,
+            V: std::convert::TryInto<::std::num::NonZeroU64>,
         {
             self.page = value
                 .try_into()
                 .map(Some)
                 .map_err(|_| {
-                    "conversion to `:: std :: num :: NonZeroU32` for page failed"
+                    "conversion to `:: std :: num :: NonZeroU64` for page failed"
                         .to_string()
                 });
             self
         }
         pub fn per_page<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::num::NonZeroU32>,
+            V: std::convert::TryInto<::std::num::NonZeroU64>,
         {
             self.per_page = value
                 .try_into()
                 .map(Some)
                 .map_err(|_| {
-                    "conversion to `:: std :: num :: NonZeroU32` for per_page failed"
+                    "conversion to `:: std :: num :: NonZeroU64` for per_page failed"
                         .to_string()
                 });
             self
@@ -48867,7 +46063,7 @@ pub mod builder {
         ///Sends a `GET` request to `/api/v1/fieldreport/companies/{record}`
         pub async fn send(
             self,
-        ) -> Result<ResponseValue<types::Companies>, Error<types::ApiError>> {
+        ) -> Result<ResponseValue<types::Company>, Error<types::ApiError>> {
             let Self { client, record } = self;
             let record = record.map_err(Error::InvalidRequest)?;
             let url = format!(
@@ -49455,8 +46651,8 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct FieldreportContactsList<'a> {
         client: &'a super::Client,
-        page: Result<Option<::std::num::NonZeroU32>, String>,
-        per_page: Result<Option<::std::num::NonZeroU32>, String>,
+        page: Result<Option<::std::num::NonZeroU64>, String>,
+        per_page: Result<Option<::std::num::NonZeroU64>, String>,
     }
     impl<'a> FieldreportContactsList<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -49468,26 +46664,26 @@ pub mod builder {
         }
         pub fn page<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::num::NonZeroU32>,
+            V: std::convert::TryInto<::std::num::NonZeroU64>,
         {
             self.page = value
                 .try_into()
                 .map(Some)
                 .map_err(|_| {
-                    "conversion to `:: std :: num :: NonZeroU32` for page failed"
+                    "conversion to `:: std :: num :: NonZeroU64` for page failed"
                         .to_string()
                 });
             self
         }
         pub fn per_page<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::num::NonZeroU32>,
+            V: std::convert::TryInto<::std::num::NonZeroU64>,
         {
             self.per_page = value
                 .try_into()
                 .map(Some)
                 .map_err(|_| {
-                    "conversion to `:: std :: num :: NonZeroU32` for per_page failed"
+                    "conversion to `:: std :: num :: NonZeroU64` for per_page failed"
                         .to_string()
                 });
             self
@@ -49746,7 +46942,7 @@ pub mod builder {
         ///Sends a `GET` request to `/api/v1/fieldreport/contacts/{record}`
         pub async fn send(
             self,
-        ) -> Result<ResponseValue<types::Contacts>, Error<types::ApiError>> {
+        ) -> Result<ResponseValue<types::Contact>, Error<types::ApiError>> {
             let Self { client, record } = self;
             let record = record.map_err(Error::InvalidRequest)?;
             let url = format!(
@@ -50334,8 +47530,8 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct FieldreportCostCentersList<'a> {
         client: &'a super::Client,
-        page: Result<Option<::std::num::NonZeroU32>, String>,
-        per_page: Result<Option<::std::num::NonZeroU32>, String>,
+        page: Result<Option<::std::num::NonZeroU64>, String>,
+        per_page: Result<Option<::std::num::NonZeroU64>, String>,
     }
     impl<'a> FieldreportCostCentersList<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -50347,26 +47543,26 @@ pub mod builder {
         }
         pub fn page<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::num::NonZeroU32>,
+            V: std::convert::TryInto<::std::num::NonZeroU64>,
         {
             self.page = value
                 .try_into()
                 .map(Some)
                 .map_err(|_| {
-                    "conversion to `:: std :: num :: NonZeroU32` for page failed"
+                    "conversion to `:: std :: num :: NonZeroU64` for page failed"
                         .to_string()
                 });
             self
         }
         pub fn per_page<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::num::NonZeroU32>,
+            V: std::convert::TryInto<::std::num::NonZeroU64>,
         {
             self.per_page = value
                 .try_into()
                 .map(Some)
                 .map_err(|_| {
-                    "conversion to `:: std :: num :: NonZeroU32` for per_page failed"
+                    "conversion to `:: std :: num :: NonZeroU64` for per_page failed"
                         .to_string()
                 });
             self
@@ -50629,7 +47825,7 @@ pub mod builder {
         ///Sends a `GET` request to `/api/v1/fieldreport/costCenters/{record}`
         pub async fn send(
             self,
-        ) -> Result<ResponseValue<types::CostCenters>, Error<types::ApiError>> {
+        ) -> Result<ResponseValue<types::CostCenter>, Error<types::ApiError>> {
             let Self { client, record } = self;
             let record = record.map_err(Error::InvalidRequest)?;
             let url = format!(
@@ -51217,8 +48413,8 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct FieldreportDocumentsList<'a> {
         client: &'a super::Client,
-        page: Result<Option<::std::num::NonZeroU32>, String>,
-        per_page: Result<Option<::std::num::NonZeroU32>, String>,
+        page: Result<Option<::std::num::NonZeroU64>, String>,
+        per_page: Result<Option<::std::num::NonZeroU64>, String>,
     }
     impl<'a> FieldreportDocumentsList<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -51230,26 +48426,26 @@ pub mod builder {
         }
         pub fn page<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::num::NonZeroU32>,
+            V: std::convert::TryInto<::std::num::NonZeroU64>,
         {
             self.page = value
                 .try_into()
                 .map(Some)
                 .map_err(|_| {
-                    "conversion to `:: std :: num :: NonZeroU32` for page failed"
+                    "conversion to `:: std :: num :: NonZeroU64` for page failed"
                         .to_string()
                 });
             self
         }
         pub fn per_page<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::num::NonZeroU32>,
+            V: std::convert::TryInto<::std::num::NonZeroU64>,
         {
             self.per_page = value
                 .try_into()
                 .map(Some)
                 .map_err(|_| {
-                    "conversion to `:: std :: num :: NonZeroU32` for per_page failed"
+                    "conversion to `:: std :: num :: NonZeroU64` for per_page failed"
                         .to_string()
                 });
             self
@@ -51510,7 +48706,7 @@ pub mod builder {
         ///Sends a `GET` request to `/api/v1/fieldreport/documents/{record}`
         pub async fn send(
             self,
-        ) -> Result<ResponseValue<types::Documents>, Error<types::ApiError>> {
+        ) -> Result<ResponseValue<types::Document>, Error<types::ApiError>> {
             let Self { client, record } = self;
             let record = record.map_err(Error::InvalidRequest)?;
             let url = format!(
@@ -52098,8 +49294,8 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct FieldreportItemTypesList<'a> {
         client: &'a super::Client,
-        page: Result<Option<::std::num::NonZeroU32>, String>,
-        per_page: Result<Option<::std::num::NonZeroU32>, String>,
+        page: Result<Option<::std::num::NonZeroU64>, String>,
+        per_page: Result<Option<::std::num::NonZeroU64>, String>,
     }
     impl<'a> FieldreportItemTypesList<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -52111,26 +49307,26 @@ pub mod builder {
         }
         pub fn page<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::num::NonZeroU32>,
+            V: std::convert::TryInto<::std::num::NonZeroU64>,
         {
             self.page = value
                 .try_into()
                 .map(Some)
                 .map_err(|_| {
-                    "conversion to `:: std :: num :: NonZeroU32` for page failed"
+                    "conversion to `:: std :: num :: NonZeroU64` for page failed"
                         .to_string()
                 });
             self
         }
         pub fn per_page<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::num::NonZeroU32>,
+            V: std::convert::TryInto<::std::num::NonZeroU64>,
         {
             self.per_page = value
                 .try_into()
                 .map(Some)
                 .map_err(|_| {
-                    "conversion to `:: std :: num :: NonZeroU32` for per_page failed"
+                    "conversion to `:: std :: num :: NonZeroU64` for per_page failed"
                         .to_string()
                 });
             self
@@ -52391,7 +49587,7 @@ pub mod builder {
         ///Sends a `GET` request to `/api/v1/fieldreport/itemTypes/{record}`
         pub async fn send(
             self,
-        ) -> Result<ResponseValue<types::ItemTypes>, Error<types::ApiError>> {
+        ) -> Result<ResponseValue<types::ItemType>, Error<types::ApiError>> {
             let Self { client, record } = self;
             let record = record.map_err(Error::InvalidRequest)?;
             let url = format!(
@@ -52979,8 +50175,8 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct FieldreportItemUnitsList<'a> {
         client: &'a super::Client,
-        page: Result<Option<::std::num::NonZeroU32>, String>,
-        per_page: Result<Option<::std::num::NonZeroU32>, String>,
+        page: Result<Option<::std::num::NonZeroU64>, String>,
+        per_page: Result<Option<::std::num::NonZeroU64>, String>,
     }
     impl<'a> FieldreportItemUnitsList<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -52992,26 +50188,26 @@ pub mod builder {
         }
         pub fn page<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::num::NonZeroU32>,
+            V: std::convert::TryInto<::std::num::NonZeroU64>,
         {
             self.page = value
                 .try_into()
                 .map(Some)
                 .map_err(|_| {
-                    "conversion to `:: std :: num :: NonZeroU32` for page failed"
+                    "conversion to `:: std :: num :: NonZeroU64` for page failed"
                         .to_string()
                 });
             self
         }
         pub fn per_page<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::num::NonZeroU32>,
+            V: std::convert::TryInto<::std::num::NonZeroU64>,
         {
             self.per_page = value
                 .try_into()
                 .map(Some)
                 .map_err(|_| {
-                    "conversion to `:: std :: num :: NonZeroU32` for per_page failed"
+                    "conversion to `:: std :: num :: NonZeroU64` for per_page failed"
                         .to_string()
                 });
             self
@@ -53272,7 +50468,7 @@ pub mod builder {
         ///Sends a `GET` request to `/api/v1/fieldreport/itemUnits/{record}`
         pub async fn send(
             self,
-        ) -> Result<ResponseValue<types::ItemUnits>, Error<types::ApiError>> {
+        ) -> Result<ResponseValue<types::ItemUnit>, Error<types::ApiError>> {
             let Self { client, record } = self;
             let record = record.map_err(Error::InvalidRequest)?;
             let url = format!(
@@ -53860,8 +51056,8 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct FieldreportItemsList<'a> {
         client: &'a super::Client,
-        page: Result<Option<::std::num::NonZeroU32>, String>,
-        per_page: Result<Option<::std::num::NonZeroU32>, String>,
+        page: Result<Option<::std::num::NonZeroU64>, String>,
+        per_page: Result<Option<::std::num::NonZeroU64>, String>,
     }
     impl<'a> FieldreportItemsList<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -53873,26 +51069,26 @@ pub mod builder {
         }
         pub fn page<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::num::NonZeroU32>,
+            V: std::convert::TryInto<::std::num::NonZeroU64>,
         {
             self.page = value
                 .try_into()
                 .map(Some)
                 .map_err(|_| {
-                    "conversion to `:: std :: num :: NonZeroU32` for page failed"
+                    "conversion to `:: std :: num :: NonZeroU64` for page failed"
                         .to_string()
                 });
             self
         }
         pub fn per_page<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::num::NonZeroU32>,
+            V: std::convert::TryInto<::std::num::NonZeroU64>,
         {
             self.per_page = value
                 .try_into()
                 .map(Some)
                 .map_err(|_| {
-                    "conversion to `:: std :: num :: NonZeroU32` for per_page failed"
+                    "conversion to `:: std :: num :: NonZeroU64` for per_page failed"
                         .to_string()
                 });
             self
@@ -54147,7 +51343,7 @@ pub mod builder {
         ///Sends a `GET` request to `/api/v1/fieldreport/items/{record}`
         pub async fn send(
             self,
-        ) -> Result<ResponseValue<types::Items>, Error<types::ApiError>> {
+        ) -> Result<ResponseValue<types::Item>, Error<types::ApiError>> {
             let Self { client, record } = self;
             let record = record.map_err(Error::InvalidRequest)?;
             let url = format!(
@@ -55268,8 +52464,8 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct FieldreportProductsList<'a> {
         client: &'a super::Client,
-        page: Result<Option<::std::num::NonZeroU32>, String>,
-        per_page: Result<Option<::std::num::NonZeroU32>, String>,
+        page: Result<Option<::std::num::NonZeroU64>, String>,
+        per_page: Result<Option<::std::num::NonZeroU64>, String>,
     }
     impl<'a> FieldreportProductsList<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -55281,26 +52477,26 @@ pub mod builder {
         }
         pub fn page<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::num::NonZeroU32>,
+            V: std::convert::TryInto<::std::num::NonZeroU64>,
         {
             self.page = value
                 .try_into()
                 .map(Some)
                 .map_err(|_| {
-                    "conversion to `:: std :: num :: NonZeroU32` for page failed"
+                    "conversion to `:: std :: num :: NonZeroU64` for page failed"
                         .to_string()
                 });
             self
         }
         pub fn per_page<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::num::NonZeroU32>,
+            V: std::convert::TryInto<::std::num::NonZeroU64>,
         {
             self.per_page = value
                 .try_into()
                 .map(Some)
                 .map_err(|_| {
-                    "conversion to `:: std :: num :: NonZeroU32` for per_page failed"
+                    "conversion to `:: std :: num :: NonZeroU64` for per_page failed"
                         .to_string()
                 });
             self
@@ -55559,7 +52755,7 @@ pub mod builder {
         ///Sends a `GET` request to `/api/v1/fieldreport/products/{record}`
         pub async fn send(
             self,
-        ) -> Result<ResponseValue<types::Products>, Error<types::ApiError>> {
+        ) -> Result<ResponseValue<types::Product>, Error<types::ApiError>> {
             let Self { client, record } = self;
             let record = record.map_err(Error::InvalidRequest)?;
             let url = format!(
@@ -56147,8 +53343,8 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct FieldreportQualificationsList<'a> {
         client: &'a super::Client,
-        page: Result<Option<::std::num::NonZeroU32>, String>,
-        per_page: Result<Option<::std::num::NonZeroU32>, String>,
+        page: Result<Option<::std::num::NonZeroU64>, String>,
+        per_page: Result<Option<::std::num::NonZeroU64>, String>,
     }
     impl<'a> FieldreportQualificationsList<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -56160,26 +53356,26 @@ pub mod builder {
         }
         pub fn page<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::num::NonZeroU32>,
+            V: std::convert::TryInto<::std::num::NonZeroU64>,
         {
             self.page = value
                 .try_into()
                 .map(Some)
                 .map_err(|_| {
-                    "conversion to `:: std :: num :: NonZeroU32` for page failed"
+                    "conversion to `:: std :: num :: NonZeroU64` for page failed"
                         .to_string()
                 });
             self
         }
         pub fn per_page<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::num::NonZeroU32>,
+            V: std::convert::TryInto<::std::num::NonZeroU64>,
         {
             self.per_page = value
                 .try_into()
                 .map(Some)
                 .map_err(|_| {
-                    "conversion to `:: std :: num :: NonZeroU32` for per_page failed"
+                    "conversion to `:: std :: num :: NonZeroU64` for per_page failed"
                         .to_string()
                 });
             self
@@ -56442,7 +53638,7 @@ pub mod builder {
         ///Sends a `GET` request to `/api/v1/fieldreport/qualifications/{record}`
         pub async fn send(
             self,
-        ) -> Result<ResponseValue<types::Qualifications>, Error<types::ApiError>> {
+        ) -> Result<ResponseValue<types::Qualification>, Error<types::ApiError>> {
             let Self { client, record } = self;
             let record = record.map_err(Error::InvalidRequest)?;
             let url = format!(
@@ -57034,8 +54230,8 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct FieldreportServiceObjectsList<'a> {
         client: &'a super::Client,
-        page: Result<Option<::std::num::NonZeroU32>, String>,
-        per_page: Result<Option<::std::num::NonZeroU32>, String>,
+        page: Result<Option<::std::num::NonZeroU64>, String>,
+        per_page: Result<Option<::std::num::NonZeroU64>, String>,
     }
     impl<'a> FieldreportServiceObjectsList<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -57047,26 +54243,26 @@ pub mod builder {
         }
         pub fn page<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::num::NonZeroU32>,
+            V: std::convert::TryInto<::std::num::NonZeroU64>,
         {
             self.page = value
                 .try_into()
                 .map(Some)
                 .map_err(|_| {
-                    "conversion to `:: std :: num :: NonZeroU32` for page failed"
+                    "conversion to `:: std :: num :: NonZeroU64` for page failed"
                         .to_string()
                 });
             self
         }
         pub fn per_page<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::num::NonZeroU32>,
+            V: std::convert::TryInto<::std::num::NonZeroU64>,
         {
             self.per_page = value
                 .try_into()
                 .map(Some)
                 .map_err(|_| {
-                    "conversion to `:: std :: num :: NonZeroU32` for per_page failed"
+                    "conversion to `:: std :: num :: NonZeroU64` for per_page failed"
                         .to_string()
                 });
             self
@@ -57329,7 +54525,7 @@ pub mod builder {
         ///Sends a `GET` request to `/api/v1/fieldreport/serviceObjects/{record}`
         pub async fn send(
             self,
-        ) -> Result<ResponseValue<types::ServiceObjects>, Error<types::ApiError>> {
+        ) -> Result<ResponseValue<types::ServiceObject>, Error<types::ApiError>> {
             let Self { client, record } = self;
             let record = record.map_err(Error::InvalidRequest)?;
             let url = format!(
@@ -57921,8 +55117,8 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct FieldreportServiceRequestsList<'a> {
         client: &'a super::Client,
-        page: Result<Option<::std::num::NonZeroU32>, String>,
-        per_page: Result<Option<::std::num::NonZeroU32>, String>,
+        page: Result<Option<::std::num::NonZeroU64>, String>,
+        per_page: Result<Option<::std::num::NonZeroU64>, String>,
     }
     impl<'a> FieldreportServiceRequestsList<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -57934,26 +55130,26 @@ pub mod builder {
         }
         pub fn page<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::num::NonZeroU32>,
+            V: std::convert::TryInto<::std::num::NonZeroU64>,
         {
             self.page = value
                 .try_into()
                 .map(Some)
                 .map_err(|_| {
-                    "conversion to `:: std :: num :: NonZeroU32` for page failed"
+                    "conversion to `:: std :: num :: NonZeroU64` for page failed"
                         .to_string()
                 });
             self
         }
         pub fn per_page<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::num::NonZeroU32>,
+            V: std::convert::TryInto<::std::num::NonZeroU64>,
         {
             self.per_page = value
                 .try_into()
                 .map(Some)
                 .map_err(|_| {
-                    "conversion to `:: std :: num :: NonZeroU32` for per_page failed"
+                    "conversion to `:: std :: num :: NonZeroU64` for per_page failed"
                         .to_string()
                 });
             self
@@ -58216,7 +55412,7 @@ pub mod builder {
         ///Sends a `GET` request to `/api/v1/fieldreport/serviceRequests/{record}`
         pub async fn send(
             self,
-        ) -> Result<ResponseValue<types::ServiceRequests>, Error<types::ApiError>> {
+        ) -> Result<ResponseValue<types::ServiceRequest>, Error<types::ApiError>> {
             let Self { client, record } = self;
             let record = record.map_err(Error::InvalidRequest)?;
             let url = format!(
@@ -59501,8 +56697,8 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct FieldreportStepListTemplatesList<'a> {
         client: &'a super::Client,
-        page: Result<Option<::std::num::NonZeroU32>, String>,
-        per_page: Result<Option<::std::num::NonZeroU32>, String>,
+        page: Result<Option<::std::num::NonZeroU64>, String>,
+        per_page: Result<Option<::std::num::NonZeroU64>, String>,
     }
     impl<'a> FieldreportStepListTemplatesList<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -59514,26 +56710,26 @@ pub mod builder {
         }
         pub fn page<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::num::NonZeroU32>,
+            V: std::convert::TryInto<::std::num::NonZeroU64>,
         {
             self.page = value
                 .try_into()
                 .map(Some)
                 .map_err(|_| {
-                    "conversion to `:: std :: num :: NonZeroU32` for page failed"
+                    "conversion to `:: std :: num :: NonZeroU64` for page failed"
                         .to_string()
                 });
             self
         }
         pub fn per_page<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::num::NonZeroU32>,
+            V: std::convert::TryInto<::std::num::NonZeroU64>,
         {
             self.per_page = value
                 .try_into()
                 .map(Some)
                 .map_err(|_| {
-                    "conversion to `:: std :: num :: NonZeroU32` for per_page failed"
+                    "conversion to `:: std :: num :: NonZeroU64` for per_page failed"
                         .to_string()
                 });
             self
@@ -59808,7 +57004,7 @@ pub mod builder {
         ///Sends a `GET` request to `/api/v1/fieldreport/stepListTemplates/{record}`
         pub async fn send(
             self,
-        ) -> Result<ResponseValue<types::StepListTemplates>, Error<types::ApiError>> {
+        ) -> Result<ResponseValue<types::StepListTemplate>, Error<types::ApiError>> {
             let Self { client, record } = self;
             let record = record.map_err(Error::InvalidRequest)?;
             let url = format!(
@@ -60673,8 +57869,8 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct FieldreportTagsList<'a> {
         client: &'a super::Client,
-        page: Result<Option<::std::num::NonZeroU32>, String>,
-        per_page: Result<Option<::std::num::NonZeroU32>, String>,
+        page: Result<Option<::std::num::NonZeroU64>, String>,
+        per_page: Result<Option<::std::num::NonZeroU64>, String>,
     }
     impl<'a> FieldreportTagsList<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -60686,26 +57882,26 @@ pub mod builder {
         }
         pub fn page<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::num::NonZeroU32>,
+            V: std::convert::TryInto<::std::num::NonZeroU64>,
         {
             self.page = value
                 .try_into()
                 .map(Some)
                 .map_err(|_| {
-                    "conversion to `:: std :: num :: NonZeroU32` for page failed"
+                    "conversion to `:: std :: num :: NonZeroU64` for page failed"
                         .to_string()
                 });
             self
         }
         pub fn per_page<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::num::NonZeroU32>,
+            V: std::convert::TryInto<::std::num::NonZeroU64>,
         {
             self.per_page = value
                 .try_into()
                 .map(Some)
                 .map_err(|_| {
-                    "conversion to `:: std :: num :: NonZeroU32` for per_page failed"
+                    "conversion to `:: std :: num :: NonZeroU64` for per_page failed"
                         .to_string()
                 });
             self
@@ -60960,7 +58156,7 @@ pub mod builder {
         ///Sends a `GET` request to `/api/v1/fieldreport/tags/{record}`
         pub async fn send(
             self,
-        ) -> Result<ResponseValue<types::Tags>, Error<types::ApiError>> {
+        ) -> Result<ResponseValue<types::Tag>, Error<types::ApiError>> {
             let Self { client, record } = self;
             let record = record.map_err(Error::InvalidRequest)?;
             let url = format!(
@@ -61540,8 +58736,8 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct FieldreportTimeEventsList<'a> {
         client: &'a super::Client,
-        page: Result<Option<::std::num::NonZeroU32>, String>,
-        per_page: Result<Option<::std::num::NonZeroU32>, String>,
+        page: Result<Option<::std::num::NonZeroU64>, String>,
+        per_page: Result<Option<::std::num::NonZeroU64>, String>,
     }
     impl<'a> FieldreportTimeEventsList<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -61553,26 +58749,26 @@ pub mod builder {
         }
         pub fn page<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::num::NonZeroU32>,
+            V: std::convert::TryInto<::std::num::NonZeroU64>,
         {
             self.page = value
                 .try_into()
                 .map(Some)
                 .map_err(|_| {
-                    "conversion to `:: std :: num :: NonZeroU32` for page failed"
+                    "conversion to `:: std :: num :: NonZeroU64` for page failed"
                         .to_string()
                 });
             self
         }
         pub fn per_page<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::num::NonZeroU32>,
+            V: std::convert::TryInto<::std::num::NonZeroU64>,
         {
             self.per_page = value
                 .try_into()
                 .map(Some)
                 .map_err(|_| {
-                    "conversion to `:: std :: num :: NonZeroU32` for per_page failed"
+                    "conversion to `:: std :: num :: NonZeroU64` for per_page failed"
                         .to_string()
                 });
             self
@@ -61833,7 +59029,7 @@ pub mod builder {
         ///Sends a `GET` request to `/api/v1/fieldreport/timeEvents/{record}`
         pub async fn send(
             self,
-        ) -> Result<ResponseValue<types::TimeEvents>, Error<types::ApiError>> {
+        ) -> Result<ResponseValue<types::TimeEvent>, Error<types::ApiError>> {
             let Self { client, record } = self;
             let record = record.map_err(Error::InvalidRequest)?;
             let url = format!(
@@ -62421,8 +59617,8 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct FieldreportUsersList<'a> {
         client: &'a super::Client,
-        page: Result<Option<::std::num::NonZeroU32>, String>,
-        per_page: Result<Option<::std::num::NonZeroU32>, String>,
+        page: Result<Option<::std::num::NonZeroU64>, String>,
+        per_page: Result<Option<::std::num::NonZeroU64>, String>,
     }
     impl<'a> FieldreportUsersList<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -62434,26 +59630,26 @@ pub mod builder {
         }
         pub fn page<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::num::NonZeroU32>,
+            V: std::convert::TryInto<::std::num::NonZeroU64>,
         {
             self.page = value
                 .try_into()
                 .map(Some)
                 .map_err(|_| {
-                    "conversion to `:: std :: num :: NonZeroU32` for page failed"
+                    "conversion to `:: std :: num :: NonZeroU64` for page failed"
                         .to_string()
                 });
             self
         }
         pub fn per_page<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::num::NonZeroU32>,
+            V: std::convert::TryInto<::std::num::NonZeroU64>,
         {
             self.per_page = value
                 .try_into()
                 .map(Some)
                 .map_err(|_| {
-                    "conversion to `:: std :: num :: NonZeroU32` for per_page failed"
+                    "conversion to `:: std :: num :: NonZeroU64` for per_page failed"
                         .to_string()
                 });
             self
@@ -62708,7 +59904,7 @@ pub mod builder {
         ///Sends a `GET` request to `/api/v1/fieldreport/users/{record}`
         pub async fn send(
             self,
-        ) -> Result<ResponseValue<types::Users>, Error<types::ApiError>> {
+        ) -> Result<ResponseValue<types::User>, Error<types::ApiError>> {
             let Self { client, record } = self;
             let record = record.map_err(Error::InvalidRequest)?;
             let url = format!(
@@ -63289,8 +60485,8 @@ pub mod builder {
     pub struct JobsList<'a> {
         client: &'a super::Client,
         kind: Result<Option<types::JobsListKind>, String>,
-        page: Result<Option<::std::num::NonZeroU32>, String>,
-        per_page: Result<Option<::std::num::NonZeroU32>, String>,
+        page: Result<Option<::std::num::NonZeroU64>, String>,
+        per_page: Result<Option<::std::num::NonZeroU64>, String>,
         status: Result<Option<types::JobsListStatus>, String>,
     }
     impl<'a> JobsList<'a> {
@@ -63315,26 +60511,26 @@ pub mod builder {
         }
         pub fn page<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::num::NonZeroU32>,
+            V: std::convert::TryInto<::std::num::NonZeroU64>,
         {
             self.page = value
                 .try_into()
                 .map(Some)
                 .map_err(|_| {
-                    "conversion to `:: std :: num :: NonZeroU32` for page failed"
+                    "conversion to `:: std :: num :: NonZeroU64` for page failed"
                         .to_string()
                 });
             self
         }
         pub fn per_page<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::num::NonZeroU32>,
+            V: std::convert::TryInto<::std::num::NonZeroU64>,
         {
             self.per_page = value
                 .try_into()
                 .map(Some)
                 .map_err(|_| {
-                    "conversion to `:: std :: num :: NonZeroU32` for per_page failed"
+                    "conversion to `:: std :: num :: NonZeroU64` for per_page failed"
                         .to_string()
                 });
             self
@@ -64851,8 +62047,8 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct LeasingSubscriptionList<'a> {
         client: &'a super::Client,
-        page: Result<Option<::std::num::NonZeroU32>, String>,
-        per_page: Result<Option<::std::num::NonZeroU32>, String>,
+        page: Result<Option<::std::num::NonZeroU64>, String>,
+        per_page: Result<Option<::std::num::NonZeroU64>, String>,
     }
     impl<'a> LeasingSubscriptionList<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -64864,26 +62060,26 @@ pub mod builder {
         }
         pub fn page<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::num::NonZeroU32>,
+            V: std::convert::TryInto<::std::num::NonZeroU64>,
         {
             self.page = value
                 .try_into()
                 .map(Some)
                 .map_err(|_| {
-                    "conversion to `:: std :: num :: NonZeroU32` for page failed"
+                    "conversion to `:: std :: num :: NonZeroU64` for page failed"
                         .to_string()
                 });
             self
         }
         pub fn per_page<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::num::NonZeroU32>,
+            V: std::convert::TryInto<::std::num::NonZeroU64>,
         {
             self.per_page = value
                 .try_into()
                 .map(Some)
                 .map_err(|_| {
-                    "conversion to `:: std :: num :: NonZeroU32` for per_page failed"
+                    "conversion to `:: std :: num :: NonZeroU64` for per_page failed"
                         .to_string()
                 });
             self
@@ -65337,8 +62533,8 @@ pub mod builder {
     pub struct LeasingSubscriptionDeliveries<'a> {
         client: &'a super::Client,
         id: Result<::std::string::String, String>,
-        limit: Result<Option<::std::num::NonZeroU32>, String>,
-        page: Result<Option<::std::num::NonZeroU32>, String>,
+        limit: Result<Option<::std::num::NonZeroU64>, String>,
+        page: Result<Option<::std::num::NonZeroU64>, String>,
     }
     impl<'a> LeasingSubscriptionDeliveries<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -65363,26 +62559,26 @@ pub mod builder {
         }
         pub fn limit<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::num::NonZeroU32>,
+            V: std::convert::TryInto<::std::num::NonZeroU64>,
         {
             self.limit = value
                 .try_into()
                 .map(Some)
                 .map_err(|_| {
-                    "conversion to `:: std :: num :: NonZeroU32` for limit failed"
+                    "conversion to `:: std :: num :: NonZeroU64` for limit failed"
                         .to_string()
                 });
             self
         }
         pub fn page<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<::std::num::NonZeroU32>,
+            V: std::convert::TryInto<::std::num::NonZeroU64>,
         {
             self.page = value
                 .try_into()
                 .map(Some)
                 .map_err(|_| {
-                    "conversion to `:: std :: num :: NonZeroU32` for page failed"
+                    "conversion to `:: std :: num :: NonZeroU64` for page failed"
                         .to_string()
                 });
             self

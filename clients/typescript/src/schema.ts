@@ -39,7 +39,7 @@ export interface paths {
          *
          *     Needs a token with the ability `erp` (login tokens hold every ability, `*`).
          */
-        get: operations["erp_pull_attribute"];
+        get: operations["erp_pull_one_attribute"];
         put?: never;
         post?: never;
         delete?: never;
@@ -83,7 +83,7 @@ export interface paths {
          *
          *     Needs a token with the ability `erp` (login tokens hold every ability, `*`).
          */
-        get: operations["erp_push_attribute"];
+        get: operations["erp_push_one_attribute"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2427,7 +2427,7 @@ export interface components {
             /** @description The id of the request, as in the `x-request-id` header; quote it when reporting a problem. */
             request_id: string;
             /**
-             * Format: uint64
+             * Format: int64
              * @description On 429 and 503: seconds until a new attempt may succeed (also sent as `Retry-After`).
              */
             retry_after_seconds?: number | null;
@@ -2450,16 +2450,19 @@ export interface components {
             EndDateTime?: string | null;
             /** @description Identifier of the record in a connected system (e.g. the ERP). */
             ExternalId?: string | null;
-            /** @description Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). */
-            Id?: components["schemas"]["EdmInt64"] | null;
+            /** @description Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). Always a string here (an upstream's number is written out). */
+            Id?: string;
             /** @description Id of the service request. */
             ServiceRequestId?: components["schemas"]["EdmInt64"] | null;
             /** @description Start of the appointment. */
             StartDateTime?: string | null;
             /** @description Subject of the appointment. */
             Subject?: string | null;
-            /** @description Optimistic-locking token; a write with a stale Version is refused. */
-            Version?: components["schemas"]["EdmInt64"] | null;
+            /**
+             * Format: int64
+             * @description Optimistic-locking token; a write with a stale Version is refused. Always an integer here (an upstream's string is read as one).
+             */
+            Version?: number;
         } & {
             [key: string]: unknown;
         };
@@ -2472,16 +2475,16 @@ export interface components {
             /** @description Definitions that apply to the model (or the one asked for). */
             applicable: string[];
             /**
-             * Format: uint64
+             * Format: int64
              * @description Definitions pulled (all of the ERP's).
              */
             definitions: number;
             errors: components["schemas"]["RecordError"][];
             model: string;
-            /** Format: uint64 */
+            /** Format: int64 */
             records: number;
             /**
-             * Format: uint64
+             * Format: int64
              * @description Values of the applicable definitions found on the model's records.
              */
             values: number;
@@ -2493,20 +2496,23 @@ export interface components {
         /** @description What a custom attribute push did. */
         AttributePushReport: {
             /**
-             * Format: uint64
+             * Format: int64
              * @description Records the ERP refused because they changed since they were pulled (409).
              */
             conflicts: number;
             errors: components["schemas"]["RecordError"][];
-            /** Format: uint64 */
+            /** Format: int64 */
             failed: number;
             model: string;
-            /** Format: uint64 */
+            /** Format: int64 */
             pushed: number;
         };
         /** @description The upstream system refused or failed (`upstream_error`), was unreachable (`upstream_unavailable`) or answered something unreadable (`upstream_invalid_response`); nothing was changed locally. */
         BadGateway: components["schemas"]["ApiError"] & {
-            /** @enum {string} */
+            /**
+             * @description How to react, for programs: one of these codes, each explained in this schema's description.
+             * @enum {string}
+             */
             error_code?: "upstream_error" | "upstream_invalid_response" | "upstream_unavailable";
         };
         /** @description Input of a lease calculation at the provider; further fields (`ProductType`, `Currency`, `PaymentFrequency`, ...) are passed to the provider untouched. */
@@ -2534,83 +2540,25 @@ export interface components {
             DateOfCreation?: string | null;
             /** @description Identifier of the record in a connected system (e.g. the ERP). */
             ExternalId?: string | null;
-            /** @description Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). */
-            Id?: components["schemas"]["EdmInt64"] | null;
+            /** @description Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). Always a string here (an upstream's number is written out). */
+            Id?: string;
             /** @description Whether the customer can see it. */
             IsPublic?: boolean | null;
             /** @description Id of the service request. */
             ServiceRequestId?: components["schemas"]["EdmInt64"] | null;
             /** @description Text of the comment. */
             Text?: string | null;
-            /** @description Optimistic-locking token; a write with a stale Version is refused. */
-            Version?: components["schemas"]["EdmInt64"] | null;
-        } & {
-            [key: string]: unknown;
-        };
-        /** @description A customer company or private customer. */
-        Companies: {
-            /** @description Billing address, when it differs from the main address. */
-            BillingAddress?: components["schemas"]["Location"] | null;
-            /** @description Contact persons of the company. */
-            Contacts?: components["schemas"]["Contact"][] | null;
-            /** @description Id of the default cost center. */
-            CostCenterId?: components["schemas"]["EdmInt64"] | null;
-            /** @description Customer number. */
-            CustomerNumber?: string | null;
-            /** @description When the record was last changed (set by the system). */
-            DateModified?: string | null;
-            /** @description When the record was created (set by the system). */
-            DateOfCreation?: string | null;
-            /** @description General e-mail address. */
-            Email?: string | null;
-            /** @description Identifier of the record in a connected system (e.g. the ERP). */
-            ExternalId?: string | null;
-            /** @description Fax number. */
-            Fax?: string | null;
-            /** @description Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). */
-            Id?: components["schemas"]["EdmInt64"] | null;
-            /** @description Whether the company is archived. */
-            IsArchived?: boolean | null;
-            /** @description True for a private person, false for a company. */
-            IsPhysicalPerson?: boolean | null;
-            /** @description Preferred language, e.g. de. */
-            Language?: string | null;
-            /** @description Main address. */
-            Location?: components["schemas"]["Location"] | null;
-            /** @description The main contact person. */
-            MainContact?: components["schemas"]["Contact"] | null;
-            /** @description Id of the main contact person. */
-            MainContactId?: components["schemas"]["EdmInt64"] | null;
-            /** @description Mobile phone number. */
-            MobilePhone?: string | null;
-            /** @description Name of the company or person. */
-            Name?: string | null;
-            /** @description Additional name line. */
-            Name2?: string | null;
-            /** @description Internal note. */
-            Note?: string | null;
-            /** @description Service objects (installed equipment) of the company. */
-            ServiceObjects?: components["schemas"]["ServiceObject"][] | null;
-            /** @description E-mail address for service matters. */
-            SupportMail?: string | null;
-            /** @description Phone number for service matters. */
-            SupportTelephone?: string | null;
-            /** @description Tags attached to the company. */
-            Tags?: components["schemas"]["Tag"][] | null;
-            /** @description General phone number. */
-            Telephone?: string | null;
-            /** @description VAT identification number. */
-            VatId?: string | null;
-            /** @description Optimistic-locking token; a write with a stale Version is refused. */
-            Version?: components["schemas"]["EdmInt64"] | null;
-            /** @description Web site address. */
-            Website?: string | null;
+            /**
+             * Format: int64
+             * @description Optimistic-locking token; a write with a stale Version is refused. Always an integer here (an upstream's string is read as one).
+             */
+            Version?: number;
         } & {
             [key: string]: unknown;
         };
         /** @description One page of records, ordered by Id. */
         CompaniesPage: {
-            data: components["schemas"]["Companies"][];
+            data: components["schemas"]["Company"][];
             meta: components["schemas"]["PageMeta"];
         };
         /** @description Fields of a Companies record to merge over the stored one. `Id`, when given, must be the record's own; `Version`, when given, must be the stored one (a stale Version is refused with 409: the record changed since it was read). */
@@ -2679,7 +2627,7 @@ export interface components {
         };
         /** @description The record as stored locally, and the field-report system's answer (null when the write was not forwarded). */
         CompaniesWrite: {
-            data: components["schemas"]["Companies"];
+            data: components["schemas"]["Company"];
             fieldReportResponse: {
                 [key: string]: unknown;
             } | null;
@@ -2704,8 +2652,8 @@ export interface components {
             ExternalId?: string | null;
             /** @description Fax number. */
             Fax?: string | null;
-            /** @description Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). */
-            Id?: components["schemas"]["EdmInt64"] | null;
+            /** @description Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). Always a string here (an upstream's number is written out). */
+            Id?: string;
             /** @description Whether the company is archived. */
             IsArchived?: boolean | null;
             /** @description True for a private person, false for a company. */
@@ -2738,8 +2686,11 @@ export interface components {
             Telephone?: string | null;
             /** @description VAT identification number. */
             VatId?: string | null;
-            /** @description Optimistic-locking token; a write with a stale Version is refused. */
-            Version?: components["schemas"]["EdmInt64"] | null;
+            /**
+             * Format: int64
+             * @description Optimistic-locking token; a write with a stale Version is refused. Always an integer here (an upstream's string is read as one).
+             */
+            Version?: number;
             /** @description Web site address. */
             Website?: string | null;
         } & {
@@ -2768,8 +2719,8 @@ export interface components {
             Fax?: string | null;
             /** @description First name. */
             FirstName?: string | null;
-            /** @description Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). */
-            Id?: components["schemas"]["EdmInt64"] | null;
+            /** @description Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). Always a string here (an upstream's number is written out). */
+            Id?: string;
             /** @description Whether the contact is active. */
             IsActive?: boolean | null;
             /** @description Preferred language, e.g. de. */
@@ -2790,59 +2741,17 @@ export interface components {
             Telephone?: string | null;
             /** @description Academic or honorific title. */
             Title?: string | null;
-            /** @description Optimistic-locking token; a write with a stale Version is refused. */
-            Version?: components["schemas"]["EdmInt64"] | null;
-        } & {
-            [key: string]: unknown;
-        };
-        /** @description A contact person, usually of a company. */
-        Contacts: {
-            /** @description Id of the company the contact belongs to. */
-            CompanyId?: components["schemas"]["EdmInt64"] | null;
-            /** @description When the record was last changed (set by the system). */
-            DateModified?: string | null;
-            /** @description When the record was created (set by the system). */
-            DateOfCreation?: string | null;
-            /** @description Department. */
-            Department?: string | null;
-            /** @description E-mail address. */
-            Email?: string | null;
-            /** @description Identifier of the record in a connected system (e.g. the ERP). */
-            ExternalId?: string | null;
-            /** @description Fax number. */
-            Fax?: string | null;
-            /** @description First name. */
-            FirstName?: string | null;
-            /** @description Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). */
-            Id?: components["schemas"]["EdmInt64"] | null;
-            /** @description Whether the contact is active. */
-            IsActive?: boolean | null;
-            /** @description Preferred language, e.g. de. */
-            Language?: string | null;
-            /** @description Last name. */
-            LastName?: string | null;
-            /** @description Address of the contact, if it differs from the company's. */
-            Location?: components["schemas"]["Location"] | null;
-            /** @description Mobile phone number. */
-            MobilePhone?: string | null;
-            /** @description Internal note. */
-            Note?: string | null;
-            /** @description Job title. */
-            Position?: string | null;
-            /** @description Form of address, e.g. Mr, Ms. */
-            Salutation?: string | null;
-            /** @description Phone number. */
-            Telephone?: string | null;
-            /** @description Academic or honorific title. */
-            Title?: string | null;
-            /** @description Optimistic-locking token; a write with a stale Version is refused. */
-            Version?: components["schemas"]["EdmInt64"] | null;
+            /**
+             * Format: int64
+             * @description Optimistic-locking token; a write with a stale Version is refused. Always an integer here (an upstream's string is read as one).
+             */
+            Version?: number;
         } & {
             [key: string]: unknown;
         };
         /** @description One page of records, ordered by Id. */
         ContactsPage: {
-            data: components["schemas"]["Contacts"][];
+            data: components["schemas"]["Contact"][];
             meta: components["schemas"]["PageMeta"];
         };
         /** @description Fields of a Contacts record to merge over the stored one. `Id`, when given, must be the record's own; `Version`, when given, must be the stored one (a stale Version is refused with 409: the record changed since it was read). */
@@ -2895,7 +2804,7 @@ export interface components {
         };
         /** @description The record as stored locally, and the field-report system's answer (null when the write was not forwarded). */
         ContactsWrite: {
-            data: components["schemas"]["Contacts"];
+            data: components["schemas"]["Contact"];
             fieldReportResponse: {
                 [key: string]: unknown;
             } | null;
@@ -2914,7 +2823,7 @@ export interface components {
             success: boolean;
         };
         /** @description A cost center that time and items are booked to. */
-        CostCenters: {
+        CostCenter: {
             /** @description When the record was last changed (set by the system). */
             DateModified?: string | null;
             /** @description When the record was created (set by the system). */
@@ -2923,22 +2832,25 @@ export interface components {
             Description?: string | null;
             /** @description Identifier of the record in a connected system (e.g. the ERP). */
             ExternalId?: string | null;
-            /** @description Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). */
-            Id?: components["schemas"]["EdmInt64"] | null;
+            /** @description Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). Always a string here (an upstream's number is written out). */
+            Id?: string;
             /** @description Whether the cost center can be used. */
             IsActive?: boolean | null;
             /** @description Name of the cost center. */
             Name?: string | null;
             /** @description Cost-center number. */
             Number?: string | null;
-            /** @description Optimistic-locking token; a write with a stale Version is refused. */
-            Version?: components["schemas"]["EdmInt64"] | null;
+            /**
+             * Format: int64
+             * @description Optimistic-locking token; a write with a stale Version is refused. Always an integer here (an upstream's string is read as one).
+             */
+            Version?: number;
         } & {
             [key: string]: unknown;
         };
         /** @description One page of records, ordered by Id. */
         CostCentersPage: {
-            data: components["schemas"]["CostCenters"][];
+            data: components["schemas"]["CostCenter"][];
             meta: components["schemas"]["PageMeta"];
         };
         /** @description Fields of a CostCenters record to merge over the stored one. `Id`, when given, must be the record's own; `Version`, when given, must be the stored one (a stale Version is refused with 409: the record changed since it was read). */
@@ -2969,7 +2881,7 @@ export interface components {
         };
         /** @description The record as stored locally, and the field-report system's answer (null when the write was not forwarded). */
         CostCentersWrite: {
-            data: components["schemas"]["CostCenters"];
+            data: components["schemas"]["CostCenter"];
             fieldReportResponse: {
                 [key: string]: unknown;
             } | null;
@@ -2984,7 +2896,10 @@ export interface components {
          *     }
          */
         CurrentUser: {
-            /** @description When the user was created (RFC 3339, UTC). */
+            /**
+             * Format: date-time
+             * @description When the user was created (RFC 3339, UTC).
+             */
             created_at: string;
             email: string;
             /** Format: int64 */
@@ -2995,13 +2910,16 @@ export interface components {
         Delivery: {
             /** Format: int64 */
             attempts: number;
+            /** Format: date-time */
             created_at: string;
             /** @description The event's id, sent as `webhook-id` on every attempt. */
             event_id: string;
             financing_id: string;
+            /** Format: date-time */
             finished_at?: string | null;
             /** Format: int64 */
             id: number;
+            /** Format: date-time */
             last_attempt_at?: string | null;
             /** @description Why the last attempt failed. */
             last_error?: string | null;
@@ -3010,6 +2928,7 @@ export interface components {
              * @description The receiver's status code at the last attempt (null: no answer).
              */
             last_status_code?: number | null;
+            /** Format: date-time */
             next_attempt_at?: string | null;
             /** @description `pending` (not delivered yet; retried at `next_attempt_at`), `delivered` (a 2xx) or `failed` (not delivered within the retry horizon, or the subscription was disabled). */
             status: string;
@@ -3018,7 +2937,7 @@ export interface components {
             items: components["schemas"]["Delivery"][];
         };
         /** @description A file stored in the system, attached to a service request, company or service object. */
-        Documents: {
+        Document: {
             /** @description Id of the company the document belongs to. */
             CompanyId?: components["schemas"]["EdmInt64"] | null;
             /** @description MIME type of the file. */
@@ -3035,8 +2954,8 @@ export interface components {
             ExternalId?: string | null;
             /** @description File name including extension. */
             FileName?: string | null;
-            /** @description Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). */
-            Id?: components["schemas"]["EdmInt64"] | null;
+            /** @description Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). Always a string here (an upstream's number is written out). */
+            Id?: string;
             /** @description Whether the customer can see the document. */
             IsPublic?: boolean | null;
             /** @description Display name. */
@@ -3049,14 +2968,17 @@ export interface components {
             Size?: components["schemas"]["EdmInt64"] | null;
             /** @description Address the file can be downloaded from. */
             Uri?: string | null;
-            /** @description Optimistic-locking token; a write with a stale Version is refused. */
-            Version?: components["schemas"]["EdmInt64"] | null;
+            /**
+             * Format: int64
+             * @description Optimistic-locking token; a write with a stale Version is refused. Always an integer here (an upstream's string is read as one).
+             */
+            Version?: number;
         } & {
             [key: string]: unknown;
         };
         /** @description One page of records, ordered by Id. */
         DocumentsPage: {
-            data: components["schemas"]["Documents"][];
+            data: components["schemas"]["Document"][];
             meta: components["schemas"]["PageMeta"];
         };
         /** @description Fields of a Documents record to merge over the stored one. `Id`, when given, must be the record's own; `Version`, when given, must be the stored one (a stale Version is refused with 409: the record changed since it was read). */
@@ -3101,7 +3023,7 @@ export interface components {
         };
         /** @description The record as stored locally, and the field-report system's answer (null when the write was not forwarded). */
         DocumentsWrite: {
-            data: components["schemas"]["Documents"];
+            data: components["schemas"]["Document"];
             fieldReportResponse: {
                 [key: string]: unknown;
             } | null;
@@ -3145,7 +3067,10 @@ export interface components {
             entity: string;
             /** @description Relations pulled with each record. */
             expand: string[];
-            /** @description When the last sync completed (RFC 3339), if ever. */
+            /**
+             * Format: date-time
+             * @description When the last sync completed (RFC 3339), if ever.
+             */
             last_sync_at?: string | null;
             /**
              * Format: int64
@@ -3160,6 +3085,18 @@ export interface components {
             inbox: components["schemas"]["InboxSummary"];
             /** @description Every model of the registry, with local counts and pull state. */
             models: components["schemas"]["ModelSummary"][];
+        };
+        /**
+         * @description One mirrored ERP record as the ERP sent it (secrets masked): the model's fields.
+         * @example {
+         *       "id": 17,
+         *       "lastModifiedDate": "2026-11-27T10:00:00.000Z",
+         *       "name": "ACME GmbH",
+         *       "version": 3
+         *     }
+         */
+        ErpRecord: {
+            [key: string]: unknown;
         };
         /** @description One page of mirrored ERP records, ordered by id. */
         ErpRecordPage: {
@@ -3444,7 +3381,10 @@ export interface components {
         };
         /** @description The upstream system did not answer in time (`upstream_timeout`); nothing was changed locally. A forwarded field-report write that timed out is settled by reading the upstream back: not applied → `upstream_unavailable` (nothing changed; send it again); unknown, because the read failed too → `upstream_outcome_unknown`: sending the same write again is safe (a create is looked up by its `ExternalId` first, an update reads the record first), and a delete stays deleted here and pending, sent again by `post`. */
         GatewayTimeout: components["schemas"]["ApiError"] & {
-            /** @enum {string} */
+            /**
+             * @description How to react, for programs: one of these codes, each explained in this schema's description.
+             * @enum {string}
+             */
             error_code?: "upstream_outcome_unknown" | "upstream_timeout" | "upstream_unavailable";
         };
         /** @description The process is up. */
@@ -3487,7 +3427,10 @@ export interface components {
         };
         /** @description An unexpected failure (`internal_error`), such as a failed database query: the message is generic and the service logged the detail under `request_id`; quote it when reporting the problem. */
         InternalError: components["schemas"]["ApiError"] & {
-            /** @enum {string} */
+            /**
+             * @description How to react, for programs: one of these codes, each explained in this schema's description.
+             * @enum {string}
+             */
             error_code?: "internal_error";
         };
         /**
@@ -3510,7 +3453,7 @@ export interface components {
              */
             monthlyInstalment: number;
             /**
-             * Format: uint32
+             * Format: int64
              * @description The period in months used.
              */
             period: number;
@@ -3525,8 +3468,8 @@ export interface components {
             Description?: string | null;
             /** @description Identifier of the record in a connected system (e.g. the ERP). */
             ExternalId?: string | null;
-            /** @description Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). */
-            Id?: components["schemas"]["EdmInt64"] | null;
+            /** @description Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). Always a string here (an upstream's number is written out). */
+            Id?: string;
             /** @description Whether the item is billed to the customer. */
             IsBillable?: boolean | null;
             /** @description Id of the item type. */
@@ -3543,13 +3486,16 @@ export interface components {
             ServiceRequestId?: components["schemas"]["EdmInt64"] | null;
             /** @description Id of the unit of measure. */
             UnitId?: components["schemas"]["EdmInt64"] | null;
-            /** @description Optimistic-locking token; a write with a stale Version is refused. */
-            Version?: components["schemas"]["EdmInt64"] | null;
+            /**
+             * Format: int64
+             * @description Optimistic-locking token; a write with a stale Version is refused. Always an integer here (an upstream's string is read as one).
+             */
+            Version?: number;
         } & {
             [key: string]: unknown;
         };
         /** @description An article or service that can be used as an item in service requests. */
-        ItemTypes: {
+        ItemType: {
             /** @description Cost per unit. */
             Costs?: components["schemas"]["EdmNumber"] | null;
             /** @description When the record was last changed (set by the system). */
@@ -3562,8 +3508,8 @@ export interface components {
             Ean?: string | null;
             /** @description Identifier of the record in a connected system (e.g. the ERP). */
             ExternalId?: string | null;
-            /** @description Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). */
-            Id?: components["schemas"]["EdmInt64"] | null;
+            /** @description Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). Always a string here (an upstream's number is written out). */
+            Id?: string;
             /** @description Whether the item type can be used. */
             IsActive?: boolean | null;
             /** @description Manufacturer. */
@@ -3578,14 +3524,17 @@ export interface components {
             UnitId?: components["schemas"]["EdmInt64"] | null;
             /** @description VAT rate in percent. */
             VAT?: components["schemas"]["EdmNumber"] | null;
-            /** @description Optimistic-locking token; a write with a stale Version is refused. */
-            Version?: components["schemas"]["EdmInt64"] | null;
+            /**
+             * Format: int64
+             * @description Optimistic-locking token; a write with a stale Version is refused. Always an integer here (an upstream's string is read as one).
+             */
+            Version?: number;
         } & {
             [key: string]: unknown;
         };
         /** @description One page of records, ordered by Id. */
         ItemTypesPage: {
-            data: components["schemas"]["ItemTypes"][];
+            data: components["schemas"]["ItemType"][];
             meta: components["schemas"]["PageMeta"];
         };
         /** @description Fields of a ItemTypes record to merge over the stored one. `Id`, when given, must be the record's own; `Version`, when given, must be the stored one (a stale Version is refused with 409: the record changed since it was read). */
@@ -3628,13 +3577,13 @@ export interface components {
         };
         /** @description The record as stored locally, and the field-report system's answer (null when the write was not forwarded). */
         ItemTypesWrite: {
-            data: components["schemas"]["ItemTypes"];
+            data: components["schemas"]["ItemType"];
             fieldReportResponse: {
                 [key: string]: unknown;
             } | null;
         };
         /** @description A unit of measure for items. */
-        ItemUnits: {
+        ItemUnit: {
             /** @description When the record was last changed (set by the system). */
             DateModified?: string | null;
             /** @description When the record was created (set by the system). */
@@ -3648,20 +3597,23 @@ export interface components {
             Description?: string | null;
             /** @description Identifier of the record in a connected system (e.g. the ERP). */
             ExternalId?: string | null;
-            /** @description Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). */
-            Id?: components["schemas"]["EdmInt64"] | null;
+            /** @description Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). Always a string here (an upstream's number is written out). */
+            Id?: string;
             /** @description Name of the unit, e.g. Piece. */
             Name?: string | null;
             /** @description Abbreviation, e.g. pc. */
             ShortName?: string | null;
-            /** @description Optimistic-locking token; a write with a stale Version is refused. */
-            Version?: components["schemas"]["EdmInt64"] | null;
+            /**
+             * Format: int64
+             * @description Optimistic-locking token; a write with a stale Version is refused. Always an integer here (an upstream's string is read as one).
+             */
+            Version?: number;
         } & {
             [key: string]: unknown;
         };
         /** @description One page of records, ordered by Id. */
         ItemUnitsPage: {
-            data: components["schemas"]["ItemUnits"][];
+            data: components["schemas"]["ItemUnit"][];
             meta: components["schemas"]["PageMeta"];
         };
         /** @description Fields of a ItemUnits record to merge over the stored one. `Id`, when given, must be the record's own; `Version`, when given, must be the stored one (a stale Version is refused with 409: the record changed since it was read). */
@@ -3695,47 +3647,14 @@ export interface components {
         };
         /** @description The record as stored locally, and the field-report system's answer (null when the write was not forwarded). */
         ItemUnitsWrite: {
-            data: components["schemas"]["ItemUnits"];
+            data: components["schemas"]["ItemUnit"];
             fieldReportResponse: {
                 [key: string]: unknown;
             } | null;
         };
-        /** @description An item (material or service) used in a service request. */
-        Items: {
-            /** @description When the record was last changed (set by the system). */
-            DateModified?: string | null;
-            /** @description When the record was created (set by the system). */
-            DateOfCreation?: string | null;
-            /** @description Description. */
-            Description?: string | null;
-            /** @description Identifier of the record in a connected system (e.g. the ERP). */
-            ExternalId?: string | null;
-            /** @description Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). */
-            Id?: components["schemas"]["EdmInt64"] | null;
-            /** @description Whether the item is billed to the customer. */
-            IsBillable?: boolean | null;
-            /** @description Id of the item type. */
-            ItemTypeId?: components["schemas"]["EdmInt64"] | null;
-            /** @description Name of the item. */
-            Name?: string | null;
-            /** @description Sales price per unit. */
-            Price?: components["schemas"]["EdmNumber"] | null;
-            /** @description Quantity used. */
-            Quantity?: components["schemas"]["EdmNumber"] | null;
-            /** @description Serial number of the used part, if any. */
-            SerialNumber?: string | null;
-            /** @description Id of the service request. */
-            ServiceRequestId?: components["schemas"]["EdmInt64"] | null;
-            /** @description Id of the unit of measure. */
-            UnitId?: components["schemas"]["EdmInt64"] | null;
-            /** @description Optimistic-locking token; a write with a stale Version is refused. */
-            Version?: components["schemas"]["EdmInt64"] | null;
-        } & {
-            [key: string]: unknown;
-        };
         /** @description One page of records, ordered by Id. */
         ItemsPage: {
-            data: components["schemas"]["Items"][];
+            data: components["schemas"]["Item"][];
             meta: components["schemas"]["PageMeta"];
         };
         /** @description Fields of a Items record to merge over the stored one. `Id`, when given, must be the record's own; `Version`, when given, must be the stored one (a stale Version is refused with 409: the record changed since it was read). */
@@ -3776,7 +3695,7 @@ export interface components {
         };
         /** @description The record as stored locally, and the field-report system's answer (null when the write was not forwarded). */
         ItemsWrite: {
-            data: components["schemas"]["Items"];
+            data: components["schemas"]["Item"];
             fieldReportResponse: {
                 [key: string]: unknown;
             } | null;
@@ -3812,7 +3731,10 @@ export interface components {
             attempts: number;
             /** @description A cancel was asked for: a running job stops at its next page. */
             cancel_requested: boolean;
-            /** @description When it was queued (RFC 3339). */
+            /**
+             * Format: date-time
+             * @description When it was queued (RFC 3339).
+             */
             created_at: string;
             /**
              * Format: int64
@@ -3821,10 +3743,14 @@ export interface components {
             created_by?: number | null;
             /** @description Why it failed. */
             error?: string | null;
+            /** Format: date-time */
             finished_at?: string | null;
             /** Format: int64 */
             id: number;
-            /** @enum {string} */
+            /**
+             * @description The kind of job: what it runs (`fieldreport.*` on the field-report mirror, `erp.*` on the ERP mirror).
+             * @enum {string}
+             */
             kind: "fieldreport.sync" | "fieldreport.reconcile" | "fieldreport.setup" | "fieldreport.post" | "erp.setup" | "erp.pull" | "erp.reconcile";
             /** @description Recorded about every second while it runs. */
             progress: components["schemas"]["JobProgress"];
@@ -3832,6 +3758,7 @@ export interface components {
             result?: unknown;
             /** @description Queued by `SCHEDULE` rather than by a caller. */
             scheduled: boolean;
+            /** Format: date-time */
             started_at?: string | null;
             /**
              * @description `queued`, `running`, then `succeeded`, `failed` or `cancelled`.
@@ -3907,17 +3834,26 @@ export interface components {
         };
         /** @description A leasing failure (the seed's rule: every failure of a leasing route is answered 500 `{success: false, message}`), named by `error_code`: the request was `declined` or `cancelled`, is `missing_info` (the missing-info mail was sent or its failure is named in `message`), is `already_past_signing`, or was `not_ready_to_sign` when the attempts were used up; the provider refused (`upstream_rejected`), failed (`upstream_error`), did not answer in time (`upstream_timeout`), was unreachable (`upstream_unavailable`), busy (`upstream_busy`), answered something unreadable (`upstream_invalid_response`) or is not configured (`upstream_not_configured`); the call to it could not be made (`upstream_client_error`); the contract could not be stored (`storage_error`); or an unexpected failure (`internal_error`, logged under `request_id`). */
         LeasingFailure: components["schemas"]["ApiError"] & {
-            /** @enum {string} */
+            /**
+             * @description How to react, for programs: one of these codes, each explained in this schema's description.
+             * @enum {string}
+             */
             error_code?: "already_past_signing" | "cancelled" | "declined" | "internal_error" | "missing_info" | "not_ready_to_sign" | "storage_error" | "upstream_busy" | "upstream_client_error" | "upstream_error" | "upstream_invalid_response" | "upstream_not_configured" | "upstream_rejected" | "upstream_timeout" | "upstream_unavailable";
         };
         /** @description A failure of the one-shot flow (the causes of `LeasingFailure`) with where the flow stood (`financingId`, `flowId`, `failedStep`; absent when the call failed before the flow started, such as an `internal_error` of the token's check). A retry with the same `Idempotency-Key` gets this answer again (same status and body apart from `request_id`) and creates nothing, unless the create step itself was refused or never reached the provider. */
         LeasingFlowFailure: components["schemas"]["ApiError"] & components["schemas"]["LeasingFlowPosition"] & {
-            /** @enum {string} */
+            /**
+             * @description How to react, for programs: one of these codes, each explained in this schema's description.
+             * @enum {string}
+             */
             error_code?: "already_past_signing" | "cancelled" | "declined" | "internal_error" | "missing_info" | "not_ready_to_sign" | "storage_error" | "upstream_busy" | "upstream_client_error" | "upstream_error" | "upstream_invalid_response" | "upstream_not_configured" | "upstream_rejected" | "upstream_timeout" | "upstream_unavailable";
         };
         /** @description The body is invalid (`validation_failed`, `errors` per field): refused before anything ran, or, for a payload the provider's schema checks only when it is sent (`e_signature_payload`), at that step, with `financingId`, `flowId` and `failedStep`; or the `Idempotency-Key` was used with another body (`idempotency_key_reused`). */
         LeasingFlowInvalid: components["schemas"]["ApiError"] & components["schemas"]["LeasingFlowPosition"] & {
-            /** @enum {string} */
+            /**
+             * @description How to react, for programs: one of these codes, each explained in this schema's description.
+             * @enum {string}
+             */
             error_code?: "validation_failed" | "idempotency_key_reused";
         };
         /** @description Where a one-shot flow stood when it answered this error. */
@@ -3934,12 +3870,18 @@ export interface components {
         };
         /** @description A retry with the same `Idempotency-Key` while the first attempt runs (`idempotency_key_in_progress`; `flowId` and `financingId` name its flow once it started), or after the first attempt's flow ended without an answer its client read: its instance stopped, or its client went away (`idempotency_key_flow_ended`; `failedStep` and the flow's record say where it stopped, `financingId` what it created). No financing request is created. */
         LeasingFlowRetryConflict: components["schemas"]["ApiError"] & components["schemas"]["LeasingFlowPosition"] & {
-            /** @enum {string} */
+            /**
+             * @description How to react, for programs: one of these codes, each explained in this schema's description.
+             * @enum {string}
+             */
             error_code?: "idempotency_key_in_progress" | "idempotency_key_flow_ended";
         };
         /** @description The database does not answer (`service_unavailable`; no flow position), or the service shut down while the flow ran (`shutting_down`): the flow stopped at `failedStep`, recorded as `interrupted`. */
         LeasingFlowUnavailable: components["schemas"]["ApiError"] & components["schemas"]["LeasingFlowPosition"] & {
-            /** @enum {string} */
+            /**
+             * @description How to react, for programs: one of these codes, each explained in this schema's description.
+             * @enum {string}
+             */
             error_code?: "service_unavailable" | "shutting_down";
         };
         /**
@@ -3960,13 +3902,19 @@ export interface components {
          *     }
          */
         LeasingStateChangedEvent: {
-            /** @description When the change was observed (RFC 3339). */
+            /**
+             * Format: date-time
+             * @description When the change was observed (RFC 3339).
+             */
             created_at: string;
             data: components["schemas"]["StateChange"];
             /** @description The event's id (`msg_…`), also its `webhook-id`: the same on every retry; use it to drop duplicates (delivery is at least once). */
             id: string;
-            /** @description `leasing.state_changed`. */
-            type: string;
+            /**
+             * @description The event's type, `leasing.state_changed`.
+             * @enum {string}
+             */
+            type: "leasing.state_changed";
         };
         /** @description The lessee: the company that leases the objects. */
         Lessee: {
@@ -4697,11 +4645,11 @@ export interface components {
         };
         /** @description Paging of a list. */
         PageMeta: {
-            /** Format: uint32 */
+            /** Format: int64 */
             current_page: number;
-            /** Format: uint32 */
+            /** Format: int64 */
             last_page: number;
-            /** Format: uint32 */
+            /** Format: int64 */
             per_page: number;
             /** Format: int64 */
             total: number;
@@ -4744,20 +4692,20 @@ export interface components {
         /** @description What a post of one mapping did. */
         PostReport: {
             /**
-             * Format: uint64
+             * Format: int64
              * @description ERP records on which the `fieldReportId` attribute was set (pending a push).
              */
             attributes_marked: number;
-            /** Format: uint64 */
+            /** Format: int64 */
             created: number;
             entity: string;
             errors: components["schemas"]["RecordError"][];
-            /** Format: uint64 */
+            /** Format: int64 */
             failed: number;
             model: string;
-            /** Format: uint64 */
+            /** Format: int64 */
             unchanged: number;
-            /** Format: uint64 */
+            /** Format: int64 */
             updated: number;
         };
         /** @description A product model that service objects are instances of. */
@@ -4772,8 +4720,8 @@ export interface components {
             Description?: string | null;
             /** @description Identifier of the record in a connected system (e.g. the ERP). */
             ExternalId?: string | null;
-            /** @description Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). */
-            Id?: components["schemas"]["EdmInt64"] | null;
+            /** @description Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). Always a string here (an upstream's number is written out). */
+            Id?: string;
             /** @description Whether the product is active. */
             IsActive?: boolean | null;
             /** @description Manufacturer. */
@@ -4784,43 +4732,17 @@ export interface components {
             Name?: string | null;
             /** @description Internal note. */
             Note?: string | null;
-            /** @description Optimistic-locking token; a write with a stale Version is refused. */
-            Version?: components["schemas"]["EdmInt64"] | null;
-        } & {
-            [key: string]: unknown;
-        };
-        /** @description A product model that service objects are instances of. */
-        Products: {
-            /** @description Product category. */
-            Category?: string | null;
-            /** @description When the record was last changed (set by the system). */
-            DateModified?: string | null;
-            /** @description When the record was created (set by the system). */
-            DateOfCreation?: string | null;
-            /** @description Description. */
-            Description?: string | null;
-            /** @description Identifier of the record in a connected system (e.g. the ERP). */
-            ExternalId?: string | null;
-            /** @description Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). */
-            Id?: components["schemas"]["EdmInt64"] | null;
-            /** @description Whether the product is active. */
-            IsActive?: boolean | null;
-            /** @description Manufacturer. */
-            Manufacturer?: string | null;
-            /** @description Model or type number. */
-            ModelNumber?: string | null;
-            /** @description Name of the product. */
-            Name?: string | null;
-            /** @description Internal note. */
-            Note?: string | null;
-            /** @description Optimistic-locking token; a write with a stale Version is refused. */
-            Version?: components["schemas"]["EdmInt64"] | null;
+            /**
+             * Format: int64
+             * @description Optimistic-locking token; a write with a stale Version is refused. Always an integer here (an upstream's string is read as one).
+             */
+            Version?: number;
         } & {
             [key: string]: unknown;
         };
         /** @description One page of records, ordered by Id. */
         ProductsPage: {
-            data: components["schemas"]["Products"][];
+            data: components["schemas"]["Product"][];
             meta: components["schemas"]["PageMeta"];
         };
         /** @description Fields of a Products record to merge over the stored one. `Id`, when given, must be the record's own; `Version`, when given, must be the stored one (a stale Version is refused with 409: the record changed since it was read). */
@@ -4857,7 +4779,7 @@ export interface components {
         };
         /** @description The record as stored locally, and the field-report system's answer (null when the write was not forwarded). */
         ProductsWrite: {
-            data: components["schemas"]["Products"];
+            data: components["schemas"]["Product"];
             fieldReportResponse: {
                 [key: string]: unknown;
             } | null;
@@ -4878,33 +4800,33 @@ export interface components {
              */
             cursor?: number | null;
             errors: components["schemas"]["RecordError"][];
-            /** Format: uint64 */
+            /** Format: int64 */
             fetched: number;
             /**
-             * Format: uint64
+             * Format: int64
              * @description Records the ERP has and the mirror lacked, fetched by a reconciling (`update`).
              * @default 0
              */
             fetched_missing?: number;
-            /** Format: uint64 */
+            /** Format: int64 */
             inserted: number;
             model: string;
-            /** Format: uint64 */
+            /** Format: int64 */
             pages: number;
             /**
-             * Format: uint64
+             * Format: int64
              * @description Local records whose version differed from the ERP's, fetched again by a reconciling.
              * @default 0
              */
             refreshed?: number;
             /**
-             * Format: uint64
+             * Format: int64
              * @description Local records removed because the ERP no longer has them.
              */
             removed: number;
-            /** Format: uint64 */
+            /** Format: int64 */
             unchanged: number;
-            /** Format: uint64 */
+            /** Format: int64 */
             updated: number;
         };
         /** @description What each push did. */
@@ -4919,20 +4841,20 @@ export interface components {
         /** @description What a push of one entity set did. */
         PushReport: {
             entity: string;
-            /** Format: uint64 */
+            /** Format: int64 */
             failed: number;
             failures: components["schemas"]["PushFailure"][];
             /** @description `create`, `update` or `delete`. */
             kind: string;
-            /** Format: uint64 */
+            /** Format: int64 */
             pushed: number;
             /**
-             * Format: uint64
+             * Format: int64
              * @description Records an earlier, interrupted run had already delivered: found at the upstream and marked pushed without sending them again (for deletes: records the upstream no longer had).
              */
             recovered: number;
             /**
-             * Format: uint64
+             * Format: int64
              * @description Records another run was pushing at the same time, left to it.
              */
             skipped: number;
@@ -4949,8 +4871,8 @@ export interface components {
             Description?: string | null;
             /** @description Identifier of the record in a connected system (e.g. the ERP). */
             ExternalId?: string | null;
-            /** @description Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). */
-            Id?: components["schemas"]["EdmInt64"] | null;
+            /** @description Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). Always a string here (an upstream's number is written out). */
+            Id?: string;
             /** @description Name of the qualification. */
             Name?: string | null;
             /**
@@ -4958,40 +4880,17 @@ export interface components {
              * @description How long a certificate stays valid, in months.
              */
             ValidityMonths?: number | null;
-            /** @description Optimistic-locking token; a write with a stale Version is refused. */
-            Version?: components["schemas"]["EdmInt64"] | null;
-        } & {
-            [key: string]: unknown;
-        };
-        /** @description A skill or certificate required for a service request and held by technicians. */
-        Qualifications: {
-            /** @description Category used to group qualifications. */
-            Category?: string | null;
-            /** @description When the record was last changed (set by the system). */
-            DateModified?: string | null;
-            /** @description When the record was created (set by the system). */
-            DateOfCreation?: string | null;
-            /** @description Description. */
-            Description?: string | null;
-            /** @description Identifier of the record in a connected system (e.g. the ERP). */
-            ExternalId?: string | null;
-            /** @description Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). */
-            Id?: components["schemas"]["EdmInt64"] | null;
-            /** @description Name of the qualification. */
-            Name?: string | null;
             /**
-             * Format: int32
-             * @description How long a certificate stays valid, in months.
+             * Format: int64
+             * @description Optimistic-locking token; a write with a stale Version is refused. Always an integer here (an upstream's string is read as one).
              */
-            ValidityMonths?: number | null;
-            /** @description Optimistic-locking token; a write with a stale Version is refused. */
-            Version?: components["schemas"]["EdmInt64"] | null;
+            Version?: number;
         } & {
             [key: string]: unknown;
         };
         /** @description One page of records, ordered by Id. */
         QualificationsPage: {
-            data: components["schemas"]["Qualifications"][];
+            data: components["schemas"]["Qualification"][];
             meta: components["schemas"]["PageMeta"];
         };
         /** @description Fields of a Qualifications record to merge over the stored one. `Id`, when given, must be the record's own; `Version`, when given, must be the stored one (a stale Version is refused with 409: the record changed since it was read). */
@@ -5025,7 +4924,7 @@ export interface components {
         };
         /** @description The record as stored locally, and the field-report system's answer (null when the write was not forwarded). */
         QualificationsWrite: {
-            data: components["schemas"]["Qualifications"];
+            data: components["schemas"]["Qualification"];
             fieldReportResponse: {
                 [key: string]: unknown;
             } | null;
@@ -5040,41 +4939,50 @@ export interface components {
         /** @description What a reconciling sync of one set did. */
         ReconcileReport: {
             /**
-             * Format: uint64
+             * Format: int64
              * @description Local records compared (those written before the reconciling began).
              */
             checked: number;
             /** @description Route name of the entity set. */
             entity: string;
             /**
-             * Format: uint64
+             * Format: int64
              * @description Records the field-report system has and the mirror lacked, fetched and stored.
              */
             fetched_missing: number;
             /**
-             * Format: uint64
+             * Format: int64
              * @description Local records the field-report system no longer has, kept because a local change of theirs waits for it (a pending push, or an update of unknown outcome).
              */
             kept_pending: number;
             /** @description The Ids of those records (the first 100). */
             kept_pending_ids: string[];
             /**
-             * Format: uint64
+             * Format: int64
              * @description Local records whose version differed from the field-report system's, fetched again.
              */
             refreshed: number;
             /**
-             * Format: uint64
+             * Format: int64
              * @description Local records removed: the field-report system no longer has them.
              */
             removed: number;
             /** Format: double */
             seconds: number;
             /**
-             * Format: uint64
+             * Format: int64
              * @description Records the field-report system has.
              */
             upstream: number;
+        };
+        /** @description The answer of a field-report delete sent with `Prefer: return=representation`. */
+        RecordDeleted: {
+            /** @description The result of the local delete. */
+            data: boolean;
+            /** @description The field-report system's answer (null when it answered without a body). */
+            fieldReportResponse: {
+                [key: string]: unknown;
+            } | null;
         };
         /** @description One record a bulk operation could not handle; the operation goes on without it. */
         RecordError: {
@@ -5093,8 +5001,8 @@ export interface components {
             DocumentName?: string | null;
             /** @description Identifier of the record in a connected system (e.g. the ERP). */
             ExternalId?: string | null;
-            /** @description Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). */
-            Id?: components["schemas"]["EdmInt64"] | null;
+            /** @description Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). Always a string here (an upstream's number is written out). */
+            Id?: string;
             /** @description Whether the customer signed the report. */
             IsSigned?: boolean | null;
             /** @description Name of the report. */
@@ -5103,8 +5011,11 @@ export interface components {
             ServiceRequestId?: components["schemas"]["EdmInt64"] | null;
             /** @description Address the report can be downloaded from. */
             Uri?: string | null;
-            /** @description Optimistic-locking token; a write with a stale Version is refused. */
-            Version?: components["schemas"]["EdmInt64"] | null;
+            /**
+             * Format: int64
+             * @description Optimistic-locking token; a write with a stale Version is refused. Always an integer here (an upstream's string is read as one).
+             */
+            Version?: number;
         } & {
             [key: string]: unknown;
         };
@@ -5131,8 +5042,8 @@ export interface components {
             Description?: string | null;
             /** @description Identifier of the record in a connected system (e.g. the ERP). */
             ExternalId?: string | null;
-            /** @description Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). */
-            Id?: components["schemas"]["EdmInt64"] | null;
+            /** @description Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). Always a string here (an upstream's number is written out). */
+            Id?: string;
             /** @description When the object was installed. */
             InstallationDate?: string | null;
             /** @description Inventory number. */
@@ -5155,55 +5066,11 @@ export interface components {
             SerialNumber?: string | null;
             /** @description Tags attached to the object. */
             Tags?: components["schemas"]["Tag"][] | null;
-            /** @description Optimistic-locking token; a write with a stale Version is refused. */
-            Version?: components["schemas"]["EdmInt64"] | null;
-            /** @description When the warranty ends. */
-            WarrantyEndDate?: string | null;
-        } & {
-            [key: string]: unknown;
-        };
-        /** @description An installed object (machine, plant) that service is performed on. */
-        ServiceObjects: {
-            /** @description The owning company. */
-            Company?: components["schemas"]["Company"] | null;
-            /** @description Id of the owning company. */
-            CompanyId?: components["schemas"]["EdmInt64"] | null;
-            /** @description Contact persons responsible for the object. */
-            Contacts?: components["schemas"]["Contact"][] | null;
-            /** @description When the record was last changed (set by the system). */
-            DateModified?: string | null;
-            /** @description When the record was created (set by the system). */
-            DateOfCreation?: string | null;
-            /** @description Description. */
-            Description?: string | null;
-            /** @description Identifier of the record in a connected system (e.g. the ERP). */
-            ExternalId?: string | null;
-            /** @description Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). */
-            Id?: components["schemas"]["EdmInt64"] | null;
-            /** @description When the object was installed. */
-            InstallationDate?: string | null;
-            /** @description Inventory number. */
-            InventoryNumber?: string | null;
-            /** @description Whether the object is in service. */
-            IsActive?: boolean | null;
-            /** @description Where the object is installed. */
-            Location?: components["schemas"]["Location"] | null;
-            /** @description Name of the object. */
-            Name?: string | null;
-            /** @description Internal note. */
-            Note?: string | null;
-            /** @description Id of the object this one is part of. */
-            ParentServiceObjectId?: components["schemas"]["EdmInt64"] | null;
-            /** @description The product the object is an instance of. */
-            Product?: components["schemas"]["Product"] | null;
-            /** @description Id of the product the object is an instance of. */
-            ProductId?: components["schemas"]["EdmInt64"] | null;
-            /** @description Serial number. */
-            SerialNumber?: string | null;
-            /** @description Tags attached to the object. */
-            Tags?: components["schemas"]["Tag"][] | null;
-            /** @description Optimistic-locking token; a write with a stale Version is refused. */
-            Version?: components["schemas"]["EdmInt64"] | null;
+            /**
+             * Format: int64
+             * @description Optimistic-locking token; a write with a stale Version is refused. Always an integer here (an upstream's string is read as one).
+             */
+            Version?: number;
             /** @description When the warranty ends. */
             WarrantyEndDate?: string | null;
         } & {
@@ -5211,7 +5078,7 @@ export interface components {
         };
         /** @description One page of records, ordered by Id. */
         ServiceObjectsPage: {
-            data: components["schemas"]["ServiceObjects"][];
+            data: components["schemas"]["ServiceObject"][];
             meta: components["schemas"]["PageMeta"];
         };
         /** @description Fields of a ServiceObjects record to merge over the stored one. `Id`, when given, must be the record's own; `Version`, when given, must be the stored one (a stale Version is refused with 409: the record changed since it was read). */
@@ -5266,13 +5133,13 @@ export interface components {
         };
         /** @description The record as stored locally, and the field-report system's answer (null when the write was not forwarded). */
         ServiceObjectsWrite: {
-            data: components["schemas"]["ServiceObjects"];
+            data: components["schemas"]["ServiceObject"];
             fieldReportResponse: {
                 [key: string]: unknown;
             } | null;
         };
         /** @description A service request (job, work order) for a customer. */
-        ServiceRequests: {
+        ServiceRequest: {
             /** @description Planned appointments. */
             Appointments?: components["schemas"]["Appointment"][] | null;
             /** @description Comments. */
@@ -5301,8 +5168,8 @@ export interface components {
             ExternalId?: string | null;
             /** @description Reference of the customer or a connected system, e.g. an order number. */
             ExternalReference?: string | null;
-            /** @description Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). */
-            Id?: components["schemas"]["EdmInt64"] | null;
+            /** @description Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). Always a string here (an upstream's number is written out). */
+            Id?: string;
             /** @description Whether the record is a template for new requests. */
             IsTemplate?: boolean | null;
             /** @description Items (material, services) used. */
@@ -5329,14 +5196,17 @@ export interface components {
             Tags?: components["schemas"]["Tag"][] | null;
             /** @description Kind of request, e.g. Maintenance, Repair, Installation. */
             Type?: string | null;
-            /** @description Optimistic-locking token; a write with a stale Version is refused. */
-            Version?: components["schemas"]["EdmInt64"] | null;
+            /**
+             * Format: int64
+             * @description Optimistic-locking token; a write with a stale Version is refused. Always an integer here (an upstream's string is read as one).
+             */
+            Version?: number;
         } & {
             [key: string]: unknown;
         };
         /** @description One page of records, ordered by Id. */
         ServiceRequestsPage: {
-            data: components["schemas"]["ServiceRequests"][];
+            data: components["schemas"]["ServiceRequest"][];
             meta: components["schemas"]["PageMeta"];
         };
         /** @description Fields of a ServiceRequests record to merge over the stored one. `Id`, when given, must be the record's own; `Version`, when given, must be the stored one (a stale Version is refused with 409: the record changed since it was read). */
@@ -5407,14 +5277,17 @@ export interface components {
         };
         /** @description The record as stored locally, and the field-report system's answer (null when the write was not forwarded). */
         ServiceRequestsWrite: {
-            data: components["schemas"]["ServiceRequests"];
+            data: components["schemas"]["ServiceRequest"];
             fieldReportResponse: {
                 [key: string]: unknown;
             } | null;
         };
         /** @description The database does not answer (`service_unavailable`), or the service is shutting down and stopped the work the call held (`shutting_down`); send it again. */
         ServiceUnavailable: components["schemas"]["ApiError"] & {
-            /** @enum {string} */
+            /**
+             * @description How to react, for programs: one of these codes, each explained in this schema's description.
+             * @enum {string}
+             */
             error_code?: "service_unavailable" | "shutting_down";
         };
         /** @description One person who signs. */
@@ -5457,8 +5330,8 @@ export interface components {
             DateOfCreation?: string | null;
             /** @description Identifier of the record in a connected system (e.g. the ERP). */
             ExternalId?: string | null;
-            /** @description Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). */
-            Id?: components["schemas"]["EdmInt64"] | null;
+            /** @description Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). Always a string here (an upstream's number is written out). */
+            Id?: string;
             /** @description Whether the step is done. */
             IsDone?: boolean | null;
             /** @description Text of the step. */
@@ -5476,13 +5349,16 @@ export interface components {
             Type?: string | null;
             /** @description Value entered for the step, if any. */
             Value?: string | null;
-            /** @description Optimistic-locking token; a write with a stale Version is refused. */
-            Version?: components["schemas"]["EdmInt64"] | null;
+            /**
+             * Format: int64
+             * @description Optimistic-locking token; a write with a stale Version is refused. Always an integer here (an upstream's string is read as one).
+             */
+            Version?: number;
         } & {
             [key: string]: unknown;
         };
         /** @description A template of a checklist whose steps are copied into service requests. */
-        StepListTemplates: {
+        StepListTemplate: {
             /** @description Category used to group templates. */
             Category?: string | null;
             /** @description When the record was last changed (set by the system). */
@@ -5493,8 +5369,8 @@ export interface components {
             Description?: string | null;
             /** @description Identifier of the record in a connected system (e.g. the ERP). */
             ExternalId?: string | null;
-            /** @description Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). */
-            Id?: components["schemas"]["EdmInt64"] | null;
+            /** @description Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). Always a string here (an upstream's number is written out). */
+            Id?: string;
             /** @description Whether the template can be used. */
             IsActive?: boolean | null;
             /** @description Name of the checklist. */
@@ -5504,14 +5380,17 @@ export interface components {
              * @description Position in lists.
              */
             SortOrder?: number | null;
-            /** @description Optimistic-locking token; a write with a stale Version is refused. */
-            Version?: components["schemas"]["EdmInt64"] | null;
+            /**
+             * Format: int64
+             * @description Optimistic-locking token; a write with a stale Version is refused. Always an integer here (an upstream's string is read as one).
+             */
+            Version?: number;
         } & {
             [key: string]: unknown;
         };
         /** @description One page of records, ordered by Id. */
         StepListTemplatesPage: {
-            data: components["schemas"]["StepListTemplates"][];
+            data: components["schemas"]["StepListTemplate"][];
             meta: components["schemas"]["PageMeta"];
         };
         /** @description Fields of a StepListTemplates record to merge over the stored one. `Id`, when given, must be the record's own; `Version`, when given, must be the stored one (a stale Version is refused with 409: the record changed since it was read). */
@@ -5547,7 +5426,7 @@ export interface components {
         };
         /** @description The record as stored locally, and the field-report system's answer (null when the write was not forwarded). */
         StepListTemplatesWrite: {
-            data: components["schemas"]["StepListTemplates"];
+            data: components["schemas"]["StepListTemplate"];
             fieldReportResponse: {
                 [key: string]: unknown;
             } | null;
@@ -5560,8 +5439,8 @@ export interface components {
             DateOfCreation?: string | null;
             /** @description Identifier of the record in a connected system (e.g. the ERP). */
             ExternalId?: string | null;
-            /** @description Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). */
-            Id?: components["schemas"]["EdmInt64"] | null;
+            /** @description Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). Always a string here (an upstream's number is written out). */
+            Id?: string;
             /** @description Id of the item type moved. */
             ItemTypeId?: components["schemas"]["EdmInt64"] | null;
             /** @description When the stock moved. */
@@ -5570,8 +5449,11 @@ export interface components {
             Quantity?: components["schemas"]["EdmNumber"] | null;
             /** @description Id of the service request. */
             ServiceRequestId?: components["schemas"]["EdmInt64"] | null;
-            /** @description Optimistic-locking token; a write with a stale Version is refused. */
-            Version?: components["schemas"]["EdmInt64"] | null;
+            /**
+             * Format: int64
+             * @description Optimistic-locking token; a write with a stale Version is refused. Always an integer here (an upstream's string is read as one).
+             */
+            Version?: number;
             /** @description Warehouse or vehicle stock the movement belongs to. */
             Warehouse?: string | null;
         } & {
@@ -5579,7 +5461,7 @@ export interface components {
         };
         /** @description Where the contract PDF was saved. */
         StoredPdf: {
-            /** Format: uint64 */
+            /** Format: int64 */
             bytes: number;
             /** @description Storage key, `contracts/<financingId>.pdf`. */
             path: string;
@@ -5606,14 +5488,19 @@ export interface components {
         Subscription: {
             /** @description Whether it receives the events of every financing request (an operator's choice), or only of those its owner created. */
             all_requests: boolean;
+            /** Format: date-time */
             created_at: string;
             description?: string | null;
+            /** Format: date-time */
             disabled_at?: string | null;
             events: string[];
             /** @description Since when its deliveries fail (null once one succeeds). */
             failing_since?: string | null;
             id: string;
-            /** @description Until when the secret before the last rotation still signs. */
+            /**
+             * Format: date-time
+             * @description Until when the secret before the last rotation still signs.
+             */
             previous_secret_expires_at?: string | null;
             /** @description `active`, or `disabled` after five days of failing deliveries. */
             status: string;
@@ -5637,6 +5524,7 @@ export interface components {
          *       "failing_since": null,
          *       "id": "sub_6f1c2a7b9d8e4f0a8b7c6d5e4f3a2b1c",
          *       "previous_secret_expires_at": null,
+         *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
          *       "status": "active",
          *       "url": "https://shop.example/hooks/leasing"
          *     }
@@ -5644,14 +5532,19 @@ export interface components {
         SubscriptionWithSecret: {
             /** @description Whether it receives the events of every financing request (an operator's choice), or only of those its owner created. */
             all_requests: boolean;
+            /** Format: date-time */
             created_at: string;
             description?: string | null;
+            /** Format: date-time */
             disabled_at?: string | null;
             events: string[];
             /** @description Since when its deliveries fail (null once one succeeds). */
             failing_since?: string | null;
             id: string;
-            /** @description Until when the secret before the last rotation still signs. */
+            /**
+             * Format: date-time
+             * @description Until when the secret before the last rotation still signs.
+             */
             previous_secret_expires_at?: string | null;
             /** @description The signing secret, `whsec_<base64>`: keep it; no later answer shows it. */
             secret: string;
@@ -5668,31 +5561,31 @@ export interface components {
             /** @description The newest `DateModified` now synced. */
             cursor?: string | null;
             /**
-             * Format: uint64
+             * Format: int64
              * @description Records deleted here whose delete the upstream has not confirmed yet (pending for `post`, or in flight): not stored again.
              * @default 0
              */
             deleted_here?: number;
             /** @description Route name of the entity set. */
             entity: string;
-            /** Format: uint64 */
+            /** Format: int64 */
             fetched: number;
-            /** Format: uint64 */
+            /** Format: int64 */
             inserted: number;
-            /** Format: uint64 */
+            /** Format: int64 */
             pages: number;
             /** @description With `reconcile`: what the reconciling that followed the sync removed and kept. */
             reconcile?: components["schemas"]["ReconcileReport"] | null;
             /** Format: double */
             seconds: number;
             /**
-             * Format: uint64
+             * Format: int64
              * @description Records without an `Id`, skipped.
              */
             skipped: number;
-            /** Format: uint64 */
+            /** Format: int64 */
             unchanged: number;
-            /** Format: uint64 */
+            /** Format: int64 */
             updated: number;
         };
         /** @description A tag (label) attached to companies, service objects and service requests. */
@@ -5707,39 +5600,21 @@ export interface components {
             Description?: string | null;
             /** @description Identifier of the record in a connected system (e.g. the ERP). */
             ExternalId?: string | null;
-            /** @description Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). */
-            Id?: components["schemas"]["EdmInt64"] | null;
+            /** @description Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). Always a string here (an upstream's number is written out). */
+            Id?: string;
             /** @description Name of the tag. */
             Name?: string | null;
-            /** @description Optimistic-locking token; a write with a stale Version is refused. */
-            Version?: components["schemas"]["EdmInt64"] | null;
-        } & {
-            [key: string]: unknown;
-        };
-        /** @description A tag (label) attached to companies, service objects and service requests. */
-        Tags: {
-            /** @description Display colour. */
-            Color?: string | null;
-            /** @description When the record was last changed (set by the system). */
-            DateModified?: string | null;
-            /** @description When the record was created (set by the system). */
-            DateOfCreation?: string | null;
-            /** @description Description. */
-            Description?: string | null;
-            /** @description Identifier of the record in a connected system (e.g. the ERP). */
-            ExternalId?: string | null;
-            /** @description Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). */
-            Id?: components["schemas"]["EdmInt64"] | null;
-            /** @description Name of the tag. */
-            Name?: string | null;
-            /** @description Optimistic-locking token; a write with a stale Version is refused. */
-            Version?: components["schemas"]["EdmInt64"] | null;
+            /**
+             * Format: int64
+             * @description Optimistic-locking token; a write with a stale Version is refused. Always an integer here (an upstream's string is read as one).
+             */
+            Version?: number;
         } & {
             [key: string]: unknown;
         };
         /** @description One page of records, ordered by Id. */
         TagsPage: {
-            data: components["schemas"]["Tags"][];
+            data: components["schemas"]["Tag"][];
             meta: components["schemas"]["PageMeta"];
         };
         /** @description Fields of a Tags record to merge over the stored one. `Id`, when given, must be the record's own; `Version`, when given, must be the stored one (a stale Version is refused with 409: the record changed since it was read). */
@@ -5768,7 +5643,7 @@ export interface components {
         };
         /** @description The record as stored locally, and the field-report system's answer (null when the write was not forwarded). */
         TagsWrite: {
-            data: components["schemas"]["Tags"];
+            data: components["schemas"]["Tag"];
             fieldReportResponse: {
                 [key: string]: unknown;
             } | null;
@@ -5796,7 +5671,7 @@ export interface components {
             Value?: string | null;
         };
         /** @description A time booking of a technician (work, travel, break). */
-        TimeEvents: {
+        TimeEvent: {
             /** @description Id of the cost center. */
             CostCenterId?: components["schemas"]["EdmInt64"] | null;
             /** @description When the record was last changed (set by the system). */
@@ -5814,8 +5689,8 @@ export interface components {
             EndDateTime?: string | null;
             /** @description Identifier of the record in a connected system (e.g. the ERP). */
             ExternalId?: string | null;
-            /** @description Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). */
-            Id?: components["schemas"]["EdmInt64"] | null;
+            /** @description Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). Always a string here (an upstream's number is written out). */
+            Id?: string;
             /** @description Whether the time is billed to the customer. */
             IsBillable?: boolean | null;
             /** @description Id of the service request the time was spent on. */
@@ -5826,14 +5701,17 @@ export interface components {
             Type?: string | null;
             /** @description Id of the user who booked the time. */
             UserId?: components["schemas"]["EdmInt64"] | null;
-            /** @description Optimistic-locking token; a write with a stale Version is refused. */
-            Version?: components["schemas"]["EdmInt64"] | null;
+            /**
+             * Format: int64
+             * @description Optimistic-locking token; a write with a stale Version is refused. Always an integer here (an upstream's string is read as one).
+             */
+            Version?: number;
         } & {
             [key: string]: unknown;
         };
         /** @description One page of records, ordered by Id. */
         TimeEventsPage: {
-            data: components["schemas"]["TimeEvents"][];
+            data: components["schemas"]["TimeEvent"][];
             meta: components["schemas"]["PageMeta"];
         };
         /** @description Fields of a TimeEvents record to merge over the stored one. `Id`, when given, must be the record's own; `Version`, when given, must be the stored one (a stale Version is refused with 409: the record changed since it was read). */
@@ -5877,18 +5755,21 @@ export interface components {
         };
         /** @description The record as stored locally, and the field-report system's answer (null when the write was not forwarded). */
         TimeEventsWrite: {
-            data: components["schemas"]["TimeEvents"];
+            data: components["schemas"]["TimeEvent"];
             fieldReportResponse: {
                 [key: string]: unknown;
             } | null;
         };
         /** @description The database does not answer (`service_unavailable`), the service is shutting down and stopped the field-report work the call started (`interrupted`; send it again), the upstream system is not configured (`upstream_not_configured`; the message names the setting), or it stays busy (`upstream_busy`; retry after `Retry-After`). */
         UpstreamUnavailable: components["schemas"]["ApiError"] & {
-            /** @enum {string} */
+            /**
+             * @description How to react, for programs: one of these codes, each explained in this schema's description.
+             * @enum {string}
+             */
             error_code?: "interrupted" | "service_unavailable" | "upstream_busy" | "upstream_not_configured";
         };
         /** @description A user of the field-report system, e.g. a technician or dispatcher. */
-        Users: {
+        User: {
             /** @description Colour used in the planning board. */
             Color?: string | null;
             /** @description Id of the default cost center. */
@@ -5903,8 +5784,8 @@ export interface components {
             ExternalId?: string | null;
             /** @description First name. */
             FirstName?: string | null;
-            /** @description Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). */
-            Id?: components["schemas"]["EdmInt64"] | null;
+            /** @description Key of the record, assigned by the system. Addressed with the L suffix, e.g. Companies(123L). Always a string here (an upstream's number is written out). */
+            Id?: string;
             /** @description Whether the user can log in. */
             IsActive?: boolean | null;
             /** @description Preferred language, e.g. de. */
@@ -5919,14 +5800,17 @@ export interface components {
             Telephone?: string | null;
             /** @description Login name. */
             UserName?: string | null;
-            /** @description Optimistic-locking token; a write with a stale Version is refused. */
-            Version?: components["schemas"]["EdmInt64"] | null;
+            /**
+             * Format: int64
+             * @description Optimistic-locking token; a write with a stale Version is refused. Always an integer here (an upstream's string is read as one).
+             */
+            Version?: number;
         } & {
             [key: string]: unknown;
         };
         /** @description One page of records, ordered by Id. */
         UsersPage: {
-            data: components["schemas"]["Users"][];
+            data: components["schemas"]["User"][];
             meta: components["schemas"]["PageMeta"];
         };
         /** @description Fields of a Users record to merge over the stored one. `Id`, when given, must be the record's own; `Version`, when given, must be the stored one (a stale Version is refused with 409: the record changed since it was read). */
@@ -5971,7 +5855,7 @@ export interface components {
         };
         /** @description The record as stored locally, and the field-report system's answer (null when the write was not forwarded). */
         UsersWrite: {
-            data: components["schemas"]["Users"];
+            data: components["schemas"]["User"];
             fieldReportResponse: {
                 [key: string]: unknown;
             } | null;
@@ -5979,7 +5863,10 @@ export interface components {
         /** @description A watched financing request. */
         Watch: {
             financingId: string;
-            /** @description When it is read next (null once terminal). */
+            /**
+             * Format: date-time
+             * @description When it is read next (null once terminal).
+             */
             next_poll_at?: string | null;
             requestId?: string | null;
             /** @description The state last read. */
@@ -6210,6 +6097,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "applicable": [
+                     *           "example"
+                     *         ],
+                     *         "definitions": 1,
+                     *         "errors": [
+                     *           {
+                     *             "message": "example",
+                     *             "model": "example"
+                     *           }
+                     *         ],
+                     *         "model": "example",
+                     *         "records": 1,
+                     *         "values": 1
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["AttributePullAnswer"];
                 };
             };
@@ -6223,7 +6129,7 @@ export interface operations {
             "4XX": components["responses"]["ApiError"];
         };
     };
-    erp_pull_attribute: {
+    erp_pull_one_attribute: {
         parameters: {
             query?: never;
             header?: never;
@@ -6244,6 +6150,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "applicable": [
+                     *           "example"
+                     *         ],
+                     *         "definitions": 1,
+                     *         "errors": [
+                     *           {
+                     *             "message": "example",
+                     *             "model": "example"
+                     *           }
+                     *         ],
+                     *         "model": "example",
+                     *         "records": 1,
+                     *         "values": 1
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["AttributePullAnswer"];
                 };
             };
@@ -6276,6 +6201,22 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "conflicts": 1,
+                     *         "errors": [
+                     *           {
+                     *             "message": "example",
+                     *             "model": "example"
+                     *           }
+                     *         ],
+                     *         "failed": 1,
+                     *         "model": "example",
+                     *         "pushed": 1
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["AttributePushAnswer"];
                 };
             };
@@ -6289,7 +6230,7 @@ export interface operations {
             "4XX": components["responses"]["ApiError"];
         };
     };
-    erp_push_attribute: {
+    erp_push_one_attribute: {
         parameters: {
             query?: never;
             header?: never;
@@ -6310,6 +6251,22 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "conflicts": 1,
+                     *         "errors": [
+                     *           {
+                     *             "message": "example",
+                     *             "model": "example"
+                     *           }
+                     *         ],
+                     *         "failed": 1,
+                     *         "model": "example",
+                     *         "pushed": 1
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["AttributePushAnswer"];
                 };
             };
@@ -6342,6 +6299,27 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "attributes_marked": 1,
+                     *           "created": 1,
+                     *           "entity": "example",
+                     *           "errors": [
+                     *             {
+                     *               "message": "example",
+                     *               "model": "example"
+                     *             }
+                     *           ],
+                     *           "failed": 1,
+                     *           "model": "example",
+                     *           "unchanged": 1,
+                     *           "updated": 1
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["PostAnswer"];
                 };
             };
@@ -6377,6 +6355,27 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "attributes_marked": 1,
+                     *           "created": 1,
+                     *           "entity": "example",
+                     *           "errors": [
+                     *             {
+                     *               "message": "example",
+                     *               "model": "example"
+                     *             }
+                     *           ],
+                     *           "failed": 1,
+                     *           "model": "example",
+                     *           "unchanged": 1,
+                     *           "updated": 1
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["PostAnswer"];
                 };
             };
@@ -6406,6 +6405,30 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "cursor": 1,
+                     *           "errors": [
+                     *             {
+                     *               "message": "example",
+                     *               "model": "example"
+                     *             }
+                     *           ],
+                     *           "fetched": 1,
+                     *           "fetched_missing": 1,
+                     *           "inserted": 1,
+                     *           "model": "example",
+                     *           "pages": 1,
+                     *           "refreshed": 1,
+                     *           "removed": 1,
+                     *           "unchanged": 1,
+                     *           "updated": 1
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["PullAnswer"];
                 };
             };
@@ -6435,6 +6458,30 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "cursor": 1,
+                     *           "errors": [
+                     *             {
+                     *               "message": "example",
+                     *               "model": "example"
+                     *             }
+                     *           ],
+                     *           "fetched": 1,
+                     *           "fetched_missing": 1,
+                     *           "inserted": 1,
+                     *           "model": "example",
+                     *           "pages": 1,
+                     *           "refreshed": 1,
+                     *           "removed": 1,
+                     *           "unchanged": 1,
+                     *           "updated": 1
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["PullAnswer"];
                 };
             };
@@ -6467,6 +6514,30 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "cursor": 1,
+                     *           "errors": [
+                     *             {
+                     *               "message": "example",
+                     *               "model": "example"
+                     *             }
+                     *           ],
+                     *           "fetched": 1,
+                     *           "fetched_missing": 1,
+                     *           "inserted": 1,
+                     *           "model": "example",
+                     *           "pages": 1,
+                     *           "refreshed": 1,
+                     *           "removed": 1,
+                     *           "unchanged": 1,
+                     *           "updated": 1
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["PullAnswer"];
                 };
             };
@@ -6496,6 +6567,35 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "inbox": {
+                     *         "calls": [
+                     *           {
+                     *             "attempts": 1,
+                     *             "entityId": "1001",
+                     *             "entityName": "Example",
+                     *             "event": "example",
+                     *             "id": 1,
+                     *             "next_attempt_at": 1,
+                     *             "received_at": 1,
+                     *             "state": "example"
+                     *           }
+                     *         ],
+                     *         "done": 1,
+                     *         "failed": 1,
+                     *         "pending": 1
+                     *       },
+                     *       "models": [
+                     *         {
+                     *           "cursor": 1,
+                     *           "last_pull_at": 1,
+                     *           "model": "example",
+                     *           "records": 1
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErpOverview"];
                 };
             };
@@ -6530,6 +6630,19 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {}
+                     *       ],
+                     *       "meta": {
+                     *         "current_page": 1,
+                     *         "last_page": 1,
+                     *         "per_page": 1,
+                     *         "total": 1
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErpRecordPage"];
                 };
             };
@@ -6561,9 +6674,15 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    /**
+                     * @example {
+                     *       "id": 17,
+                     *       "lastModifiedDate": "2026-11-27T10:00:00.000Z",
+                     *       "name": "ACME GmbH",
+                     *       "version": 3
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErpRecord"];
                 };
             };
             401: components["responses"]["Unauthenticated"];
@@ -6596,6 +6715,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {}
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["ErpRecords"];
                 };
             };
@@ -6622,6 +6748,30 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "cursor": 1,
+                     *           "errors": [
+                     *             {
+                     *               "message": "example",
+                     *               "model": "example"
+                     *             }
+                     *           ],
+                     *           "fetched": 1,
+                     *           "fetched_missing": 1,
+                     *           "inserted": 1,
+                     *           "model": "example",
+                     *           "pages": 1,
+                     *           "refreshed": 1,
+                     *           "removed": 1,
+                     *           "unchanged": 1,
+                     *           "updated": 1
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["PullAnswer"];
                 };
             };
@@ -6654,6 +6804,30 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "cursor": 1,
+                     *           "errors": [
+                     *             {
+                     *               "message": "example",
+                     *               "model": "example"
+                     *             }
+                     *           ],
+                     *           "fetched": 1,
+                     *           "fetched_missing": 1,
+                     *           "inserted": 1,
+                     *           "model": "example",
+                     *           "pages": 1,
+                     *           "refreshed": 1,
+                     *           "removed": 1,
+                     *           "unchanged": 1,
+                     *           "updated": 1
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["PullAnswer"];
                 };
             };
@@ -6688,6 +6862,30 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "cursor": 1,
+                     *           "errors": [
+                     *             {
+                     *               "message": "example",
+                     *               "model": "example"
+                     *             }
+                     *           ],
+                     *           "fetched": 1,
+                     *           "fetched_missing": 1,
+                     *           "inserted": 1,
+                     *           "model": "example",
+                     *           "pages": 1,
+                     *           "refreshed": 1,
+                     *           "removed": 1,
+                     *           "unchanged": 1,
+                     *           "updated": 1
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["PullAnswer"];
                 };
             };
@@ -6724,6 +6922,30 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "cursor": 1,
+                     *           "errors": [
+                     *             {
+                     *               "message": "example",
+                     *               "model": "example"
+                     *             }
+                     *           ],
+                     *           "fetched": 1,
+                     *           "fetched_missing": 1,
+                     *           "inserted": 1,
+                     *           "model": "example",
+                     *           "pages": 1,
+                     *           "refreshed": 1,
+                     *           "removed": 1,
+                     *           "unchanged": 1,
+                     *           "updated": 1
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["PullAnswer"];
                 };
             };
@@ -6764,6 +6986,15 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "accepted": true,
+                     *       "entityId": "1001",
+                     *       "entityName": "Example",
+                     *       "event": "example",
+                     *       "inbox_id": 1
+                     *     }
+                     */
                     "application/json": components["schemas"]["WebhookAccepted"];
                 };
             };
@@ -6822,6 +7053,15 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "accepted": true,
+                     *       "entityId": "1001",
+                     *       "entityName": "Example",
+                     *       "event": "example",
+                     *       "inbox_id": 1
+                     *     }
+                     */
                     "application/json": components["schemas"]["WebhookAccepted"];
                 };
             };
@@ -6873,6 +7113,42 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "CostCenterId": "example",
+                     *           "CustomerNumber": "example",
+                     *           "DateModified": "2026-11-27T10:00:00Z",
+                     *           "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *           "Email": "office@acme.example",
+                     *           "ExternalId": "1001",
+                     *           "Fax": "example",
+                     *           "Id": "1001",
+                     *           "IsArchived": true,
+                     *           "IsPhysicalPerson": true,
+                     *           "Language": "example",
+                     *           "MainContactId": "example",
+                     *           "MobilePhone": "example",
+                     *           "Name": "Example",
+                     *           "Name2": "example",
+                     *           "Note": "example",
+                     *           "SupportMail": "office@acme.example",
+                     *           "SupportTelephone": "example",
+                     *           "Telephone": "example",
+                     *           "VatId": "1001",
+                     *           "Version": 1,
+                     *           "Website": "example"
+                     *         }
+                     *       ],
+                     *       "meta": {
+                     *         "current_page": 1,
+                     *         "last_page": 1,
+                     *         "per_page": 1,
+                     *         "total": 1
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["CompaniesPage"];
                 };
             };
@@ -6910,6 +7186,35 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "CostCenterId": "example",
+                     *         "CustomerNumber": "example",
+                     *         "DateModified": "2026-11-27T10:00:00Z",
+                     *         "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *         "Email": "office@acme.example",
+                     *         "ExternalId": "1001",
+                     *         "Fax": "example",
+                     *         "Id": "1001",
+                     *         "IsArchived": true,
+                     *         "IsPhysicalPerson": true,
+                     *         "Language": "example",
+                     *         "MainContactId": "example",
+                     *         "MobilePhone": "example",
+                     *         "Name": "Example",
+                     *         "Name2": "example",
+                     *         "Note": "example",
+                     *         "SupportMail": "office@acme.example",
+                     *         "SupportTelephone": "example",
+                     *         "Telephone": "example",
+                     *         "VatId": "1001",
+                     *         "Version": 1,
+                     *         "Website": "example"
+                     *       },
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["CompaniesWrite"];
                 };
             };
@@ -6944,7 +7249,127 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Companies"];
+                    /**
+                     * @example {
+                     *       "BillingAddress": {
+                     *         "AddressString": "example",
+                     *         "City": "example",
+                     *         "Country": "example",
+                     *         "Latitude": "example",
+                     *         "Longitude": "example",
+                     *         "Postal": "example",
+                     *         "Street": "example"
+                     *       },
+                     *       "Contacts": [
+                     *         {
+                     *           "CompanyId": "example",
+                     *           "DateModified": "2026-11-27T10:00:00Z",
+                     *           "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *           "Department": "example",
+                     *           "Email": "office@acme.example",
+                     *           "ExternalId": "1001",
+                     *           "Fax": "example",
+                     *           "FirstName": "Example",
+                     *           "Id": "1001",
+                     *           "IsActive": true,
+                     *           "Language": "example",
+                     *           "LastName": "Example",
+                     *           "MobilePhone": "example",
+                     *           "Note": "example",
+                     *           "Position": "example",
+                     *           "Salutation": "example",
+                     *           "Telephone": "example",
+                     *           "Title": "example",
+                     *           "Version": 1
+                     *         }
+                     *       ],
+                     *       "CostCenterId": "example",
+                     *       "CustomerNumber": "example",
+                     *       "DateModified": "2026-11-27T10:00:00Z",
+                     *       "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *       "Email": "office@acme.example",
+                     *       "ExternalId": "1001",
+                     *       "Fax": "example",
+                     *       "Id": "1001",
+                     *       "IsArchived": true,
+                     *       "IsPhysicalPerson": true,
+                     *       "Language": "example",
+                     *       "Location": {
+                     *         "AddressString": "example",
+                     *         "City": "example",
+                     *         "Country": "example",
+                     *         "Latitude": "example",
+                     *         "Longitude": "example",
+                     *         "Postal": "example",
+                     *         "Street": "example"
+                     *       },
+                     *       "MainContact": {
+                     *         "CompanyId": "example",
+                     *         "DateModified": "2026-11-27T10:00:00Z",
+                     *         "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *         "Department": "example",
+                     *         "Email": "office@acme.example",
+                     *         "ExternalId": "1001",
+                     *         "Fax": "example",
+                     *         "FirstName": "Example",
+                     *         "Id": "1001",
+                     *         "IsActive": true,
+                     *         "Language": "example",
+                     *         "LastName": "Example",
+                     *         "MobilePhone": "example",
+                     *         "Note": "example",
+                     *         "Position": "example",
+                     *         "Salutation": "example",
+                     *         "Telephone": "example",
+                     *         "Title": "example",
+                     *         "Version": 1
+                     *       },
+                     *       "MainContactId": "example",
+                     *       "MobilePhone": "example",
+                     *       "Name": "Example",
+                     *       "Name2": "example",
+                     *       "Note": "example",
+                     *       "ServiceObjects": [
+                     *         {
+                     *           "CompanyId": "example",
+                     *           "DateModified": "2026-11-27T10:00:00Z",
+                     *           "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *           "Description": "example",
+                     *           "ExternalId": "1001",
+                     *           "Id": "1001",
+                     *           "InstallationDate": "example",
+                     *           "InventoryNumber": "example",
+                     *           "IsActive": true,
+                     *           "Name": "Example",
+                     *           "Note": "example",
+                     *           "ParentServiceObjectId": "example",
+                     *           "ProductId": "example",
+                     *           "SerialNumber": "example",
+                     *           "Version": 1,
+                     *           "WarrantyEndDate": "example"
+                     *         }
+                     *       ],
+                     *       "SupportMail": "office@acme.example",
+                     *       "SupportTelephone": "example",
+                     *       "Tags": [
+                     *         {
+                     *           "Color": "example",
+                     *           "DateModified": "2026-11-27T10:00:00Z",
+                     *           "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *           "Description": "example",
+                     *           "ExternalId": "1001",
+                     *           "Id": "1001",
+                     *           "Name": "Example",
+                     *           "Version": 1
+                     *         }
+                     *       ],
+                     *       "Telephone": "example",
+                     *       "VatId": "1001",
+                     *       "Version": 1,
+                     *       "Website": "example"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Company"];
                 };
             };
             401: components["responses"]["Unauthenticated"];
@@ -6984,6 +7409,35 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "CostCenterId": "example",
+                     *         "CustomerNumber": "example",
+                     *         "DateModified": "2026-11-27T10:00:00Z",
+                     *         "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *         "Email": "office@acme.example",
+                     *         "ExternalId": "1001",
+                     *         "Fax": "example",
+                     *         "Id": "1001",
+                     *         "IsArchived": true,
+                     *         "IsPhysicalPerson": true,
+                     *         "Language": "example",
+                     *         "MainContactId": "example",
+                     *         "MobilePhone": "example",
+                     *         "Name": "Example",
+                     *         "Name2": "example",
+                     *         "Note": "example",
+                     *         "SupportMail": "office@acme.example",
+                     *         "SupportTelephone": "example",
+                     *         "Telephone": "example",
+                     *         "VatId": "1001",
+                     *         "Version": 1,
+                     *         "Website": "example"
+                     *       },
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["CompaniesWrite"];
                 };
             };
@@ -7022,12 +7476,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description The result of the local delete. */
-                        data: boolean;
-                        /** @description The field-report system's answer (any JSON value, null when it answered without a body). */
-                        fieldReportResponse: unknown;
-                    };
+                    /**
+                     * @example {
+                     *       "data": true,
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
+                    "application/json": components["schemas"]["RecordDeleted"];
                 };
             };
             /** @description Deleted locally and at the field-report system. */
@@ -7078,6 +7533,35 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "CostCenterId": "example",
+                     *         "CustomerNumber": "example",
+                     *         "DateModified": "2026-11-27T10:00:00Z",
+                     *         "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *         "Email": "office@acme.example",
+                     *         "ExternalId": "1001",
+                     *         "Fax": "example",
+                     *         "Id": "1001",
+                     *         "IsArchived": true,
+                     *         "IsPhysicalPerson": true,
+                     *         "Language": "example",
+                     *         "MainContactId": "example",
+                     *         "MobilePhone": "example",
+                     *         "Name": "Example",
+                     *         "Name2": "example",
+                     *         "Note": "example",
+                     *         "SupportMail": "office@acme.example",
+                     *         "SupportTelephone": "example",
+                     *         "Telephone": "example",
+                     *         "VatId": "1001",
+                     *         "Version": 1,
+                     *         "Website": "example"
+                     *       },
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["CompaniesWrite"];
                 };
             };
@@ -7115,6 +7599,39 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "CompanyId": "example",
+                     *           "DateModified": "2026-11-27T10:00:00Z",
+                     *           "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *           "Department": "example",
+                     *           "Email": "office@acme.example",
+                     *           "ExternalId": "1001",
+                     *           "Fax": "example",
+                     *           "FirstName": "Example",
+                     *           "Id": "1001",
+                     *           "IsActive": true,
+                     *           "Language": "example",
+                     *           "LastName": "Example",
+                     *           "MobilePhone": "example",
+                     *           "Note": "example",
+                     *           "Position": "example",
+                     *           "Salutation": "example",
+                     *           "Telephone": "example",
+                     *           "Title": "example",
+                     *           "Version": 1
+                     *         }
+                     *       ],
+                     *       "meta": {
+                     *         "current_page": 1,
+                     *         "last_page": 1,
+                     *         "per_page": 1,
+                     *         "total": 1
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["ContactsPage"];
                 };
             };
@@ -7152,6 +7669,32 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "CompanyId": "example",
+                     *         "DateModified": "2026-11-27T10:00:00Z",
+                     *         "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *         "Department": "example",
+                     *         "Email": "office@acme.example",
+                     *         "ExternalId": "1001",
+                     *         "Fax": "example",
+                     *         "FirstName": "Example",
+                     *         "Id": "1001",
+                     *         "IsActive": true,
+                     *         "Language": "example",
+                     *         "LastName": "Example",
+                     *         "MobilePhone": "example",
+                     *         "Note": "example",
+                     *         "Position": "example",
+                     *         "Salutation": "example",
+                     *         "Telephone": "example",
+                     *         "Title": "example",
+                     *         "Version": 1
+                     *       },
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["ContactsWrite"];
                 };
             };
@@ -7186,7 +7729,39 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Contacts"];
+                    /**
+                     * @example {
+                     *       "CompanyId": "example",
+                     *       "DateModified": "2026-11-27T10:00:00Z",
+                     *       "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *       "Department": "example",
+                     *       "Email": "office@acme.example",
+                     *       "ExternalId": "1001",
+                     *       "Fax": "example",
+                     *       "FirstName": "Example",
+                     *       "Id": "1001",
+                     *       "IsActive": true,
+                     *       "Language": "example",
+                     *       "LastName": "Example",
+                     *       "Location": {
+                     *         "AddressString": "example",
+                     *         "City": "example",
+                     *         "Country": "example",
+                     *         "Latitude": "example",
+                     *         "Longitude": "example",
+                     *         "Postal": "example",
+                     *         "Street": "example"
+                     *       },
+                     *       "MobilePhone": "example",
+                     *       "Note": "example",
+                     *       "Position": "example",
+                     *       "Salutation": "example",
+                     *       "Telephone": "example",
+                     *       "Title": "example",
+                     *       "Version": 1
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Contact"];
                 };
             };
             401: components["responses"]["Unauthenticated"];
@@ -7226,6 +7801,32 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "CompanyId": "example",
+                     *         "DateModified": "2026-11-27T10:00:00Z",
+                     *         "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *         "Department": "example",
+                     *         "Email": "office@acme.example",
+                     *         "ExternalId": "1001",
+                     *         "Fax": "example",
+                     *         "FirstName": "Example",
+                     *         "Id": "1001",
+                     *         "IsActive": true,
+                     *         "Language": "example",
+                     *         "LastName": "Example",
+                     *         "MobilePhone": "example",
+                     *         "Note": "example",
+                     *         "Position": "example",
+                     *         "Salutation": "example",
+                     *         "Telephone": "example",
+                     *         "Title": "example",
+                     *         "Version": 1
+                     *       },
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["ContactsWrite"];
                 };
             };
@@ -7264,12 +7865,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description The result of the local delete. */
-                        data: boolean;
-                        /** @description The field-report system's answer (any JSON value, null when it answered without a body). */
-                        fieldReportResponse: unknown;
-                    };
+                    /**
+                     * @example {
+                     *       "data": true,
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
+                    "application/json": components["schemas"]["RecordDeleted"];
                 };
             };
             /** @description Deleted locally and at the field-report system. */
@@ -7320,6 +7922,32 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "CompanyId": "example",
+                     *         "DateModified": "2026-11-27T10:00:00Z",
+                     *         "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *         "Department": "example",
+                     *         "Email": "office@acme.example",
+                     *         "ExternalId": "1001",
+                     *         "Fax": "example",
+                     *         "FirstName": "Example",
+                     *         "Id": "1001",
+                     *         "IsActive": true,
+                     *         "Language": "example",
+                     *         "LastName": "Example",
+                     *         "MobilePhone": "example",
+                     *         "Note": "example",
+                     *         "Position": "example",
+                     *         "Salutation": "example",
+                     *         "Telephone": "example",
+                     *         "Title": "example",
+                     *         "Version": 1
+                     *       },
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["ContactsWrite"];
                 };
             };
@@ -7357,6 +7985,29 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "DateModified": "2026-11-27T10:00:00Z",
+                     *           "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *           "Description": "example",
+                     *           "ExternalId": "1001",
+                     *           "Id": "1001",
+                     *           "IsActive": true,
+                     *           "Name": "Example",
+                     *           "Number": "example",
+                     *           "Version": 1
+                     *         }
+                     *       ],
+                     *       "meta": {
+                     *         "current_page": 1,
+                     *         "last_page": 1,
+                     *         "per_page": 1,
+                     *         "total": 1
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["CostCentersPage"];
                 };
             };
@@ -7394,6 +8045,22 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "DateModified": "2026-11-27T10:00:00Z",
+                     *         "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *         "Description": "example",
+                     *         "ExternalId": "1001",
+                     *         "Id": "1001",
+                     *         "IsActive": true,
+                     *         "Name": "Example",
+                     *         "Number": "example",
+                     *         "Version": 1
+                     *       },
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["CostCentersWrite"];
                 };
             };
@@ -7428,7 +8095,20 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["CostCenters"];
+                    /**
+                     * @example {
+                     *       "DateModified": "2026-11-27T10:00:00Z",
+                     *       "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *       "Description": "example",
+                     *       "ExternalId": "1001",
+                     *       "Id": "1001",
+                     *       "IsActive": true,
+                     *       "Name": "Example",
+                     *       "Number": "example",
+                     *       "Version": 1
+                     *     }
+                     */
+                    "application/json": components["schemas"]["CostCenter"];
                 };
             };
             401: components["responses"]["Unauthenticated"];
@@ -7468,6 +8148,22 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "DateModified": "2026-11-27T10:00:00Z",
+                     *         "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *         "Description": "example",
+                     *         "ExternalId": "1001",
+                     *         "Id": "1001",
+                     *         "IsActive": true,
+                     *         "Name": "Example",
+                     *         "Number": "example",
+                     *         "Version": 1
+                     *       },
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["CostCentersWrite"];
                 };
             };
@@ -7506,12 +8202,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description The result of the local delete. */
-                        data: boolean;
-                        /** @description The field-report system's answer (any JSON value, null when it answered without a body). */
-                        fieldReportResponse: unknown;
-                    };
+                    /**
+                     * @example {
+                     *       "data": true,
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
+                    "application/json": components["schemas"]["RecordDeleted"];
                 };
             };
             /** @description Deleted locally and at the field-report system. */
@@ -7562,6 +8259,22 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "DateModified": "2026-11-27T10:00:00Z",
+                     *         "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *         "Description": "example",
+                     *         "ExternalId": "1001",
+                     *         "Id": "1001",
+                     *         "IsActive": true,
+                     *         "Name": "Example",
+                     *         "Number": "example",
+                     *         "Version": 1
+                     *       },
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["CostCentersWrite"];
                 };
             };
@@ -7599,6 +8312,36 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "CompanyId": "example",
+                     *           "ContentType": "example",
+                     *           "DateModified": "2026-11-27T10:00:00Z",
+                     *           "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *           "Description": "example",
+                     *           "DocumentType": "example",
+                     *           "ExternalId": "1001",
+                     *           "FileName": "Example",
+                     *           "Id": "1001",
+                     *           "IsPublic": true,
+                     *           "Name": "Example",
+                     *           "ServiceObjectId": "example",
+                     *           "ServiceRequestId": "example",
+                     *           "Size": "example",
+                     *           "Uri": "example",
+                     *           "Version": 1
+                     *         }
+                     *       ],
+                     *       "meta": {
+                     *         "current_page": 1,
+                     *         "last_page": 1,
+                     *         "per_page": 1,
+                     *         "total": 1
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["DocumentsPage"];
                 };
             };
@@ -7636,6 +8379,29 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "CompanyId": "example",
+                     *         "ContentType": "example",
+                     *         "DateModified": "2026-11-27T10:00:00Z",
+                     *         "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *         "Description": "example",
+                     *         "DocumentType": "example",
+                     *         "ExternalId": "1001",
+                     *         "FileName": "Example",
+                     *         "Id": "1001",
+                     *         "IsPublic": true,
+                     *         "Name": "Example",
+                     *         "ServiceObjectId": "example",
+                     *         "ServiceRequestId": "example",
+                     *         "Size": "example",
+                     *         "Uri": "example",
+                     *         "Version": 1
+                     *       },
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["DocumentsWrite"];
                 };
             };
@@ -7670,7 +8436,27 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Documents"];
+                    /**
+                     * @example {
+                     *       "CompanyId": "example",
+                     *       "ContentType": "example",
+                     *       "DateModified": "2026-11-27T10:00:00Z",
+                     *       "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *       "Description": "example",
+                     *       "DocumentType": "example",
+                     *       "ExternalId": "1001",
+                     *       "FileName": "Example",
+                     *       "Id": "1001",
+                     *       "IsPublic": true,
+                     *       "Name": "Example",
+                     *       "ServiceObjectId": "example",
+                     *       "ServiceRequestId": "example",
+                     *       "Size": "example",
+                     *       "Uri": "example",
+                     *       "Version": 1
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Document"];
                 };
             };
             401: components["responses"]["Unauthenticated"];
@@ -7710,6 +8496,29 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "CompanyId": "example",
+                     *         "ContentType": "example",
+                     *         "DateModified": "2026-11-27T10:00:00Z",
+                     *         "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *         "Description": "example",
+                     *         "DocumentType": "example",
+                     *         "ExternalId": "1001",
+                     *         "FileName": "Example",
+                     *         "Id": "1001",
+                     *         "IsPublic": true,
+                     *         "Name": "Example",
+                     *         "ServiceObjectId": "example",
+                     *         "ServiceRequestId": "example",
+                     *         "Size": "example",
+                     *         "Uri": "example",
+                     *         "Version": 1
+                     *       },
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["DocumentsWrite"];
                 };
             };
@@ -7748,12 +8557,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description The result of the local delete. */
-                        data: boolean;
-                        /** @description The field-report system's answer (any JSON value, null when it answered without a body). */
-                        fieldReportResponse: unknown;
-                    };
+                    /**
+                     * @example {
+                     *       "data": true,
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
+                    "application/json": components["schemas"]["RecordDeleted"];
                 };
             };
             /** @description Deleted locally and at the field-report system. */
@@ -7804,6 +8614,29 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "CompanyId": "example",
+                     *         "ContentType": "example",
+                     *         "DateModified": "2026-11-27T10:00:00Z",
+                     *         "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *         "Description": "example",
+                     *         "DocumentType": "example",
+                     *         "ExternalId": "1001",
+                     *         "FileName": "Example",
+                     *         "Id": "1001",
+                     *         "IsPublic": true,
+                     *         "Name": "Example",
+                     *         "ServiceObjectId": "example",
+                     *         "ServiceRequestId": "example",
+                     *         "Size": "example",
+                     *         "Uri": "example",
+                     *         "Version": 1
+                     *       },
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["DocumentsWrite"];
                 };
             };
@@ -7841,6 +8674,35 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "Costs": "example",
+                     *           "DateModified": "2026-11-27T10:00:00Z",
+                     *           "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *           "Description": "example",
+                     *           "Ean": "example",
+                     *           "ExternalId": "1001",
+                     *           "Id": "1001",
+                     *           "IsActive": true,
+                     *           "Manufacturer": "example",
+                     *           "NameOrNumber": "example",
+                     *           "Price": "example",
+                     *           "Type": "example",
+                     *           "UnitId": "example",
+                     *           "VAT": "example",
+                     *           "Version": 1
+                     *         }
+                     *       ],
+                     *       "meta": {
+                     *         "current_page": 1,
+                     *         "last_page": 1,
+                     *         "per_page": 1,
+                     *         "total": 1
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["ItemTypesPage"];
                 };
             };
@@ -7878,6 +8740,28 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "Costs": "example",
+                     *         "DateModified": "2026-11-27T10:00:00Z",
+                     *         "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *         "Description": "example",
+                     *         "Ean": "example",
+                     *         "ExternalId": "1001",
+                     *         "Id": "1001",
+                     *         "IsActive": true,
+                     *         "Manufacturer": "example",
+                     *         "NameOrNumber": "example",
+                     *         "Price": "example",
+                     *         "Type": "example",
+                     *         "UnitId": "example",
+                     *         "VAT": "example",
+                     *         "Version": 1
+                     *       },
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["ItemTypesWrite"];
                 };
             };
@@ -7912,7 +8796,26 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ItemTypes"];
+                    /**
+                     * @example {
+                     *       "Costs": "example",
+                     *       "DateModified": "2026-11-27T10:00:00Z",
+                     *       "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *       "Description": "example",
+                     *       "Ean": "example",
+                     *       "ExternalId": "1001",
+                     *       "Id": "1001",
+                     *       "IsActive": true,
+                     *       "Manufacturer": "example",
+                     *       "NameOrNumber": "example",
+                     *       "Price": "example",
+                     *       "Type": "example",
+                     *       "UnitId": "example",
+                     *       "VAT": "example",
+                     *       "Version": 1
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ItemType"];
                 };
             };
             401: components["responses"]["Unauthenticated"];
@@ -7952,6 +8855,28 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "Costs": "example",
+                     *         "DateModified": "2026-11-27T10:00:00Z",
+                     *         "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *         "Description": "example",
+                     *         "Ean": "example",
+                     *         "ExternalId": "1001",
+                     *         "Id": "1001",
+                     *         "IsActive": true,
+                     *         "Manufacturer": "example",
+                     *         "NameOrNumber": "example",
+                     *         "Price": "example",
+                     *         "Type": "example",
+                     *         "UnitId": "example",
+                     *         "VAT": "example",
+                     *         "Version": 1
+                     *       },
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["ItemTypesWrite"];
                 };
             };
@@ -7990,12 +8915,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description The result of the local delete. */
-                        data: boolean;
-                        /** @description The field-report system's answer (any JSON value, null when it answered without a body). */
-                        fieldReportResponse: unknown;
-                    };
+                    /**
+                     * @example {
+                     *       "data": true,
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
+                    "application/json": components["schemas"]["RecordDeleted"];
                 };
             };
             /** @description Deleted locally and at the field-report system. */
@@ -8046,6 +8972,28 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "Costs": "example",
+                     *         "DateModified": "2026-11-27T10:00:00Z",
+                     *         "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *         "Description": "example",
+                     *         "Ean": "example",
+                     *         "ExternalId": "1001",
+                     *         "Id": "1001",
+                     *         "IsActive": true,
+                     *         "Manufacturer": "example",
+                     *         "NameOrNumber": "example",
+                     *         "Price": "example",
+                     *         "Type": "example",
+                     *         "UnitId": "example",
+                     *         "VAT": "example",
+                     *         "Version": 1
+                     *       },
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["ItemTypesWrite"];
                 };
             };
@@ -8083,6 +9031,29 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "DateModified": "2026-11-27T10:00:00Z",
+                     *           "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *           "DecimalPlaces": 1,
+                     *           "Description": "example",
+                     *           "ExternalId": "1001",
+                     *           "Id": "1001",
+                     *           "Name": "Example",
+                     *           "ShortName": "Example",
+                     *           "Version": 1
+                     *         }
+                     *       ],
+                     *       "meta": {
+                     *         "current_page": 1,
+                     *         "last_page": 1,
+                     *         "per_page": 1,
+                     *         "total": 1
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["ItemUnitsPage"];
                 };
             };
@@ -8120,6 +9091,22 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "DateModified": "2026-11-27T10:00:00Z",
+                     *         "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *         "DecimalPlaces": 1,
+                     *         "Description": "example",
+                     *         "ExternalId": "1001",
+                     *         "Id": "1001",
+                     *         "Name": "Example",
+                     *         "ShortName": "Example",
+                     *         "Version": 1
+                     *       },
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["ItemUnitsWrite"];
                 };
             };
@@ -8154,7 +9141,20 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ItemUnits"];
+                    /**
+                     * @example {
+                     *       "DateModified": "2026-11-27T10:00:00Z",
+                     *       "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *       "DecimalPlaces": 1,
+                     *       "Description": "example",
+                     *       "ExternalId": "1001",
+                     *       "Id": "1001",
+                     *       "Name": "Example",
+                     *       "ShortName": "Example",
+                     *       "Version": 1
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ItemUnit"];
                 };
             };
             401: components["responses"]["Unauthenticated"];
@@ -8194,6 +9194,22 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "DateModified": "2026-11-27T10:00:00Z",
+                     *         "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *         "DecimalPlaces": 1,
+                     *         "Description": "example",
+                     *         "ExternalId": "1001",
+                     *         "Id": "1001",
+                     *         "Name": "Example",
+                     *         "ShortName": "Example",
+                     *         "Version": 1
+                     *       },
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["ItemUnitsWrite"];
                 };
             };
@@ -8232,12 +9248,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description The result of the local delete. */
-                        data: boolean;
-                        /** @description The field-report system's answer (any JSON value, null when it answered without a body). */
-                        fieldReportResponse: unknown;
-                    };
+                    /**
+                     * @example {
+                     *       "data": true,
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
+                    "application/json": components["schemas"]["RecordDeleted"];
                 };
             };
             /** @description Deleted locally and at the field-report system. */
@@ -8288,6 +9305,22 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "DateModified": "2026-11-27T10:00:00Z",
+                     *         "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *         "DecimalPlaces": 1,
+                     *         "Description": "example",
+                     *         "ExternalId": "1001",
+                     *         "Id": "1001",
+                     *         "Name": "Example",
+                     *         "ShortName": "Example",
+                     *         "Version": 1
+                     *       },
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["ItemUnitsWrite"];
                 };
             };
@@ -8325,6 +9358,34 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "DateModified": "2026-11-27T10:00:00Z",
+                     *           "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *           "Description": "example",
+                     *           "ExternalId": "1001",
+                     *           "Id": "1001",
+                     *           "IsBillable": true,
+                     *           "ItemTypeId": "example",
+                     *           "Name": "Example",
+                     *           "Price": "example",
+                     *           "Quantity": "example",
+                     *           "SerialNumber": "example",
+                     *           "ServiceRequestId": "example",
+                     *           "UnitId": "example",
+                     *           "Version": 1
+                     *         }
+                     *       ],
+                     *       "meta": {
+                     *         "current_page": 1,
+                     *         "last_page": 1,
+                     *         "per_page": 1,
+                     *         "total": 1
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["ItemsPage"];
                 };
             };
@@ -8362,6 +9423,27 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "DateModified": "2026-11-27T10:00:00Z",
+                     *         "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *         "Description": "example",
+                     *         "ExternalId": "1001",
+                     *         "Id": "1001",
+                     *         "IsBillable": true,
+                     *         "ItemTypeId": "example",
+                     *         "Name": "Example",
+                     *         "Price": "example",
+                     *         "Quantity": "example",
+                     *         "SerialNumber": "example",
+                     *         "ServiceRequestId": "example",
+                     *         "UnitId": "example",
+                     *         "Version": 1
+                     *       },
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["ItemsWrite"];
                 };
             };
@@ -8396,7 +9478,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Items"];
+                    /**
+                     * @example {
+                     *       "DateModified": "2026-11-27T10:00:00Z",
+                     *       "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *       "Description": "example",
+                     *       "ExternalId": "1001",
+                     *       "Id": "1001",
+                     *       "IsBillable": true,
+                     *       "ItemTypeId": "example",
+                     *       "Name": "Example",
+                     *       "Price": "example",
+                     *       "Quantity": "example",
+                     *       "SerialNumber": "example",
+                     *       "ServiceRequestId": "example",
+                     *       "UnitId": "example",
+                     *       "Version": 1
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Item"];
                 };
             };
             401: components["responses"]["Unauthenticated"];
@@ -8436,6 +9536,27 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "DateModified": "2026-11-27T10:00:00Z",
+                     *         "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *         "Description": "example",
+                     *         "ExternalId": "1001",
+                     *         "Id": "1001",
+                     *         "IsBillable": true,
+                     *         "ItemTypeId": "example",
+                     *         "Name": "Example",
+                     *         "Price": "example",
+                     *         "Quantity": "example",
+                     *         "SerialNumber": "example",
+                     *         "ServiceRequestId": "example",
+                     *         "UnitId": "example",
+                     *         "Version": 1
+                     *       },
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["ItemsWrite"];
                 };
             };
@@ -8474,12 +9595,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description The result of the local delete. */
-                        data: boolean;
-                        /** @description The field-report system's answer (any JSON value, null when it answered without a body). */
-                        fieldReportResponse: unknown;
-                    };
+                    /**
+                     * @example {
+                     *       "data": true,
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
+                    "application/json": components["schemas"]["RecordDeleted"];
                 };
             };
             /** @description Deleted locally and at the field-report system. */
@@ -8530,6 +9652,27 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "DateModified": "2026-11-27T10:00:00Z",
+                     *         "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *         "Description": "example",
+                     *         "ExternalId": "1001",
+                     *         "Id": "1001",
+                     *         "IsBillable": true,
+                     *         "ItemTypeId": "example",
+                     *         "Name": "Example",
+                     *         "Price": "example",
+                     *         "Quantity": "example",
+                     *         "SerialNumber": "example",
+                     *         "ServiceRequestId": "example",
+                     *         "UnitId": "example",
+                     *         "Version": 1
+                     *       },
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["ItemsWrite"];
                 };
             };
@@ -8562,6 +9705,26 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "entity": "example",
+                     *           "failed": 1,
+                     *           "failures": [
+                     *             {
+                     *               "id": "1001",
+                     *               "message": "example"
+                     *             }
+                     *           ],
+                     *           "kind": "example",
+                     *           "pushed": 1,
+                     *           "recovered": 1,
+                     *           "skipped": 1
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["PushAnswer"];
                 };
             };
@@ -8594,6 +9757,26 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "entity": "example",
+                     *           "failed": 1,
+                     *           "failures": [
+                     *             {
+                     *               "id": "1001",
+                     *               "message": "example"
+                     *             }
+                     *           ],
+                     *           "kind": "example",
+                     *           "pushed": 1,
+                     *           "recovered": 1,
+                     *           "skipped": 1
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["PushAnswer"];
                 };
             };
@@ -8629,6 +9812,26 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "entity": "example",
+                     *           "failed": 1,
+                     *           "failures": [
+                     *             {
+                     *               "id": "1001",
+                     *               "message": "example"
+                     *             }
+                     *           ],
+                     *           "kind": "example",
+                     *           "pushed": 1,
+                     *           "recovered": 1,
+                     *           "skipped": 1
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["PushAnswer"];
                 };
             };
@@ -8666,6 +9869,26 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "entity": "example",
+                     *           "failed": 1,
+                     *           "failures": [
+                     *             {
+                     *               "id": "1001",
+                     *               "message": "example"
+                     *             }
+                     *           ],
+                     *           "kind": "example",
+                     *           "pushed": 1,
+                     *           "recovered": 1,
+                     *           "skipped": 1
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["PushAnswer"];
                 };
             };
@@ -8701,6 +9924,32 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "Category": "example",
+                     *           "DateModified": "2026-11-27T10:00:00Z",
+                     *           "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *           "Description": "example",
+                     *           "ExternalId": "1001",
+                     *           "Id": "1001",
+                     *           "IsActive": true,
+                     *           "Manufacturer": "example",
+                     *           "ModelNumber": "example",
+                     *           "Name": "Example",
+                     *           "Note": "example",
+                     *           "Version": 1
+                     *         }
+                     *       ],
+                     *       "meta": {
+                     *         "current_page": 1,
+                     *         "last_page": 1,
+                     *         "per_page": 1,
+                     *         "total": 1
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["ProductsPage"];
                 };
             };
@@ -8738,6 +9987,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "Category": "example",
+                     *         "DateModified": "2026-11-27T10:00:00Z",
+                     *         "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *         "Description": "example",
+                     *         "ExternalId": "1001",
+                     *         "Id": "1001",
+                     *         "IsActive": true,
+                     *         "Manufacturer": "example",
+                     *         "ModelNumber": "example",
+                     *         "Name": "Example",
+                     *         "Note": "example",
+                     *         "Version": 1
+                     *       },
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["ProductsWrite"];
                 };
             };
@@ -8772,7 +10040,23 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Products"];
+                    /**
+                     * @example {
+                     *       "Category": "example",
+                     *       "DateModified": "2026-11-27T10:00:00Z",
+                     *       "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *       "Description": "example",
+                     *       "ExternalId": "1001",
+                     *       "Id": "1001",
+                     *       "IsActive": true,
+                     *       "Manufacturer": "example",
+                     *       "ModelNumber": "example",
+                     *       "Name": "Example",
+                     *       "Note": "example",
+                     *       "Version": 1
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Product"];
                 };
             };
             401: components["responses"]["Unauthenticated"];
@@ -8812,6 +10096,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "Category": "example",
+                     *         "DateModified": "2026-11-27T10:00:00Z",
+                     *         "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *         "Description": "example",
+                     *         "ExternalId": "1001",
+                     *         "Id": "1001",
+                     *         "IsActive": true,
+                     *         "Manufacturer": "example",
+                     *         "ModelNumber": "example",
+                     *         "Name": "Example",
+                     *         "Note": "example",
+                     *         "Version": 1
+                     *       },
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["ProductsWrite"];
                 };
             };
@@ -8850,12 +10153,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description The result of the local delete. */
-                        data: boolean;
-                        /** @description The field-report system's answer (any JSON value, null when it answered without a body). */
-                        fieldReportResponse: unknown;
-                    };
+                    /**
+                     * @example {
+                     *       "data": true,
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
+                    "application/json": components["schemas"]["RecordDeleted"];
                 };
             };
             /** @description Deleted locally and at the field-report system. */
@@ -8906,6 +10210,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "Category": "example",
+                     *         "DateModified": "2026-11-27T10:00:00Z",
+                     *         "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *         "Description": "example",
+                     *         "ExternalId": "1001",
+                     *         "Id": "1001",
+                     *         "IsActive": true,
+                     *         "Manufacturer": "example",
+                     *         "ModelNumber": "example",
+                     *         "Name": "Example",
+                     *         "Note": "example",
+                     *         "Version": 1
+                     *       },
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["ProductsWrite"];
                 };
             };
@@ -8943,6 +10266,29 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "Category": "example",
+                     *           "DateModified": "2026-11-27T10:00:00Z",
+                     *           "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *           "Description": "example",
+                     *           "ExternalId": "1001",
+                     *           "Id": "1001",
+                     *           "Name": "Example",
+                     *           "ValidityMonths": 1,
+                     *           "Version": 1
+                     *         }
+                     *       ],
+                     *       "meta": {
+                     *         "current_page": 1,
+                     *         "last_page": 1,
+                     *         "per_page": 1,
+                     *         "total": 1
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["QualificationsPage"];
                 };
             };
@@ -8980,6 +10326,22 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "Category": "example",
+                     *         "DateModified": "2026-11-27T10:00:00Z",
+                     *         "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *         "Description": "example",
+                     *         "ExternalId": "1001",
+                     *         "Id": "1001",
+                     *         "Name": "Example",
+                     *         "ValidityMonths": 1,
+                     *         "Version": 1
+                     *       },
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["QualificationsWrite"];
                 };
             };
@@ -9014,7 +10376,20 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Qualifications"];
+                    /**
+                     * @example {
+                     *       "Category": "example",
+                     *       "DateModified": "2026-11-27T10:00:00Z",
+                     *       "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *       "Description": "example",
+                     *       "ExternalId": "1001",
+                     *       "Id": "1001",
+                     *       "Name": "Example",
+                     *       "ValidityMonths": 1,
+                     *       "Version": 1
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Qualification"];
                 };
             };
             401: components["responses"]["Unauthenticated"];
@@ -9054,6 +10429,22 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "Category": "example",
+                     *         "DateModified": "2026-11-27T10:00:00Z",
+                     *         "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *         "Description": "example",
+                     *         "ExternalId": "1001",
+                     *         "Id": "1001",
+                     *         "Name": "Example",
+                     *         "ValidityMonths": 1,
+                     *         "Version": 1
+                     *       },
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["QualificationsWrite"];
                 };
             };
@@ -9092,12 +10483,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description The result of the local delete. */
-                        data: boolean;
-                        /** @description The field-report system's answer (any JSON value, null when it answered without a body). */
-                        fieldReportResponse: unknown;
-                    };
+                    /**
+                     * @example {
+                     *       "data": true,
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
+                    "application/json": components["schemas"]["RecordDeleted"];
                 };
             };
             /** @description Deleted locally and at the field-report system. */
@@ -9148,6 +10540,22 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "Category": "example",
+                     *         "DateModified": "2026-11-27T10:00:00Z",
+                     *         "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *         "Description": "example",
+                     *         "ExternalId": "1001",
+                     *         "Id": "1001",
+                     *         "Name": "Example",
+                     *         "ValidityMonths": 1,
+                     *         "Version": 1
+                     *       },
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["QualificationsWrite"];
                 };
             };
@@ -9185,6 +10593,36 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "CompanyId": "example",
+                     *           "DateModified": "2026-11-27T10:00:00Z",
+                     *           "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *           "Description": "example",
+                     *           "ExternalId": "1001",
+                     *           "Id": "1001",
+                     *           "InstallationDate": "example",
+                     *           "InventoryNumber": "example",
+                     *           "IsActive": true,
+                     *           "Name": "Example",
+                     *           "Note": "example",
+                     *           "ParentServiceObjectId": "example",
+                     *           "ProductId": "example",
+                     *           "SerialNumber": "example",
+                     *           "Version": 1,
+                     *           "WarrantyEndDate": "example"
+                     *         }
+                     *       ],
+                     *       "meta": {
+                     *         "current_page": 1,
+                     *         "last_page": 1,
+                     *         "per_page": 1,
+                     *         "total": 1
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["ServiceObjectsPage"];
                 };
             };
@@ -9222,6 +10660,29 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "CompanyId": "example",
+                     *         "DateModified": "2026-11-27T10:00:00Z",
+                     *         "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *         "Description": "example",
+                     *         "ExternalId": "1001",
+                     *         "Id": "1001",
+                     *         "InstallationDate": "example",
+                     *         "InventoryNumber": "example",
+                     *         "IsActive": true,
+                     *         "Name": "Example",
+                     *         "Note": "example",
+                     *         "ParentServiceObjectId": "example",
+                     *         "ProductId": "example",
+                     *         "SerialNumber": "example",
+                     *         "Version": 1,
+                     *         "WarrantyEndDate": "example"
+                     *       },
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["ServiceObjectsWrite"];
                 };
             };
@@ -9256,7 +10717,109 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ServiceObjects"];
+                    /**
+                     * @example {
+                     *       "Company": {
+                     *         "CostCenterId": "example",
+                     *         "CustomerNumber": "example",
+                     *         "DateModified": "2026-11-27T10:00:00Z",
+                     *         "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *         "Email": "office@acme.example",
+                     *         "ExternalId": "1001",
+                     *         "Fax": "example",
+                     *         "Id": "1001",
+                     *         "IsArchived": true,
+                     *         "IsPhysicalPerson": true,
+                     *         "Language": "example",
+                     *         "MainContactId": "example",
+                     *         "MobilePhone": "example",
+                     *         "Name": "Example",
+                     *         "Name2": "example",
+                     *         "Note": "example",
+                     *         "SupportMail": "office@acme.example",
+                     *         "SupportTelephone": "example",
+                     *         "Telephone": "example",
+                     *         "VatId": "1001",
+                     *         "Version": 1,
+                     *         "Website": "example"
+                     *       },
+                     *       "CompanyId": "example",
+                     *       "Contacts": [
+                     *         {
+                     *           "CompanyId": "example",
+                     *           "DateModified": "2026-11-27T10:00:00Z",
+                     *           "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *           "Department": "example",
+                     *           "Email": "office@acme.example",
+                     *           "ExternalId": "1001",
+                     *           "Fax": "example",
+                     *           "FirstName": "Example",
+                     *           "Id": "1001",
+                     *           "IsActive": true,
+                     *           "Language": "example",
+                     *           "LastName": "Example",
+                     *           "MobilePhone": "example",
+                     *           "Note": "example",
+                     *           "Position": "example",
+                     *           "Salutation": "example",
+                     *           "Telephone": "example",
+                     *           "Title": "example",
+                     *           "Version": 1
+                     *         }
+                     *       ],
+                     *       "DateModified": "2026-11-27T10:00:00Z",
+                     *       "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *       "Description": "example",
+                     *       "ExternalId": "1001",
+                     *       "Id": "1001",
+                     *       "InstallationDate": "example",
+                     *       "InventoryNumber": "example",
+                     *       "IsActive": true,
+                     *       "Location": {
+                     *         "AddressString": "example",
+                     *         "City": "example",
+                     *         "Country": "example",
+                     *         "Latitude": "example",
+                     *         "Longitude": "example",
+                     *         "Postal": "example",
+                     *         "Street": "example"
+                     *       },
+                     *       "Name": "Example",
+                     *       "Note": "example",
+                     *       "ParentServiceObjectId": "example",
+                     *       "Product": {
+                     *         "Category": "example",
+                     *         "DateModified": "2026-11-27T10:00:00Z",
+                     *         "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *         "Description": "example",
+                     *         "ExternalId": "1001",
+                     *         "Id": "1001",
+                     *         "IsActive": true,
+                     *         "Manufacturer": "example",
+                     *         "ModelNumber": "example",
+                     *         "Name": "Example",
+                     *         "Note": "example",
+                     *         "Version": 1
+                     *       },
+                     *       "ProductId": "example",
+                     *       "SerialNumber": "example",
+                     *       "Tags": [
+                     *         {
+                     *           "Color": "example",
+                     *           "DateModified": "2026-11-27T10:00:00Z",
+                     *           "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *           "Description": "example",
+                     *           "ExternalId": "1001",
+                     *           "Id": "1001",
+                     *           "Name": "Example",
+                     *           "Version": 1
+                     *         }
+                     *       ],
+                     *       "Version": 1,
+                     *       "WarrantyEndDate": "example"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ServiceObject"];
                 };
             };
             401: components["responses"]["Unauthenticated"];
@@ -9296,6 +10859,29 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "CompanyId": "example",
+                     *         "DateModified": "2026-11-27T10:00:00Z",
+                     *         "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *         "Description": "example",
+                     *         "ExternalId": "1001",
+                     *         "Id": "1001",
+                     *         "InstallationDate": "example",
+                     *         "InventoryNumber": "example",
+                     *         "IsActive": true,
+                     *         "Name": "Example",
+                     *         "Note": "example",
+                     *         "ParentServiceObjectId": "example",
+                     *         "ProductId": "example",
+                     *         "SerialNumber": "example",
+                     *         "Version": 1,
+                     *         "WarrantyEndDate": "example"
+                     *       },
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["ServiceObjectsWrite"];
                 };
             };
@@ -9334,12 +10920,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description The result of the local delete. */
-                        data: boolean;
-                        /** @description The field-report system's answer (any JSON value, null when it answered without a body). */
-                        fieldReportResponse: unknown;
-                    };
+                    /**
+                     * @example {
+                     *       "data": true,
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
+                    "application/json": components["schemas"]["RecordDeleted"];
                 };
             };
             /** @description Deleted locally and at the field-report system. */
@@ -9390,6 +10977,29 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "CompanyId": "example",
+                     *         "DateModified": "2026-11-27T10:00:00Z",
+                     *         "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *         "Description": "example",
+                     *         "ExternalId": "1001",
+                     *         "Id": "1001",
+                     *         "InstallationDate": "example",
+                     *         "InventoryNumber": "example",
+                     *         "IsActive": true,
+                     *         "Name": "Example",
+                     *         "Note": "example",
+                     *         "ParentServiceObjectId": "example",
+                     *         "ProductId": "example",
+                     *         "SerialNumber": "example",
+                     *         "Version": 1,
+                     *         "WarrantyEndDate": "example"
+                     *       },
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["ServiceObjectsWrite"];
                 };
             };
@@ -9427,6 +11037,38 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "CompletionDate": "example",
+                     *           "ContactId": "example",
+                     *           "CostCenterId": "example",
+                     *           "CustomerId": "example",
+                     *           "DateModified": "2026-11-27T10:00:00Z",
+                     *           "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *           "Description": "example",
+                     *           "DueDateRangeEnd": "example",
+                     *           "DueDateRangeStart": "example",
+                     *           "ExternalId": "1001",
+                     *           "ExternalReference": "example",
+                     *           "Id": "1001",
+                     *           "IsTemplate": true,
+                     *           "Name": "Example",
+                     *           "Priority": "example",
+                     *           "State": "example",
+                     *           "Type": "example",
+                     *           "Version": 1
+                     *         }
+                     *       ],
+                     *       "meta": {
+                     *         "current_page": 1,
+                     *         "last_page": 1,
+                     *         "per_page": 1,
+                     *         "total": 1
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["ServiceRequestsPage"];
                 };
             };
@@ -9464,6 +11106,31 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "CompletionDate": "example",
+                     *         "ContactId": "example",
+                     *         "CostCenterId": "example",
+                     *         "CustomerId": "example",
+                     *         "DateModified": "2026-11-27T10:00:00Z",
+                     *         "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *         "Description": "example",
+                     *         "DueDateRangeEnd": "example",
+                     *         "DueDateRangeStart": "example",
+                     *         "ExternalId": "1001",
+                     *         "ExternalReference": "example",
+                     *         "Id": "1001",
+                     *         "IsTemplate": true,
+                     *         "Name": "Example",
+                     *         "Priority": "example",
+                     *         "State": "example",
+                     *         "Type": "example",
+                     *         "Version": 1
+                     *       },
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["ServiceRequestsWrite"];
                 };
             };
@@ -9498,7 +11165,199 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ServiceRequests"];
+                    /**
+                     * @example {
+                     *       "Appointments": [
+                     *         {
+                     *           "ContactIds": [
+                     *             "example"
+                     *           ],
+                     *           "DateModified": "2026-11-27T10:00:00Z",
+                     *           "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *           "Description": "example",
+                     *           "EndDateTime": "example",
+                     *           "ExternalId": "1001",
+                     *           "Id": "1001",
+                     *           "ServiceRequestId": "example",
+                     *           "StartDateTime": "example",
+                     *           "Subject": "example",
+                     *           "Version": 1
+                     *         }
+                     *       ],
+                     *       "Comments": [
+                     *         {
+                     *           "AuthorId": "example",
+                     *           "DateModified": "2026-11-27T10:00:00Z",
+                     *           "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *           "ExternalId": "1001",
+                     *           "Id": "1001",
+                     *           "IsPublic": true,
+                     *           "ServiceRequestId": "example",
+                     *           "Text": "example",
+                     *           "Version": 1
+                     *         }
+                     *       ],
+                     *       "CompletionDate": "example",
+                     *       "ContactId": "example",
+                     *       "CostCenterId": "example",
+                     *       "Customer": {
+                     *         "CostCenterId": "example",
+                     *         "CustomerNumber": "example",
+                     *         "DateModified": "2026-11-27T10:00:00Z",
+                     *         "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *         "Email": "office@acme.example",
+                     *         "ExternalId": "1001",
+                     *         "Fax": "example",
+                     *         "Id": "1001",
+                     *         "IsArchived": true,
+                     *         "IsPhysicalPerson": true,
+                     *         "Language": "example",
+                     *         "MainContactId": "example",
+                     *         "MobilePhone": "example",
+                     *         "Name": "Example",
+                     *         "Name2": "example",
+                     *         "Note": "example",
+                     *         "SupportMail": "office@acme.example",
+                     *         "SupportTelephone": "example",
+                     *         "Telephone": "example",
+                     *         "VatId": "1001",
+                     *         "Version": 1,
+                     *         "Website": "example"
+                     *       },
+                     *       "CustomerId": "example",
+                     *       "DateModified": "2026-11-27T10:00:00Z",
+                     *       "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *       "Description": "example",
+                     *       "DueDateRangeEnd": "example",
+                     *       "DueDateRangeStart": "example",
+                     *       "ExternalId": "1001",
+                     *       "ExternalReference": "example",
+                     *       "Id": "1001",
+                     *       "IsTemplate": true,
+                     *       "Items": [
+                     *         {
+                     *           "DateModified": "2026-11-27T10:00:00Z",
+                     *           "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *           "Description": "example",
+                     *           "ExternalId": "1001",
+                     *           "Id": "1001",
+                     *           "IsBillable": true,
+                     *           "ItemTypeId": "example",
+                     *           "Name": "Example",
+                     *           "Price": "example",
+                     *           "Quantity": "example",
+                     *           "SerialNumber": "example",
+                     *           "ServiceRequestId": "example",
+                     *           "UnitId": "example",
+                     *           "Version": 1
+                     *         }
+                     *       ],
+                     *       "Location": {
+                     *         "AddressString": "example",
+                     *         "City": "example",
+                     *         "Country": "example",
+                     *         "Latitude": "example",
+                     *         "Longitude": "example",
+                     *         "Postal": "example",
+                     *         "Street": "example"
+                     *       },
+                     *       "Name": "Example",
+                     *       "Priority": "example",
+                     *       "Qualifications": [
+                     *         {
+                     *           "Category": "example",
+                     *           "DateModified": "2026-11-27T10:00:00Z",
+                     *           "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *           "Description": "example",
+                     *           "ExternalId": "1001",
+                     *           "Id": "1001",
+                     *           "Name": "Example",
+                     *           "ValidityMonths": 1,
+                     *           "Version": 1
+                     *         }
+                     *       ],
+                     *       "Reports": [
+                     *         {
+                     *           "DateModified": "2026-11-27T10:00:00Z",
+                     *           "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *           "DocumentName": "Example",
+                     *           "ExternalId": "1001",
+                     *           "Id": "1001",
+                     *           "IsSigned": true,
+                     *           "Name": "Example",
+                     *           "ServiceRequestId": "example",
+                     *           "Uri": "example",
+                     *           "Version": 1
+                     *         }
+                     *       ],
+                     *       "ServiceObjects": [
+                     *         {
+                     *           "CompanyId": "example",
+                     *           "DateModified": "2026-11-27T10:00:00Z",
+                     *           "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *           "Description": "example",
+                     *           "ExternalId": "1001",
+                     *           "Id": "1001",
+                     *           "InstallationDate": "example",
+                     *           "InventoryNumber": "example",
+                     *           "IsActive": true,
+                     *           "Name": "Example",
+                     *           "Note": "example",
+                     *           "ParentServiceObjectId": "example",
+                     *           "ProductId": "example",
+                     *           "SerialNumber": "example",
+                     *           "Version": 1,
+                     *           "WarrantyEndDate": "example"
+                     *         }
+                     *       ],
+                     *       "State": "example",
+                     *       "Steps": [
+                     *         {
+                     *           "DateModified": "2026-11-27T10:00:00Z",
+                     *           "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *           "ExternalId": "1001",
+                     *           "Id": "1001",
+                     *           "IsDone": true,
+                     *           "Name": "Example",
+                     *           "ServiceRequestId": "example",
+                     *           "SortOrder": 1,
+                     *           "StepListTemplateId": "example",
+                     *           "Type": "example",
+                     *           "Value": "example",
+                     *           "Version": 1
+                     *         }
+                     *       ],
+                     *       "StockMovements": [
+                     *         {
+                     *           "DateModified": "2026-11-27T10:00:00Z",
+                     *           "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *           "ExternalId": "1001",
+                     *           "Id": "1001",
+                     *           "ItemTypeId": "example",
+                     *           "MovementDate": "example",
+                     *           "Quantity": "example",
+                     *           "ServiceRequestId": "example",
+                     *           "Version": 1,
+                     *           "Warehouse": "example"
+                     *         }
+                     *       ],
+                     *       "Tags": [
+                     *         {
+                     *           "Color": "example",
+                     *           "DateModified": "2026-11-27T10:00:00Z",
+                     *           "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *           "Description": "example",
+                     *           "ExternalId": "1001",
+                     *           "Id": "1001",
+                     *           "Name": "Example",
+                     *           "Version": 1
+                     *         }
+                     *       ],
+                     *       "Type": "example",
+                     *       "Version": 1
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ServiceRequest"];
                 };
             };
             401: components["responses"]["Unauthenticated"];
@@ -9538,6 +11397,31 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "CompletionDate": "example",
+                     *         "ContactId": "example",
+                     *         "CostCenterId": "example",
+                     *         "CustomerId": "example",
+                     *         "DateModified": "2026-11-27T10:00:00Z",
+                     *         "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *         "Description": "example",
+                     *         "DueDateRangeEnd": "example",
+                     *         "DueDateRangeStart": "example",
+                     *         "ExternalId": "1001",
+                     *         "ExternalReference": "example",
+                     *         "Id": "1001",
+                     *         "IsTemplate": true,
+                     *         "Name": "Example",
+                     *         "Priority": "example",
+                     *         "State": "example",
+                     *         "Type": "example",
+                     *         "Version": 1
+                     *       },
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["ServiceRequestsWrite"];
                 };
             };
@@ -9576,12 +11460,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description The result of the local delete. */
-                        data: boolean;
-                        /** @description The field-report system's answer (any JSON value, null when it answered without a body). */
-                        fieldReportResponse: unknown;
-                    };
+                    /**
+                     * @example {
+                     *       "data": true,
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
+                    "application/json": components["schemas"]["RecordDeleted"];
                 };
             };
             /** @description Deleted locally and at the field-report system. */
@@ -9632,6 +11517,31 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "CompletionDate": "example",
+                     *         "ContactId": "example",
+                     *         "CostCenterId": "example",
+                     *         "CustomerId": "example",
+                     *         "DateModified": "2026-11-27T10:00:00Z",
+                     *         "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *         "Description": "example",
+                     *         "DueDateRangeEnd": "example",
+                     *         "DueDateRangeStart": "example",
+                     *         "ExternalId": "1001",
+                     *         "ExternalReference": "example",
+                     *         "Id": "1001",
+                     *         "IsTemplate": true,
+                     *         "Name": "Example",
+                     *         "Priority": "example",
+                     *         "State": "example",
+                     *         "Type": "example",
+                     *         "Version": 1
+                     *       },
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["ServiceRequestsWrite"];
                 };
             };
@@ -9664,6 +11574,37 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "cursor": "example",
+                     *           "deleted_here": 1,
+                     *           "entity": "example",
+                     *           "fetched": 1,
+                     *           "inserted": 1,
+                     *           "pages": 1,
+                     *           "reconcile": {
+                     *             "checked": 1,
+                     *             "entity": "example",
+                     *             "fetched_missing": 1,
+                     *             "kept_pending": 1,
+                     *             "kept_pending_ids": [
+                     *               "example"
+                     *             ],
+                     *             "refreshed": 1,
+                     *             "removed": 1,
+                     *             "seconds": 12.5,
+                     *             "upstream": 1
+                     *           },
+                     *           "seconds": 12.5,
+                     *           "skipped": 1,
+                     *           "unchanged": 1,
+                     *           "updated": 1
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["SyncAnswer"];
                 };
             };
@@ -9696,6 +11637,37 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "cursor": "example",
+                     *           "deleted_here": 1,
+                     *           "entity": "example",
+                     *           "fetched": 1,
+                     *           "inserted": 1,
+                     *           "pages": 1,
+                     *           "reconcile": {
+                     *             "checked": 1,
+                     *             "entity": "example",
+                     *             "fetched_missing": 1,
+                     *             "kept_pending": 1,
+                     *             "kept_pending_ids": [
+                     *               "example"
+                     *             ],
+                     *             "refreshed": 1,
+                     *             "removed": 1,
+                     *             "seconds": 12.5,
+                     *             "upstream": 1
+                     *           },
+                     *           "seconds": 12.5,
+                     *           "skipped": 1,
+                     *           "unchanged": 1,
+                     *           "updated": 1
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["SyncAnswer"];
                 };
             };
@@ -9726,6 +11698,22 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "cursor": "example",
+                     *           "entity": "example",
+                     *           "expand": [
+                     *             "example"
+                     *           ],
+                     *           "last_sync_at": "2026-11-27T10:00:00.000Z",
+                     *           "records": 1,
+                     *           "set": "example"
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["EntitiesAnswer"];
                 };
             };
@@ -9755,6 +11743,20 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "cursor": "example",
+                     *         "entity": "example",
+                     *         "expand": [
+                     *           "example"
+                     *         ],
+                     *         "last_sync_at": "2026-11-27T10:00:00.000Z",
+                     *         "records": 1,
+                     *         "set": "example"
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["EntityAnswer"];
                 };
             };
@@ -9787,6 +11789,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {}
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["FoundRecords"];
                 };
             };
@@ -9821,6 +11830,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {}
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["FoundRecords"];
                 };
             };
@@ -9853,6 +11869,30 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "Category": "example",
+                     *           "DateModified": "2026-11-27T10:00:00Z",
+                     *           "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *           "Description": "example",
+                     *           "ExternalId": "1001",
+                     *           "Id": "1001",
+                     *           "IsActive": true,
+                     *           "Name": "Example",
+                     *           "SortOrder": 1,
+                     *           "Version": 1
+                     *         }
+                     *       ],
+                     *       "meta": {
+                     *         "current_page": 1,
+                     *         "last_page": 1,
+                     *         "per_page": 1,
+                     *         "total": 1
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["StepListTemplatesPage"];
                 };
             };
@@ -9890,6 +11930,23 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "Category": "example",
+                     *         "DateModified": "2026-11-27T10:00:00Z",
+                     *         "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *         "Description": "example",
+                     *         "ExternalId": "1001",
+                     *         "Id": "1001",
+                     *         "IsActive": true,
+                     *         "Name": "Example",
+                     *         "SortOrder": 1,
+                     *         "Version": 1
+                     *       },
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["StepListTemplatesWrite"];
                 };
             };
@@ -9924,7 +11981,21 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["StepListTemplates"];
+                    /**
+                     * @example {
+                     *       "Category": "example",
+                     *       "DateModified": "2026-11-27T10:00:00Z",
+                     *       "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *       "Description": "example",
+                     *       "ExternalId": "1001",
+                     *       "Id": "1001",
+                     *       "IsActive": true,
+                     *       "Name": "Example",
+                     *       "SortOrder": 1,
+                     *       "Version": 1
+                     *     }
+                     */
+                    "application/json": components["schemas"]["StepListTemplate"];
                 };
             };
             401: components["responses"]["Unauthenticated"];
@@ -9964,6 +12035,23 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "Category": "example",
+                     *         "DateModified": "2026-11-27T10:00:00Z",
+                     *         "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *         "Description": "example",
+                     *         "ExternalId": "1001",
+                     *         "Id": "1001",
+                     *         "IsActive": true,
+                     *         "Name": "Example",
+                     *         "SortOrder": 1,
+                     *         "Version": 1
+                     *       },
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["StepListTemplatesWrite"];
                 };
             };
@@ -10002,12 +12090,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description The result of the local delete. */
-                        data: boolean;
-                        /** @description The field-report system's answer (any JSON value, null when it answered without a body). */
-                        fieldReportResponse: unknown;
-                    };
+                    /**
+                     * @example {
+                     *       "data": true,
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
+                    "application/json": components["schemas"]["RecordDeleted"];
                 };
             };
             /** @description Deleted locally and at the field-report system. */
@@ -10058,6 +12147,23 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "Category": "example",
+                     *         "DateModified": "2026-11-27T10:00:00Z",
+                     *         "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *         "Description": "example",
+                     *         "ExternalId": "1001",
+                     *         "Id": "1001",
+                     *         "IsActive": true,
+                     *         "Name": "Example",
+                     *         "SortOrder": 1,
+                     *         "Version": 1
+                     *       },
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["StepListTemplatesWrite"];
                 };
             };
@@ -10093,6 +12199,37 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "cursor": "example",
+                     *           "deleted_here": 1,
+                     *           "entity": "example",
+                     *           "fetched": 1,
+                     *           "inserted": 1,
+                     *           "pages": 1,
+                     *           "reconcile": {
+                     *             "checked": 1,
+                     *             "entity": "example",
+                     *             "fetched_missing": 1,
+                     *             "kept_pending": 1,
+                     *             "kept_pending_ids": [
+                     *               "example"
+                     *             ],
+                     *             "refreshed": 1,
+                     *             "removed": 1,
+                     *             "seconds": 12.5,
+                     *             "upstream": 1
+                     *           },
+                     *           "seconds": 12.5,
+                     *           "skipped": 1,
+                     *           "unchanged": 1,
+                     *           "updated": 1
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["SyncAnswer"];
                 };
             };
@@ -10128,6 +12265,37 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "cursor": "example",
+                     *           "deleted_here": 1,
+                     *           "entity": "example",
+                     *           "fetched": 1,
+                     *           "inserted": 1,
+                     *           "pages": 1,
+                     *           "reconcile": {
+                     *             "checked": 1,
+                     *             "entity": "example",
+                     *             "fetched_missing": 1,
+                     *             "kept_pending": 1,
+                     *             "kept_pending_ids": [
+                     *               "example"
+                     *             ],
+                     *             "refreshed": 1,
+                     *             "removed": 1,
+                     *             "seconds": 12.5,
+                     *             "upstream": 1
+                     *           },
+                     *           "seconds": 12.5,
+                     *           "skipped": 1,
+                     *           "unchanged": 1,
+                     *           "updated": 1
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["SyncAnswer"];
                 };
             };
@@ -10163,6 +12331,28 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "Color": "example",
+                     *           "DateModified": "2026-11-27T10:00:00Z",
+                     *           "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *           "Description": "example",
+                     *           "ExternalId": "1001",
+                     *           "Id": "1001",
+                     *           "Name": "Example",
+                     *           "Version": 1
+                     *         }
+                     *       ],
+                     *       "meta": {
+                     *         "current_page": 1,
+                     *         "last_page": 1,
+                     *         "per_page": 1,
+                     *         "total": 1
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["TagsPage"];
                 };
             };
@@ -10200,6 +12390,21 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "Color": "example",
+                     *         "DateModified": "2026-11-27T10:00:00Z",
+                     *         "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *         "Description": "example",
+                     *         "ExternalId": "1001",
+                     *         "Id": "1001",
+                     *         "Name": "Example",
+                     *         "Version": 1
+                     *       },
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["TagsWrite"];
                 };
             };
@@ -10234,7 +12439,19 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Tags"];
+                    /**
+                     * @example {
+                     *       "Color": "example",
+                     *       "DateModified": "2026-11-27T10:00:00Z",
+                     *       "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *       "Description": "example",
+                     *       "ExternalId": "1001",
+                     *       "Id": "1001",
+                     *       "Name": "Example",
+                     *       "Version": 1
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Tag"];
                 };
             };
             401: components["responses"]["Unauthenticated"];
@@ -10274,6 +12491,21 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "Color": "example",
+                     *         "DateModified": "2026-11-27T10:00:00Z",
+                     *         "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *         "Description": "example",
+                     *         "ExternalId": "1001",
+                     *         "Id": "1001",
+                     *         "Name": "Example",
+                     *         "Version": 1
+                     *       },
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["TagsWrite"];
                 };
             };
@@ -10312,12 +12544,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description The result of the local delete. */
-                        data: boolean;
-                        /** @description The field-report system's answer (any JSON value, null when it answered without a body). */
-                        fieldReportResponse: unknown;
-                    };
+                    /**
+                     * @example {
+                     *       "data": true,
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
+                    "application/json": components["schemas"]["RecordDeleted"];
                 };
             };
             /** @description Deleted locally and at the field-report system. */
@@ -10368,6 +12601,21 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "Color": "example",
+                     *         "DateModified": "2026-11-27T10:00:00Z",
+                     *         "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *         "Description": "example",
+                     *         "ExternalId": "1001",
+                     *         "Id": "1001",
+                     *         "Name": "Example",
+                     *         "Version": 1
+                     *       },
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["TagsWrite"];
                 };
             };
@@ -10405,6 +12653,34 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "CostCenterId": "example",
+                     *           "DateModified": "2026-11-27T10:00:00Z",
+                     *           "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *           "Description": "example",
+                     *           "DurationMinutes": 1,
+                     *           "EndDateTime": "example",
+                     *           "ExternalId": "1001",
+                     *           "Id": "1001",
+                     *           "IsBillable": true,
+                     *           "ServiceRequestId": "example",
+                     *           "StartDateTime": "example",
+                     *           "Type": "example",
+                     *           "UserId": "example",
+                     *           "Version": 1
+                     *         }
+                     *       ],
+                     *       "meta": {
+                     *         "current_page": 1,
+                     *         "last_page": 1,
+                     *         "per_page": 1,
+                     *         "total": 1
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["TimeEventsPage"];
                 };
             };
@@ -10442,6 +12718,27 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "CostCenterId": "example",
+                     *         "DateModified": "2026-11-27T10:00:00Z",
+                     *         "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *         "Description": "example",
+                     *         "DurationMinutes": 1,
+                     *         "EndDateTime": "example",
+                     *         "ExternalId": "1001",
+                     *         "Id": "1001",
+                     *         "IsBillable": true,
+                     *         "ServiceRequestId": "example",
+                     *         "StartDateTime": "example",
+                     *         "Type": "example",
+                     *         "UserId": "example",
+                     *         "Version": 1
+                     *       },
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["TimeEventsWrite"];
                 };
             };
@@ -10476,7 +12773,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["TimeEvents"];
+                    /**
+                     * @example {
+                     *       "CostCenterId": "example",
+                     *       "DateModified": "2026-11-27T10:00:00Z",
+                     *       "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *       "Description": "example",
+                     *       "DurationMinutes": 1,
+                     *       "EndDateTime": "example",
+                     *       "ExternalId": "1001",
+                     *       "Id": "1001",
+                     *       "IsBillable": true,
+                     *       "ServiceRequestId": "example",
+                     *       "StartDateTime": "example",
+                     *       "Type": "example",
+                     *       "UserId": "example",
+                     *       "Version": 1
+                     *     }
+                     */
+                    "application/json": components["schemas"]["TimeEvent"];
                 };
             };
             401: components["responses"]["Unauthenticated"];
@@ -10516,6 +12831,27 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "CostCenterId": "example",
+                     *         "DateModified": "2026-11-27T10:00:00Z",
+                     *         "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *         "Description": "example",
+                     *         "DurationMinutes": 1,
+                     *         "EndDateTime": "example",
+                     *         "ExternalId": "1001",
+                     *         "Id": "1001",
+                     *         "IsBillable": true,
+                     *         "ServiceRequestId": "example",
+                     *         "StartDateTime": "example",
+                     *         "Type": "example",
+                     *         "UserId": "example",
+                     *         "Version": 1
+                     *       },
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["TimeEventsWrite"];
                 };
             };
@@ -10554,12 +12890,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description The result of the local delete. */
-                        data: boolean;
-                        /** @description The field-report system's answer (any JSON value, null when it answered without a body). */
-                        fieldReportResponse: unknown;
-                    };
+                    /**
+                     * @example {
+                     *       "data": true,
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
+                    "application/json": components["schemas"]["RecordDeleted"];
                 };
             };
             /** @description Deleted locally and at the field-report system. */
@@ -10610,6 +12947,27 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "CostCenterId": "example",
+                     *         "DateModified": "2026-11-27T10:00:00Z",
+                     *         "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *         "Description": "example",
+                     *         "DurationMinutes": 1,
+                     *         "EndDateTime": "example",
+                     *         "ExternalId": "1001",
+                     *         "Id": "1001",
+                     *         "IsBillable": true,
+                     *         "ServiceRequestId": "example",
+                     *         "StartDateTime": "example",
+                     *         "Type": "example",
+                     *         "UserId": "example",
+                     *         "Version": 1
+                     *       },
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["TimeEventsWrite"];
                 };
             };
@@ -10647,6 +13005,36 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "Color": "example",
+                     *           "CostCenterId": "example",
+                     *           "DateModified": "2026-11-27T10:00:00Z",
+                     *           "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *           "Email": "office@acme.example",
+                     *           "ExternalId": "1001",
+                     *           "FirstName": "Example",
+                     *           "Id": "1001",
+                     *           "IsActive": true,
+                     *           "Language": "example",
+                     *           "LastName": "Example",
+                     *           "MobilePhone": "example",
+                     *           "Role": "example",
+                     *           "Telephone": "example",
+                     *           "UserName": "Example",
+                     *           "Version": 1
+                     *         }
+                     *       ],
+                     *       "meta": {
+                     *         "current_page": 1,
+                     *         "last_page": 1,
+                     *         "per_page": 1,
+                     *         "total": 1
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["UsersPage"];
                 };
             };
@@ -10684,6 +13072,29 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "Color": "example",
+                     *         "CostCenterId": "example",
+                     *         "DateModified": "2026-11-27T10:00:00Z",
+                     *         "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *         "Email": "office@acme.example",
+                     *         "ExternalId": "1001",
+                     *         "FirstName": "Example",
+                     *         "Id": "1001",
+                     *         "IsActive": true,
+                     *         "Language": "example",
+                     *         "LastName": "Example",
+                     *         "MobilePhone": "example",
+                     *         "Role": "example",
+                     *         "Telephone": "example",
+                     *         "UserName": "Example",
+                     *         "Version": 1
+                     *       },
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["UsersWrite"];
                 };
             };
@@ -10718,7 +13129,27 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Users"];
+                    /**
+                     * @example {
+                     *       "Color": "example",
+                     *       "CostCenterId": "example",
+                     *       "DateModified": "2026-11-27T10:00:00Z",
+                     *       "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *       "Email": "office@acme.example",
+                     *       "ExternalId": "1001",
+                     *       "FirstName": "Example",
+                     *       "Id": "1001",
+                     *       "IsActive": true,
+                     *       "Language": "example",
+                     *       "LastName": "Example",
+                     *       "MobilePhone": "example",
+                     *       "Role": "example",
+                     *       "Telephone": "example",
+                     *       "UserName": "Example",
+                     *       "Version": 1
+                     *     }
+                     */
+                    "application/json": components["schemas"]["User"];
                 };
             };
             401: components["responses"]["Unauthenticated"];
@@ -10758,6 +13189,29 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "Color": "example",
+                     *         "CostCenterId": "example",
+                     *         "DateModified": "2026-11-27T10:00:00Z",
+                     *         "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *         "Email": "office@acme.example",
+                     *         "ExternalId": "1001",
+                     *         "FirstName": "Example",
+                     *         "Id": "1001",
+                     *         "IsActive": true,
+                     *         "Language": "example",
+                     *         "LastName": "Example",
+                     *         "MobilePhone": "example",
+                     *         "Role": "example",
+                     *         "Telephone": "example",
+                     *         "UserName": "Example",
+                     *         "Version": 1
+                     *       },
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["UsersWrite"];
                 };
             };
@@ -10796,12 +13250,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description The result of the local delete. */
-                        data: boolean;
-                        /** @description The field-report system's answer (any JSON value, null when it answered without a body). */
-                        fieldReportResponse: unknown;
-                    };
+                    /**
+                     * @example {
+                     *       "data": true,
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
+                    "application/json": components["schemas"]["RecordDeleted"];
                 };
             };
             /** @description Deleted locally and at the field-report system. */
@@ -10852,6 +13307,29 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "Color": "example",
+                     *         "CostCenterId": "example",
+                     *         "DateModified": "2026-11-27T10:00:00Z",
+                     *         "DateOfCreation": "2026-11-27T10:00:00Z",
+                     *         "Email": "office@acme.example",
+                     *         "ExternalId": "1001",
+                     *         "FirstName": "Example",
+                     *         "Id": "1001",
+                     *         "IsActive": true,
+                     *         "Language": "example",
+                     *         "LastName": "Example",
+                     *         "MobilePhone": "example",
+                     *         "Role": "example",
+                     *         "Telephone": "example",
+                     *         "UserName": "Example",
+                     *         "Version": 1
+                     *       },
+                     *       "fieldReportResponse": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["UsersWrite"];
                 };
             };
@@ -10893,6 +13371,50 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "attempts": 1,
+                     *           "cancel_requested": false,
+                     *           "created_at": "2026-11-27T09:00:00.002Z",
+                     *           "created_by": null,
+                     *           "error": null,
+                     *           "finished_at": "2026-11-27T09:00:02.480Z",
+                     *           "id": 41,
+                     *           "kind": "erp.pull",
+                     *           "progress": {
+                     *             "current": "customer",
+                     *             "done": 120,
+                     *             "total": null
+                     *           },
+                     *           "result": [
+                     *             {
+                     *               "cursor": 1764235800000,
+                     *               "errors": [],
+                     *               "fetched": 120,
+                     *               "inserted": 3,
+                     *               "model": "customer",
+                     *               "pages": 1,
+                     *               "removed": 0,
+                     *               "unchanged": 110,
+                     *               "updated": 7
+                     *             }
+                     *           ],
+                     *           "scheduled": true,
+                     *           "started_at": "2026-11-27T09:00:00.120Z",
+                     *           "status": "succeeded",
+                     *           "target": null
+                     *         }
+                     *       ],
+                     *       "meta": {
+                     *         "current_page": 1,
+                     *         "last_page": 1,
+                     *         "per_page": 20,
+                     *         "total": 1
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["JobPage"];
                 };
             };
@@ -10930,6 +13452,28 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "attempts": 1,
+                     *       "cancel_requested": false,
+                     *       "created_at": "2026-11-27T09:30:00.000Z",
+                     *       "created_by": 1,
+                     *       "error": null,
+                     *       "finished_at": null,
+                     *       "id": 42,
+                     *       "kind": "fieldreport.sync",
+                     *       "progress": {
+                     *         "current": "companies",
+                     *         "done": 1500,
+                     *         "total": null
+                     *       },
+                     *       "result": null,
+                     *       "scheduled": false,
+                     *       "started_at": "2026-11-27T09:30:00.412Z",
+                     *       "status": "running",
+                     *       "target": "companies"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Job"];
                 };
             };
@@ -10997,6 +13541,28 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "attempts": 1,
+                     *       "cancel_requested": false,
+                     *       "created_at": "2026-11-27T09:30:00.000Z",
+                     *       "created_by": 1,
+                     *       "error": null,
+                     *       "finished_at": null,
+                     *       "id": 42,
+                     *       "kind": "fieldreport.sync",
+                     *       "progress": {
+                     *         "current": "companies",
+                     *         "done": 1500,
+                     *         "total": null
+                     *       },
+                     *       "result": null,
+                     *       "scheduled": false,
+                     *       "started_at": "2026-11-27T09:30:00.412Z",
+                     *       "status": "running",
+                     *       "target": "companies"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Job"];
                 };
             };
@@ -11043,6 +13609,28 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "attempts": 1,
+                     *       "cancel_requested": false,
+                     *       "created_at": "2026-11-27T09:30:00.000Z",
+                     *       "created_by": 1,
+                     *       "error": null,
+                     *       "finished_at": null,
+                     *       "id": 42,
+                     *       "kind": "fieldreport.sync",
+                     *       "progress": {
+                     *         "current": "companies",
+                     *         "done": 1500,
+                     *         "total": null
+                     *       },
+                     *       "result": null,
+                     *       "scheduled": false,
+                     *       "started_at": "2026-11-27T09:30:00.412Z",
+                     *       "status": "running",
+                     *       "target": "companies"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Job"];
                 };
             };
@@ -11169,6 +13757,33 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "Currency": "example",
+                     *         "FinancingAmount": 12.5,
+                     *         "FinancingId": "1001",
+                     *         "FinancingObjects": [
+                     *           {}
+                     *         ],
+                     *         "HasRepurchase": true,
+                     *         "Lessee": {},
+                     *         "PaymentFrequency": "example",
+                     *         "PaymentMethod": "example",
+                     *         "Period": 1,
+                     *         "ProductType": "example",
+                     *         "RequestId": "1001",
+                     *         "ResidualValue": 12.5,
+                     *         "State": "example"
+                     *       },
+                     *       "meta": {
+                     *         "ready_to_sign": true,
+                     *         "state": "example",
+                     *         "terminal": true
+                     *       },
+                     *       "success": true
+                     *     }
+                     */
                     "application/json": components["schemas"]["RequestEnvelope"];
                 };
             };
@@ -11197,6 +13812,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": 20340.14,
+                     *       "monthlyInstalment": 299,
+                     *       "period": 84
+                     *     }
+                     */
                     "application/json": components["schemas"]["InverseCalculationResult"];
                 };
             };
@@ -11233,6 +13855,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {},
+                     *       "success": true
+                     *     }
+                     */
                     "application/json": components["schemas"]["ActionEnvelope"];
                 };
             };
@@ -11264,6 +13892,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": 20340.14,
+                     *       "monthlyInstalment": 299,
+                     *       "period": 84
+                     *     }
+                     */
                     "application/json": components["schemas"]["InverseCalculationResult"];
                 };
             };
@@ -11295,6 +13930,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": 20340.14,
+                     *       "monthlyInstalment": 299,
+                     *       "period": 84
+                     *     }
+                     */
                     "application/json": components["schemas"]["InverseCalculationResult"];
                 };
             };
@@ -11321,6 +13963,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "message": "example",
+                     *       "provider_configured": true,
+                     *       "success": true
+                     *     }
+                     */
                     "application/json": components["schemas"]["FlowHealth"];
                 };
             };
@@ -11413,6 +14062,88 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "contractDocumentBase64": {
+                     *           "Content": "example"
+                     *         },
+                     *         "financingId": "1001",
+                     *         "flowId": 1,
+                     *         "mode": "example",
+                     *         "patchedLessee": {
+                     *           "Currency": "example",
+                     *           "FinancingAmount": 12.5,
+                     *           "FinancingId": "1001",
+                     *           "FinancingObjects": [
+                     *             {}
+                     *           ],
+                     *           "HasRepurchase": true,
+                     *           "Lessee": {},
+                     *           "PaymentFrequency": "example",
+                     *           "PaymentMethod": "example",
+                     *           "Period": 1,
+                     *           "ProductType": "example",
+                     *           "RequestId": "1001",
+                     *           "ResidualValue": 12.5,
+                     *           "State": "example"
+                     *         },
+                     *         "patchedRequest": {
+                     *           "Currency": "example",
+                     *           "FinancingAmount": 12.5,
+                     *           "FinancingId": "1001",
+                     *           "FinancingObjects": [
+                     *             {}
+                     *           ],
+                     *           "HasRepurchase": true,
+                     *           "Lessee": {},
+                     *           "PaymentFrequency": "example",
+                     *           "PaymentMethod": "example",
+                     *           "Period": 1,
+                     *           "ProductType": "example",
+                     *           "RequestId": "1001",
+                     *           "ResidualValue": 12.5,
+                     *           "State": "example"
+                     *         },
+                     *         "readyRequest": {
+                     *           "Currency": "example",
+                     *           "FinancingAmount": 12.5,
+                     *           "FinancingId": "1001",
+                     *           "FinancingObjects": [
+                     *             {}
+                     *           ],
+                     *           "HasRepurchase": true,
+                     *           "Lessee": {},
+                     *           "PaymentFrequency": "example",
+                     *           "PaymentMethod": "example",
+                     *           "Period": 1,
+                     *           "ProductType": "example",
+                     *           "RequestId": "1001",
+                     *           "ResidualValue": 12.5,
+                     *           "State": "example"
+                     *         },
+                     *         "request": {
+                     *           "Currency": "example",
+                     *           "FinancingAmount": 12.5,
+                     *           "FinancingId": "1001",
+                     *           "FinancingObjects": [
+                     *             {}
+                     *           ],
+                     *           "HasRepurchase": true,
+                     *           "Lessee": {},
+                     *           "PaymentFrequency": "example",
+                     *           "PaymentMethod": "example",
+                     *           "Period": 1,
+                     *           "ProductType": "example",
+                     *           "RequestId": "1001",
+                     *           "ResidualValue": 12.5,
+                     *           "State": "example"
+                     *         },
+                     *         "success": true
+                     *       },
+                     *       "success": true
+                     *     }
+                     */
                     "application/json": components["schemas"]["FlowEnvelope"];
                 };
             };
@@ -11492,6 +14223,19 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "financingId": "1001",
+                     *         "stored": {
+                     *           "bytes": 1,
+                     *           "path": "example",
+                     *           "sha256": "example"
+                     *         }
+                     *       },
+                     *       "success": true
+                     *     }
+                     */
                     "application/json": components["schemas"]["TestFlowEnvelope"];
                 };
             };
@@ -11521,6 +14265,37 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "error_code": "declined",
+                     *         "financingId": "a1b2c3d4-0000-4000-8000-000000000001",
+                     *         "flowId": 42,
+                     *         "message": "The financing request was declined by the leasing provider; the process is aborted.",
+                     *         "mode": "e_signature",
+                     *         "status": "failed",
+                     *         "steps": [
+                     *           {
+                     *             "action": "create",
+                     *             "duration_ms": 212,
+                     *             "error_code": null,
+                     *             "message": null,
+                     *             "outcome": "succeeded",
+                     *             "position": 1
+                     *           },
+                     *           {
+                     *             "action": "wait_ready_to_sign",
+                     *             "duration_ms": 35,
+                     *             "error_code": "declined",
+                     *             "message": "The financing request was declined by the leasing provider; the process is aborted.",
+                     *             "outcome": "failed",
+                     *             "position": 2
+                     *           }
+                     *         ]
+                     *       },
+                     *       "success": true
+                     *     }
+                     */
                     "application/json": components["schemas"]["FlowRecordEnvelope"];
                 };
             };
@@ -11562,6 +14337,32 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "items": [
+                     *         {
+                     *           "all_requests": false,
+                     *           "created_at": "2026-11-27T10:00:00.000Z",
+                     *           "description": "shop backend",
+                     *           "disabled_at": null,
+                     *           "events": [
+                     *             "leasing.state_changed"
+                     *           ],
+                     *           "failing_since": null,
+                     *           "id": "sub_6f1c2a7b9d8e4f0a8b7c6d5e4f3a2b1c",
+                     *           "previous_secret_expires_at": null,
+                     *           "status": "active",
+                     *           "url": "https://shop.example/hooks/leasing"
+                     *         }
+                     *       ],
+                     *       "meta": {
+                     *         "current_page": 1,
+                     *         "last_page": 1,
+                     *         "per_page": 1,
+                     *         "total": 1
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["SubscriptionList"];
                 };
             };
@@ -11602,6 +14403,23 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "all_requests": false,
+                     *       "created_at": "2026-11-27T10:00:00.000Z",
+                     *       "description": "shop backend",
+                     *       "disabled_at": null,
+                     *       "events": [
+                     *         "leasing.state_changed"
+                     *       ],
+                     *       "failing_since": null,
+                     *       "id": "sub_6f1c2a7b9d8e4f0a8b7c6d5e4f3a2b1c",
+                     *       "previous_secret_expires_at": null,
+                     *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+                     *       "status": "active",
+                     *       "url": "https://shop.example/hooks/leasing"
+                     *     }
+                     */
                     "application/json": components["schemas"]["SubscriptionWithSecret"];
                 };
             };
@@ -11673,6 +14491,22 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "all_requests": false,
+                     *       "created_at": "2026-11-27T10:00:00.000Z",
+                     *       "description": "shop backend",
+                     *       "disabled_at": null,
+                     *       "events": [
+                     *         "leasing.state_changed"
+                     *       ],
+                     *       "failing_since": null,
+                     *       "id": "sub_6f1c2a7b9d8e4f0a8b7c6d5e4f3a2b1c",
+                     *       "previous_secret_expires_at": null,
+                     *       "status": "active",
+                     *       "url": "https://shop.example/hooks/leasing"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Subscription"];
                 };
             };
@@ -11770,6 +14604,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "items": [
+                     *         {
+                     *           "attempts": 1,
+                     *           "created_at": "2026-11-27T10:00:00.000Z",
+                     *           "event_id": "1001",
+                     *           "financing_id": "1001",
+                     *           "finished_at": "2026-11-27T10:00:00.000Z",
+                     *           "id": 1,
+                     *           "last_attempt_at": "2026-11-27T10:00:00.000Z",
+                     *           "last_error": "example",
+                     *           "last_status_code": 1,
+                     *           "next_attempt_at": "2026-11-27T10:00:00.000Z",
+                     *           "status": "example"
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["DeliveryList"];
                 };
             };
@@ -11820,6 +14673,21 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "attempts": 1,
+                     *       "created_at": "2026-11-27T10:00:00.000Z",
+                     *       "event_id": "1001",
+                     *       "financing_id": "1001",
+                     *       "finished_at": "2026-11-27T10:00:00.000Z",
+                     *       "id": 1,
+                     *       "last_attempt_at": "2026-11-27T10:00:00.000Z",
+                     *       "last_error": "example",
+                     *       "last_status_code": 1,
+                     *       "next_attempt_at": "2026-11-27T10:00:00.000Z",
+                     *       "status": "example"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Delivery"];
                 };
             };
@@ -11867,6 +14735,23 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "all_requests": false,
+                     *       "created_at": "2026-11-27T10:00:00.000Z",
+                     *       "description": "shop backend",
+                     *       "disabled_at": null,
+                     *       "events": [
+                     *         "leasing.state_changed"
+                     *       ],
+                     *       "failing_since": null,
+                     *       "id": "sub_6f1c2a7b9d8e4f0a8b7c6d5e4f3a2b1c",
+                     *       "previous_secret_expires_at": null,
+                     *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+                     *       "status": "active",
+                     *       "url": "https://shop.example/hooks/leasing"
+                     *     }
+                     */
                     "application/json": components["schemas"]["SubscriptionWithSecret"];
                 };
             };
@@ -11914,6 +14799,33 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "Currency": "example",
+                     *         "FinancingAmount": 12.5,
+                     *         "FinancingId": "1001",
+                     *         "FinancingObjects": [
+                     *           {}
+                     *         ],
+                     *         "HasRepurchase": true,
+                     *         "Lessee": {},
+                     *         "PaymentFrequency": "example",
+                     *         "PaymentMethod": "example",
+                     *         "Period": 1,
+                     *         "ProductType": "example",
+                     *         "RequestId": "1001",
+                     *         "ResidualValue": 12.5,
+                     *         "State": "example"
+                     *       },
+                     *       "meta": {
+                     *         "ready_to_sign": true,
+                     *         "state": "example",
+                     *         "terminal": true
+                     *       },
+                     *       "success": true
+                     *     }
+                     */
                     "application/json": components["schemas"]["RequestEnvelope"];
                 };
             };
@@ -11952,6 +14864,33 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "Currency": "example",
+                     *         "FinancingAmount": 12.5,
+                     *         "FinancingId": "1001",
+                     *         "FinancingObjects": [
+                     *           {}
+                     *         ],
+                     *         "HasRepurchase": true,
+                     *         "Lessee": {},
+                     *         "PaymentFrequency": "example",
+                     *         "PaymentMethod": "example",
+                     *         "Period": 1,
+                     *         "ProductType": "example",
+                     *         "RequestId": "1001",
+                     *         "ResidualValue": 12.5,
+                     *         "State": "example"
+                     *       },
+                     *       "meta": {
+                     *         "ready_to_sign": true,
+                     *         "state": "example",
+                     *         "terminal": true
+                     *       },
+                     *       "success": true
+                     *     }
+                     */
                     "application/json": components["schemas"]["RequestEnvelope"];
                 };
             };
@@ -11983,6 +14922,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {},
+                     *       "success": true
+                     *     }
+                     */
                     "application/json": components["schemas"]["ActionEnvelope"];
                 };
             };
@@ -12015,6 +14960,19 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "Content": "example"
+                     *       },
+                     *       "stored": {
+                     *         "bytes": 1,
+                     *         "path": "example",
+                     *         "sha256": "example"
+                     *       },
+                     *       "success": true
+                     *     }
+                     */
                     "application/json": components["schemas"]["ContractDocumentEnvelope"];
                 };
             };
@@ -12044,6 +15002,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {},
+                     *       "success": true
+                     *     }
+                     */
                     "application/json": components["schemas"]["ActionEnvelope"];
                 };
             };
@@ -12091,6 +15055,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {},
+                     *       "success": true
+                     *     }
+                     */
                     "application/json": components["schemas"]["ActionEnvelope"];
                 };
             };
@@ -12122,6 +15092,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {},
+                     *       "success": true
+                     *     }
+                     */
                     "application/json": components["schemas"]["ConfigurationEnvelope"];
                 };
             };
@@ -12160,6 +15136,33 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "Currency": "example",
+                     *         "FinancingAmount": 12.5,
+                     *         "FinancingId": "1001",
+                     *         "FinancingObjects": [
+                     *           {}
+                     *         ],
+                     *         "HasRepurchase": true,
+                     *         "Lessee": {},
+                     *         "PaymentFrequency": "example",
+                     *         "PaymentMethod": "example",
+                     *         "Period": 1,
+                     *         "ProductType": "example",
+                     *         "RequestId": "1001",
+                     *         "ResidualValue": 12.5,
+                     *         "State": "example"
+                     *       },
+                     *       "meta": {
+                     *         "ready_to_sign": true,
+                     *         "state": "example",
+                     *         "terminal": true
+                     *       },
+                     *       "success": true
+                     *     }
+                     */
                     "application/json": components["schemas"]["RequestEnvelope"];
                 };
             };
@@ -12191,6 +15194,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {},
+                     *       "success": true
+                     *     }
+                     */
                     "application/json": components["schemas"]["ActionEnvelope"];
                 };
             };
@@ -12229,6 +15238,33 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "Currency": "example",
+                     *         "FinancingAmount": 12.5,
+                     *         "FinancingId": "1001",
+                     *         "FinancingObjects": [
+                     *           {}
+                     *         ],
+                     *         "HasRepurchase": true,
+                     *         "Lessee": {},
+                     *         "PaymentFrequency": "example",
+                     *         "PaymentMethod": "example",
+                     *         "Period": 1,
+                     *         "ProductType": "example",
+                     *         "RequestId": "1001",
+                     *         "ResidualValue": 12.5,
+                     *         "State": "example"
+                     *       },
+                     *       "meta": {
+                     *         "ready_to_sign": true,
+                     *         "state": "example",
+                     *         "terminal": true
+                     *       },
+                     *       "success": true
+                     *     }
+                     */
                     "application/json": components["schemas"]["RequestEnvelope"];
                 };
             };
@@ -12258,6 +15294,15 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "financingId": "1001",
+                     *       "next_poll_at": "2026-11-27T10:00:00.000Z",
+                     *       "requestId": "1001",
+                     *       "state": "example",
+                     *       "terminal": true
+                     *     }
+                     */
                     "application/json": components["schemas"]["Watch"];
                 };
             };
@@ -12294,6 +15339,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "access_token": "7|Xq3b9ZkP0aLm2Vt8Rr1Yc6Wn4Ue5Oi7Hs0Jd2Fg",
+                     *       "token_type": "Bearer"
+                     *     }
+                     */
                     "application/json": components["schemas"]["LoginResponse"];
                 };
             };
@@ -12354,6 +15405,14 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "created_at": "2026-11-21T09:30:00.000Z",
+                     *       "email": "ops@example.com",
+                     *       "id": 1,
+                     *       "name": "Ops"
+                     *     }
+                     */
                     "application/json": components["schemas"]["CurrentUser"];
                 };
             };
@@ -12379,6 +15438,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "status": "example"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Health"];
                 };
             };
@@ -12455,6 +15519,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "database": "example",
+                     *       "status": "example"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Readiness"];
                 };
             };

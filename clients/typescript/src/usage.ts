@@ -71,7 +71,7 @@ export async function leasing(client: Client): Promise<Schemas["FlowResult"]> {
 }
 
 /** Creates a company in the field-report mirror (forwarded upstream), renames it, reads it back. */
-export async function fieldReport(client: Client): Promise<Schemas["Companies"]> {
+export async function fieldReport(client: Client): Promise<Schemas["Company"]> {
   const created = await client.POST("/api/v1/fieldreport/companies", {
     body: { Id: "new", Version: 1, Name: "ACME GmbH", IsPhysicalPerson: false },
   });

@@ -5,8 +5,10 @@
 //! received the answer, naming the operation, the status and what did not fit.
 //!
 //! The schemas are checked as JSON Schema draft 4 (OpenAPI 3.0's schema objects are an
-//! extended subset of it) after the one rewrite OpenAPI 3.0.3 defines: `nullable: true` adds
-//! `null` to the `type` beside it, and does nothing without one.
+//! extended subset of it) after the rewrite of `nullable: true`: beside a `type`, it adds `null`
+//! to it (OpenAPI 3.0.3's rule); beside an `allOf` of one `$ref` (the document's optional
+//! reference), it allows `null` besides the reference, as the client generators read it
+//! (docs/architecture.md, "Optional values"); elsewhere it does nothing.
 //!
 //! Calls go through [`Checked::checked`] in place of `send`. Only answers from an address of a
 //! service the tests started are checked ([`served_at`]); the simulators' are not ours to judge.
@@ -86,15 +88,19 @@ fn authority(url: &reqwest::Url) -> String {
     format!("{}:{}", url.host_str().unwrap_or_default(), url.port_or_known_default().unwrap_or(0))
 }
 
-/// `nullable` the OpenAPI 3.0.3 way: `type: T` becomes `type: [T, "null"]`; without `type` it
-/// has no effect, and goes.
+/// `nullable` as draft 4 says it: `type: T` becomes `type: [T, "null"]` (OpenAPI 3.0.3's rule);
+/// `allOf: [{$ref}]` becomes `anyOf: [{$ref}, {type: "null"}]` (the generators' reading of an
+/// optional reference); anywhere else it has no effect, and goes.
 fn as_draft_4(value: &mut Value) {
     match value {
         Value::Object(object) => {
-            if object.remove("nullable") == Some(Value::Bool(true))
-                && let Some(Value::String(kind)) = object.get("type").cloned()
-            {
+            let nullable = object.remove("nullable") == Some(Value::Bool(true));
+            let one_reference = object.get("allOf").and_then(Value::as_array).is_some_and(|all| all.len() == 1);
+            if nullable && let Some(Value::String(kind)) = object.get("type").cloned() {
                 object.insert("type".into(), Value::from(vec![kind, "null".to_string()]));
+            } else if nullable && one_reference && !object.contains_key("anyOf") {
+                let reference = object.remove("allOf").and_then(|mut all| all.as_array_mut().and_then(Vec::pop));
+                object.insert("anyOf".into(), serde_json::json!([reference, {"type": "null"}]));
             }
             object.values_mut().for_each(as_draft_4);
         }
@@ -200,6 +206,18 @@ impl Contract {
     }
 }
 
+/// Whether `instance` fits the schema at `schema` (a JSON pointer into the document, such as
+/// `/components/schemas/Job`), by the rules above.
+pub fn fits(schema: &str, instance: &Value) -> Result<(), String> {
+    let mut compiler = boon::Compiler::new();
+    compiler.set_default_draft(boon::Draft::V4);
+    compiler.enable_format_assertions();
+    compiler.add_resource(RESOURCE, CONTRACT.document.clone()).map_err(|e| format!("{e:#}"))?;
+    let mut schemas = boon::Schemas::new();
+    let index = compiler.compile(&format!("{RESOURCE}#{schema}"), &mut schemas).map_err(|e| format!("{e:#}"))?;
+    schemas.validate(instance, index).map_err(|e| format!("{e:#}"))
+}
+
 /// Panics when an answer of the service does not fit the document.
 pub fn check(method: &reqwest::Method, url: &reqwest::Url, status: u16, headers: &http::HeaderMap, body: &[u8]) {
     if !is_service(url) {
@@ -236,16 +254,21 @@ impl Checked for reqwest::RequestBuilder {
 mod tests {
     use serde_json::json;
 
-    /// `nullable` counts only beside `type`.
+    /// `nullable` counts beside `type` and beside an optional reference, nowhere else.
     #[test]
-    fn nullable_needs_a_type() {
+    fn nullable_needs_a_type_or_one_reference() {
         let mut schema = json!({"properties": {
             "a": {"type": "string", "nullable": true},
-            "b": {"allOf": [{"$ref": "#/x"}], "nullable": true}
+            "b": {"allOf": [{"$ref": "#/x"}], "nullable": true, "description": "B."},
+            "c": {"allOf": [{"$ref": "#/x"}, {"$ref": "#/y"}], "nullable": true}
         }});
         super::as_draft_4(&mut schema);
         assert_eq!(schema["properties"]["a"], json!({"type": ["string", "null"]}));
-        assert_eq!(schema["properties"]["b"], json!({"allOf": [{"$ref": "#/x"}]}));
+        assert_eq!(
+            schema["properties"]["b"],
+            json!({"anyOf": [{"$ref": "#/x"}, {"type": "null"}], "description": "B."})
+        );
+        assert_eq!(schema["properties"]["c"], json!({"allOf": [{"$ref": "#/x"}, {"$ref": "#/y"}]}));
     }
 
     /// A body that does not fit, a missing header and an undocumented status are each named.

@@ -21,7 +21,7 @@ from integration_service_client.api.leasing import leasing_create, leasing_show
 from integration_service_client.models import (
     CompaniesUpdate,
     CompaniesWrite,
-    Companies,
+    Company,
     FinancingRequestPayload,
     LoginRequest,
     LoginResponse,
@@ -66,7 +66,7 @@ def main(base, email, password):
         fieldreport_companies_update.sync_detailed(record, client=client, body=CompaniesUpdate(name="Python Cycles GmbH", version=1)),
         200, CompaniesWrite)
     stale = fieldreport_companies_update.sync_detailed(record, client=client, body=CompaniesUpdate(name="Lost", version=1))
-    shown = expect(fieldreport_companies_show.sync_detailed(record, client=client), 200, Companies)
+    shown = expect(fieldreport_companies_show.sync_detailed(record, client=client), 200, Company)
     deleted = fieldreport_companies_delete.sync_detailed(record, client=client)
     gone = fieldreport_companies_show.sync_detailed(record, client=client)
     seen["fieldreport"] = {
