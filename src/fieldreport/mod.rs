@@ -1,5 +1,6 @@
 //! The field-report area: a local mirror of 15 entity types, written through to the upstream.
 
+pub mod key_pages;
 pub mod merge;
 pub mod push;
 pub mod reconcile;

@@ -537,11 +537,17 @@ pub mod types {
             Default::default()
         }
     }
-    ///One page of records, ordered by Id.
+    ///One page of records, ordered by Id. Read by position (`page`, `per_page`) it has `meta`, with the count; read by key (`after`, `limit`) it has `next_cursor` and `next` while records follow this page, and neither on the last page.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct CompaniesPage {
         pub data: ::std::vec::Vec<Companies>,
-        pub meta: PageMeta,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub meta: ::std::option::Option<PageMeta>,
+        ///The path and query that read the next page (read by key), while records follow.
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub next: ::std::option::Option<::std::string::String>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub next_cursor: ::std::option::Option<Cursor>,
     }
     impl CompaniesPage {
         pub fn builder() -> builder::CompaniesPage {
@@ -1197,11 +1203,17 @@ pub mod types {
             Default::default()
         }
     }
-    ///One page of records, ordered by Id.
+    ///One page of records, ordered by Id. Read by position (`page`, `per_page`) it has `meta`, with the count; read by key (`after`, `limit`) it has `next_cursor` and `next` while records follow this page, and neither on the last page.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ContactsPage {
         pub data: ::std::vec::Vec<Contacts>,
-        pub meta: PageMeta,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub meta: ::std::option::Option<PageMeta>,
+        ///The path and query that read the next page (read by key), while records follow.
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub next: ::std::option::Option<::std::string::String>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub next_cursor: ::std::option::Option<Cursor>,
     }
     impl ContactsPage {
         pub fn builder() -> builder::ContactsPage {
@@ -1484,11 +1496,17 @@ pub mod types {
             Default::default()
         }
     }
-    ///One page of records, ordered by Id.
+    ///One page of records, ordered by Id. Read by position (`page`, `per_page`) it has `meta`, with the count; read by key (`after`, `limit`) it has `next_cursor` and `next` while records follow this page, and neither on the last page.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct CostCentersPage {
         pub data: ::std::vec::Vec<CostCenters>,
-        pub meta: PageMeta,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub meta: ::std::option::Option<PageMeta>,
+        ///The path and query that read the next page (read by key), while records follow.
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub next: ::std::option::Option<::std::string::String>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub next_cursor: ::std::option::Option<Cursor>,
     }
     impl CostCentersPage {
         pub fn builder() -> builder::CostCentersPage {
@@ -1640,6 +1658,68 @@ pub mod types {
             Default::default()
         }
     }
+    ///An opaque position in a list: pass it on as `after` to read the records that follow. Its content is the service's own and may change between releases.
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct Cursor(::std::string::String);
+    impl ::std::ops::Deref for Cursor {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<Cursor> for ::std::string::String {
+        fn from(value: Cursor) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for Cursor {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 1400usize {
+                return Err("longer than 1400 characters".into());
+            }
+            if value.chars().count() < 1usize {
+                return Err("shorter than 1 characters".into());
+            }
+            static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
+            { ::regress::Regex::new("^[A-Za-z0-9_-]+$").unwrap() });
+            if PATTERN.find(value).is_none() {
+                return Err("doesn't match pattern \"^[A-Za-z0-9_-]+$\"".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for Cursor {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for Cursor {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for Cursor {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
+        }
+    }
     ///One event sent to one subscription.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct Delivery {
@@ -1772,11 +1852,17 @@ pub mod types {
             Default::default()
         }
     }
-    ///One page of records, ordered by Id.
+    ///One page of records, ordered by Id. Read by position (`page`, `per_page`) it has `meta`, with the count; read by key (`after`, `limit`) it has `next_cursor` and `next` while records follow this page, and neither on the last page.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct DocumentsPage {
         pub data: ::std::vec::Vec<Documents>,
-        pub meta: PageMeta,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub meta: ::std::option::Option<PageMeta>,
+        ///The path and query that read the next page (read by key), while records follow.
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub next: ::std::option::Option<::std::string::String>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub next_cursor: ::std::option::Option<Cursor>,
     }
     impl DocumentsPage {
         pub fn builder() -> builder::DocumentsPage {
@@ -2110,14 +2196,22 @@ pub mod types {
             Default::default()
         }
     }
-    ///One page of mirrored ERP records, ordered by id.
+    ///One page of mirrored ERP records, ordered by id. Read by position (`page`, `per_page`) it has `meta`, with the count; read by key (`after`, `limit`) it has `next_cursor` and `next` while records follow this page, and neither on the last page.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ErpRecordPage {
         ///The records as the ERP sent them.
         pub data: ::std::vec::Vec<
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
-        pub meta: PageMeta,
+        ///Read by position: the paging and the count.
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub meta: ::std::option::Option<PageMeta>,
+        ///Read by key: the path and query that read the next page, while records follow.
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub next: ::std::option::Option<::std::string::String>,
+        ///Read by key: the cursor to pass as `after` for the next page, while records follow.
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub next_cursor: ::std::option::Option<Cursor>,
     }
     impl ErpRecordPage {
         pub fn builder() -> builder::ErpRecordPage {
@@ -2181,6 +2275,68 @@ pub mod types {
         }
     }
     impl<'de> ::serde::Deserialize<'de> for ErpShowMatchingEntity {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
+        }
+    }
+    ///`ErpShowModelAfter`
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct ErpShowModelAfter(::std::string::String);
+    impl ::std::ops::Deref for ErpShowModelAfter {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<ErpShowModelAfter> for ::std::string::String {
+        fn from(value: ErpShowModelAfter) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for ErpShowModelAfter {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 1400usize {
+                return Err("longer than 1400 characters".into());
+            }
+            if value.chars().count() < 1usize {
+                return Err("shorter than 1 characters".into());
+            }
+            static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
+            { ::regress::Regex::new("^[A-Za-z0-9_-]+$").unwrap() });
+            if PATTERN.find(value).is_none() {
+                return Err("doesn't match pattern \"^[A-Za-z0-9_-]+$\"".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for ErpShowModelAfter {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for ErpShowModelAfter {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for ErpShowModelAfter {
         fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
         where
             D: ::serde::Deserializer<'de>,
@@ -2534,6 +2690,447 @@ pub mod types {
                 })
         }
     }
+    ///`FieldreportCompaniesListAfter`
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct FieldreportCompaniesListAfter(::std::string::String);
+    impl ::std::ops::Deref for FieldreportCompaniesListAfter {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<FieldreportCompaniesListAfter> for ::std::string::String {
+        fn from(value: FieldreportCompaniesListAfter) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for FieldreportCompaniesListAfter {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 1400usize {
+                return Err("longer than 1400 characters".into());
+            }
+            if value.chars().count() < 1usize {
+                return Err("shorter than 1 characters".into());
+            }
+            static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
+            { ::regress::Regex::new("^[A-Za-z0-9_-]+$").unwrap() });
+            if PATTERN.find(value).is_none() {
+                return Err("doesn't match pattern \"^[A-Za-z0-9_-]+$\"".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for FieldreportCompaniesListAfter {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String>
+    for FieldreportCompaniesListAfter {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for FieldreportCompaniesListAfter {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
+        }
+    }
+    ///`FieldreportContactsListAfter`
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct FieldreportContactsListAfter(::std::string::String);
+    impl ::std::ops::Deref for FieldreportContactsListAfter {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<FieldreportContactsListAfter> for ::std::string::String {
+        fn from(value: FieldreportContactsListAfter) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for FieldreportContactsListAfter {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 1400usize {
+                return Err("longer than 1400 characters".into());
+            }
+            if value.chars().count() < 1usize {
+                return Err("shorter than 1 characters".into());
+            }
+            static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
+            { ::regress::Regex::new("^[A-Za-z0-9_-]+$").unwrap() });
+            if PATTERN.find(value).is_none() {
+                return Err("doesn't match pattern \"^[A-Za-z0-9_-]+$\"".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for FieldreportContactsListAfter {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String>
+    for FieldreportContactsListAfter {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for FieldreportContactsListAfter {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
+        }
+    }
+    ///`FieldreportCostCentersListAfter`
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct FieldreportCostCentersListAfter(::std::string::String);
+    impl ::std::ops::Deref for FieldreportCostCentersListAfter {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<FieldreportCostCentersListAfter>
+    for ::std::string::String {
+        fn from(value: FieldreportCostCentersListAfter) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for FieldreportCostCentersListAfter {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 1400usize {
+                return Err("longer than 1400 characters".into());
+            }
+            if value.chars().count() < 1usize {
+                return Err("shorter than 1 characters".into());
+            }
+            static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
+            { ::regress::Regex::new("^[A-Za-z0-9_-]+$").unwrap() });
+            if PATTERN.find(value).is_none() {
+                return Err("doesn't match pattern \"^[A-Za-z0-9_-]+$\"".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for FieldreportCostCentersListAfter {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String>
+    for FieldreportCostCentersListAfter {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for FieldreportCostCentersListAfter {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
+        }
+    }
+    ///`FieldreportDocumentsListAfter`
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct FieldreportDocumentsListAfter(::std::string::String);
+    impl ::std::ops::Deref for FieldreportDocumentsListAfter {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<FieldreportDocumentsListAfter> for ::std::string::String {
+        fn from(value: FieldreportDocumentsListAfter) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for FieldreportDocumentsListAfter {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 1400usize {
+                return Err("longer than 1400 characters".into());
+            }
+            if value.chars().count() < 1usize {
+                return Err("shorter than 1 characters".into());
+            }
+            static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
+            { ::regress::Regex::new("^[A-Za-z0-9_-]+$").unwrap() });
+            if PATTERN.find(value).is_none() {
+                return Err("doesn't match pattern \"^[A-Za-z0-9_-]+$\"".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for FieldreportDocumentsListAfter {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String>
+    for FieldreportDocumentsListAfter {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for FieldreportDocumentsListAfter {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
+        }
+    }
+    ///`FieldreportItemTypesListAfter`
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct FieldreportItemTypesListAfter(::std::string::String);
+    impl ::std::ops::Deref for FieldreportItemTypesListAfter {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<FieldreportItemTypesListAfter> for ::std::string::String {
+        fn from(value: FieldreportItemTypesListAfter) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for FieldreportItemTypesListAfter {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 1400usize {
+                return Err("longer than 1400 characters".into());
+            }
+            if value.chars().count() < 1usize {
+                return Err("shorter than 1 characters".into());
+            }
+            static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
+            { ::regress::Regex::new("^[A-Za-z0-9_-]+$").unwrap() });
+            if PATTERN.find(value).is_none() {
+                return Err("doesn't match pattern \"^[A-Za-z0-9_-]+$\"".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for FieldreportItemTypesListAfter {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String>
+    for FieldreportItemTypesListAfter {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for FieldreportItemTypesListAfter {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
+        }
+    }
+    ///`FieldreportItemUnitsListAfter`
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct FieldreportItemUnitsListAfter(::std::string::String);
+    impl ::std::ops::Deref for FieldreportItemUnitsListAfter {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<FieldreportItemUnitsListAfter> for ::std::string::String {
+        fn from(value: FieldreportItemUnitsListAfter) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for FieldreportItemUnitsListAfter {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 1400usize {
+                return Err("longer than 1400 characters".into());
+            }
+            if value.chars().count() < 1usize {
+                return Err("shorter than 1 characters".into());
+            }
+            static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
+            { ::regress::Regex::new("^[A-Za-z0-9_-]+$").unwrap() });
+            if PATTERN.find(value).is_none() {
+                return Err("doesn't match pattern \"^[A-Za-z0-9_-]+$\"".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for FieldreportItemUnitsListAfter {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String>
+    for FieldreportItemUnitsListAfter {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for FieldreportItemUnitsListAfter {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
+        }
+    }
+    ///`FieldreportItemsListAfter`
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct FieldreportItemsListAfter(::std::string::String);
+    impl ::std::ops::Deref for FieldreportItemsListAfter {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<FieldreportItemsListAfter> for ::std::string::String {
+        fn from(value: FieldreportItemsListAfter) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for FieldreportItemsListAfter {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 1400usize {
+                return Err("longer than 1400 characters".into());
+            }
+            if value.chars().count() < 1usize {
+                return Err("shorter than 1 characters".into());
+            }
+            static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
+            { ::regress::Regex::new("^[A-Za-z0-9_-]+$").unwrap() });
+            if PATTERN.find(value).is_none() {
+                return Err("doesn't match pattern \"^[A-Za-z0-9_-]+$\"".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for FieldreportItemsListAfter {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for FieldreportItemsListAfter {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for FieldreportItemsListAfter {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
+        }
+    }
     ///`FieldreportPostStage`
     #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
     #[serde(transparent)]
@@ -2814,6 +3411,261 @@ pub mod types {
                 })
         }
     }
+    ///`FieldreportProductsListAfter`
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct FieldreportProductsListAfter(::std::string::String);
+    impl ::std::ops::Deref for FieldreportProductsListAfter {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<FieldreportProductsListAfter> for ::std::string::String {
+        fn from(value: FieldreportProductsListAfter) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for FieldreportProductsListAfter {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 1400usize {
+                return Err("longer than 1400 characters".into());
+            }
+            if value.chars().count() < 1usize {
+                return Err("shorter than 1 characters".into());
+            }
+            static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
+            { ::regress::Regex::new("^[A-Za-z0-9_-]+$").unwrap() });
+            if PATTERN.find(value).is_none() {
+                return Err("doesn't match pattern \"^[A-Za-z0-9_-]+$\"".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for FieldreportProductsListAfter {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String>
+    for FieldreportProductsListAfter {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for FieldreportProductsListAfter {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
+        }
+    }
+    ///`FieldreportQualificationsListAfter`
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct FieldreportQualificationsListAfter(::std::string::String);
+    impl ::std::ops::Deref for FieldreportQualificationsListAfter {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<FieldreportQualificationsListAfter>
+    for ::std::string::String {
+        fn from(value: FieldreportQualificationsListAfter) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for FieldreportQualificationsListAfter {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 1400usize {
+                return Err("longer than 1400 characters".into());
+            }
+            if value.chars().count() < 1usize {
+                return Err("shorter than 1 characters".into());
+            }
+            static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
+            { ::regress::Regex::new("^[A-Za-z0-9_-]+$").unwrap() });
+            if PATTERN.find(value).is_none() {
+                return Err("doesn't match pattern \"^[A-Za-z0-9_-]+$\"".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for FieldreportQualificationsListAfter {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String>
+    for FieldreportQualificationsListAfter {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for FieldreportQualificationsListAfter {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
+        }
+    }
+    ///`FieldreportServiceObjectsListAfter`
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct FieldreportServiceObjectsListAfter(::std::string::String);
+    impl ::std::ops::Deref for FieldreportServiceObjectsListAfter {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<FieldreportServiceObjectsListAfter>
+    for ::std::string::String {
+        fn from(value: FieldreportServiceObjectsListAfter) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for FieldreportServiceObjectsListAfter {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 1400usize {
+                return Err("longer than 1400 characters".into());
+            }
+            if value.chars().count() < 1usize {
+                return Err("shorter than 1 characters".into());
+            }
+            static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
+            { ::regress::Regex::new("^[A-Za-z0-9_-]+$").unwrap() });
+            if PATTERN.find(value).is_none() {
+                return Err("doesn't match pattern \"^[A-Za-z0-9_-]+$\"".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for FieldreportServiceObjectsListAfter {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String>
+    for FieldreportServiceObjectsListAfter {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for FieldreportServiceObjectsListAfter {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
+        }
+    }
+    ///`FieldreportServiceRequestsListAfter`
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct FieldreportServiceRequestsListAfter(::std::string::String);
+    impl ::std::ops::Deref for FieldreportServiceRequestsListAfter {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<FieldreportServiceRequestsListAfter>
+    for ::std::string::String {
+        fn from(value: FieldreportServiceRequestsListAfter) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for FieldreportServiceRequestsListAfter {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 1400usize {
+                return Err("longer than 1400 characters".into());
+            }
+            if value.chars().count() < 1usize {
+                return Err("shorter than 1 characters".into());
+            }
+            static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
+            { ::regress::Regex::new("^[A-Za-z0-9_-]+$").unwrap() });
+            if PATTERN.find(value).is_none() {
+                return Err("doesn't match pattern \"^[A-Za-z0-9_-]+$\"".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for FieldreportServiceRequestsListAfter {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String>
+    for FieldreportServiceRequestsListAfter {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for FieldreportServiceRequestsListAfter {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
+        }
+    }
     ///`FieldreportSetupStage`
     #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
     #[serde(transparent)]
@@ -2974,6 +3826,257 @@ pub mod types {
         }
     }
     impl<'de> ::serde::Deserialize<'de> for FieldreportShowRecordsAttribute {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
+        }
+    }
+    ///`FieldreportStepListTemplatesListAfter`
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct FieldreportStepListTemplatesListAfter(::std::string::String);
+    impl ::std::ops::Deref for FieldreportStepListTemplatesListAfter {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<FieldreportStepListTemplatesListAfter>
+    for ::std::string::String {
+        fn from(value: FieldreportStepListTemplatesListAfter) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for FieldreportStepListTemplatesListAfter {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 1400usize {
+                return Err("longer than 1400 characters".into());
+            }
+            if value.chars().count() < 1usize {
+                return Err("shorter than 1 characters".into());
+            }
+            static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
+            { ::regress::Regex::new("^[A-Za-z0-9_-]+$").unwrap() });
+            if PATTERN.find(value).is_none() {
+                return Err("doesn't match pattern \"^[A-Za-z0-9_-]+$\"".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for FieldreportStepListTemplatesListAfter {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String>
+    for FieldreportStepListTemplatesListAfter {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for FieldreportStepListTemplatesListAfter {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
+        }
+    }
+    ///`FieldreportTagsListAfter`
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct FieldreportTagsListAfter(::std::string::String);
+    impl ::std::ops::Deref for FieldreportTagsListAfter {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<FieldreportTagsListAfter> for ::std::string::String {
+        fn from(value: FieldreportTagsListAfter) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for FieldreportTagsListAfter {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 1400usize {
+                return Err("longer than 1400 characters".into());
+            }
+            if value.chars().count() < 1usize {
+                return Err("shorter than 1 characters".into());
+            }
+            static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
+            { ::regress::Regex::new("^[A-Za-z0-9_-]+$").unwrap() });
+            if PATTERN.find(value).is_none() {
+                return Err("doesn't match pattern \"^[A-Za-z0-9_-]+$\"".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for FieldreportTagsListAfter {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for FieldreportTagsListAfter {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for FieldreportTagsListAfter {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
+        }
+    }
+    ///`FieldreportTimeEventsListAfter`
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct FieldreportTimeEventsListAfter(::std::string::String);
+    impl ::std::ops::Deref for FieldreportTimeEventsListAfter {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<FieldreportTimeEventsListAfter> for ::std::string::String {
+        fn from(value: FieldreportTimeEventsListAfter) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for FieldreportTimeEventsListAfter {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 1400usize {
+                return Err("longer than 1400 characters".into());
+            }
+            if value.chars().count() < 1usize {
+                return Err("shorter than 1 characters".into());
+            }
+            static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
+            { ::regress::Regex::new("^[A-Za-z0-9_-]+$").unwrap() });
+            if PATTERN.find(value).is_none() {
+                return Err("doesn't match pattern \"^[A-Za-z0-9_-]+$\"".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for FieldreportTimeEventsListAfter {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String>
+    for FieldreportTimeEventsListAfter {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for FieldreportTimeEventsListAfter {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
+        }
+    }
+    ///`FieldreportUsersListAfter`
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct FieldreportUsersListAfter(::std::string::String);
+    impl ::std::ops::Deref for FieldreportUsersListAfter {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<FieldreportUsersListAfter> for ::std::string::String {
+        fn from(value: FieldreportUsersListAfter) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for FieldreportUsersListAfter {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 1400usize {
+                return Err("longer than 1400 characters".into());
+            }
+            if value.chars().count() < 1usize {
+                return Err("shorter than 1 characters".into());
+            }
+            static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
+            { ::regress::Regex::new("^[A-Za-z0-9_-]+$").unwrap() });
+            if PATTERN.find(value).is_none() {
+                return Err("doesn't match pattern \"^[A-Za-z0-9_-]+$\"".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for FieldreportUsersListAfter {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for FieldreportUsersListAfter {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for FieldreportUsersListAfter {
         fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
         where
             D: ::serde::Deserializer<'de>,
@@ -3731,11 +4834,17 @@ pub mod types {
             Default::default()
         }
     }
-    ///One page of records, ordered by Id.
+    ///One page of records, ordered by Id. Read by position (`page`, `per_page`) it has `meta`, with the count; read by key (`after`, `limit`) it has `next_cursor` and `next` while records follow this page, and neither on the last page.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ItemTypesPage {
         pub data: ::std::vec::Vec<ItemTypes>,
-        pub meta: PageMeta,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub meta: ::std::option::Option<PageMeta>,
+        ///The path and query that read the next page (read by key), while records follow.
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub next: ::std::option::Option<::std::string::String>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub next_cursor: ::std::option::Option<Cursor>,
     }
     impl ItemTypesPage {
         pub fn builder() -> builder::ItemTypesPage {
@@ -3960,11 +5069,17 @@ pub mod types {
             Default::default()
         }
     }
-    ///One page of records, ordered by Id.
+    ///One page of records, ordered by Id. Read by position (`page`, `per_page`) it has `meta`, with the count; read by key (`after`, `limit`) it has `next_cursor` and `next` while records follow this page, and neither on the last page.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ItemUnitsPage {
         pub data: ::std::vec::Vec<ItemUnits>,
-        pub meta: PageMeta,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub meta: ::std::option::Option<PageMeta>,
+        ///The path and query that read the next page (read by key), while records follow.
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub next: ::std::option::Option<::std::string::String>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub next_cursor: ::std::option::Option<Cursor>,
     }
     impl ItemUnitsPage {
         pub fn builder() -> builder::ItemUnitsPage {
@@ -4189,11 +5304,17 @@ pub mod types {
             Default::default()
         }
     }
-    ///One page of records, ordered by Id.
+    ///One page of records, ordered by Id. Read by position (`page`, `per_page`) it has `meta`, with the count; read by key (`after`, `limit`) it has `next_cursor` and `next` while records follow this page, and neither on the last page.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ItemsPage {
         pub data: ::std::vec::Vec<Items>,
-        pub meta: PageMeta,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub meta: ::std::option::Option<PageMeta>,
+        ///The path and query that read the next page (read by key), while records follow.
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub next: ::std::option::Option<::std::string::String>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub next_cursor: ::std::option::Option<Cursor>,
     }
     impl ItemsPage {
         pub fn builder() -> builder::ItemsPage {
@@ -8894,7 +10015,7 @@ pub mod types {
                 })
         }
     }
-    ///Paging of a list.
+    ///Paging of a list read by position.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct PageMeta {
         pub current_page: u32,
@@ -9145,11 +10266,17 @@ pub mod types {
             Default::default()
         }
     }
-    ///One page of records, ordered by Id.
+    ///One page of records, ordered by Id. Read by position (`page`, `per_page`) it has `meta`, with the count; read by key (`after`, `limit`) it has `next_cursor` and `next` while records follow this page, and neither on the last page.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ProductsPage {
         pub data: ::std::vec::Vec<Products>,
-        pub meta: PageMeta,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub meta: ::std::option::Option<PageMeta>,
+        ///The path and query that read the next page (read by key), while records follow.
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub next: ::std::option::Option<::std::string::String>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub next_cursor: ::std::option::Option<Cursor>,
     }
     impl ProductsPage {
         pub fn builder() -> builder::ProductsPage {
@@ -9522,11 +10649,17 @@ pub mod types {
             Default::default()
         }
     }
-    ///One page of records, ordered by Id.
+    ///One page of records, ordered by Id. Read by position (`page`, `per_page`) it has `meta`, with the count; read by key (`after`, `limit`) it has `next_cursor` and `next` while records follow this page, and neither on the last page.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct QualificationsPage {
         pub data: ::std::vec::Vec<Qualifications>,
-        pub meta: PageMeta,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub meta: ::std::option::Option<PageMeta>,
+        ///The path and query that read the next page (read by key), while records follow.
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub next: ::std::option::Option<::std::string::String>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub next_cursor: ::std::option::Option<Cursor>,
     }
     impl QualificationsPage {
         pub fn builder() -> builder::QualificationsPage {
@@ -10036,11 +11169,17 @@ pub mod types {
             Default::default()
         }
     }
-    ///One page of records, ordered by Id.
+    ///One page of records, ordered by Id. Read by position (`page`, `per_page`) it has `meta`, with the count; read by key (`after`, `limit`) it has `next_cursor` and `next` while records follow this page, and neither on the last page.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ServiceObjectsPage {
         pub data: ::std::vec::Vec<ServiceObjects>,
-        pub meta: PageMeta,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub meta: ::std::option::Option<PageMeta>,
+        ///The path and query that read the next page (read by key), while records follow.
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub next: ::std::option::Option<::std::string::String>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub next_cursor: ::std::option::Option<Cursor>,
     }
     impl ServiceObjectsPage {
         pub fn builder() -> builder::ServiceObjectsPage {
@@ -10415,11 +11554,17 @@ pub mod types {
             Default::default()
         }
     }
-    ///One page of records, ordered by Id.
+    ///One page of records, ordered by Id. Read by position (`page`, `per_page`) it has `meta`, with the count; read by key (`after`, `limit`) it has `next_cursor` and `next` while records follow this page, and neither on the last page.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ServiceRequestsPage {
         pub data: ::std::vec::Vec<ServiceRequests>,
-        pub meta: PageMeta,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub meta: ::std::option::Option<PageMeta>,
+        ///The path and query that read the next page (read by key), while records follow.
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub next: ::std::option::Option<::std::string::String>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub next_cursor: ::std::option::Option<Cursor>,
     }
     impl ServiceRequestsPage {
         pub fn builder() -> builder::ServiceRequestsPage {
@@ -10973,11 +12118,17 @@ pub mod types {
             Default::default()
         }
     }
-    ///One page of records, ordered by Id.
+    ///One page of records, ordered by Id. Read by position (`page`, `per_page`) it has `meta`, with the count; read by key (`after`, `limit`) it has `next_cursor` and `next` while records follow this page, and neither on the last page.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct StepListTemplatesPage {
         pub data: ::std::vec::Vec<StepListTemplates>,
-        pub meta: PageMeta,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub meta: ::std::option::Option<PageMeta>,
+        ///The path and query that read the next page (read by key), while records follow.
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub next: ::std::option::Option<::std::string::String>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub next_cursor: ::std::option::Option<Cursor>,
     }
     impl StepListTemplatesPage {
         pub fn builder() -> builder::StepListTemplatesPage {
@@ -11403,11 +12554,17 @@ pub mod types {
             Default::default()
         }
     }
-    ///One page of records, ordered by Id.
+    ///One page of records, ordered by Id. Read by position (`page`, `per_page`) it has `meta`, with the count; read by key (`after`, `limit`) it has `next_cursor` and `next` while records follow this page, and neither on the last page.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct TagsPage {
         pub data: ::std::vec::Vec<Tags>,
-        pub meta: PageMeta,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub meta: ::std::option::Option<PageMeta>,
+        ///The path and query that read the next page (read by key), while records follow.
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub next: ::std::option::Option<::std::string::String>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub next_cursor: ::std::option::Option<Cursor>,
     }
     impl TagsPage {
         pub fn builder() -> builder::TagsPage {
@@ -11683,11 +12840,17 @@ pub mod types {
             Default::default()
         }
     }
-    ///One page of records, ordered by Id.
+    ///One page of records, ordered by Id. Read by position (`page`, `per_page`) it has `meta`, with the count; read by key (`after`, `limit`) it has `next_cursor` and `next` while records follow this page, and neither on the last page.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct TimeEventsPage {
         pub data: ::std::vec::Vec<TimeEvents>,
-        pub meta: PageMeta,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub meta: ::std::option::Option<PageMeta>,
+        ///The path and query that read the next page (read by key), while records follow.
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub next: ::std::option::Option<::std::string::String>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub next_cursor: ::std::option::Option<Cursor>,
     }
     impl TimeEventsPage {
         pub fn builder() -> builder::TimeEventsPage {
@@ -12046,11 +13209,17 @@ pub mod types {
             Default::default()
         }
     }
-    ///One page of records, ordered by Id.
+    ///One page of records, ordered by Id. Read by position (`page`, `per_page`) it has `meta`, with the count; read by key (`after`, `limit`) it has `next_cursor` and `next` while records follow this page, and neither on the last page.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct UsersPage {
         pub data: ::std::vec::Vec<Users>,
-        pub meta: PageMeta,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub meta: ::std::option::Option<PageMeta>,
+        ///The path and query that read the next page (read by key), while records follow.
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub next: ::std::option::Option<::std::string::String>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub next_cursor: ::std::option::Option<Cursor>,
     }
     impl UsersPage {
         pub fn builder() -> builder::UsersPage {
@@ -14399,13 +15568,26 @@ pub mod types {
                 ::std::vec::Vec<super::Companies>,
                 ::std::string::String,
             >,
-            meta: ::std::result::Result<super::PageMeta, ::std::string::String>,
+            meta: ::std::result::Result<
+                ::std::option::Option<super::PageMeta>,
+                ::std::string::String,
+            >,
+            next: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            next_cursor: ::std::result::Result<
+                ::std::option::Option<super::Cursor>,
+                ::std::string::String,
+            >,
         }
         impl ::std::default::Default for CompaniesPage {
             fn default() -> Self {
                 Self {
                     data: Err("no value supplied for data".to_string()),
-                    meta: Err("no value supplied for meta".to_string()),
+                    meta: Ok(Default::default()),
+                    next: Ok(Default::default()),
+                    next_cursor: Ok(Default::default()),
                 }
             }
         }
@@ -14424,13 +15606,37 @@ pub mod types {
             }
             pub fn meta<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<super::PageMeta>,
+                T: ::std::convert::TryInto<::std::option::Option<super::PageMeta>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.meta = value
                     .try_into()
                     .map_err(|e| {
                         format!("error converting supplied value for meta: {e}")
+                    });
+                self
+            }
+            pub fn next<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.next = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for next: {e}")
+                    });
+                self
+            }
+            pub fn next_cursor<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::Cursor>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.next_cursor = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for next_cursor: {e}")
                     });
                 self
             }
@@ -14443,6 +15649,8 @@ pub mod types {
                 Ok(Self {
                     data: value.data?,
                     meta: value.meta?,
+                    next: value.next?,
+                    next_cursor: value.next_cursor?,
                 })
             }
         }
@@ -14451,6 +15659,8 @@ pub mod types {
                 Self {
                     data: Ok(value.data),
                     meta: Ok(value.meta),
+                    next: Ok(value.next),
+                    next_cursor: Ok(value.next_cursor),
                 }
             }
         }
@@ -16564,13 +17774,26 @@ pub mod types {
                 ::std::vec::Vec<super::Contacts>,
                 ::std::string::String,
             >,
-            meta: ::std::result::Result<super::PageMeta, ::std::string::String>,
+            meta: ::std::result::Result<
+                ::std::option::Option<super::PageMeta>,
+                ::std::string::String,
+            >,
+            next: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            next_cursor: ::std::result::Result<
+                ::std::option::Option<super::Cursor>,
+                ::std::string::String,
+            >,
         }
         impl ::std::default::Default for ContactsPage {
             fn default() -> Self {
                 Self {
                     data: Err("no value supplied for data".to_string()),
-                    meta: Err("no value supplied for meta".to_string()),
+                    meta: Ok(Default::default()),
+                    next: Ok(Default::default()),
+                    next_cursor: Ok(Default::default()),
                 }
             }
         }
@@ -16589,13 +17812,37 @@ pub mod types {
             }
             pub fn meta<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<super::PageMeta>,
+                T: ::std::convert::TryInto<::std::option::Option<super::PageMeta>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.meta = value
                     .try_into()
                     .map_err(|e| {
                         format!("error converting supplied value for meta: {e}")
+                    });
+                self
+            }
+            pub fn next<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.next = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for next: {e}")
+                    });
+                self
+            }
+            pub fn next_cursor<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::Cursor>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.next_cursor = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for next_cursor: {e}")
                     });
                 self
             }
@@ -16608,6 +17855,8 @@ pub mod types {
                 Ok(Self {
                     data: value.data?,
                     meta: value.meta?,
+                    next: value.next?,
+                    next_cursor: value.next_cursor?,
                 })
             }
         }
@@ -16616,6 +17865,8 @@ pub mod types {
                 Self {
                     data: Ok(value.data),
                     meta: Ok(value.meta),
+                    next: Ok(value.next),
+                    next_cursor: Ok(value.next_cursor),
                 }
             }
         }
@@ -17418,13 +18669,26 @@ pub mod types {
                 ::std::vec::Vec<super::CostCenters>,
                 ::std::string::String,
             >,
-            meta: ::std::result::Result<super::PageMeta, ::std::string::String>,
+            meta: ::std::result::Result<
+                ::std::option::Option<super::PageMeta>,
+                ::std::string::String,
+            >,
+            next: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            next_cursor: ::std::result::Result<
+                ::std::option::Option<super::Cursor>,
+                ::std::string::String,
+            >,
         }
         impl ::std::default::Default for CostCentersPage {
             fn default() -> Self {
                 Self {
                     data: Err("no value supplied for data".to_string()),
-                    meta: Err("no value supplied for meta".to_string()),
+                    meta: Ok(Default::default()),
+                    next: Ok(Default::default()),
+                    next_cursor: Ok(Default::default()),
                 }
             }
         }
@@ -17443,13 +18707,37 @@ pub mod types {
             }
             pub fn meta<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<super::PageMeta>,
+                T: ::std::convert::TryInto<::std::option::Option<super::PageMeta>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.meta = value
                     .try_into()
                     .map_err(|e| {
                         format!("error converting supplied value for meta: {e}")
+                    });
+                self
+            }
+            pub fn next<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.next = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for next: {e}")
+                    });
+                self
+            }
+            pub fn next_cursor<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::Cursor>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.next_cursor = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for next_cursor: {e}")
                     });
                 self
             }
@@ -17462,6 +18750,8 @@ pub mod types {
                 Ok(Self {
                     data: value.data?,
                     meta: value.meta?,
+                    next: value.next?,
+                    next_cursor: value.next_cursor?,
                 })
             }
         }
@@ -17470,6 +18760,8 @@ pub mod types {
                 Self {
                     data: Ok(value.data),
                     meta: Ok(value.meta),
+                    next: Ok(value.next),
+                    next_cursor: Ok(value.next_cursor),
                 }
             }
         }
@@ -18445,13 +19737,26 @@ pub mod types {
                 ::std::vec::Vec<super::Documents>,
                 ::std::string::String,
             >,
-            meta: ::std::result::Result<super::PageMeta, ::std::string::String>,
+            meta: ::std::result::Result<
+                ::std::option::Option<super::PageMeta>,
+                ::std::string::String,
+            >,
+            next: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            next_cursor: ::std::result::Result<
+                ::std::option::Option<super::Cursor>,
+                ::std::string::String,
+            >,
         }
         impl ::std::default::Default for DocumentsPage {
             fn default() -> Self {
                 Self {
                     data: Err("no value supplied for data".to_string()),
-                    meta: Err("no value supplied for meta".to_string()),
+                    meta: Ok(Default::default()),
+                    next: Ok(Default::default()),
+                    next_cursor: Ok(Default::default()),
                 }
             }
         }
@@ -18470,13 +19775,37 @@ pub mod types {
             }
             pub fn meta<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<super::PageMeta>,
+                T: ::std::convert::TryInto<::std::option::Option<super::PageMeta>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.meta = value
                     .try_into()
                     .map_err(|e| {
                         format!("error converting supplied value for meta: {e}")
+                    });
+                self
+            }
+            pub fn next<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.next = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for next: {e}")
+                    });
+                self
+            }
+            pub fn next_cursor<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::Cursor>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.next_cursor = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for next_cursor: {e}")
                     });
                 self
             }
@@ -18489,6 +19818,8 @@ pub mod types {
                 Ok(Self {
                     data: value.data?,
                     meta: value.meta?,
+                    next: value.next?,
+                    next_cursor: value.next_cursor?,
                 })
             }
         }
@@ -18497,6 +19828,8 @@ pub mod types {
                 Self {
                     data: Ok(value.data),
                     meta: Ok(value.meta),
+                    next: Ok(value.next),
+                    next_cursor: Ok(value.next_cursor),
                 }
             }
         }
@@ -19412,13 +20745,26 @@ pub mod types {
                 >,
                 ::std::string::String,
             >,
-            meta: ::std::result::Result<super::PageMeta, ::std::string::String>,
+            meta: ::std::result::Result<
+                ::std::option::Option<super::PageMeta>,
+                ::std::string::String,
+            >,
+            next: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            next_cursor: ::std::result::Result<
+                ::std::option::Option<super::Cursor>,
+                ::std::string::String,
+            >,
         }
         impl ::std::default::Default for ErpRecordPage {
             fn default() -> Self {
                 Self {
                     data: Err("no value supplied for data".to_string()),
-                    meta: Err("no value supplied for meta".to_string()),
+                    meta: Ok(Default::default()),
+                    next: Ok(Default::default()),
+                    next_cursor: Ok(Default::default()),
                 }
             }
         }
@@ -19441,13 +20787,37 @@ pub mod types {
             }
             pub fn meta<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<super::PageMeta>,
+                T: ::std::convert::TryInto<::std::option::Option<super::PageMeta>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.meta = value
                     .try_into()
                     .map_err(|e| {
                         format!("error converting supplied value for meta: {e}")
+                    });
+                self
+            }
+            pub fn next<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.next = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for next: {e}")
+                    });
+                self
+            }
+            pub fn next_cursor<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::Cursor>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.next_cursor = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for next_cursor: {e}")
                     });
                 self
             }
@@ -19460,6 +20830,8 @@ pub mod types {
                 Ok(Self {
                     data: value.data?,
                     meta: value.meta?,
+                    next: value.next?,
+                    next_cursor: value.next_cursor?,
                 })
             }
         }
@@ -19468,6 +20840,8 @@ pub mod types {
                 Self {
                     data: Ok(value.data),
                     meta: Ok(value.meta),
+                    next: Ok(value.next),
+                    next_cursor: Ok(value.next_cursor),
                 }
             }
         }
@@ -22600,13 +23974,26 @@ pub mod types {
                 ::std::vec::Vec<super::ItemTypes>,
                 ::std::string::String,
             >,
-            meta: ::std::result::Result<super::PageMeta, ::std::string::String>,
+            meta: ::std::result::Result<
+                ::std::option::Option<super::PageMeta>,
+                ::std::string::String,
+            >,
+            next: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            next_cursor: ::std::result::Result<
+                ::std::option::Option<super::Cursor>,
+                ::std::string::String,
+            >,
         }
         impl ::std::default::Default for ItemTypesPage {
             fn default() -> Self {
                 Self {
                     data: Err("no value supplied for data".to_string()),
-                    meta: Err("no value supplied for meta".to_string()),
+                    meta: Ok(Default::default()),
+                    next: Ok(Default::default()),
+                    next_cursor: Ok(Default::default()),
                 }
             }
         }
@@ -22625,13 +24012,37 @@ pub mod types {
             }
             pub fn meta<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<super::PageMeta>,
+                T: ::std::convert::TryInto<::std::option::Option<super::PageMeta>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.meta = value
                     .try_into()
                     .map_err(|e| {
                         format!("error converting supplied value for meta: {e}")
+                    });
+                self
+            }
+            pub fn next<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.next = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for next: {e}")
+                    });
+                self
+            }
+            pub fn next_cursor<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::Cursor>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.next_cursor = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for next_cursor: {e}")
                     });
                 self
             }
@@ -22644,6 +24055,8 @@ pub mod types {
                 Ok(Self {
                     data: value.data?,
                     meta: value.meta?,
+                    next: value.next?,
+                    next_cursor: value.next_cursor?,
                 })
             }
         }
@@ -22652,6 +24065,8 @@ pub mod types {
                 Self {
                     data: Ok(value.data),
                     meta: Ok(value.meta),
+                    next: Ok(value.next),
+                    next_cursor: Ok(value.next_cursor),
                 }
             }
         }
@@ -23246,13 +24661,26 @@ pub mod types {
                 ::std::vec::Vec<super::ItemUnits>,
                 ::std::string::String,
             >,
-            meta: ::std::result::Result<super::PageMeta, ::std::string::String>,
+            meta: ::std::result::Result<
+                ::std::option::Option<super::PageMeta>,
+                ::std::string::String,
+            >,
+            next: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            next_cursor: ::std::result::Result<
+                ::std::option::Option<super::Cursor>,
+                ::std::string::String,
+            >,
         }
         impl ::std::default::Default for ItemUnitsPage {
             fn default() -> Self {
                 Self {
                     data: Err("no value supplied for data".to_string()),
-                    meta: Err("no value supplied for meta".to_string()),
+                    meta: Ok(Default::default()),
+                    next: Ok(Default::default()),
+                    next_cursor: Ok(Default::default()),
                 }
             }
         }
@@ -23271,13 +24699,37 @@ pub mod types {
             }
             pub fn meta<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<super::PageMeta>,
+                T: ::std::convert::TryInto<::std::option::Option<super::PageMeta>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.meta = value
                     .try_into()
                     .map_err(|e| {
                         format!("error converting supplied value for meta: {e}")
+                    });
+                self
+            }
+            pub fn next<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.next = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for next: {e}")
+                    });
+                self
+            }
+            pub fn next_cursor<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::Cursor>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.next_cursor = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for next_cursor: {e}")
                     });
                 self
             }
@@ -23290,6 +24742,8 @@ pub mod types {
                 Ok(Self {
                     data: value.data?,
                     meta: value.meta?,
+                    next: value.next?,
+                    next_cursor: value.next_cursor?,
                 })
             }
         }
@@ -23298,6 +24752,8 @@ pub mod types {
                 Self {
                     data: Ok(value.data),
                     meta: Ok(value.meta),
+                    next: Ok(value.next),
+                    next_cursor: Ok(value.next_cursor),
                 }
             }
         }
@@ -23873,13 +25329,26 @@ pub mod types {
                 ::std::vec::Vec<super::Items>,
                 ::std::string::String,
             >,
-            meta: ::std::result::Result<super::PageMeta, ::std::string::String>,
+            meta: ::std::result::Result<
+                ::std::option::Option<super::PageMeta>,
+                ::std::string::String,
+            >,
+            next: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            next_cursor: ::std::result::Result<
+                ::std::option::Option<super::Cursor>,
+                ::std::string::String,
+            >,
         }
         impl ::std::default::Default for ItemsPage {
             fn default() -> Self {
                 Self {
                     data: Err("no value supplied for data".to_string()),
-                    meta: Err("no value supplied for meta".to_string()),
+                    meta: Ok(Default::default()),
+                    next: Ok(Default::default()),
+                    next_cursor: Ok(Default::default()),
                 }
             }
         }
@@ -23898,13 +25367,37 @@ pub mod types {
             }
             pub fn meta<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<super::PageMeta>,
+                T: ::std::convert::TryInto<::std::option::Option<super::PageMeta>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.meta = value
                     .try_into()
                     .map_err(|e| {
                         format!("error converting supplied value for meta: {e}")
+                    });
+                self
+            }
+            pub fn next<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.next = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for next: {e}")
+                    });
+                self
+            }
+            pub fn next_cursor<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::Cursor>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.next_cursor = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for next_cursor: {e}")
                     });
                 self
             }
@@ -23917,6 +25410,8 @@ pub mod types {
                 Ok(Self {
                     data: value.data?,
                     meta: value.meta?,
+                    next: value.next?,
+                    next_cursor: value.next_cursor?,
                 })
             }
         }
@@ -23925,6 +25420,8 @@ pub mod types {
                 Self {
                     data: Ok(value.data),
                     meta: Ok(value.meta),
+                    next: Ok(value.next),
+                    next_cursor: Ok(value.next_cursor),
                 }
             }
         }
@@ -32358,13 +33855,26 @@ pub mod types {
                 ::std::vec::Vec<super::Products>,
                 ::std::string::String,
             >,
-            meta: ::std::result::Result<super::PageMeta, ::std::string::String>,
+            meta: ::std::result::Result<
+                ::std::option::Option<super::PageMeta>,
+                ::std::string::String,
+            >,
+            next: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            next_cursor: ::std::result::Result<
+                ::std::option::Option<super::Cursor>,
+                ::std::string::String,
+            >,
         }
         impl ::std::default::Default for ProductsPage {
             fn default() -> Self {
                 Self {
                     data: Err("no value supplied for data".to_string()),
-                    meta: Err("no value supplied for meta".to_string()),
+                    meta: Ok(Default::default()),
+                    next: Ok(Default::default()),
+                    next_cursor: Ok(Default::default()),
                 }
             }
         }
@@ -32383,13 +33893,37 @@ pub mod types {
             }
             pub fn meta<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<super::PageMeta>,
+                T: ::std::convert::TryInto<::std::option::Option<super::PageMeta>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.meta = value
                     .try_into()
                     .map_err(|e| {
                         format!("error converting supplied value for meta: {e}")
+                    });
+                self
+            }
+            pub fn next<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.next = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for next: {e}")
+                    });
+                self
+            }
+            pub fn next_cursor<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::Cursor>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.next_cursor = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for next_cursor: {e}")
                     });
                 self
             }
@@ -32402,6 +33936,8 @@ pub mod types {
                 Ok(Self {
                     data: value.data?,
                     meta: value.meta?,
+                    next: value.next?,
+                    next_cursor: value.next_cursor?,
                 })
             }
         }
@@ -32410,6 +33946,8 @@ pub mod types {
                 Self {
                     data: Ok(value.data),
                     meta: Ok(value.meta),
+                    next: Ok(value.next),
+                    next_cursor: Ok(value.next_cursor),
                 }
             }
         }
@@ -33633,13 +35171,26 @@ pub mod types {
                 ::std::vec::Vec<super::Qualifications>,
                 ::std::string::String,
             >,
-            meta: ::std::result::Result<super::PageMeta, ::std::string::String>,
+            meta: ::std::result::Result<
+                ::std::option::Option<super::PageMeta>,
+                ::std::string::String,
+            >,
+            next: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            next_cursor: ::std::result::Result<
+                ::std::option::Option<super::Cursor>,
+                ::std::string::String,
+            >,
         }
         impl ::std::default::Default for QualificationsPage {
             fn default() -> Self {
                 Self {
                     data: Err("no value supplied for data".to_string()),
-                    meta: Err("no value supplied for meta".to_string()),
+                    meta: Ok(Default::default()),
+                    next: Ok(Default::default()),
+                    next_cursor: Ok(Default::default()),
                 }
             }
         }
@@ -33658,13 +35209,37 @@ pub mod types {
             }
             pub fn meta<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<super::PageMeta>,
+                T: ::std::convert::TryInto<::std::option::Option<super::PageMeta>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.meta = value
                     .try_into()
                     .map_err(|e| {
                         format!("error converting supplied value for meta: {e}")
+                    });
+                self
+            }
+            pub fn next<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.next = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for next: {e}")
+                    });
+                self
+            }
+            pub fn next_cursor<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::Cursor>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.next_cursor = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for next_cursor: {e}")
                     });
                 self
             }
@@ -33677,6 +35252,8 @@ pub mod types {
                 Ok(Self {
                     data: value.data?,
                     meta: value.meta?,
+                    next: value.next?,
+                    next_cursor: value.next_cursor?,
                 })
             }
         }
@@ -33685,6 +35262,8 @@ pub mod types {
                 Self {
                     data: Ok(value.data),
                     meta: Ok(value.meta),
+                    next: Ok(value.next),
+                    next_cursor: Ok(value.next_cursor),
                 }
             }
         }
@@ -35454,13 +37033,26 @@ pub mod types {
                 ::std::vec::Vec<super::ServiceObjects>,
                 ::std::string::String,
             >,
-            meta: ::std::result::Result<super::PageMeta, ::std::string::String>,
+            meta: ::std::result::Result<
+                ::std::option::Option<super::PageMeta>,
+                ::std::string::String,
+            >,
+            next: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            next_cursor: ::std::result::Result<
+                ::std::option::Option<super::Cursor>,
+                ::std::string::String,
+            >,
         }
         impl ::std::default::Default for ServiceObjectsPage {
             fn default() -> Self {
                 Self {
                     data: Err("no value supplied for data".to_string()),
-                    meta: Err("no value supplied for meta".to_string()),
+                    meta: Ok(Default::default()),
+                    next: Ok(Default::default()),
+                    next_cursor: Ok(Default::default()),
                 }
             }
         }
@@ -35479,13 +37071,37 @@ pub mod types {
             }
             pub fn meta<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<super::PageMeta>,
+                T: ::std::convert::TryInto<::std::option::Option<super::PageMeta>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.meta = value
                     .try_into()
                     .map_err(|e| {
                         format!("error converting supplied value for meta: {e}")
+                    });
+                self
+            }
+            pub fn next<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.next = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for next: {e}")
+                    });
+                self
+            }
+            pub fn next_cursor<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::Cursor>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.next_cursor = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for next_cursor: {e}")
                     });
                 self
             }
@@ -35498,6 +37114,8 @@ pub mod types {
                 Ok(Self {
                     data: value.data?,
                     meta: value.meta?,
+                    next: value.next?,
+                    next_cursor: value.next_cursor?,
                 })
             }
         }
@@ -35506,6 +37124,8 @@ pub mod types {
                 Self {
                     data: Ok(value.data),
                     meta: Ok(value.meta),
+                    next: Ok(value.next),
+                    next_cursor: Ok(value.next_cursor),
                 }
             }
         }
@@ -36638,13 +38258,26 @@ pub mod types {
                 ::std::vec::Vec<super::ServiceRequests>,
                 ::std::string::String,
             >,
-            meta: ::std::result::Result<super::PageMeta, ::std::string::String>,
+            meta: ::std::result::Result<
+                ::std::option::Option<super::PageMeta>,
+                ::std::string::String,
+            >,
+            next: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            next_cursor: ::std::result::Result<
+                ::std::option::Option<super::Cursor>,
+                ::std::string::String,
+            >,
         }
         impl ::std::default::Default for ServiceRequestsPage {
             fn default() -> Self {
                 Self {
                     data: Err("no value supplied for data".to_string()),
-                    meta: Err("no value supplied for meta".to_string()),
+                    meta: Ok(Default::default()),
+                    next: Ok(Default::default()),
+                    next_cursor: Ok(Default::default()),
                 }
             }
         }
@@ -36663,13 +38296,37 @@ pub mod types {
             }
             pub fn meta<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<super::PageMeta>,
+                T: ::std::convert::TryInto<::std::option::Option<super::PageMeta>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.meta = value
                     .try_into()
                     .map_err(|e| {
                         format!("error converting supplied value for meta: {e}")
+                    });
+                self
+            }
+            pub fn next<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.next = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for next: {e}")
+                    });
+                self
+            }
+            pub fn next_cursor<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::Cursor>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.next_cursor = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for next_cursor: {e}")
                     });
                 self
             }
@@ -36683,6 +38340,8 @@ pub mod types {
                 Ok(Self {
                     data: value.data?,
                     meta: value.meta?,
+                    next: value.next?,
+                    next_cursor: value.next_cursor?,
                 })
             }
         }
@@ -36691,6 +38350,8 @@ pub mod types {
                 Self {
                     data: Ok(value.data),
                     meta: Ok(value.meta),
+                    next: Ok(value.next),
+                    next_cursor: Ok(value.next_cursor),
                 }
             }
         }
@@ -38384,13 +40045,26 @@ pub mod types {
                 ::std::vec::Vec<super::StepListTemplates>,
                 ::std::string::String,
             >,
-            meta: ::std::result::Result<super::PageMeta, ::std::string::String>,
+            meta: ::std::result::Result<
+                ::std::option::Option<super::PageMeta>,
+                ::std::string::String,
+            >,
+            next: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            next_cursor: ::std::result::Result<
+                ::std::option::Option<super::Cursor>,
+                ::std::string::String,
+            >,
         }
         impl ::std::default::Default for StepListTemplatesPage {
             fn default() -> Self {
                 Self {
                     data: Err("no value supplied for data".to_string()),
-                    meta: Err("no value supplied for meta".to_string()),
+                    meta: Ok(Default::default()),
+                    next: Ok(Default::default()),
+                    next_cursor: Ok(Default::default()),
                 }
             }
         }
@@ -38409,13 +40083,37 @@ pub mod types {
             }
             pub fn meta<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<super::PageMeta>,
+                T: ::std::convert::TryInto<::std::option::Option<super::PageMeta>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.meta = value
                     .try_into()
                     .map_err(|e| {
                         format!("error converting supplied value for meta: {e}")
+                    });
+                self
+            }
+            pub fn next<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.next = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for next: {e}")
+                    });
+                self
+            }
+            pub fn next_cursor<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::Cursor>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.next_cursor = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for next_cursor: {e}")
                     });
                 self
             }
@@ -38429,6 +40127,8 @@ pub mod types {
                 Ok(Self {
                     data: value.data?,
                     meta: value.meta?,
+                    next: value.next?,
+                    next_cursor: value.next_cursor?,
                 })
             }
         }
@@ -38438,6 +40138,8 @@ pub mod types {
                 Self {
                     data: Ok(value.data),
                     meta: Ok(value.meta),
+                    next: Ok(value.next),
+                    next_cursor: Ok(value.next_cursor),
                 }
             }
         }
@@ -40074,13 +41776,26 @@ pub mod types {
                 ::std::vec::Vec<super::Tags>,
                 ::std::string::String,
             >,
-            meta: ::std::result::Result<super::PageMeta, ::std::string::String>,
+            meta: ::std::result::Result<
+                ::std::option::Option<super::PageMeta>,
+                ::std::string::String,
+            >,
+            next: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            next_cursor: ::std::result::Result<
+                ::std::option::Option<super::Cursor>,
+                ::std::string::String,
+            >,
         }
         impl ::std::default::Default for TagsPage {
             fn default() -> Self {
                 Self {
                     data: Err("no value supplied for data".to_string()),
-                    meta: Err("no value supplied for meta".to_string()),
+                    meta: Ok(Default::default()),
+                    next: Ok(Default::default()),
+                    next_cursor: Ok(Default::default()),
                 }
             }
         }
@@ -40099,13 +41814,37 @@ pub mod types {
             }
             pub fn meta<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<super::PageMeta>,
+                T: ::std::convert::TryInto<::std::option::Option<super::PageMeta>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.meta = value
                     .try_into()
                     .map_err(|e| {
                         format!("error converting supplied value for meta: {e}")
+                    });
+                self
+            }
+            pub fn next<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.next = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for next: {e}")
+                    });
+                self
+            }
+            pub fn next_cursor<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::Cursor>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.next_cursor = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for next_cursor: {e}")
                     });
                 self
             }
@@ -40118,6 +41857,8 @@ pub mod types {
                 Ok(Self {
                     data: value.data?,
                     meta: value.meta?,
+                    next: value.next?,
+                    next_cursor: value.next_cursor?,
                 })
             }
         }
@@ -40126,6 +41867,8 @@ pub mod types {
                 Self {
                     data: Ok(value.data),
                     meta: Ok(value.meta),
+                    next: Ok(value.next),
+                    next_cursor: Ok(value.next_cursor),
                 }
             }
         }
@@ -40932,13 +42675,26 @@ pub mod types {
                 ::std::vec::Vec<super::TimeEvents>,
                 ::std::string::String,
             >,
-            meta: ::std::result::Result<super::PageMeta, ::std::string::String>,
+            meta: ::std::result::Result<
+                ::std::option::Option<super::PageMeta>,
+                ::std::string::String,
+            >,
+            next: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            next_cursor: ::std::result::Result<
+                ::std::option::Option<super::Cursor>,
+                ::std::string::String,
+            >,
         }
         impl ::std::default::Default for TimeEventsPage {
             fn default() -> Self {
                 Self {
                     data: Err("no value supplied for data".to_string()),
-                    meta: Err("no value supplied for meta".to_string()),
+                    meta: Ok(Default::default()),
+                    next: Ok(Default::default()),
+                    next_cursor: Ok(Default::default()),
                 }
             }
         }
@@ -40957,13 +42713,37 @@ pub mod types {
             }
             pub fn meta<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<super::PageMeta>,
+                T: ::std::convert::TryInto<::std::option::Option<super::PageMeta>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.meta = value
                     .try_into()
                     .map_err(|e| {
                         format!("error converting supplied value for meta: {e}")
+                    });
+                self
+            }
+            pub fn next<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.next = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for next: {e}")
+                    });
+                self
+            }
+            pub fn next_cursor<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::Cursor>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.next_cursor = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for next_cursor: {e}")
                     });
                 self
             }
@@ -40976,6 +42756,8 @@ pub mod types {
                 Ok(Self {
                     data: value.data?,
                     meta: value.meta?,
+                    next: value.next?,
+                    next_cursor: value.next_cursor?,
                 })
             }
         }
@@ -40984,6 +42766,8 @@ pub mod types {
                 Self {
                     data: Ok(value.data),
                     meta: Ok(value.meta),
+                    next: Ok(value.next),
+                    next_cursor: Ok(value.next_cursor),
                 }
             }
         }
@@ -41850,13 +43634,26 @@ pub mod types {
                 ::std::vec::Vec<super::Users>,
                 ::std::string::String,
             >,
-            meta: ::std::result::Result<super::PageMeta, ::std::string::String>,
+            meta: ::std::result::Result<
+                ::std::option::Option<super::PageMeta>,
+                ::std::string::String,
+            >,
+            next: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            next_cursor: ::std::result::Result<
+                ::std::option::Option<super::Cursor>,
+                ::std::string::String,
+            >,
         }
         impl ::std::default::Default for UsersPage {
             fn default() -> Self {
                 Self {
                     data: Err("no value supplied for data".to_string()),
-                    meta: Err("no value supplied for meta".to_string()),
+                    meta: Ok(Default::default()),
+                    next: Ok(Default::default()),
+                    next_cursor: Ok(Default::default()),
                 }
             }
         }
@@ -41875,13 +43672,37 @@ pub mod types {
             }
             pub fn meta<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<super::PageMeta>,
+                T: ::std::convert::TryInto<::std::option::Option<super::PageMeta>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.meta = value
                     .try_into()
                     .map_err(|e| {
                         format!("error converting supplied value for meta: {e}")
+                    });
+                self
+            }
+            pub fn next<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.next = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for next: {e}")
+                    });
+                self
+            }
+            pub fn next_cursor<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::Cursor>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.next_cursor = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for next_cursor: {e}")
                     });
                 self
             }
@@ -41894,6 +43715,8 @@ pub mod types {
                 Ok(Self {
                     data: value.data?,
                     meta: value.meta?,
+                    next: value.next?,
+                    next_cursor: value.next_cursor?,
                 })
             }
         }
@@ -41902,6 +43725,8 @@ pub mod types {
                 Self {
                     data: Ok(value.data),
                     meta: Ok(value.meta),
+                    next: Ok(value.next),
+                    next_cursor: Ok(value.next_cursor),
                 }
             }
         }
@@ -42898,7 +44723,7 @@ let response = client.erp_show()
     }
     /**Mirrored records of an ERP model
 
-The model's records as stored locally, ordered by id, `per_page` (1 to 500, default 50) per page.
+The model's records as stored locally, ordered by id (numeric ids in numeric order). Read by key: `limit` (1 to 500, default 50) records after the cursor `after` (from the start without it), answered with `next_cursor` and the `next` link while records follow, and no count; a page costs the same at any depth, and a record inserted or deleted meanwhile makes no other record skip or repeat. Read by position (the slower way, kept for existing callers: a page costs what it skips): page `page` of `per_page` (1 to 500, default 50) records, with the count in `meta`.
 
 Needs a token with the ability `erp` (login tokens hold every ability, `*`).
 
@@ -42906,11 +44731,15 @@ Sends a `GET` request to `/api/v1/erp/show/{model}`
 
 Arguments:
 - `model`: The ERP's name of the model, e.g. `customer`, `salesOrder`.
-- `page`: Page number, from 1 (default 1).
-- `per_page`: Records per page, 1 to 500 (default 50).
+- `after`: Read by key: the records after this cursor (a `next_cursor` answered before); from the start of the set without it. With `after` or `limit` the page has no `meta` (no count) and costs the same at any depth.
+- `limit`: Read by key: records per page, 1 to 500 (default 50).
+- `page`: Read by position (the slower way: a page costs what it skips): page number, from 1 (default 1).
+- `per_page`: Read by position: records per page, 1 to 500 (default 50).
 ```ignore
 let response = client.erp_show_model()
     .model(model)
+    .after(after)
+    .limit(limit)
     .page(page)
     .per_page(per_page)
     .send()
@@ -43088,17 +44917,21 @@ let response = client.erp_webhook_post()
     }
     /**List Companies
 
-Companies records of the local mirror, ordered by Id, `per_page` (1 to 500, default 50) per page.
+Companies records of the local mirror, ordered by Id (numeric Ids in numeric order). Read by key: `limit` (1 to 500, default 50) records after the cursor `after` (from the start without it), answered with `next_cursor` and the `next` link while records follow, and no count; a page costs the same at any depth, and a record inserted or deleted meanwhile makes no other record skip or repeat. Read by position (the slower way, kept for existing callers: a page costs what it skips): page `page` of `per_page` (1 to 500, default 50) records, with the count in `meta`.
 
 Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
 
 Sends a `GET` request to `/api/v1/fieldreport/companies`
 
 Arguments:
-- `page`: Page number, from 1 (default 1).
-- `per_page`: Records per page, 1 to 500 (default 50).
+- `after`: Read by key: the records after this cursor (a `next_cursor` answered before); from the start of the set without it. With `after` or `limit` the page has no `meta` (no count) and costs the same at any depth.
+- `limit`: Read by key: records per page, 1 to 500 (default 50).
+- `page`: Read by position (the slower way: a page costs what it skips): page number, from 1 (default 1).
+- `per_page`: Read by position: records per page, 1 to 500 (default 50).
 ```ignore
 let response = client.fieldreport_companies_list()
+    .after(after)
+    .limit(limit)
     .page(page)
     .per_page(per_page)
     .send()
@@ -43218,17 +45051,21 @@ let response = client.fieldreport_companies_update()
     }
     /**List Contacts
 
-Contacts records of the local mirror, ordered by Id, `per_page` (1 to 500, default 50) per page.
+Contacts records of the local mirror, ordered by Id (numeric Ids in numeric order). Read by key: `limit` (1 to 500, default 50) records after the cursor `after` (from the start without it), answered with `next_cursor` and the `next` link while records follow, and no count; a page costs the same at any depth, and a record inserted or deleted meanwhile makes no other record skip or repeat. Read by position (the slower way, kept for existing callers: a page costs what it skips): page `page` of `per_page` (1 to 500, default 50) records, with the count in `meta`.
 
 Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
 
 Sends a `GET` request to `/api/v1/fieldreport/contacts`
 
 Arguments:
-- `page`: Page number, from 1 (default 1).
-- `per_page`: Records per page, 1 to 500 (default 50).
+- `after`: Read by key: the records after this cursor (a `next_cursor` answered before); from the start of the set without it. With `after` or `limit` the page has no `meta` (no count) and costs the same at any depth.
+- `limit`: Read by key: records per page, 1 to 500 (default 50).
+- `page`: Read by position (the slower way: a page costs what it skips): page number, from 1 (default 1).
+- `per_page`: Read by position: records per page, 1 to 500 (default 50).
 ```ignore
 let response = client.fieldreport_contacts_list()
+    .after(after)
+    .limit(limit)
     .page(page)
     .per_page(per_page)
     .send()
@@ -43342,17 +45179,21 @@ let response = client.fieldreport_contacts_update()
     }
     /**List CostCenters
 
-CostCenters records of the local mirror, ordered by Id, `per_page` (1 to 500, default 50) per page.
+CostCenters records of the local mirror, ordered by Id (numeric Ids in numeric order). Read by key: `limit` (1 to 500, default 50) records after the cursor `after` (from the start without it), answered with `next_cursor` and the `next` link while records follow, and no count; a page costs the same at any depth, and a record inserted or deleted meanwhile makes no other record skip or repeat. Read by position (the slower way, kept for existing callers: a page costs what it skips): page `page` of `per_page` (1 to 500, default 50) records, with the count in `meta`.
 
 Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
 
 Sends a `GET` request to `/api/v1/fieldreport/costCenters`
 
 Arguments:
-- `page`: Page number, from 1 (default 1).
-- `per_page`: Records per page, 1 to 500 (default 50).
+- `after`: Read by key: the records after this cursor (a `next_cursor` answered before); from the start of the set without it. With `after` or `limit` the page has no `meta` (no count) and costs the same at any depth.
+- `limit`: Read by key: records per page, 1 to 500 (default 50).
+- `page`: Read by position (the slower way: a page costs what it skips): page number, from 1 (default 1).
+- `per_page`: Read by position: records per page, 1 to 500 (default 50).
 ```ignore
 let response = client.fieldreport_cost_centers_list()
+    .after(after)
+    .limit(limit)
     .page(page)
     .per_page(per_page)
     .send()
@@ -43476,17 +45317,21 @@ let response = client.fieldreport_cost_centers_update()
     }
     /**List Documents
 
-Documents records of the local mirror, ordered by Id, `per_page` (1 to 500, default 50) per page.
+Documents records of the local mirror, ordered by Id (numeric Ids in numeric order). Read by key: `limit` (1 to 500, default 50) records after the cursor `after` (from the start without it), answered with `next_cursor` and the `next` link while records follow, and no count; a page costs the same at any depth, and a record inserted or deleted meanwhile makes no other record skip or repeat. Read by position (the slower way, kept for existing callers: a page costs what it skips): page `page` of `per_page` (1 to 500, default 50) records, with the count in `meta`.
 
 Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
 
 Sends a `GET` request to `/api/v1/fieldreport/documents`
 
 Arguments:
-- `page`: Page number, from 1 (default 1).
-- `per_page`: Records per page, 1 to 500 (default 50).
+- `after`: Read by key: the records after this cursor (a `next_cursor` answered before); from the start of the set without it. With `after` or `limit` the page has no `meta` (no count) and costs the same at any depth.
+- `limit`: Read by key: records per page, 1 to 500 (default 50).
+- `page`: Read by position (the slower way: a page costs what it skips): page number, from 1 (default 1).
+- `per_page`: Read by position: records per page, 1 to 500 (default 50).
 ```ignore
 let response = client.fieldreport_documents_list()
+    .after(after)
+    .limit(limit)
     .page(page)
     .per_page(per_page)
     .send()
@@ -43606,17 +45451,21 @@ let response = client.fieldreport_documents_update()
     }
     /**List ItemTypes
 
-ItemTypes records of the local mirror, ordered by Id, `per_page` (1 to 500, default 50) per page.
+ItemTypes records of the local mirror, ordered by Id (numeric Ids in numeric order). Read by key: `limit` (1 to 500, default 50) records after the cursor `after` (from the start without it), answered with `next_cursor` and the `next` link while records follow, and no count; a page costs the same at any depth, and a record inserted or deleted meanwhile makes no other record skip or repeat. Read by position (the slower way, kept for existing callers: a page costs what it skips): page `page` of `per_page` (1 to 500, default 50) records, with the count in `meta`.
 
 Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
 
 Sends a `GET` request to `/api/v1/fieldreport/itemTypes`
 
 Arguments:
-- `page`: Page number, from 1 (default 1).
-- `per_page`: Records per page, 1 to 500 (default 50).
+- `after`: Read by key: the records after this cursor (a `next_cursor` answered before); from the start of the set without it. With `after` or `limit` the page has no `meta` (no count) and costs the same at any depth.
+- `limit`: Read by key: records per page, 1 to 500 (default 50).
+- `page`: Read by position (the slower way: a page costs what it skips): page number, from 1 (default 1).
+- `per_page`: Read by position: records per page, 1 to 500 (default 50).
 ```ignore
 let response = client.fieldreport_item_types_list()
+    .after(after)
+    .limit(limit)
     .page(page)
     .per_page(per_page)
     .send()
@@ -43736,17 +45585,21 @@ let response = client.fieldreport_item_types_update()
     }
     /**List ItemUnits
 
-ItemUnits records of the local mirror, ordered by Id, `per_page` (1 to 500, default 50) per page.
+ItemUnits records of the local mirror, ordered by Id (numeric Ids in numeric order). Read by key: `limit` (1 to 500, default 50) records after the cursor `after` (from the start without it), answered with `next_cursor` and the `next` link while records follow, and no count; a page costs the same at any depth, and a record inserted or deleted meanwhile makes no other record skip or repeat. Read by position (the slower way, kept for existing callers: a page costs what it skips): page `page` of `per_page` (1 to 500, default 50) records, with the count in `meta`.
 
 Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
 
 Sends a `GET` request to `/api/v1/fieldreport/itemUnits`
 
 Arguments:
-- `page`: Page number, from 1 (default 1).
-- `per_page`: Records per page, 1 to 500 (default 50).
+- `after`: Read by key: the records after this cursor (a `next_cursor` answered before); from the start of the set without it. With `after` or `limit` the page has no `meta` (no count) and costs the same at any depth.
+- `limit`: Read by key: records per page, 1 to 500 (default 50).
+- `page`: Read by position (the slower way: a page costs what it skips): page number, from 1 (default 1).
+- `per_page`: Read by position: records per page, 1 to 500 (default 50).
 ```ignore
 let response = client.fieldreport_item_units_list()
+    .after(after)
+    .limit(limit)
     .page(page)
     .per_page(per_page)
     .send()
@@ -43866,17 +45719,21 @@ let response = client.fieldreport_item_units_update()
     }
     /**List Items
 
-Items records of the local mirror, ordered by Id, `per_page` (1 to 500, default 50) per page.
+Items records of the local mirror, ordered by Id (numeric Ids in numeric order). Read by key: `limit` (1 to 500, default 50) records after the cursor `after` (from the start without it), answered with `next_cursor` and the `next` link while records follow, and no count; a page costs the same at any depth, and a record inserted or deleted meanwhile makes no other record skip or repeat. Read by position (the slower way, kept for existing callers: a page costs what it skips): page `page` of `per_page` (1 to 500, default 50) records, with the count in `meta`.
 
 Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
 
 Sends a `GET` request to `/api/v1/fieldreport/items`
 
 Arguments:
-- `page`: Page number, from 1 (default 1).
-- `per_page`: Records per page, 1 to 500 (default 50).
+- `after`: Read by key: the records after this cursor (a `next_cursor` answered before); from the start of the set without it. With `after` or `limit` the page has no `meta` (no count) and costs the same at any depth.
+- `limit`: Read by key: records per page, 1 to 500 (default 50).
+- `page`: Read by position (the slower way: a page costs what it skips): page number, from 1 (default 1).
+- `per_page`: Read by position: records per page, 1 to 500 (default 50).
 ```ignore
 let response = client.fieldreport_items_list()
+    .after(after)
+    .limit(limit)
     .page(page)
     .per_page(per_page)
     .send()
@@ -44067,17 +45924,21 @@ let response = client.fieldreport_post()
     }
     /**List Products
 
-Products records of the local mirror, ordered by Id, `per_page` (1 to 500, default 50) per page.
+Products records of the local mirror, ordered by Id (numeric Ids in numeric order). Read by key: `limit` (1 to 500, default 50) records after the cursor `after` (from the start without it), answered with `next_cursor` and the `next` link while records follow, and no count; a page costs the same at any depth, and a record inserted or deleted meanwhile makes no other record skip or repeat. Read by position (the slower way, kept for existing callers: a page costs what it skips): page `page` of `per_page` (1 to 500, default 50) records, with the count in `meta`.
 
 Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
 
 Sends a `GET` request to `/api/v1/fieldreport/products`
 
 Arguments:
-- `page`: Page number, from 1 (default 1).
-- `per_page`: Records per page, 1 to 500 (default 50).
+- `after`: Read by key: the records after this cursor (a `next_cursor` answered before); from the start of the set without it. With `after` or `limit` the page has no `meta` (no count) and costs the same at any depth.
+- `limit`: Read by key: records per page, 1 to 500 (default 50).
+- `page`: Read by position (the slower way: a page costs what it skips): page number, from 1 (default 1).
+- `per_page`: Read by position: records per page, 1 to 500 (default 50).
 ```ignore
 let response = client.fieldreport_products_list()
+    .after(after)
+    .limit(limit)
     .page(page)
     .per_page(per_page)
     .send()
@@ -44191,17 +46052,21 @@ let response = client.fieldreport_products_update()
     }
     /**List Qualifications
 
-Qualifications records of the local mirror, ordered by Id, `per_page` (1 to 500, default 50) per page.
+Qualifications records of the local mirror, ordered by Id (numeric Ids in numeric order). Read by key: `limit` (1 to 500, default 50) records after the cursor `after` (from the start without it), answered with `next_cursor` and the `next` link while records follow, and no count; a page costs the same at any depth, and a record inserted or deleted meanwhile makes no other record skip or repeat. Read by position (the slower way, kept for existing callers: a page costs what it skips): page `page` of `per_page` (1 to 500, default 50) records, with the count in `meta`.
 
 Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
 
 Sends a `GET` request to `/api/v1/fieldreport/qualifications`
 
 Arguments:
-- `page`: Page number, from 1 (default 1).
-- `per_page`: Records per page, 1 to 500 (default 50).
+- `after`: Read by key: the records after this cursor (a `next_cursor` answered before); from the start of the set without it. With `after` or `limit` the page has no `meta` (no count) and costs the same at any depth.
+- `limit`: Read by key: records per page, 1 to 500 (default 50).
+- `page`: Read by position (the slower way: a page costs what it skips): page number, from 1 (default 1).
+- `per_page`: Read by position: records per page, 1 to 500 (default 50).
 ```ignore
 let response = client.fieldreport_qualifications_list()
+    .after(after)
+    .limit(limit)
     .page(page)
     .per_page(per_page)
     .send()
@@ -44325,17 +46190,21 @@ let response = client.fieldreport_qualifications_update()
     }
     /**List ServiceObjects
 
-ServiceObjects records of the local mirror, ordered by Id, `per_page` (1 to 500, default 50) per page.
+ServiceObjects records of the local mirror, ordered by Id (numeric Ids in numeric order). Read by key: `limit` (1 to 500, default 50) records after the cursor `after` (from the start without it), answered with `next_cursor` and the `next` link while records follow, and no count; a page costs the same at any depth, and a record inserted or deleted meanwhile makes no other record skip or repeat. Read by position (the slower way, kept for existing callers: a page costs what it skips): page `page` of `per_page` (1 to 500, default 50) records, with the count in `meta`.
 
 Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
 
 Sends a `GET` request to `/api/v1/fieldreport/serviceObjects`
 
 Arguments:
-- `page`: Page number, from 1 (default 1).
-- `per_page`: Records per page, 1 to 500 (default 50).
+- `after`: Read by key: the records after this cursor (a `next_cursor` answered before); from the start of the set without it. With `after` or `limit` the page has no `meta` (no count) and costs the same at any depth.
+- `limit`: Read by key: records per page, 1 to 500 (default 50).
+- `page`: Read by position (the slower way: a page costs what it skips): page number, from 1 (default 1).
+- `per_page`: Read by position: records per page, 1 to 500 (default 50).
 ```ignore
 let response = client.fieldreport_service_objects_list()
+    .after(after)
+    .limit(limit)
     .page(page)
     .per_page(per_page)
     .send()
@@ -44459,17 +46328,21 @@ let response = client.fieldreport_service_objects_update()
     }
     /**List ServiceRequests
 
-ServiceRequests records of the local mirror, ordered by Id, `per_page` (1 to 500, default 50) per page.
+ServiceRequests records of the local mirror, ordered by Id (numeric Ids in numeric order). Read by key: `limit` (1 to 500, default 50) records after the cursor `after` (from the start without it), answered with `next_cursor` and the `next` link while records follow, and no count; a page costs the same at any depth, and a record inserted or deleted meanwhile makes no other record skip or repeat. Read by position (the slower way, kept for existing callers: a page costs what it skips): page `page` of `per_page` (1 to 500, default 50) records, with the count in `meta`.
 
 Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
 
 Sends a `GET` request to `/api/v1/fieldreport/serviceRequests`
 
 Arguments:
-- `page`: Page number, from 1 (default 1).
-- `per_page`: Records per page, 1 to 500 (default 50).
+- `after`: Read by key: the records after this cursor (a `next_cursor` answered before); from the start of the set without it. With `after` or `limit` the page has no `meta` (no count) and costs the same at any depth.
+- `limit`: Read by key: records per page, 1 to 500 (default 50).
+- `page`: Read by position (the slower way: a page costs what it skips): page number, from 1 (default 1).
+- `per_page`: Read by position: records per page, 1 to 500 (default 50).
 ```ignore
 let response = client.fieldreport_service_requests_list()
+    .after(after)
+    .limit(limit)
     .page(page)
     .per_page(per_page)
     .send()
@@ -44707,17 +46580,21 @@ let response = client.fieldreport_show_records()
     }
     /**List StepListTemplates
 
-StepListTemplates records of the local mirror, ordered by Id, `per_page` (1 to 500, default 50) per page.
+StepListTemplates records of the local mirror, ordered by Id (numeric Ids in numeric order). Read by key: `limit` (1 to 500, default 50) records after the cursor `after` (from the start without it), answered with `next_cursor` and the `next` link while records follow, and no count; a page costs the same at any depth, and a record inserted or deleted meanwhile makes no other record skip or repeat. Read by position (the slower way, kept for existing callers: a page costs what it skips): page `page` of `per_page` (1 to 500, default 50) records, with the count in `meta`.
 
 Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
 
 Sends a `GET` request to `/api/v1/fieldreport/stepListTemplates`
 
 Arguments:
-- `page`: Page number, from 1 (default 1).
-- `per_page`: Records per page, 1 to 500 (default 50).
+- `after`: Read by key: the records after this cursor (a `next_cursor` answered before); from the start of the set without it. With `after` or `limit` the page has no `meta` (no count) and costs the same at any depth.
+- `limit`: Read by key: records per page, 1 to 500 (default 50).
+- `page`: Read by position (the slower way: a page costs what it skips): page number, from 1 (default 1).
+- `per_page`: Read by position: records per page, 1 to 500 (default 50).
 ```ignore
 let response = client.fieldreport_step_list_templates_list()
+    .after(after)
+    .limit(limit)
     .page(page)
     .per_page(per_page)
     .send()
@@ -44881,17 +46758,21 @@ let response = client.fieldreport_sync()
     }
     /**List Tags
 
-Tags records of the local mirror, ordered by Id, `per_page` (1 to 500, default 50) per page.
+Tags records of the local mirror, ordered by Id (numeric Ids in numeric order). Read by key: `limit` (1 to 500, default 50) records after the cursor `after` (from the start without it), answered with `next_cursor` and the `next` link while records follow, and no count; a page costs the same at any depth, and a record inserted or deleted meanwhile makes no other record skip or repeat. Read by position (the slower way, kept for existing callers: a page costs what it skips): page `page` of `per_page` (1 to 500, default 50) records, with the count in `meta`.
 
 Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
 
 Sends a `GET` request to `/api/v1/fieldreport/tags`
 
 Arguments:
-- `page`: Page number, from 1 (default 1).
-- `per_page`: Records per page, 1 to 500 (default 50).
+- `after`: Read by key: the records after this cursor (a `next_cursor` answered before); from the start of the set without it. With `after` or `limit` the page has no `meta` (no count) and costs the same at any depth.
+- `limit`: Read by key: records per page, 1 to 500 (default 50).
+- `page`: Read by position (the slower way: a page costs what it skips): page number, from 1 (default 1).
+- `per_page`: Read by position: records per page, 1 to 500 (default 50).
 ```ignore
 let response = client.fieldreport_tags_list()
+    .after(after)
+    .limit(limit)
     .page(page)
     .per_page(per_page)
     .send()
@@ -45003,17 +46884,21 @@ let response = client.fieldreport_tags_update()
     }
     /**List TimeEvents
 
-TimeEvents records of the local mirror, ordered by Id, `per_page` (1 to 500, default 50) per page.
+TimeEvents records of the local mirror, ordered by Id (numeric Ids in numeric order). Read by key: `limit` (1 to 500, default 50) records after the cursor `after` (from the start without it), answered with `next_cursor` and the `next` link while records follow, and no count; a page costs the same at any depth, and a record inserted or deleted meanwhile makes no other record skip or repeat. Read by position (the slower way, kept for existing callers: a page costs what it skips): page `page` of `per_page` (1 to 500, default 50) records, with the count in `meta`.
 
 Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
 
 Sends a `GET` request to `/api/v1/fieldreport/timeEvents`
 
 Arguments:
-- `page`: Page number, from 1 (default 1).
-- `per_page`: Records per page, 1 to 500 (default 50).
+- `after`: Read by key: the records after this cursor (a `next_cursor` answered before); from the start of the set without it. With `after` or `limit` the page has no `meta` (no count) and costs the same at any depth.
+- `limit`: Read by key: records per page, 1 to 500 (default 50).
+- `page`: Read by position (the slower way: a page costs what it skips): page number, from 1 (default 1).
+- `per_page`: Read by position: records per page, 1 to 500 (default 50).
 ```ignore
 let response = client.fieldreport_time_events_list()
+    .after(after)
+    .limit(limit)
     .page(page)
     .per_page(per_page)
     .send()
@@ -45137,17 +47022,21 @@ let response = client.fieldreport_time_events_update()
     }
     /**List Users
 
-Users records of the local mirror, ordered by Id, `per_page` (1 to 500, default 50) per page.
+Users records of the local mirror, ordered by Id (numeric Ids in numeric order). Read by key: `limit` (1 to 500, default 50) records after the cursor `after` (from the start without it), answered with `next_cursor` and the `next` link while records follow, and no count; a page costs the same at any depth, and a record inserted or deleted meanwhile makes no other record skip or repeat. Read by position (the slower way, kept for existing callers: a page costs what it skips): page `page` of `per_page` (1 to 500, default 50) records, with the count in `meta`.
 
 Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
 
 Sends a `GET` request to `/api/v1/fieldreport/users`
 
 Arguments:
-- `page`: Page number, from 1 (default 1).
-- `per_page`: Records per page, 1 to 500 (default 50).
+- `after`: Read by key: the records after this cursor (a `next_cursor` answered before); from the start of the set without it. With `after` or `limit` the page has no `meta` (no count) and costs the same at any depth.
+- `limit`: Read by key: records per page, 1 to 500 (default 50).
+- `page`: Read by position (the slower way: a page costs what it skips): page number, from 1 (default 1).
+- `per_page`: Read by position: records per page, 1 to 500 (default 50).
 ```ignore
 let response = client.fieldreport_users_list()
+    .after(after)
+    .limit(limit)
     .page(page)
     .per_page(per_page)
     .send()
@@ -47188,6 +49077,8 @@ pub mod builder {
     pub struct ErpShowModel<'a> {
         client: &'a super::Client,
         model: Result<::std::string::String, String>,
+        after: Result<Option<types::ErpShowModelAfter>, String>,
+        limit: Result<Option<::std::num::NonZeroU32>, String>,
         page: Result<Option<::std::num::NonZeroU32>, String>,
         per_page: Result<Option<::std::num::NonZeroU32>, String>,
     }
@@ -47196,6 +49087,8 @@ pub mod builder {
             Self {
                 client: client,
                 model: Err("model was not initialized".to_string()),
+                after: Ok(None),
+                limit: Ok(None),
                 page: Ok(None),
                 per_page: Ok(None),
             }
@@ -47208,6 +49101,31 @@ pub mod builder {
                 .try_into()
                 .map_err(|_| {
                     "conversion to `:: std :: string :: String` for model failed"
+                        .to_string()
+                });
+            self
+        }
+        pub fn after<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<types::ErpShowModelAfter>,
+        {
+            self.after = value
+                .try_into()
+                .map(Some)
+                .map_err(|_| {
+                    "conversion to `ErpShowModelAfter` for after failed".to_string()
+                });
+            self
+        }
+        pub fn limit<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<::std::num::NonZeroU32>,
+        {
+            self.limit = value
+                .try_into()
+                .map(Some)
+                .map_err(|_| {
+                    "conversion to `:: std :: num :: NonZeroU32` for limit failed"
                         .to_string()
                 });
             self
@@ -47242,8 +49160,10 @@ pub mod builder {
         pub async fn send(
             self,
         ) -> Result<ResponseValue<types::ErpRecordPage>, Error<types::ApiError>> {
-            let Self { client, model, page, per_page } = self;
+            let Self { client, model, after, limit, page, per_page } = self;
             let model = model.map_err(Error::InvalidRequest)?;
+            let after = after.map_err(Error::InvalidRequest)?;
+            let limit = limit.map_err(Error::InvalidRequest)?;
             let page = page.map_err(Error::InvalidRequest)?;
             let per_page = per_page.map_err(Error::InvalidRequest)?;
             let url = format!(
@@ -47266,6 +49186,8 @@ pub mod builder {
                     ::reqwest::header::ACCEPT,
                     ::reqwest::header::HeaderValue::from_static("application/json"),
                 )
+                .query(&progenitor_client::QueryParam::new("after", &after))
+                .query(&progenitor_client::QueryParam::new("limit", &limit))
                 .query(&progenitor_client::QueryParam::new("page", &page))
                 .query(&progenitor_client::QueryParam::new("per_page", &per_page))
                 .headers(header_map)
@@ -48415,6 +50337,8 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct FieldreportCompaniesList<'a> {
         client: &'a super::Client,
+        after: Result<Option<types::FieldreportCompaniesListAfter>, String>,
+        limit: Result<Option<::std::num::NonZeroU32>, String>,
         page: Result<Option<::std::num::NonZeroU32>, String>,
         per_page: Result<Option<::std::num::NonZeroU32>, String>,
     }
@@ -48422,9 +50346,37 @@ pub mod builder {
         pub fn new(client: &'a super::Client) -> Self {
             Self {
                 client: client,
+                after: Ok(None),
+                limit: Ok(None),
                 page: Ok(None),
                 per_page: Ok(None),
             }
+        }
+        pub fn after<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<types::FieldreportCompaniesListAfter>,
+        {
+            self.after = value
+                .try_into()
+                .map(Some)
+                .map_err(|_| {
+                    "conversion to `FieldreportCompaniesListAfter` for after failed"
+                        .to_string()
+                });
+            self
+        }
+        pub fn limit<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<::std::num::NonZeroU32>,
+        {
+            self.limit = value
+                .try_into()
+                .map(Some)
+                .map_err(|_| {
+                    "conversion to `:: std :: num :: NonZeroU32` for limit failed"
+                        .to_string()
+                });
+            self
         }
         pub fn page<V>(mut self, value: V) -> Self
         where
@@ -48456,7 +50408,9 @@ pub mod builder {
         pub async fn send(
             self,
         ) -> Result<ResponseValue<types::CompaniesPage>, Error<types::ApiError>> {
-            let Self { client, page, per_page } = self;
+            let Self { client, after, limit, page, per_page } = self;
+            let after = after.map_err(Error::InvalidRequest)?;
+            let limit = limit.map_err(Error::InvalidRequest)?;
             let page = page.map_err(Error::InvalidRequest)?;
             let per_page = per_page.map_err(Error::InvalidRequest)?;
             let url = format!("{}/api/v1/fieldreport/companies", client.baseurl,);
@@ -48476,6 +50430,8 @@ pub mod builder {
                     ::reqwest::header::ACCEPT,
                     ::reqwest::header::HeaderValue::from_static("application/json"),
                 )
+                .query(&progenitor_client::QueryParam::new("after", &after))
+                .query(&progenitor_client::QueryParam::new("limit", &limit))
                 .query(&progenitor_client::QueryParam::new("page", &page))
                 .query(&progenitor_client::QueryParam::new("per_page", &per_page))
                 .headers(header_map)
@@ -49296,6 +51252,8 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct FieldreportContactsList<'a> {
         client: &'a super::Client,
+        after: Result<Option<types::FieldreportContactsListAfter>, String>,
+        limit: Result<Option<::std::num::NonZeroU32>, String>,
         page: Result<Option<::std::num::NonZeroU32>, String>,
         per_page: Result<Option<::std::num::NonZeroU32>, String>,
     }
@@ -49303,9 +51261,37 @@ pub mod builder {
         pub fn new(client: &'a super::Client) -> Self {
             Self {
                 client: client,
+                after: Ok(None),
+                limit: Ok(None),
                 page: Ok(None),
                 per_page: Ok(None),
             }
+        }
+        pub fn after<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<types::FieldreportContactsListAfter>,
+        {
+            self.after = value
+                .try_into()
+                .map(Some)
+                .map_err(|_| {
+                    "conversion to `FieldreportContactsListAfter` for after failed"
+                        .to_string()
+                });
+            self
+        }
+        pub fn limit<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<::std::num::NonZeroU32>,
+        {
+            self.limit = value
+                .try_into()
+                .map(Some)
+                .map_err(|_| {
+                    "conversion to `:: std :: num :: NonZeroU32` for limit failed"
+                        .to_string()
+                });
+            self
         }
         pub fn page<V>(mut self, value: V) -> Self
         where
@@ -49337,7 +51323,9 @@ pub mod builder {
         pub async fn send(
             self,
         ) -> Result<ResponseValue<types::ContactsPage>, Error<types::ApiError>> {
-            let Self { client, page, per_page } = self;
+            let Self { client, after, limit, page, per_page } = self;
+            let after = after.map_err(Error::InvalidRequest)?;
+            let limit = limit.map_err(Error::InvalidRequest)?;
             let page = page.map_err(Error::InvalidRequest)?;
             let per_page = per_page.map_err(Error::InvalidRequest)?;
             let url = format!("{}/api/v1/fieldreport/contacts", client.baseurl,);
@@ -49357,6 +51345,8 @@ pub mod builder {
                     ::reqwest::header::ACCEPT,
                     ::reqwest::header::HeaderValue::from_static("application/json"),
                 )
+                .query(&progenitor_client::QueryParam::new("after", &after))
+                .query(&progenitor_client::QueryParam::new("limit", &limit))
                 .query(&progenitor_client::QueryParam::new("page", &page))
                 .query(&progenitor_client::QueryParam::new("per_page", &per_page))
                 .headers(header_map)
@@ -50175,6 +52165,8 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct FieldreportCostCentersList<'a> {
         client: &'a super::Client,
+        after: Result<Option<types::FieldreportCostCentersListAfter>, String>,
+        limit: Result<Option<::std::num::NonZeroU32>, String>,
         page: Result<Option<::std::num::NonZeroU32>, String>,
         per_page: Result<Option<::std::num::NonZeroU32>, String>,
     }
@@ -50182,9 +52174,37 @@ pub mod builder {
         pub fn new(client: &'a super::Client) -> Self {
             Self {
                 client: client,
+                after: Ok(None),
+                limit: Ok(None),
                 page: Ok(None),
                 per_page: Ok(None),
             }
+        }
+        pub fn after<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<types::FieldreportCostCentersListAfter>,
+        {
+            self.after = value
+                .try_into()
+                .map(Some)
+                .map_err(|_| {
+                    "conversion to `FieldreportCostCentersListAfter` for after failed"
+                        .to_string()
+                });
+            self
+        }
+        pub fn limit<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<::std::num::NonZeroU32>,
+        {
+            self.limit = value
+                .try_into()
+                .map(Some)
+                .map_err(|_| {
+                    "conversion to `:: std :: num :: NonZeroU32` for limit failed"
+                        .to_string()
+                });
+            self
         }
         pub fn page<V>(mut self, value: V) -> Self
         where
@@ -50216,7 +52236,9 @@ pub mod builder {
         pub async fn send(
             self,
         ) -> Result<ResponseValue<types::CostCentersPage>, Error<types::ApiError>> {
-            let Self { client, page, per_page } = self;
+            let Self { client, after, limit, page, per_page } = self;
+            let after = after.map_err(Error::InvalidRequest)?;
+            let limit = limit.map_err(Error::InvalidRequest)?;
             let page = page.map_err(Error::InvalidRequest)?;
             let per_page = per_page.map_err(Error::InvalidRequest)?;
             let url = format!("{}/api/v1/fieldreport/costCenters", client.baseurl,);
@@ -50236,6 +52258,8 @@ pub mod builder {
                     ::reqwest::header::ACCEPT,
                     ::reqwest::header::HeaderValue::from_static("application/json"),
                 )
+                .query(&progenitor_client::QueryParam::new("after", &after))
+                .query(&progenitor_client::QueryParam::new("limit", &limit))
                 .query(&progenitor_client::QueryParam::new("page", &page))
                 .query(&progenitor_client::QueryParam::new("per_page", &per_page))
                 .headers(header_map)
@@ -51058,6 +53082,8 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct FieldreportDocumentsList<'a> {
         client: &'a super::Client,
+        after: Result<Option<types::FieldreportDocumentsListAfter>, String>,
+        limit: Result<Option<::std::num::NonZeroU32>, String>,
         page: Result<Option<::std::num::NonZeroU32>, String>,
         per_page: Result<Option<::std::num::NonZeroU32>, String>,
     }
@@ -51065,9 +53091,37 @@ pub mod builder {
         pub fn new(client: &'a super::Client) -> Self {
             Self {
                 client: client,
+                after: Ok(None),
+                limit: Ok(None),
                 page: Ok(None),
                 per_page: Ok(None),
             }
+        }
+        pub fn after<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<types::FieldreportDocumentsListAfter>,
+        {
+            self.after = value
+                .try_into()
+                .map(Some)
+                .map_err(|_| {
+                    "conversion to `FieldreportDocumentsListAfter` for after failed"
+                        .to_string()
+                });
+            self
+        }
+        pub fn limit<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<::std::num::NonZeroU32>,
+        {
+            self.limit = value
+                .try_into()
+                .map(Some)
+                .map_err(|_| {
+                    "conversion to `:: std :: num :: NonZeroU32` for limit failed"
+                        .to_string()
+                });
+            self
         }
         pub fn page<V>(mut self, value: V) -> Self
         where
@@ -51099,7 +53153,9 @@ pub mod builder {
         pub async fn send(
             self,
         ) -> Result<ResponseValue<types::DocumentsPage>, Error<types::ApiError>> {
-            let Self { client, page, per_page } = self;
+            let Self { client, after, limit, page, per_page } = self;
+            let after = after.map_err(Error::InvalidRequest)?;
+            let limit = limit.map_err(Error::InvalidRequest)?;
             let page = page.map_err(Error::InvalidRequest)?;
             let per_page = per_page.map_err(Error::InvalidRequest)?;
             let url = format!("{}/api/v1/fieldreport/documents", client.baseurl,);
@@ -51119,6 +53175,8 @@ pub mod builder {
                     ::reqwest::header::ACCEPT,
                     ::reqwest::header::HeaderValue::from_static("application/json"),
                 )
+                .query(&progenitor_client::QueryParam::new("after", &after))
+                .query(&progenitor_client::QueryParam::new("limit", &limit))
                 .query(&progenitor_client::QueryParam::new("page", &page))
                 .query(&progenitor_client::QueryParam::new("per_page", &per_page))
                 .headers(header_map)
@@ -51939,6 +53997,8 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct FieldreportItemTypesList<'a> {
         client: &'a super::Client,
+        after: Result<Option<types::FieldreportItemTypesListAfter>, String>,
+        limit: Result<Option<::std::num::NonZeroU32>, String>,
         page: Result<Option<::std::num::NonZeroU32>, String>,
         per_page: Result<Option<::std::num::NonZeroU32>, String>,
     }
@@ -51946,9 +54006,37 @@ pub mod builder {
         pub fn new(client: &'a super::Client) -> Self {
             Self {
                 client: client,
+                after: Ok(None),
+                limit: Ok(None),
                 page: Ok(None),
                 per_page: Ok(None),
             }
+        }
+        pub fn after<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<types::FieldreportItemTypesListAfter>,
+        {
+            self.after = value
+                .try_into()
+                .map(Some)
+                .map_err(|_| {
+                    "conversion to `FieldreportItemTypesListAfter` for after failed"
+                        .to_string()
+                });
+            self
+        }
+        pub fn limit<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<::std::num::NonZeroU32>,
+        {
+            self.limit = value
+                .try_into()
+                .map(Some)
+                .map_err(|_| {
+                    "conversion to `:: std :: num :: NonZeroU32` for limit failed"
+                        .to_string()
+                });
+            self
         }
         pub fn page<V>(mut self, value: V) -> Self
         where
@@ -51980,7 +54068,9 @@ pub mod builder {
         pub async fn send(
             self,
         ) -> Result<ResponseValue<types::ItemTypesPage>, Error<types::ApiError>> {
-            let Self { client, page, per_page } = self;
+            let Self { client, after, limit, page, per_page } = self;
+            let after = after.map_err(Error::InvalidRequest)?;
+            let limit = limit.map_err(Error::InvalidRequest)?;
             let page = page.map_err(Error::InvalidRequest)?;
             let per_page = per_page.map_err(Error::InvalidRequest)?;
             let url = format!("{}/api/v1/fieldreport/itemTypes", client.baseurl,);
@@ -52000,6 +54090,8 @@ pub mod builder {
                     ::reqwest::header::ACCEPT,
                     ::reqwest::header::HeaderValue::from_static("application/json"),
                 )
+                .query(&progenitor_client::QueryParam::new("after", &after))
+                .query(&progenitor_client::QueryParam::new("limit", &limit))
                 .query(&progenitor_client::QueryParam::new("page", &page))
                 .query(&progenitor_client::QueryParam::new("per_page", &per_page))
                 .headers(header_map)
@@ -52820,6 +54912,8 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct FieldreportItemUnitsList<'a> {
         client: &'a super::Client,
+        after: Result<Option<types::FieldreportItemUnitsListAfter>, String>,
+        limit: Result<Option<::std::num::NonZeroU32>, String>,
         page: Result<Option<::std::num::NonZeroU32>, String>,
         per_page: Result<Option<::std::num::NonZeroU32>, String>,
     }
@@ -52827,9 +54921,37 @@ pub mod builder {
         pub fn new(client: &'a super::Client) -> Self {
             Self {
                 client: client,
+                after: Ok(None),
+                limit: Ok(None),
                 page: Ok(None),
                 per_page: Ok(None),
             }
+        }
+        pub fn after<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<types::FieldreportItemUnitsListAfter>,
+        {
+            self.after = value
+                .try_into()
+                .map(Some)
+                .map_err(|_| {
+                    "conversion to `FieldreportItemUnitsListAfter` for after failed"
+                        .to_string()
+                });
+            self
+        }
+        pub fn limit<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<::std::num::NonZeroU32>,
+        {
+            self.limit = value
+                .try_into()
+                .map(Some)
+                .map_err(|_| {
+                    "conversion to `:: std :: num :: NonZeroU32` for limit failed"
+                        .to_string()
+                });
+            self
         }
         pub fn page<V>(mut self, value: V) -> Self
         where
@@ -52861,7 +54983,9 @@ pub mod builder {
         pub async fn send(
             self,
         ) -> Result<ResponseValue<types::ItemUnitsPage>, Error<types::ApiError>> {
-            let Self { client, page, per_page } = self;
+            let Self { client, after, limit, page, per_page } = self;
+            let after = after.map_err(Error::InvalidRequest)?;
+            let limit = limit.map_err(Error::InvalidRequest)?;
             let page = page.map_err(Error::InvalidRequest)?;
             let per_page = per_page.map_err(Error::InvalidRequest)?;
             let url = format!("{}/api/v1/fieldreport/itemUnits", client.baseurl,);
@@ -52881,6 +55005,8 @@ pub mod builder {
                     ::reqwest::header::ACCEPT,
                     ::reqwest::header::HeaderValue::from_static("application/json"),
                 )
+                .query(&progenitor_client::QueryParam::new("after", &after))
+                .query(&progenitor_client::QueryParam::new("limit", &limit))
                 .query(&progenitor_client::QueryParam::new("page", &page))
                 .query(&progenitor_client::QueryParam::new("per_page", &per_page))
                 .headers(header_map)
@@ -53701,6 +55827,8 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct FieldreportItemsList<'a> {
         client: &'a super::Client,
+        after: Result<Option<types::FieldreportItemsListAfter>, String>,
+        limit: Result<Option<::std::num::NonZeroU32>, String>,
         page: Result<Option<::std::num::NonZeroU32>, String>,
         per_page: Result<Option<::std::num::NonZeroU32>, String>,
     }
@@ -53708,9 +55836,37 @@ pub mod builder {
         pub fn new(client: &'a super::Client) -> Self {
             Self {
                 client: client,
+                after: Ok(None),
+                limit: Ok(None),
                 page: Ok(None),
                 per_page: Ok(None),
             }
+        }
+        pub fn after<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<types::FieldreportItemsListAfter>,
+        {
+            self.after = value
+                .try_into()
+                .map(Some)
+                .map_err(|_| {
+                    "conversion to `FieldreportItemsListAfter` for after failed"
+                        .to_string()
+                });
+            self
+        }
+        pub fn limit<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<::std::num::NonZeroU32>,
+        {
+            self.limit = value
+                .try_into()
+                .map(Some)
+                .map_err(|_| {
+                    "conversion to `:: std :: num :: NonZeroU32` for limit failed"
+                        .to_string()
+                });
+            self
         }
         pub fn page<V>(mut self, value: V) -> Self
         where
@@ -53742,7 +55898,9 @@ pub mod builder {
         pub async fn send(
             self,
         ) -> Result<ResponseValue<types::ItemsPage>, Error<types::ApiError>> {
-            let Self { client, page, per_page } = self;
+            let Self { client, after, limit, page, per_page } = self;
+            let after = after.map_err(Error::InvalidRequest)?;
+            let limit = limit.map_err(Error::InvalidRequest)?;
             let page = page.map_err(Error::InvalidRequest)?;
             let per_page = per_page.map_err(Error::InvalidRequest)?;
             let url = format!("{}/api/v1/fieldreport/items", client.baseurl,);
@@ -53762,6 +55920,8 @@ pub mod builder {
                     ::reqwest::header::ACCEPT,
                     ::reqwest::header::HeaderValue::from_static("application/json"),
                 )
+                .query(&progenitor_client::QueryParam::new("after", &after))
+                .query(&progenitor_client::QueryParam::new("limit", &limit))
                 .query(&progenitor_client::QueryParam::new("page", &page))
                 .query(&progenitor_client::QueryParam::new("per_page", &per_page))
                 .headers(header_map)
@@ -55109,6 +57269,8 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct FieldreportProductsList<'a> {
         client: &'a super::Client,
+        after: Result<Option<types::FieldreportProductsListAfter>, String>,
+        limit: Result<Option<::std::num::NonZeroU32>, String>,
         page: Result<Option<::std::num::NonZeroU32>, String>,
         per_page: Result<Option<::std::num::NonZeroU32>, String>,
     }
@@ -55116,9 +57278,37 @@ pub mod builder {
         pub fn new(client: &'a super::Client) -> Self {
             Self {
                 client: client,
+                after: Ok(None),
+                limit: Ok(None),
                 page: Ok(None),
                 per_page: Ok(None),
             }
+        }
+        pub fn after<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<types::FieldreportProductsListAfter>,
+        {
+            self.after = value
+                .try_into()
+                .map(Some)
+                .map_err(|_| {
+                    "conversion to `FieldreportProductsListAfter` for after failed"
+                        .to_string()
+                });
+            self
+        }
+        pub fn limit<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<::std::num::NonZeroU32>,
+        {
+            self.limit = value
+                .try_into()
+                .map(Some)
+                .map_err(|_| {
+                    "conversion to `:: std :: num :: NonZeroU32` for limit failed"
+                        .to_string()
+                });
+            self
         }
         pub fn page<V>(mut self, value: V) -> Self
         where
@@ -55150,7 +57340,9 @@ pub mod builder {
         pub async fn send(
             self,
         ) -> Result<ResponseValue<types::ProductsPage>, Error<types::ApiError>> {
-            let Self { client, page, per_page } = self;
+            let Self { client, after, limit, page, per_page } = self;
+            let after = after.map_err(Error::InvalidRequest)?;
+            let limit = limit.map_err(Error::InvalidRequest)?;
             let page = page.map_err(Error::InvalidRequest)?;
             let per_page = per_page.map_err(Error::InvalidRequest)?;
             let url = format!("{}/api/v1/fieldreport/products", client.baseurl,);
@@ -55170,6 +57362,8 @@ pub mod builder {
                     ::reqwest::header::ACCEPT,
                     ::reqwest::header::HeaderValue::from_static("application/json"),
                 )
+                .query(&progenitor_client::QueryParam::new("after", &after))
+                .query(&progenitor_client::QueryParam::new("limit", &limit))
                 .query(&progenitor_client::QueryParam::new("page", &page))
                 .query(&progenitor_client::QueryParam::new("per_page", &per_page))
                 .headers(header_map)
@@ -55988,6 +58182,8 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct FieldreportQualificationsList<'a> {
         client: &'a super::Client,
+        after: Result<Option<types::FieldreportQualificationsListAfter>, String>,
+        limit: Result<Option<::std::num::NonZeroU32>, String>,
         page: Result<Option<::std::num::NonZeroU32>, String>,
         per_page: Result<Option<::std::num::NonZeroU32>, String>,
     }
@@ -55995,9 +58191,37 @@ pub mod builder {
         pub fn new(client: &'a super::Client) -> Self {
             Self {
                 client: client,
+                after: Ok(None),
+                limit: Ok(None),
                 page: Ok(None),
                 per_page: Ok(None),
             }
+        }
+        pub fn after<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<types::FieldreportQualificationsListAfter>,
+        {
+            self.after = value
+                .try_into()
+                .map(Some)
+                .map_err(|_| {
+                    "conversion to `FieldreportQualificationsListAfter` for after failed"
+                        .to_string()
+                });
+            self
+        }
+        pub fn limit<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<::std::num::NonZeroU32>,
+        {
+            self.limit = value
+                .try_into()
+                .map(Some)
+                .map_err(|_| {
+                    "conversion to `:: std :: num :: NonZeroU32` for limit failed"
+                        .to_string()
+                });
+            self
         }
         pub fn page<V>(mut self, value: V) -> Self
         where
@@ -56029,7 +58253,9 @@ pub mod builder {
         pub async fn send(
             self,
         ) -> Result<ResponseValue<types::QualificationsPage>, Error<types::ApiError>> {
-            let Self { client, page, per_page } = self;
+            let Self { client, after, limit, page, per_page } = self;
+            let after = after.map_err(Error::InvalidRequest)?;
+            let limit = limit.map_err(Error::InvalidRequest)?;
             let page = page.map_err(Error::InvalidRequest)?;
             let per_page = per_page.map_err(Error::InvalidRequest)?;
             let url = format!("{}/api/v1/fieldreport/qualifications", client.baseurl,);
@@ -56049,6 +58275,8 @@ pub mod builder {
                     ::reqwest::header::ACCEPT,
                     ::reqwest::header::HeaderValue::from_static("application/json"),
                 )
+                .query(&progenitor_client::QueryParam::new("after", &after))
+                .query(&progenitor_client::QueryParam::new("limit", &limit))
                 .query(&progenitor_client::QueryParam::new("page", &page))
                 .query(&progenitor_client::QueryParam::new("per_page", &per_page))
                 .headers(header_map)
@@ -56875,6 +59103,8 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct FieldreportServiceObjectsList<'a> {
         client: &'a super::Client,
+        after: Result<Option<types::FieldreportServiceObjectsListAfter>, String>,
+        limit: Result<Option<::std::num::NonZeroU32>, String>,
         page: Result<Option<::std::num::NonZeroU32>, String>,
         per_page: Result<Option<::std::num::NonZeroU32>, String>,
     }
@@ -56882,9 +59112,37 @@ pub mod builder {
         pub fn new(client: &'a super::Client) -> Self {
             Self {
                 client: client,
+                after: Ok(None),
+                limit: Ok(None),
                 page: Ok(None),
                 per_page: Ok(None),
             }
+        }
+        pub fn after<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<types::FieldreportServiceObjectsListAfter>,
+        {
+            self.after = value
+                .try_into()
+                .map(Some)
+                .map_err(|_| {
+                    "conversion to `FieldreportServiceObjectsListAfter` for after failed"
+                        .to_string()
+                });
+            self
+        }
+        pub fn limit<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<::std::num::NonZeroU32>,
+        {
+            self.limit = value
+                .try_into()
+                .map(Some)
+                .map_err(|_| {
+                    "conversion to `:: std :: num :: NonZeroU32` for limit failed"
+                        .to_string()
+                });
+            self
         }
         pub fn page<V>(mut self, value: V) -> Self
         where
@@ -56916,7 +59174,9 @@ pub mod builder {
         pub async fn send(
             self,
         ) -> Result<ResponseValue<types::ServiceObjectsPage>, Error<types::ApiError>> {
-            let Self { client, page, per_page } = self;
+            let Self { client, after, limit, page, per_page } = self;
+            let after = after.map_err(Error::InvalidRequest)?;
+            let limit = limit.map_err(Error::InvalidRequest)?;
             let page = page.map_err(Error::InvalidRequest)?;
             let per_page = per_page.map_err(Error::InvalidRequest)?;
             let url = format!("{}/api/v1/fieldreport/serviceObjects", client.baseurl,);
@@ -56936,6 +59196,8 @@ pub mod builder {
                     ::reqwest::header::ACCEPT,
                     ::reqwest::header::HeaderValue::from_static("application/json"),
                 )
+                .query(&progenitor_client::QueryParam::new("after", &after))
+                .query(&progenitor_client::QueryParam::new("limit", &limit))
                 .query(&progenitor_client::QueryParam::new("page", &page))
                 .query(&progenitor_client::QueryParam::new("per_page", &per_page))
                 .headers(header_map)
@@ -57762,6 +60024,8 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct FieldreportServiceRequestsList<'a> {
         client: &'a super::Client,
+        after: Result<Option<types::FieldreportServiceRequestsListAfter>, String>,
+        limit: Result<Option<::std::num::NonZeroU32>, String>,
         page: Result<Option<::std::num::NonZeroU32>, String>,
         per_page: Result<Option<::std::num::NonZeroU32>, String>,
     }
@@ -57769,9 +60033,37 @@ pub mod builder {
         pub fn new(client: &'a super::Client) -> Self {
             Self {
                 client: client,
+                after: Ok(None),
+                limit: Ok(None),
                 page: Ok(None),
                 per_page: Ok(None),
             }
+        }
+        pub fn after<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<types::FieldreportServiceRequestsListAfter>,
+        {
+            self.after = value
+                .try_into()
+                .map(Some)
+                .map_err(|_| {
+                    "conversion to `FieldreportServiceRequestsListAfter` for after failed"
+                        .to_string()
+                });
+            self
+        }
+        pub fn limit<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<::std::num::NonZeroU32>,
+        {
+            self.limit = value
+                .try_into()
+                .map(Some)
+                .map_err(|_| {
+                    "conversion to `:: std :: num :: NonZeroU32` for limit failed"
+                        .to_string()
+                });
+            self
         }
         pub fn page<V>(mut self, value: V) -> Self
         where
@@ -57803,7 +60095,9 @@ pub mod builder {
         pub async fn send(
             self,
         ) -> Result<ResponseValue<types::ServiceRequestsPage>, Error<types::ApiError>> {
-            let Self { client, page, per_page } = self;
+            let Self { client, after, limit, page, per_page } = self;
+            let after = after.map_err(Error::InvalidRequest)?;
+            let limit = limit.map_err(Error::InvalidRequest)?;
             let page = page.map_err(Error::InvalidRequest)?;
             let per_page = per_page.map_err(Error::InvalidRequest)?;
             let url = format!("{}/api/v1/fieldreport/serviceRequests", client.baseurl,);
@@ -57823,6 +60117,8 @@ pub mod builder {
                     ::reqwest::header::ACCEPT,
                     ::reqwest::header::HeaderValue::from_static("application/json"),
                 )
+                .query(&progenitor_client::QueryParam::new("after", &after))
+                .query(&progenitor_client::QueryParam::new("limit", &limit))
                 .query(&progenitor_client::QueryParam::new("page", &page))
                 .query(&progenitor_client::QueryParam::new("per_page", &per_page))
                 .headers(header_map)
@@ -59342,6 +61638,8 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct FieldreportStepListTemplatesList<'a> {
         client: &'a super::Client,
+        after: Result<Option<types::FieldreportStepListTemplatesListAfter>, String>,
+        limit: Result<Option<::std::num::NonZeroU32>, String>,
         page: Result<Option<::std::num::NonZeroU32>, String>,
         per_page: Result<Option<::std::num::NonZeroU32>, String>,
     }
@@ -59349,9 +61647,37 @@ pub mod builder {
         pub fn new(client: &'a super::Client) -> Self {
             Self {
                 client: client,
+                after: Ok(None),
+                limit: Ok(None),
                 page: Ok(None),
                 per_page: Ok(None),
             }
+        }
+        pub fn after<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<types::FieldreportStepListTemplatesListAfter>,
+        {
+            self.after = value
+                .try_into()
+                .map(Some)
+                .map_err(|_| {
+                    "conversion to `FieldreportStepListTemplatesListAfter` for after failed"
+                        .to_string()
+                });
+            self
+        }
+        pub fn limit<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<::std::num::NonZeroU32>,
+        {
+            self.limit = value
+                .try_into()
+                .map(Some)
+                .map_err(|_| {
+                    "conversion to `:: std :: num :: NonZeroU32` for limit failed"
+                        .to_string()
+                });
+            self
         }
         pub fn page<V>(mut self, value: V) -> Self
         where
@@ -59386,7 +61712,9 @@ pub mod builder {
             ResponseValue<types::StepListTemplatesPage>,
             Error<types::ApiError>,
         > {
-            let Self { client, page, per_page } = self;
+            let Self { client, after, limit, page, per_page } = self;
+            let after = after.map_err(Error::InvalidRequest)?;
+            let limit = limit.map_err(Error::InvalidRequest)?;
             let page = page.map_err(Error::InvalidRequest)?;
             let per_page = per_page.map_err(Error::InvalidRequest)?;
             let url = format!(
@@ -59408,6 +61736,8 @@ pub mod builder {
                     ::reqwest::header::ACCEPT,
                     ::reqwest::header::HeaderValue::from_static("application/json"),
                 )
+                .query(&progenitor_client::QueryParam::new("after", &after))
+                .query(&progenitor_client::QueryParam::new("limit", &limit))
                 .query(&progenitor_client::QueryParam::new("page", &page))
                 .query(&progenitor_client::QueryParam::new("per_page", &per_page))
                 .headers(header_map)
@@ -60514,6 +62844,8 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct FieldreportTagsList<'a> {
         client: &'a super::Client,
+        after: Result<Option<types::FieldreportTagsListAfter>, String>,
+        limit: Result<Option<::std::num::NonZeroU32>, String>,
         page: Result<Option<::std::num::NonZeroU32>, String>,
         per_page: Result<Option<::std::num::NonZeroU32>, String>,
     }
@@ -60521,9 +62853,37 @@ pub mod builder {
         pub fn new(client: &'a super::Client) -> Self {
             Self {
                 client: client,
+                after: Ok(None),
+                limit: Ok(None),
                 page: Ok(None),
                 per_page: Ok(None),
             }
+        }
+        pub fn after<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<types::FieldreportTagsListAfter>,
+        {
+            self.after = value
+                .try_into()
+                .map(Some)
+                .map_err(|_| {
+                    "conversion to `FieldreportTagsListAfter` for after failed"
+                        .to_string()
+                });
+            self
+        }
+        pub fn limit<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<::std::num::NonZeroU32>,
+        {
+            self.limit = value
+                .try_into()
+                .map(Some)
+                .map_err(|_| {
+                    "conversion to `:: std :: num :: NonZeroU32` for limit failed"
+                        .to_string()
+                });
+            self
         }
         pub fn page<V>(mut self, value: V) -> Self
         where
@@ -60555,7 +62915,9 @@ pub mod builder {
         pub async fn send(
             self,
         ) -> Result<ResponseValue<types::TagsPage>, Error<types::ApiError>> {
-            let Self { client, page, per_page } = self;
+            let Self { client, after, limit, page, per_page } = self;
+            let after = after.map_err(Error::InvalidRequest)?;
+            let limit = limit.map_err(Error::InvalidRequest)?;
             let page = page.map_err(Error::InvalidRequest)?;
             let per_page = per_page.map_err(Error::InvalidRequest)?;
             let url = format!("{}/api/v1/fieldreport/tags", client.baseurl,);
@@ -60575,6 +62937,8 @@ pub mod builder {
                     ::reqwest::header::ACCEPT,
                     ::reqwest::header::HeaderValue::from_static("application/json"),
                 )
+                .query(&progenitor_client::QueryParam::new("after", &after))
+                .query(&progenitor_client::QueryParam::new("limit", &limit))
                 .query(&progenitor_client::QueryParam::new("page", &page))
                 .query(&progenitor_client::QueryParam::new("per_page", &per_page))
                 .headers(header_map)
@@ -61381,6 +63745,8 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct FieldreportTimeEventsList<'a> {
         client: &'a super::Client,
+        after: Result<Option<types::FieldreportTimeEventsListAfter>, String>,
+        limit: Result<Option<::std::num::NonZeroU32>, String>,
         page: Result<Option<::std::num::NonZeroU32>, String>,
         per_page: Result<Option<::std::num::NonZeroU32>, String>,
     }
@@ -61388,9 +63754,37 @@ pub mod builder {
         pub fn new(client: &'a super::Client) -> Self {
             Self {
                 client: client,
+                after: Ok(None),
+                limit: Ok(None),
                 page: Ok(None),
                 per_page: Ok(None),
             }
+        }
+        pub fn after<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<types::FieldreportTimeEventsListAfter>,
+        {
+            self.after = value
+                .try_into()
+                .map(Some)
+                .map_err(|_| {
+                    "conversion to `FieldreportTimeEventsListAfter` for after failed"
+                        .to_string()
+                });
+            self
+        }
+        pub fn limit<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<::std::num::NonZeroU32>,
+        {
+            self.limit = value
+                .try_into()
+                .map(Some)
+                .map_err(|_| {
+                    "conversion to `:: std :: num :: NonZeroU32` for limit failed"
+                        .to_string()
+                });
+            self
         }
         pub fn page<V>(mut self, value: V) -> Self
         where
@@ -61422,7 +63816,9 @@ pub mod builder {
         pub async fn send(
             self,
         ) -> Result<ResponseValue<types::TimeEventsPage>, Error<types::ApiError>> {
-            let Self { client, page, per_page } = self;
+            let Self { client, after, limit, page, per_page } = self;
+            let after = after.map_err(Error::InvalidRequest)?;
+            let limit = limit.map_err(Error::InvalidRequest)?;
             let page = page.map_err(Error::InvalidRequest)?;
             let per_page = per_page.map_err(Error::InvalidRequest)?;
             let url = format!("{}/api/v1/fieldreport/timeEvents", client.baseurl,);
@@ -61442,6 +63838,8 @@ pub mod builder {
                     ::reqwest::header::ACCEPT,
                     ::reqwest::header::HeaderValue::from_static("application/json"),
                 )
+                .query(&progenitor_client::QueryParam::new("after", &after))
+                .query(&progenitor_client::QueryParam::new("limit", &limit))
                 .query(&progenitor_client::QueryParam::new("page", &page))
                 .query(&progenitor_client::QueryParam::new("per_page", &per_page))
                 .headers(header_map)
@@ -62262,6 +64660,8 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct FieldreportUsersList<'a> {
         client: &'a super::Client,
+        after: Result<Option<types::FieldreportUsersListAfter>, String>,
+        limit: Result<Option<::std::num::NonZeroU32>, String>,
         page: Result<Option<::std::num::NonZeroU32>, String>,
         per_page: Result<Option<::std::num::NonZeroU32>, String>,
     }
@@ -62269,9 +64669,37 @@ pub mod builder {
         pub fn new(client: &'a super::Client) -> Self {
             Self {
                 client: client,
+                after: Ok(None),
+                limit: Ok(None),
                 page: Ok(None),
                 per_page: Ok(None),
             }
+        }
+        pub fn after<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<types::FieldreportUsersListAfter>,
+        {
+            self.after = value
+                .try_into()
+                .map(Some)
+                .map_err(|_| {
+                    "conversion to `FieldreportUsersListAfter` for after failed"
+                        .to_string()
+                });
+            self
+        }
+        pub fn limit<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<::std::num::NonZeroU32>,
+        {
+            self.limit = value
+                .try_into()
+                .map(Some)
+                .map_err(|_| {
+                    "conversion to `:: std :: num :: NonZeroU32` for limit failed"
+                        .to_string()
+                });
+            self
         }
         pub fn page<V>(mut self, value: V) -> Self
         where
@@ -62303,7 +64731,9 @@ pub mod builder {
         pub async fn send(
             self,
         ) -> Result<ResponseValue<types::UsersPage>, Error<types::ApiError>> {
-            let Self { client, page, per_page } = self;
+            let Self { client, after, limit, page, per_page } = self;
+            let after = after.map_err(Error::InvalidRequest)?;
+            let limit = limit.map_err(Error::InvalidRequest)?;
             let page = page.map_err(Error::InvalidRequest)?;
             let per_page = per_page.map_err(Error::InvalidRequest)?;
             let url = format!("{}/api/v1/fieldreport/users", client.baseurl,);
@@ -62323,6 +64753,8 @@ pub mod builder {
                     ::reqwest::header::ACCEPT,
                     ::reqwest::header::HeaderValue::from_static("application/json"),
                 )
+                .query(&progenitor_client::QueryParam::new("after", &after))
+                .query(&progenitor_client::QueryParam::new("limit", &limit))
                 .query(&progenitor_client::QueryParam::new("page", &page))
                 .query(&progenitor_client::QueryParam::new("per_page", &per_page))
                 .headers(header_map)
