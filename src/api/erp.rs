@@ -7,14 +7,15 @@ use serde_json::{Map, Value};
 
 use super::ApiContext;
 use super::documented::Documented;
-use super::fieldreport::{PageMeta, PageQuery};
 use super::guard::{BearerToken, client_address, needs};
+use super::paging::{Cursor, NextPage, PageMeta, PageQuery, Paging};
 use crate::erp::attributes::{AttributePullReport, AttributePushReport};
 use crate::erp::post::PostReport;
 use crate::erp::pull::{PullKind, PullReport, check_field};
 use crate::erp::webhook::{self, WebhookRefusal};
 use crate::erp::{ErpError, ErpService, model_named};
 use crate::error::ApiError;
+use crate::fieldreport::key_pages::{checked_limit, key_page};
 use crate::fieldreport::service::MAX_PER_PAGE;
 
 /// The header that may carry the webhook secret (else `?secret=`).
@@ -262,12 +263,22 @@ pub async fn erp_show(
     }))
 }
 
-/// One page of mirrored ERP records, ordered by id.
+/// One page of mirrored ERP records, ordered by id. Read by position (`page`, `per_page`) it
+/// has `meta`, with the count; read by key (`after`, `limit`) it has `next_cursor` and `next`
+/// while records follow this page, and neither on the last page.
 #[derive(Serialize, JsonSchema)]
 pub struct ErpRecordPage {
     /// The records as the ERP sent them.
     pub data: Vec<Map<String, Value>>,
-    pub meta: PageMeta,
+    /// Read by position: the paging and the count.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub meta: Option<PageMeta>,
+    /// Read by key: the cursor to pass as `after` for the next page, while records follow.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<Cursor>,
+    /// Read by key: the path and query that read the next page, while records follow.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next: Option<String>,
 }
 
 /// One mirrored ERP record as the ERP sent it (secrets masked): the model's fields.
@@ -307,8 +318,13 @@ fn objects(records: Vec<crate::store::erp::ErpRecord>) -> Vec<Map<String, Value>
 
 /// Mirrored records of an ERP model
 ///
-/// The model's records as stored locally, ordered by id, `per_page` (1 to 500, default
-/// 50) per page.
+/// The model's records as stored locally, ordered by id (numeric ids in numeric order). Read
+/// by key: `limit` (1 to 500, default 50) records after the cursor `after` (from the start
+/// without it), answered with `next_cursor` and the `next` link while records follow, and no
+/// count; a page costs the same at any depth, and a record inserted or deleted meanwhile makes
+/// no other record skip or repeat. Read by position (the slower way, kept for existing
+/// callers: a page costs what it skips): page `page` of `per_page` (1 to 500, default 50)
+/// records, with the count in `meta`.
 #[dropshot::endpoint { method = GET, path = "/api/v1/erp/show/{model}", tags = ["erp"] }]
 pub async fn erp_show_model(
     rqctx: RequestContext<ApiContext>,
@@ -318,9 +334,18 @@ pub async fn erp_show_model(
 ) -> Result<HttpResponseOk<ErpRecordPage>, ApiError> {
     token.caller(&rqctx).await?;
     let info = model_named(&path.into_inner().model)?;
-    let query = query.into_inner();
-    let page = query.page.unwrap_or(1);
-    let per_page = query.per_page.unwrap_or(50);
+    let store = rqctx.context().erp.store();
+    let (page, per_page) = match query.into_inner().paging()? {
+        Paging::Key { after, limit: asked } => {
+            let limit = checked_limit(asked).map_err(ApiError::validation)?;
+            let records = store.erp_after(info.name, after.as_deref(), i64::from(limit) + 1).await?;
+            let (records, next_key) = key_page(records, limit, |record| record.id.clone());
+            let next = NextPage::after(rqctx.request.uri().path(), next_key.as_deref(), asked);
+            let data = objects(records);
+            return Ok(HttpResponseOk(ErpRecordPage { data, meta: None, next_cursor: next.cursor, next: next.link }));
+        }
+        Paging::Position { page, per_page } => (page.unwrap_or(1), per_page.unwrap_or(50)),
+    };
     if page == 0 || per_page == 0 || per_page > MAX_PER_PAGE {
         return Err(ErpError::Invalid {
             field: "page".into(),
@@ -329,8 +354,9 @@ pub async fn erp_show_model(
         .into());
     }
     let offset = i64::from(page - 1) * i64::from(per_page);
-    let (records, total) = rqctx.context().erp.store().erp_page(info.name, offset, i64::from(per_page)).await?;
-    Ok(HttpResponseOk(ErpRecordPage { data: objects(records), meta: PageMeta::new(page, per_page, total) }))
+    let (records, total) = store.erp_page(info.name, offset, i64::from(per_page)).await?;
+    let meta = Some(PageMeta::new(page, per_page, total));
+    Ok(HttpResponseOk(ErpRecordPage { data: objects(records), meta, next_cursor: None, next: None }))
 }
 
 /// One mirrored ERP record

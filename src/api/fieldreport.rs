@@ -24,6 +24,8 @@ use serde_json::{Value, json};
 
 use super::ApiContext;
 use super::guard::{BearerToken, needs};
+use super::paging::{Cursor, NextPage, Paging};
+pub use super::paging::{PageMeta, PageQuery};
 use crate::error::ApiError;
 
 /// A record of entity set `E`: passed through whole, documented as the set's model under the
@@ -216,27 +218,12 @@ impl<E: MirroredEntity> JsonSchema for RecordWrite<E> {
     }
 }
 
-/// Paging of a list.
-#[derive(Serialize, JsonSchema)]
-pub struct PageMeta {
-    pub current_page: u32,
-    pub per_page: u32,
-    pub total: i64,
-    pub last_page: u32,
-}
-
-impl PageMeta {
-    /// The paging of page `current_page` of `per_page` records out of `total`.
-    pub fn new(current_page: u32, per_page: u32, total: i64) -> PageMeta {
-        let last_page = ((total.max(1) - 1) / i64::from(per_page) + 1) as u32;
-        PageMeta { current_page, per_page, total, last_page }
-    }
-}
-
-/// One page of records, ordered by Id; the documents go out as they are stored.
+/// One page of records, ordered by Id; the documents go out as they are stored. Read by
+/// position it has `meta`; read by key, `next_cursor` and `next` while records follow.
 pub struct RecordPage<E> {
     pub data: Vec<Box<RawValue>>,
-    pub meta: PageMeta,
+    pub meta: Option<PageMeta>,
+    pub next: NextPage,
     set: PhantomData<fn() -> E>,
 }
 
@@ -245,9 +232,14 @@ impl<E> Serialize for RecordPage<E> {
         #[derive(Serialize)]
         struct Wire<'a> {
             data: &'a [Box<RawValue>],
-            meta: &'a PageMeta,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            meta: &'a Option<PageMeta>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            next_cursor: &'a Option<Cursor>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            next: &'a Option<String>,
         }
-        Wire { data: &self.data, meta: &self.meta }.serialize(s)
+        Wire { data: &self.data, meta: &self.meta, next_cursor: &self.next.cursor, next: &self.next.link }.serialize(s)
     }
 }
 
@@ -258,18 +250,18 @@ impl<E: MirroredEntity> JsonSchema for RecordPage<E> {
     fn json_schema(generator: &mut SchemaGenerator) -> Schema {
         let data = generator.subschema_for::<Vec<Record<E>>>();
         let meta = generator.subschema_for::<PageMeta>();
-        object_schema("One page of records, ordered by Id.", vec![("data", data), ("meta", meta)], &["data", "meta"])
+        let cursor = generator.subschema_for::<Cursor>();
+        let next: Schema = serde_json::from_value(json!({
+            "type": "string",
+            "description": "The path and query that read the next page (read by key), while records follow."
+        }))
+        .expect("a valid schema");
+        object_schema(
+            "One page of records, ordered by Id. Read by position (`page`, `per_page`) it has `meta`, with the count; read by key (`after`, `limit`) it has `next_cursor` and `next` while records follow this page, and neither on the last page.",
+            vec![("data", data), ("meta", meta), ("next_cursor", cursor), ("next", next)],
+            &["data"],
+        )
     }
-}
-
-#[derive(Deserialize, JsonSchema)]
-pub struct PageQuery {
-    /// Page number, from 1 (default 1).
-    #[schemars(range(min = 1))]
-    pub page: Option<u32>,
-    /// Records per page, 1 to 500 (default 50).
-    #[schemars(range(min = 1, max = 500))]
-    pub per_page: Option<u32>,
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -298,13 +290,20 @@ async fn list<E: MirroredEntity>(
     query: Query<PageQuery>,
 ) -> Result<HttpResponseOk<RecordPage<E>>, ApiError> {
     token.caller(&rqctx).await?;
-    let query = query.into_inner();
-    let page = rqctx.context().fieldreport.list(&E::INFO, query.page, query.per_page).await?;
-    Ok(HttpResponseOk(RecordPage {
-        data: page.records,
-        meta: PageMeta::new(page.page, page.per_page, page.total),
-        set: PhantomData,
-    }))
+    let fieldreport = &rqctx.context().fieldreport;
+    let page = match query.into_inner().paging()? {
+        Paging::Key { after, limit } => {
+            let page = fieldreport.list_after(&E::INFO, after.as_deref(), limit).await?;
+            let next = NextPage::after(rqctx.request.uri().path(), page.next.as_deref(), limit);
+            RecordPage { data: page.records, meta: None, next, set: PhantomData }
+        }
+        Paging::Position { page, per_page } => {
+            let page = fieldreport.list(&E::INFO, page, per_page).await?;
+            let meta = PageMeta::new(page.page, page.per_page, page.total);
+            RecordPage { data: page.records, meta: Some(meta), next: NextPage::default(), set: PhantomData }
+        }
+    };
+    Ok(HttpResponseOk(page))
 }
 
 async fn create<E: MirroredEntity>(
@@ -422,7 +421,7 @@ impl EntityVisitor for Registrar<'_> {
             Method::GET,
             &collection,
             format!("List {set}"),
-            format!("{set} records of the local mirror, ordered by Id, `per_page` (1 to 500, default 50) per page.")
+            format!("{set} records of the local mirror, ordered by Id (numeric Ids in numeric order). Read by key: `limit` (1 to 500, default 50) records after the cursor `after` (from the start without it), answered with `next_cursor` and the `next` link while records follow, and no count; a page costs the same at any depth, and a record inserted or deleted meanwhile makes no other record skip or repeat. Read by position (the slower way, kept for existing callers: a page costs what it skips): page `page` of `per_page` (1 to 500, default 50) records, with the count in `meta`.")
         ));
         self.add(endpoint!(info, "create", create::<E>, Method::POST, &collection, format!("Create a {set} record"),
             format!("`Id` (string, at most 255 characters) and `Version` (integer) are required; every other field is kept. The record is sent to the field-report system first; the local record takes the Id the upstream assigned. Nothing is stored when the upstream refuses.")));

@@ -33,6 +33,7 @@ pub mod leasing_schema;
 pub mod leasing_watch;
 pub mod openapi;
 pub mod operations;
+pub mod paging;
 pub mod query_flag;
 
 use dropshot::{ApiDescription, ApiEndpoint, EndpointTagPolicy, TagConfig, TagDetails};

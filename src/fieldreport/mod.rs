@@ -1,6 +1,7 @@
 //! The field-report area: a local mirror of 15 entity types, written through to the upstream.
 
 pub mod identity;
+pub mod key_pages;
 pub mod merge;
 mod page;
 pub mod push;

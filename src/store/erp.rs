@@ -19,7 +19,7 @@ pub struct ErpRecord {
     pub pending_attributes: Vec<String>,
 }
 
-fn erp_record(row: &sqlx::any::AnyRow) -> Result<ErpRecord, StoreError> {
+pub(in crate::store) fn erp_record(row: &sqlx::any::AnyRow) -> Result<ErpRecord, StoreError> {
     let json = |text: String| {
         serde_json::from_str::<Value>(&text).map_err(|e| StoreError::Query(format!("stored document is not JSON: {e}")))
     };

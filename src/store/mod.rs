@@ -31,6 +31,7 @@ pub mod fieldreport_unsettled;
 pub mod flows;
 pub mod idempotency;
 pub mod jobs;
+pub mod key_pages;
 pub mod lease;
 pub mod leasing_watch;
 pub mod login_failures;

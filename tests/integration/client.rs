@@ -319,8 +319,33 @@ async fn fieldreport_create_show_update_delete(db: Db) {
     let shown = client.fieldreport_companies_show().record(&id).send().await.expect("show").into_inner();
     assert_eq!(serde_json::to_value(&shown).unwrap(), serde_json::to_value(&created.data).unwrap());
     let page = client.fieldreport_companies_list().send().await.expect("list").into_inner();
-    assert_eq!((page.meta.total, page.meta.current_page, page.meta.last_page), (1, 1, 1));
+    let meta = page.meta.expect("read by position: the count");
+    assert_eq!((meta.total, meta.current_page, meta.last_page), (1, 1, 1));
     assert_eq!(text(&page.data[0].id), id);
+    // The whole set read by key, one record a page, each page's cursor passed on as typed.
+    for extra in ["900001", "900002"] {
+        let document = json!({"Id": extra, "Version": 1, "Name": extra});
+        let record = integration_service::store::fieldreport::MirrorRecord { id: extra.into(), version: 1, document };
+        svc.store().mirror_insert("companies", &record, None).await.unwrap();
+    }
+    let (mut ids, mut cursor) = (Vec::new(), None::<types::Cursor>);
+    loop {
+        let mut request = client.fieldreport_companies_list().limit(std::num::NonZeroU64::MIN);
+        if let Some(cursor) = &cursor {
+            request = request.after(cursor.as_str());
+        }
+        let page = request.send().await.expect("a page by key").into_inner();
+        assert!(page.meta.is_none());
+        ids.extend(page.data.iter().map(|record| text(&record.id)));
+        match page.next_cursor {
+            Some(next) => cursor = Some(next),
+            None => break,
+        }
+    }
+    assert_eq!(ids, [id.clone(), "900001".into(), "900002".into()]);
+    for extra in ["900001", "900002"] {
+        svc.store().mirror_delete("companies", extra).await.unwrap();
+    }
 
     let updated = client
         .fieldreport_companies_update()

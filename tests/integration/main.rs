@@ -33,6 +33,7 @@ mod mail_smtp;
 mod metrics;
 mod operator_files;
 mod python_client;
+mod read_back;
 mod readme_tour;
 mod sandbox;
 mod sandbox_erp;

@@ -3,7 +3,8 @@
 //! a client from the committed document with no warning (`--fail-on-warning`: an operation or
 //! schema it cannot read is a failure, not a silently missing method), and
 //! `python_client/drive.py` uses it against the service and the simulators: login, a leasing
-//! create and read, a field-report create, patch and delete.
+//! create and read, a field-report create, patch and delete, and the companies read back with
+//! cursors.
 
 use std::process::Command;
 
@@ -68,6 +69,9 @@ async fn a_generated_python_client_logs_in_leases_and_writes_records() {
     assert_eq!(fieldreport["stale"], 409);
     assert_eq!(fieldreport["shown"], "Python Cycles GmbH");
     assert_eq!((fieldreport["deleted"].clone(), fieldreport["gone"].clone()), (204.into(), 404.into()));
+    // The set read back by key, a page at a time with the typed cursor: each record once.
+    let read_back = &seen["read_back"];
+    assert_eq!(read_back["read"], read_back["written"], "{seen}");
     svc.stop().await;
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -375,11 +375,17 @@ pub mod types {
             Default::default()
         }
     }
-    ///One page of records, ordered by Id.
+    ///One page of records, ordered by Id. Read by position (`page`, `per_page`) it has `meta`, with the count; read by key (`after`, `limit`) it has `next_cursor` and `next` while records follow this page, and neither on the last page.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct CompaniesPage {
         pub data: ::std::vec::Vec<Company>,
-        pub meta: PageMeta,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub meta: ::std::option::Option<PageMeta>,
+        ///The path and query that read the next page (read by key), while records follow.
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub next: ::std::option::Option<::std::string::String>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub next_cursor: ::std::option::Option<Cursor>,
     }
     impl CompaniesPage {
         pub fn builder() -> builder::CompaniesPage {
@@ -915,11 +921,17 @@ pub mod types {
             Default::default()
         }
     }
-    ///One page of records, ordered by Id.
+    ///One page of records, ordered by Id. Read by position (`page`, `per_page`) it has `meta`, with the count; read by key (`after`, `limit`) it has `next_cursor` and `next` while records follow this page, and neither on the last page.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ContactsPage {
         pub data: ::std::vec::Vec<Contact>,
-        pub meta: PageMeta,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub meta: ::std::option::Option<PageMeta>,
+        ///The path and query that read the next page (read by key), while records follow.
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub next: ::std::option::Option<::std::string::String>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub next_cursor: ::std::option::Option<Cursor>,
     }
     impl ContactsPage {
         pub fn builder() -> builder::ContactsPage {
@@ -1202,11 +1214,17 @@ pub mod types {
             Default::default()
         }
     }
-    ///One page of records, ordered by Id.
+    ///One page of records, ordered by Id. Read by position (`page`, `per_page`) it has `meta`, with the count; read by key (`after`, `limit`) it has `next_cursor` and `next` while records follow this page, and neither on the last page.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct CostCentersPage {
         pub data: ::std::vec::Vec<CostCenter>,
-        pub meta: PageMeta,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub meta: ::std::option::Option<PageMeta>,
+        ///The path and query that read the next page (read by key), while records follow.
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub next: ::std::option::Option<::std::string::String>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub next_cursor: ::std::option::Option<Cursor>,
     }
     impl CostCentersPage {
         pub fn builder() -> builder::CostCentersPage {
@@ -1358,6 +1376,68 @@ pub mod types {
             Default::default()
         }
     }
+    ///An opaque position in a list: pass it on as `after` to read the records that follow. Its content is the service's own and may change between releases.
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct Cursor(::std::string::String);
+    impl ::std::ops::Deref for Cursor {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<Cursor> for ::std::string::String {
+        fn from(value: Cursor) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for Cursor {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 1400usize {
+                return Err("longer than 1400 characters".into());
+            }
+            if value.chars().count() < 1usize {
+                return Err("shorter than 1 characters".into());
+            }
+            static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
+            { ::regress::Regex::new("^[A-Za-z0-9_-]+$").unwrap() });
+            if PATTERN.find(value).is_none() {
+                return Err("doesn't match pattern \"^[A-Za-z0-9_-]+$\"".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for Cursor {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for Cursor {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for Cursor {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
+        }
+    }
     ///One event sent to one subscription.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct Delivery {
@@ -1496,11 +1576,17 @@ pub mod types {
             Default::default()
         }
     }
-    ///One page of records, ordered by Id.
+    ///One page of records, ordered by Id. Read by position (`page`, `per_page`) it has `meta`, with the count; read by key (`after`, `limit`) it has `next_cursor` and `next` while records follow this page, and neither on the last page.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct DocumentsPage {
         pub data: ::std::vec::Vec<Document>,
-        pub meta: PageMeta,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub meta: ::std::option::Option<PageMeta>,
+        ///The path and query that read the next page (read by key), while records follow.
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub next: ::std::option::Option<::std::string::String>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub next_cursor: ::std::option::Option<Cursor>,
     }
     impl DocumentsPage {
         pub fn builder() -> builder::DocumentsPage {
@@ -1865,14 +1951,22 @@ pub mod types {
             Self(value)
         }
     }
-    ///One page of mirrored ERP records, ordered by id.
+    ///One page of mirrored ERP records, ordered by id. Read by position (`page`, `per_page`) it has `meta`, with the count; read by key (`after`, `limit`) it has `next_cursor` and `next` while records follow this page, and neither on the last page.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ErpRecordPage {
         ///The records as the ERP sent them.
         pub data: ::std::vec::Vec<
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
-        pub meta: PageMeta,
+        ///Read by position: the paging and the count.
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub meta: ::std::option::Option<PageMeta>,
+        ///Read by key: the path and query that read the next page, while records follow.
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub next: ::std::option::Option<::std::string::String>,
+        ///Read by key: the cursor to pass as `after` for the next page, while records follow.
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub next_cursor: ::std::option::Option<Cursor>,
     }
     impl ErpRecordPage {
         pub fn builder() -> builder::ErpRecordPage {
@@ -1936,6 +2030,68 @@ pub mod types {
         }
     }
     impl<'de> ::serde::Deserialize<'de> for ErpShowMatchingEntity {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
+        }
+    }
+    ///`ErpShowModelAfter`
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct ErpShowModelAfter(::std::string::String);
+    impl ::std::ops::Deref for ErpShowModelAfter {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<ErpShowModelAfter> for ::std::string::String {
+        fn from(value: ErpShowModelAfter) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for ErpShowModelAfter {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 1400usize {
+                return Err("longer than 1400 characters".into());
+            }
+            if value.chars().count() < 1usize {
+                return Err("shorter than 1 characters".into());
+            }
+            static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
+            { ::regress::Regex::new("^[A-Za-z0-9_-]+$").unwrap() });
+            if PATTERN.find(value).is_none() {
+                return Err("doesn't match pattern \"^[A-Za-z0-9_-]+$\"".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for ErpShowModelAfter {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for ErpShowModelAfter {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for ErpShowModelAfter {
         fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
         where
             D: ::serde::Deserializer<'de>,
@@ -2289,6 +2445,447 @@ pub mod types {
                 })
         }
     }
+    ///`FieldreportCompaniesListAfter`
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct FieldreportCompaniesListAfter(::std::string::String);
+    impl ::std::ops::Deref for FieldreportCompaniesListAfter {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<FieldreportCompaniesListAfter> for ::std::string::String {
+        fn from(value: FieldreportCompaniesListAfter) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for FieldreportCompaniesListAfter {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 1400usize {
+                return Err("longer than 1400 characters".into());
+            }
+            if value.chars().count() < 1usize {
+                return Err("shorter than 1 characters".into());
+            }
+            static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
+            { ::regress::Regex::new("^[A-Za-z0-9_-]+$").unwrap() });
+            if PATTERN.find(value).is_none() {
+                return Err("doesn't match pattern \"^[A-Za-z0-9_-]+$\"".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for FieldreportCompaniesListAfter {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String>
+    for FieldreportCompaniesListAfter {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for FieldreportCompaniesListAfter {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
+        }
+    }
+    ///`FieldreportContactsListAfter`
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct FieldreportContactsListAfter(::std::string::String);
+    impl ::std::ops::Deref for FieldreportContactsListAfter {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<FieldreportContactsListAfter> for ::std::string::String {
+        fn from(value: FieldreportContactsListAfter) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for FieldreportContactsListAfter {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 1400usize {
+                return Err("longer than 1400 characters".into());
+            }
+            if value.chars().count() < 1usize {
+                return Err("shorter than 1 characters".into());
+            }
+            static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
+            { ::regress::Regex::new("^[A-Za-z0-9_-]+$").unwrap() });
+            if PATTERN.find(value).is_none() {
+                return Err("doesn't match pattern \"^[A-Za-z0-9_-]+$\"".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for FieldreportContactsListAfter {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String>
+    for FieldreportContactsListAfter {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for FieldreportContactsListAfter {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
+        }
+    }
+    ///`FieldreportCostCentersListAfter`
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct FieldreportCostCentersListAfter(::std::string::String);
+    impl ::std::ops::Deref for FieldreportCostCentersListAfter {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<FieldreportCostCentersListAfter>
+    for ::std::string::String {
+        fn from(value: FieldreportCostCentersListAfter) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for FieldreportCostCentersListAfter {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 1400usize {
+                return Err("longer than 1400 characters".into());
+            }
+            if value.chars().count() < 1usize {
+                return Err("shorter than 1 characters".into());
+            }
+            static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
+            { ::regress::Regex::new("^[A-Za-z0-9_-]+$").unwrap() });
+            if PATTERN.find(value).is_none() {
+                return Err("doesn't match pattern \"^[A-Za-z0-9_-]+$\"".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for FieldreportCostCentersListAfter {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String>
+    for FieldreportCostCentersListAfter {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for FieldreportCostCentersListAfter {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
+        }
+    }
+    ///`FieldreportDocumentsListAfter`
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct FieldreportDocumentsListAfter(::std::string::String);
+    impl ::std::ops::Deref for FieldreportDocumentsListAfter {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<FieldreportDocumentsListAfter> for ::std::string::String {
+        fn from(value: FieldreportDocumentsListAfter) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for FieldreportDocumentsListAfter {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 1400usize {
+                return Err("longer than 1400 characters".into());
+            }
+            if value.chars().count() < 1usize {
+                return Err("shorter than 1 characters".into());
+            }
+            static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
+            { ::regress::Regex::new("^[A-Za-z0-9_-]+$").unwrap() });
+            if PATTERN.find(value).is_none() {
+                return Err("doesn't match pattern \"^[A-Za-z0-9_-]+$\"".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for FieldreportDocumentsListAfter {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String>
+    for FieldreportDocumentsListAfter {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for FieldreportDocumentsListAfter {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
+        }
+    }
+    ///`FieldreportItemTypesListAfter`
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct FieldreportItemTypesListAfter(::std::string::String);
+    impl ::std::ops::Deref for FieldreportItemTypesListAfter {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<FieldreportItemTypesListAfter> for ::std::string::String {
+        fn from(value: FieldreportItemTypesListAfter) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for FieldreportItemTypesListAfter {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 1400usize {
+                return Err("longer than 1400 characters".into());
+            }
+            if value.chars().count() < 1usize {
+                return Err("shorter than 1 characters".into());
+            }
+            static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
+            { ::regress::Regex::new("^[A-Za-z0-9_-]+$").unwrap() });
+            if PATTERN.find(value).is_none() {
+                return Err("doesn't match pattern \"^[A-Za-z0-9_-]+$\"".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for FieldreportItemTypesListAfter {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String>
+    for FieldreportItemTypesListAfter {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for FieldreportItemTypesListAfter {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
+        }
+    }
+    ///`FieldreportItemUnitsListAfter`
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct FieldreportItemUnitsListAfter(::std::string::String);
+    impl ::std::ops::Deref for FieldreportItemUnitsListAfter {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<FieldreportItemUnitsListAfter> for ::std::string::String {
+        fn from(value: FieldreportItemUnitsListAfter) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for FieldreportItemUnitsListAfter {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 1400usize {
+                return Err("longer than 1400 characters".into());
+            }
+            if value.chars().count() < 1usize {
+                return Err("shorter than 1 characters".into());
+            }
+            static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
+            { ::regress::Regex::new("^[A-Za-z0-9_-]+$").unwrap() });
+            if PATTERN.find(value).is_none() {
+                return Err("doesn't match pattern \"^[A-Za-z0-9_-]+$\"".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for FieldreportItemUnitsListAfter {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String>
+    for FieldreportItemUnitsListAfter {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for FieldreportItemUnitsListAfter {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
+        }
+    }
+    ///`FieldreportItemsListAfter`
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct FieldreportItemsListAfter(::std::string::String);
+    impl ::std::ops::Deref for FieldreportItemsListAfter {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<FieldreportItemsListAfter> for ::std::string::String {
+        fn from(value: FieldreportItemsListAfter) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for FieldreportItemsListAfter {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 1400usize {
+                return Err("longer than 1400 characters".into());
+            }
+            if value.chars().count() < 1usize {
+                return Err("shorter than 1 characters".into());
+            }
+            static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
+            { ::regress::Regex::new("^[A-Za-z0-9_-]+$").unwrap() });
+            if PATTERN.find(value).is_none() {
+                return Err("doesn't match pattern \"^[A-Za-z0-9_-]+$\"".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for FieldreportItemsListAfter {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for FieldreportItemsListAfter {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for FieldreportItemsListAfter {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
+        }
+    }
     ///`FieldreportPostStage`
     #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
     #[serde(transparent)]
@@ -2569,6 +3166,261 @@ pub mod types {
                 })
         }
     }
+    ///`FieldreportProductsListAfter`
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct FieldreportProductsListAfter(::std::string::String);
+    impl ::std::ops::Deref for FieldreportProductsListAfter {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<FieldreportProductsListAfter> for ::std::string::String {
+        fn from(value: FieldreportProductsListAfter) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for FieldreportProductsListAfter {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 1400usize {
+                return Err("longer than 1400 characters".into());
+            }
+            if value.chars().count() < 1usize {
+                return Err("shorter than 1 characters".into());
+            }
+            static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
+            { ::regress::Regex::new("^[A-Za-z0-9_-]+$").unwrap() });
+            if PATTERN.find(value).is_none() {
+                return Err("doesn't match pattern \"^[A-Za-z0-9_-]+$\"".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for FieldreportProductsListAfter {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String>
+    for FieldreportProductsListAfter {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for FieldreportProductsListAfter {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
+        }
+    }
+    ///`FieldreportQualificationsListAfter`
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct FieldreportQualificationsListAfter(::std::string::String);
+    impl ::std::ops::Deref for FieldreportQualificationsListAfter {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<FieldreportQualificationsListAfter>
+    for ::std::string::String {
+        fn from(value: FieldreportQualificationsListAfter) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for FieldreportQualificationsListAfter {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 1400usize {
+                return Err("longer than 1400 characters".into());
+            }
+            if value.chars().count() < 1usize {
+                return Err("shorter than 1 characters".into());
+            }
+            static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
+            { ::regress::Regex::new("^[A-Za-z0-9_-]+$").unwrap() });
+            if PATTERN.find(value).is_none() {
+                return Err("doesn't match pattern \"^[A-Za-z0-9_-]+$\"".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for FieldreportQualificationsListAfter {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String>
+    for FieldreportQualificationsListAfter {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for FieldreportQualificationsListAfter {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
+        }
+    }
+    ///`FieldreportServiceObjectsListAfter`
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct FieldreportServiceObjectsListAfter(::std::string::String);
+    impl ::std::ops::Deref for FieldreportServiceObjectsListAfter {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<FieldreportServiceObjectsListAfter>
+    for ::std::string::String {
+        fn from(value: FieldreportServiceObjectsListAfter) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for FieldreportServiceObjectsListAfter {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 1400usize {
+                return Err("longer than 1400 characters".into());
+            }
+            if value.chars().count() < 1usize {
+                return Err("shorter than 1 characters".into());
+            }
+            static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
+            { ::regress::Regex::new("^[A-Za-z0-9_-]+$").unwrap() });
+            if PATTERN.find(value).is_none() {
+                return Err("doesn't match pattern \"^[A-Za-z0-9_-]+$\"".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for FieldreportServiceObjectsListAfter {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String>
+    for FieldreportServiceObjectsListAfter {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for FieldreportServiceObjectsListAfter {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
+        }
+    }
+    ///`FieldreportServiceRequestsListAfter`
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct FieldreportServiceRequestsListAfter(::std::string::String);
+    impl ::std::ops::Deref for FieldreportServiceRequestsListAfter {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<FieldreportServiceRequestsListAfter>
+    for ::std::string::String {
+        fn from(value: FieldreportServiceRequestsListAfter) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for FieldreportServiceRequestsListAfter {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 1400usize {
+                return Err("longer than 1400 characters".into());
+            }
+            if value.chars().count() < 1usize {
+                return Err("shorter than 1 characters".into());
+            }
+            static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
+            { ::regress::Regex::new("^[A-Za-z0-9_-]+$").unwrap() });
+            if PATTERN.find(value).is_none() {
+                return Err("doesn't match pattern \"^[A-Za-z0-9_-]+$\"".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for FieldreportServiceRequestsListAfter {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String>
+    for FieldreportServiceRequestsListAfter {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for FieldreportServiceRequestsListAfter {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
+        }
+    }
     ///`FieldreportSetupStage`
     #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
     #[serde(transparent)]
@@ -2729,6 +3581,257 @@ pub mod types {
         }
     }
     impl<'de> ::serde::Deserialize<'de> for FieldreportShowRecordsAttribute {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
+        }
+    }
+    ///`FieldreportStepListTemplatesListAfter`
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct FieldreportStepListTemplatesListAfter(::std::string::String);
+    impl ::std::ops::Deref for FieldreportStepListTemplatesListAfter {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<FieldreportStepListTemplatesListAfter>
+    for ::std::string::String {
+        fn from(value: FieldreportStepListTemplatesListAfter) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for FieldreportStepListTemplatesListAfter {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 1400usize {
+                return Err("longer than 1400 characters".into());
+            }
+            if value.chars().count() < 1usize {
+                return Err("shorter than 1 characters".into());
+            }
+            static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
+            { ::regress::Regex::new("^[A-Za-z0-9_-]+$").unwrap() });
+            if PATTERN.find(value).is_none() {
+                return Err("doesn't match pattern \"^[A-Za-z0-9_-]+$\"".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for FieldreportStepListTemplatesListAfter {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String>
+    for FieldreportStepListTemplatesListAfter {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for FieldreportStepListTemplatesListAfter {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
+        }
+    }
+    ///`FieldreportTagsListAfter`
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct FieldreportTagsListAfter(::std::string::String);
+    impl ::std::ops::Deref for FieldreportTagsListAfter {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<FieldreportTagsListAfter> for ::std::string::String {
+        fn from(value: FieldreportTagsListAfter) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for FieldreportTagsListAfter {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 1400usize {
+                return Err("longer than 1400 characters".into());
+            }
+            if value.chars().count() < 1usize {
+                return Err("shorter than 1 characters".into());
+            }
+            static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
+            { ::regress::Regex::new("^[A-Za-z0-9_-]+$").unwrap() });
+            if PATTERN.find(value).is_none() {
+                return Err("doesn't match pattern \"^[A-Za-z0-9_-]+$\"".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for FieldreportTagsListAfter {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for FieldreportTagsListAfter {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for FieldreportTagsListAfter {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
+        }
+    }
+    ///`FieldreportTimeEventsListAfter`
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct FieldreportTimeEventsListAfter(::std::string::String);
+    impl ::std::ops::Deref for FieldreportTimeEventsListAfter {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<FieldreportTimeEventsListAfter> for ::std::string::String {
+        fn from(value: FieldreportTimeEventsListAfter) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for FieldreportTimeEventsListAfter {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 1400usize {
+                return Err("longer than 1400 characters".into());
+            }
+            if value.chars().count() < 1usize {
+                return Err("shorter than 1 characters".into());
+            }
+            static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
+            { ::regress::Regex::new("^[A-Za-z0-9_-]+$").unwrap() });
+            if PATTERN.find(value).is_none() {
+                return Err("doesn't match pattern \"^[A-Za-z0-9_-]+$\"".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for FieldreportTimeEventsListAfter {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String>
+    for FieldreportTimeEventsListAfter {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for FieldreportTimeEventsListAfter {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
+        }
+    }
+    ///`FieldreportUsersListAfter`
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct FieldreportUsersListAfter(::std::string::String);
+    impl ::std::ops::Deref for FieldreportUsersListAfter {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<FieldreportUsersListAfter> for ::std::string::String {
+        fn from(value: FieldreportUsersListAfter) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for FieldreportUsersListAfter {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 1400usize {
+                return Err("longer than 1400 characters".into());
+            }
+            if value.chars().count() < 1usize {
+                return Err("shorter than 1 characters".into());
+            }
+            static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
+            { ::regress::Regex::new("^[A-Za-z0-9_-]+$").unwrap() });
+            if PATTERN.find(value).is_none() {
+                return Err("doesn't match pattern \"^[A-Za-z0-9_-]+$\"".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for FieldreportUsersListAfter {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for FieldreportUsersListAfter {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for FieldreportUsersListAfter {
         fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
         where
             D: ::serde::Deserializer<'de>,
@@ -3486,11 +4589,17 @@ pub mod types {
             Default::default()
         }
     }
-    ///One page of records, ordered by Id.
+    ///One page of records, ordered by Id. Read by position (`page`, `per_page`) it has `meta`, with the count; read by key (`after`, `limit`) it has `next_cursor` and `next` while records follow this page, and neither on the last page.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ItemTypesPage {
         pub data: ::std::vec::Vec<ItemType>,
-        pub meta: PageMeta,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub meta: ::std::option::Option<PageMeta>,
+        ///The path and query that read the next page (read by key), while records follow.
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub next: ::std::option::Option<::std::string::String>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub next_cursor: ::std::option::Option<Cursor>,
     }
     impl ItemTypesPage {
         pub fn builder() -> builder::ItemTypesPage {
@@ -3715,11 +4824,17 @@ pub mod types {
             Default::default()
         }
     }
-    ///One page of records, ordered by Id.
+    ///One page of records, ordered by Id. Read by position (`page`, `per_page`) it has `meta`, with the count; read by key (`after`, `limit`) it has `next_cursor` and `next` while records follow this page, and neither on the last page.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ItemUnitsPage {
         pub data: ::std::vec::Vec<ItemUnit>,
-        pub meta: PageMeta,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub meta: ::std::option::Option<PageMeta>,
+        ///The path and query that read the next page (read by key), while records follow.
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub next: ::std::option::Option<::std::string::String>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub next_cursor: ::std::option::Option<Cursor>,
     }
     impl ItemUnitsPage {
         pub fn builder() -> builder::ItemUnitsPage {
@@ -3857,11 +4972,17 @@ pub mod types {
             Default::default()
         }
     }
-    ///One page of records, ordered by Id.
+    ///One page of records, ordered by Id. Read by position (`page`, `per_page`) it has `meta`, with the count; read by key (`after`, `limit`) it has `next_cursor` and `next` while records follow this page, and neither on the last page.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ItemsPage {
         pub data: ::std::vec::Vec<Item>,
-        pub meta: PageMeta,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub meta: ::std::option::Option<PageMeta>,
+        ///The path and query that read the next page (read by key), while records follow.
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub next: ::std::option::Option<::std::string::String>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub next_cursor: ::std::option::Option<Cursor>,
     }
     impl ItemsPage {
         pub fn builder() -> builder::ItemsPage {
@@ -8677,7 +9798,7 @@ pub mod types {
                 })
         }
     }
-    ///Paging of a list.
+    ///Paging of a list read by position.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct PageMeta {
         pub current_page: i64,
@@ -8856,11 +9977,17 @@ pub mod types {
             Default::default()
         }
     }
-    ///One page of records, ordered by Id.
+    ///One page of records, ordered by Id. Read by position (`page`, `per_page`) it has `meta`, with the count; read by key (`after`, `limit`) it has `next_cursor` and `next` while records follow this page, and neither on the last page.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ProductsPage {
         pub data: ::std::vec::Vec<Product>,
-        pub meta: PageMeta,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub meta: ::std::option::Option<PageMeta>,
+        ///The path and query that read the next page (read by key), while records follow.
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub next: ::std::option::Option<::std::string::String>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub next_cursor: ::std::option::Option<Cursor>,
     }
     impl ProductsPage {
         pub fn builder() -> builder::ProductsPage {
@@ -9176,11 +10303,17 @@ pub mod types {
             Default::default()
         }
     }
-    ///One page of records, ordered by Id.
+    ///One page of records, ordered by Id. Read by position (`page`, `per_page`) it has `meta`, with the count; read by key (`after`, `limit`) it has `next_cursor` and `next` while records follow this page, and neither on the last page.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct QualificationsPage {
         pub data: ::std::vec::Vec<Qualification>,
-        pub meta: PageMeta,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub meta: ::std::option::Option<PageMeta>,
+        ///The path and query that read the next page (read by key), while records follow.
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub next: ::std::option::Option<::std::string::String>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub next_cursor: ::std::option::Option<Cursor>,
     }
     impl QualificationsPage {
         pub fn builder() -> builder::QualificationsPage {
@@ -9586,11 +10719,17 @@ pub mod types {
             Default::default()
         }
     }
-    ///One page of records, ordered by Id.
+    ///One page of records, ordered by Id. Read by position (`page`, `per_page`) it has `meta`, with the count; read by key (`after`, `limit`) it has `next_cursor` and `next` while records follow this page, and neither on the last page.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ServiceObjectsPage {
         pub data: ::std::vec::Vec<ServiceObject>,
-        pub meta: PageMeta,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub meta: ::std::option::Option<PageMeta>,
+        ///The path and query that read the next page (read by key), while records follow.
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub next: ::std::option::Option<::std::string::String>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub next_cursor: ::std::option::Option<Cursor>,
     }
     impl ServiceObjectsPage {
         pub fn builder() -> builder::ServiceObjectsPage {
@@ -9965,11 +11104,17 @@ pub mod types {
             Default::default()
         }
     }
-    ///One page of records, ordered by Id.
+    ///One page of records, ordered by Id. Read by position (`page`, `per_page`) it has `meta`, with the count; read by key (`after`, `limit`) it has `next_cursor` and `next` while records follow this page, and neither on the last page.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ServiceRequestsPage {
         pub data: ::std::vec::Vec<ServiceRequest>,
-        pub meta: PageMeta,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub meta: ::std::option::Option<PageMeta>,
+        ///The path and query that read the next page (read by key), while records follow.
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub next: ::std::option::Option<::std::string::String>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub next_cursor: ::std::option::Option<Cursor>,
     }
     impl ServiceRequestsPage {
         pub fn builder() -> builder::ServiceRequestsPage {
@@ -10523,11 +11668,17 @@ pub mod types {
             Default::default()
         }
     }
-    ///One page of records, ordered by Id.
+    ///One page of records, ordered by Id. Read by position (`page`, `per_page`) it has `meta`, with the count; read by key (`after`, `limit`) it has `next_cursor` and `next` while records follow this page, and neither on the last page.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct StepListTemplatesPage {
         pub data: ::std::vec::Vec<StepListTemplate>,
-        pub meta: PageMeta,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub meta: ::std::option::Option<PageMeta>,
+        ///The path and query that read the next page (read by key), while records follow.
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub next: ::std::option::Option<::std::string::String>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub next_cursor: ::std::option::Option<Cursor>,
     }
     impl StepListTemplatesPage {
         pub fn builder() -> builder::StepListTemplatesPage {
@@ -10915,11 +12066,17 @@ pub mod types {
             Default::default()
         }
     }
-    ///One page of records, ordered by Id.
+    ///One page of records, ordered by Id. Read by position (`page`, `per_page`) it has `meta`, with the count; read by key (`after`, `limit`) it has `next_cursor` and `next` while records follow this page, and neither on the last page.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct TagsPage {
         pub data: ::std::vec::Vec<Tag>,
-        pub meta: PageMeta,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub meta: ::std::option::Option<PageMeta>,
+        ///The path and query that read the next page (read by key), while records follow.
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub next: ::std::option::Option<::std::string::String>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub next_cursor: ::std::option::Option<Cursor>,
     }
     impl TagsPage {
         pub fn builder() -> builder::TagsPage {
@@ -11195,11 +12352,17 @@ pub mod types {
             Default::default()
         }
     }
-    ///One page of records, ordered by Id.
+    ///One page of records, ordered by Id. Read by position (`page`, `per_page`) it has `meta`, with the count; read by key (`after`, `limit`) it has `next_cursor` and `next` while records follow this page, and neither on the last page.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct TimeEventsPage {
         pub data: ::std::vec::Vec<TimeEvent>,
-        pub meta: PageMeta,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub meta: ::std::option::Option<PageMeta>,
+        ///The path and query that read the next page (read by key), while records follow.
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub next: ::std::option::Option<::std::string::String>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub next_cursor: ::std::option::Option<Cursor>,
     }
     impl TimeEventsPage {
         pub fn builder() -> builder::TimeEventsPage {
@@ -11558,11 +12721,17 @@ pub mod types {
             Default::default()
         }
     }
-    ///One page of records, ordered by Id.
+    ///One page of records, ordered by Id. Read by position (`page`, `per_page`) it has `meta`, with the count; read by key (`after`, `limit`) it has `next_cursor` and `next` while records follow this page, and neither on the last page.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct UsersPage {
         pub data: ::std::vec::Vec<User>,
-        pub meta: PageMeta,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub meta: ::std::option::Option<PageMeta>,
+        ///The path and query that read the next page (read by key), while records follow.
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub next: ::std::option::Option<::std::string::String>,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub next_cursor: ::std::option::Option<Cursor>,
     }
     impl UsersPage {
         pub fn builder() -> builder::UsersPage {
@@ -13335,13 +14504,26 @@ pub mod types {
                 ::std::vec::Vec<super::Company>,
                 ::std::string::String,
             >,
-            meta: ::std::result::Result<super::PageMeta, ::std::string::String>,
+            meta: ::std::result::Result<
+                ::std::option::Option<super::PageMeta>,
+                ::std::string::String,
+            >,
+            next: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            next_cursor: ::std::result::Result<
+                ::std::option::Option<super::Cursor>,
+                ::std::string::String,
+            >,
         }
         impl ::std::default::Default for CompaniesPage {
             fn default() -> Self {
                 Self {
                     data: Err("no value supplied for data".to_string()),
-                    meta: Err("no value supplied for meta".to_string()),
+                    meta: Ok(Default::default()),
+                    next: Ok(Default::default()),
+                    next_cursor: Ok(Default::default()),
                 }
             }
         }
@@ -13360,13 +14542,37 @@ pub mod types {
             }
             pub fn meta<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<super::PageMeta>,
+                T: ::std::convert::TryInto<::std::option::Option<super::PageMeta>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.meta = value
                     .try_into()
                     .map_err(|e| {
                         format!("error converting supplied value for meta: {e}")
+                    });
+                self
+            }
+            pub fn next<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.next = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for next: {e}")
+                    });
+                self
+            }
+            pub fn next_cursor<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::Cursor>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.next_cursor = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for next_cursor: {e}")
                     });
                 self
             }
@@ -13379,6 +14585,8 @@ pub mod types {
                 Ok(Self {
                     data: value.data?,
                     meta: value.meta?,
+                    next: value.next?,
+                    next_cursor: value.next_cursor?,
                 })
             }
         }
@@ -13387,6 +14595,8 @@ pub mod types {
                 Self {
                     data: Ok(value.data),
                     meta: Ok(value.meta),
+                    next: Ok(value.next),
+                    next_cursor: Ok(value.next_cursor),
                 }
             }
         }
@@ -15094,13 +16304,26 @@ pub mod types {
                 ::std::vec::Vec<super::Contact>,
                 ::std::string::String,
             >,
-            meta: ::std::result::Result<super::PageMeta, ::std::string::String>,
+            meta: ::std::result::Result<
+                ::std::option::Option<super::PageMeta>,
+                ::std::string::String,
+            >,
+            next: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            next_cursor: ::std::result::Result<
+                ::std::option::Option<super::Cursor>,
+                ::std::string::String,
+            >,
         }
         impl ::std::default::Default for ContactsPage {
             fn default() -> Self {
                 Self {
                     data: Err("no value supplied for data".to_string()),
-                    meta: Err("no value supplied for meta".to_string()),
+                    meta: Ok(Default::default()),
+                    next: Ok(Default::default()),
+                    next_cursor: Ok(Default::default()),
                 }
             }
         }
@@ -15119,13 +16342,37 @@ pub mod types {
             }
             pub fn meta<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<super::PageMeta>,
+                T: ::std::convert::TryInto<::std::option::Option<super::PageMeta>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.meta = value
                     .try_into()
                     .map_err(|e| {
                         format!("error converting supplied value for meta: {e}")
+                    });
+                self
+            }
+            pub fn next<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.next = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for next: {e}")
+                    });
+                self
+            }
+            pub fn next_cursor<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::Cursor>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.next_cursor = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for next_cursor: {e}")
                     });
                 self
             }
@@ -15138,6 +16385,8 @@ pub mod types {
                 Ok(Self {
                     data: value.data?,
                     meta: value.meta?,
+                    next: value.next?,
+                    next_cursor: value.next_cursor?,
                 })
             }
         }
@@ -15146,6 +16395,8 @@ pub mod types {
                 Self {
                     data: Ok(value.data),
                     meta: Ok(value.meta),
+                    next: Ok(value.next),
+                    next_cursor: Ok(value.next_cursor),
                 }
             }
         }
@@ -15948,13 +17199,26 @@ pub mod types {
                 ::std::vec::Vec<super::CostCenter>,
                 ::std::string::String,
             >,
-            meta: ::std::result::Result<super::PageMeta, ::std::string::String>,
+            meta: ::std::result::Result<
+                ::std::option::Option<super::PageMeta>,
+                ::std::string::String,
+            >,
+            next: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            next_cursor: ::std::result::Result<
+                ::std::option::Option<super::Cursor>,
+                ::std::string::String,
+            >,
         }
         impl ::std::default::Default for CostCentersPage {
             fn default() -> Self {
                 Self {
                     data: Err("no value supplied for data".to_string()),
-                    meta: Err("no value supplied for meta".to_string()),
+                    meta: Ok(Default::default()),
+                    next: Ok(Default::default()),
+                    next_cursor: Ok(Default::default()),
                 }
             }
         }
@@ -15973,13 +17237,37 @@ pub mod types {
             }
             pub fn meta<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<super::PageMeta>,
+                T: ::std::convert::TryInto<::std::option::Option<super::PageMeta>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.meta = value
                     .try_into()
                     .map_err(|e| {
                         format!("error converting supplied value for meta: {e}")
+                    });
+                self
+            }
+            pub fn next<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.next = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for next: {e}")
+                    });
+                self
+            }
+            pub fn next_cursor<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::Cursor>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.next_cursor = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for next_cursor: {e}")
                     });
                 self
             }
@@ -15992,6 +17280,8 @@ pub mod types {
                 Ok(Self {
                     data: value.data?,
                     meta: value.meta?,
+                    next: value.next?,
+                    next_cursor: value.next_cursor?,
                 })
             }
         }
@@ -16000,6 +17290,8 @@ pub mod types {
                 Self {
                     data: Ok(value.data),
                     meta: Ok(value.meta),
+                    next: Ok(value.next),
+                    next_cursor: Ok(value.next_cursor),
                 }
             }
         }
@@ -16981,13 +18273,26 @@ pub mod types {
                 ::std::vec::Vec<super::Document>,
                 ::std::string::String,
             >,
-            meta: ::std::result::Result<super::PageMeta, ::std::string::String>,
+            meta: ::std::result::Result<
+                ::std::option::Option<super::PageMeta>,
+                ::std::string::String,
+            >,
+            next: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            next_cursor: ::std::result::Result<
+                ::std::option::Option<super::Cursor>,
+                ::std::string::String,
+            >,
         }
         impl ::std::default::Default for DocumentsPage {
             fn default() -> Self {
                 Self {
                     data: Err("no value supplied for data".to_string()),
-                    meta: Err("no value supplied for meta".to_string()),
+                    meta: Ok(Default::default()),
+                    next: Ok(Default::default()),
+                    next_cursor: Ok(Default::default()),
                 }
             }
         }
@@ -17006,13 +18311,37 @@ pub mod types {
             }
             pub fn meta<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<super::PageMeta>,
+                T: ::std::convert::TryInto<::std::option::Option<super::PageMeta>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.meta = value
                     .try_into()
                     .map_err(|e| {
                         format!("error converting supplied value for meta: {e}")
+                    });
+                self
+            }
+            pub fn next<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.next = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for next: {e}")
+                    });
+                self
+            }
+            pub fn next_cursor<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::Cursor>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.next_cursor = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for next_cursor: {e}")
                     });
                 self
             }
@@ -17025,6 +18354,8 @@ pub mod types {
                 Ok(Self {
                     data: value.data?,
                     meta: value.meta?,
+                    next: value.next?,
+                    next_cursor: value.next_cursor?,
                 })
             }
         }
@@ -17033,6 +18364,8 @@ pub mod types {
                 Self {
                     data: Ok(value.data),
                     meta: Ok(value.meta),
+                    next: Ok(value.next),
+                    next_cursor: Ok(value.next_cursor),
                 }
             }
         }
@@ -17950,13 +19283,26 @@ pub mod types {
                 >,
                 ::std::string::String,
             >,
-            meta: ::std::result::Result<super::PageMeta, ::std::string::String>,
+            meta: ::std::result::Result<
+                ::std::option::Option<super::PageMeta>,
+                ::std::string::String,
+            >,
+            next: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            next_cursor: ::std::result::Result<
+                ::std::option::Option<super::Cursor>,
+                ::std::string::String,
+            >,
         }
         impl ::std::default::Default for ErpRecordPage {
             fn default() -> Self {
                 Self {
                     data: Err("no value supplied for data".to_string()),
-                    meta: Err("no value supplied for meta".to_string()),
+                    meta: Ok(Default::default()),
+                    next: Ok(Default::default()),
+                    next_cursor: Ok(Default::default()),
                 }
             }
         }
@@ -17979,13 +19325,37 @@ pub mod types {
             }
             pub fn meta<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<super::PageMeta>,
+                T: ::std::convert::TryInto<::std::option::Option<super::PageMeta>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.meta = value
                     .try_into()
                     .map_err(|e| {
                         format!("error converting supplied value for meta: {e}")
+                    });
+                self
+            }
+            pub fn next<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.next = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for next: {e}")
+                    });
+                self
+            }
+            pub fn next_cursor<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::Cursor>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.next_cursor = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for next_cursor: {e}")
                     });
                 self
             }
@@ -17998,6 +19368,8 @@ pub mod types {
                 Ok(Self {
                     data: value.data?,
                     meta: value.meta?,
+                    next: value.next?,
+                    next_cursor: value.next_cursor?,
                 })
             }
         }
@@ -18006,6 +19378,8 @@ pub mod types {
                 Self {
                     data: Ok(value.data),
                     meta: Ok(value.meta),
+                    next: Ok(value.next),
+                    next_cursor: Ok(value.next_cursor),
                 }
             }
         }
@@ -21138,13 +22512,26 @@ pub mod types {
                 ::std::vec::Vec<super::ItemType>,
                 ::std::string::String,
             >,
-            meta: ::std::result::Result<super::PageMeta, ::std::string::String>,
+            meta: ::std::result::Result<
+                ::std::option::Option<super::PageMeta>,
+                ::std::string::String,
+            >,
+            next: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            next_cursor: ::std::result::Result<
+                ::std::option::Option<super::Cursor>,
+                ::std::string::String,
+            >,
         }
         impl ::std::default::Default for ItemTypesPage {
             fn default() -> Self {
                 Self {
                     data: Err("no value supplied for data".to_string()),
-                    meta: Err("no value supplied for meta".to_string()),
+                    meta: Ok(Default::default()),
+                    next: Ok(Default::default()),
+                    next_cursor: Ok(Default::default()),
                 }
             }
         }
@@ -21163,13 +22550,37 @@ pub mod types {
             }
             pub fn meta<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<super::PageMeta>,
+                T: ::std::convert::TryInto<::std::option::Option<super::PageMeta>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.meta = value
                     .try_into()
                     .map_err(|e| {
                         format!("error converting supplied value for meta: {e}")
+                    });
+                self
+            }
+            pub fn next<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.next = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for next: {e}")
+                    });
+                self
+            }
+            pub fn next_cursor<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::Cursor>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.next_cursor = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for next_cursor: {e}")
                     });
                 self
             }
@@ -21182,6 +22593,8 @@ pub mod types {
                 Ok(Self {
                     data: value.data?,
                     meta: value.meta?,
+                    next: value.next?,
+                    next_cursor: value.next_cursor?,
                 })
             }
         }
@@ -21190,6 +22603,8 @@ pub mod types {
                 Self {
                     data: Ok(value.data),
                     meta: Ok(value.meta),
+                    next: Ok(value.next),
+                    next_cursor: Ok(value.next_cursor),
                 }
             }
         }
@@ -21784,13 +23199,26 @@ pub mod types {
                 ::std::vec::Vec<super::ItemUnit>,
                 ::std::string::String,
             >,
-            meta: ::std::result::Result<super::PageMeta, ::std::string::String>,
+            meta: ::std::result::Result<
+                ::std::option::Option<super::PageMeta>,
+                ::std::string::String,
+            >,
+            next: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            next_cursor: ::std::result::Result<
+                ::std::option::Option<super::Cursor>,
+                ::std::string::String,
+            >,
         }
         impl ::std::default::Default for ItemUnitsPage {
             fn default() -> Self {
                 Self {
                     data: Err("no value supplied for data".to_string()),
-                    meta: Err("no value supplied for meta".to_string()),
+                    meta: Ok(Default::default()),
+                    next: Ok(Default::default()),
+                    next_cursor: Ok(Default::default()),
                 }
             }
         }
@@ -21809,13 +23237,37 @@ pub mod types {
             }
             pub fn meta<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<super::PageMeta>,
+                T: ::std::convert::TryInto<::std::option::Option<super::PageMeta>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.meta = value
                     .try_into()
                     .map_err(|e| {
                         format!("error converting supplied value for meta: {e}")
+                    });
+                self
+            }
+            pub fn next<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.next = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for next: {e}")
+                    });
+                self
+            }
+            pub fn next_cursor<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::Cursor>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.next_cursor = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for next_cursor: {e}")
                     });
                 self
             }
@@ -21828,6 +23280,8 @@ pub mod types {
                 Ok(Self {
                     data: value.data?,
                     meta: value.meta?,
+                    next: value.next?,
+                    next_cursor: value.next_cursor?,
                 })
             }
         }
@@ -21836,6 +23290,8 @@ pub mod types {
                 Self {
                     data: Ok(value.data),
                     meta: Ok(value.meta),
+                    next: Ok(value.next),
+                    next_cursor: Ok(value.next_cursor),
                 }
             }
         }
@@ -22117,13 +23573,26 @@ pub mod types {
                 ::std::vec::Vec<super::Item>,
                 ::std::string::String,
             >,
-            meta: ::std::result::Result<super::PageMeta, ::std::string::String>,
+            meta: ::std::result::Result<
+                ::std::option::Option<super::PageMeta>,
+                ::std::string::String,
+            >,
+            next: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            next_cursor: ::std::result::Result<
+                ::std::option::Option<super::Cursor>,
+                ::std::string::String,
+            >,
         }
         impl ::std::default::Default for ItemsPage {
             fn default() -> Self {
                 Self {
                     data: Err("no value supplied for data".to_string()),
-                    meta: Err("no value supplied for meta".to_string()),
+                    meta: Ok(Default::default()),
+                    next: Ok(Default::default()),
+                    next_cursor: Ok(Default::default()),
                 }
             }
         }
@@ -22142,13 +23611,37 @@ pub mod types {
             }
             pub fn meta<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<super::PageMeta>,
+                T: ::std::convert::TryInto<::std::option::Option<super::PageMeta>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.meta = value
                     .try_into()
                     .map_err(|e| {
                         format!("error converting supplied value for meta: {e}")
+                    });
+                self
+            }
+            pub fn next<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.next = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for next: {e}")
+                    });
+                self
+            }
+            pub fn next_cursor<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::Cursor>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.next_cursor = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for next_cursor: {e}")
                     });
                 self
             }
@@ -22161,6 +23654,8 @@ pub mod types {
                 Ok(Self {
                     data: value.data?,
                     meta: value.meta?,
+                    next: value.next?,
+                    next_cursor: value.next_cursor?,
                 })
             }
         }
@@ -22169,6 +23664,8 @@ pub mod types {
                 Self {
                     data: Ok(value.data),
                     meta: Ok(value.meta),
+                    next: Ok(value.next),
+                    next_cursor: Ok(value.next_cursor),
                 }
             }
         }
@@ -30390,13 +31887,26 @@ pub mod types {
                 ::std::vec::Vec<super::Product>,
                 ::std::string::String,
             >,
-            meta: ::std::result::Result<super::PageMeta, ::std::string::String>,
+            meta: ::std::result::Result<
+                ::std::option::Option<super::PageMeta>,
+                ::std::string::String,
+            >,
+            next: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            next_cursor: ::std::result::Result<
+                ::std::option::Option<super::Cursor>,
+                ::std::string::String,
+            >,
         }
         impl ::std::default::Default for ProductsPage {
             fn default() -> Self {
                 Self {
                     data: Err("no value supplied for data".to_string()),
-                    meta: Err("no value supplied for meta".to_string()),
+                    meta: Ok(Default::default()),
+                    next: Ok(Default::default()),
+                    next_cursor: Ok(Default::default()),
                 }
             }
         }
@@ -30415,13 +31925,37 @@ pub mod types {
             }
             pub fn meta<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<super::PageMeta>,
+                T: ::std::convert::TryInto<::std::option::Option<super::PageMeta>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.meta = value
                     .try_into()
                     .map_err(|e| {
                         format!("error converting supplied value for meta: {e}")
+                    });
+                self
+            }
+            pub fn next<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.next = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for next: {e}")
+                    });
+                self
+            }
+            pub fn next_cursor<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::Cursor>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.next_cursor = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for next_cursor: {e}")
                     });
                 self
             }
@@ -30434,6 +31968,8 @@ pub mod types {
                 Ok(Self {
                     data: value.data?,
                     meta: value.meta?,
+                    next: value.next?,
+                    next_cursor: value.next_cursor?,
                 })
             }
         }
@@ -30442,6 +31978,8 @@ pub mod types {
                 Self {
                     data: Ok(value.data),
                     meta: Ok(value.meta),
+                    next: Ok(value.next),
+                    next_cursor: Ok(value.next_cursor),
                 }
             }
         }
@@ -31466,13 +33004,26 @@ pub mod types {
                 ::std::vec::Vec<super::Qualification>,
                 ::std::string::String,
             >,
-            meta: ::std::result::Result<super::PageMeta, ::std::string::String>,
+            meta: ::std::result::Result<
+                ::std::option::Option<super::PageMeta>,
+                ::std::string::String,
+            >,
+            next: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            next_cursor: ::std::result::Result<
+                ::std::option::Option<super::Cursor>,
+                ::std::string::String,
+            >,
         }
         impl ::std::default::Default for QualificationsPage {
             fn default() -> Self {
                 Self {
                     data: Err("no value supplied for data".to_string()),
-                    meta: Err("no value supplied for meta".to_string()),
+                    meta: Ok(Default::default()),
+                    next: Ok(Default::default()),
+                    next_cursor: Ok(Default::default()),
                 }
             }
         }
@@ -31491,13 +33042,37 @@ pub mod types {
             }
             pub fn meta<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<super::PageMeta>,
+                T: ::std::convert::TryInto<::std::option::Option<super::PageMeta>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.meta = value
                     .try_into()
                     .map_err(|e| {
                         format!("error converting supplied value for meta: {e}")
+                    });
+                self
+            }
+            pub fn next<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.next = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for next: {e}")
+                    });
+                self
+            }
+            pub fn next_cursor<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::Cursor>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.next_cursor = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for next_cursor: {e}")
                     });
                 self
             }
@@ -31510,6 +33085,8 @@ pub mod types {
                 Ok(Self {
                     data: value.data?,
                     meta: value.meta?,
+                    next: value.next?,
+                    next_cursor: value.next_cursor?,
                 })
             }
         }
@@ -31518,6 +33095,8 @@ pub mod types {
                 Self {
                     data: Ok(value.data),
                     meta: Ok(value.meta),
+                    next: Ok(value.next),
+                    next_cursor: Ok(value.next_cursor),
                 }
             }
         }
@@ -32921,13 +34500,26 @@ pub mod types {
                 ::std::vec::Vec<super::ServiceObject>,
                 ::std::string::String,
             >,
-            meta: ::std::result::Result<super::PageMeta, ::std::string::String>,
+            meta: ::std::result::Result<
+                ::std::option::Option<super::PageMeta>,
+                ::std::string::String,
+            >,
+            next: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            next_cursor: ::std::result::Result<
+                ::std::option::Option<super::Cursor>,
+                ::std::string::String,
+            >,
         }
         impl ::std::default::Default for ServiceObjectsPage {
             fn default() -> Self {
                 Self {
                     data: Err("no value supplied for data".to_string()),
-                    meta: Err("no value supplied for meta".to_string()),
+                    meta: Ok(Default::default()),
+                    next: Ok(Default::default()),
+                    next_cursor: Ok(Default::default()),
                 }
             }
         }
@@ -32946,13 +34538,37 @@ pub mod types {
             }
             pub fn meta<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<super::PageMeta>,
+                T: ::std::convert::TryInto<::std::option::Option<super::PageMeta>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.meta = value
                     .try_into()
                     .map_err(|e| {
                         format!("error converting supplied value for meta: {e}")
+                    });
+                self
+            }
+            pub fn next<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.next = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for next: {e}")
+                    });
+                self
+            }
+            pub fn next_cursor<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::Cursor>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.next_cursor = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for next_cursor: {e}")
                     });
                 self
             }
@@ -32965,6 +34581,8 @@ pub mod types {
                 Ok(Self {
                     data: value.data?,
                     meta: value.meta?,
+                    next: value.next?,
+                    next_cursor: value.next_cursor?,
                 })
             }
         }
@@ -32973,6 +34591,8 @@ pub mod types {
                 Self {
                     data: Ok(value.data),
                     meta: Ok(value.meta),
+                    next: Ok(value.next),
+                    next_cursor: Ok(value.next_cursor),
                 }
             }
         }
@@ -34105,13 +35725,26 @@ pub mod types {
                 ::std::vec::Vec<super::ServiceRequest>,
                 ::std::string::String,
             >,
-            meta: ::std::result::Result<super::PageMeta, ::std::string::String>,
+            meta: ::std::result::Result<
+                ::std::option::Option<super::PageMeta>,
+                ::std::string::String,
+            >,
+            next: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            next_cursor: ::std::result::Result<
+                ::std::option::Option<super::Cursor>,
+                ::std::string::String,
+            >,
         }
         impl ::std::default::Default for ServiceRequestsPage {
             fn default() -> Self {
                 Self {
                     data: Err("no value supplied for data".to_string()),
-                    meta: Err("no value supplied for meta".to_string()),
+                    meta: Ok(Default::default()),
+                    next: Ok(Default::default()),
+                    next_cursor: Ok(Default::default()),
                 }
             }
         }
@@ -34130,13 +35763,37 @@ pub mod types {
             }
             pub fn meta<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<super::PageMeta>,
+                T: ::std::convert::TryInto<::std::option::Option<super::PageMeta>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.meta = value
                     .try_into()
                     .map_err(|e| {
                         format!("error converting supplied value for meta: {e}")
+                    });
+                self
+            }
+            pub fn next<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.next = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for next: {e}")
+                    });
+                self
+            }
+            pub fn next_cursor<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::Cursor>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.next_cursor = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for next_cursor: {e}")
                     });
                 self
             }
@@ -34150,6 +35807,8 @@ pub mod types {
                 Ok(Self {
                     data: value.data?,
                     meta: value.meta?,
+                    next: value.next?,
+                    next_cursor: value.next_cursor?,
                 })
             }
         }
@@ -34158,6 +35817,8 @@ pub mod types {
                 Self {
                     data: Ok(value.data),
                     meta: Ok(value.meta),
+                    next: Ok(value.next),
+                    next_cursor: Ok(value.next_cursor),
                 }
             }
         }
@@ -35851,13 +37512,26 @@ pub mod types {
                 ::std::vec::Vec<super::StepListTemplate>,
                 ::std::string::String,
             >,
-            meta: ::std::result::Result<super::PageMeta, ::std::string::String>,
+            meta: ::std::result::Result<
+                ::std::option::Option<super::PageMeta>,
+                ::std::string::String,
+            >,
+            next: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            next_cursor: ::std::result::Result<
+                ::std::option::Option<super::Cursor>,
+                ::std::string::String,
+            >,
         }
         impl ::std::default::Default for StepListTemplatesPage {
             fn default() -> Self {
                 Self {
                     data: Err("no value supplied for data".to_string()),
-                    meta: Err("no value supplied for meta".to_string()),
+                    meta: Ok(Default::default()),
+                    next: Ok(Default::default()),
+                    next_cursor: Ok(Default::default()),
                 }
             }
         }
@@ -35876,13 +37550,37 @@ pub mod types {
             }
             pub fn meta<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<super::PageMeta>,
+                T: ::std::convert::TryInto<::std::option::Option<super::PageMeta>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.meta = value
                     .try_into()
                     .map_err(|e| {
                         format!("error converting supplied value for meta: {e}")
+                    });
+                self
+            }
+            pub fn next<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.next = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for next: {e}")
+                    });
+                self
+            }
+            pub fn next_cursor<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::Cursor>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.next_cursor = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for next_cursor: {e}")
                     });
                 self
             }
@@ -35896,6 +37594,8 @@ pub mod types {
                 Ok(Self {
                     data: value.data?,
                     meta: value.meta?,
+                    next: value.next?,
+                    next_cursor: value.next_cursor?,
                 })
             }
         }
@@ -35905,6 +37605,8 @@ pub mod types {
                 Self {
                     data: Ok(value.data),
                     meta: Ok(value.meta),
+                    next: Ok(value.next),
+                    next_cursor: Ok(value.next_cursor),
                 }
             }
         }
@@ -37423,13 +39125,26 @@ pub mod types {
                 ::std::vec::Vec<super::Tag>,
                 ::std::string::String,
             >,
-            meta: ::std::result::Result<super::PageMeta, ::std::string::String>,
+            meta: ::std::result::Result<
+                ::std::option::Option<super::PageMeta>,
+                ::std::string::String,
+            >,
+            next: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            next_cursor: ::std::result::Result<
+                ::std::option::Option<super::Cursor>,
+                ::std::string::String,
+            >,
         }
         impl ::std::default::Default for TagsPage {
             fn default() -> Self {
                 Self {
                     data: Err("no value supplied for data".to_string()),
-                    meta: Err("no value supplied for meta".to_string()),
+                    meta: Ok(Default::default()),
+                    next: Ok(Default::default()),
+                    next_cursor: Ok(Default::default()),
                 }
             }
         }
@@ -37448,13 +39163,37 @@ pub mod types {
             }
             pub fn meta<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<super::PageMeta>,
+                T: ::std::convert::TryInto<::std::option::Option<super::PageMeta>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.meta = value
                     .try_into()
                     .map_err(|e| {
                         format!("error converting supplied value for meta: {e}")
+                    });
+                self
+            }
+            pub fn next<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.next = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for next: {e}")
+                    });
+                self
+            }
+            pub fn next_cursor<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::Cursor>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.next_cursor = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for next_cursor: {e}")
                     });
                 self
             }
@@ -37467,6 +39206,8 @@ pub mod types {
                 Ok(Self {
                     data: value.data?,
                     meta: value.meta?,
+                    next: value.next?,
+                    next_cursor: value.next_cursor?,
                 })
             }
         }
@@ -37475,6 +39216,8 @@ pub mod types {
                 Self {
                     data: Ok(value.data),
                     meta: Ok(value.meta),
+                    next: Ok(value.next),
+                    next_cursor: Ok(value.next_cursor),
                 }
             }
         }
@@ -38281,13 +40024,26 @@ pub mod types {
                 ::std::vec::Vec<super::TimeEvent>,
                 ::std::string::String,
             >,
-            meta: ::std::result::Result<super::PageMeta, ::std::string::String>,
+            meta: ::std::result::Result<
+                ::std::option::Option<super::PageMeta>,
+                ::std::string::String,
+            >,
+            next: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            next_cursor: ::std::result::Result<
+                ::std::option::Option<super::Cursor>,
+                ::std::string::String,
+            >,
         }
         impl ::std::default::Default for TimeEventsPage {
             fn default() -> Self {
                 Self {
                     data: Err("no value supplied for data".to_string()),
-                    meta: Err("no value supplied for meta".to_string()),
+                    meta: Ok(Default::default()),
+                    next: Ok(Default::default()),
+                    next_cursor: Ok(Default::default()),
                 }
             }
         }
@@ -38306,13 +40062,37 @@ pub mod types {
             }
             pub fn meta<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<super::PageMeta>,
+                T: ::std::convert::TryInto<::std::option::Option<super::PageMeta>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.meta = value
                     .try_into()
                     .map_err(|e| {
                         format!("error converting supplied value for meta: {e}")
+                    });
+                self
+            }
+            pub fn next<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.next = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for next: {e}")
+                    });
+                self
+            }
+            pub fn next_cursor<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::Cursor>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.next_cursor = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for next_cursor: {e}")
                     });
                 self
             }
@@ -38325,6 +40105,8 @@ pub mod types {
                 Ok(Self {
                     data: value.data?,
                     meta: value.meta?,
+                    next: value.next?,
+                    next_cursor: value.next_cursor?,
                 })
             }
         }
@@ -38333,6 +40115,8 @@ pub mod types {
                 Self {
                     data: Ok(value.data),
                     meta: Ok(value.meta),
+                    next: Ok(value.next),
+                    next_cursor: Ok(value.next_cursor),
                 }
             }
         }
@@ -39199,13 +40983,26 @@ pub mod types {
                 ::std::vec::Vec<super::User>,
                 ::std::string::String,
             >,
-            meta: ::std::result::Result<super::PageMeta, ::std::string::String>,
+            meta: ::std::result::Result<
+                ::std::option::Option<super::PageMeta>,
+                ::std::string::String,
+            >,
+            next: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            next_cursor: ::std::result::Result<
+                ::std::option::Option<super::Cursor>,
+                ::std::string::String,
+            >,
         }
         impl ::std::default::Default for UsersPage {
             fn default() -> Self {
                 Self {
                     data: Err("no value supplied for data".to_string()),
-                    meta: Err("no value supplied for meta".to_string()),
+                    meta: Ok(Default::default()),
+                    next: Ok(Default::default()),
+                    next_cursor: Ok(Default::default()),
                 }
             }
         }
@@ -39224,13 +41021,37 @@ pub mod types {
             }
             pub fn meta<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<super::PageMeta>,
+                T: ::std::convert::TryInto<::std::option::Option<super::PageMeta>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.meta = value
                     .try_into()
                     .map_err(|e| {
                         format!("error converting supplied value for meta: {e}")
+                    });
+                self
+            }
+            pub fn next<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.next = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for next: {e}")
+                    });
+                self
+            }
+            pub fn next_cursor<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::Cursor>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.next_cursor = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for next_cursor: {e}")
                     });
                 self
             }
@@ -39243,6 +41064,8 @@ pub mod types {
                 Ok(Self {
                     data: value.data?,
                     meta: value.meta?,
+                    next: value.next?,
+                    next_cursor: value.next_cursor?,
                 })
             }
         }
@@ -39251,6 +41074,8 @@ pub mod types {
                 Self {
                     data: Ok(value.data),
                     meta: Ok(value.meta),
+                    next: Ok(value.next),
+                    next_cursor: Ok(value.next_cursor),
                 }
             }
         }
@@ -40249,7 +42074,7 @@ let response = client.erp_show()
     }
     /**Mirrored records of an ERP model
 
-The model's records as stored locally, ordered by id, `per_page` (1 to 500, default 50) per page.
+The model's records as stored locally, ordered by id (numeric ids in numeric order). Read by key: `limit` (1 to 500, default 50) records after the cursor `after` (from the start without it), answered with `next_cursor` and the `next` link while records follow, and no count; a page costs the same at any depth, and a record inserted or deleted meanwhile makes no other record skip or repeat. Read by position (the slower way, kept for existing callers: a page costs what it skips): page `page` of `per_page` (1 to 500, default 50) records, with the count in `meta`.
 
 Needs a token with the ability `erp` (login tokens hold every ability, `*`).
 
@@ -40257,11 +42082,15 @@ Sends a `GET` request to `/api/v1/erp/show/{model}`
 
 Arguments:
 - `model`: The ERP's name of the model, e.g. `customer`, `salesOrder`.
-- `page`: Page number, from 1 (default 1).
-- `per_page`: Records per page, 1 to 500 (default 50).
+- `after`: Read by key: the records after this cursor (a `next_cursor` answered before); from the start of the set without it. With `after` or `limit` the page has no `meta` (no count) and costs the same at any depth.
+- `limit`: Read by key: records per page, 1 to 500 (default 50).
+- `page`: Read by position (the slower way: a page costs what it skips): page number, from 1 (default 1).
+- `per_page`: Read by position: records per page, 1 to 500 (default 50).
 ```ignore
 let response = client.erp_show_model()
     .model(model)
+    .after(after)
+    .limit(limit)
     .page(page)
     .per_page(per_page)
     .send()
@@ -40439,17 +42268,21 @@ let response = client.erp_webhook_post()
     }
     /**List Companies
 
-Companies records of the local mirror, ordered by Id, `per_page` (1 to 500, default 50) per page.
+Companies records of the local mirror, ordered by Id (numeric Ids in numeric order). Read by key: `limit` (1 to 500, default 50) records after the cursor `after` (from the start without it), answered with `next_cursor` and the `next` link while records follow, and no count; a page costs the same at any depth, and a record inserted or deleted meanwhile makes no other record skip or repeat. Read by position (the slower way, kept for existing callers: a page costs what it skips): page `page` of `per_page` (1 to 500, default 50) records, with the count in `meta`.
 
 Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
 
 Sends a `GET` request to `/api/v1/fieldreport/companies`
 
 Arguments:
-- `page`: Page number, from 1 (default 1).
-- `per_page`: Records per page, 1 to 500 (default 50).
+- `after`: Read by key: the records after this cursor (a `next_cursor` answered before); from the start of the set without it. With `after` or `limit` the page has no `meta` (no count) and costs the same at any depth.
+- `limit`: Read by key: records per page, 1 to 500 (default 50).
+- `page`: Read by position (the slower way: a page costs what it skips): page number, from 1 (default 1).
+- `per_page`: Read by position: records per page, 1 to 500 (default 50).
 ```ignore
 let response = client.fieldreport_companies_list()
+    .after(after)
+    .limit(limit)
     .page(page)
     .per_page(per_page)
     .send()
@@ -40569,17 +42402,21 @@ let response = client.fieldreport_companies_update()
     }
     /**List Contacts
 
-Contacts records of the local mirror, ordered by Id, `per_page` (1 to 500, default 50) per page.
+Contacts records of the local mirror, ordered by Id (numeric Ids in numeric order). Read by key: `limit` (1 to 500, default 50) records after the cursor `after` (from the start without it), answered with `next_cursor` and the `next` link while records follow, and no count; a page costs the same at any depth, and a record inserted or deleted meanwhile makes no other record skip or repeat. Read by position (the slower way, kept for existing callers: a page costs what it skips): page `page` of `per_page` (1 to 500, default 50) records, with the count in `meta`.
 
 Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
 
 Sends a `GET` request to `/api/v1/fieldreport/contacts`
 
 Arguments:
-- `page`: Page number, from 1 (default 1).
-- `per_page`: Records per page, 1 to 500 (default 50).
+- `after`: Read by key: the records after this cursor (a `next_cursor` answered before); from the start of the set without it. With `after` or `limit` the page has no `meta` (no count) and costs the same at any depth.
+- `limit`: Read by key: records per page, 1 to 500 (default 50).
+- `page`: Read by position (the slower way: a page costs what it skips): page number, from 1 (default 1).
+- `per_page`: Read by position: records per page, 1 to 500 (default 50).
 ```ignore
 let response = client.fieldreport_contacts_list()
+    .after(after)
+    .limit(limit)
     .page(page)
     .per_page(per_page)
     .send()
@@ -40693,17 +42530,21 @@ let response = client.fieldreport_contacts_update()
     }
     /**List CostCenters
 
-CostCenters records of the local mirror, ordered by Id, `per_page` (1 to 500, default 50) per page.
+CostCenters records of the local mirror, ordered by Id (numeric Ids in numeric order). Read by key: `limit` (1 to 500, default 50) records after the cursor `after` (from the start without it), answered with `next_cursor` and the `next` link while records follow, and no count; a page costs the same at any depth, and a record inserted or deleted meanwhile makes no other record skip or repeat. Read by position (the slower way, kept for existing callers: a page costs what it skips): page `page` of `per_page` (1 to 500, default 50) records, with the count in `meta`.
 
 Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
 
 Sends a `GET` request to `/api/v1/fieldreport/costCenters`
 
 Arguments:
-- `page`: Page number, from 1 (default 1).
-- `per_page`: Records per page, 1 to 500 (default 50).
+- `after`: Read by key: the records after this cursor (a `next_cursor` answered before); from the start of the set without it. With `after` or `limit` the page has no `meta` (no count) and costs the same at any depth.
+- `limit`: Read by key: records per page, 1 to 500 (default 50).
+- `page`: Read by position (the slower way: a page costs what it skips): page number, from 1 (default 1).
+- `per_page`: Read by position: records per page, 1 to 500 (default 50).
 ```ignore
 let response = client.fieldreport_cost_centers_list()
+    .after(after)
+    .limit(limit)
     .page(page)
     .per_page(per_page)
     .send()
@@ -40827,17 +42668,21 @@ let response = client.fieldreport_cost_centers_update()
     }
     /**List Documents
 
-Documents records of the local mirror, ordered by Id, `per_page` (1 to 500, default 50) per page.
+Documents records of the local mirror, ordered by Id (numeric Ids in numeric order). Read by key: `limit` (1 to 500, default 50) records after the cursor `after` (from the start without it), answered with `next_cursor` and the `next` link while records follow, and no count; a page costs the same at any depth, and a record inserted or deleted meanwhile makes no other record skip or repeat. Read by position (the slower way, kept for existing callers: a page costs what it skips): page `page` of `per_page` (1 to 500, default 50) records, with the count in `meta`.
 
 Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
 
 Sends a `GET` request to `/api/v1/fieldreport/documents`
 
 Arguments:
-- `page`: Page number, from 1 (default 1).
-- `per_page`: Records per page, 1 to 500 (default 50).
+- `after`: Read by key: the records after this cursor (a `next_cursor` answered before); from the start of the set without it. With `after` or `limit` the page has no `meta` (no count) and costs the same at any depth.
+- `limit`: Read by key: records per page, 1 to 500 (default 50).
+- `page`: Read by position (the slower way: a page costs what it skips): page number, from 1 (default 1).
+- `per_page`: Read by position: records per page, 1 to 500 (default 50).
 ```ignore
 let response = client.fieldreport_documents_list()
+    .after(after)
+    .limit(limit)
     .page(page)
     .per_page(per_page)
     .send()
@@ -40957,17 +42802,21 @@ let response = client.fieldreport_documents_update()
     }
     /**List ItemTypes
 
-ItemTypes records of the local mirror, ordered by Id, `per_page` (1 to 500, default 50) per page.
+ItemTypes records of the local mirror, ordered by Id (numeric Ids in numeric order). Read by key: `limit` (1 to 500, default 50) records after the cursor `after` (from the start without it), answered with `next_cursor` and the `next` link while records follow, and no count; a page costs the same at any depth, and a record inserted or deleted meanwhile makes no other record skip or repeat. Read by position (the slower way, kept for existing callers: a page costs what it skips): page `page` of `per_page` (1 to 500, default 50) records, with the count in `meta`.
 
 Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
 
 Sends a `GET` request to `/api/v1/fieldreport/itemTypes`
 
 Arguments:
-- `page`: Page number, from 1 (default 1).
-- `per_page`: Records per page, 1 to 500 (default 50).
+- `after`: Read by key: the records after this cursor (a `next_cursor` answered before); from the start of the set without it. With `after` or `limit` the page has no `meta` (no count) and costs the same at any depth.
+- `limit`: Read by key: records per page, 1 to 500 (default 50).
+- `page`: Read by position (the slower way: a page costs what it skips): page number, from 1 (default 1).
+- `per_page`: Read by position: records per page, 1 to 500 (default 50).
 ```ignore
 let response = client.fieldreport_item_types_list()
+    .after(after)
+    .limit(limit)
     .page(page)
     .per_page(per_page)
     .send()
@@ -41087,17 +42936,21 @@ let response = client.fieldreport_item_types_update()
     }
     /**List ItemUnits
 
-ItemUnits records of the local mirror, ordered by Id, `per_page` (1 to 500, default 50) per page.
+ItemUnits records of the local mirror, ordered by Id (numeric Ids in numeric order). Read by key: `limit` (1 to 500, default 50) records after the cursor `after` (from the start without it), answered with `next_cursor` and the `next` link while records follow, and no count; a page costs the same at any depth, and a record inserted or deleted meanwhile makes no other record skip or repeat. Read by position (the slower way, kept for existing callers: a page costs what it skips): page `page` of `per_page` (1 to 500, default 50) records, with the count in `meta`.
 
 Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
 
 Sends a `GET` request to `/api/v1/fieldreport/itemUnits`
 
 Arguments:
-- `page`: Page number, from 1 (default 1).
-- `per_page`: Records per page, 1 to 500 (default 50).
+- `after`: Read by key: the records after this cursor (a `next_cursor` answered before); from the start of the set without it. With `after` or `limit` the page has no `meta` (no count) and costs the same at any depth.
+- `limit`: Read by key: records per page, 1 to 500 (default 50).
+- `page`: Read by position (the slower way: a page costs what it skips): page number, from 1 (default 1).
+- `per_page`: Read by position: records per page, 1 to 500 (default 50).
 ```ignore
 let response = client.fieldreport_item_units_list()
+    .after(after)
+    .limit(limit)
     .page(page)
     .per_page(per_page)
     .send()
@@ -41217,17 +43070,21 @@ let response = client.fieldreport_item_units_update()
     }
     /**List Items
 
-Items records of the local mirror, ordered by Id, `per_page` (1 to 500, default 50) per page.
+Items records of the local mirror, ordered by Id (numeric Ids in numeric order). Read by key: `limit` (1 to 500, default 50) records after the cursor `after` (from the start without it), answered with `next_cursor` and the `next` link while records follow, and no count; a page costs the same at any depth, and a record inserted or deleted meanwhile makes no other record skip or repeat. Read by position (the slower way, kept for existing callers: a page costs what it skips): page `page` of `per_page` (1 to 500, default 50) records, with the count in `meta`.
 
 Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
 
 Sends a `GET` request to `/api/v1/fieldreport/items`
 
 Arguments:
-- `page`: Page number, from 1 (default 1).
-- `per_page`: Records per page, 1 to 500 (default 50).
+- `after`: Read by key: the records after this cursor (a `next_cursor` answered before); from the start of the set without it. With `after` or `limit` the page has no `meta` (no count) and costs the same at any depth.
+- `limit`: Read by key: records per page, 1 to 500 (default 50).
+- `page`: Read by position (the slower way: a page costs what it skips): page number, from 1 (default 1).
+- `per_page`: Read by position: records per page, 1 to 500 (default 50).
 ```ignore
 let response = client.fieldreport_items_list()
+    .after(after)
+    .limit(limit)
     .page(page)
     .per_page(per_page)
     .send()
@@ -41418,17 +43275,21 @@ let response = client.fieldreport_post()
     }
     /**List Products
 
-Products records of the local mirror, ordered by Id, `per_page` (1 to 500, default 50) per page.
+Products records of the local mirror, ordered by Id (numeric Ids in numeric order). Read by key: `limit` (1 to 500, default 50) records after the cursor `after` (from the start without it), answered with `next_cursor` and the `next` link while records follow, and no count; a page costs the same at any depth, and a record inserted or deleted meanwhile makes no other record skip or repeat. Read by position (the slower way, kept for existing callers: a page costs what it skips): page `page` of `per_page` (1 to 500, default 50) records, with the count in `meta`.
 
 Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
 
 Sends a `GET` request to `/api/v1/fieldreport/products`
 
 Arguments:
-- `page`: Page number, from 1 (default 1).
-- `per_page`: Records per page, 1 to 500 (default 50).
+- `after`: Read by key: the records after this cursor (a `next_cursor` answered before); from the start of the set without it. With `after` or `limit` the page has no `meta` (no count) and costs the same at any depth.
+- `limit`: Read by key: records per page, 1 to 500 (default 50).
+- `page`: Read by position (the slower way: a page costs what it skips): page number, from 1 (default 1).
+- `per_page`: Read by position: records per page, 1 to 500 (default 50).
 ```ignore
 let response = client.fieldreport_products_list()
+    .after(after)
+    .limit(limit)
     .page(page)
     .per_page(per_page)
     .send()
@@ -41542,17 +43403,21 @@ let response = client.fieldreport_products_update()
     }
     /**List Qualifications
 
-Qualifications records of the local mirror, ordered by Id, `per_page` (1 to 500, default 50) per page.
+Qualifications records of the local mirror, ordered by Id (numeric Ids in numeric order). Read by key: `limit` (1 to 500, default 50) records after the cursor `after` (from the start without it), answered with `next_cursor` and the `next` link while records follow, and no count; a page costs the same at any depth, and a record inserted or deleted meanwhile makes no other record skip or repeat. Read by position (the slower way, kept for existing callers: a page costs what it skips): page `page` of `per_page` (1 to 500, default 50) records, with the count in `meta`.
 
 Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
 
 Sends a `GET` request to `/api/v1/fieldreport/qualifications`
 
 Arguments:
-- `page`: Page number, from 1 (default 1).
-- `per_page`: Records per page, 1 to 500 (default 50).
+- `after`: Read by key: the records after this cursor (a `next_cursor` answered before); from the start of the set without it. With `after` or `limit` the page has no `meta` (no count) and costs the same at any depth.
+- `limit`: Read by key: records per page, 1 to 500 (default 50).
+- `page`: Read by position (the slower way: a page costs what it skips): page number, from 1 (default 1).
+- `per_page`: Read by position: records per page, 1 to 500 (default 50).
 ```ignore
 let response = client.fieldreport_qualifications_list()
+    .after(after)
+    .limit(limit)
     .page(page)
     .per_page(per_page)
     .send()
@@ -41676,17 +43541,21 @@ let response = client.fieldreport_qualifications_update()
     }
     /**List ServiceObjects
 
-ServiceObjects records of the local mirror, ordered by Id, `per_page` (1 to 500, default 50) per page.
+ServiceObjects records of the local mirror, ordered by Id (numeric Ids in numeric order). Read by key: `limit` (1 to 500, default 50) records after the cursor `after` (from the start without it), answered with `next_cursor` and the `next` link while records follow, and no count; a page costs the same at any depth, and a record inserted or deleted meanwhile makes no other record skip or repeat. Read by position (the slower way, kept for existing callers: a page costs what it skips): page `page` of `per_page` (1 to 500, default 50) records, with the count in `meta`.
 
 Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
 
 Sends a `GET` request to `/api/v1/fieldreport/serviceObjects`
 
 Arguments:
-- `page`: Page number, from 1 (default 1).
-- `per_page`: Records per page, 1 to 500 (default 50).
+- `after`: Read by key: the records after this cursor (a `next_cursor` answered before); from the start of the set without it. With `after` or `limit` the page has no `meta` (no count) and costs the same at any depth.
+- `limit`: Read by key: records per page, 1 to 500 (default 50).
+- `page`: Read by position (the slower way: a page costs what it skips): page number, from 1 (default 1).
+- `per_page`: Read by position: records per page, 1 to 500 (default 50).
 ```ignore
 let response = client.fieldreport_service_objects_list()
+    .after(after)
+    .limit(limit)
     .page(page)
     .per_page(per_page)
     .send()
@@ -41810,17 +43679,21 @@ let response = client.fieldreport_service_objects_update()
     }
     /**List ServiceRequests
 
-ServiceRequests records of the local mirror, ordered by Id, `per_page` (1 to 500, default 50) per page.
+ServiceRequests records of the local mirror, ordered by Id (numeric Ids in numeric order). Read by key: `limit` (1 to 500, default 50) records after the cursor `after` (from the start without it), answered with `next_cursor` and the `next` link while records follow, and no count; a page costs the same at any depth, and a record inserted or deleted meanwhile makes no other record skip or repeat. Read by position (the slower way, kept for existing callers: a page costs what it skips): page `page` of `per_page` (1 to 500, default 50) records, with the count in `meta`.
 
 Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
 
 Sends a `GET` request to `/api/v1/fieldreport/serviceRequests`
 
 Arguments:
-- `page`: Page number, from 1 (default 1).
-- `per_page`: Records per page, 1 to 500 (default 50).
+- `after`: Read by key: the records after this cursor (a `next_cursor` answered before); from the start of the set without it. With `after` or `limit` the page has no `meta` (no count) and costs the same at any depth.
+- `limit`: Read by key: records per page, 1 to 500 (default 50).
+- `page`: Read by position (the slower way: a page costs what it skips): page number, from 1 (default 1).
+- `per_page`: Read by position: records per page, 1 to 500 (default 50).
 ```ignore
 let response = client.fieldreport_service_requests_list()
+    .after(after)
+    .limit(limit)
     .page(page)
     .per_page(per_page)
     .send()
@@ -42058,17 +43931,21 @@ let response = client.fieldreport_show_records()
     }
     /**List StepListTemplates
 
-StepListTemplates records of the local mirror, ordered by Id, `per_page` (1 to 500, default 50) per page.
+StepListTemplates records of the local mirror, ordered by Id (numeric Ids in numeric order). Read by key: `limit` (1 to 500, default 50) records after the cursor `after` (from the start without it), answered with `next_cursor` and the `next` link while records follow, and no count; a page costs the same at any depth, and a record inserted or deleted meanwhile makes no other record skip or repeat. Read by position (the slower way, kept for existing callers: a page costs what it skips): page `page` of `per_page` (1 to 500, default 50) records, with the count in `meta`.
 
 Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
 
 Sends a `GET` request to `/api/v1/fieldreport/stepListTemplates`
 
 Arguments:
-- `page`: Page number, from 1 (default 1).
-- `per_page`: Records per page, 1 to 500 (default 50).
+- `after`: Read by key: the records after this cursor (a `next_cursor` answered before); from the start of the set without it. With `after` or `limit` the page has no `meta` (no count) and costs the same at any depth.
+- `limit`: Read by key: records per page, 1 to 500 (default 50).
+- `page`: Read by position (the slower way: a page costs what it skips): page number, from 1 (default 1).
+- `per_page`: Read by position: records per page, 1 to 500 (default 50).
 ```ignore
 let response = client.fieldreport_step_list_templates_list()
+    .after(after)
+    .limit(limit)
     .page(page)
     .per_page(per_page)
     .send()
@@ -42232,17 +44109,21 @@ let response = client.fieldreport_sync()
     }
     /**List Tags
 
-Tags records of the local mirror, ordered by Id, `per_page` (1 to 500, default 50) per page.
+Tags records of the local mirror, ordered by Id (numeric Ids in numeric order). Read by key: `limit` (1 to 500, default 50) records after the cursor `after` (from the start without it), answered with `next_cursor` and the `next` link while records follow, and no count; a page costs the same at any depth, and a record inserted or deleted meanwhile makes no other record skip or repeat. Read by position (the slower way, kept for existing callers: a page costs what it skips): page `page` of `per_page` (1 to 500, default 50) records, with the count in `meta`.
 
 Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
 
 Sends a `GET` request to `/api/v1/fieldreport/tags`
 
 Arguments:
-- `page`: Page number, from 1 (default 1).
-- `per_page`: Records per page, 1 to 500 (default 50).
+- `after`: Read by key: the records after this cursor (a `next_cursor` answered before); from the start of the set without it. With `after` or `limit` the page has no `meta` (no count) and costs the same at any depth.
+- `limit`: Read by key: records per page, 1 to 500 (default 50).
+- `page`: Read by position (the slower way: a page costs what it skips): page number, from 1 (default 1).
+- `per_page`: Read by position: records per page, 1 to 500 (default 50).
 ```ignore
 let response = client.fieldreport_tags_list()
+    .after(after)
+    .limit(limit)
     .page(page)
     .per_page(per_page)
     .send()
@@ -42354,17 +44235,21 @@ let response = client.fieldreport_tags_update()
     }
     /**List TimeEvents
 
-TimeEvents records of the local mirror, ordered by Id, `per_page` (1 to 500, default 50) per page.
+TimeEvents records of the local mirror, ordered by Id (numeric Ids in numeric order). Read by key: `limit` (1 to 500, default 50) records after the cursor `after` (from the start without it), answered with `next_cursor` and the `next` link while records follow, and no count; a page costs the same at any depth, and a record inserted or deleted meanwhile makes no other record skip or repeat. Read by position (the slower way, kept for existing callers: a page costs what it skips): page `page` of `per_page` (1 to 500, default 50) records, with the count in `meta`.
 
 Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
 
 Sends a `GET` request to `/api/v1/fieldreport/timeEvents`
 
 Arguments:
-- `page`: Page number, from 1 (default 1).
-- `per_page`: Records per page, 1 to 500 (default 50).
+- `after`: Read by key: the records after this cursor (a `next_cursor` answered before); from the start of the set without it. With `after` or `limit` the page has no `meta` (no count) and costs the same at any depth.
+- `limit`: Read by key: records per page, 1 to 500 (default 50).
+- `page`: Read by position (the slower way: a page costs what it skips): page number, from 1 (default 1).
+- `per_page`: Read by position: records per page, 1 to 500 (default 50).
 ```ignore
 let response = client.fieldreport_time_events_list()
+    .after(after)
+    .limit(limit)
     .page(page)
     .per_page(per_page)
     .send()
@@ -42488,17 +44373,21 @@ let response = client.fieldreport_time_events_update()
     }
     /**List Users
 
-Users records of the local mirror, ordered by Id, `per_page` (1 to 500, default 50) per page.
+Users records of the local mirror, ordered by Id (numeric Ids in numeric order). Read by key: `limit` (1 to 500, default 50) records after the cursor `after` (from the start without it), answered with `next_cursor` and the `next` link while records follow, and no count; a page costs the same at any depth, and a record inserted or deleted meanwhile makes no other record skip or repeat. Read by position (the slower way, kept for existing callers: a page costs what it skips): page `page` of `per_page` (1 to 500, default 50) records, with the count in `meta`.
 
 Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
 
 Sends a `GET` request to `/api/v1/fieldreport/users`
 
 Arguments:
-- `page`: Page number, from 1 (default 1).
-- `per_page`: Records per page, 1 to 500 (default 50).
+- `after`: Read by key: the records after this cursor (a `next_cursor` answered before); from the start of the set without it. With `after` or `limit` the page has no `meta` (no count) and costs the same at any depth.
+- `limit`: Read by key: records per page, 1 to 500 (default 50).
+- `page`: Read by position (the slower way: a page costs what it skips): page number, from 1 (default 1).
+- `per_page`: Read by position: records per page, 1 to 500 (default 50).
 ```ignore
 let response = client.fieldreport_users_list()
+    .after(after)
+    .limit(limit)
     .page(page)
     .per_page(per_page)
     .send()
@@ -44546,6 +46435,8 @@ pub mod builder {
     pub struct ErpShowModel<'a> {
         client: &'a super::Client,
         model: Result<::std::string::String, String>,
+        after: Result<Option<types::ErpShowModelAfter>, String>,
+        limit: Result<Option<::std::num::NonZeroU64>, String>,
         page: Result<Option<::std::num::NonZeroU64>, String>,
         per_page: Result<Option<::std::num::NonZeroU64>, String>,
     }
@@ -44554,6 +46445,8 @@ pub mod builder {
             Self {
                 client: client,
                 model: Err("model was not initialized".to_string()),
+                after: Ok(None),
+                limit: Ok(None),
                 page: Ok(None),
                 per_page: Ok(None),
             }
@@ -44566,6 +46459,31 @@ pub mod builder {
                 .try_into()
                 .map_err(|_| {
                     "conversion to `:: std :: string :: String` for model failed"
+                        .to_string()
+                });
+            self
+        }
+        pub fn after<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<types::ErpShowModelAfter>,
+        {
+            self.after = value
+                .try_into()
+                .map(Some)
+                .map_err(|_| {
+                    "conversion to `ErpShowModelAfter` for after failed".to_string()
+                });
+            self
+        }
+        pub fn limit<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<::std::num::NonZeroU64>,
+        {
+            self.limit = value
+                .try_into()
+                .map(Some)
+                .map_err(|_| {
+                    "conversion to `:: std :: num :: NonZeroU64` for limit failed"
                         .to_string()
                 });
             self
@@ -44600,8 +46518,10 @@ pub mod builder {
         pub async fn send(
             self,
         ) -> Result<ResponseValue<types::ErpRecordPage>, Error<types::ApiError>> {
-            let Self { client, model, page, per_page } = self;
+            let Self { client, model, after, limit, page, per_page } = self;
             let model = model.map_err(Error::InvalidRequest)?;
+            let after = after.map_err(Error::InvalidRequest)?;
+            let limit = limit.map_err(Error::InvalidRequest)?;
             let page = page.map_err(Error::InvalidRequest)?;
             let per_page = per_page.map_err(Error::InvalidRequest)?;
             let url = format!(
@@ -44624,6 +46544,8 @@ pub mod builder {
                     ::reqwest::header::ACCEPT,
                     ::reqwest::header::HeaderValue::from_static("application/json"),
                 )
+                .query(&progenitor_client::QueryParam::new("after", &after))
+                .query(&progenitor_client::QueryParam::new("limit", &limit))
                 .query(&progenitor_client::QueryParam::new("page", &page))
                 .query(&progenitor_client::QueryParam::new("per_page", &per_page))
                 .headers(header_map)
@@ -45770,6 +47692,8 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct FieldreportCompaniesList<'a> {
         client: &'a super::Client,
+        after: Result<Option<types::FieldreportCompaniesListAfter>, String>,
+        limit: Result<Option<::std::num::NonZeroU64>, String>,
         page: Result<Option<::std::num::NonZeroU64>, String>,
         per_page: Result<Option<::std::num::NonZeroU64>, String>,
     }
@@ -45777,9 +47701,37 @@ pub mod builder {
         pub fn new(client: &'a super::Client) -> Self {
             Self {
                 client: client,
+                after: Ok(None),
+                limit: Ok(None),
                 page: Ok(None),
                 per_page: Ok(None),
             }
+        }
+        pub fn after<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<types::FieldreportCompaniesListAfter>,
+        {
+            self.after = value
+                .try_into()
+                .map(Some)
+                .map_err(|_| {
+                    "conversion to `FieldreportCompaniesListAfter` for after failed"
+                        .to_string()
+                });
+            self
+        }
+        pub fn limit<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<::std::num::NonZeroU64>,
+        {
+            self.limit = value
+                .try_into()
+                .map(Some)
+                .map_err(|_| {
+                    "conversion to `:: std :: num :: NonZeroU64` for limit failed"
+                        .to_string()
+                });
+            self
         }
         pub fn page<V>(mut self, value: V) -> Self
         where
@@ -45811,7 +47763,9 @@ pub mod builder {
         pub async fn send(
             self,
         ) -> Result<ResponseValue<types::CompaniesPage>, Error<types::ApiError>> {
-            let Self { client, page, per_page } = self;
+            let Self { client, after, limit, page, per_page } = self;
+            let after = after.map_err(Error::InvalidRequest)?;
+            let limit = limit.map_err(Error::InvalidRequest)?;
             let page = page.map_err(Error::InvalidRequest)?;
             let per_page = per_page.map_err(Error::InvalidRequest)?;
             let url = format!("{}/api/v1/fieldreport/companies", client.baseurl,);
@@ -45831,6 +47785,8 @@ pub mod builder {
                     ::reqwest::header::ACCEPT,
                     ::reqwest::header::HeaderValue::from_static("application/json"),
                 )
+                .query(&progenitor_client::QueryParam::new("after", &after))
+                .query(&progenitor_client::QueryParam::new("limit", &limit))
                 .query(&progenitor_client::QueryParam::new("page", &page))
                 .query(&progenitor_client::QueryParam::new("per_page", &per_page))
                 .headers(header_map)
@@ -46651,6 +48607,8 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct FieldreportContactsList<'a> {
         client: &'a super::Client,
+        after: Result<Option<types::FieldreportContactsListAfter>, String>,
+        limit: Result<Option<::std::num::NonZeroU64>, String>,
         page: Result<Option<::std::num::NonZeroU64>, String>,
         per_page: Result<Option<::std::num::NonZeroU64>, String>,
     }
@@ -46658,9 +48616,37 @@ pub mod builder {
         pub fn new(client: &'a super::Client) -> Self {
             Self {
                 client: client,
+                after: Ok(None),
+                limit: Ok(None),
                 page: Ok(None),
                 per_page: Ok(None),
             }
+        }
+        pub fn after<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<types::FieldreportContactsListAfter>,
+        {
+            self.after = value
+                .try_into()
+                .map(Some)
+                .map_err(|_| {
+                    "conversion to `FieldreportContactsListAfter` for after failed"
+                        .to_string()
+                });
+            self
+        }
+        pub fn limit<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<::std::num::NonZeroU64>,
+        {
+            self.limit = value
+                .try_into()
+                .map(Some)
+                .map_err(|_| {
+                    "conversion to `:: std :: num :: NonZeroU64` for limit failed"
+                        .to_string()
+                });
+            self
         }
         pub fn page<V>(mut self, value: V) -> Self
         where
@@ -46692,7 +48678,9 @@ pub mod builder {
         pub async fn send(
             self,
         ) -> Result<ResponseValue<types::ContactsPage>, Error<types::ApiError>> {
-            let Self { client, page, per_page } = self;
+            let Self { client, after, limit, page, per_page } = self;
+            let after = after.map_err(Error::InvalidRequest)?;
+            let limit = limit.map_err(Error::InvalidRequest)?;
             let page = page.map_err(Error::InvalidRequest)?;
             let per_page = per_page.map_err(Error::InvalidRequest)?;
             let url = format!("{}/api/v1/fieldreport/contacts", client.baseurl,);
@@ -46712,6 +48700,8 @@ pub mod builder {
                     ::reqwest::header::ACCEPT,
                     ::reqwest::header::HeaderValue::from_static("application/json"),
                 )
+                .query(&progenitor_client::QueryParam::new("after", &after))
+                .query(&progenitor_client::QueryParam::new("limit", &limit))
                 .query(&progenitor_client::QueryParam::new("page", &page))
                 .query(&progenitor_client::QueryParam::new("per_page", &per_page))
                 .headers(header_map)
@@ -47530,6 +49520,8 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct FieldreportCostCentersList<'a> {
         client: &'a super::Client,
+        after: Result<Option<types::FieldreportCostCentersListAfter>, String>,
+        limit: Result<Option<::std::num::NonZeroU64>, String>,
         page: Result<Option<::std::num::NonZeroU64>, String>,
         per_page: Result<Option<::std::num::NonZeroU64>, String>,
     }
@@ -47537,9 +49529,37 @@ pub mod builder {
         pub fn new(client: &'a super::Client) -> Self {
             Self {
                 client: client,
+                after: Ok(None),
+                limit: Ok(None),
                 page: Ok(None),
                 per_page: Ok(None),
             }
+        }
+        pub fn after<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<types::FieldreportCostCentersListAfter>,
+        {
+            self.after = value
+                .try_into()
+                .map(Some)
+                .map_err(|_| {
+                    "conversion to `FieldreportCostCentersListAfter` for after failed"
+                        .to_string()
+                });
+            self
+        }
+        pub fn limit<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<::std::num::NonZeroU64>,
+        {
+            self.limit = value
+                .try_into()
+                .map(Some)
+                .map_err(|_| {
+                    "conversion to `:: std :: num :: NonZeroU64` for limit failed"
+                        .to_string()
+                });
+            self
         }
         pub fn page<V>(mut self, value: V) -> Self
         where
@@ -47571,7 +49591,9 @@ pub mod builder {
         pub async fn send(
             self,
         ) -> Result<ResponseValue<types::CostCentersPage>, Error<types::ApiError>> {
-            let Self { client, page, per_page } = self;
+            let Self { client, after, limit, page, per_page } = self;
+            let after = after.map_err(Error::InvalidRequest)?;
+            let limit = limit.map_err(Error::InvalidRequest)?;
             let page = page.map_err(Error::InvalidRequest)?;
             let per_page = per_page.map_err(Error::InvalidRequest)?;
             let url = format!("{}/api/v1/fieldreport/costCenters", client.baseurl,);
@@ -47591,6 +49613,8 @@ pub mod builder {
                     ::reqwest::header::ACCEPT,
                     ::reqwest::header::HeaderValue::from_static("application/json"),
                 )
+                .query(&progenitor_client::QueryParam::new("after", &after))
+                .query(&progenitor_client::QueryParam::new("limit", &limit))
                 .query(&progenitor_client::QueryParam::new("page", &page))
                 .query(&progenitor_client::QueryParam::new("per_page", &per_page))
                 .headers(header_map)
@@ -48413,6 +50437,8 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct FieldreportDocumentsList<'a> {
         client: &'a super::Client,
+        after: Result<Option<types::FieldreportDocumentsListAfter>, String>,
+        limit: Result<Option<::std::num::NonZeroU64>, String>,
         page: Result<Option<::std::num::NonZeroU64>, String>,
         per_page: Result<Option<::std::num::NonZeroU64>, String>,
     }
@@ -48420,9 +50446,37 @@ pub mod builder {
         pub fn new(client: &'a super::Client) -> Self {
             Self {
                 client: client,
+                after: Ok(None),
+                limit: Ok(None),
                 page: Ok(None),
                 per_page: Ok(None),
             }
+        }
+        pub fn after<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<types::FieldreportDocumentsListAfter>,
+        {
+            self.after = value
+                .try_into()
+                .map(Some)
+                .map_err(|_| {
+                    "conversion to `FieldreportDocumentsListAfter` for after failed"
+                        .to_string()
+                });
+            self
+        }
+        pub fn limit<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<::std::num::NonZeroU64>,
+        {
+            self.limit = value
+                .try_into()
+                .map(Some)
+                .map_err(|_| {
+                    "conversion to `:: std :: num :: NonZeroU64` for limit failed"
+                        .to_string()
+                });
+            self
         }
         pub fn page<V>(mut self, value: V) -> Self
         where
@@ -48454,7 +50508,9 @@ pub mod builder {
         pub async fn send(
             self,
         ) -> Result<ResponseValue<types::DocumentsPage>, Error<types::ApiError>> {
-            let Self { client, page, per_page } = self;
+            let Self { client, after, limit, page, per_page } = self;
+            let after = after.map_err(Error::InvalidRequest)?;
+            let limit = limit.map_err(Error::InvalidRequest)?;
             let page = page.map_err(Error::InvalidRequest)?;
             let per_page = per_page.map_err(Error::InvalidRequest)?;
             let url = format!("{}/api/v1/fieldreport/documents", client.baseurl,);
@@ -48474,6 +50530,8 @@ pub mod builder {
                     ::reqwest::header::ACCEPT,
                     ::reqwest::header::HeaderValue::from_static("application/json"),
                 )
+                .query(&progenitor_client::QueryParam::new("after", &after))
+                .query(&progenitor_client::QueryParam::new("limit", &limit))
                 .query(&progenitor_client::QueryParam::new("page", &page))
                 .query(&progenitor_client::QueryParam::new("per_page", &per_page))
                 .headers(header_map)
@@ -49294,6 +51352,8 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct FieldreportItemTypesList<'a> {
         client: &'a super::Client,
+        after: Result<Option<types::FieldreportItemTypesListAfter>, String>,
+        limit: Result<Option<::std::num::NonZeroU64>, String>,
         page: Result<Option<::std::num::NonZeroU64>, String>,
         per_page: Result<Option<::std::num::NonZeroU64>, String>,
     }
@@ -49301,9 +51361,37 @@ pub mod builder {
         pub fn new(client: &'a super::Client) -> Self {
             Self {
                 client: client,
+                after: Ok(None),
+                limit: Ok(None),
                 page: Ok(None),
                 per_page: Ok(None),
             }
+        }
+        pub fn after<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<types::FieldreportItemTypesListAfter>,
+        {
+            self.after = value
+                .try_into()
+                .map(Some)
+                .map_err(|_| {
+                    "conversion to `FieldreportItemTypesListAfter` for after failed"
+                        .to_string()
+                });
+            self
+        }
+        pub fn limit<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<::std::num::NonZeroU64>,
+        {
+            self.limit = value
+                .try_into()
+                .map(Some)
+                .map_err(|_| {
+                    "conversion to `:: std :: num :: NonZeroU64` for limit failed"
+                        .to_string()
+                });
+            self
         }
         pub fn page<V>(mut self, value: V) -> Self
         where
@@ -49335,7 +51423,9 @@ pub mod builder {
         pub async fn send(
             self,
         ) -> Result<ResponseValue<types::ItemTypesPage>, Error<types::ApiError>> {
-            let Self { client, page, per_page } = self;
+            let Self { client, after, limit, page, per_page } = self;
+            let after = after.map_err(Error::InvalidRequest)?;
+            let limit = limit.map_err(Error::InvalidRequest)?;
             let page = page.map_err(Error::InvalidRequest)?;
             let per_page = per_page.map_err(Error::InvalidRequest)?;
             let url = format!("{}/api/v1/fieldreport/itemTypes", client.baseurl,);
@@ -49355,6 +51445,8 @@ pub mod builder {
                     ::reqwest::header::ACCEPT,
                     ::reqwest::header::HeaderValue::from_static("application/json"),
                 )
+                .query(&progenitor_client::QueryParam::new("after", &after))
+                .query(&progenitor_client::QueryParam::new("limit", &limit))
                 .query(&progenitor_client::QueryParam::new("page", &page))
                 .query(&progenitor_client::QueryParam::new("per_page", &per_page))
                 .headers(header_map)
@@ -50175,6 +52267,8 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct FieldreportItemUnitsList<'a> {
         client: &'a super::Client,
+        after: Result<Option<types::FieldreportItemUnitsListAfter>, String>,
+        limit: Result<Option<::std::num::NonZeroU64>, String>,
         page: Result<Option<::std::num::NonZeroU64>, String>,
         per_page: Result<Option<::std::num::NonZeroU64>, String>,
     }
@@ -50182,9 +52276,37 @@ pub mod builder {
         pub fn new(client: &'a super::Client) -> Self {
             Self {
                 client: client,
+                after: Ok(None),
+                limit: Ok(None),
                 page: Ok(None),
                 per_page: Ok(None),
             }
+        }
+        pub fn after<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<types::FieldreportItemUnitsListAfter>,
+        {
+            self.after = value
+                .try_into()
+                .map(Some)
+                .map_err(|_| {
+                    "conversion to `FieldreportItemUnitsListAfter` for after failed"
+                        .to_string()
+                });
+            self
+        }
+        pub fn limit<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<::std::num::NonZeroU64>,
+        {
+            self.limit = value
+                .try_into()
+                .map(Some)
+                .map_err(|_| {
+                    "conversion to `:: std :: num :: NonZeroU64` for limit failed"
+                        .to_string()
+                });
+            self
         }
         pub fn page<V>(mut self, value: V) -> Self
         where
@@ -50216,7 +52338,9 @@ pub mod builder {
         pub async fn send(
             self,
         ) -> Result<ResponseValue<types::ItemUnitsPage>, Error<types::ApiError>> {
-            let Self { client, page, per_page } = self;
+            let Self { client, after, limit, page, per_page } = self;
+            let after = after.map_err(Error::InvalidRequest)?;
+            let limit = limit.map_err(Error::InvalidRequest)?;
             let page = page.map_err(Error::InvalidRequest)?;
             let per_page = per_page.map_err(Error::InvalidRequest)?;
             let url = format!("{}/api/v1/fieldreport/itemUnits", client.baseurl,);
@@ -50236,6 +52360,8 @@ pub mod builder {
                     ::reqwest::header::ACCEPT,
                     ::reqwest::header::HeaderValue::from_static("application/json"),
                 )
+                .query(&progenitor_client::QueryParam::new("after", &after))
+                .query(&progenitor_client::QueryParam::new("limit", &limit))
                 .query(&progenitor_client::QueryParam::new("page", &page))
                 .query(&progenitor_client::QueryParam::new("per_page", &per_page))
                 .headers(header_map)
@@ -51056,6 +53182,8 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct FieldreportItemsList<'a> {
         client: &'a super::Client,
+        after: Result<Option<types::FieldreportItemsListAfter>, String>,
+        limit: Result<Option<::std::num::NonZeroU64>, String>,
         page: Result<Option<::std::num::NonZeroU64>, String>,
         per_page: Result<Option<::std::num::NonZeroU64>, String>,
     }
@@ -51063,9 +53191,37 @@ pub mod builder {
         pub fn new(client: &'a super::Client) -> Self {
             Self {
                 client: client,
+                after: Ok(None),
+                limit: Ok(None),
                 page: Ok(None),
                 per_page: Ok(None),
             }
+        }
+        pub fn after<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<types::FieldreportItemsListAfter>,
+        {
+            self.after = value
+                .try_into()
+                .map(Some)
+                .map_err(|_| {
+                    "conversion to `FieldreportItemsListAfter` for after failed"
+                        .to_string()
+                });
+            self
+        }
+        pub fn limit<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<::std::num::NonZeroU64>,
+        {
+            self.limit = value
+                .try_into()
+                .map(Some)
+                .map_err(|_| {
+                    "conversion to `:: std :: num :: NonZeroU64` for limit failed"
+                        .to_string()
+                });
+            self
         }
         pub fn page<V>(mut self, value: V) -> Self
         where
@@ -51097,7 +53253,9 @@ pub mod builder {
         pub async fn send(
             self,
         ) -> Result<ResponseValue<types::ItemsPage>, Error<types::ApiError>> {
-            let Self { client, page, per_page } = self;
+            let Self { client, after, limit, page, per_page } = self;
+            let after = after.map_err(Error::InvalidRequest)?;
+            let limit = limit.map_err(Error::InvalidRequest)?;
             let page = page.map_err(Error::InvalidRequest)?;
             let per_page = per_page.map_err(Error::InvalidRequest)?;
             let url = format!("{}/api/v1/fieldreport/items", client.baseurl,);
@@ -51117,6 +53275,8 @@ pub mod builder {
                     ::reqwest::header::ACCEPT,
                     ::reqwest::header::HeaderValue::from_static("application/json"),
                 )
+                .query(&progenitor_client::QueryParam::new("after", &after))
+                .query(&progenitor_client::QueryParam::new("limit", &limit))
                 .query(&progenitor_client::QueryParam::new("page", &page))
                 .query(&progenitor_client::QueryParam::new("per_page", &per_page))
                 .headers(header_map)
@@ -52464,6 +54624,8 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct FieldreportProductsList<'a> {
         client: &'a super::Client,
+        after: Result<Option<types::FieldreportProductsListAfter>, String>,
+        limit: Result<Option<::std::num::NonZeroU64>, String>,
         page: Result<Option<::std::num::NonZeroU64>, String>,
         per_page: Result<Option<::std::num::NonZeroU64>, String>,
     }
@@ -52471,9 +54633,37 @@ pub mod builder {
         pub fn new(client: &'a super::Client) -> Self {
             Self {
                 client: client,
+                after: Ok(None),
+                limit: Ok(None),
                 page: Ok(None),
                 per_page: Ok(None),
             }
+        }
+        pub fn after<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<types::FieldreportProductsListAfter>,
+        {
+            self.after = value
+                .try_into()
+                .map(Some)
+                .map_err(|_| {
+                    "conversion to `FieldreportProductsListAfter` for after failed"
+                        .to_string()
+                });
+            self
+        }
+        pub fn limit<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<::std::num::NonZeroU64>,
+        {
+            self.limit = value
+                .try_into()
+                .map(Some)
+                .map_err(|_| {
+                    "conversion to `:: std :: num :: NonZeroU64` for limit failed"
+                        .to_string()
+                });
+            self
         }
         pub fn page<V>(mut self, value: V) -> Self
         where
@@ -52505,7 +54695,9 @@ pub mod builder {
         pub async fn send(
             self,
         ) -> Result<ResponseValue<types::ProductsPage>, Error<types::ApiError>> {
-            let Self { client, page, per_page } = self;
+            let Self { client, after, limit, page, per_page } = self;
+            let after = after.map_err(Error::InvalidRequest)?;
+            let limit = limit.map_err(Error::InvalidRequest)?;
             let page = page.map_err(Error::InvalidRequest)?;
             let per_page = per_page.map_err(Error::InvalidRequest)?;
             let url = format!("{}/api/v1/fieldreport/products", client.baseurl,);
@@ -52525,6 +54717,8 @@ pub mod builder {
                     ::reqwest::header::ACCEPT,
                     ::reqwest::header::HeaderValue::from_static("application/json"),
                 )
+                .query(&progenitor_client::QueryParam::new("after", &after))
+                .query(&progenitor_client::QueryParam::new("limit", &limit))
                 .query(&progenitor_client::QueryParam::new("page", &page))
                 .query(&progenitor_client::QueryParam::new("per_page", &per_page))
                 .headers(header_map)
@@ -53343,6 +55537,8 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct FieldreportQualificationsList<'a> {
         client: &'a super::Client,
+        after: Result<Option<types::FieldreportQualificationsListAfter>, String>,
+        limit: Result<Option<::std::num::NonZeroU64>, String>,
         page: Result<Option<::std::num::NonZeroU64>, String>,
         per_page: Result<Option<::std::num::NonZeroU64>, String>,
     }
@@ -53350,9 +55546,37 @@ pub mod builder {
         pub fn new(client: &'a super::Client) -> Self {
             Self {
                 client: client,
+                after: Ok(None),
+                limit: Ok(None),
                 page: Ok(None),
                 per_page: Ok(None),
             }
+        }
+        pub fn after<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<types::FieldreportQualificationsListAfter>,
+        {
+            self.after = value
+                .try_into()
+                .map(Some)
+                .map_err(|_| {
+                    "conversion to `FieldreportQualificationsListAfter` for after failed"
+                        .to_string()
+                });
+            self
+        }
+        pub fn limit<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<::std::num::NonZeroU64>,
+        {
+            self.limit = value
+                .try_into()
+                .map(Some)
+                .map_err(|_| {
+                    "conversion to `:: std :: num :: NonZeroU64` for limit failed"
+                        .to_string()
+                });
+            self
         }
         pub fn page<V>(mut self, value: V) -> Self
         where
@@ -53384,7 +55608,9 @@ pub mod builder {
         pub async fn send(
             self,
         ) -> Result<ResponseValue<types::QualificationsPage>, Error<types::ApiError>> {
-            let Self { client, page, per_page } = self;
+            let Self { client, after, limit, page, per_page } = self;
+            let after = after.map_err(Error::InvalidRequest)?;
+            let limit = limit.map_err(Error::InvalidRequest)?;
             let page = page.map_err(Error::InvalidRequest)?;
             let per_page = per_page.map_err(Error::InvalidRequest)?;
             let url = format!("{}/api/v1/fieldreport/qualifications", client.baseurl,);
@@ -53404,6 +55630,8 @@ pub mod builder {
                     ::reqwest::header::ACCEPT,
                     ::reqwest::header::HeaderValue::from_static("application/json"),
                 )
+                .query(&progenitor_client::QueryParam::new("after", &after))
+                .query(&progenitor_client::QueryParam::new("limit", &limit))
                 .query(&progenitor_client::QueryParam::new("page", &page))
                 .query(&progenitor_client::QueryParam::new("per_page", &per_page))
                 .headers(header_map)
@@ -54230,6 +56458,8 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct FieldreportServiceObjectsList<'a> {
         client: &'a super::Client,
+        after: Result<Option<types::FieldreportServiceObjectsListAfter>, String>,
+        limit: Result<Option<::std::num::NonZeroU64>, String>,
         page: Result<Option<::std::num::NonZeroU64>, String>,
         per_page: Result<Option<::std::num::NonZeroU64>, String>,
     }
@@ -54237,9 +56467,37 @@ pub mod builder {
         pub fn new(client: &'a super::Client) -> Self {
             Self {
                 client: client,
+                after: Ok(None),
+                limit: Ok(None),
                 page: Ok(None),
                 per_page: Ok(None),
             }
+        }
+        pub fn after<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<types::FieldreportServiceObjectsListAfter>,
+        {
+            self.after = value
+                .try_into()
+                .map(Some)
+                .map_err(|_| {
+                    "conversion to `FieldreportServiceObjectsListAfter` for after failed"
+                        .to_string()
+                });
+            self
+        }
+        pub fn limit<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<::std::num::NonZeroU64>,
+        {
+            self.limit = value
+                .try_into()
+                .map(Some)
+                .map_err(|_| {
+                    "conversion to `:: std :: num :: NonZeroU64` for limit failed"
+                        .to_string()
+                });
+            self
         }
         pub fn page<V>(mut self, value: V) -> Self
         where
@@ -54271,7 +56529,9 @@ pub mod builder {
         pub async fn send(
             self,
         ) -> Result<ResponseValue<types::ServiceObjectsPage>, Error<types::ApiError>> {
-            let Self { client, page, per_page } = self;
+            let Self { client, after, limit, page, per_page } = self;
+            let after = after.map_err(Error::InvalidRequest)?;
+            let limit = limit.map_err(Error::InvalidRequest)?;
             let page = page.map_err(Error::InvalidRequest)?;
             let per_page = per_page.map_err(Error::InvalidRequest)?;
             let url = format!("{}/api/v1/fieldreport/serviceObjects", client.baseurl,);
@@ -54291,6 +56551,8 @@ pub mod builder {
                     ::reqwest::header::ACCEPT,
                     ::reqwest::header::HeaderValue::from_static("application/json"),
                 )
+                .query(&progenitor_client::QueryParam::new("after", &after))
+                .query(&progenitor_client::QueryParam::new("limit", &limit))
                 .query(&progenitor_client::QueryParam::new("page", &page))
                 .query(&progenitor_client::QueryParam::new("per_page", &per_page))
                 .headers(header_map)
@@ -55117,6 +57379,8 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct FieldreportServiceRequestsList<'a> {
         client: &'a super::Client,
+        after: Result<Option<types::FieldreportServiceRequestsListAfter>, String>,
+        limit: Result<Option<::std::num::NonZeroU64>, String>,
         page: Result<Option<::std::num::NonZeroU64>, String>,
         per_page: Result<Option<::std::num::NonZeroU64>, String>,
     }
@@ -55124,9 +57388,37 @@ pub mod builder {
         pub fn new(client: &'a super::Client) -> Self {
             Self {
                 client: client,
+                after: Ok(None),
+                limit: Ok(None),
                 page: Ok(None),
                 per_page: Ok(None),
             }
+        }
+        pub fn after<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<types::FieldreportServiceRequestsListAfter>,
+        {
+            self.after = value
+                .try_into()
+                .map(Some)
+                .map_err(|_| {
+                    "conversion to `FieldreportServiceRequestsListAfter` for after failed"
+                        .to_string()
+                });
+            self
+        }
+        pub fn limit<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<::std::num::NonZeroU64>,
+        {
+            self.limit = value
+                .try_into()
+                .map(Some)
+                .map_err(|_| {
+                    "conversion to `:: std :: num :: NonZeroU64` for limit failed"
+                        .to_string()
+                });
+            self
         }
         pub fn page<V>(mut self, value: V) -> Self
         where
@@ -55158,7 +57450,9 @@ pub mod builder {
         pub async fn send(
             self,
         ) -> Result<ResponseValue<types::ServiceRequestsPage>, Error<types::ApiError>> {
-            let Self { client, page, per_page } = self;
+            let Self { client, after, limit, page, per_page } = self;
+            let after = after.map_err(Error::InvalidRequest)?;
+            let limit = limit.map_err(Error::InvalidRequest)?;
             let page = page.map_err(Error::InvalidRequest)?;
             let per_page = per_page.map_err(Error::InvalidRequest)?;
             let url = format!("{}/api/v1/fieldreport/serviceRequests", client.baseurl,);
@@ -55178,6 +57472,8 @@ pub mod builder {
                     ::reqwest::header::ACCEPT,
                     ::reqwest::header::HeaderValue::from_static("application/json"),
                 )
+                .query(&progenitor_client::QueryParam::new("after", &after))
+                .query(&progenitor_client::QueryParam::new("limit", &limit))
                 .query(&progenitor_client::QueryParam::new("page", &page))
                 .query(&progenitor_client::QueryParam::new("per_page", &per_page))
                 .headers(header_map)
@@ -56697,6 +58993,8 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct FieldreportStepListTemplatesList<'a> {
         client: &'a super::Client,
+        after: Result<Option<types::FieldreportStepListTemplatesListAfter>, String>,
+        limit: Result<Option<::std::num::NonZeroU64>, String>,
         page: Result<Option<::std::num::NonZeroU64>, String>,
         per_page: Result<Option<::std::num::NonZeroU64>, String>,
     }
@@ -56704,9 +59002,37 @@ pub mod builder {
         pub fn new(client: &'a super::Client) -> Self {
             Self {
                 client: client,
+                after: Ok(None),
+                limit: Ok(None),
                 page: Ok(None),
                 per_page: Ok(None),
             }
+        }
+        pub fn after<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<types::FieldreportStepListTemplatesListAfter>,
+        {
+            self.after = value
+                .try_into()
+                .map(Some)
+                .map_err(|_| {
+                    "conversion to `FieldreportStepListTemplatesListAfter` for after failed"
+                        .to_string()
+                });
+            self
+        }
+        pub fn limit<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<::std::num::NonZeroU64>,
+        {
+            self.limit = value
+                .try_into()
+                .map(Some)
+                .map_err(|_| {
+                    "conversion to `:: std :: num :: NonZeroU64` for limit failed"
+                        .to_string()
+                });
+            self
         }
         pub fn page<V>(mut self, value: V) -> Self
         where
@@ -56741,7 +59067,9 @@ pub mod builder {
             ResponseValue<types::StepListTemplatesPage>,
             Error<types::ApiError>,
         > {
-            let Self { client, page, per_page } = self;
+            let Self { client, after, limit, page, per_page } = self;
+            let after = after.map_err(Error::InvalidRequest)?;
+            let limit = limit.map_err(Error::InvalidRequest)?;
             let page = page.map_err(Error::InvalidRequest)?;
             let per_page = per_page.map_err(Error::InvalidRequest)?;
             let url = format!(
@@ -56763,6 +59091,8 @@ pub mod builder {
                     ::reqwest::header::ACCEPT,
                     ::reqwest::header::HeaderValue::from_static("application/json"),
                 )
+                .query(&progenitor_client::QueryParam::new("after", &after))
+                .query(&progenitor_client::QueryParam::new("limit", &limit))
                 .query(&progenitor_client::QueryParam::new("page", &page))
                 .query(&progenitor_client::QueryParam::new("per_page", &per_page))
                 .headers(header_map)
@@ -57869,6 +60199,8 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct FieldreportTagsList<'a> {
         client: &'a super::Client,
+        after: Result<Option<types::FieldreportTagsListAfter>, String>,
+        limit: Result<Option<::std::num::NonZeroU64>, String>,
         page: Result<Option<::std::num::NonZeroU64>, String>,
         per_page: Result<Option<::std::num::NonZeroU64>, String>,
     }
@@ -57876,9 +60208,37 @@ pub mod builder {
         pub fn new(client: &'a super::Client) -> Self {
             Self {
                 client: client,
+                after: Ok(None),
+                limit: Ok(None),
                 page: Ok(None),
                 per_page: Ok(None),
             }
+        }
+        pub fn after<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<types::FieldreportTagsListAfter>,
+        {
+            self.after = value
+                .try_into()
+                .map(Some)
+                .map_err(|_| {
+                    "conversion to `FieldreportTagsListAfter` for after failed"
+                        .to_string()
+                });
+            self
+        }
+        pub fn limit<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<::std::num::NonZeroU64>,
+        {
+            self.limit = value
+                .try_into()
+                .map(Some)
+                .map_err(|_| {
+                    "conversion to `:: std :: num :: NonZeroU64` for limit failed"
+                        .to_string()
+                });
+            self
         }
         pub fn page<V>(mut self, value: V) -> Self
         where
@@ -57910,7 +60270,9 @@ pub mod builder {
         pub async fn send(
             self,
         ) -> Result<ResponseValue<types::TagsPage>, Error<types::ApiError>> {
-            let Self { client, page, per_page } = self;
+            let Self { client, after, limit, page, per_page } = self;
+            let after = after.map_err(Error::InvalidRequest)?;
+            let limit = limit.map_err(Error::InvalidRequest)?;
             let page = page.map_err(Error::InvalidRequest)?;
             let per_page = per_page.map_err(Error::InvalidRequest)?;
             let url = format!("{}/api/v1/fieldreport/tags", client.baseurl,);
@@ -57930,6 +60292,8 @@ pub mod builder {
                     ::reqwest::header::ACCEPT,
                     ::reqwest::header::HeaderValue::from_static("application/json"),
                 )
+                .query(&progenitor_client::QueryParam::new("after", &after))
+                .query(&progenitor_client::QueryParam::new("limit", &limit))
                 .query(&progenitor_client::QueryParam::new("page", &page))
                 .query(&progenitor_client::QueryParam::new("per_page", &per_page))
                 .headers(header_map)
@@ -58736,6 +61100,8 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct FieldreportTimeEventsList<'a> {
         client: &'a super::Client,
+        after: Result<Option<types::FieldreportTimeEventsListAfter>, String>,
+        limit: Result<Option<::std::num::NonZeroU64>, String>,
         page: Result<Option<::std::num::NonZeroU64>, String>,
         per_page: Result<Option<::std::num::NonZeroU64>, String>,
     }
@@ -58743,9 +61109,37 @@ pub mod builder {
         pub fn new(client: &'a super::Client) -> Self {
             Self {
                 client: client,
+                after: Ok(None),
+                limit: Ok(None),
                 page: Ok(None),
                 per_page: Ok(None),
             }
+        }
+        pub fn after<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<types::FieldreportTimeEventsListAfter>,
+        {
+            self.after = value
+                .try_into()
+                .map(Some)
+                .map_err(|_| {
+                    "conversion to `FieldreportTimeEventsListAfter` for after failed"
+                        .to_string()
+                });
+            self
+        }
+        pub fn limit<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<::std::num::NonZeroU64>,
+        {
+            self.limit = value
+                .try_into()
+                .map(Some)
+                .map_err(|_| {
+                    "conversion to `:: std :: num :: NonZeroU64` for limit failed"
+                        .to_string()
+                });
+            self
         }
         pub fn page<V>(mut self, value: V) -> Self
         where
@@ -58777,7 +61171,9 @@ pub mod builder {
         pub async fn send(
             self,
         ) -> Result<ResponseValue<types::TimeEventsPage>, Error<types::ApiError>> {
-            let Self { client, page, per_page } = self;
+            let Self { client, after, limit, page, per_page } = self;
+            let after = after.map_err(Error::InvalidRequest)?;
+            let limit = limit.map_err(Error::InvalidRequest)?;
             let page = page.map_err(Error::InvalidRequest)?;
             let per_page = per_page.map_err(Error::InvalidRequest)?;
             let url = format!("{}/api/v1/fieldreport/timeEvents", client.baseurl,);
@@ -58797,6 +61193,8 @@ pub mod builder {
                     ::reqwest::header::ACCEPT,
                     ::reqwest::header::HeaderValue::from_static("application/json"),
                 )
+                .query(&progenitor_client::QueryParam::new("after", &after))
+                .query(&progenitor_client::QueryParam::new("limit", &limit))
                 .query(&progenitor_client::QueryParam::new("page", &page))
                 .query(&progenitor_client::QueryParam::new("per_page", &per_page))
                 .headers(header_map)
@@ -59617,6 +62015,8 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct FieldreportUsersList<'a> {
         client: &'a super::Client,
+        after: Result<Option<types::FieldreportUsersListAfter>, String>,
+        limit: Result<Option<::std::num::NonZeroU64>, String>,
         page: Result<Option<::std::num::NonZeroU64>, String>,
         per_page: Result<Option<::std::num::NonZeroU64>, String>,
     }
@@ -59624,9 +62024,37 @@ pub mod builder {
         pub fn new(client: &'a super::Client) -> Self {
             Self {
                 client: client,
+                after: Ok(None),
+                limit: Ok(None),
                 page: Ok(None),
                 per_page: Ok(None),
             }
+        }
+        pub fn after<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<types::FieldreportUsersListAfter>,
+        {
+            self.after = value
+                .try_into()
+                .map(Some)
+                .map_err(|_| {
+                    "conversion to `FieldreportUsersListAfter` for after failed"
+                        .to_string()
+                });
+            self
+        }
+        pub fn limit<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<::std::num::NonZeroU64>,
+        {
+            self.limit = value
+                .try_into()
+                .map(Some)
+                .map_err(|_| {
+                    "conversion to `:: std :: num :: NonZeroU64` for limit failed"
+                        .to_string()
+                });
+            self
         }
         pub fn page<V>(mut self, value: V) -> Self
         where
@@ -59658,7 +62086,9 @@ pub mod builder {
         pub async fn send(
             self,
         ) -> Result<ResponseValue<types::UsersPage>, Error<types::ApiError>> {
-            let Self { client, page, per_page } = self;
+            let Self { client, after, limit, page, per_page } = self;
+            let after = after.map_err(Error::InvalidRequest)?;
+            let limit = limit.map_err(Error::InvalidRequest)?;
             let page = page.map_err(Error::InvalidRequest)?;
             let per_page = per_page.map_err(Error::InvalidRequest)?;
             let url = format!("{}/api/v1/fieldreport/users", client.baseurl,);
@@ -59678,6 +62108,8 @@ pub mod builder {
                     ::reqwest::header::ACCEPT,
                     ::reqwest::header::HeaderValue::from_static("application/json"),
                 )
+                .query(&progenitor_client::QueryParam::new("after", &after))
+                .query(&progenitor_client::QueryParam::new("limit", &limit))
                 .query(&progenitor_client::QueryParam::new("page", &page))
                 .query(&progenitor_client::QueryParam::new("per_page", &per_page))
                 .headers(header_map)

@@ -233,7 +233,7 @@ export interface paths {
         };
         /**
          * Mirrored records of an ERP model
-         * @description The model's records as stored locally, ordered by id, `per_page` (1 to 500, default 50) per page.
+         * @description The model's records as stored locally, ordered by id (numeric ids in numeric order). Read by key: `limit` (1 to 500, default 50) records after the cursor `after` (from the start without it), answered with `next_cursor` and the `next` link while records follow, and no count; a page costs the same at any depth, and a record inserted or deleted meanwhile makes no other record skip or repeat. Read by position (the slower way, kept for existing callers: a page costs what it skips): page `page` of `per_page` (1 to 500, default 50) records, with the count in `meta`.
          *
          *     Needs a token with the ability `erp` (login tokens hold every ability, `*`).
          */
@@ -411,7 +411,7 @@ export interface paths {
         };
         /**
          * List Companies
-         * @description Companies records of the local mirror, ordered by Id, `per_page` (1 to 500, default 50) per page.
+         * @description Companies records of the local mirror, ordered by Id (numeric Ids in numeric order). Read by key: `limit` (1 to 500, default 50) records after the cursor `after` (from the start without it), answered with `next_cursor` and the `next` link while records follow, and no count; a page costs the same at any depth, and a record inserted or deleted meanwhile makes no other record skip or repeat. Read by position (the slower way, kept for existing callers: a page costs what it skips): page `page` of `per_page` (1 to 500, default 50) records, with the count in `meta`.
          *
          *     Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
          */
@@ -479,7 +479,7 @@ export interface paths {
         };
         /**
          * List Contacts
-         * @description Contacts records of the local mirror, ordered by Id, `per_page` (1 to 500, default 50) per page.
+         * @description Contacts records of the local mirror, ordered by Id (numeric Ids in numeric order). Read by key: `limit` (1 to 500, default 50) records after the cursor `after` (from the start without it), answered with `next_cursor` and the `next` link while records follow, and no count; a page costs the same at any depth, and a record inserted or deleted meanwhile makes no other record skip or repeat. Read by position (the slower way, kept for existing callers: a page costs what it skips): page `page` of `per_page` (1 to 500, default 50) records, with the count in `meta`.
          *
          *     Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
          */
@@ -547,7 +547,7 @@ export interface paths {
         };
         /**
          * List CostCenters
-         * @description CostCenters records of the local mirror, ordered by Id, `per_page` (1 to 500, default 50) per page.
+         * @description CostCenters records of the local mirror, ordered by Id (numeric Ids in numeric order). Read by key: `limit` (1 to 500, default 50) records after the cursor `after` (from the start without it), answered with `next_cursor` and the `next` link while records follow, and no count; a page costs the same at any depth, and a record inserted or deleted meanwhile makes no other record skip or repeat. Read by position (the slower way, kept for existing callers: a page costs what it skips): page `page` of `per_page` (1 to 500, default 50) records, with the count in `meta`.
          *
          *     Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
          */
@@ -615,7 +615,7 @@ export interface paths {
         };
         /**
          * List Documents
-         * @description Documents records of the local mirror, ordered by Id, `per_page` (1 to 500, default 50) per page.
+         * @description Documents records of the local mirror, ordered by Id (numeric Ids in numeric order). Read by key: `limit` (1 to 500, default 50) records after the cursor `after` (from the start without it), answered with `next_cursor` and the `next` link while records follow, and no count; a page costs the same at any depth, and a record inserted or deleted meanwhile makes no other record skip or repeat. Read by position (the slower way, kept for existing callers: a page costs what it skips): page `page` of `per_page` (1 to 500, default 50) records, with the count in `meta`.
          *
          *     Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
          */
@@ -683,7 +683,7 @@ export interface paths {
         };
         /**
          * List ItemTypes
-         * @description ItemTypes records of the local mirror, ordered by Id, `per_page` (1 to 500, default 50) per page.
+         * @description ItemTypes records of the local mirror, ordered by Id (numeric Ids in numeric order). Read by key: `limit` (1 to 500, default 50) records after the cursor `after` (from the start without it), answered with `next_cursor` and the `next` link while records follow, and no count; a page costs the same at any depth, and a record inserted or deleted meanwhile makes no other record skip or repeat. Read by position (the slower way, kept for existing callers: a page costs what it skips): page `page` of `per_page` (1 to 500, default 50) records, with the count in `meta`.
          *
          *     Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
          */
@@ -751,7 +751,7 @@ export interface paths {
         };
         /**
          * List ItemUnits
-         * @description ItemUnits records of the local mirror, ordered by Id, `per_page` (1 to 500, default 50) per page.
+         * @description ItemUnits records of the local mirror, ordered by Id (numeric Ids in numeric order). Read by key: `limit` (1 to 500, default 50) records after the cursor `after` (from the start without it), answered with `next_cursor` and the `next` link while records follow, and no count; a page costs the same at any depth, and a record inserted or deleted meanwhile makes no other record skip or repeat. Read by position (the slower way, kept for existing callers: a page costs what it skips): page `page` of `per_page` (1 to 500, default 50) records, with the count in `meta`.
          *
          *     Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
          */
@@ -819,7 +819,7 @@ export interface paths {
         };
         /**
          * List Items
-         * @description Items records of the local mirror, ordered by Id, `per_page` (1 to 500, default 50) per page.
+         * @description Items records of the local mirror, ordered by Id (numeric Ids in numeric order). Read by key: `limit` (1 to 500, default 50) records after the cursor `after` (from the start without it), answered with `next_cursor` and the `next` link while records follow, and no count; a page costs the same at any depth, and a record inserted or deleted meanwhile makes no other record skip or repeat. Read by position (the slower way, kept for existing callers: a page costs what it skips): page `page` of `per_page` (1 to 500, default 50) records, with the count in `meta`.
          *
          *     Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
          */
@@ -975,7 +975,7 @@ export interface paths {
         };
         /**
          * List Products
-         * @description Products records of the local mirror, ordered by Id, `per_page` (1 to 500, default 50) per page.
+         * @description Products records of the local mirror, ordered by Id (numeric Ids in numeric order). Read by key: `limit` (1 to 500, default 50) records after the cursor `after` (from the start without it), answered with `next_cursor` and the `next` link while records follow, and no count; a page costs the same at any depth, and a record inserted or deleted meanwhile makes no other record skip or repeat. Read by position (the slower way, kept for existing callers: a page costs what it skips): page `page` of `per_page` (1 to 500, default 50) records, with the count in `meta`.
          *
          *     Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
          */
@@ -1043,7 +1043,7 @@ export interface paths {
         };
         /**
          * List Qualifications
-         * @description Qualifications records of the local mirror, ordered by Id, `per_page` (1 to 500, default 50) per page.
+         * @description Qualifications records of the local mirror, ordered by Id (numeric Ids in numeric order). Read by key: `limit` (1 to 500, default 50) records after the cursor `after` (from the start without it), answered with `next_cursor` and the `next` link while records follow, and no count; a page costs the same at any depth, and a record inserted or deleted meanwhile makes no other record skip or repeat. Read by position (the slower way, kept for existing callers: a page costs what it skips): page `page` of `per_page` (1 to 500, default 50) records, with the count in `meta`.
          *
          *     Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
          */
@@ -1111,7 +1111,7 @@ export interface paths {
         };
         /**
          * List ServiceObjects
-         * @description ServiceObjects records of the local mirror, ordered by Id, `per_page` (1 to 500, default 50) per page.
+         * @description ServiceObjects records of the local mirror, ordered by Id (numeric Ids in numeric order). Read by key: `limit` (1 to 500, default 50) records after the cursor `after` (from the start without it), answered with `next_cursor` and the `next` link while records follow, and no count; a page costs the same at any depth, and a record inserted or deleted meanwhile makes no other record skip or repeat. Read by position (the slower way, kept for existing callers: a page costs what it skips): page `page` of `per_page` (1 to 500, default 50) records, with the count in `meta`.
          *
          *     Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
          */
@@ -1179,7 +1179,7 @@ export interface paths {
         };
         /**
          * List ServiceRequests
-         * @description ServiceRequests records of the local mirror, ordered by Id, `per_page` (1 to 500, default 50) per page.
+         * @description ServiceRequests records of the local mirror, ordered by Id (numeric Ids in numeric order). Read by key: `limit` (1 to 500, default 50) records after the cursor `after` (from the start without it), answered with `next_cursor` and the `next` link while records follow, and no count; a page costs the same at any depth, and a record inserted or deleted meanwhile makes no other record skip or repeat. Read by position (the slower way, kept for existing callers: a page costs what it skips): page `page` of `per_page` (1 to 500, default 50) records, with the count in `meta`.
          *
          *     Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
          */
@@ -1379,7 +1379,7 @@ export interface paths {
         };
         /**
          * List StepListTemplates
-         * @description StepListTemplates records of the local mirror, ordered by Id, `per_page` (1 to 500, default 50) per page.
+         * @description StepListTemplates records of the local mirror, ordered by Id (numeric Ids in numeric order). Read by key: `limit` (1 to 500, default 50) records after the cursor `after` (from the start without it), answered with `next_cursor` and the `next` link while records follow, and no count; a page costs the same at any depth, and a record inserted or deleted meanwhile makes no other record skip or repeat. Read by position (the slower way, kept for existing callers: a page costs what it skips): page `page` of `per_page` (1 to 500, default 50) records, with the count in `meta`.
          *
          *     Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
          */
@@ -1491,7 +1491,7 @@ export interface paths {
         };
         /**
          * List Tags
-         * @description Tags records of the local mirror, ordered by Id, `per_page` (1 to 500, default 50) per page.
+         * @description Tags records of the local mirror, ordered by Id (numeric Ids in numeric order). Read by key: `limit` (1 to 500, default 50) records after the cursor `after` (from the start without it), answered with `next_cursor` and the `next` link while records follow, and no count; a page costs the same at any depth, and a record inserted or deleted meanwhile makes no other record skip or repeat. Read by position (the slower way, kept for existing callers: a page costs what it skips): page `page` of `per_page` (1 to 500, default 50) records, with the count in `meta`.
          *
          *     Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
          */
@@ -1559,7 +1559,7 @@ export interface paths {
         };
         /**
          * List TimeEvents
-         * @description TimeEvents records of the local mirror, ordered by Id, `per_page` (1 to 500, default 50) per page.
+         * @description TimeEvents records of the local mirror, ordered by Id (numeric Ids in numeric order). Read by key: `limit` (1 to 500, default 50) records after the cursor `after` (from the start without it), answered with `next_cursor` and the `next` link while records follow, and no count; a page costs the same at any depth, and a record inserted or deleted meanwhile makes no other record skip or repeat. Read by position (the slower way, kept for existing callers: a page costs what it skips): page `page` of `per_page` (1 to 500, default 50) records, with the count in `meta`.
          *
          *     Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
          */
@@ -1627,7 +1627,7 @@ export interface paths {
         };
         /**
          * List Users
-         * @description Users records of the local mirror, ordered by Id, `per_page` (1 to 500, default 50) per page.
+         * @description Users records of the local mirror, ordered by Id (numeric Ids in numeric order). Read by key: `limit` (1 to 500, default 50) records after the cursor `after` (from the start without it), answered with `next_cursor` and the `next` link while records follow, and no count; a page costs the same at any depth, and a record inserted or deleted meanwhile makes no other record skip or repeat. Read by position (the slower way, kept for existing callers: a page costs what it skips): page `page` of `per_page` (1 to 500, default 50) records, with the count in `meta`.
          *
          *     Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
          */
@@ -2556,10 +2556,13 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
-        /** @description One page of records, ordered by Id. */
+        /** @description One page of records, ordered by Id. Read by position (`page`, `per_page`) it has `meta`, with the count; read by key (`after`, `limit`) it has `next_cursor` and `next` while records follow this page, and neither on the last page. */
         CompaniesPage: {
             data: components["schemas"]["Company"][];
-            meta: components["schemas"]["PageMeta"];
+            meta?: components["schemas"]["PageMeta"];
+            /** @description The path and query that read the next page (read by key), while records follow. */
+            next?: string;
+            next_cursor?: components["schemas"]["Cursor"];
         };
         /** @description Fields of a Companies record to merge over the stored one. `Id`, when given, must be the record's own; `Version`, when given, must be the stored one (a stale Version is refused with 409: the record changed since it was read). */
         CompaniesUpdate: {
@@ -2749,10 +2752,13 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
-        /** @description One page of records, ordered by Id. */
+        /** @description One page of records, ordered by Id. Read by position (`page`, `per_page`) it has `meta`, with the count; read by key (`after`, `limit`) it has `next_cursor` and `next` while records follow this page, and neither on the last page. */
         ContactsPage: {
             data: components["schemas"]["Contact"][];
-            meta: components["schemas"]["PageMeta"];
+            meta?: components["schemas"]["PageMeta"];
+            /** @description The path and query that read the next page (read by key), while records follow. */
+            next?: string;
+            next_cursor?: components["schemas"]["Cursor"];
         };
         /** @description Fields of a Contacts record to merge over the stored one. `Id`, when given, must be the record's own; `Version`, when given, must be the stored one (a stale Version is refused with 409: the record changed since it was read). */
         ContactsUpdate: {
@@ -2848,10 +2854,13 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
-        /** @description One page of records, ordered by Id. */
+        /** @description One page of records, ordered by Id. Read by position (`page`, `per_page`) it has `meta`, with the count; read by key (`after`, `limit`) it has `next_cursor` and `next` while records follow this page, and neither on the last page. */
         CostCentersPage: {
             data: components["schemas"]["CostCenter"][];
-            meta: components["schemas"]["PageMeta"];
+            meta?: components["schemas"]["PageMeta"];
+            /** @description The path and query that read the next page (read by key), while records follow. */
+            next?: string;
+            next_cursor?: components["schemas"]["Cursor"];
         };
         /** @description Fields of a CostCenters record to merge over the stored one. `Id`, when given, must be the record's own; `Version`, when given, must be the stored one (a stale Version is refused with 409: the record changed since it was read). */
         CostCentersUpdate: {
@@ -2906,6 +2915,8 @@ export interface components {
             id: number;
             name: string;
         };
+        /** @description An opaque position in a list: pass it on as `after` to read the records that follow. Its content is the service's own and may change between releases. */
+        Cursor: string;
         /** @description One event sent to one subscription. */
         Delivery: {
             /** Format: int64 */
@@ -2976,10 +2987,13 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
-        /** @description One page of records, ordered by Id. */
+        /** @description One page of records, ordered by Id. Read by position (`page`, `per_page`) it has `meta`, with the count; read by key (`after`, `limit`) it has `next_cursor` and `next` while records follow this page, and neither on the last page. */
         DocumentsPage: {
             data: components["schemas"]["Document"][];
-            meta: components["schemas"]["PageMeta"];
+            meta?: components["schemas"]["PageMeta"];
+            /** @description The path and query that read the next page (read by key), while records follow. */
+            next?: string;
+            next_cursor?: components["schemas"]["Cursor"];
         };
         /** @description Fields of a Documents record to merge over the stored one. `Id`, when given, must be the record's own; `Version`, when given, must be the stored one (a stale Version is refused with 409: the record changed since it was read). */
         DocumentsUpdate: {
@@ -3098,13 +3112,18 @@ export interface components {
         ErpRecord: {
             [key: string]: unknown;
         };
-        /** @description One page of mirrored ERP records, ordered by id. */
+        /** @description One page of mirrored ERP records, ordered by id. Read by position (`page`, `per_page`) it has `meta`, with the count; read by key (`after`, `limit`) it has `next_cursor` and `next` while records follow this page, and neither on the last page. */
         ErpRecordPage: {
             /** @description The records as the ERP sent them. */
             data: {
                 [key: string]: unknown;
             }[];
-            meta: components["schemas"]["PageMeta"];
+            /** @description Read by position: the paging and the count. */
+            meta?: components["schemas"]["PageMeta"] | null;
+            /** @description Read by key: the path and query that read the next page, while records follow. */
+            next?: string | null;
+            /** @description Read by key: the cursor to pass as `after` for the next page, while records follow. */
+            next_cursor?: components["schemas"]["Cursor"] | null;
         };
         /** @description Mirrored ERP records. */
         ErpRecords: {
@@ -3532,10 +3551,13 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
-        /** @description One page of records, ordered by Id. */
+        /** @description One page of records, ordered by Id. Read by position (`page`, `per_page`) it has `meta`, with the count; read by key (`after`, `limit`) it has `next_cursor` and `next` while records follow this page, and neither on the last page. */
         ItemTypesPage: {
             data: components["schemas"]["ItemType"][];
-            meta: components["schemas"]["PageMeta"];
+            meta?: components["schemas"]["PageMeta"];
+            /** @description The path and query that read the next page (read by key), while records follow. */
+            next?: string;
+            next_cursor?: components["schemas"]["Cursor"];
         };
         /** @description Fields of a ItemTypes record to merge over the stored one. `Id`, when given, must be the record's own; `Version`, when given, must be the stored one (a stale Version is refused with 409: the record changed since it was read). */
         ItemTypesUpdate: {
@@ -3611,10 +3633,13 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
-        /** @description One page of records, ordered by Id. */
+        /** @description One page of records, ordered by Id. Read by position (`page`, `per_page`) it has `meta`, with the count; read by key (`after`, `limit`) it has `next_cursor` and `next` while records follow this page, and neither on the last page. */
         ItemUnitsPage: {
             data: components["schemas"]["ItemUnit"][];
-            meta: components["schemas"]["PageMeta"];
+            meta?: components["schemas"]["PageMeta"];
+            /** @description The path and query that read the next page (read by key), while records follow. */
+            next?: string;
+            next_cursor?: components["schemas"]["Cursor"];
         };
         /** @description Fields of a ItemUnits record to merge over the stored one. `Id`, when given, must be the record's own; `Version`, when given, must be the stored one (a stale Version is refused with 409: the record changed since it was read). */
         ItemUnitsUpdate: {
@@ -3652,10 +3677,13 @@ export interface components {
                 [key: string]: unknown;
             } | null;
         };
-        /** @description One page of records, ordered by Id. */
+        /** @description One page of records, ordered by Id. Read by position (`page`, `per_page`) it has `meta`, with the count; read by key (`after`, `limit`) it has `next_cursor` and `next` while records follow this page, and neither on the last page. */
         ItemsPage: {
             data: components["schemas"]["Item"][];
-            meta: components["schemas"]["PageMeta"];
+            meta?: components["schemas"]["PageMeta"];
+            /** @description The path and query that read the next page (read by key), while records follow. */
+            next?: string;
+            next_cursor?: components["schemas"]["Cursor"];
         };
         /** @description Fields of a Items record to merge over the stored one. `Id`, when given, must be the record's own; `Version`, when given, must be the stored one (a stale Version is refused with 409: the record changed since it was read). */
         ItemsUpdate: {
@@ -4643,7 +4671,7 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
-        /** @description Paging of a list. */
+        /** @description Paging of a list read by position. */
         PageMeta: {
             /** Format: int64 */
             current_page: number;
@@ -4740,10 +4768,13 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
-        /** @description One page of records, ordered by Id. */
+        /** @description One page of records, ordered by Id. Read by position (`page`, `per_page`) it has `meta`, with the count; read by key (`after`, `limit`) it has `next_cursor` and `next` while records follow this page, and neither on the last page. */
         ProductsPage: {
             data: components["schemas"]["Product"][];
-            meta: components["schemas"]["PageMeta"];
+            meta?: components["schemas"]["PageMeta"];
+            /** @description The path and query that read the next page (read by key), while records follow. */
+            next?: string;
+            next_cursor?: components["schemas"]["Cursor"];
         };
         /** @description Fields of a Products record to merge over the stored one. `Id`, when given, must be the record's own; `Version`, when given, must be the stored one (a stale Version is refused with 409: the record changed since it was read). */
         ProductsUpdate: {
@@ -4888,10 +4919,13 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
-        /** @description One page of records, ordered by Id. */
+        /** @description One page of records, ordered by Id. Read by position (`page`, `per_page`) it has `meta`, with the count; read by key (`after`, `limit`) it has `next_cursor` and `next` while records follow this page, and neither on the last page. */
         QualificationsPage: {
             data: components["schemas"]["Qualification"][];
-            meta: components["schemas"]["PageMeta"];
+            meta?: components["schemas"]["PageMeta"];
+            /** @description The path and query that read the next page (read by key), while records follow. */
+            next?: string;
+            next_cursor?: components["schemas"]["Cursor"];
         };
         /** @description Fields of a Qualifications record to merge over the stored one. `Id`, when given, must be the record's own; `Version`, when given, must be the stored one (a stale Version is refused with 409: the record changed since it was read). */
         QualificationsUpdate: {
@@ -5076,10 +5110,13 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
-        /** @description One page of records, ordered by Id. */
+        /** @description One page of records, ordered by Id. Read by position (`page`, `per_page`) it has `meta`, with the count; read by key (`after`, `limit`) it has `next_cursor` and `next` while records follow this page, and neither on the last page. */
         ServiceObjectsPage: {
             data: components["schemas"]["ServiceObject"][];
-            meta: components["schemas"]["PageMeta"];
+            meta?: components["schemas"]["PageMeta"];
+            /** @description The path and query that read the next page (read by key), while records follow. */
+            next?: string;
+            next_cursor?: components["schemas"]["Cursor"];
         };
         /** @description Fields of a ServiceObjects record to merge over the stored one. `Id`, when given, must be the record's own; `Version`, when given, must be the stored one (a stale Version is refused with 409: the record changed since it was read). */
         ServiceObjectsUpdate: {
@@ -5204,10 +5241,13 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
-        /** @description One page of records, ordered by Id. */
+        /** @description One page of records, ordered by Id. Read by position (`page`, `per_page`) it has `meta`, with the count; read by key (`after`, `limit`) it has `next_cursor` and `next` while records follow this page, and neither on the last page. */
         ServiceRequestsPage: {
             data: components["schemas"]["ServiceRequest"][];
-            meta: components["schemas"]["PageMeta"];
+            meta?: components["schemas"]["PageMeta"];
+            /** @description The path and query that read the next page (read by key), while records follow. */
+            next?: string;
+            next_cursor?: components["schemas"]["Cursor"];
         };
         /** @description Fields of a ServiceRequests record to merge over the stored one. `Id`, when given, must be the record's own; `Version`, when given, must be the stored one (a stale Version is refused with 409: the record changed since it was read). */
         ServiceRequestsUpdate: {
@@ -5388,10 +5428,13 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
-        /** @description One page of records, ordered by Id. */
+        /** @description One page of records, ordered by Id. Read by position (`page`, `per_page`) it has `meta`, with the count; read by key (`after`, `limit`) it has `next_cursor` and `next` while records follow this page, and neither on the last page. */
         StepListTemplatesPage: {
             data: components["schemas"]["StepListTemplate"][];
-            meta: components["schemas"]["PageMeta"];
+            meta?: components["schemas"]["PageMeta"];
+            /** @description The path and query that read the next page (read by key), while records follow. */
+            next?: string;
+            next_cursor?: components["schemas"]["Cursor"];
         };
         /** @description Fields of a StepListTemplates record to merge over the stored one. `Id`, when given, must be the record's own; `Version`, when given, must be the stored one (a stale Version is refused with 409: the record changed since it was read). */
         StepListTemplatesUpdate: {
@@ -5612,10 +5655,13 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
-        /** @description One page of records, ordered by Id. */
+        /** @description One page of records, ordered by Id. Read by position (`page`, `per_page`) it has `meta`, with the count; read by key (`after`, `limit`) it has `next_cursor` and `next` while records follow this page, and neither on the last page. */
         TagsPage: {
             data: components["schemas"]["Tag"][];
-            meta: components["schemas"]["PageMeta"];
+            meta?: components["schemas"]["PageMeta"];
+            /** @description The path and query that read the next page (read by key), while records follow. */
+            next?: string;
+            next_cursor?: components["schemas"]["Cursor"];
         };
         /** @description Fields of a Tags record to merge over the stored one. `Id`, when given, must be the record's own; `Version`, when given, must be the stored one (a stale Version is refused with 409: the record changed since it was read). */
         TagsUpdate: {
@@ -5709,10 +5755,13 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
-        /** @description One page of records, ordered by Id. */
+        /** @description One page of records, ordered by Id. Read by position (`page`, `per_page`) it has `meta`, with the count; read by key (`after`, `limit`) it has `next_cursor` and `next` while records follow this page, and neither on the last page. */
         TimeEventsPage: {
             data: components["schemas"]["TimeEvent"][];
-            meta: components["schemas"]["PageMeta"];
+            meta?: components["schemas"]["PageMeta"];
+            /** @description The path and query that read the next page (read by key), while records follow. */
+            next?: string;
+            next_cursor?: components["schemas"]["Cursor"];
         };
         /** @description Fields of a TimeEvents record to merge over the stored one. `Id`, when given, must be the record's own; `Version`, when given, must be the stored one (a stale Version is refused with 409: the record changed since it was read). */
         TimeEventsUpdate: {
@@ -5808,10 +5857,13 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
-        /** @description One page of records, ordered by Id. */
+        /** @description One page of records, ordered by Id. Read by position (`page`, `per_page`) it has `meta`, with the count; read by key (`after`, `limit`) it has `next_cursor` and `next` while records follow this page, and neither on the last page. */
         UsersPage: {
             data: components["schemas"]["User"][];
-            meta: components["schemas"]["PageMeta"];
+            meta?: components["schemas"]["PageMeta"];
+            /** @description The path and query that read the next page (read by key), while records follow. */
+            next?: string;
+            next_cursor?: components["schemas"]["Cursor"];
         };
         /** @description Fields of a Users record to merge over the stored one. `Id`, when given, must be the record's own; `Version`, when given, must be the stored one (a stale Version is refused with 409: the record changed since it was read). */
         UsersUpdate: {
@@ -6609,9 +6661,13 @@ export interface operations {
     erp_show_model: {
         parameters: {
             query?: {
-                /** @description Page number, from 1 (default 1). */
+                /** @description Read by key: the records after this cursor (a `next_cursor` answered before); from the start of the set without it. With `after` or `limit` the page has no `meta` (no count) and costs the same at any depth. */
+                after?: string | null;
+                /** @description Read by key: records per page, 1 to 500 (default 50). */
+                limit?: number | null;
+                /** @description Read by position (the slower way: a page costs what it skips): page number, from 1 (default 1). */
                 page?: number | null;
-                /** @description Records per page, 1 to 500 (default 50). */
+                /** @description Read by position: records per page, 1 to 500 (default 50). */
                 per_page?: number | null;
             };
             header?: never;
@@ -6640,7 +6696,9 @@ export interface operations {
                      *         "last_page": 1,
                      *         "per_page": 1,
                      *         "total": 1
-                     *       }
+                     *       },
+                     *       "next": "example",
+                     *       "next_cursor": "example"
                      *     }
                      */
                     "application/json": components["schemas"]["ErpRecordPage"];
@@ -7095,9 +7153,13 @@ export interface operations {
     fieldreport_companies_list: {
         parameters: {
             query?: {
-                /** @description Page number, from 1 (default 1). */
+                /** @description Read by key: the records after this cursor (a `next_cursor` answered before); from the start of the set without it. With `after` or `limit` the page has no `meta` (no count) and costs the same at any depth. */
+                after?: string | null;
+                /** @description Read by key: records per page, 1 to 500 (default 50). */
+                limit?: number | null;
+                /** @description Read by position (the slower way: a page costs what it skips): page number, from 1 (default 1). */
                 page?: number | null;
-                /** @description Records per page, 1 to 500 (default 50). */
+                /** @description Read by position: records per page, 1 to 500 (default 50). */
                 per_page?: number | null;
             };
             header?: never;
@@ -7146,7 +7208,9 @@ export interface operations {
                      *         "last_page": 1,
                      *         "per_page": 1,
                      *         "total": 1
-                     *       }
+                     *       },
+                     *       "next": "example",
+                     *       "next_cursor": "example"
                      *     }
                      */
                     "application/json": components["schemas"]["CompaniesPage"];
@@ -7581,9 +7645,13 @@ export interface operations {
     fieldreport_contacts_list: {
         parameters: {
             query?: {
-                /** @description Page number, from 1 (default 1). */
+                /** @description Read by key: the records after this cursor (a `next_cursor` answered before); from the start of the set without it. With `after` or `limit` the page has no `meta` (no count) and costs the same at any depth. */
+                after?: string | null;
+                /** @description Read by key: records per page, 1 to 500 (default 50). */
+                limit?: number | null;
+                /** @description Read by position (the slower way: a page costs what it skips): page number, from 1 (default 1). */
                 page?: number | null;
-                /** @description Records per page, 1 to 500 (default 50). */
+                /** @description Read by position: records per page, 1 to 500 (default 50). */
                 per_page?: number | null;
             };
             header?: never;
@@ -7629,7 +7697,9 @@ export interface operations {
                      *         "last_page": 1,
                      *         "per_page": 1,
                      *         "total": 1
-                     *       }
+                     *       },
+                     *       "next": "example",
+                     *       "next_cursor": "example"
                      *     }
                      */
                     "application/json": components["schemas"]["ContactsPage"];
@@ -7967,9 +8037,13 @@ export interface operations {
     fieldreport_cost_centers_list: {
         parameters: {
             query?: {
-                /** @description Page number, from 1 (default 1). */
+                /** @description Read by key: the records after this cursor (a `next_cursor` answered before); from the start of the set without it. With `after` or `limit` the page has no `meta` (no count) and costs the same at any depth. */
+                after?: string | null;
+                /** @description Read by key: records per page, 1 to 500 (default 50). */
+                limit?: number | null;
+                /** @description Read by position (the slower way: a page costs what it skips): page number, from 1 (default 1). */
                 page?: number | null;
-                /** @description Records per page, 1 to 500 (default 50). */
+                /** @description Read by position: records per page, 1 to 500 (default 50). */
                 per_page?: number | null;
             };
             header?: never;
@@ -8005,7 +8079,9 @@ export interface operations {
                      *         "last_page": 1,
                      *         "per_page": 1,
                      *         "total": 1
-                     *       }
+                     *       },
+                     *       "next": "example",
+                     *       "next_cursor": "example"
                      *     }
                      */
                     "application/json": components["schemas"]["CostCentersPage"];
@@ -8294,9 +8370,13 @@ export interface operations {
     fieldreport_documents_list: {
         parameters: {
             query?: {
-                /** @description Page number, from 1 (default 1). */
+                /** @description Read by key: the records after this cursor (a `next_cursor` answered before); from the start of the set without it. With `after` or `limit` the page has no `meta` (no count) and costs the same at any depth. */
+                after?: string | null;
+                /** @description Read by key: records per page, 1 to 500 (default 50). */
+                limit?: number | null;
+                /** @description Read by position (the slower way: a page costs what it skips): page number, from 1 (default 1). */
                 page?: number | null;
-                /** @description Records per page, 1 to 500 (default 50). */
+                /** @description Read by position: records per page, 1 to 500 (default 50). */
                 per_page?: number | null;
             };
             header?: never;
@@ -8339,7 +8419,9 @@ export interface operations {
                      *         "last_page": 1,
                      *         "per_page": 1,
                      *         "total": 1
-                     *       }
+                     *       },
+                     *       "next": "example",
+                     *       "next_cursor": "example"
                      *     }
                      */
                     "application/json": components["schemas"]["DocumentsPage"];
@@ -8656,9 +8738,13 @@ export interface operations {
     fieldreport_item_types_list: {
         parameters: {
             query?: {
-                /** @description Page number, from 1 (default 1). */
+                /** @description Read by key: the records after this cursor (a `next_cursor` answered before); from the start of the set without it. With `after` or `limit` the page has no `meta` (no count) and costs the same at any depth. */
+                after?: string | null;
+                /** @description Read by key: records per page, 1 to 500 (default 50). */
+                limit?: number | null;
+                /** @description Read by position (the slower way: a page costs what it skips): page number, from 1 (default 1). */
                 page?: number | null;
-                /** @description Records per page, 1 to 500 (default 50). */
+                /** @description Read by position: records per page, 1 to 500 (default 50). */
                 per_page?: number | null;
             };
             header?: never;
@@ -8700,7 +8786,9 @@ export interface operations {
                      *         "last_page": 1,
                      *         "per_page": 1,
                      *         "total": 1
-                     *       }
+                     *       },
+                     *       "next": "example",
+                     *       "next_cursor": "example"
                      *     }
                      */
                     "application/json": components["schemas"]["ItemTypesPage"];
@@ -9013,9 +9101,13 @@ export interface operations {
     fieldreport_item_units_list: {
         parameters: {
             query?: {
-                /** @description Page number, from 1 (default 1). */
+                /** @description Read by key: the records after this cursor (a `next_cursor` answered before); from the start of the set without it. With `after` or `limit` the page has no `meta` (no count) and costs the same at any depth. */
+                after?: string | null;
+                /** @description Read by key: records per page, 1 to 500 (default 50). */
+                limit?: number | null;
+                /** @description Read by position (the slower way: a page costs what it skips): page number, from 1 (default 1). */
                 page?: number | null;
-                /** @description Records per page, 1 to 500 (default 50). */
+                /** @description Read by position: records per page, 1 to 500 (default 50). */
                 per_page?: number | null;
             };
             header?: never;
@@ -9051,7 +9143,9 @@ export interface operations {
                      *         "last_page": 1,
                      *         "per_page": 1,
                      *         "total": 1
-                     *       }
+                     *       },
+                     *       "next": "example",
+                     *       "next_cursor": "example"
                      *     }
                      */
                     "application/json": components["schemas"]["ItemUnitsPage"];
@@ -9340,9 +9434,13 @@ export interface operations {
     fieldreport_items_list: {
         parameters: {
             query?: {
-                /** @description Page number, from 1 (default 1). */
+                /** @description Read by key: the records after this cursor (a `next_cursor` answered before); from the start of the set without it. With `after` or `limit` the page has no `meta` (no count) and costs the same at any depth. */
+                after?: string | null;
+                /** @description Read by key: records per page, 1 to 500 (default 50). */
+                limit?: number | null;
+                /** @description Read by position (the slower way: a page costs what it skips): page number, from 1 (default 1). */
                 page?: number | null;
-                /** @description Records per page, 1 to 500 (default 50). */
+                /** @description Read by position: records per page, 1 to 500 (default 50). */
                 per_page?: number | null;
             };
             header?: never;
@@ -9383,7 +9481,9 @@ export interface operations {
                      *         "last_page": 1,
                      *         "per_page": 1,
                      *         "total": 1
-                     *       }
+                     *       },
+                     *       "next": "example",
+                     *       "next_cursor": "example"
                      *     }
                      */
                     "application/json": components["schemas"]["ItemsPage"];
@@ -9906,9 +10006,13 @@ export interface operations {
     fieldreport_products_list: {
         parameters: {
             query?: {
-                /** @description Page number, from 1 (default 1). */
+                /** @description Read by key: the records after this cursor (a `next_cursor` answered before); from the start of the set without it. With `after` or `limit` the page has no `meta` (no count) and costs the same at any depth. */
+                after?: string | null;
+                /** @description Read by key: records per page, 1 to 500 (default 50). */
+                limit?: number | null;
+                /** @description Read by position (the slower way: a page costs what it skips): page number, from 1 (default 1). */
                 page?: number | null;
-                /** @description Records per page, 1 to 500 (default 50). */
+                /** @description Read by position: records per page, 1 to 500 (default 50). */
                 per_page?: number | null;
             };
             header?: never;
@@ -9947,7 +10051,9 @@ export interface operations {
                      *         "last_page": 1,
                      *         "per_page": 1,
                      *         "total": 1
-                     *       }
+                     *       },
+                     *       "next": "example",
+                     *       "next_cursor": "example"
                      *     }
                      */
                     "application/json": components["schemas"]["ProductsPage"];
@@ -10248,9 +10354,13 @@ export interface operations {
     fieldreport_qualifications_list: {
         parameters: {
             query?: {
-                /** @description Page number, from 1 (default 1). */
+                /** @description Read by key: the records after this cursor (a `next_cursor` answered before); from the start of the set without it. With `after` or `limit` the page has no `meta` (no count) and costs the same at any depth. */
+                after?: string | null;
+                /** @description Read by key: records per page, 1 to 500 (default 50). */
+                limit?: number | null;
+                /** @description Read by position (the slower way: a page costs what it skips): page number, from 1 (default 1). */
                 page?: number | null;
-                /** @description Records per page, 1 to 500 (default 50). */
+                /** @description Read by position: records per page, 1 to 500 (default 50). */
                 per_page?: number | null;
             };
             header?: never;
@@ -10286,7 +10396,9 @@ export interface operations {
                      *         "last_page": 1,
                      *         "per_page": 1,
                      *         "total": 1
-                     *       }
+                     *       },
+                     *       "next": "example",
+                     *       "next_cursor": "example"
                      *     }
                      */
                     "application/json": components["schemas"]["QualificationsPage"];
@@ -10575,9 +10687,13 @@ export interface operations {
     fieldreport_service_objects_list: {
         parameters: {
             query?: {
-                /** @description Page number, from 1 (default 1). */
+                /** @description Read by key: the records after this cursor (a `next_cursor` answered before); from the start of the set without it. With `after` or `limit` the page has no `meta` (no count) and costs the same at any depth. */
+                after?: string | null;
+                /** @description Read by key: records per page, 1 to 500 (default 50). */
+                limit?: number | null;
+                /** @description Read by position (the slower way: a page costs what it skips): page number, from 1 (default 1). */
                 page?: number | null;
-                /** @description Records per page, 1 to 500 (default 50). */
+                /** @description Read by position: records per page, 1 to 500 (default 50). */
                 per_page?: number | null;
             };
             header?: never;
@@ -10620,7 +10736,9 @@ export interface operations {
                      *         "last_page": 1,
                      *         "per_page": 1,
                      *         "total": 1
-                     *       }
+                     *       },
+                     *       "next": "example",
+                     *       "next_cursor": "example"
                      *     }
                      */
                     "application/json": components["schemas"]["ServiceObjectsPage"];
@@ -11019,9 +11137,13 @@ export interface operations {
     fieldreport_service_requests_list: {
         parameters: {
             query?: {
-                /** @description Page number, from 1 (default 1). */
+                /** @description Read by key: the records after this cursor (a `next_cursor` answered before); from the start of the set without it. With `after` or `limit` the page has no `meta` (no count) and costs the same at any depth. */
+                after?: string | null;
+                /** @description Read by key: records per page, 1 to 500 (default 50). */
+                limit?: number | null;
+                /** @description Read by position (the slower way: a page costs what it skips): page number, from 1 (default 1). */
                 page?: number | null;
-                /** @description Records per page, 1 to 500 (default 50). */
+                /** @description Read by position: records per page, 1 to 500 (default 50). */
                 per_page?: number | null;
             };
             header?: never;
@@ -11066,7 +11188,9 @@ export interface operations {
                      *         "last_page": 1,
                      *         "per_page": 1,
                      *         "total": 1
-                     *       }
+                     *       },
+                     *       "next": "example",
+                     *       "next_cursor": "example"
                      *     }
                      */
                     "application/json": components["schemas"]["ServiceRequestsPage"];
@@ -11851,9 +11975,13 @@ export interface operations {
     fieldreport_step_list_templates_list: {
         parameters: {
             query?: {
-                /** @description Page number, from 1 (default 1). */
+                /** @description Read by key: the records after this cursor (a `next_cursor` answered before); from the start of the set without it. With `after` or `limit` the page has no `meta` (no count) and costs the same at any depth. */
+                after?: string | null;
+                /** @description Read by key: records per page, 1 to 500 (default 50). */
+                limit?: number | null;
+                /** @description Read by position (the slower way: a page costs what it skips): page number, from 1 (default 1). */
                 page?: number | null;
-                /** @description Records per page, 1 to 500 (default 50). */
+                /** @description Read by position: records per page, 1 to 500 (default 50). */
                 per_page?: number | null;
             };
             header?: never;
@@ -11890,7 +12018,9 @@ export interface operations {
                      *         "last_page": 1,
                      *         "per_page": 1,
                      *         "total": 1
-                     *       }
+                     *       },
+                     *       "next": "example",
+                     *       "next_cursor": "example"
                      *     }
                      */
                     "application/json": components["schemas"]["StepListTemplatesPage"];
@@ -12313,9 +12443,13 @@ export interface operations {
     fieldreport_tags_list: {
         parameters: {
             query?: {
-                /** @description Page number, from 1 (default 1). */
+                /** @description Read by key: the records after this cursor (a `next_cursor` answered before); from the start of the set without it. With `after` or `limit` the page has no `meta` (no count) and costs the same at any depth. */
+                after?: string | null;
+                /** @description Read by key: records per page, 1 to 500 (default 50). */
+                limit?: number | null;
+                /** @description Read by position (the slower way: a page costs what it skips): page number, from 1 (default 1). */
                 page?: number | null;
-                /** @description Records per page, 1 to 500 (default 50). */
+                /** @description Read by position: records per page, 1 to 500 (default 50). */
                 per_page?: number | null;
             };
             header?: never;
@@ -12350,7 +12484,9 @@ export interface operations {
                      *         "last_page": 1,
                      *         "per_page": 1,
                      *         "total": 1
-                     *       }
+                     *       },
+                     *       "next": "example",
+                     *       "next_cursor": "example"
                      *     }
                      */
                     "application/json": components["schemas"]["TagsPage"];
@@ -12635,9 +12771,13 @@ export interface operations {
     fieldreport_time_events_list: {
         parameters: {
             query?: {
-                /** @description Page number, from 1 (default 1). */
+                /** @description Read by key: the records after this cursor (a `next_cursor` answered before); from the start of the set without it. With `after` or `limit` the page has no `meta` (no count) and costs the same at any depth. */
+                after?: string | null;
+                /** @description Read by key: records per page, 1 to 500 (default 50). */
+                limit?: number | null;
+                /** @description Read by position (the slower way: a page costs what it skips): page number, from 1 (default 1). */
                 page?: number | null;
-                /** @description Records per page, 1 to 500 (default 50). */
+                /** @description Read by position: records per page, 1 to 500 (default 50). */
                 per_page?: number | null;
             };
             header?: never;
@@ -12678,7 +12818,9 @@ export interface operations {
                      *         "last_page": 1,
                      *         "per_page": 1,
                      *         "total": 1
-                     *       }
+                     *       },
+                     *       "next": "example",
+                     *       "next_cursor": "example"
                      *     }
                      */
                     "application/json": components["schemas"]["TimeEventsPage"];
@@ -12987,9 +13129,13 @@ export interface operations {
     fieldreport_users_list: {
         parameters: {
             query?: {
-                /** @description Page number, from 1 (default 1). */
+                /** @description Read by key: the records after this cursor (a `next_cursor` answered before); from the start of the set without it. With `after` or `limit` the page has no `meta` (no count) and costs the same at any depth. */
+                after?: string | null;
+                /** @description Read by key: records per page, 1 to 500 (default 50). */
+                limit?: number | null;
+                /** @description Read by position (the slower way: a page costs what it skips): page number, from 1 (default 1). */
                 page?: number | null;
-                /** @description Records per page, 1 to 500 (default 50). */
+                /** @description Read by position: records per page, 1 to 500 (default 50). */
                 per_page?: number | null;
             };
             header?: never;
@@ -13032,7 +13178,9 @@ export interface operations {
                      *         "last_page": 1,
                      *         "per_page": 1,
                      *         "total": 1
-                     *       }
+                     *       },
+                     *       "next": "example",
+                     *       "next_cursor": "example"
                      *     }
                      */
                     "application/json": components["schemas"]["UsersPage"];

@@ -1,6 +1,6 @@
 """Drives the Python client that openapi-python-client generated from spec/openapi.json, as a
 consumer would: log in, create and read a financing request, create, patch and delete a
-field-report company. Run by tests/integration/python_client.rs with the generated package on
+field-report company, and read the companies back by key (cursor pages). Run by tests/integration/python_client.rs with the generated package on
 PYTHONPATH; prints one JSON object of what it saw, which the test checks.
 
 Usage: drive.py BASE_URL EMAIL PASSWORD
@@ -14,11 +14,13 @@ from integration_service_client.api.auth import login
 from integration_service_client.api.fieldreport import (
     fieldreport_companies_create,
     fieldreport_companies_delete,
+    fieldreport_companies_list,
     fieldreport_companies_show,
     fieldreport_companies_update,
 )
 from integration_service_client.api.leasing import leasing_create, leasing_show
 from integration_service_client.models import (
+    CompaniesPage,
     CompaniesUpdate,
     CompaniesWrite,
     Company,
@@ -36,6 +38,18 @@ def expect(response, status, kind):
     assert response.status_code == status, (response.status_code, response.content)
     assert isinstance(response.parsed, kind), (type(response.parsed), response.content)
     return response.parsed
+
+
+def read_back(client):
+    """Every company's Id, read by key one a page, each page's next_cursor passed on as `after`."""
+    ids, cursor = [], UNSET
+    while True:
+        page = expect(fieldreport_companies_list.sync_detailed(client=client, after=cursor, limit=1), 200, CompaniesPage)
+        assert page.meta is UNSET, page
+        ids.extend(company.id for company in page.data)
+        if page.next_cursor is UNSET:
+            return ids
+        cursor = page.next_cursor
 
 
 def main(base, email, password):
@@ -66,6 +80,10 @@ def main(base, email, password):
         fieldreport_companies_update.sync_detailed(record, client=client, body=CompaniesUpdate(name="Python Cycles GmbH", version=1)),
         200, CompaniesWrite)
     stale = fieldreport_companies_update.sync_detailed(record, client=client, body=CompaniesUpdate(name="Lost", version=1))
+    second = expect(fieldreport_companies_create.sync_detailed(client=client, body=NewCompanies(id="python-2", version=1)),
+                    201, CompaniesWrite).data.id
+    seen["read_back"] = {"written": [record, second], "read": read_back(client)}
+    fieldreport_companies_delete.sync_detailed(second, client=client)
     shown = expect(fieldreport_companies_show.sync_detailed(record, client=client), 200, Company)
     deleted = fieldreport_companies_delete.sync_detailed(record, client=client)
     gone = fieldreport_companies_show.sync_detailed(record, client=client)

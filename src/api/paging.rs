@@ -1,0 +1,222 @@
+//! How a list is read: by key (`?after=<cursor>&limit=N`, a page's cost flat whatever its
+//! depth, answered with the next cursor and a `next` link and no count), or by position
+//! (`?page=N&per_page=M`, answered with the count; kept for existing callers: each page costs
+//! what it skips). The mirrors' lists take both (docs/api.md, "Reading a set back").
+//!
+//! A cursor is opaque to consumers: the base64url (no padding) of the last key read, which
+//! only this service reads back; a consumer passes on what it was given.
+
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use schemars::JsonSchema;
+use schemars::r#gen::SchemaGenerator;
+use schemars::schema::Schema;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::json;
+
+use crate::error::{ApiError, FieldErrors};
+
+/// A position in a list, as answered in `next_cursor` and asked with `after`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cursor(String);
+
+/// Characters of a cursor at most: a key of up to 255 characters of up to 4 bytes each.
+const MAX_CURSOR_LEN: usize = 1400;
+
+impl Cursor {
+    /// The cursor that continues after `key`.
+    pub fn after(key: &str) -> Cursor {
+        Cursor(URL_SAFE_NO_PAD.encode(key))
+    }
+
+    /// The cursor's text, as it goes into a link (base64url needs no escaping).
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The key the cursor continues after, or a 422 naming `after`.
+    pub fn key(&self) -> Result<String, ApiError> {
+        URL_SAFE_NO_PAD
+            .decode(&self.0)
+            .ok()
+            .and_then(|bytes| String::from_utf8(bytes).ok())
+            // No key is empty or holds a NUL (which Postgres's text cannot hold).
+            .filter(|key| !key.is_empty() && !key.contains('\0'))
+            .ok_or_else(|| {
+                invalid("after", "after is a cursor this service answered (next_cursor), passed on as it is.")
+            })
+    }
+}
+
+fn invalid(field: &str, message: &str) -> ApiError {
+    ApiError::validation(FieldErrors::from([(field.to_string(), vec![message.to_string()])]))
+}
+
+fn cursor_schema(description: &str) -> Schema {
+    serde_json::from_value(json!({
+        "type": "string",
+        "minLength": 1,
+        "maxLength": MAX_CURSOR_LEN,
+        "pattern": "^[A-Za-z0-9_-]+$",
+        "description": description,
+    }))
+    .expect("a valid schema")
+}
+
+impl Serialize for Cursor {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.0.serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for Cursor {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        String::deserialize(d).map(Cursor)
+    }
+}
+
+impl JsonSchema for Cursor {
+    fn schema_name() -> String {
+        "Cursor".to_string()
+    }
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        cursor_schema(
+            "An opaque position in a list: pass it on as `after` to read the records that follow. Its content is the service's own and may change between releases.",
+        )
+    }
+}
+
+/// [`Cursor`] as a query parameter: the same string, written out in the parameter (dropshot
+/// takes no reference there).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(transparent)]
+pub struct CursorParam(Cursor);
+
+impl JsonSchema for CursorParam {
+    fn schema_name() -> String {
+        "CursorParam".to_string()
+    }
+    fn is_referenceable() -> bool {
+        false
+    }
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        cursor_schema(
+            "Read the records after this cursor (a `next_cursor` of an earlier page); from the start without it.",
+        )
+    }
+}
+
+/// The paging parameters of a mirror's list.
+#[derive(Deserialize, JsonSchema)]
+pub struct PageQuery {
+    /// Read by key: the records after this cursor (a `next_cursor` answered before); from the
+    /// start of the set without it. With `after` or `limit` the page has no `meta` (no count)
+    /// and costs the same at any depth.
+    pub after: Option<CursorParam>,
+    /// Read by key: records per page, 1 to 500 (default 50).
+    #[schemars(range(min = 1, max = 500))]
+    pub limit: Option<u32>,
+    /// Read by position (the slower way: a page costs what it skips): page number, from 1
+    /// (default 1).
+    #[schemars(range(min = 1))]
+    pub page: Option<u32>,
+    /// Read by position: records per page, 1 to 500 (default 50).
+    #[schemars(range(min = 1, max = 500))]
+    pub per_page: Option<u32>,
+}
+
+/// How a list is to be read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Paging {
+    /// After a key (none: from the start), `limit` records (checked by the area).
+    Key { after: Option<String>, limit: Option<u32> },
+    /// By position, as given (checked by the area).
+    Position { page: Option<u32>, per_page: Option<u32> },
+}
+
+impl PageQuery {
+    /// By key when `after` or `limit` is given, else by position; a 422 when both are.
+    pub fn paging(self) -> Result<Paging, ApiError> {
+        let by_key = self.after.is_some() || self.limit.is_some();
+        if by_key && (self.page.is_some() || self.per_page.is_some()) {
+            return Err(invalid("after", "Read by key (after, limit) or by position (page, per_page), not both."));
+        }
+        if !by_key {
+            return Ok(Paging::Position { page: self.page, per_page: self.per_page });
+        }
+        let after = self.after.map(|CursorParam(cursor)| cursor.key()).transpose()?;
+        Ok(Paging::Key { after, limit: self.limit })
+    }
+}
+
+/// Paging of a list read by position.
+#[derive(Serialize, JsonSchema)]
+pub struct PageMeta {
+    pub current_page: u32,
+    pub per_page: u32,
+    pub total: i64,
+    pub last_page: u32,
+}
+
+impl PageMeta {
+    /// The paging of page `current_page` of `per_page` records out of `total`.
+    pub fn new(current_page: u32, per_page: u32, total: i64) -> PageMeta {
+        let last_page = ((total.max(1) - 1) / i64::from(per_page) + 1) as u32;
+        PageMeta { current_page, per_page, total, last_page }
+    }
+}
+
+/// Where a list read by key goes on: the cursor after the page's last record and the link
+/// that reads the next page, while records follow it.
+#[derive(Debug, Default)]
+pub struct NextPage {
+    pub cursor: Option<Cursor>,
+    pub link: Option<String>,
+}
+
+impl NextPage {
+    /// The next page of `path` after `key` (none: this was the last), `limit` records.
+    pub fn after(path: &str, key: Option<&str>, limit: Option<u32>) -> NextPage {
+        let Some(key) = key else { return NextPage::default() };
+        let cursor = Cursor::after(key);
+        let limit = limit.map(|limit| format!("&limit={limit}")).unwrap_or_default();
+        let link = format!("{path}?after={}{limit}", cursor.as_str());
+        NextPage { cursor: Some(cursor), link: Some(link) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn query(after: Option<&str>, limit: Option<u32>, page: Option<u32>) -> PageQuery {
+        PageQuery { after: after.map(|a| CursorParam(Cursor(a.into()))), limit, page, per_page: None }
+    }
+
+    #[test]
+    fn a_cursor_gives_back_its_key_and_nothing_else() {
+        for key in ["1", "1000000", "erp-customer-17", "Grüße", &"x".repeat(255)] {
+            let cursor = Cursor::after(key);
+            assert!(cursor.as_str().chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-'));
+            assert!(cursor.as_str().len() <= MAX_CURSOR_LEN);
+            assert_eq!(cursor.key().unwrap(), key);
+        }
+        for text in ["", "%%", "_w", "gA", "AA"] {
+            assert_eq!(Cursor(text.into()).key().unwrap_err().status().as_u16(), 422, "{text:?}");
+        }
+    }
+
+    #[test]
+    fn a_list_is_read_by_key_or_by_position_never_both() {
+        let start = query(None, Some(10), None).paging().unwrap();
+        assert_eq!(start, Paging::Key { after: None, limit: Some(10) });
+        let cursor = Cursor::after("42");
+        let next = query(Some(cursor.as_str()), None, None).paging().unwrap();
+        assert_eq!(next, Paging::Key { after: Some("42".into()), limit: None });
+        assert_eq!(query(None, None, Some(2)).paging().unwrap(), Paging::Position { page: Some(2), per_page: None });
+        assert!(query(None, Some(10), Some(2)).paging().is_err());
+        let link = NextPage::after("/api/v1/fieldreport/tags", Some("42"), Some(10)).link.unwrap();
+        assert_eq!(link, format!("/api/v1/fieldreport/tags?after={}&limit=10", cursor.as_str()));
+        assert!(NextPage::after("/x", None, Some(10)).cursor.is_none());
+    }
+}
