@@ -34,17 +34,22 @@ impl Cursor {
         &self.0
     }
 
-    /// The key the cursor continues after, or a 422 naming `after`.
+    /// The key the cursor continues after; a 422 naming `after` for a text the document does
+    /// not admit (1 to 1,400 of `A-Z a-z 0-9 _ -`). Every text it admits is a position: a
+    /// cursor this service did not write (not base64url, not UTF-8) reads after the key it
+    /// spells, which only moves where the page starts; no key holds a NUL (which Postgres's
+    /// text cannot hold), and an empty one reads from the start.
     pub fn key(&self) -> Result<String, ApiError> {
-        URL_SAFE_NO_PAD
-            .decode(&self.0)
-            .ok()
-            .and_then(|bytes| String::from_utf8(bytes).ok())
-            // No key is empty or holds a NUL (which Postgres's text cannot hold).
-            .filter(|key| !key.is_empty() && !key.contains('\0'))
-            .ok_or_else(|| {
-                invalid("after", "after is a cursor this service answered (next_cursor), passed on as it is.")
-            })
+        let admitted = (1..=MAX_CURSOR_LEN).contains(&self.0.len())
+            && self.0.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+        if !admitted {
+            return Err(invalid("after", "after is a cursor this service answered (next_cursor), passed on as it is."));
+        }
+        let key = match URL_SAFE_NO_PAD.decode(&self.0) {
+            Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+            Err(_) => self.0.clone(),
+        };
+        Ok(key.replace('\0', ""))
     }
 }
 
@@ -117,7 +122,7 @@ pub struct PageQuery {
     #[schemars(range(min = 1, max = 500))]
     pub limit: Option<u32>,
     /// Read by position (the slower way: a page costs what it skips): page number, from 1
-    /// (default 1).
+    /// (default 1). Ignored with `after` or `limit`.
     #[schemars(range(min = 1))]
     pub page: Option<u32>,
     /// Read by position: records per page, 1 to 500 (default 50).
@@ -135,12 +140,10 @@ pub enum Paging {
 }
 
 impl PageQuery {
-    /// By key when `after` or `limit` is given, else by position; a 422 when both are.
+    /// By key when `after` or `limit` is given (`page` and `per_page` are then ignored), else
+    /// by position.
     pub fn paging(self) -> Result<Paging, ApiError> {
         let by_key = self.after.is_some() || self.limit.is_some();
-        if by_key && (self.page.is_some() || self.per_page.is_some()) {
-            return Err(invalid("after", "Read by key (after, limit) or by position (page, per_page), not both."));
-        }
         if !by_key {
             return Ok(Paging::Position { page: self.page, per_page: self.per_page });
         }
@@ -201,20 +204,29 @@ mod tests {
             assert!(cursor.as_str().len() <= MAX_CURSOR_LEN);
             assert_eq!(cursor.key().unwrap(), key);
         }
-        for text in ["", "%%", "_w", "gA", "AA"] {
+        // A cursor this service did not write is still a position (schema-valid input is
+        // never refused): its text when it is not base64url, lossy UTF-8, no NUL.
+        for (text, key) in [("5", "5"), ("5S", "5S"), ("_w", "\u{fffd}"), ("AA", "")] {
+            assert_eq!(Cursor(text.into()).key().unwrap(), key, "{text:?}");
+        }
+        for text in ["", "0.5", "%%", &"A".repeat(MAX_CURSOR_LEN + 1)] {
             assert_eq!(Cursor(text.into()).key().unwrap_err().status().as_u16(), 422, "{text:?}");
         }
     }
 
     #[test]
-    fn a_list_is_read_by_key_or_by_position_never_both() {
+    fn a_list_is_read_by_key_when_asked_else_by_position() {
         let start = query(None, Some(10), None).paging().unwrap();
         assert_eq!(start, Paging::Key { after: None, limit: Some(10) });
         let cursor = Cursor::after("42");
         let next = query(Some(cursor.as_str()), None, None).paging().unwrap();
         assert_eq!(next, Paging::Key { after: Some("42".into()), limit: None });
         assert_eq!(query(None, None, Some(2)).paging().unwrap(), Paging::Position { page: Some(2), per_page: None });
-        assert!(query(None, Some(10), Some(2)).paging().is_err());
+        assert_eq!(
+            query(None, Some(10), Some(2)).paging().unwrap(),
+            Paging::Key { after: None, limit: Some(10) },
+            "page is ignored beside limit"
+        );
         let link = NextPage::after("/api/v1/fieldreport/tags", Some("42"), Some(10)).link.unwrap();
         assert_eq!(link, format!("/api/v1/fieldreport/tags?after={}&limit=10", cursor.as_str()));
         assert!(NextPage::after("/x", None, Some(10)).cursor.is_none());

@@ -42084,7 +42084,7 @@ Arguments:
 - `model`: The ERP's name of the model, e.g. `customer`, `salesOrder`.
 - `after`: Read by key: the records after this cursor (a `next_cursor` answered before); from the start of the set without it. With `after` or `limit` the page has no `meta` (no count) and costs the same at any depth.
 - `limit`: Read by key: records per page, 1 to 500 (default 50).
-- `page`: Read by position (the slower way: a page costs what it skips): page number, from 1 (default 1).
+- `page`: Read by position (the slower way: a page costs what it skips): page number, from 1 (default 1). Ignored with `after` or `limit`.
 - `per_page`: Read by position: records per page, 1 to 500 (default 50).
 ```ignore
 let response = client.erp_show_model()
@@ -42277,7 +42277,7 @@ Sends a `GET` request to `/api/v1/fieldreport/companies`
 Arguments:
 - `after`: Read by key: the records after this cursor (a `next_cursor` answered before); from the start of the set without it. With `after` or `limit` the page has no `meta` (no count) and costs the same at any depth.
 - `limit`: Read by key: records per page, 1 to 500 (default 50).
-- `page`: Read by position (the slower way: a page costs what it skips): page number, from 1 (default 1).
+- `page`: Read by position (the slower way: a page costs what it skips): page number, from 1 (default 1). Ignored with `after` or `limit`.
 - `per_page`: Read by position: records per page, 1 to 500 (default 50).
 ```ignore
 let response = client.fieldreport_companies_list()
@@ -42411,7 +42411,7 @@ Sends a `GET` request to `/api/v1/fieldreport/contacts`
 Arguments:
 - `after`: Read by key: the records after this cursor (a `next_cursor` answered before); from the start of the set without it. With `after` or `limit` the page has no `meta` (no count) and costs the same at any depth.
 - `limit`: Read by key: records per page, 1 to 500 (default 50).
-- `page`: Read by position (the slower way: a page costs what it skips): page number, from 1 (default 1).
+- `page`: Read by position (the slower way: a page costs what it skips): page number, from 1 (default 1). Ignored with `after` or `limit`.
 - `per_page`: Read by position: records per page, 1 to 500 (default 50).
 ```ignore
 let response = client.fieldreport_contacts_list()
@@ -42539,7 +42539,7 @@ Sends a `GET` request to `/api/v1/fieldreport/costCenters`
 Arguments:
 - `after`: Read by key: the records after this cursor (a `next_cursor` answered before); from the start of the set without it. With `after` or `limit` the page has no `meta` (no count) and costs the same at any depth.
 - `limit`: Read by key: records per page, 1 to 500 (default 50).
-- `page`: Read by position (the slower way: a page costs what it skips): page number, from 1 (default 1).
+- `page`: Read by position (the slower way: a page costs what it skips): page number, from 1 (default 1). Ignored with `after` or `limit`.
 - `per_page`: Read by position: records per page, 1 to 500 (default 50).
 ```ignore
 let response = client.fieldreport_cost_centers_list()
@@ -42677,7 +42677,7 @@ Sends a `GET` request to `/api/v1/fieldreport/documents`
 Arguments:
 - `after`: Read by key: the records after this cursor (a `next_cursor` answered before); from the start of the set without it. With `after` or `limit` the page has no `meta` (no count) and costs the same at any depth.
 - `limit`: Read by key: records per page, 1 to 500 (default 50).
-- `page`: Read by position (the slower way: a page costs what it skips): page number, from 1 (default 1).
+- `page`: Read by position (the slower way: a page costs what it skips): page number, from 1 (default 1). Ignored with `after` or `limit`.
 - `per_page`: Read by position: records per page, 1 to 500 (default 50).
 ```ignore
 let response = client.fieldreport_documents_list()
@@ -42811,7 +42811,7 @@ Sends a `GET` request to `/api/v1/fieldreport/itemTypes`
 Arguments:
 - `after`: Read by key: the records after this cursor (a `next_cursor` answered before); from the start of the set without it. With `after` or `limit` the page has no `meta` (no count) and costs the same at any depth.
 - `limit`: Read by key: records per page, 1 to 500 (default 50).
-- `page`: Read by position (the slower way: a page costs what it skips): page number, from 1 (default 1).
+- `page`: Read by position (the slower way: a page costs what it skips): page number, from 1 (default 1). Ignored with `after` or `limit`.
 - `per_page`: Read by position: records per page, 1 to 500 (default 50).
 ```ignore
 let response = client.fieldreport_item_types_list()
@@ -42945,7 +42945,7 @@ Sends a `GET` request to `/api/v1/fieldreport/itemUnits`
 Arguments:
 - `after`: Read by key: the records after this cursor (a `next_cursor` answered before); from the start of the set without it. With `after` or `limit` the page has no `meta` (no count) and costs the same at any depth.
 - `limit`: Read by key: records per page, 1 to 500 (default 50).
-- `page`: Read by position (the slower way: a page costs what it skips): page number, from 1 (default 1).
+- `page`: Read by position (the slower way: a page costs what it skips): page number, from 1 (default 1). Ignored with `after` or `limit`.
 - `per_page`: Read by position: records per page, 1 to 500 (default 50).
 ```ignore
 let response = client.fieldreport_item_units_list()
@@ -43079,7 +43079,7 @@ Sends a `GET` request to `/api/v1/fieldreport/items`
 Arguments:
 - `after`: Read by key: the records after this cursor (a `next_cursor` answered before); from the start of the set without it. With `after` or `limit` the page has no `meta` (no count) and costs the same at any depth.
 - `limit`: Read by key: records per page, 1 to 500 (default 50).
-- `page`: Read by position (the slower way: a page costs what it skips): page number, from 1 (default 1).
+- `page`: Read by position (the slower way: a page costs what it skips): page number, from 1 (default 1). Ignored with `after` or `limit`.
 - `per_page`: Read by position: records per page, 1 to 500 (default 50).
 ```ignore
 let response = client.fieldreport_items_list()
@@ -43284,7 +43284,7 @@ Sends a `GET` request to `/api/v1/fieldreport/products`
 Arguments:
 - `after`: Read by key: the records after this cursor (a `next_cursor` answered before); from the start of the set without it. With `after` or `limit` the page has no `meta` (no count) and costs the same at any depth.
 - `limit`: Read by key: records per page, 1 to 500 (default 50).
-- `page`: Read by position (the slower way: a page costs what it skips): page number, from 1 (default 1).
+- `page`: Read by position (the slower way: a page costs what it skips): page number, from 1 (default 1). Ignored with `after` or `limit`.
 - `per_page`: Read by position: records per page, 1 to 500 (default 50).
 ```ignore
 let response = client.fieldreport_products_list()
@@ -43412,7 +43412,7 @@ Sends a `GET` request to `/api/v1/fieldreport/qualifications`
 Arguments:
 - `after`: Read by key: the records after this cursor (a `next_cursor` answered before); from the start of the set without it. With `after` or `limit` the page has no `meta` (no count) and costs the same at any depth.
 - `limit`: Read by key: records per page, 1 to 500 (default 50).
-- `page`: Read by position (the slower way: a page costs what it skips): page number, from 1 (default 1).
+- `page`: Read by position (the slower way: a page costs what it skips): page number, from 1 (default 1). Ignored with `after` or `limit`.
 - `per_page`: Read by position: records per page, 1 to 500 (default 50).
 ```ignore
 let response = client.fieldreport_qualifications_list()
@@ -43550,7 +43550,7 @@ Sends a `GET` request to `/api/v1/fieldreport/serviceObjects`
 Arguments:
 - `after`: Read by key: the records after this cursor (a `next_cursor` answered before); from the start of the set without it. With `after` or `limit` the page has no `meta` (no count) and costs the same at any depth.
 - `limit`: Read by key: records per page, 1 to 500 (default 50).
-- `page`: Read by position (the slower way: a page costs what it skips): page number, from 1 (default 1).
+- `page`: Read by position (the slower way: a page costs what it skips): page number, from 1 (default 1). Ignored with `after` or `limit`.
 - `per_page`: Read by position: records per page, 1 to 500 (default 50).
 ```ignore
 let response = client.fieldreport_service_objects_list()
@@ -43688,7 +43688,7 @@ Sends a `GET` request to `/api/v1/fieldreport/serviceRequests`
 Arguments:
 - `after`: Read by key: the records after this cursor (a `next_cursor` answered before); from the start of the set without it. With `after` or `limit` the page has no `meta` (no count) and costs the same at any depth.
 - `limit`: Read by key: records per page, 1 to 500 (default 50).
-- `page`: Read by position (the slower way: a page costs what it skips): page number, from 1 (default 1).
+- `page`: Read by position (the slower way: a page costs what it skips): page number, from 1 (default 1). Ignored with `after` or `limit`.
 - `per_page`: Read by position: records per page, 1 to 500 (default 50).
 ```ignore
 let response = client.fieldreport_service_requests_list()
@@ -43940,7 +43940,7 @@ Sends a `GET` request to `/api/v1/fieldreport/stepListTemplates`
 Arguments:
 - `after`: Read by key: the records after this cursor (a `next_cursor` answered before); from the start of the set without it. With `after` or `limit` the page has no `meta` (no count) and costs the same at any depth.
 - `limit`: Read by key: records per page, 1 to 500 (default 50).
-- `page`: Read by position (the slower way: a page costs what it skips): page number, from 1 (default 1).
+- `page`: Read by position (the slower way: a page costs what it skips): page number, from 1 (default 1). Ignored with `after` or `limit`.
 - `per_page`: Read by position: records per page, 1 to 500 (default 50).
 ```ignore
 let response = client.fieldreport_step_list_templates_list()
@@ -44118,7 +44118,7 @@ Sends a `GET` request to `/api/v1/fieldreport/tags`
 Arguments:
 - `after`: Read by key: the records after this cursor (a `next_cursor` answered before); from the start of the set without it. With `after` or `limit` the page has no `meta` (no count) and costs the same at any depth.
 - `limit`: Read by key: records per page, 1 to 500 (default 50).
-- `page`: Read by position (the slower way: a page costs what it skips): page number, from 1 (default 1).
+- `page`: Read by position (the slower way: a page costs what it skips): page number, from 1 (default 1). Ignored with `after` or `limit`.
 - `per_page`: Read by position: records per page, 1 to 500 (default 50).
 ```ignore
 let response = client.fieldreport_tags_list()
@@ -44244,7 +44244,7 @@ Sends a `GET` request to `/api/v1/fieldreport/timeEvents`
 Arguments:
 - `after`: Read by key: the records after this cursor (a `next_cursor` answered before); from the start of the set without it. With `after` or `limit` the page has no `meta` (no count) and costs the same at any depth.
 - `limit`: Read by key: records per page, 1 to 500 (default 50).
-- `page`: Read by position (the slower way: a page costs what it skips): page number, from 1 (default 1).
+- `page`: Read by position (the slower way: a page costs what it skips): page number, from 1 (default 1). Ignored with `after` or `limit`.
 - `per_page`: Read by position: records per page, 1 to 500 (default 50).
 ```ignore
 let response = client.fieldreport_time_events_list()
@@ -44382,7 +44382,7 @@ Sends a `GET` request to `/api/v1/fieldreport/users`
 Arguments:
 - `after`: Read by key: the records after this cursor (a `next_cursor` answered before); from the start of the set without it. With `after` or `limit` the page has no `meta` (no count) and costs the same at any depth.
 - `limit`: Read by key: records per page, 1 to 500 (default 50).
-- `page`: Read by position (the slower way: a page costs what it skips): page number, from 1 (default 1).
+- `page`: Read by position (the slower way: a page costs what it skips): page number, from 1 (default 1). Ignored with `after` or `limit`.
 - `per_page`: Read by position: records per page, 1 to 500 (default 50).
 ```ignore
 let response = client.fieldreport_users_list()

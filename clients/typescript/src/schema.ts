@@ -6665,7 +6665,7 @@ export interface operations {
                 after?: string | null;
                 /** @description Read by key: records per page, 1 to 500 (default 50). */
                 limit?: number | null;
-                /** @description Read by position (the slower way: a page costs what it skips): page number, from 1 (default 1). */
+                /** @description Read by position (the slower way: a page costs what it skips): page number, from 1 (default 1). Ignored with `after` or `limit`. */
                 page?: number | null;
                 /** @description Read by position: records per page, 1 to 500 (default 50). */
                 per_page?: number | null;
@@ -7157,7 +7157,7 @@ export interface operations {
                 after?: string | null;
                 /** @description Read by key: records per page, 1 to 500 (default 50). */
                 limit?: number | null;
-                /** @description Read by position (the slower way: a page costs what it skips): page number, from 1 (default 1). */
+                /** @description Read by position (the slower way: a page costs what it skips): page number, from 1 (default 1). Ignored with `after` or `limit`. */
                 page?: number | null;
                 /** @description Read by position: records per page, 1 to 500 (default 50). */
                 per_page?: number | null;
@@ -7649,7 +7649,7 @@ export interface operations {
                 after?: string | null;
                 /** @description Read by key: records per page, 1 to 500 (default 50). */
                 limit?: number | null;
-                /** @description Read by position (the slower way: a page costs what it skips): page number, from 1 (default 1). */
+                /** @description Read by position (the slower way: a page costs what it skips): page number, from 1 (default 1). Ignored with `after` or `limit`. */
                 page?: number | null;
                 /** @description Read by position: records per page, 1 to 500 (default 50). */
                 per_page?: number | null;
@@ -8041,7 +8041,7 @@ export interface operations {
                 after?: string | null;
                 /** @description Read by key: records per page, 1 to 500 (default 50). */
                 limit?: number | null;
-                /** @description Read by position (the slower way: a page costs what it skips): page number, from 1 (default 1). */
+                /** @description Read by position (the slower way: a page costs what it skips): page number, from 1 (default 1). Ignored with `after` or `limit`. */
                 page?: number | null;
                 /** @description Read by position: records per page, 1 to 500 (default 50). */
                 per_page?: number | null;
@@ -8374,7 +8374,7 @@ export interface operations {
                 after?: string | null;
                 /** @description Read by key: records per page, 1 to 500 (default 50). */
                 limit?: number | null;
-                /** @description Read by position (the slower way: a page costs what it skips): page number, from 1 (default 1). */
+                /** @description Read by position (the slower way: a page costs what it skips): page number, from 1 (default 1). Ignored with `after` or `limit`. */
                 page?: number | null;
                 /** @description Read by position: records per page, 1 to 500 (default 50). */
                 per_page?: number | null;
@@ -8742,7 +8742,7 @@ export interface operations {
                 after?: string | null;
                 /** @description Read by key: records per page, 1 to 500 (default 50). */
                 limit?: number | null;
-                /** @description Read by position (the slower way: a page costs what it skips): page number, from 1 (default 1). */
+                /** @description Read by position (the slower way: a page costs what it skips): page number, from 1 (default 1). Ignored with `after` or `limit`. */
                 page?: number | null;
                 /** @description Read by position: records per page, 1 to 500 (default 50). */
                 per_page?: number | null;
@@ -9105,7 +9105,7 @@ export interface operations {
                 after?: string | null;
                 /** @description Read by key: records per page, 1 to 500 (default 50). */
                 limit?: number | null;
-                /** @description Read by position (the slower way: a page costs what it skips): page number, from 1 (default 1). */
+                /** @description Read by position (the slower way: a page costs what it skips): page number, from 1 (default 1). Ignored with `after` or `limit`. */
                 page?: number | null;
                 /** @description Read by position: records per page, 1 to 500 (default 50). */
                 per_page?: number | null;
@@ -9438,7 +9438,7 @@ export interface operations {
                 after?: string | null;
                 /** @description Read by key: records per page, 1 to 500 (default 50). */
                 limit?: number | null;
-                /** @description Read by position (the slower way: a page costs what it skips): page number, from 1 (default 1). */
+                /** @description Read by position (the slower way: a page costs what it skips): page number, from 1 (default 1). Ignored with `after` or `limit`. */
                 page?: number | null;
                 /** @description Read by position: records per page, 1 to 500 (default 50). */
                 per_page?: number | null;
@@ -10010,7 +10010,7 @@ export interface operations {
                 after?: string | null;
                 /** @description Read by key: records per page, 1 to 500 (default 50). */
                 limit?: number | null;
-                /** @description Read by position (the slower way: a page costs what it skips): page number, from 1 (default 1). */
+                /** @description Read by position (the slower way: a page costs what it skips): page number, from 1 (default 1). Ignored with `after` or `limit`. */
                 page?: number | null;
                 /** @description Read by position: records per page, 1 to 500 (default 50). */
                 per_page?: number | null;
@@ -10358,7 +10358,7 @@ export interface operations {
                 after?: string | null;
                 /** @description Read by key: records per page, 1 to 500 (default 50). */
                 limit?: number | null;
-                /** @description Read by position (the slower way: a page costs what it skips): page number, from 1 (default 1). */
+                /** @description Read by position (the slower way: a page costs what it skips): page number, from 1 (default 1). Ignored with `after` or `limit`. */
                 page?: number | null;
                 /** @description Read by position: records per page, 1 to 500 (default 50). */
                 per_page?: number | null;
@@ -10691,7 +10691,7 @@ export interface operations {
                 after?: string | null;
                 /** @description Read by key: records per page, 1 to 500 (default 50). */
                 limit?: number | null;
-                /** @description Read by position (the slower way: a page costs what it skips): page number, from 1 (default 1). */
+                /** @description Read by position (the slower way: a page costs what it skips): page number, from 1 (default 1). Ignored with `after` or `limit`. */
                 page?: number | null;
                 /** @description Read by position: records per page, 1 to 500 (default 50). */
                 per_page?: number | null;
@@ -11141,7 +11141,7 @@ export interface operations {
                 after?: string | null;
                 /** @description Read by key: records per page, 1 to 500 (default 50). */
                 limit?: number | null;
-                /** @description Read by position (the slower way: a page costs what it skips): page number, from 1 (default 1). */
+                /** @description Read by position (the slower way: a page costs what it skips): page number, from 1 (default 1). Ignored with `after` or `limit`. */
                 page?: number | null;
                 /** @description Read by position: records per page, 1 to 500 (default 50). */
                 per_page?: number | null;
@@ -11979,7 +11979,7 @@ export interface operations {
                 after?: string | null;
                 /** @description Read by key: records per page, 1 to 500 (default 50). */
                 limit?: number | null;
-                /** @description Read by position (the slower way: a page costs what it skips): page number, from 1 (default 1). */
+                /** @description Read by position (the slower way: a page costs what it skips): page number, from 1 (default 1). Ignored with `after` or `limit`. */
                 page?: number | null;
                 /** @description Read by position: records per page, 1 to 500 (default 50). */
                 per_page?: number | null;
@@ -12447,7 +12447,7 @@ export interface operations {
                 after?: string | null;
                 /** @description Read by key: records per page, 1 to 500 (default 50). */
                 limit?: number | null;
-                /** @description Read by position (the slower way: a page costs what it skips): page number, from 1 (default 1). */
+                /** @description Read by position (the slower way: a page costs what it skips): page number, from 1 (default 1). Ignored with `after` or `limit`. */
                 page?: number | null;
                 /** @description Read by position: records per page, 1 to 500 (default 50). */
                 per_page?: number | null;
@@ -12775,7 +12775,7 @@ export interface operations {
                 after?: string | null;
                 /** @description Read by key: records per page, 1 to 500 (default 50). */
                 limit?: number | null;
-                /** @description Read by position (the slower way: a page costs what it skips): page number, from 1 (default 1). */
+                /** @description Read by position (the slower way: a page costs what it skips): page number, from 1 (default 1). Ignored with `after` or `limit`. */
                 page?: number | null;
                 /** @description Read by position: records per page, 1 to 500 (default 50). */
                 per_page?: number | null;
@@ -13133,7 +13133,7 @@ export interface operations {
                 after?: string | null;
                 /** @description Read by key: records per page, 1 to 500 (default 50). */
                 limit?: number | null;
-                /** @description Read by position (the slower way: a page costs what it skips): page number, from 1 (default 1). */
+                /** @description Read by position (the slower way: a page costs what it skips): page number, from 1 (default 1). Ignored with `after` or `limit`. */
                 page?: number | null;
                 /** @description Read by position: records per page, 1 to 500 (default 50). */
                 per_page?: number | null;
