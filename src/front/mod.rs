@@ -16,6 +16,7 @@ pub mod config;
 pub mod connections;
 mod departure;
 pub mod docs_path;
+mod own_answers;
 mod runs_to_end;
 mod slow_body;
 pub mod tls;
@@ -222,14 +223,23 @@ impl Front {
         S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
     {
         let header_read_timeout = self.header_read_timeout;
-        // hyper itself answers 431 to a head that outgrows its read buffer (it needs at least
-        // 8 KiB); a smaller head over the limit is answered by `prepare`.
+        // A head over the limit that fits the read buffer is answered by `prepare`; hyper
+        // answers a larger one (and one with too many headers) by itself, in the shape of
+        // every other error through `OwnAnswers`. hyper needs at least 8 KiB.
         let read_buffer = (self.max_header_bytes + 1024).max(8192);
+        let (log, metrics) = (self.log.clone(), self.metrics.clone());
+        let replaced: own_answers::Replaced = Arc::new(move |status, request_id| {
+            metrics.observe_request("", "", status, Duration::ZERO);
+            slog::info!(log, "request"; "method" => "-", "path" => "-", "status" => status,
+                "latency_ms" => "0.000", "request_id" => request_id, "client" => %peer.ip());
+        });
+        let stream = own_answers::OwnAnswers::new(stream, self.max_header_bytes, replaced);
         let service = service_fn(move |req| self.clone().handle(req, peer, socket).map(answered));
         let connection = hyper::server::conn::http1::Builder::new()
             .timer(TokioTimer::new())
             .header_read_timeout(header_read_timeout)
             .max_buf_size(read_buffer)
+            .max_headers(own_answers::MAX_HEADERS)
             // While a request is in flight hyper would otherwise read on to notice the
             // client leaving, into a second 8 KB buffer per connection (heaptrack, 10,000
             // held `wait-ready-to-sign` calls: 77 MB). The calls that are held long have their
@@ -315,10 +325,14 @@ impl Front {
 
     /// The request as it goes on to dropshot; `Err` is an answer of the front's own.
     fn prepare(&self, req: Request<Incoming>, path: &str) -> Result<Prepared, Response<FrontBody>> {
-        // Checked before anything else: a head over the limit goes no further.
+        // Checked before anything else: a head over the limit goes no further. Counted as sent:
+        // `GET /path HTTP/1.1\r\n`, `name: value\r\n` per header, the empty line.
         let head_bytes = req.method().as_str().len()
+            + 1
             + req.uri().to_string().len()
-            + req.headers().iter().map(|(name, value)| name.as_str().len() + value.len() + 4).sum::<usize>();
+            + " HTTP/1.1\r\n".len()
+            + req.headers().iter().map(|(name, value)| name.as_str().len() + value.len() + 4).sum::<usize>()
+            + 2;
         if head_bytes > self.max_header_bytes {
             let message = format!("The request's headers are larger than {} bytes.", self.max_header_bytes);
             return Err(coded_error(

@@ -32,6 +32,7 @@ mod leasing_watch;
 mod mail_smtp;
 mod metrics;
 mod operator_files;
+mod oversized_heads;
 mod python_client;
 mod read_back;
 mod readme_tour;
