@@ -129,6 +129,19 @@ impl ApiError {
         error
     }
 
+    /// 429: the user stored `most` new `Idempotency-Key`s within the last minute.
+    pub fn too_many_idempotency_keys(most: u64, retry_after_seconds: u64) -> Self {
+        let mut error = Self::new(
+            ErrorStatusCode::TOO_MANY_REQUESTS,
+            "too_many_idempotency_keys",
+            format!(
+                "you sent {most} new Idempotency-Keys within a minute, the most a user may; retry in {retry_after_seconds} s"
+            ),
+        );
+        error.retry_after_seconds = Some(retry_after_seconds);
+        error
+    }
+
     pub fn too_many_attempts(retry_after_seconds: u64) -> Self {
         let mut error = Self::new(
             ErrorStatusCode::TOO_MANY_REQUESTS,

@@ -178,6 +178,7 @@ pub async fn start(config: &Config, log: &Logger) -> Result<RunningService, Star
         jobs,
         metrics: metrics.clone(),
         metrics_token: config.api.metrics_token.clone(),
+        new_keys_per_minute: api::idempotency::NewKeysPerMinute(config.api.idempotency_keys_per_minute_per_user),
         held_calls,
     };
 

@@ -26,6 +26,8 @@ pub struct ApiContext {
     pub metrics: Arc<Metrics>,
     /// When set, `GET /metrics` needs `Authorization: Bearer <METRICS_TOKEN>`.
     pub metrics_token: Option<secrecy::SecretString>,
+    /// How many new `Idempotency-Key`s a user may store within a minute.
+    pub new_keys_per_minute: super::idempotency::NewKeysPerMinute,
     /// Waits and flows held open: their cap per token, and what stops them early.
     pub held_calls: std::sync::Arc<super::held_calls::HeldCalls>,
 }

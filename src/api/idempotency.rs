@@ -2,7 +2,9 @@
 //! and body gets the first answer back and creates nothing new; the same key with another
 //! body is refused with 422. Keys belong to the user and the route. A failure is kept like an
 //! answer when the work may have changed something upstream ([`Failure::Final`]); otherwise
-//! the key is freed and a retry does the work again.
+//! the key is freed and a retry does the work again. A user adds new keys at most
+//! `IDEMPOTENCY_KEYS_PER_MINUTE_PER_USER` a minute (a repeat of a stored key is not counted):
+//! no caller stores keys faster than retention removes them.
 
 use std::future::Future;
 
@@ -15,6 +17,12 @@ use serde_json::Value;
 use crate::error::ApiError;
 use crate::store::Store;
 use crate::store::idempotency::KeyState;
+use crate::store::rates::Rated;
+
+/// How many new keys one user may store within a minute
+/// (`IDEMPOTENCY_KEYS_PER_MINUTE_PER_USER`); more are answered 429 with `Retry-After`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NewKeysPerMinute(pub u64);
 
 /// The optional `Idempotency-Key` header.
 #[derive(Deserialize, JsonSchema)]
@@ -71,6 +79,7 @@ impl Failure {
 /// Reserves the request's key, or says what the key already stands for. Checks the key's form.
 pub async fn claim<T: DeserializeOwned>(
     store: &Store,
+    rate: NewKeysPerMinute,
     user_id: i64,
     route: &'static str,
     key: Option<String>,
@@ -80,6 +89,12 @@ pub async fn claim<T: DeserializeOwned>(
     if key.is_empty() || key.len() > 255 || !key.bytes().all(|b| (b' '..=b'~').contains(&b)) {
         let errors = [("Idempotency-Key".to_string(), vec!["Up to 255 printable characters.".to_string()])].into();
         return Err(ApiError::validation(errors).leasing());
+    }
+    // Checked before the key is stored; a repeat of a stored key is answered as ever.
+    if let Some(retry_after_seconds) = store.rate_reached(Rated::IdempotencyKeys, user_id, rate.0).await?
+        && !store.idempotency_key_stored(user_id, route, &key).await?
+    {
+        return Err(ApiError::too_many_idempotency_keys(rate.0, retry_after_seconds).leasing());
     }
     Ok(match store.reserve_idempotency_key(user_id, route, &key, &hash(body)).await? {
         KeyState::Reserved => Claim::Run(Reservation { user_id, route, key: Some(key) }),
@@ -146,6 +161,7 @@ impl Reservation {
 /// Runs `work` once per key; repeats replay the stored answer. A failed attempt frees its key.
 pub async fn once<T, F, Fut>(
     store: &Store,
+    rate: NewKeysPerMinute,
     user_id: i64,
     route: &'static str,
     key: Option<String>,
@@ -157,7 +173,7 @@ where
     F: FnOnce() -> Fut,
     Fut: Future<Output = Result<T, ApiError>>,
 {
-    match claim(store, user_id, route, key, body).await? {
+    match claim(store, rate, user_id, route, key, body).await? {
         Claim::Run(reservation) => reservation.finish(store, work().await.map_err(Failure::Repeatable)).await,
         Claim::Answered(answer) => answer,
         Claim::Running => Err(in_progress()),

@@ -198,7 +198,7 @@ pub async fn leasing_create(
     let key = headers.into_inner().idempotency_key;
     let body = body.into_inner().into_inner();
     let context = rqctx.context();
-    let envelope = idempotency::once(&context.store, caller.user.id, "leasing.create", key, &body, || async {
+    let envelope = idempotency::once(&context.store, context.new_keys_per_minute, caller.user.id, "leasing.create", key, &body, || async {
         Ok(RequestEnvelope::of(context.leasing.create(&body, caller.user.id).await?))
     })
     .await?;
@@ -325,7 +325,7 @@ pub async fn leasing_request_flow(
     });
     let store = &context.store;
     let user_id = caller.user.id;
-    let reservation = match idempotency::claim(store, user_id, FLOW_ROUTE, key.clone(), &fingerprint).await? {
+    let reservation = match idempotency::claim(store, context.new_keys_per_minute, user_id, FLOW_ROUTE, key.clone(), &fingerprint).await? {
         Claim::Run(reservation) => reservation,
         Claim::Answered(answer) => return answer.map(HttpResponseOk),
         Claim::Running => {

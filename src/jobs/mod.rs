@@ -24,6 +24,7 @@ use crate::fieldreport::service::FieldReportService;
 use crate::metrics::Metrics;
 use crate::store::Store;
 use crate::store::jobs::{JobFilter, JobRow};
+use crate::store::rates::Rated;
 use crate::vocabulary::owner::Viewer;
 pub use error::JobError;
 use error::invalid;
@@ -95,10 +96,9 @@ impl JobsService {
             if self.store.jobs_active_of(user).await? >= self.active_per_user {
                 return Err(JobError::TooManyActive(self.active_per_user));
             }
-            let minute_ago = crate::store::now_ms() - 60_000;
-            if let Some(oldest) = self.store.jobs_created_since(user, minute_ago, self.per_minute_per_user).await? {
-                let wait = (oldest - minute_ago).max(0) / 1000 + 1;
-                return Err(JobError::TooFast { most: self.per_minute_per_user, retry_after_seconds: wait as u64 });
+            let rate = self.store.rate_reached(Rated::Jobs, user, self.per_minute_per_user).await?;
+            if let Some(retry_after_seconds) = rate {
+                return Err(JobError::TooFast { most: self.per_minute_per_user, retry_after_seconds });
             }
         }
         self.enqueue_checked(kind, &target, false, by).await

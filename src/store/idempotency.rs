@@ -87,6 +87,19 @@ impl Store {
         Ok(KeyState::InProgress)
     }
 
+    /// Whether `key` is stored for the user and route (reserved, or with its answer).
+    pub async fn idempotency_key_stored(&self, user_id: i64, route: &str, key: &str) -> Result<bool, StoreError> {
+        let row = sqlx::query(
+            "SELECT 1 AS stored FROM idempotency_keys WHERE user_id = $1 AND route = $2 AND idempotency_key = $3",
+        )
+        .bind(user_id)
+        .bind(route)
+        .bind(key)
+        .fetch_optional(self.pool())
+        .await?;
+        Ok(row.is_some())
+    }
+
     pub async fn complete_idempotency_key(
         &self,
         user_id: i64,

@@ -144,23 +144,6 @@ impl Store {
         Ok(n.max(0) as u64)
     }
 
-    /// When `most` jobs were queued by a user since `since` (epoch ms): the creation time of the
-    /// oldest of them (the rate frees up a minute after it); `None` while fewer were.
-    pub async fn jobs_created_since(&self, user_id: i64, since: i64, most: u64) -> Result<Option<i64>, StoreError> {
-        let rows = sqlx::query(
-            "SELECT created_at FROM jobs WHERE created_by = $1 AND created_at > $2 ORDER BY created_at DESC LIMIT $3",
-        )
-        .bind(user_id)
-        .bind(since)
-        .bind(i64::try_from(most).unwrap_or(i64::MAX))
-        .fetch_all(self.pool())
-        .await?;
-        if (rows.len() as u64) < most {
-            return Ok(None);
-        }
-        Ok(rows.last().map(|row| row.try_get("created_at")).transpose()?)
-    }
-
     /// The queued or running job of a kind and target.
     pub async fn job_active(&self, kind: &str, target: &str) -> Result<Option<JobRow>, StoreError> {
         let row = sqlx::query(sql!("SELECT {COLUMNS} FROM jobs WHERE active_key = $1"))

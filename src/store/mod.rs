@@ -35,6 +35,7 @@ pub mod key_pages;
 pub mod lease;
 pub mod leasing_watch;
 pub mod login_failures;
+pub mod rates;
 pub mod retention;
 pub mod retention_config;
 pub mod tokens;

@@ -23,6 +23,7 @@ mod fieldreport_push;
 mod fieldreport_sync;
 mod histories;
 mod http;
+mod idempotency_keys;
 mod jobs;
 mod leasing;
 mod leasing_calculate;

@@ -1,0 +1,95 @@
+//! The per-user rates of rows a caller writes: a user's rows of the last minute, counted from
+//! the table they land in, so that no caller writes rows faster than retention removes them
+//! (`JOBS_PER_MINUTE_PER_USER`, `IDEMPOTENCY_KEYS_PER_MINUTE_PER_USER`). Counting the rows
+//! themselves holds across instances and restarts, and needs no state of its own.
+
+use sqlx::Row;
+
+use crate::store::{Store, StoreError, now_ms};
+
+/// The window of every rate.
+const WINDOW_MS: i64 = 60_000;
+
+/// The rows a rate counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rated {
+    /// Jobs queued by the user (`jobs.created_by`).
+    Jobs,
+    /// `Idempotency-Key`s stored for the user (`idempotency_keys.user_id`).
+    IdempotencyKeys,
+}
+
+impl Rated {
+    /// The newest rows of a user since a moment, newest first, at most `$3` of them; both read
+    /// an index on (user, `created_at`) (migration 0028).
+    fn statement(self) -> &'static str {
+        match self {
+            Rated::Jobs => {
+                "SELECT created_at FROM jobs WHERE created_by = $1 AND created_at > $2 \
+                 ORDER BY created_at DESC LIMIT $3"
+            }
+            Rated::IdempotencyKeys => {
+                "SELECT created_at FROM idempotency_keys WHERE user_id = $1 AND created_at > $2 \
+                 ORDER BY created_at DESC LIMIT $3"
+            }
+        }
+    }
+}
+
+impl Store {
+    /// `Some(seconds)` when `user_id` wrote `per_minute` rows of `rated` within the last
+    /// minute: the seconds until the oldest of them leaves the window (at least 1). `None`
+    /// while the user may write another.
+    pub async fn rate_reached(&self, rated: Rated, user_id: i64, per_minute: u64) -> Result<Option<u64>, StoreError> {
+        let window_start = now_ms() - WINDOW_MS;
+        let rows = sqlx::query(rated.statement())
+            .bind(user_id)
+            .bind(window_start)
+            .bind(i64::try_from(per_minute).unwrap_or(i64::MAX))
+            .fetch_all(self.pool())
+            .await?;
+        if (rows.len() as u64) < per_minute {
+            return Ok(None);
+        }
+        let Some(oldest) = rows.last() else { return Ok(None) };
+        let oldest: i64 = oldest.try_get("created_at")?;
+        Ok(Some(retry_after_seconds(oldest, window_start)))
+    }
+}
+
+/// Whole seconds until a row written at `oldest` is older than the window that starts at
+/// `window_start`, rounded up, at least 1.
+fn retry_after_seconds(oldest: i64, window_start: i64) -> u64 {
+    ((oldest - window_start).max(0) / 1000 + 1) as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::idempotency::KeyState;
+
+    #[test]
+    fn the_wait_is_until_the_oldest_row_leaves_the_window() {
+        assert_eq!(retry_after_seconds(1_000, 1_000), 1, "leaving now: still one second");
+        assert_eq!(retry_after_seconds(13_500, 1_000), 13);
+        assert_eq!(retry_after_seconds(61_000, 1_000), 61);
+    }
+
+    #[tokio::test]
+    async fn a_rate_counts_only_the_users_rows_of_the_last_minute() {
+        for test in crate::store::testing::stores_on_both_databases().await {
+            let store = &test.store;
+            for key in ["a", "b"] {
+                assert_eq!(store.reserve_idempotency_key(7, "r", key, "h").await.unwrap(), KeyState::Reserved);
+            }
+            assert_eq!(store.rate_reached(Rated::IdempotencyKeys, 7, 3).await.unwrap(), None);
+            let wait = store.rate_reached(Rated::IdempotencyKeys, 7, 2).await.unwrap();
+            assert!(wait.is_some_and(|s| (1..=61).contains(&s)), "{wait:?}");
+            assert_eq!(store.rate_reached(Rated::IdempotencyKeys, 8, 1).await.unwrap(), None, "another user's rows");
+            assert_eq!(store.rate_reached(Rated::Jobs, 7, 1).await.unwrap(), None, "another table's rows");
+            store.job_enqueue("fieldreport.sync", "tags", false, Some(7)).await.unwrap().unwrap();
+            assert!(store.rate_reached(Rated::Jobs, 7, 1).await.unwrap().is_some());
+            test.finish().await;
+        }
+    }
+}
