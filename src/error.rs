@@ -323,7 +323,7 @@ impl From<WatchError> for ApiError {
     fn from(error: WatchError) -> Self {
         match error {
             WatchError::Invalid(errors) => Self::validation(errors).leasing(),
-            WatchError::SubscriptionNotFound(_) | WatchError::DeliveryNotFound(_) => {
+            WatchError::SubscriptionNotFound(_) | WatchError::DeliveryNotFound(_) | WatchError::RequestNotFound(_) => {
                 Self::not_found(error.to_string()).leasing()
             }
             WatchError::TooManySubscriptions(_) => {

@@ -245,6 +245,7 @@ fn watch_errors() -> Vec<WatchError> {
     every_variant! {
         WatchError::Invalid(_) => vec![WatchError::Invalid(field_errors())],
         WatchError::SubscriptionNotFound(_) => vec![WatchError::SubscriptionNotFound(text())],
+        WatchError::RequestNotFound(_) => vec![WatchError::RequestNotFound(text())],
         WatchError::DeliveryNotFound(_) => vec![WatchError::DeliveryNotFound(1)],
         WatchError::TooManySubscriptions(_) => vec![WatchError::TooManySubscriptions(100)],
         WatchError::Store(_) => store_errors().into_iter().map(WatchError::Store).collect(),

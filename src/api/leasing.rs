@@ -16,6 +16,7 @@ use super::ApiContext;
 use super::documented::Documented;
 use super::guard::{BearerToken, needs};
 use super::idempotency::{self, Claim, Failure, IdempotencyHeader};
+use super::leasing_owner::{FinancingIdPath, reach};
 use super::leasing_schema as schema;
 use crate::auth::Caller;
 use crate::error::{ApiError, FlowPosition};
@@ -23,14 +24,6 @@ use crate::leasing::flow::{self, FlowInput, FlowRecorder, FlowRow};
 use crate::leasing::service::{LeasingError, StoredContract, WaitParams};
 use crate::leasing::state::StateMeta;
 use crate::metrics::LeasingFlow;
-
-#[derive(Deserialize, JsonSchema)]
-pub struct FinancingIdPath {
-    /// The provider's identifier of the financing request (letters, digits and `-`, at most 64).
-    #[serde(rename = "financingId")]
-    #[schemars(regex(pattern = r"^[A-Za-z0-9-]{1,64}$"))]
-    pub financing_id: String,
-}
 
 #[derive(Deserialize, JsonSchema)]
 pub struct WaitQuery {
@@ -198,9 +191,15 @@ pub async fn leasing_create(
     let key = headers.into_inner().idempotency_key;
     let body = body.into_inner().into_inner();
     let context = rqctx.context();
-    let envelope = idempotency::once(&context.store, context.new_keys_per_minute, caller.user.id, "leasing.create", key, &body, || async {
-        Ok(RequestEnvelope::of(context.leasing.create(&body, caller.user.id).await?))
-    })
+    let envelope = idempotency::once(
+        &context.store,
+        context.new_keys_per_minute,
+        caller.user.id,
+        "leasing.create",
+        key,
+        &body,
+        || async { Ok(RequestEnvelope::of(context.leasing.create(&body, caller.user.id).await?)) },
+    )
     .await?;
     Ok(HttpResponseCreated(envelope))
 }
@@ -325,21 +324,24 @@ pub async fn leasing_request_flow(
     });
     let store = &context.store;
     let user_id = caller.user.id;
-    let reservation = match idempotency::claim(store, context.new_keys_per_minute, user_id, FLOW_ROUTE, key.clone(), &fingerprint).await? {
-        Claim::Run(reservation) => reservation,
-        Claim::Answered(answer) => return answer.map(HttpResponseOk),
-        Claim::Running => {
-            let running = match key.as_deref() {
-                Some(key) => flow::by_idempotency_key(store, user_id, key).await?,
-                None => None,
-            };
-            return Err(match running {
-                // Ended without its answer kept: its instance stopped before it answered.
-                Some(flow) if flow.status != "running" => flow_answer_lost(&flow),
-                running => flow_in_progress(running.as_ref()),
-            });
-        }
-    };
+    let reservation =
+        match idempotency::claim(store, context.new_keys_per_minute, user_id, FLOW_ROUTE, key.clone(), &fingerprint)
+            .await?
+        {
+            Claim::Run(reservation) => reservation,
+            Claim::Answered(answer) => return answer.map(HttpResponseOk),
+            Claim::Running => {
+                let running = match key.as_deref() {
+                    Some(key) => flow::by_idempotency_key(store, user_id, key).await?,
+                    None => None,
+                };
+                return Err(match running {
+                    // Ended without its answer kept: its instance stopped before it answered.
+                    Some(flow) if flow.status != "running" => flow_answer_lost(&flow),
+                    running => flow_in_progress(running.as_ref()),
+                });
+            }
+        };
     // A flow under this key started before: its attempt's reservation was given up as
     // abandoned without an answer kept. Running again could create a second request.
     if let Some(key) = reservation.key()
@@ -624,8 +626,7 @@ pub async fn leasing_test_flow(
     token: BearerToken<needs::Leasing>,
     path: Path<FinancingIdPath>,
 ) -> Result<HttpResponseOk<TestFlowEnvelope>, ApiError> {
-    authorize(&rqctx, &token).await?;
-    let id = path.into_inner().financing_id;
+    let (_, id) = reach(&rqctx, &token, path).await?;
     let (_, stored) = rqctx.context().leasing.contract_document(&id, true).await?;
     let stored = stored.ok_or_else(|| ApiError::internal("the contract was not stored").leasing())?;
     let stored = StoredPdf::from(stored);
@@ -641,8 +642,7 @@ pub async fn leasing_show(
     token: BearerToken<needs::Leasing>,
     path: Path<FinancingIdPath>,
 ) -> Result<HttpResponseOk<RequestEnvelope>, ApiError> {
-    authorize(&rqctx, &token).await?;
-    let id = path.into_inner().financing_id;
+    let (_, id) = reach(&rqctx, &token, path).await?;
     Ok(HttpResponseOk(RequestEnvelope::of(rqctx.context().leasing.show(&id).await?)))
 }
 
@@ -657,8 +657,7 @@ pub async fn leasing_patch(
     path: Path<FinancingIdPath>,
     body: TypedBody<Documented<schema::PatchRequestPayload>>,
 ) -> Result<HttpResponseOk<RequestEnvelope>, ApiError> {
-    authorize(&rqctx, &token).await?;
-    let id = path.into_inner().financing_id;
+    let (_, id) = reach(&rqctx, &token, path).await?;
     let body = body.into_inner().into_inner();
     Ok(HttpResponseOk(RequestEnvelope::of(rqctx.context().leasing.patch_request(&id, &body).await?)))
 }
@@ -674,8 +673,7 @@ pub async fn leasing_patch_lessee(
     path: Path<FinancingIdPath>,
     body: TypedBody<Documented<schema::PatchLesseePayload>>,
 ) -> Result<HttpResponseOk<RequestEnvelope>, ApiError> {
-    authorize(&rqctx, &token).await?;
-    let id = path.into_inner().financing_id;
+    let (_, id) = reach(&rqctx, &token, path).await?;
     let body = body.into_inner().into_inner();
     Ok(HttpResponseOk(RequestEnvelope::of(rqctx.context().leasing.patch_lessee(&id, &body).await?)))
 }
@@ -725,7 +723,8 @@ fn wait_ready_to_sign(
 ) -> impl Future<Output = Result<HttpResponseOk<RequestEnvelope>, ApiError>> + Send + 'static {
     let server = rqctx.server.clone();
     let checked = async move {
-        let caller = authorize(&rqctx, &token).await?;
+        // Boxed: the wait's future keeps room for its largest step.
+        let (caller, id) = Box::pin(reach(&rqctx, &token, path)).await?;
         let query = query.into_inner();
         let params = WaitParams::new(
             query.max_attempts,
@@ -735,7 +734,7 @@ fn wait_ready_to_sign(
         )
         .map_err(|errors| ApiError::validation(errors).leasing())?;
         let (place, stop) = hold(&rqctx, caller.user.id)?;
-        Ok((path.into_inner().financing_id, params, place, stop))
+        Ok((id, params, place, stop))
     };
     futures::TryFutureExt::and_then(checked, move |(id, params, place, mut stop)| async move {
         // Held for as long as the wait runs (an unused binding would be dropped at once).
@@ -759,8 +758,7 @@ pub async fn leasing_e_signature_configuration(
     token: BearerToken<needs::Leasing>,
     path: Path<FinancingIdPath>,
 ) -> Result<HttpResponseOk<ConfigurationEnvelope>, ApiError> {
-    authorize(&rqctx, &token).await?;
-    let id = path.into_inner().financing_id;
+    let (_, id) = reach(&rqctx, &token, path).await?;
     let data = rqctx.context().leasing.e_signature_configuration(&id).await?;
     Ok(HttpResponseOk(ConfigurationEnvelope { success: true, data: Documented::new(data) }))
 }
@@ -781,8 +779,7 @@ pub async fn leasing_start_e_signature(
     path: Path<FinancingIdPath>,
     body: TypedBody<Documented<schema::ESignaturePayload>>,
 ) -> Result<HttpResponseOk<ActionEnvelope>, ApiError> {
-    authorize(&rqctx, &token).await?;
-    let id = path.into_inner().financing_id;
+    let (_, id) = reach(&rqctx, &token, path).await?;
     let body = body.into_inner().into_inner();
     Ok(action(rqctx.context().leasing.start_e_signature(&id, &body).await?))
 }
@@ -797,8 +794,7 @@ pub async fn leasing_cancel_e_signature(
     token: BearerToken<needs::Leasing>,
     path: Path<FinancingIdPath>,
 ) -> Result<HttpResponseOk<ActionEnvelope>, ApiError> {
-    authorize(&rqctx, &token).await?;
-    let id = path.into_inner().financing_id;
+    let (_, id) = reach(&rqctx, &token, path).await?;
     Ok(action(rqctx.context().leasing.cancel_e_signature(&id).await?))
 }
 
@@ -816,8 +812,7 @@ pub async fn leasing_switch_to_paper_contract(
     token: BearerToken<needs::Leasing>,
     path: Path<FinancingIdPath>,
 ) -> Result<HttpResponseOk<ActionEnvelope>, ApiError> {
-    authorize(&rqctx, &token).await?;
-    let id = path.into_inner().financing_id;
+    let (_, id) = reach(&rqctx, &token, path).await?;
     Ok(action(rqctx.context().leasing.switch_to_paper_contract(&id).await?))
 }
 
@@ -838,8 +833,7 @@ pub async fn leasing_contract_document(
     query: Query<ContractDocumentQuery>,
 ) -> Result<HttpResponseOk<ContractDocumentEnvelope>, ApiError> {
     let store_pdf = query.into_inner().store_pdf.value("store_pdf").map_err(ApiError::leasing)?;
-    authorize(&rqctx, &token).await?;
-    let id = path.into_inner().financing_id;
+    let (_, id) = reach(&rqctx, &token, path).await?;
     let (document, stored) = rqctx.context().leasing.contract_document(&id, store_pdf).await?;
     Ok(HttpResponseOk(ContractDocumentEnvelope {
         success: true,
@@ -862,8 +856,7 @@ pub async fn leasing_contract_document_link(
     token: BearerToken<needs::Leasing>,
     path: Path<FinancingIdPath>,
 ) -> Result<HttpResponseOk<ActionEnvelope>, ApiError> {
-    authorize(&rqctx, &token).await?;
-    let id = path.into_inner().financing_id;
+    let (_, id) = reach(&rqctx, &token, path).await?;
     Ok(action(rqctx.context().leasing.contract_document_link(&id).await?))
 }
 

@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use super::ApiContext;
 use super::fieldreport::PageMeta;
 use super::guard::{BearerToken, needs};
-use super::leasing::FinancingIdPath;
+use super::leasing_owner::FinancingIdPath;
 use crate::error::ApiError;
 use crate::leasing::watch::subscriptions::{SubscriptionRequest, WithSecret};
 use crate::store::leasing_watch::{DeliveryRow, SubscriptionRow, Viewer, WatchRow};
@@ -497,7 +497,7 @@ pub async fn leasing_watch(
     token: BearerToken<needs::Leasing>,
     path: Path<FinancingIdPath>,
 ) -> Result<HttpResponseOk<Watch>, ApiError> {
-    let viewer = authorize(&rqctx, &token).await?;
-    let row = rqctx.context().leasing.watch(&path.into_inner().financing_id, viewer.user_id).await?;
+    let (caller, id) = super::leasing_owner::reach(&rqctx, &token, path).await?;
+    let row = rqctx.context().leasing.watch(&id, caller.user.id).await?;
     Ok(HttpResponseOk(row.into()))
 }

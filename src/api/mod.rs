@@ -29,6 +29,7 @@ pub mod held_calls;
 pub mod idempotency;
 pub mod jobs;
 pub mod leasing;
+pub mod leasing_owner;
 pub mod leasing_schema;
 pub mod leasing_watch;
 pub mod openapi;

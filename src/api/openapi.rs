@@ -14,6 +14,7 @@ use serde_json::{Value, json};
 use super::answers::{self, Source};
 
 mod examples;
+mod leasing;
 
 /// The server errors the document states, as responses and schemas of the same name: name,
 /// status, description. Each schema narrows `ApiError` to the `error_code`s that the operations
@@ -164,7 +165,7 @@ fn complete(doc: &mut Value) {
     }
     let mut server_codes = BTreeMap::<&str, BTreeSet<String>>::new();
     let paths = doc["paths"].as_object_mut().expect("the document has paths");
-    for item in paths.values_mut() {
+    for (path, item) in paths.iter_mut() {
         for (method, op) in item.as_object_mut().into_iter().flatten() {
             if !["get", "put", "post", "delete", "patch"].contains(&method.as_str()) {
                 continue;
@@ -197,12 +198,7 @@ fn complete(doc: &mut Value) {
             if op_id == "leasing_request_flow" {
                 complete_request_flow_operation(op);
             }
-            if op_id == "leasing_request_flow_show" {
-                op["responses"]["404"] = json!({
-                    "description": "No flow with this id among the token's user's flows (`not_found`).",
-                    "content": error_content.clone()
-                });
-            }
+            leasing::complete(op, &op_id, path);
             if sources.contains(&Source::Erp) {
                 upstream_errors(op);
             }

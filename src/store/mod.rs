@@ -33,6 +33,7 @@ pub mod idempotency;
 pub mod jobs;
 pub mod key_pages;
 pub mod lease;
+pub mod leasing_owners;
 pub mod leasing_watch;
 pub mod login_failures;
 pub mod rates;

@@ -29,6 +29,7 @@ mod leasing;
 mod leasing_calculate;
 mod leasing_flow;
 mod leasing_mtls;
+mod leasing_owners;
 mod leasing_watch;
 mod mail_smtp;
 mod metrics;

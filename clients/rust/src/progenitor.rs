@@ -63558,6 +63558,13 @@ pub mod builder {
                         ),
                     )
                 }
+                429u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 500u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -64245,6 +64252,13 @@ pub mod builder {
                         ),
                     )
                 }
+                429u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 500u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -64342,6 +64356,13 @@ pub mod builder {
                     )
                 }
                 403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                404u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -65429,6 +65450,13 @@ pub mod builder {
                         ),
                     )
                 }
+                404u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 500u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -65564,6 +65592,13 @@ pub mod builder {
                         ),
                     )
                 }
+                404u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 413u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -65675,6 +65710,13 @@ pub mod builder {
                     )
                 }
                 403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                404u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -65801,6 +65843,13 @@ pub mod builder {
                         ),
                     )
                 }
+                404u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 500u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -65898,6 +65947,13 @@ pub mod builder {
                     )
                 }
                 403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                404u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -66039,6 +66095,13 @@ pub mod builder {
                         ),
                     )
                 }
+                404u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 413u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -66153,6 +66216,13 @@ pub mod builder {
                     )
                 }
                 403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                404u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -66294,6 +66364,13 @@ pub mod builder {
                         ),
                     )
                 }
+                404u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 413u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -66405,6 +66482,13 @@ pub mod builder {
                     )
                 }
                 403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                404u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -66607,6 +66691,13 @@ pub mod builder {
                         ),
                     )
                 }
+                404u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 500u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -66704,6 +66795,13 @@ pub mod builder {
                     )
                 }
                 403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                404u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,

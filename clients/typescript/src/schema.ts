@@ -13939,6 +13939,26 @@ export interface operations {
             403: components["responses"]["MissingAbility"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
+            /** @description The caller sent `IDEMPOTENCY_KEYS_PER_MINUTE_PER_USER` new `Idempotency-Key`s within the last minute (`too_many_idempotency_keys`; a repeat of a stored key is not counted); retry after `Retry-After` seconds, or send the request without a key. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error_code": "too_many_idempotency_keys",
+                     *       "message": "you sent 120 new Idempotency-Keys within a minute, the most a user may; retry in 12 s",
+                     *       "request_id": "0d5c1e3e-8b7f-4f4e-9c57-2f1f0c9e1a11",
+                     *       "success": false
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
             500: components["responses"]["LeasingFailure"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -14318,6 +14338,26 @@ export interface operations {
                     "application/json": components["schemas"]["LeasingFlowInvalid"];
                 };
             };
+            /** @description The caller sent `IDEMPOTENCY_KEYS_PER_MINUTE_PER_USER` new `Idempotency-Key`s within the last minute (`too_many_idempotency_keys`; a repeat of a stored key is not counted); retry after `Retry-After` seconds, or send the request without a key. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error_code": "too_many_idempotency_keys",
+                     *       "message": "you sent 120 new Idempotency-Keys within a minute, the most a user may; retry in 12 s",
+                     *       "request_id": "0d5c1e3e-8b7f-4f4e-9c57-2f1f0c9e1a11",
+                     *       "success": false
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
             /** @description The flow failed at `failedStep` (the causes of `LeasingFailure`); `financingId` names the request it created (null when the create failed) and `flowId` its record. */
             500: {
                 headers: {
@@ -14389,6 +14429,24 @@ export interface operations {
             };
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            /** @description The financing request was created (or first watched) through this service by another user (`not_found`); only its creator and operators reach it. A request this service has no creator of is reached by every token with the ability `leasing`. */
+            404: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error_code": "not_found",
+                     *       "message": "There is no financing request 5d0c41a2-0000-4000-8000-000000000001.",
+                     *       "request_id": "0d5c1e3e-8b7f-4f4e-9c57-2f1f0c9e1a11",
+                     *       "success": false
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
             500: components["responses"]["LeasingFailure"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -14456,6 +14514,14 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "error_code": "not_found",
+                     *       "message": "no flow 42",
+                     *       "request_id": "0d5c1e3e-8b7f-4f4e-9c57-2f1f0c9e1a11",
+                     *       "success": false
+                     *     }
+                     */
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
@@ -14979,6 +15045,24 @@ export interface operations {
             };
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            /** @description The financing request was created (or first watched) through this service by another user (`not_found`); only its creator and operators reach it. A request this service has no creator of is reached by every token with the ability `leasing`. */
+            404: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error_code": "not_found",
+                     *       "message": "There is no financing request 5d0c41a2-0000-4000-8000-000000000001.",
+                     *       "request_id": "0d5c1e3e-8b7f-4f4e-9c57-2f1f0c9e1a11",
+                     *       "success": false
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
             500: components["responses"]["LeasingFailure"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -15044,6 +15128,24 @@ export interface operations {
             };
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            /** @description The financing request was created (or first watched) through this service by another user (`not_found`); only its creator and operators reach it. A request this service has no creator of is reached by every token with the ability `leasing`. */
+            404: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error_code": "not_found",
+                     *       "message": "There is no financing request 5d0c41a2-0000-4000-8000-000000000001.",
+                     *       "request_id": "0d5c1e3e-8b7f-4f4e-9c57-2f1f0c9e1a11",
+                     *       "success": false
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
             500: components["responses"]["LeasingFailure"];
@@ -15081,6 +15183,24 @@ export interface operations {
             };
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            /** @description The financing request was created (or first watched) through this service by another user (`not_found`); only its creator and operators reach it. A request this service has no creator of is reached by every token with the ability `leasing`. */
+            404: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error_code": "not_found",
+                     *       "message": "There is no financing request 5d0c41a2-0000-4000-8000-000000000001.",
+                     *       "request_id": "0d5c1e3e-8b7f-4f4e-9c57-2f1f0c9e1a11",
+                     *       "success": false
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
             500: components["responses"]["LeasingFailure"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -15126,6 +15246,24 @@ export interface operations {
             };
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            /** @description The financing request was created (or first watched) through this service by another user (`not_found`); only its creator and operators reach it. A request this service has no creator of is reached by every token with the ability `leasing`. */
+            404: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error_code": "not_found",
+                     *       "message": "There is no financing request 5d0c41a2-0000-4000-8000-000000000001.",
+                     *       "request_id": "0d5c1e3e-8b7f-4f4e-9c57-2f1f0c9e1a11",
+                     *       "success": false
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
             500: components["responses"]["LeasingFailure"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -15161,6 +15299,24 @@ export interface operations {
             };
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            /** @description The financing request was created (or first watched) through this service by another user (`not_found`); only its creator and operators reach it. A request this service has no creator of is reached by every token with the ability `leasing`. */
+            404: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error_code": "not_found",
+                     *       "message": "There is no financing request 5d0c41a2-0000-4000-8000-000000000001.",
+                     *       "request_id": "0d5c1e3e-8b7f-4f4e-9c57-2f1f0c9e1a11",
+                     *       "success": false
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
             500: components["responses"]["LeasingFailure"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -15214,6 +15370,24 @@ export interface operations {
             };
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            /** @description The financing request was created (or first watched) through this service by another user (`not_found`); only its creator and operators reach it. A request this service has no creator of is reached by every token with the ability `leasing`. */
+            404: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error_code": "not_found",
+                     *       "message": "There is no financing request 5d0c41a2-0000-4000-8000-000000000001.",
+                     *       "request_id": "0d5c1e3e-8b7f-4f4e-9c57-2f1f0c9e1a11",
+                     *       "success": false
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
             500: components["responses"]["LeasingFailure"];
@@ -15251,6 +15425,24 @@ export interface operations {
             };
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            /** @description The financing request was created (or first watched) through this service by another user (`not_found`); only its creator and operators reach it. A request this service has no creator of is reached by every token with the ability `leasing`. */
+            404: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error_code": "not_found",
+                     *       "message": "There is no financing request 5d0c41a2-0000-4000-8000-000000000001.",
+                     *       "request_id": "0d5c1e3e-8b7f-4f4e-9c57-2f1f0c9e1a11",
+                     *       "success": false
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
             500: components["responses"]["LeasingFailure"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -15316,6 +15508,24 @@ export interface operations {
             };
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            /** @description The financing request was created (or first watched) through this service by another user (`not_found`); only its creator and operators reach it. A request this service has no creator of is reached by every token with the ability `leasing`. */
+            404: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error_code": "not_found",
+                     *       "message": "There is no financing request 5d0c41a2-0000-4000-8000-000000000001.",
+                     *       "request_id": "0d5c1e3e-8b7f-4f4e-9c57-2f1f0c9e1a11",
+                     *       "success": false
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
             500: components["responses"]["LeasingFailure"];
@@ -15353,6 +15563,24 @@ export interface operations {
             };
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            /** @description The financing request was created (or first watched) through this service by another user (`not_found`); only its creator and operators reach it. A request this service has no creator of is reached by every token with the ability `leasing`. */
+            404: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error_code": "not_found",
+                     *       "message": "There is no financing request 5d0c41a2-0000-4000-8000-000000000001.",
+                     *       "request_id": "0d5c1e3e-8b7f-4f4e-9c57-2f1f0c9e1a11",
+                     *       "success": false
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
             500: components["responses"]["LeasingFailure"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -15418,6 +15646,24 @@ export interface operations {
             };
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            /** @description The financing request was created (or first watched) through this service by another user (`not_found`); only its creator and operators reach it. A request this service has no creator of is reached by every token with the ability `leasing`. */
+            404: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error_code": "not_found",
+                     *       "message": "There is no financing request 5d0c41a2-0000-4000-8000-000000000001.",
+                     *       "request_id": "0d5c1e3e-8b7f-4f4e-9c57-2f1f0c9e1a11",
+                     *       "success": false
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
             500: components["responses"]["LeasingFailure"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -15456,6 +15702,24 @@ export interface operations {
             };
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            /** @description The financing request was created (or first watched) through this service by another user (`not_found`); only its creator and operators reach it. A request this service has no creator of is reached by every token with the ability `leasing`. */
+            404: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error_code": "not_found",
+                     *       "message": "There is no financing request 5d0c41a2-0000-4000-8000-000000000001.",
+                     *       "request_id": "0d5c1e3e-8b7f-4f4e-9c57-2f1f0c9e1a11",
+                     *       "success": false
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
             500: components["responses"]["LeasingFailure"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];

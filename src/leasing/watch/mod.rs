@@ -15,6 +15,7 @@
 pub mod config;
 pub mod delivery;
 pub mod event;
+pub mod owners;
 pub mod poller;
 pub mod signing;
 pub mod subscriptions;
@@ -39,6 +40,9 @@ pub enum WatchError {
     Invalid(FieldErrors),
     #[error("There is no subscription {0}.")]
     SubscriptionNotFound(String),
+    /// A financing request created (or first watched) through the service by another user.
+    #[error("There is no financing request {0}.")]
+    RequestNotFound(String),
     #[error("The subscription has no delivery {0}.")]
     DeliveryNotFound(i64),
     #[error("You have {0} subscriptions, the most a user may have; delete one first.")]
