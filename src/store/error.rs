@@ -27,6 +27,12 @@ impl From<sqlx::Error> for StoreError {
                 StoreError::Query(error.to_string())
             }
             sqlx::Error::Database(db) if db.is_unique_violation() => StoreError::Duplicate(db.message().to_string()),
+            // The server ended the session (a restart, a failover, `pg_terminate_backend`): the
+            // connections open now are tested before their next use, as after an I/O failure.
+            sqlx::Error::Database(db) if db.code().is_some_and(|code| is_session_ended(&code)) => {
+                failures::connection_failed();
+                StoreError::Unavailable(format!("the database ended the session: {}", db.message()))
+            }
             sqlx::Error::Database(db) if db.code().is_some_and(|code| is_busy(&code)) => {
                 StoreError::Unavailable(format!("the database is busy: {}", db.message()))
             }
@@ -49,8 +55,25 @@ fn is_busy(code: &str) -> bool {
     }
 }
 
+/// Whether a Postgres error code says the server ended the session or refuses sessions for
+/// now: the connection exceptions (class 08) and `admin_shutdown` (57P01), `crash_shutdown`
+/// (57P02) and `cannot_connect_now` (57P03). A new session may succeed.
+fn is_session_ended(code: &str) -> bool {
+    code.len() == 5 && (code.starts_with("08") || matches!(code, "57P01" | "57P02" | "57P03"))
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn ended_sessions_are_told_from_other_errors() {
+        for ended in ["57P01", "57P02", "57P03", "08006", "08003"] {
+            assert!(super::is_session_ended(ended), "{ended}");
+        }
+        for other in ["57014", "25006", "23505", "5", "0800"] {
+            assert!(!super::is_session_ended(other), "{other}");
+        }
+    }
+
     #[test]
     fn busy_and_locked_codes_are_told_from_others() {
         for busy in ["5", "6", "261", "517", "262", "55P03", "57014", "25006"] {

@@ -6,7 +6,8 @@
 //! fail until it lets go.
 //!
 //! The service reaches Postgres through a TCP relay in the test; closing the relay cuts every
-//! connection and refuses new ones, as a database restart or a network partition would.
+//! connection and refuses new ones, as a database restart or a network partition would. A
+//! database of its own set read-only fails `/readyz` until it takes writes again.
 
 use crate::common::contract::Checked;
 use std::sync::Arc;
@@ -134,4 +135,78 @@ async fn a_locked_sqlite_database_answers_503_and_readiness_fails_until_it_is_fr
     assert_eq!(ready().await.unwrap().status(), 200);
     assert_eq!(queue().await.status(), 202);
     svc.stop().await;
+}
+
+/// On Postgres, a database that takes no writes (a standby, or one an operator set read-only)
+/// fails `/readyz` and answers writes 503 with `Retry-After`; both recover once it takes writes
+/// again. The test has a database of its own: `default_transaction_read_only` is set per
+/// database and holds for the sessions opened after it, so the test ends the service's
+/// sessions after each change, as a failover or a restart of the database does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_only_postgres_database_fails_readiness_until_it_takes_writes() {
+    let Ok(admin_url) = std::env::var("TEST_POSTGRES_URL") else {
+        eprintln!("skipped: TEST_POSTGRES_URL is not set");
+        return;
+    };
+    sqlx::any::install_default_drivers();
+    let admin = sqlx::AnyPool::connect(&admin_url).await.expect("connect to TEST_POSTGRES_URL");
+    let admin_sql = async |statement: String| {
+        sqlx::query(sqlx::AssertSqlSafe(statement)).execute(&admin).await.expect("admin statement");
+    };
+    let name = format!("t_ro_{}", uuid::Uuid::new_v4().simple());
+    admin_sql(format!("CREATE DATABASE {name}")).await;
+    let mut url = url::Url::parse(&admin_url).unwrap();
+    url.set_path(&format!("/{name}"));
+    let svc = TestService::start_on(url.to_string(), None, &[]).await;
+    let token = svc.user_token().await;
+    let ready = async || svc.client.get(svc.url("/readyz")).checked().await.unwrap().status().as_u16();
+    let job = serde_json::json!({"kind": "fieldreport.sync", "target": "tags"});
+    let queue = || svc.call(&token, reqwest::Method::POST, "/api/v1/jobs", Some(job.clone()));
+    let end_sessions = format!("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{name}'");
+    assert_eq!(ready().await, 200);
+
+    admin_sql(format!("ALTER DATABASE {name} SET default_transaction_read_only = on")).await;
+    admin_sql(end_sessions.clone()).await;
+    // The connections whose sessions ended fail too (503 as well, not 500: the server's
+    // `admin_shutdown` is an ended session) and are replaced; the new sessions are read-only.
+    for _ in 0..3 {
+        assert_eq!(ready().await, 503, "readiness fails while the database takes no writes");
+    }
+    for _ in 0..3 {
+        let refused = queue().await;
+        assert!(refused.headers().contains_key("retry-after"));
+        assert_eq!(error_body(refused, 503).await["error_code"], "service_unavailable");
+    }
+    // Not for want of sessions: the service holds new ones, and they are read-only.
+    let sessions = format!("SELECT COUNT(*) AS n FROM pg_stat_activity WHERE datname = '{name}'");
+    let sessions: i64 =
+        sqlx::Row::get(&sqlx::query(sqlx::AssertSqlSafe(sessions)).fetch_one(&admin).await.unwrap(), "n");
+    assert!(sessions > 0, "the service reconnected");
+    assert_eq!(ready().await, 503);
+
+    admin_sql(format!("ALTER DATABASE {name} RESET default_transaction_read_only")).await;
+    admin_sql(end_sessions).await;
+    let mut recovered = false;
+    for _ in 0..50 {
+        match ready().await {
+            200 => {
+                recovered = true;
+                break;
+            }
+            status => assert_eq!(status, 503, "while recovering, only 503"),
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    assert!(recovered, "readiness recovers once the database takes writes");
+    let mut queued = queue().await;
+    for _ in 0..10 {
+        if queued.status() != 503 {
+            break;
+        }
+        queued = queue().await;
+    }
+    assert_eq!(queued.status(), 202, "writes are taken again");
+    svc.stop().await;
+    admin_sql(format!("DROP DATABASE {name} WITH (FORCE)")).await;
+    admin.close().await;
 }
