@@ -33,6 +33,7 @@ mod leasing_owners;
 mod leasing_watch;
 mod mail_smtp;
 mod metrics;
+mod metrics_size;
 mod operator_files;
 mod oversized_heads;
 mod python_client;
