@@ -199,8 +199,11 @@ where
                     format!("unable to parse JSON body: {}", e),
                 )
             })?;
-            // Patched in: nothing but whitespace may follow the value (upstream
-            // parses the first value and ignores the rest; not filed upstream yet).
+            // Patched in (integration-service, issue 49): nothing but whitespace may
+            // follow the value. Upstream parses the first value and ignores the rest.
+            // No upstream dropshot issue exists for this (searched 2026-11-28; still so
+            // at oxidecomputer/dropshot fb0fd916): drop this when dropshot calls
+            // `Deserializer::end` itself, as axum did (tokio-rs/axum#3452, #3453).
             jd.end().map_err(|e| {
                 HttpError::for_bad_request(
                     None,
