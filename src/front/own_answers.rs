@@ -72,9 +72,13 @@ impl<S: AsyncWrite + Unpin> OwnAnswers<S> {
 fn hyper_error_status(written: &[u8]) -> Option<u16> {
     let rest = written.strip_prefix(b"HTTP/1.1 ").or_else(|| written.strip_prefix(b"HTTP/1.0 "))?;
     let status: u16 = std::str::from_utf8(rest.get(..3)?).ok()?.parse().ok()?;
+    // Writes that are not a 4xx head (every answer of the front but its errors, bodies) stop here.
+    if !(400..500).contains(&status) {
+        return None;
+    }
     let head_end = written.windows(4).position(|w| w == b"\r\n\r\n")? + 4;
-    let ours = written.to_ascii_lowercase().windows(b"x-request-id".len()).any(|w| w == b"x-request-id");
-    ((400..500).contains(&status) && head_end == written.len() && !ours).then_some(status)
+    let ours = written.windows(b"x-request-id".len()).any(|w| w.eq_ignore_ascii_case(b"x-request-id"));
+    (head_end == written.len() && !ours).then_some(status)
 }
 
 /// The front's answer instead of hyper's `status`.
