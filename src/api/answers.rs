@@ -50,6 +50,29 @@ pub enum Source {
     Probe,
 }
 
+impl Source {
+    /// Every source, so that a test can walk every answer the service can give
+    /// (`tests/integration/python_client.rs` sends each through a generated client).
+    pub const ALL: [Source; 11] = [
+        Source::Store,
+        Source::Guard,
+        Source::Login,
+        Source::Leasing,
+        Source::Watch,
+        Source::FieldReport,
+        Source::FieldReportLocal,
+        Source::Erp,
+        Source::ErpLocal,
+        Source::Job,
+        Source::Probe,
+    ];
+}
+
+/// Every answer any handler's error types can give, through the service's one mapping.
+pub fn every_answer() -> BTreeSet<Answer> {
+    answers(&Source::ALL.into_iter().collect())
+}
+
 /// One answer: its status and `error_code`.
 pub type Answer = (u16, String);
 
@@ -307,6 +330,28 @@ mod tests {
 
     /// The answers the issue named: a field-report stop on the ERP update routes is 503
     /// `interrupted`, and the database's failure is 500 `internal_error` wherever it is met.
+    /// `Source::ALL` names every source: a new one fails to compile here until it is listed.
+    #[test]
+    fn all_sources_are_listed() {
+        for source in Source::ALL {
+            match source {
+                Source::Store
+                | Source::Guard
+                | Source::Login
+                | Source::Leasing
+                | Source::Watch
+                | Source::FieldReport
+                | Source::FieldReportLocal
+                | Source::Erp
+                | Source::ErpLocal
+                | Source::Job
+                | Source::Probe => {}
+            }
+        }
+        let distinct: BTreeSet<Source> = Source::ALL.into_iter().collect();
+        assert_eq!(distinct.len(), Source::ALL.len());
+    }
+
     #[test]
     fn answers_follow_the_mapping() {
         let erp = Source::Erp.answers();

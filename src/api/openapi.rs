@@ -679,11 +679,14 @@ fn complete_subscription_operation(op: &mut Value, op_id: &str) {
 }
 
 /// What the service posts to a subscription's `url`, one callback per event type, so that a
-/// generator can write the receiver: the event's schema and the Standard Webhooks headers.
+/// generator can write the receiver: the event's schema and the Standard Webhooks headers. Each
+/// has an `operationId` (`<event type>_receive`, snake case), which generators name the
+/// receiver's method after (openapi-generator warns of an operation without one).
 fn event_callbacks() -> Value {
     let header = |name: &str, description: &str| json!({"name": name, "in": "header", "required": true, "description": description, "schema": {"type": "string"}});
     let callback = |event_type: &str, schema: &str| {
         json!({"{$request.body#/url}": {"post": {
+            "operationId": format!("{}_receive", event_type.replace('.', "_")),
             "summary": format!("The `{event_type}` event"),
             "description": format!("Posted to the subscription's `url` for each `{event_type}` event it subscribed to, at least once: a 2xx answer within 10 seconds ends the delivery; anything else is retried with the same `webhook-id` (see `Subscription`)."),
             "parameters": [

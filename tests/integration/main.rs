@@ -21,6 +21,7 @@ mod examples;
 mod fieldreport;
 mod fieldreport_push;
 mod fieldreport_sync;
+mod generated_clients;
 mod histories;
 mod http;
 mod idempotency_keys;

@@ -7,6 +7,10 @@
 //!   into the system's Python. The tests find them as `python3` on `PATH`.
 //! - Chromium (tests/integration/docs_page.rs) is Debian's package, installed when missing and running as
 //!   root; otherwise the command stops before the tests and says what to install.
+//! - Java runs openapi-generator (its jar comes in the pinned Python package
+//!   `openapi-generator-cli`): Debian's `default-jre-headless`, installed when `java` is missing
+//!   and running as root. The TypeScript compiler of tests/integration/generated_clients.rs is
+//!   the one `clients/typescript/package-lock.json` pins (`npm ci` there when it changed).
 //! - PostgreSQL is started when installed and stopped; `TEST_POSTGRES_URL` is set for the run.
 //!
 //! Nothing is skipped quietly: a tool that cannot be set up stops the command with the step
@@ -27,6 +31,9 @@ const REQUIREMENTS_FUZZ: &str = "xtask/python/requirements-fuzz.txt";
 const CONSTRAINTS: &str = "xtask/python/constraints.txt";
 /// The project's own Python environment, relative to the workspace root.
 const VENV: &str = "target/test-tools/venv";
+/// The TypeScript client, whose pinned compiler tests/integration/generated_clients.rs uses.
+const TYPESCRIPT_CLIENT: &str = "clients/typescript";
+const TSC: &str = "node_modules/.bin/tsc";
 /// Where tests/integration/docs_page.rs looks for the browser.
 const CHROMIUM: &str = "/usr/bin/chromium";
 /// The local PostgreSQL server the tests use when `TEST_POSTGRES_URL` is not set.
@@ -38,6 +45,8 @@ const LOCAL_POSTGRES_URL: &str = "postgres://postgres@127.0.0.1:5432/postgres";
 pub fn run(root: &Path, fuzz: bool, cargo_args: &[String]) -> Result<ExitCode> {
     let venv = python_tools(root, fuzz).context("setting up the Python test tools")?;
     chromium().context("setting up Chromium for tests/integration/docs_page.rs")?;
+    java().context("setting up Java for openapi-generator (tests/integration/generated_clients.rs)")?;
+    typescript(root).context("setting up the TypeScript compiler (tests/integration/generated_clients.rs)")?;
     let postgres_url = postgres().context("setting up PostgreSQL for the Postgres half of the suite")?;
 
     let path = path_with(&venv.join("bin"))?;
@@ -157,6 +166,50 @@ fn chromium() -> Result<()> {
         bail!("{CHROMIUM} --version failed: {}", String::from_utf8_lossy(&version.stderr).trim());
     }
     println!("==> Chromium: {}", String::from_utf8_lossy(&version.stdout).trim());
+    Ok(())
+}
+
+/// `java` on `PATH`, Debian's `default-jre-headless` installed when it is missing and running
+/// as root.
+fn java() -> Result<()> {
+    if !has_command("java") {
+        if !is_root() || !has_command("apt-get") {
+            bail!(
+                "java is missing and cannot be installed here (needs root and apt-get); \
+                 install a Java runtime (apt-get install -y default-jre-headless) and run again"
+            );
+        }
+        println!("==> Java: java is missing; installing Debian's default-jre-headless");
+        apt_install("default-jre-headless")?;
+    }
+    let version = Command::new("java").arg("-version").output().context("running java -version")?;
+    if !version.status.success() {
+        bail!("java -version failed: {}", String::from_utf8_lossy(&version.stderr).trim());
+    }
+    let text = String::from_utf8_lossy(&version.stderr);
+    println!("==> Java: {}", text.lines().next().unwrap_or_default().trim());
+    Ok(())
+}
+
+/// `clients/typescript/node_modules` as its `package-lock.json` pins it: `npm ci` (the npm
+/// registry only) when the lock file changed since the last install.
+fn typescript(root: &Path) -> Result<()> {
+    let dir = root.join(TYPESCRIPT_CLIENT);
+    if !has_command("npm") {
+        bail!(
+            "npm is missing: install Node.js 20 or newer with npm (Debian: apt-get install -y nodejs npm) and run again"
+        );
+    }
+    let lock = std::fs::read(dir.join("package-lock.json")).context("reading clients/typescript/package-lock.json")?;
+    let stamp_text = format!("{:x}\n", Sha256::digest(&lock));
+    let stamp = dir.join("node_modules/.installed-lock.sha256");
+    if std::fs::read_to_string(&stamp).is_ok_and(|text| text == stamp_text) && dir.join(TSC).exists() {
+        println!("==> TypeScript: up to date in {TYPESCRIPT_CLIENT}/node_modules");
+        return Ok(());
+    }
+    println!("==> TypeScript: npm ci in {TYPESCRIPT_CLIENT} (pinned by its package-lock.json)");
+    check(Command::new("npm").current_dir(&dir).args(["ci", "--no-audit", "--no-fund", "--loglevel=error"]), "npm ci")?;
+    std::fs::write(&stamp, stamp_text).with_context(|| format!("writing {}", stamp.display()))?;
     Ok(())
 }
 
