@@ -1,4 +1,4 @@
-//! The change feed of the two mirrors (migration 0028; docs/architecture.md, "The change
+//! The change feed of the two mirrors (migration 0029; docs/architecture.md, "The change
 //! feed"): per set, every record numbered by its last write (`change_seq`) and every removal
 //! kept as a numbered tombstone (`mirror_removals`), both read in number order after a
 //! consumer's position. The numbers of a set come from its row in `mirror_feed`, taken in the

@@ -188,7 +188,7 @@ fn write_page(
     let mut outcomes = Vec::with_capacity(records.len());
     let mut inserted: i64 = 0;
     // The set's change numbers go on from its last (the connection runs no triggers, which
-    // number the other writes; migration 0028): SQLite writes one transaction at a time.
+    // number the other writes; migration 0029): SQLite writes one transaction at a time.
     let mut seq: i64 = tx.query_row(LAST_CHANGE, params![entity], |row| row.get(0)).optional()?.unwrap_or(0);
     let first_seq = seq;
     {

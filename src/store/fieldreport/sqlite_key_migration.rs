@@ -67,7 +67,7 @@ async fn rebuilding_the_sqlite_mirror_keeps_its_records_counts_and_triggers() {
     assert_eq!(
         objects,
         [
-            // migration 0028's, with its feed triggers below
+            // migration 0029's, with its feed triggers below
             "index fieldreport_records_changes",
             "index fieldreport_records_external_id",
             "index fieldreport_records_key",
