@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use crate::auth::AuthError;
 use crate::erp::ErpError;
 use crate::erp::webhook::WebhookRefusal;
+use crate::feed::FeedError;
 use crate::fieldreport::service::FieldReportError;
 use crate::jobs::JobError;
 use crate::leasing::flow::FlowFailure;
@@ -214,6 +215,7 @@ pub fn default_error_code(status: u16) -> &'static str {
         404 => "not_found",
         405 => "method_not_allowed",
         406 => "not_acceptable",
+        410 => "gone",
         409 => "conflict",
         413 => "payload_too_large",
         415 => "unsupported_media_type",
@@ -412,6 +414,16 @@ impl From<FieldReportError> for ApiError {
             FieldReportError::Upstream(e) => e.into(),
             FieldReportError::Store(e) => e.into(),
             FieldReportError::Internal(detail) => Self::internal(detail),
+        }
+    }
+}
+
+impl From<FeedError> for ApiError {
+    fn from(error: FeedError) -> Self {
+        match error {
+            FeedError::Expired { .. } => Self::new(ErrorStatusCode::GONE, "cursor_expired", error.to_string()),
+            FeedError::Invalid(errors) => Self::validation(errors),
+            FeedError::Store(e) => e.into(),
         }
     }
 }

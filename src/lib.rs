@@ -18,6 +18,7 @@ pub mod config;
 pub mod digest;
 pub mod erp;
 pub mod error;
+pub mod feed;
 pub mod fieldreport;
 pub mod front;
 pub mod jobs;

@@ -14,6 +14,7 @@ use crate::auth::ability::Ability;
 use crate::erp::ErpError;
 use crate::erp::webhook::WebhookRefusal;
 use crate::error::{ApiError, FieldErrors};
+use crate::feed::FeedError;
 use crate::fieldreport::service::FieldReportError;
 use crate::jobs::JobError;
 use crate::leasing::service::LeasingError;
@@ -46,6 +47,8 @@ pub enum Source {
     ErpLocal,
     /// The jobs routes.
     Job,
+    /// The mirrors' change feeds and exports.
+    Feed,
     /// The readiness probe: the database's answer, nothing else.
     Probe,
 }
@@ -116,6 +119,7 @@ impl Source {
                 .map(answer)
                 .collect(),
             Source::Job => job_errors().into_iter().map(ApiError::from).map(answer).collect(),
+            Source::Feed => feed_errors().into_iter().map(ApiError::from).map(answer).collect(),
             Source::Probe => [answer(ApiError::unavailable("made up"))].into(),
         })
     }
@@ -138,6 +142,11 @@ pub fn sources(op_id: &str, tags: &[String], guarded: bool) -> BTreeSet<Source> 
     if op_id == "login" {
         sources.insert(Source::Login);
     }
+    // A mirror's change feed and export read the mirror alone.
+    let feed = op_id.ends_with("_changes") || op_id.ends_with("_export") || op_id.starts_with("erp_changes");
+    if feed {
+        sources.insert(Source::Feed);
+    }
     if tagged("leasing") {
         sources.insert(Source::Store);
         if op_id.starts_with("leasing_subscription_") {
@@ -146,7 +155,8 @@ pub fn sources(op_id: &str, tags: &[String], guarded: bool) -> BTreeSet<Source> 
             sources.insert(Source::Leasing);
         }
     } else if tagged("fieldreport") {
-        let reads = op_id.ends_with("_list") || op_id.ends_with("_show") || op_id.starts_with("fieldreport_show");
+        let reads =
+            feed || op_id.ends_with("_list") || op_id.ends_with("_show") || op_id.starts_with("fieldreport_show");
         sources.insert(if reads { Source::FieldReportLocal } else { Source::FieldReport });
     } else if tagged("erp") {
         let upstream = ERP_UPSTREAM_OPERATION_PREFIXES.iter().any(|prefix| op_id.starts_with(prefix));
@@ -321,6 +331,14 @@ fn job_errors() -> Vec<JobError> {
         JobError::TooManyActive(_) => vec![JobError::TooManyActive(10)],
         JobError::TooFast { .. } => vec![JobError::TooFast { most: 60, retry_after_seconds: 1 }],
         JobError::Store(_) => store_errors().into_iter().map(JobError::Store).collect(),
+    }
+}
+
+fn feed_errors() -> Vec<FeedError> {
+    every_variant! {
+        FeedError::Expired { .. } => vec![FeedError::Expired { entity: text(), since: 1 }],
+        FeedError::Invalid(_) => vec![FeedError::Invalid(field_errors())],
+        FeedError::Store(_) => store_errors().into_iter().map(FeedError::Store).collect(),
     }
 }
 

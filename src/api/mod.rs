@@ -22,7 +22,10 @@ pub mod context;
 pub mod docs_page;
 pub mod documented;
 pub mod erp;
+pub mod erp_feed;
+pub mod feed;
 pub mod fieldreport;
+pub mod fieldreport_feed;
 pub mod fieldreport_tools;
 pub mod guard;
 pub mod held_calls;
@@ -139,6 +142,8 @@ pub fn description() -> ApiDescription<ApiContext> {
         erp::erp_push_one_attribute.into(),
         erp::erp_field_report_post_all.into(),
         erp::erp_field_report_post.into(),
+        erp_feed::erp_changes.into(),
+        erp_feed::erp_export.into(),
         jobs::jobs_create.into(),
         jobs::jobs_list.into(),
         jobs::jobs_show.into(),

@@ -208,6 +208,15 @@ fn complete(doc: &mut Value) {
             if op_id == "metrics" {
                 complete_metrics_operation(op, &error_content);
             }
+            if op_id.ends_with("_changes") || op_id == "erp_changes" {
+                op["responses"]["410"] = json!({
+                    "description": "The position `since` is older than the oldest removal kept (`RETAIN_FEED_REMOVALS_DAYS`), or was not answered by this database (restored from a backup since): copy the set again and follow from the copy's position (`cursor_expired`).",
+                    "content": error_content.clone()
+                });
+            }
+            if op_id.ends_with("_export") {
+                complete_export_operation(op);
+            }
             if tags.iter().any(|t| t == "jobs") {
                 complete_jobs_operation(op, &op_id);
             }
@@ -735,11 +744,34 @@ fn complete_metrics_operation(op: &mut Value, error_content: &Value) {
     });
 }
 
+/// An export's answer: NDJSON, one change per line, then the position to follow from.
+fn complete_export_operation(op: &mut Value) {
+    let erp = op["operationId"] == "erp_export";
+    let item = if erp { "`ErpChange`" } else { "the set's `<Set>Change` schema" };
+    let responses = op["responses"].as_object_mut().expect("every operation has responses");
+    responses.remove("default");
+    responses.insert("4XX".into(), json!({"$ref": "#/components/responses/ApiError"}));
+    if erp {
+        responses.insert("404".into(), json!({"$ref": "#/components/responses/NotFound"}));
+    }
+    op["responses"]["200"] = json!({
+        "description": format!("The records in key order, one JSON object per line, each a change as {item} describes it (`change` is `upsert`), then a last line `{{\"next_cursor\": <position>, \"records\": <count>}}`: the position to follow the change feed from. Without that last line the answer was cut short."),
+        "content": {super::feed::NDJSON: {
+            "schema": {"type": "string"},
+            "example": "{\"change\":\"upsert\",\"id\":\"1\",\"record\":{\"Id\":\"1\",\"Version\":1}}\n{\"next_cursor\":\"42\",\"records\":1}\n"
+        }}
+    });
+}
+
 /// Error answers of the field-report routes, and the two answers of a delete.
 fn complete_fieldreport_operation(op: &mut Value, op_id: &str) {
     let reference = |name: &str| json!({"$ref": format!("#/components/responses/{name}")});
     let has_path_parameters = op["parameters"].as_array().is_some_and(|ps| ps.iter().any(|p| p["in"] == "path"));
-    let reads = op_id.ends_with("_list") || op_id.ends_with("_show") || op_id.starts_with("fieldreport_show");
+    let reads = op_id.ends_with("_list")
+        || op_id.ends_with("_show")
+        || op_id.starts_with("fieldreport_show")
+        || op_id.ends_with("_changes")
+        || op_id.ends_with("_export");
     if has_path_parameters {
         op["responses"]["404"] = reference("NotFound");
     }

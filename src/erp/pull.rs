@@ -254,8 +254,8 @@ impl ErpService {
             if *kind == PullKind::Full {
                 // A record missing from the pages was deleted, or is newer than the page of
                 // its id: the ERP confirms each absence before the record leaves.
-                for local in store.erp_all(info.name).await? {
-                    if !seen.contains(&local.id) && self.confirm_absence(info, &local.id, &mut report).await? {
+                for (id, _) in store.erp_versions(info.name).await? {
+                    if !seen.contains(&id) && self.confirm_absence(info, &id, &mut report).await? {
                         report.removed += 1;
                     }
                 }
@@ -320,8 +320,7 @@ impl ErpService {
                 return Err(ErpError::Busy(format!("the pull of {} lost its lease", info.name)));
             }
         }
-        let local: std::collections::HashMap<String, i64> =
-            store.erp_all(info.name).await?.into_iter().map(|record| (record.id, record.version)).collect();
+        let local: std::collections::HashMap<String, i64> = store.erp_versions(info.name).await?.into_iter().collect();
         let mut missing: Vec<&String> = upstream.keys().filter(|id| !local.contains_key(*id)).collect();
         let mut stale: Vec<&String> = upstream
             .iter()

@@ -43,6 +43,21 @@ impl RecordHead {
     }
 }
 
+/// A key of the sync's order: (`DateModified`, `Id`).
+pub(super) type Key = (Stamp, i64);
+
+/// The key of the last record of `page` that has one (a stamp and a numeric `Id`): where the
+/// next query of a sync goes on from, when the page is in key order.
+pub(super) fn last_key(page: &ODataPage) -> Option<Key> {
+    page.records.iter().rev().find_map(|document| {
+        // `Id` as a number or a string, as `read_page` takes it.
+        let head = RecordHead::of(document.get())?;
+        let modified = Stamp::parse(head.modified.as_ref()?.as_str()?);
+        let id = record_id(head.id.as_ref()?)?.parse::<i64>().ok()?;
+        Some((modified, id))
+    })
+}
+
 /// A page as a sync stores it: its records with what the sync reads of each (see
 /// [`read_page`]).
 pub(super) struct ReadPage {
@@ -54,7 +69,7 @@ pub(super) struct ReadPage {
     /// The page's newest `DateModified`.
     pub(super) newest: Option<Stamp>,
     /// The page's greatest key (`DateModified`, `Id`): where the next query starts.
-    pub(super) last_key: Option<(Stamp, i64)>,
+    pub(super) last_key: Option<Key>,
 }
 
 /// Reads the head of each of a page's records (see [`RecordHead`]).

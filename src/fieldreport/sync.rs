@@ -20,10 +20,10 @@ use generated::fieldreport::EntityInfo;
 use serde::Serialize;
 use tokio::sync::mpsc;
 
-use super::page::{ReadPage, read_page};
+use super::page::{Key, ReadPage, last_key, read_page};
 use super::service::{FieldReportError, FieldReportService};
 use crate::store::fieldreport::{SyncedRecord, Upserted};
-use crate::upstream::fieldreport::FieldReportClient;
+use crate::upstream::fieldreport::{FieldReportClient, ODataPage};
 use crate::upstream::{System, UpstreamError};
 use crate::vocabulary::stamp::Stamp;
 
@@ -132,38 +132,35 @@ fn start(cursor: Option<&str>, overlap: std::time::Duration) -> From {
 /// [`crate::store::Store::refresh_mirror_statistics`]).
 const STATISTICS_AFTER_CHANGES: u64 = 1_000;
 
-/// Every page of a sync, in key order, read (see [`read_page`]) and sent to `pages`: each
-/// query starts after the greatest key read so far, until one answers no record. The
-/// upstream's next links are not followed: they continue by position (`$skip`), which skips
-/// the records that move back when one read before them is changed meanwhile
-/// (docs/architecture.md, "Convergence"). Stops at the first failure (sent as the last item)
-/// or when nobody takes pages any more.
+/// Every page of a sync, in key order, sent to `pages` with its last key: each query starts
+/// after the greatest key read so far, until one answers no record. The upstream's next links
+/// are not followed: they continue by position (`$skip`), which skips the records that move
+/// back when one read before them is changed meanwhile (docs/architecture.md, "Convergence").
+/// Only the last keyed record of a page is read here, so that the next query is on its way
+/// while [`read_pages`] reads the page (which checks that the key was the page's greatest).
+/// Stops at the first failure (sent as the last item) or when nobody takes pages any more.
 async fn fetch_pages(
     client: FieldReportClient,
     info: &'static EntityInfo,
     mut from: From,
-    pages: mpsc::Sender<Result<ReadPage, UpstreamError>>,
+    pages: mpsc::Sender<Result<(ODataPage, Option<Key>), UpstreamError>>,
 ) {
     loop {
         let page = client.page(info.set, &query(info, &from), None).await.and_then(|page| {
-            let page = read_page(page);
-            match &page.last_key {
-                _ if page.fetched == 0 => Ok(page),
-                Some(key) if from.precedes(key) => Ok(page),
-                _ => Err(UpstreamError::Malformed {
-                    system: System::FieldReport,
-                    detail: format!(
-                        "{} answered `{}` with no record after it in (DateModified, Id) order",
-                        info.set,
-                        from.filter().unwrap_or_default()
-                    ),
-                }),
+            let last = last_key(&page);
+            match &last {
+                _ if page.records.is_empty() => Ok((page, last)),
+                Some(key) if from.precedes(key) => Ok((page, last)),
+                _ => Err(malformed(
+                    info,
+                    format!("answered `{}` with no record after it", from.filter().unwrap_or_default()),
+                )),
             }
         });
         let next = match &page {
             // A query that answers no record ends the sync; the empty page is not one of its pages.
-            Ok(page) if page.fetched == 0 => return,
-            Ok(page) => page.last_key.clone().map(|(stamp, id)| From::After(stamp, id)),
+            Ok((page, _)) if page.records.is_empty() => return,
+            Ok((_, last)) => last.clone().map(|(stamp, id)| From::After(stamp, id)),
             Err(_) => None,
         };
         if pages.send(page).await.is_err() {
@@ -173,6 +170,37 @@ async fn fetch_pages(
             Some(next) => from = next,
             None => return,
         }
+    }
+}
+
+/// Reads each page [`fetch_pages`] sent (see [`read_page`]) and sends it on to `pages`; a page
+/// whose greatest key is not the one its query went on from (its records out of key order)
+/// is a failure, and the last item sent.
+async fn read_pages(
+    info: &'static EntityInfo,
+    mut fetched: mpsc::Receiver<Result<(ODataPage, Option<Key>), UpstreamError>>,
+    pages: mpsc::Sender<Result<ReadPage, UpstreamError>>,
+) {
+    while let Some(page) = fetched.recv().await {
+        let page = page.and_then(|(page, last)| {
+            let read = read_page(page);
+            if read.last_key == last {
+                Ok(read)
+            } else {
+                Err(malformed(info, "answered records out of (DateModified, Id) order".to_string()))
+            }
+        });
+        let failed = page.is_err();
+        if pages.send(page).await.is_err() || failed {
+            return;
+        }
+    }
+}
+
+fn malformed(info: &EntityInfo, what: String) -> UpstreamError {
+    UpstreamError::Malformed {
+        system: System::FieldReport,
+        detail: format!("{} {what} in (DateModified, Id) order", info.set),
     }
 }
 
@@ -334,9 +362,13 @@ impl FieldReportService {
         let client = self.client()?;
         let previous = store.sync_state(info.route).await?.cursor;
         let deleted_here = store.mirror_tombstone_set(info.route).await?;
-        let (sender, mut pages) = mpsc::channel(PAGES_AHEAD);
+        let (sender, fetched) = mpsc::channel(PAGES_AHEAD);
+        let (read, mut pages) = mpsc::channel(PAGES_AHEAD);
         let from = start(previous.as_deref(), self.sync_overlap());
-        let fetch = Fetching(tokio::spawn(fetch_pages(client.clone(), info, from, sender)));
+        let fetch = Fetching(vec![
+            tokio::spawn(fetch_pages(client.clone(), info, from, sender)),
+            tokio::spawn(read_pages(info, fetched, read)),
+        ]);
         let mut report = SyncReport { entity: info.route.to_string(), cursor: previous.clone(), ..Default::default() };
         let report_progress = |report: &mut SyncReport| {
             report.seconds = started.elapsed().as_secs_f64();
@@ -435,22 +467,27 @@ impl FieldReportService {
     }
 }
 
-/// The task that fetches a sync's pages; stopped when dropped (with the sync).
-struct Fetching(tokio::task::JoinHandle<()>);
+/// The tasks that fetch and read a sync's pages; stopped when dropped (with the sync).
+struct Fetching(Vec<tokio::task::JoinHandle<()>>);
 
 impl Fetching {
-    /// Whether the task ended as it should, after its last page or failure: a task that
+    /// Whether the tasks ended as they should, after their last page or failure: a task that
     /// panicked sent neither, and its pages would look like the whole of them.
     async fn ended(mut self) -> Result<(), FieldReportError> {
-        (&mut self.0)
-            .await
-            .map_err(|e| FieldReportError::Internal(format!("fetching the pages of a sync ended abnormally: {e}")))
+        for task in &mut self.0 {
+            task.await.map_err(|e| {
+                FieldReportError::Internal(format!("fetching the pages of a sync ended abnormally: {e}"))
+            })?;
+        }
+        Ok(())
     }
 }
 
 impl Drop for Fetching {
     fn drop(&mut self) {
-        self.0.abort();
+        for task in &self.0 {
+            task.abort();
+        }
     }
 }
 
@@ -492,20 +529,20 @@ mod tests {
     /// that sent its last page.
     #[tokio::test]
     async fn a_fetching_that_panicked_is_an_error_of_the_sync() {
-        let panicked = Fetching(tokio::spawn(async { panic!("a fault of the fetching") }));
+        let panicked = Fetching(vec![tokio::spawn(async { panic!("a fault of the fetching") })]);
         let ended = panicked.ended().await;
         assert!(matches!(ended, Err(FieldReportError::Internal(ref m)) if m.contains("abnormally")), "{ended:?}");
-        assert!(Fetching(tokio::spawn(async {})).ended().await.is_ok());
+        assert!(Fetching(vec![tokio::spawn(async {})]).ended().await.is_ok());
     }
 
     /// Dropped with its sync, the fetching stops: it no longer holds the pages' sender.
     #[tokio::test]
     async fn a_dropped_fetching_stops() {
         let (sender, mut pages) = mpsc::channel::<()>(1);
-        let fetching = Fetching(tokio::spawn(async move {
+        let fetching = Fetching(vec![tokio::spawn(async move {
             let _sender = sender;
             std::future::pending::<()>().await;
-        }));
+        })]);
         drop(fetching);
         assert!(pages.recv().await.is_none(), "the task was stopped and its sender dropped");
     }

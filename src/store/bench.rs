@@ -125,9 +125,10 @@ impl Store {
         Ok((inserted, elapsed))
     }
 
-    /// Forgets a mirrored set, for the sync scenario's next run: removes its records and its
-    /// sync cursor, so that the next sync fetches and inserts every record again. Returns how
-    /// many records were removed.
+    /// Forgets a mirrored set, for the sync scenario's next run: removes its records, its sync
+    /// cursor and its change feed's tombstones (the removals just made), so that the next sync
+    /// fetches and inserts every record again into a set as it was before its first. Returns
+    /// how many records were removed.
     pub async fn bench_forget_set(&self, entity: &str) -> Result<u64, StoreError> {
         let mut tx = self.write_transaction().await?;
         let removed =
@@ -136,6 +137,12 @@ impl Store {
             .bind(entity)
             .execute(&mut *tx)
             .await?;
+        for forget in [
+            "DELETE FROM mirror_removals WHERE mirror = 'fieldreport' AND entity = $1",
+            "DELETE FROM mirror_feed WHERE mirror = 'fieldreport' AND entity = $1",
+        ] {
+            sqlx::query(forget).bind(entity).execute(&mut *tx).await?;
+        }
         tx.commit().await?;
         Ok(removed.rows_affected())
     }

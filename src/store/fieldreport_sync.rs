@@ -42,15 +42,16 @@ fn outcomes_of_new(last_copies: &[bool]) -> Vec<Upserted> {
 }
 
 /// Postgres: the records staged in `sync_page` (see [`crate::store::engine::sync_writers`]) upserted into the
-/// mirror (`$1` the set, `$2` the time): each inserted, or updated where its document changed.
+/// mirror (`$1` the set, `$2` the time, `$3` the change number before the first staged row's):
+/// each inserted, or updated where its document changed, numbered in the set's change feed.
 /// Only rows inserted or changed come back; `xmax` is 0 for an inserted row, and holds the
 /// updating transaction (its lock) for an updated one.
 const MIRROR_UPSERT_STAGED: &str = "INSERT INTO fieldreport_records AS stored \
-            (entity, record_id, version, external_id, document, created_at, updated_at) \
-     SELECT $1, record_id, version, external_id, document, $2, $2 FROM sync_page \
+            (entity, record_id, version, external_id, document, created_at, updated_at, change_seq) \
+     SELECT $1, record_id, version, external_id, document, $2, $2, $3 + row_number() OVER () FROM sync_page \
      ON CONFLICT (entity, LENGTH(record_id), record_id) DO UPDATE \
      SET version = EXCLUDED.version, external_id = EXCLUDED.external_id, document = EXCLUDED.document, \
-         updated_at = EXCLUDED.updated_at \
+         updated_at = EXCLUDED.updated_at, change_seq = EXCLUDED.change_seq \
      WHERE stored.document <> EXCLUDED.document AND stored.pending_push IS NULL \
      RETURNING stored.record_id, stored.xmax = 0 AS inserted";
 
@@ -191,7 +192,8 @@ impl Store {
         }
         let mut tx = self.sync_writers()?.begin().await?;
         crate::store::engine::sync_writers::stage(&mut tx, &stored).await?;
-        let upsert = sqlx::query(MIRROR_UPSERT_STAGED).bind(entity).bind(now_ms());
+        let first_seq = super::feed::take_numbers(&mut tx, "fieldreport", entity, stored.len()).await?;
+        let upsert = sqlx::query(MIRROR_UPSERT_STAGED).bind(entity).bind(now_ms()).bind(first_seq - 1);
         let mut written: std::collections::HashMap<String, bool> = std::collections::HashMap::new();
         for row in upsert.fetch_all(&mut *tx).await? {
             written.insert(row.try_get("record_id")?, row.try_get("inserted")?);
@@ -212,7 +214,8 @@ impl Store {
     /// transaction; [`StoreError::Duplicate`] (and nothing stored) when it holds one after all.
     async fn insert_new_postgres(&self, entity: &str, records: &[&SyncedRecord]) -> Result<(), StoreError> {
         let mut tx = self.sync_writers()?.begin().await?;
-        crate::store::engine::sync_writers::insert(&mut tx, entity, now_ms(), records).await?;
+        let first_seq = super::feed::take_numbers(&mut tx, "fieldreport", entity, records.len()).await?;
+        crate::store::engine::sync_writers::insert(&mut tx, entity, now_ms(), first_seq, records).await?;
         tx.commit().await?;
         Ok(())
     }

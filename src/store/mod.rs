@@ -23,6 +23,7 @@ mod error;
 
 // The tables, one module per family, each with the `impl Store` block of its statements.
 pub mod erp;
+pub mod feed;
 pub mod fieldreport;
 pub mod fieldreport_deletes;
 pub mod fieldreport_reconcile;

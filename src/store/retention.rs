@@ -1,6 +1,6 @@
 //! How long finished history is kept, and its removal by age: job history, idempotency
 //! answers, leasing deliveries (and the events none refers to any more), flows with their
-//! steps, and failed logins. The janitor of every instance prunes with [`Store::prune`]; work
+//! steps, failed logins, and the mirrors' tombstones that the change feed answers. The janitor of every instance prunes with [`Store::prune`]; work
 //! that is still going on (a queued or running job, a pending delivery, a running flow) is
 //! never removed, whatever its age.
 
@@ -10,8 +10,15 @@ pub use super::retention_config::Retention;
 use crate::store::{Store, StoreError, now_ms};
 
 /// The tables the janitor prunes, as the metrics name them.
-pub const PRUNED_TABLES: [&str; 6] =
-    ["jobs", "idempotency_keys", "leasing_deliveries", "leasing_events", "leasing_flows", "login_failures"];
+pub const PRUNED_TABLES: [&str; 7] = [
+    "jobs",
+    "idempotency_keys",
+    "leasing_deliveries",
+    "leasing_events",
+    "leasing_flows",
+    "login_failures",
+    "mirror_removals",
+];
 
 fn before(age: Duration) -> i64 {
     now_ms().saturating_sub(i64::try_from(age.as_millis()).unwrap_or(i64::MAX))
@@ -52,6 +59,8 @@ impl Store {
             tx.commit().await?;
             pruned[n] = done.rows_affected();
         }
+        // The tombstones go with a note of the newest one gone (see `Store::prune_feed_removals`).
+        pruned[PRUNED_TABLES.len() - 1] = self.prune_feed_removals(before(retention.feed_removals)).await?;
         Ok(pruned)
     }
 }

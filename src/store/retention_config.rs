@@ -23,6 +23,10 @@ pub struct Retention {
     pub flows: Duration,
     /// Failed logins (`RETAIN_LOGIN_FAILURES_HOURS`, default 24); only the last minute counts.
     pub login_failures: Duration,
+    /// The mirrors' tombstones of removed records, which the change feed answers
+    /// (`RETAIN_FEED_REMOVALS_DAYS`, default 30), by when removed: a consumer of the feed that
+    /// stays behind longer copies its set again.
+    pub feed_removals: Duration,
 }
 
 impl Default for Retention {
@@ -33,6 +37,7 @@ impl Default for Retention {
             deliveries: 30 * DAY,
             flows: 30 * DAY,
             login_failures: 24 * HOUR,
+            feed_removals: 30 * DAY,
         }
     }
 }
@@ -56,6 +61,7 @@ impl Retention {
             deliveries: days("RETAIN_DELIVERIES_DAYS", defaults.deliveries)?,
             flows: days("RETAIN_FLOWS_DAYS", defaults.flows)?,
             login_failures: hours("RETAIN_LOGIN_FAILURES_HOURS", defaults.login_failures)?,
+            feed_removals: days("RETAIN_FEED_REMOVALS_DAYS", defaults.feed_removals)?,
         })
     }
 }

@@ -22,9 +22,14 @@
 //! record the upstream has is in the mirror at the upstream's version; after a reconciling one,
 //! the mirror also holds nothing else; records with a local change waiting aside.
 //!
+//! After every step, a consumer that copied both mirrors at the start and follows their change
+//! feeds holds what the mirrors hold (`histories/consumer.rs`).
+//!
 //! The histories come from proptest with a fixed seed (`HISTORY_SEED` picks another), 2 of
 //! `HISTORY_STEPS` (default 500) steps per database; a failing history is shrunk to a short
 //! one, printed with the seed.
+
+mod consumer;
 
 use crate::common::contract::Checked;
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -621,8 +626,20 @@ async fn history(db: Db, steps: &[Step]) -> Result<(), String> {
         ..Model::default()
     };
     let mut outcome = Ok(());
+    let mut consumer = match consumer::Consumer::start(&world).await {
+        Ok(consumer) => Some(consumer),
+        Err(failure) => {
+            outcome = Err(format!("copying the mirrors: {failure}"));
+            None
+        }
+    };
     for (n, step) in steps.iter().enumerate() {
-        if let Err(failure) = run_step(&mut world, &mut model, n, step).await {
+        let Some(consumer) = consumer.as_mut() else { break };
+        let mut ran = run_step(&mut world, &mut model, n, step).await;
+        if ran.is_ok() {
+            ran = consumer.follow(&world).await.map_err(|failure| format!("step {n}: {failure}"));
+        }
+        if let Err(failure) = ran {
             outcome = Err(failure);
             break;
         }

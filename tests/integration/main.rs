@@ -18,6 +18,7 @@ mod docs_page;
 mod erp;
 mod erp_webhooks;
 mod examples;
+mod feed;
 mod fieldreport;
 mod fieldreport_push;
 mod fieldreport_sync;

@@ -45,17 +45,23 @@ const STORED_DOCUMENT: &str = "SELECT document FROM fieldreport_records \
      WHERE entity = ?1 AND LENGTH(record_id) = LENGTH(?2) AND record_id = ?2";
 
 const INSERT: &str = "INSERT INTO fieldreport_records \
-     (entity, record_id, version, external_id, document, created_at, updated_at) \
-     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6)";
+     (entity, record_id, version, external_id, document, created_at, updated_at, change_seq) \
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, ?7)";
 
 /// A record with a local change waiting for a push keeps it: the push settles it against the
 /// upstream's version.
-const UPDATE: &str = "UPDATE fieldreport_records SET version = ?3, external_id = ?4, document = ?5, updated_at = ?6 \
+const UPDATE: &str = "UPDATE fieldreport_records SET version = ?3, external_id = ?4, document = ?5, updated_at = ?6, change_seq = ?7 \
      WHERE entity = ?1 AND LENGTH(record_id) = LENGTH(?2) AND record_id = ?2 AND pending_push IS NULL";
 
 /// What the trigger `fieldreport_records_count_inserted` (migration 0010) does per record.
 const COUNT_INSERTED: &str = "INSERT INTO fieldreport_record_counts (entity, records) VALUES (?1, ?2) \
      ON CONFLICT (entity) DO UPDATE SET records = records + excluded.records";
+
+/// The last change number of a set (see [`crate::store::feed`]).
+const LAST_CHANGE: &str = "SELECT last_seq FROM mirror_feed WHERE mirror = 'fieldreport' AND entity = ?1";
+
+const SET_LAST_CHANGE: &str = "INSERT INTO mirror_feed (mirror, entity, last_seq) VALUES ('fieldreport', ?1, ?2) \
+     ON CONFLICT (mirror, entity) DO UPDATE SET last_seq = excluded.last_seq";
 
 type Outcomes = Result<Vec<Upserted>, StoreError>;
 
@@ -181,6 +187,10 @@ fn write_page(
     let look = may_hold_any_of(&tx, entity, &last_copies_of(records, last_copies))?;
     let mut outcomes = Vec::with_capacity(records.len());
     let mut inserted: i64 = 0;
+    // The set's change numbers go on from its last (the connection runs no triggers, which
+    // number the other writes; migration 0029): SQLite writes one transaction at a time.
+    let mut seq: i64 = tx.query_row(LAST_CHANGE, params![entity], |row| row.get(0)).optional()?.unwrap_or(0);
+    let first_seq = seq;
     {
         let mut stored_document = tx.prepare_cached(STORED_DOCUMENT)?;
         let mut insert = tx.prepare_cached(INSERT)?;
@@ -191,7 +201,7 @@ fn write_page(
                 continue;
             }
             let text = record.document.get();
-            let values = params![entity, record.id, record.version, record.external_id, text, now];
+            let values = params![entity, record.id, record.version, record.external_id, text, now, seq + 1];
             // Whether the stored copy's text is this one; `None` when there is none.
             let same = if look {
                 stored_document
@@ -204,16 +214,23 @@ fn write_page(
                 None => {
                     insert.execute(values)?;
                     inserted += 1;
+                    seq += 1;
                     Upserted::Inserted
                 }
                 Some(true) => Upserted::Unchanged,
-                Some(false) if update.execute(values)? == 1 => Upserted::Updated,
+                Some(false) if update.execute(values)? == 1 => {
+                    seq += 1;
+                    Upserted::Updated
+                }
                 Some(false) => Upserted::Unchanged,
             });
         }
     }
     if inserted > 0 {
         tx.execute(COUNT_INSERTED, params![entity, inserted])?;
+    }
+    if seq > first_seq {
+        tx.execute(SET_LAST_CHANGE, params![entity, seq])?;
     }
     tx.commit()?;
     Ok(outcomes)

@@ -32,7 +32,7 @@ const COPY_SYNC_PAGE: &str = "COPY sync_page (record_id, version, external_id, d
 /// The mirror's columns that a sync writes, with the set and the time of the write (the
 /// columns a record's fields come in, see [`binary_rows`]).
 const COPY_MIRROR: &str = "COPY fieldreport_records \
-     (record_id, version, external_id, document, entity, created_at, updated_at) FROM STDIN (FORMAT binary)";
+     (record_id, version, external_id, document, entity, created_at, updated_at, change_seq) FROM STDIN (FORMAT binary)";
 
 /// The pool of connections that write sync batches.
 #[derive(Debug)]
@@ -83,15 +83,26 @@ pub(in crate::store) async fn stage(
     copy_in(tx, COPY_SYNC_PAGE, records, None).await
 }
 
-/// Inserts `records` of `entity` into the mirror, written at `now`; fails on the record key
-/// ([`StoreError::Duplicate`]) when the set holds one of them.
+/// Inserts `records` of `entity` into the mirror, written at `now`, numbered in the set's
+/// change feed from `first_seq` on; fails on the record key ([`StoreError::Duplicate`]) when
+/// the set holds one of them.
 pub(in crate::store) async fn insert(
     tx: &mut Transaction<'static, Postgres>,
     entity: &str,
     now: i64,
+    first_seq: i64,
     records: &[&SyncedRecord],
 ) -> Result<(), StoreError> {
-    copy_in(tx, COPY_MIRROR, records, Some((entity, now))).await
+    copy_in(tx, COPY_MIRROR, records, Some(Written { entity, now, first_seq })).await
+}
+
+/// What a `COPY` into the mirror itself adds to each record: its set, the time of the write
+/// (`created_at`, `updated_at`) and its change number (the first record's is `first_seq`).
+#[derive(Clone, Copy)]
+struct Written<'a> {
+    entity: &'a str,
+    now: i64,
+    first_seq: i64,
 }
 
 /// One `COPY` of `records` (see [`binary_rows`]).
@@ -99,9 +110,9 @@ async fn copy_in(
     tx: &mut Transaction<'static, Postgres>,
     statement: &str,
     records: &[&SyncedRecord],
-    entity_and_time: Option<(&str, i64)>,
+    written: Option<Written<'_>>,
 ) -> Result<(), StoreError> {
-    let rows = binary_rows(records, entity_and_time)?;
+    let rows = binary_rows(records, written)?;
     let mut copy = tx.copy_in_raw(statement).await?;
     copy.send(rows).await?;
     copy.finish().await?;
@@ -110,30 +121,32 @@ async fn copy_in(
 
 /// `records` in `COPY`'s binary format: the header, each record as its fields, and the
 /// trailer. A record's fields are its id, version, `ExternalId` and document, followed by
-/// `entity_and_time`'s set and time twice (`created_at`, `updated_at`) when given: each as its
+/// `written`'s set, time twice (`created_at`, `updated_at`) and the record's change number
+/// when given: each as its
 /// length and its bytes (a text's UTF-8, a number's eight bytes big-endian), `-1` for a
 /// missing `ExternalId`. Nothing in a value is escaped or can end it early.
-fn binary_rows(records: &[&SyncedRecord], entity_and_time: Option<(&str, i64)>) -> Result<Vec<u8>, StoreError> {
+fn binary_rows(records: &[&SyncedRecord], written: Option<Written<'_>>) -> Result<Vec<u8>, StoreError> {
     const SIGNATURE: &[u8] = b"PGCOPY\n\xff\r\n\0";
     let size: usize = records
         .iter()
-        .map(|r| 2 + 4 * 4 + 8 + r.id.len() + r.external_id.as_deref().map_or(0, str::len) + r.document.get().len())
+        .map(|r| 2 + 8 * 4 + 8 * 4 + r.id.len() + r.external_id.as_deref().map_or(0, str::len) + r.document.get().len())
         .sum();
     let mut rows = Vec::with_capacity(SIGNATURE.len() + 8 + size + 2);
     rows.extend_from_slice(SIGNATURE);
     rows.extend_from_slice(&0i32.to_be_bytes()); // flags
     rows.extend_from_slice(&0i32.to_be_bytes()); // header extension's length
-    let fields: i16 = if entity_and_time.is_some() { 7 } else { 4 };
-    for record in records {
+    let fields: i16 = if written.is_some() { 8 } else { 4 };
+    for (n, record) in records.iter().enumerate() {
         rows.extend_from_slice(&fields.to_be_bytes());
         field(&mut rows, Some(record.id.as_bytes()))?;
         field(&mut rows, Some(&record.version.to_be_bytes()))?;
         field(&mut rows, record.external_id.as_deref().map(str::as_bytes))?;
         field(&mut rows, Some(record.document.get().as_bytes()))?;
-        if let Some((entity, now)) = entity_and_time {
+        if let Some(Written { entity, now, first_seq }) = written {
             field(&mut rows, Some(entity.as_bytes()))?;
             field(&mut rows, Some(&now.to_be_bytes()))?;
             field(&mut rows, Some(&now.to_be_bytes()))?;
+            field(&mut rows, Some(&(first_seq + n as i64).to_be_bytes()))?;
         }
     }
     rows.extend_from_slice(&(-1i16).to_be_bytes());
@@ -233,11 +246,16 @@ mod tests {
         expected.extend_from_slice(&[0xff, 0xff]);
         assert_eq!(rows, expected);
 
-        let rows = binary_rows(&[&plain], Some(("tags", 258))).unwrap();
+        let rows = binary_rows(&[&plain], Some(Written { entity: "tags", now: 258, first_seq: 3 })).unwrap();
         let fields = &rows[19..rows.len() - 2];
-        assert_eq!(&fields[..2], &[0, 7]);
-        let tail =
-            [&[0, 0, 0, 4][..], b"tags", &[0, 0, 0, 8, 0, 0, 0, 0, 0, 0, 1, 2], &[0, 0, 0, 8, 0, 0, 0, 0, 0, 0, 1, 2]];
+        assert_eq!(&fields[..2], &[0, 8]);
+        let tail = [
+            &[0, 0, 0, 4][..],
+            b"tags",
+            &[0, 0, 0, 8, 0, 0, 0, 0, 0, 0, 1, 2],
+            &[0, 0, 0, 8, 0, 0, 0, 0, 0, 0, 1, 2],
+            &[0, 0, 0, 8, 0, 0, 0, 0, 0, 0, 0, 3],
+        ];
         assert!(fields.ends_with(&tail.concat()), "{fields:?}");
         // The field count, an empty id, the version, no ExternalId, the document, then the tail.
         assert_eq!(fields.len(), 2 + 4 + 12 + 4 + 4 + empty.len() + tail.concat().len());

@@ -67,12 +67,18 @@ async fn rebuilding_the_sqlite_mirror_keeps_its_records_counts_and_triggers() {
     assert_eq!(
         objects,
         [
+            // migration 0029's, with its feed triggers below
+            "index fieldreport_records_changes",
             "index fieldreport_records_external_id",
             "index fieldreport_records_key",
             "index fieldreport_records_pending_push",
             "table fieldreport_records",
             "trigger fieldreport_records_count_deleted",
             "trigger fieldreport_records_count_inserted",
+            "trigger fieldreport_records_feed_deleted",
+            "trigger fieldreport_records_feed_inserted",
+            "trigger fieldreport_records_feed_renamed",
+            "trigger fieldreport_records_feed_updated",
             "trigger fieldreport_records_fill_external_id_inserted",
             "trigger fieldreport_records_fill_external_id_updated",
             "trigger fieldreport_records_keep_entity",

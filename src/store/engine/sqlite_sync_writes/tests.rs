@@ -22,6 +22,12 @@ async fn the_sync_writer_does_the_work_of_every_trigger_of_the_mirror() {
             "fieldreport_records_count_deleted",
             // COUNT_INSERTED, once per batch
             "fieldreport_records_count_inserted",
+            // a sync deletes nothing, nor renames a record
+            "fieldreport_records_feed_deleted",
+            // each record written takes its change number from the batch's (SET_LAST_CHANGE)
+            "fieldreport_records_feed_inserted",
+            "fieldreport_records_feed_renamed",
+            "fieldreport_records_feed_updated",
             // every write of the service writes the ExternalId column with its document
             "fieldreport_records_fill_external_id_inserted",
             "fieldreport_records_fill_external_id_updated",

@@ -1,0 +1,93 @@
+//! The change feed and the export of each mirrored field-report set
+//! (`/api/v1/fieldreport/<route>/changes`, `/api/v1/fieldreport/<route>/export`), registered
+//! per set with the other per-entity endpoints ([`super::fieldreport`]) so that their records
+//! are typed with the set's model. The wire is shared with the ERP's ([`super::feed`]).
+
+use std::marker::PhantomData;
+
+use dropshot::{Body, HttpResponseOk, Query, RequestContext};
+use generated::fieldreport::MirroredEntity;
+use http::Response;
+use schemars::JsonSchema;
+use schemars::r#gen::SchemaGenerator;
+use schemars::schema::Schema;
+use serde::{Serialize, Serializer};
+use serde_json::value::RawValue;
+
+use super::ApiContext;
+use super::feed::{ChangeItem, ChangePageBody, EXPORT_PAGE, FeedQuery, change_page_schema, change_schema};
+use super::fieldreport::Record;
+use super::guard::{BearerToken, needs};
+use crate::error::ApiError;
+use crate::store::feed::{Change, Mirror as FeedMirror};
+
+/// A page of changes of set `E`, documented with the set's model.
+pub struct RecordChangePage<E>(ChangePageBody, PhantomData<fn() -> E>);
+
+impl<E> Serialize for RecordChangePage<E> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.0.serialize(s)
+    }
+}
+
+/// One change of set `E` (the schema of a page's items and of an export's lines).
+pub struct RecordChange<E>(PhantomData<fn() -> E>);
+
+impl<E: MirroredEntity> JsonSchema for RecordChange<E> {
+    fn schema_name() -> String {
+        format!("{}Change", E::INFO.set)
+    }
+    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
+        let record = generator.subschema_for::<Record<E>>();
+        change_schema(generator, record, &format!("the {} set", E::INFO.set))
+    }
+}
+
+impl<E: MirroredEntity> JsonSchema for RecordChangePage<E> {
+    fn schema_name() -> String {
+        format!("{}ChangePage", E::INFO.set)
+    }
+    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
+        let item = generator.subschema_for::<RecordChange<E>>();
+        change_page_schema(generator, item, &format!("the {} set", E::INFO.set))
+    }
+}
+
+/// A field-report record goes out as stored.
+fn as_stored(document: Box<RawValue>) -> Box<RawValue> {
+    document
+}
+
+pub async fn changes<E: MirroredEntity>(
+    rqctx: RequestContext<ApiContext>,
+    token: BearerToken<needs::FieldreportRead>,
+    query: Query<FeedQuery>,
+) -> Result<HttpResponseOk<RecordChangePage<E>>, ApiError> {
+    token.caller(&rqctx).await?;
+    let (since, limit) = query.into_inner().read()?;
+    let store = &rqctx.context().store;
+    let page = crate::feed::changes(store, FeedMirror::FieldReport, E::INFO.route, since, limit).await?;
+    let body = ChangePageBody::new(page, rqctx.request.uri().path(), limit, &as_stored);
+    Ok(HttpResponseOk(RecordChangePage(body, PhantomData)))
+}
+
+pub async fn export<E: MirroredEntity>(
+    rqctx: RequestContext<ApiContext>,
+    token: BearerToken<needs::FieldreportRead>,
+) -> Result<Response<Body>, ApiError> {
+    token.caller(&rqctx).await?;
+    let store = rqctx.context().store.clone();
+    // Where the feed stands before the first record is read: whatever is written meanwhile
+    // comes again in the feed after it.
+    let position = crate::feed::position(&store, FeedMirror::FieldReport, E::INFO.route).await?;
+    super::feed::export(position, move |after| {
+        let store = store.clone();
+        async move {
+            let page = store.mirror_after(E::INFO.route, after.as_deref(), i64::from(EXPORT_PAGE)).await?;
+            Ok(page
+                .into_iter()
+                .map(|(id, document)| ChangeItem::of(Change { seq: 0, id, document: Some(document) }, &as_stored))
+                .collect())
+        }
+    })
+}

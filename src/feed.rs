@@ -1,0 +1,68 @@
+//! What a consumer of a mirror reads to copy a set and follow it (docs/api.md, "Copying and
+//! following a set"): the set's changes after a position, in the order they were stored (the
+//! records written, each as it is now, and the ids of those removed), and where the feed
+//! stands when an export begins. The numbering itself is the store's
+//! ([`crate::store::feed`]).
+
+use crate::store::feed::{Change, Mirror};
+use crate::store::{Store, StoreError};
+use crate::vocabulary::field_errors::FieldErrors;
+
+/// Changes per page: the default and the most.
+pub const DEFAULT_LIMIT: u32 = 100;
+pub const MAX_LIMIT: u32 = 1_000;
+
+#[derive(Debug, thiserror::Error)]
+pub enum FeedError {
+    /// The position is older than the oldest removal kept (or newer than the feed: a position
+    /// of a database since restored from a backup): the consumer copies the set again.
+    #[error(
+        "the position {since} of the change feed of {entity} is no longer followed (removals are kept RETAIN_FEED_REMOVALS_DAYS): copy the set again (its export ends with a position to follow) and follow from there"
+    )]
+    Expired { entity: String, since: i64 },
+    #[error("invalid request")]
+    Invalid(FieldErrors),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// A page of a set's changes, and the position after it (the position asked when there was no
+/// change: the consumer asks again from there later).
+#[derive(Debug)]
+pub struct ChangePage {
+    pub changes: Vec<Change>,
+    pub next: i64,
+}
+
+/// The changes of `entity` after position `since` (from the start when `None`: a consumer
+/// with an empty copy, which reads every record the set holds, however old the feed is).
+pub async fn changes(
+    store: &Store,
+    mirror: Mirror,
+    entity: &str,
+    since: Option<i64>,
+    limit: Option<u32>,
+) -> Result<ChangePage, FeedError> {
+    let limit = limit.unwrap_or(DEFAULT_LIMIT);
+    if !(1..=MAX_LIMIT).contains(&limit) {
+        return Err(FeedError::Invalid(FieldErrors::from([(
+            "limit".to_string(),
+            vec![format!("limit is 1 to {MAX_LIMIT}")],
+        )])));
+    }
+    let since = since.unwrap_or(0);
+    let changes = store.feed_changes(mirror, entity, since, limit).await?;
+    // Read after the changes: a removal pruned meanwhile may be missing from them.
+    let position = store.feed_position(mirror, entity).await?;
+    if since > 0 && (since < position.expired_through || since > position.last_seq) {
+        return Err(FeedError::Expired { entity: entity.to_string(), since });
+    }
+    let next = changes.last().map_or(since, |change| change.seq);
+    Ok(ChangePage { changes, next })
+}
+
+/// Where the feed of `entity` stands: an export that starts here and reads every record after
+/// is followed from this position.
+pub async fn position(store: &Store, mirror: Mirror, entity: &str) -> Result<i64, FeedError> {
+    Ok(store.feed_position(mirror, entity).await?.last_seq)
+}

@@ -1,0 +1,161 @@
+//! The change feed of the two mirrors (migration 0029; docs/architecture.md, "The change
+//! feed"): per set, every record numbered by its last write (`change_seq`) and every removal
+//! kept as a numbered tombstone (`mirror_removals`), both read in number order after a
+//! consumer's position. The numbers of a set come from its row in `mirror_feed`, taken in the
+//! writing transaction, so they are in commit order: a reader never sees a number after one
+//! that is not committed yet.
+
+use serde_json::value::RawValue;
+use sqlx::Row;
+
+use crate::store::{Store, StoreError};
+
+/// Which mirror a set belongs to, as `mirror_feed.mirror` names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mirror {
+    FieldReport,
+    Erp,
+}
+
+impl Mirror {
+    pub fn name(self) -> &'static str {
+        match self {
+            Mirror::FieldReport => "fieldreport",
+            Mirror::Erp => "erp",
+        }
+    }
+
+    /// The mirror's records after a number, in number order (`$1` the set, `$2` the number,
+    /// `$3` how many), beside its removals: one statement, so that both are read at one
+    /// moment (a record written between two statements could be numbered before a removal
+    /// that the second one reads, and be skipped).
+    fn changes_statement(self) -> &'static str {
+        match self {
+            Mirror::FieldReport => {
+                "SELECT change_seq, record_id, document FROM \
+                   (SELECT change_seq, record_id, document FROM fieldreport_records \
+                    WHERE entity = $1 AND change_seq > $2 ORDER BY change_seq LIMIT $3) AS written \
+                 UNION ALL \
+                 SELECT change_seq, record_id, NULL FROM \
+                   (SELECT change_seq, record_id FROM mirror_removals \
+                    WHERE mirror = 'fieldreport' AND entity = $1 AND change_seq > $2 ORDER BY change_seq LIMIT $3) AS removed \
+                 ORDER BY change_seq LIMIT $3"
+            }
+            Mirror::Erp => {
+                "SELECT change_seq, record_id, document FROM \
+                   (SELECT change_seq, record_id, document FROM erp_records \
+                    WHERE model = $1 AND change_seq > $2 ORDER BY change_seq LIMIT $3) AS written \
+                 UNION ALL \
+                 SELECT change_seq, record_id, NULL FROM \
+                   (SELECT change_seq, record_id FROM mirror_removals \
+                    WHERE mirror = 'erp' AND entity = $1 AND change_seq > $2 ORDER BY change_seq LIMIT $3) AS removed \
+                 ORDER BY change_seq LIMIT $3"
+            }
+        }
+    }
+}
+
+/// One change of a set: a record as it is now stored, or the id of one removed.
+#[derive(Debug)]
+pub struct Change {
+    pub seq: i64,
+    pub id: String,
+    /// The stored document; `None` for a removal.
+    pub document: Option<Box<RawValue>>,
+}
+
+/// Where a set's feed stands: its last number, and the newest number of a removal no longer
+/// kept (a consumer behind it may have missed that removal).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct FeedPosition {
+    pub last_seq: i64,
+    pub expired_through: i64,
+}
+
+impl Store {
+    /// Up to `limit` changes of `entity` after number `since`, in number order.
+    pub async fn feed_changes(
+        &self,
+        mirror: Mirror,
+        entity: &str,
+        since: i64,
+        limit: u32,
+    ) -> Result<Vec<Change>, StoreError> {
+        let rows = sqlx::query(mirror.changes_statement())
+            .bind(entity)
+            .bind(since)
+            .bind(i64::from(limit))
+            .fetch_all(self.pool())
+            .await?;
+        rows.iter()
+            .map(|row| {
+                let document: Option<String> = row.try_get("document")?;
+                let document = document
+                    .map(RawValue::from_string)
+                    .transpose()
+                    .map_err(|e| StoreError::Query(format!("a stored document is not JSON: {e}")))?;
+                Ok(Change { seq: row.try_get("change_seq")?, id: row.try_get("record_id")?, document })
+            })
+            .collect()
+    }
+
+    /// Where the feed of `entity` stands (zeros for a set never written).
+    pub async fn feed_position(&self, mirror: Mirror, entity: &str) -> Result<FeedPosition, StoreError> {
+        let row = sqlx::query("SELECT last_seq, expired_through FROM mirror_feed WHERE mirror = $1 AND entity = $2")
+            .bind(mirror.name())
+            .bind(entity)
+            .fetch_optional(self.pool())
+            .await?;
+        Ok(match row {
+            Some(row) => {
+                FeedPosition { last_seq: row.try_get("last_seq")?, expired_through: row.try_get("expired_through")? }
+            }
+            None => FeedPosition::default(),
+        })
+    }
+
+    /// Removes the tombstones of removals made before `before_ms`, recording for each set the
+    /// newest number removed (see [`FeedPosition::expired_through`]); how many were removed.
+    pub async fn prune_feed_removals(&self, before_ms: i64) -> Result<u64, StoreError> {
+        let mut tx = self.write_transaction().await?;
+        let newest = match self.dialect() {
+            crate::store::Dialect::Postgres => "GREATEST",
+            crate::store::Dialect::Sqlite => "MAX",
+        };
+        sqlx::query(sql!(
+            "UPDATE mirror_feed SET expired_through = {newest}(expired_through, \
+               (SELECT MAX(r.change_seq) FROM mirror_removals r \
+                WHERE r.mirror = mirror_feed.mirror AND r.entity = mirror_feed.entity AND r.removed_at < $1)) \
+             WHERE EXISTS (SELECT 1 FROM mirror_removals r \
+                WHERE r.mirror = mirror_feed.mirror AND r.entity = mirror_feed.entity AND r.removed_at < $1)"
+        ))
+        .bind(before_ms)
+        .execute(&mut *tx)
+        .await?;
+        let done =
+            sqlx::query("DELETE FROM mirror_removals WHERE removed_at < $1").bind(before_ms).execute(&mut *tx).await?;
+        tx.commit().await?;
+        Ok(done.rows_affected())
+    }
+}
+
+/// Postgres, in a sync's transaction: `n` change numbers of `entity` taken at once; the first
+/// of them. The set's `mirror_feed` row stays locked until the transaction ends.
+pub(in crate::store) async fn take_numbers(
+    tx: &mut sqlx::Transaction<'static, sqlx::Postgres>,
+    mirror: &str,
+    entity: &str,
+    n: usize,
+) -> Result<i64, StoreError> {
+    let n = i64::try_from(n).map_err(|_| StoreError::Query("too many records in one write".into()))?;
+    let last: i64 = sqlx::query_scalar("SELECT mirror_feed_next($1, $2, $3)")
+        .bind(mirror)
+        .bind(entity)
+        .bind(n)
+        .fetch_one(&mut **tx)
+        .await?;
+    Ok(last - n + 1)
+}
+
+#[cfg(test)]
+mod tests;

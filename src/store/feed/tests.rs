@@ -1,0 +1,131 @@
+use serde_json::json;
+
+use super::*;
+use crate::store::engine::sync_page::SyncedRecord;
+use crate::store::fieldreport::MirrorRecord;
+use crate::store::now_ms;
+
+/// The changes as (id, the record's `Name`, or `None` for a removal), in number order.
+fn read(changes: &[Change]) -> Vec<(String, Option<String>)> {
+    changes
+        .iter()
+        .map(|change| {
+            let name = change.document.as_ref().map(|document| {
+                let value: serde_json::Value = serde_json::from_str(document.get()).unwrap();
+                value["Name"].as_str().unwrap_or_default().to_string()
+            });
+            (change.id.clone(), name)
+        })
+        .collect()
+}
+
+fn change(id: &str, name: Option<&str>) -> (String, Option<String>) {
+    (id.to_string(), name.map(str::to_string))
+}
+
+fn record(id: &str, version: i64, name: &str) -> MirrorRecord {
+    MirrorRecord { id: id.into(), version, document: json!({"Id": id, "Version": version, "Name": name}) }
+}
+
+/// Writes by a sync (numbered by its writer) and by the service's other statements (numbered
+/// by the triggers) come out in the order they were stored, each record once as it is now;
+/// a removal and a rename leave the removed id; an unchanged record read again takes no new
+/// number.
+#[tokio::test]
+async fn every_write_and_removal_is_numbered_in_the_order_stored() {
+    for test in crate::store::testing::stores_on_both_databases().await {
+        let store = &test.store;
+        let dialect = store.dialect();
+        store.mirror_upsert_page("tags", vec![SyncedRecord::named(1, "a"), SyncedRecord::named(2, "b")]).await.unwrap();
+        store.mirror_insert("tags", &record("3", 1, "c"), None).await.unwrap();
+        assert!(store.mirror_replace("tags", &record("1", 2, "a2"), 1, None).await.unwrap());
+        assert!(store.mirror_delete("tags", "2").await.unwrap());
+        store.mirror_insert("tags", &record("local-9", 1, "n"), Some("create")).await.unwrap();
+        assert!(store.mirror_mark_pushed("tags", "local-9", &record("9", 1, "n"), None).await.unwrap());
+        store.mirror_upsert_page("tags", vec![SyncedRecord::named(4, "d")]).await.unwrap();
+        // The same document again: no write, no number.
+        store.mirror_upsert_page("tags", vec![SyncedRecord::named(4, "d")]).await.unwrap();
+
+        let all = store.feed_changes(Mirror::FieldReport, "tags", 0, 100).await.unwrap();
+        let expected = [
+            change("3", Some("c")),
+            change("1", Some("a2")),
+            change("2", None),
+            change("9", Some("n")),
+            change("local-9", None),
+            change("4", Some("d")),
+        ];
+        // The rename's two changes may come in either order.
+        let mut got = read(&all);
+        if got.get(3).map(|c| c.0.as_str()) == Some("local-9") {
+            got.swap(3, 4);
+        }
+        assert_eq!(got, expected, "{dialect:?}");
+        assert!(all.windows(2).all(|w| w[0].seq < w[1].seq), "{dialect:?}: numbers rise");
+        // Postgres's upserts take numbers for the records they find unchanged: gaps, never a
+        // change after the set's last number.
+        let position = store.feed_position(Mirror::FieldReport, "tags").await.unwrap();
+        assert!(position.last_seq >= all.last().unwrap().seq, "{dialect:?}");
+
+        // Read after a position, a few at a time: the same changes.
+        let mut since = 0;
+        let mut paged = Vec::new();
+        loop {
+            let page = store.feed_changes(Mirror::FieldReport, "tags", since, 2).await.unwrap();
+            let Some(last) = page.last() else { break };
+            since = last.seq;
+            paged.extend(page);
+        }
+        assert_eq!(read(&paged), read(&all), "{dialect:?}");
+        // Another set's feed is its own.
+        assert!(store.feed_changes(Mirror::FieldReport, "users", 0, 10).await.unwrap().is_empty());
+        test.finish().await;
+    }
+}
+
+/// The ERP mirror's writes and removals are numbered per model the same way.
+#[tokio::test]
+async fn erp_records_are_numbered_per_model() {
+    for test in crate::store::testing::stores_on_both_databases().await {
+        let store = &test.store;
+        let dialect = store.dialect();
+        let party = |id: &str, version: i64, name: &str| crate::store::erp::ErpRecord {
+            id: id.into(),
+            version,
+            last_modified: 1,
+            document: json!({"id": id, "version": version.to_string(), "Name": name}),
+            pending_attributes: Vec::new(),
+        };
+        store.erp_upsert("party", &[party("1", 1, "a"), party("2", 1, "b")]).await.unwrap();
+        store.erp_upsert("article", &[party("1", 1, "x")]).await.unwrap();
+        store.erp_upsert("party", &[party("1", 2, "a2")]).await.unwrap();
+        assert!(store.erp_delete("party", "2").await.unwrap());
+        let changes = store.feed_changes(Mirror::Erp, "party", 0, 10).await.unwrap();
+        assert_eq!(read(&changes), [change("1", Some("a2")), change("2", None)], "{dialect:?}");
+        assert_eq!(read(&store.feed_changes(Mirror::Erp, "article", 0, 10).await.unwrap()), [change("1", Some("x"))]);
+        test.finish().await;
+    }
+}
+
+/// Pruned tombstones move the set's `expired_through` to the newest of them; the records'
+/// own numbers stay.
+#[tokio::test]
+async fn pruned_removals_mark_where_the_feed_expired() {
+    for test in crate::store::testing::stores_on_both_databases().await {
+        let store = &test.store;
+        let dialect = store.dialect();
+        store.mirror_upsert_page("tags", vec![SyncedRecord::named(1, "a"), SyncedRecord::named(2, "b")]).await.unwrap();
+        assert!(store.mirror_delete("tags", "1").await.unwrap());
+        let removal = store.feed_changes(Mirror::FieldReport, "tags", 0, 10).await.unwrap().pop().unwrap();
+        assert!(removal.document.is_none());
+        assert_eq!(store.prune_feed_removals(now_ms() - 60_000).await.unwrap(), 0, "{dialect:?}: a fresh one stays");
+        assert_eq!(store.prune_feed_removals(now_ms() + 60_000).await.unwrap(), 1, "{dialect:?}");
+        let position = store.feed_position(Mirror::FieldReport, "tags").await.unwrap();
+        assert_eq!(position.expired_through, removal.seq, "{dialect:?}");
+        assert_eq!(
+            read(&store.feed_changes(Mirror::FieldReport, "tags", 0, 10).await.unwrap()),
+            [change("2", Some("b"))]
+        );
+        test.finish().await;
+    }
+}
