@@ -365,7 +365,7 @@ async fn delete<E: MirroredEntity>(
 
 /// `costCenters` as `cost_centers`: operationIds are snake case throughout the document (the
 /// methods of generated clients are named after them).
-fn snake_case(route: &str) -> String {
+pub(super) fn snake_case(route: &str) -> String {
     let mut snake = String::with_capacity(route.len() + 4);
     for c in route.chars() {
         if c.is_ascii_uppercase() {
@@ -438,12 +438,6 @@ impl EntityVisitor for Registrar<'_> {
             self.add(endpoint!(info, action, update::<E>, method, &item, format!("Update a {set} record"),
                 format!("The body is deep-merged over the stored record (objects merge, arrays and scalars replace), `Version` is increased by 1 and the record is sent to the field-report system as `PUT {set}(<Id>L)` (without DateModified, DateOfCreation, created_at, updated_at). `Id` and `Version` may be left out; when given, `Id` must be the record's own and `Version` the stored one, else 422 (not a string, not an integer, another Id) or 409 (a stale Version: read the record again). The local record changes only when the upstream accepted; a concurrent change answers 409.")));
         }
-        let changes = format!("{collection}/changes");
-        self.add(endpoint!(info, "changes", super::fieldreport_feed::changes::<E>, Method::GET, &changes, format!("Changes of {set}"),
-            format!("What changed in the local mirror's {set} since a position, in the order it was stored: each record written (created, updated, synced, pushed) as it is now, and the Id of each record removed. Without `since`, from the start: every record the set holds, once, then what follows. Answered with `next_cursor`, where to read on: a consumer copies the set (this feed from the start, or the export), then follows the feed from the copy's position; applying the changes in order reproduces the mirror. Removals are kept `RETAIN_FEED_REMOVALS_DAYS` (default 30): a position older than that is answered 410 `cursor_expired`, and the consumer copies the set again.")));
-        let export = format!("{collection}/export");
-        self.add(endpoint!(info, "export", super::fieldreport_feed::export::<E>, Method::GET, &export, format!("Export {set}"),
-            format!("Every {set} record of the local mirror in Id order, streamed as NDJSON (`application/x-ndjson`): one change line per record (`{{\"change\":\"upsert\",\"id\":…,\"record\":…}}`, as the change feed's items), then a last line `{{\"next_cursor\":…,\"records\":N}}`: the position to follow the change feed from. An answer that ends without that line was cut short: export again. Memory stays bounded whatever the set's size.")));
         self.add(endpoint!(info, "delete", delete::<E>, Method::DELETE, &item, format!("Delete a {set} record"),
             format!("Deletes the local record, then `{set}(<Id>L)` at the field-report system (the local record is restored if the upstream refuses). Answers 204, or 200 with `{{data, fieldReportResponse}}` with `Prefer: return=representation`.")));
     }

@@ -1,13 +1,13 @@
 //! The change feed and the export of each mirrored field-report set
 //! (`/api/v1/fieldreport/<route>/changes`, `/api/v1/fieldreport/<route>/export`), registered
-//! per set with the other per-entity endpoints ([`super::fieldreport`]) so that their records
+//! per set like the other per-entity endpoints ([`super::fieldreport`]) so that their records
 //! are typed with the set's model. The wire is shared with the ERP's ([`super::feed`]).
 
 use std::marker::PhantomData;
 
-use dropshot::{Body, HttpResponseOk, Query, RequestContext};
-use generated::fieldreport::MirroredEntity;
-use http::Response;
+use dropshot::{ApiDescription, ApiEndpoint, ApiEndpointVersions, Body, HttpResponseOk, Query, RequestContext};
+use generated::fieldreport::{EntityVisitor, MirroredEntity, visit_entities};
+use http::{Method, Response};
 use schemars::JsonSchema;
 use schemars::r#gen::SchemaGenerator;
 use schemars::schema::Schema;
@@ -90,4 +90,54 @@ pub async fn export<E: MirroredEntity>(
                 .collect())
         }
     })
+}
+
+/// Registers the feed and the export of every mirrored set, named as the set's other
+/// operations (`fieldreport_<route in snake case>_changes`, `…_export`).
+struct Registrar<'a> {
+    api: &'a mut ApiDescription<ApiContext>,
+    errors: Vec<String>,
+}
+
+impl EntityVisitor for Registrar<'_> {
+    fn visit<E: MirroredEntity>(&mut self) {
+        let info = E::INFO;
+        let set = info.set;
+        let collection = format!("/api/v1/fieldreport/{}", info.route);
+        let name = |action: &str| format!("fieldreport_{}_{action}", super::fieldreport::snake_case(info.route));
+        let endpoints = [
+            ApiEndpoint::new(
+                name("changes"),
+                changes::<E>,
+                Method::GET,
+                "application/json",
+                &format!("{collection}/changes"),
+                ApiEndpointVersions::All,
+            )
+            .summary(format!("Changes of {set}"))
+            .description(format!("What changed in the local mirror's {set} since a position, in the order it was stored: each record written (created, updated, synced, pushed) as it is now, and the Id of each record removed. Without `since`, from the start: every record the set holds, once, then what follows. Answered with `next_cursor`, where to read on: a consumer copies the set (this feed from the start, or the export), then follows the feed from the copy's position; applying the changes in order reproduces the mirror. Removals are kept `RETAIN_FEED_REMOVALS_DAYS` (default 30): a position older than that is answered 410 `cursor_expired`, and the consumer copies the set again.")),
+            ApiEndpoint::new(
+                name("export"),
+                export::<E>,
+                Method::GET,
+                "application/json",
+                &format!("{collection}/export"),
+                ApiEndpointVersions::All,
+            )
+            .summary(format!("Export {set}"))
+            .description(format!("Every {set} record of the local mirror in Id order, streamed as NDJSON (`application/x-ndjson`): one change line per record (`{{\"change\":\"upsert\",\"id\":…,\"record\":…}}`, as the change feed's items), then a last line `{{\"next_cursor\":…,\"records\":N}}`: the position to follow the change feed from. An answer that ends without that line was cut short: export again. Memory stays bounded whatever the set's size.")),
+        ];
+        for endpoint in endpoints {
+            if let Err(e) = self.api.register(endpoint.tag("fieldreport")) {
+                self.errors.push(e.to_string());
+            }
+        }
+    }
+}
+
+/// Adds the feed and the export of every mirrored set to the API.
+pub fn register(api: &mut ApiDescription<ApiContext>) -> Result<(), String> {
+    let mut registrar = Registrar { api, errors: Vec::new() };
+    visit_entities(&mut registrar);
+    if registrar.errors.is_empty() { Ok(()) } else { Err(registrar.errors.join("; ")) }
 }

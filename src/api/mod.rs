@@ -161,5 +161,6 @@ pub fn description() -> ApiDescription<ApiContext> {
         api.register(endpoint).expect("the API description is valid");
     }
     fieldreport::register(&mut api).expect("the field-report endpoints register");
+    fieldreport_feed::register(&mut api).expect("the field-report feeds register");
     api
 }

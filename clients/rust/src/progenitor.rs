@@ -318,6 +318,61 @@ pub mod types {
             Default::default()
         }
     }
+    ///The kind of a change: a record stored (as it is now), or one removed.
+    #[derive(
+        ::serde::Deserialize,
+        ::serde::Serialize,
+        Clone,
+        Copy,
+        Debug,
+        Eq,
+        Hash,
+        Ord,
+        PartialEq,
+        PartialOrd
+    )]
+    pub enum ChangeKind {
+        #[serde(rename = "upsert")]
+        Upsert,
+        #[serde(rename = "delete")]
+        Delete,
+    }
+    impl ::std::fmt::Display for ChangeKind {
+        fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+            match *self {
+                Self::Upsert => f.write_str("upsert"),
+                Self::Delete => f.write_str("delete"),
+            }
+        }
+    }
+    impl ::std::str::FromStr for ChangeKind {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            match value {
+                "upsert" => Ok(Self::Upsert),
+                "delete" => Ok(Self::Delete),
+                _ => Err("invalid value".into()),
+            }
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for ChangeKind {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for ChangeKind {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
     ///A comment on a service request. Navigation-only: not mirrored by the integration service.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default)]
     pub struct Comment {
@@ -372,6 +427,33 @@ pub mod types {
     }
     impl Comment {
         pub fn builder() -> builder::Comment {
+            Default::default()
+        }
+    }
+    ///One change of the Companies set: `upsert` with the record as it is now stored, or `delete` with the id of a record removed. Applied in order to a copy (an upsert replaces the record with that id or adds it; a delete removes it, if present), the changes reproduce the mirror.
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    pub struct CompaniesChange {
+        pub change: ChangeKind,
+        ///The record's id.
+        pub id: ::std::string::String,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub record: ::std::option::Option<Company>,
+    }
+    impl CompaniesChange {
+        pub fn builder() -> builder::CompaniesChange {
+            Default::default()
+        }
+    }
+    ///Changes of the Companies set in the order they were stored, at most `limit`; `next_cursor` is where to read on (the position asked when nothing changed since: ask again later). An empty `data` means the copy is up to date.
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    pub struct CompaniesChangePage {
+        pub data: ::std::vec::Vec<CompaniesChange>,
+        ///The path and query that read the changes after this page.
+        pub next: ::std::string::String,
+        pub next_cursor: FeedCursor,
+    }
+    impl CompaniesChangePage {
+        pub fn builder() -> builder::CompaniesChangePage {
             Default::default()
         }
     }
@@ -921,6 +1003,33 @@ pub mod types {
             Default::default()
         }
     }
+    ///One change of the Contacts set: `upsert` with the record as it is now stored, or `delete` with the id of a record removed. Applied in order to a copy (an upsert replaces the record with that id or adds it; a delete removes it, if present), the changes reproduce the mirror.
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    pub struct ContactsChange {
+        pub change: ChangeKind,
+        ///The record's id.
+        pub id: ::std::string::String,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub record: ::std::option::Option<Contact>,
+    }
+    impl ContactsChange {
+        pub fn builder() -> builder::ContactsChange {
+            Default::default()
+        }
+    }
+    ///Changes of the Contacts set in the order they were stored, at most `limit`; `next_cursor` is where to read on (the position asked when nothing changed since: ask again later). An empty `data` means the copy is up to date.
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    pub struct ContactsChangePage {
+        pub data: ::std::vec::Vec<ContactsChange>,
+        ///The path and query that read the changes after this page.
+        pub next: ::std::string::String,
+        pub next_cursor: FeedCursor,
+    }
+    impl ContactsChangePage {
+        pub fn builder() -> builder::ContactsChangePage {
+            Default::default()
+        }
+    }
     ///One page of records, ordered by Id. Read by position (`page`, `per_page`) it has `meta`, with the count; read by key (`after`, `limit`) it has `next_cursor` and `next` while records follow this page, and neither on the last page.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ContactsPage {
@@ -1211,6 +1320,33 @@ pub mod types {
     }
     impl CostCenter {
         pub fn builder() -> builder::CostCenter {
+            Default::default()
+        }
+    }
+    ///One change of the CostCenters set: `upsert` with the record as it is now stored, or `delete` with the id of a record removed. Applied in order to a copy (an upsert replaces the record with that id or adds it; a delete removes it, if present), the changes reproduce the mirror.
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    pub struct CostCentersChange {
+        pub change: ChangeKind,
+        ///The record's id.
+        pub id: ::std::string::String,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub record: ::std::option::Option<CostCenter>,
+    }
+    impl CostCentersChange {
+        pub fn builder() -> builder::CostCentersChange {
+            Default::default()
+        }
+    }
+    ///Changes of the CostCenters set in the order they were stored, at most `limit`; `next_cursor` is where to read on (the position asked when nothing changed since: ask again later). An empty `data` means the copy is up to date.
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    pub struct CostCentersChangePage {
+        pub data: ::std::vec::Vec<CostCentersChange>,
+        ///The path and query that read the changes after this page.
+        pub next: ::std::string::String,
+        pub next_cursor: FeedCursor,
+    }
+    impl CostCentersChangePage {
+        pub fn builder() -> builder::CostCentersChangePage {
             Default::default()
         }
     }
@@ -1576,6 +1712,33 @@ pub mod types {
             Default::default()
         }
     }
+    ///One change of the Documents set: `upsert` with the record as it is now stored, or `delete` with the id of a record removed. Applied in order to a copy (an upsert replaces the record with that id or adds it; a delete removes it, if present), the changes reproduce the mirror.
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    pub struct DocumentsChange {
+        pub change: ChangeKind,
+        ///The record's id.
+        pub id: ::std::string::String,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub record: ::std::option::Option<Document>,
+    }
+    impl DocumentsChange {
+        pub fn builder() -> builder::DocumentsChange {
+            Default::default()
+        }
+    }
+    ///Changes of the Documents set in the order they were stored, at most `limit`; `next_cursor` is where to read on (the position asked when nothing changed since: ask again later). An empty `data` means the copy is up to date.
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    pub struct DocumentsChangePage {
+        pub data: ::std::vec::Vec<DocumentsChange>,
+        ///The path and query that read the changes after this page.
+        pub next: ::std::string::String,
+        pub next_cursor: FeedCursor,
+    }
+    impl DocumentsChangePage {
+        pub fn builder() -> builder::DocumentsChangePage {
+            Default::default()
+        }
+    }
     ///One page of records, ordered by Id. Read by position (`page`, `per_page`) it has `meta`, with the count; read by key (`after`, `limit`) it has `next_cursor` and `next` while records follow this page, and neither on the last page.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct DocumentsPage {
@@ -1908,6 +2071,95 @@ pub mod types {
     impl EntityOverview {
         pub fn builder() -> builder::EntityOverview {
             Default::default()
+        }
+    }
+    ///One change of an ERP model: `upsert` with the record as it is now stored, or `delete` with the id of a record removed. Applied in order to a copy (an upsert replaces the record with that id or adds it; a delete removes it, if present), the changes reproduce the mirror.
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    pub struct ErpChange {
+        pub change: ChangeKind,
+        ///The record's id.
+        pub id: ::std::string::String,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub record: ::std::option::Option<ErpRecord>,
+    }
+    impl ErpChange {
+        pub fn builder() -> builder::ErpChange {
+            Default::default()
+        }
+    }
+    ///Changes of an ERP model in the order they were stored, at most `limit`; `next_cursor` is where to read on (the position asked when nothing changed since: ask again later). An empty `data` means the copy is up to date.
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    pub struct ErpChangePage {
+        pub data: ::std::vec::Vec<ErpChange>,
+        ///The path and query that read the changes after this page.
+        pub next: ::std::string::String,
+        pub next_cursor: FeedCursor,
+    }
+    impl ErpChangePage {
+        pub fn builder() -> builder::ErpChangePage {
+            Default::default()
+        }
+    }
+    ///`ErpChangesSince`
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct ErpChangesSince(::std::string::String);
+    impl ::std::ops::Deref for ErpChangesSince {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<ErpChangesSince> for ::std::string::String {
+        fn from(value: ErpChangesSince) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for ErpChangesSince {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 18usize {
+                return Err("longer than 18 characters".into());
+            }
+            if value.chars().count() < 1usize {
+                return Err("shorter than 1 characters".into());
+            }
+            static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
+            { ::regress::Regex::new("^[0-9]+$").unwrap() });
+            if PATTERN.find(value).is_none() {
+                return Err("doesn't match pattern \"^[0-9]+$\"".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for ErpChangesSince {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for ErpChangesSince {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for ErpChangesSince {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
         }
     }
     ///The ERP mirror at a glance.
@@ -2445,6 +2697,132 @@ pub mod types {
                 })
         }
     }
+    ///An opaque position in a set's change feed: pass it on as `since` to read the changes after it. Its content is the service's own and may change between releases.
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct FeedCursor(::std::string::String);
+    impl ::std::ops::Deref for FeedCursor {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<FeedCursor> for ::std::string::String {
+        fn from(value: FeedCursor) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for FeedCursor {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 18usize {
+                return Err("longer than 18 characters".into());
+            }
+            if value.chars().count() < 1usize {
+                return Err("shorter than 1 characters".into());
+            }
+            static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
+            { ::regress::Regex::new("^[0-9]+$").unwrap() });
+            if PATTERN.find(value).is_none() {
+                return Err("doesn't match pattern \"^[0-9]+$\"".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for FeedCursor {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for FeedCursor {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for FeedCursor {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
+        }
+    }
+    ///`FieldreportCompaniesChangesSince`
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct FieldreportCompaniesChangesSince(::std::string::String);
+    impl ::std::ops::Deref for FieldreportCompaniesChangesSince {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<FieldreportCompaniesChangesSince>
+    for ::std::string::String {
+        fn from(value: FieldreportCompaniesChangesSince) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for FieldreportCompaniesChangesSince {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 18usize {
+                return Err("longer than 18 characters".into());
+            }
+            if value.chars().count() < 1usize {
+                return Err("shorter than 1 characters".into());
+            }
+            static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
+            { ::regress::Regex::new("^[0-9]+$").unwrap() });
+            if PATTERN.find(value).is_none() {
+                return Err("doesn't match pattern \"^[0-9]+$\"".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for FieldreportCompaniesChangesSince {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String>
+    for FieldreportCompaniesChangesSince {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for FieldreportCompaniesChangesSince {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
+        }
+    }
     ///`FieldreportCompaniesListAfter`
     #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
     #[serde(transparent)]
@@ -2508,6 +2886,70 @@ pub mod types {
                 })
         }
     }
+    ///`FieldreportContactsChangesSince`
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct FieldreportContactsChangesSince(::std::string::String);
+    impl ::std::ops::Deref for FieldreportContactsChangesSince {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<FieldreportContactsChangesSince>
+    for ::std::string::String {
+        fn from(value: FieldreportContactsChangesSince) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for FieldreportContactsChangesSince {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 18usize {
+                return Err("longer than 18 characters".into());
+            }
+            if value.chars().count() < 1usize {
+                return Err("shorter than 1 characters".into());
+            }
+            static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
+            { ::regress::Regex::new("^[0-9]+$").unwrap() });
+            if PATTERN.find(value).is_none() {
+                return Err("doesn't match pattern \"^[0-9]+$\"".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for FieldreportContactsChangesSince {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String>
+    for FieldreportContactsChangesSince {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for FieldreportContactsChangesSince {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
+        }
+    }
     ///`FieldreportContactsListAfter`
     #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
     #[serde(transparent)]
@@ -2560,6 +3002,70 @@ pub mod types {
         }
     }
     impl<'de> ::serde::Deserialize<'de> for FieldreportContactsListAfter {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
+        }
+    }
+    ///`FieldreportCostCentersChangesSince`
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct FieldreportCostCentersChangesSince(::std::string::String);
+    impl ::std::ops::Deref for FieldreportCostCentersChangesSince {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<FieldreportCostCentersChangesSince>
+    for ::std::string::String {
+        fn from(value: FieldreportCostCentersChangesSince) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for FieldreportCostCentersChangesSince {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 18usize {
+                return Err("longer than 18 characters".into());
+            }
+            if value.chars().count() < 1usize {
+                return Err("shorter than 1 characters".into());
+            }
+            static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
+            { ::regress::Regex::new("^[0-9]+$").unwrap() });
+            if PATTERN.find(value).is_none() {
+                return Err("doesn't match pattern \"^[0-9]+$\"".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for FieldreportCostCentersChangesSince {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String>
+    for FieldreportCostCentersChangesSince {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for FieldreportCostCentersChangesSince {
         fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
         where
             D: ::serde::Deserializer<'de>,
@@ -2635,6 +3141,70 @@ pub mod types {
                 })
         }
     }
+    ///`FieldreportDocumentsChangesSince`
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct FieldreportDocumentsChangesSince(::std::string::String);
+    impl ::std::ops::Deref for FieldreportDocumentsChangesSince {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<FieldreportDocumentsChangesSince>
+    for ::std::string::String {
+        fn from(value: FieldreportDocumentsChangesSince) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for FieldreportDocumentsChangesSince {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 18usize {
+                return Err("longer than 18 characters".into());
+            }
+            if value.chars().count() < 1usize {
+                return Err("shorter than 1 characters".into());
+            }
+            static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
+            { ::regress::Regex::new("^[0-9]+$").unwrap() });
+            if PATTERN.find(value).is_none() {
+                return Err("doesn't match pattern \"^[0-9]+$\"".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for FieldreportDocumentsChangesSince {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String>
+    for FieldreportDocumentsChangesSince {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for FieldreportDocumentsChangesSince {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
+        }
+    }
     ///`FieldreportDocumentsListAfter`
     #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
     #[serde(transparent)]
@@ -2687,6 +3257,70 @@ pub mod types {
         }
     }
     impl<'de> ::serde::Deserialize<'de> for FieldreportDocumentsListAfter {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
+        }
+    }
+    ///`FieldreportItemTypesChangesSince`
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct FieldreportItemTypesChangesSince(::std::string::String);
+    impl ::std::ops::Deref for FieldreportItemTypesChangesSince {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<FieldreportItemTypesChangesSince>
+    for ::std::string::String {
+        fn from(value: FieldreportItemTypesChangesSince) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for FieldreportItemTypesChangesSince {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 18usize {
+                return Err("longer than 18 characters".into());
+            }
+            if value.chars().count() < 1usize {
+                return Err("shorter than 1 characters".into());
+            }
+            static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
+            { ::regress::Regex::new("^[0-9]+$").unwrap() });
+            if PATTERN.find(value).is_none() {
+                return Err("doesn't match pattern \"^[0-9]+$\"".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for FieldreportItemTypesChangesSince {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String>
+    for FieldreportItemTypesChangesSince {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for FieldreportItemTypesChangesSince {
         fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
         where
             D: ::serde::Deserializer<'de>,
@@ -2761,6 +3395,70 @@ pub mod types {
                 })
         }
     }
+    ///`FieldreportItemUnitsChangesSince`
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct FieldreportItemUnitsChangesSince(::std::string::String);
+    impl ::std::ops::Deref for FieldreportItemUnitsChangesSince {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<FieldreportItemUnitsChangesSince>
+    for ::std::string::String {
+        fn from(value: FieldreportItemUnitsChangesSince) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for FieldreportItemUnitsChangesSince {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 18usize {
+                return Err("longer than 18 characters".into());
+            }
+            if value.chars().count() < 1usize {
+                return Err("shorter than 1 characters".into());
+            }
+            static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
+            { ::regress::Regex::new("^[0-9]+$").unwrap() });
+            if PATTERN.find(value).is_none() {
+                return Err("doesn't match pattern \"^[0-9]+$\"".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for FieldreportItemUnitsChangesSince {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String>
+    for FieldreportItemUnitsChangesSince {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for FieldreportItemUnitsChangesSince {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
+        }
+    }
     ///`FieldreportItemUnitsListAfter`
     #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
     #[serde(transparent)]
@@ -2813,6 +3511,69 @@ pub mod types {
         }
     }
     impl<'de> ::serde::Deserialize<'de> for FieldreportItemUnitsListAfter {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
+        }
+    }
+    ///`FieldreportItemsChangesSince`
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct FieldreportItemsChangesSince(::std::string::String);
+    impl ::std::ops::Deref for FieldreportItemsChangesSince {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<FieldreportItemsChangesSince> for ::std::string::String {
+        fn from(value: FieldreportItemsChangesSince) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for FieldreportItemsChangesSince {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 18usize {
+                return Err("longer than 18 characters".into());
+            }
+            if value.chars().count() < 1usize {
+                return Err("shorter than 1 characters".into());
+            }
+            static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
+            { ::regress::Regex::new("^[0-9]+$").unwrap() });
+            if PATTERN.find(value).is_none() {
+                return Err("doesn't match pattern \"^[0-9]+$\"".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for FieldreportItemsChangesSince {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String>
+    for FieldreportItemsChangesSince {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for FieldreportItemsChangesSince {
         fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
         where
             D: ::serde::Deserializer<'de>,
@@ -3166,6 +3927,70 @@ pub mod types {
                 })
         }
     }
+    ///`FieldreportProductsChangesSince`
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct FieldreportProductsChangesSince(::std::string::String);
+    impl ::std::ops::Deref for FieldreportProductsChangesSince {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<FieldreportProductsChangesSince>
+    for ::std::string::String {
+        fn from(value: FieldreportProductsChangesSince) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for FieldreportProductsChangesSince {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 18usize {
+                return Err("longer than 18 characters".into());
+            }
+            if value.chars().count() < 1usize {
+                return Err("shorter than 1 characters".into());
+            }
+            static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
+            { ::regress::Regex::new("^[0-9]+$").unwrap() });
+            if PATTERN.find(value).is_none() {
+                return Err("doesn't match pattern \"^[0-9]+$\"".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for FieldreportProductsChangesSince {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String>
+    for FieldreportProductsChangesSince {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for FieldreportProductsChangesSince {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
+        }
+    }
     ///`FieldreportProductsListAfter`
     #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
     #[serde(transparent)]
@@ -3218,6 +4043,70 @@ pub mod types {
         }
     }
     impl<'de> ::serde::Deserialize<'de> for FieldreportProductsListAfter {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
+        }
+    }
+    ///`FieldreportQualificationsChangesSince`
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct FieldreportQualificationsChangesSince(::std::string::String);
+    impl ::std::ops::Deref for FieldreportQualificationsChangesSince {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<FieldreportQualificationsChangesSince>
+    for ::std::string::String {
+        fn from(value: FieldreportQualificationsChangesSince) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for FieldreportQualificationsChangesSince {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 18usize {
+                return Err("longer than 18 characters".into());
+            }
+            if value.chars().count() < 1usize {
+                return Err("shorter than 1 characters".into());
+            }
+            static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
+            { ::regress::Regex::new("^[0-9]+$").unwrap() });
+            if PATTERN.find(value).is_none() {
+                return Err("doesn't match pattern \"^[0-9]+$\"".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for FieldreportQualificationsChangesSince {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String>
+    for FieldreportQualificationsChangesSince {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for FieldreportQualificationsChangesSince {
         fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
         where
             D: ::serde::Deserializer<'de>,
@@ -3293,6 +4182,70 @@ pub mod types {
                 })
         }
     }
+    ///`FieldreportServiceObjectsChangesSince`
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct FieldreportServiceObjectsChangesSince(::std::string::String);
+    impl ::std::ops::Deref for FieldreportServiceObjectsChangesSince {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<FieldreportServiceObjectsChangesSince>
+    for ::std::string::String {
+        fn from(value: FieldreportServiceObjectsChangesSince) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for FieldreportServiceObjectsChangesSince {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 18usize {
+                return Err("longer than 18 characters".into());
+            }
+            if value.chars().count() < 1usize {
+                return Err("shorter than 1 characters".into());
+            }
+            static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
+            { ::regress::Regex::new("^[0-9]+$").unwrap() });
+            if PATTERN.find(value).is_none() {
+                return Err("doesn't match pattern \"^[0-9]+$\"".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for FieldreportServiceObjectsChangesSince {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String>
+    for FieldreportServiceObjectsChangesSince {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for FieldreportServiceObjectsChangesSince {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
+        }
+    }
     ///`FieldreportServiceObjectsListAfter`
     #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
     #[serde(transparent)]
@@ -3346,6 +4299,70 @@ pub mod types {
         }
     }
     impl<'de> ::serde::Deserialize<'de> for FieldreportServiceObjectsListAfter {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
+        }
+    }
+    ///`FieldreportServiceRequestsChangesSince`
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct FieldreportServiceRequestsChangesSince(::std::string::String);
+    impl ::std::ops::Deref for FieldreportServiceRequestsChangesSince {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<FieldreportServiceRequestsChangesSince>
+    for ::std::string::String {
+        fn from(value: FieldreportServiceRequestsChangesSince) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for FieldreportServiceRequestsChangesSince {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 18usize {
+                return Err("longer than 18 characters".into());
+            }
+            if value.chars().count() < 1usize {
+                return Err("shorter than 1 characters".into());
+            }
+            static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
+            { ::regress::Regex::new("^[0-9]+$").unwrap() });
+            if PATTERN.find(value).is_none() {
+                return Err("doesn't match pattern \"^[0-9]+$\"".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for FieldreportServiceRequestsChangesSince {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String>
+    for FieldreportServiceRequestsChangesSince {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for FieldreportServiceRequestsChangesSince {
         fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
         where
             D: ::serde::Deserializer<'de>,
@@ -3592,6 +4609,70 @@ pub mod types {
                 })
         }
     }
+    ///`FieldreportStepListTemplatesChangesSince`
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct FieldreportStepListTemplatesChangesSince(::std::string::String);
+    impl ::std::ops::Deref for FieldreportStepListTemplatesChangesSince {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<FieldreportStepListTemplatesChangesSince>
+    for ::std::string::String {
+        fn from(value: FieldreportStepListTemplatesChangesSince) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for FieldreportStepListTemplatesChangesSince {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 18usize {
+                return Err("longer than 18 characters".into());
+            }
+            if value.chars().count() < 1usize {
+                return Err("shorter than 1 characters".into());
+            }
+            static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
+            { ::regress::Regex::new("^[0-9]+$").unwrap() });
+            if PATTERN.find(value).is_none() {
+                return Err("doesn't match pattern \"^[0-9]+$\"".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for FieldreportStepListTemplatesChangesSince {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String>
+    for FieldreportStepListTemplatesChangesSince {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for FieldreportStepListTemplatesChangesSince {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
+        }
+    }
     ///`FieldreportStepListTemplatesListAfter`
     #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
     #[serde(transparent)]
@@ -3645,6 +4726,68 @@ pub mod types {
         }
     }
     impl<'de> ::serde::Deserialize<'de> for FieldreportStepListTemplatesListAfter {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
+        }
+    }
+    ///`FieldreportTagsChangesSince`
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct FieldreportTagsChangesSince(::std::string::String);
+    impl ::std::ops::Deref for FieldreportTagsChangesSince {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<FieldreportTagsChangesSince> for ::std::string::String {
+        fn from(value: FieldreportTagsChangesSince) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for FieldreportTagsChangesSince {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 18usize {
+                return Err("longer than 18 characters".into());
+            }
+            if value.chars().count() < 1usize {
+                return Err("shorter than 1 characters".into());
+            }
+            static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
+            { ::regress::Regex::new("^[0-9]+$").unwrap() });
+            if PATTERN.find(value).is_none() {
+                return Err("doesn't match pattern \"^[0-9]+$\"".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for FieldreportTagsChangesSince {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for FieldreportTagsChangesSince {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for FieldreportTagsChangesSince {
         fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
         where
             D: ::serde::Deserializer<'de>,
@@ -3718,6 +4861,70 @@ pub mod types {
                 })
         }
     }
+    ///`FieldreportTimeEventsChangesSince`
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct FieldreportTimeEventsChangesSince(::std::string::String);
+    impl ::std::ops::Deref for FieldreportTimeEventsChangesSince {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<FieldreportTimeEventsChangesSince>
+    for ::std::string::String {
+        fn from(value: FieldreportTimeEventsChangesSince) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for FieldreportTimeEventsChangesSince {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 18usize {
+                return Err("longer than 18 characters".into());
+            }
+            if value.chars().count() < 1usize {
+                return Err("shorter than 1 characters".into());
+            }
+            static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
+            { ::regress::Regex::new("^[0-9]+$").unwrap() });
+            if PATTERN.find(value).is_none() {
+                return Err("doesn't match pattern \"^[0-9]+$\"".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for FieldreportTimeEventsChangesSince {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String>
+    for FieldreportTimeEventsChangesSince {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for FieldreportTimeEventsChangesSince {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
+        }
+    }
     ///`FieldreportTimeEventsListAfter`
     #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
     #[serde(transparent)]
@@ -3770,6 +4977,69 @@ pub mod types {
         }
     }
     impl<'de> ::serde::Deserialize<'de> for FieldreportTimeEventsListAfter {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
+        }
+    }
+    ///`FieldreportUsersChangesSince`
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct FieldreportUsersChangesSince(::std::string::String);
+    impl ::std::ops::Deref for FieldreportUsersChangesSince {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<FieldreportUsersChangesSince> for ::std::string::String {
+        fn from(value: FieldreportUsersChangesSince) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for FieldreportUsersChangesSince {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 18usize {
+                return Err("longer than 18 characters".into());
+            }
+            if value.chars().count() < 1usize {
+                return Err("shorter than 1 characters".into());
+            }
+            static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
+            { ::regress::Regex::new("^[0-9]+$").unwrap() });
+            if PATTERN.find(value).is_none() {
+                return Err("doesn't match pattern \"^[0-9]+$\"".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for FieldreportUsersChangesSince {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String>
+    for FieldreportUsersChangesSince {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for FieldreportUsersChangesSince {
         fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
         where
             D: ::serde::Deserializer<'de>,
@@ -4589,6 +5859,33 @@ pub mod types {
             Default::default()
         }
     }
+    ///One change of the ItemTypes set: `upsert` with the record as it is now stored, or `delete` with the id of a record removed. Applied in order to a copy (an upsert replaces the record with that id or adds it; a delete removes it, if present), the changes reproduce the mirror.
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    pub struct ItemTypesChange {
+        pub change: ChangeKind,
+        ///The record's id.
+        pub id: ::std::string::String,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub record: ::std::option::Option<ItemType>,
+    }
+    impl ItemTypesChange {
+        pub fn builder() -> builder::ItemTypesChange {
+            Default::default()
+        }
+    }
+    ///Changes of the ItemTypes set in the order they were stored, at most `limit`; `next_cursor` is where to read on (the position asked when nothing changed since: ask again later). An empty `data` means the copy is up to date.
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    pub struct ItemTypesChangePage {
+        pub data: ::std::vec::Vec<ItemTypesChange>,
+        ///The path and query that read the changes after this page.
+        pub next: ::std::string::String,
+        pub next_cursor: FeedCursor,
+    }
+    impl ItemTypesChangePage {
+        pub fn builder() -> builder::ItemTypesChangePage {
+            Default::default()
+        }
+    }
     ///One page of records, ordered by Id. Read by position (`page`, `per_page`) it has `meta`, with the count; read by key (`after`, `limit`) it has `next_cursor` and `next` while records follow this page, and neither on the last page.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ItemTypesPage {
@@ -4824,6 +6121,33 @@ pub mod types {
             Default::default()
         }
     }
+    ///One change of the ItemUnits set: `upsert` with the record as it is now stored, or `delete` with the id of a record removed. Applied in order to a copy (an upsert replaces the record with that id or adds it; a delete removes it, if present), the changes reproduce the mirror.
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    pub struct ItemUnitsChange {
+        pub change: ChangeKind,
+        ///The record's id.
+        pub id: ::std::string::String,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub record: ::std::option::Option<ItemUnit>,
+    }
+    impl ItemUnitsChange {
+        pub fn builder() -> builder::ItemUnitsChange {
+            Default::default()
+        }
+    }
+    ///Changes of the ItemUnits set in the order they were stored, at most `limit`; `next_cursor` is where to read on (the position asked when nothing changed since: ask again later). An empty `data` means the copy is up to date.
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    pub struct ItemUnitsChangePage {
+        pub data: ::std::vec::Vec<ItemUnitsChange>,
+        ///The path and query that read the changes after this page.
+        pub next: ::std::string::String,
+        pub next_cursor: FeedCursor,
+    }
+    impl ItemUnitsChangePage {
+        pub fn builder() -> builder::ItemUnitsChangePage {
+            Default::default()
+        }
+    }
     ///One page of records, ordered by Id. Read by position (`page`, `per_page`) it has `meta`, with the count; read by key (`after`, `limit`) it has `next_cursor` and `next` while records follow this page, and neither on the last page.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ItemUnitsPage {
@@ -4969,6 +6293,33 @@ pub mod types {
     }
     impl ItemUnitsWrite {
         pub fn builder() -> builder::ItemUnitsWrite {
+            Default::default()
+        }
+    }
+    ///One change of the Items set: `upsert` with the record as it is now stored, or `delete` with the id of a record removed. Applied in order to a copy (an upsert replaces the record with that id or adds it; a delete removes it, if present), the changes reproduce the mirror.
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    pub struct ItemsChange {
+        pub change: ChangeKind,
+        ///The record's id.
+        pub id: ::std::string::String,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub record: ::std::option::Option<Item>,
+    }
+    impl ItemsChange {
+        pub fn builder() -> builder::ItemsChange {
+            Default::default()
+        }
+    }
+    ///Changes of the Items set in the order they were stored, at most `limit`; `next_cursor` is where to read on (the position asked when nothing changed since: ask again later). An empty `data` means the copy is up to date.
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    pub struct ItemsChangePage {
+        pub data: ::std::vec::Vec<ItemsChange>,
+        ///The path and query that read the changes after this page.
+        pub next: ::std::string::String,
+        pub next_cursor: FeedCursor,
+    }
+    impl ItemsChangePage {
+        pub fn builder() -> builder::ItemsChangePage {
             Default::default()
         }
     }
@@ -9977,6 +11328,33 @@ pub mod types {
             Default::default()
         }
     }
+    ///One change of the Products set: `upsert` with the record as it is now stored, or `delete` with the id of a record removed. Applied in order to a copy (an upsert replaces the record with that id or adds it; a delete removes it, if present), the changes reproduce the mirror.
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    pub struct ProductsChange {
+        pub change: ChangeKind,
+        ///The record's id.
+        pub id: ::std::string::String,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub record: ::std::option::Option<Product>,
+    }
+    impl ProductsChange {
+        pub fn builder() -> builder::ProductsChange {
+            Default::default()
+        }
+    }
+    ///Changes of the Products set in the order they were stored, at most `limit`; `next_cursor` is where to read on (the position asked when nothing changed since: ask again later). An empty `data` means the copy is up to date.
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    pub struct ProductsChangePage {
+        pub data: ::std::vec::Vec<ProductsChange>,
+        ///The path and query that read the changes after this page.
+        pub next: ::std::string::String,
+        pub next_cursor: FeedCursor,
+    }
+    impl ProductsChangePage {
+        pub fn builder() -> builder::ProductsChangePage {
+            Default::default()
+        }
+    }
     ///One page of records, ordered by Id. Read by position (`page`, `per_page`) it has `meta`, with the count; read by key (`after`, `limit`) it has `next_cursor` and `next` while records follow this page, and neither on the last page.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ProductsPage {
@@ -10300,6 +11678,33 @@ pub mod types {
     }
     impl Qualification {
         pub fn builder() -> builder::Qualification {
+            Default::default()
+        }
+    }
+    ///One change of the Qualifications set: `upsert` with the record as it is now stored, or `delete` with the id of a record removed. Applied in order to a copy (an upsert replaces the record with that id or adds it; a delete removes it, if present), the changes reproduce the mirror.
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    pub struct QualificationsChange {
+        pub change: ChangeKind,
+        ///The record's id.
+        pub id: ::std::string::String,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub record: ::std::option::Option<Qualification>,
+    }
+    impl QualificationsChange {
+        pub fn builder() -> builder::QualificationsChange {
+            Default::default()
+        }
+    }
+    ///Changes of the Qualifications set in the order they were stored, at most `limit`; `next_cursor` is where to read on (the position asked when nothing changed since: ask again later). An empty `data` means the copy is up to date.
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    pub struct QualificationsChangePage {
+        pub data: ::std::vec::Vec<QualificationsChange>,
+        ///The path and query that read the changes after this page.
+        pub next: ::std::string::String,
+        pub next_cursor: FeedCursor,
+    }
+    impl QualificationsChangePage {
+        pub fn builder() -> builder::QualificationsChangePage {
             Default::default()
         }
     }
@@ -10719,6 +12124,33 @@ pub mod types {
             Default::default()
         }
     }
+    ///One change of the ServiceObjects set: `upsert` with the record as it is now stored, or `delete` with the id of a record removed. Applied in order to a copy (an upsert replaces the record with that id or adds it; a delete removes it, if present), the changes reproduce the mirror.
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    pub struct ServiceObjectsChange {
+        pub change: ChangeKind,
+        ///The record's id.
+        pub id: ::std::string::String,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub record: ::std::option::Option<ServiceObject>,
+    }
+    impl ServiceObjectsChange {
+        pub fn builder() -> builder::ServiceObjectsChange {
+            Default::default()
+        }
+    }
+    ///Changes of the ServiceObjects set in the order they were stored, at most `limit`; `next_cursor` is where to read on (the position asked when nothing changed since: ask again later). An empty `data` means the copy is up to date.
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    pub struct ServiceObjectsChangePage {
+        pub data: ::std::vec::Vec<ServiceObjectsChange>,
+        ///The path and query that read the changes after this page.
+        pub next: ::std::string::String,
+        pub next_cursor: FeedCursor,
+    }
+    impl ServiceObjectsChangePage {
+        pub fn builder() -> builder::ServiceObjectsChangePage {
+            Default::default()
+        }
+    }
     ///One page of records, ordered by Id. Read by position (`page`, `per_page`) it has `meta`, with the count; read by key (`after`, `limit`) it has `next_cursor` and `next` while records follow this page, and neither on the last page.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct ServiceObjectsPage {
@@ -11101,6 +12533,33 @@ pub mod types {
     }
     impl ServiceRequest {
         pub fn builder() -> builder::ServiceRequest {
+            Default::default()
+        }
+    }
+    ///One change of the ServiceRequests set: `upsert` with the record as it is now stored, or `delete` with the id of a record removed. Applied in order to a copy (an upsert replaces the record with that id or adds it; a delete removes it, if present), the changes reproduce the mirror.
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    pub struct ServiceRequestsChange {
+        pub change: ChangeKind,
+        ///The record's id.
+        pub id: ::std::string::String,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub record: ::std::option::Option<ServiceRequest>,
+    }
+    impl ServiceRequestsChange {
+        pub fn builder() -> builder::ServiceRequestsChange {
+            Default::default()
+        }
+    }
+    ///Changes of the ServiceRequests set in the order they were stored, at most `limit`; `next_cursor` is where to read on (the position asked when nothing changed since: ask again later). An empty `data` means the copy is up to date.
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    pub struct ServiceRequestsChangePage {
+        pub data: ::std::vec::Vec<ServiceRequestsChange>,
+        ///The path and query that read the changes after this page.
+        pub next: ::std::string::String,
+        pub next_cursor: FeedCursor,
+    }
+    impl ServiceRequestsChangePage {
+        pub fn builder() -> builder::ServiceRequestsChangePage {
             Default::default()
         }
     }
@@ -11668,6 +13127,33 @@ pub mod types {
             Default::default()
         }
     }
+    ///One change of the StepListTemplates set: `upsert` with the record as it is now stored, or `delete` with the id of a record removed. Applied in order to a copy (an upsert replaces the record with that id or adds it; a delete removes it, if present), the changes reproduce the mirror.
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    pub struct StepListTemplatesChange {
+        pub change: ChangeKind,
+        ///The record's id.
+        pub id: ::std::string::String,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub record: ::std::option::Option<StepListTemplate>,
+    }
+    impl StepListTemplatesChange {
+        pub fn builder() -> builder::StepListTemplatesChange {
+            Default::default()
+        }
+    }
+    ///Changes of the StepListTemplates set in the order they were stored, at most `limit`; `next_cursor` is where to read on (the position asked when nothing changed since: ask again later). An empty `data` means the copy is up to date.
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    pub struct StepListTemplatesChangePage {
+        pub data: ::std::vec::Vec<StepListTemplatesChange>,
+        ///The path and query that read the changes after this page.
+        pub next: ::std::string::String,
+        pub next_cursor: FeedCursor,
+    }
+    impl StepListTemplatesChangePage {
+        pub fn builder() -> builder::StepListTemplatesChangePage {
+            Default::default()
+        }
+    }
     ///One page of records, ordered by Id. Read by position (`page`, `per_page`) it has `meta`, with the count; read by key (`after`, `limit`) it has `next_cursor` and `next` while records follow this page, and neither on the last page.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct StepListTemplatesPage {
@@ -12066,6 +13552,33 @@ pub mod types {
             Default::default()
         }
     }
+    ///One change of the Tags set: `upsert` with the record as it is now stored, or `delete` with the id of a record removed. Applied in order to a copy (an upsert replaces the record with that id or adds it; a delete removes it, if present), the changes reproduce the mirror.
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    pub struct TagsChange {
+        pub change: ChangeKind,
+        ///The record's id.
+        pub id: ::std::string::String,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub record: ::std::option::Option<Tag>,
+    }
+    impl TagsChange {
+        pub fn builder() -> builder::TagsChange {
+            Default::default()
+        }
+    }
+    ///Changes of the Tags set in the order they were stored, at most `limit`; `next_cursor` is where to read on (the position asked when nothing changed since: ask again later). An empty `data` means the copy is up to date.
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    pub struct TagsChangePage {
+        pub data: ::std::vec::Vec<TagsChange>,
+        ///The path and query that read the changes after this page.
+        pub next: ::std::string::String,
+        pub next_cursor: FeedCursor,
+    }
+    impl TagsChangePage {
+        pub fn builder() -> builder::TagsChangePage {
+            Default::default()
+        }
+    }
     ///One page of records, ordered by Id. Read by position (`page`, `per_page`) it has `meta`, with the count; read by key (`after`, `limit`) it has `next_cursor` and `next` while records follow this page, and neither on the last page.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct TagsPage {
@@ -12349,6 +13862,33 @@ pub mod types {
     }
     impl TimeEvent {
         pub fn builder() -> builder::TimeEvent {
+            Default::default()
+        }
+    }
+    ///One change of the TimeEvents set: `upsert` with the record as it is now stored, or `delete` with the id of a record removed. Applied in order to a copy (an upsert replaces the record with that id or adds it; a delete removes it, if present), the changes reproduce the mirror.
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    pub struct TimeEventsChange {
+        pub change: ChangeKind,
+        ///The record's id.
+        pub id: ::std::string::String,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub record: ::std::option::Option<TimeEvent>,
+    }
+    impl TimeEventsChange {
+        pub fn builder() -> builder::TimeEventsChange {
+            Default::default()
+        }
+    }
+    ///Changes of the TimeEvents set in the order they were stored, at most `limit`; `next_cursor` is where to read on (the position asked when nothing changed since: ask again later). An empty `data` means the copy is up to date.
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    pub struct TimeEventsChangePage {
+        pub data: ::std::vec::Vec<TimeEventsChange>,
+        ///The path and query that read the changes after this page.
+        pub next: ::std::string::String,
+        pub next_cursor: FeedCursor,
+    }
+    impl TimeEventsChangePage {
+        pub fn builder() -> builder::TimeEventsChangePage {
             Default::default()
         }
     }
@@ -12718,6 +14258,33 @@ pub mod types {
     }
     impl User {
         pub fn builder() -> builder::User {
+            Default::default()
+        }
+    }
+    ///One change of the Users set: `upsert` with the record as it is now stored, or `delete` with the id of a record removed. Applied in order to a copy (an upsert replaces the record with that id or adds it; a delete removes it, if present), the changes reproduce the mirror.
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    pub struct UsersChange {
+        pub change: ChangeKind,
+        ///The record's id.
+        pub id: ::std::string::String,
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub record: ::std::option::Option<User>,
+    }
+    impl UsersChange {
+        pub fn builder() -> builder::UsersChange {
+            Default::default()
+        }
+    }
+    ///Changes of the Users set in the order they were stored, at most `limit`; `next_cursor` is where to read on (the position asked when nothing changed since: ask again later). An empty `data` means the copy is up to date.
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    pub struct UsersChangePage {
+        pub data: ::std::vec::Vec<UsersChange>,
+        ///The path and query that read the changes after this page.
+        pub next: ::std::string::String,
+        pub next_cursor: FeedCursor,
+    }
+    impl UsersChangePage {
+        pub fn builder() -> builder::UsersChangePage {
             Default::default()
         }
     }
@@ -14495,6 +16062,159 @@ pub mod types {
                     service_request_id: Ok(value.service_request_id),
                     text: Ok(value.text),
                     version: Ok(value.version),
+                }
+            }
+        }
+        #[derive(Clone, Debug)]
+        pub struct CompaniesChange {
+            change: ::std::result::Result<super::ChangeKind, ::std::string::String>,
+            id: ::std::result::Result<::std::string::String, ::std::string::String>,
+            record: ::std::result::Result<
+                ::std::option::Option<super::Company>,
+                ::std::string::String,
+            >,
+        }
+        impl ::std::default::Default for CompaniesChange {
+            fn default() -> Self {
+                Self {
+                    change: Err("no value supplied for change".to_string()),
+                    id: Err("no value supplied for id".to_string()),
+                    record: Ok(Default::default()),
+                }
+            }
+        }
+        impl CompaniesChange {
+            pub fn change<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<super::ChangeKind>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.change = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for change: {e}")
+                    });
+                self
+            }
+            pub fn id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::string::String>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.id = value
+                    .try_into()
+                    .map_err(|e| format!("error converting supplied value for id: {e}"));
+                self
+            }
+            pub fn record<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::Company>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.record = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for record: {e}")
+                    });
+                self
+            }
+        }
+        impl ::std::convert::TryFrom<CompaniesChange> for super::CompaniesChange {
+            type Error = super::error::ConversionError;
+            fn try_from(
+                value: CompaniesChange,
+            ) -> ::std::result::Result<Self, super::error::ConversionError> {
+                Ok(Self {
+                    change: value.change?,
+                    id: value.id?,
+                    record: value.record?,
+                })
+            }
+        }
+        impl ::std::convert::From<super::CompaniesChange> for CompaniesChange {
+            fn from(value: super::CompaniesChange) -> Self {
+                Self {
+                    change: Ok(value.change),
+                    id: Ok(value.id),
+                    record: Ok(value.record),
+                }
+            }
+        }
+        #[derive(Clone, Debug)]
+        pub struct CompaniesChangePage {
+            data: ::std::result::Result<
+                ::std::vec::Vec<super::CompaniesChange>,
+                ::std::string::String,
+            >,
+            next: ::std::result::Result<::std::string::String, ::std::string::String>,
+            next_cursor: ::std::result::Result<super::FeedCursor, ::std::string::String>,
+        }
+        impl ::std::default::Default for CompaniesChangePage {
+            fn default() -> Self {
+                Self {
+                    data: Err("no value supplied for data".to_string()),
+                    next: Err("no value supplied for next".to_string()),
+                    next_cursor: Err("no value supplied for next_cursor".to_string()),
+                }
+            }
+        }
+        impl CompaniesChangePage {
+            pub fn data<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::vec::Vec<super::CompaniesChange>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.data = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for data: {e}")
+                    });
+                self
+            }
+            pub fn next<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::string::String>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.next = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for next: {e}")
+                    });
+                self
+            }
+            pub fn next_cursor<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<super::FeedCursor>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.next_cursor = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for next_cursor: {e}")
+                    });
+                self
+            }
+        }
+        impl ::std::convert::TryFrom<CompaniesChangePage>
+        for super::CompaniesChangePage {
+            type Error = super::error::ConversionError;
+            fn try_from(
+                value: CompaniesChangePage,
+            ) -> ::std::result::Result<Self, super::error::ConversionError> {
+                Ok(Self {
+                    data: value.data?,
+                    next: value.next?,
+                    next_cursor: value.next_cursor?,
+                })
+            }
+        }
+        impl ::std::convert::From<super::CompaniesChangePage> for CompaniesChangePage {
+            fn from(value: super::CompaniesChangePage) -> Self {
+                Self {
+                    data: Ok(value.data),
+                    next: Ok(value.next),
+                    next_cursor: Ok(value.next_cursor),
                 }
             }
         }
@@ -16299,6 +18019,158 @@ pub mod types {
             }
         }
         #[derive(Clone, Debug)]
+        pub struct ContactsChange {
+            change: ::std::result::Result<super::ChangeKind, ::std::string::String>,
+            id: ::std::result::Result<::std::string::String, ::std::string::String>,
+            record: ::std::result::Result<
+                ::std::option::Option<super::Contact>,
+                ::std::string::String,
+            >,
+        }
+        impl ::std::default::Default for ContactsChange {
+            fn default() -> Self {
+                Self {
+                    change: Err("no value supplied for change".to_string()),
+                    id: Err("no value supplied for id".to_string()),
+                    record: Ok(Default::default()),
+                }
+            }
+        }
+        impl ContactsChange {
+            pub fn change<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<super::ChangeKind>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.change = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for change: {e}")
+                    });
+                self
+            }
+            pub fn id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::string::String>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.id = value
+                    .try_into()
+                    .map_err(|e| format!("error converting supplied value for id: {e}"));
+                self
+            }
+            pub fn record<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::Contact>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.record = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for record: {e}")
+                    });
+                self
+            }
+        }
+        impl ::std::convert::TryFrom<ContactsChange> for super::ContactsChange {
+            type Error = super::error::ConversionError;
+            fn try_from(
+                value: ContactsChange,
+            ) -> ::std::result::Result<Self, super::error::ConversionError> {
+                Ok(Self {
+                    change: value.change?,
+                    id: value.id?,
+                    record: value.record?,
+                })
+            }
+        }
+        impl ::std::convert::From<super::ContactsChange> for ContactsChange {
+            fn from(value: super::ContactsChange) -> Self {
+                Self {
+                    change: Ok(value.change),
+                    id: Ok(value.id),
+                    record: Ok(value.record),
+                }
+            }
+        }
+        #[derive(Clone, Debug)]
+        pub struct ContactsChangePage {
+            data: ::std::result::Result<
+                ::std::vec::Vec<super::ContactsChange>,
+                ::std::string::String,
+            >,
+            next: ::std::result::Result<::std::string::String, ::std::string::String>,
+            next_cursor: ::std::result::Result<super::FeedCursor, ::std::string::String>,
+        }
+        impl ::std::default::Default for ContactsChangePage {
+            fn default() -> Self {
+                Self {
+                    data: Err("no value supplied for data".to_string()),
+                    next: Err("no value supplied for next".to_string()),
+                    next_cursor: Err("no value supplied for next_cursor".to_string()),
+                }
+            }
+        }
+        impl ContactsChangePage {
+            pub fn data<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::vec::Vec<super::ContactsChange>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.data = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for data: {e}")
+                    });
+                self
+            }
+            pub fn next<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::string::String>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.next = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for next: {e}")
+                    });
+                self
+            }
+            pub fn next_cursor<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<super::FeedCursor>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.next_cursor = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for next_cursor: {e}")
+                    });
+                self
+            }
+        }
+        impl ::std::convert::TryFrom<ContactsChangePage> for super::ContactsChangePage {
+            type Error = super::error::ConversionError;
+            fn try_from(
+                value: ContactsChangePage,
+            ) -> ::std::result::Result<Self, super::error::ConversionError> {
+                Ok(Self {
+                    data: value.data?,
+                    next: value.next?,
+                    next_cursor: value.next_cursor?,
+                })
+            }
+        }
+        impl ::std::convert::From<super::ContactsChangePage> for ContactsChangePage {
+            fn from(value: super::ContactsChangePage) -> Self {
+                Self {
+                    data: Ok(value.data),
+                    next: Ok(value.next),
+                    next_cursor: Ok(value.next_cursor),
+                }
+            }
+        }
+        #[derive(Clone, Debug)]
         pub struct ContactsPage {
             data: ::std::result::Result<
                 ::std::vec::Vec<super::Contact>,
@@ -17190,6 +19062,160 @@ pub mod types {
                     name: Ok(value.name),
                     number: Ok(value.number),
                     version: Ok(value.version),
+                }
+            }
+        }
+        #[derive(Clone, Debug)]
+        pub struct CostCentersChange {
+            change: ::std::result::Result<super::ChangeKind, ::std::string::String>,
+            id: ::std::result::Result<::std::string::String, ::std::string::String>,
+            record: ::std::result::Result<
+                ::std::option::Option<super::CostCenter>,
+                ::std::string::String,
+            >,
+        }
+        impl ::std::default::Default for CostCentersChange {
+            fn default() -> Self {
+                Self {
+                    change: Err("no value supplied for change".to_string()),
+                    id: Err("no value supplied for id".to_string()),
+                    record: Ok(Default::default()),
+                }
+            }
+        }
+        impl CostCentersChange {
+            pub fn change<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<super::ChangeKind>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.change = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for change: {e}")
+                    });
+                self
+            }
+            pub fn id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::string::String>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.id = value
+                    .try_into()
+                    .map_err(|e| format!("error converting supplied value for id: {e}"));
+                self
+            }
+            pub fn record<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::CostCenter>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.record = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for record: {e}")
+                    });
+                self
+            }
+        }
+        impl ::std::convert::TryFrom<CostCentersChange> for super::CostCentersChange {
+            type Error = super::error::ConversionError;
+            fn try_from(
+                value: CostCentersChange,
+            ) -> ::std::result::Result<Self, super::error::ConversionError> {
+                Ok(Self {
+                    change: value.change?,
+                    id: value.id?,
+                    record: value.record?,
+                })
+            }
+        }
+        impl ::std::convert::From<super::CostCentersChange> for CostCentersChange {
+            fn from(value: super::CostCentersChange) -> Self {
+                Self {
+                    change: Ok(value.change),
+                    id: Ok(value.id),
+                    record: Ok(value.record),
+                }
+            }
+        }
+        #[derive(Clone, Debug)]
+        pub struct CostCentersChangePage {
+            data: ::std::result::Result<
+                ::std::vec::Vec<super::CostCentersChange>,
+                ::std::string::String,
+            >,
+            next: ::std::result::Result<::std::string::String, ::std::string::String>,
+            next_cursor: ::std::result::Result<super::FeedCursor, ::std::string::String>,
+        }
+        impl ::std::default::Default for CostCentersChangePage {
+            fn default() -> Self {
+                Self {
+                    data: Err("no value supplied for data".to_string()),
+                    next: Err("no value supplied for next".to_string()),
+                    next_cursor: Err("no value supplied for next_cursor".to_string()),
+                }
+            }
+        }
+        impl CostCentersChangePage {
+            pub fn data<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::vec::Vec<super::CostCentersChange>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.data = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for data: {e}")
+                    });
+                self
+            }
+            pub fn next<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::string::String>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.next = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for next: {e}")
+                    });
+                self
+            }
+            pub fn next_cursor<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<super::FeedCursor>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.next_cursor = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for next_cursor: {e}")
+                    });
+                self
+            }
+        }
+        impl ::std::convert::TryFrom<CostCentersChangePage>
+        for super::CostCentersChangePage {
+            type Error = super::error::ConversionError;
+            fn try_from(
+                value: CostCentersChangePage,
+            ) -> ::std::result::Result<Self, super::error::ConversionError> {
+                Ok(Self {
+                    data: value.data?,
+                    next: value.next?,
+                    next_cursor: value.next_cursor?,
+                })
+            }
+        }
+        impl ::std::convert::From<super::CostCentersChangePage>
+        for CostCentersChangePage {
+            fn from(value: super::CostCentersChangePage) -> Self {
+                Self {
+                    data: Ok(value.data),
+                    next: Ok(value.next),
+                    next_cursor: Ok(value.next_cursor),
                 }
             }
         }
@@ -18268,6 +20294,159 @@ pub mod types {
             }
         }
         #[derive(Clone, Debug)]
+        pub struct DocumentsChange {
+            change: ::std::result::Result<super::ChangeKind, ::std::string::String>,
+            id: ::std::result::Result<::std::string::String, ::std::string::String>,
+            record: ::std::result::Result<
+                ::std::option::Option<super::Document>,
+                ::std::string::String,
+            >,
+        }
+        impl ::std::default::Default for DocumentsChange {
+            fn default() -> Self {
+                Self {
+                    change: Err("no value supplied for change".to_string()),
+                    id: Err("no value supplied for id".to_string()),
+                    record: Ok(Default::default()),
+                }
+            }
+        }
+        impl DocumentsChange {
+            pub fn change<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<super::ChangeKind>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.change = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for change: {e}")
+                    });
+                self
+            }
+            pub fn id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::string::String>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.id = value
+                    .try_into()
+                    .map_err(|e| format!("error converting supplied value for id: {e}"));
+                self
+            }
+            pub fn record<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::Document>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.record = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for record: {e}")
+                    });
+                self
+            }
+        }
+        impl ::std::convert::TryFrom<DocumentsChange> for super::DocumentsChange {
+            type Error = super::error::ConversionError;
+            fn try_from(
+                value: DocumentsChange,
+            ) -> ::std::result::Result<Self, super::error::ConversionError> {
+                Ok(Self {
+                    change: value.change?,
+                    id: value.id?,
+                    record: value.record?,
+                })
+            }
+        }
+        impl ::std::convert::From<super::DocumentsChange> for DocumentsChange {
+            fn from(value: super::DocumentsChange) -> Self {
+                Self {
+                    change: Ok(value.change),
+                    id: Ok(value.id),
+                    record: Ok(value.record),
+                }
+            }
+        }
+        #[derive(Clone, Debug)]
+        pub struct DocumentsChangePage {
+            data: ::std::result::Result<
+                ::std::vec::Vec<super::DocumentsChange>,
+                ::std::string::String,
+            >,
+            next: ::std::result::Result<::std::string::String, ::std::string::String>,
+            next_cursor: ::std::result::Result<super::FeedCursor, ::std::string::String>,
+        }
+        impl ::std::default::Default for DocumentsChangePage {
+            fn default() -> Self {
+                Self {
+                    data: Err("no value supplied for data".to_string()),
+                    next: Err("no value supplied for next".to_string()),
+                    next_cursor: Err("no value supplied for next_cursor".to_string()),
+                }
+            }
+        }
+        impl DocumentsChangePage {
+            pub fn data<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::vec::Vec<super::DocumentsChange>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.data = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for data: {e}")
+                    });
+                self
+            }
+            pub fn next<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::string::String>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.next = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for next: {e}")
+                    });
+                self
+            }
+            pub fn next_cursor<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<super::FeedCursor>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.next_cursor = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for next_cursor: {e}")
+                    });
+                self
+            }
+        }
+        impl ::std::convert::TryFrom<DocumentsChangePage>
+        for super::DocumentsChangePage {
+            type Error = super::error::ConversionError;
+            fn try_from(
+                value: DocumentsChangePage,
+            ) -> ::std::result::Result<Self, super::error::ConversionError> {
+                Ok(Self {
+                    data: value.data?,
+                    next: value.next?,
+                    next_cursor: value.next_cursor?,
+                })
+            }
+        }
+        impl ::std::convert::From<super::DocumentsChangePage> for DocumentsChangePage {
+            fn from(value: super::DocumentsChangePage) -> Self {
+                Self {
+                    data: Ok(value.data),
+                    next: Ok(value.next),
+                    next_cursor: Ok(value.next_cursor),
+                }
+            }
+        }
+        #[derive(Clone, Debug)]
         pub struct DocumentsPage {
             data: ::std::result::Result<
                 ::std::vec::Vec<super::Document>,
@@ -19211,6 +21390,158 @@ pub mod types {
                     last_sync_at: Ok(value.last_sync_at),
                     records: Ok(value.records),
                     set: Ok(value.set),
+                }
+            }
+        }
+        #[derive(Clone, Debug)]
+        pub struct ErpChange {
+            change: ::std::result::Result<super::ChangeKind, ::std::string::String>,
+            id: ::std::result::Result<::std::string::String, ::std::string::String>,
+            record: ::std::result::Result<
+                ::std::option::Option<super::ErpRecord>,
+                ::std::string::String,
+            >,
+        }
+        impl ::std::default::Default for ErpChange {
+            fn default() -> Self {
+                Self {
+                    change: Err("no value supplied for change".to_string()),
+                    id: Err("no value supplied for id".to_string()),
+                    record: Ok(Default::default()),
+                }
+            }
+        }
+        impl ErpChange {
+            pub fn change<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<super::ChangeKind>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.change = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for change: {e}")
+                    });
+                self
+            }
+            pub fn id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::string::String>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.id = value
+                    .try_into()
+                    .map_err(|e| format!("error converting supplied value for id: {e}"));
+                self
+            }
+            pub fn record<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::ErpRecord>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.record = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for record: {e}")
+                    });
+                self
+            }
+        }
+        impl ::std::convert::TryFrom<ErpChange> for super::ErpChange {
+            type Error = super::error::ConversionError;
+            fn try_from(
+                value: ErpChange,
+            ) -> ::std::result::Result<Self, super::error::ConversionError> {
+                Ok(Self {
+                    change: value.change?,
+                    id: value.id?,
+                    record: value.record?,
+                })
+            }
+        }
+        impl ::std::convert::From<super::ErpChange> for ErpChange {
+            fn from(value: super::ErpChange) -> Self {
+                Self {
+                    change: Ok(value.change),
+                    id: Ok(value.id),
+                    record: Ok(value.record),
+                }
+            }
+        }
+        #[derive(Clone, Debug)]
+        pub struct ErpChangePage {
+            data: ::std::result::Result<
+                ::std::vec::Vec<super::ErpChange>,
+                ::std::string::String,
+            >,
+            next: ::std::result::Result<::std::string::String, ::std::string::String>,
+            next_cursor: ::std::result::Result<super::FeedCursor, ::std::string::String>,
+        }
+        impl ::std::default::Default for ErpChangePage {
+            fn default() -> Self {
+                Self {
+                    data: Err("no value supplied for data".to_string()),
+                    next: Err("no value supplied for next".to_string()),
+                    next_cursor: Err("no value supplied for next_cursor".to_string()),
+                }
+            }
+        }
+        impl ErpChangePage {
+            pub fn data<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::vec::Vec<super::ErpChange>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.data = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for data: {e}")
+                    });
+                self
+            }
+            pub fn next<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::string::String>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.next = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for next: {e}")
+                    });
+                self
+            }
+            pub fn next_cursor<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<super::FeedCursor>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.next_cursor = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for next_cursor: {e}")
+                    });
+                self
+            }
+        }
+        impl ::std::convert::TryFrom<ErpChangePage> for super::ErpChangePage {
+            type Error = super::error::ConversionError;
+            fn try_from(
+                value: ErpChangePage,
+            ) -> ::std::result::Result<Self, super::error::ConversionError> {
+                Ok(Self {
+                    data: value.data?,
+                    next: value.next?,
+                    next_cursor: value.next_cursor?,
+                })
+            }
+        }
+        impl ::std::convert::From<super::ErpChangePage> for ErpChangePage {
+            fn from(value: super::ErpChangePage) -> Self {
+                Self {
+                    data: Ok(value.data),
+                    next: Ok(value.next),
+                    next_cursor: Ok(value.next_cursor),
                 }
             }
         }
@@ -22507,6 +24838,159 @@ pub mod types {
             }
         }
         #[derive(Clone, Debug)]
+        pub struct ItemTypesChange {
+            change: ::std::result::Result<super::ChangeKind, ::std::string::String>,
+            id: ::std::result::Result<::std::string::String, ::std::string::String>,
+            record: ::std::result::Result<
+                ::std::option::Option<super::ItemType>,
+                ::std::string::String,
+            >,
+        }
+        impl ::std::default::Default for ItemTypesChange {
+            fn default() -> Self {
+                Self {
+                    change: Err("no value supplied for change".to_string()),
+                    id: Err("no value supplied for id".to_string()),
+                    record: Ok(Default::default()),
+                }
+            }
+        }
+        impl ItemTypesChange {
+            pub fn change<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<super::ChangeKind>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.change = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for change: {e}")
+                    });
+                self
+            }
+            pub fn id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::string::String>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.id = value
+                    .try_into()
+                    .map_err(|e| format!("error converting supplied value for id: {e}"));
+                self
+            }
+            pub fn record<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::ItemType>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.record = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for record: {e}")
+                    });
+                self
+            }
+        }
+        impl ::std::convert::TryFrom<ItemTypesChange> for super::ItemTypesChange {
+            type Error = super::error::ConversionError;
+            fn try_from(
+                value: ItemTypesChange,
+            ) -> ::std::result::Result<Self, super::error::ConversionError> {
+                Ok(Self {
+                    change: value.change?,
+                    id: value.id?,
+                    record: value.record?,
+                })
+            }
+        }
+        impl ::std::convert::From<super::ItemTypesChange> for ItemTypesChange {
+            fn from(value: super::ItemTypesChange) -> Self {
+                Self {
+                    change: Ok(value.change),
+                    id: Ok(value.id),
+                    record: Ok(value.record),
+                }
+            }
+        }
+        #[derive(Clone, Debug)]
+        pub struct ItemTypesChangePage {
+            data: ::std::result::Result<
+                ::std::vec::Vec<super::ItemTypesChange>,
+                ::std::string::String,
+            >,
+            next: ::std::result::Result<::std::string::String, ::std::string::String>,
+            next_cursor: ::std::result::Result<super::FeedCursor, ::std::string::String>,
+        }
+        impl ::std::default::Default for ItemTypesChangePage {
+            fn default() -> Self {
+                Self {
+                    data: Err("no value supplied for data".to_string()),
+                    next: Err("no value supplied for next".to_string()),
+                    next_cursor: Err("no value supplied for next_cursor".to_string()),
+                }
+            }
+        }
+        impl ItemTypesChangePage {
+            pub fn data<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::vec::Vec<super::ItemTypesChange>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.data = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for data: {e}")
+                    });
+                self
+            }
+            pub fn next<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::string::String>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.next = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for next: {e}")
+                    });
+                self
+            }
+            pub fn next_cursor<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<super::FeedCursor>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.next_cursor = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for next_cursor: {e}")
+                    });
+                self
+            }
+        }
+        impl ::std::convert::TryFrom<ItemTypesChangePage>
+        for super::ItemTypesChangePage {
+            type Error = super::error::ConversionError;
+            fn try_from(
+                value: ItemTypesChangePage,
+            ) -> ::std::result::Result<Self, super::error::ConversionError> {
+                Ok(Self {
+                    data: value.data?,
+                    next: value.next?,
+                    next_cursor: value.next_cursor?,
+                })
+            }
+        }
+        impl ::std::convert::From<super::ItemTypesChangePage> for ItemTypesChangePage {
+            fn from(value: super::ItemTypesChangePage) -> Self {
+                Self {
+                    data: Ok(value.data),
+                    next: Ok(value.next),
+                    next_cursor: Ok(value.next_cursor),
+                }
+            }
+        }
+        #[derive(Clone, Debug)]
         pub struct ItemTypesPage {
             data: ::std::result::Result<
                 ::std::vec::Vec<super::ItemType>,
@@ -23194,6 +25678,159 @@ pub mod types {
             }
         }
         #[derive(Clone, Debug)]
+        pub struct ItemUnitsChange {
+            change: ::std::result::Result<super::ChangeKind, ::std::string::String>,
+            id: ::std::result::Result<::std::string::String, ::std::string::String>,
+            record: ::std::result::Result<
+                ::std::option::Option<super::ItemUnit>,
+                ::std::string::String,
+            >,
+        }
+        impl ::std::default::Default for ItemUnitsChange {
+            fn default() -> Self {
+                Self {
+                    change: Err("no value supplied for change".to_string()),
+                    id: Err("no value supplied for id".to_string()),
+                    record: Ok(Default::default()),
+                }
+            }
+        }
+        impl ItemUnitsChange {
+            pub fn change<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<super::ChangeKind>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.change = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for change: {e}")
+                    });
+                self
+            }
+            pub fn id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::string::String>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.id = value
+                    .try_into()
+                    .map_err(|e| format!("error converting supplied value for id: {e}"));
+                self
+            }
+            pub fn record<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::ItemUnit>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.record = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for record: {e}")
+                    });
+                self
+            }
+        }
+        impl ::std::convert::TryFrom<ItemUnitsChange> for super::ItemUnitsChange {
+            type Error = super::error::ConversionError;
+            fn try_from(
+                value: ItemUnitsChange,
+            ) -> ::std::result::Result<Self, super::error::ConversionError> {
+                Ok(Self {
+                    change: value.change?,
+                    id: value.id?,
+                    record: value.record?,
+                })
+            }
+        }
+        impl ::std::convert::From<super::ItemUnitsChange> for ItemUnitsChange {
+            fn from(value: super::ItemUnitsChange) -> Self {
+                Self {
+                    change: Ok(value.change),
+                    id: Ok(value.id),
+                    record: Ok(value.record),
+                }
+            }
+        }
+        #[derive(Clone, Debug)]
+        pub struct ItemUnitsChangePage {
+            data: ::std::result::Result<
+                ::std::vec::Vec<super::ItemUnitsChange>,
+                ::std::string::String,
+            >,
+            next: ::std::result::Result<::std::string::String, ::std::string::String>,
+            next_cursor: ::std::result::Result<super::FeedCursor, ::std::string::String>,
+        }
+        impl ::std::default::Default for ItemUnitsChangePage {
+            fn default() -> Self {
+                Self {
+                    data: Err("no value supplied for data".to_string()),
+                    next: Err("no value supplied for next".to_string()),
+                    next_cursor: Err("no value supplied for next_cursor".to_string()),
+                }
+            }
+        }
+        impl ItemUnitsChangePage {
+            pub fn data<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::vec::Vec<super::ItemUnitsChange>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.data = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for data: {e}")
+                    });
+                self
+            }
+            pub fn next<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::string::String>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.next = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for next: {e}")
+                    });
+                self
+            }
+            pub fn next_cursor<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<super::FeedCursor>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.next_cursor = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for next_cursor: {e}")
+                    });
+                self
+            }
+        }
+        impl ::std::convert::TryFrom<ItemUnitsChangePage>
+        for super::ItemUnitsChangePage {
+            type Error = super::error::ConversionError;
+            fn try_from(
+                value: ItemUnitsChangePage,
+            ) -> ::std::result::Result<Self, super::error::ConversionError> {
+                Ok(Self {
+                    data: value.data?,
+                    next: value.next?,
+                    next_cursor: value.next_cursor?,
+                })
+            }
+        }
+        impl ::std::convert::From<super::ItemUnitsChangePage> for ItemUnitsChangePage {
+            fn from(value: super::ItemUnitsChangePage) -> Self {
+                Self {
+                    data: Ok(value.data),
+                    next: Ok(value.next),
+                    next_cursor: Ok(value.next_cursor),
+                }
+            }
+        }
+        #[derive(Clone, Debug)]
         pub struct ItemUnitsPage {
             data: ::std::result::Result<
                 ::std::vec::Vec<super::ItemUnit>,
@@ -23564,6 +26201,158 @@ pub mod types {
                 Self {
                     data: Ok(value.data),
                     field_report_response: Ok(value.field_report_response),
+                }
+            }
+        }
+        #[derive(Clone, Debug)]
+        pub struct ItemsChange {
+            change: ::std::result::Result<super::ChangeKind, ::std::string::String>,
+            id: ::std::result::Result<::std::string::String, ::std::string::String>,
+            record: ::std::result::Result<
+                ::std::option::Option<super::Item>,
+                ::std::string::String,
+            >,
+        }
+        impl ::std::default::Default for ItemsChange {
+            fn default() -> Self {
+                Self {
+                    change: Err("no value supplied for change".to_string()),
+                    id: Err("no value supplied for id".to_string()),
+                    record: Ok(Default::default()),
+                }
+            }
+        }
+        impl ItemsChange {
+            pub fn change<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<super::ChangeKind>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.change = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for change: {e}")
+                    });
+                self
+            }
+            pub fn id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::string::String>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.id = value
+                    .try_into()
+                    .map_err(|e| format!("error converting supplied value for id: {e}"));
+                self
+            }
+            pub fn record<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::Item>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.record = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for record: {e}")
+                    });
+                self
+            }
+        }
+        impl ::std::convert::TryFrom<ItemsChange> for super::ItemsChange {
+            type Error = super::error::ConversionError;
+            fn try_from(
+                value: ItemsChange,
+            ) -> ::std::result::Result<Self, super::error::ConversionError> {
+                Ok(Self {
+                    change: value.change?,
+                    id: value.id?,
+                    record: value.record?,
+                })
+            }
+        }
+        impl ::std::convert::From<super::ItemsChange> for ItemsChange {
+            fn from(value: super::ItemsChange) -> Self {
+                Self {
+                    change: Ok(value.change),
+                    id: Ok(value.id),
+                    record: Ok(value.record),
+                }
+            }
+        }
+        #[derive(Clone, Debug)]
+        pub struct ItemsChangePage {
+            data: ::std::result::Result<
+                ::std::vec::Vec<super::ItemsChange>,
+                ::std::string::String,
+            >,
+            next: ::std::result::Result<::std::string::String, ::std::string::String>,
+            next_cursor: ::std::result::Result<super::FeedCursor, ::std::string::String>,
+        }
+        impl ::std::default::Default for ItemsChangePage {
+            fn default() -> Self {
+                Self {
+                    data: Err("no value supplied for data".to_string()),
+                    next: Err("no value supplied for next".to_string()),
+                    next_cursor: Err("no value supplied for next_cursor".to_string()),
+                }
+            }
+        }
+        impl ItemsChangePage {
+            pub fn data<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::vec::Vec<super::ItemsChange>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.data = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for data: {e}")
+                    });
+                self
+            }
+            pub fn next<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::string::String>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.next = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for next: {e}")
+                    });
+                self
+            }
+            pub fn next_cursor<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<super::FeedCursor>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.next_cursor = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for next_cursor: {e}")
+                    });
+                self
+            }
+        }
+        impl ::std::convert::TryFrom<ItemsChangePage> for super::ItemsChangePage {
+            type Error = super::error::ConversionError;
+            fn try_from(
+                value: ItemsChangePage,
+            ) -> ::std::result::Result<Self, super::error::ConversionError> {
+                Ok(Self {
+                    data: value.data?,
+                    next: value.next?,
+                    next_cursor: value.next_cursor?,
+                })
+            }
+        }
+        impl ::std::convert::From<super::ItemsChangePage> for ItemsChangePage {
+            fn from(value: super::ItemsChangePage) -> Self {
+                Self {
+                    data: Ok(value.data),
+                    next: Ok(value.next),
+                    next_cursor: Ok(value.next_cursor),
                 }
             }
         }
@@ -31882,6 +34671,158 @@ pub mod types {
             }
         }
         #[derive(Clone, Debug)]
+        pub struct ProductsChange {
+            change: ::std::result::Result<super::ChangeKind, ::std::string::String>,
+            id: ::std::result::Result<::std::string::String, ::std::string::String>,
+            record: ::std::result::Result<
+                ::std::option::Option<super::Product>,
+                ::std::string::String,
+            >,
+        }
+        impl ::std::default::Default for ProductsChange {
+            fn default() -> Self {
+                Self {
+                    change: Err("no value supplied for change".to_string()),
+                    id: Err("no value supplied for id".to_string()),
+                    record: Ok(Default::default()),
+                }
+            }
+        }
+        impl ProductsChange {
+            pub fn change<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<super::ChangeKind>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.change = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for change: {e}")
+                    });
+                self
+            }
+            pub fn id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::string::String>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.id = value
+                    .try_into()
+                    .map_err(|e| format!("error converting supplied value for id: {e}"));
+                self
+            }
+            pub fn record<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::Product>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.record = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for record: {e}")
+                    });
+                self
+            }
+        }
+        impl ::std::convert::TryFrom<ProductsChange> for super::ProductsChange {
+            type Error = super::error::ConversionError;
+            fn try_from(
+                value: ProductsChange,
+            ) -> ::std::result::Result<Self, super::error::ConversionError> {
+                Ok(Self {
+                    change: value.change?,
+                    id: value.id?,
+                    record: value.record?,
+                })
+            }
+        }
+        impl ::std::convert::From<super::ProductsChange> for ProductsChange {
+            fn from(value: super::ProductsChange) -> Self {
+                Self {
+                    change: Ok(value.change),
+                    id: Ok(value.id),
+                    record: Ok(value.record),
+                }
+            }
+        }
+        #[derive(Clone, Debug)]
+        pub struct ProductsChangePage {
+            data: ::std::result::Result<
+                ::std::vec::Vec<super::ProductsChange>,
+                ::std::string::String,
+            >,
+            next: ::std::result::Result<::std::string::String, ::std::string::String>,
+            next_cursor: ::std::result::Result<super::FeedCursor, ::std::string::String>,
+        }
+        impl ::std::default::Default for ProductsChangePage {
+            fn default() -> Self {
+                Self {
+                    data: Err("no value supplied for data".to_string()),
+                    next: Err("no value supplied for next".to_string()),
+                    next_cursor: Err("no value supplied for next_cursor".to_string()),
+                }
+            }
+        }
+        impl ProductsChangePage {
+            pub fn data<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::vec::Vec<super::ProductsChange>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.data = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for data: {e}")
+                    });
+                self
+            }
+            pub fn next<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::string::String>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.next = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for next: {e}")
+                    });
+                self
+            }
+            pub fn next_cursor<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<super::FeedCursor>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.next_cursor = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for next_cursor: {e}")
+                    });
+                self
+            }
+        }
+        impl ::std::convert::TryFrom<ProductsChangePage> for super::ProductsChangePage {
+            type Error = super::error::ConversionError;
+            fn try_from(
+                value: ProductsChangePage,
+            ) -> ::std::result::Result<Self, super::error::ConversionError> {
+                Ok(Self {
+                    data: value.data?,
+                    next: value.next?,
+                    next_cursor: value.next_cursor?,
+                })
+            }
+        }
+        impl ::std::convert::From<super::ProductsChangePage> for ProductsChangePage {
+            fn from(value: super::ProductsChangePage) -> Self {
+                Self {
+                    data: Ok(value.data),
+                    next: Ok(value.next),
+                    next_cursor: Ok(value.next_cursor),
+                }
+            }
+        }
+        #[derive(Clone, Debug)]
         pub struct ProductsPage {
             data: ::std::result::Result<
                 ::std::vec::Vec<super::Product>,
@@ -32995,6 +35936,161 @@ pub mod types {
                     name: Ok(value.name),
                     validity_months: Ok(value.validity_months),
                     version: Ok(value.version),
+                }
+            }
+        }
+        #[derive(Clone, Debug)]
+        pub struct QualificationsChange {
+            change: ::std::result::Result<super::ChangeKind, ::std::string::String>,
+            id: ::std::result::Result<::std::string::String, ::std::string::String>,
+            record: ::std::result::Result<
+                ::std::option::Option<super::Qualification>,
+                ::std::string::String,
+            >,
+        }
+        impl ::std::default::Default for QualificationsChange {
+            fn default() -> Self {
+                Self {
+                    change: Err("no value supplied for change".to_string()),
+                    id: Err("no value supplied for id".to_string()),
+                    record: Ok(Default::default()),
+                }
+            }
+        }
+        impl QualificationsChange {
+            pub fn change<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<super::ChangeKind>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.change = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for change: {e}")
+                    });
+                self
+            }
+            pub fn id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::string::String>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.id = value
+                    .try_into()
+                    .map_err(|e| format!("error converting supplied value for id: {e}"));
+                self
+            }
+            pub fn record<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::Qualification>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.record = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for record: {e}")
+                    });
+                self
+            }
+        }
+        impl ::std::convert::TryFrom<QualificationsChange>
+        for super::QualificationsChange {
+            type Error = super::error::ConversionError;
+            fn try_from(
+                value: QualificationsChange,
+            ) -> ::std::result::Result<Self, super::error::ConversionError> {
+                Ok(Self {
+                    change: value.change?,
+                    id: value.id?,
+                    record: value.record?,
+                })
+            }
+        }
+        impl ::std::convert::From<super::QualificationsChange> for QualificationsChange {
+            fn from(value: super::QualificationsChange) -> Self {
+                Self {
+                    change: Ok(value.change),
+                    id: Ok(value.id),
+                    record: Ok(value.record),
+                }
+            }
+        }
+        #[derive(Clone, Debug)]
+        pub struct QualificationsChangePage {
+            data: ::std::result::Result<
+                ::std::vec::Vec<super::QualificationsChange>,
+                ::std::string::String,
+            >,
+            next: ::std::result::Result<::std::string::String, ::std::string::String>,
+            next_cursor: ::std::result::Result<super::FeedCursor, ::std::string::String>,
+        }
+        impl ::std::default::Default for QualificationsChangePage {
+            fn default() -> Self {
+                Self {
+                    data: Err("no value supplied for data".to_string()),
+                    next: Err("no value supplied for next".to_string()),
+                    next_cursor: Err("no value supplied for next_cursor".to_string()),
+                }
+            }
+        }
+        impl QualificationsChangePage {
+            pub fn data<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::vec::Vec<super::QualificationsChange>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.data = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for data: {e}")
+                    });
+                self
+            }
+            pub fn next<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::string::String>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.next = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for next: {e}")
+                    });
+                self
+            }
+            pub fn next_cursor<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<super::FeedCursor>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.next_cursor = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for next_cursor: {e}")
+                    });
+                self
+            }
+        }
+        impl ::std::convert::TryFrom<QualificationsChangePage>
+        for super::QualificationsChangePage {
+            type Error = super::error::ConversionError;
+            fn try_from(
+                value: QualificationsChangePage,
+            ) -> ::std::result::Result<Self, super::error::ConversionError> {
+                Ok(Self {
+                    data: value.data?,
+                    next: value.next?,
+                    next_cursor: value.next_cursor?,
+                })
+            }
+        }
+        impl ::std::convert::From<super::QualificationsChangePage>
+        for QualificationsChangePage {
+            fn from(value: super::QualificationsChangePage) -> Self {
+                Self {
+                    data: Ok(value.data),
+                    next: Ok(value.next),
+                    next_cursor: Ok(value.next_cursor),
                 }
             }
         }
@@ -34495,6 +37591,161 @@ pub mod types {
             }
         }
         #[derive(Clone, Debug)]
+        pub struct ServiceObjectsChange {
+            change: ::std::result::Result<super::ChangeKind, ::std::string::String>,
+            id: ::std::result::Result<::std::string::String, ::std::string::String>,
+            record: ::std::result::Result<
+                ::std::option::Option<super::ServiceObject>,
+                ::std::string::String,
+            >,
+        }
+        impl ::std::default::Default for ServiceObjectsChange {
+            fn default() -> Self {
+                Self {
+                    change: Err("no value supplied for change".to_string()),
+                    id: Err("no value supplied for id".to_string()),
+                    record: Ok(Default::default()),
+                }
+            }
+        }
+        impl ServiceObjectsChange {
+            pub fn change<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<super::ChangeKind>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.change = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for change: {e}")
+                    });
+                self
+            }
+            pub fn id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::string::String>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.id = value
+                    .try_into()
+                    .map_err(|e| format!("error converting supplied value for id: {e}"));
+                self
+            }
+            pub fn record<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::ServiceObject>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.record = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for record: {e}")
+                    });
+                self
+            }
+        }
+        impl ::std::convert::TryFrom<ServiceObjectsChange>
+        for super::ServiceObjectsChange {
+            type Error = super::error::ConversionError;
+            fn try_from(
+                value: ServiceObjectsChange,
+            ) -> ::std::result::Result<Self, super::error::ConversionError> {
+                Ok(Self {
+                    change: value.change?,
+                    id: value.id?,
+                    record: value.record?,
+                })
+            }
+        }
+        impl ::std::convert::From<super::ServiceObjectsChange> for ServiceObjectsChange {
+            fn from(value: super::ServiceObjectsChange) -> Self {
+                Self {
+                    change: Ok(value.change),
+                    id: Ok(value.id),
+                    record: Ok(value.record),
+                }
+            }
+        }
+        #[derive(Clone, Debug)]
+        pub struct ServiceObjectsChangePage {
+            data: ::std::result::Result<
+                ::std::vec::Vec<super::ServiceObjectsChange>,
+                ::std::string::String,
+            >,
+            next: ::std::result::Result<::std::string::String, ::std::string::String>,
+            next_cursor: ::std::result::Result<super::FeedCursor, ::std::string::String>,
+        }
+        impl ::std::default::Default for ServiceObjectsChangePage {
+            fn default() -> Self {
+                Self {
+                    data: Err("no value supplied for data".to_string()),
+                    next: Err("no value supplied for next".to_string()),
+                    next_cursor: Err("no value supplied for next_cursor".to_string()),
+                }
+            }
+        }
+        impl ServiceObjectsChangePage {
+            pub fn data<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::vec::Vec<super::ServiceObjectsChange>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.data = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for data: {e}")
+                    });
+                self
+            }
+            pub fn next<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::string::String>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.next = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for next: {e}")
+                    });
+                self
+            }
+            pub fn next_cursor<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<super::FeedCursor>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.next_cursor = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for next_cursor: {e}")
+                    });
+                self
+            }
+        }
+        impl ::std::convert::TryFrom<ServiceObjectsChangePage>
+        for super::ServiceObjectsChangePage {
+            type Error = super::error::ConversionError;
+            fn try_from(
+                value: ServiceObjectsChangePage,
+            ) -> ::std::result::Result<Self, super::error::ConversionError> {
+                Ok(Self {
+                    data: value.data?,
+                    next: value.next?,
+                    next_cursor: value.next_cursor?,
+                })
+            }
+        }
+        impl ::std::convert::From<super::ServiceObjectsChangePage>
+        for ServiceObjectsChangePage {
+            fn from(value: super::ServiceObjectsChangePage) -> Self {
+                Self {
+                    data: Ok(value.data),
+                    next: Ok(value.next),
+                    next_cursor: Ok(value.next_cursor),
+                }
+            }
+        }
+        #[derive(Clone, Debug)]
         pub struct ServiceObjectsPage {
             data: ::std::result::Result<
                 ::std::vec::Vec<super::ServiceObject>,
@@ -35716,6 +38967,164 @@ pub mod types {
                     tags: Ok(value.tags),
                     type_: Ok(value.type_),
                     version: Ok(value.version),
+                }
+            }
+        }
+        #[derive(Clone, Debug)]
+        pub struct ServiceRequestsChange {
+            change: ::std::result::Result<super::ChangeKind, ::std::string::String>,
+            id: ::std::result::Result<::std::string::String, ::std::string::String>,
+            record: ::std::result::Result<
+                ::std::option::Option<super::ServiceRequest>,
+                ::std::string::String,
+            >,
+        }
+        impl ::std::default::Default for ServiceRequestsChange {
+            fn default() -> Self {
+                Self {
+                    change: Err("no value supplied for change".to_string()),
+                    id: Err("no value supplied for id".to_string()),
+                    record: Ok(Default::default()),
+                }
+            }
+        }
+        impl ServiceRequestsChange {
+            pub fn change<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<super::ChangeKind>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.change = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for change: {e}")
+                    });
+                self
+            }
+            pub fn id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::string::String>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.id = value
+                    .try_into()
+                    .map_err(|e| format!("error converting supplied value for id: {e}"));
+                self
+            }
+            pub fn record<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::ServiceRequest>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.record = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for record: {e}")
+                    });
+                self
+            }
+        }
+        impl ::std::convert::TryFrom<ServiceRequestsChange>
+        for super::ServiceRequestsChange {
+            type Error = super::error::ConversionError;
+            fn try_from(
+                value: ServiceRequestsChange,
+            ) -> ::std::result::Result<Self, super::error::ConversionError> {
+                Ok(Self {
+                    change: value.change?,
+                    id: value.id?,
+                    record: value.record?,
+                })
+            }
+        }
+        impl ::std::convert::From<super::ServiceRequestsChange>
+        for ServiceRequestsChange {
+            fn from(value: super::ServiceRequestsChange) -> Self {
+                Self {
+                    change: Ok(value.change),
+                    id: Ok(value.id),
+                    record: Ok(value.record),
+                }
+            }
+        }
+        #[derive(Clone, Debug)]
+        pub struct ServiceRequestsChangePage {
+            data: ::std::result::Result<
+                ::std::vec::Vec<super::ServiceRequestsChange>,
+                ::std::string::String,
+            >,
+            next: ::std::result::Result<::std::string::String, ::std::string::String>,
+            next_cursor: ::std::result::Result<super::FeedCursor, ::std::string::String>,
+        }
+        impl ::std::default::Default for ServiceRequestsChangePage {
+            fn default() -> Self {
+                Self {
+                    data: Err("no value supplied for data".to_string()),
+                    next: Err("no value supplied for next".to_string()),
+                    next_cursor: Err("no value supplied for next_cursor".to_string()),
+                }
+            }
+        }
+        impl ServiceRequestsChangePage {
+            pub fn data<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<
+                    ::std::vec::Vec<super::ServiceRequestsChange>,
+                >,
+                T::Error: ::std::fmt::Display,
+            {
+                self.data = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for data: {e}")
+                    });
+                self
+            }
+            pub fn next<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::string::String>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.next = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for next: {e}")
+                    });
+                self
+            }
+            pub fn next_cursor<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<super::FeedCursor>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.next_cursor = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for next_cursor: {e}")
+                    });
+                self
+            }
+        }
+        impl ::std::convert::TryFrom<ServiceRequestsChangePage>
+        for super::ServiceRequestsChangePage {
+            type Error = super::error::ConversionError;
+            fn try_from(
+                value: ServiceRequestsChangePage,
+            ) -> ::std::result::Result<Self, super::error::ConversionError> {
+                Ok(Self {
+                    data: value.data?,
+                    next: value.next?,
+                    next_cursor: value.next_cursor?,
+                })
+            }
+        }
+        impl ::std::convert::From<super::ServiceRequestsChangePage>
+        for ServiceRequestsChangePage {
+            fn from(value: super::ServiceRequestsChangePage) -> Self {
+                Self {
+                    data: Ok(value.data),
+                    next: Ok(value.next),
+                    next_cursor: Ok(value.next_cursor),
                 }
             }
         }
@@ -37507,6 +40916,166 @@ pub mod types {
             }
         }
         #[derive(Clone, Debug)]
+        pub struct StepListTemplatesChange {
+            change: ::std::result::Result<super::ChangeKind, ::std::string::String>,
+            id: ::std::result::Result<::std::string::String, ::std::string::String>,
+            record: ::std::result::Result<
+                ::std::option::Option<super::StepListTemplate>,
+                ::std::string::String,
+            >,
+        }
+        impl ::std::default::Default for StepListTemplatesChange {
+            fn default() -> Self {
+                Self {
+                    change: Err("no value supplied for change".to_string()),
+                    id: Err("no value supplied for id".to_string()),
+                    record: Ok(Default::default()),
+                }
+            }
+        }
+        impl StepListTemplatesChange {
+            pub fn change<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<super::ChangeKind>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.change = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for change: {e}")
+                    });
+                self
+            }
+            pub fn id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::string::String>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.id = value
+                    .try_into()
+                    .map_err(|e| format!("error converting supplied value for id: {e}"));
+                self
+            }
+            pub fn record<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<super::StepListTemplate>,
+                >,
+                T::Error: ::std::fmt::Display,
+            {
+                self.record = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for record: {e}")
+                    });
+                self
+            }
+        }
+        impl ::std::convert::TryFrom<StepListTemplatesChange>
+        for super::StepListTemplatesChange {
+            type Error = super::error::ConversionError;
+            fn try_from(
+                value: StepListTemplatesChange,
+            ) -> ::std::result::Result<Self, super::error::ConversionError> {
+                Ok(Self {
+                    change: value.change?,
+                    id: value.id?,
+                    record: value.record?,
+                })
+            }
+        }
+        impl ::std::convert::From<super::StepListTemplatesChange>
+        for StepListTemplatesChange {
+            fn from(value: super::StepListTemplatesChange) -> Self {
+                Self {
+                    change: Ok(value.change),
+                    id: Ok(value.id),
+                    record: Ok(value.record),
+                }
+            }
+        }
+        #[derive(Clone, Debug)]
+        pub struct StepListTemplatesChangePage {
+            data: ::std::result::Result<
+                ::std::vec::Vec<super::StepListTemplatesChange>,
+                ::std::string::String,
+            >,
+            next: ::std::result::Result<::std::string::String, ::std::string::String>,
+            next_cursor: ::std::result::Result<super::FeedCursor, ::std::string::String>,
+        }
+        impl ::std::default::Default for StepListTemplatesChangePage {
+            fn default() -> Self {
+                Self {
+                    data: Err("no value supplied for data".to_string()),
+                    next: Err("no value supplied for next".to_string()),
+                    next_cursor: Err("no value supplied for next_cursor".to_string()),
+                }
+            }
+        }
+        impl StepListTemplatesChangePage {
+            pub fn data<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<
+                    ::std::vec::Vec<super::StepListTemplatesChange>,
+                >,
+                T::Error: ::std::fmt::Display,
+            {
+                self.data = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for data: {e}")
+                    });
+                self
+            }
+            pub fn next<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::string::String>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.next = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for next: {e}")
+                    });
+                self
+            }
+            pub fn next_cursor<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<super::FeedCursor>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.next_cursor = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for next_cursor: {e}")
+                    });
+                self
+            }
+        }
+        impl ::std::convert::TryFrom<StepListTemplatesChangePage>
+        for super::StepListTemplatesChangePage {
+            type Error = super::error::ConversionError;
+            fn try_from(
+                value: StepListTemplatesChangePage,
+            ) -> ::std::result::Result<Self, super::error::ConversionError> {
+                Ok(Self {
+                    data: value.data?,
+                    next: value.next?,
+                    next_cursor: value.next_cursor?,
+                })
+            }
+        }
+        impl ::std::convert::From<super::StepListTemplatesChangePage>
+        for StepListTemplatesChangePage {
+            fn from(value: super::StepListTemplatesChangePage) -> Self {
+                Self {
+                    data: Ok(value.data),
+                    next: Ok(value.next),
+                    next_cursor: Ok(value.next_cursor),
+                }
+            }
+        }
+        #[derive(Clone, Debug)]
         pub struct StepListTemplatesPage {
             data: ::std::result::Result<
                 ::std::vec::Vec<super::StepListTemplate>,
@@ -39120,6 +42689,158 @@ pub mod types {
             }
         }
         #[derive(Clone, Debug)]
+        pub struct TagsChange {
+            change: ::std::result::Result<super::ChangeKind, ::std::string::String>,
+            id: ::std::result::Result<::std::string::String, ::std::string::String>,
+            record: ::std::result::Result<
+                ::std::option::Option<super::Tag>,
+                ::std::string::String,
+            >,
+        }
+        impl ::std::default::Default for TagsChange {
+            fn default() -> Self {
+                Self {
+                    change: Err("no value supplied for change".to_string()),
+                    id: Err("no value supplied for id".to_string()),
+                    record: Ok(Default::default()),
+                }
+            }
+        }
+        impl TagsChange {
+            pub fn change<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<super::ChangeKind>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.change = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for change: {e}")
+                    });
+                self
+            }
+            pub fn id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::string::String>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.id = value
+                    .try_into()
+                    .map_err(|e| format!("error converting supplied value for id: {e}"));
+                self
+            }
+            pub fn record<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::Tag>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.record = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for record: {e}")
+                    });
+                self
+            }
+        }
+        impl ::std::convert::TryFrom<TagsChange> for super::TagsChange {
+            type Error = super::error::ConversionError;
+            fn try_from(
+                value: TagsChange,
+            ) -> ::std::result::Result<Self, super::error::ConversionError> {
+                Ok(Self {
+                    change: value.change?,
+                    id: value.id?,
+                    record: value.record?,
+                })
+            }
+        }
+        impl ::std::convert::From<super::TagsChange> for TagsChange {
+            fn from(value: super::TagsChange) -> Self {
+                Self {
+                    change: Ok(value.change),
+                    id: Ok(value.id),
+                    record: Ok(value.record),
+                }
+            }
+        }
+        #[derive(Clone, Debug)]
+        pub struct TagsChangePage {
+            data: ::std::result::Result<
+                ::std::vec::Vec<super::TagsChange>,
+                ::std::string::String,
+            >,
+            next: ::std::result::Result<::std::string::String, ::std::string::String>,
+            next_cursor: ::std::result::Result<super::FeedCursor, ::std::string::String>,
+        }
+        impl ::std::default::Default for TagsChangePage {
+            fn default() -> Self {
+                Self {
+                    data: Err("no value supplied for data".to_string()),
+                    next: Err("no value supplied for next".to_string()),
+                    next_cursor: Err("no value supplied for next_cursor".to_string()),
+                }
+            }
+        }
+        impl TagsChangePage {
+            pub fn data<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::vec::Vec<super::TagsChange>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.data = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for data: {e}")
+                    });
+                self
+            }
+            pub fn next<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::string::String>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.next = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for next: {e}")
+                    });
+                self
+            }
+            pub fn next_cursor<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<super::FeedCursor>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.next_cursor = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for next_cursor: {e}")
+                    });
+                self
+            }
+        }
+        impl ::std::convert::TryFrom<TagsChangePage> for super::TagsChangePage {
+            type Error = super::error::ConversionError;
+            fn try_from(
+                value: TagsChangePage,
+            ) -> ::std::result::Result<Self, super::error::ConversionError> {
+                Ok(Self {
+                    data: value.data?,
+                    next: value.next?,
+                    next_cursor: value.next_cursor?,
+                })
+            }
+        }
+        impl ::std::convert::From<super::TagsChangePage> for TagsChangePage {
+            fn from(value: super::TagsChangePage) -> Self {
+                Self {
+                    data: Ok(value.data),
+                    next: Ok(value.next),
+                    next_cursor: Ok(value.next_cursor),
+                }
+            }
+        }
+        #[derive(Clone, Debug)]
         pub struct TagsPage {
             data: ::std::result::Result<
                 ::std::vec::Vec<super::Tag>,
@@ -40015,6 +43736,159 @@ pub mod types {
                     type_: Ok(value.type_),
                     user_id: Ok(value.user_id),
                     version: Ok(value.version),
+                }
+            }
+        }
+        #[derive(Clone, Debug)]
+        pub struct TimeEventsChange {
+            change: ::std::result::Result<super::ChangeKind, ::std::string::String>,
+            id: ::std::result::Result<::std::string::String, ::std::string::String>,
+            record: ::std::result::Result<
+                ::std::option::Option<super::TimeEvent>,
+                ::std::string::String,
+            >,
+        }
+        impl ::std::default::Default for TimeEventsChange {
+            fn default() -> Self {
+                Self {
+                    change: Err("no value supplied for change".to_string()),
+                    id: Err("no value supplied for id".to_string()),
+                    record: Ok(Default::default()),
+                }
+            }
+        }
+        impl TimeEventsChange {
+            pub fn change<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<super::ChangeKind>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.change = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for change: {e}")
+                    });
+                self
+            }
+            pub fn id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::string::String>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.id = value
+                    .try_into()
+                    .map_err(|e| format!("error converting supplied value for id: {e}"));
+                self
+            }
+            pub fn record<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::TimeEvent>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.record = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for record: {e}")
+                    });
+                self
+            }
+        }
+        impl ::std::convert::TryFrom<TimeEventsChange> for super::TimeEventsChange {
+            type Error = super::error::ConversionError;
+            fn try_from(
+                value: TimeEventsChange,
+            ) -> ::std::result::Result<Self, super::error::ConversionError> {
+                Ok(Self {
+                    change: value.change?,
+                    id: value.id?,
+                    record: value.record?,
+                })
+            }
+        }
+        impl ::std::convert::From<super::TimeEventsChange> for TimeEventsChange {
+            fn from(value: super::TimeEventsChange) -> Self {
+                Self {
+                    change: Ok(value.change),
+                    id: Ok(value.id),
+                    record: Ok(value.record),
+                }
+            }
+        }
+        #[derive(Clone, Debug)]
+        pub struct TimeEventsChangePage {
+            data: ::std::result::Result<
+                ::std::vec::Vec<super::TimeEventsChange>,
+                ::std::string::String,
+            >,
+            next: ::std::result::Result<::std::string::String, ::std::string::String>,
+            next_cursor: ::std::result::Result<super::FeedCursor, ::std::string::String>,
+        }
+        impl ::std::default::Default for TimeEventsChangePage {
+            fn default() -> Self {
+                Self {
+                    data: Err("no value supplied for data".to_string()),
+                    next: Err("no value supplied for next".to_string()),
+                    next_cursor: Err("no value supplied for next_cursor".to_string()),
+                }
+            }
+        }
+        impl TimeEventsChangePage {
+            pub fn data<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::vec::Vec<super::TimeEventsChange>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.data = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for data: {e}")
+                    });
+                self
+            }
+            pub fn next<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::string::String>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.next = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for next: {e}")
+                    });
+                self
+            }
+            pub fn next_cursor<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<super::FeedCursor>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.next_cursor = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for next_cursor: {e}")
+                    });
+                self
+            }
+        }
+        impl ::std::convert::TryFrom<TimeEventsChangePage>
+        for super::TimeEventsChangePage {
+            type Error = super::error::ConversionError;
+            fn try_from(
+                value: TimeEventsChangePage,
+            ) -> ::std::result::Result<Self, super::error::ConversionError> {
+                Ok(Self {
+                    data: value.data?,
+                    next: value.next?,
+                    next_cursor: value.next_cursor?,
+                })
+            }
+        }
+        impl ::std::convert::From<super::TimeEventsChangePage> for TimeEventsChangePage {
+            fn from(value: super::TimeEventsChangePage) -> Self {
+                Self {
+                    data: Ok(value.data),
+                    next: Ok(value.next),
+                    next_cursor: Ok(value.next_cursor),
                 }
             }
         }
@@ -40978,6 +44852,158 @@ pub mod types {
             }
         }
         #[derive(Clone, Debug)]
+        pub struct UsersChange {
+            change: ::std::result::Result<super::ChangeKind, ::std::string::String>,
+            id: ::std::result::Result<::std::string::String, ::std::string::String>,
+            record: ::std::result::Result<
+                ::std::option::Option<super::User>,
+                ::std::string::String,
+            >,
+        }
+        impl ::std::default::Default for UsersChange {
+            fn default() -> Self {
+                Self {
+                    change: Err("no value supplied for change".to_string()),
+                    id: Err("no value supplied for id".to_string()),
+                    record: Ok(Default::default()),
+                }
+            }
+        }
+        impl UsersChange {
+            pub fn change<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<super::ChangeKind>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.change = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for change: {e}")
+                    });
+                self
+            }
+            pub fn id<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::string::String>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.id = value
+                    .try_into()
+                    .map_err(|e| format!("error converting supplied value for id: {e}"));
+                self
+            }
+            pub fn record<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::User>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.record = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for record: {e}")
+                    });
+                self
+            }
+        }
+        impl ::std::convert::TryFrom<UsersChange> for super::UsersChange {
+            type Error = super::error::ConversionError;
+            fn try_from(
+                value: UsersChange,
+            ) -> ::std::result::Result<Self, super::error::ConversionError> {
+                Ok(Self {
+                    change: value.change?,
+                    id: value.id?,
+                    record: value.record?,
+                })
+            }
+        }
+        impl ::std::convert::From<super::UsersChange> for UsersChange {
+            fn from(value: super::UsersChange) -> Self {
+                Self {
+                    change: Ok(value.change),
+                    id: Ok(value.id),
+                    record: Ok(value.record),
+                }
+            }
+        }
+        #[derive(Clone, Debug)]
+        pub struct UsersChangePage {
+            data: ::std::result::Result<
+                ::std::vec::Vec<super::UsersChange>,
+                ::std::string::String,
+            >,
+            next: ::std::result::Result<::std::string::String, ::std::string::String>,
+            next_cursor: ::std::result::Result<super::FeedCursor, ::std::string::String>,
+        }
+        impl ::std::default::Default for UsersChangePage {
+            fn default() -> Self {
+                Self {
+                    data: Err("no value supplied for data".to_string()),
+                    next: Err("no value supplied for next".to_string()),
+                    next_cursor: Err("no value supplied for next_cursor".to_string()),
+                }
+            }
+        }
+        impl UsersChangePage {
+            pub fn data<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::vec::Vec<super::UsersChange>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.data = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for data: {e}")
+                    });
+                self
+            }
+            pub fn next<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::string::String>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.next = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for next: {e}")
+                    });
+                self
+            }
+            pub fn next_cursor<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<super::FeedCursor>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.next_cursor = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for next_cursor: {e}")
+                    });
+                self
+            }
+        }
+        impl ::std::convert::TryFrom<UsersChangePage> for super::UsersChangePage {
+            type Error = super::error::ConversionError;
+            fn try_from(
+                value: UsersChangePage,
+            ) -> ::std::result::Result<Self, super::error::ConversionError> {
+                Ok(Self {
+                    data: value.data?,
+                    next: value.next?,
+                    next_cursor: value.next_cursor?,
+                })
+            }
+        }
+        impl ::std::convert::From<super::UsersChangePage> for UsersChangePage {
+            fn from(value: super::UsersChangePage) -> Self {
+                Self {
+                    data: Ok(value.data),
+                    next: Ok(value.next),
+                    next_cursor: Ok(value.next_cursor),
+                }
+            }
+        }
+        #[derive(Clone, Debug)]
         pub struct UsersPage {
             data: ::std::result::Result<
                 ::std::vec::Vec<super::User>,
@@ -41885,6 +45911,29 @@ impl ClientInfo<()> for Client {
 }
 impl ClientHooks<()> for &Client {}
 impl Client {
+    /**Changes of an ERP model
+
+What changed in the local mirror's records of `model` since a position, in the order it was stored: each record written (pulled, received by webhook, its attributes changed) as it is now, secrets masked, and the id of each record removed. Without `since`, from the start: every record the model holds, once, then what follows. Answered with `next_cursor`, where to read on: a consumer copies the model (this feed from the start, or the export), then follows the feed from the copy's position; applying the changes in order reproduces the mirror. Removals are kept `RETAIN_FEED_REMOVALS_DAYS` (default 30): a position older than that is answered 410 `cursor_expired`, and the consumer copies the model again.
+
+Needs a token with the ability `erp` (login tokens hold every ability, `*`).
+
+Sends a `GET` request to `/api/v1/erp/changes/{model}`
+
+Arguments:
+- `model`: The ERP's name of the model, e.g. `customer`, `salesOrder`.
+- `limit`: Changes per page, 1 to 1000 (default 100).
+- `since`: The changes after this position (a `next_cursor` answered before, or the last line of an export); without it, from the start: every record the set holds, once, then what follows.
+```ignore
+let response = client.erp_changes()
+    .model(model)
+    .limit(limit)
+    .since(since)
+    .send()
+    .await;
+```*/
+    pub fn erp_changes(&self) -> builder::ErpChanges<'_> {
+        builder::ErpChanges::new(self)
+    }
     /**Pull custom attributes of an ERP model
 
 Pulls every `customAttributeDefinition` and the model's records (with their `customAttributes` values) into the mirror. Values changed locally and not pushed yet are kept.
@@ -41964,6 +46013,25 @@ let response = client.erp_push_one_attribute()
 ```*/
     pub fn erp_push_one_attribute(&self) -> builder::ErpPushOneAttribute<'_> {
         builder::ErpPushOneAttribute::new(self)
+    }
+    /**Export an ERP model
+
+Every record of `model` in the local mirror in id order, secrets masked, streamed as NDJSON (`application/x-ndjson`): one change line per record (`{"change":"upsert","id":…, "record":…}`, as the change feed's items), then a last line `{"next_cursor":…, "records":N}`: the position to follow the change feed from. An answer that ends without that line was cut short: export again. Memory stays bounded whatever the model's size.
+
+Needs a token with the ability `erp` (login tokens hold every ability, `*`).
+
+Sends a `GET` request to `/api/v1/erp/export/{model}`
+
+Arguments:
+- `model`: The ERP's name of the model, e.g. `customer`, `salesOrder`.
+```ignore
+let response = client.erp_export()
+    .model(model)
+    .send()
+    .await;
+```*/
+    pub fn erp_export(&self) -> builder::ErpExport<'_> {
+        builder::ErpExport::new(self)
     }
     /**Post mapped ERP records to the field-report system
 
@@ -42310,6 +46378,47 @@ let response = client.fieldreport_companies_create()
     ) -> builder::FieldreportCompaniesCreate<'_> {
         builder::FieldreportCompaniesCreate::new(self)
     }
+    /**Changes of Companies
+
+What changed in the local mirror's Companies since a position, in the order it was stored: each record written (created, updated, synced, pushed) as it is now, and the Id of each record removed. Without `since`, from the start: every record the set holds, once, then what follows. Answered with `next_cursor`, where to read on: a consumer copies the set (this feed from the start, or the export), then follows the feed from the copy's position; applying the changes in order reproduces the mirror. Removals are kept `RETAIN_FEED_REMOVALS_DAYS` (default 30): a position older than that is answered 410 `cursor_expired`, and the consumer copies the set again.
+
+Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
+
+Sends a `GET` request to `/api/v1/fieldreport/companies/changes`
+
+Arguments:
+- `limit`: Changes per page, 1 to 1000 (default 100).
+- `since`: The changes after this position (a `next_cursor` answered before, or the last line of an export); without it, from the start: every record the set holds, once, then what follows.
+```ignore
+let response = client.fieldreport_companies_changes()
+    .limit(limit)
+    .since(since)
+    .send()
+    .await;
+```*/
+    pub fn fieldreport_companies_changes(
+        &self,
+    ) -> builder::FieldreportCompaniesChanges<'_> {
+        builder::FieldreportCompaniesChanges::new(self)
+    }
+    /**Export Companies
+
+Every Companies record of the local mirror in Id order, streamed as NDJSON (`application/x-ndjson`): one change line per record (`{"change":"upsert","id":…,"record":…}`, as the change feed's items), then a last line `{"next_cursor":…,"records":N}`: the position to follow the change feed from. An answer that ends without that line was cut short: export again. Memory stays bounded whatever the set's size.
+
+Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
+
+Sends a `GET` request to `/api/v1/fieldreport/companies/export`
+
+```ignore
+let response = client.fieldreport_companies_export()
+    .send()
+    .await;
+```*/
+    pub fn fieldreport_companies_export(
+        &self,
+    ) -> builder::FieldreportCompaniesExport<'_> {
+        builder::FieldreportCompaniesExport::new(self)
+    }
     /**Show a Companies record
 
 The Companies record as stored in the local mirror.
@@ -42442,6 +46551,45 @@ let response = client.fieldreport_contacts_create()
     pub fn fieldreport_contacts_create(&self) -> builder::FieldreportContactsCreate<'_> {
         builder::FieldreportContactsCreate::new(self)
     }
+    /**Changes of Contacts
+
+What changed in the local mirror's Contacts since a position, in the order it was stored: each record written (created, updated, synced, pushed) as it is now, and the Id of each record removed. Without `since`, from the start: every record the set holds, once, then what follows. Answered with `next_cursor`, where to read on: a consumer copies the set (this feed from the start, or the export), then follows the feed from the copy's position; applying the changes in order reproduces the mirror. Removals are kept `RETAIN_FEED_REMOVALS_DAYS` (default 30): a position older than that is answered 410 `cursor_expired`, and the consumer copies the set again.
+
+Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
+
+Sends a `GET` request to `/api/v1/fieldreport/contacts/changes`
+
+Arguments:
+- `limit`: Changes per page, 1 to 1000 (default 100).
+- `since`: The changes after this position (a `next_cursor` answered before, or the last line of an export); without it, from the start: every record the set holds, once, then what follows.
+```ignore
+let response = client.fieldreport_contacts_changes()
+    .limit(limit)
+    .since(since)
+    .send()
+    .await;
+```*/
+    pub fn fieldreport_contacts_changes(
+        &self,
+    ) -> builder::FieldreportContactsChanges<'_> {
+        builder::FieldreportContactsChanges::new(self)
+    }
+    /**Export Contacts
+
+Every Contacts record of the local mirror in Id order, streamed as NDJSON (`application/x-ndjson`): one change line per record (`{"change":"upsert","id":…,"record":…}`, as the change feed's items), then a last line `{"next_cursor":…,"records":N}`: the position to follow the change feed from. An answer that ends without that line was cut short: export again. Memory stays bounded whatever the set's size.
+
+Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
+
+Sends a `GET` request to `/api/v1/fieldreport/contacts/export`
+
+```ignore
+let response = client.fieldreport_contacts_export()
+    .send()
+    .await;
+```*/
+    pub fn fieldreport_contacts_export(&self) -> builder::FieldreportContactsExport<'_> {
+        builder::FieldreportContactsExport::new(self)
+    }
     /**Show a Contacts record
 
 The Contacts record as stored in the local mirror.
@@ -42573,6 +46721,47 @@ let response = client.fieldreport_cost_centers_create()
         &self,
     ) -> builder::FieldreportCostCentersCreate<'_> {
         builder::FieldreportCostCentersCreate::new(self)
+    }
+    /**Changes of CostCenters
+
+What changed in the local mirror's CostCenters since a position, in the order it was stored: each record written (created, updated, synced, pushed) as it is now, and the Id of each record removed. Without `since`, from the start: every record the set holds, once, then what follows. Answered with `next_cursor`, where to read on: a consumer copies the set (this feed from the start, or the export), then follows the feed from the copy's position; applying the changes in order reproduces the mirror. Removals are kept `RETAIN_FEED_REMOVALS_DAYS` (default 30): a position older than that is answered 410 `cursor_expired`, and the consumer copies the set again.
+
+Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
+
+Sends a `GET` request to `/api/v1/fieldreport/costCenters/changes`
+
+Arguments:
+- `limit`: Changes per page, 1 to 1000 (default 100).
+- `since`: The changes after this position (a `next_cursor` answered before, or the last line of an export); without it, from the start: every record the set holds, once, then what follows.
+```ignore
+let response = client.fieldreport_cost_centers_changes()
+    .limit(limit)
+    .since(since)
+    .send()
+    .await;
+```*/
+    pub fn fieldreport_cost_centers_changes(
+        &self,
+    ) -> builder::FieldreportCostCentersChanges<'_> {
+        builder::FieldreportCostCentersChanges::new(self)
+    }
+    /**Export CostCenters
+
+Every CostCenters record of the local mirror in Id order, streamed as NDJSON (`application/x-ndjson`): one change line per record (`{"change":"upsert","id":…,"record":…}`, as the change feed's items), then a last line `{"next_cursor":…,"records":N}`: the position to follow the change feed from. An answer that ends without that line was cut short: export again. Memory stays bounded whatever the set's size.
+
+Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
+
+Sends a `GET` request to `/api/v1/fieldreport/costCenters/export`
+
+```ignore
+let response = client.fieldreport_cost_centers_export()
+    .send()
+    .await;
+```*/
+    pub fn fieldreport_cost_centers_export(
+        &self,
+    ) -> builder::FieldreportCostCentersExport<'_> {
+        builder::FieldreportCostCentersExport::new(self)
     }
     /**Show a CostCenters record
 
@@ -42710,6 +46899,47 @@ let response = client.fieldreport_documents_create()
     ) -> builder::FieldreportDocumentsCreate<'_> {
         builder::FieldreportDocumentsCreate::new(self)
     }
+    /**Changes of Documents
+
+What changed in the local mirror's Documents since a position, in the order it was stored: each record written (created, updated, synced, pushed) as it is now, and the Id of each record removed. Without `since`, from the start: every record the set holds, once, then what follows. Answered with `next_cursor`, where to read on: a consumer copies the set (this feed from the start, or the export), then follows the feed from the copy's position; applying the changes in order reproduces the mirror. Removals are kept `RETAIN_FEED_REMOVALS_DAYS` (default 30): a position older than that is answered 410 `cursor_expired`, and the consumer copies the set again.
+
+Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
+
+Sends a `GET` request to `/api/v1/fieldreport/documents/changes`
+
+Arguments:
+- `limit`: Changes per page, 1 to 1000 (default 100).
+- `since`: The changes after this position (a `next_cursor` answered before, or the last line of an export); without it, from the start: every record the set holds, once, then what follows.
+```ignore
+let response = client.fieldreport_documents_changes()
+    .limit(limit)
+    .since(since)
+    .send()
+    .await;
+```*/
+    pub fn fieldreport_documents_changes(
+        &self,
+    ) -> builder::FieldreportDocumentsChanges<'_> {
+        builder::FieldreportDocumentsChanges::new(self)
+    }
+    /**Export Documents
+
+Every Documents record of the local mirror in Id order, streamed as NDJSON (`application/x-ndjson`): one change line per record (`{"change":"upsert","id":…,"record":…}`, as the change feed's items), then a last line `{"next_cursor":…,"records":N}`: the position to follow the change feed from. An answer that ends without that line was cut short: export again. Memory stays bounded whatever the set's size.
+
+Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
+
+Sends a `GET` request to `/api/v1/fieldreport/documents/export`
+
+```ignore
+let response = client.fieldreport_documents_export()
+    .send()
+    .await;
+```*/
+    pub fn fieldreport_documents_export(
+        &self,
+    ) -> builder::FieldreportDocumentsExport<'_> {
+        builder::FieldreportDocumentsExport::new(self)
+    }
     /**Show a Documents record
 
 The Documents record as stored in the local mirror.
@@ -42843,6 +47073,47 @@ let response = client.fieldreport_item_types_create()
         &self,
     ) -> builder::FieldreportItemTypesCreate<'_> {
         builder::FieldreportItemTypesCreate::new(self)
+    }
+    /**Changes of ItemTypes
+
+What changed in the local mirror's ItemTypes since a position, in the order it was stored: each record written (created, updated, synced, pushed) as it is now, and the Id of each record removed. Without `since`, from the start: every record the set holds, once, then what follows. Answered with `next_cursor`, where to read on: a consumer copies the set (this feed from the start, or the export), then follows the feed from the copy's position; applying the changes in order reproduces the mirror. Removals are kept `RETAIN_FEED_REMOVALS_DAYS` (default 30): a position older than that is answered 410 `cursor_expired`, and the consumer copies the set again.
+
+Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
+
+Sends a `GET` request to `/api/v1/fieldreport/itemTypes/changes`
+
+Arguments:
+- `limit`: Changes per page, 1 to 1000 (default 100).
+- `since`: The changes after this position (a `next_cursor` answered before, or the last line of an export); without it, from the start: every record the set holds, once, then what follows.
+```ignore
+let response = client.fieldreport_item_types_changes()
+    .limit(limit)
+    .since(since)
+    .send()
+    .await;
+```*/
+    pub fn fieldreport_item_types_changes(
+        &self,
+    ) -> builder::FieldreportItemTypesChanges<'_> {
+        builder::FieldreportItemTypesChanges::new(self)
+    }
+    /**Export ItemTypes
+
+Every ItemTypes record of the local mirror in Id order, streamed as NDJSON (`application/x-ndjson`): one change line per record (`{"change":"upsert","id":…,"record":…}`, as the change feed's items), then a last line `{"next_cursor":…,"records":N}`: the position to follow the change feed from. An answer that ends without that line was cut short: export again. Memory stays bounded whatever the set's size.
+
+Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
+
+Sends a `GET` request to `/api/v1/fieldreport/itemTypes/export`
+
+```ignore
+let response = client.fieldreport_item_types_export()
+    .send()
+    .await;
+```*/
+    pub fn fieldreport_item_types_export(
+        &self,
+    ) -> builder::FieldreportItemTypesExport<'_> {
+        builder::FieldreportItemTypesExport::new(self)
     }
     /**Show a ItemTypes record
 
@@ -42978,6 +47249,47 @@ let response = client.fieldreport_item_units_create()
     ) -> builder::FieldreportItemUnitsCreate<'_> {
         builder::FieldreportItemUnitsCreate::new(self)
     }
+    /**Changes of ItemUnits
+
+What changed in the local mirror's ItemUnits since a position, in the order it was stored: each record written (created, updated, synced, pushed) as it is now, and the Id of each record removed. Without `since`, from the start: every record the set holds, once, then what follows. Answered with `next_cursor`, where to read on: a consumer copies the set (this feed from the start, or the export), then follows the feed from the copy's position; applying the changes in order reproduces the mirror. Removals are kept `RETAIN_FEED_REMOVALS_DAYS` (default 30): a position older than that is answered 410 `cursor_expired`, and the consumer copies the set again.
+
+Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
+
+Sends a `GET` request to `/api/v1/fieldreport/itemUnits/changes`
+
+Arguments:
+- `limit`: Changes per page, 1 to 1000 (default 100).
+- `since`: The changes after this position (a `next_cursor` answered before, or the last line of an export); without it, from the start: every record the set holds, once, then what follows.
+```ignore
+let response = client.fieldreport_item_units_changes()
+    .limit(limit)
+    .since(since)
+    .send()
+    .await;
+```*/
+    pub fn fieldreport_item_units_changes(
+        &self,
+    ) -> builder::FieldreportItemUnitsChanges<'_> {
+        builder::FieldreportItemUnitsChanges::new(self)
+    }
+    /**Export ItemUnits
+
+Every ItemUnits record of the local mirror in Id order, streamed as NDJSON (`application/x-ndjson`): one change line per record (`{"change":"upsert","id":…,"record":…}`, as the change feed's items), then a last line `{"next_cursor":…,"records":N}`: the position to follow the change feed from. An answer that ends without that line was cut short: export again. Memory stays bounded whatever the set's size.
+
+Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
+
+Sends a `GET` request to `/api/v1/fieldreport/itemUnits/export`
+
+```ignore
+let response = client.fieldreport_item_units_export()
+    .send()
+    .await;
+```*/
+    pub fn fieldreport_item_units_export(
+        &self,
+    ) -> builder::FieldreportItemUnitsExport<'_> {
+        builder::FieldreportItemUnitsExport::new(self)
+    }
     /**Show a ItemUnits record
 
 The ItemUnits record as stored in the local mirror.
@@ -43109,6 +47421,43 @@ let response = client.fieldreport_items_create()
 ```*/
     pub fn fieldreport_items_create(&self) -> builder::FieldreportItemsCreate<'_> {
         builder::FieldreportItemsCreate::new(self)
+    }
+    /**Changes of Items
+
+What changed in the local mirror's Items since a position, in the order it was stored: each record written (created, updated, synced, pushed) as it is now, and the Id of each record removed. Without `since`, from the start: every record the set holds, once, then what follows. Answered with `next_cursor`, where to read on: a consumer copies the set (this feed from the start, or the export), then follows the feed from the copy's position; applying the changes in order reproduces the mirror. Removals are kept `RETAIN_FEED_REMOVALS_DAYS` (default 30): a position older than that is answered 410 `cursor_expired`, and the consumer copies the set again.
+
+Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
+
+Sends a `GET` request to `/api/v1/fieldreport/items/changes`
+
+Arguments:
+- `limit`: Changes per page, 1 to 1000 (default 100).
+- `since`: The changes after this position (a `next_cursor` answered before, or the last line of an export); without it, from the start: every record the set holds, once, then what follows.
+```ignore
+let response = client.fieldreport_items_changes()
+    .limit(limit)
+    .since(since)
+    .send()
+    .await;
+```*/
+    pub fn fieldreport_items_changes(&self) -> builder::FieldreportItemsChanges<'_> {
+        builder::FieldreportItemsChanges::new(self)
+    }
+    /**Export Items
+
+Every Items record of the local mirror in Id order, streamed as NDJSON (`application/x-ndjson`): one change line per record (`{"change":"upsert","id":…,"record":…}`, as the change feed's items), then a last line `{"next_cursor":…,"records":N}`: the position to follow the change feed from. An answer that ends without that line was cut short: export again. Memory stays bounded whatever the set's size.
+
+Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
+
+Sends a `GET` request to `/api/v1/fieldreport/items/export`
+
+```ignore
+let response = client.fieldreport_items_export()
+    .send()
+    .await;
+```*/
+    pub fn fieldreport_items_export(&self) -> builder::FieldreportItemsExport<'_> {
+        builder::FieldreportItemsExport::new(self)
     }
     /**Show a Items record
 
@@ -43315,6 +47664,45 @@ let response = client.fieldreport_products_create()
     pub fn fieldreport_products_create(&self) -> builder::FieldreportProductsCreate<'_> {
         builder::FieldreportProductsCreate::new(self)
     }
+    /**Changes of Products
+
+What changed in the local mirror's Products since a position, in the order it was stored: each record written (created, updated, synced, pushed) as it is now, and the Id of each record removed. Without `since`, from the start: every record the set holds, once, then what follows. Answered with `next_cursor`, where to read on: a consumer copies the set (this feed from the start, or the export), then follows the feed from the copy's position; applying the changes in order reproduces the mirror. Removals are kept `RETAIN_FEED_REMOVALS_DAYS` (default 30): a position older than that is answered 410 `cursor_expired`, and the consumer copies the set again.
+
+Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
+
+Sends a `GET` request to `/api/v1/fieldreport/products/changes`
+
+Arguments:
+- `limit`: Changes per page, 1 to 1000 (default 100).
+- `since`: The changes after this position (a `next_cursor` answered before, or the last line of an export); without it, from the start: every record the set holds, once, then what follows.
+```ignore
+let response = client.fieldreport_products_changes()
+    .limit(limit)
+    .since(since)
+    .send()
+    .await;
+```*/
+    pub fn fieldreport_products_changes(
+        &self,
+    ) -> builder::FieldreportProductsChanges<'_> {
+        builder::FieldreportProductsChanges::new(self)
+    }
+    /**Export Products
+
+Every Products record of the local mirror in Id order, streamed as NDJSON (`application/x-ndjson`): one change line per record (`{"change":"upsert","id":…,"record":…}`, as the change feed's items), then a last line `{"next_cursor":…,"records":N}`: the position to follow the change feed from. An answer that ends without that line was cut short: export again. Memory stays bounded whatever the set's size.
+
+Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
+
+Sends a `GET` request to `/api/v1/fieldreport/products/export`
+
+```ignore
+let response = client.fieldreport_products_export()
+    .send()
+    .await;
+```*/
+    pub fn fieldreport_products_export(&self) -> builder::FieldreportProductsExport<'_> {
+        builder::FieldreportProductsExport::new(self)
+    }
     /**Show a Products record
 
 The Products record as stored in the local mirror.
@@ -43446,6 +47834,47 @@ let response = client.fieldreport_qualifications_create()
         &self,
     ) -> builder::FieldreportQualificationsCreate<'_> {
         builder::FieldreportQualificationsCreate::new(self)
+    }
+    /**Changes of Qualifications
+
+What changed in the local mirror's Qualifications since a position, in the order it was stored: each record written (created, updated, synced, pushed) as it is now, and the Id of each record removed. Without `since`, from the start: every record the set holds, once, then what follows. Answered with `next_cursor`, where to read on: a consumer copies the set (this feed from the start, or the export), then follows the feed from the copy's position; applying the changes in order reproduces the mirror. Removals are kept `RETAIN_FEED_REMOVALS_DAYS` (default 30): a position older than that is answered 410 `cursor_expired`, and the consumer copies the set again.
+
+Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
+
+Sends a `GET` request to `/api/v1/fieldreport/qualifications/changes`
+
+Arguments:
+- `limit`: Changes per page, 1 to 1000 (default 100).
+- `since`: The changes after this position (a `next_cursor` answered before, or the last line of an export); without it, from the start: every record the set holds, once, then what follows.
+```ignore
+let response = client.fieldreport_qualifications_changes()
+    .limit(limit)
+    .since(since)
+    .send()
+    .await;
+```*/
+    pub fn fieldreport_qualifications_changes(
+        &self,
+    ) -> builder::FieldreportQualificationsChanges<'_> {
+        builder::FieldreportQualificationsChanges::new(self)
+    }
+    /**Export Qualifications
+
+Every Qualifications record of the local mirror in Id order, streamed as NDJSON (`application/x-ndjson`): one change line per record (`{"change":"upsert","id":…,"record":…}`, as the change feed's items), then a last line `{"next_cursor":…,"records":N}`: the position to follow the change feed from. An answer that ends without that line was cut short: export again. Memory stays bounded whatever the set's size.
+
+Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
+
+Sends a `GET` request to `/api/v1/fieldreport/qualifications/export`
+
+```ignore
+let response = client.fieldreport_qualifications_export()
+    .send()
+    .await;
+```*/
+    pub fn fieldreport_qualifications_export(
+        &self,
+    ) -> builder::FieldreportQualificationsExport<'_> {
+        builder::FieldreportQualificationsExport::new(self)
     }
     /**Show a Qualifications record
 
@@ -43585,6 +48014,47 @@ let response = client.fieldreport_service_objects_create()
     ) -> builder::FieldreportServiceObjectsCreate<'_> {
         builder::FieldreportServiceObjectsCreate::new(self)
     }
+    /**Changes of ServiceObjects
+
+What changed in the local mirror's ServiceObjects since a position, in the order it was stored: each record written (created, updated, synced, pushed) as it is now, and the Id of each record removed. Without `since`, from the start: every record the set holds, once, then what follows. Answered with `next_cursor`, where to read on: a consumer copies the set (this feed from the start, or the export), then follows the feed from the copy's position; applying the changes in order reproduces the mirror. Removals are kept `RETAIN_FEED_REMOVALS_DAYS` (default 30): a position older than that is answered 410 `cursor_expired`, and the consumer copies the set again.
+
+Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
+
+Sends a `GET` request to `/api/v1/fieldreport/serviceObjects/changes`
+
+Arguments:
+- `limit`: Changes per page, 1 to 1000 (default 100).
+- `since`: The changes after this position (a `next_cursor` answered before, or the last line of an export); without it, from the start: every record the set holds, once, then what follows.
+```ignore
+let response = client.fieldreport_service_objects_changes()
+    .limit(limit)
+    .since(since)
+    .send()
+    .await;
+```*/
+    pub fn fieldreport_service_objects_changes(
+        &self,
+    ) -> builder::FieldreportServiceObjectsChanges<'_> {
+        builder::FieldreportServiceObjectsChanges::new(self)
+    }
+    /**Export ServiceObjects
+
+Every ServiceObjects record of the local mirror in Id order, streamed as NDJSON (`application/x-ndjson`): one change line per record (`{"change":"upsert","id":…,"record":…}`, as the change feed's items), then a last line `{"next_cursor":…,"records":N}`: the position to follow the change feed from. An answer that ends without that line was cut short: export again. Memory stays bounded whatever the set's size.
+
+Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
+
+Sends a `GET` request to `/api/v1/fieldreport/serviceObjects/export`
+
+```ignore
+let response = client.fieldreport_service_objects_export()
+    .send()
+    .await;
+```*/
+    pub fn fieldreport_service_objects_export(
+        &self,
+    ) -> builder::FieldreportServiceObjectsExport<'_> {
+        builder::FieldreportServiceObjectsExport::new(self)
+    }
     /**Show a ServiceObjects record
 
 The ServiceObjects record as stored in the local mirror.
@@ -43722,6 +48192,47 @@ let response = client.fieldreport_service_requests_create()
         &self,
     ) -> builder::FieldreportServiceRequestsCreate<'_> {
         builder::FieldreportServiceRequestsCreate::new(self)
+    }
+    /**Changes of ServiceRequests
+
+What changed in the local mirror's ServiceRequests since a position, in the order it was stored: each record written (created, updated, synced, pushed) as it is now, and the Id of each record removed. Without `since`, from the start: every record the set holds, once, then what follows. Answered with `next_cursor`, where to read on: a consumer copies the set (this feed from the start, or the export), then follows the feed from the copy's position; applying the changes in order reproduces the mirror. Removals are kept `RETAIN_FEED_REMOVALS_DAYS` (default 30): a position older than that is answered 410 `cursor_expired`, and the consumer copies the set again.
+
+Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
+
+Sends a `GET` request to `/api/v1/fieldreport/serviceRequests/changes`
+
+Arguments:
+- `limit`: Changes per page, 1 to 1000 (default 100).
+- `since`: The changes after this position (a `next_cursor` answered before, or the last line of an export); without it, from the start: every record the set holds, once, then what follows.
+```ignore
+let response = client.fieldreport_service_requests_changes()
+    .limit(limit)
+    .since(since)
+    .send()
+    .await;
+```*/
+    pub fn fieldreport_service_requests_changes(
+        &self,
+    ) -> builder::FieldreportServiceRequestsChanges<'_> {
+        builder::FieldreportServiceRequestsChanges::new(self)
+    }
+    /**Export ServiceRequests
+
+Every ServiceRequests record of the local mirror in Id order, streamed as NDJSON (`application/x-ndjson`): one change line per record (`{"change":"upsert","id":…,"record":…}`, as the change feed's items), then a last line `{"next_cursor":…,"records":N}`: the position to follow the change feed from. An answer that ends without that line was cut short: export again. Memory stays bounded whatever the set's size.
+
+Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
+
+Sends a `GET` request to `/api/v1/fieldreport/serviceRequests/export`
+
+```ignore
+let response = client.fieldreport_service_requests_export()
+    .send()
+    .await;
+```*/
+    pub fn fieldreport_service_requests_export(
+        &self,
+    ) -> builder::FieldreportServiceRequestsExport<'_> {
+        builder::FieldreportServiceRequestsExport::new(self)
     }
     /**Show a ServiceRequests record
 
@@ -43975,6 +48486,47 @@ let response = client.fieldreport_step_list_templates_create()
     ) -> builder::FieldreportStepListTemplatesCreate<'_> {
         builder::FieldreportStepListTemplatesCreate::new(self)
     }
+    /**Changes of StepListTemplates
+
+What changed in the local mirror's StepListTemplates since a position, in the order it was stored: each record written (created, updated, synced, pushed) as it is now, and the Id of each record removed. Without `since`, from the start: every record the set holds, once, then what follows. Answered with `next_cursor`, where to read on: a consumer copies the set (this feed from the start, or the export), then follows the feed from the copy's position; applying the changes in order reproduces the mirror. Removals are kept `RETAIN_FEED_REMOVALS_DAYS` (default 30): a position older than that is answered 410 `cursor_expired`, and the consumer copies the set again.
+
+Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
+
+Sends a `GET` request to `/api/v1/fieldreport/stepListTemplates/changes`
+
+Arguments:
+- `limit`: Changes per page, 1 to 1000 (default 100).
+- `since`: The changes after this position (a `next_cursor` answered before, or the last line of an export); without it, from the start: every record the set holds, once, then what follows.
+```ignore
+let response = client.fieldreport_step_list_templates_changes()
+    .limit(limit)
+    .since(since)
+    .send()
+    .await;
+```*/
+    pub fn fieldreport_step_list_templates_changes(
+        &self,
+    ) -> builder::FieldreportStepListTemplatesChanges<'_> {
+        builder::FieldreportStepListTemplatesChanges::new(self)
+    }
+    /**Export StepListTemplates
+
+Every StepListTemplates record of the local mirror in Id order, streamed as NDJSON (`application/x-ndjson`): one change line per record (`{"change":"upsert","id":…,"record":…}`, as the change feed's items), then a last line `{"next_cursor":…,"records":N}`: the position to follow the change feed from. An answer that ends without that line was cut short: export again. Memory stays bounded whatever the set's size.
+
+Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
+
+Sends a `GET` request to `/api/v1/fieldreport/stepListTemplates/export`
+
+```ignore
+let response = client.fieldreport_step_list_templates_export()
+    .send()
+    .await;
+```*/
+    pub fn fieldreport_step_list_templates_export(
+        &self,
+    ) -> builder::FieldreportStepListTemplatesExport<'_> {
+        builder::FieldreportStepListTemplatesExport::new(self)
+    }
     /**Show a StepListTemplates record
 
 The StepListTemplates record as stored in the local mirror.
@@ -44149,6 +48701,43 @@ let response = client.fieldreport_tags_create()
     pub fn fieldreport_tags_create(&self) -> builder::FieldreportTagsCreate<'_> {
         builder::FieldreportTagsCreate::new(self)
     }
+    /**Changes of Tags
+
+What changed in the local mirror's Tags since a position, in the order it was stored: each record written (created, updated, synced, pushed) as it is now, and the Id of each record removed. Without `since`, from the start: every record the set holds, once, then what follows. Answered with `next_cursor`, where to read on: a consumer copies the set (this feed from the start, or the export), then follows the feed from the copy's position; applying the changes in order reproduces the mirror. Removals are kept `RETAIN_FEED_REMOVALS_DAYS` (default 30): a position older than that is answered 410 `cursor_expired`, and the consumer copies the set again.
+
+Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
+
+Sends a `GET` request to `/api/v1/fieldreport/tags/changes`
+
+Arguments:
+- `limit`: Changes per page, 1 to 1000 (default 100).
+- `since`: The changes after this position (a `next_cursor` answered before, or the last line of an export); without it, from the start: every record the set holds, once, then what follows.
+```ignore
+let response = client.fieldreport_tags_changes()
+    .limit(limit)
+    .since(since)
+    .send()
+    .await;
+```*/
+    pub fn fieldreport_tags_changes(&self) -> builder::FieldreportTagsChanges<'_> {
+        builder::FieldreportTagsChanges::new(self)
+    }
+    /**Export Tags
+
+Every Tags record of the local mirror in Id order, streamed as NDJSON (`application/x-ndjson`): one change line per record (`{"change":"upsert","id":…,"record":…}`, as the change feed's items), then a last line `{"next_cursor":…,"records":N}`: the position to follow the change feed from. An answer that ends without that line was cut short: export again. Memory stays bounded whatever the set's size.
+
+Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
+
+Sends a `GET` request to `/api/v1/fieldreport/tags/export`
+
+```ignore
+let response = client.fieldreport_tags_export()
+    .send()
+    .await;
+```*/
+    pub fn fieldreport_tags_export(&self) -> builder::FieldreportTagsExport<'_> {
+        builder::FieldreportTagsExport::new(self)
+    }
     /**Show a Tags record
 
 The Tags record as stored in the local mirror.
@@ -44278,6 +48867,47 @@ let response = client.fieldreport_time_events_create()
         &self,
     ) -> builder::FieldreportTimeEventsCreate<'_> {
         builder::FieldreportTimeEventsCreate::new(self)
+    }
+    /**Changes of TimeEvents
+
+What changed in the local mirror's TimeEvents since a position, in the order it was stored: each record written (created, updated, synced, pushed) as it is now, and the Id of each record removed. Without `since`, from the start: every record the set holds, once, then what follows. Answered with `next_cursor`, where to read on: a consumer copies the set (this feed from the start, or the export), then follows the feed from the copy's position; applying the changes in order reproduces the mirror. Removals are kept `RETAIN_FEED_REMOVALS_DAYS` (default 30): a position older than that is answered 410 `cursor_expired`, and the consumer copies the set again.
+
+Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
+
+Sends a `GET` request to `/api/v1/fieldreport/timeEvents/changes`
+
+Arguments:
+- `limit`: Changes per page, 1 to 1000 (default 100).
+- `since`: The changes after this position (a `next_cursor` answered before, or the last line of an export); without it, from the start: every record the set holds, once, then what follows.
+```ignore
+let response = client.fieldreport_time_events_changes()
+    .limit(limit)
+    .since(since)
+    .send()
+    .await;
+```*/
+    pub fn fieldreport_time_events_changes(
+        &self,
+    ) -> builder::FieldreportTimeEventsChanges<'_> {
+        builder::FieldreportTimeEventsChanges::new(self)
+    }
+    /**Export TimeEvents
+
+Every TimeEvents record of the local mirror in Id order, streamed as NDJSON (`application/x-ndjson`): one change line per record (`{"change":"upsert","id":…,"record":…}`, as the change feed's items), then a last line `{"next_cursor":…,"records":N}`: the position to follow the change feed from. An answer that ends without that line was cut short: export again. Memory stays bounded whatever the set's size.
+
+Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
+
+Sends a `GET` request to `/api/v1/fieldreport/timeEvents/export`
+
+```ignore
+let response = client.fieldreport_time_events_export()
+    .send()
+    .await;
+```*/
+    pub fn fieldreport_time_events_export(
+        &self,
+    ) -> builder::FieldreportTimeEventsExport<'_> {
+        builder::FieldreportTimeEventsExport::new(self)
     }
     /**Show a TimeEvents record
 
@@ -44412,6 +49042,43 @@ let response = client.fieldreport_users_create()
 ```*/
     pub fn fieldreport_users_create(&self) -> builder::FieldreportUsersCreate<'_> {
         builder::FieldreportUsersCreate::new(self)
+    }
+    /**Changes of Users
+
+What changed in the local mirror's Users since a position, in the order it was stored: each record written (created, updated, synced, pushed) as it is now, and the Id of each record removed. Without `since`, from the start: every record the set holds, once, then what follows. Answered with `next_cursor`, where to read on: a consumer copies the set (this feed from the start, or the export), then follows the feed from the copy's position; applying the changes in order reproduces the mirror. Removals are kept `RETAIN_FEED_REMOVALS_DAYS` (default 30): a position older than that is answered 410 `cursor_expired`, and the consumer copies the set again.
+
+Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
+
+Sends a `GET` request to `/api/v1/fieldreport/users/changes`
+
+Arguments:
+- `limit`: Changes per page, 1 to 1000 (default 100).
+- `since`: The changes after this position (a `next_cursor` answered before, or the last line of an export); without it, from the start: every record the set holds, once, then what follows.
+```ignore
+let response = client.fieldreport_users_changes()
+    .limit(limit)
+    .since(since)
+    .send()
+    .await;
+```*/
+    pub fn fieldreport_users_changes(&self) -> builder::FieldreportUsersChanges<'_> {
+        builder::FieldreportUsersChanges::new(self)
+    }
+    /**Export Users
+
+Every Users record of the local mirror in Id order, streamed as NDJSON (`application/x-ndjson`): one change line per record (`{"change":"upsert","id":…,"record":…}`, as the change feed's items), then a last line `{"next_cursor":…,"records":N}`: the position to follow the change feed from. An answer that ends without that line was cut short: export again. Memory stays bounded whatever the set's size.
+
+Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
+
+Sends a `GET` request to `/api/v1/fieldreport/users/export`
+
+```ignore
+let response = client.fieldreport_users_export()
+    .send()
+    .await;
+```*/
+    pub fn fieldreport_users_export(&self) -> builder::FieldreportUsersExport<'_> {
+        builder::FieldreportUsersExport::new(self)
     }
     /**Show a Users record
 
@@ -45223,6 +49890,149 @@ pub mod builder {
         encode_path, ByteStream, ClientInfo, ClientHooks, Error, OperationInfo,
         RequestBuilderExt, ResponseValue,
     };
+    /**Builder for [`Client::erp_changes`]
+
+[`Client::erp_changes`]: super::Client::erp_changes*/
+    #[derive(Debug, Clone)]
+    pub struct ErpChanges<'a> {
+        client: &'a super::Client,
+        model: Result<::std::string::String, String>,
+        limit: Result<Option<::std::num::NonZeroU64>, String>,
+        since: Result<Option<types::ErpChangesSince>, String>,
+    }
+    impl<'a> ErpChanges<'a> {
+        pub fn new(client: &'a super::Client) -> Self {
+            Self {
+                client: client,
+                model: Err("model was not initialized".to_string()),
+                limit: Ok(None),
+                since: Ok(None),
+            }
+        }
+        pub fn model<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<::std::string::String>,
+        {
+            self.model = value
+                .try_into()
+                .map_err(|_| {
+                    "conversion to `:: std :: string :: String` for model failed"
+                        .to_string()
+                });
+            self
+        }
+        pub fn limit<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<::std::num::NonZeroU64>,
+        {
+            self.limit = value
+                .try_into()
+                .map(Some)
+                .map_err(|_| {
+                    "conversion to `:: std :: num :: NonZeroU64` for limit failed"
+                        .to_string()
+                });
+            self
+        }
+        pub fn since<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<types::ErpChangesSince>,
+        {
+            self.since = value
+                .try_into()
+                .map(Some)
+                .map_err(|_| {
+                    "conversion to `ErpChangesSince` for since failed".to_string()
+                });
+            self
+        }
+        ///Sends a `GET` request to `/api/v1/erp/changes/{model}`
+        pub async fn send(
+            self,
+        ) -> Result<ResponseValue<types::ErpChangePage>, Error<types::ApiError>> {
+            let Self { client, model, limit, since } = self;
+            let model = model.map_err(Error::InvalidRequest)?;
+            let limit = limit.map_err(Error::InvalidRequest)?;
+            let since = since.map_err(Error::InvalidRequest)?;
+            let url = format!(
+                "{}/api/v1/erp/changes/{}", client.baseurl, encode_path(& model
+                .to_string()),
+            );
+            let mut header_map = ::reqwest::header::HeaderMap::with_capacity(1usize);
+            header_map
+                .append(
+                    ::reqwest::header::HeaderName::from_static("api-version"),
+                    ::reqwest::header::HeaderValue::from_static(
+                        super::Client::api_version(),
+                    ),
+                );
+            #[allow(unused_mut)]
+            let mut request = client
+                .client
+                .get(url)
+                .header(
+                    ::reqwest::header::ACCEPT,
+                    ::reqwest::header::HeaderValue::from_static("application/json"),
+                )
+                .query(&progenitor_client::QueryParam::new("limit", &limit))
+                .query(&progenitor_client::QueryParam::new("since", &since))
+                .headers(header_map)
+                .build()?;
+            let info = OperationInfo {
+                operation_id: "erp_changes",
+            };
+            client.pre(&mut request, &info).await?;
+            let result = client.exec(request, &info).await;
+            client.post(&result, &info).await?;
+            let response = result?;
+            match response.status().as_u16() {
+                200u16 => ResponseValue::from_response(response).await,
+                400u16..=499u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                410u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                503u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                _ => Err(Error::UnexpectedResponse(response)),
+            }
+        }
+    }
     /**Builder for [`Client::erp_pull_attributes`]
 
 [`Client::erp_pull_attributes`]: super::Client::erp_pull_attributes*/
@@ -45739,6 +50549,108 @@ pub mod builder {
                     )
                 }
                 504u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                _ => Err(Error::UnexpectedResponse(response)),
+            }
+        }
+    }
+    /**Builder for [`Client::erp_export`]
+
+[`Client::erp_export`]: super::Client::erp_export*/
+    #[derive(Debug, Clone)]
+    pub struct ErpExport<'a> {
+        client: &'a super::Client,
+        model: Result<::std::string::String, String>,
+    }
+    impl<'a> ErpExport<'a> {
+        pub fn new(client: &'a super::Client) -> Self {
+            Self {
+                client: client,
+                model: Err("model was not initialized".to_string()),
+            }
+        }
+        pub fn model<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<::std::string::String>,
+        {
+            self.model = value
+                .try_into()
+                .map_err(|_| {
+                    "conversion to `:: std :: string :: String` for model failed"
+                        .to_string()
+                });
+            self
+        }
+        ///Sends a `GET` request to `/api/v1/erp/export/{model}`
+        pub async fn send(
+            self,
+        ) -> Result<ResponseValue<ByteStream>, Error<types::ApiError>> {
+            let Self { client, model } = self;
+            let model = model.map_err(Error::InvalidRequest)?;
+            let url = format!(
+                "{}/api/v1/erp/export/{}", client.baseurl, encode_path(& model
+                .to_string()),
+            );
+            let mut header_map = ::reqwest::header::HeaderMap::with_capacity(1usize);
+            header_map
+                .append(
+                    ::reqwest::header::HeaderName::from_static("api-version"),
+                    ::reqwest::header::HeaderValue::from_static(
+                        super::Client::api_version(),
+                    ),
+                );
+            #[allow(unused_mut)]
+            let mut request = client.client.get(url).headers(header_map).build()?;
+            let info = OperationInfo {
+                operation_id: "erp_export",
+            };
+            client.pre(&mut request, &info).await?;
+            let result = client.exec(request, &info).await;
+            client.post(&result, &info).await?;
+            let response = result?;
+            match response.status().as_u16() {
+                200u16 => Ok(ResponseValue::stream(response)),
+                400u16..=499u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                404u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                503u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -47989,6 +52901,209 @@ pub mod builder {
             }
         }
     }
+    /**Builder for [`Client::fieldreport_companies_changes`]
+
+[`Client::fieldreport_companies_changes`]: super::Client::fieldreport_companies_changes*/
+    #[derive(Debug, Clone)]
+    pub struct FieldreportCompaniesChanges<'a> {
+        client: &'a super::Client,
+        limit: Result<Option<::std::num::NonZeroU64>, String>,
+        since: Result<Option<types::FieldreportCompaniesChangesSince>, String>,
+    }
+    impl<'a> FieldreportCompaniesChanges<'a> {
+        pub fn new(client: &'a super::Client) -> Self {
+            Self {
+                client: client,
+                limit: Ok(None),
+                since: Ok(None),
+            }
+        }
+        pub fn limit<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<::std::num::NonZeroU64>,
+        {
+            self.limit = value
+                .try_into()
+                .map(Some)
+                .map_err(|_| {
+                    "conversion to `:: std :: num :: NonZeroU64` for limit failed"
+                        .to_string()
+                });
+            self
+        }
+        pub fn since<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<types::FieldreportCompaniesChangesSince>,
+        {
+            self.since = value
+                .try_into()
+                .map(Some)
+                .map_err(|_| {
+                    "conversion to `FieldreportCompaniesChangesSince` for since failed"
+                        .to_string()
+                });
+            self
+        }
+        ///Sends a `GET` request to `/api/v1/fieldreport/companies/changes`
+        pub async fn send(
+            self,
+        ) -> Result<ResponseValue<types::CompaniesChangePage>, Error<types::ApiError>> {
+            let Self { client, limit, since } = self;
+            let limit = limit.map_err(Error::InvalidRequest)?;
+            let since = since.map_err(Error::InvalidRequest)?;
+            let url = format!(
+                "{}/api/v1/fieldreport/companies/changes", client.baseurl,
+            );
+            let mut header_map = ::reqwest::header::HeaderMap::with_capacity(1usize);
+            header_map
+                .append(
+                    ::reqwest::header::HeaderName::from_static("api-version"),
+                    ::reqwest::header::HeaderValue::from_static(
+                        super::Client::api_version(),
+                    ),
+                );
+            #[allow(unused_mut)]
+            let mut request = client
+                .client
+                .get(url)
+                .header(
+                    ::reqwest::header::ACCEPT,
+                    ::reqwest::header::HeaderValue::from_static("application/json"),
+                )
+                .query(&progenitor_client::QueryParam::new("limit", &limit))
+                .query(&progenitor_client::QueryParam::new("since", &since))
+                .headers(header_map)
+                .build()?;
+            let info = OperationInfo {
+                operation_id: "fieldreport_companies_changes",
+            };
+            client.pre(&mut request, &info).await?;
+            let result = client.exec(request, &info).await;
+            client.post(&result, &info).await?;
+            let response = result?;
+            match response.status().as_u16() {
+                200u16 => ResponseValue::from_response(response).await,
+                400u16..=499u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                410u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                503u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                _ => Err(Error::UnexpectedResponse(response)),
+            }
+        }
+    }
+    /**Builder for [`Client::fieldreport_companies_export`]
+
+[`Client::fieldreport_companies_export`]: super::Client::fieldreport_companies_export*/
+    #[derive(Debug, Clone)]
+    pub struct FieldreportCompaniesExport<'a> {
+        client: &'a super::Client,
+    }
+    impl<'a> FieldreportCompaniesExport<'a> {
+        pub fn new(client: &'a super::Client) -> Self {
+            Self { client: client }
+        }
+        ///Sends a `GET` request to `/api/v1/fieldreport/companies/export`
+        pub async fn send(
+            self,
+        ) -> Result<ResponseValue<ByteStream>, Error<types::ApiError>> {
+            let Self { client } = self;
+            let url = format!("{}/api/v1/fieldreport/companies/export", client.baseurl,);
+            let mut header_map = ::reqwest::header::HeaderMap::with_capacity(1usize);
+            header_map
+                .append(
+                    ::reqwest::header::HeaderName::from_static("api-version"),
+                    ::reqwest::header::HeaderValue::from_static(
+                        super::Client::api_version(),
+                    ),
+                );
+            #[allow(unused_mut)]
+            let mut request = client.client.get(url).headers(header_map).build()?;
+            let info = OperationInfo {
+                operation_id: "fieldreport_companies_export",
+            };
+            client.pre(&mut request, &info).await?;
+            let result = client.exec(request, &info).await;
+            client.post(&result, &info).await?;
+            let response = result?;
+            match response.status().as_u16() {
+                200u16 => Ok(ResponseValue::stream(response)),
+                400u16..=499u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                503u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                _ => Err(Error::UnexpectedResponse(response)),
+            }
+        }
+    }
     /**Builder for [`Client::fieldreport_companies_show`]
 
 [`Client::fieldreport_companies_show`]: super::Client::fieldreport_companies_show*/
@@ -48892,6 +54007,207 @@ pub mod builder {
                     )
                 }
                 504u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                _ => Err(Error::UnexpectedResponse(response)),
+            }
+        }
+    }
+    /**Builder for [`Client::fieldreport_contacts_changes`]
+
+[`Client::fieldreport_contacts_changes`]: super::Client::fieldreport_contacts_changes*/
+    #[derive(Debug, Clone)]
+    pub struct FieldreportContactsChanges<'a> {
+        client: &'a super::Client,
+        limit: Result<Option<::std::num::NonZeroU64>, String>,
+        since: Result<Option<types::FieldreportContactsChangesSince>, String>,
+    }
+    impl<'a> FieldreportContactsChanges<'a> {
+        pub fn new(client: &'a super::Client) -> Self {
+            Self {
+                client: client,
+                limit: Ok(None),
+                since: Ok(None),
+            }
+        }
+        pub fn limit<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<::std::num::NonZeroU64>,
+        {
+            self.limit = value
+                .try_into()
+                .map(Some)
+                .map_err(|_| {
+                    "conversion to `:: std :: num :: NonZeroU64` for limit failed"
+                        .to_string()
+                });
+            self
+        }
+        pub fn since<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<types::FieldreportContactsChangesSince>,
+        {
+            self.since = value
+                .try_into()
+                .map(Some)
+                .map_err(|_| {
+                    "conversion to `FieldreportContactsChangesSince` for since failed"
+                        .to_string()
+                });
+            self
+        }
+        ///Sends a `GET` request to `/api/v1/fieldreport/contacts/changes`
+        pub async fn send(
+            self,
+        ) -> Result<ResponseValue<types::ContactsChangePage>, Error<types::ApiError>> {
+            let Self { client, limit, since } = self;
+            let limit = limit.map_err(Error::InvalidRequest)?;
+            let since = since.map_err(Error::InvalidRequest)?;
+            let url = format!("{}/api/v1/fieldreport/contacts/changes", client.baseurl,);
+            let mut header_map = ::reqwest::header::HeaderMap::with_capacity(1usize);
+            header_map
+                .append(
+                    ::reqwest::header::HeaderName::from_static("api-version"),
+                    ::reqwest::header::HeaderValue::from_static(
+                        super::Client::api_version(),
+                    ),
+                );
+            #[allow(unused_mut)]
+            let mut request = client
+                .client
+                .get(url)
+                .header(
+                    ::reqwest::header::ACCEPT,
+                    ::reqwest::header::HeaderValue::from_static("application/json"),
+                )
+                .query(&progenitor_client::QueryParam::new("limit", &limit))
+                .query(&progenitor_client::QueryParam::new("since", &since))
+                .headers(header_map)
+                .build()?;
+            let info = OperationInfo {
+                operation_id: "fieldreport_contacts_changes",
+            };
+            client.pre(&mut request, &info).await?;
+            let result = client.exec(request, &info).await;
+            client.post(&result, &info).await?;
+            let response = result?;
+            match response.status().as_u16() {
+                200u16 => ResponseValue::from_response(response).await,
+                400u16..=499u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                410u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                503u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                _ => Err(Error::UnexpectedResponse(response)),
+            }
+        }
+    }
+    /**Builder for [`Client::fieldreport_contacts_export`]
+
+[`Client::fieldreport_contacts_export`]: super::Client::fieldreport_contacts_export*/
+    #[derive(Debug, Clone)]
+    pub struct FieldreportContactsExport<'a> {
+        client: &'a super::Client,
+    }
+    impl<'a> FieldreportContactsExport<'a> {
+        pub fn new(client: &'a super::Client) -> Self {
+            Self { client: client }
+        }
+        ///Sends a `GET` request to `/api/v1/fieldreport/contacts/export`
+        pub async fn send(
+            self,
+        ) -> Result<ResponseValue<ByteStream>, Error<types::ApiError>> {
+            let Self { client } = self;
+            let url = format!("{}/api/v1/fieldreport/contacts/export", client.baseurl,);
+            let mut header_map = ::reqwest::header::HeaderMap::with_capacity(1usize);
+            header_map
+                .append(
+                    ::reqwest::header::HeaderName::from_static("api-version"),
+                    ::reqwest::header::HeaderValue::from_static(
+                        super::Client::api_version(),
+                    ),
+                );
+            #[allow(unused_mut)]
+            let mut request = client.client.get(url).headers(header_map).build()?;
+            let info = OperationInfo {
+                operation_id: "fieldreport_contacts_export",
+            };
+            client.pre(&mut request, &info).await?;
+            let result = client.exec(request, &info).await;
+            client.post(&result, &info).await?;
+            let response = result?;
+            match response.status().as_u16() {
+                200u16 => Ok(ResponseValue::stream(response)),
+                400u16..=499u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                503u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -49819,6 +55135,214 @@ pub mod builder {
             }
         }
     }
+    /**Builder for [`Client::fieldreport_cost_centers_changes`]
+
+[`Client::fieldreport_cost_centers_changes`]: super::Client::fieldreport_cost_centers_changes*/
+    #[derive(Debug, Clone)]
+    pub struct FieldreportCostCentersChanges<'a> {
+        client: &'a super::Client,
+        limit: Result<Option<::std::num::NonZeroU64>, String>,
+        since: Result<Option<types::FieldreportCostCentersChangesSince>, String>,
+    }
+    impl<'a> FieldreportCostCentersChanges<'a> {
+        pub fn new(client: &'a super::Client) -> Self {
+            Self {
+                client: client,
+                limit: Ok(None),
+                since: Ok(None),
+            }
+        }
+        pub fn limit<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<::std::num::NonZeroU64>,
+        {
+            self.limit = value
+                .try_into()
+                .map(Some)
+                .map_err(|_| {
+                    "conversion to `:: std :: num :: NonZeroU64` for limit failed"
+                        .to_string()
+                });
+            self
+        }
+        pub fn since<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<types::FieldreportCostCentersChangesSince>,
+        {
+            self.since = value
+                .try_into()
+                .map(Some)
+                .map_err(|_| {
+                    "conversion to `FieldreportCostCentersChangesSince` for since failed"
+                        .to_string()
+                });
+            self
+        }
+        ///Sends a `GET` request to `/api/v1/fieldreport/costCenters/changes`
+        pub async fn send(
+            self,
+        ) -> Result<
+            ResponseValue<types::CostCentersChangePage>,
+            Error<types::ApiError>,
+        > {
+            let Self { client, limit, since } = self;
+            let limit = limit.map_err(Error::InvalidRequest)?;
+            let since = since.map_err(Error::InvalidRequest)?;
+            let url = format!(
+                "{}/api/v1/fieldreport/costCenters/changes", client.baseurl,
+            );
+            let mut header_map = ::reqwest::header::HeaderMap::with_capacity(1usize);
+            header_map
+                .append(
+                    ::reqwest::header::HeaderName::from_static("api-version"),
+                    ::reqwest::header::HeaderValue::from_static(
+                        super::Client::api_version(),
+                    ),
+                );
+            #[allow(unused_mut)]
+            let mut request = client
+                .client
+                .get(url)
+                .header(
+                    ::reqwest::header::ACCEPT,
+                    ::reqwest::header::HeaderValue::from_static("application/json"),
+                )
+                .query(&progenitor_client::QueryParam::new("limit", &limit))
+                .query(&progenitor_client::QueryParam::new("since", &since))
+                .headers(header_map)
+                .build()?;
+            let info = OperationInfo {
+                operation_id: "fieldreport_cost_centers_changes",
+            };
+            client.pre(&mut request, &info).await?;
+            let result = client.exec(request, &info).await;
+            client.post(&result, &info).await?;
+            let response = result?;
+            match response.status().as_u16() {
+                200u16 => ResponseValue::from_response(response).await,
+                400u16..=499u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                410u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                503u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                _ => Err(Error::UnexpectedResponse(response)),
+            }
+        }
+    }
+    /**Builder for [`Client::fieldreport_cost_centers_export`]
+
+[`Client::fieldreport_cost_centers_export`]: super::Client::fieldreport_cost_centers_export*/
+    #[derive(Debug, Clone)]
+    pub struct FieldreportCostCentersExport<'a> {
+        client: &'a super::Client,
+    }
+    impl<'a> FieldreportCostCentersExport<'a> {
+        pub fn new(client: &'a super::Client) -> Self {
+            Self { client: client }
+        }
+        ///Sends a `GET` request to `/api/v1/fieldreport/costCenters/export`
+        pub async fn send(
+            self,
+        ) -> Result<ResponseValue<ByteStream>, Error<types::ApiError>> {
+            let Self { client } = self;
+            let url = format!(
+                "{}/api/v1/fieldreport/costCenters/export", client.baseurl,
+            );
+            let mut header_map = ::reqwest::header::HeaderMap::with_capacity(1usize);
+            header_map
+                .append(
+                    ::reqwest::header::HeaderName::from_static("api-version"),
+                    ::reqwest::header::HeaderValue::from_static(
+                        super::Client::api_version(),
+                    ),
+                );
+            #[allow(unused_mut)]
+            let mut request = client.client.get(url).headers(header_map).build()?;
+            let info = OperationInfo {
+                operation_id: "fieldreport_cost_centers_export",
+            };
+            client.pre(&mut request, &info).await?;
+            let result = client.exec(request, &info).await;
+            client.post(&result, &info).await?;
+            let response = result?;
+            match response.status().as_u16() {
+                200u16 => Ok(ResponseValue::stream(response)),
+                400u16..=499u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                503u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                _ => Err(Error::UnexpectedResponse(response)),
+            }
+        }
+    }
     /**Builder for [`Client::fieldreport_cost_centers_show`]
 
 [`Client::fieldreport_cost_centers_show`]: super::Client::fieldreport_cost_centers_show*/
@@ -50724,6 +56248,209 @@ pub mod builder {
                     )
                 }
                 504u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                _ => Err(Error::UnexpectedResponse(response)),
+            }
+        }
+    }
+    /**Builder for [`Client::fieldreport_documents_changes`]
+
+[`Client::fieldreport_documents_changes`]: super::Client::fieldreport_documents_changes*/
+    #[derive(Debug, Clone)]
+    pub struct FieldreportDocumentsChanges<'a> {
+        client: &'a super::Client,
+        limit: Result<Option<::std::num::NonZeroU64>, String>,
+        since: Result<Option<types::FieldreportDocumentsChangesSince>, String>,
+    }
+    impl<'a> FieldreportDocumentsChanges<'a> {
+        pub fn new(client: &'a super::Client) -> Self {
+            Self {
+                client: client,
+                limit: Ok(None),
+                since: Ok(None),
+            }
+        }
+        pub fn limit<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<::std::num::NonZeroU64>,
+        {
+            self.limit = value
+                .try_into()
+                .map(Some)
+                .map_err(|_| {
+                    "conversion to `:: std :: num :: NonZeroU64` for limit failed"
+                        .to_string()
+                });
+            self
+        }
+        pub fn since<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<types::FieldreportDocumentsChangesSince>,
+        {
+            self.since = value
+                .try_into()
+                .map(Some)
+                .map_err(|_| {
+                    "conversion to `FieldreportDocumentsChangesSince` for since failed"
+                        .to_string()
+                });
+            self
+        }
+        ///Sends a `GET` request to `/api/v1/fieldreport/documents/changes`
+        pub async fn send(
+            self,
+        ) -> Result<ResponseValue<types::DocumentsChangePage>, Error<types::ApiError>> {
+            let Self { client, limit, since } = self;
+            let limit = limit.map_err(Error::InvalidRequest)?;
+            let since = since.map_err(Error::InvalidRequest)?;
+            let url = format!(
+                "{}/api/v1/fieldreport/documents/changes", client.baseurl,
+            );
+            let mut header_map = ::reqwest::header::HeaderMap::with_capacity(1usize);
+            header_map
+                .append(
+                    ::reqwest::header::HeaderName::from_static("api-version"),
+                    ::reqwest::header::HeaderValue::from_static(
+                        super::Client::api_version(),
+                    ),
+                );
+            #[allow(unused_mut)]
+            let mut request = client
+                .client
+                .get(url)
+                .header(
+                    ::reqwest::header::ACCEPT,
+                    ::reqwest::header::HeaderValue::from_static("application/json"),
+                )
+                .query(&progenitor_client::QueryParam::new("limit", &limit))
+                .query(&progenitor_client::QueryParam::new("since", &since))
+                .headers(header_map)
+                .build()?;
+            let info = OperationInfo {
+                operation_id: "fieldreport_documents_changes",
+            };
+            client.pre(&mut request, &info).await?;
+            let result = client.exec(request, &info).await;
+            client.post(&result, &info).await?;
+            let response = result?;
+            match response.status().as_u16() {
+                200u16 => ResponseValue::from_response(response).await,
+                400u16..=499u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                410u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                503u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                _ => Err(Error::UnexpectedResponse(response)),
+            }
+        }
+    }
+    /**Builder for [`Client::fieldreport_documents_export`]
+
+[`Client::fieldreport_documents_export`]: super::Client::fieldreport_documents_export*/
+    #[derive(Debug, Clone)]
+    pub struct FieldreportDocumentsExport<'a> {
+        client: &'a super::Client,
+    }
+    impl<'a> FieldreportDocumentsExport<'a> {
+        pub fn new(client: &'a super::Client) -> Self {
+            Self { client: client }
+        }
+        ///Sends a `GET` request to `/api/v1/fieldreport/documents/export`
+        pub async fn send(
+            self,
+        ) -> Result<ResponseValue<ByteStream>, Error<types::ApiError>> {
+            let Self { client } = self;
+            let url = format!("{}/api/v1/fieldreport/documents/export", client.baseurl,);
+            let mut header_map = ::reqwest::header::HeaderMap::with_capacity(1usize);
+            header_map
+                .append(
+                    ::reqwest::header::HeaderName::from_static("api-version"),
+                    ::reqwest::header::HeaderValue::from_static(
+                        super::Client::api_version(),
+                    ),
+                );
+            #[allow(unused_mut)]
+            let mut request = client.client.get(url).headers(header_map).build()?;
+            let info = OperationInfo {
+                operation_id: "fieldreport_documents_export",
+            };
+            client.pre(&mut request, &info).await?;
+            let result = client.exec(request, &info).await;
+            client.post(&result, &info).await?;
+            let response = result?;
+            match response.status().as_u16() {
+                200u16 => Ok(ResponseValue::stream(response)),
+                400u16..=499u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                503u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -51649,6 +57376,209 @@ pub mod builder {
             }
         }
     }
+    /**Builder for [`Client::fieldreport_item_types_changes`]
+
+[`Client::fieldreport_item_types_changes`]: super::Client::fieldreport_item_types_changes*/
+    #[derive(Debug, Clone)]
+    pub struct FieldreportItemTypesChanges<'a> {
+        client: &'a super::Client,
+        limit: Result<Option<::std::num::NonZeroU64>, String>,
+        since: Result<Option<types::FieldreportItemTypesChangesSince>, String>,
+    }
+    impl<'a> FieldreportItemTypesChanges<'a> {
+        pub fn new(client: &'a super::Client) -> Self {
+            Self {
+                client: client,
+                limit: Ok(None),
+                since: Ok(None),
+            }
+        }
+        pub fn limit<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<::std::num::NonZeroU64>,
+        {
+            self.limit = value
+                .try_into()
+                .map(Some)
+                .map_err(|_| {
+                    "conversion to `:: std :: num :: NonZeroU64` for limit failed"
+                        .to_string()
+                });
+            self
+        }
+        pub fn since<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<types::FieldreportItemTypesChangesSince>,
+        {
+            self.since = value
+                .try_into()
+                .map(Some)
+                .map_err(|_| {
+                    "conversion to `FieldreportItemTypesChangesSince` for since failed"
+                        .to_string()
+                });
+            self
+        }
+        ///Sends a `GET` request to `/api/v1/fieldreport/itemTypes/changes`
+        pub async fn send(
+            self,
+        ) -> Result<ResponseValue<types::ItemTypesChangePage>, Error<types::ApiError>> {
+            let Self { client, limit, since } = self;
+            let limit = limit.map_err(Error::InvalidRequest)?;
+            let since = since.map_err(Error::InvalidRequest)?;
+            let url = format!(
+                "{}/api/v1/fieldreport/itemTypes/changes", client.baseurl,
+            );
+            let mut header_map = ::reqwest::header::HeaderMap::with_capacity(1usize);
+            header_map
+                .append(
+                    ::reqwest::header::HeaderName::from_static("api-version"),
+                    ::reqwest::header::HeaderValue::from_static(
+                        super::Client::api_version(),
+                    ),
+                );
+            #[allow(unused_mut)]
+            let mut request = client
+                .client
+                .get(url)
+                .header(
+                    ::reqwest::header::ACCEPT,
+                    ::reqwest::header::HeaderValue::from_static("application/json"),
+                )
+                .query(&progenitor_client::QueryParam::new("limit", &limit))
+                .query(&progenitor_client::QueryParam::new("since", &since))
+                .headers(header_map)
+                .build()?;
+            let info = OperationInfo {
+                operation_id: "fieldreport_item_types_changes",
+            };
+            client.pre(&mut request, &info).await?;
+            let result = client.exec(request, &info).await;
+            client.post(&result, &info).await?;
+            let response = result?;
+            match response.status().as_u16() {
+                200u16 => ResponseValue::from_response(response).await,
+                400u16..=499u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                410u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                503u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                _ => Err(Error::UnexpectedResponse(response)),
+            }
+        }
+    }
+    /**Builder for [`Client::fieldreport_item_types_export`]
+
+[`Client::fieldreport_item_types_export`]: super::Client::fieldreport_item_types_export*/
+    #[derive(Debug, Clone)]
+    pub struct FieldreportItemTypesExport<'a> {
+        client: &'a super::Client,
+    }
+    impl<'a> FieldreportItemTypesExport<'a> {
+        pub fn new(client: &'a super::Client) -> Self {
+            Self { client: client }
+        }
+        ///Sends a `GET` request to `/api/v1/fieldreport/itemTypes/export`
+        pub async fn send(
+            self,
+        ) -> Result<ResponseValue<ByteStream>, Error<types::ApiError>> {
+            let Self { client } = self;
+            let url = format!("{}/api/v1/fieldreport/itemTypes/export", client.baseurl,);
+            let mut header_map = ::reqwest::header::HeaderMap::with_capacity(1usize);
+            header_map
+                .append(
+                    ::reqwest::header::HeaderName::from_static("api-version"),
+                    ::reqwest::header::HeaderValue::from_static(
+                        super::Client::api_version(),
+                    ),
+                );
+            #[allow(unused_mut)]
+            let mut request = client.client.get(url).headers(header_map).build()?;
+            let info = OperationInfo {
+                operation_id: "fieldreport_item_types_export",
+            };
+            client.pre(&mut request, &info).await?;
+            let result = client.exec(request, &info).await;
+            client.post(&result, &info).await?;
+            let response = result?;
+            match response.status().as_u16() {
+                200u16 => Ok(ResponseValue::stream(response)),
+                400u16..=499u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                503u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                _ => Err(Error::UnexpectedResponse(response)),
+            }
+        }
+    }
     /**Builder for [`Client::fieldreport_item_types_show`]
 
 [`Client::fieldreport_item_types_show`]: super::Client::fieldreport_item_types_show*/
@@ -52564,6 +58494,209 @@ pub mod builder {
             }
         }
     }
+    /**Builder for [`Client::fieldreport_item_units_changes`]
+
+[`Client::fieldreport_item_units_changes`]: super::Client::fieldreport_item_units_changes*/
+    #[derive(Debug, Clone)]
+    pub struct FieldreportItemUnitsChanges<'a> {
+        client: &'a super::Client,
+        limit: Result<Option<::std::num::NonZeroU64>, String>,
+        since: Result<Option<types::FieldreportItemUnitsChangesSince>, String>,
+    }
+    impl<'a> FieldreportItemUnitsChanges<'a> {
+        pub fn new(client: &'a super::Client) -> Self {
+            Self {
+                client: client,
+                limit: Ok(None),
+                since: Ok(None),
+            }
+        }
+        pub fn limit<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<::std::num::NonZeroU64>,
+        {
+            self.limit = value
+                .try_into()
+                .map(Some)
+                .map_err(|_| {
+                    "conversion to `:: std :: num :: NonZeroU64` for limit failed"
+                        .to_string()
+                });
+            self
+        }
+        pub fn since<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<types::FieldreportItemUnitsChangesSince>,
+        {
+            self.since = value
+                .try_into()
+                .map(Some)
+                .map_err(|_| {
+                    "conversion to `FieldreportItemUnitsChangesSince` for since failed"
+                        .to_string()
+                });
+            self
+        }
+        ///Sends a `GET` request to `/api/v1/fieldreport/itemUnits/changes`
+        pub async fn send(
+            self,
+        ) -> Result<ResponseValue<types::ItemUnitsChangePage>, Error<types::ApiError>> {
+            let Self { client, limit, since } = self;
+            let limit = limit.map_err(Error::InvalidRequest)?;
+            let since = since.map_err(Error::InvalidRequest)?;
+            let url = format!(
+                "{}/api/v1/fieldreport/itemUnits/changes", client.baseurl,
+            );
+            let mut header_map = ::reqwest::header::HeaderMap::with_capacity(1usize);
+            header_map
+                .append(
+                    ::reqwest::header::HeaderName::from_static("api-version"),
+                    ::reqwest::header::HeaderValue::from_static(
+                        super::Client::api_version(),
+                    ),
+                );
+            #[allow(unused_mut)]
+            let mut request = client
+                .client
+                .get(url)
+                .header(
+                    ::reqwest::header::ACCEPT,
+                    ::reqwest::header::HeaderValue::from_static("application/json"),
+                )
+                .query(&progenitor_client::QueryParam::new("limit", &limit))
+                .query(&progenitor_client::QueryParam::new("since", &since))
+                .headers(header_map)
+                .build()?;
+            let info = OperationInfo {
+                operation_id: "fieldreport_item_units_changes",
+            };
+            client.pre(&mut request, &info).await?;
+            let result = client.exec(request, &info).await;
+            client.post(&result, &info).await?;
+            let response = result?;
+            match response.status().as_u16() {
+                200u16 => ResponseValue::from_response(response).await,
+                400u16..=499u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                410u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                503u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                _ => Err(Error::UnexpectedResponse(response)),
+            }
+        }
+    }
+    /**Builder for [`Client::fieldreport_item_units_export`]
+
+[`Client::fieldreport_item_units_export`]: super::Client::fieldreport_item_units_export*/
+    #[derive(Debug, Clone)]
+    pub struct FieldreportItemUnitsExport<'a> {
+        client: &'a super::Client,
+    }
+    impl<'a> FieldreportItemUnitsExport<'a> {
+        pub fn new(client: &'a super::Client) -> Self {
+            Self { client: client }
+        }
+        ///Sends a `GET` request to `/api/v1/fieldreport/itemUnits/export`
+        pub async fn send(
+            self,
+        ) -> Result<ResponseValue<ByteStream>, Error<types::ApiError>> {
+            let Self { client } = self;
+            let url = format!("{}/api/v1/fieldreport/itemUnits/export", client.baseurl,);
+            let mut header_map = ::reqwest::header::HeaderMap::with_capacity(1usize);
+            header_map
+                .append(
+                    ::reqwest::header::HeaderName::from_static("api-version"),
+                    ::reqwest::header::HeaderValue::from_static(
+                        super::Client::api_version(),
+                    ),
+                );
+            #[allow(unused_mut)]
+            let mut request = client.client.get(url).headers(header_map).build()?;
+            let info = OperationInfo {
+                operation_id: "fieldreport_item_units_export",
+            };
+            client.pre(&mut request, &info).await?;
+            let result = client.exec(request, &info).await;
+            client.post(&result, &info).await?;
+            let response = result?;
+            match response.status().as_u16() {
+                200u16 => Ok(ResponseValue::stream(response)),
+                400u16..=499u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                503u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                _ => Err(Error::UnexpectedResponse(response)),
+            }
+        }
+    }
     /**Builder for [`Client::fieldreport_item_units_show`]
 
 [`Client::fieldreport_item_units_show`]: super::Client::fieldreport_item_units_show*/
@@ -53463,6 +59596,207 @@ pub mod builder {
                     )
                 }
                 504u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                _ => Err(Error::UnexpectedResponse(response)),
+            }
+        }
+    }
+    /**Builder for [`Client::fieldreport_items_changes`]
+
+[`Client::fieldreport_items_changes`]: super::Client::fieldreport_items_changes*/
+    #[derive(Debug, Clone)]
+    pub struct FieldreportItemsChanges<'a> {
+        client: &'a super::Client,
+        limit: Result<Option<::std::num::NonZeroU64>, String>,
+        since: Result<Option<types::FieldreportItemsChangesSince>, String>,
+    }
+    impl<'a> FieldreportItemsChanges<'a> {
+        pub fn new(client: &'a super::Client) -> Self {
+            Self {
+                client: client,
+                limit: Ok(None),
+                since: Ok(None),
+            }
+        }
+        pub fn limit<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<::std::num::NonZeroU64>,
+        {
+            self.limit = value
+                .try_into()
+                .map(Some)
+                .map_err(|_| {
+                    "conversion to `:: std :: num :: NonZeroU64` for limit failed"
+                        .to_string()
+                });
+            self
+        }
+        pub fn since<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<types::FieldreportItemsChangesSince>,
+        {
+            self.since = value
+                .try_into()
+                .map(Some)
+                .map_err(|_| {
+                    "conversion to `FieldreportItemsChangesSince` for since failed"
+                        .to_string()
+                });
+            self
+        }
+        ///Sends a `GET` request to `/api/v1/fieldreport/items/changes`
+        pub async fn send(
+            self,
+        ) -> Result<ResponseValue<types::ItemsChangePage>, Error<types::ApiError>> {
+            let Self { client, limit, since } = self;
+            let limit = limit.map_err(Error::InvalidRequest)?;
+            let since = since.map_err(Error::InvalidRequest)?;
+            let url = format!("{}/api/v1/fieldreport/items/changes", client.baseurl,);
+            let mut header_map = ::reqwest::header::HeaderMap::with_capacity(1usize);
+            header_map
+                .append(
+                    ::reqwest::header::HeaderName::from_static("api-version"),
+                    ::reqwest::header::HeaderValue::from_static(
+                        super::Client::api_version(),
+                    ),
+                );
+            #[allow(unused_mut)]
+            let mut request = client
+                .client
+                .get(url)
+                .header(
+                    ::reqwest::header::ACCEPT,
+                    ::reqwest::header::HeaderValue::from_static("application/json"),
+                )
+                .query(&progenitor_client::QueryParam::new("limit", &limit))
+                .query(&progenitor_client::QueryParam::new("since", &since))
+                .headers(header_map)
+                .build()?;
+            let info = OperationInfo {
+                operation_id: "fieldreport_items_changes",
+            };
+            client.pre(&mut request, &info).await?;
+            let result = client.exec(request, &info).await;
+            client.post(&result, &info).await?;
+            let response = result?;
+            match response.status().as_u16() {
+                200u16 => ResponseValue::from_response(response).await,
+                400u16..=499u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                410u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                503u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                _ => Err(Error::UnexpectedResponse(response)),
+            }
+        }
+    }
+    /**Builder for [`Client::fieldreport_items_export`]
+
+[`Client::fieldreport_items_export`]: super::Client::fieldreport_items_export*/
+    #[derive(Debug, Clone)]
+    pub struct FieldreportItemsExport<'a> {
+        client: &'a super::Client,
+    }
+    impl<'a> FieldreportItemsExport<'a> {
+        pub fn new(client: &'a super::Client) -> Self {
+            Self { client: client }
+        }
+        ///Sends a `GET` request to `/api/v1/fieldreport/items/export`
+        pub async fn send(
+            self,
+        ) -> Result<ResponseValue<ByteStream>, Error<types::ApiError>> {
+            let Self { client } = self;
+            let url = format!("{}/api/v1/fieldreport/items/export", client.baseurl,);
+            let mut header_map = ::reqwest::header::HeaderMap::with_capacity(1usize);
+            header_map
+                .append(
+                    ::reqwest::header::HeaderName::from_static("api-version"),
+                    ::reqwest::header::HeaderValue::from_static(
+                        super::Client::api_version(),
+                    ),
+                );
+            #[allow(unused_mut)]
+            let mut request = client.client.get(url).headers(header_map).build()?;
+            let info = OperationInfo {
+                operation_id: "fieldreport_items_export",
+            };
+            client.pre(&mut request, &info).await?;
+            let result = client.exec(request, &info).await;
+            client.post(&result, &info).await?;
+            let response = result?;
+            match response.status().as_u16() {
+                200u16 => Ok(ResponseValue::stream(response)),
+                400u16..=499u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                503u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -54919,6 +61253,207 @@ pub mod builder {
             }
         }
     }
+    /**Builder for [`Client::fieldreport_products_changes`]
+
+[`Client::fieldreport_products_changes`]: super::Client::fieldreport_products_changes*/
+    #[derive(Debug, Clone)]
+    pub struct FieldreportProductsChanges<'a> {
+        client: &'a super::Client,
+        limit: Result<Option<::std::num::NonZeroU64>, String>,
+        since: Result<Option<types::FieldreportProductsChangesSince>, String>,
+    }
+    impl<'a> FieldreportProductsChanges<'a> {
+        pub fn new(client: &'a super::Client) -> Self {
+            Self {
+                client: client,
+                limit: Ok(None),
+                since: Ok(None),
+            }
+        }
+        pub fn limit<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<::std::num::NonZeroU64>,
+        {
+            self.limit = value
+                .try_into()
+                .map(Some)
+                .map_err(|_| {
+                    "conversion to `:: std :: num :: NonZeroU64` for limit failed"
+                        .to_string()
+                });
+            self
+        }
+        pub fn since<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<types::FieldreportProductsChangesSince>,
+        {
+            self.since = value
+                .try_into()
+                .map(Some)
+                .map_err(|_| {
+                    "conversion to `FieldreportProductsChangesSince` for since failed"
+                        .to_string()
+                });
+            self
+        }
+        ///Sends a `GET` request to `/api/v1/fieldreport/products/changes`
+        pub async fn send(
+            self,
+        ) -> Result<ResponseValue<types::ProductsChangePage>, Error<types::ApiError>> {
+            let Self { client, limit, since } = self;
+            let limit = limit.map_err(Error::InvalidRequest)?;
+            let since = since.map_err(Error::InvalidRequest)?;
+            let url = format!("{}/api/v1/fieldreport/products/changes", client.baseurl,);
+            let mut header_map = ::reqwest::header::HeaderMap::with_capacity(1usize);
+            header_map
+                .append(
+                    ::reqwest::header::HeaderName::from_static("api-version"),
+                    ::reqwest::header::HeaderValue::from_static(
+                        super::Client::api_version(),
+                    ),
+                );
+            #[allow(unused_mut)]
+            let mut request = client
+                .client
+                .get(url)
+                .header(
+                    ::reqwest::header::ACCEPT,
+                    ::reqwest::header::HeaderValue::from_static("application/json"),
+                )
+                .query(&progenitor_client::QueryParam::new("limit", &limit))
+                .query(&progenitor_client::QueryParam::new("since", &since))
+                .headers(header_map)
+                .build()?;
+            let info = OperationInfo {
+                operation_id: "fieldreport_products_changes",
+            };
+            client.pre(&mut request, &info).await?;
+            let result = client.exec(request, &info).await;
+            client.post(&result, &info).await?;
+            let response = result?;
+            match response.status().as_u16() {
+                200u16 => ResponseValue::from_response(response).await,
+                400u16..=499u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                410u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                503u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                _ => Err(Error::UnexpectedResponse(response)),
+            }
+        }
+    }
+    /**Builder for [`Client::fieldreport_products_export`]
+
+[`Client::fieldreport_products_export`]: super::Client::fieldreport_products_export*/
+    #[derive(Debug, Clone)]
+    pub struct FieldreportProductsExport<'a> {
+        client: &'a super::Client,
+    }
+    impl<'a> FieldreportProductsExport<'a> {
+        pub fn new(client: &'a super::Client) -> Self {
+            Self { client: client }
+        }
+        ///Sends a `GET` request to `/api/v1/fieldreport/products/export`
+        pub async fn send(
+            self,
+        ) -> Result<ResponseValue<ByteStream>, Error<types::ApiError>> {
+            let Self { client } = self;
+            let url = format!("{}/api/v1/fieldreport/products/export", client.baseurl,);
+            let mut header_map = ::reqwest::header::HeaderMap::with_capacity(1usize);
+            header_map
+                .append(
+                    ::reqwest::header::HeaderName::from_static("api-version"),
+                    ::reqwest::header::HeaderValue::from_static(
+                        super::Client::api_version(),
+                    ),
+                );
+            #[allow(unused_mut)]
+            let mut request = client.client.get(url).headers(header_map).build()?;
+            let info = OperationInfo {
+                operation_id: "fieldreport_products_export",
+            };
+            client.pre(&mut request, &info).await?;
+            let result = client.exec(request, &info).await;
+            client.post(&result, &info).await?;
+            let response = result?;
+            match response.status().as_u16() {
+                200u16 => Ok(ResponseValue::stream(response)),
+                400u16..=499u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                503u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                _ => Err(Error::UnexpectedResponse(response)),
+            }
+        }
+    }
     /**Builder for [`Client::fieldreport_products_show`]
 
 [`Client::fieldreport_products_show`]: super::Client::fieldreport_products_show*/
@@ -55826,6 +62361,214 @@ pub mod builder {
                     )
                 }
                 504u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                _ => Err(Error::UnexpectedResponse(response)),
+            }
+        }
+    }
+    /**Builder for [`Client::fieldreport_qualifications_changes`]
+
+[`Client::fieldreport_qualifications_changes`]: super::Client::fieldreport_qualifications_changes*/
+    #[derive(Debug, Clone)]
+    pub struct FieldreportQualificationsChanges<'a> {
+        client: &'a super::Client,
+        limit: Result<Option<::std::num::NonZeroU64>, String>,
+        since: Result<Option<types::FieldreportQualificationsChangesSince>, String>,
+    }
+    impl<'a> FieldreportQualificationsChanges<'a> {
+        pub fn new(client: &'a super::Client) -> Self {
+            Self {
+                client: client,
+                limit: Ok(None),
+                since: Ok(None),
+            }
+        }
+        pub fn limit<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<::std::num::NonZeroU64>,
+        {
+            self.limit = value
+                .try_into()
+                .map(Some)
+                .map_err(|_| {
+                    "conversion to `:: std :: num :: NonZeroU64` for limit failed"
+                        .to_string()
+                });
+            self
+        }
+        pub fn since<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<types::FieldreportQualificationsChangesSince>,
+        {
+            self.since = value
+                .try_into()
+                .map(Some)
+                .map_err(|_| {
+                    "conversion to `FieldreportQualificationsChangesSince` for since failed"
+                        .to_string()
+                });
+            self
+        }
+        ///Sends a `GET` request to `/api/v1/fieldreport/qualifications/changes`
+        pub async fn send(
+            self,
+        ) -> Result<
+            ResponseValue<types::QualificationsChangePage>,
+            Error<types::ApiError>,
+        > {
+            let Self { client, limit, since } = self;
+            let limit = limit.map_err(Error::InvalidRequest)?;
+            let since = since.map_err(Error::InvalidRequest)?;
+            let url = format!(
+                "{}/api/v1/fieldreport/qualifications/changes", client.baseurl,
+            );
+            let mut header_map = ::reqwest::header::HeaderMap::with_capacity(1usize);
+            header_map
+                .append(
+                    ::reqwest::header::HeaderName::from_static("api-version"),
+                    ::reqwest::header::HeaderValue::from_static(
+                        super::Client::api_version(),
+                    ),
+                );
+            #[allow(unused_mut)]
+            let mut request = client
+                .client
+                .get(url)
+                .header(
+                    ::reqwest::header::ACCEPT,
+                    ::reqwest::header::HeaderValue::from_static("application/json"),
+                )
+                .query(&progenitor_client::QueryParam::new("limit", &limit))
+                .query(&progenitor_client::QueryParam::new("since", &since))
+                .headers(header_map)
+                .build()?;
+            let info = OperationInfo {
+                operation_id: "fieldreport_qualifications_changes",
+            };
+            client.pre(&mut request, &info).await?;
+            let result = client.exec(request, &info).await;
+            client.post(&result, &info).await?;
+            let response = result?;
+            match response.status().as_u16() {
+                200u16 => ResponseValue::from_response(response).await,
+                400u16..=499u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                410u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                503u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                _ => Err(Error::UnexpectedResponse(response)),
+            }
+        }
+    }
+    /**Builder for [`Client::fieldreport_qualifications_export`]
+
+[`Client::fieldreport_qualifications_export`]: super::Client::fieldreport_qualifications_export*/
+    #[derive(Debug, Clone)]
+    pub struct FieldreportQualificationsExport<'a> {
+        client: &'a super::Client,
+    }
+    impl<'a> FieldreportQualificationsExport<'a> {
+        pub fn new(client: &'a super::Client) -> Self {
+            Self { client: client }
+        }
+        ///Sends a `GET` request to `/api/v1/fieldreport/qualifications/export`
+        pub async fn send(
+            self,
+        ) -> Result<ResponseValue<ByteStream>, Error<types::ApiError>> {
+            let Self { client } = self;
+            let url = format!(
+                "{}/api/v1/fieldreport/qualifications/export", client.baseurl,
+            );
+            let mut header_map = ::reqwest::header::HeaderMap::with_capacity(1usize);
+            header_map
+                .append(
+                    ::reqwest::header::HeaderName::from_static("api-version"),
+                    ::reqwest::header::HeaderValue::from_static(
+                        super::Client::api_version(),
+                    ),
+                );
+            #[allow(unused_mut)]
+            let mut request = client.client.get(url).headers(header_map).build()?;
+            let info = OperationInfo {
+                operation_id: "fieldreport_qualifications_export",
+            };
+            client.pre(&mut request, &info).await?;
+            let result = client.exec(request, &info).await;
+            client.post(&result, &info).await?;
+            let response = result?;
+            match response.status().as_u16() {
+                200u16 => Ok(ResponseValue::stream(response)),
+                400u16..=499u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                503u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -56757,6 +63500,214 @@ pub mod builder {
             }
         }
     }
+    /**Builder for [`Client::fieldreport_service_objects_changes`]
+
+[`Client::fieldreport_service_objects_changes`]: super::Client::fieldreport_service_objects_changes*/
+    #[derive(Debug, Clone)]
+    pub struct FieldreportServiceObjectsChanges<'a> {
+        client: &'a super::Client,
+        limit: Result<Option<::std::num::NonZeroU64>, String>,
+        since: Result<Option<types::FieldreportServiceObjectsChangesSince>, String>,
+    }
+    impl<'a> FieldreportServiceObjectsChanges<'a> {
+        pub fn new(client: &'a super::Client) -> Self {
+            Self {
+                client: client,
+                limit: Ok(None),
+                since: Ok(None),
+            }
+        }
+        pub fn limit<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<::std::num::NonZeroU64>,
+        {
+            self.limit = value
+                .try_into()
+                .map(Some)
+                .map_err(|_| {
+                    "conversion to `:: std :: num :: NonZeroU64` for limit failed"
+                        .to_string()
+                });
+            self
+        }
+        pub fn since<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<types::FieldreportServiceObjectsChangesSince>,
+        {
+            self.since = value
+                .try_into()
+                .map(Some)
+                .map_err(|_| {
+                    "conversion to `FieldreportServiceObjectsChangesSince` for since failed"
+                        .to_string()
+                });
+            self
+        }
+        ///Sends a `GET` request to `/api/v1/fieldreport/serviceObjects/changes`
+        pub async fn send(
+            self,
+        ) -> Result<
+            ResponseValue<types::ServiceObjectsChangePage>,
+            Error<types::ApiError>,
+        > {
+            let Self { client, limit, since } = self;
+            let limit = limit.map_err(Error::InvalidRequest)?;
+            let since = since.map_err(Error::InvalidRequest)?;
+            let url = format!(
+                "{}/api/v1/fieldreport/serviceObjects/changes", client.baseurl,
+            );
+            let mut header_map = ::reqwest::header::HeaderMap::with_capacity(1usize);
+            header_map
+                .append(
+                    ::reqwest::header::HeaderName::from_static("api-version"),
+                    ::reqwest::header::HeaderValue::from_static(
+                        super::Client::api_version(),
+                    ),
+                );
+            #[allow(unused_mut)]
+            let mut request = client
+                .client
+                .get(url)
+                .header(
+                    ::reqwest::header::ACCEPT,
+                    ::reqwest::header::HeaderValue::from_static("application/json"),
+                )
+                .query(&progenitor_client::QueryParam::new("limit", &limit))
+                .query(&progenitor_client::QueryParam::new("since", &since))
+                .headers(header_map)
+                .build()?;
+            let info = OperationInfo {
+                operation_id: "fieldreport_service_objects_changes",
+            };
+            client.pre(&mut request, &info).await?;
+            let result = client.exec(request, &info).await;
+            client.post(&result, &info).await?;
+            let response = result?;
+            match response.status().as_u16() {
+                200u16 => ResponseValue::from_response(response).await,
+                400u16..=499u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                410u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                503u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                _ => Err(Error::UnexpectedResponse(response)),
+            }
+        }
+    }
+    /**Builder for [`Client::fieldreport_service_objects_export`]
+
+[`Client::fieldreport_service_objects_export`]: super::Client::fieldreport_service_objects_export*/
+    #[derive(Debug, Clone)]
+    pub struct FieldreportServiceObjectsExport<'a> {
+        client: &'a super::Client,
+    }
+    impl<'a> FieldreportServiceObjectsExport<'a> {
+        pub fn new(client: &'a super::Client) -> Self {
+            Self { client: client }
+        }
+        ///Sends a `GET` request to `/api/v1/fieldreport/serviceObjects/export`
+        pub async fn send(
+            self,
+        ) -> Result<ResponseValue<ByteStream>, Error<types::ApiError>> {
+            let Self { client } = self;
+            let url = format!(
+                "{}/api/v1/fieldreport/serviceObjects/export", client.baseurl,
+            );
+            let mut header_map = ::reqwest::header::HeaderMap::with_capacity(1usize);
+            header_map
+                .append(
+                    ::reqwest::header::HeaderName::from_static("api-version"),
+                    ::reqwest::header::HeaderValue::from_static(
+                        super::Client::api_version(),
+                    ),
+                );
+            #[allow(unused_mut)]
+            let mut request = client.client.get(url).headers(header_map).build()?;
+            let info = OperationInfo {
+                operation_id: "fieldreport_service_objects_export",
+            };
+            client.pre(&mut request, &info).await?;
+            let result = client.exec(request, &info).await;
+            client.post(&result, &info).await?;
+            let response = result?;
+            match response.status().as_u16() {
+                200u16 => Ok(ResponseValue::stream(response)),
+                400u16..=499u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                503u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                _ => Err(Error::UnexpectedResponse(response)),
+            }
+        }
+    }
     /**Builder for [`Client::fieldreport_service_objects_show`]
 
 [`Client::fieldreport_service_objects_show`]: super::Client::fieldreport_service_objects_show*/
@@ -57668,6 +64619,214 @@ pub mod builder {
                     )
                 }
                 504u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                _ => Err(Error::UnexpectedResponse(response)),
+            }
+        }
+    }
+    /**Builder for [`Client::fieldreport_service_requests_changes`]
+
+[`Client::fieldreport_service_requests_changes`]: super::Client::fieldreport_service_requests_changes*/
+    #[derive(Debug, Clone)]
+    pub struct FieldreportServiceRequestsChanges<'a> {
+        client: &'a super::Client,
+        limit: Result<Option<::std::num::NonZeroU64>, String>,
+        since: Result<Option<types::FieldreportServiceRequestsChangesSince>, String>,
+    }
+    impl<'a> FieldreportServiceRequestsChanges<'a> {
+        pub fn new(client: &'a super::Client) -> Self {
+            Self {
+                client: client,
+                limit: Ok(None),
+                since: Ok(None),
+            }
+        }
+        pub fn limit<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<::std::num::NonZeroU64>,
+        {
+            self.limit = value
+                .try_into()
+                .map(Some)
+                .map_err(|_| {
+                    "conversion to `:: std :: num :: NonZeroU64` for limit failed"
+                        .to_string()
+                });
+            self
+        }
+        pub fn since<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<types::FieldreportServiceRequestsChangesSince>,
+        {
+            self.since = value
+                .try_into()
+                .map(Some)
+                .map_err(|_| {
+                    "conversion to `FieldreportServiceRequestsChangesSince` for since failed"
+                        .to_string()
+                });
+            self
+        }
+        ///Sends a `GET` request to `/api/v1/fieldreport/serviceRequests/changes`
+        pub async fn send(
+            self,
+        ) -> Result<
+            ResponseValue<types::ServiceRequestsChangePage>,
+            Error<types::ApiError>,
+        > {
+            let Self { client, limit, since } = self;
+            let limit = limit.map_err(Error::InvalidRequest)?;
+            let since = since.map_err(Error::InvalidRequest)?;
+            let url = format!(
+                "{}/api/v1/fieldreport/serviceRequests/changes", client.baseurl,
+            );
+            let mut header_map = ::reqwest::header::HeaderMap::with_capacity(1usize);
+            header_map
+                .append(
+                    ::reqwest::header::HeaderName::from_static("api-version"),
+                    ::reqwest::header::HeaderValue::from_static(
+                        super::Client::api_version(),
+                    ),
+                );
+            #[allow(unused_mut)]
+            let mut request = client
+                .client
+                .get(url)
+                .header(
+                    ::reqwest::header::ACCEPT,
+                    ::reqwest::header::HeaderValue::from_static("application/json"),
+                )
+                .query(&progenitor_client::QueryParam::new("limit", &limit))
+                .query(&progenitor_client::QueryParam::new("since", &since))
+                .headers(header_map)
+                .build()?;
+            let info = OperationInfo {
+                operation_id: "fieldreport_service_requests_changes",
+            };
+            client.pre(&mut request, &info).await?;
+            let result = client.exec(request, &info).await;
+            client.post(&result, &info).await?;
+            let response = result?;
+            match response.status().as_u16() {
+                200u16 => ResponseValue::from_response(response).await,
+                400u16..=499u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                410u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                503u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                _ => Err(Error::UnexpectedResponse(response)),
+            }
+        }
+    }
+    /**Builder for [`Client::fieldreport_service_requests_export`]
+
+[`Client::fieldreport_service_requests_export`]: super::Client::fieldreport_service_requests_export*/
+    #[derive(Debug, Clone)]
+    pub struct FieldreportServiceRequestsExport<'a> {
+        client: &'a super::Client,
+    }
+    impl<'a> FieldreportServiceRequestsExport<'a> {
+        pub fn new(client: &'a super::Client) -> Self {
+            Self { client: client }
+        }
+        ///Sends a `GET` request to `/api/v1/fieldreport/serviceRequests/export`
+        pub async fn send(
+            self,
+        ) -> Result<ResponseValue<ByteStream>, Error<types::ApiError>> {
+            let Self { client } = self;
+            let url = format!(
+                "{}/api/v1/fieldreport/serviceRequests/export", client.baseurl,
+            );
+            let mut header_map = ::reqwest::header::HeaderMap::with_capacity(1usize);
+            header_map
+                .append(
+                    ::reqwest::header::HeaderName::from_static("api-version"),
+                    ::reqwest::header::HeaderValue::from_static(
+                        super::Client::api_version(),
+                    ),
+                );
+            #[allow(unused_mut)]
+            let mut request = client.client.get(url).headers(header_map).build()?;
+            let info = OperationInfo {
+                operation_id: "fieldreport_service_requests_export",
+            };
+            client.pre(&mut request, &info).await?;
+            let result = client.exec(request, &info).await;
+            client.post(&result, &info).await?;
+            let response = result?;
+            match response.status().as_u16() {
+                200u16 => Ok(ResponseValue::stream(response)),
+                400u16..=499u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                503u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -59304,6 +66463,214 @@ pub mod builder {
             }
         }
     }
+    /**Builder for [`Client::fieldreport_step_list_templates_changes`]
+
+[`Client::fieldreport_step_list_templates_changes`]: super::Client::fieldreport_step_list_templates_changes*/
+    #[derive(Debug, Clone)]
+    pub struct FieldreportStepListTemplatesChanges<'a> {
+        client: &'a super::Client,
+        limit: Result<Option<::std::num::NonZeroU64>, String>,
+        since: Result<Option<types::FieldreportStepListTemplatesChangesSince>, String>,
+    }
+    impl<'a> FieldreportStepListTemplatesChanges<'a> {
+        pub fn new(client: &'a super::Client) -> Self {
+            Self {
+                client: client,
+                limit: Ok(None),
+                since: Ok(None),
+            }
+        }
+        pub fn limit<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<::std::num::NonZeroU64>,
+        {
+            self.limit = value
+                .try_into()
+                .map(Some)
+                .map_err(|_| {
+                    "conversion to `:: std :: num :: NonZeroU64` for limit failed"
+                        .to_string()
+                });
+            self
+        }
+        pub fn since<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<types::FieldreportStepListTemplatesChangesSince>,
+        {
+            self.since = value
+                .try_into()
+                .map(Some)
+                .map_err(|_| {
+                    "conversion to `FieldreportStepListTemplatesChangesSince` for since failed"
+                        .to_string()
+                });
+            self
+        }
+        ///Sends a `GET` request to `/api/v1/fieldreport/stepListTemplates/changes`
+        pub async fn send(
+            self,
+        ) -> Result<
+            ResponseValue<types::StepListTemplatesChangePage>,
+            Error<types::ApiError>,
+        > {
+            let Self { client, limit, since } = self;
+            let limit = limit.map_err(Error::InvalidRequest)?;
+            let since = since.map_err(Error::InvalidRequest)?;
+            let url = format!(
+                "{}/api/v1/fieldreport/stepListTemplates/changes", client.baseurl,
+            );
+            let mut header_map = ::reqwest::header::HeaderMap::with_capacity(1usize);
+            header_map
+                .append(
+                    ::reqwest::header::HeaderName::from_static("api-version"),
+                    ::reqwest::header::HeaderValue::from_static(
+                        super::Client::api_version(),
+                    ),
+                );
+            #[allow(unused_mut)]
+            let mut request = client
+                .client
+                .get(url)
+                .header(
+                    ::reqwest::header::ACCEPT,
+                    ::reqwest::header::HeaderValue::from_static("application/json"),
+                )
+                .query(&progenitor_client::QueryParam::new("limit", &limit))
+                .query(&progenitor_client::QueryParam::new("since", &since))
+                .headers(header_map)
+                .build()?;
+            let info = OperationInfo {
+                operation_id: "fieldreport_step_list_templates_changes",
+            };
+            client.pre(&mut request, &info).await?;
+            let result = client.exec(request, &info).await;
+            client.post(&result, &info).await?;
+            let response = result?;
+            match response.status().as_u16() {
+                200u16 => ResponseValue::from_response(response).await,
+                400u16..=499u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                410u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                503u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                _ => Err(Error::UnexpectedResponse(response)),
+            }
+        }
+    }
+    /**Builder for [`Client::fieldreport_step_list_templates_export`]
+
+[`Client::fieldreport_step_list_templates_export`]: super::Client::fieldreport_step_list_templates_export*/
+    #[derive(Debug, Clone)]
+    pub struct FieldreportStepListTemplatesExport<'a> {
+        client: &'a super::Client,
+    }
+    impl<'a> FieldreportStepListTemplatesExport<'a> {
+        pub fn new(client: &'a super::Client) -> Self {
+            Self { client: client }
+        }
+        ///Sends a `GET` request to `/api/v1/fieldreport/stepListTemplates/export`
+        pub async fn send(
+            self,
+        ) -> Result<ResponseValue<ByteStream>, Error<types::ApiError>> {
+            let Self { client } = self;
+            let url = format!(
+                "{}/api/v1/fieldreport/stepListTemplates/export", client.baseurl,
+            );
+            let mut header_map = ::reqwest::header::HeaderMap::with_capacity(1usize);
+            header_map
+                .append(
+                    ::reqwest::header::HeaderName::from_static("api-version"),
+                    ::reqwest::header::HeaderValue::from_static(
+                        super::Client::api_version(),
+                    ),
+                );
+            #[allow(unused_mut)]
+            let mut request = client.client.get(url).headers(header_map).build()?;
+            let info = OperationInfo {
+                operation_id: "fieldreport_step_list_templates_export",
+            };
+            client.pre(&mut request, &info).await?;
+            let result = client.exec(request, &info).await;
+            client.post(&result, &info).await?;
+            let response = result?;
+            match response.status().as_u16() {
+                200u16 => Ok(ResponseValue::stream(response)),
+                400u16..=499u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                503u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                _ => Err(Error::UnexpectedResponse(response)),
+            }
+        }
+    }
     /**Builder for [`Client::fieldreport_step_list_templates_show`]
 
 [`Client::fieldreport_step_list_templates_show`]: super::Client::fieldreport_step_list_templates_show*/
@@ -60490,6 +67857,207 @@ pub mod builder {
             }
         }
     }
+    /**Builder for [`Client::fieldreport_tags_changes`]
+
+[`Client::fieldreport_tags_changes`]: super::Client::fieldreport_tags_changes*/
+    #[derive(Debug, Clone)]
+    pub struct FieldreportTagsChanges<'a> {
+        client: &'a super::Client,
+        limit: Result<Option<::std::num::NonZeroU64>, String>,
+        since: Result<Option<types::FieldreportTagsChangesSince>, String>,
+    }
+    impl<'a> FieldreportTagsChanges<'a> {
+        pub fn new(client: &'a super::Client) -> Self {
+            Self {
+                client: client,
+                limit: Ok(None),
+                since: Ok(None),
+            }
+        }
+        pub fn limit<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<::std::num::NonZeroU64>,
+        {
+            self.limit = value
+                .try_into()
+                .map(Some)
+                .map_err(|_| {
+                    "conversion to `:: std :: num :: NonZeroU64` for limit failed"
+                        .to_string()
+                });
+            self
+        }
+        pub fn since<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<types::FieldreportTagsChangesSince>,
+        {
+            self.since = value
+                .try_into()
+                .map(Some)
+                .map_err(|_| {
+                    "conversion to `FieldreportTagsChangesSince` for since failed"
+                        .to_string()
+                });
+            self
+        }
+        ///Sends a `GET` request to `/api/v1/fieldreport/tags/changes`
+        pub async fn send(
+            self,
+        ) -> Result<ResponseValue<types::TagsChangePage>, Error<types::ApiError>> {
+            let Self { client, limit, since } = self;
+            let limit = limit.map_err(Error::InvalidRequest)?;
+            let since = since.map_err(Error::InvalidRequest)?;
+            let url = format!("{}/api/v1/fieldreport/tags/changes", client.baseurl,);
+            let mut header_map = ::reqwest::header::HeaderMap::with_capacity(1usize);
+            header_map
+                .append(
+                    ::reqwest::header::HeaderName::from_static("api-version"),
+                    ::reqwest::header::HeaderValue::from_static(
+                        super::Client::api_version(),
+                    ),
+                );
+            #[allow(unused_mut)]
+            let mut request = client
+                .client
+                .get(url)
+                .header(
+                    ::reqwest::header::ACCEPT,
+                    ::reqwest::header::HeaderValue::from_static("application/json"),
+                )
+                .query(&progenitor_client::QueryParam::new("limit", &limit))
+                .query(&progenitor_client::QueryParam::new("since", &since))
+                .headers(header_map)
+                .build()?;
+            let info = OperationInfo {
+                operation_id: "fieldreport_tags_changes",
+            };
+            client.pre(&mut request, &info).await?;
+            let result = client.exec(request, &info).await;
+            client.post(&result, &info).await?;
+            let response = result?;
+            match response.status().as_u16() {
+                200u16 => ResponseValue::from_response(response).await,
+                400u16..=499u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                410u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                503u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                _ => Err(Error::UnexpectedResponse(response)),
+            }
+        }
+    }
+    /**Builder for [`Client::fieldreport_tags_export`]
+
+[`Client::fieldreport_tags_export`]: super::Client::fieldreport_tags_export*/
+    #[derive(Debug, Clone)]
+    pub struct FieldreportTagsExport<'a> {
+        client: &'a super::Client,
+    }
+    impl<'a> FieldreportTagsExport<'a> {
+        pub fn new(client: &'a super::Client) -> Self {
+            Self { client: client }
+        }
+        ///Sends a `GET` request to `/api/v1/fieldreport/tags/export`
+        pub async fn send(
+            self,
+        ) -> Result<ResponseValue<ByteStream>, Error<types::ApiError>> {
+            let Self { client } = self;
+            let url = format!("{}/api/v1/fieldreport/tags/export", client.baseurl,);
+            let mut header_map = ::reqwest::header::HeaderMap::with_capacity(1usize);
+            header_map
+                .append(
+                    ::reqwest::header::HeaderName::from_static("api-version"),
+                    ::reqwest::header::HeaderValue::from_static(
+                        super::Client::api_version(),
+                    ),
+                );
+            #[allow(unused_mut)]
+            let mut request = client.client.get(url).headers(header_map).build()?;
+            let info = OperationInfo {
+                operation_id: "fieldreport_tags_export",
+            };
+            client.pre(&mut request, &info).await?;
+            let result = client.exec(request, &info).await;
+            client.post(&result, &info).await?;
+            let response = result?;
+            match response.status().as_u16() {
+                200u16 => Ok(ResponseValue::stream(response)),
+                400u16..=499u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                503u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                _ => Err(Error::UnexpectedResponse(response)),
+            }
+        }
+    }
     /**Builder for [`Client::fieldreport_tags_show`]
 
 [`Client::fieldreport_tags_show`]: super::Client::fieldreport_tags_show*/
@@ -61387,6 +68955,211 @@ pub mod builder {
                     )
                 }
                 504u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                _ => Err(Error::UnexpectedResponse(response)),
+            }
+        }
+    }
+    /**Builder for [`Client::fieldreport_time_events_changes`]
+
+[`Client::fieldreport_time_events_changes`]: super::Client::fieldreport_time_events_changes*/
+    #[derive(Debug, Clone)]
+    pub struct FieldreportTimeEventsChanges<'a> {
+        client: &'a super::Client,
+        limit: Result<Option<::std::num::NonZeroU64>, String>,
+        since: Result<Option<types::FieldreportTimeEventsChangesSince>, String>,
+    }
+    impl<'a> FieldreportTimeEventsChanges<'a> {
+        pub fn new(client: &'a super::Client) -> Self {
+            Self {
+                client: client,
+                limit: Ok(None),
+                since: Ok(None),
+            }
+        }
+        pub fn limit<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<::std::num::NonZeroU64>,
+        {
+            self.limit = value
+                .try_into()
+                .map(Some)
+                .map_err(|_| {
+                    "conversion to `:: std :: num :: NonZeroU64` for limit failed"
+                        .to_string()
+                });
+            self
+        }
+        pub fn since<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<types::FieldreportTimeEventsChangesSince>,
+        {
+            self.since = value
+                .try_into()
+                .map(Some)
+                .map_err(|_| {
+                    "conversion to `FieldreportTimeEventsChangesSince` for since failed"
+                        .to_string()
+                });
+            self
+        }
+        ///Sends a `GET` request to `/api/v1/fieldreport/timeEvents/changes`
+        pub async fn send(
+            self,
+        ) -> Result<ResponseValue<types::TimeEventsChangePage>, Error<types::ApiError>> {
+            let Self { client, limit, since } = self;
+            let limit = limit.map_err(Error::InvalidRequest)?;
+            let since = since.map_err(Error::InvalidRequest)?;
+            let url = format!(
+                "{}/api/v1/fieldreport/timeEvents/changes", client.baseurl,
+            );
+            let mut header_map = ::reqwest::header::HeaderMap::with_capacity(1usize);
+            header_map
+                .append(
+                    ::reqwest::header::HeaderName::from_static("api-version"),
+                    ::reqwest::header::HeaderValue::from_static(
+                        super::Client::api_version(),
+                    ),
+                );
+            #[allow(unused_mut)]
+            let mut request = client
+                .client
+                .get(url)
+                .header(
+                    ::reqwest::header::ACCEPT,
+                    ::reqwest::header::HeaderValue::from_static("application/json"),
+                )
+                .query(&progenitor_client::QueryParam::new("limit", &limit))
+                .query(&progenitor_client::QueryParam::new("since", &since))
+                .headers(header_map)
+                .build()?;
+            let info = OperationInfo {
+                operation_id: "fieldreport_time_events_changes",
+            };
+            client.pre(&mut request, &info).await?;
+            let result = client.exec(request, &info).await;
+            client.post(&result, &info).await?;
+            let response = result?;
+            match response.status().as_u16() {
+                200u16 => ResponseValue::from_response(response).await,
+                400u16..=499u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                410u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                503u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                _ => Err(Error::UnexpectedResponse(response)),
+            }
+        }
+    }
+    /**Builder for [`Client::fieldreport_time_events_export`]
+
+[`Client::fieldreport_time_events_export`]: super::Client::fieldreport_time_events_export*/
+    #[derive(Debug, Clone)]
+    pub struct FieldreportTimeEventsExport<'a> {
+        client: &'a super::Client,
+    }
+    impl<'a> FieldreportTimeEventsExport<'a> {
+        pub fn new(client: &'a super::Client) -> Self {
+            Self { client: client }
+        }
+        ///Sends a `GET` request to `/api/v1/fieldreport/timeEvents/export`
+        pub async fn send(
+            self,
+        ) -> Result<ResponseValue<ByteStream>, Error<types::ApiError>> {
+            let Self { client } = self;
+            let url = format!(
+                "{}/api/v1/fieldreport/timeEvents/export", client.baseurl,
+            );
+            let mut header_map = ::reqwest::header::HeaderMap::with_capacity(1usize);
+            header_map
+                .append(
+                    ::reqwest::header::HeaderName::from_static("api-version"),
+                    ::reqwest::header::HeaderValue::from_static(
+                        super::Client::api_version(),
+                    ),
+                );
+            #[allow(unused_mut)]
+            let mut request = client.client.get(url).headers(header_map).build()?;
+            let info = OperationInfo {
+                operation_id: "fieldreport_time_events_export",
+            };
+            client.pre(&mut request, &info).await?;
+            let result = client.exec(request, &info).await;
+            client.post(&result, &info).await?;
+            let response = result?;
+            match response.status().as_u16() {
+                200u16 => Ok(ResponseValue::stream(response)),
+                400u16..=499u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                503u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -62296,6 +70069,207 @@ pub mod builder {
                     )
                 }
                 504u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                _ => Err(Error::UnexpectedResponse(response)),
+            }
+        }
+    }
+    /**Builder for [`Client::fieldreport_users_changes`]
+
+[`Client::fieldreport_users_changes`]: super::Client::fieldreport_users_changes*/
+    #[derive(Debug, Clone)]
+    pub struct FieldreportUsersChanges<'a> {
+        client: &'a super::Client,
+        limit: Result<Option<::std::num::NonZeroU64>, String>,
+        since: Result<Option<types::FieldreportUsersChangesSince>, String>,
+    }
+    impl<'a> FieldreportUsersChanges<'a> {
+        pub fn new(client: &'a super::Client) -> Self {
+            Self {
+                client: client,
+                limit: Ok(None),
+                since: Ok(None),
+            }
+        }
+        pub fn limit<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<::std::num::NonZeroU64>,
+        {
+            self.limit = value
+                .try_into()
+                .map(Some)
+                .map_err(|_| {
+                    "conversion to `:: std :: num :: NonZeroU64` for limit failed"
+                        .to_string()
+                });
+            self
+        }
+        pub fn since<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<types::FieldreportUsersChangesSince>,
+        {
+            self.since = value
+                .try_into()
+                .map(Some)
+                .map_err(|_| {
+                    "conversion to `FieldreportUsersChangesSince` for since failed"
+                        .to_string()
+                });
+            self
+        }
+        ///Sends a `GET` request to `/api/v1/fieldreport/users/changes`
+        pub async fn send(
+            self,
+        ) -> Result<ResponseValue<types::UsersChangePage>, Error<types::ApiError>> {
+            let Self { client, limit, since } = self;
+            let limit = limit.map_err(Error::InvalidRequest)?;
+            let since = since.map_err(Error::InvalidRequest)?;
+            let url = format!("{}/api/v1/fieldreport/users/changes", client.baseurl,);
+            let mut header_map = ::reqwest::header::HeaderMap::with_capacity(1usize);
+            header_map
+                .append(
+                    ::reqwest::header::HeaderName::from_static("api-version"),
+                    ::reqwest::header::HeaderValue::from_static(
+                        super::Client::api_version(),
+                    ),
+                );
+            #[allow(unused_mut)]
+            let mut request = client
+                .client
+                .get(url)
+                .header(
+                    ::reqwest::header::ACCEPT,
+                    ::reqwest::header::HeaderValue::from_static("application/json"),
+                )
+                .query(&progenitor_client::QueryParam::new("limit", &limit))
+                .query(&progenitor_client::QueryParam::new("since", &since))
+                .headers(header_map)
+                .build()?;
+            let info = OperationInfo {
+                operation_id: "fieldreport_users_changes",
+            };
+            client.pre(&mut request, &info).await?;
+            let result = client.exec(request, &info).await;
+            client.post(&result, &info).await?;
+            let response = result?;
+            match response.status().as_u16() {
+                200u16 => ResponseValue::from_response(response).await,
+                400u16..=499u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                410u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                503u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                _ => Err(Error::UnexpectedResponse(response)),
+            }
+        }
+    }
+    /**Builder for [`Client::fieldreport_users_export`]
+
+[`Client::fieldreport_users_export`]: super::Client::fieldreport_users_export*/
+    #[derive(Debug, Clone)]
+    pub struct FieldreportUsersExport<'a> {
+        client: &'a super::Client,
+    }
+    impl<'a> FieldreportUsersExport<'a> {
+        pub fn new(client: &'a super::Client) -> Self {
+            Self { client: client }
+        }
+        ///Sends a `GET` request to `/api/v1/fieldreport/users/export`
+        pub async fn send(
+            self,
+        ) -> Result<ResponseValue<ByteStream>, Error<types::ApiError>> {
+            let Self { client } = self;
+            let url = format!("{}/api/v1/fieldreport/users/export", client.baseurl,);
+            let mut header_map = ::reqwest::header::HeaderMap::with_capacity(1usize);
+            header_map
+                .append(
+                    ::reqwest::header::HeaderName::from_static("api-version"),
+                    ::reqwest::header::HeaderValue::from_static(
+                        super::Client::api_version(),
+                    ),
+                );
+            #[allow(unused_mut)]
+            let mut request = client.client.get(url).headers(header_map).build()?;
+            let info = OperationInfo {
+                operation_id: "fieldreport_users_export",
+            };
+            client.pre(&mut request, &info).await?;
+            let result = client.exec(request, &info).await;
+            client.post(&result, &info).await?;
+            let response = result?;
+            match response.status().as_u16() {
+                200u16 => Ok(ResponseValue::stream(response)),
+                400u16..=499u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                500u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                503u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,

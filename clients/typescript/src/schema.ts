@@ -4,6 +4,28 @@
  */
 
 export interface paths {
+    "/api/v1/erp/changes/{model}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Changes of an ERP model
+         * @description What changed in the local mirror's records of `model` since a position, in the order it was stored: each record written (pulled, received by webhook, its attributes changed) as it is now, secrets masked, and the id of each record removed. Without `since`, from the start: every record the model holds, once, then what follows. Answered with `next_cursor`, where to read on: a consumer copies the model (this feed from the start, or the export), then follows the feed from the copy's position; applying the changes in order reproduces the mirror. Removals are kept `RETAIN_FEED_REMOVALS_DAYS` (default 30): a position older than that is answered 410 `cursor_expired`, and the consumer copies the model again.
+         *
+         *     Needs a token with the ability `erp` (login tokens hold every ability, `*`).
+         */
+        get: operations["erp_changes"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/erp/entityPullAttr/{model}": {
         parameters: {
             query?: never;
@@ -84,6 +106,28 @@ export interface paths {
          *     Needs a token with the ability `erp` (login tokens hold every ability, `*`).
          */
         get: operations["erp_push_one_attribute"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/erp/export/{model}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Export an ERP model
+         * @description Every record of `model` in the local mirror in id order, secrets masked, streamed as NDJSON (`application/x-ndjson`): one change line per record (`{"change":"upsert","id":…, "record":…}`, as the change feed's items), then a last line `{"next_cursor":…, "records":N}`: the position to follow the change feed from. An answer that ends without that line was cut short: export again. Memory stays bounded whatever the model's size.
+         *
+         *     Needs a token with the ability `erp` (login tokens hold every ability, `*`).
+         */
+        get: operations["erp_export"];
         put?: never;
         post?: never;
         delete?: never;
@@ -430,6 +474,50 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/fieldreport/companies/changes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Changes of Companies
+         * @description What changed in the local mirror's Companies since a position, in the order it was stored: each record written (created, updated, synced, pushed) as it is now, and the Id of each record removed. Without `since`, from the start: every record the set holds, once, then what follows. Answered with `next_cursor`, where to read on: a consumer copies the set (this feed from the start, or the export), then follows the feed from the copy's position; applying the changes in order reproduces the mirror. Removals are kept `RETAIN_FEED_REMOVALS_DAYS` (default 30): a position older than that is answered 410 `cursor_expired`, and the consumer copies the set again.
+         *
+         *     Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
+         */
+        get: operations["fieldreport_companies_changes"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/fieldreport/companies/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Export Companies
+         * @description Every Companies record of the local mirror in Id order, streamed as NDJSON (`application/x-ndjson`): one change line per record (`{"change":"upsert","id":…,"record":…}`, as the change feed's items), then a last line `{"next_cursor":…,"records":N}`: the position to follow the change feed from. An answer that ends without that line was cut short: export again. Memory stays bounded whatever the set's size.
+         *
+         *     Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
+         */
+        get: operations["fieldreport_companies_export"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/fieldreport/companies/{record}": {
         parameters: {
             query?: never;
@@ -492,6 +580,50 @@ export interface paths {
          *     Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
          */
         post: operations["fieldreport_contacts_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/fieldreport/contacts/changes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Changes of Contacts
+         * @description What changed in the local mirror's Contacts since a position, in the order it was stored: each record written (created, updated, synced, pushed) as it is now, and the Id of each record removed. Without `since`, from the start: every record the set holds, once, then what follows. Answered with `next_cursor`, where to read on: a consumer copies the set (this feed from the start, or the export), then follows the feed from the copy's position; applying the changes in order reproduces the mirror. Removals are kept `RETAIN_FEED_REMOVALS_DAYS` (default 30): a position older than that is answered 410 `cursor_expired`, and the consumer copies the set again.
+         *
+         *     Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
+         */
+        get: operations["fieldreport_contacts_changes"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/fieldreport/contacts/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Export Contacts
+         * @description Every Contacts record of the local mirror in Id order, streamed as NDJSON (`application/x-ndjson`): one change line per record (`{"change":"upsert","id":…,"record":…}`, as the change feed's items), then a last line `{"next_cursor":…,"records":N}`: the position to follow the change feed from. An answer that ends without that line was cut short: export again. Memory stays bounded whatever the set's size.
+         *
+         *     Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
+         */
+        get: operations["fieldreport_contacts_export"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -566,6 +698,50 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/fieldreport/costCenters/changes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Changes of CostCenters
+         * @description What changed in the local mirror's CostCenters since a position, in the order it was stored: each record written (created, updated, synced, pushed) as it is now, and the Id of each record removed. Without `since`, from the start: every record the set holds, once, then what follows. Answered with `next_cursor`, where to read on: a consumer copies the set (this feed from the start, or the export), then follows the feed from the copy's position; applying the changes in order reproduces the mirror. Removals are kept `RETAIN_FEED_REMOVALS_DAYS` (default 30): a position older than that is answered 410 `cursor_expired`, and the consumer copies the set again.
+         *
+         *     Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
+         */
+        get: operations["fieldreport_cost_centers_changes"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/fieldreport/costCenters/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Export CostCenters
+         * @description Every CostCenters record of the local mirror in Id order, streamed as NDJSON (`application/x-ndjson`): one change line per record (`{"change":"upsert","id":…,"record":…}`, as the change feed's items), then a last line `{"next_cursor":…,"records":N}`: the position to follow the change feed from. An answer that ends without that line was cut short: export again. Memory stays bounded whatever the set's size.
+         *
+         *     Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
+         */
+        get: operations["fieldreport_cost_centers_export"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/fieldreport/costCenters/{record}": {
         parameters: {
             query?: never;
@@ -628,6 +804,50 @@ export interface paths {
          *     Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
          */
         post: operations["fieldreport_documents_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/fieldreport/documents/changes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Changes of Documents
+         * @description What changed in the local mirror's Documents since a position, in the order it was stored: each record written (created, updated, synced, pushed) as it is now, and the Id of each record removed. Without `since`, from the start: every record the set holds, once, then what follows. Answered with `next_cursor`, where to read on: a consumer copies the set (this feed from the start, or the export), then follows the feed from the copy's position; applying the changes in order reproduces the mirror. Removals are kept `RETAIN_FEED_REMOVALS_DAYS` (default 30): a position older than that is answered 410 `cursor_expired`, and the consumer copies the set again.
+         *
+         *     Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
+         */
+        get: operations["fieldreport_documents_changes"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/fieldreport/documents/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Export Documents
+         * @description Every Documents record of the local mirror in Id order, streamed as NDJSON (`application/x-ndjson`): one change line per record (`{"change":"upsert","id":…,"record":…}`, as the change feed's items), then a last line `{"next_cursor":…,"records":N}`: the position to follow the change feed from. An answer that ends without that line was cut short: export again. Memory stays bounded whatever the set's size.
+         *
+         *     Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
+         */
+        get: operations["fieldreport_documents_export"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -702,6 +922,50 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/fieldreport/itemTypes/changes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Changes of ItemTypes
+         * @description What changed in the local mirror's ItemTypes since a position, in the order it was stored: each record written (created, updated, synced, pushed) as it is now, and the Id of each record removed. Without `since`, from the start: every record the set holds, once, then what follows. Answered with `next_cursor`, where to read on: a consumer copies the set (this feed from the start, or the export), then follows the feed from the copy's position; applying the changes in order reproduces the mirror. Removals are kept `RETAIN_FEED_REMOVALS_DAYS` (default 30): a position older than that is answered 410 `cursor_expired`, and the consumer copies the set again.
+         *
+         *     Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
+         */
+        get: operations["fieldreport_item_types_changes"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/fieldreport/itemTypes/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Export ItemTypes
+         * @description Every ItemTypes record of the local mirror in Id order, streamed as NDJSON (`application/x-ndjson`): one change line per record (`{"change":"upsert","id":…,"record":…}`, as the change feed's items), then a last line `{"next_cursor":…,"records":N}`: the position to follow the change feed from. An answer that ends without that line was cut short: export again. Memory stays bounded whatever the set's size.
+         *
+         *     Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
+         */
+        get: operations["fieldreport_item_types_export"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/fieldreport/itemTypes/{record}": {
         parameters: {
             query?: never;
@@ -770,6 +1034,50 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/fieldreport/itemUnits/changes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Changes of ItemUnits
+         * @description What changed in the local mirror's ItemUnits since a position, in the order it was stored: each record written (created, updated, synced, pushed) as it is now, and the Id of each record removed. Without `since`, from the start: every record the set holds, once, then what follows. Answered with `next_cursor`, where to read on: a consumer copies the set (this feed from the start, or the export), then follows the feed from the copy's position; applying the changes in order reproduces the mirror. Removals are kept `RETAIN_FEED_REMOVALS_DAYS` (default 30): a position older than that is answered 410 `cursor_expired`, and the consumer copies the set again.
+         *
+         *     Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
+         */
+        get: operations["fieldreport_item_units_changes"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/fieldreport/itemUnits/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Export ItemUnits
+         * @description Every ItemUnits record of the local mirror in Id order, streamed as NDJSON (`application/x-ndjson`): one change line per record (`{"change":"upsert","id":…,"record":…}`, as the change feed's items), then a last line `{"next_cursor":…,"records":N}`: the position to follow the change feed from. An answer that ends without that line was cut short: export again. Memory stays bounded whatever the set's size.
+         *
+         *     Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
+         */
+        get: operations["fieldreport_item_units_export"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/fieldreport/itemUnits/{record}": {
         parameters: {
             query?: never;
@@ -832,6 +1140,50 @@ export interface paths {
          *     Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
          */
         post: operations["fieldreport_items_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/fieldreport/items/changes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Changes of Items
+         * @description What changed in the local mirror's Items since a position, in the order it was stored: each record written (created, updated, synced, pushed) as it is now, and the Id of each record removed. Without `since`, from the start: every record the set holds, once, then what follows. Answered with `next_cursor`, where to read on: a consumer copies the set (this feed from the start, or the export), then follows the feed from the copy's position; applying the changes in order reproduces the mirror. Removals are kept `RETAIN_FEED_REMOVALS_DAYS` (default 30): a position older than that is answered 410 `cursor_expired`, and the consumer copies the set again.
+         *
+         *     Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
+         */
+        get: operations["fieldreport_items_changes"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/fieldreport/items/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Export Items
+         * @description Every Items record of the local mirror in Id order, streamed as NDJSON (`application/x-ndjson`): one change line per record (`{"change":"upsert","id":…,"record":…}`, as the change feed's items), then a last line `{"next_cursor":…,"records":N}`: the position to follow the change feed from. An answer that ends without that line was cut short: export again. Memory stays bounded whatever the set's size.
+         *
+         *     Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
+         */
+        get: operations["fieldreport_items_export"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -994,6 +1346,50 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/fieldreport/products/changes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Changes of Products
+         * @description What changed in the local mirror's Products since a position, in the order it was stored: each record written (created, updated, synced, pushed) as it is now, and the Id of each record removed. Without `since`, from the start: every record the set holds, once, then what follows. Answered with `next_cursor`, where to read on: a consumer copies the set (this feed from the start, or the export), then follows the feed from the copy's position; applying the changes in order reproduces the mirror. Removals are kept `RETAIN_FEED_REMOVALS_DAYS` (default 30): a position older than that is answered 410 `cursor_expired`, and the consumer copies the set again.
+         *
+         *     Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
+         */
+        get: operations["fieldreport_products_changes"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/fieldreport/products/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Export Products
+         * @description Every Products record of the local mirror in Id order, streamed as NDJSON (`application/x-ndjson`): one change line per record (`{"change":"upsert","id":…,"record":…}`, as the change feed's items), then a last line `{"next_cursor":…,"records":N}`: the position to follow the change feed from. An answer that ends without that line was cut short: export again. Memory stays bounded whatever the set's size.
+         *
+         *     Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
+         */
+        get: operations["fieldreport_products_export"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/fieldreport/products/{record}": {
         parameters: {
             query?: never;
@@ -1056,6 +1452,50 @@ export interface paths {
          *     Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
          */
         post: operations["fieldreport_qualifications_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/fieldreport/qualifications/changes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Changes of Qualifications
+         * @description What changed in the local mirror's Qualifications since a position, in the order it was stored: each record written (created, updated, synced, pushed) as it is now, and the Id of each record removed. Without `since`, from the start: every record the set holds, once, then what follows. Answered with `next_cursor`, where to read on: a consumer copies the set (this feed from the start, or the export), then follows the feed from the copy's position; applying the changes in order reproduces the mirror. Removals are kept `RETAIN_FEED_REMOVALS_DAYS` (default 30): a position older than that is answered 410 `cursor_expired`, and the consumer copies the set again.
+         *
+         *     Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
+         */
+        get: operations["fieldreport_qualifications_changes"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/fieldreport/qualifications/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Export Qualifications
+         * @description Every Qualifications record of the local mirror in Id order, streamed as NDJSON (`application/x-ndjson`): one change line per record (`{"change":"upsert","id":…,"record":…}`, as the change feed's items), then a last line `{"next_cursor":…,"records":N}`: the position to follow the change feed from. An answer that ends without that line was cut short: export again. Memory stays bounded whatever the set's size.
+         *
+         *     Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
+         */
+        get: operations["fieldreport_qualifications_export"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -1130,6 +1570,50 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/fieldreport/serviceObjects/changes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Changes of ServiceObjects
+         * @description What changed in the local mirror's ServiceObjects since a position, in the order it was stored: each record written (created, updated, synced, pushed) as it is now, and the Id of each record removed. Without `since`, from the start: every record the set holds, once, then what follows. Answered with `next_cursor`, where to read on: a consumer copies the set (this feed from the start, or the export), then follows the feed from the copy's position; applying the changes in order reproduces the mirror. Removals are kept `RETAIN_FEED_REMOVALS_DAYS` (default 30): a position older than that is answered 410 `cursor_expired`, and the consumer copies the set again.
+         *
+         *     Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
+         */
+        get: operations["fieldreport_service_objects_changes"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/fieldreport/serviceObjects/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Export ServiceObjects
+         * @description Every ServiceObjects record of the local mirror in Id order, streamed as NDJSON (`application/x-ndjson`): one change line per record (`{"change":"upsert","id":…,"record":…}`, as the change feed's items), then a last line `{"next_cursor":…,"records":N}`: the position to follow the change feed from. An answer that ends without that line was cut short: export again. Memory stays bounded whatever the set's size.
+         *
+         *     Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
+         */
+        get: operations["fieldreport_service_objects_export"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/fieldreport/serviceObjects/{record}": {
         parameters: {
             query?: never;
@@ -1192,6 +1676,50 @@ export interface paths {
          *     Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
          */
         post: operations["fieldreport_service_requests_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/fieldreport/serviceRequests/changes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Changes of ServiceRequests
+         * @description What changed in the local mirror's ServiceRequests since a position, in the order it was stored: each record written (created, updated, synced, pushed) as it is now, and the Id of each record removed. Without `since`, from the start: every record the set holds, once, then what follows. Answered with `next_cursor`, where to read on: a consumer copies the set (this feed from the start, or the export), then follows the feed from the copy's position; applying the changes in order reproduces the mirror. Removals are kept `RETAIN_FEED_REMOVALS_DAYS` (default 30): a position older than that is answered 410 `cursor_expired`, and the consumer copies the set again.
+         *
+         *     Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
+         */
+        get: operations["fieldreport_service_requests_changes"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/fieldreport/serviceRequests/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Export ServiceRequests
+         * @description Every ServiceRequests record of the local mirror in Id order, streamed as NDJSON (`application/x-ndjson`): one change line per record (`{"change":"upsert","id":…,"record":…}`, as the change feed's items), then a last line `{"next_cursor":…,"records":N}`: the position to follow the change feed from. An answer that ends without that line was cut short: export again. Memory stays bounded whatever the set's size.
+         *
+         *     Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
+         */
+        get: operations["fieldreport_service_requests_export"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -1398,6 +1926,50 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/fieldreport/stepListTemplates/changes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Changes of StepListTemplates
+         * @description What changed in the local mirror's StepListTemplates since a position, in the order it was stored: each record written (created, updated, synced, pushed) as it is now, and the Id of each record removed. Without `since`, from the start: every record the set holds, once, then what follows. Answered with `next_cursor`, where to read on: a consumer copies the set (this feed from the start, or the export), then follows the feed from the copy's position; applying the changes in order reproduces the mirror. Removals are kept `RETAIN_FEED_REMOVALS_DAYS` (default 30): a position older than that is answered 410 `cursor_expired`, and the consumer copies the set again.
+         *
+         *     Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
+         */
+        get: operations["fieldreport_step_list_templates_changes"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/fieldreport/stepListTemplates/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Export StepListTemplates
+         * @description Every StepListTemplates record of the local mirror in Id order, streamed as NDJSON (`application/x-ndjson`): one change line per record (`{"change":"upsert","id":…,"record":…}`, as the change feed's items), then a last line `{"next_cursor":…,"records":N}`: the position to follow the change feed from. An answer that ends without that line was cut short: export again. Memory stays bounded whatever the set's size.
+         *
+         *     Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
+         */
+        get: operations["fieldreport_step_list_templates_export"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/fieldreport/stepListTemplates/{record}": {
         parameters: {
             query?: never;
@@ -1510,6 +2082,50 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/fieldreport/tags/changes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Changes of Tags
+         * @description What changed in the local mirror's Tags since a position, in the order it was stored: each record written (created, updated, synced, pushed) as it is now, and the Id of each record removed. Without `since`, from the start: every record the set holds, once, then what follows. Answered with `next_cursor`, where to read on: a consumer copies the set (this feed from the start, or the export), then follows the feed from the copy's position; applying the changes in order reproduces the mirror. Removals are kept `RETAIN_FEED_REMOVALS_DAYS` (default 30): a position older than that is answered 410 `cursor_expired`, and the consumer copies the set again.
+         *
+         *     Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
+         */
+        get: operations["fieldreport_tags_changes"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/fieldreport/tags/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Export Tags
+         * @description Every Tags record of the local mirror in Id order, streamed as NDJSON (`application/x-ndjson`): one change line per record (`{"change":"upsert","id":…,"record":…}`, as the change feed's items), then a last line `{"next_cursor":…,"records":N}`: the position to follow the change feed from. An answer that ends without that line was cut short: export again. Memory stays bounded whatever the set's size.
+         *
+         *     Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
+         */
+        get: operations["fieldreport_tags_export"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/fieldreport/tags/{record}": {
         parameters: {
             query?: never;
@@ -1578,6 +2194,50 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/fieldreport/timeEvents/changes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Changes of TimeEvents
+         * @description What changed in the local mirror's TimeEvents since a position, in the order it was stored: each record written (created, updated, synced, pushed) as it is now, and the Id of each record removed. Without `since`, from the start: every record the set holds, once, then what follows. Answered with `next_cursor`, where to read on: a consumer copies the set (this feed from the start, or the export), then follows the feed from the copy's position; applying the changes in order reproduces the mirror. Removals are kept `RETAIN_FEED_REMOVALS_DAYS` (default 30): a position older than that is answered 410 `cursor_expired`, and the consumer copies the set again.
+         *
+         *     Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
+         */
+        get: operations["fieldreport_time_events_changes"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/fieldreport/timeEvents/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Export TimeEvents
+         * @description Every TimeEvents record of the local mirror in Id order, streamed as NDJSON (`application/x-ndjson`): one change line per record (`{"change":"upsert","id":…,"record":…}`, as the change feed's items), then a last line `{"next_cursor":…,"records":N}`: the position to follow the change feed from. An answer that ends without that line was cut short: export again. Memory stays bounded whatever the set's size.
+         *
+         *     Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
+         */
+        get: operations["fieldreport_time_events_export"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/fieldreport/timeEvents/{record}": {
         parameters: {
             query?: never;
@@ -1640,6 +2300,50 @@ export interface paths {
          *     Needs a token with the ability `fieldreport:write` (login tokens hold every ability, `*`).
          */
         post: operations["fieldreport_users_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/fieldreport/users/changes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Changes of Users
+         * @description What changed in the local mirror's Users since a position, in the order it was stored: each record written (created, updated, synced, pushed) as it is now, and the Id of each record removed. Without `since`, from the start: every record the set holds, once, then what follows. Answered with `next_cursor`, where to read on: a consumer copies the set (this feed from the start, or the export), then follows the feed from the copy's position; applying the changes in order reproduces the mirror. Removals are kept `RETAIN_FEED_REMOVALS_DAYS` (default 30): a position older than that is answered 410 `cursor_expired`, and the consumer copies the set again.
+         *
+         *     Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
+         */
+        get: operations["fieldreport_users_changes"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/fieldreport/users/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Export Users
+         * @description Every Users record of the local mirror in Id order, streamed as NDJSON (`application/x-ndjson`): one change line per record (`{"change":"upsert","id":…,"record":…}`, as the change feed's items), then a last line `{"next_cursor":…,"records":N}`: the position to follow the change feed from. An answer that ends without that line was cut short: export again. Memory stays bounded whatever the set's size.
+         *
+         *     Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
+         */
+        get: operations["fieldreport_users_export"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -2530,6 +3234,11 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
+        /**
+         * @description The kind of a change: a record stored (as it is now), or one removed.
+         * @enum {string}
+         */
+        ChangeKind: "upsert" | "delete";
         /** @description A comment on a service request. Navigation-only: not mirrored by the integration service. */
         Comment: {
             /** @description Id of the user who wrote it. */
@@ -2555,6 +3264,20 @@ export interface components {
             Version?: number;
         } & {
             [key: string]: unknown;
+        };
+        /** @description One change of the Companies set: `upsert` with the record as it is now stored, or `delete` with the id of a record removed. Applied in order to a copy (an upsert replaces the record with that id or adds it; a delete removes it, if present), the changes reproduce the mirror. */
+        CompaniesChange: {
+            change: components["schemas"]["ChangeKind"];
+            /** @description The record's id. */
+            id: string;
+            record?: components["schemas"]["Company"];
+        };
+        /** @description Changes of the Companies set in the order they were stored, at most `limit`; `next_cursor` is where to read on (the position asked when nothing changed since: ask again later). An empty `data` means the copy is up to date. */
+        CompaniesChangePage: {
+            data: components["schemas"]["CompaniesChange"][];
+            /** @description The path and query that read the changes after this page. */
+            next: string;
+            next_cursor: components["schemas"]["FeedCursor"];
         };
         /** @description One page of records, ordered by Id. Read by position (`page`, `per_page`) it has `meta`, with the count; read by key (`after`, `limit`) it has `next_cursor` and `next` while records follow this page, and neither on the last page. */
         CompaniesPage: {
@@ -2752,6 +3475,20 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
+        /** @description One change of the Contacts set: `upsert` with the record as it is now stored, or `delete` with the id of a record removed. Applied in order to a copy (an upsert replaces the record with that id or adds it; a delete removes it, if present), the changes reproduce the mirror. */
+        ContactsChange: {
+            change: components["schemas"]["ChangeKind"];
+            /** @description The record's id. */
+            id: string;
+            record?: components["schemas"]["Contact"];
+        };
+        /** @description Changes of the Contacts set in the order they were stored, at most `limit`; `next_cursor` is where to read on (the position asked when nothing changed since: ask again later). An empty `data` means the copy is up to date. */
+        ContactsChangePage: {
+            data: components["schemas"]["ContactsChange"][];
+            /** @description The path and query that read the changes after this page. */
+            next: string;
+            next_cursor: components["schemas"]["FeedCursor"];
+        };
         /** @description One page of records, ordered by Id. Read by position (`page`, `per_page`) it has `meta`, with the count; read by key (`after`, `limit`) it has `next_cursor` and `next` while records follow this page, and neither on the last page. */
         ContactsPage: {
             data: components["schemas"]["Contact"][];
@@ -2853,6 +3590,20 @@ export interface components {
             Version?: number;
         } & {
             [key: string]: unknown;
+        };
+        /** @description One change of the CostCenters set: `upsert` with the record as it is now stored, or `delete` with the id of a record removed. Applied in order to a copy (an upsert replaces the record with that id or adds it; a delete removes it, if present), the changes reproduce the mirror. */
+        CostCentersChange: {
+            change: components["schemas"]["ChangeKind"];
+            /** @description The record's id. */
+            id: string;
+            record?: components["schemas"]["CostCenter"];
+        };
+        /** @description Changes of the CostCenters set in the order they were stored, at most `limit`; `next_cursor` is where to read on (the position asked when nothing changed since: ask again later). An empty `data` means the copy is up to date. */
+        CostCentersChangePage: {
+            data: components["schemas"]["CostCentersChange"][];
+            /** @description The path and query that read the changes after this page. */
+            next: string;
+            next_cursor: components["schemas"]["FeedCursor"];
         };
         /** @description One page of records, ordered by Id. Read by position (`page`, `per_page`) it has `meta`, with the count; read by key (`after`, `limit`) it has `next_cursor` and `next` while records follow this page, and neither on the last page. */
         CostCentersPage: {
@@ -2987,6 +3738,20 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
+        /** @description One change of the Documents set: `upsert` with the record as it is now stored, or `delete` with the id of a record removed. Applied in order to a copy (an upsert replaces the record with that id or adds it; a delete removes it, if present), the changes reproduce the mirror. */
+        DocumentsChange: {
+            change: components["schemas"]["ChangeKind"];
+            /** @description The record's id. */
+            id: string;
+            record?: components["schemas"]["Document"];
+        };
+        /** @description Changes of the Documents set in the order they were stored, at most `limit`; `next_cursor` is where to read on (the position asked when nothing changed since: ask again later). An empty `data` means the copy is up to date. */
+        DocumentsChangePage: {
+            data: components["schemas"]["DocumentsChange"][];
+            /** @description The path and query that read the changes after this page. */
+            next: string;
+            next_cursor: components["schemas"]["FeedCursor"];
+        };
         /** @description One page of records, ordered by Id. Read by position (`page`, `per_page`) it has `meta`, with the count; read by key (`after`, `limit`) it has `next_cursor` and `next` while records follow this page, and neither on the last page. */
         DocumentsPage: {
             data: components["schemas"]["Document"][];
@@ -3094,6 +3859,20 @@ export interface components {
             /** @description OData set name, e.g. `CostCenters`. */
             set: string;
         };
+        /** @description One change of an ERP model: `upsert` with the record as it is now stored, or `delete` with the id of a record removed. Applied in order to a copy (an upsert replaces the record with that id or adds it; a delete removes it, if present), the changes reproduce the mirror. */
+        ErpChange: {
+            change: components["schemas"]["ChangeKind"];
+            /** @description The record's id. */
+            id: string;
+            record?: components["schemas"]["ErpRecord"];
+        };
+        /** @description Changes of an ERP model in the order they were stored, at most `limit`; `next_cursor` is where to read on (the position asked when nothing changed since: ask again later). An empty `data` means the copy is up to date. */
+        ErpChangePage: {
+            data: components["schemas"]["ErpChange"][];
+            /** @description The path and query that read the changes after this page. */
+            next: string;
+            next_cursor: components["schemas"]["FeedCursor"];
+        };
         /** @description The ERP mirror at a glance. */
         ErpOverview: {
             inbox: components["schemas"]["InboxSummary"];
@@ -3131,6 +3910,8 @@ export interface components {
                 [key: string]: unknown;
             }[];
         };
+        /** @description An opaque position in a set's change feed: pass it on as `since` to read the changes after it. Its content is the service's own and may change between releases. */
+        FeedCursor: string;
         /** @description An object to be financed. */
         FinancingObject: {
             Details?: string | null;
@@ -3551,6 +4332,20 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
+        /** @description One change of the ItemTypes set: `upsert` with the record as it is now stored, or `delete` with the id of a record removed. Applied in order to a copy (an upsert replaces the record with that id or adds it; a delete removes it, if present), the changes reproduce the mirror. */
+        ItemTypesChange: {
+            change: components["schemas"]["ChangeKind"];
+            /** @description The record's id. */
+            id: string;
+            record?: components["schemas"]["ItemType"];
+        };
+        /** @description Changes of the ItemTypes set in the order they were stored, at most `limit`; `next_cursor` is where to read on (the position asked when nothing changed since: ask again later). An empty `data` means the copy is up to date. */
+        ItemTypesChangePage: {
+            data: components["schemas"]["ItemTypesChange"][];
+            /** @description The path and query that read the changes after this page. */
+            next: string;
+            next_cursor: components["schemas"]["FeedCursor"];
+        };
         /** @description One page of records, ordered by Id. Read by position (`page`, `per_page`) it has `meta`, with the count; read by key (`after`, `limit`) it has `next_cursor` and `next` while records follow this page, and neither on the last page. */
         ItemTypesPage: {
             data: components["schemas"]["ItemType"][];
@@ -3633,6 +4428,20 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
+        /** @description One change of the ItemUnits set: `upsert` with the record as it is now stored, or `delete` with the id of a record removed. Applied in order to a copy (an upsert replaces the record with that id or adds it; a delete removes it, if present), the changes reproduce the mirror. */
+        ItemUnitsChange: {
+            change: components["schemas"]["ChangeKind"];
+            /** @description The record's id. */
+            id: string;
+            record?: components["schemas"]["ItemUnit"];
+        };
+        /** @description Changes of the ItemUnits set in the order they were stored, at most `limit`; `next_cursor` is where to read on (the position asked when nothing changed since: ask again later). An empty `data` means the copy is up to date. */
+        ItemUnitsChangePage: {
+            data: components["schemas"]["ItemUnitsChange"][];
+            /** @description The path and query that read the changes after this page. */
+            next: string;
+            next_cursor: components["schemas"]["FeedCursor"];
+        };
         /** @description One page of records, ordered by Id. Read by position (`page`, `per_page`) it has `meta`, with the count; read by key (`after`, `limit`) it has `next_cursor` and `next` while records follow this page, and neither on the last page. */
         ItemUnitsPage: {
             data: components["schemas"]["ItemUnit"][];
@@ -3676,6 +4485,20 @@ export interface components {
             fieldReportResponse: {
                 [key: string]: unknown;
             } | null;
+        };
+        /** @description One change of the Items set: `upsert` with the record as it is now stored, or `delete` with the id of a record removed. Applied in order to a copy (an upsert replaces the record with that id or adds it; a delete removes it, if present), the changes reproduce the mirror. */
+        ItemsChange: {
+            change: components["schemas"]["ChangeKind"];
+            /** @description The record's id. */
+            id: string;
+            record?: components["schemas"]["Item"];
+        };
+        /** @description Changes of the Items set in the order they were stored, at most `limit`; `next_cursor` is where to read on (the position asked when nothing changed since: ask again later). An empty `data` means the copy is up to date. */
+        ItemsChangePage: {
+            data: components["schemas"]["ItemsChange"][];
+            /** @description The path and query that read the changes after this page. */
+            next: string;
+            next_cursor: components["schemas"]["FeedCursor"];
         };
         /** @description One page of records, ordered by Id. Read by position (`page`, `per_page`) it has `meta`, with the count; read by key (`after`, `limit`) it has `next_cursor` and `next` while records follow this page, and neither on the last page. */
         ItemsPage: {
@@ -4768,6 +5591,20 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
+        /** @description One change of the Products set: `upsert` with the record as it is now stored, or `delete` with the id of a record removed. Applied in order to a copy (an upsert replaces the record with that id or adds it; a delete removes it, if present), the changes reproduce the mirror. */
+        ProductsChange: {
+            change: components["schemas"]["ChangeKind"];
+            /** @description The record's id. */
+            id: string;
+            record?: components["schemas"]["Product"];
+        };
+        /** @description Changes of the Products set in the order they were stored, at most `limit`; `next_cursor` is where to read on (the position asked when nothing changed since: ask again later). An empty `data` means the copy is up to date. */
+        ProductsChangePage: {
+            data: components["schemas"]["ProductsChange"][];
+            /** @description The path and query that read the changes after this page. */
+            next: string;
+            next_cursor: components["schemas"]["FeedCursor"];
+        };
         /** @description One page of records, ordered by Id. Read by position (`page`, `per_page`) it has `meta`, with the count; read by key (`after`, `limit`) it has `next_cursor` and `next` while records follow this page, and neither on the last page. */
         ProductsPage: {
             data: components["schemas"]["Product"][];
@@ -4918,6 +5755,20 @@ export interface components {
             Version?: number;
         } & {
             [key: string]: unknown;
+        };
+        /** @description One change of the Qualifications set: `upsert` with the record as it is now stored, or `delete` with the id of a record removed. Applied in order to a copy (an upsert replaces the record with that id or adds it; a delete removes it, if present), the changes reproduce the mirror. */
+        QualificationsChange: {
+            change: components["schemas"]["ChangeKind"];
+            /** @description The record's id. */
+            id: string;
+            record?: components["schemas"]["Qualification"];
+        };
+        /** @description Changes of the Qualifications set in the order they were stored, at most `limit`; `next_cursor` is where to read on (the position asked when nothing changed since: ask again later). An empty `data` means the copy is up to date. */
+        QualificationsChangePage: {
+            data: components["schemas"]["QualificationsChange"][];
+            /** @description The path and query that read the changes after this page. */
+            next: string;
+            next_cursor: components["schemas"]["FeedCursor"];
         };
         /** @description One page of records, ordered by Id. Read by position (`page`, `per_page`) it has `meta`, with the count; read by key (`after`, `limit`) it has `next_cursor` and `next` while records follow this page, and neither on the last page. */
         QualificationsPage: {
@@ -5110,6 +5961,20 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
+        /** @description One change of the ServiceObjects set: `upsert` with the record as it is now stored, or `delete` with the id of a record removed. Applied in order to a copy (an upsert replaces the record with that id or adds it; a delete removes it, if present), the changes reproduce the mirror. */
+        ServiceObjectsChange: {
+            change: components["schemas"]["ChangeKind"];
+            /** @description The record's id. */
+            id: string;
+            record?: components["schemas"]["ServiceObject"];
+        };
+        /** @description Changes of the ServiceObjects set in the order they were stored, at most `limit`; `next_cursor` is where to read on (the position asked when nothing changed since: ask again later). An empty `data` means the copy is up to date. */
+        ServiceObjectsChangePage: {
+            data: components["schemas"]["ServiceObjectsChange"][];
+            /** @description The path and query that read the changes after this page. */
+            next: string;
+            next_cursor: components["schemas"]["FeedCursor"];
+        };
         /** @description One page of records, ordered by Id. Read by position (`page`, `per_page`) it has `meta`, with the count; read by key (`after`, `limit`) it has `next_cursor` and `next` while records follow this page, and neither on the last page. */
         ServiceObjectsPage: {
             data: components["schemas"]["ServiceObject"][];
@@ -5240,6 +6105,20 @@ export interface components {
             Version?: number;
         } & {
             [key: string]: unknown;
+        };
+        /** @description One change of the ServiceRequests set: `upsert` with the record as it is now stored, or `delete` with the id of a record removed. Applied in order to a copy (an upsert replaces the record with that id or adds it; a delete removes it, if present), the changes reproduce the mirror. */
+        ServiceRequestsChange: {
+            change: components["schemas"]["ChangeKind"];
+            /** @description The record's id. */
+            id: string;
+            record?: components["schemas"]["ServiceRequest"];
+        };
+        /** @description Changes of the ServiceRequests set in the order they were stored, at most `limit`; `next_cursor` is where to read on (the position asked when nothing changed since: ask again later). An empty `data` means the copy is up to date. */
+        ServiceRequestsChangePage: {
+            data: components["schemas"]["ServiceRequestsChange"][];
+            /** @description The path and query that read the changes after this page. */
+            next: string;
+            next_cursor: components["schemas"]["FeedCursor"];
         };
         /** @description One page of records, ordered by Id. Read by position (`page`, `per_page`) it has `meta`, with the count; read by key (`after`, `limit`) it has `next_cursor` and `next` while records follow this page, and neither on the last page. */
         ServiceRequestsPage: {
@@ -5427,6 +6306,20 @@ export interface components {
             Version?: number;
         } & {
             [key: string]: unknown;
+        };
+        /** @description One change of the StepListTemplates set: `upsert` with the record as it is now stored, or `delete` with the id of a record removed. Applied in order to a copy (an upsert replaces the record with that id or adds it; a delete removes it, if present), the changes reproduce the mirror. */
+        StepListTemplatesChange: {
+            change: components["schemas"]["ChangeKind"];
+            /** @description The record's id. */
+            id: string;
+            record?: components["schemas"]["StepListTemplate"];
+        };
+        /** @description Changes of the StepListTemplates set in the order they were stored, at most `limit`; `next_cursor` is where to read on (the position asked when nothing changed since: ask again later). An empty `data` means the copy is up to date. */
+        StepListTemplatesChangePage: {
+            data: components["schemas"]["StepListTemplatesChange"][];
+            /** @description The path and query that read the changes after this page. */
+            next: string;
+            next_cursor: components["schemas"]["FeedCursor"];
         };
         /** @description One page of records, ordered by Id. Read by position (`page`, `per_page`) it has `meta`, with the count; read by key (`after`, `limit`) it has `next_cursor` and `next` while records follow this page, and neither on the last page. */
         StepListTemplatesPage: {
@@ -5655,6 +6548,20 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
+        /** @description One change of the Tags set: `upsert` with the record as it is now stored, or `delete` with the id of a record removed. Applied in order to a copy (an upsert replaces the record with that id or adds it; a delete removes it, if present), the changes reproduce the mirror. */
+        TagsChange: {
+            change: components["schemas"]["ChangeKind"];
+            /** @description The record's id. */
+            id: string;
+            record?: components["schemas"]["Tag"];
+        };
+        /** @description Changes of the Tags set in the order they were stored, at most `limit`; `next_cursor` is where to read on (the position asked when nothing changed since: ask again later). An empty `data` means the copy is up to date. */
+        TagsChangePage: {
+            data: components["schemas"]["TagsChange"][];
+            /** @description The path and query that read the changes after this page. */
+            next: string;
+            next_cursor: components["schemas"]["FeedCursor"];
+        };
         /** @description One page of records, ordered by Id. Read by position (`page`, `per_page`) it has `meta`, with the count; read by key (`after`, `limit`) it has `next_cursor` and `next` while records follow this page, and neither on the last page. */
         TagsPage: {
             data: components["schemas"]["Tag"][];
@@ -5754,6 +6661,20 @@ export interface components {
             Version?: number;
         } & {
             [key: string]: unknown;
+        };
+        /** @description One change of the TimeEvents set: `upsert` with the record as it is now stored, or `delete` with the id of a record removed. Applied in order to a copy (an upsert replaces the record with that id or adds it; a delete removes it, if present), the changes reproduce the mirror. */
+        TimeEventsChange: {
+            change: components["schemas"]["ChangeKind"];
+            /** @description The record's id. */
+            id: string;
+            record?: components["schemas"]["TimeEvent"];
+        };
+        /** @description Changes of the TimeEvents set in the order they were stored, at most `limit`; `next_cursor` is where to read on (the position asked when nothing changed since: ask again later). An empty `data` means the copy is up to date. */
+        TimeEventsChangePage: {
+            data: components["schemas"]["TimeEventsChange"][];
+            /** @description The path and query that read the changes after this page. */
+            next: string;
+            next_cursor: components["schemas"]["FeedCursor"];
         };
         /** @description One page of records, ordered by Id. Read by position (`page`, `per_page`) it has `meta`, with the count; read by key (`after`, `limit`) it has `next_cursor` and `next` while records follow this page, and neither on the last page. */
         TimeEventsPage: {
@@ -5856,6 +6777,20 @@ export interface components {
             Version?: number;
         } & {
             [key: string]: unknown;
+        };
+        /** @description One change of the Users set: `upsert` with the record as it is now stored, or `delete` with the id of a record removed. Applied in order to a copy (an upsert replaces the record with that id or adds it; a delete removes it, if present), the changes reproduce the mirror. */
+        UsersChange: {
+            change: components["schemas"]["ChangeKind"];
+            /** @description The record's id. */
+            id: string;
+            record?: components["schemas"]["User"];
+        };
+        /** @description Changes of the Users set in the order they were stored, at most `limit`; `next_cursor` is where to read on (the position asked when nothing changed since: ask again later). An empty `data` means the copy is up to date. */
+        UsersChangePage: {
+            data: components["schemas"]["UsersChange"][];
+            /** @description The path and query that read the changes after this page. */
+            next: string;
+            next_cursor: components["schemas"]["FeedCursor"];
         };
         /** @description One page of records, ordered by Id. Read by position (`page`, `per_page`) it has `meta`, with the count; read by key (`after`, `limit`) it has `next_cursor` and `next` while records follow this page, and neither on the last page. */
         UsersPage: {
@@ -6130,6 +7065,68 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
+    erp_changes: {
+        parameters: {
+            query?: {
+                /** @description Changes per page, 1 to 1000 (default 100). */
+                limit?: number | null;
+                /** @description The changes after this position (a `next_cursor` answered before, or the last line of an export); without it, from the start: every record the set holds, once, then what follows. */
+                since?: string | null;
+            };
+            header?: never;
+            path: {
+                /** @description The ERP's name of the model, e.g. `customer`, `salesOrder`. */
+                model: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description successful operation */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "change": "upsert",
+                     *           "id": "1001",
+                     *           "record": {
+                     *             "id": 17,
+                     *             "lastModifiedDate": "2026-11-27T10:00:00.000Z",
+                     *             "name": "ACME GmbH",
+                     *             "version": 3
+                     *           }
+                     *         }
+                     *       ],
+                     *       "next": "example",
+                     *       "next_cursor": "example"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErpChangePage"];
+                };
+            };
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
+            /** @description The position `since` is older than the oldest removal kept (`RETAIN_FEED_REMOVALS_DAYS`), or was not answered by this database (restored from a backup since): copy the set again and follow from the copy's position (`cursor_expired`). */
+            410: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["ApiError"];
+        };
+    };
     erp_pull_attributes: {
         parameters: {
             query?: never;
@@ -6329,6 +7326,40 @@ export interface operations {
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
+            "4XX": components["responses"]["ApiError"];
+        };
+    };
+    erp_export: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The ERP's name of the model, e.g. `customer`, `salesOrder`. */
+                model: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The records in key order, one JSON object per line, each a change as `ErpChange` describes it (`change` is `upsert`), then a last line `{"next_cursor": <position>, "records": <count>}`: the position to follow the change feed from. Without that last line the answer was cut short. */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {"change":"upsert","id":"1","record":{"Id":"1","Version":1}}
+                     *     {"next_cursor":"42","records":1}
+                     */
+                    "application/x-ndjson": string;
+                };
+            };
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
     };
@@ -7294,6 +8325,89 @@ export interface operations {
             "4XX": components["responses"]["ApiError"];
         };
     };
+    fieldreport_companies_changes: {
+        parameters: {
+            query?: {
+                /** @description Changes per page, 1 to 1000 (default 100). */
+                limit?: number | null;
+                /** @description The changes after this position (a `next_cursor` answered before, or the last line of an export); without it, from the start: every record the set holds, once, then what follows. */
+                since?: string | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description successful operation */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "change": "upsert",
+                     *           "id": "1001"
+                     *         }
+                     *       ],
+                     *       "next": "example",
+                     *       "next_cursor": "example"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["CompaniesChangePage"];
+                };
+            };
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
+            /** @description The position `since` is older than the oldest removal kept (`RETAIN_FEED_REMOVALS_DAYS`), or was not answered by this database (restored from a backup since): copy the set again and follow from the copy's position (`cursor_expired`). */
+            410: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["ApiError"];
+        };
+    };
+    fieldreport_companies_export: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The records in key order, one JSON object per line, each a change as the set's `<Set>Change` schema describes it (`change` is `upsert`), then a last line `{"next_cursor": <position>, "records": <count>}`: the position to follow the change feed from. Without that last line the answer was cut short. */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {"change":"upsert","id":"1","record":{"Id":"1","Version":1}}
+                     *     {"next_cursor":"42","records":1}
+                     */
+                    "application/x-ndjson": string;
+                };
+            };
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["ApiError"];
+        };
+    };
     fieldreport_companies_show: {
         parameters: {
             query?: never;
@@ -7780,6 +8894,89 @@ export interface operations {
             "4XX": components["responses"]["ApiError"];
         };
     };
+    fieldreport_contacts_changes: {
+        parameters: {
+            query?: {
+                /** @description Changes per page, 1 to 1000 (default 100). */
+                limit?: number | null;
+                /** @description The changes after this position (a `next_cursor` answered before, or the last line of an export); without it, from the start: every record the set holds, once, then what follows. */
+                since?: string | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description successful operation */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "change": "upsert",
+                     *           "id": "1001"
+                     *         }
+                     *       ],
+                     *       "next": "example",
+                     *       "next_cursor": "example"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ContactsChangePage"];
+                };
+            };
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
+            /** @description The position `since` is older than the oldest removal kept (`RETAIN_FEED_REMOVALS_DAYS`), or was not answered by this database (restored from a backup since): copy the set again and follow from the copy's position (`cursor_expired`). */
+            410: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["ApiError"];
+        };
+    };
+    fieldreport_contacts_export: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The records in key order, one JSON object per line, each a change as the set's `<Set>Change` schema describes it (`change` is `upsert`), then a last line `{"next_cursor": <position>, "records": <count>}`: the position to follow the change feed from. Without that last line the answer was cut short. */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {"change":"upsert","id":"1","record":{"Id":"1","Version":1}}
+                     *     {"next_cursor":"42","records":1}
+                     */
+                    "application/x-ndjson": string;
+                };
+            };
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["ApiError"];
+        };
+    };
     fieldreport_contacts_show: {
         parameters: {
             query?: never;
@@ -8152,6 +9349,89 @@ export interface operations {
             "4XX": components["responses"]["ApiError"];
         };
     };
+    fieldreport_cost_centers_changes: {
+        parameters: {
+            query?: {
+                /** @description Changes per page, 1 to 1000 (default 100). */
+                limit?: number | null;
+                /** @description The changes after this position (a `next_cursor` answered before, or the last line of an export); without it, from the start: every record the set holds, once, then what follows. */
+                since?: string | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description successful operation */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "change": "upsert",
+                     *           "id": "1001"
+                     *         }
+                     *       ],
+                     *       "next": "example",
+                     *       "next_cursor": "example"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["CostCentersChangePage"];
+                };
+            };
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
+            /** @description The position `since` is older than the oldest removal kept (`RETAIN_FEED_REMOVALS_DAYS`), or was not answered by this database (restored from a backup since): copy the set again and follow from the copy's position (`cursor_expired`). */
+            410: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["ApiError"];
+        };
+    };
+    fieldreport_cost_centers_export: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The records in key order, one JSON object per line, each a change as the set's `<Set>Change` schema describes it (`change` is `upsert`), then a last line `{"next_cursor": <position>, "records": <count>}`: the position to follow the change feed from. Without that last line the answer was cut short. */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {"change":"upsert","id":"1","record":{"Id":"1","Version":1}}
+                     *     {"next_cursor":"42","records":1}
+                     */
+                    "application/x-ndjson": string;
+                };
+            };
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["ApiError"];
+        };
+    };
     fieldreport_cost_centers_show: {
         parameters: {
             query?: never;
@@ -8496,6 +9776,89 @@ export interface operations {
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
+            "4XX": components["responses"]["ApiError"];
+        };
+    };
+    fieldreport_documents_changes: {
+        parameters: {
+            query?: {
+                /** @description Changes per page, 1 to 1000 (default 100). */
+                limit?: number | null;
+                /** @description The changes after this position (a `next_cursor` answered before, or the last line of an export); without it, from the start: every record the set holds, once, then what follows. */
+                since?: string | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description successful operation */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "change": "upsert",
+                     *           "id": "1001"
+                     *         }
+                     *       ],
+                     *       "next": "example",
+                     *       "next_cursor": "example"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["DocumentsChangePage"];
+                };
+            };
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
+            /** @description The position `since` is older than the oldest removal kept (`RETAIN_FEED_REMOVALS_DAYS`), or was not answered by this database (restored from a backup since): copy the set again and follow from the copy's position (`cursor_expired`). */
+            410: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["ApiError"];
+        };
+    };
+    fieldreport_documents_export: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The records in key order, one JSON object per line, each a change as the set's `<Set>Change` schema describes it (`change` is `upsert`), then a last line `{"next_cursor": <position>, "records": <count>}`: the position to follow the change feed from. Without that last line the answer was cut short. */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {"change":"upsert","id":"1","record":{"Id":"1","Version":1}}
+                     *     {"next_cursor":"42","records":1}
+                     */
+                    "application/x-ndjson": string;
+                };
+            };
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
     };
@@ -8865,6 +10228,89 @@ export interface operations {
             "4XX": components["responses"]["ApiError"];
         };
     };
+    fieldreport_item_types_changes: {
+        parameters: {
+            query?: {
+                /** @description Changes per page, 1 to 1000 (default 100). */
+                limit?: number | null;
+                /** @description The changes after this position (a `next_cursor` answered before, or the last line of an export); without it, from the start: every record the set holds, once, then what follows. */
+                since?: string | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description successful operation */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "change": "upsert",
+                     *           "id": "1001"
+                     *         }
+                     *       ],
+                     *       "next": "example",
+                     *       "next_cursor": "example"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ItemTypesChangePage"];
+                };
+            };
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
+            /** @description The position `since` is older than the oldest removal kept (`RETAIN_FEED_REMOVALS_DAYS`), or was not answered by this database (restored from a backup since): copy the set again and follow from the copy's position (`cursor_expired`). */
+            410: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["ApiError"];
+        };
+    };
+    fieldreport_item_types_export: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The records in key order, one JSON object per line, each a change as the set's `<Set>Change` schema describes it (`change` is `upsert`), then a last line `{"next_cursor": <position>, "records": <count>}`: the position to follow the change feed from. Without that last line the answer was cut short. */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {"change":"upsert","id":"1","record":{"Id":"1","Version":1}}
+                     *     {"next_cursor":"42","records":1}
+                     */
+                    "application/x-ndjson": string;
+                };
+            };
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["ApiError"];
+        };
+    };
     fieldreport_item_types_show: {
         parameters: {
             query?: never;
@@ -9216,6 +10662,89 @@ export interface operations {
             "4XX": components["responses"]["ApiError"];
         };
     };
+    fieldreport_item_units_changes: {
+        parameters: {
+            query?: {
+                /** @description Changes per page, 1 to 1000 (default 100). */
+                limit?: number | null;
+                /** @description The changes after this position (a `next_cursor` answered before, or the last line of an export); without it, from the start: every record the set holds, once, then what follows. */
+                since?: string | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description successful operation */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "change": "upsert",
+                     *           "id": "1001"
+                     *         }
+                     *       ],
+                     *       "next": "example",
+                     *       "next_cursor": "example"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ItemUnitsChangePage"];
+                };
+            };
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
+            /** @description The position `since` is older than the oldest removal kept (`RETAIN_FEED_REMOVALS_DAYS`), or was not answered by this database (restored from a backup since): copy the set again and follow from the copy's position (`cursor_expired`). */
+            410: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["ApiError"];
+        };
+    };
+    fieldreport_item_units_export: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The records in key order, one JSON object per line, each a change as the set's `<Set>Change` schema describes it (`change` is `upsert`), then a last line `{"next_cursor": <position>, "records": <count>}`: the position to follow the change feed from. Without that last line the answer was cut short. */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {"change":"upsert","id":"1","record":{"Id":"1","Version":1}}
+                     *     {"next_cursor":"42","records":1}
+                     */
+                    "application/x-ndjson": string;
+                };
+            };
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["ApiError"];
+        };
+    };
     fieldreport_item_units_show: {
         parameters: {
             query?: never;
@@ -9556,6 +11085,89 @@ export interface operations {
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
+            "4XX": components["responses"]["ApiError"];
+        };
+    };
+    fieldreport_items_changes: {
+        parameters: {
+            query?: {
+                /** @description Changes per page, 1 to 1000 (default 100). */
+                limit?: number | null;
+                /** @description The changes after this position (a `next_cursor` answered before, or the last line of an export); without it, from the start: every record the set holds, once, then what follows. */
+                since?: string | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description successful operation */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "change": "upsert",
+                     *           "id": "1001"
+                     *         }
+                     *       ],
+                     *       "next": "example",
+                     *       "next_cursor": "example"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ItemsChangePage"];
+                };
+            };
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
+            /** @description The position `since` is older than the oldest removal kept (`RETAIN_FEED_REMOVALS_DAYS`), or was not answered by this database (restored from a backup since): copy the set again and follow from the copy's position (`cursor_expired`). */
+            410: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["ApiError"];
+        };
+    };
+    fieldreport_items_export: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The records in key order, one JSON object per line, each a change as the set's `<Set>Change` schema describes it (`change` is `upsert`), then a last line `{"next_cursor": <position>, "records": <count>}`: the position to follow the change feed from. Without that last line the answer was cut short. */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {"change":"upsert","id":"1","record":{"Id":"1","Version":1}}
+                     *     {"next_cursor":"42","records":1}
+                     */
+                    "application/x-ndjson": string;
+                };
+            };
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
     };
@@ -10127,6 +11739,89 @@ export interface operations {
             "4XX": components["responses"]["ApiError"];
         };
     };
+    fieldreport_products_changes: {
+        parameters: {
+            query?: {
+                /** @description Changes per page, 1 to 1000 (default 100). */
+                limit?: number | null;
+                /** @description The changes after this position (a `next_cursor` answered before, or the last line of an export); without it, from the start: every record the set holds, once, then what follows. */
+                since?: string | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description successful operation */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "change": "upsert",
+                     *           "id": "1001"
+                     *         }
+                     *       ],
+                     *       "next": "example",
+                     *       "next_cursor": "example"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ProductsChangePage"];
+                };
+            };
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
+            /** @description The position `since` is older than the oldest removal kept (`RETAIN_FEED_REMOVALS_DAYS`), or was not answered by this database (restored from a backup since): copy the set again and follow from the copy's position (`cursor_expired`). */
+            410: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["ApiError"];
+        };
+    };
+    fieldreport_products_export: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The records in key order, one JSON object per line, each a change as the set's `<Set>Change` schema describes it (`change` is `upsert`), then a last line `{"next_cursor": <position>, "records": <count>}`: the position to follow the change feed from. Without that last line the answer was cut short. */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {"change":"upsert","id":"1","record":{"Id":"1","Version":1}}
+                     *     {"next_cursor":"42","records":1}
+                     */
+                    "application/x-ndjson": string;
+                };
+            };
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["ApiError"];
+        };
+    };
     fieldreport_products_show: {
         parameters: {
             query?: never;
@@ -10466,6 +12161,89 @@ export interface operations {
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
+            "4XX": components["responses"]["ApiError"];
+        };
+    };
+    fieldreport_qualifications_changes: {
+        parameters: {
+            query?: {
+                /** @description Changes per page, 1 to 1000 (default 100). */
+                limit?: number | null;
+                /** @description The changes after this position (a `next_cursor` answered before, or the last line of an export); without it, from the start: every record the set holds, once, then what follows. */
+                since?: string | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description successful operation */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "change": "upsert",
+                     *           "id": "1001"
+                     *         }
+                     *       ],
+                     *       "next": "example",
+                     *       "next_cursor": "example"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["QualificationsChangePage"];
+                };
+            };
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
+            /** @description The position `since` is older than the oldest removal kept (`RETAIN_FEED_REMOVALS_DAYS`), or was not answered by this database (restored from a backup since): copy the set again and follow from the copy's position (`cursor_expired`). */
+            410: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["ApiError"];
+        };
+    };
+    fieldreport_qualifications_export: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The records in key order, one JSON object per line, each a change as the set's `<Set>Change` schema describes it (`change` is `upsert`), then a last line `{"next_cursor": <position>, "records": <count>}`: the position to follow the change feed from. Without that last line the answer was cut short. */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {"change":"upsert","id":"1","record":{"Id":"1","Version":1}}
+                     *     {"next_cursor":"42","records":1}
+                     */
+                    "application/x-ndjson": string;
+                };
+            };
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
     };
@@ -10813,6 +12591,89 @@ export interface operations {
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
+            "4XX": components["responses"]["ApiError"];
+        };
+    };
+    fieldreport_service_objects_changes: {
+        parameters: {
+            query?: {
+                /** @description Changes per page, 1 to 1000 (default 100). */
+                limit?: number | null;
+                /** @description The changes after this position (a `next_cursor` answered before, or the last line of an export); without it, from the start: every record the set holds, once, then what follows. */
+                since?: string | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description successful operation */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "change": "upsert",
+                     *           "id": "1001"
+                     *         }
+                     *       ],
+                     *       "next": "example",
+                     *       "next_cursor": "example"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ServiceObjectsChangePage"];
+                };
+            };
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
+            /** @description The position `since` is older than the oldest removal kept (`RETAIN_FEED_REMOVALS_DAYS`), or was not answered by this database (restored from a backup since): copy the set again and follow from the copy's position (`cursor_expired`). */
+            410: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["ApiError"];
+        };
+    };
+    fieldreport_service_objects_export: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The records in key order, one JSON object per line, each a change as the set's `<Set>Change` schema describes it (`change` is `upsert`), then a last line `{"next_cursor": <position>, "records": <count>}`: the position to follow the change feed from. Without that last line the answer was cut short. */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {"change":"upsert","id":"1","record":{"Id":"1","Version":1}}
+                     *     {"next_cursor":"42","records":1}
+                     */
+                    "application/x-ndjson": string;
+                };
+            };
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
     };
@@ -11267,6 +13128,89 @@ export interface operations {
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
+            "4XX": components["responses"]["ApiError"];
+        };
+    };
+    fieldreport_service_requests_changes: {
+        parameters: {
+            query?: {
+                /** @description Changes per page, 1 to 1000 (default 100). */
+                limit?: number | null;
+                /** @description The changes after this position (a `next_cursor` answered before, or the last line of an export); without it, from the start: every record the set holds, once, then what follows. */
+                since?: string | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description successful operation */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "change": "upsert",
+                     *           "id": "1001"
+                     *         }
+                     *       ],
+                     *       "next": "example",
+                     *       "next_cursor": "example"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ServiceRequestsChangePage"];
+                };
+            };
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
+            /** @description The position `since` is older than the oldest removal kept (`RETAIN_FEED_REMOVALS_DAYS`), or was not answered by this database (restored from a backup since): copy the set again and follow from the copy's position (`cursor_expired`). */
+            410: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["ApiError"];
+        };
+    };
+    fieldreport_service_requests_export: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The records in key order, one JSON object per line, each a change as the set's `<Set>Change` schema describes it (`change` is `upsert`), then a last line `{"next_cursor": <position>, "records": <count>}`: the position to follow the change feed from. Without that last line the answer was cut short. */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {"change":"upsert","id":"1","record":{"Id":"1","Version":1}}
+                     *     {"next_cursor":"42","records":1}
+                     */
+                    "application/x-ndjson": string;
+                };
+            };
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
     };
@@ -12092,6 +14036,89 @@ export interface operations {
             "4XX": components["responses"]["ApiError"];
         };
     };
+    fieldreport_step_list_templates_changes: {
+        parameters: {
+            query?: {
+                /** @description Changes per page, 1 to 1000 (default 100). */
+                limit?: number | null;
+                /** @description The changes after this position (a `next_cursor` answered before, or the last line of an export); without it, from the start: every record the set holds, once, then what follows. */
+                since?: string | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description successful operation */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "change": "upsert",
+                     *           "id": "1001"
+                     *         }
+                     *       ],
+                     *       "next": "example",
+                     *       "next_cursor": "example"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["StepListTemplatesChangePage"];
+                };
+            };
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
+            /** @description The position `since` is older than the oldest removal kept (`RETAIN_FEED_REMOVALS_DAYS`), or was not answered by this database (restored from a backup since): copy the set again and follow from the copy's position (`cursor_expired`). */
+            410: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["ApiError"];
+        };
+    };
+    fieldreport_step_list_templates_export: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The records in key order, one JSON object per line, each a change as the set's `<Set>Change` schema describes it (`change` is `upsert`), then a last line `{"next_cursor": <position>, "records": <count>}`: the position to follow the change feed from. Without that last line the answer was cut short. */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {"change":"upsert","id":"1","record":{"Id":"1","Version":1}}
+                     *     {"next_cursor":"42","records":1}
+                     */
+                    "application/x-ndjson": string;
+                };
+            };
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["ApiError"];
+        };
+    };
     fieldreport_step_list_templates_show: {
         parameters: {
             query?: never;
@@ -12556,6 +14583,89 @@ export interface operations {
             "4XX": components["responses"]["ApiError"];
         };
     };
+    fieldreport_tags_changes: {
+        parameters: {
+            query?: {
+                /** @description Changes per page, 1 to 1000 (default 100). */
+                limit?: number | null;
+                /** @description The changes after this position (a `next_cursor` answered before, or the last line of an export); without it, from the start: every record the set holds, once, then what follows. */
+                since?: string | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description successful operation */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "change": "upsert",
+                     *           "id": "1001"
+                     *         }
+                     *       ],
+                     *       "next": "example",
+                     *       "next_cursor": "example"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["TagsChangePage"];
+                };
+            };
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
+            /** @description The position `since` is older than the oldest removal kept (`RETAIN_FEED_REMOVALS_DAYS`), or was not answered by this database (restored from a backup since): copy the set again and follow from the copy's position (`cursor_expired`). */
+            410: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["ApiError"];
+        };
+    };
+    fieldreport_tags_export: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The records in key order, one JSON object per line, each a change as the set's `<Set>Change` schema describes it (`change` is `upsert`), then a last line `{"next_cursor": <position>, "records": <count>}`: the position to follow the change feed from. Without that last line the answer was cut short. */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {"change":"upsert","id":"1","record":{"Id":"1","Version":1}}
+                     *     {"next_cursor":"42","records":1}
+                     */
+                    "application/x-ndjson": string;
+                };
+            };
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["ApiError"];
+        };
+    };
     fieldreport_tags_show: {
         parameters: {
             query?: never;
@@ -12893,6 +15003,89 @@ export interface operations {
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
+            "4XX": components["responses"]["ApiError"];
+        };
+    };
+    fieldreport_time_events_changes: {
+        parameters: {
+            query?: {
+                /** @description Changes per page, 1 to 1000 (default 100). */
+                limit?: number | null;
+                /** @description The changes after this position (a `next_cursor` answered before, or the last line of an export); without it, from the start: every record the set holds, once, then what follows. */
+                since?: string | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description successful operation */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "change": "upsert",
+                     *           "id": "1001"
+                     *         }
+                     *       ],
+                     *       "next": "example",
+                     *       "next_cursor": "example"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["TimeEventsChangePage"];
+                };
+            };
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
+            /** @description The position `since` is older than the oldest removal kept (`RETAIN_FEED_REMOVALS_DAYS`), or was not answered by this database (restored from a backup since): copy the set again and follow from the copy's position (`cursor_expired`). */
+            410: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["ApiError"];
+        };
+    };
+    fieldreport_time_events_export: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The records in key order, one JSON object per line, each a change as the set's `<Set>Change` schema describes it (`change` is `upsert`), then a last line `{"next_cursor": <position>, "records": <count>}`: the position to follow the change feed from. Without that last line the answer was cut short. */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {"change":"upsert","id":"1","record":{"Id":"1","Version":1}}
+                     *     {"next_cursor":"42","records":1}
+                     */
+                    "application/x-ndjson": string;
+                };
+            };
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
     };
@@ -13255,6 +15448,89 @@ export interface operations {
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
             504: components["responses"]["GatewayTimeout"];
+            "4XX": components["responses"]["ApiError"];
+        };
+    };
+    fieldreport_users_changes: {
+        parameters: {
+            query?: {
+                /** @description Changes per page, 1 to 1000 (default 100). */
+                limit?: number | null;
+                /** @description The changes after this position (a `next_cursor` answered before, or the last line of an export); without it, from the start: every record the set holds, once, then what follows. */
+                since?: string | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description successful operation */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "change": "upsert",
+                     *           "id": "1001"
+                     *         }
+                     *       ],
+                     *       "next": "example",
+                     *       "next_cursor": "example"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["UsersChangePage"];
+                };
+            };
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
+            /** @description The position `since` is older than the oldest removal kept (`RETAIN_FEED_REMOVALS_DAYS`), or was not answered by this database (restored from a backup since): copy the set again and follow from the copy's position (`cursor_expired`). */
+            410: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["ApiError"];
+        };
+    };
+    fieldreport_users_export: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The records in key order, one JSON object per line, each a change as the set's `<Set>Change` schema describes it (`change` is `upsert`), then a last line `{"next_cursor": <position>, "records": <count>}`: the position to follow the change feed from. Without that last line the answer was cut short. */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {"change":"upsert","id":"1","record":{"Id":"1","Version":1}}
+                     *     {"next_cursor":"42","records":1}
+                     */
+                    "application/x-ndjson": string;
+                };
+            };
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["MissingAbility"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
         };
     };
