@@ -56,7 +56,7 @@ pub enum Source {
 impl Source {
     /// Every source, so that a test can walk every answer the service can give
     /// (`tests/integration/python_client.rs` sends each through a generated client).
-    pub const ALL: [Source; 11] = [
+    pub const ALL: [Source; 12] = [
         Source::Store,
         Source::Guard,
         Source::Login,
@@ -68,6 +68,7 @@ impl Source {
         Source::ErpLocal,
         Source::Job,
         Source::Probe,
+        Source::Feed,
     ];
 }
 
@@ -363,6 +364,7 @@ mod tests {
                 | Source::Erp
                 | Source::ErpLocal
                 | Source::Job
+                | Source::Feed
                 | Source::Probe => {}
             }
         }

@@ -144,6 +144,11 @@ impl Store {
             sqlx::query(forget).bind(entity).execute(&mut *tx).await?;
         }
         tx.commit().await?;
+        // The next sync starts with the log empty, as the first one did: the deletes' pages
+        // would otherwise be checkpointed during it.
+        if self.dialect() == super::Dialect::Sqlite {
+            sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)").execute(self.pool()).await?;
+        }
         Ok(removed.rows_affected())
     }
 

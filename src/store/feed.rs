@@ -25,34 +25,32 @@ impl Mirror {
         }
     }
 
-    /// The mirror's records after a number, in number order (`$1` the set, `$2` the number,
-    /// `$3` how many), beside its removals: one statement, so that both are read at one
-    /// moment (a record written between two statements could be numbered before a removal
-    /// that the second one reads, and be skipped).
-    fn changes_statement(self) -> &'static str {
+    /// The mirror's table of records and its column naming a record's set.
+    fn records(self) -> (&'static str, &'static str) {
         match self {
-            Mirror::FieldReport => {
-                "SELECT change_seq, record_id, document FROM \
-                   (SELECT change_seq, record_id, document FROM fieldreport_records \
-                    WHERE entity = $1 AND change_seq > $2 ORDER BY change_seq LIMIT $3) AS written \
-                 UNION ALL \
-                 SELECT change_seq, record_id, NULL FROM \
-                   (SELECT change_seq, record_id FROM mirror_removals \
-                    WHERE mirror = 'fieldreport' AND entity = $1 AND change_seq > $2 ORDER BY change_seq LIMIT $3) AS removed \
-                 ORDER BY change_seq LIMIT $3"
-            }
-            Mirror::Erp => {
-                "SELECT change_seq, record_id, document FROM \
-                   (SELECT change_seq, record_id, document FROM erp_records \
-                    WHERE model = $1 AND change_seq > $2 ORDER BY change_seq LIMIT $3) AS written \
-                 UNION ALL \
-                 SELECT change_seq, record_id, NULL FROM \
-                   (SELECT change_seq, record_id FROM mirror_removals \
-                    WHERE mirror = 'erp' AND entity = $1 AND change_seq > $2 ORDER BY change_seq LIMIT $3) AS removed \
-                 ORDER BY change_seq LIMIT $3"
-            }
+            Mirror::FieldReport => ("fieldreport_records", "entity"),
+            Mirror::Erp => ("erp_records", "model"),
         }
     }
+}
+
+/// The records of a set after a number, in number order (`$1` the set, `$2` the number, `$3`
+/// how many), beside its removals: one statement, so that both are read at one moment (a
+/// record written between two statements could be numbered before a removal that the second
+/// one reads, and be skipped).
+fn changes_statement(mirror: Mirror) -> sqlx::AssertSqlSafe<String> {
+    let (table, set) = mirror.records();
+    let name = mirror.name();
+    sql!(
+        "SELECT change_seq, record_id, document FROM \
+           (SELECT change_seq, record_id, document FROM {table} \
+            WHERE {set} = $1 AND change_seq > $2 ORDER BY change_seq LIMIT $3) AS written \
+         UNION ALL \
+         SELECT change_seq, record_id, NULL FROM \
+           (SELECT change_seq, record_id FROM mirror_removals \
+            WHERE mirror = '{name}' AND entity = $1 AND change_seq > $2 ORDER BY change_seq LIMIT $3) AS removed \
+         ORDER BY change_seq LIMIT $3"
+    )
 }
 
 /// One change of a set: a record as it is now stored, or the id of one removed.
@@ -81,7 +79,7 @@ impl Store {
         since: i64,
         limit: u32,
     ) -> Result<Vec<Change>, StoreError> {
-        let rows = sqlx::query(mirror.changes_statement())
+        let rows = sqlx::query(changes_statement(mirror))
             .bind(entity)
             .bind(since)
             .bind(i64::from(limit))

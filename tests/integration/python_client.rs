@@ -50,9 +50,14 @@ async fn drive(svc: &TestService, driver: &str, more: &[&str]) -> Value {
 
 /// Generates the client into `dir/integration_service_client`.
 fn generate(dir: &std::path::Path) {
-    // No formatting hooks: ruff would only restyle the output.
+    // No formatting hooks: ruff would only restyle the output. The exports' NDJSON read as
+    // bytes, as docs/clients.md tells consumers.
     let config = dir.join("config.yaml");
-    std::fs::write(&config, "post_hooks: []\n").unwrap();
+    std::fs::write(
+        &config,
+        "post_hooks: []\ncontent_type_overrides:\n  application/x-ndjson: application/octet-stream\n",
+    )
+    .unwrap();
     let generated = Command::new("openapi-python-client")
         .args(["generate", "--meta", "none", "--fail-on-warning", "--path", DOCUMENT, "--output-path"])
         .arg(dir.join("integration_service_client"))
@@ -89,6 +94,10 @@ async fn a_generated_python_client_logs_in_leases_and_writes_records() {
     // The set read back by key, a page at a time with the typed cursor: each record once.
     let read_back = &seen["read_back"];
     assert_eq!(read_back["read"], read_back["written"], "{seen}");
+    let mut written: Vec<&str> =
+        read_back["written"].as_array().unwrap().iter().map(|id| id.as_str().unwrap()).collect();
+    written.sort();
+    assert_eq!(read_back["copied"], serde_json::json!(written), "the copy from the change feed: {seen}");
     svc.stop().await;
 }
 

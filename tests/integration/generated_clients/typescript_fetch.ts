@@ -1,6 +1,7 @@
 // Drives the client that openapi-generator's `typescript-fetch` generator made from
-// spec/openapi.json, as a consumer would: log in, list the companies, read one, and send it back
-// unchanged to its update route (PUT). tests/integration/generated_clients.rs compiles it with
+// spec/openapi.json, as a consumer would: log in, list the companies by key (each page's
+// `next_cursor` passed on as `after`), copy them from their change feed (each `next_cursor`
+// passed on as `since`), read one, and send it back unchanged to its update route (PUT). tests/integration/generated_clients.rs compiles it with
 // the generated sources (tsc --strict) and runs it with Node.js; it prints one JSON object of
 // what it saw, which the test checks.
 //
@@ -8,6 +9,8 @@
 
 import {
   AuthApi,
+  CompaniesChangePage,
+  CompaniesPage,
   CompaniesUpdateFromJSON,
   CompanyToJSON,
   Configuration,
@@ -35,9 +38,33 @@ declare const process: { argv: string[]; exitCode?: number };
 async function main(base: string, email: string, password: string): Promise<void> {
   const token = await new AuthApi(new Configuration({ basePath: base })).login({ loginRequest: { email, password } });
   const fieldreport = new FieldreportApi(new Configuration({ basePath: base, accessToken: async () => token.accessToken }));
-  const page = await fieldreport.fieldreportCompaniesList({});
+  // One company a page, by cursor, to the last page (which has no `nextCursor`).
+  const listed: (string | undefined)[] = [];
+  let after: string | undefined = undefined;
+  do {
+    const page: CompaniesPage = await fieldreport.fieldreportCompaniesList({ limit: 1, after });
+    listed.push(...page.data.map((c) => c.id));
+    after = page.nextCursor;
+  } while (after !== undefined);
+  // The change feed from its start, one change a page, until a page has none.
+  const copied = new Set<string>();
+  let since: string | undefined = undefined;
+  for (;;) {
+    const changes: CompaniesChangePage = await fieldreport.fieldreportCompaniesChanges({ limit: 1, since });
+    if (changes.data.length === 0) {
+      break;
+    }
+    for (const change of changes.data) {
+      if (change.change === "upsert") {
+        copied.add(change.id);
+      } else {
+        copied.delete(change.id);
+      }
+    }
+    since = changes.nextCursor;
+  }
   // A record's `Id` is optional in its schema (the field-report system's model).
-  const record = page.data[0].id;
+  const record = listed[0];
   if (record === undefined) {
     throw new Error("a listed company without an Id");
   }
@@ -48,7 +75,8 @@ async function main(base: string, email: string, password: string): Promise<void
   });
   console.log(JSON.stringify({
     token_type: token.tokenType,
-    listed: page.data.map((c) => c.id),
+    listed,
+    copied: [...copied].sort(),
     read: wire(CompanyToJSON(company)),
     written: wire(CompanyToJSON(written.data)),
   }));

@@ -1,6 +1,7 @@
 """Drives the Python client that openapi-python-client generated from spec/openapi.json, as a
 consumer would: log in, create and read a financing request, create, patch and delete a
-field-report company, and read the companies back by key (cursor pages). Run by tests/integration/python_client.rs with the generated package on
+field-report company, read the companies back by key (cursor pages) and copy them from their
+change feed (positions passed on as `since`). Run by tests/integration/python_client.rs with the generated package on
 PYTHONPATH; prints one JSON object of what it saw, which the test checks.
 
 Usage: drive.py BASE_URL EMAIL PASSWORD
@@ -12,6 +13,7 @@ import sys
 from integration_service_client import AuthenticatedClient, Client
 from integration_service_client.api.auth import login
 from integration_service_client.api.fieldreport import (
+    fieldreport_companies_changes,
     fieldreport_companies_create,
     fieldreport_companies_delete,
     fieldreport_companies_list,
@@ -20,6 +22,7 @@ from integration_service_client.api.fieldreport import (
 )
 from integration_service_client.api.leasing import leasing_create, leasing_show
 from integration_service_client.models import (
+    CompaniesChangePage,
     CompaniesPage,
     CompaniesUpdate,
     CompaniesWrite,
@@ -52,6 +55,24 @@ def read_back(client):
         cursor = page.next_cursor
 
 
+def copy_by_feed(client):
+    """A copy of the companies from their change feed's start, one change a page, each page's
+    next_cursor passed on as `since` until a page has no change: the Ids it holds."""
+    copy, since = {}, UNSET
+    while True:
+        page = expect(fieldreport_companies_changes.sync_detailed(client=client, since=since, limit=1), 200,
+                      CompaniesChangePage)
+        if not page.data:
+            assert page.next_cursor == since or since is UNSET, page
+            return sorted(copy)
+        for change in page.data:
+            if change.change.value == "upsert":
+                copy[change.id] = change.record
+            else:
+                copy.pop(change.id, None)
+        since = page.next_cursor
+
+
 def main(base, email, password):
     seen = {}
     anonymous = Client(base_url=base, raise_on_unexpected_status=True)
@@ -82,7 +103,7 @@ def main(base, email, password):
     stale = fieldreport_companies_update.sync_detailed(record, client=client, body=CompaniesUpdate(name="Lost", version=1))
     second = expect(fieldreport_companies_create.sync_detailed(client=client, body=NewCompanies(id="python-2", version=1)),
                     201, CompaniesWrite).data.id
-    seen["read_back"] = {"written": [record, second], "read": read_back(client)}
+    seen["read_back"] = {"written": [record, second], "read": read_back(client), "copied": copy_by_feed(client)}
     fieldreport_companies_delete.sync_detailed(second, client=client)
     shown = expect(fieldreport_companies_show.sync_detailed(record, client=client), 200, Company)
     deleted = fieldreport_companies_delete.sync_detailed(record, client=client)

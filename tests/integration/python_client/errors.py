@@ -20,6 +20,7 @@ from integration_service_client import AuthenticatedClient, Client
 from integration_service_client.api.auth import current_user, login
 from integration_service_client.api.erp import erp_show_model, erp_webhook_post
 from integration_service_client.api.fieldreport import (
+    fieldreport_companies_changes,
     fieldreport_companies_create,
     fieldreport_companies_list,
     fieldreport_companies_show,
@@ -114,6 +115,9 @@ def main(base, email, password, more):
     check(404, "not_found", "fieldreport_companies_show",
           lambda: fieldreport_companies_show.sync_detailed("no-such-company", client=client))
     check(404, "not_found", "erp_show_model", lambda: erp_show_model.sync_detailed("no_such_model", client=client))
+    # A position of the change feed that this database never answered (newer than its newest change).
+    check(410, "cursor_expired", "fieldreport_companies_changes",
+          lambda: fieldreport_companies_changes.sync_detailed(client=client, since="999999999"))
 
     # A stale Version, and the upstream's own conflict.
     created = fieldreport_companies_create.sync_detailed(client=client, body=NewCompanies(id="errors-1", version=1, name="Errors GmbH"))
