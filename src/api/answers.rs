@@ -363,6 +363,7 @@ mod tests {
                 | Source::Erp
                 | Source::ErpLocal
                 | Source::Job
+                | Source::Feed
                 | Source::Probe => {}
             }
         }
