@@ -17,7 +17,7 @@ use super::guard::{BearerToken, needs};
 use super::leasing_owner::FinancingIdPath;
 use crate::error::ApiError;
 use crate::leasing::watch::subscriptions::{SubscriptionRequest, WithSecret};
-use crate::store::leasing_watch::{DeliveryRow, SubscriptionRow, Viewer, WatchRow};
+use crate::store::leasing::watch::{DeliveryRow, SubscriptionRow, Viewer, WatchRow};
 
 /// Deliveries listed at most, a page.
 const MAX_DELIVERIES: u32 = 500;

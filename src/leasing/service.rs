@@ -13,7 +13,7 @@ use crate::file_storage::{Storage, StorageKey};
 use crate::mail::Mailer;
 use crate::metrics::ObservationSource;
 use crate::stop::{Stop, StopSignal};
-use crate::store::leasing_watch::WatchRow;
+use crate::store::leasing::watch::WatchRow;
 use crate::store::now_ms;
 use crate::upstream::UpstreamError;
 use crate::upstream::leasing::{LeasingClient, body};
