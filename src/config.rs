@@ -16,7 +16,7 @@ use figment::Figment;
 use figment::providers::{Env, Format, Toml};
 use serde::Deserialize;
 
-use crate::api::config::ApiConfig;
+use crate::api::support::config::ApiConfig;
 use crate::auth::AuthConfig;
 use crate::file_storage::{S3Config, StorageLocation};
 use crate::front::config::FrontConfig;

@@ -11,10 +11,10 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use super::ApiContext;
-use super::fieldreport::PageMeta;
-use super::guard::{BearerToken, needs};
-use super::leasing_owner::FinancingIdPath;
+use crate::api::ApiContext;
+use crate::api::fieldreport::entities::PageMeta;
+use crate::api::leasing::owner::FinancingIdPath;
+use crate::api::support::guard::{BearerToken, needs};
 use crate::error::ApiError;
 use crate::leasing::watch::subscriptions::{SubscriptionRequest, WithSecret};
 use crate::store::leasing::watch::{DeliveryRow, SubscriptionRow, Viewer, WatchRow};
@@ -497,7 +497,7 @@ pub async fn leasing_watch(
     token: BearerToken<needs::Leasing>,
     path: Path<FinancingIdPath>,
 ) -> Result<HttpResponseOk<Watch>, ApiError> {
-    let (caller, id) = super::leasing_owner::reach(&rqctx, &token, path).await?;
+    let (caller, id) = crate::api::leasing::owner::reach(&rqctx, &token, path).await?;
     let row = rqctx.context().leasing.watch(&id, caller.user.id).await?;
     Ok(HttpResponseOk(row.into()))
 }

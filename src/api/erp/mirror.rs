@@ -5,10 +5,10 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::ApiContext;
-use super::documented::Documented;
-use super::guard::{BearerToken, client_address, needs};
-use super::paging::{Cursor, NextPage, PageMeta, PageQuery, Paging};
+use crate::api::ApiContext;
+use crate::api::support::documented::Documented;
+use crate::api::support::guard::{BearerToken, client_address, needs};
+use crate::api::support::paging::{Cursor, NextPage, PageMeta, PageQuery, Paging};
 use crate::erp::attributes::{AttributePullReport, AttributePushReport};
 use crate::erp::post::PostReport;
 use crate::erp::pull::{PullKind, PullReport, check_field};

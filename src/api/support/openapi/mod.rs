@@ -3,7 +3,7 @@
 //! with what dropshot does not emit (security schemes, specific error responses).
 //!
 //! Which operations need a bearer token, and which ability, is read from the description
-//! itself: an endpoint that takes a [`super::guard::BearerToken`] declares the `Authorization`
+//! itself: an endpoint that takes a [`crate::api::support::guard::BearerToken`] declares the `Authorization`
 //! header parameter, which becomes the operation's `security` (OpenAPI ignores `Authorization`
 //! header parameters), and the parameter's description names the ability.
 
@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Value, json};
 
-use super::answers::{self, Source};
+use crate::api::support::answers::{self, Source};
 
 mod examples;
 mod leasing;
@@ -19,7 +19,7 @@ mod leasing;
 /// The server errors the document states, as responses and schemas of the same name: name,
 /// status, description. Each schema narrows `ApiError` to the `error_code`s that the operations
 /// answering with it can send on its status, derived from their handlers' error types
-/// ([`super::answers`]); the description names every one of them (a test checks it).
+/// ([`crate::api::support::answers`]); the description names every one of them (a test checks it).
 const SERVER_ERRORS: &[(&str, u16, &str)] = &[
     (
         "InternalError",
@@ -76,7 +76,7 @@ an `x-request-id` header with the same id.";
 
 /// The document as committed at `spec/openapi.json` and served at `/{DOCS_PATH}/openapi.json`.
 pub fn document() -> String {
-    let api = super::description();
+    let api = crate::api::description();
     let version = semver::Version::parse(env!("CARGO_PKG_VERSION")).expect("the package version is semver");
     let mut definition = api.openapi("integration-service", version);
     definition.description(DESCRIPTION).contact_name("integration-service maintainers").license_name("MIT");
@@ -410,8 +410,8 @@ fn declare_request_id(doc: &mut Value) {
 }
 
 /// Whether the operation takes a bearer token, and the ability the token needs (see
-/// [`super::guard::needs`]): removes the `Authorization` header parameter that
-/// [`super::guard::BearerToken`] declares (and `parameters` when it was the only one).
+/// [`crate::api::support::guard::needs`]): removes the `Authorization` header parameter that
+/// [`crate::api::support::guard::BearerToken`] declares (and `parameters` when it was the only one).
 fn take_bearer_token_parameter(op: &mut Value) -> Option<Option<String>> {
     let parameters = op.get_mut("parameters").and_then(Value::as_array_mut)?;
     let position = parameters.iter().position(is_authorization_parameter)?;
@@ -421,7 +421,7 @@ fn take_bearer_token_parameter(op: &mut Value) -> Option<Option<String>> {
     }
     let description = parameter["description"].as_str().unwrap_or_default();
     let ability = description
-        .split_once(super::guard::ABILITY_NOTE)
+        .split_once(crate::api::support::guard::ABILITY_NOTE)
         .and_then(|(_, rest)| rest.strip_prefix('`'))
         .and_then(|rest| rest.split_once('`'))
         .map(|(ability, _)| ability.to_string());
@@ -715,7 +715,7 @@ fn event_callbacks() -> Value {
 /// subscription's create operation has it as a callback).
 fn event_schema() -> Value {
     let mut generator = schemars::r#gen::SchemaSettings::openapi3().into_generator();
-    let root = generator.root_schema_for::<super::leasing_watch::LeasingStateChangedEvent>();
+    let root = generator.root_schema_for::<crate::api::leasing::watch::LeasingStateChangedEvent>();
     let mut schemas = serde_json::to_value(generator.definitions()).expect("schemas serialise");
     schemas["LeasingStateChangedEvent"] = serde_json::to_value(root.schema).expect("a schema serialises");
     schemas
@@ -756,7 +756,7 @@ fn complete_export_operation(op: &mut Value) {
     }
     op["responses"]["200"] = json!({
         "description": format!("The records in key order, one JSON object per line, each a change as {item} describes it (`change` is `upsert`), then a last line `{{\"next_cursor\": <position>, \"records\": <count>}}`: the position to follow the change feed from. Without that last line the answer was cut short."),
-        "content": {super::feed::NDJSON: {
+        "content": {crate::api::support::feed::NDJSON: {
             "schema": {"type": "string"},
             "example": "{\"change\":\"upsert\",\"id\":\"1\",\"record\":{\"Id\":\"1\",\"Version\":1}}\n{\"next_cursor\":\"42\",\"records\":1}\n"
         }}
@@ -900,7 +900,7 @@ mod tests {
     /// the per-entity field-report ones among them.
     #[test]
     fn guarded_endpoints_declare_the_authorization_header() {
-        let api = super::super::description();
+        let api = crate::api::description();
         let version = semver::Version::parse("0.0.0").unwrap();
         let raw = api.openapi("integration-service", version).json().unwrap();
         let takes_token = |path: &str, method: &str| {

@@ -12,12 +12,12 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::ApiContext;
-use super::documented::Documented;
-use super::guard::{BearerToken, needs};
-use super::idempotency::{self, Claim, Failure, IdempotencyHeader};
-use super::leasing_owner::{FinancingIdPath, reach};
-use super::leasing_schema as schema;
+use crate::api::ApiContext;
+use crate::api::support::documented::Documented;
+use crate::api::support::guard::{BearerToken, needs};
+use crate::api::support::idempotency::{self, Claim, Failure, IdempotencyHeader};
+use crate::api::leasing::owner::{FinancingIdPath, reach};
+use crate::api::leasing::schema;
 use crate::auth::Caller;
 use crate::error::{ApiError, FlowPosition};
 use crate::leasing::flow::{self, FlowInput, FlowRecorder, FlowRow};
@@ -44,7 +44,7 @@ pub struct ContractDocumentQuery {
     /// Also save the PDF to storage as `contracts/<financingId>.pdf`: `true`/`false` or
     /// `1`/`0` (default false).
     #[serde(default)]
-    pub store_pdf: super::query_flag::QueryFlag,
+    pub store_pdf: crate::api::support::query_flag::QueryFlag,
 }
 
 /// A request-returning answer.
@@ -156,11 +156,11 @@ async fn authorize(
 }
 
 /// A held call's place under its user's cap, and what it stops on (see
-/// [`super::held_calls`]).
+/// [`crate::api::support::held_calls`]).
 fn hold(
     rqctx: &RequestContext<ApiContext>,
     user_id: i64,
-) -> Result<(super::held_calls::HeldCall, crate::stop::StopSignal), ApiError> {
+) -> Result<(crate::api::support::held_calls::HeldCall, crate::stop::StopSignal), ApiError> {
     let calls = &rqctx.context().held_calls;
     let place = calls.take(user_id).ok_or_else(|| ApiError::too_many_held_calls(calls.per_user()).leasing())?;
     let key = rqctx
