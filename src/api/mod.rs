@@ -8,7 +8,7 @@
 //! bearer token says so in its signature: it takes a [`support::guard::BearerToken`] right after the
 //! request context, and the document's `security` follows from that (see [`support::openapi`]).
 //! Functions that several endpoints share (`erp::mirror::pull`, `fieldreport::tools::post`,
-//! `leasing::requests::calculate`, …) stay helpers of the module. What the routes of every area
+//! `leasing::calculate::calculate`, …) stay helpers of the module. What the routes of every area
 //! share, and no route of its own, is in [`support`].
 //!
 //! They are free functions rather than the methods of a dropshot API trait because such a
@@ -70,10 +70,10 @@ pub fn description() -> ApiDescription<ApiContext> {
         auth::logout.into(),
         auth::current_user.into(),
         leasing::requests::leasing_create.into(),
-        leasing::requests::leasing_request_flow.into(),
-        leasing::requests::leasing_request_flow_health.into(),
-        leasing::requests::leasing_request_flow_show.into(),
-        leasing::requests::leasing_test_flow.into(),
+        leasing::flow::leasing_request_flow.into(),
+        leasing::flow::leasing_request_flow_health.into(),
+        leasing::flow::leasing_request_flow_show.into(),
+        leasing::flow::leasing_test_flow.into(),
         leasing::requests::leasing_show.into(),
         leasing::requests::leasing_patch.into(),
         leasing::requests::leasing_patch_lessee.into(),
@@ -84,10 +84,10 @@ pub fn description() -> ApiDescription<ApiContext> {
         leasing::requests::leasing_switch_to_paper_contract.into(),
         leasing::requests::leasing_contract_document.into(),
         leasing::requests::leasing_contract_document_link.into(),
-        leasing::requests::leasing_provider_calculation.into(),
-        leasing::requests::leasing_calculate_default.into(),
-        leasing::requests::leasing_calculate_instalment.into(),
-        leasing::requests::leasing_calculate.into(),
+        leasing::calculate::leasing_provider_calculation.into(),
+        leasing::calculate::leasing_calculate_default.into(),
+        leasing::calculate::leasing_calculate_instalment.into(),
+        leasing::calculate::leasing_calculate.into(),
         leasing::watch::leasing_subscription_create.into(),
         leasing::watch::leasing_subscription_list.into(),
         leasing::watch::leasing_subscription_show.into(),
