@@ -12,7 +12,8 @@ use serde::{Serialize, Serializer};
 use serde_json::value::RawValue;
 
 use crate::api::ApiContext;
-use crate::api::erp::mirror::{ErpRecord, ModelPath};
+use crate::api::erp::ModelPath;
+use crate::api::erp::mirror::ErpRecord;
 use crate::api::support::feed::{
     ChangeItem, ChangePageBody, EXPORT_PAGE, FeedQuery, change_page_schema, change_schema,
 };
