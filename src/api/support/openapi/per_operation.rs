@@ -110,7 +110,7 @@ fn event_callbacks() -> Value {
 /// subscription's create operation has it as a callback).
 pub(super) fn event_schema() -> Value {
     let mut generator = schemars::r#gen::SchemaSettings::openapi3().into_generator();
-    let root = generator.root_schema_for::<crate::api::leasing::watch::LeasingStateChangedEvent>();
+    let root = generator.root_schema_for::<crate::api::leasing::event::LeasingStateChangedEvent>();
     let mut schemas = serde_json::to_value(generator.definitions()).expect("schemas serialise");
     schemas["LeasingStateChangedEvent"] = serde_json::to_value(root.schema).expect("a schema serialises");
     schemas
