@@ -14,13 +14,13 @@ use crate::erp::ErpService;
 use crate::erp::templates::ErpTemplates;
 use crate::erp::webhook::WebhookGuard;
 use crate::fieldreport::service::FieldReportService;
+use crate::file_storage::Storage;
 use crate::jobs::JobsService;
 use crate::leasing::service::LeasingService;
 use crate::leasing::watch::Watcher;
 use crate::mail::Mailer;
 use crate::metrics::Metrics;
 use crate::metrics::operations::OperationMatcher;
-use crate::storage::Storage;
 use crate::store::{Store, StoreError};
 use crate::upstream::UpstreamError;
 use crate::upstream::erp::ErpClient;
@@ -59,7 +59,7 @@ impl Services {
             Storage::open(&config.storage, &config.s3).map_err(|e| AssemblyError::Unsupported(e.to_string()))?;
         let store = Store::open_configured(&config.store).await?;
         let auth = Authenticator::new(store.clone(), config.auth.token_ttl)?;
-        let openapi = api::openapi::document();
+        let openapi = api::support::openapi::document();
         let metrics = metrics(&openapi, &config.front.docs_path);
         let fieldreport = FieldReportService::new(
             store.clone(),

@@ -16,13 +16,13 @@ use figment::Figment;
 use figment::providers::{Env, Format, Toml};
 use serde::Deserialize;
 
-use crate::api::config::ApiConfig;
+use crate::api::support::config::ApiConfig;
 use crate::auth::AuthConfig;
+use crate::file_storage::{S3Config, StorageLocation};
 use crate::front::config::FrontConfig;
 use crate::jobs::config::JobsConfig;
 use crate::leasing::watch::config::WatchConfig;
 use crate::mail::MailConfig;
-use crate::storage::{S3Config, StorageLocation};
 use crate::store::config::StoreConfig;
 use crate::upstream::config::{ErpConfig, FieldReportConfig, LeasingConfig};
 use crate::vocabulary::settings::Settings;
@@ -321,7 +321,7 @@ mod tests {
     #[test]
     fn storage_settings() {
         let config = Config::load_with(None, &[]).unwrap();
-        assert_eq!(config.storage, crate::storage::StorageLocation::Folder("./var/storage".into()));
+        assert_eq!(config.storage, crate::file_storage::StorageLocation::Folder("./var/storage".into()));
         let config = Config::load_with(
             None,
             &[
@@ -334,7 +334,7 @@ mod tests {
             ],
         )
         .unwrap();
-        let crate::storage::StorageLocation::S3 { bucket, prefix } = &config.storage else { panic!("s3") };
+        let crate::file_storage::StorageLocation::S3 { bucket, prefix } = &config.storage else { panic!("s3") };
         assert_eq!(bucket, "contracts-eu");
         assert_eq!(prefix.as_ref().map(|p| p.as_str()), Some("integration/prod"));
         assert_eq!(config.s3.endpoint.as_ref().map(Url::as_str), Some("http://127.0.0.1:9000/"));
@@ -369,7 +369,7 @@ mod tests {
         assert!(settings.len() > 10);
         let config = Config::load_with(None, &settings).unwrap_or_else(|e| panic!("{e}"));
         assert!(config.store.database_url.is_postgres());
-        assert!(matches!(config.storage, crate::storage::StorageLocation::S3 { .. }));
+        assert!(matches!(config.storage, crate::file_storage::StorageLocation::S3 { .. }));
 
         /// The names in backticks that open a table row: `| `NAME` | …`.
         fn rows(page: &str) -> Vec<&str> {

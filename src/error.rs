@@ -53,7 +53,7 @@ pub struct ApiError {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub retry_after_seconds: Option<u64>,
     /// Where a one-shot leasing flow stood; documented with that operation only
-    /// (`api::openapi`), not in the schema every operation shares.
+    /// (`api::support::openapi`), not in the schema every operation shares.
     #[serde(flatten)]
     #[schemars(skip)]
     pub flow: Option<FlowPosition>,

@@ -34,7 +34,7 @@ use secrecy::{ExposeSecret, SecretString};
 use serde_json::Value;
 use url::Url;
 
-use crate::storage::{Storage, StorageError, StorageKey};
+use crate::file_storage::{Storage, StorageError, StorageKey};
 use crate::vocabulary::settings::{ConfigError, Settings, invalid};
 
 #[derive(Debug, thiserror::Error)]

@@ -164,8 +164,11 @@ pub async fn start(config: &Config, log: &Logger) -> Result<RunningService, Star
     let context_fieldreport = fieldreport.clone();
     let (shutting_down, shutdown_signal) = tokio::sync::watch::channel(false);
     let departures = Arc::new(crate::stop::Departures::default());
-    let held_calls =
-        api::held_calls::HeldCalls::new(config.api.max_held_calls_per_user, departures.clone(), shutdown_signal);
+    let held_calls = api::support::held_calls::HeldCalls::new(
+        config.api.max_held_calls_per_user,
+        departures.clone(),
+        shutdown_signal,
+    );
     let context = ApiContext {
         store: store.clone(),
         auth: auth.clone(),
@@ -178,7 +181,9 @@ pub async fn start(config: &Config, log: &Logger) -> Result<RunningService, Star
         jobs,
         metrics: metrics.clone(),
         metrics_token: config.api.metrics_token.clone(),
-        new_keys_per_minute: api::idempotency::NewKeysPerMinute(config.api.idempotency_keys_per_minute_per_user),
+        new_keys_per_minute: api::support::idempotency::NewKeysPerMinute(
+            config.api.idempotency_keys_per_minute_per_user,
+        ),
         held_calls,
     };
 

@@ -76,7 +76,7 @@ std::thread_local! {
 }
 
 /// Runs `f` without the reports of this module: for errors made up to read their answer (the
-/// document's error answers, `api::answers`), which nobody met.
+/// document's error answers, `api::support::answers`), which nobody met.
 pub fn quietly<R>(f: impl FnOnce() -> R) -> R {
     let before = QUIET.replace(true);
     let result = f();

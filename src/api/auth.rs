@@ -4,8 +4,8 @@ use dropshot::{HttpResponseOk, HttpResponseUpdatedNoContent, RequestContext, Typ
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::ApiContext;
-use super::guard::{BearerToken, client_address, needs};
+use crate::api::ApiContext;
+use crate::api::support::guard::{BearerToken, client_address, needs};
 use crate::auth::User;
 use crate::error::ApiError;
 

@@ -8,9 +8,9 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use super::ApiContext;
-use super::fieldreport::PageMeta;
-use super::guard::{BearerToken, needs};
+use crate::api::ApiContext;
+use crate::api::fieldreport::entities::PageMeta;
+use crate::api::support::guard::{BearerToken, needs};
 use crate::error::{ApiError, FieldErrors};
 use crate::jobs::kind::JobKind;
 use crate::store::jobs::JobRow;

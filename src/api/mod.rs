@@ -1,48 +1,33 @@
 //! The service's HTTP API: its endpoints, the description that registers them, and the
 //! document.
 //!
-//! A route lives in one place: one `#[dropshot::endpoint]` function in its area's module
-//! (`auth`, `leasing`, `fieldreport`, `erp`, `jobs`, `operations`, `docs_page`), with the public path
+//! A route lives in one place: one `#[dropshot::endpoint]` function in its area's module or
+//! folder (`auth`, `leasing/`, `fieldreport/`, `erp/`, `jobs`, `operations`, `docs_page/`), with the public path
 //! in its attribute, its doc comment as the document's summary (first line) and description
 //! (the rest), and the handler body; plus one line in [`description`]. A route that needs a
-//! bearer token says so in its signature: it takes a [`guard::BearerToken`] right after the
-//! request context, and the document's `security` follows from that (see [`openapi`]).
-//! Functions that several endpoints share (`erp::pull`, `fieldreport_tools::post`,
-//! `leasing::calculate`, …) stay helpers of the module.
+//! bearer token says so in its signature: it takes a [`support::guard::BearerToken`] right after the
+//! request context, and the document's `security` follows from that (see [`support::openapi`]).
+//! Functions that several endpoints share (`erp::pull::pull`, `fieldreport::tools::post`,
+//! `leasing::calculate::calculate`, …) stay helpers of the module. What the routes of every area
+//! share, and no route of its own, is in [`support`].
 //!
 //! They are free functions rather than the methods of a dropshot API trait because such a
 //! trait cannot be split across files (every method sits in the one trait definition), and
 //! the `ApiDescription` it builds cannot be merged with another; the per-entity field-report
-//! endpoints ([`fieldreport::register`]) have to join the same description anyway.
+//! endpoints ([`fieldreport::entities::register`]) have to join the same description anyway.
 
-pub mod answers;
 pub mod auth;
-pub mod config;
-pub mod context;
 pub mod docs_page;
-pub mod documented;
 pub mod erp;
-pub mod erp_feed;
-pub mod feed;
 pub mod fieldreport;
-pub mod fieldreport_feed;
-pub mod fieldreport_tools;
-pub mod guard;
-pub mod held_calls;
-pub mod idempotency;
 pub mod jobs;
 pub mod leasing;
-pub mod leasing_owner;
-pub mod leasing_schema;
-pub mod leasing_watch;
-pub mod openapi;
 pub mod operations;
-pub mod paging;
-pub mod query_flag;
+pub mod support;
 
 use dropshot::{ApiDescription, ApiEndpoint, EndpointTagPolicy, TagConfig, TagDetails};
 
-pub use context::ApiContext;
+pub use support::context::ApiContext;
 
 /// Internal path of the document; the front maps `/{DOCS_PATH}/openapi.json` onto it.
 pub const OPENAPI_INTERNAL_PATH: &str = "/__internal/docs/openapi.json";
@@ -84,66 +69,66 @@ pub fn description() -> ApiDescription<ApiContext> {
         auth::login.into(),
         auth::logout.into(),
         auth::current_user.into(),
-        leasing::leasing_create.into(),
-        leasing::leasing_request_flow.into(),
-        leasing::leasing_request_flow_health.into(),
-        leasing::leasing_request_flow_show.into(),
-        leasing::leasing_test_flow.into(),
-        leasing::leasing_show.into(),
-        leasing::leasing_patch.into(),
-        leasing::leasing_patch_lessee.into(),
-        leasing::leasing_wait_ready_to_sign.into(),
-        leasing::leasing_e_signature_configuration.into(),
-        leasing::leasing_start_e_signature.into(),
-        leasing::leasing_cancel_e_signature.into(),
-        leasing::leasing_switch_to_paper_contract.into(),
-        leasing::leasing_contract_document.into(),
-        leasing::leasing_contract_document_link.into(),
-        leasing::leasing_provider_calculation.into(),
-        leasing::leasing_calculate_default.into(),
-        leasing::leasing_calculate_instalment.into(),
-        leasing::leasing_calculate.into(),
-        leasing_watch::leasing_subscription_create.into(),
-        leasing_watch::leasing_subscription_list.into(),
-        leasing_watch::leasing_subscription_show.into(),
-        leasing_watch::leasing_subscription_delete.into(),
-        leasing_watch::leasing_subscription_rotate_secret.into(),
-        leasing_watch::leasing_subscription_deliveries.into(),
-        leasing_watch::leasing_subscription_delivery_retry.into(),
-        leasing_watch::leasing_watch.into(),
-        fieldreport_tools::fieldreport_show.into(),
-        fieldreport_tools::fieldreport_show_entity.into(),
-        fieldreport_tools::fieldreport_show_having.into(),
-        fieldreport_tools::fieldreport_show_records.into(),
-        fieldreport_tools::fieldreport_sync_all.into(),
-        fieldreport_tools::fieldreport_sync.into(),
-        fieldreport_tools::fieldreport_setup_all.into(),
-        fieldreport_tools::fieldreport_setup.into(),
-        fieldreport_tools::fieldreport_post_all.into(),
-        fieldreport_tools::fieldreport_post_stage.into(),
-        fieldreport_tools::fieldreport_post_type.into(),
-        fieldreport_tools::fieldreport_post.into(),
-        erp::erp_webhook_get.into(),
-        erp::erp_webhook_post.into(),
-        erp::erp_show.into(),
-        erp::erp_show_model.into(),
-        erp::erp_show_record.into(),
-        erp::erp_show_matching.into(),
-        erp::erp_setup_all.into(),
-        erp::erp_setup.into(),
-        erp::erp_get.into(),
-        erp::erp_update_all.into(),
-        erp::erp_update_model.into(),
-        erp::erp_update_record.into(),
-        erp::erp_update_matching.into(),
-        erp::erp_pull_attributes.into(),
-        erp::erp_pull_one_attribute.into(),
-        erp::erp_push_attributes.into(),
-        erp::erp_push_one_attribute.into(),
-        erp::erp_field_report_post_all.into(),
-        erp::erp_field_report_post.into(),
-        erp_feed::erp_changes.into(),
-        erp_feed::erp_export.into(),
+        leasing::requests::leasing_create.into(),
+        leasing::flow::leasing_request_flow.into(),
+        leasing::flow::leasing_request_flow_health.into(),
+        leasing::flow::leasing_request_flow_show.into(),
+        leasing::flow::leasing_test_flow.into(),
+        leasing::requests::leasing_show.into(),
+        leasing::requests::leasing_patch.into(),
+        leasing::requests::leasing_patch_lessee.into(),
+        leasing::requests::leasing_wait_ready_to_sign.into(),
+        leasing::requests::leasing_e_signature_configuration.into(),
+        leasing::requests::leasing_start_e_signature.into(),
+        leasing::requests::leasing_cancel_e_signature.into(),
+        leasing::requests::leasing_switch_to_paper_contract.into(),
+        leasing::requests::leasing_contract_document.into(),
+        leasing::requests::leasing_contract_document_link.into(),
+        leasing::calculate::leasing_provider_calculation.into(),
+        leasing::calculate::leasing_calculate_default.into(),
+        leasing::calculate::leasing_calculate_instalment.into(),
+        leasing::calculate::leasing_calculate.into(),
+        leasing::watch::leasing_subscription_create.into(),
+        leasing::watch::leasing_subscription_list.into(),
+        leasing::watch::leasing_subscription_show.into(),
+        leasing::watch::leasing_subscription_delete.into(),
+        leasing::watch::leasing_subscription_rotate_secret.into(),
+        leasing::watch::leasing_subscription_deliveries.into(),
+        leasing::watch::leasing_subscription_delivery_retry.into(),
+        leasing::watch::leasing_watch.into(),
+        fieldreport::tools::fieldreport_show.into(),
+        fieldreport::tools::fieldreport_show_entity.into(),
+        fieldreport::tools::fieldreport_show_having.into(),
+        fieldreport::tools::fieldreport_show_records.into(),
+        fieldreport::tools::fieldreport_sync_all.into(),
+        fieldreport::tools::fieldreport_sync.into(),
+        fieldreport::tools::fieldreport_setup_all.into(),
+        fieldreport::tools::fieldreport_setup.into(),
+        fieldreport::tools::fieldreport_post_all.into(),
+        fieldreport::tools::fieldreport_post_stage.into(),
+        fieldreport::tools::fieldreport_post_type.into(),
+        fieldreport::tools::fieldreport_post.into(),
+        erp::webhooks::erp_webhook_get.into(),
+        erp::webhooks::erp_webhook_post.into(),
+        erp::mirror::erp_show.into(),
+        erp::mirror::erp_show_model.into(),
+        erp::mirror::erp_show_record.into(),
+        erp::mirror::erp_show_matching.into(),
+        erp::pull::erp_setup_all.into(),
+        erp::pull::erp_setup.into(),
+        erp::pull::erp_get.into(),
+        erp::pull::erp_update_all.into(),
+        erp::pull::erp_update_model.into(),
+        erp::pull::erp_update_record.into(),
+        erp::pull::erp_update_matching.into(),
+        erp::pull::erp_pull_attributes.into(),
+        erp::pull::erp_pull_one_attribute.into(),
+        erp::pull::erp_push_attributes.into(),
+        erp::pull::erp_push_one_attribute.into(),
+        erp::post::erp_field_report_post_all.into(),
+        erp::post::erp_field_report_post.into(),
+        erp::feed::erp_changes.into(),
+        erp::feed::erp_export.into(),
         jobs::jobs_create.into(),
         jobs::jobs_list.into(),
         jobs::jobs_show.into(),
@@ -160,7 +145,7 @@ pub fn description() -> ApiDescription<ApiContext> {
     for endpoint in endpoints {
         api.register(endpoint).expect("the API description is valid");
     }
-    fieldreport::register(&mut api).expect("the field-report endpoints register");
-    fieldreport_feed::register(&mut api).expect("the field-report feeds register");
+    fieldreport::entities::register(&mut api).expect("the field-report endpoints register");
+    fieldreport::feed::register(&mut api).expect("the field-report feeds register");
     api
 }

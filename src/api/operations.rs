@@ -7,8 +7,8 @@ use schemars::JsonSchema;
 use secrecy::ExposeSecret;
 use serde::Serialize;
 
-use super::ApiContext;
-use super::guard::bearer_token;
+use crate::api::ApiContext;
+use crate::api::support::guard::bearer_token;
 use crate::error::ApiError;
 use crate::metrics::{DatabaseGauges, exposition};
 

@@ -1,7 +1,7 @@
 //! What a token may do. A login token may do everything (`*`); a token made for an automation
 //! is given only the abilities it needs (`integration-service token create --ability …`), and
 //! each operation names the one it requires next to its definition
-//! (`crate::api::guard::BearerToken`).
+//! (`crate::api::support::guard::BearerToken`).
 
 use std::fmt;
 

@@ -80,7 +80,7 @@ mod tests {
             let user = store.insert_user("Lin", "lin@example.com", "hash", false).await.unwrap();
             let mut ids = Vec::new();
             for name in ["a", "b"] {
-                let new = crate::store::tokens::NewToken {
+                let new = crate::store::auth::tokens::NewToken {
                     user_id: user.id,
                     token_hash: name,
                     created_at: 1,
@@ -98,7 +98,7 @@ mod tests {
             assert_eq!(last_used.write(store).await.unwrap(), 2);
             assert!(!last_used.is_noted(ids[0]));
             assert_eq!(last_used.write(store).await.unwrap(), 0, "nothing noted since");
-            let times = |rows: Vec<crate::store::tokens::TokenRow>| {
+            let times = |rows: Vec<crate::store::auth::tokens::TokenRow>| {
                 rows.into_iter().map(|row| (row.name, row.last_used_at)).collect::<Vec<_>>()
             };
             let expected = vec![("a".to_string(), Some(5_000)), ("b".to_string(), Some(7_000))];

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use tokio::sync::Semaphore;
 
-use crate::store::tokens::{NewToken, TokenRow};
+use crate::store::auth::tokens::{NewToken, TokenRow};
 use crate::store::{Store, StoreError, now_ms};
 use crate::vocabulary::field_errors::FieldErrors;
 use crate::vocabulary::settings::{ConfigError, Settings};
@@ -77,8 +77,8 @@ pub struct User {
     pub operator: bool,
 }
 
-impl From<crate::store::users::UserRow> for User {
-    fn from(row: crate::store::users::UserRow) -> Self {
+impl From<crate::store::auth::users::UserRow> for User {
+    fn from(row: crate::store::auth::users::UserRow) -> Self {
         User { id: row.id, name: row.name, email: row.email, created_at: row.created_at, operator: row.operator }
     }
 }

@@ -219,7 +219,7 @@ pub fn main() -> ExitCode {
     process::tune_allocator();
     let cli = parse_command_line();
     if let Command::Openapi = cli.command {
-        print!("{}", api::openapi::document());
+        print!("{}", api::support::openapi::document());
         return ExitCode::SUCCESS;
     }
     let config = match Config::load(cli.config.as_deref()) {

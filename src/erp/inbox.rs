@@ -24,7 +24,7 @@ use super::{ErpError, ErpService, model_named};
 use crate::fieldreport::service::{FieldReportError, entity_named};
 use crate::store::StoreError;
 use crate::store::erp::InboxItem;
-use crate::store::fieldreport::Upserted;
+use crate::store::fieldreport::records::Upserted;
 use crate::store::now_ms;
 
 pub const MAX_ATTEMPTS: i64 = 12;

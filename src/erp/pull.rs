@@ -21,7 +21,7 @@ use serde_json::Value;
 
 use super::{ErpError, ErpService, RecordError};
 use crate::store::erp::ErpRecord;
-use crate::store::fieldreport::Upserted;
+use crate::store::fieldreport::records::Upserted;
 use crate::upstream::erp::{MAX_PAGE_SIZE, id_of, last_modified_of, version_of};
 
 /// Records fetched by id per request of a reconciling (`id-in=…`): a query of about 1 KB.

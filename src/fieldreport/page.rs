@@ -5,7 +5,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::service::record_id;
-use crate::store::fieldreport::{SyncedRecord, external_id};
+use crate::store::fieldreport::records::{SyncedRecord, external_id};
 use crate::upstream::fieldreport::ODataPage;
 use crate::vocabulary::stamp::Stamp;
 

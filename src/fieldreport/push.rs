@@ -11,7 +11,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::service::{FieldReportError, FieldReportService, record_id};
-use crate::store::fieldreport::MirrorRecord;
+use crate::store::fieldreport::records::MirrorRecord;
 use crate::upstream::UpstreamError;
 use crate::vocabulary::field_errors::FieldErrors;
 
@@ -171,7 +171,7 @@ impl FieldReportService {
         old_id: &str,
         sent: &MirrorRecord,
         upstream: &Value,
-        claim: &crate::store::fieldreport::PushClaim,
+        claim: &crate::store::fieldreport::records::PushClaim,
     ) -> Result<(), FieldReportError> {
         let mut pushed = sent.clone();
         if kind == "create"

@@ -135,7 +135,7 @@ impl FieldReportService {
             let records: Vec<_> =
                 read.records.into_iter().filter(|record| wanted.contains(record.id.as_str())).collect();
             for outcome in store.mirror_upsert_page(info.route, records).await? {
-                if outcome != crate::store::fieldreport::Upserted::Unchanged {
+                if outcome != crate::store::fieldreport::records::Upserted::Unchanged {
                     written += 1;
                 }
             }

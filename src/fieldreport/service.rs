@@ -16,8 +16,8 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use super::merge::deep_merge;
-use crate::store::fieldreport::MirrorRecord;
-use crate::store::fieldreport_deletes::LocalDelete;
+use crate::store::fieldreport::deletes::LocalDelete;
+use crate::store::fieldreport::records::MirrorRecord;
 use crate::store::{Store, StoreError};
 use crate::upstream::UpstreamError;
 use crate::upstream::fieldreport::FieldReportClient;
@@ -434,7 +434,7 @@ impl FieldReportService {
         Ok(WriteOutcome { data: record.document, upstream })
     }
 
-    /// Deletes a record locally, leaving a tombstone (see [`crate::store::fieldreport_deletes`])
+    /// Deletes a record locally, leaving a tombstone (see [`crate::store::fieldreport::deletes`])
     /// that keeps syncs from bringing it back until the upstream confirmed the delete. Without
     /// forwarding the delete stays pending for `post`; a placeholder that never reached the
     /// upstream is simply dropped. Forwarded, the upstream is called at once: done (or already

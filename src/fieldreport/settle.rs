@@ -6,7 +6,7 @@ use generated::fieldreport::EntityInfo;
 use serde_json::Value;
 
 use super::service::{FieldReportError, FieldReportService, WriteOutcome, carries, not_applied, version_of};
-use crate::store::fieldreport::MirrorRecord;
+use crate::store::fieldreport::records::MirrorRecord;
 use crate::upstream::UpstreamError;
 
 impl FieldReportService {

@@ -22,7 +22,7 @@ use tokio::sync::mpsc;
 
 use super::page::{Key, ReadPage, last_key, read_page};
 use super::service::{FieldReportError, FieldReportService};
-use crate::store::fieldreport::{SyncedRecord, Upserted};
+use crate::store::fieldreport::records::{SyncedRecord, Upserted};
 use crate::upstream::fieldreport::{FieldReportClient, ODataPage};
 use crate::upstream::{System, UpstreamError};
 use crate::vocabulary::stamp::Stamp;

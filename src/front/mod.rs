@@ -358,9 +358,9 @@ impl Front {
 
         // Without a token nothing under /api/v1 but its public routes says whether it exists:
         // a route unknown to dropshot is answered as a guarded one would be. Which routes are
-        // guarded is the handlers' to say (`api::guard::BearerToken`).
+        // guarded is the handlers' to say (`api::support::guard::BearerToken`).
         let hides_unknown =
-            path.starts_with("/api/v1/") && crate::api::guard::well_formed_token(req.headers()).is_none();
+            path.starts_with("/api/v1/") && crate::api::support::guard::well_formed_token(req.headers()).is_none();
         let (mut parts, body) = req.into_parts();
         if let Some(internal) = self.docs_paths.to_internal(path) {
             let target = match parts.uri.query() {

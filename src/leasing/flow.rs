@@ -14,7 +14,7 @@ use super::service::{LeasingError, LeasingService, WaitParams};
 use crate::stop::{Stop, StopSignal};
 use crate::store::{Store, StoreError, now_ms};
 
-pub use crate::store::flows::FlowRow;
+pub use crate::store::leasing::flows::FlowRow;
 use crate::vocabulary::field_errors::FieldErrors;
 
 /// What the caller asked the flow to do.

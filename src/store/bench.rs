@@ -175,7 +175,7 @@ mod tests {
         for test in crate::store::testing::stores_on_both_databases().await {
             let store = &test.store;
             for id in ["1", "2", "3"] {
-                let record = super::super::fieldreport::MirrorRecord {
+                let record = super::super::fieldreport::records::MirrorRecord {
                     id: id.into(),
                     version: 1,
                     document: serde_json::json!({"Id": id}),
@@ -198,7 +198,7 @@ mod tests {
         for test in crate::store::testing::stores_on_both_databases().await {
             let store = &test.store;
             for (entity, id) in [("tags", "1"), ("tags", "2"), ("contacts", "7")] {
-                let record = super::super::fieldreport::MirrorRecord {
+                let record = super::super::fieldreport::records::MirrorRecord {
                     id: id.into(),
                     version: 1,
                     document: serde_json::json!({"Id": id}),

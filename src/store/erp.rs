@@ -4,7 +4,7 @@
 use serde_json::Value;
 use sqlx::Row;
 
-use super::fieldreport::Upserted;
+use super::fieldreport::records::Upserted;
 use super::lease::ERP_PULL;
 use crate::store::{Dialect, Store, StoreError, now_ms};
 

@@ -21,27 +21,20 @@ mod dialect;
 mod engine;
 mod error;
 
-// The tables, one module per family, each with the `impl Store` block of its statements.
+// The tables, one module per family, each with the `impl Store` block of its statements;
+// an area with several families has a folder named as the area is everywhere else.
+pub mod auth;
 pub mod erp;
 pub mod feed;
 pub mod fieldreport;
-pub mod fieldreport_deletes;
-pub mod fieldreport_reconcile;
-pub mod fieldreport_sync;
-pub mod fieldreport_unsettled;
-pub mod flows;
 pub mod idempotency;
 pub mod jobs;
 pub mod key_pages;
 pub mod lease;
-pub mod leasing_owners;
-pub mod leasing_watch;
-pub mod login_failures;
+pub mod leasing;
 pub mod rates;
 pub mod retention;
 pub mod retention_config;
-pub mod tokens;
-pub mod users;
 
 use std::time::Duration;
 

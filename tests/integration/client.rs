@@ -325,7 +325,8 @@ async fn fieldreport_create_show_update_delete(db: Db) {
     // The whole set read by key, one record a page, each page's cursor passed on as typed.
     for extra in ["900001", "900002"] {
         let document = json!({"Id": extra, "Version": 1, "Name": extra});
-        let record = integration_service::store::fieldreport::MirrorRecord { id: extra.into(), version: 1, document };
+        let record =
+            integration_service::store::fieldreport::records::MirrorRecord { id: extra.into(), version: 1, document };
         svc.store().mirror_insert("companies", &record, None).await.unwrap();
     }
     let (mut ids, mut cursor) = (Vec::new(), None::<types::Cursor>);

@@ -268,8 +268,11 @@ async fn a_bulk_post_killed_midway_pushes_nothing_twice(db: Db) {
     let root = odata_root(&sandboxes);
     for n in 0..20 {
         let document = json!({"Id": format!("local-{n}"), "Version": 1, "Name": format!("Pending {n}"), "ExternalId": format!("P-{n}")});
-        let record =
-            integration_service::store::fieldreport::MirrorRecord { id: format!("local-{n}"), version: 1, document };
+        let record = integration_service::store::fieldreport::records::MirrorRecord {
+            id: format!("local-{n}"),
+            version: 1,
+            document,
+        };
         store.mirror_insert("companies", &record, Some("create")).await.unwrap();
     }
     // The sixth create is carried out, but its answer comes late: the kill lands in between.

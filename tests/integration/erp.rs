@@ -8,7 +8,7 @@ use std::time::Duration;
 use crate::common::{Db, TestService, add_fault, clear_faults, error_body};
 use integration_service::store::Dialect;
 use integration_service::store::erp::ErpRecord;
-use integration_service::store::fieldreport::Upserted;
+use integration_service::store::fieldreport::records::Upserted;
 use serde_json::{Value, json};
 
 const SECRET: &str = "hook-secret-123";

@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 
 use integration_service::store::erp::ErpRecord;
-use integration_service::store::fieldreport::MirrorRecord;
+use integration_service::store::fieldreport::records::MirrorRecord;
 use serde_json::{Value, json};
 
 use crate::common::contract::Checked;

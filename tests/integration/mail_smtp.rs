@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use crate::common::smtp::SmtpServer;
 use crate::common::{Db, TestService, error_body, leasing_request};
+use integration_service::file_storage::Storage;
 use integration_service::mail::{MailError, MailTemplate, Mailer, TemplateSource, parse_mailbox};
-use integration_service::storage::Storage;
 use serde_json::{Value, json};
 
 /// One HTML template with fixed recipients of every kind.

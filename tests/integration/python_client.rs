@@ -227,7 +227,7 @@ async fn every_error_answer_reaches_a_strict_python_client_typed() {
         .iter()
         .map(|s| (s["status"].as_u64().unwrap() as u16, s["code"].as_str().unwrap().to_string()))
         .collect();
-    let mut every = integration_service::api::answers::every_answer();
+    let mut every = integration_service::api::support::answers::every_answer();
     every.extend(FRONT_ANSWERS.iter().map(|(status, code)| (*status, code.to_string())));
     let not_provoked: std::collections::BTreeSet<(u16, String)> =
         NOT_PROVOKED.iter().map(|(status, code, _)| (*status, code.to_string())).collect();

@@ -5,7 +5,7 @@
 use std::collections::BTreeSet;
 
 use integration_service::store::erp::ErpRecord;
-use integration_service::store::fieldreport::MirrorRecord;
+use integration_service::store::fieldreport::records::MirrorRecord;
 use serde_json::{Value, json};
 
 use crate::common::{Db, TestService, error_body};

@@ -16,7 +16,7 @@ use tokio::sync::watch;
 use super::Watcher;
 use super::signing::signature_header;
 use super::target::{CheckedResolver, check_url};
-use crate::store::leasing_watch::{AttemptOutcome, DeliveryWork};
+use crate::store::leasing::watch::{AttemptOutcome, DeliveryWork};
 use crate::store::now_ms;
 
 /// How long a receiver has to answer.

@@ -5,7 +5,7 @@
 use serde_json::json;
 
 use crate::leasing::state::StateMeta;
-use crate::store::leasing_watch::NewEvent;
+use crate::store::leasing::watch::NewEvent;
 
 /// The one event type there is.
 pub const STATE_CHANGED: &str = "leasing.state_changed";

@@ -4,7 +4,7 @@
 //!
 //! - [`Watcher::observe`]: a state read anywhere (the poller, a read or wait route, the flow)
 //!   is recorded; a new one is written with its event and deliveries in one transaction
-//!   ([`crate::store::leasing_watch`]).
+//!   ([`crate::store::leasing::watch`]).
 //! - [`poller`]: reads the due watched requests, `LEASING_WATCH_CONCURRENCY` at a time.
 //! - [`delivery`]: sends the due deliveries, retries failures with back-off.
 //! - [`subscriptions`]: the subscriptions, their secrets and deliveries.
@@ -28,7 +28,7 @@ use rand::Rng;
 use serde_json::Value;
 
 use crate::metrics::{Metrics, ObservationSource};
-use crate::store::leasing_watch::{Observed, Recorded, WatchRow};
+use crate::store::leasing::watch::{Observed, Recorded, WatchRow};
 use crate::store::{Store, StoreError, now_ms};
 use crate::vocabulary::field_errors::FieldErrors;
 pub use config::WatchConfig;

@@ -1,6 +1,6 @@
 //! Who may reach a financing request by its id. The provider knows no users: the service
 //! records who created each request through it (or first watched it), as the owner of its
-//! watch ([`crate::store::leasing_owners`]). That user and operators reach it; anyone else is
+//! watch ([`crate::store::leasing::owners`]). That user and operators reach it; anyone else is
 //! told it does not exist, as for another user's subscription. A request the service has no
 //! owner of (created elsewhere and never watched) is reached by every leasing token, as before
 //! owners were recorded.

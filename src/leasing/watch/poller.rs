@@ -10,7 +10,7 @@ use tokio::sync::watch;
 
 use super::Watcher;
 use crate::metrics::ObservationSource;
-use crate::store::leasing_watch::WatchRow;
+use crate::store::leasing::watch::WatchRow;
 use crate::store::now_ms;
 use crate::upstream::UpstreamError;
 use crate::upstream::leasing::LeasingClient;

@@ -10,7 +10,7 @@ use super::event::{EVENT_TYPES, STATE_CHANGED};
 use super::signing::new_secret;
 use super::target::{check_url, resolve};
 use super::{WatchError, Watcher};
-use crate::store::leasing_watch::{DeliveryRow, NewSubscription, SubscriptionRow, Viewer};
+use crate::store::leasing::watch::{DeliveryRow, NewSubscription, SubscriptionRow, Viewer};
 use crate::store::now_ms;
 use crate::vocabulary::field_errors::FieldErrors;
 

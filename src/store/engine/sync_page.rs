@@ -12,7 +12,7 @@ use crate::store::dialect::Dialect;
 pub struct SyncedRecord {
     pub id: String,
     pub version: i64,
-    /// The document's `ExternalId` (see [`crate::store::fieldreport::external_id`]).
+    /// The document's `ExternalId` (see [`crate::store::fieldreport::records::external_id`]).
     pub external_id: Option<String>,
     pub document: Box<RawValue>,
 }
@@ -43,7 +43,7 @@ pub(in crate::store) fn last_copies(records: &[SyncedRecord]) -> Vec<bool> {
     last
 }
 
-/// Lengths of id in a batch past which `may_hold_any_of` (see [`crate::store::fieldreport_sync`]) does not look (and answers yes).
+/// Lengths of id in a batch past which `may_hold_any_of` (see [`crate::store::fieldreport::sync`]) does not look (and answers yes).
 const ID_LENGTHS_LOOKED_AT: usize = 4;
 
 /// The least and the greatest id of `records` per length of id (in the mirror's order: by
@@ -70,7 +70,7 @@ pub(in crate::store) fn last_copies_of<'r>(records: &'r [SyncedRecord], last_cop
 }
 
 /// Whether a record of the set has an id between two ids of one length (see
-/// `may_hold_any_of` in [`crate::store::fieldreport_sync`]): one range of the record index, read in its order, so that the first
+/// `may_hold_any_of` in [`crate::store::fieldreport::sync`]): one range of the record index, read in its order, so that the first
 /// record found ends it. SQLite is told the index, so that it takes the range from no other:
 /// before migration 0017 it took it from the primary key (entity, record_id), where ids of
 /// every length lie between two of one length (`10` < `10000` < `20`).

@@ -2,7 +2,7 @@ use serde_json::json;
 
 use super::*;
 use crate::store::engine::sync_page::SyncedRecord;
-use crate::store::fieldreport::MirrorRecord;
+use crate::store::fieldreport::records::MirrorRecord;
 use crate::store::now_ms;
 
 /// The changes as (id, the record's `Name`, or `None` for a removal), in number order.

@@ -3,7 +3,7 @@ use sqlx::Executor;
 
 use super::*;
 use crate::store::erp::ErpRecord;
-use crate::store::fieldreport::MirrorRecord;
+use crate::store::fieldreport::records::MirrorRecord;
 use crate::store::{Dialect, TestQuery, TestValues, plan_of};
 
 /// Ids of mixed lengths, inserted out of order: pages after a key come in key order (numeric

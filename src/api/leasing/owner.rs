@@ -6,8 +6,8 @@ use dropshot::{Path, RequestContext};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::ApiContext;
-use super::guard::{BearerToken, needs};
+use crate::api::ApiContext;
+use crate::api::support::guard::{BearerToken, needs};
 use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::vocabulary::owner::Viewer;

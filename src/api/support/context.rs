@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use super::docs_page::DocsPage;
+use crate::api::docs_page::DocsPage;
 use crate::auth::Authenticator;
 use crate::fieldreport::service::FieldReportService;
 use crate::leasing::calculation::Factors;
@@ -27,7 +27,7 @@ pub struct ApiContext {
     /// When set, `GET /metrics` needs `Authorization: Bearer <METRICS_TOKEN>`.
     pub metrics_token: Option<secrecy::SecretString>,
     /// How many new `Idempotency-Key`s a user may store within a minute.
-    pub new_keys_per_minute: super::idempotency::NewKeysPerMinute,
+    pub new_keys_per_minute: crate::api::support::idempotency::NewKeysPerMinute,
     /// Waits and flows held open: their cap per token, and what stops them early.
-    pub held_calls: std::sync::Arc<super::held_calls::HeldCalls>,
+    pub held_calls: std::sync::Arc<crate::api::support::held_calls::HeldCalls>,
 }

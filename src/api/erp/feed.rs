@@ -1,7 +1,7 @@
 //! The change feed and the export of each mirrored ERP model (`/api/v1/erp/changes/{model}`,
 //! `/api/v1/erp/export/{model}`): the field-report sets' feed and export
-//! ([`super::fieldreport_feed`]) for the ERP mirror, its records shown as `show` shows them
-//! (secrets masked). The wire is shared ([`super::feed`]).
+//! ([`crate::api::fieldreport::feed`]) for the ERP mirror, its records shown as `show` shows them
+//! (secrets masked). The wire is shared ([`crate::api::support::feed`]).
 
 use dropshot::{Body, HttpResponseOk, Path, Query, RequestContext};
 use http::Response;
@@ -11,10 +11,13 @@ use schemars::schema::Schema;
 use serde::{Serialize, Serializer};
 use serde_json::value::RawValue;
 
-use super::ApiContext;
-use super::erp::{ErpRecord, ModelPath};
-use super::feed::{ChangeItem, ChangePageBody, EXPORT_PAGE, FeedQuery, change_page_schema, change_schema};
-use super::guard::{BearerToken, needs};
+use crate::api::ApiContext;
+use crate::api::erp::ModelPath;
+use crate::api::erp::mirror::ErpRecord;
+use crate::api::support::feed::{
+    ChangeItem, ChangePageBody, EXPORT_PAGE, FeedQuery, change_page_schema, change_schema,
+};
+use crate::api::support::guard::{BearerToken, needs};
 use crate::erp::model_named;
 use crate::error::ApiError;
 use crate::store::StoreError;
@@ -108,7 +111,7 @@ pub async fn erp_export(
     // Where the feed stands before the first record is read: whatever is written meanwhile
     // comes again in the feed after it.
     let position = crate::feed::position(&store, FeedMirror::Erp, info.name).await?;
-    super::feed::export(position, move |after| {
+    crate::api::support::feed::export(position, move |after| {
         let store = store.clone();
         async move {
             let page = store.erp_after(info.name, after.as_deref(), i64::from(EXPORT_PAGE)).await?;

@@ -3,8 +3,8 @@ use serde_json::value::RawValue;
 
 use super::*;
 use crate::store::Dialect;
-use crate::store::fieldreport::MirrorRecord;
-use crate::store::fieldreport::tests::plan_by_record;
+use crate::store::fieldreport::records::MirrorRecord;
+use crate::store::fieldreport::records::tests::plan_by_record;
 
 #[tokio::test]
 async fn record_counts_follow_inserts_syncs_and_deletes() {

@@ -1,7 +1,7 @@
 //! The leasing state watcher's routes: subscriptions to state changes (their secrets shown
 //! once), their deliveries, and watching a request created elsewhere. The watching and
 //! delivering is [`crate::leasing::watch`]'s; the event is described by
-//! [`LeasingStateChangedEvent`], a schema of the document.
+//! [`super::event::LeasingStateChangedEvent`], a schema of the document.
 
 use dropshot::{
     HttpResponseAccepted, HttpResponseCreated, HttpResponseDeleted, HttpResponseOk, Path, Query, RequestContext,
@@ -11,13 +11,13 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use super::ApiContext;
-use super::fieldreport::PageMeta;
-use super::guard::{BearerToken, needs};
-use super::leasing_owner::FinancingIdPath;
+use crate::api::ApiContext;
+use crate::api::fieldreport::entities::PageMeta;
+use crate::api::leasing::owner::FinancingIdPath;
+use crate::api::support::guard::{BearerToken, needs};
 use crate::error::ApiError;
 use crate::leasing::watch::subscriptions::{SubscriptionRequest, WithSecret};
-use crate::store::leasing_watch::{DeliveryRow, SubscriptionRow, Viewer, WatchRow};
+use crate::store::leasing::watch::{DeliveryRow, SubscriptionRow, Viewer, WatchRow};
 
 /// Deliveries listed at most, a page.
 const MAX_DELIVERIES: u32 = 500;
@@ -259,56 +259,6 @@ impl From<WatchRow> for Watch {
     }
 }
 
-/// The event posted to subscriptions when a watched financing request's state changes
-/// (`type` `leasing.state_changed`).
-#[derive(Serialize, Deserialize, JsonSchema)]
-#[schemars(example = "LeasingStateChangedEvent::example")]
-pub struct LeasingStateChangedEvent {
-    /// The event's type, `leasing.state_changed`.
-    #[serde(rename = "type")]
-    #[schemars(schema_with = "state_changed_type")]
-    pub event_type: String,
-    /// The event's id (`msg_…`), also its `webhook-id`: the same on every retry; use it to
-    /// drop duplicates (delivery is at least once).
-    pub id: String,
-    /// When the change was observed (RFC 3339).
-    pub created_at: String,
-    pub data: StateChange,
-}
-
-/// The one value of [`LeasingStateChangedEvent`]'s `type`.
-fn state_changed_type(_: &mut schemars::r#gen::SchemaGenerator) -> schemars::schema::Schema {
-    serde_json::from_value(json!({"type": "string", "enum": [crate::leasing::watch::event::STATE_CHANGED]}))
-        .expect("a valid schema")
-}
-
-impl LeasingStateChangedEvent {
-    fn example() -> Value {
-        json!({"type": "leasing.state_changed", "id": "msg_2b7c0e5d4f1a4c3b9e8d7f6a5b4c3d2e",
-               "created_at": "2026-11-27T10:05:00.000Z",
-               "data": {"financingId": "0b5e8a4c-1d2f-4a7b-9c3e-5f6a7b8c9d0e", "requestId": "180-33001",
-                        "previousState": "RequestToGrenke", "state": "ReadyToSign", "terminal": false, "readyToSign": true}})
-    }
-}
-
-/// One observed change of a financing request's state.
-#[derive(Serialize, Deserialize, JsonSchema)]
-pub struct StateChange {
-    #[serde(rename = "financingId")]
-    pub financing_id: String,
-    /// The provider's request number, once known.
-    #[serde(rename = "requestId")]
-    pub request_id: Option<String>,
-    #[serde(rename = "previousState")]
-    pub previous_state: String,
-    pub state: String,
-    /// Whether the new state is terminal (Declined, Cancelled, Contracted, RunningContract):
-    /// no further event follows.
-    pub terminal: bool,
-    #[serde(rename = "readyToSign")]
-    pub ready_to_sign: bool,
-}
-
 /// The caller, as the one whose subscriptions the route may see: their own, and an
 /// operator's also those made before subscriptions had owners.
 async fn authorize(
@@ -497,7 +447,7 @@ pub async fn leasing_watch(
     token: BearerToken<needs::Leasing>,
     path: Path<FinancingIdPath>,
 ) -> Result<HttpResponseOk<Watch>, ApiError> {
-    let (caller, id) = super::leasing_owner::reach(&rqctx, &token, path).await?;
+    let (caller, id) = crate::api::leasing::owner::reach(&rqctx, &token, path).await?;
     let row = rqctx.context().leasing.watch(&id, caller.user.id).await?;
     Ok(HttpResponseOk(row.into()))
 }

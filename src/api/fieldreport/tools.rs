@@ -1,15 +1,15 @@
 //! The field-report area's tool routes for sync tooling and operators: `show` (what the
 //! mirror holds), `sync` (pull from the upstream), `setup` (the staged initial pull) and `post`
 //! (push the writes made without forwarding). The per-entity endpoints are in
-//! [`super::fieldreport`].
+//! [`crate::api::fieldreport::entities`].
 
 use dropshot::{HttpResponseOk, Path, Query, RequestContext};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::ApiContext;
-use super::guard::{BearerToken, needs};
+use crate::api::ApiContext;
+use crate::api::support::guard::{BearerToken, needs};
 use crate::error::ApiError;
 
 /// An entity set of the mirror.
@@ -187,7 +187,7 @@ pub struct SyncQuery {
     /// a local change waiting for the upstream are kept and reported: `true`/`false` or `1`/`0`
     /// (default false).
     #[serde(default)]
-    pub reconcile: super::query_flag::QueryFlag,
+    pub reconcile: crate::api::support::query_flag::QueryFlag,
 }
 
 /// Sync every field-report entity

@@ -4,7 +4,7 @@
 //! A handler that needs a token says so in its signature: it takes a [`BearerToken`] right
 //! after the request context, naming the ability it needs (`BearerToken<needs::Leasing>`). The
 //! document reads the same facts from the endpoint's parameters (the `Authorization` header
-//! the extractor declares; see `super::openapi`), so there is no list of guarded or public
+//! the extractor declares; see `crate::api::support::openapi`), so there is no list of guarded or public
 //! operations, or of their abilities, to keep in step.
 
 use std::marker::PhantomData;
@@ -18,7 +18,7 @@ use dropshot::{
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::ApiContext;
+use crate::api::ApiContext;
 use crate::auth::Caller;
 use crate::error::ApiError;
 
@@ -46,7 +46,7 @@ pub struct BearerToken<A: needs::Need>(String, PhantomData<A>);
 
 /// What an operation needs of its caller's token, named in the operation's signature:
 /// `token: BearerToken<needs::FieldreportRead>`. The document states it too (see
-/// `super::openapi`), read from the `Authorization` parameter's description, which
+/// `crate::api::support::openapi`), read from the `Authorization` parameter's description, which
 /// [`BearerToken`] ends with [`ABILITY_NOTE`] and the ability's name in backticks.
 pub mod needs {
     use crate::auth::ability::Ability;

@@ -1,5 +1,5 @@
 //! The field-report area's per-entity endpoints (the tool routes `show`, `sync`, `setup` and
-//! `post` are in [`super::fieldreport_tools`]): for every mirrored entity set of the generated registry
+//! `post` are in [`crate::api::fieldreport::tools`]): for every mirrored entity set of the generated registry
 //! (`generated::fieldreport::sets`), list / create / show / update (PUT and PATCH) / delete
 //! under `/api/v1/fieldreport/<route>`, each typed with the set's model, so the document shows
 //! `Companies` bodies on `/api/v1/fieldreport/companies`. They are registered through
@@ -22,10 +22,10 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
-use super::ApiContext;
-use super::guard::{BearerToken, needs};
-use super::paging::{Cursor, NextPage, Paging};
-pub use super::paging::{PageMeta, PageQuery};
+use crate::api::ApiContext;
+use crate::api::support::guard::{BearerToken, needs};
+use crate::api::support::paging::{Cursor, NextPage, Paging};
+pub use crate::api::support::paging::{PageMeta, PageQuery};
 use crate::error::ApiError;
 
 /// A record of entity set `E`: passed through whole, documented as the set's model under the

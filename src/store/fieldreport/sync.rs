@@ -4,15 +4,17 @@ use std::sync::Arc;
 
 use sqlx::Row;
 
-use super::engine::sync_page::{SyncedRecord, Upserted, id_ranges, last_copies, last_copies_of, mirror_any_in_range};
-use super::fieldreport::SyncState;
+use super::records::SyncState;
+use crate::store::engine::sync_page::{
+    SyncedRecord, Upserted, id_ranges, last_copies, last_copies_of, mirror_any_in_range,
+};
 use crate::store::{Store, StoreError, now_ms};
 
 /// Whether the mirror may hold one of `records` of `entity`. `false` when it holds no record
 /// with an id within any of their [`id_ranges`]: then none of them is stored, and they can be
 /// inserted without looking for stored copies. One range of the index per length of id,
 /// whatever the number of records: a sync's new records come in runs of ids that the set does
-/// not hold yet. Also `true` when the ids have more than `ID_LENGTHS_LOOKED_AT` lengths (see [`super::engine::sync_page`]).
+/// not hold yet. Also `true` when the ids have more than `ID_LENGTHS_LOOKED_AT` lengths (see [`crate::store::engine::sync_page`]).
 /// (SQLite's sync writes look the same way, see [`crate::store::engine::sqlite_sync_writes`].)
 async fn may_hold_any_of(
     dialect: crate::store::Dialect,
@@ -66,7 +68,7 @@ impl Store {
 
     /// Takes the sync lease of `entity` (see [`Store::take_lease`]).
     pub async fn take_sync_lease(&self, entity: &str, owner: &str, until: i64) -> Result<bool, StoreError> {
-        self.take_lease(super::lease::FIELDREPORT_SYNC, entity, owner, until).await
+        self.take_lease(crate::store::lease::FIELDREPORT_SYNC, entity, owner, until).await
     }
 
     /// Brings Postgres's statistics of the mirror up to date, which also makes every
@@ -103,7 +105,7 @@ impl Store {
 
     /// Releases a lease without recording anything (the sync failed).
     pub async fn release_sync_lease(&self, entity: &str, owner: &str) -> Result<(), StoreError> {
-        self.release_lease(super::lease::FIELDREPORT_SYNC, entity, owner).await
+        self.release_lease(crate::store::lease::FIELDREPORT_SYNC, entity, owner).await
     }
 
     /// When each set's last sync completed (sets never synced are left out).
@@ -192,7 +194,7 @@ impl Store {
         }
         let mut tx = self.sync_writers()?.begin().await?;
         crate::store::engine::sync_writers::stage(&mut tx, &stored).await?;
-        let first_seq = super::feed::take_numbers(&mut tx, "fieldreport", entity, stored.len()).await?;
+        let first_seq = crate::store::feed::take_numbers(&mut tx, "fieldreport", entity, stored.len()).await?;
         let upsert = sqlx::query(MIRROR_UPSERT_STAGED).bind(entity).bind(now_ms()).bind(first_seq - 1);
         let mut written: std::collections::HashMap<String, bool> = std::collections::HashMap::new();
         for row in upsert.fetch_all(&mut *tx).await? {
@@ -214,7 +216,7 @@ impl Store {
     /// transaction; [`StoreError::Duplicate`] (and nothing stored) when it holds one after all.
     async fn insert_new_postgres(&self, entity: &str, records: &[&SyncedRecord]) -> Result<(), StoreError> {
         let mut tx = self.sync_writers()?.begin().await?;
-        let first_seq = super::feed::take_numbers(&mut tx, "fieldreport", entity, records.len()).await?;
+        let first_seq = crate::store::feed::take_numbers(&mut tx, "fieldreport", entity, records.len()).await?;
         crate::store::engine::sync_writers::insert(&mut tx, entity, now_ms(), first_seq, records).await?;
         tx.commit().await?;
         Ok(())

@@ -1,7 +1,7 @@
 //! The change feed and the export of each mirrored field-report set
 //! (`/api/v1/fieldreport/<route>/changes`, `/api/v1/fieldreport/<route>/export`), registered
-//! per set like the other per-entity endpoints ([`super::fieldreport`]) so that their records
-//! are typed with the set's model. The wire is shared with the ERP's ([`super::feed`]).
+//! per set like the other per-entity endpoints ([`crate::api::fieldreport::entities`]) so that their records
+//! are typed with the set's model. The wire is shared with the ERP's ([`crate::api::support::feed`]).
 
 use std::marker::PhantomData;
 
@@ -14,10 +14,12 @@ use schemars::schema::Schema;
 use serde::{Serialize, Serializer};
 use serde_json::value::RawValue;
 
-use super::ApiContext;
-use super::feed::{ChangeItem, ChangePageBody, EXPORT_PAGE, FeedQuery, change_page_schema, change_schema};
-use super::fieldreport::Record;
-use super::guard::{BearerToken, needs};
+use crate::api::ApiContext;
+use crate::api::fieldreport::entities::Record;
+use crate::api::support::feed::{
+    ChangeItem, ChangePageBody, EXPORT_PAGE, FeedQuery, change_page_schema, change_schema,
+};
+use crate::api::support::guard::{BearerToken, needs};
 use crate::error::ApiError;
 use crate::store::feed::{Change, Mirror as FeedMirror};
 
@@ -80,7 +82,7 @@ pub async fn export<E: MirroredEntity>(
     // Where the feed stands before the first record is read: whatever is written meanwhile
     // comes again in the feed after it.
     let position = crate::feed::position(&store, FeedMirror::FieldReport, E::INFO.route).await?;
-    super::feed::export(position, move |after| {
+    crate::api::support::feed::export(position, move |after| {
         let store = store.clone();
         async move {
             let page = store.mirror_after(E::INFO.route, after.as_deref(), i64::from(EXPORT_PAGE)).await?;
@@ -104,7 +106,9 @@ impl EntityVisitor for Registrar<'_> {
         let info = E::INFO;
         let set = info.set;
         let collection = format!("/api/v1/fieldreport/{}", info.route);
-        let name = |action: &str| format!("fieldreport_{}_{action}", super::fieldreport::snake_case(info.route));
+        let name = |action: &str| {
+            format!("fieldreport_{}_{action}", crate::api::fieldreport::entities::snake_case(info.route))
+        };
         let endpoints = [
             ApiEndpoint::new(
                 name("changes"),

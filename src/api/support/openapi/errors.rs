@@ -1,0 +1,196 @@
+//! The document's error answers: the server errors every operation may answer, named by
+//! status and area with their `error_code`s, the upstream ones, and the one-shot flow's
+//! answers that say where it stood.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::{Value, json};
+
+use crate::api::support::answers::Source;
+
+/// The server errors the document states, as responses and schemas of the same name: name,
+/// status, description. Each schema narrows `ApiError` to the `error_code`s that the operations
+/// answering with it can send on its status, derived from their handlers' error types
+/// ([`crate::api::support::answers`]); the description names every one of them (a test checks it).
+pub(super) const SERVER_ERRORS: &[(&str, u16, &str)] = &[
+    (
+        "InternalError",
+        500,
+        "An unexpected failure (`internal_error`), such as a failed database query: the message is generic and the service logged the detail under `request_id`; quote it when reporting the problem.",
+    ),
+    (
+        "LeasingFailure",
+        500,
+        "A leasing failure (the seed's rule: every failure of a leasing route is answered 500 `{success: false, message}`), named by `error_code`: the request was `declined` or `cancelled`, is `missing_info` (the missing-info mail was sent or its failure is named in `message`), is `already_past_signing`, or was `not_ready_to_sign` when the attempts were used up; the provider refused (`upstream_rejected`), failed (`upstream_error`), did not answer in time (`upstream_timeout`), was unreachable (`upstream_unavailable`), busy (`upstream_busy`), answered something unreadable (`upstream_invalid_response`) or is not configured (`upstream_not_configured`); the call to it could not be made (`upstream_client_error`); the contract could not be stored (`storage_error`); or an unexpected failure (`internal_error`, logged under `request_id`).",
+    ),
+    (
+        "BadGateway",
+        502,
+        "The upstream system refused or failed (`upstream_error`), was unreachable (`upstream_unavailable`) or answered something unreadable (`upstream_invalid_response`); nothing was changed locally.",
+    ),
+    (
+        "ServiceUnavailable",
+        503,
+        "The database does not answer (`service_unavailable`), or the service is shutting down and stopped the work the call held (`shutting_down`); send it again.",
+    ),
+    (
+        "UpstreamUnavailable",
+        503,
+        "The database does not answer (`service_unavailable`), the service is shutting down and stopped the field-report work the call started (`interrupted`; send it again), the upstream system is not configured (`upstream_not_configured`; the message names the setting), or it stays busy (`upstream_busy`; retry after `Retry-After`).",
+    ),
+    (
+        "GatewayTimeout",
+        504,
+        "The upstream system did not answer in time (`upstream_timeout`); nothing was changed locally. A forwarded field-report write that timed out is settled by reading the upstream back: not applied → `upstream_unavailable` (nothing changed; send it again); unknown, because the read failed too → `upstream_outcome_unknown`: sending the same write again is safe (a create is looked up by its `ExternalId` first, an update reads the record first), and a delete stays deleted here and pending, sent again by `post`.",
+    ),
+];
+
+/// The server error an operation answers `status` with, by the error types it returns.
+pub(super) fn server_error_name(status: u16, sources: &BTreeSet<Source>) -> &'static str {
+    let upstream = sources.contains(&Source::Erp) || sources.contains(&Source::FieldReport);
+    match status {
+        500 if sources.contains(&Source::Leasing) => "LeasingFailure",
+        500 => "InternalError",
+        502 => "BadGateway",
+        503 if upstream => "UpstreamUnavailable",
+        503 => "ServiceUnavailable",
+        504 => "GatewayTimeout",
+        other => panic!("no server error answers {other}: add one to SERVER_ERRORS"),
+    }
+}
+
+/// The error answers of the one-shot flow (`leasing_request_flow`) that say where the flow
+/// stood (`LeasingFlowPosition`), by status: schema name, description, `error_code`s. Each
+/// schema narrows `ApiError` like [`SERVER_ERRORS`]; only that operation uses them.
+const REQUEST_FLOW_ERRORS: &[(&str, &str, &str, &[&str])] = &[
+    (
+        "409",
+        "LeasingFlowRetryConflict",
+        "A retry with the same `Idempotency-Key` while the first attempt runs (`idempotency_key_in_progress`; `flowId` and `financingId` name its flow once it started), or after the first attempt's flow ended without an answer its client read: its instance stopped, or its client went away (`idempotency_key_flow_ended`; `failedStep` and the flow's record say where it stopped, `financingId` what it created). No financing request is created.",
+        &["idempotency_key_in_progress", "idempotency_key_flow_ended"],
+    ),
+    (
+        "422",
+        "LeasingFlowInvalid",
+        "The body is invalid (`validation_failed`, `errors` per field): refused before anything ran, or, for a payload the provider's schema checks only when it is sent (`e_signature_payload`), at that step, with `financingId`, `flowId` and `failedStep`; or the `Idempotency-Key` was used with another body (`idempotency_key_reused`).",
+        &["validation_failed", "idempotency_key_reused"],
+    ),
+    (
+        "503",
+        "LeasingFlowUnavailable",
+        "The database does not answer (`service_unavailable`; no flow position), or the service shut down while the flow ran (`shutting_down`): the flow stopped at `failedStep`, recorded as `interrupted`.",
+        // The codes of `ServiceUnavailable`, derived (see `add_request_flow_schemas`).
+        &[],
+    ),
+];
+
+/// The schemas of the one-shot flow's error answers (see [`REQUEST_FLOW_ERRORS`]).
+fn add_request_flow_schemas(
+    schemas: &mut serde_json::Map<String, Value>,
+    server_codes: &BTreeMap<&str, BTreeSet<String>>,
+) {
+    schemas.insert(
+        "LeasingFlowPosition".into(),
+        json!({
+            "description": "Where a one-shot flow stood when it answered this error.",
+            "type": "object",
+            "properties": {
+                "financingId": {"type": "string", "nullable": true, "description": "The financing request the flow created at the provider; null when its create step did not succeed."},
+                "flowId": {"type": "integer", "format": "int64", "description": "The flow's record: `GET /api/v1/leasing/leasing/request-flow/{flowId}`."},
+                "failedStep": {"type": "string", "description": "The action that failed, or that ran when the flow stopped: `create`, `patch_request`, `patch_lessee`, `wait_ready_to_sign`, `e_signature_configuration`, `start_e_signature`, `cancel_e_signature`, `switch_to_paper_contract`, `contract_document_base64` or `contract_document_link`."}
+            }
+        }),
+    );
+    let narrowing = |description: &str, codes: &[&str]| {
+        let codes = json!({"type": "object", "properties": {"error_code": error_codes(codes)}});
+        json!({
+            "description": description,
+            "allOf": [
+                {"$ref": "#/components/schemas/ApiError"},
+                {"$ref": "#/components/schemas/LeasingFlowPosition"},
+                codes
+            ]
+        })
+    };
+    let derived = |name: &str| -> Vec<&str> {
+        server_codes.get(name).expect("leasing operations answer it").iter().map(String::as_str).collect()
+    };
+    schemas.insert(
+        "LeasingFlowFailure".into(),
+        narrowing(
+            "A failure of the one-shot flow (the causes of `LeasingFailure`) with where the flow stood (`financingId`, `flowId`, `failedStep`; absent when the call failed before the flow started, such as an `internal_error` of the token's check). A retry with the same `Idempotency-Key` gets this answer again (same status and body apart from `request_id`) and creates nothing, unless the create step itself was refused or never reached the provider.",
+            &derived("LeasingFailure"),
+        ),
+    );
+    for (status, name, description, codes) in REQUEST_FLOW_ERRORS {
+        let codes = if *status == "503" { derived("ServiceUnavailable") } else { codes.to_vec() };
+        schemas.insert((*name).into(), narrowing(description, &codes));
+    }
+}
+
+/// The error answers of the one-shot flow (`leasing_request_flow`).
+pub(super) fn complete_request_flow_operation(op: &mut Value) {
+    let example = json!({
+        "success": false, "message": "The financing request was declined by the leasing provider; the process is aborted.",
+        "error_code": "declined", "request_id": "0d5c1e3e-8b7f-4f4e-9c57-2f1f0c9e1a11",
+        "financingId": "a1b2c3d4-0000-4000-8000-000000000001", "flowId": 42, "failedStep": "wait_ready_to_sign"
+    });
+    op["responses"]["500"] = json!({
+        "description": "The flow failed at `failedStep` (the causes of `LeasingFailure`); `financingId` names the request it created (null when the create failed) and `flowId` its record.",
+        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/LeasingFlowFailure"}, "example": example}}
+    });
+    for (status, name, description, _) in REQUEST_FLOW_ERRORS {
+        op["responses"][*status] = json!({
+            "description": description,
+            "content": {"application/json": {"schema": {"$ref": format!("#/components/schemas/{name}")}}}
+        });
+    }
+}
+
+/// The conflict an upstream system can report (its server errors follow from the operation's
+/// error types, see [`add_server_errors`]).
+pub(super) fn upstream_errors(op: &mut Value) {
+    op["responses"]["409"] = json!({"$ref": "#/components/responses/Conflict"});
+}
+
+/// The `error_code` of an error answer that carries one of `codes`: each is explained in the
+/// description of the schema that narrows `ApiError` with it.
+fn error_codes<T: serde::Serialize>(codes: T) -> Value {
+    json!({
+        "type": "string",
+        "enum": codes,
+        "description": "How to react, for programs: one of these codes, each explained in this schema's description."
+    })
+}
+
+/// The server errors the operations answer (see [`SERVER_ERRORS`]), each narrowed to the codes
+/// `server_codes` collected for it, and the one-shot flow's schemas built on them.
+pub(super) fn add_server_errors(doc: &mut Value, server_codes: &BTreeMap<&str, BTreeSet<String>>) {
+    let schemas = doc["components"]["schemas"].as_object_mut().expect("the document has schemas");
+    for (name, _, description) in SERVER_ERRORS {
+        let Some(codes) = server_codes.get(name) else { continue };
+        schemas.insert(
+            (*name).into(),
+            json!({
+                "description": description,
+                "allOf": [
+                    {"$ref": "#/components/schemas/ApiError"},
+                    {"type": "object", "properties": {"error_code": error_codes(codes)}}
+                ]
+            }),
+        );
+    }
+    add_request_flow_schemas(schemas, server_codes);
+    let responses = doc["components"]["responses"].as_object_mut().expect("the document has responses");
+    for (name, _, description) in SERVER_ERRORS {
+        if server_codes.contains_key(name) {
+            responses.insert(
+                (*name).into(),
+                json!({
+                    "description": description,
+                    "content": {"application/json": {"schema": {"$ref": format!("#/components/schemas/{name}")}}}
+                }),
+            );
+        }
+    }
+}
