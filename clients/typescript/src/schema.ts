@@ -3910,7 +3910,10 @@ export interface components {
                 [key: string]: unknown;
             }[];
         };
-        /** @description An opaque position in a set's change feed: pass it on as `since` to read the changes after it. Its content is the service's own and may change between releases. */
+        /**
+         * @description An opaque position in a set's change feed: pass it on as `since` to read the changes after it. Its content is the service's own and may change between releases.
+         * @example 1042
+         */
         FeedCursor: string;
         /** @description An object to be financed. */
         FinancingObject: {
@@ -7104,7 +7107,7 @@ export interface operations {
                      *         }
                      *       ],
                      *       "next": "example",
-                     *       "next_cursor": "example"
+                     *       "next_cursor": "1042"
                      *     }
                      */
                     "application/json": components["schemas"]["ErpChangePage"];
@@ -8355,7 +8358,7 @@ export interface operations {
                      *         }
                      *       ],
                      *       "next": "example",
-                     *       "next_cursor": "example"
+                     *       "next_cursor": "1042"
                      *     }
                      */
                     "application/json": components["schemas"]["CompaniesChangePage"];
@@ -8924,7 +8927,7 @@ export interface operations {
                      *         }
                      *       ],
                      *       "next": "example",
-                     *       "next_cursor": "example"
+                     *       "next_cursor": "1042"
                      *     }
                      */
                     "application/json": components["schemas"]["ContactsChangePage"];
@@ -9379,7 +9382,7 @@ export interface operations {
                      *         }
                      *       ],
                      *       "next": "example",
-                     *       "next_cursor": "example"
+                     *       "next_cursor": "1042"
                      *     }
                      */
                     "application/json": components["schemas"]["CostCentersChangePage"];
@@ -9809,7 +9812,7 @@ export interface operations {
                      *         }
                      *       ],
                      *       "next": "example",
-                     *       "next_cursor": "example"
+                     *       "next_cursor": "1042"
                      *     }
                      */
                     "application/json": components["schemas"]["DocumentsChangePage"];
@@ -10258,7 +10261,7 @@ export interface operations {
                      *         }
                      *       ],
                      *       "next": "example",
-                     *       "next_cursor": "example"
+                     *       "next_cursor": "1042"
                      *     }
                      */
                     "application/json": components["schemas"]["ItemTypesChangePage"];
@@ -10692,7 +10695,7 @@ export interface operations {
                      *         }
                      *       ],
                      *       "next": "example",
-                     *       "next_cursor": "example"
+                     *       "next_cursor": "1042"
                      *     }
                      */
                     "application/json": components["schemas"]["ItemUnitsChangePage"];
@@ -11118,7 +11121,7 @@ export interface operations {
                      *         }
                      *       ],
                      *       "next": "example",
-                     *       "next_cursor": "example"
+                     *       "next_cursor": "1042"
                      *     }
                      */
                     "application/json": components["schemas"]["ItemsChangePage"];
@@ -11769,7 +11772,7 @@ export interface operations {
                      *         }
                      *       ],
                      *       "next": "example",
-                     *       "next_cursor": "example"
+                     *       "next_cursor": "1042"
                      *     }
                      */
                     "application/json": components["schemas"]["ProductsChangePage"];
@@ -12194,7 +12197,7 @@ export interface operations {
                      *         }
                      *       ],
                      *       "next": "example",
-                     *       "next_cursor": "example"
+                     *       "next_cursor": "1042"
                      *     }
                      */
                     "application/json": components["schemas"]["QualificationsChangePage"];
@@ -12624,7 +12627,7 @@ export interface operations {
                      *         }
                      *       ],
                      *       "next": "example",
-                     *       "next_cursor": "example"
+                     *       "next_cursor": "1042"
                      *     }
                      */
                     "application/json": components["schemas"]["ServiceObjectsChangePage"];
@@ -13161,7 +13164,7 @@ export interface operations {
                      *         }
                      *       ],
                      *       "next": "example",
-                     *       "next_cursor": "example"
+                     *       "next_cursor": "1042"
                      *     }
                      */
                     "application/json": components["schemas"]["ServiceRequestsChangePage"];
@@ -14066,7 +14069,7 @@ export interface operations {
                      *         }
                      *       ],
                      *       "next": "example",
-                     *       "next_cursor": "example"
+                     *       "next_cursor": "1042"
                      *     }
                      */
                     "application/json": components["schemas"]["StepListTemplatesChangePage"];
@@ -14613,7 +14616,7 @@ export interface operations {
                      *         }
                      *       ],
                      *       "next": "example",
-                     *       "next_cursor": "example"
+                     *       "next_cursor": "1042"
                      *     }
                      */
                     "application/json": components["schemas"]["TagsChangePage"];
@@ -15036,7 +15039,7 @@ export interface operations {
                      *         }
                      *       ],
                      *       "next": "example",
-                     *       "next_cursor": "example"
+                     *       "next_cursor": "1042"
                      *     }
                      */
                     "application/json": components["schemas"]["TimeEventsChangePage"];
@@ -15481,7 +15484,7 @@ export interface operations {
                      *         }
                      *       ],
                      *       "next": "example",
-                     *       "next_cursor": "example"
+                     *       "next_cursor": "1042"
                      *     }
                      */
                     "application/json": components["schemas"]["UsersChangePage"];

@@ -55,6 +55,7 @@ fn cursor_schema(description: &str) -> Schema {
         "maxLength": MAX_POSITION_DIGITS,
         "pattern": "^[0-9]+$",
         "description": description,
+        "example": "1042",
     }))
     .expect("a valid schema")
 }
