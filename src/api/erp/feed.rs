@@ -21,7 +21,7 @@ use crate::api::support::guard::{BearerToken, needs};
 use crate::erp::model_named;
 use crate::error::ApiError;
 use crate::store::StoreError;
-use crate::store::feed::{Change, Mirror as FeedMirror};
+use crate::store::feed::Mirror as FeedMirror;
 
 /// One change of an ERP model.
 pub struct ErpChange;
@@ -120,7 +120,7 @@ pub async fn erp_export(
                     let shown = crate::erp::secrets::masked(record.document);
                     let document =
                         serde_json::value::to_raw_value(&shown).map_err(|e| StoreError::Query(e.to_string()))?;
-                    Ok(ChangeItem::of(Change { seq: 0, id: record.id, document: Some(document) }, &|d| d))
+                    Ok(ChangeItem::upsert(record.id, document))
                 })
                 .collect()
         }

@@ -21,7 +21,7 @@ use crate::api::support::feed::{
 };
 use crate::api::support::guard::{BearerToken, needs};
 use crate::error::ApiError;
-use crate::store::feed::{Change, Mirror as FeedMirror};
+use crate::store::feed::Mirror as FeedMirror;
 
 /// A page of changes of set `E`, documented with the set's model.
 pub struct RecordChangePage<E>(ChangePageBody, PhantomData<fn() -> E>);
@@ -86,10 +86,7 @@ pub async fn export<E: MirroredEntity>(
         let store = store.clone();
         async move {
             let page = store.mirror_after(E::INFO.route, after.as_deref(), i64::from(EXPORT_PAGE)).await?;
-            Ok(page
-                .into_iter()
-                .map(|(id, document)| ChangeItem::of(Change { seq: 0, id, document: Some(document) }, &as_stored))
-                .collect())
+            Ok(page.into_iter().map(|(id, document)| ChangeItem::upsert(id, document)).collect())
         }
     })
 }

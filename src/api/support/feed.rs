@@ -129,10 +129,15 @@ pub struct ChangeItem {
 }
 
 impl ChangeItem {
+    /// The record `id` as it is now: a line of an export, or a change of the feed.
+    pub fn upsert(id: String, record: Box<RawValue>) -> ChangeItem {
+        ChangeItem { change: ChangeKind::Upsert, id, record: Some(record) }
+    }
+
     /// `change` with its record made as it is shown by `show` (for the ERP: secrets masked).
     pub fn of(change: Change, show: &impl Fn(Box<RawValue>) -> Box<RawValue>) -> ChangeItem {
         match change.document {
-            Some(document) => ChangeItem { change: ChangeKind::Upsert, id: change.id, record: Some(show(document)) },
+            Some(document) => ChangeItem::upsert(change.id, show(document)),
             None => ChangeItem { change: ChangeKind::Delete, id: change.id, record: None },
         }
     }
