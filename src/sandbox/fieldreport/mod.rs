@@ -34,7 +34,7 @@ pub const PASSWORD: &str = "sandbox-password";
 const PAGE_SIZE: usize = 100;
 /// How many writes `/__sandbox/received` remembers.
 const RECEIVED_KEPT: usize = 10_000;
-const METADATA: &str = include_str!("../../spec/upstream/fieldreport/metadata.xml");
+const METADATA: &str = include_str!("../../../spec/upstream/fieldreport/metadata.xml");
 
 /// The records of one entity set, by id.
 type Records = BTreeMap<i64, Stored>;
