@@ -1,5 +1,5 @@
 //! `cargo xtask check`: regenerate in memory and compare with the files in the tree; check that
-//! no files of `src/` import each other (`imports.rs`), and that `spec/openapi.json` breaks no
+//! no files of `src/` import each other (`imports/`), and that `spec/openapi.json` breaks no
 //! client of the last release (`compat.rs`).
 
 use std::path::Path;
@@ -95,7 +95,7 @@ pub fn run(root: &Path) -> Result<ExitCode> {
     }
     // The committed document keeps the compatibility promise (see compat.rs).
     stale += check_compatibility(root)?;
-    // No import circles between the files of src/ (see imports.rs for what counts as an import).
+    // No import circles between the files of src/ (see imports/ for what counts as an import).
     let graph = imports::graph(root)?;
     let circles = imports::circles(&graph);
     for circle in &circles {
