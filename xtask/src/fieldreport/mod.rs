@@ -605,7 +605,7 @@ mod tests {
     use super::registry;
     use crate::mirror::Mirror;
 
-    const V3: &str = include_str!("../testdata/fieldreport-v3.xml");
+    const V3: &str = include_str!("../../testdata/fieldreport-v3.xml");
 
     fn mirror(text: &str) -> Mirror {
         Mirror::parse(text, "mirror.toml").unwrap()
