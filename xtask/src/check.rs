@@ -1,6 +1,7 @@
 //! `cargo xtask check`: regenerate in memory and compare with the files in the tree; check that
-//! no files of `src/` import each other (`imports/`), and that `spec/openapi.json` breaks no
-//! client of the last release (`compat.rs`).
+//! no files of `src/` import each other and that they keep docs/architecture.md's layers
+//! (`imports/`), and that `spec/openapi.json` breaks no client of the last release
+//! (`compat.rs`).
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -105,6 +106,15 @@ pub fn run(root: &Path) -> Result<ExitCode> {
     for line in imports::vocabulary_imports(&graph) {
         stale += 1;
         eprintln!("{line}");
+    }
+    // The layer table and import rules of docs/architecture.md (see imports/layers.rs).
+    let broken = imports::layers::broken(&graph, imports::layers::RULES, imports::layers::CRATE_RULES);
+    for line in &broken {
+        stale += 1;
+        eprintln!("{line}");
+    }
+    if broken.is_empty() {
+        println!("the layers hold: {} rules", imports::layers::RULES.len() + imports::layers::CRATE_RULES.len());
     }
     if circles.is_empty() {
         println!("no import circles: {} files of src/", graph.files.len());

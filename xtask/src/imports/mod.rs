@@ -35,6 +35,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
+pub mod layers;
 mod resolve;
 mod scan;
 #[cfg(test)]
@@ -56,6 +57,10 @@ pub struct Graph {
     pub edges: BTreeMap<String, BTreeMap<String, BTreeSet<String>>>,
     /// Every file reached from a crate root.
     pub files: BTreeSet<String>,
+    /// For each importing file, the files its code imports, its tests' imports left out.
+    pub code: BTreeMap<String, BTreeSet<String>>,
+    /// For each file, the paths its code (not its tests) names in other crates, as written.
+    pub external: BTreeMap<String, BTreeSet<String>>,
 }
 
 /// The graph of the files under `src/` of the crate at `root`.

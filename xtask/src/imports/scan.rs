@@ -17,6 +17,8 @@ pub(super) struct Module {
     pub(super) children: BTreeSet<String>,
     /// Names bound by `use` items: name → the path as written, resolved later.
     pub(super) uses: BTreeMap<String, Vec<String>>,
+    /// Declared `#[cfg(test)]` (its children are tests too).
+    pub(super) test: bool,
 }
 
 /// A path found in a file: the module whose scope it is in, its segments, as written.
@@ -36,7 +38,7 @@ pub(super) fn build(read: impl Fn(&str) -> Result<Option<String>>) -> Result<Gra
     let mut krate = Crate::default();
     for (root, name) in [("src/lib.rs", LIB_CRATE), ("src/main.rs", BIN_CRATE)] {
         if let Some(text) = read(root)? {
-            load(&mut krate, &read, root, "src", vec![name.to_string()], &text)?;
+            load(&mut krate, &read, root, "src", vec![name.to_string()], &text, false)?;
         }
     }
     let mut graph = Graph::default();
@@ -44,10 +46,20 @@ pub(super) fn build(read: impl Fn(&str) -> Result<Option<String>>) -> Result<Gra
         graph.files.insert(module.file.clone());
     }
     for mention in &krate.mentions {
-        let Some(path) = resolve(&krate, &mention.scope, &mention.segments, 0) else { continue };
         let from = &krate.modules[&mention.scope].file;
+        // A test's imports count for circles, not for the layer rules.
+        let in_test = (1..=mention.scope.len()).any(|n| krate.modules.get(&mention.scope[..n]).is_some_and(|m| m.test));
+        let Some(path) = resolve(&krate, &mention.scope, &mention.segments, 0) else {
+            if !in_test && !["crate", "self", "super", "Self"].contains(&mention.segments[0].as_str()) {
+                graph.external.entry(from.clone()).or_default().insert(mention.segments.join("::"));
+            }
+            continue;
+        };
         let to = defining_file(&krate, &path, 0);
         if !to.is_empty() && to != *from {
+            if !in_test {
+                graph.code.entry(from.clone()).or_default().insert(to.clone());
+            }
             graph.edges.entry(from.clone()).or_default().entry(to).or_default().insert(mention.segments.join("::"));
         }
     }
@@ -62,19 +74,20 @@ fn load(
     dir: &str,
     module: Vec<String>,
     text: &str,
+    test: bool,
 ) -> Result<()> {
     let tokens = TokenStream::from_str(text).map_err(|e| anyhow::anyhow!("{file}: cannot tokenize: {e}"))?;
-    krate.modules.insert(module.clone(), Module { file: file.to_string(), ..Module::default() });
+    krate.modules.insert(module.clone(), Module { file: file.to_string(), test, ..Module::default() });
     let mut children = Vec::new();
     scan(krate, file, dir, &module, tokens, &mut children);
-    for (child, child_dir) in children {
+    for (child, child_dir, test) in children {
         let name = child.last().cloned().unwrap_or_default();
         let flat = format!("{child_dir}/{name}.rs");
         let nested = format!("{child_dir}/{name}/mod.rs");
         if let Some(text) = read(&flat)? {
-            load(krate, read, &flat, &format!("{child_dir}/{name}"), child, &text)?;
+            load(krate, read, &flat, &format!("{child_dir}/{name}"), child, &text, test)?;
         } else if let Some(text) = read(&nested)? {
-            load(krate, read, &nested, &format!("{child_dir}/{name}"), child, &text)?;
+            load(krate, read, &nested, &format!("{child_dir}/{name}"), child, &text, test)?;
         }
     }
     Ok(())
@@ -112,7 +125,7 @@ fn scan(
     dir: &str,
     module: &[String],
     tokens: TokenStream,
-    children: &mut Vec<(Vec<String>, String)>,
+    children: &mut Vec<(Vec<String>, String, bool)>,
 ) {
     let tokens: Vec<TokenTree> = tokens.into_iter().collect();
     let mut i = 0;
@@ -122,17 +135,18 @@ fn scan(
             && let Some(name) = ident_name(tokens.get(i + 1))
         {
             let child: Vec<String> = module.iter().cloned().chain([name.clone()]).collect();
+            let test = cfg_test_before(&tokens, i);
             if let Some(m) = krate.modules.get_mut(module) {
                 m.children.insert(name.clone());
             }
             match tokens.get(i + 2) {
                 Some(TokenTree::Punct(p)) if p.as_char() == ';' => {
-                    children.push((child, dir.to_string()));
+                    children.push((child, dir.to_string(), test));
                     i += 3;
                     continue;
                 }
                 Some(TokenTree::Group(g)) if g.delimiter() == Delimiter::Brace => {
-                    krate.modules.insert(child.clone(), Module { file: file.to_string(), ..Module::default() });
+                    krate.modules.insert(child.clone(), Module { file: file.to_string(), test, ..Module::default() });
                     scan(krate, file, &format!("{dir}/{name}"), &child, g.stream(), children);
                     i += 3;
                     continue;
@@ -184,6 +198,20 @@ fn scan(
         }
         i += 1;
     }
+}
+
+/// Whether the `mod` at `tokens[i]` is declared `#[cfg(test)]` (before a visibility, if any).
+fn cfg_test_before(tokens: &[TokenTree], mut i: usize) -> bool {
+    if i >= 2 && matches!(tokens.get(i - 1), Some(TokenTree::Group(g)) if g.delimiter() == Delimiter::Parenthesis) {
+        i -= 1; // `pub(…)`
+    }
+    if i >= 1 && is_ident(tokens.get(i - 1), "pub") {
+        i -= 1;
+    }
+    i >= 2
+        && is_punct(tokens.get(i - 2), '#')
+        && matches!(tokens.get(i - 1), Some(TokenTree::Group(g))
+            if g.delimiter() == Delimiter::Bracket && g.stream().to_string().replace(' ', "") == "cfg(test)")
 }
 
 /// The paths of a use tree, each with the name it binds (`None` for a glob or `_`).

@@ -1,6 +1,6 @@
 use super::*;
 
-fn graph_of(files: &[(&str, &str)]) -> Graph {
+pub(super) fn graph_of(files: &[(&str, &str)]) -> Graph {
     let files: BTreeMap<String, String> = files.iter().map(|(p, t)| (p.to_string(), t.to_string())).collect();
     build(|path| Ok(files.get(path).cloned())).unwrap()
 }
