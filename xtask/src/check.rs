@@ -1,7 +1,7 @@
 //! `cargo xtask check`: regenerate in memory and compare with the files in the tree; check that
 //! no files of `src/` import each other and that they keep docs/architecture.md's layers
-//! (`imports/`), and that `spec/openapi.json` breaks no client of the last release
-//! (`compat.rs`).
+//! (`imports/`), that what `docs/` names exists (`docs.rs`), and that `spec/openapi.json`
+//! breaks no client of the last release (`compat.rs`).
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use similar::TextDiff;
 
-use crate::{client, codegen, compat, imports, openapi};
+use crate::{client, codegen, compat, docs, imports, openapi};
 
 /// How many diff lines to show per stale file.
 const DIFF_LINES: usize = 60;
@@ -115,6 +115,15 @@ pub fn run(root: &Path) -> Result<ExitCode> {
     }
     if broken.is_empty() {
         println!("the layers hold: {} rules", imports::layers::RULES.len() + imports::layers::CRATE_RULES.len());
+    }
+    // What docs/ names exists (see docs.rs).
+    let problems = docs::check(root)?;
+    for line in &problems {
+        stale += 1;
+        eprintln!("{line}");
+    }
+    if problems.is_empty() {
+        println!("the documents name what exists: {}/*.md", docs::DOCS);
     }
     if circles.is_empty() {
         println!("no import circles: {} files of src/", graph.files.len());
