@@ -17,7 +17,10 @@ use crate::common::{Db, EMAIL, PASSWORD, TestService};
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 const DOCUMENT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/spec/openapi.json");
-const DRIVERS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/integration/generated_clients");
+/// The drivers: the folder beside this file, of its name.
+fn drivers() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(file!()).with_extension("")
+}
 
 fn text(output: &Output) -> String {
     format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr))
@@ -129,7 +132,7 @@ async fn openapi_generator_python_client_reads_and_writes_a_company_back() {
 
     let svc = service_with_companies().await;
     let mut command = Command::new("python3");
-    command.arg(Path::new(DRIVERS).join("openapi_generator_python.py")).env("PYTHONPATH", dir.join("client"));
+    command.arg(drivers().join("openapi_generator_python.py")).env("PYTHONPATH", dir.join("client"));
     let seen = drive(&svc, command).await;
     // The generator's `to_dict` keeps the wire names.
     check_round_trip(&seen, "Id", "Version", "DateModified");
@@ -143,7 +146,7 @@ async fn openapi_generator_typescript_fetch_client_reads_and_writes_a_company_ba
     assert!(tsc.exists(), "{} is missing: cargo xtask test runs `npm ci` in clients/typescript", tsc.display());
     let dir = scratch("openapi-generator-typescript-fetch");
     openapi_generator("typescript-fetch", &dir.join("generated"), "supportsES6=true");
-    std::fs::copy(Path::new(DRIVERS).join("typescript_fetch.ts"), dir.join("typescript_fetch.ts")).unwrap();
+    std::fs::copy(drivers().join("typescript_fetch.ts"), dir.join("typescript_fetch.ts")).unwrap();
     let compiled = Command::new(&tsc)
         .current_dir(&dir)
         .args(["--strict", "--target", "es2022", "--module", "nodenext", "--moduleResolution", "nodenext"])
@@ -178,7 +181,7 @@ async fn datamodel_code_generator_models_read_and_write_a_company_back() {
     );
     let svc = service_with_companies().await;
     let mut command = Command::new("python3");
-    command.arg(Path::new(DRIVERS).join("datamodel_code_generator.py")).env("PYTHONPATH", &dir);
+    command.arg(drivers().join("datamodel_code_generator.py")).env("PYTHONPATH", &dir);
     let seen = drive(&svc, command).await;
     check_round_trip(&seen, "Id", "Version", "DateModified");
     svc.stop().await;

@@ -17,7 +17,10 @@ use serde_json::Value;
 use crate::common::{Db, EMAIL, PASSWORD, TestService};
 
 const DOCUMENT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/spec/openapi.json");
-const DRIVERS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/integration/python_client");
+/// The drivers: the folder beside this file, of its name.
+fn drivers() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(file!()).with_extension("")
+}
 
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
@@ -40,7 +43,7 @@ fn generated() -> &'static Path {
 async fn drive(svc: &TestService, driver: &str, more: &[&str]) -> Value {
     let path = tokio::task::spawn_blocking(|| generated().to_path_buf()).await.unwrap();
     let mut command = Command::new("python3");
-    command.arg(Path::new(DRIVERS).join(driver)).args([&svc.base, EMAIL, PASSWORD]).args(more).env("PYTHONPATH", path);
+    command.arg(drivers().join(driver)).args([&svc.base, EMAIL, PASSWORD]).args(more).env("PYTHONPATH", path);
     let driven = tokio::task::spawn_blocking(move || command.output()).await.unwrap().expect("python3 runs");
     let printed = format!("{}{}", text(&driven.stdout), text(&driven.stderr));
     assert!(driven.status.success(), "{driver} failed:\n{printed}");

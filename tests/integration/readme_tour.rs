@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::common::BINARY;
-const README: &str = include_str!("../../README.md");
+const README: &str = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"));
 const SECTION: &str = "## Five-minute tour";
 /// Generous for a debug build on a busy machine; the tour itself waits a few seconds at most.
 const DEADLINE: Duration = Duration::from_secs(240);
