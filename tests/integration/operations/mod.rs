@@ -1,0 +1,16 @@
+//! Running the service: the command line, backups, metrics, jobs, crashes, a database outage,
+//! the operator's files, the README tour, mail and storage backends, and the simulators.
+
+mod backup;
+pub mod cli;
+mod crash;
+mod database_outage;
+mod jobs;
+mod mail_smtp;
+mod metrics;
+mod metrics_size;
+pub mod operator_files;
+mod readme_tour;
+mod sandbox;
+mod sandbox_erp;
+mod storage_s3;
