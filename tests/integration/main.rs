@@ -12,6 +12,3 @@ mod erp;
 mod fieldreport;
 mod leasing;
 mod operations;
-
-// Until the modules name these by their new paths.
-use operations::{cli, operator_files};

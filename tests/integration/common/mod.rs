@@ -1,6 +1,7 @@
 //! Test harness: starts the real service on loopback against SQLite or Postgres and talks to
 //! it over HTTP. Every Postgres test gets its own schema, so tests run in parallel.
 
+pub mod binary;
 pub mod contract;
 pub mod process;
 pub mod smtp;
@@ -243,6 +244,11 @@ impl TestService {
 
     pub fn url(&self, path: &str) -> String {
         format!("{}{}", self.base, path)
+    }
+
+    /// The binary with these arguments, on this test's database.
+    pub fn command(&self, args: &[&str]) -> binary::Binary {
+        binary::Binary::new(args).database(&self.database_url)
     }
 
     pub fn store(&self) -> &integration_service::store::Store {

@@ -5,13 +5,14 @@
 use super::contract::Checked;
 use std::collections::BTreeMap;
 use std::io::BufRead;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 
 use integration_service::store::DatabaseUrl;
 use integration_service::store::Store;
 use serde_json::{Value, json};
 
-use super::{BINARY, Db, fresh_database};
+use super::binary::Binary;
+use super::{Db, fresh_database};
 
 pub const WEBHOOK_SECRET: &str = "crash-test-webhook-secret";
 pub const EMAIL: &str = "ops@example.com";
@@ -69,14 +70,8 @@ impl Instance {
     /// Starts the process and waits until it listens.
     pub fn spawn(&mut self) {
         let log = std::fs::OpenOptions::new().create(true).append(true).open(&self.log_file).unwrap();
-        let mut child = Command::new(BINARY)
-            .args(["serve", "--bind", "127.0.0.1:0"])
-            .env_clear()
-            .envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-            .stdout(Stdio::piped())
-            .stderr(log)
-            .spawn()
-            .expect("the binary runs");
+        let mut child =
+            Binary::new(["serve", "--bind", "127.0.0.1:0"]).envs(self.env.iter().cloned()).stderr(log).spawn();
         let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
         loop {
             let mut line = String::new();
@@ -115,14 +110,7 @@ impl Instance {
 
     /// Runs a command of the binary with the service's settings (its database, the simulators).
     pub async fn command(&self, args: &[&str]) -> std::process::Output {
-        tokio::process::Command::new(BINARY)
-            .args(args)
-            .env_clear()
-            .envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-            .stdin(Stdio::null())
-            .output()
-            .await
-            .expect("the binary runs")
+        Binary::new(args).envs(self.env.iter().cloned()).output_async().await
     }
 
     pub fn url(&self, path: &str) -> String {

@@ -4,7 +4,7 @@
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::cli::{cli, text};
+use crate::common::binary::{cli, text};
 use crate::common::{Db, EMAIL, TestService, error_body};
 
 /// `token create` for the test's user; returns the token printed.

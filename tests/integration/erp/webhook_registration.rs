@@ -5,35 +5,25 @@
 //! printed; an unconfigured or refusing ERP is one line naming the reason.
 
 use crate::common::contract::Checked;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::{Value, json};
 
-use crate::common::{BINARY, Db, TestService};
+use crate::common::binary::text;
+use crate::common::{Db, TestService};
 
 const SECRET: &str = "register-secret-4711";
 const FOREIGN_URL: &str = "https://elsewhere.example/hook?secret=theirs-0815";
 
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
 /// Runs `erp webhooks …` with the ERP simulator configured, and `settings` besides.
 fn webhooks(svc: &TestService, args: &[&str], settings: &[(&str, &str)]) -> Output {
-    let mut command = Command::new(BINARY);
-    command
-        .args(["erp", "webhooks"])
+    svc.command(&["erp", "webhooks"])
         .args(args)
-        .env_clear()
-        .env("DATABASE_URL", &svc.database_url)
-        .env("ERP_BASE_URL", &svc.erp)
-        .env("ERP_API_KEY", integration_service::sandbox::erp::API_KEY)
+        .erp(svc)
         .env("ERP_WEBHOOK_SECRET", SECRET)
-        .env("ERP_WEBHOOK_ALLOWLIST", "127.0.0.1/32");
-    for (name, value) in settings {
-        command.env(name, value);
-    }
-    command.output().unwrap()
+        .env("ERP_WEBHOOK_ALLOWLIST", "127.0.0.1/32")
+        .envs(settings.iter().copied())
+        .output()
 }
 
 /// Succeeded, and printed no secret.
@@ -184,9 +174,8 @@ async fn register_list_and_unregister_at_the_erp(db: Db) {
     assert!(again.contains("0 registration(s) of"), "{again}");
 
     // An ERP that is not configured, or refuses: one line naming the reason.
-    let mut unconfigured = Command::new(BINARY);
-    unconfigured.args(["erp", "webhooks", "list"]).env_clear().env("DATABASE_URL", &svc.database_url);
-    assert!(failed(&unconfigured.output().unwrap()).contains("ERP_BASE_URL"));
+    let unconfigured = svc.command(&["erp", "webhooks", "list"]).output();
+    assert!(failed(&unconfigured).contains("ERP_BASE_URL"));
     let refused = failed(&webhooks(&svc, &["register", "--url", &url], &[("ERP_API_KEY", "wrong-key")]));
     assert!(refused.contains("registering the ERP webhooks") && refused.contains("401"), "{refused}");
     let bad_url = failed(&webhooks(&svc, &["register", "--url", &format!("{url}/?secret={SECRET}")], &[]));

@@ -2,30 +2,10 @@
 
 use crate::common::contract::Checked;
 use std::io::Write;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 
-use crate::common::{BINARY, DOCUMENT, Db, TestService, add_fault, clear_faults, error_body};
-
-pub(crate) fn cli(database_url: &str, args: &[&str], stdin: Option<&str>) -> Output {
-    let mut child = Command::new(BINARY)
-        .args(args)
-        .env_clear()
-        .env("DATABASE_URL", database_url)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("the binary runs");
-    if let Some(input) = stdin {
-        child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
-    }
-    drop(child.stdin.take());
-    child.wait_with_output().unwrap()
-}
-
-pub(crate) fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
+use crate::common::binary::{Binary, cli, text};
+use crate::common::{DOCUMENT, Db, TestService, add_fault, clear_faults, error_body};
 
 async fn users_and_token_revocation_from_the_command_line(db: Db) {
     let svc = TestService::start(db, &[]).await;
@@ -90,15 +70,7 @@ async fn migrate_creates_the_schema(db: Db) {
 async fn fieldreport_sync_from_the_command_line(db: Db) {
     let svc = TestService::start(db, &[]).await;
     svc.seed("Tags", 150).await;
-    let output = Command::new(BINARY)
-        .args(["fieldreport", "sync", "tags"])
-        .env_clear()
-        .env("DATABASE_URL", &svc.database_url)
-        .env("FIELDREPORT_BASE_URL", &svc.fieldreport)
-        .env("FIELDREPORT_USERNAME", "sandbox")
-        .env("FIELDREPORT_PASSWORD", "sandbox-password")
-        .output()
-        .unwrap();
+    let output = svc.command(&["fieldreport", "sync", "tags"]).fieldreport(&svc).output();
     assert!(output.status.success(), "{}", text(&output.stderr));
     assert!(text(&output.stdout).contains("tags: fetched 150, inserted 150"), "{}", text(&output.stdout));
     // Not a terminal: plain progress lines, the last once everything is stored.
@@ -108,26 +80,10 @@ async fn fieldreport_sync_from_the_command_line(db: Db) {
         "{}",
         text(&output.stderr)
     );
-    let setup = Command::new(BINARY)
-        .args(["fieldreport", "setup", "1"])
-        .env_clear()
-        .env("DATABASE_URL", &svc.database_url)
-        .env("FIELDREPORT_BASE_URL", &svc.fieldreport)
-        .env("FIELDREPORT_USERNAME", "sandbox")
-        .env("FIELDREPORT_PASSWORD", "sandbox-password")
-        .output()
-        .unwrap();
+    let setup = svc.command(&["fieldreport", "setup", "1"]).fieldreport(&svc).output();
     assert!(setup.status.success(), "{}", text(&setup.stderr));
     assert_eq!(text(&setup.stdout).lines().count(), 6, "{}", text(&setup.stdout));
-    let post = Command::new(BINARY)
-        .args(["fieldreport", "post", "1", "create", "tags"])
-        .env_clear()
-        .env("DATABASE_URL", &svc.database_url)
-        .env("FIELDREPORT_BASE_URL", &svc.fieldreport)
-        .env("FIELDREPORT_USERNAME", "sandbox")
-        .env("FIELDREPORT_PASSWORD", "sandbox-password")
-        .output()
-        .unwrap();
+    let post = svc.command(&["fieldreport", "post", "1", "create", "tags"]).fieldreport(&svc).output();
     assert!(post.status.success(), "{}", text(&post.stderr));
     assert_eq!(text(&post.stdout).trim(), "tags create: pushed 0, recovered 0, skipped 0, failed 0");
     assert!(text(&post.stderr).contains("tags create: 0/0 records, 0 failed"), "{}", text(&post.stderr));
@@ -139,16 +95,7 @@ async fn fieldreport_sync_from_the_command_line(db: Db) {
 
 async fn erp_setup_and_pull_from_the_command_line(db: Db) {
     let svc = TestService::start(db, &[]).await;
-    let erp = |args: &[&str]| {
-        Command::new(BINARY)
-            .args(args)
-            .env_clear()
-            .env("DATABASE_URL", &svc.database_url)
-            .env("ERP_BASE_URL", &svc.erp)
-            .env("ERP_API_KEY", "sandbox-erp-key")
-            .output()
-            .unwrap()
-    };
+    let erp = |args: &[&str]| svc.command(args).erp(&svc).output();
     let setup = erp(&["erp", "setup", "customer"]);
     assert!(setup.status.success(), "{}", text(&setup.stderr));
     assert!(text(&setup.stdout).contains("customer: fetched 3, inserted 3"), "{}", text(&setup.stdout));
@@ -179,19 +126,7 @@ async fn ctrl_c_stops_a_sync_cleanly_and_the_next_run_resumes(db: Db) {
     let slow_pages =
         serde_json::json!({"path_prefix": "/odata/Companies", "status": 200, "delay_ms": 100, "times": 1000});
     add_fault(&svc.client, &svc.fieldreport, slow_pages).await;
-    let sync = || {
-        Command::new(BINARY)
-            .args(["fieldreport", "sync", "companies"])
-            .env_clear()
-            .env("DATABASE_URL", &svc.database_url)
-            .env("FIELDREPORT_BASE_URL", &svc.fieldreport)
-            .env("FIELDREPORT_USERNAME", "sandbox")
-            .env("FIELDREPORT_PASSWORD", "sandbox-password")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap()
-    };
+    let sync = || svc.command(&["fieldreport", "sync", "companies"]).fieldreport(&svc).spawn();
     let child = sync();
     let mut stored = 0;
     for _ in 0..400 {
@@ -247,15 +182,11 @@ async fn serve_sandbox_receives_the_erp_simulators_webhooks() {
     let dir = std::env::temp_dir().join(format!("integration-service-sandbox-{}", uuid::Uuid::new_v4()));
     std::fs::create_dir_all(&dir).unwrap();
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let mut child = Command::new(BINARY)
-        .args(["serve", "--sandbox", "--bind", &format!("127.0.0.1:{port}")])
+    let mut child = Binary::new(["serve", "--sandbox", "--bind", &format!("127.0.0.1:{port}")])
         .current_dir(&dir)
-        .env_clear()
         .env("CALLBACK_ALLOW_PRIVATE", "false")
-        .stdout(Stdio::piped())
         .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+        .spawn();
     let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
     let mut erp_root = None;
     let mut registered = false;
@@ -360,7 +291,7 @@ fn listening_ports(pid: u32) -> std::collections::BTreeSet<u16> {
 
 #[test]
 fn a_bad_setting_stops_with_one_line_naming_it() {
-    let output = Command::new(BINARY).args(["serve"]).env_clear().env("BIND_ADDRESS", "somewhere").output().unwrap();
+    let output = Binary::new(["serve"]).env("BIND_ADDRESS", "somewhere").output();
     assert_eq!(output.status.code(), Some(2));
     let stderr = text(&output.stderr);
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
@@ -369,7 +300,7 @@ fn a_bad_setting_stops_with_one_line_naming_it() {
 
 #[test]
 fn openapi_prints_the_committed_document() {
-    let output = Command::new(BINARY).arg("openapi").env_clear().output().unwrap();
+    let output = Binary::new(["openapi"]).output();
     assert!(output.status.success());
     assert_eq!(text(&output.stdout), DOCUMENT);
 }
@@ -379,14 +310,7 @@ fn serve_starts_with_no_configuration_and_stops_on_sigterm() {
     let dir = std::env::temp_dir().join(format!("integration-service-serve-{}", uuid::Uuid::new_v4()));
     std::fs::create_dir_all(&dir).unwrap();
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let mut child = Command::new(BINARY)
-        .args(["serve", "--bind", &format!("127.0.0.1:{port}")])
-        .current_dir(&dir)
-        .env_clear()
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = Binary::new(["serve", "--bind", &format!("127.0.0.1:{port}")]).current_dir(&dir).spawn();
     let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
     let mut line = String::new();
     std::io::BufRead::read_line(&mut stdout, &mut line).unwrap();
@@ -416,21 +340,14 @@ fn config_file_is_read_and_the_environment_wins() {
     let file = dir.join("service.toml");
     std::fs::write(&file, "database_url = \"sqlite::memory:\"\nlog_format = \"yaml\"\n").unwrap();
     // The file's bad value is reported with the setting's name ...
-    let from_file =
-        Command::new(BINARY).args(["--config", file.to_str().unwrap(), "migrate"]).env_clear().output().unwrap();
+    let from_file = Binary::new(["--config", file.to_str().unwrap(), "migrate"]).output();
     assert_eq!(from_file.status.code(), Some(2));
     assert!(text(&from_file.stderr).starts_with("configuration error: LOG_FORMAT:"), "{}", text(&from_file.stderr));
     // ... and the environment overrides it.
-    let overridden = Command::new(BINARY)
-        .args(["--config", file.to_str().unwrap(), "migrate"])
-        .env_clear()
-        .env("LOG_FORMAT", "json")
-        .output()
-        .unwrap();
+    let overridden = Binary::new(["--config", file.to_str().unwrap(), "migrate"]).env("LOG_FORMAT", "json").output();
     assert!(overridden.status.success(), "{}", text(&overridden.stderr));
     assert!(text(&overridden.stdout).contains("sqlite::memory:"), "{}", text(&overridden.stdout));
-    let missing =
-        Command::new(BINARY).args(["--config", "/nonexistent/x.toml", "migrate"]).env_clear().output().unwrap();
+    let missing = Binary::new(["--config", "/nonexistent/x.toml", "migrate"]).output();
     assert_eq!(missing.status.code(), Some(2));
     assert!(text(&missing.stderr).contains("/nonexistent/x.toml"));
 }
@@ -463,7 +380,7 @@ async fn refusals_print_their_reason_once() {
 #[test]
 fn each_command_names_the_environment_variables_it_reads() {
     let help = |args: &[&str]| {
-        let output = Command::new(BINARY).args(args).arg("--help").output().unwrap();
+        let output = Binary::new(args).args(["--help"]).output();
         assert!(output.status.success(), "{args:?} --help: {}", text(&output.stderr));
         text(&output.stdout)
     };

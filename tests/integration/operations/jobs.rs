@@ -2,10 +2,10 @@
 //! take-overs, `SCHEDULE`, the job metrics, and `jobs run --follow` on the command line.
 
 use crate::common::contract::Checked;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
-use crate::common::{BINARY, Db, TestService, add_fault, error_body};
+use crate::common::binary::Binary;
+use crate::common::{Db, TestService, add_fault, error_body};
 use integration_service::store::{DatabaseUrl, Store};
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -230,12 +230,7 @@ async fn the_schedule_queues_jobs_and_skips_a_tick_while_one_runs(db: Db) {
 
 #[test]
 fn an_invalid_schedule_entry_stops_the_start_naming_it() {
-    let output = Command::new(BINARY)
-        .args(["serve"])
-        .env_clear()
-        .env("SCHEDULE", "fieldreport.sync=5m; erp.push=1h")
-        .output()
-        .unwrap();
+    let output = Binary::new(["serve"]).env("SCHEDULE", "fieldreport.sync=5m; erp.push=1h").output();
     assert_eq!(output.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.starts_with("configuration error: SCHEDULE: entry \"erp.push=1h\""), "{stderr}");
@@ -244,23 +239,13 @@ fn an_invalid_schedule_entry_stops_the_start_naming_it() {
 async fn the_command_line_queues_a_job_and_follows_it(db: Db) {
     let svc = TestService::start(db, &[]).await;
     svc.seed("Tags", 350).await;
-    let output = Command::new(BINARY)
-        .args(["jobs", "run", "fieldreport.sync", "tags", "--follow"])
-        .env_clear()
-        .env("DATABASE_URL", &svc.database_url)
-        .output()
-        .unwrap();
+    let output = svc.command(&["jobs", "run", "fieldreport.sync", "tags", "--follow"]).output();
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(output.status.success(), "{stdout}{}", String::from_utf8_lossy(&output.stderr));
     let last = stdout.lines().find(|l| l.ends_with("succeeded")).expect("the job's end");
     assert!(last.starts_with("job ") && last.contains("fieldreport.sync (tags)"), "{stdout}");
     assert!(stdout.contains("\"fetched\":350"), "{stdout}");
-    let refused = Command::new(BINARY)
-        .args(["jobs", "run", "fieldreport.sync", "widgets"])
-        .env_clear()
-        .env("DATABASE_URL", &svc.database_url)
-        .output()
-        .unwrap();
+    let refused = svc.command(&["jobs", "run", "fieldreport.sync", "widgets"]).output();
     assert!(!refused.status.success());
     svc.stop().await;
 }

@@ -2,14 +2,14 @@
 //! the operator's files, the README tour, mail and storage backends, and the simulators.
 
 mod backup;
-pub mod cli;
+mod cli;
 mod crash;
 mod database_outage;
 mod jobs;
 mod mail_smtp;
 mod metrics;
 mod metrics_size;
-pub mod operator_files;
+mod operator_files;
 mod readme_tour;
 mod sandbox;
 mod sandbox_erp;

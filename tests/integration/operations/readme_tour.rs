@@ -125,7 +125,7 @@ impl Answers<'_> {
 
 /// Run before the tour's last command stops the service: a sync and a pull as jobs (so that
 /// the job and mirror metrics have series), then a scrape of `/metrics` that
-/// [`crate::operator_files`] holds the alerting rules and the dashboard to.
+/// [`super::operator_files`] holds the alerting rules and the dashboard to.
 const SCRAPE_BEFORE_THE_STOP: &str = "\
 $SERVICE jobs run fieldreport.sync companies --follow > /dev/null 2>&1
 $SERVICE jobs run erp.pull --follow > /dev/null 2>&1
@@ -219,9 +219,9 @@ fn the_readme_tour_runs_as_written() {
     assert!(answers.lines.next().is_none(), "more output than steps: {context}");
 
     // Every metric and label the alerting rules and the dashboard name was in the scrape.
-    let metrics = crate::operator_files::exposed(&read(&dir.join("metrics.txt")));
+    let metrics = super::operator_files::exposed(&read(&dir.join("metrics.txt")));
     assert!(metrics.contains_key("integration_job_last_success_timestamp_seconds"), "{metrics:?}");
-    let problems = crate::operator_files::operator_files_against(&metrics);
+    let problems = super::operator_files::operator_files_against(&metrics);
     assert!(problems.is_empty(), "deploy/ names what the service does not expose:\n{}", problems.join("\n"));
 
     // The service ran on the tour's database under ./var, had the webhook registered, and was
