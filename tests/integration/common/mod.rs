@@ -4,12 +4,14 @@
 pub mod binary;
 pub mod contract;
 pub mod process;
+pub mod requests;
 pub mod smtp;
 pub mod tls;
 
 use std::io::Write;
 
 use contract::Checked;
+pub use requests::{Api, JsonAnswer};
 use std::str::FromStr;
 use std::sync::{Arc, Mutex};
 
@@ -215,35 +217,29 @@ impl TestService {
         seed(&self.client, &self.fieldreport, set, count).await;
     }
 
+    /// The writes this test's field-report simulator has received, in order.
+    pub async fn fieldreport_received(&self) -> Vec<serde_json::Value> {
+        let url = format!("{}/__sandbox/received", self.fieldreport);
+        self.client.get(url).checked().await.unwrap().json().await.unwrap()
+    }
+
+    /// A request to this test's field-report simulator's OData API (`path` below `/odata/`).
+    pub fn odata(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
+        use integration_service::sandbox::fieldreport::{PASSWORD, USERNAME};
+        self.client.request(method, format!("{}/odata/{path}", self.fieldreport)).basic_auth(USERNAME, Some(PASSWORD))
+    }
+
+    /// A request to this test's ERP simulator's API (`path` below its API root).
+    pub fn erp_api(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
+        let url = format!("{}{path}", self.erp);
+        self.client.request(method, url).header("AuthenticationToken", integration_service::sandbox::erp::API_KEY)
+    }
+
     /// How many requests this test's leasing simulator has received.
     pub async fn provider_request_count(&self) -> u64 {
         let url = format!("{}/__sandbox/stats", self.leasing);
-        let stats: serde_json::Value = self.client.get(url).checked().await.unwrap().json().await.unwrap();
+        let stats = self.client.get(url).json_value().await;
         stats["requests"].as_u64().unwrap()
-    }
-
-    /// A call with a bearer token, and a JSON body when given.
-    pub async fn call(
-        &self,
-        token: &str,
-        method: reqwest::Method,
-        path: &str,
-        body: Option<serde_json::Value>,
-    ) -> reqwest::Response {
-        let mut request = self.client.request(method, self.url(path)).bearer_auth(token);
-        if let Some(body) = body {
-            request = request.json(&body);
-        }
-        request.checked().await.unwrap()
-    }
-
-    /// `GET path` with a bearer token.
-    pub async fn get(&self, token: &str, path: &str) -> reqwest::Response {
-        self.call(token, reqwest::Method::GET, path, None).await
-    }
-
-    pub fn url(&self, path: &str) -> String {
-        format!("{}{}", self.base, path)
     }
 
     /// The binary with these arguments, on this test's database.
@@ -280,7 +276,7 @@ impl TestService {
     pub async fn token(&self, email: &str, password: &str) -> String {
         let response = self.login(email, password).await;
         assert_eq!(response.status(), 200);
-        let body: serde_json::Value = response.json().await.unwrap();
+        let body: serde_json::Value = response.json_value().await;
         let token = body["access_token"].as_str().unwrap().to_string();
         self.remember_secret(&token);
         token

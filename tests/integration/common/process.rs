@@ -2,11 +2,12 @@
 //! it again on the same database; the simulators run in the test, so they outlive the kill
 //! and can tell what reached them.
 
-use super::contract::Checked;
+use super::{Api, JsonAnswer};
 use std::collections::BTreeMap;
 use std::io::BufRead;
 use std::process::{Child, Command};
 
+use integration_service::sandbox::fieldreport::{PASSWORD as FIELDREPORT_PASSWORD, USERNAME};
 use integration_service::store::DatabaseUrl;
 use integration_service::store::Store;
 use serde_json::{Value, json};
@@ -113,21 +114,9 @@ impl Instance {
         Binary::new(args).envs(self.env.iter().cloned()).output_async().await
     }
 
-    pub fn url(&self, path: &str) -> String {
-        format!("{}{}", self.base, path)
-    }
-
     pub async fn token(&self) -> String {
-        let answer: Value = self
-            .client
-            .post(self.url("/api/v1/login"))
-            .json(&json!({"email": EMAIL, "password": PASSWORD}))
-            .checked()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let login = json!({"email": EMAIL, "password": PASSWORD});
+        let answer = self.client.post(self.url("/api/v1/login")).json(&login).json_value().await;
         answer["access_token"].as_str().expect("a token").to_string()
     }
 
@@ -166,18 +155,7 @@ pub async fn upstream_records(client: &reqwest::Client, root: &str, set: &str) -
     let mut records = BTreeMap::new();
     let mut next = Some(format!("{root}/odata/{set}"));
     while let Some(url) = next {
-        let page: Value = client
-            .get(&url)
-            .basic_auth(
-                integration_service::sandbox::fieldreport::USERNAME,
-                Some(integration_service::sandbox::fieldreport::PASSWORD),
-            )
-            .checked()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let page = client.get(&url).basic_auth(USERNAME, Some(FIELDREPORT_PASSWORD)).json_value().await;
         for record in page["value"].as_array().unwrap() {
             records.insert(record["Id"].as_str().unwrap().to_string(), record.clone());
         }

@@ -4,6 +4,7 @@
 //! send their headers a byte at a time.
 
 use crate::common::contract::Checked;
+use crate::common::{Api, JsonAnswer};
 use std::collections::BTreeSet;
 use std::net::SocketAddr;
 use std::str::FromStr;
@@ -270,32 +271,21 @@ async fn injection_strings_are_only_ever_bound_values(db: Db) {
         .post(svc.url("/api/v1/fieldreport/companies"))
         .header("authorization", &auth)
         .json(&json!({"Id": "seed", "Version": 1, "Name": "Seed GmbH", "IsPhysicalPerson": false}))
-        .checked()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+        .json_value()
+        .await;
     let company_id = company["data"]["Id"].as_str().expect("the seed company was created").to_string();
-    let doc: Value = client.get(svc.url("/docs/openapi.json")).checked().await.unwrap().json().await.unwrap();
+    let doc: Value = client.get(svc.url("/docs/openapi.json")).json_value().await;
     let example = doc["components"]["schemas"]["FinancingRequestPayload"]["example"].clone();
     let created =
         client.post(svc.url("/api/v1/leasing")).header("authorization", &auth).json(&example).checked().await.unwrap();
     assert_eq!(created.status(), 201);
-    let created: Value = created.json().await.unwrap();
+    let created: Value = created.json_value().await;
     let financing_id = created["data"]["FinancingId"].as_str().unwrap().to_string();
     let pulled =
         client.get(svc.url("/api/v1/erp/setup/customer")).header("authorization", &auth).checked().await.unwrap();
     assert_eq!(pulled.status(), 200);
-    let customers: Value = client
-        .get(svc.url("/api/v1/erp/show/customer"))
-        .header("authorization", &auth)
-        .checked()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let customers: Value =
+        client.get(svc.url("/api/v1/erp/show/customer")).header("authorization", &auth).json_value().await;
     let customer_id = customers["data"][0]["id"].as_str().expect("a mirrored customer").to_string();
     let known = Known { financing_id, company_id: company_id.clone(), customer_id };
 
@@ -357,12 +347,8 @@ async fn injection_strings_are_only_ever_bound_values(db: Db) {
         let found: Value = client
             .get(svc.url(&format!("/api/v1/fieldreport/show/companies/Name/{}", percent_encode(text))))
             .header("authorization", &auth)
-            .checked()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+            .json_value()
+            .await;
         let found = found["data"].as_array().unwrap();
         assert!(found.iter().any(|record| record["Id"] == id.as_str()), "{found:?}");
         assert!(found.iter().all(|record| record["Name"] == *text), "{found:?}");
@@ -428,19 +414,10 @@ async fn path_traversal_is_refused_and_writes_nothing_outside_storage() {
     let svc = TestService::start(Db::Sqlite, &[]).await;
     let token = svc.user_token().await;
     let auth = format!("authorization: Bearer {token}\r\n");
-    let doc: Value = svc.client.get(svc.url("/docs/openapi.json")).checked().await.unwrap().json().await.unwrap();
+    let doc: Value = svc.client.get(svc.url("/docs/openapi.json")).json_value().await;
     let example = &doc["components"]["schemas"]["FinancingRequestPayload"]["example"];
-    let created: Value = svc
-        .client
-        .post(svc.url("/api/v1/leasing"))
-        .bearer_auth(&token)
-        .json(example)
-        .checked()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let created: Value =
+        svc.client.post(svc.url("/api/v1/leasing")).bearer_auth(&token).json(example).json_value().await;
     let financing_id = created["data"]["FinancingId"].as_str().unwrap().to_string();
 
     // A legitimate store, so the storage check below has something to see.
@@ -531,15 +508,10 @@ async fn oversized_bodies_are_413_whether_declared_or_chunked() {
 
     // Nothing was stored, and a body within the limit still works.
     let small = svc
-        .call(
-            &token,
-            reqwest::Method::POST,
-            "/api/v1/fieldreport/companies",
-            Some(json!({"Id": "small", "Version": 1, "Name": "Small GmbH"})),
-        )
+        .post(&token, "/api/v1/fieldreport/companies", json!({"Id": "small", "Version": 1, "Name": "Small GmbH"}))
         .await;
     assert_eq!(small.status(), 201);
-    let list: Value = svc.get(&token, "/api/v1/fieldreport/companies").await.json().await.unwrap();
+    let list: Value = svc.get_json(&token, "/api/v1/fieldreport/companies").await;
     assert_eq!(list["meta"]["total"], 1, "{list}");
     svc.stop().await;
 }
@@ -607,14 +579,7 @@ async fn deep_json_huge_numbers_and_invalid_utf8_are_4xx_and_the_service_goes_on
     .unwrap();
     assert_eq!(at_max.status(), 201);
     let id = at_max.json::<Value>().await.unwrap()["data"]["Id"].as_str().unwrap().to_string();
-    let bumped = svc
-        .call(
-            &token,
-            reqwest::Method::PATCH,
-            &format!("/api/v1/fieldreport/companies/{id}"),
-            Some(json!({"Name": "Max 2"})),
-        )
-        .await;
+    let bumped = svc.patch(&token, &format!("/api/v1/fieldreport/companies/{id}"), json!({"Name": "Max 2"})).await;
     error_body(bumped, 409).await;
 
     // Invalid UTF-8 in the body, the path and a header.
@@ -749,14 +714,7 @@ async fn mirrored_erp_records_never_show_a_secret() {
     let token = svc.user_token().await;
     let registration = json!({"entityName": "customer", "atCreate": true, "atUpdate": true, "atDelete": true,
         "requestMethod": "POST", "url": format!("https://svc.example/api/v1/erp/webhooks?secret={SECRET}")});
-    let created = svc
-        .client
-        .post(format!("{}/webhook", svc.erp))
-        .header("AuthenticationToken", "sandbox-erp-key")
-        .json(&registration)
-        .checked()
-        .await
-        .unwrap();
+    let created = svc.erp_api(reqwest::Method::POST, "/webhook").json(&registration).checked().await.unwrap();
     assert_eq!(created.status(), 201);
     let id = created.json::<Value>().await.unwrap()["id"].as_str().unwrap().to_string();
     let get = |path: String| svc.client.get(svc.url(&path)).bearer_auth(&token).checked();
@@ -779,7 +737,7 @@ async fn mirrored_erp_records_never_show_a_secret() {
         let url = format!("https://svc.example/api/v1/erp/webhooks?secret={guess}");
         let answer = get(format!("/api/v1/erp/show/webhook/url/{}", percent_encode(&url))).await.unwrap();
         assert_eq!(answer.status(), 200);
-        let found: Value = answer.json().await.unwrap();
+        let found: Value = answer.json_value().await;
         assert_eq!(found["data"].as_array().map(Vec::len), Some(0), "{guess}: {found}");
     }
     svc.stop().await;
@@ -792,7 +750,7 @@ async fn mirrored_erp_records_never_show_a_secret() {
 async fn trailing_data_after_a_json_body_is_400_on_every_route() {
     let svc = TestService::start(Db::Sqlite, &[("ERP_WEBHOOK_ALLOWLIST", "127.0.0.1/32")]).await;
     let token = svc.user_token().await;
-    let doc: Value = svc.client.get(svc.url("/docs/openapi.json")).checked().await.unwrap().json().await.unwrap();
+    let doc: Value = svc.client.get(svc.url("/docs/openapi.json")).json_value().await;
     let mut probed = 0;
     for (path, item) in doc["paths"].as_object().unwrap() {
         for (method, op) in item.as_object().unwrap() {
@@ -875,10 +833,10 @@ async fn subscriptions_lists_and_jobs_are_bounded_per_user() {
     assert_eq!(bobs.status(), 201);
     svc.remember_secret(bobs.json::<Value>().await.unwrap()["secret"].as_str().unwrap());
 
-    let page: Value = svc.get(&token, "/api/v1/leasing/subscriptions?per_page=2").await.json().await.unwrap();
+    let page: Value = svc.get_json(&token, "/api/v1/leasing/subscriptions?per_page=2").await;
     assert_eq!(page["items"].as_array().unwrap().len(), 2);
     assert_eq!((page["meta"]["total"].as_i64(), page["meta"]["last_page"].as_i64()), (Some(3), Some(2)));
-    let last: Value = svc.get(&token, "/api/v1/leasing/subscriptions?per_page=2&page=2").await.json().await.unwrap();
+    let last: Value = svc.get_json(&token, "/api/v1/leasing/subscriptions?per_page=2&page=2").await;
     assert_eq!(last["items"].as_array().unwrap().len(), 1);
     for path in ["/api/v1/leasing/subscriptions?per_page=101", "/api/v1/jobs?per_page=101"] {
         error_body(svc.get(&token, path).await, 422).await;
@@ -895,13 +853,7 @@ async fn subscriptions_lists_and_jobs_are_bounded_per_user() {
     )
     .await;
     let queue = |token: String, target: &'static str| async move {
-        svc.call(
-            &token,
-            reqwest::Method::POST,
-            "/api/v1/jobs",
-            Some(json!({"kind": "fieldreport.sync", "target": target})),
-        )
-        .await
+        svc.post(&token, "/api/v1/jobs", json!({"kind": "fieldreport.sync", "target": target})).await
     };
     assert_eq!(queue(token.clone(), "tags").await.status(), 202);
     assert_eq!(queue(token.clone(), "users").await.status(), 202);
@@ -947,7 +899,7 @@ async fn oversized_headers_are_431_and_disturb_no_request_in_flight() {
     for wait in waits {
         let answer = wait.await.unwrap().unwrap();
         assert_eq!(answer.status(), 200, "a wait in flight was disturbed");
-        let body: Value = answer.json().await.unwrap();
+        let body: Value = answer.json_value().await;
         assert_eq!(body["meta"]["ready_to_sign"], true, "{body}");
     }
     let (status, _) = raw(address, b"GET /healthz HTTP/1.1\r\nhost: x\r\n", b"").await;
@@ -1068,7 +1020,7 @@ async fn the_token_is_checked_before_the_body_and_parsed_strictly() {
     let mut payload = leasing_request("ACME GmbH");
     payload["Period"] = json!(2_147_483_647);
     payload["Lessee"]["Email"] = json!("not an email");
-    let answer = svc.call(&token, reqwest::Method::POST, "/api/v1/leasing", Some(payload.clone())).await;
+    let answer = svc.post(&token, "/api/v1/leasing", payload.clone()).await;
     let body = error_body(answer, 422).await;
     assert!(body["errors"]["Period"].is_array() && body["errors"]["Lessee.Email"].is_array(), "{body}");
     svc.stop().await;
@@ -1103,12 +1055,7 @@ async fn metric(svc: &TestService, line_start: &str) -> f64 {
 /// Creates a financing request for `company` (a simulator marker in it picks its behaviour);
 /// its id.
 async fn financing_request(svc: &TestService, token: &str, company: &str) -> String {
-    let created: Value = svc
-        .call(token, reqwest::Method::POST, "/api/v1/leasing", Some(leasing_request(company)))
-        .await
-        .json()
-        .await
-        .unwrap();
+    let created: Value = svc.post_json(token, "/api/v1/leasing", leasing_request(company)).await;
     created["data"]["FinancingId"].as_str().unwrap().to_string()
 }
 

@@ -1,6 +1,7 @@
 //! Login, logout, current user, token expiry and login throttling over real HTTP.
 
 use crate::common::contract::Checked;
+use crate::common::{Api, JsonAnswer};
 use crate::common::{Db, EMAIL, PASSWORD, TestService, error_body};
 
 async fn login_issues_a_working_bearer_token(db: Db) {
@@ -9,7 +10,7 @@ async fn login_issues_a_working_bearer_token(db: Db) {
     let response = svc.login("  ADA@example.com ", PASSWORD).await;
     assert_eq!(response.status(), 200);
     assert!(response.headers().contains_key("x-request-id"));
-    let body: serde_json::Value = response.json().await.unwrap();
+    let body: serde_json::Value = response.json_value().await;
     assert_eq!(body["token_type"], "Bearer");
     let token = body["access_token"].as_str().unwrap();
     let (id, secret) = token.split_once('|').unwrap();
@@ -17,7 +18,7 @@ async fn login_issues_a_working_bearer_token(db: Db) {
     assert_eq!(secret.len(), 40);
     assert!(secret.chars().all(|c| c.is_ascii_alphanumeric()));
 
-    let user: serde_json::Value = svc.get(token, "/api/v1/user").await.json().await.unwrap();
+    let user: serde_json::Value = svc.get_json(token, "/api/v1/user").await;
     assert_eq!(user["email"], EMAIL);
     assert_eq!(user["name"], "Test User");
     assert!(user["id"].as_i64().is_some());

@@ -3,6 +3,7 @@
 //! who generates a client from the document gets must work against the real service, with
 //! typed answers and typed errors.
 
+use crate::common::JsonAnswer;
 use crate::common::{Db, EMAIL, PASSWORD, TestService};
 use client::types;
 use client::{Client, Error, ResponseValue};
@@ -257,23 +258,16 @@ async fn leasing_one_shot_flow_in_both_modes(db: Db) {
 
 /// The record as the field-report simulator holds it (None when it has none).
 async fn upstream_company(svc: &TestService, id: &str) -> Option<Value> {
-    let response = svc
-        .client
-        .get(format!("{}/odata/Companies({id}L)", svc.fieldreport))
-        .basic_auth("sandbox", Some("sandbox-password"))
-        .send()
-        .await
-        .unwrap();
+    let response = svc.odata(reqwest::Method::GET, &format!("Companies({id}L)")).send().await.unwrap();
     match response.status().as_u16() {
         404 => None,
-        200 => Some(response.json().await.unwrap()),
+        200 => Some(response.json_value().await),
         other => panic!("the simulator answered {other}"),
     }
 }
 
 async fn received_writes(svc: &TestService) -> Vec<(String, String)> {
-    let writes: Vec<Value> =
-        svc.client.get(format!("{}/__sandbox/received", svc.fieldreport)).send().await.unwrap().json().await.unwrap();
+    let writes: Vec<Value> = svc.fieldreport_received().await;
     writes
         .iter()
         .map(|w| (w["method"].as_str().unwrap().to_string(), w["path"].as_str().unwrap().to_string()))
@@ -391,7 +385,7 @@ async fn fieldreport_create_show_update_delete(db: Db) {
     match client.fieldreport_tags_delete().record(&tag_id).prefer("return=representation").send().await {
         Err(Error::UnexpectedResponse(response)) => {
             assert_eq!(response.status().as_u16(), 200);
-            let body: Value = response.json().await.unwrap();
+            let body: Value = response.json_value().await;
             assert_eq!(body["data"], true, "{body}");
         }
         other => panic!("expected the untyped 200 answer, got {other:?}"),

@@ -3,6 +3,7 @@
 //! rendered DOM must list every operation of every area. A screenshot is saved under the
 //! target folder (`docs-page.png`) for people to look at.
 
+use crate::common::Api;
 use crate::common::contract::Checked;
 use std::collections::BTreeMap;
 use std::path::PathBuf;

@@ -4,6 +4,7 @@
 //! record of the set made with the set's own create example. One example is the consumer's own:
 //! a subscription's receiver URL, replaced by a loopback one.
 
+use crate::common::Api;
 use serde_json::Value;
 
 use crate::common::contract::{Checked, fits};

@@ -8,6 +8,7 @@
 //! (`tsc --strict`), and a short driver (`generated_clients/`) logs in, lists the companies,
 //! reads one and sends it back unchanged to its update route against the service.
 
+use crate::common::Api;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -81,7 +82,7 @@ async fn service_with_companies() -> TestService {
     for (id, name) in [("gen-1", "Generated Bikes GmbH"), ("gen-2", "Generated Cycles GmbH")] {
         let company = serde_json::json!({"Id": id, "Version": 1, "Name": name, "IsPhysicalPerson": false,
                                          "Location": {"City": "Berlin"}, "Tags": [{"Id": "7", "Name": "vip"}]});
-        let created = svc.call(&token, reqwest::Method::POST, "/api/v1/fieldreport/companies", Some(company)).await;
+        let created = svc.post(&token, "/api/v1/fieldreport/companies", company).await;
         assert_eq!(created.status(), 201);
     }
     svc

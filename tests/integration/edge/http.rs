@@ -2,6 +2,7 @@
 //! body limits, probes and graceful shutdown.
 
 use crate::common::contract::Checked;
+use crate::common::{Api, JsonAnswer};
 use std::time::Duration;
 
 use crate::common::{DOCUMENT, Db, TestService, error_body};
@@ -121,7 +122,7 @@ async fn unknown_routes_and_methods_have_the_error_shape(db: Db) {
 
 async fn readiness_follows_the_database(db: Db) {
     let svc = TestService::start(db, &[]).await;
-    let ready: serde_json::Value = svc.client.get(svc.url("/readyz")).checked().await.unwrap().json().await.unwrap();
+    let ready: serde_json::Value = svc.client.get(svc.url("/readyz")).json_value().await;
     assert_eq!(ready["database"], "ok");
     svc.store().close().await;
     let body = error_body(svc.client.get(svc.url("/readyz")).checked().await.unwrap(), 503).await;

@@ -3,6 +3,7 @@
 //! that takes one; a repeat of a stored key is answered as ever, a request without a key and
 //! another user's keys are not held back.
 
+use crate::common::{Api, JsonAnswer};
 use serde_json::{Value, json};
 
 use crate::common::contract::Checked;
@@ -26,7 +27,7 @@ async fn new_keys_are_rate_limited_per_user(db: Db) {
     for key in ["k1", "k2", "k3"] {
         let answer = create(&svc, &alice, Some(key), "Keyed GmbH").await;
         assert_eq!(answer.status(), 201, "{key}");
-        let body: Value = answer.json().await.unwrap();
+        let body: Value = answer.json_value().await;
         first.get_or_insert(body["data"]["FinancingId"].as_str().unwrap().to_string());
     }
     let refused = create(&svc, &alice, Some("k4"), "Keyed GmbH").await;
@@ -53,7 +54,7 @@ async fn new_keys_are_rate_limited_per_user(db: Db) {
 
     let replay = create(&svc, &alice, Some("k1"), "Keyed GmbH").await;
     assert_eq!(replay.status(), 201, "a stored key is answered again, not counted");
-    let replay: Value = replay.json().await.unwrap();
+    let replay: Value = replay.json_value().await;
     assert_eq!(replay["data"]["FinancingId"].as_str(), first.as_deref());
     let reused = create(&svc, &alice, Some("k2"), "Another GmbH").await;
     assert_eq!(error_body(reused, 422).await["error_code"], "idempotency_key_reused", "a stored key keeps its rules");

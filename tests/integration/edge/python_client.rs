@@ -8,6 +8,7 @@
 //! to its update routes as the client read it, and `python_client/errors.py` provokes the
 //! error answers the service can give and checks that the strict client reads each one.
 
+use crate::common::Api;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;

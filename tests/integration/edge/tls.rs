@@ -2,6 +2,7 @@
 //! made with rcgen (`common::tls`); clients that trust the CA are served over HTTP/1.1, everything else
 //! fails without disturbing the service.
 
+use crate::common::Api;
 use crate::common::contract::Checked;
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,6 +1,7 @@
 //! Named tokens with abilities: made, listed and revoked from the command line, and each
 //! operation refusing a token without the ability it names.
 
+use crate::common::{Api, JsonAnswer};
 use reqwest::Method;
 use serde_json::{Value, json};
 
@@ -65,11 +66,11 @@ async fn named_tokens_hold_only_their_abilities(db: Db) {
     let body = error_body(status(&svc, &reader, Method::POST, "/api/v1/jobs", Some(job)).await, 403).await;
     assert!(body["message"].as_str().unwrap().contains("`jobs`"), "{body}");
     // Who am I needs no ability; the login token may do everything.
-    let me: Value = status(&svc, &reader, Method::GET, "/api/v1/user", None).await.json().await.unwrap();
+    let me: Value = status(&svc, &reader, Method::GET, "/api/v1/user", None).await.json_value().await;
     assert_eq!(me["email"], EMAIL);
     let created = status(&svc, &login, Method::POST, "/api/v1/fieldreport/companies", Some(write)).await;
     assert_eq!(created.status(), 201);
-    let created: Value = created.json().await.unwrap();
+    let created: Value = created.json_value().await;
     let record = format!("/api/v1/fieldreport/companies/{}", created["data"]["Id"].as_str().unwrap());
     let writer = create(&url, &["--name", "writer", "--ability", "fieldreport:write", "--ability", "leasing"]);
     svc.remember_secret(&writer);

@@ -7,6 +7,7 @@
 //! the same store code on both databases, which the area tests cover on both.
 
 use crate::common::contract::Checked;
+use crate::common::{Api, JsonAnswer};
 use crate::common::{Db, TestService, add_fault, clear_faults, error_body, leasing_request};
 use serde_json::{Value, json};
 
@@ -76,7 +77,7 @@ async fn assert_clear_error(response: reqwest::Response, fault: &Fault, system: 
 async fn show_company(svc: &TestService, token: &str, id: &str) -> (u16, Value) {
     let answer = svc.get(token, &format!("/api/v1/fieldreport/companies/{id}")).await;
     let status = answer.status().as_u16();
-    (status, answer.json().await.unwrap())
+    (status, answer.json_value().await)
 }
 
 /// Creates a company through the service (forwarded); its Id.
@@ -90,7 +91,7 @@ async fn create_company(svc: &TestService, token: &str, company: &Value) -> Stri
         .await
         .unwrap();
     assert_eq!(created.status(), 201);
-    let created: Value = created.json().await.unwrap();
+    let created: Value = created.json_value().await;
     created["data"]["Id"].as_str().unwrap().to_string()
 }
 
@@ -98,12 +99,7 @@ async fn create_company(svc: &TestService, token: &str, company: &Value) -> Stri
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn leasing_calls_fail_clearly_and_change_nothing() {
     let (svc, token) = start().await;
-    let created: Value = svc
-        .call(&token, reqwest::Method::POST, "/api/v1/leasing", Some(leasing_request("ACME GmbH")))
-        .await
-        .json()
-        .await
-        .unwrap();
+    let created: Value = svc.post_json(&token, "/api/v1/leasing", leasing_request("ACME GmbH")).await;
     let financing_id = created["data"]["FinancingId"].as_str().expect("a request was created").to_string();
     for fault in faults("/basic/v1/requests") {
         add_fault(&svc.client, &svc.leasing, fault.rule.clone()).await;
@@ -193,8 +189,7 @@ async fn fieldreport_calls_fail_clearly_and_converge_when_sent_again() {
         clear_faults(&svc.client, &svc.fieldreport).await;
         if delete_unknown {
             assert_eq!(show_company(&svc, &token, &id).await.0, 404, "pending deletes stay deleted ({})", fault.name);
-            let posted: Value =
-                svc.get(&token, "/api/v1/fieldreport/post/2/delete/companies").await.json().await.unwrap();
+            let posted: Value = svc.get_json(&token, "/api/v1/fieldreport/post/2/delete/companies").await;
             let report = &posted["data"][0];
             let settled = report["pushed"].as_u64().unwrap() + report["recovered"].as_u64().unwrap();
             assert_eq!(settled, 1, "post settles the delete after {}: {posted}", fault.name);
@@ -228,17 +223,8 @@ async fn assert_clear_write_error(response: reqwest::Response, fault: &Fault, ca
 
 /// How many companies with this `ExternalId` the field-report simulator holds.
 async fn upstream_companies(svc: &TestService, external_id: &str) -> usize {
-    let answer: Value = svc
-        .client
-        .get(format!("{}/odata/Companies", svc.fieldreport))
-        .query(&[("$filter", format!("ExternalId eq '{external_id}'"))])
-        .basic_auth("sandbox", Some("sandbox-password"))
-        .checked()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let filter = [("$filter", format!("ExternalId eq '{external_id}'"))];
+    let answer = svc.odata(reqwest::Method::GET, "Companies").query(&filter).json_value().await;
     answer["value"].as_array().unwrap().len()
 }
 
@@ -266,18 +252,16 @@ async fn a_forwarded_write_without_an_answer_is_settled_by_reading_the_upstream(
 
     add_fault(&svc.client, &svc.fieldreport, late("/odata/Companies".into())).await;
     let created = svc
-        .call(
+        .post(
             &token,
-            reqwest::Method::POST,
             "/api/v1/fieldreport/companies",
-            Some(json!({"Id": "0", "Version": 1, "Name": "Late GmbH", "ExternalId": "LATE-1"})),
+            json!({"Id": "0", "Version": 1, "Name": "Late GmbH", "ExternalId": "LATE-1"}),
         )
         .await;
     assert_eq!(created.status(), 201, "the create applied: {}", created.text().await.unwrap());
     clear_faults(&svc.client, &svc.fieldreport).await;
     assert_eq!(upstream_companies(&svc, "LATE-1").await, 1);
-    let found: Value =
-        svc.get(&token, "/api/v1/fieldreport/show/companies/ExternalId/LATE-1").await.json().await.unwrap();
+    let found: Value = svc.get_json(&token, "/api/v1/fieldreport/show/companies/ExternalId/LATE-1").await;
     let late_id = found["data"][0]["Id"].as_str().unwrap().to_string();
 
     add_fault(&svc.client, &svc.fieldreport, late(format!("/odata/Companies({late_id}L)"))).await;
@@ -296,7 +280,7 @@ async fn a_forwarded_write_without_an_answer_is_settled_by_reading_the_upstream(
     assert_eq!(answer.status(), 204, "the delete applied: {}", answer.text().await.unwrap());
     clear_faults(&svc.client, &svc.fieldreport).await;
     assert_eq!(show_company(&svc, &token, &first).await.0, 404);
-    let posted: Value = svc.get(&token, "/api/v1/fieldreport/post/2/delete/companies").await.json().await.unwrap();
+    let posted: Value = svc.get_json(&token, "/api/v1/fieldreport/post/2/delete/companies").await;
     assert_eq!(posted["data"][0]["pushed"], 0, "nothing left to send: {posted}");
 
     let second = create_company(&svc, &token, &create("Kept GmbH")).await;

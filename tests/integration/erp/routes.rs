@@ -3,6 +3,7 @@
 //! templates, and the ERP client's handling of 429 and time-outs. Both databases.
 
 use crate::common::contract::Checked;
+use crate::common::{Api, JsonAnswer};
 use std::time::Duration;
 
 use crate::common::{Db, TestService, add_fault, clear_faults, error_body};
@@ -23,18 +24,9 @@ async fn start(db: Db, extra: &[(&str, &str)]) -> (TestService, String) {
     (svc, token)
 }
 
-async fn ok(svc: &TestService, token: &str, path: &str) -> Value {
-    let response = svc.get(token, path).await;
-    let status = response.status();
-    let body: Value = response.json().await.unwrap();
-    assert_eq!(status, 200, "{path}: {body}");
-    body
-}
-
 /// A call to the ERP simulator's API.
 async fn erp(svc: &TestService, method: reqwest::Method, path: &str, body: Option<Value>) -> Value {
-    let mut request =
-        svc.client.request(method, format!("{}{path}", svc.erp)).header("AuthenticationToken", "sandbox-erp-key");
+    let mut request = svc.erp_api(method, path);
     if let Some(body) = body {
         request = request.json(&body);
     }
@@ -53,20 +45,6 @@ async fn erp_clear_faults(svc: &TestService) {
     clear_faults(&svc.client, svc.erp_host()).await;
 }
 
-/// Writes the field-report simulator received.
-async fn field_report_writes(svc: &TestService) -> Vec<Value> {
-    let body: Value = svc
-        .client
-        .get(format!("{}/__sandbox/received", svc.fieldreport))
-        .checked()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    body.as_array().unwrap().clone()
-}
-
 fn webhook(svc: &TestService) -> reqwest::RequestBuilder {
     svc.client.post(svc.url("/api/v1/erp/webhooks")).header("X-Webhook-Secret", SECRET)
 }
@@ -74,7 +52,7 @@ fn webhook(svc: &TestService) -> reqwest::RequestBuilder {
 /// Polls the inbox until the call is in `state`; the whole overview when it is.
 async fn inbox_call(svc: &TestService, token: &str, inbox_id: i64, state: &str) -> Value {
     for _ in 0..100 {
-        let show = ok(svc, token, "/api/v1/erp/show").await;
+        let show = svc.get_json(token, "/api/v1/erp/show").await;
         let call = show["inbox"]["calls"].as_array().unwrap().iter().find(|c| c["id"] == inbox_id).cloned();
         if let Some(call) = call
             && call["state"] == state
@@ -83,12 +61,12 @@ async fn inbox_call(svc: &TestService, token: &str, inbox_id: i64, state: &str) 
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    panic!("inbox call {inbox_id} never reached {state}: {}", ok(svc, token, "/api/v1/erp/show").await["inbox"]);
+    panic!("inbox call {inbox_id} never reached {state}: {}", svc.get_json(token, "/api/v1/erp/show").await["inbox"]);
 }
 
 async fn accepted(response: reqwest::Response) -> i64 {
     let status = response.status();
-    let body: Value = response.json().await.unwrap();
+    let body: Value = response.json_value().await;
     assert_eq!(status, 202, "{body}");
     assert_eq!(body["accepted"], true);
     body["inbox_id"].as_i64().unwrap()
@@ -179,7 +157,7 @@ async fn a_webhook_mirrors_the_record_and_writes_the_company_locally(db: Db) {
 
     let mut company = Value::Null;
     for _ in 0..100 {
-        let found = ok(&svc, &token, "/api/v1/fieldreport/show/companies/ExternalId/5").await;
+        let found = svc.get_json(&token, "/api/v1/fieldreport/show/companies/ExternalId/5").await;
         if let Some(first) = found["data"].get(0) {
             company = first.clone();
             break;
@@ -189,17 +167,17 @@ async fn a_webhook_mirrors_the_record_and_writes_the_company_locally(db: Db) {
     assert_eq!(company["Name"], "Müller Bürotechnik AG", "{company}");
     assert_eq!(company["Id"], "erp-customer-5");
     assert_eq!(company["Location"]["City"], "Berlin");
-    let mirrored = ok(&svc, &token, "/api/v1/erp/show/customer/5").await;
+    let mirrored = svc.get_json(&token, "/api/v1/erp/show/customer/5").await;
     assert_eq!(mirrored["company"], "Müller Bürotechnik AG");
     assert_eq!(mirrored["version"], "1");
 
-    let show = ok(&svc, &token, "/api/v1/erp/show").await;
+    let show = svc.get_json(&token, "/api/v1/erp/show").await;
     let call = &show["inbox"]["calls"][0];
     assert_eq!(call["state"], "done", "{show}");
     assert_eq!(call["outcome"]["mirror"], "inserted");
     assert_eq!(call["outcome"]["fieldReport"]["action"], "created");
     assert_eq!(call["outcome"]["fieldReport"]["fieldReportResponse"], Value::Null);
-    assert!(field_report_writes(&svc).await.is_empty(), "nothing is sent to the field-report system");
+    assert!(svc.fieldreport_received().await.is_empty(), "nothing is sent to the field-report system");
 
     // The company is pending for the field-report post tooling, like every internal write.
     let pending = svc.store().mirror_pending("companies", "create").await.unwrap();
@@ -214,19 +192,19 @@ async fn repeated_and_late_deliveries_change_nothing(db: Db) {
     let done = inbox_call(&svc, &token, first, "done").await;
     assert_eq!(done["outcome"]["mirror"], "inserted");
     assert_eq!(done["outcome"]["fieldReport"]["action"], "created");
-    let contact = ok(&svc, &token, "/api/v1/fieldreport/contacts/erp-contact-8").await;
+    let contact = svc.get_json(&token, "/api/v1/fieldreport/contacts/erp-contact-8").await;
 
     let again = accepted(webhook(&svc).json(&call).checked().await.unwrap()).await;
     let repeated = inbox_call(&svc, &token, again, "done").await;
     assert_eq!(repeated["outcome"]["mirror"], "unchanged");
     assert_eq!(repeated["outcome"]["fieldReport"]["action"], "unchanged");
-    assert_eq!(ok(&svc, &token, "/api/v1/fieldreport/contacts/erp-contact-8").await, contact);
+    assert_eq!(svc.get_json(&token, "/api/v1/fieldreport/contacts/erp-contact-8").await, contact);
 
     // A late "deleted" for a record the ERP still has: it is fetched again and kept.
     let late = json!({"entityName": "contact", "entityId": "8", "type": "deleted"});
     let late_id = accepted(webhook(&svc).json(&late).checked().await.unwrap()).await;
     assert_eq!(inbox_call(&svc, &token, late_id, "done").await["outcome"]["mirror"], "unchanged");
-    assert_eq!(ok(&svc, &token, "/api/v1/erp/show/contact/8").await["id"], "8");
+    assert_eq!(svc.get_json(&token, "/api/v1/erp/show/contact/8").await["id"], "8");
 
     // An older version arriving after a newer one is ignored by the mirror.
     let stored = svc.store().erp_get("contact", "8").await.unwrap().unwrap();
@@ -255,9 +233,9 @@ async fn an_erp_delete_reaches_the_field_report_system_and_stays(db: Db) {
     let created = json!({"entityName": "customer", "entityId": "5", "type": "updated"});
     let call = accepted(webhook(&svc).json(&created).checked().await.unwrap()).await;
     assert_eq!(inbox_call(&svc, &token, call, "done").await["outcome"]["fieldReport"]["action"], "created");
-    let pushed = ok(&svc, &token, "/api/v1/fieldreport/post/2/create/companies").await;
+    let pushed = svc.get_json(&token, "/api/v1/fieldreport/post/2/create/companies").await;
     assert_eq!(pushed["data"][0]["pushed"], 1, "{pushed}");
-    let company = ok(&svc, &token, "/api/v1/fieldreport/show/companies/ExternalId/5").await;
+    let company = svc.get_json(&token, "/api/v1/fieldreport/show/companies/ExternalId/5").await;
     let id = company["data"][0]["Id"].as_str().unwrap().to_string();
     assert!(id.parse::<u64>().is_ok(), "the company has the upstream's Id: {company}");
 
@@ -266,18 +244,18 @@ async fn an_erp_delete_reaches_the_field_report_system_and_stays(db: Db) {
     let call = accepted(webhook(&svc).json(&deleted).checked().await.unwrap()).await;
     let removed = inbox_call(&svc, &token, call, "done").await;
     assert_eq!(removed["outcome"]["fieldReport"]["action"], "deleted", "{removed}");
-    assert!(!field_report_writes(&svc).await.iter().any(|w| w["method"] == "DELETE"), "the webhook does not forward");
+    assert!(!svc.fieldreport_received().await.iter().any(|w| w["method"] == "DELETE"), "the webhook does not forward");
 
-    let posted = ok(&svc, &token, "/api/v1/fieldreport/post").await;
+    let posted = svc.get_json(&token, "/api/v1/fieldreport/post").await;
     let deletes: Vec<&Value> = posted["data"].as_array().unwrap().iter().filter(|r| r["kind"] == "delete").collect();
     let sent: u64 = deletes.iter().map(|r| r["pushed"].as_u64().unwrap()).sum();
     assert_eq!(sent, 1, "{posted}");
-    let writes = field_report_writes(&svc).await;
+    let writes = svc.fieldreport_received().await;
     let upstream_deletes: Vec<&Value> = writes.iter().filter(|w| w["method"] == "DELETE").collect();
     assert_eq!(upstream_deletes.len(), 1, "{writes:?}");
     assert!(upstream_deletes[0]["path"].as_str().unwrap().contains(&format!("Companies({id}L)")), "{writes:?}");
 
-    let synced = ok(&svc, &token, "/api/v1/fieldreport/sync/companies").await;
+    let synced = svc.get_json(&token, "/api/v1/fieldreport/sync/companies").await;
     assert_eq!(synced["data"][0]["inserted"], 0, "{synced}");
     error_body(svc.get(&token, &format!("/api/v1/fieldreport/companies/{id}")).await, 404).await;
     svc.stop().await;
@@ -290,17 +268,17 @@ async fn a_full_pull_removes_what_the_erp_lost_and_its_mapped_record(db: Db) {
     let call = json!({"entityName": "customer", "entityId": "5", "type": "updated"});
     let call = accepted(webhook(&svc).json(&call).checked().await.unwrap()).await;
     inbox_call(&svc, &token, call, "done").await;
-    ok(&svc, &token, "/api/v1/fieldreport/post/2/create/companies").await;
-    let company = ok(&svc, &token, "/api/v1/fieldreport/show/companies/ExternalId/5").await;
+    svc.get_json(&token, "/api/v1/fieldreport/post/2/create/companies").await;
+    let company = svc.get_json(&token, "/api/v1/fieldreport/show/companies/ExternalId/5").await;
     let id = company["data"][0]["Id"].as_str().unwrap().to_string();
 
     erp(&svc, reqwest::Method::DELETE, "/customer/id/5", None).await;
-    let pulled = ok(&svc, &token, "/api/v1/erp/setup/customer").await;
+    let pulled = svc.get_json(&token, "/api/v1/erp/setup/customer").await;
     let removed: u64 = pulled["data"].as_array().unwrap().iter().map(|r| r["removed"].as_u64().unwrap()).sum();
     assert_eq!(removed, 1, "{pulled}");
     error_body(svc.get(&token, "/api/v1/erp/show/customer/5").await, 404).await;
     error_body(svc.get(&token, &format!("/api/v1/fieldreport/companies/{id}")).await, 404).await;
-    let posted = ok(&svc, &token, "/api/v1/fieldreport/post/2/delete/companies").await;
+    let posted = svc.get_json(&token, "/api/v1/fieldreport/post/2/delete/companies").await;
     assert_eq!(posted["data"][0]["pushed"], 1, "{posted}");
     svc.stop().await;
 }
@@ -338,7 +316,7 @@ async fn calls_stored_together_each_keep_their_own_id(db: Db) {
 /// The requests the ERP simulator has received.
 async fn erp_calls(svc: &TestService) -> u64 {
     let root = svc.erp.trim_end_matches("/webapp/api/v1");
-    let body: Value = svc.client.get(format!("{root}/__sandbox/calls")).checked().await.unwrap().json().await.unwrap();
+    let body: Value = svc.client.get(format!("{root}/__sandbox/calls")).json_value().await;
     body["calls"].as_u64().unwrap()
 }
 
@@ -380,7 +358,7 @@ async fn waiting_calls_of_one_record_are_processed_with_one_fetch(db: Db) {
         before + 3,
         "one fetch for the first call, one for the three calls of customer 6 that waited, one for customer 7"
     );
-    assert_eq!(ok(&svc, &token, "/api/v1/erp/show/customer/6").await["id"], "6");
+    assert_eq!(svc.get_json(&token, "/api/v1/erp/show/customer/6").await["id"], "6");
     svc.stop().await;
 }
 
@@ -391,7 +369,7 @@ async fn failed_processing_is_retried_and_survives_a_restart(db: Db) {
     let id = accepted(webhook(&svc).json(&call).checked().await.unwrap()).await;
     let mut pending = Value::Null;
     for _ in 0..100 {
-        let show = ok(&svc, &token, "/api/v1/erp/show").await;
+        let show = svc.get_json(&token, "/api/v1/erp/show").await;
         pending = show["inbox"]["calls"].as_array().unwrap().iter().find(|c| c["id"] == id).cloned().unwrap();
         if pending["attempts"].as_i64() >= Some(1) {
             assert_eq!(show["inbox"]["pending"], 1);
@@ -406,7 +384,7 @@ async fn failed_processing_is_retried_and_survives_a_restart(db: Db) {
     erp_clear_faults(&svc).await;
     let done = inbox_call(&svc, &token, id, "done").await;
     assert_eq!(done["outcome"]["fieldReport"]["entity"], "products");
-    let product = ok(&svc, &token, "/api/v1/fieldreport/products/erp-article-11").await;
+    let product = svc.get_json(&token, "/api/v1/fieldreport/products/erp-article-11").await;
     assert_eq!(product["ExternalId"], "11");
 
     // An unknown entity type is given up at once and stays visible.
@@ -419,32 +397,32 @@ async fn failed_processing_is_retried_and_survives_a_restart(db: Db) {
     // Pruning forgets processed calls only.
     let pruned = svc.store().inbox_prune(integration_service::store::now_ms() + 1).await.unwrap();
     assert_eq!(pruned, 1);
-    let inbox = ok(&svc, &token, "/api/v1/erp/show").await["inbox"].clone();
+    let inbox = svc.get_json(&token, "/api/v1/erp/show").await["inbox"].clone();
     assert_eq!((inbox["done"].as_i64(), inbox["failed"].as_i64()), (Some(0), Some(1)), "{inbox}");
     svc.stop().await;
 }
 
 async fn setup_get_update_and_show(db: Db) {
     let (svc, token) = start(db, &[]).await;
-    let setup = ok(&svc, &token, "/api/v1/erp/setup/customer").await;
+    let setup = svc.get_json(&token, "/api/v1/erp/setup/customer").await;
     let report = &setup["data"][0];
     assert_eq!(
         (report["fetched"].as_u64(), report["inserted"].as_u64(), report["pages"].as_u64()),
         (Some(3), Some(3), Some(1)),
         "{report}"
     );
-    assert_eq!(ok(&svc, &token, "/api/v1/erp/setup/customer").await["data"][0]["unchanged"], 3);
+    assert_eq!(svc.get_json(&token, "/api/v1/erp/setup/customer").await["data"][0]["unchanged"], 3);
 
-    let page = ok(&svc, &token, "/api/v1/erp/show/customer?per_page=2&page=2").await;
+    let page = svc.get_json(&token, "/api/v1/erp/show/customer?per_page=2&page=2").await;
     assert_eq!(page["meta"]["total"], 3);
     assert_eq!(page["data"].as_array().unwrap().len(), 1);
     assert_eq!(page["data"][0]["id"], CUSTOMERS[2]);
-    let found = ok(&svc, &token, "/api/v1/erp/show/customer/customerNumber/10002").await;
+    let found = svc.get_json(&token, "/api/v1/erp/show/customer/customerNumber/10002").await;
     assert_eq!(found["data"].as_array().unwrap().len(), 1);
     assert_eq!(found["data"][0]["id"], "6");
-    let injection = ok(&svc, &token, "/api/v1/erp/show/customer/customerNumber/'%20OR%20'1'='1").await;
+    let injection = svc.get_json(&token, "/api/v1/erp/show/customer/customerNumber/'%20OR%20'1'='1").await;
     assert!(injection["data"].as_array().unwrap().is_empty());
-    let overview = ok(&svc, &token, "/api/v1/erp/show").await;
+    let overview = svc.get_json(&token, "/api/v1/erp/show").await;
     let customer = overview["models"].as_array().unwrap().iter().find(|m| m["model"] == "customer").unwrap().clone();
     assert_eq!(customer["records"], 3);
     assert!(customer["last_pull_at"].as_i64().is_some());
@@ -456,7 +434,7 @@ async fn setup_get_update_and_show(db: Db) {
     error_body(svc.client.get(svc.url("/api/v1/erp/show")).checked().await.unwrap(), 401).await;
 
     // Incremental: every model once, then only what changed.
-    let first = ok(&svc, &token, "/api/v1/erp/get").await;
+    let first = svc.get_json(&token, "/api/v1/erp/get").await;
     assert_eq!(first["data"].as_array().unwrap().len(), generated::erp::MODELS.len());
     let articles = first["data"].as_array().unwrap().iter().find(|r| r["model"] == "article").unwrap().clone();
     assert_eq!(articles["inserted"], 3, "{articles}");
@@ -467,7 +445,7 @@ async fn setup_get_update_and_show(db: Db) {
         Some(json!({"email": "new@example.com"})),
     )
     .await;
-    let second = ok(&svc, &token, "/api/v1/erp/get").await;
+    let second = svc.get_json(&token, "/api/v1/erp/get").await;
     let changed: Vec<(String, u64)> = second["data"]
         .as_array()
         .unwrap()
@@ -476,7 +454,7 @@ async fn setup_get_update_and_show(db: Db) {
         .map(|r| (r["model"].as_str().unwrap().to_string(), r["updated"].as_u64().unwrap()))
         .collect();
     assert_eq!(changed, vec![("customer".to_string(), 1)]);
-    assert_eq!(ok(&svc, &token, "/api/v1/erp/show/customer/6").await["email"], "new@example.com");
+    assert_eq!(svc.get_json(&token, "/api/v1/erp/show/customer/6").await["email"], "new@example.com");
 
     // update: by field, by id (and removal when the ERP no longer has it).
     erp(
@@ -486,49 +464,49 @@ async fn setup_get_update_and_show(db: Db) {
         Some(json!({"phone": "+49 40 999"})),
     )
     .await;
-    let matching = ok(&svc, &token, "/api/v1/erp/update/customer/customerNumber/10003").await;
+    let matching = svc.get_json(&token, "/api/v1/erp/update/customer/customerNumber/10003").await;
     assert_eq!((matching["data"][0]["fetched"].as_u64(), matching["data"][0]["updated"].as_u64()), (Some(1), Some(1)));
-    assert_eq!(ok(&svc, &token, "/api/v1/erp/show/customer/7").await["phone"], "+49 40 999");
+    assert_eq!(svc.get_json(&token, "/api/v1/erp/show/customer/7").await["phone"], "+49 40 999");
     error_body(svc.get(&token, "/api/v1/erp/update/customer/customer-Number/1").await, 422).await;
     erp(&svc, reqwest::Method::DELETE, "/customer/id/7", None).await;
-    assert_eq!(ok(&svc, &token, "/api/v1/erp/update/customer/7").await["data"][0]["removed"], 1);
+    assert_eq!(svc.get_json(&token, "/api/v1/erp/update/customer/7").await["data"][0]["removed"], 1);
     error_body(svc.get(&token, "/api/v1/erp/update/customer/7").await, 404).await;
-    let one = ok(&svc, &token, "/api/v1/erp/update/customer/5").await;
+    let one = svc.get_json(&token, "/api/v1/erp/update/customer/5").await;
     assert_eq!(one["data"][0]["unchanged"], 1);
-    let refresh = ok(&svc, &token, "/api/v1/erp/update").await;
+    let refresh = svc.get_json(&token, "/api/v1/erp/update").await;
     assert!(refresh["data"].as_array().unwrap().iter().any(|r| r["model"] == "customer"), "{refresh}");
     svc.stop().await;
 }
 
 async fn custom_attributes_are_pulled_posted_and_pushed_with_version_checks(db: Db) {
     let (svc, token) = start(db, &[]).await;
-    let pulled = ok(&svc, &token, "/api/v1/erp/entityPullAttr/customer").await["data"].clone();
+    let pulled = svc.get_json(&token, "/api/v1/erp/entityPullAttr/customer").await["data"].clone();
     assert_eq!(pulled["definitions"], 2, "{pulled}");
     assert_eq!(pulled["applicable"], json!(["fieldReportId", "serviceLevel"]));
     assert_eq!(pulled["records"], 3);
-    let one = ok(&svc, &token, "/api/v1/erp/entityPullAttr/customer/serviceLevel").await["data"].clone();
+    let one = svc.get_json(&token, "/api/v1/erp/entityPullAttr/customer/serviceLevel").await["data"].clone();
     assert_eq!(one["values"], 3, "{one}");
     error_body(svc.get(&token, "/api/v1/erp/entityPullAttr/customer/nope").await, 404).await;
 
     // Post the customers to the field-report system; each new company's Id is kept on the
     // customer's fieldReportId attribute, pending a push.
-    let posted = ok(&svc, &token, "/api/v1/erp/fieldReportPost/customer").await["data"][0].clone();
+    let posted = svc.get_json(&token, "/api/v1/erp/fieldReportPost/customer").await["data"][0].clone();
     assert_eq!(
         (posted["created"].as_u64(), posted["attributes_marked"].as_u64(), posted["failed"].as_u64()),
         (Some(3), Some(3), Some(0)),
         "{posted}"
     );
-    let writes = field_report_writes(&svc).await;
+    let writes = svc.fieldreport_received().await;
     assert_eq!(writes.iter().filter(|w| w["method"] == "POST").count(), 3, "{writes:?}");
-    let company = ok(&svc, &token, "/api/v1/fieldreport/show/companies/ExternalId/6").await["data"][0].clone();
+    let company = svc.get_json(&token, "/api/v1/fieldreport/show/companies/ExternalId/6").await["data"][0].clone();
     let company_id = company["Id"].as_str().unwrap().to_string();
     assert!(company_id.chars().all(|c| c.is_ascii_digit()), "the upstream's Id: {company}");
-    assert_eq!(ok(&svc, &token, "/api/v1/erp/fieldReportPost/customer").await["data"][0]["unchanged"], 3);
+    assert_eq!(svc.get_json(&token, "/api/v1/erp/fieldReportPost/customer").await["data"][0]["unchanged"], 3);
 
     // The ERP changes customer 6 meanwhile: its push is refused (409) and reported.
     erp(&svc, reqwest::Method::PUT, "/customer/id/6?ignoreMissingProperties=true", Some(json!({"phone": "+49 1"})))
         .await;
-    let pushed = ok(&svc, &token, "/api/v1/erp/entityPushAttr/customer").await["data"].clone();
+    let pushed = svc.get_json(&token, "/api/v1/erp/entityPushAttr/customer").await["data"].clone();
     assert_eq!((pushed["pushed"].as_u64(), pushed["conflicts"].as_u64()), (Some(2), Some(1)), "{pushed}");
     assert_eq!(pushed["errors"][0]["id"], "6");
     assert!(pushed["errors"][0]["message"].as_str().unwrap().contains("version conflict"), "{pushed}");
@@ -541,12 +519,13 @@ async fn custom_attributes_are_pulled_posted_and_pushed_with_version_checks(db: 
         .find(|v| v["attributeDefinitionId"] == definition)
         .unwrap()
         .clone();
-    let company5 = ok(&svc, &token, "/api/v1/fieldreport/show/companies/ExternalId/5").await["data"][0]["Id"].clone();
+    let company5 =
+        svc.get_json(&token, "/api/v1/fieldreport/show/companies/ExternalId/5").await["data"][0]["Id"].clone();
     assert_eq!(value["stringValue"], company5, "the ERP has the field-report Id");
 
     // Pull again: the local value survives, the version is current, and the push goes through.
-    ok(&svc, &token, "/api/v1/erp/entityPullAttr/customer").await;
-    let retried = ok(&svc, &token, "/api/v1/erp/entityPushAttr/customer/fieldReportId").await["data"].clone();
+    svc.get_json(&token, "/api/v1/erp/entityPullAttr/customer").await;
+    let retried = svc.get_json(&token, "/api/v1/erp/entityPushAttr/customer/fieldReportId").await["data"].clone();
     assert_eq!((retried["pushed"].as_u64(), retried["conflicts"].as_u64()), (Some(1), Some(0)), "{retried}");
     let at_erp = erp(&svc, reqwest::Method::GET, "/customer/id/6", None).await;
     assert_eq!(at_erp["phone"], "+49 1", "the ERP's own change is kept");
@@ -554,7 +533,7 @@ async fn custom_attributes_are_pulled_posted_and_pushed_with_version_checks(db: 
         at_erp["customAttributes"].as_array().unwrap().iter().any(|v| v["stringValue"] == company_id.as_str()),
         "{at_erp}"
     );
-    assert_eq!(ok(&svc, &token, "/api/v1/erp/entityPushAttr/customer").await["data"]["pushed"], 0);
+    assert_eq!(svc.get_json(&token, "/api/v1/erp/entityPushAttr/customer").await["data"]["pushed"], 0);
 
     error_body(svc.get(&token, "/api/v1/erp/fieldReportPost/salesOrder").await, 422).await;
     error_body(svc.get(&token, "/api/v1/erp/fieldReportPost?id=5").await, 422).await;
@@ -562,7 +541,7 @@ async fn custom_attributes_are_pulled_posted_and_pushed_with_version_checks(db: 
 }
 
 async fn pulled_definition_id(svc: &TestService, token: &str) -> String {
-    let found = ok(svc, token, "/api/v1/erp/show/customAttributeDefinition/attributeKey/fieldReportId").await;
+    let found = svc.get_json(token, "/api/v1/erp/show/customAttributeDefinition/attributeKey/fieldReportId").await;
     found["data"][0]["id"].as_str().unwrap().to_string()
 }
 
@@ -571,11 +550,11 @@ async fn field_report_post_of_one_record_replaces_the_local_placeholder(db: Db) 
     let id = accepted(webhook(&svc).json(&json!({"entityName": "article", "entityId": "12"})).checked().await.unwrap())
         .await;
     inbox_call(&svc, &token, id, "done").await;
-    ok(&svc, &token, "/api/v1/fieldreport/products/erp-article-12").await;
-    let posted = ok(&svc, &token, "/api/v1/erp/fieldReportPost/article?id=12").await["data"][0].clone();
+    svc.get_json(&token, "/api/v1/fieldreport/products/erp-article-12").await;
+    let posted = svc.get_json(&token, "/api/v1/erp/fieldReportPost/article?id=12").await["data"][0].clone();
     assert_eq!(posted["created"], 1, "{posted}");
     error_body(svc.get(&token, "/api/v1/fieldreport/products/erp-article-12").await, 404).await;
-    let found = ok(&svc, &token, "/api/v1/fieldreport/show/products/ExternalId/12").await;
+    let found = svc.get_json(&token, "/api/v1/fieldreport/show/products/ExternalId/12").await;
     assert_eq!(found["data"].as_array().unwrap().len(), 1, "one product, with the upstream's Id: {found}");
     error_body(svc.get(&token, "/api/v1/erp/fieldReportPost/article?id=999").await, 404).await;
     svc.stop().await;
@@ -589,7 +568,7 @@ async fn erp_throttling_and_time_outs_are_handled(db: Db) {
         json!({"path_prefix": "/webapp/api/v1/article", "status": 429, "retry_after_seconds": 1, "times": 1}),
     )
     .await;
-    assert_eq!(ok(&svc, &token, "/api/v1/erp/setup/article").await["data"][0]["fetched"], 3);
+    assert_eq!(svc.get_json(&token, "/api/v1/erp/setup/article").await["data"][0]["fetched"], 3);
     // Throttled on every attempt: 503 with the ERP's wait.
     erp_fault(
         &svc,
@@ -607,7 +586,7 @@ async fn erp_throttling_and_time_outs_are_handled(db: Db) {
     let body = error_body(svc.get(&token, "/api/v1/erp/setup/article").await, 504).await;
     assert_eq!(body["error_code"], "upstream_timeout");
     assert!(!body["message"].as_str().unwrap().contains("sandbox-erp-key"));
-    assert_eq!(ok(&svc, &token, "/api/v1/erp/show/article").await["meta"]["total"], 3);
+    assert_eq!(svc.get_json(&token, "/api/v1/erp/show/article").await["meta"]["total"], 3);
     // A problem-style refusal is summarised.
     erp_clear_faults(&svc).await;
     erp_fault(
@@ -631,8 +610,8 @@ async fn a_missing_template_is_reported_without_hiding_missing_info(db: Db) {
                    "Addresses": [{"Line1": "A 1", "PostCode": "10115", "City": "Berlin", "Country": "DE", "Type": "main"}]},
         "FinancingObjects": [{"Quantity": 1, "ObjectTypeId": 1, "Name": "Copier", "NetPricePerObject": 1000.0}]
     });
-    let created = svc.call(&token, reqwest::Method::POST, "/api/v1/leasing", Some(request.clone())).await;
-    let created: Value = created.json().await.unwrap();
+    let created = svc.post(&token, "/api/v1/leasing", request.clone()).await;
+    let created: Value = created.json_value().await;
     let id = created["data"]["FinancingId"].as_str().unwrap_or_else(|| panic!("{created}")).to_string();
     let body = error_body(
         svc.get(&token, &format!("/api/v1/leasing/{id}/wait-ready-to-sign?max_attempts=1&sleep_milliseconds=1")).await,

@@ -4,6 +4,7 @@
 //! them, a new secret updates them, unregistering removes only ours; the secret is never
 //! printed; an unconfigured or refusing ERP is one line naming the reason.
 
+use crate::common::JsonAnswer;
 use crate::common::contract::Checked;
 use std::process::Output;
 
@@ -47,16 +48,7 @@ fn failed(output: &Output) -> String {
 
 /// The webhook records at the simulator, as the ERP's API lists them.
 async fn registered(svc: &TestService) -> Vec<Value> {
-    let answer: Value = svc
-        .client
-        .get(format!("{}/webhook?pageSize=1000", svc.erp))
-        .header("AuthenticationToken", integration_service::sandbox::erp::API_KEY)
-        .checked()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let answer: Value = svc.erp_api(reqwest::Method::GET, "/webhook?pageSize=1000").json_value().await;
     answer["result"].as_array().unwrap().clone()
 }
 
@@ -77,9 +69,7 @@ async fn register_list_and_unregister_at_the_erp(db: Db) {
     let registered_url = format!("{url}/api/v1/erp/webhooks?secret={SECRET}");
     // Someone else's webhook, which none of the commands may touch.
     let foreign = svc
-        .client
-        .post(format!("{}/webhook", svc.erp))
-        .header("AuthenticationToken", integration_service::sandbox::erp::API_KEY)
+        .erp_api(reqwest::Method::POST, "/webhook")
         .json(&json!({"entityName": "customer", "atCreate": true, "atUpdate": false, "atDelete": false,
                       "requestMethod": "GET", "url": FOREIGN_URL}))
         .checked()
@@ -114,9 +104,7 @@ async fn register_list_and_unregister_at_the_erp(db: Db) {
 
     // The URL carries the secret as the service checks it: a change at the ERP arrives.
     let changed = svc
-        .client
-        .put(format!("{}/customer/id/6?ignoreMissingProperties=true", svc.erp))
-        .header("AuthenticationToken", integration_service::sandbox::erp::API_KEY)
+        .erp_api(reqwest::Method::PUT, "/customer/id/6?ignoreMissingProperties=true")
         .json(&json!({"company": "Registered & Co"}))
         .checked()
         .await
@@ -125,15 +113,7 @@ async fn register_list_and_unregister_at_the_erp(db: Db) {
     let sim_root = svc.erp.trim_end_matches(integration_service::sandbox::erp::API_ROOT).to_string();
     let mut calls = Vec::new();
     for _ in 0..100 {
-        let answer: Value = svc
-            .client
-            .get(format!("{sim_root}/__sandbox/webhook-calls"))
-            .checked()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let answer: Value = svc.client.get(format!("{sim_root}/__sandbox/webhook-calls")).json_value().await;
         calls = answer.as_array().unwrap().iter().filter(|c| c["url"] == registered_url.as_str()).cloned().collect();
         if !calls.is_empty() {
             break;

@@ -2,6 +2,8 @@
 //! the local mirror, forwarded writes, and no divergence when the upstream fails.
 
 use crate::common::contract::Checked;
+use crate::common::requests::answered;
+use crate::common::{Api, JsonAnswer};
 use crate::common::{Db, TestService, add_fault, error_body};
 use serde_json::{Value, json};
 
@@ -23,27 +25,22 @@ const ENTITIES: [(&str, &str); 15] = [
     ("items", "Items"),
 ];
 
-struct Api<'a> {
+struct Caller<'a> {
     svc: &'a TestService,
     token: String,
 }
 
-impl Api<'_> {
+impl Caller<'_> {
     async fn send(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> reqwest::Response {
         self.svc.call(&self.token, method, path, body).await
     }
 
     async fn json(&self, method: reqwest::Method, path: &str, body: Option<Value>, status: u16) -> Value {
-        let response = self.send(method, path, body).await;
-        let actual = response.status().as_u16();
-        let text = response.text().await.unwrap();
-        assert_eq!(actual, status, "{path}: {text}");
-        serde_json::from_str(&text).unwrap()
+        answered(path, self.send(method, path, body).await, Some(status)).await
     }
 
     async fn received(&self) -> Vec<Value> {
-        let url = format!("{}/__sandbox/received", self.svc.fieldreport);
-        self.svc.client.get(url).checked().await.unwrap().json().await.unwrap()
+        self.svc.fieldreport_received().await
     }
 
     async fn fault(&self, rule: Value) {
@@ -51,8 +48,8 @@ impl Api<'_> {
     }
 }
 
-async fn api(svc: &TestService) -> Api<'_> {
-    Api { svc, token: svc.user_token().await }
+async fn api(svc: &TestService) -> Caller<'_> {
+    Caller { svc, token: svc.user_token().await }
 }
 
 async fn every_entity_supports_every_operation(db: Db) {
@@ -227,16 +224,8 @@ async fn nothing_diverges_when_the_upstream_fails(db: Db) {
 
     // The upstream's own version conflict answers 409, and the mirror takes the upstream's
     // record: the caller reads it again and retries, without a sync.
-    let upstream_item = format!("{}/odata/Products({id}L)", svc.fieldreport);
     let sneaky = json!({"Id": id, "Version": 2, "Name": "changed upstream"});
-    let response = svc
-        .client
-        .put(upstream_item)
-        .basic_auth("sandbox", Some("sandbox-password"))
-        .json(&sneaky)
-        .checked()
-        .await
-        .unwrap();
+    let response = svc.odata(reqwest::Method::PUT, &format!("Products({id}L)")).json(&sneaky).checked().await.unwrap();
     assert_eq!(response.status(), 200);
     let body = error_body(api.send(reqwest::Method::PATCH, &item, Some(json!({"Name": "mine"}))).await, 409).await;
     assert_eq!(body["error_code"], "upstream_conflict");
@@ -302,7 +291,7 @@ async fn delete_with_a_representation_and_errors(db: Db) {
         .await
         .unwrap();
     assert_eq!(response.status(), 200);
-    let body: Value = response.json().await.unwrap();
+    let body: Value = response.json_value().await;
     assert_eq!(body, json!({"data": true, "fieldReportResponse": null}));
     error_body(api.send(reqwest::Method::DELETE, &format!("/api/v1/fieldreport/items/{id}"), None).await, 404).await;
     error_body(api.send(reqwest::Method::PATCH, "/api/v1/fieldreport/items/404", Some(json!({}))).await, 404).await;
@@ -427,7 +416,7 @@ on_both_databases!(
 async fn records_changed_anywhere_are_answered_changed_on_every_instance() {
     let Some((first, second, sql)) = crate::common::two_instances_on_postgres().await else { return };
     let on_first = api(&first).await;
-    let on_second = Api { svc: &second, token: on_first.token.clone() };
+    let on_second = Caller { svc: &second, token: on_first.token.clone() };
     let set_name = |id: String, name: String| {
         let sql = sql.clone();
         async move {
@@ -572,7 +561,7 @@ async fn records_changed_by_another_connection_are_answered_changed_at_once_on_s
 
 /// Asks for `path` until `answered` holds of its JSON (a notification reaches other instances
 /// once the changing transaction commits), at most about five seconds.
-async fn answered_soon(api: &Api<'_>, path: &str, answered: impl Fn(&Value) -> bool) {
+async fn answered_soon(api: &Caller<'_>, path: &str, answered: impl Fn(&Value) -> bool) {
     let mut last = Value::Null;
     for _ in 0..50 {
         last = api.json(reqwest::Method::GET, path, None, 200).await;
@@ -602,14 +591,7 @@ async fn a_record_read_is_accepted_back_by_its_update_route() {
     let api = api(&svc).await;
     for (route, set) in ENTITIES {
         let v3 = json!({"Name": format!("{set} v3"), "Version": "1"});
-        let created = svc
-            .client
-            .post(format!("{}/odata/{set}", svc.fieldreport))
-            .basic_auth("sandbox", Some("sandbox-password"))
-            .json(&v3)
-            .send()
-            .await
-            .unwrap();
+        let created = svc.odata(reqwest::Method::POST, &format!("{set}")).json(&v3).send().await.unwrap();
         assert!(created.status().is_success(), "{set}: {}", created.status());
         svc.seed(set, 1).await;
         api.json(reqwest::Method::GET, &format!("/api/v1/fieldreport/sync/{route}"), None, 200).await;

@@ -4,6 +4,7 @@
 //! follow are refused. Both databases. (The long histories follow the feed through every kind
 //! of write: `histories/consumer.rs`.)
 
+use crate::common::Api;
 use std::collections::BTreeMap;
 
 use integration_service::store::erp::ErpRecord;
@@ -12,14 +13,6 @@ use serde_json::{Value, json};
 
 use crate::common::contract::Checked;
 use crate::common::{Db, TestService, error_body};
-
-async fn ok(svc: &TestService, token: &str, path: &str) -> Value {
-    let response = svc.get(token, path).await;
-    let status = response.status();
-    let body: Value = response.json().await.unwrap();
-    assert_eq!(status, 200, "{path}: {body}");
-    body
-}
 
 async fn tag(svc: &TestService, id: &str, name: &str) {
     let record = MirrorRecord { id: id.into(), version: 1, document: json!({"Id": id, "Version": 1, "Name": name}) };
@@ -67,7 +60,7 @@ async fn follow(
             Some(since) => format!("{feed}?since={since}&limit=3"),
             None => format!("{feed}?limit=3"),
         };
-        let page = ok(svc, token, &path).await;
+        let page = svc.get_json(token, &path).await;
         let next = page["next_cursor"].as_str().unwrap().to_string();
         assert!(page["next"].as_str().unwrap().ends_with(&format!("since={next}&limit=3")), "{page}");
         let changes = page["data"].as_array().unwrap();
@@ -91,7 +84,7 @@ async fn listed(svc: &TestService, token: &str, path: &str, id_field: &str) -> B
     let mut records = BTreeMap::new();
     let mut next = Some(format!("{path}?limit=500"));
     while let Some(path) = next {
-        let page = ok(svc, token, &path).await;
+        let page = svc.get_json(token, &path).await;
         for record in page["data"].as_array().unwrap() {
             let id = match &record[id_field] {
                 Value::String(id) => id.clone(),
@@ -132,7 +125,7 @@ async fn a_copy_follows_the_field_report_feed(db: Db) {
     follow(&svc, &token, "/api/v1/fieldreport/tags/changes", None, &mut from_start).await;
     assert_eq!(from_start, copy);
     // Nothing changed: the same position again.
-    let page = ok(&svc, &token, &format!("/api/v1/fieldreport/tags/changes?since={position}")).await;
+    let page = svc.get_json(&token, &format!("/api/v1/fieldreport/tags/changes?since={position}")).await;
     assert_eq!((page["data"].as_array().unwrap().len(), page["next_cursor"].as_str().unwrap()), (0, position.as_str()));
     svc.stop().await;
 }
@@ -188,7 +181,7 @@ async fn positions_the_feed_cannot_follow_are_refused(db: Db) {
     assert!(body["message"].as_str().unwrap().contains("copy the set again"), "{body}");
     let answer = svc.get(&token, "/api/v1/fieldreport/tags/changes?limit=0").await;
     error_body(answer, 422).await;
-    let page = ok(&svc, &token, "/api/v1/fieldreport/tags/changes?since=0").await;
+    let page = svc.get_json(&token, "/api/v1/fieldreport/tags/changes?since=0").await;
     assert_eq!(page["data"].as_array().unwrap().len(), 1, "{page}");
     svc.stop().await;
 }

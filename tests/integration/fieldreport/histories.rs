@@ -31,6 +31,7 @@
 
 mod consumer;
 
+use crate::common::Api;
 use crate::common::contract::Checked;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::Duration;

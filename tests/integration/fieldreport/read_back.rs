@@ -2,6 +2,7 @@
 //! does: the field-report sets and the ERP's models, while the mirror changes under the reader.
 //! Both databases.
 
+use crate::common::Api;
 use std::collections::BTreeSet;
 
 use integration_service::store::erp::ErpRecord;
@@ -9,14 +10,6 @@ use integration_service::store::fieldreport::records::MirrorRecord;
 use serde_json::{Value, json};
 
 use crate::common::{Db, TestService, error_body};
-
-async fn ok(svc: &TestService, token: &str, path: &str) -> Value {
-    let response = svc.get(token, path).await;
-    let status = response.status();
-    let body: Value = response.json().await.unwrap();
-    assert_eq!(status, 200, "{path}: {body}");
-    body
-}
 
 /// Numeric order, as the key orders ids of digits.
 fn numeric(ids: impl IntoIterator<Item = u32>) -> Vec<String> {
@@ -34,7 +27,7 @@ async fn read_back<F: AsyncFnMut()>(
 ) -> (Vec<String>, usize) {
     let (mut ids, mut pages, mut path) = (Vec::new(), 0, first.to_string());
     loop {
-        let page = ok(svc, token, &path).await;
+        let page = svc.get_json(token, &path).await;
         pages += 1;
         assert!(page.get("meta").is_none(), "read by key: no count\n{page}");
         ids.extend(page["data"].as_array().unwrap().iter().map(|r| r[id_field].as_str().unwrap().to_string()));
@@ -86,26 +79,26 @@ async fn a_field_report_set_reads_back_by_key_while_it_changes(db: Db) {
     assert_eq!(pages, 6, "41 records read by 7, and no empty page after the last");
 
     // Without `limit`, 50 a page; a cursor passed on as it came.
-    let all = ok(&svc, &token, "/api/v1/fieldreport/tags?limit=500").await;
+    let all = svc.get_json(&token, "/api/v1/fieldreport/tags?limit=500").await;
     assert_eq!(all["data"].as_array().unwrap().len(), 40, "{all}");
     assert!(all.get("next_cursor").is_none(), "one page holds the set: {all}");
-    let first = ok(&svc, &token, "/api/v1/fieldreport/tags?limit=39").await;
+    let first = svc.get_json(&token, "/api/v1/fieldreport/tags?limit=39").await;
     let cursor = first["next_cursor"].as_str().unwrap().to_string();
-    let rest = ok(&svc, &token, &format!("/api/v1/fieldreport/tags?after={cursor}")).await;
+    let rest = svc.get_json(&token, &format!("/api/v1/fieldreport/tags?after={cursor}")).await;
     assert_eq!(rest["data"][0]["Id"], "41", "{rest}");
     // Other sets do not show through, and an empty set has one empty page.
-    let empty = ok(&svc, &token, "/api/v1/fieldreport/users?limit=5").await;
+    let empty = svc.get_json(&token, "/api/v1/fieldreport/users?limit=5").await;
     assert_eq!(empty, json!({"data": []}));
 
     // Paging by position stays as it was, with its count.
-    let page = ok(&svc, &token, "/api/v1/fieldreport/tags?page=2&per_page=10").await;
+    let page = svc.get_json(&token, "/api/v1/fieldreport/tags?page=2&per_page=10").await;
     assert_eq!(page["meta"], json!({"current_page": 2, "per_page": 10, "total": 40, "last_page": 4}), "{page}");
     assert!(page.get("next_cursor").is_none(), "{page}");
 
     // Read by key wins over position; a cursor the document admits is never refused.
-    let by_key = ok(&svc, &token, "/api/v1/fieldreport/tags?limit=5&page=2").await;
+    let by_key = svc.get_json(&token, "/api/v1/fieldreport/tags?limit=5&page=2").await;
     assert!(by_key.get("meta").is_none() && by_key["data"].as_array().unwrap().len() == 5, "{by_key}");
-    ok(&svc, &token, "/api/v1/fieldreport/tags?after=gA").await;
+    svc.get_json(&token, "/api/v1/fieldreport/tags?after=gA").await;
     for query in ["after=%25%25", "after=0.5", "limit=0", "limit=501"] {
         let path = format!("/api/v1/fieldreport/tags?{query}");
         let body = error_body(svc.get(&token, &path).await, 422).await;
@@ -143,9 +136,9 @@ async fn an_erp_model_reads_back_by_key_while_it_changes(db: Db) {
     assert_eq!(ids, expected, "numeric ids in numeric order (99 before 100), each once");
     assert_each_once(&ids);
     assert_eq!(pages, 4);
-    let page = ok(&svc, &token, "/api/v1/erp/show/customer?page=1&per_page=5").await;
+    let page = svc.get_json(&token, "/api/v1/erp/show/customer?page=1&per_page=5").await;
     assert_eq!(page["meta"]["total"], 36, "{page}");
-    ok(&svc, &token, "/api/v1/erp/show/customer?limit=5&page=1").await;
+    svc.get_json(&token, "/api/v1/erp/show/customer?limit=5&page=1").await;
     for query in ["after=0.5", "limit=0"] {
         error_body(svc.get(&token, &format!("/api/v1/erp/show/customer?{query}")).await, 422).await;
     }

@@ -1,5 +1,6 @@
 //! Pulling the field-report system into the mirror, and the show tool routes.
 
+use crate::common::Api;
 use crate::common::contract::Checked;
 use crate::common::{Db, TestService, add_fault, error_body};
 use serde_json::{Value, json};
@@ -41,7 +42,7 @@ async fn ten_thousand_records_across_pages_then_only_newer_ones(db: Db) {
     assert!(report["cursor"].as_str().is_some());
 
     // Expanded relations were pulled with each record.
-    let page: Value = svc.get(&token, "/api/v1/fieldreport/companies?per_page=1").await.json().await.unwrap();
+    let page: Value = svc.get_json(&token, "/api/v1/fieldreport/companies?per_page=1").await;
     assert_eq!(page["meta"]["total"], 10_000);
     let company = &page["data"][0];
     for relation in ["Contacts", "Tags", "ServiceObjects"] {
@@ -57,15 +58,14 @@ async fn ten_thousand_records_across_pages_then_only_newer_ones(db: Db) {
 
     // Change two records upstream: only they come back.
     for id in ["1001", "1002"] {
-        let url = format!("{}/odata/Companies({id}L)", svc.fieldreport);
         let body = json!({"Id": id, "Version": 2, "Name": "renamed upstream"});
         let response =
-            svc.client.put(url).basic_auth("sandbox", Some("sandbox-password")).json(&body).checked().await.unwrap();
+            svc.odata(reqwest::Method::PUT, &format!("Companies({id}L)")).json(&body).checked().await.unwrap();
         assert_eq!(response.status(), 200);
     }
     let newer = sync(&svc, &token, "companies").await;
     assert_eq!((newer["inserted"].clone(), newer["updated"].clone()), (json!(0), json!(2)), "{newer}");
-    let renamed: Value = svc.get(&token, "/api/v1/fieldreport/companies/1001").await.json().await.unwrap();
+    let renamed: Value = svc.get_json(&token, "/api/v1/fieldreport/companies/1001").await;
     assert_eq!(renamed["Name"], "renamed upstream");
     svc.stop().await;
 }
@@ -81,14 +81,14 @@ async fn an_interrupted_sync_resumes_without_duplicates(db: Db) {
     let stopped = svc.get(&token, "/api/v1/fieldreport/sync/tags").await;
     let body = error_body(stopped, 502).await;
     assert_eq!(body["error_code"], "upstream_error");
-    let partial: Value = svc.get(&token, "/api/v1/fieldreport/show/tags").await.json().await.unwrap();
+    let partial: Value = svc.get_json(&token, "/api/v1/fieldreport/show/tags").await;
     assert_eq!(partial["data"]["last_sync_at"], Value::Null, "a failed sync records no completion");
     assert_eq!(partial["data"]["records"], 300);
 
     let report = sync(&svc, &token, "tags").await;
     assert_eq!(report["fetched"], 750);
     assert_eq!((report["inserted"].clone(), report["unchanged"].clone()), (json!(450), json!(300)), "{report}");
-    let page: Value = svc.get(&token, "/api/v1/fieldreport/tags?per_page=1").await.json().await.unwrap();
+    let page: Value = svc.get_json(&token, "/api/v1/fieldreport/tags?per_page=1").await;
     assert_eq!(page["meta"]["total"], 750);
     svc.stop().await;
 }
@@ -112,27 +112,23 @@ async fn show_lists_entities_and_finds_records(db: Db) {
     let token = svc.user_token().await;
     svc.seed("CostCenters", 3).await;
     sync(&svc, &token, "CostCenters").await;
-    let all: Value = svc.get(&token, "/api/v1/fieldreport/show").await.json().await.unwrap();
+    let all: Value = svc.get_json(&token, "/api/v1/fieldreport/show").await;
     let entities = all["data"].as_array().unwrap();
     assert_eq!(entities.len(), 15);
     let cost_centers = entities.iter().find(|e| e["entity"] == "costCenters").unwrap();
     assert_eq!(cost_centers["records"], 3);
     assert!(cost_centers["last_sync_at"].as_str().is_some());
-    let found: Value =
-        svc.get(&token, "/api/v1/fieldreport/show/costCenters/ExternalId/seed-1002").await.json().await.unwrap();
+    let found: Value = svc.get_json(&token, "/api/v1/fieldreport/show/costCenters/ExternalId/seed-1002").await;
     assert_eq!(found["data"].as_array().unwrap().len(), 1, "{found}");
     assert_eq!(found["data"][0]["Id"], "1002");
-    let having: Value = svc.get(&token, "/api/v1/fieldreport/show/costCenters/ExternalId").await.json().await.unwrap();
+    let having: Value = svc.get_json(&token, "/api/v1/fieldreport/show/costCenters/ExternalId").await;
     assert_eq!(having["data"].as_array().unwrap().len(), 3, "{having}");
-    let lacking: Value =
-        svc.get(&token, "/api/v1/fieldreport/show/costCenters/NoSuchField").await.json().await.unwrap();
+    let lacking: Value = svc.get_json(&token, "/api/v1/fieldreport/show/costCenters/NoSuchField").await;
     assert_eq!(lacking["data"], json!([]));
-    let none: Value =
-        svc.get(&token, "/api/v1/fieldreport/show/costCenters/ExternalId/nothing").await.json().await.unwrap();
+    let none: Value = svc.get_json(&token, "/api/v1/fieldreport/show/costCenters/ExternalId/nothing").await;
     assert_eq!(none["data"], json!([]));
     // A SQL-looking value is only ever a bound value.
-    let injection: Value =
-        svc.get(&token, "/api/v1/fieldreport/show/costCenters/Name/x'%20OR%20'1'='1").await.json().await.unwrap();
+    let injection: Value = svc.get_json(&token, "/api/v1/fieldreport/show/costCenters/Name/x'%20OR%20'1'='1").await;
     assert_eq!(injection["data"], json!([]));
     error_body(svc.get(&token, "/api/v1/fieldreport/show/costCenters/Bad-Name/x").await, 422).await;
     let unknown = error_body(svc.get(&token, "/api/v1/fieldreport/sync/widgets").await, 404).await;
@@ -148,12 +144,7 @@ async fn a_reconciling_sync_removes_what_the_upstream_deleted(db: Db) {
     let token = svc.user_token().await;
     svc.seed("Tags", 1200).await;
     assert_eq!(sync(&svc, &token, "tags").await["inserted"], 1200);
-    let upstream = |id: &str| {
-        svc.client
-            .delete(format!("{}/odata/Tags({id}L)", svc.fieldreport))
-            .basic_auth("sandbox", Some("sandbox-password"))
-            .checked()
-    };
+    let upstream = |id: &str| svc.odata(reqwest::Method::DELETE, &format!("Tags({id}L)")).checked();
     for id in ["1001", "1002", "1700"] {
         assert_eq!(upstream(id).await.unwrap().status(), 204);
     }

@@ -2,6 +2,7 @@
 //! while a sync pages, stamps of a coarse clock, commits that arrive after their stamp; and the
 //! reconciling of both mirrors, which repairs both ways what an incremental sync cannot see.
 
+use crate::common::{Api, JsonAnswer};
 use std::collections::BTreeMap;
 
 use crate::common::contract::Checked;
@@ -19,7 +20,7 @@ async fn sync(svc: &TestService, token: &str, path: &str) -> Value {
 async fn simulator(svc: &TestService, path: &str, body: Value) -> Value {
     let answer = svc.client.post(format!("{}/__sandbox/{path}", svc.fieldreport)).json(&body).checked().await.unwrap();
     assert_eq!(answer.status(), 200, "{path}");
-    answer.json().await.unwrap()
+    answer.json_value().await
 }
 
 /// The companies of the mirror and of the simulator, each as Id → Version.
@@ -28,7 +29,7 @@ async fn mirror_and_upstream(svc: &TestService, token: &str) -> (BTreeMap<String
     let mut page = 1;
     loop {
         let path = format!("/api/v1/fieldreport/companies?per_page=500&page={page}");
-        let answer: Value = svc.get(token, &path).await.json().await.unwrap();
+        let answer: Value = svc.get_json(token, &path).await;
         let records = answer["data"].as_array().unwrap();
         for record in records {
             mirror.insert(record["Id"].as_str().unwrap().to_string(), record["Version"].clone());
@@ -108,13 +109,7 @@ async fn a_reconciling_sync_repairs_both_ways(db: Db) {
     sync(&svc, &token, "companies").await;
     let missing = simulator(&svc, "late", json!({"set": "Companies", "ago_seconds": 3600})).await;
     simulator(&svc, "late", json!({"set": "Companies", "ago_seconds": 3600, "id": "1004"})).await;
-    let deleted = svc
-        .client
-        .delete(format!("{}/odata/Companies(1005L)", svc.fieldreport))
-        .basic_auth("sandbox", Some("sandbox-password"))
-        .checked()
-        .await
-        .unwrap();
+    let deleted = svc.odata(reqwest::Method::DELETE, "Companies(1005L)").checked().await.unwrap();
     assert_eq!(deleted.status(), 204);
     let incremental = sync(&svc, &token, "companies").await;
     assert_eq!(incremental["inserted"].as_u64().unwrap() + incremental["updated"].as_u64().unwrap(), 0);
@@ -129,7 +124,7 @@ async fn a_reconciling_sync_repairs_both_ways(db: Db) {
     let (mirror, upstream) = mirror_and_upstream(&svc, &token).await;
     assert_eq!(mirror, upstream, "a completed reconciling leaves the mirror equal to the upstream");
     assert!(mirror.contains_key(missing["Id"].as_str().unwrap()));
-    let record: Value = svc.get(&token, "/api/v1/fieldreport/companies/1004").await.json().await.unwrap();
+    let record: Value = svc.get_json(&token, "/api/v1/fieldreport/companies/1004").await;
     assert_eq!(record["Version"], 2, "the stale record was fetched again: {record}");
 
     let metrics = svc.client.get(svc.url("/metrics")).checked().await.unwrap().text().await.unwrap();
@@ -158,8 +153,7 @@ async fn an_erp_reconciling_repairs_both_ways(db: Db) {
     let (lost, changed, deleted) = (&local[0].id, &local[1].id, &local[2].id);
     assert!(svc.store().erp_delete("customer", lost).await.unwrap());
     let erp = |method: reqwest::Method, path: String, body: Option<Value>| {
-        let mut request =
-            svc.client.request(method, format!("{}{path}", svc.erp)).header("AuthenticationToken", "sandbox-erp-key");
+        let mut request = svc.erp_api(method, &path);
         if let Some(body) = body {
             request = request.json(&body);
         }
@@ -182,7 +176,7 @@ async fn an_erp_reconciling_repairs_both_ways(db: Db) {
         "{report}"
     );
     let at_erp: Value =
-        erp(reqwest::Method::GET, "/customer?pageSize=1000".into(), None).await.unwrap().json().await.unwrap();
+        erp(reqwest::Method::GET, "/customer?pageSize=1000".into(), None).await.unwrap().json_value().await;
     let at_erp: BTreeMap<String, Value> = at_erp["result"]
         .as_array()
         .unwrap()

@@ -1,6 +1,7 @@
 //! GET /api/v1/leasing/calculate/{monthlyInstalment?}/{period?} over real HTTP.
 
 use crate::common::contract::Checked;
+use crate::common::{Api, JsonAnswer};
 use crate::common::{DOCUMENT, Db, TestService, error_body};
 use serde_json::{Value, json};
 
@@ -18,7 +19,7 @@ async fn inverse_calculation_with_defaults_and_every_period(db: Db) {
     ] {
         let response = svc.get(&token, path).await;
         assert_eq!(response.status(), 200, "{path}");
-        let body: Value = response.json().await.unwrap();
+        let body: Value = response.json_value().await;
         assert_eq!(body, expected, "{path}");
     }
     svc.stop().await;
@@ -53,7 +54,7 @@ async fn inverse_calculation_requires_a_token(db: Db) {
 async fn configured_factors_replace_the_defaults(db: Db) {
     let svc = TestService::start(db, &[("LEASING_FACTORS", "36=3.00,84=1.50")]).await;
     let token = svc.user_token().await;
-    let body: Value = svc.get(&token, "/api/v1/leasing/calculate/300/36").await.json().await.unwrap();
+    let body: Value = svc.get_json(&token, "/api/v1/leasing/calculate/300/36").await;
     assert_eq!(body["data"], 10000.0);
     error_body(svc.get(&token, "/api/v1/leasing/calculate/300/48").await, 422).await;
     svc.stop().await;

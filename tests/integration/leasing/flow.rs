@@ -1,6 +1,7 @@
 //! The one-shot request flow and idempotent retries over real HTTP.
 
 use crate::common::contract::Checked;
+use crate::common::{Api, JsonAnswer};
 use crate::common::{Db, TestService, error_body, leasing_request};
 use serde_json::{Value, json};
 
@@ -50,7 +51,7 @@ async fn e_signature_mode_runs_every_step_in_order(db: Db) {
     let token = svc.user_token().await;
     let response = post(&svc, &token, FLOW, &flow_body("ACME GmbH"), None).await;
     assert_eq!(response.status(), 200);
-    let body: Value = response.json().await.unwrap();
+    let body: Value = response.json_value().await;
     assert_eq!(body["success"], true);
     let data = &body["data"];
     assert_eq!(data["success"], true);
@@ -166,7 +167,7 @@ async fn failed_flows_answer_where_they_stopped_and_can_be_read_back(db: Db) {
 
         let record = svc.get(&token, &format!("{FLOW}/{flow_id}")).await;
         assert_eq!(record.status(), 200);
-        let record: Value = record.json().await.unwrap();
+        let record: Value = record.json_value().await;
         assert_eq!(record["success"], true);
         let data = &record["data"];
         assert_eq!(
@@ -332,10 +333,10 @@ async fn retried_creates_and_flows_run_once(db: Db) {
     let token = svc.user_token().await;
     let first = post(&svc, &token, "/api/v1/leasing", &leasing_request("ACME GmbH"), Some("create-1")).await;
     assert_eq!(first.status(), 201);
-    let first: Value = first.json().await.unwrap();
+    let first: Value = first.json_value().await;
     let again = post(&svc, &token, "/api/v1/leasing", &leasing_request("ACME GmbH"), Some("create-1")).await;
     assert_eq!(again.status(), 201);
-    let again: Value = again.json().await.unwrap();
+    let again: Value = again.json_value().await;
     assert_eq!(first, again);
     assert_eq!(svc.provider_request_count().await, 1, "the retry created nothing new");
 
@@ -353,10 +354,8 @@ async fn retried_creates_and_flows_run_once(db: Db) {
     );
     assert_eq!(svc.provider_request_count().await, 2);
 
-    let flow_first: Value =
-        post(&svc, &token, FLOW, &flow_body("ACME GmbH"), Some("flow-1")).await.json().await.unwrap();
-    let flow_again: Value =
-        post(&svc, &token, FLOW, &flow_body("ACME GmbH"), Some("flow-1")).await.json().await.unwrap();
+    let flow_first: Value = post(&svc, &token, FLOW, &flow_body("ACME GmbH"), Some("flow-1")).await.json_value().await;
+    let flow_again: Value = post(&svc, &token, FLOW, &flow_body("ACME GmbH"), Some("flow-1")).await.json_value().await;
     assert_eq!(flow_first["data"]["financingId"], flow_again["data"]["financingId"]);
     assert_eq!(svc.provider_request_count().await, 3);
     let (flows,): (i64,) =
@@ -373,13 +372,13 @@ async fn retried_creates_and_flows_run_once(db: Db) {
 async fn health_and_test_flow(db: Db) {
     let svc = TestService::start(db, &[]).await;
     let token = svc.user_token().await;
-    let health: Value = svc.get(&token, FLOW).await.json().await.unwrap();
+    let health: Value = svc.get_json(&token, FLOW).await;
     assert_eq!(health["success"], true);
     assert_eq!(health["provider_configured"], true);
     let created: Value =
-        post(&svc, &token, "/api/v1/leasing", &leasing_request("ACME GmbH"), None).await.json().await.unwrap();
+        post(&svc, &token, "/api/v1/leasing", &leasing_request("ACME GmbH"), None).await.json_value().await;
     let id = created["data"]["FinancingId"].as_str().unwrap();
-    let stored: Value = svc.get(&token, &format!("{FLOW}/test-flow/{id}")).await.json().await.unwrap();
+    let stored: Value = svc.get_json(&token, &format!("{FLOW}/test-flow/{id}")).await;
     assert_eq!(stored["data"]["stored"]["path"], format!("contracts/{id}.pdf"));
     assert!(svc.storage_dir.join(format!("contracts/{id}.pdf")).is_file());
     let refused = svc.get(&token, &format!("{FLOW}/test-flow/..%2Fescape")).await;

@@ -3,15 +3,16 @@
 //! reaches every request; a request the service has no creator of (created elsewhere) is
 //! reached by anyone, and becomes the first watcher's.
 
+use crate::common::{Api, JsonAnswer};
 use reqwest::Method;
 use serde_json::{Value, json};
 
 use crate::common::{Db, TestService, error_body, leasing_request};
 
 async fn create(svc: &TestService, token: &str, company: &str) -> String {
-    let created = svc.call(token, Method::POST, "/api/v1/leasing", Some(leasing_request(company))).await;
+    let created = svc.post(token, "/api/v1/leasing", leasing_request(company)).await;
     assert_eq!(created.status(), 201);
-    let created: Value = created.json().await.unwrap();
+    let created: Value = created.json_value().await;
     created["data"]["FinancingId"].as_str().unwrap().to_string()
 }
 
@@ -56,7 +57,7 @@ async fn financing_requests_belong_to_their_creator(db: Db) {
     assert_eq!(svc.provider_request_count().await, provider_calls, "nothing was asked of the provider for bob");
 
     let path = format!("/api/v1/leasing/{alices}");
-    let read: Value = svc.get(&alice, &path).await.json().await.unwrap();
+    let read: Value = svc.get_json(&alice, &path).await;
     assert_eq!(read["data"]["FinancingId"], alices.as_str(), "{read}");
     assert_eq!(svc.get(&root, &path).await.status(), 200, "an operator reads every request");
 
@@ -69,7 +70,7 @@ async fn financing_requests_belong_to_their_creator(db: Db) {
         .await
         .unwrap();
     assert_eq!(elsewhere.status(), 201);
-    let elsewhere: Value = elsewhere.json().await.unwrap();
+    let elsewhere: Value = elsewhere.json_value().await;
     let id = elsewhere["FinancingId"].as_str().unwrap().to_string();
     assert_eq!(svc.get(&bob, &format!("/api/v1/leasing/{id}")).await.status(), 200, "no creator recorded");
     let watched = svc.call(&bob, Method::POST, &format!("/api/v1/leasing/{id}/watch"), None).await;

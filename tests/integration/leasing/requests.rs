@@ -1,6 +1,7 @@
 //! The leasing step-by-step routes over real HTTP, against the leasing-provider simulator.
 
 use crate::common::contract::Checked;
+use crate::common::{Api, JsonAnswer};
 use crate::common::{Db, TestService, error_body};
 use serde_json::{Value, json};
 
@@ -30,7 +31,7 @@ impl Leasing<'_> {
     async fn ok(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> Value {
         let response = self.call(method, path, body).await;
         let status = response.status();
-        let body: Value = response.json().await.unwrap();
+        let body: Value = response.json_value().await;
         assert!(status.is_success(), "{path}: {status} {body}");
         assert_eq!(body["success"], true, "{body}");
         body
@@ -39,7 +40,7 @@ impl Leasing<'_> {
     async fn create(&self, company: &str) -> String {
         let response = self.call(reqwest::Method::POST, "/api/v1/leasing", Some(request_payload(company))).await;
         assert_eq!(response.status(), 201);
-        let body: Value = response.json().await.unwrap();
+        let body: Value = response.json_value().await;
         body["data"]["FinancingId"].as_str().unwrap().to_string()
     }
 
@@ -57,7 +58,7 @@ async fn create_read_and_patch_a_request(db: Db) {
     let api = client(&svc).await;
     let response = api.call(reqwest::Method::POST, "/api/v1/leasing", Some(request_payload("ACME GmbH"))).await;
     assert_eq!(response.status(), 201);
-    let created: Value = response.json().await.unwrap();
+    let created: Value = response.json_value().await;
     assert_eq!(created["success"], true);
     assert_eq!(created["meta"], json!({"state": "RequestToGrenke", "ready_to_sign": false, "terminal": false}));
     let id = created["data"]["FinancingId"].as_str().unwrap().to_string();
@@ -118,7 +119,7 @@ async fn wait_follows_every_row_of_the_table(db: Db) {
     let id = api.create("ACME GmbH").await;
     let response = api.wait(&id, "sleep_milliseconds=0").await;
     assert_eq!(response.status(), 200);
-    let body: Value = response.json().await.unwrap();
+    let body: Value = response.json_value().await;
     assert_eq!(body["meta"]["state"], "ReadyToSign");
 
     for (marker, code, state) in [

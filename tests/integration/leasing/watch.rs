@@ -10,6 +10,7 @@
 //! (with a generous guard against a hang), never for a time.
 
 use crate::common::contract::Checked;
+use crate::common::{Api, JsonAnswer};
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU16, Ordering};
@@ -169,19 +170,17 @@ fn chains(delivered: &[Received]) -> BTreeMap<String, Vec<String>> {
 }
 
 async fn subscribe(svc: &TestService, token: &str, url: &str) -> Value {
-    let response = svc
-        .call(token, Method::POST, "/api/v1/leasing/subscriptions", Some(json!({"url": url, "description": "test"})))
-        .await;
+    let response = svc.post(token, "/api/v1/leasing/subscriptions", json!({"url": url, "description": "test"})).await;
     assert_eq!(response.status(), 201);
-    let created: Value = response.json().await.unwrap();
+    let created: Value = response.json_value().await;
     svc.remember_secret(created["secret"].as_str().unwrap());
     created
 }
 
 async fn create_request(svc: &TestService, token: &str, company: &str) -> String {
-    let response = svc.call(token, Method::POST, "/api/v1/leasing", Some(leasing_request(company))).await;
+    let response = svc.post(token, "/api/v1/leasing", leasing_request(company)).await;
     assert_eq!(response.status(), 201);
-    let created: Value = response.json().await.unwrap();
+    let created: Value = response.json_value().await;
     created["data"]["FinancingId"].as_str().unwrap().to_string()
 }
 
@@ -203,9 +202,8 @@ async fn every_change_arrives_signed_and_in_order(db: Db) {
     let rotated: Value = svc
         .call(&token, Method::POST, &format!("/api/v1/leasing/subscriptions/{sub}/rotate-secret"), None)
         .await
-        .json()
-        .await
-        .unwrap();
+        .json_value()
+        .await;
     let second_secret = rotated["secret"].as_str().unwrap();
     svc.remember_secret(second_secret);
     assert!(second_secret.starts_with("whsec_") && second_secret != first_secret);
@@ -220,16 +218,12 @@ async fn every_change_arrives_signed_and_in_order(db: Db) {
         .client
         .post(format!("{}/basic/v1/requests", svc.leasing))
         .json(&leasing_request("Gamma [moves:2]"))
-        .checked()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+        .json_value()
+        .await;
     let direct_id = direct["FinancingId"].as_str().unwrap().to_string();
     let watch = svc.call(&token, Method::POST, &format!("/api/v1/leasing/{direct_id}/watch"), None).await;
     assert_eq!(watch.status(), 200);
-    let watch: Value = watch.json().await.unwrap();
+    let watch: Value = watch.json_value().await;
     assert_eq!((watch["financingId"].as_str(), watch["terminal"].as_bool()), (Some(direct_id.as_str()), Some(false)));
     ids.push(direct_id.clone());
 
@@ -260,8 +254,7 @@ async fn every_change_arrives_signed_and_in_order(db: Db) {
     }
 
     // The deliveries list: one per event, delivered at the first attempt.
-    let listed: Value =
-        svc.get(&token, &format!("/api/v1/leasing/subscriptions/{sub}/deliveries")).await.json().await.unwrap();
+    let listed: Value = svc.get_json(&token, &format!("/api/v1/leasing/subscriptions/{sub}/deliveries")).await;
     let items = listed["items"].as_array().unwrap();
     assert_eq!(items.len(), receiver.delivered().len(), "{listed}");
     assert!(items.iter().all(|d| d["status"] == "delivered" && d["attempts"] == 1 && d["last_status_code"] == 204));
@@ -273,7 +266,7 @@ async fn every_change_arrives_signed_and_in_order(db: Db) {
     let too_many = svc.get(&token, &format!("/api/v1/leasing/subscriptions/{sub}/deliveries?limit=501")).await;
     assert!(error_body(too_many, 422).await["errors"]["limit"].is_array());
 
-    let deleted = svc.call(&token, Method::DELETE, &format!("/api/v1/leasing/subscriptions/{sub}"), None).await;
+    let deleted = svc.delete(&token, &format!("/api/v1/leasing/subscriptions/{sub}")).await;
     assert_eq!(deleted.status(), 204);
     let gone = svc.get(&token, &format!("/api/v1/leasing/subscriptions/{sub}")).await;
     let body = error_body(gone, 404).await;
@@ -305,8 +298,7 @@ async fn a_receiver_down_for_a_while_gets_everything_after(db: Db) {
     .await;
     let while_down = receiver.calls();
     assert!(while_down.iter().all(|c| c.answered == 503));
-    let listed: Value =
-        svc.get(&token, &format!("/api/v1/leasing/subscriptions/{sub}/deliveries")).await.json().await.unwrap();
+    let listed: Value = svc.get_json(&token, &format!("/api/v1/leasing/subscriptions/{sub}/deliveries")).await;
     assert!(
         listed["items"]
             .as_array()
@@ -341,8 +333,7 @@ async fn a_receiver_down_for_a_while_gets_everything_after(db: Db) {
         assert!(delivered.iter().any(|d| d.id == failed.id && d.body == failed.body), "{failed:?} never arrived");
         assert!(verified(secret, failed));
     }
-    let listed: Value =
-        svc.get(&token, &format!("/api/v1/leasing/subscriptions/{sub}/deliveries")).await.json().await.unwrap();
+    let listed: Value = svc.get_json(&token, &format!("/api/v1/leasing/subscriptions/{sub}/deliveries")).await;
     let items = listed["items"].as_array().unwrap();
     assert!(items.iter().all(|d| d["status"] == "delivered" && d["last_status_code"] == 200), "{listed}");
 
@@ -388,27 +379,25 @@ async fn private_and_plain_http_targets_are_refused(db: Db) {
         "ftp://example.com/hook",
         "not a url",
     ] {
-        let response = svc.call(&token, Method::POST, "/api/v1/leasing/subscriptions", Some(json!({"url": url}))).await;
+        let response = svc.post(&token, "/api/v1/leasing/subscriptions", json!({"url": url})).await;
         let body = error_body(response, 422).await;
         assert!(body["errors"]["url"].is_array(), "{url}: {body}");
         assert_eq!(body["success"], false);
     }
     let unknown = svc
-        .call(
+        .post(
             &token,
-            Method::POST,
             "/api/v1/leasing/subscriptions",
-            Some(json!({"url": "https://example.com/x", "events": ["leasing.nope"]})),
+            json!({"url": "https://example.com/x", "events": ["leasing.nope"]}),
         )
         .await;
     assert!(error_body(unknown, 422).await["errors"]["events"].is_array());
 
     let id = create_request(&svc, &token, "ACME [moves:1]").await;
-    let subs: Value = svc.get(&token, "/api/v1/leasing/subscriptions").await.json().await.unwrap();
+    let subs: Value = svc.get_json(&token, "/api/v1/leasing/subscriptions").await;
     let sub = subs["items"][0]["id"].as_str().unwrap().to_string();
     let refused = until("a delivery attempt refused", async || {
-        let listed: Value =
-            svc.get(&token, &format!("/api/v1/leasing/subscriptions/{sub}/deliveries")).await.json().await.unwrap();
+        let listed: Value = svc.get_json(&token, &format!("/api/v1/leasing/subscriptions/{sub}/deliveries")).await;
         listed["items"].as_array().unwrap().iter().find(|d| d["attempts"].as_i64() >= Some(1)).cloned()
     })
     .await;
@@ -428,7 +417,7 @@ async fn a_read_by_a_route_is_an_observation(db: Db) {
     subscribe(&svc, &token, &receiver.url()).await;
     let id = create_request(&svc, &token, "ACME [moves:1]").await;
     until("the show finds the request ready to sign", async || {
-        let shown: Value = svc.get(&token, &format!("/api/v1/leasing/{id}")).await.json().await.unwrap();
+        let shown: Value = svc.get_json(&token, &format!("/api/v1/leasing/{id}")).await;
         (shown["meta"]["state"] == "ReadyToSign").then_some(())
     })
     .await;
@@ -453,23 +442,15 @@ async fn a_change_recorded_before_a_kill_is_delivered_after_the_restart(db: Db) 
         .post(instance.url("/api/v1/leasing/subscriptions"))
         .bearer_auth(&token)
         .json(&json!({"url": receiver.url()}))
-        .checked()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+        .json_value()
+        .await;
     let secret = created["secret"].as_str().unwrap().to_string();
     let answer: Value = client
         .post(instance.url("/api/v1/leasing"))
         .bearer_auth(&token)
         .json(&leasing_request("ACME [moves:1]"))
-        .checked()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+        .json_value()
+        .await;
     let id = answer["data"]["FinancingId"].as_str().unwrap().to_string();
     // The receiver holds every call: the first change is recorded and its delivery in flight.
     until("a change recorded and its delivery under way", async || (!receiver.calls().is_empty()).then_some(())).await;
@@ -520,15 +501,15 @@ async fn a_subscription_belongs_to_its_owner(db: Db) {
     let bob_sub = bob_sub["id"].as_str().unwrap();
 
     let everything = json!({"url": root_receiver.url(), "all_requests": true});
-    let refused = svc.call(&bob, Method::POST, "/api/v1/leasing/subscriptions", Some(everything.clone())).await;
+    let refused = svc.post(&bob, "/api/v1/leasing/subscriptions", everything.clone()).await;
     assert!(error_body(refused, 422).await["errors"]["all_requests"].is_array());
-    let root_sub = svc.call(&root, Method::POST, "/api/v1/leasing/subscriptions", Some(everything)).await;
+    let root_sub = svc.post(&root, "/api/v1/leasing/subscriptions", everything).await;
     assert_eq!(root_sub.status(), 201);
-    let root_sub: Value = root_sub.json().await.unwrap();
+    let root_sub: Value = root_sub.json_value().await;
     svc.remember_secret(root_sub["secret"].as_str().unwrap());
     assert_eq!(root_sub["all_requests"], true);
 
-    let listed: Value = svc.get(&bob, "/api/v1/leasing/subscriptions").await.json().await.unwrap();
+    let listed: Value = svc.get_json(&bob, "/api/v1/leasing/subscriptions").await;
     let ids: Vec<&str> = listed["items"].as_array().unwrap().iter().map(|s| s["id"].as_str().unwrap()).collect();
     assert_eq!(ids, [bob_sub], "bob lists his own only");
     let routes = [

@@ -3,6 +3,7 @@
 //! stopped, the backup restored, the service started on it, and the mirror brought up to date
 //! by a sync.
 
+use crate::common::{Api, JsonAnswer};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -29,7 +30,7 @@ async fn write_companies(
         let body = json!({"Id": "new", "Version": 1, "Name": format!("Drill {n} GmbH"), "IsPhysicalPerson": false});
         let answer = client.post(&url).bearer_auth(&token).json(&body).checked().await.unwrap();
         assert_eq!(answer.status(), 201, "a write of the drill failed");
-        let created: Value = answer.json().await.unwrap();
+        let created: Value = answer.json_value().await;
         let id = created["data"]["Id"].as_str().expect("the assigned Id").to_string();
         acknowledged.lock().unwrap().push((Instant::now(), id));
     }

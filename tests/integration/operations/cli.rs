@@ -1,6 +1,7 @@
 //! The command line: configuration errors, migrations, user and token management.
 
 use crate::common::contract::Checked;
+use crate::common::{Api, JsonAnswer};
 use std::io::Write;
 use std::process::{Command, Stdio};
 
@@ -224,12 +225,8 @@ async fn serve_sandbox_receives_the_erp_simulators_webhooks() {
     let login: serde_json::Value = client
         .post(format!("{base}/api/v1/login"))
         .json(&serde_json::json!({"email": "ops@example.com", "password": "sandbox-pass"}))
-        .checked()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+        .json_value()
+        .await;
     let token = login["access_token"].as_str().unwrap().to_string();
     let changed = client
         .put(format!("{erp_root}/customer/id/6?ignoreMissingProperties=true"))
@@ -244,12 +241,8 @@ async fn serve_sandbox_receives_the_erp_simulators_webhooks() {
         let answer: serde_json::Value = client
             .get(format!("{base}/api/v1/fieldreport/show/companies/ExternalId/6"))
             .bearer_auth(&token)
-            .checked()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+            .json_value()
+            .await;
         if answer["data"].get(0).is_some() {
             found = answer["data"][0].clone();
             break;

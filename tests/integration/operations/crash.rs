@@ -7,6 +7,7 @@
 //! process take over the dead one's claims after a second instead of a minute.
 
 use crate::common::contract::Checked;
+use crate::common::{Api, JsonAnswer};
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
@@ -77,7 +78,7 @@ async fn a_sync_killed_midway_resumes_and_converges(db: Db) {
         let answer = client.get(instance.url("/api/v1/fieldreport/sync/companies")).bearer_auth(&token).checked().await;
         let answer = answer.unwrap();
         let status = answer.status();
-        let body: Value = answer.json().await.unwrap();
+        let body: Value = answer.json_value().await;
         if status == 200 {
             break body;
         }
@@ -229,27 +230,19 @@ async fn a_flow_killed_midway_is_recorded_as_interrupted(db: Db) {
         .await
         .unwrap();
     assert_eq!(retry.status(), 409);
-    let retry: Value = retry.json().await.unwrap();
+    let retry: Value = retry.json_value().await;
     assert_eq!(retry["error_code"], "idempotency_key_flow_ended", "{retry}");
     assert_eq!(retry["financingId"].as_str(), financing_id.as_deref());
     assert!(retry["flowId"].is_i64(), "{retry}");
-    let stats: Value = instance
-        .client
-        .get(format!("{}/__sandbox/stats", sandboxes.leasing_base_url()))
-        .checked()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let stats: Value =
+        instance.client.get(format!("{}/__sandbox/stats", sandboxes.leasing_base_url())).json_value().await;
     assert_eq!(stats["requests"], 1, "the retry created no second request");
     instance.stop(&[&token]).await;
 }
 
 /// How many creates the field-report simulator received, by `ExternalId`.
 async fn upstream_creates(client: &reqwest::Client, root: &str) -> BTreeMap<String, usize> {
-    let received: Value =
-        client.get(format!("{root}/__sandbox/received")).checked().await.unwrap().json().await.unwrap();
+    let received: Value = client.get(format!("{root}/__sandbox/received")).json_value().await;
     let mut creates: BTreeMap<String, usize> = BTreeMap::new();
     for write in received.as_array().unwrap().iter().filter(|w| w["method"] == "POST") {
         if let Some(external) = write["body"]["ExternalId"].as_str() {
@@ -309,7 +302,7 @@ async fn a_bulk_post_killed_midway_pushes_nothing_twice(db: Db) {
             .checked()
             .await
             .unwrap();
-        let body: Value = answer.json().await.unwrap();
+        let body: Value = answer.json_value().await;
         let report = &body["data"][0];
         assert_eq!(report["failed"], 0, "{report}");
         pushed += report["pushed"].as_u64().unwrap();

@@ -9,6 +9,7 @@
 //! connection and refuses new ones, as a database restart or a network partition would. A
 //! database of its own set read-only fails `/readyz` until it takes writes again.
 
+use crate::common::Api;
 use crate::common::contract::Checked;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -119,7 +120,7 @@ async fn a_locked_sqlite_database_answers_503_and_readiness_fails_until_it_is_fr
     let ready = || svc.client.get(svc.url("/readyz")).checked();
     assert_eq!(ready().await.unwrap().status(), 200);
     let job = serde_json::json!({"kind": "fieldreport.sync", "target": "tags"});
-    let queue = || svc.call(&token, reqwest::Method::POST, "/api/v1/jobs", Some(job.clone()));
+    let queue = || svc.post(&token, "/api/v1/jobs", job.clone());
 
     let file = svc.database_url.trim_start_matches("sqlite://").to_string();
     let other_process = rusqlite::Connection::open(&file).unwrap();
@@ -161,7 +162,7 @@ async fn a_read_only_postgres_database_fails_readiness_until_it_takes_writes() {
     let token = svc.user_token().await;
     let ready = async || svc.client.get(svc.url("/readyz")).checked().await.unwrap().status().as_u16();
     let job = serde_json::json!({"kind": "fieldreport.sync", "target": "tags"});
-    let queue = || svc.call(&token, reqwest::Method::POST, "/api/v1/jobs", Some(job.clone()));
+    let queue = || svc.post(&token, "/api/v1/jobs", job.clone());
     let end_sessions = format!("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{name}'");
     assert_eq!(ready().await, 200);
 

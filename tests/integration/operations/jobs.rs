@@ -2,6 +2,7 @@
 //! take-overs, `SCHEDULE`, the job metrics, and `jobs run --follow` on the command line.
 
 use crate::common::contract::Checked;
+use crate::common::{Api, JsonAnswer};
 use std::time::{Duration, Instant};
 
 use crate::common::binary::Binary;
@@ -11,13 +12,13 @@ use reqwest::Method;
 use serde_json::{Value, json};
 
 async fn create(svc: &TestService, token: &str, body: Value) -> reqwest::Response {
-    svc.call(token, Method::POST, "/api/v1/jobs", Some(body)).await
+    svc.post(token, "/api/v1/jobs", body).await
 }
 
 async fn job(svc: &TestService, token: &str, id: i64) -> Value {
     let response = svc.get(token, &format!("/api/v1/jobs/{id}")).await;
     assert_eq!(response.status(), 200);
-    response.json().await.unwrap()
+    response.json_value().await
 }
 
 /// The job once `done` says so (a guard of two minutes against a hang, not a timing claim).
@@ -53,7 +54,7 @@ async fn a_sync_job_runs_once_reports_like_the_tool_route_and_is_counted(db: Db)
     svc.seed("Tags", 750).await;
     let response = create(&svc, &token, json!({"kind": "fieldreport.sync", "target": "Tags"})).await;
     assert_eq!(response.status(), 202);
-    let queued: Value = response.json().await.unwrap();
+    let queued: Value = response.json_value().await;
     assert_eq!((queued["kind"].as_str(), queued["target"].as_str()), (Some("fieldreport.sync"), Some("tags")));
     assert_eq!(queued["status"], "queued");
     let id = queued["id"].as_i64().unwrap();
@@ -65,19 +66,18 @@ async fn a_sync_job_runs_once_reports_like_the_tool_route_and_is_counted(db: Db)
     assert_eq!((done["result"][0]["fetched"].clone(), done["result"][0]["inserted"].clone()), (json!(750), json!(750)));
     assert_eq!(done["progress"]["done"], 750, "{done}");
     assert!(done["finished_at"].as_str().is_some() && done["started_at"].as_str().is_some());
-    let shown: Value = svc.get(&token, "/api/v1/fieldreport/show/tags").await.json().await.unwrap();
+    let shown: Value = svc.get_json(&token, "/api/v1/fieldreport/show/tags").await;
     assert_eq!(shown["data"]["records"], 750);
 
     // The history, filtered.
-    let page: Value =
-        svc.get(&token, "/api/v1/jobs?kind=fieldreport.sync&status=succeeded").await.json().await.unwrap();
+    let page: Value = svc.get_json(&token, "/api/v1/jobs?kind=fieldreport.sync&status=succeeded").await;
     assert_eq!(page["meta"]["total"], 1, "{page}");
     assert_eq!(page["data"][0]["id"], id);
-    let none: Value = svc.get(&token, "/api/v1/jobs?status=failed").await.json().await.unwrap();
+    let none: Value = svc.get_json(&token, "/api/v1/jobs?status=failed").await;
     assert_eq!(none["meta"]["total"], 0);
 
     // The whole mirror of every set: a job without a target.
-    let all: Value = create(&svc, &token, json!({"kind": "fieldreport.sync"})).await.json().await.unwrap();
+    let all: Value = create(&svc, &token, json!({"kind": "fieldreport.sync"})).await.json_value().await;
     assert_eq!(all["target"], Value::Null);
     let all = wait_for(&svc, &token, all["id"].as_i64().unwrap(), ended).await;
     assert_eq!(all["status"], "succeeded", "{all}");
@@ -132,7 +132,7 @@ async fn bad_jobs_are_refused_and_a_running_one_is_cancelled_at_its_next_page(db
     svc.seed("Tags", 1500).await;
     slow_tags(&svc, 300).await;
     let first: Value =
-        create(&svc, &token, json!({"kind": "fieldreport.sync", "target": "tags"})).await.json().await.unwrap();
+        create(&svc, &token, json!({"kind": "fieldreport.sync", "target": "tags"})).await.json_value().await;
     let id = first["id"].as_i64().unwrap();
     let second =
         error_body(create(&svc, &token, json!({"kind": "fieldreport.sync", "target": "Tags"})).await, 409).await;
@@ -145,11 +145,11 @@ async fn bad_jobs_are_refused_and_a_running_one_is_cancelled_at_its_next_page(db
     wait_for(&svc, &token, id, |job| job["progress"]["done"].as_i64().unwrap() > 0).await;
     let asked = svc.call(&token, Method::POST, &format!("/api/v1/jobs/{id}/cancel"), None).await;
     assert_eq!(asked.status(), 200);
-    let asked: Value = asked.json().await.unwrap();
+    let asked: Value = asked.json_value().await;
     assert_eq!(asked["cancel_requested"], true);
     let cancelled = wait_for(&svc, &token, id, ended).await;
     assert_eq!(cancelled["status"], "cancelled", "{cancelled}");
-    let shown: Value = svc.get(&token, "/api/v1/fieldreport/show/tags").await.json().await.unwrap();
+    let shown: Value = svc.get_json(&token, "/api/v1/fieldreport/show/tags").await;
     let stored = shown["data"]["records"].as_i64().unwrap();
     assert!(stored > 0 && stored < 1500, "{shown}");
     assert_eq!(shown["data"]["cursor"], Value::Null, "an incomplete sync moves no cursor");
@@ -189,7 +189,7 @@ async fn jobs_survive_a_restart_and_a_stopped_instances_job_is_taken_over(db: Db
     // Running when its instance stops: handed back, and run again after the restart.
     slow_tags(&svc, 300).await;
     let job: Value =
-        create(&svc, &token, json!({"kind": "fieldreport.reconcile", "target": "tags"})).await.json().await.unwrap();
+        create(&svc, &token, json!({"kind": "fieldreport.reconcile", "target": "tags"})).await.json_value().await;
     let id = job["id"].as_i64().unwrap();
     wait_for(&svc, &token, id, |job| job["status"] == "running").await;
     svc.restart().await;
@@ -213,16 +213,15 @@ async fn the_schedule_queues_jobs_and_skips_a_tick_while_one_runs(db: Db) {
         assert!(Instant::now() < deadline, "no tick was skipped: {}", svc.log.text());
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    let running: Value =
-        svc.get(&token, "/api/v1/jobs?kind=fieldreport.sync&status=running").await.json().await.unwrap();
+    let running: Value = svc.get_json(&token, "/api/v1/jobs?kind=fieldreport.sync&status=running").await;
     assert_eq!(running["meta"]["total"], 1, "{running}");
     assert_eq!(
         (running["data"][0]["scheduled"].clone(), running["data"][0]["target"].clone()),
         (json!(true), json!("tags"))
     );
-    let queued: Value = svc.get(&token, "/api/v1/jobs?kind=fieldreport.sync&status=queued").await.json().await.unwrap();
+    let queued: Value = svc.get_json(&token, "/api/v1/jobs?kind=fieldreport.sync&status=queued").await;
     assert_eq!(queued["meta"]["total"], 0, "nothing piles up behind the running sync: {queued}");
-    let pulls: Value = svc.get(&token, "/api/v1/jobs?kind=erp.pull").await.json().await.unwrap();
+    let pulls: Value = svc.get_json(&token, "/api/v1/jobs?kind=erp.pull").await;
     assert_eq!(pulls["meta"]["total"], 1, "one tick of the hourly pull: {pulls}");
     assert_eq!(pulls["data"][0]["target"], Value::Null);
     svc.stop().await;
@@ -262,7 +261,7 @@ async fn two_instances_run_each_job_once_and_a_cancel_reaches_the_other() {
     for (n, entity) in stage_one.iter().enumerate() {
         let at = if n % 2 == 0 { &first } else { &second };
         let job: Value =
-            create(at, &token, json!({"kind": "fieldreport.sync", "target": entity})).await.json().await.unwrap();
+            create(at, &token, json!({"kind": "fieldreport.sync", "target": entity})).await.json_value().await;
         ids.push(job["id"].as_i64().unwrap());
     }
     for id in &ids {
@@ -281,7 +280,7 @@ async fn two_instances_run_each_job_once_and_a_cancel_reaches_the_other() {
         slow_tags(svc, 300).await;
     }
     let job: Value =
-        create(&first, &token, json!({"kind": "fieldreport.reconcile", "target": "tags"})).await.json().await.unwrap();
+        create(&first, &token, json!({"kind": "fieldreport.reconcile", "target": "tags"})).await.json_value().await;
     let id = job["id"].as_i64().unwrap();
     let refused =
         error_body(create(&second, &token, json!({"kind": "fieldreport.reconcile", "target": "tags"})).await, 409)
@@ -306,10 +305,10 @@ async fn a_job_records_its_creator_and_only_they_or_an_operator_cancel_it(db: Db
     let bob = svc.token("bob@example.com", "bob-password-1").await;
     svc.create_user_as("root@example.com", "root-password-1", true).await;
     let root = svc.token("root@example.com", "root-password-1").await;
-    let me: Value = svc.get(&token, "/api/v1/user").await.json().await.unwrap();
+    let me: Value = svc.get_json(&token, "/api/v1/user").await;
     slow_tags(&svc, 2_000).await;
     let queued: Value =
-        create(&svc, &token, json!({"kind": "fieldreport.sync", "target": "tags"})).await.json().await.unwrap();
+        create(&svc, &token, json!({"kind": "fieldreport.sync", "target": "tags"})).await.json_value().await;
     let id = queued["id"].as_i64().unwrap();
     assert_eq!(queued["created_by"], me["id"], "{queued}");
     assert_eq!(job(&svc, &bob, id).await["created_by"], me["id"], "jobs are the service's work: all see them");

@@ -1,6 +1,7 @@
 //! SMTP delivery against a real SMTP server (aiosmtpd on loopback, see `common/smtp.rs`):
 //! the mailer on its own, and the leasing missing-info mail through the whole service.
 
+use crate::common::{Api, JsonAnswer};
 use std::sync::Arc;
 
 use crate::common::smtp::SmtpServer;
@@ -159,11 +160,9 @@ async fn the_missing_info_mail_goes_out_by_smtp(db: Db) {
     let svc =
         TestService::start(db, &[("MAIL_URL", &server.url()), ("MAIL_FROM", "Leasing <leasing@example.com>")]).await;
     let token = svc.user_token().await;
-    let created = svc
-        .call(&token, reqwest::Method::POST, "/api/v1/leasing", Some(leasing_request("Needs More [missing-info]")))
-        .await;
+    let created = svc.post(&token, "/api/v1/leasing", leasing_request("Needs More [missing-info]")).await;
     assert_eq!(created.status(), 201);
-    let created: Value = created.json().await.unwrap();
+    let created: Value = created.json_value().await;
     let id = created["data"]["FinancingId"].as_str().unwrap().to_string();
 
     let query =

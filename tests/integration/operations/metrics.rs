@@ -4,6 +4,7 @@
 //! optional token guards the route; label values are escaped.
 
 use crate::common::contract::Checked;
+use crate::common::{Api, JsonAnswer};
 use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -185,7 +186,7 @@ async fn scrape(svc: &TestService) -> Exposition {
 
 /// Requests received by a simulator (outside its `/__sandbox/` routes).
 async fn simulator_calls(svc: &TestService, root: &str) -> f64 {
-    let body: Value = svc.client.get(format!("{root}/__sandbox/calls")).checked().await.unwrap().json().await.unwrap();
+    let body: Value = svc.client.get(format!("{root}/__sandbox/calls")).json_value().await;
     body["calls"].as_f64().unwrap()
 }
 
@@ -228,14 +229,8 @@ async fn counts_requests_upstream_calls_flows_and_queues(db: Db) {
     assert_eq!(get("/api/v1/fieldreport/companies?per_page=5").await.unwrap().status(), 200);
 
     // A field-report write, forwarded to the simulator.
-    let created = svc
-        .call(
-            &token,
-            reqwest::Method::POST,
-            "/api/v1/fieldreport/companies",
-            Some(json!({"Id": "4711", "Version": 1, "Name": "ACME"})),
-        )
-        .await;
+    let created =
+        svc.post(&token, "/api/v1/fieldreport/companies", json!({"Id": "4711", "Version": 1, "Name": "ACME"})).await;
     assert_eq!(created.status(), 201);
 
     // A body over the limit, refused by the front itself, still under the route's operation.
@@ -255,7 +250,7 @@ async fn counts_requests_upstream_calls_flows_and_queues(db: Db) {
     let created = svc.client.post(svc.url("/api/v1/leasing")).bearer_auth(&token).json(&leasing_request("ACME GmbH"));
     let created = created.checked().await.unwrap();
     assert_eq!(created.status(), 201);
-    let created: Value = created.json().await.unwrap();
+    let created: Value = created.json_value().await;
     let id = created["data"]["FinancingId"].as_str().unwrap().to_string();
     svc.leasing_fault(json!({"path_prefix": format!("/basic/v1/requests/{id}"), "status": 503, "times": 1})).await;
     let waited = get(&format!("/api/v1/leasing/{id}/wait-ready-to-sign?sleep_milliseconds=0")).await.unwrap();

@@ -2,6 +2,7 @@
 //! once it was called, so a fresh instance does not write a histogram for each of the
 //! document's operations, and a scrape grows with the operations and statuses actually seen.
 
+use crate::common::Api;
 use crate::common::{Db, TestService};
 
 async fn exposition(svc: &TestService) -> String {

@@ -1,5 +1,6 @@
 //! The upstream simulators over real HTTP: provider rules, scripted states, OData paging, faults.
 
+use crate::common::JsonAnswer;
 use crate::common::contract::Checked;
 use crate::common::leasing_request;
 use integration_service::sandbox;
@@ -14,21 +15,13 @@ async fn start() -> (String, reqwest::Client) {
 #[tokio::test]
 async fn requests_follow_their_scenario() {
     let (base, client) = start().await;
-    let created: Value = client
-        .post(format!("{base}/basic/v1/requests"))
-        .json(&leasing_request("ACME GmbH"))
-        .checked()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let created: Value =
+        client.post(format!("{base}/basic/v1/requests")).json(&leasing_request("ACME GmbH")).json_value().await;
     assert_eq!(created["State"], "RequestToGrenke");
     assert!(created.get("RequestId").is_none(), "RequestId appears only on GET");
     let id = created["FinancingId"].as_str().unwrap();
     let read = || async {
-        let body: Value =
-            client.get(format!("{base}/basic/v1/requests/{id}")).checked().await.unwrap().json().await.unwrap();
+        let body: Value = client.get(format!("{base}/basic/v1/requests/{id}")).json_value().await;
         body
     };
     let first = read().await;
@@ -38,33 +31,15 @@ async fn requests_follow_their_scenario() {
     let second = read().await;
     assert_eq!(second["State"], "ReadyToSign");
 
-    let declined: Value = client
-        .post(format!("{base}/basic/v1/requests"))
-        .json(&leasing_request("Risky [declined]"))
-        .checked()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let declined: Value =
+        client.post(format!("{base}/basic/v1/requests")).json(&leasing_request("Risky [declined]")).json_value().await;
     let state: Value = client
         .get(format!("{base}/basic/v1/requests/{}", declined["FinancingId"].as_str().unwrap()))
-        .checked()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+        .json_value()
+        .await;
     assert_eq!(state["State"], "Declined");
 
-    let document: Value = client
-        .get(format!("{base}/basic/v1/requests/{id}/contractdocument"))
-        .checked()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let document: Value = client.get(format!("{base}/basic/v1/requests/{id}/contractdocument")).json_value().await;
     use base64::Engine;
     let pdf = base64::engine::general_purpose::STANDARD.decode(document["Content"].as_str().unwrap()).unwrap();
     assert!(pdf.starts_with(b"%PDF-"));
@@ -77,7 +52,7 @@ async fn provider_rules_answer_400_with_errors_per_field() {
     body["FinancingAmount"] = json!(2000.0);
     let response = client.post(format!("{base}/basic/v1/requests")).json(&body).checked().await.unwrap();
     assert_eq!(response.status(), 400);
-    let errors: Value = response.json().await.unwrap();
+    let errors: Value = response.json_value().await;
     assert!(errors["Errors"]["FinancingAmount"].is_array(), "{errors}");
     let missing = client.get(format!("{base}/basic/v1/requests/nope")).checked().await.unwrap();
     assert_eq!(missing.status(), 404);
@@ -95,8 +70,7 @@ async fn the_fault_switch_fails_drops_and_clears() {
     client.post(format!("{base}/__sandbox/faults")).json(&drop).checked().await.unwrap();
     assert!(client.get(format!("{base}/basic/v1/objecttypes")).checked().await.is_err(), "the connection is dropped");
     assert_eq!(client.delete(format!("{base}/__sandbox/faults")).checked().await.unwrap().status(), 204);
-    let types: Value =
-        client.get(format!("{base}/basic/v1/objecttypes")).checked().await.unwrap().json().await.unwrap();
+    let types: Value = client.get(format!("{base}/basic/v1/objecttypes")).json_value().await;
     assert!(!types["Items"].as_array().unwrap().is_empty());
 }
 
@@ -118,15 +92,7 @@ async fn the_field_report_simulator_pages_filters_selects_and_expands() {
         let url = format!("{base}/odata/Companies?{query}");
         let client = client.clone();
         async move {
-            let body: Value = client
-                .get(url)
-                .basic_auth("sandbox", Some("sandbox-password"))
-                .checked()
-                .await
-                .unwrap()
-                .json()
-                .await
-                .unwrap();
+            let body: Value = client.get(url).basic_auth("sandbox", Some("sandbox-password")).json_value().await;
             body
         }
     };

@@ -1,5 +1,6 @@
 //! The ERP simulator over real HTTP: key, lists, writes, optimistic locking, seeds, webhooks, faults.
 
+use crate::common::JsonAnswer;
 use crate::common::contract::Checked;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -57,13 +58,13 @@ impl Sim {
     }
 
     async fn sandbox(&self, path: &str) -> Value {
-        self.client.get(format!("{}/__sandbox/{path}", self.root)).checked().await.unwrap().json().await.unwrap()
+        self.client.get(format!("{}/__sandbox/{path}", self.root)).json_value().await
     }
 
     async fn seed(&self, body: &Value) -> Value {
         let response = self.client.post(format!("{}/__sandbox/seed", self.root)).json(body).checked().await.unwrap();
         assert_eq!(response.status(), 201);
-        response.json().await.unwrap()
+        response.json_value().await
     }
 
     /// The listed records of `path`.
@@ -90,7 +91,7 @@ async fn the_api_key_is_required() {
     let missing = sim.client.get(&url).checked().await.unwrap();
     assert_eq!(missing.status(), 401);
     assert!(missing.headers()["content-type"].to_str().unwrap().starts_with("application/json"));
-    assert_problem(&missing.json().await.unwrap(), 401);
+    assert_problem(&missing.json_value().await, 401);
     let wrong = sim.client.get(&url).header("AuthenticationToken", "nope").checked().await.unwrap();
     assert_eq!(wrong.status(), 401);
     let (status, body) = sim.get("/customer").await;
@@ -326,7 +327,7 @@ async fn a_429_fault_asks_to_wait() {
         .unwrap();
     assert_eq!(response.status(), 429);
     assert_eq!(response.headers()["retry-after"], "3");
-    let body: Value = response.json().await.unwrap();
+    let body: Value = response.json_value().await;
     assert_problem(&body, 429);
     assert_eq!(body["title"], "too_many_requests");
     assert_eq!(sim.get("/customer").await.0, 200, "the fault applied once");

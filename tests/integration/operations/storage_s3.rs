@@ -5,6 +5,7 @@
 //! ([`MOTO_VERSION`]).
 
 use crate::common::contract::Checked;
+use crate::common::{Api, JsonAnswer};
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
@@ -133,17 +134,10 @@ async fn start_service(db: Db, settings: &[(String, String)]) -> TestService {
 
 /// Creates a financing request and brings it to a printed paper contract.
 async fn contract_ready(svc: &TestService, token: &str) -> String {
-    let created = svc.call(token, reqwest::Method::POST, "/api/v1/leasing", Some(leasing_request("ACME GmbH"))).await;
+    let created = svc.post(token, "/api/v1/leasing", leasing_request("ACME GmbH")).await;
     assert_eq!(created.status(), 201);
     let id = created.json::<Value>().await.unwrap()["data"]["FinancingId"].as_str().unwrap().to_string();
-    let wait = svc
-        .call(
-            token,
-            reqwest::Method::GET,
-            &format!("/api/v1/leasing/{id}/wait-ready-to-sign?sleep_milliseconds=0"),
-            None,
-        )
-        .await;
+    let wait = svc.get(token, &format!("/api/v1/leasing/{id}/wait-ready-to-sign?sleep_milliseconds=0")).await;
     assert_eq!(wait.status(), 200);
     let paper =
         svc.call(token, reqwest::Method::PUT, &format!("/api/v1/leasing/{id}/switch-to-paper-contract"), None).await;
@@ -158,16 +152,9 @@ async fn contract_pdf_and_mail_land_under_the_prefix(db: Db) {
     let token = svc.user_token().await;
 
     let id = contract_ready(&svc, &token).await;
-    let response = svc
-        .call(
-            &token,
-            reqwest::Method::GET,
-            &format!("/api/v1/leasing/{id}/contractdocument/base64?store_pdf=true"),
-            None,
-        )
-        .await;
+    let response = svc.get(&token, &format!("/api/v1/leasing/{id}/contractdocument/base64?store_pdf=true")).await;
     assert_eq!(response.status(), 200);
-    let answer: Value = response.json().await.unwrap();
+    let answer: Value = response.json_value().await;
     assert_eq!(answer["stored"]["path"], format!("contracts/{id}.pdf"));
 
     // The object sits under the prefix, byte for byte the document the service answered.
@@ -181,18 +168,9 @@ async fn contract_pdf_and_mail_land_under_the_prefix(db: Db) {
     assert_eq!(answer["stored"]["sha256"], digest);
 
     // The missing-info mail is kept in the same storage, under the same prefix.
-    let created = svc
-        .call(&token, reqwest::Method::POST, "/api/v1/leasing", Some(leasing_request("Needs More [missing-info]")))
-        .await;
+    let created = svc.post(&token, "/api/v1/leasing", leasing_request("Needs More [missing-info]")).await;
     let missing = created.json::<Value>().await.unwrap()["data"]["FinancingId"].as_str().unwrap().to_string();
-    let wait = svc
-        .call(
-            &token,
-            reqwest::Method::GET,
-            &format!("/api/v1/leasing/{missing}/wait-ready-to-sign?sleep_milliseconds=0"),
-            None,
-        )
-        .await;
+    let wait = svc.get(&token, &format!("/api/v1/leasing/{missing}/wait-ready-to-sign?sleep_milliseconds=0")).await;
     let body = error_body(wait, 500).await;
     assert_eq!(body["error_code"], "missing_info");
 
@@ -215,7 +193,7 @@ async fn a_missing_bucket_is_a_storage_error_not_a_crash() {
     let token = svc.user_token().await;
     let id = contract_ready(&svc, &token).await;
     let path = format!("/api/v1/leasing/{id}/contractdocument/base64?store_pdf=true");
-    let body = error_body(svc.call(&token, reqwest::Method::GET, &path, None).await, 500).await;
+    let body = error_body(svc.get(&token, &path).await, 500).await;
     assert_eq!(body["success"], false);
     assert_eq!(body["error_code"], "storage_error");
     let message = body["message"].as_str().unwrap();
@@ -231,7 +209,7 @@ async fn a_missing_bucket_is_a_storage_error_not_a_crash() {
     let health = svc.client.get(svc.url("/healthz")).checked().await.unwrap();
     assert_eq!(health.status(), 200);
     let path = format!("/api/v1/leasing/{id}/contractdocument/base64");
-    assert_eq!(svc.call(&token, reqwest::Method::GET, &path, None).await.status(), 200);
+    assert_eq!(svc.get(&token, &path).await.status(), 200);
     svc.stop().await;
 }
 

@@ -3,6 +3,7 @@
 //! every step (through kills and restarts alike); after each step its copies must equal the
 //! mirrors, record for record (docs/api.md, "Copying and following a set").
 
+use crate::common::Api;
 use std::collections::BTreeMap;
 
 use serde_json::Value;
