@@ -164,7 +164,7 @@ const NOT_PROVOKED: &[(u16, &str, &str)] = &[
     (
         503,
         "service_unavailable",
-        "the database not answering: a client cannot stop it (tests/integration/database_outage.rs does)",
+        "the database not answering: a client cannot stop it (tests/integration/operations/database_outage.rs does)",
     ),
     (503, "shutting_down", "only while the service shuts down, which a client cannot start"),
     (503, "interrupted", "only while the service shuts down, which a client cannot start"),

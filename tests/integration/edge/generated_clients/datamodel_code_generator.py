@@ -1,7 +1,7 @@
 """Drives the pydantic models that datamodel-code-generator made from spec/openapi.json (it
 makes models, not calls: the calls are httpx's), as a consumer would: log in, list the
 companies, read one, and send it back unchanged to its update route (PUT), each body written
-from a model and each answer read into one. Run by tests/integration/generated_clients.rs with
+from a model and each answer read into one. Run by tests/integration/edge/generated_clients.rs with
 the generated module on PYTHONPATH; prints one JSON object of what it saw, which the test checks.
 
 Usage: datamodel_code_generator.py BASE_URL EMAIL PASSWORD

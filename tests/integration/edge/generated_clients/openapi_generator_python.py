@@ -1,6 +1,6 @@
 """Drives the client that openapi-generator's `python` generator made from spec/openapi.json,
 as a consumer would: log in, list the companies, read one, and send it back unchanged to its
-update route (PUT). Run by tests/integration/generated_clients.rs with the generated package on
+update route (PUT). Run by tests/integration/edge/generated_clients.rs with the generated package on
 PYTHONPATH; prints one JSON object of what it saw, which the test checks.
 
 Usage: openapi_generator_python.py BASE_URL EMAIL PASSWORD

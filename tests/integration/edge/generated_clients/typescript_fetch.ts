@@ -1,7 +1,7 @@
 // Drives the client that openapi-generator's `typescript-fetch` generator made from
 // spec/openapi.json, as a consumer would: log in, list the companies by key (each page's
 // `next_cursor` passed on as `after`), copy them from their change feed (each `next_cursor`
-// passed on as `since`), read one, and send it back unchanged to its update route (PUT). tests/integration/generated_clients.rs compiles it with
+// passed on as `since`), read one, and send it back unchanged to its update route (PUT). tests/integration/edge/generated_clients.rs compiles it with
 // the generated sources (tsc --strict) and runs it with Node.js; it prints one JSON object of
 // what it saw, which the test checks.
 //

@@ -1,7 +1,7 @@
 """Drives the Python client that openapi-python-client generated from spec/openapi.json, as a
 consumer would: log in, create and read a financing request, create, patch and delete a
 field-report company, read the companies back by key (cursor pages) and copy them from their
-change feed (positions passed on as `since`). Run by tests/integration/python_client.rs with the generated package on
+change feed (positions passed on as `since`). Run by tests/integration/edge/python_client.rs with the generated package on
 PYTHONPATH; prints one JSON object of what it saw, which the test checks.
 
 Usage: drive.py BASE_URL EMAIL PASSWORD

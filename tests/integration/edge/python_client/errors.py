@@ -3,7 +3,7 @@ generated, strict as a consumer would run it (`raise_on_unexpected_status=True`)
 take the status as one the operation declares and read the body into its typed model, with the
 `error_code` the service sent (an `error_code` outside the model's enum raises `ValueError`, a
 status the operation does not declare raises `UnexpectedStatus`). Faults are injected into the
-simulators over plain HTTP, as the tests do. Run by tests/integration/python_client.rs, which
+simulators over plain HTTP, as the tests do. Run by tests/integration/edge/python_client.rs, which
 names the answers the service can give and the ones not provoked here (and why); prints one
 JSON object: the answers provoked and the failures, which the test checks.
 

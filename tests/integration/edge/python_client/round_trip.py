@@ -2,7 +2,7 @@
 generated read it, back to its update routes unchanged: read one record of the set
 (`fieldreport_<set>_show`), turn it into the update body with `<Set>Update.from_dict(record.to_dict())`
 and send it with PUT (`_replace`), then read it again and send that with PATCH (`_update`). Run
-by tests/integration/python_client.rs, which seeds and syncs the sets first and names them (the
+by tests/integration/edge/python_client.rs, which seeds and syncs the sets first and names them (the
 service's registry of mirrored sets); prints, per set, the records read and written, which the
 test compares.
 
