@@ -295,6 +295,15 @@ impl TestService {
         }
     }
 
+    /// Tokens of two more users: bob, an ordinary user, and root, an operator.
+    pub async fn bob_and_root(&self) -> (String, String) {
+        self.create_user("bob@example.com", "bob-password-1").await;
+        let bob = self.token("bob@example.com", "bob-password-1").await;
+        self.create_user_as("root@example.com", "root-password-1", true).await;
+        let root = self.token("root@example.com", "root-password-1").await;
+        (bob, root)
+    }
+
     /// A user ([`EMAIL`], [`PASSWORD`]) and a token in one step.
     pub async fn user_token(&self) -> String {
         self.create_user(EMAIL, PASSWORD).await;
@@ -369,4 +378,9 @@ pub async fn seed(client: &reqwest::Client, root: &str, set: &str, count: u64) {
     let url = format!("{root}/__sandbox/seed");
     let answer = client.post(url).json(&serde_json::json!({"set": set, "count": count})).checked().await.unwrap();
     assert_eq!(answer.status(), 200);
+}
+
+/// Runs a statement on `pool` (a connection of the test's own, behind the service's back).
+pub async fn execute(pool: &sqlx::AnyPool, statement: &str) {
+    sqlx::query(AssertSqlSafe(statement.to_string())).execute(pool).await.unwrap();
 }

@@ -62,6 +62,37 @@ pub trait Api: Sync {
         self.call(token, Method::PATCH, path, Some(body))
     }
 
+    /// `POST path` with the body, and an `Idempotency-Key` when given.
+    fn post_keyed(
+        &self,
+        token: &str,
+        path: &str,
+        key: Option<&str>,
+        body: Value,
+    ) -> impl Future<Output = Response> + Send {
+        let mut request = self.client().post(self.url(path)).bearer_auth(token).json(&body);
+        if let Some(key) = key {
+            request = request.header("idempotency-key", key);
+        }
+        async move { request.checked().await.unwrap() }
+    }
+
+    /// A body sent as it is, declared JSON, with a bearer token when given.
+    fn send_raw(
+        &self,
+        token: Option<&str>,
+        method: Method,
+        path: &str,
+        body: impl Into<reqwest::Body>,
+    ) -> impl Future<Output = Response> + Send {
+        let mut request = self.client().request(method, self.url(path)).header("content-type", "application/json");
+        if let Some(token) = token {
+            request = request.bearer_auth(token);
+        }
+        let request = request.body(body);
+        async move { request.checked().await.unwrap() }
+    }
+
     fn delete(&self, token: &str, path: &str) -> impl Future<Output = Response> + Send {
         self.call(token, Method::DELETE, path, None)
     }

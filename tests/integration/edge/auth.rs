@@ -1,6 +1,7 @@
 //! Login, logout, current user, token expiry and login throttling over real HTTP.
 
 use crate::common::contract::Checked;
+use crate::common::execute;
 use crate::common::{Api, JsonAnswer};
 use crate::common::{Db, EMAIL, PASSWORD, TestService, error_body};
 
@@ -215,10 +216,7 @@ async fn a_token_revoked_on_one_instance_stops_working_on_the_others() {
     let user_on = |svc: &TestService, token: &str| svc.client.get(svc.url("/api/v1/user")).bearer_auth(token).checked();
     // Without the notification (its trigger off), a token deleted behind the second
     // instance's back still works there once checked: the second instance caches owners.
-    sqlx::query("ALTER TABLE personal_access_tokens DISABLE TRIGGER personal_access_tokens_deleted")
-        .execute(&sql)
-        .await
-        .unwrap();
+    execute(&sql, "ALTER TABLE personal_access_tokens DISABLE TRIGGER personal_access_tokens_deleted").await;
     let mut cached = false;
     for _ in 0..50 {
         let token = first.token(EMAIL, PASSWORD).await;
@@ -233,10 +231,7 @@ async fn a_token_revoked_on_one_instance_stops_working_on_the_others() {
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
     assert!(cached, "the second instance caches token owners");
-    sqlx::query("ALTER TABLE personal_access_tokens ENABLE TRIGGER personal_access_tokens_deleted")
-        .execute(&sql)
-        .await
-        .unwrap();
+    execute(&sql, "ALTER TABLE personal_access_tokens ENABLE TRIGGER personal_access_tokens_deleted").await;
 
     // With it: a logout on the first instance, a deletion by SQL, a user deleted.
     let logged_out = first.token(EMAIL, PASSWORD).await;

@@ -59,14 +59,7 @@ async fn malformed_json_is_a_400_naming_the_problem(db: Db) {
 async fn oversize_bodies_get_413(db: Db) {
     let svc = TestService::start(db, &[("MAX_BODY_BYTES", "2048")]).await;
     let big = format!("{{\"email\": \"{}\", \"password\": \"x\"}}", "a".repeat(4096));
-    let declared = svc
-        .client
-        .post(svc.url("/api/v1/login"))
-        .header("content-type", "application/json")
-        .body(big.clone())
-        .checked()
-        .await
-        .unwrap();
+    let declared = svc.send_raw(None, reqwest::Method::POST, "/api/v1/login", big.clone()).await;
     let body = error_body(declared, 413).await;
     assert_eq!(body["error_code"], "payload_too_large");
 

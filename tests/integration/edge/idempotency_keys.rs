@@ -6,15 +6,10 @@
 use crate::common::{Api, JsonAnswer};
 use serde_json::{Value, json};
 
-use crate::common::contract::Checked;
 use crate::common::{Db, TestService, error_body, leasing_request};
 
 async fn create(svc: &TestService, token: &str, key: Option<&str>, company: &str) -> reqwest::Response {
-    let mut request = svc.client.post(svc.url("/api/v1/leasing")).bearer_auth(token).json(&leasing_request(company));
-    if let Some(key) = key {
-        request = request.header("idempotency-key", key);
-    }
-    request.checked().await.unwrap()
+    svc.post_keyed(token, "/api/v1/leasing", key, leasing_request(company)).await
 }
 
 async fn new_keys_are_rate_limited_per_user(db: Db) {
@@ -41,15 +36,7 @@ async fn new_keys_are_rate_limited_per_user(db: Db) {
     assert!((1..=61).contains(&retry_after), "{retry_after}");
 
     let flow = json!({"request_payload": leasing_request("Flow GmbH"), "cancel_e_signature": true});
-    let refused = svc
-        .client
-        .post(svc.url("/api/v1/leasing/leasing/request-flow"))
-        .bearer_auth(&alice)
-        .header("idempotency-key", "flow-1")
-        .json(&flow)
-        .checked()
-        .await
-        .unwrap();
+    let refused = svc.post_keyed(&alice, "/api/v1/leasing/leasing/request-flow", Some("flow-1"), flow).await;
     assert_eq!(error_body(refused, 429).await["error_code"], "too_many_idempotency_keys", "the flow's keys count too");
 
     let replay = create(&svc, &alice, Some("k1"), "Keyed GmbH").await;

@@ -38,6 +38,12 @@ async fn erp(svc: &TestService, method: reqwest::Method, path: &str, body: Optio
     serde_json::from_str(&text).unwrap_or(Value::Null)
 }
 
+/// Changes a record at the ERP simulator (`PUT /{model}/id/{id}`, missing properties kept).
+async fn erp_update(svc: &TestService, model: &str, id: &str, change: Value) -> Value {
+    let path = format!("/{model}/id/{id}?ignoreMissingProperties=true");
+    erp(svc, reqwest::Method::PUT, &path, Some(change)).await
+}
+
 async fn erp_fault(svc: &TestService, rule: Value) {
     add_fault(&svc.client, svc.erp_host(), rule).await;
 }

@@ -45,13 +45,7 @@ async fn setup_get_update_and_show(db: Db) {
     assert_eq!(first["data"].as_array().unwrap().len(), generated::erp::MODELS.len());
     let articles = first["data"].as_array().unwrap().iter().find(|r| r["model"] == "article").unwrap().clone();
     assert_eq!(articles["inserted"], 3, "{articles}");
-    erp(
-        &svc,
-        reqwest::Method::PUT,
-        "/customer/id/6?ignoreMissingProperties=true",
-        Some(json!({"email": "new@example.com"})),
-    )
-    .await;
+    erp_update(&svc, "customer", "6", json!({"email": "new@example.com"})).await;
     let second = svc.get_json(&token, "/api/v1/erp/get").await;
     let changed: Vec<(String, u64)> = second["data"]
         .as_array()
@@ -64,13 +58,7 @@ async fn setup_get_update_and_show(db: Db) {
     assert_eq!(svc.get_json(&token, "/api/v1/erp/show/customer/6").await["email"], "new@example.com");
 
     // update: by field, by id (and removal when the ERP no longer has it).
-    erp(
-        &svc,
-        reqwest::Method::PUT,
-        "/customer/id/7?ignoreMissingProperties=true",
-        Some(json!({"phone": "+49 40 999"})),
-    )
-    .await;
+    erp_update(&svc, "customer", "7", json!({"phone": "+49 40 999"})).await;
     let matching = svc.get_json(&token, "/api/v1/erp/update/customer/customerNumber/10003").await;
     assert_eq!((matching["data"][0]["fetched"].as_u64(), matching["data"][0]["updated"].as_u64()), (Some(1), Some(1)));
     assert_eq!(svc.get_json(&token, "/api/v1/erp/show/customer/7").await["phone"], "+49 40 999");
@@ -111,8 +99,7 @@ async fn custom_attributes_are_pulled_posted_and_pushed_with_version_checks(db: 
     assert_eq!(svc.get_json(&token, "/api/v1/erp/fieldReportPost/customer").await["data"][0]["unchanged"], 3);
 
     // The ERP changes customer 6 meanwhile: its push is refused (409) and reported.
-    erp(&svc, reqwest::Method::PUT, "/customer/id/6?ignoreMissingProperties=true", Some(json!({"phone": "+49 1"})))
-        .await;
+    erp_update(&svc, "customer", "6", json!({"phone": "+49 1"})).await;
     let pushed = svc.get_json(&token, "/api/v1/erp/entityPushAttr/customer").await["data"].clone();
     assert_eq!((pushed["pushed"].as_u64(), pushed["conflicts"].as_u64()), (Some(2), Some(1)), "{pushed}");
     assert_eq!(pushed["errors"][0]["id"], "6");
@@ -246,13 +233,7 @@ async fn mail_templates_come_from_the_erp_and_are_cached(db: Db) {
             .as_str()
             .unwrap()
             .to_string();
-    erp(
-        &svc,
-        reqwest::Method::PUT,
-        &format!("/mailTemplate/id/{id}?ignoreMissingProperties=true"),
-        Some(json!({"subject": "Changed"})),
-    )
-    .await;
+    erp_update(&svc, "mailTemplate", &id, json!({"subject": "Changed"})).await;
     assert_eq!(templates.template("leasing-missing-info").await.unwrap(), first, "served from the cache");
     let fresh = ErpTemplates::new(integration_service::upstream::erp::ErpClient::from_config(&svc.config.erp));
     assert_eq!(fresh.template("leasing-missing-info").await.unwrap().subject, "Changed");

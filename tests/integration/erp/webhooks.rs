@@ -87,13 +87,7 @@ async fn a_webhook_mirrors_the_record_and_writes_the_company_locally(db: Db) {
         Some(json!({"entityName": "customer", "atCreate": true, "atUpdate": true, "atDelete": true, "requestMethod": "POST", "url": url})),
     )
     .await;
-    erp(
-        &svc,
-        reqwest::Method::PUT,
-        "/customer/id/5?ignoreMissingProperties=true",
-        Some(json!({"company": "Müller Bürotechnik AG"})),
-    )
-    .await;
+    erp_update(&svc, "customer", "5", json!({"company": "Müller Bürotechnik AG"})).await;
 
     let mut company = Value::Null;
     for _ in 0..100 {

@@ -1,6 +1,5 @@
 //! The one-shot request flow and idempotent retries over real HTTP.
 
-use crate::common::contract::Checked;
 use crate::common::{Api, JsonAnswer};
 use crate::common::{Db, TestService, error_body, leasing_request};
 use serde_json::{Value, json};
@@ -17,11 +16,7 @@ fn flow_body(company: &str) -> Value {
 const FLOW: &str = "/api/v1/leasing/leasing/request-flow";
 
 async fn post(svc: &TestService, token: &str, path: &str, body: &Value, key: Option<&str>) -> reqwest::Response {
-    let mut request = svc.client.post(svc.url(path)).bearer_auth(token).json(body);
-    if let Some(key) = key {
-        request = request.header("idempotency-key", key);
-    }
-    request.checked().await.unwrap()
+    svc.post_keyed(token, path, key, body.clone()).await
 }
 
 async fn flow_steps(svc: &TestService, flow_id: i64) -> (String, Option<String>, Vec<(String, String)>) {

@@ -38,10 +38,7 @@ fn routes(id: &str) -> Vec<(Method, String, Option<Value>)> {
 async fn financing_requests_belong_to_their_creator(db: Db) {
     let svc = TestService::start(db, &[]).await;
     let alice = svc.user_token().await;
-    svc.create_user("bob@example.com", "bob-password-1").await;
-    let bob = svc.token("bob@example.com", "bob-password-1").await;
-    svc.create_user_as("root@example.com", "root-password-1", true).await;
-    let root = svc.token("root@example.com", "root-password-1").await;
+    let (bob, root) = svc.bob_and_root().await;
     let alices = create(&svc, &alice, "Alice GmbH").await;
 
     let provider_calls = svc.provider_request_count().await;

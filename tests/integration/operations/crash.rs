@@ -220,15 +220,7 @@ async fn a_flow_killed_midway_is_recorded_as_interrupted(db: Db) {
             .unwrap();
     assert_eq!(steps[0], ("create".to_string(), "succeeded".to_string()), "{steps:?}");
 
-    let retry = instance
-        .client
-        .post(instance.url("/api/v1/leasing/leasing/request-flow"))
-        .bearer_auth(&token)
-        .header("idempotency-key", "killed-flow")
-        .json(&body)
-        .checked()
-        .await
-        .unwrap();
+    let retry = instance.post_keyed(&token, "/api/v1/leasing/leasing/request-flow", Some("killed-flow"), body).await;
     assert_eq!(retry.status(), 409);
     let retry: Value = retry.json_value().await;
     assert_eq!(retry["error_code"], "idempotency_key_flow_ended", "{retry}");

@@ -301,10 +301,7 @@ async fn two_instances_run_each_job_once_and_a_cancel_reaches_the_other() {
 async fn a_job_records_its_creator_and_only_they_or_an_operator_cancel_it(db: Db) {
     let svc = TestService::start(db, &[]).await;
     let token = svc.user_token().await;
-    svc.create_user("bob@example.com", "bob-password-1").await;
-    let bob = svc.token("bob@example.com", "bob-password-1").await;
-    svc.create_user_as("root@example.com", "root-password-1", true).await;
-    let root = svc.token("root@example.com", "root-password-1").await;
+    let (bob, root) = svc.bob_and_root().await;
     let me: Value = svc.get_json(&token, "/api/v1/user").await;
     slow_tags(&svc, 2_000).await;
     let queued: Value =

@@ -17,15 +17,8 @@ async fn oversized_bodies_are_413_whether_declared_or_chunked() {
     let token = svc.user_token().await;
     let big = json!({"Id": "big", "Version": 1, "Name": "x".repeat(8192)}).to_string();
 
-    let declared = svc
-        .client
-        .post(svc.url("/api/v1/fieldreport/companies"))
-        .bearer_auth(&token)
-        .header("content-type", "application/json")
-        .body(big.clone())
-        .checked()
-        .await
-        .unwrap();
+    let declared =
+        svc.send_raw(Some(&token), reqwest::Method::POST, "/api/v1/fieldreport/companies", big.clone()).await;
     assert_eq!(error_body(declared, 413).await["error_code"], "payload_too_large");
 
     let chunks: Vec<Result<Vec<u8>, std::io::Error>> = big.as_bytes().chunks(1000).map(|c| Ok(c.to_vec())).collect();
@@ -118,14 +111,7 @@ async fn deep_json_huge_numbers_and_invalid_utf8_are_4xx_and_the_service_goes_on
 
     // Invalid UTF-8 in the body, the path and a header.
     let bad_utf8 = b"{\"email\": \"\xff\xfe@example.com\", \"password\": \"x\"}".to_vec();
-    let response = svc
-        .client
-        .post(svc.url("/api/v1/login"))
-        .header("content-type", "application/json")
-        .body(bad_utf8.clone())
-        .checked()
-        .await
-        .unwrap();
+    let response = svc.send_raw(None, reqwest::Method::POST, "/api/v1/login", bad_utf8.clone()).await;
     error_body(response, 400).await;
     let response = post("/api/v1/fieldreport/companies", bad_utf8).await.unwrap();
     error_body(response, 400).await;

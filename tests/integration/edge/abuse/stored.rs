@@ -104,15 +104,7 @@ async fn trailing_data_after_a_json_body_is_400_on_every_route() {
                 .join("/");
             let method = reqwest::Method::from_str(&method.to_uppercase()).unwrap();
             for trailing in [format!("{body} garbage"), format!("{body}{body}"), format!("{body}\n]")] {
-                let answer = svc
-                    .client
-                    .request(method.clone(), svc.url(&concrete))
-                    .bearer_auth(&token)
-                    .header("content-type", "application/json")
-                    .body(trailing.clone())
-                    .checked()
-                    .await
-                    .unwrap();
+                let answer = svc.send_raw(Some(&token), method.clone(), &concrete, trailing.clone()).await;
                 let error = error_body(answer, 400).await;
                 let message = error["message"].as_str().unwrap();
                 assert!(

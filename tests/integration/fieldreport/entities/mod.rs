@@ -41,6 +41,11 @@ impl Caller<'_> {
         answered(path, self.send(method, path, body).await, Some(status)).await
     }
 
+    /// `POST path` answered 201: the record created.
+    async fn create(&self, path: &str, body: Value) -> Value {
+        self.json(reqwest::Method::POST, path, Some(body), 201).await
+    }
+
     async fn received(&self) -> Vec<Value> {
         self.svc.fieldreport_received().await
     }
@@ -60,11 +65,9 @@ async fn every_entity_supports_every_operation(db: Db) {
     for (route, set) in ENTITIES {
         let base = format!("/api/v1/fieldreport/{route}");
         let created = api
-            .json(
-                reqwest::Method::POST,
+            .create(
                 &base,
-                Some(json!({"Id": "local-1", "Version": 1, "Name": format!("{set} one"), "Unknown": {"kept": [1, 2]}})),
-                201,
+                json!({"Id": "local-1", "Version": 1, "Name": format!("{set} one"), "Unknown": {"kept": [1, 2]}}),
             )
             .await;
         // The upstream assigned the Id; the local record took it, and the request's Version.
@@ -121,12 +124,7 @@ async fn forwarded_updates_merge_bump_the_version_and_strip_system_fields(db: Db
     let svc = TestService::start(db, &[]).await;
     let api = api(&svc).await;
     let created = api
-        .json(
-            reqwest::Method::POST,
-            "/api/v1/fieldreport/companies",
-            Some(json!({"Id": "1", "Version": 4, "Name": "ACME", "Location": {"City": "Berlin", "Postal": "10115"}, "Tags": [{"Id": "1"}]})),
-            201,
-        )
+        .create("/api/v1/fieldreport/companies", json!({"Id": "1", "Version": 4, "Name": "ACME", "Location": {"City": "Berlin", "Postal": "10115"}, "Tags": [{"Id": "1"}]}))
         .await;
     let id = created["data"]["Id"].as_str().unwrap().to_string();
     // The simulator stored Version 4 as sent; the next forwarded version is 5.
@@ -181,13 +179,7 @@ async fn lists_page_in_id_order(db: Db) {
     let svc = TestService::start(db, &[]).await;
     let api = api(&svc).await;
     for n in 0..5 {
-        api.json(
-            reqwest::Method::POST,
-            "/api/v1/fieldreport/itemUnits",
-            Some(json!({"Id": format!("{n}"), "Version": 1})),
-            201,
-        )
-        .await;
+        api.create("/api/v1/fieldreport/itemUnits", json!({"Id": format!("{n}"), "Version": 1})).await;
     }
     let page = api.json(reqwest::Method::GET, "/api/v1/fieldreport/itemUnits?page=2&per_page=2", None, 200).await;
     assert_eq!(page["meta"], json!({"current_page": 2, "per_page": 2, "total": 5, "last_page": 3}));
@@ -233,14 +225,7 @@ async fn an_unconfigured_upstream_is_named(db: Db) {
 async fn updates_check_the_id_and_version_they_name(db: Db) {
     let svc = TestService::start(db, &[]).await;
     let api = api(&svc).await;
-    let created = api
-        .json(
-            reqwest::Method::POST,
-            "/api/v1/fieldreport/companies",
-            Some(json!({"Id": "v", "Version": 1, "Name": "A"})),
-            201,
-        )
-        .await;
+    let created = api.create("/api/v1/fieldreport/companies", json!({"Id": "v", "Version": 1, "Name": "A"})).await;
     let id = created["data"]["Id"].as_str().unwrap().to_string();
     let path = format!("/api/v1/fieldreport/companies/{id}");
     let version = |record: &Value| record["Version"].as_i64().unwrap();

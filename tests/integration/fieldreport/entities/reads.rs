@@ -3,6 +3,7 @@
 
 use crate::common::Api;
 use crate::common::contract::Checked;
+use crate::common::execute;
 use crate::common::{Db, TestService, error_body};
 use serde_json::{Value, json};
 
@@ -29,18 +30,13 @@ async fn records_changed_anywhere_are_answered_changed_on_every_instance() {
             .unwrap();
         }
     };
-    let created = on_first
-        .json(reqwest::Method::POST, "/api/v1/fieldreport/companies", Some(json!({"Id": "a", "Version": 1})), 201)
-        .await;
+    let created = on_first.create("/api/v1/fieldreport/companies", json!({"Id": "a", "Version": 1})).await;
     let id = created["data"]["Id"].as_str().unwrap().to_string();
     let path = format!("/api/v1/fieldreport/companies/{id}");
 
     // Without the notification (its trigger off), a change by SQL is not seen by an instance
     // that read the record while listening: it answers from memory.
-    sqlx::query("ALTER TABLE fieldreport_records DISABLE TRIGGER fieldreport_records_notify_updated")
-        .execute(&sql)
-        .await
-        .unwrap();
+    execute(&sql, "ALTER TABLE fieldreport_records DISABLE TRIGGER fieldreport_records_notify_updated").await;
     let mut cached = false;
     for round in 0..50 {
         on_second.json(reqwest::Method::GET, &path, None, 200).await;
@@ -55,10 +51,7 @@ async fn records_changed_anywhere_are_answered_changed_on_every_instance() {
     }
     assert!(cached, "the second instance caches records");
     assert!(lookups(&second, "hit").await >= 1.0, "the cache's hits are counted");
-    sqlx::query("ALTER TABLE fieldreport_records ENABLE TRIGGER fieldreport_records_notify_updated")
-        .execute(&sql)
-        .await
-        .unwrap();
+    execute(&sql, "ALTER TABLE fieldreport_records ENABLE TRIGGER fieldreport_records_notify_updated").await;
 
     // With it: a change by SQL, then a write through the first instance.
     set_name(id.clone(), "by hand".into()).await;
@@ -118,9 +111,7 @@ async fn records_changed_by_another_connection_are_answered_changed_at_once_on_s
     let api = api(&svc).await;
     sqlx::any::install_default_drivers();
     let sql = sqlx::AnyPool::connect(&svc.database_url).await.expect("a connection of another's to the file");
-    let created = api
-        .json(reqwest::Method::POST, "/api/v1/fieldreport/companies", Some(json!({"Id": "a", "Version": 1})), 201)
-        .await;
+    let created = api.create("/api/v1/fieldreport/companies", json!({"Id": "a", "Version": 1})).await;
     let id = created["data"]["Id"].as_str().unwrap().to_string();
     let path = format!("/api/v1/fieldreport/companies/{id}");
     let list = "/api/v1/fieldreport/companies?per_page=100";

@@ -13,14 +13,7 @@ use super::*;
 async fn nothing_diverges_when_the_upstream_fails(db: Db) {
     let svc = TestService::start(db, &[("FIELDREPORT_TIMEOUT_SECONDS", "1")]).await;
     let api = api(&svc).await;
-    let created = api
-        .json(
-            reqwest::Method::POST,
-            "/api/v1/fieldreport/products",
-            Some(json!({"Id": "1", "Version": 1, "Name": "Pump"})),
-            201,
-        )
-        .await;
+    let created = api.create("/api/v1/fieldreport/products", json!({"Id": "1", "Version": 1, "Name": "Pump"})).await;
     let id = created["data"]["Id"].as_str().unwrap().to_string();
     let item = format!("/api/v1/fieldreport/products/{id}");
 
@@ -81,14 +74,7 @@ async fn nothing_diverges_when_the_upstream_fails(db: Db) {
 async fn concurrent_updates_never_lose_a_change(db: Db) {
     let svc = TestService::start(db, &[]).await;
     let api = api(&svc).await;
-    let created = api
-        .json(
-            reqwest::Method::POST,
-            "/api/v1/fieldreport/tags",
-            Some(json!({"Id": "1", "Version": 1, "Name": "t"})),
-            201,
-        )
-        .await;
+    let created = api.create("/api/v1/fieldreport/tags", json!({"Id": "1", "Version": 1, "Name": "t"})).await;
     let item = format!("/api/v1/fieldreport/tags/{}", created["data"]["Id"].as_str().unwrap());
     let (a, b) = tokio::join!(
         api.send(reqwest::Method::PATCH, &item, Some(json!({"A": 1}))),
@@ -112,8 +98,7 @@ async fn concurrent_updates_never_lose_a_change(db: Db) {
 async fn delete_with_a_representation_and_errors(db: Db) {
     let svc = TestService::start(db, &[]).await;
     let api = api(&svc).await;
-    let created =
-        api.json(reqwest::Method::POST, "/api/v1/fieldreport/items", Some(json!({"Id": "1", "Version": 1})), 201).await;
+    let created = api.create("/api/v1/fieldreport/items", json!({"Id": "1", "Version": 1})).await;
     let id = created["data"]["Id"].as_str().unwrap().to_string();
     let response = svc
         .client

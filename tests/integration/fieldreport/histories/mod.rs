@@ -157,6 +157,18 @@ fn pick(list: &[String], pick: u16) -> Option<String> {
     (!list.is_empty()).then(|| list[usize::from(pick) % list.len()].clone())
 }
 
+/// A request sent with the JSON body when given: the status and the JSON answer (`Null` when it
+/// is none); `Err` when no answer came.
+async fn answer(request: reqwest::RequestBuilder, body: Option<Value>) -> reqwest::Result<(u16, Value)> {
+    let request = match body {
+        Some(body) => request.json(&body),
+        None => request,
+    };
+    let answer = request.checked().await?;
+    let status = answer.status().as_u16();
+    Ok((status, answer.json().await.unwrap_or(Value::Null)))
+}
+
 /// The service, its simulators and the test's own view of the database.
 struct World {
     instance: Instance,
@@ -183,46 +195,23 @@ impl World {
     }
 
     async fn api(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> (u16, Value) {
-        let mut request = self.client().request(method, self.instance.url(path)).bearer_auth(&self.token);
-        if let Some(body) = body {
-            request = request.json(&body);
-        }
-        match request.checked().await {
-            Ok(answer) => {
-                let status = answer.status().as_u16();
-                (status, answer.json().await.unwrap_or(Value::Null))
-            }
-            Err(error) => panic!("{path}: the service did not answer: {error}"),
-        }
+        let request = self.client().request(method, self.instance.url(path)).bearer_auth(&self.token);
+        answer(request, body).await.unwrap_or_else(|error| panic!("{path}: the service did not answer: {error}"))
     }
 
     async fn upstream(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> (u16, Value) {
-        let mut request = self
+        let request = self
             .client()
             .request(method, format!("{}/odata/{path}", self.odata))
             .basic_auth("sandbox", Some("sandbox-password"));
-        if let Some(body) = body {
-            request = request.json(&body);
-        }
         // Another client meets the injected faults too: a dropped connection is status 0.
-        match request.checked().await {
-            Ok(answer) => {
-                let status = answer.status().as_u16();
-                (status, answer.json().await.unwrap_or(Value::Null))
-            }
-            Err(_) => (0, Value::Null),
-        }
+        answer(request, body).await.unwrap_or((0, Value::Null))
     }
 
     async fn erp(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> (u16, Value) {
-        let mut request =
+        let request =
             self.client().request(method, format!("{}{path}", self.erp)).header("AuthenticationToken", ERP_KEY);
-        if let Some(body) = body {
-            request = request.json(&body);
-        }
-        let answer = request.checked().await.unwrap();
-        let status = answer.status().as_u16();
-        (status, answer.json().await.unwrap_or(Value::Null))
+        answer(request, body).await.unwrap()
     }
 
     /// A webhook call as the ERP sends it.

@@ -52,13 +52,7 @@ async fn every_change_arrives_signed_and_in_order(db: Db) {
     assert_eq!((watch["financingId"].as_str(), watch["terminal"].as_bool()), (Some(direct_id.as_str()), Some(false)));
     ids.push(direct_id.clone());
 
-    let done = until("every request's last change delivered", async || {
-        let chains = chains(&receiver.delivered());
-        ids.iter()
-            .all(|id| chains.get(id).is_some_and(|c| c.last().map(String::as_str) == Some("Contracted")))
-            .then_some(chains)
-    })
-    .await;
+    let done = until_all_contracted("every request's last change delivered", &receiver, &ids).await;
     for id in &ids {
         let first = if *id == direct_id { watch["state"].as_str().unwrap() } else { "RequestToGrenke" };
         assert_eq!(done[id].first().map(String::as_str), Some(first), "{done:?}");
@@ -141,13 +135,7 @@ async fn a_receiver_down_for_a_while_gets_everything_after(db: Db) {
     );
 
     receiver.answer(200);
-    let done = until("every event delivered after the receiver came back", async || {
-        let chains = chains(&receiver.delivered());
-        ids.iter()
-            .all(|id| chains.get(id).is_some_and(|c| c.last().map(String::as_str) == Some("Contracted")))
-            .then_some(chains)
-    })
-    .await;
+    let done = until_all_contracted("every event delivered after the receiver came back", &receiver, &ids).await;
     for id in &ids {
         assert_eq!(done[id].first().map(String::as_str), Some("RequestToGrenke"), "{done:?}");
     }

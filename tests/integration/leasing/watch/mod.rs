@@ -153,6 +153,17 @@ async fn until<T>(what: &str, mut check: impl AsyncFnMut() -> Option<T>) -> T {
 
 /// The states each request's delivered events announce, in arrival order, checked to be one
 /// chain per request (each event's `previousState` is the state the one before announced).
+/// Waits until every request's chain of delivered states ends `Contracted`; the chains.
+async fn until_all_contracted(what: &str, receiver: &Receiver, ids: &[String]) -> BTreeMap<String, Vec<String>> {
+    until(what, async || {
+        let chains = chains(&receiver.delivered());
+        ids.iter()
+            .all(|id| chains.get(id).is_some_and(|c| c.last().map(String::as_str) == Some("Contracted")))
+            .then_some(chains)
+    })
+    .await
+}
+
 fn chains(delivered: &[Received]) -> BTreeMap<String, Vec<String>> {
     let mut chains: BTreeMap<String, Vec<String>> = BTreeMap::new();
     let mut seen = std::collections::BTreeSet::new();
@@ -265,10 +276,7 @@ async fn a_read_by_a_route_is_an_observation(db: Db) {
 async fn a_subscription_belongs_to_its_owner(db: Db) {
     let svc = TestService::start(db, FAST).await;
     let alice = svc.user_token().await;
-    svc.create_user("bob@example.com", "bob-password-1").await;
-    let bob = svc.token("bob@example.com", "bob-password-1").await;
-    svc.create_user_as("root@example.com", "root-password-1", true).await;
-    let root = svc.token("root@example.com", "root-password-1").await;
+    let (bob, root) = svc.bob_and_root().await;
     let (alice_receiver, bob_receiver, root_receiver) =
         (Receiver::start(204).await, Receiver::start(204).await, Receiver::start(204).await);
     let alice_sub = subscribe(&svc, &alice, &alice_receiver.url()).await;

@@ -3,7 +3,7 @@
 
 use crate::common::contract::Checked;
 use crate::common::{Api, JsonAnswer};
-use crate::common::{Db, EMAIL, PASSWORD, TestService, error_body, leasing_request};
+use crate::common::{Db, EMAIL, PASSWORD, error_body, leasing_request};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -12,15 +12,7 @@ use super::*;
 
 async fn counts_requests_upstream_calls_flows_and_queues(db: Db) {
     let started = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs_f64();
-    let svc = TestService::start(
-        db,
-        &[
-            ("METRICS_TOKEN", METRICS_TOKEN),
-            ("ERP_WEBHOOK_ALLOWLIST", "127.0.0.1/32"),
-            ("ERP_WEBHOOK_SECRET", WEBHOOK_SECRET),
-        ],
-    )
-    .await;
+    let svc = start(db).await;
     svc.create_user(EMAIL, PASSWORD).await;
     let token = svc.token(EMAIL, PASSWORD).await;
     let get = |path: &str| svc.client.get(svc.url(path)).bearer_auth(&token).checked();

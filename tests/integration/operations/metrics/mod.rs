@@ -205,6 +205,16 @@ async fn wait_for_processed_webhooks(svc: &TestService, done: i64) {
     panic!("the webhook inbox did not process {done} call(s): {:?}", svc.store().inbox_counts().await.unwrap());
 }
 
+/// The service with the metrics token set and the ERP's webhooks admitted.
+async fn start(db: Db) -> TestService {
+    let settings = [
+        ("METRICS_TOKEN", METRICS_TOKEN),
+        ("ERP_WEBHOOK_ALLOWLIST", "127.0.0.1/32"),
+        ("ERP_WEBHOOK_SECRET", WEBHOOK_SECRET),
+    ];
+    TestService::start(db, &settings).await
+}
+
 fn labels(pairs: &[&str]) -> Vec<String> {
     pairs.iter().map(|s| s.to_string()).collect()
 }
@@ -213,15 +223,7 @@ fn labels(pairs: &[&str]) -> Vec<String> {
 /// age of the oldest pending call follows its arrival: an hour, once its arrival is moved an
 /// hour back.
 async fn the_inbox_age_shows_a_call_that_waits(db: Db) {
-    let svc = TestService::start(
-        db,
-        &[
-            ("METRICS_TOKEN", METRICS_TOKEN),
-            ("ERP_WEBHOOK_ALLOWLIST", "127.0.0.1/32"),
-            ("ERP_WEBHOOK_SECRET", WEBHOOK_SECRET),
-        ],
-    )
-    .await;
+    let svc = start(db).await;
     let erp_root = svc.erp.trim_end_matches("/webapp/api/v1").to_string();
     let failing = json!({"path_prefix": "/webapp/api/v1/customer/id/5", "status": 503, "times": 100000});
     crate::common::add_fault(&svc.client, &erp_root, failing).await;
