@@ -384,3 +384,18 @@ pub async fn seed(client: &reqwest::Client, root: &str, set: &str, count: u64) {
 pub async fn execute(pool: &sqlx::AnyPool, statement: &str) {
     sqlx::query(AssertSqlSafe(statement.to_string())).execute(pool).await.unwrap();
 }
+
+/// The records of an ERP list answer (`{"result": […]}`) by id: their versions.
+pub fn erp_versions(list: &serde_json::Value) -> std::collections::BTreeMap<String, serde_json::Value> {
+    let records = list["result"].as_array().unwrap().iter();
+    records.map(|c| (c["id"].as_str().unwrap().to_string(), c["version"].clone())).collect()
+}
+
+/// The ERP mirror's records of `model` by id: their versions, written as the ERP writes them.
+pub async fn mirrored_erp_versions(
+    store: &integration_service::store::Store,
+    model: &str,
+) -> std::collections::BTreeMap<String, serde_json::Value> {
+    let records = store.erp_all(model).await.unwrap().into_iter();
+    records.map(|record| (record.id, serde_json::json!(record.version.to_string()))).collect()
+}

@@ -3,6 +3,7 @@
 //! reconciling of both mirrors, which repairs both ways what an incremental sync cannot see.
 
 use crate::common::{Api, JsonAnswer};
+use crate::common::{erp_versions, mirrored_erp_versions};
 use std::collections::BTreeMap;
 
 use crate::common::contract::Checked;
@@ -177,21 +178,7 @@ async fn an_erp_reconciling_repairs_both_ways(db: Db) {
     );
     let at_erp: Value =
         erp(reqwest::Method::GET, "/customer?pageSize=1000".into(), None).await.unwrap().json_value().await;
-    let at_erp: BTreeMap<String, Value> = at_erp["result"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| (c["id"].as_str().unwrap().to_string(), c["version"].clone()))
-        .collect();
-    let mirrored: BTreeMap<String, Value> = svc
-        .store()
-        .erp_all("customer")
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|record| (record.id, json!(record.version.to_string())))
-        .collect();
-    assert_eq!(at_erp, mirrored);
+    assert_eq!(erp_versions(&at_erp), mirrored_erp_versions(svc.store(), "customer").await);
     let again = svc.get(&token, "/api/v1/erp/update/customer").await.json::<Value>().await.unwrap()["data"][0].clone();
     for kind in ["fetched_missing", "refreshed", "removed"] {
         assert_eq!(again[kind], 0, "{again}");

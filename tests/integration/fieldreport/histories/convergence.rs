@@ -3,6 +3,7 @@
 
 use crate::common::clear_faults;
 use crate::common::process::upstream_records;
+use crate::common::{erp_versions, mirrored_erp_versions};
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, HashSet};
 use std::time::Duration;
@@ -167,20 +168,8 @@ pub(super) async fn check(world: &World, model: &Model) -> Result<(), String> {
     }
     // The ERP mirror equals the ERP simulator.
     let (_, customers) = world.erp(reqwest::Method::GET, "/customer?pageSize=1000", None).await;
-    let at_erp: BTreeMap<String, Value> = customers["result"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| (c["id"].as_str().unwrap().to_string(), c["version"].clone()))
-        .collect();
-    let mirrored: BTreeMap<String, Value> = world
-        .store
-        .erp_all("customer")
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|record| (record.id.clone(), json!(record.version.to_string())))
-        .collect();
+    let at_erp = erp_versions(&customers);
+    let mirrored = mirrored_erp_versions(&world.store, "customer").await;
     if at_erp != mirrored {
         failures.push(format!("erp: the ERP has {at_erp:?}, the mirror {mirrored:?}"));
     }
