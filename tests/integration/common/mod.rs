@@ -106,6 +106,40 @@ pub struct TestService {
     schema: Option<String>,
 }
 
+/// What a test runs the service on, whichever way it runs it (in this process, [`TestService`],
+/// or the binary as a process, [`process::Instance`]): a database of its own, simulators of
+/// its own and a storage folder, and the settings that name them.
+pub struct Ground {
+    pub database_url: String,
+    pub sandboxes: integration_service::sandbox::Sandboxes,
+    /// The folder behind `STORAGE_URL` (not made yet).
+    pub storage_dir: std::path::PathBuf,
+}
+
+impl Ground {
+    /// The simulators started and a storage folder picked (its name says `purpose`) for a
+    /// database of the test's own (from [`fresh_database`]).
+    pub async fn new(database_url: String, purpose: &str) -> Ground {
+        let sandboxes =
+            integration_service::sandbox::start(None, &telemetry::discard()).await.expect("simulators start");
+        let storage_dir = std::env::temp_dir().join(format!("integration-service-{purpose}-{}", uuid::Uuid::new_v4()));
+        Ground { database_url, sandboxes, storage_dir }
+    }
+
+    /// `DATABASE_URL` and `STORAGE_URL`, then `own` (the way of running's own settings), then
+    /// the simulators', then the test's `settings`: a later one wins.
+    pub fn settings(&self, own: &[(&str, &str)], settings: &[(&str, &str)]) -> Vec<(String, String)> {
+        let mut all = vec![
+            ("DATABASE_URL".to_string(), self.database_url.clone()),
+            ("STORAGE_URL".to_string(), format!("file://{}", self.storage_dir.display())),
+        ];
+        all.extend(own.iter().map(|(name, value)| (name.to_string(), value.to_string())));
+        all.extend(self.sandboxes.settings().into_iter().map(|(name, value)| (name.to_string(), value)));
+        all.extend(settings.iter().map(|(name, value)| (name.to_string(), value.to_string())));
+        all
+    }
+}
+
 /// A database URL of its own for one test: a fresh SQLite file or a fresh Postgres schema.
 pub async fn fresh_database(db: Db) -> (String, Option<String>) {
     match db {
@@ -163,18 +197,11 @@ impl TestService {
 
     /// Starts the service on a database of the test's own (from [`fresh_database`]).
     pub async fn start_on(database_url: String, schema: Option<String>, settings: &[(&str, &str)]) -> TestService {
-        let sandboxes =
-            integration_service::sandbox::start(None, &telemetry::discard()).await.expect("simulators start");
-        let leasing = sandboxes.leasing_base_url();
-        let fieldreport = sandboxes.fieldreport_base_url();
-        let erp = sandboxes.erp_base_url();
-        let upstream_settings = sandboxes.settings();
-        let storage_dir = std::env::temp_dir().join(format!("integration-service-storage-{}", uuid::Uuid::new_v4()));
-        let storage_url = format!("file://{}", storage_dir.display());
-        let mut env: Vec<(&str, &str)> =
-            vec![("DATABASE_URL", &database_url), ("BIND_ADDRESS", "127.0.0.1:0"), ("STORAGE_URL", &storage_url)];
-        env.extend(upstream_settings.iter().map(|(name, value)| (*name, value.as_str())));
-        env.extend_from_slice(settings);
+        let ground = Ground::new(database_url, "storage").await;
+        let (leasing, erp) = (ground.sandboxes.leasing_base_url(), ground.sandboxes.erp_base_url());
+        let fieldreport = ground.sandboxes.fieldreport_base_url();
+        let settings = ground.settings(&[("BIND_ADDRESS", "127.0.0.1:0")], settings);
+        let env: Vec<(&str, &str)> = settings.iter().map(|(name, value)| (name.as_str(), value.as_str())).collect();
         let config = Config::load_with(None, &env).expect("test configuration is valid");
         let secret_settings = ["PASSWORD", "SECRET", "API_KEY", "TOKEN"];
         let secrets: Vec<String> = env
@@ -192,9 +219,9 @@ impl TestService {
             fieldreport,
             erp,
             config,
-            storage_dir,
+            storage_dir: ground.storage_dir,
             client: reqwest::Client::builder().build().unwrap(),
-            database_url,
+            database_url: ground.database_url,
             log,
             secrets: Arc::new(Mutex::new(secrets)),
             service: Some(service),

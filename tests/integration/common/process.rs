@@ -13,7 +13,7 @@ use integration_service::store::Store;
 use serde_json::{Value, json};
 
 use super::binary::Binary;
-use super::{Db, fresh_database};
+use super::{Db, Ground, fresh_database};
 
 pub const WEBHOOK_SECRET: &str = "crash-test-webhook-secret";
 pub const EMAIL: &str = "ops@example.com";
@@ -37,35 +37,29 @@ impl Instance {
         settings: &[(&str, &str)],
     ) -> (Instance, integration_service::sandbox::Sandboxes, Store) {
         let (database_url, schema) = fresh_database(db).await;
-        let sandboxes = integration_service::sandbox::start(None, &integration_service::telemetry::discard())
-            .await
-            .expect("simulators start");
-        let storage = std::env::temp_dir().join(format!("integration-service-crash-{}", uuid::Uuid::new_v4()));
-        std::fs::create_dir_all(&storage).unwrap();
-        let mut env: Vec<(String, String)> = vec![
-            ("DATABASE_URL".into(), database_url.clone()),
-            ("STORAGE_URL".into(), format!("file://{}", storage.display())),
-            ("WORK_LEASE_SECONDS".into(), "1".into()),
-            ("ERP_WEBHOOK_SECRET".into(), WEBHOOK_SECRET.into()),
-            ("ERP_WEBHOOK_ALLOWLIST".into(), "127.0.0.1/32".into()),
-            ("LOG_FORMAT".into(), "json".into()),
+        let ground = Ground::new(database_url, "crash").await;
+        std::fs::create_dir_all(&ground.storage_dir).unwrap();
+        let own = [
+            ("WORK_LEASE_SECONDS", "1"),
+            ("ERP_WEBHOOK_SECRET", WEBHOOK_SECRET),
+            ("ERP_WEBHOOK_ALLOWLIST", "127.0.0.1/32"),
+            ("LOG_FORMAT", "json"),
         ];
-        env.extend(sandboxes.settings().into_iter().map(|(name, value)| (name.to_string(), value)));
-        env.extend(settings.iter().map(|(name, value)| (name.to_string(), value.to_string())));
+        let env = ground.settings(&own, settings);
         let mut instance = Instance {
             env,
             child: None,
-            log_file: storage.join("service.log"),
+            log_file: ground.storage_dir.join("service.log"),
             base: String::new(),
             client: reqwest::Client::new(),
             schema,
         };
         instance.spawn();
-        let url = DatabaseUrl::new(database_url.clone());
+        let url = DatabaseUrl::new(ground.database_url.clone());
         let store = Store::connect(&url).await.expect("the test reaches the database");
         let auth = integration_service::auth::Authenticator::new(store.clone(), None).unwrap();
         auth.create_user(EMAIL, Some("Ops"), PASSWORD, false).await.unwrap();
-        (instance, sandboxes, store)
+        (instance, ground.sandboxes, store)
     }
 
     /// Starts the process and waits until it listens.
