@@ -180,7 +180,7 @@ async fn a_record_read_is_accepted_back_by_its_update_route() {
     let api = api(&svc).await;
     for (route, set) in ENTITIES {
         let v3 = json!({"Name": format!("{set} v3"), "Version": "1"});
-        let created = svc.odata(reqwest::Method::POST, &format!("{set}")).json(&v3).send().await.unwrap();
+        let created = svc.odata(reqwest::Method::POST, set).json(&v3).send().await.unwrap();
         assert!(created.status().is_success(), "{set}: {}", created.status());
         svc.seed(set, 1).await;
         api.json(reqwest::Method::GET, &format!("/api/v1/fieldreport/sync/{route}"), None, 200).await;
