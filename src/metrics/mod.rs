@@ -14,6 +14,7 @@
 //! [`STATUS_SLOTS`] per operation, the rest as `other`), systems, outcomes and error codes are
 //! fixed sets.
 
+pub mod background;
 pub mod database;
 pub mod exposition;
 pub mod jobs;
@@ -131,6 +132,7 @@ pub struct Metrics {
     connections_open: AtomicU64,
     connections_refused: [AtomicU64; ConnectionRefusal::ALL.len()],
     jobs: jobs::JobTimings,
+    background: background::BackgroundMetrics,
     watch: watch::WatchMetrics,
     repairs: mirror::Repairs,
     /// Rows the janitor removed, by table (`crate::store::retention::PRUNED_TABLES`).
@@ -150,6 +152,7 @@ impl Metrics {
             connections_open: AtomicU64::new(0),
             connections_refused: Default::default(),
             jobs: Default::default(),
+            background: Default::default(),
             watch: Default::default(),
             repairs: Default::default(),
             pruned: Default::default(),
@@ -183,6 +186,21 @@ impl Metrics {
     /// A job ended at this instance (`status`: succeeded, failed or cancelled).
     pub fn job_finished(&self, kind: &str, target: &str, status: &str, elapsed: Duration) {
         self.jobs.observe(kind, target, status, elapsed);
+    }
+
+    /// A background task was started: its series exist from now on.
+    pub fn background_task(&self, task: &'static str) {
+        self.background.started(task);
+    }
+
+    /// A background task ran (it claimed work, or its period came), `lag` after it was due.
+    pub fn background_ran(&self, task: &'static str, lag: Duration) {
+        self.background.ran(task, lag);
+    }
+
+    /// A background task's claim or run failed.
+    pub fn background_failed(&self, task: &'static str) {
+        self.background.failed(task);
     }
 
     /// A state of a financing request was read (and recorded when the request is watched).
@@ -237,6 +255,7 @@ impl Metrics {
             jobs::render_last_successes(&mut out, successes);
         }
         self.watch.render(&mut out, database.watch.as_ref());
+        self.background.render(&mut out);
         if let Some(mirror) = &database.mirror {
             mirror.render(&mut out);
         }
