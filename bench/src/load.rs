@@ -193,3 +193,53 @@ pub async fn once(address: SocketAddr, call: &Call) -> Result<(u16, serde_json::
     let (status, body) = send(&mut sender, call).await?;
     Ok((status, serde_json::from_slice(&body).unwrap_or(serde_json::Value::Null)))
 }
+
+/// One keep-alive connection for requests sent one after another (a consumer's walk).
+pub struct Connection(http1::SendRequest<Full<Bytes>>);
+
+impl Connection {
+    pub async fn open(address: SocketAddr) -> Result<Connection, String> {
+        Ok(Connection(connect(address).await?))
+    }
+
+    /// The status and body of the answer to `call`.
+    pub async fn send(&mut self, call: &Call) -> Result<(u16, Bytes), String> {
+        send(&mut self.0, call).await
+    }
+
+    /// The status of the answer to `call`, and its body read frame by frame as lines: how many
+    /// lines and bytes, and the last line (an export's end), without holding the body.
+    pub async fn lines(&mut self, call: &Call) -> Result<(u16, u64, u64, String), String> {
+        let mut request =
+            Request::builder().method(call.method.clone()).uri(call.path.as_str()).header("host", "bench");
+        for (name, value) in &call.headers {
+            request = request.header(*name, value.as_str());
+        }
+        let request = request.body(Full::new(call.body.clone())).map_err(|e| e.to_string())?;
+        self.0.ready().await.map_err(|e| format!("connection: {e}"))?;
+        let response = self.0.send_request(request).await.map_err(|e| format!("request: {e}"))?;
+        let status = response.status().as_u16();
+        let mut body = response.into_body();
+        let (mut lines, mut bytes) = (0u64, 0u64);
+        // The text since the last line's end: the line being read.
+        let mut current = Vec::new();
+        let mut last = Vec::new();
+        while let Some(frame) = body.frame().await {
+            let frame = frame.map_err(|e| format!("body: {e}"))?;
+            let Some(data) = frame.data_ref() else { continue };
+            bytes += data.len() as u64;
+            for piece in data.split_inclusive(|&b| b == b'\n') {
+                current.extend_from_slice(piece);
+                if piece.ends_with(b"\n") {
+                    lines += 1;
+                    last = std::mem::take(&mut current);
+                }
+            }
+        }
+        if !current.is_empty() {
+            lines += 1;
+            last = current;
+        }
+        Ok((status, lines, bytes, String::from_utf8_lossy(&last).trim_end().to_string()))
+    }
+}

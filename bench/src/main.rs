@@ -9,6 +9,7 @@
 
 mod bare;
 mod load;
+mod scale;
 mod scenarios;
 mod service;
 mod watch;
@@ -38,6 +39,10 @@ struct Cli {
     quick: bool,
     #[arg(long)]
     scenario: Option<String>,
+    /// Records of the `scale` scenario's field-report set (its ERP model gets a quarter);
+    /// default 1,000,000, or 20,000 with `--quick`.
+    #[arg(long)]
+    scale: Option<u64>,
 }
 
 fn main() -> ExitCode {
@@ -51,7 +56,8 @@ fn main() -> ExitCode {
         };
     }
     let cli = Cli::parse();
-    match run(&cli.service_binary, &cli.out, cli.db, cli.quick, cli.scenario.as_deref()) {
+    let scale = cli.scale.unwrap_or(if cli.quick { scale::QUICK_SIZE } else { scale::FULL_SIZE });
+    match run(&cli.service_binary, &cli.out, cli.db, cli.quick, cli.scenario.as_deref(), scale) {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::FAILURE,
         Err(error) => {
@@ -72,6 +78,7 @@ pub const SCENARIOS: &[&str] = &[
     "login",
     "mixed",
     "leasing-watch",
+    "scale",
 ];
 
 /// How long and how much.
@@ -133,7 +140,7 @@ fn machine() -> String {
     format!("{cpus} CPUs, {memory} GiB")
 }
 
-fn run(binary: &Path, dir: &Path, db: Database, quick: bool, only: Option<&str>) -> Result<bool> {
+fn run(binary: &Path, dir: &Path, db: Database, quick: bool, only: Option<&str>, scale: u64) -> Result<bool> {
     // `sync,mixed`: these scenarios, in the bench's order (a later one sees what an earlier one
     // left, as in a full run).
     let only: Option<Vec<&str>> = only.map(|names| names.split(',').map(str::trim).collect());
@@ -144,7 +151,7 @@ fn run(binary: &Path, dir: &Path, db: Database, quick: bool, only: Option<&str>)
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     let rows = runtime.block_on(async {
         let service = Service::start(binary, db).await?;
-        let rows = scenarios(&service, &settings, db, only.as_deref()).await;
+        let rows = scenarios(&service, &settings, db, only.as_deref(), scale).await;
         service.stop();
         rows
     })?;
@@ -170,7 +177,13 @@ fn run(binary: &Path, dir: &Path, db: Database, quick: bool, only: Option<&str>)
     Ok(failed.is_empty())
 }
 
-async fn scenarios(service: &Service, settings: &Settings, db: Database, only: Option<&[&str]>) -> Result<Vec<Row>> {
+async fn scenarios(
+    service: &Service,
+    settings: &Settings,
+    db: Database,
+    only: Option<&[&str]>,
+    scale: u64,
+) -> Result<Vec<Row>> {
     let wanted = |name: &str| only.is_none_or(|o| o.contains(&name));
     let mut rows = scenarios::baseline(service, settings).await?;
     let base = rows.iter().find(|r| r.scenario == "baseline").map_or(1.0, |r| r.throughput);
@@ -204,6 +217,9 @@ async fn scenarios(service: &Service, settings: &Settings, db: Database, only: O
     }
     if wanted("leasing-watch") {
         rows.extend(watch::leasing_watch(service, settings, db).await?);
+    }
+    if wanted("scale") {
+        rows.extend(scale::scale(&service.binary, db, settings, scale).await?);
     }
     Ok(rows)
 }

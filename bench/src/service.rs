@@ -41,6 +41,8 @@ pub struct Service {
     /// The bare-dropshot baseline's server (see `bare`), not part of the service.
     pub bare: SocketAddr,
     pub fieldreport: SocketAddr,
+    /// The ERP simulator (its `/__sandbox` routes are at its root).
+    pub erp: SocketAddr,
     pub token: String,
     postgres_database: Option<(String, String)>,
 }
@@ -182,6 +184,7 @@ impl Service {
         let (database_url, postgres_database) = database(db, &dir, run)?;
         let (simulators, urls) = start_simulators(binary, &dir)?;
         let fieldreport = urls.fieldreport.as_deref().and_then(address_in);
+        let erp = urls.erp.as_deref().and_then(address_in);
         let mut command = Command::new(binary);
         command
             .args(["serve", "--bind", "127.0.0.1:0"])
@@ -222,6 +225,7 @@ impl Service {
             bare_dropshot,
             bare,
             fieldreport: fieldreport.ok_or_else(missing)?,
+            erp: erp.ok_or_else(missing)?,
             token: String::new(),
             postgres_database,
         };

@@ -9,11 +9,12 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::api::ApiContext;
-use crate::api::fieldreport::entities::PageMeta;
 use crate::api::support::guard::{BearerToken, needs};
+use crate::api::support::paging::{Cursor, CursorParam, NextPage, PageMeta};
 use crate::error::{ApiError, FieldErrors};
 use crate::jobs::kind::JobKind;
 use crate::store::jobs::JobRow;
+use crate::vocabulary::key_page::{StampedKey, key_page};
 use crate::vocabulary::owner::Viewer;
 
 /// Jobs per page at most.
@@ -144,12 +145,22 @@ impl From<JobRow> for Job {
     }
 }
 
-/// One page of the history, newest first.
+/// One page of the history, newest first. Read by position (`page`, `per_page`) it has
+/// `meta`, with the count; read by key (`after`, `limit`) it has `next_cursor` and `next`
+/// while older jobs follow this page, and neither on the last page.
 #[derive(Serialize, JsonSchema)]
 #[schemars(example = "JobPage::example")]
 pub struct JobPage {
     pub data: Vec<Job>,
-    pub meta: PageMeta,
+    /// Read by position: the paging and the count.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub meta: Option<PageMeta>,
+    /// Read by key: the cursor to pass as `after` for the next page, while jobs follow.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<Cursor>,
+    /// Read by key: the path and query that read the next page, while jobs follow.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next: Option<String>,
 }
 
 impl JobPage {
@@ -186,10 +197,18 @@ pub struct JobQuery {
     #[serde(default)]
     #[schemars(schema_with = "status_schema")]
     pub status: Option<String>,
-    /// Page number, from 1 (default 1).
+    /// Read by key: the jobs older than this cursor (a `next_cursor` answered before); from
+    /// the newest without it. With `after` or `limit` the page has no `meta` (no count) and
+    /// costs the same at any depth.
+    pub after: Option<CursorParam>,
+    /// Read by key: jobs per page, 1 to 100 (default 20).
+    #[schemars(range(min = 1, max = 100))]
+    pub limit: Option<u32>,
+    /// Read by position (the slower way: a page costs what it skips): page number, from 1
+    /// (default 1). Ignored with `after` or `limit`.
     #[schemars(range(min = 1))]
     pub page: Option<u32>,
-    /// Jobs per page, 1 to 100 (default 20).
+    /// Read by position: jobs per page, 1 to 100 (default 20).
     #[schemars(range(min = 1, max = 100))]
     pub per_page: Option<u32>,
 }
@@ -230,8 +249,13 @@ pub async fn jobs_show(
 
 /// The job history
 ///
-/// Jobs, newest first, optionally of one kind and in one status, by pages (e.g.
-/// `?kind=fieldreport.sync&status=failed&per_page=10`). 422 on an unknown kind or status.
+/// Jobs, newest first, optionally of one kind and in one status (e.g.
+/// `?kind=fieldreport.sync&status=failed`). Read by key: `limit` (1 to 100, default 20) jobs
+/// older than the cursor `after` (from the newest without it), answered with `next_cursor` and
+/// the `next` link while older jobs follow, and no count; a page costs the same at any depth,
+/// and a job queued meanwhile makes no other job skip or repeat. Read by position (the slower
+/// way, kept for existing callers): page `page` of `per_page` (1 to 100, default 20) jobs, with
+/// the count in `meta`. 422 on an unknown kind or status.
 #[dropshot::endpoint { method = GET, path = "/api/v1/jobs", tags = ["jobs"] }]
 pub async fn jobs_list(
     rqctx: RequestContext<ApiContext>,
@@ -240,6 +264,24 @@ pub async fn jobs_list(
 ) -> Result<HttpResponseOk<JobPage>, ApiError> {
     token.caller(&rqctx).await?;
     let query = query.into_inner();
+    if query.after.is_some() || query.limit.is_some() {
+        let limit = query.limit.unwrap_or(20);
+        if !(1..=MAX_PER_PAGE).contains(&limit) {
+            let message = format!("limit is between 1 and {MAX_PER_PAGE}.");
+            return Err(ApiError::validation(FieldErrors::from([("limit".to_string(), vec![message])])));
+        }
+        let after = query.after.map(CursorParam::key).transpose()?;
+        let (kind, status) = (query.kind.as_deref(), query.status.as_deref());
+        let jobs = rqctx.context().jobs.list_after(kind, status, after.as_deref(), limit).await?;
+        let (jobs, next_key) = key_page(jobs, limit, |job| StampedKey::new(job.created_at, job.id).text());
+        let next = NextPage::after_in(rqctx.request.uri(), next_key.as_deref(), query.limit);
+        return Ok(HttpResponseOk(JobPage {
+            data: jobs.into_iter().map(Job::from).collect(),
+            meta: None,
+            next_cursor: next.cursor,
+            next: next.link,
+        }));
+    }
     let page = query.page.unwrap_or(1);
     let per_page = query.per_page.unwrap_or(20);
     let mut errors = FieldErrors::new();
@@ -256,7 +298,9 @@ pub async fn jobs_list(
         rqctx.context().jobs.list(query.kind.as_deref(), query.status.as_deref(), page, per_page).await?;
     Ok(HttpResponseOk(JobPage {
         data: jobs.into_iter().map(Job::from).collect(),
-        meta: PageMeta::new(page, per_page, total),
+        meta: Some(PageMeta::new(page, per_page, total)),
+        next_cursor: None,
+        next: None,
     }))
 }
 

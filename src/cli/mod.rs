@@ -129,6 +129,11 @@ enum Command {
     #[cfg(feature = "bench-support")]
     #[command(hide = true)]
     BenchForgetSet { entity: String },
+    /// For `cargo xtask bench`: read every record of a mirrored set (`fieldreport` or `erp`)
+    /// straight from the database in key order and print the rate.
+    #[cfg(feature = "bench-support")]
+    #[command(hide = true)]
+    BenchReadSet { mirror: String, set: String },
     /// Run only the upstream simulators (for trying clients against them).
     Sandbox {
         /// Address of the leasing simulator (default: a free loopback port).
@@ -321,6 +326,15 @@ async fn run(command: Command, mut config: Config) -> anyhow::Result<()> {
             let removed = store.bench_forget_set(&entity).await;
             store.close().await;
             println!("removed {} records", removed?);
+            Ok(())
+        }
+        #[cfg(feature = "bench-support")]
+        Command::BenchReadSet { mirror, set } => {
+            let store = Store::open_configured(&config.store).await?;
+            let read = store.bench_read_set(&mirror, &set).await;
+            store.close().await;
+            let (count, elapsed) = read?;
+            println!("read {count} records in {:.3} s", elapsed.as_secs_f64());
             Ok(())
         }
         Command::Erp(ErpCommand::Pull) => {

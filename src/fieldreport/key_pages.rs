@@ -8,6 +8,7 @@ use serde_json::value::RawValue;
 
 use super::service::{FieldReportError, FieldReportService, MAX_PER_PAGE};
 use crate::vocabulary::field_errors::FieldErrors;
+use crate::vocabulary::key_page::key_page;
 
 /// Records of a page when the caller names no `limit`.
 pub const DEFAULT_LIMIT: u32 = 50;
@@ -27,16 +28,6 @@ pub fn checked_limit(limit: Option<u32>) -> Result<u32, FieldErrors> {
         limit @ 1..=MAX_PER_PAGE => Ok(limit),
         _ => Err(FieldErrors::from([("limit".to_string(), vec![format!("limit is 1 to {MAX_PER_PAGE}.")])])),
     }
-}
-
-/// The page's records (one more than `limit` was read, to learn whether any follow) and the
-/// key of the next page.
-pub fn key_page<T>(mut rows: Vec<T>, limit: u32, key: impl Fn(&T) -> String) -> (Vec<T>, Option<String>) {
-    let limit = limit as usize;
-    let more = rows.len() > limit;
-    rows.truncate(limit);
-    let next = if more { rows.last().map(key) } else { None };
-    (rows, next)
 }
 
 impl FieldReportService {
@@ -60,10 +51,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_page_names_the_next_key_only_when_more_follow() {
-        assert_eq!(key_page(vec![1, 2, 3], 2, |n| n.to_string()), (vec![1, 2], Some("2".into())));
-        assert_eq!(key_page(vec![1, 2], 2, |n| n.to_string()), (vec![1, 2], None));
-        assert_eq!(key_page(Vec::<i32>::new(), 2, |n| n.to_string()), (vec![], None));
+    fn the_limit_is_one_to_the_page_size() {
         assert_eq!(checked_limit(None), Ok(DEFAULT_LIMIT));
         assert!(checked_limit(Some(0)).is_err() && checked_limit(Some(MAX_PER_PAGE + 1)).is_err());
     }

@@ -25,6 +25,7 @@ use crate::metrics::Metrics;
 use crate::store::Store;
 use crate::store::jobs::{JobFilter, JobRow};
 use crate::store::rates::Rated;
+use crate::vocabulary::key_page::StampedKey;
 use crate::vocabulary::owner::Viewer;
 pub use error::JobError;
 use error::invalid;
@@ -136,15 +137,23 @@ impl JobsService {
         page: u32,
         per_page: u32,
     ) -> Result<(Vec<JobRow>, i64), JobError> {
-        if let Some(kind) = kind {
-            JobKind::parse(kind)?;
-        }
-        if let Some(status) = status
-            && !STATUSES.contains(&status)
-        {
-            return Err(invalid("status", format!("unknown status {status:?}; known: {}", STATUSES.join(", "))));
-        }
+        check_filter(kind, status)?;
         Ok(self.store.jobs_page(&JobFilter { kind, status }, page, per_page).await?)
+    }
+
+    /// Up to `limit` jobs (plus one, to learn whether more follow), newest first, after the job
+    /// `after` (a [`StampedKey`]'s text; from the newest without one, or for a text that
+    /// spells no key).
+    pub async fn list_after(
+        &self,
+        kind: Option<&str>,
+        status: Option<&str>,
+        after: Option<&str>,
+        limit: u32,
+    ) -> Result<Vec<JobRow>, JobError> {
+        check_filter(kind, status)?;
+        let after = after.and_then(StampedKey::parse).and_then(|key| Some((key.at, key.numeric_id()?)));
+        Ok(self.store.jobs_after(&JobFilter { kind, status }, after, i64::from(limit) + 1).await?)
     }
 
     /// Cancels a queued job, or asks a running one to stop at its next page. Over the API
@@ -172,4 +181,17 @@ impl JobsService {
             _ => Err(JobError::Ended { id, status: job.status }),
         }
     }
+}
+
+/// A 422 naming `kind` or `status` when the history is asked for one it has no name for.
+fn check_filter(kind: Option<&str>, status: Option<&str>) -> Result<(), JobError> {
+    if let Some(kind) = kind {
+        JobKind::parse(kind)?;
+    }
+    if let Some(status) = status
+        && !STATUSES.contains(&status)
+    {
+        return Err(invalid("status", format!("unknown status {status:?}; known: {}", STATUSES.join(", "))));
+    }
+    Ok(())
 }

@@ -152,6 +152,32 @@ impl Store {
         Ok(removed.rows_affected())
     }
 
+    /// The scale scenario's baseline: every record of a mirrored set (`fieldreport` or `erp`)
+    /// read straight from the database in key order, as one streamed statement; how many and
+    /// how long. What the service adds to this is what a read-back or an export costs.
+    pub async fn bench_read_set(&self, mirror: &str, set: &str) -> Result<(u64, Duration), StoreError> {
+        use futures::TryStreamExt;
+        let (table, column) = match mirror {
+            "fieldreport" => ("fieldreport_records", "entity"),
+            "erp" => ("erp_records", "model"),
+            other => return Err(StoreError::Query(format!("no mirror {other:?}: fieldreport or erp"))),
+        };
+        let started = Instant::now();
+        let statement = format!(
+            "SELECT record_id, document FROM {table} WHERE {column} = $1 ORDER BY LENGTH(record_id), record_id"
+        );
+        let mut rows = sqlx::query(sqlx::AssertSqlSafe(statement)).bind(set).fetch(self.pool());
+        let (mut count, mut bytes) = (0u64, 0usize);
+        while let Some(row) = rows.try_next().await? {
+            let document: &str = row.try_get("document")?;
+            bytes += document.len();
+            count += 1;
+        }
+        // Every document was read whole (not only counted).
+        std::hint::black_box(bytes);
+        Ok((count, started.elapsed()))
+    }
+
     async fn remove_mirror_baseline(&self) -> Result<(), StoreError> {
         self.bench_forget_set(MIRROR_BASELINE_SET).await?;
         Ok(())

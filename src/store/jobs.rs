@@ -186,6 +186,43 @@ impl Store {
         Ok((rows.iter().map(job_row).collect::<Result<_, _>>()?, total))
     }
 
+    /// Up to `limit` jobs of the history, newest first, after the job keyed `(created_at, id)`
+    /// (from the newest without one): a walk of `jobs_created` from the key, whatever its depth.
+    pub async fn jobs_after(
+        &self,
+        filter: &JobFilter<'_>,
+        after: Option<(i64, i64)>,
+        limit: i64,
+    ) -> Result<Vec<JobRow>, StoreError> {
+        let condition = "($1 IS NULL OR kind = $1) AND ($2 IS NULL OR status = $2)";
+        let rows = match after {
+            None => {
+                sqlx::query(sql!(
+                    "SELECT {COLUMNS} FROM jobs WHERE {condition} ORDER BY created_at DESC, id DESC LIMIT $3"
+                ))
+                .bind(filter.kind)
+                .bind(filter.status)
+                .bind(limit)
+                .fetch_all(self.pool())
+                .await?
+            }
+            Some((created_at, id)) => {
+                sqlx::query(sql!(
+                    "SELECT {COLUMNS} FROM jobs WHERE {condition} AND (created_at, id) < ($3, $4) \
+                     ORDER BY created_at DESC, id DESC LIMIT $5"
+                ))
+                .bind(filter.kind)
+                .bind(filter.status)
+                .bind(created_at)
+                .bind(id)
+                .bind(limit)
+                .fetch_all(self.pool())
+                .await?
+            }
+        };
+        rows.iter().map(job_row).collect()
+    }
+
     /// Cancels a queued job at once, and asks a running one to stop at its next page; a job
     /// that ended is left as it is. `None` when there is no such job.
     pub async fn job_cancel(&self, id: i64) -> Result<Option<JobRow>, StoreError> {

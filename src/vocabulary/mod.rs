@@ -8,6 +8,7 @@
 
 pub mod calls;
 pub mod field_errors;
+pub mod key_page;
 pub mod leasing_codes;
 pub mod owner;
 pub mod redaction;

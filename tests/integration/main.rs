@@ -13,6 +13,7 @@ mod backup;
 mod cli;
 mod client;
 mod crash;
+mod cursor_lists;
 mod database_outage;
 mod docs_page;
 mod erp;

@@ -12,7 +12,7 @@ use std::process::{Command, ExitCode};
 
 use anyhow::{Context, Result, bail};
 
-pub fn run(root: &Path, db: &str, quick: bool, scenario: Option<&str>) -> Result<ExitCode> {
+pub fn run(root: &Path, db: &str, quick: bool, scenario: Option<&str>, scale: Option<u64>) -> Result<ExitCode> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
     let profile = if quick { "debug" } else { "release" };
     let status = Command::new(&cargo)
@@ -48,6 +48,9 @@ pub fn run(root: &Path, db: &str, quick: bool, scenario: Option<&str>) -> Result
     }
     if let Some(scenario) = scenario {
         bench.args(["--scenario", scenario]);
+    }
+    if let Some(scale) = scale {
+        bench.args(["--scale", &scale.to_string()]);
     }
     let status = bench.current_dir(root).status().context("running the bench")?;
     Ok(if status.success() { ExitCode::SUCCESS } else { ExitCode::FAILURE })

@@ -91,6 +91,10 @@ enum Command {
         /// measured).
         #[arg(long)]
         scenario: Option<String>,
+        /// Records of the `scale` scenario's field-report set (its ERP model gets a quarter);
+        /// default 1,000,000, or 20,000 with `--quick`.
+        #[arg(long)]
+        scale: Option<u64>,
     },
     /// Check that `assets/swagger-ui/` holds the npm registry's `swagger-ui-dist` files
     /// (fetched with `npm pack`, verified against the pinned integrity); `--update VERSION`
@@ -182,7 +186,7 @@ fn run() -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Check => check::run(&root),
-        Command::Bench { db, quick, scenario } => bench::run(&root, &db, quick, scenario.as_deref()),
+        Command::Bench { db, quick, scenario, scale } => bench::run(&root, &db, quick, scenario.as_deref(), scale),
         Command::SwaggerUi { update: None } => swagger_ui::check(&root),
         Command::SwaggerUi { update: Some(version) } => swagger_ui::update(&root, &version),
         Command::Test { fuzz, cargo_args } => test::run(&root, fuzz, &cargo_args),

@@ -1609,10 +1609,16 @@ pub mod types {
             Default::default()
         }
     }
-    ///`DeliveryList`
+    ///A page of a subscription's deliveries, newest first. Read by key (without `page`) it has `next_cursor` and `next` while older deliveries follow this page, and neither on the last.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct DeliveryList {
         pub items: ::std::vec::Vec<Delivery>,
+        ///Read by key: the path and query that read the next page, while deliveries follow.
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub next: ::std::option::Option<::std::string::String>,
+        ///Read by key: the cursor to pass as `after` for the next page, while deliveries follow.
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub next_cursor: ::std::option::Option<Cursor>,
     }
     impl DeliveryList {
         pub fn builder() -> builder::DeliveryList {
@@ -6618,11 +6624,19 @@ pub mod types {
             value.parse()
         }
     }
-    ///One page of the history, newest first.
+    ///One page of the history, newest first. Read by position (`page`, `per_page`) it has `meta`, with the count; read by key (`after`, `limit`) it has `next_cursor` and `next` while older jobs follow this page, and neither on the last page.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct JobPage {
         pub data: ::std::vec::Vec<Job>,
-        pub meta: PageMeta,
+        ///Read by position: the paging and the count.
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub meta: ::std::option::Option<PageMeta>,
+        ///Read by key: the path and query that read the next page, while jobs follow.
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub next: ::std::option::Option<::std::string::String>,
+        ///Read by key: the cursor to pass as `after` for the next page, while jobs follow.
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub next_cursor: ::std::option::Option<Cursor>,
     }
     impl JobPage {
         pub fn builder() -> builder::JobPage {
@@ -6711,6 +6725,68 @@ pub mod types {
             value: ::std::string::String,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             value.parse()
+        }
+    }
+    ///`JobsListAfter`
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct JobsListAfter(::std::string::String);
+    impl ::std::ops::Deref for JobsListAfter {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<JobsListAfter> for ::std::string::String {
+        fn from(value: JobsListAfter) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for JobsListAfter {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 1400usize {
+                return Err("longer than 1400 characters".into());
+            }
+            if value.chars().count() < 1usize {
+                return Err("shorter than 1 characters".into());
+            }
+            static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
+            { ::regress::Regex::new("^[A-Za-z0-9_-]+$").unwrap() });
+            if PATTERN.find(value).is_none() {
+                return Err("doesn't match pattern \"^[A-Za-z0-9_-]+$\"".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for JobsListAfter {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for JobsListAfter {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for JobsListAfter {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
         }
     }
     ///`JobsListKind`
@@ -8307,6 +8383,133 @@ pub mod types {
             value: ::std::string::String,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
             value.parse()
+        }
+    }
+    ///`LeasingSubscriptionDeliveriesAfter`
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct LeasingSubscriptionDeliveriesAfter(::std::string::String);
+    impl ::std::ops::Deref for LeasingSubscriptionDeliveriesAfter {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<LeasingSubscriptionDeliveriesAfter>
+    for ::std::string::String {
+        fn from(value: LeasingSubscriptionDeliveriesAfter) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for LeasingSubscriptionDeliveriesAfter {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 1400usize {
+                return Err("longer than 1400 characters".into());
+            }
+            if value.chars().count() < 1usize {
+                return Err("shorter than 1 characters".into());
+            }
+            static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
+            { ::regress::Regex::new("^[A-Za-z0-9_-]+$").unwrap() });
+            if PATTERN.find(value).is_none() {
+                return Err("doesn't match pattern \"^[A-Za-z0-9_-]+$\"".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for LeasingSubscriptionDeliveriesAfter {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String>
+    for LeasingSubscriptionDeliveriesAfter {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for LeasingSubscriptionDeliveriesAfter {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
+        }
+    }
+    ///`LeasingSubscriptionListAfter`
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct LeasingSubscriptionListAfter(::std::string::String);
+    impl ::std::ops::Deref for LeasingSubscriptionListAfter {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<LeasingSubscriptionListAfter> for ::std::string::String {
+        fn from(value: LeasingSubscriptionListAfter) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for LeasingSubscriptionListAfter {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 1400usize {
+                return Err("longer than 1400 characters".into());
+            }
+            if value.chars().count() < 1usize {
+                return Err("shorter than 1 characters".into());
+            }
+            static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
+            { ::regress::Regex::new("^[A-Za-z0-9_-]+$").unwrap() });
+            if PATTERN.find(value).is_none() {
+                return Err("doesn't match pattern \"^[A-Za-z0-9_-]+$\"".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for LeasingSubscriptionListAfter {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String>
+    for LeasingSubscriptionListAfter {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for LeasingSubscriptionListAfter {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
         }
     }
     ///`LeasingSwitchToPaperContractFinancingId`
@@ -13419,11 +13622,19 @@ pub mod types {
             Default::default()
         }
     }
-    ///A page of the caller's subscriptions.
+    ///A page of the caller's subscriptions, oldest first. Read by position (`page`, `per_page`) it has `meta`, with the count; read by key (`after`, `limit`) it has `next_cursor` and `next` while subscriptions follow this page, and neither on the last page.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct SubscriptionList {
         pub items: ::std::vec::Vec<Subscription>,
-        pub meta: PageMeta,
+        ///Read by position: the paging and the count.
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub meta: ::std::option::Option<PageMeta>,
+        ///Read by key: the path and query that read the next page, while subscriptions follow.
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub next: ::std::option::Option<::std::string::String>,
+        ///Read by key: the cursor to pass as `after` for the next page, while subscriptions follow.
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub next_cursor: ::std::option::Option<Cursor>,
     }
     impl SubscriptionList {
         pub fn builder() -> builder::SubscriptionList {
@@ -19924,11 +20135,21 @@ pub mod types {
                 ::std::vec::Vec<super::Delivery>,
                 ::std::string::String,
             >,
+            next: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            next_cursor: ::std::result::Result<
+                ::std::option::Option<super::Cursor>,
+                ::std::string::String,
+            >,
         }
         impl ::std::default::Default for DeliveryList {
             fn default() -> Self {
                 Self {
                     items: Err("no value supplied for items".to_string()),
+                    next: Ok(Default::default()),
+                    next_cursor: Ok(Default::default()),
                 }
             }
         }
@@ -19945,18 +20166,50 @@ pub mod types {
                     });
                 self
             }
+            pub fn next<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.next = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for next: {e}")
+                    });
+                self
+            }
+            pub fn next_cursor<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::Cursor>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.next_cursor = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for next_cursor: {e}")
+                    });
+                self
+            }
         }
         impl ::std::convert::TryFrom<DeliveryList> for super::DeliveryList {
             type Error = super::error::ConversionError;
             fn try_from(
                 value: DeliveryList,
             ) -> ::std::result::Result<Self, super::error::ConversionError> {
-                Ok(Self { items: value.items? })
+                Ok(Self {
+                    items: value.items?,
+                    next: value.next?,
+                    next_cursor: value.next_cursor?,
+                })
             }
         }
         impl ::std::convert::From<super::DeliveryList> for DeliveryList {
             fn from(value: super::DeliveryList) -> Self {
-                Self { items: Ok(value.items) }
+                Self {
+                    items: Ok(value.items),
+                    next: Ok(value.next),
+                    next_cursor: Ok(value.next_cursor),
+                }
             }
         }
         #[derive(Clone, Debug)]
@@ -27106,13 +27359,26 @@ pub mod types {
                 ::std::vec::Vec<super::Job>,
                 ::std::string::String,
             >,
-            meta: ::std::result::Result<super::PageMeta, ::std::string::String>,
+            meta: ::std::result::Result<
+                ::std::option::Option<super::PageMeta>,
+                ::std::string::String,
+            >,
+            next: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            next_cursor: ::std::result::Result<
+                ::std::option::Option<super::Cursor>,
+                ::std::string::String,
+            >,
         }
         impl ::std::default::Default for JobPage {
             fn default() -> Self {
                 Self {
                     data: Err("no value supplied for data".to_string()),
-                    meta: Err("no value supplied for meta".to_string()),
+                    meta: Ok(Default::default()),
+                    next: Ok(Default::default()),
+                    next_cursor: Ok(Default::default()),
                 }
             }
         }
@@ -27131,13 +27397,37 @@ pub mod types {
             }
             pub fn meta<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<super::PageMeta>,
+                T: ::std::convert::TryInto<::std::option::Option<super::PageMeta>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.meta = value
                     .try_into()
                     .map_err(|e| {
                         format!("error converting supplied value for meta: {e}")
+                    });
+                self
+            }
+            pub fn next<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.next = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for next: {e}")
+                    });
+                self
+            }
+            pub fn next_cursor<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::Cursor>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.next_cursor = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for next_cursor: {e}")
                     });
                 self
             }
@@ -27150,6 +27440,8 @@ pub mod types {
                 Ok(Self {
                     data: value.data?,
                     meta: value.meta?,
+                    next: value.next?,
+                    next_cursor: value.next_cursor?,
                 })
             }
         }
@@ -27158,6 +27450,8 @@ pub mod types {
                 Self {
                     data: Ok(value.data),
                     meta: Ok(value.meta),
+                    next: Ok(value.next),
+                    next_cursor: Ok(value.next_cursor),
                 }
             }
         }
@@ -41978,13 +42272,26 @@ pub mod types {
                 ::std::vec::Vec<super::Subscription>,
                 ::std::string::String,
             >,
-            meta: ::std::result::Result<super::PageMeta, ::std::string::String>,
+            meta: ::std::result::Result<
+                ::std::option::Option<super::PageMeta>,
+                ::std::string::String,
+            >,
+            next: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+            next_cursor: ::std::result::Result<
+                ::std::option::Option<super::Cursor>,
+                ::std::string::String,
+            >,
         }
         impl ::std::default::Default for SubscriptionList {
             fn default() -> Self {
                 Self {
                     items: Err("no value supplied for items".to_string()),
-                    meta: Err("no value supplied for meta".to_string()),
+                    meta: Ok(Default::default()),
+                    next: Ok(Default::default()),
+                    next_cursor: Ok(Default::default()),
                 }
             }
         }
@@ -42003,13 +42310,37 @@ pub mod types {
             }
             pub fn meta<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<super::PageMeta>,
+                T: ::std::convert::TryInto<::std::option::Option<super::PageMeta>>,
                 T::Error: ::std::fmt::Display,
             {
                 self.meta = value
                     .try_into()
                     .map_err(|e| {
                         format!("error converting supplied value for meta: {e}")
+                    });
+                self
+            }
+            pub fn next<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.next = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for next: {e}")
+                    });
+                self
+            }
+            pub fn next_cursor<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<super::Cursor>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.next_cursor = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for next_cursor: {e}")
                     });
                 self
             }
@@ -42022,6 +42353,8 @@ pub mod types {
                 Ok(Self {
                     items: value.items?,
                     meta: value.meta?,
+                    next: value.next?,
+                    next_cursor: value.next_cursor?,
                 })
             }
         }
@@ -42030,6 +42363,8 @@ pub mod types {
                 Self {
                     items: Ok(value.items),
                     meta: Ok(value.meta),
+                    next: Ok(value.next),
+                    next_cursor: Ok(value.next_cursor),
                 }
             }
         }
@@ -49166,20 +49501,24 @@ let response = client.fieldreport_users_update()
     }
     /**The job history
 
-Jobs, newest first, optionally of one kind and in one status, by pages (e.g. `?kind=fieldreport.sync&status=failed&per_page=10`). 422 on an unknown kind or status.
+Jobs, newest first, optionally of one kind and in one status (e.g. `?kind=fieldreport.sync&status=failed`). Read by key: `limit` (1 to 100, default 20) jobs older than the cursor `after` (from the newest without it), answered with `next_cursor` and the `next` link while older jobs follow, and no count; a page costs the same at any depth, and a job queued meanwhile makes no other job skip or repeat. Read by position (the slower way, kept for existing callers): page `page` of `per_page` (1 to 100, default 20) jobs, with the count in `meta`. 422 on an unknown kind or status.
 
 Needs a token with the ability `jobs` (login tokens hold every ability, `*`).
 
 Sends a `GET` request to `/api/v1/jobs`
 
 Arguments:
+- `after`: Read by key: the jobs older than this cursor (a `next_cursor` answered before); from the newest without it. With `after` or `limit` the page has no `meta` (no count) and costs the same at any depth.
 - `kind`: Only jobs of this kind.
-- `page`: Page number, from 1 (default 1).
-- `per_page`: Jobs per page, 1 to 100 (default 20).
+- `limit`: Read by key: jobs per page, 1 to 100 (default 20).
+- `page`: Read by position (the slower way: a page costs what it skips): page number, from 1 (default 1). Ignored with `after` or `limit`.
+- `per_page`: Read by position: jobs per page, 1 to 100 (default 20).
 - `status`: Only jobs in this status.
 ```ignore
 let response = client.jobs_list()
+    .after(after)
     .kind(kind)
+    .limit(limit)
     .page(page)
     .per_page(per_page)
     .status(status)
@@ -49421,17 +49760,21 @@ let response = client.leasing_request_flow_show()
     }
     /**List the subscriptions
 
-The caller's subscriptions, oldest first, without secrets, by pages (`per_page` 1 to 100, default 50); an operator's list also holds those made before subscriptions had owners. 422 when `page` or `per_page` is out of range.
+The caller's subscriptions, oldest first, without secrets; an operator's list also holds those made before subscriptions had owners. Read by key: `limit` (1 to 100, default 50) subscriptions after the cursor `after` (from the oldest without it), answered with `next_cursor` and the `next` link while more follow, and no count; one added or deleted meanwhile makes no other skip or repeat. Read by position (kept for existing callers): page `page` of `per_page` (1 to 100, default 50), with the count in `meta`. 422 when `limit`, `page` or `per_page` is out of range.
 
 Needs a token with the ability `leasing` (login tokens hold every ability, `*`).
 
 Sends a `GET` request to `/api/v1/leasing/subscriptions`
 
 Arguments:
-- `page`: Page number, from 1 (default 1).
-- `per_page`: Subscriptions per page, 1 to 100 (default 50).
+- `after`: Read by key: the subscriptions after this cursor (a `next_cursor` answered before); from the oldest without it. With `after` or `limit` the page has no `meta` (no count).
+- `limit`: Read by key: subscriptions per page, 1 to 100 (default 50).
+- `page`: Read by position: page number, from 1 (default 1). Ignored with `after` or `limit`.
+- `per_page`: Read by position: subscriptions per page, 1 to 100 (default 50).
 ```ignore
 let response = client.leasing_subscription_list()
+    .after(after)
+    .limit(limit)
     .page(page)
     .per_page(per_page)
     .send()
@@ -49497,7 +49840,7 @@ let response = client.leasing_subscription_delete()
     }
     /**List a subscription's deliveries
 
-The newest deliveries first, `limit` a page: each event sent (or to be sent) to this subscription, with its attempts, the last answer's status code or error, and the next attempt; `page` 2 holds the next older ones. 422 when `limit` is not from 1 to 500 or `page` is 0.
+The newest deliveries first, `limit` (1 to 500, default 100) a page: each event sent (or to be sent) to this subscription, with its attempts, the last answer's status code or error, and the next attempt. Read by key (without `page`): the deliveries older than the cursor `after` (from the newest without it), answered with `next_cursor` and the `next` link while older ones follow; a page costs the same at any depth, and a delivery made meanwhile shifts no other. Read by position (kept for existing callers): `page` 2 holds the next older ones after page 1. 422 when `limit` is not from 1 to 500 or `page` is 0.
 
 Needs a token with the ability `leasing` (login tokens hold every ability, `*`).
 
@@ -49505,11 +49848,13 @@ Sends a `GET` request to `/api/v1/leasing/subscriptions/{id}/deliveries`
 
 Arguments:
 - `id`: The subscription's id (`sub_…`).
+- `after`: Read by key: the deliveries older than this cursor (a `next_cursor` answered before); from the newest without it.
 - `limit`: How many deliveries a page, newest first (1 to 500; default 100).
-- `page`: Which page of `limit` deliveries, from 1 (default 1: the newest).
+- `page`: Read by position (the slower way: a page costs what it skips): which page of `limit` deliveries, from 1 (the newest). Without it (and with `after`) the list is read by key.
 ```ignore
 let response = client.leasing_subscription_deliveries()
     .id(id)
+    .after(after)
     .limit(limit)
     .page(page)
     .send()
@@ -70890,7 +71235,9 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct JobsList<'a> {
         client: &'a super::Client,
+        after: Result<Option<types::JobsListAfter>, String>,
         kind: Result<Option<types::JobsListKind>, String>,
+        limit: Result<Option<::std::num::NonZeroU64>, String>,
         page: Result<Option<::std::num::NonZeroU64>, String>,
         per_page: Result<Option<::std::num::NonZeroU64>, String>,
         status: Result<Option<types::JobsListStatus>, String>,
@@ -70899,11 +71246,25 @@ pub mod builder {
         pub fn new(client: &'a super::Client) -> Self {
             Self {
                 client: client,
+                after: Ok(None),
                 kind: Ok(None),
+                limit: Ok(None),
                 page: Ok(None),
                 per_page: Ok(None),
                 status: Ok(None),
             }
+        }
+        pub fn after<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<types::JobsListAfter>,
+        {
+            self.after = value
+                .try_into()
+                .map(Some)
+                .map_err(|_| {
+                    "conversion to `JobsListAfter` for after failed".to_string()
+                });
+            self
         }
         pub fn kind<V>(mut self, value: V) -> Self
         where
@@ -70913,6 +71274,19 @@ pub mod builder {
                 .try_into()
                 .map(Some)
                 .map_err(|_| "conversion to `JobsListKind` for kind failed".to_string());
+            self
+        }
+        pub fn limit<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<::std::num::NonZeroU64>,
+        {
+            self.limit = value
+                .try_into()
+                .map(Some)
+                .map_err(|_| {
+                    "conversion to `:: std :: num :: NonZeroU64` for limit failed"
+                        .to_string()
+                });
             self
         }
         pub fn page<V>(mut self, value: V) -> Self
@@ -70957,8 +71331,10 @@ pub mod builder {
         pub async fn send(
             self,
         ) -> Result<ResponseValue<types::JobPage>, Error<types::ApiError>> {
-            let Self { client, kind, page, per_page, status } = self;
+            let Self { client, after, kind, limit, page, per_page, status } = self;
+            let after = after.map_err(Error::InvalidRequest)?;
             let kind = kind.map_err(Error::InvalidRequest)?;
+            let limit = limit.map_err(Error::InvalidRequest)?;
             let page = page.map_err(Error::InvalidRequest)?;
             let per_page = per_page.map_err(Error::InvalidRequest)?;
             let status = status.map_err(Error::InvalidRequest)?;
@@ -70979,7 +71355,9 @@ pub mod builder {
                     ::reqwest::header::ACCEPT,
                     ::reqwest::header::HeaderValue::from_static("application/json"),
                 )
+                .query(&progenitor_client::QueryParam::new("after", &after))
                 .query(&progenitor_client::QueryParam::new("kind", &kind))
+                .query(&progenitor_client::QueryParam::new("limit", &limit))
                 .query(&progenitor_client::QueryParam::new("page", &page))
                 .query(&progenitor_client::QueryParam::new("per_page", &per_page))
                 .query(&progenitor_client::QueryParam::new("status", &status))
@@ -72474,6 +72852,8 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct LeasingSubscriptionList<'a> {
         client: &'a super::Client,
+        after: Result<Option<types::LeasingSubscriptionListAfter>, String>,
+        limit: Result<Option<::std::num::NonZeroU64>, String>,
         page: Result<Option<::std::num::NonZeroU64>, String>,
         per_page: Result<Option<::std::num::NonZeroU64>, String>,
     }
@@ -72481,9 +72861,37 @@ pub mod builder {
         pub fn new(client: &'a super::Client) -> Self {
             Self {
                 client: client,
+                after: Ok(None),
+                limit: Ok(None),
                 page: Ok(None),
                 per_page: Ok(None),
             }
+        }
+        pub fn after<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<types::LeasingSubscriptionListAfter>,
+        {
+            self.after = value
+                .try_into()
+                .map(Some)
+                .map_err(|_| {
+                    "conversion to `LeasingSubscriptionListAfter` for after failed"
+                        .to_string()
+                });
+            self
+        }
+        pub fn limit<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<::std::num::NonZeroU64>,
+        {
+            self.limit = value
+                .try_into()
+                .map(Some)
+                .map_err(|_| {
+                    "conversion to `:: std :: num :: NonZeroU64` for limit failed"
+                        .to_string()
+                });
+            self
         }
         pub fn page<V>(mut self, value: V) -> Self
         where
@@ -72515,7 +72923,9 @@ pub mod builder {
         pub async fn send(
             self,
         ) -> Result<ResponseValue<types::SubscriptionList>, Error<types::ApiError>> {
-            let Self { client, page, per_page } = self;
+            let Self { client, after, limit, page, per_page } = self;
+            let after = after.map_err(Error::InvalidRequest)?;
+            let limit = limit.map_err(Error::InvalidRequest)?;
             let page = page.map_err(Error::InvalidRequest)?;
             let per_page = per_page.map_err(Error::InvalidRequest)?;
             let url = format!("{}/api/v1/leasing/subscriptions", client.baseurl,);
@@ -72535,6 +72945,8 @@ pub mod builder {
                     ::reqwest::header::ACCEPT,
                     ::reqwest::header::HeaderValue::from_static("application/json"),
                 )
+                .query(&progenitor_client::QueryParam::new("after", &after))
+                .query(&progenitor_client::QueryParam::new("limit", &limit))
                 .query(&progenitor_client::QueryParam::new("page", &page))
                 .query(&progenitor_client::QueryParam::new("per_page", &per_page))
                 .headers(header_map)
@@ -72960,6 +73372,7 @@ pub mod builder {
     pub struct LeasingSubscriptionDeliveries<'a> {
         client: &'a super::Client,
         id: Result<::std::string::String, String>,
+        after: Result<Option<types::LeasingSubscriptionDeliveriesAfter>, String>,
         limit: Result<Option<::std::num::NonZeroU64>, String>,
         page: Result<Option<::std::num::NonZeroU64>, String>,
     }
@@ -72968,6 +73381,7 @@ pub mod builder {
             Self {
                 client: client,
                 id: Err("id was not initialized".to_string()),
+                after: Ok(None),
                 limit: Ok(None),
                 page: Ok(None),
             }
@@ -72980,6 +73394,19 @@ pub mod builder {
                 .try_into()
                 .map_err(|_| {
                     "conversion to `:: std :: string :: String` for id failed"
+                        .to_string()
+                });
+            self
+        }
+        pub fn after<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<types::LeasingSubscriptionDeliveriesAfter>,
+        {
+            self.after = value
+                .try_into()
+                .map(Some)
+                .map_err(|_| {
+                    "conversion to `LeasingSubscriptionDeliveriesAfter` for after failed"
                         .to_string()
                 });
             self
@@ -73014,8 +73441,9 @@ pub mod builder {
         pub async fn send(
             self,
         ) -> Result<ResponseValue<types::DeliveryList>, Error<types::ApiError>> {
-            let Self { client, id, limit, page } = self;
+            let Self { client, id, after, limit, page } = self;
             let id = id.map_err(Error::InvalidRequest)?;
+            let after = after.map_err(Error::InvalidRequest)?;
             let limit = limit.map_err(Error::InvalidRequest)?;
             let page = page.map_err(Error::InvalidRequest)?;
             let url = format!(
@@ -73038,6 +73466,7 @@ pub mod builder {
                     ::reqwest::header::ACCEPT,
                     ::reqwest::header::HeaderValue::from_static("application/json"),
                 )
+                .query(&progenitor_client::QueryParam::new("after", &after))
                 .query(&progenitor_client::QueryParam::new("limit", &limit))
                 .query(&progenitor_client::QueryParam::new("page", &page))
                 .headers(header_map)

@@ -2399,7 +2399,7 @@ export interface paths {
         };
         /**
          * The job history
-         * @description Jobs, newest first, optionally of one kind and in one status, by pages (e.g. `?kind=fieldreport.sync&status=failed&per_page=10`). 422 on an unknown kind or status.
+         * @description Jobs, newest first, optionally of one kind and in one status (e.g. `?kind=fieldreport.sync&status=failed`). Read by key: `limit` (1 to 100, default 20) jobs older than the cursor `after` (from the newest without it), answered with `next_cursor` and the `next` link while older jobs follow, and no count; a page costs the same at any depth, and a job queued meanwhile makes no other job skip or repeat. Read by position (the slower way, kept for existing callers): page `page` of `per_page` (1 to 100, default 20) jobs, with the count in `meta`. 422 on an unknown kind or status.
          *
          *     Needs a token with the ability `jobs` (login tokens hold every ability, `*`).
          */
@@ -2639,7 +2639,7 @@ export interface paths {
         };
         /**
          * List the subscriptions
-         * @description The caller's subscriptions, oldest first, without secrets, by pages (`per_page` 1 to 100, default 50); an operator's list also holds those made before subscriptions had owners. 422 when `page` or `per_page` is out of range.
+         * @description The caller's subscriptions, oldest first, without secrets; an operator's list also holds those made before subscriptions had owners. Read by key: `limit` (1 to 100, default 50) subscriptions after the cursor `after` (from the oldest without it), answered with `next_cursor` and the `next` link while more follow, and no count; one added or deleted meanwhile makes no other skip or repeat. Read by position (kept for existing callers): page `page` of `per_page` (1 to 100, default 50), with the count in `meta`. 422 when `limit`, `page` or `per_page` is out of range.
          *
          *     Needs a token with the ability `leasing` (login tokens hold every ability, `*`).
          */
@@ -2695,7 +2695,7 @@ export interface paths {
         };
         /**
          * List a subscription's deliveries
-         * @description The newest deliveries first, `limit` a page: each event sent (or to be sent) to this subscription, with its attempts, the last answer's status code or error, and the next attempt; `page` 2 holds the next older ones. 422 when `limit` is not from 1 to 500 or `page` is 0.
+         * @description The newest deliveries first, `limit` (1 to 500, default 100) a page: each event sent (or to be sent) to this subscription, with its attempts, the last answer's status code or error, and the next attempt. Read by key (without `page`): the deliveries older than the cursor `after` (from the newest without it), answered with `next_cursor` and the `next` link while older ones follow; a page costs the same at any depth, and a delivery made meanwhile shifts no other. Read by position (kept for existing callers): `page` 2 holds the next older ones after page 1. 422 when `limit` is not from 1 to 500 or `page` is 0.
          *
          *     Needs a token with the ability `leasing` (login tokens hold every ability, `*`).
          */
@@ -3695,8 +3695,13 @@ export interface components {
             /** @description `pending` (not delivered yet; retried at `next_attempt_at`), `delivered` (a 2xx) or `failed` (not delivered within the retry horizon, or the subscription was disabled). */
             status: string;
         };
+        /** @description A page of a subscription's deliveries, newest first. Read by key (without `page`) it has `next_cursor` and `next` while older deliveries follow this page, and neither on the last. */
         DeliveryList: {
             items: components["schemas"]["Delivery"][];
+            /** @description Read by key: the path and query that read the next page, while deliveries follow. */
+            next?: string | null;
+            /** @description Read by key: the cursor to pass as `after` for the next page, while deliveries follow. */
+            next_cursor?: components["schemas"]["Cursor"] | null;
         };
         /** @description A file stored in the system, attached to a service request, company or service object. */
         Document: {
@@ -4623,7 +4628,7 @@ export interface components {
             target?: string | null;
         };
         /**
-         * @description One page of the history, newest first.
+         * @description One page of the history, newest first. Read by position (`page`, `per_page`) it has `meta`, with the count; read by key (`after`, `limit`) it has `next_cursor` and `next` while older jobs follow this page, and neither on the last page.
          * @example {
          *       "data": [
          *         {
@@ -4669,7 +4674,12 @@ export interface components {
          */
         JobPage: {
             data: components["schemas"]["Job"][];
-            meta: components["schemas"]["PageMeta"];
+            /** @description Read by position: the paging and the count. */
+            meta?: components["schemas"]["PageMeta"] | null;
+            /** @description Read by key: the path and query that read the next page, while jobs follow. */
+            next?: string | null;
+            /** @description Read by key: the cursor to pass as `after` for the next page, while jobs follow. */
+            next_cursor?: components["schemas"]["Cursor"] | null;
         };
         /** @description How far a job got. */
         JobProgress: {
@@ -6445,10 +6455,15 @@ export interface components {
             status: string;
             url: string;
         };
-        /** @description A page of the caller's subscriptions. */
+        /** @description A page of the caller's subscriptions, oldest first. Read by position (`page`, `per_page`) it has `meta`, with the count; read by key (`after`, `limit`) it has `next_cursor` and `next` while subscriptions follow this page, and neither on the last page. */
         SubscriptionList: {
             items: components["schemas"]["Subscription"][];
-            meta: components["schemas"]["PageMeta"];
+            /** @description Read by position: the paging and the count. */
+            meta?: components["schemas"]["PageMeta"] | null;
+            /** @description Read by key: the path and query that read the next page, while subscriptions follow. */
+            next?: string | null;
+            /** @description Read by key: the cursor to pass as `after` for the next page, while subscriptions follow. */
+            next_cursor?: components["schemas"]["Cursor"] | null;
         };
         /**
          * @description A subscription with its signing secret: shown in this answer only.
@@ -15776,11 +15791,15 @@ export interface operations {
     jobs_list: {
         parameters: {
             query?: {
+                /** @description Read by key: the jobs older than this cursor (a `next_cursor` answered before); from the newest without it. With `after` or `limit` the page has no `meta` (no count) and costs the same at any depth. */
+                after?: string | null;
                 /** @description Only jobs of this kind. */
                 kind?: "fieldreport.sync" | "fieldreport.reconcile" | "fieldreport.setup" | "fieldreport.post" | "erp.setup" | "erp.pull" | "erp.reconcile";
-                /** @description Page number, from 1 (default 1). */
+                /** @description Read by key: jobs per page, 1 to 100 (default 20). */
+                limit?: number | null;
+                /** @description Read by position (the slower way: a page costs what it skips): page number, from 1 (default 1). Ignored with `after` or `limit`. */
                 page?: number | null;
-                /** @description Jobs per page, 1 to 100 (default 20). */
+                /** @description Read by position: jobs per page, 1 to 100 (default 20). */
                 per_page?: number | null;
                 /** @description Only jobs in this status. */
                 status?: "queued" | "running" | "succeeded" | "failed" | "cancelled";
@@ -16812,9 +16831,13 @@ export interface operations {
     leasing_subscription_list: {
         parameters: {
             query?: {
-                /** @description Page number, from 1 (default 1). */
+                /** @description Read by key: the subscriptions after this cursor (a `next_cursor` answered before); from the oldest without it. With `after` or `limit` the page has no `meta` (no count). */
+                after?: string | null;
+                /** @description Read by key: subscriptions per page, 1 to 100 (default 50). */
+                limit?: number | null;
+                /** @description Read by position: page number, from 1 (default 1). Ignored with `after` or `limit`. */
                 page?: number | null;
-                /** @description Subscriptions per page, 1 to 100 (default 50). */
+                /** @description Read by position: subscriptions per page, 1 to 100 (default 50). */
                 per_page?: number | null;
             };
             header?: never;
@@ -16853,7 +16876,9 @@ export interface operations {
                      *         "last_page": 1,
                      *         "per_page": 1,
                      *         "total": 1
-                     *       }
+                     *       },
+                     *       "next": "example",
+                     *       "next_cursor": "example"
                      *     }
                      */
                     "application/json": components["schemas"]["SubscriptionList"];
@@ -17076,9 +17101,11 @@ export interface operations {
     leasing_subscription_deliveries: {
         parameters: {
             query?: {
+                /** @description Read by key: the deliveries older than this cursor (a `next_cursor` answered before); from the newest without it. */
+                after?: string | null;
                 /** @description How many deliveries a page, newest first (1 to 500; default 100). */
                 limit?: number | null;
-                /** @description Which page of `limit` deliveries, from 1 (default 1: the newest). */
+                /** @description Read by position (the slower way: a page costs what it skips): which page of `limit` deliveries, from 1 (the newest). Without it (and with `after`) the list is read by key. */
                 page?: number | null;
             };
             header?: never;
@@ -17113,7 +17140,9 @@ export interface operations {
                      *           "next_attempt_at": "2026-11-27T10:00:00.000Z",
                      *           "status": "example"
                      *         }
-                     *       ]
+                     *       ],
+                     *       "next": "example",
+                     *       "next_cursor": "example"
                      *     }
                      */
                     "application/json": components["schemas"]["DeliveryList"];

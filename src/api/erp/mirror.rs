@@ -13,8 +13,9 @@ use crate::api::support::paging::{Cursor, NextPage, PageMeta, PageQuery, Paging}
 use crate::erp::pull::check_field;
 use crate::erp::{ErpError, model_named};
 use crate::error::ApiError;
-use crate::fieldreport::key_pages::{checked_limit, key_page};
+use crate::fieldreport::key_pages::checked_limit;
 use crate::fieldreport::service::MAX_PER_PAGE;
+use crate::vocabulary::key_page::key_page;
 
 /// One model of the mirror.
 #[derive(Serialize, JsonSchema)]

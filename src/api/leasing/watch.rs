@@ -12,12 +12,13 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::api::ApiContext;
-use crate::api::fieldreport::entities::PageMeta;
 use crate::api::leasing::owner::FinancingIdPath;
 use crate::api::support::guard::{BearerToken, needs};
+use crate::api::support::paging::{Cursor, CursorParam, NextPage, PageMeta};
 use crate::error::ApiError;
 use crate::leasing::watch::subscriptions::{SubscriptionRequest, WithSecret};
 use crate::store::leasing::watch::{DeliveryRow, SubscriptionRow, Viewer, WatchRow};
+use crate::vocabulary::key_page::{StampedKey, key_page};
 
 /// Deliveries listed at most, a page.
 const MAX_DELIVERIES: u32 = 500;
@@ -147,19 +148,35 @@ impl From<WithSecret> for SubscriptionWithSecret {
     }
 }
 
-/// A page of the caller's subscriptions.
+/// A page of the caller's subscriptions, oldest first. Read by position (`page`,
+/// `per_page`) it has `meta`, with the count; read by key (`after`, `limit`) it has
+/// `next_cursor` and `next` while subscriptions follow this page, and neither on the last page.
 #[derive(Serialize, JsonSchema)]
 pub struct SubscriptionList {
     pub items: Vec<Subscription>,
-    pub meta: PageMeta,
+    /// Read by position: the paging and the count.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub meta: Option<PageMeta>,
+    /// Read by key: the cursor to pass as `after` for the next page, while subscriptions follow.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<Cursor>,
+    /// Read by key: the path and query that read the next page, while subscriptions follow.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next: Option<String>,
 }
 
 #[derive(Deserialize, JsonSchema)]
 pub struct SubscriptionsQuery {
-    /// Page number, from 1 (default 1).
+    /// Read by key: the subscriptions after this cursor (a `next_cursor` answered before);
+    /// from the oldest without it. With `after` or `limit` the page has no `meta` (no count).
+    pub after: Option<CursorParam>,
+    /// Read by key: subscriptions per page, 1 to 100 (default 50).
+    #[schemars(range(min = 1, max = 100))]
+    pub limit: Option<u32>,
+    /// Read by position: page number, from 1 (default 1). Ignored with `after` or `limit`.
     #[schemars(range(min = 1))]
     pub page: Option<u32>,
-    /// Subscriptions per page, 1 to 100 (default 50).
+    /// Read by position: subscriptions per page, 1 to 100 (default 50).
     #[schemars(range(min = 1, max = 100))]
     pub per_page: Option<u32>,
 }
@@ -180,10 +197,14 @@ pub struct DeliveryPath {
 
 #[derive(Deserialize, JsonSchema)]
 pub struct DeliveriesQuery {
+    /// Read by key: the deliveries older than this cursor (a `next_cursor` answered before);
+    /// from the newest without it.
+    pub after: Option<CursorParam>,
     /// How many deliveries a page, newest first (1 to 500; default 100).
     #[schemars(range(min = 1, max = 500))]
     pub limit: Option<u32>,
-    /// Which page of `limit` deliveries, from 1 (default 1: the newest).
+    /// Read by position (the slower way: a page costs what it skips): which page of `limit`
+    /// deliveries, from 1 (the newest). Without it (and with `after`) the list is read by key.
     #[schemars(range(min = 1))]
     pub page: Option<u32>,
 }
@@ -227,9 +248,17 @@ impl From<DeliveryRow> for Delivery {
     }
 }
 
+/// A page of a subscription's deliveries, newest first. Read by key (without `page`) it has
+/// `next_cursor` and `next` while older deliveries follow this page, and neither on the last.
 #[derive(Serialize, Deserialize, JsonSchema)]
 pub struct DeliveryList {
     pub items: Vec<Delivery>,
+    /// Read by key: the cursor to pass as `after` for the next page, while deliveries follow.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<Cursor>,
+    /// Read by key: the path and query that read the next page, while deliveries follow.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next: Option<String>,
 }
 
 /// A watched financing request.
@@ -303,9 +332,13 @@ pub async fn leasing_subscription_create(
 
 /// List the subscriptions
 ///
-/// The caller's subscriptions, oldest first, without secrets, by pages (`per_page` 1 to 100,
-/// default 50); an operator's list also holds those made before subscriptions had owners.
-/// 422 when `page` or `per_page` is out of range.
+/// The caller's subscriptions, oldest first, without secrets; an operator's list also holds
+/// those made before subscriptions had owners. Read by key: `limit` (1 to 100, default 50)
+/// subscriptions after the cursor `after` (from the oldest without it), answered with
+/// `next_cursor` and the `next` link while more follow, and no count; one added or deleted
+/// meanwhile makes no other skip or repeat. Read by position (kept for existing callers):
+/// page `page` of `per_page` (1 to 100, default 50), with the count in `meta`. 422 when
+/// `limit`, `page` or `per_page` is out of range.
 #[dropshot::endpoint { method = GET, path = "/api/v1/leasing/subscriptions", tags = ["leasing"] }]
 pub async fn leasing_subscription_list(
     rqctx: RequestContext<ApiContext>,
@@ -314,6 +347,25 @@ pub async fn leasing_subscription_list(
 ) -> Result<HttpResponseOk<SubscriptionList>, ApiError> {
     let viewer = authorize(&rqctx, &token).await?;
     let query = query.into_inner();
+    if query.after.is_some() || query.limit.is_some() {
+        let limit = query.limit.unwrap_or(50);
+        if !(1..=MAX_SUBSCRIPTIONS_PER_PAGE).contains(&limit) {
+            let message = format!("limit is between 1 and {MAX_SUBSCRIPTIONS_PER_PAGE}.");
+            let errors = crate::error::FieldErrors::from([("limit".to_string(), vec![message])]);
+            return Err(ApiError::validation(errors).leasing());
+        }
+        let after = query.after.map(CursorParam::key).transpose().map_err(ApiError::leasing)?;
+        let watcher = rqctx.context().leasing.watcher();
+        let rows = watcher.subscriptions_after(viewer, after.as_deref(), limit + 1).await?;
+        let (rows, next_key) = key_page(rows, limit, |row| StampedKey::new(row.created_at, &row.id).text());
+        let next = NextPage::after_in(rqctx.request.uri(), next_key.as_deref(), query.limit);
+        return Ok(HttpResponseOk(SubscriptionList {
+            items: rows.into_iter().map(Subscription::from).collect(),
+            meta: None,
+            next_cursor: next.cursor,
+            next: next.link,
+        }));
+    }
     let (page, per_page) = (query.page.unwrap_or(1), query.per_page.unwrap_or(50));
     let mut errors = crate::error::FieldErrors::new();
     if page == 0 {
@@ -328,7 +380,9 @@ pub async fn leasing_subscription_list(
     let (rows, total) = rqctx.context().leasing.watcher().subscriptions(viewer, page, per_page).await?;
     Ok(HttpResponseOk(SubscriptionList {
         items: rows.into_iter().map(Subscription::from).collect(),
-        meta: PageMeta::new(page, per_page, total),
+        meta: Some(PageMeta::new(page, per_page, total)),
+        next_cursor: None,
+        next: None,
     }))
 }
 
@@ -382,10 +436,13 @@ pub async fn leasing_subscription_rotate_secret(
 
 /// List a subscription's deliveries
 ///
-/// The newest deliveries first, `limit` a page: each event sent (or to be sent) to this
-/// subscription, with its attempts, the last answer's status code or error, and the next
-/// attempt; `page` 2 holds the next older ones. 422 when `limit` is not from 1 to 500 or
-/// `page` is 0.
+/// The newest deliveries first, `limit` (1 to 500, default 100) a page: each event sent (or
+/// to be sent) to this subscription, with its attempts, the last answer's status code or
+/// error, and the next attempt. Read by key (without `page`): the deliveries older than the
+/// cursor `after` (from the newest without it), answered with `next_cursor` and the `next`
+/// link while older ones follow; a page costs the same at any depth, and a delivery made
+/// meanwhile shifts no other. Read by position (kept for existing callers): `page` 2 holds the
+/// next older ones after page 1. 422 when `limit` is not from 1 to 500 or `page` is 0.
 #[dropshot::endpoint {
     method = GET,
     path = "/api/v1/leasing/subscriptions/{id}/deliveries",
@@ -410,8 +467,21 @@ pub async fn leasing_subscription_deliveries(
     if !errors.is_empty() {
         return Err(ApiError::validation(errors).leasing());
     }
-    let rows = rqctx.context().leasing.watcher().deliveries(viewer, &path.into_inner().id, limit, page).await?;
-    Ok(HttpResponseOk(DeliveryList { items: rows.into_iter().map(Delivery::from).collect() }))
+    let id = path.into_inner().id;
+    let watcher = rqctx.context().leasing.watcher();
+    if query.page.is_some() && query.after.is_none() {
+        let rows = watcher.deliveries(viewer, &id, limit, page).await?;
+        let items = rows.into_iter().map(Delivery::from).collect();
+        return Ok(HttpResponseOk(DeliveryList { items, next_cursor: None, next: None }));
+    }
+    // A cursor that spells no delivery id reads from the newest.
+    let before = query.after.map(CursorParam::key).transpose().map_err(ApiError::leasing)?;
+    let before = before.and_then(|key| key.parse::<i64>().ok());
+    let rows = watcher.deliveries_before(viewer, &id, before, limit + 1).await?;
+    let (rows, next_key) = key_page(rows, limit, |row| row.id.to_string());
+    let next = NextPage::after_in(rqctx.request.uri(), next_key.as_deref(), query.limit);
+    let items = rows.into_iter().map(Delivery::from).collect();
+    Ok(HttpResponseOk(DeliveryList { items, next_cursor: next.cursor, next: next.link }))
 }
 
 /// Send a delivery again

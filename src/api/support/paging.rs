@@ -111,6 +111,13 @@ impl JsonSchema for CursorParam {
     }
 }
 
+impl CursorParam {
+    /// The key the cursor continues after (see [`Cursor::key`]).
+    pub fn key(self) -> Result<String, ApiError> {
+        self.0.key()
+    }
+}
+
 /// The paging parameters of a mirror's list.
 #[derive(Deserialize, JsonSchema)]
 pub struct PageQuery {
@@ -186,6 +193,24 @@ impl NextPage {
         let link = format!("{path}?after={}{limit}", cursor.as_str());
         NextPage { cursor: Some(cursor), link: Some(link) }
     }
+
+    /// As [`NextPage::after`] for the list at `uri`, whose link keeps the query's other
+    /// parameters (a list's filters) as they were asked.
+    pub fn after_in(uri: &http::Uri, key: Option<&str>, limit: Option<u32>) -> NextPage {
+        let mut next = NextPage::after(uri.path(), key, limit);
+        let paging = ["after", "limit", "page", "per_page"];
+        let kept: Vec<&str> = uri
+            .query()
+            .unwrap_or_default()
+            .split('&')
+            .filter(|pair| !pair.is_empty() && !paging.contains(&pair.split('=').next().unwrap_or_default()))
+            .collect();
+        if let Some(link) = next.link.as_mut().filter(|_| !kept.is_empty()) {
+            link.push('&');
+            link.push_str(&kept.join("&"));
+        }
+        next
+    }
 }
 
 #[cfg(test)]
@@ -230,5 +255,13 @@ mod tests {
         let link = NextPage::after("/api/v1/fieldreport/tags", Some("42"), Some(10)).link.unwrap();
         assert_eq!(link, format!("/api/v1/fieldreport/tags?after={}&limit=10", cursor.as_str()));
         assert!(NextPage::after("/x", None, Some(10)).cursor.is_none());
+        let uri: http::Uri = "/api/v1/jobs?kind=erp.pull&after=AA&page=3&status=failed&limit=5".parse().unwrap();
+        let link = NextPage::after_in(&uri, Some("42"), Some(5)).link.unwrap();
+        assert_eq!(link, format!("/api/v1/jobs?after={}&limit=5&kind=erp.pull&status=failed", cursor.as_str()));
+        let bare: http::Uri = "/api/v1/jobs".parse().unwrap();
+        assert_eq!(
+            NextPage::after_in(&bare, Some("42"), None).link.unwrap(),
+            format!("/api/v1/jobs?after={}", cursor.as_str())
+        );
     }
 }

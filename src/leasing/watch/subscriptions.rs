@@ -13,6 +13,7 @@ use super::{WatchError, Watcher};
 use crate::store::leasing::watch::{DeliveryRow, NewSubscription, SubscriptionRow, Viewer};
 use crate::store::now_ms;
 use crate::vocabulary::field_errors::FieldErrors;
+use crate::vocabulary::key_page::StampedKey;
 
 /// How long a rotated-out secret keeps signing beside the new one.
 pub const ROTATION_OVERLAP: Duration = Duration::from_secs(24 * 3600);
@@ -110,6 +111,19 @@ impl Watcher {
         Ok(self.store.subscriptions(viewer, page, per_page).await?)
     }
 
+    /// Up to `limit` subscriptions `viewer` sees, oldest first, after the one `after` (a
+    /// [`StampedKey`]'s text; from the oldest without one, or for a text that spells no key).
+    pub async fn subscriptions_after(
+        &self,
+        viewer: Viewer,
+        after: Option<&str>,
+        limit: u32,
+    ) -> Result<Vec<SubscriptionRow>, WatchError> {
+        let after = after.and_then(StampedKey::parse);
+        let key = after.as_ref().map(|key| (key.at, key.id.as_str()));
+        Ok(self.store.subscriptions_after(viewer, key, i64::from(limit)).await?)
+    }
+
     /// A subscription `viewer` sees; anyone else's is not found, as if it did not exist.
     pub async fn subscription(&self, viewer: Viewer, id: &str) -> Result<SubscriptionRow, WatchError> {
         self.store.subscription(viewer, id).await?.ok_or_else(|| WatchError::SubscriptionNotFound(id.to_string()))
@@ -147,6 +161,19 @@ impl Watcher {
         self.subscription(viewer, id).await?;
         let skip = i64::from(page.saturating_sub(1)) * i64::from(limit);
         Ok(self.store.deliveries_of(id, i64::from(limit), skip).await?)
+    }
+
+    /// Up to `limit` of a subscription's deliveries, newest first, older than delivery
+    /// `before` (from the newest without one).
+    pub async fn deliveries_before(
+        &self,
+        viewer: Viewer,
+        id: &str,
+        before: Option<i64>,
+        limit: u32,
+    ) -> Result<Vec<DeliveryRow>, WatchError> {
+        self.subscription(viewer, id).await?;
+        Ok(self.store.deliveries_before(id, before, i64::from(limit)).await?)
     }
 
     /// Sends a delivery again now, whatever became of it, with the same `webhook-id`.

@@ -217,6 +217,30 @@ impl Store {
         subscription_row(&row)
     }
 
+    /// Up to `limit` of the subscriptions `viewer` sees, oldest first, after the one keyed
+    /// `(created_at, id)` (from the oldest without one).
+    pub async fn subscriptions_after(
+        &self,
+        viewer: Viewer,
+        after: Option<(i64, &str)>,
+        limit: i64,
+    ) -> Result<Vec<SubscriptionRow>, StoreError> {
+        // Without a key: after the least key of all (ids are never empty, times never negative).
+        let (created_at, id) = after.unwrap_or((i64::MIN, ""));
+        let rows = sqlx::query(sql!(
+            "SELECT {SUBSCRIPTION_COLUMNS} FROM leasing_subscriptions WHERE {VISIBLE} \
+             AND (created_at, id) > ($3, $4) ORDER BY created_at, id LIMIT $5"
+        ))
+        .bind(viewer.user_id)
+        .bind(i64::from(viewer.operator))
+        .bind(created_at)
+        .bind(id)
+        .bind(limit)
+        .fetch_all(self.pool())
+        .await?;
+        rows.iter().map(subscription_row).collect()
+    }
+
     /// A page of the subscriptions `viewer` sees, oldest first, and how many there are.
     pub async fn subscriptions(
         &self,
@@ -659,6 +683,27 @@ impl Store {
         }
         tx.commit().await?;
         Ok(disabled)
+    }
+
+    /// Up to `limit` of a subscription's deliveries, newest first, older than delivery
+    /// `before` (from the newest without one): a walk of `leasing_deliveries_by_subscription`
+    /// from the key, whatever its depth.
+    pub async fn deliveries_before(
+        &self,
+        subscription_id: &str,
+        before: Option<i64>,
+        limit: i64,
+    ) -> Result<Vec<DeliveryRow>, StoreError> {
+        let rows = sqlx::query(sql!(
+            "SELECT {DELIVERY_COLUMNS} FROM leasing_deliveries d JOIN leasing_events e ON e.seq = d.event_seq \
+             WHERE d.subscription_id = $1 AND d.id < $2 ORDER BY d.id DESC LIMIT $3"
+        ))
+        .bind(subscription_id)
+        .bind(before.unwrap_or(i64::MAX))
+        .bind(limit)
+        .fetch_all(self.pool())
+        .await?;
+        rows.iter().map(delivery_row).collect()
     }
 
     /// A subscription's deliveries, newest first: `limit` after the newest `skip`.
