@@ -7,13 +7,14 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use super::exposition::Exposition;
-use super::timing::Timing;
 
 #[derive(Default)]
 struct TaskCounts {
-    /// One per run (a claim that found work, a tick of a periodic task), by its lag.
-    lag: Timing,
+    /// Claims that found work, and the ticks of periodic tasks.
+    runs: u64,
     failures: u64,
+    /// How late the last run began.
+    lag: Duration,
 }
 
 /// The background tasks of this instance, by name (a handful, fixed by the code).
@@ -31,7 +32,10 @@ impl BackgroundMetrics {
     }
 
     pub fn ran(&self, task: &'static str, lag: Duration) {
-        self.with(task, |counts| counts.lag.observe(lag));
+        self.with(task, |counts| {
+            counts.runs += 1;
+            counts.lag = lag;
+        });
     }
 
     pub fn failed(&self, task: &'static str) {
@@ -47,7 +51,7 @@ impl BackgroundMetrics {
             "Runs of each background task at this instance: claims that found work, and the ticks of periodic tasks.",
         );
         for (task, counts) in tasks.iter() {
-            out.sample(name, &[("task", task)], counts.lag.count());
+            out.sample(name, &[("task", task)], counts.runs);
         }
         let name = "integration_background_failures_total";
         out.family(
@@ -61,11 +65,11 @@ impl BackgroundMetrics {
         let name = "integration_background_lag_seconds";
         out.family(
             name,
-            "histogram",
-            "How late each run of a background task began: after its claimed work was due, or after its planned tick.",
+            "gauge",
+            "How late the last run of a background task began: after its claimed work was due, or after its planned tick.",
         );
         for (task, counts) in tasks.iter() {
-            out.histogram(name, &[("task", task)], &counts.lag.snapshot());
+            out.sample(name, &[("task", task)], counts.lag.as_secs_f64());
         }
     }
 }
