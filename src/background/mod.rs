@@ -77,7 +77,14 @@ async fn drive<T: Task>(task: Arc<T>, plan: Plan, stopping: Stopping, metrics: A
         }
         let now = Instant::now();
         if running.len() < at_once && now >= next_claim {
-            let claimed = task.claim().await;
+            let claimed = match plan.stop {
+                // A claim in flight is dropped at the stop like the work.
+                Stop::Drop => tokio::select! {
+                    claimed = task.claim() => claimed,
+                    _ = stop.wait_for(|asked| *asked) => break,
+                },
+                Stop::Finish { .. } => task.claim().await,
+            };
             let after = match &claimed {
                 Ok(Some(_)) => Next::Found,
                 Ok(None) => Next::Idle,
@@ -100,7 +107,7 @@ async fn drive<T: Task>(task: Arc<T>, plan: Plan, stopping: Stopping, metrics: A
         let room = running.len() < at_once;
         tokio::select! {
             // The stop, or a handle dropped without one.
-            _ = stop.wait_for(|stop| *stop) => break,
+            _ = stop.wait_for(|asked| *asked) => break,
             () = woken(plan.wake.as_deref()) => next_claim = Instant::now(),
             Some(ended) = running.join_next(), if !running.is_empty() => {
                 // Room again: a task that claims when due looks at once, unless its work failed.
