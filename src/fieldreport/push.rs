@@ -171,7 +171,7 @@ impl FieldReportService {
         old_id: &str,
         sent: &MirrorRecord,
         upstream: &Value,
-        claim: &crate::store::fieldreport::records::PushClaim,
+        claim: &crate::store::fieldreport::records::pushes::PushClaim,
     ) -> Result<(), FieldReportError> {
         let mut pushed = sent.clone();
         if kind == "create"

@@ -1,6 +1,7 @@
 //! `cargo xtask check`: regenerate in memory and compare with the files in the tree; check that
-//! no files of `src/` import each other (`imports.rs`), and that `spec/openapi.json` breaks no
-//! client of the last release (`compat.rs`).
+//! no files of `src/` import each other and that they keep docs/architecture.md's layers
+//! (`imports/`), that what `docs/` names exists (`docs.rs`), and that `spec/openapi.json`
+//! breaks no client of the last release (`compat.rs`).
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -8,7 +9,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use similar::TextDiff;
 
-use crate::{client, codegen, compat, imports, openapi};
+use crate::{client, codegen, compat, docs, imports, openapi};
 
 /// How many diff lines to show per stale file.
 const DIFF_LINES: usize = 60;
@@ -95,7 +96,7 @@ pub fn run(root: &Path) -> Result<ExitCode> {
     }
     // The committed document keeps the compatibility promise (see compat.rs).
     stale += check_compatibility(root)?;
-    // No import circles between the files of src/ (see imports.rs for what counts as an import).
+    // No import circles between the files of src/ (see imports/ for what counts as an import).
     let graph = imports::graph(root)?;
     let circles = imports::circles(&graph);
     for circle in &circles {
@@ -105,6 +106,24 @@ pub fn run(root: &Path) -> Result<ExitCode> {
     for line in imports::vocabulary_imports(&graph) {
         stale += 1;
         eprintln!("{line}");
+    }
+    // The layer table and import rules of docs/architecture.md (see imports/layers.rs).
+    let broken = imports::layers::broken(&graph, imports::layers::RULES, imports::layers::CRATE_RULES);
+    for line in &broken {
+        stale += 1;
+        eprintln!("{line}");
+    }
+    if broken.is_empty() {
+        println!("the layers hold: {} rules", imports::layers::RULES.len() + imports::layers::CRATE_RULES.len());
+    }
+    // What docs/ names exists (see docs.rs).
+    let problems = docs::check(root)?;
+    for line in &problems {
+        stale += 1;
+        eprintln!("{line}");
+    }
+    if problems.is_empty() {
+        println!("the documents name what exists: {}/*.md", docs::DOCS);
     }
     if circles.is_empty() {
         println!("no import circles: {} files of src/", graph.files.len());

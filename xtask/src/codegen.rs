@@ -99,7 +99,7 @@ pub fn generate(sources: &Sources) -> Result<Crate> {
     files.push(("fieldreport.rs".to_string(), render::file(&fieldreport_name, tokens)?));
     type_counts.push(("fieldreport", count, entities));
     // The per-entity field-report endpoints are typed through the generated registry
-    // (`fieldreport::sets`, `MirroredEntity`, `visit_entities`); see `fieldreport.rs`.
+    // (`fieldreport::sets`, `MirroredEntity`, `visit_entities`); see `fieldreport/`.
 
     let erp_name = sources.erp.to_string_lossy().into_owned();
     let erp_doc = read_json(&sources.resolve(&sources.erp), &erp_name)?;

@@ -4,7 +4,8 @@
 //!   and the service's own `spec/openapi.json` into the `clients/rust/` crate.
 //! - `openapi`: write the service's own OpenAPI document to `spec/openapi.json`.
 //! - `check`: regenerate everything in memory and fail with a diff when a committed file is stale;
-//!   fail naming the files of each import circle in `src/` (`imports.rs`).
+//!   fail naming the files of each import circle in `src/` and each break of the layers
+//!   (`imports/`), and each file or Rust name `docs/` names that the tree lacks (`docs.rs`).
 //! - `bench`: measure the release build against baselines taken in the same run.
 //! - `swagger-ui`: check (or `--update`) the vendored Swagger UI against the npm registry's package.
 //! - `test`: set up what the test suite needs (Python tools, Chromium, PostgreSQL) and run it.
@@ -15,6 +16,7 @@ mod check;
 mod client;
 mod codegen;
 mod compat;
+mod docs;
 mod erp;
 mod fieldreport;
 mod imports;

@@ -5,11 +5,11 @@
 //! - Python tools (aiosmtpd, moto; schemathesis with `--fuzz`) go into a virtual environment
 //!   of the project's own under `target/test-tools/venv`, pinned by `xtask/python/`; never
 //!   into the system's Python. The tests find them as `python3` on `PATH`.
-//! - Chromium (tests/integration/docs_page.rs) is Debian's package, installed when missing and running as
+//! - Chromium (tests/integration/edge/docs_page.rs) is Debian's package, installed when missing and running as
 //!   root; otherwise the command stops before the tests and says what to install.
 //! - Java runs openapi-generator (its jar comes in the pinned Python package
 //!   `openapi-generator-cli`): Debian's `default-jre-headless`, installed when `java` is missing
-//!   and running as root. The TypeScript compiler of tests/integration/generated_clients.rs is
+//!   and running as root. The TypeScript compiler of tests/integration/edge/generated_clients.rs is
 //!   the one `clients/typescript/package-lock.json` pins (`npm ci` there when it changed).
 //! - PostgreSQL is started when installed and stopped; `TEST_POSTGRES_URL` is set for the run.
 //!
@@ -31,10 +31,10 @@ const REQUIREMENTS_FUZZ: &str = "xtask/python/requirements-fuzz.txt";
 const CONSTRAINTS: &str = "xtask/python/constraints.txt";
 /// The project's own Python environment, relative to the workspace root.
 const VENV: &str = "target/test-tools/venv";
-/// The TypeScript client, whose pinned compiler tests/integration/generated_clients.rs uses.
+/// The TypeScript client, whose pinned compiler tests/integration/edge/generated_clients.rs uses.
 const TYPESCRIPT_CLIENT: &str = "clients/typescript";
 const TSC: &str = "node_modules/.bin/tsc";
-/// Where tests/integration/docs_page.rs looks for the browser.
+/// Where tests/integration/edge/docs_page.rs looks for the browser.
 const CHROMIUM: &str = "/usr/bin/chromium";
 /// The local PostgreSQL server the tests use when `TEST_POSTGRES_URL` is not set.
 const LOCAL_POSTGRES: &str = "127.0.0.1:5432";
@@ -44,9 +44,9 @@ const LOCAL_POSTGRES_URL: &str = "postgres://postgres@127.0.0.1:5432/postgres";
 /// tests built). `cargo_args` go to `cargo test` after `--workspace`.
 pub fn run(root: &Path, fuzz: bool, cargo_args: &[String]) -> Result<ExitCode> {
     let venv = python_tools(root, fuzz).context("setting up the Python test tools")?;
-    chromium().context("setting up Chromium for tests/integration/docs_page.rs")?;
-    java().context("setting up Java for openapi-generator (tests/integration/generated_clients.rs)")?;
-    typescript(root).context("setting up the TypeScript compiler (tests/integration/generated_clients.rs)")?;
+    chromium().context("setting up Chromium for tests/integration/edge/docs_page.rs")?;
+    java().context("setting up Java for openapi-generator (tests/integration/edge/generated_clients.rs)")?;
+    typescript(root).context("setting up the TypeScript compiler (tests/integration/edge/generated_clients.rs)")?;
     let postgres_url = postgres().context("setting up PostgreSQL for the Postgres half of the suite")?;
 
     let path = path_with(&venv.join("bin"))?;

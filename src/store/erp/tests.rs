@@ -1,3 +1,4 @@
+use super::inbox::claim_statement;
 use super::*;
 use serde_json::json;
 

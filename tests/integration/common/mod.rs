@@ -1,14 +1,17 @@
 //! Test harness: starts the real service on loopback against SQLite or Postgres and talks to
 //! it over HTTP. Every Postgres test gets its own schema, so tests run in parallel.
 
+pub mod binary;
 pub mod contract;
 pub mod process;
+pub mod requests;
 pub mod smtp;
 pub mod tls;
 
 use std::io::Write;
 
 use contract::Checked;
+pub use requests::{Api, JsonAnswer};
 use std::str::FromStr;
 use std::sync::{Arc, Mutex};
 
@@ -103,6 +106,40 @@ pub struct TestService {
     schema: Option<String>,
 }
 
+/// What a test runs the service on, whichever way it runs it (in this process, [`TestService`],
+/// or the binary as a process, [`process::Instance`]): a database of its own, simulators of
+/// its own and a storage folder, and the settings that name them.
+pub struct Ground {
+    pub database_url: String,
+    pub sandboxes: integration_service::sandbox::Sandboxes,
+    /// The folder behind `STORAGE_URL` (not made yet).
+    pub storage_dir: std::path::PathBuf,
+}
+
+impl Ground {
+    /// The simulators started and a storage folder picked (its name says `purpose`) for a
+    /// database of the test's own (from [`fresh_database`]).
+    pub async fn new(database_url: String, purpose: &str) -> Ground {
+        let sandboxes =
+            integration_service::sandbox::start(None, &telemetry::discard()).await.expect("simulators start");
+        let storage_dir = std::env::temp_dir().join(format!("integration-service-{purpose}-{}", uuid::Uuid::new_v4()));
+        Ground { database_url, sandboxes, storage_dir }
+    }
+
+    /// `DATABASE_URL` and `STORAGE_URL`, then `own` (the way of running's own settings), then
+    /// the simulators', then the test's `settings`: a later one wins.
+    pub fn settings(&self, own: &[(&str, &str)], settings: &[(&str, &str)]) -> Vec<(String, String)> {
+        let mut all = vec![
+            ("DATABASE_URL".to_string(), self.database_url.clone()),
+            ("STORAGE_URL".to_string(), format!("file://{}", self.storage_dir.display())),
+        ];
+        all.extend(own.iter().map(|(name, value)| (name.to_string(), value.to_string())));
+        all.extend(self.sandboxes.settings().into_iter().map(|(name, value)| (name.to_string(), value)));
+        all.extend(settings.iter().map(|(name, value)| (name.to_string(), value.to_string())));
+        all
+    }
+}
+
 /// A database URL of its own for one test: a fresh SQLite file or a fresh Postgres schema.
 pub async fn fresh_database(db: Db) -> (String, Option<String>) {
     match db {
@@ -160,18 +197,11 @@ impl TestService {
 
     /// Starts the service on a database of the test's own (from [`fresh_database`]).
     pub async fn start_on(database_url: String, schema: Option<String>, settings: &[(&str, &str)]) -> TestService {
-        let sandboxes =
-            integration_service::sandbox::start(None, &telemetry::discard()).await.expect("simulators start");
-        let leasing = sandboxes.leasing_base_url();
-        let fieldreport = sandboxes.fieldreport_base_url();
-        let erp = sandboxes.erp_base_url();
-        let upstream_settings = sandboxes.settings();
-        let storage_dir = std::env::temp_dir().join(format!("integration-service-storage-{}", uuid::Uuid::new_v4()));
-        let storage_url = format!("file://{}", storage_dir.display());
-        let mut env: Vec<(&str, &str)> =
-            vec![("DATABASE_URL", &database_url), ("BIND_ADDRESS", "127.0.0.1:0"), ("STORAGE_URL", &storage_url)];
-        env.extend(upstream_settings.iter().map(|(name, value)| (*name, value.as_str())));
-        env.extend_from_slice(settings);
+        let ground = Ground::new(database_url, "storage").await;
+        let (leasing, erp) = (ground.sandboxes.leasing_base_url(), ground.sandboxes.erp_base_url());
+        let fieldreport = ground.sandboxes.fieldreport_base_url();
+        let settings = ground.settings(&[("BIND_ADDRESS", "127.0.0.1:0")], settings);
+        let env: Vec<(&str, &str)> = settings.iter().map(|(name, value)| (name.as_str(), value.as_str())).collect();
         let config = Config::load_with(None, &env).expect("test configuration is valid");
         let secret_settings = ["PASSWORD", "SECRET", "API_KEY", "TOKEN"];
         let secrets: Vec<String> = env
@@ -189,9 +219,9 @@ impl TestService {
             fieldreport,
             erp,
             config,
-            storage_dir,
+            storage_dir: ground.storage_dir,
             client: reqwest::Client::builder().build().unwrap(),
-            database_url,
+            database_url: ground.database_url,
             log,
             secrets: Arc::new(Mutex::new(secrets)),
             service: Some(service),
@@ -214,35 +244,34 @@ impl TestService {
         seed(&self.client, &self.fieldreport, set, count).await;
     }
 
+    /// The writes this test's field-report simulator has received, in order.
+    pub async fn fieldreport_received(&self) -> Vec<serde_json::Value> {
+        let url = format!("{}/__sandbox/received", self.fieldreport);
+        self.client.get(url).checked().await.unwrap().json().await.unwrap()
+    }
+
+    /// A request to this test's field-report simulator's OData API (`path` below `/odata/`).
+    pub fn odata(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
+        use integration_service::sandbox::fieldreport::{PASSWORD, USERNAME};
+        self.client.request(method, format!("{}/odata/{path}", self.fieldreport)).basic_auth(USERNAME, Some(PASSWORD))
+    }
+
+    /// A request to this test's ERP simulator's API (`path` below its API root).
+    pub fn erp_api(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
+        let url = format!("{}{path}", self.erp);
+        self.client.request(method, url).header("AuthenticationToken", integration_service::sandbox::erp::API_KEY)
+    }
+
     /// How many requests this test's leasing simulator has received.
     pub async fn provider_request_count(&self) -> u64 {
         let url = format!("{}/__sandbox/stats", self.leasing);
-        let stats: serde_json::Value = self.client.get(url).checked().await.unwrap().json().await.unwrap();
+        let stats = self.client.get(url).json_value().await;
         stats["requests"].as_u64().unwrap()
     }
 
-    /// A call with a bearer token, and a JSON body when given.
-    pub async fn call(
-        &self,
-        token: &str,
-        method: reqwest::Method,
-        path: &str,
-        body: Option<serde_json::Value>,
-    ) -> reqwest::Response {
-        let mut request = self.client.request(method, self.url(path)).bearer_auth(token);
-        if let Some(body) = body {
-            request = request.json(&body);
-        }
-        request.checked().await.unwrap()
-    }
-
-    /// `GET path` with a bearer token.
-    pub async fn get(&self, token: &str, path: &str) -> reqwest::Response {
-        self.call(token, reqwest::Method::GET, path, None).await
-    }
-
-    pub fn url(&self, path: &str) -> String {
-        format!("{}{}", self.base, path)
+    /// The binary with these arguments, on this test's database.
+    pub fn command(&self, args: &[&str]) -> binary::Binary {
+        binary::Binary::new(args).database(&self.database_url)
     }
 
     pub fn store(&self) -> &integration_service::store::Store {
@@ -274,7 +303,7 @@ impl TestService {
     pub async fn token(&self, email: &str, password: &str) -> String {
         let response = self.login(email, password).await;
         assert_eq!(response.status(), 200);
-        let body: serde_json::Value = response.json().await.unwrap();
+        let body: serde_json::Value = response.json_value().await;
         let token = body["access_token"].as_str().unwrap().to_string();
         self.remember_secret(&token);
         token
@@ -291,6 +320,15 @@ impl TestService {
         for secret in self.secrets.lock().unwrap().iter() {
             assert!(!log.contains(secret.as_str()), "a secret of this test reached the service's log");
         }
+    }
+
+    /// Tokens of two more users: bob, an ordinary user, and root, an operator.
+    pub async fn bob_and_root(&self) -> (String, String) {
+        self.create_user("bob@example.com", "bob-password-1").await;
+        let bob = self.token("bob@example.com", "bob-password-1").await;
+        self.create_user_as("root@example.com", "root-password-1", true).await;
+        let root = self.token("root@example.com", "root-password-1").await;
+        (bob, root)
     }
 
     /// A user ([`EMAIL`], [`PASSWORD`]) and a token in one step.
@@ -367,4 +405,24 @@ pub async fn seed(client: &reqwest::Client, root: &str, set: &str, count: u64) {
     let url = format!("{root}/__sandbox/seed");
     let answer = client.post(url).json(&serde_json::json!({"set": set, "count": count})).checked().await.unwrap();
     assert_eq!(answer.status(), 200);
+}
+
+/// Runs a statement on `pool` (a connection of the test's own, behind the service's back).
+pub async fn execute(pool: &sqlx::AnyPool, statement: &str) {
+    sqlx::query(AssertSqlSafe(statement.to_string())).execute(pool).await.unwrap();
+}
+
+/// The records of an ERP list answer (`{"result": […]}`) by id: their versions.
+pub fn erp_versions(list: &serde_json::Value) -> std::collections::BTreeMap<String, serde_json::Value> {
+    let records = list["result"].as_array().unwrap().iter();
+    records.map(|c| (c["id"].as_str().unwrap().to_string(), c["version"].clone())).collect()
+}
+
+/// The ERP mirror's records of `model` by id: their versions, written as the ERP writes them.
+pub async fn mirrored_erp_versions(
+    store: &integration_service::store::Store,
+    model: &str,
+) -> std::collections::BTreeMap<String, serde_json::Value> {
+    let records = store.erp_all(model).await.unwrap().into_iter();
+    records.map(|record| (record.id, serde_json::json!(record.version.to_string()))).collect()
 }

@@ -2,16 +2,18 @@
 //! it again on the same database; the simulators run in the test, so they outlive the kill
 //! and can tell what reached them.
 
-use super::contract::Checked;
+use super::{Api, JsonAnswer};
 use std::collections::BTreeMap;
 use std::io::BufRead;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 
+use integration_service::sandbox::fieldreport::{PASSWORD as FIELDREPORT_PASSWORD, USERNAME};
 use integration_service::store::DatabaseUrl;
 use integration_service::store::Store;
 use serde_json::{Value, json};
 
-use super::{BINARY, Db, fresh_database};
+use super::binary::Binary;
+use super::{Db, Ground, fresh_database};
 
 pub const WEBHOOK_SECRET: &str = "crash-test-webhook-secret";
 pub const EMAIL: &str = "ops@example.com";
@@ -35,48 +37,36 @@ impl Instance {
         settings: &[(&str, &str)],
     ) -> (Instance, integration_service::sandbox::Sandboxes, Store) {
         let (database_url, schema) = fresh_database(db).await;
-        let sandboxes = integration_service::sandbox::start(None, &integration_service::telemetry::discard())
-            .await
-            .expect("simulators start");
-        let storage = std::env::temp_dir().join(format!("integration-service-crash-{}", uuid::Uuid::new_v4()));
-        std::fs::create_dir_all(&storage).unwrap();
-        let mut env: Vec<(String, String)> = vec![
-            ("DATABASE_URL".into(), database_url.clone()),
-            ("STORAGE_URL".into(), format!("file://{}", storage.display())),
-            ("WORK_LEASE_SECONDS".into(), "1".into()),
-            ("ERP_WEBHOOK_SECRET".into(), WEBHOOK_SECRET.into()),
-            ("ERP_WEBHOOK_ALLOWLIST".into(), "127.0.0.1/32".into()),
-            ("LOG_FORMAT".into(), "json".into()),
+        let ground = Ground::new(database_url, "crash").await;
+        std::fs::create_dir_all(&ground.storage_dir).unwrap();
+        let own = [
+            ("WORK_LEASE_SECONDS", "1"),
+            ("ERP_WEBHOOK_SECRET", WEBHOOK_SECRET),
+            ("ERP_WEBHOOK_ALLOWLIST", "127.0.0.1/32"),
+            ("LOG_FORMAT", "json"),
         ];
-        env.extend(sandboxes.settings().into_iter().map(|(name, value)| (name.to_string(), value)));
-        env.extend(settings.iter().map(|(name, value)| (name.to_string(), value.to_string())));
+        let env = ground.settings(&own, settings);
         let mut instance = Instance {
             env,
             child: None,
-            log_file: storage.join("service.log"),
+            log_file: ground.storage_dir.join("service.log"),
             base: String::new(),
             client: reqwest::Client::new(),
             schema,
         };
         instance.spawn();
-        let url = DatabaseUrl::new(database_url.clone());
+        let url = DatabaseUrl::new(ground.database_url.clone());
         let store = Store::connect(&url).await.expect("the test reaches the database");
         let auth = integration_service::auth::Authenticator::new(store.clone(), None).unwrap();
         auth.create_user(EMAIL, Some("Ops"), PASSWORD, false).await.unwrap();
-        (instance, sandboxes, store)
+        (instance, ground.sandboxes, store)
     }
 
     /// Starts the process and waits until it listens.
     pub fn spawn(&mut self) {
         let log = std::fs::OpenOptions::new().create(true).append(true).open(&self.log_file).unwrap();
-        let mut child = Command::new(BINARY)
-            .args(["serve", "--bind", "127.0.0.1:0"])
-            .env_clear()
-            .envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-            .stdout(Stdio::piped())
-            .stderr(log)
-            .spawn()
-            .expect("the binary runs");
+        let mut child =
+            Binary::new(["serve", "--bind", "127.0.0.1:0"]).envs(self.env.iter().cloned()).stderr(log).spawn();
         let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
         loop {
             let mut line = String::new();
@@ -115,31 +105,12 @@ impl Instance {
 
     /// Runs a command of the binary with the service's settings (its database, the simulators).
     pub async fn command(&self, args: &[&str]) -> std::process::Output {
-        tokio::process::Command::new(BINARY)
-            .args(args)
-            .env_clear()
-            .envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-            .stdin(Stdio::null())
-            .output()
-            .await
-            .expect("the binary runs")
-    }
-
-    pub fn url(&self, path: &str) -> String {
-        format!("{}{}", self.base, path)
+        Binary::new(args).envs(self.env.iter().cloned()).output_async().await
     }
 
     pub async fn token(&self) -> String {
-        let answer: Value = self
-            .client
-            .post(self.url("/api/v1/login"))
-            .json(&json!({"email": EMAIL, "password": PASSWORD}))
-            .checked()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let login = json!({"email": EMAIL, "password": PASSWORD});
+        let answer = self.client.post(self.url("/api/v1/login")).json(&login).json_value().await;
         answer["access_token"].as_str().expect("a token").to_string()
     }
 
@@ -178,18 +149,7 @@ pub async fn upstream_records(client: &reqwest::Client, root: &str, set: &str) -
     let mut records = BTreeMap::new();
     let mut next = Some(format!("{root}/odata/{set}"));
     while let Some(url) = next {
-        let page: Value = client
-            .get(&url)
-            .basic_auth(
-                integration_service::sandbox::fieldreport::USERNAME,
-                Some(integration_service::sandbox::fieldreport::PASSWORD),
-            )
-            .checked()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let page = client.get(&url).basic_auth(USERNAME, Some(FIELDREPORT_PASSWORD)).json_value().await;
         for record in page["value"].as_array().unwrap() {
             records.insert(record["Id"].as_str().unwrap().to_string(), record.clone());
         }

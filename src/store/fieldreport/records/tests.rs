@@ -1,6 +1,7 @@
 use serde_json::json;
 use sqlx::{AnyConnection, Connection, Executor};
 
+use super::pushes::{MIRROR_CLAIM_PUSH, MIRROR_MARK_PUSHED, MIRROR_RELEASE_PUSH};
 use super::*;
 use crate::store::{Dialect, TestQuery, plan_of};
 

@@ -1,0 +1,110 @@
+//! The upstream's side of a write: a create sent or found after a lost answer, a record
+//! taken from the upstream, a refused delete put back.
+
+use generated::fieldreport::EntityInfo;
+
+use serde_json::Value;
+
+use super::{FieldReportError, FieldReportService, not_applied, version_of};
+use crate::store::fieldreport::records::MirrorRecord;
+
+impl FieldReportService {
+    /// The upstream's create: sent, or found after a lost answer. A create with an
+    /// `ExternalId` whose earlier attempt has an unknown outcome looks for that attempt first
+    /// (the upstream finds records by `ExternalId`; it has no other key a client chooses).
+    pub(super) async fn create_upstream(&self, entity: &EntityInfo, body: &Value) -> Result<Value, FieldReportError> {
+        let client = self.client()?;
+        let external = body.get("ExternalId").and_then(Value::as_str).filter(|e| !e.is_empty());
+        if let Some(external) = external
+            && self.store.create_unsettled(entity.route, external).await?
+        {
+            let earlier = self.upstream_by_external_id(entity, external).await.map_err(|read| {
+                FieldReportError::OutcomeUnknown(format!(
+                    "an earlier create of {} {external:?} may have reached the field-report system, and it cannot be \
+                     asked now ({read}); nothing was sent",
+                    entity.route
+                ))
+            })?;
+            self.store.settle_create(entity.route, external).await?;
+            if let Some(earlier) = earlier {
+                return Ok(earlier);
+            }
+        }
+        let error = match client.create(entity.set, body).await {
+            Ok(answer) => return Ok(answer),
+            Err(error) if error.may_have_applied() => error,
+            Err(error) => return Err(error.into()),
+        };
+        let Some(external) = external else {
+            return Err(FieldReportError::OutcomeUnknown(format!(
+                "the create of a {} record may or may not have reached the field-report system ({error}); without an \
+                 ExternalId it cannot be looked up: a sync shows whether it arrived",
+                entity.route
+            )));
+        };
+        match self.upstream_by_external_id(entity, external).await {
+            Ok(Some(found)) => Ok(found),
+            Ok(None) => Err(not_applied("create", entity, external, &error)),
+            Err(read) => {
+                self.store.mark_create_unsettled(entity.route, external).await?;
+                Err(FieldReportError::OutcomeUnknown(format!(
+                    "the create of {} {external:?} may or may not have reached the field-report system ({error}; \
+                     looking it up failed too: {read}); sending the same create again is safe: it looks for this \
+                     one first",
+                    entity.route
+                )))
+            }
+        }
+    }
+
+    /// The upstream's record with this `ExternalId`, if it has one.
+    pub(in crate::fieldreport) async fn upstream_by_external_id(
+        &self,
+        entity: &EntityInfo,
+        external_id: &str,
+    ) -> Result<Option<Value>, FieldReportError> {
+        let filter = format!("ExternalId eq '{}'", external_id.replace('\'', "''"));
+        let query = url::form_urlencoded::Serializer::new(String::new()).append_pair("$filter", &filter).finish();
+        let page = self.client()?.page(entity.set, &query, None).await?;
+        let Some(first) = page.records.first() else { return Ok(None) };
+        Ok(Some(crate::upstream::parse_json(crate::upstream::System::FieldReport, first.get())?))
+    }
+
+    /// The mirror takes the upstream's copy of a record: its fields over the stored document
+    /// (a record read by key carries no expanded relations; the stored ones are kept).
+    pub(in crate::fieldreport) async fn take_upstream(
+        &self,
+        entity: &EntityInfo,
+        stored: &MirrorRecord,
+        upstream: &Value,
+    ) -> Result<MirrorRecord, FieldReportError> {
+        let mut document = stored.document.clone();
+        if let (Value::Object(target), Value::Object(fields)) = (&mut document, upstream) {
+            target.extend(
+                fields
+                    .iter()
+                    .filter(|(key, _)| !key.starts_with('@') && !key.starts_with("odata."))
+                    .map(|(k, v)| (k.clone(), v.clone())),
+            );
+        }
+        let record = MirrorRecord { id: stored.id.clone(), version: version_of(upstream), document };
+        if !self.store.mirror_replace(entity.route, &record, stored.version, None).await? {
+            return Err(FieldReportError::Conflict(format!(
+                "{} record {} was changed by another request; read it again and retry",
+                entity.route, record.id
+            )));
+        }
+        Ok(record)
+    }
+
+    /// Puts a record back as it was after the upstream refused its delete.
+    pub(in crate::fieldreport) async fn restore(
+        &self,
+        entity: &EntityInfo,
+        stored: &MirrorRecord,
+    ) -> Result<(), FieldReportError> {
+        self.store.mirror_forget_tombstone(entity.route, &stored.id).await?;
+        self.store.mirror_insert(entity.route, stored, None).await?;
+        Ok(())
+    }
+}

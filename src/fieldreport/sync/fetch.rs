@@ -1,0 +1,106 @@
+//! Fetching a sync's pages ahead of storing them, and reading each page's keys.
+
+use generated::fieldreport::EntityInfo;
+use tokio::sync::mpsc;
+
+use super::query::{From, query};
+use crate::fieldreport::page::{Key, ReadPage, last_key, read_page};
+use crate::fieldreport::service::FieldReportError;
+use crate::upstream::fieldreport::{FieldReportClient, ODataPage};
+use crate::upstream::{System, UpstreamError};
+
+/// Every page of a sync, in key order, sent to `pages` with its last key: each query starts
+/// after the greatest key read so far, until one answers no record. The upstream's next links
+/// are not followed: they continue by position (`$skip`), which skips the records that move
+/// back when one read before them is changed meanwhile (docs/architecture.md, "Convergence").
+/// Only the last keyed record of a page is read here, so that the next query is on its way
+/// while [`read_pages`] reads the page (which checks that the key was the page's greatest).
+/// Stops at the first failure (sent as the last item) or when nobody takes pages any more.
+pub(super) async fn fetch_pages(
+    client: FieldReportClient,
+    info: &'static EntityInfo,
+    mut from: From,
+    pages: mpsc::Sender<Result<(ODataPage, Option<Key>), UpstreamError>>,
+) {
+    loop {
+        let page = client.page(info.set, &query(info, &from), None).await.and_then(|page| {
+            let last = last_key(&page);
+            match &last {
+                _ if page.records.is_empty() => Ok((page, last)),
+                Some(key) if from.precedes(key) => Ok((page, last)),
+                _ => Err(malformed(
+                    info,
+                    format!("answered `{}` with no record after it", from.filter().unwrap_or_default()),
+                )),
+            }
+        });
+        let next = match &page {
+            // A query that answers no record ends the sync; the empty page is not one of its pages.
+            Ok((page, _)) if page.records.is_empty() => return,
+            Ok((_, last)) => last.clone().map(|(stamp, id)| From::After(stamp, id)),
+            Err(_) => None,
+        };
+        if pages.send(page).await.is_err() {
+            return;
+        }
+        match next {
+            Some(next) => from = next,
+            None => return,
+        }
+    }
+}
+
+/// Reads each page [`fetch_pages`] sent (see [`read_page`]) and sends it on to `pages`; a page
+/// whose greatest key is not the one its query went on from (its records out of key order)
+/// is a failure, and the last item sent.
+pub(super) async fn read_pages(
+    info: &'static EntityInfo,
+    mut fetched: mpsc::Receiver<Result<(ODataPage, Option<Key>), UpstreamError>>,
+    pages: mpsc::Sender<Result<ReadPage, UpstreamError>>,
+) {
+    while let Some(page) = fetched.recv().await {
+        let page = page.and_then(|(page, last)| {
+            let read = read_page(page);
+            if read.last_key == last {
+                Ok(read)
+            } else {
+                Err(malformed(info, "answered records out of (DateModified, Id) order".to_string()))
+            }
+        });
+        let failed = page.is_err();
+        if pages.send(page).await.is_err() || failed {
+            return;
+        }
+    }
+}
+
+pub(super) fn malformed(info: &EntityInfo, what: String) -> UpstreamError {
+    UpstreamError::Malformed {
+        system: System::FieldReport,
+        detail: format!("{} {what} in (DateModified, Id) order", info.set),
+    }
+}
+
+/// The tasks that fetch and read a sync's pages; stopped when dropped (with the sync).
+pub(super) struct Fetching(pub(super) Vec<tokio::task::JoinHandle<()>>);
+
+impl Fetching {
+    /// Whether the tasks ended as they should, after their last page or failure: a task that
+    /// panicked sent neither, and its pages would look like the whole of them.
+    pub(super) async fn ended(mut self) -> Result<(), FieldReportError> {
+        for task in &mut self.0 {
+            task.await.map_err(|e| {
+                FieldReportError::Internal(format!("fetching the pages of a sync ended abnormally: {e}"))
+            })?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Fetching {
+    fn drop(&mut self) {
+        for task in &self.0 {
+            task.abort();
+        }
+    }
+}

@@ -1,0 +1,88 @@
+use super::fetch::*;
+use super::query::*;
+use super::writes::*;
+use super::*;
+use crate::store::fieldreport::records::{SyncedRecord, Upserted};
+
+/// A batch that writes a record again waits for the write in flight that has it; the
+/// newer copy ends stored.
+#[tokio::test]
+async fn writes_in_flight_know_their_records() {
+    for test in crate::store::testing::stores_on_both_databases().await {
+        let store = &test.store;
+        let mut writes = Writes::default();
+        assert!(writes.is_empty() && !writes.full());
+        writes.start(store, "tags", vec![SyncedRecord::named("1", "old"), SyncedRecord::named("2", "old")]);
+        assert!(writes.have_any_of(&[SyncedRecord::named("3", "new"), SyncedRecord::named("2", "new")]));
+        assert!(!writes.have_any_of(&[SyncedRecord::named("3", "new")]));
+        writes.start(store, "tags", vec![SyncedRecord::named("3", "new")]);
+        assert!(writes.full(), "{} at once", WRITES_AT_ONCE);
+        let mut report = SyncReport::default();
+        assert!(writes.finish_into(&mut report).await.unwrap());
+        assert_eq!((report.inserted, report.updated, report.unchanged), (3, 0, 0));
+        assert!(writes.is_empty());
+        assert!(!writes.finish_into(&mut report).await.unwrap(), "nothing left to wait for");
+        assert!(
+            !writes.have_any_of(&[SyncedRecord::named("1", "new"), SyncedRecord::named("3", "new")]),
+            "ended writes are forgotten"
+        );
+        writes.start(store, "tags", vec![SyncedRecord::named("2", "new")]);
+        assert_eq!(writes.next().await.unwrap(), [Upserted::Updated]);
+        assert_eq!(store.mirror_get("tags", "2").await.unwrap().unwrap().document["Name"], "new");
+        drop(writes);
+        test.finish().await;
+    }
+}
+
+/// The fetching task's pages end when it ends: one that panicked must not pass for one
+/// that sent its last page.
+#[tokio::test]
+async fn a_fetching_that_panicked_is_an_error_of_the_sync() {
+    let panicked = Fetching(vec![tokio::spawn(async { panic!("a fault of the fetching") })]);
+    let ended = panicked.ended().await;
+    assert!(matches!(ended, Err(FieldReportError::Internal(ref m)) if m.contains("abnormally")), "{ended:?}");
+    assert!(Fetching(vec![tokio::spawn(async {})]).ended().await.is_ok());
+}
+
+/// Dropped with its sync, the fetching stops: it no longer holds the pages' sender.
+#[tokio::test]
+async fn a_dropped_fetching_stops() {
+    let (sender, mut pages) = mpsc::channel::<()>(1);
+    let fetching = Fetching(vec![tokio::spawn(async move {
+        let _sender = sender;
+        std::future::pending::<()>().await;
+    })]);
+    drop(fetching);
+    assert!(pages.recv().await.is_none(), "the task was stopped and its sender dropped");
+}
+
+#[test]
+fn the_query_carries_expand_key_order_and_window() {
+    let info = generated::fieldreport::by_set("Companies").unwrap();
+    let after = From::After(Stamp::parse("2026-01-01T00:00:00Z"), 1234);
+    assert_eq!(
+        query(info, &after),
+        "%24expand=Contacts%2CTags%2CServiceObjects%2CMainContact&%24filter=DateModified+gt+2026-01-01T00%3A00%3A00Z+or+%28DateModified+eq+2026-01-01T00%3A00%3A00Z+and+Id+gt+1234L%29&%24orderby=DateModified%2CId&%24top=500"
+    );
+    let tags = generated::fieldreport::by_set("Tags").unwrap();
+    assert_eq!(query(tags, &From::Everything), "%24orderby=DateModified%2CId&%24top=500");
+}
+
+#[test]
+fn a_sync_starts_the_overlap_before_its_cursor() {
+    let overlap = std::time::Duration::from_secs(300);
+    assert_eq!(start(None, overlap), From::Everything);
+    let from = start(Some("2026-01-01T00:05:00Z"), overlap);
+    assert_eq!(from.filter().unwrap(), "DateModified ge 2026-01-01T00:00:00Z");
+}
+
+#[test]
+fn a_key_not_after_the_query_start_is_refused() {
+    let after = From::After(Stamp::parse("2026-01-01T00:00:00Z"), 7);
+    assert!(after.precedes(&(Stamp::parse("2026-01-01T00:00:00Z"), 8)));
+    assert!(after.precedes(&(Stamp::parse("2026-01-01T00:00:00.1Z"), 1)));
+    assert!(!after.precedes(&(Stamp::parse("2026-01-01T00:00:00Z"), 7)));
+    let since = From::Since(Stamp::parse("2026-01-01T00:00:00Z"));
+    assert!(since.precedes(&(Stamp::parse("2026-01-01T00:00:00Z"), 1)));
+    assert!(!since.precedes(&(Stamp::parse("2025-12-31T23:59:59Z"), 9)));
+}

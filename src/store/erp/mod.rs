@@ -1,0 +1,354 @@
+//! The ERP mirror (`erp_records`), the pull state per model (`erp_pull_state`) and the webhook
+//! inbox (`erp_webhook_inbox`, in `inbox.rs`).
+
+use serde_json::Value;
+use sqlx::Row;
+
+use super::fieldreport::records::Upserted;
+use super::lease::ERP_PULL;
+use crate::store::{Dialect, Store, StoreError, now_ms};
+
+mod inbox;
+
+pub use self::inbox::{InboxCounts, InboxDepths, InboxItem};
+
+/// One mirrored ERP record: the whole document and the fields the mirror orders by.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ErpRecord {
+    pub id: String,
+    pub version: i64,
+    pub last_modified: i64,
+    pub document: Value,
+    /// Custom attribute definitions whose local values wait to be pushed to the ERP.
+    pub pending_attributes: Vec<String>,
+}
+
+pub(in crate::store) fn erp_record(row: &sqlx::any::AnyRow) -> Result<ErpRecord, StoreError> {
+    let json = |text: String| {
+        serde_json::from_str::<Value>(&text).map_err(|e| StoreError::Query(format!("stored document is not JSON: {e}")))
+    };
+    let pending: Option<String> = row.try_get("pending_attributes")?;
+    let pending_attributes = match pending {
+        Some(text) => serde_json::from_value(json(text)?).map_err(|e| StoreError::Query(e.to_string()))?,
+        None => Vec::new(),
+    };
+    Ok(ErpRecord {
+        id: row.try_get("record_id")?,
+        version: row.try_get("version")?,
+        last_modified: row.try_get("last_modified")?,
+        document: json(row.try_get("document")?)?,
+        pending_attributes,
+    })
+}
+
+const COLUMNS: &str = "record_id, version, last_modified, document, pending_attributes";
+
+fn pending_text(pending: &[String]) -> Option<String> {
+    (!pending.is_empty()).then(|| Value::from(pending.to_vec()).to_string())
+}
+
+/// Local custom attribute values that wait for a push survive a newer document from the ERP:
+/// the entries of `pending` definitions are taken from `local` into `incoming`.
+pub fn keep_pending_attributes(incoming: &mut Value, local: &Value, pending: &[String]) {
+    if pending.is_empty() {
+        return;
+    }
+    let definition = |v: &Value| v.get("attributeDefinitionId").and_then(Value::as_str).map(str::to_string);
+    let kept: Vec<Value> = local
+        .get("customAttributes")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|v| definition(v).is_some_and(|d| pending.contains(&d)))
+        .cloned()
+        .collect();
+    let mut merged: Vec<Value> = incoming
+        .get("customAttributes")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|v| !definition(v).is_some_and(|d| pending.contains(&d)))
+        .cloned()
+        .collect();
+    merged.extend(kept);
+    if let Value::Object(fields) = incoming {
+        fields.insert("customAttributes".into(), Value::Array(merged));
+    }
+}
+
+/// A model's row of `show`: local count and pull state.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelState {
+    pub model: String,
+    pub records: i64,
+    pub cursor: Option<i64>,
+    pub last_pull_at: Option<i64>,
+}
+
+impl Store {
+    pub async fn erp_get(&self, model: &str, id: &str) -> Result<Option<ErpRecord>, StoreError> {
+        let row = sqlx::query(sql!("SELECT {COLUMNS} FROM erp_records WHERE model = $1 AND record_id = $2"))
+            .bind(model)
+            .bind(id)
+            .fetch_optional(self.pool())
+            .await?;
+        row.as_ref().map(erp_record).transpose()
+    }
+
+    /// Stores records fetched from the ERP in one transaction. A record older than the stored
+    /// one (lower `version`) changes nothing: the mirror keeps the highest version. Locally
+    /// changed custom attribute values are kept until pushed.
+    pub async fn erp_upsert(&self, model: &str, records: &[ErpRecord]) -> Result<Vec<Upserted>, StoreError> {
+        let mut tx = self.write_transaction().await?;
+        let lock = if self.dialect() == Dialect::Postgres { " FOR UPDATE" } else { "" };
+        let now = now_ms();
+        let mut outcomes = Vec::with_capacity(records.len());
+        for record in records {
+            let stored =
+                sqlx::query(sql!("SELECT {COLUMNS} FROM erp_records WHERE model = $1 AND record_id = $2{lock}"))
+                    .bind(model)
+                    .bind(&record.id)
+                    .fetch_optional(&mut *tx)
+                    .await?
+                    .as_ref()
+                    .map(erp_record)
+                    .transpose()?;
+            let outcome = match &stored {
+                None => {
+                    sqlx::query(
+                        "INSERT INTO erp_records (model, record_id, version, last_modified, document, pulled_at) \
+                         VALUES ($1, $2, $3, $4, $5, $6)",
+                    )
+                    .bind(model)
+                    .bind(&record.id)
+                    .bind(record.version)
+                    .bind(record.last_modified)
+                    .bind(record.document.to_string())
+                    .bind(now)
+                    .execute(&mut *tx)
+                    .await?;
+                    Upserted::Inserted
+                }
+                Some(stored) if record.version < stored.version => Upserted::Unchanged,
+                Some(stored) => {
+                    let mut document = record.document.clone();
+                    keep_pending_attributes(&mut document, &stored.document, &stored.pending_attributes);
+                    if document == stored.document && record.version == stored.version {
+                        Upserted::Unchanged
+                    } else {
+                        sqlx::query(
+                            "UPDATE erp_records SET version = $1, last_modified = $2, document = $3, pulled_at = $4 \
+                             WHERE model = $5 AND record_id = $6",
+                        )
+                        .bind(record.version)
+                        .bind(record.last_modified)
+                        .bind(document.to_string())
+                        .bind(now)
+                        .bind(model)
+                        .bind(&record.id)
+                        .execute(&mut *tx)
+                        .await?;
+                        Upserted::Updated
+                    }
+                }
+            };
+            outcomes.push(outcome);
+        }
+        tx.commit().await?;
+        Ok(outcomes)
+    }
+
+    /// Removes a record; false when it was not there.
+    pub async fn erp_delete(&self, model: &str, id: &str) -> Result<bool, StoreError> {
+        let done = sqlx::query("DELETE FROM erp_records WHERE model = $1 AND record_id = $2")
+            .bind(model)
+            .bind(id)
+            .execute(self.pool())
+            .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    /// One page of a model's records ordered by id (numeric ids in numeric order), and the total.
+    pub async fn erp_page(&self, model: &str, offset: i64, limit: i64) -> Result<(Vec<ErpRecord>, i64), StoreError> {
+        let rows = sqlx::query(sql!(
+            "SELECT {COLUMNS} FROM erp_records WHERE model = $1 \
+             ORDER BY LENGTH(record_id), record_id LIMIT $2 OFFSET $3"
+        ))
+        .bind(model)
+        .bind(limit)
+        .bind(offset)
+        .fetch_all(self.pool())
+        .await?;
+        let total: i64 = sqlx::query("SELECT COUNT(*) AS n FROM erp_records WHERE model = $1")
+            .bind(model)
+            .fetch_one(self.pool())
+            .await?
+            .try_get("n")?;
+        Ok((rows.iter().map(erp_record).collect::<Result<_, _>>()?, total))
+    }
+
+    /// The id and version of every record of a model, in id order: what a full pull and a
+    /// reconcile compare with the ERP's, without the documents (a model of 250,000 records
+    /// holds about 20 MB of them, and a gigabyte of documents).
+    pub async fn erp_versions(&self, model: &str) -> Result<Vec<(String, i64)>, StoreError> {
+        let rows: Vec<(String, i64)> = sqlx::query_as(
+            "SELECT record_id, version FROM erp_records WHERE model = $1 ORDER BY LENGTH(record_id), record_id",
+        )
+        .bind(model)
+        .fetch_all(self.pool())
+        .await?;
+        Ok(rows)
+    }
+
+    /// Every record of a model, in id order (for mappings and pushes).
+    pub async fn erp_all(&self, model: &str) -> Result<Vec<ErpRecord>, StoreError> {
+        let rows = sqlx::query(sql!(
+            "SELECT {COLUMNS} FROM erp_records WHERE model = $1 ORDER BY LENGTH(record_id), record_id"
+        ))
+        .bind(model)
+        .fetch_all(self.pool())
+        .await?;
+        rows.iter().map(erp_record).collect()
+    }
+
+    /// Records whose top-level field `attribute` equals `value` as text, by id, at most 500.
+    /// `attribute` is bound as a parameter (as the JSON path on SQLite), never spliced in.
+    pub async fn erp_find(&self, model: &str, attribute: &str, value: &str) -> Result<Vec<ErpRecord>, StoreError> {
+        let (test, key) = self.document_field_equals(attribute);
+        let rows = sqlx::query(sql!(
+            "SELECT {COLUMNS} FROM erp_records WHERE model = $1 AND {test} \
+             ORDER BY LENGTH(record_id), record_id LIMIT 500"
+        ))
+        .bind(model)
+        .bind(key)
+        .bind(value)
+        .fetch_all(self.pool())
+        .await?;
+        rows.iter().map(erp_record).collect()
+    }
+
+    /// Replaces a record's document with local custom attribute changes and marks those
+    /// definitions for a push.
+    pub async fn erp_change_attributes(
+        &self,
+        model: &str,
+        id: &str,
+        document: &Value,
+        pending: &[String],
+    ) -> Result<bool, StoreError> {
+        let done = sqlx::query(
+            "UPDATE erp_records SET document = $1, pending_attributes = $2 WHERE model = $3 AND record_id = $4",
+        )
+        .bind(document.to_string())
+        .bind(pending_text(pending))
+        .bind(model)
+        .bind(id)
+        .execute(self.pool())
+        .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    /// Records with custom attribute values waiting for a push.
+    pub async fn erp_pending_attributes(&self, model: &str) -> Result<Vec<ErpRecord>, StoreError> {
+        let rows = sqlx::query(sql!(
+            "SELECT {COLUMNS} FROM erp_records WHERE model = $1 AND pending_attributes IS NOT NULL \
+             ORDER BY LENGTH(record_id), record_id"
+        ))
+        .bind(model)
+        .fetch_all(self.pool())
+        .await?;
+        rows.iter().map(erp_record).collect()
+    }
+
+    /// After a push the ERP's answer is the record, and `remaining` definitions still wait.
+    pub async fn erp_attributes_pushed(
+        &self,
+        model: &str,
+        record: &ErpRecord,
+        remaining: &[String],
+    ) -> Result<(), StoreError> {
+        sqlx::query(
+            "UPDATE erp_records SET version = $1, last_modified = $2, document = $3, pending_attributes = $4, pulled_at = $5 \
+             WHERE model = $6 AND record_id = $7",
+        )
+        .bind(record.version)
+        .bind(record.last_modified)
+        .bind(record.document.to_string())
+        .bind(pending_text(remaining))
+        .bind(now_ms())
+        .bind(model)
+        .bind(&record.id)
+        .execute(self.pool())
+        .await?;
+        Ok(())
+    }
+
+    /// Every model with local records or a pull state.
+    pub async fn erp_models(&self) -> Result<Vec<ModelState>, StoreError> {
+        let counts =
+            sqlx::query("SELECT model, COUNT(*) AS n FROM erp_records GROUP BY model").fetch_all(self.pool()).await?;
+        let mut states: std::collections::BTreeMap<String, ModelState> = Default::default();
+        for row in &counts {
+            let model: String = row.try_get("model")?;
+            states.insert(
+                model.clone(),
+                ModelState { model, records: row.try_get("n")?, cursor: None, last_pull_at: None },
+            );
+        }
+        for row in
+            sqlx::query("SELECT model, cursor_value, last_pull_at FROM erp_pull_state").fetch_all(self.pool()).await?
+        {
+            let model: String = row.try_get("model")?;
+            let state = states.entry(model.clone()).or_insert(ModelState {
+                model,
+                records: 0,
+                cursor: None,
+                last_pull_at: None,
+            });
+            state.cursor = row.try_get("cursor_value")?;
+            state.last_pull_at = row.try_get("last_pull_at")?;
+        }
+        Ok(states.into_values().collect())
+    }
+
+    /// The cursor of a model's incremental pull: the newest `lastModifiedDate` pulled.
+    pub async fn erp_cursor(&self, model: &str) -> Result<Option<i64>, StoreError> {
+        let row = sqlx::query("SELECT cursor_value FROM erp_pull_state WHERE model = $1")
+            .bind(model)
+            .fetch_optional(self.pool())
+            .await?;
+        Ok(match row {
+            Some(row) => row.try_get("cursor_value")?,
+            None => None,
+        })
+    }
+
+    /// Takes the pull lease of `model` (see [`Store::take_lease`]).
+    pub async fn take_pull_lease(&self, model: &str, owner: &str, until: i64) -> Result<bool, StoreError> {
+        self.take_lease(ERP_PULL, model, owner, until).await
+    }
+
+    /// Ends a pull: releases the lease and, when it completed, records the new cursor (never
+    /// moving it backwards).
+    pub async fn finish_pull(&self, model: &str, owner: &str, cursor: Option<i64>) -> Result<(), StoreError> {
+        let moved = match cursor {
+            Some(_) => {
+                ", cursor_value = CASE WHEN cursor_value IS NULL OR cursor_value < $1 THEN $1 ELSE cursor_value END, last_pull_at = $2"
+            }
+            None => "",
+        };
+        sqlx::query(sql!(
+            "UPDATE erp_pull_state SET lease_owner = NULL, lease_until = NULL{moved} WHERE model = $3 AND lease_owner = $4"
+        ))
+        .bind(cursor.unwrap_or(0))
+        .bind(now_ms())
+        .bind(model)
+        .bind(owner)
+        .execute(self.pool())
+        .await?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,187 @@
+//! Bodies, numbers and encodings beyond the limits (oversized, deep, huge, invalid UTF-8), and
+//! headers sent a byte a second.
+
+use crate::common::Api;
+use crate::common::contract::Checked;
+use crate::common::{Db, TestService, error_body};
+use serde_json::{Value, json};
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use super::*;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn oversized_bodies_are_413_whether_declared_or_chunked() {
+    let svc = TestService::start(Db::Sqlite, &[("MAX_BODY_BYTES", "4096")]).await;
+    let token = svc.user_token().await;
+    let big = json!({"Id": "big", "Version": 1, "Name": "x".repeat(8192)}).to_string();
+
+    let declared =
+        svc.send_raw(Some(&token), reqwest::Method::POST, "/api/v1/fieldreport/companies", big.clone()).await;
+    assert_eq!(error_body(declared, 413).await["error_code"], "payload_too_large");
+
+    let chunks: Vec<Result<Vec<u8>, std::io::Error>> = big.as_bytes().chunks(1000).map(|c| Ok(c.to_vec())).collect();
+    let chunked = svc
+        .client
+        .post(svc.url("/api/v1/fieldreport/companies"))
+        .bearer_auth(&token)
+        .header("content-type", "application/json")
+        .body(reqwest::Body::wrap_stream(futures::stream::iter(chunks)))
+        .checked()
+        .await
+        .unwrap();
+    assert_eq!(error_body(chunked, 413).await["error_code"], "payload_too_large");
+
+    // Nothing was stored, and a body within the limit still works.
+    let small = svc
+        .post(&token, "/api/v1/fieldreport/companies", json!({"Id": "small", "Version": 1, "Name": "Small GmbH"}))
+        .await;
+    assert_eq!(small.status(), 201);
+    let list: Value = svc.get_json(&token, "/api/v1/fieldreport/companies").await;
+    assert_eq!(list["meta"]["total"], 1, "{list}");
+    svc.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deep_json_huge_numbers_and_invalid_utf8_are_4xx_and_the_service_goes_on() {
+    let svc = TestService::start(Db::Sqlite, &[]).await;
+    let token = svc.user_token().await;
+    let address = address(&svc);
+    let post = |path: &'static str, body: Vec<u8>| {
+        svc.client
+            .post(svc.url(path))
+            .bearer_auth(&token)
+            .header("content-type", "application/json")
+            .body(body)
+            .checked()
+    };
+
+    // JSON nested 10,000 deep, as arrays and as objects.
+    let arrays = format!("{}{}", "[".repeat(10_000), "]".repeat(10_000)).into_bytes();
+    let objects = format!("{}1{}", "{\"a\":".repeat(10_000), "}".repeat(10_000)).into_bytes();
+    for (path, body) in [
+        ("/api/v1/fieldreport/companies", arrays.clone()),
+        ("/api/v1/fieldreport/companies", objects.clone()),
+        ("/api/v1/leasing", objects.clone()),
+        ("/api/v1/login", arrays.clone()),
+    ] {
+        let response = post(path, body).await.unwrap();
+        let status = response.status().as_u16();
+        assert!(status == 400 || status == 422, "{path}: {status}");
+        error_body(response, status).await;
+    }
+    assert_eq!(svc.client.get(svc.url("/healthz")).checked().await.unwrap().status(), 200);
+
+    // Numbers beyond 64 bits in integer fields, in bodies and in paging.
+    for body in [
+        r#"{"Id": "n1", "Version": 123456789012345678901234567890}"#,
+        r#"{"Id": "n2", "Version": -9223372036854775809}"#,
+        r#"{"Id": "n3", "Version": 18446744073709551616}"#,
+        r#"{"Id": "n4", "Version": 1e400}"#,
+    ] {
+        let response = post("/api/v1/fieldreport/companies", body.as_bytes().to_vec()).await.unwrap();
+        let status = response.status().as_u16();
+        assert!((400..500).contains(&status), "{body}: {status}");
+        error_body(response, status).await;
+    }
+    let response =
+        post("/api/v1/leasing/calculate", br#"{"FinancingAmount": 1000, "Period": 99999999999999999999}"#.to_vec())
+            .await
+            .unwrap();
+    let status = response.status().as_u16();
+    assert!((400..500).contains(&status), "calculate: {status}");
+    for query in ["page=18446744073709551616", "per_page=99999999999999999999999", "page=-1", "per_page=4294967296"] {
+        let response = svc.get(&token, &format!("/api/v1/fieldreport/companies?{query}")).await;
+        let status = response.status().as_u16();
+        assert!(status == 400 || status == 422, "{query}: {status}");
+        error_body(response, status).await;
+    }
+    // The largest Version there is cannot be increased: a conflict, not an overflow.
+    let at_max = post(
+        "/api/v1/fieldreport/companies",
+        json!({"Id": "max", "Version": i64::MAX, "Name": "Max"}).to_string().into_bytes(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(at_max.status(), 201);
+    let id = at_max.json::<Value>().await.unwrap()["data"]["Id"].as_str().unwrap().to_string();
+    let bumped = svc.patch(&token, &format!("/api/v1/fieldreport/companies/{id}"), json!({"Name": "Max 2"})).await;
+    error_body(bumped, 409).await;
+
+    // Invalid UTF-8 in the body, the path and a header.
+    let bad_utf8 = b"{\"email\": \"\xff\xfe@example.com\", \"password\": \"x\"}".to_vec();
+    let response = svc.send_raw(None, reqwest::Method::POST, "/api/v1/login", bad_utf8.clone()).await;
+    error_body(response, 400).await;
+    let response = post("/api/v1/fieldreport/companies", bad_utf8).await.unwrap();
+    error_body(response, 400).await;
+    let auth = format!("authorization: Bearer {token}\r\n");
+    for target in ["/api/v1/fieldreport/show/%FF%FE", "/api/v1/fieldreport/companies/%C3%28", "/api/v1/leasing/%FF"] {
+        let (status, body) = raw(address, format!("GET {target} HTTP/1.1\r\nhost: t\r\n{auth}").as_bytes(), b"").await;
+        assert!((400..500).contains(&status), "{target}: {status} {body}");
+    }
+    let mut head = b"GET /api/v1/fieldreport/show/\xff\xfe HTTP/1.1\r\nhost: t\r\n".to_vec();
+    head.extend_from_slice(auth.as_bytes());
+    let (status, _) = raw(address, &head, b"").await;
+    assert_eq!(status, 400);
+    let (status, body) =
+        raw(address, b"GET /api/v1/user HTTP/1.1\r\nhost: t\r\nauthorization: Bearer \xff\xfe\r\n", b"").await;
+    assert_eq!(status, 401, "{body}");
+    let mut head =
+        b"POST /api/v1/leasing HTTP/1.1\r\nhost: t\r\ncontent-type: application/json\r\nidempotency-key: \xff\xfe\r\n"
+            .to_vec();
+    head.extend_from_slice(auth.as_bytes());
+    let (status, body) = raw(address, &head, b"{}").await;
+    assert!(status == 400 || status == 422, "{status} {body}");
+
+    // The service goes on: a normal request still works.
+    let user = svc.get(&token, "/api/v1/user").await;
+    assert_eq!(user.status(), 200);
+    svc.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn headers_sent_a_byte_a_second_are_cut_off() {
+    let svc = TestService::start(Db::Sqlite, &[("HEADER_READ_TIMEOUT_SECONDS", "1")]).await;
+    let address = address(&svc);
+    // A fresh connection per check: the 1 s limit also ends idle keep-alive connections, and a
+    // pooled one could be closed just as it is reused.
+    let other = reqwest::Client::builder().pool_max_idle_per_host(0).build().unwrap();
+    let head = b"GET /healthz HTTP/1.1\r\nhost: slow.example\r\nx-padding: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n\r\n";
+    let mut slow = TcpStream::connect(address).await.unwrap();
+    let mut sent = 0;
+    let mut served_meanwhile = 0;
+    let mut closed = false;
+    let mut answer = Vec::new();
+    while sent < head.len() {
+        if slow.write_all(&head[sent..sent + 1]).await.is_err() {
+            closed = true;
+            break;
+        }
+        sent += 1;
+        // Another client is served while this one trickles.
+        let health = other.get(svc.url("/healthz")).checked().await.unwrap();
+        assert_eq!(health.status(), 200);
+        served_meanwhile += 1;
+        let mut buf = [0u8; 1024];
+        match tokio::time::timeout(Duration::from_secs(1), slow.read(&mut buf)).await {
+            Ok(Ok(0)) | Ok(Err(_)) => {
+                closed = true;
+                break;
+            }
+            Ok(Ok(n)) => answer.extend_from_slice(&buf[..n]),
+            Err(_) => {} // nothing yet: send the next byte
+        }
+    }
+    assert!(closed, "the server kept a client that took {sent} s for {} header bytes", head.len());
+    assert!(sent < head.len(), "the whole header was sent before the cut");
+    // A byte a second against the configured 1 s: cut within a few bytes (the default 10 s
+    // would let about ten through), so the setting is what cut it.
+    assert!(sent <= 5, "cut only after {sent} bytes");
+    assert!(served_meanwhile >= 1);
+    // Whatever the server said before closing, it was not a served request.
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(!answer.contains("\"ok\""), "{answer}");
+    assert_eq!(other.get(svc.url("/healthz")).checked().await.unwrap().status(), 200);
+    svc.stop().await;
+}

@@ -1,0 +1,197 @@
+//! What callers can make the service store, and show: bounded login digests, secrets masked in
+//! mirrored ERP records, nothing after a JSON body, and what one user may store bounded.
+
+use crate::common::contract::Checked;
+use crate::common::{Api, JsonAnswer};
+use crate::common::{Db, PASSWORD, TestService, error_body};
+use serde_json::{Value, json};
+use std::str::FromStr;
+
+use super::injection::{percent_encode, sample};
+use super::*;
+
+/// A login's email and password are bounded before anything is stored, a failed login is
+/// recorded by a fixed-size digest of the email (never the email), and one address trying many
+/// emails (password spraying) is throttled like one email tried many times.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failed_logins_store_bounded_digests_and_spraying_is_throttled() {
+    let svc = TestService::start(Db::Sqlite, &[]).await;
+    let pool = database(&svc).await;
+    let login = |email: String, password: String| {
+        svc.client.post(svc.url("/api/v1/login")).json(&json!({"email": email, "password": password})).checked()
+    };
+    let huge = format!("{}@example.com", "x".repeat(1_000_000));
+    let body = error_body(login(huge, "whatever".into()).await.unwrap(), 422).await;
+    assert!(body["errors"]["email"].is_array(), "{body}");
+    let just_over = format!("{}@example.com", "x".repeat(255 - "@example.com".len()));
+    error_body(login(just_over, "whatever".into()).await.unwrap(), 422).await;
+    let body = error_body(login("a@example.com".into(), "p".repeat(4097)).await.unwrap(), 422).await;
+    assert!(body["errors"]["password"].is_array(), "{body}");
+    assert_eq!(count(&pool, "login_failures").await, 0, "refused input is not stored");
+
+    error_body(login("Someone@Example.com".into(), "wrong password".into()).await.unwrap(), 401).await;
+    let (stored,): (String,) = sqlx::query_as("SELECT email FROM login_failures").fetch_one(&pool).await.unwrap();
+    assert_eq!(stored.len(), 64, "a digest: {stored}");
+    assert!(!stored.contains('@') && stored.chars().all(|c| c.is_ascii_hexdigit()), "{stored}");
+
+    // Spraying: one address, a new email each time.
+    for n in 1..20 {
+        error_body(login(format!("user{n}@example.com"), "Winter2026!".into()).await.unwrap(), 401).await;
+    }
+    let throttled = login("user20@example.com".into(), "Winter2026!".into()).await.unwrap();
+    assert_eq!(throttled.status(), 429, "the 21st failure from one address within a minute");
+    assert!(throttled.headers().contains_key("retry-after"));
+    svc.stop().await;
+}
+
+/// The ERP's webhook registrations carry the service's webhook secret in their URL: mirrored
+/// and shown to any user, the secret is masked, in lists and single records alike, and never
+/// reaches the log.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mirrored_erp_records_never_show_a_secret() {
+    const SECRET: &str = "s3cret-in-a-url";
+    let svc = TestService::start(Db::Sqlite, &[]).await;
+    let token = svc.user_token().await;
+    let registration = json!({"entityName": "customer", "atCreate": true, "atUpdate": true, "atDelete": true,
+        "requestMethod": "POST", "url": format!("https://svc.example/api/v1/erp/webhooks?secret={SECRET}")});
+    let created = svc.erp_api(reqwest::Method::POST, "/webhook").json(&registration).checked().await.unwrap();
+    assert_eq!(created.status(), 201);
+    let id = created.json::<Value>().await.unwrap()["id"].as_str().unwrap().to_string();
+    let get = |path: String| svc.client.get(svc.url(&path)).bearer_auth(&token).checked();
+    assert_eq!(get("/api/v1/erp/setup/webhook".into()).await.unwrap().status(), 200);
+    for path in [
+        "/api/v1/erp/show/webhook".to_string(),
+        format!("/api/v1/erp/show/webhook/{id}"),
+        "/api/v1/erp/show/webhook/entityName/customer".to_string(),
+    ] {
+        let answer = get(path.clone()).await.unwrap();
+        assert_eq!(answer.status(), 200, "{path}");
+        let text = answer.text().await.unwrap();
+        assert!(!text.contains(SECRET), "{path} shows the secret: {text}");
+        assert!(text.contains("secret=***"), "{path}: {text}");
+    }
+    assert!(!svc.log.text().contains(SECRET), "the secret reached the log");
+    // A lookup never matches a secret: the right guess finds as little as a wrong one. (The
+    // guesses are the caller's own text, and the request log shows the path as sent.)
+    for guess in [SECRET, "wrong-guess"] {
+        let url = format!("https://svc.example/api/v1/erp/webhooks?secret={guess}");
+        let answer = get(format!("/api/v1/erp/show/webhook/url/{}", percent_encode(&url))).await.unwrap();
+        assert_eq!(answer.status(), 200);
+        let found: Value = answer.json_value().await;
+        assert_eq!(found["data"].as_array().map(Vec::len), Some(0), "{guess}: {found}");
+    }
+    svc.stop().await;
+}
+
+/// A body with anything but whitespace after its JSON value is refused with 400 naming the
+/// position, on every operation that takes a body: a proxy that reads such a body otherwise
+/// would see another request than the service. Whitespace after the value is fine.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn trailing_data_after_a_json_body_is_400_on_every_route() {
+    let svc = TestService::start(Db::Sqlite, &[("ERP_WEBHOOK_ALLOWLIST", "127.0.0.1/32")]).await;
+    let token = svc.user_token().await;
+    let doc: Value = svc.client.get(svc.url("/docs/openapi.json")).json_value().await;
+    let mut probed = 0;
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for (method, op) in item.as_object().unwrap() {
+            let Some(schema) = op.pointer("/requestBody/content/application~1json/schema") else { continue };
+            let body = sample(&doc, schema, 0).to_string();
+            // Path parameters filled in with values of the right shape: the body is read first.
+            let concrete: String = path
+                .split('/')
+                .map(|segment| if segment.starts_with('{') { "1" } else { segment })
+                .collect::<Vec<_>>()
+                .join("/");
+            let method = reqwest::Method::from_str(&method.to_uppercase()).unwrap();
+            for trailing in [format!("{body} garbage"), format!("{body}{body}"), format!("{body}\n]")] {
+                let answer = svc.send_raw(Some(&token), method.clone(), &concrete, trailing.clone()).await;
+                let error = error_body(answer, 400).await;
+                let message = error["message"].as_str().unwrap();
+                assert!(
+                    message.contains("trailing characters") && message.contains("column"),
+                    "{method} {path} with {trailing:?}: {error}"
+                );
+            }
+            probed += 1;
+        }
+    }
+    assert!(probed >= 10, "only {probed} operations take a body");
+    // Whitespace after the value is no trailing data.
+    let login = svc
+        .client
+        .post(svc.url("/api/v1/login"))
+        .header("content-type", "application/json")
+        .body(format!("{} \r\n\t ", json!({"email": crate::common::EMAIL, "password": PASSWORD})))
+        .checked()
+        .await
+        .unwrap();
+    assert_eq!(login.status(), 200);
+    svc.stop().await;
+}
+
+/// What one user may store is bounded: a callback URL of at most 2,048 characters,
+/// `LEASING_SUBSCRIPTIONS_PER_USER` subscriptions (another user keeps their own allowance),
+/// lists by pages of a bounded size, and `JOBS_ACTIVE_PER_USER` jobs queued or running (429
+/// with `Retry-After` beyond).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn subscriptions_lists_and_jobs_are_bounded_per_user() {
+    let settings =
+        [("CALLBACK_ALLOW_PRIVATE", "true"), ("LEASING_SUBSCRIPTIONS_PER_USER", "3"), ("JOBS_ACTIVE_PER_USER", "2")];
+    let service = TestService::start(Db::Sqlite, &settings).await;
+    let svc = &service;
+    let token = svc.user_token().await;
+    svc.create_user("bob@example.com", "bob-password-1").await;
+    let bob = svc.token("bob@example.com", "bob-password-1").await;
+    let subscribe = |token: String, url: String| async move {
+        svc.client
+            .post(svc.url("/api/v1/leasing/subscriptions"))
+            .bearer_auth(token)
+            .json(&json!({"url": url}))
+            .checked()
+            .await
+            .unwrap()
+    };
+    let long = format!("http://127.0.0.1:9/{}", "a".repeat(2049));
+    let refused = error_body(subscribe(token.clone(), long).await, 422).await;
+    assert!(refused["errors"]["url"][0].as_str().unwrap().contains("2048"), "{refused}");
+    for n in 0..3 {
+        let created = subscribe(token.clone(), format!("http://127.0.0.1:9/hook/{n}")).await;
+        assert_eq!(created.status(), 201);
+        svc.remember_secret(created.json::<Value>().await.unwrap()["secret"].as_str().unwrap());
+    }
+    let fourth = error_body(subscribe(token.clone(), "http://127.0.0.1:9/hook/4".into()).await, 409).await;
+    assert_eq!(fourth["error_code"], "too_many_subscriptions");
+    let bobs = subscribe(bob.clone(), "http://127.0.0.1:9/hook/bob".into()).await;
+    assert_eq!(bobs.status(), 201);
+    svc.remember_secret(bobs.json::<Value>().await.unwrap()["secret"].as_str().unwrap());
+
+    let page: Value = svc.get_json(&token, "/api/v1/leasing/subscriptions?per_page=2").await;
+    assert_eq!(page["items"].as_array().unwrap().len(), 2);
+    assert_eq!((page["meta"]["total"].as_i64(), page["meta"]["last_page"].as_i64()), (Some(3), Some(2)));
+    let last: Value = svc.get_json(&token, "/api/v1/leasing/subscriptions?per_page=2&page=2").await;
+    assert_eq!(last["items"].as_array().unwrap().len(), 1);
+    for path in ["/api/v1/leasing/subscriptions?per_page=101", "/api/v1/jobs?per_page=101"] {
+        error_body(svc.get(&token, path).await, 422).await;
+    }
+    let sub = page["items"][0]["id"].as_str().unwrap();
+    let deliveries = svc.get(&token, &format!("/api/v1/leasing/subscriptions/{sub}/deliveries?limit=501")).await;
+    error_body(deliveries, 422).await;
+
+    // Two jobs kept queued behind a slow one: the third of one user is refused.
+    crate::common::add_fault(
+        &svc.client,
+        &svc.fieldreport,
+        json!({"path_prefix": "/odata/", "status": 200, "delay_ms": 3000, "times": 1000}),
+    )
+    .await;
+    let queue = |token: String, target: &'static str| async move {
+        svc.post(&token, "/api/v1/jobs", json!({"kind": "fieldreport.sync", "target": target})).await
+    };
+    assert_eq!(queue(token.clone(), "tags").await.status(), 202);
+    assert_eq!(queue(token.clone(), "users").await.status(), 202);
+    let third = queue(token.clone(), "items").await;
+    assert!(third.headers().contains_key("retry-after"));
+    assert_eq!(error_body(third, 429).await["error_code"], "too_many_active_jobs");
+    assert_eq!(queue(bob.clone(), "items").await.status(), 202, "another user's allowance is their own");
+    service.stop().await;
+}

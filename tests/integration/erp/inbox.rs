@@ -1,0 +1,136 @@
+//! The ERP webhook inbox: calls stored together keep their own ids, calls of one record that
+//! wait together are processed with one fetch, and failed processing is retried, across a restart.
+
+use crate::common::contract::Checked;
+use crate::common::{Api, JsonAnswer};
+use crate::common::{Db, TestService};
+use integration_service::store::Dialect;
+use serde_json::{Value, json};
+use std::time::Duration;
+
+use super::*;
+
+/// Calls that arrive together are stored together (one transaction per batch): each must still
+/// get an id of its own, and the row behind that id must be its call. The inbox is held locked
+/// while the calls arrive, so that they queue and go in as one batch.
+async fn calls_stored_together_each_keep_their_own_id(db: Db) {
+    let (svc, _) = start(db, &[]).await;
+    let store = svc.store();
+    let mut lock = store.write_transaction().await.unwrap();
+    if store.dialect() == Dialect::Postgres {
+        sqlx::query("LOCK TABLE erp_webhook_inbox IN EXCLUSIVE MODE").execute(&mut *lock).await.unwrap();
+    }
+    let calls: Vec<_> = (0..120)
+        .map(|n| {
+            let call = json!({"entityName": "customer", "entityId": format!("9{n:03}"), "type": "updated"});
+            let request = webhook(&svc).json(&call);
+            tokio::spawn(async move { (n, accepted(request.checked().await.unwrap()).await) })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    lock.commit().await.unwrap();
+    let mut ids = std::collections::HashSet::new();
+    for call in calls {
+        let (n, id) = call.await.unwrap();
+        assert!(ids.insert(id), "inbox id {id} was answered twice");
+        let item = svc.store().inbox_item(id).await.unwrap().expect("the answered id is stored");
+        assert_eq!(item.entity_id, format!("9{n:03}"), "inbox id {id}");
+        assert_eq!((item.entity_name.as_str(), item.event.as_str()), ("customer", "updated"));
+    }
+    svc.stop().await;
+}
+
+/// The requests the ERP simulator has received.
+async fn erp_calls(svc: &TestService) -> u64 {
+    let root = svc.erp.trim_end_matches("/webapp/api/v1");
+    let body: Value = svc.client.get(format!("{root}/__sandbox/calls")).json_value().await;
+    body["calls"].as_u64().unwrap()
+}
+
+/// Calls for one record that wait together are processed together: one fetch from the ERP,
+/// made after all of them arrived, answers for all, and each shows the outcome. The worker's
+/// fetch for a first call is held at the simulator while the others arrive.
+async fn waiting_calls_of_one_record_are_processed_with_one_fetch(db: Db) {
+    let (svc, token) = start(db, &[]).await;
+    let customer = |id: &str, event: &str| json!({"entityName": "customer", "entityId": id, "type": event});
+    erp_fault(&svc, json!({"path_prefix": "/webapp/api/v1/customer/id/6", "status": 200, "delay_ms": 5000})).await;
+    let before = erp_calls(&svc).await;
+    let first = accepted(webhook(&svc).json(&customer("6", "updated")).checked().await.unwrap()).await;
+    for _ in 0..500 {
+        if erp_calls(&svc).await > before {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(erp_calls(&svc).await, before + 1, "the worker is fetching the first call's record");
+
+    let mut waiting = Vec::new();
+    for event in ["updated", "updated", "deleted"] {
+        waiting.push(accepted(webhook(&svc).json(&customer("6", event)).checked().await.unwrap()).await);
+    }
+    let other = accepted(webhook(&svc).json(&customer("7", "created")).checked().await.unwrap()).await;
+
+    let done = inbox_call(&svc, &token, first, "done").await;
+    assert_eq!(done["outcome"]["mirror"], "inserted", "{done}");
+    for id in &waiting {
+        let call = inbox_call(&svc, &token, *id, "done").await;
+        assert_eq!(call["outcome"]["mirror"], "unchanged", "{call}");
+        assert_eq!(call["outcome"]["fieldReport"]["action"], "unchanged", "{call}");
+    }
+    let seven = inbox_call(&svc, &token, other, "done").await;
+    assert_eq!(seven["outcome"]["mirror"], "inserted", "{seven}");
+    assert_eq!(seven["outcome"]["fieldReport"]["id"], "erp-customer-7", "{seven}");
+    assert_eq!(
+        erp_calls(&svc).await,
+        before + 3,
+        "one fetch for the first call, one for the three calls of customer 6 that waited, one for customer 7"
+    );
+    assert_eq!(svc.get_json(&token, "/api/v1/erp/show/customer/6").await["id"], "6");
+    svc.stop().await;
+}
+
+async fn failed_processing_is_retried_and_survives_a_restart(db: Db) {
+    let (mut svc, token) = start(db, &[]).await;
+    erp_fault(&svc, json!({"path_prefix": "/webapp/api/v1/article/id/11", "status": 503, "times": 1000})).await;
+    let call = json!({"entityName": "article", "entityId": "11", "type": "updated"});
+    let id = accepted(webhook(&svc).json(&call).checked().await.unwrap()).await;
+    let mut pending = Value::Null;
+    for _ in 0..100 {
+        let show = svc.get_json(&token, "/api/v1/erp/show").await;
+        pending = show["inbox"]["calls"].as_array().unwrap().iter().find(|c| c["id"] == id).cloned().unwrap();
+        if pending["attempts"].as_i64() >= Some(1) {
+            assert_eq!(show["inbox"]["pending"], 1);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(pending["state"], "pending", "{pending}");
+    assert!(pending["last_error"].as_str().unwrap().contains("503"), "{pending}");
+
+    svc.restart().await;
+    erp_clear_faults(&svc).await;
+    let done = inbox_call(&svc, &token, id, "done").await;
+    assert_eq!(done["outcome"]["fieldReport"]["entity"], "products");
+    let product = svc.get_json(&token, "/api/v1/fieldreport/products/erp-article-11").await;
+    assert_eq!(product["ExternalId"], "11");
+
+    // An unknown entity type is given up at once and stays visible.
+    let unknown =
+        accepted(webhook(&svc).json(&json!({"entityName": "noSuchThing", "entityId": "1"})).checked().await.unwrap())
+            .await;
+    let failed = inbox_call(&svc, &token, unknown, "failed").await;
+    assert!(failed["last_error"].as_str().unwrap().contains("unknown ERP model"), "{failed}");
+
+    // Pruning forgets processed calls only.
+    let pruned = svc.store().inbox_prune(integration_service::store::now_ms() + 1).await.unwrap();
+    assert_eq!(pruned, 1);
+    let inbox = svc.get_json(&token, "/api/v1/erp/show").await["inbox"].clone();
+    assert_eq!((inbox["done"].as_i64(), inbox["failed"].as_i64()), (Some(0), Some(1)), "{inbox}");
+    svc.stop().await;
+}
+
+on_both_databases!(
+    calls_stored_together_each_keep_their_own_id,
+    waiting_calls_of_one_record_are_processed_with_one_fetch,
+    failed_processing_is_retried_and_survives_a_restart
+);

@@ -1,0 +1,80 @@
+//! The ERP area (`src/erp/`, `api/erp/`) against the ERP simulator: webhooks and their inbox,
+//! the helper routes, and registering the webhooks from the command line. Both databases. The
+//! fixtures the scenarios share are here.
+
+mod inbox;
+mod routes;
+mod webhook_registration;
+mod webhooks;
+
+use crate::common::contract::Checked;
+use crate::common::{Api, JsonAnswer};
+use crate::common::{Db, TestService, add_fault, clear_faults};
+use serde_json::Value;
+use std::time::Duration;
+
+const SECRET: &str = "hook-secret-123";
+/// The sandbox ERP's seeded customers, contacts and articles.
+const CUSTOMERS: [&str; 3] = ["5", "6", "7"];
+
+async fn start(db: Db, extra: &[(&str, &str)]) -> (TestService, String) {
+    let mut settings = vec![("ERP_WEBHOOK_ALLOWLIST", "127.0.0.1/32"), ("ERP_WEBHOOK_SECRET", SECRET)];
+    settings.extend_from_slice(extra);
+    let svc = TestService::start(db, &settings).await;
+    let token = svc.user_token().await;
+    (svc, token)
+}
+
+/// A call to the ERP simulator's API.
+async fn erp(svc: &TestService, method: reqwest::Method, path: &str, body: Option<Value>) -> Value {
+    let mut request = svc.erp_api(method, path);
+    if let Some(body) = body {
+        request = request.json(&body);
+    }
+    let response = request.checked().await.unwrap();
+    let status = response.status();
+    let text = response.text().await.unwrap();
+    assert!(status.is_success(), "{path}: {status} {text}");
+    serde_json::from_str(&text).unwrap_or(Value::Null)
+}
+
+/// Changes a record at the ERP simulator (`PUT /{model}/id/{id}`, missing properties kept).
+async fn erp_update(svc: &TestService, model: &str, id: &str, change: Value) -> Value {
+    let path = format!("/{model}/id/{id}?ignoreMissingProperties=true");
+    erp(svc, reqwest::Method::PUT, &path, Some(change)).await
+}
+
+async fn erp_fault(svc: &TestService, rule: Value) {
+    add_fault(&svc.client, svc.erp_host(), rule).await;
+}
+
+async fn erp_clear_faults(svc: &TestService) {
+    clear_faults(&svc.client, svc.erp_host()).await;
+}
+
+fn webhook(svc: &TestService) -> reqwest::RequestBuilder {
+    svc.client.post(svc.url("/api/v1/erp/webhooks")).header("X-Webhook-Secret", SECRET)
+}
+
+/// Polls the inbox until the call is in `state`; the whole overview when it is.
+async fn inbox_call(svc: &TestService, token: &str, inbox_id: i64, state: &str) -> Value {
+    for _ in 0..100 {
+        let show = svc.get_json(token, "/api/v1/erp/show").await;
+        let call = show["inbox"]["calls"].as_array().unwrap().iter().find(|c| c["id"] == inbox_id).cloned();
+        if let Some(call) = call
+            && call["state"] == state
+        {
+            return call;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("inbox call {inbox_id} never reached {state}: {}", svc.get_json(token, "/api/v1/erp/show").await["inbox"]);
+}
+
+async fn accepted(response: reqwest::Response) -> i64 {
+    let status = response.status();
+    let body: Value = response.json_value().await;
+    assert_eq!(status, 202, "{body}");
+    assert_eq!(body["accepted"], true);
+    body["inbox_id"].as_i64().unwrap()
+}

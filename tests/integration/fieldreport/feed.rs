@@ -1,0 +1,193 @@
+//! Copying a mirror and following its change feed, as a consumer does (docs/api.md, "Copying
+//! and following a set"): the export streams a set and ends with the position to follow from;
+//! the feed answers what was stored after it, removals included; positions the feed cannot
+//! follow are refused. Both databases. (The long histories follow the feed through every kind
+//! of write: `histories/consumer.rs`.)
+
+use crate::common::Api;
+use std::collections::BTreeMap;
+
+use integration_service::store::erp::ErpRecord;
+use integration_service::store::fieldreport::records::MirrorRecord;
+use serde_json::{Value, json};
+
+use crate::common::contract::Checked;
+use crate::common::{Db, TestService, error_body};
+
+async fn tag(svc: &TestService, id: &str, name: &str) {
+    let record = MirrorRecord { id: id.into(), version: 1, document: json!({"Id": id, "Version": 1, "Name": name}) };
+    let store = svc.store();
+    if store.mirror_get("tags", id).await.unwrap().is_some() {
+        assert!(store.mirror_replace("tags", &record, 1, None).await.unwrap());
+    } else {
+        store.mirror_insert("tags", &record, None).await.unwrap();
+    }
+}
+
+/// The export's change lines as a copy, and the position its last line names.
+async fn export(svc: &TestService, token: &str, path: &str) -> (BTreeMap<String, Value>, String) {
+    let answer = svc.client.get(svc.url(path)).bearer_auth(token).checked().await.unwrap();
+    assert_eq!(answer.status(), 200);
+    assert_eq!(answer.headers()["content-type"], "application/x-ndjson");
+    let text = answer.text().await.unwrap();
+    let mut lines: Vec<Value> = text.lines().map(|line| serde_json::from_str(line).unwrap()).collect();
+    let end = lines.pop().expect("the last line");
+    assert_eq!(end["records"], json!(lines.len()), "{end}");
+    let ids: Vec<&str> = lines.iter().map(|line| line["id"].as_str().unwrap()).collect();
+    let mut sorted = ids.clone();
+    sorted.sort_by_key(|id| (id.len(), id.to_string()));
+    assert_eq!(ids, sorted, "an export is in key order");
+    let mut copy = BTreeMap::new();
+    for line in lines {
+        assert_eq!(line["change"], "upsert", "{line}");
+        copy.insert(line["id"].as_str().unwrap().to_string(), line["record"].clone());
+    }
+    (copy, end["next_cursor"].as_str().unwrap().to_string())
+}
+
+/// Follows `feed` from `since` (from the start when `None`) to its end, applying each change
+/// to `copy`; the position reached.
+async fn follow(
+    svc: &TestService,
+    token: &str,
+    feed: &str,
+    since: Option<String>,
+    copy: &mut BTreeMap<String, Value>,
+) -> String {
+    let mut since = since;
+    loop {
+        let path = match &since {
+            Some(since) => format!("{feed}?since={since}&limit=3"),
+            None => format!("{feed}?limit=3"),
+        };
+        let page = svc.get_json(token, &path).await;
+        let next = page["next_cursor"].as_str().unwrap().to_string();
+        assert!(page["next"].as_str().unwrap().ends_with(&format!("since={next}&limit=3")), "{page}");
+        let changes = page["data"].as_array().unwrap();
+        for change in changes {
+            let id = change["id"].as_str().unwrap().to_string();
+            match change["change"].as_str().unwrap() {
+                "upsert" => copy.insert(id, change["record"].clone()),
+                "delete" => copy.remove(&id),
+                other => panic!("{other}"),
+            };
+        }
+        if changes.is_empty() {
+            return next;
+        }
+        since = Some(next);
+    }
+}
+
+/// The set's records as the list answers them.
+async fn listed(svc: &TestService, token: &str, path: &str, id_field: &str) -> BTreeMap<String, Value> {
+    let mut records = BTreeMap::new();
+    let mut next = Some(format!("{path}?limit=500"));
+    while let Some(path) = next {
+        let page = svc.get_json(token, &path).await;
+        for record in page["data"].as_array().unwrap() {
+            let id = match &record[id_field] {
+                Value::String(id) => id.clone(),
+                other => other.to_string(),
+            };
+            records.insert(id, record.clone());
+        }
+        next = page.get("next").and_then(Value::as_str).map(str::to_string);
+    }
+    records
+}
+
+/// A copy by export, then the feed after each round of inserts, updates and deletes, equals
+/// the set as listed; a consumer that reads the feed from its start gets the same.
+async fn a_copy_follows_the_field_report_feed(db: Db) {
+    let svc = TestService::start(db, &[]).await;
+    let token = svc.user_token().await;
+    for n in 1..=20 {
+        tag(&svc, &n.to_string(), "first").await;
+    }
+    let (mut copy, mut position) = export(&svc, &token, "/api/v1/fieldreport/tags/export").await;
+    assert_eq!(copy.len(), 20);
+    for round in 0..4u32 {
+        for n in 0..6u32 {
+            let id = ((round * 7 + n * 5) % 26 + 1).to_string();
+            match (round + n) % 3 {
+                0 => tag(&svc, &id, &format!("r{round}")).await,
+                1 => {
+                    svc.store().mirror_delete("tags", &id).await.unwrap();
+                }
+                _ => tag(&svc, &format!("{id}0"), "new").await,
+            }
+        }
+        position = follow(&svc, &token, "/api/v1/fieldreport/tags/changes", Some(position), &mut copy).await;
+        assert_eq!(copy, listed(&svc, &token, "/api/v1/fieldreport/tags", "Id").await, "round {round}");
+    }
+    let mut from_start = BTreeMap::new();
+    follow(&svc, &token, "/api/v1/fieldreport/tags/changes", None, &mut from_start).await;
+    assert_eq!(from_start, copy);
+    // Nothing changed: the same position again.
+    let page = svc.get_json(&token, &format!("/api/v1/fieldreport/tags/changes?since={position}")).await;
+    assert_eq!((page["data"].as_array().unwrap().len(), page["next_cursor"].as_str().unwrap()), (0, position.as_str()));
+    svc.stop().await;
+}
+
+/// The ERP mirror's feed and export, with the records shown as `show` shows them (a
+/// webhook's secret masked).
+async fn a_copy_follows_the_erp_feed(db: Db) {
+    let svc = TestService::start(db, &[]).await;
+    let token = svc.user_token().await;
+    let record = |id: &str, version: i64, url: &str| ErpRecord {
+        id: id.into(),
+        version,
+        last_modified: version,
+        document: json!({"id": id, "version": version.to_string(), "url": url}),
+        pending_attributes: Vec::new(),
+    };
+    let secret_url = "https://example.com/hook?secret=s3cr3t-value";
+    svc.store()
+        .erp_upsert("webhook", &[record("1", 1, secret_url), record("2", 1, "https://a.example")])
+        .await
+        .unwrap();
+    let (mut copy, position) = export(&svc, &token, "/api/v1/erp/export/webhook").await;
+    assert!(!serde_json::to_string(&copy).unwrap().contains("s3cr3t-value"), "{copy:?}");
+    svc.store()
+        .erp_upsert("webhook", &[record("3", 1, secret_url), record("1", 2, "https://b.example")])
+        .await
+        .unwrap();
+    assert!(svc.store().erp_delete("webhook", "2").await.unwrap());
+    follow(&svc, &token, "/api/v1/erp/changes/webhook", Some(position), &mut copy).await;
+    assert!(!serde_json::to_string(&copy).unwrap().contains("s3cr3t-value"), "{copy:?}");
+    assert_eq!(copy, listed(&svc, &token, "/api/v1/erp/show/webhook", "id").await);
+    assert_eq!(copy.keys().collect::<Vec<_>>(), ["1", "3"]);
+    let unknown = svc.get(&token, "/api/v1/erp/changes/noSuchModel").await;
+    error_body(unknown, 404).await;
+    svc.stop().await;
+}
+
+/// A position that is not one is 422; one the feed cannot follow (not answered by this
+/// database: newer than its newest change) is 410 `cursor_expired`; from the start is always
+/// followed.
+async fn positions_the_feed_cannot_follow_are_refused(db: Db) {
+    let svc = TestService::start(db, &[]).await;
+    let token = svc.user_token().await;
+    tag(&svc, "1", "a").await;
+    for bad in ["abc", "-1", "1234567890123456789", "1.5"] {
+        let answer = svc.get(&token, &format!("/api/v1/fieldreport/tags/changes?since={bad}")).await;
+        let body = error_body(answer, 422).await;
+        assert!(body["errors"]["since"].is_array(), "{bad}: {body}");
+    }
+    let answer = svc.get(&token, "/api/v1/fieldreport/tags/changes?since=999999").await;
+    let body = error_body(answer, 410).await;
+    assert_eq!(body["error_code"], "cursor_expired", "{body}");
+    assert!(body["message"].as_str().unwrap().contains("copy the set again"), "{body}");
+    let answer = svc.get(&token, "/api/v1/fieldreport/tags/changes?limit=0").await;
+    error_body(answer, 422).await;
+    let page = svc.get_json(&token, "/api/v1/fieldreport/tags/changes?since=0").await;
+    assert_eq!(page["data"].as_array().unwrap().len(), 1, "{page}");
+    svc.stop().await;
+}
+
+crate::on_both_databases!(
+    a_copy_follows_the_field_report_feed,
+    a_copy_follows_the_erp_feed,
+    positions_the_feed_cannot_follow_are_refused
+);

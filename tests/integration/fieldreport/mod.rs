@@ -1,0 +1,10 @@
+//! The field-report area (`src/fieldreport/`, `api/fieldreport/`): the per-entity routes, sync
+//! and push, the change feed, reading back by key, and convergence under any history.
+
+mod entities;
+mod feed;
+mod histories;
+mod push;
+mod read_back;
+mod sync;
+mod sync_timing;

@@ -1,0 +1,195 @@
+//! The field-report sync under a real upstream's timing: records changed by another client
+//! while a sync pages, stamps of a coarse clock, commits that arrive after their stamp; and the
+//! reconciling of both mirrors, which repairs both ways what an incremental sync cannot see.
+
+use crate::common::{Api, JsonAnswer};
+use crate::common::{erp_versions, mirrored_erp_versions};
+use std::collections::BTreeMap;
+
+use crate::common::contract::Checked;
+use crate::common::process::upstream_records;
+use crate::common::{Db, TestService};
+use serde_json::{Value, json};
+
+async fn sync(svc: &TestService, token: &str, path: &str) -> Value {
+    let response = svc.get(token, &format!("/api/v1/fieldreport/sync/{path}")).await;
+    assert_eq!(response.status(), 200);
+    response.json::<Value>().await.unwrap()["data"][0].clone()
+}
+
+/// A control call to the field-report simulator (`/__sandbox/<path>`); its answer.
+async fn simulator(svc: &TestService, path: &str, body: Value) -> Value {
+    let answer = svc.client.post(format!("{}/__sandbox/{path}", svc.fieldreport)).json(&body).checked().await.unwrap();
+    assert_eq!(answer.status(), 200, "{path}");
+    answer.json_value().await
+}
+
+/// The companies of the mirror and of the simulator, each as Id → Version.
+async fn mirror_and_upstream(svc: &TestService, token: &str) -> (BTreeMap<String, Value>, BTreeMap<String, Value>) {
+    let mut mirror = BTreeMap::new();
+    let mut page = 1;
+    loop {
+        let path = format!("/api/v1/fieldreport/companies?per_page=500&page={page}");
+        let answer: Value = svc.get_json(token, &path).await;
+        let records = answer["data"].as_array().unwrap();
+        for record in records {
+            mirror.insert(record["Id"].as_str().unwrap().to_string(), record["Version"].clone());
+        }
+        if records.len() < 500 {
+            break;
+        }
+        page += 1;
+    }
+    let upstream = upstream_records(&svc.client, &svc.fieldreport, "Companies")
+        .await
+        .into_iter()
+        .map(|(id, record)| (id, record["Version"].clone()))
+        .collect();
+    (mirror, upstream)
+}
+
+/// Two records of the first page are changed by another client once that page is served:
+/// they move to the end of the `DateModified` order, and every record behind them moves two
+/// places back. A sync that continued by position skipped two records for good; one that
+/// continues from the last key reads every record, the changed ones at their new place.
+async fn records_changed_while_a_sync_pages_are_not_skipped(db: Db) {
+    let svc = TestService::start(db, &[]).await;
+    let token = svc.user_token().await;
+    svc.seed("Companies", 250).await;
+    simulator(&svc, "during-list", json!({"set": "Companies", "after_pages": 1, "touch": ["1001", "1002"]})).await;
+    let report = sync(&svc, &token, "companies").await;
+    let (mirror, upstream) = mirror_and_upstream(&svc, &token).await;
+    assert_eq!(mirror.len(), 250, "{report}");
+    assert_eq!(mirror, upstream, "the mirror holds every record at its version after one sync");
+    assert_eq!(mirror["1001"], json!(2), "the changed record was read again at its new place");
+    svc.stop().await;
+}
+
+/// Stamps of whole seconds: a record committed after a sync read, stamped with the same second
+/// as the newest record it read (its cursor), is brought by the next sync.
+async fn a_record_stamped_at_the_cursor_instant_is_not_lost(db: Db) {
+    let svc = TestService::start(db, &[]).await;
+    let token = svc.user_token().await;
+    simulator(&svc, "behaviour", json!({"stamps": "seconds"})).await;
+    svc.seed("Companies", 5).await;
+    let first = sync(&svc, &token, "companies").await;
+    let late = simulator(&svc, "late", json!({"set": "Companies", "at_newest": true})).await;
+    assert_eq!(late["DateModified"], first["cursor"], "the same instant as the cursor");
+    let next = sync(&svc, &token, "companies").await;
+    assert_eq!(next["inserted"], 1, "{next}");
+    assert_eq!(next["updated"], 0, "the records read again in the overlap are unchanged: {next}");
+    let (mirror, upstream) = mirror_and_upstream(&svc, &token).await;
+    assert_eq!(mirror, upstream);
+    svc.stop().await;
+}
+
+/// A change committed 10 s after its stamp, within the overlap (default 300 s), is brought by
+/// the next sync; the records read again in the window are not written.
+async fn a_late_commit_within_the_overlap_is_brought_by_the_next_sync(db: Db) {
+    let svc = TestService::start(db, &[]).await;
+    let token = svc.user_token().await;
+    svc.seed("Companies", 20).await;
+    sync(&svc, &token, "companies").await;
+    simulator(&svc, "late", json!({"set": "Companies", "ago_seconds": 10})).await;
+    simulator(&svc, "late", json!({"set": "Companies", "ago_seconds": 10, "id": "1003"})).await;
+    let next = sync(&svc, &token, "companies").await;
+    assert_eq!((next["inserted"].clone(), next["updated"].clone()), (json!(1), json!(1)), "{next}");
+    assert_eq!(next["unchanged"], 19, "{next}");
+    let (mirror, upstream) = mirror_and_upstream(&svc, &token).await;
+    assert_eq!(mirror, upstream);
+    svc.stop().await;
+}
+
+/// Changes committed an hour after their stamp, beyond the overlap, and a delete: no
+/// incremental sync sees them; a reconciling sync fetches the record the mirror lacks, fetches
+/// again the one whose version differs, removes the deleted one, and counts each repair.
+async fn a_reconciling_sync_repairs_both_ways(db: Db) {
+    let svc = TestService::start(db, &[("FIELDREPORT_SYNC_OVERLAP_SECONDS", "60")]).await;
+    let token = svc.user_token().await;
+    svc.seed("Companies", 30).await;
+    sync(&svc, &token, "companies").await;
+    let missing = simulator(&svc, "late", json!({"set": "Companies", "ago_seconds": 3600})).await;
+    simulator(&svc, "late", json!({"set": "Companies", "ago_seconds": 3600, "id": "1004"})).await;
+    let deleted = svc.odata(reqwest::Method::DELETE, "Companies(1005L)").checked().await.unwrap();
+    assert_eq!(deleted.status(), 204);
+    let incremental = sync(&svc, &token, "companies").await;
+    assert_eq!(incremental["inserted"].as_u64().unwrap() + incremental["updated"].as_u64().unwrap(), 0);
+    let (mirror, upstream) = mirror_and_upstream(&svc, &token).await;
+    assert_ne!(mirror, upstream, "beyond the overlap, an incremental sync cannot see them");
+
+    let report = sync(&svc, &token, "companies?reconcile=true").await["reconcile"].clone();
+    assert_eq!(report["fetched_missing"], 1, "{report}");
+    assert_eq!(report["refreshed"], 1, "{report}");
+    assert_eq!(report["removed"], 1, "{report}");
+    assert_eq!(report["kept_pending"], 0, "{report}");
+    let (mirror, upstream) = mirror_and_upstream(&svc, &token).await;
+    assert_eq!(mirror, upstream, "a completed reconciling leaves the mirror equal to the upstream");
+    assert!(mirror.contains_key(missing["Id"].as_str().unwrap()));
+    let record: Value = svc.get_json(&token, "/api/v1/fieldreport/companies/1004").await;
+    assert_eq!(record["Version"], 2, "the stale record was fetched again: {record}");
+
+    let metrics = svc.client.get(svc.url("/metrics")).checked().await.unwrap().text().await.unwrap();
+    for kind in ["fetched_missing", "refreshed", "removed"] {
+        let series =
+            format!("integration_mirror_repairs_total{{system=\"fieldreport\",set=\"companies\",kind=\"{kind}\"}} 1\n");
+        assert!(metrics.contains(&series), "{series} in\n{metrics}");
+    }
+    let again = sync(&svc, &token, "companies?reconcile=true").await["reconcile"].clone();
+    for kind in ["fetched_missing", "refreshed", "removed", "kept_pending"] {
+        assert_eq!(again[kind], 0, "nothing is left to repair: {again}");
+    }
+    svc.stop().await;
+}
+
+/// The ERP's mirror diverged without a webhook (a record lost here, one changed and one deleted
+/// at the ERP): a reconciling (`update`) fetches the missing one, fetches the changed one
+/// again and removes the deleted one, then finds nothing left to repair.
+async fn an_erp_reconciling_repairs_both_ways(db: Db) {
+    let svc = TestService::start(db, &[]).await;
+    let token = svc.user_token().await;
+    let setup = svc.get(&token, "/api/v1/erp/setup/customer").await;
+    assert_eq!(setup.status(), 200);
+    let local = svc.store().erp_all("customer").await.unwrap();
+    assert!(local.len() >= 3, "the simulator seeds customers");
+    let (lost, changed, deleted) = (&local[0].id, &local[1].id, &local[2].id);
+    assert!(svc.store().erp_delete("customer", lost).await.unwrap());
+    let erp = |method: reqwest::Method, path: String, body: Option<Value>| {
+        let mut request = svc.erp_api(method, &path);
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        request.checked()
+    };
+    let put = erp(
+        reqwest::Method::PUT,
+        format!("/customer/id/{changed}?ignoreMissingProperties=true"),
+        Some(json!({"email": "x@example.com"})),
+    );
+    assert!(put.await.unwrap().status().is_success());
+    assert!(erp(reqwest::Method::DELETE, format!("/customer/id/{deleted}"), None).await.unwrap().status().is_success());
+
+    let answer = svc.get(&token, "/api/v1/erp/update/customer").await;
+    assert_eq!(answer.status(), 200);
+    let report = answer.json::<Value>().await.unwrap()["data"][0].clone();
+    assert_eq!(
+        (report["fetched_missing"].clone(), report["refreshed"].clone(), report["removed"].clone()),
+        (json!(1), json!(1), json!(1)),
+        "{report}"
+    );
+    let at_erp: Value =
+        erp(reqwest::Method::GET, "/customer?pageSize=1000".into(), None).await.unwrap().json_value().await;
+    assert_eq!(erp_versions(&at_erp), mirrored_erp_versions(svc.store(), "customer").await);
+    let again = svc.get(&token, "/api/v1/erp/update/customer").await.json::<Value>().await.unwrap()["data"][0].clone();
+    for kind in ["fetched_missing", "refreshed", "removed"] {
+        assert_eq!(again[kind], 0, "{again}");
+    }
+    svc.stop().await;
+}
+
+on_both_databases!(
+    an_erp_reconciling_repairs_both_ways,
+    records_changed_while_a_sync_pages_are_not_skipped,
+    a_record_stamped_at_the_cursor_instant_is_not_lost,
+    a_late_commit_within_the_overlap_is_brought_by_the_next_sync,
+    a_reconciling_sync_repairs_both_ways,
+);

@@ -1,0 +1,80 @@
+//! A financing request is its creator's: another user reading or acting on it by its id gets
+//! 404 before anything is asked of the provider, on every route that names one; an operator
+//! reaches every request; a request the service has no creator of (created elsewhere) is
+//! reached by anyone, and becomes the first watcher's.
+
+use crate::common::{Api, JsonAnswer};
+use reqwest::Method;
+use serde_json::{Value, json};
+
+use crate::common::{Db, TestService, error_body, leasing_request};
+
+async fn create(svc: &TestService, token: &str, company: &str) -> String {
+    let created = svc.post(token, "/api/v1/leasing", leasing_request(company)).await;
+    assert_eq!(created.status(), 201);
+    let created: Value = created.json_value().await;
+    created["data"]["FinancingId"].as_str().unwrap().to_string()
+}
+
+/// Every route that names a financing request, with a body where it takes one.
+fn routes(id: &str) -> Vec<(Method, String, Option<Value>)> {
+    let signer = json!({"SignerName": "Max Mustermann", "SignerEmail": "max@acme.example"});
+    vec![
+        (Method::GET, format!("/api/v1/leasing/{id}"), None),
+        (Method::PATCH, format!("/api/v1/leasing/{id}"), Some(json!({"FinancingAmount": 1000}))),
+        (Method::PATCH, format!("/api/v1/leasing/{id}/lessee"), Some(json!({"CompanyName": "Other GmbH"}))),
+        (Method::GET, format!("/api/v1/leasing/{id}/wait-ready-to-sign?max_attempts=1&sleep_milliseconds=0"), None),
+        (Method::GET, format!("/api/v1/leasing/{id}/e-signature/configuration"), None),
+        (Method::POST, format!("/api/v1/leasing/{id}/e-signature"), Some(signer)),
+        (Method::PUT, format!("/api/v1/leasing/{id}/cancel-e-signature"), None),
+        (Method::PUT, format!("/api/v1/leasing/{id}/switch-to-paper-contract"), None),
+        (Method::GET, format!("/api/v1/leasing/{id}/contractdocument/base64"), None),
+        (Method::POST, format!("/api/v1/leasing/{id}/contractdocument/link"), None),
+        (Method::GET, format!("/api/v1/leasing/leasing/request-flow/test-flow/{id}"), None),
+        (Method::POST, format!("/api/v1/leasing/{id}/watch"), None),
+    ]
+}
+
+async fn financing_requests_belong_to_their_creator(db: Db) {
+    let svc = TestService::start(db, &[]).await;
+    let alice = svc.user_token().await;
+    let (bob, root) = svc.bob_and_root().await;
+    let alices = create(&svc, &alice, "Alice GmbH").await;
+
+    let provider_calls = svc.provider_request_count().await;
+    for (method, path, body) in routes(&alices) {
+        let answer = svc.call(&bob, method.clone(), &path, body).await;
+        let body = error_body(answer, 404).await;
+        assert_eq!(
+            (body["error_code"].as_str(), body["success"].as_bool()),
+            (Some("not_found"), Some(false)),
+            "{method} {path}: {body}"
+        );
+    }
+    assert_eq!(svc.provider_request_count().await, provider_calls, "nothing was asked of the provider for bob");
+
+    let path = format!("/api/v1/leasing/{alices}");
+    let read: Value = svc.get_json(&alice, &path).await;
+    assert_eq!(read["data"]["FinancingId"], alices.as_str(), "{read}");
+    assert_eq!(svc.get(&root, &path).await.status(), 200, "an operator reads every request");
+
+    // A request created at the provider, not through the service, has no creator here.
+    let elsewhere = svc
+        .client
+        .post(format!("{}/basic/v1/requests", svc.leasing.trim_end_matches('/')))
+        .json(&leasing_request("Elsewhere GmbH"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(elsewhere.status(), 201);
+    let elsewhere: Value = elsewhere.json_value().await;
+    let id = elsewhere["FinancingId"].as_str().unwrap().to_string();
+    assert_eq!(svc.get(&bob, &format!("/api/v1/leasing/{id}")).await.status(), 200, "no creator recorded");
+    let watched = svc.call(&bob, Method::POST, &format!("/api/v1/leasing/{id}/watch"), None).await;
+    assert_eq!(watched.status(), 200);
+    let answer = svc.get(&alice, &format!("/api/v1/leasing/{id}")).await;
+    assert_eq!(error_body(answer, 404).await["error_code"], "not_found", "bob watched it first");
+    svc.stop().await;
+}
+
+on_both_databases!(financing_requests_belong_to_their_creator);

@@ -1,0 +1,110 @@
+//! The backup drill of docs/operations.md ("Backups"), as an operator runs it: `backup` while
+//! the service serves and writes, `restore` refused while the service runs, the service
+//! stopped, the backup restored, the service started on it, and the mirror brought up to date
+//! by a sync.
+
+use crate::common::{Api, JsonAnswer};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use serde_json::{Value, json};
+
+use crate::common::Db;
+use crate::common::contract::Checked;
+use crate::common::process::{Instance, odata_root, upstream_records};
+
+/// A company the writer created, and when its answer arrived.
+type Acknowledged = Arc<Mutex<Vec<(Instant, String)>>>;
+
+/// Creates companies one after the other until `stop`, noting each one acknowledged.
+async fn write_companies(
+    client: reqwest::Client,
+    url: String,
+    token: String,
+    acknowledged: Acknowledged,
+    stop: tokio::sync::watch::Receiver<bool>,
+) {
+    let mut n = 0;
+    while !*stop.borrow() {
+        n += 1;
+        let body = json!({"Id": "new", "Version": 1, "Name": format!("Drill {n} GmbH"), "IsPhysicalPerson": false});
+        let answer = client.post(&url).bearer_auth(&token).json(&body).checked().await.unwrap();
+        assert_eq!(answer.status(), 201, "a write of the drill failed");
+        let created: Value = answer.json_value().await;
+        let id = created["data"]["Id"].as_str().expect("the assigned Id").to_string();
+        acknowledged.lock().unwrap().push((Instant::now(), id));
+    }
+}
+
+async fn wait_for_writes(acknowledged: &Acknowledged, at_least: usize) {
+    while acknowledged.lock().unwrap().len() < at_least {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
+async fn company_status(instance: &Instance, token: &str, id: &str) -> u16 {
+    let url = instance.url(&format!("/api/v1/fieldreport/companies/{id}"));
+    instance.client.get(url).bearer_auth(token).checked().await.unwrap().status().as_u16()
+}
+
+#[tokio::test]
+async fn a_backup_taken_while_writing_restores_every_write_acknowledged_before_it() {
+    let (mut instance, sandboxes, store) = Instance::start(Db::Sqlite, &[]).await;
+    // The test's own connections would keep the database in use.
+    store.close().await;
+    drop(store);
+    let token = instance.token().await;
+    let backup_file = std::env::temp_dir().join(format!("integration-service-drill-{}.db", uuid::Uuid::new_v4()));
+    let backup_path = backup_file.to_str().unwrap();
+
+    let acknowledged: Acknowledged = Arc::default();
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let writer = tokio::spawn(write_companies(
+        instance.client.clone(),
+        instance.url("/api/v1/fieldreport/companies"),
+        token.clone(),
+        acknowledged.clone(),
+        stopped,
+    ));
+    wait_for_writes(&acknowledged, 5).await;
+    let began = Instant::now();
+    let backup = instance.command(&["backup", "--to", backup_path]).await;
+    let stdout = String::from_utf8_lossy(&backup.stdout);
+    assert!(backup.status.success(), "backup failed: {}", String::from_utf8_lossy(&backup.stderr));
+    assert!(stdout.contains(&format!("to {backup_path}")), "{stdout}");
+    let written_at_backup = acknowledged.lock().unwrap().len();
+    wait_for_writes(&acknowledged, written_at_backup + 3).await;
+    stop.send(true).unwrap();
+    writer.await.unwrap();
+    let acknowledged = acknowledged.lock().unwrap().clone();
+    let before: Vec<&str> = acknowledged.iter().filter(|(at, _)| *at < began).map(|(_, id)| id.as_str()).collect();
+    assert!(before.len() >= 5);
+
+    // Not over a database in use.
+    let refused = instance.command(&["restore", "--from", backup_path]).await;
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("is in use") && stderr.contains("stop every instance"), "{stderr}");
+
+    instance.terminate();
+    let restored = instance.command(&["restore", "--from", backup_path]).await;
+    let stdout = String::from_utf8_lossy(&restored.stdout);
+    assert!(restored.status.success(), "restore failed: {}", String::from_utf8_lossy(&restored.stderr));
+    assert!(stdout.contains("restored") && stdout.contains("moved to"), "{stdout}");
+    instance.restart();
+
+    // Every write acknowledged before the backup began is there, and the token still works.
+    for id in &before {
+        assert_eq!(company_status(&instance, &token, id).await, 200, "company {id} was acknowledged before the backup");
+    }
+    // The writes after it were forwarded to the field-report system: a sync brings them back.
+    let answer = instance.client.get(instance.url("/api/v1/fieldreport/sync/companies")).bearer_auth(&token);
+    assert_eq!(answer.checked().await.unwrap().status(), 200);
+    let upstream = upstream_records(&instance.client, &odata_root(&sandboxes), "Companies").await;
+    for (_, id) in &acknowledged {
+        assert!(upstream.contains_key(id), "company {id} reached the field-report system");
+        assert_eq!(company_status(&instance, &token, id).await, 200, "company {id} is mirrored again after the sync");
+    }
+    let _ = std::fs::remove_file(&backup_file);
+    instance.stop(&[&token]).await;
+}
