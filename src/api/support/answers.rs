@@ -55,7 +55,7 @@ pub enum Source {
 
 impl Source {
     /// Every source, so that a test can walk every answer the service can give
-    /// (`tests/integration/python_client.rs` sends each through a generated client).
+    /// (`tests/integration/edge/python_client.rs` sends each through a generated client).
     pub const ALL: [Source; 12] = [
         Source::Store,
         Source::Guard,

@@ -103,6 +103,17 @@ impl Filter {
         }
     }
 
+    /// The id after which every record this filter admits lies (`id-gt`, `id-ge`), for a
+    /// list read in id order.
+    fn least_id(&self) -> Option<u64> {
+        let id: u64 = self.value.parse().ok().filter(|_| self.property == "id")?;
+        match self.op {
+            Op::Gt => Some(id),
+            Op::Ge => id.checked_sub(1),
+            _ => None,
+        }
+    }
+
     pub(super) fn matches(&self, record: &Map<String, Value>) -> bool {
         let actual = record.get(&self.property).and_then(text);
         let equals = |expected: &str| actual.as_deref().is_some_and(|a| compare_text(a, expected).is_eq());
@@ -138,6 +149,16 @@ pub(super) struct ListQuery {
 }
 
 impl ListQuery {
+    /// Whether the list is in id order alone, the order its records are kept in.
+    pub(super) fn by_id(&self) -> bool {
+        self.sort.len() == 1 && self.sort[0] == ("id".to_string(), false)
+    }
+
+    /// The greatest id that no record of the list can have (`id-gt` and `id-ge` filters).
+    pub(super) fn ids_after(&self) -> Option<u64> {
+        self.filters.iter().filter_map(Filter::least_id).max()
+    }
+
     pub(super) fn parse(query: Option<&str>) -> Result<ListQuery, SimResponse> {
         let mut parsed = ListQuery { page: 1, page_size: DEFAULT_PAGE_SIZE, sort: Vec::new(), filters: Vec::new() };
         for (name, value) in query_pairs(query) {

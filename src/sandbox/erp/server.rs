@@ -3,6 +3,7 @@
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
+use std::ops::Bound;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -124,13 +125,31 @@ impl Erp {
             Ok(query) => query,
             Err(response) => return response,
         };
+        let skip = (query.page - 1).saturating_mul(query.page_size);
+        if query.by_id() {
+            // In id order, the order the records are kept in: the page is read from the
+            // first id the filters admit, copying only its own records (a key-paged pull of a
+            // large model stays linear).
+            let state = self.state.lock().expect("lock");
+            let start = query.ids_after().map_or(Bound::Unbounded, Bound::Excluded);
+            let page: Vec<Value> = state
+                .models
+                .get(model)
+                .map(|records| {
+                    records
+                        .range((start, Bound::Unbounded))
+                        .map(|(_, record)| record)
+                        .filter(|record| query.filters.iter().all(|f| f.matches(record)))
+                        .skip(skip)
+                        .take(query.page_size)
+                        .map(|record| Value::Object(record.clone()))
+                        .collect()
+                })
+                .unwrap_or_default();
+            return result(StatusCode::OK, Value::Array(page));
+        }
         let records = self.matching(model, &query);
-        let page: Vec<Value> = records
-            .into_iter()
-            .skip((query.page - 1).saturating_mul(query.page_size))
-            .take(query.page_size)
-            .map(Value::Object)
-            .collect();
+        let page: Vec<Value> = records.into_iter().skip(skip).take(query.page_size).map(Value::Object).collect();
         result(StatusCode::OK, Value::Array(page))
     }
 

@@ -36,6 +36,20 @@ async fn status(svc: &TestService, token: &str, method: Method, path: &str, body
     svc.call(token, method, path, body).await
 }
 
+/// The answer to `GET path` once it is 401. A revocation made by another process reaches the
+/// service's token cache on Postgres by a notification, milliseconds later (documented in
+/// src/store/engine/token_cache.rs); the poll is a guard against a hang, not a timing claim.
+async fn refused_once_revoked(svc: &TestService, token: &str, path: &str) -> reqwest::Response {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let answer = status(svc, token, Method::GET, path, None).await;
+        if answer.status() == 401 || std::time::Instant::now() > deadline {
+            return answer;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
 async fn named_tokens_hold_only_their_abilities(db: Db) {
     let svc = TestService::start(db, &[]).await;
     let url = svc.database_url.clone();
@@ -130,13 +144,13 @@ async fn named_tokens_hold_only_their_abilities(db: Db) {
     let revoked = cli(&url, &["token", "revoke", "--email", EMAIL, "--name", "n8n"], None);
     assert!(revoked.status.success(), "{}", text(&revoked.stderr));
     assert!(text(&revoked.stdout).contains("revoked 1 token(s) named \"n8n\""), "{}", text(&revoked.stdout));
-    error_body(status(&svc, &reader, Method::GET, "/api/v1/fieldreport/companies", None).await, 401).await;
+    error_body(refused_once_revoked(&svc, &reader, "/api/v1/fieldreport/companies").await, 401).await;
     assert_eq!(status(&svc, &writer, Method::GET, "/api/v1/leasing/calculate", None).await.status(), 200);
     let again = cli(&url, &["token", "revoke", "--email", EMAIL, "--name", "n8n"], None);
     assert!(!again.status.success() && text(&again.stderr).contains("no token named \"n8n\""));
     let all = cli(&url, &["token", "revoke", "--email", EMAIL, "--all"], None);
     assert!(text(&all.stdout).contains("revoked 3 token(s)"), "{}", text(&all.stdout));
-    error_body(status(&svc, &login, Method::GET, "/api/v1/user", None).await, 401).await;
+    error_body(refused_once_revoked(&svc, &login, "/api/v1/user").await, 401).await;
     svc.stop().await;
 }
 

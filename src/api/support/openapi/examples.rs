@@ -1,7 +1,7 @@
 //! The example of every success answer: the schema's own where it has one (the records, jobs,
 //! subscriptions, flows written by hand beside their types), else one made from the schema,
 //! so that every JSON answer a consumer reads about shows its shape. Each one fits its schema
-//! (`tests/integration/examples.rs` validates every one against the document).
+//! (`tests/integration/edge/examples.rs` validates every one against the document).
 
 use serde_json::{Map, Value, json};
 

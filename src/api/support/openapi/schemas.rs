@@ -45,7 +45,7 @@ pub(super) fn type_timestamps(value: &mut Value) {
 
 /// The example of each request body, beside its schema: the schema's own example where it
 /// has one (the financing request, the login, the job), else [`request_example`]. Each one
-/// succeeds against the sandbox (`tests/integration/examples.rs` sends every one).
+/// succeeds against the sandbox (`tests/integration/edge/examples.rs` sends every one).
 pub(super) fn give_request_examples(doc: &mut Value) {
     let schemas = doc["components"]["schemas"].clone();
     for item in doc["paths"].as_object_mut().into_iter().flat_map(|p| p.values_mut()) {
