@@ -13,6 +13,7 @@
 pub mod api;
 pub mod assembly;
 pub mod auth;
+pub mod background;
 pub mod cli;
 pub mod config;
 pub mod digest;

@@ -13,19 +13,15 @@ use tokio::task::JoinHandle;
 
 use crate::api::{self, ApiContext};
 use crate::assembly::{AssemblyError, Services};
-use crate::auth::Authenticator;
+use crate::background::Background;
+use crate::background::janitor::Janitor;
 use crate::config::Config;
-use crate::erp::inbox::InboxWorker;
 use crate::fieldreport::service::FieldReportService;
 use crate::front::docs_path::DocsPaths;
 use crate::front::tls::{TlsSetupError, TlsTerminator};
 use crate::front::{self, Front};
-use crate::jobs::runner::JobRunner;
 use crate::leasing::calculation::Factors;
-use crate::leasing::watch::poller::WatchTasks;
-use crate::metrics::Metrics;
 use crate::store::Store;
-use crate::store::retention::Retention;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
@@ -48,17 +44,9 @@ pub struct RunningService {
     pub store: Store,
     stop_front: Option<oneshot::Sender<()>>,
     front_task: JoinHandle<()>,
-    inbox_worker: Option<InboxWorker>,
-    job_runner: Option<JobRunner>,
-    /// The leasing watcher's poller and deliverer.
-    watch_tasks: Option<WatchTasks>,
-    /// Queues `SCHEDULE`'s jobs; `None` when nothing is scheduled.
-    scheduler: Option<JoinHandle<()>>,
-    janitor: JoinHandle<()>,
-    /// Writes token uses every few seconds; the last ones are written at shutdown.
-    last_used_writer: JoinHandle<()>,
-    auth: Authenticator,
-    log: Logger,
+    /// Every background task: jobs, the schedule, the leasing watcher, the ERP inbox, the
+    /// janitor and the last-use writer.
+    background: Background,
     /// Postgres: hears of token and user changes for the token cache.
     change_listener: Option<JoinHandle<()>>,
     fieldreport: FieldReportService,
@@ -84,60 +72,13 @@ impl RunningService {
             let _ = stop.send(());
         }
         let _ = (&mut self.front_task).await;
-        if let Some(worker) = self.inbox_worker.take() {
-            worker.stop().await;
-        }
-        if let Some(scheduler) = &self.scheduler {
-            scheduler.abort();
-        }
-        // Jobs in flight end at their next page (the stop above) and go back to the queue.
-        if let Some(runner) = self.job_runner.take() {
-            runner.stop().await;
-        }
-        if let Some(tasks) = self.watch_tasks.take() {
-            tasks.stop().await;
-        }
-        self.janitor.abort();
-        self.last_used_writer.abort();
-        if let Err(error) = self.auth.write_last_used().await {
-            slog::warn!(self.log, "writing the last token uses failed"; "error" => %error);
-        }
+        // Jobs in flight end at their next page (the stop above) and go back to the queue; the
+        // inbox finishes its call in flight; the last token uses are written.
+        self.background.stop().await;
         if let Some(listener) = &self.change_listener {
             listener.abort();
         }
         self.store.close().await;
-    }
-}
-
-/// Marks what crashed instances left running as interrupted: at start, then once per work
-/// lease (a running flow renews its lease more often than that); and removes finished history
-/// older than `retention` keeps it, counting what it removed in the metrics.
-async fn janitor(store: Store, retention: Retention, metrics: Arc<Metrics>, log: Logger) {
-    let mut every = tokio::time::interval(std::time::Duration::from_millis(store.work_lease_ms() as u64));
-    loop {
-        every.tick().await;
-        match store.interrupt_abandoned_flows().await {
-            Ok(0) => {}
-            Ok(count) => slog::warn!(log, "flows of a stopped instance marked interrupted"; "count" => count),
-            Err(error) => slog::warn!(log, "looking for abandoned flows failed"; "error" => %error),
-        }
-        match store.prune(&retention).await {
-            Ok(pruned) => metrics.pruned(&pruned),
-            Err(error) => slog::warn!(log, "pruning old history failed"; "error" => %error),
-        }
-    }
-}
-
-/// Writes the token uses noted by the checks of the last few seconds (see
-/// [`crate::auth::last_used`]).
-async fn write_last_used(auth: Authenticator, log: Logger) {
-    let mut every = tokio::time::interval(crate::auth::last_used::LAST_USED_FLUSH);
-    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        every.tick().await;
-        if let Err(error) = auth.write_last_used().await {
-            slog::warn!(log, "writing token uses failed; they are written with the next ones"; "error" => %error);
-        }
     }
 }
 
@@ -149,17 +90,26 @@ pub async fn start(config: &Config, log: &Logger) -> Result<RunningService, Star
     };
     let Services { store, auth, openapi, metrics, fieldreport, erp, leasing, jobs } =
         Services::assemble(config).await?;
-    let inbox_worker = erp.start_worker(log.new(o!("component" => "erp-inbox")));
-    let job_runner = jobs.start_runner(log.new(o!("component" => "jobs")));
-    let watch_tasks = leasing.start_watching(log.new(o!("component" => "leasing-watch")));
-    let scheduler = jobs.start_scheduler(config.jobs.schedule.clone(), log.new(o!("component" => "schedule")));
-    let janitor = tokio::spawn(janitor(
-        store.clone(),
-        config.store.retention.clone(),
-        metrics.clone(),
-        log.new(o!("component" => "janitor")),
-    ));
-    let last_used_writer = tokio::spawn(write_last_used(auth.clone(), log.new(o!("component" => "last-used"))));
+    let mut background = Background::new(metrics.clone());
+    let (inbox_worker, inbox_pruner) = erp.inbox_tasks(&log.new(o!("component" => "erp-inbox")));
+    background.start(inbox_worker);
+    background.start(inbox_pruner);
+    background.start(jobs.runner(log.new(o!("component" => "jobs"))));
+    if let Some(scheduler) = jobs.scheduler(config.jobs.schedule.clone(), log.new(o!("component" => "schedule"))) {
+        background.start(scheduler);
+    }
+    let (deliverer, poller) = leasing.watch_tasks(&log.new(o!("component" => "leasing-watch")));
+    background.start(deliverer);
+    if let Some(poller) = poller {
+        background.start(poller);
+    }
+    background.start(Janitor {
+        store: store.clone(),
+        retention: config.store.retention.clone(),
+        metrics: metrics.clone(),
+        log: log.new(o!("component" => "janitor")),
+    });
+    background.start(auth.last_use_writer(log.new(o!("component" => "last-used"))));
     let change_listener = store.listen_for_changes(&config.store.database_url);
     let context_fieldreport = fieldreport.clone();
     let (shutting_down, shutdown_signal) = tokio::sync::watch::channel(false);
@@ -234,14 +184,7 @@ pub async fn start(config: &Config, log: &Logger) -> Result<RunningService, Star
         store,
         stop_front: Some(stop_front),
         front_task,
-        inbox_worker: Some(inbox_worker),
-        job_runner: Some(job_runner),
-        watch_tasks: Some(watch_tasks),
-        scheduler,
-        janitor,
-        last_used_writer,
-        auth,
-        log: log.new(o!("component" => "server")),
+        background,
         change_listener,
         fieldreport: context_fieldreport,
         shutting_down,

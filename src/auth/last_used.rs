@@ -5,9 +5,12 @@
 //! and a flush interval early.
 
 use std::collections::HashMap;
-use std::sync::RwLock;
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
+use slog::Logger;
+
+use crate::background::task::{Failed, Pace, Plan, Stop, Stopping, Task};
 use crate::store::{Store, StoreError};
 
 /// How often noted uses are written.
@@ -64,6 +67,40 @@ impl LastUsed {
                 }
                 Err(error)
             }
+        }
+    }
+}
+
+/// The background task that writes the noted uses.
+pub struct LastUseWriter {
+    pub(super) last_used: Arc<LastUsed>,
+    pub(super) store: Store,
+    pub(super) log: Logger,
+}
+
+impl Task for LastUseWriter {
+    /// Nothing in the database: the write takes the uses noted in this instance's memory.
+    type Claim = ();
+
+    /// Every [`LAST_USED_FLUSH`], the first time at start; once more when the service stops.
+    fn plan(&self) -> Plan {
+        Plan { name: "last_used", pace: Pace::Every(LAST_USED_FLUSH), stop: Stop::Drop, wake: None }
+    }
+
+    async fn claim(&self) -> Result<Option<()>, Failed> {
+        Ok(Some(()))
+    }
+
+    async fn work(&self, (): (), _: &Stopping) -> Result<(), Failed> {
+        self.last_used.write(&self.store).await.map(drop).map_err(|error| {
+            slog::warn!(self.log, "writing token uses failed; they are written with the next ones"; "error" => %error);
+            Failed
+        })
+    }
+
+    async fn stopped(&self) {
+        if let Err(error) = self.last_used.write(&self.store).await {
+            slog::warn!(self.log, "writing the last token uses failed"; "error" => %error);
         }
     }
 }

@@ -116,7 +116,7 @@ pub struct Authenticator {
     token_ttl: Option<Duration>,
     /// Verified when the email is unknown, so that both failures take the same time.
     dummy_hash: Arc<str>,
-    /// Token uses noted, written every few seconds ([`Authenticator::write_last_used`]).
+    /// Token uses noted, written every few seconds ([`Authenticator::last_use_writer`]).
     last_used: Arc<LastUsed>,
 }
 
@@ -369,10 +369,9 @@ impl Authenticator {
         })
     }
 
-    /// Writes the token uses noted since the last call (see [`last_used`]); the service calls
-    /// it every [`last_used::LAST_USED_FLUSH`] and when it stops.
-    pub async fn write_last_used(&self) -> Result<usize, AuthError> {
-        Ok(self.last_used.write(&self.store).await?)
+    /// The background task that writes the token uses noted here (see [`last_used`]).
+    pub fn last_use_writer(&self, log: slog::Logger) -> last_used::LastUseWriter {
+        last_used::LastUseWriter { last_used: self.last_used.clone(), store: self.store.clone(), log }
     }
 
     /// Revokes one token (logout).

@@ -11,16 +11,17 @@
 //! again when its lease expires, by any instance. Processed calls are forgotten after a week
 //! ([`KEEP_DONE`]); failed ones stay until an operator looks at them.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use slog::Logger;
 
 use super::mapping::{self, Mapping};
 use super::pull::erp_record;
 use super::webhook::WebhookCall;
 use super::{ErpError, ErpService, model_named};
+use crate::background::task::{Failed, Pace, Plan, Stop, Stopping, Task};
 use crate::fieldreport::service::{FieldReportError, entity_named};
 use crate::store::StoreError;
 use crate::store::erp::InboxItem;
@@ -43,19 +44,18 @@ pub fn next_attempt_after(attempts: i64) -> Option<Duration> {
     (attempts < MAX_ATTEMPTS).then(|| Duration::from_secs((1u64 << (attempts - 1).clamp(0, 9)).min(300)))
 }
 
-/// The worker's handle: [`InboxWorker::stop`] lets the current call finish.
+/// The worker that processes the inbox, a background task.
 pub struct InboxWorker {
-    stop: Arc<AtomicBool>,
     service: ErpService,
-    task: tokio::task::JoinHandle<()>,
+    /// When this worker last had the inbox's statistics refreshed.
+    statistics_at: Mutex<Option<Instant>>,
+    log: Logger,
 }
 
-impl InboxWorker {
-    pub async fn stop(self) {
-        self.stop.store(true, Ordering::SeqCst);
-        self.service.inner.wake.notify_one();
-        let _ = self.task.await;
-    }
+/// Forgets processed calls older than [`KEEP_DONE`], a background task.
+pub struct InboxPruner {
+    service: ErpService,
+    log: Logger,
 }
 
 impl ErpService {
@@ -66,54 +66,102 @@ impl ErpService {
         Ok(id)
     }
 
-    /// Starts the worker that processes the inbox.
-    pub fn start_worker(&self, log: slog::Logger) -> InboxWorker {
-        let stop = Arc::new(AtomicBool::new(false));
-        let service = self.clone();
-        let flag = stop.clone();
-        let task = tokio::spawn(async move {
-            let mut pruned_at: Option<std::time::Instant> = None;
-            let mut statistics_at: Option<std::time::Instant> = None;
-            while !flag.load(Ordering::SeqCst) {
-                if pruned_at.is_none_or(|at| at.elapsed() >= PRUNE_EVERY) {
-                    pruned_at = Some(std::time::Instant::now());
-                    let before = now_ms() - KEEP_DONE.as_millis() as i64;
-                    if let Err(error) = service.store().inbox_prune(before).await {
-                        slog::warn!(log, "pruning the webhook inbox failed"; "error" => %error);
-                    }
-                }
-                match service.process_due(&flag).await {
-                    Ok(0) => {
-                        let _ = tokio::time::timeout(POLL, service.inner.wake.notified()).await;
-                    }
-                    Ok(claimed) => {
-                        // A full claim means a backlog, which the statistics may not know of.
-                        if claimed as i64 == BATCH && statistics_at.is_none_or(|at| at.elapsed() >= STATISTICS_EVERY) {
-                            statistics_at = Some(std::time::Instant::now());
-                            if let Err(error) = service.store().inbox_refresh_statistics().await {
-                                slog::warn!(log, "refreshing the webhook inbox's statistics failed"; "error" => %error);
-                            }
-                        }
-                    }
-                    Err(error) => {
-                        slog::warn!(log, "webhook inbox unavailable"; "error" => %error);
-                        tokio::time::sleep(POLL * 4).await;
-                    }
-                }
-            }
-        });
-        InboxWorker { stop, service: self.clone(), task }
+    /// The inbox's background tasks: the worker and its pruning.
+    pub fn inbox_tasks(&self, log: &Logger) -> (InboxWorker, InboxPruner) {
+        let worker = InboxWorker { service: self.clone(), statistics_at: Mutex::new(None), log: log.clone() };
+        (worker, InboxPruner { service: self.clone(), log: log.clone() })
+    }
+}
+
+impl Task for InboxWorker {
+    /// Up to [`BATCH`] due calls, each with a lease of `WORK_LEASE_SECONDS`.
+    type Claim = Vec<InboxItem>;
+
+    /// Claims again as soon as a batch was processed, after [`POLL`] when none was due (a call
+    /// stored here wakes it), after four times that when the inbox failed; at a stop, the
+    /// call in flight finishes and the calls claimed but not started are handed back.
+    fn plan(&self) -> Plan {
+        Plan {
+            name: "erp_inbox",
+            pace: Pace::WhenDue { idle: POLL, after_failure: POLL * 4, at_once: 1 },
+            stop: Stop::Finish { within: None },
+            wake: Some(self.service.inner.wake.clone()),
+        }
     }
 
-    /// Processes the calls that are due; returns how many it took. The calls of one record
-    /// among them are processed together: one fetch from the ERP answers for all of them,
-    /// since each was received before it. Calls claimed but not started when `stop` is set
-    /// are released for the next run.
-    pub async fn process_due(&self, stop: &AtomicBool) -> Result<usize, StoreError> {
-        let items = self.store().inbox_claim(BATCH, self.store().work_lease_ms()).await?;
-        let count = items.len();
+    async fn claim(&self) -> Result<Option<Vec<InboxItem>>, Failed> {
+        let store = self.service.store();
+        match store.inbox_claim(BATCH, store.work_lease_ms()).await {
+            Ok(items) => Ok((!items.is_empty()).then_some(items)),
+            Err(error) => {
+                slog::warn!(self.log, "webhook inbox unavailable"; "error" => %error);
+                Err(Failed)
+            }
+        }
+    }
+
+    async fn work(&self, items: Vec<InboxItem>, stopping: &Stopping) -> Result<(), Failed> {
+        // A full claim means a backlog, which the statistics may not know of.
+        let backlog = items.len() as i64 == BATCH;
+        if let Err(error) = self.service.process_claimed(items, stopping).await {
+            slog::warn!(self.log, "webhook inbox unavailable"; "error" => %error);
+            return Err(Failed);
+        }
+        if backlog
+            && self.statistics_due()
+            && let Err(error) = self.service.store().inbox_refresh_statistics().await
+        {
+            slog::warn!(self.log, "refreshing the webhook inbox's statistics failed"; "error" => %error);
+        }
+        Ok(())
+    }
+
+    fn due_at(&self, items: &Vec<InboxItem>) -> Option<i64> {
+        items.iter().map(|item| item.next_attempt_at).min()
+    }
+}
+
+impl InboxWorker {
+    /// Whether to refresh the statistics now: at most every [`STATISTICS_EVERY`].
+    fn statistics_due(&self) -> bool {
+        let mut at = self.statistics_at.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let due = at.is_none_or(|at| at.elapsed() >= STATISTICS_EVERY);
+        if due {
+            *at = Some(Instant::now());
+        }
+        due
+    }
+}
+
+impl Task for InboxPruner {
+    /// Nothing: every instance prunes, and pruning twice removes nothing more.
+    type Claim = ();
+
+    /// At start, then every [`PRUNE_EVERY`]; a pruning in flight at a stop is dropped.
+    fn plan(&self) -> Plan {
+        Plan { name: "erp_inbox_prune", pace: Pace::Every(PRUNE_EVERY), stop: Stop::Drop, wake: None }
+    }
+
+    async fn claim(&self) -> Result<Option<()>, Failed> {
+        Ok(Some(()))
+    }
+
+    async fn work(&self, (): (), _: &Stopping) -> Result<(), Failed> {
+        let before = now_ms() - KEEP_DONE.as_millis() as i64;
+        self.service.store().inbox_prune(before).await.map(drop).map_err(|error| {
+            slog::warn!(self.log, "pruning the webhook inbox failed"; "error" => %error);
+            Failed
+        })
+    }
+}
+
+impl ErpService {
+    /// Processes claimed calls. The calls of one record among them are processed together:
+    /// one fetch from the ERP answers for all of them, since each was received before it.
+    /// Calls not started when the service stops are released for the next run.
+    async fn process_claimed(&self, items: Vec<InboxItem>, stopping: &Stopping) -> Result<(), StoreError> {
         for calls in calls_by_record(items) {
-            if stop.load(Ordering::SeqCst) {
+            if stopping.asked() {
                 for call in &calls {
                     self.store().inbox_release(call.id).await?;
                 }
@@ -135,7 +183,7 @@ impl ErpService {
                 }
             }
         }
-        Ok(count)
+        Ok(())
     }
 
     /// One call: fetch, mirror, map. Answers a description of what it did.

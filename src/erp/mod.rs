@@ -77,7 +77,7 @@ struct Inner {
     fieldreport: FieldReportService,
     guard: WebhookGuard,
     /// Wakes the inbox worker when a call was stored.
-    wake: tokio::sync::Notify,
+    wake: Arc<tokio::sync::Notify>,
     /// Names this process as a lease owner.
     instance: String,
     /// How far before its cursor an incremental pull starts (`ERP_PULL_OVERLAP_SECONDS`).
@@ -93,7 +93,7 @@ impl ErpService {
         pull_overlap: std::time::Duration,
     ) -> ErpService {
         let instance = format!("erp-{}", uuid::Uuid::new_v4().simple());
-        let wake = tokio::sync::Notify::new();
+        let wake = Arc::default();
         ErpService { inner: Arc::new(Inner { store, client, fieldreport, guard, wake, instance, pull_overlap }) }
     }
 
@@ -115,7 +115,7 @@ impl ErpService {
                 client: inner.client.clone(),
                 fieldreport,
                 guard: inner.guard.clone(),
-                wake: tokio::sync::Notify::new(),
+                wake: Arc::default(),
                 // An owner of its own: a pull of this handle and one of the instance's never
                 // take each other's lease for their own.
                 instance: format!("erp-{}", uuid::Uuid::new_v4().simple()),

@@ -13,12 +13,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use slog::Logger;
-use tokio::sync::watch;
-use tokio::task::{JoinHandle, JoinSet};
 
 use super::kind::JobKind;
 use super::work::{self, Progress, Stopped};
 use super::{JobFlags, JobsService};
+use crate::background::task::{Failed, Pace, Plan, Stop, Stopping, Task};
 use crate::store::jobs::JobRow;
 
 /// Jobs one instance runs at a time.
@@ -28,70 +27,68 @@ const POLL: Duration = Duration::from_secs(1);
 /// How long a stopping instance waits for its jobs to reach a page boundary.
 const STOP_WAIT: Duration = Duration::from_secs(20);
 
-/// A started runner; [`JobRunner::stop`] ends it.
+/// The job runner of one instance, a background task.
 pub struct JobRunner {
-    stop: watch::Sender<bool>,
-    task: JoinHandle<()>,
+    jobs: JobsService,
+    /// The lease owner of this instance's jobs.
+    owner: String,
+    log: Logger,
 }
 
-impl JobRunner {
-    /// Stops claiming, lets running jobs reach their next page (the process's stop was asked
-    /// for already: `FieldReportService::request_stop`), and hands them back to the queue.
-    pub async fn stop(self) {
-        self.stop.send_replace(true);
-        let mut task = self.task;
-        if tokio::time::timeout(STOP_WAIT, &mut task).await.is_err() {
-            task.abort();
+impl JobsService {
+    /// This instance's job runner.
+    pub fn runner(&self, log: Logger) -> JobRunner {
+        JobRunner { jobs: self.clone(), owner: format!("jobs-{}", uuid::Uuid::new_v4().simple()), log }
+    }
+}
+
+impl Task for JobRunner {
+    /// One queued job (or a running one whose lease ran out).
+    type Claim = JobRow;
+
+    /// Claims a job whenever fewer than [`MAX_RUNNING`] run here, looks again every [`POLL`]
+    /// (or when a job is queued here); at a stop, running jobs reach their next page (the
+    /// process's stop was asked for already: `FieldReportService::request_stop`) and are handed
+    /// back to the queue, within [`STOP_WAIT`].
+    fn plan(&self) -> Plan {
+        Plan {
+            name: "jobs",
+            pace: Pace::WhenDue { idle: POLL, after_failure: POLL, at_once: MAX_RUNNING },
+            stop: Stop::Finish { within: Some(STOP_WAIT) },
+            wake: Some(self.jobs.wake.clone()),
         }
+    }
+
+    async fn claim(&self) -> Result<Option<JobRow>, Failed> {
+        // Once the process stops, a job handed back is not claimed again here.
+        if self.jobs.fieldreport.stopping() {
+            return Ok(None);
+        }
+        let store = &self.jobs.store;
+        store.job_claim(&self.owner, store.lease_deadline()).await.map_err(|error| {
+            slog::warn!(self.log, "claiming a job failed"; "error" => %error);
+            Failed
+        })
+    }
+
+    async fn work(&self, job: JobRow, _: &Stopping) -> Result<(), Failed> {
+        self.jobs.run_one(job, &self.owner, &self.log).await
+    }
+
+    fn due_at(&self, job: &JobRow) -> Option<i64> {
+        Some(job.created_at)
     }
 }
 
 impl JobsService {
-    /// Starts this instance's job runner.
-    pub fn start_runner(&self, log: Logger) -> JobRunner {
-        let (stop, stopped) = watch::channel(false);
-        let task = tokio::spawn(self.clone().run_jobs(stopped, log));
-        JobRunner { stop, task }
-    }
-
-    async fn run_jobs(self, mut stopped: watch::Receiver<bool>, log: Logger) {
-        let owner = format!("jobs-{}", uuid::Uuid::new_v4().simple());
-        let mut running: JoinSet<()> = JoinSet::new();
-        loop {
-            // Once the process stops, a job handed back is not claimed again here.
-            if *stopped.borrow() || self.fieldreport.stopping() {
-                break;
-            }
-            while running.len() < MAX_RUNNING {
-                match self.store.job_claim(&owner, self.store.lease_deadline()).await {
-                    Ok(Some(job)) => {
-                        running.spawn(self.clone().run_one(job, owner.clone(), log.clone()));
-                    }
-                    Ok(None) => break,
-                    Err(error) => {
-                        slog::warn!(log, "claiming a job failed"; "error" => %error);
-                        break;
-                    }
-                }
-            }
-            tokio::select! {
-                _ = stopped.changed() => {}
-                _ = self.wake.notified() => {}
-                Some(_) = running.join_next(), if !running.is_empty() => {}
-                _ = tokio::time::sleep(POLL) => {}
-            }
-        }
-        while running.join_next().await.is_some() {}
-    }
-
     /// Runs one claimed job to its end, then records how it ended.
-    async fn run_one(self, job: JobRow, owner: String, log: Logger) {
+    async fn run_one(&self, job: JobRow, owner: &str, log: &Logger) -> Result<(), Failed> {
         let log = log.new(slog::o!("job" => job.id, "kind" => job.kind.clone(), "target" => job.target.clone()));
         let Ok(kind) = JobKind::parse(&job.kind) else {
             // A kind this build does not know (written by a newer one): left to it.
             slog::warn!(log, "a job of an unknown kind was handed back");
-            let _ = self.store.job_release(job.id, &owner).await;
-            return;
+            let _ = self.store.job_release(job.id, owner).await;
+            return Ok(());
         };
         slog::info!(log, "job started"; "attempt" => job.attempts);
         let cancel = Arc::new(AtomicBool::new(job.cancel_requested));
@@ -106,7 +103,7 @@ impl JobsService {
 
         let outcome = {
             let work = work::run(kind, &job.target, &fieldreport, &erp, &progress);
-            let heartbeat = self.heartbeat(&job, &owner, &progress, &cancel, &lost, &stop_work, &log);
+            let heartbeat = self.heartbeat(&job, owner, &progress, &cancel, &lost, &stop_work, &log);
             tokio::pin!(work);
             // The heartbeat returns once it asked the work to stop; the work then ends at its
             // next page.
@@ -123,7 +120,7 @@ impl JobsService {
 
         if lost.load(Ordering::SeqCst) {
             slog::warn!(log, "job stopped: another instance took it over");
-            return;
+            return Ok(());
         }
         let (status, result, error) = match outcome {
             Ok(done) => {
@@ -133,16 +130,16 @@ impl JobsService {
             Err(Stopped::Interrupted) if cancel.load(Ordering::SeqCst) => ("cancelled", None, None),
             Err(Stopped::Interrupted) => {
                 // The process is stopping: the job runs again after the restart.
-                if let Err(error) = self.store.job_release(job.id, &owner).await {
+                return self.store.job_release(job.id, owner).await.map(drop).map_err(|error| {
                     slog::warn!(log, "handing a job back failed"; "error" => %error);
-                }
-                return;
+                    Failed
+                });
             }
             Err(Stopped::Failed(message)) => ("failed", None, Some(message)),
         };
         match self
             .store
-            .job_finish(job.id, &owner, status, result.as_deref(), error.as_deref(), &progress.snapshot())
+            .job_finish(job.id, owner, status, result.as_deref(), error.as_deref(), &progress.snapshot())
             .await
         {
             Ok(true) => {
@@ -150,9 +147,12 @@ impl JobsService {
                 slog::info!(log, "job ended"; "status" => status, "error" => error.as_deref().unwrap_or(""));
             }
             Ok(false) => slog::warn!(log, "job ended after another instance took it over"; "status" => status),
-            Err(store_error) => slog::warn!(log, "recording a job's end failed"; "error" => %store_error),
+            Err(store_error) => {
+                slog::warn!(log, "recording a job's end failed"; "error" => %store_error);
+                return Err(Failed);
+            }
         }
-        self.wake.notify_one();
+        Ok(())
     }
 
     /// Renews the job's lease and records its progress until the job is cancelled or lost

@@ -9,6 +9,8 @@ use serde_json::{Map, Value, json};
 use super::payload::{MAX_AMOUNT, MIN_AMOUNT, validate_create, validate_lessee_patch, validate_patch, with_defaults};
 use super::state::{Observation, observe};
 use super::watch::Watcher;
+use super::watch::delivery::Deliverer;
+use super::watch::poller::Poller;
 use crate::file_storage::{Storage, StorageKey};
 use crate::mail::Mailer;
 use crate::metrics::ObservationSource;
@@ -176,9 +178,18 @@ impl LeasingService {
         &self.watcher
     }
 
-    /// Starts the watcher's poller (over this service's provider client) and deliverer.
-    pub fn start_watching(&self, log: slog::Logger) -> super::watch::poller::WatchTasks {
-        self.watcher.start_tasks(self.client.clone(), log)
+    /// The watcher's background tasks: its deliverer, and its poller (over this service's
+    /// provider client) when the provider is configured.
+    pub fn watch_tasks(&self, log: &slog::Logger) -> (Deliverer, Option<Poller>) {
+        let deliverer = self.watcher.deliverer(log.new(slog::o!("task" => "deliver")));
+        let poller = match &self.client {
+            Ok(client) => Some(self.watcher.poller(client.clone(), log.new(slog::o!("task" => "poll")))),
+            Err(error) => {
+                slog::info!(log, "leasing requests are not watched"; "reason" => %error);
+                None
+            }
+        };
+        (deliverer, poller)
     }
 
     /// Starts watching a request created elsewhere (or created here: then it is watched

@@ -11,11 +11,11 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 use rand::Rng;
 use slog::Logger;
-use tokio::sync::watch;
 
 use super::Watcher;
 use super::signing::signature_header;
 use super::target::{CheckedResolver, check_url};
+use crate::background::task::{Failed, Pace, Plan, Stop, Stopping, Task};
 use crate::store::leasing::watch::{AttemptOutcome, DeliveryWork};
 use crate::store::now_ms;
 
@@ -45,42 +45,73 @@ fn http_client(allow_private: bool) -> reqwest::Client {
         .expect("the delivery client's settings are valid")
 }
 
+/// The deliverer of one instance, a background task.
+pub struct Deliverer {
+    watcher: Watcher,
+    http: reqwest::Client,
+    log: Logger,
+}
+
 impl Watcher {
-    pub(super) async fn deliver(self, mut stopped: watch::Receiver<bool>, log: Logger) {
-        let http = http_client(self.config.allow_private);
-        loop {
-            if *stopped.borrow() {
-                return;
-            }
-            // A name per claim: the store reads the claimed rows back by it.
-            let owner = format!("deliver-{}", uuid::Uuid::new_v4().simple());
-            let busy = match self.store.delivery_claim_due(&owner, self.store.lease_deadline(), BATCH).await {
-                Ok(due) if !due.is_empty() => {
-                    let sends = futures::stream::iter(due)
-                        .for_each_concurrent(CONCURRENCY, |work| self.deliver_one(&http, work, &owner, &log));
-                    tokio::select! {
-                        () = sends => {}
-                        _ = stopped.changed() => return,
-                    }
-                    true
-                }
-                Ok(_) => false,
-                Err(error) => {
-                    slog::warn!(log, "claiming deliveries failed"; "error" => %error);
-                    false
-                }
-            };
-            if !busy {
-                tokio::select! {
-                    _ = stopped.changed() => {}
-                    _ = self.deliveries_queued.notified() => {}
-                    _ = tokio::time::sleep(IDLE) => {}
-                }
+    /// This instance's deliverer.
+    pub fn deliverer(&self, log: Logger) -> Deliverer {
+        Deliverer { watcher: self.clone(), http: http_client(self.config.allow_private), log }
+    }
+}
+
+/// Deliveries claimed together, under the name the store reads them back by.
+pub struct ClaimedDeliveries {
+    owner: String,
+    due: Vec<DeliveryWork>,
+}
+
+impl Task for Deliverer {
+    type Claim = ClaimedDeliveries;
+
+    /// Claims again as soon as a batch was sent, after [`IDLE`] when none was due (a change
+    /// recorded here wakes it); sends in flight at a stop are dropped, and their claims pass
+    /// on when their lease runs out (a delivery may then be sent again, with the same id).
+    fn plan(&self) -> Plan {
+        Plan {
+            name: "leasing_delivery",
+            pace: Pace::WhenDue { idle: IDLE, after_failure: IDLE, at_once: 1 },
+            stop: Stop::Drop,
+            wake: Some(self.watcher.deliveries_queued.clone()),
+        }
+    }
+
+    /// Up to [`BATCH`] due deliveries, each the oldest pending one of its subscription and
+    /// request.
+    async fn claim(&self) -> Result<Option<ClaimedDeliveries>, Failed> {
+        let store = &self.watcher.store;
+        // A name per claim: the store reads the claimed rows back by it.
+        let owner = format!("deliver-{}", uuid::Uuid::new_v4().simple());
+        match store.delivery_claim_due(&owner, store.lease_deadline(), BATCH).await {
+            Ok(due) => Ok((!due.is_empty()).then_some(ClaimedDeliveries { owner, due })),
+            Err(error) => {
+                slog::warn!(self.log, "claiming deliveries failed"; "error" => %error);
+                Err(Failed)
             }
         }
     }
 
-    async fn deliver_one(&self, http: &reqwest::Client, work: DeliveryWork, owner: &str, log: &Logger) {
+    async fn work(&self, claimed: ClaimedDeliveries, _: &Stopping) -> Result<(), Failed> {
+        let ClaimedDeliveries { owner, due } = claimed;
+        let sends =
+            futures::stream::iter(due).map(|work| self.watcher.deliver_one(&self.http, work, &owner, &self.log));
+        let outcomes: Vec<bool> = sends.buffer_unordered(CONCURRENCY).collect().await;
+        if outcomes.contains(&false) { Err(Failed) } else { Ok(()) }
+    }
+
+    /// A first attempt was due when its event was recorded; a retry's time is not read back.
+    fn due_at(&self, claimed: &ClaimedDeliveries) -> Option<i64> {
+        claimed.due.iter().filter(|work| work.attempts == 0).map(|work| work.created_at).min()
+    }
+}
+
+impl Watcher {
+    /// Sends one claimed delivery and records the attempt; `false` when that was not recorded.
+    async fn deliver_one(&self, http: &reqwest::Client, work: DeliveryWork, owner: &str, log: &Logger) -> bool {
         let started = Instant::now();
         let answer = self.send(http, &work).await;
         let now = now_ms();
@@ -104,17 +135,24 @@ impl Watcher {
         let latency = Duration::from_millis((now - work.event_created_at).max(0) as u64);
         self.metrics.delivery_attempted(delivered, started.elapsed(), delivered.then_some(latency));
         let disable_before = now - DISABLE_AFTER.as_millis() as i64;
-        match self.store.delivery_record(&work, owner, &outcome, disable_before).await {
-            Ok(true) => slog::warn!(log, "a subscription failing for five days was disabled";
-                "subscription" => &work.subscription_id),
-            Ok(false) => {}
-            Err(error) => slog::warn!(log, "recording a delivery attempt failed; it is sent again";
-                "delivery" => work.id, "error" => %error),
-        }
+        let recorded = match self.store.delivery_record(&work, owner, &outcome, disable_before).await {
+            Ok(true) => {
+                slog::warn!(log, "a subscription failing for five days was disabled";
+                    "subscription" => &work.subscription_id);
+                true
+            }
+            Ok(false) => true,
+            Err(error) => {
+                slog::warn!(log, "recording a delivery attempt failed; it is sent again";
+                    "delivery" => work.id, "error" => %error);
+                false
+            }
+        };
         if let AttemptOutcome::Failed { error, next_attempt_at, .. } = &outcome {
             slog::info!(log, "a delivery attempt failed"; "delivery" => work.id, "subscription" => &work.subscription_id,
                 "attempt" => work.attempts + 1, "error" => *error, "retried" => next_attempt_at.is_some());
         }
+        recorded
     }
 
     /// Posts the event; the answer's status, or why there was none.

@@ -6,9 +6,9 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use slog::Logger;
-use tokio::sync::watch;
 
 use super::Watcher;
+use crate::background::task::{Failed, Pace, Plan, Stop, Stopping, Task};
 use crate::metrics::ObservationSource;
 use crate::store::leasing::watch::WatchRow;
 use crate::store::now_ms;
@@ -18,73 +18,65 @@ use crate::upstream::leasing::LeasingClient;
 /// How long an idle poller waits before looking for due requests again.
 const IDLE: Duration = Duration::from_millis(500);
 
-/// The watcher's background tasks of one instance; [`WatchTasks::stop`] ends them.
-pub struct WatchTasks {
-    stop: watch::Sender<bool>,
-    tasks: Vec<tokio::task::JoinHandle<()>>,
+/// The poller of one instance, a background task.
+pub struct Poller {
+    watcher: Watcher,
+    client: LeasingClient,
+    /// The lease owner of this instance's reads.
+    owner: String,
+    log: Logger,
 }
 
-impl WatchTasks {
-    /// Stops claiming; reads and deliveries in flight are dropped, and their claims pass on
-    /// when their lease runs out (a delivery may then be sent again, with the same id).
-    pub async fn stop(self) {
-        self.stop.send_replace(true);
-        for task in self.tasks {
-            let _ = task.await;
+impl Watcher {
+    /// This instance's poller, reading over `client`.
+    pub fn poller(&self, client: LeasingClient, log: Logger) -> Poller {
+        let owner = format!("watch-{}", uuid::Uuid::new_v4().simple());
+        Poller { watcher: self.clone(), client, owner, log }
+    }
+}
+
+impl Task for Poller {
+    /// Up to 4 × `LEASING_WATCH_CONCURRENCY` due requests.
+    type Claim = Vec<WatchRow>;
+
+    /// Claims again as soon as a batch was read, after [`IDLE`] when none was due; reads in
+    /// flight at a stop are dropped, and their claims pass on when their lease runs out.
+    fn plan(&self) -> Plan {
+        Plan {
+            name: "leasing_poll",
+            pace: Pace::WhenDue { idle: IDLE, after_failure: IDLE, at_once: 1 },
+            stop: Stop::Drop,
+            wake: None,
         }
+    }
+
+    async fn claim(&self) -> Result<Option<Vec<WatchRow>>, Failed> {
+        let store = &self.watcher.store;
+        let batch_size = (self.watcher.config.concurrency * 4) as i64;
+        match store.watch_claim_due(&self.owner, store.lease_deadline(), batch_size).await {
+            Ok(due) => Ok((!due.is_empty()).then_some(due)),
+            Err(error) => {
+                slog::warn!(self.log, "claiming watched requests failed"; "error" => %error);
+                Err(Failed)
+            }
+        }
+    }
+
+    async fn work(&self, due: Vec<WatchRow>, _: &Stopping) -> Result<(), Failed> {
+        let reads =
+            futures::stream::iter(due).map(|watch| self.watcher.poll_one(&self.client, watch, &self.owner, &self.log));
+        let outcomes: Vec<bool> = reads.buffer_unordered(self.watcher.config.concurrency).collect().await;
+        if outcomes.contains(&false) { Err(Failed) } else { Ok(()) }
+    }
+
+    fn due_at(&self, due: &Vec<WatchRow>) -> Option<i64> {
+        due.iter().filter_map(|watch| watch.next_poll_at).min()
     }
 }
 
 impl Watcher {
-    /// Starts this instance's poller (when the provider is configured) and deliverer.
-    pub fn start_tasks(&self, client: Result<LeasingClient, UpstreamError>, log: Logger) -> WatchTasks {
-        let (stop, stopped) = watch::channel(false);
-        let mut tasks =
-            vec![tokio::spawn(self.clone().deliver(stopped.clone(), log.new(slog::o!("task" => "deliver"))))];
-        match client {
-            Ok(client) => {
-                tasks.push(tokio::spawn(self.clone().poll(client, stopped, log.new(slog::o!("task" => "poll")))))
-            }
-            Err(error) => slog::info!(log, "leasing requests are not watched"; "reason" => %error),
-        }
-        WatchTasks { stop, tasks }
-    }
-
-    async fn poll(self, client: LeasingClient, mut stopped: watch::Receiver<bool>, log: Logger) {
-        let owner = format!("watch-{}", uuid::Uuid::new_v4().simple());
-        let batch_size = (self.config.concurrency * 4) as i64;
-        loop {
-            if *stopped.borrow() {
-                return;
-            }
-            let claimed = self.store.watch_claim_due(&owner, self.store.lease_deadline(), batch_size).await;
-            let busy = match claimed {
-                Ok(due) if !due.is_empty() => {
-                    let reads = futures::stream::iter(due).for_each_concurrent(self.config.concurrency, |watch| {
-                        self.poll_one(&client, watch, &owner, &log)
-                    });
-                    tokio::select! {
-                        () = reads => {}
-                        _ = stopped.changed() => return,
-                    }
-                    true
-                }
-                Ok(_) => false,
-                Err(error) => {
-                    slog::warn!(log, "claiming watched requests failed"; "error" => %error);
-                    false
-                }
-            };
-            if !busy {
-                tokio::select! {
-                    _ = stopped.changed() => {}
-                    _ = tokio::time::sleep(IDLE) => {}
-                }
-            }
-        }
-    }
-
-    async fn poll_one(&self, client: &LeasingClient, watch: WatchRow, owner: &str, log: &Logger) {
+    /// Reads one claimed request and sets its next read; `false` when that was not recorded.
+    async fn poll_one(&self, client: &LeasingClient, watch: WatchRow, owner: &str, log: &Logger) -> bool {
         let read_at = now_ms();
         let (next_poll_at, failures) = match client.get(&watch.financing_id).await {
             Ok(request) => {
@@ -105,6 +97,8 @@ impl Watcher {
         if let Err(error) = self.store.watch_reschedule(&watch.financing_id, owner, next_poll_at, failures).await {
             slog::warn!(log, "rescheduling a watched request failed; it is read again when its claim runs out";
                 "financing_id" => &watch.financing_id, "error" => %error);
+            return false;
         }
+        true
     }
 }

@@ -1,0 +1,330 @@
+//! The deliveries of the leasing watcher's events to their subscriptions (migration 0024):
+//! claimed with a lease like jobs, in order per subscription and financing request, their
+//! attempts recorded, listed and retried.
+
+use sqlx::Row;
+use sqlx::any::AnyRow;
+
+use crate::store::{Dialect, Store, StoreError, now_ms};
+
+/// One delivery as listed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeliveryRow {
+    pub id: i64,
+    pub subscription_id: String,
+    pub event_id: String,
+    pub financing_id: String,
+    pub status: String,
+    pub attempts: i64,
+    pub last_status_code: Option<i64>,
+    pub last_error: Option<String>,
+    pub next_attempt_at: Option<i64>,
+    pub created_at: i64,
+    pub last_attempt_at: Option<i64>,
+    pub finished_at: Option<i64>,
+}
+
+/// A claimed delivery with what sending it needs.
+#[derive(Debug, Clone)]
+pub struct DeliveryWork {
+    pub id: i64,
+    pub subscription_id: String,
+    pub attempts: i64,
+    pub created_at: i64,
+    pub event_id: String,
+    pub payload: String,
+    pub event_created_at: i64,
+    pub url: String,
+    pub secret: String,
+    /// The secret before a rotation, while it still signs.
+    pub previous_secret: Option<String>,
+    /// Whether the subscription's deliveries were failing when this one was claimed.
+    pub subscription_failing: bool,
+}
+
+/// How an attempt ended.
+#[derive(Debug, Clone)]
+pub enum AttemptOutcome<'a> {
+    Delivered {
+        status_code: i64,
+    },
+    /// Failed; `next_attempt_at` `None` ends the delivery as failed.
+    Failed {
+        status_code: Option<i64>,
+        error: &'a str,
+        next_attempt_at: Option<i64>,
+    },
+}
+
+const DELIVERY_COLUMNS: &str = "d.id, d.subscription_id, e.id AS event_id, d.financing_id, d.status, d.attempts, \
+     d.last_status_code, d.last_error, d.next_attempt_at, d.created_at, d.last_attempt_at, d.finished_at";
+
+fn delivery_row(row: &AnyRow) -> Result<DeliveryRow, StoreError> {
+    Ok(DeliveryRow {
+        id: row.try_get("id")?,
+        subscription_id: row.try_get("subscription_id")?,
+        event_id: row.try_get("event_id")?,
+        financing_id: row.try_get("financing_id")?,
+        status: row.try_get("status")?,
+        attempts: row.try_get("attempts")?,
+        last_status_code: row.try_get("last_status_code")?,
+        last_error: row.try_get("last_error")?,
+        next_attempt_at: row.try_get("next_attempt_at")?,
+        created_at: row.try_get("created_at")?,
+        last_attempt_at: row.try_get("last_attempt_at")?,
+        finished_at: row.try_get("finished_at")?,
+    })
+}
+
+impl Store {
+    /// Claims up to `limit` due deliveries for `owner` until `until`: pending ones whose time
+    /// came and behind which no older pending delivery of the same subscription and financing
+    /// request waits (so that each request's events arrive in order). `owner` must name this
+    /// claim alone (the deliverer takes a new one per claim): the claimed rows are read back by it.
+    pub async fn delivery_claim_due(
+        &self,
+        owner: &str,
+        until: i64,
+        limit: i64,
+    ) -> Result<Vec<DeliveryWork>, StoreError> {
+        let due = "d.status = 'pending' AND d.next_attempt_at <= $1 AND (d.lease_until IS NULL OR d.lease_until < $1) \
+                   AND NOT EXISTS (SELECT 1 FROM leasing_deliveries o WHERE o.subscription_id = d.subscription_id \
+                   AND o.financing_id = d.financing_id AND o.status = 'pending' AND o.id < d.id) \
+                   ORDER BY d.next_attempt_at, d.id LIMIT $4";
+        let statement = match self.dialect() {
+            Dialect::Postgres => sql!(
+                "WITH picked AS MATERIALIZED (SELECT d.id FROM leasing_deliveries d WHERE {due} \
+                 FOR UPDATE OF d SKIP LOCKED) \
+                 UPDATE leasing_deliveries SET lease_owner = $2, lease_until = $3 FROM picked \
+                 WHERE leasing_deliveries.id = picked.id"
+            ),
+            Dialect::Sqlite => sql!(
+                "UPDATE leasing_deliveries SET lease_owner = $2, lease_until = $3 \
+                 WHERE id IN (SELECT d.id FROM leasing_deliveries d WHERE {due})"
+            ),
+        };
+        {
+            let _turn = self.write_turn().await?;
+            sqlx::query(statement)
+                .persistent(false)
+                .bind(now_ms())
+                .bind(owner)
+                .bind(until)
+                .bind(limit)
+                .execute(self.pool())
+                .await?;
+        }
+        // One read for the whole claim: `owner` names this claim alone.
+        let rows = sqlx::query(
+            "SELECT d.id, d.subscription_id, d.attempts, d.created_at, e.id AS event_id, e.payload, \
+             e.created_at AS event_created_at, s.url, s.secret, s.previous_secret, s.previous_secret_until, \
+             s.failing_since FROM leasing_deliveries d JOIN leasing_events e ON e.seq = d.event_seq \
+             JOIN leasing_subscriptions s ON s.id = d.subscription_id \
+             WHERE d.lease_owner = $1 AND d.status = 'pending' ORDER BY d.next_attempt_at, d.id",
+        )
+        .persistent(false)
+        .bind(owner)
+        .fetch_all(self.pool())
+        .await?;
+        let mut work = Vec::with_capacity(rows.len());
+        for row in &rows {
+            let previous_until: Option<i64> = row.try_get("previous_secret_until")?;
+            let previous_secret: Option<String> = row.try_get("previous_secret")?;
+            work.push(DeliveryWork {
+                id: row.try_get("id")?,
+                subscription_id: row.try_get("subscription_id")?,
+                attempts: row.try_get("attempts")?,
+                created_at: row.try_get("created_at")?,
+                event_id: row.try_get("event_id")?,
+                payload: row.try_get("payload")?,
+                event_created_at: row.try_get("event_created_at")?,
+                url: row.try_get("url")?,
+                secret: row.try_get("secret")?,
+                previous_secret: previous_secret.filter(|_| previous_until.is_some_and(|until| until > now_ms())),
+                subscription_failing: row.try_get::<Option<i64>, _>("failing_since")?.is_some(),
+            });
+        }
+        Ok(work)
+    }
+
+    /// Records one attempt of a delivery claimed by `owner`, and what it means for its
+    /// subscription: a success clears `failing_since`; a failure sets it, and disables the
+    /// subscription (failing its pending deliveries) when it was set before `disable_before`.
+    /// True when the subscription was disabled by this attempt.
+    pub async fn delivery_record(
+        &self,
+        work: &DeliveryWork,
+        owner: &str,
+        outcome: &AttemptOutcome<'_>,
+        disable_before: i64,
+    ) -> Result<bool, StoreError> {
+        let now = now_ms();
+        if let AttemptOutcome::Delivered { status_code } = outcome
+            && !work.subscription_failing
+        {
+            // The common case, one statement: nothing to change at the subscription.
+            let _turn = self.write_turn().await?;
+            sqlx::query(
+                "UPDATE leasing_deliveries SET status = 'delivered', attempts = attempts + 1, last_status_code = $1, \
+                 last_error = NULL, next_attempt_at = NULL, last_attempt_at = $2, finished_at = $2, \
+                 lease_owner = NULL, lease_until = NULL WHERE id = $3 AND lease_owner = $4",
+            )
+            .bind(*status_code)
+            .bind(now)
+            .bind(work.id)
+            .bind(owner)
+            .execute(self.pool())
+            .await?;
+            return Ok(false);
+        }
+        let mut tx = self.write_transaction().await?;
+        let (status, code, error, next) = match outcome {
+            AttemptOutcome::Delivered { status_code } => ("delivered", Some(*status_code), None, None),
+            AttemptOutcome::Failed { status_code, error, next_attempt_at: Some(next) } => {
+                ("pending", *status_code, Some(*error), Some(*next))
+            }
+            AttemptOutcome::Failed { status_code, error, next_attempt_at: None } => {
+                ("failed", *status_code, Some(*error), None)
+            }
+        };
+        sqlx::query(
+            "UPDATE leasing_deliveries SET status = $1, attempts = attempts + 1, last_status_code = $2, \
+             last_error = $3, next_attempt_at = $4, last_attempt_at = $5, \
+             finished_at = CASE WHEN $1 = 'pending' THEN NULL ELSE $5 END, lease_owner = NULL, lease_until = NULL \
+             WHERE id = $6 AND lease_owner = $7",
+        )
+        .bind(status)
+        .bind(code)
+        .bind(error)
+        .bind(next)
+        .bind(now)
+        .bind(work.id)
+        .bind(owner)
+        .execute(&mut *tx)
+        .await?;
+        let mut disabled = false;
+        if status == "delivered" {
+            sqlx::query(
+                "UPDATE leasing_subscriptions SET failing_since = NULL WHERE id = $1 AND failing_since IS NOT NULL",
+            )
+            .bind(&work.subscription_id)
+            .execute(&mut *tx)
+            .await?;
+        } else {
+            sqlx::query("UPDATE leasing_subscriptions SET failing_since = $1 WHERE id = $2 AND failing_since IS NULL")
+                .bind(now)
+                .bind(&work.subscription_id)
+                .execute(&mut *tx)
+                .await?;
+            let disabling = sqlx::query(
+                "UPDATE leasing_subscriptions SET disabled_at = $1 \
+                 WHERE id = $2 AND disabled_at IS NULL AND failing_since <= $3",
+            )
+            .bind(now)
+            .bind(&work.subscription_id)
+            .bind(disable_before)
+            .execute(&mut *tx)
+            .await?;
+            if disabling.rows_affected() == 1 {
+                disabled = true;
+                sqlx::query(
+                    "UPDATE leasing_deliveries SET status = 'failed', finished_at = $1, \
+                     last_error = 'the subscription was disabled after failing for five days' \
+                     WHERE subscription_id = $2 AND status = 'pending'",
+                )
+                .bind(now)
+                .bind(&work.subscription_id)
+                .execute(&mut *tx)
+                .await?;
+            }
+        }
+        tx.commit().await?;
+        Ok(disabled)
+    }
+
+    /// Up to `limit` of a subscription's deliveries, newest first, older than delivery
+    /// `before` (from the newest without one): a walk of `leasing_deliveries_by_subscription`
+    /// from the key, whatever its depth.
+    pub async fn deliveries_before(
+        &self,
+        subscription_id: &str,
+        before: Option<i64>,
+        limit: i64,
+    ) -> Result<Vec<DeliveryRow>, StoreError> {
+        let rows = sqlx::query(sql!(
+            "SELECT {DELIVERY_COLUMNS} FROM leasing_deliveries d JOIN leasing_events e ON e.seq = d.event_seq \
+             WHERE d.subscription_id = $1 AND d.id < $2 ORDER BY d.id DESC LIMIT $3"
+        ))
+        .bind(subscription_id)
+        .bind(before.unwrap_or(i64::MAX))
+        .bind(limit)
+        .fetch_all(self.pool())
+        .await?;
+        rows.iter().map(delivery_row).collect()
+    }
+
+    /// A subscription's deliveries, newest first: `limit` after the newest `skip`.
+    pub async fn deliveries_of(
+        &self,
+        subscription_id: &str,
+        limit: i64,
+        skip: i64,
+    ) -> Result<Vec<DeliveryRow>, StoreError> {
+        let rows = sqlx::query(sql!(
+            "SELECT {DELIVERY_COLUMNS} FROM leasing_deliveries d JOIN leasing_events e ON e.seq = d.event_seq \
+             WHERE d.subscription_id = $1 ORDER BY d.id DESC LIMIT $2 OFFSET $3"
+        ))
+        .bind(subscription_id)
+        .bind(limit)
+        .bind(skip)
+        .fetch_all(self.pool())
+        .await?;
+        rows.iter().map(delivery_row).collect()
+    }
+
+    pub async fn delivery(&self, subscription_id: &str, id: i64) -> Result<Option<DeliveryRow>, StoreError> {
+        let row = sqlx::query(sql!(
+            "SELECT {DELIVERY_COLUMNS} FROM leasing_deliveries d JOIN leasing_events e ON e.seq = d.event_seq \
+             WHERE d.subscription_id = $1 AND d.id = $2"
+        ))
+        .bind(subscription_id)
+        .bind(id)
+        .fetch_optional(self.pool())
+        .await?;
+        row.as_ref().map(delivery_row).transpose()
+    }
+
+    /// Sends a delivery again (whatever its status): pending, due now.
+    pub async fn delivery_retry(&self, subscription_id: &str, id: i64) -> Result<Option<DeliveryRow>, StoreError> {
+        {
+            let _turn = self.write_turn().await?;
+            sqlx::query(
+                "UPDATE leasing_deliveries SET status = 'pending', next_attempt_at = $1, finished_at = NULL \
+                 WHERE subscription_id = $2 AND id = $3",
+            )
+            .bind(now_ms())
+            .bind(subscription_id)
+            .bind(id)
+            .execute(self.pool())
+            .await?;
+        }
+        self.delivery(subscription_id, id).await
+    }
+
+    /// Deliveries by status, and the oldest pending one's creation (epoch ms), for the metrics.
+    pub async fn delivery_depths(&self) -> Result<(Vec<(String, i64)>, Option<i64>), StoreError> {
+        let rows = sqlx::query("SELECT status, COUNT(*) AS n FROM leasing_deliveries GROUP BY status ORDER BY status")
+            .fetch_all(self.pool())
+            .await?;
+        let counts = rows
+            .iter()
+            .map(|row| Ok((row.try_get("status")?, row.try_get("n")?)))
+            .collect::<Result<_, StoreError>>()?;
+        let oldest: Option<i64> =
+            sqlx::query("SELECT MIN(created_at) AS oldest FROM leasing_deliveries WHERE status = 'pending'")
+                .fetch_one(self.pool())
+                .await?
+                .try_get("oldest")?;
+        Ok((counts, oldest))
+    }
+}
