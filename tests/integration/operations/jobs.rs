@@ -336,16 +336,18 @@ async fn queueing_jobs_is_rate_limited_per_user() {
     let token = svc.user_token().await;
     svc.create_user("bob@example.com", "bob-password-1").await;
     let bob = svc.token("bob@example.com", "bob-password-1").await;
+    // The jobs cancelled are of the slowed set, so that each is still queued or running when
+    // its cancel comes (a quick one would have ended: 409).
     slow_tags(&svc, 2_000).await;
     for _ in 0..3 {
-        let queued = create(&svc, &token, json!({"kind": "fieldreport.sync", "target": "users"})).await;
+        let queued = create(&svc, &token, json!({"kind": "fieldreport.sync", "target": "tags"})).await;
         assert_eq!(queued.status(), 202);
         let id = queued.json::<Value>().await.unwrap()["id"].as_i64().unwrap();
         let cancelled = svc.call(&token, Method::POST, &format!("/api/v1/jobs/{id}/cancel"), None).await;
         assert_eq!(cancelled.status(), 200);
         wait_for(&svc, &token, id, ended).await;
     }
-    let fourth = create(&svc, &token, json!({"kind": "fieldreport.sync", "target": "users"})).await;
+    let fourth = create(&svc, &token, json!({"kind": "fieldreport.sync", "target": "tags"})).await;
     let retry_after = fourth.headers().get("retry-after").map(|v| v.to_str().unwrap().parse::<u64>().unwrap());
     assert_eq!(error_body(fourth, 429).await["error_code"], "too_many_jobs");
     assert!(retry_after.is_some_and(|s| (1..=60).contains(&s)), "{retry_after:?}");
