@@ -10,11 +10,11 @@ use serde_json::{Value, json};
 
 use crate::api::ApiContext;
 use crate::api::support::guard::{BearerToken, needs};
-use crate::api::support::paging::{Cursor, CursorParam, NextPage, PageMeta};
-use crate::error::{ApiError, FieldErrors};
+use crate::api::support::paging::{Cursor, CursorParam, PageMeta, checked_key_limit, checked_position, key_rows};
+use crate::error::ApiError;
 use crate::jobs::kind::JobKind;
 use crate::store::jobs::JobRow;
-use crate::vocabulary::key_page::{StampedKey, key_page};
+use crate::vocabulary::key_page::StampedKey;
 use crate::vocabulary::owner::Viewer;
 
 /// Jobs per page at most.
@@ -265,43 +265,23 @@ pub async fn jobs_list(
     token.caller(&rqctx).await?;
     let query = query.into_inner();
     if query.after.is_some() || query.limit.is_some() {
-        let limit = query.limit.unwrap_or(20);
-        if !(1..=MAX_PER_PAGE).contains(&limit) {
-            let message = format!("limit is between 1 and {MAX_PER_PAGE}.");
-            return Err(ApiError::validation(FieldErrors::from([("limit".to_string(), vec![message])])));
-        }
+        let limit = checked_key_limit(query.limit, 20, MAX_PER_PAGE).map_err(ApiError::validation)?;
         let after = query.after.map(CursorParam::key).transpose()?;
         let (kind, status) = (query.kind.as_deref(), query.status.as_deref());
         let jobs = rqctx.context().jobs.list_after(kind, status, after.as_deref(), limit).await?;
-        let (jobs, next_key) = key_page(jobs, limit, |job| StampedKey::new(job.created_at, job.id).text());
-        let next = NextPage::after_in(rqctx.request.uri(), next_key.as_deref(), query.limit);
-        return Ok(HttpResponseOk(JobPage {
-            data: jobs.into_iter().map(Job::from).collect(),
-            meta: None,
-            next_cursor: next.cursor,
-            next: next.link,
-        }));
+        let uri = rqctx.request.uri();
+        let (jobs, next) =
+            key_rows(jobs, limit, uri, query.limit, |job| StampedKey::new(job.created_at, job.id).text());
+        let data = jobs.into_iter().map(Job::from).collect();
+        return Ok(HttpResponseOk(JobPage { data, meta: None, next_cursor: next.cursor, next: next.link }));
     }
-    let page = query.page.unwrap_or(1);
-    let per_page = query.per_page.unwrap_or(20);
-    let mut errors = FieldErrors::new();
-    if page == 0 {
-        errors.insert("page".into(), vec!["The page is at least 1.".into()]);
-    }
-    if !(1..=MAX_PER_PAGE).contains(&per_page) {
-        errors.insert("per_page".into(), vec![format!("per_page is between 1 and {MAX_PER_PAGE}.")]);
-    }
-    if !errors.is_empty() {
-        return Err(ApiError::validation(errors));
-    }
+    let (page, per_page) =
+        checked_position(query.page, query.per_page, 20, MAX_PER_PAGE).map_err(ApiError::validation)?;
     let (jobs, total) =
         rqctx.context().jobs.list(query.kind.as_deref(), query.status.as_deref(), page, per_page).await?;
-    Ok(HttpResponseOk(JobPage {
-        data: jobs.into_iter().map(Job::from).collect(),
-        meta: Some(PageMeta::new(page, per_page, total)),
-        next_cursor: None,
-        next: None,
-    }))
+    let data = jobs.into_iter().map(Job::from).collect();
+    let meta = Some(PageMeta::new(page, per_page, total));
+    Ok(HttpResponseOk(JobPage { data, meta, next_cursor: None, next: None }))
 }
 
 /// Cancel a job

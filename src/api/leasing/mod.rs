@@ -7,6 +7,7 @@
 //! segment to a variable one beside it.
 
 pub mod calculate;
+pub mod deliveries;
 pub mod event;
 pub mod flow;
 pub mod owner;

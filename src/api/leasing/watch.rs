@@ -3,10 +3,7 @@
 //! delivering is [`crate::leasing::watch`]'s; the event is described by
 //! [`super::event::LeasingStateChangedEvent`], a schema of the document.
 
-use dropshot::{
-    HttpResponseAccepted, HttpResponseCreated, HttpResponseDeleted, HttpResponseOk, Path, Query, RequestContext,
-    TypedBody,
-};
+use dropshot::{HttpResponseCreated, HttpResponseDeleted, HttpResponseOk, Path, Query, RequestContext, TypedBody};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -14,19 +11,17 @@ use serde_json::{Value, json};
 use crate::api::ApiContext;
 use crate::api::leasing::owner::FinancingIdPath;
 use crate::api::support::guard::{BearerToken, needs};
-use crate::api::support::paging::{Cursor, CursorParam, NextPage, PageMeta};
+use crate::api::support::paging::{Cursor, CursorParam, PageMeta, checked_key_limit, checked_position, key_rows};
 use crate::error::ApiError;
 use crate::leasing::watch::subscriptions::{SubscriptionRequest, WithSecret};
-use crate::store::leasing::watch::{DeliveryRow, SubscriptionRow, Viewer, WatchRow};
-use crate::vocabulary::key_page::{StampedKey, key_page};
+use crate::store::leasing::watch::{SubscriptionRow, Viewer, WatchRow};
+use crate::vocabulary::key_page::StampedKey;
 
-/// Deliveries listed at most, a page.
-const MAX_DELIVERIES: u32 = 500;
 /// Subscriptions listed at most, a page.
 const MAX_SUBSCRIPTIONS_PER_PAGE: u32 = 100;
 
 /// An epoch-ms time as RFC 3339.
-fn time(ms: i64) -> String {
+pub(super) fn time(ms: i64) -> String {
     chrono::DateTime::from_timestamp_millis(ms).unwrap_or_default().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
 
@@ -187,80 +182,6 @@ pub struct SubscriptionPath {
     pub id: String,
 }
 
-#[derive(Deserialize, JsonSchema)]
-pub struct DeliveryPath {
-    /// The subscription's id (`sub_…`).
-    pub id: String,
-    /// The delivery's id.
-    pub delivery: i64,
-}
-
-#[derive(Deserialize, JsonSchema)]
-pub struct DeliveriesQuery {
-    /// Read by key: the deliveries older than this cursor (a `next_cursor` answered before);
-    /// from the newest without it.
-    pub after: Option<CursorParam>,
-    /// How many deliveries a page, newest first (1 to 500; default 100).
-    #[schemars(range(min = 1, max = 500))]
-    pub limit: Option<u32>,
-    /// Read by position (the slower way: a page costs what it skips): which page of `limit`
-    /// deliveries, from 1 (the newest). Without it (and with `after`) the list is read by key.
-    #[schemars(range(min = 1))]
-    pub page: Option<u32>,
-}
-
-/// One event sent to one subscription.
-#[derive(Serialize, Deserialize, JsonSchema)]
-pub struct Delivery {
-    pub id: i64,
-    /// The event's id, sent as `webhook-id` on every attempt.
-    pub event_id: String,
-    pub financing_id: String,
-    /// `pending` (not delivered yet; retried at `next_attempt_at`), `delivered` (a 2xx) or
-    /// `failed` (not delivered within the retry horizon, or the subscription was disabled).
-    pub status: String,
-    pub attempts: i64,
-    /// The receiver's status code at the last attempt (null: no answer).
-    pub last_status_code: Option<i64>,
-    /// Why the last attempt failed.
-    pub last_error: Option<String>,
-    pub next_attempt_at: Option<String>,
-    pub created_at: String,
-    pub last_attempt_at: Option<String>,
-    pub finished_at: Option<String>,
-}
-
-impl From<DeliveryRow> for Delivery {
-    fn from(row: DeliveryRow) -> Self {
-        Delivery {
-            next_attempt_at: row.next_attempt_at.filter(|_| row.status == "pending").map(time),
-            id: row.id,
-            event_id: row.event_id,
-            financing_id: row.financing_id,
-            status: row.status,
-            attempts: row.attempts,
-            last_status_code: row.last_status_code,
-            last_error: row.last_error,
-            created_at: time(row.created_at),
-            last_attempt_at: row.last_attempt_at.map(time),
-            finished_at: row.finished_at.map(time),
-        }
-    }
-}
-
-/// A page of a subscription's deliveries, newest first. Read by key (without `page`) it has
-/// `next_cursor` and `next` while older deliveries follow this page, and neither on the last.
-#[derive(Serialize, Deserialize, JsonSchema)]
-pub struct DeliveryList {
-    pub items: Vec<Delivery>,
-    /// Read by key: the cursor to pass as `after` for the next page, while deliveries follow.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub next_cursor: Option<Cursor>,
-    /// Read by key: the path and query that read the next page, while deliveries follow.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub next: Option<String>,
-}
-
 /// A watched financing request.
 #[derive(Serialize, Deserialize, JsonSchema)]
 pub struct Watch {
@@ -290,7 +211,7 @@ impl From<WatchRow> for Watch {
 
 /// The caller, as the one whose subscriptions the route may see: their own, and an
 /// operator's also those made before subscriptions had owners.
-async fn authorize(
+pub(super) async fn authorize(
     rqctx: &RequestContext<ApiContext>,
     token: &BearerToken<needs::Leasing>,
 ) -> Result<Viewer, ApiError> {
@@ -347,43 +268,24 @@ pub async fn leasing_subscription_list(
 ) -> Result<HttpResponseOk<SubscriptionList>, ApiError> {
     let viewer = authorize(&rqctx, &token).await?;
     let query = query.into_inner();
+    let watcher = rqctx.context().leasing.watcher();
+    let invalid = |errors| ApiError::validation(errors).leasing();
     if query.after.is_some() || query.limit.is_some() {
-        let limit = query.limit.unwrap_or(50);
-        if !(1..=MAX_SUBSCRIPTIONS_PER_PAGE).contains(&limit) {
-            let message = format!("limit is between 1 and {MAX_SUBSCRIPTIONS_PER_PAGE}.");
-            let errors = crate::error::FieldErrors::from([("limit".to_string(), vec![message])]);
-            return Err(ApiError::validation(errors).leasing());
-        }
+        let limit = checked_key_limit(query.limit, 50, MAX_SUBSCRIPTIONS_PER_PAGE).map_err(invalid)?;
         let after = query.after.map(CursorParam::key).transpose().map_err(ApiError::leasing)?;
-        let watcher = rqctx.context().leasing.watcher();
         let rows = watcher.subscriptions_after(viewer, after.as_deref(), limit + 1).await?;
-        let (rows, next_key) = key_page(rows, limit, |row| StampedKey::new(row.created_at, &row.id).text());
-        let next = NextPage::after_in(rqctx.request.uri(), next_key.as_deref(), query.limit);
-        return Ok(HttpResponseOk(SubscriptionList {
-            items: rows.into_iter().map(Subscription::from).collect(),
-            meta: None,
-            next_cursor: next.cursor,
-            next: next.link,
-        }));
+        let uri = rqctx.request.uri();
+        let (rows, next) =
+            key_rows(rows, limit, uri, query.limit, |row| StampedKey::new(row.created_at, &row.id).text());
+        let items = rows.into_iter().map(Subscription::from).collect();
+        return Ok(HttpResponseOk(SubscriptionList { items, meta: None, next_cursor: next.cursor, next: next.link }));
     }
-    let (page, per_page) = (query.page.unwrap_or(1), query.per_page.unwrap_or(50));
-    let mut errors = crate::error::FieldErrors::new();
-    if page == 0 {
-        errors.insert("page".into(), vec!["The page is at least 1.".into()]);
-    }
-    if !(1..=MAX_SUBSCRIPTIONS_PER_PAGE).contains(&per_page) {
-        errors.insert("per_page".into(), vec![format!("per_page is between 1 and {MAX_SUBSCRIPTIONS_PER_PAGE}.")]);
-    }
-    if !errors.is_empty() {
-        return Err(ApiError::validation(errors).leasing());
-    }
-    let (rows, total) = rqctx.context().leasing.watcher().subscriptions(viewer, page, per_page).await?;
-    Ok(HttpResponseOk(SubscriptionList {
-        items: rows.into_iter().map(Subscription::from).collect(),
-        meta: Some(PageMeta::new(page, per_page, total)),
-        next_cursor: None,
-        next: None,
-    }))
+    let (page, per_page) =
+        checked_position(query.page, query.per_page, 50, MAX_SUBSCRIPTIONS_PER_PAGE).map_err(invalid)?;
+    let (rows, total) = watcher.subscriptions(viewer, page, per_page).await?;
+    let items = rows.into_iter().map(Subscription::from).collect();
+    let meta = Some(PageMeta::new(page, per_page, total));
+    Ok(HttpResponseOk(SubscriptionList { items, meta, next_cursor: None, next: None }))
 }
 
 /// Read a subscription
@@ -432,77 +334,6 @@ pub async fn leasing_subscription_rotate_secret(
     let viewer = authorize(&rqctx, &token).await?;
     let rotated = rqctx.context().leasing.watcher().rotate_secret(viewer, &path.into_inner().id).await?;
     Ok(HttpResponseOk(rotated.into()))
-}
-
-/// List a subscription's deliveries
-///
-/// The newest deliveries first, `limit` (1 to 500, default 100) a page: each event sent (or
-/// to be sent) to this subscription, with its attempts, the last answer's status code or
-/// error, and the next attempt. Read by key (without `page`): the deliveries older than the
-/// cursor `after` (from the newest without it), answered with `next_cursor` and the `next`
-/// link while older ones follow; a page costs the same at any depth, and a delivery made
-/// meanwhile shifts no other. Read by position (kept for existing callers): `page` 2 holds the
-/// next older ones after page 1. 422 when `limit` is not from 1 to 500 or `page` is 0.
-#[dropshot::endpoint {
-    method = GET,
-    path = "/api/v1/leasing/subscriptions/{id}/deliveries",
-    tags = ["leasing"],
-}]
-pub async fn leasing_subscription_deliveries(
-    rqctx: RequestContext<ApiContext>,
-    token: BearerToken<needs::Leasing>,
-    path: Path<SubscriptionPath>,
-    query: Query<DeliveriesQuery>,
-) -> Result<HttpResponseOk<DeliveryList>, ApiError> {
-    let viewer = authorize(&rqctx, &token).await?;
-    let query = query.into_inner();
-    let (limit, page) = (query.limit.unwrap_or(100), query.page.unwrap_or(1));
-    let mut errors = crate::error::FieldErrors::new();
-    if !(1..=MAX_DELIVERIES).contains(&limit) {
-        errors.insert("limit".into(), vec![format!("limit is between 1 and {MAX_DELIVERIES}.")]);
-    }
-    if page == 0 {
-        errors.insert("page".into(), vec!["The page is at least 1.".into()]);
-    }
-    if !errors.is_empty() {
-        return Err(ApiError::validation(errors).leasing());
-    }
-    let id = path.into_inner().id;
-    let watcher = rqctx.context().leasing.watcher();
-    if query.page.is_some() && query.after.is_none() {
-        let rows = watcher.deliveries(viewer, &id, limit, page).await?;
-        let items = rows.into_iter().map(Delivery::from).collect();
-        return Ok(HttpResponseOk(DeliveryList { items, next_cursor: None, next: None }));
-    }
-    // A cursor that spells no delivery id reads from the newest.
-    let before = query.after.map(CursorParam::key).transpose().map_err(ApiError::leasing)?;
-    let before = before.and_then(|key| key.parse::<i64>().ok());
-    let rows = watcher.deliveries_before(viewer, &id, before, limit + 1).await?;
-    let (rows, next_key) = key_page(rows, limit, |row| row.id.to_string());
-    let next = NextPage::after_in(rqctx.request.uri(), next_key.as_deref(), query.limit);
-    let items = rows.into_iter().map(Delivery::from).collect();
-    Ok(HttpResponseOk(DeliveryList { items, next_cursor: next.cursor, next: next.link }))
-}
-
-/// Send a delivery again
-///
-/// Queues the delivery to be sent now, whatever became of it (delivered, failed or still
-/// pending), with the same `webhook-id`. The answer is the delivery as queued; follow it in
-/// the deliveries list.
-#[dropshot::endpoint {
-    method = POST,
-    path = "/api/v1/leasing/subscriptions/{id}/deliveries/{delivery}/retry",
-    tags = ["leasing"],
-}]
-pub async fn leasing_subscription_delivery_retry(
-    rqctx: RequestContext<ApiContext>,
-    token: BearerToken<needs::Leasing>,
-    path: Path<DeliveryPath>,
-) -> Result<HttpResponseAccepted<Delivery>, ApiError> {
-    let viewer = authorize(&rqctx, &token).await?;
-    let path = path.into_inner();
-    let row = rqctx.context().leasing.watcher().retry_delivery(viewer, &path.id, path.delivery).await?;
-    Ok(HttpResponseAccepted(row.into()))
 }
 
 /// Watch a financing request

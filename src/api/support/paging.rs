@@ -159,6 +159,47 @@ impl PageQuery {
     }
 }
 
+/// `page` (default 1) and `per_page` (default `default`, 1 to `max`) of a list read by
+/// position, or the field errors naming them.
+pub fn checked_position(
+    page: Option<u32>,
+    per_page: Option<u32>,
+    default: u32,
+    max: u32,
+) -> Result<(u32, u32), FieldErrors> {
+    let (page, per_page) = (page.unwrap_or(1), per_page.unwrap_or(default));
+    let mut errors = FieldErrors::new();
+    if page == 0 {
+        errors.insert("page".into(), vec!["The page is at least 1.".into()]);
+    }
+    if !(1..=max).contains(&per_page) {
+        errors.insert("per_page".into(), vec![format!("per_page is between 1 and {max}.")]);
+    }
+    if errors.is_empty() { Ok((page, per_page)) } else { Err(errors) }
+}
+
+/// `limit` of a list read by key (default `default`, 1 to `max`), or the field error naming it.
+pub fn checked_key_limit(limit: Option<u32>, default: u32, max: u32) -> Result<u32, FieldErrors> {
+    match limit.unwrap_or(default) {
+        limit if (1..=max).contains(&limit) => Ok(limit),
+        _ => Err(FieldErrors::from([("limit".to_string(), vec![format!("limit is between 1 and {max}.")])])),
+    }
+}
+
+/// A page of the list at `uri` read by key: its rows (one more than `limit` was read, to learn
+/// whether any follow) and where the list goes on, after the key `key` gives the last row.
+pub fn key_rows<T>(
+    rows: Vec<T>,
+    limit: u32,
+    uri: &http::Uri,
+    asked: Option<u32>,
+    key: impl Fn(&T) -> String,
+) -> (Vec<T>, NextPage) {
+    let (rows, next_key) = crate::vocabulary::key_page::key_page(rows, limit, key);
+    let next = NextPage::after_in(uri, next_key.as_deref(), asked);
+    (rows, next)
+}
+
 /// Paging of a list read by position.
 #[derive(Serialize, JsonSchema)]
 pub struct PageMeta {
