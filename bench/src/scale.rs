@@ -22,6 +22,7 @@ use hyper::Method;
 use serde_json::{Value, json};
 
 use super::load::{Call, Connection};
+use super::scenarios::{median_by_rate, service_command};
 use super::service::{Database, PeakRss, Service};
 use super::{Row, Settings};
 
@@ -126,28 +127,21 @@ async fn pull(
 fn database_read(service: &Service, mirror: &str, set: &str, scenario: &str) -> Result<Row> {
     let mut runs = Vec::new();
     for _ in 0..3 {
-        let output = std::process::Command::new(&service.binary)
-            .args(["bench-read-set", mirror, set])
-            .env("DATABASE_URL", &service.database_url)
-            .output()?;
-        let text = String::from_utf8_lossy(&output.stdout);
-        anyhow::ensure!(output.status.success(), "bench-read-set: {}", String::from_utf8_lossy(&output.stderr));
         // "read N records in S s"
+        let text = service_command(service, &["bench-read-set", mirror, set])?;
         let words: Vec<&str> = text.split_whitespace().collect();
         let count: u64 = words.get(1).and_then(|w| w.parse().ok()).context("no count")?;
         let seconds: f64 = words.get(4).and_then(|w| w.parse().ok()).context("no time")?;
         runs.push((count, seconds));
     }
-    runs.sort_by(|a, b| a.1.total_cmp(&b.1));
-    let (count, seconds) = runs[1];
-    let all: Vec<String> = runs.iter().map(|(n, s)| format!("{:.0}", *n as f64 / s)).collect();
+    let ((count, seconds), rates) = median_by_rate(runs, |(n, s)| *n as f64 / s);
     Ok(Row {
         scenario: scenario.into(),
         mode: "one streamed SELECT of (id, document) in key order, straight from the database".into(),
         requests: count,
         throughput: count as f64 / seconds,
         unit: "records/s".into(),
-        note: format!("the median of 3 runs ({} records/s, fastest first)", all.join(", ")),
+        note: format!("the median of 3 runs ({} records/s)", rates.join(", ")),
         ..Row::default()
     })
 }

@@ -413,7 +413,7 @@ fn forget_set(service: &Service, entity: &str) -> Result<()> {
 }
 
 /// Runs the service's binary with `args` on the service's database; what it printed.
-fn service_command(service: &Service, args: &[&str]) -> Result<String> {
+pub(super) fn service_command(service: &Service, args: &[&str]) -> Result<String> {
     let output =
         std::process::Command::new(&service.binary).args(args).env("DATABASE_URL", &service.database_url).output()?;
     anyhow::ensure!(output.status.success(), "{}: {}", args.join(" "), String::from_utf8_lossy(&output.stderr));
@@ -421,7 +421,7 @@ fn service_command(service: &Service, args: &[&str]) -> Result<String> {
 }
 
 /// The run of median rate, and every run's rate in the order run.
-fn median_by_rate<T>(mut runs: Vec<T>, rate: impl Fn(&T) -> f64) -> (T, Vec<String>) {
+pub(super) fn median_by_rate<T>(mut runs: Vec<T>, rate: impl Fn(&T) -> f64) -> (T, Vec<String>) {
     let rates = runs.iter().map(|run| format!("{:.0}", rate(run))).collect();
     runs.sort_by(|a, b| rate(a).total_cmp(&rate(b)));
     (runs.swap_remove(runs.len() / 2), rates)
