@@ -5,7 +5,7 @@
 //! the logged pages into the database file and syncs that file before its writer goes on, and
 //! every writer queued behind it waits too. In a sync of 100,000 companies (`cargo xtask bench
 //! --scenario sync`) the commits took 0.20 s of the sync's 0.81 s, 0.07 s without that work.
-//! The store's connections now checkpoint only past [`BACKSTOP_PAGES`], a backstop for when
+//! The store's connections now checkpoint only past [`BACKSTOP_BYTES`], a backstop for when
 //! this thread falls behind or is gone, and this thread checkpoints every [`INTERVAL`] in
 //! passive mode: it copies what no reader still needs, never waits for a lock and never
 //! holds up a writer.
@@ -21,14 +21,21 @@ use crate::store::error::StoreError;
 /// How often the log is checkpointed.
 const INTERVAL: Duration = Duration::from_millis(100);
 
-/// Log pages past which a commit still checkpoints (64 MB of 4 KB pages): only when the
-/// thread cannot keep up, or is gone.
-pub(in crate::store) const BACKSTOP_PAGES: u32 = 16_384;
+/// Bytes of log past which a commit still checkpoints (64 MB): only when the thread cannot
+/// keep up, or is gone. SQLite counts the setting in pages, so it is turned into pages of the
+/// database's own size ([`backstop_pages`]): files created with 4 KB pages keep theirs.
+const BACKSTOP_BYTES: u32 = 64 << 20;
+
+/// [`BACKSTOP_BYTES`] in pages of `page_size` bytes.
+pub(in crate::store) fn backstop_pages(page_size: u32) -> u32 {
+    BACKSTOP_BYTES / page_size.clamp(512, 65_536)
+}
 
 /// The session setting that leaves checkpoints to the thread (commits only past
-/// [`BACKSTOP_PAGES`]), for every connection of the store that writes.
-pub(in crate::store) fn connection_setting() -> String {
-    format!("PRAGMA wal_autocheckpoint = {BACKSTOP_PAGES};")
+/// [`BACKSTOP_BYTES`]), for every connection of the store that writes to a database of
+/// `page_size` bytes a page.
+pub(in crate::store) fn connection_setting(page_size: u32) -> String {
+    format!("PRAGMA wal_autocheckpoint = {};", backstop_pages(page_size))
 }
 
 /// The checkpointing thread of one SQLite file; it stops once this is dropped (with the last
@@ -65,7 +72,8 @@ impl Checkpoints {
                         Err(error) if !reported => {
                             reported = true;
                             crate::telemetry::report_internal_error(&format!(
-                                "checkpointing the SQLite log of {path} failed (commits checkpoint past {BACKSTOP_PAGES} pages instead): {error}"
+                                "checkpointing the SQLite log of {path} failed (commits checkpoint past {} MB instead): {error}",
+                                BACKSTOP_BYTES >> 20
                             ));
                         }
                         Err(_) => {}

@@ -16,7 +16,7 @@ use rusqlite::{Connection, TransactionBehavior};
 use sqlx::AnyPool;
 use tokio::sync::{mpsc, oneshot};
 
-use super::sqlite_reads::{BUSY_TIMEOUT, open_file, store_error};
+use super::sqlite_reads::{BUSY_TIMEOUT, store_error};
 use crate::store::error::StoreError;
 
 /// The most calls written in one transaction.
@@ -65,7 +65,7 @@ impl InboxIntake {
         path: &Path,
         write_turns: Arc<tokio::sync::Mutex<()>>,
     ) -> Result<InboxIntake, StoreError> {
-        let connection = open_file(path, BUSY_TIMEOUT, &super::pool::sqlite_write_settings())?;
+        let connection = super::pool::open_sqlite_writer(path, BUSY_TIMEOUT)?;
         Ok(Self::start(Target::Sqlite { connection, write_turns }))
     }
 

@@ -8,6 +8,7 @@ use std::time::Duration;
 use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
 use sqlx::{AnyConnection, AnyPool, Connection, Executor};
 
+use super::sqlite_reads::open_file;
 use super::{checkpoints, failures};
 use crate::store::dialect::Dialect;
 use crate::store::error::StoreError;
@@ -54,20 +55,45 @@ pub(super) async fn open(
 pub(super) const POSTGRES_SESSION_SETTINGS: &str = "SELECT set_config('integration_service.notifies_changes', 'on', false), \
             set_config('integration_service.writes_external_id', 'on', false)";
 
+/// The page size of SQLite files the store creates. A sync's writer spends a third of its time
+/// writing log frames; larger pages mean fewer frames and headers for the same rows (see
+/// bench/HISTORY.md, "SQLite page size"). An existing file keeps its size: the setting only
+/// takes effect before the first table is written (docs/operations.md shows the VACUUM that
+/// converts one).
+pub(super) const SQLITE_PAGE_SIZE: u32 = 16_384;
+
 /// The session settings of every SQLite connection of the store's that writes (the pool's, the
-/// webhook intake's, the sync's writer): commits leave the log's checkpoints to the store's
-/// thread (see [`super::checkpoints`]).
-pub(super) fn sqlite_write_settings() -> String {
-    format!("PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL; {}", checkpoints::connection_setting())
+/// webhook intake's, the sync's writer) to a file of `page_size` bytes a page: commits leave
+/// the log's checkpoints to the store's thread (see [`super::checkpoints`]).
+pub(super) fn sqlite_write_settings(page_size: u32) -> String {
+    format!("PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL; {}", checkpoints::connection_setting(page_size))
 }
 
-/// The session settings of every new connection.
+/// A writing connection of our own (beside the pool) to the SQLite file at `path`, with the
+/// store's session settings.
+pub(super) fn open_sqlite_writer(path: &Path, busy_timeout: Duration) -> Result<rusqlite::Connection, StoreError> {
+    let connection = open_file(path, busy_timeout, "")?;
+    let page_size: u32 = connection
+        .query_row("PRAGMA page_size", [], |row| row.get(0))
+        .map_err(|e| StoreError::Unavailable(format!("cannot read the page size of {}: {e}", path.display())))?;
+    connection
+        .execute_batch(&sqlite_write_settings(page_size))
+        .map_err(|e| StoreError::Unavailable(format!("cannot prepare {}: {e}", path.display())))?;
+    Ok(connection)
+}
+
+/// The session settings of every new connection. The page size comes first: it only counts
+/// while the file is still empty, and switching to the write-ahead log writes its header.
 pub(super) async fn prepare_connection(conn: &mut AnyConnection, dialect: Dialect) -> Result<(), sqlx::Error> {
     match dialect {
         Dialect::Sqlite => {
-            let settings =
-                format!("PRAGMA journal_mode = WAL; PRAGMA busy_timeout = 5000; {}", sqlite_write_settings());
+            let settings = format!(
+                "PRAGMA page_size = {SQLITE_PAGE_SIZE}; PRAGMA journal_mode = WAL; PRAGMA busy_timeout = 5000;"
+            );
             conn.execute(sqlx::AssertSqlSafe(settings)).await?;
+            let page_size: i64 = sqlx::query_scalar("PRAGMA page_size").fetch_one(&mut *conn).await?;
+            let page_size = u32::try_from(page_size).unwrap_or(SQLITE_PAGE_SIZE);
+            conn.execute(sqlx::AssertSqlSafe(sqlite_write_settings(page_size))).await?;
         }
         Dialect::Postgres => {
             conn.execute(POSTGRES_SESSION_SETTINGS).await?;

@@ -37,7 +37,7 @@ use std::sync::{Arc, Mutex};
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, config::DbConfig, params};
 use tokio::sync::oneshot;
 
-use super::sqlite_reads::{BUSY_TIMEOUT, open_file, store_error};
+use super::sqlite_reads::{BUSY_TIMEOUT, store_error};
 use super::sync_page::{SyncedRecord, Upserted, id_ranges, last_copies_of, mirror_any_in_range};
 use crate::store::error::StoreError;
 
@@ -165,7 +165,7 @@ impl SqliteSyncWrites {
 
 /// The writer's connection: the store's session settings, and no triggers.
 fn connect(path: &Path) -> Result<Connection, StoreError> {
-    let connection = open_file(path, BUSY_TIMEOUT, &super::pool::sqlite_write_settings())?;
+    let connection = super::pool::open_sqlite_writer(path, BUSY_TIMEOUT)?;
     connection.set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_TRIGGER, false).map_err(store_error)?;
     Ok(connection)
 }
