@@ -421,7 +421,9 @@ impl From<FieldReportError> for ApiError {
 impl From<FeedError> for ApiError {
     fn from(error: FeedError) -> Self {
         match error {
-            FeedError::Expired { .. } => Self::new(ErrorStatusCode::GONE, "cursor_expired", error.to_string()),
+            FeedError::Expired { .. } | FeedError::Unknown { .. } => {
+                Self::new(ErrorStatusCode::GONE, "cursor_expired", error.to_string())
+            }
             FeedError::Invalid(errors) => Self::validation(errors),
             FeedError::Store(e) => e.into(),
         }

@@ -14,12 +14,17 @@ pub const MAX_LIMIT: u32 = 1_000;
 
 #[derive(Debug, thiserror::Error)]
 pub enum FeedError {
-    /// The position is older than the oldest removal kept (or newer than the feed: a position
-    /// of a database since restored from a backup): the consumer copies the set again.
+    /// The position is older than the oldest removal kept: the consumer copies the set again.
     #[error(
         "the position {since} of the change feed of {entity} is no longer followed (removals are kept RETAIN_FEED_REMOVALS_DAYS): copy the set again (its export ends with a position to follow) and follow from there"
     )]
     Expired { entity: String, since: i64 },
+    /// The position is after the feed's last: this database never answered it (it was
+    /// restored from a backup since, or the position is made up): the consumer copies again.
+    #[error(
+        "the position {since} is after the last of the change feed of {entity} ({last}): this database did not answer it (restored from a backup since?): copy the set again (its export ends with a position to follow) and follow from there"
+    )]
+    Unknown { entity: String, since: i64, last: i64 },
     #[error("invalid request")]
     Invalid(FieldErrors),
     #[error(transparent)]
@@ -54,8 +59,11 @@ pub async fn changes(
     let changes = store.feed_changes(mirror, entity, since, limit).await?;
     // Read after the changes: a removal pruned meanwhile may be missing from them.
     let position = store.feed_position(mirror, entity).await?;
-    if since > 0 && (since < position.expired_through || since > position.last_seq) {
+    if since > 0 && since < position.expired_through {
         return Err(FeedError::Expired { entity: entity.to_string(), since });
+    }
+    if since > position.last_seq {
+        return Err(FeedError::Unknown { entity: entity.to_string(), since, last: position.last_seq });
     }
     let next = changes.last().map_or(since, |change| change.seq);
     Ok(ChangePage { changes, next })

@@ -338,6 +338,7 @@ fn job_errors() -> Vec<JobError> {
 fn feed_errors() -> Vec<FeedError> {
     every_variant! {
         FeedError::Expired { .. } => vec![FeedError::Expired { entity: text(), since: 1 }],
+        FeedError::Unknown { .. } => vec![FeedError::Unknown { entity: text(), since: 2, last: 1 }],
         FeedError::Invalid(_) => vec![FeedError::Invalid(field_errors())],
         FeedError::Store(_) => store_errors().into_iter().map(FeedError::Store).collect(),
     }

@@ -178,7 +178,8 @@ async fn positions_the_feed_cannot_follow_are_refused(db: Db) {
     let answer = svc.get(&token, "/api/v1/fieldreport/tags/changes?since=999999").await;
     let body = error_body(answer, 410).await;
     assert_eq!(body["error_code"], "cursor_expired", "{body}");
-    assert!(body["message"].as_str().unwrap().contains("copy the set again"), "{body}");
+    let message = body["message"].as_str().unwrap();
+    assert!(message.contains("copy the set again") && message.contains("after the last"), "{body}");
     let answer = svc.get(&token, "/api/v1/fieldreport/tags/changes?limit=0").await;
     error_body(answer, 422).await;
     let page = svc.get_json(&token, "/api/v1/fieldreport/tags/changes?since=0").await;
