@@ -13,11 +13,22 @@ const CANDIDATES: &str = "SELECT r.record_id, r.version, CASE WHEN r.updated_at 
          SELECT 1 FROM fieldreport_unsettled u WHERE u.entity = r.entity AND u.record_id = r.record_id) \
        THEN 1 ELSE 0 END AS waiting \
      FROM fieldreport_records r WHERE r.entity = $1";
-/// A record the upstream no longer has, removed only if nothing wrote it since the upstream's
-/// ids were read and no local change of it waits.
-const REMOVE_GONE: &str = "DELETE FROM fieldreport_records \
-     WHERE entity = $1 AND LENGTH(record_id) = LENGTH($2) AND record_id = $2 \
-       AND pending_push IS NULL AND updated_at < $3";
+/// Records the upstream no longer has (the ids as a JSON array), removed only if nothing wrote
+/// them since the upstream's ids were read and no local change of them waits. One statement
+/// for many records: on Postgres the triggers that count records and number the removals run
+/// once a statement, and a row updated again and again in one transaction gets slower with
+/// every version it leaves (bench/HISTORY.md, 2026-11-29).
+const REMOVE_GONE_SQLITE: &str = "DELETE FROM fieldreport_records \
+     WHERE entity = $1 AND (LENGTH(record_id), record_id) IN (SELECT LENGTH(value), value FROM json_each($2)) \
+       AND pending_push IS NULL AND updated_at < $3 \
+     RETURNING record_id";
+const REMOVE_GONE_POSTGRES: &str = "DELETE FROM fieldreport_records r \
+     USING (SELECT jsonb_array_elements_text($2::jsonb) AS id) AS gone \
+     WHERE r.entity = $1 AND LENGTH(r.record_id) = LENGTH(gone.id) AND r.record_id = gone.id \
+       AND r.pending_push IS NULL AND r.updated_at < $3 \
+     RETURNING r.record_id";
+/// Ids a removal statement names at most.
+const REMOVE_GONE_CHUNK: usize = 1_000;
 
 /// A record of the mirror, as a reconciling sync compares it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -64,11 +75,16 @@ impl Store {
         }
         let mut removed = Vec::new();
         let outcome = async {
+            let statement = match self.dialect() {
+                crate::store::Dialect::Sqlite => REMOVE_GONE_SQLITE,
+                crate::store::Dialect::Postgres => REMOVE_GONE_POSTGRES,
+            };
             let mut tx = self.write_transaction().await?;
-            for id in ids {
-                let done = sqlx::query(REMOVE_GONE).bind(entity).bind(id).bind(before_ms).execute(&mut *tx).await?;
-                if done.rows_affected() == 1 {
-                    removed.push(id.clone());
+            for chunk in ids.chunks(REMOVE_GONE_CHUNK) {
+                let named = serde_json::to_string(chunk).map_err(|e| StoreError::Query(e.to_string()))?;
+                let rows = sqlx::query(statement).bind(entity).bind(named).bind(before_ms).fetch_all(&mut *tx).await?;
+                for row in &rows {
+                    removed.push(row.try_get::<String, _>("record_id")?);
                 }
             }
             tx.commit().await?;

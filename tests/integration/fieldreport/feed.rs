@@ -130,6 +130,59 @@ async fn a_copy_follows_the_field_report_feed(db: Db) {
     svc.stop().await;
 }
 
+/// A reconcile removes what the upstream no longer has many records a statement: each removal
+/// has a position of its own, a copy that follows the feed loses exactly those records, and
+/// the set's count follows. An id the mirror lacks, or one written after the upstream's ids
+/// were read, is not removed.
+async fn many_removals_at_once_are_followed(db: Db) {
+    let svc = TestService::start(db, &[]).await;
+    let token = svc.user_token().await;
+    for n in 1..=1_500 {
+        tag(&svc, &n.to_string(), "first").await;
+    }
+    let (mut copy, position) = export(&svc, &token, "/api/v1/fieldreport/tags/export").await;
+    let read_at = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64;
+    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    tag(&svc, "7", "written after the upstream's ids were read").await;
+    let mut gone: Vec<String> = (1..=1_200).map(|n| n.to_string()).collect();
+    gone.push("no-such-record".into());
+    let mut removed = svc.store().mirror_remove_gone("tags", &gone, read_at).await.unwrap();
+    removed.sort_by_key(|id| id.parse::<u32>().unwrap());
+    let expected: Vec<String> = (1..=1_200).filter(|n| *n != 7).map(|n| n.to_string()).collect();
+    assert_eq!(removed, expected);
+    let (removals, distinct): (i64, i64) = sqlx::query_as(
+        "SELECT COUNT(*), COUNT(DISTINCT change_seq) FROM mirror_removals WHERE mirror = 'fieldreport' AND entity = 'tags'",
+    )
+    .fetch_one(svc.store().pool())
+    .await
+    .unwrap();
+    assert_eq!((removals, distinct), (1_199, 1_199), "each removal has a position of its own");
+    let mut changes_read = 0;
+    let mut since = position;
+    loop {
+        let page = svc.get_json(&token, &format!("/api/v1/fieldreport/tags/changes?since={since}&limit=1000")).await;
+        let changes = page["data"].as_array().unwrap();
+        if changes.is_empty() {
+            break;
+        }
+        changes_read += changes.len();
+        for change in changes {
+            let id = change["id"].as_str().unwrap().to_string();
+            match change["change"].as_str().unwrap() {
+                "upsert" => copy.insert(id, change["record"].clone()),
+                _ => copy.remove(&id),
+            };
+        }
+        since = page["next_cursor"].as_str().unwrap().to_string();
+    }
+    assert_eq!(changes_read, 1_199 + 1, "1,199 removals and the write of 7");
+    assert_eq!(copy.len(), 301);
+    assert_eq!(copy, listed(&svc, &token, "/api/v1/fieldreport/tags", "Id").await);
+    let counts = svc.store().mirror_counts().await.unwrap();
+    assert_eq!(counts.iter().find(|(set, _)| set == "tags").map(|(_, n)| *n), Some(301), "{counts:?}");
+    svc.stop().await;
+}
+
 /// The ERP mirror's feed and export, with the records shown as `show` shows them (a
 /// webhook's secret masked).
 async fn a_copy_follows_the_erp_feed(db: Db) {
@@ -190,5 +243,6 @@ async fn positions_the_feed_cannot_follow_are_refused(db: Db) {
 crate::on_both_databases!(
     a_copy_follows_the_field_report_feed,
     a_copy_follows_the_erp_feed,
-    positions_the_feed_cannot_follow_are_refused
+    positions_the_feed_cannot_follow_are_refused,
+    many_removals_at_once_are_followed
 );
