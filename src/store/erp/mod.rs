@@ -98,11 +98,19 @@ impl Store {
     /// Stores records fetched from the ERP in one transaction. A record older than the stored
     /// one (lower `version`) changes nothing: the mirror keeps the highest version. Locally
     /// changed custom attribute values are kept until pushed.
+    ///
+    /// On Postgres the writes take their change numbers at once, one update of the model's
+    /// `mirror_feed` row: numbered one row at a time by the triggers, each update of that row
+    /// would walk past every version the transaction left of it (bench/HISTORY.md, 2026-11-29).
     pub async fn erp_upsert(&self, model: &str, records: &[ErpRecord]) -> Result<Vec<Upserted>, StoreError> {
         let mut tx = self.write_transaction().await?;
-        let lock = if self.dialect() == Dialect::Postgres { " FOR UPDATE" } else { "" };
+        let postgres = self.dialect() == Dialect::Postgres;
+        let lock = if postgres { " FOR UPDATE" } else { "" };
         let now = now_ms();
         let mut outcomes = Vec::with_capacity(records.len());
+        // What to write: the record, the document to store over a stored one (kept attributes
+        // merged in), and whether the write takes a change number (its document is new).
+        let mut writes: Vec<(&ErpRecord, Option<Value>, bool)> = Vec::new();
         for record in records {
             let stored =
                 sqlx::query(sql!("SELECT {COLUMNS} FROM erp_records WHERE model = $1 AND record_id = $2{lock}"))
@@ -115,18 +123,7 @@ impl Store {
                     .transpose()?;
             let outcome = match &stored {
                 None => {
-                    sqlx::query(
-                        "INSERT INTO erp_records (model, record_id, version, last_modified, document, pulled_at) \
-                         VALUES ($1, $2, $3, $4, $5, $6)",
-                    )
-                    .bind(model)
-                    .bind(&record.id)
-                    .bind(record.version)
-                    .bind(record.last_modified)
-                    .bind(record.document.to_string())
-                    .bind(now)
-                    .execute(&mut *tx)
-                    .await?;
+                    writes.push((record, None, true));
                     Upserted::Inserted
                 }
                 Some(stored) if record.version < stored.version => Upserted::Unchanged,
@@ -136,23 +133,67 @@ impl Store {
                     if document == stored.document && record.version == stored.version {
                         Upserted::Unchanged
                     } else {
-                        sqlx::query(
-                            "UPDATE erp_records SET version = $1, last_modified = $2, document = $3, pulled_at = $4 \
-                             WHERE model = $5 AND record_id = $6",
-                        )
-                        .bind(record.version)
-                        .bind(record.last_modified)
-                        .bind(document.to_string())
-                        .bind(now)
-                        .bind(model)
-                        .bind(&record.id)
-                        .execute(&mut *tx)
-                        .await?;
+                        let numbered = document != stored.document;
+                        writes.push((record, Some(document), numbered));
                         Upserted::Updated
                     }
                 }
             };
             outcomes.push(outcome);
+        }
+        // The first number of the writes on Postgres; SQLite's triggers number them.
+        let numbered = writes.iter().filter(|(_, _, numbered)| *numbered).count();
+        let mut number = match (postgres, numbered) {
+            (true, n) if n > 0 => {
+                let n = i64::try_from(n).map_err(|_| StoreError::Query("too many records in one write".into()))?;
+                let last: i64 = sqlx::query_scalar("SELECT mirror_feed_next('erp', $1, $2)")
+                    .bind(model)
+                    .bind(n)
+                    .fetch_one(&mut *tx)
+                    .await?;
+                Some(last - n + 1)
+            }
+            _ => None,
+        };
+        for (record, merged, numbered) in writes {
+            let change_seq = if numbered { number } else { None };
+            if numbered {
+                number = number.map(|n| n + 1);
+            }
+            match merged {
+                None => {
+                    sqlx::query(
+                        "INSERT INTO erp_records (model, record_id, version, last_modified, document, pulled_at, change_seq) \
+                         VALUES ($1, $2, $3, $4, $5, $6, $7)",
+                    )
+                    .bind(model)
+                    .bind(&record.id)
+                    .bind(record.version)
+                    .bind(record.last_modified)
+                    .bind(record.document.to_string())
+                    .bind(now)
+                    .bind(change_seq)
+                    .execute(&mut *tx)
+                    .await?;
+                }
+                Some(document) => {
+                    // Without a number of its own (SQLite) the row keeps its old one, and the
+                    // update trigger numbers it anew.
+                    sqlx::query(
+                        "UPDATE erp_records SET version = $1, last_modified = $2, document = $3, pulled_at = $4, \
+                         change_seq = COALESCE($5, change_seq) WHERE model = $6 AND record_id = $7",
+                    )
+                    .bind(record.version)
+                    .bind(record.last_modified)
+                    .bind(document.to_string())
+                    .bind(now)
+                    .bind(change_seq)
+                    .bind(model)
+                    .bind(&record.id)
+                    .execute(&mut *tx)
+                    .await?;
+                }
+            }
         }
         tx.commit().await?;
         Ok(outcomes)
