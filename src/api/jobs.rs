@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use crate::api::ApiContext;
 use crate::api::support::guard::{BearerToken, needs};
-use crate::api::support::paging::{Cursor, CursorParam, PageMeta, checked_key_limit, checked_position, key_rows};
+use crate::api::support::paging::{Cursor, CursorParam, PageMeta, PageQuery};
 use crate::error::ApiError;
 use crate::jobs::kind::JobKind;
 use crate::store::jobs::JobRow;
@@ -264,24 +264,21 @@ pub async fn jobs_list(
 ) -> Result<HttpResponseOk<JobPage>, ApiError> {
     token.caller(&rqctx).await?;
     let query = query.into_inner();
-    if query.after.is_some() || query.limit.is_some() {
-        let limit = checked_key_limit(query.limit, 20, MAX_PER_PAGE).map_err(ApiError::validation)?;
-        let after = query.after.map(CursorParam::key).transpose()?;
-        let (kind, status) = (query.kind.as_deref(), query.status.as_deref());
-        let jobs = rqctx.context().jobs.list_after(kind, status, after.as_deref(), limit).await?;
-        let uri = rqctx.request.uri();
-        let (jobs, next) =
-            key_rows(jobs, limit, uri, query.limit, |job| StampedKey::new(job.created_at, job.id).text());
-        let data = jobs.into_iter().map(Job::from).collect();
-        return Ok(HttpResponseOk(JobPage { data, meta: None, next_cursor: next.cursor, next: next.link }));
-    }
-    let (page, per_page) =
-        checked_position(query.page, query.per_page, 20, MAX_PER_PAGE).map_err(ApiError::validation)?;
-    let (jobs, total) =
-        rqctx.context().jobs.list(query.kind.as_deref(), query.status.as_deref(), page, per_page).await?;
-    let data = jobs.into_iter().map(Job::from).collect();
-    let meta = Some(PageMeta::new(page, per_page, total));
-    Ok(HttpResponseOk(JobPage { data, meta, next_cursor: None, next: None }))
+    let (kind, status) = (query.kind.as_deref(), query.status.as_deref());
+    let paging = PageQuery { after: query.after, limit: query.limit, page: query.page, per_page: query.per_page };
+    let jobs = &rqctx.context().jobs;
+    let page = paging
+        .read(
+            20,
+            MAX_PER_PAGE,
+            rqctx.request.uri(),
+            |after, limit| async move { jobs.list_after(kind, status, after.as_deref(), limit).await },
+            |page, per_page| jobs.list(kind, status, page, per_page),
+            |job| StampedKey::new(job.created_at, job.id).text(),
+        )
+        .await?;
+    let data = page.rows.into_iter().map(Job::from).collect();
+    Ok(HttpResponseOk(JobPage { data, meta: page.meta, next_cursor: page.next.cursor, next: page.next.link }))
 }
 
 /// Cancel a job

@@ -242,13 +242,9 @@ impl ErpService {
                     report.count(outcome);
                 }
                 progress(report.fetched);
-                self.fieldreport().check_stop()?;
-                match position.next(&batch, full_page) {
+                match self.go_on(info, owner, position.next(&batch, full_page)).await? {
                     Some(next) => position = next,
                     None => break,
-                }
-                if !store.take_pull_lease(info.name, owner, store.lease_deadline()).await? {
-                    return Err(ErpError::Busy(format!("the pull of {} lost its lease", info.name)));
                 }
             }
             if *kind == PullKind::Full {
@@ -292,6 +288,18 @@ impl ErpService {
         }
     }
 
+    /// After a page of a pull under `owner`'s lease: stops when asked to; else where the pull
+    /// goes on (`next`; none once it has read everything), while it still holds its lease.
+    async fn go_on(&self, info: &ModelInfo, owner: &str, next: Option<Position>) -> Result<Option<Position>, ErpError> {
+        self.fieldreport().check_stop()?;
+        let Some(next) = next else { return Ok(None) };
+        let store = self.store();
+        if !store.take_pull_lease(info.name, owner, store.lease_deadline()).await? {
+            return Err(ErpError::Busy(format!("the pull of {} lost its lease", info.name)));
+        }
+        Ok(Some(next))
+    }
+
     /// A reconciling of one model (see [`PullKind::Reconcile`]), under its pull lease: the
     /// ERP's ids and versions (`properties=id,version`, in id order by `id-gt`), then the
     /// records missing here and those whose version differs fetched by id (`id-in`), then the
@@ -311,13 +319,9 @@ impl ErpService {
             report.pages += 1;
             let full_page = records.len() == MAX_PAGE_SIZE;
             upstream.extend(records.iter().map(|record| (record.id.clone(), record.version)));
-            self.fieldreport().check_stop()?;
-            match position.next(&records, full_page) {
+            match self.go_on(info, owner, position.next(&records, full_page)).await? {
                 Some(next) => position = next,
                 None => break,
-            }
-            if !store.take_pull_lease(info.name, owner, store.lease_deadline()).await? {
-                return Err(ErpError::Busy(format!("the pull of {} lost its lease", info.name)));
             }
         }
         let local: std::collections::HashMap<String, i64> = store.erp_versions(info.name).await?.into_iter().collect();

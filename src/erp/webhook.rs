@@ -171,12 +171,8 @@ mod tests {
 
     mod properties {
         use super::*;
+        use crate::vocabulary::strategies::text;
         use proptest::prelude::*;
-
-        fn text(chars: &'static str, len: std::ops::Range<usize>) -> impl Strategy<Value = String> {
-            let chars: Vec<char> = chars.chars().collect();
-            prop::collection::vec(prop::sample::select(chars), len).prop_map(|c| c.into_iter().collect())
-        }
 
         proptest! {
             /// Whichever key spelling carries them, the entity's name and id are read as sent.

@@ -11,6 +11,11 @@ fn add(errors: &mut FieldErrors, field: &str, message: &str) {
     errors.entry(field.to_string()).or_default().push(message.to_string());
 }
 
+/// The payload as a JSON object, or the error naming `body` with `message`.
+fn object<'a>(payload: &'a Value, message: &str) -> Result<&'a Map<String, Value>, FieldErrors> {
+    payload.as_object().ok_or_else(|| FieldErrors::from([("body".to_string(), vec![message.to_string()])]))
+}
+
 /// The smallest financing amount: a cent.
 pub const MIN_AMOUNT: f64 = 0.01;
 /// The largest amount or price the service takes (a trillion): well inside `Decimal`, whose
@@ -52,11 +57,8 @@ fn is_email(email: &str) -> bool {
 /// exactly one Main address, at least one FinancingObject, and the amount equal to the sum of
 /// Quantity × NetPricePerObject to the cent. Names every bad field.
 pub fn validate_create(payload: &Value) -> Result<(), FieldErrors> {
+    let request = object(payload, "The request payload must be a JSON object.")?;
     let mut errors = FieldErrors::new();
-    let Some(request) = payload.as_object() else {
-        add(&mut errors, "body", "The request payload must be a JSON object.");
-        return Err(errors);
-    };
     let amount = request.get("FinancingAmount").and_then(decimal);
     match amount {
         Some(a) if a >= min_amount() => {}
@@ -148,11 +150,8 @@ pub fn validate_create(payload: &Value) -> Result<(), FieldErrors> {
 /// Checks a lessee patch: its `Email`, when given, is an email address (it is answered back as
 /// the lessee's, which the document says is one).
 pub fn validate_lessee_patch(payload: &Value) -> Result<(), FieldErrors> {
+    let patch = object(payload, "The patch must be a JSON object.")?;
     let mut errors = FieldErrors::new();
-    let Some(patch) = payload.as_object() else {
-        add(&mut errors, "body", "The patch must be a JSON object.");
-        return Err(errors);
-    };
     if patch.get("Email").is_some_and(|email| !email.is_null() && !email.as_str().is_some_and(is_email)) {
         add(&mut errors, "Email", "The email must be a valid email address.");
     }
@@ -164,11 +163,8 @@ pub fn validate_lessee_patch(payload: &Value) -> Result<(), FieldErrors> {
 /// `Quantity` a whole number greater than 0 and `NetPricePerObject` from 0 to a trillion. The provider would store
 /// anything; the service's document promises these bounds in its answers.
 pub fn validate_patch(payload: &Value) -> Result<(), FieldErrors> {
+    let patch = object(payload, "The patch must be a JSON object.")?;
     let mut errors = FieldErrors::new();
-    let Some(patch) = payload.as_object() else {
-        add(&mut errors, "body", "The patch must be a JSON object.");
-        return Err(errors);
-    };
     let present = |key: &str| patch.get(key).filter(|v| !v.is_null());
     if present("Period").is_some_and(|p| p.as_u64().is_none_or(|p| !(1..=MAX_PERIOD_MONTHS).contains(&p))) {
         add(&mut errors, "Period", PERIOD_RULE);

@@ -235,8 +235,18 @@ impl LeasingService {
 
     pub async fn show(&self, id: &str) -> Result<Value, LeasingError> {
         let id = financing_id(id)?;
+        self.recorded(id, self.client()?.get(id)).await
+    }
+
+    /// The request as `call` (a read or a change of it) answers it, its state recorded as
+    /// read when the call started.
+    async fn recorded(
+        &self,
+        id: &str,
+        call: impl Future<Output = Result<Value, UpstreamError>>,
+    ) -> Result<Value, LeasingError> {
         let read_at = now_ms();
-        let request = self.client()?.get(id).await?;
+        let request = call.await?;
         self.watcher.observe(ObservationSource::Read, id, &request, read_at).await;
         Ok(with_defaults(request))
     }
@@ -253,20 +263,14 @@ impl LeasingService {
         let id = financing_id(id)?;
         validate_patch(patch).map_err(LeasingError::Invalid)?;
         let patch = body(patch).map_err(bad_body)?;
-        let read_at = now_ms();
-        let request = self.client()?.patch_request(id, &patch).await?;
-        self.watcher.observe(ObservationSource::Read, id, &request, read_at).await;
-        Ok(with_defaults(request))
+        self.recorded(id, self.client()?.patch_request(id, &patch)).await
     }
 
     pub async fn patch_lessee(&self, id: &str, patch: &Value) -> Result<Value, LeasingError> {
         let id = financing_id(id)?;
         validate_lessee_patch(patch).map_err(LeasingError::Invalid)?;
         let patch = body(patch).map_err(bad_body)?;
-        let read_at = now_ms();
-        let request = self.client()?.patch_lessee(id, &patch).await?;
-        self.watcher.observe(ObservationSource::Read, id, &request, read_at).await;
-        Ok(with_defaults(request))
+        self.recorded(id, self.client()?.patch_lessee(id, &patch)).await
     }
 
     /// Waits until the request is `ReadyToSign`, following the seed's table. `known` is a

@@ -44,32 +44,32 @@ impl BackgroundMetrics {
 
     pub fn render(&self, out: &mut Exposition) {
         let tasks = self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        let name = "integration_background_runs_total";
-        out.family(
-            name,
-            "counter",
-            "Runs of each background task at this instance: claims that found work, and the ticks of periodic tasks.",
-        );
-        for (task, counts) in tasks.iter() {
-            out.sample(name, &[("task", task)], counts.runs);
-        }
-        let name = "integration_background_failures_total";
-        out.family(
-            name,
-            "counter",
-            "Claims and runs of each background task that failed at this instance (the log says why).",
-        );
-        for (task, counts) in tasks.iter() {
-            out.sample(name, &[("task", task)], counts.failures);
-        }
-        let name = "integration_background_lag_seconds";
-        out.family(
-            name,
-            "gauge",
-            "How late the last run of a background task began: after its claimed work was due, or after its planned tick.",
-        );
-        for (task, counts) in tasks.iter() {
-            out.sample(name, &[("task", task)], counts.lag.as_secs_f64());
+        // Each family: its name, type and help, and what it counts of a task.
+        let families: [(&str, &str, &str, fn(&TaskCounts) -> String); 3] = [
+            (
+                "integration_background_runs_total",
+                "counter",
+                "Runs of each background task at this instance: claims that found work, and the ticks of periodic tasks.",
+                |counts| counts.runs.to_string(),
+            ),
+            (
+                "integration_background_failures_total",
+                "counter",
+                "Claims and runs of each background task that failed at this instance (the log says why).",
+                |counts| counts.failures.to_string(),
+            ),
+            (
+                "integration_background_lag_seconds",
+                "gauge",
+                "How late the last run of a background task began: after its claimed work was due, or after its planned tick.",
+                |counts| counts.lag.as_secs_f64().to_string(),
+            ),
+        ];
+        for (name, kind, help, value) in families {
+            out.family(name, kind, help);
+            for (task, counts) in tasks.iter() {
+                out.sample(name, &[("task", task)], value(counts));
+            }
         }
     }
 }

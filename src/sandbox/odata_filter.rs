@@ -135,21 +135,26 @@ impl Parser {
     }
 
     fn or(&mut self) -> Option<Filter> {
-        let mut terms = vec![self.and()?];
-        while self.peek_word() == Some("or") {
-            self.at += 1;
-            terms.push(self.and()?);
-        }
-        Some(if terms.len() == 1 { terms.remove(0) } else { Filter::Or(terms) })
+        self.joined("or", Self::and, Filter::Or)
     }
 
     fn and(&mut self) -> Option<Filter> {
-        let mut terms = vec![self.atom()?];
-        while self.peek_word() == Some("and") {
+        self.joined("and", Self::atom, Filter::And)
+    }
+
+    /// Terms read by `term` between the words `word`: one alone is itself, more are `join`ed.
+    fn joined(
+        &mut self,
+        word: &str,
+        term: fn(&mut Self) -> Option<Filter>,
+        join: fn(Vec<Filter>) -> Filter,
+    ) -> Option<Filter> {
+        let mut terms = vec![term(self)?];
+        while self.peek_word() == Some(word) {
             self.at += 1;
-            terms.push(self.atom()?);
+            terms.push(term(self)?);
         }
-        Some(if terms.len() == 1 { terms.remove(0) } else { Filter::And(terms) })
+        Some(if terms.len() == 1 { terms.remove(0) } else { join(terms) })
     }
 
     fn atom(&mut self) -> Option<Filter> {

@@ -250,14 +250,9 @@ mod tests {
     mod properties {
         use super::super::*;
         use super::{page, parsed};
+        use crate::vocabulary::strategies::text;
         use proptest::prelude::*;
         use serde_json::json;
-
-        /// A set name or query text: letters, digits and the characters OData queries use.
-        fn text(chars: &'static str, len: std::ops::Range<usize>) -> impl Strategy<Value = String> {
-            let chars: Vec<char> = chars.chars().collect();
-            prop::collection::vec(prop::sample::select(chars), len).prop_map(|c| c.into_iter().collect())
-        }
 
         proptest! {
             /// Whatever spelling the upstream uses (v4, v3, verbose), the page has exactly the

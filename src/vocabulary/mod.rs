@@ -14,3 +14,5 @@ pub mod owner;
 pub mod redaction;
 pub mod settings;
 pub mod stamp;
+#[cfg(test)]
+pub mod strategies;

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use crate::api::ApiContext;
 use crate::api::leasing::owner::FinancingIdPath;
 use crate::api::support::guard::{BearerToken, needs};
-use crate::api::support::paging::{Cursor, CursorParam, PageMeta, checked_key_limit, checked_position, key_rows};
+use crate::api::support::paging::{Cursor, CursorParam, PageMeta, PageQuery};
 use crate::error::ApiError;
 use crate::leasing::watch::subscriptions::{SubscriptionRequest, WithSecret};
 use crate::store::leasing::watch::{SubscriptionRow, Viewer, WatchRow};
@@ -268,24 +268,21 @@ pub async fn leasing_subscription_list(
 ) -> Result<HttpResponseOk<SubscriptionList>, ApiError> {
     let viewer = authorize(&rqctx, &token).await?;
     let query = query.into_inner();
+    let paging = PageQuery { after: query.after, limit: query.limit, page: query.page, per_page: query.per_page };
     let watcher = rqctx.context().leasing.watcher();
-    let invalid = |errors| ApiError::validation(errors).leasing();
-    if query.after.is_some() || query.limit.is_some() {
-        let limit = checked_key_limit(query.limit, 50, MAX_SUBSCRIPTIONS_PER_PAGE).map_err(invalid)?;
-        let after = query.after.map(CursorParam::key).transpose().map_err(ApiError::leasing)?;
-        let rows = watcher.subscriptions_after(viewer, after.as_deref(), limit + 1).await?;
-        let uri = rqctx.request.uri();
-        let (rows, next) =
-            key_rows(rows, limit, uri, query.limit, |row| StampedKey::new(row.created_at, &row.id).text());
-        let items = rows.into_iter().map(Subscription::from).collect();
-        return Ok(HttpResponseOk(SubscriptionList { items, meta: None, next_cursor: next.cursor, next: next.link }));
-    }
-    let (page, per_page) =
-        checked_position(query.page, query.per_page, 50, MAX_SUBSCRIPTIONS_PER_PAGE).map_err(invalid)?;
-    let (rows, total) = watcher.subscriptions(viewer, page, per_page).await?;
-    let items = rows.into_iter().map(Subscription::from).collect();
-    let meta = Some(PageMeta::new(page, per_page, total));
-    Ok(HttpResponseOk(SubscriptionList { items, meta, next_cursor: None, next: None }))
+    let page = paging
+        .read(
+            50,
+            MAX_SUBSCRIPTIONS_PER_PAGE,
+            rqctx.request.uri(),
+            |after, limit| async move { watcher.subscriptions_after(viewer, after.as_deref(), limit + 1).await },
+            |page, per_page| watcher.subscriptions(viewer, page, per_page),
+            |row| StampedKey::new(row.created_at, &row.id).text(),
+        )
+        .await
+        .map_err(ApiError::leasing)?;
+    let items = page.rows.into_iter().map(Subscription::from).collect();
+    Ok(HttpResponseOk(SubscriptionList { items, meta: page.meta, next_cursor: page.next.cursor, next: page.next.link }))
 }
 
 /// Read a subscription

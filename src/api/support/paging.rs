@@ -159,6 +159,48 @@ impl PageQuery {
     }
 }
 
+/// A page of a list read either way, before the route makes it its answer: `meta` when it was
+/// read by position, `next` (where it goes on) when read by key.
+pub struct ListPage<T> {
+    pub rows: Vec<T>,
+    pub meta: Option<PageMeta>,
+    pub next: NextPage,
+}
+
+impl PageQuery {
+    /// Reads a page of the list at `uri` as the query asks, `default` records a page and at
+    /// most `max`. By key when `after` or `limit` is given: `by_key` reads the records after a
+    /// key (one more than `limit`, to learn whether any follow), `key` gives a record's key.
+    /// Else by position: `by_position` reads page `page` of `per_page` and the count. `limit`
+    /// is checked before `after`, so that a query wrong in both is answered about `limit`.
+    pub async fn read<T, E, K, P>(
+        self,
+        default: u32,
+        max: u32,
+        uri: &http::Uri,
+        by_key: impl FnOnce(Option<String>, u32) -> K,
+        by_position: impl FnOnce(u32, u32) -> P,
+        key: impl Fn(&T) -> String,
+    ) -> Result<ListPage<T>, ApiError>
+    where
+        K: Future<Output = Result<Vec<T>, E>>,
+        P: Future<Output = Result<(Vec<T>, i64), E>>,
+        ApiError: From<E>,
+    {
+        if self.after.is_some() || self.limit.is_some() {
+            let limit = checked_key_limit(self.limit, default, max).map_err(ApiError::validation)?;
+            let after = self.after.map(CursorParam::key).transpose()?;
+            let rows = by_key(after, limit).await?;
+            let (rows, next) = key_rows(rows, limit, uri, self.limit, key);
+            return Ok(ListPage { rows, meta: None, next });
+        }
+        let (page, per_page) =
+            checked_position(self.page, self.per_page, default, max).map_err(ApiError::validation)?;
+        let (rows, total) = by_position(page, per_page).await?;
+        Ok(ListPage { rows, meta: Some(PageMeta::new(page, per_page, total)), next: NextPage::default() })
+    }
+}
+
 /// `page` (default 1) and `per_page` (default `default`, 1 to `max`) of a list read by
 /// position, or the field errors naming them.
 pub fn checked_position(

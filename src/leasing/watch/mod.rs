@@ -62,8 +62,17 @@ pub struct Watcher {
     deliveries_queued: Arc<tokio::sync::Notify>,
 }
 
-fn state_of(request: &Value) -> &str {
-    request.get("State").and_then(Value::as_str).unwrap_or_default()
+/// A state of `financing_id` read at `read_at`, as the store records it (the read and the
+/// start of a watch record the same).
+fn observation<'a>(financing_id: &'a str, request: &'a Value, read_at: i64) -> Observed<'a> {
+    let state = request.get("State").and_then(Value::as_str).unwrap_or_default();
+    Observed {
+        financing_id,
+        request_id: request.get("RequestId").and_then(Value::as_str),
+        state,
+        terminal: crate::leasing::state::StateMeta::of(state).terminal,
+        at: read_at,
+    }
 }
 
 impl Watcher {
@@ -75,18 +84,12 @@ impl Watcher {
     /// watched request is announced; anything else writes nothing. A failure to record is
     /// reported and left: the read itself succeeded, and the poller reads again.
     pub async fn observe(&self, source: ObservationSource, financing_id: &str, request: &Value, read_at: i64) {
-        let state = state_of(request);
+        let observed = observation(financing_id, request, read_at);
+        let state = observed.state;
         if state.is_empty() {
             return;
         }
         self.metrics.watch_observed(source);
-        let observed = Observed {
-            financing_id,
-            request_id: request.get("RequestId").and_then(Value::as_str),
-            state,
-            terminal: crate::leasing::state::StateMeta::of(state).terminal,
-            at: read_at,
-        };
         let recorded = self
             .store
             .watch_record(&observed, |before: &WatchRow| {
@@ -118,14 +121,7 @@ impl Watcher {
         read_at: i64,
         user_id: i64,
     ) -> Result<WatchRow, StoreError> {
-        let state = state_of(request);
-        let observed = Observed {
-            financing_id,
-            request_id: request.get("RequestId").and_then(Value::as_str),
-            state,
-            terminal: crate::leasing::state::StateMeta::of(state).terminal,
-            at: read_at,
-        };
+        let observed = observation(financing_id, request, read_at);
         if !self.store.watch_start(&observed, self.next_poll_at(), user_id).await? {
             // Watched already: what was just read is an observation like any other.
             self.observe(ObservationSource::Read, financing_id, request, read_at).await;
