@@ -17,6 +17,9 @@ struct TaskCounts {
     lag: Duration,
 }
 
+/// A family of the task metrics: its name, type and help, and what it counts of a task.
+type Family = (&'static str, &'static str, &'static str, fn(&TaskCounts) -> String);
+
 /// The background tasks of this instance, by name (a handful, fixed by the code).
 #[derive(Default)]
 pub struct BackgroundMetrics(Mutex<BTreeMap<&'static str, TaskCounts>>);
@@ -44,8 +47,7 @@ impl BackgroundMetrics {
 
     pub fn render(&self, out: &mut Exposition) {
         let tasks = self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        // Each family: its name, type and help, and what it counts of a task.
-        let families: [(&str, &str, &str, fn(&TaskCounts) -> String); 3] = [
+        let families: [Family; 3] = [
             (
                 "integration_background_runs_total",
                 "counter",
