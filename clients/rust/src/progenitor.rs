@@ -10887,16 +10887,121 @@ pub mod types {
         pub all_requests: bool,
         ///A note for people (at most 500 characters).
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub description: ::std::option::Option<::std::string::String>,
-        ///The event types to send (default: every type, i.e. `leasing.state_changed`).
+        pub description: ::std::option::Option<NewSubscriptionDescription>,
+        ///The event types to send, at least one (default: every type, i.e. `leasing.state_changed`).
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub events: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
+        pub events: ::std::option::Option<::std::vec::Vec<NewSubscriptionEventsItem>>,
         ///Where the events are posted: `https`, and a public address (loopback, private, link-local and unique-local addresses, and `http`, only with `CALLBACK_ALLOW_PRIVATE`). Redirects are not followed. At most 2,048 characters.
         pub url: NewSubscriptionUrl,
     }
     impl NewSubscription {
         pub fn builder() -> builder::NewSubscription {
             Default::default()
+        }
+    }
+    ///A note for people (at most 500 characters).
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct NewSubscriptionDescription(::std::string::String);
+    impl ::std::ops::Deref for NewSubscriptionDescription {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<NewSubscriptionDescription> for ::std::string::String {
+        fn from(value: NewSubscriptionDescription) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for NewSubscriptionDescription {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 500usize {
+                return Err("longer than 500 characters".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for NewSubscriptionDescription {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for NewSubscriptionDescription {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for NewSubscriptionDescription {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
+        }
+    }
+    ///`NewSubscriptionEventsItem`
+    #[derive(
+        ::serde::Deserialize,
+        ::serde::Serialize,
+        Clone,
+        Copy,
+        Debug,
+        Eq,
+        Hash,
+        Ord,
+        PartialEq,
+        PartialOrd
+    )]
+    pub enum NewSubscriptionEventsItem {
+        #[serde(rename = "leasing.state_changed")]
+        LeasingStateChanged,
+    }
+    impl ::std::fmt::Display for NewSubscriptionEventsItem {
+        fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+            match *self {
+                Self::LeasingStateChanged => f.write_str("leasing.state_changed"),
+            }
+        }
+    }
+    impl ::std::str::FromStr for NewSubscriptionEventsItem {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            match value {
+                "leasing.state_changed" => Ok(Self::LeasingStateChanged),
+                _ => Err("invalid value".into()),
+            }
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for NewSubscriptionEventsItem {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for NewSubscriptionEventsItem {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
         }
     }
     ///Where the events are posted: `https`, and a public address (loopback, private, link-local and unique-local addresses, and `http`, only with `CALLBACK_ALLOW_PRIVATE`). Redirects are not followed. At most 2,048 characters.
@@ -33292,11 +33397,11 @@ pub mod types {
         pub struct NewSubscription {
             all_requests: ::std::result::Result<bool, ::std::string::String>,
             description: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
+                ::std::option::Option<super::NewSubscriptionDescription>,
                 ::std::string::String,
             >,
             events: ::std::result::Result<
-                ::std::option::Option<::std::vec::Vec<::std::string::String>>,
+                ::std::option::Option<::std::vec::Vec<super::NewSubscriptionEventsItem>>,
                 ::std::string::String,
             >,
             url: ::std::result::Result<super::NewSubscriptionUrl, ::std::string::String>,
@@ -33326,7 +33431,9 @@ pub mod types {
             }
             pub fn description<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<super::NewSubscriptionDescription>,
+                >,
                 T::Error: ::std::fmt::Display,
             {
                 self.description = value
@@ -33339,7 +33446,9 @@ pub mod types {
             pub fn events<T>(mut self, value: T) -> Self
             where
                 T: ::std::convert::TryInto<
-                    ::std::option::Option<::std::vec::Vec<::std::string::String>>,
+                    ::std::option::Option<
+                        ::std::vec::Vec<super::NewSubscriptionEventsItem>,
+                    >,
                 >,
                 T::Error: ::std::fmt::Display,
             {

@@ -5397,10 +5397,10 @@ export interface components {
              */
             description?: string | null;
             /**
-             * @description The event types to send (default: every type, i.e. `leasing.state_changed`).
+             * @description The event types to send, at least one (default: every type, i.e. `leasing.state_changed`).
              * @default null
              */
-            events?: string[] | null;
+            events?: "leasing.state_changed"[] | null;
             /** @description Where the events are posted: `https`, and a public address (loopback, private, link-local and unique-local addresses, and `http`, only with `CALLBACK_ALLOW_PRIVATE`). Redirects are not followed. At most 2,048 characters. */
             url: string;
         };

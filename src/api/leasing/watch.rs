@@ -36,14 +36,25 @@ pub struct NewSubscription {
     pub url: String,
     /// A note for people (at most 500 characters).
     #[serde(default)]
+    #[schemars(length(max = 500))]
     pub description: Option<String>,
-    /// The event types to send (default: every type, i.e. `leasing.state_changed`).
+    /// The event types to send, at least one (default: every type, i.e. `leasing.state_changed`).
     #[serde(default)]
+    #[schemars(schema_with = "event_types_schema")]
     pub events: Option<Vec<String>>,
     /// The events of every financing request, not only of those the caller created: for
     /// operators only (422 otherwise). Default false.
     #[serde(default)]
     pub all_requests: bool,
+}
+
+/// The event types a subscription names: the known ones, at least one, or null for every one.
+fn event_types_schema(_: &mut schemars::r#gen::SchemaGenerator) -> schemars::schema::Schema {
+    let types = crate::leasing::watch::event::EVENT_TYPES;
+    serde_json::from_value(json!({
+        "type": "array", "nullable": true, "minItems": 1, "items": {"type": "string", "enum": types}
+    }))
+    .expect("a valid schema")
 }
 
 impl NewSubscription {

@@ -195,9 +195,10 @@ async fn create_request(svc: &TestService, token: &str, company: &str) -> String
     let created: Value = response.json_value().await;
     created["data"]["FinancingId"].as_str().unwrap().to_string()
 }
-/// address, and never reached.
+
 /// Callback targets that are not https or not public are refused when subscribing; one
 /// allowed then (a restart took the permission away) is refused at delivery, on the resolved
+/// address, and never reached. The other bounds the document states are kept too.
 async fn private_and_plain_http_targets_are_refused(db: Db) {
     let mut svc = TestService::start(db, FAST).await;
     let token = svc.user_token().await;
@@ -232,6 +233,17 @@ async fn private_and_plain_http_targets_are_refused(db: Db) {
         )
         .await;
     assert!(error_body(unknown, 422).await["errors"]["events"].is_array());
+    let none =
+        svc.post(&token, "/api/v1/leasing/subscriptions", json!({"url": "https://example.com/x", "events": []})).await;
+    assert!(error_body(none, 422).await["errors"]["events"].is_array(), "minItems 1");
+    let long = svc
+        .post(
+            &token,
+            "/api/v1/leasing/subscriptions",
+            json!({"url": "https://example.com/x", "description": "é".repeat(501)}),
+        )
+        .await;
+    assert!(error_body(long, 422).await["errors"]["description"].is_array(), "maxLength 500");
 
     let id = create_request(&svc, &token, "ACME [moves:1]").await;
     let subs: Value = svc.get_json(&token, "/api/v1/leasing/subscriptions").await;
