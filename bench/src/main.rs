@@ -12,6 +12,7 @@ mod load;
 mod scale;
 mod scenarios;
 mod service;
+mod sync;
 mod watch;
 
 use std::path::{Path, PathBuf};
@@ -204,7 +205,7 @@ async fn scenarios(
         rows.extend(scenarios::waiting_flows(service, settings).await?);
     }
     if wanted("sync") {
-        rows.extend(scenarios::sync(service, settings).await?);
+        rows.extend(sync::sync(service, settings).await?);
     }
     if wanted("webhook-ingest") {
         rows.extend(scenarios::webhook_ingest(service, settings, base).await?);
