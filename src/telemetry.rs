@@ -108,3 +108,12 @@ pub fn report_storage_failure(action: &str, key: &str, detail: &str) {
         slog::error!(log, "storage failed"; "action" => action, "key" => key, "detail" => detail.replace('\n', " "));
     }
 }
+
+/// Logs that the field-report system refused the described form of a `$filter` literal and
+/// answered the other (an OData server of another version than its description says).
+pub fn report_literal_form(set: &str, described: &str, used: &str) {
+    if let Some(log) = logger() {
+        slog::warn!(log, "the field-report system refused the described $filter literal; the sync uses the other form";
+            "set" => set, "described" => described, "used" => used);
+    }
+}

@@ -135,6 +135,11 @@ pub const SYSTEM_FIELDS: &[&str] = &[
     "DateModified",
     "DateOfCreation",
 ];
+/// How a `$filter` writes a `DateModified` value, as the description declares the
+/// property: the prefix of a typed literal (OData v3: `datetime'2024-03-28T17:31:17'` for
+/// an `Edm.DateTime`, `datetimeoffset'…'` for an `Edm.DateTimeOffset`), or `None` for a
+/// bare one (OData v4: `2024-03-28T17:31:17Z`).
+pub const STAMP_LITERAL: Option<&str> = Some("datetime");
 /// The entity set named by its route name (`costCenters`) or its set name (`CostCenters`).
 pub fn entity(name: &str) -> Option<&'static EntityInfo> {
     ENTITIES.iter().find(|e| e.route == name || e.set == name)

@@ -1,6 +1,7 @@
 //! The `$filter` expressions the field-report simulator understands: comparisons
 //! (`eq`, `ne`, `gt`, `ge`, `lt`, `le`) of a field (`Id`, `DateModified`, `Company/Id`, …) with
-//! a literal (`'text'`, `12L`, `12`, a bare timestamp), joined by `and` and `or`, grouped in
+//! a literal (`'text'`, `12L`, `12`, a timestamp typed as OData v3 writes it,
+//! `datetime'2026-01-01T00:00:00'`, or bare as v4 does), joined by `and` and `or`, grouped in
 //! parentheses. `DateModified` compares by instant, a number with a number, text with text.
 //!
 //! A sync's key filters (`DateModified ge T`, `DateModified gt T or (DateModified eq T and
@@ -52,8 +53,31 @@ impl Op {
 pub enum Filter {
     Or(Vec<Filter>),
     And(Vec<Filter>),
-    Compare { field: String, op: Op, value: String, quoted: bool },
+    Compare { field: String, op: Op, value: String, written: Written },
 }
+
+/// How a literal is written: bare (`12L`, `2026-01-01T00:00:00Z`), quoted (`'text'`) or typed
+/// with a prefix (`datetime'2026-01-01T00:00:00'`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Written {
+    Bare,
+    Quoted,
+    Typed(String),
+}
+
+impl Written {
+    /// How a literal of this form looks, for an error message.
+    pub fn form(&self) -> String {
+        match self {
+            Written::Bare => "bare (2026-01-01T00:00:00Z)".to_string(),
+            Written::Quoted => "quoted ('…')".to_string(),
+            Written::Typed(prefix) => format!("{prefix}'…'"),
+        }
+    }
+}
+
+/// The fields compared as stamps.
+const STAMP_FIELDS: [&str; 2] = ["DateModified", "DateOfCreation"];
 
 /// Where a key filter starts: records after `(stamp, id)`, or at or after `stamp` when `id` is
 /// `None`.
@@ -75,9 +99,23 @@ impl KeyStart {
     }
 }
 
-fn tokens(text: &str) -> Option<Vec<(String, bool)>> {
+fn tokens(text: &str) -> Option<Vec<(String, Written)>> {
     let mut out = Vec::new();
     let mut chars = text.chars().peekable();
+    // The text of a quoted literal, its opening quote read; `''` is a quote.
+    let quoted = |chars: &mut std::iter::Peekable<std::str::Chars>| {
+        let mut literal = String::new();
+        loop {
+            match chars.next()? {
+                '\'' if chars.peek() == Some(&'\'') => {
+                    chars.next();
+                    literal.push('\'');
+                }
+                '\'' => return Some(literal),
+                other => literal.push(other),
+            }
+        }
+    };
     while let Some(&c) = chars.peek() {
         match c {
             ' ' | '\t' => {
@@ -85,33 +123,28 @@ fn tokens(text: &str) -> Option<Vec<(String, bool)>> {
             }
             '(' | ')' => {
                 chars.next();
-                out.push((c.to_string(), false));
+                out.push((c.to_string(), Written::Bare));
             }
             '\'' => {
                 chars.next();
-                let mut literal = String::new();
-                loop {
-                    match chars.next()? {
-                        '\'' if chars.peek() == Some(&'\'') => {
-                            chars.next();
-                            literal.push('\'');
-                        }
-                        '\'' => break,
-                        other => literal.push(other),
-                    }
-                }
-                out.push((literal, true));
+                out.push((quoted(&mut chars)?, Written::Quoted));
             }
             _ => {
                 let mut word = String::new();
                 while let Some(&c) = chars.peek() {
-                    if matches!(c, ' ' | '\t' | '(' | ')') {
+                    if matches!(c, ' ' | '\t' | '(' | ')' | '\'') {
                         break;
                     }
                     word.push(c);
                     chars.next();
                 }
-                out.push((word, false));
+                // A word right before a quote is a typed literal's prefix (`datetime'…'`).
+                if chars.peek() == Some(&'\'') {
+                    chars.next();
+                    out.push((quoted(&mut chars)?, Written::Typed(word)));
+                } else {
+                    out.push((word, Written::Bare));
+                }
             }
         }
     }
@@ -119,16 +152,16 @@ fn tokens(text: &str) -> Option<Vec<(String, bool)>> {
 }
 
 struct Parser {
-    tokens: Vec<(String, bool)>,
+    tokens: Vec<(String, Written)>,
     at: usize,
 }
 
 impl Parser {
     fn peek_word(&self) -> Option<&str> {
-        self.tokens.get(self.at).filter(|(_, quoted)| !quoted).map(|(word, _)| word.as_str())
+        self.tokens.get(self.at).filter(|(_, written)| *written == Written::Bare).map(|(word, _)| word.as_str())
     }
 
-    fn next(&mut self) -> Option<(String, bool)> {
+    fn next(&mut self) -> Option<(String, Written)> {
         let token = self.tokens.get(self.at).cloned();
         self.at += 1;
         token
@@ -163,13 +196,13 @@ impl Parser {
             let inner = self.or()?;
             return (self.next()?.0 == ")").then_some(inner);
         }
-        let (field, quoted) = self.next()?;
-        if quoted || field == ")" {
+        let (field, written) = self.next()?;
+        if written != Written::Bare || field == ")" {
             return None;
         }
         let op = Op::parse(&self.next()?.0)?;
-        let (value, quoted) = self.next()?;
-        Some(Filter::Compare { field, op, value, quoted })
+        let (value, written) = self.next()?;
+        Some(Filter::Compare { field, op, value, written })
     }
 }
 
@@ -204,19 +237,28 @@ impl Filter {
         match self {
             Filter::Or(terms) => terms.iter().any(|term| term.matches(record)),
             Filter::And(terms) => terms.iter().all(|term| term.matches(record)),
-            Filter::Compare { field, op, value, quoted } => {
+            Filter::Compare { field, op, value, written } => {
                 let Some(actual) = field_of(record, field).and_then(text_of) else { return false };
-                let order = if field == "DateModified" || field == "DateOfCreation" {
+                let order = if STAMP_FIELDS.contains(&field.as_str()) {
                     Stamp::parse(&actual).cmp(&Stamp::parse(value))
                 } else {
                     let number = value.strip_suffix('L').unwrap_or(value);
-                    match (*quoted, actual.parse::<i64>(), number.parse::<i64>()) {
-                        (false, Ok(actual), Ok(expected)) => actual.cmp(&expected),
+                    match (written, actual.parse::<i64>(), number.parse::<i64>()) {
+                        (Written::Bare, Ok(actual), Ok(expected)) => actual.cmp(&expected),
                         _ => actual.as_str().cmp(value.as_str()),
                     }
                 };
                 op.holds(order)
             }
+        }
+    }
+
+    /// Whether every stamp compared is written as `accepted`: a server of one OData version
+    /// refuses the other's form (v3 a bare timestamp, v4 a typed one).
+    pub fn writes_stamps_as(&self, accepted: &Written) -> bool {
+        match self {
+            Filter::Or(terms) | Filter::And(terms) => terms.iter().all(|term| term.writes_stamps_as(accepted)),
+            Filter::Compare { field, written, .. } => !STAMP_FIELDS.contains(&field.as_str()) || written == accepted,
         }
     }
 
@@ -299,5 +341,30 @@ mod tests {
         let since = Filter::parse("DateModified ge 2026-01-01T00:00:00Z").unwrap().key_start().unwrap();
         assert!(since.admits(&t, 1));
         assert!(Filter::parse("Id eq 1L").unwrap().key_start().is_none());
+    }
+
+    /// A typed stamp (`datetime'…'`, OData v3) compares and starts a key as a bare one (v4)
+    /// does; which of the two forms a filter uses is told, for a server that takes only one.
+    #[test]
+    fn typed_and_bare_stamps_compare_alike_and_are_told_apart() {
+        let r = record(json!({"Id": "12", "Name": "datetime", "DateModified": "2026-01-01T00:00:00Z"}));
+        let typed = Filter::parse(
+            "DateModified gt datetime'2026-01-01T00:00:00' or (DateModified eq datetime'2026-01-01T00:00:00' and Id gt 11L)",
+        )
+        .unwrap();
+        assert!(typed.matches(&r));
+        let start = typed.key_start().unwrap();
+        assert_eq!(start.stamp, Stamp::parse("2026-01-01T00:00:00Z"));
+        assert_eq!(start.after_id, Some(11));
+        let datetime = Written::Typed("datetime".into());
+        assert!(typed.writes_stamps_as(&datetime) && !typed.writes_stamps_as(&Written::Bare));
+        let bare = Filter::parse("DateModified ge 2026-01-01T00:00:00Z and Name eq 'datetime'").unwrap();
+        assert!(bare.matches(&r));
+        assert!(bare.writes_stamps_as(&Written::Bare) && !bare.writes_stamps_as(&datetime));
+        assert!(Filter::parse("Id gt 1L").unwrap().writes_stamps_as(&datetime), "no stamp, nothing to refuse");
+        assert!(
+            !Filter::parse("DateModified ge datetimeoffset'2026-01-01T00:00:00Z'").unwrap().writes_stamps_as(&datetime)
+        );
+        assert!(Filter::parse("DateModified ge datetime'2026-01-01").is_none(), "an unclosed literal");
     }
 }

@@ -43,6 +43,15 @@ impl Stamp {
         &self.text
     }
 
+    /// The stamp as a `$filter` literal: typed with `prefix` (`datetime'…'`, OData v3) or bare
+    /// (OData v4); see `generated::fieldreport::STAMP_LITERAL`.
+    pub fn literal(&self, prefix: Option<&str>) -> String {
+        match prefix {
+            Some(prefix) => format!("{prefix}'{}'", self.text),
+            None => self.text.clone(),
+        }
+    }
+
     pub fn instant(&self) -> Option<DateTime<Utc>> {
         self.instant
     }

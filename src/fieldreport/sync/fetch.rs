@@ -3,7 +3,7 @@
 use generated::fieldreport::EntityInfo;
 use tokio::sync::mpsc;
 
-use super::query::{From, query};
+use super::query::{From, Literal, query};
 use crate::fieldreport::page::{Key, ReadPage, last_key, read_page};
 use crate::fieldreport::service::FieldReportError;
 use crate::upstream::fieldreport::{FieldReportClient, ODataPage};
@@ -22,15 +22,30 @@ pub(super) async fn fetch_pages(
     mut from: From,
     pages: mpsc::Sender<Result<(ODataPage, Option<Key>), UpstreamError>>,
 ) {
+    let mut literal = Literal::DESCRIBED;
+    let mut literal_tried = false;
     loop {
-        let page = client.page(info.set, &query(info, &from), None).await.and_then(|page| {
+        let mut answer = client.page(info.set, &query(info, &from, literal), None).await;
+        // A server of the other OData version than its description refuses the described
+        // form of a stamp (400): the first such query is asked again in the other form, which
+        // the rest of the sync keeps when it is answered.
+        if !literal_tried && from.filter(literal).is_some() && is_bad_request(&answer) {
+            literal_tried = true;
+            let other = literal.other();
+            let again = client.page(info.set, &query(info, &from, other), None).await;
+            if again.is_ok() {
+                crate::telemetry::report_literal_form(info.set, literal.name(), other.name());
+                (literal, answer) = (other, again);
+            }
+        }
+        let page = answer.and_then(|page| {
             let last = last_key(&page);
             match &last {
                 _ if page.records.is_empty() => Ok((page, last)),
                 Some(key) if from.precedes(key) => Ok((page, last)),
                 _ => Err(malformed(
                     info,
-                    format!("answered `{}` with no record after it", from.filter().unwrap_or_default()),
+                    format!("answered `{}` with no record after it", from.filter(literal).unwrap_or_default()),
                 )),
             }
         });
@@ -48,6 +63,10 @@ pub(super) async fn fetch_pages(
             None => return,
         }
     }
+}
+
+fn is_bad_request(answer: &Result<ODataPage, UpstreamError>) -> bool {
+    matches!(answer, Err(UpstreamError::Refused { status: 400, .. }))
 }
 
 /// Reads each page [`fetch_pages`] sent (see [`read_page`]) and sends it on to `pages`; a page

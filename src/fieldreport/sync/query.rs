@@ -19,15 +19,16 @@ pub(super) enum From {
 }
 
 impl From {
-    /// The `$filter` of the query, if any. The key's `or` keeps the query on the key order
-    /// whatever was written meanwhile: a position (`$skip`, a next link made of one) moves
-    /// when a record read before it changes, a key does not.
-    pub(super) fn filter(&self) -> Option<String> {
+    /// The `$filter` of the query, if any, its stamps written as `literal` says (see
+    /// [`Literal`]). The key's `or` keeps the query on the key order whatever was written
+    /// meanwhile: a position (`$skip`, a next link made of one) moves when a record read
+    /// before it changes, a key does not.
+    pub(super) fn filter(&self, literal: Literal) -> Option<String> {
         match self {
             From::Everything => None,
-            From::Since(stamp) => Some(format!("DateModified ge {}", stamp.text())),
+            From::Since(stamp) => Some(format!("DateModified ge {}", stamp.literal(literal.0))),
             From::After(stamp, id) => {
-                let at = stamp.text();
+                let at = stamp.literal(literal.0);
                 Some(format!("DateModified gt {at} or (DateModified eq {at} and Id gt {id}L)"))
             }
         }
@@ -43,14 +44,40 @@ impl From {
     }
 }
 
+/// How a sync's filters write a `DateModified` value: the prefix of a typed literal
+/// (`datetime'…'`) or none (bare).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Literal(pub(super) Option<&'static str>);
+
+impl Literal {
+    /// The form the description declares (OData v3 `Edm.DateTime`: `datetime'…'`).
+    pub(super) const DESCRIBED: Literal = Literal(generated::fieldreport::STAMP_LITERAL);
+
+    /// The form of the other OData version: bare for a typed one, `datetime'…'` for a bare one.
+    pub(super) fn other(self) -> Literal {
+        match self.0 {
+            Some(_) => Literal(None),
+            None => Literal(Some("datetime")),
+        }
+    }
+
+    pub(super) fn name(self) -> &'static str {
+        match self.0 {
+            Some("datetime") => "datetime'…'",
+            Some(_) => "datetimeoffset'…'",
+            None => "bare",
+        }
+    }
+}
+
 /// The query of one request of a sync: the set's expands, where it starts, the key order and
 /// a window of [`WINDOW`] records (the upstream may answer fewer).
-pub(super) fn query(info: &EntityInfo, from: &From) -> String {
+pub(super) fn query(info: &EntityInfo, from: &From, literal: Literal) -> String {
     let mut parts = Vec::new();
     if !info.expand.is_empty() {
         parts.push(("$expand".to_string(), info.expand.join(",")));
     }
-    if let Some(filter) = from.filter() {
+    if let Some(filter) = from.filter(literal) {
         parts.push(("$filter".to_string(), filter));
     }
     parts.push(("$orderby".to_string(), "DateModified,Id".to_string()));

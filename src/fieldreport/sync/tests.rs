@@ -61,11 +61,27 @@ fn the_query_carries_expand_key_order_and_window() {
     let info = generated::fieldreport::by_set("Companies").unwrap();
     let after = From::After(Stamp::parse("2026-01-01T00:00:00Z"), 1234);
     assert_eq!(
-        query(info, &after),
+        query(info, &after, Literal(None)),
         "%24expand=Contacts%2CTags%2CServiceObjects%2CMainContact&%24filter=DateModified+gt+2026-01-01T00%3A00%3A00Z+or+%28DateModified+eq+2026-01-01T00%3A00%3A00Z+and+Id+gt+1234L%29&%24orderby=DateModified%2CId&%24top=500"
     );
     let tags = generated::fieldreport::by_set("Tags").unwrap();
-    assert_eq!(query(tags, &From::Everything), "%24orderby=DateModified%2CId&%24top=500");
+    assert_eq!(query(tags, &From::Everything, Literal::DESCRIBED), "%24orderby=DateModified%2CId&%24top=500");
+}
+
+/// The field-report system's description is OData v3 with `DateModified` an `Edm.DateTime`:
+/// its stamps are written `datetime'…'`, as the text the upstream wrote; the other form is bare.
+#[test]
+fn stamps_are_written_as_the_description_declares_them() {
+    assert_eq!(Literal::DESCRIBED, Literal(Some("datetime")));
+    assert_eq!(Literal::DESCRIBED.other(), Literal(None));
+    assert_eq!(Literal(None).other(), Literal::DESCRIBED);
+    let after = From::After(Stamp::parse("2024-03-28T17:31:17"), 9);
+    assert_eq!(
+        after.filter(Literal::DESCRIBED).unwrap(),
+        "DateModified gt datetime'2024-03-28T17:31:17' or (DateModified eq datetime'2024-03-28T17:31:17' and Id gt 9L)"
+    );
+    let since = From::Since(Stamp::parse("2026-01-01T00:00:00.5Z"));
+    assert_eq!(since.filter(Literal(None)).unwrap(), "DateModified ge 2026-01-01T00:00:00.5Z");
 }
 
 #[test]
@@ -73,7 +89,7 @@ fn a_sync_starts_the_overlap_before_its_cursor() {
     let overlap = std::time::Duration::from_secs(300);
     assert_eq!(start(None, overlap), From::Everything);
     let from = start(Some("2026-01-01T00:05:00Z"), overlap);
-    assert_eq!(from.filter().unwrap(), "DateModified ge 2026-01-01T00:00:00Z");
+    assert_eq!(from.filter(Literal(None)).unwrap(), "DateModified ge 2026-01-01T00:00:00Z");
 }
 
 #[test]

@@ -10,6 +10,8 @@ use super::odata::{edm_int64, odata_error};
 use super::sets::navigations_to_many;
 use super::state::{FieldReport, Scripted, Stored, stamp_of};
 use crate::sandbox::http::{SimRequest, SimResponse, json};
+use crate::sandbox::odata_filter::Written;
+use generated::fieldreport::STAMP_LITERAL;
 
 impl FieldReport {
     /// The scripted writes due after another page of `set`.
@@ -50,18 +52,44 @@ impl FieldReport {
         touched
     }
 
-    /// `{"stamps": "seconds" | "micros"}`: how finely `DateModified` is stamped from now on.
+    /// `{"stamps": "seconds" | "micros"}`: how finely `DateModified` is stamped from now on;
+    /// `{"stamp_literals": "typed" | "bare" | "described"}`: which form of a stamp in a
+    /// `$filter` is accepted (a server of the other OData version than its description).
     pub(super) fn behaviour(&self, req: &SimRequest) -> SimResponse {
         let body = match req.json() {
             Ok(body) => body,
             Err(response) => return response,
         };
-        match body.get("stamps").and_then(Value::as_str) {
+        let stamps = body.get("stamps").and_then(Value::as_str);
+        let literals = body.get("stamp_literals").and_then(Value::as_str);
+        let accepted = match literals {
+            None => None,
+            Some("described") => Some(None),
+            Some("typed") => Some(Some(Written::Typed(STAMP_LITERAL.unwrap_or("datetime").to_string()))),
+            Some("bare") => Some(Some(Written::Bare)),
+            Some(_) => {
+                return odata_error(StatusCode::BAD_REQUEST, "BadRequest", "stamp_literals: typed, bare or described");
+            }
+        };
+        match stamps {
             Some("seconds") => self.whole_seconds.store(true, AtomicOrdering::Relaxed),
             Some("micros") => self.whole_seconds.store(false, AtomicOrdering::Relaxed),
+            None if accepted.is_some() => {}
             _ => return odata_error(StatusCode::BAD_REQUEST, "BadRequest", "stamps: seconds or micros"),
         }
+        if let Some(accepted) = accepted {
+            *self.stamp_literals.lock().expect("lock") = accepted;
+        }
         json(StatusCode::OK, &body)
+    }
+
+    /// How a stamp in a `$filter` must be written: as set by [`FieldReport::behaviour`], else as
+    /// the description declares (`generated::fieldreport::STAMP_LITERAL`).
+    pub(super) fn accepted_stamps(&self) -> Written {
+        self.stamp_literals.lock().expect("lock").clone().unwrap_or_else(|| match STAMP_LITERAL {
+            Some(prefix) => Written::Typed(prefix.to_string()),
+            None => Written::Bare,
+        })
     }
 
     /// `{"set", "after_pages": n, "touch": [ids]}`: once `n` more list pages of the set have

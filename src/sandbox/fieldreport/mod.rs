@@ -8,7 +8,9 @@
 //!
 //! For tests, what a real upstream does to a sync: `GET /__sandbox/received` lists the writes it
 //! received (method, path, body; the newest 10,000); `POST /__sandbox/seed {set, count}` creates
-//! generated records; `POST /__sandbox/behaviour {stamps}` stamps in whole seconds;
+//! generated records; `POST /__sandbox/behaviour {stamps, stamp_literals}` stamps in whole
+//! seconds, or accepts a `$filter`'s stamps only bare (as OData v4) or typed (as v3, the
+//! description's form and the default);
 //! `POST /__sandbox/during-list {set, after_pages, touch}` has another client change records
 //! while a sync pages; `POST /__sandbox/late {set, ago_seconds | at_newest, id?}` commits a
 //! change stamped in the past; slow pages are a fault with a 2xx status and a delay.

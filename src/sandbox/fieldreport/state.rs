@@ -45,6 +45,9 @@ pub(super) struct FieldReport {
     pub(super) by_modified: Mutex<HashMap<String, Keys>>,
     /// Stamps in whole seconds (`POST /__sandbox/behaviour {"stamps": "seconds"}`).
     pub(super) whole_seconds: AtomicBool,
+    /// The form a `$filter`'s stamps must take when not the described one
+    /// (`POST /__sandbox/behaviour {"stamp_literals": "bare"}`).
+    pub(super) stamp_literals: Mutex<Option<crate::sandbox::odata_filter::Written>>,
     pub(super) scripted: Mutex<Vec<Scripted>>,
 }
 

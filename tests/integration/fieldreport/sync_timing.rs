@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use crate::common::contract::Checked;
 use crate::common::process::upstream_records;
 use crate::common::{Db, TestService};
+use integration_service::sandbox::fieldreport::{PASSWORD as FIELDREPORT_PASSWORD, USERNAME};
 use serde_json::{Value, json};
 
 async fn sync(svc: &TestService, token: &str, path: &str) -> Value {
@@ -186,7 +187,38 @@ async fn an_erp_reconciling_repairs_both_ways(db: Db) {
     svc.stop().await;
 }
 
+/// The simulator as the description says (OData v3) refuses a bare stamp in a `$filter` and
+/// takes `datetime'…'`; set to act as a v4 server, it refuses the typed form, and a sync, refused
+/// once, asks again with bare stamps: every record is read, the first sync and the next.
+async fn a_server_of_the_other_odata_version_is_synced_too(db: Db) {
+    let svc = TestService::start(db, &[]).await;
+    let token = svc.user_token().await;
+    svc.seed("Companies", 250).await;
+    let status_of = |filter: &str| {
+        let url = format!("{}/odata/Companies?$filter={}", svc.fieldreport, urlencode(filter));
+        let request = svc.client.get(url).basic_auth(USERNAME, Some(FIELDREPORT_PASSWORD));
+        async move { request.checked().await.unwrap().status().as_u16() }
+    };
+    assert_eq!(status_of("DateModified ge 2020-01-01T00:00:00Z").await, 400, "v3 takes no bare stamp");
+    assert_eq!(status_of("DateModified ge datetime'2020-01-01T00:00:00'").await, 200);
+    simulator(&svc, "behaviour", json!({"stamp_literals": "bare"})).await;
+    assert_eq!(status_of("DateModified ge datetime'2020-01-01T00:00:00'").await, 400, "v4 takes no typed stamp");
+    let first = sync(&svc, &token, "companies").await;
+    assert_eq!((first["fetched"].clone(), first["inserted"].clone()), (json!(250), json!(250)), "{first}");
+    simulator(&svc, "late", json!({"set": "Companies", "ago_seconds": 10, "id": "1003"})).await;
+    let next = sync(&svc, &token, "companies").await;
+    assert_eq!(next["updated"], 1, "{next}");
+    let (mirror, upstream) = mirror_and_upstream(&svc, &token).await;
+    assert_eq!(mirror, upstream);
+    svc.stop().await;
+}
+
+fn urlencode(text: &str) -> String {
+    url::form_urlencoded::byte_serialize(text.as_bytes()).collect()
+}
+
 on_both_databases!(
+    a_server_of_the_other_odata_version_is_synced_too,
     an_erp_reconciling_repairs_both_ways,
     records_changed_while_a_sync_pages_are_not_skipped,
     a_record_stamped_at_the_cursor_instant_is_not_lost,

@@ -250,7 +250,40 @@ pub fn registry(xml: &str, file: &str, mirror: &Mirror, mirror_file: &str) -> Re
             bail!("{file}: two mirrored entity sets have the route name {:?}", e.route);
         }
     }
-    Ok(Registry { entities, defs: builder.defs })
+    let stamp_literal = stamp_literal(&doc, &types, &sets, &entities, file)?;
+    Ok(Registry { entities, defs: builder.defs, stamp_literal })
+}
+
+/// How a `$filter` writes a `DateModified` value for this description. OData v4 writes an
+/// `Edm.DateTimeOffset` bare; v1 to v3 write a typed literal, `datetime'…'` for an
+/// `Edm.DateTime` (the field-report system's) and `datetimeoffset'…'` for an
+/// `Edm.DateTimeOffset`, and refuse a bare one. The type is the mirrored sets' `DateModified`
+/// (every one that has it must agree); a description without one gets its version's form.
+fn stamp_literal(
+    doc: &Document,
+    types: &BTreeMap<String, TypeDef>,
+    sets: &[Set],
+    entities: &[Entity],
+    file: &str,
+) -> Result<Option<String>> {
+    let v4 = doc.root_element().attribute("Version").is_some_and(|version| version.starts_with('4'));
+    let mut declared: Option<&str> = None;
+    for entity in entities {
+        let Some(set) = sets.iter().find(|s| s.name == entity.set) else { continue };
+        let props = properties_of(types, &set.entity_type)?;
+        let Some(prop) = props.iter().find(|p| p.name == "DateModified") else { continue };
+        match declared {
+            Some(ty) if ty != prop.ty => {
+                bail!("{file}: DateModified is {ty} in one mirrored set and {} in {}", prop.ty, entity.set)
+            }
+            _ => declared = Some(&prop.ty),
+        }
+    }
+    Ok(match (v4, declared) {
+        (true, _) => None,
+        (false, Some("Edm.DateTimeOffset")) => Some("datetimeoffset".to_string()),
+        (false, _) => Some("datetime".to_string()),
+    })
 }
 
 /// The type an expand path (`Appointments/Contacts`) leads to from `entity_type`, each segment a

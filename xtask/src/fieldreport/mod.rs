@@ -56,6 +56,9 @@ pub struct Entity {
 pub struct Registry {
     pub entities: Vec<Entity>,
     pub defs: BTreeMap<String, Value>,
+    /// How a `$filter` writes a `DateModified` value: the prefix of its typed literal
+    /// (`datetime`), or none for a bare one (see `csdl::stamp_literal`).
+    pub stamp_literal: Option<String>,
 }
 
 pub fn generate(xml: &str, file: &str, mirror: &Mirror, mirror_file: &str) -> Result<(TokenStream, usize, usize)> {
@@ -89,6 +92,10 @@ pub fn generate(xml: &str, file: &str, mirror: &Mirror, mirror_file: &str) -> Re
         quote! { &[#(#routes),*] }
     });
     let system_fields = &mirror.system_fields;
+    let stamp_literal = match &registry.stamp_literal {
+        Some(prefix) => quote! { Some(#prefix) },
+        None => quote! { None },
+    };
     let visits = registry.entities.iter().map(|e| {
         let marker = quote::format_ident!("{}", e.set);
         quote! { visitor.visit::<sets::#marker>(); }
@@ -124,6 +131,12 @@ pub fn generate(xml: &str, file: &str, mirror: &Mirror, mirror_file: &str) -> Re
 
         /// Fields the field-report system sets itself: never sent upstream (from the mirror file).
         pub const SYSTEM_FIELDS: &[&str] = &[#(#system_fields),*];
+
+        /// How a `$filter` writes a `DateModified` value, as the description declares the
+        /// property: the prefix of a typed literal (OData v3: `datetime'2024-03-28T17:31:17'` for
+        /// an `Edm.DateTime`, `datetimeoffset'…'` for an `Edm.DateTimeOffset`), or `None` for a
+        /// bare one (OData v4: `2024-03-28T17:31:17Z`).
+        pub const STAMP_LITERAL: Option<&str> = #stamp_literal;
 
         /// The entity set named by its route name (`costCenters`) or its set name (`CostCenters`).
         pub fn entity(name: &str) -> Option<&'static EntityInfo> {

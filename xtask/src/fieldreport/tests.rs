@@ -62,3 +62,20 @@ fn what_the_description_lacks_is_named() {
     let no_association = error(&no_association, MIRROR);
     assert!(no_association.contains("MainContact") && no_association.contains("no <Association>"), "{no_association}");
 }
+
+/// A `DateModified` literal takes the form of the description's version and type: a v3
+/// `Edm.DateTime` is typed `datetime'…'`, a v3 `Edm.DateTimeOffset` `datetimeoffset'…'`, and a
+/// v4 one is bare.
+#[test]
+fn the_stamp_literal_follows_the_version_and_the_type() {
+    let literal = |xml: &str| registry(xml, "x.xml", &mirror(MIRROR), "mirror.toml").unwrap().stamp_literal;
+    assert_eq!(literal(V3).as_deref(), Some("datetime"));
+    let offset =
+        V3.replace(r#"Name="DateModified" Type="Edm.DateTime""#, r#"Name="DateModified" Type="Edm.DateTimeOffset""#);
+    assert_ne!(offset, V3);
+    assert_eq!(literal(&offset).as_deref(), Some("datetimeoffset"));
+    let v4 = offset
+        .replace(r#"<edmx:Edmx Version="1.0""#, r#"<edmx:Edmx Version="4.0""#)
+        .replace("http://schemas.microsoft.com/ado/2007/06/edmx", "http://docs.oasis-open.org/odata/ns/edmx");
+    assert_eq!(literal(&v4), None);
+}
