@@ -3,7 +3,9 @@
 //! record by id).
 //!
 //! Lists are read in pages of 1000 (the ERP's maximum), never by page number: a record deleted
-//! or inserted before a page number's position would shift another out of sight. A full pull
+//! or inserted before a page number's position would shift another out of sight; a query ends
+//! only when it answers no record (an ERP may serve fewer than asked), and a page with a record
+//! its query does not select is refused (an ignored filter could repeat a page). A full pull
 //! continues after the greatest id read (`id-gt`); an incremental one after the greatest
 //! (`lastModifiedDate`, `id`) read, starting `ERP_PULL_OVERLAP_SECONDS` before the model's
 //! cursor. The ERP's filters have no `or`: the key's two halves are two queries, the rest of
@@ -23,6 +25,7 @@ use super::{ErpError, ErpService, RecordError};
 use crate::store::erp::ErpRecord;
 use crate::store::fieldreport::records::Upserted;
 use crate::upstream::erp::{MAX_PAGE_SIZE, id_of, last_modified_of, version_of};
+use crate::upstream::{System, UpstreamError};
 
 /// Records fetched by id per request of a reconciling (`id-in=…`): a query of about 1 KB.
 const FETCH_BATCH: usize = 100;
@@ -84,16 +87,29 @@ impl Position {
         }
     }
 
+    /// Whether `record` answers this position's query: the ERP honoured its filter. A page
+    /// with one that does not (an ERP that ignored `id-gt`, say) could repeat itself forever.
+    fn admits(&self, record: &ErpRecord) -> bool {
+        let above = |id: &str| id_order(&record.id, id) == std::cmp::Ordering::Greater;
+        match self {
+            Position::Since(at) => record.last_modified >= *at,
+            Position::After { at, id, rest_of_instant: true } => record.last_modified == *at && above(id),
+            Position::After { at, .. } => record.last_modified > *at,
+            Position::IdAbove(id) => id.as_deref().is_none_or(above),
+        }
+    }
+
     /// Where the page after one with these records starts; `None` when the pull has read
-    /// everything. `full` tells whether the page was full: a short page ends its query.
-    fn next(&self, records: &[ErpRecord], full: bool) -> Option<Position> {
+    /// everything. Only a query that answers no record ends: a short page proves nothing (an
+    /// ERP may serve fewer than `pageSize`), and asking once more costs one request.
+    fn next(&self, records: &[ErpRecord]) -> Option<Position> {
         let by_id = |a: &&ErpRecord, b: &&ErpRecord| id_order(&a.id, &b.id);
         match self {
             Position::IdAbove(_) => {
                 let last = records.iter().max_by(by_id)?;
-                full.then(|| Position::IdAbove(Some(last.id.clone())))
+                Some(Position::IdAbove(Some(last.id.clone())))
             }
-            _ if full => {
+            _ if !records.is_empty() => {
                 let last =
                     records.iter().max_by(|a, b| a.last_modified.cmp(&b.last_modified).then_with(|| by_id(a, b)))?;
                 Some(Position::After { at: last.last_modified, id: last.id.clone(), rest_of_instant: true })
@@ -224,7 +240,6 @@ impl ErpService {
                 query.extend(position.query());
                 query.push(("pageSize".into(), MAX_PAGE_SIZE.to_string()));
                 let records = client.list(info.name, &query).await?;
-                let full_page = records.len() == MAX_PAGE_SIZE;
                 report.pages += 1;
                 report.fetched += records.len() as u64;
                 let mut batch = Vec::with_capacity(records.len());
@@ -238,11 +253,12 @@ impl ErpService {
                         None => report.errors.push(RecordError::new(info.name, None, "a record without id")),
                     }
                 }
+                check_filtered(info, &position, &query, &batch)?;
                 for outcome in store.erp_upsert(info.name, &batch).await? {
                     report.count(outcome);
                 }
                 progress(report.fetched);
-                match self.go_on(info, owner, position.next(&batch, full_page)).await? {
+                match self.go_on(info, owner, position.next(&batch)).await? {
                     Some(next) => position = next,
                     None => break,
                 }
@@ -317,9 +333,9 @@ impl ErpService {
             let records: Vec<ErpRecord> =
                 client.list(info.name, &query).await?.into_iter().filter_map(erp_record).collect();
             report.pages += 1;
-            let full_page = records.len() == MAX_PAGE_SIZE;
+            check_filtered(info, &position, &query, &records)?;
             upstream.extend(records.iter().map(|record| (record.id.clone(), record.version)));
-            match self.go_on(info, owner, position.next(&records, full_page)).await? {
+            match self.go_on(info, owner, position.next(&records)).await? {
                 Some(next) => position = next,
                 None => break,
             }
@@ -439,6 +455,27 @@ impl ErpService {
     }
 }
 
+/// A page whose records do not all answer its query is a malformed answer: going on from it
+/// could skip records or ask the same page forever.
+fn check_filtered(
+    info: &ModelInfo,
+    position: &Position,
+    query: &[(String, String)],
+    records: &[ErpRecord],
+) -> Result<(), ErpError> {
+    match records.iter().find(|record| !position.admits(record)) {
+        None => Ok(()),
+        Some(record) => {
+            let query = query.iter().map(|(name, value)| format!("{name}={value}")).collect::<Vec<_>>().join("&");
+            Err(UpstreamError::Malformed {
+                system: System::Erp,
+                detail: format!("{} answered `{query}` with record {}, which it does not select", info.name, record.id),
+            }
+            .into())
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -459,13 +496,39 @@ mod tests {
         let start = Position::Since(1_000);
         assert_eq!(start.query(), pairs(&[("lastModifiedDate-ge", "1000"), ("sort", "lastModifiedDate,id")]));
         let page = [record("9", 1_500), record("10", 2_000), record("2", 2_000)];
-        let rest = start.next(&page, true).unwrap();
+        let rest = start.next(&page).unwrap();
         assert_eq!(rest, Position::After { at: 2_000, id: "10".into(), rest_of_instant: true }, "10 > 2 as numbers");
         assert_eq!(rest.query(), pairs(&[("lastModifiedDate-eq", "2000"), ("id-gt", "10"), ("sort", "id")]));
-        let later = rest.next(&[record("11", 2_000)], false).unwrap();
+        let more = rest.next(&[record("11", 2_000)]).unwrap();
+        assert_eq!(
+            more,
+            Position::After { at: 2_000, id: "11".into(), rest_of_instant: true },
+            "a short page is no end"
+        );
+        let later = more.next(&[]).unwrap();
         assert_eq!(later.query(), pairs(&[("lastModifiedDate-gt", "2000"), ("sort", "lastModifiedDate,id")]));
-        assert_eq!(later.next(&[record("12", 2_500)], false), None, "a short page of the later records ends it");
-        assert_eq!(start.next(&page, false), None, "a short first page ends it");
+        let after_later = later.next(&[record("12", 2_500)]).unwrap();
+        assert_eq!(after_later, Position::After { at: 2_500, id: "12".into(), rest_of_instant: true });
+        assert_eq!(after_later.next(&[]).unwrap().next(&[]), None, "two empty answers end it");
+        assert_eq!(start.next(&[]), None, "an empty first page ends it");
+    }
+
+    /// Records that a page's query does not select (an ERP that ignored a filter) are told.
+    #[test]
+    fn a_record_outside_the_query_is_told() {
+        let rest = Position::After { at: 2_000, id: "10".into(), rest_of_instant: true };
+        assert!(rest.admits(&record("11", 2_000)));
+        assert!(!rest.admits(&record("10", 2_000)) && !rest.admits(&record("9", 2_000)));
+        assert!(!rest.admits(&record("11", 2_500)), "another instant");
+        let later = Position::After { at: 2_000, id: "10".into(), rest_of_instant: false };
+        assert!(later.admits(&record("1", 2_001)) && !later.admits(&record("99", 2_000)));
+        assert!(Position::Since(5).admits(&record("1", 5)) && !Position::Since(5).admits(&record("1", 4)));
+        let above = Position::IdAbove(Some("100".into()));
+        assert!(above.admits(&record("101", 0)) && !above.admits(&record("99", 0)) && !above.admits(&record("100", 0)));
+        assert!(Position::IdAbove(None).admits(&record("1", 0)));
+        let info = generated::erp::model("article").unwrap();
+        let error = check_filtered(info, &above, &above.query(), &[record("101", 0), record("7", 0)]).unwrap_err();
+        assert!(error.to_string().contains("record 7"), "{error}");
     }
 
     /// A full pull reads by id, never by page number: a record deleted meanwhile cannot shift
@@ -474,8 +537,13 @@ mod tests {
     fn a_full_pull_pages_by_id() {
         let start = Position::IdAbove(None);
         assert_eq!(start.query(), pairs(&[("sort", "id")]));
-        let next = start.next(&[record("99", 5), record("100", 1)], true).unwrap();
+        let next = start.next(&[record("99", 5), record("100", 1)]).unwrap();
         assert_eq!(next.query(), pairs(&[("sort", "id"), ("id-gt", "100")]));
-        assert_eq!(next.next(&[record("101", 1)], false), None);
+        assert_eq!(
+            next.next(&[record("101", 1)]),
+            Some(Position::IdAbove(Some("101".into()))),
+            "a short page is no end"
+        );
+        assert_eq!(next.next(&[]), None);
     }
 }

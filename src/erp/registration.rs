@@ -175,16 +175,16 @@ async fn all_webhooks(client: &ErpClient) -> Result<Vec<Webhook>, UpstreamError>
         let query = [("page", page.to_string()), ("pageSize", MAX_PAGE_SIZE.to_string()), ("sort", "id".to_string())]
             .map(|(k, v)| (k.to_string(), v));
         let records = client.list(webhook_model(), &query).await?;
-        let last = records.len() < MAX_PAGE_SIZE;
+        // Only an empty page ends the list: an ERP may serve fewer records than `pageSize`.
+        if records.is_empty() {
+            break;
+        }
         for record in records {
             let hook: Webhook = serde_json::from_value(record).map_err(|e| UpstreamError::Malformed {
                 system: crate::vocabulary::calls::System::Erp,
                 detail: format!("a webhook record does not match the ERP model: {e}"),
             })?;
             hooks.push(hook);
-        }
-        if last {
-            break;
         }
     }
     Ok(hooks)

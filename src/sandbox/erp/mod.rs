@@ -30,7 +30,9 @@
 //! (`{method, path, query, body}`); `GET /__sandbox/webhook-calls` lists the webhook calls made
 //! (`{url, method, entityName, entityId, type, status}`, status 0 when the call failed);
 //! `POST /__sandbox/seed {model, records: [...]}` inserts records as given (keeping a given
-//! `id`) and `{model, count}` generates records, both without webhooks.
+//! `id`) and `{model, count}` generates records, both without webhooks;
+//! `POST /__sandbox/behaviour {"most_per_page": n}` serves at most `n` records a page whatever
+//! `pageSize` asks (`null`: as asked).
 
 mod api;
 mod query;

@@ -57,6 +57,7 @@ impl Erp {
                 json(StatusCode::OK, &Value::Array(self.webhook_calls.lock().expect("lock").clone()))
             }
             (&Method::POST, ["__sandbox", "seed"]) => self.seed(&req),
+            (&Method::POST, ["__sandbox", "behaviour"]) => self.behaviour(&req),
             _ if req.headers.get("AuthenticationToken").and_then(|v| v.to_str().ok()) != Some(API_KEY) => {
                 problem(StatusCode::UNAUTHORIZED, "unauthorized", "a valid AuthenticationToken header is required")
             }
@@ -121,10 +122,13 @@ impl Erp {
     }
 
     fn list(&self, model: &str, req: &SimRequest) -> SimResponse {
-        let query = match ListQuery::parse(req.query.as_deref()) {
+        let mut query = match ListQuery::parse(req.query.as_deref()) {
             Ok(query) => query,
             Err(response) => return response,
         };
+        if let Some(most) = self.state.lock().expect("lock").most_per_page {
+            query.page_size = query.page_size.min(most);
+        }
         let skip = (query.page - 1).saturating_mul(query.page_size);
         if query.by_id() {
             // In id order, the order the records are kept in: the page is read from the
@@ -247,6 +251,23 @@ impl Erp {
                 calls.lock().expect("lock").push(entry);
             });
         }
+    }
+
+    /// `{"most_per_page": n | null}`: serve at most `n` records a page whatever `pageSize` asks.
+    fn behaviour(&self, req: &SimRequest) -> SimResponse {
+        let body = match req.json() {
+            Ok(body) => body,
+            Err(response) => return response,
+        };
+        let most = match body.get("most_per_page") {
+            Some(Value::Null) | None => None,
+            Some(value) => match value.as_u64().filter(|n| *n > 0) {
+                Some(n) => Some(n as usize),
+                None => return bad_request("most_per_page must be a positive number or null"),
+            },
+        };
+        self.state.lock().expect("lock").most_per_page = most;
+        json(StatusCode::OK, &body)
     }
 
     fn seed(&self, req: &SimRequest) -> SimResponse {

@@ -12,6 +12,9 @@ pub(super) struct State {
     pub(super) models: HashMap<String, Records>,
     pub(super) last_id: u64,
     pub(super) last_modified: i64,
+    /// At most this many records a page whatever `pageSize` asks (`POST /__sandbox/behaviour
+    /// {"most_per_page": n}`): an ERP with a lower limit than the documented one.
+    pub(super) most_per_page: Option<usize>,
 }
 
 impl State {

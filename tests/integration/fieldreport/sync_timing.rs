@@ -213,12 +213,60 @@ async fn a_server_of_the_other_odata_version_is_synced_too(db: Db) {
     svc.stop().await;
 }
 
+/// An ERP that serves fewer records a page than `pageSize` asks (7 of 1000): a short page is no
+/// end, so a full pull, an incremental one after changes, and a reconciling all read every
+/// record; each ends on a query that answers none.
+async fn an_erp_serving_short_pages_is_pulled_whole(db: Db) {
+    let svc = TestService::start(db, &[]).await;
+    let token = svc.user_token().await;
+    let root = svc.erp.trim_end_matches("/webapp/api/v1").to_string();
+    let control = |path: &str, body: Value| {
+        let request = svc.client.post(format!("{root}/__sandbox/{path}")).json(&body);
+        async move { assert!(request.checked().await.unwrap().status().is_success()) }
+    };
+    control("seed", json!({"model": "article", "count": 40})).await;
+    control("behaviour", json!({"most_per_page": 7})).await;
+    let erp_articles = async || {
+        let pages = [1, 2, 3, 4, 5, 6, 7, 8];
+        let mut all = BTreeMap::new();
+        for page in pages {
+            let path = format!("/article?pageSize=7&page={page}");
+            let answer: Value = svc.erp_api(reqwest::Method::GET, &path).checked().await.unwrap().json_value().await;
+            all.extend(erp_versions(&answer));
+        }
+        all
+    };
+    let setup = svc.get(&token, "/api/v1/erp/setup/article").await.json::<Value>().await.unwrap()["data"][0].clone();
+    let upstream = erp_articles().await;
+    assert!(upstream.len() > 40, "{}", upstream.len());
+    assert_eq!(mirrored_erp_versions(svc.store(), "article").await, upstream, "{setup}");
+    let changed = upstream.keys().nth(20).unwrap().clone();
+    let put = svc
+        .erp_api(reqwest::Method::PUT, &format!("/article/id/{changed}?ignoreMissingProperties=true"))
+        .json(&json!({"name": "changed"}))
+        .checked()
+        .await
+        .unwrap();
+    assert!(put.status().is_success());
+    let pulls: Value = svc.get_json(&token, "/api/v1/erp/get").await;
+    let pull = pulls["data"].as_array().unwrap().iter().find(|r| r["model"] == "article").unwrap().clone();
+    assert_eq!(pull["updated"], 1, "{pull}");
+    assert_eq!(mirrored_erp_versions(svc.store(), "article").await, erp_articles().await);
+    let reconcile =
+        svc.get(&token, "/api/v1/erp/update/article").await.json::<Value>().await.unwrap()["data"][0].clone();
+    for kind in ["fetched_missing", "refreshed", "removed"] {
+        assert_eq!(reconcile[kind], 0, "{reconcile}");
+    }
+    svc.stop().await;
+}
+
 fn urlencode(text: &str) -> String {
     url::form_urlencoded::byte_serialize(text.as_bytes()).collect()
 }
 
 on_both_databases!(
     a_server_of_the_other_odata_version_is_synced_too,
+    an_erp_serving_short_pages_is_pulled_whole,
     an_erp_reconciling_repairs_both_ways,
     records_changed_while_a_sync_pages_are_not_skipped,
     a_record_stamped_at_the_cursor_instant_is_not_lost,
