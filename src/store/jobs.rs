@@ -5,8 +5,6 @@
 //! One job of a kind and target is active (queued or running) at a time: `active_key` is set
 //! while it is and unique, so the database refuses a second one whichever instance asks.
 
-use sqlx::Row;
-
 use crate::store::columns::IntBool;
 use crate::store::{Dialect, Store, StoreError, now_ms};
 
@@ -119,11 +117,10 @@ impl Store {
 
     /// How many jobs a user has queued or running.
     pub async fn jobs_active_of(&self, user_id: i64) -> Result<u64, StoreError> {
-        let n: i64 = sqlx::query("SELECT COUNT(*) AS n FROM jobs WHERE created_by = $1 AND active_key IS NOT NULL")
+        let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM jobs WHERE created_by = $1 AND active_key IS NOT NULL")
             .bind(user_id)
             .fetch_one(self.pool())
-            .await?
-            .try_get("n")?;
+            .await?;
         Ok(n.max(0) as u64)
     }
 
@@ -151,12 +148,11 @@ impl Store {
     ) -> Result<(Vec<JobRow>, i64), StoreError> {
         // Unset filters compare a bound NULL: one statement for every combination.
         let condition = "($1 IS NULL OR kind = $1) AND ($2 IS NULL OR status = $2)";
-        let total: i64 = sqlx::query(sql!("SELECT COUNT(*) AS n FROM jobs WHERE {condition}"))
+        let total: i64 = sqlx::query_scalar(sql!("SELECT COUNT(*) FROM jobs WHERE {condition}"))
             .bind(filter.kind)
             .bind(filter.status)
             .fetch_one(self.pool())
-            .await?
-            .try_get("n")?;
+            .await?;
         let jobs = sqlx::query_as::<_, JobRow>(sql!(
             "SELECT {COLUMNS} FROM jobs WHERE {condition} ORDER BY created_at DESC, id DESC LIMIT $3 OFFSET $4"
         ))

@@ -1,7 +1,7 @@
 //! The `personal_access_tokens` table. Only a SHA-256 of each token's secret is stored.
 
 use rusqlite::OptionalExtension;
-use sqlx::{FromRow, Row};
+use sqlx::FromRow;
 
 use crate::store::engine::cache::Lookup;
 pub use crate::store::engine::token_cache::TokenOwner;
@@ -39,7 +39,7 @@ impl Store {
     /// Stores a token; a second token of one name for one user (other than `login`) is
     /// [`StoreError::Duplicate`].
     pub async fn insert_token(&self, token: &NewToken<'_>) -> Result<i64, StoreError> {
-        let row = sqlx::query(
+        Ok(sqlx::query_scalar(
             "INSERT INTO personal_access_tokens (user_id, token_hash, created_at, expires_at, name, abilities) \
              VALUES ($1, $2, $3, $4, $5, $6) RETURNING id",
         )
@@ -50,8 +50,7 @@ impl Store {
         .bind(token.name)
         .bind(token.abilities)
         .fetch_one(self.pool())
-        .await?;
-        Ok(row.try_get("id")?)
+        .await?)
     }
 
     /// The tokens of the user with this email, oldest first (never their secrets).

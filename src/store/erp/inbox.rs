@@ -101,15 +101,14 @@ impl Store {
             Some(intake) => intake.store(call).await,
             None => {
                 // An in-memory database: one connection, no batches.
-                let row = sqlx::query(crate::store::engine::inbox_intake::INSERT)
+                Ok(sqlx::query_scalar(crate::store::engine::inbox_intake::INSERT)
                     .bind(call.received_at)
                     .bind(call.entity_name)
                     .bind(call.entity_id)
                     .bind(call.event)
                     .bind(call.payload)
                     .fetch_one(self.pool())
-                    .await?;
-                Ok(row.try_get("id")?)
+                    .await?)
             }
         }
     }

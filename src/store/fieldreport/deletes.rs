@@ -72,8 +72,7 @@ impl Store {
 
     /// The ids of `entity`'s tombstones, oldest delete first: the deletes `post` sends.
     pub async fn mirror_tombstones(&self, entity: &str) -> Result<Vec<String>, StoreError> {
-        let rows = sqlx::query(TOMBSTONES).bind(entity).fetch_all(self.pool()).await?;
-        rows.iter().map(|row| Ok(row.try_get("record_id")?)).collect()
+        Ok(sqlx::query_scalar(TOMBSTONES).bind(entity).fetch_all(self.pool()).await?)
     }
 
     /// The same, as a set: the records a sync must not store.

@@ -110,11 +110,9 @@ impl Store {
 
     /// When each set's last sync completed (sets never synced are left out).
     pub async fn last_syncs(&self) -> Result<Vec<(String, i64)>, StoreError> {
-        let rows =
-            sqlx::query("SELECT entity, last_sync_at FROM fieldreport_sync_state WHERE last_sync_at IS NOT NULL")
-                .fetch_all(self.pool())
-                .await?;
-        rows.iter().map(|r| Ok((r.try_get("entity")?, r.try_get("last_sync_at")?))).collect()
+        Ok(sqlx::query_as("SELECT entity, last_sync_at FROM fieldreport_sync_state WHERE last_sync_at IS NOT NULL")
+            .fetch_all(self.pool())
+            .await?)
     }
 
     pub async fn sync_state(&self, entity: &str) -> Result<SyncState, StoreError> {

@@ -1,7 +1,5 @@
 //! The `leasing_flows` and `leasing_flow_steps` tables: where each one-shot flow got to.
 
-use sqlx::Row;
-
 use crate::store::{Store, StoreError, now_ms};
 
 /// One recorded step.
@@ -32,7 +30,7 @@ pub struct FlowRow {
 impl Store {
     /// Records a new running flow, under the caller's `Idempotency-Key` when it sent one.
     pub async fn start_flow(&self, user_id: i64, mode: &str, idempotency_key: Option<&str>) -> Result<i64, StoreError> {
-        let row = sqlx::query(
+        Ok(sqlx::query_scalar(
             "INSERT INTO leasing_flows (user_id, mode, status, started_at, lease_until, idempotency_key) \
              VALUES ($1, $2, 'running', $3, $4, $5) RETURNING id",
         )
@@ -42,8 +40,7 @@ impl Store {
         .bind(self.lease_deadline())
         .bind(idempotency_key)
         .fetch_one(self.pool())
-        .await?;
-        Ok(row.try_get("id")?)
+        .await?)
     }
 
     /// The flow that holds the caller's `Idempotency-Key`, if one does.

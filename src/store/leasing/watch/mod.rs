@@ -156,7 +156,7 @@ impl Store {
         .bind(observed.financing_id)
         .execute(&mut *tx)
         .await?;
-        let seq: i64 = sqlx::query(
+        let seq: i64 = sqlx::query_scalar(
             "INSERT INTO leasing_events (id, financing_id, payload, created_at) VALUES ($1, $2, $3, $4) RETURNING seq",
         )
         .bind(&event.id)
@@ -164,8 +164,7 @@ impl Store {
         .bind(&event.payload)
         .bind(event.created_at)
         .fetch_one(&mut *tx)
-        .await?
-        .try_get("seq")?;
+        .await?;
         // The owner's subscriptions, and those for every request.
         let subscribers = sqlx::query(
             "SELECT id, events FROM leasing_subscriptions \

@@ -1,8 +1,6 @@
 //! The subscriptions to the leasing watcher's events (migration 0024): their receivers, the
 //! events they take, their secrets, and who sees them.
 
-use sqlx::Row;
-
 use crate::store::columns::{IntBool, SpaceSeparated};
 use crate::store::{Store, StoreError};
 use crate::vocabulary::owner::Viewer;
@@ -94,12 +92,11 @@ impl Store {
         page: u32,
         per_page: u32,
     ) -> Result<(Vec<SubscriptionRow>, i64), StoreError> {
-        let total: i64 = sqlx::query(sql!("SELECT COUNT(*) AS n FROM leasing_subscriptions WHERE {VISIBLE}"))
+        let total: i64 = sqlx::query_scalar(sql!("SELECT COUNT(*) FROM leasing_subscriptions WHERE {VISIBLE}"))
             .bind(viewer.user_id)
             .bind(i64::from(viewer.operator))
             .fetch_one(self.pool())
-            .await?
-            .try_get("n")?;
+            .await?;
         let subscriptions = sqlx::query_as::<_, SubscriptionRow>(sql!(
             "SELECT {SUBSCRIPTION_COLUMNS} FROM leasing_subscriptions WHERE {VISIBLE} \
              ORDER BY created_at, id LIMIT $3 OFFSET $4"
@@ -115,11 +112,10 @@ impl Store {
 
     /// How many subscriptions a user has.
     pub async fn subscription_count(&self, user_id: i64) -> Result<u64, StoreError> {
-        let n: i64 = sqlx::query("SELECT COUNT(*) AS n FROM leasing_subscriptions WHERE user_id = $1")
+        let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM leasing_subscriptions WHERE user_id = $1")
             .bind(user_id)
             .fetch_one(self.pool())
-            .await?
-            .try_get("n")?;
+            .await?;
         Ok(n.max(0) as u64)
     }
 
