@@ -116,14 +116,13 @@ impl Store {
     }
 
     pub async fn sync_state(&self, entity: &str) -> Result<SyncState, StoreError> {
-        let row = sqlx::query("SELECT cursor_value, last_sync_at FROM fieldreport_sync_state WHERE entity = $1")
-            .bind(entity)
-            .fetch_optional(self.pool())
-            .await?;
-        Ok(match row {
-            Some(row) => SyncState { cursor: row.try_get("cursor_value")?, last_sync_at: row.try_get("last_sync_at")? },
-            None => SyncState { cursor: None, last_sync_at: None },
-        })
+        let state = sqlx::query_as::<_, SyncState>(
+            "SELECT cursor_value, last_sync_at FROM fieldreport_sync_state WHERE entity = $1",
+        )
+        .bind(entity)
+        .fetch_optional(self.pool())
+        .await?;
+        Ok(state.unwrap_or_default())
     }
 
     /// Stores one page of synced records in one transaction, without marking them for push.

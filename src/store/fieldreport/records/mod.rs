@@ -341,9 +341,10 @@ impl Store {
     }
 }
 
-/// The sync state of one entity.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// The sync state of one entity (none of either before its first sync).
+#[derive(Debug, Clone, Default, PartialEq, Eq, sqlx::FromRow)]
 pub struct SyncState {
+    #[sqlx(rename = "cursor_value")]
     pub cursor: Option<String>,
     pub last_sync_at: Option<i64>,
 }
