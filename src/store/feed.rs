@@ -64,7 +64,7 @@ pub struct Change {
 
 /// Where a set's feed stands: its last number, and the newest number of a removal no longer
 /// kept (a consumer behind it may have missed that removal).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, sqlx::FromRow)]
 pub struct FeedPosition {
     pub last_seq: i64,
     pub expired_through: i64,
@@ -99,17 +99,14 @@ impl Store {
 
     /// Where the feed of `entity` stands (zeros for a set never written).
     pub async fn feed_position(&self, mirror: Mirror, entity: &str) -> Result<FeedPosition, StoreError> {
-        let row = sqlx::query("SELECT last_seq, expired_through FROM mirror_feed WHERE mirror = $1 AND entity = $2")
-            .bind(mirror.name())
-            .bind(entity)
-            .fetch_optional(self.pool())
-            .await?;
-        Ok(match row {
-            Some(row) => {
-                FeedPosition { last_seq: row.try_get("last_seq")?, expired_through: row.try_get("expired_through")? }
-            }
-            None => FeedPosition::default(),
-        })
+        let position = sqlx::query_as::<_, FeedPosition>(
+            "SELECT last_seq, expired_through FROM mirror_feed WHERE mirror = $1 AND entity = $2",
+        )
+        .bind(mirror.name())
+        .bind(entity)
+        .fetch_optional(self.pool())
+        .await?;
+        Ok(position.unwrap_or_default())
     }
 
     /// Removes the tombstones of removals made before `before_ms`, recording for each set the

@@ -5,24 +5,25 @@
 //! One job of a kind and target is active (queued or running) at a time: `active_key` is set
 //! while it is and unique, so the database refuses a second one whichever instance asks.
 
-use sqlx::Row;
-use sqlx::any::AnyRow;
-
+use crate::store::columns::IntBool;
 use crate::store::{Dialect, Store, StoreError, now_ms};
 
 /// One job as stored.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
 pub struct JobRow {
     pub id: i64,
     pub kind: String,
     /// `''` for every target of the kind.
     pub target: String,
     pub status: String,
+    #[sqlx(try_from = "IntBool")]
     pub cancel_requested: bool,
     /// Enqueued by `SCHEDULE` rather than by a caller.
+    #[sqlx(try_from = "IntBool")]
     pub scheduled: bool,
     /// The user who queued it (none: a schedule or the command line).
     pub created_by: Option<i64>,
+    #[sqlx(flatten)]
     pub progress: JobProgress,
     /// The work's report, as JSON text.
     pub result: Option<String>,
@@ -35,11 +36,14 @@ pub struct JobRow {
 }
 
 /// How far a running job got.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, sqlx::FromRow)]
 pub struct JobProgress {
+    #[sqlx(rename = "progress_done")]
     pub done: i64,
+    #[sqlx(rename = "progress_total")]
     pub total: Option<i64>,
     /// What it works on now: an entity set or a model.
+    #[sqlx(rename = "progress_current")]
     pub current: Option<String>,
 }
 
@@ -52,29 +56,6 @@ pub struct JobFilter<'a> {
 
 const COLUMNS: &str = "id, kind, target, status, cancel_requested, scheduled, progress_done, progress_total, \
      progress_current, result, error, attempts, created_at, started_at, finished_at, created_by";
-
-fn job_row(row: &AnyRow) -> Result<JobRow, StoreError> {
-    Ok(JobRow {
-        id: row.try_get("id")?,
-        kind: row.try_get("kind")?,
-        target: row.try_get("target")?,
-        status: row.try_get("status")?,
-        cancel_requested: row.try_get::<i64, _>("cancel_requested")? != 0,
-        scheduled: row.try_get::<i64, _>("scheduled")? != 0,
-        created_by: row.try_get("created_by")?,
-        progress: JobProgress {
-            done: row.try_get("progress_done")?,
-            total: row.try_get("progress_total")?,
-            current: row.try_get("progress_current")?,
-        },
-        result: row.try_get("result")?,
-        error: row.try_get("error")?,
-        attempts: row.try_get("attempts")?,
-        created_at: row.try_get("created_at")?,
-        started_at: row.try_get("started_at")?,
-        finished_at: row.try_get("finished_at")?,
-    })
-}
 
 fn active_key(kind: &str, target: &str) -> String {
     format!("{kind} {target}")
@@ -106,7 +87,7 @@ impl Store {
         // The active job may end between the refused insert and the read: then try again.
         for _ in 0..3 {
             let _turn = self.write_turn().await?;
-            let inserted = sqlx::query(sql!(
+            let inserted = sqlx::query_as::<_, JobRow>(sql!(
                 "INSERT INTO jobs (kind, target, status, active_key, scheduled, created_at, created_by) \
                  VALUES ($1, $2, 'queued', $3, $4, $5, $6) RETURNING {COLUMNS}"
             ))
@@ -120,7 +101,7 @@ impl Store {
             .await;
             drop(_turn);
             match inserted {
-                Ok(row) => return Ok(Ok(job_row(&row)?)),
+                Ok(job) => return Ok(Ok(job)),
                 Err(error) => match StoreError::from(error) {
                     StoreError::Duplicate(_) => {
                         if let Some(active) = self.job_active(kind, target).await? {
@@ -136,27 +117,26 @@ impl Store {
 
     /// How many jobs a user has queued or running.
     pub async fn jobs_active_of(&self, user_id: i64) -> Result<u64, StoreError> {
-        let n: i64 = sqlx::query("SELECT COUNT(*) AS n FROM jobs WHERE created_by = $1 AND active_key IS NOT NULL")
+        let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM jobs WHERE created_by = $1 AND active_key IS NOT NULL")
             .bind(user_id)
             .fetch_one(self.pool())
-            .await?
-            .try_get("n")?;
+            .await?;
         Ok(n.max(0) as u64)
     }
 
     /// The queued or running job of a kind and target.
     pub async fn job_active(&self, kind: &str, target: &str) -> Result<Option<JobRow>, StoreError> {
-        let row = sqlx::query(sql!("SELECT {COLUMNS} FROM jobs WHERE active_key = $1"))
+        Ok(sqlx::query_as::<_, JobRow>(sql!("SELECT {COLUMNS} FROM jobs WHERE active_key = $1"))
             .bind(active_key(kind, target))
             .fetch_optional(self.pool())
-            .await?;
-        row.as_ref().map(job_row).transpose()
+            .await?)
     }
 
     pub async fn job(&self, id: i64) -> Result<Option<JobRow>, StoreError> {
-        let row =
-            sqlx::query(sql!("SELECT {COLUMNS} FROM jobs WHERE id = $1")).bind(id).fetch_optional(self.pool()).await?;
-        row.as_ref().map(job_row).transpose()
+        Ok(sqlx::query_as::<_, JobRow>(sql!("SELECT {COLUMNS} FROM jobs WHERE id = $1"))
+            .bind(id)
+            .fetch_optional(self.pool())
+            .await?)
     }
 
     /// A page of the history, newest first, and how many jobs match in all.
@@ -168,13 +148,12 @@ impl Store {
     ) -> Result<(Vec<JobRow>, i64), StoreError> {
         // Unset filters compare a bound NULL: one statement for every combination.
         let condition = "($1 IS NULL OR kind = $1) AND ($2 IS NULL OR status = $2)";
-        let total: i64 = sqlx::query(sql!("SELECT COUNT(*) AS n FROM jobs WHERE {condition}"))
+        let total: i64 = sqlx::query_scalar(sql!("SELECT COUNT(*) FROM jobs WHERE {condition}"))
             .bind(filter.kind)
             .bind(filter.status)
             .fetch_one(self.pool())
-            .await?
-            .try_get("n")?;
-        let rows = sqlx::query(sql!(
+            .await?;
+        let jobs = sqlx::query_as::<_, JobRow>(sql!(
             "SELECT {COLUMNS} FROM jobs WHERE {condition} ORDER BY created_at DESC, id DESC LIMIT $3 OFFSET $4"
         ))
         .bind(filter.kind)
@@ -183,7 +162,7 @@ impl Store {
         .bind(i64::from(page.saturating_sub(1)) * i64::from(per_page))
         .fetch_all(self.pool())
         .await?;
-        Ok((rows.iter().map(job_row).collect::<Result<_, _>>()?, total))
+        Ok((jobs, total))
     }
 
     /// Up to `limit` jobs of the history, newest first, after the job keyed `(created_at, id)`
@@ -195,9 +174,9 @@ impl Store {
         limit: i64,
     ) -> Result<Vec<JobRow>, StoreError> {
         let condition = "($1 IS NULL OR kind = $1) AND ($2 IS NULL OR status = $2)";
-        let rows = match after {
+        let jobs = match after {
             None => {
-                sqlx::query(sql!(
+                sqlx::query_as::<_, JobRow>(sql!(
                     "SELECT {COLUMNS} FROM jobs WHERE {condition} ORDER BY created_at DESC, id DESC LIMIT $3"
                 ))
                 .bind(filter.kind)
@@ -207,7 +186,7 @@ impl Store {
                 .await?
             }
             Some((created_at, id)) => {
-                sqlx::query(sql!(
+                sqlx::query_as::<_, JobRow>(sql!(
                     "SELECT {COLUMNS} FROM jobs WHERE {condition} AND (created_at, id) < ($3, $4) \
                      ORDER BY created_at DESC, id DESC LIMIT $5"
                 ))
@@ -220,7 +199,7 @@ impl Store {
                 .await?
             }
         };
-        rows.iter().map(job_row).collect()
+        Ok(jobs)
     }
 
     /// Cancels a queued job at once, and asks a running one to stop at its next page; a job
@@ -263,8 +242,12 @@ impl Store {
             }
         };
         let _turn = self.write_turn().await?;
-        let row = sqlx::query(statement).bind(now_ms()).bind(owner).bind(until).fetch_optional(self.pool()).await?;
-        row.as_ref().map(job_row).transpose()
+        Ok(sqlx::query_as::<_, JobRow>(statement)
+            .bind(now_ms())
+            .bind(owner)
+            .bind(until)
+            .fetch_optional(self.pool())
+            .await?)
     }
 
     /// Renews the lease of a running job and records its progress. `None` when `owner` no
@@ -277,7 +260,7 @@ impl Store {
         progress: &JobProgress,
     ) -> Result<Option<bool>, StoreError> {
         let _turn = self.write_turn().await?;
-        let row = sqlx::query(
+        let cancel_requested: Option<IntBool> = sqlx::query_scalar(
             "UPDATE jobs SET lease_until = $1, progress_done = $2, progress_total = $3, progress_current = $4 \
              WHERE id = $5 AND lease_owner = $6 AND status = 'running' RETURNING cancel_requested",
         )
@@ -289,7 +272,7 @@ impl Store {
         .bind(owner)
         .fetch_optional(self.pool())
         .await?;
-        row.map(|row| Ok(row.try_get::<i64, _>("cancel_requested")? != 0)).transpose()
+        Ok(cancel_requested.map(bool::from))
     }
 
     /// Records how a job held by `owner` ended (`succeeded`, `failed` or `cancelled`); false
@@ -339,12 +322,11 @@ impl Store {
 
     /// The newest success per kind and target (epoch ms), for the metrics.
     pub async fn job_last_successes(&self) -> Result<Vec<(String, String, i64)>, StoreError> {
-        let rows = sqlx::query(
+        Ok(sqlx::query_as(
             "SELECT kind, target, MAX(finished_at) AS at FROM jobs WHERE status = 'succeeded' GROUP BY kind, target",
         )
         .fetch_all(self.pool())
-        .await?;
-        rows.iter().map(|row| Ok((row.try_get("kind")?, row.try_get("target")?, row.try_get("at")?))).collect()
+        .await?)
     }
 
     /// Adds a `SCHEDULE` entry (first due at `first_at`) or brings a known one to this

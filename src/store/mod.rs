@@ -16,6 +16,7 @@ pub mod backup;
 /// Bench-only: the baselines of `cargo xtask bench` (feature `bench-support`).
 #[cfg(any(test, feature = "bench-support"))]
 pub mod bench;
+mod columns;
 pub mod config;
 mod dialect;
 mod engine;

@@ -2,8 +2,6 @@
 //! for throttling.
 //! Kept in the database so that several instances sharing it throttle together.
 
-use sqlx::Row;
-
 use crate::store::{Store, StoreError};
 
 impl Store {
@@ -33,7 +31,7 @@ impl Store {
         since: i64,
         limit: i64,
     ) -> Result<Vec<i64>, StoreError> {
-        let rows = sqlx::query(
+        Ok(sqlx::query_scalar(
             "SELECT at FROM login_failures WHERE email = $1 AND address = $2 AND at > $3 ORDER BY at DESC LIMIT $4",
         )
         .bind(email)
@@ -41,8 +39,7 @@ impl Store {
         .bind(since)
         .bind(limit)
         .fetch_all(self.pool())
-        .await?;
-        Ok(rows.iter().map(|r| r.try_get("at")).collect::<Result<_, _>>()?)
+        .await?)
     }
 
     /// Times of the failures from `address` since `since`, whatever the email, newest first, at
@@ -53,14 +50,12 @@ impl Store {
         since: i64,
         limit: i64,
     ) -> Result<Vec<i64>, StoreError> {
-        let rows =
-            sqlx::query("SELECT at FROM login_failures WHERE address = $1 AND at > $2 ORDER BY at DESC LIMIT $3")
-                .bind(address)
-                .bind(since)
-                .bind(limit)
-                .fetch_all(self.pool())
-                .await?;
-        Ok(rows.iter().map(|r| r.try_get("at")).collect::<Result<_, _>>()?)
+        Ok(sqlx::query_scalar("SELECT at FROM login_failures WHERE address = $1 AND at > $2 ORDER BY at DESC LIMIT $3")
+            .bind(address)
+            .bind(since)
+            .bind(limit)
+            .fetch_all(self.pool())
+            .await?)
     }
 
     /// Forgets the failures of this email and address (after a successful login).

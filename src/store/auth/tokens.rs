@@ -1,7 +1,7 @@
 //! The `personal_access_tokens` table. Only a SHA-256 of each token's secret is stored.
 
 use rusqlite::OptionalExtension;
-use sqlx::Row;
+use sqlx::FromRow;
 
 use crate::store::engine::cache::Lookup;
 pub use crate::store::engine::token_cache::TokenOwner;
@@ -25,7 +25,7 @@ pub struct NewToken<'a> {
 }
 
 /// A stored token as listed: everything but its hash.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct TokenRow {
     pub id: i64,
     pub name: String,
@@ -39,7 +39,7 @@ impl Store {
     /// Stores a token; a second token of one name for one user (other than `login`) is
     /// [`StoreError::Duplicate`].
     pub async fn insert_token(&self, token: &NewToken<'_>) -> Result<i64, StoreError> {
-        let row = sqlx::query(
+        Ok(sqlx::query_scalar(
             "INSERT INTO personal_access_tokens (user_id, token_hash, created_at, expires_at, name, abilities) \
              VALUES ($1, $2, $3, $4, $5, $6) RETURNING id",
         )
@@ -50,31 +50,18 @@ impl Store {
         .bind(token.name)
         .bind(token.abilities)
         .fetch_one(self.pool())
-        .await?;
-        Ok(row.try_get("id")?)
+        .await?)
     }
 
     /// The tokens of the user with this email, oldest first (never their secrets).
     pub async fn tokens_of(&self, email: &str) -> Result<Vec<TokenRow>, StoreError> {
-        let rows = sqlx::query(
+        Ok(sqlx::query_as::<_, TokenRow>(
             "SELECT t.id, t.name, t.abilities, t.created_at, t.last_used_at, t.expires_at \
              FROM personal_access_tokens t JOIN users u ON u.id = t.user_id WHERE u.email = $1 ORDER BY t.id",
         )
         .bind(email)
         .fetch_all(self.pool())
-        .await?;
-        rows.iter()
-            .map(|row| {
-                Ok(TokenRow {
-                    id: row.try_get("id")?,
-                    name: row.try_get("name")?,
-                    abilities: row.try_get("abilities")?,
-                    created_at: row.try_get("created_at")?,
-                    last_used_at: row.try_get("last_used_at")?,
-                    expires_at: row.try_get("expires_at")?,
-                })
-            })
-            .collect()
+        .await?)
     }
 
     /// Revokes the user's tokens of this name; returns how many there were.
@@ -123,18 +110,7 @@ impl Store {
         let mut lease = self.lease().await?;
         let row = sqlx::query(TOKEN_OWNER).bind(token_id).fetch_optional(lease.connection()).await;
         let Some(row) = lease.settle(row)? else { return Ok(None) };
-        let owner = TokenOwner {
-            token_id: row.try_get("token_id")?,
-            token_hash: row.try_get("token_hash")?,
-            expires_at: row.try_get("expires_at")?,
-            last_used_at: row.try_get("last_used_at")?,
-            abilities: row.try_get("abilities")?,
-            user_id: row.try_get("user_id")?,
-            name: row.try_get("name")?,
-            email: row.try_get("email")?,
-            created_at: row.try_get("created_at")?,
-            operator: row.try_get::<i64, _>("operator")? != 0,
-        };
+        let owner = TokenOwner::from_row(&row)?;
         if let Some(cache) = self.engine.token_cache() {
             cache.put(generation, &owner);
         }

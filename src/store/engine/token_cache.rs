@@ -24,9 +24,10 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 use super::cache::{Lookup, MAX_AGE};
+use crate::store::columns::IntBool;
 
 /// A token joined with its user, as needed to authenticate a request.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, sqlx::FromRow)]
 pub struct TokenOwner {
     pub token_id: i64,
     pub token_hash: String,
@@ -38,6 +39,7 @@ pub struct TokenOwner {
     pub name: String,
     pub email: String,
     pub created_at: i64,
+    #[sqlx(try_from = "IntBool")]
     pub operator: bool,
 }
 

@@ -7,7 +7,7 @@ use sqlx::Row;
 use crate::store::{Dialect, Store, StoreError, now_ms};
 
 /// One webhook call in the inbox.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
 pub struct InboxItem {
     pub id: i64,
     pub received_at: i64,
@@ -19,21 +19,6 @@ pub struct InboxItem {
     pub next_attempt_at: i64,
     pub last_error: Option<String>,
     pub outcome: Option<String>,
-}
-
-fn inbox_row(row: &sqlx::any::AnyRow) -> Result<InboxItem, StoreError> {
-    Ok(InboxItem {
-        id: row.try_get("id")?,
-        received_at: row.try_get("received_at")?,
-        entity_name: row.try_get("entity_name")?,
-        entity_id: row.try_get("entity_id")?,
-        event: row.try_get("event")?,
-        state: row.try_get("state")?,
-        attempts: row.try_get("attempts")?,
-        next_attempt_at: row.try_get("next_attempt_at")?,
-        last_error: row.try_get("last_error")?,
-        outcome: row.try_get("outcome")?,
-    })
 }
 
 const INBOX_COLUMNS: &str =
@@ -54,10 +39,11 @@ pub struct InboxCounts {
 
 /// What the metrics read of the inbox: the calls waiting and given up, and when (epoch ms) the
 /// oldest waiting call was received (`None` while none waits).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, sqlx::FromRow)]
 pub struct InboxDepths {
     pub pending: i64,
     pub failed: i64,
+    #[sqlx(rename = "oldest_pending")]
     pub oldest_pending_received_at: Option<i64>,
 }
 
@@ -115,15 +101,14 @@ impl Store {
             Some(intake) => intake.store(call).await,
             None => {
                 // An in-memory database: one connection, no batches.
-                let row = sqlx::query(crate::store::engine::inbox_intake::INSERT)
+                Ok(sqlx::query_scalar(crate::store::engine::inbox_intake::INSERT)
                     .bind(call.received_at)
                     .bind(call.entity_name)
                     .bind(call.entity_id)
                     .bind(call.event)
                     .bind(call.payload)
                     .fetch_one(self.pool())
-                    .await?;
-                Ok(row.try_get("id")?)
+                    .await?)
             }
         }
     }
@@ -137,14 +122,13 @@ impl Store {
         // On Postgres, planned afresh each time rather than prepared once: a plan made while
         // the inbox was small (joining the picked calls to a sequential scan of the table) was
         // kept for the connection's life and cost 12-18 ms a claim once a burst had filled it.
-        let rows = sqlx::query(claim_statement(self.dialect()))
+        let mut items = sqlx::query_as::<_, InboxItem>(claim_statement(self.dialect()))
             .persistent(self.dialect() == Dialect::Sqlite)
             .bind(now + lease_ms)
             .bind(now)
             .bind(limit)
             .fetch_all(self.pool())
             .await?;
-        let mut items: Vec<InboxItem> = rows.iter().map(inbox_row).collect::<Result<_, _>>()?;
         items.sort_by_key(|i| i.id);
         Ok(items)
     }
@@ -245,18 +229,13 @@ impl Store {
     /// the oldest waiting call arrived: each read from the partial index of its state
     /// (migration 0015), so the cost follows the calls not done, never the done ones.
     pub async fn inbox_depths(&self) -> Result<InboxDepths, StoreError> {
-        let row = sqlx::query(
+        Ok(sqlx::query_as::<_, InboxDepths>(
             "SELECT (SELECT COUNT(*) FROM erp_webhook_inbox WHERE state = 'pending') AS pending, \
                     (SELECT COUNT(*) FROM erp_webhook_inbox WHERE state = 'failed') AS failed, \
                     (SELECT MIN(received_at) FROM erp_webhook_inbox WHERE state = 'pending') AS oldest_pending",
         )
         .fetch_one(self.pool())
-        .await?;
-        Ok(InboxDepths {
-            pending: row.try_get("pending")?,
-            failed: row.try_get("failed")?,
-            oldest_pending_received_at: row.try_get("oldest_pending")?,
-        })
+        .await?)
     }
 
     /// The calls not done yet: the failed ones and those due next, in id order, `limit` in
@@ -275,21 +254,19 @@ impl Store {
     /// Up to `limit` calls in `state`, in `order` (both fixed texts of [`Self::inbox_recent`];
     /// the state is written out so that SQLite can use the partial index of it).
     async fn inbox_calls_in(&self, state: &str, order: &str, limit: i64) -> Result<Vec<InboxItem>, StoreError> {
-        let rows = sqlx::query(sql!(
+        Ok(sqlx::query_as::<_, InboxItem>(sql!(
             "SELECT {INBOX_COLUMNS} FROM erp_webhook_inbox WHERE state = '{state}' ORDER BY {order} LIMIT $1"
         ))
         .bind(limit)
         .fetch_all(self.pool())
-        .await?;
-        rows.iter().map(inbox_row).collect()
+        .await?)
     }
 
     /// Whether a call is still waiting; for tests and the `show` route.
     pub async fn inbox_item(&self, id: i64) -> Result<Option<InboxItem>, StoreError> {
-        let row = sqlx::query(sql!("SELECT {INBOX_COLUMNS} FROM erp_webhook_inbox WHERE id = $1"))
+        Ok(sqlx::query_as::<_, InboxItem>(sql!("SELECT {INBOX_COLUMNS} FROM erp_webhook_inbox WHERE id = $1"))
             .bind(id)
             .fetch_optional(self.pool())
-            .await?;
-        row.as_ref().map(inbox_row).transpose()
+            .await?)
     }
 }

@@ -220,11 +220,10 @@ impl Store {
         .bind(offset)
         .fetch_all(self.pool())
         .await?;
-        let total: i64 = sqlx::query("SELECT COUNT(*) AS n FROM erp_records WHERE model = $1")
+        let total: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM erp_records WHERE model = $1")
             .bind(model)
             .fetch_one(self.pool())
-            .await?
-            .try_get("n")?;
+            .await?;
         Ok((rows.iter().map(erp_record).collect::<Result<_, _>>()?, total))
     }
 

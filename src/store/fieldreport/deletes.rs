@@ -72,8 +72,7 @@ impl Store {
 
     /// The ids of `entity`'s tombstones, oldest delete first: the deletes `post` sends.
     pub async fn mirror_tombstones(&self, entity: &str) -> Result<Vec<String>, StoreError> {
-        let rows = sqlx::query(TOMBSTONES).bind(entity).fetch_all(self.pool()).await?;
-        rows.iter().map(|row| Ok(row.try_get("record_id")?)).collect()
+        Ok(sqlx::query_scalar(TOMBSTONES).bind(entity).fetch_all(self.pool()).await?)
     }
 
     /// The same, as a set: the records a sync must not store.
@@ -84,17 +83,14 @@ impl Store {
     /// Claims a pending delete for one push attempt (as [`Store::mirror_claim_push`]).
     pub async fn mirror_claim_delete(&self, entity: &str, id: &str) -> Result<Option<i64>, StoreError> {
         let _turn = self.write_turn().await?;
-        let row = sqlx::query(CLAIM_DELETE)
+        let attempts: Option<i32> = sqlx::query_scalar(CLAIM_DELETE)
             .bind(self.lease_deadline())
             .bind(entity)
             .bind(id)
             .bind(now_ms())
             .fetch_optional(self.pool())
             .await?;
-        Ok(match row {
-            Some(row) => Some(i64::from(row.try_get::<i32, _>("push_attempts")?)),
-            None => None,
-        })
+        Ok(attempts.map(i64::from))
     }
 
     /// Gives a claimed delete back after a failed attempt.

@@ -3,6 +3,7 @@
 
 use sqlx::Row;
 
+use crate::store::columns::IntBool;
 use crate::store::{Store, StoreError};
 
 /// The records of a set with their versions, each with whether it was last written before a
@@ -31,13 +32,16 @@ const REMOVE_GONE_POSTGRES: &str = "DELETE FROM fieldreport_records r \
 const REMOVE_GONE_CHUNK: usize = 1_000;
 
 /// A record of the mirror, as a reconciling sync compares it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct ReconcileCandidate {
+    #[sqlx(rename = "record_id")]
     pub id: String,
     pub version: i64,
     /// Last written before the reconciling began: the upstream's list, read after, is newer.
+    #[sqlx(rename = "written_before", try_from = "IntBool")]
     pub before: bool,
     /// A local change of it waits for the upstream: it is kept and reported.
+    #[sqlx(try_from = "IntBool")]
     pub waiting: bool,
 }
 
@@ -49,17 +53,11 @@ impl Store {
         entity: &str,
         before_ms: i64,
     ) -> Result<Vec<ReconcileCandidate>, StoreError> {
-        let rows = sqlx::query(CANDIDATES).bind(entity).bind(before_ms).fetch_all(self.pool()).await?;
-        rows.iter()
-            .map(|row| {
-                Ok(ReconcileCandidate {
-                    id: row.try_get("record_id")?,
-                    version: row.try_get("version")?,
-                    before: row.try_get::<i32, _>("written_before")? != 0,
-                    waiting: row.try_get::<i32, _>("waiting")? != 0,
-                })
-            })
-            .collect()
+        Ok(sqlx::query_as::<_, ReconcileCandidate>(CANDIDATES)
+            .bind(entity)
+            .bind(before_ms)
+            .fetch_all(self.pool())
+            .await?)
     }
 
     /// Removes these records of `entity`, which the upstream no longer has, in one transaction;

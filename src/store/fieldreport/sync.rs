@@ -110,22 +110,19 @@ impl Store {
 
     /// When each set's last sync completed (sets never synced are left out).
     pub async fn last_syncs(&self) -> Result<Vec<(String, i64)>, StoreError> {
-        let rows =
-            sqlx::query("SELECT entity, last_sync_at FROM fieldreport_sync_state WHERE last_sync_at IS NOT NULL")
-                .fetch_all(self.pool())
-                .await?;
-        rows.iter().map(|r| Ok((r.try_get("entity")?, r.try_get("last_sync_at")?))).collect()
+        Ok(sqlx::query_as("SELECT entity, last_sync_at FROM fieldreport_sync_state WHERE last_sync_at IS NOT NULL")
+            .fetch_all(self.pool())
+            .await?)
     }
 
     pub async fn sync_state(&self, entity: &str) -> Result<SyncState, StoreError> {
-        let row = sqlx::query("SELECT cursor_value, last_sync_at FROM fieldreport_sync_state WHERE entity = $1")
-            .bind(entity)
-            .fetch_optional(self.pool())
-            .await?;
-        Ok(match row {
-            Some(row) => SyncState { cursor: row.try_get("cursor_value")?, last_sync_at: row.try_get("last_sync_at")? },
-            None => SyncState { cursor: None, last_sync_at: None },
-        })
+        let state = sqlx::query_as::<_, SyncState>(
+            "SELECT cursor_value, last_sync_at FROM fieldreport_sync_state WHERE entity = $1",
+        )
+        .bind(entity)
+        .fetch_optional(self.pool())
+        .await?;
+        Ok(state.unwrap_or_default())
     }
 
     /// Stores one page of synced records in one transaction, without marking them for push.

@@ -6,8 +6,6 @@
 //! sync of the set settles the update marks made before it started (it stored whatever the
 //! upstream has). See docs/architecture.md, "Data rules".
 
-use sqlx::Row;
-
 use crate::store::{Store, StoreError, now_ms};
 
 /// The key of a create's mark: known by its `ExternalId` only (the upstream assigns the Id).
@@ -63,8 +61,9 @@ impl Store {
     }
 
     async fn marked(&self, entity: &str, id: &str, external_id: &str) -> Result<bool, StoreError> {
-        let row = sqlx::query(MARKED).bind(entity).bind(id).bind(external_id).fetch_optional(self.pool()).await?;
-        Ok(row.map(|row| row.try_get::<i64, _>("since")).transpose()?.is_some())
+        let since: Option<i64> =
+            sqlx::query_scalar(MARKED).bind(entity).bind(id).bind(external_id).fetch_optional(self.pool()).await?;
+        Ok(since.is_some())
     }
 
     async fn settle(&self, entity: &str, id: &str, external_id: &str) -> Result<(), StoreError> {

@@ -1,11 +1,9 @@
 //! The `leasing_flows` and `leasing_flow_steps` tables: where each one-shot flow got to.
 
-use sqlx::Row;
-
 use crate::store::{Store, StoreError, now_ms};
 
 /// One recorded step.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct FlowStepRow {
     pub position: i32,
     pub action: String,
@@ -15,7 +13,7 @@ pub struct FlowStepRow {
 }
 
 /// A recorded flow.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct FlowRow {
     pub id: i64,
     pub user_id: i64,
@@ -24,13 +22,15 @@ pub struct FlowRow {
     pub financing_id: Option<String>,
     pub error_code: Option<String>,
     pub message: Option<String>,
+    /// Read by a statement of their own.
+    #[sqlx(skip)]
     pub steps: Vec<FlowStepRow>,
 }
 
 impl Store {
     /// Records a new running flow, under the caller's `Idempotency-Key` when it sent one.
     pub async fn start_flow(&self, user_id: i64, mode: &str, idempotency_key: Option<&str>) -> Result<i64, StoreError> {
-        let row = sqlx::query(
+        Ok(sqlx::query_scalar(
             "INSERT INTO leasing_flows (user_id, mode, status, started_at, lease_until, idempotency_key) \
              VALUES ($1, $2, 'running', $3, $4, $5) RETURNING id",
         )
@@ -40,8 +40,7 @@ impl Store {
         .bind(self.lease_deadline())
         .bind(idempotency_key)
         .fetch_one(self.pool())
-        .await?;
-        Ok(row.try_get("id")?)
+        .await?)
     }
 
     /// The flow that holds the caller's `Idempotency-Key`, if one does.
@@ -153,7 +152,7 @@ impl Store {
     }
 
     pub async fn flow(&self, flow_id: i64) -> Result<Option<FlowRow>, StoreError> {
-        let Some(row) = sqlx::query(
+        let Some(mut flow) = sqlx::query_as::<_, FlowRow>(
             "SELECT id, user_id, mode, status, financing_id, error_code, message FROM leasing_flows WHERE id = $1",
         )
         .bind(flow_id)
@@ -162,32 +161,12 @@ impl Store {
         else {
             return Ok(None);
         };
-        let steps = sqlx::query(
+        flow.steps = sqlx::query_as::<_, FlowStepRow>(
             "SELECT position, action, outcome, duration_ms, detail FROM leasing_flow_steps WHERE flow_id = $1 ORDER BY position",
         )
         .bind(flow_id)
         .fetch_all(self.pool())
-        .await?
-        .iter()
-        .map(|s| {
-            Ok(FlowStepRow {
-                position: s.try_get("position")?,
-                action: s.try_get("action")?,
-                outcome: s.try_get("outcome")?,
-                duration_ms: s.try_get("duration_ms")?,
-                detail: s.try_get("detail")?,
-            })
-        })
-        .collect::<Result<Vec<_>, sqlx::Error>>()?;
-        Ok(Some(FlowRow {
-            id: row.try_get("id")?,
-            user_id: row.try_get("user_id")?,
-            mode: row.try_get("mode")?,
-            status: row.try_get("status")?,
-            financing_id: row.try_get("financing_id")?,
-            error_code: row.try_get("error_code")?,
-            message: row.try_get("message")?,
-            steps,
-        }))
+        .await?;
+        Ok(Some(flow))
     }
 }

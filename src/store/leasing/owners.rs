@@ -1,18 +1,17 @@
 //! Who created each financing request the service watches: `leasing_watches.user_id`
 //! (migration 0026), set when the request was created through the service or first watched.
 
-use sqlx::Row;
-
 use crate::store::{Store, StoreError};
 
 impl Store {
     /// The user a watched financing request belongs to; `None` when it is not watched or was
     /// watched before owners were recorded.
     pub async fn financing_request_owner(&self, financing_id: &str) -> Result<Option<i64>, StoreError> {
-        let row = sqlx::query("SELECT user_id FROM leasing_watches WHERE financing_id = $1")
-            .bind(financing_id)
-            .fetch_optional(self.pool())
-            .await?;
-        Ok(row.map(|row| row.try_get::<Option<i64>, _>("user_id")).transpose()?.flatten())
+        let user_id: Option<Option<i64>> =
+            sqlx::query_scalar("SELECT user_id FROM leasing_watches WHERE financing_id = $1")
+                .bind(financing_id)
+                .fetch_optional(self.pool())
+                .await?;
+        Ok(user_id.flatten())
     }
 }

@@ -341,9 +341,10 @@ impl Store {
     }
 }
 
-/// The sync state of one entity.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// The sync state of one entity (none of either before its first sync).
+#[derive(Debug, Clone, Default, PartialEq, Eq, sqlx::FromRow)]
 pub struct SyncState {
+    #[sqlx(rename = "cursor_value")]
     pub cursor: Option<String>,
     pub last_sync_at: Option<i64>,
 }
@@ -351,10 +352,9 @@ pub struct SyncState {
 impl Store {
     /// Records per entity in the mirror (entities with none are left out).
     pub async fn mirror_counts(&self) -> Result<Vec<(String, i64)>, StoreError> {
-        let rows = sqlx::query("SELECT entity, records FROM fieldreport_record_counts WHERE records > 0")
+        Ok(sqlx::query_as("SELECT entity, records FROM fieldreport_record_counts WHERE records > 0")
             .fetch_all(self.pool())
-            .await?;
-        rows.iter().map(|r| Ok((r.try_get("entity")?, r.try_get("records")?))).collect()
+            .await?)
     }
 
     /// Records per entity written without forwarding and not pushed yet (the push queue),
@@ -362,15 +362,14 @@ impl Store {
     /// queue's length, not the mirror's size.
     pub async fn mirror_pending_push_counts(&self) -> Result<Vec<(String, i64)>, StoreError> {
         // Pending deletes (tombstones) wait for a push too.
-        let rows = sqlx::query(
+        Ok(sqlx::query_as(
             "SELECT entity, CAST(SUM(records) AS BIGINT) AS records FROM ( \
                SELECT entity, COUNT(*) AS records FROM fieldreport_records WHERE pending_push IS NOT NULL GROUP BY entity \
                UNION ALL SELECT entity, COUNT(*) AS records FROM fieldreport_deletes GROUP BY entity \
              ) AS waiting GROUP BY entity",
         )
         .fetch_all(self.pool())
-        .await?;
-        rows.iter().map(|r| Ok((r.try_get("entity")?, r.try_get("records")?))).collect()
+        .await?)
     }
 }
 

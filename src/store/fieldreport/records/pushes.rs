@@ -1,8 +1,6 @@
 //! The pushes of records written without forwarding: the pending records, each claimed for one
 //! attempt, given back, or marked pushed.
 
-use sqlx::Row;
-
 use super::{MIRROR_DELETE, MIRROR_ROW, MirrorRecord, record};
 use crate::store::{Store, StoreError, now_ms};
 
@@ -51,7 +49,7 @@ impl Store {
     pub async fn mirror_claim_push(&self, entity: &str, id: &str, kind: &str) -> Result<Option<PushClaim>, StoreError> {
         let now = now_ms();
         let until = self.lease_deadline();
-        let row = sqlx::query(MIRROR_CLAIM_PUSH)
+        let attempts: Option<i32> = sqlx::query_scalar(MIRROR_CLAIM_PUSH)
             .bind(until)
             .bind(entity)
             .bind(id)
@@ -59,10 +57,7 @@ impl Store {
             .bind(now)
             .fetch_optional(self.pool())
             .await?;
-        Ok(match row {
-            Some(row) => Some(PushClaim { attempts: i64::from(row.try_get::<i32, _>("push_attempts")?), until }),
-            None => None,
-        })
+        Ok(attempts.map(|attempts| PushClaim { attempts: i64::from(attempts), until }))
     }
 
     /// Gives a claimed record back after a failed attempt. Its attempts stay counted: a time-out

@@ -3,12 +3,11 @@
 //! attempts recorded, listed and retried.
 
 use sqlx::Row;
-use sqlx::any::AnyRow;
 
 use crate::store::{Dialect, Store, StoreError, now_ms};
 
 /// One delivery as listed.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct DeliveryRow {
     pub id: i64,
     pub subscription_id: String,
@@ -58,23 +57,6 @@ pub enum AttemptOutcome<'a> {
 
 const DELIVERY_COLUMNS: &str = "d.id, d.subscription_id, e.id AS event_id, d.financing_id, d.status, d.attempts, \
      d.last_status_code, d.last_error, d.next_attempt_at, d.created_at, d.last_attempt_at, d.finished_at";
-
-fn delivery_row(row: &AnyRow) -> Result<DeliveryRow, StoreError> {
-    Ok(DeliveryRow {
-        id: row.try_get("id")?,
-        subscription_id: row.try_get("subscription_id")?,
-        event_id: row.try_get("event_id")?,
-        financing_id: row.try_get("financing_id")?,
-        status: row.try_get("status")?,
-        attempts: row.try_get("attempts")?,
-        last_status_code: row.try_get("last_status_code")?,
-        last_error: row.try_get("last_error")?,
-        next_attempt_at: row.try_get("next_attempt_at")?,
-        created_at: row.try_get("created_at")?,
-        last_attempt_at: row.try_get("last_attempt_at")?,
-        finished_at: row.try_get("finished_at")?,
-    })
-}
 
 impl Store {
     /// Claims up to `limit` due deliveries for `owner` until `until`: pending ones whose time
@@ -251,7 +233,7 @@ impl Store {
         before: Option<i64>,
         limit: i64,
     ) -> Result<Vec<DeliveryRow>, StoreError> {
-        let rows = sqlx::query(sql!(
+        Ok(sqlx::query_as::<_, DeliveryRow>(sql!(
             "SELECT {DELIVERY_COLUMNS} FROM leasing_deliveries d JOIN leasing_events e ON e.seq = d.event_seq \
              WHERE d.subscription_id = $1 AND d.id < $2 ORDER BY d.id DESC LIMIT $3"
         ))
@@ -259,8 +241,7 @@ impl Store {
         .bind(before.unwrap_or(i64::MAX))
         .bind(limit)
         .fetch_all(self.pool())
-        .await?;
-        rows.iter().map(delivery_row).collect()
+        .await?)
     }
 
     /// A subscription's deliveries, newest first: `limit` after the newest `skip`.
@@ -270,7 +251,7 @@ impl Store {
         limit: i64,
         skip: i64,
     ) -> Result<Vec<DeliveryRow>, StoreError> {
-        let rows = sqlx::query(sql!(
+        Ok(sqlx::query_as::<_, DeliveryRow>(sql!(
             "SELECT {DELIVERY_COLUMNS} FROM leasing_deliveries d JOIN leasing_events e ON e.seq = d.event_seq \
              WHERE d.subscription_id = $1 ORDER BY d.id DESC LIMIT $2 OFFSET $3"
         ))
@@ -278,20 +259,18 @@ impl Store {
         .bind(limit)
         .bind(skip)
         .fetch_all(self.pool())
-        .await?;
-        rows.iter().map(delivery_row).collect()
+        .await?)
     }
 
     pub async fn delivery(&self, subscription_id: &str, id: i64) -> Result<Option<DeliveryRow>, StoreError> {
-        let row = sqlx::query(sql!(
+        Ok(sqlx::query_as::<_, DeliveryRow>(sql!(
             "SELECT {DELIVERY_COLUMNS} FROM leasing_deliveries d JOIN leasing_events e ON e.seq = d.event_seq \
              WHERE d.subscription_id = $1 AND d.id = $2"
         ))
         .bind(subscription_id)
         .bind(id)
         .fetch_optional(self.pool())
-        .await?;
-        row.as_ref().map(delivery_row).transpose()
+        .await?)
     }
 
     /// Sends a delivery again (whatever its status): pending, due now.
@@ -313,18 +292,14 @@ impl Store {
 
     /// Deliveries by status, and the oldest pending one's creation (epoch ms), for the metrics.
     pub async fn delivery_depths(&self) -> Result<(Vec<(String, i64)>, Option<i64>), StoreError> {
-        let rows = sqlx::query("SELECT status, COUNT(*) AS n FROM leasing_deliveries GROUP BY status ORDER BY status")
-            .fetch_all(self.pool())
-            .await?;
-        let counts = rows
-            .iter()
-            .map(|row| Ok((row.try_get("status")?, row.try_get("n")?)))
-            .collect::<Result<_, StoreError>>()?;
-        let oldest: Option<i64> =
-            sqlx::query("SELECT MIN(created_at) AS oldest FROM leasing_deliveries WHERE status = 'pending'")
+        let counts =
+            sqlx::query_as("SELECT status, COUNT(*) AS n FROM leasing_deliveries GROUP BY status ORDER BY status")
+                .fetch_all(self.pool())
+                .await?;
+        let oldest =
+            sqlx::query_scalar("SELECT MIN(created_at) AS oldest FROM leasing_deliveries WHERE status = 'pending'")
                 .fetch_one(self.pool())
-                .await?
-                .try_get("oldest")?;
+                .await?;
         Ok((counts, oldest))
     }
 }

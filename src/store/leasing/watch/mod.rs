@@ -8,9 +8,9 @@
 //! different rows; on SQLite in the write turn. A claim that is not finished (the instance
 //! died) is claimable again once its lease ran out.
 
-use sqlx::Row;
-use sqlx::any::AnyRow;
+use sqlx::{FromRow, Row};
 
+use crate::store::columns::IntBool;
 use crate::store::{Dialect, Store, StoreError, now_ms};
 pub use crate::vocabulary::owner::Viewer;
 pub use deliveries::{AttemptOutcome, DeliveryRow, DeliveryWork};
@@ -20,12 +20,13 @@ pub mod deliveries;
 pub mod subscriptions;
 
 /// A watched financing request.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, FromRow)]
 pub struct WatchRow {
     pub financing_id: String,
     pub request_id: Option<String>,
     pub state: String,
     pub observed_at: i64,
+    #[sqlx(try_from = "IntBool")]
     pub terminal: bool,
     pub next_poll_at: Option<i64>,
     pub failures: i64,
@@ -71,18 +72,6 @@ pub enum Recorded {
 // Postgres plans each with the table as it is, for about a millisecond per claim.
 const WATCH_COLUMNS: &str = "financing_id, request_id, state, observed_at, terminal, next_poll_at, failures";
 
-fn watch_row(row: &AnyRow) -> Result<WatchRow, StoreError> {
-    Ok(WatchRow {
-        financing_id: row.try_get("financing_id")?,
-        request_id: row.try_get("request_id")?,
-        state: row.try_get("state")?,
-        observed_at: row.try_get("observed_at")?,
-        terminal: row.try_get::<i64, _>("terminal")? != 0,
-        next_poll_at: row.try_get("next_poll_at")?,
-        failures: row.try_get("failures")?,
-    })
-}
-
 impl Store {
     /// Starts watching a request in `state` (no event: nothing changed yet) for `user_id`,
     /// whose subscriptions receive its events; false when it is watched already.
@@ -112,11 +101,10 @@ impl Store {
     }
 
     pub async fn watch(&self, financing_id: &str) -> Result<Option<WatchRow>, StoreError> {
-        let row = sqlx::query(sql!("SELECT {WATCH_COLUMNS} FROM leasing_watches WHERE financing_id = $1"))
+        Ok(sqlx::query_as::<_, WatchRow>(sql!("SELECT {WATCH_COLUMNS} FROM leasing_watches WHERE financing_id = $1"))
             .bind(financing_id)
             .fetch_optional(self.pool())
-            .await?;
-        row.as_ref().map(watch_row).transpose()
+            .await?)
     }
 
     /// Records an observed state. A new state is written with its event (built by `event`
@@ -145,8 +133,9 @@ impl Store {
                 .bind(observed.financing_id)
                 .fetch_optional(&mut *tx)
                 .await?;
-        let Some(watch) = row.as_ref().map(watch_row).transpose()? else { return Ok(Recorded::NotWatched) };
-        let watch_owner: Option<i64> = row.as_ref().map(|r| r.try_get("user_id")).transpose()?.flatten();
+        let Some(row) = row else { return Ok(Recorded::NotWatched) };
+        let watch = WatchRow::from_row(&row)?;
+        let watch_owner: Option<i64> = row.try_get("user_id")?;
         if watch.state == observed.state {
             return Ok(Recorded::Unchanged);
         }
@@ -167,7 +156,7 @@ impl Store {
         .bind(observed.financing_id)
         .execute(&mut *tx)
         .await?;
-        let seq: i64 = sqlx::query(
+        let seq: i64 = sqlx::query_scalar(
             "INSERT INTO leasing_events (id, financing_id, payload, created_at) VALUES ($1, $2, $3, $4) RETURNING seq",
         )
         .bind(&event.id)
@@ -175,8 +164,7 @@ impl Store {
         .bind(&event.payload)
         .bind(event.created_at)
         .fetch_one(&mut *tx)
-        .await?
-        .try_get("seq")?;
+        .await?;
         // The owner's subscriptions, and those for every request.
         let subscribers = sqlx::query(
             "SELECT id, events FROM leasing_subscriptions \
@@ -227,15 +215,14 @@ impl Store {
         };
         let _turn = self.write_turn().await?;
         // Planned at every run (see `UNCACHED`).
-        let rows = sqlx::query(statement)
+        Ok(sqlx::query_as::<_, WatchRow>(statement)
             .persistent(false)
             .bind(now_ms())
             .bind(owner)
             .bind(until)
             .bind(limit)
             .fetch_all(self.pool())
-            .await?;
-        rows.iter().map(watch_row).collect()
+            .await?)
     }
 
     /// Ends `owner`'s claim of a watch: next read at `next_poll_at` (none once terminal),

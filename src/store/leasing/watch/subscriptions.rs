@@ -1,18 +1,17 @@
 //! The subscriptions to the leasing watcher's events (migration 0024): their receivers, the
 //! events they take, their secrets, and who sees them.
 
-use sqlx::Row;
-use sqlx::any::AnyRow;
-
+use crate::store::columns::{IntBool, SpaceSeparated};
 use crate::store::{Store, StoreError};
 use crate::vocabulary::owner::Viewer;
 
 /// A subscription as listed (never with its secret).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct SubscriptionRow {
     pub id: String,
     pub url: String,
     pub description: Option<String>,
+    #[sqlx(try_from = "SpaceSeparated")]
     pub events: Vec<String>,
     pub created_at: i64,
     pub previous_secret_until: Option<i64>,
@@ -21,6 +20,7 @@ pub struct SubscriptionRow {
     /// The user who created it (none: made before subscriptions had owners).
     pub user_id: Option<i64>,
     /// Whether it receives the events of every request, not only its owner's.
+    #[sqlx(try_from = "IntBool")]
     pub all_requests: bool,
 }
 
@@ -43,26 +43,10 @@ pub struct NewSubscription<'a> {
 const SUBSCRIPTION_COLUMNS: &str = "id, url, description, events, created_at, previous_secret_until, \
      failing_since, disabled_at, user_id, all_requests";
 
-fn subscription_row(row: &AnyRow) -> Result<SubscriptionRow, StoreError> {
-    let events: String = row.try_get("events")?;
-    Ok(SubscriptionRow {
-        id: row.try_get("id")?,
-        url: row.try_get("url")?,
-        description: row.try_get("description")?,
-        events: events.split_whitespace().map(str::to_string).collect(),
-        created_at: row.try_get("created_at")?,
-        previous_secret_until: row.try_get("previous_secret_until")?,
-        failing_since: row.try_get("failing_since")?,
-        disabled_at: row.try_get("disabled_at")?,
-        user_id: row.try_get("user_id")?,
-        all_requests: row.try_get::<i64, _>("all_requests")? != 0,
-    })
-}
-
 impl Store {
     pub async fn subscription_insert(&self, new: &NewSubscription<'_>) -> Result<SubscriptionRow, StoreError> {
         let _turn = self.write_turn().await?;
-        let row = sqlx::query(sql!(
+        Ok(sqlx::query_as::<_, SubscriptionRow>(sql!(
             "INSERT INTO leasing_subscriptions (id, url, description, events, secret, created_at, user_id, all_requests) \
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING {SUBSCRIPTION_COLUMNS}"
         ))
@@ -75,8 +59,7 @@ impl Store {
         .bind(new.user_id)
         .bind(i64::from(new.all_requests))
         .fetch_one(self.pool())
-        .await?;
-        subscription_row(&row)
+        .await?)
     }
 
     /// Up to `limit` of the subscriptions `viewer` sees, oldest first, after the one keyed
@@ -89,7 +72,7 @@ impl Store {
     ) -> Result<Vec<SubscriptionRow>, StoreError> {
         // Without a key: after the least key of all (ids are never empty, times never negative).
         let (created_at, id) = after.unwrap_or((i64::MIN, ""));
-        let rows = sqlx::query(sql!(
+        Ok(sqlx::query_as::<_, SubscriptionRow>(sql!(
             "SELECT {SUBSCRIPTION_COLUMNS} FROM leasing_subscriptions WHERE {VISIBLE} \
              AND (created_at, id) > ($3, $4) ORDER BY created_at, id LIMIT $5"
         ))
@@ -99,8 +82,7 @@ impl Store {
         .bind(id)
         .bind(limit)
         .fetch_all(self.pool())
-        .await?;
-        rows.iter().map(subscription_row).collect()
+        .await?)
     }
 
     /// A page of the subscriptions `viewer` sees, oldest first, and how many there are.
@@ -110,13 +92,12 @@ impl Store {
         page: u32,
         per_page: u32,
     ) -> Result<(Vec<SubscriptionRow>, i64), StoreError> {
-        let total: i64 = sqlx::query(sql!("SELECT COUNT(*) AS n FROM leasing_subscriptions WHERE {VISIBLE}"))
+        let total: i64 = sqlx::query_scalar(sql!("SELECT COUNT(*) FROM leasing_subscriptions WHERE {VISIBLE}"))
             .bind(viewer.user_id)
             .bind(i64::from(viewer.operator))
             .fetch_one(self.pool())
-            .await?
-            .try_get("n")?;
-        let rows = sqlx::query(sql!(
+            .await?;
+        let subscriptions = sqlx::query_as::<_, SubscriptionRow>(sql!(
             "SELECT {SUBSCRIPTION_COLUMNS} FROM leasing_subscriptions WHERE {VISIBLE} \
              ORDER BY created_at, id LIMIT $3 OFFSET $4"
         ))
@@ -126,29 +107,28 @@ impl Store {
         .bind(i64::from(page.saturating_sub(1)) * i64::from(per_page))
         .fetch_all(self.pool())
         .await?;
-        Ok((rows.iter().map(subscription_row).collect::<Result<_, _>>()?, total))
+        Ok((subscriptions, total))
     }
 
     /// How many subscriptions a user has.
     pub async fn subscription_count(&self, user_id: i64) -> Result<u64, StoreError> {
-        let n: i64 = sqlx::query("SELECT COUNT(*) AS n FROM leasing_subscriptions WHERE user_id = $1")
+        let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM leasing_subscriptions WHERE user_id = $1")
             .bind(user_id)
             .fetch_one(self.pool())
-            .await?
-            .try_get("n")?;
+            .await?;
         Ok(n.max(0) as u64)
     }
 
     /// A subscription, when `viewer` sees it.
     pub async fn subscription(&self, viewer: Viewer, id: &str) -> Result<Option<SubscriptionRow>, StoreError> {
-        let row =
-            sqlx::query(sql!("SELECT {SUBSCRIPTION_COLUMNS} FROM leasing_subscriptions WHERE {VISIBLE} AND id = $3"))
-                .bind(viewer.user_id)
-                .bind(i64::from(viewer.operator))
-                .bind(id)
-                .fetch_optional(self.pool())
-                .await?;
-        row.as_ref().map(subscription_row).transpose()
+        Ok(sqlx::query_as::<_, SubscriptionRow>(sql!(
+            "SELECT {SUBSCRIPTION_COLUMNS} FROM leasing_subscriptions WHERE {VISIBLE} AND id = $3"
+        ))
+        .bind(viewer.user_id)
+        .bind(i64::from(viewer.operator))
+        .bind(id)
+        .fetch_optional(self.pool())
+        .await?)
     }
 
     /// Deletes a subscription `viewer` sees, and its deliveries; false when there was none.
@@ -177,7 +157,7 @@ impl Store {
         previous_until: i64,
     ) -> Result<Option<SubscriptionRow>, StoreError> {
         let _turn = self.write_turn().await?;
-        let row = sqlx::query(sql!(
+        Ok(sqlx::query_as::<_, SubscriptionRow>(sql!(
             "UPDATE leasing_subscriptions SET previous_secret = secret, previous_secret_until = $3, secret = $4 \
              WHERE {VISIBLE} AND id = $5 RETURNING {SUBSCRIPTION_COLUMNS}"
         ))
@@ -187,7 +167,6 @@ impl Store {
         .bind(secret)
         .bind(id)
         .fetch_optional(self.pool())
-        .await?;
-        row.as_ref().map(subscription_row).transpose()
+        .await?)
     }
 }
