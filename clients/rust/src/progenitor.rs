@@ -10953,7 +10953,7 @@ pub mod types {
                 })
         }
     }
-    ///`NewSubscriptionEventsItem`
+    ///An event type: `leasing.state_changed`, a financing request's state changed.
     #[derive(
         ::serde::Deserialize,
         ::serde::Serialize,

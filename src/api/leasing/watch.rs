@@ -52,7 +52,8 @@ pub struct NewSubscription {
 fn event_types_schema(_: &mut schemars::r#gen::SchemaGenerator) -> schemars::schema::Schema {
     let types = crate::leasing::watch::event::EVENT_TYPES;
     serde_json::from_value(json!({
-        "type": "array", "nullable": true, "minItems": 1, "items": {"type": "string", "enum": types}
+        "type": "array", "nullable": true, "minItems": 1,
+        "items": {"type": "string", "enum": types, "description": "An event type: `leasing.state_changed`, a financing request's state changed."}
     }))
     .expect("a valid schema")
 }
