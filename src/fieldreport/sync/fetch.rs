@@ -34,7 +34,7 @@ pub(super) async fn fetch_pages(
             let other = literal.other();
             let again = client.page(info.set, &query(info, &from, other), None).await;
             if again.is_ok() {
-                crate::telemetry::report_literal_form(info.set, literal.name(), other.name());
+                crate::telemetry::report_literal_form(info.set, &literal.name(), &other.name());
                 (literal, answer) = (other, again);
             }
         }

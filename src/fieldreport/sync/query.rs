@@ -61,11 +61,11 @@ impl Literal {
         }
     }
 
-    pub(super) fn name(self) -> &'static str {
+    /// The form as a log line names it: `datetime'…'`, or `bare`.
+    pub(super) fn name(self) -> String {
         match self.0 {
-            Some("datetime") => "datetime'…'",
-            Some(_) => "datetimeoffset'…'",
-            None => "bare",
+            Some(prefix) => format!("{prefix}'…'"),
+            None => "bare".to_string(),
         }
     }
 }

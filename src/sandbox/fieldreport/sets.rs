@@ -27,18 +27,17 @@ impl FieldReport {
         let ordered = params.get("$orderby").is_some_and(|o| o.starts_with("DateModified"));
         let filter = match params.get("$filter") {
             Some(text) => match Filter::parse(text) {
-                // As an OData server of one version, a stamp in the other's form is a syntax error.
-                Some(filter) if !filter.writes_stamps_as(&self.accepted_stamps()) => {
-                    return odata_error(
-                        StatusCode::BAD_REQUEST,
-                        "BadRequest",
-                        &format!(
-                            "Syntax error in $filter {text:?}: a stamp is written {}.",
-                            self.accepted_stamps().form()
-                        ),
-                    );
+                Some(filter) => {
+                    // As an OData server of one version, a stamp in the other's form is a
+                    // syntax error.
+                    let accepted = self.accepted_stamps();
+                    if !filter.writes_stamps_as(&accepted) {
+                        let message =
+                            format!("Syntax error in $filter {text:?}: a stamp is written {}.", accepted.form());
+                        return odata_error(StatusCode::BAD_REQUEST, "BadRequest", &message);
+                    }
+                    Some((text.as_str(), filter))
                 }
-                Some(filter) => Some((text.as_str(), filter)),
                 None => {
                     return odata_error(
                         StatusCode::BAD_REQUEST,
