@@ -2,13 +2,15 @@
 //! feed"): per set, every record numbered by its last write (`change_seq`) and every removal
 //! kept as a numbered tombstone (`mirror_removals`), both read in number order after a
 //! consumer's position. The numbers of a set come from its row in `mirror_feed`, taken in the
-//! writing transaction, so they are in commit order: a reader never sees a number after one
-//! that is not committed yet.
+//! writing transaction, so they are in commit order; on Postgres a sync's writer reserves them
+//! instead (migration 0033), so that two of its batches are written at once, and a reader does
+//! not pass the first number of a reservation not yet committed: either way, a reader never
+//! sees a number after one that may still be committed.
 
 use serde_json::value::RawValue;
 use sqlx::Row;
 
-use crate::store::{Store, StoreError};
+use crate::store::{Dialect, Store, StoreError};
 
 /// Which mirror a set belongs to, as `mirror_feed.mirror` names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,19 +40,30 @@ impl Mirror {
 /// how many), beside its removals: one statement, so that both are read at one moment (a
 /// record written between two statements could be numbered before a removal that the second
 /// one reads, and be skipped).
-fn changes_statement(mirror: Mirror) -> sqlx::AssertSqlSafe<String> {
+fn changes_statement(mirror: Mirror, dialect: Dialect) -> sqlx::AssertSqlSafe<String> {
     let (table, set) = mirror.records();
     let name = mirror.name();
+    let before = passable_bound(mirror, dialect);
     sql!(
         "SELECT change_seq, record_id, document FROM \
            (SELECT change_seq, record_id, document FROM {table} \
-            WHERE {set} = $1 AND change_seq > $2 ORDER BY change_seq LIMIT $3) AS written \
+            WHERE {set} = $1 AND change_seq > $2{before} ORDER BY change_seq LIMIT $3) AS written \
          UNION ALL \
          SELECT change_seq, record_id, NULL FROM \
            (SELECT change_seq, record_id FROM mirror_removals \
-            WHERE mirror = '{name}' AND entity = $1 AND change_seq > $2 ORDER BY change_seq LIMIT $3) AS removed \
+            WHERE mirror = '{name}' AND entity = $1 AND change_seq > $2{before} ORDER BY change_seq LIMIT $3) AS removed \
          ORDER BY change_seq LIMIT $3"
     )
+}
+
+/// Postgres: the changes a reader may pass end before the first number reserved by a writer
+/// that has not committed as of the statement's snapshot (`mirror_feed_passable`, migration
+/// 0033; evaluated once, as an init plan). SQLite reserves nothing.
+fn passable_bound(mirror: Mirror, dialect: Dialect) -> String {
+    match dialect {
+        Dialect::Postgres => format!(" AND change_seq <= (SELECT mirror_feed_passable('{}', $1))", mirror.name()),
+        Dialect::Sqlite => String::new(),
+    }
 }
 
 /// One change of a set: a record as it is now stored, or the id of one removed.
@@ -79,7 +92,7 @@ impl Store {
         since: i64,
         limit: u32,
     ) -> Result<Vec<Change>, StoreError> {
-        let rows = sqlx::query(changes_statement(mirror))
+        let rows = sqlx::query(changes_statement(mirror, self.dialect()))
             .bind(entity)
             .bind(since)
             .bind(i64::from(limit))
@@ -97,15 +110,22 @@ impl Store {
             .collect()
     }
 
-    /// Where the feed of `entity` stands (zeros for a set never written).
+    /// Where the feed of `entity` stands (zeros for a set never written). On Postgres its last
+    /// number is the last a reader may pass (see [`passable_bound`]): a copy that starts there
+    /// is followed from there without missing a record of a writer still at work.
     pub async fn feed_position(&self, mirror: Mirror, entity: &str) -> Result<FeedPosition, StoreError> {
-        let position = sqlx::query_as::<_, FeedPosition>(
-            "SELECT last_seq, expired_through FROM mirror_feed WHERE mirror = $1 AND entity = $2",
-        )
-        .bind(mirror.name())
-        .bind(entity)
-        .fetch_optional(self.pool())
-        .await?;
+        let statement = match self.dialect() {
+            Dialect::Postgres => {
+                "SELECT mirror_feed_passable(mirror, entity) AS last_seq, expired_through FROM mirror_feed \
+                 WHERE mirror = $1 AND entity = $2"
+            }
+            Dialect::Sqlite => "SELECT last_seq, expired_through FROM mirror_feed WHERE mirror = $1 AND entity = $2",
+        };
+        let position = sqlx::query_as::<_, FeedPosition>(statement)
+            .bind(mirror.name())
+            .bind(entity)
+            .fetch_optional(self.pool())
+            .await?;
         Ok(position.unwrap_or_default())
     }
 
@@ -134,10 +154,34 @@ impl Store {
     }
 }
 
-/// Postgres, in a sync's transaction: `n` change numbers of `entity` taken at once; the first
+/// Postgres, for the writing transaction `tx`: `n` change numbers of `entity` reserved in a
+/// transaction of their own on `pool` (migration 0033); the first of them. The set's
+/// `mirror_feed` row is locked only while they are reserved, so other writers of the set take
+/// theirs meanwhile; readers pass none of them, nor any number after them, before `tx` has
+/// committed. A transaction that writes the set twice must reserve for each write.
+pub(in crate::store) async fn reserve_numbers(
+    pool: &sqlx::AnyPool,
+    tx: &mut sqlx::Transaction<'static, sqlx::Postgres>,
+    mirror: &str,
+    entity: &str,
+    n: usize,
+) -> Result<i64, StoreError> {
+    let n = i64::try_from(n).map_err(|_| StoreError::Query("too many records in one write".into()))?;
+    let writer: String = sqlx::query_scalar("SELECT pg_current_xact_id()::text").fetch_one(&mut **tx).await?;
+    let last: i64 = sqlx::query_scalar("SELECT mirror_feed_reserve($1, $2, $3, $4)")
+        .bind(mirror)
+        .bind(entity)
+        .bind(n)
+        .bind(writer)
+        .fetch_one(pool)
+        .await?;
+    Ok(last - n + 1)
+}
+
+/// Postgres, in a writing transaction: `n` change numbers of `entity` taken at once; the first
 /// of them. The set's `mirror_feed` row stays locked until the transaction ends.
 pub(in crate::store) async fn take_numbers(
-    tx: &mut sqlx::Transaction<'static, sqlx::Postgres>,
+    tx: &mut sqlx::AnyConnection,
     mirror: &str,
     entity: &str,
     n: usize,
@@ -147,7 +191,7 @@ pub(in crate::store) async fn take_numbers(
         .bind(mirror)
         .bind(entity)
         .bind(n)
-        .fetch_one(&mut **tx)
+        .fetch_one(tx)
         .await?;
     Ok(last - n + 1)
 }

@@ -6,7 +6,8 @@ use crate::store::fieldreport::records::{SyncedRecord, Upserted};
 /// Writes of synced batches at most this many at a time. On Postgres, one batch is written
 /// while the next is received and written by another connection: the database's work was
 /// the sync's longest part, on one core of two (`cargo xtask bench --db postgres --scenario
-/// sync`: 1.5 -> 1.2 s for 100,000 companies). SQLite lets one writer in at a time; the
+/// sync`: 1.5 -> 1.2 s for 100,000 companies); they reserve their change numbers, so neither
+/// waits for the other's commit (migration 0033). SQLite lets one writer in at a time; the
 /// next batch is read meanwhile.
 pub(super) const WRITES_AT_ONCE: usize = 2;
 

@@ -144,15 +144,7 @@ impl Store {
         // The first number of the writes on Postgres; SQLite's triggers number them.
         let numbered = writes.iter().filter(|(_, _, numbered)| *numbered).count();
         let mut number = match (postgres, numbered) {
-            (true, n) if n > 0 => {
-                let n = i64::try_from(n).map_err(|_| StoreError::Query("too many records in one write".into()))?;
-                let last: i64 = sqlx::query_scalar("SELECT mirror_feed_next('erp', $1, $2)")
-                    .bind(model)
-                    .bind(n)
-                    .fetch_one(&mut *tx)
-                    .await?;
-                Some(last - n + 1)
-            }
+            (true, n) if n > 0 => Some(crate::store::feed::take_numbers(&mut tx, "erp", model, n).await?),
             _ => None,
         };
         for (record, merged, numbered) in writes {

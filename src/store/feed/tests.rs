@@ -129,3 +129,79 @@ async fn pruned_removals_mark_where_the_feed_expired() {
         test.finish().await;
     }
 }
+
+/// Postgres: a sync's writer reserves its numbers outside its transaction (migration 0033).
+/// While it has not committed, a reader passes neither its numbers nor any after them (a
+/// batch of the same sync and another write committed meanwhile wait); once it commits, every
+/// change comes in number order; once it rolls back, its numbers are skipped. A reservation
+/// naming a transaction this database never gave (restored from another cluster's dump)
+/// blocks nothing and is cleared by the next reservation. (The writes made while a writer
+/// inserting new records is open update records: another insert into the set would wait for
+/// the set's record count, which that writer holds.)
+#[tokio::test]
+async fn a_reader_waits_for_a_sync_writer_that_has_not_committed() {
+    for test in crate::store::testing::stores_on_both_databases().await {
+        let store = &test.store;
+        if store.dialect() != Dialect::Postgres {
+            test.finish().await;
+            continue;
+        }
+        let hold = async |ids: [i64; 2]| {
+            let records = ids.map(|id| SyncedRecord::named(id, &format!("n{id}")));
+            let mut tx = store.sync_writers().unwrap().begin().await.unwrap();
+            let first = reserve_numbers(store.pool(), &mut tx, "fieldreport", "tags", 2).await.unwrap();
+            let records: Vec<&SyncedRecord> = records.iter().collect();
+            crate::store::engine::sync_writers::insert(&mut tx, "tags", now_ms(), first, &records).await.unwrap();
+            tx
+        };
+        let position = async || store.feed_position(Mirror::FieldReport, "tags").await.unwrap().last_seq;
+        let ids = async || {
+            let changes = store.feed_changes(Mirror::FieldReport, "tags", 0, 100).await.unwrap();
+            changes.into_iter().map(|change| change.id).collect::<Vec<_>>()
+        };
+        let rename = async |id: &str, version: i64| {
+            let renamed = record(id, version + 1, &format!("{id}-{version}"));
+            assert!(store.mirror_replace("tags", &renamed, version, None).await.unwrap());
+        };
+
+        store.mirror_upsert_page("tags", vec![SyncedRecord::named(3, "c"), SyncedRecord::named(4, "d")]).await.unwrap();
+        store.mirror_insert("tags", &record("5", 1, "e"), None).await.unwrap();
+        assert_eq!((ids().await, position().await), (vec!["3".to_string(), "4".into(), "5".into()], 3));
+
+        let writer = hold([1, 2]).await;
+        store
+            .mirror_upsert_page("tags", vec![SyncedRecord::named(3, "c2"), SyncedRecord::named(4, "d2")])
+            .await
+            .unwrap();
+        rename("5", 1).await;
+        assert!(ids().await.is_empty(), "3, 4 and 5 now stand after the open reservation, and wait");
+        assert_eq!(position().await, 3);
+        writer.commit().await.unwrap();
+        assert_eq!(ids().await, ["1", "2", "3", "4", "5"]);
+        assert_eq!(position().await, 8);
+
+        let writer = hold([6, 7]).await;
+        rename("1", 1).await;
+        assert_eq!(ids().await, ["2", "3", "4", "5"], "the change after the open reservation waits");
+        assert_eq!(position().await, 8);
+        writer.rollback().await.unwrap();
+        assert_eq!(ids().await, ["2", "3", "4", "5", "1"], "a rolled back writer's numbers are skipped");
+        assert_eq!(position().await, 11);
+
+        sqlx::query(
+            "INSERT INTO mirror_feed_reservations (mirror, entity, first_seq, writer) \
+             VALUES ('fieldreport', 'tags', 12, (pg_current_xact_id()::text::bigint + 1000000)::text::xid8)",
+        )
+        .execute(store.pool())
+        .await
+        .unwrap();
+        rename("2", 1).await;
+        assert_eq!(ids().await.last().map(String::as_str), Some("2"), "a foreign reservation blocks nothing");
+        hold([8, 9]).await.commit().await.unwrap();
+        let left: i64 =
+            sqlx::query_scalar("SELECT COUNT(*) FROM mirror_feed_reservations").fetch_one(store.pool()).await.unwrap();
+        assert_eq!(left, 1, "only the last reservation is left: the foreign and the ended ones are cleared");
+        assert_eq!(position().await, 14);
+        test.finish().await;
+    }
+}

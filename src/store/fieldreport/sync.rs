@@ -59,7 +59,9 @@ const MIRROR_UPSERT_STAGED: &str = "INSERT INTO fieldreport_records AS stored \
 
 impl Store {
     /// The connections that write sync batches: Postgres's only.
-    fn sync_writers(&self) -> Result<&crate::store::engine::sync_writers::SyncWriters, StoreError> {
+    pub(in crate::store) fn sync_writers(
+        &self,
+    ) -> Result<&crate::store::engine::sync_writers::SyncWriters, StoreError> {
         self.engine
             .postgres()
             .map(|postgres| &postgres.sync_writers)
@@ -191,7 +193,8 @@ impl Store {
         }
         let mut tx = self.sync_writers()?.begin().await?;
         crate::store::engine::sync_writers::stage(&mut tx, &stored).await?;
-        let first_seq = crate::store::feed::take_numbers(&mut tx, "fieldreport", entity, stored.len()).await?;
+        let first_seq =
+            crate::store::feed::reserve_numbers(self.pool(), &mut tx, "fieldreport", entity, stored.len()).await?;
         let upsert = sqlx::query(MIRROR_UPSERT_STAGED).bind(entity).bind(now_ms()).bind(first_seq - 1);
         let mut written: std::collections::HashMap<String, bool> = std::collections::HashMap::new();
         for row in upsert.fetch_all(&mut *tx).await? {
@@ -213,7 +216,8 @@ impl Store {
     /// transaction; [`StoreError::Duplicate`] (and nothing stored) when it holds one after all.
     async fn insert_new_postgres(&self, entity: &str, records: &[&SyncedRecord]) -> Result<(), StoreError> {
         let mut tx = self.sync_writers()?.begin().await?;
-        let first_seq = crate::store::feed::take_numbers(&mut tx, "fieldreport", entity, records.len()).await?;
+        let first_seq =
+            crate::store::feed::reserve_numbers(self.pool(), &mut tx, "fieldreport", entity, records.len()).await?;
         crate::store::engine::sync_writers::insert(&mut tx, entity, now_ms(), first_seq, records).await?;
         tx.commit().await?;
         Ok(())
