@@ -139,13 +139,9 @@ fn flow_request(company: &str) -> types::FlowRequest {
 async fn leasing_create_show_patch_and_calculate(db: Db) {
     let svc = TestService::start(db, &[]).await;
     let (client, _) = logged_in(&svc).await;
-    let created = client
-        .leasing_create()
-        .idempotency_key("order-4711")
-        .body(request_payload("ACME GmbH"))
-        .send()
-        .await
-        .expect("create");
+    let create_keyed =
+        |company: &str| client.leasing_create().idempotency_key("order-4711").body(request_payload(company)).send();
+    let created = create_keyed("ACME GmbH").await.expect("create");
     assert_eq!(created.status().as_u16(), 201);
     let created = created.into_inner();
     assert!(created.success);
@@ -156,20 +152,10 @@ async fn leasing_create_show_patch_and_calculate(db: Db) {
     assert_eq!(created.data.financing_amount, 2598.0);
 
     // A retry with the same key and body answers the first answer and creates nothing.
-    let again = client
-        .leasing_create()
-        .idempotency_key("order-4711")
-        .body(request_payload("ACME GmbH"))
-        .send()
-        .await
-        .expect("retried create")
-        .into_inner();
+    let again = create_keyed("ACME GmbH").await.expect("retried create").into_inner();
     assert_eq!(again.data.financing_id, id);
     assert_eq!(svc.provider_request_count().await, 1);
-    let reused = api_error(
-        client.leasing_create().idempotency_key("order-4711").body(request_payload("Other GmbH")).send().await,
-        422,
-    );
+    let reused = api_error(create_keyed("Other GmbH").await, 422);
     assert_eq!(reused.error_code, "idempotency_key_reused");
 
     // The simulator: RequestToGrenke on the first read, ReadyToSign from the second.

@@ -5,7 +5,6 @@ use crate::common::contract::Checked;
 use crate::common::{Api, JsonAnswer};
 use crate::common::{Db, EMAIL, PASSWORD, error_body, leasing_request};
 use serde_json::{Value, json};
-use std::collections::BTreeMap;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::*;
@@ -76,31 +75,26 @@ async fn counts_requests_upstream_calls_flows_and_queues(db: Db) {
     let metrics = scrape(&svc).await;
 
     // Requests: every one of the eleven above, once, under its operation; nothing else.
-    let requests = metrics.counter("integration_service_http_requests_total", &["operation", "status"]);
-    let expected: BTreeMap<Vec<String>, f64> = [
-        (["login", "200"], 1.0),
-        (["current_user", "200"], 1.0),
-        (["unmatched", "404"], 2.0),
-        (["fieldreport_companies_show", "404"], 1.0),
-        (["fieldreport_companies_list", "200"], 1.0),
-        (["fieldreport_companies_create", "201"], 1.0),
-        (["fieldreport_companies_create", "413"], 1.0),
-        (["leasing_create", "201"], 1.0),
-        (["leasing_wait_ready_to_sign", "200"], 1.0),
-        (["leasing_request_flow", "500"], 1.0),
-        (["erp_webhook_post", "202"], 1.0),
-    ]
-    .into_iter()
-    .map(|(key, n)| (labels(&key), n))
-    .collect();
-    assert_eq!(requests, expected);
-    metrics.check_histogram(
-        "integration_service_http_request_duration_seconds",
+    metrics.assert_counted(
         "integration_service_http_requests_total",
+        "integration_service_http_request_duration_seconds",
+        &["operation", "status"],
+        &[
+            (&["login", "200"], 1.0),
+            (&["current_user", "200"], 1.0),
+            (&["unmatched", "404"], 2.0),
+            (&["fieldreport_companies_show", "404"], 1.0),
+            (&["fieldreport_companies_list", "200"], 1.0),
+            (&["fieldreport_companies_create", "201"], 1.0),
+            (&["fieldreport_companies_create", "413"], 1.0),
+            (&["leasing_create", "201"], 1.0),
+            (&["leasing_wait_ready_to_sign", "200"], 1.0),
+            (&["leasing_request_flow", "500"], 1.0),
+            (&["erp_webhook_post", "202"], 1.0),
+        ],
     );
 
     // Upstream calls: each system's total equals what its simulator received.
-    let calls = metrics.counter("integration_service_upstream_requests_total", &["system", "outcome"]);
     let leasing_calls = simulator_calls(&svc, &svc.leasing).await;
     let fieldreport_calls = simulator_calls(&svc, &svc.fieldreport).await;
     let erp_calls = simulator_calls(&svc, svc.erp.trim_end_matches("/webapp/api/v1")).await;
@@ -109,18 +103,16 @@ async fn counts_requests_upstream_calls_flows_and_queues(db: Db) {
     assert!(leasing_calls >= 4.0, "{leasing_calls}");
     assert_eq!(fieldreport_calls, 1.0, "one forwarded create");
     assert_eq!(erp_calls, 1.0, "one read of the webhook's customer");
-    let expected: BTreeMap<Vec<String>, f64> = [
-        (labels(&["leasing", "ok"]), leasing_calls - 1.0),
-        (labels(&["leasing", "http_5xx"]), 1.0),
-        (labels(&["fieldreport", "ok"]), fieldreport_calls),
-        (labels(&["erp", "ok"]), erp_calls),
-    ]
-    .into_iter()
-    .collect();
-    assert_eq!(calls, expected);
-    metrics.check_histogram(
-        "integration_service_upstream_request_duration_seconds",
+    metrics.assert_counted(
         "integration_service_upstream_requests_total",
+        "integration_service_upstream_request_duration_seconds",
+        &["system", "outcome"],
+        &[
+            (&["leasing", "ok"], leasing_calls - 1.0),
+            (&["leasing", "http_5xx"], 1.0),
+            (&["fieldreport", "ok"], fieldreport_calls),
+            (&["erp", "ok"], erp_calls),
+        ],
     );
 
     // Leasing flows: every outcome has a series; two flows ended.

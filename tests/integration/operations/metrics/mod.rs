@@ -142,6 +142,14 @@ impl Exposition {
             .collect()
     }
 
+    /// Checks that `counter` has exactly the series `expected` (label values in `keys` order),
+    /// and that `histogram` agrees with it (`check_histogram`).
+    fn assert_counted(&self, counter: &str, histogram: &str, keys: &[&str], expected: &[(&[&str], f64)]) {
+        let expected: BTreeMap<Vec<String>, f64> = expected.iter().map(|(values, n)| (labels(values), *n)).collect();
+        assert_eq!(self.counter(counter, keys), expected, "{counter}");
+        self.check_histogram(histogram, counter);
+    }
+
     /// Checks every series of a histogram against its counter: the buckets are cumulative
     /// (never decreasing as `le` grows), end with `+Inf`, and `_count` equals both the `+Inf`
     /// bucket and the counter.
