@@ -12,6 +12,7 @@
 //! `GET /__sandbox/calls` answers `{calls: n}`: the requests received outside `/__sandbox/`,
 //! failed and dropped ones included (tests compare it with the service's metrics).
 
+pub mod comparison;
 pub mod erp;
 pub mod faults;
 pub mod fieldreport;

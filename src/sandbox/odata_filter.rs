@@ -8,52 +8,16 @@
 //! Id gt K)`) are also read as where they start in key order ([`Filter::key_start`]), so that a
 //! page of a large set is found without a scan.
 
-use std::cmp::Ordering;
-
 use serde_json::{Map, Value};
 
+use crate::sandbox::comparison::Comparison;
 use crate::vocabulary::stamp::Stamp;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Op {
-    Eq,
-    Ne,
-    Gt,
-    Ge,
-    Lt,
-    Le,
-}
-
-impl Op {
-    fn parse(word: &str) -> Option<Op> {
-        Some(match word {
-            "eq" => Op::Eq,
-            "ne" => Op::Ne,
-            "gt" => Op::Gt,
-            "ge" => Op::Ge,
-            "lt" => Op::Lt,
-            "le" => Op::Le,
-            _ => return None,
-        })
-    }
-
-    fn holds(self, order: Ordering) -> bool {
-        match self {
-            Op::Eq => order == Ordering::Equal,
-            Op::Ne => order != Ordering::Equal,
-            Op::Gt => order == Ordering::Greater,
-            Op::Ge => order != Ordering::Less,
-            Op::Lt => order == Ordering::Less,
-            Op::Le => order != Ordering::Greater,
-        }
-    }
-}
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Filter {
     Or(Vec<Filter>),
     And(Vec<Filter>),
-    Compare { field: String, op: Op, value: String, written: Written },
+    Compare { field: String, op: Comparison, value: String, written: Written },
 }
 
 /// How a literal is written: bare (`12L`, `2026-01-01T00:00:00Z`), quoted (`'text'`) or typed
@@ -200,7 +164,7 @@ impl Parser {
         if written != Written::Bare || field == ")" {
             return None;
         }
-        let op = Op::parse(&self.next()?.0)?;
+        let op = Comparison::parse(&self.next()?.0)?;
         let (value, written) = self.next()?;
         Some(Filter::Compare { field, op, value, written })
     }
@@ -262,7 +226,7 @@ impl Filter {
         }
     }
 
-    fn compares(&self, name: &str, wanted: Op) -> Option<&str> {
+    fn compares(&self, name: &str, wanted: Comparison) -> Option<&str> {
         match self {
             Filter::Compare { field, op, value, .. } if field == name && *op == wanted => Some(value),
             _ => None,
@@ -272,18 +236,18 @@ impl Filter {
     /// Where this filter starts in (`DateModified`, `Id`) order, when it is one of a sync's key
     /// filters.
     pub fn key_start(&self) -> Option<KeyStart> {
-        if let Some(stamp) = self.compares("DateModified", Op::Ge) {
+        if let Some(stamp) = self.compares("DateModified", Comparison::Ge) {
             return Some(KeyStart { stamp: Stamp::parse(stamp), after_id: None, strict: false });
         }
-        if let Some(stamp) = self.compares("DateModified", Op::Gt) {
+        if let Some(stamp) = self.compares("DateModified", Comparison::Gt) {
             return Some(KeyStart { stamp: Stamp::parse(stamp), after_id: None, strict: true });
         }
         let Filter::Or(terms) = self else { return None };
         let [later, Filter::And(same)] = terms.as_slice() else { return None };
         let [at, above] = same.as_slice() else { return None };
-        let stamp = later.compares("DateModified", Op::Gt)?;
-        let id = above.compares("Id", Op::Gt)?;
-        if Stamp::parse(at.compares("DateModified", Op::Eq)?) != Stamp::parse(stamp) {
+        let stamp = later.compares("DateModified", Comparison::Gt)?;
+        let id = above.compares("Id", Comparison::Gt)?;
+        if Stamp::parse(at.compares("DateModified", Comparison::Eq)?) != Stamp::parse(stamp) {
             return None;
         }
         let id = id.strip_suffix('L').unwrap_or(id).parse().ok()?;
@@ -292,7 +256,7 @@ impl Filter {
 
     /// The id a filter `Id gt <n>L` starts above, if it is one.
     pub fn id_above(&self) -> Option<i64> {
-        let value = self.compares("Id", Op::Gt)?;
+        let value = self.compares("Id", Comparison::Gt)?;
         value.strip_suffix('L').unwrap_or(value).parse().ok()
     }
 }

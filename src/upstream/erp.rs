@@ -125,35 +125,28 @@ impl ErpClient {
         body: Option<&Value>,
     ) -> Result<Option<Value>, UpstreamError> {
         let started = Instant::now();
-        let result = self.exchange(method, path, query, body).await;
+        let result = async {
+            let mut request = self
+                .http
+                .request(method, self.url(path, query)?)
+                .header("AuthenticationToken", self.api_key.expose_secret())
+                .header(reqwest::header::ACCEPT, "application/json");
+            if let Some(body) = body {
+                request = request.json(body);
+            }
+            let response = request.send().await.map_err(|e| UpstreamError::from_reqwest(SYSTEM, e))?;
+            if response.status() == StatusCode::NOT_FOUND {
+                return Ok(None);
+            }
+            json_answer(SYSTEM, response, problem_message).await.map(Some)
+        }
+        .await;
         let outcome = match &result {
             Ok(None) => CallOutcome::of_status(StatusCode::NOT_FOUND.as_u16()),
             other => CallOutcome::of(other),
         };
         self.metrics.record(SYSTEM, outcome, started);
         result
-    }
-
-    async fn exchange(
-        &self,
-        method: Method,
-        path: &str,
-        query: &[(String, String)],
-        body: Option<&Value>,
-    ) -> Result<Option<Value>, UpstreamError> {
-        let mut request = self
-            .http
-            .request(method, self.url(path, query)?)
-            .header("AuthenticationToken", self.api_key.expose_secret())
-            .header(reqwest::header::ACCEPT, "application/json");
-        if let Some(body) = body {
-            request = request.json(body);
-        }
-        let response = request.send().await.map_err(|e| UpstreamError::from_reqwest(SYSTEM, e))?;
-        if response.status() == StatusCode::NOT_FOUND {
-            return Ok(None);
-        }
-        json_answer(SYSTEM, response, problem_message).await.map(Some)
     }
 
     fn not_found(path: &str) -> UpstreamError {

@@ -5,6 +5,7 @@ use std::cmp::Ordering;
 use serde_json::{Map, Value};
 
 use super::api::{bad_request, query_pairs};
+use crate::sandbox::comparison::Comparison;
 use crate::sandbox::http::SimResponse;
 
 const DEFAULT_PAGE_SIZE: usize = 100;
@@ -52,12 +53,7 @@ pub(super) fn like(text: &str, pattern: &str) -> bool {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Op {
-    Eq,
-    Ne,
-    Gt,
-    Ge,
-    Lt,
-    Le,
+    Compare(Comparison),
     In,
     NotIn,
     Like,
@@ -78,19 +74,13 @@ impl Filter {
     pub(super) fn parse(name: &str, value: &str) -> Option<Filter> {
         let (property, op) = name.rsplit_once('-')?;
         let op = match op {
-            "eq" => Op::Eq,
-            "ne" => Op::Ne,
-            "gt" => Op::Gt,
-            "ge" => Op::Ge,
-            "lt" => Op::Lt,
-            "le" => Op::Le,
             "in" => Op::In,
             "notin" => Op::NotIn,
             "like" => Op::Like,
             "ilike" => Op::ILike,
             "null" => Op::Null,
             "notnull" => Op::NotNull,
-            _ => return None,
+            comparison => Op::Compare(Comparison::parse(comparison)?),
         };
         Some(Filter { property: property.to_string(), op, value: value.to_string() })
     }
@@ -108,8 +98,8 @@ impl Filter {
     fn least_id(&self) -> Option<u64> {
         let id: u64 = self.value.parse().ok().filter(|_| self.property == "id")?;
         match self.op {
-            Op::Gt => Some(id),
-            Op::Ge => id.checked_sub(1),
+            Op::Compare(Comparison::Gt) => Some(id),
+            Op::Compare(Comparison::Ge) => id.checked_sub(1),
             _ => None,
         }
     }
@@ -120,21 +110,15 @@ impl Filter {
         match self.op {
             Op::Null => record.get(&self.property).is_none_or(Value::is_null),
             Op::NotNull => record.get(&self.property).is_some_and(|v| !v.is_null()),
-            Op::Eq => equals(&self.value),
-            Op::Ne => !equals(&self.value),
             Op::In => self.values().iter().any(|v| equals(v)),
             Op::NotIn => !self.values().iter().any(|v| equals(v)),
             Op::Like => actual.is_some_and(|a| like(&a, &self.value)),
             Op::ILike => actual.is_some_and(|a| like(&a.to_lowercase(), &self.value.to_lowercase())),
-            Op::Gt | Op::Ge | Op::Lt | Op::Le => actual.is_some_and(|a| {
-                let order = compare_text(&a, &self.value);
-                match self.op {
-                    Op::Gt => order.is_gt(),
-                    Op::Ge => order.is_ge(),
-                    Op::Lt => order.is_lt(),
-                    _ => order.is_le(),
-                }
-            }),
+            // A record without the property is unequal to any value, and in no order with it.
+            Op::Compare(comparison) => match actual {
+                Some(a) => comparison.holds(compare_text(&a, &self.value)),
+                None => comparison == Comparison::Ne,
+            },
         }
     }
 }
