@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use slog::Logger;
 
-use crate::background::task::{Failed, Pace, Plan, Stop, Stopping, Task};
+use crate::background::task::{Chore, Failed};
 use crate::store::{Store, StoreError};
 
 /// How often noted uses are written.
@@ -78,20 +78,16 @@ pub struct LastUseWriter {
     pub(super) log: Logger,
 }
 
-impl Task for LastUseWriter {
-    /// Nothing in the database: the write takes the uses noted in this instance's memory.
-    type Claim = ();
+/// Writes the uses noted in this instance's memory (nothing in the database is claimed) every
+/// [`LAST_USED_FLUSH`], the first time at start, and once more when the service stops.
+impl Chore for LastUseWriter {
+    const NAME: &'static str = "last_used";
 
-    /// Every [`LAST_USED_FLUSH`], the first time at start; once more when the service stops.
-    fn plan(&self) -> Plan {
-        Plan { name: "last_used", pace: Pace::Every(LAST_USED_FLUSH), stop: Stop::Drop, wake: None }
+    fn every(&self) -> Duration {
+        LAST_USED_FLUSH
     }
 
-    async fn claim(&self) -> Result<Option<()>, Failed> {
-        Ok(Some(()))
-    }
-
-    async fn work(&self, (): (), _: &Stopping) -> Result<(), Failed> {
+    async fn run(&self) -> Result<(), Failed> {
         self.last_used.write(&self.store).await.map(drop).map_err(|error| {
             slog::warn!(self.log, "writing token uses failed; they are written with the next ones"; "error" => %error);
             Failed

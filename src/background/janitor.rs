@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use slog::Logger;
 
-use super::task::{Failed, Pace, Plan, Stop, Stopping, Task};
+use super::task::{Chore, Failed};
 use crate::metrics::Metrics;
 use crate::store::Store;
 use crate::store::retention::Retention;
@@ -19,22 +19,16 @@ pub struct Janitor {
     pub log: Logger,
 }
 
-impl Task for Janitor {
-    /// Nothing: every instance runs it, and its statements are safe to run anywhere at once.
-    type Claim = ();
+/// Every instance runs it, at start and then once per work lease (a running flow renews its
+/// lease more often than that).
+impl Chore for Janitor {
+    const NAME: &'static str = "janitor";
 
-    /// At start, then once per work lease (a running flow renews its lease more often than
-    /// that); a run in flight at a stop is dropped.
-    fn plan(&self) -> Plan {
-        let every = Duration::from_millis(self.store.work_lease_ms() as u64);
-        Plan { name: "janitor", pace: Pace::Every(every), stop: Stop::Drop, wake: None }
+    fn every(&self) -> Duration {
+        Duration::from_millis(self.store.work_lease_ms() as u64)
     }
 
-    async fn claim(&self) -> Result<Option<()>, Failed> {
-        Ok(Some(()))
-    }
-
-    async fn work(&self, (): (), _: &Stopping) -> Result<(), Failed> {
+    async fn run(&self) -> Result<(), Failed> {
         let mut outcome = Ok(());
         match self.store.interrupt_abandoned_flows().await {
             Ok(0) => {}

@@ -17,7 +17,7 @@ use tokio::sync::{Notify, watch};
 use tokio::task::{JoinHandle, JoinSet};
 
 use crate::metrics::Metrics;
-pub use task::{Failed, Pace, Plan, Stop, Stopping, Task};
+pub use task::{Chore, Failed, Pace, Plan, Stop, Stopping, Task};
 
 /// The background tasks of one running service; [`Background::stop`] ends them.
 pub struct Background {

@@ -81,3 +81,41 @@ pub trait Task: Send + Sync + 'static {
         async {}
     }
 }
+
+/// A task that claims nothing: it runs at its period on every instance (pruning, flushing what
+/// this instance noted), its statements safe to run anywhere at once, and a run in flight at a
+/// stop is dropped.
+pub trait Chore: Send + Sync + 'static {
+    /// The task's name in the metrics' `task` label.
+    const NAME: &'static str;
+
+    /// How long from the start of one run to the next; the first runs at start.
+    fn every(&self) -> Duration;
+
+    fn run(&self) -> impl Future<Output = Result<(), Failed>> + Send;
+
+    /// Runs once the chore stopped.
+    fn stopped(&self) -> impl Future<Output = ()> + Send {
+        async {}
+    }
+}
+
+impl<C: Chore> Task for C {
+    type Claim = ();
+
+    fn plan(&self) -> Plan {
+        Plan { name: C::NAME, pace: Pace::Every(self.every()), stop: Stop::Drop, wake: None }
+    }
+
+    async fn claim(&self) -> Result<Option<()>, Failed> {
+        Ok(Some(()))
+    }
+
+    async fn work(&self, (): (), _: &Stopping) -> Result<(), Failed> {
+        self.run().await
+    }
+
+    fn stopped(&self) -> impl Future<Output = ()> + Send {
+        Chore::stopped(self)
+    }
+}

@@ -21,7 +21,7 @@ use super::mapping::{self, Mapping};
 use super::pull::erp_record;
 use super::webhook::WebhookCall;
 use super::{ErpError, ErpService, model_named};
-use crate::background::task::{Failed, Pace, Plan, Stop, Stopping, Task};
+use crate::background::task::{Chore, Failed, Pace, Plan, Stop, Stopping, Task};
 use crate::fieldreport::service::{FieldReportError, entity_named};
 use crate::store::StoreError;
 use crate::store::erp::InboxItem;
@@ -133,20 +133,16 @@ impl InboxWorker {
     }
 }
 
-impl Task for InboxPruner {
-    /// Nothing: every instance prunes, and pruning twice removes nothing more.
-    type Claim = ();
+/// Every instance prunes (pruning twice removes nothing more), at start and then every
+/// [`PRUNE_EVERY`].
+impl Chore for InboxPruner {
+    const NAME: &'static str = "erp_inbox_prune";
 
-    /// At start, then every [`PRUNE_EVERY`]; a pruning in flight at a stop is dropped.
-    fn plan(&self) -> Plan {
-        Plan { name: "erp_inbox_prune", pace: Pace::Every(PRUNE_EVERY), stop: Stop::Drop, wake: None }
+    fn every(&self) -> Duration {
+        PRUNE_EVERY
     }
 
-    async fn claim(&self) -> Result<Option<()>, Failed> {
-        Ok(Some(()))
-    }
-
-    async fn work(&self, (): (), _: &Stopping) -> Result<(), Failed> {
+    async fn run(&self) -> Result<(), Failed> {
         let before = now_ms() - KEEP_DONE.as_millis() as i64;
         self.service.store().inbox_prune(before).await.map(drop).map_err(|error| {
             slog::warn!(self.log, "pruning the webhook inbox failed"; "error" => %error);
