@@ -166,7 +166,7 @@ pub(in crate::store) async fn reserve_numbers(
     entity: &str,
     n: usize,
 ) -> Result<i64, StoreError> {
-    let n = i64::try_from(n).map_err(|_| StoreError::Query("too many records in one write".into()))?;
+    let n = numbers_wanted(n)?;
     let writer: String = sqlx::query_scalar("SELECT pg_current_xact_id()::text").fetch_one(&mut **tx).await?;
     let last: i64 = sqlx::query_scalar("SELECT mirror_feed_reserve($1, $2, $3, $4)")
         .bind(mirror)
@@ -186,7 +186,7 @@ pub(in crate::store) async fn take_numbers(
     entity: &str,
     n: usize,
 ) -> Result<i64, StoreError> {
-    let n = i64::try_from(n).map_err(|_| StoreError::Query("too many records in one write".into()))?;
+    let n = numbers_wanted(n)?;
     let last: i64 = sqlx::query_scalar("SELECT mirror_feed_next($1, $2, $3)")
         .bind(mirror)
         .bind(entity)
@@ -194,6 +194,11 @@ pub(in crate::store) async fn take_numbers(
         .fetch_one(tx)
         .await?;
     Ok(last - n + 1)
+}
+
+/// A write's count of records as the numbering functions take it.
+fn numbers_wanted(n: usize) -> Result<i64, StoreError> {
+    i64::try_from(n).map_err(|_| StoreError::Query("too many records in one write".into()))
 }
 
 #[cfg(test)]
