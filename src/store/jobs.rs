@@ -6,6 +6,7 @@
 //! while it is and unique, so the database refuses a second one whichever instance asks.
 
 use crate::store::columns::IntBool;
+use crate::store::lease::DueClaim;
 use crate::store::{Dialect, Store, StoreError, now_ms};
 
 /// One job as stored.
@@ -231,16 +232,8 @@ impl Store {
         let set = "status = 'running', lease_owner = $2, lease_until = $3, attempts = attempts + 1, \
                    started_at = COALESCE(started_at, $1), progress_done = 0, progress_total = NULL, \
                    progress_current = NULL";
-        let statement = match self.dialect() {
-            Dialect::Postgres => sql!(
-                "WITH picked AS MATERIALIZED (SELECT id FROM jobs WHERE {CLAIMABLE} FOR UPDATE SKIP LOCKED) \
-                 UPDATE jobs SET {set} FROM picked WHERE jobs.id = picked.id RETURNING {}",
-                COLUMNS.split(", ").map(|c| format!("jobs.{c}")).collect::<Vec<_>>().join(", ")
-            ),
-            Dialect::Sqlite => {
-                sql!("UPDATE jobs SET {set} WHERE id = (SELECT id FROM jobs WHERE {CLAIMABLE}) RETURNING {COLUMNS}")
-            }
-        };
+        let claim = DueClaim { from: "jobs", key: "id", due: CLAIMABLE, set, returning: COLUMNS };
+        let statement = claim.statement(self.dialect());
         let _turn = self.write_turn().await?;
         Ok(sqlx::query_as::<_, JobRow>(statement)
             .bind(now_ms())

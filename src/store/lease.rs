@@ -3,8 +3,11 @@
 //!
 //! The state tables (`fieldreport_sync_state`, `erp_pull_state`) share the columns
 //! `lease_owner` and `lease_until`; [`LeaseTable`] names the table and its key column.
+//!
+//! Queued work (jobs, watched requests, deliveries, webhook calls) is claimed a batch of due
+//! rows at a time, each kind with the statement [`DueClaim`] writes for the database.
 
-use crate::store::{Store, StoreError, now_ms};
+use crate::store::{Dialect, Store, StoreError, now_ms};
 
 /// A table with lease columns, keyed by one text column.
 #[derive(Debug, Clone, Copy)]
@@ -49,5 +52,53 @@ impl Store {
         .execute(self.pool())
         .await?;
         Ok(())
+    }
+}
+
+/// A claim of a table's due rows, as one statement that sets the claim on them and answers
+/// them.
+///
+/// On Postgres the rows are picked and locked first, in a materialised step of their own
+/// (`FOR UPDATE SKIP LOCKED`: instances claiming at once take different rows), and then
+/// updated by key: with the pick as an `IN (subquery)` of the UPDATE, one claim behind a
+/// backlog of 70,000 webhook calls ran for minutes (`cargo xtask bench --db postgres`). On
+/// SQLite the statement runs whole under the database's write lock.
+pub struct DueClaim<'a> {
+    /// The table, with the alias `due` names it by, if any (`leasing_deliveries d`).
+    pub from: &'a str,
+    /// The key, as `due` names it (`d.id`).
+    pub key: &'a str,
+    /// Which rows are due, then their order and how many at most.
+    pub due: &'a str,
+    /// What claiming a row sets.
+    pub set: &'a str,
+    /// The columns to answer, comma-separated; empty: none.
+    pub returning: &'a str,
+}
+
+impl DueClaim<'_> {
+    pub fn statement(&self, dialect: Dialect) -> sqlx::AssertSqlSafe<String> {
+        let DueClaim { from, key, due, set, returning } = self;
+        let (table, alias) = from.split_once(' ').unwrap_or((from, from));
+        let column = key.rsplit('.').next().unwrap_or(key);
+        match dialect {
+            Dialect::Postgres => {
+                let lock = if alias == table { String::new() } else { format!(" OF {alias}") };
+                let answer = if returning.is_empty() {
+                    String::new()
+                } else {
+                    let columns: Vec<String> = returning.split(", ").map(|c| format!("{table}.{c}")).collect();
+                    format!(" RETURNING {}", columns.join(", "))
+                };
+                sql!(
+                    "WITH picked AS MATERIALIZED (SELECT {key} FROM {from} WHERE {due} FOR UPDATE{lock} SKIP LOCKED) \
+                     UPDATE {table} SET {set} FROM picked WHERE {table}.{column} = picked.{column}{answer}"
+                )
+            }
+            Dialect::Sqlite => {
+                let answer = if returning.is_empty() { String::new() } else { format!(" RETURNING {returning}") };
+                sql!("UPDATE {table} SET {set} WHERE {column} IN (SELECT {key} FROM {from} WHERE {due}){answer}")
+            }
+        }
     }
 }

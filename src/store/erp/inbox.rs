@@ -4,6 +4,7 @@
 use serde_json::Value;
 use sqlx::Row;
 
+use crate::store::lease::DueClaim;
 use crate::store::{Dialect, Store, StoreError, now_ms};
 
 /// One webhook call in the inbox.
@@ -23,11 +24,6 @@ pub struct InboxItem {
 
 const INBOX_COLUMNS: &str =
     "id, received_at, entity_name, entity_id, event, state, attempts, next_attempt_at, last_error, outcome";
-/// [`INBOX_COLUMNS`] named by table, for a statement that joins.
-const INBOX_COLUMNS_QUALIFIED: &str = "erp_webhook_inbox.id, erp_webhook_inbox.received_at, \
-     erp_webhook_inbox.entity_name, erp_webhook_inbox.entity_id, erp_webhook_inbox.event, erp_webhook_inbox.state, \
-     erp_webhook_inbox.attempts, erp_webhook_inbox.next_attempt_at, erp_webhook_inbox.last_error, \
-     erp_webhook_inbox.outcome";
 
 /// Counts of the inbox by state.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -52,32 +48,17 @@ pub struct InboxDepths {
 /// 0015) holds them in this order, so a claim reads only due calls: neither a sort of every
 /// pending call nor a walk past the ones waiting for a retry. Postgres plans it so once it has
 /// statistics of the inbox ([`Store::inbox_refresh_statistics`]).
-///
-/// On Postgres the calls are picked and locked first (`SKIP LOCKED` keeps instances apart),
-/// in a materialised step of their own, and then updated by id: with the pick as an `IN
-/// (subquery)` of the UPDATE, one claim behind a backlog of 70,000 calls ran for minutes
-/// (`cargo xtask bench --db postgres`). On SQLite the statement runs whole under the
-/// database's write lock.
+/// How each database takes it: [`DueClaim`].
 pub(super) fn claim_statement(dialect: Dialect) -> sqlx::AssertSqlSafe<String> {
-    match dialect {
-        Dialect::Postgres => {
-            let due = "state = 'pending' AND next_attempt_at <= $2 AND (lease_until IS NULL OR lease_until < $2)";
-            sql!(
-                "WITH picked AS MATERIALIZED \
-                     (SELECT id FROM erp_webhook_inbox WHERE {due} ORDER BY next_attempt_at, id LIMIT $3 FOR UPDATE SKIP LOCKED) \
-                 UPDATE erp_webhook_inbox SET lease_until = $1 FROM picked WHERE erp_webhook_inbox.id = picked.id \
-                 RETURNING {INBOX_COLUMNS_QUALIFIED}"
-            )
-        }
-        Dialect::Sqlite => {
-            let due = "state = 'pending' AND next_attempt_at <= $2 AND (lease_until IS NULL OR lease_until < $2)";
-            sql!(
-                "UPDATE erp_webhook_inbox SET lease_until = $1 \
-                 WHERE id IN (SELECT id FROM erp_webhook_inbox WHERE {due} ORDER BY next_attempt_at, id LIMIT $3) \
-                 RETURNING {INBOX_COLUMNS}"
-            )
-        }
+    DueClaim {
+        from: "erp_webhook_inbox",
+        key: "id",
+        due: "state = 'pending' AND next_attempt_at <= $2 AND (lease_until IS NULL OR lease_until < $2) \
+              ORDER BY next_attempt_at, id LIMIT $3",
+        set: "lease_until = $1",
+        returning: INBOX_COLUMNS,
     }
+    .statement(dialect)
 }
 
 impl Store {

@@ -4,7 +4,8 @@
 
 use sqlx::Row;
 
-use crate::store::{Dialect, Store, StoreError, now_ms};
+use crate::store::lease::DueClaim;
+use crate::store::{Store, StoreError, now_ms};
 
 /// One delivery as listed.
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
@@ -73,18 +74,9 @@ impl Store {
                    AND NOT EXISTS (SELECT 1 FROM leasing_deliveries o WHERE o.subscription_id = d.subscription_id \
                    AND o.financing_id = d.financing_id AND o.status = 'pending' AND o.id < d.id) \
                    ORDER BY d.next_attempt_at, d.id LIMIT $4";
-        let statement = match self.dialect() {
-            Dialect::Postgres => sql!(
-                "WITH picked AS MATERIALIZED (SELECT d.id FROM leasing_deliveries d WHERE {due} \
-                 FOR UPDATE OF d SKIP LOCKED) \
-                 UPDATE leasing_deliveries SET lease_owner = $2, lease_until = $3 FROM picked \
-                 WHERE leasing_deliveries.id = picked.id"
-            ),
-            Dialect::Sqlite => sql!(
-                "UPDATE leasing_deliveries SET lease_owner = $2, lease_until = $3 \
-                 WHERE id IN (SELECT d.id FROM leasing_deliveries d WHERE {due})"
-            ),
-        };
+        let set = "lease_owner = $2, lease_until = $3";
+        let claim = DueClaim { from: "leasing_deliveries d", key: "d.id", due, set, returning: "" };
+        let statement = claim.statement(self.dialect());
         {
             let _turn = self.write_turn().await?;
             sqlx::query(statement)

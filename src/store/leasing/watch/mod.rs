@@ -11,6 +11,7 @@
 use sqlx::{FromRow, Row};
 
 use crate::store::columns::IntBool;
+use crate::store::lease::DueClaim;
 use crate::store::{Dialect, Store, StoreError, now_ms};
 pub use crate::vocabulary::owner::Viewer;
 pub use deliveries::{AttemptOutcome, DeliveryRow, DeliveryWork};
@@ -200,19 +201,9 @@ impl Store {
     /// Claims up to `limit` watches due for a read for `owner` until `until`.
     pub async fn watch_claim_due(&self, owner: &str, until: i64, limit: i64) -> Result<Vec<WatchRow>, StoreError> {
         let due = "next_poll_at <= $1 AND (lease_until IS NULL OR lease_until < $1) ORDER BY next_poll_at LIMIT $4";
-        let statement = match self.dialect() {
-            Dialect::Postgres => sql!(
-                "WITH picked AS MATERIALIZED (SELECT financing_id FROM leasing_watches WHERE {due} \
-                 FOR UPDATE SKIP LOCKED) \
-                 UPDATE leasing_watches SET lease_owner = $2, lease_until = $3 FROM picked \
-                 WHERE leasing_watches.financing_id = picked.financing_id RETURNING {}",
-                WATCH_COLUMNS.split(", ").map(|c| format!("leasing_watches.{c}")).collect::<Vec<_>>().join(", ")
-            ),
-            Dialect::Sqlite => sql!(
-                "UPDATE leasing_watches SET lease_owner = $2, lease_until = $3 \
-                 WHERE financing_id IN (SELECT financing_id FROM leasing_watches WHERE {due}) RETURNING {WATCH_COLUMNS}"
-            ),
-        };
+        let set = "lease_owner = $2, lease_until = $3";
+        let claim = DueClaim { from: "leasing_watches", key: "financing_id", due, set, returning: WATCH_COLUMNS };
+        let statement = claim.statement(self.dialect());
         let _turn = self.write_turn().await?;
         // Planned at every run (see `UNCACHED`).
         Ok(sqlx::query_as::<_, WatchRow>(statement)
