@@ -104,12 +104,11 @@ impl Chore for LastUseWriter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::testing::stores_on_both_databases;
+    use crate::store::testing::on_both_databases;
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn first_noted_uses_are_written_in_one_go_and_never_move_back() {
-        for test in stores_on_both_databases().await {
-            let store = &test.store;
+        on_both_databases(async |store| {
             let user = store.insert_user("Lin", "lin@example.com", "hash", false).await.unwrap();
             let mut ids = Vec::new();
             for name in ["a", "b"] {
@@ -140,7 +139,7 @@ mod tests {
             last_used.note(ids[0], 3_000);
             last_used.write(store).await.unwrap();
             assert_eq!(times(store.tokens_of("lin@example.com").await.unwrap()), expected);
-            test.finish().await;
-        }
+        })
+        .await;
     }
 }

@@ -198,8 +198,7 @@ mod tests {
 
     #[tokio::test]
     async fn both_baselines_insert_every_document_and_leave_nothing_behind() {
-        for test in crate::store::testing::stores_on_both_databases().await {
-            let store = &test.store;
+        crate::store::testing::on_both_databases(async |store| {
             for id in ["1", "2", "3"] {
                 let record = super::super::fieldreport::records::MirrorRecord {
                     id: id.into(),
@@ -215,14 +214,13 @@ mod tests {
             let mut counts = store.mirror_counts().await.unwrap();
             counts.sort();
             assert_eq!(counts, [("tags".to_string(), 3)], "the baseline's set is removed, with its count");
-            test.finish().await;
-        }
+        })
+        .await;
     }
 
     #[tokio::test]
     async fn a_forgotten_set_loses_its_records_count_and_cursor_and_no_other_set_changes() {
-        for test in crate::store::testing::stores_on_both_databases().await {
-            let store = &test.store;
+        crate::store::testing::on_both_databases(async |store| {
             for (entity, id) in [("tags", "1"), ("tags", "2"), ("contacts", "7")] {
                 let record = super::super::fieldreport::records::MirrorRecord {
                     id: id.into(),
@@ -241,7 +239,7 @@ mod tests {
             assert_eq!(counts, [("contacts".to_string(), 1)], "{:?}: the set's count is 0", store.dialect());
             assert_eq!(store.sync_state("tags").await.unwrap().cursor, None);
             assert_eq!(store.sync_state("contacts").await.unwrap().cursor.as_deref(), Some("2026-11-27T05:00:00Z"));
-            test.finish().await;
-        }
+        })
+        .await;
     }
 }

@@ -316,6 +316,15 @@ pub(crate) mod testing {
         stores
     }
 
+    /// Runs `check` on a store of each database ([`stores_on_both_databases`]), then removes
+    /// them.
+    pub(crate) async fn on_both_databases(check: impl AsyncFn(&Store)) {
+        for test in stores_on_both_databases().await {
+            check(&test.store).await;
+            test.finish().await;
+        }
+    }
+
     async fn admin(statement: &str) {
         sqlx::any::install_default_drivers();
         let url = std::env::var("TEST_POSTGRES_URL").unwrap();

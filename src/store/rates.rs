@@ -77,8 +77,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_rate_counts_only_the_users_rows_of_the_last_minute() {
-        for test in crate::store::testing::stores_on_both_databases().await {
-            let store = &test.store;
+        crate::store::testing::on_both_databases(async |store| {
             for key in ["a", "b"] {
                 assert_eq!(store.reserve_idempotency_key(7, "r", key, "h").await.unwrap(), KeyState::Reserved);
             }
@@ -89,7 +88,7 @@ mod tests {
             assert_eq!(store.rate_reached(Rated::Jobs, 7, 1).await.unwrap(), None, "another table's rows");
             store.job_enqueue("fieldreport.sync", "tags", false, Some(7)).await.unwrap().unwrap();
             assert!(store.rate_reached(Rated::Jobs, 7, 1).await.unwrap().is_some());
-            test.finish().await;
-        }
+        })
+        .await;
     }
 }

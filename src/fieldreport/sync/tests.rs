@@ -8,8 +8,7 @@ use crate::store::fieldreport::records::{SyncedRecord, Upserted};
 /// newer copy ends stored.
 #[tokio::test]
 async fn writes_in_flight_know_their_records() {
-    for test in crate::store::testing::stores_on_both_databases().await {
-        let store = &test.store;
+    crate::store::testing::on_both_databases(async |store| {
         let mut writes = Writes::default();
         assert!(writes.is_empty() && !writes.full());
         writes.start(store, "tags", vec![SyncedRecord::named("1", "old"), SyncedRecord::named("2", "old")]);
@@ -30,8 +29,8 @@ async fn writes_in_flight_know_their_records() {
         assert_eq!(writes.next().await.unwrap(), [Upserted::Updated]);
         assert_eq!(store.mirror_get("tags", "2").await.unwrap().unwrap().document["Name"], "new");
         drop(writes);
-        test.finish().await;
-    }
+    })
+    .await;
 }
 
 /// The fetching task's pages end when it ends: one that panicked must not pass for one

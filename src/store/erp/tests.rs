@@ -28,8 +28,7 @@ fn pending_attribute_values_survive_a_newer_document() {
 /// of every pending call for each claim).
 #[tokio::test]
 async fn the_claim_takes_the_oldest_pending_calls_from_their_index() {
-    for test in crate::store::testing::stores_on_both_databases().await {
-        let store = &test.store;
+    crate::store::testing::on_both_databases(async |store| {
         // 70,000 calls waiting for a retry in an hour, older than the due ones.
         let retry_at = now_ms() + 3_600_000;
         let backlog = match store.dialect() {
@@ -71,15 +70,14 @@ async fn the_claim_takes_the_oldest_pending_calls_from_their_index() {
         store.inbox_done(&ids[..1], "{}").await.unwrap();
         let claimed: Vec<i64> = store.inbox_claim(2, 60_000).await.unwrap().iter().map(|item| item.id).collect();
         assert_eq!(claimed, ids[1..3], "the oldest due calls, in order");
-        test.finish().await;
-    }
+    })
+    .await;
 }
 
 /// The depths (of their indexes), the counts (a scan) and the overview agree with the calls.
 #[tokio::test]
 async fn depths_and_the_overview_follow_the_calls() {
-    for test in crate::store::testing::stores_on_both_databases().await {
-        let store = &test.store;
+    crate::store::testing::on_both_databases(async |store| {
         let mut ids = Vec::new();
         for n in 0..6 {
             ids.push(store.inbox_store("customer", &n.to_string(), "updated", &json!({})).await.unwrap());
@@ -108,6 +106,6 @@ async fn depths_and_the_overview_follow_the_calls() {
             (ids[0], "done".to_string()),
         ];
         assert_eq!(recent, expected, "the oldest not done, then the newest done");
-        test.finish().await;
-    }
+    })
+    .await;
 }

@@ -86,8 +86,7 @@ async fn every_write_and_removal_is_numbered_in_the_order_stored() {
 /// The ERP mirror's writes and removals are numbered per model the same way.
 #[tokio::test]
 async fn erp_records_are_numbered_per_model() {
-    for test in crate::store::testing::stores_on_both_databases().await {
-        let store = &test.store;
+    crate::store::testing::on_both_databases(async |store| {
         let dialect = store.dialect();
         let party = |id: &str, version: i64, name: &str| crate::store::erp::ErpRecord {
             id: id.into(),
@@ -103,16 +102,15 @@ async fn erp_records_are_numbered_per_model() {
         let changes = store.feed_changes(Mirror::Erp, "party", 0, 10).await.unwrap();
         assert_eq!(read(&changes), [change("1", Some("a2")), change("2", None)], "{dialect:?}");
         assert_eq!(read(&store.feed_changes(Mirror::Erp, "article", 0, 10).await.unwrap()), [change("1", Some("x"))]);
-        test.finish().await;
-    }
+    })
+    .await;
 }
 
 /// Pruned tombstones move the set's `expired_through` to the newest of them; the records'
 /// own numbers stay.
 #[tokio::test]
 async fn pruned_removals_mark_where_the_feed_expired() {
-    for test in crate::store::testing::stores_on_both_databases().await {
-        let store = &test.store;
+    crate::store::testing::on_both_databases(async |store| {
         let dialect = store.dialect();
         store.mirror_upsert_page("tags", vec![SyncedRecord::named(1, "a"), SyncedRecord::named(2, "b")]).await.unwrap();
         assert!(store.mirror_delete("tags", "1").await.unwrap());
@@ -126,8 +124,8 @@ async fn pruned_removals_mark_where_the_feed_expired() {
             read(&store.feed_changes(Mirror::FieldReport, "tags", 0, 10).await.unwrap()),
             [change("2", Some("b"))]
         );
-        test.finish().await;
-    }
+    })
+    .await;
 }
 
 /// Postgres: a sync's writer reserves its numbers outside its transaction (migration 0033).

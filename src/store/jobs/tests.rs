@@ -2,8 +2,7 @@ use super::*;
 
 #[tokio::test]
 async fn one_job_of_a_kind_and_target_is_active_and_a_lost_lease_is_taken_over() {
-    for test in crate::store::testing::stores_on_both_databases().await {
-        let store = &test.store;
+    crate::store::testing::on_both_databases(async |store| {
         let first = store.job_enqueue("fieldreport.sync", "tags", false, Some(1)).await.unwrap().unwrap();
         assert_eq!(first.status, "queued");
         let refused = store.job_enqueue("fieldreport.sync", "tags", false, Some(1)).await.unwrap().unwrap_err();
@@ -48,14 +47,13 @@ async fn one_job_of_a_kind_and_target_is_active_and_a_lost_lease_is_taken_over()
         assert_eq!((page.len(), total), (1, 1));
         let (all, total) = store.jobs_page(&JobFilter::default(), 2, 2).await.unwrap();
         assert_eq!((all.len(), total), (1, 3));
-        test.finish().await;
-    }
+    })
+    .await;
 }
 
 #[tokio::test]
 async fn a_schedule_tick_is_taken_once() {
-    for test in crate::store::testing::stores_on_both_databases().await {
-        let store = &test.store;
+    crate::store::testing::on_both_databases(async |store| {
         store.schedule_entry("erp.pull", "", 3_600_000, now_ms()).await.unwrap();
         assert!(store.schedule_take_tick("erp.pull", "").await.unwrap());
         assert!(!store.schedule_take_tick("erp.pull", "").await.unwrap());
@@ -63,14 +61,13 @@ async fn a_schedule_tick_is_taken_once() {
         store.schedule_entry("erp.pull", "", 1, now_ms()).await.unwrap();
         tokio::time::sleep(std::time::Duration::from_millis(5)).await;
         assert!(store.schedule_take_tick("erp.pull", "").await.unwrap());
-        test.finish().await;
-    }
+    })
+    .await;
 }
 
 #[tokio::test]
 async fn creators_take_turns_and_active_jobs_are_counted_per_user() {
-    for test in crate::store::testing::stores_on_both_databases().await {
-        let store = &test.store;
+    crate::store::testing::on_both_databases(async |store| {
         let mut first_users = Vec::new();
         for target in ["tags", "users", "items", "products", "contacts"] {
             first_users.push(store.job_enqueue("fieldreport.sync", target, false, Some(1)).await.unwrap().unwrap());
@@ -88,6 +85,6 @@ async fn creators_take_turns_and_active_jobs_are_counted_per_user() {
         assert_eq!(claimed, [first_users[0].id, second_users.id, first_users[1].id]);
         store.job_cancel(first_users[4].id).await.unwrap();
         assert_eq!(store.jobs_active_of(1).await.unwrap(), 4);
-        test.finish().await;
-    }
+    })
+    .await;
 }

@@ -59,8 +59,7 @@ async fn pages_after_a_key_walk_the_set_in_key_order() {
 /// a page does not depend on its depth.
 #[tokio::test]
 async fn a_page_after_a_key_walks_the_key_index() {
-    for test in crate::store::testing::stores_on_both_databases().await {
-        let store = &test.store;
+    crate::store::testing::on_both_databases(async |store| {
         let same = |query: TestQuery| query.bind("tags").bind(3_i64).bind("500").bind(50_i64);
         let longer = |query: TestQuery| query.bind("tags").bind(3_i64).bind(50_i64);
         let statements: [(&str, TestValues, &str); 4] = [
@@ -88,6 +87,6 @@ async fn a_page_after_a_key_walks_the_key_index() {
             assert!(plan.contains(range), "{statement}\n{plan}");
             assert!(!plan.contains("TEMP B-TREE") && !plan.contains("Sort"), "{statement}\n{plan}");
         }
-        test.finish().await;
-    }
+    })
+    .await;
 }

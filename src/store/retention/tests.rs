@@ -2,8 +2,7 @@ use super::*;
 
 #[tokio::test]
 async fn history_older_than_its_retention_goes_and_work_in_progress_stays() {
-    for test in crate::store::testing::stores_on_both_databases().await {
-        let store = &test.store;
+    crate::store::testing::on_both_databases(async |store| {
         let old = now_ms() - 40 * 24 * 3_600_000;
         let ended = store.job_enqueue("fieldreport.sync", "tags", false, Some(1)).await.unwrap().unwrap();
         store.job_cancel(ended.id).await.unwrap();
@@ -30,6 +29,6 @@ async fn history_older_than_its_retention_goes_and_work_in_progress_stays() {
         assert!(store.job(ended.id).await.unwrap().is_none());
         assert!(store.job(queued.id).await.unwrap().is_some(), "a queued job stays whatever its age");
         assert_eq!(store.prune(&Retention::default()).await.unwrap(), [0; PRUNED_TABLES.len()]);
-        test.finish().await;
-    }
+    })
+    .await;
 }

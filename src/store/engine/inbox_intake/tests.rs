@@ -4,8 +4,7 @@ use sqlx::Row;
 /// field as sent (text that needs escaping included).
 #[tokio::test]
 async fn concurrent_calls_each_get_the_id_of_their_own_row() {
-    for test in crate::store::testing::stores_on_both_databases().await {
-        let store = &test.store;
+    crate::store::testing::on_both_databases(async |store| {
         let stored = futures::future::join_all((0..300).map(|n| async move {
             let entity_name = format!("entity{n}");
             let entity_id = format!("{n}-\"quoted\" \\ ü");
@@ -36,6 +35,6 @@ async fn concurrent_calls_each_get_the_id_of_their_own_row() {
             assert!(received_at >= *before && received_at <= crate::store::now_ms(), "{received_at}");
             assert_eq!(next_attempt_at, received_at, "due at once");
         }
-        test.finish().await;
-    }
+    })
+    .await;
 }

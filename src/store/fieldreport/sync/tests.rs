@@ -28,33 +28,41 @@ fn large_page() -> (usize, Vec<SyncedRecord>) {
     (size, page)
 }
 
+/// Stores [`large_page`] and checks each record's outcome in order (record 3, repeated far
+/// apart, unchanged by its last copy, which is stored; `stored`, if any, updated; the rest
+/// inserted); the page's size.
+async fn store_large_page(store: &Store, stored: Option<usize>) -> usize {
+    let dialect = store.dialect();
+    let (size, page) = large_page();
+    let outcomes = store.mirror_upsert_page("tags", page).await.unwrap();
+    assert_eq!(outcomes.len(), size + 1, "{dialect:?}");
+    for (i, outcome) in outcomes.iter().enumerate() {
+        let expected = match i {
+            3 => Upserted::Unchanged,
+            i if Some(i) == stored => Upserted::Updated,
+            _ => Upserted::Inserted,
+        };
+        assert_eq!(*outcome, expected, "record {i} on {dialect:?}");
+    }
+    assert_eq!(store.mirror_get("tags", "3").await.unwrap().unwrap().document["Name"], "last", "{dialect:?}");
+    size
+}
+
 /// A large page with a stored record among new ones is stored whole (by one `COPY` and an
 /// upsert on Postgres): each record's outcome in order, a record repeated far apart stored
 /// as its last copy, the count right.
 #[tokio::test]
 async fn a_large_page_is_stored_whole() {
-    for test in crate::store::testing::stores_on_both_databases().await {
-        let store = &test.store;
+    crate::store::testing::on_both_databases(async |store| {
         let dialect = store.dialect();
         store.mirror_upsert_page("tags", vec![synced(7, "before")]).await.unwrap();
         // Record 7 is stored already.
-        let (size, page) = large_page();
-        let outcomes = store.mirror_upsert_page("tags", page).await.unwrap();
-        assert_eq!(outcomes.len(), size + 1, "{dialect:?}");
-        for (i, outcome) in outcomes.iter().enumerate() {
-            let expected = match i {
-                3 => Upserted::Unchanged,
-                7 => Upserted::Updated,
-                _ => Upserted::Inserted,
-            };
-            assert_eq!(*outcome, expected, "record {i} on {dialect:?}");
-        }
-        assert_eq!(store.mirror_get("tags", "3").await.unwrap().unwrap().document["Name"], "last", "{dialect:?}");
+        let size = store_large_page(store, Some(7)).await;
         let last = (size - 1).to_string();
         assert_eq!(store.mirror_get("tags", &last).await.unwrap().unwrap().document["Name"], "first");
         assert_eq!(store.mirror_page("tags", 0, 1).await.unwrap().1, size as i64, "{dialect:?}");
-        test.finish().await;
-    }
+    })
+    .await;
 }
 
 /// A large page of new records goes in whole without looking up stored copies (by a
@@ -64,17 +72,9 @@ async fn a_large_page_is_stored_whole() {
 /// [`may_hold_any_of`]) stores nothing by the plain path, and is left to the upsert.
 #[tokio::test]
 async fn a_page_of_new_records_is_inserted_and_one_with_a_stored_record_upserted() {
-    for test in crate::store::testing::stores_on_both_databases().await {
-        let store = &test.store;
+    crate::store::testing::on_both_databases(async |store| {
         let dialect = store.dialect();
-        let (size, page) = large_page();
-        let outcomes = store.mirror_upsert_page("tags", page).await.unwrap();
-        assert_eq!(outcomes.len(), size + 1, "{dialect:?}");
-        for (i, outcome) in outcomes.iter().enumerate() {
-            let expected = if i == 3 { Upserted::Unchanged } else { Upserted::Inserted };
-            assert_eq!(*outcome, expected, "record {i} on {dialect:?}");
-        }
-        assert_eq!(store.mirror_get("tags", "3").await.unwrap().unwrap().document["Name"], "last", "{dialect:?}");
+        let size = store_large_page(store, None).await;
         let stored = store.mirror_by_external_id("tags", "x-9").await.unwrap().expect("by its ExternalId");
         assert_eq!((stored.id.as_str(), &stored.document["Name"]), ("9", &json!("first")), "{dialect:?}");
         assert_eq!(store.mirror_page("tags", 0, 1).await.unwrap().1, size as i64, "{dialect:?}");
@@ -96,8 +96,8 @@ async fn a_page_of_new_records_is_inserted_and_one_with_a_stored_record_upserted
         }
         assert_eq!(store.mirror_page("tags", 0, 1).await.unwrap().1, size as i64 + 1, "{dialect:?}");
         assert_eq!(store.mirror_upsert_page("tags", vec![]).await.unwrap(), []);
-        test.finish().await;
-    }
+    })
+    .await;
 }
 
 /// The look for stored ids answers no only when no record of the set lies within the
@@ -105,8 +105,7 @@ async fn a_page_of_new_records_is_inserted_and_one_with_a_stored_record_upserted
 /// `ID_LENGTHS_LOOKED_AT` lengths.
 #[tokio::test]
 async fn the_look_for_stored_ids_covers_the_range_of_each_length() {
-    for test in crate::store::testing::stores_on_both_databases().await {
-        let store = &test.store;
+    crate::store::testing::on_both_databases(async |store| {
         let dialect = store.dialect();
         store.mirror_upsert_page("tags", vec![synced(50, "x"), synced(5000, "x")]).await.unwrap();
         let mut connection = store.pool().acquire().await.unwrap();
@@ -139,8 +138,8 @@ async fn the_look_for_stored_ids_covers_the_range_of_each_length() {
             }
         }
         drop(connection);
-        test.finish().await;
-    }
+    })
+    .await;
 }
 
 /// A sync stores the upstream's text as it came, whatever it holds (whitespace between
@@ -167,8 +166,7 @@ async fn synced_records_are_stored_as_sent() {
             record("3", None, format!("{{\"Id\":\"3\",\"Name\":\"{name}\",\"Nested\":[{{\"Id\":\"30\"}}]}}")),
         ]
     };
-    for test in crate::store::testing::stores_on_both_databases().await {
-        let store = &test.store;
+    crate::store::testing::on_both_databases(async |store| {
         let dialect = store.dialect();
         for (records, inserted) in [(Arc::new(page("first")), true), (Arc::new(page("second")), false)] {
             let outcomes = store.mirror_upsert_page("tags", records.clone()).await.unwrap();
@@ -183,8 +181,8 @@ async fn synced_records_are_stored_as_sent() {
             assert_eq!(by_external_id.id, "ü-€-😀", "{dialect:?}");
         }
         assert_eq!(store.mirror_page("tags", 0, 1).await.unwrap().1, 3, "{dialect:?}");
-        test.finish().await;
-    }
+    })
+    .await;
 }
 
 async fn record_counts_follow_inserts_syncs_and_deletes_on(store: &Store) {
@@ -243,8 +241,7 @@ async fn record_counts_follow_inserts_syncs_and_deletes_on(store: &Store) {
 /// makes the closing `ANALYZE` about five times cheaper; the refresh runs on both databases.
 #[tokio::test]
 async fn the_mirror_statistics_are_sampled_coarsely() {
-    for test in crate::store::testing::stores_on_both_databases().await {
-        let store = &test.store;
+    crate::store::testing::on_both_databases(async |store| {
         store.refresh_mirror_statistics().await.unwrap();
         if store.dialect() == Dialect::Postgres {
             let targets: Vec<(String, i32)> = sqlx::query_as(
@@ -258,6 +255,6 @@ async fn the_mirror_statistics_are_sampled_coarsely() {
             let expected = [("entity", 20), ("pending_push", 20), ("record_id", 20)];
             assert_eq!(targets, expected.map(|(name, target)| (name.to_string(), target)));
         }
-        test.finish().await;
-    }
+    })
+    .await;
 }

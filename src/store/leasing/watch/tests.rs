@@ -15,8 +15,7 @@ fn observed(state: &str, at: i64) -> Observed<'_> {
 
 #[tokio::test]
 async fn a_change_is_recorded_once_with_a_delivery_per_subscription_in_order_per_request() {
-    for test in crate::store::testing::stores_on_both_databases().await {
-        let store = &test.store;
+    crate::store::testing::on_both_databases(async |store| {
         let events = vec!["leasing.state_changed".to_string()];
         let new = NewSubscription {
             id: "sub_1",
@@ -81,14 +80,13 @@ async fn a_change_is_recorded_once_with_a_delivery_per_subscription_in_order_per
         assert!(store.subscription(other, "sub_1").await.unwrap().is_none());
         assert!(store.subscription_delete(owner, "sub_1").await.unwrap());
         assert!(store.deliveries_of("sub_1", 10, 0).await.unwrap().is_empty());
-        test.finish().await;
-    }
+    })
+    .await;
 }
 
 #[tokio::test]
 async fn due_watches_are_claimed_once_until_their_lease_runs_out() {
-    for test in crate::store::testing::stores_on_both_databases().await {
-        let store = &test.store;
+    crate::store::testing::on_both_databases(async |store| {
         let at = now_ms();
         store.watch_start(&observed("RequestToGrenke", at), at - 1, 1).await.unwrap();
         assert_eq!(store.watch_claim_due("a", now_ms() + 60_000, 10).await.unwrap().len(), 1);
@@ -100,6 +98,6 @@ async fn due_watches_are_claimed_once_until_their_lease_runs_out() {
         assert_eq!(store.watch_claim_due("c", now_ms() + 60_000, 10).await.unwrap().len(), 1);
         store.watch_reschedule("f-1", "b", now_ms() + 1_000_000, 3).await.unwrap();
         assert_eq!(store.watch("f-1").await.unwrap().unwrap().failures, 0);
-        test.finish().await;
-    }
+    })
+    .await;
 }
