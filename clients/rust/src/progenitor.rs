@@ -46746,6 +46746,7 @@ Arguments:
 - `id`: Fallback for `entityId` (blank counts as absent).
 - `secret`: The webhook secret, when it is part of the URL registered at the ERP.
 - `type_`: `created`, `updated` or `deleted` (GET calls).
+- `x_webhook_secret`: The webhook secret, for callers that send it as a header rather than in the URL (`?secret=`); when both are sent, the header counts.
 ```ignore
 let response = client.erp_webhook_get()
     .entity_id(entity_id)
@@ -46753,6 +46754,7 @@ let response = client.erp_webhook_get()
     .id(id)
     .secret(secret)
     .type_(type_)
+    .x_webhook_secret(x_webhook_secret)
     .send()
     .await;
 ```*/
@@ -46767,10 +46769,12 @@ Sends a `POST` request to `/api/v1/erp/webhooks`
 
 Arguments:
 - `secret`: The webhook secret, when it is part of the URL registered at the ERP.
+- `x_webhook_secret`: The webhook secret, for callers that send it as a header rather than in the URL (`?secret=`); when both are sent, the header counts.
 - `body`
 ```ignore
 let response = client.erp_webhook_post()
     .secret(secret)
+    .x_webhook_secret(x_webhook_secret)
     .body(body)
     .send()
     .await;
@@ -52746,6 +52750,7 @@ pub mod builder {
         id: Result<Option<types::ErpWebhookGetId>, String>,
         secret: Result<Option<::std::string::String>, String>,
         type_: Result<Option<::std::string::String>, String>,
+        x_webhook_secret: Result<Option<::std::string::String>, String>,
     }
     impl<'a> ErpWebhookGet<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -52756,6 +52761,7 @@ pub mod builder {
                 id: Ok(None),
                 secret: Ok(None),
                 type_: Ok(None),
+                x_webhook_secret: Ok(None),
             }
         }
         pub fn entity_id<V>(mut self, value: V) -> Self
@@ -52822,18 +52828,40 @@ pub mod builder {
                 });
             self
         }
+        pub fn x_webhook_secret<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<::std::string::String>,
+        {
+            self.x_webhook_secret = value
+                .try_into()
+                .map(Some)
+                .map_err(|_| {
+                    "conversion to `:: std :: string :: String` for x_webhook_secret failed"
+                        .to_string()
+                });
+            self
+        }
         ///Sends a `GET` request to `/api/v1/erp/webhooks`
         pub async fn send(
             self,
         ) -> Result<ResponseValue<types::WebhookAccepted>, Error<types::ApiError>> {
-            let Self { client, entity_id, entity_name, id, secret, type_ } = self;
+            let Self {
+                client,
+                entity_id,
+                entity_name,
+                id,
+                secret,
+                type_,
+                x_webhook_secret,
+            } = self;
             let entity_id = entity_id.map_err(Error::InvalidRequest)?;
             let entity_name = entity_name.map_err(Error::InvalidRequest)?;
             let id = id.map_err(Error::InvalidRequest)?;
             let secret = secret.map_err(Error::InvalidRequest)?;
             let type_ = type_.map_err(Error::InvalidRequest)?;
+            let x_webhook_secret = x_webhook_secret.map_err(Error::InvalidRequest)?;
             let url = format!("{}/api/v1/erp/webhooks", client.baseurl,);
-            let mut header_map = ::reqwest::header::HeaderMap::with_capacity(1usize);
+            let mut header_map = ::reqwest::header::HeaderMap::with_capacity(2usize);
             header_map
                 .append(
                     ::reqwest::header::HeaderName::from_static("api-version"),
@@ -52841,6 +52869,9 @@ pub mod builder {
                         super::Client::api_version(),
                     ),
                 );
+            if let Some(value) = x_webhook_secret {
+                header_map.append("x-webhook-secret", value.to_string().try_into()?);
+            }
             #[allow(unused_mut)]
             let mut request = client
                 .client
@@ -52911,6 +52942,7 @@ pub mod builder {
     pub struct ErpWebhookPost<'a> {
         client: &'a super::Client,
         secret: Result<Option<::std::string::String>, String>,
+        x_webhook_secret: Result<Option<::std::string::String>, String>,
         body: Result<types::builder::WebhookPayload, String>,
     }
     impl<'a> ErpWebhookPost<'a> {
@@ -52918,6 +52950,7 @@ pub mod builder {
             Self {
                 client: client,
                 secret: Ok(None),
+                x_webhook_secret: Ok(None),
                 body: Ok(::std::default::Default::default()),
             }
         }
@@ -52930,6 +52963,19 @@ pub mod builder {
                 .map(Some)
                 .map_err(|_| {
                     "conversion to `:: std :: string :: String` for secret failed"
+                        .to_string()
+                });
+            self
+        }
+        pub fn x_webhook_secret<V>(mut self, value: V) -> Self
+        where
+            V: std::convert::TryInto<::std::string::String>,
+        {
+            self.x_webhook_secret = value
+                .try_into()
+                .map(Some)
+                .map_err(|_| {
+                    "conversion to `:: std :: string :: String` for x_webhook_secret failed"
                         .to_string()
                 });
             self
@@ -52962,15 +53008,16 @@ pub mod builder {
         pub async fn send(
             self,
         ) -> Result<ResponseValue<types::WebhookAccepted>, Error<types::ApiError>> {
-            let Self { client, secret, body } = self;
+            let Self { client, secret, x_webhook_secret, body } = self;
             let secret = secret.map_err(Error::InvalidRequest)?;
+            let x_webhook_secret = x_webhook_secret.map_err(Error::InvalidRequest)?;
             let body = body
                 .and_then(|v| {
                     types::WebhookPayload::try_from(v).map_err(|e| e.to_string())
                 })
                 .map_err(Error::InvalidRequest)?;
             let url = format!("{}/api/v1/erp/webhooks", client.baseurl,);
-            let mut header_map = ::reqwest::header::HeaderMap::with_capacity(1usize);
+            let mut header_map = ::reqwest::header::HeaderMap::with_capacity(2usize);
             header_map
                 .append(
                     ::reqwest::header::HeaderName::from_static("api-version"),
@@ -52978,6 +53025,9 @@ pub mod builder {
                         super::Client::api_version(),
                     ),
                 );
+            if let Some(value) = x_webhook_secret {
+                header_map.append("x-webhook-secret", value.to_string().try_into()?);
+            }
             #[allow(unused_mut)]
             let mut request = client
                 .client

@@ -8080,7 +8080,10 @@ export interface operations {
                 /** @description `created`, `updated` or `deleted` (GET calls). */
                 type?: string | null;
             };
-            header?: never;
+            header?: {
+                /** @description The webhook secret, for callers that send it as a header rather than in the URL (`?secret=`); when both are sent, the header counts. */
+                "x-webhook-secret"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -8136,7 +8139,10 @@ export interface operations {
                 /** @description The webhook secret, when it is part of the URL registered at the ERP. */
                 secret?: string | null;
             };
-            header?: never;
+            header?: {
+                /** @description The webhook secret, for callers that send it as a header rather than in the URL (`?secret=`); when both are sent, the header counts. */
+                "x-webhook-secret"?: string;
+            };
             path?: never;
             cookie?: never;
         };

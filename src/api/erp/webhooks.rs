@@ -1,6 +1,10 @@
 //! The ERP's webhooks: the receiver of its GET and POST calls, stored in the inbox.
 
-use dropshot::{HttpResponseAccepted, Query, RequestContext, TypedBody};
+use async_trait::async_trait;
+use dropshot::{
+    ApiEndpointBodyContentType, ExtractorMetadata, Header, HttpError, HttpResponseAccepted, Query, RequestContext,
+    ServerContext, SharedExtractor, TypedBody,
+};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -14,6 +18,33 @@ use crate::error::ApiError;
 
 /// The header that may carry the webhook secret (else `?secret=`).
 pub const SECRET_HEADER: &str = "x-webhook-secret";
+
+/// The webhook secret as a caller may send it in a header, declared in the document so that a
+/// generated client can send it.
+#[derive(Deserialize, JsonSchema)]
+#[allow(dead_code)]
+struct SecretHeaderParameter {
+    /// The webhook secret, for callers that send it as a header rather than in the URL
+    /// (`?secret=`); when both are sent, the header counts.
+    #[serde(rename = "x-webhook-secret")]
+    secret: Option<String>,
+}
+
+/// The `X-Webhook-Secret` header of a call. A value that is not visible ASCII counts as absent
+/// (the call is then refused as one without the secret, 401), as before it was declared.
+pub struct SecretHeader(Option<String>);
+
+#[async_trait]
+impl SharedExtractor for SecretHeader {
+    async fn from_request<Context: ServerContext>(rqctx: &RequestContext<Context>) -> Result<Self, HttpError> {
+        let value = rqctx.request.headers().get(SECRET_HEADER).and_then(|v| v.to_str().ok());
+        Ok(SecretHeader(value.map(str::to_string)))
+    }
+
+    fn metadata(body_content_type: ApiEndpointBodyContentType) -> ExtractorMetadata {
+        <Header<SecretHeaderParameter> as SharedExtractor>::metadata(body_content_type)
+    }
+}
 
 /// The query of a POST webhook call: only the secret (the call itself is in the body).
 #[derive(Deserialize, JsonSchema)]
@@ -94,12 +125,12 @@ pub struct WebhookAccepted {
 
 async fn receive(
     rqctx: &RequestContext<ApiContext>,
+    header: SecretHeader,
     secret: Option<&str>,
     fields: Map<String, Value>,
 ) -> Result<HttpResponseAccepted<WebhookAccepted>, ApiError> {
     let erp: &ErpService = &rqctx.context().erp;
-    let header = rqctx.request.headers().get(SECRET_HEADER).and_then(|v| v.to_str().ok());
-    erp.guard().admit(client_address(rqctx), header.or(secret)).map_err(ErpError::from)?;
+    erp.guard().admit(client_address(rqctx), header.0.as_deref().or(secret)).map_err(ErpError::from)?;
     let call = webhook::parse(&fields).map_err(ErpError::from)?;
     let inbox_id = erp.accept(&call, &Value::Object(fields)).await?;
     Ok(HttpResponseAccepted(WebhookAccepted {
@@ -126,6 +157,7 @@ async fn receive(
 #[dropshot::endpoint { method = GET, path = "/api/v1/erp/webhooks", tags = ["erp"] }]
 pub async fn erp_webhook_get(
     rqctx: RequestContext<ApiContext>,
+    header: SecretHeader,
     query: Query<WebhookQuery>,
 ) -> Result<HttpResponseAccepted<WebhookAccepted>, ApiError> {
     let query = query.into_inner();
@@ -137,7 +169,7 @@ pub async fn erp_webhook_get(
             fields.insert(key.into(), Value::String(value));
         }
     }
-    receive(&rqctx, query.secret.as_deref(), fields).await
+    receive(&rqctx, header, query.secret.as_deref(), fields).await
 }
 
 /// Receive an ERP webhook (POST)
@@ -148,6 +180,7 @@ pub async fn erp_webhook_get(
 #[dropshot::endpoint { method = POST, path = "/api/v1/erp/webhooks", tags = ["erp"] }]
 pub async fn erp_webhook_post(
     rqctx: RequestContext<ApiContext>,
+    header: SecretHeader,
     query: Query<WebhookSecretQuery>,
     body: TypedBody<Documented<WebhookPayload>>,
 ) -> Result<HttpResponseAccepted<WebhookAccepted>, ApiError> {
@@ -155,5 +188,5 @@ pub async fn erp_webhook_post(
         Value::Object(fields) => fields,
         _ => return Err(ErpError::from(WebhookRefusal::Invalid("the body must be a JSON object".into())).into()),
     };
-    receive(&rqctx, query.into_inner().secret.as_deref(), fields).await
+    receive(&rqctx, header, query.into_inner().secret.as_deref(), fields).await
 }

@@ -62,6 +62,15 @@ async fn webhooks_need_the_secret(db: Db) {
     )
     .await;
     accepted(webhook(&svc).json(&call).checked().await.unwrap()).await;
+    // A client generated from the document sends the header form, which it declares.
+    let generated = client::Client::new(&svc.base);
+    let payload: client::types::WebhookPayload = serde_json::from_value(call.clone()).unwrap();
+    let sent = generated.erp_webhook_post().x_webhook_secret(SECRET).body(payload.clone()).send().await.unwrap();
+    assert_eq!(sent.status().as_u16(), 202);
+    match generated.erp_webhook_post().x_webhook_secret("hook-secret-12").body(payload).send().await {
+        Err(client::Error::ErrorResponse(refused)) => assert_eq!(refused.status().as_u16(), 401),
+        other => panic!("a wrong header secret must answer 401: {other:?}"),
+    }
     let invalid = webhook(&svc).json(&json!({"entityName": "customer"})).checked().await.unwrap();
     error_body(invalid, 422).await;
     // Entity names are refused before they are stored: on Postgres a NUL character would have

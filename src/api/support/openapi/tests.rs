@@ -405,3 +405,21 @@ fn guarded_operations_declare_bearer_and_401() {
         }
     }
 }
+
+/// The ERP webhook routes declare both forms the secret may take, `?secret=` and the
+/// `X-Webhook-Secret` header, each optional, so that a generated client can send either.
+#[test]
+fn webhook_routes_declare_both_forms_of_the_secret() {
+    let doc: serde_json::Value = serde_json::from_str(&super::document()).unwrap();
+    for method in ["get", "post"] {
+        let parameters = doc["paths"]["/api/v1/erp/webhooks"][method]["parameters"].as_array().unwrap();
+        let declared = |place: &str, name: &str| {
+            parameters.iter().any(|p| p["in"] == place && p["name"] == name && p["required"] != true)
+        };
+        assert!(declared("query", "secret"), "{method}: ?secret= is not declared as optional");
+        assert!(
+            declared("header", crate::api::erp::webhooks::SECRET_HEADER),
+            "{method}: X-Webhook-Secret is not declared as an optional header"
+        );
+    }
+}
