@@ -122,7 +122,7 @@ impl FieldReportService {
                 params.push(("$expand", info.expand.join(",")));
             }
             let query = url::form_urlencoded::Serializer::new(String::new()).extend_pairs(params).finish();
-            let page = client.page(info.set, &query, None).await?;
+            let page = client.page_with_records(info.set, &query).await?;
             let truncated = page.next_link.is_some();
             let read = super::page::read_page(page);
             // An upstream that pages below the batch: the ids it did not send yet are asked again.
@@ -165,7 +165,9 @@ impl FieldReportService {
             }
             params.push(("$top", WINDOW.to_string()));
             let query = url::form_urlencoded::Serializer::new(String::new()).extend_pairs(params).finish();
-            let page = client.page(info.set, &query, None).await?;
+            // An empty page with a next link is no end of the set (see `page_with_records`):
+            // the Ids after it would be taken for deleted.
+            let page = client.page_with_records(info.set, &query).await?;
             if page.records.is_empty() {
                 return Ok(ids);
             }

@@ -165,4 +165,35 @@ async fn stamps_of_seven_fractional_digits_are_asked_as_written(db: Db) {
     svc.stop().await;
 }
 
-on_both_databases!(stamps_of_seven_fractional_digits_are_asked_as_written);
+/// A window of rows the server withholds after paging (soft-deleted) is an empty page with a
+/// next link, in the middle of the set: it is no end of a sync, which reads the records after
+/// it.
+async fn an_empty_page_with_a_next_link_is_no_end_of_a_sync(db: Db) {
+    let fake = Fake::seeded(50, "");
+    fake.hidden.lock().unwrap().extend(1011..=1020);
+    let (svc, token) = start(db, &fake).await;
+    let (status, first) = sync(&svc, &token, "").await;
+    assert_eq!(status, 200, "{first}");
+    assert_eq!(mirror(&svc).await, fake.visible(), "{first}");
+    svc.stop().await;
+}
+
+/// Nor of a reconciling's list of Ids: the records after it are not taken for deleted.
+async fn an_empty_page_with_a_next_link_is_no_end_of_a_reconciling(db: Db) {
+    let fake = Fake::seeded(50, "");
+    let (svc, token) = start(db, &fake).await;
+    let (status, first) = sync(&svc, &token, "").await;
+    assert_eq!((status, first["data"][0]["inserted"].clone()), (200, json!(50)), "{first}");
+    fake.hidden.lock().unwrap().extend(1011..=1020);
+    let (status, reconciled) = sync(&svc, &token, "?reconcile=true").await;
+    assert_eq!(status, 200, "{reconciled}");
+    assert_eq!(reconciled["data"][0]["reconcile"]["removed"], 10, "{reconciled}");
+    assert_eq!(mirror(&svc).await, fake.visible(), "{reconciled}");
+    svc.stop().await;
+}
+
+on_both_databases!(
+    stamps_of_seven_fractional_digits_are_asked_as_written,
+    an_empty_page_with_a_next_link_is_no_end_of_a_sync,
+    an_empty_page_with_a_next_link_is_no_end_of_a_reconciling,
+);
