@@ -25,6 +25,7 @@ use super::{ErpError, ErpService, RecordError};
 use crate::store::erp::ErpRecord;
 use crate::store::fieldreport::records::Upserted;
 use crate::upstream::erp::{MAX_PAGE_SIZE, id_of, last_modified_of, version_of};
+use crate::upstream::{System, UpstreamError};
 
 mod position;
 
@@ -275,19 +276,9 @@ impl ErpService {
         missing.sort_by(|a, b| id_order(a, b));
         stale.sort_by(|a, b| id_order(a, b));
         for (ids, repaired) in [(missing, &mut report.fetched_missing), (stale, &mut report.refreshed)] {
-            for batch in ids.chunks(FETCH_BATCH) {
-                self.fieldreport().check_stop()?;
-                let ids = batch.iter().map(|id| id.as_str()).collect::<Vec<_>>().join(",");
-                let query = vec![("id-in".to_string(), ids), ("pageSize".to_string(), MAX_PAGE_SIZE.to_string())];
-                let records: Vec<ErpRecord> =
-                    client.list(info.name, &query).await?.into_iter().filter_map(erp_record).collect();
-                report.fetched += records.len() as u64;
-                for outcome in store.erp_upsert(info.name, &records).await? {
-                    if outcome != Upserted::Unchanged {
-                        *repaired += 1;
-                    }
-                }
-            }
+            let (fetched, written) = self.fetch_by_id(info, owner, ids).await?;
+            report.fetched += fetched;
+            *repaired += written;
         }
         for id in local.keys().filter(|id| !upstream.contains_key(*id)) {
             if self.confirm_absence(info, id, &mut report).await? {
@@ -297,6 +288,52 @@ impl ErpService {
         self.count_repairs(info.name, &report);
         report.cursor = store.erp_cursor(info.name).await?;
         Ok(report)
+    }
+
+    /// Fetches these records (`id-in`, [`FETCH_BATCH`] a request) and stores them; the records
+    /// fetched, and those stored anew or changed. An ERP may serve fewer records than asked
+    /// (a short page proves nothing, as in a pull): the ids an answer left out are asked again
+    /// while answers bring some of them; one that brings none says they are gone. A record
+    /// the query does not select (an ERP that ignored `id-in`) fails the reconciling.
+    async fn fetch_by_id(&self, info: &ModelInfo, owner: &str, ids: Vec<&String>) -> Result<(u64, u64), ErpError> {
+        let (client, store) = (self.client()?, self.store());
+        let (mut fetched, mut written) = (0, 0);
+        let mut queue: std::collections::VecDeque<&String> = ids.into_iter().collect();
+        while !queue.is_empty() {
+            self.fieldreport().check_stop()?;
+            if !store.take_pull_lease(info.name, owner, store.lease_deadline()).await? {
+                return Err(ErpError::Busy(format!("the pull of {} lost its lease", info.name)));
+            }
+            let batch: Vec<&String> = queue.drain(..queue.len().min(FETCH_BATCH)).collect();
+            let ids = batch.iter().map(|id| id.as_str()).collect::<Vec<_>>().join(",");
+            let query = vec![("id-in".to_string(), ids), ("pageSize".to_string(), MAX_PAGE_SIZE.to_string())];
+            let records: Vec<ErpRecord> =
+                client.list(info.name, &query).await?.into_iter().filter_map(erp_record).collect();
+            let wanted: HashSet<&str> = batch.iter().map(|id| id.as_str()).collect();
+            if let Some(record) = records.iter().find(|record| !wanted.contains(record.id.as_str())) {
+                return Err(UpstreamError::Malformed {
+                    system: System::Erp,
+                    detail: format!(
+                        "{} answered `id-in` with record {}, which it does not select",
+                        info.name, record.id
+                    ),
+                }
+                .into());
+            }
+            if !records.is_empty() {
+                let sent: HashSet<&str> = records.iter().map(|record| record.id.as_str()).collect();
+                for id in batch.into_iter().rev().filter(|id| !sent.contains(id.as_str())) {
+                    queue.push_front(id);
+                }
+            }
+            fetched += records.len() as u64;
+            for outcome in store.erp_upsert(info.name, &records).await? {
+                if outcome != Upserted::Unchanged {
+                    written += 1;
+                }
+            }
+        }
+        Ok((fetched, written))
     }
 
     /// Counts a pull's repairs in `integration_mirror_repairs_total`.

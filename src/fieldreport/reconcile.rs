@@ -98,7 +98,8 @@ impl FieldReportService {
 
     /// Fetches these records with the set's expands, [`FETCH_BATCH`] a request, and stores them
     /// as a sync does (a local change waiting for a push is kept); the records stored anew or
-    /// changed. A record the upstream no longer has by the time it is asked for is skipped.
+    /// changed. A record the upstream no longer has by the time it is asked for is skipped
+    /// (asked for once more when it shared a short answer with records that came).
     async fn fetch_by_id(
         &self,
         info: &'static EntityInfo,
@@ -122,18 +123,19 @@ impl FieldReportService {
                 params.push(("$expand", info.expand.join(",")));
             }
             let query = url::form_urlencoded::Serializer::new(String::new()).extend_pairs(params).finish();
-            let page = client.page(info.set, &query, None).await?;
-            let truncated = page.next_link.is_some();
+            let page = client.page_with_records(info.set, &query).await?;
             let read = super::page::read_page(page);
-            // An upstream that pages below the batch: the ids it did not send yet are asked again.
-            if truncated && !read.records.is_empty() {
-                let sent: std::collections::HashSet<&str> = read.records.iter().map(|r| r.id.as_str()).collect();
+            let records: Vec<_> =
+                read.records.into_iter().filter(|record| wanted.contains(record.id.as_str())).collect();
+            // An upstream that pages below the batch, with a next link or none (a short page
+            // proves nothing): the ids it did not send are asked again while an answer brings
+            // some of the batch; one that brings none says they are gone.
+            if !records.is_empty() {
+                let sent: std::collections::HashSet<&str> = records.iter().map(|r| r.id.as_str()).collect();
                 for id in batch.into_iter().rev().filter(|id| !sent.contains(id.as_str())) {
                     queue.push_front(id);
                 }
             }
-            let records: Vec<_> =
-                read.records.into_iter().filter(|record| wanted.contains(record.id.as_str())).collect();
             for outcome in store.mirror_upsert_page(info.route, records).await? {
                 if outcome != crate::store::fieldreport::records::Upserted::Unchanged {
                     written += 1;
@@ -165,7 +167,9 @@ impl FieldReportService {
             }
             params.push(("$top", WINDOW.to_string()));
             let query = url::form_urlencoded::Serializer::new(String::new()).extend_pairs(params).finish();
-            let page = client.page(info.set, &query, None).await?;
+            // An empty page with a next link is no end of the set (see `page_with_records`):
+            // the Ids after it would be taken for deleted.
+            let page = client.page_with_records(info.set, &query).await?;
             if page.records.is_empty() {
                 return Ok(ids);
             }

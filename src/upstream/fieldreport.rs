@@ -160,6 +160,27 @@ impl FieldReportClient {
         retry_read(|| self.call_read(Method::GET, link_path(&target), None, |text| ODataPage::from_text(&text))).await
     }
 
+    /// The first page of `query` with records, or its last page: a server that withholds rows
+    /// after paging (soft-deleted ones, say) answers a window of only such rows with an empty
+    /// page and a next link, which is no end of the query. The links are followed from empty
+    /// pages only: from a page with records a query goes on from their last key, not by
+    /// position. A link that leads to itself is a malformed answer.
+    pub async fn page_with_records(&self, set: &str, query: &str) -> Result<ODataPage, UpstreamError> {
+        let mut page = self.page(set, query, None).await?;
+        while page.records.is_empty()
+            && let Some(link) = page.next_link.take()
+        {
+            page = self.page(set, query, Some(&link)).await?;
+            if page.records.is_empty() && page.next_link.as_deref() == Some(link.as_str()) {
+                return Err(UpstreamError::Malformed {
+                    system: SYSTEM,
+                    detail: format!("{set} answered an empty page whose next link is itself: {link}"),
+                });
+            }
+        }
+        Ok(page)
+    }
+
     /// `GET <Set>(<Id>L)`, retried while the upstream fails transiently.
     pub async fn get(&self, set: &str, id: &str) -> Result<Value, UpstreamError> {
         let segment = key_segment(set, id);

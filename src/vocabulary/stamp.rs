@@ -56,17 +56,22 @@ impl Stamp {
         self.instant
     }
 
-    /// The stamp `by` earlier, written the way this one is (with a zone or without); a text
-    /// that is no timestamp stays as it is.
+    /// The stamp `by` earlier, written the way this one is (with a zone or without, and with
+    /// as many fractional digits: an upstream parses the stamps it writes, and a .NET one
+    /// refuses a fraction of more than seven, the digits of its ticks); a text that is no
+    /// timestamp stays as it is.
     pub fn earlier_by(&self, by: Duration) -> Stamp {
         let Some(instant) = self.instant else { return self.clone() };
         let earlier = instant - chrono::Duration::from_std(by).unwrap_or(chrono::Duration::MAX);
-        let text = if self.zoned {
-            earlier.to_rfc3339_opts(SecondsFormat::AutoSi, true)
-        } else {
-            earlier.naive_utc().format("%Y-%m-%dT%H:%M:%S%.f").to_string()
-        };
-        Stamp { text, instant: Some(earlier), zoned: self.zoned }
+        let digits =
+            self.text.split_once('.').map_or(0, |(_, rest)| rest.bytes().take_while(u8::is_ascii_digit).count());
+        // Every digit the instant needs, should `by` have a finer fraction than the stamp.
+        let nanos = format!("{:09}", earlier.timestamp_subsec_nanos() % 1_000_000_000);
+        let fraction = &nanos[..digits.clamp(nanos.trim_end_matches('0').len(), 9)];
+        let seconds = earlier.naive_utc().format("%Y-%m-%dT%H:%M:%S");
+        let dot = if fraction.is_empty() { "" } else { "." };
+        let zone = if self.zoned { "Z" } else { "" };
+        Stamp { text: format!("{seconds}{dot}{fraction}{zone}"), instant: Some(earlier), zoned: self.zoned }
     }
 }
 
@@ -112,8 +117,12 @@ mod tests {
     #[test]
     fn an_earlier_stamp_is_written_as_the_first() {
         let by = Duration::from_secs(300);
-        assert_eq!(Stamp::parse("2026-01-01T00:05:00.25Z").earlier_by(by).text(), "2026-01-01T00:00:00.250Z");
+        assert_eq!(Stamp::parse("2026-01-01T00:05:00.25Z").earlier_by(by).text(), "2026-01-01T00:00:00.25Z");
         assert_eq!(Stamp::parse("2026-01-01T00:05:00").earlier_by(by).text(), "2026-01-01T00:00:00");
+        assert_eq!(Stamp::parse("2026-01-01T00:05:00.1234567").earlier_by(by).text(), "2026-01-01T00:00:00.1234567");
+        assert_eq!(Stamp::parse("2026-01-01T01:05:00.5+01:00").earlier_by(by).text(), "2026-01-01T00:00:00.5Z");
+        let finer = Duration::from_millis(300_250);
+        assert_eq!(Stamp::parse("2026-01-01T00:05:00Z").earlier_by(finer).text(), "2025-12-31T23:59:59.75Z");
         assert_eq!(Stamp::parse("x").earlier_by(by).text(), "x");
     }
 }

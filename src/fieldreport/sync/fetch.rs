@@ -11,8 +11,10 @@ use crate::upstream::{System, UpstreamError};
 
 /// Every page of a sync, in key order, sent to `pages` with its last key: each query starts
 /// after the greatest key read so far, until one answers no record. The upstream's next links
-/// are not followed: they continue by position (`$skip`), which skips the records that move
-/// back when one read before them is changed meanwhile (docs/architecture.md, "Convergence").
+/// are not followed from a page with records: they continue by position (`$skip`), which skips
+/// the records that move back when one read before them is changed meanwhile; an empty page's
+/// link is, as it has no key to go on from (see [`FieldReportClient::page_with_records`];
+/// docs/architecture.md, "Convergence").
 /// Only the last keyed record of a page is read here, so that the next query is on its way
 /// while [`read_pages`] reads the page (which checks that the key was the page's greatest).
 /// Stops at the first failure (sent as the last item) or when nobody takes pages any more.
@@ -25,14 +27,14 @@ pub(super) async fn fetch_pages(
     let mut literal = Literal::DESCRIBED;
     let mut literal_tried = false;
     loop {
-        let mut answer = client.page(info.set, &query(info, &from, literal), None).await;
+        let mut answer = client.page_with_records(info.set, &query(info, &from, literal)).await;
         // A server of the other OData version than its description refuses the described
         // form of a stamp (400): the first such query is asked again in the other form, which
         // the rest of the sync keeps when it is answered.
         if !literal_tried && from.filter(literal).is_some() && is_bad_request(&answer) {
             literal_tried = true;
             let other = literal.other();
-            let again = client.page(info.set, &query(info, &from, other), None).await;
+            let again = client.page_with_records(info.set, &query(info, &from, other)).await;
             if again.is_ok() {
                 crate::telemetry::report_literal_form(info.set, &literal.name(), &other.name());
                 (literal, answer) = (other, again);

@@ -4,6 +4,7 @@
 mod entities;
 mod feed;
 mod histories;
+mod other_upstreams;
 mod push;
 mod read_back;
 mod sync;

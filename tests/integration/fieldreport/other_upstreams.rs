@@ -1,0 +1,222 @@
+//! The sync and the reconciling of the field-report mirror against an OData v3 server other
+//! than the simulator, answering as a real one may: stamps of a .NET clock (seven fractional
+//! digits, and `datetime'…'` literals of at most seven, as `System.DateTime` parses them), and
+//! server-side paging that withholds rows after paging (soft-deleted ones), so that a window of
+//! only such rows is an empty page with a next link, in the middle of the set.
+
+use std::collections::{BTreeMap, HashSet};
+use std::sync::{Arc, Mutex};
+
+use crate::common::{Api, Db, TestService};
+use integration_service::sandbox::faults::Faults;
+use integration_service::sandbox::http::{SimRequest, SimResponse, json, serve};
+use integration_service::sandbox::odata_filter::{Filter, Written};
+use integration_service::vocabulary::stamp::Stamp;
+use serde_json::{Map, Value, json};
+
+/// Rows a page holds at most, whatever `$top` asks.
+const PAGE_SIZE: usize = 10;
+
+/// The companies of the fake, by Id, and the Ids of those withheld after paging.
+#[derive(Default)]
+struct Fake {
+    records: Mutex<BTreeMap<i64, Map<String, Value>>>,
+    hidden: Mutex<HashSet<i64>>,
+    /// No next links: the client pages by `$top` (FACTS: the fall-back of a v3 server).
+    unlinked: std::sync::atomic::AtomicBool,
+}
+
+impl Fake {
+    /// `count` companies from Id 1001, stamped a second apart, each stamp's seconds followed
+    /// by `fraction`.
+    fn seeded(count: i64, fraction: &str) -> Arc<Fake> {
+        let fake = Fake::default();
+        for n in 0..count {
+            fake.put(1001 + n, 1, &format!("2026-01-01T00:{:02}:{:02}{fraction}", n / 60, n % 60));
+        }
+        Arc::new(fake)
+    }
+
+    fn put(&self, id: i64, version: i64, stamp: &str) {
+        let record = json!({"Id": id.to_string(), "Name": format!("Company {id}"), "Version": version,
+                            "DateModified": stamp});
+        self.records.lock().unwrap().insert(id, record.as_object().unwrap().clone());
+    }
+
+    fn visible(&self) -> BTreeMap<String, Value> {
+        let hidden = self.hidden.lock().unwrap();
+        let records = self.records.lock().unwrap();
+        let visible = records.iter().filter(|(id, _)| !hidden.contains(id));
+        visible.map(|(id, record)| (id.to_string(), record["Version"].clone())).collect()
+    }
+
+    fn answer(&self, req: &SimRequest) -> SimResponse {
+        if req.segments() != ["odata", "Companies"] {
+            return refused(404, "no such resource");
+        }
+        let pairs: BTreeMap<String, String> =
+            url::form_urlencoded::parse(req.query.as_deref().unwrap_or_default().as_bytes()).into_owned().collect();
+        let filter = match pairs.get("$filter") {
+            None => None,
+            Some(text) if !stamps_fit_a_datetime(text) => return refused(400, "Unrecognized 'Edm.DateTime' literal"),
+            Some(text) => match Filter::parse(text) {
+                Some(filter) if filter.writes_stamps_as(&Written::Typed("datetime".into())) => Some(filter),
+                _ => return refused(400, "Syntax error in $filter"),
+            },
+        };
+        let records = self.records.lock().unwrap();
+        let mut chosen: Vec<&Map<String, Value>> =
+            records.values().filter(|record| filter.as_ref().is_none_or(|f| f.matches(record))).collect();
+        let id = |record: &Map<String, Value>| record["Id"].as_str().unwrap().parse::<i64>().unwrap();
+        if pairs.get("$orderby").is_some_and(|order| order == "DateModified,Id") {
+            chosen.sort_by_key(|record| (Stamp::parse(record["DateModified"].as_str().unwrap()), id(record)));
+        }
+        let number = |name: &str, default: usize| pairs.get(name).map_or(default, |n| n.parse().unwrap());
+        let (skip, top) = (number("$skip", 0), number("$top", usize::MAX));
+        let rest: Vec<_> = chosen.into_iter().skip(skip).take(top).collect();
+        let hidden = self.hidden.lock().unwrap();
+        let page: Vec<Value> = rest
+            .iter()
+            .take(PAGE_SIZE)
+            .filter(|record| !hidden.contains(&id(record)))
+            .map(|record| select(record, pairs.get("$select")))
+            .collect();
+        let mut body = json!({"odata.metadata": "https://fake/odata/$metadata#Companies", "value": page});
+        if rest.len() > PAGE_SIZE && !self.unlinked.load(std::sync::atomic::Ordering::Relaxed) {
+            let mut next = pairs.clone();
+            next.insert("$skip".into(), (skip + PAGE_SIZE).to_string());
+            if top != usize::MAX {
+                next.insert("$top".into(), (top - PAGE_SIZE).to_string());
+            }
+            let query = url::form_urlencoded::Serializer::new(String::new()).extend_pairs(next).finish();
+            body["odata.nextLink"] = json!(format!("https://fake/odata/Companies?{query}"));
+        }
+        json(http::StatusCode::OK, &body)
+    }
+}
+
+/// Whether every `datetime'…'` literal of `filter` has at most seven fractional digits: a
+/// `System.DateTime` holds ticks of 100 ns, and its parser refuses more.
+fn stamps_fit_a_datetime(filter: &str) -> bool {
+    filter.split("datetime'").skip(1).all(|rest| {
+        let literal = rest.split('\'').next().unwrap_or_default();
+        let fraction = literal.split_once('.').map_or("", |(_, fraction)| fraction);
+        fraction.chars().take_while(char::is_ascii_digit).count() <= 7
+    })
+}
+
+fn select(record: &Map<String, Value>, fields: Option<&String>) -> Value {
+    match fields {
+        None => Value::Object(record.clone()),
+        Some(fields) => {
+            let chosen = fields.split(',').filter_map(|field| Some((field.to_string(), record.get(field)?.clone())));
+            Value::Object(chosen.collect())
+        }
+    }
+}
+
+fn refused(status: u16, message: &str) -> SimResponse {
+    let status = http::StatusCode::from_u16(status).unwrap();
+    json(status, &json!({"odata.error": {"code": "", "message": {"lang": "en-US", "value": message}}}))
+}
+
+/// The service, its field-report system the fake.
+async fn start(db: Db, fake: &Arc<Fake>) -> (TestService, String) {
+    let served = fake.clone();
+    let log = slog::Logger::root(slog::Discard, slog::o!());
+    let address = serve("127.0.0.1:0".parse().unwrap(), Arc::new(Faults::default()), log, move |req| {
+        let answer = served.answer(&req);
+        async move { answer }
+    })
+    .await
+    .unwrap();
+    let svc = TestService::start(db, &[("FIELDREPORT_BASE_URL", &format!("http://{address}"))]).await;
+    let token = svc.user_token().await;
+    (svc, token)
+}
+
+/// A sync or reconciling of the companies: its status and report.
+async fn sync(svc: &TestService, token: &str, query: &str) -> (u16, Value) {
+    let response = svc.get(token, &format!("/api/v1/fieldreport/sync/companies{query}")).await;
+    let status = response.status().as_u16();
+    (status, response.json::<Value>().await.unwrap())
+}
+
+/// The mirror's companies, Id → Version.
+async fn mirror(svc: &TestService) -> BTreeMap<String, Value> {
+    let records = svc.store().mirror_after("companies", None, 1_000).await.unwrap();
+    let version = |document: &serde_json::value::RawValue| {
+        serde_json::from_str::<Value>(document.get()).unwrap()["Version"].clone()
+    };
+    records.into_iter().map(|(id, document)| (id, version(&document))).collect()
+}
+
+/// Stamps of seven fractional digits: the next sync asks from the overlap before its cursor,
+/// a stamp the server must be able to read. `DateTime` takes at most seven digits; the
+/// same instant written with nine is refused, in the typed form and the bare one alike.
+async fn stamps_of_seven_fractional_digits_are_asked_as_written(db: Db) {
+    let fake = Fake::seeded(30, ".1234567");
+    let (svc, token) = start(db, &fake).await;
+    let (status, first) = sync(&svc, &token, "").await;
+    assert_eq!((status, first["data"][0]["inserted"].clone()), (200, json!(30)), "{first}");
+    fake.put(1005, 2, "2026-01-01T00:00:40.7654321");
+    let (status, next) = sync(&svc, &token, "").await;
+    assert_eq!(status, 200, "{next}");
+    assert_eq!(next["data"][0]["updated"], 1, "{next}");
+    assert_eq!(mirror(&svc).await, fake.visible());
+    svc.stop().await;
+}
+
+/// A window of rows the server withholds after paging (soft-deleted) is an empty page with a
+/// next link, in the middle of the set: it is no end of a sync, which reads the records after
+/// it.
+async fn an_empty_page_with_a_next_link_is_no_end_of_a_sync(db: Db) {
+    let fake = Fake::seeded(50, "");
+    fake.hidden.lock().unwrap().extend(1011..=1020);
+    let (svc, token) = start(db, &fake).await;
+    let (status, first) = sync(&svc, &token, "").await;
+    assert_eq!(status, 200, "{first}");
+    assert_eq!(mirror(&svc).await, fake.visible(), "{first}");
+    svc.stop().await;
+}
+
+/// Nor of a reconciling's list of Ids: the records after it are not taken for deleted.
+async fn an_empty_page_with_a_next_link_is_no_end_of_a_reconciling(db: Db) {
+    let fake = Fake::seeded(50, "");
+    let (svc, token) = start(db, &fake).await;
+    let (status, first) = sync(&svc, &token, "").await;
+    assert_eq!((status, first["data"][0]["inserted"].clone()), (200, json!(50)), "{first}");
+    fake.hidden.lock().unwrap().extend(1011..=1020);
+    let (status, reconciled) = sync(&svc, &token, "?reconcile=true").await;
+    assert_eq!(status, 200, "{reconciled}");
+    assert_eq!(reconciled["data"][0]["reconcile"]["removed"], 10, "{reconciled}");
+    assert_eq!(mirror(&svc).await, fake.visible(), "{reconciled}");
+    svc.stop().await;
+}
+
+/// A server that pages below what is asked and writes no next link: the reconciling fetches
+/// the stale records by Id, forty a request, and an answer of ten is no proof that the thirty
+/// it left out are gone. Each is fetched again, and the mirror ends equal to the server.
+async fn a_short_answer_to_a_fetch_by_id_is_asked_again(db: Db) {
+    let fake = Fake::seeded(50, "");
+    fake.unlinked.store(true, std::sync::atomic::Ordering::Relaxed);
+    let (svc, token) = start(db, &fake).await;
+    let (status, first) = sync(&svc, &token, "").await;
+    assert_eq!((status, first["data"][0]["inserted"].clone()), (200, json!(50)), "{first}");
+    // Changed long ago (a late commit): beyond the overlap, only a reconciling sees them.
+    for id in 1011..1036 {
+        fake.put(id, 2, "2025-01-01T00:00:00");
+    }
+    let (status, reconciled) = sync(&svc, &token, "?reconcile=true").await;
+    assert_eq!(status, 200, "{reconciled}");
+    assert_eq!(reconciled["data"][0]["reconcile"]["refreshed"], 25, "{reconciled}");
+    assert_eq!(mirror(&svc).await, fake.visible(), "{reconciled}");
+    svc.stop().await;
+}
+
+on_both_databases!(
+    a_short_answer_to_a_fetch_by_id_is_asked_again,
+    stamps_of_seven_fractional_digits_are_asked_as_written,
+    an_empty_page_with_a_next_link_is_no_end_of_a_sync,
+    an_empty_page_with_a_next_link_is_no_end_of_a_reconciling,
+);
