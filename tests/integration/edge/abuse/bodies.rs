@@ -185,3 +185,26 @@ async fn headers_sent_a_byte_a_second_are_cut_off() {
     assert_eq!(other.get(svc.url("/healthz")).checked().await.unwrap().status(), 200);
     svc.stop().await;
 }
+
+/// An error whose message echoes a huge input (an unknown job kind or event type of 70,000
+/// characters) still answers the common error shape, with the status's own code and, under
+/// `/api/v1/leasing`, `success: false`, not an empty body that a client cannot read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_error_that_echoes_a_huge_input_keeps_the_error_shape() {
+    let svc = TestService::start(Db::Sqlite, &[("CALLBACK_ALLOW_PRIVATE", "true")]).await;
+    let token = svc.user_token().await;
+    let huge = "k".repeat(70_000);
+    for (path, body) in [
+        ("/api/v1/jobs", json!({"kind": huge})),
+        ("/api/v1/leasing/subscriptions", json!({"url": "http://127.0.0.1:9/hook", "events": [huge]})),
+    ] {
+        let answer = svc.client.post(svc.url(path)).bearer_auth(&token).json(&body).checked().await.unwrap();
+        let error = error_body(answer, 422).await;
+        assert_eq!(error["error_code"], "validation_failed", "{path}: {error}");
+        assert!(error.to_string().len() < 1024, "{path}: {error}");
+        if path.starts_with("/api/v1/leasing") {
+            assert_eq!(error["success"], false, "{error}");
+        }
+    }
+    svc.stop().await;
+}
