@@ -233,6 +233,12 @@ impl From<StoreError> for ApiError {
     fn from(error: StoreError) -> Self {
         match error {
             StoreError::Unavailable(_) => Self::unavailable(error),
+            // The client sent it (a NUL in an id, a filter or a body): the request's fault.
+            StoreError::Unstorable(_) => Self::new(
+                ErrorStatusCode::BAD_REQUEST,
+                "bad_request",
+                "The request holds a NUL character (U+0000), which the database cannot hold.",
+            ),
             _ => Self::internal(error),
         }
     }
