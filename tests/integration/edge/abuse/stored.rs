@@ -83,6 +83,41 @@ async fn mirrored_erp_records_never_show_a_secret() {
     svc.stop().await;
 }
 
+/// A refresh of ERP records by a field's value (`erp/update/{model}/{field}/{value}`) never
+/// sends a filter on a secret: what the ERP finds for `url-eq=<URL with a guessed secret>`
+/// (one record for the right guess, none for a wrong one) would confirm the guess. Each guess,
+/// and a field named like a secret, is refused alike with 422; a plain value is still fetched.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn erp_refreshes_by_value_never_confirm_a_secret() {
+    const SECRET: &str = "s3cret-in-a-url";
+    let svc = TestService::start(Db::Sqlite, &[]).await;
+    let token = svc.user_token().await;
+    let registration = json!({"entityName": "customer", "atCreate": true, "atUpdate": true, "atDelete": true,
+        "requestMethod": "POST", "url": format!("https://svc.example/api/v1/erp/webhooks?secret={SECRET}")});
+    let created = svc.erp_api(reqwest::Method::POST, "/webhook").json(&registration).checked().await.unwrap();
+    assert_eq!(created.status(), 201);
+    let get = |path: String| svc.client.get(svc.url(&path)).bearer_auth(&token).checked();
+    let mut answers = Vec::new();
+    for guess in [SECRET, "wrong-guess"] {
+        for url in [
+            format!("https://svc.example/api/v1/erp/webhooks?secret={guess}"),
+            format!("HTTPS://svc.example/api/v1/erp/webhooks?Secret={guess}"),
+        ] {
+            let answer = get(format!("/api/v1/erp/update/webhook/url/{}", percent_encode(&url))).await.unwrap();
+            let error = error_body(answer, 422).await;
+            assert!(error["errors"]["value"].is_array(), "{guess}: {error}");
+            answers.push((error["message"].clone(), error["errors"].clone()));
+        }
+    }
+    assert!(answers.windows(2).all(|pair| pair[0] == pair[1]), "the guesses are told apart: {answers:?}");
+    error_body(get("/api/v1/erp/update/webhook/apiToken/abc".into()).await.unwrap(), 422).await;
+    let plain = get("/api/v1/erp/update/webhook/entityName/customer".into()).await.unwrap();
+    assert_eq!(plain.status(), 200);
+    let report: Value = plain.json_value().await;
+    assert!(report["data"][0]["fetched"].as_u64().is_some_and(|n| n >= 1), "{report}");
+    svc.stop().await;
+}
+
 /// A body with anything but whitespace after its JSON value is refused with 400 naming the
 /// position, on every operation that takes a body: a proxy that reads such a body otherwise
 /// would see another request than the service. Whitespace after the value is fine.
