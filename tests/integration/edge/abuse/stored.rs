@@ -230,3 +230,38 @@ async fn subscriptions_lists_and_jobs_are_bounded_per_user() {
     assert_eq!(queue(bob.clone(), "items").await.status(), 202, "another user's allowance is their own");
     service.stop().await;
 }
+
+/// A message that echoes the caller's own input (an unknown job kind, model or entity, a path
+/// that does not parse) echoes a guess at a configured secret as it echoes any other text:
+/// showing the right guess as `***` and a wrong one as sent would confirm the guess, on any
+/// route, as fast as a client can ask.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn echoed_input_never_tells_a_right_guess_at_a_secret() {
+    const SECRET: &str = "webhook-secret-4711";
+    const WRONG: &str = "webhook-secret-4712";
+    let svc = TestService::start(Db::Sqlite, &[("ERP_WEBHOOK_SECRET", SECRET)]).await;
+    let token = svc.user_token().await;
+    let answer = |guess: &'static str| {
+        let svc = &svc;
+        let token = token.clone();
+        async move {
+            let mut bodies = Vec::new();
+            for request in [
+                svc.client.post(svc.url("/api/v1/jobs")).json(&json!({"kind": format!("x{guess}")})),
+                svc.client.get(svc.url(&format!("/api/v1/erp/show/x{guess}"))),
+                svc.client.get(svc.url(&format!("/api/v1/fieldreport/show/x{guess}"))),
+                svc.client.get(svc.url(&format!("/api/v1/jobs/{guess}"))),
+            ] {
+                let answer = request.bearer_auth(&token).checked().await.unwrap();
+                let mut body: Value = answer.json_value().await;
+                body["request_id"] = Value::Null;
+                bodies.push(body.to_string().replace(guess, "<guess>"));
+            }
+            bodies
+        }
+    };
+    let (right, wrong) = (answer(SECRET).await, answer(WRONG).await);
+    assert!(right.iter().all(|body| body.contains("<guess>")), "{right:?}");
+    assert_eq!(right, wrong, "the right guess is told apart from a wrong one");
+    svc.stop().await;
+}
