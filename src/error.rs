@@ -76,9 +76,16 @@ impl ApiError {
     /// An error answer; its message never carries a secret of the configuration (see
     /// [`crate::vocabulary::redaction`]).
     pub fn new(status: ErrorStatusCode, error_code: &str, message: impl Into<String>) -> Self {
+        Self::echoing(status, error_code, crate::vocabulary::redaction::scrub(&message.into()))
+    }
+
+    /// An answer about the caller's own input (a 404 for a name it sent, a 422, dropshot's 400
+    /// for an unreadable request), which may echo that input, and into which no upstream text
+    /// comes: not scrubbed, since a guessed secret echoed as `***` would confirm the guess.
+    fn echoing(status: ErrorStatusCode, error_code: &str, message: impl Into<String>) -> Self {
         Self {
             status,
-            message: crate::vocabulary::redaction::scrub(&message.into()),
+            message: message.into(),
             error_code: error_code.to_string(),
             request_id: String::new(),
             success: None,
@@ -104,7 +111,7 @@ impl ApiError {
     }
 
     pub fn not_found(message: impl Into<String>) -> Self {
-        Self::new(ErrorStatusCode::NOT_FOUND, "not_found", message)
+        Self::echoing(ErrorStatusCode::NOT_FOUND, "not_found", message)
     }
 
     /// 422 with messages per field; `message` summarises the first one.
@@ -114,7 +121,7 @@ impl ApiError {
             .next()
             .and_then(|(field, messages)| messages.first().map(|m| format!("{field}: {m}")))
             .unwrap_or_else(|| "The given data was invalid.".to_string());
-        let mut error = Self::new(ErrorStatusCode::UNPROCESSABLE_ENTITY, "validation_failed", message);
+        let mut error = Self::echoing(ErrorStatusCode::UNPROCESSABLE_ENTITY, "validation_failed", message);
         error.errors = Some(errors);
         error
     }
@@ -202,7 +209,7 @@ impl From<HttpError> for ApiError {
         if error.status_code.is_server_error() {
             return Self::internal(error.internal_message);
         }
-        Self::new(error.status_code, &code, error.external_message)
+        Self::echoing(error.status_code, &code, error.external_message)
     }
 }
 
@@ -233,6 +240,12 @@ impl From<StoreError> for ApiError {
     fn from(error: StoreError) -> Self {
         match error {
             StoreError::Unavailable(_) => Self::unavailable(error),
+            // The client sent it (a NUL in an id, a filter or a body): the request's fault.
+            StoreError::Unstorable(_) => Self::new(
+                ErrorStatusCode::BAD_REQUEST,
+                "bad_request",
+                "The request holds a NUL character (U+0000), which the database cannot hold.",
+            ),
             _ => Self::internal(error),
         }
     }

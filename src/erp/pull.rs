@@ -128,8 +128,17 @@ impl ErpService {
         kind: &PullKind,
         progress: &(dyn Fn(u64) + Sync),
     ) -> Result<PullReport, ErpError> {
-        if let PullKind::Matching { field, .. } = kind {
+        if let PullKind::Matching { field, value } = kind {
             check_field(field)?;
+            // Whether the ERP finds records would say whether the guess is right.
+            if super::secrets::compares_a_secret(field, value) {
+                return Err(ErpError::Invalid {
+                    field: "value".into(),
+                    message: "a filter on a secret (a field named like a password or token, a URL's password or \
+                              secret= parameter) is not sent: its answer would confirm the secret"
+                        .into(),
+                });
+            }
         }
         let client = self.client()?;
         let store = self.store();

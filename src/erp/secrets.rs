@@ -53,6 +53,13 @@ fn mask(value: &mut Value) {
     }
 }
 
+/// Whether a filter `<field>-eq=<value>` would compare a secret: the field is named like one,
+/// or the value is a URL with a secret in it. The records the ERP answers to such a filter
+/// would confirm a guess (the service's own webhook secret in a `webhook` record's URL).
+pub fn compares_a_secret(field: &str, value: &str) -> bool {
+    names_a_secret(field) || masked_url(&value.to_ascii_lowercase()).is_some()
+}
+
 /// A URL with its secrets masked; `None` when the text is no URL or holds none.
 pub fn masked_url(text: &str) -> Option<String> {
     if !(text.starts_with("http://") || text.starts_with("https://")) {

@@ -12,6 +12,11 @@ pub enum StoreError {
     Migration(String),
     #[error("database error: {0}")]
     Query(String),
+    /// A value the database cannot hold: a NUL character (U+0000) in a text bound on Postgres
+    /// (`character_not_in_repertoire`, 22021), from a path, query or body (SQLite's text
+    /// holds it).
+    #[error("a text the database cannot hold: {0}")]
+    Unstorable(String),
 }
 
 impl From<sqlx::Error> for StoreError {
@@ -32,6 +37,9 @@ impl From<sqlx::Error> for StoreError {
             sqlx::Error::Database(db) if db.code().is_some_and(|code| is_session_ended(&code)) => {
                 failures::connection_failed();
                 StoreError::Unavailable(format!("the database ended the session: {}", db.message()))
+            }
+            sqlx::Error::Database(db) if db.code().as_deref() == Some("22021") => {
+                StoreError::Unstorable(db.message().to_string())
             }
             sqlx::Error::Database(db) if db.code().is_some_and(|code| is_busy(&code)) => {
                 StoreError::Unavailable(format!("the database is busy: {}", db.message()))

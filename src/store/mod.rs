@@ -148,7 +148,13 @@ impl Store {
     pub(crate) fn document_field_equals(&self, attribute: &str) -> (&'static str, String) {
         match self.dialect() {
             Dialect::Sqlite => ("CAST(json_extract(document, $2) AS TEXT) = $3", format!("$.\"{attribute}\"")),
-            Dialect::Postgres => ("(document::jsonb ->> $2) = $3", attribute.to_string()),
+            // A document holding an escaped NUL (`\u0000`, which a text value of Postgres
+            // cannot hold) is read with U+FFFD in its place: cast as it is, one such record of
+            // any caller's would fail the lookup of its whole set with 22P05 for everyone.
+            // The replacement keeps the escape's length and form, so the document stays JSON.
+            Dialect::Postgres => {
+                ("(replace(document, '\\u0000', '\\ufffd')::jsonb ->> $2) = $3", attribute.to_string())
+            }
         }
     }
 

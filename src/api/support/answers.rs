@@ -225,6 +225,7 @@ fn store_errors() -> Vec<StoreError> {
         StoreError::Duplicate(_) => vec![StoreError::Duplicate(text())],
         StoreError::Migration(_) => vec![StoreError::Migration(text())],
         StoreError::Query(_) => vec![StoreError::Query(text())],
+        StoreError::Unstorable(_) => vec![StoreError::Unstorable(text())],
     }
 }
 

@@ -15,6 +15,16 @@ use crate::store::fieldreport::records::MirrorRecord;
 use crate::upstream::UpstreamError;
 use crate::vocabulary::field_errors::FieldErrors;
 
+/// An `ExternalId` given as text has at most [`MAX_ID_LEN`] characters, as an `Id`: it is
+/// indexed, and a Postgres index entry holds about 2,700 bytes, so a longer one failed the
+/// write with 500 after the field-report system had taken it.
+fn check_external_id(body: &Value, errors: &mut FieldErrors) {
+    if body.get("ExternalId").and_then(Value::as_str).is_some_and(|e| e.chars().count() > MAX_ID_LEN) {
+        let message = format!("The ExternalId may not be longer than {MAX_ID_LEN} characters.");
+        errors.insert("ExternalId".into(), vec![message]);
+    }
+}
+
 impl FieldReportService {
     fn object(body: &Value) -> Result<&Map<String, Value>, FieldReportError> {
         body.as_object().ok_or_else(|| invalid("body", "The record must be a JSON object."))
@@ -50,6 +60,7 @@ impl FieldReportService {
                 None
             }
         };
+        check_external_id(body, &mut errors);
         match (id, version) {
             (Some(id), Some(version)) if errors.is_empty() => Ok((id, version)),
             _ => Err(FieldReportError::Invalid(errors)),
@@ -81,6 +92,7 @@ impl FieldReportService {
                 None
             }
         };
+        check_external_id(body, &mut errors);
         if !errors.is_empty() {
             return Err(FieldReportError::Invalid(errors));
         }

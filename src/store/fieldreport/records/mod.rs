@@ -418,7 +418,8 @@ impl Store {
 }
 
 impl Store {
-    /// Records that have the top-level field `attribute` (with any value but null), at most 500.
+    /// Records that have the top-level field `attribute` (with any value but null), at most 500;
+    /// on Postgres an escaped NUL reads as U+FFFD (see [`Store::document_field_equals`]).
     pub async fn mirror_having(&self, entity: &str, attribute: &str) -> Result<Vec<MirrorRecord>, StoreError> {
         let (sql, key) = match self.dialect() {
             crate::store::Dialect::Sqlite => (
@@ -428,8 +429,8 @@ impl Store {
             ),
             crate::store::Dialect::Postgres => (
                 "SELECT record_id, version, document FROM fieldreport_records \
-                 WHERE entity = $1 AND jsonb_typeof(document::jsonb -> $2) IS DISTINCT FROM 'null' \
-                 AND (document::jsonb -> $2) IS NOT NULL ORDER BY LENGTH(record_id), record_id LIMIT 500",
+                 WHERE entity = $1 AND jsonb_typeof(replace(document, '\\u0000', '\\ufffd')::jsonb -> $2) <> 'null' \
+                 ORDER BY LENGTH(record_id), record_id LIMIT 500",
                 attribute.to_string(),
             ),
         };

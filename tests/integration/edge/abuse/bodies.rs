@@ -1,8 +1,8 @@
 //! Bodies, numbers and encodings beyond the limits (oversized, deep, huge, invalid UTF-8), and
 //! headers sent a byte a second.
 
-use crate::common::Api;
 use crate::common::contract::Checked;
+use crate::common::{Api, JsonAnswer};
 use crate::common::{Db, TestService, error_body};
 use serde_json::{Value, json};
 use std::time::Duration;
@@ -185,3 +185,60 @@ async fn headers_sent_a_byte_a_second_are_cut_off() {
     assert_eq!(other.get(svc.url("/healthz")).checked().await.unwrap().status(), 200);
     svc.stop().await;
 }
+
+/// An error whose message echoes a huge input (an unknown job kind or event type of 70,000
+/// characters) still answers the common error shape, with the status's own code and, under
+/// `/api/v1/leasing`, `success: false`, not an empty body that a client cannot read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_error_that_echoes_a_huge_input_keeps_the_error_shape() {
+    let svc = TestService::start(Db::Sqlite, &[("CALLBACK_ALLOW_PRIVATE", "true")]).await;
+    let token = svc.user_token().await;
+    let huge = "k".repeat(70_000);
+    for (path, body) in [
+        ("/api/v1/jobs", json!({"kind": huge})),
+        ("/api/v1/leasing/subscriptions", json!({"url": "http://127.0.0.1:9/hook", "events": [huge]})),
+    ] {
+        let answer = svc.client.post(svc.url(path)).bearer_auth(&token).json(&body).checked().await.unwrap();
+        let error = error_body(answer, 422).await;
+        assert_eq!(error["error_code"], "validation_failed", "{path}: {error}");
+        assert!(error.to_string().len() < 1024, "{path}: {error}");
+        if path.starts_with("/api/v1/leasing") {
+            assert_eq!(error["success"], false, "{error}");
+        }
+    }
+    svc.stop().await;
+}
+
+/// A company's `ExternalId` is bounded like its `Id` (255 characters): it is indexed, and on
+/// Postgres an index entry holds about 2,700 bytes, so a create or update with a longer one
+/// failed with 500 after the field-report system had taken it (the mirror then lacked what
+/// the upstream held). Refused with 422 before anything is sent, on both databases alike.
+async fn a_long_external_id_is_refused_before_it_is_sent(db: Db) {
+    let svc = TestService::start(db, &[]).await;
+    let token = svc.user_token().await;
+    // Letters without a pattern, which Postgres cannot compress below its index limit.
+    let mut state = 7u64;
+    let long: String = (0..10_000)
+        .map(|_| {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            char::from(b'a' + (state >> 59) as u8 % 26)
+        })
+        .collect();
+    let send = |method: reqwest::Method, path: &str, body: Value| {
+        svc.client.request(method, svc.url(path)).bearer_auth(&token).json(&body).checked()
+    };
+    let company = |external: &str| json!({"Id": "new", "Version": 1, "Name": "ACME", "ExternalId": external});
+    let created = send(reqwest::Method::POST, "/api/v1/fieldreport/companies", company(&long[..255])).await.unwrap();
+    assert_eq!(created.status(), 201);
+    let id = created.json_value().await["data"]["Id"].as_str().unwrap().to_string();
+    let sent = svc.fieldreport_received().await.len();
+    let refused = send(reqwest::Method::POST, "/api/v1/fieldreport/companies", company(&long)).await.unwrap();
+    assert!(error_body(refused, 422).await["errors"]["ExternalId"].is_array());
+    let path = format!("/api/v1/fieldreport/companies/{id}");
+    let refused = send(reqwest::Method::PATCH, &path, json!({"ExternalId": long})).await.unwrap();
+    assert!(error_body(refused, 422).await["errors"]["ExternalId"].is_array());
+    assert_eq!(svc.fieldreport_received().await.len(), sent, "a refused write reached the field-report system");
+    svc.stop().await;
+}
+
+crate::on_both_databases!(a_long_external_id_is_refused_before_it_is_sent);

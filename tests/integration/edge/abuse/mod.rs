@@ -17,6 +17,7 @@ mod bodies;
 mod held_calls;
 mod injection;
 mod neighbours;
+mod nul;
 mod stored;
 mod traversal;
 

@@ -83,6 +83,41 @@ async fn mirrored_erp_records_never_show_a_secret() {
     svc.stop().await;
 }
 
+/// A refresh of ERP records by a field's value (`erp/update/{model}/{field}/{value}`) never
+/// sends a filter on a secret: what the ERP finds for `url-eq=<URL with a guessed secret>`
+/// (one record for the right guess, none for a wrong one) would confirm the guess. Each guess,
+/// and a field named like a secret, is refused alike with 422; a plain value is still fetched.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn erp_refreshes_by_value_never_confirm_a_secret() {
+    const SECRET: &str = "s3cret-in-a-url";
+    let svc = TestService::start(Db::Sqlite, &[]).await;
+    let token = svc.user_token().await;
+    let registration = json!({"entityName": "customer", "atCreate": true, "atUpdate": true, "atDelete": true,
+        "requestMethod": "POST", "url": format!("https://svc.example/api/v1/erp/webhooks?secret={SECRET}")});
+    let created = svc.erp_api(reqwest::Method::POST, "/webhook").json(&registration).checked().await.unwrap();
+    assert_eq!(created.status(), 201);
+    let get = |path: String| svc.client.get(svc.url(&path)).bearer_auth(&token).checked();
+    let mut answers = Vec::new();
+    for guess in [SECRET, "wrong-guess"] {
+        for url in [
+            format!("https://svc.example/api/v1/erp/webhooks?secret={guess}"),
+            format!("HTTPS://svc.example/api/v1/erp/webhooks?Secret={guess}"),
+        ] {
+            let answer = get(format!("/api/v1/erp/update/webhook/url/{}", percent_encode(&url))).await.unwrap();
+            let error = error_body(answer, 422).await;
+            assert!(error["errors"]["value"].is_array(), "{guess}: {error}");
+            answers.push((error["message"].clone(), error["errors"].clone()));
+        }
+    }
+    assert!(answers.windows(2).all(|pair| pair[0] == pair[1]), "the guesses are told apart: {answers:?}");
+    error_body(get("/api/v1/erp/update/webhook/apiToken/abc".into()).await.unwrap(), 422).await;
+    let plain = get("/api/v1/erp/update/webhook/entityName/customer".into()).await.unwrap();
+    assert_eq!(plain.status(), 200);
+    let report: Value = plain.json_value().await;
+    assert!(report["data"][0]["fetched"].as_u64().is_some_and(|n| n >= 1), "{report}");
+    svc.stop().await;
+}
+
 /// A body with anything but whitespace after its JSON value is refused with 400 naming the
 /// position, on every operation that takes a body: a proxy that reads such a body otherwise
 /// would see another request than the service. Whitespace after the value is fine.
@@ -194,4 +229,39 @@ async fn subscriptions_lists_and_jobs_are_bounded_per_user() {
     assert_eq!(error_body(third, 429).await["error_code"], "too_many_active_jobs");
     assert_eq!(queue(bob.clone(), "items").await.status(), 202, "another user's allowance is their own");
     service.stop().await;
+}
+
+/// A message that echoes the caller's own input (an unknown job kind, model or entity, a path
+/// that does not parse) echoes a guess at a configured secret as it echoes any other text:
+/// showing the right guess as `***` and a wrong one as sent would confirm the guess, on any
+/// route, as fast as a client can ask.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn echoed_input_never_tells_a_right_guess_at_a_secret() {
+    const SECRET: &str = "webhook-secret-4711";
+    const WRONG: &str = "webhook-secret-4712";
+    let svc = TestService::start(Db::Sqlite, &[("ERP_WEBHOOK_SECRET", SECRET)]).await;
+    let token = svc.user_token().await;
+    let answer = |guess: &'static str| {
+        let svc = &svc;
+        let token = token.clone();
+        async move {
+            let mut bodies = Vec::new();
+            for request in [
+                svc.client.post(svc.url("/api/v1/jobs")).json(&json!({"kind": format!("x{guess}")})),
+                svc.client.get(svc.url(&format!("/api/v1/erp/show/x{guess}"))),
+                svc.client.get(svc.url(&format!("/api/v1/fieldreport/show/x{guess}"))),
+                svc.client.get(svc.url(&format!("/api/v1/jobs/{guess}"))),
+            ] {
+                let answer = request.bearer_auth(&token).checked().await.unwrap();
+                let mut body: Value = answer.json_value().await;
+                body["request_id"] = Value::Null;
+                bodies.push(body.to_string().replace(guess, "<guess>"));
+            }
+            bodies
+        }
+    };
+    let (right, wrong) = (answer(SECRET).await, answer(WRONG).await);
+    assert!(right.iter().all(|body| body.contains("<guess>")), "{right:?}");
+    assert_eq!(right, wrong, "the right guess is told apart from a wrong one");
+    svc.stop().await;
 }
