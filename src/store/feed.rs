@@ -43,9 +43,9 @@ impl Mirror {
 fn changes_statement(mirror: Mirror, dialect: Dialect) -> sqlx::AssertSqlSafe<String> {
     let (table, set) = mirror.records();
     let name = mirror.name();
-    let before = passable_bound(mirror, dialect);
+    let (bound, before) = passable_bound(mirror, dialect);
     sql!(
-        "SELECT change_seq, record_id, document FROM \
+        "{bound}SELECT change_seq, record_id, document FROM \
            (SELECT change_seq, record_id, document FROM {table} \
             WHERE {set} = $1 AND change_seq > $2{before} ORDER BY change_seq LIMIT $3) AS written \
          UNION ALL \
@@ -58,11 +58,18 @@ fn changes_statement(mirror: Mirror, dialect: Dialect) -> sqlx::AssertSqlSafe<St
 
 /// Postgres: the changes a reader may pass end before the first number reserved by a writer
 /// that has not committed as of the statement's snapshot (`mirror_feed_passable`, migration
-/// 0033; evaluated once, as an init plan). SQLite reserves nothing.
-fn passable_bound(mirror: Mirror, dialect: Dialect) -> String {
+/// 0033): a `WITH` clause to put before the statement, and the condition on `change_seq`.
+/// The bound is taken once for both halves of the read: the function reads a writer's live
+/// status, so taken once a half it could differ when a writer rolls back between the two; the
+/// removals could then pass numbers that the records do not, and a consumer going on from the
+/// last removal would skip those records. SQLite reserves nothing.
+fn passable_bound(mirror: Mirror, dialect: Dialect) -> (String, &'static str) {
     match dialect {
-        Dialect::Postgres => format!(" AND change_seq <= (SELECT mirror_feed_passable('{}', $1))", mirror.name()),
-        Dialect::Sqlite => String::new(),
+        Dialect::Postgres => (
+            format!("WITH bound AS MATERIALIZED (SELECT mirror_feed_passable('{}', $1) AS seq) ", mirror.name()),
+            " AND change_seq <= (SELECT seq FROM bound)",
+        ),
+        Dialect::Sqlite => (String::new(), ""),
     }
 }
 

@@ -203,3 +203,16 @@ async fn a_reader_waits_for_a_sync_writer_that_has_not_committed() {
         test.finish().await;
     }
 }
+
+/// On Postgres both halves of a feed read (records and removals) pass one bound, taken once
+/// (see `passable_bound`); SQLite's read has none.
+#[test]
+fn a_feed_read_takes_its_bound_once() {
+    for mirror in [Mirror::FieldReport, Mirror::Erp] {
+        let postgres = changes_statement(mirror, Dialect::Postgres).0;
+        assert_eq!(postgres.matches("mirror_feed_passable(").count(), 1, "{postgres}");
+        assert_eq!(postgres.matches("change_seq <= (SELECT seq FROM bound)").count(), 2, "{postgres}");
+        let sqlite = changes_statement(mirror, Dialect::Sqlite).0;
+        assert!(!sqlite.contains("bound"), "{sqlite}");
+    }
+}
