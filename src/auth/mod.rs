@@ -448,48 +448,4 @@ impl AuthConfig {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::store::DatabaseUrl;
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-    async fn no_more_hashes_run_at_once_than_there_are_cores() {
-        use std::sync::atomic::{AtomicUsize, Ordering};
-        let running = Arc::new(AtomicUsize::new(0));
-        let most = Arc::new(AtomicUsize::new(0));
-        let tasks: Vec<_> = (0..24)
-            .map(|_| {
-                let (running, most) = (running.clone(), most.clone());
-                tokio::spawn(hashing(move || {
-                    let now = running.fetch_add(1, Ordering::SeqCst) + 1;
-                    most.fetch_max(now, Ordering::SeqCst);
-                    std::thread::sleep(Duration::from_millis(20));
-                    running.fetch_sub(1, Ordering::SeqCst);
-                }))
-            })
-            .collect();
-        for task in tasks {
-            task.await.unwrap().unwrap();
-        }
-        let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
-        let most = most.load(Ordering::SeqCst);
-        assert!(most >= 1 && most <= cores, "{most} hashes ran at once on {cores} cores");
-    }
-
-    /// The parameters of a PHC string (`$argon2id$v=19$m=…,t=…,p=…`), without salt and hash.
-    fn parameters(phc: &str) -> String {
-        phc.split('$').take(4).collect::<Vec<_>>().join("$")
-    }
-
-    /// An unknown email is checked against a dummy hash as costly as a real one, so that it
-    /// fails in the same time as a wrong password.
-    #[tokio::test]
-    async fn the_dummy_hash_costs_what_a_real_hash_costs() {
-        let store = Store::connect(&DatabaseUrl::new("sqlite::memory:")).await.unwrap();
-        let auth = Authenticator::new(store, None).unwrap();
-        let real = password::hash("a real password").unwrap();
-        assert!(auth.dummy_hash.starts_with("$argon2id$"), "{}", auth.dummy_hash);
-        assert_eq!(parameters(&auth.dummy_hash), parameters(&real));
-        assert!(!password::verify("not the dummy's password", &auth.dummy_hash));
-    }
-}
+mod tests;
