@@ -33,6 +33,7 @@ pub const SETTING_NAMES: &[&str] = &[
     "BIND_ADDRESS",
     "DOCS_PATH",
     "TOKEN_TTL_MINUTES",
+    "LOGIN_TOKENS_PER_USER",
     "STORAGE_URL",
     "MAIL_URL",
     "MAIL_FROM",
@@ -256,6 +257,8 @@ mod tests {
         let cases: &[(&str, &str)] = &[
             ("BIND_ADDRESS", "nowhere"),
             ("TOKEN_TTL_MINUTES", "-3"),
+            ("LOGIN_TOKENS_PER_USER", "0"),
+            ("LOGIN_TOKENS_PER_USER", "10001"),
             ("MAX_BODY_BYTES", "lots"),
             ("LOG_FORMAT", "xml"),
             ("ERP_WEBHOOK_ALLOWLIST", "10.0.0.0/8,not-an-ip"),

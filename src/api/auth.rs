@@ -73,7 +73,9 @@ impl From<User> for CurrentUser {
 ///
 /// Exchanges an email and password for a personal access token. Send it as
 /// `Authorization: Bearer <access_token>` on every guarded route. Tokens do not expire
-/// unless the service sets `TOKEN_TTL_MINUTES`. After five failed attempts for one email
+/// unless the service sets `TOKEN_TTL_MINUTES`; a user keeps at most
+/// `LOGIN_TOKENS_PER_USER` (100) login tokens, and a login beyond them revokes those used
+/// longest ago. After five failed attempts for one email
 /// from one address within a minute, further attempts are refused with 429 until the
 /// oldest failure is a minute old.
 #[dropshot::endpoint { method = POST, path = "/api/v1/login", tags = ["auth"] }]

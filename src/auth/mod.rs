@@ -2,6 +2,7 @@
 //! Free of HTTP types; `crate::api::auth` maps it to the wire.
 
 pub mod ability;
+mod config;
 pub mod last_used;
 pub mod password;
 pub mod token;
@@ -14,8 +15,8 @@ use tokio::sync::Semaphore;
 use crate::store::auth::tokens::{NewToken, TokenRow};
 use crate::store::{Store, StoreError, now_ms};
 use crate::vocabulary::field_errors::FieldErrors;
-use crate::vocabulary::settings::{ConfigError, Settings};
 use ability::{Abilities, Ability};
+pub use config::AuthConfig;
 use last_used::LastUsed;
 
 /// Failed logins for one email from one address that are tolerated within [`THROTTLE_WINDOW`].
@@ -109,11 +110,20 @@ pub struct TokenSummary {
     pub expires_at: Option<i64>,
 }
 
+/// A token to issue, before its secret is drawn.
+struct NewTokenOf<'a> {
+    user_id: i64,
+    name: &'a str,
+    abilities: &'a Abilities,
+    created_at: i64,
+    expires_at: Option<i64>,
+}
+
 /// Users, tokens and throttling over the store.
 #[derive(Clone)]
 pub struct Authenticator {
     store: Store,
-    token_ttl: Option<Duration>,
+    config: AuthConfig,
     /// Verified when the email is unknown, so that both failures take the same time.
     dummy_hash: Arc<str>,
     /// Token uses noted, written every few seconds ([`Authenticator::last_use_writer`]).
@@ -174,9 +184,9 @@ async fn verify_blocking(password: String, hash: Arc<str>) -> Result<bool, AuthE
 }
 
 impl Authenticator {
-    pub fn new(store: Store, token_ttl: Option<Duration>) -> Result<Self, AuthError> {
+    pub fn new(store: Store, config: AuthConfig) -> Result<Self, AuthError> {
         let dummy_hash = password::hash("not a real password").map_err(AuthError::Hashing)?;
-        Ok(Self { store, token_ttl, dummy_hash: dummy_hash.into(), last_used: Arc::default() })
+        Ok(Self { store, config, dummy_hash: dummy_hash.into(), last_used: Arc::default() })
     }
 
     /// Checks email and password and issues a new token `<id>|<secret>`.
@@ -234,27 +244,38 @@ impl Authenticator {
         self.issue_token(user.id).await
     }
 
-    /// A login token: named `login`, every ability, `TOKEN_TTL_MINUTES` to live.
+    /// A login token: named `login`, every ability, `TOKEN_TTL_MINUTES` to live; the user's
+    /// login tokens beyond `LOGIN_TOKENS_PER_USER` (used longest ago first) are revoked.
     async fn issue_token(&self, user_id: i64) -> Result<String, AuthError> {
         let now = now_ms();
-        let expires_at = self.token_ttl.map(|ttl| now + ttl.as_millis() as i64);
-        self.store_token(user_id, LOGIN_TOKEN_NAME, &Abilities::all(), now, expires_at).await
+        let expires_at = self.config.token_ttl.map(|ttl| now + ttl.as_millis() as i64);
+        let keep = Some(self.config.login_tokens_per_user);
+        self.store_token(
+            NewTokenOf { user_id, name: LOGIN_TOKEN_NAME, abilities: &Abilities::all(), created_at: now, expires_at },
+            keep,
+        )
+        .await
     }
 
-    async fn store_token(
-        &self,
-        user_id: i64,
-        name: &str,
-        abilities: &Abilities,
-        created_at: i64,
-        expires_at: Option<i64>,
-    ) -> Result<String, AuthError> {
+    /// Stores a new token; with `keep`, the user's tokens of its name beyond that many go.
+    async fn store_token(&self, of: NewTokenOf<'_>, keep: Option<u64>) -> Result<String, AuthError> {
         let secret = token::new_secret();
         let token_hash = token::digest(&secret);
-        let abilities = abilities.stored();
-        let new = NewToken { user_id, token_hash: &token_hash, created_at, expires_at, name, abilities: &abilities };
-        let id = self.store.insert_token(&new).await.map_err(|e| match e {
-            StoreError::Duplicate(_) => AuthError::DuplicateTokenName(name.to_string()),
+        let abilities = of.abilities.stored();
+        let new = NewToken {
+            user_id: of.user_id,
+            token_hash: &token_hash,
+            created_at: of.created_at,
+            expires_at: of.expires_at,
+            name: of.name,
+            abilities: &abilities,
+        };
+        let id = match keep {
+            Some(keep) => self.store.insert_token_keeping(&new, keep).await.map(|(id, _)| id),
+            None => self.store.insert_token(&new).await,
+        };
+        let id = id.map_err(|e| match e {
+            StoreError::Duplicate(_) => AuthError::DuplicateTokenName(of.name.to_string()),
             other => other.into(),
         })?;
         Ok(format!("{id}|{secret}"))
@@ -306,7 +327,11 @@ impl Authenticator {
         let user = self.store.user_by_email(&email).await?.ok_or_else(|| AuthError::UnknownUser(email.clone()))?;
         let now = now_ms();
         let expires_at = expires_in_days.map(|days| now + (days * 24 * 3600 * 1000) as i64);
-        self.store_token(user.id, name, &abilities, now, expires_at).await
+        self.store_token(
+            NewTokenOf { user_id: user.id, name, abilities: &abilities, created_at: now, expires_at },
+            None,
+        )
+        .await
     }
 
     /// The tokens of a user, oldest first.
@@ -431,19 +456,6 @@ impl Authenticator {
     pub async fn delete_user(&self, email: &str) -> Result<(), AuthError> {
         let email = normalize_email(email);
         if self.store.delete_user(&email).await? { Ok(()) } else { Err(AuthError::UnknownUser(email)) }
-    }
-}
-
-/// The authenticator's settings.
-#[derive(Debug, Clone)]
-pub struct AuthConfig {
-    /// How long a login token lives (`TOKEN_TTL_MINUTES`); unset, until it is revoked.
-    pub token_ttl: Option<Duration>,
-}
-
-impl AuthConfig {
-    pub fn read(raw: &Settings) -> Result<AuthConfig, ConfigError> {
-        Ok(AuthConfig { token_ttl: raw.positive_u64("TOKEN_TTL_MINUTES")?.map(|m| Duration::from_secs(m * 60)) })
     }
 }
 

@@ -35,7 +35,7 @@ fn parameters(phc: &str) -> String {
 #[tokio::test]
 async fn the_dummy_hash_costs_what_a_real_hash_costs() {
     let store = Store::connect(&DatabaseUrl::new("sqlite::memory:")).await.unwrap();
-    let auth = Authenticator::new(store, None).unwrap();
+    let auth = Authenticator::new(store, AuthConfig::default()).unwrap();
     let real = password::hash("a real password").unwrap();
     assert!(auth.dummy_hash.starts_with("$argon2id$"), "{}", auth.dummy_hash);
     assert_eq!(parameters(&auth.dummy_hash), parameters(&real));

@@ -39,7 +39,19 @@ impl Store {
     /// Stores a token; a second token of one name for one user (other than `login`) is
     /// [`StoreError::Duplicate`].
     pub async fn insert_token(&self, token: &NewToken<'_>) -> Result<i64, StoreError> {
-        Ok(sqlx::query_scalar(
+        Ok(self.insert_token_with(token, None).await?.0)
+    }
+
+    /// Stores a token and revokes the user's other tokens of its name beyond the `keep` used
+    /// (else issued) most recently, this one counted: what one user's logins leave stays
+    /// bounded. Returns the token's id and how many were revoked.
+    pub async fn insert_token_keeping(&self, token: &NewToken<'_>, keep: u64) -> Result<(i64, u64), StoreError> {
+        self.insert_token_with(token, Some(keep)).await
+    }
+
+    async fn insert_token_with(&self, token: &NewToken<'_>, keep: Option<u64>) -> Result<(i64, u64), StoreError> {
+        let mut transaction = self.write_transaction().await?;
+        let id: i64 = sqlx::query_scalar(
             "INSERT INTO personal_access_tokens (user_id, token_hash, created_at, expires_at, name, abilities) \
              VALUES ($1, $2, $3, $4, $5, $6) RETURNING id",
         )
@@ -49,8 +61,27 @@ impl Store {
         .bind(token.expires_at)
         .bind(token.name)
         .bind(token.abilities)
-        .fetch_one(self.pool())
-        .await?)
+        .fetch_one(&mut *transaction)
+        .await?;
+        let mut revoked = 0;
+        if let Some(keep) = keep {
+            revoked = sqlx::query(
+                "DELETE FROM personal_access_tokens WHERE user_id = $1 AND name = $2 AND id NOT IN \
+                   (SELECT id FROM personal_access_tokens WHERE user_id = $1 AND name = $2 \
+                    ORDER BY COALESCE(last_used_at, created_at) DESC, id DESC LIMIT $3)",
+            )
+            .bind(token.user_id)
+            .bind(token.name)
+            .bind(i64::try_from(keep).unwrap_or(i64::MAX))
+            .execute(&mut *transaction)
+            .await?
+            .rows_affected();
+        }
+        transaction.commit().await?;
+        if revoked > 0 {
+            self.forget_token_owners();
+        }
+        Ok((id, revoked))
     }
 
     /// The tokens of the user with this email, oldest first (never their secrets).
@@ -173,5 +204,47 @@ impl Store {
             .execute(self.pool())
             .await?;
         Ok(done.rows_affected())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Beyond `keep` tokens of a name, those used (else issued) longest ago go; tokens of
+    /// other names and of other users stay.
+    #[tokio::test]
+    async fn a_token_stored_keeping_revokes_the_least_recently_used() {
+        crate::store::testing::on_both_databases(async |store| {
+            let ada = store.insert_user("Ada", "ada@example.com", "hash", false).await.unwrap().id;
+            let grace = store.insert_user("Grace", "grace@example.com", "hash", false).await.unwrap().id;
+            let token = |user_id, name, created_at, hash| NewToken {
+                user_id,
+                token_hash: hash,
+                created_at,
+                expires_at: None,
+                name,
+                abilities: "",
+            };
+            let named = store.insert_token(&token(ada, "ci", 0, "h0")).await.unwrap();
+            let other = store.insert_token_keeping(&token(grace, "login", 1, "h1"), 1).await.unwrap().0;
+            let mut ids = Vec::new();
+            for (created_at, hash) in [(1, "a"), (2, "b"), (3, "c")] {
+                let (id, revoked) =
+                    store.insert_token_keeping(&token(ada, "login", created_at, hash), 3).await.unwrap();
+                assert_eq!(revoked, 0);
+                ids.push(id);
+            }
+            // The first one is used after the others were issued: the second is now the one
+            // used longest ago.
+            store.touch_tokens(&[(ids[0], 10)]).await.unwrap();
+            let (fourth, revoked) = store.insert_token_keeping(&token(ada, "login", 4, "d"), 3).await.unwrap();
+            assert_eq!(revoked, 1);
+            let kept: Vec<i64> = store.tokens_of("ada@example.com").await.unwrap().iter().map(|t| t.id).collect();
+            assert_eq!(kept, [named, ids[0], ids[2], fourth]);
+            let graces: Vec<i64> = store.tokens_of("grace@example.com").await.unwrap().iter().map(|t| t.id).collect();
+            assert_eq!(graces, [other]);
+        })
+        .await;
     }
 }

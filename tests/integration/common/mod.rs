@@ -285,7 +285,11 @@ impl TestService {
 
     /// Creates a user, an operator when `operator` (as `user create --operator` does).
     pub async fn create_user_as(&self, email: &str, password: &str, operator: bool) {
-        let auth = integration_service::auth::Authenticator::new(self.store().clone(), None).unwrap();
+        let auth = integration_service::auth::Authenticator::new(
+            self.store().clone(),
+            integration_service::auth::AuthConfig::default(),
+        )
+        .unwrap();
         auth.create_user(email, Some("Test User"), password, operator).await.expect("user created");
         self.remember_secret(password);
     }

@@ -57,7 +57,11 @@ impl Instance {
         instance.spawn();
         let url = DatabaseUrl::new(ground.database_url.clone());
         let store = Store::connect(&url).await.expect("the test reaches the database");
-        let auth = integration_service::auth::Authenticator::new(store.clone(), None).unwrap();
+        let auth = integration_service::auth::Authenticator::new(
+            store.clone(),
+            integration_service::auth::AuthConfig::default(),
+        )
+        .unwrap();
         auth.create_user(EMAIL, Some("Ops"), PASSWORD, false).await.unwrap();
         (instance, ground.sandboxes, store)
     }

@@ -193,12 +193,44 @@ async fn tokens_without_lifetime_never_expire(db: Db) {
     svc.stop().await;
 }
 
+/// A user keeps `LOGIN_TOKENS_PER_USER` login tokens: a login beyond them revokes the oldest
+/// (none of them used here), at once; a named token is not counted.
+async fn logins_beyond_the_cap_revoke_the_oldest_login_tokens(db: Db) {
+    let svc = TestService::start(db, &[("LOGIN_TOKENS_PER_USER", "3")]).await;
+    let mut tokens = vec![svc.user_token().await];
+    let auth = integration_service::auth::Authenticator::new(
+        svc.store().clone(),
+        integration_service::auth::AuthConfig::default(),
+    )
+    .unwrap();
+    let named = auth.create_token(EMAIL, "nightly-export", &[], None).await.unwrap();
+    for _ in 0..4 {
+        tokens.push(svc.token(EMAIL, PASSWORD).await);
+    }
+    for (n, token) in tokens.iter().enumerate() {
+        let status = svc.get(token, "/api/v1/user").await.status();
+        let expected = if n < 2 { 401 } else { 200 };
+        assert_eq!(status, expected, "login token {n} of 5");
+    }
+    assert_eq!(svc.get(&named, "/api/v1/user").await.status(), 200, "a named token is not counted");
+    let (logins,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM personal_access_tokens WHERE name = 'login'")
+        .fetch_one(svc.store().pool())
+        .await
+        .unwrap();
+    assert_eq!(logins, 3);
+    svc.stop().await;
+}
+
 async fn tokens_of_a_deleted_user_stop_working_at_once(db: Db) {
     let svc = TestService::start(db, &[]).await;
     let token = svc.user_token().await;
     let me = svc.get(&token, "/api/v1/user").await;
     assert_eq!(me.status(), 200);
-    let auth = integration_service::auth::Authenticator::new(svc.store().clone(), None).unwrap();
+    let auth = integration_service::auth::Authenticator::new(
+        svc.store().clone(),
+        integration_service::auth::AuthConfig::default(),
+    )
+    .unwrap();
     auth.delete_user(EMAIL).await.unwrap();
     let after = svc.get(&token, "/api/v1/user").await;
     assert_eq!(error_body(after, 401).await["error_code"], "unauthenticated");
@@ -249,7 +281,11 @@ async fn a_token_revoked_on_one_instance_stops_working_on_the_others() {
         assert!(refused_soon(&second, token).await, "a revoked token still works on the other instance");
     }
     assert_eq!(user_on(&second, &kept).await.unwrap().status(), 200, "other tokens keep working");
-    let auth = integration_service::auth::Authenticator::new(first.store().clone(), None).unwrap();
+    let auth = integration_service::auth::Authenticator::new(
+        first.store().clone(),
+        integration_service::auth::AuthConfig::default(),
+    )
+    .unwrap();
     auth.delete_user(EMAIL).await.unwrap();
     assert!(refused_soon(&second, &kept).await, "a deleted user's token still works on the other instance");
     sql.close().await;
@@ -280,4 +316,5 @@ on_both_databases!(
     bad_tokens_are_unauthenticated,
     tokens_expire_when_a_lifetime_is_configured,
     tokens_without_lifetime_never_expire,
+    logins_beyond_the_cap_revoke_the_oldest_login_tokens,
 );

@@ -208,7 +208,11 @@ async fn every_error_answer_reaches_a_strict_python_client_typed() {
     )
     .await;
     svc.create_user(EMAIL, PASSWORD).await;
-    let auth = integration_service::auth::Authenticator::new(svc.store().clone(), None).unwrap();
+    let auth = integration_service::auth::Authenticator::new(
+        svc.store().clone(),
+        integration_service::auth::AuthConfig::default(),
+    )
+    .unwrap();
     let reader = auth.create_token(EMAIL, "reader", &["fieldreport:read".to_string()], None).await.unwrap();
     svc.create_user("other@example.com", "another long passphrase").await;
     let other = svc.token("other@example.com", "another long passphrase").await;
