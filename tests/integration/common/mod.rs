@@ -239,6 +239,14 @@ impl TestService {
         self.erp.trim_end_matches("/webapp/api/v1")
     }
 
+    /// Tells this test's ERP simulator something through its `/__sandbox/{path}` route (`seed`,
+    /// `behaviour`…), which must take it.
+    pub async fn erp_sandbox(&self, path: &str, body: serde_json::Value) {
+        let url = format!("{}/__sandbox/{path}", self.erp_host());
+        let answer = self.client.post(url).json(&body).checked().await.unwrap();
+        assert!(answer.status().is_success(), "{path}: {}", answer.status());
+    }
+
     /// Seeds `count` generated records of `set` into this test's field-report simulator.
     pub async fn seed(&self, set: &str, count: u64) {
         seed(&self.client, &self.fieldreport, set, count).await;

@@ -95,14 +95,10 @@ async fn register_list_and_unregister_at_the_erp(db: Db) {
 
     // Registering again keeps them: nothing doubled, also when the ERP serves fewer webhooks a
     // page than asked (two of the four: a short page is no end of the list).
-    let sim_root = svc.erp.trim_end_matches(integration_service::sandbox::erp::API_ROOT).to_string();
-    let most_per_page = |most: Value| {
-        let request = svc.client.post(format!("{sim_root}/__sandbox/behaviour")).json(&json!({"most_per_page": most}));
-        async move { assert_eq!(request.checked().await.unwrap().status(), 200) }
-    };
-    most_per_page(json!(2)).await;
+    let sim_root = svc.erp_host().to_string();
+    svc.erp_sandbox("behaviour", json!({"most_per_page": 2})).await;
     let second = succeeded(&webhooks(&svc, &["register", "--url", &format!("{url}/")], &[]));
-    most_per_page(Value::Null).await;
+    svc.erp_sandbox("behaviour", json!({"most_per_page": null})).await;
     for model in ["customer", "contact", "article"] {
         assert!(second.contains(&format!("{model}: kept")), "{second}");
     }

@@ -219,13 +219,8 @@ async fn a_server_of_the_other_odata_version_is_synced_too(db: Db) {
 async fn an_erp_serving_short_pages_is_pulled_whole(db: Db) {
     let svc = TestService::start(db, &[]).await;
     let token = svc.user_token().await;
-    let root = svc.erp.trim_end_matches("/webapp/api/v1").to_string();
-    let control = |path: &str, body: Value| {
-        let request = svc.client.post(format!("{root}/__sandbox/{path}")).json(&body);
-        async move { assert!(request.checked().await.unwrap().status().is_success()) }
-    };
-    control("seed", json!({"model": "article", "count": 40})).await;
-    control("behaviour", json!({"most_per_page": 7})).await;
+    svc.erp_sandbox("seed", json!({"model": "article", "count": 40})).await;
+    svc.erp_sandbox("behaviour", json!({"most_per_page": 7})).await;
     let erp_articles = async || {
         let pages = [1, 2, 3, 4, 5, 6, 7, 8];
         let mut all = BTreeMap::new();
@@ -266,19 +261,14 @@ async fn an_erp_serving_short_pages_is_pulled_whole(db: Db) {
 async fn an_erp_serving_short_pages_is_reconciled_whole(db: Db) {
     let svc = TestService::start(db, &[]).await;
     let token = svc.user_token().await;
-    let root = svc.erp.trim_end_matches("/webapp/api/v1").to_string();
-    let control = |path: &str, body: Value| {
-        let request = svc.client.post(format!("{root}/__sandbox/{path}")).json(&body);
-        async move { assert!(request.checked().await.unwrap().status().is_success()) }
-    };
-    control("seed", json!({"model": "article", "count": 40})).await;
+    svc.erp_sandbox("seed", json!({"model": "article", "count": 40})).await;
     let setup = svc.get(&token, "/api/v1/erp/setup/article").await;
     assert_eq!(setup.status(), 200);
     let upstream = mirrored_erp_versions(svc.store(), "article").await;
     for id in upstream.keys().take(30) {
         assert!(svc.store().erp_delete("article", id).await.unwrap());
     }
-    control("behaviour", json!({"most_per_page": 7})).await;
+    svc.erp_sandbox("behaviour", json!({"most_per_page": 7})).await;
     let reconcile =
         svc.get(&token, "/api/v1/erp/update/article").await.json::<Value>().await.unwrap()["data"][0].clone();
     assert_eq!(reconcile["fetched_missing"], 30, "{reconcile}");
@@ -293,7 +283,6 @@ async fn an_erp_serving_short_pages_is_reconciled_whole(db: Db) {
 async fn an_erp_record_created_again_under_its_id_is_pulled(db: Db) {
     let svc = TestService::start(db, &[]).await;
     let token = svc.user_token().await;
-    let root = svc.erp.trim_end_matches("/webapp/api/v1").to_string();
     let erp = |method: reqwest::Method, path: &str, body: Option<Value>| {
         let mut request = svc.erp_api(method, path);
         if let Some(body) = body {
@@ -312,9 +301,7 @@ async fn an_erp_record_created_again_under_its_id_is_pulled(db: Db) {
     svc.get(&token, "/api/v1/erp/get").await;
     assert_eq!(mirrored_erp_versions(svc.store(), "article").await[&id], json!("2"));
     erp(reqwest::Method::DELETE, &format!("/article/id/{id}"), None).await;
-    let seeded = svc.client.post(format!("{root}/__sandbox/seed"));
-    let body = json!({"model": "article", "records": [{"id": id, "name": "created again"}]});
-    assert!(seeded.json(&body).checked().await.unwrap().status().is_success());
+    svc.erp_sandbox("seed", json!({"model": "article", "records": [{"id": id, "name": "created again"}]})).await;
     let at_erp = async || {
         let list = svc.erp_api(reqwest::Method::GET, "/article?pageSize=1000").checked().await.unwrap();
         erp_versions(&list.json_value().await)

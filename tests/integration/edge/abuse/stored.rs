@@ -44,19 +44,28 @@ async fn failed_logins_store_bounded_digests_and_spraying_is_throttled() {
     svc.stop().await;
 }
 
+/// The secret in the URL of the ERP webhook registration the tests below look for.
+const SECRET: &str = "s3cret-in-a-url";
+
+/// A service whose ERP holds a webhook registration with `secret` in its URL; a user's token,
+/// and the registration's id.
+async fn with_a_registration_holding(secret: &str) -> (TestService, String, String) {
+    let svc = TestService::start(Db::Sqlite, &[]).await;
+    let token = svc.user_token().await;
+    let registration = json!({"entityName": "customer", "atCreate": true, "atUpdate": true, "atDelete": true,
+        "requestMethod": "POST", "url": format!("https://svc.example/api/v1/erp/webhooks?secret={secret}")});
+    let created = svc.erp_api(reqwest::Method::POST, "/webhook").json(&registration).checked().await.unwrap();
+    assert_eq!(created.status(), 201);
+    let id = created.json::<Value>().await.unwrap()["id"].as_str().unwrap().to_string();
+    (svc, token, id)
+}
+
 /// The ERP's webhook registrations carry the service's webhook secret in their URL: mirrored
 /// and shown to any user, the secret is masked, in lists and single records alike, and never
 /// reaches the log.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mirrored_erp_records_never_show_a_secret() {
-    const SECRET: &str = "s3cret-in-a-url";
-    let svc = TestService::start(Db::Sqlite, &[]).await;
-    let token = svc.user_token().await;
-    let registration = json!({"entityName": "customer", "atCreate": true, "atUpdate": true, "atDelete": true,
-        "requestMethod": "POST", "url": format!("https://svc.example/api/v1/erp/webhooks?secret={SECRET}")});
-    let created = svc.erp_api(reqwest::Method::POST, "/webhook").json(&registration).checked().await.unwrap();
-    assert_eq!(created.status(), 201);
-    let id = created.json::<Value>().await.unwrap()["id"].as_str().unwrap().to_string();
+    let (svc, token, id) = with_a_registration_holding(SECRET).await;
     let get = |path: String| svc.client.get(svc.url(&path)).bearer_auth(&token).checked();
     assert_eq!(get("/api/v1/erp/setup/webhook".into()).await.unwrap().status(), 200);
     for path in [
@@ -89,13 +98,7 @@ async fn mirrored_erp_records_never_show_a_secret() {
 /// and a field named like a secret, is refused alike with 422; a plain value is still fetched.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn erp_refreshes_by_value_never_confirm_a_secret() {
-    const SECRET: &str = "s3cret-in-a-url";
-    let svc = TestService::start(Db::Sqlite, &[]).await;
-    let token = svc.user_token().await;
-    let registration = json!({"entityName": "customer", "atCreate": true, "atUpdate": true, "atDelete": true,
-        "requestMethod": "POST", "url": format!("https://svc.example/api/v1/erp/webhooks?secret={SECRET}")});
-    let created = svc.erp_api(reqwest::Method::POST, "/webhook").json(&registration).checked().await.unwrap();
-    assert_eq!(created.status(), 201);
+    let (svc, token, _) = with_a_registration_holding(SECRET).await;
     let get = |path: String| svc.client.get(svc.url(&path)).bearer_auth(&token).checked();
     let mut answers = Vec::new();
     for guess in [SECRET, "wrong-guess"] {
