@@ -92,6 +92,24 @@ async fn create_read_and_patch_a_request(db: Db) {
     svc.stop().await;
 }
 
+/// The provider may leave out any field of a request it answers; the service fills each left
+/// out (texts "", numbers 0, objects {}, lists []), and the answer still fits the document
+/// (checked with formats asserted): the lessee's empty `Email` is no email address.
+async fn a_request_the_provider_answers_sparsely_fits_the_document(db: Db) {
+    let svc = TestService::start(db, &[]).await;
+    let api = client(&svc).await;
+    let id = api.create("ACME GmbH").await;
+    for sparse in [json!({"FinancingId": id, "State": "New"}), json!({"FinancingId": id, "Lessee": {}})] {
+        let body = sparse.to_string();
+        let rule = json!({"path_prefix": format!("/basic/v1/requests/{id}"), "status": 200, "body": body});
+        svc.leasing_fault(rule).await;
+        let read = api.ok(reqwest::Method::GET, &format!("/api/v1/leasing/{id}"), None).await;
+        assert_eq!(read["data"]["Lessee"]["Email"], "", "{read}");
+        assert_eq!(read["data"]["FinancingObjects"], json!([]), "{read}");
+    }
+    svc.stop().await;
+}
+
 async fn create_names_every_bad_field(db: Db) {
     let svc = TestService::start(db, &[]).await;
     let api = client(&svc).await;
@@ -369,6 +387,7 @@ async fn provider_calculation_validates_its_body(db: Db) {
 
 on_both_databases!(
     create_read_and_patch_a_request,
+    a_request_the_provider_answers_sparsely_fits_the_document,
     create_names_every_bad_field,
     wait_follows_every_row_of_the_table,
     missing_info_sends_the_mail_then_fails,
