@@ -29,6 +29,7 @@ use crate::common::{Db, TestService, error_body, leasing_request};
 /// The settings of a service whose watcher reads every second and retries soon.
 mod delivery;
 mod restart;
+mod states;
 
 const FAST: &[(&str, &str)] = &[
     ("CALLBACK_ALLOW_PRIVATE", "true"),
