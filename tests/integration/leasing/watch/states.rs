@@ -43,4 +43,30 @@ async fn a_known_state_in_another_case_is_that_state(db: Db) {
     svc.stop().await;
 }
 
-on_both_databases!(a_known_state_in_another_case_is_that_state);
+/// A terminal state is not always the last: a provider may report an earlier state again
+/// (a reopened request). The watch then goes on, and the change back is announced.
+async fn a_request_leaving_a_terminal_state_is_watched_again(db: Db) {
+    let svc = TestService::start(db, &[("CALLBACK_ALLOW_PRIVATE", "true")]).await;
+    let token = svc.user_token().await;
+    let receiver = Receiver::start(204).await;
+    subscribe(&svc, &token, &receiver.url()).await;
+    let id = create_request(&svc, &token, "ACME GmbH").await;
+    svc.leasing_fault(answering(&id, "Cancelled")).await;
+    let shown: Value = svc.get_json(&token, &format!("/api/v1/leasing/{id}")).await;
+    assert_eq!(shown["meta"]["terminal"], true, "{shown}");
+    assert_eq!(svc.store().watch(&id).await.unwrap().unwrap().next_poll_at, None);
+
+    let shown: Value = svc.get_json(&token, &format!("/api/v1/leasing/{id}")).await;
+    assert_eq!(shown["meta"]["terminal"], false, "{shown}");
+    let watch = svc.store().watch(&id).await.unwrap().unwrap();
+    assert!(!watch.terminal && watch.next_poll_at.is_some(), "polled again: {watch:?}");
+    let states = until("both changes delivered", async || {
+        let delivered = receiver.delivered();
+        (delivered.len() >= 2).then(|| delivered.iter().map(|c| c.event()["data"]["state"].clone()).collect::<Vec<_>>())
+    })
+    .await;
+    assert_eq!(states, [json!("Cancelled"), shown["meta"]["state"].clone()]);
+    svc.stop().await;
+}
+
+on_both_databases!(a_known_state_in_another_case_is_that_state, a_request_leaving_a_terminal_state_is_watched_again);
