@@ -337,6 +337,7 @@ mod tests {
             system: crate::vocabulary::calls::System::Erp,
             status: 400,
             message: format!("url: {} is invalid; s3cr3t-value", target.registered()),
+            retry_after: None,
         };
         let text = target.erp_error(echo).to_string();
         assert!(!text.contains("s3cr3t-value"), "{text}");

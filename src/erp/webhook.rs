@@ -116,6 +116,17 @@ fn plain_name(text: &str, also: &[char]) -> bool {
     text.len() <= 64 && text.chars().all(|c| c.is_ascii_alphanumeric() || also.contains(&c))
 }
 
+/// The registry's spelling of an entity name the ERP may send in another case (`Customer`,
+/// `SALESORDER`): the call is the model's, and calls of one record stay together in the inbox.
+/// A name of no model is kept as sent (its call fails visibly).
+fn registry_spelling(name: String) -> String {
+    if generated::erp::model(&name).is_some() {
+        return name;
+    }
+    let same = generated::erp::model_names().find(|known| known.eq_ignore_ascii_case(&name));
+    same.map(str::to_string).unwrap_or(name)
+}
+
 /// Reads a call from its fields (the GET query or the POST JSON object).
 pub fn parse(fields: &Map<String, Value>) -> Result<WebhookCall, WebhookRefusal> {
     let entity_name = first_text(fields, &["entityName", "entity_name", "entityType", "entity"], false);
@@ -136,6 +147,7 @@ pub fn parse(fields: &Map<String, Value>) -> Result<WebhookCall, WebhookRefusal>
             if !plain_name(&entity_name, &['_', '-', '.']) {
                 return Err(WebhookRefusal::Invalid("entityName: letters, digits, _, - and ., at most 64".into()));
             }
+            let entity_name = registry_spelling(entity_name);
             Ok(WebhookCall { entity_name, entity_id, event: Event::parse(event.as_deref()) })
         }
         (None, _) => Err(WebhookRefusal::Invalid("entityName is missing".into())),
@@ -162,6 +174,9 @@ mod tests {
             json!({"entity_name": "customer", "entity_id": "12", "type": "insert"}),
         ] {
             assert_eq!(parse(&object(body.clone())).unwrap(), expected, "{body}");
+        }
+        for name in ["Customer", "CUSTOMER"] {
+            assert_eq!(parse(&object(json!({"entityName": name, "id": 12, "type": "created"}))).unwrap(), expected);
         }
         let deleted = parse(&object(json!({"entityName": "contact", "entityId": "3", "type": "deleted"}))).unwrap();
         assert_eq!(deleted.event, Event::Deleted);

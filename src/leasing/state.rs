@@ -6,6 +6,42 @@ use serde::{Deserialize, Serialize};
 /// States after which the request cannot progress any more.
 const TERMINAL: &[&str] = &["Declined", "Cancelled", "Contracted", "RunningContract"];
 
+/// Every state name the provider is known to report, request and contract states.
+const KNOWN: &[&str] = &[
+    "None",
+    "RequestToGrenke",
+    "MissingInfo",
+    "ApplicationReceived",
+    "GuaranteeRequired",
+    "ReadyToSign",
+    "StartingESignature",
+    "AwaitingCustomerSignature",
+    "AwaitingPartnerSignature",
+    "AwaitingSigningAppSignature",
+    "CancellingESignature",
+    "AwaitingDeliveryConfirmation",
+    "ContractPrinted",
+    "ContractPrintedBeforeStatement",
+    "Contracted",
+    "Declined",
+    "Cancelled",
+    "RunningContract",
+    "ApplicationSettled",
+    "Paid",
+    "ProlongedContract",
+    "ExpiringSoon",
+    "Expired",
+    "Rescinded",
+];
+
+/// A state as the provider's documentation spells it: the provider (or a proxy) may send a
+/// known name in another case or padded (`readyToSign`, `DECLINED `), which is still that
+/// state. An unknown name is kept as sent, trimmed.
+pub fn canonical(state: &str) -> &str {
+    let state = state.trim();
+    KNOWN.iter().find(|known| known.eq_ignore_ascii_case(state)).copied().unwrap_or(state)
+}
+
 /// The `meta` of every request-returning leasing answer.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct StateMeta {
@@ -19,6 +55,7 @@ pub struct StateMeta {
 
 impl StateMeta {
     pub fn of(state: &str) -> StateMeta {
+        let state = canonical(state);
         StateMeta {
             state: state.to_string(),
             ready_to_sign: state == "ReadyToSign",
@@ -44,7 +81,7 @@ pub enum Observation {
 }
 
 pub fn observe(state: &str) -> Observation {
-    match state {
+    match canonical(state) {
         "ReadyToSign" => Observation::Ready,
         "MissingInfo" => Observation::MissingInfo,
         "Declined" => Observation::Declined,
@@ -67,6 +104,14 @@ mod tests {
         assert_eq!(observe("RunningContract"), Observation::PastSigning("RunningContract".into()));
         assert_eq!(observe("ContractPrinted"), Observation::PastSigning("ContractPrinted".into()));
         assert_eq!(observe("RequestToGrenke"), Observation::Pending("RequestToGrenke".into()));
+    }
+
+    #[test]
+    fn known_states_are_read_in_any_case() {
+        assert_eq!(observe("readyToSign"), Observation::Ready);
+        assert_eq!(observe(" DECLINED"), Observation::Declined);
+        assert_eq!(StateMeta::of("runningcontract"), StateMeta::of("RunningContract"));
+        assert_eq!(canonical("SomethingNew"), "SomethingNew");
     }
 
     #[test]

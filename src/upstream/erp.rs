@@ -150,7 +150,7 @@ impl ErpClient {
     }
 
     fn not_found(path: &str) -> UpstreamError {
-        UpstreamError::Refused { system: SYSTEM, status: 404, message: format!("{path} not found") }
+        UpstreamError::Refused { system: SYSTEM, status: 404, message: format!("{path} not found"), retry_after: None }
     }
 
     /// `GET /<model>?page&pageSize&<filters>`: one page of records.

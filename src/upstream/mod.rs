@@ -28,8 +28,9 @@ pub enum UpstreamError {
     #[error("the {system} could not be reached: {detail}")]
     Unreachable { system: System, detail: String },
     /// The upstream answered with an error status; `message` summarises its error body.
+    /// `retry_after`: the wait a 5xx asked for (`Retry-After` on a 503 in maintenance).
     #[error("the {system} answered {status}: {message}")]
-    Refused { system: System, status: u16, message: String },
+    Refused { system: System, status: u16, message: String, retry_after: Option<Duration> },
     /// 429: the upstream is over its limit; `retry_after` is its own estimate of the wait.
     #[error("the {system} is busy (429, too many requests){}", retry_after.map(|d| format!("; retry in {} s", d.as_secs().max(1))).unwrap_or_default())]
     Throttled { system: System, retry_after: Option<Duration> },
@@ -41,7 +42,7 @@ pub enum UpstreamError {
 
 impl UpstreamError {
     /// An error status: 429 is [`UpstreamError::Throttled`] with the wait the upstream asked
-    /// for, anything else [`UpstreamError::Refused`].
+    /// for, anything else [`UpstreamError::Refused`] (with the wait a 5xx asked for).
     pub fn from_status(
         system: System,
         status: u16,
@@ -51,7 +52,16 @@ impl UpstreamError {
         if status == 429 {
             UpstreamError::Throttled { system, retry_after: requested_wait(headers) }
         } else {
-            UpstreamError::Refused { system, status, message: message() }
+            let retry_after = if status >= 500 { requested_wait(headers) } else { None };
+            UpstreamError::Refused { system, status, message: message(), retry_after }
+        }
+    }
+
+    /// The wait the upstream asked for before it is called again, if any.
+    pub fn retry_after(&self) -> Option<Duration> {
+        match self {
+            UpstreamError::Throttled { retry_after, .. } | UpstreamError::Refused { retry_after, .. } => *retry_after,
+            _ => None,
         }
     }
 
@@ -250,7 +260,12 @@ mod tests {
             let n = calls;
             async move {
                 if n < 3 {
-                    Err(UpstreamError::Refused { system: System::Leasing, status: 503, message: "busy".into() })
+                    Err(UpstreamError::Refused {
+                        system: System::Leasing,
+                        status: 503,
+                        message: "busy".into(),
+                        retry_after: None,
+                    })
                 } else {
                     Ok(7)
                 }
@@ -263,7 +278,14 @@ mod tests {
         let mut calls = 0;
         let result: Result<u8, _> = retry_read(|| {
             calls += 1;
-            async { Err(UpstreamError::Refused { system: System::Leasing, status: 404, message: "gone".into() }) }
+            async {
+                Err(UpstreamError::Refused {
+                    system: System::Leasing,
+                    status: 404,
+                    message: "gone".into(),
+                    retry_after: None,
+                })
+            }
         })
         .await;
         assert!(result.is_err());
@@ -293,7 +315,12 @@ mod tests {
                 if n == 1 {
                     Err(UpstreamError::Throttled { system: System::Erp, retry_after: Some(Duration::ZERO) })
                 } else {
-                    Err(UpstreamError::Refused { system: System::Erp, status: 503, message: "busy".into() })
+                    Err(UpstreamError::Refused {
+                        system: System::Erp,
+                        status: 503,
+                        message: "busy".into(),
+                        retry_after: None,
+                    })
                 }
             }
         })
@@ -307,11 +334,23 @@ mod tests {
         let system = System::Erp;
         let outcome = |error: UpstreamError| CallOutcome::of::<()>(&Err(error)).label();
         assert_eq!(CallOutcome::of(&Ok::<_, UpstreamError>(())).label(), "ok");
-        assert_eq!(outcome(UpstreamError::Refused { system, status: 302, message: String::new() }), "http_3xx");
-        assert_eq!(outcome(UpstreamError::Refused { system, status: 409, message: String::new() }), "http_4xx");
+        assert_eq!(
+            outcome(UpstreamError::Refused { system, status: 302, message: String::new(), retry_after: None }),
+            "http_3xx"
+        );
+        assert_eq!(
+            outcome(UpstreamError::Refused { system, status: 409, message: String::new(), retry_after: None }),
+            "http_4xx"
+        );
         assert_eq!(outcome(UpstreamError::Throttled { system, retry_after: None }), "http_4xx");
-        assert_eq!(outcome(UpstreamError::Refused { system, status: 503, message: String::new() }), "http_5xx");
-        assert_eq!(outcome(UpstreamError::Refused { system, status: 999, message: String::new() }), "invalid_response");
+        assert_eq!(
+            outcome(UpstreamError::Refused { system, status: 503, message: String::new(), retry_after: None }),
+            "http_5xx"
+        );
+        assert_eq!(
+            outcome(UpstreamError::Refused { system, status: 999, message: String::new(), retry_after: None }),
+            "invalid_response"
+        );
         assert_eq!(outcome(UpstreamError::Timeout { system }), "timeout");
         assert_eq!(outcome(UpstreamError::Unreachable { system, detail: String::new() }), "connection_error");
         assert_eq!(outcome(UpstreamError::Malformed { system, detail: String::new() }), "invalid_response");

@@ -237,7 +237,7 @@ fn upstream_errors() -> Vec<UpstreamError> {
         UpstreamError::Unreachable { .. } => vec![UpstreamError::Unreachable { system, detail: text() }],
         // The mappings tell a refusal's status apart: a conflict, another client error, a server error.
         UpstreamError::Refused { .. } => {
-            Vec::from([409, 404, 500].map(|status| UpstreamError::Refused { system, status, message: text() }))
+            Vec::from([409, 404, 500].map(|status| UpstreamError::Refused { system, status, message: text(), retry_after: None }))
         },
         UpstreamError::Throttled { .. } => vec![UpstreamError::Throttled { system, retry_after: None }],
         UpstreamError::Malformed { .. } => vec![UpstreamError::Malformed { system, detail: text() }],

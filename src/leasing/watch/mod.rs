@@ -65,7 +65,7 @@ pub struct Watcher {
 /// A state of `financing_id` read at `read_at`, as the store records it (the read and the
 /// start of a watch record the same).
 fn observation<'a>(financing_id: &'a str, request: &'a Value, read_at: i64) -> Observed<'a> {
-    let state = request.get("State").and_then(Value::as_str).unwrap_or_default();
+    let state = crate::leasing::state::canonical(request.get("State").and_then(Value::as_str).unwrap_or_default());
     Observed {
         financing_id,
         request_id: request.get("RequestId").and_then(Value::as_str),

@@ -12,7 +12,6 @@ use crate::background::task::{Failed, Pace, Plan, Stop, Stopping, Task};
 use crate::metrics::ObservationSource;
 use crate::store::leasing::watch::WatchRow;
 use crate::store::now_ms;
-use crate::upstream::UpstreamError;
 use crate::upstream::leasing::LeasingClient;
 
 /// How long an idle poller waits before looking for due requests again.
@@ -85,10 +84,8 @@ impl Watcher {
             }
             Err(error) => {
                 let failures = watch.failures + 1;
-                let retry_after = match &error {
-                    UpstreamError::Throttled { retry_after, .. } => *retry_after,
-                    _ => None,
-                };
+                // A 429, or a 503 in maintenance, may say how long to stay away.
+                let retry_after = error.retry_after();
                 slog::warn!(log, "reading a watched request failed";
                     "financing_id" => &watch.financing_id, "failures" => failures, "error" => %error);
                 (self.retry_poll_at(failures, retry_after), failures)

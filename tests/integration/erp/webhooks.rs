@@ -226,9 +226,25 @@ async fn a_full_pull_removes_what_the_erp_lost_and_its_mapped_record(db: Db) {
     svc.stop().await;
 }
 
+/// The ERP's spelling of an entity name may differ in case from the registry's (`Customer`,
+/// `CONTACT`), and ids may come as numbers: the call is still the record's.
+async fn entity_names_in_another_case_are_the_same_model(db: Db) {
+    let (svc, token) = start(db, &[]).await;
+    let call = json!({"entityName": "Contact", "entityId": 8, "type": "created"});
+    let id = accepted(webhook(&svc).json(&call).checked().await.unwrap()).await;
+    let done = inbox_call(&svc, &token, id, "done").await;
+    assert_eq!(done["outcome"]["mirror"], "inserted", "{done}");
+    assert_eq!(svc.get_json(&token, "/api/v1/erp/show/contact/8").await["id"], "8");
+    let call = json!({"entityName": "CUSTOMER", "entityId": "5", "type": "updated"});
+    let id = accepted(webhook(&svc).json(&call).checked().await.unwrap()).await;
+    assert_eq!(inbox_call(&svc, &token, id, "done").await["outcome"]["mirror"], "inserted");
+    svc.stop().await;
+}
+
 on_both_databases!(
     webhooks_admit_only_allowlisted_sources,
     webhooks_need_the_secret,
+    entity_names_in_another_case_are_the_same_model,
     a_webhook_mirrors_the_record_and_writes_the_company_locally,
     repeated_and_late_deliveries_change_nothing,
     an_erp_delete_reaches_the_field_report_system_and_stays,

@@ -147,7 +147,7 @@ impl Store {
         sqlx::query(
             "UPDATE leasing_watches SET state = $1, observed_at = $2, terminal = $3, \
              request_id = COALESCE($4, request_id), \
-             next_poll_at = CASE WHEN $3 = 1 THEN NULL ELSE next_poll_at END \
+             next_poll_at = CASE WHEN $3 = 1 THEN NULL ELSE COALESCE(next_poll_at, $6) END \
              WHERE financing_id = $5",
         )
         .bind(observed.state)
@@ -155,6 +155,8 @@ impl Store {
         .bind(i64::from(observed.terminal))
         .bind(observed.request_id)
         .bind(observed.financing_id)
+        // A request that left a terminal state (the provider reopened it) is polled again.
+        .bind(now_ms())
         .execute(&mut *tx)
         .await?;
         let seq: i64 = sqlx::query_scalar(

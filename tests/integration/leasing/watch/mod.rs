@@ -29,6 +29,7 @@ use crate::common::{Db, TestService, error_body, leasing_request};
 /// The settings of a service whose watcher reads every second and retries soon.
 mod delivery;
 mod restart;
+mod states;
 
 const FAST: &[(&str, &str)] = &[
     ("CALLBACK_ALLOW_PRIVATE", "true"),
@@ -344,8 +345,24 @@ async fn a_subscription_belongs_to_its_owner(db: Db) {
     svc.stop().await;
 }
 
+/// A provider in maintenance answers 503 with `Retry-After`: the watcher stays away that long
+/// rather than polling on its own back-off.
+async fn a_503_with_retry_after_defers_the_next_read(db: Db) {
+    let svc = TestService::start(db, FAST).await;
+    let token = svc.user_token().await;
+    let id = create_request(&svc, &token, "ACME GmbH").await;
+    let rule = json!({"path_prefix": format!("/basic/v1/requests/{id}"), "status": 503,
+        "retry_after_seconds": 3600, "times": 1000});
+    svc.leasing_fault(rule).await;
+    let watch = until("a failed read", async || svc.store().watch(&id).await.unwrap().filter(|w| w.failures > 0)).await;
+    let wait = watch.next_poll_at.unwrap() - integration_service::store::now_ms();
+    assert!(wait > 3_000_000, "read again in {wait} ms");
+    svc.stop().await;
+}
+
 on_both_databases!(
     a_subscription_belongs_to_its_owner,
+    a_503_with_retry_after_defers_the_next_read,
     private_and_plain_http_targets_are_refused,
     a_read_by_a_route_is_an_observation,
 );
