@@ -83,6 +83,7 @@ pub fn backup(url: &DatabaseUrl, to: &Path) -> Result<Backup, BackupError> {
     }
     let partial = beside(to, ".partial");
     remove_if_there(&partial)?;
+    create_private(&partial).map_err(|source| BackupError::File { path: to.to_path_buf(), source })?;
     let sqlite = |source| BackupError::Sqlite { path: database.clone(), source };
     let connection =
         Connection::open_with_flags(&database, OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX)
@@ -217,6 +218,13 @@ fn remove_if_there(path: &Path) -> Result<(), BackupError> {
         }
         _ => Ok(()),
     }
+}
+
+/// A new empty file only its owner may read and write: VACUUM INTO fills an empty file, and a
+/// backup holds password hashes, token digests and signing secrets.
+fn create_private(path: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(path).map(drop)
 }
 
 fn sync_file(path: &Path) -> Result<(), BackupError> {
