@@ -133,3 +133,30 @@ fn a_backup_is_readable_by_its_owner_only() {
     assert_eq!(mode, 0o600, "the backup's mode is {mode:o}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A restore onto a new host, where the database's folder does not exist yet, makes it (as
+/// `serve` does); a backup into a folder that does not exist is refused with one line naming
+/// it, its cause said once.
+#[test]
+fn a_restore_on_a_new_host_makes_the_database_folder() {
+    let (dir, url) = migrated_database();
+    let copy = dir.join("backup.db");
+    let backup = Binary::new(["backup", "--to", copy.to_str().unwrap()]).database(&url).output();
+    assert!(backup.status.success(), "{}", text(&backup.stderr));
+
+    let new_host = format!("sqlite://{}/new-host/var/service.db", dir.display());
+    let restored = Binary::new(["restore", "--from", copy.to_str().unwrap()]).database(&new_host).output();
+    assert!(restored.status.success(), "{}", text(&restored.stderr));
+    assert!(dir.join("new-host/var/service.db").is_file());
+    let migrated = Binary::new(["migrate"]).database(&new_host).output();
+    assert!(migrated.status.success(), "{}", text(&migrated.stderr));
+
+    let nowhere = dir.join("no-such-folder/backup.db");
+    let refused = Binary::new(["backup", "--to", nowhere.to_str().unwrap()]).database(&url).output();
+    assert_eq!(refused.status.code(), Some(1));
+    let stderr = text(&refused.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.starts_with(&format!("error: {}: ", nowhere.display())), "{stderr}");
+    assert_eq!(stderr.matches("No such file or directory").count(), 1, "{stderr}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
