@@ -272,6 +272,9 @@ mod tests {
         let cases: &[(&str, &str)] = &[
             ("BIND_ADDRESS", "nowhere"),
             ("TOKEN_TTL_MINUTES", "-3"),
+            // Past the i64 milliseconds of an expiry (tokens born expired), and past u64 seconds.
+            ("TOKEN_TTL_MINUTES", "200000000000000"),
+            ("TOKEN_TTL_MINUTES", "18446744073709551615"),
             ("LOGIN_TOKENS_PER_USER", "0"),
             ("LOGIN_TOKENS_PER_USER", "10001"),
             ("MAX_BODY_BYTES", "lots"),
