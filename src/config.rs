@@ -275,6 +275,7 @@ mod tests {
             // Past the i64 milliseconds of an expiry (tokens born expired), and past u64 seconds.
             ("TOKEN_TTL_MINUTES", "200000000000000"),
             ("TOKEN_TTL_MINUTES", "18446744073709551615"),
+            ("LEASING_WATCH_CONCURRENCY", "18446744073709551615"),
             ("LOGIN_TOKENS_PER_USER", "0"),
             ("LOGIN_TOKENS_PER_USER", "10001"),
             ("MAX_BODY_BYTES", "lots"),
