@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use figment::Figment;
-use figment::providers::{Env, Format, Toml};
+use figment::providers::{Format, Toml};
 use serde::Deserialize;
 
 use crate::api::support::config::ApiConfig;
@@ -25,7 +25,7 @@ use crate::leasing::watch::config::WatchConfig;
 use crate::mail::MailConfig;
 use crate::store::config::StoreConfig;
 use crate::upstream::config::{ErpConfig, FieldReportConfig, LeasingConfig};
-use crate::vocabulary::settings::Settings;
+use crate::vocabulary::settings::{Settings, invalid};
 
 /// Every setting name the service reads, as written in the environment.
 pub const SETTING_NAMES: &[&str] = &[
@@ -162,8 +162,23 @@ impl<'de> Deserialize<'de> for Scalar {
 impl Config {
     /// Loads the configuration from an optional TOML file and the process environment.
     pub fn load(file: Option<&Path>) -> Result<Self, ConfigError> {
-        let figment = Self::file_figment(file)?.merge(Env::raw().only(SETTING_NAMES));
-        Self::validate(Settings::new(Self::settings_of(figment)?))
+        let mut settings = Self::settings_of(Self::file_figment(file)?)?;
+        settings.extend(Self::environment()?);
+        Self::validate(Settings::new(settings))
+    }
+
+    /// The settings of the process environment, each taken as written. (figment's `Env`
+    /// parses values: `0042` became `42`, `1.50` became `1.5`, quotes went, and bytes that are
+    /// not UTF-8 were replaced, so a password or token changed without a word.)
+    fn environment() -> Result<BTreeMap<String, String>, ConfigError> {
+        let mut settings = BTreeMap::new();
+        for &name in SETTING_NAMES {
+            if let Some(value) = std::env::var_os(name) {
+                let value = value.into_string().map_err(|_| invalid(name, "is not valid UTF-8"))?;
+                settings.insert(name.to_string(), value);
+            }
+        }
+        Ok(settings)
     }
 
     /// Loads the configuration from an optional TOML file and explicit variables in place of
@@ -257,6 +272,10 @@ mod tests {
         let cases: &[(&str, &str)] = &[
             ("BIND_ADDRESS", "nowhere"),
             ("TOKEN_TTL_MINUTES", "-3"),
+            // Past the i64 milliseconds of an expiry (tokens born expired), and past u64 seconds.
+            ("TOKEN_TTL_MINUTES", "200000000000000"),
+            ("TOKEN_TTL_MINUTES", "18446744073709551615"),
+            ("LEASING_WATCH_CONCURRENCY", "18446744073709551615"),
             ("LOGIN_TOKENS_PER_USER", "0"),
             ("LOGIN_TOKENS_PER_USER", "10001"),
             ("MAX_BODY_BYTES", "lots"),

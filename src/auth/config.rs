@@ -9,6 +9,10 @@ pub const DEFAULT_LOGIN_TOKENS_PER_USER: u64 = 100;
 /// The most `LOGIN_TOKENS_PER_USER` may be: a user's logins never leave more rows than this.
 pub const MAX_LOGIN_TOKENS_PER_USER: u64 = 10_000;
 
+/// The most `TOKEN_TTL_MINUTES` may be: 100 years, a named token's longest lifetime
+/// (`MAX_TOKEN_DAYS`), in minutes.
+pub const MAX_TOKEN_TTL_MINUTES: u64 = 36_500 * 24 * 60;
+
 /// The authenticator's settings.
 #[derive(Debug, Clone)]
 pub struct AuthConfig {
@@ -35,9 +39,18 @@ impl AuthConfig {
                 return Err(invalid("LOGIN_TOKENS_PER_USER", format!("at most {MAX_LOGIN_TOKENS_PER_USER}, got {n}")));
             }
         };
-        Ok(AuthConfig {
-            token_ttl: raw.positive_u64("TOKEN_TTL_MINUTES")?.map(|m| Duration::from_secs(m * 60)),
-            login_tokens_per_user,
-        })
+        // Bounded like a named token's lifetime: a larger one overflowed (a panic at start) or
+        // made an expiry past i64 milliseconds, negative, so every login token was born expired.
+        let token_ttl = match raw.positive_u64("TOKEN_TTL_MINUTES")? {
+            None => None,
+            Some(m) if m <= MAX_TOKEN_TTL_MINUTES => Some(Duration::from_secs(m * 60)),
+            Some(m) => {
+                return Err(invalid(
+                    "TOKEN_TTL_MINUTES",
+                    format!("at most {MAX_TOKEN_TTL_MINUTES} (100 years), got {m}"),
+                ));
+            }
+        };
+        Ok(AuthConfig { token_ttl, login_tokens_per_user })
     }
 }

@@ -45,10 +45,12 @@ pub enum BackupError {
          restore it with that release"
     )]
     NewerRelease { path: PathBuf, backup: i64, known: i64 },
-    #[error("{path}: {source}")]
-    File { path: PathBuf, source: std::io::Error },
-    #[error("{path}: SQLite: {source}")]
-    Sqlite { path: PathBuf, source: rusqlite::Error },
+    // The causes are not `source`s: the message says them already, and the command line
+    // prints an error with its sources, which would say them twice.
+    #[error("{path}: {error}")]
+    File { path: PathBuf, error: std::io::Error },
+    #[error("{path}: SQLite: {error}")]
+    Sqlite { path: PathBuf, error: rusqlite::Error },
 }
 
 /// What a backup wrote.
@@ -83,7 +85,8 @@ pub fn backup(url: &DatabaseUrl, to: &Path) -> Result<Backup, BackupError> {
     }
     let partial = beside(to, ".partial");
     remove_if_there(&partial)?;
-    let sqlite = |source| BackupError::Sqlite { path: database.clone(), source };
+    create_private(&partial).map_err(|error| BackupError::File { path: to.to_path_buf(), error })?;
+    let sqlite = |error| BackupError::Sqlite { path: database.clone(), error };
     let connection =
         Connection::open_with_flags(&database, OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX)
             .map_err(sqlite)?;
@@ -102,7 +105,7 @@ pub fn backup(url: &DatabaseUrl, to: &Path) -> Result<Backup, BackupError> {
         }
     };
     rename(&partial, to)?;
-    let bytes = std::fs::metadata(to).map_err(|source| BackupError::File { path: to.to_path_buf(), source })?.len();
+    let bytes = std::fs::metadata(to).map_err(|error| BackupError::File { path: to.to_path_buf(), error })?.len();
     Ok(Backup { path: to.to_path_buf(), bytes, migration })
 }
 
@@ -118,9 +121,13 @@ pub fn restore(url: &DatabaseUrl, from: &Path) -> Result<Restore, BackupError> {
     if migration > known {
         return Err(BackupError::NewerRelease { path: from.to_path_buf(), backup: migration, known });
     }
+    // On a new host the database's folder is not there yet; `serve` would make it too.
+    if let Some(folder) = database.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(folder).map_err(|error| BackupError::File { path: folder.to_path_buf(), error })?;
+    }
     let partial = beside(&database, ".restoring");
     remove_if_there(&partial)?;
-    std::fs::copy(from, &partial).map_err(|source| BackupError::File { path: partial.clone(), source })?;
+    std::fs::copy(from, &partial).map_err(|error| BackupError::File { path: partial.clone(), error })?;
     sync_file(&partial)?;
     let set_aside = match set_aside(&database) {
         Ok(set_aside) => set_aside,
@@ -188,7 +195,7 @@ fn set_aside(database: &Path) -> Result<Option<PathBuf>, BackupError> {
 /// holds a shared lock on its file, so the exclusive lock is refused at once (no busy wait).
 /// Closing this connection, the last one, also folds any log a crash left into the file.
 fn ensure_unused(database: &Path) -> Result<(), BackupError> {
-    let sqlite = |source| BackupError::Sqlite { path: database.to_path_buf(), source };
+    let sqlite = |error| BackupError::Sqlite { path: database.to_path_buf(), error };
     let connection = Connection::open_with_flags(database, OpenFlags::SQLITE_OPEN_READ_WRITE).map_err(sqlite)?;
     connection.pragma_update(None, "locking_mode", "EXCLUSIVE").map_err(sqlite)?;
     match connection.execute_batch("BEGIN EXCLUSIVE; COMMIT;") {
@@ -200,7 +207,7 @@ fn ensure_unused(database: &Path) -> Result<(), BackupError> {
         }
         Err(source) => return Err(sqlite(source)),
     }
-    connection.close().map_err(|(_, source)| sqlite(source))
+    connection.close().map_err(|(_, error)| sqlite(error))
 }
 
 /// `path` with `suffix` added to its file name.
@@ -212,21 +219,28 @@ fn beside(path: &Path, suffix: &str) -> PathBuf {
 
 fn remove_if_there(path: &Path) -> Result<(), BackupError> {
     match std::fs::remove_file(path) {
-        Err(source) if source.kind() != std::io::ErrorKind::NotFound => {
-            Err(BackupError::File { path: path.to_path_buf(), source })
+        Err(error) if error.kind() != std::io::ErrorKind::NotFound => {
+            Err(BackupError::File { path: path.to_path_buf(), error })
         }
         _ => Ok(()),
     }
 }
 
+/// A new empty file only its owner may read and write: VACUUM INTO fills an empty file, and a
+/// backup holds password hashes, token digests and signing secrets.
+fn create_private(path: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(path).map(drop)
+}
+
 fn sync_file(path: &Path) -> Result<(), BackupError> {
     std::fs::File::open(path)
         .and_then(|file| file.sync_all())
-        .map_err(|source| BackupError::File { path: path.to_path_buf(), source })
+        .map_err(|error| BackupError::File { path: path.to_path_buf(), error })
 }
 
 fn rename(from: &Path, to: &Path) -> Result<(), BackupError> {
-    std::fs::rename(from, to).map_err(|source| BackupError::File { path: to.to_path_buf(), source })?;
+    std::fs::rename(from, to).map_err(|error| BackupError::File { path: to.to_path_buf(), error })?;
     // The rename lasts once the folder is on disk.
     if let Some(folder) = to.parent().filter(|p| !p.as_os_str().is_empty()) {
         let _ = std::fs::File::open(folder).and_then(|f| f.sync_all());

@@ -3,7 +3,10 @@
 
 use std::time::Duration;
 
-use crate::vocabulary::settings::{ConfigError, Settings};
+use crate::vocabulary::settings::{ConfigError, Settings, invalid};
+
+/// The most `LEASING_WATCH_CONCURRENCY` may be: reads at once, each a call to the provider.
+pub const MAX_CONCURRENCY: usize = 1000;
 
 #[derive(Debug, Clone)]
 pub struct WatchConfig {
@@ -44,7 +47,14 @@ impl WatchConfig {
             interval: raw
                 .positive_u64("LEASING_WATCH_INTERVAL_SECONDS")?
                 .map_or(defaults.interval, Duration::from_secs),
-            concurrency: raw.positive_u64("LEASING_WATCH_CONCURRENCY")?.map_or(defaults.concurrency, |n| n as usize),
+            concurrency: match raw.positive_u64("LEASING_WATCH_CONCURRENCY")? {
+                None => defaults.concurrency,
+                Some(n) if n <= MAX_CONCURRENCY as u64 => n as usize,
+                // The poller claims four times as many: a larger value overflowed there.
+                Some(n) => {
+                    return Err(invalid("LEASING_WATCH_CONCURRENCY", format!("at most {MAX_CONCURRENCY}, got {n}")));
+                }
+            },
             allow_private: raw.bool_or("CALLBACK_ALLOW_PRIVATE", false)?,
             retry_horizon: raw
                 .positive_u64("LEASING_DELIVERY_RETRY_SECONDS")?

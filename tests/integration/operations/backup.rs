@@ -10,6 +10,7 @@ use std::time::Instant;
 use serde_json::{Value, json};
 
 use crate::common::Db;
+use crate::common::binary::{Binary, text};
 use crate::common::contract::Checked;
 use crate::common::process::{Instance, odata_root, upstream_records};
 
@@ -107,4 +108,55 @@ async fn a_backup_taken_while_writing_restores_every_write_acknowledged_before_i
     }
     let _ = std::fs::remove_file(&backup_file);
     instance.stop(&[&token]).await;
+}
+
+/// A folder of the test's own, and the URL of a migrated SQLite database in it.
+fn migrated_database() -> (std::path::PathBuf, String) {
+    let dir = std::env::temp_dir().join(format!("integration-service-backup-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let url = format!("sqlite://{}/service.db", dir.display());
+    let migrated = Binary::new(["migrate"]).database(&url).output();
+    assert!(migrated.status.success(), "{}", text(&migrated.stderr));
+    (dir, url)
+}
+
+/// A backup holds password hashes, token digests and signing secrets: only its owner may read
+/// it, wherever it is written and whatever the umask.
+#[test]
+fn a_backup_is_readable_by_its_owner_only() {
+    use std::os::unix::fs::PermissionsExt;
+    let (dir, url) = migrated_database();
+    let copy = dir.join("backup.db");
+    let backup = Binary::new(["backup", "--to", copy.to_str().unwrap()]).database(&url).output();
+    assert!(backup.status.success(), "{}", text(&backup.stderr));
+    let mode = std::fs::metadata(&copy).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600, "the backup's mode is {mode:o}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A restore onto a new host, where the database's folder does not exist yet, makes it (as
+/// `serve` does); a backup into a folder that does not exist is refused with one line naming
+/// it, its cause said once.
+#[test]
+fn a_restore_on_a_new_host_makes_the_database_folder() {
+    let (dir, url) = migrated_database();
+    let copy = dir.join("backup.db");
+    let backup = Binary::new(["backup", "--to", copy.to_str().unwrap()]).database(&url).output();
+    assert!(backup.status.success(), "{}", text(&backup.stderr));
+
+    let new_host = format!("sqlite://{}/new-host/var/service.db", dir.display());
+    let restored = Binary::new(["restore", "--from", copy.to_str().unwrap()]).database(&new_host).output();
+    assert!(restored.status.success(), "{}", text(&restored.stderr));
+    assert!(dir.join("new-host/var/service.db").is_file());
+    let migrated = Binary::new(["migrate"]).database(&new_host).output();
+    assert!(migrated.status.success(), "{}", text(&migrated.stderr));
+
+    let nowhere = dir.join("no-such-folder/backup.db");
+    let refused = Binary::new(["backup", "--to", nowhere.to_str().unwrap()]).database(&url).output();
+    assert_eq!(refused.status.code(), Some(1));
+    let stderr = text(&refused.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.starts_with(&format!("error: {}: ", nowhere.display())), "{stderr}");
+    assert_eq!(stderr.matches("No such file or directory").count(), 1, "{stderr}");
+    let _ = std::fs::remove_dir_all(&dir);
 }

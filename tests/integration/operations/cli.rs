@@ -404,3 +404,28 @@ fn each_command_names_the_environment_variables_it_reads() {
     }
     assert!(help(&["sandbox"]).contains("LOG_FORMAT"));
 }
+
+/// A setting in the environment is taken as written, as it is from the file: `0042` is not
+/// read as the number 42, nor `"x"` stripped of its quotes; a value that is not UTF-8 stops
+/// the start with one line naming the setting (and not its value).
+#[tokio::test]
+async fn environment_settings_are_taken_as_written() {
+    let (instance, _sandboxes, store) =
+        crate::common::process::Instance::start(Db::Sqlite, &[("METRICS_TOKEN", "0042")]).await;
+    store.close().await;
+    let scrape = instance.client.get(instance.url("/metrics")).bearer_auth("0042").send().await.unwrap();
+    assert_eq!(scrape.status(), 200, "METRICS_TOKEN=0042 was read as another token");
+    instance.stop(&[]).await;
+
+    let quoted = Binary::new(["migrate"]).env("DATABASE_URL", "\"sqlite::memory:\"").output();
+    assert_eq!(quoted.status.code(), Some(2), "{}", text(&quoted.stdout));
+    assert!(text(&quoted.stderr).starts_with("configuration error: DATABASE_URL:"), "{}", text(&quoted.stderr));
+
+    use std::os::unix::ffi::OsStrExt;
+    let password = std::ffi::OsStr::from_bytes(b"secret-\xff-password");
+    let output =
+        Binary::new(["migrate"]).env("DATABASE_URL", "sqlite::memory:").env("FIELDREPORT_PASSWORD", password).output();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = text(&output.stderr);
+    assert_eq!(stderr, "configuration error: FIELDREPORT_PASSWORD: is not valid UTF-8\n");
+}
