@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use crate::vocabulary::settings::{ConfigError, Settings, invalid};
+use crate::vocabulary::settings::{ConfigError, Settings};
 
 /// Login tokens a user keeps by default (`LOGIN_TOKENS_PER_USER`).
 pub const DEFAULT_LOGIN_TOKENS_PER_USER: u64 = 100;
@@ -32,25 +32,13 @@ impl Default for AuthConfig {
 
 impl AuthConfig {
     pub fn read(raw: &Settings) -> Result<AuthConfig, ConfigError> {
-        let login_tokens_per_user = match raw.positive_u64("LOGIN_TOKENS_PER_USER")? {
-            None => DEFAULT_LOGIN_TOKENS_PER_USER,
-            Some(n) if n <= MAX_LOGIN_TOKENS_PER_USER => n,
-            Some(n) => {
-                return Err(invalid("LOGIN_TOKENS_PER_USER", format!("at most {MAX_LOGIN_TOKENS_PER_USER}, got {n}")));
-            }
-        };
+        let login_tokens_per_user = raw
+            .positive_at_most("LOGIN_TOKENS_PER_USER", MAX_LOGIN_TOKENS_PER_USER)?
+            .unwrap_or(DEFAULT_LOGIN_TOKENS_PER_USER);
         // Bounded like a named token's lifetime: a larger one overflowed (a panic at start) or
         // made an expiry past i64 milliseconds, negative, so every login token was born expired.
-        let token_ttl = match raw.positive_u64("TOKEN_TTL_MINUTES")? {
-            None => None,
-            Some(m) if m <= MAX_TOKEN_TTL_MINUTES => Some(Duration::from_secs(m * 60)),
-            Some(m) => {
-                return Err(invalid(
-                    "TOKEN_TTL_MINUTES",
-                    format!("at most {MAX_TOKEN_TTL_MINUTES} (100 years), got {m}"),
-                ));
-            }
-        };
+        let token_ttl =
+            raw.positive_at_most("TOKEN_TTL_MINUTES", MAX_TOKEN_TTL_MINUTES)?.map(|m| Duration::from_secs(m * 60));
         Ok(AuthConfig { token_ttl, login_tokens_per_user })
     }
 }

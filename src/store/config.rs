@@ -29,7 +29,9 @@ impl StoreConfig {
         if !(database_url.is_postgres() || database_url.expose().starts_with("sqlite:")) {
             return Err(invalid("DATABASE_URL", "must start with sqlite: or postgres://"));
         }
-        let work_lease = raw.positive_u64("WORK_LEASE_SECONDS")?.map(Duration::from_secs).unwrap_or(DEFAULT_WORK_LEASE);
+        // A day at most: a larger one overflowed the leases' end in milliseconds.
+        let work_lease =
+            raw.positive_at_most("WORK_LEASE_SECONDS", 86_400)?.map(Duration::from_secs).unwrap_or(DEFAULT_WORK_LEASE);
         Ok(StoreConfig { database_url, work_lease, retention: super::retention_config::Retention::read(raw)? })
     }
 }

@@ -95,6 +95,15 @@ impl Settings {
         }
     }
 
+    /// A positive whole number of at most `most`: a larger one is refused by name, as it would
+    /// overflow a time or a count further on (a panic, or a lease or horizon gone negative).
+    pub fn positive_at_most(&self, name: &'static str, most: u64) -> Result<Option<u64>, ConfigError> {
+        match self.positive_u64(name)? {
+            Some(n) if n > most => Err(invalid(name, format!("at most {most}, got {n}"))),
+            other => Ok(other),
+        }
+    }
+
     /// A span of whole seconds, 0 to a day (86,400).
     pub fn seconds_or(
         &self,

@@ -3,10 +3,18 @@
 
 use std::time::Duration;
 
-use crate::vocabulary::settings::{ConfigError, Settings, invalid};
+use crate::vocabulary::settings::{ConfigError, Settings};
 
 /// The most `LEASING_WATCH_CONCURRENCY` may be: reads at once, each a call to the provider.
 pub const MAX_CONCURRENCY: usize = 1000;
+/// The most `LEASING_WATCH_INTERVAL_SECONDS` may be: a day.
+pub const MAX_INTERVAL_SECONDS: u64 = 86_400;
+/// The most `LEASING_DELIVERY_RETRY_SECONDS` may be: a year.
+pub const MAX_RETRY_SECONDS: u64 = 365 * 86_400;
+/// The most `LEASING_DELIVERY_BACKOFF_MILLISECONDS` may be: an hour, the longest back-off.
+pub const MAX_BACKOFF_MILLISECONDS: u64 = 3_600_000;
+/// The most `LEASING_SUBSCRIPTIONS_PER_USER` may be.
+pub const MAX_SUBSCRIPTIONS_PER_USER: u64 = 100_000;
 
 #[derive(Debug, Clone)]
 pub struct WatchConfig {
@@ -45,25 +53,22 @@ impl WatchConfig {
         let defaults = WatchConfig::default();
         Ok(WatchConfig {
             interval: raw
-                .positive_u64("LEASING_WATCH_INTERVAL_SECONDS")?
+                .positive_at_most("LEASING_WATCH_INTERVAL_SECONDS", MAX_INTERVAL_SECONDS)?
                 .map_or(defaults.interval, Duration::from_secs),
-            concurrency: match raw.positive_u64("LEASING_WATCH_CONCURRENCY")? {
-                None => defaults.concurrency,
-                Some(n) if n <= MAX_CONCURRENCY as u64 => n as usize,
-                // The poller claims four times as many: a larger value overflowed there.
-                Some(n) => {
-                    return Err(invalid("LEASING_WATCH_CONCURRENCY", format!("at most {MAX_CONCURRENCY}, got {n}")));
-                }
-            },
+            // The poller claims four times as many: a larger value overflowed there.
+            concurrency: raw
+                .positive_at_most("LEASING_WATCH_CONCURRENCY", MAX_CONCURRENCY as u64)?
+                .map_or(defaults.concurrency, |n| n as usize),
             allow_private: raw.bool_or("CALLBACK_ALLOW_PRIVATE", false)?,
+            // Larger ones overflowed a delivery's horizon and back-off in milliseconds.
             retry_horizon: raw
-                .positive_u64("LEASING_DELIVERY_RETRY_SECONDS")?
+                .positive_at_most("LEASING_DELIVERY_RETRY_SECONDS", MAX_RETRY_SECONDS)?
                 .map_or(defaults.retry_horizon, Duration::from_secs),
             first_retry: raw
-                .positive_u64("LEASING_DELIVERY_BACKOFF_MILLISECONDS")?
+                .positive_at_most("LEASING_DELIVERY_BACKOFF_MILLISECONDS", MAX_BACKOFF_MILLISECONDS)?
                 .map_or(defaults.first_retry, Duration::from_millis),
             subscriptions_per_user: raw
-                .positive_u64("LEASING_SUBSCRIPTIONS_PER_USER")?
+                .positive_at_most("LEASING_SUBSCRIPTIONS_PER_USER", MAX_SUBSCRIPTIONS_PER_USER)?
                 .unwrap_or(defaults.subscriptions_per_user),
         })
     }
