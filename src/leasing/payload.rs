@@ -193,7 +193,8 @@ pub fn validate_patch(payload: &Value) -> Result<(), FieldErrors> {
 }
 
 /// Fills the fields of a request response that the provider left out (strings "", numbers 0,
-/// objects {}, lists []), keeping every field it sent.
+/// objects {}, lists []), keeping every field it sent. The lessee's `Email` is the exception:
+/// the document states it as an email address or null, so a missing or empty one is null.
 pub fn with_defaults(response: Value) -> Value {
     use Empty::{Bool, List, Number, Object, Text};
     const REQUEST: &[(&str, Empty)] = &[
@@ -214,7 +215,6 @@ pub fn with_defaults(response: Value) -> Value {
     const LESSEE: &[(&str, Empty)] = &[
         ("CompanyName", Text),
         ("ExternalId", Text),
-        ("Email", Text),
         ("LegalFormId", Number),
         ("Addresses", List),
         ("Telephones", List),
@@ -226,6 +226,9 @@ pub fn with_defaults(response: Value) -> Value {
     fill(&mut response, REQUEST);
     if let Some(Value::Object(lessee)) = response.get_mut("Lessee") {
         fill(lessee, LESSEE);
+        if lessee.get("Email").is_none_or(|email| email.as_str() == Some("")) {
+            lessee.insert("Email".to_string(), Value::Null);
+        }
     }
     Value::Object(response)
 }
@@ -371,6 +374,11 @@ mod tests {
         assert_eq!(filled["Extra"], 7);
         assert_eq!(filled["Lessee"]["CompanyName"], "ACME");
         assert_eq!(filled["Lessee"]["Addresses"], json!([]));
+        assert_eq!(filled["Lessee"]["Email"], Value::Null, "no email address: null, not \"\"");
+        let empty = with_defaults(json!({"Lessee": {"Email": ""}}));
+        assert_eq!(empty["Lessee"]["Email"], Value::Null);
+        let given = with_defaults(json!({"Lessee": {"Email": "a@b.example"}}));
+        assert_eq!(given["Lessee"]["Email"], "a@b.example");
         assert_eq!(with_defaults(Value::Null)["FinancingId"], "");
     }
 }

@@ -8754,7 +8754,7 @@ pub mod types {
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub company_name: ::std::option::Option<::std::string::String>,
-        ///Also the recipient of the missing-info mail. Checked to be an email address when sent; read back, it is the empty string when the provider has none (as every text it leaves out), so the schema states no `email` format.
+        ///Also the recipient of the missing-info mail; checked to be an email address.
         #[serde(
             rename = "Email",
             skip_serializing_if = "::std::option::Option::is_none"

@@ -4785,7 +4785,10 @@ export interface components {
             Addresses?: components["schemas"]["Address"][] | null;
             /** @description Required on create. */
             CompanyName?: string | null;
-            /** @description Also the recipient of the missing-info mail. Checked to be an email address when sent; read back, it is the empty string when the provider has none (as every text it leaves out), so the schema states no `email` format. */
+            /**
+             * Format: email
+             * @description Also the recipient of the missing-info mail; checked to be an email address.
+             */
             Email?: string | null;
             /** @description The lessee's identifier in the caller's system. */
             ExternalId?: string | null;

@@ -47,9 +47,8 @@ pub struct Lessee {
     pub company_name: Option<String>,
     /// The lessee's identifier in the caller's system.
     pub external_id: Option<String>,
-    /// Also the recipient of the missing-info mail. Checked to be an email address when sent;
-    /// read back, it is the empty string when the provider has none (as every text it leaves
-    /// out), so the schema states no `email` format.
+    /// Also the recipient of the missing-info mail; checked to be an email address.
+    #[schemars(email)]
     pub email: Option<String>,
     /// From the provider's legal forms.
     pub legal_form_id: Option<i32>,

@@ -94,17 +94,22 @@ async fn create_read_and_patch_a_request(db: Db) {
 
 /// The provider may leave out any field of a request it answers; the service fills each left
 /// out (texts "", numbers 0, objects {}, lists []), and the answer still fits the document
-/// (checked with formats asserted): the lessee's empty `Email` is no email address.
+/// (checked with formats asserted): the lessee's `Email` is an email address or null, never "".
 async fn a_request_the_provider_answers_sparsely_fits_the_document(db: Db) {
     let svc = TestService::start(db, &[]).await;
     let api = client(&svc).await;
     let id = api.create("ACME GmbH").await;
-    for sparse in [json!({"FinancingId": id, "State": "New"}), json!({"FinancingId": id, "Lessee": {}})] {
+    let sparse_answers = [
+        json!({"FinancingId": id, "State": "New"}),
+        json!({"FinancingId": id, "Lessee": {}}),
+        json!({"FinancingId": id, "Lessee": {"Email": ""}}),
+    ];
+    for sparse in sparse_answers {
         let body = sparse.to_string();
         let rule = json!({"path_prefix": format!("/basic/v1/requests/{id}"), "status": 200, "body": body});
         svc.leasing_fault(rule).await;
         let read = api.ok(reqwest::Method::GET, &format!("/api/v1/leasing/{id}"), None).await;
-        assert_eq!(read["data"]["Lessee"]["Email"], "", "{read}");
+        assert_eq!(read["data"]["Lessee"]["Email"], Value::Null, "{read}");
         assert_eq!(read["data"]["FinancingObjects"], json!([]), "{read}");
     }
     svc.stop().await;
