@@ -325,18 +325,8 @@ mod tests {
     fn only_a_create_refused_or_never_received_created_nothing() {
         let system = System::Leasing;
         let nothing = [
-            LeasingError::Upstream(UpstreamError::Refused {
-                system,
-                status: 400,
-                message: "bad".into(),
-                retry_after: None,
-            }),
-            LeasingError::Upstream(UpstreamError::Refused {
-                system,
-                status: 503,
-                message: "down".into(),
-                retry_after: None,
-            }),
+            LeasingError::Upstream(UpstreamError::refused(system, 400, "bad")),
+            LeasingError::Upstream(UpstreamError::refused(system, 503, "down")),
             LeasingError::Upstream(UpstreamError::Throttled { system, retry_after: None }),
             LeasingError::Upstream(UpstreamError::Unreachable { system, detail: "refused".into() }),
             LeasingError::Upstream(UpstreamError::NotConfigured { system, setting: "LEASING_BASE_URL" }),
@@ -354,12 +344,7 @@ mod tests {
             assert!(failure(error, None).may_have_created());
         }
         assert!(failure(LeasingError::Declined, Some("a1")).may_have_created());
-        let refused_later = LeasingError::Upstream(UpstreamError::Refused {
-            system,
-            status: 400,
-            message: "no".into(),
-            retry_after: None,
-        });
+        let refused_later = LeasingError::Upstream(UpstreamError::refused(system, 400, "no"));
         assert!(failure(refused_later, Some("a1")).may_have_created(), "a later step's refusal");
     }
 }

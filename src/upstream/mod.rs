@@ -57,6 +57,12 @@ impl UpstreamError {
         }
     }
 
+    /// A refusal that asked for no wait, as tests build them.
+    #[cfg(test)]
+    pub(crate) fn refused(system: System, status: u16, message: &str) -> UpstreamError {
+        UpstreamError::Refused { system, status, message: message.to_string(), retry_after: None }
+    }
+
     /// The wait the upstream asked for before it is called again, if any.
     pub fn retry_after(&self) -> Option<Duration> {
         match self {
@@ -258,18 +264,7 @@ mod tests {
         let result: Result<u8, _> = retry_read(|| {
             calls += 1;
             let n = calls;
-            async move {
-                if n < 3 {
-                    Err(UpstreamError::Refused {
-                        system: System::Leasing,
-                        status: 503,
-                        message: "busy".into(),
-                        retry_after: None,
-                    })
-                } else {
-                    Ok(7)
-                }
-            }
+            async move { if n < 3 { Err(UpstreamError::refused(System::Leasing, 503, "busy")) } else { Ok(7) } }
         })
         .await;
         assert_eq!(result.unwrap(), 7);
@@ -278,14 +273,7 @@ mod tests {
         let mut calls = 0;
         let result: Result<u8, _> = retry_read(|| {
             calls += 1;
-            async {
-                Err(UpstreamError::Refused {
-                    system: System::Leasing,
-                    status: 404,
-                    message: "gone".into(),
-                    retry_after: None,
-                })
-            }
+            async { Err(UpstreamError::refused(System::Leasing, 404, "gone")) }
         })
         .await;
         assert!(result.is_err());
@@ -315,12 +303,7 @@ mod tests {
                 if n == 1 {
                     Err(UpstreamError::Throttled { system: System::Erp, retry_after: Some(Duration::ZERO) })
                 } else {
-                    Err(UpstreamError::Refused {
-                        system: System::Erp,
-                        status: 503,
-                        message: "busy".into(),
-                        retry_after: None,
-                    })
+                    Err(UpstreamError::refused(System::Erp, 503, "busy"))
                 }
             }
         })
@@ -334,23 +317,11 @@ mod tests {
         let system = System::Erp;
         let outcome = |error: UpstreamError| CallOutcome::of::<()>(&Err(error)).label();
         assert_eq!(CallOutcome::of(&Ok::<_, UpstreamError>(())).label(), "ok");
-        assert_eq!(
-            outcome(UpstreamError::Refused { system, status: 302, message: String::new(), retry_after: None }),
-            "http_3xx"
-        );
-        assert_eq!(
-            outcome(UpstreamError::Refused { system, status: 409, message: String::new(), retry_after: None }),
-            "http_4xx"
-        );
+        assert_eq!(outcome(UpstreamError::refused(system, 302, "")), "http_3xx");
+        assert_eq!(outcome(UpstreamError::refused(system, 409, "")), "http_4xx");
         assert_eq!(outcome(UpstreamError::Throttled { system, retry_after: None }), "http_4xx");
-        assert_eq!(
-            outcome(UpstreamError::Refused { system, status: 503, message: String::new(), retry_after: None }),
-            "http_5xx"
-        );
-        assert_eq!(
-            outcome(UpstreamError::Refused { system, status: 999, message: String::new(), retry_after: None }),
-            "invalid_response"
-        );
+        assert_eq!(outcome(UpstreamError::refused(system, 503, "")), "http_5xx");
+        assert_eq!(outcome(UpstreamError::refused(system, 999, "")), "invalid_response");
         assert_eq!(outcome(UpstreamError::Timeout { system }), "timeout");
         assert_eq!(outcome(UpstreamError::Unreachable { system, detail: String::new() }), "connection_error");
         assert_eq!(outcome(UpstreamError::Malformed { system, detail: String::new() }), "invalid_response");
