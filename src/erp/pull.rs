@@ -26,6 +26,7 @@ use crate::store::erp::ErpRecord;
 use crate::store::fieldreport::records::Upserted;
 use crate::upstream::erp::{MAX_PAGE_SIZE, id_of, last_modified_of, version_of};
 use crate::upstream::{System, UpstreamError};
+use crate::vocabulary::id_batches::IdBatches;
 
 mod position;
 
@@ -307,13 +308,12 @@ impl ErpService {
     async fn fetch_by_id(&self, info: &ModelInfo, owner: &str, ids: Vec<&String>) -> Result<(u64, u64), ErpError> {
         let (client, store) = (self.client()?, self.store());
         let (mut fetched, mut written) = (0, 0);
-        let mut queue: std::collections::VecDeque<&String> = ids.into_iter().collect();
-        while !queue.is_empty() {
+        let mut batches = IdBatches::new(ids, FETCH_BATCH);
+        while let Some(batch) = batches.next_batch() {
             self.fieldreport().check_stop()?;
             if !store.take_pull_lease(info.name, owner, store.lease_deadline()).await? {
                 return Err(ErpError::Busy(format!("the pull of {} lost its lease", info.name)));
             }
-            let batch: Vec<&String> = queue.drain(..queue.len().min(FETCH_BATCH)).collect();
             let ids = batch.iter().map(|id| id.as_str()).collect::<Vec<_>>().join(",");
             let query = vec![("id-in".to_string(), ids), ("pageSize".to_string(), MAX_PAGE_SIZE.to_string())];
             let records: Vec<ErpRecord> =
@@ -329,12 +329,7 @@ impl ErpService {
                 }
                 .into());
             }
-            if !records.is_empty() {
-                let sent: HashSet<&str> = records.iter().map(|record| record.id.as_str()).collect();
-                for id in batch.into_iter().rev().filter(|id| !sent.contains(id.as_str())) {
-                    queue.push_front(id);
-                }
-            }
+            batches.answered(batch, &records.iter().map(|record| record.id.as_str()).collect());
             fetched += records.len() as u64;
             for outcome in store.erp_upsert(info.name, &records).await? {
                 if outcome != Upserted::Unchanged {

@@ -26,6 +26,7 @@ use serde_json::Value;
 use super::service::{FieldReportError, FieldReportService, record_id};
 use crate::store::now_ms;
 use crate::upstream::{System, UpstreamError};
+use crate::vocabulary::id_batches::IdBatches;
 
 /// Ids asked for per request.
 const WINDOW: usize = 500;
@@ -109,13 +110,12 @@ impl FieldReportService {
         let client = self.client()?;
         let store = self.store();
         let mut written = 0;
-        let mut queue: std::collections::VecDeque<&String> = ids.iter().collect();
-        while !queue.is_empty() {
+        let mut batches = IdBatches::new(ids, FETCH_BATCH);
+        while let Some(batch) = batches.next_batch() {
             self.check_stop()?;
             if !store.take_sync_lease(info.route, owner, store.lease_deadline()).await? {
                 return Err(FieldReportError::Conflict(format!("the sync lease of {} was lost", info.route)));
             }
-            let batch: Vec<&String> = queue.drain(..queue.len().min(FETCH_BATCH)).collect();
             let wanted: std::collections::HashSet<&str> = batch.iter().map(|id| id.as_str()).collect();
             let filter = batch.iter().map(|id| format!("Id eq {id}L")).collect::<Vec<_>>().join(" or ");
             let mut params = vec![("$filter", filter)];
@@ -127,15 +127,8 @@ impl FieldReportService {
             let read = super::page::read_page(page);
             let records: Vec<_> =
                 read.records.into_iter().filter(|record| wanted.contains(record.id.as_str())).collect();
-            // An upstream that pages below the batch, with a next link or none (a short page
-            // proves nothing): the ids it did not send are asked again while an answer brings
-            // some of the batch; one that brings none says they are gone.
-            if !records.is_empty() {
-                let sent: std::collections::HashSet<&str> = records.iter().map(|r| r.id.as_str()).collect();
-                for id in batch.into_iter().rev().filter(|id| !sent.contains(id.as_str())) {
-                    queue.push_front(id);
-                }
-            }
+            // An upstream that pages below the batch: the ids it did not send are asked again.
+            batches.answered(batch, &records.iter().map(|r| r.id.as_str()).collect());
             for outcome in store.mirror_upsert_page(info.route, records).await? {
                 if outcome != crate::store::fieldreport::records::Upserted::Unchanged {
                     written += 1;

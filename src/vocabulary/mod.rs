@@ -8,6 +8,7 @@
 
 pub mod calls;
 pub mod field_errors;
+pub mod id_batches;
 pub mod key_page;
 pub mod leasing_codes;
 pub mod owner;
