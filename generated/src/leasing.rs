@@ -6827,10 +6827,7 @@ pub mod builder {
         ///Sends a `POST` request to `/basic/v1/calculate`
         pub async fn send(
             self,
-        ) -> Result<
-            ResponseValue<types::CalculationResponse>,
-            Error<types::ProviderError>,
-        > {
+        ) -> Result<ResponseValue<types::CalculationResponse>, Error<ByteStream>> {
             let Self { client, body } = self;
             let body = body
                 .and_then(|v| {
@@ -6866,20 +6863,8 @@ pub mod builder {
             let response = result?;
             match response.status().as_u16() {
                 200u16 => ResponseValue::from_response(response).await,
-                400u16 => {
-                    Err(
-                        Error::ErrorResponse(
-                            ResponseValue::from_response(response).await?,
-                        ),
-                    )
-                }
-                500u16 => {
-                    Err(
-                        Error::ErrorResponse(
-                            ResponseValue::from_response(response).await?,
-                        ),
-                    )
-                }
+                400u16 => Err(Error::ErrorResponse(ResponseValue::stream(response))),
+                500u16 => Err(Error::ErrorResponse(ResponseValue::stream(response))),
                 _ => Err(Error::UnexpectedResponse(response)),
             }
         }
@@ -6898,7 +6883,7 @@ pub mod builder {
         ///Sends a `GET` request to `/basic/v1/legalforms`
         pub async fn send(
             self,
-        ) -> Result<ResponseValue<types::LegalFormList>, Error<types::ProviderError>> {
+        ) -> Result<ResponseValue<types::LegalFormList>, Error<ByteStream>> {
             let Self { client } = self;
             let url = format!("{}/basic/v1/legalforms", client.baseurl,);
             let mut header_map = ::reqwest::header::HeaderMap::with_capacity(1usize);
@@ -6928,13 +6913,7 @@ pub mod builder {
             let response = result?;
             match response.status().as_u16() {
                 200u16 => ResponseValue::from_response(response).await,
-                500u16 => {
-                    Err(
-                        Error::ErrorResponse(
-                            ResponseValue::from_response(response).await?,
-                        ),
-                    )
-                }
+                500u16 => Err(Error::ErrorResponse(ResponseValue::stream(response))),
                 _ => Err(Error::UnexpectedResponse(response)),
             }
         }
@@ -6953,7 +6932,7 @@ pub mod builder {
         ///Sends a `GET` request to `/basic/v1/objecttypes`
         pub async fn send(
             self,
-        ) -> Result<ResponseValue<types::ObjectTypeList>, Error<types::ProviderError>> {
+        ) -> Result<ResponseValue<types::ObjectTypeList>, Error<ByteStream>> {
             let Self { client } = self;
             let url = format!("{}/basic/v1/objecttypes", client.baseurl,);
             let mut header_map = ::reqwest::header::HeaderMap::with_capacity(1usize);
@@ -6983,13 +6962,7 @@ pub mod builder {
             let response = result?;
             match response.status().as_u16() {
                 200u16 => ResponseValue::from_response(response).await,
-                500u16 => {
-                    Err(
-                        Error::ErrorResponse(
-                            ResponseValue::from_response(response).await?,
-                        ),
-                    )
-                }
+                500u16 => Err(Error::ErrorResponse(ResponseValue::stream(response))),
                 _ => Err(Error::UnexpectedResponse(response)),
             }
         }
@@ -7036,10 +7009,7 @@ pub mod builder {
         ///Sends a `POST` request to `/basic/v1/requests`
         pub async fn send(
             self,
-        ) -> Result<
-            ResponseValue<types::CreateRequestResponse>,
-            Error<types::ProviderError>,
-        > {
+        ) -> Result<ResponseValue<types::CreateRequestResponse>, Error<ByteStream>> {
             let Self { client, body } = self;
             let body = body
                 .and_then(|v| {
@@ -7075,20 +7045,8 @@ pub mod builder {
             let response = result?;
             match response.status().as_u16() {
                 200..=299 => ResponseValue::from_response(response).await,
-                400u16 => {
-                    Err(
-                        Error::ErrorResponse(
-                            ResponseValue::from_response(response).await?,
-                        ),
-                    )
-                }
-                500u16 => {
-                    Err(
-                        Error::ErrorResponse(
-                            ResponseValue::from_response(response).await?,
-                        ),
-                    )
-                }
+                400u16 => Err(Error::ErrorResponse(ResponseValue::stream(response))),
+                500u16 => Err(Error::ErrorResponse(ResponseValue::stream(response))),
                 _ => Err(Error::UnexpectedResponse(response)),
             }
         }
@@ -7123,10 +7081,7 @@ pub mod builder {
         ///Sends a `GET` request to `/basic/v1/requests/{financingId}`
         pub async fn send(
             self,
-        ) -> Result<
-            ResponseValue<types::FinancingRequestResponse>,
-            Error<types::ProviderError>,
-        > {
+        ) -> Result<ResponseValue<types::FinancingRequestResponse>, Error<ByteStream>> {
             let Self { client, financing_id } = self;
             let financing_id = financing_id.map_err(Error::InvalidRequest)?;
             let url = format!(
@@ -7160,20 +7115,8 @@ pub mod builder {
             let response = result?;
             match response.status().as_u16() {
                 200u16 => ResponseValue::from_response(response).await,
-                404u16 => {
-                    Err(
-                        Error::ErrorResponse(
-                            ResponseValue::from_response(response).await?,
-                        ),
-                    )
-                }
-                500u16 => {
-                    Err(
-                        Error::ErrorResponse(
-                            ResponseValue::from_response(response).await?,
-                        ),
-                    )
-                }
+                404u16 => Err(Error::ErrorResponse(ResponseValue::stream(response))),
+                500u16 => Err(Error::ErrorResponse(ResponseValue::stream(response))),
                 _ => Err(Error::UnexpectedResponse(response)),
             }
         }
@@ -7234,10 +7177,7 @@ pub mod builder {
         ///Sends a `PATCH` request to `/basic/v1/requests/{financingId}`
         pub async fn send(
             self,
-        ) -> Result<
-            ResponseValue<types::FinancingRequestResponse>,
-            Error<types::ProviderError>,
-        > {
+        ) -> Result<ResponseValue<types::FinancingRequestResponse>, Error<ByteStream>> {
             let Self { client, financing_id, body } = self;
             let financing_id = financing_id.map_err(Error::InvalidRequest)?;
             let body = body
@@ -7277,34 +7217,10 @@ pub mod builder {
             let response = result?;
             match response.status().as_u16() {
                 200..=299 => ResponseValue::from_response(response).await,
-                400u16 => {
-                    Err(
-                        Error::ErrorResponse(
-                            ResponseValue::from_response(response).await?,
-                        ),
-                    )
-                }
-                404u16 => {
-                    Err(
-                        Error::ErrorResponse(
-                            ResponseValue::from_response(response).await?,
-                        ),
-                    )
-                }
-                409u16 => {
-                    Err(
-                        Error::ErrorResponse(
-                            ResponseValue::from_response(response).await?,
-                        ),
-                    )
-                }
-                500u16 => {
-                    Err(
-                        Error::ErrorResponse(
-                            ResponseValue::from_response(response).await?,
-                        ),
-                    )
-                }
+                400u16 => Err(Error::ErrorResponse(ResponseValue::stream(response))),
+                404u16 => Err(Error::ErrorResponse(ResponseValue::stream(response))),
+                409u16 => Err(Error::ErrorResponse(ResponseValue::stream(response))),
+                500u16 => Err(Error::ErrorResponse(ResponseValue::stream(response))),
                 _ => Err(Error::UnexpectedResponse(response)),
             }
         }
@@ -7350,10 +7266,7 @@ pub mod builder {
         ///Sends a `PUT` request to `/basic/v1/requests/{financingId}/cancel-e-signature`
         pub async fn send(
             self,
-        ) -> Result<
-            ResponseValue<types::RequestStateInfo>,
-            Error<types::ProviderError>,
-        > {
+        ) -> Result<ResponseValue<types::RequestStateInfo>, Error<ByteStream>> {
             let Self { client, financing_id, body } = self;
             let financing_id = financing_id.map_err(Error::InvalidRequest)?;
             let body = body.map_err(Error::InvalidRequest)?;
@@ -7389,34 +7302,10 @@ pub mod builder {
             let response = result?;
             match response.status().as_u16() {
                 200..=299 => ResponseValue::from_response(response).await,
-                400u16 => {
-                    Err(
-                        Error::ErrorResponse(
-                            ResponseValue::from_response(response).await?,
-                        ),
-                    )
-                }
-                404u16 => {
-                    Err(
-                        Error::ErrorResponse(
-                            ResponseValue::from_response(response).await?,
-                        ),
-                    )
-                }
-                409u16 => {
-                    Err(
-                        Error::ErrorResponse(
-                            ResponseValue::from_response(response).await?,
-                        ),
-                    )
-                }
-                500u16 => {
-                    Err(
-                        Error::ErrorResponse(
-                            ResponseValue::from_response(response).await?,
-                        ),
-                    )
-                }
+                400u16 => Err(Error::ErrorResponse(ResponseValue::stream(response))),
+                404u16 => Err(Error::ErrorResponse(ResponseValue::stream(response))),
+                409u16 => Err(Error::ErrorResponse(ResponseValue::stream(response))),
+                500u16 => Err(Error::ErrorResponse(ResponseValue::stream(response))),
                 _ => Err(Error::UnexpectedResponse(response)),
             }
         }
@@ -7451,10 +7340,7 @@ pub mod builder {
         ///Sends a `GET` request to `/basic/v1/requests/{financingId}/contractdocument`
         pub async fn send(
             self,
-        ) -> Result<
-            ResponseValue<types::ContractDocument>,
-            Error<types::ProviderError>,
-        > {
+        ) -> Result<ResponseValue<types::ContractDocument>, Error<ByteStream>> {
             let Self { client, financing_id } = self;
             let financing_id = financing_id.map_err(Error::InvalidRequest)?;
             let url = format!(
@@ -7488,20 +7374,8 @@ pub mod builder {
             let response = result?;
             match response.status().as_u16() {
                 200u16 => ResponseValue::from_response(response).await,
-                404u16 => {
-                    Err(
-                        Error::ErrorResponse(
-                            ResponseValue::from_response(response).await?,
-                        ),
-                    )
-                }
-                500u16 => {
-                    Err(
-                        Error::ErrorResponse(
-                            ResponseValue::from_response(response).await?,
-                        ),
-                    )
-                }
+                404u16 => Err(Error::ErrorResponse(ResponseValue::stream(response))),
+                500u16 => Err(Error::ErrorResponse(ResponseValue::stream(response))),
                 _ => Err(Error::UnexpectedResponse(response)),
             }
         }
@@ -7545,9 +7419,7 @@ pub mod builder {
             self
         }
         ///Sends a `POST` request to `/basic/v1/requests/{financingId}/contractdocument`
-        pub async fn send(
-            self,
-        ) -> Result<ResponseValue<()>, Error<types::ProviderError>> {
+        pub async fn send(self) -> Result<ResponseValue<()>, Error<ByteStream>> {
             let Self { client, financing_id, body } = self;
             let financing_id = financing_id.map_err(Error::InvalidRequest)?;
             let body = body.map_err(Error::InvalidRequest)?;
@@ -7567,10 +7439,6 @@ pub mod builder {
             let mut request = client
                 .client
                 .post(url)
-                .header(
-                    ::reqwest::header::ACCEPT,
-                    ::reqwest::header::HeaderValue::from_static("application/json"),
-                )
                 .json(&body)
                 .headers(header_map)
                 .build()?;
@@ -7583,34 +7451,10 @@ pub mod builder {
             let response = result?;
             match response.status().as_u16() {
                 200..=299 => Ok(ResponseValue::empty(response)),
-                400u16 => {
-                    Err(
-                        Error::ErrorResponse(
-                            ResponseValue::from_response(response).await?,
-                        ),
-                    )
-                }
-                404u16 => {
-                    Err(
-                        Error::ErrorResponse(
-                            ResponseValue::from_response(response).await?,
-                        ),
-                    )
-                }
-                409u16 => {
-                    Err(
-                        Error::ErrorResponse(
-                            ResponseValue::from_response(response).await?,
-                        ),
-                    )
-                }
-                500u16 => {
-                    Err(
-                        Error::ErrorResponse(
-                            ResponseValue::from_response(response).await?,
-                        ),
-                    )
-                }
+                400u16 => Err(Error::ErrorResponse(ResponseValue::stream(response))),
+                404u16 => Err(Error::ErrorResponse(ResponseValue::stream(response))),
+                409u16 => Err(Error::ErrorResponse(ResponseValue::stream(response))),
+                500u16 => Err(Error::ErrorResponse(ResponseValue::stream(response))),
                 _ => Err(Error::UnexpectedResponse(response)),
             }
         }
@@ -7645,10 +7489,7 @@ pub mod builder {
         ///Sends a `POST` request to `/basic/v1/requests/{financingId}/contractdocument/link`
         pub async fn send(
             self,
-        ) -> Result<
-            ResponseValue<types::ContractDocumentLink>,
-            Error<types::ProviderError>,
-        > {
+        ) -> Result<ResponseValue<types::ContractDocumentLink>, Error<ByteStream>> {
             let Self { client, financing_id } = self;
             let financing_id = financing_id.map_err(Error::InvalidRequest)?;
             let url = format!(
@@ -7682,27 +7523,9 @@ pub mod builder {
             let response = result?;
             match response.status().as_u16() {
                 200..=299 => ResponseValue::from_response(response).await,
-                404u16 => {
-                    Err(
-                        Error::ErrorResponse(
-                            ResponseValue::from_response(response).await?,
-                        ),
-                    )
-                }
-                409u16 => {
-                    Err(
-                        Error::ErrorResponse(
-                            ResponseValue::from_response(response).await?,
-                        ),
-                    )
-                }
-                500u16 => {
-                    Err(
-                        Error::ErrorResponse(
-                            ResponseValue::from_response(response).await?,
-                        ),
-                    )
-                }
+                404u16 => Err(Error::ErrorResponse(ResponseValue::stream(response))),
+                409u16 => Err(Error::ErrorResponse(ResponseValue::stream(response))),
+                500u16 => Err(Error::ErrorResponse(ResponseValue::stream(response))),
                 _ => Err(Error::UnexpectedResponse(response)),
             }
         }
@@ -7763,10 +7586,7 @@ pub mod builder {
         ///Sends a `POST` request to `/basic/v1/requests/{financingId}/e-signature`
         pub async fn send(
             self,
-        ) -> Result<
-            ResponseValue<types::ESignatureResponse>,
-            Error<types::ProviderError>,
-        > {
+        ) -> Result<ResponseValue<types::ESignatureResponse>, Error<ByteStream>> {
             let Self { client, financing_id, body } = self;
             let financing_id = financing_id.map_err(Error::InvalidRequest)?;
             let body = body
@@ -7806,34 +7626,10 @@ pub mod builder {
             let response = result?;
             match response.status().as_u16() {
                 200..=299 => ResponseValue::from_response(response).await,
-                400u16 => {
-                    Err(
-                        Error::ErrorResponse(
-                            ResponseValue::from_response(response).await?,
-                        ),
-                    )
-                }
-                404u16 => {
-                    Err(
-                        Error::ErrorResponse(
-                            ResponseValue::from_response(response).await?,
-                        ),
-                    )
-                }
-                409u16 => {
-                    Err(
-                        Error::ErrorResponse(
-                            ResponseValue::from_response(response).await?,
-                        ),
-                    )
-                }
-                500u16 => {
-                    Err(
-                        Error::ErrorResponse(
-                            ResponseValue::from_response(response).await?,
-                        ),
-                    )
-                }
+                400u16 => Err(Error::ErrorResponse(ResponseValue::stream(response))),
+                404u16 => Err(Error::ErrorResponse(ResponseValue::stream(response))),
+                409u16 => Err(Error::ErrorResponse(ResponseValue::stream(response))),
+                500u16 => Err(Error::ErrorResponse(ResponseValue::stream(response))),
                 _ => Err(Error::UnexpectedResponse(response)),
             }
         }
@@ -7868,10 +7664,7 @@ pub mod builder {
         ///Sends a `GET` request to `/basic/v1/requests/{financingId}/e-signature/configuration`
         pub async fn send(
             self,
-        ) -> Result<
-            ResponseValue<types::ESignatureConfiguration>,
-            Error<types::ProviderError>,
-        > {
+        ) -> Result<ResponseValue<types::ESignatureConfiguration>, Error<ByteStream>> {
             let Self { client, financing_id } = self;
             let financing_id = financing_id.map_err(Error::InvalidRequest)?;
             let url = format!(
@@ -7905,20 +7698,8 @@ pub mod builder {
             let response = result?;
             match response.status().as_u16() {
                 200u16 => ResponseValue::from_response(response).await,
-                404u16 => {
-                    Err(
-                        Error::ErrorResponse(
-                            ResponseValue::from_response(response).await?,
-                        ),
-                    )
-                }
-                500u16 => {
-                    Err(
-                        Error::ErrorResponse(
-                            ResponseValue::from_response(response).await?,
-                        ),
-                    )
-                }
+                404u16 => Err(Error::ErrorResponse(ResponseValue::stream(response))),
+                500u16 => Err(Error::ErrorResponse(ResponseValue::stream(response))),
                 _ => Err(Error::UnexpectedResponse(response)),
             }
         }
@@ -7979,10 +7760,7 @@ pub mod builder {
         ///Sends a `PATCH` request to `/basic/v1/requests/{financingId}/lessee`
         pub async fn send(
             self,
-        ) -> Result<
-            ResponseValue<types::FinancingRequestResponse>,
-            Error<types::ProviderError>,
-        > {
+        ) -> Result<ResponseValue<types::FinancingRequestResponse>, Error<ByteStream>> {
             let Self { client, financing_id, body } = self;
             let financing_id = financing_id.map_err(Error::InvalidRequest)?;
             let body = body
@@ -8022,34 +7800,10 @@ pub mod builder {
             let response = result?;
             match response.status().as_u16() {
                 200..=299 => ResponseValue::from_response(response).await,
-                400u16 => {
-                    Err(
-                        Error::ErrorResponse(
-                            ResponseValue::from_response(response).await?,
-                        ),
-                    )
-                }
-                404u16 => {
-                    Err(
-                        Error::ErrorResponse(
-                            ResponseValue::from_response(response).await?,
-                        ),
-                    )
-                }
-                409u16 => {
-                    Err(
-                        Error::ErrorResponse(
-                            ResponseValue::from_response(response).await?,
-                        ),
-                    )
-                }
-                500u16 => {
-                    Err(
-                        Error::ErrorResponse(
-                            ResponseValue::from_response(response).await?,
-                        ),
-                    )
-                }
+                400u16 => Err(Error::ErrorResponse(ResponseValue::stream(response))),
+                404u16 => Err(Error::ErrorResponse(ResponseValue::stream(response))),
+                409u16 => Err(Error::ErrorResponse(ResponseValue::stream(response))),
+                500u16 => Err(Error::ErrorResponse(ResponseValue::stream(response))),
                 _ => Err(Error::UnexpectedResponse(response)),
             }
         }
@@ -8095,10 +7849,7 @@ pub mod builder {
         ///Sends a `PUT` request to `/basic/v1/requests/{financingId}/switch-to-paper-contract`
         pub async fn send(
             self,
-        ) -> Result<
-            ResponseValue<types::RequestStateInfo>,
-            Error<types::ProviderError>,
-        > {
+        ) -> Result<ResponseValue<types::RequestStateInfo>, Error<ByteStream>> {
             let Self { client, financing_id, body } = self;
             let financing_id = financing_id.map_err(Error::InvalidRequest)?;
             let body = body.map_err(Error::InvalidRequest)?;
@@ -8134,34 +7885,10 @@ pub mod builder {
             let response = result?;
             match response.status().as_u16() {
                 200..=299 => ResponseValue::from_response(response).await,
-                400u16 => {
-                    Err(
-                        Error::ErrorResponse(
-                            ResponseValue::from_response(response).await?,
-                        ),
-                    )
-                }
-                404u16 => {
-                    Err(
-                        Error::ErrorResponse(
-                            ResponseValue::from_response(response).await?,
-                        ),
-                    )
-                }
-                409u16 => {
-                    Err(
-                        Error::ErrorResponse(
-                            ResponseValue::from_response(response).await?,
-                        ),
-                    )
-                }
-                500u16 => {
-                    Err(
-                        Error::ErrorResponse(
-                            ResponseValue::from_response(response).await?,
-                        ),
-                    )
-                }
+                400u16 => Err(Error::ErrorResponse(ResponseValue::stream(response))),
+                404u16 => Err(Error::ErrorResponse(ResponseValue::stream(response))),
+                409u16 => Err(Error::ErrorResponse(ResponseValue::stream(response))),
+                500u16 => Err(Error::ErrorResponse(ResponseValue::stream(response))),
                 _ => Err(Error::UnexpectedResponse(response)),
             }
         }

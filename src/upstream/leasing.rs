@@ -8,7 +8,8 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use generated::leasing::{Client, Error, ResponseValue, types};
+use futures::TryStreamExt;
+use generated::leasing::{ByteStream, Client, Error, ResponseValue, types};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -107,11 +108,11 @@ impl LeasingClient {
     /// place every call to the provider passes.
     async fn call<T: Serialize>(
         &self,
-        request: impl Future<Output = Result<ResponseValue<T>, Error<types::ProviderError>>>,
+        request: impl Future<Output = Result<ResponseValue<T>, Error<ByteStream>>>,
     ) -> Result<Value, UpstreamError> {
         let _turn = self.in_flight.acquire().await.expect("the semaphore is never closed");
         let started = Instant::now();
-        let result = finish(request.await);
+        let result = finish(request.await).await;
         self.metrics.record(SYSTEM, CallOutcome::of(&result), started);
         result
     }
@@ -196,16 +197,29 @@ pub fn body<T: DeserializeOwned>(value: &Value) -> Result<T, BodyError> {
     typed(value)
 }
 
-fn finish<T: Serialize>(result: Result<ResponseValue<T>, Error<types::ProviderError>>) -> Result<Value, UpstreamError> {
+async fn finish<T: Serialize>(result: Result<ResponseValue<T>, Error<ByteStream>>) -> Result<Value, UpstreamError> {
     match result {
         Ok(response) => serde_json::to_value(response.into_inner())
             .map_err(|e| UpstreamError::Malformed { system: SYSTEM, detail: e.to_string() }),
-        Err(error) => Err(provider_error(error)),
+        Err(error) => Err(provider_error(error).await),
     }
 }
 
-/// The provider's error body in one line: field errors first, else its message and details.
-fn describe(error: &types::ProviderError) -> String {
+/// An error body in one line: the provider's JSON error (field errors first, else its message
+/// and details), else the body as it came (a proxy's HTML page), "no details" when empty.
+fn describe(body: &[u8]) -> String {
+    let parts = serde_json::from_slice::<types::ProviderError>(body).map(|e| error_parts(&e)).unwrap_or_default();
+    let text = String::from_utf8_lossy(body);
+    if !parts.is_empty() {
+        summarise(&parts.join("; "))
+    } else if text.trim().is_empty() {
+        "no details".into()
+    } else {
+        summarise(&text)
+    }
+}
+
+fn error_parts(error: &types::ProviderError) -> Vec<String> {
     let mut parts = Vec::new();
     if let Some(errors) = &error.errors {
         for (field, messages) in errors.iter() {
@@ -219,14 +233,29 @@ fn describe(error: &types::ProviderError) -> String {
     if let Some(id) = &error.correlation_id {
         parts.push(format!("correlation id {id}"));
     }
-    if parts.is_empty() { "no details".into() } else { summarise(&parts.join("; ")) }
+    parts
 }
 
-fn provider_error(error: Error<types::ProviderError>) -> UpstreamError {
+/// An error status is [`UpstreamError::from_status`] whatever its body: the error answers are
+/// raw (`xtask/src/leasing.rs`), as a proxy in front of the provider answers them with an HTML
+/// page or nothing; the body only gives the message.
+fn refusal(status: u16, headers: &reqwest::header::HeaderMap, body: reqwest::Result<Vec<u8>>) -> UpstreamError {
+    UpstreamError::from_status(SYSTEM, status, headers, || match body {
+        Ok(body) => describe(&body),
+        Err(e) => format!("its body could not be read: {}", super::error_chain(&e.without_url())),
+    })
+}
+
+async fn provider_error(error: Error<ByteStream>) -> UpstreamError {
     match error {
         Error::ErrorResponse(response) => {
             let (status, headers) = (response.status().as_u16(), response.headers().clone());
-            UpstreamError::from_status(SYSTEM, status, &headers, || describe(&response.into_inner()))
+            let body = response.into_inner_stream().try_collect::<Vec<_>>().await.map(|chunks| chunks.concat());
+            refusal(status, &headers, body)
+        }
+        Error::UnexpectedResponse(response) => {
+            let (status, headers) = (response.status().as_u16(), response.headers().clone());
+            refusal(status, &headers, response.bytes().await.map(|body| body.to_vec()))
         }
         Error::CommunicationError(e) | Error::ResponseBodyError(e) | Error::InvalidUpgrade(e) => {
             UpstreamError::from_reqwest(SYSTEM, e)
@@ -235,11 +264,21 @@ fn provider_error(error: Error<types::ProviderError>) -> UpstreamError {
             system: SYSTEM,
             detail: format!("{e} in {}", summarise(&String::from_utf8_lossy(&bytes))),
         },
-        Error::UnexpectedResponse(response) => {
-            UpstreamError::from_status(SYSTEM, response.status().as_u16(), response.headers(), || {
-                "an answer the description does not list".into()
-            })
-        }
         Error::InvalidRequest(detail) | Error::Custom(detail) => UpstreamError::Client { system: SYSTEM, detail },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::describe;
+
+    #[test]
+    fn error_bodies_are_described_whatever_their_form() {
+        let validation = br#"{"Errors": {"Period": ["must be 12 to 72"]}, "CorrelationId": "c-1"}"#;
+        assert_eq!(describe(validation), "Period: must be 12 to 72; correlation id c-1");
+        assert_eq!(describe(br#"{"Message": "Database offline", "Details": "retry"}"#), "Database offline; retry");
+        assert_eq!(describe(b"<html><body>Bad Gateway</body></html>"), "<html><body>Bad Gateway</body></html>");
+        assert_eq!(describe(br#"{"error": "unknown"}"#), r#"{"error": "unknown"}"#);
+        assert_eq!(describe(b"  "), "no details");
     }
 }

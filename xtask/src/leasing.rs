@@ -4,15 +4,17 @@ use anyhow::{Context, Result};
 use proc_macro2::TokenStream;
 use progenitor_impl::{GenerationSettings, Generator, InterfaceStyle, TagStyle};
 use quote::quote;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::normalize;
 
 /// A progenitor client (builder style: `client.get_request().financing_id(id).send()`), with
-/// every model keeping unknown fields. Returns the tokens and the number of model types.
+/// every model keeping unknown fields and every error answer read raw
+/// ([`raw_error_answers`]). Returns the tokens and the number of model types.
 pub fn generate(doc: &Value, file: &str) -> Result<(TokenStream, usize, usize)> {
     let mut doc = doc.clone();
     normalize::normalize(&mut doc, file)?;
+    raw_error_answers(&mut doc);
     let spec: openapiv3::OpenAPI = serde_json::from_value(doc)
         .with_context(|| format!("{file}: not a valid OpenAPI 3.0 document after normalization"))?;
     let mut settings = GenerationSettings::default();
@@ -28,4 +30,43 @@ pub fn generate(doc: &Value, file: &str) -> Result<(TokenStream, usize, usize)> 
         #tokens
     };
     Ok((tokens, count, operations))
+}
+
+/// Makes every 4xx and 5xx answer of the description a raw one (a byte stream). The
+/// description gives the provider's JSON error for them, but a load balancer or proxy in front
+/// of the provider answers the same statuses with an HTML page or no body; progenitor would
+/// decode that body as the JSON error and, failing, report an unreadable answer without its
+/// status. Raw, the client keeps the status and headers, and the service reads the provider's
+/// JSON error from the body when there is one (`src/upstream/leasing.rs`).
+fn raw_error_answers(doc: &mut Value) {
+    let paths = doc.get_mut("paths").and_then(Value::as_object_mut).into_iter().flat_map(|paths| paths.values_mut());
+    for operation in paths.filter_map(Value::as_object_mut).flat_map(|item| item.values_mut()) {
+        let Some(responses) = operation.get_mut("responses").and_then(Value::as_object_mut) else { continue };
+        for (status, response) in responses.iter_mut() {
+            if status.starts_with(['4', '5']) && response.get("content").is_some() {
+                response["content"] = json!({"application/octet-stream": {}});
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_answers_become_raw_and_successes_stay_typed() {
+        let typed = json!({"application/json": {"schema": {"$ref": "#/components/schemas/X"}}});
+        let mut doc = json!({"paths": {"/x": {
+            "parameters": [],
+            "get": {"responses": {"200": {"content": typed}, "404": {"content": typed}, "5XX": {"content": typed},
+                "409": {"description": "no body"}}}
+        }}});
+        raw_error_answers(&mut doc);
+        let responses = &doc["paths"]["/x"]["get"]["responses"];
+        assert_eq!(responses["200"]["content"], typed);
+        assert_eq!(responses["404"]["content"], json!({"application/octet-stream": {}}));
+        assert_eq!(responses["5XX"]["content"], json!({"application/octet-stream": {}}));
+        assert_eq!(responses["409"], json!({"description": "no body"}));
+    }
 }

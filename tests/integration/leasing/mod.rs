@@ -5,5 +5,6 @@ mod calculate;
 mod flow;
 mod mtls;
 mod owners;
+mod provider;
 mod requests;
 mod watch;
