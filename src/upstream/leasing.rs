@@ -175,10 +175,22 @@ impl LeasingClient {
         .await
     }
 
-    /// The contract PDF as `{Content: <base64>}`.
+    /// The contract PDF as `{Content: <base64>}`. The provider's documentation leaves open
+    /// whether it answers that JSON or the PDF itself; the PDF, or its base64 as text, is read
+    /// as that JSON ([`bare_document`]).
     pub async fn contract_document(&self, financing_id: &str) -> Result<Value, UpstreamError> {
         retry_read(|| async {
-            self.call(self.api.get_contract_document_base64().financing_id(financing_id).send()).await
+            let answer = async {
+                match self.api.get_contract_document_base64().financing_id(financing_id).send().await {
+                    // Only a 200 is decoded as JSON: error answers are raw.
+                    Err(Error::InvalidResponsePayload(body, error)) => match bare_document(&body) {
+                        Some(document) => Ok(ResponseValue::new(document, reqwest::StatusCode::OK, Default::default())),
+                        None => Err(Error::InvalidResponsePayload(body, error)),
+                    },
+                    answer => answer,
+                }
+            };
+            self.call(answer).await
         })
         .await
     }
@@ -195,6 +207,21 @@ impl LeasingClient {
 /// Converts a JSON body into the provider's model, naming the field that does not fit.
 pub fn body<T: DeserializeOwned>(value: &Value) -> Result<T, BodyError> {
     typed(value)
+}
+
+/// A contract document answered as the PDF itself or as its base64 text (bare or a JSON
+/// string), in the JSON form; `None` when the body is neither.
+fn bare_document(body: &[u8]) -> Option<types::ContractDocument> {
+    use base64::Engine;
+    let base64 = base64::engine::general_purpose::STANDARD;
+    let content = if body.starts_with(b"%PDF-") {
+        base64.encode(body)
+    } else {
+        let text = serde_json::from_slice::<String>(body).ok().or_else(|| String::from_utf8(body.to_vec()).ok())?;
+        let text: String = text.split_whitespace().collect();
+        base64.decode(&text).ok()?.starts_with(b"%PDF-").then_some(text)?
+    };
+    Some(types::ContractDocument { content: Some(content), file_name: None, extra: Default::default() })
 }
 
 async fn finish<T: Serialize>(result: Result<ResponseValue<T>, Error<ByteStream>>) -> Result<Value, UpstreamError> {
@@ -270,7 +297,7 @@ async fn provider_error(error: Error<ByteStream>) -> UpstreamError {
 
 #[cfg(test)]
 mod tests {
-    use super::describe;
+    use super::{bare_document, describe};
 
     #[test]
     fn error_bodies_are_described_whatever_their_form() {
@@ -280,5 +307,15 @@ mod tests {
         assert_eq!(describe(b"<html><body>Bad Gateway</body></html>"), "<html><body>Bad Gateway</body></html>");
         assert_eq!(describe(br#"{"error": "unknown"}"#), r#"{"error": "unknown"}"#);
         assert_eq!(describe(b"  "), "no details");
+    }
+
+    #[test]
+    fn a_bare_contract_document_is_read_as_the_json_form() {
+        let content = |body: &[u8]| bare_document(body).and_then(|document| document.content);
+        assert_eq!(content(b"%PDF-1.7\n\xe2\xe3"), Some("JVBERi0xLjcK4uM=".into()));
+        assert_eq!(content(b"JVBERi0xLjcK4uM=\r\n"), Some("JVBERi0xLjcK4uM=".into()));
+        assert_eq!(content(br#""JVBERi0x\r\nLjcK4uM=""#), Some("JVBERi0xLjcK4uM=".into()));
+        assert_eq!(content(b"<html>Not Found</html>"), None);
+        assert_eq!(content(b"aGVsbG8="), None, "base64 of something else than a PDF");
     }
 }

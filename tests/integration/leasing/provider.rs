@@ -1,7 +1,16 @@
-//! The provider as it answers behind a load balancer or proxy, unlike the simulator's own
-//! answers: error pages in HTML or with no body, for statuses the description lists with the
-//! provider's JSON error. The status decides what the failure is; the provider's JSON error,
-//! when there is one, still gives the message.
+//! The provider as it answers unlike the simulator: behind a load balancer or proxy, error
+//! pages in HTML or with no body for statuses the description lists with the provider's JSON
+//! error (the status decides what the failure is; the provider's JSON error, when there is one,
+//! still gives the message); the contract document as the PDF itself or its base64 text, the
+//! forms the provider's documentation leaves open beside the JSON one.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use integration_service::sandbox::faults::Faults;
+use integration_service::sandbox::http::{SimRequest, serve};
 
 use crate::common::{Api, Db, TestService, error_body};
 use serde_json::{Value, json};
@@ -53,4 +62,45 @@ async fn error_pages_keep_their_status(db: Db) {
     svc.stop().await;
 }
 
-on_both_databases!(error_pages_keep_their_status);
+/// A binary PDF, as real ones start (a comment of bytes above 127 after the header).
+fn binary_pdf() -> Vec<u8> {
+    let mut pdf = b"%PDF-1.7\n%\xe2\xe3\xcf\xd3\n".to_vec();
+    pdf.extend(integration_service::sandbox::pdf::one_page("Contract").split_off(9));
+    pdf
+}
+
+/// A provider whose contract document of `raw-pdf` is the PDF itself (`application/pdf`), and
+/// of `base64-text` the PDF's base64 as plain text.
+async fn document_provider() -> String {
+    let handler = |request: SimRequest| async move {
+        let (content_type, body) = match request.segments().as_slice() {
+            [.., "raw-pdf", "contractdocument"] => ("application/pdf", binary_pdf()),
+            [.., "base64-text", "contractdocument"] => ("text/plain", STANDARD.encode(binary_pdf()).into_bytes()),
+            _ => return integration_service::sandbox::http::empty(http::StatusCode::NOT_FOUND),
+        };
+        http::Response::builder()
+            .header(http::header::CONTENT_TYPE, content_type)
+            .body(http_body_util::Full::new(bytes::Bytes::from(body)))
+            .unwrap()
+    };
+    let bind = SocketAddr::from(([127, 0, 0, 1], 0));
+    let log = integration_service::telemetry::discard();
+    let address = serve(bind, Arc::new(Faults::default()), log, handler).await.unwrap();
+    format!("http://{address}")
+}
+
+async fn a_contract_document_answered_bare_is_read(db: Db) {
+    let provider = document_provider().await;
+    let svc = TestService::start(db, &[("LEASING_BASE_URL", &provider)]).await;
+    let token = svc.user_token().await;
+    for id in ["raw-pdf", "base64-text"] {
+        let path = format!("/api/v1/leasing/{id}/contractdocument/base64?store_pdf=true");
+        let document = svc.get_json(&token, &path).await;
+        assert_eq!(STANDARD.decode(document["data"]["Content"].as_str().unwrap()).unwrap(), binary_pdf(), "{id}");
+        let stored = std::fs::read(svc.storage_dir.join(format!("contracts/{id}.pdf"))).unwrap();
+        assert_eq!(stored, binary_pdf(), "{id}");
+    }
+    svc.stop().await;
+}
+
+on_both_databases!(error_pages_keep_their_status, a_contract_document_answered_bare_is_read);
