@@ -17,8 +17,8 @@ use crate::metrics::ObservationSource;
 use crate::stop::{Stop, StopSignal};
 use crate::store::leasing::watch::WatchRow;
 use crate::store::now_ms;
-use crate::upstream::UpstreamError;
 use crate::upstream::leasing::{LeasingClient, body};
+use crate::upstream::{UpstreamError, summarise};
 use crate::vocabulary::field_errors::FieldErrors;
 use crate::vocabulary::leasing_codes::LEASING_ERROR_CODES;
 
@@ -218,13 +218,20 @@ impl LeasingService {
         let request = body(payload).map_err(bad_body)?;
         let read_at = now_ms();
         let created = self.client()?.create(&request).await?;
-        let id = created.get("FinancingId").and_then(Value::as_str).map(str::to_string);
-        if let Some(id) = id {
-            // The request exists at the provider now: a failure to watch it is reported, and
-            // does not turn the creation into an error a client would repeat.
-            if let Err(error) = self.watcher.start(&id, &created, read_at, user_id).await {
-                crate::telemetry::report_internal_error(&format!("leasing watch: {id} is not watched: {error}"));
-            }
+        // Without an id the routes can name, the answer is no created request (a proxy's page,
+        // a redirect followed to another resource): it is neither watched nor answered as one.
+        let id = created.get("FinancingId").and_then(Value::as_str).filter(|id| financing_id(id).is_ok());
+        let id = id.ok_or_else(|| UpstreamError::Malformed {
+            system: crate::upstream::System::Leasing,
+            detail: match created.get("FinancingId") {
+                None | Some(Value::Null) => "the answer to a create has no FinancingId".to_string(),
+                Some(other) => format!("the answer to a create has FinancingId {}", summarise(&other.to_string())),
+            },
+        })?;
+        // The request exists at the provider now: a failure to watch it is reported, and does
+        // not turn the creation into an error a client would repeat.
+        if let Err(error) = self.watcher.start(id, &created, read_at, user_id).await {
+            crate::telemetry::report_internal_error(&format!("leasing watch: {id} is not watched: {error}"));
         }
         let mut data = payload.as_object().cloned().unwrap_or_default();
         if let Value::Object(answer) = created {

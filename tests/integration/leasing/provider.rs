@@ -103,4 +103,24 @@ async fn a_contract_document_answered_bare_is_read(db: Db) {
     svc.stop().await;
 }
 
-on_both_databases!(error_pages_keep_their_status, a_contract_document_answered_bare_is_read);
+/// A create answered 2xx without a usable `FinancingId` (a proxy's page, a redirect the client
+/// followed to another resource, a provider fault) is no created request.
+async fn a_create_answered_without_a_financing_id_fails(db: Db) {
+    let svc = TestService::start(db, &[]).await;
+    let token = svc.user_token().await;
+    for answer in [json!({"State": "RequestToGrenke"}), json!({"FinancingId": "../../x", "State": "RequestToGrenke"})] {
+        let rule = json!({"path_prefix": "/basic/v1/requests", "status": 200, "body": answer.to_string(), "times": 1});
+        svc.leasing_fault(rule).await;
+        let created = svc.post(&token, "/api/v1/leasing", crate::common::leasing_request("ACME GmbH")).await;
+        let body = error_body(created, 500).await;
+        assert_eq!(body["error_code"], "upstream_invalid_response", "{answer}: {body}");
+        assert!(body["message"].as_str().unwrap().contains("FinancingId"), "{body}");
+    }
+    svc.stop().await;
+}
+
+on_both_databases!(
+    error_pages_keep_their_status,
+    a_contract_document_answered_bare_is_read,
+    a_create_answered_without_a_financing_id_fails,
+);
