@@ -214,7 +214,24 @@ async fn a_short_answer_to_a_fetch_by_id_is_asked_again(db: Db) {
     svc.stop().await;
 }
 
+/// A NUL character (U+0000) in a record's texts, its `ExternalId` among them: no text of
+/// Postgres holds one. The record is stored as the upstream wrote it, and the sync completes.
+async fn a_nul_in_a_record_is_stored_as_written(db: Db) {
+    let fake = Fake::seeded(5, "");
+    let nul = json!({"ExternalId": "erp\u{0}3", "Name": "A\u{0}B"});
+    fake.records.lock().unwrap().get_mut(&1003).unwrap().extend(nul.as_object().unwrap().clone());
+    let (svc, token) = start(db, &fake).await;
+    let (status, first) = sync(&svc, &token, "").await;
+    assert_eq!((status, first["data"][0]["inserted"].clone()), (200, json!(5)), "{first}");
+    let record: Value = svc.get_json(&token, "/api/v1/fieldreport/companies/1003").await;
+    assert_eq!((&record["ExternalId"], &record["Name"]), (&nul["ExternalId"], &nul["Name"]), "{record}");
+    let (status, again) = sync(&svc, &token, "").await;
+    assert_eq!((status, again["data"][0]["unchanged"].clone()), (200, json!(5)), "{again}");
+    svc.stop().await;
+}
+
 on_both_databases!(
+    a_nul_in_a_record_is_stored_as_written,
     a_short_answer_to_a_fetch_by_id_is_asked_again,
     stamps_of_seven_fractional_digits_are_asked_as_written,
     an_empty_page_with_a_next_link_is_no_end_of_a_sync,
