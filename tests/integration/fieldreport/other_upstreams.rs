@@ -1,8 +1,9 @@
 //! The sync and the reconciling of the field-report mirror against an OData v3 server other
 //! than the simulator, answering as a real one may: stamps of a .NET clock (seven fractional
-//! digits, and `datetime'…'` literals of at most seven, as `System.DateTime` parses them), and
+//! digits, and `datetime'…'` literals of at most seven, as `System.DateTime` parses them),
 //! server-side paging that withholds rows after paging (soft-deleted ones), so that a window of
-//! only such rows is an empty page with a next link, in the middle of the set.
+//! only such rows is an empty page with a next link, in the middle of the set, records never
+//! modified (a null `DateModified`, sorted first) and texts holding a NUL character.
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -43,6 +44,14 @@ impl Fake {
         self.records.lock().unwrap().insert(id, record.as_object().unwrap().clone());
     }
 
+    /// A record never modified: no `DateModified` (null, as the description allows it), and
+    /// its `DateOfCreation` when it has one.
+    fn put_unmodified(&self, id: i64, created: Option<&str>) {
+        let record = json!({"Id": id.to_string(), "Name": format!("Company {id}"), "Version": 1,
+                            "DateModified": null, "DateOfCreation": created});
+        self.records.lock().unwrap().insert(id, record.as_object().unwrap().clone());
+    }
+
     fn visible(&self) -> BTreeMap<String, Value> {
         let hidden = self.hidden.lock().unwrap();
         let records = self.records.lock().unwrap();
@@ -68,8 +77,9 @@ impl Fake {
         let mut chosen: Vec<&Map<String, Value>> =
             records.values().filter(|record| filter.as_ref().is_none_or(|f| f.matches(record))).collect();
         let id = |record: &Map<String, Value>| record["Id"].as_str().unwrap().parse::<i64>().unwrap();
+        // A record without a stamp sorts first, as null does in SQL Server's ascending order.
         if pairs.get("$orderby").is_some_and(|order| order == "DateModified,Id") {
-            chosen.sort_by_key(|record| (Stamp::parse(record["DateModified"].as_str().unwrap()), id(record)));
+            chosen.sort_by_key(|record| (record["DateModified"].as_str().map(Stamp::parse), id(record)));
         }
         let number = |name: &str, default: usize| pairs.get(name).map_or(default, |n| n.parse().unwrap());
         let (skip, top) = (number("$skip", 0), number("$top", usize::MAX));
@@ -214,6 +224,36 @@ async fn a_short_answer_to_a_fetch_by_id_is_asked_again(db: Db) {
     svc.stop().await;
 }
 
+/// Records never modified have no `DateModified`, and the server sorts them first: the first
+/// page of a first sync holds only such records, with no key to go on from. Every one is
+/// taken; a later sync finds those created since the overlap before its cursor, and a
+/// reconciling one with no stamp at all.
+async fn records_never_modified_are_taken(db: Db) {
+    let fake = Fake::seeded(30, "");
+    for id in 2001..2016 {
+        fake.put_unmodified(id, Some("2025-12-31T00:00:00"));
+    }
+    fake.put_unmodified(2016, None);
+    let (svc, token) = start(db, &fake).await;
+    let (status, first) = sync(&svc, &token, "").await;
+    assert_eq!((status, first["data"][0]["inserted"].clone()), (200, json!(46)), "{first}");
+    assert_eq!(mirror(&svc).await, fake.visible(), "{first}");
+    // Created after the first sync and never modified since, beside a record modified.
+    fake.put_unmodified(2017, Some("2026-01-01T00:00:40"));
+    fake.put(1005, 2, "2026-01-01T00:00:41");
+    let (status, next) = sync(&svc, &token, "").await;
+    assert_eq!(status, 200, "{next}");
+    assert_eq!((next["data"][0]["inserted"].clone(), next["data"][0]["updated"].clone()), (json!(1), json!(1)));
+    assert_eq!(mirror(&svc).await, fake.visible(), "{next}");
+    // Without either stamp, only a reconciling sees it.
+    fake.put_unmodified(2018, None);
+    let (status, reconciled) = sync(&svc, &token, "?reconcile=true").await;
+    assert_eq!(status, 200, "{reconciled}");
+    assert_eq!(reconciled["data"][0]["reconcile"]["fetched_missing"], 1, "{reconciled}");
+    assert_eq!(mirror(&svc).await, fake.visible(), "{reconciled}");
+    svc.stop().await;
+}
+
 /// A NUL character (U+0000) in a record's texts, its `ExternalId` among them: no text of
 /// Postgres holds one. The record is stored as the upstream wrote it, and the sync completes.
 async fn a_nul_in_a_record_is_stored_as_written(db: Db) {
@@ -231,6 +271,7 @@ async fn a_nul_in_a_record_is_stored_as_written(db: Db) {
 }
 
 on_both_databases!(
+    records_never_modified_are_taken,
     a_nul_in_a_record_is_stored_as_written,
     a_short_answer_to_a_fetch_by_id_is_asked_again,
     stamps_of_seven_fractional_digits_are_asked_as_written,

@@ -57,7 +57,9 @@ async fn records_changed_while_a_sync_pages_are_not_skipped(db: Db) {
     let svc = TestService::start(db, &[]).await;
     let token = svc.user_token().await;
     svc.seed("Companies", 250).await;
-    simulator(&svc, "during-list", json!({"set": "Companies", "after_pages": 1, "touch": ["1001", "1002"]})).await;
+    // After the first page of records (the sync's first query, for records never modified,
+    // answers none).
+    simulator(&svc, "during-list", json!({"set": "Companies", "after_pages": 2, "touch": ["1001", "1002"]})).await;
     let report = sync(&svc, &token, "companies").await;
     let (mirror, upstream) = mirror_and_upstream(&svc, &token).await;
     assert_eq!(mirror.len(), 250, "{report}");
