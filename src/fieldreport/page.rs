@@ -95,6 +95,8 @@ pub(super) struct ReadPage {
     pub(super) newest: Option<Stamp>,
     /// The page's greatest key (`DateModified`, `Id`): where the next query starts.
     pub(super) last_key: Option<Key>,
+    /// Whether each keyed record comes after the one before: the page is in key order.
+    pub(super) in_key_order: bool,
 }
 
 /// Reads the head of each of a page's records (see [`RecordHead`]).
@@ -106,6 +108,7 @@ pub(super) fn read_page(page: ODataPage) -> ReadPage {
         skipped: 0,
         newest: None,
         last_key: None,
+        in_key_order: true,
     };
     for mut document in page.records {
         // `Id` a string and `Version` an integer, however the upstream wrote them (see
@@ -127,10 +130,12 @@ pub(super) fn read_page(page: ODataPage) -> ReadPage {
             .filter(|created| created.instant().is_some());
         match head.and_then(|h| Some((record_id(h.id.as_ref()?)?, h))) {
             Some((id, head)) => {
-                if let (Some(modified), Ok(number)) = (&modified, id.parse::<i64>())
-                    && read.last_key.as_ref().is_none_or(|(stamp, last)| (modified, number) > (stamp, *last))
-                {
-                    read.last_key = Some((modified.clone(), number));
+                if let (Some(modified), Ok(number)) = (&modified, id.parse::<i64>()) {
+                    if read.last_key.as_ref().is_none_or(|(stamp, last)| (modified, number) > (stamp, *last)) {
+                        read.last_key = Some((modified.clone(), number));
+                    } else {
+                        read.in_key_order = false;
+                    }
                 }
                 let version = head.version.as_ref().and_then(super::service::version_number).unwrap_or(0);
                 let external_id = external_id(head.external_id.as_ref());

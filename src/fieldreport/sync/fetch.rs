@@ -86,8 +86,9 @@ fn is_bad_request(answer: &Result<ODataPage, UpstreamError>) -> bool {
 }
 
 /// Reads each page [`fetch_pages`] sent (see [`read_page`]) and sends it on to `pages`; a page
-/// whose greatest key is not the one its query went on from (its records out of key order)
-/// is a failure, and the last item sent.
+/// out of key order (a server that ignored `$orderby`: going on from its greatest key would
+/// skip the records before it that the page did not hold), or whose greatest key is not the
+/// one its query goes on from, is a failure, and the last item sent.
 pub(super) async fn read_pages(
     info: &'static EntityInfo,
     mut fetched: mpsc::Receiver<Result<(ODataPage, Option<Key>), UpstreamError>>,
@@ -96,7 +97,7 @@ pub(super) async fn read_pages(
     while let Some(page) = fetched.recv().await {
         let page = page.and_then(|(page, last)| {
             let read = read_page(page);
-            if read.last_key == last {
+            if read.in_key_order && read.last_key == last {
                 Ok(read)
             } else {
                 Err(malformed(info, "answered records out of (DateModified, Id) order".to_string()))

@@ -25,6 +25,8 @@ struct Fake {
     hidden: Mutex<HashSet<i64>>,
     /// No next links: the client pages by `$top` (FACTS: the fall-back of a v3 server).
     unlinked: std::sync::atomic::AtomicBool,
+    /// `$orderby` ignored: lists in Id order.
+    unordered: std::sync::atomic::AtomicBool,
 }
 
 impl Fake {
@@ -78,7 +80,8 @@ impl Fake {
             records.values().filter(|record| filter.as_ref().is_none_or(|f| f.matches(record))).collect();
         let id = |record: &Map<String, Value>| record["Id"].as_str().unwrap().parse::<i64>().unwrap();
         // A record without a stamp sorts first, as null does in SQL Server's ascending order.
-        if pairs.get("$orderby").is_some_and(|order| order == "DateModified,Id") {
+        let ordered = !self.unordered.load(std::sync::atomic::Ordering::Relaxed);
+        if ordered && pairs.get("$orderby").is_some_and(|order| order == "DateModified,Id") {
             chosen.sort_by_key(|record| (record["DateModified"].as_str().map(Stamp::parse), id(record)));
         }
         let number = |name: &str, default: usize| pairs.get(name).map_or(default, |n| n.parse().unwrap());
@@ -270,7 +273,28 @@ async fn a_nul_in_a_record_is_stored_as_written(db: Db) {
     svc.stop().await;
 }
 
+/// A server that ignores `$orderby` lists in Id order. When the record changed last is listed
+/// last on a page, it is the page's greatest key, whatever the order of the records before it:
+/// going on after it skipped every record of a later page stamped before it, and the sync
+/// completed with them missing. A page out of key order fails the sync, and a sync from a
+/// server that orders brings every record.
+async fn a_page_out_of_key_order_fails_the_sync(db: Db) {
+    let fake = Fake::seeded(30, "");
+    fake.put(1003, 2, "2026-01-01T00:00:50");
+    fake.put(1010, 2, "2026-01-01T00:01:00");
+    fake.unordered.store(true, std::sync::atomic::Ordering::Relaxed);
+    let (svc, token) = start(db, &fake).await;
+    let (status, first) = sync(&svc, &token, "").await;
+    assert_eq!((status, first["error_code"].clone()), (502, json!("upstream_invalid_response")), "{first}");
+    fake.unordered.store(false, std::sync::atomic::Ordering::Relaxed);
+    let (status, again) = sync(&svc, &token, "").await;
+    assert_eq!(status, 200, "{again}");
+    assert_eq!(mirror(&svc).await, fake.visible(), "{again}");
+    svc.stop().await;
+}
+
 on_both_databases!(
+    a_page_out_of_key_order_fails_the_sync,
     records_never_modified_are_taken,
     a_nul_in_a_record_is_stored_as_written,
     a_short_answer_to_a_fetch_by_id_is_asked_again,
