@@ -20,6 +20,8 @@ struct RecordHead {
     modified: Option<Value>,
     #[serde(rename = "ExternalId")]
     external_id: Option<Value>,
+    #[serde(rename = "DateOfCreation")]
+    created: Option<Value>,
 }
 
 impl RecordHead {
@@ -38,6 +40,7 @@ impl RecordHead {
                 version: fields.remove("Version"),
                 modified: fields.remove("DateModified"),
                 external_id: fields.remove("ExternalId"),
+                created: fields.remove("DateOfCreation"),
             })
         })
     }
@@ -58,6 +61,27 @@ pub(super) fn last_key(page: &ODataPage) -> Option<Key> {
     })
 }
 
+/// The key of the last record of `page`, when every record of it has no `DateModified` (absent
+/// or null) and they are in ascending order of their numeric `Id`s: where the next query of a
+/// sync's records never modified goes on from. They are read in Id order, so only the Id
+/// counts; the stamp is their `DateOfCreation`. `None` for a page not so (an upstream that
+/// ignored the filter or the order: going on from its last record could skip others).
+pub(super) fn last_unmodified_key(page: &ODataPage) -> Option<Key> {
+    let mut last: Option<Key> = None;
+    for document in &page.records {
+        let head = RecordHead::of(document.get())?;
+        if head.modified.as_ref().is_some_and(|modified| !modified.is_null()) {
+            return None;
+        }
+        let id = record_id(head.id.as_ref()?)?.parse::<i64>().ok()?;
+        if last.as_ref().is_some_and(|(_, before)| *before >= id) {
+            return None;
+        }
+        last = Some((Stamp::parse(head.created.as_ref().and_then(Value::as_str).unwrap_or_default()), id));
+    }
+    last
+}
+
 /// A page as a sync stores it: its records with what the sync reads of each (see
 /// [`read_page`]).
 pub(super) struct ReadPage {
@@ -66,10 +90,13 @@ pub(super) struct ReadPage {
     pub(super) fetched: u64,
     /// Records without an `Id`, skipped.
     pub(super) skipped: u64,
-    /// The page's newest `DateModified`.
+    /// The page's newest `DateModified`, a record never modified counting as modified when
+    /// it was created (its `DateOfCreation`, when that is a timestamp).
     pub(super) newest: Option<Stamp>,
     /// The page's greatest key (`DateModified`, `Id`): where the next query starts.
     pub(super) last_key: Option<Key>,
+    /// Whether each keyed record comes after the one before: the page is in key order.
+    pub(super) in_key_order: bool,
 }
 
 /// Reads the head of each of a page's records (see [`RecordHead`]).
@@ -81,6 +108,7 @@ pub(super) fn read_page(page: ODataPage) -> ReadPage {
         skipped: 0,
         newest: None,
         last_key: None,
+        in_key_order: true,
     };
     for mut document in page.records {
         // `Id` a string and `Version` an integer, however the upstream wrote them (see
@@ -94,12 +122,20 @@ pub(super) fn read_page(page: ODataPage) -> ReadPage {
         }
         let head = RecordHead::of(document.get());
         let modified = head.as_ref().and_then(|h| h.modified.as_ref()).and_then(Value::as_str).map(Stamp::parse);
+        let created = head
+            .as_ref()
+            .filter(|h| h.modified.as_ref().is_none_or(Value::is_null))
+            .and_then(|h| h.created.as_ref()?.as_str())
+            .map(Stamp::parse)
+            .filter(|created| created.instant().is_some());
         match head.and_then(|h| Some((record_id(h.id.as_ref()?)?, h))) {
             Some((id, head)) => {
-                if let (Some(modified), Ok(number)) = (&modified, id.parse::<i64>())
-                    && read.last_key.as_ref().is_none_or(|(stamp, last)| (modified, number) > (stamp, *last))
-                {
-                    read.last_key = Some((modified.clone(), number));
+                if let (Some(modified), Ok(number)) = (&modified, id.parse::<i64>()) {
+                    if read.last_key.as_ref().is_none_or(|(stamp, last)| (modified, number) > (stamp, *last)) {
+                        read.last_key = Some((modified.clone(), number));
+                    } else {
+                        read.in_key_order = false;
+                    }
                 }
                 let version = head.version.as_ref().and_then(super::service::version_number).unwrap_or(0);
                 let external_id = external_id(head.external_id.as_ref());
@@ -107,7 +143,7 @@ pub(super) fn read_page(page: ODataPage) -> ReadPage {
             }
             None => read.skipped += 1,
         }
-        if let Some(modified) = modified
+        if let Some(modified) = modified.or(created)
             && read.newest.as_ref().is_none_or(|newest| modified > *newest)
         {
             read.newest = Some(modified);

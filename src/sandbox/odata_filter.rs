@@ -1,6 +1,6 @@
 //! The `$filter` expressions the field-report simulator understands: comparisons
 //! (`eq`, `ne`, `gt`, `ge`, `lt`, `le`) of a field (`Id`, `DateModified`, `Company/Id`, …) with
-//! a literal (`'text'`, `12L`, `12`, a timestamp typed as OData v3 writes it,
+//! a literal (`'text'`, `12L`, `12`, `null`, a timestamp typed as OData v3 writes it,
 //! `datetime'2026-01-01T00:00:00'`, or bare as v4 does), joined by `and` and `or`, grouped in
 //! parentheses. `DateModified` compares by instant, a number with a number, text with text.
 //!
@@ -189,6 +189,11 @@ fn text_of(value: &Value) -> Option<String> {
     }
 }
 
+/// Whether a literal is `null`, which every version writes alike.
+fn is_null(value: &str, written: &Written) -> bool {
+    *written == Written::Bare && value == "null"
+}
+
 impl Filter {
     /// The filter of a `$filter` text; `None` for one the simulator does not understand.
     pub fn parse(text: &str) -> Option<Filter> {
@@ -201,6 +206,16 @@ impl Filter {
         match self {
             Filter::Or(terms) => terms.iter().any(|term| term.matches(record)),
             Filter::And(terms) => terms.iter().all(|term| term.matches(record)),
+            // `eq null` holds for a field absent or null, `ne null` for any other; no other
+            // comparison with null holds.
+            Filter::Compare { field, op, value, written } if is_null(value, written) => {
+                let null = field_of(record, field).is_none_or(Value::is_null);
+                match op {
+                    Comparison::Eq => null,
+                    Comparison::Ne => !null,
+                    _ => false,
+                }
+            }
             Filter::Compare { field, op, value, written } => {
                 let Some(actual) = field_of(record, field).and_then(text_of) else { return false };
                 let order = if STAMP_FIELDS.contains(&field.as_str()) {
@@ -222,7 +237,9 @@ impl Filter {
     pub fn writes_stamps_as(&self, accepted: &Written) -> bool {
         match self {
             Filter::Or(terms) | Filter::And(terms) => terms.iter().all(|term| term.writes_stamps_as(accepted)),
-            Filter::Compare { field, written, .. } => !STAMP_FIELDS.contains(&field.as_str()) || written == accepted,
+            Filter::Compare { field, value, written, .. } => {
+                !STAMP_FIELDS.contains(&field.as_str()) || written == accepted || is_null(value, written)
+            }
         }
     }
 
@@ -284,6 +301,10 @@ mod tests {
             ("DateModified gt 2026-01-01T00:00:00Z or (DateModified eq 2026-01-01T00:00:00Z and Id gt 11L)", true),
             ("DateModified gt 2026-01-01T00:00:00Z or (DateModified eq 2026-01-01T00:00:00Z and Id gt 12L)", false),
             ("Id lt 13L and Name ne 'x'", true),
+            ("DateModified ne null", true),
+            ("DateModified eq null", false),
+            ("DateOfCreation eq null and Id gt 9L", true),
+            ("Name eq 'null'", false),
         ] {
             assert_eq!(Filter::parse(text).unwrap().matches(&r), expected, "{text}");
         }
@@ -326,6 +347,7 @@ mod tests {
         assert!(bare.matches(&r));
         assert!(bare.writes_stamps_as(&Written::Bare) && !bare.writes_stamps_as(&datetime));
         assert!(Filter::parse("Id gt 1L").unwrap().writes_stamps_as(&datetime), "no stamp, nothing to refuse");
+        assert!(Filter::parse("DateModified eq null").unwrap().writes_stamps_as(&datetime), "null is no stamp");
         assert!(
             !Filter::parse("DateModified ge datetimeoffset'2026-01-01T00:00:00Z'").unwrap().writes_stamps_as(&datetime)
         );

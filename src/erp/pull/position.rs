@@ -61,6 +61,16 @@ impl Position {
         }
     }
 
+    /// Whether `first` comes before `second` in the order this position's query asks for:
+    /// by id, or by (`lastModifiedDate`, `id`).
+    fn in_order(&self, first: &ErpRecord, second: &ErpRecord) -> bool {
+        let by_id = id_order(&first.id, &second.id);
+        match self {
+            Position::IdAbove(_) | Position::After { rest_of_instant: true, .. } => by_id.is_lt(),
+            _ => first.last_modified.cmp(&second.last_modified).then(by_id).is_lt(),
+        }
+    }
+
     /// Where the page after one with these records starts; `None` when the pull has read
     /// everything. Only a query that answers no record ends: a short page proves nothing (an
     /// ERP may serve fewer than `pageSize`), and asking once more costs one request.
@@ -85,25 +95,27 @@ impl Position {
     }
 }
 
-/// A page whose records do not all answer its query is a malformed answer: going on from it
-/// could skip records or ask the same page forever.
+/// A page whose records do not all answer its query, or are not in the order it asks for, is
+/// a malformed answer: going on from it could skip records or ask the same page forever. (An
+/// ERP that ignored `sort`, as it ignores unknown filter names, would answer a model in id
+/// order: going on from the greatest key of such a page skips every record before that key
+/// that the page did not hold.)
 pub(super) fn check_filtered(
     info: &ModelInfo,
     position: &Position,
     query: &[(String, String)],
     records: &[ErpRecord],
 ) -> Result<(), ErpError> {
-    match records.iter().find(|record| !position.admits(record)) {
-        None => Ok(()),
-        Some(record) => {
-            let query = query.iter().map(|(name, value)| format!("{name}={value}")).collect::<Vec<_>>().join("&");
-            Err(UpstreamError::Malformed {
-                system: System::Erp,
-                detail: format!("{} answered `{query}` with record {}, which it does not select", info.name, record.id),
-            }
-            .into())
+    let wrong = match records.iter().find(|record| !position.admits(record)) {
+        Some(record) => format!("with record {}, which it does not select", record.id),
+        None if !records.windows(2).all(|pair| position.in_order(&pair[0], &pair[1])) => {
+            "with records out of the order it asks for".to_string()
         }
-    }
+        None => return Ok(()),
+    };
+    let query = query.iter().map(|(name, value)| format!("{name}={value}")).collect::<Vec<_>>().join("&");
+    Err(UpstreamError::Malformed { system: System::Erp, detail: format!("{} answered `{query}` {wrong}", info.name) }
+        .into())
 }
 
 #[cfg(test)]
@@ -160,6 +172,23 @@ mod tests {
         let info = generated::erp::model("article").unwrap();
         let error = check_filtered(info, &above, &above.query(), &[record("101", 0), record("7", 0)]).unwrap_err();
         assert!(error.to_string().contains("record 7"), "{error}");
+    }
+
+    /// A page out of the order its query asks for (an ERP that ignored `sort`) is told: the
+    /// pull would go on from its greatest key past records it did not hold.
+    #[test]
+    fn a_page_out_of_order_is_told() {
+        let info = generated::erp::model("article").unwrap();
+        let since = Position::Since(0);
+        let in_order = [record("9", 1_000), record("2", 2_000), record("10", 2_000)];
+        assert!(check_filtered(info, &since, &since.query(), &in_order).is_ok());
+        let by_id = [record("1", 3_000), record("2", 1_000)];
+        let error = check_filtered(info, &since, &since.query(), &by_id).unwrap_err();
+        assert!(error.to_string().contains("out of the order"), "{error}");
+        let above = Position::IdAbove(None);
+        assert!(check_filtered(info, &above, &above.query(), &by_id).is_ok(), "in id order, as asked");
+        let descending = [record("10", 0), record("9", 0)];
+        assert!(check_filtered(info, &above, &above.query(), &descending).is_err(), "10 > 9 as numbers");
     }
 
     /// A full pull reads by id, never by page number: a record deleted meanwhile cannot shift

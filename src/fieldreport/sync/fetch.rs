@@ -4,13 +4,14 @@ use generated::fieldreport::EntityInfo;
 use tokio::sync::mpsc;
 
 use super::query::{From, Literal, query};
-use crate::fieldreport::page::{Key, ReadPage, last_key, read_page};
+use crate::fieldreport::page::{Key, ReadPage, last_key, last_unmodified_key, read_page};
 use crate::fieldreport::service::FieldReportError;
 use crate::upstream::fieldreport::{FieldReportClient, ODataPage};
 use crate::upstream::{System, UpstreamError};
 
-/// Every page of a sync, in key order, sent to `pages` with its last key: each query starts
-/// after the greatest key read so far, until one answers no record. The upstream's next links
+/// Every page of a sync, sent to `pages` with its last key: first the records never modified
+/// (no `DateModified`) in Id order, then the others in key order. Each query starts after the
+/// greatest key read so far, until one answers no record. The upstream's next links
 /// are not followed from a page with records: they continue by position (`$skip`), which skips
 /// the records that move back when one read before them is changed meanwhile; an empty page's
 /// link is, as it has no key to go on from (see [`FieldReportClient::page_with_records`];
@@ -31,7 +32,7 @@ pub(super) async fn fetch_pages(
         // A server of the other OData version than its description refuses the described
         // form of a stamp (400): the first such query is asked again in the other form, which
         // the rest of the sync keeps when it is answered.
-        if !literal_tried && from.filter(literal).is_some() && is_bad_request(&answer) {
+        if !literal_tried && from.has_stamp() && is_bad_request(&answer) {
             literal_tried = true;
             let other = literal.other();
             let again = client.page_with_records(info.set, &query(info, &from, other)).await;
@@ -40,24 +41,37 @@ pub(super) async fn fetch_pages(
                 (literal, answer) = (other, again);
             }
         }
+        let unmodified = matches!(from, From::Unmodified { .. });
         let page = answer.and_then(|page| {
-            let last = last_key(&page);
+            let last = if unmodified { last_unmodified_key(&page) } else { last_key(&page) };
             match &last {
                 _ if page.records.is_empty() => Ok((page, last)),
                 Some(key) if from.precedes(key) => Ok((page, last)),
-                _ => Err(malformed(
-                    info,
-                    format!("answered `{}` with no record after it", from.filter(literal).unwrap_or_default()),
-                )),
+                _ if unmodified => Err(UpstreamError::Malformed {
+                    system: System::FieldReport,
+                    detail: format!(
+                        "{} answered `{}` with records stamped, or not in ascending Id order after it",
+                        info.set,
+                        from.filter(literal)
+                    ),
+                }),
+                _ => Err(malformed(info, format!("answered `{}` with no record after it", from.filter(literal)))),
             }
         });
         let next = match &page {
-            // A query that answers no record ends the sync; the empty page is not one of its pages.
-            Ok((page, _)) if page.records.is_empty() => return,
-            Ok((_, last)) => last.clone().map(|(stamp, id)| From::After(stamp, id)),
+            // A query that answers no record ends its part of the sync (the records never
+            // modified, then the others); the empty page is not one of its pages.
+            Ok((page, _)) if page.records.is_empty() => match from {
+                From::Unmodified { .. } => Some(from.modified()),
+                _ => return,
+            },
+            Ok((_, last)) => last.clone().map(|key| from.next(key)),
             Err(_) => None,
         };
-        if pages.send(page).await.is_err() {
+        // The records never modified have no key of the (`DateModified`, `Id`) order that
+        // `read_pages` checks.
+        let page = page.map(|(page, last)| (page, if unmodified { None } else { last }));
+        if !page.as_ref().is_ok_and(|(page, _)| page.records.is_empty()) && pages.send(page).await.is_err() {
             return;
         }
         match next {
@@ -72,8 +86,9 @@ fn is_bad_request(answer: &Result<ODataPage, UpstreamError>) -> bool {
 }
 
 /// Reads each page [`fetch_pages`] sent (see [`read_page`]) and sends it on to `pages`; a page
-/// whose greatest key is not the one its query went on from (its records out of key order)
-/// is a failure, and the last item sent.
+/// out of key order (a server that ignored `$orderby`: going on from its greatest key would
+/// skip the records before it that the page did not hold), or whose greatest key is not the
+/// one its query goes on from, is a failure, and the last item sent.
 pub(super) async fn read_pages(
     info: &'static EntityInfo,
     mut fetched: mpsc::Receiver<Result<(ODataPage, Option<Key>), UpstreamError>>,
@@ -82,7 +97,7 @@ pub(super) async fn read_pages(
     while let Some(page) = fetched.recv().await {
         let page = page.and_then(|(page, last)| {
             let read = read_page(page);
-            if read.last_key == last {
+            if read.in_key_order && read.last_key == last {
                 Ok(read)
             } else {
                 Err(malformed(info, "answered records out of (DateModified, Id) order".to_string()))

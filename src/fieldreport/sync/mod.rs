@@ -3,7 +3,8 @@
 //! A sync of one entity set asks for every record stamped since the overlap window before the
 //! set's cursor (the newest `DateModified` of the last completed sync;
 //! `FIELDREPORT_SYNC_OVERLAP_SECONDS`), with the set's expand relations, in key order
-//! (`DateModified`, then `Id`). Each request continues after the greatest key read so far,
+//! (`DateModified`, then `Id`); the records never modified (no `DateModified`) first, by Id,
+//! those created since the same window (every one on the set's first sync). Each request continues after the greatest key read so far,
 //! never from a position, until one answers no record (see [`fetch::fetch_pages`]). Pages are fetched a
 //! few ahead of the ones being stored; the pages that arrived meanwhile are stored together
 //! in one transaction without forwarding (two such batches at once, a record never in two;

@@ -2,15 +2,21 @@
 
 use generated::fieldreport::EntityInfo;
 
+use crate::fieldreport::page::Key;
 use crate::vocabulary::stamp::Stamp;
 
 /// Records asked for per `$top` window.
 pub(super) const WINDOW: usize = 500;
 
-/// Where a query of a sync starts, in the sync's key order (`DateModified`, then `Id`).
+/// Where a query of a sync starts. A sync reads first the records never modified, which have
+/// no `DateModified` (the description allows null) and so no place in the key order, by Id;
+/// then every other record in key order (`DateModified`, then `Id`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) enum From {
-    /// The whole set: the set's first sync.
+    /// Records without a `DateModified`, in Id order: those created at or after `since`
+    /// (every one on the set's first sync, `None`), with an Id above `above`.
+    Unmodified { since: Option<Stamp>, above: Option<i64> },
+    /// Every record with a `DateModified`: the set's first sync.
     Everything,
     /// Records stamped at or after this: the overlap window before the last sync's cursor.
     Since(Stamp),
@@ -19,24 +25,67 @@ pub(super) enum From {
 }
 
 impl From {
-    /// The `$filter` of the query, if any, its stamps written as `literal` says (see
-    /// [`Literal`]). The key's `or` keeps the query on the key order whatever was written
-    /// meanwhile: a position (`$skip`, a next link made of one) moves when a record read
-    /// before it changes, a key does not.
-    pub(super) fn filter(&self, literal: Literal) -> Option<String> {
+    /// The `$filter` of the query, its stamps written as `literal` says (see [`Literal`]).
+    /// The key's `or` keeps the query on the key order whatever was written meanwhile: a
+    /// position (`$skip`, a next link made of one) moves when a record read before it
+    /// changes, a key does not.
+    pub(super) fn filter(&self, literal: Literal) -> String {
         match self {
-            From::Everything => None,
-            From::Since(stamp) => Some(format!("DateModified ge {}", stamp.literal(literal.0))),
+            From::Unmodified { since, above } => {
+                let mut filter = "DateModified eq null".to_string();
+                if let Some(since) = since {
+                    filter.push_str(&format!(" and DateOfCreation ge {}", since.literal(literal.0)));
+                }
+                if let Some(above) = above {
+                    filter.push_str(&format!(" and Id gt {above}L"));
+                }
+                filter
+            }
+            From::Everything => "DateModified ne null".to_string(),
+            From::Since(stamp) => format!("DateModified ge {}", stamp.literal(literal.0)),
             From::After(stamp, id) => {
                 let at = stamp.literal(literal.0);
-                Some(format!("DateModified gt {at} or (DateModified eq {at} and Id gt {id}L)"))
+                format!("DateModified gt {at} or (DateModified eq {at} and Id gt {id}L)")
             }
         }
     }
 
+    /// Whether the filter writes a stamp (whose form a server may refuse).
+    pub(super) fn has_stamp(&self) -> bool {
+        !matches!(self, From::Everything | From::Unmodified { since: None, .. })
+    }
+
+    /// The order the query asks for.
+    pub(super) fn order(&self) -> &'static str {
+        match self {
+            From::Unmodified { .. } => "Id",
+            _ => "DateModified,Id",
+        }
+    }
+
+    /// Where the records with a `DateModified` start once those without are read.
+    pub(super) fn modified(&self) -> From {
+        match self {
+            From::Unmodified { since: Some(since), .. } => From::Since(since.clone()),
+            From::Unmodified { since: None, .. } => From::Everything,
+            other => other.clone(),
+        }
+    }
+
+    /// Where the query after a page whose last key is `key` starts.
+    pub(super) fn next(&self, key: Key) -> From {
+        match self {
+            From::Unmodified { since, .. } => From::Unmodified { since: since.clone(), above: Some(key.1) },
+            _ => From::After(key.0, key.1),
+        }
+    }
+
     /// Whether `key` lies after where this query starts: the upstream honoured the filter.
+    /// Records without a `DateModified` are keyed by their Id alone (see
+    /// [`crate::fieldreport::page::last_unmodified_key`]).
     pub(super) fn precedes(&self, key: &(Stamp, i64)) -> bool {
         match self {
+            From::Unmodified { above, .. } => above.is_none_or(|above| key.1 > above),
             From::Everything => true,
             From::Since(stamp) => key.0 >= *stamp,
             From::After(stamp, id) => (&key.0, key.1) > (stamp, *id),
@@ -77,20 +126,15 @@ pub(super) fn query(info: &EntityInfo, from: &From, literal: Literal) -> String 
     if !info.expand.is_empty() {
         parts.push(("$expand".to_string(), info.expand.join(",")));
     }
-    if let Some(filter) = from.filter(literal) {
-        parts.push(("$filter".to_string(), filter));
-    }
-    parts.push(("$orderby".to_string(), "DateModified,Id".to_string()));
+    parts.push(("$filter".to_string(), from.filter(literal)));
+    parts.push(("$orderby".to_string(), from.order().to_string()));
     parts.push(("$top".to_string(), WINDOW.to_string()));
     url::form_urlencoded::Serializer::new(String::new()).extend_pairs(parts).finish()
 }
 
-/// Where a sync starts: `overlap` before the last sync's cursor (records stamped before it but
-/// committed after it was read: a long upstream transaction, a stamp of a coarse clock), or the
-/// whole set.
+/// Where a sync starts: with the records never modified, created since `overlap` before the
+/// last sync's cursor (records stamped before it but committed after it was read: a long
+/// upstream transaction, a stamp of a coarse clock), or the whole set.
 pub(super) fn start(cursor: Option<&str>, overlap: std::time::Duration) -> From {
-    match cursor {
-        Some(cursor) => From::Since(Stamp::parse(cursor).earlier_by(overlap)),
-        None => From::Everything,
-    }
+    From::Unmodified { since: cursor.map(|cursor| Stamp::parse(cursor).earlier_by(overlap)), above: None }
 }

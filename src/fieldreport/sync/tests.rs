@@ -64,7 +64,15 @@ fn the_query_carries_expand_key_order_and_window() {
         "%24expand=Contacts%2CTags%2CServiceObjects%2CMainContact&%24filter=DateModified+gt+2026-01-01T00%3A00%3A00Z+or+%28DateModified+eq+2026-01-01T00%3A00%3A00Z+and+Id+gt+1234L%29&%24orderby=DateModified%2CId&%24top=500"
     );
     let tags = generated::fieldreport::by_set("Tags").unwrap();
-    assert_eq!(query(tags, &From::Everything, Literal::DESCRIBED), "%24orderby=DateModified%2CId&%24top=500");
+    assert_eq!(
+        query(tags, &From::Everything, Literal::DESCRIBED),
+        "%24filter=DateModified+ne+null&%24orderby=DateModified%2CId&%24top=500"
+    );
+    let unmodified = From::Unmodified { since: None, above: Some(7) };
+    assert_eq!(
+        query(tags, &unmodified, Literal::DESCRIBED),
+        "%24filter=DateModified+eq+null+and+Id+gt+7L&%24orderby=Id&%24top=500"
+    );
 }
 
 /// The field-report system's description is OData v3 with `DateModified` an `Edm.DateTime`:
@@ -76,19 +84,31 @@ fn stamps_are_written_as_the_description_declares_them() {
     assert_eq!(Literal(None).other(), Literal::DESCRIBED);
     let after = From::After(Stamp::parse("2024-03-28T17:31:17"), 9);
     assert_eq!(
-        after.filter(Literal::DESCRIBED).unwrap(),
+        after.filter(Literal::DESCRIBED),
         "DateModified gt datetime'2024-03-28T17:31:17' or (DateModified eq datetime'2024-03-28T17:31:17' and Id gt 9L)"
     );
     let since = From::Since(Stamp::parse("2026-01-01T00:00:00.5Z"));
-    assert_eq!(since.filter(Literal(None)).unwrap(), "DateModified ge 2026-01-01T00:00:00.5Z");
+    assert_eq!(since.filter(Literal(None)), "DateModified ge 2026-01-01T00:00:00.5Z");
 }
 
+/// A sync starts with the records never modified, then reads the others: on its first run
+/// all of them, later those since the overlap before its cursor (created since, for the
+/// records never modified).
 #[test]
 fn a_sync_starts_the_overlap_before_its_cursor() {
     let overlap = std::time::Duration::from_secs(300);
-    assert_eq!(start(None, overlap), From::Everything);
+    let first = start(None, overlap);
+    assert_eq!(first, From::Unmodified { since: None, above: None });
+    assert_eq!(first.filter(Literal(None)), "DateModified eq null");
+    assert!(!first.has_stamp() && !first.modified().has_stamp());
+    assert_eq!(first.modified(), From::Everything);
     let from = start(Some("2026-01-01T00:05:00Z"), overlap);
-    assert_eq!(from.filter(Literal(None)).unwrap(), "DateModified ge 2026-01-01T00:00:00Z");
+    assert_eq!(from.filter(Literal(None)), "DateModified eq null and DateOfCreation ge 2026-01-01T00:00:00Z");
+    assert_eq!(
+        from.next((Stamp::parse(""), 12)).filter(Literal(None)),
+        format!("{} and Id gt 12L", from.filter(Literal(None)))
+    );
+    assert_eq!(from.modified().filter(Literal(None)), "DateModified ge 2026-01-01T00:00:00Z");
 }
 
 #[test]
@@ -100,4 +120,27 @@ fn a_key_not_after_the_query_start_is_refused() {
     let since = From::Since(Stamp::parse("2026-01-01T00:00:00Z"));
     assert!(since.precedes(&(Stamp::parse("2026-01-01T00:00:00Z"), 1)));
     assert!(!since.precedes(&(Stamp::parse("2025-12-31T23:59:59Z"), 9)));
+    let unmodified = From::Unmodified { since: None, above: Some(7) };
+    assert!(unmodified.precedes(&(Stamp::parse(""), 8)) && !unmodified.precedes(&(Stamp::parse(""), 7)));
+}
+
+/// The records never modified are read in Id order: a page of them goes on from its last
+/// record only when every record of it is unstamped and the Ids ascend.
+#[test]
+fn a_page_of_records_never_modified_goes_on_from_its_last_id() {
+    let page = |records: &[&str]| crate::upstream::fieldreport::ODataPage {
+        records: records
+            .iter()
+            .map(|text| serde_json::value::RawValue::from_string(text.to_string()).unwrap())
+            .collect(),
+        next_link: None,
+    };
+    let unstamped =
+        page(&[r#"{"Id":"3","DateModified":null}"#, r#"{"Id":"7","DateOfCreation":"2026-01-01T00:00:00"}"#]);
+    let key = crate::fieldreport::page::last_unmodified_key(&unstamped).unwrap();
+    assert_eq!(key.1, 7);
+    let descending = page(&[r#"{"Id":"7"}"#, r#"{"Id":"3"}"#]);
+    assert!(crate::fieldreport::page::last_unmodified_key(&descending).is_none());
+    let stamped = page(&[r#"{"Id":"3"}"#, r#"{"Id":"7","DateModified":"2026-01-01T00:00:00"}"#]);
+    assert!(crate::fieldreport::page::last_unmodified_key(&stamped).is_none());
 }

@@ -32,7 +32,8 @@
 //! `POST /__sandbox/seed {model, records: [...]}` inserts records as given (keeping a given
 //! `id`) and `{model, count}` generates records, both without webhooks;
 //! `POST /__sandbox/behaviour {"most_per_page": n}` serves at most `n` records a page whatever
-//! `pageSize` asks (`null`: as asked).
+//! `pageSize` asks (`null`: as asked), `{"sort": "ignored"}` lists in id order whatever `sort`
+//! asks (`"honoured"`, the default: as asked).
 
 mod api;
 mod query;

@@ -129,6 +129,9 @@ impl Erp {
         if let Some(most) = self.state.lock().expect("lock").most_per_page {
             query.page_size = query.page_size.min(most);
         }
+        if self.state.lock().expect("lock").sort_ignored {
+            query.sort.retain(|(field, descending)| field == "id" && !descending);
+        }
         let skip = (query.page - 1).saturating_mul(query.page_size);
         if query.by_id() {
             // In id order, the order the records are kept in: the page is read from the
@@ -253,7 +256,9 @@ impl Erp {
         }
     }
 
-    /// `{"most_per_page": n | null}`: serve at most `n` records a page whatever `pageSize` asks.
+    /// `{"most_per_page": n | null, "sort": "ignored" | "honoured"}`: serve at most `n` records
+    /// a page whatever `pageSize` asks; list in id order whatever `sort` asks. The body sets
+    /// both (an absent one is the default: as asked).
     fn behaviour(&self, req: &SimRequest) -> SimResponse {
         let body = match req.json() {
             Ok(body) => body,
@@ -266,7 +271,14 @@ impl Erp {
                 None => return bad_request("most_per_page must be a positive number or null"),
             },
         };
-        self.state.lock().expect("lock").most_per_page = most;
+        let sort_ignored = match body.get("sort").and_then(Value::as_str) {
+            Some("ignored") => true,
+            Some("honoured") | None => false,
+            Some(_) => return bad_request("sort must be \"ignored\" or \"honoured\""),
+        };
+        let mut state = self.state.lock().expect("lock");
+        state.most_per_page = most;
+        state.sort_ignored = sort_ignored;
         json(StatusCode::OK, &body)
     }
 

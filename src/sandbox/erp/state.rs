@@ -15,6 +15,10 @@ pub(super) struct State {
     /// At most this many records a page whatever `pageSize` asks (`POST /__sandbox/behaviour
     /// {"most_per_page": n}`): an ERP with a lower limit than the documented one.
     pub(super) most_per_page: Option<usize>,
+    /// Lists in id order whatever `sort` asks (`POST /__sandbox/behaviour {"sort":
+    /// "ignored"}`): an ERP that ignores a sort it does not support, as it ignores unknown
+    /// filter names.
+    pub(super) sort_ignored: bool,
 }
 
 impl State {

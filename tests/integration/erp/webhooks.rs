@@ -241,7 +241,26 @@ async fn entity_names_in_another_case_are_the_same_model(db: Db) {
     svc.stop().await;
 }
 
+/// A NUL character (U+0000) in a text of an ERP record, which no text of Postgres holds: a
+/// pull stores the record as the ERP wrote it, and so does a webhook's call, whose record is
+/// mapped to the field-report system's company.
+async fn a_nul_in_a_record_is_stored_as_written(db: Db) {
+    let (svc, token) = start(db, &[]).await;
+    let name = "ACME\u{0}GmbH";
+    erp_update(&svc, "customer", "6", json!({"company": name, "email": "a\u{0}b@example.com"})).await;
+    let setup = svc.get_json(&token, "/api/v1/erp/setup/customer").await;
+    assert_eq!(setup["data"][0]["inserted"], 3, "{setup}");
+    assert_eq!(svc.get_json(&token, "/api/v1/erp/show/customer/6").await["company"], name);
+    erp_update(&svc, "customer", "7", json!({"company": name})).await;
+    let call = json!({"entityName": "customer", "entityId": "7", "type": "updated"});
+    let inbox_id = accepted(webhook(&svc).json(&call).checked().await.unwrap()).await;
+    let done = inbox_call(&svc, &token, inbox_id, "done").await;
+    assert_eq!(svc.get_json(&token, "/api/v1/erp/show/customer/7").await["company"], name, "{done}");
+    svc.stop().await;
+}
+
 on_both_databases!(
+    a_nul_in_a_record_is_stored_as_written,
     webhooks_admit_only_allowlisted_sources,
     webhooks_need_the_secret,
     entity_names_in_another_case_are_the_same_model,

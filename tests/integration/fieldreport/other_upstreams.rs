@@ -1,8 +1,9 @@
 //! The sync and the reconciling of the field-report mirror against an OData v3 server other
 //! than the simulator, answering as a real one may: stamps of a .NET clock (seven fractional
-//! digits, and `datetime'…'` literals of at most seven, as `System.DateTime` parses them), and
+//! digits, and `datetime'…'` literals of at most seven, as `System.DateTime` parses them),
 //! server-side paging that withholds rows after paging (soft-deleted ones), so that a window of
-//! only such rows is an empty page with a next link, in the middle of the set.
+//! only such rows is an empty page with a next link, in the middle of the set, records never
+//! modified (a null `DateModified`, sorted first) and texts holding a NUL character.
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -24,6 +25,8 @@ struct Fake {
     hidden: Mutex<HashSet<i64>>,
     /// No next links: the client pages by `$top` (FACTS: the fall-back of a v3 server).
     unlinked: std::sync::atomic::AtomicBool,
+    /// `$orderby` ignored: lists in Id order.
+    unordered: std::sync::atomic::AtomicBool,
 }
 
 impl Fake {
@@ -40,6 +43,14 @@ impl Fake {
     fn put(&self, id: i64, version: i64, stamp: &str) {
         let record = json!({"Id": id.to_string(), "Name": format!("Company {id}"), "Version": version,
                             "DateModified": stamp});
+        self.records.lock().unwrap().insert(id, record.as_object().unwrap().clone());
+    }
+
+    /// A record never modified: no `DateModified` (null, as the description allows it), and
+    /// its `DateOfCreation` when it has one.
+    fn put_unmodified(&self, id: i64, created: Option<&str>) {
+        let record = json!({"Id": id.to_string(), "Name": format!("Company {id}"), "Version": 1,
+                            "DateModified": null, "DateOfCreation": created});
         self.records.lock().unwrap().insert(id, record.as_object().unwrap().clone());
     }
 
@@ -68,8 +79,10 @@ impl Fake {
         let mut chosen: Vec<&Map<String, Value>> =
             records.values().filter(|record| filter.as_ref().is_none_or(|f| f.matches(record))).collect();
         let id = |record: &Map<String, Value>| record["Id"].as_str().unwrap().parse::<i64>().unwrap();
-        if pairs.get("$orderby").is_some_and(|order| order == "DateModified,Id") {
-            chosen.sort_by_key(|record| (Stamp::parse(record["DateModified"].as_str().unwrap()), id(record)));
+        // A record without a stamp sorts first, as null does in SQL Server's ascending order.
+        let ordered = !self.unordered.load(std::sync::atomic::Ordering::Relaxed);
+        if ordered && pairs.get("$orderby").is_some_and(|order| order == "DateModified,Id") {
+            chosen.sort_by_key(|record| (record["DateModified"].as_str().map(Stamp::parse), id(record)));
         }
         let number = |name: &str, default: usize| pairs.get(name).map_or(default, |n| n.parse().unwrap());
         let (skip, top) = (number("$skip", 0), number("$top", usize::MAX));
@@ -214,7 +227,76 @@ async fn a_short_answer_to_a_fetch_by_id_is_asked_again(db: Db) {
     svc.stop().await;
 }
 
+/// Records never modified have no `DateModified`, and the server sorts them first: the first
+/// page of a first sync holds only such records, with no key to go on from. Every one is
+/// taken; a later sync finds those created since the overlap before its cursor, and a
+/// reconciling one with no stamp at all.
+async fn records_never_modified_are_taken(db: Db) {
+    let fake = Fake::seeded(30, "");
+    for id in 2001..2016 {
+        fake.put_unmodified(id, Some("2025-12-31T00:00:00"));
+    }
+    fake.put_unmodified(2016, None);
+    let (svc, token) = start(db, &fake).await;
+    let (status, first) = sync(&svc, &token, "").await;
+    assert_eq!((status, first["data"][0]["inserted"].clone()), (200, json!(46)), "{first}");
+    assert_eq!(mirror(&svc).await, fake.visible(), "{first}");
+    // Created after the first sync and never modified since, beside a record modified.
+    fake.put_unmodified(2017, Some("2026-01-01T00:00:40"));
+    fake.put(1005, 2, "2026-01-01T00:00:41");
+    let (status, next) = sync(&svc, &token, "").await;
+    assert_eq!(status, 200, "{next}");
+    assert_eq!((next["data"][0]["inserted"].clone(), next["data"][0]["updated"].clone()), (json!(1), json!(1)));
+    assert_eq!(mirror(&svc).await, fake.visible(), "{next}");
+    // Without either stamp, only a reconciling sees it.
+    fake.put_unmodified(2018, None);
+    let (status, reconciled) = sync(&svc, &token, "?reconcile=true").await;
+    assert_eq!(status, 200, "{reconciled}");
+    assert_eq!(reconciled["data"][0]["reconcile"]["fetched_missing"], 1, "{reconciled}");
+    assert_eq!(mirror(&svc).await, fake.visible(), "{reconciled}");
+    svc.stop().await;
+}
+
+/// A NUL character (U+0000) in a record's texts, its `ExternalId` among them: no text of
+/// Postgres holds one. The record is stored as the upstream wrote it, and the sync completes.
+async fn a_nul_in_a_record_is_stored_as_written(db: Db) {
+    let fake = Fake::seeded(5, "");
+    let nul = json!({"ExternalId": "erp\u{0}3", "Name": "A\u{0}B"});
+    fake.records.lock().unwrap().get_mut(&1003).unwrap().extend(nul.as_object().unwrap().clone());
+    let (svc, token) = start(db, &fake).await;
+    let (status, first) = sync(&svc, &token, "").await;
+    assert_eq!((status, first["data"][0]["inserted"].clone()), (200, json!(5)), "{first}");
+    let record: Value = svc.get_json(&token, "/api/v1/fieldreport/companies/1003").await;
+    assert_eq!((&record["ExternalId"], &record["Name"]), (&nul["ExternalId"], &nul["Name"]), "{record}");
+    let (status, again) = sync(&svc, &token, "").await;
+    assert_eq!((status, again["data"][0]["unchanged"].clone()), (200, json!(5)), "{again}");
+    svc.stop().await;
+}
+
+/// A server that ignores `$orderby` lists in Id order. When the record changed last is listed
+/// last on a page, it is the page's greatest key, whatever the order of the records before it:
+/// going on after it skipped every record of a later page stamped before it, and the sync
+/// completed with them missing. A page out of key order fails the sync, and a sync from a
+/// server that orders brings every record.
+async fn a_page_out_of_key_order_fails_the_sync(db: Db) {
+    let fake = Fake::seeded(30, "");
+    fake.put(1003, 2, "2026-01-01T00:00:50");
+    fake.put(1010, 2, "2026-01-01T00:01:00");
+    fake.unordered.store(true, std::sync::atomic::Ordering::Relaxed);
+    let (svc, token) = start(db, &fake).await;
+    let (status, first) = sync(&svc, &token, "").await;
+    assert_eq!((status, first["error_code"].clone()), (502, json!("upstream_invalid_response")), "{first}");
+    fake.unordered.store(false, std::sync::atomic::Ordering::Relaxed);
+    let (status, again) = sync(&svc, &token, "").await;
+    assert_eq!(status, 200, "{again}");
+    assert_eq!(mirror(&svc).await, fake.visible(), "{again}");
+    svc.stop().await;
+}
+
 on_both_databases!(
+    a_page_out_of_key_order_fails_the_sync,
+    records_never_modified_are_taken,
+    a_nul_in_a_record_is_stored_as_written,
     a_short_answer_to_a_fetch_by_id_is_asked_again,
     stamps_of_seven_fractional_digits_are_asked_as_written,
     an_empty_page_with_a_next_link_is_no_end_of_a_sync,

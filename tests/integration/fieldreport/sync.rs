@@ -74,9 +74,10 @@ async fn an_interrupted_sync_resumes_without_duplicates(db: Db) {
     let svc = TestService::start(db, &[]).await;
     let token = svc.user_token().await;
     svc.seed("Tags", 750).await;
-    // Three pages go through, then the fourth fails three times in a row (reads are retried
-    // twice): the sync stops half way, with 300 records stored.
-    let fault = json!({"path_prefix": "/odata/Tags", "status": 500, "times": 3, "after": 3});
+    // The query for records never modified (none here) and three pages go through, then the
+    // fourth page fails three times in a row (reads are retried twice): the sync stops half
+    // way, with 300 records stored.
+    let fault = json!({"path_prefix": "/odata/Tags", "status": 500, "times": 3, "after": 4});
     add_fault(&svc.client, &svc.fieldreport, fault).await;
     let stopped = svc.get(&token, "/api/v1/fieldreport/sync/tags").await;
     let body = error_body(stopped, 502).await;

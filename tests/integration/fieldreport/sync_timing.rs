@@ -57,7 +57,9 @@ async fn records_changed_while_a_sync_pages_are_not_skipped(db: Db) {
     let svc = TestService::start(db, &[]).await;
     let token = svc.user_token().await;
     svc.seed("Companies", 250).await;
-    simulator(&svc, "during-list", json!({"set": "Companies", "after_pages": 1, "touch": ["1001", "1002"]})).await;
+    // After the first page of records (the sync's first query, for records never modified,
+    // answers none).
+    simulator(&svc, "during-list", json!({"set": "Companies", "after_pages": 2, "touch": ["1001", "1002"]})).await;
     let report = sync(&svc, &token, "companies").await;
     let (mirror, upstream) = mirror_and_upstream(&svc, &token).await;
     assert_eq!(mirror.len(), 250, "{report}");
@@ -255,6 +257,39 @@ async fn an_erp_serving_short_pages_is_pulled_whole(db: Db) {
     svc.stop().await;
 }
 
+/// An ERP that ignores `sort` (as it ignores unknown filter names) lists a model in id order.
+/// An incremental pull that went on from the greatest (`lastModifiedDate`, `id`) of such a page
+/// skipped every record modified before it that the page did not hold, and completed as if
+/// whole (its cursor moved past them); it now fails, the model's report naming the ERP's
+/// answer, and a pull from an ERP that sorts brings every record.
+async fn an_erp_ignoring_sort_fails_the_pull_instead_of_skipping(db: Db) {
+    let svc = TestService::start(db, &[]).await;
+    let token = svc.user_token().await;
+    svc.erp_sandbox("seed", json!({"model": "article", "count": 40})).await;
+    let articles = async || {
+        let answer = svc.erp_api(reqwest::Method::GET, "/article?pageSize=1000").checked().await.unwrap();
+        erp_versions(&answer.json_value().await)
+    };
+    // The first article in id order becomes the newest: in key order it comes last.
+    let first = articles().await.into_keys().min_by_key(|id| id.parse::<u64>().unwrap()).unwrap();
+    let put = svc
+        .erp_api(reqwest::Method::PUT, &format!("/article/id/{first}?ignoreMissingProperties=true"))
+        .json(&json!({"name": "changed"}))
+        .checked()
+        .await
+        .unwrap();
+    assert!(put.status().is_success());
+    svc.erp_sandbox("behaviour", json!({"most_per_page": 7, "sort": "ignored"})).await;
+    let pulls: Value = svc.get_json(&token, "/api/v1/erp/get").await;
+    let pull = pulls["data"].as_array().unwrap().iter().find(|r| r["model"] == "article").unwrap().clone();
+    let error = pull["errors"][0]["message"].as_str().unwrap_or_default();
+    assert!(error.contains("out of the order it asks for"), "{pull}");
+    svc.erp_sandbox("behaviour", json!({})).await;
+    let pulled: Value = svc.get_json(&token, "/api/v1/erp/get").await;
+    assert_eq!(mirrored_erp_versions(svc.store(), "article").await, articles().await, "{pulled}");
+    svc.stop().await;
+}
+
 /// A reconciling of an ERP that serves 7 records a page: the 30 records the mirror lost are
 /// fetched by id in batches larger than a page. A short answer to `id-in` is no proof that
 /// the ids it left out are gone: each is fetched, and the mirror ends equal to the ERP.
@@ -318,6 +353,7 @@ fn urlencode(text: &str) -> String {
 }
 
 on_both_databases!(
+    an_erp_ignoring_sort_fails_the_pull_instead_of_skipping,
     a_server_of_the_other_odata_version_is_synced_too,
     an_erp_serving_short_pages_is_pulled_whole,
     an_erp_serving_short_pages_is_reconciled_whole,

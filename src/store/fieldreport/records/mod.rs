@@ -24,12 +24,21 @@ pub struct MirrorRecord {
 /// record mapped from an ERP record: a text as it is, a number as its text; anything else
 /// (absent, null, a flag, an object) is none. Every write of the service stores it with the
 /// document; the triggers of migration 0014 fill it in for other writers.
+///
+/// A NUL character (U+0000), which no text of Postgres holds, is kept as U+FFFD, on both
+/// databases alike (see [`lookup_text`]): an upstream record that holds one is stored (its
+/// document keeps it escaped, as written) instead of failing the sync's batch.
 pub fn external_id(value: Option<&Value>) -> Option<String> {
     match value? {
-        Value::String(text) => Some(text.clone()),
+        Value::String(text) => Some(lookup_text(text)),
         Value::Number(number) => Some(number.to_string()),
         _ => None,
     }
+}
+
+/// A text as the `external_id` column holds it: each NUL as U+FFFD.
+fn lookup_text(text: &str) -> String {
+    text.replace('\0', "\u{FFFD}")
 }
 
 impl MirrorRecord {
@@ -408,7 +417,7 @@ impl Store {
             // set was small scans it.
             .persistent(false)
             .bind(entity)
-            .bind(value)
+            .bind(lookup_text(value))
             .fetch_all(self.pool())
             .await?;
         let mut records = rows.iter().map(record).collect::<Result<Vec<_>, _>>()?;

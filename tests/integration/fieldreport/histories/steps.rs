@@ -113,7 +113,9 @@ pub(super) async fn run_step(world: &mut World, model: &mut Model, n: usize, ste
         }
         Step::SyncWhileEdited { picks } => {
             let touch: Vec<String> = [picks.0, picks.1].iter().filter_map(|p| pick(&model.companies, *p)).collect();
-            world.simulator("during-list", json!({"set": "Companies", "after_pages": 1, "touch": touch})).await;
+            // After the first page of records (the sync's first query, for records never
+            // modified, answers none).
+            world.simulator("during-list", json!({"set": "Companies", "after_pages": 2, "touch": touch})).await;
             let (status, _) = world.api(Method::GET, "/api/v1/fieldreport/sync/companies", None).await;
             // A script not used up (the sync failed first) must not fire in a later step.
             world.simulator("during-list", json!({"set": "Companies", "after_pages": 1, "touch": []})).await;
@@ -125,8 +127,9 @@ pub(super) async fn run_step(world: &mut World, model: &mut Model, n: usize, ste
             }
         }
         Step::SlowSync => {
-            // Two calls: a sync of a small set reads one page and the empty query that ends it.
-            let rule = json!({"path_prefix": "/odata/Companies", "status": 200, "delay_ms": 150, "times": 2});
+            // Three calls: a sync of a small set asks for the records never modified (none),
+            // reads one page and the empty query that ends it.
+            let rule = json!({"path_prefix": "/odata/Companies", "status": 200, "delay_ms": 150, "times": 3});
             add_fault(world.client(), &world.odata, rule).await;
             let (status, _) = world.api(Method::GET, "/api/v1/fieldreport/sync/companies", None).await;
             if status == 200 {
