@@ -160,3 +160,42 @@ fn a_restore_on_a_new_host_makes_the_database_folder() {
     assert_eq!(stderr.matches("No such file or directory").count(), 1, "{stderr}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The service's user, as the test sets it: another one when the test runs as root (as an
+/// operator's restore does), else the test's own (which is all a user may give a file).
+fn service_user(own: &std::fs::Metadata) -> (u32, u32) {
+    use std::os::unix::fs::MetadataExt;
+    if own.uid() == 0 { (65534, 65534) } else { (own.uid(), own.gid()) }
+}
+
+/// A restore run as root, for a service that runs as another user, leaves a database that user
+/// can open: the restored file has the owner and mode of the database it replaces, or the owner
+/// of the database's folder when there was none.
+#[test]
+fn a_restored_database_keeps_the_owner_and_mode_of_the_one_it_replaces() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt, chown};
+    let (dir, url) = migrated_database();
+    let copy = dir.join("backup.db");
+    let backup = Binary::new(["backup", "--to", copy.to_str().unwrap()]).database(&url).output();
+    assert!(backup.status.success(), "{}", text(&backup.stderr));
+    let (uid, gid) = service_user(&std::fs::metadata(&copy).unwrap());
+    let database = dir.join("service.db");
+    chown(&database, Some(uid), Some(gid)).unwrap();
+    std::fs::set_permissions(&database, std::fs::Permissions::from_mode(0o640)).unwrap();
+
+    let restored = Binary::new(["restore", "--from", copy.to_str().unwrap()]).database(&url).output();
+    assert!(restored.status.success(), "{}", text(&restored.stderr));
+    let file = std::fs::metadata(&database).unwrap();
+    assert_eq!((file.uid(), file.gid(), file.mode() & 0o7777), (uid, gid, 0o640), "the restored database");
+
+    // None to replace: the folder's owner, and the backup's private mode.
+    let folder = dir.join("new-host");
+    std::fs::create_dir(&folder).unwrap();
+    chown(&folder, Some(uid), Some(gid)).unwrap();
+    let new_host = format!("sqlite://{}/service.db", folder.display());
+    let restored = Binary::new(["restore", "--from", copy.to_str().unwrap()]).database(&new_host).output();
+    assert!(restored.status.success(), "{}", text(&restored.stderr));
+    let file = std::fs::metadata(folder.join("service.db")).unwrap();
+    assert_eq!((file.uid(), file.gid(), file.mode() & 0o7777), (uid, gid, 0o600), "the database on a new host");
+    let _ = std::fs::remove_dir_all(&dir);
+}
