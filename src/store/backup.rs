@@ -219,20 +219,22 @@ fn known_migration() -> i64 {
     sqlx::migrate!("migrations/sqlite").iter().map(|m| m.version).max().unwrap_or(0)
 }
 
-/// Moves the database (and any write-ahead log beside it) aside, once no process has it open.
+/// Moves the database aside, once no process has it open. Checking that folded any log a crash
+/// left into the file, so what is left beside it is the log's index (`-shm`), which is removed;
+/// a log that is still there goes with the database, under the name SQLite reads it by
+/// (`<moved>-wal`).
 fn set_aside(database: &Path) -> Result<Option<PathBuf>, BackupError> {
     if !database.exists() {
         return Ok(None);
     }
     ensure_unused(database)?;
-    let suffix = format!(".before-restore-{}", chrono::Utc::now().format("%Y%m%dT%H%M%SZ"));
-    for companion in ["-wal", "-shm"] {
-        let file = beside(database, companion);
-        if file.exists() {
-            rename(&file, &beside(database, &format!("{companion}{suffix}")))?;
-        }
+    let moved = beside(database, &format!(".before-restore-{}", chrono::Utc::now().format("%Y%m%dT%H%M%SZ")));
+    // The log first: a stop between the renames never leaves it beside the restored database.
+    let log = beside(database, "-wal");
+    if log.exists() {
+        rename(&log, &beside(&moved, "-wal"))?;
     }
-    let moved = beside(database, &suffix);
+    remove_if_there(&beside(database, "-shm"))?;
     rename(database, &moved)?;
     Ok(Some(moved))
 }

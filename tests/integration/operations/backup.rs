@@ -10,7 +10,7 @@ use std::time::Instant;
 use serde_json::{Value, json};
 
 use crate::common::Db;
-use crate::common::binary::{Binary, text};
+use crate::common::binary::{Binary, cli, text};
 use crate::common::contract::Checked;
 use crate::common::process::{Instance, odata_root, upstream_records};
 
@@ -197,5 +197,54 @@ fn a_restored_database_keeps_the_owner_and_mode_of_the_one_it_replaces() {
     assert!(restored.status.success(), "{}", text(&restored.stderr));
     let file = std::fs::metadata(folder.join("service.db")).unwrap();
     assert_eq!((file.uid(), file.gid(), file.mode() & 0o7777), (uid, gid, 0o600), "the database on a new host");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A service that crashed leaves its write-ahead log and its shared-memory index beside the
+/// database. A restore folds the log into the database it sets aside, so that the set-aside file
+/// is whole on its own, and leaves no companion beside it under a name SQLite never pairs with it.
+#[test]
+fn a_restore_after_a_crash_sets_the_database_aside_whole_and_alone() {
+    use std::io::BufRead;
+    let (dir, url) = migrated_database();
+    let copy = dir.join("backup.db");
+    let backup = Binary::new(["backup", "--to", copy.to_str().unwrap()]).database(&url).output();
+    assert!(backup.status.success(), "{}", text(&backup.stderr));
+
+    let mut serve = Binary::new(["serve", "--bind", "127.0.0.1:0"])
+        .database(&url)
+        .current_dir(&dir)
+        .stderr(std::process::Stdio::null())
+        .spawn();
+    let mut stdout = std::io::BufReader::new(serve.stdout.take().unwrap());
+    let mut line = String::new();
+    while !line.contains("listening on") {
+        line.clear();
+        assert!(stdout.read_line(&mut line).unwrap() > 0, "the service ended before it listened");
+    }
+    let created =
+        cli(&url, &["user", "create", "--email", "late@example.com", "--password-stdin"], Some("a passphrase\n"));
+    assert!(created.status.success(), "{}", text(&created.stderr));
+    serve.kill().unwrap();
+    serve.wait().unwrap();
+    assert!(dir.join("service.db-wal").exists() && dir.join("service.db-shm").exists(), "a crash leaves both");
+
+    let restored = Binary::new(["restore", "--from", copy.to_str().unwrap()]).database(&url).output();
+    assert!(restored.status.success(), "{}", text(&restored.stderr));
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.retain(|name| name != "var");
+    names.sort();
+    assert_eq!(names.len(), 3, "{names:?}");
+    assert_eq!(names[..2], ["backup.db", "service.db"], "{names:?}");
+    let set_aside = &names[2];
+    assert!(set_aside.starts_with("service.db.before-restore-"), "{names:?}");
+    assert!(!set_aside.ends_with("-wal") && !set_aside.ends_with("-shm"), "{names:?}");
+    // The set-aside database holds the user the log held.
+    let aside_url = format!("sqlite://{}", dir.join(set_aside).display());
+    let listed = cli(&aside_url, &["user", "list"], None);
+    assert!(text(&listed.stdout).contains("late@example.com"), "{}{}", text(&listed.stdout), text(&listed.stderr));
     let _ = std::fs::remove_dir_all(&dir);
 }
