@@ -100,7 +100,11 @@ pub fn backup(url: &DatabaseUrl, to: &Path) -> Result<Backup, BackupError> {
     connection.busy_timeout(std::time::Duration::from_secs(30)).map_err(sqlite)?;
     let copied = connection
         .execute("VACUUM INTO ?1", [partial.to_string_lossy().as_ref()])
-        .map_err(sqlite)
+        // A full disk is the backup's: the database is only read.
+        .map_err(|error| match error.sqlite_error_code() {
+            Some(rusqlite::ErrorCode::DiskFull) => BackupError::Sqlite { path: to.to_path_buf(), error },
+            _ => sqlite(error),
+        })
         .and_then(|_| check(&partial))
         .and_then(|migration| sync_file(&partial).map(|()| migration));
     drop(connection);

@@ -248,3 +248,27 @@ fn a_restore_after_a_crash_sets_the_database_aside_whole_and_alone() {
     assert!(text(&listed.stdout).contains("late@example.com"), "{}{}", text(&listed.stdout), text(&listed.stderr));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A backup onto a disk that fills up leaves no file there, and its error names the backup's
+/// path, not the database's (whose disk has room). Needs root, to mount a small disk.
+#[test]
+fn a_backup_onto_a_full_disk_names_the_backup_and_leaves_nothing() {
+    let (dir, url) = migrated_database();
+    let small = dir.join("small");
+    std::fs::create_dir(&small).unwrap();
+    let mount =
+        std::process::Command::new("mount").args(["-t", "tmpfs", "-o", "size=64k", "tmpfs"]).arg(&small).output();
+    if !mount.is_ok_and(|m| m.status.success()) {
+        eprintln!("skipped: mounting a small tmpfs needs root");
+        return;
+    }
+    let target = small.join("backup.db");
+    let output = Binary::new(["backup", "--to", target.to_str().unwrap()]).database(&url).output();
+    let left: Vec<_> = std::fs::read_dir(&small).unwrap().map(|entry| entry.unwrap().file_name()).collect();
+    let unmounted = std::process::Command::new("umount").arg(&small).status().unwrap();
+    assert!(unmounted.success());
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output.stdout));
+    assert_eq!(text(&output.stderr), format!("error: {}: SQLite: database or disk is full\n", target.display()));
+    assert!(left.is_empty(), "left on the full disk: {left:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
