@@ -17,7 +17,8 @@ pub(super) fn readiness_url(bind: SocketAddr) -> String {
 
 pub(super) async fn ready(url: &str) -> anyhow::Result<()> {
     let client = reqwest::Client::builder().timeout(Duration::from_secs(5)).build()?;
-    let status = client.get(url).send().await.map_err(|e| anyhow::anyhow!("{url}: {e}"))?.status();
+    // The error's chain says why (`Connection refused`); the command line prints every cause.
+    let status = client.get(url).send().await.map_err(|e| anyhow::Error::new(e).context(url.to_string()))?.status();
     anyhow::ensure!(status == reqwest::StatusCode::OK, "{url} answered {status}");
     println!("ready: {url} answered {status}");
     Ok(())

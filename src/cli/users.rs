@@ -114,8 +114,10 @@ pub(super) async fn token(services: &Services, command: TokenCommand) -> anyhow:
             eprintln!("created token {:?} for {email}; it is shown only once", name.trim());
         }
         TokenCommand::List { email } => {
+            // Read before the header is printed: an unknown user is the error alone.
+            let tokens = services.auth.list_tokens(&email).await?;
             println!("NAME\tABILITIES\tCREATED\tLAST USED\tEXPIRES");
-            for token in services.auth.list_tokens(&email).await? {
+            for token in tokens {
                 let abilities: Vec<&str> = token.abilities.iter().map(|a| a.as_str()).collect();
                 println!(
                     "{}\t{}\t{}\t{}\t{}",

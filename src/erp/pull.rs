@@ -30,7 +30,8 @@ use crate::vocabulary::id_batches::IdBatches;
 
 mod position;
 
-use self::position::{Position, check_filtered, id_order};
+pub(crate) use self::position::id_order;
+use self::position::{Position, check_filtered};
 
 /// Records fetched by id per request of a reconciling (`id-in=…`): a query of about 1 KB.
 const FETCH_BATCH: usize = 100;

@@ -18,6 +18,7 @@ use serde_json::{Value, json};
 use url::Url;
 
 use super::mapping::MAPPINGS;
+use super::pull::id_order;
 use crate::upstream::UpstreamError;
 use crate::upstream::erp::{ErpClient, MAX_PAGE_SIZE};
 
@@ -168,26 +169,44 @@ pub struct Registered {
     pub duplicates_removed: usize,
 }
 
-/// Every webhook registered at the ERP, in id order.
+/// Every webhook registered at the ERP, in id order. Each page is asked by key, after the
+/// greatest id read (`id-gt`), not by number: a webhook created or removed while the pages are
+/// read would shift a page number's records, and one of them would be read twice or never.
 async fn all_webhooks(client: &ErpClient) -> Result<Vec<Webhook>, UpstreamError> {
-    let mut hooks = Vec::new();
-    for page in 1.. {
-        let query = [("page", page.to_string()), ("pageSize", MAX_PAGE_SIZE.to_string()), ("sort", "id".to_string())]
-            .map(|(k, v)| (k.to_string(), v));
+    let mut hooks: Vec<Webhook> = Vec::new();
+    loop {
+        let after = hooks.last().and_then(|hook| hook.id.clone());
+        let mut query =
+            vec![("pageSize".to_string(), MAX_PAGE_SIZE.to_string()), ("sort".to_string(), "id".to_string())];
+        query.extend(after.clone().map(|id| ("id-gt".to_string(), id)));
         let records = client.list(webhook_model(), &query).await?;
         // Only an empty page ends the list: an ERP may serve fewer records than `pageSize`.
         if records.is_empty() {
             break;
         }
+        let mut page = Vec::with_capacity(records.len());
         for record in records {
-            let hook: Webhook = serde_json::from_value(record).map_err(|e| UpstreamError::Malformed {
-                system: crate::vocabulary::calls::System::Erp,
-                detail: format!("a webhook record does not match the ERP model: {e}"),
-            })?;
-            hooks.push(hook);
+            let hook: Webhook = serde_json::from_value(record)
+                .map_err(|e| malformed(format!("a webhook record does not match the ERP model: {e}")))?;
+            page.push(hook);
         }
+        page.sort_by(|a, b| id_order(a.id.as_deref().unwrap_or_default(), b.id.as_deref().unwrap_or_default()));
+        // A page that does not start after the last id (an ERP that ignored `id-gt`, or a
+        // webhook without an id) could be asked for forever.
+        let first = page[0].id.clone().unwrap_or_default();
+        if first.is_empty() || after.as_deref().is_some_and(|after| id_order(&first, after).is_le()) {
+            return Err(malformed(format!(
+                "asked for the webhooks after id {}, the ERP answered webhook {first:?}",
+                after.as_deref().unwrap_or("-")
+            )));
+        }
+        hooks.extend(page);
     }
     Ok(hooks)
+}
+
+fn malformed(detail: String) -> UpstreamError {
+    UpstreamError::Malformed { system: crate::vocabulary::calls::System::Erp, detail }
 }
 
 /// The fields of a registration of ours for `model`.

@@ -6,7 +6,9 @@
 //! file at the target's name is always a whole backup. A restore copies a checked backup over
 //! the database file, but only when no process has that file open: a running service or command
 //! holds a shared lock on it as long as it has a connection, and a connection that asks for the
-//! exclusive lock is refused at once. The file it replaces is kept beside it.
+//! exclusive lock is refused at once. The file it replaces is kept beside it, and the copy takes
+//! that file's owner and mode, so that a restore run as root leaves a database the service's
+//! user can open.
 //!
 //! Postgres is backed up with its own tools (`pg_dump`, `pg_restore`); the commands are in
 //! docs/operations.md, "Backups", and the error below names them.
@@ -45,6 +47,11 @@ pub enum BackupError {
          restore it with that release"
     )]
     NewerRelease { path: PathBuf, backup: i64, known: i64 },
+    #[error(
+        "the restored {path} cannot get the owner of the database it replaces (uid {uid}, gid {gid}): {error}; \
+         restore as root or as that user"
+    )]
+    Owner { path: PathBuf, uid: u32, gid: u32, error: std::io::Error },
     // The causes are not `source`s: the message says them already, and the command line
     // prints an error with its sources, which would say them twice.
     #[error("{path}: {error}")]
@@ -93,7 +100,11 @@ pub fn backup(url: &DatabaseUrl, to: &Path) -> Result<Backup, BackupError> {
     connection.busy_timeout(std::time::Duration::from_secs(30)).map_err(sqlite)?;
     let copied = connection
         .execute("VACUUM INTO ?1", [partial.to_string_lossy().as_ref()])
-        .map_err(sqlite)
+        // A full disk is the backup's: the database is only read.
+        .map_err(|error| match error.sqlite_error_code() {
+            Some(rusqlite::ErrorCode::DiskFull) => BackupError::Sqlite { path: to.to_path_buf(), error },
+            _ => sqlite(error),
+        })
         .and_then(|_| check(&partial))
         .and_then(|migration| sync_file(&partial).map(|()| migration));
     drop(connection);
@@ -127,9 +138,12 @@ pub fn restore(url: &DatabaseUrl, from: &Path) -> Result<Restore, BackupError> {
     }
     let partial = beside(&database, ".restoring");
     remove_if_there(&partial)?;
-    std::fs::copy(from, &partial).map_err(|error| BackupError::File { path: partial.clone(), error })?;
-    sync_file(&partial)?;
-    let set_aside = match set_aside(&database) {
+    let copied = std::fs::copy(from, &partial)
+        .map_err(|error| BackupError::File { path: partial.clone(), error })
+        .and_then(|_| owned_as_replaced(&partial, &database))
+        .and_then(|()| sync_file(&partial))
+        .and_then(|()| set_aside(&database));
+    let set_aside = match copied {
         Ok(set_aside) => set_aside,
         Err(error) => {
             let _ = std::fs::remove_file(&partial);
@@ -138,6 +152,42 @@ pub fn restore(url: &DatabaseUrl, from: &Path) -> Result<Restore, BackupError> {
     };
     rename(&partial, &database)?;
     Ok(Restore { database, migration, known, set_aside })
+}
+
+/// Gives the restored copy the owner and mode of the database it replaces, or the owner of the
+/// database's folder when there is none: a restore run as root for a service that runs as
+/// another user must leave a file that user can open (the copy is root's, with the backup's
+/// mode 0600).
+fn owned_as_replaced(copy: &Path, database: &Path) -> Result<(), BackupError> {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    fn file(path: &Path) -> impl FnOnce(std::io::Error) -> BackupError + '_ {
+        move |error| BackupError::File { path: path.to_path_buf(), error }
+    }
+    let (owner, mode) = match std::fs::metadata(database) {
+        Ok(replaced) => {
+            let mode = replaced.permissions().mode() & 0o7777;
+            (replaced, Some(mode))
+        }
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+            let folder = database.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+            (std::fs::metadata(folder).map_err(file(folder))?, None)
+        }
+        Err(error) => return Err(file(database)(error)),
+    };
+    let current = std::fs::metadata(copy).map_err(file(copy))?;
+    let (uid, gid) = (owner.uid(), owner.gid());
+    if (current.uid(), current.gid()) != (uid, gid) {
+        std::os::unix::fs::chown(copy, Some(uid), Some(gid)).map_err(|error| BackupError::Owner {
+            path: database.to_path_buf(),
+            uid,
+            gid,
+            error,
+        })?;
+    }
+    if let Some(mode) = mode {
+        std::fs::set_permissions(copy, std::fs::Permissions::from_mode(mode)).map_err(file(copy))?;
+    }
+    Ok(())
 }
 
 /// The file of a SQLite `DATABASE_URL`.
@@ -173,20 +223,22 @@ fn known_migration() -> i64 {
     sqlx::migrate!("migrations/sqlite").iter().map(|m| m.version).max().unwrap_or(0)
 }
 
-/// Moves the database (and any write-ahead log beside it) aside, once no process has it open.
+/// Moves the database aside, once no process has it open. Checking that folded any log a crash
+/// left into the file, so what is left beside it is the log's index (`-shm`), which is removed;
+/// a log that is still there goes with the database, under the name SQLite reads it by
+/// (`<moved>-wal`).
 fn set_aside(database: &Path) -> Result<Option<PathBuf>, BackupError> {
     if !database.exists() {
         return Ok(None);
     }
     ensure_unused(database)?;
-    let suffix = format!(".before-restore-{}", chrono::Utc::now().format("%Y%m%dT%H%M%SZ"));
-    for companion in ["-wal", "-shm"] {
-        let file = beside(database, companion);
-        if file.exists() {
-            rename(&file, &beside(database, &format!("{companion}{suffix}")))?;
-        }
+    let moved = beside(database, &format!(".before-restore-{}", chrono::Utc::now().format("%Y%m%dT%H%M%SZ")));
+    // The log first: a stop between the renames never leaves it beside the restored database.
+    let log = beside(database, "-wal");
+    if log.exists() {
+        rename(&log, &beside(&moved, "-wal"))?;
     }
-    let moved = beside(database, &suffix);
+    remove_if_there(&beside(database, "-shm"))?;
     rename(database, &moved)?;
     Ok(Some(moved))
 }

@@ -20,7 +20,7 @@ pub(super) enum Position {
 }
 
 /// Orders ids as the ERP does: numbers (its ids are digits) as numbers, anything else as text.
-pub(super) fn id_order(a: &str, b: &str) -> std::cmp::Ordering {
+pub(crate) fn id_order(a: &str, b: &str) -> std::cmp::Ordering {
     match (a.parse::<u64>(), b.parse::<u64>()) {
         (Ok(a), Ok(b)) => a.cmp(&b),
         _ => a.cmp(b),

@@ -7,6 +7,12 @@
 use crate::common::JsonAnswer;
 use crate::common::contract::Checked;
 use std::process::Output;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use integration_service::sandbox::erp::{API_KEY, API_ROOT};
+use integration_service::sandbox::faults::Faults;
+use integration_service::sandbox::http::{SimRequest, json as json_answer, serve};
 
 use serde_json::{Value, json};
 
@@ -168,3 +174,61 @@ async fn register_list_and_unregister_at_the_erp(db: Db) {
 }
 
 on_both_databases!(register_list_and_unregister_at_the_erp);
+
+/// A proxy before the ERP simulator for `GET` calls that, when the webhooks are listed the second
+/// time (the list's second page), first removes the webhook `removed` at the simulator: a
+/// registration removed at the ERP while a command reads the list.
+async fn removing_proxy(svc: &TestService, removed: String) -> String {
+    let (host, client, lists) = (svc.erp_host().to_string(), svc.client.clone(), Arc::new(AtomicUsize::new(0)));
+    let log = slog::Logger::root(slog::Discard, slog::o!());
+    let address = serve(([127, 0, 0, 1], 0).into(), Arc::new(Faults::default()), log, move |req: SimRequest| {
+        let (host, client, lists, removed) = (host.clone(), client.clone(), lists.clone(), removed.clone());
+        async move {
+            if req.path.ends_with("/webhook") && lists.fetch_add(1, Ordering::SeqCst) == 1 {
+                let url = format!("{host}{API_ROOT}/webhook/id/{removed}");
+                let gone = client.delete(url).header("AuthenticationToken", API_KEY).checked().await.unwrap();
+                assert_eq!(gone.status(), 204);
+            }
+            let url = format!("{host}{}?{}", req.path, req.query.unwrap_or_default());
+            let key = req.headers.get("AuthenticationToken").cloned();
+            let answer = client
+                .get(url)
+                .headers(key.into_iter().map(|k| ("authenticationtoken".parse().unwrap(), k)).collect())
+                .checked()
+                .await
+                .unwrap();
+            let status = answer.status();
+            json_answer(status, &answer.json::<Value>().await.unwrap())
+        }
+    })
+    .await
+    .unwrap();
+    format!("http://{address}{API_ROOT}")
+}
+
+/// A webhook removed at the ERP while `erp webhooks list` reads its pages moves every later
+/// one a place forward; read by page number, the one that moves onto a page already read is
+/// never listed. Every webhook that was there from the first page to the last is listed.
+#[tokio::test]
+async fn a_webhook_removed_while_listing_hides_none_of_the_others() {
+    let svc = TestService::start(Db::Sqlite, &[]).await;
+    let mut ids = Vec::new();
+    for n in 1..=4 {
+        let hook = json!({"entityName": "customer", "atCreate": true, "atUpdate": true, "atDelete": true,
+                          "requestMethod": "POST", "url": format!("https://elsewhere.example/hook-{n}")});
+        let created = svc.erp_api(reqwest::Method::POST, "/webhook").json(&hook).json_value().await;
+        ids.push(created["id"].as_str().unwrap().to_string());
+    }
+    // Two a page: the first page holds hooks 1 and 2, and hook 1 goes before the second.
+    svc.erp_sandbox("behaviour", json!({"most_per_page": 2})).await;
+    let proxy = removing_proxy(&svc, ids[0].clone()).await;
+    // Awaited: the proxy answers on this test's runtime.
+    let listed = svc.command(&["erp", "webhooks", "list"]).erp(&svc).env("ERP_BASE_URL", &proxy).output_async().await;
+    let listed = succeeded(&listed);
+    for (n, id) in ids.iter().enumerate().skip(1) {
+        let hook =
+            format!("webhook {id}: customer on create,update,delete POST https://elsewhere.example/hook-{}", n + 1);
+        assert!(listed.contains(&hook), "{hook:?} is not listed:\n{listed}");
+    }
+    svc.stop().await;
+}

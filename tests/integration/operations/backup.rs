@@ -10,7 +10,7 @@ use std::time::Instant;
 use serde_json::{Value, json};
 
 use crate::common::Db;
-use crate::common::binary::{Binary, text};
+use crate::common::binary::{Binary, cli, text};
 use crate::common::contract::Checked;
 use crate::common::process::{Instance, odata_root, upstream_records};
 
@@ -158,5 +158,117 @@ fn a_restore_on_a_new_host_makes_the_database_folder() {
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
     assert!(stderr.starts_with(&format!("error: {}: ", nowhere.display())), "{stderr}");
     assert_eq!(stderr.matches("No such file or directory").count(), 1, "{stderr}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The service's user, as the test sets it: another one when the test runs as root (as an
+/// operator's restore does), else the test's own (which is all a user may give a file).
+fn service_user(own: &std::fs::Metadata) -> (u32, u32) {
+    use std::os::unix::fs::MetadataExt;
+    if own.uid() == 0 { (65534, 65534) } else { (own.uid(), own.gid()) }
+}
+
+/// A restore run as root, for a service that runs as another user, leaves a database that user
+/// can open: the restored file has the owner and mode of the database it replaces, or the owner
+/// of the database's folder when there was none.
+#[test]
+fn a_restored_database_keeps_the_owner_and_mode_of_the_one_it_replaces() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt, chown};
+    let (dir, url) = migrated_database();
+    let copy = dir.join("backup.db");
+    let backup = Binary::new(["backup", "--to", copy.to_str().unwrap()]).database(&url).output();
+    assert!(backup.status.success(), "{}", text(&backup.stderr));
+    let (uid, gid) = service_user(&std::fs::metadata(&copy).unwrap());
+    let database = dir.join("service.db");
+    chown(&database, Some(uid), Some(gid)).unwrap();
+    std::fs::set_permissions(&database, std::fs::Permissions::from_mode(0o640)).unwrap();
+
+    let restored = Binary::new(["restore", "--from", copy.to_str().unwrap()]).database(&url).output();
+    assert!(restored.status.success(), "{}", text(&restored.stderr));
+    let file = std::fs::metadata(&database).unwrap();
+    assert_eq!((file.uid(), file.gid(), file.mode() & 0o7777), (uid, gid, 0o640), "the restored database");
+
+    // None to replace: the folder's owner, and the backup's private mode.
+    let folder = dir.join("new-host");
+    std::fs::create_dir(&folder).unwrap();
+    chown(&folder, Some(uid), Some(gid)).unwrap();
+    let new_host = format!("sqlite://{}/service.db", folder.display());
+    let restored = Binary::new(["restore", "--from", copy.to_str().unwrap()]).database(&new_host).output();
+    assert!(restored.status.success(), "{}", text(&restored.stderr));
+    let file = std::fs::metadata(folder.join("service.db")).unwrap();
+    assert_eq!((file.uid(), file.gid(), file.mode() & 0o7777), (uid, gid, 0o600), "the database on a new host");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A service that crashed leaves its write-ahead log and its shared-memory index beside the
+/// database. A restore folds the log into the database it sets aside, so that the set-aside file
+/// is whole on its own, and leaves no companion beside it under a name SQLite never pairs with it.
+#[test]
+fn a_restore_after_a_crash_sets_the_database_aside_whole_and_alone() {
+    use std::io::BufRead;
+    let (dir, url) = migrated_database();
+    let copy = dir.join("backup.db");
+    let backup = Binary::new(["backup", "--to", copy.to_str().unwrap()]).database(&url).output();
+    assert!(backup.status.success(), "{}", text(&backup.stderr));
+
+    let mut serve = Binary::new(["serve", "--bind", "127.0.0.1:0"])
+        .database(&url)
+        .current_dir(&dir)
+        .stderr(std::process::Stdio::null())
+        .spawn();
+    let mut stdout = std::io::BufReader::new(serve.stdout.take().unwrap());
+    let mut line = String::new();
+    while !line.contains("listening on") {
+        line.clear();
+        assert!(stdout.read_line(&mut line).unwrap() > 0, "the service ended before it listened");
+    }
+    let created =
+        cli(&url, &["user", "create", "--email", "late@example.com", "--password-stdin"], Some("a passphrase\n"));
+    assert!(created.status.success(), "{}", text(&created.stderr));
+    serve.kill().unwrap();
+    serve.wait().unwrap();
+    assert!(dir.join("service.db-wal").exists() && dir.join("service.db-shm").exists(), "a crash leaves both");
+
+    let restored = Binary::new(["restore", "--from", copy.to_str().unwrap()]).database(&url).output();
+    assert!(restored.status.success(), "{}", text(&restored.stderr));
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.retain(|name| name != "var");
+    names.sort();
+    assert_eq!(names.len(), 3, "{names:?}");
+    assert_eq!(names[..2], ["backup.db", "service.db"], "{names:?}");
+    let set_aside = &names[2];
+    assert!(set_aside.starts_with("service.db.before-restore-"), "{names:?}");
+    assert!(!set_aside.ends_with("-wal") && !set_aside.ends_with("-shm"), "{names:?}");
+    // The set-aside database holds the user the log held.
+    let aside_url = format!("sqlite://{}", dir.join(set_aside).display());
+    let listed = cli(&aside_url, &["user", "list"], None);
+    assert!(text(&listed.stdout).contains("late@example.com"), "{}{}", text(&listed.stdout), text(&listed.stderr));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A backup onto a disk that fills up leaves no file there, and its error names the backup's
+/// path, not the database's (whose disk has room). Needs root, to mount a small disk.
+#[test]
+fn a_backup_onto_a_full_disk_names_the_backup_and_leaves_nothing() {
+    let (dir, url) = migrated_database();
+    let small = dir.join("small");
+    std::fs::create_dir(&small).unwrap();
+    let mount =
+        std::process::Command::new("mount").args(["-t", "tmpfs", "-o", "size=64k", "tmpfs"]).arg(&small).output();
+    if !mount.is_ok_and(|m| m.status.success()) {
+        eprintln!("skipped: mounting a small tmpfs needs root");
+        return;
+    }
+    let target = small.join("backup.db");
+    let output = Binary::new(["backup", "--to", target.to_str().unwrap()]).database(&url).output();
+    let left: Vec<_> = std::fs::read_dir(&small).unwrap().map(|entry| entry.unwrap().file_name()).collect();
+    let unmounted = std::process::Command::new("umount").arg(&small).status().unwrap();
+    assert!(unmounted.success());
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output.stdout));
+    assert_eq!(text(&output.stderr), format!("error: {}: SQLite: database or disk is full\n", target.display()));
+    assert!(left.is_empty(), "left on the full disk: {left:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -4,6 +4,7 @@
 
 mod backup;
 mod cli;
+mod cli_output;
 mod crash;
 mod cursor_lists;
 mod database_outage;
