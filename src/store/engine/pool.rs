@@ -114,21 +114,42 @@ pub(in crate::store) fn sqlite_file(url: &str) -> std::path::PathBuf {
     std::path::PathBuf::from(percent_encoding::percent_decode_str(path).decode_utf8_lossy().as_ref())
 }
 
-/// Adds `mode=rwc` (create if missing) and creates the parent folder of a file database.
+/// Adds `mode=rwc` (create if missing) and creates the parent folder of a file database, and
+/// the file itself when it is missing: readable by its owner only, as it holds password hashes
+/// and secrets (SQLite gives its `-wal` and `-shm` files the database file's mode). A file that
+/// exists keeps the mode its operator gave it.
 pub(super) fn sqlite_url_creating_file(url: &str) -> Result<String, StoreError> {
     let (path, query) = sqlite_url_parts(url);
-    if path != ":memory:"
-        && !path.is_empty()
-        && let Some(parent) = Path::new(path).parent().filter(|p| !p.as_os_str().is_empty())
-    {
-        std::fs::create_dir_all(parent)
-            .map_err(|e| StoreError::Unavailable(format!("cannot create {}: {e}", parent.display())))?;
+    let mode = query.split('&').find_map(|kv| kv.strip_prefix("mode="));
+    if path != ":memory:" && !path.is_empty() {
+        let file = sqlite_file(url);
+        if let Some(parent) = file.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent)
+                .map_err(|e| StoreError::Unavailable(format!("cannot create {}: {e}", parent.display())))?;
+        }
+        if mode.is_none_or(|mode| mode == "rwc") {
+            create_owner_only(&file)?;
+        }
     }
-    if query.split('&').any(|kv| kv.starts_with("mode=")) {
+    if mode.is_some() {
         return Ok(url.to_string());
     }
     let sep = if query.is_empty() { "?" } else { "&" };
     Ok(format!("{url}{sep}mode=rwc"))
+}
+
+/// Creates `file` empty with mode 0600 unless it exists (SQLite takes an empty file as a new
+/// database).
+fn create_owner_only(file: &Path) -> Result<(), StoreError> {
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    match options.open(file) {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(StoreError::Unavailable(format!("cannot create {}: {e}", file.display()))),
+    }
 }
 
 #[cfg(test)]
@@ -144,5 +165,25 @@ mod tests {
         assert_eq!(sqlite_url_creating_file("sqlite::memory:?mode=ro").unwrap(), "sqlite::memory:?mode=ro");
         assert_eq!(sqlite_file(&format!("{url}?mode=rwc")), dir.join("db.sqlite"));
         assert_eq!(sqlite_file("sqlite:data/service.db"), std::path::Path::new("data/service.db"));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_new_database_file_is_readable_by_its_owner_only() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = std::env::temp_dir().join(format!("store-{}", uuid::Uuid::new_v4()));
+        let mode = |path: &std::path::Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
+        sqlite_url_creating_file(&format!("sqlite://{}/new%20one.db", dir.display())).unwrap();
+        assert_eq!(mode(&dir.join("new one.db")), 0o600);
+        // A file that exists keeps its mode.
+        let existing = dir.join("existing.db");
+        std::fs::write(&existing, b"").unwrap();
+        std::fs::set_permissions(&existing, std::fs::Permissions::from_mode(0o640)).unwrap();
+        sqlite_url_creating_file(&format!("sqlite://{}", existing.display())).unwrap();
+        assert_eq!(mode(&existing), 0o640);
+        // A read-only URL creates nothing.
+        sqlite_url_creating_file(&format!("sqlite://{}/ro.db?mode=ro", dir.display())).unwrap();
+        assert!(!dir.join("ro.db").exists());
+        std::fs::remove_dir_all(dir).unwrap();
     }
 }
