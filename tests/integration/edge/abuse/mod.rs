@@ -14,6 +14,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 mod bodies;
+mod bursts;
 mod held_calls;
 mod injection;
 mod neighbours;

@@ -1,0 +1,39 @@
+//! Bounds per user that hold for requests sent at once, not only for requests sent in turn:
+//! each request of a burst is counted with the others before it is let through.
+
+use crate::common::contract::Checked;
+use crate::common::{Api, Db, TestService, error_body};
+use serde_json::{Value, json};
+
+/// Twenty subscriptions asked for at once by a user allowed three: three are stored, the
+/// others are 409 `too_many_subscriptions`. Each request counted the user's subscriptions
+/// before any of the burst was stored, so every one of them was.
+async fn subscriptions_asked_for_at_once_stay_within_the_bound(db: Db) {
+    let settings = [("CALLBACK_ALLOW_PRIVATE", "true"), ("LEASING_SUBSCRIPTIONS_PER_USER", "3")];
+    let svc = TestService::start(db, &settings).await;
+    let token = svc.user_token().await;
+    let subscribe = |n: usize| {
+        let request = svc
+            .client
+            .post(svc.url("/api/v1/leasing/subscriptions"))
+            .bearer_auth(&token)
+            .json(&json!({"url": format!("http://127.0.0.1:9/hook/{n}")}));
+        async move { request.checked().await.unwrap() }
+    };
+    let answers = futures::future::join_all((0..20).map(subscribe)).await;
+    let mut created = 0;
+    for answer in answers {
+        if answer.status() == 201 {
+            created += 1;
+            svc.remember_secret(answer.json::<Value>().await.unwrap()["secret"].as_str().unwrap());
+        } else {
+            assert_eq!(error_body(answer, 409).await["error_code"], "too_many_subscriptions");
+        }
+    }
+    assert_eq!(created, 3);
+    let page: Value = svc.get_json(&token, "/api/v1/leasing/subscriptions").await;
+    assert_eq!(page["meta"]["total"].as_i64(), Some(3), "{page}");
+    svc.stop().await;
+}
+
+crate::on_both_databases!(subscriptions_asked_for_at_once_stay_within_the_bound,);
