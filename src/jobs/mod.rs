@@ -101,6 +101,9 @@ impl JobsService {
             if let Some(retry_after_seconds) = rate {
                 return Err(JobError::TooFast { most: self.per_minute_per_user, retry_after_seconds });
             }
+            // Counted again with the insert: jobs queued at once all pass the count above.
+            let queued = self.store.job_enqueue_within(kind.name(), &target, user, self.active_per_user).await?;
+            return self.queued(queued.ok_or(JobError::TooManyActive(self.active_per_user))?);
         }
         self.enqueue_checked(kind, &target, false, by).await
     }
@@ -114,7 +117,12 @@ impl JobsService {
         scheduled: bool,
         by: Option<i64>,
     ) -> Result<JobRow, JobError> {
-        match self.store.job_enqueue(kind.name(), target, scheduled, by).await? {
+        self.queued(self.store.job_enqueue(kind.name(), target, scheduled, by).await?)
+    }
+
+    /// The job queued (the runner is woken), or the active one of its kind and target.
+    fn queued(&self, outcome: Result<JobRow, JobRow>) -> Result<JobRow, JobError> {
+        match outcome {
             Ok(job) => {
                 self.wake.notify_one();
                 Ok(job)

@@ -58,6 +58,14 @@ pub struct JobFilter<'a> {
 const COLUMNS: &str = "id, kind, target, status, cancel_requested, scheduled, progress_done, progress_total, \
      progress_current, result, error, attempts, created_at, started_at, finished_at, created_by";
 
+/// Inserts a queued job: $1 kind, $2 target, $3 active key, $4 scheduled, $5 now, $6 creator.
+fn insert_job() -> sqlx::AssertSqlSafe<String> {
+    sql!(
+        "INSERT INTO jobs (kind, target, status, active_key, scheduled, created_at, created_by) \
+         VALUES ($1, $2, 'queued', $3, $4, $5, $6) RETURNING {COLUMNS}"
+    )
+}
+
 fn active_key(kind: &str, target: &str) -> String {
     format!("{kind} {target}")
 }
@@ -88,18 +96,15 @@ impl Store {
         // The active job may end between the refused insert and the read: then try again.
         for _ in 0..3 {
             let _turn = self.write_turn().await?;
-            let inserted = sqlx::query_as::<_, JobRow>(sql!(
-                "INSERT INTO jobs (kind, target, status, active_key, scheduled, created_at, created_by) \
-                 VALUES ($1, $2, 'queued', $3, $4, $5, $6) RETURNING {COLUMNS}"
-            ))
-            .bind(kind)
-            .bind(target)
-            .bind(&key)
-            .bind(i64::from(scheduled))
-            .bind(now_ms())
-            .bind(created_by)
-            .fetch_one(self.pool())
-            .await;
+            let inserted = sqlx::query_as::<_, JobRow>(insert_job())
+                .bind(kind)
+                .bind(target)
+                .bind(&key)
+                .bind(i64::from(scheduled))
+                .bind(now_ms())
+                .bind(created_by)
+                .fetch_one(self.pool())
+                .await;
             drop(_turn);
             match inserted {
                 Ok(job) => return Ok(Ok(job)),
@@ -107,6 +112,58 @@ impl Store {
                     StoreError::Duplicate(_) => {
                         if let Some(active) = self.job_active(kind, target).await? {
                             return Ok(Err(active));
+                        }
+                    }
+                    other => return Err(other),
+                },
+            }
+        }
+        Err(StoreError::Query(format!("the active job of {key} kept changing")))
+    }
+
+    /// As [`Store::job_enqueue`], for a job `user_id` queues; `None` when the user has `most`
+    /// jobs queued or running already. Counted and inserted in one transaction that holds the
+    /// user ([`Store::hold_user`]): jobs queued at once are counted one after the other.
+    pub async fn job_enqueue_within(
+        &self,
+        kind: &str,
+        target: &str,
+        user_id: i64,
+        most: u64,
+    ) -> Result<Option<Result<JobRow, JobRow>>, StoreError> {
+        let key = active_key(kind, target);
+        // The active job may end between the refused insert and the read: then try again.
+        for _ in 0..3 {
+            let mut tx = self.write_transaction().await?;
+            self.hold_user(&mut tx, user_id).await?;
+            let active: i64 =
+                sqlx::query_scalar("SELECT COUNT(*) FROM jobs WHERE created_by = $1 AND active_key IS NOT NULL")
+                    .bind(user_id)
+                    .fetch_one(&mut *tx)
+                    .await?;
+            if active.max(0) as u64 >= most {
+                return Ok(None);
+            }
+            let inserted = sqlx::query_as::<_, JobRow>(insert_job())
+                .bind(kind)
+                .bind(target)
+                .bind(&key)
+                .bind(0_i64)
+                .bind(now_ms())
+                .bind(Some(user_id))
+                .fetch_one(&mut *tx)
+                .await;
+            match inserted {
+                Ok(job) => {
+                    tx.commit().await?;
+                    return Ok(Some(Ok(job)));
+                }
+                Err(error) => match StoreError::from(error) {
+                    StoreError::Duplicate(_) => {
+                        // Ended (rolled back) first: on SQLite it holds the write turn.
+                        drop(tx);
+                        if let Some(active) = self.job_active(kind, target).await? {
+                            return Ok(Some(Err(active)));
                         }
                     }
                     other => return Err(other),
