@@ -2,7 +2,7 @@
 //! each request of a burst is counted with the others before it is let through.
 
 use crate::common::contract::Checked;
-use crate::common::{Api, Db, TestService, error_body};
+use crate::common::{Api, Db, TestService, error_body, leasing_request};
 use serde_json::{Value, json};
 
 /// Twenty subscriptions asked for at once by a user allowed three: three are stored, the
@@ -62,7 +62,34 @@ async fn jobs_queued_at_once_stay_within_the_active_bound(db: Db) {
     svc.stop().await;
 }
 
+/// Twenty financing requests sent at once, each with a new `Idempotency-Key`, by a user
+/// allowed three new keys a minute: three are created, the others are 429
+/// `too_many_idempotency_keys`, and three keys are stored.
+async fn new_idempotency_keys_sent_at_once_stay_within_the_rate(db: Db) {
+    let svc = TestService::start(db, &[("IDEMPOTENCY_KEYS_PER_MINUTE_PER_USER", "3")]).await;
+    let token = svc.user_token().await;
+    let keys: Vec<String> = (0..20).map(|n| format!("burst-{n}")).collect();
+    let answers = futures::future::join_all(
+        keys.iter().map(|key| svc.post_keyed(&token, "/api/v1/leasing", Some(key), leasing_request("Burst GmbH"))),
+    )
+    .await;
+    let mut created = 0;
+    for answer in answers {
+        if answer.status() == 201 {
+            created += 1;
+        } else {
+            assert_eq!(error_body(answer, 429).await["error_code"], "too_many_idempotency_keys");
+        }
+    }
+    assert_eq!(created, 3);
+    let (stored,): (i64,) =
+        sqlx::query_as("SELECT COUNT(*) FROM idempotency_keys").fetch_one(svc.store().pool()).await.unwrap();
+    assert_eq!(stored, 3);
+    svc.stop().await;
+}
+
 crate::on_both_databases!(
     subscriptions_asked_for_at_once_stay_within_the_bound,
     jobs_queued_at_once_stay_within_the_active_bound,
+    new_idempotency_keys_sent_at_once_stay_within_the_rate,
 );
