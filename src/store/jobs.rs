@@ -7,6 +7,7 @@
 
 use crate::store::columns::IntBool;
 use crate::store::lease::DueClaim;
+use crate::store::rates::{Rated, rate_reached_on};
 use crate::store::{Dialect, Store, StoreError, now_ms};
 
 /// One job as stored.
@@ -57,6 +58,25 @@ pub struct JobFilter<'a> {
 
 const COLUMNS: &str = "id, kind, target, status, cancel_requested, scheduled, progress_done, progress_total, \
      progress_current, result, error, attempts, created_at, started_at, finished_at, created_by";
+
+/// What one user may have of jobs (`JOBS_ACTIVE_PER_USER`, `JOBS_PER_MINUTE_PER_USER`).
+#[derive(Debug, Clone, Copy)]
+pub struct UserJobBounds {
+    pub active: u64,
+    pub per_minute: u64,
+}
+
+/// What became of a job a user queues.
+#[derive(Debug)]
+pub enum Enqueued {
+    Queued(JobRow),
+    /// One of its kind and target is queued or running: this one.
+    Active(JobRow),
+    TooManyActive,
+    TooFast {
+        retry_after_seconds: u64,
+    },
+}
 
 /// Inserts a queued job: $1 kind, $2 target, $3 active key, $4 scheduled, $5 now, $6 creator.
 fn insert_job() -> sqlx::AssertSqlSafe<String> {
@@ -121,16 +141,17 @@ impl Store {
         Err(StoreError::Query(format!("the active job of {key} kept changing")))
     }
 
-    /// As [`Store::job_enqueue`], for a job `user_id` queues; `None` when the user has `most`
-    /// jobs queued or running already. Counted and inserted in one transaction that holds the
-    /// user ([`Store::hold_user`]): jobs queued at once are counted one after the other.
+    /// As [`Store::job_enqueue`], for a job `user_id` queues within the user's bounds: at most
+    /// `bounds.active` jobs queued or running, at most `bounds.per_minute` queued a minute.
+    /// Counted and inserted in one transaction that holds the user ([`Store::hold_user`]):
+    /// jobs queued at once are counted one after the other.
     pub async fn job_enqueue_within(
         &self,
         kind: &str,
         target: &str,
         user_id: i64,
-        most: u64,
-    ) -> Result<Option<Result<JobRow, JobRow>>, StoreError> {
+        bounds: UserJobBounds,
+    ) -> Result<Enqueued, StoreError> {
         let key = active_key(kind, target);
         // The active job may end between the refused insert and the read: then try again.
         for _ in 0..3 {
@@ -141,8 +162,11 @@ impl Store {
                     .bind(user_id)
                     .fetch_one(&mut *tx)
                     .await?;
-            if active.max(0) as u64 >= most {
-                return Ok(None);
+            if active.max(0) as u64 >= bounds.active {
+                return Ok(Enqueued::TooManyActive);
+            }
+            if let Some(seconds) = rate_reached_on(&mut tx, Rated::Jobs, user_id, bounds.per_minute).await? {
+                return Ok(Enqueued::TooFast { retry_after_seconds: seconds });
             }
             let inserted = sqlx::query_as::<_, JobRow>(insert_job())
                 .bind(kind)
@@ -156,14 +180,14 @@ impl Store {
             match inserted {
                 Ok(job) => {
                     tx.commit().await?;
-                    return Ok(Some(Ok(job)));
+                    return Ok(Enqueued::Queued(job));
                 }
                 Err(error) => match StoreError::from(error) {
                     StoreError::Duplicate(_) => {
                         // Ended (rolled back) first: on SQLite it holds the write turn.
                         drop(tx);
                         if let Some(active) = self.job_active(kind, target).await? {
-                            return Ok(Some(Err(active)));
+                            return Ok(Enqueued::Active(active));
                         }
                     }
                     other => return Err(other),

@@ -88,8 +88,37 @@ async fn new_idempotency_keys_sent_at_once_stay_within_the_rate(db: Db) {
     svc.stop().await;
 }
 
+/// Syncs of all fifteen entities queued at once by a user allowed two jobs a minute (and
+/// fifteen active), while the field-report system is slow: two are queued, the others are 429
+/// `too_many_jobs`.
+async fn jobs_queued_at_once_stay_within_the_rate(db: Db) {
+    let settings = [("JOBS_PER_MINUTE_PER_USER", "2"), ("JOBS_ACTIVE_PER_USER", "15")];
+    let svc = TestService::start(db, &settings).await;
+    let token = svc.user_token().await;
+    crate::common::add_fault(
+        &svc.client,
+        &svc.fieldreport,
+        json!({"path_prefix": "/odata/", "status": 200, "delay_ms": 3000, "times": 1000}),
+    )
+    .await;
+    let queue =
+        |route: &'static str| svc.post(&token, "/api/v1/jobs", json!({"kind": "fieldreport.sync", "target": route}));
+    let answers = futures::future::join_all(generated::fieldreport::ENTITIES.iter().map(|e| queue(e.route))).await;
+    let mut queued = 0;
+    for answer in answers {
+        if answer.status() == 202 {
+            queued += 1;
+        } else {
+            assert_eq!(error_body(answer, 429).await["error_code"], "too_many_jobs");
+        }
+    }
+    assert_eq!(queued, 2);
+    svc.stop().await;
+}
+
 crate::on_both_databases!(
     subscriptions_asked_for_at_once_stay_within_the_bound,
     jobs_queued_at_once_stay_within_the_active_bound,
+    jobs_queued_at_once_stay_within_the_rate,
     new_idempotency_keys_sent_at_once_stay_within_the_rate,
 );
