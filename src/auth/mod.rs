@@ -212,19 +212,17 @@ impl Authenticator {
         // Failures are kept by a digest of the email: a fixed size, whatever was sent.
         let email_key = crate::digest::sha256_hex(email.as_bytes());
         let now = now_ms();
-        let window_ms = THROTTLE_WINDOW.as_millis() as i64;
-        let since = now - window_ms;
-        let failures = self.store.recent_login_failures(&email_key, address, since, MAX_FAILED_LOGINS as i64).await?;
-        let from_address =
-            self.store.recent_login_failures_from(address, since, MAX_FAILED_LOGINS_PER_ADDRESS as i64).await?;
-        for (failures, most) in [(&failures, MAX_FAILED_LOGINS), (&from_address, MAX_FAILED_LOGINS_PER_ADDRESS)] {
-            if failures.len() >= most {
-                let oldest_counted = failures[most - 1];
-                let wait_ms = (oldest_counted + window_ms - now).max(1000);
-                return Err(AuthError::Throttled {
-                    retry_after: Duration::from_millis(wait_ms.unsigned_abs()).max(Duration::from_secs(1)),
-                });
-            }
+        if let Some(retry_after) = self.throttled(&email_key, address, now, i64::MAX).await? {
+            return Err(AuthError::Throttled { retry_after });
+        }
+        // Recorded as a failure before the password is verified, and checked again against
+        // the failures recorded before it: guesses sent at once all pass the check above
+        // before any of them is verified, and without this each would be.
+        let since = now - THROTTLE_WINDOW.as_millis() as i64;
+        let attempt = self.store.record_login_failure(&email_key, address, now, since).await?;
+        if let Some(retry_after) = self.throttled(&email_key, address, now, attempt).await? {
+            self.store.forget_login_failure(attempt).await?;
+            return Err(AuthError::Throttled { retry_after });
         }
 
         let user = self.store.user_by_email(&email).await?;
@@ -233,15 +231,35 @@ impl Authenticator {
             None => self.dummy_hash.clone(),
         };
         let verified = verify_blocking(password.to_string(), hash).await?;
-        let user = match user {
-            Some(user) if verified => user,
-            _ => {
-                self.store.record_login_failure(&email_key, address, now, since).await?;
-                return Err(AuthError::InvalidCredentials);
-            }
+        let Some(user) = user.filter(|_| verified) else {
+            return Err(AuthError::InvalidCredentials);
         };
         self.store.clear_login_failures(&email_key, address).await?;
         self.issue_token(user.id).await
+    }
+
+    /// How long to wait when the failures recorded from `address` within [`THROTTLE_WINDOW`]
+    /// before the failure `before_id`, for `email_key` or in all, reach their limits.
+    async fn throttled(
+        &self,
+        email_key: &str,
+        address: &str,
+        now: i64,
+        before_id: i64,
+    ) -> Result<Option<Duration>, AuthError> {
+        let window_ms = THROTTLE_WINDOW.as_millis() as i64;
+        let since = now - window_ms;
+        let (per_email, per_address) = (MAX_FAILED_LOGINS, MAX_FAILED_LOGINS_PER_ADDRESS);
+        let failures = self.store.recent_login_failures(email_key, address, since, before_id, per_email as i64).await?;
+        let from_address = self.store.recent_login_failures_from(address, since, before_id, per_address as i64).await?;
+        for (failures, most) in [(&failures, per_email), (&from_address, per_address)] {
+            if failures.len() >= most {
+                let oldest_counted = failures[most - 1];
+                let wait_ms = (oldest_counted + window_ms - now).max(1000);
+                return Ok(Some(Duration::from_millis(wait_ms.unsigned_abs()).max(Duration::from_secs(1))));
+            }
+        }
+        Ok(None)
     }
 
     /// A login token: named `login`, every ability, `TOKEN_TTL_MINUTES` to live; the user's

@@ -23,7 +23,7 @@ use crate::erp::ErpService;
 use crate::fieldreport::service::FieldReportService;
 use crate::metrics::Metrics;
 use crate::store::Store;
-use crate::store::jobs::{JobFilter, JobRow};
+use crate::store::jobs::{Enqueued, JobFilter, JobRow, UserJobBounds};
 use crate::store::rates::Rated;
 use crate::vocabulary::key_page::StampedKey;
 use crate::vocabulary::owner::Viewer;
@@ -101,6 +101,16 @@ impl JobsService {
             if let Some(retry_after_seconds) = rate {
                 return Err(JobError::TooFast { most: self.per_minute_per_user, retry_after_seconds });
             }
+            // Counted again with the insert: jobs queued at once all pass the counts above.
+            let bounds = UserJobBounds { active: self.active_per_user, per_minute: self.per_minute_per_user };
+            return match self.store.job_enqueue_within(kind.name(), &target, user, bounds).await? {
+                Enqueued::Queued(job) => self.queued(Ok(job)),
+                Enqueued::Active(active) => self.queued(Err(active)),
+                Enqueued::TooManyActive => Err(JobError::TooManyActive(self.active_per_user)),
+                Enqueued::TooFast { retry_after_seconds } => {
+                    Err(JobError::TooFast { most: self.per_minute_per_user, retry_after_seconds })
+                }
+            };
         }
         self.enqueue_checked(kind, &target, false, by).await
     }
@@ -114,7 +124,12 @@ impl JobsService {
         scheduled: bool,
         by: Option<i64>,
     ) -> Result<JobRow, JobError> {
-        match self.store.job_enqueue(kind.name(), target, scheduled, by).await? {
+        self.queued(self.store.job_enqueue(kind.name(), target, scheduled, by).await?)
+    }
+
+    /// The job queued (the runner is woken), or the active one of its kind and target.
+    fn queued(&self, outcome: Result<JobRow, JobRow>) -> Result<JobRow, JobError> {
+        match outcome {
             Ok(job) => {
                 self.wake.notify_one();
                 Ok(job)

@@ -3,6 +3,7 @@
 
 use sqlx::Row;
 
+use crate::store::rates::{Rated, rate_reached_on};
 use crate::store::{Store, StoreError, now_ms};
 
 /// What a key already stands for.
@@ -18,11 +19,64 @@ pub enum KeyState {
     Completed { status: u16, body: String },
 }
 
+/// What became of a key offered as new.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NewKey {
+    /// It was not stored, and is now reserved for this request.
+    Reserved,
+    /// It is stored already: [`Store::reserve_idempotency_key`] says what it stands for.
+    Stored,
+    /// The user stored as many new keys as a minute allows; retry after these seconds.
+    RateReached(u64),
+}
+
 /// A reservation older than this is taken to be abandoned (its process died); the longest
 /// wait a request can ask for is 100 × 60 s.
 const ABANDONED_AFTER_MS: i64 = 2 * 60 * 60 * 1000;
 
 impl Store {
+    /// Reserves `key` for a request with `hash` when it is not stored and the user stored fewer
+    /// than `per_minute` keys within the last minute. Looked up, counted and stored in one
+    /// transaction that holds the user ([`Store::hold_user`]): keys sent at once are counted
+    /// one after the other.
+    pub async fn reserve_new_idempotency_key(
+        &self,
+        user_id: i64,
+        route: &str,
+        key: &str,
+        hash: &str,
+        per_minute: u64,
+    ) -> Result<NewKey, StoreError> {
+        let mut tx = self.write_transaction().await?;
+        self.hold_user(&mut tx, user_id).await?;
+        let stored = sqlx::query(
+            "SELECT 1 AS stored FROM idempotency_keys WHERE user_id = $1 AND route = $2 AND idempotency_key = $3",
+        )
+        .bind(user_id)
+        .bind(route)
+        .bind(key)
+        .fetch_optional(&mut *tx)
+        .await?;
+        if stored.is_some() {
+            return Ok(NewKey::Stored);
+        }
+        if let Some(seconds) = rate_reached_on(&mut tx, Rated::IdempotencyKeys, user_id, per_minute).await? {
+            return Ok(NewKey::RateReached(seconds));
+        }
+        sqlx::query(
+            "INSERT INTO idempotency_keys (user_id, route, idempotency_key, request_hash, created_at) VALUES ($1, $2, $3, $4, $5)",
+        )
+        .bind(user_id)
+        .bind(route)
+        .bind(key)
+        .bind(hash)
+        .bind(now_ms())
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(NewKey::Reserved)
+    }
+
     /// Reserves `key` for a request with `hash`, or says what the key already stands for.
     pub async fn reserve_idempotency_key(
         &self,
@@ -85,19 +139,6 @@ impl Store {
             }
         }
         Ok(KeyState::InProgress)
-    }
-
-    /// Whether `key` is stored for the user and route (reserved, or with its answer).
-    pub async fn idempotency_key_stored(&self, user_id: i64, route: &str, key: &str) -> Result<bool, StoreError> {
-        let row = sqlx::query(
-            "SELECT 1 AS stored FROM idempotency_keys WHERE user_id = $1 AND route = $2 AND idempotency_key = $3",
-        )
-        .bind(user_id)
-        .bind(route)
-        .bind(key)
-        .fetch_optional(self.pool())
-        .await?;
-        Ok(row.is_some())
     }
 
     pub async fn complete_idempotency_key(

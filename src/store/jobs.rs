@@ -7,6 +7,7 @@
 
 use crate::store::columns::IntBool;
 use crate::store::lease::DueClaim;
+use crate::store::rates::{Rated, rate_reached_on};
 use crate::store::{Dialect, Store, StoreError, now_ms};
 
 /// One job as stored.
@@ -58,6 +59,33 @@ pub struct JobFilter<'a> {
 const COLUMNS: &str = "id, kind, target, status, cancel_requested, scheduled, progress_done, progress_total, \
      progress_current, result, error, attempts, created_at, started_at, finished_at, created_by";
 
+/// What one user may have of jobs (`JOBS_ACTIVE_PER_USER`, `JOBS_PER_MINUTE_PER_USER`).
+#[derive(Debug, Clone, Copy)]
+pub struct UserJobBounds {
+    pub active: u64,
+    pub per_minute: u64,
+}
+
+/// What became of a job a user queues.
+#[derive(Debug)]
+pub enum Enqueued {
+    Queued(JobRow),
+    /// One of its kind and target is queued or running: this one.
+    Active(JobRow),
+    TooManyActive,
+    TooFast {
+        retry_after_seconds: u64,
+    },
+}
+
+/// Inserts a queued job: $1 kind, $2 target, $3 active key, $4 scheduled, $5 now, $6 creator.
+fn insert_job() -> sqlx::AssertSqlSafe<String> {
+    sql!(
+        "INSERT INTO jobs (kind, target, status, active_key, scheduled, created_at, created_by) \
+         VALUES ($1, $2, 'queued', $3, $4, $5, $6) RETURNING {COLUMNS}"
+    )
+}
+
 fn active_key(kind: &str, target: &str) -> String {
     format!("{kind} {target}")
 }
@@ -88,18 +116,15 @@ impl Store {
         // The active job may end between the refused insert and the read: then try again.
         for _ in 0..3 {
             let _turn = self.write_turn().await?;
-            let inserted = sqlx::query_as::<_, JobRow>(sql!(
-                "INSERT INTO jobs (kind, target, status, active_key, scheduled, created_at, created_by) \
-                 VALUES ($1, $2, 'queued', $3, $4, $5, $6) RETURNING {COLUMNS}"
-            ))
-            .bind(kind)
-            .bind(target)
-            .bind(&key)
-            .bind(i64::from(scheduled))
-            .bind(now_ms())
-            .bind(created_by)
-            .fetch_one(self.pool())
-            .await;
+            let inserted = sqlx::query_as::<_, JobRow>(insert_job())
+                .bind(kind)
+                .bind(target)
+                .bind(&key)
+                .bind(i64::from(scheduled))
+                .bind(now_ms())
+                .bind(created_by)
+                .fetch_one(self.pool())
+                .await;
             drop(_turn);
             match inserted {
                 Ok(job) => return Ok(Ok(job)),
@@ -107,6 +132,62 @@ impl Store {
                     StoreError::Duplicate(_) => {
                         if let Some(active) = self.job_active(kind, target).await? {
                             return Ok(Err(active));
+                        }
+                    }
+                    other => return Err(other),
+                },
+            }
+        }
+        Err(StoreError::Query(format!("the active job of {key} kept changing")))
+    }
+
+    /// As [`Store::job_enqueue`], for a job `user_id` queues within the user's bounds: at most
+    /// `bounds.active` jobs queued or running, at most `bounds.per_minute` queued a minute.
+    /// Counted and inserted in one transaction that holds the user ([`Store::hold_user`]):
+    /// jobs queued at once are counted one after the other.
+    pub async fn job_enqueue_within(
+        &self,
+        kind: &str,
+        target: &str,
+        user_id: i64,
+        bounds: UserJobBounds,
+    ) -> Result<Enqueued, StoreError> {
+        let key = active_key(kind, target);
+        // The active job may end between the refused insert and the read: then try again.
+        for _ in 0..3 {
+            let mut tx = self.write_transaction().await?;
+            self.hold_user(&mut tx, user_id).await?;
+            let active: i64 =
+                sqlx::query_scalar("SELECT COUNT(*) FROM jobs WHERE created_by = $1 AND active_key IS NOT NULL")
+                    .bind(user_id)
+                    .fetch_one(&mut *tx)
+                    .await?;
+            if active.max(0) as u64 >= bounds.active {
+                return Ok(Enqueued::TooManyActive);
+            }
+            if let Some(seconds) = rate_reached_on(&mut tx, Rated::Jobs, user_id, bounds.per_minute).await? {
+                return Ok(Enqueued::TooFast { retry_after_seconds: seconds });
+            }
+            let inserted = sqlx::query_as::<_, JobRow>(insert_job())
+                .bind(kind)
+                .bind(target)
+                .bind(&key)
+                .bind(0_i64)
+                .bind(now_ms())
+                .bind(Some(user_id))
+                .fetch_one(&mut *tx)
+                .await;
+            match inserted {
+                Ok(job) => {
+                    tx.commit().await?;
+                    return Ok(Enqueued::Queued(job));
+                }
+                Err(error) => match StoreError::from(error) {
+                    StoreError::Duplicate(_) => {
+                        // Ended (rolled back) first: on SQLite it holds the write turn.
+                        drop(tx);
+                        if let Some(active) = self.job_active(kind, target).await? {
+                            return Ok(Enqueued::Active(active));
                         }
                     }
                     other => return Err(other),

@@ -3,7 +3,7 @@
 //! (`JOBS_PER_MINUTE_PER_USER`, `IDEMPOTENCY_KEYS_PER_MINUTE_PER_USER`). Counting the rows
 //! themselves holds across instances and restarts, and needs no state of its own.
 
-use sqlx::Row;
+use sqlx::{AnyConnection, Row};
 
 use crate::store::{Store, StoreError, now_ms};
 
@@ -41,20 +41,31 @@ impl Store {
     /// minute: the seconds until the oldest of them leaves the window (at least 1). `None`
     /// while the user may write another.
     pub async fn rate_reached(&self, rated: Rated, user_id: i64, per_minute: u64) -> Result<Option<u64>, StoreError> {
-        let window_start = now_ms() - WINDOW_MS;
-        let rows = sqlx::query(rated.statement())
-            .bind(user_id)
-            .bind(window_start)
-            .bind(i64::try_from(per_minute).unwrap_or(i64::MAX))
-            .fetch_all(self.pool())
-            .await?;
-        if (rows.len() as u64) < per_minute {
-            return Ok(None);
-        }
-        let Some(oldest) = rows.last() else { return Ok(None) };
-        let oldest: i64 = oldest.try_get("created_at")?;
-        Ok(Some(retry_after_seconds(oldest, window_start)))
+        let mut connection = self.pool().acquire().await?;
+        rate_reached_on(&mut connection, rated, user_id, per_minute).await
     }
+}
+
+/// As [`Store::rate_reached`], read on `connection` (a transaction that writes the next row).
+pub(crate) async fn rate_reached_on(
+    connection: &mut AnyConnection,
+    rated: Rated,
+    user_id: i64,
+    per_minute: u64,
+) -> Result<Option<u64>, StoreError> {
+    let window_start = now_ms() - WINDOW_MS;
+    let rows = sqlx::query(rated.statement())
+        .bind(user_id)
+        .bind(window_start)
+        .bind(i64::try_from(per_minute).unwrap_or(i64::MAX))
+        .fetch_all(&mut *connection)
+        .await?;
+    if (rows.len() as u64) < per_minute {
+        return Ok(None);
+    }
+    let Some(oldest) = rows.last() else { return Ok(None) };
+    let oldest: i64 = oldest.try_get("created_at")?;
+    Ok(Some(retry_after_seconds(oldest, window_start)))
 }
 
 /// Whole seconds until a row written at `oldest` is older than the window that starts at

@@ -16,8 +16,7 @@ use serde_json::Value;
 
 use crate::error::ApiError;
 use crate::store::Store;
-use crate::store::idempotency::KeyState;
-use crate::store::rates::Rated;
+use crate::store::idempotency::{KeyState, NewKey};
 
 /// How many new keys one user may store within a minute
 /// (`IDEMPOTENCY_KEYS_PER_MINUTE_PER_USER`); more are answered 429 with `Retry-After`.
@@ -90,11 +89,13 @@ pub async fn claim<T: DeserializeOwned>(
         let errors = [("Idempotency-Key".to_string(), vec!["Up to 255 printable characters.".to_string()])].into();
         return Err(ApiError::validation(errors).leasing());
     }
-    // Checked before the key is stored; a repeat of a stored key is answered as ever.
-    if let Some(retry_after_seconds) = store.rate_reached(Rated::IdempotencyKeys, user_id, rate.0).await?
-        && !store.idempotency_key_stored(user_id, route, &key).await?
-    {
-        return Err(ApiError::too_many_idempotency_keys(rate.0, retry_after_seconds).leasing());
+    // A new key counts against the rate; a repeat of a stored key is answered as ever.
+    match store.reserve_new_idempotency_key(user_id, route, &key, &hash(body), rate.0).await? {
+        NewKey::Reserved => return Ok(Claim::Run(Reservation { user_id, route, key: Some(key) })),
+        NewKey::RateReached(retry_after_seconds) => {
+            return Err(ApiError::too_many_idempotency_keys(rate.0, retry_after_seconds).leasing());
+        }
+        NewKey::Stored => {}
     }
     Ok(match store.reserve_idempotency_key(user_id, route, &key, &hash(body)).await? {
         KeyState::Reserved => Claim::Run(Reservation { user_id, route, key: Some(key) }),

@@ -86,17 +86,21 @@ impl Watcher {
         let secret = new_secret();
         let subscription = self
             .store
-            .subscription_insert(&NewSubscription {
-                id: &id,
-                url: url.as_str(),
-                description: description.as_deref(),
-                events: &events,
-                secret: &secret,
-                created_at: now_ms(),
-                user_id: owner.user_id,
-                all_requests: request.all_requests,
-            })
-            .await?;
+            .subscription_insert(
+                &NewSubscription {
+                    id: &id,
+                    url: url.as_str(),
+                    description: description.as_deref(),
+                    events: &events,
+                    secret: &secret,
+                    created_at: now_ms(),
+                    user_id: owner.user_id,
+                    all_requests: request.all_requests,
+                },
+                most,
+            )
+            .await?
+            .ok_or(WatchError::TooManySubscriptions(most))?;
         Ok(WithSecret { subscription, secret })
     }
 

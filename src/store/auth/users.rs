@@ -1,7 +1,7 @@
 //! The `users` table.
 
 use crate::store::columns::IntBool;
-use crate::store::{Store, StoreError, now_ms};
+use crate::store::{Dialect, Store, StoreError, WriteTransaction, now_ms};
 
 /// A user as stored, with the password hash.
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -18,6 +18,20 @@ pub struct UserRow {
 const USER_COLUMNS: &str = "id, name, email, password_hash, created_at, operator";
 
 impl Store {
+    /// Holds the user's row within `tx` on Postgres until `tx` ends, so that transactions
+    /// that count a user's rows before adding one take turns per user (requests sent at once
+    /// would otherwise each count without the others). SQLite's write transaction holds the
+    /// whole database already.
+    pub(crate) async fn hold_user(&self, tx: &mut WriteTransaction, user_id: i64) -> Result<(), StoreError> {
+        if self.dialect() == Dialect::Postgres {
+            sqlx::query("SELECT id FROM users WHERE id = $1 FOR UPDATE")
+                .bind(user_id)
+                .fetch_optional(&mut **tx)
+                .await?;
+        }
+        Ok(())
+    }
+
     pub async fn insert_user(
         &self,
         name: &str,

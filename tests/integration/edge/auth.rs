@@ -99,6 +99,35 @@ async fn failed_logins_are_throttled_per_email_and_address(db: Db) {
     svc.stop().await;
 }
 
+/// Guesses sent at once all pass the check of earlier failures before any of them is recorded;
+/// each is counted before its password is verified, so at most `MAX_FAILED_LOGINS` of them
+/// are ever verified and the rest are refused.
+async fn guesses_sent_at_once_are_throttled_like_guesses_in_turn(db: Db) {
+    let svc = TestService::start(db, &[]).await;
+    svc.create_user(EMAIL, PASSWORD).await;
+    let passwords: Vec<String> = (0..30).map(|n| format!("wrong-password-{n}")).collect();
+    let guesses = passwords.iter().map(|password| svc.login(EMAIL, password));
+    let statuses: Vec<u16> = futures::future::join_all(guesses).await.iter().map(|r| r.status().as_u16()).collect();
+    let verified = statuses.iter().filter(|s| **s == 401).count();
+    let refused = statuses.iter().filter(|s| **s == 429).count();
+    assert_eq!((verified, refused), (integration_service::auth::MAX_FAILED_LOGINS, 25), "{statuses:?}");
+    // Refused guesses are not kept as failures, and once the verified ones leave the window
+    // the right password works.
+    let (kept,): (i64,) =
+        sqlx::query_as("SELECT COUNT(*) FROM login_failures").fetch_one(svc.store().pool()).await.unwrap();
+    assert_eq!(kept, 5);
+    sqlx::query("UPDATE login_failures SET at = at - 61000").execute(svc.store().pool()).await.unwrap();
+    assert_eq!(svc.login(EMAIL, PASSWORD).await.status(), 200);
+
+    // So are guesses at many emails at once from one address (password spraying).
+    let emails: Vec<String> = (0..30).map(|n| format!("user{n}@example.com")).collect();
+    let guesses = emails.iter().map(|email| svc.login(email, "wrong-password"));
+    let statuses: Vec<u16> = futures::future::join_all(guesses).await.iter().map(|r| r.status().as_u16()).collect();
+    let verified = statuses.iter().filter(|s| **s == 401).count();
+    assert_eq!(verified, integration_service::auth::MAX_FAILED_LOGINS_PER_ADDRESS, "{statuses:?}");
+    svc.stop().await;
+}
+
 async fn logout_revokes_the_presented_token_only(db: Db) {
     let svc = TestService::start(db, &[]).await;
     svc.create_user(EMAIL, PASSWORD).await;
@@ -312,6 +341,7 @@ on_both_databases!(
     login_issues_a_working_bearer_token,
     wrong_email_and_wrong_password_fail_alike,
     failed_logins_are_throttled_per_email_and_address,
+    guesses_sent_at_once_are_throttled_like_guesses_in_turn,
     logout_revokes_the_presented_token_only,
     bad_tokens_are_unauthenticated,
     tokens_expire_when_a_lifetime_is_configured,

@@ -44,9 +44,24 @@ const SUBSCRIPTION_COLUMNS: &str = "id, url, description, events, created_at, pr
      failing_since, disabled_at, user_id, all_requests";
 
 impl Store {
-    pub async fn subscription_insert(&self, new: &NewSubscription<'_>) -> Result<SubscriptionRow, StoreError> {
-        let _turn = self.write_turn().await?;
-        Ok(sqlx::query_as::<_, SubscriptionRow>(sql!(
+    /// Stores a subscription unless its user has `most` already (then `None`). Counted and
+    /// stored in one transaction that holds the user ([`Store::hold_user`]): subscriptions
+    /// asked for at once are counted one after the other.
+    pub async fn subscription_insert(
+        &self,
+        new: &NewSubscription<'_>,
+        most: u64,
+    ) -> Result<Option<SubscriptionRow>, StoreError> {
+        let mut tx = self.write_transaction().await?;
+        self.hold_user(&mut tx, new.user_id).await?;
+        let count: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM leasing_subscriptions WHERE user_id = $1")
+            .bind(new.user_id)
+            .fetch_one(&mut *tx)
+            .await?;
+        if count.max(0) as u64 >= most {
+            return Ok(None);
+        }
+        let row = sqlx::query_as::<_, SubscriptionRow>(sql!(
             "INSERT INTO leasing_subscriptions (id, url, description, events, secret, created_at, user_id, all_requests) \
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING {SUBSCRIPTION_COLUMNS}"
         ))
@@ -58,8 +73,10 @@ impl Store {
         .bind(new.created_at)
         .bind(new.user_id)
         .bind(i64::from(new.all_requests))
-        .fetch_one(self.pool())
-        .await?)
+        .fetch_one(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(Some(row))
     }
 
     /// Up to `limit` of the subscriptions `viewer` sees, oldest first, after the one keyed

@@ -27,9 +27,13 @@ async fn a_change_is_recorded_once_with_a_delivery_per_subscription_in_order_per
             user_id: 1,
             all_requests: false,
         };
-        store.subscription_insert(&new).await.unwrap();
+        store.subscription_insert(&new, 100).await.unwrap().expect("within the bound");
         // Another user's subscription gets none of user 1's events.
-        store.subscription_insert(&NewSubscription { id: "sub_2", user_id: 2, ..new }).await.unwrap();
+        store
+            .subscription_insert(&NewSubscription { id: "sub_2", user_id: 2, ..new }, 100)
+            .await
+            .unwrap()
+            .expect("within the bound");
         let at = now_ms();
         assert_eq!(store.watch_record(&observed("ReadyToSign", at), event("e0")).await.unwrap(), Recorded::NotWatched);
         assert!(store.watch_start(&observed("RequestToGrenke", at), at - 1, 1).await.unwrap());

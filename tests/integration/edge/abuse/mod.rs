@@ -1,8 +1,9 @@
 //! Abuse at the HTTP edge, over real HTTP (raw TCP where a client library would clean the
 //! bytes up): SQL-injection strings in every parameter and body string, path traversal,
-//! oversized and malformed bodies, numbers beyond 64 bits, invalid UTF-8, and clients that
-//! send their headers a byte at a time. The raw exchange and the look at the database that the
-//! scenarios share are here; the scenarios are in the modules below, by kind.
+//! oversized and malformed bodies, numbers beyond 64 bits, invalid UTF-8, clients that send
+//! their headers a byte at a time, and bursts of requests sent at once against per-user
+//! bounds. The raw exchange and the look at the database that the scenarios share are here;
+//! the scenarios are in the modules below, by kind.
 
 use std::collections::BTreeSet;
 use std::net::SocketAddr;
@@ -14,6 +15,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 mod bodies;
+mod bursts;
 mod held_calls;
 mod injection;
 mod neighbours;
