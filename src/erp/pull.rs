@@ -435,7 +435,8 @@ impl ErpService {
             .collect())
     }
 
-    /// Re-fetches one record by id: stored when the ERP has it, removed locally when not.
+    /// Re-fetches one record by id: stored when the ERP has it, removed locally (with its mapped
+    /// field-report record) when not.
     pub async fn refresh_one(&self, info: &ModelInfo, id: &str) -> Result<PullReport, ErpError> {
         check_id(id)?;
         let mut report = PullReport::new(info.name);
@@ -453,7 +454,7 @@ impl ErpService {
                 }
             }
             None => {
-                if self.store().erp_delete(info.name, id).await? {
+                if self.remove_gone(info, id).await?.0 {
                     report.removed = 1;
                 } else {
                     return Err(ErpError::NotFound { model: info.name.into(), id: id.into() });

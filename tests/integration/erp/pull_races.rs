@@ -1,5 +1,6 @@
 //! Webhooks processed while a pull's page is on its way: the page, read at the ERP before the
-//! webhook's change, must not undo what the webhook did.
+//! webhook's change, must not undo what the webhook did; a record the ERP lost leaves the
+//! mirror with its mapped record, whichever way it is found out.
 
 use crate::common::Api;
 use crate::common::contract::Checked;
@@ -46,4 +47,24 @@ async fn a_record_deleted_while_a_pull_reads_it_stays_removed(db: Db) {
     svc.stop().await;
 }
 
-on_both_databases!(a_record_deleted_while_a_pull_reads_it_stays_removed);
+/// Refreshing one record the ERP no longer has (`update/{model}/{id}`, e.g. after a lost delete
+/// webhook) removes its mapped field-report record too, as a delete webhook or a full pull does.
+async fn refreshing_a_record_the_erp_lost_removes_its_mapped_record(db: Db) {
+    let (svc, token) = start(db, &[]).await;
+    let call = json!({"entityName": "customer", "entityId": "5", "type": "updated"});
+    let call = accepted(webhook(&svc).json(&call).checked().await.unwrap()).await;
+    inbox_call(&svc, &token, call, "done").await;
+    svc.get_json(&token, "/api/v1/fieldreport/companies/erp-customer-5").await;
+
+    erp(&svc, reqwest::Method::DELETE, "/customer/id/5", None).await;
+    let refreshed = svc.get_json(&token, "/api/v1/erp/update/customer/5").await;
+    assert_eq!(refreshed["data"][0]["removed"], 1, "{refreshed}");
+    error_body(svc.get(&token, "/api/v1/erp/show/customer/5").await, 404).await;
+    error_body(svc.get(&token, "/api/v1/fieldreport/companies/erp-customer-5").await, 404).await;
+    svc.stop().await;
+}
+
+on_both_databases!(
+    a_record_deleted_while_a_pull_reads_it_stays_removed,
+    refreshing_a_record_the_erp_lost_removes_its_mapped_record
+);
