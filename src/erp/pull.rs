@@ -36,6 +36,11 @@ use self::position::{Position, check_filtered};
 /// Records fetched by id per request of a reconciling (`id-in=…`): a query of about 1 KB.
 const FETCH_BATCH: usize = 100;
 
+/// How long before a page was asked for a removal from the mirror may still be later than the
+/// ERP's reading of the page: the clocks of the instance that removed and the one that pulls
+/// may differ.
+const CLOCK_MARGIN_MS: i64 = 60_000;
+
 /// What to fetch.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PullKind {
@@ -176,6 +181,7 @@ impl ErpService {
                 let mut query = filters.clone();
                 query.extend(position.query());
                 query.push(("pageSize".into(), MAX_PAGE_SIZE.to_string()));
+                let asked_at = crate::store::now_ms();
                 let records = client.list(info.name, &query).await?;
                 report.pages += 1;
                 report.fetched += records.len() as u64;
@@ -194,6 +200,8 @@ impl ErpService {
                 for outcome in store.erp_upsert(info.name, &batch).await? {
                     report.count(outcome);
                 }
+                let ids = batch.iter().map(|record| record.id.as_str());
+                report.removed += self.recheck_removed(info, asked_at, ids, &mut report).await?;
                 progress(report.fetched);
                 match self.go_on(info, owner, position.next(&batch)).await? {
                     Some(next) => position = next,
@@ -241,6 +249,32 @@ impl ErpService {
         }
     }
 
+    /// After records read at the ERP from `asked_at` on were stored: one that left the mirror
+    /// since (a delete webhook processed while the answer was on its way) was read before the
+    /// ERP deleted it, and stored again. The ERP is asked for each such record by id, and one
+    /// it no longer has is removed again; how many were.
+    async fn recheck_removed<'a>(
+        &self,
+        info: &ModelInfo,
+        asked_at: i64,
+        ids: impl Iterator<Item = &'a str>,
+        report: &mut PullReport,
+    ) -> Result<u64, ErpError> {
+        let removed: HashSet<String> = self
+            .store()
+            .erp_removed_since(info.name, asked_at.saturating_sub(CLOCK_MARGIN_MS))
+            .await?
+            .into_iter()
+            .collect();
+        let mut count = 0;
+        for id in ids.filter(|id| removed.contains(*id)) {
+            if self.confirm_absence(info, id, report).await? {
+                count += 1;
+            }
+        }
+        Ok(count)
+    }
+
     /// After a page of a pull under `owner`'s lease: stops when asked to; else where the pull
     /// goes on (`next`; none once it has read everything), while it still holds its lease.
     async fn go_on(&self, info: &ModelInfo, owner: &str, next: Option<Position>) -> Result<Option<Position>, ErpError> {
@@ -286,11 +320,14 @@ impl ErpService {
             .collect();
         missing.sort_by(|a, b| id_order(a, b));
         stale.sort_by(|a, b| id_order(a, b));
+        let mut removed = 0;
         for (ids, repaired) in [(missing, &mut report.fetched_missing), (stale, &mut report.refreshed)] {
-            let (fetched, written) = self.fetch_by_id(info, owner, ids).await?;
+            let (fetched, written, gone) = self.fetch_by_id(info, owner, ids).await?;
             report.fetched += fetched;
             *repaired += written;
+            removed += gone;
         }
+        report.removed += removed;
         for id in local.keys().filter(|id| !upstream.contains_key(*id)) {
             if self.confirm_absence(info, id, &mut report).await? {
                 report.removed += 1;
@@ -302,13 +339,16 @@ impl ErpService {
     }
 
     /// Fetches these records (`id-in`, [`FETCH_BATCH`] a request) and stores them; the records
-    /// fetched, and those stored anew or changed. An ERP may serve fewer records than asked
+    /// fetched, those stored anew or changed, and those removed again (see
+    /// [`Self::recheck_removed`]). An ERP may serve fewer records than asked
     /// (a short page proves nothing, as in a pull): the ids an answer left out are asked again
     /// while answers bring some of them; one that brings none says they are gone. A record
     /// the query does not select (an ERP that ignored `id-in`) fails the reconciling.
-    async fn fetch_by_id(&self, info: &ModelInfo, owner: &str, ids: Vec<&String>) -> Result<(u64, u64), ErpError> {
+    async fn fetch_by_id(&self, info: &ModelInfo, owner: &str, ids: Vec<&String>) -> Result<(u64, u64, u64), ErpError> {
         let (client, store) = (self.client()?, self.store());
-        let (mut fetched, mut written) = (0, 0);
+        let (mut fetched, mut written, mut removed) = (0, 0, 0);
+        // What the records removed again were found to be, counted as their removals only.
+        let mut rechecked = PullReport::new(info.name);
         let mut batches = IdBatches::new(ids, FETCH_BATCH);
         while let Some(batch) = batches.next_batch() {
             self.fieldreport().check_stop()?;
@@ -317,6 +357,7 @@ impl ErpService {
             }
             let ids = batch.iter().map(|id| id.as_str()).collect::<Vec<_>>().join(",");
             let query = vec![("id-in".to_string(), ids), ("pageSize".to_string(), MAX_PAGE_SIZE.to_string())];
+            let asked_at = crate::store::now_ms();
             let records: Vec<ErpRecord> =
                 client.list(info.name, &query).await?.into_iter().filter_map(erp_record).collect();
             let wanted: HashSet<&str> = batch.iter().map(|id| id.as_str()).collect();
@@ -337,8 +378,10 @@ impl ErpService {
                     written += 1;
                 }
             }
+            let ids = records.iter().map(|record| record.id.as_str());
+            removed += self.recheck_removed(info, asked_at, ids, &mut rechecked).await?;
         }
-        Ok((fetched, written))
+        Ok((fetched, written, removed))
     }
 
     /// Counts a pull's repairs in `integration_mirror_repairs_total`.
@@ -393,7 +436,8 @@ impl ErpService {
             .collect())
     }
 
-    /// Re-fetches one record by id: stored when the ERP has it, removed locally when not.
+    /// Re-fetches one record by id: stored when the ERP has it, removed locally (with its mapped
+    /// field-report record) when not.
     pub async fn refresh_one(&self, info: &ModelInfo, id: &str) -> Result<PullReport, ErpError> {
         check_id(id)?;
         let mut report = PullReport::new(info.name);
@@ -411,7 +455,7 @@ impl ErpService {
                 }
             }
             None => {
-                if self.store().erp_delete(info.name, id).await? {
+                if self.remove_gone(info, id).await?.0 {
                     report.removed = 1;
                 } else {
                     return Err(ErpError::NotFound { model: info.name.into(), id: id.into() });

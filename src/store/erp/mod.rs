@@ -205,6 +205,19 @@ impl Store {
         Ok(done.rows_affected() == 1)
     }
 
+    /// The ids of a model's records removed from the mirror at or after `since` (epoch ms),
+    /// from the change feed's tombstones: what a pull's page read before then may bring back.
+    pub async fn erp_removed_since(&self, model: &str, since: i64) -> Result<Vec<String>, StoreError> {
+        let ids: Vec<String> = sqlx::query_scalar(
+            "SELECT DISTINCT record_id FROM mirror_removals WHERE mirror = 'erp' AND entity = $1 AND removed_at >= $2",
+        )
+        .bind(model)
+        .bind(since)
+        .fetch_all(self.pool())
+        .await?;
+        Ok(ids)
+    }
+
     /// One page of a model's records ordered by id (numeric ids in numeric order), and the total.
     pub async fn erp_page(&self, model: &str, offset: i64, limit: i64) -> Result<(Vec<ErpRecord>, i64), StoreError> {
         let rows = sqlx::query(sql!(

@@ -1,9 +1,9 @@
 //! The ERP webhook inbox: calls stored together keep their own ids, calls of one record that
 //! wait together are processed with one fetch, and failed processing is retried, across a restart.
 
+use crate::common::Api;
+use crate::common::Db;
 use crate::common::contract::Checked;
-use crate::common::{Api, JsonAnswer};
-use crate::common::{Db, TestService};
 use integration_service::store::Dialect;
 use serde_json::{Value, json};
 use std::time::Duration;
@@ -38,13 +38,6 @@ async fn calls_stored_together_each_keep_their_own_id(db: Db) {
         assert_eq!((item.entity_name.as_str(), item.event.as_str()), ("customer", "updated"));
     }
     svc.stop().await;
-}
-
-/// The requests the ERP simulator has received.
-async fn erp_calls(svc: &TestService) -> u64 {
-    let root = svc.erp.trim_end_matches("/webapp/api/v1");
-    let body: Value = svc.client.get(format!("{root}/__sandbox/calls")).json_value().await;
-    body["calls"].as_u64().unwrap()
 }
 
 /// Calls for one record that wait together are processed together: one fetch from the ERP,

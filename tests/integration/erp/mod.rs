@@ -3,6 +3,7 @@
 //! fixtures the scenarios share are here.
 
 mod inbox;
+mod pull_races;
 mod routes;
 mod webhook_registration;
 mod webhooks;
@@ -50,6 +51,13 @@ async fn erp_fault(svc: &TestService, rule: Value) {
 
 async fn erp_clear_faults(svc: &TestService) {
     clear_faults(&svc.client, svc.erp_host()).await;
+}
+
+/// The requests the ERP simulator has received.
+async fn erp_calls(svc: &TestService) -> u64 {
+    let root = svc.erp.trim_end_matches("/webapp/api/v1");
+    let body: Value = svc.client.get(format!("{root}/__sandbox/calls")).json_value().await;
+    body["calls"].as_u64().unwrap()
 }
 
 fn webhook(svc: &TestService) -> reqwest::RequestBuilder {
