@@ -21,16 +21,11 @@ async fn subscriptions_asked_for_at_once_stay_within_the_bound(db: Db) {
         async move { request.checked().await.unwrap() }
     };
     let answers = futures::future::join_all((0..20).map(subscribe)).await;
-    let mut created = 0;
-    for answer in answers {
-        if answer.status() == 201 {
-            created += 1;
-            svc.remember_secret(answer.json::<Value>().await.unwrap()["secret"].as_str().unwrap());
-        } else {
-            assert_eq!(error_body(answer, 409).await["error_code"], "too_many_subscriptions");
-        }
+    let created = admitted(answers, 201, 409, "too_many_subscriptions").await;
+    assert_eq!(created.len(), 3);
+    for answer in created {
+        svc.remember_secret(answer.json::<Value>().await.unwrap()["secret"].as_str().unwrap());
     }
-    assert_eq!(created, 3);
     let page: Value = svc.get_json(&token, "/api/v1/leasing/subscriptions").await;
     assert_eq!(page["meta"]["total"].as_i64(), Some(3), "{page}");
     svc.stop().await;
@@ -40,6 +35,13 @@ async fn subscriptions_asked_for_at_once_stay_within_the_bound(db: Db) {
 /// field-report system is slow: two are queued, the others are 429 `too_many_active_jobs`.
 async fn jobs_queued_at_once_stay_within_the_active_bound(db: Db) {
     let svc = TestService::start(db, &[("JOBS_ACTIVE_PER_USER", "2")]).await;
+    assert_eq!(queue_every_sync_at_once(&svc, "too_many_active_jobs").await, 2);
+    svc.stop().await;
+}
+
+/// Queues a sync of every entity at once while the field-report system is slow (so none ends
+/// before the others are asked for); how many were queued, the others being 429 `refused_as`.
+async fn queue_every_sync_at_once(svc: &TestService, refused_as: &str) -> usize {
     let token = svc.user_token().await;
     crate::common::add_fault(
         &svc.client,
@@ -50,16 +52,26 @@ async fn jobs_queued_at_once_stay_within_the_active_bound(db: Db) {
     let queue =
         |route: &'static str| svc.post(&token, "/api/v1/jobs", json!({"kind": "fieldreport.sync", "target": route}));
     let answers = futures::future::join_all(generated::fieldreport::ENTITIES.iter().map(|e| queue(e.route))).await;
-    let mut queued = 0;
+    admitted(answers, 202, 429, refused_as).await.len()
+}
+
+/// The answers of a burst with status `admitted_as`; every other one must be `refused_status`
+/// with `error_code` `refused_as`.
+async fn admitted(
+    answers: Vec<reqwest::Response>,
+    admitted_as: u16,
+    refused_status: u16,
+    refused_as: &str,
+) -> Vec<reqwest::Response> {
+    let mut admitted = Vec::new();
     for answer in answers {
-        if answer.status() == 202 {
-            queued += 1;
+        if answer.status() == admitted_as {
+            admitted.push(answer);
         } else {
-            assert_eq!(error_body(answer, 429).await["error_code"], "too_many_active_jobs");
+            assert_eq!(error_body(answer, refused_status).await["error_code"], refused_as);
         }
     }
-    assert_eq!(queued, 2);
-    svc.stop().await;
+    admitted
 }
 
 /// Twenty financing requests sent at once, each with a new `Idempotency-Key`, by a user
@@ -73,15 +85,7 @@ async fn new_idempotency_keys_sent_at_once_stay_within_the_rate(db: Db) {
         keys.iter().map(|key| svc.post_keyed(&token, "/api/v1/leasing", Some(key), leasing_request("Burst GmbH"))),
     )
     .await;
-    let mut created = 0;
-    for answer in answers {
-        if answer.status() == 201 {
-            created += 1;
-        } else {
-            assert_eq!(error_body(answer, 429).await["error_code"], "too_many_idempotency_keys");
-        }
-    }
-    assert_eq!(created, 3);
+    assert_eq!(admitted(answers, 201, 429, "too_many_idempotency_keys").await.len(), 3);
     let (stored,): (i64,) =
         sqlx::query_as("SELECT COUNT(*) FROM idempotency_keys").fetch_one(svc.store().pool()).await.unwrap();
     assert_eq!(stored, 3);
@@ -94,25 +98,7 @@ async fn new_idempotency_keys_sent_at_once_stay_within_the_rate(db: Db) {
 async fn jobs_queued_at_once_stay_within_the_rate(db: Db) {
     let settings = [("JOBS_PER_MINUTE_PER_USER", "2"), ("JOBS_ACTIVE_PER_USER", "15")];
     let svc = TestService::start(db, &settings).await;
-    let token = svc.user_token().await;
-    crate::common::add_fault(
-        &svc.client,
-        &svc.fieldreport,
-        json!({"path_prefix": "/odata/", "status": 200, "delay_ms": 3000, "times": 1000}),
-    )
-    .await;
-    let queue =
-        |route: &'static str| svc.post(&token, "/api/v1/jobs", json!({"kind": "fieldreport.sync", "target": route}));
-    let answers = futures::future::join_all(generated::fieldreport::ENTITIES.iter().map(|e| queue(e.route))).await;
-    let mut queued = 0;
-    for answer in answers {
-        if answer.status() == 202 {
-            queued += 1;
-        } else {
-            assert_eq!(error_body(answer, 429).await["error_code"], "too_many_jobs");
-        }
-    }
-    assert_eq!(queued, 2);
+    assert_eq!(queue_every_sync_at_once(&svc, "too_many_jobs").await, 2);
     svc.stop().await;
 }
 
