@@ -195,6 +195,13 @@ impl TestService {
         Self::start_on(database_url, schema, settings).await
     }
 
+    /// [`Self::start`], with a user ([`EMAIL`]) and a token of theirs: the service and the token.
+    pub async fn with_user(db: Db, settings: &[(&str, &str)]) -> (TestService, String) {
+        let svc = Self::start(db, settings).await;
+        let token = svc.user_token().await;
+        (svc, token)
+    }
+
     /// Starts the service on a database of the test's own (from [`fresh_database`]).
     pub async fn start_on(database_url: String, schema: Option<String>, settings: &[(&str, &str)]) -> TestService {
         let ground = Ground::new(database_url, "storage").await;

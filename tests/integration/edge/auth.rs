@@ -146,8 +146,7 @@ async fn logout_revokes_the_presented_token_only(db: Db) {
 }
 
 async fn bad_tokens_are_unauthenticated(db: Db) {
-    let svc = TestService::start(db, &[]).await;
-    let token = svc.user_token().await;
+    let (svc, token) = TestService::with_user(db, &[]).await;
     let (id, secret) = token.split_once('|').unwrap();
     let wrong_secret = format!("{id}|{}", "A".repeat(40));
     let unknown_id = format!("999999|{secret}");
@@ -182,8 +181,7 @@ async fn bad_tokens_are_unauthenticated(db: Db) {
 }
 
 async fn tokens_expire_when_a_lifetime_is_configured(db: Db) {
-    let svc = TestService::start(db, &[("TOKEN_TTL_MINUTES", "30")]).await;
-    let token = svc.user_token().await;
+    let (svc, token) = TestService::with_user(db, &[("TOKEN_TTL_MINUTES", "30")]).await;
     let id: i64 = token.split_once('|').unwrap().0.parse().unwrap();
     let (created, expires): (i64, Option<i64>) =
         sqlx::query_as("SELECT created_at, expires_at FROM personal_access_tokens WHERE id = $1")
@@ -210,8 +208,7 @@ async fn tokens_expire_when_a_lifetime_is_configured(db: Db) {
 }
 
 async fn tokens_without_lifetime_never_expire(db: Db) {
-    let svc = TestService::start(db, &[]).await;
-    let token = svc.user_token().await;
+    let (svc, token) = TestService::with_user(db, &[]).await;
     let id: i64 = token.split_once('|').unwrap().0.parse().unwrap();
     let (expires,): (Option<i64>,) = sqlx::query_as("SELECT expires_at FROM personal_access_tokens WHERE id = $1")
         .bind(id)
@@ -251,8 +248,7 @@ async fn logins_beyond_the_cap_revoke_the_oldest_login_tokens(db: Db) {
 }
 
 async fn tokens_of_a_deleted_user_stop_working_at_once(db: Db) {
-    let svc = TestService::start(db, &[]).await;
-    let token = svc.user_token().await;
+    let (svc, token) = TestService::with_user(db, &[]).await;
     let me = svc.get(&token, "/api/v1/user").await;
     assert_eq!(me.status(), 200);
     let auth = integration_service::auth::Authenticator::new(

@@ -97,8 +97,7 @@ async fn oversize_bodies_get_413(db: Db) {
 }
 
 async fn unknown_routes_and_methods_have_the_error_shape(db: Db) {
-    let svc = TestService::start(db, &[]).await;
-    let token = svc.user_token().await;
+    let (svc, token) = TestService::with_user(db, &[]).await;
     let unknown = svc.client.get(svc.url("/api/v1/nothing-here"));
     let body = error_body(unknown.bearer_auth(&token).checked().await.unwrap(), 404).await;
     assert_eq!(body["error_code"], "not_found");

@@ -21,8 +21,7 @@ const CUSTOMERS: [&str; 3] = ["5", "6", "7"];
 async fn start(db: Db, extra: &[(&str, &str)]) -> (TestService, String) {
     let mut settings = vec![("ERP_WEBHOOK_ALLOWLIST", "127.0.0.1/32"), ("ERP_WEBHOOK_SECRET", SECRET)];
     settings.extend_from_slice(extra);
-    let svc = TestService::start(db, &settings).await;
-    let token = svc.user_token().await;
+    let (svc, token) = TestService::with_user(db, &settings).await;
     (svc, token)
 }
 
@@ -77,6 +76,21 @@ async fn inbox_call(svc: &TestService, token: &str, inbox_id: i64, state: &str) 
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     panic!("inbox call {inbox_id} never reached {state}: {}", svc.get_json(token, "/api/v1/erp/show").await["inbox"]);
+}
+
+/// [`start`], with the ERP's customer 5 brought by its update webhook (mapped to the company
+/// `erp-customer-5`).
+async fn start_with_customer_5(db: Db) -> (TestService, String) {
+    let (svc, token) = start(db, &[]).await;
+    processed(&svc, &token, &serde_json::json!({"entityName": "customer", "entityId": "5", "type": "updated"})).await;
+    (svc, token)
+}
+
+/// Sends the ERP's webhook `call` and waits until the inbox has processed it: the call as the
+/// inbox shows it.
+async fn processed(svc: &TestService, token: &str, call: &Value) -> Value {
+    let inbox_id = accepted(webhook(svc).json(call).checked().await.unwrap()).await;
+    inbox_call(svc, token, inbox_id, "done").await
 }
 
 async fn accepted(response: reqwest::Response) -> i64 {

@@ -50,10 +50,7 @@ async fn a_record_deleted_while_a_pull_reads_it_stays_removed(db: Db) {
 /// Refreshing one record the ERP no longer has (`update/{model}/{id}`, e.g. after a lost delete
 /// webhook) removes its mapped field-report record too, as a delete webhook or a full pull does.
 async fn refreshing_a_record_the_erp_lost_removes_its_mapped_record(db: Db) {
-    let (svc, token) = start(db, &[]).await;
-    let call = json!({"entityName": "customer", "entityId": "5", "type": "updated"});
-    let call = accepted(webhook(&svc).json(&call).checked().await.unwrap()).await;
-    inbox_call(&svc, &token, call, "done").await;
+    let (svc, token) = start_with_customer_5(db).await;
     svc.get_json(&token, "/api/v1/fieldreport/companies/erp-customer-5").await;
 
     erp(&svc, reqwest::Method::DELETE, "/customer/id/5", None).await;

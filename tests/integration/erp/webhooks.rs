@@ -131,8 +131,7 @@ async fn a_webhook_mirrors_the_record_and_writes_the_company_locally(db: Db) {
 async fn repeated_and_late_deliveries_change_nothing(db: Db) {
     let (svc, token) = start(db, &[]).await;
     let call = json!({"entityName": "contact", "entityId": "8", "type": "created"});
-    let first = accepted(webhook(&svc).json(&call).checked().await.unwrap()).await;
-    let done = inbox_call(&svc, &token, first, "done").await;
+    let done = processed(&svc, &token, &call).await;
     assert_eq!(done["outcome"]["mirror"], "inserted");
     assert_eq!(done["outcome"]["fieldReport"]["action"], "created");
     let contact = svc.get_json(&token, "/api/v1/fieldreport/contacts/erp-contact-8").await;
@@ -207,10 +206,7 @@ async fn an_erp_delete_reaches_the_field_report_system_and_stays(db: Db) {
 /// A full pull (`erp setup`) removes what the ERP no longer has, and the mapped field-report
 /// record with it: deleted locally, pending for `post`.
 async fn a_full_pull_removes_what_the_erp_lost_and_its_mapped_record(db: Db) {
-    let (svc, token) = start(db, &[]).await;
-    let call = json!({"entityName": "customer", "entityId": "5", "type": "updated"});
-    let call = accepted(webhook(&svc).json(&call).checked().await.unwrap()).await;
-    inbox_call(&svc, &token, call, "done").await;
+    let (svc, token) = start_with_customer_5(db).await;
     svc.get_json(&token, "/api/v1/fieldreport/post/2/create/companies").await;
     let company = svc.get_json(&token, "/api/v1/fieldreport/show/companies/ExternalId/5").await;
     let id = company["data"][0]["Id"].as_str().unwrap().to_string();
@@ -253,8 +249,7 @@ async fn a_nul_in_a_record_is_stored_as_written(db: Db) {
     assert_eq!(svc.get_json(&token, "/api/v1/erp/show/customer/6").await["company"], name);
     erp_update(&svc, "customer", "7", json!({"company": name})).await;
     let call = json!({"entityName": "customer", "entityId": "7", "type": "updated"});
-    let inbox_id = accepted(webhook(&svc).json(&call).checked().await.unwrap()).await;
-    let done = inbox_call(&svc, &token, inbox_id, "done").await;
+    let done = processed(&svc, &token, &call).await;
     assert_eq!(svc.get_json(&token, "/api/v1/erp/show/customer/7").await["company"], name, "{done}");
     svc.stop().await;
 }

@@ -100,8 +100,7 @@ async fn listed(svc: &TestService, token: &str, path: &str, id_field: &str) -> B
 /// A copy by export, then the feed after each round of inserts, updates and deletes, equals
 /// the set as listed; a consumer that reads the feed from its start gets the same.
 async fn a_copy_follows_the_field_report_feed(db: Db) {
-    let svc = TestService::start(db, &[]).await;
-    let token = svc.user_token().await;
+    let (svc, token) = TestService::with_user(db, &[]).await;
     for n in 1..=20 {
         tag(&svc, &n.to_string(), "first").await;
     }
@@ -135,8 +134,7 @@ async fn a_copy_follows_the_field_report_feed(db: Db) {
 /// the set's count follows. An id the mirror lacks, or one written after the upstream's ids
 /// were read, is not removed.
 async fn many_removals_at_once_are_followed(db: Db) {
-    let svc = TestService::start(db, &[]).await;
-    let token = svc.user_token().await;
+    let (svc, token) = TestService::with_user(db, &[]).await;
     for n in 1..=1_500 {
         tag(&svc, &n.to_string(), "first").await;
     }
@@ -186,8 +184,7 @@ async fn many_removals_at_once_are_followed(db: Db) {
 /// The ERP mirror's feed and export, with the records shown as `show` shows them (a
 /// webhook's secret masked).
 async fn a_copy_follows_the_erp_feed(db: Db) {
-    let svc = TestService::start(db, &[]).await;
-    let token = svc.user_token().await;
+    let (svc, token) = TestService::with_user(db, &[]).await;
     let record = |id: &str, version: i64, url: &str| ErpRecord {
         id: id.into(),
         version,
@@ -220,8 +217,7 @@ async fn a_copy_follows_the_erp_feed(db: Db) {
 /// database: newer than its newest change) is 410 `cursor_expired`; from the start is always
 /// followed.
 async fn positions_the_feed_cannot_follow_are_refused(db: Db) {
-    let svc = TestService::start(db, &[]).await;
-    let token = svc.user_token().await;
+    let (svc, token) = TestService::with_user(db, &[]).await;
     tag(&svc, "1", "a").await;
     for bad in ["abc", "-1", "1234567890123456789", "1.5"] {
         let answer = svc.get(&token, &format!("/api/v1/fieldreport/tags/changes?since={bad}")).await;

@@ -143,8 +143,7 @@ async fn start(db: Db, fake: &Arc<Fake>) -> (TestService, String) {
     })
     .await
     .unwrap();
-    let svc = TestService::start(db, &[("FIELDREPORT_BASE_URL", &format!("http://{address}"))]).await;
-    let token = svc.user_token().await;
+    let (svc, token) = TestService::with_user(db, &[("FIELDREPORT_BASE_URL", &format!("http://{address}"))]).await;
     (svc, token)
 }
 
@@ -153,6 +152,21 @@ async fn sync(svc: &TestService, token: &str, query: &str) -> (u16, Value) {
     let response = svc.get(token, &format!("/api/v1/fieldreport/sync/companies{query}")).await;
     let status = response.status().as_u16();
     (status, response.json::<Value>().await.unwrap())
+}
+
+/// A set's first sync, which must insert `inserted` records; its answer.
+async fn first_sync(svc: &TestService, token: &str, inserted: u64) -> Value {
+    let (status, first) = sync(svc, token, "").await;
+    assert_eq!((status, first["data"][0]["inserted"].clone()), (200, json!(inserted)), "{first}");
+    first
+}
+
+/// A reconciling sync, after which the mirror must equal what `fake` shows; its report.
+async fn reconcile_to_equal(svc: &TestService, token: &str, fake: &Fake) -> Value {
+    let (status, reconciled) = sync(svc, token, "?reconcile=true").await;
+    assert_eq!(status, 200, "{reconciled}");
+    assert_eq!(mirror(svc).await, fake.visible(), "{reconciled}");
+    reconciled["data"][0]["reconcile"].clone()
 }
 
 /// The mirror's companies, Id → Version.
@@ -170,8 +184,7 @@ async fn mirror(svc: &TestService) -> BTreeMap<String, Value> {
 async fn stamps_of_seven_fractional_digits_are_asked_as_written(db: Db) {
     let fake = Fake::seeded(30, ".1234567");
     let (svc, token) = start(db, &fake).await;
-    let (status, first) = sync(&svc, &token, "").await;
-    assert_eq!((status, first["data"][0]["inserted"].clone()), (200, json!(30)), "{first}");
+    first_sync(&svc, &token, 30).await;
     fake.put(1005, 2, "2026-01-01T00:00:40.7654321");
     let (status, next) = sync(&svc, &token, "").await;
     assert_eq!(status, 200, "{next}");
@@ -197,13 +210,10 @@ async fn an_empty_page_with_a_next_link_is_no_end_of_a_sync(db: Db) {
 async fn an_empty_page_with_a_next_link_is_no_end_of_a_reconciling(db: Db) {
     let fake = Fake::seeded(50, "");
     let (svc, token) = start(db, &fake).await;
-    let (status, first) = sync(&svc, &token, "").await;
-    assert_eq!((status, first["data"][0]["inserted"].clone()), (200, json!(50)), "{first}");
+    first_sync(&svc, &token, 50).await;
     fake.hidden.lock().unwrap().extend(1011..=1020);
-    let (status, reconciled) = sync(&svc, &token, "?reconcile=true").await;
-    assert_eq!(status, 200, "{reconciled}");
-    assert_eq!(reconciled["data"][0]["reconcile"]["removed"], 10, "{reconciled}");
-    assert_eq!(mirror(&svc).await, fake.visible(), "{reconciled}");
+    let reconciled = reconcile_to_equal(&svc, &token, &fake).await;
+    assert_eq!(reconciled["removed"], 10, "{reconciled}");
     svc.stop().await;
 }
 
@@ -214,16 +224,13 @@ async fn a_short_answer_to_a_fetch_by_id_is_asked_again(db: Db) {
     let fake = Fake::seeded(50, "");
     fake.unlinked.store(true, std::sync::atomic::Ordering::Relaxed);
     let (svc, token) = start(db, &fake).await;
-    let (status, first) = sync(&svc, &token, "").await;
-    assert_eq!((status, first["data"][0]["inserted"].clone()), (200, json!(50)), "{first}");
+    first_sync(&svc, &token, 50).await;
     // Changed long ago (a late commit): beyond the overlap, only a reconciling sees them.
     for id in 1011..1036 {
         fake.put(id, 2, "2025-01-01T00:00:00");
     }
-    let (status, reconciled) = sync(&svc, &token, "?reconcile=true").await;
-    assert_eq!(status, 200, "{reconciled}");
-    assert_eq!(reconciled["data"][0]["reconcile"]["refreshed"], 25, "{reconciled}");
-    assert_eq!(mirror(&svc).await, fake.visible(), "{reconciled}");
+    let reconciled = reconcile_to_equal(&svc, &token, &fake).await;
+    assert_eq!(reconciled["refreshed"], 25, "{reconciled}");
     svc.stop().await;
 }
 
@@ -238,8 +245,7 @@ async fn records_never_modified_are_taken(db: Db) {
     }
     fake.put_unmodified(2016, None);
     let (svc, token) = start(db, &fake).await;
-    let (status, first) = sync(&svc, &token, "").await;
-    assert_eq!((status, first["data"][0]["inserted"].clone()), (200, json!(46)), "{first}");
+    let first = first_sync(&svc, &token, 46).await;
     assert_eq!(mirror(&svc).await, fake.visible(), "{first}");
     // Created after the first sync and never modified since, beside a record modified.
     fake.put_unmodified(2017, Some("2026-01-01T00:00:40"));
@@ -250,10 +256,8 @@ async fn records_never_modified_are_taken(db: Db) {
     assert_eq!(mirror(&svc).await, fake.visible(), "{next}");
     // Without either stamp, only a reconciling sees it.
     fake.put_unmodified(2018, None);
-    let (status, reconciled) = sync(&svc, &token, "?reconcile=true").await;
-    assert_eq!(status, 200, "{reconciled}");
-    assert_eq!(reconciled["data"][0]["reconcile"]["fetched_missing"], 1, "{reconciled}");
-    assert_eq!(mirror(&svc).await, fake.visible(), "{reconciled}");
+    let reconciled = reconcile_to_equal(&svc, &token, &fake).await;
+    assert_eq!(reconciled["fetched_missing"], 1, "{reconciled}");
     svc.stop().await;
 }
 
@@ -264,8 +268,7 @@ async fn a_nul_in_a_record_is_stored_as_written(db: Db) {
     let nul = json!({"ExternalId": "erp\u{0}3", "Name": "A\u{0}B"});
     fake.records.lock().unwrap().get_mut(&1003).unwrap().extend(nul.as_object().unwrap().clone());
     let (svc, token) = start(db, &fake).await;
-    let (status, first) = sync(&svc, &token, "").await;
-    assert_eq!((status, first["data"][0]["inserted"].clone()), (200, json!(5)), "{first}");
+    first_sync(&svc, &token, 5).await;
     let record: Value = svc.get_json(&token, "/api/v1/fieldreport/companies/1003").await;
     assert_eq!((&record["ExternalId"], &record["Name"]), (&nul["ExternalId"], &nul["Name"]), "{record}");
     let (status, again) = sync(&svc, &token, "").await;

@@ -28,8 +28,7 @@ fn internal_writer(svc: &TestService) -> FieldReportService {
 }
 
 async fn setup_runs_the_stages_in_order(db: Db) {
-    let svc = TestService::start(db, &[]).await;
-    let token = svc.user_token().await;
+    let (svc, token) = TestService::with_user(db, &[]).await;
     svc.seed("ItemTypes", 5).await;
     svc.seed("Users", 3).await;
     let response = svc.get(&token, "/api/v1/fieldreport/setup/1").await;
@@ -47,8 +46,7 @@ async fn setup_runs_the_stages_in_order(db: Db) {
 }
 
 async fn internal_writes_are_pushed_once(db: Db) {
-    let svc = TestService::start(db, &[]).await;
-    let token = svc.user_token().await;
+    let (svc, token) = TestService::with_user(db, &[]).await;
     svc.seed("Tags", 2).await;
     svc.get(&token, "/api/v1/fieldreport/sync/tags").await;
     let writer = internal_writer(&svc);
@@ -103,8 +101,7 @@ async fn upstream_record(svc: &TestService, set: &str, id: &str) -> Result<Value
 /// changed it at the upstream; `post` deletes it there once; a placeholder that never reached
 /// the upstream is dropped with nothing to send.
 async fn local_deletes_are_pushed_and_never_undone_by_a_sync(db: Db) {
-    let svc = TestService::start(db, &[]).await;
-    let token = svc.user_token().await;
+    let (svc, token) = TestService::with_user(db, &[]).await;
     svc.seed("Tags", 3).await;
     svc.get(&token, "/api/v1/fieldreport/sync/tags").await;
     let writer = internal_writer(&svc);
@@ -155,8 +152,7 @@ async fn local_deletes_are_pushed_and_never_undone_by_a_sync(db: Db) {
 /// upstream, and the push sends it on top of that change; a record deleted upstream meanwhile
 /// leaves the mirror with its local change, reported.
 async fn internal_updates_survive_syncs_and_upstream_changes(db: Db) {
-    let svc = TestService::start(db, &[]).await;
-    let token = svc.user_token().await;
+    let (svc, token) = TestService::with_user(db, &[]).await;
     svc.seed("Tags", 2).await;
     svc.get(&token, "/api/v1/fieldreport/sync/tags").await;
     let writer = internal_writer(&svc);

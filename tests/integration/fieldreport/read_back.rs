@@ -58,8 +58,7 @@ async fn tag(svc: &TestService, id: &str) {
 /// A copy of a field-report set by key sees every record that was there throughout exactly
 /// once, in key order, while records are inserted and deleted before and after its position.
 async fn a_field_report_set_reads_back_by_key_while_it_changes(db: Db) {
-    let svc = TestService::start(db, &[]).await;
-    let token = svc.user_token().await;
+    let (svc, token) = TestService::with_user(db, &[]).await;
     for n in 1..=40 {
         tag(&svc, &n.to_string()).await;
     }
@@ -120,8 +119,7 @@ async fn customer(svc: &TestService, id: &str) {
 
 /// The ERP mirror's models read back by key the same way.
 async fn an_erp_model_reads_back_by_key_while_it_changes(db: Db) {
-    let svc = TestService::start(db, &[]).await;
-    let token = svc.user_token().await;
+    let (svc, token) = TestService::with_user(db, &[]).await;
     for n in 95..=130 {
         customer(&svc, &n.to_string()).await;
     }

@@ -27,8 +27,7 @@ async fn analyzed_by_the_service(svc: &TestService) -> bool {
 }
 
 async fn ten_thousand_records_across_pages_then_only_newer_ones(db: Db) {
-    let svc = TestService::start(db, &[]).await;
-    let token = svc.user_token().await;
+    let (svc, token) = TestService::with_user(db, &[]).await;
     svc.seed("Companies", 10_000).await;
     assert!(!analyzed_by_the_service(&svc).await);
     let report = sync(&svc, &token, "companies").await;
@@ -71,8 +70,7 @@ async fn ten_thousand_records_across_pages_then_only_newer_ones(db: Db) {
 }
 
 async fn an_interrupted_sync_resumes_without_duplicates(db: Db) {
-    let svc = TestService::start(db, &[]).await;
-    let token = svc.user_token().await;
+    let (svc, token) = TestService::with_user(db, &[]).await;
     svc.seed("Tags", 750).await;
     // The query for records never modified (none here) and three pages go through, then the
     // fourth page fails three times in a row (reads are retried twice): the sync stops half
@@ -95,8 +93,7 @@ async fn an_interrupted_sync_resumes_without_duplicates(db: Db) {
 }
 
 async fn one_sync_per_entity_at_a_time(db: Db) {
-    let svc = TestService::start(db, &[]).await;
-    let token = svc.user_token().await;
+    let (svc, token) = TestService::with_user(db, &[]).await;
     let far = integration_service::store::now_ms() + 60_000;
     assert!(svc.store().take_sync_lease("users", "another-instance", far).await.unwrap());
     let body = error_body(svc.get(&token, "/api/v1/fieldreport/sync/users").await, 409).await;
@@ -109,8 +106,7 @@ async fn one_sync_per_entity_at_a_time(db: Db) {
 }
 
 async fn show_lists_entities_and_finds_records(db: Db) {
-    let svc = TestService::start(db, &[]).await;
-    let token = svc.user_token().await;
+    let (svc, token) = TestService::with_user(db, &[]).await;
     svc.seed("CostCenters", 3).await;
     sync(&svc, &token, "CostCenters").await;
     let all: Value = svc.get_json(&token, "/api/v1/fieldreport/show").await;
@@ -141,8 +137,7 @@ async fn show_lists_entities_and_finds_records(db: Db) {
 /// reconciling one removes them, except a record with a local change waiting (kept and named).
 /// The upstream's Ids are read in several windows (1,200 records, 500 Ids a request).
 async fn a_reconciling_sync_removes_what_the_upstream_deleted(db: Db) {
-    let svc = TestService::start(db, &[]).await;
-    let token = svc.user_token().await;
+    let (svc, token) = TestService::with_user(db, &[]).await;
     svc.seed("Tags", 1200).await;
     assert_eq!(sync(&svc, &token, "tags").await["inserted"], 1200);
     let upstream = |id: &str| svc.odata(reqwest::Method::DELETE, &format!("Tags({id}L)")).checked();

@@ -26,6 +26,12 @@ async fn simulator(svc: &TestService, path: &str, body: Value) -> Value {
 }
 
 /// The companies of the mirror and of the simulator, each as Id → Version.
+/// The mirror of `Companies` holds what the simulator holds, record for record.
+async fn mirror_equals_upstream(svc: &TestService, token: &str) {
+    let (mirror, upstream) = mirror_and_upstream(svc, token).await;
+    assert_eq!(mirror, upstream);
+}
+
 async fn mirror_and_upstream(svc: &TestService, token: &str) -> (BTreeMap<String, Value>, BTreeMap<String, Value>) {
     let mut mirror = BTreeMap::new();
     let mut page = 1;
@@ -54,8 +60,7 @@ async fn mirror_and_upstream(svc: &TestService, token: &str) -> (BTreeMap<String
 /// places back. A sync that continued by position skipped two records for good; one that
 /// continues from the last key reads every record, the changed ones at their new place.
 async fn records_changed_while_a_sync_pages_are_not_skipped(db: Db) {
-    let svc = TestService::start(db, &[]).await;
-    let token = svc.user_token().await;
+    let (svc, token) = TestService::with_user(db, &[]).await;
     svc.seed("Companies", 250).await;
     // After the first page of records (the sync's first query, for records never modified,
     // answers none).
@@ -71,8 +76,7 @@ async fn records_changed_while_a_sync_pages_are_not_skipped(db: Db) {
 /// Stamps of whole seconds: a record committed after a sync read, stamped with the same second
 /// as the newest record it read (its cursor), is brought by the next sync.
 async fn a_record_stamped_at_the_cursor_instant_is_not_lost(db: Db) {
-    let svc = TestService::start(db, &[]).await;
-    let token = svc.user_token().await;
+    let (svc, token) = TestService::with_user(db, &[]).await;
     simulator(&svc, "behaviour", json!({"stamps": "seconds"})).await;
     svc.seed("Companies", 5).await;
     let first = sync(&svc, &token, "companies").await;
@@ -81,16 +85,14 @@ async fn a_record_stamped_at_the_cursor_instant_is_not_lost(db: Db) {
     let next = sync(&svc, &token, "companies").await;
     assert_eq!(next["inserted"], 1, "{next}");
     assert_eq!(next["updated"], 0, "the records read again in the overlap are unchanged: {next}");
-    let (mirror, upstream) = mirror_and_upstream(&svc, &token).await;
-    assert_eq!(mirror, upstream);
+    mirror_equals_upstream(&svc, &token).await;
     svc.stop().await;
 }
 
 /// A change committed 10 s after its stamp, within the overlap (default 300 s), is brought by
 /// the next sync; the records read again in the window are not written.
 async fn a_late_commit_within_the_overlap_is_brought_by_the_next_sync(db: Db) {
-    let svc = TestService::start(db, &[]).await;
-    let token = svc.user_token().await;
+    let (svc, token) = TestService::with_user(db, &[]).await;
     svc.seed("Companies", 20).await;
     sync(&svc, &token, "companies").await;
     simulator(&svc, "late", json!({"set": "Companies", "ago_seconds": 10})).await;
@@ -98,8 +100,7 @@ async fn a_late_commit_within_the_overlap_is_brought_by_the_next_sync(db: Db) {
     let next = sync(&svc, &token, "companies").await;
     assert_eq!((next["inserted"].clone(), next["updated"].clone()), (json!(1), json!(1)), "{next}");
     assert_eq!(next["unchanged"], 19, "{next}");
-    let (mirror, upstream) = mirror_and_upstream(&svc, &token).await;
-    assert_eq!(mirror, upstream);
+    mirror_equals_upstream(&svc, &token).await;
     svc.stop().await;
 }
 
@@ -107,8 +108,7 @@ async fn a_late_commit_within_the_overlap_is_brought_by_the_next_sync(db: Db) {
 /// incremental sync sees them; a reconciling sync fetches the record the mirror lacks, fetches
 /// again the one whose version differs, removes the deleted one, and counts each repair.
 async fn a_reconciling_sync_repairs_both_ways(db: Db) {
-    let svc = TestService::start(db, &[("FIELDREPORT_SYNC_OVERLAP_SECONDS", "60")]).await;
-    let token = svc.user_token().await;
+    let (svc, token) = TestService::with_user(db, &[("FIELDREPORT_SYNC_OVERLAP_SECONDS", "60")]).await;
     svc.seed("Companies", 30).await;
     sync(&svc, &token, "companies").await;
     let missing = simulator(&svc, "late", json!({"set": "Companies", "ago_seconds": 3600})).await;
@@ -148,8 +148,7 @@ async fn a_reconciling_sync_repairs_both_ways(db: Db) {
 /// at the ERP): a reconciling (`update`) fetches the missing one, fetches the changed one
 /// again and removes the deleted one, then finds nothing left to repair.
 async fn an_erp_reconciling_repairs_both_ways(db: Db) {
-    let svc = TestService::start(db, &[]).await;
-    let token = svc.user_token().await;
+    let (svc, token) = TestService::with_user(db, &[]).await;
     let setup = svc.get(&token, "/api/v1/erp/setup/customer").await;
     assert_eq!(setup.status(), 200);
     let local = svc.store().erp_all("customer").await.unwrap();
@@ -182,10 +181,7 @@ async fn an_erp_reconciling_repairs_both_ways(db: Db) {
     let at_erp: Value =
         erp(reqwest::Method::GET, "/customer?pageSize=1000".into(), None).await.unwrap().json_value().await;
     assert_eq!(erp_versions(&at_erp), mirrored_erp_versions(svc.store(), "customer").await);
-    let again = svc.get(&token, "/api/v1/erp/update/customer").await.json::<Value>().await.unwrap()["data"][0].clone();
-    for kind in ["fetched_missing", "refreshed", "removed"] {
-        assert_eq!(again[kind], 0, "{again}");
-    }
+    reconciling_repairs_nothing(&svc, &token, "customer").await;
     svc.stop().await;
 }
 
@@ -193,8 +189,7 @@ async fn an_erp_reconciling_repairs_both_ways(db: Db) {
 /// takes `datetime'…'`; set to act as a v4 server, it refuses the typed form, and a sync, refused
 /// once, asks again with bare stamps: every record is read, the first sync and the next.
 async fn a_server_of_the_other_odata_version_is_synced_too(db: Db) {
-    let svc = TestService::start(db, &[]).await;
-    let token = svc.user_token().await;
+    let (svc, token) = TestService::with_user(db, &[]).await;
     svc.seed("Companies", 250).await;
     let status_of = |filter: &str| {
         let url = format!("{}/odata/Companies?$filter={}", svc.fieldreport, urlencode(filter));
@@ -210,8 +205,7 @@ async fn a_server_of_the_other_odata_version_is_synced_too(db: Db) {
     simulator(&svc, "late", json!({"set": "Companies", "ago_seconds": 10, "id": "1003"})).await;
     let next = sync(&svc, &token, "companies").await;
     assert_eq!(next["updated"], 1, "{next}");
-    let (mirror, upstream) = mirror_and_upstream(&svc, &token).await;
-    assert_eq!(mirror, upstream);
+    mirror_equals_upstream(&svc, &token).await;
     svc.stop().await;
 }
 
@@ -219,8 +213,7 @@ async fn a_server_of_the_other_odata_version_is_synced_too(db: Db) {
 /// end, so a full pull, an incremental one after changes, and a reconciling all read every
 /// record; each ends on a query that answers none.
 async fn an_erp_serving_short_pages_is_pulled_whole(db: Db) {
-    let svc = TestService::start(db, &[]).await;
-    let token = svc.user_token().await;
+    let (svc, token) = TestService::with_user(db, &[]).await;
     svc.erp_sandbox("seed", json!({"model": "article", "count": 40})).await;
     svc.erp_sandbox("behaviour", json!({"most_per_page": 7})).await;
     let erp_articles = async || {
@@ -249,11 +242,7 @@ async fn an_erp_serving_short_pages_is_pulled_whole(db: Db) {
     let pull = pulls["data"].as_array().unwrap().iter().find(|r| r["model"] == "article").unwrap().clone();
     assert_eq!(pull["updated"], 1, "{pull}");
     assert_eq!(mirrored_erp_versions(svc.store(), "article").await, erp_articles().await);
-    let reconcile =
-        svc.get(&token, "/api/v1/erp/update/article").await.json::<Value>().await.unwrap()["data"][0].clone();
-    for kind in ["fetched_missing", "refreshed", "removed"] {
-        assert_eq!(reconcile[kind], 0, "{reconcile}");
-    }
+    reconciling_repairs_nothing(&svc, &token, "article").await;
     svc.stop().await;
 }
 
@@ -263,8 +252,7 @@ async fn an_erp_serving_short_pages_is_pulled_whole(db: Db) {
 /// whole (its cursor moved past them); it now fails, the model's report naming the ERP's
 /// answer, and a pull from an ERP that sorts brings every record.
 async fn an_erp_ignoring_sort_fails_the_pull_instead_of_skipping(db: Db) {
-    let svc = TestService::start(db, &[]).await;
-    let token = svc.user_token().await;
+    let (svc, token) = TestService::with_user(db, &[]).await;
     svc.erp_sandbox("seed", json!({"model": "article", "count": 40})).await;
     let articles = async || {
         let answer = svc.erp_api(reqwest::Method::GET, "/article?pageSize=1000").checked().await.unwrap();
@@ -294,8 +282,7 @@ async fn an_erp_ignoring_sort_fails_the_pull_instead_of_skipping(db: Db) {
 /// fetched by id in batches larger than a page. A short answer to `id-in` is no proof that
 /// the ids it left out are gone: each is fetched, and the mirror ends equal to the ERP.
 async fn an_erp_serving_short_pages_is_reconciled_whole(db: Db) {
-    let svc = TestService::start(db, &[]).await;
-    let token = svc.user_token().await;
+    let (svc, token) = TestService::with_user(db, &[]).await;
     svc.erp_sandbox("seed", json!({"model": "article", "count": 40})).await;
     let setup = svc.get(&token, "/api/v1/erp/setup/article").await;
     assert_eq!(setup.status(), 200);
@@ -316,8 +303,7 @@ async fn an_erp_serving_short_pages_is_reconciled_whole(db: Db) {
 /// mirror, by the next pull, though its version is lower (a copy older than the stored one,
 /// a page read before a webhook stored a newer version, is still refused: its stamp is older).
 async fn an_erp_record_created_again_under_its_id_is_pulled(db: Db) {
-    let svc = TestService::start(db, &[]).await;
-    let token = svc.user_token().await;
+    let (svc, token) = TestService::with_user(db, &[]).await;
     let erp = |method: reqwest::Method, path: &str, body: Option<Value>| {
         let mut request = svc.erp_api(method, path);
         if let Some(body) = body {
@@ -364,3 +350,12 @@ on_both_databases!(
     a_late_commit_within_the_overlap_is_brought_by_the_next_sync,
     a_reconciling_sync_repairs_both_ways,
 );
+
+/// A reconciling pull of the ERP's `model` (`erp/update/{model}`) finds nothing to repair: the
+/// mirror already equals the ERP.
+async fn reconciling_repairs_nothing(svc: &TestService, token: &str, model: &str) {
+    let answer: Value = svc.get_json(token, &format!("/api/v1/erp/update/{model}")).await;
+    for kind in ["fetched_missing", "refreshed", "removed"] {
+        assert_eq!(answer["data"][0][kind], 0, "{answer}");
+    }
+}

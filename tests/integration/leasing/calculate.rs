@@ -6,8 +6,7 @@ use crate::common::{DOCUMENT, Db, TestService, error_body};
 use serde_json::{Value, json};
 
 async fn inverse_calculation_with_defaults_and_every_period(db: Db) {
-    let svc = TestService::start(db, &[]).await;
-    let token = svc.user_token().await;
+    let (svc, token) = TestService::with_user(db, &[]).await;
     for (path, expected) in [
         ("/api/v1/leasing/calculate", json!({"data": 20340.14, "monthlyInstalment": 299.0, "period": 84})),
         ("/api/v1/leasing/calculate/299", json!({"data": 20340.14, "monthlyInstalment": 299.0, "period": 84})),
@@ -26,8 +25,7 @@ async fn inverse_calculation_with_defaults_and_every_period(db: Db) {
 }
 
 async fn inverse_calculation_refuses_bad_input_with_422(db: Db) {
-    let svc = TestService::start(db, &[]).await;
-    let token = svc.user_token().await;
+    let (svc, token) = TestService::with_user(db, &[]).await;
     for (path, field) in [
         ("/api/v1/leasing/calculate/0/84", "monthlyInstalment"),
         ("/api/v1/leasing/calculate/-10/84", "monthlyInstalment"),
@@ -52,8 +50,7 @@ async fn inverse_calculation_requires_a_token(db: Db) {
 }
 
 async fn configured_factors_replace_the_defaults(db: Db) {
-    let svc = TestService::start(db, &[("LEASING_FACTORS", "36=3.00,84=1.50")]).await;
-    let token = svc.user_token().await;
+    let (svc, token) = TestService::with_user(db, &[("LEASING_FACTORS", "36=3.00,84=1.50")]).await;
     let body: Value = svc.get_json(&token, "/api/v1/leasing/calculate/300/36").await;
     assert_eq!(body["data"], 10000.0);
     error_body(svc.get(&token, "/api/v1/leasing/calculate/300/48").await, 422).await;

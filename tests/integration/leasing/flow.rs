@@ -42,8 +42,7 @@ async fn latest_flow_id(svc: &TestService) -> i64 {
 }
 
 async fn e_signature_mode_runs_every_step_in_order(db: Db) {
-    let svc = TestService::start(db, &[]).await;
-    let token = svc.user_token().await;
+    let (svc, token) = TestService::with_user(db, &[]).await;
     let response = post(&svc, &token, FLOW, &flow_body("ACME GmbH"), None).await;
     assert_eq!(response.status(), 200);
     let body: Value = response.json_value().await;
@@ -72,8 +71,7 @@ async fn e_signature_mode_runs_every_step_in_order(db: Db) {
 }
 
 async fn patches_and_contract_fetches_in_both_modes(db: Db) {
-    let svc = TestService::start(db, &[]).await;
-    let token = svc.user_token().await;
+    let (svc, token) = TestService::with_user(db, &[]).await;
     for cancel in [false, true] {
         let mut body = flow_body("ACME GmbH");
         body["patch_request_payload"] = json!({"PaymentMethod": "Invoice"});
@@ -120,8 +118,7 @@ async fn patches_and_contract_fetches_in_both_modes(db: Db) {
 }
 
 async fn a_failed_flow_is_recorded_where_it_stopped(db: Db) {
-    let svc = TestService::start(db, &[]).await;
-    let token = svc.user_token().await;
+    let (svc, token) = TestService::with_user(db, &[]).await;
     let body = error_body(post(&svc, &token, FLOW, &flow_body("Risky [declined]"), None).await, 500).await;
     assert_eq!(body["success"], false);
     assert_eq!(body["error_code"], "declined");
@@ -151,8 +148,7 @@ fn without_request_id(mut body: Value) -> Value {
 }
 
 async fn failed_flows_answer_where_they_stopped_and_can_be_read_back(db: Db) {
-    let svc = TestService::start(db, &[]).await;
-    let token = svc.user_token().await;
+    let (svc, token) = TestService::with_user(db, &[]).await;
     for (company, code) in [("Risky [declined]", "declined"), ("Unsure [missing-info]", "missing_info")] {
         let body = error_body(post(&svc, &token, FLOW, &flow_body(company), None).await, 500).await;
         assert_eq!((body["success"].clone(), body["error_code"].clone()), (json!(false), json!(code)), "{body}");
@@ -198,8 +194,7 @@ async fn failed_flows_answer_where_they_stopped_and_can_be_read_back(db: Db) {
 }
 
 async fn a_retried_failed_flow_answers_its_recorded_failure(db: Db) {
-    let svc = TestService::start(db, &[]).await;
-    let token = svc.user_token().await;
+    let (svc, token) = TestService::with_user(db, &[]).await;
     let declined = flow_body("Risky [declined]");
     let first = error_body(post(&svc, &token, FLOW, &declined, Some("flow-declined")).await, 500).await;
     assert_eq!(svc.provider_request_count().await, 1);
@@ -228,8 +223,7 @@ async fn a_retried_failed_flow_answers_its_recorded_failure(db: Db) {
 /// A retry while the first attempt runs is told so, with the flow to follow; once the first
 /// attempt ended (here: its client left), the retry gets its recorded answer. Neither creates.
 async fn a_retry_while_the_flow_runs_names_it(db: Db) {
-    let svc = TestService::start(db, &[]).await;
-    let token = svc.user_token().await;
+    let (svc, token) = TestService::with_user(db, &[]).await;
     let mut body = flow_body("Patient GmbH [never-ready]");
     body["max_attempts"] = json!(100);
     body["sleep_milliseconds"] = json!(200);
@@ -303,8 +297,7 @@ where
 }
 
 async fn invalid_flow_input_is_refused_before_any_call(db: Db) {
-    let svc = TestService::start(db, &[]).await;
-    let token = svc.user_token().await;
+    let (svc, token) = TestService::with_user(db, &[]).await;
     let mut body = flow_body("ACME GmbH");
     body.as_object_mut().unwrap().remove("e_signature_payload");
     body["request_payload"]["FinancingAmount"] = json!(-1);
@@ -324,8 +317,7 @@ async fn invalid_flow_input_is_refused_before_any_call(db: Db) {
 }
 
 async fn retried_creates_and_flows_run_once(db: Db) {
-    let svc = TestService::start(db, &[]).await;
-    let token = svc.user_token().await;
+    let (svc, token) = TestService::with_user(db, &[]).await;
     let first = post(&svc, &token, "/api/v1/leasing", &leasing_request("ACME GmbH"), Some("create-1")).await;
     assert_eq!(first.status(), 201);
     let first: Value = first.json_value().await;
@@ -365,8 +357,7 @@ async fn retried_creates_and_flows_run_once(db: Db) {
 }
 
 async fn health_and_test_flow(db: Db) {
-    let svc = TestService::start(db, &[]).await;
-    let token = svc.user_token().await;
+    let (svc, token) = TestService::with_user(db, &[]).await;
     let health: Value = svc.get_json(&token, FLOW).await;
     assert_eq!(health["success"], true);
     assert_eq!(health["provider_configured"], true);

@@ -28,8 +28,7 @@ async fn show(svc: &TestService, token: &str, id: &str) -> reqwest::Response {
 }
 
 async fn error_pages_keep_their_status(db: Db) {
-    let svc = TestService::start(db, &[]).await;
-    let token = svc.user_token().await;
+    let (svc, token) = TestService::with_user(db, &[]).await;
     let created: Value = svc.post_json(&token, "/api/v1/leasing", crate::common::leasing_request("ACME GmbH")).await;
     let id = created["data"]["FinancingId"].as_str().unwrap().to_string();
 
@@ -91,8 +90,7 @@ async fn document_provider() -> String {
 
 async fn a_contract_document_answered_bare_is_read(db: Db) {
     let provider = document_provider().await;
-    let svc = TestService::start(db, &[("LEASING_BASE_URL", &provider)]).await;
-    let token = svc.user_token().await;
+    let (svc, token) = TestService::with_user(db, &[("LEASING_BASE_URL", &provider)]).await;
     for id in ["raw-pdf", "base64-text"] {
         let path = format!("/api/v1/leasing/{id}/contractdocument/base64?store_pdf=true");
         let document = svc.get_json(&token, &path).await;
@@ -106,8 +104,7 @@ async fn a_contract_document_answered_bare_is_read(db: Db) {
 /// A create answered 2xx without a usable `FinancingId` (a proxy's page, a redirect the client
 /// followed to another resource, a provider fault) is no created request.
 async fn a_create_answered_without_a_financing_id_fails(db: Db) {
-    let svc = TestService::start(db, &[]).await;
-    let token = svc.user_token().await;
+    let (svc, token) = TestService::with_user(db, &[]).await;
     for answer in [json!({"State": "RequestToGrenke"}), json!({"FinancingId": "../../x", "State": "RequestToGrenke"})] {
         let rule = json!({"path_prefix": "/basic/v1/requests", "status": 200, "body": answer.to_string(), "times": 1});
         svc.leasing_fault(rule).await;

@@ -120,15 +120,22 @@ fn migrated_database() -> (std::path::PathBuf, String) {
     (dir, url)
 }
 
+/// [`migrated_database`], backed up to `backup.db` in its folder: the folder, the database's
+/// URL and the backup's path.
+fn backed_up_database() -> (std::path::PathBuf, String, std::path::PathBuf) {
+    let (dir, url) = migrated_database();
+    let copy = dir.join("backup.db");
+    let backup = Binary::new(["backup", "--to", copy.to_str().unwrap()]).database(&url).output();
+    assert!(backup.status.success(), "{}", text(&backup.stderr));
+    (dir, url, copy)
+}
+
 /// A backup holds password hashes, token digests and signing secrets: only its owner may read
 /// it, wherever it is written and whatever the umask.
 #[test]
 fn a_backup_is_readable_by_its_owner_only() {
     use std::os::unix::fs::PermissionsExt;
-    let (dir, url) = migrated_database();
-    let copy = dir.join("backup.db");
-    let backup = Binary::new(["backup", "--to", copy.to_str().unwrap()]).database(&url).output();
-    assert!(backup.status.success(), "{}", text(&backup.stderr));
+    let (dir, _, copy) = backed_up_database();
     let mode = std::fs::metadata(&copy).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o600, "the backup's mode is {mode:o}");
     let _ = std::fs::remove_dir_all(&dir);
@@ -139,10 +146,7 @@ fn a_backup_is_readable_by_its_owner_only() {
 /// it, its cause said once.
 #[test]
 fn a_restore_on_a_new_host_makes_the_database_folder() {
-    let (dir, url) = migrated_database();
-    let copy = dir.join("backup.db");
-    let backup = Binary::new(["backup", "--to", copy.to_str().unwrap()]).database(&url).output();
-    assert!(backup.status.success(), "{}", text(&backup.stderr));
+    let (dir, url, copy) = backed_up_database();
 
     let new_host = format!("sqlite://{}/new-host/var/service.db", dir.display());
     let restored = Binary::new(["restore", "--from", copy.to_str().unwrap()]).database(&new_host).output();
@@ -174,10 +178,7 @@ fn service_user(own: &std::fs::Metadata) -> (u32, u32) {
 #[test]
 fn a_restored_database_keeps_the_owner_and_mode_of_the_one_it_replaces() {
     use std::os::unix::fs::{MetadataExt, PermissionsExt, chown};
-    let (dir, url) = migrated_database();
-    let copy = dir.join("backup.db");
-    let backup = Binary::new(["backup", "--to", copy.to_str().unwrap()]).database(&url).output();
-    assert!(backup.status.success(), "{}", text(&backup.stderr));
+    let (dir, url, copy) = backed_up_database();
     let (uid, gid) = service_user(&std::fs::metadata(&copy).unwrap());
     let database = dir.join("service.db");
     chown(&database, Some(uid), Some(gid)).unwrap();
@@ -206,10 +207,7 @@ fn a_restored_database_keeps_the_owner_and_mode_of_the_one_it_replaces() {
 #[test]
 fn a_restore_after_a_crash_sets_the_database_aside_whole_and_alone() {
     use std::io::BufRead;
-    let (dir, url) = migrated_database();
-    let copy = dir.join("backup.db");
-    let backup = Binary::new(["backup", "--to", copy.to_str().unwrap()]).database(&url).output();
-    assert!(backup.status.success(), "{}", text(&backup.stderr));
+    let (dir, url, copy) = backed_up_database();
 
     let mut serve = Binary::new(["serve", "--bind", "127.0.0.1:0"])
         .database(&url)

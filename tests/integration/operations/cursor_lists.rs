@@ -73,8 +73,7 @@ async fn queue(svc: &TestService, token: &str, kind: &str, target: &str) -> i64 
 /// The job history read by key: newest first, every job once, the filter kept on every page,
 /// and jobs queued during the walk (newer than its cursor) neither shown nor shifting others.
 async fn the_job_history_reads_by_key(db: Db) {
-    let svc = TestService::start(db, &[("JOBS_ACTIVE_PER_USER", "100")]).await;
-    let token = svc.user_token().await;
+    let (svc, token) = TestService::with_user(db, &[("JOBS_ACTIVE_PER_USER", "100")]).await;
     for set in SETS {
         queue(&svc, &token, "fieldreport.sync", set).await;
     }
@@ -113,8 +112,7 @@ async fn the_job_history_reads_by_key(db: Db) {
 /// The subscriptions read by key: oldest first, each once, though one already read and one
 /// not yet read are deleted and another is added during the walk; another user's never shown.
 async fn subscriptions_read_by_key(db: Db) {
-    let svc = TestService::start(db, &[("CALLBACK_ALLOW_PRIVATE", "true")]).await;
-    let token = svc.user_token().await;
+    let (svc, token) = TestService::with_user(db, &[("CALLBACK_ALLOW_PRIVATE", "true")]).await;
     svc.create_user("bob@example.com", "bob-password-1").await;
     let bob = svc.token("bob@example.com", "bob-password-1").await;
     let subscribe = async |token: &str, n: usize| -> String {
@@ -165,8 +163,7 @@ async fn deliveries_read_by_key(db: Db) {
         ("LEASING_WATCH_INTERVAL_SECONDS", "1"),
         ("LEASING_DELIVERY_BACKOFF_MILLISECONDS", "100"),
     ];
-    let svc = TestService::start(db, &settings).await;
-    let token = svc.user_token().await;
+    let (svc, token) = TestService::with_user(db, &settings).await;
     let body = json!({"url": format!("{}/hooks/deliveries", svc.leasing)});
     let created: Value =
         svc.call(&token, Method::POST, "/api/v1/leasing/subscriptions", Some(body)).await.json().await.unwrap();

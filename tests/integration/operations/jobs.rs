@@ -49,8 +49,7 @@ async fn slow_tags(svc: &TestService, ms: u64) {
 }
 
 async fn a_sync_job_runs_once_reports_like_the_tool_route_and_is_counted(db: Db) {
-    let svc = TestService::start(db, &[]).await;
-    let token = svc.user_token().await;
+    let (svc, token) = TestService::with_user(db, &[]).await;
     svc.seed("Tags", 750).await;
     let response = create(&svc, &token, json!({"kind": "fieldreport.sync", "target": "Tags"})).await;
     assert_eq!(response.status(), 202);
@@ -111,8 +110,7 @@ async fn a_sync_job_runs_once_reports_like_the_tool_route_and_is_counted(db: Db)
 }
 
 async fn bad_jobs_are_refused_and_a_running_one_is_cancelled_at_its_next_page(db: Db) {
-    let svc = TestService::start(db, &[]).await;
-    let token = svc.user_token().await;
+    let (svc, token) = TestService::with_user(db, &[]).await;
     let unknown_kind = error_body(create(&svc, &token, json!({"kind": "fieldreport.pull"})).await, 422).await;
     assert_eq!(unknown_kind["error_code"], "validation_failed");
     assert!(unknown_kind["errors"]["kind"][0].as_str().unwrap().contains("fieldreport.sync"), "{unknown_kind}");
@@ -202,8 +200,7 @@ async fn jobs_survive_a_restart_and_a_stopped_instances_job_is_taken_over(db: Db
 }
 
 async fn the_schedule_queues_jobs_and_skips_a_tick_while_one_runs(db: Db) {
-    let svc = TestService::start(db, &[("SCHEDULE", "fieldreport.sync:tags=1s; erp.pull=1h")]).await;
-    let token = svc.user_token().await;
+    let (svc, token) = TestService::with_user(db, &[("SCHEDULE", "fieldreport.sync:tags=1s; erp.pull=1h")]).await;
     svc.seed("Tags", 1500).await;
     slow_tags(&svc, 300).await;
     // The first tick is due at once (it may find no tags yet); a later one finds the slow sync
@@ -299,8 +296,7 @@ async fn two_instances_run_each_job_once_and_a_cancel_reaches_the_other() {
 /// A job records who queued it; another user sees it but may not cancel it (403
 /// `not_job_owner`), an operator may.
 async fn a_job_records_its_creator_and_only_they_or_an_operator_cancel_it(db: Db) {
-    let svc = TestService::start(db, &[]).await;
-    let token = svc.user_token().await;
+    let (svc, token) = TestService::with_user(db, &[]).await;
     let (bob, root) = svc.bob_and_root().await;
     let me: Value = svc.get_json(&token, "/api/v1/user").await;
     slow_tags(&svc, 2_000).await;

@@ -214,8 +214,7 @@ async fn an_error_that_echoes_a_huge_input_keeps_the_error_shape() {
 /// failed with 500 after the field-report system had taken it (the mirror then lacked what
 /// the upstream held). Refused with 422 before anything is sent, on both databases alike.
 async fn a_long_external_id_is_refused_before_it_is_sent(db: Db) {
-    let svc = TestService::start(db, &[]).await;
-    let token = svc.user_token().await;
+    let (svc, token) = TestService::with_user(db, &[]).await;
     // Letters without a pattern, which Postgres cannot compress below its index limit.
     let mut state = 7u64;
     let long: String = (0..10_000)

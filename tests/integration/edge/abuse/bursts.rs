@@ -10,8 +10,7 @@ use serde_json::{Value, json};
 /// before any of the burst was stored, so every one of them was.
 async fn subscriptions_asked_for_at_once_stay_within_the_bound(db: Db) {
     let settings = [("CALLBACK_ALLOW_PRIVATE", "true"), ("LEASING_SUBSCRIPTIONS_PER_USER", "3")];
-    let svc = TestService::start(db, &settings).await;
-    let token = svc.user_token().await;
+    let (svc, token) = TestService::with_user(db, &settings).await;
     let subscribe = |n: usize| {
         let request = svc
             .client
@@ -78,8 +77,7 @@ async fn admitted(
 /// allowed three new keys a minute: three are created, the others are 429
 /// `too_many_idempotency_keys`, and three keys are stored.
 async fn new_idempotency_keys_sent_at_once_stay_within_the_rate(db: Db) {
-    let svc = TestService::start(db, &[("IDEMPOTENCY_KEYS_PER_MINUTE_PER_USER", "3")]).await;
-    let token = svc.user_token().await;
+    let (svc, token) = TestService::with_user(db, &[("IDEMPOTENCY_KEYS_PER_MINUTE_PER_USER", "3")]).await;
     let keys: Vec<String> = (0..20).map(|n| format!("burst-{n}")).collect();
     let answers = futures::future::join_all(
         keys.iter().map(|key| svc.post_keyed(&token, "/api/v1/leasing", Some(key), leasing_request("Burst GmbH"))),

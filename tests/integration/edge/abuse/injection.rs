@@ -200,8 +200,7 @@ const PROVIDER_STATE_CODES: &[&str] =
     &["upstream_rejected", "not_ready_to_sign", "already_past_signing", "declined", "cancelled", "missing_info"];
 
 async fn injection_strings_are_only_ever_bound_values(db: Db) {
-    let svc = TestService::start(db, &[("ERP_WEBHOOK_ALLOWLIST", "127.0.0.1/32")]).await;
-    let token = svc.user_token().await;
+    let (svc, token) = TestService::with_user(db, &[("ERP_WEBHOOK_ALLOWLIST", "127.0.0.1/32")]).await;
     let client = &svc.client;
     let auth = format!("Bearer {token}");
 

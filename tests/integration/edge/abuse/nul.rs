@@ -10,8 +10,7 @@ use serde_json::json;
 /// working: on Postgres each lookup cast every document of the set to `jsonb`, which refuses
 /// an escaped NUL, so the whole set answered 500 to every user.
 async fn a_record_holding_a_nul_leaves_the_lookups_of_its_set_working(db: Db) {
-    let svc = TestService::start(db, &[]).await;
-    let token = svc.user_token().await;
+    let (svc, token) = TestService::with_user(db, &[]).await;
     let (bob, _) = svc.bob_and_root().await;
     for name in ["ACME GmbH", "Evil\u{0}Corp"] {
         let company = json!({"Id": "new", "Version": 1, "Name": name, "IsPhysicalPerson": false});
@@ -31,8 +30,7 @@ async fn a_record_holding_a_nul_leaves_the_lookups_of_its_set_working(db: Db) {
 /// or stored like any other character, on Postgres it is refused with 400 `bad_request`; it
 /// was a 500 `internal_error` there on every route that reached the database with it.
 async fn a_nul_in_a_request_is_a_client_error(db: Db) {
-    let svc = TestService::start(db, &[("CALLBACK_ALLOW_PRIVATE", "true")]).await;
-    let token = svc.user_token().await;
+    let (svc, token) = TestService::with_user(db, &[("CALLBACK_ALLOW_PRIVATE", "true")]).await;
     let get = |path: &str| svc.client.get(svc.url(path)).bearer_auth(&token);
     let post = |path: &str, body| svc.client.post(svc.url(path)).bearer_auth(&token).json(&body);
     let requests = [

@@ -13,8 +13,7 @@ use super::*;
 /// reaches the subscriber once, in order, signed with the secret and, after a rotation, with
 /// the old one too; the secret is shown only when created or rotated.
 async fn every_change_arrives_signed_and_in_order(db: Db) {
-    let svc = TestService::start(db, FAST).await;
-    let token = svc.user_token().await;
+    let (svc, token) = TestService::with_user(db, FAST).await;
     let receiver = Receiver::start(204).await;
     let created = subscribe(&svc, &token, &receiver.url()).await;
     let (sub, first_secret) = (created["id"].as_str().unwrap(), created["secret"].as_str().unwrap());
@@ -96,8 +95,7 @@ async fn every_change_arrives_signed_and_in_order(db: Db) {
 /// While the receiver fails, each delivery is retried with its `webhook-id`; once it answers
 /// again, it gets every event, in order per request. A delivery can be sent again on request.
 async fn a_receiver_down_for_a_while_gets_everything_after(db: Db) {
-    let svc = TestService::start(db, FAST).await;
-    let token = svc.user_token().await;
+    let (svc, token) = TestService::with_user(db, FAST).await;
     let receiver = Receiver::start(503).await;
     let created = subscribe(&svc, &token, &receiver.url()).await;
     let sub = created["id"].as_str().unwrap().to_string();

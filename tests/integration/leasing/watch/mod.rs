@@ -264,8 +264,7 @@ async fn private_and_plain_http_targets_are_refused(db: Db) {
 /// A state read by a route counts: with the watcher reading only every five minutes, a show
 /// that finds the new state announces it.
 async fn a_read_by_a_route_is_an_observation(db: Db) {
-    let svc = TestService::start(db, &[("CALLBACK_ALLOW_PRIVATE", "true")]).await;
-    let token = svc.user_token().await;
+    let (svc, token) = TestService::with_user(db, &[("CALLBACK_ALLOW_PRIVATE", "true")]).await;
     let receiver = Receiver::start(204).await;
     subscribe(&svc, &token, &receiver.url()).await;
     let id = create_request(&svc, &token, "ACME [moves:1]").await;
@@ -348,8 +347,7 @@ async fn a_subscription_belongs_to_its_owner(db: Db) {
 /// A provider in maintenance answers 503 with `Retry-After`: the watcher stays away that long
 /// rather than polling on its own back-off.
 async fn a_503_with_retry_after_defers_the_next_read(db: Db) {
-    let svc = TestService::start(db, FAST).await;
-    let token = svc.user_token().await;
+    let (svc, token) = TestService::with_user(db, FAST).await;
     let id = create_request(&svc, &token, "ACME GmbH").await;
     let rule = json!({"path_prefix": format!("/basic/v1/requests/{id}"), "status": 503,
         "retry_after_seconds": 3600, "times": 1000});

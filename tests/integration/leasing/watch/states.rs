@@ -11,8 +11,7 @@ fn answering(id: &str, state: &str) -> Value {
 }
 
 async fn a_known_state_in_another_case_is_that_state(db: Db) {
-    let svc = TestService::start(db, &[("CALLBACK_ALLOW_PRIVATE", "true")]).await;
-    let token = svc.user_token().await;
+    let (svc, token) = TestService::with_user(db, &[("CALLBACK_ALLOW_PRIVATE", "true")]).await;
     let receiver = Receiver::start(204).await;
     subscribe(&svc, &token, &receiver.url()).await;
     let id = create_request(&svc, &token, "ACME GmbH").await;
@@ -46,8 +45,7 @@ async fn a_known_state_in_another_case_is_that_state(db: Db) {
 /// A terminal state is not always the last: a provider may report an earlier state again
 /// (a reopened request). The watch then goes on, and the change back is announced.
 async fn a_request_leaving_a_terminal_state_is_watched_again(db: Db) {
-    let svc = TestService::start(db, &[("CALLBACK_ALLOW_PRIVATE", "true")]).await;
-    let token = svc.user_token().await;
+    let (svc, token) = TestService::with_user(db, &[("CALLBACK_ALLOW_PRIVATE", "true")]).await;
     let receiver = Receiver::start(204).await;
     subscribe(&svc, &token, &receiver.url()).await;
     let id = create_request(&svc, &token, "ACME GmbH").await;
