@@ -77,7 +77,6 @@ fn retry_after_seconds(oldest: i64, window_start: i64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::idempotency::KeyState;
 
     #[test]
     fn the_wait_is_until_the_oldest_row_leaves_the_window() {
@@ -90,7 +89,8 @@ mod tests {
     async fn a_rate_counts_only_the_users_rows_of_the_last_minute() {
         crate::store::testing::on_both_databases(async |store| {
             for key in ["a", "b"] {
-                assert_eq!(store.reserve_idempotency_key(7, "r", key, "h").await.unwrap(), KeyState::Reserved);
+                // Two rows of user 7 (what the key became is the idempotency store's to test).
+                store.reserve_idempotency_key(7, "r", key, "h").await.unwrap();
             }
             assert_eq!(store.rate_reached(Rated::IdempotencyKeys, 7, 3).await.unwrap(), None);
             let wait = store.rate_reached(Rated::IdempotencyKeys, 7, 2).await.unwrap();
