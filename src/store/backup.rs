@@ -93,21 +93,10 @@ pub fn backup(url: &DatabaseUrl, to: &Path) -> Result<Backup, BackupError> {
     let partial = beside(to, ".partial");
     remove_if_there(&partial)?;
     create_private(&partial).map_err(|error| BackupError::File { path: to.to_path_buf(), error })?;
-    let sqlite = |error| BackupError::Sqlite { path: database.clone(), error };
-    let connection =
-        Connection::open_with_flags(&database, OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX)
-            .map_err(sqlite)?;
-    connection.busy_timeout(std::time::Duration::from_secs(30)).map_err(sqlite)?;
-    let copied = connection
-        .execute("VACUUM INTO ?1", [partial.to_string_lossy().as_ref()])
-        // A full disk is the backup's: the database is only read.
-        .map_err(|error| match error.sqlite_error_code() {
-            Some(rusqlite::ErrorCode::DiskFull) => BackupError::Sqlite { path: to.to_path_buf(), error },
-            _ => sqlite(error),
-        })
-        .and_then(|_| check(&partial))
+    // Every failure from here on removes the partial file, opening the database included.
+    let copied = copy_into(&database, &partial, to)
+        .and_then(|()| check(&partial))
         .and_then(|migration| sync_file(&partial).map(|()| migration));
-    drop(connection);
     let migration = match copied {
         Ok(migration) => migration,
         Err(error) => {
@@ -118,6 +107,23 @@ pub fn backup(url: &DatabaseUrl, to: &Path) -> Result<Backup, BackupError> {
     rename(&partial, to)?;
     let bytes = std::fs::metadata(to).map_err(|error| BackupError::File { path: to.to_path_buf(), error })?.len();
     Ok(Backup { path: to.to_path_buf(), bytes, migration })
+}
+
+/// Copies `database` into the new file `partial` (`to` once checked) by `VACUUM INTO`.
+fn copy_into(database: &Path, partial: &Path, to: &Path) -> Result<(), BackupError> {
+    let sqlite = |error| BackupError::Sqlite { path: database.to_path_buf(), error };
+    let connection =
+        Connection::open_with_flags(database, OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX)
+            .map_err(sqlite)?;
+    connection.busy_timeout(std::time::Duration::from_secs(30)).map_err(sqlite)?;
+    connection
+        .execute("VACUUM INTO ?1", [partial.to_string_lossy().as_ref()])
+        // A full disk is the backup's: the database is only read.
+        .map_err(|error| match error.sqlite_error_code() {
+            Some(rusqlite::ErrorCode::DiskFull) => BackupError::Sqlite { path: to.to_path_buf(), error },
+            _ => sqlite(error),
+        })
+        .map(drop)
 }
 
 /// Replaces the database of `url` with the backup `from`, refusing while anyone has the
