@@ -14,6 +14,7 @@ use tokio::sync::Semaphore;
 
 use crate::store::auth::tokens::{NewToken, TokenRow};
 use crate::store::{Store, StoreError, now_ms};
+use crate::vocabulary::address_group::AddressGroup;
 use crate::vocabulary::field_errors::FieldErrors;
 use ability::{Abilities, Ability};
 pub use config::AuthConfig;
@@ -195,8 +196,9 @@ impl Authenticator {
     /// [`MAX_FAILED_LOGINS`] failures for one email from one address within
     /// [`THROTTLE_WINDOW`], or [`MAX_FAILED_LOGINS_PER_ADDRESS`] from one address whatever the
     /// emails, every attempt (even with the right password) is refused until the oldest of
-    /// them leaves the window.
-    pub async fn login(&self, email: &str, password: &str, address: &str) -> Result<String, AuthError> {
+    /// them leaves the window. An address is counted by its [`AddressGroup`] (an IPv6
+    /// address's /64).
+    pub async fn login(&self, email: &str, password: &str, address: AddressGroup) -> Result<String, AuthError> {
         let mut errors = FieldErrors::new();
         if email.trim().is_empty() {
             errors.entry("email".into()).or_default().push("The email field is required.".into());
@@ -211,6 +213,7 @@ impl Authenticator {
         let email = normalize_email(email);
         // Failures are kept by a digest of the email: a fixed size, whatever was sent.
         let email_key = crate::digest::sha256_hex(email.as_bytes());
+        let address = &address.to_string();
         let now = now_ms();
         if let Some(retry_after) = self.throttled(&email_key, address, now, i64::MAX).await? {
             return Err(AuthError::Throttled { retry_after });
