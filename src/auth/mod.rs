@@ -215,12 +215,10 @@ impl Authenticator {
         let email_key = crate::digest::sha256_hex(email.as_bytes());
         let address = &address.to_string();
         let now = now_ms();
-        if let Some(retry_after) = self.throttled(&email_key, address, now, i64::MAX).await? {
-            return Err(AuthError::Throttled { retry_after });
-        }
-        // Recorded as a failure before the password is verified, and checked again against
-        // the failures recorded before it: guesses sent at once all pass the check above
-        // before any of them is verified, and without this each would be.
+        // Recorded as a failure before the password is verified, then checked against the
+        // failures recorded before it: guesses sent at once would all pass a check made before
+        // any of them is recorded. One over a limit forgets its row, so a throttled burst
+        // stores nothing.
         let since = now - THROTTLE_WINDOW.as_millis() as i64;
         let attempt = self.store.record_login_failure(&email_key, address, now, since).await?;
         if let Some(retry_after) = self.throttled(&email_key, address, now, attempt).await? {
@@ -253,8 +251,10 @@ impl Authenticator {
         let window_ms = THROTTLE_WINDOW.as_millis() as i64;
         let since = now - window_ms;
         let (per_email, per_address) = (MAX_FAILED_LOGINS, MAX_FAILED_LOGINS_PER_ADDRESS);
-        let failures = self.store.recent_login_failures(email_key, address, since, before_id, per_email as i64).await?;
-        let from_address = self.store.recent_login_failures_from(address, since, before_id, per_address as i64).await?;
+        let store = &self.store;
+        let failures =
+            store.recent_login_failures(Some(email_key), address, since, before_id, per_email as i64).await?;
+        let from_address = store.recent_login_failures(None, address, since, before_id, per_address as i64).await?;
         for (failures, most) in [(&failures, per_email), (&from_address, per_address)] {
             if failures.len() >= most {
                 let oldest_counted = failures[most - 1];

@@ -149,6 +149,23 @@ async fn guesses_sent_at_once_are_throttled_like_guesses_in_turn(db: Db) {
     svc.stop().await;
 }
 
+/// Once an email is throttled, a burst of further guesses is refused and keeps no rows: each
+/// refused attempt forgets the row it recorded, so the failures stay those verified.
+async fn a_throttled_burst_keeps_no_rows(db: Db) {
+    let svc = TestService::start(db, &[]).await;
+    svc.create_user(EMAIL, PASSWORD).await;
+    for _ in 0..integration_service::auth::MAX_FAILED_LOGINS {
+        error_body(svc.login(EMAIL, "wrong-password").await, 401).await;
+    }
+    let guesses = (0..20).map(|_| svc.login(EMAIL, "wrong-password"));
+    let statuses: Vec<u16> = futures::future::join_all(guesses).await.iter().map(|r| r.status().as_u16()).collect();
+    assert!(statuses.iter().all(|s| *s == 429), "{statuses:?}");
+    let (kept,): (i64,) =
+        sqlx::query_as("SELECT COUNT(*) FROM login_failures").fetch_one(svc.store().pool()).await.unwrap();
+    assert_eq!(kept, integration_service::auth::MAX_FAILED_LOGINS as i64);
+    svc.stop().await;
+}
+
 async fn logout_revokes_the_presented_token_only(db: Db) {
     let svc = TestService::start(db, &[]).await;
     svc.create_user(EMAIL, PASSWORD).await;
@@ -360,6 +377,7 @@ on_both_databases!(
     failed_logins_are_throttled_per_email_and_address,
     failures_from_one_ipv6_slash_64_count_together,
     guesses_sent_at_once_are_throttled_like_guesses_in_turn,
+    a_throttled_burst_keeps_no_rows,
     logout_revokes_the_presented_token_only,
     bad_tokens_are_unauthenticated,
     tokens_expire_when_a_lifetime_is_configured,
