@@ -3,6 +3,7 @@
 
 pub mod ability;
 mod config;
+mod email;
 pub mod last_used;
 pub mod password;
 pub mod token;
@@ -18,6 +19,8 @@ use crate::vocabulary::address_group::AddressGroup;
 use crate::vocabulary::field_errors::FieldErrors;
 use ability::{Abilities, Ability};
 pub use config::AuthConfig;
+pub use email::MAX_EMAIL_LEN;
+use email::{normalize_email, validate_email};
 use last_used::LastUsed;
 
 /// Failed logins for one email from one address that are tolerated within [`THROTTLE_WINDOW`].
@@ -25,8 +28,6 @@ pub const MAX_FAILED_LOGINS: usize = 5;
 /// Failed logins from one address within [`THROTTLE_WINDOW`], whatever the emails (password
 /// spraying), before that address is refused.
 pub const MAX_FAILED_LOGINS_PER_ADDRESS: usize = 20;
-/// The longest email accepted (RFC 5321's path limit).
-pub const MAX_EMAIL_LEN: usize = 254;
 /// The longest password accepted, in bytes: argon2 hashes all of it.
 pub const MAX_PASSWORD_BYTES: usize = 4096;
 pub const THROTTLE_WINDOW: Duration = Duration::from_secs(60);
@@ -131,10 +132,6 @@ pub struct Authenticator {
     last_used: Arc<LastUsed>,
 }
 
-fn normalize_email(email: &str) -> String {
-    email.trim().to_lowercase()
-}
-
 /// Email and password within their limits, checked before either is used or stored.
 fn check_lengths(email: &str, password: &str, errors: &mut FieldErrors) {
     if email.len() > MAX_EMAIL_LEN {
@@ -148,17 +145,6 @@ fn check_lengths(email: &str, password: &str, errors: &mut FieldErrors) {
             .entry("password".into())
             .or_default()
             .push(format!("The password may not be longer than {MAX_PASSWORD_BYTES} bytes."));
-    }
-}
-
-fn validate_email(email: &str, errors: &mut FieldErrors) {
-    let valid = email.len() <= MAX_EMAIL_LEN
-        && email.split_once('@').is_some_and(|(local, domain)| {
-            !local.is_empty() && domain.contains('.') && !domain.starts_with('.') && !domain.ends_with('.')
-        })
-        && !email.chars().any(char::is_whitespace);
-    if !valid {
-        errors.entry("email".into()).or_default().push("The email must be a valid email address.".into());
     }
 }
 
