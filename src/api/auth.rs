@@ -8,6 +8,7 @@ use crate::api::ApiContext;
 use crate::api::support::guard::{BearerToken, client_address, needs};
 use crate::auth::User;
 use crate::error::ApiError;
+use crate::vocabulary::address_group::AddressGroup;
 
 /// Credentials of a user.
 #[derive(Deserialize, JsonSchema)]
@@ -84,8 +85,8 @@ pub async fn login(
     body: TypedBody<LoginRequest>,
 ) -> Result<HttpResponseOk<LoginResponse>, ApiError> {
     let body = body.into_inner();
-    let address = client_address(&rqctx).to_string();
-    let token = rqctx.context().auth.login(&body.email, &body.password, &address).await?;
+    let address = AddressGroup::of(client_address(&rqctx));
+    let token = rqctx.context().auth.login(&body.email, &body.password, address).await?;
     Ok(HttpResponseOk(LoginResponse { access_token: token, token_type: "Bearer".into() }))
 }
 

@@ -3,6 +3,7 @@
 
 pub mod ability;
 mod config;
+mod email;
 pub mod last_used;
 pub mod password;
 pub mod token;
@@ -14,9 +15,12 @@ use tokio::sync::Semaphore;
 
 use crate::store::auth::tokens::{NewToken, TokenRow};
 use crate::store::{Store, StoreError, now_ms};
+use crate::vocabulary::address_group::AddressGroup;
 use crate::vocabulary::field_errors::FieldErrors;
 use ability::{Abilities, Ability};
 pub use config::AuthConfig;
+pub use email::MAX_EMAIL_LEN;
+use email::{normalize_email, validate_email};
 use last_used::LastUsed;
 
 /// Failed logins for one email from one address that are tolerated within [`THROTTLE_WINDOW`].
@@ -24,8 +28,6 @@ pub const MAX_FAILED_LOGINS: usize = 5;
 /// Failed logins from one address within [`THROTTLE_WINDOW`], whatever the emails (password
 /// spraying), before that address is refused.
 pub const MAX_FAILED_LOGINS_PER_ADDRESS: usize = 20;
-/// The longest email accepted (RFC 5321's path limit).
-pub const MAX_EMAIL_LEN: usize = 254;
 /// The longest password accepted, in bytes: argon2 hashes all of it.
 pub const MAX_PASSWORD_BYTES: usize = 4096;
 pub const THROTTLE_WINDOW: Duration = Duration::from_secs(60);
@@ -130,10 +132,6 @@ pub struct Authenticator {
     last_used: Arc<LastUsed>,
 }
 
-fn normalize_email(email: &str) -> String {
-    email.trim().to_lowercase()
-}
-
 /// Email and password within their limits, checked before either is used or stored.
 fn check_lengths(email: &str, password: &str, errors: &mut FieldErrors) {
     if email.len() > MAX_EMAIL_LEN {
@@ -147,17 +145,6 @@ fn check_lengths(email: &str, password: &str, errors: &mut FieldErrors) {
             .entry("password".into())
             .or_default()
             .push(format!("The password may not be longer than {MAX_PASSWORD_BYTES} bytes."));
-    }
-}
-
-fn validate_email(email: &str, errors: &mut FieldErrors) {
-    let valid = email.len() <= MAX_EMAIL_LEN
-        && email.split_once('@').is_some_and(|(local, domain)| {
-            !local.is_empty() && domain.contains('.') && !domain.starts_with('.') && !domain.ends_with('.')
-        })
-        && !email.chars().any(char::is_whitespace);
-    if !valid {
-        errors.entry("email".into()).or_default().push("The email must be a valid email address.".into());
     }
 }
 
@@ -195,8 +182,9 @@ impl Authenticator {
     /// [`MAX_FAILED_LOGINS`] failures for one email from one address within
     /// [`THROTTLE_WINDOW`], or [`MAX_FAILED_LOGINS_PER_ADDRESS`] from one address whatever the
     /// emails, every attempt (even with the right password) is refused until the oldest of
-    /// them leaves the window.
-    pub async fn login(&self, email: &str, password: &str, address: &str) -> Result<String, AuthError> {
+    /// them leaves the window. An address is counted by its [`AddressGroup`] (an IPv6
+    /// address's /64).
+    pub async fn login(&self, email: &str, password: &str, address: AddressGroup) -> Result<String, AuthError> {
         let mut errors = FieldErrors::new();
         if email.trim().is_empty() {
             errors.entry("email".into()).or_default().push("The email field is required.".into());
@@ -211,13 +199,12 @@ impl Authenticator {
         let email = normalize_email(email);
         // Failures are kept by a digest of the email: a fixed size, whatever was sent.
         let email_key = crate::digest::sha256_hex(email.as_bytes());
+        let address = &address.to_string();
         let now = now_ms();
-        if let Some(retry_after) = self.throttled(&email_key, address, now, i64::MAX).await? {
-            return Err(AuthError::Throttled { retry_after });
-        }
-        // Recorded as a failure before the password is verified, and checked again against
-        // the failures recorded before it: guesses sent at once all pass the check above
-        // before any of them is verified, and without this each would be.
+        // Recorded as a failure before the password is verified, then checked against the
+        // failures recorded before it: guesses sent at once would all pass a check made before
+        // any of them is recorded. One over a limit forgets its row, so a throttled burst
+        // stores nothing.
         let since = now - THROTTLE_WINDOW.as_millis() as i64;
         let attempt = self.store.record_login_failure(&email_key, address, now, since).await?;
         if let Some(retry_after) = self.throttled(&email_key, address, now, attempt).await? {
@@ -250,8 +237,10 @@ impl Authenticator {
         let window_ms = THROTTLE_WINDOW.as_millis() as i64;
         let since = now - window_ms;
         let (per_email, per_address) = (MAX_FAILED_LOGINS, MAX_FAILED_LOGINS_PER_ADDRESS);
-        let failures = self.store.recent_login_failures(email_key, address, since, before_id, per_email as i64).await?;
-        let from_address = self.store.recent_login_failures_from(address, since, before_id, per_address as i64).await?;
+        let store = &self.store;
+        let failures =
+            store.recent_login_failures(Some(email_key), address, since, before_id, per_email as i64).await?;
+        let from_address = store.recent_login_failures(None, address, since, before_id, per_address as i64).await?;
         for (failures, most) in [(&failures, per_email), (&from_address, per_address)] {
             if failures.len() >= most {
                 let oldest_counted = failures[most - 1];

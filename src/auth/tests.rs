@@ -41,3 +41,26 @@ async fn the_dummy_hash_costs_what_a_real_hash_costs() {
     assert_eq!(parameters(&auth.dummy_hash), parameters(&real));
     assert!(!password::verify("not the dummy's password", &auth.dummy_hash));
 }
+
+/// Emails that look alike are one email: a decomposed, fullwidth or upper-case form names the
+/// user of the plain form (NFKC, then lower case), at creation and at login; an email with an
+/// invisible or control character (a zero-width space, a direction override) is refused.
+#[tokio::test]
+async fn emails_that_look_alike_name_one_user() {
+    let store = Store::open(&DatabaseUrl::new("sqlite::memory:")).await.unwrap();
+    let auth = Authenticator::new(store, AuthConfig::default()).unwrap();
+    let password = "a long passphrase";
+    auth.create_user("jos\u{e9}@example.com", None, password, false).await.unwrap();
+    for twin in ["jose\u{301}@example.com", "\u{ff2a}\u{ff2f}\u{ff33}\u{c9}@example.com"] {
+        let created = auth.create_user(twin, None, password, false).await;
+        assert!(matches!(created, Err(AuthError::DuplicateEmail(_))), "{twin:?}: {created:?}");
+    }
+    let address = AddressGroup::of("198.51.100.7".parse().unwrap());
+    auth.login("JOSE\u{301}@\u{ff25}xample.com", password, address).await.expect("the same user");
+    for hidden in
+        ["jo\u{200b}se@example.com", "jose\u{202e}@example.com", "jose\u{7}@example.com", "jo\u{feff}se@example.com"]
+    {
+        let created = auth.create_user(hidden, None, password, false).await;
+        assert!(matches!(created, Err(AuthError::Invalid(_))), "{hidden:?}: {created:?}");
+    }
+}

@@ -2,14 +2,16 @@
 //! connections without end (slow bodies, idle sockets) is refused before it can exhaust the
 //! process's file descriptors. A refused connection is closed at once and counted.
 //!
-//! The address is the TCP peer's: behind a proxy or load balancer every client shares the
-//! proxy's, so `MAX_CONNECTIONS_PER_ADDRESS` must allow for the proxy's own connections.
+//! The address is the TCP peer's, counted by its [`AddressGroup`] (an IPv6 peer's /64): behind
+//! a proxy or load balancer every client shares the proxy's, so `MAX_CONNECTIONS_PER_ADDRESS`
+//! must allow for the proxy's own connections.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
 
 use crate::metrics::{ConnectionRefusal, Metrics};
+use crate::vocabulary::address_group::AddressGroup;
 
 pub struct ConnectionLimits {
     total: usize,
@@ -21,13 +23,13 @@ pub struct ConnectionLimits {
 #[derive(Default)]
 struct Open {
     total: usize,
-    by_address: HashMap<IpAddr, usize>,
+    by_address: HashMap<AddressGroup, usize>,
 }
 
 /// An admitted connection; its place is given back when it is dropped.
 pub struct Admitted {
     limits: Arc<ConnectionLimits>,
-    address: IpAddr,
+    address: AddressGroup,
 }
 
 impl ConnectionLimits {
@@ -37,6 +39,7 @@ impl ConnectionLimits {
 
     /// Admits a connection from `address`, or says which cap it would exceed (and counts it).
     pub fn admit(self: &Arc<Self>, address: IpAddr) -> Result<Admitted, ConnectionRefusal> {
+        let address = AddressGroup::of(address);
         let mut open = self.open.lock().expect("connection counts");
         let from_address = open.by_address.get(&address).copied().unwrap_or(0);
         let refusal = if open.total >= self.total {
@@ -96,5 +99,16 @@ mod tests {
         assert!(matches!(limits.admit(b), Err(ConnectionRefusal::Total)));
         drop(first);
         assert!(limits.admit(a).is_ok(), "a closed connection gives its place back");
+    }
+
+    /// One IPv6 client holds a /64: its addresses share one allowance.
+    #[test]
+    fn the_addresses_of_one_ipv6_slash_64_share_the_per_address_cap() {
+        let limits = ConnectionLimits::new(10, 2, metrics());
+        let _first = limits.admit("2001:db8:1:2::1".parse().unwrap()).unwrap();
+        let _second = limits.admit("2001:db8:1:2::2".parse().unwrap()).unwrap();
+        let third = limits.admit("2001:db8:1:2:ffff::3".parse().unwrap());
+        assert!(matches!(third, Err(ConnectionRefusal::PerAddress)));
+        assert!(limits.admit("2001:db8:1:3::1".parse().unwrap()).is_ok(), "another /64 has its own");
     }
 }

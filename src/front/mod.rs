@@ -17,6 +17,7 @@ pub mod connections;
 mod departure;
 pub mod docs_path;
 mod own_answers;
+mod routed_path;
 mod runs_to_end;
 mod slow_body;
 pub mod tls;
@@ -344,7 +345,8 @@ impl Front {
                 &fresh_request_id(),
             ));
         }
-        if path.starts_with(INTERNAL_PREFIX) {
+        let routed = routed_path::routed(path);
+        if routed_path::is_under(&routed, INTERNAL_PREFIX.trim_end_matches('/')) {
             return Err(own_error(StatusCode::NOT_FOUND, "Not Found", &fresh_request_id()));
         }
         let declared_length =
@@ -361,8 +363,8 @@ impl Front {
         // Without a token nothing under /api/v1 but its public routes says whether it exists:
         // a route unknown to dropshot is answered as a guarded one would be. Which routes are
         // guarded is the handlers' to say (`api::support::guard::BearerToken`).
-        let hides_unknown =
-            path.starts_with("/api/v1/") && crate::api::support::guard::well_formed_token(req.headers()).is_none();
+        let hides_unknown = routed_path::is_under(&routed, "/api/v1")
+            && crate::api::support::guard::well_formed_token(req.headers()).is_none();
         let (mut parts, body) = req.into_parts();
         if let Some(internal) = self.docs_paths.to_internal(path) {
             let target = match parts.uri.query() {
@@ -389,7 +391,7 @@ impl Front {
         // A held call (a wait, a flow) learns of its client leaving by the key it is given
         // here; a client's own header of that name is never passed on.
         parts.headers.remove(crate::stop::HELD_CALL_HEADER);
-        let watched = departure::holds(path).then(|| self.departures.watch());
+        let watched = departure::holds(&routed).then(|| self.departures.watch());
         if let Some(watched) = &watched {
             parts.headers.insert(crate::stop::HELD_CALL_HEADER, HeaderValue::from(watched.key));
         }

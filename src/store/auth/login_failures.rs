@@ -30,41 +30,22 @@ impl Store {
         Ok(())
     }
 
-    /// Times of the failures since `since` recorded before the failure `before_id`, newest
-    /// first, at most `limit` of them.
+    /// Times of the failures from `address` since `since` recorded before the failure
+    /// `before_id`, of `email` when one is given (else whatever the email), newest first, at
+    /// most `limit` of them.
     pub async fn recent_login_failures(
         &self,
-        email: &str,
+        email: Option<&str>,
         address: &str,
         since: i64,
         before_id: i64,
         limit: i64,
     ) -> Result<Vec<i64>, StoreError> {
         Ok(sqlx::query_scalar(
-            "SELECT at FROM login_failures WHERE email = $1 AND address = $2 AND at > $3 AND id < $4
-             ORDER BY at DESC LIMIT $5",
+            "SELECT at FROM login_failures WHERE ($1 IS NULL OR email = $1) AND address = $2 AND at > $3
+             AND id < $4 ORDER BY at DESC LIMIT $5",
         )
         .bind(email)
-        .bind(address)
-        .bind(since)
-        .bind(before_id)
-        .bind(limit)
-        .fetch_all(self.pool())
-        .await?)
-    }
-
-    /// Times of the failures from `address` since `since` recorded before the failure
-    /// `before_id`, whatever the email, newest first, at most `limit` of them.
-    pub async fn recent_login_failures_from(
-        &self,
-        address: &str,
-        since: i64,
-        before_id: i64,
-        limit: i64,
-    ) -> Result<Vec<i64>, StoreError> {
-        Ok(sqlx::query_scalar(
-            "SELECT at FROM login_failures WHERE address = $1 AND at > $2 AND id < $3 ORDER BY at DESC LIMIT $4",
-        )
         .bind(address)
         .bind(since)
         .bind(before_id)

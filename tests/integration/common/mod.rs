@@ -310,12 +310,18 @@ impl TestService {
     }
 
     pub async fn login(&self, email: &str, password: &str) -> reqwest::Response {
-        self.client
-            .post(self.url("/api/v1/login"))
-            .json(&serde_json::json!({"email": email, "password": password}))
-            .checked()
-            .await
-            .expect("login request")
+        self.login_request(email, password).checked().await.expect("login request")
+    }
+
+    /// A login through a proxy that names `client` in `X-Forwarded-For` (the service must
+    /// trust 127.0.0.1 as a proxy).
+    pub async fn login_from(&self, client: &str, email: &str, password: &str) -> reqwest::Response {
+        let request = self.login_request(email, password).header("x-forwarded-for", client);
+        request.checked().await.expect("login request")
+    }
+
+    fn login_request(&self, email: &str, password: &str) -> reqwest::RequestBuilder {
+        self.client.post(self.url("/api/v1/login")).json(&serde_json::json!({"email": email, "password": password}))
     }
 
     /// Logs in and returns the access token.

@@ -81,21 +81,42 @@ async fn failed_logins_are_throttled_per_email_and_address(db: Db) {
     assert_eq!(body["error_code"], "too_many_attempts");
 
     // Another address is not affected, nor is another email from the same address.
-    let elsewhere = svc
-        .client
-        .post(svc.url("/api/v1/login"))
-        .header("x-forwarded-for", "198.51.100.23")
-        .json(&serde_json::json!({"email": EMAIL, "password": PASSWORD}))
-        .checked()
-        .await
-        .unwrap();
-    assert_eq!(elsewhere.status(), 200);
+    assert_eq!(svc.login_from("198.51.100.23", EMAIL, PASSWORD).await.status(), 200);
     svc.create_user("grace@example.com", "compiler-pioneer").await;
     assert_eq!(svc.login("grace@example.com", "compiler-pioneer").await.status(), 200);
 
     // Once the failures leave the one-minute window, the right password works again.
     sqlx::query("UPDATE login_failures SET at = at - 61000").execute(svc.store().pool()).await.unwrap();
     assert_eq!(svc.login(EMAIL, PASSWORD).await.status(), 200);
+    svc.stop().await;
+}
+
+/// One IPv6 client holds a /64 and may send from any of its addresses: failures from the
+/// addresses of one /64 count together, per email and whatever the emails, and an
+/// IPv4-mapped IPv6 address counts as its IPv4 address.
+async fn failures_from_one_ipv6_slash_64_count_together(db: Db) {
+    let svc = TestService::start(db, &[("TRUSTED_PROXIES", "127.0.0.1/32")]).await;
+    svc.create_user(EMAIL, PASSWORD).await;
+    for n in 1..=5 {
+        error_body(svc.login_from(&format!("2001:db8:1:2::{n}"), EMAIL, "wrong-password").await, 401).await;
+    }
+    let refused = svc.login_from("2001:db8:1:2:ffff:ffff:ffff:9", EMAIL, PASSWORD).await;
+    assert_eq!(error_body(refused, 429).await["error_code"], "too_many_attempts");
+    assert_eq!(svc.login_from("2001:db8:1:3::1", EMAIL, PASSWORD).await.status(), 200, "another /64");
+
+    // Password spraying from one /64, an address for each email.
+    for n in 1..=20 {
+        let guess = svc.login_from(&format!("2001:db8:9:9::{n:x}"), &format!("user{n}@example.com"), "guess").await;
+        error_body(guess, 401).await;
+    }
+    let refused = svc.login_from("2001:db8:9:9:1::1", EMAIL, PASSWORD).await;
+    assert_eq!(error_body(refused, 429).await["error_code"], "too_many_attempts");
+
+    for _ in 0..5 {
+        error_body(svc.login_from("198.51.100.7", EMAIL, "wrong-password").await, 401).await;
+    }
+    let refused = svc.login_from("::ffff:198.51.100.7", EMAIL, PASSWORD).await;
+    assert_eq!(error_body(refused, 429).await["error_code"], "too_many_attempts");
     svc.stop().await;
 }
 
@@ -125,6 +146,23 @@ async fn guesses_sent_at_once_are_throttled_like_guesses_in_turn(db: Db) {
     let statuses: Vec<u16> = futures::future::join_all(guesses).await.iter().map(|r| r.status().as_u16()).collect();
     let verified = statuses.iter().filter(|s| **s == 401).count();
     assert_eq!(verified, integration_service::auth::MAX_FAILED_LOGINS_PER_ADDRESS, "{statuses:?}");
+    svc.stop().await;
+}
+
+/// Once an email is throttled, a burst of further guesses is refused and keeps no rows: each
+/// refused attempt forgets the row it recorded, so the failures stay those verified.
+async fn a_throttled_burst_keeps_no_rows(db: Db) {
+    let svc = TestService::start(db, &[]).await;
+    svc.create_user(EMAIL, PASSWORD).await;
+    for _ in 0..integration_service::auth::MAX_FAILED_LOGINS {
+        error_body(svc.login(EMAIL, "wrong-password").await, 401).await;
+    }
+    let guesses = (0..20).map(|_| svc.login(EMAIL, "wrong-password"));
+    let statuses: Vec<u16> = futures::future::join_all(guesses).await.iter().map(|r| r.status().as_u16()).collect();
+    assert!(statuses.iter().all(|s| *s == 429), "{statuses:?}");
+    let (kept,): (i64,) =
+        sqlx::query_as("SELECT COUNT(*) FROM login_failures").fetch_one(svc.store().pool()).await.unwrap();
+    assert_eq!(kept, integration_service::auth::MAX_FAILED_LOGINS as i64);
     svc.stop().await;
 }
 
@@ -337,7 +375,9 @@ on_both_databases!(
     login_issues_a_working_bearer_token,
     wrong_email_and_wrong_password_fail_alike,
     failed_logins_are_throttled_per_email_and_address,
+    failures_from_one_ipv6_slash_64_count_together,
     guesses_sent_at_once_are_throttled_like_guesses_in_turn,
+    a_throttled_burst_keeps_no_rows,
     logout_revokes_the_presented_token_only,
     bad_tokens_are_unauthenticated,
     tokens_expire_when_a_lifetime_is_configured,

@@ -241,3 +241,30 @@ async fn a_long_external_id_is_refused_before_it_is_sent(db: Db) {
 }
 
 crate::on_both_databases!(a_long_external_id_is_refused_before_it_is_sent);
+
+/// Framing a proxy in front might read otherwise (request smuggling): `Content-Length` beside
+/// `Transfer-Encoding: chunked` is read as chunked and the connection closes after the answer,
+/// so a request behind it is never read; two lengths, or an unknown coding beside a length,
+/// are 400.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ambiguous_framing_is_never_read_two_ways() {
+    let svc = TestService::start(Db::Sqlite, &[]).await;
+    let body = r#"{"email":"nobody@example.com","password":"x"}"#;
+    let head = "POST /api/v1/login HTTP/1.1\r\nhost: t\r\ncontent-type: application/json\r\n";
+    let chunked =
+        format!("{head}content-length: 5\r\ntransfer-encoding: chunked\r\n\r\n{:x}\r\n{body}\r\n0\r\n\r\n", body.len());
+    let mut stream = TcpStream::connect(address(&svc)).await.unwrap();
+    stream.write_all(format!("{chunked}GET /healthz HTTP/1.1\r\nhost: t\r\n\r\n").as_bytes()).await.unwrap();
+    let mut answer = Vec::new();
+    stream.read_to_end(&mut answer).await.unwrap();
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(answer.starts_with("HTTP/1.1 401 "), "{answer}");
+    assert_eq!(answer.matches("HTTP/1.1 ").count(), 1, "the request behind was read: {answer}");
+    // `raw` adds the body's own `content-length`.
+    for framing in ["content-length: 5\r\n", "transfer-encoding: gzip\r\n"] {
+        let (status, answer) = raw(address(&svc), format!("{head}{framing}").as_bytes(), body.as_bytes()).await;
+        assert_eq!(status, 400, "{framing}: {answer}");
+        assert_eq!(serde_json::from_str::<Value>(&answer).unwrap()["error_code"], "bad_request", "{framing}");
+    }
+    svc.stop().await;
+}

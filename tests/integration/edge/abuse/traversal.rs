@@ -98,3 +98,25 @@ async fn path_traversal_is_refused_and_writes_nothing_outside_storage() {
     assert!(!outside.join("etc").exists() && !outside.join("passwd.pdf").exists());
     svc.stop().await;
 }
+
+/// The front decides by the path as dropshot routes it (empty segments dropped, each segment
+/// percent-decoded), not by its spelling: the internal routes stay unreachable however they are
+/// written, and an unknown route under `/api/v1` says nothing without a token.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_front_decides_by_the_path_dropshot_routes() {
+    let svc = TestService::start(Db::Sqlite, &[]).await;
+    for target in [
+        "/__internal/docs/openapi.json",
+        "//__internal/docs/openapi.json",
+        "/%5f%5finternal/docs/openapi.json",
+        "/%5F%5Finternal//docs/page/bare",
+    ] {
+        let (status, body) = raw(address(&svc), format!("GET {target} HTTP/1.1\r\nhost: t\r\n").as_bytes(), b"").await;
+        assert_eq!(status, 404, "GET {target}: {body:.200}");
+    }
+    for target in ["/api/v1/no-such-route", "//api/v1/no-such-route", "/api/v1//no-such-route/", "/%61pi/v1/x"] {
+        let (status, body) = raw(address(&svc), format!("GET {target} HTTP/1.1\r\nhost: t\r\n").as_bytes(), b"").await;
+        assert_eq!(status, 401, "GET {target}: {body:.200}");
+    }
+    svc.stop().await;
+}

@@ -1,0 +1,47 @@
+//! The path as dropshot routes it. dropshot drops empty segments (`//`, a trailing `/`) and
+//! percent-decodes each segment, so `//__internal/x`, `/%5f%5finternal/x` and
+//! `/api/v1/…/wait-ready-to-sign/` reach the routes of their plain spelling. The front's own
+//! decisions by path (internal routes refused, unknown routes hidden, held calls watched) are
+//! made on this form, or a spelling would pass them by.
+
+use percent_encoding::percent_decode_str;
+
+/// `path` with empty segments dropped and each segment percent-decoded (a decoded `/` kept
+/// encoded, so that segments stay segments; a segment that is not UTF-8 once decoded is kept
+/// as sent, and dropshot refuses it). `/` when nothing is left.
+pub fn routed(path: &str) -> String {
+    let mut routed = String::with_capacity(path.len());
+    for segment in path.split('/').filter(|segment| !segment.is_empty()) {
+        routed.push('/');
+        match percent_decode_str(segment).decode_utf8() {
+            Ok(decoded) => routed.push_str(&decoded.replace('/', "%2F")),
+            Err(_) => routed.push_str(segment),
+        }
+    }
+    if routed.is_empty() {
+        routed.push('/');
+    }
+    routed
+}
+
+/// Whether the routed path is `prefix` or below it (`prefix` without a trailing `/`).
+pub fn is_under(routed: &str, prefix: &str) -> bool {
+    routed.strip_prefix(prefix).is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spellings_of_one_route_are_one_path() {
+        assert_eq!(routed("//__internal/docs/openapi.json"), "/__internal/docs/openapi.json");
+        assert_eq!(routed("/%5f%5Finternal//docs/"), "/__internal/docs");
+        assert_eq!(routed("/api/v1/leasing/x/wait-ready-to-sign/"), "/api/v1/leasing/x/wait-ready-to-sign");
+        assert_eq!(routed("/api/v1/fieldreport/companies/a%2Fb"), "/api/v1/fieldreport/companies/a%2Fb");
+        assert_eq!(routed("/x/%ff"), "/x/%ff");
+        assert_eq!(routed("//"), "/");
+        assert!(is_under("/api/v1", "/api/v1") && is_under("/api/v1/user", "/api/v1"));
+        assert!(!is_under("/api/v1x", "/api/v1"));
+    }
+}
