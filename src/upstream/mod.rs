@@ -91,9 +91,16 @@ impl UpstreamError {
         }
     }
 
-    /// Maps a transport error; the URL is left out (its query may carry secrets).
+    /// Maps a transport error; the URL is left out (its query may carry secrets). A body cut
+    /// at [`MAX_ANSWER_BYTES`] ([`bounded`]) is an unreadable answer.
     pub fn from_reqwest(system: System, error: reqwest::Error) -> UpstreamError {
         let error = error.without_url();
+        if is_too_large(&error) {
+            return UpstreamError::Malformed {
+                system,
+                detail: format!("an answer larger than {MAX_ANSWER_BYTES} bytes, the most the service reads"),
+            };
+        }
         if error.is_timeout() {
             return UpstreamError::Timeout { system };
         }
@@ -148,12 +155,14 @@ pub async fn json_answer(
 }
 
 /// The body of a successful answer as text (empty for 204); an error status becomes its
-/// [`UpstreamError`], `describe` summarising the body.
+/// [`UpstreamError`], `describe` summarising the body. Either body is read to
+/// [`MAX_ANSWER_BYTES`] at most.
 pub async fn text_answer(
     system: System,
     response: reqwest::Response,
     describe: fn(&str) -> String,
 ) -> Result<String, UpstreamError> {
+    let response = bounded(response);
     let status = response.status();
     let headers = response.headers().clone();
     let body = response.bytes().await.map_err(|e| UpstreamError::from_reqwest(system, e))?;
@@ -162,6 +171,31 @@ pub async fn text_answer(
         return Err(UpstreamError::from_status(system, status.as_u16(), &headers, || describe(&text)));
     }
     Ok(text)
+}
+
+/// `response` with a body that fails, once more than [`MAX_ANSWER_BYTES`] have come, instead
+/// of being read on: reqwest reads a body whole, however long. Every answer of an upstream
+/// passes here before it is read (the leasing client's generated code calls it for each).
+pub fn bounded(response: reqwest::Response) -> reqwest::Response {
+    bounded_to(response, MAX_ANSWER_BYTES)
+}
+
+fn bounded_to(response: reqwest::Response, limit: usize) -> reqwest::Response {
+    let (parts, body) = http::Response::<reqwest::Body>::from(response).into_parts();
+    let body = reqwest::Body::wrap(http_body_util::Limited::new(body, limit));
+    reqwest::Response::from(http::Response::from_parts(parts, body))
+}
+
+/// Whether reading a body failed because it passed the bound of [`bounded`].
+pub fn is_too_large(error: &reqwest::Error) -> bool {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    while let Some(e) = source {
+        if e.is::<http_body_util::LengthLimitError>() {
+            return true;
+        }
+        source = e.source();
+    }
+    false
 }
 
 /// A body as text, invalid UTF-8 replaced by U+FFFD. Valid UTF-8 (every JSON answer) is checked
@@ -192,6 +226,13 @@ pub fn summarise(text: &str) -> String {
         format!("{}…", text.chars().take(300).collect::<String>())
     }
 }
+
+/// The most of one answer's body the service reads from an upstream, a success's or an
+/// error's: 64 MiB. The largest answers expected are an ERP page of 1,000 records and a
+/// contract PDF as base64, far below it; an answer over it (a proxy's or a broken upstream's
+/// endless body) is [`UpstreamError::Malformed`] once that much has been read, so no upstream
+/// can make the service buffer more.
+pub const MAX_ANSWER_BYTES: usize = 64 * 1024 * 1024;
 
 /// The longest wait a `Retry-After` may impose on one retry.
 pub const MAX_RETRY_WAIT: Duration = Duration::from_secs(30);
@@ -362,6 +403,20 @@ mod tests {
     fn summaries_are_bounded() {
         assert_eq!(summarise("  short "), "short");
         assert_eq!(summarise(&"x".repeat(500)).chars().count(), 301);
+    }
+
+    #[tokio::test]
+    async fn bodies_are_read_up_to_the_bound_and_no_further() {
+        let answer = |body: &'static str| reqwest::Response::from(http::Response::new(body));
+        let read = bounded_to(answer("12345"), 5).bytes().await.unwrap();
+        assert_eq!(&read[..], b"12345", "a body of exactly the bound is read");
+        let error = bounded_to(answer("123456"), 5).bytes().await.unwrap_err();
+        assert!(is_too_large(&error), "{error:?}");
+        let mapped = UpstreamError::from_reqwest(System::Erp, error);
+        assert!(
+            matches!(&mapped, UpstreamError::Malformed { detail, .. } if detail.contains("larger than")),
+            "{mapped}"
+        );
     }
 
     #[test]
