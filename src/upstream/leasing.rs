@@ -64,7 +64,8 @@ impl LeasingClient {
         let mut builder = reqwest::Client::builder()
             .timeout(config.timeout)
             .connect_timeout(CONNECT_TIMEOUT)
-            .pool_max_idle_per_host(MAX_CALLS_IN_FLIGHT);
+            .pool_max_idle_per_host(MAX_CALLS_IN_FLIGHT)
+            .redirect(super::no_redirects());
         if config.http1_only {
             builder = builder.http1_only();
         }

@@ -42,7 +42,8 @@ pub enum UpstreamError {
 
 impl UpstreamError {
     /// An error status: 429 is [`UpstreamError::Throttled`] with the wait the upstream asked
-    /// for, anything else [`UpstreamError::Refused`] (with the wait a 5xx asked for).
+    /// for, anything else [`UpstreamError::Refused`] (with the wait a 5xx asked for); a
+    /// redirect ([`no_redirects`]) is described by where it points.
     pub fn from_status(
         system: System,
         status: u16,
@@ -51,6 +52,8 @@ impl UpstreamError {
     ) -> UpstreamError {
         if status == 429 {
             UpstreamError::Throttled { system, retry_after: requested_wait(headers) }
+        } else if (300..400).contains(&status) {
+            UpstreamError::Refused { system, status, message: redirect_message(headers), retry_after: None }
         } else {
             let retry_after = if status >= 500 { requested_wait(headers) } else { None };
             UpstreamError::Refused { system, status, message: message(), retry_after }
@@ -234,6 +237,27 @@ pub fn summarise(text: &str) -> String {
 /// can make the service buffer more.
 pub const MAX_ANSWER_BYTES: usize = 64 * 1024 * 1024;
 
+/// The clients' redirect policy: none is followed. A redirect would carry the request, and
+/// our credentials with it (the leasing client certificate, the ERP key in its own header,
+/// which reqwest does not strip across hosts), to wherever the upstream, or whoever answers
+/// for it, points; no upstream is known to redirect (../shared/upstream/FACTS.md). A 3xx is an
+/// [`UpstreamError::Refused`] naming where it points: the base URL setting is to be checked.
+pub fn no_redirects() -> reqwest::redirect::Policy {
+    reqwest::redirect::Policy::none()
+}
+
+/// A redirect's message: where it points (scheme, host and port only: its path and query may
+/// carry what is not ours to log).
+fn redirect_message(headers: &reqwest::header::HeaderMap) -> String {
+    let location = headers.get(reqwest::header::LOCATION).and_then(|v| v.to_str().ok());
+    let target = match location.map(url::Url::parse) {
+        Some(Ok(url)) => url.origin().ascii_serialization(),
+        Some(Err(_)) => "a path of its own".to_string(),
+        None => "nowhere (no Location)".to_string(),
+    };
+    summarise(&format!("a redirect to {target}, not followed: check the upstream's base URL setting"))
+}
+
 /// The longest wait a `Retry-After` may impose on one retry.
 pub const MAX_RETRY_WAIT: Duration = Duration::from_secs(30);
 
@@ -397,6 +421,18 @@ mod tests {
         assert_eq!(outcome(UpstreamError::Client { system, detail: String::new() }), "client_error");
         let labels: std::collections::BTreeSet<&str> = CallOutcome::ALL.iter().map(|o| o.label()).collect();
         assert_eq!(labels.len(), CallOutcome::ALL.len(), "labels are distinct");
+    }
+
+    #[test]
+    fn redirects_name_where_they_point_and_nothing_more() {
+        use reqwest::header::{HeaderMap, HeaderValue};
+        let mut headers = HeaderMap::new();
+        headers.insert("location", HeaderValue::from_static("https://elsewhere.example:8443/login?key=k-123"));
+        let error = UpstreamError::from_status(System::Erp, 302, &headers, || unreachable!("no body is read"));
+        let text = error.to_string();
+        assert!(text.contains("redirect to https://elsewhere.example:8443, not followed"), "{text}");
+        assert!(!text.contains("k-123") && !text.contains("login"), "{text}");
+        assert!(!error.is_transient() && !error.may_have_applied());
     }
 
     #[test]

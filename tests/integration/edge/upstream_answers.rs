@@ -23,6 +23,8 @@ enum Answer {
     /// `status` with a body of `EMPTY_ANSWER` (or an error) padded with spaces to `len` bytes,
     /// sent in chunks: valid JSON of that size.
     Padded { status: u16, len: usize },
+    /// A redirect to `location`.
+    Redirect { location: String },
 }
 
 /// A fake upstream on a raw socket (the simulators build every answer in memory): each
@@ -66,6 +68,11 @@ async fn serve_one(mut socket: tokio::net::TcpStream, answer: Answer, heads: Arc
     }
     heads.lock().unwrap().push(String::from_utf8_lossy(&received).into_owned());
     let _ = match answer {
+        Answer::Redirect { location } => {
+            let head =
+                format!("HTTP/1.1 302 Found\r\nlocation: {location}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
+            socket.write_all(head.as_bytes()).await
+        }
         Answer::Padded { status, len } => send_padded(&mut socket, status, len).await,
     };
 }
@@ -118,21 +125,38 @@ async fn start(upstream: &RawUpstream) -> (TestService, String) {
     TestService::with_user(Db::Sqlite, &settings).await
 }
 
+/// Calls each upstream through the service ([`calls`]): each must fail with `error_code`, its
+/// message naming the upstream and saying `why`; each upstream is called once (not retried).
+async fn each_call_fails(upstream: &RawUpstream, error_code: &str, why: &str) {
+    let (svc, token) = start(upstream).await;
+    for (method, path, body, system, failed) in calls() {
+        let answer = svc.call(&token, method, path, body).await;
+        let body = error_body(answer, failed).await;
+        assert_eq!(body["error_code"], error_code, "{path}: {body}");
+        let message = body["message"].as_str().unwrap();
+        assert!(message.contains(system) && message.contains(why), "{path}: {message}");
+    }
+    assert_eq!(upstream.heads().len(), 3, "each call was made once: the answer is not worth a retry");
+    svc.stop().await;
+}
+
 /// A body one byte over [`MAX_ANSWER_BYTES`], whether a success or an error answer carries
 /// it, is an unreadable answer (`upstream_invalid_response`), not read to its end.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_answer_larger_than_the_limit_is_refused() {
     for status in [200, 500] {
         let upstream = RawUpstream::start(Answer::Padded { status, len: MAX_ANSWER_BYTES + 1 }).await;
-        let (svc, token) = start(&upstream).await;
-        for (method, path, body, system, failed) in calls() {
-            let answer = svc.call(&token, method, path, body).await;
-            let body = error_body(answer, failed).await;
-            assert_eq!(body["error_code"], "upstream_invalid_response", "{path} ({status}): {body}");
-            let message = body["message"].as_str().unwrap();
-            assert!(message.contains(system) && message.contains("larger than"), "{path} ({status}): {message}");
-        }
-        assert_eq!(upstream.heads().len(), 3, "each call was made once: the answer is not worth a retry");
-        svc.stop().await;
+        each_call_fails(&upstream, "upstream_invalid_response", "larger than").await;
     }
+}
+
+/// A redirect, to another host here, is not followed: the credentials of each upstream (the
+/// leasing client certificate, the ERP key header, field-report Basic) would go with it. The
+/// caller gets a clear upstream error naming the redirect.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redirect_is_not_followed() {
+    let elsewhere = RawUpstream::start(Answer::Padded { status: 200, len: EMPTY_ANSWER.len() }).await;
+    let upstream = RawUpstream::start(Answer::Redirect { location: elsewhere.url("/elsewhere") }).await;
+    each_call_fails(&upstream, "upstream_error", "redirect").await;
+    assert_eq!(elsewhere.heads(), Vec::<String>::new(), "nothing reached the redirect's target");
 }
