@@ -71,7 +71,7 @@ impl LeasingError {
                 UpstreamError::Timeout { .. } => "upstream_timeout",
                 UpstreamError::Unreachable { .. } => "upstream_unavailable",
                 UpstreamError::Throttled { .. } => "upstream_busy",
-                UpstreamError::Refused { status, .. } if *status < 500 => "upstream_rejected",
+                UpstreamError::Refused { status, .. } if (400..500).contains(status) => "upstream_rejected",
                 UpstreamError::Refused { .. } => "upstream_error",
                 UpstreamError::Malformed { .. } => "upstream_invalid_response",
                 UpstreamError::Client { .. } => "upstream_client_error",

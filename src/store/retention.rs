@@ -59,8 +59,14 @@ impl Store {
             tx.commit().await?;
             pruned[n] = done.rows_affected();
         }
-        // The tombstones go with a note of the newest one gone (see `Store::prune_feed_removals`).
-        pruned[PRUNED_TABLES.len() - 1] = self.prune_feed_removals(before(retention.feed_removals)).await?;
+        // The tombstones go with a note of the newest one gone (see `Store::prune_feed_removals`),
+        // and the ERP's noted absences (tombstones of records the mirror never held) with them.
+        let cutoff = before(retention.feed_removals);
+        let mut tx = self.write_transaction().await?;
+        let absences =
+            sqlx::query("DELETE FROM erp_absences WHERE noted_at < $1").bind(cutoff).execute(&mut *tx).await?;
+        tx.commit().await?;
+        pruned[PRUNED_TABLES.len() - 1] = self.prune_feed_removals(cutoff).await? + absences.rows_affected();
         Ok(pruned)
     }
 }

@@ -95,6 +95,7 @@ impl ErpClient {
         let http = reqwest::Client::builder()
             .timeout(config.timeout)
             .connect_timeout(config.connect_timeout)
+            .redirect(super::no_redirects())
             .build()
             .map_err(|e| UpstreamError::Client { system: SYSTEM, detail: error_chain(&e) })?;
         Ok(ErpClient { http, root, api_key, metrics: CallRecorder::default() })

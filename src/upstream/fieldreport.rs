@@ -72,6 +72,7 @@ impl FieldReportClient {
         let http = reqwest::Client::builder()
             .timeout(config.timeout)
             .connect_timeout(std::time::Duration::from_secs(10))
+            .redirect(super::no_redirects())
             .build()
             .map_err(|e| UpstreamError::Client { system: SYSTEM, detail: error_chain(&e) })?;
         // The forms the password travels in, should the upstream echo them: `user:password`

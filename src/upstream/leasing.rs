@@ -64,7 +64,8 @@ impl LeasingClient {
         let mut builder = reqwest::Client::builder()
             .timeout(config.timeout)
             .connect_timeout(CONNECT_TIMEOUT)
-            .pool_max_idle_per_host(MAX_CALLS_IN_FLIGHT);
+            .pool_max_idle_per_host(MAX_CALLS_IN_FLIGHT)
+            .redirect(super::no_redirects());
         if config.http1_only {
             builder = builder.http1_only();
         }
@@ -92,7 +93,7 @@ impl LeasingClient {
             builder.build().map_err(|e| UpstreamError::Client { system: SYSTEM, detail: super::error_chain(&e) })?;
         let root = base_url.as_str().trim_end_matches('/');
         Ok(LeasingClient {
-            api: Client::new_with_client(root, http),
+            api: Client::new_with_client(root, http, super::bounded),
             metrics: CallRecorder::default(),
             in_flight: Arc::new(Semaphore::new(MAX_CALLS_IN_FLIGHT)),
         })
@@ -265,8 +266,13 @@ fn error_parts(error: &types::ProviderError) -> Vec<String> {
 
 /// An error status is [`UpstreamError::from_status`] whatever its body: the error answers are
 /// raw (`xtask/src/leasing.rs`), as a proxy in front of the provider answers them with an HTML
-/// page or nothing; the body only gives the message.
+/// page or nothing; the body only gives the message. A body over the bound that every answer
+/// has ([`super::bounded`]) is an unreadable answer, as for a success.
 fn refusal(status: u16, headers: &reqwest::header::HeaderMap, body: reqwest::Result<Vec<u8>>) -> UpstreamError {
+    let body = match body {
+        Err(e) if super::is_too_large(&e) => return UpstreamError::from_reqwest(SYSTEM, e),
+        body => body,
+    };
     UpstreamError::from_status(SYSTEM, status, headers, || match body {
         Ok(body) => describe(&body),
         Err(e) => format!("its body could not be read: {}", super::error_chain(&e.without_url())),

@@ -42,7 +42,8 @@ pub enum UpstreamError {
 
 impl UpstreamError {
     /// An error status: 429 is [`UpstreamError::Throttled`] with the wait the upstream asked
-    /// for, anything else [`UpstreamError::Refused`] (with the wait a 5xx asked for).
+    /// for, anything else [`UpstreamError::Refused`] (with the wait a 5xx asked for); a
+    /// redirect ([`no_redirects`]) is described by where it points.
     pub fn from_status(
         system: System,
         status: u16,
@@ -51,6 +52,8 @@ impl UpstreamError {
     ) -> UpstreamError {
         if status == 429 {
             UpstreamError::Throttled { system, retry_after: requested_wait(headers) }
+        } else if (300..400).contains(&status) {
+            UpstreamError::Refused { system, status, message: redirect_message(headers), retry_after: None }
         } else {
             let retry_after = if status >= 500 { requested_wait(headers) } else { None };
             UpstreamError::Refused { system, status, message: message(), retry_after }
@@ -91,9 +94,16 @@ impl UpstreamError {
         }
     }
 
-    /// Maps a transport error; the URL is left out (its query may carry secrets).
+    /// Maps a transport error; the URL is left out (its query may carry secrets). A body cut
+    /// at [`MAX_ANSWER_BYTES`] ([`bounded`]) is an unreadable answer.
     pub fn from_reqwest(system: System, error: reqwest::Error) -> UpstreamError {
         let error = error.without_url();
+        if is_too_large(&error) {
+            return UpstreamError::Malformed {
+                system,
+                detail: format!("an answer larger than {MAX_ANSWER_BYTES} bytes, the most the service reads"),
+            };
+        }
         if error.is_timeout() {
             return UpstreamError::Timeout { system };
         }
@@ -148,12 +158,14 @@ pub async fn json_answer(
 }
 
 /// The body of a successful answer as text (empty for 204); an error status becomes its
-/// [`UpstreamError`], `describe` summarising the body.
+/// [`UpstreamError`], `describe` summarising the body. Either body is read to
+/// [`MAX_ANSWER_BYTES`] at most.
 pub async fn text_answer(
     system: System,
     response: reqwest::Response,
     describe: fn(&str) -> String,
 ) -> Result<String, UpstreamError> {
+    let response = bounded(response);
     let status = response.status();
     let headers = response.headers().clone();
     let body = response.bytes().await.map_err(|e| UpstreamError::from_reqwest(system, e))?;
@@ -162,6 +174,31 @@ pub async fn text_answer(
         return Err(UpstreamError::from_status(system, status.as_u16(), &headers, || describe(&text)));
     }
     Ok(text)
+}
+
+/// `response` with a body that fails, once more than [`MAX_ANSWER_BYTES`] have come, instead
+/// of being read on: reqwest reads a body whole, however long. Every answer of an upstream
+/// passes here before it is read (the leasing client's generated code calls it for each).
+pub fn bounded(response: reqwest::Response) -> reqwest::Response {
+    bounded_to(response, MAX_ANSWER_BYTES)
+}
+
+fn bounded_to(response: reqwest::Response, limit: usize) -> reqwest::Response {
+    let (parts, body) = http::Response::<reqwest::Body>::from(response).into_parts();
+    let body = reqwest::Body::wrap(http_body_util::Limited::new(body, limit));
+    reqwest::Response::from(http::Response::from_parts(parts, body))
+}
+
+/// Whether reading a body failed because it passed the bound of [`bounded`].
+pub fn is_too_large(error: &reqwest::Error) -> bool {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    while let Some(e) = source {
+        if e.is::<http_body_util::LengthLimitError>() {
+            return true;
+        }
+        source = e.source();
+    }
+    false
 }
 
 /// A body as text, invalid UTF-8 replaced by U+FFFD. Valid UTF-8 (every JSON answer) is checked
@@ -191,6 +228,34 @@ pub fn summarise(text: &str) -> String {
     } else {
         format!("{}…", text.chars().take(300).collect::<String>())
     }
+}
+
+/// The most of one answer's body the service reads from an upstream, a success's or an
+/// error's: 64 MiB. The largest answers expected are an ERP page of 1,000 records and a
+/// contract PDF as base64, far below it; an answer over it (a proxy's or a broken upstream's
+/// endless body) is [`UpstreamError::Malformed`] once that much has been read, so no upstream
+/// can make the service buffer more.
+pub const MAX_ANSWER_BYTES: usize = 64 * 1024 * 1024;
+
+/// The clients' redirect policy: none is followed. A redirect would carry the request, and
+/// our credentials with it (the leasing client certificate, the ERP key in its own header,
+/// which reqwest does not strip across hosts), to wherever the upstream, or whoever answers
+/// for it, points; no upstream is known to redirect (../shared/upstream/FACTS.md). A 3xx is an
+/// [`UpstreamError::Refused`] naming where it points: the base URL setting is to be checked.
+pub fn no_redirects() -> reqwest::redirect::Policy {
+    reqwest::redirect::Policy::none()
+}
+
+/// A redirect's message: where it points (scheme, host and port only: its path and query may
+/// carry what is not ours to log).
+fn redirect_message(headers: &reqwest::header::HeaderMap) -> String {
+    let location = headers.get(reqwest::header::LOCATION).and_then(|v| v.to_str().ok());
+    let target = match location.map(url::Url::parse) {
+        Some(Ok(url)) => url.origin().ascii_serialization(),
+        Some(Err(_)) => "a path of its own".to_string(),
+        None => "nowhere (no Location)".to_string(),
+    };
+    summarise(&format!("a redirect to {target}, not followed: check the upstream's base URL setting"))
 }
 
 /// The longest wait a `Retry-After` may impose on one retry.
@@ -238,14 +303,19 @@ where
     }
 }
 
-/// The wait a 429 or 503 answer asks for: `Retry-After` in seconds or as an HTTP date, else
-/// `X-RateLimit-Reset` (seconds).
+/// The wait a 429 or 503 answer asks for: `Retry-After` in seconds or as an HTTP date (any
+/// of its three forms: IMF-fixdate and the obsolete RFC 850 and asctime, which a recipient
+/// must read too), else `X-RateLimit-Reset` (seconds).
 pub fn requested_wait(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
     let text = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).map(str::trim);
     if let Some(value) = text("retry-after") {
         if let Ok(seconds) = value.parse::<u64>() {
             return Some(Duration::from_secs(seconds));
         }
+        if let Ok(when) = httpdate::parse_http_date(value) {
+            return Some(when.duration_since(std::time::SystemTime::now()).unwrap_or_default());
+        }
+        // A date with a zone other than GMT is no HTTP-date, but its meaning is plain.
         if let Ok(when) = chrono::DateTime::parse_from_rfc2822(value) {
             let seconds = (when.timestamp() - chrono::Utc::now().timestamp()).max(0);
             return Some(Duration::from_secs(seconds as u64));
@@ -291,6 +361,29 @@ mod tests {
         assert_eq!(requested_wait(&headers), Some(Duration::from_secs(2)));
         headers.insert("retry-after", HeaderValue::from_static("Wed, 21 Oct 2015 07:28:00 GMT"));
         assert_eq!(requested_wait(&headers), Some(Duration::ZERO), "a date in the past means now");
+        headers.insert("retry-after", HeaderValue::from_static("Wed, 21 Oct 2015 09:28:00 +0200"));
+        assert_eq!(requested_wait(&headers), Some(Duration::ZERO), "a date with another zone is read too");
+    }
+
+    /// HTTP allows a date in three forms (RFC 9110, 5.6.7): a recipient must read the obsolete
+    /// RFC 850 and asctime forms too.
+    #[test]
+    fn retry_after_dates_are_read_in_every_form_of_http_date() {
+        use reqwest::header::{HeaderMap, HeaderValue};
+        let wait = |value: &str| {
+            let mut headers = HeaderMap::new();
+            headers.insert("retry-after", HeaderValue::from_str(value).unwrap());
+            requested_wait(&headers)
+        };
+        for past in ["Sun, 06 Nov 1994 08:49:37 GMT", "Sunday, 06-Nov-94 08:49:37 GMT", "Sun Nov  6 08:49:37 1994"] {
+            assert_eq!(wait(past), Some(Duration::ZERO), "{past}");
+        }
+        let later = chrono::Utc::now() + chrono::Duration::seconds(120);
+        for format in ["%a, %d %b %Y %H:%M:%S GMT", "%A, %d-%b-%y %H:%M:%S GMT", "%a %b %e %H:%M:%S %Y"] {
+            let value = later.format(format).to_string();
+            let seconds = wait(&value).map(|d| d.as_secs());
+            assert!(seconds.is_some_and(|s| (110..=120).contains(&s)), "{value}: {seconds:?}");
+        }
     }
 
     #[tokio::test]
@@ -331,9 +424,35 @@ mod tests {
     }
 
     #[test]
+    fn redirects_name_where_they_point_and_nothing_more() {
+        use reqwest::header::{HeaderMap, HeaderValue};
+        let mut headers = HeaderMap::new();
+        headers.insert("location", HeaderValue::from_static("https://elsewhere.example:8443/login?key=k-123"));
+        let error = UpstreamError::from_status(System::Erp, 302, &headers, || unreachable!("no body is read"));
+        let text = error.to_string();
+        assert!(text.contains("redirect to https://elsewhere.example:8443, not followed"), "{text}");
+        assert!(!text.contains("k-123") && !text.contains("login"), "{text}");
+        assert!(!error.is_transient() && !error.may_have_applied());
+    }
+
+    #[test]
     fn summaries_are_bounded() {
         assert_eq!(summarise("  short "), "short");
         assert_eq!(summarise(&"x".repeat(500)).chars().count(), 301);
+    }
+
+    #[tokio::test]
+    async fn bodies_are_read_up_to_the_bound_and_no_further() {
+        let answer = |body: &'static str| reqwest::Response::from(http::Response::new(body));
+        let read = bounded_to(answer("12345"), 5).bytes().await.unwrap();
+        assert_eq!(&read[..], b"12345", "a body of exactly the bound is read");
+        let error = bounded_to(answer("123456"), 5).bytes().await.unwrap_err();
+        assert!(is_too_large(&error), "{error:?}");
+        let mapped = UpstreamError::from_reqwest(System::Erp, error);
+        assert!(
+            matches!(&mapped, UpstreamError::Malformed { detail, .. } if detail.contains("larger than")),
+            "{mapped}"
+        );
     }
 
     #[test]

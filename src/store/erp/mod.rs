@@ -195,21 +195,37 @@ impl Store {
         Ok(outcomes)
     }
 
-    /// Removes a record; false when it was not there.
+    /// Removes a record the ERP no longer has; false when it was not there. Then its absence
+    /// is noted instead (`erp_absences`, migration 0034): a pull's page read at the ERP before
+    /// the delete may still bring the record (see [`Self::erp_removed_since`]).
     pub async fn erp_delete(&self, model: &str, id: &str) -> Result<bool, StoreError> {
         let done = sqlx::query("DELETE FROM erp_records WHERE model = $1 AND record_id = $2")
             .bind(model)
             .bind(id)
             .execute(self.pool())
             .await?;
-        Ok(done.rows_affected() == 1)
+        if done.rows_affected() == 1 {
+            return Ok(true);
+        }
+        sqlx::query(
+            "INSERT INTO erp_absences (model, record_id, noted_at) VALUES ($1, $2, $3) \
+             ON CONFLICT (model, record_id) DO UPDATE SET noted_at = excluded.noted_at",
+        )
+        .bind(model)
+        .bind(id)
+        .bind(now_ms())
+        .execute(self.pool())
+        .await?;
+        Ok(false)
     }
 
     /// The ids of a model's records removed from the mirror at or after `since` (epoch ms),
-    /// from the change feed's tombstones: what a pull's page read before then may bring back.
+    /// from the change feed's tombstones, and of those found absent when the ERP deleted them
+    /// ([`Self::erp_delete`]): what a pull's page read before then may bring back.
     pub async fn erp_removed_since(&self, model: &str, since: i64) -> Result<Vec<String>, StoreError> {
         let ids: Vec<String> = sqlx::query_scalar(
-            "SELECT DISTINCT record_id FROM mirror_removals WHERE mirror = 'erp' AND entity = $1 AND removed_at >= $2",
+            "SELECT record_id FROM mirror_removals WHERE mirror = 'erp' AND entity = $1 AND removed_at >= $2 \
+             UNION SELECT record_id FROM erp_absences WHERE model = $1 AND noted_at >= $2",
         )
         .bind(model)
         .bind(since)

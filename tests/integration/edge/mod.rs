@@ -14,4 +14,5 @@ mod oversized_heads;
 mod python_client;
 mod tls;
 mod tokens;
+mod upstream_answers;
 mod upstream_faults;

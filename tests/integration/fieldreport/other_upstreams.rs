@@ -3,7 +3,8 @@
 //! digits, and `datetime'…'` literals of at most seven, as `System.DateTime` parses them),
 //! server-side paging that withholds rows after paging (soft-deleted ones), so that a window of
 //! only such rows is an empty page with a next link, in the middle of the set, records never
-//! modified (a null `DateModified`, sorted first) and texts holding a NUL character.
+//! modified (a null `DateModified`, sorted first), texts holding a NUL character, and full
+//! metadata (annotated records, Int64 as strings, stamps with an offset).
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -296,7 +297,42 @@ async fn a_page_out_of_key_order_fails_the_sync(db: Db) {
     svc.stop().await;
 }
 
+/// A server answering in OData v3's full metadata: each record annotated (`odata.type`,
+/// `odata.id`, `odata.editLink`, a property's `@odata.type`), its Int64 `Version` a string, and
+/// `DateModified` with an offset (`+02:00`). The sync stores every record, a change made later
+/// is brought by the next sync, and a sync with nothing new writes nothing (versions compared
+/// as the server writes them).
+async fn full_metadata_records_stamped_with_an_offset_converge(db: Db) {
+    let fake = Fake::seeded(30, "+02:00");
+    let annotate = |fake: &Fake| {
+        for (id, record) in fake.records.lock().unwrap().iter_mut() {
+            let Some(version) = record["Version"].as_i64().map(|n| n.to_string()) else { continue };
+            let annotations = json!({"odata.type": "MFR.Company", "odata.id": format!("https://fake/odata/Companies({id}L)"),
+                "odata.editLink": format!("Companies({id}L)"), "Version@odata.type": "Edm.Int64", "Version": version});
+            record.extend(annotations.as_object().unwrap().clone());
+        }
+    };
+    // The mirror keeps an Int64 as a number, as the description types it.
+    let upstream = |fake: &Fake| -> BTreeMap<String, Value> {
+        let number = |version: Value| json!(version.as_str().unwrap().parse::<i64>().unwrap());
+        fake.visible().into_iter().map(|(id, version)| (id, number(version))).collect()
+    };
+    annotate(&fake);
+    let (svc, token) = start(db, &fake).await;
+    first_sync(&svc, &token, 30).await;
+    assert_eq!(mirror(&svc).await, upstream(&fake));
+    fake.put(1005, 2, "2026-01-01T00:00:40+02:00");
+    annotate(&fake);
+    let (status, next) = sync(&svc, &token, "").await;
+    assert_eq!((status, next["data"][0]["updated"].clone()), (200, json!(1)), "{next}");
+    assert_eq!(mirror(&svc).await, upstream(&fake), "{next}");
+    let (status, again) = sync(&svc, &token, "").await;
+    assert_eq!((status, again["data"][0]["updated"].clone()), (200, json!(0)), "{again}");
+    svc.stop().await;
+}
+
 on_both_databases!(
+    full_metadata_records_stamped_with_an_offset_converge,
     a_page_out_of_key_order_fails_the_sync,
     records_never_modified_are_taken,
     a_nul_in_a_record_is_stored_as_written,
