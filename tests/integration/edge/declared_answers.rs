@@ -1,0 +1,135 @@
+//! The answers the service's edge gives whatever the operation, sent to every operation of the
+//! served document: no token or an unknown one (401), a body over the limit (413), malformed
+//! JSON or a body of another content type (400) and a path parameter that is not UTF-8 (400).
+//! Each answer must fit what the operation declares for its status (so its `error_code` is in
+//! the enum there), have the headers it carries declared, and under `/api/v1/leasing` carry the
+//! leasing envelope (`success: false`).
+
+use reqwest::{Method, RequestBuilder};
+use serde_json::Value;
+
+use crate::common::{Api, Db, TestService, contract};
+
+/// `MAX_BODY_BYTES` of these tests: small, so that a body over it is quick to send.
+const LIMIT: usize = 2048;
+
+/// One operation of the document, with what a request to it needs.
+struct Operation {
+    method: Method,
+    template: String,
+    guarded: bool,
+    /// The example of its request body, when it takes one.
+    body: Option<Value>,
+}
+
+impl Operation {
+    /// Its path with every parameter set to `value` (already percent-encoded).
+    fn path(&self, value: &str) -> String {
+        let mut path = String::new();
+        for segment in self.template.split_inclusive('/') {
+            let variable = segment.starts_with('{');
+            path.push_str(if variable { value } else { segment });
+            if variable && segment.ends_with('/') {
+                path.push('/');
+            }
+        }
+        path
+    }
+}
+
+fn operations(document: &Value) -> Vec<Operation> {
+    let mut operations = Vec::new();
+    for (template, item) in document["paths"].as_object().unwrap() {
+        for (method, op) in item.as_object().unwrap() {
+            let Ok(method) = Method::from_bytes(method.to_ascii_uppercase().as_bytes()) else { continue };
+            operations.push(Operation {
+                method,
+                template: template.clone(),
+                guarded: op["security"].as_array().is_some_and(|s| s.iter().any(|s| s.get("bearerAuth").is_some())),
+                body: op.get("requestBody").map(|b| b["content"]["application/json"]["example"].clone()),
+            });
+        }
+    }
+    assert!(operations.len() > 150, "only {} operations", operations.len());
+    operations
+}
+
+/// What did not fit, one line each, collected over every operation.
+#[derive(Default)]
+struct Failures(Vec<String>);
+
+impl Failures {
+    /// Sends `request` (to `op`, provoking `what`) and notes whatever of its answer the document
+    /// does not say: an `expected` status it is not, a mismatch of the contract, a leasing
+    /// error without `success: false`.
+    async fn send(&mut self, op: &Operation, what: &str, request: RequestBuilder, expected: Option<u16>) -> u16 {
+        let (client, request) = request.build_split();
+        let request = request.unwrap();
+        let (method, url) = (request.method().clone(), request.url().clone());
+        let response = client.execute(request).await.unwrap();
+        let (status, headers) = (response.status().as_u16(), response.headers().clone());
+        let body = response.bytes().await.unwrap();
+        let mut note = |problem: String| self.0.push(format!("{what}: {method} {}: {problem}", op.template));
+        if expected.is_some_and(|expected| expected != status) {
+            note(format!("{status} instead of {expected:?}"));
+        }
+        if let Err(mismatch) = contract::mismatch(&method, &url, status, &headers, &body) {
+            note(mismatch);
+        }
+        if status >= 400 && op.template.starts_with("/api/v1/leasing") {
+            let value: Value = serde_json::from_slice(&body).unwrap_or_default();
+            if value["success"] != false {
+                note(format!("{status} without the leasing envelope: {value}"));
+            }
+        }
+        status
+    }
+
+    fn assert_none(self) {
+        assert!(self.0.is_empty(), "{} answers the document does not state:\n{}", self.0.len(), self.0.join("\n"));
+    }
+}
+
+async fn served_document(svc: &TestService) -> Value {
+    svc.client.get(svc.url("/docs/openapi.json")).send().await.unwrap().json().await.unwrap()
+}
+
+async fn every_operation_declares_the_edge_s_answers(db: Db) {
+    let (svc, token) = TestService::with_user(db, &[("MAX_BODY_BYTES", &LIMIT.to_string())]).await;
+    let document = served_document(&svc).await;
+    let unknown = format!("999999|{}", "a".repeat(40));
+    let mut failures = Failures::default();
+    for op in operations(&document) {
+        let request = |path: &str| svc.client.request(op.method.clone(), svc.url(path));
+        let path = op.path("1");
+        if op.guarded {
+            failures.send(&op, "no token", request(&path), Some(401)).await;
+            // A token of the right form that no user holds, with a body the operation takes.
+            let mut unknown_token = request(&path).bearer_auth(&unknown);
+            if let Some(body) = &op.body {
+                unknown_token = unknown_token.json(body);
+            }
+            failures.send(&op, "unknown token", unknown_token, None).await;
+        }
+        let authorized = |path: &str| request(path).bearer_auth(&token);
+        if op.body.is_some() {
+            let json = |path: &str| authorized(path).header("content-type", "application/json");
+            let large = format!("[{}0]", "0,".repeat(LIMIT));
+            failures.send(&op, "body over the limit", json(&path).body(large), Some(413)).await;
+            failures.send(&op, "malformed JSON", json(&path).body("{\"a\": "), Some(400)).await;
+            let text = authorized(&path).header("content-type", "text/plain").body("{}");
+            failures.send(&op, "another content type", text, Some(400)).await;
+        }
+        if op.template.contains('{') {
+            let mut bad = authorized(&op.path("%FF"));
+            if let Some(body) = &op.body {
+                bad = bad.json(body);
+            }
+            failures.send(&op, "path parameter not UTF-8", bad, Some(400)).await;
+        }
+    }
+    failures.assert_none();
+    svc.stop().await;
+}
+
+crate::on_both_databases!(every_operation_declares_the_edge_s_answers);
