@@ -1,9 +1,10 @@
 //! The answers the service's edge gives whatever the operation, sent to every operation of the
 //! served document: no token or an unknown one (401), a body over the limit (413), malformed
 //! JSON or a body of another content type (400) and a path parameter that is not UTF-8 (400).
-//! Each answer must fit what the operation declares for its status (so its `error_code` is in
-//! the enum there), have the headers it carries declared, and under `/api/v1/leasing` carry the
-//! leasing envelope (`success: false`).
+//! Each answer must be declared by the operation under its own status (openapi-zod-client, for
+//! one, drops a `4XX` range), fit that status's schema (so its `error_code` is in the enum
+//! there), have the headers it carries declared, and under `/api/v1/leasing` carry the leasing
+//! envelope (`success: false`).
 
 use reqwest::{Method, RequestBuilder};
 use serde_json::Value;
@@ -20,6 +21,7 @@ struct Operation {
     guarded: bool,
     /// The example of its request body, when it takes one.
     body: Option<Value>,
+    declared: Vec<String>,
 }
 
 impl Operation {
@@ -47,6 +49,7 @@ fn operations(document: &Value) -> Vec<Operation> {
                 template: template.clone(),
                 guarded: op["security"].as_array().is_some_and(|s| s.iter().any(|s| s.get("bearerAuth").is_some())),
                 body: op.get("requestBody").map(|b| b["content"]["application/json"]["example"].clone()),
+                declared: op["responses"].as_object().unwrap().keys().cloned().collect(),
             });
         }
     }
@@ -60,8 +63,8 @@ struct Failures(Vec<String>);
 
 impl Failures {
     /// Sends `request` (to `op`, provoking `what`) and notes whatever of its answer the document
-    /// does not say: an `expected` status it is not, a mismatch of the contract, a leasing
-    /// error without `success: false`.
+    /// does not say: an `expected` status it is not, a status declared only by a range, a
+    /// mismatch of the contract, a leasing error without `success: false`.
     async fn send(&mut self, op: &Operation, what: &str, request: RequestBuilder, expected: Option<u16>) -> u16 {
         let (client, request) = request.build_split();
         let request = request.unwrap();
@@ -72,6 +75,9 @@ impl Failures {
         let mut note = |problem: String| self.0.push(format!("{what}: {method} {}: {problem}", op.template));
         if expected.is_some_and(|expected| expected != status) {
             note(format!("{status} instead of {expected:?}"));
+        }
+        if !op.declared.contains(&status.to_string()) {
+            note(format!("{status} is declared only by a range (declared: {:?})", op.declared));
         }
         if let Err(mismatch) = contract::mismatch(&method, &url, status, &headers, &body) {
             note(mismatch);

@@ -11,7 +11,10 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Value, json};
 
-use self::errors::{add_server_errors, complete_request_flow_operation, server_error_name, upstream_errors};
+use self::errors::{
+    add_client_errors, add_server_errors, complete_request_flow_operation, declare_client_errors, server_error_name,
+    upstream_errors,
+};
 use self::per_operation::{
     complete_export_operation, complete_fieldreport_operation, complete_jobs_operation, complete_metrics_operation,
     complete_subscription_operation, event_schema,
@@ -155,7 +158,8 @@ fn complete(doc: &mut Value) {
             responses.remove("5XX");
             let reference = |name: &str| json!({"$ref": format!("#/components/responses/{name}")});
             let sources = answers::sources(&op_id, &tags, guarded.is_some());
-            for (status, code) in answers::answers(&sources).into_iter().filter(|(status, _)| *status >= 500) {
+            let answers = answers::answers(&sources);
+            for (status, code) in answers.iter().filter(|(status, _)| *status >= 500).cloned() {
                 let name = server_error_name(status, &sources);
                 server_codes.entry(name).or_default().insert(code);
                 responses.insert(status.to_string(), reference(name));
@@ -205,9 +209,13 @@ fn complete(doc: &mut Value) {
                 });
                 op["responses"]["429"] = json!({"$ref": "#/components/responses/TooManyRequests"});
             }
+            let states_ability = op.get("x-ability").is_some();
+            let takes_input = has_body || op["parameters"].as_array().is_some_and(|ps| !ps.is_empty());
+            declare_client_errors(op, &answers, takes_input, states_ability);
         }
     }
     add_server_errors(doc, &server_codes);
+    add_client_errors(doc);
     one_record_identity(doc);
     bound_integers(doc);
     type_timestamps(doc);
