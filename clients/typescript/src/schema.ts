@@ -6934,7 +6934,7 @@ export interface components {
                 "application/json": components["schemas"]["ApiError"];
             };
         };
-        /** @description The record exists already, was changed by a concurrent request, or the upstream reports a version conflict (`upstream_conflict`). */
+        /** @description The record exists already, was changed by a concurrent request, or the upstream reports a version conflict (`upstream_conflict`); or a request with the same `Idempotency-Key` is still running (`idempotency_key_in_progress`). */
         Conflict: {
             headers: {
                 "x-request-id": components["headers"]["RequestId"];
@@ -7031,7 +7031,7 @@ export interface components {
                 "application/json": components["schemas"]["ServiceUnavailable"];
             };
         };
-        /** @description Too many attempts; retry after the number of seconds in `Retry-After`. */
+        /** @description Over a limit, named by `error_code`: failed logins for this email or from this address (`too_many_attempts`), or `MAX_HELD_CALLS_PER_USER` waits and flows of the caller's user running here (`too_many_held_calls`). Retry after the number of seconds in `Retry-After`. */
         TooManyRequests: {
             headers: {
                 /** @description Seconds to wait before retrying. */
@@ -16707,9 +16707,10 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
-            /** @description The caller sent `IDEMPOTENCY_KEYS_PER_MINUTE_PER_USER` new `Idempotency-Key`s within the last minute (`too_many_idempotency_keys`; a repeat of a stored key is not counted); retry after `Retry-After` seconds, or send the request without a key. */
+            /** @description The caller sent `IDEMPOTENCY_KEYS_PER_MINUTE_PER_USER` new `Idempotency-Key`s within the last minute (`too_many_idempotency_keys`; a repeat of a stored key is not counted; or send the request without a key); retry after `Retry-After` seconds. */
             429: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -16763,6 +16764,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -16845,6 +16847,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -16884,6 +16887,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -17114,7 +17118,7 @@ export interface operations {
                     "application/json": components["schemas"]["LeasingFlowInvalid"];
                 };
             };
-            /** @description The caller sent `IDEMPOTENCY_KEYS_PER_MINUTE_PER_USER` new `Idempotency-Key`s within the last minute (`too_many_idempotency_keys`; a repeat of a stored key is not counted); retry after `Retry-After` seconds, or send the request without a key. */
+            /** @description The caller sent `IDEMPOTENCY_KEYS_PER_MINUTE_PER_USER` new `Idempotency-Key`s within the last minute (`too_many_idempotency_keys`; a repeat of a stored key is not counted; or send the request without a key), or the caller's user has `MAX_HELD_CALLS_PER_USER` waits and flows running here (`too_many_held_calls`); retry after `Retry-After` seconds. */
             429: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -18489,6 +18493,7 @@ export interface operations {
                 };
             };
             422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["LeasingFailure"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];

@@ -103,14 +103,14 @@ fn complete(doc: &mut Value) {
         "content": error_content.clone()
     });
     responses["TooManyRequests"] = json!({
-        "description": "Too many attempts; retry after the number of seconds in `Retry-After`.",
+        "description": "Over a limit, named by `error_code`: failed logins for this email or from this address (`too_many_attempts`), or `MAX_HELD_CALLS_PER_USER` waits and flows of the caller's user running here (`too_many_held_calls`). Retry after the number of seconds in `Retry-After`.",
         "headers": {"Retry-After": {"description": "Seconds to wait before retrying.", "schema": {"type": "integer"}}},
         "content": error_content.clone()
     });
 
     responses["NotFound"] = json!({"description": "No such record.", "content": error_content.clone()});
     responses["Conflict"] = json!({
-        "description": "The record exists already, was changed by a concurrent request, or the upstream reports a version conflict (`upstream_conflict`).",
+        "description": "The record exists already, was changed by a concurrent request, or the upstream reports a version conflict (`upstream_conflict`); or a request with the same `Idempotency-Key` is still running (`idempotency_key_in_progress`).",
         "content": error_content.clone()
     });
     doc["components"]["schemas"]["RecordDeleted"] = json!({

@@ -421,3 +421,21 @@ fn webhook_routes_declare_both_forms_of_the_secret() {
         );
     }
 }
+
+/// The operations whose answers include the refusals of an `Idempotency-Key` are the ones that
+/// take the header.
+#[test]
+fn idempotent_operations_are_the_ones_taking_the_key() {
+    let doc: serde_json::Value = serde_json::from_str(&super::document()).unwrap();
+    let mut taking = Vec::new();
+    for item in doc["paths"].as_object().unwrap().values() {
+        for op in item.as_object().unwrap().values() {
+            let parameters = op["parameters"].as_array().into_iter().flatten();
+            if parameters.into_iter().any(|p| p["in"] == "header" && p["name"] == "idempotency-key") {
+                taking.push(op["operationId"].as_str().unwrap());
+            }
+        }
+    }
+    taking.sort();
+    assert_eq!(taking, super::answers::IDEMPOTENT_OPERATIONS);
+}
