@@ -7024,6 +7024,8 @@ export interface components {
         /** @description The database does not answer (`service_unavailable`), or the service is shutting down and stopped the work the call held (`shutting_down`); send it again. */
         ServiceUnavailable: {
             headers: {
+                /** @description Seconds to wait before sending the request again; sent with `service_unavailable` and `upstream_busy`. */
+                "Retry-After"?: number;
                 "x-request-id": components["headers"]["RequestId"];
                 [name: string]: unknown;
             };
@@ -7063,6 +7065,8 @@ export interface components {
         /** @description The database does not answer (`service_unavailable`), the service is shutting down and stopped the field-report work the call started (`interrupted`; send it again), the upstream system is not configured (`upstream_not_configured`; the message names the setting), or it stays busy (`upstream_busy`; retry after `Retry-After`). */
         UpstreamUnavailable: {
             headers: {
+                /** @description Seconds to wait before sending the request again; sent with `service_unavailable` and `upstream_busy`. */
+                "Retry-After"?: number;
                 "x-request-id": components["headers"]["RequestId"];
                 [name: string]: unknown;
             };
@@ -17162,6 +17166,8 @@ export interface operations {
             /** @description The database does not answer (`service_unavailable`; no flow position), or the service shut down while the flow ran (`shutting_down`): the flow stopped at `failedStep`, recorded as `interrupted`. */
             503: {
                 headers: {
+                    /** @description Seconds to wait before sending the request again; sent with `service_unavailable` and `upstream_busy`. */
+                    "Retry-After"?: number;
                     "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };

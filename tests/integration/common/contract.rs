@@ -173,6 +173,14 @@ impl Contract {
         if response["headers"].get("x-request-id").is_some() && !headers.contains_key("x-request-id") {
             return Err(format!("{op_id} {status}: no x-request-id header"));
         }
+        // A header a client is told to act on must be declared where it is sent.
+        for name in ANNOUNCED_HEADERS {
+            let declared =
+                response["headers"].as_object().is_some_and(|h| h.keys().any(|k| k.eq_ignore_ascii_case(name)));
+            if headers.contains_key(*name) && !declared {
+                return Err(format!("{op_id} {status}: a {name} header the document does not declare"));
+            }
+        }
         let media = headers
             .get(http::header::CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
@@ -217,6 +225,9 @@ pub fn fits(schema: &str, instance: &Value) -> Result<(), String> {
     let index = compiler.compile(&format!("{RESOURCE}#{schema}"), &mut schemas).map_err(|e| format!("{e:#}"))?;
     schemas.validate(instance, index).map_err(|e| format!("{e:#}"))
 }
+
+/// The headers that tell a client what to do, which an answer may carry only where declared.
+const ANNOUNCED_HEADERS: &[&str] = &["retry-after", "location", "etag"];
 
 /// Whether an answer of the service fits the document; `Err` says what does not.
 pub fn mismatch(

@@ -144,7 +144,19 @@ pub(super) fn complete_request_flow_operation(op: &mut Value) {
             "description": description,
             "content": {"application/json": {"schema": {"$ref": format!("#/components/schemas/{name}")}}}
         });
+        if *status == "503" {
+            op["responses"][*status]["headers"] = retry_after();
+        }
     }
+}
+
+/// The `Retry-After` a 503 carries when waiting helps (`service_unavailable`, `upstream_busy`;
+/// the front sends it for every `retry_after_seconds` in an error body), absent otherwise.
+fn retry_after() -> Value {
+    json!({"Retry-After": {
+        "description": "Seconds to wait before sending the request again; sent with `service_unavailable` and `upstream_busy`.",
+        "schema": {"type": "integer", "minimum": 0}
+    }})
 }
 
 /// The conflict an upstream system can report (its server errors follow from the operation's
@@ -182,15 +194,16 @@ pub(super) fn add_server_errors(doc: &mut Value, server_codes: &BTreeMap<&str, B
     }
     add_request_flow_schemas(schemas, server_codes);
     let responses = doc["components"]["responses"].as_object_mut().expect("the document has responses");
-    for (name, _, description) in SERVER_ERRORS {
+    for (name, status, description) in SERVER_ERRORS {
         if server_codes.contains_key(name) {
-            responses.insert(
-                (*name).into(),
-                json!({
-                    "description": description,
-                    "content": {"application/json": {"schema": {"$ref": format!("#/components/schemas/{name}")}}}
-                }),
-            );
+            let mut response = json!({
+                "description": description,
+                "content": {"application/json": {"schema": {"$ref": format!("#/components/schemas/{name}")}}}
+            });
+            if *status == 503 {
+                response["headers"] = retry_after();
+            }
+            responses.insert((*name).into(), response);
         }
     }
 }
