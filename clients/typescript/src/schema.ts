@@ -7021,6 +7021,16 @@ export interface components {
                 "application/json": components["schemas"]["ApiError"];
             };
         };
+        /** @description The request's body did not arrive within `BODY_READ_TIMEOUT_SECONDS` of its start (`request_timeout`); the connection is closed. */
+        RequestTimeout: {
+            headers: {
+                "x-request-id": components["headers"]["RequestId"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ApiError"];
+            };
+        };
         /** @description The database does not answer (`service_unavailable`), or the service is shutting down and stopped the work the call held (`shutting_down`); send it again. */
         ServiceUnavailable: {
             headers: {
@@ -8291,6 +8301,7 @@ export interface operations {
                 };
             };
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
@@ -8439,6 +8450,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
@@ -8759,6 +8771,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
@@ -8886,6 +8899,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
@@ -9030,6 +9044,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
@@ -9259,6 +9274,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
@@ -9383,6 +9399,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
@@ -9507,6 +9524,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
@@ -9707,6 +9725,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
@@ -9821,6 +9840,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
@@ -9959,6 +9979,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
@@ -10173,6 +10194,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
@@ -10294,6 +10316,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
@@ -10430,6 +10453,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
@@ -10642,6 +10666,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
@@ -10762,6 +10787,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
@@ -10886,6 +10912,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
@@ -11086,6 +11113,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
@@ -11200,6 +11228,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
@@ -11334,6 +11363,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
@@ -11544,6 +11574,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
@@ -11663,6 +11694,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
@@ -12016,6 +12048,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
@@ -12222,6 +12255,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
@@ -12339,6 +12373,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
@@ -12463,6 +12498,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
@@ -12663,6 +12699,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
@@ -12777,6 +12814,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
@@ -12915,6 +12953,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
@@ -13211,6 +13250,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
@@ -13332,6 +13372,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
@@ -13474,6 +13515,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
@@ -13862,6 +13904,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
@@ -13985,6 +14028,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
@@ -14419,6 +14463,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
@@ -14621,6 +14666,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
@@ -14736,6 +14782,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
@@ -14993,6 +15040,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
@@ -15191,6 +15239,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
@@ -15304,6 +15353,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
@@ -15438,6 +15488,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
@@ -15648,6 +15699,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
@@ -15767,6 +15819,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
@@ -15905,6 +15958,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
@@ -16119,6 +16173,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
@@ -16240,6 +16295,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
@@ -16393,6 +16449,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             /** @description A job of the same kind and target is queued or running (`job_active`); the message names it. */
             409: {
                 headers: {
@@ -16711,6 +16768,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
@@ -16812,6 +16870,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            408: components["responses"]["RequestTimeout"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
             500: components["responses"]["LeasingFailure"];
@@ -17101,6 +17160,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            408: components["responses"]["RequestTimeout"];
             /** @description A retry with the same `Idempotency-Key` while the first attempt runs (`idempotency_key_in_progress`; `flowId` and `financingId` name its flow once it started), or after the first attempt's flow ended without an answer its client read: its instance stopped, or its client went away (`idempotency_key_flow_ended`; `failedStep` and the flow's record say where it stopped, `financingId` what it created). No financing request is created. */
             409: {
                 headers: {
@@ -17439,6 +17499,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             /** @description The caller has `LEASING_SUBSCRIPTIONS_PER_USER` subscriptions already (`too_many_subscriptions`). */
             409: {
                 headers: {
@@ -17967,6 +18028,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
             500: components["responses"]["LeasingFailure"];
@@ -18216,6 +18278,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
             500: components["responses"]["LeasingFailure"];
@@ -18357,6 +18420,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
             500: components["responses"]["LeasingFailure"];
@@ -18609,6 +18673,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["TooManyRequests"];

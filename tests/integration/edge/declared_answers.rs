@@ -1,12 +1,13 @@
 //! The answers the service's edge gives whatever the operation, sent to every operation of the
 //! served document: no token or an unknown one (401), a body over the limit (413), malformed
 //! JSON or a body of another content type (400), a path parameter that is not UTF-8 (400) and,
-//! with the database down, 503 with `Retry-After`.
+//! with the database down, 503 with `Retry-After`, and a body that stops arriving (408).
 //! Each answer must be declared by the operation under its own status (openapi-zod-client, for
 //! one, drops a `4XX` range), fit that status's schema (so its `error_code` is in the enum
 //! there), have the headers it carries declared, and under `/api/v1/leasing` carry the leasing
 //! envelope (`success: false`).
 
+use futures::StreamExt;
 use reqwest::{Method, RequestBuilder};
 use serde_json::Value;
 
@@ -58,37 +59,45 @@ fn operations(document: &Value) -> Vec<Operation> {
     operations
 }
 
+/// Sends `request` (to `op`, provoking `what`): its status, and whatever of its answer the
+/// document does not say: an `expected` status it is not, a status declared only by a range, a
+/// mismatch of the contract, a leasing error without `success: false`.
+async fn answer(op: &Operation, what: &str, request: RequestBuilder, expected: Option<u16>) -> (u16, Vec<String>) {
+    let (client, request) = request.build_split();
+    let request = request.unwrap();
+    let (method, url) = (request.method().clone(), request.url().clone());
+    let response = client.execute(request).await.unwrap();
+    let (status, headers) = (response.status().as_u16(), response.headers().clone());
+    let body = response.bytes().await.unwrap();
+    let mut problems = Vec::new();
+    let mut note = |problem: String| problems.push(format!("{what}: {method} {}: {problem}", op.template));
+    if expected.is_some_and(|expected| expected != status) {
+        note(format!("{status} instead of {expected:?}"));
+    }
+    if !op.declared.contains(&status.to_string()) {
+        note(format!("{status} is declared only by a range (declared: {:?})", op.declared));
+    }
+    if let Err(mismatch) = contract::mismatch(&method, &url, status, &headers, &body) {
+        note(mismatch);
+    }
+    if status >= 400 && op.template.starts_with("/api/v1/leasing") {
+        let value: Value = serde_json::from_slice(&body).unwrap_or_default();
+        if value["success"] != false {
+            note(format!("{status} without the leasing envelope: {value}"));
+        }
+    }
+    (status, problems)
+}
+
 /// What did not fit, one line each, collected over every operation.
 #[derive(Default)]
 struct Failures(Vec<String>);
 
 impl Failures {
-    /// Sends `request` (to `op`, provoking `what`) and notes whatever of its answer the document
-    /// does not say: an `expected` status it is not, a status declared only by a range, a
-    /// mismatch of the contract, a leasing error without `success: false`.
+    /// [`answer`], its problems noted.
     async fn send(&mut self, op: &Operation, what: &str, request: RequestBuilder, expected: Option<u16>) -> u16 {
-        let (client, request) = request.build_split();
-        let request = request.unwrap();
-        let (method, url) = (request.method().clone(), request.url().clone());
-        let response = client.execute(request).await.unwrap();
-        let (status, headers) = (response.status().as_u16(), response.headers().clone());
-        let body = response.bytes().await.unwrap();
-        let mut note = |problem: String| self.0.push(format!("{what}: {method} {}: {problem}", op.template));
-        if expected.is_some_and(|expected| expected != status) {
-            note(format!("{status} instead of {expected:?}"));
-        }
-        if !op.declared.contains(&status.to_string()) {
-            note(format!("{status} is declared only by a range (declared: {:?})", op.declared));
-        }
-        if let Err(mismatch) = contract::mismatch(&method, &url, status, &headers, &body) {
-            note(mismatch);
-        }
-        if status >= 400 && op.template.starts_with("/api/v1/leasing") {
-            let value: Value = serde_json::from_slice(&body).unwrap_or_default();
-            if value["success"] != false {
-                note(format!("{status} without the leasing envelope: {value}"));
-            }
-        }
+        let (status, problems) = answer(op, what, request, expected).await;
+        self.0.extend(problems);
         status
     }
 
@@ -160,7 +169,31 @@ async fn with_the_database_down_every_operation_declares_its_503(db: Db) {
     svc.stop().await;
 }
 
+/// A body that stops arriving is answered 408 `request_timeout` once `BODY_READ_TIMEOUT_SECONDS`
+/// have passed, whichever operation takes it (sent to all of them at once).
+async fn every_operation_taking_a_body_declares_its_408(db: Db) {
+    let (svc, token) = TestService::with_user(db, &[("BODY_READ_TIMEOUT_SECONDS", "1")]).await;
+    let document = served_document(&svc).await;
+    let operations: Vec<Operation> = operations(&document).into_iter().filter(|op| op.body.is_some()).collect();
+    let stalled = operations.iter().map(|op| {
+        // The first byte, then nothing: the body never ends.
+        let body =
+            futures::stream::once(async { Ok::<_, std::io::Error>(b"{".to_vec()) }).chain(futures::stream::pending());
+        let request = svc
+            .client
+            .request(op.method.clone(), svc.url(&op.path("1")))
+            .bearer_auth(&token)
+            .header("content-type", "application/json")
+            .body(reqwest::Body::wrap_stream(body));
+        answer(op, "a body that stops arriving", request, Some(408))
+    });
+    let problems: Vec<String> = futures::future::join_all(stalled).await.into_iter().flat_map(|(_, p)| p).collect();
+    Failures(problems).assert_none();
+    svc.stop().await;
+}
+
 crate::on_both_databases!(
     every_operation_declares_the_edge_s_answers,
-    with_the_database_down_every_operation_declares_its_503
+    with_the_database_down_every_operation_declares_its_503,
+    every_operation_taking_a_body_declares_its_408
 );

@@ -249,7 +249,8 @@ fn client_error_name(status: u16) -> &'static str {
     }
 }
 
-/// The shared client-error responses that only [`declare_client_errors`] uses.
+/// The shared client-error responses of their own: 400 and 410 (for [`declare_client_errors`]),
+/// 408 (every operation that takes a body).
 pub(super) fn add_client_errors(doc: &mut Value) {
     let content = json!({"application/json": {"schema": {"$ref": "#/components/schemas/ApiError"}}});
     let responses = doc["components"]["responses"].as_object_mut().expect("the document has responses");
@@ -257,6 +258,13 @@ pub(super) fn add_client_errors(doc: &mut Value) {
         "BadRequest".into(),
         json!({
             "description": "The request could not be read (`bad_request`): malformed JSON, a body whose `Content-Type` is not `application/json`, a path or query parameter of the wrong form, or a NUL character (U+0000), which the database cannot hold. The message names the problem; the same request will fail again.",
+            "content": content.clone()
+        }),
+    );
+    responses.insert(
+        "RequestTimeout".into(),
+        json!({
+            "description": "The request's body did not arrive within `BODY_READ_TIMEOUT_SECONDS` of its start (`request_timeout`); the connection is closed.",
             "content": content.clone()
         }),
     );

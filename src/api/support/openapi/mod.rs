@@ -149,6 +149,7 @@ fn complete(doc: &mut Value) {
                 }
             }
             if has_body {
+                op["responses"]["408"] = json!({"$ref": "#/components/responses/RequestTimeout"});
                 op["responses"]["413"] = json!({"$ref": "#/components/responses/PayloadTooLarge"});
                 op["responses"]["422"] = json!({"$ref": "#/components/responses/ValidationFailed"});
             }
